@@ -1,0 +1,58 @@
+/* ntprof: static analysis of a topology, without running it.
+ *
+ * Conventions (docs/analysis.md): MACs count multiply-accumulates; for
+ * layers made of them FLOPs = 2 x MACs (+ the element-wise work of bias and
+ * activation where the layer does it); element-wise layers count one FLOP per
+ * output element per arithmetic operation. Params count trainable values as
+ * PyTorch's `parameters()` does (batch-norm running statistics are buffers:
+ * they are in weight_bytes but not in params). Bytes are at the topology's
+ * precision. */
+#ifndef NTPROF_ANALYZE_H
+#define NTPROF_ANALYZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "ntprof/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntp_layer_cost {
+    const char *name;        /* owned by the graph */
+    const char *type;        /* markup element name: "fc", "conv", "mfcc" */
+    bool inlay;              /* a non-network stage (mfcc, ctc_decode, ...) */
+    ntp_shape output_shape;  /* first output */
+    int64_t params;
+    int64_t macs;
+    int64_t flops;
+    int64_t weight_bytes;    /* params and buffers at the precision */
+    int64_t input_bytes;     /* activations read */
+    int64_t output_bytes;    /* activations written */
+    /* Minimal memory traffic: weights + inputs + outputs, each touched once. */
+    int64_t traffic_bytes;
+    double intensity;        /* flops / traffic_bytes (FLOP per byte) */
+} ntp_layer_cost;
+
+typedef struct ntp_analysis {
+    ntp_dtype precision;
+    int n_layers;
+    ntp_layer_cost *layers;  /* execution order */
+    int64_t params;
+    int64_t macs;
+    int64_t flops;
+    int64_t weight_bytes;
+    int64_t input_bytes;     /* graph inputs */
+    int64_t activation_bytes; /* sum of every activation tensor's size */
+    int64_t peak_activation_bytes; /* arena size from the liveness planner */
+    int64_t traffic_bytes;
+} ntp_analysis;
+
+/* Analyse g at its precision. */
+ntp_status ntp_graph_analyze(ntp_ctx *ctx, const ntp_graph *g, ntp_analysis **out);
+void ntp_analysis_free(ntp_analysis *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

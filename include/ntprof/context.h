@@ -1,0 +1,38 @@
+/* ntprof: the context that carries error messages and warnings.
+ *
+ * Like sqlite3_errmsg(), the library records the detail of the last failure
+ * in the context passed to a call; the caller decides how to show it. The
+ * library never prints. */
+#ifndef NTPROF_CONTEXT_H
+#define NTPROF_CONTEXT_H
+
+#include <stddef.h>
+#include "ntprof/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntp_ctx ntp_ctx;
+
+/* Create a context. Returns NULL only when memory is exhausted. */
+ntp_ctx *ntp_ctx_init(void);
+void ntp_ctx_free(ntp_ctx *ctx);
+
+/* One line describing the last failure, "" when there was none. */
+const char *ntp_ctx_errmsg(const ntp_ctx *ctx);
+/* Status of the last failure recorded in ctx. */
+ntp_status ntp_ctx_status(const ntp_ctx *ctx);
+/* Forget the last failure. */
+void ntp_ctx_clear(ntp_ctx *ctx);
+
+/* Warnings (for example a default the reader filled in) accumulate until
+ * ntp_ctx_clear_warnings(). */
+size_t ntp_ctx_warning_count(const ntp_ctx *ctx);
+const char *ntp_ctx_warning(const ntp_ctx *ctx, size_t i);
+void ntp_ctx_clear_warnings(ntp_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

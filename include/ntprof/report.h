@@ -1,0 +1,47 @@
+/* ntprof: writing analyses and run results as tables, JSON, CSV and traces.
+ *
+ * Writers take a FILE* so the caller decides where output goes; the
+ * ntp_output helpers write to a temporary file renamed into place on
+ * commit, so a failed run leaves nothing half-written. */
+#ifndef NTPROF_REPORT_H
+#define NTPROF_REPORT_H
+
+#include <stdio.h>
+#include "ntprof/analyze.h"
+#include "ntprof/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ntp_format {
+    NTP_FORMAT_TABLE,
+    NTP_FORMAT_JSON,
+    NTP_FORMAT_CSV
+} ntp_format;
+
+/* "table", "json", "csv". */
+ntp_status ntp_format_parse(const char *s, ntp_format *out);
+
+#define NTP_REPORT_SCHEMA_VERSION 1
+
+ntp_status ntp_report_write_analysis(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysis *a,
+                                     ntp_format fmt, FILE *f);
+ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f);
+/* Chrome trace-event JSON (Perfetto, chrome://tracing): layers as complete
+ * events on one timeline, one slice per layer per iteration. */
+ntp_status ntp_report_write_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
+
+/* An output file that appears only when committed. path "-" is stdout. */
+typedef struct ntp_output ntp_output;
+ntp_status ntp_output_open(ntp_ctx *ctx, const char *path, ntp_output **out);
+FILE *ntp_output_file(ntp_output *o);
+/* Flush, fsync and rename into place; frees o. */
+ntp_status ntp_output_commit(ntp_ctx *ctx, ntp_output *o);
+/* Remove the temporary file; frees o. */
+void ntp_output_abort(ntp_output *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

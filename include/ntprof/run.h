@@ -1,0 +1,143 @@
+/* ntprof: running a topology on a backend and measuring it. */
+#ifndef NTPROF_RUN_H
+#define NTPROF_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "ntprof/graph.h"
+#include "ntprof/stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntp_run_opts {
+    const char *backend;        /* NULL: the default backend */
+    int warmup;                 /* iterations run and discarded first */
+    int iterations;             /* at least this many measured iterations */
+    double min_time_s;          /* ... and at least this much measured time */
+    int threads;                /* 0: all cores */
+    const char *pin;            /* CPU list "0-1,3" to pin to, NULL: no pinning */
+    uint64_t seed;              /* weights and synthetic inputs */
+    const char *only_marker;    /* profile only this marker's layers, NULL: all */
+    /* Inputs given as "[NAME=]FILE" (.npy); by position when NAME is absent. */
+    const char *const *inputs;
+    int n_inputs;
+    const char *save_outputs_dir; /* write output_<i>.npy here, NULL: don't */
+    bool keep_trace;            /* keep per-iteration layer timestamps */
+    double noise_cv;            /* warn above this coefficient of variation (0: 0.05) */
+} ntp_run_opts;
+
+/* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1, ... */
+void ntp_run_opts_default(ntp_run_opts *o);
+
+typedef struct ntp_layer_result {
+    const char *name;
+    const char *type;
+    const char *backend;        /* the backend that ran it */
+    bool inlay;
+    bool fused;                 /* fused into `fused_into` by the backend */
+    const char *fused_into;
+    ntp_shape output_shape;
+    ntp_stats time_ms;
+    double share;               /* of the summed median layer time */
+    int64_t flops;
+    int64_t bytes;              /* minimal traffic (analysis) */
+    double gflops;              /* flops / median time */
+    double gbps;                /* bytes / median time */
+    double intensity;           /* flops / bytes */
+    double prepare_ms;          /* primitive creation, weight packing */
+    int64_t workspace_bytes;
+} ntp_layer_result;
+
+typedef struct ntp_marker_result {
+    const char *name;
+    int first, last;            /* layer indices, inclusive */
+    ntp_stats time_ms;          /* per-iteration sum of its layers */
+    double share;
+    int64_t flops;
+    int64_t bytes;
+    double gflops;
+} ntp_marker_result;
+
+typedef struct ntp_memory_result {
+    int64_t weight_bytes;
+    int64_t arena_bytes;        /* planned activation arena */
+    int64_t workspace_bytes;    /* largest per-layer workspace */
+    int64_t peak_rss_bytes;     /* process peak resident set */
+    int64_t minor_faults, major_faults; /* during the measured iterations */
+} ntp_memory_result;
+
+typedef struct ntp_env {
+    char cpu_model[128];
+    char cpu_flags[1024];       /* the ISA flags that matter (avx2, avx512*, amx*) */
+    int cores;                  /* online logical CPUs */
+    int64_t memory_bytes;
+    char os[128];
+    char compiler[128];
+    char libraries[512];        /* "libxml2 2.9.14, jansson 2.14, ..." */
+    char ntprof_version[32];
+    char git_revision[48];
+    char hostname[64];
+    char timestamp[32];         /* ISO 8601 UTC */
+} ntp_env;
+
+/* One iteration's layer timings, for traces: start and end in µs since the
+ * run's first measured iteration. */
+typedef struct ntp_trace_iter {
+    double *start_us;           /* n_layers */
+    double *end_us;
+} ntp_trace_iter;
+
+typedef struct ntp_run_result {
+    const char *topology;
+    const char *source;
+    const char *backend;
+    ntp_dtype precision;
+    int64_t batch;              /* the value of param "batch", 0 if none */
+    int threads;
+    uint64_t seed;
+    int warmup;
+    int iterations;             /* measured iterations of the end-to-end pass */
+    const char *only_marker;
+    int n_params;
+    const char *const *param_names;
+    const char *const *param_values;
+
+    int n_layers;
+    ntp_layer_result *layers;   /* execution order; only the --only range */
+    int n_markers;
+    ntp_marker_result *markers;
+    ntp_stats end_to_end_ms;    /* from the pass without per-layer timing */
+    ntp_stats layer_sum_ms;     /* per-iteration sum of layer times */
+    /* (median layer sum - median end-to-end) / median end-to-end: the cost
+     * of timing every layer. */
+    double overhead_fraction;
+    double overhead_per_layer_us;
+    double throughput;          /* samples per second: batch / median e2e */
+    double latency_ms;          /* median end-to-end */
+    double prepare_ms;          /* all layers' prepare */
+    int64_t flops;
+    ntp_memory_result memory;
+    ntp_env env;
+    int n_warnings;
+    char **warnings;            /* noisy or too short runs, fallbacks */
+    int n_trace;
+    ntp_trace_iter *trace;      /* when keep_trace */
+} ntp_run_result;
+
+/* Build g on the chosen backend, run and measure it. */
+ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
+                   ntp_run_result **out);
+void ntp_run_result_free(ntp_run_result *r);
+
+/* Fill env with facts about this machine and build. */
+void ntp_env_collect(ntp_env *env);
+
+/* Names of the backends built into this library, comma-separated. */
+const char *ntp_backends(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

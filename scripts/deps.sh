@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The one list of Debian packages ntprof needs. The Makefile (`make deps`, run by
+# `make run` and `make check`) and CI both call this script, so a package added
+# here is installed everywhere and a package missing here fails everywhere.
+#
+# Usage: scripts/deps.sh [--print] [GROUP...]
+#   groups: build (default), bench (PyTorch for side-by-side benchmarks)
+set -euo pipefail
+
+build_pkgs=(
+    build-essential cmake pkg-config clang git
+    libxml2-dev libxml2-utils
+    protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
+    libdnnl-dev libxnnpack-dev libpthreadpool-dev libopenblas-dev
+    libsqlite3-dev libjansson-dev libfftw3-dev libhwloc-dev
+    libpfm4-dev libpapi-dev papi-tools valgrind linux-perf libcmocka-dev
+    python3 python3-numpy python3-onnx
+)
+bench_pkgs=( python3-torch python3-torchvision hyperfine )
+
+print=0
+groups=()
+for a in "$@"; do
+    case "$a" in
+        --print) print=1 ;;
+        build|bench) groups+=("$a") ;;
+        *) echo "deps.sh: unknown argument '$a' (expected --print, build or bench)" >&2; exit 2 ;;
+    esac
+done
+[ ${#groups[@]} -gt 0 ] || groups=(build)
+
+want=()
+for g in "${groups[@]}"; do
+    case "$g" in
+        build) want+=("${build_pkgs[@]}") ;;
+        bench) want+=("${bench_pkgs[@]}") ;;
+    esac
+done
+
+if [ "$print" = 1 ]; then printf '%s\n' "${want[@]}"; exit 0; fi
+
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

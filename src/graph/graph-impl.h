@@ -1,0 +1,246 @@
+/* The graph IR, private to libntprof.
+ *
+ * A graph is a set of tensors and nodes. Tensors are activations (produced
+ * by a node or fed as a graph input) or weights (constants owned by a node).
+ * Nodes reference tensors by index. After loading, `order` holds the nodes in
+ * a topological order: the execution order every report uses. */
+#ifndef NTPROF_GRAPH_IMPL_H
+#define NTPROF_GRAPH_IMPL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "ntprof/analyze.h"
+#include "ntprof/graph.h"
+#include "op-table.h"
+
+typedef enum ntp_op {
+#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co) NTP_OP_##e,
+    NTP_OP_TABLE(NTP_OP_ENUM_)
+#undef NTP_OP_ENUM_
+    NTP_OP_COUNT
+} ntp_op;
+
+typedef enum ntp_op_kind { NTP_OP_KIND_LAYER, NTP_OP_KIND_INLAY } ntp_op_kind;
+
+#define NTP_MAX_INPUTS  8
+#define NTP_MAX_WEIGHTS 8
+#define NTP_MAX_OUTPUTS 8
+
+typedef enum ntp_layout {
+    NTP_LAYOUT_ANY,    /* plain row-major, no channel semantics */
+    NTP_LAYOUT_NCHW,   /* channels second (NCW, NCHW, NCDHW): the default */
+    NTP_LAYOUT_NHWC    /* channels last */
+} ntp_layout;
+
+typedef enum ntp_tensor_kind {
+    NTP_TENSOR_INPUT,       /* graph input */
+    NTP_TENSOR_ACTIVATION,  /* produced by a node */
+    NTP_TENSOR_WEIGHT,      /* trainable constant, counted in params */
+    NTP_TENSOR_BUFFER       /* non-trainable constant (batch-norm statistics) */
+} ntp_tensor_kind;
+
+typedef struct ntp_tensor {
+    char *name;
+    ntp_shape shape;
+    ntp_dtype dtype;        /* storage type: the precision, or the input's dtype */
+    ntp_layout layout;
+    ntp_tensor_kind kind;
+    int producer;           /* node index, -1 for inputs and constants */
+    int producer_slot;      /* which output of the producer */
+    int n_consumers;
+    bool is_output;         /* a graph output */
+    /* Constant data brought by the model (ONNX initialisers), f32 unless
+     * data_dtype says otherwise; NULL means generated from the seed. */
+    void *data;
+    ntp_dtype data_dtype;
+    int64_t offset;         /* arena offset from the planner, -1 if unplanned */
+} ntp_tensor;
+
+enum { NTP_PAD_EXPLICIT, NTP_PAD_SAME_UPPER, NTP_PAD_SAME_LOWER, NTP_PAD_VALID };
+enum { NTP_DIR_FORWARD, NTP_DIR_REVERSE, NTP_DIR_BIDIRECTIONAL };
+enum { NTP_MERGE_CONCAT, NTP_MERGE_SUM };
+enum { NTP_PADMODE_CONSTANT, NTP_PADMODE_REFLECT, NTP_PADMODE_EDGE };
+enum { NTP_CTC_GREEDY, NTP_CTC_BEAM };
+enum { NTP_RNN_ACT_TANH, NTP_RNN_ACT_RELU };
+
+/* Attributes of every op in one flat struct: each op reads the fields it
+ * documents (docs/topology-format.md); the reader refuses the rest. */
+typedef struct ntp_attrs {
+    int64_t units;          /* fc out features; rnn hidden size; embedding dim */
+    int64_t filters;        /* conv/deconv output channels */
+    bool bias;              /* fc, conv, deconv, matmul-free layers: default true */
+    /* Spatial ops (conv, deconv, pools): nk = number of spatial dims. The
+     * reader stores lists as written, with their counts (n_kernel, ...): a
+     * single value means "every spatial dim", and a count of 0 means "not
+     * given" (pool stride then defaults to the kernel). Shape inference
+     * expands them to nk values and sets nk. */
+    int nk;
+    int n_kernel, n_stride, n_dilation, n_pad, n_output_padding;
+    int64_t kernel[3];
+    int64_t stride[3];
+    int64_t dilation[3];
+    int64_t pad[6];         /* begin for each spatial dim, then end */
+    int pad_kind;           /* NTP_PAD_* */
+    int64_t output_padding[3];
+    int64_t groups;
+    bool ceil_mode;
+    bool count_include_pad;
+    int64_t axis;           /* softmax, concat, split, flatten, layernorm */
+    double alpha;           /* leaky_relu slope */
+    double min, max;        /* clip; relu with max (clipped relu) */
+    bool has_max;
+    double epsilon;         /* batchnorm, layernorm */
+    int n_perm;
+    int64_t perm[NTP_MAX_DIMS];
+    int n_shape;
+    int64_t shape[NTP_MAX_DIMS];  /* reshape target, 0 copies, -1 infers */
+    int n_sizes;
+    int64_t sizes[NTP_MAX_OUTPUTS]; /* split sizes */
+    int n_pads;
+    int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end */
+    int pad_mode;           /* NTP_PADMODE_* */
+    double value;           /* pad constant */
+    int64_t vocab;          /* embedding rows */
+    int direction;          /* NTP_DIR_* */
+    int merge;              /* NTP_MERGE_* for bidirectional */
+    bool last_step;         /* rnn: output only the last step */
+    int rnn_act;            /* NTP_RNN_ACT_* for the vanilla rnn */
+    int64_t heads;          /* attention */
+    bool causal;
+    bool transpose_a, transpose_b;  /* matmul */
+    /* mfcc */
+    int64_t sample_rate, window, hop, n_fft, mel_bands, coefficients, context;
+    /* ctc_decode */
+    int decode;             /* NTP_CTC_* */
+    int64_t beam_width;
+    char *alphabet;         /* owned; labels are its characters, blank is last */
+    /* convert */
+    ntp_dtype to_dtype;
+    ntp_layout to_layout;
+    bool has_to_dtype, has_to_layout;
+} ntp_attrs;
+
+typedef struct ntp_node {
+    char *name;
+    ntp_op op;
+    int line;               /* source line, 0 if none */
+    int n_in, in[NTP_MAX_INPUTS];       /* activation tensors */
+    int n_w, w[NTP_MAX_WEIGHTS];        /* constant tensors, op-defined order */
+    int w_decl;             /* weights declared so far by shape inference */
+    int n_out, out[NTP_MAX_OUTPUTS];
+    ntp_attrs a;
+    char *backend;          /* requested backend, NULL for the run's default */
+    ntp_dtype precision;    /* compute precision of this layer */
+} ntp_node;
+
+typedef struct ntp_marker {
+    char *name;
+    /* Node indices as the reader sets them; positions in g->order,
+     * inclusive, once ntp__graph_finalize() has run. */
+    int first, last;
+    char *tool;             /* NULL if none */
+    int line;
+} ntp_marker;
+
+typedef struct ntp_param {
+    char *name;
+    char *value;            /* final value after overrides */
+    int line;
+} ntp_param;
+
+struct ntp_graph {
+    char *name;
+    char *source;           /* path or the name given for a memory buffer */
+    ntp_dtype precision;
+    ntp_tensor *tensors;
+    int n_tensors, cap_tensors;
+    ntp_node *nodes;
+    int n_nodes, cap_nodes;
+    int *inputs, n_inputs;   /* tensor indices of graph inputs */
+    int *outputs, n_outputs; /* tensor indices of graph outputs */
+    int *order;              /* node indices in execution order (n_nodes) */
+    int *position;           /* inverse of order: position[node] */
+    ntp_marker *markers;
+    int n_markers;
+    ntp_param *params;
+    int n_params;
+    int64_t arena_bytes;     /* planned activation arena, after planning */
+};
+
+/* --- op table access ----------------------------------------------------- */
+const char *ntp__op_name(ntp_op op);
+ntp_op_kind ntp__op_kind(ntp_op op);
+int ntp__op_min_inputs(ntp_op op);
+int ntp__op_max_inputs(ntp_op op);
+/* Look an op up by markup element name; returns NTP_OP_COUNT if unknown. */
+ntp_op ntp__op_from_name(const char *name);
+
+/* Shape inference for one node: reads its input tensors' shapes and its
+ * attributes, sets its output tensors' shapes and dtypes and declares its
+ * weights with ntp__node_add_weight(). Errors name the node. */
+typedef ntp_status (*ntp_shape_fn)(ntp_ctx *ctx, ntp_graph *g, ntp_node *n);
+
+typedef struct ntp_cost {
+    int64_t macs;
+    int64_t flops;
+} ntp_cost;
+/* Work of one node, from shapes already inferred. */
+typedef void (*ntp_cost_fn)(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
+
+ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n);
+void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
+
+#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co)                             \
+    ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \
+    void ntp__cost_##co(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
+NTP_OP_TABLE(NTP_OP_DECL_)
+#undef NTP_OP_DECL_
+
+/* --- building a graph ----------------------------------------------------- */
+ntp_graph *ntp__graph_new(const char *name, const char *source);
+/* Add a tensor; returns its index, or -1 on allocation failure. */
+int ntp__graph_add_tensor(ntp_graph *g, const char *name, ntp_tensor_kind kind);
+/* Add a node of op `op`; returns its index, or -1 on allocation failure.
+ * Attributes get the op's defaults (ntp__attrs_default). */
+int ntp__graph_add_node(ntp_graph *g, const char *name, ntp_op op, int line);
+/* Index of the tensor named `name`, or -1. */
+int ntp__graph_find_tensor(const ntp_graph *g, const char *name);
+int ntp__graph_find_node(const ntp_graph *g, const char *name);
+/* Defaults every op starts from: bias on, stride and dilation 1, groups 1,
+ * epsilon 1e-5, axis -1, ... */
+void ntp__attrs_default(ntp_attrs *a);
+/* Declare weight `suffix` of node n ("<node>.<suffix>") with a shape; kind is
+ * NTP_TENSOR_WEIGHT or NTP_TENSOR_BUFFER. If the node already has a weight in
+ * that slot (a model that brought its weights), the shapes must agree. */
+ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n,
+                                const char *suffix, ntp_tensor_kind kind,
+                                const ntp_shape *shape);
+/* Validate (dangling inputs, cycles), order topologically, infer shapes,
+ * check the memory budget (0: no budget). Called once after building. */
+ntp_status ntp__graph_finalize(ntp_ctx *ctx, ntp_graph *g, int64_t max_memory);
+
+/* Convenience accessors. */
+static inline ntp_tensor *ntp__in(ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->in[i]]; }
+static inline ntp_tensor *ntp__out(ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->out[i]]; }
+static inline const ntp_tensor *ntp__cin(const ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->in[i]]; }
+static inline const ntp_tensor *ntp__cout(const ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->out[i]]; }
+
+/* --- errors ---------------------------------------------------------------- */
+/* Record "SOURCE:LINE: <op name='node'>: message" in ctx and return st. */
+ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n,
+                           ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Safe int64 arithmetic: return false on overflow. */
+static inline bool ntp__mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool ntp__add_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+
+/* Bytes of a tensor at its dtype; -1 on overflow. */
+int64_t ntp__tensor_bytes(const ntp_tensor *t);
+
+/* Liveness-based placement of every activation and input tensor into one
+ * arena; sets tensor offsets and g->arena_bytes. */
+ntp_status ntp__graph_plan_memory(ntp_ctx *ctx, ntp_graph *g);
+
+#endif

@@ -1,0 +1,83 @@
+/* Op tables and dispatch, all generated from NTP_OP_TABLE. */
+#include <string.h>
+
+#include "graph-impl.h"
+
+typedef struct op_info {
+    const char *name;
+    ntp_op_kind kind;
+    int min_in, max_in;
+    ntp_shape_fn shape;
+    ntp_cost_fn cost;
+} op_info;
+
+static const op_info ops[] = {
+#define NTP_OP_INFO_(e, s, k, mi, ma, sh, co) \
+    [NTP_OP_##e] = {s, NTP_OP_KIND_##k, mi, ma, ntp__shape_##sh, ntp__cost_##co},
+    NTP_OP_TABLE(NTP_OP_INFO_)
+#undef NTP_OP_INFO_
+};
+
+_Static_assert(sizeof ops / sizeof ops[0] == NTP_OP_COUNT, "op table out of step with the enum");
+
+const char *ntp__op_name(ntp_op op) { return (unsigned)op < NTP_OP_COUNT ? ops[op].name : "?"; }
+ntp_op_kind ntp__op_kind(ntp_op op) { return ops[op].kind; }
+int ntp__op_min_inputs(ntp_op op) { return ops[op].min_in; }
+int ntp__op_max_inputs(ntp_op op) { return ops[op].max_in; }
+
+ntp_op ntp__op_from_name(const char *name)
+{
+    for (int i = 0; i < NTP_OP_COUNT; i++)
+        if (strcmp(ops[i].name, name) == 0)
+            return (ntp_op)i;
+    return NTP_OP_COUNT;
+}
+
+ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    const op_info *oi = &ops[n->op];
+    if (n->n_in < oi->min_in || n->n_in > oi->max_in) {
+        if (oi->min_in == oi->max_in)
+            return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
+                                   "takes %d input%s, got %d", oi->min_in,
+                                   oi->min_in == 1 ? "" : "s", n->n_in);
+        return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
+                               "takes %d to %d inputs, got %d", oi->min_in, oi->max_in, n->n_in);
+    }
+    /* Outputs default to the layer's precision and the first input's layout;
+     * a shape function overrides what differs (indices, decoded labels). */
+    for (int i = 0; i < n->n_out; i++) {
+        ntp_tensor *t = ntp__out(g, n, i);
+        t->dtype = n->precision;
+        t->layout = ntp__in(g, n, 0)->layout;
+    }
+    n->w_decl = 0;
+    ntp_status st = oi->shape(ctx, g, n);
+    if (st != NTP_STATUS_OK)
+        return st;
+    if (n->w_decl != n->n_w)
+        return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
+                               "the model gives %d constant inputs, the layer takes %d",
+                               n->n_w, n->w_decl);
+    for (int i = 0; i < n->n_out; i++) {
+        const ntp_tensor *t = ntp__out(g, n, i);
+        char buf[128];
+        for (int d = 0; d < t->shape.ndim; d++)
+            if (t->shape.dim[d] <= 0)
+                return ntp__node_error(ctx, g, n, NTP_STATUS_SHAPE_ERROR,
+                                       "output %s has a non-positive dimension",
+                                       ntp_shape_str(&t->shape, buf, sizeof buf));
+        if (ntp__tensor_bytes(t) < 0)
+            return ntp__node_error(ctx, g, n, NTP_STATUS_OVERFLOW,
+                                   "output %s overflows 64-bit sizes",
+                                   ntp_shape_str(&t->shape, buf, sizeof buf));
+    }
+    return NTP_STATUS_OK;
+}
+
+void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->macs = 0;
+    c->flops = 0;
+    ops[n->op].cost(g, n, c);
+}
