@@ -32,6 +32,11 @@ size_t ntp_ctx_warning_count(const ntp_ctx *ctx);
 const char *ntp_ctx_warning(const ntp_ctx *ctx, size_t i);
 void ntp_ctx_clear_warnings(ntp_ctx *ctx);
 
+/* The candidate nearest to `word` by edit distance, if it is close enough
+ * to be a likely typo (distance at most max(2, len/3)); NULL otherwise. Used
+ * for "did you mean" suggestions. */
+const char *ntp_nearest_name(const char *word, const char *const *candidates, int n);
+
 #ifdef __cplusplus
 }
 #endif

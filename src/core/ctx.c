@@ -146,7 +146,7 @@ int ntp__edit_distance(const char *a, const char *b)
     return prev[lb];
 }
 
-const char *ntp__nearest(const char *word, const char *const *candidates, int n)
+const char *ntp_nearest_name(const char *word, const char *const *candidates, int n)
 {
     const char *best = NULL;
     int best_d = 1 << 20;
@@ -161,4 +161,9 @@ const char *ntp__nearest(const char *word, const char *const *candidates, int n)
     if (limit < 2)
         limit = 2;
     return best_d <= limit ? best : NULL;
+}
+
+const char *ntp__nearest(const char *word, const char *const *candidates, int n)
+{
+    return ntp_nearest_name(word, candidates, n);
 }

@@ -1,4 +1,5 @@
 /* Building, validating and ordering a graph; the public accessors. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,32 @@ void ntp__attrs_default(ntp_attrs *a)
     a->beam_width = 16;
 }
 
+void ntp__attrs_op_default(ntp_op op, ntp_attrs *a)
+{
+    switch (op) {
+    case NTP_OP_FLATTEN:
+        a->axis = 1;
+        break;
+    case NTP_OP_MFCC:
+        /* DeepSpeech's front end: python_speech_features at 16 kHz with
+         * numcep=26 and numcontext=9. */
+        a->sample_rate = 16000;
+        a->window = 400;
+        a->hop = 160;
+        a->n_fft = 512;
+        a->mel_bands = 26;
+        a->coefficients = 26;
+        a->context = 9;
+        break;
+    case NTP_OP_CLIP:
+        a->min = -INFINITY;
+        a->max = INFINITY;
+        break;
+    default:
+        break;
+    }
+}
+
 int ntp__graph_add_node(ntp_graph *g, const char *name, ntp_op op, int line)
 {
     if (g->n_nodes == g->cap_nodes) {
@@ -118,6 +145,7 @@ int ntp__graph_add_node(ntp_graph *g, const char *name, ntp_op op, int line)
     n->line = line;
     n->precision = g->precision;
     ntp__attrs_default(&n->a);
+    ntp__attrs_op_default(op, &n->a);
     return g->n_nodes++;
 }
 

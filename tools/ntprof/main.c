@@ -1,0 +1,68 @@
+/* ntprof: entry point and subcommand dispatch. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ntp-version.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ntprof <command> [options] FILE\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", "help", "this text, or `ntprof help <command>`");
+    fprintf(f, "\n`ntprof <command> --help` describes a command's options.\n"
+               "`ntprof --version` prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("ntprof %s (git %s; backends: %s)\n", NTP_VERSION_STRING, NTP_GIT_REVISION,
+               ntp_backends());
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc >= 3 && strcmp(cmd, "help") == 0) {
+            for (int i = 0; i < N_COMMANDS; i++)
+                if (strcmp(argv[2], commands[i].name) == 0) {
+                    char *args[] = {argv[2], (char *)"--help", NULL};
+                    return commands[i].fn(2, args);
+                }
+            cli_error("unknown command '%s'", argv[2]);
+            return CLI_USAGE;
+        }
+        usage(stdout);
+        return CLI_OK;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    const char *names[N_COMMANDS];
+    for (int i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    const char *best = ntp_nearest_name(cmd, names, N_COMMANDS);
+    if (best)
+        cli_error("unknown command '%s'; did you mean '%s'?", cmd, best);
+    else
+        cli_error("unknown command '%s'; try 'ntprof help'", cmd);
+    return CLI_USAGE;
+}
