@@ -101,8 +101,8 @@ typedef struct ntp_run_result {
     int iterations;             /* measured iterations of the end-to-end pass */
     const char *only_marker;
     int n_params;
-    const char *const *param_names;
-    const char *const *param_values;
+    const char **param_names;
+    const char **param_values;
 
     int n_layers;
     ntp_layer_result *layers;   /* execution order; only the --only range */

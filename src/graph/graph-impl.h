@@ -248,5 +248,12 @@ int64_t ntp__tensor_bytes(const ntp_tensor *t);
 /* Liveness-based placement of every activation and input tensor into one
  * arena; sets tensor offsets and g->arena_bytes. */
 ntp_status ntp__graph_plan_memory(ntp_ctx *ctx, ntp_graph *g);
+/* The same placement with sizes from `size` (a backend's storage sizes);
+ * tensors produced before execution position `pin_before` and read at or
+ * after it live to the end (for runs that repeat only a range). Writes
+ * offsets[n_tensors] (-1 for constants) and the arena size. */
+typedef int64_t (*ntp_tensor_size_fn)(const ntp_tensor *t, void *user);
+ntp_status ntp__plan_memory(ntp_ctx *ctx, const ntp_graph *g, ntp_tensor_size_fn size, void *user,
+                            int pin_before, int64_t *offsets, int64_t *arena_bytes);
 
 #endif

@@ -3,7 +3,8 @@
  * Every graph input and activation gets an offset in one arena. Walking the
  * execution order, a node's outputs are placed first-fit into the holes left
  * by tensors whose last reader has run (like a malloc that knows the
- * future), then its dead inputs are freed. Graph outputs live to the end. A
+ * future), then its dead inputs are freed. Graph inputs and outputs live to
+ * the end. A
  * node's outputs never overlap its inputs, so backends need not support
  * in-place execution. The result is the arena size the execution engine
  * allocates and the peak that analysis reports. */
@@ -75,63 +76,87 @@ static bool fl_free(free_list *fl, int64_t off, int64_t size)
     return true;
 }
 
-ntp_status ntp__graph_plan_memory(ntp_ctx *ctx, ntp_graph *g)
+ntp_status ntp__plan_memory(ntp_ctx *ctx, const ntp_graph *g, ntp_tensor_size_fn size, void *user,
+                            int pin_before, int64_t *offsets, int64_t *arena_bytes)
 {
     int nt = g->n_tensors;
     int *last = malloc(((size_t)nt + 1) * sizeof *last);
     free_list fl = {0};
     int64_t peak = 0;
-    ntp_status st = NTP_STATUS_OK;
     if (!last)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory planning activations");
     for (int i = 0; i < nt; i++) {
         last[i] = -1;
-        g->tensors[i].offset = -1;
+        offsets[i] = -1;
     }
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = &g->nodes[g->order[p]];
         for (int k = 0; k < n->n_in; k++)
             last[n->in[k]] = p;
     }
+    /* Outputs are read after the last node; inputs are read again by every
+     * iteration of a measurement loop, so neither may be overwritten. The
+     * same holds for whatever a partial run (--only) reads from before its
+     * range. */
     for (int i = 0; i < g->n_outputs; i++)
         last[g->outputs[i]] = g->n_nodes;
-    /* Inputs are placed before the first node. */
-    for (int i = 0; i < g->n_inputs; i++) {
-        ntp_tensor *t = &g->tensors[g->inputs[i]];
-        t->offset = fl_alloc(&fl, align_up(ntp__tensor_bytes(t)));
+    for (int i = 0; i < g->n_inputs; i++)
+        last[g->inputs[i]] = g->n_nodes;
+    for (int p = 0; p < pin_before && p < g->n_nodes; p++) {
+        const ntp_node *n = &g->nodes[g->order[p]];
+        for (int k = 0; k < n->n_out; k++)
+            if (last[n->out[k]] >= pin_before)
+                last[n->out[k]] = g->n_nodes;
     }
+    for (int i = 0; i < g->n_inputs; i++)
+        offsets[g->inputs[i]] = fl_alloc(&fl, align_up(size(&g->tensors[g->inputs[i]], user)));
     if (fl.top > peak)
         peak = fl.top;
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = &g->nodes[g->order[p]];
-        for (int k = 0; k < n->n_out; k++) {
-            ntp_tensor *t = &g->tensors[n->out[k]];
-            t->offset = fl_alloc(&fl, align_up(ntp__tensor_bytes(t)));
-        }
+        for (int k = 0; k < n->n_out; k++)
+            offsets[n->out[k]] = fl_alloc(&fl, align_up(size(&g->tensors[n->out[k]], user)));
         if (fl.top > peak)
             peak = fl.top;
         /* Outputs nobody reads die at once; dead inputs die after the node. */
         for (int k = 0; k < n->n_out; k++) {
-            ntp_tensor *t = &g->tensors[n->out[k]];
-            if (last[n->out[k]] < 0 && !fl_free(&fl, t->offset, align_up(ntp__tensor_bytes(t))))
+            int ti = n->out[k];
+            if (last[ti] < 0 && !fl_free(&fl, offsets[ti], align_up(size(&g->tensors[ti], user))))
                 goto oom;
         }
         for (int k = 0; k < n->n_in; k++) {
             int ti = n->in[k];
             if (last[ti] == p) {
                 last[ti] = -2; /* freed once even if read twice by this node */
-                ntp_tensor *t = &g->tensors[ti];
-                if (!fl_free(&fl, t->offset, align_up(ntp__tensor_bytes(t))))
+                if (!fl_free(&fl, offsets[ti], align_up(size(&g->tensors[ti], user))))
                     goto oom;
             }
         }
     }
-    g->arena_bytes = peak;
+    *arena_bytes = peak;
     free(fl.h);
     free(last);
-    return st;
+    return NTP_STATUS_OK;
 oom:
     free(fl.h);
     free(last);
     return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory planning activations");
+}
+
+static int64_t own_bytes(const ntp_tensor *t, void *user)
+{
+    (void)user;
+    return ntp__tensor_bytes(t);
+}
+
+ntp_status ntp__graph_plan_memory(ntp_ctx *ctx, ntp_graph *g)
+{
+    int64_t *offsets = malloc(((size_t)g->n_tensors + 1) * sizeof *offsets);
+    if (!offsets)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory planning activations");
+    ntp_status st = ntp__plan_memory(ctx, g, own_bytes, NULL, 0, offsets, &g->arena_bytes);
+    for (int i = 0; st == NTP_STATUS_OK && i < g->n_tensors; i++)
+        g->tensors[i].offset = offsets[i];
+    free(offsets);
+    return st;
 }

@@ -13,3 +13,21 @@ ntp_status ntp__xml_load_memory(ntp_ctx *ctx, const char *buf, size_t len, const
                                 const ntp_load_opts *opts, ntp_graph **out);
 
 #endif
+
+/* --- NumPy .npy files (src/io/npy.c) ------------------------------------- */
+/* A loaded array: little-endian, C order; data is malloc'd. */
+typedef struct ntp_npy {
+    ntp_dtype dtype;
+    ntp_shape shape;
+    void *data;
+    int64_t nbytes;
+} ntp_npy;
+
+/* Read a version 1/2/3 .npy file holding '<f4', '<f2', '<i4', '<i8', '|i1'
+ * or '|u1' data in C order. Errors name the file and what was wrong. */
+ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out);
+void ntp__npy_free(ntp_npy *a);
+/* Write an array as .npy version 1.0 (bf16 is written as f4 by the
+ * caller: NumPy has no bf16). */
+ntp_status ntp__npy_write(ntp_ctx *ctx, const char *path, ntp_dtype dtype, const ntp_shape *shape,
+                          const void *data);

@@ -41,5 +41,6 @@ typedef ntp_status (*cli_writer)(ntp_ctx *ctx, const void *arg, ntp_format fmt, 
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt);
 
 int cmd_analyze(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

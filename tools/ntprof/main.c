@@ -14,6 +14,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
     {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))

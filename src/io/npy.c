@@ -1,0 +1,220 @@
+/* NumPy .npy reading and writing (the format of numpy.lib.format). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "io-impl.h"
+
+/* Headers longer than this are refused: numpy writes ~128 bytes. */
+#define NPY_MAX_HEADER 65536
+
+static const struct {
+    const char *descr;
+    ntp_dtype t;
+} npy_types[] = {
+    {"<f4", NTP_DTYPE_F32}, {"<f2", NTP_DTYPE_F16}, {"<i4", NTP_DTYPE_I32},
+    {"<i8", NTP_DTYPE_I64}, {"|i1", NTP_DTYPE_I8},  {"|u1", NTP_DTYPE_U8},
+};
+
+static const char *descr_of(ntp_dtype t)
+{
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
+        if (npy_types[i].t == t)
+            return npy_types[i].descr;
+    return NULL;
+}
+
+/* Find the value text after 'key': in the header dict. */
+static const char *dict_value(const char *hdr, const char *key)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(hdr, pat);
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    while (*p == ' ')
+        p++;
+    if (*p != ':')
+        return NULL;
+    p++;
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, ntp_npy *out)
+{
+    const char *d = dict_value(hdr, "descr"), *f = dict_value(hdr, "fortran_order"),
+               *s = dict_value(hdr, "shape");
+    if (!d || !f || !s)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s: .npy header lacks 'descr', 'fortran_order' or 'shape'", path);
+    bool found = false;
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
+        size_t l = strlen(npy_types[i].descr);
+        if (*d == '\'' && strncmp(d + 1, npy_types[i].descr, l) == 0 && d[1 + l] == '\'') {
+            out->dtype = npy_types[i].t;
+            found = true;
+        }
+    }
+    if (!found)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: .npy dtype %.8s is not supported; expected <f4, <f2, <i4, <i8, |i1 "
+                          "or |u1", path, d);
+    if (strncmp(f, "False", 5) != 0)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: .npy data in Fortran order is not supported; save a C-order array",
+                          path);
+    if (*s != '(')
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: malformed .npy shape", path);
+    s++;
+    out->shape.ndim = 0;
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        if (*s == ')')
+            break;
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno || v < 0)
+            return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: malformed .npy shape", path);
+        if (out->shape.ndim == NTP_MAX_DIMS)
+            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: .npy array has more than %d dims",
+                              path, NTP_MAX_DIMS);
+        out->shape.dim[out->shape.ndim++] = v;
+        s = end;
+        while (*s == ' ')
+            s++;
+        if (*s == ',')
+            s++;
+    }
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
+    unsigned char pre[10];
+    char *hdr = NULL;
+    ntp_status st = NTP_STATUS_OK;
+    if (fread(pre, 1, 8, f) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+        st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: not a .npy file (bad magic)", path);
+        goto done;
+    }
+    uint32_t hlen;
+    if (pre[6] == 1) {
+        if (fread(pre + 8, 1, 2, f) != 2)
+            goto truncated;
+        hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        unsigned char l[4];
+        if (fread(l, 1, 4, f) != 4)
+            goto truncated;
+        hlen = (uint32_t)l[0] | (uint32_t)l[1] << 8 | (uint32_t)l[2] << 16 | (uint32_t)l[3] << 24;
+    } else {
+        st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: .npy version %d is not supported", path,
+                        pre[6]);
+        goto done;
+    }
+    if (hlen > NPY_MAX_HEADER) {
+        st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: .npy header of %u bytes is too long",
+                        path, hlen);
+        goto done;
+    }
+    hdr = malloc(hlen + 1);
+    if (!hdr) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    if (fread(hdr, 1, hlen, f) != hlen)
+        goto truncated;
+    hdr[hlen] = '\0';
+    if ((st = parse_header(ctx, path, hdr, out)) != NTP_STATUS_OK)
+        goto done;
+    int64_t n = ntp_shape_numel(&out->shape);
+    if (n < 0 || !ntp__mul_ok(n, (int64_t)ntp_dtype_size(out->dtype), &out->nbytes)) {
+        st = ntp__error(ctx, NTP_STATUS_OVERFLOW, "%s: .npy shape overflows", path);
+        goto done;
+    }
+    /* Check the file really holds that many bytes before allocating them. */
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
+        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot seek", path);
+        goto done;
+    }
+    long size = ftell(f);
+    if (size < 0 || (int64_t)(size - here) != out->nbytes) {
+        st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                        "%s: .npy data holds %lld bytes, its shape needs %lld", path,
+                        (long long)(size - here), (long long)out->nbytes);
+        goto done;
+    }
+    fseek(f, here, SEEK_SET);
+    out->data = malloc(out->nbytes ? (size_t)out->nbytes : 1);
+    if (!out->data) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", path,
+                        (long long)out->nbytes);
+        goto done;
+    }
+    if (fread(out->data, 1, (size_t)out->nbytes, f) != (size_t)out->nbytes)
+        goto truncated;
+    goto done;
+truncated:
+    st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: truncated .npy file", path);
+done:
+    fclose(f);
+    free(hdr);
+    if (st != NTP_STATUS_OK)
+        ntp__npy_free(out);
+    return st;
+}
+
+void ntp__npy_free(ntp_npy *a)
+{
+    free(a->data);
+    a->data = NULL;
+}
+
+ntp_status ntp__npy_write(ntp_ctx *ctx, const char *path, ntp_dtype dtype, const ntp_shape *shape,
+                          const void *data)
+{
+    const char *descr = descr_of(dtype);
+    if (!descr)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: cannot write %s data as .npy", path,
+                          ntp_dtype_name(dtype));
+    char dict[512];
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < shape->ndim; i++)
+        len += snprintf(dict + len, sizeof dict - (size_t)len, "%lld,%s", (long long)shape->dim[i],
+                        i + 1 < shape->ndim ? " " : "");
+    if (shape->ndim > 1)
+        len--; /* numpy writes (2, 3) but (4,) */
+    len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
+    /* Pad with spaces so that the data starts at a multiple of 64 bytes. */
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
+    unsigned hl = (unsigned)(len + pad + 1);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
+                             (unsigned char)(hl >> 8)};
+    size_t nbytes = (size_t)ntp_shape_numel(shape) * ntp_dtype_size(dtype);
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < pad; i++)
+        ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, nbytes, f) == nbytes;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) {
+        remove(path);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: write failed", path);
+    }
+    return NTP_STATUS_OK;
+}

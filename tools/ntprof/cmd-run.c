@@ -1,0 +1,181 @@
+/* ntprof run: build a topology on a backend, run it, and measure it. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ntprof run FILE [options]\n"
+            "\n"
+            "Builds the topology on a backend with random weights (or the model's own),\n"
+            "feeds it synthetic or given inputs, and measures every layer and the whole.\n"
+            "\n"
+            "topology:\n"
+            "  -s, --set NAME=VALUE    override a <param> (repeatable)\n"
+            "  -b, --batch N           shorthand for --set batch=N\n"
+            "  -p, --precision P       f32, bf16, f16 or i8\n"
+            "  -M, --max-memory SIZE   refuse topologies needing more (default: physical RAM)\n"
+            "execution:\n"
+            "  -B, --backend NAME      backend (built: %s)\n"
+            "  -t, --threads N         threads for the backend (default: all cores)\n"
+            "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
+            "      --seed N            seed of weights and synthetic inputs (default 1)\n"
+            "  -i, --input [NAME=]FILE a graph input from a .npy file (repeatable)\n"
+            "      --save-outputs DIR  write every graph output as DIR/output_<i>.npy\n"
+            "measurement:\n"
+            "  -w, --warmup N          warm-up iterations, discarded (default 3)\n"
+            "  -n, --iterations N      at least N measured iterations (default 10)\n"
+            "      --min-time S        ... and at least S seconds measured (default 1)\n"
+            "      --only MARKER       measure only the layers of a <marker>\n"
+            "      --noise-cv X        warn when the coefficient of variation exceeds X (0.05)\n"
+            "output:\n"
+            "  -f, --format F          table (default), json or csv\n"
+            "  -o, --output FILE       write the report to FILE (written only on success)\n"
+            "      --trace FILE        write a Chrome trace (Perfetto, chrome://tracing)\n"
+            "  -h, --help              this text\n",
+            ntp_backends());
+}
+
+enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE };
+
+static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_report_write_run(ctx, arg, fmt, f);
+}
+
+static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_report_write_trace(ctx, arg, f);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"set", required_argument, NULL, 's'},         {"batch", required_argument, NULL, 'b'},
+        {"precision", required_argument, NULL, 'p'},   {"max-memory", required_argument, NULL, 'M'},
+        {"backend", required_argument, NULL, 'B'},     {"threads", required_argument, NULL, 't'},
+        {"pin", required_argument, NULL, OPT_PIN},     {"seed", required_argument, NULL, OPT_SEED},
+        {"input", required_argument, NULL, 'i'},       {"save-outputs", required_argument, NULL, OPT_SAVE},
+        {"warmup", required_argument, NULL, 'w'},      {"iterations", required_argument, NULL, 'n'},
+        {"min-time", required_argument, NULL, OPT_MIN_TIME}, {"only", required_argument, NULL, OPT_ONLY},
+        {"noise-cv", required_argument, NULL, OPT_NOISE}, {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
+        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+    };
+    cli_topo_opts topo = {0};
+    ntp_run_opts ro;
+    ntp_run_opts_default(&ro);
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *output = NULL, *trace = NULL;
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    int n_inputs = 0, opt, rc = CLI_USAGE;
+    int64_t v;
+    double d;
+    if (!inputs) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "s:b:p:M:B:t:i:w:n:f:o:h", longopts, NULL)) != -1) {
+        int r = cli_topo_option(&topo, opt, optarg);
+        if (r < 0)
+            goto out;
+        if (r > 0)
+            continue;
+        switch (opt) {
+        case 'B': ro.backend = optarg; break;
+        case 't':
+            if (!cli_parse_int(optarg, 1, 4096, &v)) {
+                cli_error("--threads expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            ro.threads = (int)v;
+            break;
+        case OPT_PIN: ro.pin = optarg; break;
+        case OPT_SEED:
+            if (!cli_parse_int(optarg, 0, INT64_MAX, &v)) {
+                cli_error("--seed expects a non-negative integer, got '%s'", optarg);
+                goto out;
+            }
+            ro.seed = (uint64_t)v;
+            break;
+        case 'i': inputs[n_inputs++] = optarg; break;
+        case OPT_SAVE: ro.save_outputs_dir = optarg; break;
+        case 'w':
+            if (!cli_parse_int(optarg, 0, 1000000, &v)) {
+                cli_error("--warmup expects a non-negative integer, got '%s'", optarg);
+                goto out;
+            }
+            ro.warmup = (int)v;
+            break;
+        case 'n':
+            if (!cli_parse_int(optarg, 1, 10000000, &v)) {
+                cli_error("--iterations expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            ro.iterations = (int)v;
+            break;
+        case OPT_MIN_TIME:
+            if (!cli_parse_double(optarg, 0, 86400, &d)) {
+                cli_error("--min-time expects seconds (0 to 86400), got '%s'", optarg);
+                goto out;
+            }
+            ro.min_time_s = d;
+            break;
+        case OPT_ONLY: ro.only_marker = optarg; break;
+        case OPT_NOISE:
+            if (!cli_parse_double(optarg, 0, 10, &d) || d == 0) {
+                cli_error("--noise-cv expects a positive fraction such as 0.05, got '%s'", optarg);
+                goto out;
+            }
+            ro.noise_cv = d;
+            break;
+        case 'f':
+            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
+                cli_error("--format expects table, json or csv, got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case 'o': output = optarg; break;
+        case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
+        case 'h': run_usage(stdout); rc = CLI_OK; goto out;
+        default: run_usage(stderr); goto out;
+        }
+    }
+    if (optind != argc - 1) {
+        cli_error(optind == argc ? "run needs a topology FILE" : "run takes one FILE");
+        run_usage(stderr);
+        goto out;
+    }
+    ro.inputs = inputs;
+    ro.n_inputs = n_inputs;
+    ntp_ctx *ctx = ntp_ctx_init();
+    if (!ctx) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    ntp_load_opts lo = cli_load_opts(&topo);
+    ntp_graph *g = NULL;
+    ntp_run_result *res = NULL;
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+        ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    } else {
+        cli_print_warnings(ctx);
+        rc = cli_write_output(ctx, output, write_run, res, fmt);
+        if (rc == CLI_OK && trace)
+            rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
+    }
+    ntp_run_result_free(res);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+out:
+    free(inputs);
+    cli_topo_free(&topo);
+    return rc;
+}
