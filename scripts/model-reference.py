@@ -216,7 +216,9 @@ def main():
         params = nparams(model)
         macs = sum(r[3] for r in rows)
         print("%s" % stem)
-        ok &= check("params (all modules)", sum(r[2] for r in rows) +
+        # The hooked layers' params plus every other module's must give the
+        # model's total: it fails if a module ran twice or not at all.
+        ok &= check("params (hooked + other modules)", sum(r[2] for r in rows) +
                     sum(p.numel() for n, mm in model.named_modules()
                         if not isinstance(mm, (nn.Conv2d, nn.Linear))
                         for p in mm.parameters(recurse=False)), params)
@@ -224,6 +226,11 @@ def main():
         print("  %-44s %16d" % ("conv/fc layers", len(rows)))
         if args.write:
             print("  wrote", os.path.relpath(write_table(stem, rows, params, macs)))
+    # resnet50.xml with blocks3=23 is ResNet-101: the test checks the params.
+    model = torchvision.models.resnet101(weights=None)
+    print("resnet101 (resnet50.xml with blocks3=23)")
+    print("  %-44s %16d" % ("params", nparams(model)))
+    print("  %-44s %16d" % ("conv+fc MACs", sum(r[3] for r in layer_table(model, x))))
     ok = deepspeech(ok)
     ok = bert(ok)
     ok = lstm_lm(ok)

@@ -1,0 +1,635 @@
+/* The bundled topologies in models/: each loads, and its static analysis
+ * gives the exact parameter count and multiply-accumulates of the reference
+ * implementation.
+ *
+ * Where the numbers come from:
+ *   - torchvision models: the totals printed by scripts/model-reference.py
+ *     (/usr/bin/python3 scripts/model-reference.py; add --write to
+ *     regenerate tests/data/<model>-layers.txt, the per-layer tables this
+ *     test reads) and the published MACs they are checked against within 1%.
+ *   - DeepSpeech, BERT-base, the LSTM language model and the tiny models:
+ *     the arithmetic in the comments (also in each model file's header), which
+ *     the same script cross-checks against torch.nn modules.
+ *
+ * Per-layer MACs of conv and fc follow docs/ops.md: conv = output elements x
+ * C/groups x kernel area, fc = rows x K x units. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "graph/graph-impl.h"
+#include "ntprof/ntprof.h"
+
+/* A loaded model and its analysis, freed together. */
+typedef struct model {
+    ntp_ctx *ctx;
+    ntp_graph *g;
+    ntp_analysis *a;
+} model;
+
+static void model_load_opts(model *m, const char *file, const ntp_load_opts *opts)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, file);
+    memset(m, 0, sizeof *m);
+    m->ctx = ntp_ctx_init();
+    assert_non_null(m->ctx);
+    ntp_status st = ntp_graph_load(m->ctx, path, opts, &m->g);
+    if (st != NTP_STATUS_OK)
+        fail_msg("loading %s: %s: %s", path, ntp_status_name(st), ntp_ctx_errmsg(m->ctx));
+    st = ntp_graph_analyze(m->ctx, m->g, &m->a);
+    if (st != NTP_STATUS_OK)
+        fail_msg("analysing %s: %s: %s", path, ntp_status_name(st), ntp_ctx_errmsg(m->ctx));
+}
+
+static void model_load(model *m, const char *file) { model_load_opts(m, file, NULL); }
+
+/* Load with "name=value" overrides. */
+static void model_load_set(model *m, const char *file, const char *const *set, int n_set)
+{
+    ntp_load_opts o = {0};
+    o.set = set;
+    o.n_set = n_set;
+    model_load_opts(m, file, &o);
+}
+
+static void model_free(model *m)
+{
+    ntp_analysis_free(m->a);
+    ntp_graph_free(m->g);
+    ntp_ctx_free(m->ctx);
+}
+
+/* The analysis row of layer `name`; fails the test if there is none. */
+static const ntp_layer_cost *layer(const model *m, const char *name)
+{
+    int i = ntp_graph_layer_find(m->g, name);
+    if (i < 0 || i >= m->a->n_layers)
+        fail_msg("%s has no layer '%s'", ntp_graph_name(m->g), name);
+    assert_string_equal(m->a->layers[i].name, name);
+    return &m->a->layers[i];
+}
+
+static const char *shape_str(const ntp_shape *s, char *buf, size_t len)
+{
+    return ntp_shape_str(s, buf, len);
+}
+
+/* Compare shapes as strings so that a failure prints both. */
+static void check_layer_shape(const model *m, const char *name, const char *want)
+{
+    char buf[128];
+    assert_string_equal(shape_str(&layer(m, name)->output_shape, buf, sizeof buf), want);
+}
+
+static void check_output_shape(const model *m, int i, const char *want)
+{
+    char buf[128];
+    ntp_shape s = ntp_graph_output_shape(m->g, i);
+    assert_string_equal(shape_str(&s, buf, sizeof buf), want);
+}
+
+static void check_input(const model *m, int i, const char *name, const char *shape, ntp_dtype dt)
+{
+    char buf[128];
+    ntp_shape s = ntp_graph_input_shape(m->g, i);
+    assert_string_equal(ntp_graph_input_name(m->g, i), name);
+    assert_string_equal(shape_str(&s, buf, sizeof buf), shape);
+    assert_string_equal(ntp_dtype_name(ntp_graph_input_dtype(m->g, i)), ntp_dtype_name(dt));
+}
+
+/* Sum of MACs of the layers whose type is one of `types` (NULL-terminated). */
+static int64_t macs_of(const model *m, const char *const *types)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < m->a->n_layers; i++)
+        for (const char *const *t = types; *t; t++)
+            if (strcmp(m->a->layers[i].type, *t) == 0)
+                sum += m->a->layers[i].macs;
+    return sum;
+}
+
+static int count_of(const model *m, const char *type)
+{
+    int n = 0;
+    for (int i = 0; i < m->a->n_layers; i++)
+        n += strcmp(m->a->layers[i].type, type) == 0;
+    return n;
+}
+
+static const char *const conv_fc[] = {"conv", "fc", NULL};
+
+/* |got - want| <= 1% of want, printing both on failure. */
+static void check_within_1pct(const char *what, int64_t got, double want)
+{
+    double rel = ((double)got - want) / want;
+    if (rel > 0.01 || rel < -0.01)
+        fail_msg("%s: %lld is %.2f%% away from %.0f (allowed 1%%)", what, (long long)got,
+                 100.0 * rel, want);
+}
+
+/* The marker `name` spans layers first..last (by name). */
+static void check_marker(const model *m, const char *name, const char *first, const char *last)
+{
+    for (int i = 0; i < ntp_graph_marker_count(m->g); i++) {
+        if (strcmp(ntp_graph_marker_name(m->g, i), name) != 0)
+            continue;
+        int a, b;
+        ntp_graph_marker_range(m->g, i, &a, &b);
+        assert_string_equal(ntp_graph_layer_name(m->g, a), first);
+        assert_string_equal(ntp_graph_layer_name(m->g, b), last);
+        return;
+    }
+    fail_msg("%s has no marker '%s'", ntp_graph_name(m->g), name);
+}
+
+/* Compare every conv/fc layer with the torchvision table in
+ * tests/data/<stem>-layers.txt: type, params, MACs and output shape, and
+ * check that the model has no conv/fc layer the table lacks. */
+static void check_layer_table(const model *m, const char *stem)
+{
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/tests/data/%s-layers.txt", NTP_SOURCE_DIR, stem);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[128], type[16], dims[128], want[160], got[160];
+        long long params, macs;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (sscanf(line, "%127s %15s %lld %lld %127s", name, type, &params, &macs, dims) != 5) {
+            fclose(f);
+            fail_msg("%s: malformed line: %s", path, line);
+        }
+        const ntp_layer_cost *l = layer(m, name);
+        snprintf(want, sizeof want, "[%s]", dims);
+        assert_string_equal(l->type, type);
+        assert_int_equal(l->params, params);
+        assert_int_equal(l->macs, macs);
+        assert_string_equal(shape_str(&l->output_shape, got, sizeof got), want);
+        rows++;
+    }
+    fclose(f);
+    assert_true(rows > 0);
+    assert_int_equal(count_of(m, "conv") + count_of(m, "fc"), rows);
+}
+
+/* --- ResNet-50 --------------------------------------------------------------- */
+
+static void test_resnet50(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "resnet50.xml");
+    /* torchvision.models.resnet50(): 25,557,032 params. */
+    assert_int_equal(m.a->params, 25557032);
+    /* 4,089,184,256 MACs by torchvision's modules; published 4.09 G. */
+    assert_int_equal(macs_of(&m, conv_fc), 4089184256LL);
+    check_within_1pct("resnet50 conv+fc MACs", macs_of(&m, conv_fc), 4.09e9);
+    /* 1 stem + 16 blocks x 3 + 4 downsample convolutions = 53 conv, 1 fc. */
+    assert_int_equal(count_of(&m, "conv"), 53);
+    assert_int_equal(count_of(&m, "fc"), 1);
+    assert_int_equal(count_of(&m, "add"), 16);
+    check_input(&m, 0, "image", "[1,3,224,224]", NTP_DTYPE_F32);
+    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    check_output_shape(&m, 0, "[1,1000]");
+
+    /* Hand-computed: conv1 7x7/2 pad 3 -> 112x112x64, each output reads
+     * 3 x 7 x 7 = 147 inputs: 112 x 112 x 64 x 147 = 118,013,952 MACs. */
+    assert_int_equal(layer(&m, "conv1")->macs, 118013952);
+    assert_int_equal(layer(&m, "conv1")->params, 64 * 3 * 7 * 7);
+    check_layer_shape(&m, "maxpool", "[1,64,56,56]");
+    /* v1.5: the stride is on the 3x3 conv2 of the first block of a stage. */
+    check_layer_shape(&m, "layer2_0_conv1", "[1,128,56,56]");
+    check_layer_shape(&m, "layer2_0_conv2", "[1,128,28,28]");
+    /* layer4_2_conv3: 1x1, 512 -> 2048 at 7x7: 7 x 7 x 2048 x 512. */
+    assert_int_equal(layer(&m, "layer4_2_conv3")->macs, 7 * 7 * 2048 * 512);
+    /* Batch norm: scale and bias are params, mean and var buffers. */
+    assert_int_equal(layer(&m, "bn1")->params, 2 * 64);
+    assert_int_equal(layer(&m, "bn1")->weight_bytes, 4 * 64 * 4);
+    check_layer_shape(&m, "avgpool", "[1,2048,1,1]");
+    check_layer_shape(&m, "flatten", "[1,2048]");
+    assert_int_equal(layer(&m, "fc")->params, 2048 * 1000 + 1000);
+
+    check_layer_table(&m, "resnet50");
+
+    check_marker(&m, "stem", "conv1", "maxpool");
+    check_marker(&m, "layer1", "layer1_0_conv1", "layer1_2_relu3");
+    check_marker(&m, "layer2", "layer2_0_conv1", "layer2_3_relu3");
+    check_marker(&m, "layer3", "layer3_0_conv1", "layer3_5_relu3");
+    check_marker(&m, "layer4", "layer4_0_conv1", "layer4_2_relu3");
+    check_marker(&m, "head", "avgpool", "fc");
+    model_free(&m);
+}
+
+/* The block counts are params: blocks3=23 turns the file into ResNet-101
+ * (torchvision.models.resnet101(): 44,549,160 params, 7,801,405,440 MACs). */
+static void test_resnet101_by_param(void **state)
+{
+    (void)state;
+    static const char *const set[] = {"blocks3=23"};
+    model m;
+    model_load_set(&m, "resnet50.xml", set, 1);
+    assert_int_equal(m.a->params, 44549160);
+    assert_int_equal(macs_of(&m, conv_fc), 7801405440LL);
+    check_marker(&m, "layer3", "layer3_0_conv1", "layer3_22_relu3");
+    model_free(&m);
+}
+
+/* MACs scale with the batch; params do not. */
+static void test_resnet50_batch(void **state)
+{
+    (void)state;
+    ntp_load_opts o = {0};
+    o.batch = 8;
+    model m;
+    model_load_opts(&m, "resnet50.xml", &o);
+    assert_int_equal(m.a->params, 25557032);
+    assert_int_equal(macs_of(&m, conv_fc), 8 * 4089184256LL);
+    check_output_shape(&m, 0, "[8,1000]");
+    model_free(&m);
+}
+
+/* --- MobileNetV2, VGG-16, AlexNet ---------------------------------------------- */
+
+static void test_mobilenetv2(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "mobilenetv2.xml");
+    assert_int_equal(m.a->params, 3504872);
+    assert_int_equal(macs_of(&m, conv_fc), 300774272);
+    check_within_1pct("mobilenetv2 conv+fc MACs", macs_of(&m, conv_fc), 0.30e9);
+    /* 52 convolutions: stem, 17 blocks (16 with expansion: 3 each, 1
+     * without: 2), last 1x1; 10 residual adds (blocks 3, 5, 6, 8-10, 12,
+     * 13, 15, 16). */
+    assert_int_equal(count_of(&m, "conv"), 52);
+    assert_int_equal(count_of(&m, "add"), 10);
+    check_output_shape(&m, 0, "[1,1000]");
+    /* Depthwise 3x3/2 on 96 channels: 96 x 3 x 3 weights, output 56x56,
+     * one input channel per output: 96 x 56 x 56 x 9 = 2,709,504 MACs. */
+    assert_int_equal(layer(&m, "features_2_conv_1_0")->params, 96 * 9);
+    assert_int_equal(layer(&m, "features_2_conv_1_0")->macs, 96 * 56 * 56 * 9);
+    check_layer_shape(&m, "features_18_2", "[1,1280,7,7]");
+    check_layer_table(&m, "mobilenetv2");
+    check_marker(&m, "head", "avgpool", "classifier_1");
+    model_free(&m);
+}
+
+static void test_vgg16(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "vgg16.xml");
+    assert_int_equal(m.a->params, 138357544);
+    assert_int_equal(macs_of(&m, conv_fc), 15470264320LL);
+    check_within_1pct("vgg16 conv+fc MACs", macs_of(&m, conv_fc), 15.47e9);
+    assert_int_equal(count_of(&m, "conv"), 13);
+    assert_int_equal(count_of(&m, "fc"), 3);
+    check_output_shape(&m, 0, "[1,1000]");
+    /* The first classifier layer holds most of the weights:
+     * 25,088 x 4,096 + 4,096 = 102,764,544. */
+    assert_int_equal(layer(&m, "classifier_0")->params, 25088LL * 4096 + 4096);
+    check_layer_shape(&m, "features_30", "[1,512,7,7]");
+    check_layer_table(&m, "vgg16");
+    check_marker(&m, "block3", "features_10", "features_16");
+    model_free(&m);
+}
+
+static void test_alexnet(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "alexnet.xml");
+    assert_int_equal(m.a->params, 61100840);
+    assert_int_equal(macs_of(&m, conv_fc), 714188480);
+    check_within_1pct("alexnet conv+fc MACs", macs_of(&m, conv_fc), 0.71e9);
+    /* 11x11/4 pad 2: (224 + 4 - 11) / 4 + 1 = 55; 55 x 55 x 64 x 3 x 121. */
+    check_layer_shape(&m, "features_0", "[1,64,55,55]");
+    assert_int_equal(layer(&m, "features_0")->macs, 55 * 55 * 64 * 3 * 121);
+    check_layer_shape(&m, "features_12", "[1,256,6,6]");
+    check_layer_shape(&m, "flatten", "[1,9216]");
+    check_output_shape(&m, 0, "[1,1000]");
+    check_layer_table(&m, "alexnet");
+    model_free(&m);
+}
+
+/* --- DeepSpeech ------------------------------------------------------------------ */
+
+static void test_deepspeech(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "deepspeech.xml");
+    /* 1,013,760 + 2 x 4,196,352 + 67,141,632 + 8,390,656 + 59,421 (see
+     * models/deepspeech.xml). */
+    assert_int_equal(m.a->params, 84998173);
+    /* 200 frames need (200 - 1) x 160 + 400 = 32,240 samples. */
+    check_input(&m, 0, "audio", "[1,32240]", NTP_DTYPE_F32);
+    check_layer_shape(&m, "mfcc", "[200,1,494]");
+    check_layer_shape(&m, "fc1", "[200,1,2048]");
+    check_layer_shape(&m, "lstm", "[200,1,4096]");
+    check_layer_shape(&m, "fc4", "[200,1,2048]");
+    check_layer_shape(&m, "fc5", "[200,1,29]");
+    check_layer_shape(&m, "decode", "[1,200]");
+    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    check_output_shape(&m, 0, "[1,200]");
+    assert_true(layer(&m, "mfcc")->inlay);
+    assert_true(layer(&m, "decode")->inlay);
+    assert_false(layer(&m, "fc1")->inlay);
+    /* Clipped ReLU: 2 FLOPs per element, 200 x 2048 elements. */
+    assert_int_equal(layer(&m, "relu1")->flops, 2 * 200 * 2048);
+
+    /* fc: 200 x (494 x 2048 + 2 x 2048 x 2048 + 4096 x 2048 + 2048 x 29)
+     *   = 200 x 17,848,320 = 3,569,664,000. */
+    static const char *const fc[] = {"fc", NULL};
+    assert_int_equal(macs_of(&m, fc), 3569664000LL);
+    assert_int_equal(layer(&m, "fc1")->macs, 200 * 494 * 2048);
+    /* LSTM: 2 directions x 200 steps x 4 gates x 2048 x (2048 + 2048). */
+    assert_int_equal(layer(&m, "lstm")->macs, 2LL * 200 * 4 * 2048 * 4096);
+    assert_int_equal(layer(&m, "lstm")->params, 2LL * (4 * 2048 * 4096 + 8 * 2048));
+
+    check_marker(&m, "fc1-3", "fc1", "relu3");
+    check_marker(&m, "bilstm", "lstm", "lstm");
+    check_marker(&m, "fc4-5", "fc4", "fc5");
+    model_free(&m);
+}
+
+/* time_steps and n_hidden are params; the audio length follows the frames. */
+static void test_deepspeech_params(void **state)
+{
+    (void)state;
+    static const char *const set[] = {"time_steps=50", "n_hidden=256"};
+    model m;
+    model_load_set(&m, "deepspeech.xml", set, 2);
+    check_input(&m, 0, "audio", "[1,8240]", NTP_DTYPE_F32);
+    check_layer_shape(&m, "mfcc", "[50,1,494]");
+    check_output_shape(&m, 0, "[1,50]");
+    /* 494 x 256 + 256 + 2 x (256 x 256 + 256) + 2 x (4 x 256 x 512 + 8 x 256)
+     * + 512 x 256 + 256 + 256 x 29 + 29
+     * = 126,720 + 131,584 + 1,052,672 + 131,328 + 7,453 = 1,449,757. */
+    assert_int_equal(m.a->params, 1449757);
+    model_free(&m);
+}
+
+/* --- BERT-base ---------------------------------------------------------------------- */
+
+static void test_bert_base(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "bert-base.xml");
+    /* HuggingFace BertModel's 109,482,240 less the pooler's 590,592. */
+    assert_int_equal(m.a->params, 108891648);
+    assert_int_equal(ntp_graph_input_count(m.g), 3);
+    check_input(&m, 0, "input_ids", "[1,128]", NTP_DTYPE_I32);
+    check_input(&m, 1, "token_type_ids", "[1,128]", NTP_DTYPE_I32);
+    check_input(&m, 2, "position_ids", "[1,128]", NTP_DTYPE_I32);
+    assert_int_equal(layer(&m, "word_embeddings")->params, 30522 * 768);
+    check_layer_shape(&m, "embeddings_sum", "[1,128,768]");
+    assert_int_equal(count_of(&m, "attention"), 12);
+    assert_int_equal(count_of(&m, "layernorm"), 25);
+    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    check_output_shape(&m, 0, "[1,128,768]");
+    check_layer_shape(&m, "layer11_output_layernorm", "[1,128,768]");
+
+    /* Attention at S = 128, D = 768 (docs/ops.md): q, k, v projections
+     * 3 x 128 x 768 x 768 + scores and context 2 x 128 x 128 x 768 + output
+     * projection 128 x 768 x 768 = 226,492,416 + 25,165,824 + 75,497,472. */
+    assert_int_equal(layer(&m, "layer0_attention")->macs, 327155712);
+    assert_int_equal(layer(&m, "layer0_attention")->params, 3 * 768 * 768 + 3 * 768 + 768 * 768 + 768);
+    /* Feed-forward: 128 x 768 x 3072 each way. */
+    assert_int_equal(layer(&m, "layer5_intermediate")->macs, 128 * 768 * 3072);
+    check_layer_shape(&m, "layer5_intermediate", "[1,128,3072]");
+    static const char *const dense[] = {"fc", "attention", "matmul", NULL};
+    /* 12 x (327,155,712 + 603,979,776) = 11,173,625,856. */
+    assert_int_equal(macs_of(&m, dense), 11173625856LL);
+    check_marker(&m, "embeddings", "word_embeddings", "embeddings_dropout");
+    check_marker(&m, "encoder", "layer0_attention", "layer11_output_layernorm");
+    model_free(&m);
+}
+
+static void test_bert_layers_param(void **state)
+{
+    (void)state;
+    static const char *const set[] = {"layers=2", "seq_len=64"};
+    model m;
+    model_load_set(&m, "bert-base.xml", set, 2);
+    /* Embeddings 23,837,184 + 2 layers x 7,087,872. */
+    assert_int_equal(m.a->params, 23837184 + 2 * 7087872);
+    assert_int_equal(count_of(&m, "attention"), 2);
+    check_output_shape(&m, 0, "[1,64,768]");
+    model_free(&m);
+}
+
+/* --- LSTM language model -------------------------------------------------------------- */
+
+static void test_lstm_lm(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "lstm-lm.xml");
+    /* 6,500,000 + 2 x 3,385,200 + 6,510,000. */
+    assert_int_equal(m.a->params, 19780400);
+    check_input(&m, 0, "tokens", "[35,20]", NTP_DTYPE_I32);
+    check_layer_shape(&m, "embedding", "[35,20,650]");
+    check_layer_shape(&m, "lstm2", "[35,20,650]");
+    check_layer_shape(&m, "decoder", "[35,20,10000]");
+    check_output_shape(&m, 0, "[35,20,10000]");
+    /* 35 x 20 x 4 x 650 x 1,300 per LSTM; decoder 35 x 20 x 650 x 10,000. */
+    assert_int_equal(layer(&m, "lstm1")->macs, 2366000000LL);
+    assert_int_equal(layer(&m, "lstm2")->macs, 2366000000LL);
+    assert_int_equal(layer(&m, "decoder")->macs, 4550000000LL);
+    /* Softmax: 5 FLOPs per element. */
+    assert_int_equal(layer(&m, "softmax")->flops, 5LL * 35 * 20 * 10000);
+    model_free(&m);
+}
+
+/* --- tiny models ------------------------------------------------------------------------ */
+
+static void test_tiny_mlp(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-mlp.xml");
+    /* 544 + 2,112 + 640. */
+    assert_int_equal(m.a->params, 3296);
+    check_layer_shape(&m, "stage", "[2,16]");
+    check_layer_shape(&m, "gate", "[2,32]");
+    check_layer_shape(&m, "glu", "[2,32]");
+    check_layer_shape(&m, "skip", "[2,64]");
+    check_output_shape(&m, 0, "[2,10]");
+    /* fc1: 2 x 16 x 32 = 1,024 MACs, FLOPs 2 x 1,024 + 64 bias adds. */
+    assert_int_equal(layer(&m, "fc1")->macs, 1024);
+    assert_int_equal(layer(&m, "fc1")->flops, 2112);
+    /* fc3 has no bias: FLOPs are exactly 2 x 2 x 64 x 10. */
+    assert_int_equal(layer(&m, "fc3")->flops, 2560);
+    assert_int_equal(m.a->macs, 1024 + 4096 + 1280);
+    /* Per-element FLOPs of docs/ops.md on 64 elements (2 x 32). */
+    assert_int_equal(layer(&m, "act1")->flops, 2 * 32);
+    assert_int_equal(layer(&m, "gate_sigmoid")->flops, 4 * 64);
+    assert_int_equal(layer(&m, "glu")->flops, 64);
+    assert_int_equal(layer(&m, "act2")->flops, 5 * 64);
+    assert_int_equal(layer(&m, "probs")->flops, 5 * 20);
+    assert_int_equal(layer(&m, "stage")->flops, 0);
+    model_free(&m);
+}
+
+static void test_tiny_cnn(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-cnn.xml");
+    /* 216 + 16 + 576 + 16 + 296 + 132 + 90. */
+    assert_int_equal(m.a->params, 1342);
+    check_input(&m, 0, "image", "[2,3,16,16]", NTP_DTYPE_U8);
+    check_layer_shape(&m, "to_float", "[2,3,16,16]");
+    check_layer_shape(&m, "pad", "[2,3,18,18]");
+    check_layer_shape(&m, "conv1", "[2,8,16,16]");
+    check_layer_shape(&m, "pool1", "[2,8,8,8]");
+    /* Dilation 2 with padding 2 keeps 8x8: 8 + 4 - 2 x 2 - 1 + 1 = 8. */
+    check_layer_shape(&m, "conv3", "[2,8,8,8]");
+    /* Transposed 2x2/2: (8 - 1) x 2 + 2 = 16. */
+    check_layer_shape(&m, "up", "[2,4,16,16]");
+    /* Average 3x3/2 pad 1: (16 + 2 - 3) / 2 + 1 = 8. */
+    check_layer_shape(&m, "pool2", "[2,4,8,8]");
+    check_layer_shape(&m, "pooled", "[2,8,1,1]");
+    check_output_shape(&m, 0, "[2,10]");
+
+    /* conv1: 2 x 8 x 16 x 16 outputs x 27 = 110,592 MACs. */
+    assert_int_equal(layer(&m, "conv1")->macs, 110592);
+    /* conv2: 2 x 8 x 8 x 8 outputs x 72 = 73,728. */
+    assert_int_equal(layer(&m, "conv2")->macs, 73728);
+    /* conv3, groups 2: 1,024 outputs x 4 x 9 = 36,864 MACs; FLOPs add the
+     * 1,024 bias adds. */
+    assert_int_equal(layer(&m, "conv3")->macs, 36864);
+    assert_int_equal(layer(&m, "conv3")->flops, 2 * 36864 + 1024);
+    /* Deconv: 2 x 8 x 8 x 8 inputs x 4 x 2 x 2 = 16,384 MACs (as PyTorch's
+     * ConvTranspose2d, checked by scripts/model-reference.py). */
+    assert_int_equal(layer(&m, "up")->macs, 16384);
+    assert_int_equal(layer(&m, "up")->params, 132);
+    /* Pools: max 2x2 = 1,024 outputs x 4 ... */
+    assert_int_equal(layer(&m, "pool1")->flops, 1024 * 4);
+    /* ... average 3x3: 512 outputs x 9 + 512 divisions ... */
+    assert_int_equal(layer(&m, "pool2")->flops, 512 * 9 + 512);
+    /* ... global: every input once, plus N x C divisions for the average. */
+    assert_int_equal(layer(&m, "gap")->flops, 512 + 8);
+    assert_int_equal(layer(&m, "gmp")->flops, 512);
+    /* Batch norm: 2 FLOPs per element. */
+    assert_int_equal(layer(&m, "bn1")->flops, 2 * 4096);
+    assert_int_equal(layer(&m, "act2")->flops, 4 * 1024);
+    assert_int_equal(macs_of(&m, conv_fc), 110592 + 73728 + 36864 + 160);
+    model_free(&m);
+}
+
+static void test_tiny_rnn(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-rnn.xml");
+    /* 2,880 + 208 + 45 + 208. */
+    assert_int_equal(m.a->params, 3341);
+    check_layer_shape(&m, "gru", "[10,2,16]");
+    check_layer_shape(&m, "rnn", "[10,2,8]");
+    check_layer_shape(&m, "logits", "[10,2,5]");
+    check_layer_shape(&m, "decode", "[2,10]");
+    check_layer_shape(&m, "summary", "[2,8]");
+    assert_int_equal(ntp_graph_output_count(m.g), 2);
+    /* GRU: 2 directions x 10 steps x 2 x 3 gates x 16 x (12 + 16). */
+    assert_int_equal(layer(&m, "gru")->macs, 2 * 10 * 2 * 3 * 16 * 28);
+    assert_int_equal(layer(&m, "gru")->params, 2880);
+    /* RNN: 10 x 2 x 8 x (16 + 8). */
+    assert_int_equal(layer(&m, "rnn")->macs, 10 * 2 * 8 * 24);
+    assert_int_equal(layer(&m, "summary")->macs, 10 * 2 * 8 * 24);
+    assert_int_equal(layer(&m, "act")->flops, 4 * 320);
+    model_free(&m);
+}
+
+static void test_tiny_attention(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-attention.xml");
+    /* 1,088 + 32 + 768 + 516. */
+    assert_int_equal(m.a->params, 2404);
+    check_layer_shape(&m, "attn", "[2,8,16]");
+    check_layer_shape(&m, "scores", "[2,8,8]");
+    check_layer_shape(&m, "context", "[2,8,16]");
+    check_layer_shape(&m, "features_first", "[2,16,8]");
+    check_layer_shape(&m, "flat", "[2,128]");
+    check_output_shape(&m, 0, "[2,4]");
+    /* Attention, N 2, S 8, D 16: projections 2 x (8 x 256 + 2 x 8 x 256) =
+     * 12,288, scores and context 2 x 2 x 8 x 8 x 16 = 4,096, output
+     * 2 x 8 x 256 = 4,096: 20,480 MACs. FLOPs add the softmax (5 x 2 x 4
+     * heads x 64 = 2,560) and the biases (2 x 16 x (2 x 8 + 2 x 8) = 1,024). */
+    assert_int_equal(layer(&m, "attn")->macs, 20480);
+    assert_int_equal(layer(&m, "attn")->flops, 2 * 20480 + 2560 + 1024);
+    /* matmul: 2 x 8 x 16 x 8 = 2,048 MACs each. */
+    assert_int_equal(layer(&m, "scores")->macs, 2048);
+    assert_int_equal(layer(&m, "context")->macs, 2048);
+    /* Layer norm: 8 FLOPs per element. */
+    assert_int_equal(layer(&m, "ln1")->flops, 8 * 256);
+    static const char *const dense[] = {"fc", "matmul", "attention", NULL};
+    assert_int_equal(macs_of(&m, dense), 20480 + 3 * 4096 + 2 * 2048 + 1024);
+    model_free(&m);
+}
+
+/* --- together -------------------------------------------------------------------------- */
+
+static const char *const bundled[] = {
+    "alexnet.xml", "bert-base.xml", "deepspeech.xml", "lstm-lm.xml", "mobilenetv2.xml",
+    "resnet50.xml", "tiny-attention.xml", "tiny-cnn.xml", "tiny-mlp.xml", "tiny-rnn.xml",
+    "vgg16.xml",
+};
+
+/* Together the bundled models use every op of the op table at least once
+ * (models/README.md lists which model covers which). */
+static void test_every_op_covered(void **state)
+{
+    (void)state;
+    bool seen[NTP_OP_COUNT] = {false};
+    for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
+        model m;
+        model_load(&m, bundled[i]);
+        for (int k = 0; k < m.a->n_layers; k++) {
+            ntp_op op = ntp__op_from_name(m.a->layers[k].type);
+            assert_true(op < NTP_OP_COUNT);
+            seen[op] = true;
+        }
+        model_free(&m);
+    }
+    for (int op = 0; op < NTP_OP_COUNT; op++)
+        if (!seen[op])
+            fail_msg("no bundled model uses '%s'", ntp__op_name((ntp_op)op));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resnet50),
+        cmocka_unit_test(test_resnet101_by_param),
+        cmocka_unit_test(test_resnet50_batch),
+        cmocka_unit_test(test_mobilenetv2),
+        cmocka_unit_test(test_vgg16),
+        cmocka_unit_test(test_alexnet),
+        cmocka_unit_test(test_deepspeech),
+        cmocka_unit_test(test_deepspeech_params),
+        cmocka_unit_test(test_bert_base),
+        cmocka_unit_test(test_bert_layers_param),
+        cmocka_unit_test(test_lstm_lm),
+        cmocka_unit_test(test_tiny_mlp),
+        cmocka_unit_test(test_tiny_cnn),
+        cmocka_unit_test(test_tiny_rnn),
+        cmocka_unit_test(test_tiny_attention),
+        cmocka_unit_test(test_every_op_covered),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
