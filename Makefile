@@ -1,0 +1,47 @@
+# ntprof: a thin wrapper over CMake.
+#
+#   make run     install missing Debian packages, build, profile the bundled DeepSpeech
+#   make check   the same set-up, then the whole test suite: a gcc build, and a clang
+#                build with AddressSanitizer and UndefinedBehaviorSanitizer
+#
+# The package list lives in scripts/deps.sh, which CI (.ci/run) calls too.
+
+BUILD      ?= build
+SAN_BUILD  ?= build-sanitize
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build run check test test-sanitize bench install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/ntprof run models/deepspeech.xml
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-sanitize: deps
+	@CC=clang cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNTP_SANITIZE=ON \
+		-DNTP_BUILD_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG="-O1 -g" $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(SAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS)
+
+check: test test-sanitize
+
+bench: build
+	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,356 @@
+/* The execution engine end to end on the reference backend: hand-computed
+ * outputs through given .npy inputs, determinism of generated data, the
+ * statistics a run reports, partial runs (--only) and errors. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io/io-impl.h"
+#include "ntprof/ntprof.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-run-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
+{
+    ntp_load_opts lo = {0};
+    lo.precision = precision;
+    ntp_graph *g = NULL;
+    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "test.xml", &lo, &g);
+    if (st != NTP_STATUS_OK)
+        fail_msg("load: %s", ntp_ctx_errmsg(ctx));
+    return g;
+}
+
+static ntp_graph *load_model(ntp_ctx *ctx, const char *name, const char *const *set, int n_set)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, name);
+    ntp_load_opts lo = {0};
+    lo.set = set;
+    lo.n_set = n_set;
+    ntp_graph *g = NULL;
+    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
+        fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));
+    return g;
+}
+
+static void quick_opts(ntp_run_opts *o)
+{
+    ntp_run_opts_default(o);
+    o->warmup = 1;
+    o->iterations = 5;
+    o->min_time_s = 0;
+}
+
+static const char weightless[] =
+    "<topology name='w' precision='f32'>"
+    "<input name='x' shape='1,4' dtype='f32'/>"
+    "<relu name='r'/>"
+    "<add name='twice' inputs='r,r'/>"
+    "<softmax name='p'/>"
+    "</topology>";
+
+/* relu -> x+x -> softmax, computed by hand from a given input. */
+static void test_given_input_hand_computed(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_mem(ctx, weightless, NULL);
+    char in[512], outdir[512], out[600];
+    snprintf(in, sizeof in, "%s/x.npy", tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out-hand", tmpdir);
+    const float x[4] = {-1.0f, 0.0f, 0.5f, 1.0f};
+    ntp_shape s = {2, {1, 4}};
+    assert_int_equal(ntp__npy_write(ctx, in, NTP_DTYPE_F32, &s, x), NTP_STATUS_OK);
+    char spec[600];
+    snprintf(spec, sizeof spec, "x=%s", in);
+    const char *inputs[] = {spec};
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.inputs = inputs;
+    o.n_inputs = 1;
+    o.save_outputs_dir = outdir;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    snprintf(out, sizeof out, "%s/output_0.npy", outdir);
+    ntp_npy a;
+    assert_int_equal(ntp__npy_read(ctx, out, &a), NTP_STATUS_OK);
+    assert_int_equal(a.dtype, NTP_DTYPE_F32);
+    assert_int_equal(a.shape.ndim, 2);
+    assert_int_equal(a.shape.dim[1], 4);
+    /* relu: 0, 0, 0.5, 1; doubled: 0, 0, 1, 2; softmax over e^0, e^0, e^1, e^2. */
+    double z = 2.0 + exp(1.0) + exp(2.0);
+    const double want[4] = {1.0 / z, 1.0 / z, exp(1.0) / z, exp(2.0) / z};
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(((float *)a.data)[i], want[i], 1e-6);
+    ntp__npy_free(&a);
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* At bf16 every layer's output is rounded to bf16 (round to nearest even). */
+static void test_bf16_outputs_are_bf16_values(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_mem(ctx, weightless, "bf16");
+    char outdir[512], out[600];
+    snprintf(outdir, sizeof outdir, "%s/out-bf16", tmpdir);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.save_outputs_dir = outdir;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    snprintf(out, sizeof out, "%s/output_0.npy", outdir);
+    ntp_npy a;
+    assert_int_equal(ntp__npy_read(ctx, out, &a), NTP_STATUS_OK);
+    for (int i = 0; i < 4; i++) {
+        uint32_t bits;
+        memcpy(&bits, &((float *)a.data)[i], 4);
+        assert_int_equal(bits & 0xffff, 0); /* the low 16 bits of a bf16 value are zero */
+    }
+    ntp__npy_free(&a);
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static bool files_equal(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool eq = fa && fb;
+    while (eq) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb)
+            eq = false;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return eq;
+}
+
+static void run_saving(ntp_ctx *ctx, ntp_graph *g, uint64_t seed, const char *dir)
+{
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.iterations = 1;
+    o.warmup = 0;
+    o.seed = seed;
+    o.save_outputs_dir = dir;
+    ntp_run_result *r = NULL;
+    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("run: %s", ntp_ctx_errmsg(ctx));
+    ntp_run_result_free(r);
+}
+
+static void test_seed_determinism(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_model(ctx, "tiny-cnn.xml", NULL, 0);
+    char a[512], b[512], c[512], fa[600], fb[600], fc[600];
+    snprintf(a, sizeof a, "%s/seed7a", tmpdir);
+    snprintf(b, sizeof b, "%s/seed7b", tmpdir);
+    snprintf(c, sizeof c, "%s/seed8", tmpdir);
+    run_saving(ctx, g, 7, a);
+    run_saving(ctx, g, 7, b);
+    run_saving(ctx, g, 8, c);
+    snprintf(fa, sizeof fa, "%s/output_0.npy", a);
+    snprintf(fb, sizeof fb, "%s/output_0.npy", b);
+    snprintf(fc, sizeof fc, "%s/output_0.npy", c);
+    assert_true(files_equal(fa, fb));
+    assert_false(files_equal(fa, fc));
+    /* Outputs are finite. */
+    ntp_npy x;
+    assert_int_equal(ntp__npy_read(ctx, fa, &x), NTP_STATUS_OK);
+    for (int64_t i = 0; i < x.nbytes / 4; i++)
+        assert_true(isfinite(((float *)x.data)[i]));
+    ntp__npy_free(&x);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void check_stats(const ntp_stats *s, size_t n)
+{
+    assert_int_equal(s->n, n);
+    assert_true(s->min <= s->median && s->median <= s->max);
+    assert_true(s->ci95_lo <= s->median && s->median <= s->ci95_hi);
+    assert_true(s->min >= 0);
+}
+
+static void test_result_figures(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_model(ctx, "tiny-mlp.xml", NULL, 0);
+    ntp_analysis *an = NULL;
+    assert_int_equal(ntp_graph_analyze(ctx, g, &an), NTP_STATUS_OK);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.iterations = 7;
+    o.keep_trace = true;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    assert_int_equal(r->n_layers, ntp_graph_layer_count(g));
+    assert_true(r->iterations >= 7);
+    assert_string_equal(r->backend, "ref");
+    assert_int_equal(r->batch, 2);
+    check_stats(&r->end_to_end_ms, (size_t)r->iterations);
+    double share = 0;
+    int64_t flops = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        check_stats(&r->layers[i].time_ms, (size_t)r->iterations);
+        assert_string_equal(r->layers[i].name, ntp_graph_layer_name(g, i));
+        assert_int_equal(r->layers[i].flops, an->layers[i].flops);
+        share += r->layers[i].share;
+        flops += r->layers[i].flops;
+    }
+    assert_float_equal(share, 1.0, 1e-9);
+    assert_int_equal(r->flops, flops);
+    assert_int_equal(r->n_markers, 1);
+    assert_string_equal(r->markers[0].name, "body");
+    int64_t mflops = 0;
+    for (int i = r->markers[0].first; i <= r->markers[0].last; i++)
+        mflops += r->layers[i].flops;
+    assert_int_equal(r->markers[0].flops, mflops);
+    assert_true(isfinite(r->overhead_fraction));
+    assert_true(r->throughput > 0);
+    assert_int_equal(r->n_trace, r->iterations);
+    for (int i = 0; i < r->n_trace; i++)
+        for (int l = 0; l < r->n_layers; l++) {
+            assert_true(r->trace[i].end_us[l] >= r->trace[i].start_us[l]);
+            if (l > 0)
+                assert_true(r->trace[i].start_us[l] >= r->trace[i].end_us[l - 1]);
+        }
+    assert_true(r->memory.arena_bytes > 0);
+    assert_true(r->memory.peak_rss_bytes > 0);
+    ntp_run_result_free(r);
+    ntp_analysis_free(an);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void test_only_marker(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_model(ctx, "tiny-mlp.xml", NULL, 0);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.only_marker = "body";
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    int first, last;
+    ntp_graph_marker_range(g, 0, &first, &last);
+    assert_int_equal(r->n_layers, last - first + 1);
+    assert_string_equal(r->layers[0].name, "fc1");
+    assert_string_equal(r->layers[r->n_layers - 1].name, "skip");
+    ntp_run_result_free(r);
+
+    o.only_marker = "bdy";
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "did you mean 'body'?"));
+    o.only_marker = NULL;
+    o.backend = "reff";
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "unknown backend 'reff'; did you mean 'ref'?"));
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void test_input_errors(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_mem(ctx, weightless, NULL);
+    char in[512], spec[600];
+    snprintf(in, sizeof in, "%s/wrong.npy", tmpdir);
+    const float x[3] = {1, 2, 3};
+    ntp_shape s = {2, {1, 3}};
+    assert_int_equal(ntp__npy_write(ctx, in, NTP_DTYPE_F32, &s, x), NTP_STATUS_OK);
+    ntp_run_opts o;
+    quick_opts(&o);
+    const char *inputs[] = {spec};
+    o.inputs = inputs;
+    o.n_inputs = 1;
+    ntp_run_result *r = NULL;
+    snprintf(spec, sizeof spec, "x=%s", in);
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "holds f32 [1,3]; input 'x' is f32 [1,4]"));
+    snprintf(spec, sizeof spec, "y=%s", in);
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "no input 'y'"));
+    snprintf(spec, sizeof spec, "%s/missing.npy", tmpdir);
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_IO_ERROR);
+    assert_null(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* DeepSpeech at a small size: every segment of the NTP paper is reported,
+ * and the BiLSTM takes its share. */
+static void test_deepspeech_segments(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    const char *set[] = {"n_hidden=128", "time_steps=40"};
+    ntp_graph *g = load_model(ctx, "deepspeech.xml", set, 2);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.iterations = 3;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    bool seen_lstm = false;
+    for (int i = 0; i < r->n_markers; i++)
+        if (strstr(r->markers[i].name, "lstm")) {
+            seen_lstm = true;
+            assert_true(r->markers[i].share > 0.0 && r->markers[i].share < 1.0);
+        }
+    assert_true(seen_lstm);
+    assert_true(r->n_markers >= 3);
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_given_input_hand_computed),
+        cmocka_unit_test(test_bf16_outputs_are_bf16_values),
+        cmocka_unit_test(test_seed_determinism),
+        cmocka_unit_test(test_result_figures),
+        cmocka_unit_test(test_only_marker),
+        cmocka_unit_test(test_input_errors),
+        cmocka_unit_test(test_deepspeech_segments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
