@@ -1,0 +1,55 @@
+/* The instrument's own cost: how much per-layer timing adds to end-to-end
+ * time, on ResNet-50 and DeepSpeech, measured side by side in one run.
+ * Targets (issue 3): below 1% of end-to-end and below 2 µs per layer. Prints
+ * and never fails on time. */
+#include <stdio.h>
+#include <string.h>
+
+#include "measure/measure-impl.h"
+#include "ntprof/ntprof.h"
+
+static int bench(const char *model, const char *const *set, int n_set, int iterations)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, model);
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_load_opts lo = {0};
+    lo.set = set;
+    lo.n_set = n_set;
+    ntp_graph *g = NULL;
+    ntp_run_result *r = NULL;
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.warmup = 1;
+    o.iterations = iterations;
+    o.min_time_s = 0;
+    int rc = 0;
+    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK || ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK) {
+        fprintf(stderr, "bench_overhead: %s\n", ntp_ctx_errmsg(ctx));
+        rc = 1;
+    } else {
+        printf("%-12s %5d layers  e2e %9.3f ms [%8.3f, %8.3f]  layer sum %9.3f ms  "
+               "overhead %+6.2f%% (target < 1%%: %s)  %+7.3f us/layer (target < 2 us: %s)\n",
+               model, r->n_layers, r->end_to_end_ms.median, r->end_to_end_ms.ci95_lo,
+               r->end_to_end_ms.ci95_hi, r->layer_sum_ms.median, 100 * r->overhead_fraction,
+               r->overhead_fraction < 0.01 ? "met" : "missed", r->overhead_per_layer_us,
+               r->overhead_per_layer_us < 2.0 ? "met" : "missed");
+    }
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return rc;
+}
+
+int main(void)
+{
+    printf("clock read: %.1f ns (median of many back-to-back reads)\n", ntp__clock_overhead_ns());
+    printf("backend: ref (the default of this build: %s)\n", ntp_backends());
+    int rc = 0;
+    rc |= bench("resnet50.xml", NULL, 0, 5);
+    const char *ds[] = {"time_steps=100"};
+    rc |= bench("deepspeech.xml", ds, 1, 5);
+    rc |= bench("tiny-mlp.xml", NULL, 0, 2000);
+    printf("(tiny-mlp shows the per-layer cost where layers take microseconds)\n");
+    return rc;
+}
