@@ -73,6 +73,7 @@ int ntp__backend_count(void);
 const ntp_backend_i *ntp__backend_get(int i);
 const ntp_backend_i *ntp__backend_find(const char *name);
 
+/* Each backend defines `const ntp_backend_i ntp__backend_<name>`. */
 extern const ntp_backend_i ntp__backend_ref;
 
 #endif
