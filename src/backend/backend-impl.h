@@ -14,6 +14,9 @@
 
 #define NTP_BACKEND_API_VERSION 1
 
+/* Layers one fusion group can fold after its head. */
+#define NTP_MAX_FUSED 4
+
 /* A tensor as a kernel sees it: data, shape and storage type. */
 typedef struct ntp_buf {
     void *data;
@@ -21,7 +24,32 @@ typedef struct ntp_buf {
     ntp_dtype dtype;
 } ntp_buf;
 
-/* Everything a kernel needs to run one node. */
+/* Everything a kernel needs to run one node (or one fusion group).
+ *
+ * Placement: the engine puts every layer on a backend (the run's backend if
+ * it supports the layer, else the layer's `backend=` request, else the
+ * reference backend) and inserts conversion steps, shown as their own rows,
+ * where a tensor crosses between backends whose storage types differ. At
+ * such a boundary a tensor is always in plain row-major layout.
+ *
+ * Layouts: a tensor whose producer and every consumer run on the same
+ * backend is "internal" (in_internal / out_internal): that backend may
+ * store it in a layout of its own (oneDNN's blocked formats). The producer's
+ * prepare records what it chose in *out_layout[i] (a pointer the backend
+ * owns and frees in release_node); the consumer's prepare reads it from
+ * *in_layout[i]. Prepare runs in execution order, so a producer is always
+ * prepared before its consumers. A backend that needs more bytes than the
+ * plain size for an internal output sets out_bytes[i] in prepare; the arena
+ * is planned after every prepare, and data pointers are valid from the first
+ * execute on (not during prepare).
+ *
+ * Fusion (--fuse): when the backend's `fusable` accepts them, the engine
+ * folds a chain of layers that follow the head (bias/activation/residual add
+ * after conv, fc or matmul) into a group: k->node is the head, k->fused[]
+ * the folded layers in order, k->out[0] the LAST folded layer's output, and
+ * k->post_in[] the other operand of each folded binary layer (NULL data for
+ * unary ones). The folded layers are not executed; reports show them as
+ * fused into the head. */
 typedef struct ntp_kargs {
     const ntp_graph *g;
     const ntp_node *node;
@@ -34,11 +62,27 @@ typedef struct ntp_kargs {
     void *workspace;            /* workspace_bytes as asked for by prepare */
     size_t workspace_bytes;
     int threads;
+    /* Placement and layouts (see above). */
+    bool in_internal[NTP_MAX_INPUTS];
+    bool out_internal[NTP_MAX_OUTPUTS];
+    void **in_layout[NTP_MAX_INPUTS];
+    void **out_layout[NTP_MAX_OUTPUTS];
+    int64_t out_bytes[NTP_MAX_OUTPUTS]; /* plain storage bytes; prepare may raise */
+    /* Fusion group (n_fused == 0 for a plain layer). */
+    int n_fused;
+    const ntp_node *fused[NTP_MAX_FUSED];
+    ntp_buf post_in[NTP_MAX_FUSED];
+    /* int8 runs: per-tensor activation scales from the calibration pass
+     * (x ~ q * scale); 0 when not calibrated. Weight scales are the
+     * backend's business (per output channel). */
+    float in_scale[NTP_MAX_INPUTS];
+    float out_scale[NTP_MAX_OUTPUTS];
 } ntp_kargs;
 
 typedef struct ntp_backend_opts {
     int threads;                /* 0: all available cores */
     ntp_dtype precision;
+    bool fuse;                  /* --fuse was given */
 } ntp_backend_opts;
 
 typedef struct ntp_backend_i {
@@ -52,11 +96,11 @@ typedef struct ntp_backend_i {
     ntp_dtype (*storage_dtype)(ntp_dtype p);
     /* Create backend-wide state. NULL: no state. */
     ntp_status (*init)(ntp_ctx *ctx, const ntp_backend_opts *opts, void **state);
-    /* Prepare one node: create primitives, pack weights (k->w hold the
-     * weights already, k->in/out hold valid shapes but may not hold data
-     * yet). Set *workspace to the scratch bytes execute needs. NULL: nothing
-     * to prepare and no workspace. */
-    ntp_status (*prepare)(ntp_ctx *ctx, void *state, const ntp_kargs *k, void **node_state,
+    /* Prepare one node or group: create primitives, pack weights (k->w hold
+     * the weights already; k->in/out hold shapes and storage types, their
+     * data pointers are not valid yet). Set *workspace to the scratch bytes
+     * execute needs. NULL: nothing to prepare and no workspace. */
+    ntp_status (*prepare)(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
                           size_t *workspace);
     /* Run one node. Required. */
     ntp_status (*execute)(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k);
@@ -66,6 +110,22 @@ typedef struct ntp_backend_i {
     void (*release_node)(void *state, void *node_state);
     /* Free what init made. NULL: nothing. */
     void (*release)(void *state);
+
+    /* --- optional (NULL means the default) -------------------------------- */
+    /* May `next` be folded into the group that `head` leads (already holding
+     * `n_fused` layers)? NULL: no fusion. */
+    bool (*fusable)(const ntp_graph *g, const ntp_node *head, int n_fused, const ntp_node *next);
+    /* The implementation chosen for a prepared node ("brg:avx512_core_amx_bf16"),
+     * shown per layer in reports. NULL: the backend's name. */
+    const char *(*impl_name)(void *state, void *node_state);
+    /* Sub-steps timed as their own rows (reorders before and after the main
+     * primitive): how many, and each one's row name suffix and type. Step
+     * `main_step` is the node itself. NULL: one step, execute. */
+    int (*n_steps)(void *state, void *node_state, int *main_step);
+    void (*step_info)(void *state, void *node_state, int step, const char **suffix,
+                      const char **type);
+    ntp_status (*execute_step)(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k,
+                               int step);
 } ntp_backend_i;
 
 /* Registered backends, in preference order (src/backend/registry.c). */
