@@ -450,6 +450,9 @@ static void test_lstm_lm(void **state)
     assert_int_equal(layer(&m, "decoder")->macs, 4550000000LL);
     /* Softmax: 5 FLOPs per element. */
     assert_int_equal(layer(&m, "softmax")->flops, 5LL * 35 * 20 * 10000);
+    check_marker(&m, "embed", "embedding", "dropout0");
+    check_marker(&m, "lstm", "lstm1", "dropout2");
+    check_marker(&m, "head", "decoder", "softmax");
     model_free(&m);
 }
 
