@@ -1,0 +1,443 @@
+/* The run report: measured per-layer and end-to-end times with their
+ * statistics, throughput, overhead, memory and the machine they were
+ * measured on, as a table, JSON or CSV (docs/report-format.md). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "report-impl.h"
+
+/* GB/s of `bytes` moved in `ms` milliseconds (decimal GB, like GFLOP/s). */
+static double rate_g(int64_t amount, double ms)
+{
+    return ms > 0.0 ? (double)amount / (ms * 1e-3) / 1e9 : NAN;
+}
+
+static double ratio(int64_t a, int64_t b)
+{
+    return b > 0 ? (double)a / (double)b : NAN;
+}
+
+/* --- table ------------------------------------------------------------------------ */
+
+/* Column widths; with single spaces between them the table is 94 columns. */
+enum { W_NAME = 22, W_TYPE = 12, W_SHAPE = 16, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7 };
+
+static const int widths[] = {W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT};
+
+/* One table row from already formatted cells: text columns left-aligned,
+ * numbers right-aligned. */
+static void put_row(FILE *f, const char *const cells[8])
+{
+    for (int i = 0; i < 8; i++) {
+        if (i)
+            fputc(' ', f);
+        ntp__put_cell(f, cells[i], widths[i], i >= 3);
+    }
+    fputc('\n', f);
+}
+
+static const char *fmt_ms(double ms, char *buf, size_t len)
+{
+    /* Four decimals keep a 10 µs layer readable; long ones lose decimals
+     * rather than columns. */
+    return ntp__fit_number(ms, W_MS, fabs(ms) < 1.0 ? 4 : 3, buf, len);
+}
+
+static void table_layer(FILE *f, const ntp_layer_result *l)
+{
+    char shape[192], ms[32], pct[32], gf[32], gb[32], in[32];
+    ntp__shape_x(&l->output_shape, shape, sizeof shape);
+    ntp__fit_number(l->intensity, W_INT, 2, in, sizeof in);
+    if (l->fused) {
+        /* A fused layer ran inside another one and has no time of its own. */
+        const char *cells[8] = {l->name, l->type, shape, "fused", "-", "-", "-", in};
+        put_row(f, cells);
+        return;
+    }
+    fmt_ms(l->time_ms.median, ms, sizeof ms);
+    ntp__fit_number(100.0 * l->share, W_PCT, 1, pct, sizeof pct);
+    ntp__fit_number(l->gflops, W_GF, 2, gf, sizeof gf);
+    ntp__fit_number(l->gbps, W_GB, 2, gb, sizeof gb);
+    const char *cells[8] = {l->name, l->type, shape, ms, pct, gf, gb, in};
+    put_row(f, cells);
+}
+
+static void table_marker(FILE *f, const ntp_marker_result *m)
+{
+    char range[64], ms[32], pct[32], gf[32], gb[32], in[32];
+    snprintf(range, sizeof range, "layers %d..%d", m->first, m->last);
+    fmt_ms(m->time_ms.median, ms, sizeof ms);
+    ntp__fit_number(100.0 * m->share, W_PCT, 1, pct, sizeof pct);
+    ntp__fit_number(m->gflops, W_GF, 2, gf, sizeof gf);
+    ntp__fit_number(rate_g(m->bytes, m->time_ms.median), W_GB, 2, gb, sizeof gb);
+    ntp__fit_number(ratio(m->flops, m->bytes), W_INT, 2, in, sizeof in);
+    const char *cells[8] = {m->name, "marker", range, ms, pct, gf, gb, in};
+    put_row(f, cells);
+}
+
+static void table_stats_line(FILE *f, const char *label, const ntp_stats *s)
+{
+    ntp__put_linef(f, "%s: median %.4g ms, 95%% CI [%.4g, %.4g] ms, min %.4g, p90 %.4g, "
+                   "cv %.1f%%, n %zu",
+                   label, s->median, s->ci95_lo, s->ci95_hi, s->min, s->p90, 100.0 * s->cv, s->n);
+}
+
+static void write_table(const ntp_run_result *r, FILE *f)
+{
+    char a[32], b[32], c[32], d[32];
+    ntp__put_linef(f, "topology %s (%s)", r->topology ? r->topology : "?",
+                   r->source ? r->source : "?");
+    ntp__put_linef(f, "backend %s, precision %s, batch %" PRId64 ", threads %d, seed %" PRIu64
+                   ", %d warmup + %d measured iterations%s%s",
+                   r->backend ? r->backend : "?", ntp_dtype_name(r->precision), r->batch,
+                   r->threads, r->seed, r->warmup, r->iterations,
+                   r->only_marker ? ", only marker " : "", r->only_marker ? r->only_marker : "");
+    if (r->n_params > 0) {
+        char line[1024];
+        size_t used = (size_t)snprintf(line, sizeof line, "params");
+        for (int i = 0; i < r->n_params && used < sizeof line; i++)
+            used += (size_t)snprintf(line + used, sizeof line - used, " %s=%s",
+                                     r->param_names[i], r->param_values[i]);
+        ntp__put_line(f, line);
+    }
+    ntp__put_linef(f, "machine %s, %d cores, %s memory, %s", r->env.cpu_model, r->env.cores,
+                   ntp__human_bytes((double)r->env.memory_bytes, a, sizeof a), r->env.os);
+    ntp__put_linef(f, "ntprof %s (%s), %s, %s", r->env.ntprof_version, r->env.git_revision,
+                   r->env.compiler, r->env.timestamp);
+    fputc('\n', f);
+
+    static const char *const head[8] = {"layer", "type", "shape", "median ms", "%",
+                                        "GFLOP/s", "GB/s", "FLOP/B"};
+    put_row(f, head);
+    for (int i = 0; i < 8; i++) {
+        if (i)
+            fputc(' ', f);
+        for (int k = 0; k < widths[i]; k++)
+            fputc('-', f);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < r->n_layers; i++)
+        table_layer(f, &r->layers[i]);
+    if (r->n_markers > 0) {
+        fputc('\n', f);
+        for (int i = 0; i < r->n_markers; i++)
+            table_marker(f, &r->markers[i]);
+    }
+    fputc('\n', f);
+
+    table_stats_line(f, "end-to-end", &r->end_to_end_ms);
+    table_stats_line(f, "layer sum", &r->layer_sum_ms);
+    ntp__put_linef(f, "throughput %.4g samples/s, latency %.4g ms, %s FLOPs per pass (%.4g GFLOP/s)",
+                   r->throughput, r->latency_ms, ntp__human_count((double)r->flops, a, sizeof a),
+                   rate_g(r->flops, r->end_to_end_ms.median));
+    ntp__put_linef(f, "per-layer timing overhead: %.1f%% of end-to-end, %.2g \xC2\xB5s per layer",
+                   100.0 * r->overhead_fraction, r->overhead_per_layer_us);
+    ntp__put_linef(f, "prepare %.4g ms (primitive creation and weight packing, all layers)",
+                   r->prepare_ms);
+    ntp__put_linef(f, "memory: weights %s, arena %s, workspace %s, peak RSS %s",
+                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a),
+                   ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
+                   ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
+                   ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
+    ntp__put_linef(f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64
+                   " major", r->memory.minor_faults, r->memory.major_faults);
+    for (int i = 0; i < r->n_warnings; i++)
+        ntp__put_wrapped(f, "warning: ", r->warnings[i]);
+}
+
+/* --- JSON --------------------------------------------------------------------------- */
+
+/* The statistics of one timing, as fields of o (the field names say ms). */
+static void stats_fields(bool *ok, json_t *o, const ntp_stats *s)
+{
+    ntp__jset(ok, o, "median_ms", ntp__json_num(s->median));
+    ntp__jset(ok, o, "min_ms", ntp__json_num(s->min));
+    ntp__jset(ok, o, "mean_ms", ntp__json_num(s->mean));
+    ntp__jset(ok, o, "p90_ms", ntp__json_num(s->p90));
+    ntp__jset(ok, o, "p99_ms", ntp__json_num(s->p99));
+    ntp__jset(ok, o, "max_ms", ntp__json_num(s->max));
+    ntp__jset(ok, o, "stddev_ms", ntp__json_num(s->stddev));
+    json_t *ci = json_array();
+    ntp__jpush(ok, ci, ntp__json_num(s->ci95_lo));
+    ntp__jpush(ok, ci, ntp__json_num(s->ci95_hi));
+    ntp__jset(ok, o, "ci95_ms", ci);
+    ntp__jset(ok, o, "n", json_integer((json_int_t)s->n));
+    ntp__jset(ok, o, "cv", ntp__json_num(s->cv));
+}
+
+static json_t *layer_json(bool *ok, const ntp_layer_result *l)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "name", ntp__json_str(l->name));
+    ntp__jset(ok, o, "type", ntp__json_str(l->type));
+    ntp__jset(ok, o, "backend", ntp__json_str(l->backend));
+    ntp__jset(ok, o, "inlay", json_boolean(l->inlay));
+    ntp__jset(ok, o, "fused", json_boolean(l->fused));
+    ntp__jset(ok, o, "fused_into", ntp__json_str(l->fused ? l->fused_into : NULL));
+    ntp__jset(ok, o, "output_shape", ntp__json_shape(&l->output_shape));
+    stats_fields(ok, o, &l->time_ms);
+    ntp__jset(ok, o, "share", ntp__json_num(l->share));
+    ntp__jset(ok, o, "flops", json_integer(l->flops));
+    ntp__jset(ok, o, "bytes", json_integer(l->bytes));
+    ntp__jset(ok, o, "gflops", ntp__json_num(l->gflops));
+    ntp__jset(ok, o, "gbps", ntp__json_num(l->gbps));
+    ntp__jset(ok, o, "intensity", ntp__json_num(l->intensity));
+    ntp__jset(ok, o, "prepare_ms", ntp__json_num(l->prepare_ms));
+    ntp__jset(ok, o, "workspace_bytes", json_integer(l->workspace_bytes));
+    return o;
+}
+
+static json_t *marker_json(bool *ok, const ntp_marker_result *m)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "name", ntp__json_str(m->name));
+    ntp__jset(ok, o, "first", json_integer(m->first));
+    ntp__jset(ok, o, "last", json_integer(m->last));
+    stats_fields(ok, o, &m->time_ms);
+    ntp__jset(ok, o, "share", ntp__json_num(m->share));
+    ntp__jset(ok, o, "flops", json_integer(m->flops));
+    ntp__jset(ok, o, "bytes", json_integer(m->bytes));
+    ntp__jset(ok, o, "gflops", ntp__json_num(m->gflops));
+    ntp__jset(ok, o, "gbps", ntp__json_num(rate_g(m->bytes, m->time_ms.median)));
+    ntp__jset(ok, o, "intensity", ntp__json_num(ratio(m->flops, m->bytes)));
+    return o;
+}
+
+/* A seed is a uint64; JSON integers in jansson are int64, so the rare seed
+ * above INT64_MAX is written as a decimal string rather than wrapped. */
+static json_t *seed_json(uint64_t seed)
+{
+    if (seed <= (uint64_t)INT64_MAX)
+        return json_integer((json_int_t)seed);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, seed);
+    return json_string(buf);
+}
+
+static json_t *flags_json(bool *ok, const char *flags)
+{
+    json_t *a = json_array();
+    char word[64];
+    const char *p = flags;
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (n == 0)
+            break;
+        /* "unknown" means the flags could not be read: an empty list would
+         * claim the CPU has none. */
+        snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), p);
+        if (strcmp(word, "unknown") != 0)
+            ntp__jpush(ok, a, ntp__json_str(word));
+        p += n;
+    }
+    return a;
+}
+
+static json_t *env_json(bool *ok, const ntp_env *e)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "cpu_model", ntp__json_str(e->cpu_model));
+    ntp__jset(ok, o, "cpu_flags", flags_json(ok, e->cpu_flags));
+    ntp__jset(ok, o, "cores", json_integer(e->cores));
+    ntp__jset(ok, o, "memory_bytes", json_integer(e->memory_bytes));
+    ntp__jset(ok, o, "os", ntp__json_str(e->os));
+    ntp__jset(ok, o, "compiler", ntp__json_str(e->compiler));
+    ntp__jset(ok, o, "libraries", ntp__json_str(e->libraries));
+    ntp__jset(ok, o, "ntprof_version", ntp__json_str(e->ntprof_version));
+    ntp__jset(ok, o, "git_revision", ntp__json_str(e->git_revision));
+    ntp__jset(ok, o, "hostname", ntp__json_str(e->hostname));
+    ntp__jset(ok, o, "timestamp", ntp__json_str(e->timestamp));
+    return o;
+}
+
+static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
+{
+    bool ok = true;
+    json_t *root = json_object();
+    ntp__jset(&ok, root, "schema_version", json_integer(NTP_REPORT_SCHEMA_VERSION));
+    ntp__jset(&ok, root, "kind", json_string("run"));
+    ntp__jset(&ok, root, "topology", ntp__json_str(r->topology));
+    ntp__jset(&ok, root, "source", ntp__json_str(r->source));
+
+    json_t *cfg = json_object();
+    ntp__jset(&ok, cfg, "backend", ntp__json_str(r->backend));
+    ntp__jset(&ok, cfg, "precision", json_string(ntp_dtype_name(r->precision)));
+    ntp__jset(&ok, cfg, "batch", json_integer(r->batch));
+    ntp__jset(&ok, cfg, "threads", json_integer(r->threads));
+    ntp__jset(&ok, cfg, "seed", seed_json(r->seed));
+    ntp__jset(&ok, cfg, "warmup", json_integer(r->warmup));
+    ntp__jset(&ok, cfg, "iterations", json_integer(r->iterations));
+    ntp__jset(&ok, cfg, "only_marker", ntp__json_str(r->only_marker));
+    json_t *params = json_object();
+    for (int i = 0; i < r->n_params; i++)
+        ntp__jset(&ok, params, r->param_names[i], ntp__json_str(r->param_values[i]));
+    ntp__jset(&ok, cfg, "params", params);
+    ntp__jset(&ok, root, "config", cfg);
+    ntp__jset(&ok, root, "environment", env_json(&ok, &r->env));
+
+    json_t *layers = json_array();
+    for (int i = 0; i < r->n_layers; i++)
+        ntp__jpush(&ok, layers, layer_json(&ok, &r->layers[i]));
+    ntp__jset(&ok, root, "layers", layers);
+    json_t *markers = json_array();
+    for (int i = 0; i < r->n_markers; i++)
+        ntp__jpush(&ok, markers, marker_json(&ok, &r->markers[i]));
+    ntp__jset(&ok, root, "markers", markers);
+
+    json_t *e2e = json_object();
+    stats_fields(&ok, e2e, &r->end_to_end_ms);
+    ntp__jset(&ok, e2e, "throughput_per_s", ntp__json_num(r->throughput));
+    ntp__jset(&ok, e2e, "latency_ms", ntp__json_num(r->latency_ms));
+    ntp__jset(&ok, e2e, "gflops", ntp__json_num(rate_g(r->flops, r->end_to_end_ms.median)));
+    ntp__jset(&ok, root, "end_to_end", e2e);
+    json_t *sum = json_object();
+    stats_fields(&ok, sum, &r->layer_sum_ms);
+    ntp__jset(&ok, root, "layer_sum", sum);
+    ntp__jset(&ok, root, "overhead_fraction", ntp__json_num(r->overhead_fraction));
+    ntp__jset(&ok, root, "overhead_per_layer_us", ntp__json_num(r->overhead_per_layer_us));
+    ntp__jset(&ok, root, "prepare_ms", ntp__json_num(r->prepare_ms));
+    ntp__jset(&ok, root, "flops", json_integer(r->flops));
+
+    json_t *mem = json_object();
+    ntp__jset(&ok, mem, "weight_bytes", json_integer(r->memory.weight_bytes));
+    ntp__jset(&ok, mem, "arena_bytes", json_integer(r->memory.arena_bytes));
+    ntp__jset(&ok, mem, "workspace_bytes", json_integer(r->memory.workspace_bytes));
+    ntp__jset(&ok, mem, "peak_rss_bytes", json_integer(r->memory.peak_rss_bytes));
+    ntp__jset(&ok, mem, "minor_faults", json_integer(r->memory.minor_faults));
+    ntp__jset(&ok, mem, "major_faults", json_integer(r->memory.major_faults));
+    ntp__jset(&ok, root, "memory", mem);
+
+    json_t *warnings = json_array();
+    for (int i = 0; i < r->n_warnings; i++)
+        ntp__jpush(&ok, warnings, ntp__json_str(r->warnings[i]));
+    ntp__jset(&ok, root, "warnings", warnings);
+    return ntp__json_finish(ctx, root, ok, f, "run");
+}
+
+/* --- CSV ------------------------------------------------------------------------------ */
+
+static const char csv_header[] =
+    "kind,name,type,backend,inlay,fused,fused_into,output_shape,first,last,n,median_ms,min_ms,"
+    "mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,ci95_hi_ms,cv,share,flops,bytes,gflops,"
+    "gbps,intensity,prepare_ms,workspace_bytes\n";
+
+static void csv_stats(FILE *f, const ntp_stats *s)
+{
+    ntp__csv_int(f, (int64_t)s->n);
+    const double v[] = {s->median, s->min, s->mean, s->p90, s->p99, s->max, s->stddev,
+                        s->ci95_lo, s->ci95_hi, s->cv};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        ntp__csv_sep(f);
+        ntp__csv_num(f, v[i]);
+    }
+}
+
+static void write_csv(const ntp_run_result *r, FILE *f)
+{
+    fputs(csv_header, f);
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        char shape[192];
+        fputs("layer,", f);
+        ntp__csv_str(f, l->name);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->type);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->backend);
+        ntp__csv_sep(f);
+        ntp__csv_bool(f, l->inlay);
+        ntp__csv_sep(f);
+        ntp__csv_bool(f, l->fused);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->fused ? l->fused_into : NULL);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, ntp__shape_x(&l->output_shape, shape, sizeof shape));
+        fputs(",,,", f); /* first, last: marker rows only */
+        csv_stats(f, &l->time_ms);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->share);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, l->flops);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, l->bytes);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->gflops);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->gbps);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->intensity);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->prepare_ms);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, l->workspace_bytes);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < r->n_markers; i++) {
+        const ntp_marker_result *m = &r->markers[i];
+        fputs("marker,", f);
+        ntp__csv_str(f, m->name);
+        fputs(",,,,,,,", f); /* type .. output_shape: layer rows only */
+        ntp__csv_int(f, m->first);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, m->last);
+        ntp__csv_sep(f);
+        csv_stats(f, &m->time_ms);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, m->share);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, m->flops);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, m->bytes);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, m->gflops);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, rate_g(m->bytes, m->time_ms.median));
+        ntp__csv_sep(f);
+        ntp__csv_num(f, ratio(m->flops, m->bytes));
+        fputs(",,\n", f); /* prepare_ms, workspace_bytes: layer rows only */
+    }
+    fputs("end_to_end,", f);
+    ntp__csv_str(f, r->topology);
+    ntp__csv_sep(f);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, r->backend);
+    fputs(",,,,,,,", f); /* inlay .. last */
+    csv_stats(f, &r->end_to_end_ms);
+    ntp__csv_sep(f);
+    ntp__csv_num(f, 1.0);
+    ntp__csv_sep(f);
+    ntp__csv_int(f, r->flops);
+    ntp__csv_sep(f);  /* bytes: not summed for a whole pass */
+    ntp__csv_sep(f);
+    ntp__csv_num(f, rate_g(r->flops, r->end_to_end_ms.median));
+    fputs(",,,", f); /* gbps, intensity */
+    ntp__csv_num(f, r->prepare_ms);
+    ntp__csv_sep(f);
+    ntp__csv_int(f, r->memory.workspace_bytes);
+    fputc('\n', f);
+}
+
+ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f)
+{
+    if (!r || !f || (r->n_layers > 0 && !r->layers) || (r->n_markers > 0 && !r->markers) ||
+        (r->n_warnings > 0 && !r->warnings) ||
+        (r->n_params > 0 && (!r->param_names || !r->param_values)))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_run: missing result or stream");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE:
+        write_table(r, f);
+        return ntp__check_stream(ctx, f, "run");
+    case NTP_FORMAT_JSON:
+        return write_json(ctx, r, f);
+    case NTP_FORMAT_CSV:
+        write_csv(r, f);
+        return ntp__check_stream(ctx, f, "run");
+    }
+    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown report format %d", (int)fmt);
+}
