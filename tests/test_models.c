@@ -26,6 +26,20 @@
 #include "graph/graph-impl.h"
 #include "ntprof/ntprof.h"
 
+/* cmocka 1.1's assert_int_equal prints both values in hex; counts of
+ * parameters and MACs are read in decimal, so this prints them that way,
+ * with the expression that was checked. */
+#define assert_i64(got, want) check_i64((int64_t)(got), (int64_t)(want), #got, __FILE__, __LINE__)
+
+static void check_i64(int64_t got, int64_t want, const char *expr, const char *file, int line)
+{
+    if (got != want) {
+        print_error("%s is %lld, expected %lld (off by %lld)\n", expr, (long long)got,
+                    (long long)want, (long long)(got - want));
+        _fail(file, line);
+    }
+}
+
 /* A loaded model and its analysis, freed together. */
 typedef struct model {
     ntp_ctx *ctx;
@@ -171,15 +185,20 @@ static void check_layer_table(const model *m, const char *stem)
         }
         const ntp_layer_cost *l = layer(m, name);
         snprintf(want, sizeof want, "[%s]", dims);
-        assert_string_equal(l->type, type);
-        assert_int_equal(l->params, params);
-        assert_int_equal(l->macs, macs);
-        assert_string_equal(shape_str(&l->output_shape, got, sizeof got), want);
+        shape_str(&l->output_shape, got, sizeof got);
+        if (strcmp(l->type, type) != 0 || l->params != params || l->macs != macs ||
+            strcmp(got, want) != 0) {
+            fclose(f);
+            fail_msg("%s layer '%s': ntprof has %s, %lld params, %lld MACs, output %s; "
+                     "torchvision has %s, %lld params, %lld MACs, output %s",
+                     stem, name, l->type, (long long)l->params, (long long)l->macs, got, type,
+                     params, macs, want);
+        }
         rows++;
     }
     fclose(f);
     assert_true(rows > 0);
-    assert_int_equal(count_of(m, "conv") + count_of(m, "fc"), rows);
+    assert_i64(count_of(m, "conv") + count_of(m, "fc"), rows);
 }
 
 /* --- ResNet-50 --------------------------------------------------------------- */
@@ -190,34 +209,34 @@ static void test_resnet50(void **state)
     model m;
     model_load(&m, "resnet50.xml");
     /* torchvision.models.resnet50(): 25,557,032 params. */
-    assert_int_equal(m.a->params, 25557032);
+    assert_i64(m.a->params, 25557032);
     /* 4,089,184,256 MACs by torchvision's modules; published 4.09 G. */
-    assert_int_equal(macs_of(&m, conv_fc), 4089184256LL);
+    assert_i64(macs_of(&m, conv_fc), 4089184256LL);
     check_within_1pct("resnet50 conv+fc MACs", macs_of(&m, conv_fc), 4.09e9);
     /* 1 stem + 16 blocks x 3 + 4 downsample convolutions = 53 conv, 1 fc. */
-    assert_int_equal(count_of(&m, "conv"), 53);
-    assert_int_equal(count_of(&m, "fc"), 1);
-    assert_int_equal(count_of(&m, "add"), 16);
+    assert_i64(count_of(&m, "conv"), 53);
+    assert_i64(count_of(&m, "fc"), 1);
+    assert_i64(count_of(&m, "add"), 16);
     check_input(&m, 0, "image", "[1,3,224,224]", NTP_DTYPE_F32);
-    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[1,1000]");
 
     /* Hand-computed: conv1 7x7/2 pad 3 -> 112x112x64, each output reads
      * 3 x 7 x 7 = 147 inputs: 112 x 112 x 64 x 147 = 118,013,952 MACs. */
-    assert_int_equal(layer(&m, "conv1")->macs, 118013952);
-    assert_int_equal(layer(&m, "conv1")->params, 64 * 3 * 7 * 7);
+    assert_i64(layer(&m, "conv1")->macs, 118013952);
+    assert_i64(layer(&m, "conv1")->params, 64 * 3 * 7 * 7);
     check_layer_shape(&m, "maxpool", "[1,64,56,56]");
     /* v1.5: the stride is on the 3x3 conv2 of the first block of a stage. */
     check_layer_shape(&m, "layer2_0_conv1", "[1,128,56,56]");
     check_layer_shape(&m, "layer2_0_conv2", "[1,128,28,28]");
     /* layer4_2_conv3: 1x1, 512 -> 2048 at 7x7: 7 x 7 x 2048 x 512. */
-    assert_int_equal(layer(&m, "layer4_2_conv3")->macs, 7 * 7 * 2048 * 512);
+    assert_i64(layer(&m, "layer4_2_conv3")->macs, 7 * 7 * 2048 * 512);
     /* Batch norm: scale and bias are params, mean and var buffers. */
-    assert_int_equal(layer(&m, "bn1")->params, 2 * 64);
-    assert_int_equal(layer(&m, "bn1")->weight_bytes, 4 * 64 * 4);
+    assert_i64(layer(&m, "bn1")->params, 2 * 64);
+    assert_i64(layer(&m, "bn1")->weight_bytes, 4 * 64 * 4);
     check_layer_shape(&m, "avgpool", "[1,2048,1,1]");
     check_layer_shape(&m, "flatten", "[1,2048]");
-    assert_int_equal(layer(&m, "fc")->params, 2048 * 1000 + 1000);
+    assert_i64(layer(&m, "fc")->params, 2048 * 1000 + 1000);
 
     check_layer_table(&m, "resnet50");
 
@@ -238,8 +257,8 @@ static void test_resnet101_by_param(void **state)
     static const char *const set[] = {"blocks3=23"};
     model m;
     model_load_set(&m, "resnet50.xml", set, 1);
-    assert_int_equal(m.a->params, 44549160);
-    assert_int_equal(macs_of(&m, conv_fc), 7801405440LL);
+    assert_i64(m.a->params, 44549160);
+    assert_i64(macs_of(&m, conv_fc), 7801405440LL);
     check_marker(&m, "layer3", "layer3_0_conv1", "layer3_22_relu3");
     model_free(&m);
 }
@@ -252,8 +271,8 @@ static void test_resnet50_batch(void **state)
     o.batch = 8;
     model m;
     model_load_opts(&m, "resnet50.xml", &o);
-    assert_int_equal(m.a->params, 25557032);
-    assert_int_equal(macs_of(&m, conv_fc), 8 * 4089184256LL);
+    assert_i64(m.a->params, 25557032);
+    assert_i64(macs_of(&m, conv_fc), 8 * 4089184256LL);
     check_output_shape(&m, 0, "[8,1000]");
     model_free(&m);
 }
@@ -265,19 +284,19 @@ static void test_mobilenetv2(void **state)
     (void)state;
     model m;
     model_load(&m, "mobilenetv2.xml");
-    assert_int_equal(m.a->params, 3504872);
-    assert_int_equal(macs_of(&m, conv_fc), 300774272);
+    assert_i64(m.a->params, 3504872);
+    assert_i64(macs_of(&m, conv_fc), 300774272);
     check_within_1pct("mobilenetv2 conv+fc MACs", macs_of(&m, conv_fc), 0.30e9);
     /* 52 convolutions: stem, 17 blocks (16 with expansion: 3 each, 1
      * without: 2), last 1x1; 10 residual adds (blocks 3, 5, 6, 8-10, 12,
      * 13, 15, 16). */
-    assert_int_equal(count_of(&m, "conv"), 52);
-    assert_int_equal(count_of(&m, "add"), 10);
+    assert_i64(count_of(&m, "conv"), 52);
+    assert_i64(count_of(&m, "add"), 10);
     check_output_shape(&m, 0, "[1,1000]");
     /* Depthwise 3x3/2 on 96 channels: 96 x 3 x 3 weights, output 56x56,
      * one input channel per output: 96 x 56 x 56 x 9 = 2,709,504 MACs. */
-    assert_int_equal(layer(&m, "features_2_conv_1_0")->params, 96 * 9);
-    assert_int_equal(layer(&m, "features_2_conv_1_0")->macs, 96 * 56 * 56 * 9);
+    assert_i64(layer(&m, "features_2_conv_1_0")->params, 96 * 9);
+    assert_i64(layer(&m, "features_2_conv_1_0")->macs, 96 * 56 * 56 * 9);
     check_layer_shape(&m, "features_18_2", "[1,1280,7,7]");
     check_layer_table(&m, "mobilenetv2");
     check_marker(&m, "head", "avgpool", "classifier_1");
@@ -289,15 +308,15 @@ static void test_vgg16(void **state)
     (void)state;
     model m;
     model_load(&m, "vgg16.xml");
-    assert_int_equal(m.a->params, 138357544);
-    assert_int_equal(macs_of(&m, conv_fc), 15470264320LL);
+    assert_i64(m.a->params, 138357544);
+    assert_i64(macs_of(&m, conv_fc), 15470264320LL);
     check_within_1pct("vgg16 conv+fc MACs", macs_of(&m, conv_fc), 15.47e9);
-    assert_int_equal(count_of(&m, "conv"), 13);
-    assert_int_equal(count_of(&m, "fc"), 3);
+    assert_i64(count_of(&m, "conv"), 13);
+    assert_i64(count_of(&m, "fc"), 3);
     check_output_shape(&m, 0, "[1,1000]");
     /* The first classifier layer holds most of the weights:
      * 25,088 x 4,096 + 4,096 = 102,764,544. */
-    assert_int_equal(layer(&m, "classifier_0")->params, 25088LL * 4096 + 4096);
+    assert_i64(layer(&m, "classifier_0")->params, 25088LL * 4096 + 4096);
     check_layer_shape(&m, "features_30", "[1,512,7,7]");
     check_layer_table(&m, "vgg16");
     check_marker(&m, "block3", "features_10", "features_16");
@@ -309,12 +328,12 @@ static void test_alexnet(void **state)
     (void)state;
     model m;
     model_load(&m, "alexnet.xml");
-    assert_int_equal(m.a->params, 61100840);
-    assert_int_equal(macs_of(&m, conv_fc), 714188480);
+    assert_i64(m.a->params, 61100840);
+    assert_i64(macs_of(&m, conv_fc), 714188480);
     check_within_1pct("alexnet conv+fc MACs", macs_of(&m, conv_fc), 0.71e9);
     /* 11x11/4 pad 2: (224 + 4 - 11) / 4 + 1 = 55; 55 x 55 x 64 x 3 x 121. */
     check_layer_shape(&m, "features_0", "[1,64,55,55]");
-    assert_int_equal(layer(&m, "features_0")->macs, 55 * 55 * 64 * 3 * 121);
+    assert_i64(layer(&m, "features_0")->macs, 55 * 55 * 64 * 3 * 121);
     check_layer_shape(&m, "features_12", "[1,256,6,6]");
     check_layer_shape(&m, "flatten", "[1,9216]");
     check_output_shape(&m, 0, "[1,1000]");
@@ -331,7 +350,7 @@ static void test_deepspeech(void **state)
     model_load(&m, "deepspeech.xml");
     /* 1,013,760 + 2 x 4,196,352 + 67,141,632 + 8,390,656 + 59,421 (see
      * models/deepspeech.xml). */
-    assert_int_equal(m.a->params, 84998173);
+    assert_i64(m.a->params, 84998173);
     /* 200 frames need (200 - 1) x 160 + 400 = 32,240 samples. */
     check_input(&m, 0, "audio", "[1,32240]", NTP_DTYPE_F32);
     check_layer_shape(&m, "mfcc", "[200,1,494]");
@@ -340,22 +359,22 @@ static void test_deepspeech(void **state)
     check_layer_shape(&m, "fc4", "[200,1,2048]");
     check_layer_shape(&m, "fc5", "[200,1,29]");
     check_layer_shape(&m, "decode", "[1,200]");
-    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[1,200]");
     assert_true(layer(&m, "mfcc")->inlay);
     assert_true(layer(&m, "decode")->inlay);
     assert_false(layer(&m, "fc1")->inlay);
     /* Clipped ReLU: 2 FLOPs per element, 200 x 2048 elements. */
-    assert_int_equal(layer(&m, "relu1")->flops, 2 * 200 * 2048);
+    assert_i64(layer(&m, "relu1")->flops, 2 * 200 * 2048);
 
     /* fc: 200 x (494 x 2048 + 2 x 2048 x 2048 + 4096 x 2048 + 2048 x 29)
      *   = 200 x 17,848,320 = 3,569,664,000. */
     static const char *const fc[] = {"fc", NULL};
-    assert_int_equal(macs_of(&m, fc), 3569664000LL);
-    assert_int_equal(layer(&m, "fc1")->macs, 200 * 494 * 2048);
+    assert_i64(macs_of(&m, fc), 3569664000LL);
+    assert_i64(layer(&m, "fc1")->macs, 200 * 494 * 2048);
     /* LSTM: 2 directions x 200 steps x 4 gates x 2048 x (2048 + 2048). */
-    assert_int_equal(layer(&m, "lstm")->macs, 2LL * 200 * 4 * 2048 * 4096);
-    assert_int_equal(layer(&m, "lstm")->params, 2LL * (4 * 2048 * 4096 + 8 * 2048));
+    assert_i64(layer(&m, "lstm")->macs, 2LL * 200 * 4 * 2048 * 4096);
+    assert_i64(layer(&m, "lstm")->params, 2LL * (4 * 2048 * 4096 + 8 * 2048));
 
     check_marker(&m, "fc1-3", "fc1", "relu3");
     check_marker(&m, "bilstm", "lstm", "lstm");
@@ -376,7 +395,7 @@ static void test_deepspeech_params(void **state)
     /* 494 x 256 + 256 + 2 x (256 x 256 + 256) + 2 x (4 x 256 x 512 + 8 x 256)
      * + 512 x 256 + 256 + 256 x 29 + 29
      * = 126,720 + 131,584 + 1,052,672 + 131,328 + 7,453 = 1,449,757. */
-    assert_int_equal(m.a->params, 1449757);
+    assert_i64(m.a->params, 1449757);
     model_free(&m);
 }
 
@@ -388,30 +407,30 @@ static void test_bert_base(void **state)
     model m;
     model_load(&m, "bert-base.xml");
     /* HuggingFace BertModel's 109,482,240 less the pooler's 590,592. */
-    assert_int_equal(m.a->params, 108891648);
-    assert_int_equal(ntp_graph_input_count(m.g), 3);
+    assert_i64(m.a->params, 108891648);
+    assert_i64(ntp_graph_input_count(m.g), 3);
     check_input(&m, 0, "input_ids", "[1,128]", NTP_DTYPE_I32);
     check_input(&m, 1, "token_type_ids", "[1,128]", NTP_DTYPE_I32);
     check_input(&m, 2, "position_ids", "[1,128]", NTP_DTYPE_I32);
-    assert_int_equal(layer(&m, "word_embeddings")->params, 30522 * 768);
+    assert_i64(layer(&m, "word_embeddings")->params, 30522 * 768);
     check_layer_shape(&m, "embeddings_sum", "[1,128,768]");
-    assert_int_equal(count_of(&m, "attention"), 12);
-    assert_int_equal(count_of(&m, "layernorm"), 25);
-    assert_int_equal(ntp_graph_output_count(m.g), 1);
+    assert_i64(count_of(&m, "attention"), 12);
+    assert_i64(count_of(&m, "layernorm"), 25);
+    assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[1,128,768]");
     check_layer_shape(&m, "layer11_output_layernorm", "[1,128,768]");
 
     /* Attention at S = 128, D = 768 (docs/ops.md): q, k, v projections
      * 3 x 128 x 768 x 768 + scores and context 2 x 128 x 128 x 768 + output
      * projection 128 x 768 x 768 = 226,492,416 + 25,165,824 + 75,497,472. */
-    assert_int_equal(layer(&m, "layer0_attention")->macs, 327155712);
-    assert_int_equal(layer(&m, "layer0_attention")->params, 3 * 768 * 768 + 3 * 768 + 768 * 768 + 768);
+    assert_i64(layer(&m, "layer0_attention")->macs, 327155712);
+    assert_i64(layer(&m, "layer0_attention")->params, 3 * 768 * 768 + 3 * 768 + 768 * 768 + 768);
     /* Feed-forward: 128 x 768 x 3072 each way. */
-    assert_int_equal(layer(&m, "layer5_intermediate")->macs, 128 * 768 * 3072);
+    assert_i64(layer(&m, "layer5_intermediate")->macs, 128 * 768 * 3072);
     check_layer_shape(&m, "layer5_intermediate", "[1,128,3072]");
     static const char *const dense[] = {"fc", "attention", "matmul", NULL};
     /* 12 x (327,155,712 + 603,979,776) = 11,173,625,856. */
-    assert_int_equal(macs_of(&m, dense), 11173625856LL);
+    assert_i64(macs_of(&m, dense), 11173625856LL);
     check_marker(&m, "embeddings", "word_embeddings", "embeddings_dropout");
     check_marker(&m, "encoder", "layer0_attention", "layer11_output_layernorm");
     model_free(&m);
@@ -424,8 +443,8 @@ static void test_bert_layers_param(void **state)
     model m;
     model_load_set(&m, "bert-base.xml", set, 2);
     /* Embeddings 23,837,184 + 2 layers x 7,087,872. */
-    assert_int_equal(m.a->params, 23837184 + 2 * 7087872);
-    assert_int_equal(count_of(&m, "attention"), 2);
+    assert_i64(m.a->params, 23837184 + 2 * 7087872);
+    assert_i64(count_of(&m, "attention"), 2);
     check_output_shape(&m, 0, "[1,64,768]");
     model_free(&m);
 }
@@ -438,18 +457,18 @@ static void test_lstm_lm(void **state)
     model m;
     model_load(&m, "lstm-lm.xml");
     /* 6,500,000 + 2 x 3,385,200 + 6,510,000. */
-    assert_int_equal(m.a->params, 19780400);
+    assert_i64(m.a->params, 19780400);
     check_input(&m, 0, "tokens", "[35,20]", NTP_DTYPE_I32);
     check_layer_shape(&m, "embedding", "[35,20,650]");
     check_layer_shape(&m, "lstm2", "[35,20,650]");
     check_layer_shape(&m, "decoder", "[35,20,10000]");
     check_output_shape(&m, 0, "[35,20,10000]");
     /* 35 x 20 x 4 x 650 x 1,300 per LSTM; decoder 35 x 20 x 650 x 10,000. */
-    assert_int_equal(layer(&m, "lstm1")->macs, 2366000000LL);
-    assert_int_equal(layer(&m, "lstm2")->macs, 2366000000LL);
-    assert_int_equal(layer(&m, "decoder")->macs, 4550000000LL);
+    assert_i64(layer(&m, "lstm1")->macs, 2366000000LL);
+    assert_i64(layer(&m, "lstm2")->macs, 2366000000LL);
+    assert_i64(layer(&m, "decoder")->macs, 4550000000LL);
     /* Softmax: 5 FLOPs per element. */
-    assert_int_equal(layer(&m, "softmax")->flops, 5LL * 35 * 20 * 10000);
+    assert_i64(layer(&m, "softmax")->flops, 5LL * 35 * 20 * 10000);
     check_marker(&m, "embed", "embedding", "dropout0");
     check_marker(&m, "lstm", "lstm1", "dropout2");
     check_marker(&m, "head", "decoder", "softmax");
@@ -464,25 +483,25 @@ static void test_tiny_mlp(void **state)
     model m;
     model_load(&m, "tiny-mlp.xml");
     /* 544 + 2,112 + 640. */
-    assert_int_equal(m.a->params, 3296);
+    assert_i64(m.a->params, 3296);
     check_layer_shape(&m, "stage", "[2,16]");
     check_layer_shape(&m, "gate", "[2,32]");
     check_layer_shape(&m, "glu", "[2,32]");
     check_layer_shape(&m, "skip", "[2,64]");
     check_output_shape(&m, 0, "[2,10]");
     /* fc1: 2 x 16 x 32 = 1,024 MACs, FLOPs 2 x 1,024 + 64 bias adds. */
-    assert_int_equal(layer(&m, "fc1")->macs, 1024);
-    assert_int_equal(layer(&m, "fc1")->flops, 2112);
+    assert_i64(layer(&m, "fc1")->macs, 1024);
+    assert_i64(layer(&m, "fc1")->flops, 2112);
     /* fc3 has no bias: FLOPs are exactly 2 x 2 x 64 x 10. */
-    assert_int_equal(layer(&m, "fc3")->flops, 2560);
-    assert_int_equal(m.a->macs, 1024 + 4096 + 1280);
+    assert_i64(layer(&m, "fc3")->flops, 2560);
+    assert_i64(m.a->macs, 1024 + 4096 + 1280);
     /* Per-element FLOPs of docs/ops.md on 64 elements (2 x 32). */
-    assert_int_equal(layer(&m, "act1")->flops, 2 * 32);
-    assert_int_equal(layer(&m, "gate_sigmoid")->flops, 4 * 64);
-    assert_int_equal(layer(&m, "glu")->flops, 64);
-    assert_int_equal(layer(&m, "act2")->flops, 5 * 64);
-    assert_int_equal(layer(&m, "probs")->flops, 5 * 20);
-    assert_int_equal(layer(&m, "stage")->flops, 0);
+    assert_i64(layer(&m, "act1")->flops, 2 * 32);
+    assert_i64(layer(&m, "gate_sigmoid")->flops, 4 * 64);
+    assert_i64(layer(&m, "glu")->flops, 64);
+    assert_i64(layer(&m, "act2")->flops, 5 * 64);
+    assert_i64(layer(&m, "probs")->flops, 5 * 20);
+    assert_i64(layer(&m, "stage")->flops, 0);
     model_free(&m);
 }
 
@@ -492,7 +511,7 @@ static void test_tiny_cnn(void **state)
     model m;
     model_load(&m, "tiny-cnn.xml");
     /* 216 + 16 + 576 + 16 + 296 + 132 + 90. */
-    assert_int_equal(m.a->params, 1342);
+    assert_i64(m.a->params, 1342);
     check_input(&m, 0, "image", "[2,3,16,16]", NTP_DTYPE_U8);
     check_layer_shape(&m, "to_float", "[2,3,16,16]");
     check_layer_shape(&m, "pad", "[2,3,18,18]");
@@ -508,28 +527,28 @@ static void test_tiny_cnn(void **state)
     check_output_shape(&m, 0, "[2,10]");
 
     /* conv1: 2 x 8 x 16 x 16 outputs x 27 = 110,592 MACs. */
-    assert_int_equal(layer(&m, "conv1")->macs, 110592);
+    assert_i64(layer(&m, "conv1")->macs, 110592);
     /* conv2: 2 x 8 x 8 x 8 outputs x 72 = 73,728. */
-    assert_int_equal(layer(&m, "conv2")->macs, 73728);
+    assert_i64(layer(&m, "conv2")->macs, 73728);
     /* conv3, groups 2: 1,024 outputs x 4 x 9 = 36,864 MACs; FLOPs add the
      * 1,024 bias adds. */
-    assert_int_equal(layer(&m, "conv3")->macs, 36864);
-    assert_int_equal(layer(&m, "conv3")->flops, 2 * 36864 + 1024);
+    assert_i64(layer(&m, "conv3")->macs, 36864);
+    assert_i64(layer(&m, "conv3")->flops, 2 * 36864 + 1024);
     /* Deconv: 2 x 8 x 8 x 8 inputs x 4 x 2 x 2 = 16,384 MACs (as PyTorch's
      * ConvTranspose2d, checked by scripts/model-reference.py). */
-    assert_int_equal(layer(&m, "up")->macs, 16384);
-    assert_int_equal(layer(&m, "up")->params, 132);
+    assert_i64(layer(&m, "up")->macs, 16384);
+    assert_i64(layer(&m, "up")->params, 132);
     /* Pools: max 2x2 = 1,024 outputs x 4 ... */
-    assert_int_equal(layer(&m, "pool1")->flops, 1024 * 4);
+    assert_i64(layer(&m, "pool1")->flops, 1024 * 4);
     /* ... average 3x3: 512 outputs x 9 + 512 divisions ... */
-    assert_int_equal(layer(&m, "pool2")->flops, 512 * 9 + 512);
+    assert_i64(layer(&m, "pool2")->flops, 512 * 9 + 512);
     /* ... global: every input once, plus N x C divisions for the average. */
-    assert_int_equal(layer(&m, "gap")->flops, 512 + 8);
-    assert_int_equal(layer(&m, "gmp")->flops, 512);
+    assert_i64(layer(&m, "gap")->flops, 512 + 8);
+    assert_i64(layer(&m, "gmp")->flops, 512);
     /* Batch norm: 2 FLOPs per element. */
-    assert_int_equal(layer(&m, "bn1")->flops, 2 * 4096);
-    assert_int_equal(layer(&m, "act2")->flops, 4 * 1024);
-    assert_int_equal(macs_of(&m, conv_fc), 110592 + 73728 + 36864 + 160);
+    assert_i64(layer(&m, "bn1")->flops, 2 * 4096);
+    assert_i64(layer(&m, "act2")->flops, 4 * 1024);
+    assert_i64(macs_of(&m, conv_fc), 110592 + 73728 + 36864 + 160);
     model_free(&m);
 }
 
@@ -539,20 +558,20 @@ static void test_tiny_rnn(void **state)
     model m;
     model_load(&m, "tiny-rnn.xml");
     /* 2,880 + 208 + 45 + 208. */
-    assert_int_equal(m.a->params, 3341);
+    assert_i64(m.a->params, 3341);
     check_layer_shape(&m, "gru", "[10,2,16]");
     check_layer_shape(&m, "rnn", "[10,2,8]");
     check_layer_shape(&m, "logits", "[10,2,5]");
     check_layer_shape(&m, "decode", "[2,10]");
     check_layer_shape(&m, "summary", "[2,8]");
-    assert_int_equal(ntp_graph_output_count(m.g), 2);
+    assert_i64(ntp_graph_output_count(m.g), 2);
     /* GRU: 2 directions x 10 steps x 2 x 3 gates x 16 x (12 + 16). */
-    assert_int_equal(layer(&m, "gru")->macs, 2 * 10 * 2 * 3 * 16 * 28);
-    assert_int_equal(layer(&m, "gru")->params, 2880);
+    assert_i64(layer(&m, "gru")->macs, 2 * 10 * 2 * 3 * 16 * 28);
+    assert_i64(layer(&m, "gru")->params, 2880);
     /* RNN: 10 x 2 x 8 x (16 + 8). */
-    assert_int_equal(layer(&m, "rnn")->macs, 10 * 2 * 8 * 24);
-    assert_int_equal(layer(&m, "summary")->macs, 10 * 2 * 8 * 24);
-    assert_int_equal(layer(&m, "act")->flops, 4 * 320);
+    assert_i64(layer(&m, "rnn")->macs, 10 * 2 * 8 * 24);
+    assert_i64(layer(&m, "summary")->macs, 10 * 2 * 8 * 24);
+    assert_i64(layer(&m, "act")->flops, 4 * 320);
     model_free(&m);
 }
 
@@ -562,7 +581,7 @@ static void test_tiny_attention(void **state)
     model m;
     model_load(&m, "tiny-attention.xml");
     /* 1,088 + 32 + 768 + 516. */
-    assert_int_equal(m.a->params, 2404);
+    assert_i64(m.a->params, 2404);
     check_layer_shape(&m, "attn", "[2,8,16]");
     check_layer_shape(&m, "scores", "[2,8,8]");
     check_layer_shape(&m, "context", "[2,8,16]");
@@ -573,15 +592,15 @@ static void test_tiny_attention(void **state)
      * 12,288, scores and context 2 x 2 x 8 x 8 x 16 = 4,096, output
      * 2 x 8 x 256 = 4,096: 20,480 MACs. FLOPs add the softmax (5 x 2 x 4
      * heads x 64 = 2,560) and the biases (2 x 16 x (2 x 8 + 2 x 8) = 1,024). */
-    assert_int_equal(layer(&m, "attn")->macs, 20480);
-    assert_int_equal(layer(&m, "attn")->flops, 2 * 20480 + 2560 + 1024);
+    assert_i64(layer(&m, "attn")->macs, 20480);
+    assert_i64(layer(&m, "attn")->flops, 2 * 20480 + 2560 + 1024);
     /* matmul: 2 x 8 x 16 x 8 = 2,048 MACs each. */
-    assert_int_equal(layer(&m, "scores")->macs, 2048);
-    assert_int_equal(layer(&m, "context")->macs, 2048);
+    assert_i64(layer(&m, "scores")->macs, 2048);
+    assert_i64(layer(&m, "context")->macs, 2048);
     /* Layer norm: 8 FLOPs per element. */
-    assert_int_equal(layer(&m, "ln1")->flops, 8 * 256);
+    assert_i64(layer(&m, "ln1")->flops, 8 * 256);
     static const char *const dense[] = {"fc", "matmul", "attention", NULL};
-    assert_int_equal(macs_of(&m, dense), 20480 + 3 * 4096 + 2 * 2048 + 1024);
+    assert_i64(macs_of(&m, dense), 20480 + 3 * 4096 + 2 * 2048 + 1024);
     model_free(&m);
 }
 
