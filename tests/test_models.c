@@ -90,23 +90,18 @@ static const ntp_layer_cost *layer(const model *m, const char *name)
     return &m->a->layers[i];
 }
 
-static const char *shape_str(const ntp_shape *s, char *buf, size_t len)
-{
-    return ntp_shape_str(s, buf, len);
-}
-
 /* Compare shapes as strings so that a failure prints both. */
 static void check_layer_shape(const model *m, const char *name, const char *want)
 {
     char buf[128];
-    assert_string_equal(shape_str(&layer(m, name)->output_shape, buf, sizeof buf), want);
+    assert_string_equal(ntp_shape_str(&layer(m, name)->output_shape, buf, sizeof buf), want);
 }
 
 static void check_output_shape(const model *m, int i, const char *want)
 {
     char buf[128];
     ntp_shape s = ntp_graph_output_shape(m->g, i);
-    assert_string_equal(shape_str(&s, buf, sizeof buf), want);
+    assert_string_equal(ntp_shape_str(&s, buf, sizeof buf), want);
 }
 
 static void check_input(const model *m, int i, const char *name, const char *shape, ntp_dtype dt)
@@ -114,7 +109,7 @@ static void check_input(const model *m, int i, const char *name, const char *sha
     char buf[128];
     ntp_shape s = ntp_graph_input_shape(m->g, i);
     assert_string_equal(ntp_graph_input_name(m->g, i), name);
-    assert_string_equal(shape_str(&s, buf, sizeof buf), shape);
+    assert_string_equal(ntp_shape_str(&s, buf, sizeof buf), shape);
     assert_string_equal(ntp_dtype_name(ntp_graph_input_dtype(m->g, i)), ntp_dtype_name(dt));
 }
 
@@ -185,7 +180,7 @@ static void check_layer_table(const model *m, const char *stem)
         }
         const ntp_layer_cost *l = layer(m, name);
         snprintf(want, sizeof want, "[%s]", dims);
-        shape_str(&l->output_shape, got, sizeof got);
+        ntp_shape_str(&l->output_shape, got, sizeof got);
         if (strcmp(l->type, type) != 0 || l->params != params || l->macs != macs ||
             strcmp(got, want) != 0) {
             fclose(f);
