@@ -335,7 +335,7 @@ static void test_table(void **state)
 {
     fixture *fx = *state;
     char *text = write_report(fx, NTP_FORMAT_TABLE);
-    print_message("%s", text);
+    fputs(text, stdout); /* print_message() cuts long messages */
     int n_lines = 0;
     for (const char *p = text; *p;) {
         size_t len = strcspn(p, "\n");

@@ -42,7 +42,8 @@ const char *ntp__human_count(double v, char *buf, size_t len);
  * 102 MB, 1.23 GB. Decimal, like GB/s and GFLOP/s next to them. */
 const char *ntp__human_bytes(double bytes, char *buf, size_t len);
 /* A number in at most `width` columns, with as many decimals as fit up to
- * `decimals`; exponent form for the rare value too big for the column. */
+ * `decimals`; exponent form for a value too big for the column or too small
+ * to show a digit with `decimals` decimals; "-" for NaN and infinity. */
 const char *ntp__fit_number(double v, int width, int decimals, char *buf, size_t len);
 /* "1x3x224x224"; "scalar" for rank 0. */
 const char *ntp__shape_x(const ntp_shape *s, char *buf, size_t len);

@@ -41,9 +41,9 @@ static void put_row(FILE *f, const char *const cells[8])
 
 static const char *fmt_ms(double ms, char *buf, size_t len)
 {
-    /* Four decimals keep a 10 µs layer readable; long ones lose decimals
+    /* Four decimals keep a 1 µs layer visible; long times lose decimals
      * rather than columns. */
-    return ntp__fit_number(ms, W_MS, fabs(ms) < 1.0 ? 4 : 3, buf, len);
+    return ntp__fit_number(ms, W_MS, 4, buf, len);
 }
 
 static void table_layer(FILE *f, const ntp_layer_result *l)

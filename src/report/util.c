@@ -197,7 +197,10 @@ const char *ntp__fit_number(double v, int width, int decimals, char *buf, size_t
         snprintf(buf, len, "-");
         return buf;
     }
-    for (int d = decimals; d >= 0; d--) {
+    /* A small non-zero value would print as 0.00 and read as "nothing":
+     * give it in exponent form instead. */
+    bool tiny = v != 0.0 && fabs(v) < 0.5 * pow(10.0, -decimals);
+    for (int d = decimals; d >= 0 && !tiny; d--) {
         int n = snprintf(buf, len, "%.*f", d, v);
         if (n >= 0 && n <= width && (size_t)n < len)
             return buf;

@@ -1,0 +1,755 @@
+/* The run report (table, JSON, CSV) and the Chrome trace, from a run result
+ * built by hand with known numbers. JSON is parsed back field by field and
+ * validated against schema/report.schema.json with python3-jsonschema (a
+ * missing jsonschema module fails the test); the trace is checked for what
+ * Perfetto needs: every layer of every iteration, sorted timestamps, and
+ * slices properly nested in their iteration. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ntprof/ntprof.h"
+
+#define N_LAYERS 4
+#define N_ITERS 3
+#define ODD_NAME "glu \"gate\", part 2"
+#define LONG_WARNING                                                                          \
+    "the coefficient of variation of layer 'conv1' is 12.5%, above the 5% threshold: the "    \
+    "machine was busy or frequency scaling is active; pin the run with --pin and retry"
+
+typedef struct fixture {
+    ntp_ctx *ctx;
+    ntp_run_result r;
+    ntp_layer_result layers[N_LAYERS];
+    ntp_marker_result markers[2];
+    const char *pnames[2], *pvalues[2];
+    char *warnings[2];
+    ntp_trace_iter trace[N_ITERS];
+    double start[N_ITERS][N_LAYERS], end[N_ITERS][N_LAYERS];
+} fixture;
+
+/* Statistics with a distinct value in every field, so a field written
+ * under the wrong name shows. Multiplying by k gives another distinct set. */
+static ntp_stats stats(double k, size_t n)
+{
+    ntp_stats s = {.n = n, .min = 1.25 * k, .max = 2.5 * k, .mean = 1.625 * k,
+                   .median = 1.5 * k, .p90 = 2.0 * k, .p99 = 2.25 * k, .stddev = 0.375 * k,
+                   .ci95_lo = 1.375 * k, .ci95_hi = 1.875 * k, .cv = 0.25};
+    return s;
+}
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    if (!fx || !(fx->ctx = ntp_ctx_init()))
+        return -1;
+    ntp_run_result *r = &fx->r;
+    r->topology = "tiny-run";
+    r->source = "models/tiny-run.xml";
+    r->backend = "ref";
+    r->precision = NTP_DTYPE_BF16;
+    r->batch = 2;
+    r->threads = 4;
+    r->seed = 42;
+    r->warmup = 3;
+    r->iterations = 50;
+    r->only_marker = NULL;
+    fx->pnames[0] = "batch";
+    fx->pvalues[0] = "2";
+    fx->pnames[1] = "hidden";
+    fx->pvalues[1] = "32";
+    r->n_params = 2;
+    r->param_names = fx->pnames;
+    r->param_values = fx->pvalues;
+
+    ntp_layer_result *l = fx->layers;
+    l[0] = (ntp_layer_result){.name = "conv1", .type = "conv", .backend = "ref",
+                              .output_shape = {4, {2, 16, 32, 32}}, .time_ms = stats(1.0, 50),
+                              .share = 0.5, .flops = 3000000000, .bytes = 600000000,
+                              .gflops = 2000.0, .gbps = 400.0, .intensity = 5.0,
+                              .prepare_ms = 0.75, .workspace_bytes = 4096};
+    l[1] = (ntp_layer_result){.name = "relu1", .type = "relu", .backend = "ref", .fused = true,
+                              .fused_into = "conv1", .output_shape = {4, {2, 16, 32, 32}},
+                              .flops = 32768, .bytes = 262144, .intensity = 0.125};
+    l[2] = (ntp_layer_result){.name = ODD_NAME, .type = "mul", .backend = "ref",
+                              .output_shape = {2, {2, 32}}, .time_ms = stats(0.5, 50),
+                              .share = 0.25, .flops = 64, .bytes = 768, .gflops = 8.533e-5,
+                              .gbps = 1.024e-3, .intensity = 0.0833, .prepare_ms = 0.0};
+    l[3] = (ntp_layer_result){.name = "a_layer_name_much_longer_than_its_column", .type = "mfcc",
+                              .backend = "ref", .inlay = true, .output_shape = {3, {98, 2, 494}},
+                              .time_ms = stats(0.5, 50), .share = 0.25, .flops = 1500000,
+                              .bytes = 200000, .gflops = 2.0, .gbps = 0.2667, .intensity = 7.5,
+                              .prepare_ms = 1.5, .workspace_bytes = 65536};
+    r->n_layers = N_LAYERS;
+    r->layers = l;
+    fx->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = 2,
+                                         .time_ms = stats(2.0, 50), .share = 0.75,
+                                         .flops = 3000032832, .bytes = 600262912, .gflops = 1000.0};
+    fx->markers[1] = (ntp_marker_result){.name = "gate", .first = 3, .last = 3,
+                                         .time_ms = stats(1.0, 50), .share = 0.5,
+                                         .flops = 1500064, .bytes = 200768, .gflops = 1.0};
+    r->n_markers = 2;
+    r->markers = fx->markers;
+    r->end_to_end_ms = stats(4.0, 50);
+    r->layer_sum_ms = stats(4.016, 50);
+    r->overhead_fraction = 0.004;
+    r->overhead_per_layer_us = 1.1;
+    r->throughput = 333.3;
+    r->latency_ms = 6.0;
+    r->prepare_ms = 2.25;
+    r->flops = 3001532832;
+    r->memory = (ntp_memory_result){.weight_bytes = 102400000, .arena_bytes = 12300000,
+                                    .workspace_bytes = 65536, .peak_rss_bytes = 230000000,
+                                    .minor_faults = 12, .major_faults = 0};
+    ntp_env_collect(&r->env);
+    fx->warnings[0] = LONG_WARNING;
+    fx->warnings[1] = "short run";
+    r->n_warnings = 2;
+    r->warnings = fx->warnings;
+
+    /* Three iterations of four layers laid end to end, with gaps between
+     * iterations; layer 1 (fused) has no time of its own. Times in µs with
+     * sub-nanosecond parts, to exercise rounding. */
+    double t = 0.0;
+    for (int i = 0; i < N_ITERS; i++) {
+        for (int k = 0; k < N_LAYERS; k++) {
+            double dur = k == 1 ? NAN : 100.0 * (k + 1) + 0.1234 * i;
+            fx->start[i][k] = k == 1 ? NAN : t;
+            fx->end[i][k] = k == 1 ? NAN : t + dur;
+            if (k != 1)
+                t += dur;
+        }
+        t += 50.0;
+        fx->trace[i].start_us = fx->start[i];
+        fx->trace[i].end_us = fx->end[i];
+    }
+    r->n_trace = N_ITERS;
+    r->trace = fx->trace;
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    ntp_ctx_free(fx->ctx);
+    free(fx);
+    return 0;
+}
+
+typedef ntp_status (*writer)(fixture *fx, FILE *f, ntp_format fmt);
+
+static ntp_status write_run(fixture *fx, FILE *f, ntp_format fmt)
+{
+    return ntp_report_write_run(fx->ctx, &fx->r, fmt, f);
+}
+
+static ntp_status write_trace(fixture *fx, FILE *f, ntp_format fmt)
+{
+    (void)fmt;
+    return ntp_report_write_trace(fx->ctx, &fx->r, f);
+}
+
+static char *capture(fixture *fx, writer w, ntp_format fmt)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    ntp_status st = w(fx, f, fmt);
+    if (st != NTP_STATUS_OK)
+        fail_msg("write: %s: %s", ntp_status_name(st), ntp_ctx_errmsg(fx->ctx));
+    long n = ftell(f);
+    assert_true(n > 0);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    rewind(f);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static json_t *parse(const char *text)
+{
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    if (!j)
+        fail_msg("invalid JSON at line %d: %s", err.line, err.text);
+    return j;
+}
+
+/* Validate against schema/<schema> with python3-jsonschema: 0 valid,
+ * 1 invalid; the test fails when the validator cannot run. */
+static int validate(const char *json, const char *schema)
+{
+    char path[] = "/tmp/ntp-test-report-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import json, sys\n"
+             "import jsonschema\n"
+             "schema = json.load(open(sys.argv[1]))\n"
+             "cls = jsonschema.validators.validator_for(schema)\n"
+             "cls.check_schema(schema)\n"
+             "errors = list(cls(schema).iter_errors(json.load(open(sys.argv[2]))))\n"
+             "for e in errors: print(\"schema:\", list(e.absolute_path), e.message[:200])\n"
+             "sys.exit(1 if errors else 0)\n"
+             "' '%s/schema/%s' '%s'",
+             NTP_SOURCE_DIR, schema, path);
+    int rc = system(cmd);
+    unlink(path);
+    assert_true(rc != -1 && WIFEXITED(rc));
+    int code = WEXITSTATUS(rc);
+    if (code != 0 && code != 1)
+        fail_msg("python3 jsonschema validation could not run (exit %d): is python3-jsonschema "
+                 "installed?", code);
+    return code;
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        fail_msg("'%s' is not a number", key);
+    return json_number_value(v);
+}
+
+static void check_stats(json_t *o, double k)
+{
+    assert_int_equal(json_integer_value(json_object_get(o, "n")), 50);
+    assert_float_equal(num(o, "median_ms"), 1.5 * k, 1e-12);
+    assert_float_equal(num(o, "min_ms"), 1.25 * k, 1e-12);
+    assert_float_equal(num(o, "mean_ms"), 1.625 * k, 1e-12);
+    assert_float_equal(num(o, "p90_ms"), 2.0 * k, 1e-12);
+    assert_float_equal(num(o, "p99_ms"), 2.25 * k, 1e-12);
+    assert_float_equal(num(o, "max_ms"), 2.5 * k, 1e-12);
+    assert_float_equal(num(o, "stddev_ms"), 0.375 * k, 1e-12);
+    assert_float_equal(num(o, "cv"), 0.25, 1e-12);
+    json_t *ci = json_object_get(o, "ci95_ms");
+    assert_int_equal(json_array_size(ci), 2);
+    assert_float_equal(json_number_value(json_array_get(ci, 0)), 1.375 * k, 1e-12);
+    assert_float_equal(json_number_value(json_array_get(ci, 1)), 1.875 * k, 1e-12);
+}
+
+static void test_json(void **state)
+{
+    fixture *fx = *state;
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    assert_int_equal(json_integer_value(json_object_get(root, "schema_version")), 1);
+    assert_string_equal(json_string_value(json_object_get(root, "kind")), "run");
+    assert_string_equal(json_string_value(json_object_get(root, "topology")), "tiny-run");
+    assert_string_equal(json_string_value(json_object_get(root, "source")), "models/tiny-run.xml");
+
+    json_t *cfg = json_object_get(root, "config");
+    assert_string_equal(json_string_value(json_object_get(cfg, "backend")), "ref");
+    assert_string_equal(json_string_value(json_object_get(cfg, "precision")), "bf16");
+    assert_int_equal(json_integer_value(json_object_get(cfg, "batch")), 2);
+    assert_int_equal(json_integer_value(json_object_get(cfg, "threads")), 4);
+    assert_int_equal(json_integer_value(json_object_get(cfg, "seed")), 42);
+    assert_int_equal(json_integer_value(json_object_get(cfg, "warmup")), 3);
+    assert_int_equal(json_integer_value(json_object_get(cfg, "iterations")), 50);
+    assert_true(json_is_null(json_object_get(cfg, "only_marker")));
+    json_t *params = json_object_get(cfg, "params");
+    assert_string_equal(json_string_value(json_object_get(params, "batch")), "2");
+    assert_string_equal(json_string_value(json_object_get(params, "hidden")), "32");
+
+    json_t *env = json_object_get(root, "environment");
+    const ntp_env *e = &fx->r.env;
+    assert_string_equal(json_string_value(json_object_get(env, "cpu_model")), e->cpu_model);
+    assert_int_equal(json_integer_value(json_object_get(env, "cores")), e->cores);
+    assert_int_equal(json_integer_value(json_object_get(env, "memory_bytes")), e->memory_bytes);
+    assert_string_equal(json_string_value(json_object_get(env, "os")), e->os);
+    assert_string_equal(json_string_value(json_object_get(env, "compiler")), e->compiler);
+    assert_string_equal(json_string_value(json_object_get(env, "libraries")), e->libraries);
+    assert_string_equal(json_string_value(json_object_get(env, "ntprof_version")), ntp_version());
+    assert_string_equal(json_string_value(json_object_get(env, "git_revision")),
+                        ntp_git_revision());
+    assert_string_equal(json_string_value(json_object_get(env, "hostname")), e->hostname);
+    assert_string_equal(json_string_value(json_object_get(env, "timestamp")), e->timestamp);
+    /* cpu_flags is the space-separated field split into an array. */
+    json_t *flags = json_object_get(env, "cpu_flags");
+    assert_true(json_is_array(flags));
+    char joined[1024] = "";
+    for (size_t i = 0; i < json_array_size(flags); i++)
+        snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i ? " " : "",
+                 json_string_value(json_array_get(flags, i)));
+    if (strcmp(e->cpu_flags, "unknown") != 0)
+        assert_string_equal(joined, e->cpu_flags);
+
+    json_t *layers = json_object_get(root, "layers");
+    assert_int_equal(json_array_size(layers), N_LAYERS);
+    json_t *l0 = json_array_get(layers, 0);
+    assert_string_equal(json_string_value(json_object_get(l0, "name")), "conv1");
+    assert_string_equal(json_string_value(json_object_get(l0, "type")), "conv");
+    assert_string_equal(json_string_value(json_object_get(l0, "backend")), "ref");
+    assert_true(json_is_false(json_object_get(l0, "inlay")));
+    assert_true(json_is_false(json_object_get(l0, "fused")));
+    assert_true(json_is_null(json_object_get(l0, "fused_into")));
+    json_t *shape = json_object_get(l0, "output_shape");
+    assert_int_equal(json_array_size(shape), 4);
+    assert_int_equal(json_integer_value(json_array_get(shape, 1)), 16);
+    check_stats(l0, 1.0);
+    assert_float_equal(num(l0, "share"), 0.5, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(l0, "flops")), 3000000000);
+    assert_int_equal(json_integer_value(json_object_get(l0, "bytes")), 600000000);
+    assert_float_equal(num(l0, "gflops"), 2000.0, 1e-9);
+    assert_float_equal(num(l0, "gbps"), 400.0, 1e-9);
+    assert_float_equal(num(l0, "intensity"), 5.0, 1e-12);
+    assert_float_equal(num(l0, "prepare_ms"), 0.75, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(l0, "workspace_bytes")), 4096);
+    json_t *l1 = json_array_get(layers, 1);
+    assert_true(json_is_true(json_object_get(l1, "fused")));
+    assert_string_equal(json_string_value(json_object_get(l1, "fused_into")), "conv1");
+    json_t *l2 = json_array_get(layers, 2);
+    assert_string_equal(json_string_value(json_object_get(l2, "name")), ODD_NAME);
+    check_stats(l2, 0.5);
+    assert_true(json_is_true(json_object_get(json_array_get(layers, 3), "inlay")));
+
+    json_t *markers = json_object_get(root, "markers");
+    assert_int_equal(json_array_size(markers), 2);
+    json_t *m = json_array_get(markers, 0);
+    assert_string_equal(json_string_value(json_object_get(m, "name")), "body");
+    assert_int_equal(json_integer_value(json_object_get(m, "first")), 0);
+    assert_int_equal(json_integer_value(json_object_get(m, "last")), 2);
+    check_stats(m, 2.0);
+    assert_float_equal(num(m, "share"), 0.75, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(m, "flops")), 3000032832);
+    assert_int_equal(json_integer_value(json_object_get(m, "bytes")), 600262912);
+    assert_float_equal(num(m, "gflops"), 1000.0, 1e-9);
+    /* Derived here: 600262912 bytes in 3 ms = 200.087637 GB/s. */
+    assert_float_equal(num(m, "gbps"), 600262912.0 / 3e-3 / 1e9, 1e-9);
+    assert_float_equal(num(m, "intensity"), 3000032832.0 / 600262912.0, 1e-12);
+
+    json_t *e2e = json_object_get(root, "end_to_end");
+    check_stats(e2e, 4.0);
+    assert_float_equal(num(e2e, "throughput_per_s"), 333.3, 1e-9);
+    assert_float_equal(num(e2e, "latency_ms"), 6.0, 1e-12);
+    assert_float_equal(num(e2e, "gflops"), 3001532832.0 / 6e-3 / 1e9, 1e-9);
+    check_stats(json_object_get(root, "layer_sum"), 4.016);
+    assert_float_equal(num(root, "overhead_fraction"), 0.004, 1e-15);
+    assert_float_equal(num(root, "overhead_per_layer_us"), 1.1, 1e-15);
+    assert_float_equal(num(root, "prepare_ms"), 2.25, 1e-15);
+    assert_int_equal(json_integer_value(json_object_get(root, "flops")), 3001532832);
+    json_t *mem = json_object_get(root, "memory");
+    assert_int_equal(json_integer_value(json_object_get(mem, "weight_bytes")), 102400000);
+    assert_int_equal(json_integer_value(json_object_get(mem, "arena_bytes")), 12300000);
+    assert_int_equal(json_integer_value(json_object_get(mem, "workspace_bytes")), 65536);
+    assert_int_equal(json_integer_value(json_object_get(mem, "peak_rss_bytes")), 230000000);
+    assert_int_equal(json_integer_value(json_object_get(mem, "minor_faults")), 12);
+    assert_int_equal(json_integer_value(json_object_get(mem, "major_faults")), 0);
+    json_t *w = json_object_get(root, "warnings");
+    assert_int_equal(json_array_size(w), 2);
+    assert_string_equal(json_string_value(json_array_get(w, 0)), LONG_WARNING);
+
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    /* The schema is strict: an unknown field, a missing statistic or a
+     * string where a count belongs is refused. */
+    json_t *bad = json_deep_copy(root);
+    json_object_set_new(json_array_get(json_object_get(bad, "layers"), 0), "colour",
+                        json_string("red"));
+    char *bad_text = json_dumps(bad, 0);
+    assert_int_equal(validate(bad_text, "report.schema.json"), 1);
+    free(bad_text);
+    json_decref(bad);
+    bad = json_deep_copy(root);
+    json_object_del(json_object_get(bad, "end_to_end"), "p99_ms");
+    bad_text = json_dumps(bad, 0);
+    assert_int_equal(validate(bad_text, "report.schema.json"), 1);
+    free(bad_text);
+    json_decref(bad);
+    bad = json_deep_copy(root);
+    json_object_set_new(json_object_get(bad, "memory"), "arena_bytes", json_string("12 MB"));
+    bad_text = json_dumps(bad, 0);
+    assert_int_equal(validate(bad_text, "report.schema.json"), 1);
+    free(bad_text);
+    json_decref(bad);
+
+    json_decref(root);
+    free(text);
+}
+
+static void test_json_edge_values(void **state)
+{
+    fixture *fx = *state;
+    /* A rate over zero time is not a number JSON can hold: it is null, and
+     * the report still validates. A seed above INT64_MAX is a string. */
+    fx->layers[0].gflops = INFINITY;
+    fx->layers[0].gbps = NAN;
+    fx->r.seed = UINT64_MAX;
+    fx->r.only_marker = "body";
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    json_t *l0 = json_array_get(json_object_get(root, "layers"), 0);
+    assert_true(json_is_null(json_object_get(l0, "gflops")));
+    assert_true(json_is_null(json_object_get(l0, "gbps")));
+    json_t *cfg = json_object_get(root, "config");
+    assert_string_equal(json_string_value(json_object_get(cfg, "seed")), "18446744073709551615");
+    assert_string_equal(json_string_value(json_object_get(cfg, "only_marker")), "body");
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_decref(root);
+    free(text);
+}
+
+/* Split one CSV record (RFC 4180) into fields; returns the count. */
+static int csv_split(const char *line, char fields[][128], int max)
+{
+    int n = 0;
+    const char *p = line;
+    for (;;) {
+        assert_true(n < max);
+        size_t k = 0;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                assert_true(*p != '\0');
+                if (*p == '"' && p[1] == '"') {
+                    fields[n][k++] = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    fields[n][k++] = *p++;
+                }
+            }
+        } else {
+            while (*p && *p != ',' && *p != '\n')
+                fields[n][k++] = *p++;
+        }
+        fields[n++][k] = '\0';
+        if (*p != ',')
+            break;
+        p++;
+    }
+    return n;
+}
+
+static int column(char header[][128], int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(header[i], name) == 0)
+            return i;
+    fail_msg("no CSV column '%s'", name);
+    return -1;
+}
+
+static void test_csv(void **state)
+{
+    fixture *fx = *state;
+    char *text = capture(fx, write_run, NTP_FORMAT_CSV);
+    char *lines[16];
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 16;
+         l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    /* Header, 4 layers, 2 markers, end to end. */
+    assert_int_equal(n, 1 + N_LAYERS + 2 + 1);
+    assert_string_equal(lines[0],
+                        "kind,name,type,backend,inlay,fused,fused_into,output_shape,first,last,n,"
+                        "median_ms,min_ms,mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,"
+                        "ci95_hi_ms,cv,share,flops,bytes,gflops,gbps,intensity,prepare_ms,"
+                        "workspace_bytes");
+    static char head[40][128], row[40][128];
+    int nh = csv_split(lines[0], head, 40);
+    assert_int_equal(nh, 29);
+    for (int i = 1; i < n; i++) {
+        int nf = csv_split(lines[i], row, 40);
+        if (nf != nh)
+            fail_msg("row %d has %d fields, the header %d: %s", i, nf, nh, lines[i]);
+    }
+    assert_string_equal(lines[1], "layer,conv1,conv,ref,false,false,,2x16x32x32,,,50,1.5,1.25,"
+                                  "1.625,2,2.25,2.5,0.375,1.375,1.875,0.25,0.5,3000000000,"
+                                  "600000000,2000,400,5,0.75,4096");
+    csv_split(lines[2], row, 40);
+    assert_string_equal(row[column(head, nh, "fused")], "true");
+    assert_string_equal(row[column(head, nh, "fused_into")], "conv1");
+    csv_split(lines[3], row, 40);
+    assert_string_equal(row[column(head, nh, "name")], ODD_NAME);
+    assert_string_equal(row[column(head, nh, "median_ms")], "0.75");
+    csv_split(lines[5], row, 40);
+    assert_string_equal(row[column(head, nh, "kind")], "marker");
+    assert_string_equal(row[column(head, nh, "name")], "body");
+    assert_string_equal(row[column(head, nh, "first")], "0");
+    assert_string_equal(row[column(head, nh, "last")], "2");
+    assert_string_equal(row[column(head, nh, "median_ms")], "3");
+    assert_string_equal(row[column(head, nh, "flops")], "3000032832");
+    assert_string_equal(row[column(head, nh, "gflops")], "1000");
+    assert_string_equal(row[column(head, nh, "type")], "");
+    csv_split(lines[7], row, 40);
+    assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
+    assert_string_equal(row[column(head, nh, "name")], "tiny-run");
+    assert_string_equal(row[column(head, nh, "backend")], "ref");
+    assert_string_equal(row[column(head, nh, "median_ms")], "6");
+    assert_string_equal(row[column(head, nh, "ci95_hi_ms")], "7.5");
+    assert_string_equal(row[column(head, nh, "flops")], "3001532832");
+    assert_string_equal(row[column(head, nh, "gflops")], "500.255472");
+    assert_string_equal(row[column(head, nh, "prepare_ms")], "2.25");
+    free(text);
+}
+
+static void test_table(void **state)
+{
+    fixture *fx = *state;
+    char *text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    fputs(text, stdout); /* print_message() cuts long messages */
+    int n_lines = 0;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < len; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line %d has %zu columns: %.*s", n_lines + 1, cols, (int)len, p);
+        n_lines++;
+        p += len + (p[len] == '\n');
+    }
+    assert_non_null(strstr(text, "\nlayer                  type         shape            median ms      %"
+                                 "  GFLOP/s    GB/s  FLOP/B\n"));
+    assert_non_null(strstr(text, "\nconv1                  conv         2x16x32x32          1.5000"
+                                 "   50.0  2000.00  400.00    5.00\n"));
+    assert_non_null(strstr(text, "\nrelu1                  relu         2x16x32x32           fused"
+                                 "      -        -       -    0.12\n"));
+    assert_non_null(strstr(text, "\na_layer_name_much_lon\xE2\x80\xA6 mfcc "));
+    /* A rate too small for two decimals is not shown as 0.00. */
+    assert_non_null(strstr(text, "\nglu \"gate\", part 2     mul          2x32                0.7500"
+                                 "   25.0 8.53e-05 1.0e-03    0.08\n"));
+    assert_non_null(strstr(text, "\nbody                   marker       layers 0..2         3.0000"
+                                 "   75.0  1000.00  200.09    5.00\n"));
+    assert_non_null(strstr(text, "end-to-end: median 6 ms, 95% CI [5.5, 7.5] ms"));
+    assert_non_null(strstr(text, "per-layer timing overhead: 0.4% of end-to-end, 1.1 \xC2\xB5s per "
+                                 "layer\n"));
+    assert_non_null(strstr(text, "prepare 2.25 ms"));
+    assert_non_null(strstr(text, "memory: weights 102 MB, arena 12.3 MB, workspace 65.5 kB, "
+                                 "peak RSS 230 MB\n"));
+    assert_non_null(strstr(text, "page faults during the measured iterations: 12 minor, 0 major\n"));
+    assert_non_null(strstr(text, "backend ref, precision bf16, batch 2, threads 4, seed 42, "
+                                 "3 warmup + 50 measured iterations\n"));
+    /* The long warning is wrapped, not cut: every word is there, and the
+     * continuation is indented under the text. */
+    assert_non_null(strstr(text, "warning: the coefficient of variation"));
+    assert_non_null(strstr(text, "\n         "));
+    char *words = strdup(LONG_WARNING);
+    assert_non_null(words);
+    for (char *save = NULL, *wd = strtok_r(words, " ", &save); wd; wd = strtok_r(NULL, " ", &save))
+        if (!strstr(text, wd))
+            fail_msg("warning word '%s' missing from the table", wd);
+    free(words);
+    assert_non_null(strstr(text, "warning: short run\n"));
+    free(text);
+}
+
+/* --- trace ------------------------------------------------------------------------- */
+
+static int64_t ns(json_t *ev, const char *key)
+{
+    json_t *v = json_object_get(ev, key);
+    assert_true(json_is_number(v));
+    return llround(json_number_value(v) * 1000.0);
+}
+
+static void test_trace(void **state)
+{
+    fixture *fx = *state;
+    char *text = capture(fx, write_trace, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    assert_string_equal(json_string_value(json_object_get(root, "displayTimeUnit")), "ms");
+    json_t *other = json_object_get(root, "otherData");
+    assert_string_equal(json_string_value(json_object_get(other, "topology")), "tiny-run");
+    assert_string_equal(json_string_value(json_object_get(other, "backend")), "ref");
+    json_t *events = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(events));
+
+    int n_meta = 0, seen[N_ITERS][N_LAYERS] = {{0}}, iter_seen[N_ITERS] = {0};
+    int marker_seen[N_ITERS][2] = {{0}};
+    int64_t iter_ts[N_ITERS], iter_end[N_ITERS];
+    int64_t prev_ts = INT64_MIN;
+    bool meta_done = false;
+    /* First pass: order, names, iteration slices. */
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *ev = json_array_get(events, i);
+        const char *ph = json_string_value(json_object_get(ev, "ph"));
+        assert_non_null(ph);
+        assert_int_equal(json_integer_value(json_object_get(ev, "pid")), 1);
+        if (strcmp(ph, "M") == 0) {
+            assert_false(meta_done); /* metadata first */
+            n_meta++;
+            continue;
+        }
+        meta_done = true;
+        assert_string_equal(ph, "X");
+        int64_t ts = ns(ev, "ts");
+        assert_true(ts >= prev_ts); /* sorted by ts */
+        prev_ts = ts;
+        int it = (int)json_integer_value(json_object_get(json_object_get(ev, "args"), "iteration"));
+        assert_true(it >= 0 && it < N_ITERS);
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        if (strcmp(cat, "iteration") == 0) {
+            char want[32];
+            snprintf(want, sizeof want, "iteration %d", it);
+            assert_string_equal(name, want);
+            assert_int_equal(json_integer_value(json_object_get(ev, "tid")), 1);
+            iter_seen[it]++;
+            iter_ts[it] = ts;
+            iter_end[it] = ts + ns(ev, "dur");
+        }
+    }
+    assert_int_equal(n_meta, 3); /* process name, layers thread, markers thread */
+    for (int it = 0; it < N_ITERS; it++)
+        assert_int_equal(iter_seen[it], 1);
+    /* Second pass: every timed layer once per iteration, inside its
+     * iteration, at the time it was given (rounded to ns); markers span
+     * their layers. */
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *ev = json_array_get(events, i);
+        if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0)
+            continue;
+        json_t *args = json_object_get(ev, "args");
+        int it = (int)json_integer_value(json_object_get(args, "iteration"));
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        int64_t ts = ns(ev, "ts"), end = ts + ns(ev, "dur");
+        if (strcmp(cat, "iteration") == 0)
+            continue;
+        if (strcmp(cat, "marker") == 0) {
+            assert_int_equal(json_integer_value(json_object_get(ev, "tid")), 2);
+            int m = strcmp(name, "body") == 0 ? 0 : 1;
+            marker_seen[it][m]++;
+            int first = m == 0 ? 0 : 3, last = m == 0 ? 2 : 3;
+            assert_int_equal(ts, llround(fx->start[it][first] * 1000.0));
+            assert_int_equal(end, llround(fx->end[it][last] * 1000.0));
+            continue;
+        }
+        assert_int_equal(json_integer_value(json_object_get(ev, "tid")), 1);
+        int k = -1;
+        for (int l = 0; l < N_LAYERS; l++)
+            if (strcmp(name, fx->layers[l].name) == 0)
+                k = l;
+        if (k < 0)
+            fail_msg("unknown layer event '%s'", name);
+        assert_string_equal(cat, fx->layers[k].type);
+        assert_string_equal(json_string_value(json_object_get(args, "type")), fx->layers[k].type);
+        char shape[64];
+        const ntp_shape *s = &fx->layers[k].output_shape;
+        int used = 0;
+        for (int d = 0; d < s->ndim; d++)
+            used += snprintf(shape + used, sizeof shape - (size_t)used, d ? "x%lld" : "%lld",
+                             (long long)s->dim[d]);
+        assert_string_equal(json_string_value(json_object_get(args, "shape")), shape);
+        seen[it][k]++;
+        assert_int_equal(ts, llround(fx->start[it][k] * 1000.0));
+        assert_int_equal(end, llround(fx->end[it][k] * 1000.0));
+        if (ts < iter_ts[it] || end > iter_end[it])
+            fail_msg("layer %s [%lld, %lld] escapes iteration %d [%lld, %lld]", name,
+                     (long long)ts, (long long)end, it, (long long)iter_ts[it],
+                     (long long)iter_end[it]);
+    }
+    for (int it = 0; it < N_ITERS; it++) {
+        for (int k = 0; k < N_LAYERS; k++)
+            assert_int_equal(seen[it][k], k == 1 ? 0 : 1); /* the fused layer has no slice */
+        assert_int_equal(marker_seen[it][0], 1);
+        assert_int_equal(marker_seen[it][1], 1);
+        /* The iteration spans exactly its first and last layer. */
+        assert_int_equal(iter_ts[it], llround(fx->start[it][0] * 1000.0));
+        assert_int_equal(iter_end[it], llround(fx->end[it][3] * 1000.0));
+    }
+    json_decref(root);
+    free(text);
+}
+
+static void test_trace_overlapping_markers(void **state)
+{
+    fixture *fx = *state;
+    /* body = layers 0..2 and gate = 2..3 overlap without nesting: slices on
+     * one thread must nest, so gate moves to a second marker thread. */
+    fx->markers[0].last = 2;
+    fx->markers[1].first = 2;
+    fx->markers[1].last = 3;
+    char *text = capture(fx, write_trace, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    json_t *events = json_object_get(root, "traceEvents");
+    int tids[2] = {0, 0};
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *ev = json_array_get(events, i);
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        if (!cat || strcmp(cat, "marker") != 0)
+            continue;
+        int m = strcmp(json_string_value(json_object_get(ev, "name")), "body") == 0 ? 0 : 1;
+        tids[m] = (int)json_integer_value(json_object_get(ev, "tid"));
+    }
+    assert_int_equal(tids[0], 2);
+    assert_int_equal(tids[1], 3);
+    /* Nested markers share a thread. */
+    fx->markers[1].first = 1;
+    fx->markers[1].last = 2;
+    json_decref(root);
+    free(text);
+    text = capture(fx, write_trace, NTP_FORMAT_JSON);
+    root = parse(text);
+    events = json_object_get(root, "traceEvents");
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *ev = json_array_get(events, i);
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        if (cat && strcmp(cat, "marker") == 0)
+            assert_int_equal(json_integer_value(json_object_get(ev, "tid")), 2);
+    }
+    json_decref(root);
+    free(text);
+}
+
+static void test_trace_without_timings(void **state)
+{
+    fixture *fx = *state;
+    fx->r.n_trace = 0;
+    fx->r.trace = NULL;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(fx->ctx), "keep_trace"));
+    assert_int_equal(ftell(f), 0); /* nothing written */
+    fclose(f);
+}
+
+static void test_bad_arguments(void **state)
+{
+    fixture *fx = *state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run(fx->ctx, NULL, NTP_FORMAT_JSON, f),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    fx->r.layers = NULL;
+    assert_int_equal(ntp_report_write_run(fx->ctx, &fx->r, NTP_FORMAT_TABLE, f),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_report_write_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ftell(f), 0);
+    fclose(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_edge_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
