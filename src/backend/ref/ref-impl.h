@@ -4,17 +4,93 @@
  * backend (ref-backend.c) emulates bf16, f16 and int8 storage by rounding
  * every output and weight through the storage type (round to nearest even),
  * which gives exactly the values true reduced-precision storage would hold.
- * Each kernel reads k->in/k->w and writes k->out as docs/ops.md specifies. */
+ * Each kernel reads k->in/k->w and writes k->out as docs/ops.md specifies.
+ *
+ * Kernels read only k->node->op, k->node->a and (for messages) k->node->name
+ * from the node, and never k->g, so a test can build an ntp_kargs by hand
+ * without a graph. Shapes in k->in/k->w/k->out are trusted to be the ones
+ * shape inference produced, but every dimension a kernel indexes with is
+ * checked against the others first, so inconsistent arguments give a status
+ * and a message, never an out-of-bounds access.
+ *
+ * The backend is single-threaded: k->threads is ignored. It is the oracle
+ * other backends are compared with, so its results must not depend on the
+ * thread count; it is fast enough (cache-blocked GEMM, im2col convolution)
+ * to run ResNet-50 or DeepSpeech at batch 1 in seconds. */
 #ifndef NTPROF_REF_IMPL_H
 #define NTPROF_REF_IMPL_H
 
+#include <stdbool.h>
 #include "backend/backend-impl.h"
 
-/* Scratch bytes a node needs on this backend (0 for most). */
+/* Scratch bytes a node needs on this backend (0 for most); SIZE_MAX when the
+ * size does not fit a size_t, so that allocating it fails cleanly. */
 size_t ntp__ref_workspace(const ntp_kargs *k);
 
-/* One kernel per op family; each dispatches on k->node->op where a family
- * holds several ops. */
+/* Run one node: checks the workspace is large enough, then dispatches on
+ * k->node->op. Outputs are left in f32, not rounded to the node's precision
+ * (ref-backend.c does that). */
 ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k);
+
+/* Record "<op name='node'>: message" (with the source and line when k->g is
+ * set) in ctx and return st. */
+ntp_status ntp__ref_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Check the counts and dtypes of a kernel's operands: n_in inputs, at least
+ * min_w and at most max_w weights, n_out outputs, all f32. */
+ntp_status ntp__ref_expect(ntp_ctx *ctx, const ntp_kargs *k, int n_in, int min_w, int max_w,
+                           int n_out);
+/* Check that weight i has numel elements. */
+ntp_status ntp__ref_expect_weight(ntp_ctx *ctx, const ntp_kargs *k, int i, int64_t numel);
+
+/* C = alpha * op(A) * op(B) + beta * C, row-major, with op(X) = X or Xᵀ.
+ * op(A) is m x k, op(B) is k x n, C is m x n; lda, ldb, ldc are the row
+ * strides of A, B and C as stored. beta == 0 overwrites C without reading
+ * it (so C may hold garbage or NaN). Each C element is summed in the order
+ * of k, with alpha scaling the elements of A before they are multiplied,
+ * except when m < 4 with op(B) = Bᵀ and op(A) = A (the shape of a recurrent
+ * step or a batch-1 fc): then it is a dot product with eight partial sums,
+ * scaled by alpha after. */
+void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                   float *c, int64_t ldc);
+
+/* Element-wise functions shared by the activation layers and the recurrent
+ * cells, evaluated in double and rounded once to f32. */
+float ntp__ref_sigmoid(float x);
+float ntp__ref_tanh(float x);
+
+/* Softmax in place over n values spaced `stride` apart: max subtracted, exp
+ * and sum in double. */
+void ntp__ref_softmax_strided(float *x, int64_t n, int64_t stride);
+
+/* --- kernel families (one file each) ------------------------------------- */
+/* ref-dense.c: fc, matmul. */
+ntp_status ntp__ref_dense(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-conv.c: conv, deconv (im2col / col2im + GEMM). */
+ntp_status ntp__ref_conv(ntp_ctx *ctx, const ntp_kargs *k);
+size_t ntp__ref_conv_workspace(const ntp_kargs *k);
+/* ref-pool.c: maxpool, avgpool, global_maxpool, global_avgpool. */
+ntp_status ntp__ref_pool(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-norm.c: batchnorm, layernorm. */
+ntp_status ntp__ref_norm(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-eltwise.c: activations, softmax, add, mul. */
+ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-move.c: concat, split, reshape, flatten, transpose, pad, embedding,
+ * dropout, memcpy, convert. */
+ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-rnn.c: lstm, gru, rnn. */
+ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k);
+size_t ntp__ref_rnn_workspace(const ntp_kargs *k);
+/* ref-attention.c: multi-head attention. */
+ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k);
+size_t ntp__ref_attention_workspace(const ntp_kargs *k);
+
+/* Size helpers for workspaces: a * b (* c) floats in bytes, SIZE_MAX on
+ * overflow or a negative factor. */
+size_t ntp__ref_floats(int64_t a, int64_t b);
+/* Sum of byte counts, saturating at SIZE_MAX. */
+size_t ntp__ref_size_add(size_t a, size_t b);
 
 #endif

@@ -1,0 +1,244 @@
+/* Convolution and transposed convolution, 1-d to 3-d, grouped and dilated.
+ *
+ * conv:   im2col into the workspace, then one GEMM per (image, group):
+ *         y_g [F/g, out] = W_g [F/g, C/g·Πk] · col [C/g·Πk, out].
+ *         A 1x1 convolution with stride 1 and no padding reads its input
+ *         directly, without im2col.
+ * deconv: one GEMM per (image, group) into the workspace, then col2im:
+ *         col [F/g·Πk, in] = W_gᵀ · x_g with W_g [C/g, F/g·Πk], and every
+ *         column is added into the output positions it reaches.
+ *
+ * 1-d and 2-d layers run as 3-d ones with leading spatial dims of size 1,
+ * so there is one code path to get right. The rows of the im2col matrix are
+ * filled one output row (contiguous ow) at a time. */
+#include <string.h>
+
+#include "ref-impl.h"
+
+typedef struct geom {
+    int64_t N, C, F, G, Cg, Fg;
+    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+    int64_t in_sz, out_sz, k_sz;
+} geom;
+
+/* Fill g from k; false when the shapes or attributes are inconsistent. */
+static bool get_geom(const ntp_kargs *k, geom *g)
+{
+    const ntp_attrs *a = &k->node->a;
+    const ntp_shape *x = &k->in[0].shape, *y = &k->out[0].shape;
+    int nk = x->ndim - 2;
+    if (nk < 1 || nk > 3 || y->ndim != x->ndim || a->nk != nk || x->dim[0] != y->dim[0] ||
+        a->groups <= 0)
+        return false;
+    g->N = x->dim[0];
+    g->C = x->dim[1];
+    g->F = y->dim[1];
+    g->G = a->groups;
+    if (g->C % g->G || g->F % g->G)
+        return false;
+    g->Cg = g->C / g->G;
+    g->Fg = g->F / g->G;
+    g->in_sz = g->out_sz = g->k_sz = 1;
+    for (int i = 0; i < 3; i++) {
+        int j = i - (3 - nk); /* the attribute and shape index of geometry dim i */
+        g->in[i] = j >= 0 ? x->dim[2 + j] : 1;
+        g->out[i] = j >= 0 ? y->dim[2 + j] : 1;
+        g->k[i] = j >= 0 ? a->kernel[j] : 1;
+        g->s[i] = j >= 0 ? a->stride[j] : 1;
+        g->d[i] = j >= 0 ? a->dilation[j] : 1;
+        g->p[i] = j >= 0 ? a->pad[j] : 0;
+        if (g->k[i] <= 0 || g->s[i] <= 0 || g->d[i] <= 0 || g->p[i] < 0)
+            return false;
+        g->in_sz *= g->in[i];
+        g->out_sz *= g->out[i];
+        g->k_sz *= g->k[i];
+    }
+    return true;
+}
+
+/* A 1x1 convolution with stride 1 and no padding: the input is the im2col
+ * matrix already. */
+static bool is_pointwise(const geom *g)
+{
+    for (int i = 0; i < 3; i++)
+        if (g->k[i] != 1 || g->s[i] != 1 || g->p[i] != 0 || g->in[i] != g->out[i])
+            return false;
+    return true;
+}
+
+size_t ntp__ref_conv_workspace(const ntp_kargs *k)
+{
+    geom g;
+    if (!get_geom(k, &g))
+        return 0; /* the kernel reports the inconsistency */
+    if (k->node->op == NTP_OP_CONV)
+        return is_pointwise(&g) ? 0 : ntp__ref_floats(g.Cg * g.k_sz, g.out_sz);
+    return ntp__ref_floats(g.Fg * g.k_sz, g.in_sz);
+}
+
+/* Range [*lo, *hi) of o in [0, n_out) with 0 <= o*s + off < n_in. */
+static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t n_in, int64_t *lo,
+                        int64_t *hi)
+{
+    /* o*s + off >= 0  <=>  o >= ceil(-off / s). */
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    /* o*s + off <= n_in - 1  <=>  o <= floor((n_in - 1 - off) / s). */
+    int64_t top = n_in - 1 - off;
+    int64_t h = top < 0 ? 0 : top / s + 1;
+    *lo = l < n_out ? l : n_out;
+    *hi = h < n_out ? h : n_out;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* col[(c, kd, kh, kw), (od, oh, ow)] = x[c, od*s - p + kd*d, ...] or 0. */
+static void im2col(const geom *g, const float *x, float *col)
+{
+    for (int64_t c = 0; c < g->Cg; c++) {
+        const float *xc = x + c * g->in_sz;
+        for (int64_t kd = 0; kd < g->k[0]; kd++)
+            for (int64_t kh = 0; kh < g->k[1]; kh++)
+                for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                    float *row = col + (((c * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->out_sz;
+                    int64_t w_off = kw * g->d[2] - g->p[2], lo, hi;
+                    valid_range(g->out[2], g->s[2], w_off, g->in[2], &lo, &hi);
+                    for (int64_t od = 0; od < g->out[0]; od++) {
+                        int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];
+                        for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                            int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];
+                            float *dst = row + (od * g->out[1] + oh) * g->out[2];
+                            if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+                                memset(dst, 0, (size_t)g->out[2] * sizeof *dst);
+                                continue;
+                            }
+                            const float *src = xc + (id * g->in[1] + ih) * g->in[2];
+                            for (int64_t ow = 0; ow < lo; ow++)
+                                dst[ow] = 0.0f;
+                            if (g->s[2] == 1 && hi > lo)
+                                memcpy(dst + lo, src + lo + w_off, (size_t)(hi - lo) * sizeof *dst);
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++)
+                                    dst[ow] = src[ow * g->s[2] + w_off];
+                            for (int64_t ow = hi; ow < g->out[2]; ow++)
+                                dst[ow] = 0.0f;
+                        }
+                    }
+                }
+    }
+}
+
+/* y[f, id*s - p + kd*d, ...] += col[(f, kd, kh, kw), (id, ih, iw)]. */
+static void col2im(const geom *g, const float *col, float *y)
+{
+    for (int64_t f = 0; f < g->Fg; f++) {
+        float *yf = y + f * g->out_sz;
+        for (int64_t kd = 0; kd < g->k[0]; kd++)
+            for (int64_t kh = 0; kh < g->k[1]; kh++)
+                for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                    const float *row = col + (((f * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->in_sz;
+                    int64_t w_off = kw * g->d[2] - g->p[2], lo, hi;
+                    /* iw*s + w_off must land inside the output width. */
+                    valid_range(g->in[2], g->s[2], w_off, g->out[2], &lo, &hi);
+                    for (int64_t id = 0; id < g->in[0]; id++) {
+                        int64_t od = id * g->s[0] - g->p[0] + kd * g->d[0];
+                        if (od < 0 || od >= g->out[0])
+                            continue;
+                        for (int64_t ih = 0; ih < g->in[1]; ih++) {
+                            int64_t oh = ih * g->s[1] - g->p[1] + kh * g->d[1];
+                            if (oh < 0 || oh >= g->out[1])
+                                continue;
+                            const float *src = row + (id * g->in[1] + ih) * g->in[2];
+                            float *dst = yf + (od * g->out[1] + oh) * g->out[2];
+                            for (int64_t iw = lo; iw < hi; iw++)
+                                dst[iw * g->s[2] + w_off] += src[iw];
+                        }
+                    }
+                }
+    }
+}
+
+static ntp_status check(ntp_ctx *ctx, const ntp_kargs *k, geom *g)
+{
+    ntp_status st = ntp__ref_expect(ctx, k, 1, 1, 2, 1);
+    if (st)
+        return st;
+    if (!get_geom(k, g)) {
+        char a[128], b[128];
+        return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                              "input %s and output %s do not fit the attributes (nk %d, groups %lld)",
+                              ntp_shape_str(&k->in[0].shape, a, sizeof a),
+                              ntp_shape_str(&k->out[0].shape, b, sizeof b), k->node->a.nk,
+                              (long long)k->node->a.groups);
+    }
+    /* conv W [F, C/g, k...]; deconv W [C, F/g, k...]: the same count. */
+    int64_t wn = k->node->op == NTP_OP_CONV ? g->F * g->Cg * g->k_sz : g->C * g->Fg * g->k_sz;
+    if ((st = ntp__ref_expect_weight(ctx, k, 0, wn)))
+        return st;
+    if (k->n_w == 2 && (st = ntp__ref_expect_weight(ctx, k, 1, g->F)))
+        return st;
+    return NTP_STATUS_OK;
+}
+
+static void add_bias(const ntp_kargs *k, const geom *g, float *y)
+{
+    if (k->n_w < 2)
+        return;
+    const float *b = k->w[1].data;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t f = 0; f < g->F; f++) {
+            float *p = y + (n * g->F + f) * g->out_sz;
+            for (int64_t i = 0; i < g->out_sz; i++)
+                p[i] += b[f];
+        }
+}
+
+static ntp_status conv(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    geom g;
+    ntp_status st = check(ctx, k, &g);
+    if (st)
+        return st;
+    const float *x = k->in[0].data, *W = k->w[0].data;
+    float *y = k->out[0].data, *col = k->workspace;
+    bool direct = is_pointwise(&g);
+    int64_t K = g.Cg * g.k_sz;
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t grp = 0; grp < g.G; grp++) {
+            const float *xg = x + (n * g.C + grp * g.Cg) * g.in_sz;
+            const float *b = xg;
+            if (!direct) {
+                im2col(&g, xg, col);
+                b = col;
+            }
+            ntp__ref_gemm(false, false, g.Fg, g.out_sz, K, 1.0f, W + grp * g.Fg * K, K, b,
+                          g.out_sz, 0.0f, y + (n * g.F + grp * g.Fg) * g.out_sz, g.out_sz);
+        }
+    add_bias(k, &g, y);
+    return NTP_STATUS_OK;
+}
+
+static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    geom g;
+    ntp_status st = check(ctx, k, &g);
+    if (st)
+        return st;
+    const float *x = k->in[0].data, *W = k->w[0].data;
+    float *y = k->out[0].data, *col = k->workspace;
+    int64_t Mk = g.Fg * g.k_sz;
+    memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t grp = 0; grp < g.G; grp++) {
+            const float *xg = x + (n * g.C + grp * g.Cg) * g.in_sz;
+            ntp__ref_gemm(true, false, Mk, g.in_sz, g.Cg, 1.0f, W + grp * g.Cg * Mk, Mk, xg,
+                          g.in_sz, 0.0f, col, g.in_sz);
+            col2im(&g, col, y + (n * g.F + grp * g.Fg) * g.out_sz);
+        }
+    add_bias(k, &g, y);
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__ref_conv(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return k->node->op == NTP_OP_CONV ? conv(ctx, k) : deconv(ctx, k);
+}
