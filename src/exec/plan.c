@@ -244,7 +244,7 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
                                    "backend '%s' cannot run this layer at %s", be->name,
                                    ntp_dtype_name(n->precision));
     }
-    ntp_backend_opts bo = {o->threads, g->precision};
+    ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision};
     ntp_status st;
     if (be->init && (st = be->init(ctx, &bo, &x->be_state)))
         return st;

@@ -253,6 +253,16 @@ ntp_status ntp__graph_plan_memory(ntp_ctx *ctx, ntp_graph *g);
  * after it live to the end (for runs that repeat only a range). Writes
  * offsets[n_tensors] (-1 for constants) and the arena size. */
 typedef int64_t (*ntp_tensor_size_fn)(const ntp_tensor *t, void *user);
+/* The placement itself, for any set of buffers with lifetimes: item i of
+ * size[i] bytes lives from time birth[i] to death[i] inclusive (an item
+ * born at t may reuse the memory of one that died before t). Writes
+ * offsets[] and the arena size; false on allocation failure. */
+bool ntp__plan_intervals(int n, const int64_t *size, const int *birth, const int *death,
+                         int64_t *offsets, int64_t *arena_bytes);
+/* A deep copy of a finalized graph with every layer at precision p (for
+ * fp32 baselines of reduced-precision runs and int8 calibration). Tensor
+ * and node indices are the same as in g. */
+ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_graph **out);
 ntp_status ntp__plan_memory(ntp_ctx *ctx, const ntp_graph *g, ntp_tensor_size_fn size, void *user,
                             int pin_before, int64_t *offsets, int64_t *arena_bytes);
 

@@ -475,3 +475,89 @@ const char *ntp_graph_param_value(const ntp_graph *g, int i)
 {
     return (i >= 0 && i < g->n_params) ? g->params[i].value : NULL;
 }
+
+ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_graph **out)
+{
+    *out = NULL;
+    ntp_graph *c = ntp__graph_new(g->name, g->source);
+    if (!c)
+        goto oom;
+    c->precision = p;
+    c->arena_bytes = g->arena_bytes;
+    c->tensors = calloc((size_t)g->n_tensors + 1, sizeof *c->tensors);
+    c->nodes = calloc((size_t)g->n_nodes + 1, sizeof *c->nodes);
+    c->inputs = malloc(((size_t)g->n_inputs + 1) * sizeof *c->inputs);
+    c->outputs = malloc(((size_t)g->n_outputs + 1) * sizeof *c->outputs);
+    c->order = malloc(((size_t)g->n_nodes + 1) * sizeof *c->order);
+    c->position = malloc(((size_t)g->n_nodes + 1) * sizeof *c->position);
+    c->markers = calloc((size_t)g->n_markers + 1, sizeof *c->markers);
+    c->params = calloc((size_t)g->n_params + 1, sizeof *c->params);
+    if (!c->tensors || !c->nodes || !c->inputs || !c->outputs || !c->order || !c->position ||
+        !c->markers || !c->params)
+        goto oom;
+    c->cap_tensors = g->n_tensors + 1;
+    c->cap_nodes = g->n_nodes + 1;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const ntp_tensor *s = &g->tensors[i];
+        ntp_tensor *t = &c->tensors[i];
+        *t = *s;
+        t->name = NULL;
+        t->data = NULL;
+        c->n_tensors = i + 1;
+        if (!(t->name = ntp__strdup(s->name)))
+            goto oom;
+        if (s->data) {
+            size_t bytes = (size_t)ntp_shape_numel(&s->shape) * ntp_dtype_size(s->data_dtype);
+            if (!(t->data = malloc(bytes + 1)))
+                goto oom;
+            memcpy(t->data, s->data, bytes);
+        }
+        /* Activations and weights follow the new precision; integer data and
+         * graph inputs keep their types. */
+        if ((s->kind == NTP_TENSOR_ACTIVATION || s->kind == NTP_TENSOR_WEIGHT ||
+             s->kind == NTP_TENSOR_BUFFER) && s->dtype == g->precision)
+            t->dtype = p;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ntp_node *s = &g->nodes[i];
+        ntp_node *n = &c->nodes[i];
+        *n = *s;
+        n->name = NULL;
+        n->backend = NULL;
+        n->a.alphabet = NULL;
+        c->n_nodes = i + 1;
+        n->precision = p;
+        if (!(n->name = ntp__strdup(s->name)) || (s->backend && !(n->backend = ntp__strdup(s->backend))) ||
+            (s->a.alphabet && !(n->a.alphabet = ntp__strdup(s->a.alphabet))))
+            goto oom;
+    }
+    memcpy(c->inputs, g->inputs, (size_t)g->n_inputs * sizeof *c->inputs);
+    c->n_inputs = g->n_inputs;
+    memcpy(c->outputs, g->outputs, (size_t)g->n_outputs * sizeof *c->outputs);
+    c->n_outputs = g->n_outputs;
+    memcpy(c->order, g->order, (size_t)g->n_nodes * sizeof *c->order);
+    memcpy(c->position, g->position, (size_t)g->n_nodes * sizeof *c->position);
+    for (int i = 0; i < g->n_markers; i++) {
+        c->markers[i] = g->markers[i];
+        c->markers[i].name = NULL;
+        c->markers[i].tool = NULL;
+        c->n_markers = i + 1;
+        if (!(c->markers[i].name = ntp__strdup(g->markers[i].name)) ||
+            (g->markers[i].tool && !(c->markers[i].tool = ntp__strdup(g->markers[i].tool))))
+            goto oom;
+    }
+    for (int i = 0; i < g->n_params; i++) {
+        c->params[i] = g->params[i];
+        c->params[i].name = NULL;
+        c->params[i].value = NULL;
+        c->n_params = i + 1;
+        if (!(c->params[i].name = ntp__strdup(g->params[i].name)) ||
+            !(c->params[i].value = ntp__strdup(g->params[i].value)))
+            goto oom;
+    }
+    *out = c;
+    return NTP_STATUS_OK;
+oom:
+    ntp_graph_free(c);
+    return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory copying '%s'", g->name);
+}

@@ -61,12 +61,12 @@ int cmd_analyze(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'h': analyze_usage(stdout); rc = CLI_OK; goto out;
-        default: analyze_usage(stderr); goto out;
+        default: cli_error("see 'ntprof analyze --help'"); goto out;
         }
     }
     if (optind != argc - 1) {
-        cli_error(optind == argc ? "analyze needs a topology FILE" : "analyze takes one FILE");
-        analyze_usage(stderr);
+        cli_error("%s (see 'ntprof analyze --help')",
+                  optind == argc ? "analyze needs a topology FILE" : "analyze takes one FILE");
         goto out;
     }
     ntp_ctx *ctx = ntp_ctx_init();

@@ -143,12 +143,12 @@ int cmd_run(int argc, char **argv)
         case 'o': output = optarg; break;
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
         case 'h': run_usage(stdout); rc = CLI_OK; goto out;
-        default: run_usage(stderr); goto out;
+        default: cli_error("see 'ntprof run --help'"); goto out;
         }
     }
     if (optind != argc - 1) {
-        cli_error(optind == argc ? "run needs a topology FILE" : "run takes one FILE");
-        run_usage(stderr);
+        cli_error("%s (see 'ntprof run --help')",
+                  optind == argc ? "run needs a topology FILE" : "run takes one FILE");
         goto out;
     }
     ro.inputs = inputs;
