@@ -979,48 +979,57 @@ done:
     return st;
 }
 
-static ntp_status read_repeat(reader *r, xmlNodePtr el)
+/* Gather a <repeat>'s attributes and check them: count (0 to the layer
+ * limit) and index (an identifier no param or enclosing index uses). The
+ * index points into s. */
+static ntp_status repeat_header(reader *r, xmlNodePtr el, attr_set *s, int64_t *count,
+                                const char **index)
 {
-    attr_set s;
     ntp_status st;
     char err[640];
-    if ((st = gather(r, el, GATHER_EXPAND, &s)) != NTP_STATUS_OK)
+    const char *count_s;
+    if ((st = gather(r, el, GATHER_EXPAND, s)) != NTP_STATUS_OK)
         return st;
-    const char *count_s, *index = attrs_get(&s, "index");
+    *index = attrs_get(s, "index");
+    if ((st = require(r, el, s, "count", &count_s)) != NTP_STATUS_OK)
+        return st;
+    if ((st = ntp__xml_parse_int(count_s, 0, count, err, sizeof err)) != NTP_STATUS_OK)
+        return el_error(r, el, NULL, st, "attribute 'count': %s", err);
+    if (*count > NTP_XML_MAX_LAYERS)
+        return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
+                        "attribute 'count': %lld is more than the limit of %d", (long long)*count,
+                        NTP_XML_MAX_LAYERS);
+    if (!*index)
+        return NTP_STATUS_OK;
+    if (!ntp__expr_is_ident(*index))
+        return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
+                        "attribute 'index': expected an identifier (letters, digits and _, not "
+                        "starting with a digit), got '%.64s'",
+                        *index);
+    for (int i = 0; i < r->n_vars; i++)
+        if (strcmp(r->vars[i].name, *index) == 0)
+            return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
+                            "attribute 'index': '%s' is already the name of %s", *index,
+                            i < r->g->n_params ? "a param" : "an enclosing repeat's index");
+    if (!grow((void **)&r->vars, &r->cap_vars, r->n_vars + 1, sizeof *r->vars))
+        return oom(r);
+    return NTP_STATUS_OK;
+}
+
+/* Run `body` for each iteration of the repeat `el` with its index bound. */
+typedef ntp_status (*repeat_body)(reader *r, xmlNodePtr parent, void *arg);
+
+static ntp_status each_iteration(reader *r, xmlNodePtr el, repeat_body body, void *arg)
+{
+    attr_set s;
     int64_t count = 0;
-    if ((st = require(r, el, &s, "count", &count_s)) != NTP_STATUS_OK)
-        goto done;
-    if ((st = ntp__xml_parse_int(count_s, 0, &count, err, sizeof err)) != NTP_STATUS_OK) {
-        st = el_error(r, el, NULL, st, "attribute 'count': %s", err);
-        goto done;
+    const char *index = NULL;
+    ntp_status st = repeat_header(r, el, &s, &count, &index);
+    if (st != NTP_STATUS_OK) {
+        attrs_free(&s);
+        return st;
     }
-    if (count > NTP_XML_MAX_LAYERS) {
-        st = el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                      "attribute 'count': %lld is more than the limit of %d", (long long)count,
-                      NTP_XML_MAX_LAYERS);
-        goto done;
-    }
-    if (index) {
-        if (!ntp__expr_is_ident(index)) {
-            st = el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                          "attribute 'index': expected an identifier (letters, digits and _, "
-                          "not starting with a digit), got '%.64s'",
-                          index);
-            goto done;
-        }
-        for (int i = 0; i < r->n_vars; i++)
-            if (strcmp(r->vars[i].name, index) == 0) {
-                st = el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                              "attribute 'index': '%s' is already the name of %s", index,
-                              i < r->g->n_params ? "a param" : "an enclosing repeat's index");
-                goto done;
-            }
-        if (!grow((void **)&r->vars, &r->cap_vars, r->n_vars + 1, sizeof *r->vars)) {
-            st = oom(r);
-            goto done;
-        }
-    }
-    /* The index's value lives in this frame while the body is walked. */
+    /* The index's value lives in this frame while the body runs. */
     char num[32] = "0";
     int slot = -1;
     if (index) {
@@ -1030,13 +1039,63 @@ static ntp_status read_repeat(reader *r, xmlNodePtr el)
     for (int64_t i = 0; i < count && st == NTP_STATUS_OK; i++) {
         snprintf(num, sizeof num, "%lld", (long long)i);
         if ((st = count_expansion(r, el)) == NTP_STATUS_OK)
-            st = walk(r, el);
+            st = body(r, el, arg);
     }
     if (slot >= 0)
         r->n_vars--;
-done:
     attrs_free(&s);
     return st;
+}
+
+/* A dry run of the expansion that only counts layers, so that a topology
+ * expanding past the limit is refused before a million nodes are built. A
+ * repeat body without nested repeats is counted once and multiplied. */
+static ntp_status count_layers(reader *r, xmlNodePtr parent, void *arg)
+{
+    int64_t *layers = arg;
+    ntp_status st = NTP_STATUS_OK;
+    for (xmlNodePtr c = parent->children; c && st == NTP_STATUS_OK; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE)
+            continue;
+        const char *e = el_name(c);
+        if (strcmp(e, "repeat") == 0) {
+            bool nested = false;
+            int64_t direct = 0;
+            for (xmlNodePtr b = c->children; b; b = b->next)
+                if (b->type == XML_ELEMENT_NODE) {
+                    nested |= strcmp(el_name(b), "repeat") == 0;
+                    direct += ntp__op_from_name(el_name(b)) != NTP_OP_COUNT;
+                }
+            if (nested) {
+                st = each_iteration(r, c, count_layers, layers);
+                continue;
+            }
+            attr_set s;
+            int64_t count = 0;
+            const char *index = NULL;
+            st = repeat_header(r, c, &s, &count, &index);
+            attrs_free(&s);
+            /* count and direct are both at most a few million: no overflow. */
+            if (st == NTP_STATUS_OK)
+                *layers += count * direct;
+        } else if (ntp__op_from_name(e) != NTP_OP_COUNT) {
+            ++*layers;
+        }
+        if (st == NTP_STATUS_OK && *layers > NTP_XML_MAX_LAYERS)
+            st = el_error(r, c, NULL, NTP_STATUS_PARSE_ERROR,
+                          "the topology expands to more than %d layers", NTP_XML_MAX_LAYERS);
+    }
+    return st;
+}
+
+static ntp_status walk_body(reader *r, xmlNodePtr parent, void *arg)
+{
+    return walk(r, parent);
+}
+
+static ntp_status read_repeat(reader *r, xmlNodePtr el)
+{
+    return each_iteration(r, el, walk_body, NULL);
 }
 
 static ntp_status read_layer(reader *r, xmlNodePtr el, ntp_op op)
@@ -1448,8 +1507,13 @@ static ntp_status read_document(reader *r)
     if (!(r->g = ntp__graph_new("", r->src)))
         return oom(r);
     if ((st = read_params(r, root)) != NTP_STATUS_OK ||
-        (st = read_topology_attrs(r, root)) != NTP_STATUS_OK ||
-        (st = walk(r, root)) != NTP_STATUS_OK)
+        (st = read_topology_attrs(r, root)) != NTP_STATUS_OK)
+        return st;
+    int64_t layers = 0;
+    if ((st = count_layers(r, root, &layers)) != NTP_STATUS_OK)
+        return st;
+    r->expanded = 0;
+    if ((st = walk(r, root)) != NTP_STATUS_OK)
         return st;
     if (r->g->n_nodes == 0)
         return el_error(r, root, r->g->name, NTP_STATUS_GRAPH_ERROR, "the topology has no layers");
