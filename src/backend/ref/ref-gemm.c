@@ -43,20 +43,35 @@ static void micro_4x4(float (*restrict t)[GEMM_NB], const float (*restrict p)[GE
     }
 }
 
-/* A dot product with eight partial sums: the compiler turns the fixed
- * eight-wide inner loop into vector code, which a single running sum would
- * forbid (reassociating float additions is not allowed). */
-static float dot8(const float *restrict x, const float *restrict y, int64_t n)
+/* Dot products of x with four rows y0..y3, each with eight partial sums:
+ * the compiler turns the fixed eight-wide inner loops into vector code,
+ * which a single running sum would forbid (reassociating float additions
+ * is not allowed), and x is loaded once for four rows. */
+static void dot8x4(const float *restrict x, const float *restrict y0, const float *restrict y1,
+                   const float *restrict y2, const float *restrict y3, int64_t n, float out[4])
 {
-    float acc[8] = {0};
+    float a0[8] = {0}, a1[8] = {0}, a2[8] = {0}, a3[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int u = 0; u < 8; u++)
-            acc[u] += x[i + u] * y[i + u];
-    float tail = 0.0f;
-    for (; i < n; i++)
-        tail += x[i] * y[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+        for (int u = 0; u < 8; u++) {
+            const float xv = x[i + u];
+            a0[u] += xv * y0[i + u];
+            a1[u] += xv * y1[i + u];
+            a2[u] += xv * y2[i + u];
+            a3[u] += xv * y3[i + u];
+        }
+    float t[4] = {0};
+    for (; i < n; i++) {
+        t[0] += x[i] * y0[i];
+        t[1] += x[i] * y1[i];
+        t[2] += x[i] * y2[i];
+        t[3] += x[i] * y3[i];
+    }
+    const float *acc[4] = {a0, a1, a2, a3};
+    for (int r = 0; r < 4; r++) {
+        const float *a = acc[r];
+        out[r] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + t[r];
+    }
 }
 
 void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -80,9 +95,18 @@ void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
         /* A few rows times a transposed B (a batch-1 fc, one recurrent step):
          * packing B would cost as much as the product, so take dot products
          * of contiguous rows instead. */
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                c[i * ldc + j] += alpha * dot8(a + i * lda, b + j * ldb, k);
+        for (int64_t j = 0; j < n; j += 4) {
+            /* Past the last row of B, repeat it; those results are dropped. */
+            const float *y[4];
+            for (int r = 0; r < 4; r++)
+                y[r] = b + (j + r < n ? j + r : n - 1) * ldb;
+            for (int64_t i = 0; i < m; i++) {
+                float d[4];
+                dot8x4(a + i * lda, y[0], y[1], y[2], y[3], k, d);
+                for (int r = 0; r < 4 && j + r < n; r++)
+                    c[i * ldc + j + r] += alpha * d[r];
+            }
+        }
         return;
     }
 
