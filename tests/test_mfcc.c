@@ -9,6 +9,7 @@
  * in float32, so values are compared within 1e-3 relative (1e-3 absolute
  * near zero). */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,6 +317,71 @@ static void test_errors(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Runs from several threads at once, with different FFT sizes so that
+ * plans are made while other threads execute theirs (FFTW's planner is
+ * not thread-safe; the kernel serialises planning), must give the bits a
+ * lone run gives. */
+typedef struct thread_job {
+    mfcc_cfg cfg;
+    const float *x;
+    int64_t samples;
+    float *out;
+    ntp_status st;
+} thread_job;
+
+static void *thread_main(void *arg)
+{
+    thread_job *j = arg;
+    for (int rep = 0; rep < 20; rep++) {
+        mfcc_case mc;
+        mfcc_case_init(&mc, &j->cfg, j->x, 1, j->samples, j->out);
+        j->st = ntp__mfcc_run(NULL, &mc.k);
+        if (j->st != NTP_STATUS_OK)
+            break;
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    enum { JOBS = 6 };
+    const int64_t S = 8000;
+    float *x = alloc_f(S);
+    ntp__synth_audio(x, S, 16000, 3);
+    thread_job jobs[JOBS];
+    float *solo[JOBS];
+    int64_t T[JOBS];
+    /* FFT sizes 384 (not a power of two: FFTW handles any size), 512,
+     * 1024, 2048, 4096 and 640. */
+    const int64_t fft[JOBS] = { 384, 512, 1024, 2048, 4096, 640 };
+    ntp_ctx *ctx = ntp_ctx_init();
+    for (int i = 0; i < JOBS; i++) {
+        jobs[i].cfg = (mfcc_cfg){ 16000, 320 + 10 * i, 160, fft[i], 26, 13, 1 };
+        jobs[i].x = x;
+        jobs[i].samples = S;
+        T[i] = 1 + (S - jobs[i].cfg.window) / 160;
+        jobs[i].out = alloc_f(T[i] * 13 * 3);
+        solo[i] = alloc_f(T[i] * 13 * 3);
+        mfcc_case mc;
+        mfcc_case_init(&mc, &jobs[i].cfg, x, 1, S, solo[i]);
+        assert_int_equal(ntp__mfcc_run(ctx, &mc.k), NTP_STATUS_OK);
+    }
+    pthread_t th[JOBS];
+    for (int i = 0; i < JOBS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+    for (int i = 0; i < JOBS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < JOBS; i++) {
+        assert_int_equal(jobs[i].st, NTP_STATUS_OK);
+        assert_memory_equal(jobs[i].out, solo[i], sizeof(float) * (size_t)(T[i] * 13 * 3));
+        free(jobs[i].out);
+        free(solo[i]);
+    }
+    ntp_ctx_free(ctx);
+    free(x);
+}
+
 /* 200 frames, batch 1, DeepSpeech's configuration. Printed, not gated
  * (benchmarks never gate CI on absolute time). */
 static void test_timing(void **state)
@@ -360,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_deepspeech_shape),
         cmocka_unit_test(test_workspace),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
