@@ -39,8 +39,9 @@ typedef struct ntp_ctc_beam_stats {
 
 /* CTC prefix beam search of one sequence: logits[t * stride + c] for
  * t < T, c < classes (blank = classes - 1). Writes the best prefix to
- * out[0..T) padded with -1. ws must hold ntp__ctc_beam_ws_bytes() bytes,
- * aligned for doubles. stats may be NULL. */
+ * out[0..T) padded with -1. ws must hold ntp__ctc_beam_ws_bytes() bytes
+ * (SIZE_MAX means the search is too large to run); any alignment will do.
+ * stats may be NULL. */
 size_t ntp__ctc_beam_ws_bytes(int64_t T, int64_t classes, int64_t beam_width);
 void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_t classes,
                           int64_t beam_width, void *ws, int32_t *out,

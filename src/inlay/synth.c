@@ -133,7 +133,10 @@ void ntp__synth_audio(float *out, int64_t n_samples, int64_t sample_rate, uint64
     int first = 1;
     while (pos < n_samples) {
         if (!first && ntp__rng_uniform(&s) < 0.25f) {
-            pos += (int64_t)(uniform_in(&s, 0.08, 0.25) * sr);
+            int64_t pause = (int64_t)(uniform_in(&s, 0.08, 0.25) * sr);
+            if (pause >= n_samples - pos)
+                break;
+            pos += pause;
             continue;
         }
         first = 0;
