@@ -26,15 +26,27 @@ typedef struct ntp_run_opts {
     const char *save_outputs_dir; /* write output_<i>.npy here, NULL: don't */
     bool keep_trace;            /* keep per-iteration layer timestamps */
     double noise_cv;            /* warn above this coefficient of variation (0: 0.05) */
+    bool fuse;                  /* let backends fuse layers (conv + bias + activation + add) */
+    /* For bf16, f16 and i8 runs, also run the same weights and inputs at f32
+     * on the same backend and report how far the outputs moved (default on). */
+    bool accuracy;
 } ntp_run_opts;
 
-/* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1, ... */
+/* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
+ * accuracy on. */
 void ntp_run_opts_default(ntp_run_opts *o);
 
+/* One row of a run report: a layer, or a step the engine or a backend
+ * added around layers. */
 typedef struct ntp_layer_result {
     const char *name;
     const char *type;
+    /* "layer"; "convert" (a tensor converted between two backends' storage
+     * types); "reorder" (a backend's layout change inside a layer); "fused"
+     * (a layer folded into `fused_into`, timed there). */
+    const char *kind;
     const char *backend;        /* the backend that ran it */
+    const char *impl;           /* the implementation it chose ("brg:avx512_core_amx") */
     bool inlay;
     bool fused;                 /* fused into `fused_into` by the backend */
     const char *fused_into;
@@ -52,7 +64,7 @@ typedef struct ntp_layer_result {
 
 typedef struct ntp_marker_result {
     const char *name;
-    int first, last;            /* layer indices, inclusive */
+    int first, last;            /* row indices, inclusive */
     ntp_stats time_ms;          /* per-iteration sum of its layers */
     double share;
     int64_t flops;
@@ -89,6 +101,17 @@ typedef struct ntp_trace_iter {
     double *end_us;
 } ntp_trace_iter;
 
+/* How far a reduced-precision run's output moved from an f32 run of the
+ * same weights and inputs on the same backend. */
+typedef struct ntp_accuracy {
+    const char *output;         /* graph output name */
+    double max_abs_error;
+    double rel_l2;              /* ||y - y_f32|| / ||y_f32|| */
+    /* Classifier outputs ([N, classes], classes >= 5): share of samples whose
+     * top-1 class agrees, and whose top-5 sets agree; -1 otherwise. */
+    double top1, top5;
+} ntp_accuracy;
+
 typedef struct ntp_run_result {
     const char *topology;
     const char *source;
@@ -104,7 +127,8 @@ typedef struct ntp_run_result {
     const char **param_names;
     const char **param_values;
 
-    int n_layers;
+    bool fused;                 /* --fuse */
+    int n_layers;               /* rows: layers and the steps between them */
     ntp_layer_result *layers;   /* execution order; only the --only range */
     int n_markers;
     ntp_marker_result *markers;
@@ -124,6 +148,12 @@ typedef struct ntp_run_result {
     char **warnings;            /* noisy or too short runs, fallbacks */
     int n_trace;
     ntp_trace_iter *trace;      /* when keep_trace */
+    int n_accuracy;             /* one per graph output, for reduced precisions */
+    ntp_accuracy *accuracy;
+    const char *accuracy_baseline; /* "f32 on onednn" */
+    /* Strings the result owns (row names of added steps); internal. */
+    int n_owned;
+    char **owned;
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */

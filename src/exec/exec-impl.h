@@ -1,55 +1,116 @@
 /* The execution engine, private to libntprof.
  *
- * An execution plan binds a finalized graph to a backend: it places every
- * activation in one arena (sized with the backend's storage types), holds
- * the weights, builds one ntp_kargs per layer, and runs the backend's
- * prepare once per layer (timed). Running the plan is then a loop of
- * backend->execute calls over positions [first, last]. */
+ * An execution plan binds a finalized graph to backends. It places every
+ * layer on a backend (docs/run.md: the run's backend where it supports the
+ * layer, the reference backend otherwise, or what the layer's `backend=`
+ * asks for), folds fusion groups (--fuse), and turns the graph into a list
+ * of steps in execution order:
+ *   NODE     a layer, or the head of a fusion group, run by its backend;
+ *   CONVERT  a tensor converted between two backends' storage types, at a
+ *            boundary (its own row in every report);
+ *   FUSED    a layer folded into the group before it (not executed).
+ * Tensors live in storage slots: one per tensor in its producer's storage
+ * type, plus one per conversion. Every layer is prepared first (timed), then
+ * the slots are placed in one arena by the interval planner with the sizes
+ * the backends asked for, and data pointers are bound. */
 #ifndef NTPROF_EXEC_IMPL_H
 #define NTPROF_EXEC_IMPL_H
 
 #include "backend/backend-impl.h"
 #include "ntprof/run.h"
 
+#define NTP_MAX_BACKENDS 8
+
+typedef enum ntp_step_kind { NTP_STEP_NODE, NTP_STEP_CONVERT, NTP_STEP_FUSED } ntp_step_kind;
+
+typedef struct ntp_slot {
+    int tensor;
+    ntp_dtype dtype;        /* storage type */
+    int64_t bytes;
+    int birth, death;       /* planner times: 0 before the first step, s + 1 after step s */
+    int64_t offset;
+    void *data;
+} ntp_slot;
+
+typedef struct ntp_step {
+    ntp_step_kind kind;
+    int pos;                /* execution position of the layer (CONVERT: of its consumer) */
+    int be;                 /* index into ntp_exec.be */
+    char *name;             /* CONVERT rows: "<tensor>:<from>-><to>" */
+    /* NODE */
+    ntp_kargs k;
+    void *state;
+    size_t ws;
+    double prepare_ms;
+    int n_sub, main_sub;    /* sub-steps of the backend, main_sub is the layer */
+    int in_slot[NTP_MAX_INPUTS], out_slot[NTP_MAX_OUTPUTS], post_slot[NTP_MAX_FUSED];
+    /* FUSED: step index of the group's head */
+    int head;
+    /* CONVERT: slot indices */
+    int src, dst;
+} ntp_step;
+
 typedef struct ntp_exec {
     const ntp_graph *g;
-    const ntp_backend_i *be;
-    void *be_state;
-    ntp_dtype precision;
-    int threads;
+    int n_be;
+    const ntp_backend_i *be[NTP_MAX_BACKENDS];
+    void *be_state[NTP_MAX_BACKENDS];
+    int *node_be;           /* per position */
+    int *head_of;           /* per position: position of its group's head (itself if none) */
+    ntp_step *steps;
+    int n_steps, cap_steps;
+    int *pos_step;          /* per position: its step */
+    ntp_slot *slots;
+    int n_slots, cap_slots;
+    int *tslot;             /* per tensor: primary slot, -1 for constants and folded tensors */
+    void **layouts;         /* per tensor: a backend's layout descriptor */
+    void **wdata;           /* per tensor: constant data in its storage type */
+    int64_t weight_bytes;
+    const float *scales;    /* per tensor int8 activation scales, or NULL */
+    float *absmax;          /* per tensor, filled while running when non-NULL */
     void *arena;
     int64_t arena_bytes;
-    int64_t *offsets;       /* per tensor: arena offset, -1 for constants */
-    void **wdata;           /* per tensor: constant data (storage type), or NULL */
-    int64_t weight_bytes;
-    ntp_kargs *kargs;       /* per execution position */
-    void **node_state;      /* per position, from prepare */
-    size_t *workspace;      /* per position */
-    void *ws;               /* shared workspace: the largest request */
+    void *ws;
     size_t ws_bytes;
-    double *prepare_ms;     /* per position */
-    int first, last;        /* positions that the measured loop runs */
+    int first_step, last_step; /* the measured range */
+    int threads;
 } ntp_exec;
 
-/* Build the plan: storage, weights from the seed (or the model's own),
- * inputs (generated or from files), kargs, and prepare every layer. Layers
- * before `first` are run once so the range sees real inputs. */
-ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g,
-                          const ntp_backend_i *be, const ntp_run_opts *o, int first, int last);
+typedef struct ntp_exec_opts {
+    const ntp_backend_i *backend; /* the run's backend */
+    int threads;
+    bool fuse;
+    uint64_t seed;
+    const char *const *inputs;  /* as ntp_run_opts */
+    int n_inputs;
+    int first, last;            /* positions measured; earlier ones run once */
+    const float *scales;        /* int8 activation scales per tensor, or NULL */
+} ntp_exec_opts;
+
+/* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */
+ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o);
 void ntp__exec_free(ntp_exec *x);
-/* Run positions [from, to] once. */
-ntp_status ntp__exec_range(ntp_ctx *ctx, ntp_exec *x, int from, int to);
+/* Run steps [from, to] once, whole (no sub-step timing). */
+ntp_status ntp__exec_steps(ntp_ctx *ctx, ntp_exec *x, int from, int to);
+/* Run one sub-step of a NODE step, or a CONVERT step (sub 0). */
+ntp_status ntp__exec_sub(ntp_ctx *ctx, ntp_exec *x, int step, int sub);
+/* Graph output i as f32 (or i32 data as is), n values; false if the
+ * output's storage cannot be read as f32 (a backend's own layout). */
+bool ntp__exec_output(const ntp_exec *x, int i, void *dst, ntp_dtype *dtype);
 /* Write every graph output as output_<i>.npy into dir. */
 ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *dir);
-/* Pointer to tensor ti's storage (activation or constant). */
-void *ntp__exec_tensor(const ntp_exec *x, int ti);
-/* Storage type of tensor t on the plan's backend. */
-ntp_dtype ntp__exec_storage(const ntp_exec *x, const ntp_tensor *t);
+/* Load layer n's weights for backend index be (generated or the model's);
+ * load or generate every graph input. */
+ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be,
+                                  uint64_t seed);
+ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o);
+/* The implementation name of a NODE step. */
+const char *ntp__exec_impl(const ntp_exec *x, int step);
 
 /* --- data (src/exec/data.c) ------------------------------------------------ */
 /* Fill node n's weights (f32, already allocated, in n->w order) from the
  * seed: fan-in scaled so activations stay finite through deep networks
- * (docs/data.md). */
+ * (docs/run.md). */
 void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, uint64_t seed);
 /* Fill graph input tensor ti (storage in its own dtype) with synthetic data
  * suited to its consumers: audio for mfcc, peaked logits for ctc_decode,

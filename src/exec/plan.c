@@ -1,294 +1,428 @@
-/* Execution plans: storage, weights, inputs, per-layer kernel arguments and
- * prepare. */
-#include <errno.h>
+/* Execution plans: placement, fusion groups, steps, storage slots, prepare,
+ * arena planning and binding (exec-impl.h describes the model). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/ctx-impl.h"
-#include "core/numeric-impl.h"
 #include "exec-impl.h"
-#include "io/io-impl.h"
 #include "measure/measure-impl.h"
+
+
 
 static bool is_integer(ntp_dtype t)
 {
     return t == NTP_DTYPE_I32 || t == NTP_DTYPE_I64 || t == NTP_DTYPE_U8;
 }
 
-ntp_dtype ntp__exec_storage(const ntp_exec *x, const ntp_tensor *t)
+static ntp_dtype be_storage(const ntp_backend_i *be, ntp_dtype p)
 {
-    /* Graph inputs hold what the user gives; integer data stays integer. */
-    if (t->kind == NTP_TENSOR_INPUT || is_integer(t->dtype))
+    return be->storage_dtype ? be->storage_dtype(p) : p;
+}
+
+static const ntp_node *node_at(const ntp_graph *g, int pos) { return &g->nodes[g->order[pos]]; }
+
+/* Storage a tensor gets from the layer that produces it on backend b. */
+static ntp_dtype produced_dtype(const ntp_exec *x, int b, const ntp_tensor *t)
+{
+    return is_integer(t->dtype) ? t->dtype : be_storage(x->be[b], t->dtype);
+}
+
+/* Storage the layer n on backend b expects for its input t. */
+static ntp_dtype expected_dtype(const ntp_exec *x, int b, const ntp_node *n, const ntp_tensor *t)
+{
+    if (is_integer(t->dtype))
         return t->dtype;
-    return x->be->storage_dtype ? x->be->storage_dtype(t->dtype) : t->dtype;
+    /* A copy or conversion moves its input's own type; every other layer
+     * reads floating data at its precision. */
+    if (n->op == NTP_OP_MEMCPY || n->op == NTP_OP_CONVERT)
+        return be_storage(x->be[b], t->dtype);
+    return be_storage(x->be[b], n->precision);
 }
 
-static int64_t storage_bytes(const ntp_tensor *t, void *user)
+static int add_backend(ntp_ctx *ctx, ntp_exec *x, const ntp_backend_i *be)
 {
-    const ntp_exec *x = user;
-    int64_t n = ntp_shape_numel(&t->shape), b;
-    if (n < 0 || !ntp__mul_ok(n, (int64_t)ntp_dtype_size(ntp__exec_storage(x, t)), &b))
+    for (int i = 0; i < x->n_be; i++)
+        if (x->be[i] == be)
+            return i;
+    if (x->n_be == NTP_MAX_BACKENDS) {
+        ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than %d backends in one run", NTP_MAX_BACKENDS);
         return -1;
-    return b;
-}
-
-void *ntp__exec_tensor(const ntp_exec *x, int ti)
-{
-    if (x->wdata[ti])
-        return x->wdata[ti];
-    return x->offsets[ti] >= 0 ? (char *)x->arena + x->offsets[ti] : NULL;
-}
-
-/* Convert f32 values into a storage type. The reference backend stores f32
- * and rounds through the precision instead (see round_weights). */
-static ntp_status store_f32(ntp_ctx *ctx, const ntp_tensor *t, ntp_dtype st, void *dst,
-                            const float *src, int64_t n)
-{
-    switch (st) {
-    case NTP_DTYPE_F32:
-        if (dst != src)
-            memcpy(dst, src, (size_t)n * sizeof(float));
-        return NTP_STATUS_OK;
-    case NTP_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)dst)[i] = ntp__f32_to_bf16(src[i]);
-        return NTP_STATUS_OK;
-    case NTP_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
-        return NTP_STATUS_OK;
-    default:
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s': cannot store f32 data as %s",
-                          t->name, ntp_dtype_name(st));
     }
+    x->be[x->n_be] = be;
+    return x->n_be++;
 }
 
-/* Emulate reduced-precision weights on f32 storage: bf16 and f16 round each
- * value; int8 quantises matrices per output channel (axis 0) and leaves
- * vectors (biases, normalisation parameters) in f32, as int8 inference
- * engines do. */
-static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, float *scales)
-{
-    int64_t n = ntp_shape_numel(&t->shape);
-    if (precision == NTP_DTYPE_BF16 || precision == NTP_DTYPE_F16) {
-        ntp__emulate_storage(w, n, precision, NULL, 1, n);
-    } else if (precision == NTP_DTYPE_I8 && t->shape.ndim >= 2) {
-        int64_t ch = t->shape.dim[0], per = n / ch;
-        ntp__i8_scales_per_channel(w, ch, per, scales);
-        ntp__emulate_storage(w, n, NTP_DTYPE_I8, scales, ch, per);
-    }
-}
-
-/* Weights of one node: the model's own data, or generated from the seed. */
-static ntp_status load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, uint64_t seed)
+static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
 {
     const ntp_graph *g = x->g;
-    float *f32[NTP_MAX_WEIGHTS] = {0};
-    ntp_status st = NTP_STATUS_OK;
-    int64_t max_ch = 1;
-    for (int k = 0; k < n->n_w; k++) {
-        const ntp_tensor *t = &g->tensors[n->w[k]];
-        int64_t cnt = ntp_shape_numel(&t->shape);
-        f32[k] = malloc((size_t)cnt * sizeof(float) + 1);
-        if (!f32[k]) {
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s' (%lld values)",
-                            t->name, (long long)cnt);
-            goto done;
+    const ntp_backend_i *ref = ntp__backend_find("ref");
+    if (add_backend(ctx, x, o->backend) < 0)
+        return ntp_ctx_status(ctx);
+    for (int p = 0; p < g->n_nodes; p++) {
+        const ntp_node *n = node_at(g, p);
+        const ntp_backend_i *be = o->backend;
+        if (n->backend) {
+            be = ntp__backend_find(n->backend);
+            if (!be)
+                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                       "asks for backend '%s', which this build lacks (built: %s)",
+                                       n->backend, ntp_backends());
+            if (!be->supports(g, n, n->precision))
+                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                       "asks for backend '%s', which cannot run it at %s",
+                                       n->backend, ntp_dtype_name(n->precision));
+        } else if (!be->supports(g, n, n->precision)) {
+            if (!ref || !ref->supports(g, n, n->precision))
+                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                       "no backend of this build can run it at %s",
+                                       ntp_dtype_name(n->precision));
+            ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s", n->name,
+                      ntp__op_name(n->op), o->backend->name, ntp_dtype_name(n->precision));
+            be = ref;
         }
-        if (t->shape.dim[0] > max_ch)
-            max_ch = t->shape.dim[0];
+        int b = add_backend(ctx, x, be);
+        if (b < 0)
+            return ntp_ctx_status(ctx);
+        x->node_be[p] = b;
     }
-    ntp__gen_weights(g, n, f32, seed);
-    for (int k = 0; k < n->n_w; k++) {
-        const ntp_tensor *t = &g->tensors[n->w[k]];
-        if (t->data) {
-            if (t->data_dtype != NTP_DTYPE_F32) {
-                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data; expected f32",
-                                t->name, ntp_dtype_name(t->data_dtype));
-                goto done;
-            }
-            memcpy(f32[k], t->data, (size_t)ntp_shape_numel(&t->shape) * sizeof(float));
-        }
-    }
-    float *scales = malloc((size_t)max_ch * sizeof(float));
-    if (!scales) {
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    for (int k = 0; k < n->n_w && st == NTP_STATUS_OK; k++) {
-        const ntp_tensor *t = &g->tensors[n->w[k]];
-        ntp_dtype sd = ntp__exec_storage(x, t);
-        int64_t cnt = ntp_shape_numel(&t->shape);
-        if (sd == NTP_DTYPE_F32) {
-            round_weights(f32[k], t, n->precision, scales);
-            x->wdata[n->w[k]] = f32[k];
-            f32[k] = NULL;
-        } else {
-            x->wdata[n->w[k]] = malloc((size_t)cnt * ntp_dtype_size(sd) + 1);
-            if (!x->wdata[n->w[k]])
-                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'", t->name);
-            else
-                st = store_f32(ctx, t, sd, x->wdata[n->w[k]], f32[k], cnt);
-        }
-        x->weight_bytes += cnt * (int64_t)ntp_dtype_size(sd);
-    }
-    free(scales);
-done:
-    for (int k = 0; k < n->n_w; k++)
-        free(f32[k]);
-    return st;
-}
-
-/* "[NAME=]FILE": by name when NAME matches an input, else by position. */
-static ntp_status load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_run_opts *o)
-{
-    const ntp_graph *g = x->g;
-    bool given[256] = {false};
-    if (g->n_inputs > 256)
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than 256 graph inputs");
-    for (int i = 0; i < o->n_inputs; i++) {
-        const char *spec = o->inputs[i], *eq = strchr(spec, '='), *path = spec;
-        int which = i;
-        if (eq) {
-            char name[256];
-            size_t l = (size_t)(eq - spec);
-            if (l >= sizeof name)
-                l = sizeof name - 1;
-            memcpy(name, spec, l);
-            name[l] = '\0';
-            which = -1;
-            for (int j = 0; j < g->n_inputs; j++)
-                if (strcmp(g->tensors[g->inputs[j]].name, name) == 0)
-                    which = j;
-            if (which < 0) {
-                const char *names[256];
-                for (int j = 0; j < g->n_inputs; j++)
-                    names[j] = g->tensors[g->inputs[j]].name;
-                const char *near = ntp__nearest(name, names, g->n_inputs);
-                return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                                  "--input %s: the topology has no input '%s'%s%s%s", spec, name,
-                                  near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
-            }
-            path = eq + 1;
-        }
-        if (which >= g->n_inputs)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--input %s: the topology has only %d input%s", spec, g->n_inputs,
-                              g->n_inputs == 1 ? "" : "s");
-        if (given[which])
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "input '%s' is given twice",
-                              g->tensors[g->inputs[which]].name);
-        const ntp_tensor *t = &g->tensors[g->inputs[which]];
-        ntp_npy a;
-        ntp_status st = ntp__npy_read(ctx, path, &a);
-        if (st)
-            return st;
-        char b1[128], b2[128];
-        bool same = a.shape.ndim == t->shape.ndim;
-        for (int d = 0; same && d < a.shape.ndim; d++)
-            same = a.shape.dim[d] == t->shape.dim[d];
-        if (!same || a.dtype != t->dtype) {
-            st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
-                            "%s: holds %s %s; input '%s' is %s %s", path, ntp_dtype_name(a.dtype),
-                            ntp_shape_str(&a.shape, b1, sizeof b1), t->name, ntp_dtype_name(t->dtype),
-                            ntp_shape_str(&t->shape, b2, sizeof b2));
-            ntp__npy_free(&a);
-            return st;
-        }
-        memcpy(ntp__exec_tensor(x, g->inputs[which]), a.data, (size_t)a.nbytes);
-        ntp__npy_free(&a);
-        given[which] = true;
-    }
-    for (int j = 0; j < g->n_inputs; j++)
-        if (!given[j]) {
-            ntp_status st = ntp__gen_input(ctx, g, g->inputs[j], ntp__exec_tensor(x, g->inputs[j]), o->seed);
-            if (st)
-                return st;
-        }
     return NTP_STATUS_OK;
 }
 
-static void fill_buf(const ntp_exec *x, int ti, ntp_buf *b)
+static bool is_graph_output(const ntp_graph *g, int t)
 {
-    const ntp_tensor *t = &x->g->tensors[ti];
-    b->data = ntp__exec_tensor(x, ti);
-    b->shape = t->shape;
-    b->dtype = ntp__exec_storage(x, t);
+    return g->tensors[t].is_output;
 }
 
-ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_backend_i *be,
-                          const ntp_run_opts *o, int first, int last)
+/* Fold chains that follow a head into one group where its backend agrees:
+ * the next layer is the only reader of the group's output, comes right
+ * after it, runs on the same backend, and reads nothing produced after the
+ * head. */
+static void fuse(ntp_exec *x)
 {
-    memset(x, 0, sizeof *x);
-    x->g = g;
-    x->be = be;
-    x->precision = g->precision;
-    x->threads = o->threads;
-    x->first = first;
-    x->last = last;
-    int nn = g->n_nodes, nt = g->n_tensors;
-    x->offsets = calloc((size_t)nt + 1, sizeof *x->offsets);
-    x->wdata = calloc((size_t)nt + 1, sizeof *x->wdata);
-    x->kargs = calloc((size_t)nn + 1, sizeof *x->kargs);
-    x->node_state = calloc((size_t)nn + 1, sizeof *x->node_state);
-    x->workspace = calloc((size_t)nn + 1, sizeof *x->workspace);
-    x->prepare_ms = calloc((size_t)nn + 1, sizeof *x->prepare_ms);
-    if (!x->offsets || !x->wdata || !x->kargs || !x->node_state || !x->workspace || !x->prepare_ms)
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory building '%s'", g->name);
-    for (int p = 0; p < nn; p++) {
-        const ntp_node *n = &g->nodes[g->order[p]];
-        if (!be->supports(g, n, n->precision))
-            return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                                   "backend '%s' cannot run this layer at %s", be->name,
-                                   ntp_dtype_name(n->precision));
+    const ntp_graph *g = x->g;
+    for (int p = 0; p < g->n_nodes; p++)
+        x->head_of[p] = p;
+    for (int h = 0; h < g->n_nodes; h++) {
+        if (x->head_of[h] != h)
+            continue;
+        const ntp_backend_i *be = x->be[x->node_be[h]];
+        const ntp_node *head = node_at(g, h);
+        if (!be->fusable || head->n_out != 1)
+            continue;
+        int last = h, n_fused = 0;
+        while (n_fused < NTP_MAX_FUSED && last + 1 < g->n_nodes) {
+            int t = node_at(g, last)->out[0];
+            const ntp_node *c = node_at(g, last + 1);
+            if (g->tensors[t].n_consumers != 1 || is_graph_output(g, t) || c->n_out != 1 ||
+                x->node_be[last + 1] != x->node_be[h])
+                break;
+            bool reads = false, early = true;
+            for (int k = 0; k < c->n_in; k++) {
+                if (c->in[k] == t) {
+                    reads = true;
+                    continue;
+                }
+                int pr = g->tensors[c->in[k]].producer;
+                if (pr >= 0 && g->position[pr] >= h)
+                    early = false;
+            }
+            if (!reads || !early || c->n_in > 2 || !be->fusable(g, head, n_fused, c))
+                break;
+            last++;
+            n_fused++;
+            x->head_of[last] = h;
+        }
     }
-    ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision};
-    ntp_status st;
-    if (be->init && (st = be->init(ctx, &bo, &x->be_state)))
-        return st;
-    /* Layers before a partial range run once, so their outputs must survive
-     * the repeated range: pin them. */
-    if ((st = ntp__plan_memory(ctx, g, storage_bytes, x, first, x->offsets, &x->arena_bytes)))
-        return st;
+}
+
+static int new_slot(ntp_ctx *ctx, ntp_exec *x, int t, ntp_dtype dtype)
+{
+    if (x->n_slots == x->cap_slots) {
+        int cap = x->cap_slots ? 2 * x->cap_slots : 64;
+        ntp_slot *s = realloc(x->slots, (size_t)cap * sizeof *s);
+        if (!s) {
+            ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            return -1;
+        }
+        x->slots = s;
+        x->cap_slots = cap;
+    }
+    ntp_slot *s = &x->slots[x->n_slots];
+    memset(s, 0, sizeof *s);
+    s->tensor = t;
+    s->dtype = dtype;
+    int64_t n = ntp_shape_numel(&x->g->tensors[t].shape);
+    s->bytes = n * (int64_t)ntp_dtype_size(dtype);
+    s->birth = 0;
+    s->death = -1;
+    s->offset = -1;
+    return x->n_slots++;
+}
+
+static ntp_step *new_step(ntp_ctx *ctx, ntp_exec *x, ntp_step_kind kind, int pos, int be)
+{
+    if (x->n_steps == x->cap_steps) {
+        int cap = x->cap_steps ? 2 * x->cap_steps : 64;
+        ntp_step *s = realloc(x->steps, (size_t)cap * sizeof *s);
+        if (!s) {
+            ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            return NULL;
+        }
+        x->steps = s;
+        x->cap_steps = cap;
+    }
+    ntp_step *s = &x->steps[x->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->pos = pos;
+    s->be = be;
+    s->head = -1;
+    s->n_sub = 1;
+    return s;
+}
+
+/* The slot holding tensor t in storage `want`: its own, or a converted
+ * copy made by a CONVERT step emitted now (before the reading layer). */
+static int slot_for(ntp_ctx *ctx, ntp_exec *x, int t, ntp_dtype want, int pos, int be)
+{
+    int s = x->tslot[t];
+    if (x->slots[s].dtype == want)
+        return s;
+    for (int i = 0; i < x->n_slots; i++)
+        if (x->slots[i].tensor == t && x->slots[i].dtype == want)
+            return i;
+    int d = new_slot(ctx, x, t, want);
+    if (d < 0)
+        return -1;
+    ntp_step *st = new_step(ctx, x, NTP_STEP_CONVERT, pos, be);
+    if (!st)
+        return -1;
+    st->src = s;
+    st->dst = d;
+    char name[512];
+    snprintf(name, sizeof name, "%s:%s>%s", x->g->tensors[t].name, ntp_dtype_name(x->slots[s].dtype),
+             ntp_dtype_name(want));
+    st->name = ntp__strdup(name);
+    if (!st->name) {
+        ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        return -1;
+    }
+    return d;
+}
+
+static void set_buf(const ntp_exec *x, int slot, ntp_buf *b)
+{
+    const ntp_slot *s = &x->slots[slot];
+    b->data = NULL;
+    b->shape = x->g->tensors[s->tensor].shape;
+    b->dtype = s->dtype;
+}
+
+static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
+{
+    const ntp_graph *g = x->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        if ((x->tslot[t] = new_slot(ctx, x, t, g->tensors[t].dtype)) < 0)
+            return ntp_ctx_status(ctx);
+    }
+    for (int p = 0; p < g->n_nodes; p++) {
+        const ntp_node *n = node_at(g, p);
+        int b = x->node_be[p];
+        if (x->head_of[p] != p) {
+            ntp_step *st = new_step(ctx, x, NTP_STEP_FUSED, p, b);
+            if (!st)
+                return ntp_ctx_status(ctx);
+            st->head = x->pos_step[x->head_of[p]];
+            x->pos_step[p] = x->n_steps - 1;
+            continue;
+        }
+        int last = p;
+        while (last + 1 < g->n_nodes && x->head_of[last + 1] == p)
+            last++;
+        /* Inputs first: conversions come before the layer that needs them. */
+        int in_slot[NTP_MAX_INPUTS], post_slot[NTP_MAX_FUSED];
+        for (int k = 0; k < n->n_in; k++) {
+            int t = n->in[k];
+            if ((in_slot[k] = slot_for(ctx, x, t, expected_dtype(x, b, n, &g->tensors[t]), p, b)) < 0)
+                return ntp_ctx_status(ctx);
+        }
+        int n_fused = last - p;
+        for (int f = 0; f < n_fused; f++) {
+            const ntp_node *c = node_at(g, p + 1 + f);
+            int prev = node_at(g, p + f)->out[0];
+            post_slot[f] = -1;
+            for (int k = 0; k < c->n_in; k++)
+                if (c->in[k] != prev &&
+                    (post_slot[f] = slot_for(ctx, x, c->in[k], expected_dtype(x, b, c, &g->tensors[c->in[k]]),
+                                             p, b)) < 0)
+                    return ntp_ctx_status(ctx);
+        }
+        ntp_step *st = new_step(ctx, x, NTP_STEP_NODE, p, b);
+        if (!st)
+            return ntp_ctx_status(ctx);
+        x->pos_step[p] = x->n_steps - 1;
+        ntp_kargs *k = &st->k;
+        const ntp_node *tail = node_at(g, last);
+        k->g = g;
+        k->node = n;
+        k->threads = x->threads;
+        k->n_in = n->n_in;
+        k->n_w = n->n_w;
+        k->n_out = tail->n_out;
+        k->n_fused = n_fused;
+        for (int i = 0; i < n->n_in; i++) {
+            st->in_slot[i] = in_slot[i];
+            set_buf(x, in_slot[i], &k->in[i]);
+        }
+        for (int f = 0; f < n_fused; f++) {
+            k->fused[f] = node_at(g, p + 1 + f);
+            st->post_slot[f] = post_slot[f];
+            if (post_slot[f] >= 0)
+                set_buf(x, post_slot[f], &k->post_in[f]);
+        }
+        for (int i = 0; i < tail->n_out; i++) {
+            int t = tail->out[i];
+            if ((x->tslot[t] = new_slot(ctx, x, t, produced_dtype(x, b, &g->tensors[t]))) < 0)
+                return ntp_ctx_status(ctx);
+            st->out_slot[i] = x->tslot[t];
+            set_buf(x, x->tslot[t], &k->out[i]);
+            k->out_bytes[i] = x->slots[x->tslot[t]].bytes;
+        }
+        if (x->scales) {
+            for (int i = 0; i < n->n_in; i++)
+                k->in_scale[i] = x->scales[n->in[i]];
+            for (int i = 0; i < tail->n_out; i++)
+                k->out_scale[i] = x->scales[tail->out[i]];
+        }
+    }
+    return NTP_STATUS_OK;
+}
+
+/* A tensor stays in its producer's own layout when the producer and every
+ * reader run on one backend and nothing converts or outputs it. */
+static void mark_internal(ntp_exec *x)
+{
+    const ntp_graph *g = x->g;
+    bool *ok = malloc(((size_t)x->n_slots + 1) * sizeof *ok);
+    int *prod = malloc(((size_t)x->n_slots + 1) * sizeof *prod);
+    if (!ok || !prod) {
+        free(ok);
+        free(prod);
+        return; /* Everything plain: correct, only slower. */
+    }
+    for (int i = 0; i < x->n_slots; i++) {
+        ok[i] = !is_graph_output(g, x->slots[i].tensor) &&
+                g->tensors[x->slots[i].tensor].kind == NTP_TENSOR_ACTIVATION;
+        prod[i] = -1;
+    }
+    for (int s = 0; s < x->n_steps; s++) {
+        const ntp_step *st = &x->steps[s];
+        if (st->kind == NTP_STEP_CONVERT) {
+            ok[st->src] = ok[st->dst] = false;
+        } else if (st->kind == NTP_STEP_NODE) {
+            for (int i = 0; i < st->k.n_out; i++)
+                prod[st->out_slot[i]] = st->be;
+        }
+    }
+    for (int s = 0; s < x->n_steps; s++) {
+        const ntp_step *st = &x->steps[s];
+        if (st->kind != NTP_STEP_NODE)
+            continue;
+        for (int i = 0; i < st->k.n_in; i++)
+            if (prod[st->in_slot[i]] != st->be)
+                ok[st->in_slot[i]] = false;
+        for (int f = 0; f < st->k.n_fused; f++)
+            if (st->post_slot[f] >= 0 && prod[st->post_slot[f]] != st->be)
+                ok[st->post_slot[f]] = false;
+    }
+    for (int s = 0; s < x->n_steps; s++) {
+        ntp_step *st = &x->steps[s];
+        if (st->kind != NTP_STEP_NODE)
+            continue;
+        for (int i = 0; i < st->k.n_in; i++) {
+            int sl = st->in_slot[i];
+            st->k.in_internal[i] = ok[sl];
+            st->k.in_layout[i] = ok[sl] ? &x->layouts[x->slots[sl].tensor] : NULL;
+        }
+        for (int i = 0; i < st->k.n_out; i++) {
+            int sl = st->out_slot[i];
+            st->k.out_internal[i] = ok[sl];
+            st->k.out_layout[i] = ok[sl] ? &x->layouts[x->slots[sl].tensor] : NULL;
+        }
+    }
+    free(ok);
+    free(prod);
+}
+
+/* Lifetimes in planner time (0 before the first step, s + 1 after step s),
+ * then one arena for every slot. */
+static ntp_status plan_and_bind(ntp_ctx *ctx, ntp_exec *x)
+{
+    int end = x->n_steps + 1;
+    for (int s = 0; s < x->n_steps; s++) {
+        ntp_step *st = &x->steps[s];
+        if (st->kind == NTP_STEP_CONVERT) {
+            x->slots[st->dst].birth = s + 1;
+            if (x->slots[st->src].death < s + 1)
+                x->slots[st->src].death = s + 1;
+        } else if (st->kind == NTP_STEP_NODE) {
+            for (int i = 0; i < st->k.n_in; i++)
+                if (x->slots[st->in_slot[i]].death < s + 1)
+                    x->slots[st->in_slot[i]].death = s + 1;
+            for (int f = 0; f < st->k.n_fused; f++)
+                if (st->post_slot[f] >= 0 && x->slots[st->post_slot[f]].death < s + 1)
+                    x->slots[st->post_slot[f]].death = s + 1;
+            for (int i = 0; i < st->k.n_out; i++) {
+                ntp_slot *sl = &x->slots[st->out_slot[i]];
+                sl->birth = s + 1;
+                if (st->k.out_bytes[i] > sl->bytes)
+                    sl->bytes = st->k.out_bytes[i];
+            }
+        }
+    }
+    for (int i = 0; i < x->n_slots; i++) {
+        ntp_slot *sl = &x->slots[i];
+        const ntp_tensor *t = &x->g->tensors[sl->tensor];
+        /* Inputs are re-read by every iteration; outputs are read after the
+         * last step; what a partial run reads from before its range must
+         * survive the repeated range. */
+        if (t->kind == NTP_TENSOR_INPUT || t->is_output ||
+            (sl->birth <= x->first_step && sl->death > x->first_step))
+            sl->death = end;
+        if (sl->death < sl->birth)
+            sl->death = sl->birth;
+    }
+    int64_t *size = malloc(((size_t)x->n_slots + 1) * sizeof *size);
+    int64_t *off = malloc(((size_t)x->n_slots + 1) * sizeof *off);
+    int *birth = malloc(((size_t)x->n_slots + 1) * sizeof *birth);
+    int *death = malloc(((size_t)x->n_slots + 1) * sizeof *death);
+    bool ok = size && off && birth && death;
+    for (int i = 0; ok && i < x->n_slots; i++) {
+        size[i] = x->slots[i].bytes;
+        birth[i] = x->slots[i].birth;
+        death[i] = x->slots[i].death;
+        off[i] = -1;
+    }
+    ok = ok && ntp__plan_intervals(x->n_slots, size, birth, death, off, &x->arena_bytes);
+    for (int i = 0; ok && i < x->n_slots; i++)
+        x->slots[i].offset = off[i];
+    free(size);
+    free(off);
+    free(birth);
+    free(death);
+    if (!ok)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory planning activations");
     x->arena = aligned_alloc(64, (size_t)((x->arena_bytes + 63) / 64 * 64) + 64);
     if (!x->arena)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
                           "out of memory for the %.1f MiB activation arena",
                           (double)x->arena_bytes / 1048576.0);
-    /* Touch the arena once so page faults are not charged to the first layer. */
-    memset(x->arena, 0, (size_t)x->arena_bytes);
-    for (int p = 0; p < nn; p++)
-        if ((st = load_weights(ctx, x, &g->nodes[g->order[p]], o->seed)))
-            return st;
-    if ((st = load_inputs(ctx, x, o)))
-        return st;
-    for (int p = 0; p < nn; p++) {
-        const ntp_node *n = &g->nodes[g->order[p]];
-        ntp_kargs *k = &x->kargs[p];
-        k->g = g;
-        k->node = n;
-        k->threads = o->threads;
-        k->n_in = n->n_in;
-        k->n_w = n->n_w;
-        k->n_out = n->n_out;
-        for (int i = 0; i < n->n_in; i++)
-            fill_buf(x, n->in[i], &k->in[i]);
-        for (int i = 0; i < n->n_w; i++)
-            fill_buf(x, n->w[i], &k->w[i]);
-        for (int i = 0; i < n->n_out; i++)
-            fill_buf(x, n->out[i], &k->out[i]);
-        if (be->prepare) {
-            double t0 = ntp__now_us();
-            st = be->prepare(ctx, x->be_state, k, &x->node_state[p], &x->workspace[p]);
-            x->prepare_ms[p] = (ntp__now_us() - t0) / 1000.0;
-            if (st)
-                return st;
-        }
-        if (x->workspace[p] > x->ws_bytes)
-            x->ws_bytes = x->workspace[p];
-    }
+    /* Touch the arena so first-touch page faults are not charged to a layer. */
+    memset(x->arena, 0, (size_t)x->arena_bytes + 64);
+    for (int i = 0; i < x->n_slots; i++)
+        x->slots[i].data = (char *)x->arena + x->slots[i].offset;
     if (x->ws_bytes > 0) {
         x->ws = aligned_alloc(64, (x->ws_bytes + 63) / 64 * 64);
         if (!x->ws)
@@ -296,77 +430,138 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
                               (double)x->ws_bytes / 1048576.0);
         memset(x->ws, 0, x->ws_bytes);
     }
-    for (int p = 0; p < nn; p++) {
-        x->kargs[p].workspace = x->ws;
-        x->kargs[p].workspace_bytes = x->workspace[p];
+    for (int s = 0; s < x->n_steps; s++) {
+        ntp_step *st = &x->steps[s];
+        if (st->kind != NTP_STEP_NODE)
+            continue;
+        for (int i = 0; i < st->k.n_in; i++)
+            st->k.in[i].data = x->slots[st->in_slot[i]].data;
+        for (int f = 0; f < st->k.n_fused; f++)
+            if (st->post_slot[f] >= 0)
+                st->k.post_in[f].data = x->slots[st->post_slot[f]].data;
+        for (int i = 0; i < st->k.n_out; i++)
+            st->k.out[i].data = x->slots[st->out_slot[i]].data;
+        st->k.workspace = x->ws;
+        st->k.workspace_bytes = st->ws;
     }
-    if (first > 0)
-        return ntp__exec_range(ctx, x, 0, first - 1);
     return NTP_STATUS_OK;
 }
 
-ntp_status ntp__exec_range(ntp_ctx *ctx, ntp_exec *x, int from, int to)
+static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
 {
-    for (int p = from; p <= to; p++) {
-        ntp_status st = x->be->execute(ctx, x->be_state, x->node_state[p], &x->kargs[p]);
-        if (st)
-            return st;
-    }
-    if (x->be->synchronize)
-        x->be->synchronize(x->be_state);
-    return NTP_STATUS_OK;
-}
-
-ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", dir, strerror(errno));
-    const ntp_graph *g = x->g;
-    for (int i = 0; i < g->n_outputs; i++) {
-        const ntp_tensor *t = &g->tensors[g->outputs[i]];
-        ntp_dtype sd = ntp__exec_storage(x, t);
-        const void *data = ntp__exec_tensor(x, g->outputs[i]);
-        int64_t n = ntp_shape_numel(&t->shape);
-        float *tmp = NULL;
-        if (sd == NTP_DTYPE_BF16) {
-            /* NumPy has no bf16: widen to f32. */
-            tmp = malloc((size_t)n * sizeof(float) + 1);
-            if (!tmp)
-                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-            for (int64_t j = 0; j < n; j++)
-                tmp[j] = ntp__bf16_to_f32(((const uint16_t *)data)[j]);
-            data = tmp;
-            sd = NTP_DTYPE_F32;
+    for (int s = 0; s < x->n_steps; s++) {
+        ntp_step *st = &x->steps[s];
+        if (st->kind != NTP_STEP_NODE)
+            continue;
+        const ntp_backend_i *be = x->be[st->be];
+        for (int i = 0; i < st->k.n_w; i++) {
+            const ntp_tensor *t = &x->g->tensors[st->k.node->w[i]];
+            st->k.w[i].data = x->wdata[st->k.node->w[i]];
+            st->k.w[i].shape = t->shape;
+            st->k.w[i].dtype = produced_dtype(x, st->be, t);
         }
-        char path[4096];
-        snprintf(path, sizeof path, "%s/output_%d.npy", dir, i);
-        ntp_status st = ntp__npy_write(ctx, path, sd, &t->shape, data);
-        free(tmp);
-        if (st)
-            return st;
+        if (be->prepare) {
+            double t0 = ntp__now_us();
+            ntp_status rc = be->prepare(ctx, x->be_state[st->be], &st->k, &st->state, &st->ws);
+            st->prepare_ms = (ntp__now_us() - t0) / 1000.0;
+            if (rc)
+                return rc;
+        }
+        if (st->ws > x->ws_bytes)
+            x->ws_bytes = st->ws;
+        if (be->n_steps) {
+            st->n_sub = be->n_steps(x->be_state[st->be], st->state, &st->main_sub);
+            if (st->n_sub < 1 || st->main_sub < 0 || st->main_sub >= st->n_sub)
+                return ntp__node_error(ctx, x->g, st->k.node, NTP_STATUS_INTERNAL,
+                                       "backend %s reports %d sub-steps, main %d", be->name,
+                                       st->n_sub, st->main_sub);
+        }
     }
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o)
+{
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    x->threads = o->threads;
+    x->scales = o->scales;
+    int nn = g->n_nodes, nt = g->n_tensors;
+    x->node_be = calloc((size_t)nn + 1, sizeof *x->node_be);
+    x->head_of = calloc((size_t)nn + 1, sizeof *x->head_of);
+    x->pos_step = calloc((size_t)nn + 1, sizeof *x->pos_step);
+    x->tslot = malloc(((size_t)nt + 1) * sizeof *x->tslot);
+    x->layouts = calloc((size_t)nt + 1, sizeof *x->layouts);
+    x->wdata = calloc((size_t)nt + 1, sizeof *x->wdata);
+    ntp_status st;
+    if (!x->node_be || !x->head_of || !x->pos_step || !x->tslot || !x->layouts || !x->wdata) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory building '%s'", g->name);
+        goto fail;
+    }
+    for (int i = 0; i < nt; i++)
+        x->tslot[i] = -1;
+    if ((st = place(ctx, x, o)))
+        goto fail;
+    for (int p = 0; p < nn; p++)
+        x->head_of[p] = p;
+    if (o->fuse)
+        fuse(x);
+    if ((st = build_steps(ctx, x)))
+        goto fail;
+    /* The measured range: from the first step of position `first` (its
+     * conversions included) to the step of position `last`. */
+    x->first_step = x->n_steps;
+    x->last_step = 0;
+    for (int s = 0; s < x->n_steps; s++) {
+        if (x->steps[s].pos >= o->first && s < x->first_step)
+            x->first_step = s;
+        if (x->steps[s].pos <= o->last)
+            x->last_step = s;
+    }
+    mark_internal(x);
+    ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision, .fuse = o->fuse};
+    for (int b = 0; b < x->n_be; b++)
+        if (x->be[b]->init && (st = x->be[b]->init(ctx, &bo, &x->be_state[b])))
+            goto fail;
+    for (int p = 0; p < nn; p++)
+        if ((st = ntp__exec_load_weights(ctx, x, node_at(g, p), x->node_be[x->head_of[p]], o->seed)))
+            goto fail;
+    if ((st = prepare_all(ctx, x)) || (st = plan_and_bind(ctx, x)) ||
+        (st = ntp__exec_load_inputs(ctx, x, o)))
+        goto fail;
+    if (x->first_step > 0 && (st = ntp__exec_steps(ctx, x, 0, x->first_step - 1)))
+        goto fail;
+    return NTP_STATUS_OK;
+fail:
+    ntp__exec_free(x);
+    return st;
 }
 
 void ntp__exec_free(ntp_exec *x)
 {
     if (!x->g)
         return;
-    for (int p = 0; p < x->g->n_nodes; p++)
-        if (x->node_state && x->node_state[p] && x->be->release_node)
-            x->be->release_node(x->be_state, x->node_state[p]);
-    if (x->be_state && x->be->release)
-        x->be->release(x->be_state);
+    for (int s = 0; s < x->n_steps; s++) {
+        ntp_step *st = &x->steps[s];
+        if (st->kind == NTP_STEP_NODE && st->state && x->be[st->be]->release_node)
+            x->be[st->be]->release_node(x->be_state[st->be], st->state);
+        free(st->name);
+    }
+    for (int b = 0; b < x->n_be; b++)
+        if (x->be_state[b] && x->be[b]->release)
+            x->be[b]->release(x->be_state[b]);
     if (x->wdata)
         for (int i = 0; i < x->g->n_tensors; i++)
             free(x->wdata[i]);
     free(x->arena);
     free(x->ws);
-    free(x->offsets);
+    free(x->node_be);
+    free(x->head_of);
+    free(x->pos_step);
+    free(x->steps);
+    free(x->slots);
+    free(x->tslot);
+    free(x->layouts);
     free(x->wdata);
-    free(x->kargs);
-    free(x->node_state);
-    free(x->workspace);
-    free(x->prepare_ms);
     memset(x, 0, sizeof *x);
 }

@@ -35,6 +35,7 @@ void ntp_run_opts_default(ntp_run_opts *o)
     o->min_time_s = 1.0;
     o->seed = 1;
     o->noise_cv = NTP_DEFAULT_NOISE_CV;
+    o->accuracy = true;
 }
 
 static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
@@ -99,6 +100,10 @@ void ntp_run_result_free(ntp_run_result *r)
         free(r->trace[i].start_us);
         free(r->trace[i].end_us);
     }
+    for (int i = 0; i < r->n_owned; i++)
+        free(r->owned[i]);
+    free(r->owned);
+    free(r->accuracy);
     free(r->warnings);
     free(r->trace);
     free(r->layers);
@@ -140,19 +145,82 @@ static int64_t param_batch(const ntp_graph *g)
     return 0;
 }
 
-/* The measured loops. e2e[i] and per-layer lt[i * nl + l] in ms. */
-static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_run_opts *o, ntp_run_result *r,
-                          double **e2e_out, double **lt_out, int *iters_out)
+static const char *own(ntp_run_result *r, const char *s)
 {
-    int first = x->first, last = x->last, nl = last - first + 1;
+    char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    r->owned = o;
+    if (!(o[r->n_owned] = ntp__strdup(s)))
+        return NULL;
+    return o[r->n_owned++];
+}
+
+/* The rows of the report: one per sub-step of every step in the measured
+ * range. */
+typedef struct rows {
+    int n;
+    int *step, *sub;
+    int *first_row;             /* per position: its first row, -1 if none */
+    int *last_row;
+} rows;
+
+static void rows_free(rows *w)
+{
+    free(w->step);
+    free(w->sub);
+    free(w->first_row);
+    free(w->last_row);
+}
+
+static bool rows_build(const ntp_exec *x, rows *w)
+{
+    int cap = 0;
+    for (int s = x->first_step; s <= x->last_step; s++)
+        cap += x->steps[s].n_sub;
+    int nn = x->g->n_nodes;
+    w->n = 0;
+    w->step = malloc(((size_t)cap + 1) * sizeof *w->step);
+    w->sub = malloc(((size_t)cap + 1) * sizeof *w->sub);
+    w->first_row = malloc(((size_t)nn + 1) * sizeof *w->first_row);
+    w->last_row = malloc(((size_t)nn + 1) * sizeof *w->last_row);
+    if (!w->step || !w->sub || !w->first_row || !w->last_row)
+        return false;
+    for (int p = 0; p < nn; p++)
+        w->first_row[p] = w->last_row[p] = -1;
+    for (int s = x->first_step; s <= x->last_step; s++) {
+        int p = x->steps[s].pos;
+        for (int k = 0; k < x->steps[s].n_sub; k++) {
+            if (w->first_row[p] < 0)
+                w->first_row[p] = w->n;
+            w->last_row[p] = w->n;
+            w->step[w->n] = s;
+            w->sub[w->n++] = k;
+        }
+    }
+    return true;
+}
+
+/* Interleaved measurement: an end-to-end iteration (nothing timed inside
+ * it), then a per-layer iteration (a clock read around every row), and so
+ * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
+ * in ms. */
+static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const rows *w, const ntp_run_opts *o,
+                          ntp_run_result *r, double **e2e_out, double **lt_out, int *iters_out)
+{
+    int nl = w->n;
     ntp_status st;
     for (int i = 0; i < o->warmup; i++)
-        if ((st = ntp__exec_range(ctx, x, first, last)))
+        if ((st = ntp__exec_steps(ctx, x, x->first_step, x->last_step)))
             return st;
     int cap = o->iterations > 16 ? o->iterations : 16, n = 0;
     double *e2e = malloc((size_t)cap * sizeof *e2e);
-    if (!e2e)
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    double *lt = malloc((size_t)cap * (size_t)nl * sizeof *lt + 1);
+    ntp_trace_iter *tr = o->keep_trace ? calloc((size_t)cap, sizeof *tr) : NULL;
+    if (!e2e || !lt || (o->keep_trace && !tr)) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
     double start = ntp__now_us(), elapsed_s = 0;
@@ -163,80 +231,139 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_run_opts *o, ntp_
         if (n == cap) {
             cap *= 2;
             double *p = realloc(e2e, (size_t)cap * sizeof *p);
-            if (!p) {
-                free(e2e);
-                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            if (p)
+                e2e = p;
+            double *q = p ? realloc(lt, (size_t)cap * (size_t)nl * sizeof *q + 1) : NULL;
+            if (q)
+                lt = q;
+            ntp_trace_iter *t2 = q && tr ? realloc(tr, (size_t)cap * sizeof *t2) : NULL;
+            if (t2)
+                tr = t2;
+            if (!p || !q || (tr && !t2)) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+                goto fail;
             }
-            e2e = p;
         }
         double t0 = ntp__now_us();
-        st = ntp__exec_range(ctx, x, first, last);
+        st = ntp__exec_steps(ctx, x, x->first_step, x->last_step);
         double t1 = ntp__now_us();
-        if (st) {
-            free(e2e);
-            return st;
+        if (st)
+            goto fail;
+        e2e[n] = (t1 - t0) / 1000.0;
+        double *ts = NULL, *te = NULL;
+        if (tr) {
+            tr[n].start_us = ts = malloc((size_t)nl * sizeof *ts + 1);
+            tr[n].end_us = te = malloc((size_t)nl * sizeof *te + 1);
+            if (!ts || !te) {
+                n++;
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+                goto fail;
+            }
         }
-        e2e[n++] = (t1 - t0) / 1000.0;
-        elapsed_s = (t1 - start) / 1e6;
+        double *row = &lt[(size_t)n * (size_t)nl];
+        t0 = ntp__now_us();
+        for (int k = 0; k < nl; k++) {
+            if (x->steps[w->step[k]].kind != NTP_STEP_FUSED &&
+                (st = ntp__exec_sub(ctx, x, w->step[k], w->sub[k]))) {
+                n++;
+                goto fail;
+            }
+            double t2 = ntp__now_us();
+            row[k] = (t2 - t0) / 1000.0;
+            if (ts) {
+                ts[k] = t0 - start;
+                te[k] = t2 - start;
+            }
+            t0 = t2;
+        }
+        n++;
+        elapsed_s = (ntp__now_us() - start) / 1e6;
     }
     getrusage(RUSAGE_SELF, &ru1);
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
-    double *lt = malloc((size_t)n * (size_t)nl * sizeof *lt + 1);
-    if (!lt) {
-        free(e2e);
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    }
-    if (o->keep_trace) {
-        r->trace = calloc((size_t)n, sizeof *r->trace);
-        if (!r->trace) {
-            free(e2e);
-            free(lt);
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        }
-        r->n_trace = n;
-    }
-    double origin = ntp__now_us();
-    for (int i = 0; i < n; i++) {
-        double *ts = NULL, *te = NULL;
-        if (o->keep_trace) {
-            ts = r->trace[i].start_us = malloc((size_t)nl * sizeof *ts);
-            te = r->trace[i].end_us = malloc((size_t)nl * sizeof *te);
-            if (!ts || !te) {
-                free(e2e);
-                free(lt);
-                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-            }
-        }
-        double t0 = ntp__now_us();
-        for (int p = first; p <= last; p++) {
-            st = x->be->execute(ctx, x->be_state, x->node_state[p], &x->kargs[p]);
-            if (x->be->synchronize)
-                x->be->synchronize(x->be_state);
-            double t1 = ntp__now_us();
-            if (st) {
-                free(e2e);
-                free(lt);
-                return st;
-            }
-            lt[(size_t)i * (size_t)nl + (size_t)(p - first)] = (t1 - t0) / 1000.0;
-            if (ts) {
-                ts[p - first] = t0 - origin;
-                te[p - first] = t1 - origin;
-            }
-            t0 = t1;
-        }
-    }
+    r->trace = tr;
+    r->n_trace = tr ? n : 0;
     *e2e_out = e2e;
     *lt_out = lt;
     *iters_out = n;
     return NTP_STATUS_OK;
+fail:
+    if (tr)
+        for (int i = 0; i < n; i++) {
+            free(tr[i].start_us);
+            free(tr[i].end_us);
+        }
+    free(tr);
+    free(e2e);
+    free(lt);
+    return st;
 }
 
-static void summarise(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a,
-                      const double *e2e, const double *lt, int n, ntp_run_result *r)
+static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a, const rows *w,
+                      ntp_run_result *r)
 {
-    int first = x->first, nl = r->n_layers;
+    for (int k = 0; k < w->n; k++) {
+        const ntp_step *st = &x->steps[w->step[k]];
+        ntp_layer_result *L = &r->layers[k];
+        const ntp_layer_cost *c = &a->layers[st->pos];
+        L->backend = x->be[st->be]->name;
+        L->impl = ntp__exec_impl(x, w->step[k]);
+        L->kind = "layer";
+        if (st->kind == NTP_STEP_CONVERT) {
+            const ntp_slot *s = &x->slots[st->src], *d = &x->slots[st->dst];
+            L->name = st->name;
+            L->type = "convert";
+            L->kind = "convert";
+            L->impl = "engine";
+            L->output_shape = g->tensors[s->tensor].shape;
+            L->bytes = s->bytes + d->bytes;
+            continue;
+        }
+        L->name = c->name;
+        L->type = c->type;
+        L->inlay = c->inlay;
+        L->output_shape = c->output_shape;
+        if (st->kind == NTP_STEP_FUSED) {
+            L->kind = "fused";
+            L->fused = true;
+            L->fused_into = x->steps[st->head].k.node->name;
+            continue;
+        }
+        if (w->sub[k] != st->main_sub) {
+            const char *suffix = "", *type = "step";
+            x->be[st->be]->step_info(x->be_state[st->be], st->state, w->sub[k], &suffix, &type);
+            char name[512];
+            snprintf(name, sizeof name, "%s%s", c->name, suffix ? suffix : "");
+            L->name = own(r, name);
+            if (!L->name)
+                L->name = c->name;
+            L->type = type ? type : "step";
+            L->kind = strcmp(L->type, "reorder") == 0 ? "reorder" : "layer";
+            continue;
+        }
+        /* A group's head carries the work of the layers folded into it. */
+        L->flops = c->flops;
+        L->bytes = c->input_bytes + c->weight_bytes;
+        int last = st->pos + st->k.n_fused;
+        for (int p = st->pos + 1; p <= last; p++) {
+            L->flops += a->layers[p].flops;
+            L->bytes += a->layers[p].weight_bytes;
+        }
+        for (int f = 0; f < st->k.n_fused; f++)
+            if (st->post_slot[f] >= 0)
+                L->bytes += x->slots[st->post_slot[f]].bytes;
+        L->bytes += a->layers[last].output_bytes;
+        L->intensity = L->bytes > 0 ? (double)L->flops / (double)L->bytes : 0;
+        L->prepare_ms = st->prepare_ms;
+        L->workspace_bytes = (int64_t)st->ws;
+    }
+}
+
+static void summarise(const ntp_graph *g, const ntp_exec *x, const rows *w, const double *e2e,
+                      const double *lt, int n, ntp_run_result *r)
+{
+    int nl = w->n;
     double *col = malloc((size_t)n * sizeof *col + 1);
     double *sum = calloc((size_t)n + 1, sizeof *sum);
     if (!col || !sum) {
@@ -246,70 +373,187 @@ static void summarise(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
     }
     ntp_stats_compute(e2e, (size_t)n, &r->end_to_end_ms);
     for (int i = 0; i < n; i++)
-        for (int l = 0; l < nl; l++)
-            sum[i] += lt[(size_t)i * (size_t)nl + (size_t)l];
+        for (int k = 0; k < nl; k++)
+            sum[i] += lt[(size_t)i * (size_t)nl + (size_t)k];
     ntp_stats_compute(sum, (size_t)n, &r->layer_sum_ms);
-    double total_median = 0;
-    for (int l = 0; l < nl; l++) {
-        ntp_layer_result *L = &r->layers[l];
-        const ntp_layer_cost *c = &a->layers[first + l];
-        const ntp_node *node = &g->nodes[g->order[first + l]];
+    double total = 0;
+    for (int k = 0; k < nl; k++) {
+        ntp_layer_result *L = &r->layers[k];
         for (int i = 0; i < n; i++)
-            col[i] = lt[(size_t)i * (size_t)nl + (size_t)l];
+            col[i] = lt[(size_t)i * (size_t)nl + (size_t)k];
         ntp_stats_compute(col, (size_t)n, &L->time_ms);
-        L->name = node->name;
-        L->type = c->type;
-        L->backend = x->be->name;
-        L->inlay = c->inlay;
-        L->output_shape = c->output_shape;
-        L->flops = c->flops;
-        L->bytes = c->traffic_bytes;
-        L->intensity = c->intensity;
-        L->prepare_ms = x->prepare_ms[first + l];
-        L->workspace_bytes = (int64_t)x->workspace[first + l];
         double s = L->time_ms.median / 1000.0;
         L->gflops = s > 0 ? (double)L->flops / s / 1e9 : 0;
         L->gbps = s > 0 ? (double)L->bytes / s / 1e9 : 0;
-        total_median += L->time_ms.median;
+        total += L->time_ms.median;
         r->flops += L->flops;
     }
-    for (int l = 0; l < nl; l++)
-        r->layers[l].share = total_median > 0 ? r->layers[l].time_ms.median / total_median : 0;
+    for (int k = 0; k < nl; k++)
+        r->layers[k].share = total > 0 ? r->layers[k].time_ms.median / total : 0;
     /* Marker segments that overlap the measured range, clipped to it. */
     int m = 0;
-    for (int k = 0; k < g->n_markers; k++) {
-        int mf = g->markers[k].first, ml = g->markers[k].last;
-        if (ml < first || mf > x->last)
+    for (int j = 0; j < g->n_markers; j++) {
+        int a = -1, b = -1;
+        for (int p = g->markers[j].first; p <= g->markers[j].last; p++) {
+            if (w->first_row[p] >= 0 && a < 0)
+                a = w->first_row[p];
+            if (w->last_row[p] >= 0)
+                b = w->last_row[p];
+        }
+        if (a < 0)
             continue;
-        if (mf < first)
-            mf = first;
-        if (ml > x->last)
-            ml = x->last;
         ntp_marker_result *M = &r->markers[m++];
-        M->name = g->markers[k].name;
-        M->first = mf - first;
-        M->last = ml - first;
+        M->name = g->markers[j].name;
+        M->first = a;
+        M->last = b;
         for (int i = 0; i < n; i++) {
             col[i] = 0;
-            for (int l = mf - first; l <= ml - first; l++)
-                col[i] += lt[(size_t)i * (size_t)nl + (size_t)l];
+            for (int k = a; k <= b; k++)
+                col[i] += lt[(size_t)i * (size_t)nl + (size_t)k];
         }
         ntp_stats_compute(col, (size_t)n, &M->time_ms);
-        for (int l = mf - first; l <= ml - first; l++) {
-            M->flops += r->layers[l].flops;
-            M->bytes += r->layers[l].bytes;
+        for (int k = a; k <= b; k++) {
+            M->flops += r->layers[k].flops;
+            M->bytes += r->layers[k].bytes;
         }
-        M->share = total_median > 0 ? M->time_ms.median / total_median : 0;
+        M->share = total > 0 ? M->time_ms.median / total : 0;
         M->gflops = M->time_ms.median > 0 ? (double)M->flops / (M->time_ms.median / 1000.0) / 1e9 : 0;
     }
     r->n_markers = m;
     double e = r->end_to_end_ms.median;
+    int timed = 0;
+    for (int k = 0; k < nl; k++)
+        timed += x->steps[w->step[k]].kind != NTP_STEP_FUSED;
     r->overhead_fraction = e > 0 ? (r->layer_sum_ms.median - e) / e : 0;
-    r->overhead_per_layer_us = nl > 0 ? (r->layer_sum_ms.median - e) * 1000.0 / nl : 0;
+    r->overhead_per_layer_us = timed > 0 ? (r->layer_sum_ms.median - e) * 1000.0 / timed : 0;
     r->latency_ms = e;
     r->throughput = e > 0 ? (double)(r->batch > 0 ? r->batch : 1) / (e / 1000.0) : 0;
     free(col);
     free(sum);
+}
+
+/* int8: per-tensor activation scales from one f32 pass over the same
+ * inputs (max |x| / 127). */
+static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *eo, float **out)
+{
+    *out = NULL;
+    ntp_graph *c = NULL;
+    ntp_status st = ntp__graph_clone(ctx, g, NTP_DTYPE_F32, &c);
+    if (st)
+        return st;
+    ntp_exec_opts o = *eo;
+    o.first = 0;
+    o.last = g->n_nodes - 1;
+    o.scales = NULL;
+    o.fuse = false;
+    ntp_exec x;
+    float *absmax = calloc((size_t)g->n_tensors + 1, sizeof *absmax);
+    if (!absmax) {
+        ntp_graph_free(c);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    if ((st = ntp__exec_init(ctx, &x, c, &o)) == NTP_STATUS_OK) {
+        x.absmax = absmax;
+        st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1);
+        x.absmax = NULL;
+        ntp__exec_free(&x);
+    }
+    ntp_graph_free(c);
+    if (st) {
+        free(absmax);
+        return st;
+    }
+    /* Graph inputs are not written by a step and keep 0: a conversion of
+     * one to int8 then takes its scale from the data itself. */
+    for (int i = 0; i < g->n_tensors; i++)
+        absmax[i] = absmax[i] > 0 ? absmax[i] / 127.0f : 0.0f;
+    *out = absmax;
+    return NTP_STATUS_OK;
+}
+
+/* Compare the measured run's outputs with an f32 run of the same weights
+ * and inputs on the same backend. */
+static ntp_status accuracy(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec *x,
+                           const ntp_exec_opts *eo, ntp_run_result *r)
+{
+    ntp_graph *c = NULL;
+    ntp_status st = ntp__graph_clone(ctx, g, NTP_DTYPE_F32, &c);
+    if (st)
+        return st;
+    ntp_exec_opts o = *eo;
+    o.first = 0;
+    o.last = g->n_nodes - 1;
+    o.scales = NULL;
+    ntp_exec y;
+    if ((st = ntp__exec_init(ctx, &y, c, &o)) == NTP_STATUS_OK)
+        st = ntp__exec_steps(ctx, &y, 0, y.n_steps - 1);
+    if (st) {
+        ntp_graph_free(c);
+        return st;
+    }
+    r->accuracy = calloc((size_t)g->n_outputs + 1, sizeof *r->accuracy);
+    char base[64];
+    snprintf(base, sizeof base, "f32 on %s", eo->backend->name);
+    r->accuracy_baseline = own(r, base);
+    for (int i = 0; r->accuracy && i < g->n_outputs; i++) {
+        const ntp_tensor *t = &g->tensors[g->outputs[i]];
+        int64_t n = ntp_shape_numel(&t->shape);
+        float *a = malloc((size_t)n * 8 + 1), *b = malloc((size_t)n * 8 + 1);
+        ntp_dtype da, db;
+        ntp_accuracy *A = &r->accuracy[r->n_accuracy];
+        if (a && b && ntp__exec_output(x, i, a, &da) && ntp__exec_output(&y, i, b, &db) && da == db) {
+            A->output = t->name;
+            double num = 0, den = 0, mx = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double va = da == NTP_DTYPE_F32 ? a[j] : ((int32_t *)(void *)a)[j];
+                double vb = db == NTP_DTYPE_F32 ? b[j] : ((int32_t *)(void *)b)[j];
+                double dlt = fabs(va - vb);
+                if (dlt > mx || isnan(dlt))
+                    mx = dlt;
+                num += (va - vb) * (va - vb);
+                den += vb * vb;
+            }
+            A->max_abs_error = mx;
+            A->rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+            A->top1 = A->top5 = -1;
+            int64_t cls = t->shape.dim[t->shape.ndim - 1];
+            if (da == NTP_DTYPE_F32 && t->shape.ndim == 2 && cls >= 5) {
+                int64_t rows_n = t->shape.dim[0], agree1 = 0, agree5 = 0;
+                for (int64_t s = 0; s < rows_n; s++) {
+                    const float *ra = a + s * cls, *rb = b + s * cls;
+                    int top_a[5], top_b[5];
+                    for (int q = 0; q < 5; q++) {
+                        top_a[q] = top_b[q] = -1;
+                        for (int64_t j = 0; j < cls; j++) {
+                            bool ta = false, tb = false;
+                            for (int u = 0; u < q; u++) {
+                                ta |= top_a[u] == j;
+                                tb |= top_b[u] == j;
+                            }
+                            if (!ta && (top_a[q] < 0 || ra[j] > ra[top_a[q]]))
+                                top_a[q] = (int)j;
+                            if (!tb && (top_b[q] < 0 || rb[j] > rb[top_b[q]]))
+                                top_b[q] = (int)j;
+                        }
+                    }
+                    agree1 += top_a[0] == top_b[0];
+                    int same = 0;
+                    for (int q = 0; q < 5; q++)
+                        for (int u = 0; u < 5; u++)
+                            same += top_a[q] == top_b[u];
+                    agree5 += same == 5;
+                }
+                A->top1 = (double)agree1 / (double)rows_n;
+                A->top5 = (double)agree5 / (double)rows_n;
+            }
+            r->n_accuracy++;
+        }
+        free(a);
+        free(b);
+    }
+    ntp__exec_free(&y);
+    ntp_graph_free(c);
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, ntp_run_result **out)
@@ -339,20 +583,39 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     ntp_status st = find_range(ctx, g, opts->only_marker, &first, &last);
     if (st)
         return st;
+    if (opts->save_outputs_dir && last != g->n_nodes - 1)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "--save-outputs needs the whole topology to run; drop --only");
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;
     if ((st = ntp_graph_analyze(ctx, g, &a)))
         return st;
+    size_t warn0 = ntp_ctx_warning_count(ctx);
+    ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
+                        .seed = opts->seed, .inputs = opts->inputs, .n_inputs = opts->n_inputs,
+                        .first = first, .last = last};
+    float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
-    int nl = last - first + 1;
-    if (!r || !(r->layers = calloc((size_t)nl, sizeof *r->layers)) ||
+    ntp_exec x = {0};
+    rows w = {0};
+    double *e2e = NULL, *lt = NULL;
+    int n = 0;
+    if (!r) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    if (g->precision == NTP_DTYPE_I8 && (st = calibrate(ctx, g, &eo, &scales)))
+        goto done;
+    eo.scales = scales;
+    if ((st = ntp__exec_init(ctx, &x, g, &eo)))
+        goto done;
+    if (!rows_build(&x, &w) || !(r->layers = calloc((size_t)w.n + 1, sizeof *r->layers)) ||
         !(r->markers = calloc((size_t)g->n_markers + 1, sizeof *r->markers)) ||
         !(r->param_names = calloc((size_t)g->n_params + 1, sizeof *r->param_names)) ||
         !(r->param_values = calloc((size_t)g->n_params + 1, sizeof *r->param_values))) {
-        ntp_run_result_free(r);
-        ntp_analysis_free(a);
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
     }
     r->topology = g->name;
     r->source = g->source;
@@ -363,58 +626,54 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->seed = opts->seed;
     r->warmup = opts->warmup;
     r->only_marker = opts->only_marker;
-    r->n_layers = nl;
+    r->fused = opts->fuse;
+    r->n_layers = w.n;
     r->n_params = g->n_params;
     for (int i = 0; i < g->n_params; i++) {
         r->param_names[i] = g->params[i].name;
         r->param_values[i] = g->params[i].value;
     }
     ntp_env_collect(&r->env);
-
-    ntp_exec x;
-    double *e2e = NULL, *lt = NULL;
-    int n = 0;
-    st = ntp__exec_init(ctx, &x, g, be, opts, first, last);
-    if (st == NTP_STATUS_OK)
-        st = measure(ctx, &x, opts, r, &e2e, &lt, &n);
-    if (st == NTP_STATUS_OK && opts->save_outputs_dir) {
-        /* Outputs of a partial run are not all computed. */
-        if (last != g->n_nodes - 1)
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                            "--save-outputs needs the whole topology to run; drop --only");
-        else
-            st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir);
-    }
-    if (st == NTP_STATUS_OK) {
-        r->iterations = n;
-        summarise(g, &x, a, e2e, lt, n, r);
-        for (int p = 0; p < g->n_nodes; p++)
-            r->prepare_ms += x.prepare_ms[p];
-        r->memory.weight_bytes = x.weight_bytes;
-        r->memory.arena_bytes = x.arena_bytes;
-        r->memory.workspace_bytes = (int64_t)x.ws_bytes;
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
-        double noise = opts->noise_cv > 0 ? opts->noise_cv : NTP_DEFAULT_NOISE_CV;
-        if (r->end_to_end_ms.cv > noise)
-            add_warning(r, "end-to-end times vary: coefficient of variation %.1f%% > %.1f%%; "
-                        "the machine may be busy, so compare medians with their intervals",
-                        100 * r->end_to_end_ms.cv, 100 * noise);
-        double measured_s = r->end_to_end_ms.median * n / 1000.0;
-        if (measured_s < NTP_SHORT_RUN_S)
-            add_warning(r, "only %.1f ms measured in %d iterations: too short to trust; "
-                        "raise --iterations or --min-time", measured_s * 1000, n);
-        if (n < 5)
-            add_warning(r, "only %d measured iterations: the 95%% interval of the median is "
-                        "min..max", n);
-        if (r->overhead_fraction > 0.05)
-            add_warning(r, "per-layer timing adds %.1f%% to end-to-end time; per-layer figures "
-                        "of the shortest layers are inflated", 100 * r->overhead_fraction);
-    }
+    fill_rows(g, &x, a, &w, r);
+    if ((st = measure(ctx, &x, &w, opts, r, &e2e, &lt, &n)))
+        goto done;
+    r->iterations = n;
+    summarise(g, &x, &w, e2e, lt, n, r);
+    if (opts->save_outputs_dir && (st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir)))
+        goto done;
+    if (opts->accuracy && g->precision != NTP_DTYPE_F32 && last == g->n_nodes - 1 &&
+        (st = accuracy(ctx, g, &x, &eo, r)))
+        goto done;
+    for (int s = 0; s < x.n_steps; s++)
+        r->prepare_ms += x.steps[s].prepare_ms;
+    r->memory.weight_bytes = x.weight_bytes;
+    r->memory.arena_bytes = x.arena_bytes;
+    r->memory.workspace_bytes = (int64_t)x.ws_bytes;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    for (size_t i = warn0; i < ntp_ctx_warning_count(ctx); i++)
+        add_warning(r, "%s", ntp_ctx_warning(ctx, i));
+    double noise = opts->noise_cv > 0 ? opts->noise_cv : NTP_DEFAULT_NOISE_CV;
+    if (r->end_to_end_ms.cv > noise)
+        add_warning(r, "end-to-end times vary: coefficient of variation %.1f%% > %.1f%%; "
+                    "the machine may be busy, so compare medians with their intervals",
+                    100 * r->end_to_end_ms.cv, 100 * noise);
+    double measured_s = r->end_to_end_ms.median * n / 1000.0;
+    if (measured_s < NTP_SHORT_RUN_S)
+        add_warning(r, "only %.1f ms measured in %d iterations: too short to trust; "
+                    "raise --iterations or --min-time", measured_s * 1000, n);
+    if (n < 5)
+        add_warning(r, "only %d measured iterations: the 95%% interval of the median is min..max", n);
+    if (r->overhead_fraction > 0.05)
+        add_warning(r, "per-layer timing adds %.1f%% to end-to-end time; per-layer figures "
+                    "of the shortest layers are inflated", 100 * r->overhead_fraction);
+done:
     free(e2e);
     free(lt);
+    rows_free(&w);
     ntp__exec_free(&x);
+    free(scales);
     ntp_analysis_free(a);
     if (st) {
         ntp_run_result_free(r);

@@ -364,7 +364,9 @@ typedef struct ctc_dims {
     int mode;
 } ctc_dims;
 
-static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d)
+/* need_data: the buffers must be bound (running); sizes alone are enough
+ * for a workspace query at prepare time, before the arena exists. */
+static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d, bool need_data)
 {
     if (!k->node)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INTERNAL, "ctc_decode run without a node");
@@ -406,7 +408,7 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                                 "ctc_decode beam_width %lld must be in [1, %d]", (long long)d->W,
                                 CTC_MAX_BEAM);
-    if (d->T > 0 && d->N > 0 && (!in->data || !out->data))
+    if (need_data && d->T > 0 && d->N > 0 && (!in->data || !out->data))
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                                 "ctc_decode buffers without data");
     return NTP_STATUS_OK;
@@ -415,7 +417,7 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d)
 size_t ntp__ctc_workspace(const ntp_kargs *k)
 {
     ctc_dims d;
-    if (!k || !k->node || check_dims(NULL, k, &d) != NTP_STATUS_OK || d.mode != NTP_CTC_BEAM)
+    if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK || d.mode != NTP_CTC_BEAM)
         return 0;
     size_t n = ntp__ctc_beam_ws_bytes(d.T, d.C, d.W);
     return n == SIZE_MAX ? 0 : n;
@@ -424,7 +426,7 @@ size_t ntp__ctc_workspace(const ntp_kargs *k)
 ntp_status ntp__ctc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
     ctc_dims d;
-    ntp_status st = check_dims(ctx, k, &d);
+    ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;
     if (d.T == 0 || d.N == 0)

@@ -95,7 +95,9 @@ static void release_plan(fftwf_plan p, int owned)
 
 /* --- validation ------------------------------------------------------------ */
 
-static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d)
+/* need_data: the buffers must be bound (running); sizes alone are enough
+ * for a workspace query at prepare time, before the arena exists. */
+static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d, bool need_data)
 {
     if (!k->node)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INTERNAL, "mfcc run without a node");
@@ -148,7 +150,7 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d)
         return ntp__inlay_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
                                 "mfcc output must be [%lld, %lld, %lld] (time-major)",
                                 (long long)d->frames, (long long)d->n, (long long)d->feat);
-    if ((d->n > 0 && (!in->data || !out->data)))
+    if (need_data && d->n > 0 && (!in->data || !out->data))
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT, "mfcc buffers without data");
     return NTP_STATUS_OK;
 }
@@ -214,7 +216,7 @@ static size_t layout(const mfcc_dims *d, char *base, mfcc_scratch *s)
 size_t ntp__mfcc_workspace(const ntp_kargs *k)
 {
     mfcc_dims d;
-    if (!k || !k->node || check_dims(NULL, k, &d) != NTP_STATUS_OK)
+    if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK)
         return 0;
     /* Room to align the start of whatever pointer we are given. */
     return layout(&d, NULL, NULL) + MFCC_ALIGN;
@@ -352,7 +354,7 @@ static void one_frame(const mfcc_dims *d, mfcc_scratch *s, fftwf_plan plan, cons
 ntp_status ntp__mfcc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
     mfcc_dims d;
-    ntp_status st = check_dims(ctx, k, &d);
+    ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;
     if (d.n == 0)

@@ -1,0 +1,370 @@
+/* Running a plan: weights and inputs, steps, conversions at backend
+ * boundaries, and reading outputs back. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/ctx-impl.h"
+#include "core/numeric-impl.h"
+#include "exec-impl.h"
+#include "io/io-impl.h"
+
+
+/* Convert n f32 values into storage type t (int8 with `scale`). */
+static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float scale)
+{
+    switch (t) {
+    case NTP_DTYPE_F32:
+        if (dst != src)
+            memmove(dst, src, (size_t)n * sizeof(float));
+        return true;
+    case NTP_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = ntp__f32_to_bf16(src[i]);
+        return true;
+    case NTP_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
+        return true;
+    case NTP_DTYPE_I8:
+        for (int64_t i = 0; i < n; i++)
+            ((int8_t *)dst)[i] = ntp__quantize_i8(src[i], scale);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Read n values of storage type t as f32. */
+static bool to_f32(float *dst, ntp_dtype t, const void *src, int64_t n, float scale)
+{
+    switch (t) {
+    case NTP_DTYPE_F32:
+        if ((const void *)dst != src)
+            memmove(dst, src, (size_t)n * sizeof(float));
+        return true;
+    case NTP_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ntp__bf16_to_f32(((const uint16_t *)src)[i]);
+        return true;
+    case NTP_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ntp__f16_to_f32(((const uint16_t *)src)[i]);
+        return true;
+    case NTP_DTYPE_I8:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ntp__dequantize_i8(((const int8_t *)src)[i], scale);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Emulate reduced-precision weights on f32 storage: bf16 and f16 round each
+ * value; int8 quantises matrices per output channel (axis 0) and leaves
+ * vectors (biases, normalisation parameters) in f32, as int8 inference
+ * engines do. */
+static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, float *scales)
+{
+    int64_t n = ntp_shape_numel(&t->shape);
+    if (precision == NTP_DTYPE_BF16 || precision == NTP_DTYPE_F16) {
+        ntp__emulate_storage(w, n, precision, NULL, 1, n);
+    } else if (precision == NTP_DTYPE_I8 && t->shape.ndim >= 2) {
+        int64_t ch = t->shape.dim[0], per = n / ch;
+        ntp__i8_scales_per_channel(w, ch, per, scales);
+        ntp__emulate_storage(w, n, NTP_DTYPE_I8, scales, ch, per);
+    }
+}
+
+/* Weights of one layer: the model's own data or generated from the seed,
+ * then stored as its backend wants them. A backend that stores f32 at a
+ * reduced precision gets values already rounded through that precision;
+ * one that stores bf16 or f16 gets them converted; int8 weights reach every
+ * backend as f32 (it quantises them with its own per-channel scales). */
+ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be, uint64_t seed)
+{
+    const ntp_graph *g = x->g;
+    float *f32[NTP_MAX_WEIGHTS] = {0};
+    float *scales = NULL;
+    ntp_status st = NTP_STATUS_OK;
+    int64_t max_ch = 1;
+    for (int k = 0; k < n->n_w; k++) {
+        const ntp_tensor *t = &g->tensors[n->w[k]];
+        int64_t cnt = ntp_shape_numel(&t->shape);
+        if (!(f32[k] = malloc((size_t)cnt * sizeof(float) + 1))) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s' (%lld values)",
+                            t->name, (long long)cnt);
+            goto done;
+        }
+        if (t->shape.dim[0] > max_ch)
+            max_ch = t->shape.dim[0];
+    }
+    ntp__gen_weights(g, n, f32, seed);
+    for (int k = 0; k < n->n_w; k++) {
+        const ntp_tensor *t = &g->tensors[n->w[k]];
+        if (!t->data)
+            continue;
+        if (t->data_dtype != NTP_DTYPE_F32) {
+            st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data; expected f32",
+                            t->name, ntp_dtype_name(t->data_dtype));
+            goto done;
+        }
+        memcpy(f32[k], t->data, (size_t)ntp_shape_numel(&t->shape) * sizeof(float));
+    }
+    if (!(scales = malloc((size_t)max_ch * sizeof(float)))) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n->n_w; k++) {
+        const ntp_tensor *t = &g->tensors[n->w[k]];
+        const ntp_backend_i *b = x->be[be];
+        ntp_dtype sd = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+        int64_t cnt = ntp_shape_numel(&t->shape);
+        if (sd == NTP_DTYPE_I8)
+            sd = NTP_DTYPE_F32;
+        if (sd == NTP_DTYPE_F32) {
+            round_weights(f32[k], t, n->precision, scales);
+            x->wdata[n->w[k]] = f32[k];
+            f32[k] = NULL;
+        } else {
+            if (!(x->wdata[n->w[k]] = malloc((size_t)cnt * ntp_dtype_size(sd) + 1))) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'", t->name);
+                goto done;
+            }
+            if (!from_f32(x->wdata[n->w[k]], sd, f32[k], cnt, 1.0f)) {
+                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s': cannot store f32 data as %s",
+                                t->name, ntp_dtype_name(sd));
+                goto done;
+            }
+        }
+        x->weight_bytes += cnt * (int64_t)ntp_dtype_size(sd);
+    }
+done:
+    free(scales);
+    for (int k = 0; k < n->n_w; k++)
+        free(f32[k]);
+    return st;
+}
+
+static void *tensor_data(const ntp_exec *x, int t)
+{
+    return x->tslot[t] >= 0 ? x->slots[x->tslot[t]].data : NULL;
+}
+
+/* "[NAME=]FILE": by name when NAME= is given, else by position. */
+ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
+{
+    const ntp_graph *g = x->g;
+    enum { MAX_IN = 256 };
+    bool given[MAX_IN] = {false};
+    if (g->n_inputs > MAX_IN)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than %d graph inputs", MAX_IN);
+    for (int i = 0; i < o->n_inputs; i++) {
+        const char *spec = o->inputs[i], *eq = strchr(spec, '='), *path = spec;
+        int which = i;
+        if (eq) {
+            char name[256];
+            size_t l = (size_t)(eq - spec);
+            if (l >= sizeof name)
+                l = sizeof name - 1;
+            memcpy(name, spec, l);
+            name[l] = '\0';
+            which = -1;
+            const char *names[MAX_IN];
+            for (int j = 0; j < g->n_inputs; j++) {
+                names[j] = g->tensors[g->inputs[j]].name;
+                if (strcmp(names[j], name) == 0)
+                    which = j;
+            }
+            if (which < 0) {
+                const char *near = ntp__nearest(name, names, g->n_inputs);
+                return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                                  "--input %s: the topology has no input '%s'%s%s%s", spec, name,
+                                  near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+            }
+            path = eq + 1;
+        }
+        if (which >= g->n_inputs)
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "--input %s: the topology has only %d input%s", spec, g->n_inputs,
+                              g->n_inputs == 1 ? "" : "s");
+        if (given[which])
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "input '%s' is given twice",
+                              g->tensors[g->inputs[which]].name);
+        const ntp_tensor *t = &g->tensors[g->inputs[which]];
+        ntp_npy a;
+        ntp_status st = ntp__npy_read(ctx, path, &a);
+        if (st)
+            return st;
+        char b1[128], b2[128];
+        bool same = a.shape.ndim == t->shape.ndim && a.dtype == t->dtype;
+        for (int d = 0; same && d < a.shape.ndim; d++)
+            same = a.shape.dim[d] == t->shape.dim[d];
+        if (!same) {
+            st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR, "%s: holds %s %s; input '%s' is %s %s", path,
+                            ntp_dtype_name(a.dtype), ntp_shape_str(&a.shape, b1, sizeof b1), t->name,
+                            ntp_dtype_name(t->dtype), ntp_shape_str(&t->shape, b2, sizeof b2));
+            ntp__npy_free(&a);
+            return st;
+        }
+        memcpy(tensor_data(x, g->inputs[which]), a.data, (size_t)a.nbytes);
+        ntp__npy_free(&a);
+        given[which] = true;
+    }
+    for (int j = 0; j < g->n_inputs; j++)
+        if (!given[j]) {
+            ntp_status st = ntp__gen_input(ctx, g, g->inputs[j], tensor_data(x, g->inputs[j]), o->seed);
+            if (st)
+                return st;
+        }
+    return NTP_STATUS_OK;
+}
+
+static ntp_status convert(ntp_ctx *ctx, ntp_exec *x, const ntp_step *st)
+{
+    const ntp_slot *s = &x->slots[st->src], *d = &x->slots[st->dst];
+    int64_t n = ntp_shape_numel(&x->g->tensors[s->tensor].shape);
+    float scale = x->scales ? x->scales[s->tensor] : 0.0f;
+    if (s->dtype == NTP_DTYPE_F32) {
+        if (d->dtype == NTP_DTYPE_I8 && !(scale > 0))
+            scale = ntp__i8_scale(s->data, n);
+        if (from_f32(d->data, d->dtype, s->data, n, scale))
+            return NTP_STATUS_OK;
+    } else if (d->dtype == NTP_DTYPE_F32) {
+        if (to_f32(d->data, s->dtype, s->data, n, scale > 0 ? scale : 1.0f))
+            return NTP_STATUS_OK;
+    } else if (d->dtype != NTP_DTYPE_I8 && s->dtype != NTP_DTYPE_I8) {
+        /* bf16 <-> f16 through f32, in chunks on the stack. */
+        float buf[1024];
+        for (int64_t i = 0; i < n; i += 1024) {
+            int64_t m = n - i < 1024 ? n - i : 1024;
+            size_t es = ntp_dtype_size(s->dtype), ed = ntp_dtype_size(d->dtype);
+            if (!to_f32(buf, s->dtype, (const char *)s->data + i * (int64_t)es, m, 1.0f) ||
+                !from_f32((char *)d->data + i * (int64_t)ed, d->dtype, buf, m, 1.0f))
+                break;
+            if (i + m == n)
+                return NTP_STATUS_OK;
+        }
+    }
+    return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "cannot convert '%s' from %s to %s",
+                      x->g->tensors[s->tensor].name, ntp_dtype_name(s->dtype), ntp_dtype_name(d->dtype));
+}
+
+/* Calibration: the largest magnitude each f32 output held. */
+static void track_absmax(ntp_exec *x, const ntp_step *st)
+{
+    for (int i = 0; i < st->k.n_out; i++) {
+        const ntp_slot *sl = &x->slots[st->out_slot[i]];
+        if (sl->dtype != NTP_DTYPE_F32)
+            continue;
+        const float *v = sl->data;
+        int64_t n = sl->bytes / 4;
+        float m = x->absmax[sl->tensor];
+        for (int64_t j = 0; j < n; j++)
+            if (fabsf(v[j]) > m && isfinite(v[j]))
+                m = fabsf(v[j]);
+        x->absmax[sl->tensor] = m;
+    }
+}
+
+ntp_status ntp__exec_sub(ntp_ctx *ctx, ntp_exec *x, int s, int sub)
+{
+    ntp_step *st = &x->steps[s];
+    const ntp_backend_i *be = x->be[st->be];
+    ntp_status rc = NTP_STATUS_OK;
+    switch (st->kind) {
+    case NTP_STEP_FUSED:
+        return NTP_STATUS_OK;
+    case NTP_STEP_CONVERT:
+        return convert(ctx, x, st);
+    case NTP_STEP_NODE:
+        if (be->execute_step && st->n_sub > 1)
+            rc = be->execute_step(ctx, x->be_state[st->be], st->state, &st->k, sub);
+        else
+            rc = be->execute(ctx, x->be_state[st->be], st->state, &st->k);
+        if (be->synchronize)
+            be->synchronize(x->be_state[st->be]);
+        if (rc == NTP_STATUS_OK && x->absmax && sub == st->n_sub - 1)
+            track_absmax(x, st);
+        return rc;
+    }
+    return NTP_STATUS_INTERNAL;
+}
+
+ntp_status ntp__exec_steps(ntp_ctx *ctx, ntp_exec *x, int from, int to)
+{
+    for (int s = from; s <= to; s++) {
+        ntp_step *st = &x->steps[s];
+        ntp_status rc = NTP_STATUS_OK;
+        if (st->kind == NTP_STEP_CONVERT) {
+            rc = convert(ctx, x, st);
+        } else if (st->kind == NTP_STEP_NODE) {
+            rc = x->be[st->be]->execute(ctx, x->be_state[st->be], st->state, &st->k);
+            if (rc == NTP_STATUS_OK && x->absmax)
+                track_absmax(x, st);
+        }
+        if (rc)
+            return rc;
+    }
+    for (int b = 0; b < x->n_be; b++)
+        if (x->be[b]->synchronize)
+            x->be[b]->synchronize(x->be_state[b]);
+    return NTP_STATUS_OK;
+}
+
+bool ntp__exec_output(const ntp_exec *x, int i, void *dst, ntp_dtype *dtype)
+{
+    int t = x->g->outputs[i];
+    const ntp_slot *sl = &x->slots[x->tslot[t]];
+    int64_t n = ntp_shape_numel(&x->g->tensors[t].shape);
+    if (sl->dtype == NTP_DTYPE_I32 || sl->dtype == NTP_DTYPE_I64 || sl->dtype == NTP_DTYPE_U8) {
+        memcpy(dst, sl->data, (size_t)n * ntp_dtype_size(sl->dtype));
+        *dtype = sl->dtype;
+        return true;
+    }
+    *dtype = NTP_DTYPE_F32;
+    float scale = x->scales && x->scales[t] > 0 ? x->scales[t] : 1.0f;
+    return to_f32(dst, sl->dtype, sl->data, n, scale);
+}
+
+ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", dir, strerror(errno));
+    const ntp_graph *g = x->g;
+    for (int i = 0; i < g->n_outputs; i++) {
+        const ntp_tensor *t = &g->tensors[g->outputs[i]];
+        int64_t n = ntp_shape_numel(&t->shape);
+        void *buf = malloc((size_t)n * 8 + 1);
+        if (!buf)
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        ntp_dtype dt;
+        if (!ntp__exec_output(x, i, buf, &dt)) {
+            free(buf);
+            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "output '%s' is stored as %s: cannot save it",
+                              t->name, ntp_dtype_name(x->slots[x->tslot[g->outputs[i]]].dtype));
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/output_%d.npy", dir, i);
+        ntp_status st = ntp__npy_write(ctx, path, dt, &t->shape, buf);
+        free(buf);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
+}
+
+const char *ntp__exec_impl(const ntp_exec *x, int s)
+{
+    const ntp_step *st = &x->steps[s];
+    const ntp_backend_i *be = x->be[st->be];
+    if (st->kind == NTP_STEP_NODE && be->impl_name) {
+        const char *n = be->impl_name(x->be_state[st->be], st->state);
+        if (n && *n)
+            return n;
+    }
+    return be->name;
+}
