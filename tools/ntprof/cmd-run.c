@@ -23,6 +23,7 @@ static void run_usage(FILE *f)
             "  -t, --threads N         threads for the backend (default: all cores)\n"
             "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
             "      --seed N            seed of weights and synthetic inputs (default 1)\n"
+            "      --fuse              let the backend fuse layers (conv/fc + bias + activation + add)\n"
             "  -i, --input [NAME=]FILE a graph input from a .npy file (repeatable)\n"
             "      --save-outputs DIR  write every graph output as DIR/output_<i>.npy\n"
             "measurement:\n"
@@ -31,6 +32,7 @@ static void run_usage(FILE *f)
             "      --min-time S        ... and at least S seconds measured (default 1)\n"
             "      --only MARKER       measure only the layers of a <marker>\n"
             "      --noise-cv X        warn when the coefficient of variation exceeds X (0.05)\n"
+            "      --no-accuracy       skip the f32 comparison of bf16, f16 and i8 runs\n"
             "output:\n"
             "  -f, --format F          table (default), json or csv\n"
             "  -o, --output FILE       write the report to FILE (written only on success)\n"
@@ -39,7 +41,8 @@ static void run_usage(FILE *f)
             ntp_backends());
 }
 
-enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE };
+enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
+       OPT_NO_ACCURACY };
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -64,6 +67,7 @@ int cmd_run(int argc, char **argv)
         {"min-time", required_argument, NULL, OPT_MIN_TIME}, {"only", required_argument, NULL, OPT_ONLY},
         {"noise-cv", required_argument, NULL, OPT_NOISE}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
+        {"fuse", no_argument, NULL, OPT_FUSE},         {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     cli_topo_opts topo = {0};
@@ -127,6 +131,8 @@ int cmd_run(int argc, char **argv)
             ro.min_time_s = d;
             break;
         case OPT_ONLY: ro.only_marker = optarg; break;
+        case OPT_FUSE: ro.fuse = true; break;
+        case OPT_NO_ACCURACY: ro.accuracy = false; break;
         case OPT_NOISE:
             if (!cli_parse_double(optarg, 0, 10, &d) || d == 0) {
                 cli_error("--noise-cv expects a positive fraction such as 0.05, got '%s'", optarg);
