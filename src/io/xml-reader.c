@@ -445,13 +445,15 @@ static ntp_status check_tree(reader *r, xmlNodePtr el, int depth)
     bool container = depth == 1 || strcmp(e, "repeat") == 0;
     if (depth > 1) {
         if (strcmp(e, "topology") == 0)
-            return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                            "<topology> is the root element and cannot be nested");
+            return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s:%d: <topology> is the root element and cannot be nested",
+                              r->src, line_of(el));
         if (!is_structural(e) && ntp__op_from_name(e) == NTP_OP_COUNT)
             return unknown_element(r, el);
         if (strcmp(e, "param") == 0 && depth > 2)
-            return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                            "<param> is allowed only directly inside <topology>");
+            return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s:%d: <param> is allowed only directly inside <topology>", r->src,
+                              line_of(el));
     }
     if ((st = check_attr_names(r, el)) != NTP_STATUS_OK)
         return st;
@@ -459,9 +461,10 @@ static ntp_status check_tree(reader *r, xmlNodePtr el, int depth)
         switch (c->type) {
         case XML_ELEMENT_NODE:
             if (!container)
-                return el_error(r, c, NULL, NTP_STATUS_PARSE_ERROR,
-                                "<%s> cannot contain elements: only <topology> and <repeat> can",
-                                e);
+                return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                                  "%s:%d: <%s> cannot be inside <%s>: only <topology> and "
+                                  "<repeat> contain elements",
+                                  r->src, line_of(c), el_name(c), e);
             if ((st = check_tree(r, c, depth + 1)) != NTP_STATUS_OK)
                 return st;
             break;
