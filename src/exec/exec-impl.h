@@ -107,6 +107,19 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
 /* The implementation name of a NODE step. */
 const char *ntp__exec_impl(const ntp_exec *x, int step);
 
+/* The rows of a run report: one per sub-step of every step in the measured
+ * range [x->first_step, x->last_step]; row k runs sub-step sub[k] of step
+ * step[k] (ntp__exec_sub). ntp_run_result.layers[k] describes row k. */
+typedef struct ntp_rows {
+    int n;
+    int *step, *sub;
+    int *first_row;             /* per position: its first row, -1 if none */
+    int *last_row;              /* per position: its last row */
+} ntp_rows;
+
+bool ntp__rows_build(const ntp_exec *x, ntp_rows *w);
+void ntp__rows_free(ntp_rows *w);
+
 /* --- data (src/exec/data.c) ------------------------------------------------ */
 /* Fill node n's weights (f32, already allocated, in n->w order) from the
  * seed: fan-in scaled so activations stay finite through deep networks

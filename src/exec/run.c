@@ -156,16 +156,7 @@ static const char *own(ntp_run_result *r, const char *s)
     return o[r->n_owned++];
 }
 
-/* The rows of the report: one per sub-step of every step in the measured
- * range. */
-typedef struct rows {
-    int n;
-    int *step, *sub;
-    int *first_row;             /* per position: its first row, -1 if none */
-    int *last_row;
-} rows;
-
-static void rows_free(rows *w)
+void ntp__rows_free(ntp_rows *w)
 {
     free(w->step);
     free(w->sub);
@@ -173,7 +164,7 @@ static void rows_free(rows *w)
     free(w->last_row);
 }
 
-static bool rows_build(const ntp_exec *x, rows *w)
+bool ntp__rows_build(const ntp_exec *x, ntp_rows *w)
 {
     int cap = 0;
     for (int s = x->first_step; s <= x->last_step; s++)
@@ -205,7 +196,7 @@ static bool rows_build(const ntp_exec *x, rows *w)
  * it), then a per-layer iteration (a clock read around every row), and so
  * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
  * in ms. */
-static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const rows *w, const ntp_run_opts *o,
+static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const ntp_run_opts *o,
                           ntp_run_result *r, double **e2e_out, double **lt_out, int *iters_out)
 {
     int nl = w->n;
@@ -300,7 +291,7 @@ fail:
     return st;
 }
 
-static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a, const rows *w,
+static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a, const ntp_rows *w,
                       ntp_run_result *r)
 {
     for (int k = 0; k < w->n; k++) {
@@ -360,7 +351,7 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
     }
 }
 
-static void summarise(const ntp_graph *g, const ntp_exec *x, const rows *w, const double *e2e,
+static void summarise(const ntp_graph *g, const ntp_exec *x, const ntp_rows *w, const double *e2e,
                       const double *lt, int n, ntp_run_result *r)
 {
     int nl = w->n;
@@ -598,7 +589,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
     ntp_exec x = {0};
-    rows w = {0};
+    ntp_rows w = {0};
     double *e2e = NULL, *lt = NULL;
     int n = 0;
     if (!r) {
@@ -610,7 +601,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     eo.scales = scales;
     if ((st = ntp__exec_init(ctx, &x, g, &eo)))
         goto done;
-    if (!rows_build(&x, &w) || !(r->layers = calloc((size_t)w.n + 1, sizeof *r->layers)) ||
+    if (!ntp__rows_build(&x, &w) || !(r->layers = calloc((size_t)w.n + 1, sizeof *r->layers)) ||
         !(r->markers = calloc((size_t)g->n_markers + 1, sizeof *r->markers)) ||
         !(r->param_names = calloc((size_t)g->n_params + 1, sizeof *r->param_names)) ||
         !(r->param_values = calloc((size_t)g->n_params + 1, sizeof *r->param_values))) {
@@ -671,7 +662,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
 done:
     free(e2e);
     free(lt);
-    rows_free(&w);
+    ntp__rows_free(&w);
     ntp__exec_free(&x);
     free(scales);
     ntp_analysis_free(a);
