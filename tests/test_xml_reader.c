@@ -980,6 +980,8 @@ static void test_many_layers(void **state)
 
 static char schema_errors[2048];
 
+static void collect_error(void *user, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void collect_error(void *user, const char *fmt, ...)
 {
     (void)user;
