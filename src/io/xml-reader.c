@@ -681,6 +681,9 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
 {
     ntp_status st = NTP_STATUS_OK;
     const ntp_load_opts *o = r->opts;
+    if (o->n_set > 0 && !o->set)
+        return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT, "%d --set values given as NULL",
+                          o->n_set);
     for (int i = 0; i < o->n_set; i++) {
         const char *s = o->set[i];
         const char *eq = s ? strchr(s, '=') : NULL;
