@@ -529,7 +529,11 @@ static void test_table(void **state)
                                  "   25.0 8.53e-05 1.0e-03    0.08\n"));
     assert_non_null(strstr(text, "\nbody                   marker       layers 0..2         3.0000"
                                  "   75.0  1000.00  200.09    5.00\n"));
-    assert_non_null(strstr(text, "end-to-end: median 6 ms, 95% CI [5.5, 7.5] ms"));
+    assert_non_null(strstr(text, "\nend-to-end: median 6 ms, 95% CI [5.5, 7.5] ms, n 50\n"
+                                 "  min 5, p90 8, p99 9, max 10, cv 25.0%\n"));
+    assert_non_null(strstr(text, "\nlayer sum: median 6.024 ms, 95% CI [5.522, 7.53] ms, n 50\n"));
+    assert_non_null(strstr(text, "\nthroughput 333.3 samples/s, latency 6 ms, 3.00G FLOPs per pass "
+                                 "(500.3 GFLOP/s)\n"));
     assert_non_null(strstr(text, "per-layer timing overhead: 0.4% of end-to-end, 1.1 \xC2\xB5s per "
                                  "layer\n"));
     assert_non_null(strstr(text, "prepare 2.25 ms"));

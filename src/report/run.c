@@ -78,11 +78,25 @@ static void table_marker(FILE *f, const ntp_marker_result *m)
     put_row(f, cells);
 }
 
-static void table_stats_line(FILE *f, const char *label, const ntp_stats *s)
+/* Two lines per timing: with four significant digits each, all the
+ * statistics on one line would not fit 100 columns. */
+static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
 {
-    ntp__put_linef(f, "%s: median %.4g ms, 95%% CI [%.4g, %.4g] ms, min %.4g, p90 %.4g, "
-                   "cv %.1f%%, n %zu",
-                   label, s->median, s->ci95_lo, s->ci95_hi, s->min, s->p90, 100.0 * s->cv, s->n);
+    ntp__put_linef(f, "%s: median %.4g ms, 95%% CI [%.4g, %.4g] ms, n %zu", label, s->median,
+                   s->ci95_lo, s->ci95_hi, s->n);
+    ntp__put_linef(f, "  min %.4g, p90 %.4g, p99 %.4g, max %.4g, cv %.1f%%", s->min, s->p90,
+                   s->p99, s->max, 100.0 * s->cv);
+}
+
+/* Four significant digits, without the exponent form %g picks for large
+ * values (a throughput of 117647/s, not 1.176e+05). */
+static const char *fmt_sig(double v, char *buf, size_t len)
+{
+    if (fabs(v) >= 1e4 && fabs(v) < 1e15)
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.4g", v);
+    return buf;
 }
 
 static void write_table(const ntp_run_result *r, FILE *f)
@@ -128,10 +142,11 @@ static void write_table(const ntp_run_result *r, FILE *f)
     }
     fputc('\n', f);
 
-    table_stats_line(f, "end-to-end", &r->end_to_end_ms);
-    table_stats_line(f, "layer sum", &r->layer_sum_ms);
-    ntp__put_linef(f, "throughput %.4g samples/s, latency %.4g ms, %s FLOPs per pass (%.4g GFLOP/s)",
-                   r->throughput, r->latency_ms, ntp__human_count((double)r->flops, a, sizeof a),
+    table_stats_lines(f, "end-to-end", &r->end_to_end_ms);
+    table_stats_lines(f, "layer sum", &r->layer_sum_ms);
+    ntp__put_linef(f, "throughput %s samples/s, latency %.4g ms, %s FLOPs per pass (%.4g GFLOP/s)",
+                   fmt_sig(r->throughput, b, sizeof b), r->latency_ms,
+                   ntp__human_count((double)r->flops, a, sizeof a),
                    rate_g(r->flops, r->end_to_end_ms.median));
     ntp__put_linef(f, "per-layer timing overhead: %.1f%% of end-to-end, %.2g \xC2\xB5s per layer",
                    100.0 * r->overhead_fraction, r->overhead_per_layer_us);
