@@ -3,7 +3,8 @@
  * on a graph built through the private builder; names with commas, quotes
  * and more characters than a table column exercise the quoting and the
  * ellipsis. JSON is parsed back and validated against
- * schema/analysis.schema.json with python3-jsonschema. */
+ * schema/analysis.schema.json with python3-jsonschema. A small topology is
+ * also loaded from markup and its report checked against hand counts. */
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -364,6 +365,104 @@ static void test_table(void **state)
     free(text);
 }
 
+/* End to end: markup -> reader -> shapes -> analysis -> JSON, checked against
+ * counts worked out by hand from docs/ops.md for x[1,784] -> fc 128 -> relu
+ * -> fc 10 -> softmax at f32:
+ *   fc1:  params 784*128 + 128 = 100480, MACs 100352, FLOPs 2*100352 + 128
+ *         (bias) = 200832, weights 401920 B, in 3136 B, out 512 B
+ *   relu: FLOPs 128, in 512, out 512
+ *   fc2:  params 128*10 + 10 = 1290, MACs 1280, FLOPs 2570, weights 5160 B,
+ *         in 512, out 40
+ *   softmax: FLOPs 5*10 = 50, in 40, out 40
+ * Peak activations: while relu runs, the input (3136 B, live throughout),
+ * fc1's output and relu's output (512 B each) must all exist: 4160 B, and
+ * no other step needs more (sizes are multiples of the 64-byte alignment
+ * except the 40-byte tensors, which take 64). */
+static const char mlp_xml[] =
+    "<topology name=\"mlp\" precision=\"f32\">\n"
+    "  <param name=\"hidden\" default=\"128\"/>\n"
+    "  <input name=\"x\" shape=\"1,784\" dtype=\"f32\"/>\n"
+    "  <fc name=\"fc1\" units=\"${hidden}\"/>\n"
+    "  <relu name=\"r1\"/>\n"
+    "  <fc name=\"fc2\" units=\"10\"/>\n"
+    "  <softmax name=\"probs\"/>\n"
+    "  <marker name=\"body\" from=\"fc1\" to=\"fc2\"/>\n"
+    "</topology>\n";
+
+static void test_loaded_topology(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    ntp_analysis *a = NULL;
+    if (ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp.xml", NULL, &g) !=
+        NTP_STATUS_OK)
+        fail_msg("load: %s", ntp_ctx_errmsg(ctx));
+    assert_int_equal(ntp_graph_analyze(ctx, g, &a), NTP_STATUS_OK);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_analysis(ctx, g, a, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    rewind(f);
+    json_error_t err;
+    json_t *root = json_loadf(f, 0, &err);
+    fclose(f);
+    if (!root)
+        fail_msg("invalid JSON at line %d: %s", err.line, err.text);
+    assert_string_equal(json_string_value(json_object_get(root, "topology")), "mlp");
+    assert_string_equal(json_string_value(json_object_get(root, "source")), "mlp.xml");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "params"),
+                                                          "hidden")), "128");
+    json_t *t = json_object_get(root, "totals");
+    assert_int_equal(json_integer_value(json_object_get(t, "params")), 101770);
+    assert_int_equal(json_integer_value(json_object_get(t, "macs")), 101632);
+    assert_int_equal(json_integer_value(json_object_get(t, "flops")), 203580);
+    assert_int_equal(json_integer_value(json_object_get(t, "weight_bytes")), 407080);
+    assert_int_equal(json_integer_value(json_object_get(t, "input_bytes")), 3136);
+    assert_int_equal(json_integer_value(json_object_get(t, "activation_bytes")), 1104);
+    assert_int_equal(json_integer_value(json_object_get(t, "peak_activation_bytes")), 4160);
+    assert_int_equal(json_integer_value(json_object_get(t, "traffic_bytes")), 412384);
+
+    static const struct {
+        const char *name, *type;
+        int64_t params, macs, flops, wbytes, in, out;
+    } want[] = {
+        {"fc1", "fc", 100480, 100352, 200832, 401920, 3136, 512},
+        {"r1", "relu", 0, 0, 128, 0, 512, 512},
+        {"fc2", "fc", 1290, 1280, 2570, 5160, 512, 40},
+        {"probs", "softmax", 0, 0, 50, 0, 40, 40},
+    };
+    json_t *layers = json_object_get(root, "layers");
+    assert_int_equal(json_array_size(layers), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *l = json_array_get(layers, i);
+        assert_string_equal(json_string_value(json_object_get(l, "name")), want[i].name);
+        assert_string_equal(json_string_value(json_object_get(l, "type")), want[i].type);
+        assert_int_equal(json_integer_value(json_object_get(l, "params")), want[i].params);
+        assert_int_equal(json_integer_value(json_object_get(l, "macs")), want[i].macs);
+        assert_int_equal(json_integer_value(json_object_get(l, "flops")), want[i].flops);
+        assert_int_equal(json_integer_value(json_object_get(l, "weight_bytes")), want[i].wbytes);
+        assert_int_equal(json_integer_value(json_object_get(l, "input_bytes")), want[i].in);
+        assert_int_equal(json_integer_value(json_object_get(l, "output_bytes")), want[i].out);
+        int64_t traffic = want[i].wbytes + want[i].in + want[i].out;
+        assert_int_equal(json_integer_value(json_object_get(l, "traffic_bytes")), traffic);
+        assert_float_equal(json_number_value(json_object_get(l, "intensity")),
+                           (double)want[i].flops / (double)traffic, 1e-12);
+    }
+    json_t *m = json_array_get(json_object_get(root, "markers"), 0);
+    assert_string_equal(json_string_value(json_object_get(m, "name")), "body");
+    assert_int_equal(json_integer_value(json_object_get(m, "first")), 0);
+    assert_int_equal(json_integer_value(json_object_get(m, "last")), 2);
+    assert_string_equal(json_string_value(json_object_get(m, "from")), "fc1");
+    assert_string_equal(json_string_value(json_object_get(m, "to")), "fc2");
+    char *text = json_dumps(root, 0);
+    assert_int_equal(validate(text, "analysis.schema.json"), 0);
+    free(text);
+    json_decref(root);
+    ntp_analysis_free(a);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 static void test_bad_arguments(void **state)
 {
     fixture *fx = *state;
@@ -399,6 +498,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test(test_loaded_topology),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test(test_format_parse),
     };
