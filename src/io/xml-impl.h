@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <libxml/tree.h>
 #include "graph/graph-impl.h"
 
 /* Limits of the reader (docs/topology-format.md, "Limits"). */
@@ -19,6 +20,48 @@
 #define NTP_XML_MAX_EXPANDED    4000000
 #define NTP_XML_MAX_ATTR_BYTES  65536
 #define NTP_XML_MAX_NAME_BYTES  255
+
+/* --- parsing (xml-parse.c) -------------------------------------------------- */
+
+/* Parse buf[0..len) as XML safely: no DTD (refused outright), no entity
+ * expansion, no network, libxml2's messages captured and turned into one
+ * line "SRC:LINE: malformed XML: ..." in ctx. src names the buffer in
+ * messages. On success *doc is the tree (xmlFreeDoc it). */
+ntp_status ntp__xml_parse(ntp_ctx *ctx, const char *src, const char *buf, size_t len,
+                          xmlDocPtr *doc);
+
+/* --- names (xml-names.c) ------------------------------------------------------ */
+
+typedef enum ntp_xml_name_kind {
+    NTP_XML_NAME_LAYER,
+    NTP_XML_NAME_INPUT,
+    NTP_XML_NAME_ALIAS,
+    NTP_XML_NAME_MARKER
+} ntp_xml_name_kind;
+
+typedef struct ntp_xml_name {
+    const char *name; /* not owned: the node's, tensor's, alias's or marker's */
+    ntp_xml_name_kind kind;
+    int index;        /* node, tensor, alias or marker index */
+    int line;
+} ntp_xml_name;
+
+/* Entries in document order, plus an open-addressing index over them. */
+typedef struct ntp_xml_names {
+    ntp_xml_name *e;
+    int n, cap;
+    int *slot; /* entry index + 1; 0 is empty */
+    size_t n_slots;
+} ntp_xml_names;
+
+/* Entry index of `name`, or -1. */
+int ntp__xml_names_find(const ntp_xml_names *t, const char *name);
+/* Add a name the caller has checked is new; false when memory runs out. */
+bool ntp__xml_names_add(ntp_xml_names *t, const char *name, ntp_xml_name_kind kind, int index,
+                        int line);
+void ntp__xml_names_free(ntp_xml_names *t);
+
+/* --- attributes (xml-attrs.c) ---------------------------------------------- */
 
 /* One attribute of a layer element after ${...} substitution. */
 typedef struct ntp_xml_attr {

@@ -3,9 +3,9 @@
  * Loading runs in phases, each reporting the first problem as one line
  * "FILE:LINE: <element name='x'>: what was expected":
  *
- *   1. parse      libxml2 builds the tree. No DTD is ever loaded or
- *                 accepted, no entity is expanded, no network is touched,
- *                 and libxml2's own messages are captured, never printed.
+ *   1. parse      libxml2 builds the tree (src/io/xml-parse.c): no DTD is
+ *                 accepted, no entity expanded, no network touched, and
+ *                 libxml2's own messages are captured, never printed.
  *   2. check      every element, attribute name and text node is checked
  *                 statically, including repeat bodies that expand to nothing.
  *   3. params     <param> declarations get their final values (--set,
@@ -18,14 +18,9 @@
  *   6. finalize   ntp__graph_finalize() orders, infers shapes, plans memory
  *                 and checks the budget.
  *
- * Names are looked up through a hash table, so topologies of a million
- * layers load in linear time. */
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-#include <libxml/xmlerror.h>
-#include <libxml/xmlversion.h>
+ * Names are looked up through a hash table (src/io/xml-names.c), so
+ * topologies of a million layers load in linear time. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,100 +32,7 @@
 #include "io-impl.h"
 #include "xml-impl.h"
 
-/* libxml2 2.12 made the structured error callback take a const pointer. */
-#if LIBXML_VERSION >= 21200
-typedef const xmlError *ntp_xml_error_ptr;
-#else
-typedef xmlErrorPtr ntp_xml_error_ptr;
-#endif
-
 #define MAX_ATTRS 32
-
-/* --- the name table ----------------------------------------------------- */
-
-typedef enum name_kind { NAME_LAYER, NAME_INPUT, NAME_ALIAS, NAME_MARKER } name_kind;
-
-typedef struct name_entry {
-    const char *name; /* owned by the node, tensor, alias or marker */
-    name_kind kind;
-    int index;        /* node, tensor, alias or marker index */
-    int line;
-} name_entry;
-
-/* Entries in document order, plus an open-addressing index over them. */
-typedef struct name_table {
-    name_entry *e;
-    int n, cap;
-    int *slot; /* entry index + 1; 0 is empty */
-    size_t n_slots;
-} name_table;
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static int names_find(const name_table *t, const char *name)
-{
-    if (t->n_slots == 0)
-        return -1;
-    size_t mask = t->n_slots - 1;
-    for (size_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
-        int s = t->slot[i];
-        if (s == 0)
-            return -1;
-        if (strcmp(t->e[s - 1].name, name) == 0)
-            return s - 1;
-    }
-}
-
-static bool names_rehash(name_table *t, size_t n_slots)
-{
-    int *slot = calloc(n_slots, sizeof *slot);
-    if (!slot)
-        return false;
-    for (int k = 0; k < t->n; k++) {
-        size_t i = hash_str(t->e[k].name) & (n_slots - 1);
-        while (slot[i])
-            i = (i + 1) & (n_slots - 1);
-        slot[i] = k + 1;
-    }
-    free(t->slot);
-    t->slot = slot;
-    t->n_slots = n_slots;
-    return true;
-}
-
-/* The caller has checked that the name is new. */
-static bool names_add(name_table *t, const char *name, name_kind kind, int index, int line)
-{
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 64;
-        name_entry *e = realloc(t->e, (size_t)cap * sizeof *e);
-        if (!e)
-            return false;
-        t->e = e;
-        t->cap = cap;
-    }
-    /* Keep the load factor at most one half. */
-    if ((size_t)(t->n + 1) * 2 > t->n_slots && !names_rehash(t, t->n_slots ? 2 * t->n_slots : 128))
-        return false;
-    t->e[t->n] = (name_entry){name, kind, index, line};
-    size_t mask = t->n_slots - 1, i = hash_str(name) & mask;
-    while (t->slot[i])
-        i = (i + 1) & mask;
-    t->slot[i] = ++t->n;
-    return true;
-}
-
-static void names_free(name_table *t)
-{
-    free(t->e);
-    free(t->slot);
-}
 
 /* --- reader state -------------------------------------------------------- */
 
@@ -162,7 +64,7 @@ typedef struct reader {
      * enclosing repeats (pushed and popped during the walk). */
     ntp_expr_var *vars;
     int n_vars, cap_vars;
-    name_table names;
+    ntp_xml_names names;
     alias_rec *aliases;
     int n_aliases, cap_aliases;
     pending_in *pend; /* per node */
@@ -171,12 +73,6 @@ typedef struct reader {
     int cap_markers, cap_inputs, cap_params;
     int chain;        /* output tensor of the previous layer; -1 before the first */
     int64_t expanded; /* elements instantiated so far */
-    /* libxml2's parse, captured */
-    bool dtd;
-    int dtd_line;
-    bool xml_failed;
-    int xml_line;
-    char xml_msg[512];
 } reader;
 
 static int line_of(xmlNodePtr el)
@@ -232,97 +128,6 @@ static bool grow(void **p, int *cap, int need, size_t size)
 static ntp_expr_env env_at(const reader *r, int line)
 {
     return (ntp_expr_env){r->vars, r->n_vars, line};
-}
-
-/* --- phase 1: parse -------------------------------------------------------- */
-
-static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
-
-static void xml_init(void)
-{
-    xmlInitParser();
-}
-
-static void on_xml_error(void *user, ntp_xml_error_ptr e)
-{
-    xmlParserCtxtPtr ctxt = user;
-    reader *r = ctxt ? ctxt->_private : NULL;
-    /* Warnings do not make a document malformed; the first error is the
-     * cause, later ones are usually its echoes. */
-    if (!r || !e || e->level < XML_ERR_ERROR || r->xml_failed)
-        return;
-    r->xml_failed = true;
-    r->xml_line = e->line;
-    snprintf(r->xml_msg, sizeof r->xml_msg, "%s", e->message ? e->message : "parse error");
-    size_t n = strlen(r->xml_msg);
-    while (n > 0 && (r->xml_msg[n - 1] == '\n' || r->xml_msg[n - 1] == ' '))
-        r->xml_msg[--n] = '\0';
-}
-
-static void on_generic_error(void *user, const char *fmt, ...)
-{
-    /* Messages outside the parser's structured path are dropped: the
-     * library never prints. */
-}
-
-/* Called by libxml2 for any <!DOCTYPE ...>, before the internal subset is
- * read: stopping here means no entity is ever declared, let alone
- * expanded (billion laughs, XXE). */
-static void on_internal_subset(void *user, const xmlChar *name, const xmlChar *external_id,
-                               const xmlChar *system_id)
-{
-    xmlParserCtxtPtr ctxt = user;
-    reader *r = ctxt->_private;
-    r->dtd = true;
-    r->dtd_line = ctxt->input ? ctxt->input->line : 0;
-    xmlStopParser(ctxt);
-}
-
-static ntp_status parse_xml(reader *r, const char *buf, size_t len)
-{
-    pthread_once(&xml_once, xml_init);
-    if (len == 0)
-        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR, "%s:1: malformed XML: the document is empty",
-                          r->src);
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (!ctxt)
-        return oom(r);
-    ctxt->_private = r;
-    ctxt->sax->serror = on_xml_error;
-    ctxt->sax->internalSubset = on_internal_subset;
-    /* libxml2's global handlers are per thread; route them here for the
-     * duration of the parse and put the caller's back afterwards. */
-    xmlStructuredErrorFunc old_s = xmlStructuredError;
-    void *old_sctx = xmlStructuredErrorContext;
-    xmlGenericErrorFunc old_g = xmlGenericError;
-    void *old_gctx = xmlGenericErrorContext;
-    xmlSetStructuredErrorFunc(ctxt, on_xml_error);
-    xmlSetGenericErrorFunc(NULL, on_generic_error);
-    /* No NOENT (no entity substitution), no DTDLOAD, no HUGE (libxml2's
-     * own size and depth limits stay on). */
-    int options = XML_PARSE_NONET | XML_PARSE_NOCDATA | XML_PARSE_BIG_LINES;
-    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, buf, (int)len, r->src, NULL, options);
-    bool well_formed = ctxt->wellFormed != 0;
-    xmlSetStructuredErrorFunc(old_sctx, old_s);
-    xmlSetGenericErrorFunc(old_gctx, old_g);
-    xmlFreeParserCtxt(ctxt);
-    if (doc && (doc->intSubset || doc->extSubset))
-        r->dtd = true;
-    if (r->dtd) {
-        xmlFreeDoc(doc);
-        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
-                          "%s:%d: DTDs and entities are not accepted (found <!DOCTYPE>)", r->src,
-                          r->dtd_line > 0 ? r->dtd_line : 1);
-    }
-    if (!doc || !well_formed || r->xml_failed) {
-        xmlFreeDoc(doc);
-        if (r->xml_failed)
-            return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: malformed XML: %s", r->src,
-                              r->xml_line > 0 ? r->xml_line : 1, r->xml_msg);
-        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR, "%s:1: malformed XML", r->src);
-    }
-    r->doc = doc;
-    return NTP_STATUS_OK;
 }
 
 /* --- phase 2: static checks ------------------------------------------------ */
@@ -587,13 +392,13 @@ static ntp_status check_name(reader *r, xmlNodePtr el, const char *name)
     return NTP_STATUS_OK;
 }
 
-static const char *kind_element(const reader *r, const name_entry *e)
+static const char *kind_element(const reader *r, const ntp_xml_name *e)
 {
     switch (e->kind) {
-    case NAME_LAYER: return ntp__op_name(r->g->nodes[e->index].op);
-    case NAME_INPUT: return "input";
-    case NAME_ALIAS: return "alias";
-    case NAME_MARKER: return "marker";
+    case NTP_XML_NAME_LAYER: return ntp__op_name(r->g->nodes[e->index].op);
+    case NTP_XML_NAME_INPUT: return "input";
+    case NTP_XML_NAME_ALIAS: return "alias";
+    case NTP_XML_NAME_MARKER: return "marker";
     }
     return "?";
 }
@@ -601,18 +406,18 @@ static const char *kind_element(const reader *r, const name_entry *e)
 /* Layers, inputs, aliases and markers share one namespace. */
 static ntp_status check_unique(reader *r, xmlNodePtr el, const char *name)
 {
-    int k = names_find(&r->names, name);
+    int k = ntp__xml_names_find(&r->names, name);
     if (k < 0)
         return NTP_STATUS_OK;
-    const name_entry *e = &r->names.e[k];
+    const ntp_xml_name *e = &r->names.e[k];
     return el_error(r, el, name, NTP_STATUS_GRAPH_ERROR,
                     "duplicate name: '%s' is already used by <%s> on line %d (this is line %d)",
                     name, kind_element(r, e), e->line, line_of(el));
 }
 
-static ntp_status register_name(reader *r, const char *name, name_kind kind, int index, int line)
+static ntp_status register_name(reader *r, const char *name, ntp_xml_name_kind kind, int index, int line)
 {
-    return names_add(&r->names, name, kind, index, line) ? NTP_STATUS_OK : oom(r);
+    return ntp__xml_names_add(&r->names, name, kind, index, line) ? NTP_STATUS_OK : oom(r);
 }
 
 /* --- phase 3: params and the topology element ------------------------------ */
@@ -895,7 +700,7 @@ static ntp_status read_input(reader *r, xmlNodePtr el)
     g->tensors[ti].dtype = t;
     g->tensors[ti].layout = lay;
     g->inputs[g->n_inputs++] = ti;
-    st = register_name(r, g->tensors[ti].name, NAME_INPUT, ti, line_of(el));
+    st = register_name(r, g->tensors[ti].name, NTP_XML_NAME_INPUT, ti, line_of(el));
 done:
     attrs_free(&s);
     return st;
@@ -935,7 +740,7 @@ static ntp_status read_alias(reader *r, xmlNodePtr el)
     a->line = line_of(el);
     a->tensor = -1;
     r->n_aliases++;
-    st = register_name(r, a->name, NAME_ALIAS, r->n_aliases - 1, a->line);
+    st = register_name(r, a->name, NTP_XML_NAME_ALIAS, r->n_aliases - 1, a->line);
 done:
     attrs_free(&s);
     return st;
@@ -979,7 +784,7 @@ static ntp_status read_marker(reader *r, xmlNodePtr el)
         goto done;
     }
     g->n_markers++;
-    st = register_name(r, m->name, NAME_MARKER, g->n_markers - 1, m->line);
+    st = register_name(r, m->name, NTP_XML_NAME_MARKER, g->n_markers - 1, m->line);
 done:
     attrs_free(&s);
     return st;
@@ -1215,7 +1020,7 @@ static ntp_status read_layer(reader *r, xmlNodePtr el, ntp_op op)
         n->out[k] = ti;
         n->n_out = k + 1;
     }
-    if ((st = register_name(r, g->nodes[ni].name, NAME_LAYER, ni, line_of(el))) != NTP_STATUS_OK)
+    if ((st = register_name(r, g->nodes[ni].name, NTP_XML_NAME_LAYER, ni, line_of(el))) != NTP_STATUS_OK)
         goto done;
     r->chain = g->nodes[ni].out[0];
 done:
@@ -1265,7 +1070,7 @@ static const char *nearest_name(const reader *r, const char *word, unsigned kind
     return near;
 }
 
-#define REF_KINDS ((1u << NAME_LAYER) | (1u << NAME_INPUT) | (1u << NAME_ALIAS))
+#define REF_KINDS ((1u << NTP_XML_NAME_LAYER) | (1u << NTP_XML_NAME_INPUT) | (1u << NTP_XML_NAME_ALIAS))
 
 /* A reference "name" or "layer:k" split into its entry and output index
  * (-1 when no ":k" was written). The message goes into err. */
@@ -1297,7 +1102,7 @@ static ntp_status lookup_ref(const reader *r, const char *ref, int *entry, int *
         }
         *k = (int)v;
     }
-    *entry = names_find(&r->names, buf);
+    *entry = ntp__xml_names_find(&r->names, buf);
     if (*entry < 0) {
         const char *near = nearest_name(r, buf, REF_KINDS);
         if (near)
@@ -1307,21 +1112,21 @@ static ntp_status lookup_ref(const reader *r, const char *ref, int *entry, int *
             snprintf(err, errlen, "no layer, input or alias named '%s'", buf);
         return NTP_STATUS_UNKNOWN_NAME;
     }
-    const name_entry *e = &r->names.e[*entry];
-    if (e->kind == NAME_MARKER) {
+    const ntp_xml_name *e = &r->names.e[*entry];
+    if (e->kind == NTP_XML_NAME_MARKER) {
         snprintf(err, errlen, "'%s' is a <marker>, not a layer, input or alias", buf);
         return NTP_STATUS_GRAPH_ERROR;
     }
-    if (*k >= 0 && e->kind != NAME_LAYER) {
+    if (*k >= 0 && e->kind != NTP_XML_NAME_LAYER) {
         snprintf(err, errlen, "'%s' is an <%s>: it has no numbered outputs", buf,
-                 e->kind == NAME_INPUT ? "input" : "alias");
+                 e->kind == NTP_XML_NAME_INPUT ? "input" : "alias");
         return NTP_STATUS_GRAPH_ERROR;
     }
     return NTP_STATUS_OK;
 }
 
 /* The tensor a layer's entry and output index stand for. */
-static ntp_status layer_output(const reader *r, const name_entry *e, int k, int *tensor, char *err,
+static ntp_status layer_output(const reader *r, const ntp_xml_name *e, int k, int *tensor, char *err,
                                size_t errlen)
 {
     const ntp_node *n = &r->g->nodes[e->index];
@@ -1381,12 +1186,12 @@ static ntp_status resolve_aliases(reader *r)
             int entry, k;
             if ((st = lookup_ref(r, a->of, &entry, &k, err, sizeof err)) != NTP_STATUS_OK)
                 return alias_error(r, a, st, err);
-            const name_entry *e = &r->names.e[entry];
-            if (e->kind == NAME_ALIAS) {
+            const ntp_xml_name *e = &r->names.e[entry];
+            if (e->kind == NTP_XML_NAME_ALIAS) {
                 cur = e->index;
                 continue;
             }
-            if (e->kind == NAME_INPUT)
+            if (e->kind == NTP_XML_NAME_INPUT)
                 tensor = e->index;
             else if ((st = layer_output(r, e, k, &tensor, err, sizeof err)) != NTP_STATUS_OK)
                 return alias_error(r, a, st, err);
@@ -1403,7 +1208,7 @@ static ntp_status resolve_aliases(reader *r)
                 break;
             int entry, k;
             if (lookup_ref(r, a->of, &entry, &k, err, sizeof err) != NTP_STATUS_OK ||
-                r->names.e[entry].kind != NAME_ALIAS)
+                r->names.e[entry].kind != NTP_XML_NAME_ALIAS)
                 break;
             cur = r->names.e[entry].index;
         }
@@ -1417,12 +1222,12 @@ static ntp_status resolve_ref(reader *r, const char *ref, int *tensor, char *err
     ntp_status st = lookup_ref(r, ref, &entry, &k, err, errlen);
     if (st != NTP_STATUS_OK)
         return st;
-    const name_entry *e = &r->names.e[entry];
+    const ntp_xml_name *e = &r->names.e[entry];
     switch (e->kind) {
-    case NAME_INPUT: *tensor = e->index; return NTP_STATUS_OK;
-    case NAME_ALIAS: *tensor = r->aliases[e->index].tensor; return NTP_STATUS_OK;
-    case NAME_LAYER: return layer_output(r, e, k, tensor, err, errlen);
-    case NAME_MARKER: break;
+    case NTP_XML_NAME_INPUT: *tensor = e->index; return NTP_STATUS_OK;
+    case NTP_XML_NAME_ALIAS: *tensor = r->aliases[e->index].tensor; return NTP_STATUS_OK;
+    case NTP_XML_NAME_LAYER: return layer_output(r, e, k, tensor, err, errlen);
+    case NTP_XML_NAME_MARKER: break;
     }
     return NTP_STATUS_INTERNAL;
 }
@@ -1467,8 +1272,8 @@ static ntp_status wire_layers(reader *r)
 static ntp_status marker_end(reader *r, const ntp_marker *m, const char *attr, const char *ref,
                              int *node)
 {
-    int e = names_find(&r->names, ref);
-    if (e >= 0 && r->names.e[e].kind == NAME_LAYER) {
+    int e = ntp__xml_names_find(&r->names, ref);
+    if (e >= 0 && r->names.e[e].kind == NTP_XML_NAME_LAYER) {
         *node = r->names.e[e].index;
         return NTP_STATUS_OK;
     }
@@ -1476,7 +1281,7 @@ static ntp_status marker_end(reader *r, const ntp_marker *m, const char *attr, c
         return ntp__error(r->ctx, NTP_STATUS_GRAPH_ERROR,
                           "%s:%d: <marker name='%s'>: attribute '%s': '%s' is an <%s>, not a layer",
                           r->src, m->line, m->name, attr, ref, kind_element(r, &r->names.e[e]));
-    const char *near = nearest_name(r, ref, 1u << NAME_LAYER);
+    const char *near = nearest_name(r, ref, 1u << NTP_XML_NAME_LAYER);
     return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
                       "%s:%d: <marker name='%s'>: attribute '%s': no layer named '%.64s'%s%s%s",
                       r->src, m->line, m->name, attr, ref, near ? "; did you mean '" : "",
@@ -1531,7 +1336,7 @@ static ntp_status read_document(reader *r)
 
 static void reader_free(reader *r)
 {
-    names_free(&r->names);
+    ntp__xml_names_free(&r->names);
     for (int i = 0; i < r->n_aliases; i++) {
         free(r->aliases[i].name);
         free(r->aliases[i].of);
@@ -1565,7 +1370,7 @@ static ntp_status load_buffer(ntp_ctx *ctx, const char *buf, size_t len, const c
     r.opts = opts ? opts : &none;
     r.src = src;
     r.chain = -1;
-    ntp_status st = parse_xml(&r, buf, len);
+    ntp_status st = ntp__xml_parse(ctx, src, buf, len, &r.doc);
     if (st == NTP_STATUS_OK)
         st = read_document(&r);
     reader_free(&r);
