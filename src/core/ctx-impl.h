@@ -9,7 +9,8 @@
  * replaced by spaces so the message stays one line. */
 ntp_status ntp__error(ntp_ctx *ctx, ntp_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-ntp_status ntp__verror(ntp_ctx *ctx, ntp_status st, const char *fmt, va_list ap);
+ntp_status ntp__verror(ntp_ctx *ctx, ntp_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 void ntp__warn(ntp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* strdup that returns NULL for NULL. */

@@ -218,7 +218,9 @@ void ntp__attrs_op_default(ntp_op op, ntp_attrs *a);
 extern const char ntp__default_alphabet[];
 /* Declare weight `suffix` of node n ("<node>.<suffix>") with a shape; kind is
  * NTP_TENSOR_WEIGHT or NTP_TENSOR_BUFFER. If the node already has a weight in
- * that slot (a model that brought its weights), the shapes must agree. */
+ * that slot (a model that brought its weights), the shapes must agree. It
+ * may grow g->tensors: a shape function must not hold pointers into it
+ * across this call. */
 ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n,
                                 const char *suffix, ntp_tensor_kind kind,
                                 const ntp_shape *shape);

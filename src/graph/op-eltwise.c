@@ -103,8 +103,9 @@ ntp_status ntp__shape_batchnorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     ntp_status st = ntp__need_rank(ctx, g, n, 0, 2, NTP_MAX_DIMS, "[N,C,...]");
     if (st)
         return st;
-    const ntp_shape *s = &ntp__in(g, n, 0)->shape;
-    ntp_shape c = shape1(s->dim[1]);
+    /* A copy: declaring weights may move g->tensors. */
+    const ntp_shape s = ntp__in(g, n, 0)->shape;
+    ntp_shape c = shape1(s.dim[1]);
     if (n->a.epsilon <= 0)
         return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g", n->a.epsilon);
     if ((st = ntp__node_add_weight(ctx, g, n, "scale", NTP_TENSOR_WEIGHT, &c)) ||
@@ -112,7 +113,7 @@ ntp_status ntp__shape_batchnorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         (st = ntp__node_add_weight(ctx, g, n, "mean", NTP_TENSOR_BUFFER, &c)) ||
         (st = ntp__node_add_weight(ctx, g, n, "var", NTP_TENSOR_BUFFER, &c)))
         return st;
-    set_out(g, n, 0, s);
+    set_out(g, n, 0, &s);
     return NTP_STATUS_OK;
 }
 
@@ -123,7 +124,8 @@ void ntp__cost_batchnorm(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 
 ntp_status ntp__shape_layernorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 {
-    const ntp_shape *s = &ntp__in(g, n, 0)->shape;
+    /* A copy: declaring weights may move g->tensors. */
+    const ntp_shape shape = ntp__in(g, n, 0)->shape, *s = &shape;
     if (!norm_axis(n->a.axis, s->ndim, &n->a.axis))
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range for rank %d",
                         (long long)n->a.axis, s->ndim);
