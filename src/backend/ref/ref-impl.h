@@ -7,8 +7,10 @@
  * Each kernel reads k->in/k->w and writes k->out as docs/ops.md specifies.
  *
  * Kernels read only k->node->op, k->node->a and (for messages) k->node->name
- * from the node, and never k->g, so a test can build an ntp_kargs by hand
- * without a graph. Shapes in k->in/k->w/k->out are trusted to be the ones
+ * from the node, so a test can build an ntp_kargs by hand without a graph.
+ * k->g, when set, only adds the source position to messages and settles the
+ * one case the shapes cannot: a layout convert whose input has C equal to
+ * every spatial dim (ref-move.c). Shapes in k->in/k->w/k->out are trusted to be the ones
  * shape inference produced, but every dimension a kernel indexes with is
  * checked against the others first, so inconsistent arguments give a status
  * and a message, never an out-of-bounds access.
@@ -87,8 +89,8 @@ size_t ntp__ref_rnn_workspace(const ntp_kargs *k);
 ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_attention_workspace(const ntp_kargs *k);
 
-/* Size helpers for workspaces: a * b (* c) floats in bytes, SIZE_MAX on
- * overflow or a negative factor. */
+/* Size helpers for workspaces: a * b floats in bytes, SIZE_MAX on overflow
+ * or a negative factor. */
 size_t ntp__ref_floats(int64_t a, int64_t b);
 /* Sum of byte counts, saturating at SIZE_MAX. */
 size_t ntp__ref_size_add(size_t a, size_t b);
