@@ -1,0 +1,128 @@
+/* Activations on oneDNN's eltwise primitive, and softmax.
+ *
+ * The mapping (also used for post-ops, src/backend/onednn/fuse.c):
+ *   relu             eltwise_relu, alpha 0
+ *   relu max=m       eltwise_clip [0, m] (DeepSpeech's clipped ReLU)
+ *   leaky_relu       eltwise_relu, alpha = slope
+ *   sigmoid          eltwise_logistic
+ *   tanh             eltwise_tanh
+ *   gelu             eltwise_gelu_erf (the exact form, as the op defines)
+ *   silu             eltwise_swish, alpha 1
+ *   hardswish        eltwise_hardswish
+ *   clip             eltwise_clip [min, max]
+ * Activations follow their input's layout (blocked stays blocked); softmax
+ * runs on the plain tensor along its axis. */
+#include "onednn-impl.h"
+
+bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+    const ntp_attrs *a = &n->a;
+    *alpha = 0.0f;
+    *beta = 0.0f;
+    switch (n->op) {
+    case NTP_OP_RELU:
+        if (a->has_max) {
+            *alg = dnnl_eltwise_clip;
+            *beta = (float)a->max;
+        } else {
+            *alg = dnnl_eltwise_relu;
+        }
+        return true;
+    case NTP_OP_LEAKY_RELU:
+        *alg = dnnl_eltwise_relu;
+        *alpha = (float)a->alpha;
+        return true;
+    case NTP_OP_SIGMOID:
+        *alg = dnnl_eltwise_logistic;
+        return true;
+    case NTP_OP_TANH:
+        *alg = dnnl_eltwise_tanh;
+        return true;
+    case NTP_OP_GELU:
+        *alg = dnnl_eltwise_gelu_erf;
+        return true;
+    case NTP_OP_SILU:
+        *alg = dnnl_eltwise_swish;
+        *alpha = 1.0f;
+        return true;
+    case NTP_OP_HARDSWISH:
+        *alg = dnnl_eltwise_hardswish;
+        return true;
+    case NTP_OP_CLIP:
+        *alg = dnnl_eltwise_clip;
+        *alpha = (float)a->min;
+        *beta = (float)a->max;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ntp__dnnl_eltwise_supports(const ntp_graph *g, const ntp_node *n)
+{
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (n->op == NTP_OP_SOFTMAX) {
+        int r = g ? g->tensors[n->in[0]].shape.ndim : 0;
+        int64_t axis = n->a.axis < 0 ? n->a.axis + r : n->a.axis;
+        return axis >= 0 && axis < r;
+    }
+    return ntp__dnnl_eltwise_alg(n, &alg, &alpha, &beta);
+}
+
+static ntp_status softmax(odnn_build *b)
+{
+    ntp_kargs *k = b->k;
+    const ntp_shape *xs = &k->in[0].shape;
+    int64_t axis = b->n->a.axis < 0 ? b->n->a.axis + xs->ndim : b->n->a.axis;
+    if (k->n_in != 1 || axis < 0 || axis >= xs->ndim)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent softmax arguments");
+    dnnl_memory_desc_t md;
+    dnnl_status_t st = ntp__dnnl_plain_md(&md, xs, b->cdt);
+    dnnl_softmax_v2_desc_t d;
+    if (st == dnnl_success)
+        st = dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference, dnnl_softmax_accurate,
+                                               &md, &md, (int)axis);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "softmax descriptor");
+    dnnl_primitive_desc_t pd;
+    ntp_status s = ntp__dnnl_pd(b, &pd, &d, NULL, "softmax");
+    if (s)
+        return s;
+    int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2];
+    if ((s = ntp__dnnl_input(b, 0, &md, 1.0f, &mems[0])) ||
+        (s = ntp__dnnl_output(b, 0, &md, 1.0f, &mems[1])) ||
+        (s = ntp__dnnl_step(b, pd, "", NULL, 2, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__dnnl_eltwise_build(odnn_build *b)
+{
+    if (b->n->op == NTP_OP_SOFTMAX)
+        return softmax(b);
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (b->k->n_in != 1 || !ntp__dnnl_eltwise_alg(b->n, &alg, &alpha, &beta))
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "not an activation");
+    dnnl_memory_desc_t md;
+    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
+    if (s)
+        return s;
+    dnnl_eltwise_desc_t d;
+    dnnl_status_t st = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha,
+                                                      beta);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "eltwise descriptor");
+    dnnl_primitive_desc_t pd;
+    if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "eltwise")))
+        return s;
+    int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2];
+    if ((s = ntp__dnnl_input(b, 0, &md, 1.0f, &mems[0])) ||
+        (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mems[1])) ||
+        (s = ntp__dnnl_step(b, pd, "", NULL, 2, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}

@@ -1,0 +1,79 @@
+/* Fusion groups as oneDNN post-ops.
+ *
+ * A group's head (conv, deconv, fc, matmul) runs one primitive whose
+ * attribute carries the folded layers in order: activations as eltwise
+ * post-ops, residual adds and multiplies as binary post-ops that read the
+ * other operand straight from k->post_in[i]. A binary post-op is used
+ * rather than a sum post-op because sum accumulates into dst, which would
+ * need the residual copied into the output first (an extra pass over it)
+ * and forbids writing the result anywhere but on top of the residual. */
+#include "onednn-impl.h"
+
+/* The other operand of folded binary layer i: the input that is not the
+ * previous result of the chain. */
+static int other_operand(const ntp_kargs *k, int i)
+{
+    const ntp_node *f = k->fused[i];
+    int prev = i == 0 ? k->node->out[0] : k->fused[i - 1]->out[0];
+    return f->in[0] == prev ? f->in[1] : f->in[0];
+}
+
+ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
+                              int *n, int *args, int *mems)
+{
+    const ntp_kargs *k = b->k;
+    if (k->n_fused == 0 && out_scale == 1.0f)
+        return NTP_STATUS_OK;
+    dnnl_post_ops_t po;
+    dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "dnnl_post_ops_create");
+    ntp_status s = NTP_STATUS_OK;
+    int idx = 0;
+    for (int i = 0; i < k->n_fused && s == NTP_STATUS_OK; i++, idx++) {
+        const ntp_node *f = k->fused[i];
+        dnnl_alg_kind_t alg;
+        float alpha, beta;
+        if (ntp__dnnl_eltwise_alg(f, &alg, &alpha, &beta)) {
+            if ((st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta)))
+                s = ntp__dnnl_error(b, st, "eltwise post-op");
+            continue;
+        }
+        if (f->op != NTP_OP_ADD && f->op != NTP_OP_MUL) {
+            s = ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "layer '%s' (%s) cannot be a post-op",
+                               f->name ? f->name : "?", ntp__op_name(f->op));
+            break;
+        }
+        const ntp_buf *other = &k->post_in[i];
+        dnnl_memory_desc_t md;
+        const dnnl_memory_desc_t *lay =
+            k->g ? ntp__dnnl_tensor_layout(b->s, k->g, other_operand(k, i)) : NULL;
+        if (lay)
+            md = *lay;
+        else if ((st = ntp__dnnl_plain_md(&md, &other->shape, ntp__dnnl_dt(other->dtype)))) {
+            s = ntp__dnnl_error(b, st, "post-op operand descriptor");
+            break;
+        }
+        if ((st = dnnl_post_ops_append_binary(po, f->op == NTP_OP_ADD ? dnnl_binary_add
+                                                                       : dnnl_binary_mul, &md))) {
+            s = ntp__dnnl_error(b, st, "binary post-op");
+            break;
+        }
+        int mi;
+        if ((s = ntp__dnnl_mem(b, &md, ODNN_BIND_POST, i, 0, &mi)))
+            break;
+        args[*n] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1;
+        mems[*n] = mi;
+        (*n)++;
+    }
+    /* int8: the kernel's output scales give real values, so that the
+     * activations above see them; this last step scales into the output's
+     * quantisation grid. */
+    if (s == NTP_STATUS_OK && out_scale != 1.0f &&
+        (st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, out_scale, 0.0f)))
+        s = ntp__dnnl_error(b, st, "output scale post-op");
+    if (s == NTP_STATUS_OK && (st = dnnl_primitive_attr_set_post_ops(attr, po)))
+        s = ntp__dnnl_error(b, st, "dnnl_primitive_attr_set_post_ops");
+    dnnl_post_ops_destroy(po);
+    return s;
+}

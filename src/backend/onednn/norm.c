@@ -1,0 +1,146 @@
+/* Batch normalisation (inference: the stored mean and variance, with scale
+ * and shift) and layer normalisation over the trailing dims.
+ *
+ * Batch normalisation follows its input's layout, so it runs on a
+ * convolution's blocked output directly. Layer normalisation normalises the
+ * last logical dim in oneDNN, so the dims axis..last are viewed as one:
+ * [rows, D] over the plain tensor. The statistics and affine parameters are
+ * f32 at every precision (oneDNN's bf16 normalisations take f32 scale and
+ * shift). */
+#include <stdlib.h>
+
+#include "onednn-impl.h"
+
+bool ntp__dnnl_norm_supports(const ntp_graph *g, const ntp_node *n)
+{
+    const ntp_shape *x = &g->tensors[n->in[0]].shape;
+    if (n->op == NTP_OP_BATCHNORM)
+        return x->ndim >= 2 && x->ndim <= 5;
+    int64_t axis = n->a.axis < 0 ? n->a.axis + x->ndim : n->a.axis;
+    return axis >= 0 && axis < x->ndim;
+}
+
+/* Pack f32 weight i as a 1-d vector of `count` values for arg. */
+static ntp_status vector(odnn_build *b, int i, int64_t count, const dnnl_memory_desc_t *want,
+                         int *mi)
+{
+    if (ntp_shape_numel(&b->k->w[i].shape) != count)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "weight %d does not have %lld values", i,
+                              (long long)count);
+    float *v;
+    ntp_status s = ntp__dnnl_weight_f32(b, i, &v);
+    if (s)
+        return s;
+    dnnl_memory_desc_t md;
+    dnnl_dims_t d = {count};
+    dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_f32, dnnl_a);
+    s = ntp__dnnl_pack(b, v, &md, want && want->ndims > 0 ? want : &md, NULL, 0, 0, mi);
+    free(v);
+    return s;
+}
+
+static ntp_status batchnorm(odnn_build *b)
+{
+    ntp_kargs *k = b->k;
+    if (k->n_in != 1 || k->n_w != 4)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent batchnorm arguments");
+    int64_t C = k->in[0].shape.dim[1];
+    dnnl_memory_desc_t md;
+    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
+    if (s)
+        return s;
+    dnnl_batch_normalization_desc_t d;
+    dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
+        &d, dnnl_forward_inference, &md, (float)b->n->a.epsilon,
+        dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "batch normalization descriptor");
+    dnnl_primitive_desc_t pd;
+    if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "batch normalization")))
+        return s;
+    int args[8], mems[8], n = 0, mi;
+    if ((s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mi)))
+        return s;
+    args[n] = DNNL_ARG_SRC;
+    mems[n++] = mi;
+    /* Weights in the op's order: scale, bias, mean, var. */
+    const int arg_of[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    for (int i = 0; i < 4; i++) {
+        if ((s = vector(b, i, C, ntp__dnnl_arg_md(pd, arg_of[i]), &mi)))
+            return s;
+        args[n] = arg_of[i];
+        mems[n++] = mi;
+    }
+    if ((s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mi)))
+        return s;
+    args[n] = DNNL_ARG_DST;
+    mems[n++] = mi;
+    if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}
+
+static ntp_status layernorm(odnn_build *b)
+{
+    ntp_kargs *k = b->k;
+    const ntp_shape *xs = &k->in[0].shape;
+    int64_t axis = b->n->a.axis < 0 ? b->n->a.axis + xs->ndim : b->n->a.axis;
+    if (k->n_in != 1 || k->n_w != 2 || axis < 0 || axis >= xs->ndim)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent layernorm arguments");
+    int64_t D = 1;
+    for (int d = (int)axis; d < xs->ndim; d++)
+        D *= xs->dim[d];
+    int64_t rows = D > 0 ? ntp_shape_numel(xs) / D : 0;
+    dnnl_dims_t dims = {rows, D};
+    dnnl_memory_desc_t md;
+    dnnl_memory_desc_init_by_tag(&md, 2, dims, b->cdt, dnnl_ab);
+    dnnl_layer_normalization_desc_t d;
+    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(
+        &d, dnnl_forward_inference, &md, NULL, (float)b->n->a.epsilon,
+        dnnl_use_scale | dnnl_use_shift);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "layer normalization descriptor");
+    dnnl_primitive_desc_t pd;
+    ntp_status s = ntp__dnnl_pd(b, &pd, &d, NULL, "layer normalization");
+    if (s)
+        return s;
+    int args[8], mems[8], n = 0, mi, view;
+    if ((s = ntp__dnnl_plain_input(b, 0, b->cdt, &mi)) || (s = ntp__dnnl_alias(b, mi, &md, &view)))
+        return s;
+    args[n] = DNNL_ARG_SRC;
+    mems[n++] = view;
+    const int arg_of[2] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
+    for (int i = 0; i < 2; i++) {
+        if ((s = vector(b, i, D, ntp__dnnl_arg_md(pd, arg_of[i]), &mi)))
+            return s;
+        args[n] = arg_of[i];
+        mems[n++] = mi;
+    }
+    /* Statistics computed on the fly: scratch, when oneDNN exposes them. */
+    const int stat[2] = {DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    for (int i = 0; i < 2; i++) {
+        const dnnl_memory_desc_t *sm = ntp__dnnl_arg_md(pd, stat[i]);
+        if (sm && dnnl_memory_desc_get_size(sm) > 0) {
+            if ((s = ntp__dnnl_ws_mem(b, sm, &mi)))
+                return s;
+            args[n] = stat[i];
+            mems[n++] = mi;
+        }
+    }
+    dnnl_memory_desc_t plain;
+    ntp__dnnl_plain_md(&plain, &k->out[0].shape, b->cdt);
+    if ((s = ntp__dnnl_output(b, 0, &plain, 1.0f, &mi)) || (s = ntp__dnnl_alias(b, mi, &md, &view)))
+        return s;
+    args[n] = DNNL_ARG_DST;
+    mems[n++] = view;
+    if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__dnnl_norm_build(odnn_build *b)
+{
+    return b->n->op == NTP_OP_BATCHNORM ? batchnorm(b) : layernorm(b);
+}

@@ -1,0 +1,254 @@
+/* The oneDNN backend, private to libntprof.
+ *
+ * Every layer (or fusion group) becomes a short list of steps, each one a
+ * oneDNN primitive: optional reorders that bring inputs into the layout and
+ * type the main primitive wants, the main primitive, and optional reorders
+ * that bring its outputs back to the layout the engine expects. Reorders are
+ * their own steps so that reports show them as rows of type "reorder"
+ * (n_steps / step_info / execute_step).
+ *
+ * Memory objects are created once at prepare. Those that stand for the
+ * engine's buffers (inputs, outputs, the other operands of fused binary
+ * layers, the shared workspace) get their data handle at every execute,
+ * because the engine's pointers are only valid from the first execute on.
+ * Weights are reordered once at prepare into the primitive's preferred
+ * format and owned by the node. Every primitive uses a user-provided
+ * scratchpad carved from the engine's workspace, so nothing is allocated
+ * while running.
+ *
+ * Precisions: activations are stored as f32, bf16, f16 or s8 (the i8
+ * precision). int8 is native in conv, deconv, fc and matmul (s8 activations
+ * with the calibrated per-tensor scales, s8 weights with per-output-channel
+ * scales computed here); other layers at i8 dequantise to f32, compute, and
+ * quantise again, each conversion a reorder step. */
+#ifndef NTPROF_ONEDNN_IMPL_H
+#define NTPROF_ONEDNN_IMPL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend/backend-impl.h"
+
+#define ODNN_MAX_MEMS 96
+#define ODNN_MAX_STEPS 40
+#define ODNN_MAX_ARGS 16
+#define ODNN_MAX_PDS 64
+
+/* What a memory object's data handle points at, set at every execute. */
+typedef enum odnn_bind {
+    ODNN_BIND_IN,       /* k->in[idx].data + off */
+    ODNN_BIND_OUT,      /* k->out[idx].data + off */
+    ODNN_BIND_POST,     /* k->post_in[idx].data */
+    ODNN_BIND_WS,       /* k->workspace + off */
+    ODNN_BIND_SCRATCH,  /* k->workspace + the node's scratchpad offset */
+    ODNN_BIND_OWN       /* a buffer the node owns (packed weights, masks) */
+} odnn_bind;
+
+typedef struct odnn_mem {
+    dnnl_memory_t m;
+    odnn_bind bind;
+    int idx;
+    size_t off;
+    void *own;
+} odnn_mem;
+
+typedef struct odnn_step {
+    dnnl_primitive_t prim;
+    int n_args;
+    int arg[ODNN_MAX_ARGS];     /* DNNL_ARG_* */
+    int mem[ODNN_MAX_ARGS];     /* index into odnn_node.mems */
+    char suffix[48];            /* row name suffix; "" for the main step */
+    const char *type;           /* row type: "reorder", or NULL for the layer's own */
+} odnn_step;
+
+/* Backend-wide state, one per execution plan. */
+typedef struct odnn_state {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    int threads;                /* 0: all cores */
+    /* Internal layouts recorded by producers, per tensor of the graph being
+     * prepared, so that the other operand of a fused binary layer (which
+     * arrives in k->post_in without a layout slot) is read correctly. */
+    const ntp_graph *g;
+    const dnnl_memory_desc_t **tensor_layout;
+    int n_tensors;
+} odnn_state;
+
+/* What prepare builds for one layer or fusion group. */
+typedef struct odnn_node {
+    int n_mems;
+    odnn_mem mems[ODNN_MAX_MEMS];
+    int n_steps;
+    odnn_step steps[ODNN_MAX_STEPS];
+    int main_step;
+    char impl[160];
+    size_t ws_used;             /* intermediates, bump-allocated */
+    size_t scratch_off;         /* scratchpad region after them */
+    size_t scratch_bytes;
+    int weight_reorders;        /* weights reordered at prepare (tests check it) */
+    dnnl_memory_desc_t *out_md[NTP_MAX_OUTPUTS]; /* internal layouts handed on */
+    int rec_tensor[NTP_MAX_OUTPUTS]; /* 1 + tensor whose layout was recorded, 0: none */
+} odnn_node;
+
+/* Scratch data while one prepare runs. */
+typedef struct odnn_build {
+    ntp_ctx *ctx;
+    odnn_state *s;
+    ntp_kargs *k;
+    odnn_node *nd;
+    const ntp_node *n;          /* the layer (the head of a group) */
+    ntp_dtype prec;             /* its precision */
+    bool int8;                  /* prec == NTP_DTYPE_I8 */
+    dnnl_data_type_t cdt;       /* compute type of float activations */
+    /* Output reorders to add after the main step. */
+    int n_pending;
+    int pending_from[NTP_MAX_OUTPUTS];
+    int pending_out[NTP_MAX_OUTPUTS];
+    float pending_scale[NTP_MAX_OUTPUTS];
+    /* Primitive descriptors and attributes destroyed when prepare ends. */
+    int n_pds;
+    dnnl_primitive_desc_t pds[ODNN_MAX_PDS];
+    int n_attrs;
+    dnnl_primitive_attr_t attrs[ODNN_MAX_PDS];
+} odnn_build;
+
+/* --- build.c: memory, steps, reorders, errors ----------------------------- */
+/* Record "<op name='layer'>: what: dnnl status" and return BACKEND_ERROR. */
+ntp_status ntp__dnnl_error(odnn_build *b, dnnl_status_t st, const char *what);
+/* Record a message about the layer with status st. */
+ntp_status ntp__dnnl_fail(odnn_build *b, ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+dnnl_data_type_t ntp__dnnl_dt(ntp_dtype t);
+/* Plain row-major descriptor of a shape (rank 0 is [1]). */
+dnnl_status_t ntp__dnnl_plain_md(dnnl_memory_desc_t *md, const ntp_shape *s, dnnl_data_type_t dt);
+/* The same plain descriptor from explicit dims. */
+dnnl_status_t ntp__dnnl_plain_dims(dnnl_memory_desc_t *md, int nd, const int64_t *dims,
+                                   dnnl_data_type_t dt);
+/* md with another data type, when the layout allows it (plain or blocked
+ * without extra flags); false otherwise. */
+bool ntp__dnnl_md_with_dt(const dnnl_memory_desc_t *md, dnnl_data_type_t dt,
+                          dnnl_memory_desc_t *out);
+bool ntp__dnnl_md_is_plain(const dnnl_memory_desc_t *md);
+/* An attribute with a user scratchpad, destroyed with the build. */
+ntp_status ntp__dnnl_attr(odnn_build *b, dnnl_primitive_attr_t *attr);
+/* Create a primitive descriptor (destroyed with the build). */
+ntp_status ntp__dnnl_pd(odnn_build *b, dnnl_primitive_desc_t *pd, const void *desc,
+                        const_dnnl_primitive_attr_t attr, const char *what);
+/* A reorder primitive descriptor from src to dst with a common output scale
+ * (1 for none). */
+ntp_status ntp__dnnl_reorder_pd(odnn_build *b, dnnl_primitive_desc_t *pd,
+                                const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                float scale);
+/* The memory descriptor a primitive descriptor wants for query q / arg. */
+const dnnl_memory_desc_t *ntp__dnnl_query(const_dnnl_primitive_desc_t pd, dnnl_query_t q, int i);
+const dnnl_memory_desc_t *ntp__dnnl_arg_md(const_dnnl_primitive_desc_t pd, int arg);
+/* Add a memory object; returns its index in *idx. */
+ntp_status ntp__dnnl_mem(odnn_build *b, const dnnl_memory_desc_t *md, odnn_bind bind, int i,
+                         size_t off, int *idx);
+/* Another view (descriptor) of the same bytes as memory idx: a 2-d view of
+ * a plain n-d tensor, a transposed view. */
+ntp_status ntp__dnnl_alias(odnn_build *b, int idx, const dnnl_memory_desc_t *md, int *out);
+/* A temporary in the workspace (64-byte aligned). */
+ntp_status ntp__dnnl_ws_mem(odnn_build *b, const dnnl_memory_desc_t *md, int *idx);
+/* A buffer the node owns, zero-filled, with memory object. */
+ntp_status ntp__dnnl_own_mem(odnn_build *b, const dnnl_memory_desc_t *md, int *idx);
+/* Add a step running pd with (arg, mem) pairs; its scratchpad is bound to
+ * the workspace. suffix "" and type NULL mark the main step. */
+ntp_status ntp__dnnl_step(odnn_build *b, const_dnnl_primitive_desc_t pd, const char *suffix,
+                          const char *type, int n, const int *args, const int *mems);
+/* Make this step the main one and take its implementation name. */
+void ntp__dnnl_set_main(odnn_build *b, const_dnnl_primitive_desc_t pd);
+
+/* Scale of activation buffer `buf` for dequantisation: the calibrated scale
+ * for s8 storage at the i8 precision, 1 otherwise. Fails on a missing
+ * scale. */
+ntp_status ntp__dnnl_act_scale(odnn_build *b, ntp_dtype storage, float calibrated, int which,
+                               bool is_out, float *scale);
+/* The descriptor input i is stored in: the producer's layout when internal,
+ * else plain with the buffer's type. */
+ntp_status ntp__dnnl_in_md(odnn_build *b, int i, dnnl_memory_desc_t *md);
+/* A memory object holding input i in descriptor `want`, with value scale
+ * `want_scale` (s8 data: real = q * scale; 1 for float types): the input
+ * itself, or a workspace copy made by a reorder step. */
+ntp_status ntp__dnnl_input(odnn_build *b, int i, const dnnl_memory_desc_t *want, float want_scale,
+                           int *idx);
+/* Input i's descriptor with data type dt: its own layout when only the type
+ * changes, else plain. For layers that follow their input's layout. */
+ntp_status ntp__dnnl_follow_md(odnn_build *b, int i, dnnl_data_type_t dt, dnnl_memory_desc_t *md);
+/* Input i as a plain tensor of type dt (real values). */
+ntp_status ntp__dnnl_plain_input(odnn_build *b, int i, dnnl_data_type_t dt, int *idx);
+/* The same for any memory already in the node (post_in operands). */
+ntp_status ntp__dnnl_convert(odnn_build *b, int src_idx, const dnnl_memory_desc_t *src_md,
+                             float src_scale, const dnnl_memory_desc_t *want, float want_scale,
+                             const char *suffix, int *idx);
+/* Where the main primitive writes output i, given the descriptor it
+ * produces with value scale `have_scale`: the output itself (plain, or an
+ * internal layout recorded for the consumers), or a workspace temporary
+ * reordered into the output after the main step (ntp__dnnl_finish). */
+ntp_status ntp__dnnl_output(odnn_build *b, int i, const dnnl_memory_desc_t *have, float have_scale,
+                            int *idx);
+/* Add the pending output reorders. */
+ntp_status ntp__dnnl_finish(odnn_build *b);
+/* Reorder f32 `data` (described by user_md) into a new owned buffer in
+ * `want`, once, now; per-channel scales (mask) when scales != NULL. */
+ntp_status ntp__dnnl_pack(odnn_build *b, const void *data, const dnnl_memory_desc_t *user_md,
+                          const dnnl_memory_desc_t *want, const float *scales, int n_scales,
+                          int mask, int *idx);
+/* Weight i as a malloc'd f32 array (converted from its storage type). */
+ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out);
+/* Run a one-off reorder now (prepare time). */
+ntp_status ntp__dnnl_reorder_now(odnn_build *b, const dnnl_memory_desc_t *src_md, void *src,
+                                 const dnnl_memory_desc_t *dst_md, void *dst, const float *scales,
+                                 int n_scales, int mask);
+/* Sub-steps and execution. */
+ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const ntp_kargs *k,
+                              int step);
+void ntp__dnnl_node_free(odnn_node *nd);
+/* Remember the layout of tensor t (for post_in lookups). */
+void ntp__dnnl_record_layout(odnn_build *b, int out_slot, const dnnl_memory_desc_t *md);
+const dnnl_memory_desc_t *ntp__dnnl_tensor_layout(odnn_state *s, const ntp_graph *g, int tensor);
+
+/* Is dtype t usable for op `op` on this CPU (probed once by creating a small
+ * primitive of that family)? */
+bool ntp__dnnl_dtype_ok(ntp_op op, dnnl_data_type_t t);
+/* Must int8 GEMM weights stay within 7 bits on this CPU (no VNNI)? */
+bool ntp__dnnl_int8_needs_7bit(void);
+/* Set the OpenMP thread count oneDNN uses (0: all cores). */
+void ntp__dnnl_set_threads(int n);
+
+/* --- op families (one file each) ---------------------------------------- */
+/* Each supports_* says whether the layer fits oneDNN; each build_* prepares
+ * it. */
+bool ntp__dnnl_conv_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_conv_build(odnn_build *b);
+bool ntp__dnnl_matmul_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_matmul_build(odnn_build *b);
+bool ntp__dnnl_pool_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_pool_build(odnn_build *b);
+bool ntp__dnnl_norm_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_norm_build(odnn_build *b);
+bool ntp__dnnl_eltwise_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_eltwise_build(odnn_build *b);
+/* The eltwise algorithm and its alpha/beta for an activation layer. */
+bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta);
+bool ntp__dnnl_binary_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_binary_build(odnn_build *b);
+bool ntp__dnnl_concat_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_concat_build(odnn_build *b);
+bool ntp__dnnl_rnn_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_rnn_build(odnn_build *b);
+bool ntp__dnnl_attention_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_attention_build(odnn_build *b);
+bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_move_build(odnn_build *b);
+
+/* Post-ops of a fusion group (conv, fc, matmul heads): activations and
+ * binary operands of k->fused[], appended to `attr` after the int8 output
+ * scales; adds the binary operands' memories to args/mems from *n. */
+ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
+                              int *n, int *args, int *mems);
+
+extern const ntp_backend_i ntp__backend_onednn;
+
+#endif

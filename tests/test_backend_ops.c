@@ -1,0 +1,674 @@
+/* The op-conformance driver: every op of the op table, in a few shapes and
+ * attribute cases, on every backend built into the library, against the
+ * reference backend (like ggml's test-backend-ops and benchdnn).
+ *
+ * Each case is a one-layer topology in markup, loaded (so shape inference
+ * and the weight list are the library's own) at each precision. Inputs and
+ * weights are random with a fixed seed; the reference backend runs the
+ * layer with them exactly as the engine would give them (weights rounded
+ * through the precision, per output channel for int8); every other backend
+ * that supports the case gets the same data converted into its storage
+ * type (bf16 / f16 bits; s8 with calibrated per-tensor scales for i8, its
+ * weights in f32 since a backend quantises them itself), with outputs
+ * poisoned (NaN) and sentinel bytes after every output and the workspace.
+ *
+ * One line per case, backend and precision: PASSED, SKIPPED (the backend
+ * does not support the case: not a failure), or FAILED with a one-line
+ * __REPRO. The error metric is the relative L2 norm of the difference:
+ * f32 <= 1e-4, bf16 <= 2e-2, f16 <= 5e-3; int8 is reported, not judged
+ * (the reference quantises dynamically, a backend with calibrated scales).
+ * A test fails if any supported case fails. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend-impl.h"
+#include "core/numeric-impl.h"
+#include "ntprof/ntprof.h"
+
+#define SENTINEL 0xA5
+#define GUARD 64
+
+typedef struct op_case {
+    const char *op;     /* the op this case exercises */
+    const char *what;   /* short description */
+    const char *body;   /* <input>s and the layer, which is named L */
+} op_case;
+
+/* clang-format off */
+static const op_case cases[] = {
+    {"fc", "2-d", "<input name='x' shape='4,32'/><fc name='L' units='16'/>"},
+    {"fc", "3-d [T,N,K] input, no bias", "<input name='x' shape='5,2,24'/><fc name='L' units='7' bias='false'/>"},
+    {"fc", "1-d input", "<input name='x' shape='40'/><fc name='L' units='9'/>"},
+    {"matmul", "batched", "<input name='a' shape='2,3,8,5'/><input name='b' shape='2,3,5,4'/><matmul name='L' inputs='a,b'/>"},
+    {"matmul", "broadcast batch dims", "<input name='a' shape='2,1,8,5'/><input name='b' shape='3,5,4'/><matmul name='L' inputs='a,b'/>"},
+    {"matmul", "transpose_b, 2-d", "<input name='a' shape='6,16'/><input name='b' shape='9,16'/><matmul name='L' inputs='a,b' transpose_b='true'/>"},
+    {"matmul", "transpose_a", "<input name='a' shape='3,7,6'/><input name='b' shape='3,7,5'/><matmul name='L' inputs='a,b' transpose_a='true'/>"},
+    {"conv", "3x3 pad 1", "<input name='x' shape='2,3,9,9'/><conv name='L' filters='8' kernel='3' pad='1'/>"},
+    {"conv", "stride 2, asymmetric pad", "<input name='x' shape='1,4,10,11'/><conv name='L' filters='6' kernel='3' stride='2' pad='0,1,2,1'/>"},
+    {"conv", "grouped, dilation 2, no bias", "<input name='x' shape='1,8,12,12'/><conv name='L' filters='12' kernel='3' dilation='2' pad='2' groups='4' bias='false'/>"},
+    {"conv", "depthwise", "<input name='x' shape='2,16,7,7'/><conv name='L' filters='16' kernel='3' pad='1' depthwise='true'/>"},
+    {"conv", "depthwise multiplier 2, stride 2", "<input name='x' shape='1,8,9,9'/><conv name='L' filters='16' kernel='3' stride='2' pad='1' depthwise='true'/>"},
+    {"conv", "1x1 pointwise", "<input name='x' shape='1,32,6,6'/><conv name='L' filters='24' kernel='1'/>"},
+    {"conv", "pad same", "<input name='x' shape='1,5,8,8'/><conv name='L' filters='8' kernel='4' stride='2' pad='same'/>"},
+    {"conv", "1-d", "<input name='x' shape='2,4,20'/><conv name='L' filters='6' kernel='5' stride='2' pad='2'/>"},
+    {"conv", "3-d", "<input name='x' shape='1,3,6,7,8'/><conv name='L' filters='4' kernel='3' pad='1'/>"},
+    {"deconv", "k2 s2", "<input name='x' shape='2,6,5,5'/><deconv name='L' filters='4' kernel='2' stride='2'/>"},
+    {"deconv", "k3 s2 pad 1 output_padding 1", "<input name='x' shape='1,4,5,6'/><deconv name='L' filters='3' kernel='3' stride='2' pad='1' output_padding='1'/>"},
+    {"deconv", "grouped", "<input name='x' shape='1,8,4,4'/><deconv name='L' filters='6' kernel='3' pad='1' groups='2'/>"},
+    {"deconv", "output_padding beyond end padding", "<input name='x' shape='1,2,4,4'/><deconv name='L' filters='2' kernel='3' stride='2' output_padding='1'/>"},
+    {"maxpool", "k3 s2 pad 1", "<input name='x' shape='2,8,11,11'/><maxpool name='L' kernel='3' stride='2' pad='1'/>"},
+    {"maxpool", "ceil_mode", "<input name='x' shape='1,4,10,10'/><maxpool name='L' kernel='3' stride='2' ceil_mode='true'/>"},
+    {"maxpool", "dilation 2", "<input name='x' shape='1,3,12,12'/><maxpool name='L' kernel='3' stride='1' dilation='2'/>"},
+    {"maxpool", "1-d", "<input name='x' shape='2,5,17'/><maxpool name='L' kernel='4'/>"},
+    {"avgpool", "exclude padding", "<input name='x' shape='2,8,11,11'/><avgpool name='L' kernel='3' stride='2' pad='1'/>"},
+    {"avgpool", "count_include_pad", "<input name='x' shape='1,4,9,9'/><avgpool name='L' kernel='3' stride='2' pad='1' count_include_pad='true'/>"},
+    {"avgpool", "ceil_mode", "<input name='x' shape='1,4,10,10'/><avgpool name='L' kernel='3' stride='2' ceil_mode='true'/>"},
+    {"avgpool", "ceil_mode with count_include_pad", "<input name='x' shape='1,2,10,10'/><avgpool name='L' kernel='3' stride='2' pad='1' ceil_mode='true' count_include_pad='true'/>"},
+    {"global_maxpool", "2-d", "<input name='x' shape='2,6,7,5'/><global_maxpool name='L'/>"},
+    {"global_avgpool", "2-d", "<input name='x' shape='2,6,7,5'/><global_avgpool name='L'/>"},
+    {"global_avgpool", "1-d", "<input name='x' shape='3,4,9'/><global_avgpool name='L'/>"},
+    {"batchnorm", "4-d", "<input name='x' shape='2,8,5,5'/><batchnorm name='L'/>"},
+    {"batchnorm", "2-d", "<input name='x' shape='4,8'/><batchnorm name='L' epsilon='1e-3'/>"},
+    {"layernorm", "last axis", "<input name='x' shape='2,5,32'/><layernorm name='L'/>"},
+    {"layernorm", "two axes", "<input name='x' shape='3,4,6'/><layernorm name='L' axis='1' epsilon='1e-12'/>"},
+    {"relu", "", "<input name='x' shape='2,3,5,5'/><relu name='L'/>"},
+    {"relu", "clipped at 6", "<input name='x' shape='37'/><relu name='L' max='0.5'/>"},
+    {"leaky_relu", "", "<input name='x' shape='4,33'/><leaky_relu name='L' alpha='0.1'/>"},
+    {"sigmoid", "", "<input name='x' shape='4,33'/><sigmoid name='L'/>"},
+    {"tanh", "", "<input name='x' shape='4,33'/><tanh name='L'/>"},
+    {"gelu", "", "<input name='x' shape='4,33'/><gelu name='L'/>"},
+    {"silu", "", "<input name='x' shape='4,33'/><silu name='L'/>"},
+    {"hardswish", "", "<input name='x' shape='4,33'/><hardswish name='L'/>"},
+    {"clip", "", "<input name='x' shape='4,33'/><clip name='L' min='-0.5' max='1.5'/>"},
+    {"softmax", "last axis", "<input name='x' shape='3,17'/><softmax name='L'/>"},
+    {"softmax", "axis 1", "<input name='x' shape='2,5,3,4'/><softmax name='L' axis='1'/>"},
+    {"add", "same shapes", "<input name='a' shape='2,8,5,5'/><input name='b' shape='2,8,5,5'/><add name='L' inputs='a,b'/>"},
+    {"add", "broadcast per channel", "<input name='a' shape='2,8,4,4'/><input name='b' shape='8,1,1'/><add name='L' inputs='a,b'/>"},
+    {"add", "broadcast first operand, 3 inputs", "<input name='a' shape='6'/><input name='b' shape='3,6'/><input name='c' shape='3,6'/><add name='L' inputs='a,b,c'/>"},
+    {"add", "both operands broadcast", "<input name='a' shape='4,1'/><input name='b' shape='1,5'/><add name='L' inputs='a,b'/>"},
+    {"mul", "broadcast", "<input name='a' shape='2,3,4'/><input name='b' shape='1,3,1'/><mul name='L' inputs='a,b'/>"},
+    {"concat", "axis 1, 3 inputs", "<input name='a' shape='2,3,4,4'/><input name='b' shape='2,5,4,4'/><input name='c' shape='2,1,4,4'/><concat name='L' axis='1' inputs='a,b,c'/>"},
+    {"concat", "last axis", "<input name='a' shape='3,4'/><input name='b' shape='3,2'/><concat name='L' axis='-1' inputs='a,b'/>"},
+    {"split", "two parts", "<input name='x' shape='2,6,3'/><split name='L' axis='1' parts='2'/>"},
+    {"split", "sizes", "<input name='x' shape='4,5'/><split name='L' axis='-1' sizes='1,4'/>"},
+    {"reshape", "", "<input name='x' shape='2,3,4'/><reshape name='L' shape='6,-1'/>"},
+    {"flatten", "", "<input name='x' shape='2,3,4,5'/><flatten name='L'/>"},
+    {"transpose", "perm", "<input name='x' shape='2,3,4'/><transpose name='L' perm='1,2,0'/>"},
+    {"transpose", "reverse", "<input name='x' shape='3,5'/><transpose name='L'/>"},
+    {"pad", "constant", "<input name='x' shape='1,2,3,3'/><pad name='L' pads='0,0,1,1,0,0,1,2' value='0.5'/>"},
+    {"dropout", "", "<input name='x' shape='5,7'/><dropout name='L' ratio='0.1'/>"},
+    {"memcpy", "", "<input name='x' shape='5,7'/><memcpy name='L'/>"},
+    {"embedding", "", "<input name='x' shape='2,5' dtype='i32'/><embedding name='L' vocab='11' units='6'/>"},
+    {"lstm", "forward", "<input name='x' shape='6,2,5'/><lstm name='L' units='8'/>"},
+    {"lstm", "bidirectional concat", "<input name='x' shape='5,3,4'/><lstm name='L' units='6' direction='bidirectional'/>"},
+    {"lstm", "bidirectional sum", "<input name='x' shape='5,2,4'/><lstm name='L' units='6' direction='bidirectional' merge='sum'/>"},
+    {"lstm", "last step, bidirectional concat", "<input name='x' shape='7,2,3'/><lstm name='L' units='5' direction='bidirectional' sequence='last'/>"},
+    {"lstm", "reverse, last step, no bias", "<input name='x' shape='4,2,3'/><lstm name='L' units='5' direction='reverse' sequence='last' bias='false'/>"},
+    {"gru", "forward", "<input name='x' shape='6,2,5'/><gru name='L' units='7'/>"},
+    {"gru", "bidirectional sum", "<input name='x' shape='5,2,4'/><gru name='L' units='6' direction='bidirectional' merge='sum'/>"},
+    {"gru", "bidirectional concat, last step", "<input name='x' shape='5,2,4'/><gru name='L' units='6' direction='bidirectional' sequence='last'/>"},
+    {"gru", "bidirectional sum, last step", "<input name='x' shape='5,2,4'/><gru name='L' units='6' direction='bidirectional' merge='sum' sequence='last'/>"},
+    {"rnn", "relu", "<input name='x' shape='6,2,5'/><rnn name='L' units='8' activation='relu'/>"},
+    {"rnn", "tanh, reverse, last step", "<input name='x' shape='6,2,5'/><rnn name='L' units='8' direction='reverse' sequence='last'/>"},
+    {"attention", "self", "<input name='x' shape='2,6,16'/><attention name='L' heads='4'/>"},
+    {"attention", "causal", "<input name='x' shape='1,7,12'/><attention name='L' heads='3' causal='true'/>"},
+    {"attention", "cross, no bias", "<input name='q' shape='2,3,8'/><input name='k' shape='2,5,8'/><input name='v' shape='2,5,8'/><attention name='L' heads='2' bias='false' inputs='q,k,v'/>"},
+    {"convert", "to f32", "<input name='x' shape='3,7'/><convert name='L' to='f32'/>"},
+};
+/* clang-format on */
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static const ntp_dtype precisions[] = {NTP_DTYPE_F32, NTP_DTYPE_BF16, NTP_DTYPE_F16, NTP_DTYPE_I8};
+
+static double tolerance(ntp_dtype p)
+{
+    switch (p) {
+    case NTP_DTYPE_F32: return 1e-4;
+    case NTP_DTYPE_BF16: return 2e-2;
+    case NTP_DTYPE_F16: return 5e-3;
+    default: return INFINITY; /* reported only */
+    }
+}
+
+/* --- deterministic data ---------------------------------------------------- */
+static uint64_t rng_state;
+
+static double uniform(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static double normal(void)
+{
+    double u = uniform(), v = uniform();
+    return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+
+/* --- one backend's run of a case --------------------------------------- */
+typedef struct run_bufs {
+    void *in[NTP_MAX_INPUTS], *w[NTP_MAX_WEIGHTS], *out[NTP_MAX_OUTPUTS], *ws;
+    size_t out_bytes[NTP_MAX_OUTPUTS], ws_bytes;
+} run_bufs;
+
+static void free_bufs(run_bufs *r)
+{
+    for (int i = 0; i < NTP_MAX_INPUTS; i++)
+        free(r->in[i]);
+    for (int i = 0; i < NTP_MAX_WEIGHTS; i++)
+        free(r->w[i]);
+    for (int i = 0; i < NTP_MAX_OUTPUTS; i++)
+        free(r->out[i]);
+    free(r->ws);
+    memset(r, 0, sizeof *r);
+}
+
+static void *guarded(size_t bytes)
+{
+    unsigned char *p = aligned_alloc(64, (bytes + GUARD + 63) / 64 * 64);
+    if (p)
+        memset(p + bytes, SENTINEL, GUARD);
+    return p;
+}
+
+static bool guard_ok(const void *p, size_t bytes)
+{
+    const unsigned char *q = (const unsigned char *)p + bytes;
+    for (int i = 0; i < GUARD; i++)
+        if (q[i] != SENTINEL)
+            return false;
+    return true;
+}
+
+/* f32 values into storage type t (s8 with scale). */
+static void store(const float *src, int64_t n, ntp_dtype t, float scale, void *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        switch (t) {
+        case NTP_DTYPE_BF16: ((uint16_t *)dst)[i] = ntp__f32_to_bf16(src[i]); break;
+        case NTP_DTYPE_F16: ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]); break;
+        case NTP_DTYPE_I8: ((int8_t *)dst)[i] = ntp__quantize_i8(src[i], scale); break;
+        case NTP_DTYPE_I32: ((int32_t *)dst)[i] = (int32_t)src[i]; break;
+        default: ((float *)dst)[i] = src[i]; break;
+        }
+}
+
+static float load(const void *src, int64_t i, ntp_dtype t, float scale)
+{
+    switch (t) {
+    case NTP_DTYPE_BF16: return ntp__bf16_to_f32(((const uint16_t *)src)[i]);
+    case NTP_DTYPE_F16: return ntp__f16_to_f32(((const uint16_t *)src)[i]);
+    case NTP_DTYPE_I8: return ntp__dequantize_i8(((const int8_t *)src)[i], scale);
+    default: return ((const float *)src)[i];
+    }
+}
+
+/* Poison an output before a run. Pattern 0 is NaN in float storage (and
+ * -128 in s8, which symmetric quantisation avoids); pattern 1 is another
+ * value. An element that differs between a run over pattern 0 and a run
+ * over pattern 1 was not written (s8 has no NaN to give it away). */
+static void poison(void *p, int64_t n, ntp_dtype t, int pattern)
+{
+    for (int64_t i = 0; i < n; i++)
+        switch (t) {
+        case NTP_DTYPE_BF16: ((uint16_t *)p)[i] = pattern ? 0x4321 : 0x7FC0; break;
+        case NTP_DTYPE_F16: ((uint16_t *)p)[i] = pattern ? 0x4321 : 0x7E00; break;
+        case NTP_DTYPE_I8: ((int8_t *)p)[i] = pattern ? 0x55 : -128; break;
+        default: ((float *)p)[i] = pattern ? 1234.5f : NAN; break;
+        }
+}
+
+static bool is_poison(const void *p, int64_t i, ntp_dtype t)
+{
+    switch (t) {
+    case NTP_DTYPE_BF16: return isnan(ntp__bf16_to_f32(((const uint16_t *)p)[i]));
+    case NTP_DTYPE_F16: return isnan(ntp__f16_to_f32(((const uint16_t *)p)[i]));
+    case NTP_DTYPE_I8: return false; /* found by the second run */
+    default: return isnan(((const float *)p)[i]);
+    }
+}
+
+/* The case's data in f32: inputs and weights. */
+typedef struct case_data {
+    ntp_graph *g;
+    const ntp_node *n;
+    float *x[NTP_MAX_INPUTS];
+    float *w[NTP_MAX_WEIGHTS];
+    float in_scale[NTP_MAX_INPUTS];
+} case_data;
+
+static const ntp_node *find_layer(const ntp_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, "L") == 0)
+            return &g->nodes[i];
+    return NULL;
+}
+
+static ntp_graph *load_case(ntp_ctx *ctx, const op_case *c, ntp_dtype p)
+{
+    char xml[4096];
+    snprintf(xml, sizeof xml, "<topology name='case' precision='f32'>%s</topology>", c->body);
+    ntp_load_opts lo = {0};
+    lo.precision = ntp_dtype_name(p);
+    ntp_graph *g = NULL;
+    if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "case.xml", &lo, &g) != NTP_STATUS_OK)
+        fail_msg("case %s (%s): %s", c->op, c->what, ntp_ctx_errmsg(ctx));
+    return g;
+}
+
+/* Random inputs and weights (fan-in scaled, positive variances). */
+static void make_data(case_data *d)
+{
+    const ntp_graph *g = d->g;
+    const ntp_node *n = d->n;
+    for (int i = 0; i < n->n_in; i++) {
+        const ntp_tensor *t = &g->tensors[n->in[i]];
+        int64_t cnt = ntp_shape_numel(&t->shape);
+        d->x[i] = malloc((size_t)cnt * sizeof(float) + 4);
+        for (int64_t j = 0; j < cnt; j++)
+            d->x[i][j] = t->dtype == NTP_DTYPE_I32 ? (float)(int)(uniform() * (double)n->a.vocab)
+                                                  : (float)normal();
+        d->in_scale[i] = t->dtype == NTP_DTYPE_I32 ? 0.0f : ntp__i8_scale(d->x[i], cnt);
+    }
+    for (int i = 0; i < n->n_w; i++) {
+        const ntp_tensor *t = &g->tensors[n->w[i]];
+        int64_t cnt = ntp_shape_numel(&t->shape), fan = 1;
+        for (int k = 1; k < t->shape.ndim; k++)
+            fan *= t->shape.dim[k];
+        if (n->op == NTP_OP_RNN || n->op == NTP_OP_LSTM || n->op == NTP_OP_GRU)
+            fan = t->shape.dim[t->shape.ndim - 1];
+        d->w[i] = malloc((size_t)cnt * sizeof(float) + 4);
+        double a = sqrt(3.0 / (double)(fan > 0 ? fan : 1));
+        for (int64_t j = 0; j < cnt; j++) {
+            double v = (2.0 * uniform() - 1.0) * a;
+            if (n->op == NTP_OP_BATCHNORM)
+                v = i == 0 ? 0.8 + 0.4 * uniform() : i == 3 ? 0.5 + uniform() : 0.3 * normal();
+            if (n->op == NTP_OP_LAYERNORM)
+                v = i == 0 ? 0.8 + 0.4 * uniform() : 0.3 * normal();
+            d->w[i][j] = (float)v;
+        }
+    }
+}
+
+static void free_data(case_data *d)
+{
+    for (int i = 0; i < NTP_MAX_INPUTS; i++)
+        free(d->x[i]);
+    for (int i = 0; i < NTP_MAX_WEIGHTS; i++)
+        free(d->w[i]);
+}
+
+/* Run node n of g on backend be at the node's precision. f32 data from d;
+ * the engine's rules for weights; outputs back in f32 into y[]. Returns the
+ * status; *why says what went wrong beyond a status. */
+static ntp_status run_backend(ntp_ctx *ctx, const ntp_backend_i *be, const case_data *d,
+                              const float *ref_out_scale, float **y, char *why, size_t why_len)
+{
+    const ntp_graph *g = d->g;
+    const ntp_node *n = d->n;
+    ntp_dtype p = n->precision;
+    ntp_dtype sd = be->storage_dtype ? be->storage_dtype(p) : p;
+    ntp_kargs k;
+    memset(&k, 0, sizeof k);
+    run_bufs r;
+    memset(&r, 0, sizeof r);
+    void *bstate = NULL, *nstate = NULL, *first[NTP_MAX_OUTPUTS] = {0};
+    ntp_status st = NTP_STATUS_OK;
+    why[0] = '\0';
+    k.g = g;
+    k.node = n;
+    k.threads = 2;
+    k.n_in = n->n_in;
+    k.n_w = n->n_w;
+    k.n_out = n->n_out;
+    for (int i = 0; i < n->n_in; i++) {
+        const ntp_tensor *t = &g->tensors[n->in[i]];
+        int64_t cnt = ntp_shape_numel(&t->shape);
+        /* Graph inputs keep their dtype; here each input stands for an
+         * activation of the precision, so it is in the storage type. */
+        ntp_dtype dt = t->dtype == NTP_DTYPE_I32 ? NTP_DTYPE_I32 : sd;
+        r.in[i] = malloc((size_t)cnt * ntp_dtype_size(dt) + 4);
+        float *tmp = malloc((size_t)cnt * sizeof(float) + 4);
+        memcpy(tmp, d->x[i], (size_t)cnt * sizeof(float));
+        /* The reference backend gets the values the storage would hold. */
+        if (dt == NTP_DTYPE_F32 && p != NTP_DTYPE_F32 && t->dtype != NTP_DTYPE_I32)
+            ntp__emulate_storage(tmp, cnt, p, p == NTP_DTYPE_I8 ? &d->in_scale[i] : NULL, 1, cnt);
+        store(tmp, cnt, dt, d->in_scale[i], r.in[i]);
+        free(tmp);
+        k.in[i] = (ntp_buf){r.in[i], t->shape, dt};
+        k.in_scale[i] = p == NTP_DTYPE_I8 ? d->in_scale[i] : 0.0f;
+    }
+    for (int i = 0; i < n->n_w; i++) {
+        const ntp_tensor *t = &g->tensors[n->w[i]];
+        int64_t cnt = ntp_shape_numel(&t->shape);
+        /* bf16/f16 weights are stored in that type; int8 weights reach a
+         * backend that stores s8 as f32 (it quantises per channel itself),
+         * and the reference backend as f32 rounded per channel (axis 0). */
+        ntp_dtype wt = sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
+        float *tmp = malloc((size_t)cnt * sizeof(float) + 4);
+        memcpy(tmp, d->w[i], (size_t)cnt * sizeof(float));
+        if (wt == NTP_DTYPE_F32 && sd == NTP_DTYPE_F32 && p != NTP_DTYPE_F32) {
+            if (p != NTP_DTYPE_I8) {
+                ntp__emulate_storage(tmp, cnt, p, NULL, 1, cnt);
+            } else if (t->shape.ndim >= 2) {
+                int64_t ch = t->shape.dim[0], per = cnt / ch;
+                float *sc = malloc((size_t)ch * sizeof *sc);
+                ntp__i8_scales_per_channel(tmp, ch, per, sc);
+                ntp__emulate_storage(tmp, cnt, NTP_DTYPE_I8, sc, ch, per);
+                free(sc);
+            }
+        }
+        r.w[i] = malloc((size_t)cnt * ntp_dtype_size(wt) + 4);
+        store(tmp, cnt, wt, 1.0f, r.w[i]);
+        free(tmp);
+        k.w[i] = (ntp_buf){r.w[i], t->shape, wt};
+    }
+    for (int i = 0; i < n->n_out; i++) {
+        const ntp_tensor *t = &g->tensors[n->out[i]];
+        ntp_dtype dt = t->dtype == NTP_DTYPE_F32 || t->dtype == p ? sd : t->dtype;
+        k.out[i] = (ntp_buf){NULL, t->shape, dt};
+        k.out_bytes[i] = ntp_shape_numel(&t->shape) * (int64_t)ntp_dtype_size(dt);
+        k.out_scale[i] = p == NTP_DTYPE_I8 && ref_out_scale ? ref_out_scale[i] : 0.0f;
+    }
+    ntp_backend_opts bo = {2, p, false};
+    size_t ws = 0;
+    if (be->init && (st = be->init(ctx, &bo, &bstate)))
+        goto done;
+    if (be->prepare && (st = be->prepare(ctx, bstate, &k, &nstate, &ws)))
+        goto done;
+    for (int i = 0; i < n->n_out; i++) {
+        r.out_bytes[i] = (size_t)k.out_bytes[i];
+        r.out[i] = guarded(r.out_bytes[i]);
+        poison(r.out[i], ntp_shape_numel(&k.out[i].shape), k.out[i].dtype, 0);
+        k.out[i].data = r.out[i];
+    }
+    r.ws_bytes = ws;
+    r.ws = guarded(ws);
+    memset(r.ws, 0xFF, ws); /* NaN everywhere: a workspace is not zeroed */
+    k.workspace = ws ? r.ws : NULL;
+    k.workspace_bytes = ws;
+    if ((st = be->execute(ctx, bstate, nstate, &k)))
+        goto done;
+    /* A second run over other poison must give the same bytes: anything
+     * else is an element left unwritten (or a result that depends on what
+     * the buffers held, or on state a run leaves behind). */
+    for (int i = 0; i < n->n_out; i++) {
+        first[i] = malloc(r.out_bytes[i] + 1);
+        memcpy(first[i], r.out[i], r.out_bytes[i]);
+        poison(r.out[i], ntp_shape_numel(&k.out[i].shape), k.out[i].dtype, 1);
+    }
+    if ((st = be->execute(ctx, bstate, nstate, &k)))
+        goto done;
+    for (int i = 0; i < n->n_out; i++) {
+        size_t es = ntp_dtype_size(k.out[i].dtype);
+        int64_t cnt = ntp_shape_numel(&k.out[i].shape);
+        for (int64_t j = 0; j < cnt; j++)
+            if (memcmp((char *)first[i] + j * (int64_t)es, (char *)r.out[i] + j * (int64_t)es, es)) {
+                snprintf(why, why_len, "output %d element %lld was not written (or differs "
+                         "between two runs)", i, (long long)j);
+                st = NTP_STATUS_INTERNAL;
+                goto done;
+            }
+    }
+    for (int i = 0; i < n->n_out; i++) {
+        if (!guard_ok(r.out[i], r.out_bytes[i])) {
+            snprintf(why, why_len, "wrote past the end of output %d", i);
+            st = NTP_STATUS_INTERNAL;
+            goto done;
+        }
+        int64_t cnt = ntp_shape_numel(&k.out[i].shape);
+        y[i] = malloc((size_t)cnt * sizeof(float) + 4);
+        for (int64_t j = 0; j < cnt; j++) {
+            if (is_poison(r.out[i], j, k.out[i].dtype)) {
+                snprintf(why, why_len, "output %d element %lld was not written", i, (long long)j);
+                st = NTP_STATUS_INTERNAL;
+                goto done;
+            }
+            y[i][j] = load(r.out[i], j, k.out[i].dtype, k.out_scale[i]);
+        }
+    }
+    if (ws && !guard_ok(r.ws, ws)) {
+        snprintf(why, why_len, "wrote past the end of its %zu-byte workspace", ws);
+        st = NTP_STATUS_INTERNAL;
+    }
+done:
+    for (int i = 0; i < NTP_MAX_OUTPUTS; i++)
+        free(first[i]);
+    if (nstate && be->release_node)
+        be->release_node(bstate, nstate);
+    if (bstate && be->release)
+        be->release(bstate);
+    free_bufs(&r);
+    return st;
+}
+
+static double rel_l2(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * (double)b[i];
+        if (isnan(a[i]) != isnan(b[i]))
+            return INFINITY;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+typedef struct tally {
+    int passed, skipped, failed;
+} tally;
+
+static void free_outs(float **y)
+{
+    for (int i = 0; i < NTP_MAX_OUTPUTS; i++) {
+        free(y[i]);
+        y[i] = NULL;
+    }
+}
+
+/* One case at one precision on every backend. */
+static void run_case(ntp_ctx *ctx, const op_case *c, ntp_dtype p, tally *t)
+{
+    const ntp_backend_i *ref = ntp__backend_find("ref");
+    assert_non_null(ref);
+    case_data d;
+    memset(&d, 0, sizeof d);
+    d.g = load_case(ctx, c, p);
+    d.n = find_layer(d.g);
+    assert_non_null(d.n);
+    rng_state = 0x5eed0000ULL + (uint64_t)(c - cases);
+    make_data(&d);
+    float *want[NTP_MAX_OUTPUTS] = {0}, *got[NTP_MAX_OUTPUTS] = {0};
+    char why[256];
+    if (!ref->supports(d.g, d.n, p)) {
+        printf("SKIPPED  %-6s %-4s %-14s %s (the reference backend does not run it)\n", "ref",
+               ntp_dtype_name(p), c->op, c->what);
+        t->skipped++;
+        goto done;
+    }
+    if (run_backend(ctx, ref, &d, NULL, want, why, sizeof why) != NTP_STATUS_OK) {
+        printf("FAILED   %-6s %-4s %-14s %s: %s %s\n", "ref", ntp_dtype_name(p), c->op, c->what,
+               ntp_ctx_errmsg(ctx), why);
+        printf("__REPRO: backend=ref precision=%s op=%s case=\"%s\" xml=\"%s\"\n",
+               ntp_dtype_name(p), c->op, c->what, c->body);
+        t->failed++;
+        goto done;
+    }
+    /* int8 output scales as a calibration pass would give them: from the
+     * f32-valued reference output. */
+    float out_scale[NTP_MAX_OUTPUTS] = {0};
+    for (int i = 0; i < d.n->n_out; i++)
+        out_scale[i] = ntp__i8_scale(want[i], ntp_shape_numel(&d.g->tensors[d.n->out[i]].shape));
+    for (int b = 0; b < ntp__backend_count(); b++) {
+        const ntp_backend_i *be = ntp__backend_get(b);
+        if (be == ref)
+            continue;
+        if (!be->supports(d.g, d.n, p)) {
+            printf("SKIPPED  %-6s %-4s %-14s %s\n", be->name, ntp_dtype_name(p), c->op, c->what);
+            t->skipped++;
+            continue;
+        }
+        ntp_ctx_clear(ctx);
+        ntp_status st = run_backend(ctx, be, &d, out_scale, got, why, sizeof why);
+        double err = 0;
+        bool ok = st == NTP_STATUS_OK;
+        for (int i = 0; ok && i < d.n->n_out; i++) {
+            double e = rel_l2(got[i], want[i], ntp_shape_numel(&d.g->tensors[d.n->out[i]].shape));
+            if (e > err || isnan(e))
+                err = e;
+        }
+        ok = ok && err <= tolerance(p);
+        if (ok) {
+            printf("PASSED   %-6s %-4s %-14s %-36s rel_l2 %.2e%s\n", be->name, ntp_dtype_name(p),
+                   c->op, c->what, err, p == NTP_DTYPE_I8 ? " (reported)" : "");
+            t->passed++;
+        } else {
+            if (st != NTP_STATUS_OK)
+                printf("FAILED   %-6s %-4s %-14s %s: %s: %s %s\n", be->name, ntp_dtype_name(p),
+                       c->op, c->what, ntp_status_name(st), ntp_ctx_errmsg(ctx), why);
+            else
+                printf("FAILED   %-6s %-4s %-14s %s: rel_l2 %.3e > %.0e\n", be->name,
+                       ntp_dtype_name(p), c->op, c->what, err, tolerance(p));
+            printf("__REPRO: backend=%s precision=%s op=%s case=\"%s\" xml=\"%s\"\n", be->name,
+                   ntp_dtype_name(p), c->op, c->what, c->body);
+            t->failed++;
+        }
+        free_outs(got);
+    }
+done:
+    free_outs(want);
+    free_outs(got);
+    free_data(&d);
+    ntp_graph_free(d.g);
+}
+
+/* Every case of one op at every precision. */
+static void run_op(const char *op)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    assert_non_null(ctx);
+    tally t = {0, 0, 0};
+    int n = 0;
+    for (int c = 0; c < N_CASES; c++) {
+        if (strcmp(cases[c].op, op) != 0)
+            continue;
+        n++;
+        for (size_t p = 0; p < sizeof precisions / sizeof precisions[0]; p++)
+            run_case(ctx, &cases[c], precisions[p], &t);
+    }
+    ntp_ctx_free(ctx);
+    assert_true(n > 0);
+    assert_int_equal(t.failed, 0);
+}
+
+/* Every layer of the op table has at least one case here. */
+static void test_every_op_has_cases(void **state)
+{
+    (void)state;
+    for (int op = 0; op < NTP_OP_COUNT; op++) {
+        if (ntp__op_kind((ntp_op)op) == NTP_OP_KIND_INLAY && op != NTP_OP_MEMCPY &&
+            op != NTP_OP_CONVERT)
+            continue;
+        bool found = false;
+        for (int c = 0; c < N_CASES && !found; c++)
+            found = strcmp(cases[c].op, ntp__op_name((ntp_op)op)) == 0;
+        if (!found)
+            fail_msg("op %s has no conformance case", ntp__op_name((ntp_op)op));
+    }
+}
+
+#define OP_TEST(name)                                \
+    static void test_##name(void **state)            \
+    {                                                \
+        (void)state;                                 \
+        run_op(#name);                               \
+    }
+OP_TEST(fc)
+OP_TEST(matmul)
+OP_TEST(conv)
+OP_TEST(deconv)
+OP_TEST(maxpool)
+OP_TEST(avgpool)
+OP_TEST(global_maxpool)
+OP_TEST(global_avgpool)
+OP_TEST(batchnorm)
+OP_TEST(layernorm)
+OP_TEST(relu)
+OP_TEST(leaky_relu)
+OP_TEST(sigmoid)
+OP_TEST(tanh)
+OP_TEST(gelu)
+OP_TEST(silu)
+OP_TEST(hardswish)
+OP_TEST(clip)
+OP_TEST(softmax)
+OP_TEST(add)
+OP_TEST(mul)
+OP_TEST(concat)
+OP_TEST(split)
+OP_TEST(reshape)
+OP_TEST(flatten)
+OP_TEST(transpose)
+OP_TEST(pad)
+OP_TEST(dropout)
+OP_TEST(memcpy)
+OP_TEST(embedding)
+OP_TEST(lstm)
+OP_TEST(gru)
+OP_TEST(rnn)
+OP_TEST(attention)
+OP_TEST(convert)
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_op_has_cases),
+        cmocka_unit_test(test_fc),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_deconv),
+        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_avgpool),
+        cmocka_unit_test(test_global_maxpool),
+        cmocka_unit_test(test_global_avgpool),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_relu),
+        cmocka_unit_test(test_leaky_relu),
+        cmocka_unit_test(test_sigmoid),
+        cmocka_unit_test(test_tanh),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_silu),
+        cmocka_unit_test(test_hardswish),
+        cmocka_unit_test(test_clip),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_mul),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_flatten),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_memcpy),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_lstm),
+        cmocka_unit_test(test_gru),
+        cmocka_unit_test(test_rnn),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_convert),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
