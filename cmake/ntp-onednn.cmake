@@ -19,6 +19,8 @@ if(NTP_DNNL_INCLUDE_DIR AND NTP_DNNL_LIBRARY AND NTP_DNNL_MAJOR STREQUAL "2")
     list(APPEND NTP_LIBS ${NTP_DNNL_LIBRARY} ${CMAKE_DL_LIBS})
     # The first backend is the default one.
     list(PREPEND NTP_BACKENDS onednn)
+    # Tests and benchmarks that use oneDNN directly compile only with it.
+    add_compile_definitions(NTP_HAVE_ONEDNN=1)
     message(STATUS "oneDNN backend: ${NTP_DNNL_LIBRARY} (oneDNN ${NTP_DNNL_MAJOR}.x)")
 else()
     message(STATUS "oneDNN backend: not built (oneDNN 2.x headers or libdnnl not found)")

@@ -67,7 +67,7 @@ static ntp_status project(odnn_build *b, int src, int dst, int64_t rows, int64_t
     if (bias && (s = ntp__dnnl_pack(b, bias, &bm, ntp__dnnl_query(pd, dnnl_query_weights_md, 1),
                                     NULL, 0, 0, &mems[3])))
         return s;
-    if ((s = ntp__dnnl_step(b, pd, suffix, suffix[0] ? ntp__op_name(b->n->op) : NULL,
+    if ((s = ntp__dnnl_step(b, pd, suffix, NULL,
                             bias ? 4 : 3, args, mems)))
         return s;
     if (!suffix[0])
@@ -113,7 +113,7 @@ static ntp_status batched(odnn_build *b, int src, int wei, int dst, float scale,
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "attention matmul")))
         return s;
-    return ntp__dnnl_step(b, pd, suffix, ntp__op_name(b->n->op), n, args, mems);
+    return ntp__dnnl_step(b, pd, suffix, NULL, n, args, mems);
 }
 
 ntp_status ntp__dnnl_attention_build(odnn_build *b)
@@ -207,7 +207,7 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         }
         int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2] = {p, p};
         if ((s = ntp__dnnl_pd(b, &spd, &sd, NULL, "attention softmax")) ||
-            (s = ntp__dnnl_step(b, spd, ":softmax", ntp__op_name(b->n->op), 2, args, mems)))
+            (s = ntp__dnnl_step(b, spd, ":softmax", NULL, 2, args, mems)))
             goto done;
     }
     /* Context C [N, S, D] = P·V, head h in columns h·hd... */

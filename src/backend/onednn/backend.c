@@ -236,6 +236,7 @@ static ntp_status onednn_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void *
         ntp__dnnl_node_free(nd);
         return st;
     }
+    ntp__dnnl_make_rows(nd);
     nd->scratch_off = (nd->ws_used + 63) / 64 * 64;
     *workspace = nd->scratch_off + nd->scratch_bytes;
     *node_state = nd;
@@ -283,8 +284,8 @@ static int onednn_n_steps(void *state, void *node_state, int *main_step)
         *main_step = 0;
         return 1;
     }
-    *main_step = nd->main_step;
-    return nd->n_steps;
+    *main_step = nd->main_row;
+    return nd->n_rows;
 }
 
 static void onednn_step_info(void *state, void *node_state, int step, const char **suffix,
@@ -293,9 +294,9 @@ static void onednn_step_info(void *state, void *node_state, int step, const char
     odnn_node *nd = node_state;
     *suffix = "";
     *type = NULL;
-    if (nd && step >= 0 && step < nd->n_steps) {
-        *suffix = nd->steps[step].suffix;
-        *type = nd->steps[step].type;
+    if (nd && step >= 0 && step < nd->n_rows && step != nd->main_row) {
+        *suffix = nd->steps[nd->row_first[step]].suffix;
+        *type = nd->steps[nd->row_first[step]].type;
     }
 }
 
@@ -303,10 +304,15 @@ static ntp_status onednn_execute_step(ntp_ctx *ctx, void *state, void *node_stat
                                       const ntp_kargs *k, int step)
 {
     odnn_node *nd = node_state;
-    if (!nd || step < 0 || step >= nd->n_steps)
+    if (!nd || step < 0 || step >= nd->n_rows)
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "onednn: layer '%s' has no step %d",
                           k->node && k->node->name ? k->node->name : "?", step);
-    return ntp__dnnl_run_step(ctx, state, nd, k, step);
+    for (int i = nd->row_first[step]; i <= nd->row_last[step]; i++) {
+        ntp_status st = ntp__dnnl_run_step(ctx, state, nd, k, i);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
 }
 
 /* Activations and residual adds fold into conv, deconv, fc and matmul as

@@ -119,7 +119,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
         char suffix[16] = "";
         if (steps > 0)
             snprintf(suffix, sizeof suffix, "_%d", steps + 1);
-        if ((s = ntp__dnnl_step(b, pd, suffix, steps == 0 ? NULL : ntp__op_name(b->n->op), 3, args,
+        if ((s = ntp__dnnl_step(b, pd, suffix, NULL, 3, args,
                                 mems)))
             return s;
         if (steps == 0)

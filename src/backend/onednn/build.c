@@ -588,6 +588,29 @@ ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const 
     return NTP_STATUS_OK;
 }
 
+void ntp__dnnl_make_rows(odnn_node *nd)
+{
+    int first = -1, last = -1;
+    for (int i = 0; i < nd->n_steps; i++)
+        if (!nd->steps[i].type || i == nd->main_step) {
+            if (first < 0)
+                first = i;
+            last = i;
+        }
+    if (first < 0)
+        first = last = nd->main_step >= 0 ? nd->main_step : 0;
+    nd->n_rows = 0;
+    for (int i = 0; i < nd->n_steps; i++) {
+        int r = nd->n_rows++;
+        nd->row_first[r] = i;
+        if (i == first) {
+            nd->main_row = r;
+            i = last;
+        }
+        nd->row_last[r] = i;
+    }
+}
+
 void ntp__dnnl_node_free(odnn_node *nd)
 {
     if (!nd)

@@ -82,6 +82,11 @@ typedef struct odnn_node {
     int n_steps;
     odnn_step steps[ODNN_MAX_STEPS];
     int main_step;
+    /* Rows as reports show them: reorders before the layer's own
+     * primitives, those primitives as one row (with any reorder between
+     * them), reorders after. Row r runs steps row_first[r]..row_last[r]. */
+    int n_rows, main_row;
+    int row_first[ODNN_MAX_STEPS], row_last[ODNN_MAX_STEPS];
     char impl[160];
     size_t ws_used;             /* intermediates, bump-allocated */
     size_t scratch_off;         /* scratchpad region after them */
@@ -201,6 +206,8 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out);
 ntp_status ntp__dnnl_reorder_now(odnn_build *b, const dnnl_memory_desc_t *src_md, void *src,
                                  const dnnl_memory_desc_t *dst_md, void *dst, const float *scales,
                                  int n_scales, int mask);
+/* Group the steps into rows (after the build). */
+void ntp__dnnl_make_rows(odnn_node *nd);
 /* Sub-steps and execution. */
 ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const ntp_kargs *k,
                               int step);

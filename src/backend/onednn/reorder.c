@@ -78,7 +78,7 @@ static ntp_status copy_to_output(odnn_build *b, int from, const dnnl_memory_desc
     char suffix[16] = "";
     if (part > 0)
         snprintf(suffix, sizeof suffix, ":%d", part);
-    if ((s = ntp__dnnl_step(b, pd, suffix, part > 0 ? ntp__op_name(b->n->op) : NULL, 2, args, mems)))
+    if ((s = ntp__dnnl_step(b, pd, suffix, NULL, 2, args, mems)))
         return s;
     if (part == 0)
         ntp__dnnl_set_main(b, pd);

@@ -140,7 +140,7 @@ static ntp_status last_step(odnn_build *b, const rgeom *g, int iter)
         iter = sum;
     }
     int args[2] = {DNNL_ARG_FROM, DNNL_ARG_TO}, mems[2] = {iter, to};
-    return ntp__dnnl_step(b, pd, ":last_out", "reorder", 2, args, mems);
+    return ntp__dnnl_step(b, pd, ":last_out", NULL, 2, args, mems);
 }
 
 ntp_status ntp__dnnl_rnn_build(odnn_build *b)
