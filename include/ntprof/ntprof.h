@@ -9,12 +9,15 @@
 #define NTPROF_NTPROF_H
 
 #include "ntprof/analyze.h"
+#include "ntprof/compare.h"
 #include "ntprof/context.h"
 #include "ntprof/graph.h"
+#include "ntprof/machine.h"
 #include "ntprof/report.h"
 #include "ntprof/run.h"
 #include "ntprof/stats.h"
 #include "ntprof/status.h"
+#include "ntprof/store.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -30,6 +30,10 @@ typedef struct ntp_run_opts {
     /* For bf16, f16 and i8 runs, also run the same weights and inputs at f32
      * on the same backend and report how far the outputs moved (default on). */
     bool accuracy;
+    /* This machine's ceilings (ntp_machine_measure, or cached in the
+     * history: ntp_store_load_ceilings); every row is then placed on the
+     * roofline. NULL: the report says the roofline is not available. */
+    const struct ntp_ceilings *ceilings;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -60,6 +64,11 @@ typedef struct ntp_layer_result {
     double intensity;           /* flops / bytes */
     double prepare_ms;          /* primitive creation, weight packing */
     int64_t workspace_bytes;
+    /* Roofline (ntp_roofline_apply): min(peak, intensity x DRAM bandwidth)
+     * and gflops / attainable; 0 when there are no ceilings, no FLOPs or no
+     * time of its own. */
+    double attainable_gflops;
+    double roof_share;
 } ntp_layer_result;
 
 typedef struct ntp_marker_result {
@@ -70,6 +79,8 @@ typedef struct ntp_marker_result {
     int64_t flops;
     int64_t bytes;
     double gflops;
+    double attainable_gflops;   /* as for rows */
+    double roof_share;
 } ntp_marker_result;
 
 typedef struct ntp_memory_result {
@@ -111,6 +122,23 @@ typedef struct ntp_accuracy {
      * top-1 class agrees, and whose top-5 sets agree; -1 otherwise. */
     double top1, top5;
 } ntp_accuracy;
+
+/* The ceilings a run was placed against (docs/machine.md). */
+#define NTP_ROOFLINE_MAX_LEVELS 6
+typedef struct ntp_roofline {
+    bool available;             /* false: no ceilings were cached for this machine */
+    char machine[256];          /* the machine key the ceilings belong to */
+    char measured_at[32];
+    double peak_gflops;         /* compute ceiling at the run's precision */
+    char peak_source[128];      /* "f32 FMA micro-kernel, avx2, 2 threads" */
+    double bandwidth_gbps;      /* DRAM triad: the memory roof of the bound */
+    double ridge_intensity;     /* peak / bandwidth, FLOP/B */
+    int n_levels;               /* every measured level, for plots (L1 .. DRAM) */
+    struct {
+        char name[8];
+        double gbps;
+    } levels[NTP_ROOFLINE_MAX_LEVELS];
+} ntp_roofline;
 
 typedef struct ntp_run_result {
     const char *topology;
@@ -154,6 +182,7 @@ typedef struct ntp_run_result {
     /* Strings the result owns (row names of added steps); internal. */
     int n_owned;
     char **owned;
+    ntp_roofline roofline;
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */

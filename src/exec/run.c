@@ -21,6 +21,7 @@
 #include "core/ctx-impl.h"
 #include "exec-impl.h"
 #include "measure/measure-impl.h"
+#include "ntprof/machine.h"
 
 /* Below this many microseconds of measured time per figure, the clock's own
  * resolution and jitter dominate. */
@@ -630,6 +631,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         goto done;
     r->iterations = n;
     summarise(g, &x, &w, e2e, lt, n, r);
+    ntp_roofline_apply(r, opts->ceilings);
     if (opts->save_outputs_dir && (st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir)))
         goto done;
     if (opts->accuracy && g->precision != NTP_DTYPE_F32 && last == g->n_nodes - 1 &&

@@ -37,12 +37,17 @@ static void run_usage(FILE *f)
             "  -f, --format F          table (default), json or csv\n"
             "  -o, --output FILE       write the report to FILE (written only on success)\n"
             "      --trace FILE        write a Chrome trace (Perfetto, chrome://tracing)\n"
+            "history:\n"
+            "      --db PATH           record the run in this history database (default:\n"
+            "                          $XDG_DATA_HOME/ntprof/history.db); its cached machine\n"
+            "                          ceilings (`ntprof machine`) give the roofline\n"
+            "      --no-db             do not record the run\n"
             "  -h, --help              this text\n",
             ntp_backends());
 }
 
 enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
-       OPT_NO_ACCURACY };
+       OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB };
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -68,13 +73,15 @@ int cmd_run(int argc, char **argv)
         {"noise-cv", required_argument, NULL, OPT_NOISE}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
         {"fuse", no_argument, NULL, OPT_FUSE},         {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY},
+        {"db", required_argument, NULL, OPT_DB},       {"no-db", no_argument, NULL, OPT_NO_DB},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     cli_topo_opts topo = {0};
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL;
+    const char *output = NULL, *trace = NULL, *db = NULL;
+    bool use_db = true;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0, opt, rc = CLI_USAGE;
     int64_t v;
@@ -148,6 +155,8 @@ int cmd_run(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
+        case OPT_DB: db = optarg; break;
+        case OPT_NO_DB: use_db = false; break;
         case 'h': run_usage(stdout); rc = CLI_OK; goto out;
         default: cli_error("see 'ntprof run --help'"); goto out;
         }
@@ -168,6 +177,20 @@ int cmd_run(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_run_result *res = NULL;
+    /* The history is a convenience: when it cannot be read or written the
+     * run still runs and reports, with a warning (docs/history.md). */
+    char db_path[4096];
+    ntp_ceilings ceilings;
+    bool have_ceilings = false;
+    if (use_db && !db && ntp_store_default_path(ctx, db_path, sizeof db_path) == NTP_STATUS_OK)
+        db = db_path;
+    if (use_db && db && ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
+        fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
+    else if (use_db && !db)
+        fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
+    if (have_ceilings)
+        ro.ceilings = &ceilings;
+    ntp_ctx_clear(ctx);
     if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
         ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
@@ -176,6 +199,9 @@ int cmd_run(int argc, char **argv)
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
+        if (rc == CLI_OK && use_db && db && ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
+            fprintf(stderr, "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
+                    ntp_ctx_errmsg(ctx));
     }
     ntp_run_result_free(res);
     ntp_graph_free(g);

@@ -13,9 +13,16 @@ typedef struct command {
     const char *summary;
 } command;
 
+int cmd_compare(int argc, char **argv);
+int cmd_history(int argc, char **argv);
+int cmd_machine(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
     {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
+    {"machine", cmd_machine, "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
+    {"history", cmd_history, "runs recorded in the history database"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

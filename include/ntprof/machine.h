@@ -1,0 +1,136 @@
+/* ntprof: this machine and its ceilings, and the roofline that places a run
+ * against them.
+ *
+ *   ntp_machine_info m;
+ *   ntp_ceilings c;
+ *   ntp_machine_describe(ctx, &m);
+ *   ntp_machine_measure(ctx, &m, NULL, &c);   // a few seconds
+ *   ntp_run_opts o; ntp_run_opts_default(&o); o.ceilings = &c;
+ *   ntp_run(ctx, g, &o, &r);                  // rows carry attainable GFLOP/s
+ *
+ * Ceilings are measured, not looked up: peak FLOP/s from an FMA micro-kernel
+ * on every CPU the process may use, the best built backend's GEMM, and the
+ * bandwidth of a triad at each level of the memory hierarchy
+ * (docs/machine.md). The history database caches them per machine
+ * (ntp_store_save_ceilings). */
+#ifndef NTPROF_MACHINE_H
+#define NTPROF_MACHINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/report.h"
+#include "ntprof/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NTP_MACHINE_MAX_CACHES 8
+#define NTP_MACHINE_MAX_NUMA 16
+#define NTP_MACHINE_MAX_GPUS 8
+#define NTP_MACHINE_MAX_PEAKS 8
+#define NTP_MACHINE_MAX_LEVELS 6
+
+/* One kind of cache: every instance of it has the same size. */
+typedef struct ntp_cache_info {
+    int level;                  /* 1, 2, 3, ... */
+    char type[16];              /* "data", "instruction" or "unified" */
+    int64_t size_bytes;         /* one instance */
+    int line_bytes;
+    int count;                  /* instances in the machine */
+    int shared_by;              /* logical CPUs sharing one instance */
+} ntp_cache_info;
+
+/* What this machine is made of. */
+typedef struct ntp_machine_info {
+    char key[256];              /* "CPU model|cores|hostname": the ceilings cache key */
+    char cpu_model[128];
+    char cpu_flags[1024];       /* the ISA flags that matter, as in ntp_env */
+    char hostname[64];
+    int packages;
+    int cores;                  /* physical cores */
+    int pus;                    /* logical CPUs (hardware threads) */
+    int64_t memory_bytes;
+    int numa_nodes;
+    int64_t numa_memory_bytes[NTP_MACHINE_MAX_NUMA];
+    int n_caches;               /* data and unified first, by level */
+    ntp_cache_info caches[NTP_MACHINE_MAX_CACHES];
+    int n_gpus;                 /* accelerators hwloc sees (CUDA, OpenCL, NVML devices) */
+    char gpus[NTP_MACHINE_MAX_GPUS][128];
+    char source[64];            /* "hwloc 2.9.0" */
+} ntp_machine_info;
+
+/* A compute ceiling. */
+typedef struct ntp_peak {
+    char precision[8];          /* "f64", "f32", "bf16", "i8" */
+    double gflops;              /* 10^9 FLOP/s (int8: 10^9 multiply or add operations/s) */
+    char method[96];            /* "FMA micro-kernel, avx2, 2 threads", "GEMM on onednn" */
+} ntp_peak;
+
+/* A bandwidth ceiling: a triad whose arrays fit in `level`. */
+typedef struct ntp_bandwidth {
+    char level[8];              /* "L1", "L2", "L3", "DRAM" */
+    int64_t working_set_bytes;  /* all threads' arrays together */
+    double gbps;                /* 10^9 B/s, all threads together */
+} ntp_bandwidth;
+
+typedef struct ntp_ceilings {
+    char machine_key[256];
+    char measured_at[32];       /* ISO 8601 UTC */
+    char ntprof_version[32];
+    int threads;                /* threads the measurements used */
+    int n_peaks;                /* FMA micro-kernel, per precision */
+    ntp_peak peaks[NTP_MACHINE_MAX_PEAKS];
+    int n_gemm;                 /* the best backend's GEMM, per precision */
+    ntp_peak gemm[NTP_MACHINE_MAX_PEAKS];
+    int n_levels;               /* innermost first, DRAM last */
+    ntp_bandwidth levels[NTP_MACHINE_MAX_LEVELS];
+} ntp_ceilings;
+
+typedef struct ntp_machine_opts {
+    double seconds;             /* per measurement, best of several rounds (default 0.25) */
+    int threads;                /* 0: every CPU this process may run on */
+    bool gemm;                  /* also time each backend's GEMM through ntp_run (default true) */
+} ntp_machine_opts;
+
+void ntp_machine_opts_default(ntp_machine_opts *o);
+
+/* This machine's key, "CPU model|logical CPUs|hostname" (the ceilings
+ * cache key), without reading its whole topology. */
+void ntp_machine_key(char *buf, size_t len);
+
+/* Describe this machine: hwloc's topology (packages, cores, caches, NUMA
+ * nodes, GPUs), the CPU model and ISA flags. */
+ntp_status ntp_machine_describe(ntp_ctx *ctx, ntp_machine_info *out);
+
+/* Measure the ceilings of the machine `m` describes (this one). opts NULL:
+ * the defaults. Takes a few seconds. */
+ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
+                               const ntp_machine_opts *opts, ntp_ceilings *out);
+
+/* The compute ceiling a run at precision p is placed against: the
+ * micro-kernel peak at p, or at f32 where p has no kernel of its own (the
+ * peak's precision then says "f32"). NULL when nothing was measured. */
+const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p);
+/* Bandwidth of a level ("L1", ..., "DRAM"), 0 if it was not measured. */
+double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level);
+
+/* The roofline bound: min(peak, intensity x bandwidth), in GFLOP/s. 0 when
+ * any argument is not positive (no FLOPs, no ceiling). */
+double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity);
+/* Place every row and marker segment of r against c (peak at r's
+ * precision, DRAM bandwidth): fills r->roofline and each row's
+ * attainable_gflops and roof_share. c NULL marks the roofline unavailable. */
+void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
+
+/* The machine and, when c is not NULL, its ceilings: a table, JSON or CSV
+ * (docs/machine.md). */
+ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                             ntp_format fmt, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,110 @@
+/* ntprof: the results history, an SQLite database (docs/history.md).
+ *
+ *   ntp_store *db;
+ *   char path[4096];
+ *   ntp_store_default_path(ctx, path, sizeof path);
+ *   if (ntp_store_open(ctx, path, NTP_STORE_CREATE, &db) == NTP_STATUS_OK) {
+ *       ntp_store_add_run(ctx, db, result, &id);
+ *       ntp_store_close(db);
+ *   }
+ *
+ * Every run is one transaction: a reader sees whole runs or none, several
+ * processes may write at once (WAL mode; a writer waits for another instead
+ * of failing), and a process killed mid-write leaves the database intact. */
+#ifndef NTPROF_STORE_H
+#define NTPROF_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/machine.h"
+#include "ntprof/report.h"
+#include "ntprof/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The schema version this library writes (PRAGMA user_version). Older
+ * databases are migrated on open; a newer one is refused. */
+#define NTP_STORE_SCHEMA_VERSION 2
+
+typedef struct ntp_store ntp_store;
+
+typedef enum ntp_store_mode {
+    NTP_STORE_CREATE,           /* read and write; create the file and its folder */
+    NTP_STORE_READ_ONLY         /* the file must exist; nothing is written */
+} ntp_store_mode;
+
+/* $XDG_DATA_HOME/ntprof/history.db, else $HOME/.local/share/ntprof/history.db.
+ * INVALID_ARGUMENT when neither variable is set (or buf is too small). */
+ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len);
+
+ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode, ntp_store **out);
+void ntp_store_close(ntp_store *s);
+
+/* Append a run: its configuration, environment, every row and marker with
+ * its statistics, end-to-end figures, warnings and the whole JSON report
+ * (for lossless reading back). *id (may be NULL) receives the run's id. */
+ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id);
+
+/* Open (creating) the database at path, add r, close: what `ntprof run`
+ * does after every run. */
+ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_result *r,
+                                int64_t *id);
+/* This machine's cached ceilings (ntp_machine_key) from the database at
+ * path, without creating or changing anything: a missing file just means
+ * *found is false. */
+ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings *out, bool *found);
+
+/* One run as `ntprof history` lists it. */
+typedef struct ntp_history_entry {
+    int64_t id;
+    char time[32];              /* the run's timestamp, ISO 8601 UTC */
+    char topology[128];
+    char backend[32];
+    char precision[8];
+    int64_t batch;
+    int threads;
+    double median_ms;           /* end to end */
+    double ci95_lo_ms, ci95_hi_ms;
+    double throughput;          /* samples/s */
+    int n_layers;
+    char machine[256];          /* machine key: CPU model|cores|hostname */
+} ntp_history_entry;
+
+typedef struct ntp_history_filter {
+    const char *topology;       /* NULL: any */
+    const char *backend;        /* NULL: any */
+    const char *since;          /* "2025-03-01" or a full ISO timestamp; NULL: any */
+    int limit;                  /* newest first, at most this many; 0: all */
+} ntp_history_filter;
+
+/* Runs matching f (NULL: all), newest first. Free with free(). */
+ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                          ntp_history_entry **out, int *n);
+/* The stored JSON report of run `id` (malloc'd, NUL-terminated).
+ * UNKNOWN_NAME when there is no such run. */
+ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json);
+/* Run `id` read back into a result (ntp_run_result_free it). */
+ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out);
+/* Number of runs stored. */
+ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n);
+
+/* Cache ceilings measured on machine m (replacing older ones of the same
+ * machine key), and read them back. *found is false when none are cached. */
+ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine_info *m,
+                                   const ntp_ceilings *c);
+ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
+                                   ntp_ceilings *out, bool *found);
+
+/* The list as a table (id, time, topology, backend, precision, batch,
+ * threads, median ms, machine), JSON or CSV. */
+ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
+                             FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,51 @@
+/* Machine description and ceilings, private side (docs/machine.md). */
+#ifndef NTPROF_MACHINE_IMPL_H
+#define NTPROF_MACHINE_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ntprof/machine.h"
+
+/* "CPU model|logical CPUs|hostname": the key ceilings are cached under. The
+ * same machine gives the same key in ntp_machine_describe and in a run's
+ * environment (ntp_env), so a run finds its machine's ceilings. */
+void ntp__machine_key(const char *cpu_model, int cpus, const char *hostname, char *buf, size_t len);
+
+/* --- micro-kernels (machine-kernels.c) ---------------------------------------------- */
+
+/* The instruction set a kernel uses, best first. */
+typedef enum ntp_isa { NTP_ISA_AVX512, NTP_ISA_AVX2, NTP_ISA_SCALAR } ntp_isa;
+const char *ntp__isa_name(ntp_isa isa);
+/* The best ISA this CPU runs (and this build compiled a kernel for). */
+ntp_isa ntp__isa_best(void);
+
+typedef enum ntp_kernel_prec {
+    NTP_KPREC_F64,
+    NTP_KPREC_F32,
+    NTP_KPREC_BF16,     /* avx512_bf16 dot products */
+    NTP_KPREC_I8,       /* u8 x s8 dot products (VNNI, or AVX2 multiply-add pairs) */
+    NTP_KPREC_COUNT
+} ntp_kernel_prec;
+const char *ntp__kprec_name(ntp_kernel_prec p);
+/* Whether a kernel for p exists on isa on this CPU. */
+bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p);
+/* Run the FMA loop `iters` times on one thread; returns the operations it
+ * did (each multiply and each add counts one). The accumulators' sum is
+ * written to *sink so the work cannot be optimised away. */
+double ntp__fma_run(ntp_isa isa, ntp_kernel_prec p, int64_t iters, double *sink);
+
+/* a[i] = b[i] + s * c[i] over n doubles, `reps` times; 64-byte aligned
+ * arrays. Returns the bytes counted (STREAM's convention: 24 per element,
+ * write-allocate traffic not counted). */
+double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n,
+                      int reps);
+
+/* --- JSON forms (machine-report.c), for reports and the history ------------------- */
+json_t *ntp__machine_info_json(const ntp_machine_info *m);
+json_t *ntp__ceilings_json(const ntp_ceilings *c);
+/* false when j is not a ceilings object. */
+bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c);
+
+#endif

@@ -1,0 +1,292 @@
+/* The machine and its ceilings as a table, JSON or CSV (docs/machine.md),
+ * and the JSON forms the history caches them in. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "machine-impl.h"
+#include "report/report-impl.h"
+
+/* --- JSON ---------------------------------------------------------------------------- */
+
+json_t *ntp__machine_info_json(const ntp_machine_info *m)
+{
+    bool ok = true;
+    json_t *o = json_object();
+    ntp__jset(&ok, o, "key", ntp__json_str(m->key));
+    ntp__jset(&ok, o, "cpu_model", ntp__json_str(m->cpu_model));
+    json_t *flags = json_array();
+    char word[64];
+    for (const char *p = m->cpu_flags; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > 0 && n < sizeof word) {
+            memcpy(word, p, n);
+            word[n] = '\0';
+            if (strcmp(word, "unknown") != 0)
+                ntp__jpush(&ok, flags, ntp__json_str(word));
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    ntp__jset(&ok, o, "cpu_flags", flags);
+    ntp__jset(&ok, o, "hostname", ntp__json_str(m->hostname));
+    ntp__jset(&ok, o, "packages", json_integer(m->packages));
+    ntp__jset(&ok, o, "cores", json_integer(m->cores));
+    ntp__jset(&ok, o, "logical_cpus", json_integer(m->pus));
+    ntp__jset(&ok, o, "memory_bytes", json_integer(m->memory_bytes));
+    json_t *numa = json_array();
+    for (int i = 0; i < m->numa_nodes && i < NTP_MACHINE_MAX_NUMA; i++)
+        ntp__jpush(&ok, numa, json_integer(m->numa_memory_bytes[i]));
+    ntp__jset(&ok, o, "numa_node_memory_bytes", numa);
+    json_t *caches = json_array();
+    for (int i = 0; i < m->n_caches; i++) {
+        const ntp_cache_info *c = &m->caches[i];
+        json_t *co = json_object();
+        ntp__jset(&ok, co, "level", json_integer(c->level));
+        ntp__jset(&ok, co, "type", ntp__json_str(c->type));
+        ntp__jset(&ok, co, "size_bytes", json_integer(c->size_bytes));
+        ntp__jset(&ok, co, "line_bytes", json_integer(c->line_bytes));
+        ntp__jset(&ok, co, "count", json_integer(c->count));
+        ntp__jset(&ok, co, "shared_by", json_integer(c->shared_by));
+        ntp__jpush(&ok, caches, co);
+    }
+    ntp__jset(&ok, o, "caches", caches);
+    json_t *gpus = json_array();
+    for (int i = 0; i < m->n_gpus; i++)
+        ntp__jpush(&ok, gpus, ntp__json_str(m->gpus[i]));
+    ntp__jset(&ok, o, "gpus", gpus);
+    ntp__jset(&ok, o, "source", ntp__json_str(m->source));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *peaks_json(bool *ok, const ntp_peak *p, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_object();
+        ntp__jset(ok, o, "precision", ntp__json_str(p[i].precision));
+        ntp__jset(ok, o, "gflops", ntp__json_num(p[i].gflops));
+        ntp__jset(ok, o, "method", ntp__json_str(p[i].method));
+        ntp__jpush(ok, a, o);
+    }
+    return a;
+}
+
+json_t *ntp__ceilings_json(const ntp_ceilings *c)
+{
+    bool ok = true;
+    json_t *o = json_object();
+    ntp__jset(&ok, o, "machine", ntp__json_str(c->machine_key));
+    ntp__jset(&ok, o, "measured_at", ntp__json_str(c->measured_at));
+    ntp__jset(&ok, o, "ntprof_version", ntp__json_str(c->ntprof_version));
+    ntp__jset(&ok, o, "threads", json_integer(c->threads));
+    ntp__jset(&ok, o, "peaks", peaks_json(&ok, c->peaks, c->n_peaks));
+    ntp__jset(&ok, o, "gemm", peaks_json(&ok, c->gemm, c->n_gemm));
+    json_t *levels = json_array();
+    for (int i = 0; i < c->n_levels; i++) {
+        json_t *l = json_object();
+        ntp__jset(&ok, l, "level", ntp__json_str(c->levels[i].level));
+        ntp__jset(&ok, l, "working_set_bytes", json_integer(c->levels[i].working_set_bytes));
+        ntp__jset(&ok, l, "gbps", ntp__json_num(c->levels[i].gbps));
+        ntp__jpush(&ok, levels, l);
+    }
+    ntp__jset(&ok, o, "bandwidth", levels);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void str_field(json_t *o, const char *key, char *dst, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    snprintf(dst, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+static double num_field(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static int peaks_from_json(json_t *a, ntp_peak *p, int max)
+{
+    int n = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        if (n >= max || !json_is_object(v))
+            break;
+        str_field(v, "precision", p[n].precision, sizeof p[n].precision);
+        str_field(v, "method", p[n].method, sizeof p[n].method);
+        p[n].gflops = num_field(v, "gflops");
+        n++;
+    }
+    return n;
+}
+
+bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!json_is_object(j) || !json_is_array(json_object_get(j, "peaks")) ||
+        !json_is_array(json_object_get(j, "bandwidth")))
+        return false;
+    str_field(j, "machine", c->machine_key, sizeof c->machine_key);
+    str_field(j, "measured_at", c->measured_at, sizeof c->measured_at);
+    str_field(j, "ntprof_version", c->ntprof_version, sizeof c->ntprof_version);
+    c->threads = (int)num_field(j, "threads");
+    c->n_peaks = peaks_from_json(json_object_get(j, "peaks"), c->peaks, NTP_MACHINE_MAX_PEAKS);
+    c->n_gemm = peaks_from_json(json_object_get(j, "gemm"), c->gemm, NTP_MACHINE_MAX_PEAKS);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(j, "bandwidth"), i, v) {
+        if (c->n_levels >= NTP_MACHINE_MAX_LEVELS || !json_is_object(v))
+            break;
+        ntp_bandwidth *b = &c->levels[c->n_levels++];
+        str_field(v, "level", b->level, sizeof b->level);
+        b->working_set_bytes = (int64_t)num_field(v, "working_set_bytes");
+        b->gbps = num_field(v, "gbps");
+    }
+    return true;
+}
+
+/* --- table ------------------------------------------------------------------------------- */
+
+static const char *cache_name(const ntp_cache_info *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "L%d%s", c->level,
+             strcmp(c->type, "data") == 0 ? "d" : strcmp(c->type, "instruction") == 0 ? "i" : "");
+    return buf;
+}
+
+static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
+{
+    char a[32], b[32];
+    ntp__put_linef(f, "machine %s", m->cpu_model);
+    ntp__put_linef(f, "%d package%s, %d cores, %d logical CPUs, %s memory, %d NUMA node%s",
+                   m->packages, m->packages == 1 ? "" : "s", m->cores, m->pus,
+                   ntp__human_bytes((double)m->memory_bytes, a, sizeof a), m->numa_nodes,
+                   m->numa_nodes == 1 ? "" : "s");
+    ntp__put_wrapped(f, "ISA: ", m->cpu_flags[0] ? m->cpu_flags : "none of the tracked extensions");
+    char line[1024];
+    size_t used = 0;
+    line[0] = '\0';
+    for (int i = 0; i < m->n_caches && used < sizeof line; i++) {
+        const ntp_cache_info *ci = &m->caches[i];
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %s x%d (%d CPU%s each)",
+                                 i ? ", " : "", cache_name(ci, a, sizeof a),
+                                 ntp__human_bytes((double)ci->size_bytes, b, sizeof b), ci->count,
+                                 ci->shared_by, ci->shared_by == 1 ? "" : "s");
+    }
+    ntp__put_wrapped(f, "caches: ", m->n_caches ? line : "unknown");
+    used = 0;
+    line[0] = '\0';
+    for (int i = 0; i < m->n_gpus && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", i ? ", " : "", m->gpus[i]);
+    ntp__put_wrapped(f, "GPUs: ", m->n_gpus ? line : "none seen");
+    ntp__put_linef(f, "host %s; topology from %s", m->hostname, m->source);
+    fputc('\n', f);
+    if (!c) {
+        ntp__put_line(f, "ceilings: not measured (`ntprof machine` measures and caches them)");
+        return;
+    }
+    ntp__put_linef(f, "ceilings measured %s with %d thread%s (ntprof %s)", c->measured_at,
+                   c->threads, c->threads == 1 ? "" : "s", c->ntprof_version);
+    ntp__put_linef(f, "%-12s %12s  %s", "compute", "GFLOP/s", "method");
+    for (int i = 0; i < c->n_peaks; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s peak", c->peaks[i].precision);
+        ntp__put_linef(f, "%-12s %12s  %s", name,
+                       ntp__fit_number(c->peaks[i].gflops, 12, 1, a, sizeof a), c->peaks[i].method);
+    }
+    for (int i = 0; i < c->n_gemm; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s GEMM", c->gemm[i].precision);
+        ntp__put_linef(f, "%-12s %12s  %s", name,
+                       ntp__fit_number(c->gemm[i].gflops, 12, 1, a, sizeof a), c->gemm[i].method);
+    }
+    ntp__put_linef(f, "%-12s %12s  %s", "bandwidth", "GB/s", "triad working set (all threads)");
+    for (int i = 0; i < c->n_levels; i++)
+        ntp__put_linef(f, "%-12s %12s  %s", c->levels[i].level,
+                       ntp__fit_number(c->levels[i].gbps, 12, 1, a, sizeof a),
+                       ntp__human_bytes((double)c->levels[i].working_set_bytes, b, sizeof b));
+    const ntp_peak *pk = ntp_ceilings_peak(c, NTP_DTYPE_F32);
+    double bw = ntp_ceilings_bandwidth(c, "DRAM");
+    if (pk && bw > 0)
+        ntp__put_linef(f, "ridge point (f32 peak / DRAM bandwidth): %.3g FLOP/B", pk->gflops / bw);
+}
+
+/* --- CSV ------------------------------------------------------------------------------------- */
+
+static void csv_row(FILE *f, const char *kind, const char *name, double value, const char *unit,
+                    const char *detail)
+{
+    ntp__csv_str(f, kind);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, name);
+    ntp__csv_sep(f);
+    ntp__csv_num(f, value);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, unit);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, detail);
+    fputc('\n', f);
+}
+
+static void write_csv(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
+{
+    fputs("kind,name,value,unit,detail\n", f);
+    csv_row(f, "machine", "packages", m->packages, "", m->cpu_model);
+    csv_row(f, "machine", "cores", m->cores, "", m->cpu_model);
+    csv_row(f, "machine", "logical_cpus", m->pus, "", m->cpu_model);
+    csv_row(f, "machine", "memory", (double)m->memory_bytes, "bytes", m->hostname);
+    csv_row(f, "machine", "numa_nodes", m->numa_nodes, "", m->source);
+    for (int i = 0; i < m->n_caches; i++) {
+        char name[16], detail[64];
+        cache_name(&m->caches[i], name, sizeof name);
+        snprintf(detail, sizeof detail, "x%d, %d CPUs each", m->caches[i].count,
+                 m->caches[i].shared_by);
+        csv_row(f, "cache", name, (double)m->caches[i].size_bytes, "bytes", detail);
+    }
+    for (int i = 0; c && i < c->n_peaks; i++)
+        csv_row(f, "peak", c->peaks[i].precision, c->peaks[i].gflops, "GFLOP/s", c->peaks[i].method);
+    for (int i = 0; c && i < c->n_gemm; i++)
+        csv_row(f, "gemm", c->gemm[i].precision, c->gemm[i].gflops, "GFLOP/s", c->gemm[i].method);
+    for (int i = 0; c && i < c->n_levels; i++) {
+        char detail[64];
+        snprintf(detail, sizeof detail, "working set %" PRId64 " bytes", c->levels[i].working_set_bytes);
+        csv_row(f, "bandwidth", c->levels[i].level, c->levels[i].gbps, "GB/s", detail);
+    }
+}
+
+ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                             ntp_format fmt, FILE *f)
+{
+    if (!m || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_machine_write: no machine or stream");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE:
+        write_table(m, c, f);
+        return ntp__check_stream(ctx, f, "machine");
+    case NTP_FORMAT_CSV:
+        write_csv(m, c, f);
+        return ntp__check_stream(ctx, f, "machine");
+    case NTP_FORMAT_JSON: {
+        bool ok = true;
+        json_t *root = json_object();
+        ntp__jset(&ok, root, "kind", json_string("machine"));
+        ntp__jset(&ok, root, "machine", ntp__machine_info_json(m));
+        ntp__jset(&ok, root, "ceilings", c ? ntp__ceilings_json(c) : json_null());
+        return ntp__json_finish(ctx, root, ok, f, "machine");
+    }
+    }
+    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
+}

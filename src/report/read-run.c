@@ -1,0 +1,518 @@
+/* Run reports read back: the JSON of ntp_report_write_run parsed into an
+ * ntp_run_result, so compare, sweep, the HTML report and the history work
+ * on the same struct a live run produces.
+ *
+ * The reader follows docs/report-format.md: it needs every field the schema
+ * requires, ignores fields it does not know (a later version may add some;
+ * counters are read by the HTML writer from the JSON itself), and reads
+ * null numbers (a rate over a zero time) as NaN. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "report-impl.h"
+
+/* Parse state: the result being filled, and where we are for messages. */
+typedef struct reader {
+    ntp_ctx *ctx;
+    const char *name;           /* the file, or "run 12" */
+    ntp_run_result *r;
+    char where[96];             /* "layers[3]" */
+    ntp_status st;              /* first failure */
+} reader;
+
+static bool fail(reader *rd, ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool fail(reader *rd, ntp_status st, const char *fmt, ...)
+{
+    if (rd->st == NTP_STATUS_OK) {
+        char what[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        rd->st = ntp__error(rd->ctx, st, "%s: run report%s%s: %s", rd->name,
+                            rd->where[0] ? " " : "", rd->where, what);
+    }
+    return false;
+}
+
+/* Keep a copy of s in the result. ntp_run_result_free frees `owned`; the
+ * array grows to the next power of two so n strings cost O(n) copies. */
+static const char *keep(reader *rd, const char *s)
+{
+    if (!s)
+        return NULL;
+    ntp_run_result *r = rd->r;
+    int n = r->n_owned;
+    if (n == 0 || (n & (n - 1)) == 0) {
+        char **o = realloc(r->owned, (size_t)(n ? 2 * n : 8) * sizeof *o);
+        if (!o) {
+            fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        r->owned = o;
+    }
+    char *c = ntp__strdup(s);
+    if (!c) {
+        fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    r->owned[r->n_owned++] = c;
+    return c;
+}
+
+static json_t *need(reader *rd, json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        fail(rd, NTP_STATUS_PARSE_ERROR, "missing '%s'", key);
+    return v;
+}
+
+/* A string or null; NULL (with a failure) when the key is missing or holds
+ * something else. */
+static const char *get_str(reader *rd, json_t *o, const char *key, bool *ok)
+{
+    json_t *v = need(rd, o, key);
+    if (!v) {
+        *ok = false;
+        return NULL;
+    }
+    if (json_is_null(v))
+        return NULL;
+    if (!json_is_string(v)) {
+        *ok = fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not a string", key);
+        return NULL;
+    }
+    return keep(rd, json_string_value(v));
+}
+
+static double get_num(reader *rd, json_t *o, const char *key)
+{
+    json_t *v = need(rd, o, key);
+    if (!v || json_is_null(v))
+        return NAN;
+    if (!json_is_number(v)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not a number", key);
+        return NAN;
+    }
+    return json_number_value(v);
+}
+
+/* An optional number: absent or null is `def`. */
+static double opt_num(json_t *o, const char *key, double def)
+{
+    json_t *v = json_object_get(o, key);
+    return v && json_is_number(v) ? json_number_value(v) : def;
+}
+
+static int64_t get_int(reader *rd, json_t *o, const char *key)
+{
+    json_t *v = need(rd, o, key);
+    if (!v)
+        return 0;
+    if (!json_is_integer(v)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not an integer", key);
+        return 0;
+    }
+    return (int64_t)json_integer_value(v);
+}
+
+static bool get_bool(reader *rd, json_t *o, const char *key)
+{
+    json_t *v = need(rd, o, key);
+    if (v && !json_is_boolean(v))
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not true or false", key);
+    return v && json_is_true(v);
+}
+
+static void get_stats(reader *rd, json_t *o, ntp_stats *s)
+{
+    s->median = get_num(rd, o, "median_ms");
+    s->min = get_num(rd, o, "min_ms");
+    s->mean = get_num(rd, o, "mean_ms");
+    s->p90 = get_num(rd, o, "p90_ms");
+    s->p99 = get_num(rd, o, "p99_ms");
+    s->max = get_num(rd, o, "max_ms");
+    s->stddev = get_num(rd, o, "stddev_ms");
+    s->cv = get_num(rd, o, "cv");
+    int64_t n = get_int(rd, o, "n");
+    s->n = n > 0 ? (size_t)n : 0;
+    json_t *ci = need(rd, o, "ci95_ms");
+    if (ci && (!json_is_array(ci) || json_array_size(ci) != 2)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not a pair [lo, hi]", "ci95_ms");
+        return;
+    }
+    if (ci) {
+        json_t *lo = json_array_get(ci, 0), *hi = json_array_get(ci, 1);
+        s->ci95_lo = json_is_number(lo) ? json_number_value(lo) : NAN;
+        s->ci95_hi = json_is_number(hi) ? json_number_value(hi) : NAN;
+    }
+}
+
+static void get_shape(reader *rd, json_t *o, const char *key, ntp_shape *s)
+{
+    json_t *a = need(rd, o, key);
+    if (!a)
+        return;
+    if (!json_is_array(a) || json_array_size(a) > NTP_MAX_DIMS) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not a shape of at most 8 dims", key);
+        return;
+    }
+    s->ndim = (int)json_array_size(a);
+    for (int i = 0; i < s->ndim; i++) {
+        json_t *d = json_array_get(a, (size_t)i);
+        if (!json_is_integer(d)) {
+            fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' holds a non-integer dim", key);
+            return;
+        }
+        s->dim[i] = (int64_t)json_integer_value(d);
+    }
+}
+
+/* Copy a string field into a fixed array of the environment. */
+static void get_fixed(reader *rd, json_t *o, const char *key, char *dst, size_t len)
+{
+    json_t *v = need(rd, o, key);
+    const char *s = v && json_is_string(v) ? json_string_value(v) : "unknown";
+    snprintf(dst, len, "%s", s);
+}
+
+static void read_env(reader *rd, json_t *o, ntp_env *e)
+{
+    snprintf(rd->where, sizeof rd->where, "environment");
+    get_fixed(rd, o, "cpu_model", e->cpu_model, sizeof e->cpu_model);
+    json_t *flags = need(rd, o, "cpu_flags");
+    size_t used = 0;
+    e->cpu_flags[0] = '\0';
+    if (flags && json_is_array(flags)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(flags, i, v) {
+            if (json_is_string(v) && used < sizeof e->cpu_flags)
+                used += (size_t)snprintf(e->cpu_flags + used, sizeof e->cpu_flags - used, "%s%s",
+                                         used ? " " : "", json_string_value(v));
+        }
+    }
+    e->cores = (int)get_int(rd, o, "cores");
+    e->memory_bytes = get_int(rd, o, "memory_bytes");
+    get_fixed(rd, o, "os", e->os, sizeof e->os);
+    get_fixed(rd, o, "compiler", e->compiler, sizeof e->compiler);
+    get_fixed(rd, o, "libraries", e->libraries, sizeof e->libraries);
+    get_fixed(rd, o, "ntprof_version", e->ntprof_version, sizeof e->ntprof_version);
+    get_fixed(rd, o, "git_revision", e->git_revision, sizeof e->git_revision);
+    get_fixed(rd, o, "hostname", e->hostname, sizeof e->hostname);
+    get_fixed(rd, o, "timestamp", e->timestamp, sizeof e->timestamp);
+}
+
+static void read_config(reader *rd, json_t *o)
+{
+    ntp_run_result *r = rd->r;
+    bool ok = true;
+    snprintf(rd->where, sizeof rd->where, "config");
+    r->backend = get_str(rd, o, "backend", &ok);
+    json_t *p = need(rd, o, "precision");
+    ntp_dtype d = NTP_DTYPE_F32;
+    if (p && (!json_is_string(p) || ntp_dtype_parse(json_string_value(p), &d) != NTP_STATUS_OK))
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not a precision", "precision");
+    r->precision = d;
+    r->batch = get_int(rd, o, "batch");
+    r->threads = (int)get_int(rd, o, "threads");
+    json_t *seed = need(rd, o, "seed");
+    if (seed && json_is_integer(seed))
+        r->seed = (uint64_t)json_integer_value(seed);
+    else if (seed && json_is_string(seed))
+        r->seed = strtoull(json_string_value(seed), NULL, 10);
+    else if (seed)
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not an integer", "seed");
+    r->warmup = (int)get_int(rd, o, "warmup");
+    r->iterations = (int)get_int(rd, o, "iterations");
+    r->only_marker = get_str(rd, o, "only_marker", &ok);
+    json_t *params = need(rd, o, "params");
+    if (params && json_is_object(params)) {
+        size_t n = json_object_size(params);
+        r->param_names = calloc(n + 1, sizeof *r->param_names);
+        r->param_values = calloc(n + 1, sizeof *r->param_values);
+        if (!r->param_names || !r->param_values) {
+            fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+            return;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(params, k, v) {
+            r->param_names[r->n_params] = keep(rd, k);
+            r->param_values[r->n_params] = keep(rd, json_is_string(v) ? json_string_value(v) : "");
+            r->n_params++;
+        }
+    }
+}
+
+/* A row's kind is not in the report; it follows from the row's type. */
+static const char *row_kind(const ntp_layer_result *l)
+{
+    if (l->fused)
+        return "fused";
+    if (l->type && strcmp(l->type, "convert") == 0)
+        return "convert";
+    if (l->type && strcmp(l->type, "reorder") == 0)
+        return "reorder";
+    return "layer";
+}
+
+static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
+{
+    bool ok = true;
+    if (!json_is_object(o)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "is not an object");
+        return;
+    }
+    l->name = get_str(rd, o, "name", &ok);
+    l->type = get_str(rd, o, "type", &ok);
+    l->backend = get_str(rd, o, "backend", &ok);
+    l->inlay = get_bool(rd, o, "inlay");
+    l->fused = get_bool(rd, o, "fused");
+    l->fused_into = get_str(rd, o, "fused_into", &ok);
+    get_shape(rd, o, "output_shape", &l->output_shape);
+    get_stats(rd, o, &l->time_ms);
+    l->share = get_num(rd, o, "share");
+    l->flops = get_int(rd, o, "flops");
+    l->bytes = get_int(rd, o, "bytes");
+    l->gflops = get_num(rd, o, "gflops");
+    l->gbps = get_num(rd, o, "gbps");
+    l->intensity = get_num(rd, o, "intensity");
+    l->prepare_ms = get_num(rd, o, "prepare_ms");
+    l->workspace_bytes = get_int(rd, o, "workspace_bytes");
+    l->attainable_gflops = opt_num(o, "attainable_gflops", 0);
+    l->roof_share = opt_num(o, "roof_share", 0);
+    l->kind = row_kind(l);
+    l->impl = NULL;
+    if (!l->name && rd->st == NTP_STATUS_OK)
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is null", "name");
+}
+
+static void read_marker(reader *rd, json_t *o, ntp_marker_result *m)
+{
+    bool ok = true;
+    if (!json_is_object(o)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "is not an object");
+        return;
+    }
+    m->name = get_str(rd, o, "name", &ok);
+    m->first = (int)get_int(rd, o, "first");
+    m->last = (int)get_int(rd, o, "last");
+    get_stats(rd, o, &m->time_ms);
+    m->share = get_num(rd, o, "share");
+    m->flops = get_int(rd, o, "flops");
+    m->bytes = get_int(rd, o, "bytes");
+    m->gflops = get_num(rd, o, "gflops");
+    m->attainable_gflops = opt_num(o, "attainable_gflops", 0);
+    m->roof_share = opt_num(o, "roof_share", 0);
+    if (rd->st == NTP_STATUS_OK && (!m->name || m->first < 0 || m->last < m->first ||
+                                    m->last >= rd->r->n_layers))
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "a marker needs a name and 0 <= first <= last < layers");
+}
+
+/* The optional roofline object (absent in reports written before it). */
+static void read_roofline(json_t *o, ntp_roofline *rl)
+{
+    memset(rl, 0, sizeof *rl);
+    if (!o || !json_is_object(o))
+        return;
+    rl->available = true;
+    json_t *v;
+    if ((v = json_object_get(o, "machine")) && json_is_string(v))
+        snprintf(rl->machine, sizeof rl->machine, "%s", json_string_value(v));
+    if ((v = json_object_get(o, "measured_at")) && json_is_string(v))
+        snprintf(rl->measured_at, sizeof rl->measured_at, "%s", json_string_value(v));
+    if ((v = json_object_get(o, "peak_source")) && json_is_string(v))
+        snprintf(rl->peak_source, sizeof rl->peak_source, "%s", json_string_value(v));
+    rl->peak_gflops = opt_num(o, "peak_gflops", 0);
+    rl->bandwidth_gbps = opt_num(o, "bandwidth_gbps", 0);
+    rl->ridge_intensity = opt_num(o, "ridge_intensity", 0);
+    json_t *levels = json_object_get(o, "levels");
+    size_t i;
+    json_array_foreach(levels, i, v) {
+        if (rl->n_levels >= NTP_ROOFLINE_MAX_LEVELS)
+            break;
+        json_t *name = json_object_get(v, "name");
+        snprintf(rl->levels[rl->n_levels].name, sizeof rl->levels[0].name, "%s",
+                 json_is_string(name) ? json_string_value(name) : "?");
+        rl->levels[rl->n_levels].gbps = opt_num(v, "gbps", 0);
+        rl->n_levels++;
+    }
+}
+
+static void read_root(reader *rd, json_t *root)
+{
+    ntp_run_result *r = rd->r;
+    bool ok = true;
+    if (!json_is_object(root)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "is not a JSON object");
+        return;
+    }
+    json_t *kind = json_object_get(root, "kind");
+    if (!kind || !json_is_string(kind) || strcmp(json_string_value(kind), "run") != 0) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "is not a run report (\"kind\": \"run\")");
+        return;
+    }
+    int64_t version = get_int(rd, root, "schema_version");
+    if (rd->st)
+        return;
+    if (version != NTP_REPORT_SCHEMA_VERSION) {
+        char what[96];
+        snprintf(what, sizeof what, "schema_version %" PRId64 " (this ntprof reads %d)", version,
+                 NTP_REPORT_SCHEMA_VERSION);
+        fail(rd, NTP_STATUS_UNSUPPORTED, "%s", what);
+        return;
+    }
+    r->topology = get_str(rd, root, "topology", &ok);
+    r->source = get_str(rd, root, "source", &ok);
+    json_t *cfg = need(rd, root, "config");
+    if (cfg)
+        read_config(rd, cfg);
+    json_t *env = need(rd, root, "environment");
+    if (env)
+        read_env(rd, env, &r->env);
+    rd->where[0] = '\0';
+
+    json_t *layers = need(rd, root, "layers");
+    json_t *markers = need(rd, root, "markers");
+    if (rd->st)
+        return;
+    if (!json_is_array(layers) || !json_is_array(markers)) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "'layers' and 'markers' must be arrays");
+        return;
+    }
+    size_t nl = json_array_size(layers), nm = json_array_size(markers);
+    r->layers = calloc(nl + 1, sizeof *r->layers);
+    r->markers = calloc(nm + 1, sizeof *r->markers);
+    if (!r->layers || !r->markers) {
+        fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < nl && !rd->st; i++) {
+        snprintf(rd->where, sizeof rd->where, "layers[%zu]", i);
+        read_layer(rd, json_array_get(layers, i), &r->layers[i]);
+    }
+    r->n_layers = (int)nl;
+    for (size_t i = 0; i < nm && !rd->st; i++) {
+        snprintf(rd->where, sizeof rd->where, "markers[%zu]", i);
+        read_marker(rd, json_array_get(markers, i), &r->markers[i]);
+    }
+    r->n_markers = (int)nm;
+    rd->where[0] = '\0';
+
+    json_t *e2e = need(rd, root, "end_to_end");
+    if (e2e) {
+        snprintf(rd->where, sizeof rd->where, "end_to_end");
+        get_stats(rd, e2e, &r->end_to_end_ms);
+        r->throughput = get_num(rd, e2e, "throughput_per_s");
+        r->latency_ms = get_num(rd, e2e, "latency_ms");
+    }
+    json_t *sum = need(rd, root, "layer_sum");
+    if (sum) {
+        snprintf(rd->where, sizeof rd->where, "layer_sum");
+        get_stats(rd, sum, &r->layer_sum_ms);
+    }
+    rd->where[0] = '\0';
+    r->overhead_fraction = get_num(rd, root, "overhead_fraction");
+    r->overhead_per_layer_us = get_num(rd, root, "overhead_per_layer_us");
+    r->prepare_ms = get_num(rd, root, "prepare_ms");
+    r->flops = get_int(rd, root, "flops");
+    json_t *mem = need(rd, root, "memory");
+    if (mem) {
+        snprintf(rd->where, sizeof rd->where, "memory");
+        r->memory.weight_bytes = get_int(rd, mem, "weight_bytes");
+        r->memory.arena_bytes = get_int(rd, mem, "arena_bytes");
+        r->memory.workspace_bytes = get_int(rd, mem, "workspace_bytes");
+        r->memory.peak_rss_bytes = get_int(rd, mem, "peak_rss_bytes");
+        r->memory.minor_faults = get_int(rd, mem, "minor_faults");
+        r->memory.major_faults = get_int(rd, mem, "major_faults");
+        rd->where[0] = '\0';
+    }
+    json_t *warnings = need(rd, root, "warnings");
+    if (warnings && json_is_array(warnings)) {
+        size_t n = json_array_size(warnings);
+        r->warnings = calloc(n + 1, sizeof *r->warnings);
+        if (!r->warnings) {
+            fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+            return;
+        }
+        /* Warnings are freed one by one by ntp_run_result_free, so they
+         * are copies of their own rather than kept strings. */
+        for (size_t i = 0; i < n; i++) {
+            json_t *w = json_array_get(warnings, i);
+            if (json_is_string(w) && (r->warnings[r->n_warnings] = ntp__strdup(json_string_value(w))))
+                r->n_warnings++;
+        }
+    }
+    read_roofline(json_object_get(root, "roofline"), &r->roofline);
+    (void)ok;
+}
+
+ntp_status ntp_run_result_parse(ntp_ctx *ctx, const char *json, size_t len, const char *name,
+                                ntp_run_result **out)
+{
+    *out = NULL;
+    if (!json)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_result_parse: no text");
+    json_error_t err;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d:%d: not valid JSON: %s",
+                          name ? name : "report", err.line, err.column, err.text);
+    reader rd = {.ctx = ctx, .name = name ? name : "report", .r = calloc(1, sizeof *rd.r)};
+    if (!rd.r) {
+        json_decref(root);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    read_root(&rd, root);
+    json_decref(root);
+    if (rd.st) {
+        ntp_run_result_free(rd.r);
+        return rd.st;
+    }
+    *out = rd.r;
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp_run_result_load(ntp_ctx *ctx, const char *path, ntp_run_result **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            cap = cap ? 2 * cap : 262144;
+            char *p = realloc(buf, cap);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: read error", path);
+    }
+    ntp_status st = ntp_run_result_parse(ctx, buf, len, path, out);
+    free(buf);
+    return st;
+}

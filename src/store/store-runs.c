@@ -1,0 +1,558 @@
+/* Runs in the history: appending one (one transaction), listing them with
+ * filters, and reading a stored report back. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "measure/machine-impl.h"
+#include "report/report-impl.h"
+#include "store-impl.h"
+
+/* Bind helpers: NaN (a figure that could not be computed) is stored as
+ * NULL, like JSON's null. */
+static void bind_num(sqlite3_stmt *q, int i, double v)
+{
+    if (isfinite(v))
+        sqlite3_bind_double(q, i, v);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+static void bind_text(sqlite3_stmt *q, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+/* n, median .. cv: eleven columns from position i. */
+static int bind_stats(sqlite3_stmt *q, int i, const ntp_stats *s)
+{
+    sqlite3_bind_int64(q, i++, (sqlite3_int64)s->n);
+    const double v[] = {s->median, s->min, s->mean, s->p90, s->p99, s->max, s->stddev,
+                        s->ci95_lo, s->ci95_hi, s->cv};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        bind_num(q, i++, v[k]);
+    return i;
+}
+
+/* The whole JSON report, the lossless copy of the run. */
+static ntp_status report_json(ntp_ctx *ctx, const ntp_run_result *r, char **text, size_t *len)
+{
+    *text = NULL;
+    *len = 0;
+    FILE *f = open_memstream(text, len);
+    if (!f)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    ntp_status st = ntp_report_write_run(ctx, r, NTP_FORMAT_JSON, f);
+    if (fclose(f) != 0 && st == NTP_STATUS_OK)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (st) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
+}
+
+/* The run's params as a JSON object, for filtering in SQL (json_extract). */
+static char *params_json(const ntp_run_result *r)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    for (int i = 0; ok && i < r->n_params; i++)
+        ntp__jset(&ok, o, r->param_names[i], ntp__json_str(r->param_values[i]));
+    char *s = ok ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
+static const char insert_run_sql[] =
+    "INSERT INTO runs (time, topology, source, backend, precision, batch, threads, seed, warmup,"
+    " iterations, only_marker, fused, params,"
+    " n, median_ms, min_ms, mean_ms, p90_ms, p99_ms, max_ms, stddev_ms, ci95_lo_ms, ci95_hi_ms,"
+    " cv, layer_sum_median_ms, throughput, latency_ms, flops, prepare_ms, overhead_fraction,"
+    " overhead_per_layer_us, weight_bytes, arena_bytes, workspace_bytes, peak_rss_bytes,"
+    " minor_faults, major_faults, machine, cpu_model, cpu_flags, cores, memory_bytes, os,"
+    " compiler, libraries, ntprof_version, git_revision, hostname, n_layers, n_markers,"
+    " n_warnings, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?,"
+    " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+
+static const char insert_row_sql[] =
+    "INSERT INTO rows (run_id, idx, name, type, kind, backend, inlay, fused, fused_into,"
+    " output_shape, n, median_ms, min_ms, mean_ms, p90_ms, p99_ms, max_ms, stddev_ms,"
+    " ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops, gbps, intensity, prepare_ms,"
+    " workspace_bytes, attainable_gflops, roof_share)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?)";
+
+static const char insert_marker_sql[] =
+    "INSERT INTO markers (run_id, idx, name, first, last, n, median_ms, min_ms, mean_ms, p90_ms,"
+    " p99_ms, max_ms, stddev_ms, ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops,"
+    " attainable_gflops, roof_share) VALUES (?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?)";
+
+static ntp_status insert_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
+                             const char *report, size_t report_len, int64_t *id)
+{
+    sqlite3_stmt *q = NULL;
+    ntp_status st = NTP_STATUS_OK;
+    char *params = params_json(r);
+    char seed[32], key[512];
+    snprintf(seed, sizeof seed, "%" PRIu64, r->seed);
+    ntp__machine_key(r->env.cpu_model, r->env.cores, r->env.hostname, key, sizeof key);
+    if (!params)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (sqlite3_prepare_v2(s->db, insert_run_sql, -1, &q, NULL) != SQLITE_OK) {
+        free(params);
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+    }
+    int i = 1;
+    bind_text(q, i++, r->env.timestamp);
+    bind_text(q, i++, r->topology);
+    bind_text(q, i++, r->source);
+    bind_text(q, i++, r->backend);
+    bind_text(q, i++, ntp_dtype_name(r->precision));
+    sqlite3_bind_int64(q, i++, r->batch);
+    sqlite3_bind_int(q, i++, r->threads);
+    bind_text(q, i++, seed);
+    sqlite3_bind_int(q, i++, r->warmup);
+    sqlite3_bind_int(q, i++, r->iterations);
+    bind_text(q, i++, r->only_marker);
+    sqlite3_bind_int(q, i++, r->fused);
+    bind_text(q, i++, params);
+    i = bind_stats(q, i, &r->end_to_end_ms);
+    bind_num(q, i++, r->layer_sum_ms.median);
+    bind_num(q, i++, r->throughput);
+    bind_num(q, i++, r->latency_ms);
+    sqlite3_bind_int64(q, i++, r->flops);
+    bind_num(q, i++, r->prepare_ms);
+    bind_num(q, i++, r->overhead_fraction);
+    bind_num(q, i++, r->overhead_per_layer_us);
+    sqlite3_bind_int64(q, i++, r->memory.weight_bytes);
+    sqlite3_bind_int64(q, i++, r->memory.arena_bytes);
+    sqlite3_bind_int64(q, i++, r->memory.workspace_bytes);
+    sqlite3_bind_int64(q, i++, r->memory.peak_rss_bytes);
+    sqlite3_bind_int64(q, i++, r->memory.minor_faults);
+    sqlite3_bind_int64(q, i++, r->memory.major_faults);
+    bind_text(q, i++, key);
+    bind_text(q, i++, r->env.cpu_model);
+    bind_text(q, i++, r->env.cpu_flags);
+    sqlite3_bind_int(q, i++, r->env.cores);
+    sqlite3_bind_int64(q, i++, r->env.memory_bytes);
+    bind_text(q, i++, r->env.os);
+    bind_text(q, i++, r->env.compiler);
+    bind_text(q, i++, r->env.libraries);
+    bind_text(q, i++, r->env.ntprof_version);
+    bind_text(q, i++, r->env.git_revision);
+    bind_text(q, i++, r->env.hostname);
+    sqlite3_bind_int(q, i++, r->n_layers);
+    sqlite3_bind_int(q, i++, r->n_markers);
+    sqlite3_bind_int(q, i++, r->n_warnings);
+    sqlite3_bind_blob64(q, i++, report, report_len, SQLITE_STATIC);
+    if (sqlite3_step(q) != SQLITE_DONE)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add the run");
+    else
+        *id = sqlite3_last_insert_rowid(s->db);
+    sqlite3_finalize(q);
+    free(params);
+    return st;
+}
+
+static ntp_status insert_rows(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t id)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, insert_row_sql, -1, &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+    ntp_status st = NTP_STATUS_OK;
+    for (int k = 0; k < r->n_layers && !st; k++) {
+        const ntp_layer_result *l = &r->layers[k];
+        char shape[192];
+        int i = 1;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, i++, id);
+        sqlite3_bind_int(q, i++, k);
+        bind_text(q, i++, l->name);
+        bind_text(q, i++, l->type);
+        bind_text(q, i++, l->kind);
+        bind_text(q, i++, l->backend);
+        sqlite3_bind_int(q, i++, l->inlay);
+        sqlite3_bind_int(q, i++, l->fused);
+        bind_text(q, i++, l->fused ? l->fused_into : NULL);
+        bind_text(q, i++, ntp__shape_x(&l->output_shape, shape, sizeof shape));
+        i = bind_stats(q, i, &l->time_ms);
+        bind_num(q, i++, l->share);
+        sqlite3_bind_int64(q, i++, l->flops);
+        sqlite3_bind_int64(q, i++, l->bytes);
+        bind_num(q, i++, l->gflops);
+        bind_num(q, i++, l->gbps);
+        bind_num(q, i++, l->intensity);
+        bind_num(q, i++, l->prepare_ms);
+        sqlite3_bind_int64(q, i++, l->workspace_bytes);
+        bind_num(q, i++, l->attainable_gflops > 0 ? l->attainable_gflops : NAN);
+        bind_num(q, i++, l->attainable_gflops > 0 ? l->roof_share : NAN);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a row");
+    }
+    sqlite3_finalize(q);
+    if (st)
+        return st;
+    if (sqlite3_prepare_v2(s->db, insert_marker_sql, -1, &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+    for (int k = 0; k < r->n_markers && !st; k++) {
+        const ntp_marker_result *m = &r->markers[k];
+        int i = 1;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, i++, id);
+        sqlite3_bind_int(q, i++, k);
+        bind_text(q, i++, m->name);
+        sqlite3_bind_int(q, i++, m->first);
+        sqlite3_bind_int(q, i++, m->last);
+        i = bind_stats(q, i, &m->time_ms);
+        bind_num(q, i++, m->share);
+        sqlite3_bind_int64(q, i++, m->flops);
+        sqlite3_bind_int64(q, i++, m->bytes);
+        bind_num(q, i++, m->gflops);
+        bind_num(q, i++, m->attainable_gflops > 0 ? m->attainable_gflops : NAN);
+        bind_num(q, i++, m->attainable_gflops > 0 ? m->roof_share : NAN);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a marker");
+    }
+    sqlite3_finalize(q);
+    if (st)
+        return st;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO warnings (run_id, idx, text) VALUES (?,?,?)", -1,
+                           &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+    for (int k = 0; k < r->n_warnings && !st; k++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, id);
+        sqlite3_bind_int(q, 2, k);
+        bind_text(q, 3, r->warnings[k] ? r->warnings[k] : "");
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a warning");
+    }
+    sqlite3_finalize(q);
+    return st;
+}
+
+ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id)
+{
+    if (!s || !r)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_store_add_run: no store or result");
+    if (s->read_only)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only", s->path);
+    /* The report is built before the transaction so the write lock is held
+     * only for the inserts. */
+    char *report;
+    size_t len;
+    ntp_status st = report_json(ctx, r, &report, &len);
+    if (st)
+        return st;
+    int64_t rid = 0;
+    if ((st = ntp__store_begin(ctx, s)) == NTP_STATUS_OK) {
+        if ((st = insert_run(ctx, s, r, report, len, &rid)) == NTP_STATUS_OK &&
+            (st = insert_rows(ctx, s, r, rid)) == NTP_STATUS_OK)
+            st = ntp__store_commit(ctx, s);
+        else
+            ntp__store_rollback(s);
+    }
+    free(report);
+    if (st == NTP_STATUS_OK && id)
+        *id = rid;
+    return st;
+}
+
+ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_result *r,
+                                int64_t *id)
+{
+    ntp_store *s;
+    ntp_status st = ntp_store_open(ctx, path, NTP_STORE_CREATE, &s);
+    if (st)
+        return st;
+    st = ntp_store_add_run(ctx, s, r, id);
+    ntp_store_close(s);
+    return st;
+}
+
+/* "2025-03-01", "2025-03-01T12:34", "2025-03-01T12:34:56Z": compared as
+ * text with the stored timestamps, which sort chronologically. */
+static bool valid_since(const char *s)
+{
+    static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
+    size_t n = strlen(s);
+    if (n != 10 && n != 13 && n != 16 && n != 19 && n != 20)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char p = pattern[i], c = s[i];
+        if (p == 'd' ? (c < '0' || c > '9') : c != p)
+            return false;
+    }
+    return true;
+}
+
+static void col_text(sqlite3_stmt *q, int i, char *dst, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text(q, i);
+    snprintf(dst, len, "%s", t ? (const char *)t : "");
+}
+
+static double col_num(sqlite3_stmt *q, int i)
+{
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
+}
+
+ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                          ntp_history_entry **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    ntp_history_filter none = {0};
+    if (!f)
+        f = &none;
+    if (f->since && !valid_since(f->since))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "--since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+                          "got '%s'", f->since);
+    if (f->limit < 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--limit must not be negative");
+    sqlite3_stmt *q;
+    static const char sql[] =
+        "SELECT id, time, topology, backend, precision, batch, threads, median_ms, ci95_lo_ms,"
+        " ci95_hi_ms, throughput, n_layers, machine FROM runs"
+        " WHERE (?1 IS NULL OR topology = ?1) AND (?2 IS NULL OR backend = ?2)"
+        " AND (?3 IS NULL OR time >= ?3) ORDER BY id DESC LIMIT ?4";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
+    bind_text(q, 1, f->topology);
+    bind_text(q, 2, f->backend);
+    bind_text(q, 3, f->since);
+    sqlite3_bind_int64(q, 4, f->limit > 0 ? f->limit : -1);
+    ntp_history_entry *e = NULL;
+    int cap = 0, count = 0, rc;
+    ntp_status st = NTP_STATUS_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? 2 * cap : 64;
+            ntp_history_entry *p = realloc(e, (size_t)cap * sizeof *p);
+            if (!p) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            e = p;
+        }
+        ntp_history_entry *h = &e[count++];
+        memset(h, 0, sizeof *h);
+        h->id = sqlite3_column_int64(q, 0);
+        col_text(q, 1, h->time, sizeof h->time);
+        col_text(q, 2, h->topology, sizeof h->topology);
+        col_text(q, 3, h->backend, sizeof h->backend);
+        col_text(q, 4, h->precision, sizeof h->precision);
+        h->batch = sqlite3_column_int64(q, 5);
+        h->threads = sqlite3_column_int(q, 6);
+        h->median_ms = col_num(q, 7);
+        h->ci95_lo_ms = col_num(q, 8);
+        h->ci95_hi_ms = col_num(q, 9);
+        h->throughput = col_num(q, 10);
+        h->n_layers = sqlite3_column_int(q, 11);
+        col_text(q, 12, h->machine, sizeof h->machine);
+    }
+    if (!st && rc != SQLITE_DONE)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
+    sqlite3_finalize(q);
+    if (st) {
+        free(e);
+        return st;
+    }
+    *out = e;
+    *n = count;
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n)
+{
+    sqlite3_stmt *q;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM runs", -1, &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        *n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? NTP_STATUS_OK
+                            : ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
+}
+
+ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json)
+{
+    *json = NULL;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(s->db, "SELECT report FROM runs WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    ntp_status st = NTP_STATUS_OK;
+    if (rc == SQLITE_ROW) {
+        const void *b = sqlite3_column_blob(q, 0);
+        int len = sqlite3_column_bytes(q, 0);
+        char *t = malloc((size_t)len + 1);
+        if (!t)
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        else {
+            if (len > 0)
+                memcpy(t, b, (size_t)len);
+            t[len] = '\0';
+            *json = t;
+        }
+    } else if (rc == SQLITE_DONE) {
+        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "history %s: no run %" PRId64
+                        " (`ntprof history` lists them)", s->path, id);
+    } else {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
+    }
+    sqlite3_finalize(q);
+    return st;
+}
+
+ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out)
+{
+    *out = NULL;
+    char *json;
+    ntp_status st = ntp_store_get_report(ctx, s, id, &json);
+    if (st)
+        return st;
+    char name[64];
+    snprintf(name, sizeof name, "run %" PRId64, id);
+    st = ntp_run_result_parse(ctx, json, strlen(json), name, out);
+    free(json);
+    return st;
+}
+
+/* --- the listing ------------------------------------------------------------------------ */
+
+/* Column widths: with single spaces the table is 100 columns. */
+enum { H_ID = 6, H_TIME = 19, H_TOPO = 14, H_BACKEND = 8, H_PREC = 4, H_BATCH = 5, H_THR = 3,
+       H_MS = 10, H_MACHINE = 23 };
+
+static void history_table(const ntp_history_entry *e, int n, FILE *f)
+{
+    static const int w[] = {H_ID, H_TIME, H_TOPO, H_BACKEND, H_PREC, H_BATCH, H_THR, H_MS,
+                            H_MACHINE};
+    static const char *const head[] = {"id", "time", "topology", "backend", "prec", "batch",
+                                       "thr", "median ms", "machine"};
+    for (int i = 0; i < 9; i++) {
+        if (i)
+            fputc(' ', f);
+        ntp__put_cell(f, head[i], w[i], i == 0 || (i >= 5 && i <= 7));
+    }
+    fputc('\n', f);
+    for (int k = 0; k < n; k++) {
+        const ntp_history_entry *h = &e[k];
+        char id[32], time[32], batch[32], thr[32], ms[32], machine[256];
+        snprintf(id, sizeof id, "%" PRId64, h->id);
+        snprintf(time, sizeof time, "%s", h->time);
+        /* "2025-03-01T12:34:56Z" reads better as "2025-03-01 12:34:56". */
+        if (strlen(time) >= 19 && time[10] == 'T') {
+            time[10] = ' ';
+            time[19] = '\0';
+        }
+        snprintf(batch, sizeof batch, "%" PRId64, h->batch);
+        snprintf(thr, sizeof thr, "%d", h->threads);
+        ntp__fit_number(h->median_ms, H_MS, 4, ms, sizeof ms);
+        /* The key's CPU model and host name, without the separators. */
+        snprintf(machine, sizeof machine, "%s", h->machine);
+        for (char *p = machine; *p; p++)
+            if (*p == '|')
+                *p = ' ';
+        const char *cells[] = {id, time, h->topology, h->backend, h->precision, batch, thr, ms,
+                               machine};
+        for (int i = 0; i < 9; i++) {
+            if (i)
+                fputc(' ', f);
+            ntp__put_cell(f, cells[i], w[i], i == 0 || (i >= 5 && i <= 7));
+        }
+        fputc('\n', f);
+    }
+    if (n == 0)
+        fputs("no runs recorded (`ntprof run` records every run)\n", f);
+}
+
+static ntp_status history_json(ntp_ctx *ctx, const ntp_history_entry *e, int n, FILE *f)
+{
+    bool ok = true;
+    json_t *root = json_object(), *runs = json_array();
+    ntp__jset(&ok, root, "kind", json_string("history"));
+    for (int k = 0; k < n; k++) {
+        const ntp_history_entry *h = &e[k];
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "id", json_integer(h->id));
+        ntp__jset(&ok, o, "time", ntp__json_str(h->time));
+        ntp__jset(&ok, o, "topology", ntp__json_str(h->topology));
+        ntp__jset(&ok, o, "backend", ntp__json_str(h->backend));
+        ntp__jset(&ok, o, "precision", ntp__json_str(h->precision));
+        ntp__jset(&ok, o, "batch", json_integer(h->batch));
+        ntp__jset(&ok, o, "threads", json_integer(h->threads));
+        ntp__jset(&ok, o, "median_ms", ntp__json_num(h->median_ms));
+        json_t *ci = json_array();
+        ntp__jpush(&ok, ci, ntp__json_num(h->ci95_lo_ms));
+        ntp__jpush(&ok, ci, ntp__json_num(h->ci95_hi_ms));
+        ntp__jset(&ok, o, "ci95_ms", ci);
+        ntp__jset(&ok, o, "throughput_per_s", ntp__json_num(h->throughput));
+        ntp__jset(&ok, o, "layers", json_integer(h->n_layers));
+        ntp__jset(&ok, o, "machine", ntp__json_str(h->machine));
+        ntp__jpush(&ok, runs, o);
+    }
+    ntp__jset(&ok, root, "runs", runs);
+    return ntp__json_finish(ctx, root, ok, f, "history");
+}
+
+static void history_csv(const ntp_history_entry *e, int n, FILE *f)
+{
+    fputs("id,time,topology,backend,precision,batch,threads,median_ms,ci95_lo_ms,ci95_hi_ms,"
+          "throughput_per_s,layers,machine\n", f);
+    for (int k = 0; k < n; k++) {
+        const ntp_history_entry *h = &e[k];
+        ntp__csv_int(f, h->id);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, h->time);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, h->topology);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, h->backend);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, h->precision);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, h->batch);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, h->threads);
+        const double v[] = {h->median_ms, h->ci95_lo_ms, h->ci95_hi_ms, h->throughput};
+        for (int i = 0; i < 4; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_num(f, v[i]);
+        }
+        ntp__csv_sep(f);
+        ntp__csv_int(f, h->n_layers);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, h->machine);
+        fputc('\n', f);
+    }
+}
+
+ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
+                             FILE *f)
+{
+    if ((n > 0 && !e) || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_write: no entries or stream");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE:
+        history_table(e, n, f);
+        return ntp__check_stream(ctx, f, "history");
+    case NTP_FORMAT_JSON:
+        return history_json(ctx, e, n, f);
+    case NTP_FORMAT_CSV:
+        history_csv(e, n, f);
+        return ntp__check_stream(ctx, f, "history");
+    }
+    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
+}

@@ -1,0 +1,572 @@
+/* The history database: a run stored and read back field by field, the
+ * listing and its filters, schema migration from an older version and
+ * refusal of foreign or newer databases, the ceilings cache, the default
+ * path, two processes writing 200 runs each at once (all 400 present, each
+ * whole), and processes SIGKILLed while writing (the database passes
+ * PRAGMA integrity_check and holds only whole runs). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "ntprof/ntprof.h"
+#include "store/store-impl.h"
+
+/* A run result with n layers, built by hand with values derived from
+ * `tag`, so each stored run is recognisable. */
+typedef struct sample {
+    ntp_run_result r;
+    ntp_layer_result layers[64];
+    ntp_marker_result markers[2];
+    const char *pnames[2], *pvalues[2];
+    char *warnings[2];
+    char names[64][32];
+} sample;
+
+static ntp_stats stats(double k, size_t n)
+{
+    ntp_stats s = {.n = n, .min = 1.25 * k, .max = 2.5 * k, .mean = 1.625 * k,
+                   .median = 1.5 * k, .p90 = 2.0 * k, .p99 = 2.25 * k, .stddev = 0.375 * k,
+                   .ci95_lo = 1.375 * k, .ci95_hi = 1.875 * k, .cv = 0.25};
+    return s;
+}
+
+static void make_sample(sample *s, int n_layers, int tag, const char *topology, const char *backend)
+{
+    memset(s, 0, sizeof *s);
+    ntp_run_result *r = &s->r;
+    r->topology = topology;
+    r->source = "models/tiny.xml";
+    r->backend = backend;
+    r->precision = NTP_DTYPE_F32;
+    r->batch = 2;
+    r->threads = tag % 4;
+    r->seed = (uint64_t)tag;
+    r->warmup = 1;
+    r->iterations = 7;
+    s->pnames[0] = "batch";
+    s->pvalues[0] = "2";
+    s->pnames[1] = "hidden";
+    s->pvalues[1] = "32";
+    r->n_params = 2;
+    r->param_names = s->pnames;
+    r->param_values = s->pvalues;
+    for (int i = 0; i < n_layers; i++) {
+        snprintf(s->names[i], sizeof s->names[i], "layer%d", i);
+        s->layers[i] = (ntp_layer_result){
+            .name = s->names[i], .type = "fc", .kind = "layer", .backend = backend,
+            .output_shape = {2, {2, 32}}, .time_ms = stats(0.1 * (i + 1), 7),
+            .share = 1.0 / n_layers, .flops = 1000 * (i + 1), .bytes = 400, .gflops = 1.0,
+            .gbps = 0.5, .intensity = 2.5 * (i + 1), .prepare_ms = 0.01, .workspace_bytes = 64};
+    }
+    r->n_layers = n_layers;
+    r->layers = s->layers;
+    s->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = n_layers - 1,
+                                        .time_ms = stats(1.0, 7), .share = 1.0, .flops = 5000,
+                                        .bytes = 4000, .gflops = 2.0};
+    r->n_markers = 1;
+    r->markers = s->markers;
+    r->end_to_end_ms = stats(tag, 7);
+    r->layer_sum_ms = stats(tag * 1.01, 7);
+    r->throughput = 2000.0 / (1.5 * tag);
+    r->latency_ms = 1.5 * tag;
+    r->flops = 12345;
+    ntp_env_collect(&r->env);
+    s->warnings[0] = (char *)"a warning, with a comma";
+    s->warnings[1] = (char *)"another";
+    r->n_warnings = 2;
+    r->warnings = s->warnings;
+}
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-store-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void db_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+/* One integer from an SQL query on a separate raw connection. */
+static int64_t sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static void sql_text(const char *path, const char *sql, char *out, size_t len)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "roundtrip/sub/history.db"); /* folders are created */
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    static sample smp;
+    make_sample(&smp, 5, 3, "tiny", "ref");
+    int64_t id = 0;
+    assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, &id), NTP_STATUS_OK);
+    assert_int_equal(id, 1);
+    ntp_run_result *back = NULL;
+    assert_int_equal(ntp_store_load_run(ctx, s, id, &back), NTP_STATUS_OK);
+    assert_string_equal(back->topology, "tiny");
+    assert_string_equal(back->backend, "ref");
+    assert_int_equal(back->n_layers, 5);
+    assert_string_equal(back->layers[4].name, "layer4");
+    assert_float_equal(back->layers[4].time_ms.median, 0.75, 1e-12);
+    assert_float_equal(back->layers[4].time_ms.ci95_hi, 0.9375, 1e-12);
+    assert_int_equal(back->layers[4].flops, 5000);
+    assert_int_equal(back->n_markers, 1);
+    assert_int_equal(back->markers[0].last, 4);
+    assert_float_equal(back->end_to_end_ms.median, 4.5, 1e-12);
+    assert_int_equal(back->n_warnings, 2);
+    assert_string_equal(back->warnings[0], "a warning, with a comma");
+    assert_int_equal(back->n_params, 2);
+    assert_string_equal(back->param_names[1], "hidden");
+    assert_string_equal(back->param_values[1], "32");
+    assert_string_equal(back->env.cpu_model, smp.r.env.cpu_model);
+    ntp_run_result_free(back);
+    assert_int_equal(ntp_store_load_run(ctx, s, 99, &back), NTP_STATUS_UNKNOWN_NAME);
+    assert_null(back);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "no run 99"));
+    ntp_store_close(s);
+
+    /* The tables hold what queries need without the blob. */
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM rows WHERE run_id = 1"), 5);
+    assert_int_equal(sql_int(path, "SELECT flops FROM rows WHERE run_id = 1 AND idx = 2"), 3000);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM warnings"), 2);
+    assert_int_equal(sql_int(path, "SELECT n_layers FROM runs WHERE id = 1"), 5);
+    char text[256];
+    sql_text(path, "SELECT json_extract(params, '$.hidden') FROM runs", text, sizeof text);
+    assert_string_equal(text, "32");
+    sql_text(path, "PRAGMA journal_mode", text, sizeof text);
+    assert_string_equal(text, "wal");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
+    ntp_ctx_free(ctx);
+}
+
+static void test_list_filters(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "list.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    static sample smp;
+    const char *topo[] = {"alpha", "beta", "alpha", "alpha", "beta"};
+    const char *be[] = {"ref", "ref", "onednn", "ref", "onednn"};
+    const char *when[] = {"2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z", "2025-01-01T10:00:00Z",
+                          "2025-02-01T00:00:00Z", "2025-03-01T00:00:00Z"};
+    for (int i = 0; i < 5; i++) {
+        make_sample(&smp, 2, i + 1, topo[i], be[i]);
+        snprintf(smp.r.env.timestamp, sizeof smp.r.env.timestamp, "%s", when[i]);
+        assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, NULL), NTP_STATUS_OK);
+    }
+    ntp_history_entry *e;
+    int n;
+    assert_int_equal(ntp_store_list(ctx, s, NULL, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 5);
+    assert_int_equal(e[0].id, 5); /* newest first */
+    assert_string_equal(e[0].topology, "beta");
+    assert_float_equal(e[0].median_ms, 7.5, 1e-12);
+    free(e);
+    ntp_history_filter f = {.topology = "alpha"};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(e[0].id, 4);
+    assert_int_equal(e[2].id, 1);
+    free(e);
+    f = (ntp_history_filter){.topology = "alpha", .backend = "ref"};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 2);
+    free(e);
+    f = (ntp_history_filter){.since = "2025-01-01"};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(e[2].id, 3);
+    free(e);
+    f = (ntp_history_filter){.since = "2025-01-01T10:00:01Z"};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 2);
+    free(e);
+    f = (ntp_history_filter){.limit = 2};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(e[1].id, 4);
+    free(e);
+    f = (ntp_history_filter){.since = "last tuesday"};
+    assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--since expects a date"));
+    int64_t count;
+    assert_int_equal(ntp_store_count(ctx, s, &count), NTP_STATUS_OK);
+    assert_int_equal(count, 5);
+    ntp_store_close(s);
+    ntp_ctx_free(ctx);
+}
+
+static void test_migration(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "old.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    /* A version-1 history (runs, no ceilings cache) with one run in it. */
+    assert_int_equal(ntp__store_open_version(ctx, path, 1, &s), NTP_STATUS_OK);
+    static sample smp;
+    make_sample(&smp, 3, 1, "tiny", "ref");
+    assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, NULL), NTP_STATUS_OK);
+    ntp_store_close(s);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"), 0);
+    /* Read-only cannot migrate, and says so. */
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s), NTP_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "older history"));
+    /* Opening for writing migrates, keeping the run. */
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    ntp_store_close(s);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs"), 1);
+
+    /* A newer history is refused, not damaged. */
+    char newer[512];
+    db_path(newer, sizeof newer, "newer.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(newer, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(ntp_store_open(ctx, newer, NTP_STORE_CREATE, &s), NTP_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "schema version 99 is newer"));
+    assert_int_equal(sql_int(newer, "PRAGMA user_version"), 99);
+
+    /* Somebody else's database is left alone. */
+    char foreign[512];
+    db_path(foreign, sizeof foreign, "foreign.db");
+    assert_int_equal(sqlite3_open(foreign, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(ntp_store_open(ctx, foreign, NTP_STORE_CREATE, &s), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "not an ntprof history"));
+    assert_int_equal(sql_int(foreign, "SELECT count(*) FROM sqlite_master"), 1);
+
+    /* A file that is not SQLite at all. */
+    char junk[512];
+    db_path(junk, sizeof junk, "junk.db");
+    FILE *f = fopen(junk, "w");
+    assert_non_null(f);
+    fputs("this is not a database, just some text that is long enough to have a header\n", f);
+    fclose(f);
+    assert_int_not_equal(ntp_store_open(ctx, junk, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), junk));
+
+    /* Read-only never creates. */
+    char none[512];
+    db_path(none, sizeof none, "none.db");
+    assert_int_equal(ntp_store_open(ctx, none, NTP_STORE_READ_ONLY, &s), NTP_STATUS_IO_ERROR);
+    assert_int_equal(access(none, F_OK), -1);
+    ntp_ctx_free(ctx);
+}
+
+static void test_ceilings(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "ceilings.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    ntp_machine_info m = {.pus = 2};
+    snprintf(m.key, sizeof m.key, "Test CPU|2|box");
+    snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU");
+    ntp_ceilings c = {.threads = 2, .n_peaks = 2, .n_gemm = 1, .n_levels = 2};
+    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
+    snprintf(c.measured_at, sizeof c.measured_at, "2025-03-01T00:00:00Z");
+    c.peaks[0] = (ntp_peak){"f64", 50.0, "FMA micro-kernel, avx2, 2 threads"};
+    c.peaks[1] = (ntp_peak){"f32", 100.0, "FMA micro-kernel, avx2, 2 threads"};
+    c.gemm[0] = (ntp_peak){"f32", 80.0, "GEMM on onednn"};
+    c.levels[0] = (ntp_bandwidth){"L1", 32768, 400.0};
+    c.levels[1] = (ntp_bandwidth){"DRAM", 134217728, 20.0};
+    bool found = true;
+    ntp_ceilings back;
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+    assert_false(found);
+    assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+    assert_true(found);
+    assert_int_equal(back.n_peaks, 2);
+    assert_string_equal(back.peaks[1].precision, "f32");
+    assert_float_equal(back.peaks[1].gflops, 100.0, 1e-12);
+    assert_string_equal(back.gemm[0].method, "GEMM on onednn");
+    assert_int_equal(back.n_levels, 2);
+    assert_string_equal(back.levels[1].level, "DRAM");
+    assert_int_equal(back.levels[1].working_set_bytes, 134217728);
+    assert_float_equal(ntp_ceilings_bandwidth(&back, "DRAM"), 20.0, 1e-12);
+    /* Remeasuring replaces the machine's row. */
+    c.peaks[1].gflops = 120.0;
+    assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+    assert_float_equal(back.peaks[1].gflops, 120.0, 1e-12);
+    ntp_store_close(s);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM machines"), 1);
+    /* find_ceilings of a missing file: nothing found, nothing created. */
+    char none[512];
+    db_path(none, sizeof none, "absent.db");
+    assert_int_equal(ntp_store_find_ceilings(ctx, none, &back, &found), NTP_STATUS_OK);
+    assert_false(found);
+    assert_int_equal(access(none, F_OK), -1);
+    ntp_ctx_free(ctx);
+}
+
+static void test_default_path(void **state)
+{
+    (void)state;
+    char *old_xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    ntp_ctx *ctx = ntp_ctx_init();
+    char buf[512];
+    setenv("XDG_DATA_HOME", "/data/x", 1);
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(ntp_store_default_path(ctx, buf, sizeof buf), NTP_STATUS_OK);
+    assert_string_equal(buf, "/data/x/ntprof/history.db");
+    setenv("XDG_DATA_HOME", "relative/ignored", 1);
+    assert_int_equal(ntp_store_default_path(ctx, buf, sizeof buf), NTP_STATUS_OK);
+    assert_string_equal(buf, "/home/u/.local/share/ntprof/history.db");
+    unsetenv("XDG_DATA_HOME");
+    unsetenv("HOME");
+    assert_int_equal(ntp_store_default_path(ctx, buf, sizeof buf), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--no-db"));
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(ntp_store_default_path(ctx, buf, 10), NTP_STATUS_INVALID_ARGUMENT);
+    if (old_xdg)
+        setenv("XDG_DATA_HOME", old_xdg, 1);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    else
+        unsetenv("HOME");
+    free(old_xdg);
+    free(old_home);
+    ntp_ctx_free(ctx);
+}
+
+/* A child process: open the history and add `runs` runs tagged from `tag`,
+ * each as its own transaction. Exits 0 when all went in. */
+static void writer(const char *path, int runs, int tag, int layers)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    static sample smp;
+    if (!ctx || ntp_store_open(ctx, path, NTP_STORE_CREATE, &s) != NTP_STATUS_OK) {
+        fprintf(stderr, "writer %d: %s\n", tag, ctx ? ntp_ctx_errmsg(ctx) : "no context");
+        _exit(2);
+    }
+    for (int i = 0; runs < 0 || i < runs; i++) {
+        make_sample(&smp, layers, tag + i, tag == 1 ? "first" : "second", "ref");
+        if (ntp_store_add_run(ctx, s, &smp.r, NULL) != NTP_STATUS_OK) {
+            fprintf(stderr, "writer %d run %d: %s\n", tag, i, ntp_ctx_errmsg(ctx));
+            _exit(3);
+        }
+    }
+    ntp_store_close(s);
+    ntp_ctx_free(ctx);
+    _exit(0);
+}
+
+/* Every stored run is whole: its rows, markers and warnings are all there
+ * and its report parses. */
+static void check_whole(const char *path)
+{
+    char text[64];
+    sql_text(path, "PRAGMA integrity_check", text, sizeof text);
+    assert_string_equal(text, "ok");
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_layers !="
+                                   " (SELECT count(*) FROM rows w WHERE w.run_id = r.id)"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_markers !="
+                                   " (SELECT count(*) FROM markers m WHERE m.run_id = r.id)"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_warnings !="
+                                   " (SELECT count(*) FROM warnings w WHERE w.run_id = r.id)"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM rows WHERE run_id NOT IN"
+                                   " (SELECT id FROM runs)"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE json_valid(report) = 0"), 0);
+}
+
+static void test_concurrent_writers(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "concurrent.db");
+    /* Both start on a database that does not exist yet, so creating it and
+     * its schema races too. */
+    pid_t a = fork();
+    assert_true(a >= 0);
+    if (a == 0)
+        writer(path, 200, 1, 4);
+    pid_t b = fork();
+    assert_true(b >= 0);
+    if (b == 0)
+        writer(path, 200, 1001, 4);
+    int sa, sb;
+    assert_int_equal(waitpid(a, &sa, 0), a);
+    assert_int_equal(waitpid(b, &sb, 0), b);
+    assert_true(WIFEXITED(sa));
+    assert_int_equal(WEXITSTATUS(sa), 0);
+    assert_true(WIFEXITED(sb));
+    assert_int_equal(WEXITSTATUS(sb), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs"), 400);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE topology = 'first'"), 200);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE topology = 'second'"), 200);
+    /* Each writer's seeds 1..200 and 1001..1200 are all there, once. */
+    assert_int_equal(sql_int(path, "SELECT count(DISTINCT seed) FROM runs"), 400);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM rows"), 1600);
+    check_whole(path);
+}
+
+static void test_killed_writer(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "killed.db");
+    /* Large runs (60 rows) keep each transaction open long enough for some
+     * kills to land inside one. Three kills at different moments. */
+    const int delays_ms[] = {150, 230, 310};
+    int64_t before = 0;
+    for (int k = 0; k < 3; k++) {
+        pid_t p = fork();
+        assert_true(p >= 0);
+        if (p == 0)
+            writer(path, -1, 10000 * (k + 1), 60);
+        struct timespec ts = {0, delays_ms[k] * 1000000L};
+        nanosleep(&ts, NULL);
+        assert_int_equal(kill(p, SIGKILL), 0);
+        int st;
+        assert_int_equal(waitpid(p, &st, 0), p);
+        assert_true(WIFSIGNALED(st));
+        assert_int_equal(WTERMSIG(st), SIGKILL);
+        /* A fresh connection recovers the WAL and finds only whole runs. */
+        check_whole(path);
+        int64_t now = sql_int(path, "SELECT count(*) FROM runs");
+        if (now <= before)
+            fail_msg("kill %d: %lld runs after, %lld before: the writer wrote nothing", k,
+                     (long long)now, (long long)before);
+        before = now;
+    }
+    /* And the library still opens and extends it. */
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    static sample smp;
+    make_sample(&smp, 3, 7, "after", "ref");
+    assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, NULL), NTP_STATUS_OK);
+    int64_t n;
+    assert_int_equal(ntp_store_count(ctx, s, &n), NTP_STATUS_OK);
+    assert_int_equal(n, before + 1);
+    ntp_store_close(s);
+    ntp_ctx_free(ctx);
+    check_whole(path);
+}
+
+static void test_history_write(void **state)
+{
+    (void)state;
+    ntp_history_entry e[2] = {
+        {.id = 12, .time = "2025-03-01T12:34:56Z", .topology = "a-rather-long-topology-name",
+         .backend = "ref", .precision = "f32", .batch = 2, .threads = 1, .median_ms = 1.25,
+         .ci95_lo_ms = 1.2, .ci95_hi_ms = 1.3, .throughput = 1600, .n_layers = 4,
+         .machine = "AMD EPYC|2|host"},
+        {.id = 3, .time = "unknown", .topology = "x,y", .backend = "onednn", .precision = "bf16",
+         .batch = 0, .threads = 0, .median_ms = NAN, .machine = "m"},
+    };
+    ntp_ctx *ctx = ntp_ctx_init();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    fclose(f);
+    fputs(buf, stdout);
+    assert_non_null(strstr(buf, "    12 2025-03-01 12:34:56 a-rather-long\xE2\x80\xA6 ref      f32      2"
+                                "   1     1.2500 AMD EPYC 2 host"));
+    for (char *p = buf; *p;) {
+        size_t n = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < n; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        assert_true(cols <= 100);
+        p += n + (p[n] == '\n');
+    }
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\n3,unknown,\"x,y\",onednn,bf16,0,0,,0,0,0,0,m\n"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    json_error_t err;
+    json_t *j = json_loads(buf, 0, &err);
+    assert_non_null(j);
+    json_t *runs = json_object_get(j, "runs");
+    assert_int_equal(json_array_size(runs), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "id")), 12);
+    assert_true(json_is_null(json_object_get(json_array_get(runs, 1), "median_ms")));
+    json_decref(j);
+    free(buf);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_list_filters),
+        cmocka_unit_test(test_migration),        cmocka_unit_test(test_ceilings),
+        cmocka_unit_test(test_default_path),     cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_killed_writer),    cmocka_unit_test(test_history_write),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,172 @@
+/* ntprof machine: describe this machine and measure (or recall) its
+ * ceilings, which every run's roofline uses. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cmd_machine(int argc, char **argv);
+
+static void machine_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ntprof machine [options]\n"
+            "\n"
+            "Describes this machine (packages, cores, caches, NUMA nodes, ISA, memory) and\n"
+            "measures its ceilings: peak FLOP/s per precision (an FMA micro-kernel on every\n"
+            "CPU, and the best backend's GEMM) and the bandwidth of each memory level. The\n"
+            "ceilings are cached in the history database; `ntprof run` places every layer\n"
+            "on the roofline they draw.\n"
+            "\n"
+            "      --remeasure        measure again even if ceilings are cached\n"
+            "      --no-measure       describe the machine only (cached ceilings still shown)\n"
+            "      --seconds S        time per measurement (default 0.25)\n"
+            "  -t, --threads N        measure with N threads (default: every CPU)\n"
+            "      --no-gemm          skip the backends' GEMM\n"
+            "      --db PATH          the history database that caches the ceilings\n"
+            "      --no-db            neither read nor write cached ceilings\n"
+            "  -f, --format F         table (default), json or csv\n"
+            "  -o, --output FILE      write to FILE (written only on success)\n"
+            "  -h, --help             this text\n");
+}
+
+enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
+
+typedef struct machine_arg {
+    const ntp_machine_info *m;
+    const ntp_ceilings *c;
+} machine_arg;
+
+static ntp_status write_machine(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const machine_arg *a = arg;
+    return ntp_machine_write(ctx, a->m, a->c, fmt, f);
+}
+
+/* Warn about a history problem and go on: the ceilings are still worth
+ * printing even if they cannot be cached. */
+static void warn_db(ntp_ctx *ctx)
+{
+    fprintf(stderr, "ntprof: warning: %s; ceilings are not cached (--db PATH or --no-db)\n",
+            ntp_ctx_errmsg(ctx));
+    ntp_ctx_clear(ctx);
+}
+
+int cmd_machine(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"remeasure", no_argument, NULL, OPT_REMEASURE},
+        {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
+        {"seconds", required_argument, NULL, OPT_SECONDS},
+        {"threads", required_argument, NULL, 't'},
+        {"no-gemm", no_argument, NULL, OPT_NO_GEMM},
+        {"db", required_argument, NULL, OPT_DB},
+        {"no-db", no_argument, NULL, OPT_NO_DB},
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    ntp_machine_opts mo;
+    ntp_machine_opts_default(&mo);
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *db = NULL, *output = NULL;
+    bool remeasure = false, measure = true, use_db = true;
+    int64_t v;
+    double d;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "t:f:o:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_REMEASURE: remeasure = true; break;
+        case OPT_NO_MEASURE: measure = false; break;
+        case OPT_SECONDS:
+            if (!cli_parse_double(optarg, 0.001, 600, &d)) {
+                cli_error("--seconds expects a time from 0.001 to 600, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            mo.seconds = d;
+            break;
+        case 't':
+            if (!cli_parse_int(optarg, 1, 4096, &v)) {
+                cli_error("--threads expects a positive integer, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            mo.threads = (int)v;
+            break;
+        case OPT_NO_GEMM: mo.gemm = false; break;
+        case OPT_DB: db = optarg; break;
+        case OPT_NO_DB: use_db = false; break;
+        case 'f':
+            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
+                cli_error("--format expects table, json or csv, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case 'o': output = optarg; break;
+        case 'h': machine_usage(stdout); return CLI_OK;
+        default: cli_error("see 'ntprof machine --help'"); return CLI_USAGE;
+        }
+    }
+    if (optind != argc) {
+        cli_error("machine takes no FILE, got '%s' (see 'ntprof machine --help')", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (remeasure && !measure) {
+        cli_error("--remeasure and --no-measure contradict each other");
+        return CLI_USAGE;
+    }
+    ntp_ctx *ctx = ntp_ctx_init();
+    if (!ctx) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    int rc = CLI_OK;
+    ntp_machine_info m;
+    ntp_ceilings c;
+    bool have = false;
+    ntp_store *s = NULL;
+    char path[4096];
+    if (ntp_machine_describe(ctx, &m) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+        goto out;
+    }
+    if (use_db && !db) {
+        if (ntp_store_default_path(ctx, path, sizeof path) == NTP_STATUS_OK)
+            db = path;
+        else
+            warn_db(ctx);
+    }
+    if (use_db && db) {
+        /* Only a measurement needs to write; describing reads what exists. */
+        bool write = measure;
+        if (!write && access(db, F_OK) != 0)
+            db = NULL;
+        else if (ntp_store_open(ctx, db, write ? NTP_STORE_CREATE : NTP_STORE_READ_ONLY, &s) !=
+                 NTP_STATUS_OK)
+            warn_db(ctx);
+    }
+    if (s && !remeasure && ntp_store_load_ceilings(ctx, s, m.key, &c, &have) != NTP_STATUS_OK) {
+        warn_db(ctx);
+        have = false;
+    }
+    if (measure && !have) {
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "ntprof: measuring this machine's ceilings (a few seconds)...\n");
+        if (ntp_machine_measure(ctx, &m, &mo, &c) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            goto out;
+        }
+        have = true;
+        if (s && ntp_store_save_ceilings(ctx, s, &m, &c) != NTP_STATUS_OK)
+            warn_db(ctx);
+    }
+    machine_arg a = {&m, have ? &c : NULL};
+    rc = cli_write_output(ctx, output, write_machine, &a, fmt);
+out:
+    ntp_store_close(s);
+    ntp_ctx_free(ctx);
+    return rc;
+}
