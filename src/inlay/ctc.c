@@ -194,6 +194,23 @@ static int cand_order(const void *pa, const void *pb)
     return 0;
 }
 
+/* Best first. Beams are usually a few dozen entries, where insertion sort
+ * beats qsort's call per comparison. */
+static void sort_cands(cand *c, int64_t n)
+{
+    if (n > 32) {
+        qsort(c, (size_t)n, sizeof(cand), cand_order);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        cand x = c[i];
+        int64_t j = i;
+        for (; j > 0 && worse(&c[j - 1], &x); j--)
+            c[j] = c[j - 1];
+        c[j] = x;
+    }
+}
+
 /* Write the labels of trie node `node` to out[0..T), padded with -1;
  * returns the length. */
 static int64_t emit_prefix(const trie_node *trie, int32_t node, int64_t T, int32_t *out)
@@ -272,24 +289,35 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
         for (int64_t i = 0; i < n_beam; i++)
             heap_offer(w.heap, &n_heap, W,
                        (cand){ log_add(w.b_next[i], w.nb_next[i]), seq++, (int32_t)i, -1 });
+        /* Once the heap is full, a candidate must beat its worst entry
+         * (a tie loses: it was generated later). Testing that here first
+         * rejects most of the beam_width × classes candidates with one
+         * comparison. */
+        double thr = n_heap == W ? w.heap[0].score : -INFINITY;
         for (int64_t i = 0; i < n_beam; i++) {
             int32_t last = w.trie[node[i]].label;
             stamp++;
             for (int32_t j = w.head[i]; j >= 0; j = w.next_in[j])
                 w.mark[w.trie[node[j]].label] = stamp;
+            const double tot = w.tot[i];
             for (int32_t c = 0; c < blank; c++) {
-                if (w.mark[c] == stamp)
+                double score = (c == last ? pb[i] : tot) + lp[c];
+                if (!(score > thr) || w.mark[c] == stamp)
                     continue;
-                double from = c == last ? pb[i] : w.tot[i];
-                heap_offer(w.heap, &n_heap, W, (cand){ from + lp[c], seq++, (int32_t)i, c });
+                heap_offer(w.heap, &n_heap, W, (cand){ score, seq + c, (int32_t)i, c });
+                if (n_heap == W)
+                    thr = w.heap[0].score;
             }
+            /* Sequence numbers only order candidates; the ones rejected
+             * above never needed one. */
+            seq += blank;
         }
         for (int64_t i = 0; i < n_beam; i++)
             w.trie[node[i]].slot = -1;
 
         /* Sorted best first, so the beam's order is deterministic and the
          * final answer is entry 0. */
-        qsort(w.heap, (size_t)n_heap, sizeof(cand), cand_order);
+        sort_cands(w.heap, n_heap);
         int nxt = 1 - cur;
         for (int64_t e = 0; e < n_heap; e++) {
             const cand *cd = &w.heap[e];
