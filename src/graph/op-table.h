@@ -50,6 +50,63 @@
     X(MFCC,           "mfcc",           INLAY, 1, 1, mfcc,      mfcc)      \
     X(CTC_DECODE,     "ctc_decode",     INLAY, 1, 1, ctc,       ctc)       \
     X(MEMCPY,         "memcpy",         INLAY, 1, 1, unary,     move)      \
-    X(CONVERT,        "convert",        INLAY, 1, 1, convert,   move)
+    X(CONVERT,        "convert",        INLAY, 1, 1, convert,   move)      \
+    /* Added for ONNX models (docs/ops.md, "Ops added for ONNX"). */   \
+    X(ABS,             "abs",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(NEG,             "neg",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(EXP,             "exp",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(LOG,             "log",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(SQRT,            "sqrt",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(RECIPROCAL,      "reciprocal",        LAYER, 1, 1, unary,             onnx_unary) \
+    X(ERF,             "erf",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(FLOOR,           "floor",             LAYER, 1, 1, unary,             onnx_unary) \
+    X(CEIL,            "ceil",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(ROUND,           "round",             LAYER, 1, 1, unary,             onnx_unary) \
+    X(SIGN,            "sign",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(SIN,             "sin",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(COS,             "cos",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(TAN,             "tan",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(ASIN,            "asin",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(ACOS,            "acos",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(ATAN,            "atan",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(SINH,            "sinh",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(COSH,            "cosh",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(ASINH,           "asinh",             LAYER, 1, 1, unary,             onnx_unary) \
+    X(ACOSH,           "acosh",             LAYER, 1, 1, unary,             onnx_unary) \
+    X(ATANH,           "atanh",             LAYER, 1, 1, unary,             onnx_unary) \
+    X(SOFTPLUS,        "softplus",          LAYER, 1, 1, unary,             onnx_unary) \
+    X(SOFTSIGN,        "softsign",          LAYER, 1, 1, unary,             onnx_unary) \
+    X(ELU,             "elu",               LAYER, 1, 1, unary,             onnx_unary) \
+    X(SELU,            "selu",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(CELU,            "celu",              LAYER, 1, 1, unary,             onnx_unary) \
+    X(HARD_SIGMOID,    "hard_sigmoid",      LAYER, 1, 1, unary,             onnx_unary) \
+    X(THRESHOLDED_RELU, "thresholded_relu",  LAYER, 1, 1, unary,             onnx_unary) \
+    X(SHRINK,          "shrink",            LAYER, 1, 1, unary,             onnx_unary) \
+    X(PRELU,           "prelu",             LAYER, 1, 1, onnx_prelu,        onnx_unary) \
+    X(LOG_SOFTMAX,     "log_softmax",       LAYER, 1, 1, softmax,           onnx_unary) \
+    X(HARDMAX,         "hardmax",           LAYER, 1, 1, softmax,           onnx_unary) \
+    X(SUB,             "sub",               LAYER, 2, 2, binary,            onnx_binary) \
+    X(DIV,             "div",               LAYER, 2, 2, binary,            onnx_binary) \
+    X(POW,             "pow",               LAYER, 2, 2, binary,            onnx_binary) \
+    X(MAX,             "max",               LAYER, 2, 8, binary,            onnx_binary) \
+    X(MIN,             "min",               LAYER, 2, 8, binary,            onnx_binary) \
+    X(MEAN,            "mean",              LAYER, 2, 8, binary,            onnx_binary) \
+    X(WHERE,           "where",             LAYER, 3, 3, binary,            onnx_binary) \
+    X(REDUCE_MEAN,     "reduce_mean",       LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_SUM,      "reduce_sum",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_MAX,      "reduce_max",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_MIN,      "reduce_min",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_PROD,     "reduce_prod",       LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_L1,       "reduce_l1",         LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_L2,       "reduce_l2",         LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_LOG_SUM,  "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(INSTANCENORM,    "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm) \
+    X(LRN,             "lrn",               LAYER, 1, 1, onnx_lrn,          onnx_lrn) \
+    X(CONSTANT,        "constant",          LAYER, 0, 1, onnx_constant,     none) \
+    X(SLICE,           "slice",             LAYER, 1, 1, onnx_slice,        move) \
+    X(EXPAND,          "expand",            LAYER, 1, 1, onnx_expand,       move) \
+    X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize)
 
 #endif

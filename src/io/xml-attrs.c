@@ -17,6 +17,7 @@
 
 #include "core/ctx-impl.h"
 #include "expr-impl.h"
+#include "graph/op-onnx-impl.h"
 #include "xml-impl.h"
 
 const char *const ntp__xml_common_attrs[] = {"name", "inputs", "backend", "precision"};
@@ -39,7 +40,13 @@ const int ntp__xml_n_common_attrs = 4;
     X(TRANSPOSE_A, "transpose_a") X(TRANSPOSE_B, "transpose_b")                        \
     X(SAMPLE_RATE, "sample_rate") X(WINDOW, "window") X(HOP, "hop") X(FFT, "fft")      \
     X(MEL_BANDS, "mel_bands") X(COEFFICIENTS, "coefficients") X(CONTEXT, "context")    \
-    X(BEAM_WIDTH, "beam_width") X(ALPHABET, "alphabet") X(TO, "to") X(LAYOUT, "layout")
+    X(BEAM_WIDTH, "beam_width") X(ALPHABET, "alphabet") X(TO, "to") X(LAYOUT, "layout")    \
+    /* ops added for ONNX models */                                                    \
+    X(GAMMA, "gamma") X(BETA, "beta") X(LAMBD, "lambd") X(SHARED, "shared")            \
+    X(AXES, "axes") X(SIZE, "size") X(TRAINABLE, "trainable") X(STARTS, "starts")      \
+    X(ENDS, "ends") X(STEPS, "steps") X(SCALES, "scales")                              \
+    X(COORDINATES, "coordinates") X(NEAREST, "nearest") X(CUBIC_A, "cubic_a")          \
+    X(EXCLUDE_OUTSIDE, "exclude_outside")
 
 typedef enum attr_id {
 #define ATTR_ENUM_(e, s) A_##e,
@@ -87,6 +94,20 @@ static const attr_id mfcc_attrs[] = {A_SAMPLE_RATE, A_WINDOW, A_HOP, A_FFT, A_ME
                                      A_COEFFICIENTS, A_CONTEXT, A_END};
 static const attr_id ctc_attrs[] = {A_MODE, A_BEAM_WIDTH, A_ALPHABET, A_END};
 static const attr_id convert_attrs[] = {A_TO, A_LAYOUT, A_END};
+/* Ops added for ONNX models (docs/ops.md, "Ops added for ONNX"). */
+static const attr_id alpha_attrs[] = {A_ALPHA, A_END};
+static const attr_id selu_attrs[] = {A_ALPHA, A_GAMMA, A_END};
+static const attr_id hard_sigmoid_attrs[] = {A_ALPHA, A_BETA, A_END};
+static const attr_id shrink_attrs[] = {A_LAMBD, A_BIAS, A_END};
+static const attr_id prelu_attrs[] = {A_SHARED, A_END};
+static const attr_id reduce_attrs[] = {A_AXES, A_END};
+static const attr_id instancenorm_attrs[] = {A_EPSILON, A_END};
+static const attr_id lrn_attrs[] = {A_SIZE, A_ALPHA, A_BETA, A_BIAS, A_END};
+static const attr_id constant_attrs[] = {A_SHAPE, A_TRAINABLE, A_END};
+static const attr_id slice_attrs[] = {A_STARTS, A_ENDS, A_AXES, A_STEPS, A_END};
+static const attr_id expand_attrs[] = {A_SHAPE, A_END};
+static const attr_id resize_attrs[] = {A_SIZES, A_SCALES, A_MODE, A_COORDINATES, A_NEAREST,
+                                       A_CUBIC_A, A_EXCLUDE_OUTSIDE, A_END};
 
 static const attr_id *op_attrs(ntp_op op)
 {
@@ -118,6 +139,31 @@ static const attr_id *op_attrs(ntp_op op)
     case NTP_OP_MFCC: return mfcc_attrs;
     case NTP_OP_CTC_DECODE: return ctc_attrs;
     case NTP_OP_CONVERT: return convert_attrs;
+    case NTP_OP_ELU:
+    case NTP_OP_CELU:
+    case NTP_OP_THRESHOLDED_RELU: return alpha_attrs;
+    case NTP_OP_SELU: return selu_attrs;
+    case NTP_OP_HARD_SIGMOID: return hard_sigmoid_attrs;
+    case NTP_OP_SHRINK: return shrink_attrs;
+    case NTP_OP_PRELU: return prelu_attrs;
+    case NTP_OP_LOG_SOFTMAX:
+    case NTP_OP_HARDMAX: return axis_attrs;
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+    case NTP_OP_REDUCE_LOG_SUM:
+    case NTP_OP_REDUCE_LOG_SUM_EXP: return reduce_attrs;
+    case NTP_OP_INSTANCENORM: return instancenorm_attrs;
+    case NTP_OP_LRN: return lrn_attrs;
+    case NTP_OP_CONSTANT: return constant_attrs;
+    case NTP_OP_SLICE: return slice_attrs;
+    case NTP_OP_EXPAND: return expand_attrs;
+    case NTP_OP_RESIZE: return resize_attrs;
     default: return no_attrs;
     }
 }
@@ -272,6 +318,36 @@ static ntp_status parse_bool(const char *v, bool *out, char *err, size_t errlen)
     return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected true or false, got " QFMT, QARG(v));
 }
 
+/* Comma-separated finite numbers, 1..max of them. */
+static ntp_status parse_float_list(const char *v, int max, double *vals, int *n, char *err,
+                                   size_t errlen)
+{
+    int count = 0;
+    const char *p = v;
+    char item[96];
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (count == max)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "expected at most %d comma-separated values, got " QFMT, max, QARG(v));
+        if (len >= sizeof item)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "expected comma-separated numbers, got " QFMT, QARG(v));
+        memcpy(item, p, len);
+        item[len] = '\0';
+        ntp_status st = parse_float(item, &vals[count], err, errlen);
+        if (st != NTP_STATUS_OK)
+            return st;
+        count++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    *n = count;
+    return NTP_STATUS_OK;
+}
+
 /* "a, b or c" */
 static void list_names(const char *const *names, int n, char *buf, size_t len)
 {
@@ -353,6 +429,7 @@ static const char *const sequence_names[] = {"full", "last"};
 static const char *const activation_names[] = {"tanh", "relu"};
 static const char *const padmode_names[] = {"constant", "reflect", "edge"};
 static const char *const ctc_names[] = {"greedy", "beam"};
+static const char *const resize_mode_names[] = {"nearest", "linear", "cubic"};
 
 #define NAMES(a) (a), (int)(sizeof(a) / sizeof((a)[0]))
 
@@ -407,7 +484,13 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
     case A_HIDDEN:
         return ntp__xml_parse_int(v, 1, &a->units, err, errlen);
     case A_FILTERS: return ntp__xml_parse_int(v, 1, &a->filters, err, errlen);
-    case A_BIAS: return parse_bool(v, &a->bias, err, errlen);
+    case A_BIAS:
+        /* shrink's and lrn's bias is a number; every other op's a switch. */
+        if (op == NTP_OP_SHRINK)
+            return parse_float(v, &a->value, err, errlen);
+        if (op == NTP_OP_LRN)
+            return parse_float(v, &a->epsilon, err, errlen);
+        return parse_bool(v, &a->bias, err, errlen);
     case A_KERNEL: return ntp__xml_parse_int_list(v, 1, 3, a->kernel, &a->n_kernel, err, errlen);
     case A_STRIDE: return ntp__xml_parse_int_list(v, 1, 3, a->stride, &a->n_stride, err, errlen);
     case A_DILATION:
@@ -466,6 +549,8 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         return NTP_STATUS_OK;
     }
     case A_SHAPE: {
+        if (op == NTP_OP_CONSTANT || op == NTP_OP_EXPAND)
+            return ntp__xml_parse_int_list(v, 1, NTP_MAX_DIMS, a->shape, &a->n_shape, err, errlen);
         if ((st = ntp__xml_parse_int_list(v, -1, NTP_MAX_DIMS, a->shape, &a->n_shape, err,
                                           errlen)) != NTP_STATUS_OK)
             return st;
@@ -478,6 +563,8 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         return NTP_STATUS_OK;
     }
     case A_SIZES:
+        if (op == NTP_OP_RESIZE)
+            return ntp__xml_parse_int_list(v, 1, NTP_MAX_DIMS, a->shape, &a->n_shape, err, errlen);
         return ntp__xml_parse_int_list(v, 1, NTP_MAX_OUTPUTS, a->sizes, &a->n_sizes, err, errlen);
     case A_PARTS:
         if ((st = ntp__xml_parse_int(v, 1, &s->parts, err, errlen)) != NTP_STATUS_OK)
@@ -496,6 +583,8 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
                         a->n_pads);
         return NTP_STATUS_OK;
     case A_MODE:
+        if (op == NTP_OP_RESIZE)
+            return ntp__xml_parse_enum(v, NAMES(resize_mode_names), &a->pad_mode, err, errlen);
         if (op == NTP_OP_CTC_DECODE) {
             if ((st = ntp__xml_parse_enum(v, NAMES(ctc_names), &k, err, errlen)) == NTP_STATUS_OK)
                 a->decode = k == 0 ? NTP_CTC_GREEDY : NTP_CTC_BEAM;
@@ -561,6 +650,86 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         if ((st = ntp__xml_parse_layout(v, &a->to_layout, err, errlen)) == NTP_STATUS_OK)
             a->has_to_layout = true;
         return st;
+    case A_GAMMA:
+    case A_BETA:
+        /* selu's gamma, hard_sigmoid's and lrn's beta: the second parameter
+         * (op-onnx-impl.h). */
+        return parse_float(v, &a->value, err, errlen);
+    case A_LAMBD:
+        if ((st = parse_float(v, &a->alpha, err, errlen)) != NTP_STATUS_OK)
+            return st;
+        if (a->alpha < 0)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "expected a non-negative number, got " QFMT, QARG(v));
+        return NTP_STATUS_OK;
+    case A_SHARED: {
+        bool shared;
+        if ((st = parse_bool(v, &shared, err, errlen)) != NTP_STATUS_OK)
+            return st;
+        a->n_shape = shared ? 1 : 0;
+        a->shape[0] = 1;
+        return NTP_STATUS_OK;
+    }
+    case A_AXES: {
+        /* reduce_* and slice keep axes in perm (op-onnx-impl.h). */
+        if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, a->perm, &a->n_perm, err,
+                                          errlen)) != NTP_STATUS_OK)
+            return st;
+        for (int i = 0; i < a->n_perm; i++)
+            for (int j = 0; j < i; j++)
+                if (a->perm[i] == a->perm[j])
+                    return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                                "axis %lld is given twice in " QFMT, (long long)a->perm[i], QARG(v));
+        return NTP_STATUS_OK;
+    }
+    case A_SIZE:
+        if ((st = ntp__xml_parse_int(v, 1, &a->kernel[0], err, errlen)) != NTP_STATUS_OK)
+            return st;
+        a->n_kernel = 1;
+        return NTP_STATUS_OK;
+    case A_TRAINABLE: return parse_bool(v, &a->bias, err, errlen);
+    case A_STARTS:
+    case A_ENDS: {
+        int64_t vals[NTP_MAX_DIMS];
+        int n = 0;
+        if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, vals, &n, err, errlen)) !=
+            NTP_STATUS_OK)
+            return st;
+        if (s->given[id == A_STARTS ? A_ENDS : A_STARTS] && n != a->n_pads)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "'starts' and 'ends' must have as many values (got %d and %d)",
+                        id == A_STARTS ? n : a->n_pads, id == A_STARTS ? a->n_pads : n);
+        for (int i = 0; i < n; i++)
+            a->pads[(id == A_STARTS ? 0 : NTP_SLICE_ENDS) + i] = vals[i];
+        a->n_pads = n;
+        return NTP_STATUS_OK;
+    }
+    case A_STEPS:
+        if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, a->shape, &a->n_shape, err,
+                                          errlen)) != NTP_STATUS_OK)
+            return st;
+        for (int i = 0; i < a->n_shape; i++)
+            if (a->shape[i] == 0)
+                return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "a step of 0 in " QFMT, QARG(v));
+        return NTP_STATUS_OK;
+    case A_SCALES: {
+        double sc[NTP_MAX_DIMS];
+        int n = 0;
+        if ((st = parse_float_list(v, NTP_MAX_DIMS, sc, &n, err, errlen)) != NTP_STATUS_OK)
+            return st;
+        for (int i = 0; i < n; i++)
+            if (!ntp__resize_scale_rational(sc[i], &a->pads[i], &a->pads[NTP_RESIZE_DEN + i]))
+                return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                            "expected positive scales, got " QFMT, QARG(v));
+        a->n_pads = n;
+        return NTP_STATUS_OK;
+    }
+    case A_COORDINATES:
+        return ntp__xml_parse_enum(v, ntp__resize_coord_names, 5, &a->decode, err, errlen);
+    case A_NEAREST:
+        return ntp__xml_parse_enum(v, ntp__resize_nearest_names, 4, &a->rnn_act, err, errlen);
+    case A_CUBIC_A: return parse_float(v, &a->alpha, err, errlen);
+    case A_EXCLUDE_OUTSIDE: return parse_bool(v, &a->causal, err, errlen);
     case A_COUNT:
     case A_END: break;
     }
@@ -701,6 +870,63 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
         if (!s->given[A_TO] && !s->given[A_LAYOUT])
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'to' or 'layout' (at least one is required)");
+        return NTP_STATUS_OK;
+    /* Ops added for ONNX models: ONNX's defaults (docs/ops.md). */
+    case NTP_OP_ELU:
+    case NTP_OP_CELU:
+    case NTP_OP_THRESHOLDED_RELU:
+        if (!s->given[A_ALPHA])
+            a->alpha = 1.0;
+        return NTP_STATUS_OK;
+    case NTP_OP_SELU:
+        if (!s->given[A_ALPHA])
+            a->alpha = 1.67326319217681884765625;
+        if (!s->given[A_GAMMA])
+            a->value = 1.05070102214813232421875;
+        return NTP_STATUS_OK;
+    case NTP_OP_HARD_SIGMOID:
+        if (!s->given[A_ALPHA])
+            a->alpha = 0.2;
+        if (!s->given[A_BETA])
+            a->value = 0.5;
+        return NTP_STATUS_OK;
+    case NTP_OP_SHRINK:
+        if (!s->given[A_LAMBD])
+            a->alpha = 0.5;
+        return NTP_STATUS_OK;
+    case NTP_OP_LRN:
+        if (!s->given[A_SIZE])
+            return missing(err, errlen, "size");
+        if (!s->given[A_ALPHA])
+            a->alpha = 1e-4;
+        if (!s->given[A_BETA])
+            a->value = 0.75;
+        if (!s->given[A_BIAS])
+            a->epsilon = 1.0;
+        return NTP_STATUS_OK;
+    case NTP_OP_CONSTANT:
+    case NTP_OP_EXPAND:
+        return s->given[A_SHAPE] ? NTP_STATUS_OK : missing(err, errlen, "shape");
+    case NTP_OP_SLICE:
+        if (!s->given[A_STARTS])
+            return missing(err, errlen, "starts");
+        if (!s->given[A_ENDS])
+            return missing(err, errlen, "ends");
+        if (s->given[A_AXES] && a->n_perm != a->n_pads)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "'axes' has %d values, 'starts' %d", a->n_perm, a->n_pads);
+        if (s->given[A_STEPS] && a->n_shape != a->n_pads)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "'steps' has %d values, 'starts' %d", a->n_shape, a->n_pads);
+        return NTP_STATUS_OK;
+    case NTP_OP_RESIZE:
+        if (s->given[A_SIZES] == s->given[A_SCALES])
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "give exactly one of 'sizes' and 'scales'");
+        if (!s->given[A_COORDINATES])
+            a->decode = NTP_RESIZE_HALF_PIXEL;
+        if (!s->given[A_CUBIC_A])
+            a->alpha = -0.75;
         return NTP_STATUS_OK;
     default:
         return NTP_STATUS_OK;

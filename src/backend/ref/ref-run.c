@@ -6,6 +6,7 @@
 #include "core/ctx-impl.h"
 #include "inlay/inlay-impl.h"
 #include "ref-impl.h"
+#include "ref-onnx-impl.h"
 
 ntp_status ntp__ref_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
 {
@@ -93,6 +94,8 @@ size_t ntp__ref_workspace(const ntp_kargs *k)
         return ntp__mfcc_workspace(k);
     case NTP_OP_CTC_DECODE:
         return ntp__ctc_workspace(k);
+    case NTP_OP_RESIZE:
+        return ntp__ref_onnx_tensor_workspace(k);
     default:
         return 0;
     }
@@ -157,6 +160,12 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__mfcc_run(ctx, k);
     case NTP_OP_CTC_DECODE:
         return ntp__ctc_run(ctx, k);
+    NTP_REF_ONNX_ELTWISE_CASES:
+        return ntp__ref_onnx_eltwise(ctx, k);
+    NTP_REF_ONNX_REDUCE_CASES:
+        return ntp__ref_onnx_reduce(ctx, k);
+    NTP_REF_ONNX_TENSOR_CASES:
+        return ntp__ref_onnx_tensor(ctx, k);
     case NTP_OP_COUNT:
         break;
     }

@@ -1,0 +1,208 @@
+/* Shapes and costs of the element-wise ops added for ONNX models: unary
+ * math and activations, prelu, log_softmax and hardmax, the binary ops
+ * beyond add and mul, where, the reductions, instancenorm and lrn. Shapes of
+ * the plain unary and broadcasting ops are the lead ops' own (ntp__shape_unary,
+ * ntp__shape_binary, ntp__shape_softmax); what is here is what differs. */
+#include "op-common.h"
+#include "op-onnx-impl.h"
+
+/* FLOPs per element of the unary ops (docs/ops.md): 1 for an operation a
+ * core does in one instruction, 4 for a transcendental function (as
+ * sigmoid and tanh count), more for the ones built from several. */
+static int64_t unary_flops(ntp_op op)
+{
+    switch (op) {
+    case NTP_OP_ABS:
+    case NTP_OP_NEG:
+    case NTP_OP_FLOOR:
+    case NTP_OP_CEIL:
+    case NTP_OP_ROUND:
+    case NTP_OP_SIGN:
+    case NTP_OP_SQRT:
+    case NTP_OP_RECIPROCAL:
+    case NTP_OP_HARDMAX:
+        return 1;
+    case NTP_OP_PRELU:
+    case NTP_OP_THRESHOLDED_RELU:
+        return 2;
+    case NTP_OP_SOFTSIGN:
+    case NTP_OP_SHRINK:
+    case NTP_OP_HARD_SIGMOID:
+        return 3;
+    case NTP_OP_EXP:
+    case NTP_OP_LOG:
+    case NTP_OP_ERF:
+    case NTP_OP_SIN:
+    case NTP_OP_COS:
+    case NTP_OP_TAN:
+    case NTP_OP_ASIN:
+    case NTP_OP_ACOS:
+    case NTP_OP_ATAN:
+    case NTP_OP_SINH:
+    case NTP_OP_COSH:
+    case NTP_OP_ASINH:
+    case NTP_OP_ACOSH:
+    case NTP_OP_ATANH:
+        return 4;
+    case NTP_OP_ELU:
+    case NTP_OP_CELU:
+        return 5;
+    case NTP_OP_SELU:
+    case NTP_OP_SOFTPLUS:
+        return 6;
+    case NTP_OP_LOG_SOFTMAX:
+        return 6; /* softmax's 5 with the log folded into the subtraction, plus one log per row */
+    default:
+        return 1;
+    }
+}
+
+void ntp__cost_onnx_unary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = smul(unary_flops(n->op), numel(&ntp__cout(g, n, 0)->shape));
+}
+
+/* Binary ops: one operation per output element per input after the first,
+ * as add and mul count; pow is a transcendental (4); mean adds one division
+ * per element; where one selection. */
+void ntp__cost_onnx_binary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    int64_t outs = numel(&ntp__cout(g, n, 0)->shape);
+    switch (n->op) {
+    case NTP_OP_POW: c->flops = smul(4, outs); break;
+    case NTP_OP_MEAN: c->flops = smul(n->n_in, outs); break;
+    case NTP_OP_WHERE: c->flops = outs; break;
+    default: c->flops = smul(n->n_in - 1, outs); break;
+    }
+}
+
+/* Whether `w` broadcasts to `x` in one direction (ONNX's unidirectional
+ * broadcasting: w's dims, aligned right, are 1 or equal x's). */
+static bool broadcasts_to(const ntp_shape *w, const ntp_shape *x)
+{
+    if (w->ndim > x->ndim)
+        return false;
+    for (int d = 0; d < w->ndim; d++) {
+        int64_t a = w->dim[w->ndim - 1 - d], b = x->dim[x->ndim - 1 - d];
+        if (a != 1 && a != b)
+            return false;
+    }
+    return true;
+}
+
+ntp_status ntp__shape_onnx_prelu(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    const ntp_shape x = ntp__in(g, n, 0)->shape;
+    ntp_shape w;
+    char b1[NTP_SHAPE_STR_MAX], b2[NTP_SHAPE_STR_MAX];
+    if (n->a.n_shape > 0) {
+        w.ndim = n->a.n_shape;
+        for (int d = 0; d < w.ndim; d++)
+            w.dim[d] = n->a.shape[d];
+    } else {
+        /* One slope per channel: dim 1 of [N, C, ...], the only dim of a
+         * vector. It is shaped [C, 1, ...] (rank - 1 dims) so that it
+         * broadcasts along dim 1, the form PyTorch exports. */
+        if (x.ndim < 1)
+            return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "needs an input of rank 1 or more");
+        w = shape1(x.ndim >= 2 ? x.dim[1] : x.dim[0]);
+        if (x.ndim >= 2) {
+            w.ndim = x.ndim - 1;
+            for (int d = 1; d < w.ndim; d++)
+                w.dim[d] = 1;
+        }
+    }
+    if (!broadcasts_to(&w, &x))
+        return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "slope %s does not broadcast to input %s",
+                        shp(&w, b1), shp(&x, b2));
+    ntp_status st = ntp__node_add_weight(ctx, g, n, "slope", NTP_TENSOR_WEIGHT, &w);
+    if (st)
+        return st;
+    set_out(g, n, 0, &x);
+    return NTP_STATUS_OK;
+}
+
+/* --- reductions -------------------------------------------------------------- */
+
+ntp_status ntp__shape_onnx_reduce(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    const ntp_shape *s = &ntp__in(g, n, 0)->shape;
+    ntp_shape out = *s;
+    int na = ntp__reduce_n_axes(&n->a);
+    bool seen[NTP_MAX_DIMS] = {false};
+    if (na == 0) {
+        for (int d = 0; d < out.ndim; d++)
+            out.dim[d] = 1;
+    }
+    for (int i = 0; i < na; i++) {
+        int64_t ax;
+        if (!norm_axis(n->a.perm[i], s->ndim, &ax))
+            return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range for rank %d",
+                            (long long)n->a.perm[i], s->ndim);
+        if (seen[ax])
+            return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is given twice", (long long)ax);
+        seen[ax] = true;
+        n->a.perm[i] = ax;
+        out.dim[ax] = 1;
+    }
+    set_out(g, n, 0, &out);
+    return NTP_STATUS_OK;
+}
+
+/* One operation per input element (the accumulation), plus per output: a
+ * division for the mean, a square root or logarithm for l2 and log_sum; the
+ * squares of l2 and sum_square and the exponentials of log_sum_exp per
+ * input element. */
+void ntp__cost_onnx_reduce(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    int64_t in = numel(&ntp__cin(g, n, 0)->shape), out = numel(&ntp__cout(g, n, 0)->shape);
+    switch (n->op) {
+    case NTP_OP_REDUCE_MEAN: c->flops = sadd(in, out); break;
+    case NTP_OP_REDUCE_L1: c->flops = smul(2, in); break;
+    case NTP_OP_REDUCE_L2: c->flops = sadd(smul(2, in), out); break;
+    case NTP_OP_REDUCE_SUM_SQUARE: c->flops = smul(2, in); break;
+    case NTP_OP_REDUCE_LOG_SUM: c->flops = sadd(in, smul(4, out)); break;
+    case NTP_OP_REDUCE_LOG_SUM_EXP: c->flops = sadd(smul(6, in), smul(4, out)); break;
+    default: c->flops = in; break;
+    }
+}
+
+/* --- instancenorm, lrn ----------------------------------------------------------- */
+
+ntp_status ntp__shape_onnx_instancenorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    ntp_status st = ntp__need_rank(ctx, g, n, 0, 3, NTP_MAX_DIMS, "[N,C,spatial...]");
+    if (st)
+        return st;
+    const ntp_shape s = ntp__in(g, n, 0)->shape; /* a copy: weights may move tensors */
+    if (n->a.epsilon <= 0)
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g",
+                        n->a.epsilon);
+    ntp_shape c = shape1(s.dim[1]);
+    if ((st = ntp__node_add_weight(ctx, g, n, "scale", NTP_TENSOR_WEIGHT, &c)) ||
+        (st = ntp__node_add_weight(ctx, g, n, "bias", NTP_TENSOR_WEIGHT, &c)))
+        return st;
+    set_out(g, n, 0, &s);
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__shape_onnx_lrn(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    ntp_status st = ntp__need_rank(ctx, g, n, 0, 3, NTP_MAX_DIMS, "[N,C,spatial...]");
+    if (st)
+        return st;
+    int64_t size = ntp__lrn_size(&n->a);
+    if (size <= 0)
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "size must be positive, got %lld",
+                        (long long)size);
+    set_out(g, n, 0, &ntp__in(g, n, 0)->shape);
+    return NTP_STATUS_OK;
+}
+
+/* Per element: size squares and additions over the channel window, then
+ * bias, scale, power (4) and division. */
+void ntp__cost_onnx_lrn(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    int64_t per = sadd(smul(2, ntp__lrn_size(&n->a)), 7);
+    c->flops = smul(per, numel(&ntp__cout(g, n, 0)->shape));
+}

@@ -1,0 +1,106 @@
+/* The ops added for ONNX models (docs/ops.md, "Ops added for ONNX"): their
+ * attribute storage and the index arithmetic that shape inference and the
+ * reference kernels share, so the two cannot disagree.
+ *
+ * ntp_attrs is one flat struct shared by every op (graph-impl.h). Rather
+ * than grow it for attributes only these ops read, they keep them in fields
+ * whose own ops never co-occur with them. The accessors below are the one
+ * place that says which field holds what; readers, writers, shape functions
+ * and kernels go through them. */
+#ifndef NTPROF_OP_ONNX_IMPL_H
+#define NTPROF_OP_ONNX_IMPL_H
+
+#include "graph-impl.h"
+
+/* --- element-wise parameters ----------------------------------------------------
+ *   elu, celu, thresholded_relu: alpha
+ *   selu: alpha, gamma            hard_sigmoid: alpha, beta
+ *   shrink: lambd, bias
+ * The first parameter is a->alpha, the second a->value. */
+static inline double ntp__onnx_p1(const ntp_attrs *a) { return a->alpha; }
+static inline double ntp__onnx_p2(const ntp_attrs *a) { return a->value; }
+
+/* --- prelu: the slope's shape, a->shape[0..n_shape); n_shape == 0 means one
+ * slope per channel ([C], dim 1 of the input). */
+
+/* --- constant: the value's shape in a->shape[0..n_shape) (rank 0 is a
+ * scalar); a->bias says whether the value is a trainable weight (true) or a
+ * buffer (false). */
+
+/* --- reductions: axes in a->perm[0..n_perm), n_perm == 0 meaning every axis.
+ * The output keeps the reduced dims as 1 (ONNX keepdims=1); a reader that
+ * wants them dropped adds a reshape. */
+static inline int ntp__reduce_n_axes(const ntp_attrs *a) { return a->n_perm; }
+static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a) { return a->perm; }
+
+/* --- lrn: size in a->kernel[0], alpha, beta in a->value, bias in a->epsilon. */
+static inline int64_t ntp__lrn_size(const ntp_attrs *a) { return a->kernel[0]; }
+static inline double ntp__lrn_beta(const ntp_attrs *a) { return a->value; }
+static inline double ntp__lrn_bias(const ntp_attrs *a) { return a->epsilon; }
+
+/* --- slice: ONNX's starts, ends, axes and steps as given (n values each):
+ * starts in a->pads[0..n), ends in a->pads[NTP_MAX_DIMS..NTP_MAX_DIMS+n)
+ * with n = a->n_pads; axes in a->perm[0..n_perm) (n_perm == 0: the first n
+ * axes); steps in a->shape[0..n_shape) (n_shape == 0: all 1). */
+#define NTP_SLICE_ENDS NTP_MAX_DIMS
+
+/* Resolve a slice against input shape `in` as ONNX does (negative indices
+ * count from the end, then clamp; steps may be negative). Writes per-dim
+ * start and step and the output shape. Returns NULL on success or a
+ * message for the shape function to report. */
+const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, int64_t *start,
+                               int64_t *step, ntp_shape *out);
+
+/* --- expand: the target shape in a->shape[0..n_shape), broadcast numpy-style
+ * with the input's shape. */
+
+/* --- resize ------------------------------------------------------------------
+ * Output sizes in a->shape[0..n_shape) when given; otherwise per-dim scales
+ * as exact rationals, numerator in a->pads[d] and denominator in
+ * a->pads[NTP_MAX_DIMS + d] (a->n_pads = rank), and the output size is
+ * floor(in * scale). The mode, coordinate transformation and nearest
+ * rounding are small enums in a->pad_mode, a->decode and a->rnn_act; the
+ * cubic coefficient is a->alpha, exclude_outside a->causal and the
+ * extrapolation value a->value. */
+enum { NTP_RESIZE_NEAREST, NTP_RESIZE_LINEAR, NTP_RESIZE_CUBIC };
+enum {
+    NTP_RESIZE_HALF_PIXEL,
+    NTP_RESIZE_PYTORCH_HALF_PIXEL,
+    NTP_RESIZE_ALIGN_CORNERS,
+    NTP_RESIZE_ASYMMETRIC,
+    NTP_RESIZE_TF_HALF_PIXEL_FOR_NN
+};
+enum {
+    NTP_RESIZE_ROUND_PREFER_FLOOR,
+    NTP_RESIZE_ROUND_PREFER_CEIL,
+    NTP_RESIZE_FLOOR,
+    NTP_RESIZE_CEIL
+};
+static inline int ntp__resize_mode(const ntp_attrs *a) { return a->pad_mode; }
+static inline int ntp__resize_coord(const ntp_attrs *a) { return a->decode; }
+static inline int ntp__resize_nearest(const ntp_attrs *a) { return a->rnn_act; }
+static inline double ntp__resize_cubic_a(const ntp_attrs *a) { return a->alpha; }
+static inline bool ntp__resize_exclude_outside(const ntp_attrs *a) { return a->causal; }
+static inline double ntp__resize_extrapolation(const ntp_attrs *a) { return a->value; }
+#define NTP_RESIZE_DEN NTP_MAX_DIMS
+
+/* The scale of dim d of a resize from `in` to `out`: the given rational
+ * when there is one, else out / in. */
+double ntp__resize_scale(const ntp_attrs *a, const ntp_shape *in, const ntp_shape *out, int d);
+/* Output shape of a resize of `in`; NULL or a message. */
+const char *ntp__resize_shape(const ntp_attrs *a, const ntp_shape *in, ntp_shape *out);
+/* The input coordinate that output coordinate x maps to along one dim of
+ * `in` elements resized by `scale`. As ONNX's reference implementation, the
+ * resized length in the formulas is scale * in, not the rounded size. */
+double ntp__resize_coord_of(int coord, double x, double scale, int64_t in);
+
+/* An ONNX (f32) scale as an exact rational num / den; false when it is not
+ * positive and finite or does not fit. */
+bool ntp__resize_scale_rational(double scale, int64_t *num, int64_t *den);
+
+/* Names of the enums above as the markup and ONNX write them. */
+extern const char *const ntp__resize_mode_names[3];
+extern const char *const ntp__resize_coord_names[5];
+extern const char *const ntp__resize_nearest_names[4];
+
+#endif
