@@ -11,6 +11,7 @@
 #include "ntprof/analyze.h"
 #include "ntprof/compare.h"
 #include "ntprof/context.h"
+#include "ntprof/counters.h"
 #include "ntprof/graph.h"
 #include "ntprof/machine.h"
 #include "ntprof/report.h"

@@ -11,6 +11,23 @@
 extern "C" {
 #endif
 
+/* One event counted over a layer or a marker segment, or a metric derived
+ * from such events (docs/counters.md). Values are per iteration of the
+ * counting pass. */
+typedef struct ntp_counter_value {
+    const char *name;           /* "cycles", "task-clock", "perf-stat:task-clock", "callgrind:Ir", "ipc" */
+    /* Who counted it: "perf_event" (in-process), "perf-stat", "perf-record",
+     * "callgrind", "cachegrind", "papi", or "derived" for a metric. */
+    const char *source;
+    const char *unit;           /* "ns" for clocks, "" for counts and ratios */
+    bool available;             /* false: n/a, `reason` says why */
+    bool derived;               /* IPC, MPKI, miss ratios, top-down fractions */
+    bool scaled;                /* multiplexed: extrapolated by time_enabled / time_running */
+    double value;               /* per iteration; 0 when n/a */
+    double running;             /* time_running / time_enabled: 1 when counted throughout */
+    const char *reason;         /* why n/a, NULL when available */
+} ntp_counter_value;
+
 typedef struct ntp_run_opts {
     const char *backend;        /* NULL: the default backend */
     int warmup;                 /* iterations run and discarded first */
@@ -34,6 +51,15 @@ typedef struct ntp_run_opts {
      * history: ntp_store_load_ceilings); every row is then placed on the
      * roofline. NULL: the report says the roofline is not available. */
     const struct ntp_ceilings *ceilings;
+    /* Counters and external tools (docs/counters.md); NULL: none. A separate
+     * counting pass runs after the timing passes, so counting never disturbs
+     * the timings. `counters` lists sets (sw, basic, cache, topdown, all) and
+     * event names; `tool` is perf-stat[:EVENTS], perf-record[:EVENTS],
+     * callgrind, cachegrind, papi[:EVENTS] or nvtx. */
+    const char *counters;
+    const char *tool;
+    const char *tool_dir;       /* where tools leave files; NULL: a new directory in $TMPDIR */
+    int counter_iterations;     /* iterations of the counting pass; 0: `iterations` */
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -64,6 +90,12 @@ typedef struct ntp_layer_result {
     double intensity;           /* flops / bytes */
     double prepare_ms;          /* primitive creation, weight packing */
     int64_t workspace_bytes;
+    /* Counters, derived metrics and the bottleneck verdict (docs/counters.md);
+     * empty unless counters or a tool were asked for. */
+    int n_counters;
+    ntp_counter_value *counters;
+    const char *bound;          /* "compute", "memory", "latency"; NULL: not judged */
+    const char *bound_evidence; /* what the verdict rests on */
     /* Roofline (ntp_roofline_apply): min(peak, intensity x DRAM bandwidth)
      * and gflops / attainable; 0 when there are no ceilings, no FLOPs or no
      * time of its own. */
@@ -79,6 +111,10 @@ typedef struct ntp_marker_result {
     int64_t flops;
     int64_t bytes;
     double gflops;
+    int n_counters;             /* as for rows: a segment's counters and verdict */
+    ntp_counter_value *counters;
+    const char *bound;
+    const char *bound_evidence;
     double attainable_gflops;   /* as for rows */
     double roof_share;
 } ntp_marker_result;
@@ -179,6 +215,16 @@ typedef struct ntp_run_result {
     int n_accuracy;             /* one per graph output, for reduced precisions */
     ntp_accuracy *accuracy;
     const char *accuracy_baseline; /* "f32 on onednn" */
+    /* The counting pass (docs/counters.md): what was asked, how many
+     * iterations and threads were counted, and notes (n/a reasons that hold
+     * for the whole run, files the tools left). */
+    const char *counters;
+    const char *tool;
+    int counter_iterations;
+    int counter_threads;
+    int n_counter_notes;
+    const char **counter_notes;
+    struct ntp_counter_store *counter_store; /* owns the above; internal */
     /* Strings the result owns (row names of added steps); internal. */
     int n_owned;
     char **owned;
@@ -189,6 +235,13 @@ typedef struct ntp_run_result {
 ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
                    ntp_run_result **out);
 void ntp_run_result_free(ntp_run_result *r);
+
+/* A --tool run re-executes this program under the tool with NTP_TOOL set
+ * in the environment (docs/counters.md). In that child, call this on the
+ * options before ntp_run: it returns true and shortens the timing passes
+ * (the counting pass is the child's job), and the caller must not write
+ * reports. It returns false, leaving o alone, in any other process. */
+bool ntp_run_tool_child(ntp_run_opts *o);
 
 /* Fill env with facts about this machine and build. */
 void ntp_env_collect(ntp_env *env);

@@ -20,6 +20,7 @@
 
 #include "core/ctx-impl.h"
 #include "exec-impl.h"
+#include "measure/counters-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/machine.h"
 
@@ -111,6 +112,7 @@ void ntp_run_result_free(ntp_run_result *r)
     free(r->markers);
     free(r->param_names);
     free(r->param_values);
+    ntp__instrument_free(r);
     free(r);
 }
 
@@ -631,6 +633,9 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         goto done;
     r->iterations = n;
     summarise(g, &x, &w, e2e, lt, n, r);
+    /* Counters and tools count in a pass of their own, after the timing. */
+    if ((st = ntp__instrument(ctx, &x, &w, opts, r)))
+        goto done;
     ntp_roofline_apply(r, opts->ceilings);
     if (opts->save_outputs_dir && (st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir)))
         goto done;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "measure/counters-impl.h"
 #include "report-impl.h"
 
 /* GB/s of `bytes` moved in `ms` milliseconds (decimal GB, like GFLOP/s). */
@@ -141,6 +142,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
             table_marker(f, &r->markers[i]);
     }
     fputc('\n', f);
+    ntp__counters_table(f, r);
 
     table_stats_lines(f, "end-to-end", &r->end_to_end_ms);
     table_stats_lines(f, "layer sum", &r->layer_sum_ms);
@@ -202,6 +204,7 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l)
     ntp__jset(ok, o, "intensity", ntp__json_num(l->intensity));
     ntp__jset(ok, o, "prepare_ms", ntp__json_num(l->prepare_ms));
     ntp__jset(ok, o, "workspace_bytes", json_integer(l->workspace_bytes));
+    ntp__counters_json(ok, o, l->counters, l->n_counters, l->bound, l->bound_evidence);
     return o;
 }
 
@@ -218,6 +221,7 @@ static json_t *marker_json(bool *ok, const ntp_marker_result *m)
     ntp__jset(ok, o, "gflops", ntp__json_num(m->gflops));
     ntp__jset(ok, o, "gbps", ntp__json_num(rate_g(m->bytes, m->time_ms.median)));
     ntp__jset(ok, o, "intensity", ntp__json_num(ratio(m->flops, m->bytes)));
+    ntp__counters_json(ok, o, m->counters, m->n_counters, m->bound, m->bound_evidence);
     return o;
 }
 
@@ -331,6 +335,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     for (int i = 0; i < r->n_warnings; i++)
         ntp__jpush(&ok, warnings, ntp__json_str(r->warnings[i]));
     ntp__jset(&ok, root, "warnings", warnings);
+    ntp__counters_json_run(&ok, root, r);
     return ntp__json_finish(ctx, root, ok, f, "run");
 }
 

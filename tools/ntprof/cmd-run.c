@@ -33,6 +33,14 @@ static void run_usage(FILE *f)
             "      --only MARKER       measure only the layers of a <marker>\n"
             "      --noise-cv X        warn when the coefficient of variation exceeds X (0.05)\n"
             "      --no-accuracy       skip the f32 comparison of bf16, f16 and i8 runs\n"
+            "counters and tools (a separate pass after the timing; docs/counters.md):\n"
+            "      --counters LIST     count per layer: sets sw, basic, cache, topdown, all, and\n"
+            "                          event names (`ntprof counters` lists this machine's)\n"
+            "      --tool NAME         count each layer under perf-stat[:EVENTS],\n"
+            "                          perf-record[:EVENTS], callgrind, cachegrind,\n"
+            "                          papi[:EVENTS] or nvtx\n"
+            "      --tool-dir DIR      where tools leave files (default: a new temp directory)\n"
+            "      --counter-iterations N  iterations of the counting pass (default: -n)\n"
             "output:\n"
             "  -f, --format F          table (default), json or csv\n"
             "  -o, --output FILE       write the report to FILE (written only on success)\n"
@@ -48,6 +56,8 @@ static void run_usage(FILE *f)
 
 enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
        OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB };
+
+enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -74,6 +84,9 @@ int cmd_run(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
         {"fuse", no_argument, NULL, OPT_FUSE},         {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY},
         {"db", required_argument, NULL, OPT_DB},       {"no-db", no_argument, NULL, OPT_NO_DB},
+        {"counters", required_argument, NULL, OPT_COUNTERS}, {"tool", required_argument, NULL, OPT_TOOL},
+        {"tool-dir", required_argument, NULL, OPT_TOOL_DIR},
+        {"counter-iterations", required_argument, NULL, OPT_COUNTER_ITERATIONS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     cli_topo_opts topo = {0};
@@ -157,6 +170,16 @@ int cmd_run(int argc, char **argv)
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
         case OPT_DB: db = optarg; break;
         case OPT_NO_DB: use_db = false; break;
+        case OPT_COUNTERS: ro.counters = optarg; break;
+        case OPT_TOOL: ro.tool = optarg; break;
+        case OPT_TOOL_DIR: ro.tool_dir = optarg; break;
+        case OPT_COUNTER_ITERATIONS:
+            if (!cli_parse_int(optarg, 1, 10000000, &v)) {
+                cli_error("--counter-iterations expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            ro.counter_iterations = (int)v;
+            break;
         case 'h': run_usage(stdout); rc = CLI_OK; goto out;
         default: cli_error("see 'ntprof run --help'"); goto out;
         }
@@ -168,6 +191,9 @@ int cmd_run(int argc, char **argv)
     }
     ro.inputs = inputs;
     ro.n_inputs = n_inputs;
+    /* Under --tool, ntprof re-runs itself under perf or valgrind; in that
+     * child the parent does the reporting (docs/counters.md). */
+    bool tool_child = ntp_run_tool_child(&ro);
     ntp_ctx *ctx = ntp_ctx_init();
     if (!ctx) {
         cli_error("out of memory");
@@ -194,6 +220,8 @@ int cmd_run(int argc, char **argv)
     if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
         ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
+    } else if (tool_child) {
+        rc = CLI_OK;
     } else {
         cli_print_warnings(ctx);
         rc = cli_write_output(ctx, output, write_run, res, fmt);

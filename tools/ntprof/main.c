@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "ntp-version.h"
 
+int cmd_counters(int argc, char **argv);
+
 typedef struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -21,6 +23,7 @@ int cmd_sweep(int argc, char **argv);
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
     {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
+    {"counters", cmd_counters, "what this machine can count (--counters, --tool) and why not the rest"},
     {"machine", cmd_machine, "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
     {"history", cmd_history, "runs recorded in the history database"},
 };

@@ -1,0 +1,43 @@
+/* ntprof: what this machine can count.
+ *
+ * `ntprof counters` prints this list: every counter set and event that
+ * `ntp_run_opts.counters` accepts, every external tool `ntp_run_opts.tool`
+ * can steer, and the libraries behind them, each with whether it works
+ * here and, when it does not, why (docs/counters.md). */
+#ifndef NTPROF_COUNTERS_H
+#define NTPROF_COUNTERS_H
+
+#include <stdbool.h>
+#include "ntprof/context.h"
+#include "ntprof/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntp_counter_info {
+    const char *name;           /* "cycles", "sw", "perf-stat", "libpfm4" */
+    const char *kind;           /* "set", "event", "tool" or "library" */
+    const char *description;
+    bool available;
+    /* Why it is not available; for an available item a detail such as the
+     * tool's version, or NULL. */
+    const char *reason;
+} ntp_counter_info;
+
+typedef struct ntp_counter_list {
+    int n;
+    ntp_counter_info *items;
+    struct ntp_counter_store *store; /* owns the strings; internal */
+} ntp_counter_list;
+
+/* Probe this machine: open every event once on the calling thread, look for
+ * the tools' binaries and ask them their versions. Takes a fraction of a
+ * second (it starts perf and valgrind to ask). */
+ntp_status ntp_counters_probe(ntp_ctx *ctx, ntp_counter_list **out);
+void ntp_counter_list_free(ntp_counter_list *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
