@@ -1,0 +1,23 @@
+# The BLAS backend (src/backend/blas/), built when OpenBLAS is found through
+# pkg-config (Debian: libopenblas-dev, whose openblas.pc points at the
+# pthreads or OpenMP build chosen by update-alternatives; the pthreads one
+# is installed here). The backend uses CBLAS plus OpenBLAS's own
+# openblas_set_num_threads, so another CBLAS (netlib, BLIS) is not enough.
+pkg_check_modules(NTP_OPENBLAS QUIET IMPORTED_TARGET openblas)
+if(NTP_OPENBLAS_FOUND)
+    file(GLOB NTP_BLAS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/blas/*.c)
+    list(APPEND NTP_CORE_SOURCES ${NTP_BLAS_SOURCES})
+    list(APPEND NTP_LIBS PkgConfig::NTP_OPENBLAS)
+    string(APPEND NTP_PC_REQUIRES " openblas")
+    # Preference order (the first is the default): after oneDNN and XNNPACK,
+    # before the reference backend, which stays last.
+    list(FIND NTP_BACKENDS ref NTP_BLAS_POS)
+    if(NTP_BLAS_POS LESS 0)
+        list(APPEND NTP_BACKENDS blas)
+    else()
+        list(INSERT NTP_BACKENDS ${NTP_BLAS_POS} blas)
+    endif()
+    message(STATUS "BLAS backend: OpenBLAS ${NTP_OPENBLAS_VERSION} (${NTP_OPENBLAS_LIBDIR})")
+else()
+    message(STATUS "BLAS backend: not built (OpenBLAS not found by pkg-config)")
+endif()

@@ -1,0 +1,325 @@
+/* The BLAS backend's method table (docs/backends.md): the GEMM-lowering
+ * design of Caffe and Darknet on OpenBLAS's CBLAS interface.
+ *
+ * Threads: OpenBLAS keeps one process-wide pool. Debian's libopenblas0 is
+ * the pthreads build (openblas_get_parallel() == 1; 2 would be OpenMP), so
+ * its pool is separate from oneDNN's OpenMP team and XNNPACK's pthreadpool.
+ * init() sets it to the plan's thread count (all usable CPUs for 0) before
+ * anything runs, and every GEMM of the plan runs on the calling thread plus
+ * that many - 1 workers; the plain loops of this backend and the reference
+ * backend's layers run on the calling thread alone. Nothing here runs
+ * inside another library's parallel region, so pools never nest. */
+#include <cblas.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blas-impl.h"
+#include "core/ctx-impl.h"
+
+ntp_status ntp__blas_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (k->g)
+        return ntp__node_error(ctx, k->g, k->node, st, "blas: %s", msg);
+    return ntp__error(ctx, st, "<%s name='%s'>: blas: %s", ntp__op_name(k->node->op),
+                      k->node->name ? k->node->name : "?", msg);
+}
+
+bool ntp__blas_fits(int64_t v)
+{
+    return v >= 0 && v < INT_MAX;
+}
+
+void ntp__blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
+                (blasint)ldc);
+}
+
+void ntp__blas_gemv(int64_t m, int64_t n, float alpha, const float *a, int64_t lda, const float *x,
+                    float beta, float *y)
+{
+    if (m <= 0)
+        return;
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)n, alpha, a, (blasint)lda, x, 1,
+                beta, y, 1);
+}
+
+/* --- support ---------------------------------------------------------------- */
+
+static bool blas_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
+{
+    if (!g || !n || (unsigned)n->op >= NTP_OP_COUNT || p != NTP_DTYPE_F32 || n->n_in < 1 ||
+        n->n_out != 1)
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (ntp__cin(g, n, i)->dtype != NTP_DTYPE_F32)
+            return false;
+    switch (n->op) {
+    case NTP_OP_CONV:
+    case NTP_OP_DECONV:
+        return ntp__blas_conv_supports(g, n);
+    case NTP_OP_FC:
+    case NTP_OP_MATMUL:
+    case NTP_OP_ATTENTION:
+        return ntp__blas_dense_supports(g, n);
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN:
+        return ntp__blas_rnn_supports(g, n);
+    default:
+        return ntp__blas_eltwise_supports(g, n);
+    }
+}
+
+static ntp_dtype blas_storage(ntp_dtype p)
+{
+    (void)p;
+    return NTP_DTYPE_F32;
+}
+
+/* --- lifetime ------------------------------------------------------------------ */
+
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static ntp_status blas_init(ntp_ctx *ctx, const ntp_backend_opts *opts, void **state)
+{
+    blasb_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "blas: out of memory");
+    s->threads = opts && opts->threads > 0 ? opts->threads : usable_cpus();
+    openblas_set_num_threads(s->threads);
+    *state = s;
+    return NTP_STATUS_OK;
+}
+
+static void blas_release(void *state)
+{
+    free(state);
+}
+
+/* --- prepare / execute --------------------------------------------------------- */
+
+static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
+                               size_t *workspace)
+{
+    blasb_state *s = state;
+    *node_state = NULL;
+    *workspace = 0;
+    if (!k->node)
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "blas: kernel arguments without a node");
+    for (int i = 0; i < k->n_in; i++)
+        if (k->in[i].dtype != NTP_DTYPE_F32)
+            return ntp__blas_error(ctx, k, NTP_STATUS_UNSUPPORTED, "input %d is stored as %s", i,
+                                   ntp_dtype_name(k->in[i].dtype));
+    blasb_node *nd = calloc(1, sizeof *nd);
+    if (!nd)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "blas: out of memory");
+    /* Another plan of this process may have changed OpenBLAS's pool size. */
+    if (s && openblas_get_num_threads() != s->threads)
+        openblas_set_num_threads(s->threads);
+    ntp_status st;
+    switch (k->node->op) {
+    case NTP_OP_CONV:
+    case NTP_OP_DECONV:
+        st = ntp__blas_conv_prepare(ctx, k, nd);
+        break;
+    case NTP_OP_FC:
+    case NTP_OP_MATMUL:
+    case NTP_OP_ATTENTION:
+        st = ntp__blas_dense_prepare(ctx, k, nd);
+        break;
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN:
+        st = ntp__blas_rnn_prepare(ctx, k, nd);
+        break;
+    default:
+        st = ntp__blas_eltwise_prepare(ctx, k, nd);
+        break;
+    }
+    /* The folded layers, applied in order after the head's result. */
+    for (int f = 0; f < k->n_fused && !st; f++) {
+        nd->post[f].node = k->fused[f];
+        nd->post[f].operand = k->post_in[f].shape.ndim > 0 && (k->fused[f]->op == NTP_OP_ADD ||
+                                                               k->fused[f]->op == NTP_OP_MUL)
+                                  ? f
+                                  : -1;
+        nd->n_post++;
+    }
+    if (!st && k->n_fused > 0) {
+        size_t l = strlen(nd->impl);
+        snprintf(nd->impl + l, sizeof nd->impl - l, "+%d fused", k->n_fused);
+    }
+    if (st) {
+        free(nd->own);
+        free(nd);
+        return st;
+    }
+    *workspace = nd->ws;
+    *node_state = nd;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status run_step(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step)
+{
+    switch (k->node->op) {
+    case NTP_OP_CONV:
+    case NTP_OP_DECONV:
+        return ntp__blas_conv_run(ctx, k, nd, step);
+    case NTP_OP_FC:
+    case NTP_OP_MATMUL:
+    case NTP_OP_ATTENTION:
+        return ntp__blas_dense_run(ctx, k, nd);
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN:
+        return ntp__blas_rnn_run(ctx, k, nd);
+    default:
+        return ntp__blas_eltwise_run(ctx, k, nd);
+    }
+}
+
+static ntp_status blas_execute(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k)
+{
+    const blasb_node *nd = node_state;
+    if (!nd)
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "blas: layer '%s' was not prepared",
+                          k->node && k->node->name ? k->node->name : "?");
+    for (int i = 0; i < nd->n_steps; i++) {
+        ntp_status st = run_step(ctx, k, nd, i);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
+}
+
+static ntp_status blas_execute_step(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k,
+                                    int step)
+{
+    const blasb_node *nd = node_state;
+    if (!nd || step < 0 || step >= nd->n_steps)
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "blas: layer '%s' has no step %d",
+                          k->node && k->node->name ? k->node->name : "?", step);
+    return run_step(ctx, k, nd, step);
+}
+
+static void blas_release_node(void *state, void *node_state)
+{
+    blasb_node *nd = node_state;
+    if (!nd)
+        return;
+    free(nd->own);
+    free(nd);
+}
+
+static const char *blas_impl_name(void *state, void *node_state)
+{
+    const blasb_node *nd = node_state;
+    return nd && nd->impl[0] ? nd->impl : "blas";
+}
+
+static int blas_n_steps(void *state, void *node_state, int *main_step)
+{
+    const blasb_node *nd = node_state;
+    *main_step = nd ? nd->main_step : 0;
+    return nd ? nd->n_steps : 1;
+}
+
+static void blas_step_info(void *state, void *node_state, int step, const char **suffix,
+                           const char **type)
+{
+    const blasb_node *nd = node_state;
+    *suffix = "";
+    *type = NULL;
+    if (nd && step != nd->main_step && step >= 0 && step < nd->n_steps) {
+        *suffix = nd->step_suffix;
+        *type = nd->step_type;
+    }
+}
+
+/* --- fusion -------------------------------------------------------------------- */
+
+static bool same_shape(const ntp_shape *a, const ntp_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dim[d] != b->dim[d])
+            return false;
+    return true;
+}
+
+/* After a conv, deconv, fc or matmul: any activation, and add or mul with
+ * one other operand of the result's own shape (a residual connection). */
+static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
+                         const ntp_node *next)
+{
+    if (!g || !head || !next || n_fused >= NTP_MAX_FUSED || next->precision != NTP_DTYPE_F32)
+        return false;
+    if (head->op != NTP_OP_CONV && head->op != NTP_OP_DECONV && head->op != NTP_OP_FC &&
+        head->op != NTP_OP_MATMUL)
+        return false;
+    switch (next->op) {
+    case NTP_OP_RELU:
+    case NTP_OP_LEAKY_RELU:
+    case NTP_OP_SIGMOID:
+    case NTP_OP_TANH:
+    case NTP_OP_GELU:
+    case NTP_OP_SILU:
+    case NTP_OP_HARDSWISH:
+    case NTP_OP_CLIP:
+        return true;
+    case NTP_OP_ADD:
+    case NTP_OP_MUL: {
+        if (next->n_in != 2)
+            return false;
+        const ntp_shape *ys = &ntp__cout(g, next, 0)->shape;
+        return same_shape(&ntp__cin(g, next, 0)->shape, ys) &&
+               same_shape(&ntp__cin(g, next, 1)->shape, ys) &&
+               ntp__cin(g, next, 0)->dtype == NTP_DTYPE_F32 &&
+               ntp__cin(g, next, 1)->dtype == NTP_DTYPE_F32;
+    }
+    default:
+        return false;
+    }
+}
+
+const ntp_backend_i ntp__backend_blas = {
+    .api_version = NTP_BACKEND_API_VERSION,
+    .name = "blas",
+    .description = "the Caffe/Darknet design on OpenBLAS: im2col + SGEMM convolutions, GEMM for "
+                   "fc, matmul, recurrent gates and attention, plain loops around them; f32",
+    .supports = blas_supports,
+    .storage_dtype = blas_storage,
+    .init = blas_init,
+    .prepare = blas_prepare,
+    .execute = blas_execute,
+    .release_node = blas_release_node,
+    .release = blas_release,
+    .fusable = blas_fusable,
+    .impl_name = blas_impl_name,
+    .n_steps = blas_n_steps,
+    .step_info = blas_step_info,
+    .execute_step = blas_execute_step,
+};
