@@ -76,7 +76,7 @@ expect_exit 1 "$NTPROF" analyze "$SRC/models/resnet50.xml" --max-memory 1M
 expect_err "memory budget"
 
 # A run: JSON report, Chrome trace, saved outputs, a partial run.
-expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -n 4 --min-time 0 -w 1 \
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 4 --min-time 0 -w 1 \
     --format json -o "$T/r.json" --trace "$T/t.json" --save-outputs "$T/outs"
 $PY - "$T/r.json" "$T/t.json" <<'PYEOF' && ok || bad "run JSON or trace"
 import json, sys

@@ -57,9 +57,11 @@ static ntp_graph *load_model(ntp_ctx *ctx, const char *name, const char *const *
     return g;
 }
 
+/* The reference backend: one row per layer, no conversions. */
 static void quick_opts(ntp_run_opts *o)
 {
     ntp_run_opts_default(o);
+    o->backend = "ref";
     o->warmup = 1;
     o->iterations = 5;
     o->min_time_s = 0;
@@ -164,6 +166,7 @@ static void run_saving(ntp_ctx *ctx, ntp_graph *g, uint64_t seed, const char *di
     o.iterations = 1;
     o.warmup = 0;
     o.seed = seed;
+    o.backend = NULL; /* the default backend: determinism holds there too */
     o.save_outputs_dir = dir;
     ntp_run_result *r = NULL;
     if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
@@ -341,6 +344,117 @@ static void test_deepspeech_segments(void **state)
     ntp_ctx_free(ctx);
 }
 
+static int count_kind(const ntp_run_result *r, const char *kind)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        n += strcmp(r->layers[i].kind, kind) == 0;
+    return n;
+}
+
+/* A layer pinned to the reference backend inside a network on the default
+ * backend: at int8 the default backend's storage differs from the
+ * reference backend's f32, so the engine converts at both boundaries and
+ * shows each conversion as its own row. On a build with only the reference
+ * backend there is nothing to convert. */
+static void test_placement_conversions(void **state)
+{
+    (void)state;
+    static const char xml[] =
+        "<topology name='p' precision='i8'>"
+        "<input name='x' shape='4,64' dtype='f32'/>"
+        "<fc name='fc1' units='64'/>"
+        "<tanh name='t' backend='ref'/>"
+        "<fc name='fc2' units='8'/>"
+        "</topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_mem(ctx, xml, NULL);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.backend = NULL;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    int layers = count_kind(r, "layer");
+    assert_int_equal(layers, 3);
+    const char *fc1_backend = NULL;
+    for (int i = 0; i < r->n_layers; i++) {
+        if (strcmp(r->layers[i].name, "t") == 0)
+            assert_string_equal(r->layers[i].backend, "ref");
+        if (strcmp(r->layers[i].name, "fc1") == 0)
+            fc1_backend = r->layers[i].backend;
+        if (strcmp(r->layers[i].kind, "convert") == 0)
+            assert_non_null(strchr(r->layers[i].name, '>')); /* "tensor:from>to" */
+    }
+    assert_non_null(fc1_backend);
+    if (strcmp(fc1_backend, "ref") == 0) {
+        /* Everything on the reference backend (only it is built, or the
+         * default backend declined int8 here): nothing to convert. */
+        assert_int_equal(count_kind(r, "convert"), 0);
+    } else {
+        /* The f32 input into fc1's storage, fc1's output to ref's f32, and
+         * t's output back for fc2. */
+        assert_int_equal(count_kind(r, "convert"), 3);
+    }
+    /* The reduced-precision run is compared with f32. */
+    assert_int_equal(r->n_accuracy, 1);
+    assert_true(r->accuracy[0].rel_l2 > 0 && r->accuracy[0].rel_l2 < 0.1);
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* --fuse on the default backend: folded layers are rows of kind "fused"
+ * that name their head, and the outputs equal the unfused run's. */
+static void test_fusion_rows(void **state)
+{
+    (void)state;
+    static const char xml[] =
+        "<topology name='f' precision='f32'>"
+        "<input name='x' shape='1,8,16,16' dtype='f32'/>"
+        "<conv name='c1' filters='8' kernel='3' pad='same'/>"
+        "<relu name='r1'/>"
+        "<conv name='c2' filters='8' kernel='3' pad='same'/>"
+        "<add name='res' inputs='c2,r1'/>"
+        "<relu name='r2'/>"
+        "</topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load_mem(ctx, xml, NULL);
+    char a[512], b[512], fa[600], fb[600];
+    snprintf(a, sizeof a, "%s/unfused", tmpdir);
+    snprintf(b, sizeof b, "%s/fused", tmpdir);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.backend = NULL;
+    o.save_outputs_dir = a;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    assert_int_equal(count_kind(r, "fused"), 0);
+    ntp_run_result_free(r);
+    o.fuse = true;
+    o.save_outputs_dir = b;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    int fused = count_kind(r, "fused");
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].fused)
+            assert_non_null(r->layers[i].fused_into);
+    if (strcmp(r->backend, "ref") == 0)
+        assert_int_equal(fused, 0); /* the reference backend never fuses */
+    else
+        assert_true(fused >= 2);   /* r1 into c1; res and r2 into c2 */
+    ntp_run_result_free(r);
+    snprintf(fa, sizeof fa, "%s/output_0.npy", a);
+    snprintf(fb, sizeof fb, "%s/output_0.npy", b);
+    ntp_npy x, y;
+    assert_int_equal(ntp__npy_read(ctx, fa, &x), NTP_STATUS_OK);
+    assert_int_equal(ntp__npy_read(ctx, fb, &y), NTP_STATUS_OK);
+    for (int64_t i = 0; i < x.nbytes / 4; i++)
+        assert_float_equal(((float *)x.data)[i], ((float *)y.data)[i], 1e-4);
+    ntp__npy_free(&x);
+    ntp__npy_free(&y);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +465,8 @@ int main(void)
         cmocka_unit_test(test_only_marker),
         cmocka_unit_test(test_input_errors),
         cmocka_unit_test(test_deepspeech_segments),
+        cmocka_unit_test(test_placement_conversions),
+        cmocka_unit_test(test_fusion_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -99,6 +99,10 @@ ntp_status ntp__exec_sub(ntp_ctx *ctx, ntp_exec *x, int step, int sub);
 bool ntp__exec_output(const ntp_exec *x, int i, void *dst, ntp_dtype *dtype);
 /* Write every graph output as output_<i>.npy into dir. */
 ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *dir);
+/* Storage type of weight t on backend index be: the backend's storage type
+ * at t's precision, except int8, whose weights reach every backend as f32
+ * (each quantises them with its own per-channel scales). */
+ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t);
 /* Load layer n's weights for backend index be (generated or the model's);
  * load or generate every graph input. */
 ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be,

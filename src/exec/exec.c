@@ -79,6 +79,13 @@ static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, fl
     }
 }
 
+ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
+{
+    const ntp_backend_i *b = x->be[be];
+    ntp_dtype sd = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+    return sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
+}
+
 /* Weights of one layer: the model's own data or generated from the seed,
  * then stored as its backend wants them. A backend that stores f32 at a
  * reduced precision gets values already rounded through that precision;
@@ -120,11 +127,8 @@ ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, 
     }
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
-        const ntp_backend_i *b = x->be[be];
-        ntp_dtype sd = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+        ntp_dtype sd = ntp__exec_weight_dtype(x, be, t);
         int64_t cnt = ntp_shape_numel(&t->shape);
-        if (sd == NTP_DTYPE_I8)
-            sd = NTP_DTYPE_F32;
         if (sd == NTP_DTYPE_F32) {
             round_weights(f32[k], t, n->precision, scales);
             x->wdata[n->w[k]] = f32[k];

@@ -458,7 +458,7 @@ static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
             const ntp_tensor *t = &x->g->tensors[st->k.node->w[i]];
             st->k.w[i].data = x->wdata[st->k.node->w[i]];
             st->k.w[i].shape = t->shape;
-            st->k.w[i].dtype = produced_dtype(x, st->be, t);
+            st->k.w[i].dtype = ntp__exec_weight_dtype(x, st->be, t);
         }
         if (be->prepare) {
             double t0 = ntp__now_us();
