@@ -306,7 +306,10 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         L->kind = "layer";
         if (st->kind == NTP_STEP_CONVERT) {
             const ntp_slot *s = &x->slots[st->src], *d = &x->slots[st->dst];
-            L->name = st->name;
+            /* The plan is freed before the result: keep a copy. */
+            L->name = own(r, st->name);
+            if (!L->name)
+                L->name = "convert";
             L->type = "convert";
             L->kind = "convert";
             L->impl = "engine";
@@ -447,6 +450,16 @@ static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     if ((st = ntp__exec_init(ctx, &x, c, &o)) == NTP_STATUS_OK) {
+        /* Graph inputs are not written by a step: take theirs from the data. */
+        for (int i = 0; i < c->n_inputs; i++) {
+            const ntp_slot *sl = &x.slots[x.tslot[c->inputs[i]]];
+            if (sl->dtype != NTP_DTYPE_F32)
+                continue;
+            const float *v = sl->data;
+            for (int64_t j = 0; j < sl->bytes / 4; j++)
+                if (isfinite(v[j]) && fabsf(v[j]) > absmax[sl->tensor])
+                    absmax[sl->tensor] = fabsf(v[j]);
+        }
         x.absmax = absmax;
         st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1);
         x.absmax = NULL;
@@ -457,8 +470,6 @@ static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
         free(absmax);
         return st;
     }
-    /* Graph inputs are not written by a step and keep 0: a conversion of
-     * one to int8 then takes its scale from the data itself. */
     for (int i = 0; i < g->n_tensors; i++)
         absmax[i] = absmax[i] > 0 ? absmax[i] / 127.0f : 0.0f;
     *out = absmax;
