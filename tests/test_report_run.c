@@ -34,6 +34,7 @@ typedef struct fixture {
     const char *pnames[2], *pvalues[2];
     char *warnings[2];
     ntp_trace_iter trace[N_ITERS];
+    ntp_accuracy accuracy[2];
     double start[N_ITERS][N_LAYERS], end[N_ITERS][N_LAYERS];
 } fixture;
 
@@ -297,6 +298,14 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(l0, "name")), "conv1");
     assert_string_equal(json_string_value(json_object_get(l0, "type")), "conv");
     assert_string_equal(json_string_value(json_object_get(l0, "backend")), "ref");
+    assert_string_equal(json_string_value(json_object_get(l0, "kind")), "layer");
+    assert_true(json_is_null(json_object_get(l0, "impl")));
+    /* Without ceilings there is no roofline and no row is placed on one;
+     * without a reduced precision there is no accuracy section. */
+    assert_null(json_object_get(l0, "attainable_gflops"));
+    assert_null(json_object_get(l0, "roof_share"));
+    assert_null(json_object_get(root, "roofline"));
+    assert_null(json_object_get(root, "accuracy"));
     assert_true(json_is_false(json_object_get(l0, "inlay")));
     assert_true(json_is_false(json_object_get(l0, "fused")));
     assert_true(json_is_null(json_object_get(l0, "fused_into")));
@@ -315,6 +324,7 @@ static void test_json(void **state)
     json_t *l1 = json_array_get(layers, 1);
     assert_true(json_is_true(json_object_get(l1, "fused")));
     assert_string_equal(json_string_value(json_object_get(l1, "fused_into")), "conv1");
+    assert_string_equal(json_string_value(json_object_get(l1, "kind")), "fused");
     json_t *l2 = json_array_get(layers, 2);
     assert_string_equal(json_string_value(json_object_get(l2, "name")), ODD_NAME);
     check_stats(l2, 0.5);
@@ -463,10 +473,10 @@ static void test_csv(void **state)
                         "kind,name,type,backend,inlay,fused,fused_into,output_shape,first,last,n,"
                         "median_ms,min_ms,mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,"
                         "ci95_hi_ms,cv,share,flops,bytes,gflops,gbps,intensity,prepare_ms,"
-                        "workspace_bytes");
+                        "workspace_bytes,impl,attainable_gflops,roof_share");
     static char head[40][128], row[40][128];
     int nh = csv_split(lines[0], head, 40);
-    assert_int_equal(nh, 29);
+    assert_int_equal(nh, 32);
     for (int i = 1; i < n; i++) {
         int nf = csv_split(lines[i], row, 40);
         if (nf != nh)
@@ -474,7 +484,7 @@ static void test_csv(void **state)
     }
     assert_string_equal(lines[1], "layer,conv1,conv,ref,false,false,,2x16x32x32,,,50,1.5,1.25,"
                                   "1.625,2,2.25,2.5,0.375,1.375,1.875,0.25,0.5,3000000000,"
-                                  "600000000,2000,400,5,0.75,4096");
+                                  "600000000,2000,400,5,0.75,4096,,,");
     csv_split(lines[2], row, 40);
     assert_string_equal(row[column(head, nh, "fused")], "true");
     assert_string_equal(row[column(head, nh, "fused_into")], "conv1");
@@ -562,6 +572,138 @@ static void test_table(void **state)
     }
     assert_string_equal(joined, LONG_WARNING);
     assert_non_null(strstr(text, "warning: short run\n"));
+    assert_non_null(strstr(text, "\nroofline: not available (no ceilings for this machine: run "
+                                 "`ntprof machine`)\n"));
+    assert_null(strstr(text, "accuracy"));
+    free(text);
+}
+
+/* A run placed on a roofline, at a reduced precision with an accuracy
+ * comparison, with the backend's implementation names. */
+static void set_roofline(fixture *fx)
+{
+    ntp_run_result *r = &fx->r;
+    r->roofline.available = true;
+    snprintf(r->roofline.machine, sizeof r->roofline.machine, "epyc-2c");
+    snprintf(r->roofline.measured_at, sizeof r->roofline.measured_at, "2025-01-02T03:04:05Z");
+    r->roofline.peak_gflops = 3000.0;
+    snprintf(r->roofline.peak_source, sizeof r->roofline.peak_source, "f32 FMA micro-kernel");
+    r->roofline.bandwidth_gbps = 500.0;
+    r->roofline.ridge_intensity = 6.0;
+    r->roofline.n_levels = 2;
+    snprintf(r->roofline.levels[0].name, sizeof r->roofline.levels[0].name, "L1");
+    r->roofline.levels[0].gbps = 2000.0;
+    snprintf(r->roofline.levels[1].name, sizeof r->roofline.levels[1].name, "DRAM");
+    r->roofline.levels[1].gbps = 500.0;
+    /* conv1: intensity 5 x 500 GB/s = 2500 GFLOP/s attainable; 2000 is 80%. */
+    fx->layers[0].attainable_gflops = 2500.0;
+    fx->layers[0].roof_share = 0.8;
+    fx->layers[0].kind = "layer";
+    fx->layers[0].impl = "gemm:avx2";
+    fx->layers[3].attainable_gflops = 3000.0;
+    fx->layers[3].roof_share = 2.0 / 3000.0;
+    fx->markers[0].attainable_gflops = 2500.0;
+    fx->markers[0].roof_share = 0.4;
+    fx->accuracy[0] = (ntp_accuracy){.output = "probs", .max_abs_error = 0.0125,
+                                     .rel_l2 = 0.0025, .top1 = 0.5, .top5 = 1.0};
+    fx->accuracy[1] = (ntp_accuracy){.output = "features", .max_abs_error = 0.25,
+                                     .rel_l2 = 0.125, .top1 = -1, .top5 = -1};
+    r->n_accuracy = 2;
+    r->accuracy = fx->accuracy;
+    r->accuracy_baseline = "f32 on ref";
+}
+
+static void test_roofline_and_accuracy(void **state)
+{
+    fixture *fx = *state;
+    set_roofline(fx);
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    json_t *rl = json_object_get(root, "roofline");
+    assert_string_equal(json_string_value(json_object_get(rl, "machine")), "epyc-2c");
+    assert_string_equal(json_string_value(json_object_get(rl, "measured_at")),
+                        "2025-01-02T03:04:05Z");
+    assert_float_equal(num(rl, "peak_gflops"), 3000.0, 0.0);
+    assert_string_equal(json_string_value(json_object_get(rl, "peak_source")),
+                        "f32 FMA micro-kernel");
+    assert_float_equal(num(rl, "bandwidth_gbps"), 500.0, 0.0);
+    assert_float_equal(num(rl, "ridge_intensity"), 6.0, 0.0);
+    json_t *levels = json_object_get(rl, "levels");
+    assert_int_equal(json_array_size(levels), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(levels, 1), "name")),
+                        "DRAM");
+    assert_float_equal(num(json_array_get(levels, 0), "gbps"), 2000.0, 0.0);
+    json_t *layers = json_object_get(root, "layers");
+    json_t *l0 = json_array_get(layers, 0);
+    assert_string_equal(json_string_value(json_object_get(l0, "impl")), "gemm:avx2");
+    assert_float_equal(num(l0, "attainable_gflops"), 2500.0, 0.0);
+    assert_float_equal(num(l0, "roof_share"), 0.8, 1e-15);
+    /* A row that was not placed (no time of its own) has nulls. */
+    json_t *l1 = json_array_get(layers, 1);
+    assert_true(json_is_null(json_object_get(l1, "attainable_gflops")));
+    assert_true(json_is_null(json_object_get(l1, "roof_share")));
+    json_t *m0 = json_array_get(json_object_get(root, "markers"), 0);
+    assert_float_equal(num(m0, "roof_share"), 0.4, 1e-15);
+    json_t *acc = json_object_get(root, "accuracy");
+    assert_string_equal(json_string_value(json_object_get(acc, "baseline")), "f32 on ref");
+    json_t *outs = json_object_get(acc, "outputs");
+    assert_int_equal(json_array_size(outs), 2);
+    json_t *a0 = json_array_get(outs, 0), *a1 = json_array_get(outs, 1);
+    assert_string_equal(json_string_value(json_object_get(a0, "output")), "probs");
+    assert_float_equal(num(a0, "max_abs_error"), 0.0125, 0.0);
+    assert_float_equal(num(a0, "rel_l2"), 0.0025, 0.0);
+    assert_float_equal(num(a0, "top1"), 0.5, 0.0);
+    assert_float_equal(num(a0, "top5"), 1.0, 0.0);
+    assert_true(json_is_null(json_object_get(a1, "top1")));
+    assert_true(json_is_null(json_object_get(a1, "top5")));
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_decref(root);
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    fputs(text, stdout);
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < len; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line has %zu columns: %.*s", cols, (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+    assert_non_null(strstr(text, "  FLOP/B  roof\n"));
+    assert_non_null(strstr(text, "\nconv1                  conv         2x16x32x32          1.5000"
+                                 "   50.0  2000.00  400.00    5.00   80%\n"));
+    assert_non_null(strstr(text, "\nrelu1                  relu         2x16x32x32           fused"
+                                 "      -        -       -    0.12     -\n"));
+    assert_non_null(strstr(text, "   0.27    7.50   <1%\n")); /* 2 of 3000 GFLOP/s */
+    assert_non_null(strstr(text, "  5.00   40%\n"));           /* the body marker */
+    assert_non_null(strstr(text, "\nroofline: peak 3000 GFLOP/s, DRAM 500 GB/s, ridge 6 FLOP/B\n"
+                                 "  peak from f32 FMA micro-kernel; ceilings measured "
+                                 "2025-01-02T03:04:05Z\n"
+                                 "  roof = GFLOP/s as a share of min(peak, FLOP/B x DRAM GB/s)\n"));
+    assert_non_null(strstr(text, "\naccuracy against f32 on ref:\n"
+                                 "  probs: max |error| 0.0125, relative L2 0.0025, top-1 50.0%, "
+                                 "top-5 100.0% agree\n"
+                                 "  features: max |error| 0.25, relative L2 0.125\n"));
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_CSV);
+    static char head[40][128], row[40][128];
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    int nh = csv_split(line, head, 40);
+    line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "impl")], "gemm:avx2");
+    assert_string_equal(row[column(head, nh, "attainable_gflops")], "2500");
+    assert_string_equal(row[column(head, nh, "roof_share")], "0.8");
+    line = strtok_r(NULL, "\n", &save); /* relu1, not placed */
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "roof_share")], "");
+    for (int i = 0; i < 3; i++)
+        line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "kind")], "marker");
+    assert_string_equal(row[column(head, nh, "roof_share")], "0.4");
     free(text);
 }
 
@@ -768,6 +910,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_edge_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roofline_and_accuracy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),

@@ -23,21 +23,39 @@ static double ratio(int64_t a, int64_t b)
 
 /* --- table ------------------------------------------------------------------------ */
 
-/* Column widths; with single spaces between them the table is 94 columns. */
-enum { W_NAME = 22, W_TYPE = 12, W_SHAPE = 16, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7 };
+/* Column widths; with single spaces between them the table is 94 columns,
+ * 100 with the roofline column that a run with known ceilings adds. */
+enum {
+    W_NAME = 22, W_TYPE = 12, W_SHAPE = 16, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7,
+    W_ROOF = 5
+};
 
-static const int widths[] = {W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT};
+enum { N_COLS = 8, N_COLS_ROOF = 9 };
+
+static const int widths[N_COLS_ROOF] = {W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT,
+                                        W_GF,   W_GB,   W_INT,   W_ROOF};
 
 /* One table row from already formatted cells: text columns left-aligned,
- * numbers right-aligned. */
-static void put_row(FILE *f, const char *const cells[8])
+ * numbers right-aligned. `roof` adds the ninth (roofline) column. */
+static void put_row(FILE *f, const char *const cells[N_COLS_ROOF], bool roof)
 {
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < (roof ? N_COLS_ROOF : N_COLS); i++) {
         if (i)
             fputc(' ', f);
         ntp__put_cell(f, cells[i], widths[i], i >= 3);
     }
     fputc('\n', f);
+}
+
+/* The share of the roof a row reached, "85%"; "-" where it was not placed. */
+static const char *fmt_roof(double share, bool placed, char *buf, size_t len)
+{
+    if (!placed || !(share > 0) || !isfinite(share))
+        return "-";
+    if (100.0 * share < 0.5)
+        return "<1%"; /* placed, but far below the roof: not "0%" */
+    snprintf(buf, len, "%.0f%%", 100.0 * share);
+    return ntp__text_cols(buf) <= W_ROOF ? buf : ">999%";
 }
 
 static const char *fmt_ms(double ms, char *buf, size_t len)
@@ -47,36 +65,74 @@ static const char *fmt_ms(double ms, char *buf, size_t len)
     return ntp__fit_number(ms, W_MS, 4, buf, len);
 }
 
-static void table_layer(FILE *f, const ntp_layer_result *l)
+static void table_layer(FILE *f, const ntp_layer_result *l, bool roof)
 {
-    char shape[192], ms[32], pct[32], gf[32], gb[32], in[32];
+    char shape[192], ms[32], pct[32], gf[32], gb[32], in[32], rs[32];
     ntp__shape_x(&l->output_shape, shape, sizeof shape);
     ntp__fit_number(l->intensity, W_INT, 2, in, sizeof in);
     if (l->fused) {
         /* A fused layer ran inside another one and has no time of its own. */
-        const char *cells[8] = {l->name, l->type, shape, "fused", "-", "-", "-", in};
-        put_row(f, cells);
+        const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, "fused", "-", "-", "-", in, "-"};
+        put_row(f, cells, roof);
         return;
     }
     fmt_ms(l->time_ms.median, ms, sizeof ms);
     ntp__fit_number(100.0 * l->share, W_PCT, 1, pct, sizeof pct);
     ntp__fit_number(l->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(l->gbps, W_GB, 2, gb, sizeof gb);
-    const char *cells[8] = {l->name, l->type, shape, ms, pct, gf, gb, in};
-    put_row(f, cells);
+    const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, ms, pct, gf, gb, in,
+                                      fmt_roof(l->roof_share, l->attainable_gflops > 0, rs,
+                                               sizeof rs)};
+    put_row(f, cells, roof);
 }
 
-static void table_marker(FILE *f, const ntp_marker_result *m)
+static void table_marker(FILE *f, const ntp_marker_result *m, bool roof)
 {
-    char range[64], ms[32], pct[32], gf[32], gb[32], in[32];
+    char range[64], ms[32], pct[32], gf[32], gb[32], in[32], rs[32];
     snprintf(range, sizeof range, "layers %d..%d", m->first, m->last);
     fmt_ms(m->time_ms.median, ms, sizeof ms);
     ntp__fit_number(100.0 * m->share, W_PCT, 1, pct, sizeof pct);
     ntp__fit_number(m->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(rate_g(m->bytes, m->time_ms.median), W_GB, 2, gb, sizeof gb);
     ntp__fit_number(ratio(m->flops, m->bytes), W_INT, 2, in, sizeof in);
-    const char *cells[8] = {m->name, "marker", range, ms, pct, gf, gb, in};
-    put_row(f, cells);
+    const char *cells[N_COLS_ROOF] = {m->name, "marker", range, ms, pct, gf, gb, in,
+                                      fmt_roof(m->roof_share, m->attainable_gflops > 0, rs,
+                                               sizeof rs)};
+    put_row(f, cells, roof);
+}
+
+/* The ceilings the rows were placed under, and what the roof column means. */
+static void table_roofline(FILE *f, const ntp_roofline *rl)
+{
+    if (!rl->available) {
+        ntp__put_line(f, "roofline: not available (no ceilings for this machine: run "
+                         "`ntprof machine`)");
+        return;
+    }
+    ntp__put_linef(f, "roofline: peak %.4g GFLOP/s, DRAM %.4g GB/s, ridge %.3g FLOP/B",
+                   rl->peak_gflops, rl->bandwidth_gbps, rl->ridge_intensity);
+    char what[512];
+    snprintf(what, sizeof what, "peak from %s; ceilings measured %s", rl->peak_source,
+             rl->measured_at);
+    ntp__put_wrapped(f, "  ", what);
+    ntp__put_line(f, "  roof = GFLOP/s as a share of min(peak, FLOP/B x DRAM GB/s)");
+}
+
+static void table_accuracy(FILE *f, const ntp_run_result *r)
+{
+    char head[256];
+    snprintf(head, sizeof head, "accuracy against %s:",
+             r->accuracy_baseline ? r->accuracy_baseline : "f32");
+    ntp__put_line(f, head);
+    for (int i = 0; i < r->n_accuracy; i++) {
+        const ntp_accuracy *a = &r->accuracy[i];
+        char top[64] = "";
+        if (a->top1 >= 0 && a->top5 >= 0)
+            snprintf(top, sizeof top, ", top-1 %.1f%%, top-5 %.1f%% agree", 100.0 * a->top1,
+                     100.0 * a->top5);
+        ntp__put_linef(f, "  %s: max |error| %.3g, relative L2 %.3g%s",
+                       a->output ? a->output : "?", a->max_abs_error, a->rel_l2, top);
+    }
 }
 
 /* Two lines per timing: with four significant digits each, all the
@@ -124,10 +180,12 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    r->env.compiler, r->env.timestamp);
     fputc('\n', f);
 
-    static const char *const head[8] = {"layer", "type", "shape", "median ms", "%",
-                                        "GFLOP/s", "GB/s", "FLOP/B"};
-    put_row(f, head);
-    for (int i = 0; i < 8; i++) {
+    /* The roof column only when there is a roof to compare with. */
+    bool roof = r->roofline.available;
+    static const char *const head[N_COLS_ROOF] = {"layer",   "type", "shape",  "median ms", "%",
+                                                  "GFLOP/s", "GB/s", "FLOP/B", "roof"};
+    put_row(f, head, roof);
+    for (int i = 0; i < (roof ? N_COLS_ROOF : N_COLS); i++) {
         if (i)
             fputc(' ', f);
         for (int k = 0; k < widths[i]; k++)
@@ -135,11 +193,11 @@ static void write_table(const ntp_run_result *r, FILE *f)
     }
     fputc('\n', f);
     for (int i = 0; i < r->n_layers; i++)
-        table_layer(f, &r->layers[i]);
+        table_layer(f, &r->layers[i], roof);
     if (r->n_markers > 0) {
         fputc('\n', f);
         for (int i = 0; i < r->n_markers; i++)
-            table_marker(f, &r->markers[i]);
+            table_marker(f, &r->markers[i], roof);
     }
     fputc('\n', f);
     ntp__counters_table(f, r);
@@ -161,6 +219,9 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
     ntp__put_linef(f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64
                    " major", r->memory.minor_faults, r->memory.major_faults);
+    table_roofline(f, &r->roofline);
+    if (r->n_accuracy > 0)
+        table_accuracy(f, r);
     for (int i = 0; i < r->n_warnings; i++)
         ntp__put_wrapped(f, "warning: ", r->warnings[i]);
 }
@@ -185,12 +246,30 @@ static void stats_fields(bool *ok, json_t *o, const ntp_stats *s)
     ntp__jset(ok, o, "cv", ntp__json_num(s->cv));
 }
 
-static json_t *layer_json(bool *ok, const ntp_layer_result *l)
+/* The row's kind; results built without one (older engines, tests) are a
+ * layer or a fused layer. */
+static const char *row_kind(const ntp_layer_result *l)
+{
+    return l->kind ? l->kind : l->fused ? "fused" : "layer";
+}
+
+/* Where a row or segment sits under the roofline, when there is one. */
+static void roof_fields(bool *ok, json_t *o, bool roof, double attainable, double share)
+{
+    if (!roof)
+        return;
+    ntp__jset(ok, o, "attainable_gflops", attainable > 0 ? ntp__json_num(attainable) : json_null());
+    ntp__jset(ok, o, "roof_share", attainable > 0 ? ntp__json_num(share) : json_null());
+}
+
+static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
 {
     json_t *o = json_object();
     ntp__jset(ok, o, "name", ntp__json_str(l->name));
     ntp__jset(ok, o, "type", ntp__json_str(l->type));
+    ntp__jset(ok, o, "kind", ntp__json_str(row_kind(l)));
     ntp__jset(ok, o, "backend", ntp__json_str(l->backend));
+    ntp__jset(ok, o, "impl", ntp__json_str(l->impl));
     ntp__jset(ok, o, "inlay", json_boolean(l->inlay));
     ntp__jset(ok, o, "fused", json_boolean(l->fused));
     ntp__jset(ok, o, "fused_into", ntp__json_str(l->fused ? l->fused_into : NULL));
@@ -204,11 +283,12 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l)
     ntp__jset(ok, o, "intensity", ntp__json_num(l->intensity));
     ntp__jset(ok, o, "prepare_ms", ntp__json_num(l->prepare_ms));
     ntp__jset(ok, o, "workspace_bytes", json_integer(l->workspace_bytes));
+    roof_fields(ok, o, roof, l->attainable_gflops, l->roof_share);
     ntp__counters_json(ok, o, l->counters, l->n_counters, l->bound, l->bound_evidence);
     return o;
 }
 
-static json_t *marker_json(bool *ok, const ntp_marker_result *m)
+static json_t *marker_json(bool *ok, const ntp_marker_result *m, bool roof)
 {
     json_t *o = json_object();
     ntp__jset(ok, o, "name", ntp__json_str(m->name));
@@ -221,6 +301,7 @@ static json_t *marker_json(bool *ok, const ntp_marker_result *m)
     ntp__jset(ok, o, "gflops", ntp__json_num(m->gflops));
     ntp__jset(ok, o, "gbps", ntp__json_num(rate_g(m->bytes, m->time_ms.median)));
     ntp__jset(ok, o, "intensity", ntp__json_num(ratio(m->flops, m->bytes)));
+    roof_fields(ok, o, roof, m->attainable_gflops, m->roof_share);
     ntp__counters_json(ok, o, m->counters, m->n_counters, m->bound, m->bound_evidence);
     return o;
 }
@@ -274,6 +355,51 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     return o;
 }
 
+static json_t *roofline_json(bool *ok, const ntp_roofline *rl)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "machine", ntp__json_str(rl->machine));
+    ntp__jset(ok, o, "measured_at", ntp__json_str(rl->measured_at));
+    ntp__jset(ok, o, "peak_gflops", ntp__json_num(rl->peak_gflops));
+    ntp__jset(ok, o, "peak_source", ntp__json_str(rl->peak_source));
+    ntp__jset(ok, o, "bandwidth_gbps", ntp__json_num(rl->bandwidth_gbps));
+    ntp__jset(ok, o, "ridge_intensity", ntp__json_num(rl->ridge_intensity));
+    json_t *levels = json_array();
+    for (int i = 0; i < rl->n_levels && i < NTP_ROOFLINE_MAX_LEVELS; i++) {
+        json_t *l = json_object();
+        ntp__jset(ok, l, "name", ntp__json_str(rl->levels[i].name));
+        ntp__jset(ok, l, "gbps", ntp__json_num(rl->levels[i].gbps));
+        ntp__jpush(ok, levels, l);
+    }
+    ntp__jset(ok, o, "levels", levels);
+    return o;
+}
+
+/* A top-k agreement of -1 means "not a classifier output": null. */
+static json_t *share_or_null(double v)
+{
+    return v >= 0 ? ntp__json_num(v) : json_null();
+}
+
+static json_t *accuracy_json(bool *ok, const ntp_run_result *r)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "baseline", ntp__json_str(r->accuracy_baseline));
+    json_t *outs = json_array();
+    for (int i = 0; i < r->n_accuracy; i++) {
+        const ntp_accuracy *a = &r->accuracy[i];
+        json_t *e = json_object();
+        ntp__jset(ok, e, "output", ntp__json_str(a->output));
+        ntp__jset(ok, e, "max_abs_error", ntp__json_num(a->max_abs_error));
+        ntp__jset(ok, e, "rel_l2", ntp__json_num(a->rel_l2));
+        ntp__jset(ok, e, "top1", share_or_null(a->top1));
+        ntp__jset(ok, e, "top5", share_or_null(a->top5));
+        ntp__jpush(ok, outs, e);
+    }
+    ntp__jset(ok, o, "outputs", outs);
+    return o;
+}
+
 static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 {
     bool ok = true;
@@ -301,11 +427,11 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 
     json_t *layers = json_array();
     for (int i = 0; i < r->n_layers; i++)
-        ntp__jpush(&ok, layers, layer_json(&ok, &r->layers[i]));
+        ntp__jpush(&ok, layers, layer_json(&ok, &r->layers[i], r->roofline.available));
     ntp__jset(&ok, root, "layers", layers);
     json_t *markers = json_array();
     for (int i = 0; i < r->n_markers; i++)
-        ntp__jpush(&ok, markers, marker_json(&ok, &r->markers[i]));
+        ntp__jpush(&ok, markers, marker_json(&ok, &r->markers[i], r->roofline.available));
     ntp__jset(&ok, root, "markers", markers);
 
     json_t *e2e = json_object();
@@ -335,6 +461,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     for (int i = 0; i < r->n_warnings; i++)
         ntp__jpush(&ok, warnings, ntp__json_str(r->warnings[i]));
     ntp__jset(&ok, root, "warnings", warnings);
+    if (r->roofline.available)
+        ntp__jset(&ok, root, "roofline", roofline_json(&ok, &r->roofline));
+    if (r->n_accuracy > 0)
+        ntp__jset(&ok, root, "accuracy", accuracy_json(&ok, r));
     ntp__counters_json_run(&ok, root, r);
     return ntp__json_finish(ctx, root, ok, f, "run");
 }
@@ -344,7 +474,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 static const char csv_header[] =
     "kind,name,type,backend,inlay,fused,fused_into,output_shape,first,last,n,median_ms,min_ms,"
     "mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,ci95_hi_ms,cv,share,flops,bytes,gflops,"
-    "gbps,intensity,prepare_ms,workspace_bytes\n";
+    "gbps,intensity,prepare_ms,workspace_bytes,impl,attainable_gflops,roof_share\n";
 
 static void csv_stats(FILE *f, const ntp_stats *s)
 {
@@ -355,6 +485,17 @@ static void csv_stats(FILE *f, const ntp_stats *s)
         ntp__csv_sep(f);
         ntp__csv_num(f, v[i]);
     }
+}
+
+/* attainable_gflops and roof_share, empty where the row was not placed. */
+static void csv_roof(FILE *f, double attainable, double share)
+{
+    ntp__csv_sep(f);
+    if (attainable > 0)
+        ntp__csv_num(f, attainable);
+    ntp__csv_sep(f);
+    if (attainable > 0)
+        ntp__csv_num(f, share);
 }
 
 static void write_csv(const ntp_run_result *r, FILE *f)
@@ -395,6 +536,9 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_num(f, l->prepare_ms);
         ntp__csv_sep(f);
         ntp__csv_int(f, l->workspace_bytes);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->impl);
+        csv_roof(f, l->attainable_gflops, l->roof_share);
         fputc('\n', f);
     }
     for (int i = 0; i < r->n_markers; i++) {
@@ -419,7 +563,9 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_num(f, rate_g(m->bytes, m->time_ms.median));
         ntp__csv_sep(f);
         ntp__csv_num(f, ratio(m->flops, m->bytes));
-        fputs(",,\n", f); /* prepare_ms, workspace_bytes: layer rows only */
+        fputs(",,,", f); /* prepare_ms, workspace_bytes, impl: layer rows only */
+        csv_roof(f, m->attainable_gflops, m->roof_share);
+        fputc('\n', f);
     }
     fputs("end_to_end,", f);
     ntp__csv_str(f, r->topology);
@@ -439,13 +585,13 @@ static void write_csv(const ntp_run_result *r, FILE *f)
     ntp__csv_num(f, r->prepare_ms);
     ntp__csv_sep(f);
     ntp__csv_int(f, r->memory.workspace_bytes);
-    fputc('\n', f);
+    fputs(",,,\n", f); /* impl, attainable_gflops, roof_share */
 }
 
 ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f)
 {
     if (!r || !f || (r->n_layers > 0 && !r->layers) || (r->n_markers > 0 && !r->markers) ||
-        (r->n_warnings > 0 && !r->warnings) ||
+        (r->n_warnings > 0 && !r->warnings) || (r->n_accuracy > 0 && !r->accuracy) ||
         (r->n_params > 0 && (!r->param_names || !r->param_values)))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_report_write_run: missing result or stream");
