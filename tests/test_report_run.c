@@ -527,17 +527,17 @@ static void test_table(void **state)
         n_lines++;
         p += len + (p[len] == '\n');
     }
-    assert_non_null(strstr(text, "\nlayer                  type         shape            median ms      %"
+    assert_non_null(strstr(text, "\nlayer                  type           shape          median ms      %"
                                  "  GFLOP/s    GB/s  FLOP/B\n"));
-    assert_non_null(strstr(text, "\nconv1                  conv         2x16x32x32          1.5000"
+    assert_non_null(strstr(text, "\nconv1                  conv           2x16x32x32        1.5000"
                                  "   50.0  2000.00  400.00    5.00\n"));
-    assert_non_null(strstr(text, "\nrelu1                  relu         2x16x32x32           fused"
+    assert_non_null(strstr(text, "\nrelu1                  relu           2x16x32x32         fused"
                                  "      -        -       -    0.12\n"));
     assert_non_null(strstr(text, "\na_layer_name_much_lon\xE2\x80\xA6 mfcc "));
     /* A rate too small for two decimals is not shown as 0.00. */
-    assert_non_null(strstr(text, "\nglu \"gate\", part 2     mul          2x32                0.7500"
+    assert_non_null(strstr(text, "\nglu \"gate\", part 2     mul            2x32              0.7500"
                                  "   25.0 8.53e-05 1.0e-03    0.08\n"));
-    assert_non_null(strstr(text, "\nbody                   marker       layers 0..2         3.0000"
+    assert_non_null(strstr(text, "\nbody                   marker         layers 0..2       3.0000"
                                  "   75.0  1000.00  200.09    5.00\n"));
     assert_non_null(strstr(text, "\nend-to-end: median 6 ms, 95% CI [5.5, 7.5] ms, n 50\n"
                                  "  min 5, p90 8, p99 9, max 10, cv 25.0%\n"));
@@ -671,9 +671,9 @@ static void test_roofline_and_accuracy(void **state)
         p += len + (p[len] == '\n');
     }
     assert_non_null(strstr(text, "  FLOP/B  roof\n"));
-    assert_non_null(strstr(text, "\nconv1                  conv         2x16x32x32          1.5000"
+    assert_non_null(strstr(text, "\nconv1                  conv           2x16x32x32        1.5000"
                                  "   50.0  2000.00  400.00    5.00   80%\n"));
-    assert_non_null(strstr(text, "\nrelu1                  relu         2x16x32x32           fused"
+    assert_non_null(strstr(text, "\nrelu1                  relu           2x16x32x32         fused"
                                  "      -        -       -    0.12     -\n"));
     assert_non_null(strstr(text, "   0.27    7.50   <1%\n")); /* 2 of 3000 GFLOP/s */
     assert_non_null(strstr(text, "  5.00   40%\n"));           /* the body marker */

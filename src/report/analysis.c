@@ -9,7 +9,7 @@
 
 /* Column widths; with single spaces between them the table is 99 columns. */
 enum {
-    W_NAME = 24, W_TYPE = 12, W_SHAPE = 18, W_PARAMS = 7, W_MACS = 7, W_WMB = 9, W_AMB = 8,
+    W_NAME = 24, W_TYPE = 14, W_SHAPE = 16, W_PARAMS = 7, W_MACS = 7, W_WMB = 9, W_AMB = 8,
     W_INT = 7
 };
 

@@ -26,7 +26,7 @@ static double ratio(int64_t a, int64_t b)
 /* Column widths; with single spaces between them the table is 94 columns,
  * 100 with the roofline column that a run with known ceilings adds. */
 enum {
-    W_NAME = 22, W_TYPE = 12, W_SHAPE = 16, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7,
+    W_NAME = 22, W_TYPE = 14, W_SHAPE = 14, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7,
     W_ROOF = 5
 };
 
