@@ -9,6 +9,8 @@ if(NTP_OPENBLAS_FOUND)
     list(APPEND NTP_CORE_SOURCES ${NTP_BLAS_SOURCES})
     list(APPEND NTP_LIBS PkgConfig::NTP_OPENBLAS)
     string(APPEND NTP_PC_REQUIRES " openblas")
+    # Tests of this backend's own behaviour compile only where it is built.
+    add_compile_definitions(NTP_HAVE_BLAS=1)
     # Preference order (the first is the default): after oneDNN and XNNPACK,
     # before the reference backend, which stays last.
     list(FIND NTP_BACKENDS ref NTP_BLAS_POS)

@@ -33,6 +33,8 @@ if(NTP_XNNPACK_OK)
         list(FIND NTP_BACKENDS ref NTP_XNNPACK_POS)
     endif()
     list(INSERT NTP_BACKENDS ${NTP_XNNPACK_POS} xnnpack)
+    # Tests of this backend's own behaviour compile only where it is built.
+    add_compile_definitions(NTP_HAVE_XNNPACK=1)
     message(STATUS "XNNPACK backend: ${NTP_XNNPACK_LIBRARY}")
 else()
     message(STATUS "XNNPACK backend: not built (XNNPACK 2022 operator API or pthreadpool not found)")
