@@ -444,7 +444,7 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d, bool
 
 size_t ntp__ctc_workspace(const ntp_kargs *k)
 {
-    ctc_dims d;
+    ctc_dims d = { 0 };
     if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK || d.mode != NTP_CTC_BEAM)
         return 0;
     size_t n = ntp__ctc_beam_ws_bytes(d.T, d.C, d.W);
@@ -453,7 +453,7 @@ size_t ntp__ctc_workspace(const ntp_kargs *k)
 
 ntp_status ntp__ctc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    ctc_dims d;
+    ctc_dims d = { 0 };
     ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;

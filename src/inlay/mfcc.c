@@ -215,7 +215,7 @@ static size_t layout(const mfcc_dims *d, char *base, mfcc_scratch *s)
 
 size_t ntp__mfcc_workspace(const ntp_kargs *k)
 {
-    mfcc_dims d;
+    mfcc_dims d = { 0 };
     if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK)
         return 0;
     /* Room to align the start of whatever pointer we are given. */
@@ -353,7 +353,7 @@ static void one_frame(const mfcc_dims *d, mfcc_scratch *s, fftwf_plan plan, cons
 
 ntp_status ntp__mfcc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    mfcc_dims d;
+    mfcc_dims d = { 0 };
     ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;
