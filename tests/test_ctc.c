@@ -515,6 +515,11 @@ static void test_inlay_errors(void **state)
     assert_int_equal(ntp__ctc_run(ctx, &cc.k), NTP_STATUS_INVALID_ARGUMENT);
     assert_int_equal(ntp__ctc_workspace(&cc.k), 0);
 
+    /* Workspace queries come before buffers are bound; runs need them. */
+    ctc_case_init(&cc, NULL, 3, 2, 3, NULL, NTP_CTC_BEAM, 4, "ab");
+    assert_int_equal(ntp__ctc_workspace(&cc.k), ntp__ctc_beam_ws_bytes(3, 3, 4));
+    assert_int_equal(ntp__ctc_run(ctx, &cc.k), NTP_STATUS_INVALID_ARGUMENT);
+
     ctc_case_init(&cc, x, 3, 2, 3, out, NTP_CTC_BEAM, 4, "ab");
     cc.k.out[0].dtype = NTP_DTYPE_F32;
     assert_int_equal(ntp__ctc_run(ctx, &cc.k), NTP_STATUS_UNSUPPORTED);

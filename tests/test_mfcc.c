@@ -267,6 +267,12 @@ static void test_workspace(void **state)
     /* At least the FFT buffers and the tables. */
     assert_true(ws >= sizeof(float) * (512 + 2 * 257 + 257 + 400 + 26 * 26));
     ntp_ctx *ctx = ntp_ctx_init();
+    /* The engine asks at prepare time, before buffers are bound; running
+     * without them is an error, not a crash. */
+    mfcc_case unbound;
+    mfcc_case_init(&unbound, &cfg_a, NULL, 1, 1600, NULL);
+    assert_int_equal(ntp__mfcc_workspace(&unbound.k), ws);
+    assert_int_equal(ntp__mfcc_run(ctx, &unbound.k), NTP_STATUS_INVALID_ARGUMENT);
     assert_int_equal(ntp__mfcc_run(ctx, &mc.k), NTP_STATUS_OK);
     /* A caller's workspace at an odd address gives the same bits. */
     char *buf = malloc(ws + 5);
