@@ -14,7 +14,9 @@ build_pkgs=(
     libdnnl-dev libxnnpack-dev libpthreadpool-dev libopenblas-dev
     libsqlite3-dev libjansson-dev libfftw3-dev libhwloc-dev
     libpfm4-dev libpapi-dev papi-tools valgrind linux-perf libcmocka-dev
-    python3 python3-numpy python3-onnx
+    python3 python3-numpy python3-onnx python3-jsonschema
+    # headless Chromium renders the HTML report in its test
+    chromium
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 
