@@ -47,9 +47,10 @@ static inline double ntp__lrn_bias(const ntp_attrs *a) { return a->epsilon; }
 /* Resolve a slice against input shape `in` as ONNX does (negative indices
  * count from the end, then clamp; steps may be negative). Writes per-dim
  * start and step and the output shape. Returns NULL on success or a
- * message for the shape function to report. */
-const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, int64_t *start,
-                               int64_t *step, ntp_shape *out);
+ * message for the shape function to report; an empty result is one unless
+ * allow_empty (constant folding, where empty tensors exist). */
+const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool allow_empty,
+                               int64_t *start, int64_t *step, ntp_shape *out);
 
 /* --- expand: the target shape in a->shape[0..n_shape), broadcast numpy-style
  * with the input's shape. */

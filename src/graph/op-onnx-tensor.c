@@ -29,8 +29,8 @@ ntp_status ntp__shape_onnx_constant(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 
 /* --- slice ---------------------------------------------------------------------- */
 
-const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, int64_t *start,
-                               int64_t *step, ntp_shape *out)
+const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool allow_empty,
+                               int64_t *start, int64_t *step, ntp_shape *out)
 {
     int n = a->n_pads, r = in->ndim;
     if (n < 1 || n > r)
@@ -76,8 +76,10 @@ const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, int64_t 
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
             len = s > e ? (s - e - 1) / -st + 1 : 0;
         }
-        if (len <= 0)
+        if (len <= 0 && !allow_empty)
             return "the slice is empty along an axis (ntprof tensors have no empty dims)";
+        if (len < 0)
+            len = 0;
         start[ax] = s;
         step[ax] = st;
         out->dim[ax] = len;
@@ -90,7 +92,7 @@ ntp_status ntp__shape_onnx_slice(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     const ntp_shape *s = &ntp__in(g, n, 0)->shape;
     int64_t start[NTP_MAX_DIMS], step[NTP_MAX_DIMS];
     ntp_shape out;
-    const char *why = ntp__slice_resolve(&n->a, s, start, step, &out);
+    const char *why = ntp__slice_resolve(&n->a, s, false, start, step, &out);
     if (why) {
         char b[NTP_SHAPE_STR_MAX];
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "cannot slice input %s: %s", shp(s, b), why);

@@ -3,6 +3,7 @@
 
 #include "core/ctx-impl.h"
 #include "io-impl.h"
+#include "onnx-impl.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -21,8 +22,10 @@ ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path, const ntp_load_opts *o
         opts = &none;
     if (ends_with(path, ".xml"))
         return ntp__xml_load_file(ctx, path, opts, out);
+    if (ends_with(path, ".onnx"))
+        return ntp__onnx_load_file(ctx, path, opts, NULL, 0, out);
     return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                      "%s: unknown topology format: expected a .xml file", path);
+                      "%s: unknown topology format: expected a .xml or .onnx file", path);
 }
 
 ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len, const char *name,

@@ -75,7 +75,7 @@ static ntp_status slice(ntp_ctx *ctx, const ntp_kargs *k)
     const ntp_shape *in = &k->in[0].shape;
     int64_t start[NTP_MAX_DIMS], step[NTP_MAX_DIMS], ist[NTP_MAX_DIMS], base = 0;
     ntp_shape want;
-    const char *why = ntp__slice_resolve(&k->node->a, in, start, step, &want);
+    const char *why = ntp__slice_resolve(&k->node->a, in, false, start, step, &want);
     if (why)
         return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "%s", why);
     if (!same_shape(&want, &k->out[0].shape))

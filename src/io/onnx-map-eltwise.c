@@ -1,0 +1,437 @@
+/* ONNX element-wise ops, softmaxes and reductions -> IR nodes. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "graph/op-onnx-impl.h"
+#include "onnx-impl.h"
+
+/* Add node `op` reading input 0; returns its index (or -1). */
+static int unary_node(ntp_onnx_importer *x, ntp_op op, ntp_status *st)
+{
+    int t;
+    if ((*st = ntp__onnx_in_tensor(x, 0, &t)))
+        return -1;
+    int ni = ntp__onnx_add_node(x, op, NULL, &t, 1, 1);
+    if (ni < 0)
+        *st = ntp_ctx_status(x->ctx);
+    return ni;
+}
+
+static ntp_status finish(ntp_onnx_importer *x, int ni)
+{
+    ntp_status st = ntp__onnx_infer(x, ni);
+    return st ? st : ntp__onnx_out_tensor(x, 0, x->g->nodes[ni].out[0]);
+}
+
+static const struct {
+    const char *onnx;
+    ntp_op op;
+} unary_ops[] = {
+    {"Abs", NTP_OP_ABS},           {"Neg", NTP_OP_NEG},
+    {"Exp", NTP_OP_EXP},           {"Log", NTP_OP_LOG},
+    {"Sqrt", NTP_OP_SQRT},         {"Reciprocal", NTP_OP_RECIPROCAL},
+    {"Erf", NTP_OP_ERF},           {"Floor", NTP_OP_FLOOR},
+    {"Ceil", NTP_OP_CEIL},         {"Round", NTP_OP_ROUND},
+    {"Sign", NTP_OP_SIGN},         {"Sin", NTP_OP_SIN},
+    {"Cos", NTP_OP_COS},           {"Tan", NTP_OP_TAN},
+    {"Asin", NTP_OP_ASIN},         {"Acos", NTP_OP_ACOS},
+    {"Atan", NTP_OP_ATAN},         {"Sinh", NTP_OP_SINH},
+    {"Cosh", NTP_OP_COSH},         {"Asinh", NTP_OP_ASINH},
+    {"Acosh", NTP_OP_ACOSH},       {"Atanh", NTP_OP_ATANH},
+    {"Softplus", NTP_OP_SOFTPLUS}, {"Softsign", NTP_OP_SOFTSIGN},
+    {"Relu", NTP_OP_RELU},         {"Sigmoid", NTP_OP_SIGMOID},
+    {"Tanh", NTP_OP_TANH},         {"HardSwish", NTP_OP_HARDSWISH},
+    {"Elu", NTP_OP_ELU},           {"Selu", NTP_OP_SELU},
+    {"Celu", NTP_OP_CELU},         {"HardSigmoid", NTP_OP_HARD_SIGMOID},
+    {"ThresholdedRelu", NTP_OP_THRESHOLDED_RELU},
+    {"Shrink", NTP_OP_SHRINK},     {"LeakyRelu", NTP_OP_LEAKY_RELU},
+};
+
+/* Unary ops, with ONNX's defaults for their parameters. */
+static ntp_status map_unary(ntp_onnx_importer *x)
+{
+    ntp_op op = NTP_OP_COUNT;
+    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
+        if (strcmp(unary_ops[i].onnx, x->np->op_type) == 0)
+            op = unary_ops[i].op;
+    ntp_status st;
+    int ni = unary_node(x, op, &st);
+    if (ni < 0)
+        return st;
+    ntp_attrs *a = &x->g->nodes[ni].a;
+    switch (op) {
+    case NTP_OP_ELU:
+    case NTP_OP_CELU:
+    case NTP_OP_THRESHOLDED_RELU:
+        a->alpha = ntp__onnx_attr_f(x, "alpha", 1.0);
+        break;
+    case NTP_OP_LEAKY_RELU:
+        a->alpha = ntp__onnx_attr_f(x, "alpha", 0.01);
+        break;
+    case NTP_OP_SELU:
+        a->alpha = ntp__onnx_attr_f(x, "alpha", 1.67326319217681884765625);
+        a->value = ntp__onnx_attr_f(x, "gamma", 1.05070102214813232421875);
+        break;
+    case NTP_OP_HARD_SIGMOID:
+        a->alpha = ntp__onnx_attr_f(x, "alpha", 0.2);
+        a->value = ntp__onnx_attr_f(x, "beta", 0.5);
+        break;
+    case NTP_OP_SHRINK:
+        a->alpha = ntp__onnx_attr_f(x, "lambd", 0.5);
+        a->value = ntp__onnx_attr_f(x, "bias", 0.0);
+        break;
+    default:
+        break;
+    }
+    /* ONNX keeps the f32 parameter: round through it so that the markup
+     * round trip and the reference agree to the bit. */
+    a->alpha = (float)a->alpha;
+    a->value = (float)a->value;
+    return finish(x, ni);
+}
+
+static ntp_status map_prelu(ntp_onnx_importer *x)
+{
+    ntp_onnx_value *sv = ntp__onnx_in_value(x, 1);
+    ntp_status st = sv ? ntp__onnx_value_const(x, sv) : NTP_STATUS_OK;
+    if (st)
+        return st;
+    if (!sv || !sv->c)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "the slope must be an initializer");
+    int ni = unary_node(x, NTP_OP_PRELU, &st);
+    if (ni < 0)
+        return st;
+    ntp_shape xs = x->g->tensors[x->g->nodes[ni].in[0]].shape, ws = sv->c->shape;
+    /* Before opset 7 a [C] slope applies along dim 1, not the last dim. */
+    if (x->opset < 7 && ws.ndim == 1 && xs.ndim >= 2 && ws.dim[0] == xs.dim[1] && ws.dim[0] > 1) {
+        ws.ndim = xs.ndim - 1;
+        for (int d = 1; d < ws.ndim; d++)
+            ws.dim[d] = 1;
+    }
+    ntp_node *n = &x->g->nodes[ni];
+    n->a.n_shape = ws.ndim;
+    for (int d = 0; d < ws.ndim; d++)
+        n->a.shape[d] = ws.dim[d];
+    if ((st = ntp__onnx_add_weight_value(x, ni, sv, &ws)))
+        return st;
+    return finish(x, ni);
+}
+
+static ntp_status map_clip(ntp_onnx_importer *x)
+{
+    double lo = -INFINITY, hi = INFINITY;
+    ntp_status st;
+    if (x->opset < 11) {
+        lo = ntp__onnx_attr_f(x, "min", -INFINITY);
+        hi = ntp__onnx_attr_f(x, "max", INFINITY);
+    } else {
+        const ntp_onnx_tensor *c;
+        if (ntp__onnx_has_in(x, 1)) {
+            if ((st = ntp__onnx_in_const(x, 1, &c)))
+                return st;
+            if (c->n != 1)
+                return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "min must be a scalar");
+            lo = ntp__onnx_get_f(c, 0);
+        }
+        if (ntp__onnx_has_in(x, 2)) {
+            if ((st = ntp__onnx_in_const(x, 2, &c)))
+                return st;
+            if (c->n != 1)
+                return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "max must be a scalar");
+            hi = ntp__onnx_get_f(c, 0);
+        }
+    }
+    int ni = unary_node(x, NTP_OP_CLIP, &st);
+    if (ni < 0)
+        return st;
+    x->g->nodes[ni].a.min = lo;
+    x->g->nodes[ni].a.max = hi;
+    return finish(x, ni);
+}
+
+/* Softmax, LogSoftmax, Hardmax. Before opset 13 they flatten the input to
+ * 2-d at `axis` (default 1) and normalise each row: a flatten, the op on
+ * the last axis and a reshape back, unless the axis is already the last. */
+static ntp_status map_softmax(ntp_onnx_importer *x)
+{
+    const char *t = x->np->op_type;
+    ntp_op op = !strcmp(t, "Softmax") ? NTP_OP_SOFTMAX : !strcmp(t, "LogSoftmax")
+                                                              ? NTP_OP_LOG_SOFTMAX
+                                                              : NTP_OP_HARDMAX;
+    int in;
+    ntp_status st = ntp__onnx_in_tensor(x, 0, &in);
+    if (st)
+        return st;
+    ntp_shape s = x->g->tensors[in].shape;
+    int64_t axis = ntp__onnx_attr_i(x, "axis", x->opset < 13 ? 1 : -1), ax;
+    if (s.ndim == 0 || !ntp__onnx_axis(axis, s.ndim, &ax))
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range",
+                             (long long)axis);
+    int src = in;
+    bool coerce = x->opset < 13 && ax != s.ndim - 1;
+    if (coerce) {
+        int fi = ntp__onnx_add_node(x, NTP_OP_FLATTEN, "flatten", &in, 1, 1);
+        if (fi < 0)
+            return ntp_ctx_status(x->ctx);
+        x->g->nodes[fi].a.axis = ax;
+        if ((st = ntp__onnx_infer(x, fi)))
+            return st;
+        src = x->g->nodes[fi].out[0];
+    }
+    int ni = ntp__onnx_add_node(x, op, coerce ? "rows" : NULL, &src, 1, 1);
+    if (ni < 0)
+        return ntp_ctx_status(x->ctx);
+    x->g->nodes[ni].a.axis = coerce ? 1 : ax;
+    if ((st = ntp__onnx_infer(x, ni)))
+        return st;
+    int out = x->g->nodes[ni].out[0];
+    if (coerce && (st = ntp__onnx_reshape(x, out, &s, NULL, &out)))
+        return st;
+    return ntp__onnx_out_tensor(x, 0, out);
+}
+
+/* --- binary ops ------------------------------------------------------------------------ */
+
+/* A bias add after a bias-free fc or conv folds into it: the MatMul + Add
+ * and Conv + Add that exporters write become the layer they came from.
+ * Only when the layer's output has no other reader. */
+static bool fold_bias(ntp_onnx_importer *x, int act_k, int const_k, ntp_status *st)
+{
+    ntp_onnx_value *av = ntp__onnx_in_value(x, act_k), *bv = ntp__onnx_in_value(x, const_k);
+    *st = NTP_STATUS_OK;
+    if (!av || !bv || av->tensor < 0 || av->consumers != 1 || av->is_output ||
+        !ntp__onnx_in_is_const(x, const_k) || ntp__onnx_value_const(x, bv) || !bv->c ||
+        !bv->c->f)
+        return false;
+    ntp_node *p = ntp__onnx_producer(x, av->tensor);
+    if (!p || p->a.bias || p->n_out != 1 ||
+        (p->op != NTP_OP_FC && p->op != NTP_OP_CONV && p->op != NTP_OP_DECONV))
+        return false;
+    const ntp_shape *os = &x->g->tensors[av->tensor].shape, *bs = &bv->c->shape;
+    int64_t units = p->op == NTP_OP_FC ? p->a.units : p->a.filters;
+    int ch = p->op == NTP_OP_FC ? os->ndim - 1 : 1;
+    if (bs->ndim > os->ndim || bv->c->n != units)
+        return false;
+    for (int d = 0; d < bs->ndim; d++) {
+        int od = d + os->ndim - bs->ndim;
+        if (bs->dim[d] != (od == ch ? units : 1))
+            return false;
+    }
+    int ni = (int)(p - x->g->nodes);
+    ntp_shape b = {1, {units}};
+    p->a.bias = true;
+    if ((*st = ntp__onnx_add_weight_value(x, ni, bv, &b)) || (*st = ntp__onnx_infer(x, ni)))
+        return true;
+    *st = ntp__onnx_out_tensor(x, 0, av->tensor);
+    return true;
+}
+
+/* Before opset 7, a binary op broadcasts only with broadcast=1, aligning the
+ * second input at `axis` (default: at the end, as numpy). */
+static ntp_status legacy_operand(ntp_onnx_importer *x, int t0, int *t1)
+{
+    if (x->opset >= 7 || !ntp__onnx_attr_i(x, "broadcast", 0) || !ntp__onnx_attr(x, "axis"))
+        return NTP_STATUS_OK;
+    const ntp_shape *a = &x->g->tensors[t0].shape, *b = &x->g->tensors[*t1].shape;
+    int64_t axis;
+    if (!ntp__onnx_axis(ntp__onnx_attr_i(x, "axis", 0), a->ndim, &axis) ||
+        axis + b->ndim > a->ndim)
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis does not align the inputs");
+    ntp_shape to = {(int)(a->ndim - axis), {0}};
+    for (int d = 0; d < to.ndim; d++)
+        to.dim[d] = d < b->ndim ? b->dim[d] : 1;
+    return ntp__onnx_reshape(x, *t1, &to, "align", t1);
+}
+
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean. Variadic ones with more
+ * inputs than a layer takes are chained. */
+static ntp_status map_binary(ntp_onnx_importer *x)
+{
+    const char *t = x->np->op_type;
+    ntp_op op = !strcmp(t, "Add") || !strcmp(t, "Sum") ? NTP_OP_ADD
+                : !strcmp(t, "Mul") ? NTP_OP_MUL : !strcmp(t, "Sub") ? NTP_OP_SUB
+                : !strcmp(t, "Div") ? NTP_OP_DIV : !strcmp(t, "Pow") ? NTP_OP_POW
+                : !strcmp(t, "Max") ? NTP_OP_MAX : !strcmp(t, "Min") ? NTP_OP_MIN : NTP_OP_MEAN;
+    int n = (int)x->np->n_input;
+    ntp_status st;
+    if (n < 1)
+        return ntp__onnx_err(x, NTP_STATUS_GRAPH_ERROR, "needs inputs");
+    if (!strcmp(t, "Add") && n == 2) {
+        for (int k = 0; k < 2; k++)
+            if (fold_bias(x, k, 1 - k, &st))
+                return st;
+    }
+    int in[64];
+    if (n > 64)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "more than 64 inputs");
+    for (int k = 0; k < n; k++)
+        if ((st = ntp__onnx_in_tensor(x, k, &in[k])))
+            return st;
+    if (n == 1) /* Sum, Max, Min, Mean of one input: the input */
+        return ntp__onnx_out_tensor(x, 0, in[0]);
+    if (n == 2 && (st = legacy_operand(x, in[0], &in[1])))
+        return st;
+    if (op == NTP_OP_MEAN && n > NTP_MAX_INPUTS)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "a mean of more than %d inputs",
+                             NTP_MAX_INPUTS);
+    int max_in = ntp__op_max_inputs(op), acc = in[0], used = 1, step = 0;
+    while (used < n) {
+        int take = n - used + 1 > max_in ? max_in : n - used + 1, args[NTP_MAX_INPUTS];
+        args[0] = acc;
+        for (int k = 1; k < take; k++)
+            args[k] = in[used++];
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "part%d", step++);
+        int ni = ntp__onnx_add_node(x, op, used == n ? NULL : suffix, args, take, 1);
+        if (ni < 0)
+            return ntp_ctx_status(x->ctx);
+        if ((st = ntp__onnx_infer(x, ni)))
+            return st;
+        acc = x->g->nodes[ni].out[0];
+    }
+    return ntp__onnx_out_tensor(x, 0, acc);
+}
+
+static ntp_status map_where(ntp_onnx_importer *x)
+{
+    int in[3];
+    ntp_status st;
+    for (int k = 0; k < 3; k++)
+        if ((st = ntp__onnx_in_tensor(x, k, &in[k])))
+            return st;
+    int ni = ntp__onnx_add_node(x, NTP_OP_WHERE, NULL, in, 3, 1);
+    return ni < 0 ? ntp_ctx_status(x->ctx) : finish(x, ni);
+}
+
+/* --- reductions -------------------------------------------------------------------------- */
+
+static const struct {
+    const char *onnx;
+    ntp_op op;
+} reduce_ops[] = {
+    {"ReduceMean", NTP_OP_REDUCE_MEAN},       {"ReduceSum", NTP_OP_REDUCE_SUM},
+    {"ReduceMax", NTP_OP_REDUCE_MAX},         {"ReduceMin", NTP_OP_REDUCE_MIN},
+    {"ReduceProd", NTP_OP_REDUCE_PROD},       {"ReduceL1", NTP_OP_REDUCE_L1},
+    {"ReduceL2", NTP_OP_REDUCE_L2},           {"ReduceSumSquare", NTP_OP_REDUCE_SUM_SQUARE},
+    {"ReduceLogSum", NTP_OP_REDUCE_LOG_SUM}, {"ReduceLogSumExp", NTP_OP_REDUCE_LOG_SUM_EXP},
+};
+
+/* The IR's reductions keep the reduced dims; keepdims=0 adds a reshape. */
+static ntp_status map_reduce(ntp_onnx_importer *x)
+{
+    ntp_op op = NTP_OP_COUNT;
+    for (size_t i = 0; i < sizeof reduce_ops / sizeof reduce_ops[0]; i++)
+        if (!strcmp(reduce_ops[i].onnx, x->np->op_type))
+            op = reduce_ops[i].op;
+    int64_t axes[NTP_MAX_DIMS];
+    int na;
+    ntp_status st;
+    if (ntp__onnx_has_in(x, 1)) {
+        const ntp_onnx_tensor *c;
+        if ((st = ntp__onnx_in_const(x, 1, &c)))
+            return st;
+        if (c->n > NTP_MAX_DIMS)
+            return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "too many axes");
+        na = (int)c->n;
+        for (int i = 0; i < na; i++)
+            axes[i] = ntp__onnx_get_i(c, i);
+    } else if ((na = ntp__onnx_attr_ints(x, "axes", axes, NTP_MAX_DIMS)) < 0) {
+        return ntp_ctx_status(x->ctx);
+    }
+    int in;
+    if ((st = ntp__onnx_in_tensor(x, 0, &in)))
+        return st;
+    if (na == 0 && ntp__onnx_attr_i(x, "noop_with_empty_axes", 0))
+        return ntp__onnx_out_tensor(x, 0, in);
+    bool keep = ntp__onnx_attr_i(x, "keepdims", 1) != 0;
+    int ni = ntp__onnx_add_node(x, op, keep ? NULL : "reduce", &in, 1, 1);
+    if (ni < 0)
+        return ntp_ctx_status(x->ctx);
+    ntp_node *n = &x->g->nodes[ni];
+    n->a.n_perm = na;
+    for (int i = 0; i < na; i++)
+        n->a.perm[i] = axes[i];
+    if ((st = ntp__onnx_infer(x, ni)))
+        return st;
+    int out = x->g->nodes[ni].out[0];
+    if (!keep) {
+        const ntp_shape *s = &x->g->tensors[in].shape;
+        bool red[NTP_MAX_DIMS] = {false};
+        for (int i = 0; i < na; i++)
+            red[x->g->nodes[ni].a.perm[i]] = true;
+        ntp_shape to = {0};
+        for (int d = 0; d < s->ndim; d++)
+            if (na > 0 && !red[d])
+                to.dim[to.ndim++] = s->dim[d];
+        if ((st = ntp__onnx_reshape(x, out, &to, NULL, &out)))
+            return st;
+    }
+    return ntp__onnx_out_tensor(x, 0, out);
+}
+
+#define LEGACY "consumed_inputs"
+const ntp_onnx_map ntp__onnx_map_eltwise[] = {
+    {"Abs", map_unary, NULL, LEGACY},
+    {"Neg", map_unary, NULL, LEGACY},
+    {"Exp", map_unary, NULL, LEGACY},
+    {"Log", map_unary, NULL, LEGACY},
+    {"Sqrt", map_unary, NULL, LEGACY},
+    {"Reciprocal", map_unary, NULL, LEGACY},
+    {"Erf", map_unary, NULL, ""},
+    {"Floor", map_unary, NULL, LEGACY},
+    {"Ceil", map_unary, NULL, LEGACY},
+    {"Round", map_unary, NULL, ""},
+    {"Sign", map_unary, NULL, ""},
+    {"Sin", map_unary, NULL, ""},
+    {"Cos", map_unary, NULL, ""},
+    {"Tan", map_unary, NULL, ""},
+    {"Asin", map_unary, NULL, ""},
+    {"Acos", map_unary, NULL, ""},
+    {"Atan", map_unary, NULL, ""},
+    {"Sinh", map_unary, NULL, ""},
+    {"Cosh", map_unary, NULL, ""},
+    {"Asinh", map_unary, NULL, ""},
+    {"Acosh", map_unary, NULL, ""},
+    {"Atanh", map_unary, NULL, ""},
+    {"Softplus", map_unary, NULL, ""},
+    {"Softsign", map_unary, NULL, ""},
+    {"Relu", map_unary, NULL, LEGACY},
+    {"Sigmoid", map_unary, NULL, LEGACY},
+    {"Tanh", map_unary, NULL, LEGACY},
+    {"HardSwish", map_unary, NULL, ""},
+    {"Elu", map_unary, NULL, "alpha," LEGACY},
+    {"Selu", map_unary, NULL, "alpha,gamma," LEGACY},
+    {"Celu", map_unary, NULL, "alpha"},
+    {"HardSigmoid", map_unary, NULL, "alpha,beta," LEGACY},
+    {"ThresholdedRelu", map_unary, NULL, "alpha"},
+    {"Shrink", map_unary, NULL, "bias,lambd"},
+    {"LeakyRelu", map_unary, NULL, "alpha," LEGACY},
+    {"PRelu", map_prelu, NULL, LEGACY},
+    {"Clip", map_clip, NULL, "min,max," LEGACY},
+    {"Softmax", map_softmax, NULL, "axis"},
+    {"LogSoftmax", map_softmax, NULL, "axis"},
+    {"Hardmax", map_softmax, NULL, "axis"},
+    {"Add", map_binary, NULL, "broadcast,axis," LEGACY},
+    {"Sub", map_binary, NULL, "broadcast,axis," LEGACY},
+    {"Mul", map_binary, NULL, "broadcast,axis," LEGACY},
+    {"Div", map_binary, NULL, "broadcast,axis," LEGACY},
+    {"Pow", map_binary, NULL, "broadcast,axis"},
+    {"Max", map_binary, NULL, LEGACY},
+    {"Min", map_binary, NULL, LEGACY},
+    {"Sum", map_binary, NULL, LEGACY},
+    {"Mean", map_binary, NULL, LEGACY},
+    {"Where", map_where, NULL, ""},
+    {"ReduceMean", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceSum", map_reduce, NULL, "axes,keepdims,noop_with_empty_axes"},
+    {"ReduceMax", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceMin", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceProd", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceL1", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceL2", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceSumSquare", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceLogSum", map_reduce, NULL, "axes,keepdims"},
+    {"ReduceLogSumExp", map_reduce, NULL, "axes,keepdims"},
+    {NULL, NULL, NULL, NULL},
+};
