@@ -11,6 +11,7 @@
 #include "core/numeric-impl.h"
 #include "exec-impl.h"
 #include "io/io-impl.h"
+#include "io/pb-impl.h"
 
 
 /* Convert n f32 values into storage type t (int8 with `scale`). */
@@ -200,7 +201,10 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
                               g->tensors[g->inputs[which]].name);
         const ntp_tensor *t = &g->tensors[g->inputs[which]];
         ntp_npy a;
-        ntp_status st = ntp__npy_read(ctx, path, &a);
+        /* ONNX TensorProto files (.pb, as ONNX's test data sets) or .npy. */
+        size_t pl = strlen(path);
+        ntp_status st = pl > 3 && strcmp(path + pl - 3, ".pb") == 0 ? ntp__pb_read(ctx, path, &a)
+                                                                     : ntp__npy_read(ctx, path, &a);
         if (st)
             return st;
         char b1[128], b2[128];
