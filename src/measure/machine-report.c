@@ -198,8 +198,9 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
         ntp__put_line(f, "ceilings: not measured (`ntprof machine` measures and caches them)");
         return;
     }
-    ntp__put_linef(f, "ceilings measured %s with %d thread%s (ntprof %s)", c->measured_at,
-                   c->threads, c->threads == 1 ? "" : "s", c->ntprof_version);
+    ntp__put_linef(f, "ceilings measured %s with %d thread%s%s%s%s", c->measured_at, c->threads,
+                   c->threads == 1 ? "" : "s", c->ntprof_version[0] ? " (ntprof " : "",
+                   c->ntprof_version, c->ntprof_version[0] ? ")" : "");
     ntp__put_linef(f, "%-12s %12s  %s", "compute", "GFLOP/s", "method");
     for (int i = 0; i < c->n_peaks; i++) {
         char name[32];

@@ -290,8 +290,10 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     l->workspace_bytes = get_int(rd, o, "workspace_bytes");
     l->attainable_gflops = opt_num(o, "attainable_gflops", 0);
     l->roof_share = opt_num(o, "roof_share", 0);
-    l->kind = row_kind(l);
-    l->impl = NULL;
+    /* Reports from before `kind` and `impl` were written lack them. */
+    json_t *kind = json_object_get(o, "kind"), *impl = json_object_get(o, "impl");
+    l->kind = json_is_string(kind) ? keep(rd, json_string_value(kind)) : row_kind(l);
+    l->impl = json_is_string(impl) ? keep(rd, json_string_value(impl)) : NULL;
     if (!l->name && rd->st == NTP_STATUS_OK)
         fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is null", "name");
 }

@@ -45,6 +45,7 @@ static void run_usage(FILE *f)
             "  -f, --format F          table (default), json or csv\n"
             "  -o, --output FILE       write the report to FILE (written only on success)\n"
             "      --trace FILE        write a Chrome trace (Perfetto, chrome://tracing)\n"
+            "      --html FILE         write a self-contained HTML report with charts\n"
             "history:\n"
             "      --db PATH           record the run in this history database (default:\n"
             "                          $XDG_DATA_HOME/ntprof/history.db); its cached machine\n"
@@ -55,13 +56,19 @@ static void run_usage(FILE *f)
 }
 
 enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
-       OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB };
+       OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB, OPT_HTML };
 
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     return ntp_report_write_run(ctx, arg, fmt, f);
+}
+
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_html_write_run(ctx, arg, f);
 }
 
 static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
@@ -84,6 +91,7 @@ int cmd_run(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
         {"fuse", no_argument, NULL, OPT_FUSE},         {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY},
         {"db", required_argument, NULL, OPT_DB},       {"no-db", no_argument, NULL, OPT_NO_DB},
+        {"html", required_argument, NULL, OPT_HTML},
         {"counters", required_argument, NULL, OPT_COUNTERS}, {"tool", required_argument, NULL, OPT_TOOL},
         {"tool-dir", required_argument, NULL, OPT_TOOL_DIR},
         {"counter-iterations", required_argument, NULL, OPT_COUNTER_ITERATIONS},
@@ -93,7 +101,7 @@ int cmd_run(int argc, char **argv)
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL, *db = NULL;
+    const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL;
     bool use_db = true;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0, opt, rc = CLI_USAGE;
@@ -170,6 +178,7 @@ int cmd_run(int argc, char **argv)
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
         case OPT_DB: db = optarg; break;
         case OPT_NO_DB: use_db = false; break;
+        case OPT_HTML: html = optarg; break;
         case OPT_COUNTERS: ro.counters = optarg; break;
         case OPT_TOOL: ro.tool = optarg; break;
         case OPT_TOOL_DIR: ro.tool_dir = optarg; break;
@@ -227,6 +236,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
+        if (rc == CLI_OK && html)
+            rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
         if (rc == CLI_OK && use_db && db && ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
             fprintf(stderr, "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
                     ntp_ctx_errmsg(ctx));

@@ -25,6 +25,8 @@ static const command commands[] = {
     {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
     {"counters", cmd_counters, "what this machine can count (--counters, --tool) and why not the rest"},
     {"machine", cmd_machine, "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
+    {"compare", cmd_compare, "runs side by side: layers aligned, speedups with confidence"},
+    {"sweep", cmd_sweep, "run over configurations (params, backend, precision, batch, threads)"},
     {"history", cmd_history, "runs recorded in the history database"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))

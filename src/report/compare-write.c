@@ -1,0 +1,343 @@
+/* A comparison as a table, JSON or CSV (docs/compare.md). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare-impl.h"
+#include "core/ctx-impl.h"
+
+const char *ntp__verdict_short(ntp_verdict v)
+{
+    switch (v) {
+    case NTP_VERDICT_SAME: return "same";
+    case NTP_VERDICT_FASTER: return "faster";
+    case NTP_VERDICT_SLOWER: return "slower";
+    case NTP_VERDICT_NA: return "n/a";
+    }
+    return "?";
+}
+
+static const char *nz(const char *s) { return s ? s : "?"; }
+
+/* --- table ------------------------------------------------------------------------------ */
+
+/* With single spaces between them the columns take 94 of the 100. Runs are
+ * lettered A, B, ... in the table's headings (the lines above the table say
+ * which is which), so long file names cannot squeeze the columns. */
+enum { C_NAME = 24, C_STATUS = 7, C_MS = 9, C_DELTA = 9, C_SPEED = 7, C_VERDICT = 7, C_PCT = 6 };
+static const int widths[] = {C_NAME, C_STATUS, C_MS, C_MS, C_DELTA, C_SPEED, C_VERDICT, C_PCT, C_PCT};
+
+static void put_row(FILE *f, const char *const cells[9])
+{
+    for (int i = 0; i < 9; i++) {
+        if (i)
+            fputc(' ', f);
+        ntp__put_cell(f, cells[i], widths[i], i >= 2 && i != 6);
+    }
+    fputc('\n', f);
+}
+
+static void table_row(FILE *f, const ntp_compare_row *r)
+{
+    char name[512], a[32], b[32], d[40], s[40], pa[32], pb[32];
+    if (r->align == NTP_ALIGN_RENAMED)
+        snprintf(name, sizeof name, "%s -> %s", nz(r->name), nz(r->other_name));
+    else
+        snprintf(name, sizeof name, "%s", nz(r->name));
+    bool has_a = r->base_index >= 0 || r->align == NTP_ALIGN_MATCHED;
+    bool has_b = r->other_index >= 0 || r->align == NTP_ALIGN_MATCHED;
+    snprintf(a, sizeof a, "-");
+    snprintf(b, sizeof b, "-");
+    if (has_a && r->base.n > 0)
+        ntp__fit_number(r->base.median, C_MS, 4, a, sizeof a);
+    if (has_b && r->other.n > 0)
+        ntp__fit_number(r->other.median, C_MS, 4, b, sizeof b);
+    char tmp[32];
+    ntp__fit_number(fabs(r->delta_ms), C_DELTA - 1, 4, tmp, sizeof tmp);
+    snprintf(d, sizeof d, "%s%s", r->delta_ms > 0 ? "+" : r->delta_ms < 0 ? "-" : " ", tmp);
+    if (r->speedup > 0) {
+        ntp__fit_number(r->speedup, C_SPEED - 1, 2, tmp, sizeof tmp);
+        snprintf(s, sizeof s, "%sx", tmp);
+    } else {
+        snprintf(s, sizeof s, "-");
+    }
+    snprintf(pa, sizeof pa, "-");
+    snprintf(pb, sizeof pb, "-");
+    if (has_a)
+        ntp__fit_number(100.0 * r->base_share, C_PCT, 1, pa, sizeof pa);
+    if (has_b)
+        ntp__fit_number(100.0 * r->other_share, C_PCT, 1, pb, sizeof pb);
+    const char *cells[9] = {name, ntp_align_name(r->align), a, b, d, s,
+                            ntp__verdict_short(r->verdict), pa, pb};
+    put_row(f, cells);
+}
+
+/* "A", "B", ..., "Z", then "#27", ... */
+static const char *letter(int i, char *buf, size_t len)
+{
+    if (i < 26)
+        snprintf(buf, len, "%c", 'A' + i);
+    else
+        snprintf(buf, len, "#%d", i + 1);
+    return buf;
+}
+
+static void table_run_line(FILE *f, int i, const char *label, const ntp_run_result *r)
+{
+    char prefix[64], text[1024];
+    snprintf(prefix, sizeof prefix, "%s = ", letter(i, prefix + 32, 32));
+    snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %d; %s, %s", label,
+             nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch, r->threads,
+             r->env.hostname, r->env.timestamp);
+    ntp__put_wrapped(f, prefix, text);
+}
+
+static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p)
+{
+    char la[16], lb[16];
+    const char *A = letter(p->base, la, sizeof la), *B = letter(p->other, lb, sizeof lb);
+    ntp__put_linef(f, "%s vs %s", B, A);
+    if (p->n_diffs == 0) {
+        ntp__put_line(f, "differences: none in topology, configuration or hardware");
+    } else {
+        char line[4096];
+        size_t used = 0;
+        line[0] = '\0';
+        for (int i = 0; i < p->n_diffs && used < sizeof line; i++)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", i ? "; " : "",
+                                     p->diffs[i]);
+        ntp__put_wrapped(f, "differences: ", line);
+    }
+    const ntp_compare_row *e = &p->end_to_end;
+    ntp__put_linef(f, "end-to-end: %s %.4g ms [%.4g, %.4g], %s %.4g ms [%.4g, %.4g]", A,
+                   e->base.median, e->base.ci95_lo, e->base.ci95_hi, B, e->other.median,
+                   e->other.ci95_lo, e->other.ci95_hi);
+    if (e->verdict == NTP_VERDICT_SAME)
+        ntp__put_linef(f, "  %s vs %s: no significant difference (speedup %.3gx, 95%% intervals "
+                       "overlap)", B, A, e->speedup);
+    else if (e->verdict == NTP_VERDICT_NA)
+        ntp__put_linef(f, "  %s vs %s: nothing to compare (a run has no end-to-end time)", B, A);
+    else
+        ntp__put_linef(f, "  %s is %.3gx %s than %s (speedup %.3gx, from the intervals %.3g..%.3g)",
+                       B, e->speedup >= 1 ? e->speedup : 1 / e->speedup,
+                       e->verdict == NTP_VERDICT_FASTER ? "faster" : "slower", A, e->speedup,
+                       e->speedup_lo, e->speedup_hi);
+    if (p->throughput_ratio > 0)
+        ntp__put_linef(f, "throughput: %s %.4g, %s %.4g samples/s (x%.3g)", A,
+                       c->runs[p->base]->throughput, B, c->runs[p->other]->throughput,
+                       p->throughput_ratio);
+    fputc('\n', f);
+    char ha[64], hb[64], pa[16], pb[16];
+    snprintf(ha, sizeof ha, "%s ms", A);
+    snprintf(hb, sizeof hb, "%s ms", B);
+    snprintf(pa, sizeof pa, "%s %%", A);
+    snprintf(pb, sizeof pb, "%s %%", B);
+    ntp__put_line(f, "layers, largest regression first:");
+    const char *head[9] = {"layer", "status", ha, hb, "delta ms",
+                           "speedup", "verdict", pa, pb};
+    put_row(f, head);
+    for (int i = 0; i < 9; i++) {
+        if (i)
+            fputc(' ', f);
+        for (int k = 0; k < widths[i]; k++)
+            fputc('-', f);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < p->n_rows; i++)
+        table_row(f, &p->rows[i]);
+    if (p->n_markers > 0) {
+        fputc('\n', f);
+        const char *mh[9] = {"marker segment", "status", ha, hb, "delta ms", "speedup", "verdict",
+                             pa, pb};
+        put_row(f, mh);
+        for (int i = 0; i < p->n_markers; i++)
+            table_row(f, &p->markers[i]);
+    }
+    int counts[4] = {0};
+    for (int i = 0; i < p->n_rows; i++)
+        counts[p->rows[i].align]++;
+    ntp__put_linef(f, "layers: %d matched, %d renamed, %d added in %s, %d missing from %s",
+                   counts[NTP_ALIGN_MATCHED], counts[NTP_ALIGN_RENAMED], counts[NTP_ALIGN_ADDED], B,
+                   counts[NTP_ALIGN_MISSING], B);
+}
+
+static void write_table(const ntp_comparison *c, FILE *f)
+{
+    for (int i = 0; i < c->n_runs; i++)
+        table_run_line(f, i, c->labels[i], c->runs[i]);
+    ntp__put_line(f, "speedup = base median / other median (above 1: faster); same = no "
+                     "significant difference:");
+    ntp__put_line(f, "the 95% intervals of the two medians overlap.");
+    for (int i = 0; i < c->n_pairs; i++) {
+        fputc('\n', f);
+        table_pair(f, c, &c->pairs[i]);
+    }
+}
+
+/* --- JSON --------------------------------------------------------------------------------- */
+
+static json_t *side_json(bool *ok, const ntp_stats *s, bool present)
+{
+    if (!present)
+        return json_null();
+    json_t *o = json_object();
+    ntp__jset(ok, o, "median_ms", ntp__json_num(s->median));
+    json_t *ci = json_array();
+    ntp__jpush(ok, ci, ntp__json_num(s->ci95_lo));
+    ntp__jpush(ok, ci, ntp__json_num(s->ci95_hi));
+    ntp__jset(ok, o, "ci95_ms", ci);
+    ntp__jset(ok, o, "n", json_integer((json_int_t)s->n));
+    return o;
+}
+
+static json_t *row_json(bool *ok, const ntp_compare_row *r, bool both)
+{
+    json_t *o = json_object();
+    bool has_a = both || r->base_index >= 0, has_b = both || r->other_index >= 0;
+    ntp__jset(ok, o, "name", ntp__json_str(r->name));
+    ntp__jset(ok, o, "other_name", ntp__json_str(has_b ? r->other_name : NULL));
+    ntp__jset(ok, o, "type", ntp__json_str(r->type));
+    ntp__jset(ok, o, "status", json_string(ntp_align_name(r->align)));
+    ntp__jset(ok, o, "base_index", r->base_index >= 0 ? json_integer(r->base_index) : json_null());
+    ntp__jset(ok, o, "other_index", r->other_index >= 0 ? json_integer(r->other_index) : json_null());
+    ntp__jset(ok, o, "base", side_json(ok, &r->base, has_a));
+    ntp__jset(ok, o, "other", side_json(ok, &r->other, has_b));
+    ntp__jset(ok, o, "delta_ms", ntp__json_num(r->delta_ms));
+    ntp__jset(ok, o, "speedup", r->speedup > 0 ? ntp__json_num(r->speedup) : json_null());
+    json_t *ci = json_array();
+    ntp__jpush(ok, ci, r->speedup_lo > 0 ? ntp__json_num(r->speedup_lo) : json_null());
+    ntp__jpush(ok, ci, r->speedup_hi > 0 ? ntp__json_num(r->speedup_hi) : json_null());
+    ntp__jset(ok, o, "speedup_ci95", ci);
+    ntp__jset(ok, o, "verdict", json_string(ntp_verdict_name(r->verdict)));
+    ntp__jset(ok, o, "base_share", has_a ? ntp__json_num(r->base_share) : json_null());
+    ntp__jset(ok, o, "other_share", has_b ? ntp__json_num(r->other_share) : json_null());
+    return o;
+}
+
+static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
+{
+    bool ok = true;
+    json_t *root = json_object();
+    ntp__jset(&ok, root, "kind", json_string("comparison"));
+    json_t *runs = json_array();
+    for (int i = 0; i < c->n_runs; i++) {
+        const ntp_run_result *r = c->runs[i];
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "label", ntp__json_str(c->labels[i]));
+        ntp__jset(&ok, o, "topology", ntp__json_str(r->topology));
+        ntp__jset(&ok, o, "source", ntp__json_str(r->source));
+        ntp__jset(&ok, o, "backend", ntp__json_str(r->backend));
+        ntp__jset(&ok, o, "precision", json_string(ntp_dtype_name(r->precision)));
+        ntp__jset(&ok, o, "batch", json_integer(r->batch));
+        ntp__jset(&ok, o, "threads", json_integer(r->threads));
+        ntp__jset(&ok, o, "cpu_model", ntp__json_str(r->env.cpu_model));
+        ntp__jset(&ok, o, "hostname", ntp__json_str(r->env.hostname));
+        ntp__jset(&ok, o, "timestamp", ntp__json_str(r->env.timestamp));
+        ntp__jset(&ok, o, "throughput_per_s", ntp__json_num(r->throughput));
+        ntp__jpush(&ok, runs, o);
+    }
+    ntp__jset(&ok, root, "runs", runs);
+    json_t *pairs = json_array();
+    for (int i = 0; i < c->n_pairs; i++) {
+        const ntp_compare_pair *p = &c->pairs[i];
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "base", json_integer(p->base));
+        ntp__jset(&ok, o, "other", json_integer(p->other));
+        json_t *d = json_array();
+        for (int k = 0; k < p->n_diffs; k++)
+            ntp__jpush(&ok, d, ntp__json_str(p->diffs[k]));
+        ntp__jset(&ok, o, "differences", d);
+        ntp__jset(&ok, o, "end_to_end", row_json(&ok, &p->end_to_end, true));
+        ntp__jset(&ok, o, "throughput_ratio",
+                  p->throughput_ratio > 0 ? ntp__json_num(p->throughput_ratio) : json_null());
+        json_t *rows = json_array();
+        for (int k = 0; k < p->n_rows; k++)
+            ntp__jpush(&ok, rows, row_json(&ok, &p->rows[k], false));
+        ntp__jset(&ok, o, "layers", rows);
+        json_t *ms = json_array();
+        for (int k = 0; k < p->n_markers; k++)
+            ntp__jpush(&ok, ms, row_json(&ok, &p->markers[k], false));
+        ntp__jset(&ok, o, "markers", ms);
+        ntp__jpush(&ok, pairs, o);
+    }
+    ntp__jset(&ok, root, "pairs", pairs);
+    return ntp__json_finish(ctx, root, ok, f, "comparison");
+}
+
+/* --- CSV ----------------------------------------------------------------------------------- */
+
+static void csv_row(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p, const char *kind,
+                    const ntp_compare_row *r, bool both)
+{
+    bool has_a = both || r->base_index >= 0, has_b = both || r->other_index >= 0;
+    ntp__csv_str(f, c->labels[p->base]);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, c->labels[p->other]);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, kind);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, r->name);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, has_b ? r->other_name : NULL);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, r->type);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, ntp_align_name(r->align));
+    const double a[] = {r->base.median, r->base.ci95_lo, r->base.ci95_hi};
+    const double b[] = {r->other.median, r->other.ci95_lo, r->other.ci95_hi};
+    for (int i = 0; i < 3; i++) {
+        ntp__csv_sep(f);
+        ntp__csv_num(f, has_a ? a[i] : NAN);
+    }
+    for (int i = 0; i < 3; i++) {
+        ntp__csv_sep(f);
+        ntp__csv_num(f, has_b ? b[i] : NAN);
+    }
+    const double v[] = {r->delta_ms, r->speedup > 0 ? r->speedup : NAN,
+                        r->speedup_lo > 0 ? r->speedup_lo : NAN,
+                        r->speedup_hi > 0 ? r->speedup_hi : NAN};
+    for (int i = 0; i < 4; i++) {
+        ntp__csv_sep(f);
+        ntp__csv_num(f, v[i]);
+    }
+    ntp__csv_sep(f);
+    ntp__csv_str(f, ntp_verdict_name(r->verdict));
+    ntp__csv_sep(f);
+    ntp__csv_num(f, has_a ? r->base_share : NAN);
+    ntp__csv_sep(f);
+    ntp__csv_num(f, has_b ? r->other_share : NAN);
+    fputc('\n', f);
+}
+
+static void write_csv(const ntp_comparison *c, FILE *f)
+{
+    fputs("base,other,kind,name,other_name,type,status,base_median_ms,base_ci95_lo_ms,"
+          "base_ci95_hi_ms,other_median_ms,other_ci95_lo_ms,other_ci95_hi_ms,delta_ms,speedup,"
+          "speedup_lo,speedup_hi,verdict,base_share,other_share\n", f);
+    for (int i = 0; i < c->n_pairs; i++) {
+        const ntp_compare_pair *p = &c->pairs[i];
+        csv_row(f, c, p, "end_to_end", &p->end_to_end, true);
+        for (int k = 0; k < p->n_rows; k++)
+            csv_row(f, c, p, "layer", &p->rows[k], false);
+        for (int k = 0; k < p->n_markers; k++)
+            csv_row(f, c, p, "marker", &p->markers[k], false);
+    }
+}
+
+ntp_status ntp_compare_write(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f)
+{
+    if (!c || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_compare_write: no comparison or stream");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE:
+        write_table(c, f);
+        return ntp__check_stream(ctx, f, "comparison");
+    case NTP_FORMAT_JSON:
+        return write_json(ctx, c, f);
+    case NTP_FORMAT_CSV:
+        write_csv(c, f);
+        return ntp__check_stream(ctx, f, "comparison");
+    }
+    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
+}

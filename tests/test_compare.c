@@ -1,0 +1,485 @@
+/* Comparing runs: the significance rule on hand-made intervals, speedups
+ * and their interval bounds computed by hand, layer alignment (matched,
+ * renamed, added, missing, duplicate names), marker alignment, what differs
+ * between runs, the writers, and run reports read back from JSON (a round
+ * trip, and malformed reports with the exact error each gives). */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ntprof/ntprof.h"
+
+static ntp_stats timing(double median, double lo, double hi)
+{
+    ntp_stats s = {.n = 20, .min = lo * 0.9, .max = hi * 1.1, .mean = median, .median = median,
+                   .p90 = hi, .p99 = hi * 1.05, .stddev = (hi - lo) / 4, .ci95_lo = lo,
+                   .ci95_hi = hi, .cv = 0.05};
+    return s;
+}
+
+static void test_significance(void **state)
+{
+    (void)state;
+    ntp_stats a = timing(2.0, 1.8, 2.2);
+    ntp_stats overlap = timing(2.1, 2.0, 2.4);
+    ntp_stats lower = timing(1.0, 0.9, 1.1);
+    ntp_stats higher = timing(3.0, 2.5, 3.5);
+    ntp_stats touching = timing(2.5, 2.2, 2.8); /* lo == a.hi: still overlapping */
+    assert_int_equal(ntp_compare_stats(&a, &overlap), NTP_VERDICT_SAME);
+    assert_int_equal(ntp_compare_stats(&a, &lower), NTP_VERDICT_FASTER);
+    assert_int_equal(ntp_compare_stats(&a, &higher), NTP_VERDICT_SLOWER);
+    assert_int_equal(ntp_compare_stats(&a, &touching), NTP_VERDICT_SAME);
+    assert_int_equal(ntp_compare_stats(&a, &a), NTP_VERDICT_SAME);
+    ntp_stats none = {0};
+    assert_int_equal(ntp_compare_stats(&a, &none), NTP_VERDICT_NA);
+    assert_int_equal(ntp_compare_stats(&none, &a), NTP_VERDICT_NA);
+    ntp_stats nan = timing(2.0, NAN, 2.2);
+    assert_int_equal(ntp_compare_stats(&a, &nan), NTP_VERDICT_NA);
+    assert_int_equal(ntp_compare_stats(&a, NULL), NTP_VERDICT_NA);
+    assert_string_equal(ntp_verdict_name(NTP_VERDICT_SAME), "no significant difference");
+    assert_string_equal(ntp_align_name(NTP_ALIGN_RENAMED), "renamed");
+}
+
+/* --- two hand-made runs ------------------------------------------------------------------ */
+
+typedef struct run {
+    ntp_run_result r;
+    ntp_layer_result layers[8];
+    ntp_marker_result markers[2];
+    const char *pn[2], *pv[2];
+} run;
+
+static ntp_layer_result layer(const char *name, const char *type, int64_t flops, int d0, int d1,
+                              ntp_stats t, double share)
+{
+    ntp_layer_result l = {.name = name, .type = type, .kind = "layer", .backend = "ref",
+                          .output_shape = {2, {d0, d1}}, .time_ms = t, .share = share,
+                          .flops = flops, .bytes = 100, .gflops = 1, .gbps = 1,
+                          .intensity = (double)flops / 100};
+    return l;
+}
+
+static void base_run(run *x)
+{
+    memset(x, 0, sizeof *x);
+    ntp_run_result *r = &x->r;
+    r->topology = "net";
+    r->source = "net.xml";
+    r->backend = "ref";
+    r->precision = NTP_DTYPE_F32;
+    r->batch = 1;
+    r->threads = 1;
+    r->seed = 1;
+    r->iterations = 20;
+    x->pn[0] = "batch", x->pv[0] = "1";
+    x->pn[1] = "hidden", x->pv[1] = "32";
+    r->n_params = 2;
+    r->param_names = x->pn;
+    r->param_values = x->pv;
+    x->layers[0] = layer("conv1", "conv", 1000, 1, 64, timing(4.0, 3.8, 4.2), 0.4);
+    x->layers[1] = layer("relu1", "relu", 64, 1, 64, timing(1.0, 0.95, 1.05), 0.1);
+    x->layers[2] = layer("fc", "fc", 500, 1, 32, timing(2.0, 1.9, 2.1), 0.2);
+    x->layers[3] = layer("old_head", "fc", 320, 1, 10, timing(2.0, 1.9, 2.1), 0.2);
+    x->layers[4] = layer("dropped", "mul", 10, 1, 10, timing(1.0, 0.9, 1.1), 0.1);
+    r->n_layers = 5;
+    r->layers = x->layers;
+    x->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = 2,
+                                        .time_ms = timing(7.0, 6.8, 7.2), .share = 0.7};
+    x->markers[1] = (ntp_marker_result){.name = "head", .first = 3, .last = 4,
+                                        .time_ms = timing(3.0, 2.9, 3.1), .share = 0.3};
+    r->n_markers = 2;
+    r->markers = x->markers;
+    r->end_to_end_ms = timing(10.0, 9.8, 10.2);
+    r->layer_sum_ms = timing(10.0, 9.8, 10.2);
+    r->throughput = 100;
+    r->latency_ms = 10;
+    ntp_env_collect(&r->env);
+}
+
+/* The other run: conv1 twice as fast, relu1 the same within noise, fc
+ * slower, old_head renamed new_head (same type, shape, FLOPs), dropped
+ * gone, an added layer, a different backend and hidden size. */
+static void other_run(run *x)
+{
+    base_run(x);
+    ntp_run_result *r = &x->r;
+    r->backend = "onednn";
+    x->pv[1] = "64";
+    x->layers[0] = layer("conv1", "conv", 1000, 1, 64, timing(2.0, 1.9, 2.1), 0.25);
+    x->layers[1] = layer("relu1", "relu", 64, 1, 64, timing(1.02, 0.97, 1.08), 0.125);
+    x->layers[2] = layer("fc", "fc", 500, 1, 32, timing(3.0, 2.9, 3.1), 0.375);
+    x->layers[3] = layer("extra", "add", 32, 1, 32, timing(0.5, 0.45, 0.55), 0.0625);
+    x->layers[4] = layer("new_head", "fc", 320, 1, 10, timing(1.5, 1.4, 1.6), 0.1875);
+    r->n_layers = 5;
+    x->markers[1].name = "tail";
+    r->end_to_end_ms = timing(8.0, 7.9, 8.1);
+    r->throughput = 125;
+}
+
+static const ntp_compare_row *find(const ntp_compare_pair *p, const char *name)
+{
+    for (int i = 0; i < p->n_rows; i++)
+        if (strcmp(p->rows[i].name, name) == 0)
+            return &p->rows[i];
+    fail_msg("no row '%s'", name);
+    return NULL;
+}
+
+static void test_alignment(void **state)
+{
+    (void)state;
+    static run a, b;
+    base_run(&a);
+    other_run(&b);
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    assert_int_equal(c->n_pairs, 1);
+    assert_string_equal(c->labels[0], "A");
+    assert_string_equal(c->labels[1], "B");
+    const ntp_compare_pair *p = &c->pairs[0];
+    assert_int_equal(p->n_rows, 6);
+
+    const ntp_compare_row *r = find(p, "conv1");
+    assert_int_equal(r->align, NTP_ALIGN_MATCHED);
+    assert_int_equal(r->base_index, 0);
+    assert_int_equal(r->other_index, 0);
+    assert_float_equal(r->speedup, 2.0, 1e-12);
+    assert_float_equal(r->speedup_lo, 3.8 / 2.1, 1e-12);
+    assert_float_equal(r->speedup_hi, 4.2 / 1.9, 1e-12);
+    assert_float_equal(r->delta_ms, -2.0, 1e-12);
+    assert_int_equal(r->verdict, NTP_VERDICT_FASTER);
+    assert_float_equal(r->base_share, 0.4, 1e-12);
+    assert_float_equal(r->other_share, 0.25, 1e-12);
+
+    r = find(p, "relu1");
+    assert_int_equal(r->verdict, NTP_VERDICT_SAME);
+    r = find(p, "fc");
+    assert_int_equal(r->verdict, NTP_VERDICT_SLOWER);
+    assert_float_equal(r->delta_ms, 1.0, 1e-12);
+
+    r = find(p, "old_head");
+    assert_int_equal(r->align, NTP_ALIGN_RENAMED);
+    assert_string_equal(r->other_name, "new_head");
+    assert_int_equal(r->other_index, 4);
+    assert_int_equal(r->verdict, NTP_VERDICT_FASTER);
+
+    r = find(p, "dropped");
+    assert_int_equal(r->align, NTP_ALIGN_MISSING);
+    assert_int_equal(r->other_index, -1);
+    assert_float_equal(r->delta_ms, -1.0, 1e-12);
+    assert_int_equal(r->verdict, NTP_VERDICT_NA);
+
+    r = find(p, "extra");
+    assert_int_equal(r->align, NTP_ALIGN_ADDED);
+    assert_int_equal(r->base_index, -1);
+    assert_int_equal(r->other_index, 3);
+    assert_float_equal(r->delta_ms, 0.5, 1e-12);
+
+    /* Largest regression first: fc (+1), extra (+0.5), relu1 (+0.02),
+     * old_head (-0.5), dropped (-1), conv1 (-2). */
+    const char *order[] = {"fc", "extra", "relu1", "old_head", "dropped", "conv1"};
+    for (int i = 0; i < 6; i++)
+        assert_string_equal(p->rows[i].name, order[i]);
+
+    assert_int_equal(p->end_to_end.verdict, NTP_VERDICT_FASTER);
+    assert_float_equal(p->end_to_end.speedup, 1.25, 1e-12);
+    assert_float_equal(p->throughput_ratio, 1.25, 1e-12);
+
+    /* Markers by name: body matched, head missing, tail added. */
+    assert_int_equal(p->n_markers, 3);
+    assert_string_equal(p->markers[0].name, "body");
+    assert_int_equal(p->markers[0].align, NTP_ALIGN_MATCHED);
+    assert_int_equal(p->markers[0].verdict, NTP_VERDICT_SAME);
+    assert_string_equal(p->markers[1].name, "head");
+    assert_int_equal(p->markers[1].align, NTP_ALIGN_MISSING);
+    assert_string_equal(p->markers[2].name, "tail");
+    assert_int_equal(p->markers[2].align, NTP_ALIGN_ADDED);
+
+    /* What differs: the backend and the hidden size, nothing else. */
+    assert_int_equal(p->n_diffs, 2);
+    assert_string_equal(p->diffs[0], "backend: ref -> onednn");
+    assert_string_equal(p->diffs[1], "param hidden: 32 -> 64");
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
+static void test_duplicates_and_many(void **state)
+{
+    (void)state;
+    static run a, b;
+    base_run(&a);
+    base_run(&b);
+    /* Two rows named "x" in each run pair up in order. */
+    a.layers[1].name = a.layers[2].name = "x";
+    b.layers[1].name = b.layers[2].name = "x";
+    b.layers[2].time_ms = timing(5.0, 4.9, 5.1);
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[3] = {&a.r, &b.r, &a.r};
+    const char *labels[3] = {"first", "second", "third"};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, labels, 3, &c), NTP_STATUS_OK);
+    assert_int_equal(c->n_pairs, 2);
+    assert_string_equal(c->labels[2], "third");
+    const ntp_compare_pair *p = &c->pairs[0];
+    assert_string_equal(p->rows[0].name, "x");
+    assert_int_equal(p->rows[0].base_index, 2);
+    assert_int_equal(p->rows[0].other_index, 2);
+    assert_float_equal(p->rows[0].delta_ms, 3.0, 1e-12);
+    for (int i = 0; i < p->n_rows; i++)
+        assert_int_equal(p->rows[i].align, NTP_ALIGN_MATCHED);
+    assert_int_equal(p->n_diffs, 0);
+    /* A run against itself: every row the same. */
+    for (int i = 0; i < c->pairs[1].n_rows; i++) {
+        assert_int_equal(c->pairs[1].rows[i].verdict, NTP_VERDICT_SAME);
+        assert_float_equal(c->pairs[1].rows[i].speedup, 1.0, 1e-12);
+    }
+    ntp_comparison_free(c);
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 1, &c), NTP_STATUS_INVALID_ARGUMENT);
+    assert_null(c);
+
+    /* 20,000 rows each, reversed in the other run: alignment by name stays
+     * linear (this would take minutes if it were quadratic). */
+    enum { N = 20000 };
+    ntp_layer_result *la = calloc(N, sizeof *la), *lb = calloc(N, sizeof *lb);
+    char (*names)[16] = calloc(N, sizeof *names);
+    assert_non_null(la);
+    assert_non_null(lb);
+    assert_non_null(names);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "L%d", i);
+        la[i] = layer(names[i], "fc", i, 1, 1, timing(1, 0.9, 1.1), 1.0 / N);
+        lb[N - 1 - i] = layer(names[i], "fc", i, 1, 1, timing(1 + (i == 77), 0.9 + (i == 77),
+                                                              1.1 + (i == 77)), 1.0 / N);
+    }
+    a.r.layers = la;
+    a.r.n_layers = N;
+    b.r.layers = lb;
+    b.r.n_layers = N;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    assert_int_equal(c->pairs[0].n_rows, N);
+    assert_string_equal(c->pairs[0].rows[0].name, "L77");
+    assert_int_equal(c->pairs[0].rows[0].other_index, N - 1 - 77);
+    assert_int_equal(c->pairs[0].rows[0].verdict, NTP_VERDICT_SLOWER);
+    ntp_comparison_free(c);
+    free(la);
+    free(lb);
+    free(names);
+    ntp_ctx_free(ctx);
+}
+
+static char *capture(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_compare_write(ctx, c, fmt, f), NTP_STATUS_OK);
+    fclose(f);
+    return buf;
+}
+
+static void test_writers(void **state)
+{
+    (void)state;
+    static run a, b;
+    base_run(&a);
+    other_run(&b);
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    const char *labels[2] = {"before.json", "run 7"};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, labels, 2, &c), NTP_STATUS_OK);
+
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    fputs(t, stdout);
+    assert_non_null(strstr(t, "A = before.json: net on ref, f32, batch 1, threads 1;"));
+    assert_non_null(strstr(t, "B = run 7: net on onednn"));
+    assert_non_null(strstr(t, "differences: backend: ref -> onednn; param hidden: 32 -> 64\n"));
+    assert_non_null(strstr(t, "B is 1.25x faster than A (speedup 1.25x"));
+    assert_non_null(strstr(t, "\nfc                       matched    2.0000    3.0000   +1.0000"
+                              "   0.67x slower    20.0   37.5\n"));
+    assert_non_null(strstr(t, "\nold_head -> new_head     renamed    2.0000    1.5000   -0.5000"
+                              "   1.33x faster    20.0   18.8\n"));
+    assert_non_null(strstr(t, "\ndropped                  missing    1.0000         -   -1.0000"
+                              "       - n/a       10.0      -\n"));
+    assert_non_null(strstr(t, "\nextra                    added           -    0.5000   +0.5000"
+                              "       - n/a          -    6.2\n"));
+    assert_non_null(strstr(t, "layers: 3 matched, 1 renamed, 1 added in B, 1 missing from B\n"));
+    for (char *p = t; *p;) {
+        size_t n = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < n; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line of %zu columns: %.*s", cols, (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+    free(t);
+
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    json_error_t err;
+    json_t *j = json_loads(t, 0, &err);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "kind")), "comparison");
+    json_t *pair = json_array_get(json_object_get(j, "pairs"), 0);
+    json_t *first = json_array_get(json_object_get(pair, "layers"), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "name")), "fc");
+    assert_string_equal(json_string_value(json_object_get(first, "verdict")), "slower");
+    json_t *renamed = json_array_get(json_object_get(pair, "layers"), 3);
+    assert_string_equal(json_string_value(json_object_get(renamed, "status")), "renamed");
+    assert_string_equal(json_string_value(json_object_get(renamed, "other_name")), "new_head");
+    json_t *added = json_array_get(json_object_get(pair, "layers"), 1);
+    assert_true(json_is_null(json_object_get(added, "base")));
+    assert_true(json_is_null(json_object_get(added, "speedup")));
+    json_t *e2e = json_object_get(pair, "end_to_end");
+    assert_float_equal(json_number_value(json_object_get(e2e, "speedup")), 1.25, 1e-12);
+    assert_float_equal(json_number_value(json_array_get(json_object_get(e2e, "speedup_ci95"), 0)),
+                       9.8 / 8.1, 1e-12);
+    json_decref(j);
+    free(t);
+
+    t = capture(ctx, c, NTP_FORMAT_CSV);
+    int lines = 0;
+    for (char *p = t; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + 1 + 6 + 3); /* header, end to end, 6 rows, 3 markers */
+    assert_non_null(strstr(t, "\nbefore.json,run 7,layer,fc,fc,fc,matched,2,1.9,2.1,3,2.9,3.1,1,"
+                              "0.6666666667,"));
+    free(t);
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
+/* --- reports read back ------------------------------------------------------------------- */
+
+static char *report_text(ntp_ctx *ctx, const ntp_run_result *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run(ctx, r, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    return buf;
+}
+
+static void test_read_back(void **state)
+{
+    (void)state;
+    static run a;
+    base_run(&a);
+    a.layers[1].fused = true;
+    a.layers[1].fused_into = "conv1";
+    a.layers[1].kind = "fused";
+    ntp_ctx *ctx = ntp_ctx_init();
+    char *text = report_text(ctx, &a.r);
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run_result_parse(ctx, text, strlen(text), "a.json", &r), NTP_STATUS_OK);
+    assert_string_equal(r->topology, "net");
+    assert_string_equal(r->backend, "ref");
+    assert_int_equal(r->n_layers, 5);
+    assert_string_equal(r->layers[3].name, "old_head");
+    assert_float_equal(r->layers[3].time_ms.ci95_hi, 2.1, 1e-12);
+    assert_int_equal(r->layers[0].output_shape.ndim, 2);
+    assert_int_equal(r->layers[0].output_shape.dim[1], 64);
+    assert_true(r->layers[1].fused);
+    assert_string_equal(r->layers[1].fused_into, "conv1");
+    assert_string_equal(r->layers[1].kind, "fused");
+    assert_int_equal(r->n_markers, 2);
+    assert_string_equal(r->markers[1].name, "head");
+    assert_int_equal(r->markers[1].first, 3);
+    assert_float_equal(r->end_to_end_ms.median, 10.0, 1e-12);
+    assert_string_equal(r->param_values[1], "32");
+    assert_string_equal(r->env.hostname, a.r.env.hostname);
+    /* Compared with the original: the same run. */
+    const ntp_run_result *runs[2] = {&a.r, r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    assert_int_equal(c->pairs[0].n_diffs, 0);
+    assert_int_equal(c->pairs[0].end_to_end.verdict, NTP_VERDICT_SAME);
+    ntp_comparison_free(c);
+    ntp_run_result_free(r);
+    free(text);
+    ntp_ctx_free(ctx);
+}
+
+/* Malformed reports and the exact message each gives. */
+static void test_read_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        ntp_status st;
+        const char *msg;
+    } cases[] = {
+        {"{\"kind\": \"run\",", NTP_STATUS_PARSE_ERROR, "x.json:1:15: not valid JSON"},
+        {"[1, 2]", NTP_STATUS_PARSE_ERROR, "x.json: run report: is not a JSON object"},
+        {"{\"kind\": \"analysis\"}", NTP_STATUS_PARSE_ERROR,
+         "x.json: run report: is not a run report (\"kind\": \"run\")"},
+        {"{\"kind\": \"run\", \"schema_version\": 2}", NTP_STATUS_UNSUPPORTED,
+         "x.json: run report: schema_version 2 (this ntprof reads 1)"},
+        {"{\"kind\": \"run\", \"schema_version\": 1}", NTP_STATUS_PARSE_ERROR,
+         "x.json: run report: missing 'topology'"},
+    };
+    ntp_ctx *ctx = ntp_ctx_init();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ntp_run_result *r = (ntp_run_result *)1;
+        assert_int_equal(ntp_run_result_parse(ctx, cases[i].text, strlen(cases[i].text), "x.json",
+                                              &r), cases[i].st);
+        assert_null(r);
+        if (strncmp(ntp_ctx_errmsg(ctx), cases[i].msg, strlen(cases[i].msg)) != 0)
+            fail_msg("case %zu: got '%s', want '%s'", i, ntp_ctx_errmsg(ctx), cases[i].msg);
+    }
+    /* A field missing deep inside names where. */
+    static run a;
+    base_run(&a);
+    char *text = report_text(ctx, &a.r);
+    json_t *j = json_loads(text, 0, NULL);
+    json_object_del(json_array_get(json_object_get(j, "layers"), 2), "median_ms");
+    char *bad = json_dumps(j, 0);
+    ntp_run_result *r;
+    assert_int_equal(ntp_run_result_parse(ctx, bad, strlen(bad), "x.json", &r),
+                     NTP_STATUS_PARSE_ERROR);
+    assert_string_equal(ntp_ctx_errmsg(ctx), "x.json: run report layers[2]: missing 'median_ms'");
+    free(bad);
+    json_object_set_new(json_array_get(json_object_get(j, "markers"), 0), "last", json_integer(9));
+    json_object_set_new(json_array_get(json_object_get(j, "layers"), 2), "median_ms",
+                        json_real(1.0));
+    bad = json_dumps(j, 0);
+    assert_int_equal(ntp_run_result_parse(ctx, bad, strlen(bad), "x.json", &r),
+                     NTP_STATUS_PARSE_ERROR);
+    assert_string_equal(ntp_ctx_errmsg(ctx), "x.json: run report markers[0]: a marker needs a "
+                                             "name and 0 <= first <= last < layers");
+    free(bad);
+    /* Unknown fields are ignored. */
+    json_object_set_new(json_array_get(json_object_get(j, "markers"), 0), "last", json_integer(2));
+    json_object_set_new(j, "something_new", json_string("ignored"));
+    bad = json_dumps(j, 0);
+    assert_int_equal(ntp_run_result_parse(ctx, bad, strlen(bad), "x.json", &r), NTP_STATUS_OK);
+    ntp_run_result_free(r);
+    free(bad);
+    json_decref(j);
+    free(text);
+    assert_int_equal(ntp_run_result_load(ctx, "/nonexistent/report.json", &r), NTP_STATUS_IO_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "/nonexistent/report.json: cannot open"));
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_significance), cmocka_unit_test(test_alignment),
+        cmocka_unit_test(test_duplicates_and_many), cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_read_back), cmocka_unit_test(test_read_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

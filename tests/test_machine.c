@@ -1,0 +1,328 @@
+/* The machine and its ceilings: roofline arithmetic against hand-computed
+ * values (the bound on both sides of the ridge, rows placed in a run,
+ * fused and FLOP-less rows left out, the precision a peak is taken at),
+ * the micro-kernels' results and operation counts, a short real
+ * measurement (positive peaks, L1 faster than DRAM), the hwloc description
+ * and the machine writers. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "measure/machine-impl.h"
+#include "ntprof/ntprof.h"
+
+/* A machine with round ceilings: 100 GFLOP/s f32, 400 GFLOP/s i8, DRAM
+ * 20 GB/s (ridge 5 FLOP/B at f32), L1 400 GB/s. */
+static ntp_ceilings round_ceilings(void)
+{
+    ntp_ceilings c = {.threads = 2, .n_peaks = 3, .n_levels = 2};
+    snprintf(c.machine_key, sizeof c.machine_key, "Test CPU|2|box");
+    snprintf(c.measured_at, sizeof c.measured_at, "2025-03-01T00:00:00Z");
+    c.peaks[0] = (ntp_peak){"f64", 50, "FMA micro-kernel, avx2, 2 threads"};
+    c.peaks[1] = (ntp_peak){"f32", 100, "FMA micro-kernel, avx2, 2 threads"};
+    c.peaks[2] = (ntp_peak){"i8", 400, "dot-product micro-kernel, avx2, 2 threads"};
+    c.levels[0] = (ntp_bandwidth){"L1", 65536, 400};
+    c.levels[1] = (ntp_bandwidth){"DRAM", 1 << 27, 20};
+    return c;
+}
+
+static void test_attainable(void **state)
+{
+    (void)state;
+    /* Below the ridge the memory roof: 2 FLOP/B x 20 GB/s = 40 GFLOP/s. */
+    assert_float_equal(ntp_roofline_attainable(100, 20, 2), 40, 1e-12);
+    /* At the ridge both roofs meet. */
+    assert_float_equal(ntp_roofline_attainable(100, 20, 5), 100, 1e-12);
+    /* Above it the peak. */
+    assert_float_equal(ntp_roofline_attainable(100, 20, 50), 100, 1e-12);
+    assert_float_equal(ntp_roofline_attainable(100, 20, 0.125), 2.5, 1e-12);
+    /* Nothing to place. */
+    assert_float_equal(ntp_roofline_attainable(100, 20, 0), 0, 0);
+    assert_float_equal(ntp_roofline_attainable(0, 20, 2), 0, 0);
+    assert_float_equal(ntp_roofline_attainable(100, 0, 2), 0, 0);
+    assert_float_equal(ntp_roofline_attainable(100, 20, NAN), 0, 0);
+    assert_float_equal(ntp_roofline_attainable(100, 20, INFINITY), 0, 0);
+
+    ntp_ceilings c = round_ceilings();
+    assert_float_equal(ntp_ceilings_bandwidth(&c, "DRAM"), 20, 0);
+    assert_float_equal(ntp_ceilings_bandwidth(&c, "L1"), 400, 0);
+    assert_float_equal(ntp_ceilings_bandwidth(&c, "L3"), 0, 0);
+    assert_string_equal(ntp_ceilings_peak(&c, NTP_DTYPE_F32)->precision, "f32");
+    assert_string_equal(ntp_ceilings_peak(&c, NTP_DTYPE_I8)->precision, "i8");
+    /* bf16 and f16 have no kernel here: the f32 units compute them. */
+    assert_string_equal(ntp_ceilings_peak(&c, NTP_DTYPE_BF16)->precision, "f32");
+    assert_string_equal(ntp_ceilings_peak(&c, NTP_DTYPE_F16)->precision, "f32");
+    assert_null(ntp_ceilings_peak(NULL, NTP_DTYPE_F32));
+    ntp_ceilings none = {0};
+    assert_null(ntp_ceilings_peak(&none, NTP_DTYPE_F32));
+}
+
+static void test_apply(void **state)
+{
+    (void)state;
+    ntp_stats t = {.n = 10, .median = 1.0, .ci95_lo = 0.9, .ci95_hi = 1.1};
+    ntp_layer_result layers[4] = {
+        /* 2 MFLOP in 1 ms is 2 GFLOP/s; at 2 FLOP/B the bound is 40, so
+         * the share is 0.05. */
+        {.name = "memory", .flops = 2000000, .bytes = 1000000, .gflops = 2.0, .intensity = 2.0,
+         .time_ms = t},
+        /* 50 FLOP/B: bound 100 (peak), 80 GFLOP/s reached: share 0.8. */
+        {.name = "compute", .flops = 80000000, .bytes = 1600000, .gflops = 80.0, .intensity = 50,
+         .time_ms = t},
+        {.name = "copy", .flops = 0, .bytes = 4096, .gflops = 0, .time_ms = t},
+        {.name = "fused", .fused = true, .flops = 1000, .bytes = 100, .intensity = 10},
+    };
+    ntp_marker_result m = {.name = "all", .first = 0, .last = 3, .time_ms = t,
+                           .flops = 82000000, .bytes = 2604096, .gflops = 82.0};
+    ntp_run_result r = {.precision = NTP_DTYPE_F32, .n_layers = 4, .layers = layers,
+                        .n_markers = 1, .markers = &m};
+    ntp_ceilings c = round_ceilings();
+    ntp_roofline_apply(&r, &c);
+    assert_true(r.roofline.available);
+    assert_float_equal(r.roofline.peak_gflops, 100, 0);
+    assert_float_equal(r.roofline.bandwidth_gbps, 20, 0);
+    assert_float_equal(r.roofline.ridge_intensity, 5, 1e-12);
+    assert_string_equal(r.roofline.machine, "Test CPU|2|box");
+    assert_string_equal(r.roofline.peak_source, "f32 FMA micro-kernel, avx2, 2 threads");
+    assert_int_equal(r.roofline.n_levels, 2);
+    assert_string_equal(r.roofline.levels[0].name, "L1");
+    assert_float_equal(layers[0].attainable_gflops, 40, 1e-12);
+    assert_float_equal(layers[0].roof_share, 0.05, 1e-12);
+    assert_float_equal(layers[1].attainable_gflops, 100, 1e-12);
+    assert_float_equal(layers[1].roof_share, 0.8, 1e-12);
+    assert_float_equal(layers[2].attainable_gflops, 0, 0);
+    assert_float_equal(layers[3].attainable_gflops, 0, 0);
+    /* The marker: 82e6 / 2604096 = 31.49 FLOP/B, above the ridge. */
+    assert_float_equal(m.attainable_gflops, 100, 1e-12);
+    assert_float_equal(m.roof_share, 0.82, 1e-12);
+
+    /* An int8 run is placed under the int8 peak: the ridge moves to 20. */
+    r.precision = NTP_DTYPE_I8;
+    ntp_roofline_apply(&r, &c);
+    assert_float_equal(r.roofline.peak_gflops, 400, 0);
+    assert_float_equal(r.roofline.ridge_intensity, 20, 1e-12);
+    assert_float_equal(layers[1].attainable_gflops, 400, 1e-12);
+    assert_float_equal(layers[1].roof_share, 0.2, 1e-12);
+
+    /* Without ceilings nothing is placed, and earlier figures are cleared. */
+    ntp_roofline_apply(&r, NULL);
+    assert_false(r.roofline.available);
+    assert_float_equal(layers[0].attainable_gflops, 0, 0);
+    assert_float_equal(layers[1].roof_share, 0, 0);
+    assert_float_equal(m.attainable_gflops, 0, 0);
+    /* Ceilings without DRAM bandwidth draw no roof either. */
+    c.n_levels = 1;
+    ntp_roofline_apply(&r, &c);
+    assert_false(r.roofline.available);
+}
+
+static void test_ceilings_json(void **state)
+{
+    (void)state;
+    ntp_ceilings c = round_ceilings(), back;
+    c.n_gemm = 1;
+    c.gemm[0] = (ntp_peak){"f32", 70.5, "GEMM on onednn (1024x1024x1024)"};
+    json_t *j = ntp__ceilings_json(&c);
+    assert_non_null(j);
+    assert_true(ntp__ceilings_from_json(j, &back));
+    json_decref(j);
+    assert_string_equal(back.machine_key, c.machine_key);
+    assert_string_equal(back.measured_at, c.measured_at);
+    assert_int_equal(back.threads, 2);
+    assert_int_equal(back.n_peaks, 3);
+    assert_string_equal(back.peaks[2].precision, "i8");
+    assert_float_equal(back.peaks[2].gflops, 400, 0);
+    assert_int_equal(back.n_gemm, 1);
+    assert_float_equal(back.gemm[0].gflops, 70.5, 0);
+    assert_string_equal(back.gemm[0].method, "GEMM on onednn (1024x1024x1024)");
+    assert_int_equal(back.n_levels, 2);
+    assert_int_equal(back.levels[1].working_set_bytes, 1 << 27);
+    json_t *bad = json_pack("{s:s}", "machine", "x");
+    assert_false(ntp__ceilings_from_json(bad, &back));
+    json_decref(bad);
+}
+
+static void test_kernels(void **state)
+{
+    (void)state;
+    ntp_isa best = ntp__isa_best();
+    printf("best ISA here: %s\n", ntp__isa_name(best));
+    /* f64 and f32 run everywhere, through the scalar fallback at least. */
+    assert_true(ntp__fma_supported(NTP_ISA_SCALAR, NTP_KPREC_F32));
+    assert_false(ntp__fma_supported(NTP_ISA_SCALAR, NTP_KPREC_I8));
+    const ntp_isa isas[] = {NTP_ISA_AVX512, NTP_ISA_AVX2, NTP_ISA_SCALAR};
+    /* Operations per iteration of each kernel, by ISA and precision. */
+    const double per_iter[3][NTP_KPREC_COUNT] = {
+        {16 * 8 * 2, 16 * 16 * 2, 16 * 32 * 2, 16 * 64 * 2},
+        {12 * 4 * 2, 12 * 8 * 2, 0, 4 * 32 * 2},
+        {8 * 2, 8 * 2, 0, 0},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int p = 0; p < NTP_KPREC_COUNT; p++) {
+            if (!ntp__fma_supported(isas[i], (ntp_kernel_prec)p))
+                continue;
+            double sink = 0;
+            double ops = ntp__fma_run(isas[i], (ntp_kernel_prec)p, 1000, &sink);
+            printf("%s %s: %.0f operations, sink %g\n", ntp__isa_name(isas[i]),
+                   ntp__kprec_name((ntp_kernel_prec)p), ops, sink);
+            assert_float_equal(ops, 1000 * per_iter[i][p], 0);
+            /* Each float chain converges to 1: the sum is finite and
+             * positive, never a denormal or an overflow. */
+            assert_true(isfinite(sink));
+            assert_true(sink != 0);
+        }
+    /* A kernel that does not exist here does nothing. */
+    double sink;
+    if (!ntp__fma_supported(NTP_ISA_AVX512, NTP_KPREC_BF16))
+        assert_float_equal(ntp__fma_run(NTP_ISA_AVX512, NTP_KPREC_BF16, 10, &sink), 0, 0);
+
+    /* The triad computes a = b + 1.5 c and counts 24 bytes per element. */
+    enum { N = 1000 };
+    double *a = aligned_alloc(64, N * sizeof(double)), *b = aligned_alloc(64, N * sizeof(double)),
+           *c = aligned_alloc(64, N * sizeof(double));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < N; i++) {
+            a[i] = -1;
+            b[i] = i;
+            c[i] = 2 * i;
+        }
+        double bytes = ntp__triad_run(isas[k], a, b, c, N, 3);
+        assert_float_equal(bytes, 24.0 * N * 3, 0);
+        for (int i = 0; i < N; i++)
+            if (a[i] != i + 1.5 * 2 * i)
+                fail_msg("%s triad: a[%d] = %g, want %g", ntp__isa_name(isas[k]), i, a[i],
+                         i + 3.0 * i);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_describe_and_measure(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
+    assert_true(m.pus >= 1);
+    assert_true(m.cores >= 1 && m.cores <= m.pus);
+    assert_true(m.packages >= 1);
+    assert_true(m.memory_bytes > 0);
+    assert_non_null(strstr(m.source, "hwloc "));
+    char key[256];
+    ntp_machine_key(key, sizeof key);
+    assert_string_equal(key, m.key);
+    assert_non_null(strstr(m.key, m.hostname));
+
+    ntp_machine_opts o;
+    ntp_machine_opts_default(&o);
+    assert_float_equal(o.seconds, 0.25, 0);
+    assert_true(o.gemm);
+    o.seconds = 0.03;
+    o.gemm = false;
+    ntp_ceilings c;
+    assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_OK);
+    assert_string_equal(c.machine_key, m.key);
+    assert_true(c.threads >= 1);
+    assert_int_equal(c.n_gemm, 0);
+    const ntp_peak *f32 = ntp_ceilings_peak(&c, NTP_DTYPE_F32);
+    assert_non_null(f32);
+    assert_true(f32->gflops > 0.1);
+    printf("f32 peak %.1f GFLOP/s (%s)\n", f32->gflops, f32->method);
+    for (int i = 0; i < c.n_levels; i++)
+        printf("%s: %.1f GB/s over %lld bytes\n", c.levels[i].level, c.levels[i].gbps,
+               (long long)c.levels[i].working_set_bytes);
+    double dram = ntp_ceilings_bandwidth(&c, "DRAM");
+    assert_true(dram > 0);
+    assert_string_equal(c.levels[c.n_levels - 1].level, "DRAM");
+    /* An L1-resident triad outruns one that streams from DRAM by far
+     * (typically 5-20x); even a busy machine keeps them apart. */
+    double l1 = ntp_ceilings_bandwidth(&c, "L1");
+    if (l1 > 0 && !(l1 > dram))
+        fail_msg("L1 %.1f GB/s is not faster than DRAM %.1f GB/s", l1, dram);
+    /* One thread measures with a team of one. */
+    o.threads = 1;
+    assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_OK);
+    assert_int_equal(c.threads, 1);
+    assert_non_null(strstr(c.peaks[0].method, "1 thread"));
+    o.seconds = 0;
+    assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_INVALID_ARGUMENT);
+    ntp_ctx_free(ctx);
+}
+
+static void test_write(void **state)
+{
+    (void)state;
+    ntp_machine_info m = {.packages = 1, .cores = 2, .pus = 4, .memory_bytes = 8000000000,
+                          .numa_nodes = 1, .n_caches = 2};
+    snprintf(m.key, sizeof m.key, "Test CPU|4|box");
+    snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU");
+    snprintf(m.cpu_flags, sizeof m.cpu_flags, "avx avx2 fma");
+    snprintf(m.hostname, sizeof m.hostname, "box");
+    snprintf(m.source, sizeof m.source, "hwloc 2.9.0");
+    m.caches[0] = (ntp_cache_info){1, "data", 32768, 64, 2, 2};
+    m.caches[1] = (ntp_cache_info){3, "unified", 33554432, 64, 1, 4};
+    ntp_ceilings c = round_ceilings();
+    ntp_ctx *ctx = ntp_ctx_init();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    fclose(f);
+    fputs(buf, stdout);
+    assert_non_null(strstr(buf, "machine Test CPU\n1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
+                                "1 NUMA node\n"));
+    assert_non_null(strstr(buf, "caches: L1d 32.8 kB x2 (2 CPUs each), L3 33.6 MB x1 (4 CPUs each)\n"));
+    assert_non_null(strstr(buf, "f32 peak            100.0  FMA micro-kernel, avx2, 2 threads\n"));
+    assert_non_null(strstr(buf, "DRAM                 20.0  134 MB\n"));
+    assert_non_null(strstr(buf, "ridge point (f32 peak / DRAM bandwidth): 5 FLOP/B\n"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, NULL, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "ceilings: not measured"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    json_t *j = json_loads(buf, 0, NULL);
+    assert_non_null(j);
+    json_t *mj = json_object_get(j, "machine");
+    assert_int_equal(json_integer_value(json_object_get(mj, "logical_cpus")), 4);
+    assert_int_equal(json_array_size(json_object_get(mj, "cpu_flags")), 3);
+    json_t *cj = json_object_get(j, "ceilings");
+    assert_float_equal(json_number_value(json_object_get(json_array_get(json_object_get(cj, "peaks"),
+                                                                        1), "gflops")), 100, 0);
+    json_decref(j);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "kind,name,value,unit,detail\n"));
+    assert_non_null(strstr(buf, "\npeak,f32,100,GFLOP/s,\"FMA micro-kernel, avx2, 2 threads\"\n"));
+    assert_non_null(strstr(buf, "\nbandwidth,DRAM,20,GB/s,working set 134217728 bytes\n"));
+    assert_non_null(strstr(buf, "\ncache,L1d,32768,bytes,\"x2, 2 CPUs each\"\n"));
+    free(buf);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attainable),  cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_ceilings_json), cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_describe_and_measure), cmocka_unit_test(test_write),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,138 @@
+/* ntprof compare: runs side by side, from report files or the history. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cmd_compare(int argc, char **argv);
+
+static void compare_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ntprof compare A B [C ...] [options]\n"
+            "\n"
+            "Compares runs layer by layer against the first (A): layers aligned by name\n"
+            "(renamed, added and missing layers shown), speedups with their confidence\n"
+            "(overlapping 95%% intervals of the medians read \"no significant difference\"),\n"
+            "each layer's share of the time side by side, largest regressions first, and\n"
+            "what differs in topology, configuration and hardware.\n"
+            "\n"
+            "A, B, ... are run reports (`ntprof run --format json -o FILE`) or run ids from\n"
+            "the history (`ntprof history` lists them).\n"
+            "\n"
+            "      --db PATH          the history database run ids refer to\n"
+            "  -f, --format F         table (default), json or csv\n"
+            "  -o, --output FILE      write to FILE (written only on success)\n"
+            "      --html FILE        also write a self-contained HTML report\n"
+            "  -h, --help             this text\n");
+}
+
+enum { OPT_DB = 1000, OPT_HTML };
+
+static ntp_status write_cmp(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_compare_write(ctx, arg, fmt, f);
+}
+
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_html_write_compare(ctx, arg, f);
+}
+
+/* A run id: digits only (a file of that name wins). */
+static bool run_id(const char *s, int64_t *id)
+{
+    return s[0] && strspn(s, "0123456789") == strlen(s) && cli_parse_int(s, 1, INT64_MAX, id);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},   {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},  {"html", required_argument, NULL, OPT_HTML},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *db = NULL, *output = NULL, *html = NULL;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_DB: db = optarg; break;
+        case OPT_HTML: html = optarg; break;
+        case 'f':
+            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
+                cli_error("--format expects table, json or csv, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case 'o': output = optarg; break;
+        case 'h': compare_usage(stdout); return CLI_OK;
+        default: cli_error("see 'ntprof compare --help'"); return CLI_USAGE;
+        }
+    }
+    int n = argc - optind;
+    if (n < 2) {
+        cli_error("compare needs at least two runs: report files or run ids (see 'ntprof compare "
+                  "--help')");
+        return CLI_USAGE;
+    }
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_run_result **runs = calloc((size_t)n, sizeof *runs);
+    char **labels = calloc((size_t)n, sizeof *labels);
+    if (!ctx || !runs || !labels) {
+        cli_error("out of memory");
+        ntp_ctx_free(ctx);
+        free(runs);
+        free(labels);
+        return CLI_FAIL;
+    }
+    int rc = CLI_OK;
+    ntp_store *s = NULL;
+    char path[4096];
+    for (int i = 0; i < n && rc == CLI_OK; i++) {
+        const char *arg = argv[optind + i];
+        int64_t id;
+        char label[64];
+        if (access(arg, F_OK) == 0 || !run_id(arg, &id)) {
+            if (ntp_run_result_load(ctx, arg, &runs[i]) != NTP_STATUS_OK)
+                rc = cli_fail(ctx);
+            labels[i] = strdup(arg);
+            continue;
+        }
+        if (!s) {
+            if (!db && ntp_store_default_path(ctx, path, sizeof path) == NTP_STATUS_OK)
+                db = path;
+            if (!db || ntp_store_open(ctx, db, NTP_STORE_READ_ONLY, &s) != NTP_STATUS_OK) {
+                rc = cli_fail(ctx);
+                break;
+            }
+        }
+        if (ntp_store_load_run(ctx, s, id, &runs[i]) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+        snprintf(label, sizeof label, "run %s", arg);
+        labels[i] = strdup(label);
+    }
+    ntp_store_close(s);
+    ntp_comparison *c = NULL;
+    if (rc == CLI_OK &&
+        ntp_compare(ctx, (const ntp_run_result *const *)runs, (const char *const *)labels, n, &c) !=
+            NTP_STATUS_OK)
+        rc = cli_fail(ctx);
+    if (rc == CLI_OK)
+        rc = cli_write_output(ctx, output, write_cmp, c, fmt);
+    if (rc == CLI_OK && html)
+        rc = cli_write_output(ctx, html, write_html, c, NTP_FORMAT_TABLE);
+    ntp_comparison_free(c);
+    for (int i = 0; i < n; i++) {
+        ntp_run_result_free(runs[i]);
+        free(labels[i]);
+    }
+    free(runs);
+    free(labels);
+    ntp_ctx_free(ctx);
+    return rc;
+}

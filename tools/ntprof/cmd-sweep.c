@@ -1,0 +1,443 @@
+/* ntprof sweep: run a topology over configurations, each in a process of
+ * its own (fork and exec of this ntprof: `ntprof run ... --format json -o
+ * TMP`), so one configuration's crash, leak or warm caches cannot touch
+ * another's. A progress bar with an ETA shows on a terminal, plain lines
+ * otherwise; the table of every configuration's figures goes to stdout or
+ * -o. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "cli.h"
+
+int cmd_sweep(int argc, char **argv);
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ntprof sweep FILE --vary NAME=V1,V2,... [--vary ...] [options]\n"
+            "\n"
+            "Runs the topology once per configuration, each in a process of its own, and\n"
+            "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
+            "backend, precision, batch, threads or any <param> of the topology.\n"
+            "\n"
+            "sweep:\n"
+            "      --vary NAME=V1,... a factor and its values (repeatable); the first value\n"
+            "                         of each is the baseline\n"
+            "      --design D         ofat (default: one factor at a time around the\n"
+            "                         baseline) or full (every combination)\n"
+            "      --timeout S        stop a configuration after S seconds (default: none)\n"
+            "      --keep DIR         keep each configuration's report and log in DIR\n"
+            "options given to every configuration (not also varied):\n"
+            "  -s, --set NAME=VALUE   -b, --batch N   -p, --precision P   -B, --backend NAME\n"
+            "  -t, --threads N        -w, --warmup N  -n, --iterations N  --min-time S\n"
+            "      --seed N           --fuse          --no-accuracy       --pin CPUS\n"
+            "      --db PATH          --no-db         (each configuration's run is recorded)\n"
+            "output:\n"
+            "  -f, --format F         table (default), json or csv\n"
+            "  -o, --output FILE      write the table to FILE (written only on success)\n"
+            "      --html FILE        also write a self-contained HTML report with charts\n"
+            "  -h, --help             this text\n");
+}
+
+enum { OPT_VARY = 1000, OPT_DESIGN, OPT_TIMEOUT, OPT_KEEP, OPT_MIN_TIME, OPT_SEED, OPT_FUSE,
+       OPT_NO_ACCURACY, OPT_PIN, OPT_DB, OPT_NO_DB, OPT_HTML };
+
+/* Options handed to every child, in order. */
+typedef struct argv_list {
+    const char **v;
+    int n, cap;
+} argv_list;
+
+static bool push(argv_list *a, const char *s)
+{
+    if (a->n + 1 >= a->cap) {
+        int cap = a->cap ? 2 * a->cap : 32;
+        const char **p = realloc(a->v, (size_t)cap * sizeof *p);
+        if (!p)
+            return false;
+        a->v = p;
+        a->cap = cap;
+    }
+    a->v[a->n++] = s;
+    a->v[a->n] = NULL;
+    return true;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The last non-empty line of a child's log, without the "ntprof: " every
+ * CLI message starts with: the child's own one-line error. */
+static void last_line(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, "\r\n");
+        line[n] = '\0';
+        if (n == 0 || strncmp(line, "ntprof: warning:", 16) == 0)
+            continue;
+        snprintf(out, len, "%s", strncmp(line, "ntprof: ", 8) == 0 ? line + 8 : line);
+    }
+    fclose(f);
+}
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+    long t = s < 0 ? 0 : (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* One line of progress: a bar on a terminal (redrawn in place), a plain
+ * line per configuration otherwise. */
+static void progress(bool tty, int done, int total, double elapsed, const char *label,
+                     const char *state)
+{
+    char eta[32] = "?";
+    if (done > 0)
+        fmt_duration(elapsed / done * (total - done), eta, sizeof eta);
+    if (tty) {
+        char bar[32];
+        int w = (int)sizeof bar - 1, fill = total > 0 ? done * w / total : w;
+        for (int i = 0; i < w; i++)
+            bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+        bar[w] = '\0';
+        fprintf(stderr, "\r\033[K[%s] %d/%d ETA %s  %.40s", bar, done, total, eta, label);
+        if (done == total)
+            fputc('\n', stderr);
+    } else if (state) {
+        fprintf(stderr, "ntprof: sweep %d/%d %s: %s (ETA %s)\n", done, total, label, state, eta);
+    }
+    fflush(stderr);
+}
+
+/* Run configuration c in a child; returns its report or records why not. */
+static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const char *file,
+                    const argv_list *fixed, const char *dir, double timeout, char *state,
+                    size_t state_len)
+{
+    char report[PATH_MAX], log[PATH_MAX];
+    snprintf(report, sizeof report, "%s/config-%d.json", dir, c);
+    snprintf(log, sizeof log, "%s/config-%d.log", dir, c);
+    argv_list a = {0};
+    const char *cfg[64];
+    int ncfg = ntp_sweep_config_args(sw, c, cfg, 64);
+    bool ok = push(&a, self) && push(&a, "run") && push(&a, file);
+    for (int i = 0; ok && i < fixed->n; i++)
+        ok = push(&a, fixed->v[i]);
+    for (int i = 0; ok && i < ncfg; i++)
+        ok = push(&a, cfg[i]);
+    ok = ok && push(&a, "--format") && push(&a, "json") && push(&a, "-o") && push(&a, report);
+    if (!ok) {
+        ntp_sweep_set_error(ctx, sw, c, "out of memory");
+        snprintf(state, state_len, "failed: out of memory");
+        free(a.v);
+        return;
+    }
+    unlink(report);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(self, (char *const *)a.v);
+        fprintf(stderr, "ntprof: cannot run %s: %s\n", self, strerror(errno));
+        _exit(127);
+    }
+    free(a.v);
+    if (pid < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "cannot start a process: %s", strerror(errno));
+        ntp_sweep_set_error(ctx, sw, c, msg);
+        snprintf(state, state_len, "failed: %s", msg);
+        return;
+    }
+    double t0 = now_s();
+    int status = 0;
+    bool timed_out = false;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, timeout > 0 ? WNOHANG : 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            status = -1;
+            break;
+        }
+        if (timeout > 0 && now_s() - t0 > timeout) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            timed_out = true;
+            break;
+        }
+        if (r == 0) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    char msg[1024];
+    if (timed_out) {
+        snprintf(msg, sizeof msg, "timed out after %g s", timeout);
+    } else if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        ntp_run_result *r = NULL;
+        if (ntp_run_result_load(ctx, report, &r) == NTP_STATUS_OK) {
+            ntp_sweep_set_result(sw, c, r);
+            snprintf(state, state_len, "ok, median %.4g ms", r->end_to_end_ms.median);
+            return;
+        }
+        snprintf(msg, sizeof msg, "%s", ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+    } else if (status != -1 && WIFSIGNALED(status)) {
+        char last[512];
+        last_line(log, last, sizeof last);
+        snprintf(msg, sizeof msg, "killed by signal %d (%s)%s%s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), last[0] ? ": " : "", last);
+    } else {
+        char last[900];
+        last_line(log, last, sizeof last);
+        snprintf(msg, sizeof msg, "exit %d: %s", status == -1 ? -1 : WEXITSTATUS(status),
+                 last[0] ? last : "no message");
+    }
+    ntp_sweep_set_error(ctx, sw, c, msg);
+    snprintf(state, state_len, "failed: %s", msg);
+}
+
+static ntp_status write_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_sweep_write(ctx, arg, fmt, f);
+}
+
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_html_write_sweep(ctx, arg, f);
+}
+
+/* Remove what the children left in a temporary directory. */
+static void clean_dir(const char *dir, int n)
+{
+    char p[PATH_MAX];
+    for (int c = 0; c < n; c++) {
+        snprintf(p, sizeof p, "%s/config-%d.json", dir, c);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/config-%d.log", dir, c);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"vary", required_argument, NULL, OPT_VARY},      {"design", required_argument, NULL, OPT_DESIGN},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"keep", required_argument, NULL, OPT_KEEP},
+        {"set", required_argument, NULL, 's'},            {"batch", required_argument, NULL, 'b'},
+        {"precision", required_argument, NULL, 'p'},      {"backend", required_argument, NULL, 'B'},
+        {"threads", required_argument, NULL, 't'},        {"warmup", required_argument, NULL, 'w'},
+        {"iterations", required_argument, NULL, 'n'},     {"min-time", required_argument, NULL, OPT_MIN_TIME},
+        {"seed", required_argument, NULL, OPT_SEED},      {"fuse", no_argument, NULL, OPT_FUSE},
+        {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY}, {"pin", required_argument, NULL, OPT_PIN},
+        {"db", required_argument, NULL, OPT_DB},          {"no-db", no_argument, NULL, OPT_NO_DB},
+        {"format", required_argument, NULL, 'f'},         {"output", required_argument, NULL, 'o'},
+        {"html", required_argument, NULL, OPT_HTML},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    argv_list fixed = {0};
+    const char *vary[64];
+    int n_vary = 0;
+    ntp_sweep_design design = NTP_SWEEP_OFAT;
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *output = NULL, *html = NULL, *keep = NULL;
+    double timeout = 0;
+    bool fixed_builtin[4] = {false}; /* backend, precision, batch, threads given as fixed */
+    cli_topo_opts topo = {0};
+    int opt, rc = CLI_USAGE;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "s:b:p:B:t:w:n:f:o:h", longopts, NULL)) != -1) {
+        const char *flag = NULL;
+        switch (opt) {
+        case OPT_VARY:
+            if (n_vary == 64) {
+                cli_error("at most 64 --vary options");
+                goto out;
+            }
+            vary[n_vary++] = optarg;
+            continue;
+        case OPT_DESIGN:
+            if (ntp_sweep_design_parse(optarg, &design) != NTP_STATUS_OK) {
+                cli_error("--design expects ofat or full, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case OPT_TIMEOUT:
+            if (!cli_parse_double(optarg, 0.001, 1e6, &timeout)) {
+                cli_error("--timeout expects seconds, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case OPT_KEEP: keep = optarg; continue;
+        case 'f':
+            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
+                cli_error("--format expects table, json or csv, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case 'o': output = optarg; continue;
+        case OPT_HTML: html = optarg; continue;
+        case 'h': sweep_usage(stdout); rc = CLI_OK; goto out;
+        case 's': flag = "--set"; if (cli_topo_option(&topo, opt, optarg) < 0) goto out; break;
+        case 'b': flag = "--batch"; fixed_builtin[2] = true; break;
+        case 'p': flag = "--precision"; fixed_builtin[1] = true; break;
+        case 'B': flag = "--backend"; fixed_builtin[0] = true; break;
+        case 't': flag = "--threads"; fixed_builtin[3] = true; break;
+        case 'w': flag = "--warmup"; break;
+        case 'n': flag = "--iterations"; break;
+        case OPT_MIN_TIME: flag = "--min-time"; break;
+        case OPT_SEED: flag = "--seed"; break;
+        case OPT_PIN: flag = "--pin"; break;
+        case OPT_DB: flag = "--db"; break;
+        case OPT_FUSE: if (!push(&fixed, "--fuse")) goto oom; continue;
+        case OPT_NO_ACCURACY: if (!push(&fixed, "--no-accuracy")) goto oom; continue;
+        case OPT_NO_DB: if (!push(&fixed, "--no-db")) goto oom; continue;
+        default: cli_error("see 'ntprof sweep --help'"); goto out;
+        }
+        /* The child checks the value and names the option in its error. */
+        if (!push(&fixed, flag) || !push(&fixed, optarg))
+            goto oom;
+    }
+    if (optind != argc - 1) {
+        cli_error("%s (see 'ntprof sweep --help')",
+                  optind == argc ? "sweep needs a topology FILE" : "sweep takes one FILE");
+        goto out;
+    }
+    if (n_vary == 0) {
+        cli_error("sweep needs at least one --vary NAME=V1,V2,...");
+        goto out;
+    }
+    const char *file = argv[optind];
+    ntp_ctx *ctx = ntp_ctx_init();
+    if (!ctx)
+        goto oom;
+    ntp_load_opts lo = cli_load_opts(&topo);
+    ntp_graph *g = NULL;
+    ntp_sweep *sw = NULL;
+    if (ntp_graph_load(ctx, file, &lo, &g) != NTP_STATUS_OK ||
+        ntp_sweep_init(ctx, g, file, design, &sw) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+        goto done;
+    }
+    rc = CLI_OK;
+    for (int i = 0; i < n_vary && rc == CLI_OK; i++) {
+        if (ntp_sweep_add_factor(ctx, sw, vary[i]) != NTP_STATUS_OK) {
+            cli_fail(ctx);
+            rc = CLI_USAGE;
+            break;
+        }
+        static const char *const builtin[] = {"backend", "precision", "batch", "threads"};
+        const char *name = ntp_sweep_factor_name(sw, i);
+        for (int k = 0; k < 4; k++)
+            if (fixed_builtin[k] && strcmp(name, builtin[k]) == 0) {
+                cli_error("--vary %s and --%s both set %s; give one", name, builtin[k], name);
+                rc = CLI_USAGE;
+            }
+        for (int k = 0; k < topo.n_set && rc == CLI_OK; k++) {
+            size_t n = strlen(name);
+            if (strncmp(topo.set[k], name, n) == 0 && topo.set[k][n] == '=') {
+                cli_error("--vary %s and --set %s both set %s; give one", name, topo.set[k], name);
+                rc = CLI_USAGE;
+            }
+        }
+    }
+    if (rc == CLI_OK && ntp_sweep_expand(ctx, sw) != NTP_STATUS_OK) {
+        cli_fail(ctx);
+        rc = CLI_USAGE;
+    }
+    if (rc != CLI_OK)
+        goto done;
+
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        cli_error("cannot find the ntprof executable (/proc/self/exe): %s", strerror(errno));
+        rc = CLI_FAIL;
+        goto done;
+    }
+    self[len] = '\0';
+    char dir[PATH_MAX];
+    if (keep) {
+        snprintf(dir, sizeof dir, "%s", keep);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            cli_error("--keep %s: %s", keep, strerror(errno));
+            rc = CLI_FAIL;
+            goto done;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/ntprof-sweep-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            cli_error("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                      strerror(errno));
+            rc = CLI_FAIL;
+            goto done;
+        }
+    }
+    int n = ntp_sweep_config_count(sw), failed = 0;
+    bool tty = isatty(STDERR_FILENO);
+    double t0 = now_s();
+    for (int c = 0; c < n; c++) {
+        char state[1200];
+        const char *label = ntp_sweep_config_label(sw, c);
+        if (tty)
+            progress(true, c, n, now_s() - t0, label, NULL);
+        run_one(ctx, sw, c, self, file, &fixed, dir, timeout, state, sizeof state);
+        failed += ntp_sweep_result(sw, c) == NULL;
+        progress(tty, c + 1, n, now_s() - t0, label, state);
+    }
+    if (!keep)
+        clean_dir(dir, n);
+    rc = cli_write_output(ctx, output, write_sweep, sw, fmt);
+    if (rc == CLI_OK && html)
+        rc = cli_write_output(ctx, html, write_html, sw, NTP_FORMAT_TABLE);
+    /* A configuration that failed is reported in the table; the sweep as a
+     * whole fails only when nothing ran. */
+    if (rc == CLI_OK && failed == n) {
+        cli_error("every configuration failed");
+        rc = CLI_FAIL;
+    } else if (rc == CLI_OK && failed > 0) {
+        fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed, n);
+    }
+done:
+    ntp_sweep_free(sw);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+out:
+    free(fixed.v);
+    cli_topo_free(&topo);
+    return rc;
+oom:
+    cli_error("out of memory");
+    rc = CLI_FAIL;
+    goto out;
+}
