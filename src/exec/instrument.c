@@ -20,6 +20,7 @@
 #include "core/ctx-impl.h"
 #include "exec-impl.h"
 #include "measure/counters-impl.h"
+#include "ntprof/machine.h"
 
 /* Without measured ceilings, the ridge point of the roofline taken for
  * the verdict, in FLOP per byte: server and desktop CPUs sit between about
@@ -46,6 +47,8 @@ typedef struct inst {
     vals *rows;                 /* per report row */
     vals *marks;                /* per marker result */
     int iters;
+    double balance;             /* machine balance (ridge point), FLOP/B */
+    char balance_src[160];
     char dir[4096];
     bool dir_made;
 } inst;
@@ -522,8 +525,8 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
 {
     char ev[768];
     size_t u = 0;
-    double balance = NTP_BALANCE_HEURISTIC;
-    const char *bsrc = "heuristic balance, no measured machine ceilings";
+    double balance = I->balance;
+    const char *bsrc = I->balance_src;
     double in = bytes > 0 ? (double)flops / (double)bytes : 0;
     const char *b = NULL;
 #define ADD(...) (u += (size_t)snprintf(ev + u, u < sizeof ev ? sizeof ev - u : 0, __VA_ARGS__))
@@ -654,7 +657,8 @@ static ntp_status finish(inst *I)
         /* Derived metrics of the tools' counts (perf_event's are already
          * there, computed within their groups). */
         int n = v->n < NTP_MAX_VALUES ? v->n : NTP_MAX_VALUES;
-        memcpy(tmp, v->v, (size_t)n * sizeof *tmp);
+        if (n > 0)
+            memcpy(tmp, v->v, (size_t)n * sizeof *tmp);
         int n2 = ntp__counters_derive(I->s, tmp, n, NTP_MAX_VALUES);
         for (int i = n; i < n2; i++) {
             ntp_counter_value *c = push(v);
@@ -707,6 +711,19 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "counter iterations must not be negative");
     inst I = {.ctx = ctx, .x = x, .w = w, .o = o, .r = r};
     I.iters = o->counter_iterations > 0 ? o->counter_iterations : o->iterations;
+    /* The ridge point of this machine's roofline when its ceilings were
+     * measured (`ntprof machine`), else the documented heuristic. */
+    const ntp_peak *pk = o->ceilings ? ntp_ceilings_peak(o->ceilings, r->precision) : NULL;
+    double bw = o->ceilings ? ntp_ceilings_bandwidth(o->ceilings, "DRAM") : 0;
+    if (pk && pk->gflops > 0 && bw > 0) {
+        I.balance = pk->gflops / bw;
+        snprintf(I.balance_src, sizeof I.balance_src, "measured ridge: %.4g GFLOP/s / %.4g GB/s",
+                 pk->gflops, bw);
+    } else {
+        I.balance = NTP_BALANCE_HEURISTIC;
+        snprintf(I.balance_src, sizeof I.balance_src,
+                 "heuristic balance, no measured machine ceilings");
+    }
     if (!(r->counter_store = I.s = ntp__store_new()))
         return oom(ctx);
     I.rows = calloc((size_t)r->n_layers + 1, sizeof *I.rows);

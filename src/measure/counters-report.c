@@ -83,12 +83,14 @@ static void table_row(FILE *f, const char *name, const ntp_counter_value *v, int
 {
     if (n == 0 && !bound)
         return;
+    /* What could not be counted is listed once below the rows. */
     char line[8192];
     size_t u = 0;
     for (int i = 0; i < n && u < sizeof line; i++) {
         char val[64];
-        u += (size_t)snprintf(line + u, sizeof line - u, "%s%s %s", i ? ", " : "", v[i].name,
-                              human(&v[i], val, sizeof val));
+        if (v[i].available)
+            u += (size_t)snprintf(line + u, sizeof line - u, "%s%s %s", u ? ", " : "", v[i].name,
+                                  human(&v[i], val, sizeof val));
     }
     /* The name in 22 columns as in the layer table, the bound in 8. */
     char prefix[128] = "";
@@ -98,7 +100,7 @@ static void table_row(FILE *f, const char *name, const ntp_counter_value *v, int
     ntp__put_cell(m, name, 22, false);
     fprintf(m, " %-8s ", bound ? bound : "-");
     fclose(m);
-    ntp__put_wrapped(f, prefix, n ? line : "(no counters)");
+    ntp__put_wrapped(f, prefix, u ? line : "(nothing counted)");
     if (evidence)
         ntp__put_wrapped(f, "    why: ", evidence);
 }

@@ -136,7 +136,9 @@ const char *ntp__counters_builtin_name(int i, const char **description)
 }
 
 /* The named sets, as groups of events. "topdown" is resolved from what the
- * PMU names in sysfs (add_topdown). */
+ * PMU names in sysfs (add_topdown). Every software event, of a set or named
+ * alone, joins the one "sw" group: software events never multiplex, and
+ * one group is one read per row. */
 static const char *const g_sw[] = {"task-clock", "page-faults", "context-switches", "cpu-migrations", NULL};
 static const char *const g_basic[] = {"cycles", "instructions", "branches", "branch-misses", NULL};
 static const char *const g_stalls[] = {"cycles", "stalled-cycles-frontend", "stalled-cycles-backend", NULL};
@@ -362,7 +364,7 @@ static ntp_status add_token(ntp_ctx *ctx, ntp_counters *c, const char *tok)
             return NTP_STATUS_OK;
     const struct builtin *b = builtin_find(tok);
     if (b)
-        return add_builtin(ctx, c, b->type == PERF_TYPE_SOFTWARE ? "user-sw" : "user", tok);
+        return add_builtin(ctx, c, b->type == PERF_TYPE_SOFTWARE ? "sw" : "user", tok);
     if (strchr(tok, '/')) {
         /* One group per PMU: the kernel refuses groups that span PMUs. */
         char gname[24];
@@ -380,7 +382,7 @@ static ntp_status add_token(ntp_ctx *ctx, ntp_counters *c, const char *tok)
     char reason[NTP_CREASON];
     st = ntp__pfm_encode(tok, &a, reason, sizeof reason);
     if (st == NTP_STATUS_OK) {
-        ntp_cevent *e = add_event(ctx, c, a.type == PERF_TYPE_SOFTWARE ? "user-sw" : "user", tok, &st);
+        ntp_cevent *e = add_event(ctx, c, a.type == PERF_TYPE_SOFTWARE ? "sw" : "user", tok, &st);
         if (!e)
             return st;
         e->attr = a;
@@ -728,7 +730,8 @@ static int derive_ratio(ntp_counter_store *s, ntp_counter_value *out, int n, int
     snprintf(b, sizeof b, "%s%s", prefix, den);
     snprintf(m, sizeof m, "%s%s", prefix, name);
     int i = find_value(out, n, a), j = find_value(out, n, b);
-    if ((i < 0 && j < 0) || n >= cap || find_value(out, n, m) >= 0)
+    /* A metric is about its numerator: without it, nobody asked. */
+    if (i < 0 || n >= cap || find_value(out, n, m) >= 0)
         return n;
     for (int k = 0; k < n; k++)
         if (out[k].derived && strcmp(out[k].name, m) == 0)
