@@ -38,7 +38,28 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
         return ntp__dnnl_pool_supports(g, n);
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
+    case NTP_OP_LRN:
         return ntp__dnnl_norm_supports(g, n);
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+        return ntp__dnnl_reduce_supports(g, n);
+    case NTP_OP_ABS:
+    case NTP_OP_NEG:
+    case NTP_OP_EXP:
+    case NTP_OP_LOG:
+    case NTP_OP_SQRT:
+    case NTP_OP_RECIPROCAL:
+    case NTP_OP_ROUND:
+    case NTP_OP_SOFTPLUS:
+    case NTP_OP_ELU:
+    case NTP_OP_PRELU:
+    case NTP_OP_LOG_SOFTMAX:
     case NTP_OP_RELU:
     case NTP_OP_LEAKY_RELU:
     case NTP_OP_SIGMOID:
@@ -51,6 +72,10 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
         return ntp__dnnl_eltwise_supports(g, n);
     case NTP_OP_ADD:
     case NTP_OP_MUL:
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
         return ntp__dnnl_binary_supports(g, n);
     case NTP_OP_CONCAT:
         return ntp__dnnl_concat_supports(g, n);
@@ -68,8 +93,9 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_SPLIT:
         return ntp__dnnl_move_supports(g, n);
     default:
-        /* pad, convert and the inlays (mfcc, ctc_decode) stay on the
-         * reference backend. */
+        /* pad, convert, embedding, the inlays (mfcc, ctc_decode) and the
+         * ONNX ops without a oneDNN primitive stay on the reference
+         * backend. */
         return false;
     }
 }
@@ -164,9 +190,23 @@ static ntp_status build(odnn_build *b)
         return ntp__dnnl_pool_build(b);
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
+    case NTP_OP_LRN:
         return ntp__dnnl_norm_build(b);
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+        return ntp__dnnl_reduce_build(b);
     case NTP_OP_ADD:
     case NTP_OP_MUL:
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
         return ntp__dnnl_binary_build(b);
     case NTP_OP_CONCAT:
         return ntp__dnnl_concat_build(b);

@@ -1,5 +1,5 @@
-/* add and mul of 2 to 8 inputs with numpy broadcasting, on oneDNN's binary
- * primitive.
+/* add, mul, max and min of 2 to 8 inputs, sub and div of two, with numpy
+ * broadcasting, on oneDNN's binary primitive.
  *
  * oneDNN's binary broadcasts its second source only, so the first source
  * is an input that already has the output's shape; the others are folded
@@ -57,7 +57,23 @@ bool ntp__dnnl_binary_supports(const ntp_graph *g, const ntp_node *n)
             if (dims[d] != y->dim[d] && dims[d] != 1)
                 return false;
     }
-    return full_input(in, n->n_in, y) >= 0;
+    int f = full_input(in, n->n_in, y);
+    /* sub and div do not commute: their first operand must be the full one. */
+    if ((n->op == NTP_OP_SUB || n->op == NTP_OP_DIV) && (n->n_in != 2 || f != 0))
+        return false;
+    return f >= 0;
+}
+
+static dnnl_alg_kind_t binary_alg(ntp_op op)
+{
+    switch (op) {
+    case NTP_OP_MUL: return dnnl_binary_mul;
+    case NTP_OP_SUB: return dnnl_binary_sub;
+    case NTP_OP_DIV: return dnnl_binary_div;
+    case NTP_OP_MAX: return dnnl_binary_max;
+    case NTP_OP_MIN: return dnnl_binary_min;
+    default: return dnnl_binary_add;
+    }
 }
 
 ntp_status ntp__dnnl_binary_build(odnn_build *b)
@@ -73,7 +89,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
     int f = full_input(in, k->n_in, y);
     if (k->n_in < 2 || f < 0)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "no input has the output's shape");
-    dnnl_alg_kind_t alg = b->n->op == NTP_OP_ADD ? dnnl_binary_add : dnnl_binary_mul;
+    dnnl_alg_kind_t alg = binary_alg(b->n->op);
     dnnl_memory_desc_t md0;
     ntp_status s;
     dnnl_status_t st;

@@ -14,6 +14,8 @@
 #define ODNN_ALIGN 64
 
 static ntp_status vfail(odnn_build *b, ntp_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static ntp_status vfail(odnn_build *b, ntp_status st, const char *fmt, va_list ap)
 {
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);

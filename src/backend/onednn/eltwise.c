@@ -10,8 +10,15 @@
  *   silu             eltwise_swish, alpha 1
  *   hardswish        eltwise_hardswish
  *   clip             eltwise_clip [min, max]
- * Activations follow their input's layout (blocked stays blocked); softmax
- * runs on the plain tensor along its axis. */
+ *   abs, exp, log, sqrt, round, elu   their namesakes (round: half to even)
+ *   neg              eltwise_linear, alpha -1
+ *   reciprocal       eltwise_pow, alpha 1, beta -1
+ *   softplus         eltwise_soft_relu (ln(1 + eˣ))
+ * Activations follow their input's layout (blocked stays blocked); prelu
+ * runs on oneDNN's prelu primitive with the slope broadcast numpy-style;
+ * softmax and log_softmax run on the plain tensor along their axis. */
+#include <stdlib.h>
+
 #include "onednn-impl.h"
 
 bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
@@ -53,6 +60,37 @@ bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha
         *alpha = (float)a->min;
         *beta = (float)a->max;
         return true;
+    case NTP_OP_ABS:
+        *alg = dnnl_eltwise_abs;
+        return true;
+    case NTP_OP_NEG:
+        *alg = dnnl_eltwise_linear;
+        *alpha = -1.0f;
+        return true;
+    case NTP_OP_EXP:
+        *alg = dnnl_eltwise_exp;
+        return true;
+    case NTP_OP_LOG:
+        *alg = dnnl_eltwise_log;
+        return true;
+    case NTP_OP_SQRT:
+        *alg = dnnl_eltwise_sqrt;
+        return true;
+    case NTP_OP_RECIPROCAL:
+        *alg = dnnl_eltwise_pow;
+        *alpha = 1.0f;
+        *beta = -1.0f;
+        return true;
+    case NTP_OP_ROUND:
+        *alg = dnnl_eltwise_round;
+        return true;
+    case NTP_OP_SOFTPLUS:
+        *alg = dnnl_eltwise_soft_relu;
+        return true;
+    case NTP_OP_ELU:
+        *alg = dnnl_eltwise_elu;
+        *alpha = (float)a->alpha;
+        return true;
     default:
         return false;
     }
@@ -62,7 +100,18 @@ bool ntp__dnnl_eltwise_supports(const ntp_graph *g, const ntp_node *n)
 {
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (n->op == NTP_OP_SOFTMAX) {
+    if (n->op == NTP_OP_PRELU) {
+        const ntp_shape *x = &g->tensors[n->in[0]].shape, *w = &g->tensors[n->w[0]].shape;
+        if (n->n_w != 1 || w->ndim > x->ndim || x->ndim > DNNL_MAX_NDIMS)
+            return false;
+        for (int d = 0; d < w->ndim; d++) {
+            int64_t wd = w->dim[d], xd = x->dim[d + x->ndim - w->ndim];
+            if (wd != 1 && wd != xd)
+                return false;
+        }
+        return true;
+    }
+    if (n->op == NTP_OP_SOFTMAX || n->op == NTP_OP_LOG_SOFTMAX) {
         int r = g ? g->tensors[n->in[0]].shape.ndim : 0;
         int64_t axis = n->a.axis < 0 ? n->a.axis + r : n->a.axis;
         return axis >= 0 && axis < r;
@@ -81,7 +130,9 @@ static ntp_status softmax(odnn_build *b)
     dnnl_status_t st = ntp__dnnl_plain_md(&md, xs, b->cdt);
     dnnl_softmax_v2_desc_t d;
     if (st == dnnl_success)
-        st = dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference, dnnl_softmax_accurate,
+        st = dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
+                                               b->n->op == NTP_OP_LOG_SOFTMAX ? dnnl_softmax_log
+                                                                              : dnnl_softmax_accurate,
                                                &md, &md, (int)axis);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "softmax descriptor");
@@ -98,10 +149,54 @@ static ntp_status softmax(odnn_build *b)
     return NTP_STATUS_OK;
 }
 
+/* y = x < 0 ? slope·x : x, the slope right-aligned against the input. */
+static ntp_status prelu(odnn_build *b)
+{
+    ntp_kargs *k = b->k;
+    const ntp_shape *x = &k->in[0].shape, *ws = &k->w[0].shape;
+    if (k->n_in != 1 || k->n_w != 1 || ws->ndim > x->ndim)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent prelu arguments");
+    int64_t wd[NTP_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) {
+        int dw = d - (x->ndim - ws->ndim);
+        wd[d] = dw >= 0 ? ws->dim[dw] : 1;
+    }
+    dnnl_memory_desc_t md, wmd, uw;
+    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
+    if (s)
+        return s;
+    dnnl_status_t st = ntp__dnnl_plain_dims(&wmd, x->ndim, wd, b->cdt);
+    if (st == dnnl_success)
+        st = ntp__dnnl_plain_dims(&uw, x->ndim, wd, dnnl_f32);
+    dnnl_prelu_desc_t d;
+    if (st == dnnl_success)
+        st = dnnl_prelu_forward_desc_init(&d, dnnl_forward_inference, &md, &wmd);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "prelu descriptor");
+    dnnl_primitive_desc_t pd;
+    if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "prelu")))
+        return s;
+    float *slope;
+    if ((s = ntp__dnnl_weight_f32(b, 0, &slope)))
+        return s;
+    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, mems[3];
+    s = ntp__dnnl_pack(b, slope, &uw, ntp__dnnl_query(pd, dnnl_query_weights_md, 0), NULL, 0, 0,
+                       &mems[1]);
+    free(slope);
+    if (s || (s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mems[0])) ||
+        (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mems[2])) ||
+        (s = ntp__dnnl_step(b, pd, "", NULL, 3, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp__dnnl_eltwise_build(odnn_build *b)
 {
-    if (b->n->op == NTP_OP_SOFTMAX)
+    if (b->n->op == NTP_OP_SOFTMAX || b->n->op == NTP_OP_LOG_SOFTMAX)
         return softmax(b);
+    if (b->n->op == NTP_OP_PRELU)
+        return prelu(b);
     dnnl_alg_kind_t alg;
     float alpha, beta;
     if (b->k->n_in != 1 || !ntp__dnnl_eltwise_alg(b->n, &alg, &alpha, &beta))

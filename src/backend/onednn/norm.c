@@ -1,5 +1,6 @@
 /* Batch normalisation (inference: the stored mean and variance, with scale
- * and shift) and layer normalisation over the trailing dims.
+ * and shift), layer normalisation over the trailing dims, and local
+ * response normalisation across channels.
  *
  * Batch normalisation follows its input's layout, so it runs on a
  * convolution's blocked output directly. Layer normalisation normalises the
@@ -9,11 +10,16 @@
  * shift). */
 #include <stdlib.h>
 
+#include "graph/op-onnx-impl.h"
 #include "onednn-impl.h"
 
 bool ntp__dnnl_norm_supports(const ntp_graph *g, const ntp_node *n)
 {
     const ntp_shape *x = &g->tensors[n->in[0]].shape;
+    /* oneDNN's window is centred, c ± (size-1)/2; ONNX puts the extra
+     * channel of an even size after c. */
+    if (n->op == NTP_OP_LRN)
+        return x->ndim >= 3 && x->ndim <= 5 && ntp__lrn_size(&n->a) % 2 == 1;
     if (n->op == NTP_OP_BATCHNORM)
         return x->ndim >= 2 && x->ndim <= 5;
     int64_t axis = n->a.axis < 0 ? n->a.axis + x->ndim : n->a.axis;
@@ -140,7 +146,43 @@ static ntp_status layernorm(odnn_build *b)
     return NTP_STATUS_OK;
 }
 
+/* ONNX LRN across channels: x / (bias + α/size · Σ x²)^β, which is
+ * oneDNN's formula with k = bias. */
+static ntp_status lrn(odnn_build *b)
+{
+    const ntp_attrs *a = &b->n->a;
+    dnnl_memory_desc_t md;
+    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
+    if (s)
+        return s;
+    dnnl_lrn_desc_t d;
+    dnnl_status_t st = dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference,
+                                                  dnnl_lrn_across_channels, &md,
+                                                  ntp__lrn_size(a), (float)a->alpha,
+                                                  (float)ntp__lrn_beta(a), (float)ntp__lrn_bias(a));
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "lrn descriptor");
+    dnnl_primitive_desc_t pd;
+    if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "lrn")))
+        return s;
+    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_WORKSPACE}, mems[3], n = 2;
+    if ((s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mems[0])) ||
+        (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mems[1])))
+        return s;
+    const dnnl_memory_desc_t *ws = ntp__dnnl_query(pd, dnnl_query_workspace_md, 0);
+    if (ws && dnnl_memory_desc_get_size(ws) > 0 && (s = ntp__dnnl_ws_mem(b, ws, &mems[n++])))
+        return s;
+    if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp__dnnl_norm_build(odnn_build *b)
 {
-    return b->n->op == NTP_OP_BATCHNORM ? batchnorm(b) : layernorm(b);
+    switch (b->n->op) {
+    case NTP_OP_BATCHNORM: return batchnorm(b);
+    case NTP_OP_LRN: return lrn(b);
+    default: return layernorm(b);
+    }
 }

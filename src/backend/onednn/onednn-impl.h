@@ -247,6 +247,8 @@ bool ntp__dnnl_rnn_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_rnn_build(odnn_build *b);
 bool ntp__dnnl_attention_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_attention_build(odnn_build *b);
+bool ntp__dnnl_reduce_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_reduce_build(odnn_build *b);
 bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_move_build(odnn_build *b);
 
