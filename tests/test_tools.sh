@@ -247,11 +247,59 @@ PYEOF
 fi
 
 # --- NVTX: ranges when the build has the headers, a clear refusal otherwise ------------------------
+# An NVTX injection library (what Nsight loads through NVTX_INJECTION64_PATH)
+# that logs the ranges, so the test sees exactly what Nsight would.
+NVTX_INC=""
+for d in "${CUDAToolkit_ROOT:-/nonexistent}/include" "${CUDA_HOME:-/nonexistent}/include" \
+         "${CUDA_PATH:-/nonexistent}/include" /usr/local/cuda/include; do
+    [ -e "$d/nvtx3/nvToolsExt.h" ] && NVTX_INC=$d && break
+done
+cat >"$T/inject.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <nvtx3/nvToolsExt.h>
+static FILE *out;
+static nvtxRangeId_t next_id;
+static int push(const char *m) { fprintf(out, "push %s\n", m); return 0; }
+static int pop(void) { fprintf(out, "pop\n"); return 0; }
+static nvtxRangeId_t start(const char *m) { fprintf(out, "start %s\n", m); return ++next_id; }
+static void end(nvtxRangeId_t id) { fprintf(out, "end %llu\n", (unsigned long long)id); }
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+    const NvtxExportTableCallbacks *cb = (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS);
+    NvtxFunctionTable t;
+    unsigned int n;
+    if (!cb || !cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || n <= NVTX_CBID_CORE_RangePop)
+        return 0;
+    out = fopen(getenv("NVTX_LOG"), "w");
+    if (!out)
+        return 0;
+    setvbuf(out, NULL, _IOLBF, 0);
+    *t[NVTX_CBID_CORE_RangePushA] = (NvtxFunctionPointer)push;
+    *t[NVTX_CBID_CORE_RangePop] = (NvtxFunctionPointer)pop;
+    *t[NVTX_CBID_CORE_RangeStartA] = (NvtxFunctionPointer)start;
+    *t[NVTX_CBID_CORE_RangeEnd] = (NvtxFunctionPointer)end;
+    return 1;
+}
+EOF
 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 2 --min-time 0 --tool nvtx --format json \
     -o "$T/nvtx.json" >"$T/out" 2>"$T/err"
 rc=$?
 if [ $rc = 0 ]; then
     grep -q '"nvtx: NVTX' "$T/nvtx.json" && ok || bad "nvtx note missing"
+    if [ -n "$NVTX_INC" ] && gcc -shared -fPIC -I"$NVTX_INC" "$T/inject.c" -o "$T/inject.so"; then
+        ok
+        NVTX_INJECTION64_PATH="$T/inject.so" NVTX_LOG="$T/nvtx.log" \
+            run "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 2 --min-time 0 --tool nvtx
+        # Two counting iterations: each layer pushed twice, the marker started twice.
+        [ "$(grep -c '^push fc1$' "$T/nvtx.log")" = 2 ] && ok || bad "nvtx: fc1 ranges: $(head -5 "$T/nvtx.log")"
+        [ "$(grep -c '^push ' "$T/nvtx.log")" = 22 ] && ok || bad "nvtx: want 22 layer ranges"
+        [ "$(grep -c '^pop$' "$T/nvtx.log")" = 22 ] && ok || bad "nvtx: want 22 pops"
+        [ "$(grep -c '^start body$' "$T/nvtx.log")" = 2 ] && ok || bad "nvtx: marker body ranges"
+        [ "$(grep -c '^end ' "$T/nvtx.log")" = 2 ] && ok || bad "nvtx: marker range ends"
+    else
+        bad "cannot build the NVTX injection library for the test"
+    fi
 else
     grep -q "built without NVTX" "$T/err" && ok || bad "nvtx: exit $rc: $(cat "$T/err")"
 fi

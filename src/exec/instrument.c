@@ -350,6 +350,9 @@ static ntp_status pass_launch(inst *I, const ntp_tool_spec *t, ntp_tool_seg *seg
     st = ntp__tool_launch(I->ctx, t, rows, nr, I->w->n, 1, I->dir, &res);
     if (!st)
         st = fold(I, rows, &res, t->name);
+    if (!st)
+        note(I, "%s: one counting iteration (the simulation is deterministic); its figures are "
+             "that iteration's", t->name);
     ntp__tool_result_free(&res);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s:", t->name);
@@ -748,6 +751,12 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
             snprintf(s.events, sizeof s.events, "%s", t.events);
             if (x->steps[w->step[k]].kind != NTP_STEP_FUSED)
                 st = job_add(ctx, jobs, &n_jobs, &t, &s);
+        }
+        /* NVTX ranges mark every marker too; the counting tools sum a
+         * marker's rows instead. */
+        for (int m = 0; m < r->n_markers && !st && t.kind == NTP_TOOL_NVTX; m++) {
+            ntp_tool_seg s = {.first = r->markers[m].first, .last = r->markers[m].last, .marker = m};
+            st = job_add(ctx, jobs, &n_jobs, &t, &s);
         }
     }
     for (int m = 0; m < r->n_markers && !st; m++)
