@@ -12,6 +12,7 @@
 #include "ntprof/compare.h"
 #include "ntprof/context.h"
 #include "ntprof/counters.h"
+#include "ntprof/frameworks.h"
 #include "ntprof/graph.h"
 #include "ntprof/machine.h"
 #include "ntprof/report.h"

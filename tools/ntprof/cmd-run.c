@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli-backends.h"
 #include "cli.h"
 
 static void run_usage(FILE *f)
@@ -19,7 +20,9 @@ static void run_usage(FILE *f)
             "  -p, --precision P       f32, bf16, f16 or i8\n"
             "  -M, --max-memory SIZE   refuse topologies needing more (default: physical RAM)\n"
             "execution:\n"
-            "  -B, --backend NAME      backend (built: %s)\n"
+            "  -B, --backend NAME      backend (built: %s), or a comma-separated list to\n"
+            "                          compare side by side; -o, --trace and --html may then\n"
+            "                          hold {backend} for one report per backend\n"
             "  -t, --threads N         threads for the backend (default: all cores)\n"
             "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
             "      --seed N            seed of weights and synthetic inputs (default 1)\n"
@@ -226,8 +229,12 @@ int cmd_run(int argc, char **argv)
     if (have_ceilings)
         ro.ceilings = &ceilings;
     ntp_ctx_clear(ctx);
-    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-        ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    } else if (!tool_child && ro.backend && strchr(ro.backend, ',')) {
+        /* A list of backends: each one run, side by side (cmd-run-backends.c). */
+        rc = cli_run_backends(ctx, g, &ro, fmt, output, trace, html, use_db ? db : NULL);
+    } else if (ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else if (tool_child) {
         rc = CLI_OK;

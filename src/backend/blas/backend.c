@@ -11,6 +11,7 @@
  * inside another library's parallel region, so pools never nest. */
 #include <cblas.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -233,10 +234,39 @@ static void blas_release_node(void *state, void *node_state)
     free(nd);
 }
 
+/* Implementation names outlive the plan: a run report keeps the pointer
+ * after the plan (and this node) is freed, so each distinct name is kept
+ * once for the life of the process (a handful of strings). */
+static const char *intern(const char *s)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct name {
+        struct name *next;
+        char s[];
+    } *names;
+    pthread_mutex_lock(&lock);
+    const struct name *p = names;
+    while (p && strcmp(p->s, s) != 0)
+        p = p->next;
+    if (!p) {
+        size_t len = strlen(s) + 1;
+        struct name *q = malloc(sizeof *q + len);
+        if (q) {
+            memcpy(q->s, s, len);
+            q->next = names;
+            names = q;
+        }
+        p = q;
+    }
+    pthread_mutex_unlock(&lock);
+    return p ? p->s : NULL;
+}
+
 static const char *blas_impl_name(void *state, void *node_state)
 {
     const blasb_node *nd = node_state;
-    return nd && nd->impl[0] ? nd->impl : "blas";
+    const char *name = nd && nd->impl[0] ? intern(nd->impl) : NULL;
+    return name ? name : "blas";
 }
 
 static int blas_n_steps(void *state, void *node_state, int *main_step)

@@ -1,0 +1,100 @@
+/* ntprof: one topology on several backends in one call, side by side
+ * (docs/frameworks.md).
+ *
+ *   const char *be[] = {"onednn", "xnnpack", "blas", "ref"};
+ *   ntp_backend_comparison *c;
+ *   ntp_run_compare(ctx, g, &opts, be, 4, &c);
+ *   ntp_backend_comparison_write(ctx, c, NTP_FORMAT_TABLE, stdout);
+ *
+ * Every backend runs the same topology with the same weights and inputs
+ * (the options' seed and inputs), one after the other, each with the full
+ * measurement protocol of ntp_run, and its outputs are compared with those
+ * of the reference backend. */
+#ifndef NTPROF_FRAMEWORKS_H
+#define NTPROF_FRAMEWORKS_H
+
+#include <stdio.h>
+#include "ntprof/report.h"
+#include "ntprof/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One layer on one backend. */
+typedef struct ntp_backend_layer {
+    double ms;                  /* median, its sub-step rows (reorders, im2col) included;
+                                   0 for a fused layer, -1 if not measured (--only) */
+    double prepare_ms;
+    const char *ran_on;         /* the backend that ran it ("ref" for a fallback) */
+    const char *impl;           /* what that backend chose */
+    const char *fused_into;     /* the layer it was folded into, or NULL */
+    int sub_rows;               /* sub-step rows included in ms */
+} ntp_backend_layer;
+
+/* One backend's part of the comparison. */
+typedef struct ntp_backend_run {
+    const char *backend;
+    ntp_run_result *result;     /* its complete run report */
+    /* Its outputs against the reference backend's, one per graph output
+     * (n_deviation 0 when there is nothing to compare: a partial run, or
+     * no reference). Top-1/top-5 agreement for [N, classes] outputs, -1
+     * otherwise. */
+    int n_deviation;
+    ntp_accuracy *deviation;
+    double max_abs_error;       /* worst over the outputs; -1 when n/a */
+    double rel_l2;
+    double speed_ratio;         /* median end-to-end / the fastest backend's */
+    int layers_own;             /* layers it ran itself (not fused, not fallen back) */
+    int layers_fallback;        /* layers placed on another backend */
+    int layers_fused;
+    int n_convert;              /* conversion rows at backend boundaries */
+    double convert_ms;
+    ntp_backend_layer *layers;  /* n_layers, in execution order */
+} ntp_backend_run;
+
+typedef struct ntp_backend_comparison {
+    const char *topology;
+    const char *source;
+    ntp_dtype precision;
+    int64_t batch;
+    int threads;
+    uint64_t seed;
+    bool fused;
+    /* The backend whose outputs are the oracle: "ref". When "ref" is not
+     * among the runs it is still run once, unmeasured, for its outputs. */
+    const char *reference;
+    int n_runs;
+    ntp_backend_run *runs;      /* in the order asked for */
+    int fastest;                /* index of the lowest median end-to-end */
+    int n_layers;
+    const char **layer_names;   /* execution order */
+    const char **layer_types;
+    struct ntp_backend_store *store; /* owns the strings; internal */
+} ntp_backend_comparison;
+
+/* Split "onednn,xnnpack,blas,ref" into names: at most max, pointing into
+ * buf (a copy of list of buflen bytes). Empty names, repeated names and
+ * unknown backends are an error naming the nearest backend of this build. */
+ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *buf, size_t buflen,
+                                  const char **names, int max, int *n);
+
+/* Run g on each of backends[0..n-1] with opts (its backend field is
+ * ignored). opts->save_outputs_dir, when set, receives one subdirectory per
+ * backend (DIR/<backend>/output_<i>.npy). A backend that fails to run
+ * fails the whole call with its message. */
+ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
+                           const char *const *backends, int n, ntp_backend_comparison **out);
+void ntp_backend_comparison_free(ntp_backend_comparison *c);
+
+/* The side-by-side view: table (per backend, end to end with prepare time
+ * and output deviation, then per layer), JSON (that, plus each backend's
+ * complete run report under "report"), or CSV (one row per backend and
+ * layer, and one end-to-end row per backend). */
+ntp_status ntp_backend_comparison_write(ntp_ctx *ctx, const ntp_backend_comparison *c,
+                                        ntp_format fmt, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
