@@ -126,6 +126,20 @@ ntp_status ntp__onnx_load_memory(ntp_ctx *ctx, const void *buf, size_t len, cons
                                  const ntp_load_opts *opts, const ntp_onnx_bind *binds,
                                  int n_binds, ntp_graph **out);
 
+typedef struct ntp_onnx_names ntp_onnx_names;
+/* A string -> int table (onnx-names.c): value names, and the names taken in
+ * the graph being built or written. */
+ntp_onnx_names *ntp__onnx_names_new(void);
+void ntp__onnx_names_free(ntp_onnx_names *t);
+/* The value of key k, or -1. */
+int ntp__onnx_names_get(const ntp_onnx_names *t, const char *k);
+/* Insert or overwrite; false when memory runs out. */
+bool ntp__onnx_names_put(ntp_onnx_names *t, const char *k, int v);
+/* A float attribute as the decimal it was most likely written as: the
+ * shortest decimal that rounds to the same f32 (1e-5f gives 1e-5), so that
+ * values written from markup come back exactly. */
+double ntp__onnx_float_value(float f);
+
 /* --- the importer's state, shared by onnx-import.c and onnx-map-*.c ---------- */
 
 /* One ONNX value (a name in the graph). */
@@ -145,7 +159,6 @@ typedef struct ntp_onnx_value {
 } ntp_onnx_value;
 
 typedef struct ntp_onnx_map ntp_onnx_map;
-typedef struct ntp_onnx_names ntp_onnx_names; /* a string -> int table */
 
 typedef struct ntp_onnx_importer {
     ntp_ctx *ctx;
@@ -160,6 +173,10 @@ typedef struct ntp_onnx_importer {
     int n_v, cap_v;
     ntp_onnx_names *values;      /* value name -> index into v */
     ntp_onnx_names *used;        /* IR node and tensor names taken */
+    /* Readers of each value (CSR over value indices: node index and input
+     * slot), for the patterns; nodes a pattern has consumed are `done`. */
+    int *cons_start, *cons_node, *cons_slot;
+    bool *done;
     /* The node being mapped. */
     const Onnx__NodeProto *np;
     const char *node_name;       /* its name, or a made-up one */
@@ -254,6 +271,22 @@ ntp_status ntp__onnx_transpose(ntp_onnx_importer *x, int in, const int64_t *perm
 ntp_status ntp__onnx_scalar(ntp_onnx_importer *x, float v, const char *suffix, int *t);
 /* The IR node producing tensor t, or NULL. */
 ntp_node *ntp__onnx_producer(ntp_onnx_importer *x, int t);
+
+/* --- patterns (onnx-patterns.c) ---------------------------------------------- */
+
+/* Subgraphs that exporters write for one layer the IR has: gelu's and
+ * silu's formulas, layer normalisation before opset 17. When the current
+ * node starts one, add the layer, mark the pattern's other nodes done and
+ * set *matched. */
+ntp_status ntp__onnx_patterns(ntp_onnx_importer *x, bool *matched);
+/* The only reader of value `name` (its node index, and the input slot in
+ * *slot), or -1 when it has none, several, or is a graph output. */
+int ntp__onnx_sole_reader(const ntp_onnx_importer *x, const char *name, int *slot);
+/* How many nodes read value `name`, and the i-th of them. */
+int ntp__onnx_readers(const ntp_onnx_importer *x, const char *name);
+int ntp__onnx_reader(const ntp_onnx_importer *x, const char *name, int i, int *slot);
+/* Make node i the current node (for errors and naming). */
+void ntp__onnx_set_node(ntp_onnx_importer *x, int i, char *buf, size_t len);
 
 /* --- constant folding (onnx-fold.c) ------------------------------------------ */
 

@@ -25,106 +25,14 @@
 #include "graph/op-onnx-impl.h"
 #include "onnx-impl.h"
 
-/* --- a string -> int table ----------------------------------------------------- */
-
-struct ntp_onnx_names {
-    char **key;      /* owned copies */
-    int *val;
-    size_t cap, n;
-};
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static ntp_onnx_names *names_new(void)
-{
-    ntp_onnx_names *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    t->cap = 256;
-    t->key = calloc(t->cap, sizeof *t->key);
-    t->val = calloc(t->cap, sizeof *t->val);
-    if (!t->key || !t->val) {
-        free(t->key);
-        free(t->val);
-        free(t);
-        return NULL;
-    }
-    return t;
-}
-
-static void names_free(ntp_onnx_names *t)
-{
-    if (!t)
-        return;
-    for (size_t i = 0; i < t->cap; i++)
-        free(t->key[i]);
-    free(t->key);
-    free(t->val);
-    free(t);
-}
-
-static int names_get(const ntp_onnx_names *t, const char *k)
-{
-    for (size_t i = hash(k) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-        if (!t->key[i])
-            return -1;
-        if (strcmp(t->key[i], k) == 0)
-            return t->val[i];
-    }
-}
-
-/* Insert or overwrite; false when memory runs out. */
-static bool names_put(ntp_onnx_names *t, const char *k, int v)
-{
-    if (2 * (t->n + 1) > t->cap) {
-        size_t cap = 2 * t->cap;
-        char **key = calloc(cap, sizeof *key);
-        int *val = calloc(cap, sizeof *val);
-        if (!key || !val) {
-            free(key);
-            free(val);
-            return false;
-        }
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->key[i]) {
-                size_t j = hash(t->key[i]) & (cap - 1);
-                while (key[j])
-                    j = (j + 1) & (cap - 1);
-                key[j] = t->key[i];
-                val[j] = t->val[i];
-            }
-        free(t->key);
-        free(t->val);
-        t->key = key;
-        t->val = val;
-        t->cap = cap;
-    }
-    size_t i = hash(k) & (t->cap - 1);
-    while (t->key[i] && strcmp(t->key[i], k) != 0)
-        i = (i + 1) & (t->cap - 1);
-    if (!t->key[i]) {
-        if (!(t->key[i] = ntp__strdup(k)))
-            return false;
-        t->n++;
-    }
-    t->val[i] = v;
-    return true;
-}
-
 /* A name not yet in `used`, made from base (base, base_1, base_2, ...),
  * into buf, and record it. */
 static bool unique_name(ntp_onnx_names *used, const char *base, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", base);
-    for (int k = 1; names_get(used, buf) >= 0; k++)
+    for (int k = 1; ntp__onnx_names_get(used, buf) >= 0; k++)
         snprintf(buf, len, "%.*s_%d", (int)(len - 16), base, k);
-    return names_put(used, buf, 1);
+    return ntp__onnx_names_put(used, buf, 1);
 }
 
 /* --- errors and attributes ----------------------------------------------------------- */
@@ -158,7 +66,7 @@ double ntp__onnx_attr_f(const ntp_onnx_importer *x, const char *name, double dfl
 {
     const Onnx__AttributeProto *a = ntp__onnx_attr(x, name);
     if (a && a->has_f)
-        return a->f;
+        return ntp__onnx_float_value(a->f);
     return a && a->has_i ? (double)a->i : dflt;
 }
 
@@ -208,7 +116,7 @@ int ntp__onnx_attr_floats(ntp_onnx_importer *x, const char *name, double *vals, 
 
 static ntp_onnx_value *value_of(ntp_onnx_importer *x, const char *name)
 {
-    int i = names_get(x->values, name);
+    int i = ntp__onnx_names_get(x->values, name);
     return i < 0 ? NULL : &x->v[i];
 }
 
@@ -222,7 +130,7 @@ static ntp_onnx_value *value_add(ntp_onnx_importer *x, const char *name)
         x->v = v;
         x->cap_v = cap;
     }
-    if (!names_put(x->values, name, x->n_v))
+    if (!ntp__onnx_names_put(x->values, name, x->n_v))
         return NULL;
     ntp_onnx_value *v = &x->v[x->n_v++];
     memset(v, 0, sizeof *v);
@@ -245,7 +153,7 @@ bool ntp__onnx_out_used(const ntp_onnx_importer *x, int k)
 {
     if (!ntp__onnx_has_out(x, k))
         return false;
-    int i = names_get(x->values, x->np->output[k]);
+    int i = ntp__onnx_names_get(x->values, x->np->output[k]);
     return i >= 0 && (x->v[i].consumers > 0 || x->v[i].is_output);
 }
 
@@ -253,7 +161,7 @@ bool ntp__onnx_value_used(const ntp_onnx_importer *x, const char *name)
 {
     if (!name || !name[0])
         return false;
-    int i = names_get(x->values, name);
+    int i = ntp__onnx_names_get(x->values, name);
     return i >= 0 && (x->v[i].consumers > 0 || x->v[i].is_output);
 }
 
@@ -261,7 +169,7 @@ bool ntp__onnx_out_is_graph_output(const ntp_onnx_importer *x, int k)
 {
     if (!ntp__onnx_has_out(x, k))
         return false;
-    int i = names_get(x->values, x->np->output[k]);
+    int i = ntp__onnx_names_get(x->values, x->np->output[k]);
     return i >= 0 && x->v[i].is_output;
 }
 
@@ -690,6 +598,37 @@ static const char *unsupported_reason(const ntp_onnx_importer *x, const Onnx__No
 static const char *op_name_of(const Onnx__NodeProto *np) { return np->op_type ? np->op_type : "?"; }
 
 static void set_node(ntp_onnx_importer *x, const Onnx__NodeProto *np, int index, char *buf,
+                     size_t len);
+
+void ntp__onnx_set_node(ntp_onnx_importer *x, int i, char *buf, size_t len)
+{
+    set_node(x, x->gp->node[i], i, buf, len);
+}
+
+int ntp__onnx_readers(const ntp_onnx_importer *x, const char *name)
+{
+    int v = name && name[0] ? ntp__onnx_names_get(x->values, name) : -1;
+    return v < 0 ? 0 : x->cons_start[v + 1] - x->cons_start[v];
+}
+
+int ntp__onnx_reader(const ntp_onnx_importer *x, const char *name, int i, int *slot)
+{
+    int v = ntp__onnx_names_get(x->values, name);
+    int e = x->cons_start[v] + i;
+    if (slot)
+        *slot = x->cons_slot[e];
+    return x->cons_node[e];
+}
+
+int ntp__onnx_sole_reader(const ntp_onnx_importer *x, const char *name, int *slot)
+{
+    int v = name && name[0] ? ntp__onnx_names_get(x->values, name) : -1;
+    if (v < 0 || x->v[v].is_output || x->cons_start[v + 1] - x->cons_start[v] != 1)
+        return -1;
+    return ntp__onnx_reader(x, name, 0, slot);
+}
+
+static void set_node(ntp_onnx_importer *x, const Onnx__NodeProto *np, int index, char *buf,
                      size_t len)
 {
     x->np = np;
@@ -769,6 +708,31 @@ static ntp_status build_values(ntp_onnx_importer *x)
             v->consumers++;
         }
     }
+    /* Readers of each value, as CSR. */
+    x->cons_start = calloc((size_t)x->n_v + 2, sizeof *x->cons_start);
+    x->done = calloc(gp->n_node + 1, sizeof *x->done);
+    int n_edges = 0;
+    for (int i = 0; i < x->n_v; i++)
+        n_edges += x->v[i].consumers;
+    x->cons_node = malloc(((size_t)n_edges + 1) * sizeof *x->cons_node);
+    x->cons_slot = malloc(((size_t)n_edges + 1) * sizeof *x->cons_slot);
+    if (!x->cons_start || !x->done || !x->cons_node || !x->cons_slot)
+        goto oom;
+    for (int i = 0; i < x->n_v; i++)
+        x->cons_start[i + 1] = x->cons_start[i] + x->v[i].consumers;
+    for (int i = 0; i < x->n_v; i++)
+        x->v[i].consumers = 0; /* recounted as the readers are placed */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        for (size_t k = 0; k < np->n_input; k++) {
+            if (!np->input[k] || !np->input[k][0])
+                continue;
+            int v = ntp__onnx_names_get(x->values, np->input[k]);
+            int e = x->cons_start[v] + x->v[v].consumers++;
+            x->cons_node[e] = (int)i;
+            x->cons_slot[e] = (int)k;
+        }
+    }
     if (gp->n_output == 0)
         return ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR, "%s: the graph has no outputs", x->src);
     for (size_t i = 0; i < gp->n_output; i++) {
@@ -809,7 +773,7 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
         for (size_t k = 0; k < gp->node[i]->n_output; k++) {
             const char *nm = gp->node[i]->output[k];
             if (nm && nm[0])
-                prod[names_get(x->values, nm)] = i;
+                prod[ntp__onnx_names_get(x->values, nm)] = i;
         }
     /* Edges from each value to its readers, as CSR. */
     for (int i = 0; i < nn; i++)
@@ -817,7 +781,7 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
             const char *nm = gp->node[i]->input[k];
             if (!nm || !nm[0])
                 continue;
-            int v = names_get(x->values, nm);
+            int v = ntp__onnx_names_get(x->values, nm);
             if (prod[v] >= 0) {
                 start[v + 1]++;
                 indeg[i]++;
@@ -830,7 +794,7 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
             const char *nm = gp->node[i]->input[k];
             if (!nm || !nm[0])
                 continue;
-            int v = names_get(x->values, nm);
+            int v = ntp__onnx_names_get(x->values, nm);
             if (prod[v] >= 0)
                 adj[start[v] + fill[v]++] = i;
         }
@@ -844,7 +808,7 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
             const char *nm = np->output[k];
             if (!nm || !nm[0])
                 continue;
-            int v = names_get(x->values, nm);
+            int v = ntp__onnx_names_get(x->values, nm);
             for (int e = start[v]; e < start[v + 1]; e++)
                 if (--indeg[adj[e]] == 0)
                     order[tail++] = adj[e];
@@ -1163,7 +1127,7 @@ static ntp_status make_outputs(ntp_onnx_importer *x)
         for (int j = 0; j < g->n_outputs; j++)
             taken = taken || g->outputs[j] == t;
         if (g->tensors[t].kind == NTP_TENSOR_INPUT || taken ||
-            (strcmp(g->tensors[t].name, nm) != 0 && names_get(x->used, nm) >= 0)) {
+            (strcmp(g->tensors[t].name, nm) != 0 && ntp__onnx_names_get(x->used, nm) >= 0)) {
             int ni = ntp__onnx_add_node(x, NTP_OP_MEMCPY, "copy", &t, 1, 1);
             if (ni < 0)
                 return ntp_ctx_status(x->ctx);
@@ -1174,7 +1138,7 @@ static ntp_status make_outputs(ntp_onnx_importer *x)
         }
         if (strcmp(g->tensors[t].name, nm) != 0) {
             char *dup = ntp__strdup(nm);
-            if (!dup || !names_put(x->used, nm, 1)) {
+            if (!dup || !ntp__onnx_names_put(x->used, nm, 1)) {
                 free(dup);
                 return ntp__error(x->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
             }
@@ -1280,8 +1244,12 @@ static void importer_free(ntp_onnx_importer *x)
         ntp__onnx_tensor_free(c);
     }
     free(x->v);
-    names_free(x->values);
-    names_free(x->used);
+    free(x->cons_start);
+    free(x->cons_node);
+    free(x->cons_slot);
+    free(x->done);
+    ntp__onnx_names_free(x->values);
+    ntp__onnx_names_free(x->used);
     free(x->base_dir);
     if (x->model)
         protobuf_c_message_free_unpacked(&x->model->base, NULL);
@@ -1357,7 +1325,12 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
     char name[300];
     for (size_t i = 0; i < x->gp->n_node && !st; i++) {
         const Onnx__NodeProto *np = x->gp->node[order[i]];
+        if (x->done[order[i]])
+            continue;
         set_node(x, np, order[i], name, sizeof name);
+        bool matched = false;
+        if ((st = ntp__onnx_patterns(x, &matched)) || matched)
+            continue;
         /* Shape-computation nodes on constants are evaluated now. */
         bool fold = ntp__onnx_foldable(np->op_type);
         for (size_t k = 0; fold && k < np->n_input; k++) {
@@ -1389,8 +1362,8 @@ static ntp_status load_model(ntp_ctx *ctx, const char *src, char *base_dir, Onnx
     static const ntp_load_opts none = {0};
     ntp_onnx_importer x = {.ctx = ctx, .src = src, .base_dir = base_dir,
                            .opts = opts ? opts : &none, .model = m};
-    x.values = names_new();
-    x.used = names_new();
+    x.values = ntp__onnx_names_new();
+    x.used = ntp__onnx_names_new();
     ntp_status st = !x.values || !x.used ? ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory")
                                          : import(&x, binds, n_binds);
     ntp_graph *g = x.g;

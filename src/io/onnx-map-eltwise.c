@@ -85,10 +85,6 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     default:
         break;
     }
-    /* ONNX keeps the f32 parameter: round through it so that the markup
-     * round trip and the reference agree to the bit. */
-    a->alpha = (float)a->alpha;
-    a->value = (float)a->value;
     return finish(x, ni);
 }
 
@@ -133,21 +129,29 @@ static ntp_status map_clip(ntp_onnx_importer *x)
                 return st;
             if (c->n != 1)
                 return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "min must be a scalar");
-            lo = ntp__onnx_get_f(c, 0);
+            lo = c->f ? ntp__onnx_float_value(c->f[0]) : ntp__onnx_get_f(c, 0);
         }
         if (ntp__onnx_has_in(x, 2)) {
             if ((st = ntp__onnx_in_const(x, 2, &c)))
                 return st;
             if (c->n != 1)
                 return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "max must be a scalar");
-            hi = ntp__onnx_get_f(c, 0);
+            hi = c->f ? ntp__onnx_float_value(c->f[0]) : ntp__onnx_get_f(c, 0);
         }
     }
-    int ni = unary_node(x, NTP_OP_CLIP, &st);
+    /* Clip(0, max) is a ReLU with a ceiling (ReLU6 is the common one). */
+    bool relu = lo == 0.0 && hi > 0.0;
+    int ni = unary_node(x, relu ? NTP_OP_RELU : NTP_OP_CLIP, &st);
     if (ni < 0)
         return st;
-    x->g->nodes[ni].a.min = lo;
-    x->g->nodes[ni].a.max = hi;
+    ntp_attrs *a = &x->g->nodes[ni].a;
+    if (relu) {
+        a->has_max = isfinite(hi);
+        a->max = hi;
+    } else {
+        a->min = lo;
+        a->max = hi;
+    }
     return finish(x, ni);
 }
 

@@ -232,7 +232,7 @@ static ntp_status map_batchnorm(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_BATCHNORM, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.epsilon = (float)ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
     const ntp_shape *xs = &x->g->tensors[in].shape;
     ntp_shape c = {1, {xs->ndim >= 2 ? xs->dim[1] : 1}};
     for (int k = 0; k < 4; k++)
@@ -252,7 +252,7 @@ static ntp_status map_instancenorm(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_INSTANCENORM, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.epsilon = (float)ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
     const ntp_shape *xs = &x->g->tensors[in].shape;
     ntp_shape c = {1, {xs->ndim >= 2 ? xs->dim[1] : 1}};
     if ((st = ntp__onnx_add_weight_value(x, ni, sv, &c)) ||
@@ -344,7 +344,7 @@ static ntp_status map_layernorm(ntp_onnx_importer *x)
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     x->g->nodes[ni].a.axis = axis;
-    x->g->nodes[ni].a.epsilon = (float)ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
     if ((st = flat_param(x, ni, 1, d, 1.0f)) || (st = flat_param(x, ni, 2, d, 0.0f)) ||
         (st = finish(x, ni)))
         return st;
@@ -361,7 +361,7 @@ static ntp_status map_layernorm(ntp_onnx_importer *x)
         (st = node2(x, NTP_OP_SUB, in, mean, "centered", &c)) ||
         (st = node2(x, NTP_OP_MUL, c, c, "squared", &sq)) ||
         (st = reduce_mean(x, sq, axes, na, "variance", &var)) ||
-        (st = ntp__onnx_scalar(x, (float)ntp__onnx_attr_f(x, "epsilon", 1e-5), "epsilon", &eps)) ||
+        (st = ntp__onnx_scalar(x, ntp__onnx_attr_f(x, "epsilon", 1e-5), "epsilon", &eps)) ||
         (st = node2(x, NTP_OP_ADD, var, eps, "variance_eps", &var)) ||
         (st = node1(x, NTP_OP_SQRT, var, "stddev", &inv)) ||
         (st = node1(x, NTP_OP_RECIPROCAL, inv, "InvStdDev", &inv)))
@@ -382,9 +382,9 @@ static ntp_status map_lrn(ntp_onnx_importer *x)
     ntp_attrs *a = &x->g->nodes[ni].a;
     a->kernel[0] = ntp__onnx_attr_i(x, "size", 0);
     a->n_kernel = 1;
-    a->alpha = (float)ntp__onnx_attr_f(x, "alpha", 1e-4);
-    a->value = (float)ntp__onnx_attr_f(x, "beta", 0.75);
-    a->epsilon = (float)ntp__onnx_attr_f(x, "bias", 1.0);
+    a->alpha = ntp__onnx_attr_f(x, "alpha", 1e-4);
+    a->value = ntp__onnx_attr_f(x, "beta", 0.75);
+    a->epsilon = ntp__onnx_attr_f(x, "bias", 1.0);
     return finish(x, ni);
 }
 

@@ -94,6 +94,33 @@ static ntp_status map_cast(ntp_onnx_importer *x)
         if (v && v->tensor >= 0 && !v->c)
             to = NTP_ONNX_FLOAT;
     }
+    /* A float cast to BOOL that only Where reads as its condition: the IR's
+     * where takes any non-zero value as true, which is what the cast does. */
+    if (to == NTP_ONNX_BOOL && ntp__onnx_has_out(x, 0) &&
+        !ntp__onnx_out_is_graph_output(x, 0)) {
+        int n = ntp__onnx_readers(x, x->np->output[0]), where = 0;
+        for (int i = 0; i < n; i++) {
+            int slot, r = ntp__onnx_reader(x, x->np->output[0], i, &slot);
+            const char *op = x->gp->node[r]->op_type;
+            where += slot == 0 && op && !strcmp(op, "Where");
+        }
+        if (n > 0 && where == n)
+            return map_identity(x);
+    }
+    /* Integer run-time data (an image of bytes, token counts) to FLOAT: the
+     * IR's convert. */
+    ntp_onnx_value *iv = ntp__onnx_in_value(x, 0);
+    if (to == NTP_ONNX_FLOAT && iv && iv->tensor >= 0 &&
+        x->g->tensors[iv->tensor].dtype != NTP_DTYPE_F32) {
+        int t = iv->tensor;
+        int ni = ntp__onnx_add_node(x, NTP_OP_CONVERT, NULL, &t, 1, 1);
+        if (ni < 0)
+            return ntp_ctx_status(x->ctx);
+        x->g->nodes[ni].a.has_to_dtype = true;
+        x->g->nodes[ni].a.to_dtype = NTP_DTYPE_F32;
+        ntp_status st = ntp__onnx_infer(x, ni);
+        return st ? st : ntp__onnx_out_tensor(x, 0, x->g->nodes[ni].out[0]);
+    }
     if (to != NTP_ONNX_FLOAT)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "a cast to %s at run time: ntprof's layers compute in floating point",
@@ -492,7 +519,7 @@ static ntp_status map_pad(ntp_onnx_importer *x)
         const ntp_onnx_tensor *c;
         if ((st = ntp__onnx_in_const(x, 2, &c)))
             return st;
-        value = c->n ? ntp__onnx_get_f(c, 0) : 0.0;
+        value = c->n && c->f ? ntp__onnx_float_value(c->f[0]) : c->n ? ntp__onnx_get_f(c, 0) : 0.0;
     }
     char buf[32];
     const char *mode = ntp__onnx_attr_s(x, "mode", "constant", buf, sizeof buf);
@@ -523,7 +550,7 @@ static ntp_status map_pad(ntp_onnx_importer *x)
     for (int i = 0; i < 2 * r; i++)
         a->pads[i] = pads[i] > 0 ? pads[i] : 0;
     a->pad_mode = pm;
-    a->value = (float)value;
+    a->value = value;
     return finish(x, ni);
 }
 
@@ -685,9 +712,9 @@ static ntp_status map_resize(ntp_onnx_importer *x)
     a->pad_mode = m;
     a->decode = c;
     a->rnn_act = nm;
-    a->alpha = (float)ntp__onnx_attr_f(x, "cubic_coeff_a", -0.75);
+    a->alpha = ntp__onnx_attr_f(x, "cubic_coeff_a", -0.75);
     a->causal = ntp__onnx_attr_i(x, "exclude_outside", 0) != 0;
-    a->value = (float)ntp__onnx_attr_f(x, "extrapolation_value", 0.0);
+    a->value = ntp__onnx_attr_f(x, "extrapolation_value", 0.0);
     a->n_shape = nz;
     for (int i = 0; i < nz; i++)
         a->shape[i] = sizes[i];
