@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd-onnx.h"
 #include "ntp-version.h"
 
 int cmd_counters(int argc, char **argv);
@@ -23,6 +24,8 @@ int cmd_sweep(int argc, char **argv);
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
     {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
+    {"export", cmd_export, "write a topology as an ONNX model with its weights"},
+    {"convert", cmd_convert, "write a model's architecture (ONNX or markup) as editable markup"},
     {"counters", cmd_counters, "what this machine can count (--counters, --tool) and why not the rest"},
     {"machine", cmd_machine, "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
     {"compare", cmd_compare, "runs side by side: layers aligned, speedups with confidence"},
