@@ -30,6 +30,7 @@ typedef struct ntp_backend_layer {
     const char *impl;           /* what that backend chose */
     const char *fused_into;     /* the layer it was folded into, or NULL */
     int sub_rows;               /* sub-step rows included in ms */
+    double sub_ms;              /* their share of ms */
 } ntp_backend_layer;
 
 /* One backend's part of the comparison. */

@@ -355,6 +355,7 @@ static ntp_status fold_rows(ntp_ctx *ctx, const ntp_graph *g, ntp_backend_compar
                        !is_kind(L, "reorder");
         if (!own_row) {
             B->sub_rows++;
+            B->sub_ms += L->time_ms.median;
             B->ms += L->time_ms.median;
             continue;
         }

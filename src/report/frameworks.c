@@ -362,6 +362,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE
             ntp__jset(&ok, b, "impl", ntp__json_str(L->impl));
             ntp__jset(&ok, b, "fused_into", ntp__json_str(L->fused_into));
             ntp__jset(&ok, b, "sub_rows", json_integer(L->sub_rows));
+            ntp__jset(&ok, b, "sub_ms", ntp__json_num(L->sub_ms));
             ntp__jset(&ok, per, c->runs[i].backend, b);
         }
         ntp__jset(&ok, o, "backends", per);
@@ -379,7 +380,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE
 
 static void csv_row(FILE *f, const char *backend, const char *layer, const char *type,
                     const char *ran_on, const char *impl, double ms, double prepare, int sub,
-                    const char *fused_into, double ratio, double maxabs, double rel)
+                    double sub_ms, const char *fused_into, double ratio, double maxabs, double rel)
 {
     ntp__csv_str(f, backend);
     ntp__csv_sep(f);
@@ -397,6 +398,8 @@ static void csv_row(FILE *f, const char *backend, const char *layer, const char 
     ntp__csv_sep(f);
     ntp__csv_int(f, sub);
     ntp__csv_sep(f);
+    ntp__csv_num(f, sub_ms);
+    ntp__csv_sep(f);
     ntp__csv_str(f, fused_into);
     ntp__csv_sep(f);
     ntp__csv_num(f, ratio);
@@ -409,20 +412,20 @@ static void csv_row(FILE *f, const char *backend, const char *layer, const char 
 
 static ntp_status write_csv(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE *f)
 {
-    fputs("backend,layer,type,ran_on,impl,median_ms,prepare_ms,sub_rows,fused_into,speed_ratio,"
+    fputs("backend,layer,type,ran_on,impl,median_ms,prepare_ms,sub_rows,sub_ms,fused_into,speed_ratio,"
           "max_abs_error,rel_l2\n",
           f);
     for (int i = 0; i < c->n_runs; i++) {
         const ntp_backend_run *b = &c->runs[i];
         csv_row(f, b->backend, "(end-to-end)", NULL, b->backend, NULL,
-                b->result->end_to_end_ms.median, b->result->prepare_ms, 0, NULL, b->speed_ratio,
+                b->result->end_to_end_ms.median, b->result->prepare_ms, 0, 0, NULL, b->speed_ratio,
                 b->max_abs_error, b->rel_l2);
         csv_row(f, b->backend, "(conversions)", "convert", "engine", NULL, b->convert_ms, 0,
-                b->n_convert, NULL, NAN, -1, -1);
+                b->n_convert, 0, NULL, NAN, -1, -1);
         for (int l = 0; l < c->n_layers; l++) {
             const ntp_backend_layer *L = &b->layers[l];
             csv_row(f, b->backend, c->layer_names[l], c->layer_types[l], L->ran_on, L->impl,
-                    L->ms, L->prepare_ms, L->sub_rows, L->fused_into, NAN, -1, -1);
+                    L->ms, L->prepare_ms, L->sub_rows, L->sub_ms, L->fused_into, NAN, -1, -1);
         }
     }
     return ntp__check_stream(ctx, f, "backend comparison");
