@@ -3,7 +3,7 @@
  * ISA; weights are packed once at prepare and never read again; a blocked
  * layout handed from one convolution to the next gives what plain layouts
  * give; conv + relu + residual add fused as post-ops equals the three
- * layers run apart; int8 honours the calibrated scales; sub-steps add up to
+ * layers run apart, and so does batchnorm + relu; int8 honours the calibrated scales; sub-steps add up to
  * the layer; oneDNN's failures become one-line errors naming the layer. */
 #include <math.h>
 #include <setjmp.h>
@@ -427,6 +427,57 @@ static void test_fused_conv_relu_add(void **state)
     ntp_graph_free(g);
 }
 
+/* batchnorm + relu folded (oneDNN's fuse_norm_relu) equals the two apart. */
+static void test_fused_batchnorm_relu(void **state)
+{
+    (void)state;
+    ntp_graph *g = load("<input name='x' shape='2,16,6,6'/><batchnorm name='bn'/><relu name='r'/>"
+                        "<relu name='r6' inputs='bn' max='6'/>", NULL);
+    const ntp_node *bn = node(g, "bn"), *r = node(g, "r"), *r6 = node(g, "r6");
+    assert_true(be->fusable(g, bn, 0, r));
+    assert_false(be->fusable(g, bn, 0, r6)); /* clipped: not a plain relu */
+    assert_false(be->fusable(g, bn, 1, r));
+    int64_t n = 2 * 16 * 36;
+    float *x = random_f32(n);
+    kbuf a, b2, f;
+    kinit(&a, g, bn, &x);
+    assert_int_equal(kprepare(&a), NTP_STATUS_OK);
+    assert_int_equal(be->execute(ctx, a.state, a.nstate, &a.k), NTP_STATUS_OK);
+    float *mid = a.k.out[0].data;
+    kinit(&b2, g, r, &mid);
+    assert_int_equal(kprepare(&b2), NTP_STATUS_OK);
+    assert_int_equal(be->execute(ctx, b2.state, b2.nstate, &b2.k), NTP_STATUS_OK);
+    memset(&f, 0, sizeof f);
+    f.k = a.k;
+    f.k.n_fused = 1;
+    f.k.fused[0] = r;
+    f.k.out[0] = (ntp_buf){NULL, g->tensors[r->out[0]].shape, NTP_DTYPE_F32};
+    ntp_backend_opts o = {2, NTP_DTYPE_F32, true};
+    size_t ws = 0;
+    assert_int_equal(be->init(ctx, &o, &f.state), NTP_STATUS_OK);
+    assert_int_equal(be->prepare(ctx, f.state, &f.k, &f.nstate, &ws), NTP_STATUS_OK);
+    float *y = malloc((size_t)n * sizeof *y);
+    void *w = malloc(ws + 1);
+    f.k.out[0].data = y;
+    f.k.workspace = w;
+    f.k.workspace_bytes = ws;
+    assert_int_equal(be->execute(ctx, f.state, f.nstate, &f.k), NTP_STATUS_OK);
+    double e = rel_l2(y, b2.k.out[0].data, n);
+    printf("fused batchnorm+relu vs apart: rel_l2 %.2e\n", e);
+    assert_true(e < 1e-6);
+    int negatives = 0;
+    for (int64_t i = 0; i < n; i++)
+        negatives += y[i] < 0;
+    assert_int_equal(negatives, 0);
+    be->release_node(f.state, f.nstate);
+    be->release(f.state);
+    free(y);
+    free(w);
+    kfree(&b2, false);
+    kfree(&a, true);
+    ntp_graph_free(g);
+}
+
 /* int8 conv: s8 in, s8 out with the calibrated scales. */
 static void run_int8(const ntp_graph *g, const ntp_node *c, const int8_t *xq, float in_scale,
                      float out_scale, const float *w, int8_t *yq, ntp_status want)
@@ -580,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_blocked_between_convs),
         cmocka_unit_test(test_fusable),
         cmocka_unit_test(test_fused_conv_relu_add),
+        cmocka_unit_test(test_fused_batchnorm_relu),
         cmocka_unit_test(test_int8_scales),
         cmocka_unit_test(test_sub_steps_add_up),
         cmocka_unit_test(test_dnnl_error_names_layer),

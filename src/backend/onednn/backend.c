@@ -356,7 +356,7 @@ static ntp_status onednn_execute_step(ntp_ctx *ctx, void *state, void *node_stat
 }
 
 /* Activations and residual adds fold into conv, deconv, fc and matmul as
- * oneDNN post-ops. A binary layer folds only when its other operand has the
+ * oneDNN post-ops, and a ReLU into batch normalisation. A binary layer folds only when its other operand has the
  * group's output shape (no broadcasting of the group's result), and not at
  * i8, where the other operand's scale is not part of the kernel arguments. */
 static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
@@ -364,6 +364,11 @@ static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused
 {
     if (!g || !head || !next || n_fused >= NTP_MAX_FUSED)
         return false;
+    /* Batch normalisation followed by a plain ReLU: oneDNN's
+     * fuse_norm_relu (conv -> batchnorm -> relu in ResNet). */
+    if (head->op == NTP_OP_BATCHNORM)
+        return n_fused == 0 && next->op == NTP_OP_RELU && !next->a.has_max &&
+               next->precision == head->precision && next->n_in == 1;
     if (head->op != NTP_OP_CONV && head->op != NTP_OP_DECONV && head->op != NTP_OP_FC &&
         head->op != NTP_OP_MATMUL)
         return false;

@@ -55,10 +55,15 @@ static ntp_status batchnorm(odnn_build *b)
     ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
     if (s)
         return s;
+    /* A ReLU folded into the group (--fuse) is oneDNN's fuse_norm_relu. */
+    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
+    if (k->n_fused == 1 && k->fused[0]->op == NTP_OP_RELU && !k->fused[0]->a.has_max)
+        flags |= dnnl_fuse_norm_relu;
+    else if (k->n_fused > 0)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "batchnorm folds only a plain relu");
     dnnl_batch_normalization_desc_t d;
     dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
-        &d, dnnl_forward_inference, &md, (float)b->n->a.epsilon,
-        dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+        &d, dnnl_forward_inference, &md, (float)b->n->a.epsilon, flags);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "batch normalization descriptor");
     dnnl_primitive_desc_t pd;
@@ -81,6 +86,13 @@ static ntp_status batchnorm(odnn_build *b)
         return s;
     args[n] = DNNL_ARG_DST;
     mems[n++] = mi;
+    const dnnl_memory_desc_t *ws = ntp__dnnl_query(pd, dnnl_query_workspace_md, 0);
+    if (ws && dnnl_memory_desc_get_size(ws) > 0) {
+        if ((s = ntp__dnnl_ws_mem(b, ws, &mi)))
+            return s;
+        args[n] = DNNL_ARG_WORKSPACE;
+        mems[n++] = mi;
+    }
     if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
         return s;
     ntp__dnnl_set_main(b, pd);
