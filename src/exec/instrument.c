@@ -713,6 +713,8 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
     if (o->counter_iterations < 0)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "counter iterations must not be negative");
     inst I = {.ctx = ctx, .x = x, .w = w, .o = o, .r = r};
+    /* Declared before the first jump to `done`, which reads it. */
+    bool keep = false;
     I.iters = o->counter_iterations > 0 ? o->counter_iterations : o->iterations;
     /* The ridge point of this machine's roofline when its ceilings were
      * measured (`ntprof machine`), else the documented heuristic. */
@@ -790,7 +792,6 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
     }
     if (st)
         goto done;
-    bool keep = false;
     for (int j = 0; j < n_jobs; j++)
         keep |= jobs[j].t.kind != NTP_TOOL_PERF_STAT && jobs[j].t.kind != NTP_TOOL_PAPI &&
                 jobs[j].t.kind != NTP_TOOL_NVTX;
