@@ -220,6 +220,12 @@ ntp_status ntp__onnx_in_const(ntp_onnx_importer *x, int k, const ntp_onnx_tensor
     return NTP_STATUS_OK;
 }
 
+/* Add a node named `base` (made unique); its outputs take the current ONNX
+ * node's output names when onnx_outputs, else made-up ones (a constant's:
+ * the name of the value it holds). */
+static int add_node(ntp_onnx_importer *x, ntp_op op, const char *base, bool onnx_outputs,
+                    const int *in, int n_in, int n_out);
+
 /* f32 data for a constant's values (ints and bools become their values). */
 static float *const_f32(const ntp_onnx_tensor *c)
 {
@@ -258,8 +264,9 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
     if (v->c->n == 0)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "input '%s' is an empty constant",
                              v->name);
-    /* A constant read as an activation: a <constant> layer carries it. */
-    int ni = ntp__onnx_add_node(x, NTP_OP_CONSTANT, v->name, NULL, 0, 1);
+    /* A constant read as an activation: a <constant> layer named after the
+     * value carries it. */
+    int ni = add_node(x, NTP_OP_CONSTANT, v->name, false, NULL, 0, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_node *n = &x->g->nodes[ni];
@@ -337,14 +344,10 @@ static int add_tensor(ntp_onnx_importer *x, const char *base, ntp_tensor_kind ki
     return ntp__graph_add_tensor(x->g, name, kind);
 }
 
-int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in,
-                       int n_in, int n_out)
+static int add_node(ntp_onnx_importer *x, ntp_op op, const char *base, bool onnx_outputs,
+                    const int *in, int n_in, int n_out)
 {
-    char base[512], name[512];
-    if (suffix)
-        snprintf(base, sizeof base, "%.250s/%.250s", x->node_name, suffix);
-    else
-        snprintf(base, sizeof base, "%s", x->node_name);
+    char name[512];
     if (!unique_name(x->used, base, name, sizeof name))
         goto oom;
     int ni = ntp__graph_add_node(x->g, name, op, 0);
@@ -358,7 +361,9 @@ int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, cons
         /* The main node's outputs carry the ONNX value names; the helper
          * nodes of a lowering get names of their own. */
         char tb[600];
-        if (!suffix && ntp__onnx_has_out(x, k))
+        if (op == NTP_OP_CONSTANT && !onnx_outputs)
+            snprintf(tb, sizeof tb, "%s", base); /* named after the value it holds */
+        else if (onnx_outputs && ntp__onnx_has_out(x, k))
             snprintf(tb, sizeof tb, "%s", x->np->output[k]);
         else
             snprintf(tb, sizeof tb, "%s:%d", name, k);
@@ -374,6 +379,17 @@ int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, cons
 oom:
     ntp__error(x->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory adding a layer", x->src);
     return -1;
+}
+
+int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in,
+                       int n_in, int n_out)
+{
+    char base[512];
+    if (suffix)
+        snprintf(base, sizeof base, "%.250s/%.250s", x->node_name, suffix);
+    else
+        snprintf(base, sizeof base, "%s", x->node_name);
+    return add_node(x, op, base, !suffix, in, n_in, n_out);
 }
 
 ntp_status ntp__onnx_add_weight(ntp_onnx_importer *x, int ni, const char *name, float *data,
@@ -701,10 +717,11 @@ static ntp_status build_values(ntp_onnx_importer *x)
             ntp_onnx_value *v = value_of(x, nm);
             if (!v)
                 return ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR,
-                                  "%s: node %zu (%s%s%s) reads '%s', which no node, input or "
+                                  "%s: node %zu (%s%s%s%s) reads '%s', which no node, input or "
                                   "initializer defines", x->src, i, np->op_type,
                                   np->name && np->name[0] ? " '" : "",
-                                  np->name && np->name[0] ? np->name : "", nm);
+                                  np->name && np->name[0] ? np->name : "",
+                                  np->name && np->name[0] ? "'" : "", nm);
             v->consumers++;
         }
     }
@@ -817,9 +834,11 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
     if (tail != nn) {
         for (int i = 0; i < nn; i++)
             if (indeg[i] > 0) {
+                char name[300];
+                set_node(x, gp->node[i], i, name, sizeof name);
                 st = ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR,
-                                "%s: node %d (%s) is part of a cycle: its inputs depend on its "
-                                "own outputs", x->src, i, op_name_of(gp->node[i]));
+                                "%s: node '%s' (%s) is part of a cycle: its inputs depend on its "
+                                "own outputs", x->src, x->node_name, op_name_of(gp->node[i]));
                 break;
             }
     }

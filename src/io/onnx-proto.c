@@ -129,8 +129,8 @@ static ntp_status unpack(ntp_ctx *ctx, const char *src, const uint8_t *buf, size
     *out = NULL;
     if (nesting(buf, buf + len, d, 0, NTP_ONNX_MAX_NESTING) > NTP_ONNX_MAX_NESTING)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
-                          "%s: messages nest deeper than %d levels: not a %s ntprof reads", src,
-                          NTP_ONNX_MAX_NESTING, what);
+                          "%s: messages nest deeper than %d levels (refused before unpacking "
+                          "the %s)", src, NTP_ONNX_MAX_NESTING, what);
     *out = protobuf_c_message_unpack(d, NULL, len, buf);
     if (!*out)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
