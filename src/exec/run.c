@@ -302,7 +302,11 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         ntp_layer_result *L = &r->layers[k];
         const ntp_layer_cost *c = &a->layers[st->pos];
         L->backend = x->be[st->be]->name;
-        L->impl = ntp__exec_impl(x, w->step[k]);
+        /* The plan (and a backend's node state, where implementation names
+         * may live) is freed before the result: keep a copy. */
+        L->impl = own(r, ntp__exec_impl(x, w->step[k]));
+        if (!L->impl)
+            L->impl = x->be[st->be]->name;
         L->kind = "layer";
         if (st->kind == NTP_STEP_CONVERT) {
             const ntp_slot *s = &x->slots[st->src], *d = &x->slots[st->dst];
