@@ -8,6 +8,12 @@
 
 set(_ntp_m ${CMAKE_SOURCE_DIR}/src/measure)
 
+# Each can be turned off (packagers; and to build the -none files).
+option(NTP_WITH_PFM "Count events by libpfm4 name when libpfm4 is found" ON)
+option(NTP_WITH_PAPI "Offer --tool papi when PAPI is found" ON)
+option(NTP_WITH_VALGRIND "Steer callgrind when valgrind's headers are found" ON)
+option(NTP_WITH_NVTX "Emit NVTX ranges when the CUDA toolkit's nvtx3 headers are found" ON)
+
 # Keep src/measure/<real> when `found`, else src/measure/<none>.
 macro(ntp_counters_pick found real none)
     if(${found})
@@ -20,7 +26,7 @@ endmacro()
 # libpfm4 has no pkg-config file: the library and its perf_event header.
 find_library(NTP_PFM_LIBRARY pfm)
 find_path(NTP_PFM_INCLUDE_DIR perfmon/pfmlib_perf_event.h)
-if(NTP_PFM_LIBRARY AND NTP_PFM_INCLUDE_DIR)
+if(NTP_WITH_PFM AND NTP_PFM_LIBRARY AND NTP_PFM_INCLUDE_DIR)
     set(NTP_HAVE_PFM TRUE)
     list(APPEND NTP_LIBS ${NTP_PFM_LIBRARY})
 else()
@@ -28,8 +34,10 @@ else()
 endif()
 ntp_counters_pick(NTP_HAVE_PFM pfm.c pfm-none.c)
 
-pkg_check_modules(PAPI IMPORTED_TARGET papi)
-if(PAPI_FOUND)
+if(NTP_WITH_PAPI)
+    pkg_check_modules(PAPI IMPORTED_TARGET papi)
+endif()
+if(NTP_WITH_PAPI AND PAPI_FOUND)
     set(NTP_HAVE_PAPI TRUE)
     list(APPEND NTP_LIBS PkgConfig::PAPI)
     string(APPEND NTP_PC_REQUIRES " papi")
@@ -40,7 +48,7 @@ ntp_counters_pick(NTP_HAVE_PAPI papi.c papi-none.c)
 
 # Header-only: valgrind's client requests are inline assembly.
 find_path(NTP_VALGRIND_INCLUDE_DIR valgrind/callgrind.h)
-if(NTP_VALGRIND_INCLUDE_DIR)
+if(NTP_WITH_VALGRIND AND NTP_VALGRIND_INCLUDE_DIR)
     set(NTP_HAVE_VALGRIND_H TRUE)
 else()
     set(NTP_HAVE_VALGRIND_H FALSE)
@@ -53,7 +61,7 @@ ntp_counters_pick(NTP_HAVE_VALGRIND_H tools-valgrind.c tools-valgrind-none.c)
 find_path(NTP_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h
           HINTS ${CUDAToolkit_ROOT}/include $ENV{CUDA_HOME}/include $ENV{CUDA_PATH}/include
                 /usr/local/cuda/include)
-if(NTP_NVTX_INCLUDE_DIR)
+if(NTP_WITH_NVTX AND NTP_NVTX_INCLUDE_DIR)
     set(NTP_HAVE_NVTX TRUE)
     set_source_files_properties(${_ntp_m}/tools-nvtx.c PROPERTIES
                                 COMPILE_OPTIONS "-isystem;${NTP_NVTX_INCLUDE_DIR}")
