@@ -260,7 +260,8 @@ static ntp_status onednn_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void *
     if (!is_precision(b->prec))
         st = ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "precision %s", ntp_dtype_name(b->prec));
     /* Primitives are specialised for the thread count when created. */
-    ntp__dnnl_set_threads(k->threads > 0 ? k->threads : s->threads);
+    nd->threads = k->threads > 0 ? k->threads : s->threads;
+    ntp__dnnl_set_threads(nd->threads);
     if (st == NTP_STATUS_OK)
         st = build(b);
     if (st == NTP_STATUS_OK)
@@ -289,6 +290,10 @@ static ntp_status onednn_execute(ntp_ctx *ctx, void *state, void *node_state, co
     if (!nd)
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "onednn: layer '%s' was not prepared",
                           k->node && k->node->name ? k->node->name : "?");
+    /* Another library in the process may have changed the OpenMP thread
+     * count since prepare (the setting is a per-thread variable, cheap to
+     * write). */
+    ntp__dnnl_set_threads(nd->threads);
     for (int i = 0; i < nd->n_steps; i++) {
         ntp_status st = ntp__dnnl_run_step(ctx, state, nd, k, i);
         if (st)
@@ -347,6 +352,7 @@ static ntp_status onednn_execute_step(ntp_ctx *ctx, void *state, void *node_stat
     if (!nd || step < 0 || step >= nd->n_rows)
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "onednn: layer '%s' has no step %d",
                           k->node && k->node->name ? k->node->name : "?", step);
+    ntp__dnnl_set_threads(nd->threads);
     for (int i = nd->row_first[step]; i <= nd->row_last[step]; i++) {
         ntp_status st = ntp__dnnl_run_step(ctx, state, nd, k, i);
         if (st)

@@ -92,6 +92,7 @@ typedef struct odnn_node {
     size_t scratch_off;         /* scratchpad region after them */
     size_t scratch_bytes;
     int weight_reorders;        /* weights reordered at prepare (tests check it) */
+    int threads;                /* the count the primitives were created for */
     dnnl_memory_desc_t *out_md[NTP_MAX_OUTPUTS]; /* internal layouts handed on */
     int rec_tensor[NTP_MAX_OUTPUTS]; /* 1 + tensor whose layout was recorded, 0: none */
 } odnn_node;
