@@ -44,6 +44,8 @@ void ntp__xw_attr_strings(ntp_xw *w, Onnx__NodeProto *n, const char *name,
  * copy their values. */
 const char *ntp__xw_f32(ntp_xw *w, const char *name, const float *data, const ntp_shape *s);
 const char *ntp__xw_f32_copy(ntp_xw *w, const char *base, const float *data, const ntp_shape *s);
+/* A Constant node holding data (copied) or one value; its output's name. */
+const char *ntp__xw_const(ntp_xw *w, const char *base, const float *data, const ntp_shape *s);
 const char *ntp__xw_scalar(ntp_xw *w, const char *base, float v);
 const char *ntp__xw_i64(ntp_xw *w, const char *base, const int64_t *v, int n);
 

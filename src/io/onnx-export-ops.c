@@ -208,7 +208,7 @@ static ntp_status attention(const em *e)
                 m[i * Skv + j] = j > i ? -INFINITY : 0.0f;
         ntp_shape ms = {2, {S, Skv}};
         const char *masked = tmp(e, "masked");
-        node2(e, "Add", "mask", scaled, ntp__xw_f32(e->w, tmp(e, "mask"), m, &ms), masked);
+        node2(e, "Add", "mask", scaled, ntp__xw_const(e->w, helper_name(e, "mask"), m, &ms), masked);
         scaled = masked;
     }
     const char *p = tmp(e, "weights"), *ctxh = tmp(e, "context"), *ctxt = tmp(e, "context_t"),

@@ -247,10 +247,41 @@ const char *ntp__xw_f32_copy(ntp_xw *w, const char *base, const float *data, con
     return ntp__xw_f32(w, ntp__xw_name(w, base), c, s);
 }
 
+const char *ntp__xw_const(ntp_xw *w, const char *base, const float *data, const ntp_shape *s)
+{
+    /* A Constant node rather than an initializer: the reader counts
+     * initializers as trainable parameters, Constant values as buffers. */
+    int64_t n = ntp_shape_numel(s);
+    float *c = ntp__xw_mem(w, (size_t)n * sizeof *c);
+    Onnx__TensorProto *t = ntp__xw_mem(w, sizeof *t);
+    int64_t *dims = ntp__xw_mem(w, (size_t)(s->ndim + 1) * sizeof *dims);
+    const char *name = ntp__xw_name(w, base);
+    if (!c || !t || !dims || !name)
+        return NULL;
+    memcpy(c, data, (size_t)n * sizeof *c);
+    onnx__tensor_proto__init(t);
+    for (int d = 0; d < s->ndim; d++)
+        dims[d] = s->dim[d];
+    t->n_dims = (size_t)s->ndim;
+    t->dims = dims;
+    t->has_data_type = 1;
+    t->data_type = NTP_ONNX_FLOAT;
+    t->has_raw_data = 1;
+    t->raw_data.data = (uint8_t *)c;
+    t->raw_data.len = (size_t)n * sizeof *c;
+    const char *outs[1] = {name};
+    Onnx__NodeProto *node = ntp__xw_node(w, "Constant", base, 0, NULL, 1, outs);
+    Onnx__AttributeProto *a = attr(w, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (!a)
+        return NULL;
+    a->t = t;
+    return name;
+}
+
 const char *ntp__xw_scalar(ntp_xw *w, const char *base, float v)
 {
     ntp_shape s = {0};
-    return ntp__xw_f32_copy(w, base, &v, &s);
+    return ntp__xw_const(w, base, &v, &s);
 }
 
 const char *ntp__xw_i64(ntp_xw *w, const char *base, const int64_t *v, int n)

@@ -172,7 +172,8 @@ typedef struct ntp_onnx_importer {
     ntp_onnx_value *v;
     int n_v, cap_v;
     ntp_onnx_names *values;      /* value name -> index into v */
-    ntp_onnx_names *used;        /* IR node and tensor names taken */
+    ntp_onnx_names *used;        /* IR tensor names taken */
+    ntp_onnx_names *used_nodes;  /* IR node names taken (a namespace of their own) */
     /* Readers of each value (CSR over value indices: node index and input
      * slot), for the patterns; nodes a pattern has consumed are `done`. */
     int *cons_start, *cons_node, *cons_slot;

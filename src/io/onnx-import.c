@@ -348,7 +348,7 @@ static int add_node(ntp_onnx_importer *x, ntp_op op, const char *base, bool onnx
                     const int *in, int n_in, int n_out)
 {
     char name[512];
-    if (!unique_name(x->used, base, name, sizeof name))
+    if (!unique_name(x->used_nodes, base, name, sizeof name))
         goto oom;
     int ni = ntp__graph_add_node(x->g, name, op, 0);
     if (ni < 0)
@@ -1269,6 +1269,7 @@ static void importer_free(ntp_onnx_importer *x)
     free(x->done);
     ntp__onnx_names_free(x->values);
     ntp__onnx_names_free(x->used);
+    ntp__onnx_names_free(x->used_nodes);
     free(x->base_dir);
     if (x->model)
         protobuf_c_message_free_unpacked(&x->model->base, NULL);
@@ -1383,7 +1384,9 @@ static ntp_status load_model(ntp_ctx *ctx, const char *src, char *base_dir, Onnx
                            .opts = opts ? opts : &none, .model = m};
     x.values = ntp__onnx_names_new();
     x.used = ntp__onnx_names_new();
-    ntp_status st = !x.values || !x.used ? ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory")
+    x.used_nodes = ntp__onnx_names_new();
+    ntp_status st = !x.values || !x.used || !x.used_nodes
+                        ? ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory")
                                          : import(&x, binds, n_binds);
     ntp_graph *g = x.g;
     importer_free(&x);

@@ -47,11 +47,25 @@ static int ints_of(ntp_onnx_importer *x, int k, int since, const char *attr, int
     return ntp__onnx_attr_ints(x, attr, v, max);
 }
 
-static ntp_status map_identity(ntp_onnx_importer *x)
+static ntp_status alias(ntp_onnx_importer *x)
 {
     int t;
     ntp_status st = ntp__onnx_in_tensor(x, 0, &t);
     return st ? st : ntp__onnx_out_tensor(x, 0, t);
+}
+
+/* Identity of a run-time tensor is a copy, as ONNX defines it (<memcpy>);
+ * Identity of a constant was folded before it got here. */
+static ntp_status map_identity(ntp_onnx_importer *x)
+{
+    int t;
+    ntp_status st = ntp__onnx_in_tensor(x, 0, &t);
+    if (st)
+        return st;
+    int ni = ntp__onnx_add_node(x, NTP_OP_MEMCPY, NULL, &t, 1, 1);
+    if (ni < 0)
+        return ntp_ctx_status(x->ctx);
+    return finish(x, ni);
 }
 
 static const char *check_dropout(const ntp_onnx_importer *x, const Onnx__NodeProto *np)
@@ -105,7 +119,7 @@ static ntp_status map_cast(ntp_onnx_importer *x)
             where += slot == 0 && op && !strcmp(op, "Where");
         }
         if (n > 0 && where == n)
-            return map_identity(x);
+            return alias(x);
     }
     /* Integer run-time data (an image of bytes, token counts) to FLOAT: the
      * IR's convert. */
@@ -125,7 +139,7 @@ static ntp_status map_cast(ntp_onnx_importer *x)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "a cast to %s at run time: ntprof's layers compute in floating point",
                              ntp__onnx_dtype_name(to));
-    return map_identity(x);
+    return alias(x);
 }
 
 /* --- reshapes ----------------------------------------------------------------------------- */
