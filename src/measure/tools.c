@@ -582,8 +582,12 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
                 row = k;
             for (int c = 0; c < 3; c++) {
                 static const char *const pre[] = {"desc: I1 cache: ", "desc: D1 cache: ", "desc: LL cache: "};
-                if (strncmp(line, pre[c], strlen(pre[c])) == 0)
-                    snprintf(caches[c], sizeof caches[c], "%s", line + 6);
+                if (strncmp(line, pre[c], strlen(pre[c])) == 0) {
+                    /* Truncation of a long description is fine. */
+                    size_t l = strnlen(line + 6, sizeof caches[c] - 1);
+                    memcpy(caches[c], line + 6, l);
+                    caches[c][l] = '\0';
+                }
             }
             if (strncmp(line, "events: ", 8) == 0 && n_names == 0) {
                 char *save = NULL;
@@ -617,7 +621,8 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
     for (int s = 0; s < n_segs; s++)
         for (int i = 0; i < n_names; i++) {
             char name[NTP_CNAME];
-            snprintf(name, sizeof name, "%s:%s", tool, names[i]);
+            if (snprintf(name, sizeof name, "%s:%s", tool, names[i]) >= (int)sizeof name)
+                continue; /* an event name too long to key is left out */
             ntp_tool_value *v = add_value(res, s, name);
             if (!v) {
                 free(sum);

@@ -85,8 +85,8 @@ static const char *letter(int i, char *buf, size_t len)
 
 static void table_run_line(FILE *f, int i, const char *label, const ntp_run_result *r)
 {
-    char prefix[64], text[1024];
-    snprintf(prefix, sizeof prefix, "%s = ", letter(i, prefix + 32, 32));
+    char prefix[64], tag[32], text[1024];
+    snprintf(prefix, sizeof prefix, "%s = ", letter(i, tag, sizeof tag));
     snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %d; %s, %s", label,
              nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch, r->threads,
              r->env.hostname, r->env.timestamp);
@@ -128,7 +128,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
                        c->runs[p->base]->throughput, B, c->runs[p->other]->throughput,
                        p->throughput_ratio);
     fputc('\n', f);
-    char ha[64], hb[64], pa[16], pb[16];
+    char ha[64], hb[64], pa[64], pb[64];
     snprintf(ha, sizeof ha, "%s ms", A);
     snprintf(hb, sizeof hb, "%s ms", B);
     snprintf(pa, sizeof pa, "%s %%", A);
