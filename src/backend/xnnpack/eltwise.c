@@ -200,7 +200,7 @@ static ntp_status softmax(xnnb_build *b)
  * when nhwc: [n, c, s...] -> [n, s..., c]. */
 static void xnn_shape(const ntp_shape *s, int r, bool nhwc, size_t *out)
 {
-    size_t full[NTP_MAX_DIMS];
+    size_t full[NTP_MAX_DIMS] = {0};
     for (int d = 0; d < r; d++) {
         int ds = d - (r - s->ndim);
         full[d] = ds >= 0 ? (size_t)s->dim[ds] : 1;
