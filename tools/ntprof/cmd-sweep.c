@@ -93,7 +93,13 @@ static void last_line(const char *path, char *out, size_t len)
         line[n] = '\0';
         if (n == 0 || strncmp(line, "ntprof: warning:", 16) == 0)
             continue;
-        snprintf(out, len, "%s", strncmp(line, "ntprof: ", 8) == 0 ? line + 8 : line);
+        /* A long line is cut: the start of an error says what went wrong. */
+        const char *msg = strncmp(line, "ntprof: ", 8) == 0 ? line + 8 : line;
+        size_t m = strlen(msg);
+        if (m >= len)
+            m = len - 1;
+        memcpy(out, msg, m);
+        out[m] = '\0';
     }
     fclose(f);
 }
@@ -136,8 +142,12 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
                     size_t state_len)
 {
     char report[PATH_MAX], log[PATH_MAX];
-    snprintf(report, sizeof report, "%s/config-%d.json", dir, c);
-    snprintf(log, sizeof log, "%s/config-%d.log", dir, c);
+    if (snprintf(report, sizeof report, "%s/config-%d.json", dir, c) >= (int)sizeof report ||
+        snprintf(log, sizeof log, "%s/config-%d.log", dir, c) >= (int)sizeof log) {
+        ntp_sweep_set_error(ctx, sw, c, "the temporary directory's path is too long");
+        snprintf(state, state_len, "failed: the temporary directory's path is too long");
+        return;
+    }
     argv_list a = {0};
     const char *cfg[64];
     int ncfg = ntp_sweep_config_args(sw, c, cfg, 64);
@@ -240,10 +250,10 @@ static void clean_dir(const char *dir, int n)
 {
     char p[PATH_MAX];
     for (int c = 0; c < n; c++) {
-        snprintf(p, sizeof p, "%s/config-%d.json", dir, c);
-        unlink(p);
-        snprintf(p, sizeof p, "%s/config-%d.log", dir, c);
-        unlink(p);
+        if (snprintf(p, sizeof p, "%s/config-%d.json", dir, c) < (int)sizeof p)
+            unlink(p);
+        if (snprintf(p, sizeof p, "%s/config-%d.log", dir, c) < (int)sizeof p)
+            unlink(p);
     }
     rmdir(dir);
 }
