@@ -566,8 +566,11 @@ static void test_tool_child_options(void **state)
     assert_false(ntp_run_tool_child(&o));
     assert_int_equal(o.iterations, 10);
     setenv("NTP_TOOL", "perf-stat", 1);
+    setenv("NTP_TOOL_BACKEND", "ref", 1);
     assert_true(ntp_run_tool_child(&o));
+    assert_string_equal(o.backend, "ref");
     unsetenv("NTP_TOOL");
+    unsetenv("NTP_TOOL_BACKEND");
     assert_int_equal(o.iterations, 1);
     assert_int_equal(o.warmup, 0);
     assert_float_equal(o.min_time_s, 0, 0);

@@ -321,7 +321,7 @@ static ntp_status pass_launch(inst *I, const ntp_tool_spec *t, ntp_tool_seg *seg
     ntp_tool_result res = {0};
     bool vg = t->kind == NTP_TOOL_CALLGRIND || t->kind == NTP_TOOL_CACHEGRIND;
     if (!vg) {
-        st = ntp__tool_launch(I->ctx, t, segs, n, I->w->n, I->iters, I->dir, &res);
+        st = ntp__tool_launch(I->ctx, t, I->r->backend, segs, n, I->w->n, I->iters, I->dir, &res);
         if (!st)
             st = fold(I, segs, &res, t->name);
         ntp__tool_result_free(&res);
@@ -347,7 +347,7 @@ static ntp_status pass_launch(inst *I, const ntp_tool_spec *t, ntp_tool_seg *seg
             rows[nr].first = rows[nr].last = k;
             rows[nr++].marker = -1;
         }
-    st = ntp__tool_launch(I->ctx, t, rows, nr, I->w->n, 1, I->dir, &res);
+    st = ntp__tool_launch(I->ctx, t, I->r->backend, rows, nr, I->w->n, 1, I->dir, &res);
     if (!st)
         st = fold(I, rows, &res, t->name);
     if (!st)
@@ -838,5 +838,10 @@ bool ntp_run_tool_child(ntp_run_opts *o)
     o->save_outputs_dir = NULL;
     o->counters = NULL;
     o->tool = NULL;
+    /* The parent's command line may list several backends; the child runs
+     * the one whose rows it counts. */
+    const char *be = getenv("NTP_TOOL_BACKEND");
+    if (be && *be)
+        o->backend = be;
     return true;
 }

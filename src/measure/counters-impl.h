@@ -209,11 +209,13 @@ bool ntp__tool_find_perf(char *path, size_t len, char *version, size_t vlen);
 bool ntp__tool_find_valgrind(char *path, size_t len, char *version, size_t vlen);
 
 /* Parent side: re-execute this process (the same command line) under the
- * tool, with NTP_TOOL telling the child which rows to count and how, and
- * fold what the tool wrote into res. dir is where the tool's files go. */
-ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const ntp_tool_seg *segs,
-                            int n_segs, int n_rows, int iterations, const char *dir,
-                            ntp_tool_result *res);
+ * tool, with NTP_TOOL telling the child which rows to count and how (and
+ * NTP_TOOL_BACKEND which backend to run, for command lines that name
+ * several), and fold what the tool wrote into res. dir is where the tool's
+ * files go. */
+ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *backend,
+                            const ntp_tool_seg *segs, int n_segs, int n_rows, int iterations,
+                            const char *dir, ntp_tool_result *res);
 void ntp__tool_result_free(ntp_tool_result *res);
 
 /* Child side. */

@@ -6,6 +6,8 @@
  *   NTP_TOOL_ROWS        the parent's report row count (the child checks it)
  *   NTP_TOOL_ITERATIONS  iterations of the child's counting pass
  *   NTP_TOOL_SEGMENTS    "FIRST-LAST:NEVENTS;..." rows to count inside
+ *   NTP_TOOL_BACKEND     the backend the parent ran (its command line may
+ *                        name several)
  *   NTP_TOOL_CTL, NTP_TOOL_ACK   perf's control and acknowledgement fifos
  * perf starts with every event disabled (-D -1). Segment S has its own copy
  * of each event, named ntpS.E, and the child writes "enable ntpS.E" and
@@ -642,9 +644,9 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
 
 /* --- the parent ---------------------------------------------------------------------------- */
 
-ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const ntp_tool_seg *segs,
-                            int n_segs, int n_rows, int iterations, const char *dir,
-                            ntp_tool_result *res)
+ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *backend,
+                            const ntp_tool_seg *segs, int n_segs, int n_rows, int iterations,
+                            const char *dir, ntp_tool_result *res)
 {
     bool perf = t->kind == NTP_TOOL_PERF_STAT || t->kind == NTP_TOOL_PERF_RECORD;
     bool vg = t->kind == NTP_TOOL_CALLGRIND || t->kind == NTP_TOOL_CACHEGRIND;
@@ -683,7 +685,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const ntp_tool
     char **pre = calloc((size_t)(2 * n_events + 16), sizeof *pre);
     char **envp = NULL, **argv = NULL;
     char *seg_env = NULL;
-    char env_tool[64], env_rows[64], env_iter[64], env_ctl[4200], env_ack[4200];
+    char env_tool[64], env_rows[64], env_iter[64], env_ctl[4200], env_ack[4200], env_be[128];
     ntp_status st = NTP_STATUS_OK;
     int np = 0;
     if (!pre)
@@ -766,8 +768,9 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const ntp_tool
     snprintf(env_iter, sizeof env_iter, "NTP_TOOL_ITERATIONS=%d", iterations);
     snprintf(env_ctl, sizeof env_ctl, "NTP_TOOL_CTL=%s", ctl);
     snprintf(env_ack, sizeof env_ack, "NTP_TOOL_ACK=%s", ack);
-    char *add[] = {env_tool, env_rows, env_iter, seg_env, env_ctl, env_ack};
-    if (!(envp = child_env(add, perf ? 6 : 4))) {
+    snprintf(env_be, sizeof env_be, "NTP_TOOL_BACKEND=%s", backend ? backend : "");
+    char *add[] = {env_tool, env_rows, env_iter, seg_env, env_be, env_ctl, env_ack};
+    if (!(envp = child_env(add, perf ? 7 : 5))) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
