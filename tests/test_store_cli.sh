@@ -67,6 +67,10 @@ assert a["layers"] == b["layers"], "layers differ"
 assert a["end_to_end"] == b["end_to_end"]
 assert a["config"] == b["config"]
 PYEOF
+# As a table it is rendered again from the stored report.
+expect_exit 0 "$NTPROF" history --db "$DB" --show 2
+grep -q "^topology tiny-mlp " "$T/out" && grep -q "^params .*hidden=64" "$T/out" && ok ||
+    bad "--show as a table: $(head -3 "$T/out")"
 expect_exit 1 "$NTPROF" history --db "$DB" --show 99
 grep -q "no run 99" "$T/err" && ok || bad "--show 99: $(cat "$T/err")"
 

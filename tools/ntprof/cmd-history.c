@@ -47,6 +47,17 @@ static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE 
     return ntp_report_write_run(ctx, arg, fmt, f);
 }
 
+/* The stored JSON report, byte for byte: writing it again from the parsed
+ * result would recompute derived rates from 15-digit medians and could
+ * change their last digit. */
+static ntp_status write_text(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)ctx;
+    (void)fmt;
+    fputs(arg, f);
+    return ferror(f) ? NTP_STATUS_IO_ERROR : NTP_STATUS_OK;
+}
+
 int cmd_history(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -126,7 +137,14 @@ int cmd_history(int argc, char **argv)
         rc = cli_fail(ctx);
         goto out;
     }
-    if (show) {
+    if (show && fmt == NTP_FORMAT_JSON) {
+        char *json = NULL;
+        if (ntp_store_get_report(ctx, s, show, &json) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+        else
+            rc = cli_write_output(ctx, output, write_text, json, fmt);
+        free(json);
+    } else if (show) {
         ntp_run_result *r = NULL;
         if (ntp_store_load_run(ctx, s, show, &r) != NTP_STATUS_OK)
             rc = cli_fail(ctx);
