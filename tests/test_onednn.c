@@ -361,6 +361,14 @@ static void test_fusable(void **state)
     assert_false(be->fusable(g, a, 0, s));   /* relu heads nothing */
     assert_false(be->fusable(g, c, NTP_MAX_FUSED, a));
     ntp_graph_free(g);
+    /* A dropout (the identity) folds, so that the residual add behind it
+     * can fold too, after fc and after attention's output projection. */
+    g = load("<input name='x' shape='2,4,8'/><attention name='at' heads='2'/><dropout name='d'/>"
+             "<add name='s' inputs='d,x'/><fc name='f' units='8'/><dropout name='d2'/>", NULL);
+    assert_true(be->fusable(g, node(g, "at"), 0, node(g, "d")));
+    assert_true(be->fusable(g, node(g, "at"), 1, node(g, "s")));
+    assert_true(be->fusable(g, node(g, "f"), 0, node(g, "d2")));
+    ntp_graph_free(g);
     /* int8: activations fold, a residual add does not (its scale is not
      * part of the kernel arguments). */
     g = load(res_net, "i8");

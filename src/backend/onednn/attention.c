@@ -10,7 +10,8 @@
  *   ":softmax"  softmax over the keys, in place
  *   ":context"  C = P·V per head, written through a strided view straight
  *               into the [N, S, D] layout the output projection reads
- *   ":out"      y = C·out_projᵀ + out_bias
+ *   ":out"      y = C·out_projᵀ + out_bias, with the post-ops of a fusion
+ *               group (BERT: the dropout and the residual add after it)
  *
  * The scaling by 1/√hd is the matmul's output scale, applied to the
  * product rather than to Q first as PyTorch does; the two differ by
@@ -39,9 +40,10 @@ static ntp_status view4(odnn_build *b, int base, size_t off, const int64_t *dims
     return ntp__dnnl_mem(b, &md, m->bind, m->idx, m->off + off, idx);
 }
 
-/* dst [rows, units] = src [rows, K] · Wᵀ + bias, W [units, K] f32. */
+/* dst [rows, units] = src [rows, K] · Wᵀ + bias, W [units, K] f32; the
+ * output projection also carries the group's post-ops. */
 static ntp_status project(odnn_build *b, int src, int dst, int64_t rows, int64_t K, int64_t units,
-                          const float *W, const float *bias, const char *suffix)
+                          const float *W, const float *bias, const char *suffix, bool post_ops)
 {
     dnnl_dims_t xd = {rows, K}, wd = {units, K}, yd = {rows, units}, bd = {units};
     dnnl_memory_desc_t x, w, y, bm, uw;
@@ -55,20 +57,29 @@ static ntp_status project(odnn_build *b, int src, int dst, int64_t rows, int64_t
                                                             bias ? &bm : NULL, &y);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "projection descriptor");
+    dnnl_primitive_attr_t attr;
+    int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
+    ntp_status s = ntp__dnnl_attr(b, &attr);
+    if (s || (post_ops && (s = ntp__dnnl_post_ops(b, attr, 1.0f, 2, yd, &n, args, mems))))
+        return s;
     dnnl_primitive_desc_t pd;
-    ntp_status s = ntp__dnnl_pd(b, &pd, &d, NULL, "projection");
-    if (s)
+    if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "projection")))
         return s;
-    int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-    int mems[4] = {src, -1, dst, -1};
+    args[n] = DNNL_ARG_SRC;
+    mems[n++] = src;
+    args[n] = DNNL_ARG_DST;
+    mems[n++] = dst;
+    args[n] = DNNL_ARG_WEIGHTS;
     if ((s = ntp__dnnl_pack(b, W, &uw, ntp__dnnl_query(pd, dnnl_query_weights_md, 0), NULL, 0, 0,
-                            &mems[1])))
+                            &mems[n++])))
         return s;
-    if (bias && (s = ntp__dnnl_pack(b, bias, &bm, ntp__dnnl_query(pd, dnnl_query_weights_md, 1),
-                                    NULL, 0, 0, &mems[3])))
-        return s;
-    if ((s = ntp__dnnl_step(b, pd, suffix, NULL,
-                            bias ? 4 : 3, args, mems)))
+    if (bias) {
+        args[n] = DNNL_ARG_BIAS;
+        if ((s = ntp__dnnl_pack(b, bias, &bm, ntp__dnnl_query(pd, dnnl_query_weights_md, 1), NULL,
+                                0, 0, &mems[n++])))
+            return s;
+    }
+    if ((s = ntp__dnnl_step(b, pd, suffix, NULL, n, args, mems)))
         return s;
     if (!suffix[0])
         ntp__dnnl_set_main(b, pd);
@@ -149,7 +160,7 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
             goto done;
         dnnl_memory_desc_init_by_tag(&md, 2, xd, b->cdt, dnnl_ab);
         if ((s = ntp__dnnl_plain_input(b, 0, b->cdt, &x)) || (s = ntp__dnnl_alias(b, x, &md, &view)) ||
-            (s = project(b, view, buf, N * S, D, 3 * D, in_w, in_b, "")))
+            (s = project(b, view, buf, N * S, D, 3 * D, in_w, in_b, "", false)))
             goto done;
         for (int i = 0; i < 3; i++) {
             qkv[i] = buf;
@@ -164,7 +175,7 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
             if ((s = ntp__dnnl_ws_mem(b, &md, &qkv[i])) || (s = ntp__dnnl_plain_input(b, i, b->cdt, &x)) ||
                 (s = ntp__dnnl_alias(b, x, &md, &view)) ||
                 (s = project(b, view, qkv[i], rows, D, D, in_w + i * D * D, in_b ? in_b + i * D : NULL,
-                             i == 0 ? "" : i == 1 ? ":k" : ":v")))
+                             i == 0 ? "" : i == 1 ? ":k" : ":v", false)))
                 goto done;
             ld[i] = D;
             col[i] = 0;
@@ -226,7 +237,7 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         dnnl_memory_desc_t plain;
         ntp__dnnl_plain_md(&plain, &k->out[0].shape, b->cdt);
         if ((s = ntp__dnnl_output(b, 0, &plain, 1.0f, &y)) || (s = ntp__dnnl_alias(b, y, &cm, &yview)) ||
-            (s = project(b, c, yview, N * S, D, D, out_w, out_b, ":out")))
+            (s = project(b, c, yview, N * S, D, D, out_w, out_b, ":out", true)))
             goto done;
     }
 done:

@@ -361,8 +361,9 @@ static ntp_status onednn_execute_step(ntp_ctx *ctx, void *state, void *node_stat
     return NTP_STATUS_OK;
 }
 
-/* Activations and residual adds fold into conv, deconv, fc and matmul as
- * oneDNN post-ops, and a ReLU into batch normalisation. A binary layer folds only when its other operand has the
+/* Activations and residual adds (and dropouts, which are the identity)
+ * fold into conv, deconv, fc, matmul and attention as oneDNN post-ops, and
+ * a ReLU into batch normalisation. A binary layer folds only when its other operand has the
  * group's output shape (no broadcasting of the group's result), and not at
  * i8, where the other operand's scale is not part of the kernel arguments. */
 static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
@@ -376,10 +377,12 @@ static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused
         return n_fused == 0 && next->op == NTP_OP_RELU && !next->a.has_max &&
                next->precision == head->precision && next->n_in == 1;
     if (head->op != NTP_OP_CONV && head->op != NTP_OP_DECONV && head->op != NTP_OP_FC &&
-        head->op != NTP_OP_MATMUL)
+        head->op != NTP_OP_MATMUL && head->op != NTP_OP_ATTENTION)
         return false;
     if (next->precision != head->precision || next->n_out != 1)
         return false;
+    if (next->op == NTP_OP_DROPOUT)
+        return true;
     dnnl_alg_kind_t alg;
     float alpha, beta;
     if (ntp__dnnl_eltwise_alg(next, &alg, &alpha, &beta))

@@ -204,7 +204,8 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
         goto done;
     }
     int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
-    if ((s = ntp__dnnl_post_ops(b, attr, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, &n, args, mems)))
+    if ((s = ntp__dnnl_post_ops(b, attr, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, 0, NULL, &n, args,
+                                  mems)))
         goto done;
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, c.deconv ? "deconvolution" : "convolution")))

@@ -1,9 +1,12 @@
 /* Fusion groups as oneDNN post-ops.
  *
- * A group's head (conv, deconv, fc, matmul) runs one primitive whose
- * attribute carries the folded layers in order: activations as eltwise
- * post-ops, residual adds and multiplies as binary post-ops that read the
- * other operand straight from k->post_in[i]. A binary post-op is used
+ * A group's head (conv, deconv, fc, matmul, or attention's output
+ * projection) runs one primitive whose attribute carries the folded layers
+ * in order: activations as eltwise post-ops, residual adds and multiplies
+ * as binary post-ops that read the other operand straight from
+ * k->post_in[i]; a folded dropout (the identity at inference) appends
+ * nothing, which is what lets BERT's residual adds behind their dropouts
+ * fold too. A binary post-op is used
  * rather than a sum post-op because sum accumulates into dst, which would
  * need the residual copied into the output first (an extra pass over it)
  * and forbids writing the result anywhere but on top of the residual. */
@@ -19,7 +22,7 @@ static int other_operand(const ntp_kargs *k, int i)
 }
 
 ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
-                              int *n, int *args, int *mems)
+                              int view_nd, const int64_t *view_dims, int *n, int *args, int *mems)
 {
     const ntp_kargs *k = b->k;
     if (k->n_fused == 0 && out_scale == 1.0f)
@@ -29,14 +32,17 @@ ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float o
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "dnnl_post_ops_create");
     ntp_status s = NTP_STATUS_OK;
-    int idx = 0;
-    for (int i = 0; i < k->n_fused && s == NTP_STATUS_OK; i++, idx++) {
+    int idx = 0; /* position in oneDNN's post-op chain */
+    for (int i = 0; i < k->n_fused && s == NTP_STATUS_OK; i++) {
         const ntp_node *f = k->fused[i];
         dnnl_alg_kind_t alg;
         float alpha, beta;
+        if (f->op == NTP_OP_DROPOUT)
+            continue; /* the identity at inference: nothing to append */
         if (ntp__dnnl_eltwise_alg(f, &alg, &alpha, &beta)) {
             if ((st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta)))
                 s = ntp__dnnl_error(b, st, "eltwise post-op");
+            idx++;
             continue;
         }
         if (f->op != NTP_OP_ADD && f->op != NTP_OP_MUL) {
@@ -48,9 +54,19 @@ ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float o
         dnnl_memory_desc_t md;
         const dnnl_memory_desc_t *lay =
             k->g ? ntp__dnnl_tensor_layout(b->s, k->g, other_operand(k, i)) : NULL;
+        if (lay && view_nd > 0 && lay->ndims != view_nd) {
+            s = ntp__dnnl_fail(b, NTP_STATUS_INTERNAL,
+                               "post-op operand in a %d-d layout for a %d-d view", lay->ndims,
+                               view_nd);
+            break;
+        }
         if (lay)
             md = *lay;
-        else if ((st = ntp__dnnl_plain_md(&md, &other->shape, ntp__dnnl_dt(other->dtype)))) {
+        else if (view_nd > 0)
+            st = ntp__dnnl_plain_dims(&md, view_nd, view_dims, ntp__dnnl_dt(other->dtype));
+        else
+            st = ntp__dnnl_plain_md(&md, &other->shape, ntp__dnnl_dt(other->dtype));
+        if (st != dnnl_success) {
             s = ntp__dnnl_error(b, st, "post-op operand descriptor");
             break;
         }
@@ -65,6 +81,7 @@ ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float o
         args[*n] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1;
         mems[*n] = mi;
         (*n)++;
+        idx++;
     }
     /* int8: the kernel's output scales give real values, so that the
      * activations above see them; this last step scales into the output's

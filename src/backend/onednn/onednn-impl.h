@@ -253,11 +253,14 @@ ntp_status ntp__dnnl_reduce_build(odnn_build *b);
 bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_move_build(odnn_build *b);
 
-/* Post-ops of a fusion group (conv, fc, matmul heads): activations and
- * binary operands of k->fused[], appended to `attr` after the int8 output
- * scales; adds the binary operands' memories to args/mems from *n. */
+/* Post-ops of a fusion group (conv, fc, matmul, attention heads):
+ * activations and binary operands of k->fused[], appended to `attr` after
+ * the int8 output scales; adds the binary operands' memories to args/mems
+ * from *n. A head whose primitive writes a 2-d view of its output (fc,
+ * attention) passes that view's dims (view_nd > 0) so that a plain binary
+ * operand is viewed the same way. */
 ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
-                              int *n, int *args, int *mems);
+                              int view_nd, const int64_t *view_dims, int *n, int *args, int *mems);
 
 extern const ntp_backend_i ntp__backend_onednn;
 
