@@ -66,7 +66,7 @@ PYEOF
 CNN=$SRC/models/tiny-cnn.xml
 MLP=$SRC/models/tiny-mlp.xml
 DB=$T/history.db
-FAST=(--iterations 5 --warmup 1 --min-time 0 --no-accuracy)
+FAST=(--iterations 5 --warmup 1 --min-time 0 --no-accuracy --backend ref)
 
 # A run without ceilings: bars for every timed layer, roofline points but
 # no roofs, the type breakdown and the marker breakdown.

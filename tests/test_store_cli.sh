@@ -28,7 +28,7 @@ expect_exit() {
 MLP=$SRC/models/tiny-mlp.xml
 CNN=$SRC/models/tiny-cnn.xml
 DB=$T/h/history.db
-FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy)
+FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)
 
 # Three runs recorded; the folder is created.
 expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$DB" --format json -o "$T/r1.json"

@@ -24,12 +24,12 @@ expect_exit() {
 }
 
 MLP=$SRC/models/tiny-mlp.xml
-FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --no-db)
+FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --no-db --backend ref)
 
 # One factor at a time: batch 1,2 and hidden 16,0,32. hidden=0 makes a
 # zero-sized layer, which the child refuses; the sweep goes on.
 expect_exit 0 "$NTPROF" sweep "$MLP" --vary batch=1,2 --vary hidden=16,0,32 "${FAST[@]}" \
-    --backend ref --format json -o "$T/s.json" --keep "$T/keep"
+    --format json -o "$T/s.json" --keep "$T/keep"
 $PY - "$T/s.json" <<'PYEOF' && ok || bad "OFAT sweep JSON"
 import json, sys
 s = json.load(open(sys.argv[1]))
