@@ -85,6 +85,15 @@ typedef struct ntp_backend_opts {
     bool fuse;                  /* --fuse was given */
 } ntp_backend_opts;
 
+/* Options only accelerators read (docs/gpu.md), given to init_device. A
+ * struct of its own so that ntp_backend_opts keeps its fields. */
+typedef struct ntp_device_opts {
+    bool tf32;                  /* f32 layers may use TF32 tensor-core math (--precision tf32) */
+    bool graph_replay;          /* replay whole passes as a captured device graph (--cuda-graph) */
+    int first;                  /* execution position the measured range starts at: steps
+                                 * before it run once, the range repeats (--only) */
+} ntp_device_opts;
+
 typedef struct ntp_backend_i {
     int api_version;            /* NTP_BACKEND_API_VERSION */
     const char *name;           /* "ref", "onednn", ... */
@@ -126,6 +135,33 @@ typedef struct ntp_backend_i {
                       const char **type);
     ntp_status (*execute_step)(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k,
                                int step);
+
+    /* --- optional, for accelerators (docs/gpu.md) ------------------------- */
+    /* init with the device options too; when set, the engine calls it
+     * instead of init (which then serves drivers that have no device
+     * options, with their defaults: no TF32, no replay, first 0). */
+    ntp_status (*init_device)(ntp_ctx *ctx, const ntp_backend_opts *opts,
+                              const ntp_device_opts *dev, void **state);
+    /* Can this backend run at all on this machine (a device, a driver)?
+     * false: `why` says why in one line ("no CUDA device (cudaGetDeviceCount:
+     * ...)"), and the engine refuses a run that asks for the backend, by
+     * --backend, a layer's backend= or --place, with "backend '<name>': <why>".
+     * supports() must then answer false for every layer, so that drivers
+     * that walk every backend skip this one. NULL: always available. */
+    bool (*available)(char *why, size_t len);
+    /* The device time of the sub-step that execute or execute_step just ran
+     * and synchronize waited for, in ms (an asynchronous device times its own
+     * work with events: the host clock around it would add the launch and
+     * the wait). Negative: not known, use the host clock. The engine's
+     * per-layer pass prefers it to its own clock when the slot is set.
+     * NULL: the host clock. */
+    double (*elapsed_ms)(void *state, void *node_state);
+    /* Device memory the backend holds, for the run's memory figures: weights,
+     * activations (its own buffers for internal tensors and for staging at
+     * boundaries), workspace, and the high-water mark of all it allocated.
+     * NULL: none (host memory only). */
+    void (*device_memory)(void *state, int64_t *weights, int64_t *activations,
+                          int64_t *workspace, int64_t *peak);
 } ntp_backend_i;
 
 /* Registered backends, in preference order (src/backend/registry.c). */
