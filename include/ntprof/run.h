@@ -60,6 +60,13 @@ typedef struct ntp_run_opts {
     const char *tool;
     const char *tool_dir;       /* where tools leave files; NULL: a new directory in $TMPDIR */
     int counter_iterations;     /* iterations of the counting pass; 0: `iterations` */
+    /* Accelerators (docs/gpu.md). `place` holds "LAYER=BACKEND" entries (the
+     * CLI's repeatable --place) that put those layers on that backend, as a
+     * layer's backend= attribute does, overriding it. */
+    const char *const *place;
+    int n_place;
+    bool tf32;                  /* f32 layers may use TF32 tensor cores (--precision tf32) */
+    bool cuda_graph;            /* replay whole passes as CUDA graphs (--cuda-graph) */
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -125,6 +132,13 @@ typedef struct ntp_memory_result {
     int64_t workspace_bytes;    /* largest per-layer workspace */
     int64_t peak_rss_bytes;     /* process peak resident set */
     int64_t minor_faults, major_faults; /* during the measured iterations */
+    /* Device memory of accelerator backends (docs/gpu.md), 0 without one:
+     * weights, activations (buffers of internal tensors and staging at
+     * boundaries), workspace, and the high-water mark of all of it. */
+    int64_t device_weight_bytes;
+    int64_t device_activation_bytes;
+    int64_t device_workspace_bytes;
+    int64_t device_peak_bytes;
 } ntp_memory_result;
 
 typedef struct ntp_env {

@@ -53,25 +53,86 @@ static int add_backend(ntp_ctx *ctx, ntp_exec *x, const ntp_backend_i *be)
     return x->n_be++;
 }
 
+/* The backend --place asks for layer n ("LAYER=BACKEND"), else NULL. The
+ * entries were checked by check_place. */
+static const char *placed(const ntp_exec_opts *o, const ntp_node *n, char *buf, size_t len)
+{
+    const char *found = NULL;
+    for (int i = 0; i < o->n_place; i++) {
+        const char *eq = strchr(o->place[i], '=');
+        if (eq && (size_t)(eq - o->place[i]) == strlen(n->name) &&
+            strncmp(o->place[i], n->name, (size_t)(eq - o->place[i])) == 0) {
+            snprintf(buf, len, "%s", eq + 1);
+            found = buf; /* the last entry for a layer wins */
+        }
+    }
+    return found;
+}
+
+/* Every --place entry names a layer of g and a backend of this build. */
+static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o)
+{
+    for (int i = 0; i < o->n_place; i++) {
+        const char *e = o->place[i], *eq = e ? strchr(e, '=') : NULL;
+        if (!eq || eq == e || !eq[1])
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "--place expects LAYER=BACKEND, got '%s'", e ? e : "(null)");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - e), e);
+        if (ntp__graph_find_node(g, name) < 0) {
+            const char **names = malloc(((size_t)g->n_nodes + 1) * sizeof *names);
+            for (int j = 0; names && j < g->n_nodes; j++)
+                names[j] = g->nodes[j].name;
+            const char *near = names ? ntp__nearest(name, names, g->n_nodes) : NULL;
+            ntp_status st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                                       "--place %s: %s has no layer '%s'%s%s%s", e, g->source, name,
+                                       near ? "; did you mean '" : "", near ? near : "",
+                                       near ? "'?" : "");
+            free(names);
+            return st;
+        }
+        if (!ntp__backend_find(eq + 1))
+            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                              "--place %s: unknown backend '%s'; this build has: %s", e, eq + 1,
+                              ntp_backends());
+    }
+    return NTP_STATUS_OK;
+}
+
 static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
 {
     const ntp_graph *g = x->g;
     const ntp_backend_i *ref = ntp__backend_find("ref");
+    char why[512];
+    /* A backend that cannot run on this machine (no GPU) is refused with
+     * its reason, whether the run or a layer asks for it. */
+    if (o->backend->available && !o->backend->available(why, sizeof why))
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "backend '%s': %s", o->backend->name, why);
+    ntp_status pst = check_place(ctx, g, o);
+    if (pst)
+        return pst;
     if (add_backend(ctx, x, o->backend) < 0)
         return ntp_ctx_status(ctx);
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = node_at(g, p);
         const ntp_backend_i *be = o->backend;
-        if (n->backend) {
-            be = ntp__backend_find(n->backend);
+        char pbuf[256];
+        const char *want = placed(o, n, pbuf, sizeof pbuf);
+        if (!want)
+            want = n->backend;
+        if (want) {
+            be = ntp__backend_find(want);
             if (!be)
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "asks for backend '%s', which this build lacks (built: %s)",
-                                       n->backend, ntp_backends());
+                                       want, ntp_backends());
+            if (be->available && !be->available(why, sizeof why))
+                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED, "backend '%s': %s",
+                                       be->name, why);
             if (!be->supports(g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "asks for backend '%s', which cannot run it at %s",
-                                       n->backend, ntp_dtype_name(n->precision));
+                                       want, ntp_dtype_name(n->precision));
         } else if (!be->supports(g, n, n->precision)) {
             if (!ref || !ref->supports(g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
@@ -520,9 +581,16 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     }
     mark_internal(x);
     ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision, .fuse = o->fuse};
-    for (int b = 0; b < x->n_be; b++)
-        if (x->be[b]->init && (st = x->be[b]->init(ctx, &bo, &x->be_state[b])))
+    ntp_device_opts dev = {.tf32 = o->tf32, .graph_replay = o->graph_replay, .first = o->first};
+    for (int b = 0; b < x->n_be; b++) {
+        const ntp_backend_i *be = x->be[b];
+        if (be->init_device)
+            st = be->init_device(ctx, &bo, &dev, &x->be_state[b]);
+        else if (be->init)
+            st = be->init(ctx, &bo, &x->be_state[b]);
+        if (st)
             goto fail;
+    }
     for (int p = 0; p < nn; p++)
         if ((st = ntp__exec_load_weights(ctx, x, node_at(g, p), x->node_be[x->head_of[p]], o->seed)))
             goto fail;

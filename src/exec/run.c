@@ -264,6 +264,14 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             }
             double t2 = ntp__now_us();
             row[k] = (t2 - t0) / 1000.0;
+            /* An asynchronous device times its own work (CUDA events):
+             * the host clock would add the launch and the wait. */
+            const ntp_step *sk = &x->steps[w->step[k]];
+            if (sk->kind == NTP_STEP_NODE && x->be[sk->be]->elapsed_ms) {
+                double dev = x->be[sk->be]->elapsed_ms(x->be_state[sk->be], sk->state);
+                if (dev >= 0)
+                    row[k] = dev;
+            }
             if (ts) {
                 ts[k] = t0 - start;
                 te[k] = t2 - start;
@@ -603,7 +611,9 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     size_t warn0 = ntp_ctx_warning_count(ctx);
     ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
                         .seed = opts->seed, .inputs = opts->inputs, .n_inputs = opts->n_inputs,
-                        .first = first, .last = last};
+                        .first = first, .last = last, .place = opts->place,
+                        .n_place = opts->n_place, .tf32 = opts->tf32,
+                        .graph_replay = opts->cuda_graph};
     float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
     ntp_exec x = {0};
@@ -662,6 +672,15 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->memory.weight_bytes = x.weight_bytes;
     r->memory.arena_bytes = x.arena_bytes;
     r->memory.workspace_bytes = (int64_t)x.ws_bytes;
+    for (int b = 0; b < x.n_be; b++)
+        if (x.be[b]->device_memory && x.be_state[b]) {
+            int64_t dw = 0, da = 0, dws = 0, dp = 0;
+            x.be[b]->device_memory(x.be_state[b], &dw, &da, &dws, &dp);
+            r->memory.device_weight_bytes += dw;
+            r->memory.device_activation_bytes += da;
+            r->memory.device_workspace_bytes += dws;
+            r->memory.device_peak_bytes += dp;
+        }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
