@@ -1,0 +1,140 @@
+/* The CUDA backend's own kernels (kernels.cu), private to libntprof.
+ *
+ * cuDNN and cuBLAS cover convolutions, GEMMs, pooling, softmax, recurrent
+ * layers and tensor arithmetic; these few kernels cover what they lack or
+ * restrict (GELU, hard-swish and the other activations, layer normalisation,
+ * numpy broadcasting where neither operand has the output's shape, gathers,
+ * padding, permutations, bf16 everywhere) and the epilogue that applies a
+ * layer's bias, a batch normalisation folded to a per-channel affine, and
+ * the layers folded into a group (--fuse) in one pass.
+ *
+ * This header is shared by C (the backend) and CUDA C++ (kernels.cu), so it
+ * uses plain C types only. Every launcher enqueues on `stream` and returns
+ * the cudaError_t of the launch as an int (0: cudaSuccess); none of them
+ * synchronises or allocates. */
+#ifndef NTPROF_CUDA_KERNELS_H
+#define NTPROF_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types the kernels compute on (always in f32 registers). */
+typedef enum cudak_type { CUDAK_F32, CUDAK_F16, CUDAK_BF16 } cudak_type;
+
+/* Element-wise functions: activations and unary math. */
+typedef enum cudak_fn {
+    CUDAK_IDENTITY,
+    CUDAK_RELU,
+    CUDAK_RELU_MAX,     /* min(max(0, x), b) */
+    CUDAK_LEAKY_RELU,   /* x >= 0 ? x : a·x */
+    CUDAK_SIGMOID,
+    CUDAK_TANH,
+    CUDAK_GELU,         /* exact erf form */
+    CUDAK_SILU,
+    CUDAK_HARDSWISH,
+    CUDAK_CLIP,         /* min(max(x, a), b) */
+    CUDAK_ABS,
+    CUDAK_NEG,
+    CUDAK_EXP,
+    CUDAK_LOG,
+    CUDAK_SQRT,
+    CUDAK_RECIPROCAL,
+    CUDAK_ERF,
+    CUDAK_SOFTPLUS,
+    CUDAK_ELU,          /* x < 0 ? a·(eˣ − 1) : x */
+    CUDAK_FN_COUNT
+} cudak_fn;
+
+/* Binary operations, numpy broadcasting. */
+typedef enum cudak_op { CUDAK_ADD, CUDAK_MUL, CUDAK_SUB, CUDAK_DIV, CUDAK_MAX, CUDAK_MIN } cudak_op;
+
+#define CUDAK_MAX_DIMS 8
+#define CUDAK_MAX_POST 5
+
+/* One step of an epilogue: an element-wise function (operand NULL) or a
+ * binary operation with an operand of the output's shape and type. */
+typedef struct cudak_post {
+    int is_binary;
+    int fn;                     /* cudak_fn or cudak_op */
+    float a, b;                 /* the function's parameters */
+    const void *operand;
+} cudak_post;
+
+/* y[i] = post_n(...post_1(scale[c]·x[i] + bias[c])) with c = (i / inner) %
+ * channels; scale and bias may be NULL (1 and 0). x may be y. */
+typedef struct cudak_epilogue {
+    const float *scale;
+    const float *bias;
+    int64_t channels, inner;
+    int n_post;
+    cudak_post post[CUDAK_MAX_POST];
+} cudak_epilogue;
+
+int ntp__cudak_epilogue(void *stream, cudak_type t, const void *x, void *y, int64_t n,
+                        const cudak_epilogue *e);
+
+/* y = a op b over the output dims; astride and bstride are element strides
+ * per output dim (0 where that operand is broadcast). */
+int ntp__cudak_binary(void *stream, cudak_type t, cudak_op op, int nd, const int64_t *dims,
+                      const void *a, const int64_t *astride, const void *b,
+                      const int64_t *bstride, void *y);
+
+/* y (contiguous, dims) [i0..] = x[Σ i_d · xstride_d]: transposes, crops,
+ * interleavings; any element size of 1, 2, 4 or 8 bytes. */
+int ntp__cudak_gather(void *stream, size_t esize, int nd, const int64_t *dims, const void *x,
+                      const int64_t *xstride, void *y);
+
+/* Pad x (in_dims) into y (out_dims) with begin[d] elements before each dim:
+ * mode 0 constant `value`, 1 reflect, 2 edge. */
+int ntp__cudak_pad(void *stream, cudak_type t, int nd, const int64_t *in_dims,
+                   const int64_t *out_dims, const int64_t *begin, int mode, float value,
+                   const void *x, void *y);
+
+/* Layer normalisation of `rows` rows of D elements: population variance,
+ * statistics in f32, gamma and beta f32 [D]. */
+int ntp__cudak_layernorm(void *stream, cudak_type t, const void *x, void *y, int64_t rows,
+                         int64_t D, const float *gamma, const float *beta, float eps);
+
+/* Softmax over `len` elements spaced `inner` apart, for each of outer·inner
+ * rows, after multiplying by `scale`. causal_s > 0: row r (r = o·inner + i
+ * with inner == 1) is query r % causal_s of a causal attention and keys
+ * j > query get probability 0. y may be x. */
+int ntp__cudak_softmax(void *stream, cudak_type t, const void *x, void *y, int64_t outer,
+                       int64_t len, int64_t inner, float scale, int64_t causal_s);
+
+/* y [n, units] = table[idx[i]] (idx i32, or i64 when idx64); an index
+ * outside [0, vocab) gives a row of zeros. */
+int ntp__cudak_embedding(void *stream, cudak_type t, const void *idx, int idx64, const void *table,
+                         int64_t vocab, int64_t units, int64_t n, void *y);
+
+/* Max or average pooling of `planes` planes of up to 3 spatial dims (unused
+ * leading dims are 1), with PyTorch's and the reference backend's rules:
+ * windows start at o·stride − pad_begin and are clipped to the input; max
+ * ignores padding and propagates NaN; average divides by the real taps, or
+ * with include_pad by the taps inside the padded input. */
+typedef struct cudak_pool {
+    int64_t planes;
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+    int is_max, include_pad;
+} cudak_pool;
+
+int ntp__cudak_pool(void *stream, cudak_type t, const cudak_pool *g, const void *x, void *y);
+
+/* Convert n elements between f32, f16 and bf16 (y may not be x unless the
+ * types have the same size). */
+int ntp__cudak_convert(void *stream, cudak_type from, cudak_type to, const void *x, void *y,
+                       int64_t n);
+
+/* Can this device run the kernels of this build? 0 when it can, else the
+ * cudaError_t (cudaErrorNoKernelImageForDevice on an architecture the
+ * build did not compile for). */
+int ntp__cudak_probe(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
