@@ -17,7 +17,8 @@ static void run_usage(FILE *f)
             "topology:\n"
             "  -s, --set NAME=VALUE    override a <param> (repeatable)\n"
             "  -b, --batch N           shorthand for --set batch=N\n"
-            "  -p, --precision P       f32, bf16, f16 or i8\n"
+            "  -p, --precision P       f32, bf16, f16 or i8; tf32: f32 storage with TF32\n"
+            "                          tensor-core math on GPUs (docs/gpu.md)\n"
             "  -M, --max-memory SIZE   refuse topologies needing more (default: physical RAM)\n"
             "execution:\n"
             "  -B, --backend NAME      backend (built: %s), or a comma-separated list to\n"
@@ -27,6 +28,9 @@ static void run_usage(FILE *f)
             "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
             "      --seed N            seed of weights and synthetic inputs (default 1)\n"
             "      --fuse              let the backend fuse layers (conv/fc + bias + activation + add)\n"
+            "      --place LAYER=BACKEND  run LAYER on BACKEND, as its backend= attribute\n"
+            "                          would (repeatable; docs/gpu.md)\n"
+            "      --cuda-graph        replay each pass on the GPU as a captured CUDA graph\n"
             "  -i, --input [NAME=]FILE a graph input from a .npy file (repeatable)\n"
             "      --save-outputs DIR  write every graph output as DIR/output_<i>.npy\n"
             "measurement:\n"
@@ -63,6 +67,8 @@ enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OP
 
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
+enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
+
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     return ntp_report_write_run(ctx, arg, fmt, f);
@@ -98,6 +104,7 @@ int cmd_run(int argc, char **argv)
         {"counters", required_argument, NULL, OPT_COUNTERS}, {"tool", required_argument, NULL, OPT_TOOL},
         {"tool-dir", required_argument, NULL, OPT_TOOL_DIR},
         {"counter-iterations", required_argument, NULL, OPT_COUNTER_ITERATIONS},
+        {"place", required_argument, NULL, OPT_PLACE}, {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     cli_topo_opts topo = {0};
@@ -107,15 +114,23 @@ int cmd_run(int argc, char **argv)
     const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL;
     bool use_db = true;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    int n_inputs = 0, opt, rc = CLI_USAGE;
+    const char **places = calloc((size_t)argc + 1, sizeof *places);
+    int n_inputs = 0, n_places = 0, opt, rc = CLI_USAGE;
     int64_t v;
     double d;
-    if (!inputs) {
+    if (!inputs || !places) {
+        free(places);
         cli_error("out of memory");
         return CLI_FAIL;
     }
     optind = 1;
     while ((opt = getopt_long(argc, argv, "s:b:p:M:B:t:i:w:n:f:o:h", longopts, NULL)) != -1) {
+        /* tf32 is f32 storage with TF32 math where a backend offers it
+         * (docs/gpu.md): the topology loads at f32. */
+        if (opt == 'p' && optarg && strcmp(optarg, "tf32") == 0) {
+            ro.tf32 = true;
+            optarg = (char *)"f32";
+        }
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
@@ -185,6 +200,14 @@ int cmd_run(int argc, char **argv)
         case OPT_COUNTERS: ro.counters = optarg; break;
         case OPT_TOOL: ro.tool = optarg; break;
         case OPT_TOOL_DIR: ro.tool_dir = optarg; break;
+        case OPT_PLACE:
+            if (!strchr(optarg, '=')) {
+                cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
+                goto out;
+            }
+            places[n_places++] = optarg;
+            break;
+        case OPT_CUDA_GRAPH: ro.cuda_graph = true; break;
         case OPT_COUNTER_ITERATIONS:
             if (!cli_parse_int(optarg, 1, 10000000, &v)) {
                 cli_error("--counter-iterations expects a positive integer, got '%s'", optarg);
@@ -203,6 +226,8 @@ int cmd_run(int argc, char **argv)
     }
     ro.inputs = inputs;
     ro.n_inputs = n_inputs;
+    ro.place = places;
+    ro.n_place = n_places;
     /* Under --tool, ntprof re-runs itself under perf or valgrind; in that
      * child the parent does the reporting (docs/counters.md). */
     bool tool_child = ntp_run_tool_child(&ro);
@@ -254,6 +279,7 @@ int cmd_run(int argc, char **argv)
     ntp_ctx_free(ctx);
 out:
     free(inputs);
+    free(places);
     cli_topo_free(&topo);
     return rc;
 }
