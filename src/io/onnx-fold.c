@@ -57,6 +57,14 @@ static tens *new_tensor(ntp_onnx_importer *x, int32_t dt, const ntp_shape *s, nt
                             "too large", (long long)n);
         return NULL;
     }
+    /* The memory budget bounds what folding may allocate, as it bounds the
+     * graph (ntp_load_opts.max_memory). */
+    if (x->opts->max_memory > 0 && n * (int64_t)sizeof(int64_t) > x->opts->max_memory) {
+        *st = ntp__onnx_err(x, NTP_STATUS_MEMORY_BUDGET, "a load-time result of %lld elements "
+                            "exceeds the memory budget of %lld bytes", (long long)n,
+                            (long long)x->opts->max_memory);
+        return NULL;
+    }
     tens *t = ntp__onnx_tensor_new(dt, s);
     if (!t)
         *st = oom(x);
@@ -134,6 +142,15 @@ static ntp_status in(ntp_onnx_importer *x, int k, const tens **c)
     if (!ntp__onnx_has_in(x, k))
         return NTP_STATUS_OK;
     return ntp__onnx_in_const(x, k, c);
+}
+
+/* A required input as a constant: missing is an error. */
+static ntp_status need(ntp_onnx_importer *x, int k, const tens **c)
+{
+    ntp_status st = in(x, k, c);
+    if (st == NTP_STATUS_OK && !*c)
+        return ntp__onnx_err(x, NTP_STATUS_GRAPH_ERROR, "input %d is missing", k);
+    return st;
 }
 
 /* Integer list from a 0-d or 1-d constant. */
@@ -290,7 +307,7 @@ static ntp_status fold_binary(ntp_onnx_importer *x, const char *op)
 static ntp_status fold_unary(ntp_onnx_importer *x, const char *op)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st)
         return st;
     tens *y = new_tensor(x, !strcmp(op, "Not") ? NTP_ONNX_BOOL : a->dtype, &a->shape, &st);
@@ -311,7 +328,7 @@ static ntp_status fold_clip(ntp_onnx_importer *x)
 {
     const tens *a, *lo = NULL, *hi = NULL;
     ntp_status st;
-    if ((st = in(x, 0, &a)) || (st = in(x, 1, &lo)) || (st = in(x, 2, &hi)))
+    if ((st = need(x, 0, &a)) || (st = in(x, 1, &lo)) || (st = in(x, 2, &hi)))
         return st;
     double l = lo ? ntp__onnx_get_f(lo, 0) : ntp__onnx_attr_f(x, "min", -INFINITY);
     double h = hi ? ntp__onnx_get_f(hi, 0) : ntp__onnx_attr_f(x, "max", INFINITY);
@@ -329,7 +346,7 @@ static ntp_status fold_where(ntp_onnx_importer *x)
 {
     const tens *c, *a, *b;
     ntp_status st;
-    if ((st = in(x, 0, &c)) || (st = in(x, 1, &a)) || (st = in(x, 2, &b)))
+    if ((st = need(x, 0, &c)) || (st = need(x, 1, &a)) || (st = need(x, 2, &b)))
         return st;
     ntp_shape s1, ys;
     if (!broadcast(&c->shape, &a->shape, &s1) || !broadcast(&s1, &b->shape, &ys))
@@ -352,7 +369,7 @@ static ntp_status fold_where(ntp_onnx_importer *x)
 static ntp_status fold_cast(ntp_onnx_importer *x, int32_t to)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st)
         return st;
     if (ntp__onnx_dtype_size(to) == 0)
@@ -403,7 +420,7 @@ static ntp_status fold_shape(ntp_onnx_importer *x, bool size)
 static ntp_status fold_reshape_like(ntp_onnx_importer *x, const char *op)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st)
         return st;
     const ntp_shape *s = &a->shape;
@@ -514,7 +531,7 @@ static ntp_status gather_copy(ntp_onnx_importer *x, const tens *a, const ntp_sha
 static ntp_status fold_transpose(ntp_onnx_importer *x)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st)
         return st;
     int r = a->shape.ndim;
@@ -557,7 +574,7 @@ static ntp_status fold_transpose(ntp_onnx_importer *x)
 static ntp_status fold_concat(ntp_onnx_importer *x)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st || !a)
         return st ? st : ntp__onnx_err(x, NTP_STATUS_GRAPH_ERROR, "needs inputs");
     int64_t axis;
@@ -610,7 +627,7 @@ static ntp_status fold_gather(ntp_onnx_importer *x)
 {
     const tens *a, *idx;
     ntp_status st;
-    if ((st = in(x, 0, &a)) || (st = in(x, 1, &idx)))
+    if ((st = need(x, 0, &a)) || (st = need(x, 1, &idx)))
         return st;
     int64_t axis;
     if (!ntp__onnx_axis(ntp__onnx_attr_i(x, "axis", 0), a->shape.ndim, &axis))
@@ -657,7 +674,7 @@ static ntp_status fold_gather(ntp_onnx_importer *x)
 static ntp_status fold_slice(ntp_onnx_importer *x)
 {
     const tens *a;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st)
         return st;
     ntp_attrs at;
@@ -717,7 +734,7 @@ static ntp_status fold_expand_tile(ntp_onnx_importer *x, bool tile)
 {
     const tens *a, *b;
     ntp_status st;
-    if ((st = in(x, 0, &a)) || (st = in(x, 1, &b)))
+    if ((st = need(x, 0, &a)) || (st = in(x, 1, &b)))
         return st;
     int64_t v[NTP_MAX_DIMS];
     int n;
@@ -767,7 +784,7 @@ static ntp_status fold_range(ntp_onnx_importer *x)
 {
     const tens *s, *l, *d;
     ntp_status st;
-    if ((st = in(x, 0, &s)) || (st = in(x, 1, &l)) || (st = in(x, 2, &d)))
+    if ((st = need(x, 0, &s)) || (st = need(x, 1, &l)) || (st = need(x, 2, &d)))
         return st;
     double start = ntp__onnx_get_f(s, 0), limit = ntp__onnx_get_f(l, 0),
            delta = ntp__onnx_get_f(d, 0);
@@ -790,7 +807,7 @@ static ntp_status fold_range(ntp_onnx_importer *x)
 static ntp_status fold_constant_of_shape(ntp_onnx_importer *x)
 {
     const tens *s;
-    ntp_status st = in(x, 0, &s);
+    ntp_status st = need(x, 0, &s);
     if (st)
         return st;
     int64_t v[NTP_MAX_DIMS];
@@ -836,7 +853,7 @@ static ntp_status fold_constant_of_shape(ntp_onnx_importer *x)
 static ntp_status fold_split(ntp_onnx_importer *x)
 {
     const tens *a, *sp = NULL;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st || (x->opset >= 13 && (st = in(x, 1, &sp))))
         return st;
     int64_t axis;
@@ -900,7 +917,7 @@ static ntp_status fold_split(ntp_onnx_importer *x)
 static ntp_status fold_reduce(ntp_onnx_importer *x, const char *op)
 {
     const tens *a, *ax = NULL;
-    ntp_status st = in(x, 0, &a);
+    ntp_status st = need(x, 0, &a);
     if (st || (!strcmp(op, "ReduceSum") && x->opset >= 13 && (st = in(x, 1, &ax))))
         return st;
     int64_t v[NTP_MAX_DIMS];
