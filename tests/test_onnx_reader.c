@@ -511,8 +511,8 @@ static void test_softmax_opset11(void **state)
     ntp_graph_free(g);
 }
 
-/* 40 unsupported nodes: one error naming the first ones and the count, and
- * one warning per node. */
+/* 40 unsupported nodes: one error naming the first ones and counting the
+ * rest by type, and one warning per node. */
 static void test_unsupported_list(void **state)
 {
     (void)state;
@@ -532,7 +532,7 @@ static void test_unsupported_list(void **state)
     const char *m = ntp_ctx_errmsg(ctx);
     assert_non_null(strstr(m, ": 40 unsupported nodes: 'unique_0' (Unique, opset 13), "
                               "'unique_1' (Unique, opset 13)"));
-    assert_non_null(strstr(m, " more (each is listed in a warning)"));
+    assert_non_null(strstr(m, " more (Unique x"));
     assert_int_equal(ntp_ctx_warning_count(ctx), 40);
     assert_non_null(strstr(ntp_ctx_warning(ctx, 39), "unsupported node 'unique_39' (Unique, opset 13)"));
     ntp_ctx_clear_warnings(ctx);

@@ -851,13 +851,18 @@ done:
     return st;
 }
 
-/* One message naming every node that cannot be loaded; each is also a
- * warning, since a long list does not fit one line. */
+/* One message naming every node that cannot be loaded. A list too long
+ * for one line names as many as fit, then counts the rest by op type; each
+ * node is also a warning (ntp_ctx_warning), for callers that want them all. */
 static ntp_status check_supported(ntp_onnx_importer *x)
 {
     char msg[900] = "", buf[128], name[300];
     size_t used = 0;
     int count = 0, listed = 0;
+    /* The op types of the nodes left out of the list, with counts. */
+    enum { MAX_TYPES = 8 };
+    const char *types[MAX_TYPES];
+    int type_count[MAX_TYPES], n_types = 0, other_types = 0;
     for (size_t i = 0; i < x->gp->n_node; i++) {
         const Onnx__NodeProto *np = x->gp->node[i];
         const char *why = unsupported_reason(x, np, buf, sizeof buf);
@@ -870,17 +875,37 @@ static ntp_status check_supported(ntp_onnx_importer *x)
                  np->op_type, x->opset, why[0] ? ": " : "", why);
         ntp__warn(x->ctx, "%s: unsupported node %s", x->src, one);
         size_t l = strlen(one);
-        if (used + l + 64 < sizeof msg) {
+        if (used + l + 200 < sizeof msg && listed == count - 1) {
             used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", listed ? ", " : "",
                                      one);
             listed++;
+            continue;
         }
+        int t = 0;
+        while (t < n_types && strcmp(types[t], np->op_type) != 0)
+            t++;
+        if (t == n_types && n_types < MAX_TYPES) {
+            types[n_types] = np->op_type;
+            type_count[n_types++] = 0;
+        }
+        if (t < n_types)
+            type_count[t]++;
+        else
+            other_types++;
     }
     if (count == 0)
         return NTP_STATUS_OK;
-    if (listed < count)
-        snprintf(msg + used, sizeof msg - used, " and %d more (each is listed in a warning)",
-                 count - listed);
+    if (listed < count) {
+        used += (size_t)snprintf(msg + used, sizeof msg - used, " and %d more (", count - listed);
+        for (int t = 0; t < n_types && used < sizeof msg; t++)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%.64s x%d", t ? ", " : "",
+                                     types[t], type_count[t]);
+        if (other_types && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, ", %d of other types",
+                                     other_types);
+        if (used < sizeof msg)
+            snprintf(msg + used, sizeof msg - used, ")");
+    }
     return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED, "%s: %d unsupported node%s: %s", x->src,
                       count, count == 1 ? "" : "s", msg);
 }
