@@ -130,7 +130,8 @@ static bool compare(const char *exp_path, const float *got, const ntp_shape *gs,
     bool ok = false;
     *unsupported = false;
     if (ntp__onnx_read_pb(ctx, exp_path, &e, NULL) != NTP_STATUS_OK) {
-        snprintf(why, wlen, "cannot read %s: %s", exp_path, ntp_ctx_errmsg(ctx));
+        if (snprintf(why, wlen, "cannot read %s: %s", exp_path, ntp_ctx_errmsg(ctx)) >= (int)wlen)
+            why[wlen - 1] = '\0'; /* a long reason is cut */
         ntp_ctx_free(ctx);
         return false;
     }
@@ -211,7 +212,9 @@ static int run_set(const char *dir, const char *model, const char *set, char *wh
     for (int j = 0; j < ntp_graph_input_count(g); j++)
         for (int i = 0; i < n_in; i++)
             if (strcmp(ntp_graph_input_name(g, j), names[i]) == 0) {
-                snprintf(specs[n_spec], sizeof specs[n_spec], "%s=%s", names[i], path[i]);
+                if (snprintf(specs[n_spec], sizeof specs[n_spec], "%s=%s", names[i], path[i]) >=
+                    (int)sizeof specs[n_spec])
+                    continue; /* a path too long to pass is a missing input */
                 spec_ptr[n_spec] = specs[n_spec];
                 n_spec++;
             }
@@ -256,7 +259,8 @@ done:
 static int run_case(const char *dir, char *why, size_t wlen)
 {
     char model[1024];
-    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    if (snprintf(model, sizeof model, "%s/model.onnx", dir) >= (int)sizeof model)
+        return FAILED;
     char **sets;
     int n = list_dir(dir, "test_data_set_", &sets), result = PASSED;
     if (n == 0) {
