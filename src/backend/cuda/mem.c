@@ -408,8 +408,9 @@ ntp_status ntp__cuda_bind(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k)
     if (s->bound)
         return NTP_STATUS_OK;
     int n = s->n_bufs;
-    int64_t *size = malloc(((size_t)n + 1) * sizeof *size), *off = malloc(((size_t)n + 1) * sizeof *off);
-    int *birth = malloc(((size_t)n + 1) * sizeof *birth), *death = malloc(((size_t)n + 1) * sizeof *death);
+    /* calloc: gcc -O2 cannot see that the loop below fills them. */
+    int64_t *size = calloc((size_t)n + 1, sizeof *size), *off = calloc((size_t)n + 1, sizeof *off);
+    int *birth = calloc((size_t)n + 1, sizeof *birth), *death = calloc((size_t)n + 1, sizeof *death);
     bool ok = size && off && birth && death;
     for (int i = 0; ok && i < n; i++) {
         size[i] = s->bufs[i].bytes;
