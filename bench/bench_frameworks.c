@@ -263,7 +263,8 @@ static void run_pytorch(const model *m, int threads, int iterations, int seq_len
         char name[64], prec[16], val[64];
         if (strncmp(line, "PYTORCH ", 8) == 0) {
             line[strcspn(line, "\n")] = '\0';
-            snprintf(version, vlen, "%s", line + 8);
+            if (snprintf(version, vlen, "%s", line + 8) >= (int)vlen)
+                version[vlen - 1] = '\0';
         } else if (sscanf(line, "RESULT %63s %15s %63s", name, prec, val) == 3) {
             for (int p = 0; p < N_PREC; p++)
                 if (strcmp(name, m->key) == 0 && strcmp(prec, prec_names[p]) == 0)

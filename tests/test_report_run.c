@@ -462,7 +462,7 @@ static void test_csv(void **state)
 {
     fixture *fx = *state;
     char *text = capture(fx, write_run, NTP_FORMAT_CSV);
-    char *lines[16];
+    char *lines[16] = {0};
     int n = 0;
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 16;
          l = strtok_r(NULL, "\n", &save))
