@@ -377,6 +377,13 @@ static void test_read_back(void **state)
     (void)state;
     static run a;
     base_run(&a);
+    ntp_accuracy acc[2] = {{.output = "probs", .max_abs_error = 0.125, .rel_l2 = 0.01,
+                            .top1 = 0.75, .top5 = 1.0},
+                           {.output = "hidden", .max_abs_error = 0.5, .rel_l2 = 0.02,
+                            .top1 = -1, .top5 = -1}};
+    a.r.accuracy = acc;
+    a.r.n_accuracy = 2;
+    a.r.accuracy_baseline = "f32 on ref";
     a.layers[1].fused = true;
     a.layers[1].fused_into = "conv1";
     a.layers[1].kind = "fused";
@@ -400,6 +407,12 @@ static void test_read_back(void **state)
     assert_float_equal(r->end_to_end_ms.median, 10.0, 1e-12);
     assert_string_equal(r->param_values[1], "32");
     assert_string_equal(r->env.hostname, a.r.env.hostname);
+    assert_int_equal(r->n_accuracy, 2);
+    assert_string_equal(r->accuracy_baseline, "f32 on ref");
+    assert_string_equal(r->accuracy[0].output, "probs");
+    assert_float_equal(r->accuracy[0].top1, 0.75, 0);
+    assert_float_equal(r->accuracy[1].top5, -1, 0);
+    assert_float_equal(r->accuracy[1].max_abs_error, 0.5, 0);
     /* Compared with the original: the same run. */
     const ntp_run_result *runs[2] = {&a.r, r};
     ntp_comparison *c;

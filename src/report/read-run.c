@@ -3,9 +3,10 @@
  * on the same struct a live run produces.
  *
  * The reader follows docs/report-format.md: it needs every field the schema
- * requires, ignores fields it does not know (a later version may add some;
- * counters are read by the HTML writer from the JSON itself), and reads
- * null numbers (a rate over a zero time) as NaN. */
+ * requires, reads the optional roofline, accuracy, row kind and impl,
+ * ignores fields it does not know (a later version may add some; counters
+ * are read by the HTML writer from the JSON itself), and reads null
+ * numbers (a rate over a zero time) as NaN. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -350,6 +351,33 @@ static void read_roofline(json_t *o, ntp_roofline *rl)
     }
 }
 
+/* The optional accuracy object of reduced-precision runs. A null top-1 or
+ * top-5 (not a classifier) is -1, as in a live result. */
+static void read_accuracy(reader *rd, json_t *o)
+{
+    ntp_run_result *r = rd->r;
+    json_t *outs = json_object_get(o, "outputs"), *base = json_object_get(o, "baseline");
+    if (!json_is_object(o) || !json_is_array(outs))
+        return;
+    r->accuracy_baseline = json_is_string(base) ? keep(rd, json_string_value(base)) : NULL;
+    r->accuracy = calloc(json_array_size(outs) + 1, sizeof *r->accuracy);
+    if (!r->accuracy) {
+        fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+        return;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(outs, i, v) {
+        ntp_accuracy *a = &r->accuracy[r->n_accuracy++];
+        json_t *name = json_object_get(v, "output");
+        a->output = json_is_string(name) ? keep(rd, json_string_value(name)) : NULL;
+        a->max_abs_error = opt_num(v, "max_abs_error", NAN);
+        a->rel_l2 = opt_num(v, "rel_l2", NAN);
+        a->top1 = opt_num(v, "top1", -1);
+        a->top5 = opt_num(v, "top5", -1);
+    }
+}
+
 static void read_root(reader *rd, json_t *root)
 {
     ntp_run_result *r = rd->r;
@@ -455,6 +483,7 @@ static void read_root(reader *rd, json_t *root)
         }
     }
     read_roofline(json_object_get(root, "roofline"), &r->roofline);
+    read_accuracy(rd, json_object_get(root, "accuracy"));
     (void)ok;
 }
 
