@@ -25,6 +25,7 @@
 
 #include "backend/backend-impl.h"
 #include "exec/exec-impl.h"
+#include "measure/tools-gpu-impl.h"
 #include "ntprof/ntprof.h"
 #ifdef NTP_HAVE_CUDA
 #include "backend/cuda/cuda-impl.h"
@@ -309,6 +310,39 @@ static void test_not_default(void **state)
         assert_true(c > list);
 }
 
+/* ncu's raw CSV: the header names the metrics in any order, a units row
+ * and ncu's own lines are skipped, numbers may carry thousands
+ * separators, "n/a" is no value, and a metric ncu left out is not
+ * available (runs everywhere). */
+static void test_ncu_csv(void **state)
+{
+    (void)state;
+    const char *csv =
+        "==PROF== Connected to process 77 (/usr/bin/ntprof)\n"
+        "\"ID\",\"Kernel Name\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\",\"gpu__time_duration.sum\","
+        "\"sm__warps_active.avg.pct_of_peak_sustained_active\"\n"
+        "\"\",\"\",\"%\",\"nsecond\",\"%\"\n"
+        "\"0\",\"void k<float, 2>(int, \"\"x\"\")\",\"40.00\",\"1,500\",\"n/a\"\n"
+        "\"1\",\"gemm\",\"80\",\"500\",\"30.5\"\n"
+        "==PROF== Disconnected from process 77\n";
+    ntp_ncu_totals t;
+    char why[256];
+    assert_true(ntp__ncu_parse(csv, &t, why, sizeof why));
+    assert_int_equal(t.kernels, 2);
+    assert_float_equal(t.duration, 2000.0, 1e-9);
+    /* SM: (40·1500 + 80·500) / 2000 = 50. */
+    assert_true(t.have[1]);
+    assert_float_equal(t.pct[1], 50.0, 1e-9);
+    /* DRAM was not asked of this output. */
+    assert_false(t.have[2]);
+    /* Occupancy: only the second kernel has it. */
+    assert_true(t.have[3]);
+    assert_float_equal(t.pct[3], 30.5, 1e-9);
+    assert_false(ntp__ncu_parse("==PROF== no kernels were profiled\n", &t, why, sizeof why));
+    assert_non_null(strstr(why, "gpu__time_duration.sum"));
+    assert_string_equal(ntp__ncu_metric(2), "dram__throughput.avg.pct_of_peak_sustained_elapsed");
+}
+
 /* --- on a device -------------------------------------------------------------- */
 
 /* Run a whole topology on backend `name` (with --place entries), outputs as
@@ -567,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_declines_without_device),
         cmocka_unit_test(test_rnn_gate_order),
         cmocka_unit_test(test_not_default),
+        cmocka_unit_test(test_ncu_csv),
         cmocka_unit_test(test_equivalence_f32),
         cmocka_unit_test(test_equivalence_reduced),
         cmocka_unit_test(test_models),

@@ -262,6 +262,22 @@ void ntp_env_collect(ntp_env *env);
 
 /* Names of the backends built into this library, comma-separated. */
 const char *ntp_backends(void);
+/* The built backends that can run on this machine, comma-separated: an
+ * accelerator's backend without its device is left out (docs/gpu.md). */
+const char *ntp_backends_available(void);
+
+/* GPU profilers over a finished run (docs/gpu.md). `tool` is "ncu",
+ * "ncu:MARKER" or "nsys". ntp_run_gpu_tool_check refuses, with one line,
+ * a tool that is not installed. ntp_run_gpu_tool runs `argv` (this
+ * program's command line for the same run, with --tool nvtx so the child
+ * wraps every row in an NVTX range) under the tool, leaving its files in
+ * `dir`: ncu profiles the kernels of the marker (MARKER, else the run's
+ * --only marker) through its NVTX filter and adds SM throughput, DRAM
+ * throughput and achieved occupancy to that marker's counters; nsys
+ * records a timeline. Either adds a note naming its files. */
+ntp_status ntp_run_gpu_tool_check(ntp_ctx *ctx, const char *tool);
+ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
+                            const char *const *argv, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli-backends.h"
 #include "cli.h"
@@ -45,7 +46,8 @@ static void run_usage(FILE *f)
             "                          event names (`ntprof counters` lists this machine's)\n"
             "      --tool NAME         count each layer under perf-stat[:EVENTS],\n"
             "                          perf-record[:EVENTS], callgrind, cachegrind,\n"
-            "                          papi[:EVENTS] or nvtx\n"
+            "                          papi[:EVENTS] or nvtx; ncu[:MARKER] (Nsight Compute on\n"
+            "                          a marker's kernels) or nsys (a timeline) on GPUs\n"
             "      --tool-dir DIR      where tools leave files (default: a new temp directory)\n"
             "      --counter-iterations N  iterations of the counting pass (default: -n)\n"
             "output:\n"
@@ -68,6 +70,94 @@ enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OP
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
+
+/* --tool ncu[:MARKER] and --tool nsys profile the GPU (docs/gpu.md). */
+static bool gpu_tool(const char *t)
+{
+    return t && ((strncmp(t, "ncu", 3) == 0 && (t[3] == '\0' || t[3] == ':')) || strcmp(t, "nsys") == 0);
+}
+
+/* This command again for the GPU tool to run: the same topology and
+ * execution options, --tool nvtx (every row in an NVTX range), one
+ * iteration, and nothing written where this run writes its reports. */
+static char **gpu_child_argv(int argc, char **argv, const char *dir, char *report, size_t len)
+{
+    static const char *const with_value[] = {"-o", "--output", "--trace", "--html", "--db", "--tool",
+                                             "--tool-dir", "--counters", "-f", "--format"};
+    static const char *const prefixed[] = {"--output=", "--trace=", "--html=", "--db=", "--tool=",
+                                           "--tool-dir=", "--counters=", "--format="};
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char **v = calloc((size_t)argc + 24, sizeof *v);
+    if (n <= 0 || !v) {
+        free(v);
+        return NULL;
+    }
+    exe[n] = '\0';
+    int k = 0;
+    v[k++] = strdup(exe);
+    for (int i = 0; i < argc; i++) {
+        bool skip = false;
+        for (size_t j = 0; j < sizeof with_value / sizeof with_value[0] && !skip; j++)
+            if (strcmp(argv[i], with_value[j]) == 0) {
+                skip = true;
+                i++; /* and its value */
+            }
+        for (size_t j = 0; j < sizeof prefixed / sizeof prefixed[0] && !skip; j++)
+            skip = strncmp(argv[i], prefixed[j], strlen(prefixed[j])) == 0;
+        if (!skip && (strncmp(argv[i], "-o", 2) == 0 || strncmp(argv[i], "-f", 2) == 0) && argv[i][2])
+            skip = true; /* -oFILE, -fjson */
+        if (!skip && i < argc)
+            v[k++] = strdup(argv[i]);
+    }
+    snprintf(report, len, "%s/child-report.json", dir);
+    const char *tail[] = {"--tool", "nvtx", "-n", "1", "-w", "1", "--min-time", "0",
+                          "--counter-iterations", "1", "--no-db", "--no-accuracy", "-f", "json",
+                          "-o", report};
+    for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
+        v[k++] = strdup(tail[j]);
+    for (int i = 0; i < k; i++)
+        if (!v[i]) {
+            for (int j = 0; j < k; j++)
+                free(v[j]);
+            free(v);
+            return NULL;
+        }
+    return v;
+}
+
+static void free_argv(char **v)
+{
+    for (int i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Profile the finished run under ncu or nsys; files go to --tool-dir or a
+ * new temporary directory. */
+static int run_gpu_tool(ntp_ctx *ctx, ntp_run_result *res, const char *tool, const char *tool_dir,
+                        int argc, char **argv)
+{
+    char dir[4096], report[4200];
+    if (tool_dir) {
+        snprintf(dir, sizeof dir, "%s", tool_dir);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/ntprof-gpu-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            cli_error("--tool %s: cannot make a directory in %s", tool, tmp && *tmp ? tmp : "/tmp");
+            return CLI_FAIL;
+        }
+    }
+    char **v = gpu_child_argv(argc, argv, dir, report, sizeof report);
+    if (!v) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    ntp_status st = ntp_run_gpu_tool(ctx, res, tool, (const char *const *)v, dir);
+    free_argv(v);
+    return st == NTP_STATUS_OK ? CLI_OK : cli_fail(ctx);
+}
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -237,6 +327,19 @@ int cmd_run(int argc, char **argv)
         rc = CLI_FAIL;
         goto out;
     }
+    /* The GPU tools run after the run, on a copy of it (docs/gpu.md): the
+     * library's counting pass does not see them, and one that is not
+     * installed is refused before anything runs. */
+    const char *gtool = NULL;
+    if (gpu_tool(ro.tool)) {
+        if (ntp_run_gpu_tool_check(ctx, ro.tool) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            ntp_ctx_free(ctx);
+            goto out;
+        }
+        gtool = ro.tool;
+        ro.tool = NULL;
+    }
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_run_result *res = NULL;
@@ -263,6 +366,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail(ctx);
     } else if (tool_child) {
         rc = CLI_OK;
+    } else if (gtool && (rc = run_gpu_tool(ctx, res, gtool, ro.tool_dir, argc, argv)) != CLI_OK) {
+        /* the tool's one-line error is out */
     } else {
         cli_print_warnings(ctx);
         rc = cli_write_output(ctx, output, write_run, res, fmt);
