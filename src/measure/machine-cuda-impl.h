@@ -1,0 +1,37 @@
+/* The GPU's ceilings (src/measure/machine-cuda.c, docs/gpu.md), private to
+ * libntprof. machine-cuda-none.c stands in when the build has no CUDA
+ * toolkit. */
+#ifndef NTPROF_MACHINE_CUDA_IMPL_H
+#define NTPROF_MACHINE_CUDA_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ntprof/context.h"
+#include "ntprof/status.h"
+
+/* GEMM peaks, by math. */
+enum { NTP_GPU_F32, NTP_GPU_TF32, NTP_GPU_F16, NTP_GPU_BF16, NTP_GPU_N_PEAKS };
+
+typedef struct ntp_gpu_ceilings {
+    char name[128];             /* "NVIDIA H100 80GB HBM3" */
+    int sm_major, sm_minor;
+    int sms;
+    double clock_ghz;           /* peak SM clock */
+    int64_t memory_bytes;
+    double gemm_gflops[NTP_GPU_N_PEAKS]; /* cuBLAS GEMM, square, best of the rounds */
+    int gemm_n[NTP_GPU_N_PEAKS];         /* its size */
+    double dram_gbps;           /* device-to-device copy: bytes read + written per second */
+    double h2d_gbps, d2h_gbps;  /* page-locked host memory */
+} ntp_gpu_ceilings;
+
+/* The names of the peaks: "f32", "tf32", "f16", "bf16". */
+const char *ntp__gpu_peak_name(int i);
+/* Measure GPU 0 for about `seconds` per figure. UNSUPPORTED with the
+ * reason in one line when there is no GPU (or no CUDA in this build). */
+ntp_status ntp__gpu_ceilings_measure(ntp_ctx *ctx, double seconds, ntp_gpu_ceilings *out);
+/* The ceilings as a few lines of text. */
+void ntp__gpu_ceilings_print(FILE *f, const ntp_gpu_ceilings *c);
+
+#endif
