@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure/machine-cuda-impl.h"
 #include "ntprof/ntprof.h"
 
 static const char deepspeech_net[] =
@@ -189,6 +190,14 @@ int main(int argc, char **argv)
         printf("no CUDA device: n/a\n");
         return 0;
     }
+    /* The GPU's own ceilings, for reading the ratios against. */
+    ntp_ctx *cctx = ntp_ctx_init();
+    ntp_gpu_ceilings gc;
+    if (cctx && ntp__gpu_ceilings_measure(cctx, quick ? 0.1 : 0.5, &gc) == NTP_STATUS_OK)
+        ntp__gpu_ceilings_print(stdout, &gc);
+    else if (cctx)
+        printf("gpu ceilings: %s\n", ntp_ctx_errmsg(cctx));
+    ntp_ctx_free(cctx);
     const int batches[] = {1, 32};
     const char *precs[] = {"f32", "f16", "bf16"};
     int nb = quick ? 1 : 2, np = quick ? 2 : 3;

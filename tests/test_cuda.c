@@ -25,6 +25,7 @@
 
 #include "backend/backend-impl.h"
 #include "exec/exec-impl.h"
+#include "measure/machine-cuda-impl.h"
 #include "measure/tools-gpu-impl.h"
 #include "ntprof/ntprof.h"
 #ifdef NTP_HAVE_CUDA
@@ -343,6 +344,32 @@ static void test_ncu_csv(void **state)
     assert_string_equal(ntp__ncu_metric(2), "dram__throughput.avg.pct_of_peak_sustained_elapsed");
 }
 
+/* The GPU's ceilings: refused with one line without a device (or
+ * without CUDA in the build); on a device, every figure is positive and
+ * the reduced-precision GEMMs beat f32 (tensor cores). */
+static void test_gpu_ceilings(void **state)
+{
+    (void)state;
+    ntp_gpu_ceilings c;
+    char why[512];
+    ntp_status st = ntp__gpu_ceilings_measure(ctx, 0.05, &c);
+    if (no_device(why, sizeof why)) {
+        assert_int_equal(st, NTP_STATUS_UNSUPPORTED);
+        expect_one_line(ntp_ctx_errmsg(ctx));
+        assert_non_null(strstr(ntp_ctx_errmsg(ctx), ntp__backend_find("cuda")
+                                                        ? "GPU ceilings: no CUDA device (cudaGetDeviceCount: "
+                                                        : "GPU ceilings: built without the CUDA toolkit"));
+        return;
+    }
+    if (st != NTP_STATUS_OK)
+        fail_msg("%s", ntp_ctx_errmsg(ctx));
+    ntp__gpu_ceilings_print(stdout, &c);
+    for (int k = 0; k < NTP_GPU_N_PEAKS; k++)
+        assert_true(c.gemm_gflops[k] > 0);
+    assert_true(c.gemm_gflops[NTP_GPU_F16] > c.gemm_gflops[NTP_GPU_F32]);
+    assert_true(c.dram_gbps > 0 && c.h2d_gbps > 0 && c.d2h_gbps > 0);
+}
+
 /* --- on a device -------------------------------------------------------------- */
 
 /* Run a whole topology on backend `name` (with --place entries), outputs as
@@ -602,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_rnn_gate_order),
         cmocka_unit_test(test_not_default),
         cmocka_unit_test(test_ncu_csv),
+        cmocka_unit_test(test_gpu_ceilings),
         cmocka_unit_test(test_equivalence_f32),
         cmocka_unit_test(test_equivalence_reduced),
         cmocka_unit_test(test_models),
