@@ -658,10 +658,11 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         goto done;
     r->iterations = n;
     summarise(g, &x, &w, e2e, lt, n, r);
+    /* The roofline first: the counting pass's bottleneck verdict reads it. */
+    ntp_roofline_apply(r, opts->ceilings);
     /* Counters and tools count in a pass of their own, after the timing. */
     if ((st = ntp__instrument(ctx, &x, &w, opts, r)))
         goto done;
-    ntp_roofline_apply(r, opts->ceilings);
     if (opts->save_outputs_dir && (st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir)))
         goto done;
     if (opts->accuracy && g->precision != NTP_DTYPE_F32 && last == g->n_nodes - 1 &&
