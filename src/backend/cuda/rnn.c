@@ -97,6 +97,10 @@ bool ntp__cuda_rnn_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     for (int d = 0; d < 3; d++)
         if (x->dim[d] < 1 || x->dim[d] > 0x7fffffff)
             return false;
+    /* cuDNN's descriptors take int dims and strides. */
+    int64_t dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
+    if (x->dim[1] * n->a.units * dirs > 0x7fffffff || x->dim[1] * x->dim[2] > 0x7fffffff)
+        return false;
     return n->n_w == 2 || n->n_w == 3;
 }
 
@@ -298,8 +302,12 @@ ntp_status ntp__cuda_rnn_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
         free(lens);
         return ntp__cuda_dnn(ctx, k, e, "RNN descriptors");
     }
-    int64_t hdims[3] = {p->dirs, p->N, p->H};
-    ntp_status st = ntp__cuda_desc(ctx, k, &p->h, p->t, 3, hdims, NULL);
+    /* The state descriptor has exactly 3 dims [dirs, N, H], fully packed
+     * (ntp__cuda_desc would pad it to 4). */
+    int hd[3] = {(int)p->dirs, (int)p->N, (int)p->H}, hs[3] = {(int)(p->N * p->H), (int)p->H, 1};
+    if ((e = cudnnCreateTensorDescriptor(&p->h)) == CUDNN_STATUS_SUCCESS)
+        e = cudnnSetTensorNdDescriptor(p->h, dt, 3, hd, hs);
+    ntp_status st = e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : ntp__cuda_dnn(ctx, k, e, "state descriptor");
     if (!st) {
         /* cudnnRNNForward wants the sequence lengths on the device too. */
         int32_t *l32 = (int32_t *)lens;
