@@ -134,8 +134,8 @@ static int run_pytorch(const char *batches, const char *precs, int iters, torch_
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "PYTORCH ", 8) == 0)
-            snprintf(version, vlen, "%s", line + 8);
+        if (strncmp(line, "PYTORCH ", 8) == 0 && snprintf(version, vlen, "%s", line + 8) >= (int)vlen)
+            version[vlen - 1] = '\0';
         torch_result t;
         if (n < cap && sscanf(line, "RESULT %31s %d %7s %lf", t.model, &t.batch, t.prec, &t.ms) == 4)
             tr[n++] = t;

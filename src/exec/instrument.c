@@ -203,7 +203,8 @@ static ntp_status fold(inst *I, const ntp_tool_seg *segs, const ntp_tool_result 
         if (!c)
             return oom(I->ctx);
         c->name = ntp__store_str(I->s, tv->name);
-        c->source = source;
+        /* The tool's name lives in a job that is freed before the result. */
+        c->source = ntp__store_str(I->s, source);
         c->unit = ntp__store_str(I->s, tv->unit);
         c->available = tv->available;
         c->scaled = tv->scaled;
@@ -262,7 +263,7 @@ static ntp_status sum_into_markers(inst *I, const char *prefix, const char *sour
             if (!c)
                 return oom(I->ctx);
             *c = *v0;
-            c->source = source;
+            c->source = ntp__store_str(I->s, source);
             c->available = avail;
             c->value = avail ? total : 0;
             c->scaled = scaled;
