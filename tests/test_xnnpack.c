@@ -5,6 +5,7 @@
  * storage with conversion rows at the boundaries and bounded error;
  * operators (packed weights) are created once at prepare and the engine's
  * weights are never read again; clamp activations fused into the operator;
+ * the ONNX ops XNNPACK has (rounding by hand, prelu/sub/max in NHWC);
  * the thread pool follows the thread count; errors name the layer. */
 #include <math.h>
 #include <sched.h>
@@ -385,6 +386,45 @@ static void test_f16(void **state)
     ntp_graph_free(g32);
 }
 
+/* The ONNX ops with XNNPACK operators: rounding halves to even (by hand),
+ * and prelu, sub and max kept in NHWC between convolutions. */
+static void test_onnx_ops(void **state)
+{
+    (void)state;
+    ntp_graph *g = load("<input name='x' shape='1,1,2,4'/><round name='L'/>", NULL);
+    float x[8] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f, -2.6f, 3.0f};
+    ntp_status st;
+    float *y = run_layer(g, "L", x, NULL, &st);
+    assert_int_equal(st, NTP_STATUS_OK);
+    float want[8] = {0, 2, 2, -0.0f, -2, 2, -3, 3};
+    expect(y, want, 8, 0);
+    free(y);
+    ntp_graph_free(g);
+    g = load("<input name='x' shape='2,4,6,6'/>"
+             "<conv name='c1' filters='8' kernel='3' pad='1'/>"
+             "<prelu name='p'/>"
+             "<conv name='c2' filters='8' kernel='1'/>"
+             "<sub name='s' inputs='c2,p'/>"
+             "<max name='m' inputs='s,c2'/>"
+             "<conv name='c3' filters='4' kernel='3'/>", NULL);
+    ntp_exec xa, xr;
+    plan(&xa, g, "xnnpack", false, 2);
+    plan(&xr, g, "ref", false, 1);
+    assert_int_equal(on_backend(&xa, "xnnpack"), 6);
+    /* In: the image; out: c3's result. */
+    assert_int_equal(count_reorders(&xa), 2);
+    int64_t n;
+    float *ya = run_plan(&xa, &n), *yr = run_plan(&xr, &n);
+    double e = rel_l2(ya, yr, n);
+    printf("prelu/sub/max in NHWC vs ref %.2e\n", e);
+    assert_true(e <= 1e-5);
+    free(ya);
+    free(yr);
+    ntp__exec_free(&xa);
+    ntp__exec_free(&xr);
+    ntp_graph_free(g);
+}
+
 static xnnb_state *xnn_state(const ntp_exec *x)
 {
     for (int b = 0; b < x->n_be; b++)
@@ -533,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_ceil_mode_pooling_hand_computed),
         cmocka_unit_test(test_nhwc_between_layers),
         cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_onnx_ops),
         cmocka_unit_test(test_weights_packed_once),
         cmocka_unit_test(test_fused_clamp),
         cmocka_unit_test(test_thread_pool),

@@ -153,11 +153,24 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_MEMCPY:
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
+    case NTP_OP_ABS:
+    case NTP_OP_NEG:
+    case NTP_OP_SQRT:
+    case NTP_OP_FLOOR:
+    case NTP_OP_CEIL:
+    case NTP_OP_ROUND:
+    case NTP_OP_ELU:
+    case NTP_OP_PRELU:
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
         return ntp__xnn_eltwise_supports(g, n, f16);
     default:
         /* Not in this snapshot: matmul, recurrent layers, attention,
          * layernorm, tanh, gelu, silu, concat, split, transpose, embedding,
-         * reflect/edge padding, 3-d layers, and the inlays. */
+         * reflect/edge padding, 3-d layers, the ONNX ops other than the
+         * ones above, and the inlays. */
         return false;
     }
 }

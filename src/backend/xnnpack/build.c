@@ -289,6 +289,34 @@ static enum xnn_status setup_f32(const xnnb_call *c, pthreadpool_t pool, const v
     case XNNB_FN_PAD:
         return xnn_setup_constant_pad_nd_x32(c->op, c->nd_x, c->shape_x, c->pre, c->post, x, y,
                                              pool);
+    case XNNB_FN_ABS:
+        return xnn_setup_abs_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_NEG:
+        return xnn_setup_negate_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_SQRT:
+        return xnn_setup_square_root_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_FLOOR:
+        return xnn_setup_floor_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_CEIL:
+        return xnn_setup_ceiling_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_ROUND:
+        return xnn_setup_bankers_rounding_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_ELU:
+        return xnn_setup_elu_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_PRELU:
+        return xnn_setup_prelu_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_SUB:
+        return xnn_setup_subtract_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
+                                         y, pool);
+    case XNNB_FN_DIV:
+        return xnn_setup_divide_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
+                                       pool);
+    case XNNB_FN_MAX:
+        return xnn_setup_maximum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
+                                        y, pool);
+    case XNNB_FN_MIN:
+        return xnn_setup_minimum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
+                                        y, pool);
     }
     return xnn_status_invalid_parameter;
 }
@@ -355,7 +383,9 @@ ntp_status ntp__xnn_run_step(ntp_ctx *ctx, xnnb_state *s, xnnb_node *nd, const n
     for (int j = st->first_call; j < st->first_call + st->n_calls; j++) {
         const xnnb_call *c = &nd->calls[j];
         const void *x = resolve(nd, k, c->x);
-        const void *x2 = c->fn == XNNB_FN_ADD || c->fn == XNNB_FN_MUL ? resolve(nd, k, c->x2) : NULL;
+        bool binary = c->fn == XNNB_FN_ADD || c->fn == XNNB_FN_MUL || c->fn == XNNB_FN_SUB ||
+                      c->fn == XNNB_FN_DIV || c->fn == XNNB_FN_MAX || c->fn == XNNB_FN_MIN;
+        const void *x2 = binary ? resolve(nd, k, c->x2) : NULL;
         void *y = resolve(nd, k, c->y);
         enum xnn_status xs = c->f16 ? setup_f16(c, s->pool, x, x2, y) : setup_f32(c, s->pool, x, x2, y);
         if (xs != xnn_status_success)

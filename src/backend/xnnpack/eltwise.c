@@ -1,5 +1,6 @@
 /* Element-wise layers, softmax, batch normalisation, padding and copies on
- * XNNPACK.
+ * XNNPACK, and the ONNX ops this snapshot has operators for (abs, neg, sqrt,
+ * floor, ceil, round, elu, prelu, sub, div, max, min; f32 only).
  *
  * Element-wise layers compute in whatever layout their input arrives in, so
  * a chain conv -> batchnorm -> relu -> add stays NHWC throughout. add and
@@ -58,6 +59,26 @@ static bool same_shape(const ntp_shape *a, const ntp_shape *b)
     return true;
 }
 
+/* The channel count of a prelu whose slope is one value or one per channel
+ * (dim 1 of the input, the only dim of a vector): XNNPACK's prelu takes a
+ * slope per channel of channels-last data. 0 for any other slope shape. */
+static int64_t prelu_channels(const ntp_graph *g, const ntp_node *n)
+{
+    const ntp_shape *x = &ntp__cin(g, n, 0)->shape, *w = &g->tensors[n->w[0]].shape;
+    if (x->ndim < 1 || x->ndim > 4 || w->ndim > x->ndim)
+        return 0;
+    int cdim = x->ndim >= 2 ? 1 : 0;
+    int64_t C = x->dim[cdim];
+    if (ntp_shape_numel(w) == 1)
+        return C;
+    for (int d = 0; d < w->ndim; d++) {
+        int xd = d + (x->ndim - w->ndim);
+        if (w->dim[d] != (xd == cdim ? C : 1))
+            return 0;
+    }
+    return x->ndim - w->ndim <= cdim ? C : 0;
+}
+
 bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     const ntp_tensor *x = ntp__cin(g, n, 0), *y = ntp__cout(g, n, 0);
@@ -84,6 +105,24 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_PAD:
         return n->a.pad_mode == NTP_PADMODE_CONSTANT && x->shape.ndim >= 1 &&
                x->shape.ndim <= XNN_MAX_TENSOR_DIMS;
+    case NTP_OP_ABS:
+    case NTP_OP_NEG:
+    case NTP_OP_SQRT:
+    case NTP_OP_FLOOR:
+    case NTP_OP_CEIL:
+    case NTP_OP_ROUND:
+        return !f16;
+    case NTP_OP_ELU:
+        return !f16 && isfinite(n->a.alpha);
+    case NTP_OP_PRELU:
+        return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
+        if (f16)
+            return false;
+        /* fall through */
     case NTP_OP_ADD:
     case NTP_OP_MUL: {
         if (y->shape.ndim > XNN_MAX_TENSOR_DIMS || n->n_in < 2)
@@ -150,6 +189,42 @@ static ntp_status unary(xnnb_build *b)
         name = "hardswish_nc";
         xs = b->f16 ? xnn_create_hardswish_nc_f16(n, n, n, fl, &op)
                     : xnn_create_hardswish_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_ABS:
+        fn = XNNB_FN_ABS;
+        name = "abs_nc";
+        xs = xnn_create_abs_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_NEG:
+        fn = XNNB_FN_NEG;
+        name = "negate_nc";
+        xs = xnn_create_negate_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_SQRT:
+        fn = XNNB_FN_SQRT;
+        name = "square_root_nc";
+        xs = xnn_create_square_root_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_FLOOR:
+        fn = XNNB_FN_FLOOR;
+        name = "floor_nc";
+        xs = xnn_create_floor_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_CEIL:
+        fn = XNNB_FN_CEIL;
+        name = "ceiling_nc";
+        xs = xnn_create_ceiling_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_ROUND:
+        /* ONNX rounds halves to even: XNNPACK's bankers' rounding. */
+        fn = XNNB_FN_ROUND;
+        name = "bankers_rounding_nc";
+        xs = xnn_create_bankers_rounding_nc_f32(n, n, n, fl, &op);
+        break;
+    case NTP_OP_ELU:
+        fn = XNNB_FN_ELU;
+        name = "elu_nc";
+        xs = xnn_create_elu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
         break;
     default:
         /* dropout (identity at inference), memcpy, reshape, flatten. */
@@ -252,7 +327,19 @@ static ntp_status binary(xnnb_build *b)
     xnnb_buf y;
     if ((st = ntp__xnn_output(b, 0, nhwc ? XNNB_NHWC : XNNB_PLAIN, &y)))
         return st;
-    bool add = b->n->op == NTP_OP_ADD;
+    ntp_op kind = b->n->op;
+    const char *name = kind == NTP_OP_ADD   ? "add"
+                       : kind == NTP_OP_MUL ? "multiply"
+                       : kind == NTP_OP_SUB ? "subtract"
+                       : kind == NTP_OP_DIV ? "divide"
+                       : kind == NTP_OP_MAX ? "maximum"
+                                            : "minimum";
+    xnnb_fn fn = kind == NTP_OP_ADD   ? XNNB_FN_ADD
+                 : kind == NTP_OP_MUL ? XNNB_FN_MUL
+                 : kind == NTP_OP_SUB ? XNNB_FN_SUB
+                 : kind == NTP_OP_DIV ? XNNB_FN_DIV
+                 : kind == NTP_OP_MAX ? XNNB_FN_MAX
+                                      : XNNB_FN_MIN;
     for (int i = 1; i < k->n_in; i++) {
         /* Only the last operator applies a fused activation's range. */
         bool last = i == k->n_in - 1;
@@ -260,14 +347,31 @@ static ntp_status binary(xnnb_build *b)
         uint32_t fl = ntp__xnn_flags(b);
         xnn_operator_t op = NULL;
         enum xnn_status xs;
-        if (add)
+        switch (fn) {
+        case XNNB_FN_ADD:
             xs = b->f16 ? xnn_create_add_nd_f16(lo, hi, fl, &op) : xnn_create_add_nd_f32(lo, hi, fl, &op);
-        else
+            break;
+        case XNNB_FN_MUL:
             xs = b->f16 ? xnn_create_multiply_nd_f16(lo, hi, fl, &op)
                         : xnn_create_multiply_nd_f32(lo, hi, fl, &op);
+            break;
+        case XNNB_FN_SUB:
+            xs = xnn_create_subtract_nd_f32(lo, hi, fl, &op);
+            break;
+        case XNNB_FN_DIV:
+            xs = xnn_create_divide_nd_f32(lo, hi, fl, &op);
+            break;
+        case XNNB_FN_MAX:
+            xs = xnn_create_maximum_nd_f32(fl, &op);
+            break;
+        default:
+            xs = xnn_create_minimum_nd_f32(fl, &op);
+            break;
+        }
+        char what[48];
+        snprintf(what, sizeof what, "creating %s", name);
         xnnb_call *c;
-        if ((st = ntp__xnn_check(b, xs, add ? "creating add" : "creating multiply")) ||
-            (st = ntp__xnn_call(b, op, add ? XNNB_FN_ADD : XNNB_FN_MUL, &c)))
+        if ((st = ntp__xnn_check(b, xs, what)) || (st = ntp__xnn_call(b, op, fn, &c)))
             return st;
         const ntp_shape *first = i == 1 ? &k->in[0].shape : ys;
         int r0 = nhwc ? r : first->ndim, r1 = nhwc ? r : k->in[i].shape.ndim;
@@ -279,8 +383,8 @@ static ntp_status binary(xnnb_build *b)
         c->x2 = in[i];
         c->y = y;
     }
-    snprintf(b->nd->impl, sizeof b->nd->impl, "xnnpack:%s_nd_%s%s", add ? "add" : "multiply",
-             b->f16 ? "f16" : "f32", k->n_in > 2 ? " (chained)" : "");
+    snprintf(b->nd->impl, sizeof b->nd->impl, "xnnpack:%s_nd_%s%s", name, b->f16 ? "f16" : "f32",
+             k->n_in > 2 ? " (chained)" : "");
     return NTP_STATUS_OK;
 }
 
@@ -375,9 +479,52 @@ static ntp_status pad(xnnb_build *b)
     return NTP_STATUS_OK;
 }
 
+/* prelu on channels-last data: NHWC for rank 3 and 4, [N, C] as it is. */
+static ntp_status prelu(xnnb_build *b)
+{
+    ntp_kargs *k = b->k;
+    int64_t C = k->g ? prelu_channels(k->g, b->n) : 0;
+    int64_t total = ntp_shape_numel(&k->in[0].shape);
+    if (C <= 0 || total % C)
+        return ntp__xnn_fail(b, NTP_STATUS_SHAPE_ERROR, "slope is neither shared nor per channel");
+    float *w = NULL, *slope = malloc((size_t)C * sizeof *slope + XNN_EXTRA_BYTES);
+    ntp_status st = slope ? ntp__xnn_weight_f32(b, 0, &w)
+                          : ntp__xnn_fail(b, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    xnn_operator_t op = NULL;
+    if (!st) {
+        bool shared = ntp_shape_numel(&k->w[0].shape) == 1;
+        for (int64_t c = 0; c < C; c++)
+            slope[c] = shared ? w[0] : w[c];
+        st = ntp__xnn_check(b, xnn_create_prelu_nc_f32((size_t)C, (size_t)C, (size_t)C, slope,
+                                                       ntp__xnn_flags(b), &op),
+                            "creating prelu");
+    }
+    free(w);
+    free(slope);
+    xnnb_call *c;
+    if (st || (st = ntp__xnn_call(b, op, XNNB_FN_PRELU, &c)))
+        return st;
+    c->batch = (size_t)(total / C);
+    /* A rank-1 input is one row of C channels. */
+    if (k->in[0].shape.ndim == 1)
+        c->batch = 1;
+    if ((st = ntp__xnn_input(b, 0, XNNB_NHWC, &c->x, NULL)) ||
+        (st = ntp__xnn_output(b, 0, XNNB_NHWC, &c->y)))
+        return st;
+    snprintf(b->nd->impl, sizeof b->nd->impl, "xnnpack:prelu_nc_f32");
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp__xnn_eltwise_build(xnnb_build *b)
 {
     switch (b->n->op) {
+    case NTP_OP_PRELU:
+        return prelu(b);
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
+        return binary(b);
     case NTP_OP_SOFTMAX:
         return softmax(b);
     case NTP_OP_ADD:

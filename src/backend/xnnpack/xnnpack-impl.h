@@ -70,7 +70,20 @@ typedef enum xnnb_fn {
     XNNB_FN_COPY,
     XNNB_FN_ADD,
     XNNB_FN_MUL,
-    XNNB_FN_PAD
+    XNNB_FN_PAD,
+    /* The ONNX ops this snapshot has (f32 only). */
+    XNNB_FN_ABS,
+    XNNB_FN_NEG,
+    XNNB_FN_SQRT,
+    XNNB_FN_FLOOR,
+    XNNB_FN_CEIL,
+    XNNB_FN_ROUND,
+    XNNB_FN_ELU,
+    XNNB_FN_PRELU,
+    XNNB_FN_SUB,
+    XNNB_FN_DIV,
+    XNNB_FN_MAX,
+    XNNB_FN_MIN
 } xnnb_fn;
 
 /* One XNNPACK operator with the arguments of its setup call. */
