@@ -99,7 +99,10 @@ if(NTP_CUDA_OK)
     # not ours to warn about.
     set_source_files_properties(${NTP_CUDA_C_SOURCES} PROPERTIES
         COMPILE_OPTIONS "-isystem;${NTP_CUDNN_INCLUDE_DIR};-isystem;${CUDAToolkit_INCLUDE_DIRS}")
-    list(APPEND NTP_LIBS CUDA::cudart CUDA::cublas ${NTP_CUDNN_LIBRARY})
+    # cuBLAS is opened with dlopen when the backend is first used
+    # (src/backend/cuda/cublas-dl.h): linked, it and cuBLASLt would cost
+    # every ntprof process 0.8 s and 210 MB at start-up.
+    list(APPEND NTP_LIBS CUDA::cudart ${NTP_CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
     # Never the default backend: appended after every CPU backend (and
     # after ref, which is never the default while another exists).
     list(APPEND NTP_BACKENDS cuda)

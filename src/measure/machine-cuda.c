@@ -5,6 +5,8 @@
  * timed with CUDA events, each round long enough to dwarf the launch. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include "backend/cuda/cublas-dl.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -122,6 +124,9 @@ ntp_status ntp__gpu_ceilings_measure(ntp_ctx *ctx, double seconds, ntp_gpu_ceili
         cudaGetLastError();
         return st;
     }
+    char why[256];
+    if (!ntp__cublas_load(why, sizeof why))
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "GPU ceilings: cuBLAS: %s", why);
     struct cudaDeviceProp p;
     if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess)
         return rt(ctx, e, "device properties");

@@ -109,6 +109,11 @@ static void probe(void)
         cudaGetLastError();
         return;
     }
+    char bwhy[256];
+    if (!ntp__cublas_load(bwhy, sizeof bwhy)) {
+        snprintf(probe_why, sizeof probe_why, "cuBLAS: %s", bwhy);
+        return;
+    }
     size_t v = cudnnGetVersion();
     if (v < 90000) {
         snprintf(probe_why, sizeof probe_why, "cuDNN %zu is loaded; the backend needs cuDNN 9", v);

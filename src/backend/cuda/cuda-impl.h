@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "backend/backend-impl.h"
+#include "cublas-dl.h"
 #include "cuda-kernels.h"
 
 /* cuBLAS's workspace: 32 MiB is what NVIDIA recommends for Hopper, and a
