@@ -12,7 +12,6 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
 ntp_status ntp__xml_load_memory(ntp_ctx *ctx, const char *buf, size_t len, const char *name,
                                 const ntp_load_opts *opts, ntp_graph **out);
 
-#endif
 
 /* --- NumPy .npy files (src/io/npy.c) ------------------------------------- */
 /* A loaded array: little-endian, C order; data is malloc'd. */
@@ -31,3 +30,5 @@ void ntp__npy_free(ntp_npy *a);
  * caller: NumPy has no bf16). */
 ntp_status ntp__npy_write(ntp_ctx *ctx, const char *path, ntp_dtype dtype, const ntp_shape *shape,
                           const void *data);
+
+#endif
