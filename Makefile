@@ -2,7 +2,8 @@
 #
 #   make run     install missing Debian packages, build, profile the bundled DeepSpeech
 #   make check   the same set-up, then the whole test suite: a gcc build, and a clang
-#                build with AddressSanitizer and UndefinedBehaviorSanitizer
+#                build with AddressSanitizer and UndefinedBehaviorSanitizer (which also
+#                builds the ONNX fuzzer and fuzzes for 20 s)
 #
 # The package list lives in scripts/deps.sh, which CI (.ci/run) calls too.
 
@@ -29,7 +30,7 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 test-sanitize: deps
-	@CC=clang cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNTP_SANITIZE=ON \
+	@CC=clang cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNTP_SANITIZE=ON -DNTP_FUZZ=ON \
 		-DNTP_BUILD_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG="-O1 -g" $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
