@@ -12,7 +12,13 @@
  *     the same script cross-checks against torch.nn modules.
  *
  * Per-layer MACs of conv and fc follow docs/ops.md: conv = output elements x
- * C/groups x kernel area, fc = rows x K x units. */
+ * C/groups x kernel area, fc = rows x K x units.
+ *
+ * tiny-ops.xml, the model that covers the ops added for ONNX models, is also
+ * run on the reference backend: every layer's output must be finite, and a
+ * few compositions the model is built on must hold (log of exp, asinh of
+ * sinh, acosh of cosh, hardmax's one-hot choosing where's branch). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,10 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "exec/exec-impl.h"
 #include "graph/graph-impl.h"
+#include "io/io-impl.h"
 #include "ntprof/ntprof.h"
 
 /* cmocka 1.1's assert_int_equal prints both values in hex; counts of
@@ -599,12 +608,279 @@ static void test_tiny_attention(void **state)
     model_free(&m);
 }
 
+/* The ops added for ONNX models, in tiny-ops.xml. Every activation is
+ * [2,4,6,6] = 288 elements unless a reduction or resampling says otherwise,
+ * so the FLOPs below are multiples of 288 (docs/ops.md, "Ops added for
+ * ONNX"). */
+static void test_tiny_ops(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-ops.xml");
+    /* offset 4 + prelu slope 4 + instancenorm 2 x 4; the scalar constant is
+     * a buffer (trainable="false"): 4 bytes of weights, no param. */
+    assert_i64(m.a->params, 16);
+    assert_i64(layer(&m, "offset")->params, 4);
+    assert_i64(layer(&m, "scalar")->params, 0);
+    assert_i64(layer(&m, "scalar")->weight_bytes, 4);
+    assert_i64(layer(&m, "prelu")->params, 4);
+    assert_i64(layer(&m, "instancenorm")->params, 8);
+    /* 16 params and the 1 buffer value, 4 bytes each. */
+    assert_i64(m.a->weight_bytes, 17 * 4);
+    assert_i64(m.a->n_layers, 65);
+    check_input(&m, 0, "x", "[2,4,6,6]", NTP_DTYPE_F32);
+    assert_i64(ntp_graph_output_count(m.g), 1);
+    check_output_shape(&m, 0, "[2,4,6,6]");
+
+    /* Constants take their shape attribute; the input wired to them is not
+     * read. */
+    check_layer_shape(&m, "offset", "[1,4,1,1]");
+    check_layer_shape(&m, "scalar", "[1]");
+    /* Reductions keep every reduced dim as 1; no axes reduces everything;
+     * axes="-1" is the last dim. */
+    check_layer_shape(&m, "reduce_mean", "[2,4,1,1]");
+    check_layer_shape(&m, "reduce_sum", "[2,1,6,6]");
+    check_layer_shape(&m, "reduce_max", "[2,4,6,1]");
+    check_layer_shape(&m, "reduce_min", "[1,1,1,1]");
+    check_layer_shape(&m, "reduce_l1", "[2,4,1,6]");
+    check_layer_shape(&m, "reduce_l2", "[2,4,6,1]");
+    check_layer_shape(&m, "reduce_sum_square", "[1,1,6,6]");
+    /* [2,4,1,1] broadcast with the shorter shape 6,6 (aligned right). */
+    check_layer_shape(&m, "expand", "[2,4,6,6]");
+    /* Eight operands of five shapes broadcast to the full one. */
+    check_layer_shape(&m, "reductions", "[2,4,6,6]");
+    /* Slice 1:5 of both spatial dims; linear x1.5 gives 4 x 1.5 = 6;
+     * a step of -1 from -1 (5) to -7 (clamped to -1) keeps all 6. */
+    check_layer_shape(&m, "crop", "[2,4,4,4]");
+    check_layer_shape(&m, "stretch", "[2,4,6,6]");
+    check_layer_shape(&m, "mirror", "[2,4,6,6]");
+    check_layer_shape(&m, "shrink_nearest", "[2,4,3,3]");
+    check_layer_shape(&m, "grow_cubic", "[2,4,6,6]");
+
+    /* Unary FLOPs per element: 1 (abs), 4 (transcendental), 3 (softsign),
+     * 6 (softplus, selu, log_softmax), 5 (elu, celu), 2 (prelu). */
+    assert_i64(layer(&m, "abs")->flops, 288);
+    assert_i64(layer(&m, "exp")->flops, 4 * 288);
+    assert_i64(layer(&m, "acosh")->flops, 4 * 288);
+    assert_i64(layer(&m, "softsign")->flops, 3 * 288);
+    assert_i64(layer(&m, "softplus")->flops, 6 * 288);
+    assert_i64(layer(&m, "celu")->flops, 5 * 288);
+    assert_i64(layer(&m, "prelu")->flops, 2 * 288);
+    assert_i64(layer(&m, "log_softmax")->flops, 6 * 288);
+    assert_i64(layer(&m, "hardmax")->flops, 288);
+    /* Binary: pow 4 per element, where 1, max of 8 inputs 7, mean of 6
+     * inputs 6 (5 additions and a division). */
+    assert_i64(layer(&m, "pow")->flops, 4 * 288);
+    assert_i64(layer(&m, "where")->flops, 288);
+    assert_i64(layer(&m, "trig")->flops, 7 * 288);
+    assert_i64(layer(&m, "rounding")->flops, 6 * 288);
+    /* Reductions: one per input element, plus 8 divisions for the mean;
+     * 288 squares and a square root for each of 48 outputs for l2; 288
+     * exponentials and subtractions and 4 per output (8) for log_sum_exp;
+     * a logarithm (4) for each of the 72 outputs of log_sum. */
+    assert_i64(layer(&m, "reduce_mean")->flops, 288 + 8);
+    assert_i64(layer(&m, "reduce_l2")->flops, 2 * 288 + 48);
+    assert_i64(layer(&m, "reduce_log_sum_exp")->flops, 6 * 288 + 4 * 8);
+    assert_i64(layer(&m, "reduce_log_sum")->flops, 288 + 4 * 72);
+    assert_i64(layer(&m, "reduce_prod")->flops, 288);
+    /* instancenorm 8 per element; lrn 2 x size + 7 = 13 per element. */
+    assert_i64(layer(&m, "instancenorm")->flops, 8 * 288);
+    assert_i64(layer(&m, "lrn")->flops, 13 * 288);
+    /* Resampling: nearest is data movement; linear over 2 resized dims
+     * reads 2 x 2 neighbours per output, cubic 4 x 4, one MAC each. */
+    assert_i64(layer(&m, "shrink_nearest")->macs, 0);
+    assert_i64(layer(&m, "shrink_nearest")->flops, 0);
+    assert_i64(layer(&m, "stretch")->macs, 4 * 288);
+    assert_i64(layer(&m, "stretch")->flops, 2 * 4 * 288);
+    assert_i64(layer(&m, "grow_cubic")->macs, 16 * 288);
+    assert_i64(layer(&m, "grow_cubic")->flops, 2 * 16 * 288);
+    assert_i64(m.a->macs, 20 * 288);
+    /* Data movement costs nothing. */
+    assert_i64(layer(&m, "offset")->flops, 0);
+    assert_i64(layer(&m, "crop")->flops, 0);
+    assert_i64(layer(&m, "mirror")->flops, 0);
+    assert_i64(layer(&m, "expand")->flops, 0);
+    /* The whole model, family by family in units of 288 FLOPs:
+     *   rounding      sub 1, abs neg floor ceil round sign 6, mean of 6: 6   = 13
+     *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div 3,
+     *                 mean of 4: 4                                           = 27
+     *   trig          10 functions x 4, softsign 3, max of 8: 7              = 50
+     *   activations   softplus 6 elu 5 selu 6 celu 5 hard_sigmoid 3
+     *                 thresholded_relu 2 shrink 3 prelu 2, min of 8: 7       = 39
+     *   channels      log_softmax 6, hardmax 1, where 1                      =  8
+     *   reductions    mean sum max min prod 5, l1 l2 sum_square 6, add of 8:
+     *                 7, log_sum 1 + 1 (its 72 logarithms), log_sum_exp 6,
+     *                 sub 1                                                  = 27
+     *   norms         instancenorm 8, lrn 13                                 = 21
+     *   resampling    linear 8, cubic 32                                     = 40
+     *   output        mean of 8: 8, add 1                                    =  9
+     * 234 x 288 = 67,392, plus the mean's 8 divisions, l2's 48 square roots
+     * and log_sum_exp's 8 logarithms (32): 67,480. */
+    assert_i64(m.a->flops, 234 * 288 + 8 + 48 + 32);
+    model_free(&m);
+
+    /* The batch is a param: the nearest-neighbour sizes follow it. */
+    ntp_load_opts o = {0};
+    o.batch = 3;
+    model_load_opts(&m, "tiny-ops.xml", &o);
+    check_layer_shape(&m, "shrink_nearest", "[3,4,3,3]");
+    check_output_shape(&m, 0, "[3,4,6,6]");
+    assert_i64(m.a->params, 16);
+    model_free(&m);
+}
+
+/* The output of layer `name` as copied after its step ran (outs[] is
+ * indexed by tensor); it must hold `count` values. */
+static const float *tensor_of(const ntp_graph *g, float *const *outs, const char *name,
+                              int64_t count)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0) {
+            int t = g->nodes[i].out[0];
+            if (!outs[t])
+                fail_msg("layer '%s' left no output", name);
+            assert_i64(ntp_shape_numel(&g->tensors[t].shape), count);
+            return outs[t];
+        }
+    fail_msg("no layer '%s'", name);
+    return NULL;
+}
+
+static void check_close(const char *what, int64_t i, double got, double want, double tol)
+{
+    if (!(fabs(got - want) <= tol))
+        fail_msg("%s[%lld] is %.9g, expected %.9g (tolerance %g)", what, (long long)i, got, want,
+                 tol);
+}
+
+/* tiny-ops.xml on the reference backend, one step at a time so that every
+ * layer's output can be read before the arena reuses its memory: all of
+ * them finite (the model keeps every function inside its domain), and the
+ * compositions it relies on hold. Then through ntp_run, whose saved output
+ * must be finite and equal the step-by-step one. */
+static void test_tiny_ops_runs_finite(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-ops.xml");
+    const ntp_graph *g = m.g;
+    float **outs = calloc((size_t)g->n_tensors, sizeof *outs);
+    assert_non_null(outs);
+
+    ntp_exec x;
+    ntp_exec_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.backend = ntp__backend_find("ref");
+    assert_non_null(eo.backend);
+    eo.seed = 1;
+    eo.first = 0;
+    eo.last = g->n_nodes - 1;
+    ntp_status st = ntp__exec_init(m.ctx, &x, g, &eo);
+    if (st != NTP_STATUS_OK)
+        fail_msg("reference plan: %s", ntp_ctx_errmsg(m.ctx));
+    int checked = 0;
+    for (int s = 0; s < x.n_steps; s++) {
+        if ((st = ntp__exec_steps(m.ctx, &x, s, s)) != NTP_STATUS_OK)
+            fail_msg("step %d: %s", s, ntp_ctx_errmsg(m.ctx));
+        if (x.steps[s].kind != NTP_STEP_NODE)
+            continue;
+        const ntp_node *n = &g->nodes[g->order[x.steps[s].pos]];
+        for (int k = 0; k < n->n_out; k++) {
+            int t = n->out[k], sl = x.tslot[t];
+            int64_t cnt = ntp_shape_numel(&g->tensors[t].shape);
+            if (sl < 0 || x.slots[sl].dtype != NTP_DTYPE_F32 || x.slots[sl].bytes < cnt * 4)
+                fail_msg("layer '%s': no f32 output to read", n->name);
+            const float *v = x.slots[sl].data;
+            for (int64_t i = 0; i < cnt; i++)
+                if (!isfinite(v[i]))
+                    fail_msg("layer '%s' (%s): output[%lld] is %g", n->name, ntp__op_name(n->op),
+                             (long long)i, (double)v[i]);
+            outs[t] = malloc((size_t)cnt * sizeof *outs[t]);
+            assert_non_null(outs[t]);
+            memcpy(outs[t], v, (size_t)cnt * sizeof *outs[t]);
+            checked++;
+        }
+    }
+    ntp__exec_free(&x);
+    assert_i64(checked, 65);
+
+    const int64_t n = 288;
+    const float *c = tensor_of(g, outs, "centered", n), *lg = tensor_of(g, outs, "log", n),
+                *as = tensor_of(g, outs, "asinh", n), *ac = tensor_of(g, outs, "acosh", n),
+                *hm = tensor_of(g, outs, "hardmax", n), *ls = tensor_of(g, outs, "log_softmax", n),
+                *ng = tensor_of(g, outs, "neg", n), *wh = tensor_of(g, outs, "where", n),
+                *rp = tensor_of(g, outs, "reduce_prod", 72), *out = tensor_of(g, outs, "out", n);
+    for (int64_t i = 0; i < n; i++) {
+        /* Each function is rounded once to f32 after the inner one was:
+         * log(exp(c)) and asinh(sinh(c)) are c within a few ulps of the
+         * intermediate; acosh(cosh(c)) loses up to sqrt(2 x 2^-24) ~ 3.5e-4
+         * near c = 0, where cosh is flat. */
+        check_close("log(exp(c))", i, lg[i], c[i], 1e-5 * (1 + fabs(c[i])));
+        check_close("asinh(sinh(c))", i, as[i], c[i], 1e-5 * (1 + fabs(c[i])));
+        check_close("acosh(cosh(c))", i, ac[i], fabs(c[i]), 1e-3);
+        /* hardmax is 0 or 1; where takes log_softmax at the 1s, neg
+         * elsewhere. */
+        assert_true(hm[i] == 0.0f || hm[i] == 1.0f);
+        assert_true(wh[i] == (hm[i] != 0.0f ? ls[i] : ng[i]));
+    }
+    /* One 1 per (sample, position) across the 4 channels. */
+    for (int b = 0; b < 2; b++)
+        for (int p = 0; p < 36; p++) {
+            float ones = 0;
+            for (int ch = 0; ch < 4; ch++)
+                ones += hm[(b * 4 + ch) * 36 + p];
+            check_close("hardmax ones per position", b * 36 + p, ones, 1.0, 0.0);
+        }
+    /* A product of 4 values in (0, 1]. */
+    for (int64_t i = 0; i < 72; i++)
+        assert_true(rp[i] > 0.0f && rp[i] <= 1.0f);
+
+    /* The same model through ntp_run on the reference backend. */
+    char dir[64], file[128];
+    snprintf(dir, sizeof dir, "/tmp/ntp-test-models-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    ntp_run_opts ro;
+    ntp_run_opts_default(&ro);
+    ro.backend = "ref";
+    ro.warmup = 1;
+    ro.iterations = 3;
+    ro.min_time_s = 0;
+    ro.save_outputs_dir = dir;
+    ntp_run_result *r = NULL;
+    if (ntp_run(m.ctx, g, &ro, &r) != NTP_STATUS_OK)
+        fail_msg("run: %s", ntp_ctx_errmsg(m.ctx));
+    assert_i64(r->n_layers, 65);
+    for (int i = 0; i < r->n_layers; i++)
+        assert_string_equal(r->layers[i].backend, "ref");
+    ntp_run_result_free(r);
+    snprintf(file, sizeof file, "%s/output_0.npy", dir);
+    ntp_npy a;
+    if (ntp__npy_read(m.ctx, file, &a) != NTP_STATUS_OK)
+        fail_msg("%s", ntp_ctx_errmsg(m.ctx));
+    unlink(file);
+    rmdir(dir);
+    assert_i64(a.dtype, NTP_DTYPE_F32);
+    assert_i64(a.nbytes, n * 4);
+    for (int64_t i = 0; i < n; i++) {
+        float v = ((const float *)a.data)[i];
+        if (!isfinite(v))
+            fail_msg("output[%lld] is %g", (long long)i, (double)v);
+        /* Same weights, same inputs (seed 1), same kernels. */
+        check_close("saved output", i, v, out[i], 0.0);
+    }
+    ntp__npy_free(&a);
+    for (int t = 0; t < g->n_tensors; t++)
+        free(outs[t]);
+    free(outs);
+    model_free(&m);
+}
+
 /* --- together -------------------------------------------------------------------------- */
 
 static const char *const bundled[] = {
     "alexnet.xml", "bert-base.xml", "deepspeech.xml", "lstm-lm.xml", "mobilenetv2.xml",
-    "resnet50.xml", "tiny-attention.xml", "tiny-cnn.xml", "tiny-mlp.xml", "tiny-rnn.xml",
-    "vgg16.xml",
+    "resnet50.xml", "tiny-attention.xml", "tiny-cnn.xml", "tiny-mlp.xml", "tiny-ops.xml",
+    "tiny-rnn.xml", "vgg16.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once
@@ -646,6 +922,8 @@ int main(void)
         cmocka_unit_test(test_tiny_cnn),
         cmocka_unit_test(test_tiny_rnn),
         cmocka_unit_test(test_tiny_attention),
+        cmocka_unit_test(test_tiny_ops),
+        cmocka_unit_test(test_tiny_ops_runs_finite),
         cmocka_unit_test(test_every_op_covered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
