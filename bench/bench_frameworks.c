@@ -58,6 +58,21 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* The 1-minute load average, -1 if unknown. On a machine busier than its
+ * cores, every primitive's thread barrier can wait out a scheduler time
+ * slice, which hurts networks of many short layers most. */
+static double load_average(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -324,9 +339,10 @@ int main(int argc, char **argv)
     };
     ntp_env env;
     ntp_env_collect(&env);
+    double load0 = load_average();
     printf("bench_frameworks: ntprof %s (%s) backends %s; %s, %d cores; %d threads, "
-           "%d iterations\n", ntp_version(), ntp_git_revision(), ntp_backends(), env.cpu_model,
-           env.cores, threads, iterations);
+           "%d iterations; load average %.2f\n", ntp_version(), ntp_git_revision(), ntp_backends(),
+           env.cpu_model, env.cores, threads, iterations, load0);
     if (!strstr(ntp_backends(), "onednn")) {
         printf("oneDNN backend not built: nothing to compare\n");
         return 0;
@@ -394,6 +410,12 @@ int main(int argc, char **argv)
                    res[m][p].note);
         }
 
+    double load1 = load_average();
+    if (load0 > env.cores || load1 > env.cores)
+        printf("\nwarning: the machine was busy (load average %.2f before, %.2f after, on %d "
+               "cores): with %d threads each primitive's barrier may wait out another process's "
+               "time slice, so networks of many short layers lose most; compare --threads 1\n",
+               load0, load1, env.cores, threads);
     const result *r32 = &res[0][0], *r16 = &res[0][1];
     printf("\nResNet-50 f32: %.1f GFLOP/s", r32->gflops);
     if (ceiling > 0 && r32->gflops > 0) {
