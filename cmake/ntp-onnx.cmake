@@ -41,7 +41,7 @@ if(NTP_FUZZ)
     # Everything in this build is instrumented for coverage (a fuzzing build
     # directory is its own), so the fuzzer sees inside the reader; only the
     # harness links libFuzzer's main.
-    add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+    add_compile_options("$<$<COMPILE_LANGUAGE:C>:-fsanitize=fuzzer-no-link,address,undefined;-fno-omit-frame-pointer>")
     add_link_options(-fsanitize=address,undefined)
     add_executable(fuzz_onnx ${CMAKE_SOURCE_DIR}/fuzz/fuzz_onnx.c)
     target_include_directories(fuzz_onnx PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/generated)
