@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
@@ -259,6 +260,12 @@ static void test_bert(void **state)
     check_model("bert-base.xml", set, 2, true, false);
 }
 
+static void test_tiny_ops(void **state)
+{
+    (void)state;
+    check_model("tiny-ops.xml", NULL, 0, true, false);
+}
+
 static void test_mobilenetv2(void **state)
 {
     (void)state;
@@ -283,6 +290,36 @@ static void test_vgg16(void **state)
     check_model("vgg16.xml", NULL, 0, false, true);
 }
 
+/* Every bundled model has a test above. */
+static const char *const covered[] = {"alexnet.xml",   "bert-base.xml",      "deepspeech.xml",
+                                      "lstm-lm.xml",   "mobilenetv2.xml",    "resnet50.xml",
+                                      "tiny-attention.xml", "tiny-cnn.xml",  "tiny-mlp.xml",
+                                      "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml"};
+
+static void test_every_model_covered(void **state)
+{
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/models", NTP_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 4, ".xml") != 0)
+            continue;
+        bool found = false;
+        for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++)
+            found |= strcmp(covered[i], e->d_name) == 0;
+        if (!found)
+            fail_msg("models/%s has no equivalence test here", e->d_name);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 12);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -290,7 +327,9 @@ int main(void)
         cmocka_unit_test(test_tiny_cnn),
         cmocka_unit_test(test_tiny_mlp),
         cmocka_unit_test(test_tiny_rnn),
+        cmocka_unit_test(test_every_model_covered),
         cmocka_unit_test(test_tiny_attention),
+        cmocka_unit_test(test_tiny_ops),
         cmocka_unit_test(test_lstm_lm),
         cmocka_unit_test(test_deepspeech),
         cmocka_unit_test(test_bert),
