@@ -52,8 +52,13 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("ntprof %s (git %s; backends: %s)\n", NTP_VERSION_STRING, NTP_GIT_REVISION,
-               ntp_backends());
+        /* The backends this machine can use; built ones it cannot (an
+         * accelerator's without its device) on a line of their own. */
+        const char *usable = ntp_backends_available(), *built = ntp_backends();
+        printf("ntprof %s (git %s; backends: %s)\n", NTP_VERSION_STRING, NTP_GIT_REVISION, usable);
+        if (strcmp(usable, built) != 0)
+            printf("built, but not usable on this machine: see `ntprof run --backend NAME` "
+                   "(all built: %s)\n", built);
         return CLI_OK;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
