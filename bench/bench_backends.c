@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend-impl.h"
 #include "ntprof/ntprof.h"
 
 typedef struct model {
@@ -120,15 +121,21 @@ int main(int argc, char **argv)
         iterations = 2;
     if (iterations < 1)
         iterations = 1;
-    /* Every backend of the build; the reference backend only when asked:
+    /* Every backend of the build that can run here (an accelerator backend
+     * without its device says why); the reference backend only when asked:
      * it needs seconds to minutes per pass on these models. */
-    char list[256];
-    snprintf(list, sizeof list, "%s", ntp_backends());
     const char *be[MAX_BE];
     int n_be = 0;
-    for (char *p = strtok(list, ","); p && n_be < MAX_BE; p = strtok(NULL, ","))
-        if (with_ref || strcmp(p, "ref") != 0)
-            be[n_be++] = p;
+    for (int i = 0; i < ntp__backend_count() && n_be < MAX_BE; i++) {
+        const ntp_backend_i *b = ntp__backend_get(i);
+        char why[256] = "";
+        if (b->available && !b->available(why, sizeof why)) {
+            printf("%s: not available here (%s)\n", b->name, why);
+            continue;
+        }
+        if (with_ref || strcmp(b->name, "ref") != 0)
+            be[n_be++] = b->name;
+    }
     if (n_be == 0)
         be[n_be++] = "ref";
     ntp_ctx *ctx = ntp_ctx_init();
@@ -136,9 +143,18 @@ int main(int argc, char **argv)
         return 1;
     ntp_env env;
     ntp_env_collect(&env);
-    printf("backends side by side: %s; %d threads, --fuse, f32, %d+ iterations per pass\n",
-           ntp_backends(), threads, iterations);
-    printf("machine: %s, %d cores; %s\n\n", env.cpu_model, env.cores, env.timestamp);
+    printf("backends side by side:");
+    for (int i = 0; i < n_be; i++)
+        printf(" %s", be[i]);
+    printf("; %d threads, --fuse, f32, %d+ iterations per pass\n", threads, iterations);
+    double load[3] = {0, 0, 0};
+    bool busy = getloadavg(load, 3) == 3 && load[0] > env.cores;
+    printf("machine: %s, %d cores; load average %.2f %.2f %.2f; %s\n", env.cpu_model, env.cores,
+           load[0], load[1], load[2], env.timestamp);
+    if (busy)
+        printf("warning: the machine is busier than its cores: times are inflated and noisy, and "
+               "a backend whose pool waits for descheduled workers suffers most\n");
+    printf("\n");
     double log_ratio[MAX_BE] = {0};
     int counted[MAX_BE] = {0};
     for (int m = 0; m < N_MODELS; m++) {

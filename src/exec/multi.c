@@ -117,7 +117,8 @@ ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *buf, siz
 
 /* --- outputs -------------------------------------------------------------------- */
 
-/* The graph outputs of one run as doubles. */
+/* The graph outputs of one run as doubles (the first 64 outputs: a
+ * comparison of more is not a comparison anyone reads). */
 typedef struct outs {
     int n;
     double *v[64];
@@ -451,6 +452,10 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
     for (int i = 0; i < g->n_nodes; i++) {
         c->layer_names[i] = keep(c, ntp_graph_layer_name(g, i));
         c->layer_types[i] = keep(c, ntp_graph_layer_type(g, i));
+        if (!c->layer_names[i] || !c->layer_types[i]) {
+            ntp_backend_comparison_free(c);
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
     }
     /* Outputs are compared only for whole runs (a partial run may not save
      * them). */
@@ -464,16 +469,21 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
     } else if (whole) {
         const char *tmp = getenv("TMPDIR");
         snprintf(root, sizeof root, "%s/ntprof-compare-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(root))
+        if (mkdtemp(root))
+            temporary = true;
+        else
             st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "cannot create a directory for the outputs "
                             "in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        temporary = true;
     }
     int ref_index = -1;
     for (int i = 0; i < n && !st; i++) {
         ntp_backend_run *run = &c->runs[i];
         run->backend = keep(c, backends[i]);
         run->max_abs_error = run->rel_l2 = -1;
+        if (!run->backend) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
         if (strcmp(backends[i], "ref") == 0)
             ref_index = i;
         ntp_run_opts o = base;
