@@ -820,8 +820,9 @@ static void test_tiny_ops_runs_finite(void **state)
         check_close("acosh(cosh(c))", i, ac[i], fabs(c[i]), 1e-3);
         /* hardmax is 0 or 1; where takes log_softmax at the 1s, neg
          * elsewhere. */
-        assert_true(hm[i] == 0.0f || hm[i] == 1.0f);
-        assert_true(wh[i] == (hm[i] != 0.0f ? ls[i] : ng[i]));
+        if (hm[i] != 0.0f && hm[i] != 1.0f)
+            fail_msg("hardmax[%lld] is %.9g, expected 0 or 1", (long long)i, (double)hm[i]);
+        check_close("where", i, wh[i], hm[i] != 0.0f ? ls[i] : ng[i], 0.0);
     }
     /* One 1 per (sample, position) across the 4 channels. */
     for (int b = 0; b < 2; b++)
@@ -833,7 +834,9 @@ static void test_tiny_ops_runs_finite(void **state)
         }
     /* A product of 4 values in (0, 1]. */
     for (int64_t i = 0; i < 72; i++)
-        assert_true(rp[i] > 0.0f && rp[i] <= 1.0f);
+        if (!(rp[i] > 0.0f && rp[i] <= 1.0f))
+            fail_msg("reduce_prod[%lld] is %.9g, expected a value in (0, 1]", (long long)i,
+                     (double)rp[i]);
 
     /* The same model through ntp_run on the reference backend. */
     char dir[64], file[128];
