@@ -102,7 +102,9 @@ static ntp_status ref_execute(ntp_ctx *ctx, void *state, void *node_state, const
                               "workspace of %zu bytes given, the reference backend needs %zu",
                               k->workspace ? k->workspace_bytes : (size_t)0, need);
     ntp_kargs kk = *k;
-    if (widens_inputs(k)) {
+    /* Only when some input needs widening: then the workspace is not NULL
+     * (NULL + 0 is undefined behaviour). */
+    if (widens_inputs(k) && k->workspace) {
         char *p = (char *)k->workspace + kernel_part(k);
         for (int i = 0; i < k->n_in; i++) {
             if (!needs_widening(&k->in[i]))
