@@ -22,7 +22,14 @@
 /* Page faults a test may see beyond the pages it touches: under
  * AddressSanitizer every access also reads the shadow memory, one byte per
  * eight, whose pages fault in too. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+#define NTP_TEST_ASAN 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer)
+#define NTP_TEST_ASAN 1
+#endif
+#endif
+#if defined(NTP_TEST_ASAN)
 #define SHADOW_PAGES(pages) ((pages) / 8)
 #else
 #define SHADOW_PAGES(pages) 0
