@@ -246,11 +246,12 @@ static void test_describe_and_measure(void **state)
     double dram = ntp_ceilings_bandwidth(&c, "DRAM");
     assert_true(dram > 0);
     assert_string_equal(c.levels[c.n_levels - 1].level, "DRAM");
-    /* An L1-resident triad outruns one that streams from DRAM by far
-     * (typically 5-20x); even a busy machine keeps them apart. */
+    /* Every level was measured. Which is faster is a speed claim: under the
+     * sanitizers' instrumented loops L1 can measure slower than DRAM, so
+     * the ordering belongs to `ntprof machine`'s output and the benchmarks,
+     * not to a unit test (house rule: no timed unit tests). */
     double l1 = ntp_ceilings_bandwidth(&c, "L1");
-    if (l1 > 0 && !(l1 > dram))
-        fail_msg("L1 %.1f GB/s is not faster than DRAM %.1f GB/s", l1, dram);
+    assert_true(l1 > 0 && isfinite(l1));
     /* One thread measures with a team of one. */
     o.threads = 1;
     assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_OK);
