@@ -175,7 +175,8 @@ static ntp_status map_reshape(ntp_onnx_importer *x)
         if (to.dim[d] <= 0)
             return ntp__onnx_err(x, to.dim[d] == 0 ? NTP_STATUS_UNSUPPORTED : NTP_STATUS_SHAPE_ERROR,
                                  "shape entry %d is %lld", d, (long long)to.dim[d]);
-        known *= to.dim[d];
+        if (!ntp__mul_ok(known, to.dim[d], &known))
+            return ntp__onnx_err(x, NTP_STATUS_OVERFLOW, "reshape target overflows 64-bit sizes");
     }
     if (infer >= 0)
         to.dim[infer] = known > 0 ? ntp_shape_numel(&s) / known : 0;
