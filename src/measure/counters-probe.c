@@ -11,6 +11,14 @@
 #include "core/ctx-impl.h"
 #include "counters-impl.h"
 
+/* AddressSanitizer, as gcc (__SANITIZE_ADDRESS__) and clang (__has_feature)
+ * each announce it: valgrind cannot run such a binary. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NTP_CLANG_ASAN 1
+#endif
+#endif
+
 typedef struct probe {
     ntp_counter_list *l;
     int cap;
@@ -189,7 +197,7 @@ static void probe_tools(probe *p)
         snprintf(buf, sizeof buf, "built without valgrind's headers (valgrind/callgrind.h)");
     else
         snprintf(buf, sizeof buf, vg ? "%s (%s)" : "%.0s%s", path, ver);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     vg = false;
     snprintf(buf, sizeof buf, "this ntprof is built with AddressSanitizer, which cannot run "
              "under valgrind");

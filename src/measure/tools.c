@@ -33,6 +33,14 @@
 #include "core/ctx-impl.h"
 #include "counters-impl.h"
 
+/* AddressSanitizer, as gcc (__SANITIZE_ADDRESS__) and clang (__has_feature)
+ * each announce it: valgrind cannot run such a binary. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NTP_CLANG_ASAN 1
+#endif
+#endif
+
 extern char **environ;
 
 static const struct {
@@ -664,7 +672,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "--tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
                           "the child cannot switch collection per layer", t->name);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     if (vg)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "--tool %s: this ntprof is built with AddressSanitizer, which cannot run "
