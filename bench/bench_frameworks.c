@@ -445,5 +445,17 @@ int main(int argc, char **argv)
     else
         printf("ResNet-50 bf16 speedup over f32: n/a (target >= 2.5x: not measurable here): %s\n",
                r16->note[0] ? r16->note : "no bf16 run");
+    /* The evidence that bf16 needs hardware this CPU lacks: its ISA flags,
+     * and PyTorch's own bf16 (autocast, the same oneDNN underneath) against
+     * its f32 on the same models in this run. */
+    if (r16->ms <= 0) {
+        printf("  this CPU's ISA flags: %s\n", env.cpu_flags[0] ? env.cpu_flags : "unknown");
+        for (int m = 0; m < N_MODELS; m++)
+            if (torch_ms[m][0] > 0 && torch_ms[m][1] > 0)
+                printf("  PyTorch's own bf16 on %s: %.1fx %s than its f32\n", models[m].label,
+                       torch_ms[m][1] > torch_ms[m][0] ? torch_ms[m][1] / torch_ms[m][0]
+                                                       : torch_ms[m][0] / torch_ms[m][1],
+                       torch_ms[m][1] > torch_ms[m][0] ? "slower" : "faster");
+    }
     return 0;
 }
