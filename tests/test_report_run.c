@@ -544,8 +544,9 @@ static void test_table(void **state)
     assert_non_null(strstr(text, "\nlayer sum: median 6.024 ms, 95% CI [5.522, 7.53] ms, n 50\n"));
     assert_non_null(strstr(text, "\nthroughput 333.3 samples/s, latency 6 ms, 3.00G FLOPs per pass "
                                  "(500.3 GFLOP/s)\n"));
-    assert_non_null(strstr(text, "per-layer timing overhead: 0.4% of end-to-end, 1.1 \xC2\xB5s per "
-                                 "layer\n"));
+    /* The layer sum (6.024 ms) lies inside end-to-end's CI [5.5, 7.5]. */
+    assert_non_null(strstr(text, "per-layer timing overhead: within noise (layer "
+                                 "sum +0.4% of end-to-end, inside its 95% CI)\n"));
     assert_non_null(strstr(text, "prepare 2.25 ms"));
     assert_non_null(strstr(text, "memory: weights 102 MB, arena 12.3 MB, workspace 65.5 kB, "
                                  "peak RSS 230 MB\n"));
@@ -575,6 +576,15 @@ static void test_table(void **state)
     assert_non_null(strstr(text, "\nroofline: not available (no ceilings for this machine: run "
                                  "`ntprof machine`)\n"));
     assert_null(strstr(text, "accuracy"));
+    free(text);
+
+    /* Outside the interval the overhead is a measurement, with its sign. */
+    fx->r.layer_sum_ms.median = 8.0;
+    fx->r.overhead_fraction = (8.0 - 6.0) / 6.0;
+    fx->r.overhead_per_layer_us = 2000.0 / 3;
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(text, "per-layer timing overhead: +33.3% of end-to-end, +6.7e+02 "
+                                 "\xC2\xB5s per layer\n"));
     free(text);
 }
 

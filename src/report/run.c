@@ -208,8 +208,16 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    fmt_sig(r->throughput, b, sizeof b), r->latency_ms,
                    ntp__human_count((double)r->flops, a, sizeof a),
                    rate_g(r->flops, r->end_to_end_ms.median));
-    ntp__put_linef(f, "per-layer timing overhead: %.1f%% of end-to-end, %.2g \xC2\xB5s per layer",
-                   100.0 * r->overhead_fraction, r->overhead_per_layer_us);
+    /* A layer sum inside end-to-end's confidence interval means the
+     * instrument's cost is below what this run can resolve: say so rather
+     * than print a negative overhead as if it were measured. */
+    const ntp_stats *e2e = &r->end_to_end_ms;
+    if (r->layer_sum_ms.median >= e2e->ci95_lo && r->layer_sum_ms.median <= e2e->ci95_hi)
+        ntp__put_linef(f, "per-layer timing overhead: within noise (layer sum %+.1f%% "
+                       "of end-to-end, inside its 95%% CI)", 100.0 * r->overhead_fraction);
+    else
+        ntp__put_linef(f, "per-layer timing overhead: %+.1f%% of end-to-end, %+.2g \xC2\xB5s per "
+                       "layer", 100.0 * r->overhead_fraction, r->overhead_per_layer_us);
     ntp__put_linef(f, "prepare %.4g ms (primitive creation and weight packing, all layers)",
                    r->prepare_ms);
     ntp__put_linef(f, "memory: weights %s, arena %s, workspace %s, peak RSS %s",
