@@ -2,33 +2,7 @@
 # The ntprof CLI as a user meets it: exit codes, one-line errors on stderr,
 # nothing written on failure, and well-formed reports.
 # Usage: test_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect_exit CODE CMD...: run CMD, check its exit status.
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
-# expect_err TEXT: the last command's stderr contains TEXT and is one line.
-expect_err() {
-    if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks '$1':"; cat "$T/err"; fi
-    local lines
-    lines=$(grep -vc '^ntprof: warning' "$T/err")
-    if [ "$lines" = 1 ]; then ok; else bad "stderr has $lines lines (want 1)"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 expect_exit 0 "$NTPROF" --version
 grep -q '^ntprof [0-9]' "$T/out" && ok || bad "--version output: $(cat "$T/out")"
@@ -96,5 +70,4 @@ expect_exit 1 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -n 1 --min-time 0 --only 
 expect_err "no marker 'nope'"
 [ ! -e "$T/never2.json" ] && ok || bad "a failed run left a report"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -8,23 +8,7 @@
 # breakdowns, one latency and one throughput chart per swept factor).
 # Needs Debian's chromium (scripts/deps.sh installs it).
 # Usage: test_html_render.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
@@ -113,5 +97,4 @@ if [ -n "${NTP_KEEP_SCREENSHOTS:-}" ]; then
     done
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -6,31 +6,10 @@
 # and ONNX -> markup); run --input takes TensorProto .pb files; inlays and
 # unsupported nodes are refused in one line.
 # Usage: test_onnx_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 DATA=/usr/share/libonnx-testdata/data
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 run_quiet() { "$@" >"$T/out" 2>"$T/err"; }
-# expect_exit CODE CMD...
-expect_exit() {
-    local want=$1
-    shift
-    run_quiet "$@"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
-expect_err() {
-    if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks '$1':"; cat "$T/err"; fi
-}
 
 RUN=(run --backend ref --iterations 1 --warmup 0 --min-time 0 --no-db)
 "$NTPROF" run --help 2>/dev/null | grep -q -- '--no-db' || RUN=(run --backend ref --iterations 1 --warmup 0 --min-time 0)
@@ -128,5 +107,4 @@ expect_err "3 unsupported nodes: 'nms' (NonMaxSuppression, opset 13), 'topk' (To
 expect_exit 1 "$NTPROF" analyze "$SRC/tests/onnx-malformed/02-truncated.onnx"
 expect_err "not a valid ONNX model"
 
-echo "test_onnx_cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_onnx_cli

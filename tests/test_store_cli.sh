@@ -5,25 +5,7 @@
 # cannot be written only warns; `ntprof machine` measures once, caches, and
 # `ntprof run` then places every row on the roofline.
 # Usage: test_store_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect_exit CODE CMD...: run CMD, check its exit status.
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 MLP=$SRC/models/tiny-mlp.xml
 CNN=$SRC/models/tiny-cnn.xml
@@ -162,5 +144,4 @@ for l in r["layers"]:
 assert placed >= 3, placed
 PYEOF
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

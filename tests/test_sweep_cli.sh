@@ -5,23 +5,7 @@
 # the table, JSON and CSV hold every configuration; plain progress lines
 # when stderr is not a terminal; usage errors.
 # Usage: test_sweep_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 MLP=$SRC/models/tiny-mlp.xml
 FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --no-db --backend ref)
@@ -100,5 +84,4 @@ grep -q -- "--vary hidden and --set hidden=4" "$T/err" && ok || bad "set conflic
 expect_exit 2 "$NTPROF" sweep "$MLP" --vary batch=1 --design random
 expect_exit 1 "$NTPROF" sweep "$T/missing.xml" --vary batch=1
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -5,17 +5,7 @@
 # PAPI, NVTX, hardware events reported n/a, `ntprof counters`, and the JSON
 # validated against the schema.
 # Usage: test_tools.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 # run CMD...: expect exit 0, keep stdout and stderr.
 run() {
     "$@" >"$T/out" 2>"$T/err"
@@ -330,5 +320,4 @@ fi
 "$NTPROF" counters extra >/dev/null 2>&1
 [ $? = 2 ] && ok || bad "ntprof counters extra: want exit 2"
 
-echo "test_tools: $pass passed, $fail failed"
-[ $fail = 0 ]
+finish test_tools

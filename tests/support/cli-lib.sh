@@ -1,0 +1,49 @@
+# What every CLI test script shares, sourced first thing:
+#   . "$(dirname "$0")/support/cli-lib.sh" "$@"
+# It takes the script's arguments (<path-to-ntprof> <source-dir>) and gives
+# NTPROF, SRC, PY (Debian's python3, which has numpy, onnx, jsonschema), a
+# temporary directory T removed at exit, the pass/fail counters with ok and
+# bad, the expect_* checks below, and finish, which prints the counts and
+# sets the script's exit status.
+set -u
+NTPROF=$1
+SRC=$2
+PY=/usr/bin/python3
+T=$(mktemp -d)
+# chmod first: a test may leave a read-only directory behind on purpose.
+trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_exit CODE CMD...: run CMD with its output in $T/out and $T/err,
+# and check its exit status.
+expect_exit() {
+    local want=$1
+    shift
+    "$@" >"$T/out" 2>"$T/err"
+    local got=$?
+    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
+}
+
+# expect_in_err TEXT: the last command's stderr contains TEXT.
+expect_in_err() {
+    if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks '$1':"; cat "$T/err"; fi
+}
+
+# expect_err TEXT: ... and is one line, warnings aside (the CLI's errors
+# are one line each).
+expect_err() {
+    expect_in_err "$1"
+    local lines
+    lines=$(grep -vc '^ntprof: warning' "$T/err")
+    if [ "$lines" = 1 ]; then ok; else bad "stderr has $lines lines (want 1)"; cat "$T/err"; fi
+}
+
+# finish [NAME]: the counts, and the script's exit status.
+finish() {
+    echo "${1:+$1: }$pass passed, $fail failed"
+    [ "$fail" = 0 ]
+}
