@@ -76,6 +76,30 @@ typedef struct ntp_bandwidth {
     double gbps;                /* 10^9 B/s, all threads together */
 } ntp_bandwidth;
 
+/* The maths a GPU's GEMM peak is measured at. */
+typedef enum ntp_gpu_math {
+    NTP_GPU_MATH_F32,           /* IEEE f32 FMAs */
+    NTP_GPU_MATH_TF32,          /* TF32 tensor cores (f32 storage) */
+    NTP_GPU_MATH_F16,           /* f16 tensor cores, f32 accumulation */
+    NTP_GPU_MATH_BF16,          /* bf16 tensor cores, f32 accumulation */
+    NTP_GPU_MATH_COUNT
+} ntp_gpu_math;
+
+/* One GPU's ceilings (docs/gpu.md), measured through CUDA: cuBLAS GEMM
+ * throughput per math, device DRAM bandwidth from device-to-device copies
+ * (bytes read + written), and page-locked host<->device bandwidth. */
+typedef struct ntp_gpu_ceilings {
+    char name[128];             /* "NVIDIA H100 80GB HBM3" */
+    int sm_major, sm_minor;     /* compute capability, 9.0 */
+    int sms;                    /* streaming multiprocessors */
+    double clock_ghz;           /* peak SM clock */
+    int64_t memory_bytes;       /* device memory */
+    double gemm_gflops[NTP_GPU_MATH_COUNT]; /* square cuBLAS GEMM, best of the rounds */
+    int gemm_n[NTP_GPU_MATH_COUNT];         /* its size (M = N = K) */
+    double dram_gbps;
+    double h2d_gbps, d2h_gbps;
+} ntp_gpu_ceilings;
+
 typedef struct ntp_ceilings {
     char machine_key[256];
     char measured_at[32];       /* ISO 8601 UTC */
@@ -87,6 +111,12 @@ typedef struct ntp_ceilings {
     ntp_peak gemm[NTP_MACHINE_MAX_PEAKS];
     int n_levels;               /* innermost first, DRAM last */
     ntp_bandwidth levels[NTP_MACHINE_MAX_LEVELS];
+    /* GPUs measured (GPU 0 today); 0: none, and gpu_note says why
+     * ("backend 'cuda': no CUDA device (...)", "built without the CUDA
+     * backend"). */
+    int n_gpus;
+    ntp_gpu_ceilings gpus[NTP_MACHINE_MAX_GPUS];
+    char gpu_note[256];
 } ntp_ceilings;
 
 typedef struct ntp_machine_opts {
@@ -114,16 +144,27 @@ ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
  * micro-kernel peak at p, or at f32 where p has no kernel of its own (the
  * peak's precision then says "f32"). NULL when nothing was measured. */
 const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p);
+/* "f32", "tf32", "f16", "bf16"; "?" for another value. */
+const char *ntp_gpu_math_name(ntp_gpu_math m);
 /* Bandwidth of a level ("L1", ..., "DRAM"), 0 if it was not measured. */
 double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level);
 
 /* The roofline bound: min(peak, intensity x bandwidth), in GFLOP/s. 0 when
  * any argument is not positive (no FLOPs, no ceiling). */
 double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity);
-/* Place every row and marker segment of r against c (peak at r's
- * precision, DRAM bandwidth): fills r->roofline and each row's
- * attainable_gflops and roof_share. c NULL marks the roofline unavailable. */
+/* Place every row and marker segment of r against c: fills r->roofline and
+ * each row's attainable_gflops (or attainable_gbps), roof_share and
+ * roof_ceiling. Rows on the CPU go under the micro-kernel peak at r's
+ * precision and the DRAM triad; rows that ran on a device backend (cuda)
+ * under GPU 0's GEMM peak for their math (tf32 when the row's impl says
+ * ":tf32", else the run's precision) and its DRAM bandwidth, or are marked
+ * NTP_ROOF_NO_GPU when c has no GPU; copy rows (types h2d, d2h) under the
+ * host<->device bandwidth. c NULL marks the roofline unavailable. */
 void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
+
+/* What roof_ceiling says of a row that ran on a GPU when the ceilings hold
+ * no GPU. */
+#define NTP_ROOF_NO_GPU "n/a (no GPU ceilings: run `ntprof machine` on this machine)"
 
 /* The machine and, when c is not NULL, its ceilings: a table, JSON or CSV
  * (docs/machine.md). */

@@ -108,6 +108,14 @@ typedef struct ntp_layer_result {
      * time of its own. */
     double attainable_gflops;
     double roof_share;
+    /* The ceiling the row was placed on: "cpu f32" (the CPU's micro-kernel
+     * peak at that precision and its DRAM triad), "gpu f16" (GPU 0's GEMM
+     * peak at that math and its DRAM), "gpu h2d" or "gpu d2h" (a copy row,
+     * placed on the link's bandwidth: attainable_gbps, and roof_share =
+     * gbps / attainable_gbps); NTP_ROOF_NO_GPU for a GPU row when the
+     * ceilings hold no GPU; NULL when the row was not placed. */
+    const char *roof_ceiling;
+    double attainable_gbps;
 } ntp_layer_result;
 
 typedef struct ntp_marker_result {
@@ -124,6 +132,10 @@ typedef struct ntp_marker_result {
     const char *bound_evidence;
     double attainable_gflops;   /* as for rows */
     double roof_share;
+    /* As for rows: a segment goes on the GPU's roof when every row of it
+     * with FLOPs ran on the GPU, on the CPU's when none did; a segment
+     * mixing both is not placed. */
+    const char *roof_ceiling;
 } ntp_marker_result;
 
 typedef struct ntp_memory_result {
@@ -134,12 +146,22 @@ typedef struct ntp_memory_result {
     int64_t minor_faults, major_faults; /* during the measured iterations */
     /* Device memory of accelerator backends (docs/gpu.md), 0 without one:
      * weights, activations (buffers of internal tensors and staging at
-     * boundaries), workspace, and the high-water mark of all of it. */
+     * boundaries), workspace, and the high-water mark of all of it. A
+     * device backend that ran always holds some (at least cuBLAS's
+     * workspace), so reports show these figures when any is positive
+     * (ntp_memory_has_device) and leave them out otherwise. */
     int64_t device_weight_bytes;
     int64_t device_activation_bytes;
     int64_t device_workspace_bytes;
     int64_t device_peak_bytes;
 } ntp_memory_result;
+
+/* Whether m holds device memory figures: an accelerator backend ran. */
+static inline bool ntp_memory_has_device(const ntp_memory_result *m)
+{
+    return m->device_weight_bytes > 0 || m->device_activation_bytes > 0 ||
+           m->device_workspace_bytes > 0 || m->device_peak_bytes > 0;
+}
 
 typedef struct ntp_env {
     char cpu_model[128];
@@ -188,6 +210,15 @@ typedef struct ntp_roofline {
         char name[8];
         double gbps;
     } levels[NTP_ROOFLINE_MAX_LEVELS];
+    /* The GPU's roof (docs/gpu.md), for rows that ran on a device backend. */
+    bool gpu_rows;              /* some row ran on a device backend */
+    bool gpu_available;         /* ... and the ceilings held a GPU to place them on */
+    char gpu_name[128];
+    char gpu_math[8];           /* the GEMM peak used: "f32", "tf32", "f16", "bf16" */
+    double gpu_peak_gflops;
+    double gpu_bandwidth_gbps;  /* device DRAM */
+    double gpu_ridge_intensity;
+    double gpu_h2d_gbps, gpu_d2h_gbps;
 } ntp_roofline;
 
 typedef struct ntp_run_result {

@@ -9,22 +9,21 @@
 #include <stdio.h>
 
 #include "ntprof/context.h"
+#include "ntprof/machine.h"
 #include "ntprof/status.h"
 
-/* GEMM peaks, by math. */
-enum { NTP_GPU_F32, NTP_GPU_TF32, NTP_GPU_F16, NTP_GPU_BF16, NTP_GPU_N_PEAKS };
+/* GEMM peaks, by math: the public ntp_gpu_math under the names this
+ * file's users have always used. */
+enum {
+    NTP_GPU_F32 = NTP_GPU_MATH_F32,
+    NTP_GPU_TF32 = NTP_GPU_MATH_TF32,
+    NTP_GPU_F16 = NTP_GPU_MATH_F16,
+    NTP_GPU_BF16 = NTP_GPU_MATH_BF16,
+    NTP_GPU_N_PEAKS = NTP_GPU_MATH_COUNT
+};
 
-typedef struct ntp_gpu_ceilings {
-    char name[128];             /* "NVIDIA H100 80GB HBM3" */
-    int sm_major, sm_minor;
-    int sms;
-    double clock_ghz;           /* peak SM clock */
-    int64_t memory_bytes;
-    double gemm_gflops[NTP_GPU_N_PEAKS]; /* cuBLAS GEMM, square, best of the rounds */
-    int gemm_n[NTP_GPU_N_PEAKS];         /* its size */
-    double dram_gbps;           /* device-to-device copy: bytes read + written per second */
-    double h2d_gbps, d2h_gbps;  /* page-locked host memory */
-} ntp_gpu_ceilings;
+/* The figures are the public ntp_gpu_ceilings (ntprof/machine.h), which
+ * ntp_machine_measure copies into ntp_ceilings.gpus. */
 
 /* The names of the peaks: "f32", "tf32", "f16", "bf16". */
 const char *ntp__gpu_peak_name(int i);

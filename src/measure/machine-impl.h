@@ -45,6 +45,11 @@ double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, 
 /* --- JSON forms (machine-report.c), for reports and the history ------------------- */
 json_t *ntp__machine_info_json(const ntp_machine_info *m);
 json_t *ntp__ceilings_json(const ntp_ceilings *c);
+/* The GPUs of c as a JSON array (clears *ok on failure), and read back
+ * into out (at most max): the count. The history keeps them apart from
+ * the CPU's ceilings. */
+json_t *ntp__gpu_ceilings_json(bool *ok, const ntp_ceilings *c);
+int ntp__gpu_ceilings_from_json(json_t *a, ntp_gpu_ceilings *out, int max);
 /* false when j is not a ceilings object. */
 bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c);
 

@@ -16,8 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
 #include "ntprof/ntprof.h"
+#include "machine-cuda-impl.h"
 #include "machine-impl.h"
 #include "measure-impl.h"
 
@@ -423,6 +425,36 @@ static void measure_gemm(const ntp_machine_opts *o, int threads, ntp_ceilings *c
     ntp_ctx_free(gctx);
 }
 
+/* --- the GPU ------------------------------------------------------------------------------ */
+
+/* GPU 0's ceilings when the cuda backend is built and can run here; else
+ * none, with the reason in gpu_note. A GPU that fails to measure does not
+ * cost the CPU's ceilings: its error becomes the note. */
+static void measure_gpus(const ntp_machine_opts *o, ntp_ceilings *c)
+{
+    const ntp_backend_i *be = ntp__backend_find("cuda");
+    char why[192];
+    if (!be) {
+        snprintf(c->gpu_note, sizeof c->gpu_note, "built without the CUDA backend");
+        return;
+    }
+    if (be->available && !be->available(why, sizeof why)) {
+        snprintf(c->gpu_note, sizeof c->gpu_note, "backend 'cuda': %s", why);
+        return;
+    }
+    ntp_ctx *gctx = ntp_ctx_init();
+    if (!gctx) {
+        snprintf(c->gpu_note, sizeof c->gpu_note, "out of memory");
+        return;
+    }
+    ntp_gpu_ceilings g;
+    if (ntp__gpu_ceilings_measure(gctx, o->seconds, &g) == NTP_STATUS_OK)
+        c->gpus[c->n_gpus++] = g;
+    else
+        snprintf(c->gpu_note, sizeof c->gpu_note, "%s", ntp_ctx_errmsg(gctx));
+    ntp_ctx_free(gctx);
+}
+
 ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
                                const ntp_machine_opts *opts, ntp_ceilings *out)
 {
@@ -453,6 +485,8 @@ ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
         st = measure_bandwidth(ctx, tm, m, opts, out);
     if (!st && opts->gemm)
         measure_gemm(opts, tm->n, out);
+    if (!st)
+        measure_gpus(opts, out);
     free(tm);
     return st;
 }

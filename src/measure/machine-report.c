@@ -79,6 +79,36 @@ static json_t *peaks_json(bool *ok, const ntp_peak *p, int n)
     return a;
 }
 
+json_t *ntp__gpu_ceilings_json(bool *ok, const ntp_ceilings *c)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < c->n_gpus; i++) {
+        const ntp_gpu_ceilings *g = &c->gpus[i];
+        json_t *o = json_object();
+        char sm[16];
+        snprintf(sm, sizeof sm, "%d.%d", g->sm_major, g->sm_minor);
+        ntp__jset(ok, o, "name", ntp__json_str(g->name));
+        ntp__jset(ok, o, "compute_capability", ntp__json_str(sm));
+        ntp__jset(ok, o, "sms", json_integer(g->sms));
+        ntp__jset(ok, o, "clock_ghz", ntp__json_num(g->clock_ghz));
+        ntp__jset(ok, o, "memory_bytes", json_integer(g->memory_bytes));
+        json_t *gemm = json_array();
+        for (int k = 0; k < NTP_GPU_MATH_COUNT; k++) {
+            json_t *p = json_object();
+            ntp__jset(ok, p, "math", ntp__json_str(ntp_gpu_math_name((ntp_gpu_math)k)));
+            ntp__jset(ok, p, "gflops", ntp__json_num(g->gemm_gflops[k]));
+            ntp__jset(ok, p, "n", json_integer(g->gemm_n[k]));
+            ntp__jpush(ok, gemm, p);
+        }
+        ntp__jset(ok, o, "gemm", gemm);
+        ntp__jset(ok, o, "dram_gbps", ntp__json_num(g->dram_gbps));
+        ntp__jset(ok, o, "h2d_gbps", ntp__json_num(g->h2d_gbps));
+        ntp__jset(ok, o, "d2h_gbps", ntp__json_num(g->d2h_gbps));
+        ntp__jpush(ok, a, o);
+    }
+    return a;
+}
+
 json_t *ntp__ceilings_json(const ntp_ceilings *c)
 {
     bool ok = true;
@@ -98,6 +128,8 @@ json_t *ntp__ceilings_json(const ntp_ceilings *c)
         ntp__jpush(&ok, levels, l);
     }
     ntp__jset(&ok, o, "bandwidth", levels);
+    ntp__jset(&ok, o, "gpus", ntp__gpu_ceilings_json(&ok, c));
+    ntp__jset(&ok, o, "gpu_note", c->n_gpus == 0 ? ntp__json_str(c->gpu_note) : json_null());
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -133,6 +165,42 @@ static int peaks_from_json(json_t *a, ntp_peak *p, int max)
     return n;
 }
 
+int ntp__gpu_ceilings_from_json(json_t *a, ntp_gpu_ceilings *out, int max)
+{
+    int n = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        if (n >= max || !json_is_object(v))
+            break;
+        ntp_gpu_ceilings *g = &out[n++];
+        memset(g, 0, sizeof *g);
+        str_field(v, "name", g->name, sizeof g->name);
+        char sm[16];
+        str_field(v, "compute_capability", sm, sizeof sm);
+        if (sscanf(sm, "%d.%d", &g->sm_major, &g->sm_minor) != 2)
+            g->sm_major = g->sm_minor = 0;
+        g->sms = (int)num_field(v, "sms");
+        g->clock_ghz = num_field(v, "clock_ghz");
+        g->memory_bytes = (int64_t)num_field(v, "memory_bytes");
+        size_t k;
+        json_t *p;
+        json_array_foreach(json_object_get(v, "gemm"), k, p) {
+            char math[8];
+            str_field(p, "math", math, sizeof math);
+            for (int m = 0; m < NTP_GPU_MATH_COUNT; m++)
+                if (strcmp(math, ntp_gpu_math_name((ntp_gpu_math)m)) == 0) {
+                    g->gemm_gflops[m] = num_field(p, "gflops");
+                    g->gemm_n[m] = (int)num_field(p, "n");
+                }
+        }
+        g->dram_gbps = num_field(v, "dram_gbps");
+        g->h2d_gbps = num_field(v, "h2d_gbps");
+        g->d2h_gbps = num_field(v, "d2h_gbps");
+    }
+    return n;
+}
+
 bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
 {
     memset(c, 0, sizeof *c);
@@ -155,6 +223,10 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
         b->working_set_bytes = (int64_t)num_field(v, "working_set_bytes");
         b->gbps = num_field(v, "gbps");
     }
+    /* Ceilings cached before GPUs were measured have neither field. */
+    c->n_gpus = ntp__gpu_ceilings_from_json(json_object_get(j, "gpus"), c->gpus,
+                                            NTP_MACHINE_MAX_GPUS);
+    str_field(j, "gpu_note", c->gpu_note, sizeof c->gpu_note);
     return true;
 }
 
@@ -165,6 +237,47 @@ static const char *cache_name(const ntp_cache_info *c, char *buf, size_t len)
     snprintf(buf, len, "L%d%s", c->level,
              strcmp(c->type, "data") == 0 ? "d" : strcmp(c->type, "instruction") == 0 ? "i" : "");
     return buf;
+}
+
+/* Each measured GPU under the CPU's ceilings, or one line saying why there
+ * is none. */
+static void table_gpus(const ntp_ceilings *c, FILE *f)
+{
+    char a[32], b[32];
+    if (c->n_gpus == 0) {
+        /* One line, however long: the reason comes from the driver and is
+         * what a user greps for, so it is not wrapped. */
+        fprintf(f, "\nGPU: none (%s)\n",
+                c->gpu_note[0] ? c->gpu_note
+                               : "not measured with these ceilings: `ntprof machine --remeasure`");
+        return;
+    }
+    for (int i = 0; i < c->n_gpus; i++) {
+        const ntp_gpu_ceilings *g = &c->gpus[i];
+        fputc('\n', f);
+        ntp__put_linef(f, "GPU %d: %s, sm_%d%d, %d SMs at %.2f GHz, %s memory", i, g->name,
+                       g->sm_major, g->sm_minor, g->sms, g->clock_ghz,
+                       ntp__human_bytes((double)g->memory_bytes, a, sizeof a));
+        ntp__put_linef(f, "%-12s %12s  %s", "compute", "GFLOP/s", "method");
+        for (int k = 0; k < NTP_GPU_MATH_COUNT; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s GEMM", ntp_gpu_math_name((ntp_gpu_math)k));
+            ntp__put_linef(f, "%-12s %12s  cuBLAS, %dx%dx%d", name,
+                           ntp__fit_number(g->gemm_gflops[k], 12, 1, a, sizeof a), g->gemm_n[k],
+                           g->gemm_n[k], g->gemm_n[k]);
+        }
+        ntp__put_linef(f, "%-12s %12s  %s", "bandwidth", "GB/s", "how");
+        ntp__put_linef(f, "%-12s %12s  device-to-device copy, read + write", "DRAM",
+                       ntp__fit_number(g->dram_gbps, 12, 1, a, sizeof a));
+        ntp__put_linef(f, "%-12s %12s  page-locked host memory", "host->device",
+                       ntp__fit_number(g->h2d_gbps, 12, 1, a, sizeof a));
+        ntp__put_linef(f, "%-12s %12s  page-locked host memory", "device->host",
+                       ntp__fit_number(g->d2h_gbps, 12, 1, b, sizeof b));
+        double f16 = g->gemm_gflops[NTP_GPU_MATH_F16];
+        if (f16 > 0 && g->dram_gbps > 0)
+            ntp__put_linef(f, "ridge point (f16 GEMM / DRAM bandwidth): %.3g FLOP/B",
+                           f16 / g->dram_gbps);
+    }
 }
 
 static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
@@ -223,6 +336,7 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
     double bw = ntp_ceilings_bandwidth(c, "DRAM");
     if (pk && bw > 0)
         ntp__put_linef(f, "ridge point (f32 peak / DRAM bandwidth): %.3g FLOP/B", pk->gflops / bw);
+    table_gpus(c, f);
 }
 
 /* --- CSV ------------------------------------------------------------------------------------- */
@@ -265,6 +379,30 @@ static void write_csv(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
         char detail[64];
         snprintf(detail, sizeof detail, "working set %" PRId64 " bytes", c->levels[i].working_set_bytes);
         csv_row(f, "bandwidth", c->levels[i].level, c->levels[i].gbps, "GB/s", detail);
+    }
+    /* GPU rows are named "gpu<i>:<what>"; a machine without one has a
+     * single gpu row whose detail says why. */
+    if (c && c->n_gpus == 0)
+        csv_row(f, "gpu", "none", 0, "", c->gpu_note);
+    for (int i = 0; c && i < c->n_gpus; i++) {
+        const ntp_gpu_ceilings *g = &c->gpus[i];
+        char name[48], detail[192];
+        snprintf(name, sizeof name, "gpu%d:memory", i);
+        snprintf(detail, sizeof detail, "%s, sm_%d%d, %d SMs", g->name, g->sm_major, g->sm_minor,
+                 g->sms);
+        csv_row(f, "gpu", name, (double)g->memory_bytes, "bytes", detail);
+        for (int k = 0; k < NTP_GPU_MATH_COUNT; k++) {
+            snprintf(name, sizeof name, "gpu%d:gemm:%s", i, ntp_gpu_math_name((ntp_gpu_math)k));
+            snprintf(detail, sizeof detail, "cuBLAS, %dx%dx%d", g->gemm_n[k], g->gemm_n[k],
+                     g->gemm_n[k]);
+            csv_row(f, "gpu", name, g->gemm_gflops[k], "GFLOP/s", detail);
+        }
+        snprintf(name, sizeof name, "gpu%d:dram", i);
+        csv_row(f, "gpu", name, g->dram_gbps, "GB/s", "device-to-device copy, read + write");
+        snprintf(name, sizeof name, "gpu%d:h2d", i);
+        csv_row(f, "gpu", name, g->h2d_gbps, "GB/s", "page-locked host memory");
+        snprintf(name, sizeof name, "gpu%d:d2h", i);
+        csv_row(f, "gpu", name, g->d2h_gbps, "GB/s", "page-locked host memory");
     }
 }
 

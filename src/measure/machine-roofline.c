@@ -1,14 +1,18 @@
 /* The roofline: each row and marker segment of a run placed by its
  * arithmetic intensity under the machine's ceilings.
  *
- * The bound is the classic one, min(peak, intensity x DRAM bandwidth), with
- * the peak of the micro-kernel at the run's precision. A row whose data
- * stayed in a cache between iterations can beat the DRAM roof (a share
- * above 1); the cache ceilings are carried along so plots can show why. */
+ * The bound is the classic one, min(peak, intensity x DRAM bandwidth). Rows
+ * on the CPU use the micro-kernel peak at the run's precision and the DRAM
+ * triad; rows that ran on a device backend use the GPU's GEMM peak for
+ * their math and the device's DRAM bandwidth, and copies between host and
+ * device the link's bandwidth. A row whose data stayed in a cache between
+ * iterations can beat the DRAM roof (a share above 1); the cache ceilings
+ * are carried along so plots can show why. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend-impl.h"
 #include "machine-impl.h"
 
 static const char *peak_name(ntp_dtype p)
@@ -55,21 +59,163 @@ double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double
     return mem < peak_gflops ? mem : peak_gflops;
 }
 
-/* attainable and share for one timed row; zeros where there is nothing to
- * place (no FLOPs, no bytes, no time of its own). */
-static void place(const ntp_roofline *rl, int64_t flops, int64_t bytes, double gflops, bool timed,
+const char *ntp_gpu_math_name(ntp_gpu_math m)
+{
+    static const char *const n[NTP_GPU_MATH_COUNT] = {"f32", "tf32", "f16", "bf16"};
+    return (int)m >= 0 && m < NTP_GPU_MATH_COUNT ? n[m] : "?";
+}
+
+/* The roof_ceiling names, static so that a result can point at them. */
+static const char *const cpu_roof_names[] = {"cpu f32", "cpu bf16", "cpu i8"};
+static const char *const gpu_roof_names[NTP_GPU_MATH_COUNT] = {"gpu f32", "gpu tf32", "gpu f16",
+                                                              "gpu bf16"};
+
+static const char *cpu_roof_name(const char *precision)
+{
+    for (size_t i = 0; i < sizeof cpu_roof_names / sizeof cpu_roof_names[0]; i++)
+        if (strcmp(cpu_roof_names[i] + 4, precision) == 0)
+            return cpu_roof_names[i];
+    return "cpu f32";
+}
+
+/* Whether a row's backend runs on a device. A built backend says so by its
+ * accelerator slots (docs/gpu.md); a report read back may name one this
+ * build lacks, and cuda is the only device backend ntprof has. */
+static bool device_backend(const char *name)
+{
+    if (!name)
+        return false;
+    const ntp_backend_i *b = ntp__backend_find(name);
+    if (b)
+        return b->available || b->init_device || b->device_memory;
+    return strcmp(name, "cuda") == 0;
+}
+
+/* The GEMM math a GPU row computed at: TF32 when the backend says so in
+ * the implementation name (--precision tf32 keeps f32 storage), else the
+ * storage precision. i8 and wider types do not run on the GPU; f32 is
+ * the honest roof for them. */
+static ntp_gpu_math row_math(ntp_dtype p, const char *impl)
+{
+    switch (p) {
+    case NTP_DTYPE_F16: return NTP_GPU_MATH_F16;
+    case NTP_DTYPE_BF16: return NTP_GPU_MATH_BF16;
+    default: return impl && strstr(impl, ":tf32") ? NTP_GPU_MATH_TF32 : NTP_GPU_MATH_F32;
+    }
+}
+
+static bool is_copy(const char *type, bool *h2d)
+{
+    if (!type)
+        return false;
+    *h2d = strcmp(type, "h2d") == 0;
+    return *h2d || strcmp(type, "d2h") == 0;
+}
+
+/* attainable and share for one timed row with FLOPs and bytes; zeros
+ * where there is nothing to place. Returns whether it was placed. */
+static bool place(double peak, double bw, int64_t flops, int64_t bytes, double gflops, bool timed,
                   double *attainable, double *share)
 {
     *attainable = 0;
     *share = 0;
-    if (!rl->available || !timed || flops <= 0 || bytes <= 0)
-        return;
-    double a = ntp_roofline_attainable(rl->peak_gflops, rl->bandwidth_gbps,
-                                       (double)flops / (double)bytes);
+    if (!timed || flops <= 0 || bytes <= 0)
+        return false;
+    double a = ntp_roofline_attainable(peak, bw, (double)flops / (double)bytes);
     if (a <= 0)
-        return;
+        return false;
     *attainable = a;
     *share = isfinite(gflops) && gflops > 0 ? gflops / a : 0;
+    return true;
+}
+
+static void place_layer(ntp_roofline *rl, const ntp_gpu_ceilings *gpu, ntp_dtype prec,
+                        const char *cpu_roof, ntp_layer_result *l)
+{
+    l->attainable_gflops = 0;
+    l->attainable_gbps = 0;
+    l->roof_share = 0;
+    l->roof_ceiling = NULL;
+    bool timed = !l->fused && l->time_ms.median > 0;
+    if (!device_backend(l->backend)) {
+        if (place(rl->peak_gflops, rl->bandwidth_gbps, l->flops, l->bytes, l->gflops, timed,
+                  &l->attainable_gflops, &l->roof_share))
+            l->roof_ceiling = cpu_roof;
+        return;
+    }
+    rl->gpu_rows = true;
+    bool h2d = false, copy = is_copy(l->type, &h2d);
+    /* Rows with nothing to place stay unplaced on the GPU as on the CPU. */
+    if (!timed || (!copy && (l->flops <= 0 || l->bytes <= 0)))
+        return;
+    if (!gpu) {
+        l->roof_ceiling = NTP_ROOF_NO_GPU;
+        return;
+    }
+    if (copy) {
+        /* A copy moves bytes over the link and computes nothing: its roof
+         * is the link's page-locked bandwidth. Its share needs the bytes
+         * it moved. */
+        double link = h2d ? gpu->h2d_gbps : gpu->d2h_gbps;
+        if (!(link > 0))
+            return;
+        l->attainable_gbps = link;
+        l->roof_share = isfinite(l->gbps) && l->gbps > 0 ? l->gbps / link : 0;
+        l->roof_ceiling = h2d ? "gpu h2d" : "gpu d2h";
+        return;
+    }
+    ntp_gpu_math m = row_math(prec, l->impl);
+    if (place(gpu->gemm_gflops[m], gpu->dram_gbps, l->flops, l->bytes, l->gflops, true,
+              &l->attainable_gflops, &l->roof_share)) {
+        l->roof_ceiling = gpu_roof_names[m];
+        /* The header names the math the GPU rows used; TF32 wins over
+         * f32 when a tf32 run left a few layers in IEEE f32. */
+        if (!rl->gpu_math[0] || m == NTP_GPU_MATH_TF32) {
+            snprintf(rl->gpu_math, sizeof rl->gpu_math, "%s", ntp_gpu_math_name(m));
+            rl->gpu_peak_gflops = gpu->gemm_gflops[m];
+            rl->gpu_ridge_intensity = gpu->dram_gbps > 0 ? gpu->gemm_gflops[m] / gpu->dram_gbps : 0;
+        }
+    }
+}
+
+/* A segment goes on the GPU's roof when every row of it with FLOPs ran on
+ * the GPU, on the CPU's when none did; a mix has no single roof. */
+static void place_marker(const ntp_run_result *r, const ntp_roofline *rl,
+                         const ntp_gpu_ceilings *gpu, const char *cpu_roof, ntp_marker_result *m)
+{
+    m->attainable_gflops = 0;
+    m->roof_share = 0;
+    m->roof_ceiling = NULL;
+    int on_gpu = 0, on_cpu = 0;
+    bool tf32 = false;
+    for (int i = m->first; i <= m->last && i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (l->flops <= 0)
+            continue;
+        if (device_backend(l->backend)) {
+            on_gpu++;
+            tf32 |= row_math(r->precision, l->impl) == NTP_GPU_MATH_TF32;
+        } else {
+            on_cpu++;
+        }
+    }
+    bool timed = m->time_ms.median > 0;
+    if (on_gpu == 0) {
+        if (place(rl->peak_gflops, rl->bandwidth_gbps, m->flops, m->bytes, m->gflops, timed,
+                  &m->attainable_gflops, &m->roof_share))
+            m->roof_ceiling = cpu_roof;
+        return;
+    }
+    if (on_cpu > 0 || !timed || m->flops <= 0 || m->bytes <= 0)
+        return;
+    if (!gpu) {
+        m->roof_ceiling = NTP_ROOF_NO_GPU;
+        return;
+    }
+    ntp_gpu_math math = tf32 ? NTP_GPU_MATH_TF32 : row_math(r->precision, NULL);
+    if (place(gpu->gemm_gflops[math], gpu->dram_gbps, m->flops, m->bytes, m->gflops, true,
+              &m->attainable_gflops, &m->roof_share))
+        m->roof_ceiling = gpu_roof_names[math];
 }
 
 void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c)
@@ -94,14 +240,45 @@ void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c)
             rl->levels[rl->n_levels++].gbps = c->levels[i].gbps;
         }
     }
+    /* The GPU the rows ran on is GPU 0, the one the backend uses and the
+     * one `ntprof machine` measures. */
+    const ntp_gpu_ceilings *gpu = c && c->n_gpus > 0 ? &c->gpus[0] : NULL;
+    if (gpu) {
+        rl->gpu_available = true;
+        snprintf(rl->gpu_name, sizeof rl->gpu_name, "%s", gpu->name);
+        rl->gpu_bandwidth_gbps = gpu->dram_gbps;
+        rl->gpu_h2d_gbps = gpu->h2d_gbps;
+        rl->gpu_d2h_gbps = gpu->d2h_gbps;
+    }
+    const char *cpu_roof = pk ? cpu_roof_name(pk->precision) : NULL;
     for (int i = 0; i < r->n_layers; i++) {
         ntp_layer_result *l = &r->layers[i];
-        place(rl, l->flops, l->bytes, l->gflops, !l->fused && l->time_ms.median > 0,
-              &l->attainable_gflops, &l->roof_share);
+        if (rl->available) {
+            place_layer(rl, gpu, r->precision, cpu_roof, l);
+        } else {
+            l->attainable_gflops = l->attainable_gbps = l->roof_share = 0;
+            l->roof_ceiling = NULL;
+        }
     }
     for (int i = 0; i < r->n_markers; i++) {
         ntp_marker_result *m = &r->markers[i];
-        place(rl, m->flops, m->bytes, m->gflops, m->time_ms.median > 0, &m->attainable_gflops,
-              &m->roof_share);
+        if (rl->available) {
+            place_marker(r, rl, gpu, cpu_roof, m);
+        } else {
+            m->attainable_gflops = m->roof_share = 0;
+            m->roof_ceiling = NULL;
+        }
+    }
+    if (!rl->gpu_rows) {
+        /* Nothing ran on a device: the GPU's figures would only confuse. */
+        rl->gpu_available = false;
+        memset(rl->gpu_name, 0, sizeof rl->gpu_name);
+        rl->gpu_bandwidth_gbps = rl->gpu_h2d_gbps = rl->gpu_d2h_gbps = 0;
+    } else if (gpu && !rl->gpu_math[0]) {
+        /* GPU rows, none with FLOPs to place: name the run's math anyway. */
+        ntp_gpu_math m = row_math(r->precision, NULL);
+        snprintf(rl->gpu_math, sizeof rl->gpu_math, "%s", ntp_gpu_math_name(m));
+        rl->gpu_peak_gflops = gpu->gemm_gflops[m];
+        rl->gpu_ridge_intensity = gpu->dram_gbps > 0 ? gpu->gemm_gflops[m] / gpu->dram_gbps : 0;
     }
 }

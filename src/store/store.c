@@ -69,6 +69,18 @@ static const char *const migrations[] = {
     "  description TEXT,"                 /* ntp_machine_info as JSON */
     "  ceilings TEXT NOT NULL);"          /* ntp_ceilings as JSON */
     "CREATE INDEX runs_by_machine ON runs(machine, id);",
+    /* 2 -> 3: the GPUs of a machine, measured beside its CPU ceilings, and
+     * why a machine has none. Every row belongs to a machines row and is
+     * replaced with it. */
+    "CREATE TABLE machine_gpus ("
+    "  machine TEXT NOT NULL REFERENCES machines(key) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL, name TEXT NOT NULL, compute_capability TEXT, sms INTEGER,"
+    "  clock_ghz REAL, memory_bytes INTEGER,"
+    "  gemm_f32_gflops REAL, gemm_tf32_gflops REAL, gemm_f16_gflops REAL, gemm_bf16_gflops REAL,"
+    "  gemm_f32_n INTEGER, gemm_tf32_n INTEGER, gemm_f16_n INTEGER, gemm_bf16_n INTEGER,"
+    "  dram_gbps REAL, h2d_gbps REAL, d2h_gbps REAL,"
+    "  PRIMARY KEY (machine, idx)) WITHOUT ROWID;"
+    "ALTER TABLE machines ADD COLUMN gpu_note TEXT;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");
