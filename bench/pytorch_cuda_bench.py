@@ -23,6 +23,7 @@ Weights are random. Prints "PYTORCH <version> ..." then one line per run:
 or RESULT <model> <batch> <precision> n/a <reason>.
 """
 import argparse
+import os
 import statistics
 import sys
 
@@ -32,6 +33,11 @@ try:
 except ImportError:
     print("PYTORCH n/a (python3-torch not installed)")
     sys.exit(0)
+
+# BERT-base and DeepSpeech's network are the CPU bench's, so both benches
+# time the same architectures.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytorch_bench import Bert, DeepSpeech  # noqa: E402
 
 
 class Bottleneck(nn.Module):
@@ -72,42 +78,6 @@ class ResNet50(nn.Module):
 
     def forward(self, x):
         return self.fc(torch.flatten(self.pool(self.layers(self.stem(x))), 1))
-
-
-class Bert(nn.Module):
-    def __init__(self, vocab=30522, d=768, heads=12, ff=3072, layers=12, max_pos=512):
-        super().__init__()
-        self.word = nn.Embedding(vocab, d)
-        self.position = nn.Embedding(max_pos, d)
-        self.token_type = nn.Embedding(2, d)
-        self.norm = nn.LayerNorm(d, eps=1e-12)
-        self.dropout = nn.Dropout(0.1)
-        layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.1, activation="gelu",
-                                           batch_first=True, layer_norm_eps=1e-12)
-        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-
-    def forward(self, ids, types, positions):
-        x = self.word(ids) + self.position(positions) + self.token_type(types)
-        return self.encoder(self.dropout(self.norm(x)))
-
-
-class DeepSpeech(nn.Module):
-    def __init__(self, n_input=494, n_hidden=2048, n_classes=29):
-        super().__init__()
-        self.fc1 = nn.Linear(n_input, n_hidden)
-        self.fc2 = nn.Linear(n_hidden, n_hidden)
-        self.fc3 = nn.Linear(n_hidden, n_hidden)
-        self.lstm = nn.LSTM(n_hidden, n_hidden, bidirectional=True)
-        self.fc4 = nn.Linear(2 * n_hidden, n_hidden)
-        self.fc5 = nn.Linear(n_hidden, n_classes)
-
-    def forward(self, x):
-        x = torch.clamp(self.fc1(x), 0.0, 20.0)
-        x = torch.clamp(self.fc2(x), 0.0, 20.0)
-        x = torch.clamp(self.fc3(x), 0.0, 20.0)
-        x, _ = self.lstm(x)
-        x = torch.clamp(self.fc4(x), 0.0, 20.0)
-        return self.fc5(x)
 
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
