@@ -108,7 +108,13 @@ static bool onednn_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         return false;
     switch (p) {
     case NTP_DTYPE_F32:
-        return true;
+        /* oneDNN's jit log (AVX2) is off by up to 3.4e-6 absolute, so near
+         * x = 1, where log x is near 0, its relative error is unbounded:
+         * log(1) comes out as -1.43e-6, and about 0.3% of the floats in
+         * [0.5, 1.5) miss ONNX's tolerance (1e-7 + 1e-3·|y|; the ONNX test
+         * test_log_example). At f32 it stays on the reference backend; at
+         * bf16 and f16 the error is below the precision's own rounding. */
+        return n->op != NTP_OP_LOG;
     case NTP_DTYPE_I8:
         return !native_int8(n->op) || ntp__dnnl_dtype_ok(n->op, dnnl_s8);
     default:
