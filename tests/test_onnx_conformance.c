@@ -1,4 +1,4 @@
-/* The ONNX backend test suite on the reference backend.
+/* The ONNX backend test suite, on one backend.
  *
  * Over Debian's libonnx-testdata (/usr/share/libonnx-testdata/data/{node,
  * pytorch-converted,pytorch-operator,simple}): every test's model.onnx is
@@ -6,18 +6,29 @@
  * loader uses them where a layer needs a constant, such as a Reshape's shape,
  * as ONNX's own runner feeds them), the graph inputs that remain are fed from
  * the same .pb files through the engine's input loader (--input NAME=FILE.pb),
- * the graph runs once on the reference backend, and every output is compared
- * with output_N.pb at ONNX's tolerances: |y - expected| <= atol + rtol·|expected|
- * with rtol 1e-3 and atol 1e-7, the defaults of onnx.backend.test; NaN must
- * match NaN. (Only the data/real models carry their own tolerances, in
- * data.json; they are not among these directories.)
+ * the graph runs once, and every output is compared with output_N.pb at
+ * ONNX's tolerances: |y - expected| <= atol + rtol·|expected| with rtol 1e-3
+ * and atol 1e-7, the defaults of onnx.backend.test; NaN must match NaN. (Only
+ * the data/real models carry their own tolerances, in data.json; they are not
+ * among these directories.)
+ *
+ * The backend is the reference backend, or the one named by the first
+ * argument (or NTP_ONNX_CONFORMANCE_BACKEND): cmake/ntp-conformance.cmake
+ * registers test_onnx_conformance_<backend> for every other backend built.
+ * The engine places each layer as a run does: on that backend where it
+ * supports the layer, on the reference backend otherwise, with conversions
+ * at the boundaries. A passing test none of whose layers ran on the backend
+ * proves nothing about it, so those are counted apart ("all on ref"). A
+ * backend that cannot run on this machine (cuda without a device) makes the
+ * binary exit with 77, which CTest reports as skipped.
  *
  * A test is "unsupported" when loading refuses it with NTP_STATUS_UNSUPPORTED
  * (an op or attribute the IR lacks, a non-float dtype), which must be a clean
  * refusal; anything else that goes wrong is a failure, and one failure fails
  * this test. The counts per directory and every failing name are printed;
  * docs/onnx.md records them. NTP_ONNX_CONFORMANCE_VERBOSE=1 prints the
- * reason of every unsupported test too. */
+ * reason of every unsupported test too, and NTP_ONNX_CONFORMANCE_ONLY=SUBSTR
+ * runs only the tests whose name contains SUBSTR. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -43,7 +54,31 @@ enum { PASSED, FAILED, UNSUPPORTED };
 
 typedef struct counts {
     int n[3];
+    int on_backend;             /* passed with at least one layer on the backend */
+    int all_on_ref;             /* passed with every layer fallen back to ref */
 } counts;
+
+/* The backend under test (main). */
+static const ntp_backend_i *backend;
+
+/* How many layers of plan x run on the backend under test, and their op
+ * names ("conv,relu"), for failure messages. */
+static int layers_on_backend(const ntp_exec *x, char *ops, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    ops[0] = '\0';
+    for (int p = 0; p < x->g->n_nodes; p++) {
+        if (x->be[x->node_be[p]] != backend)
+            continue;
+        n++;
+        const char *name = ntp__op_name(x->g->nodes[x->g->order[p]].op);
+        if (strstr(ops, name) || used + strlen(name) + 2 > len)
+            continue; /* listed already, or no room left */
+        used += (size_t)snprintf(ops + used, len - used, "%s%s", used ? "," : "", name);
+    }
+    return n;
+}
 
 static bool is_dir(const char *p)
 {
@@ -167,7 +202,8 @@ done:
 }
 
 /* One data set of one test. */
-static int run_set(const char *dir, const char *model, const char *set, char *why, size_t wlen)
+static int run_set(const char *dir, const char *model, const char *set, char *why, size_t wlen,
+                   int *on_be)
 {
     char names[MAX_IO][256], path[MAX_IO][1024];
     ntp_onnx_tensor vals[MAX_IO];
@@ -219,10 +255,12 @@ static int run_set(const char *dir, const char *model, const char *set, char *wh
                 n_spec++;
             }
     ntp_exec x;
-    ntp_exec_opts eo = {.backend = ntp__backend_find("ref"), .threads = 1, .seed = 1,
+    ntp_exec_opts eo = {.backend = backend, .threads = 1, .seed = 1,
                         .inputs = spec_ptr, .n_inputs = n_spec, .first = 0,
                         .last = ntp_graph_layer_count(g) - 1};
     if ((st = ntp__exec_init(ctx, &x, g, &eo)) == NTP_STATUS_OK) {
+        char ops[160];
+        *on_be = layers_on_backend(&x, ops, sizeof ops);
         if ((st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1)) == NTP_STATUS_OK) {
             result = PASSED;
             for (int i = 0; i < ntp_graph_output_count(g) && result == PASSED; i++) {
@@ -236,13 +274,15 @@ static int run_set(const char *dir, const char *model, const char *set, char *wh
                     snprintf(why, wlen, "output %d cannot be read as f32", i);
                     result = FAILED;
                 } else if (!compare(exp_path, buf, &s, w2, sizeof w2, &unsup)) {
-                    snprintf(why, wlen, "output %d ('%s'): %s", i, ntp_graph_output_name(g, i), w2);
+                    snprintf(why, wlen, "output %d ('%s'): %s [%d layers on %s: %s]", i,
+                             ntp_graph_output_name(g, i), w2, *on_be, backend->name, ops);
                     result = unsup ? UNSUPPORTED : FAILED;
                 }
                 free(buf);
             }
         } else {
-            snprintf(why, wlen, "run: %s", ntp_ctx_errmsg(ctx));
+            snprintf(why, wlen, "run: %s [%d layers on %s: %s]", ntp_ctx_errmsg(ctx), *on_be,
+                     backend->name, ops);
         }
         ntp__exec_free(&x);
     } else {
@@ -256,7 +296,9 @@ done:
     return result;
 }
 
-static int run_case(const char *dir, char *why, size_t wlen)
+/* One test, every data set; *on_be: the most layers any set ran on the
+ * backend. */
+static int run_case(const char *dir, char *why, size_t wlen, int *on_be)
 {
     char model[1024];
     if (snprintf(model, sizeof model, "%s/model.onnx", dir) >= (int)sizeof model)
@@ -267,10 +309,26 @@ static int run_case(const char *dir, char *why, size_t wlen)
         snprintf(why, wlen, "no test data sets");
         result = FAILED;
     }
-    for (int i = 0; i < n && result == PASSED; i++)
-        result = run_set(dir, model, sets[i], why, wlen);
+    *on_be = 0;
+    for (int i = 0; i < n && result == PASSED; i++) {
+        int on = 0;
+        result = run_set(dir, model, sets[i], why, wlen, &on);
+        if (on > *on_be)
+            *on_be = on;
+    }
     free_list(sets, n);
     return result;
+}
+
+static void print_counts(const char *what, const counts *c)
+{
+    if (backend == ntp__backend_find("ref"))
+        print_message("%-18s passed %4d  failed %3d  unsupported %4d\n", what, c->n[PASSED],
+                      c->n[FAILED], c->n[UNSUPPORTED]);
+    else
+        print_message("%-18s passed %4d (on %s %4d, all on ref %4d)  failed %3d  unsupported %4d\n",
+                      what, c->n[PASSED], backend->name, c->on_backend, c->all_on_ref,
+                      c->n[FAILED], c->n[UNSUPPORTED]);
 }
 
 static void test_conformance(void **state)
@@ -278,45 +336,72 @@ static void test_conformance(void **state)
     (void)state;
     static const char *const kinds[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
     const char *verbose = getenv("NTP_ONNX_CONFORMANCE_VERBOSE");
+    const char *only = getenv("NTP_ONNX_CONFORMANCE_ONLY");
     if (!is_dir(DATA_DIR)) {
         print_message("%s not found: install libonnx-testdata (scripts/deps.sh)\n", DATA_DIR);
         fail();
     }
-    counts total = {{0}};
+    print_message("backend %s\n", backend->name);
+    counts total = {.on_backend = 0};
     int failures = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         char kdir[512];
         snprintf(kdir, sizeof kdir, "%s/%s", DATA_DIR, kinds[k]);
         char **tests;
         int n = list_dir(kdir, "test_", &tests);
-        counts c = {{0}};
+        counts c = {.on_backend = 0};
         for (int i = 0; i < n; i++) {
             char dir[1024], why[1200] = "";
             snprintf(dir, sizeof dir, "%s/%s", kdir, tests[i]);
-            if (!is_dir(dir))
+            if (!is_dir(dir) || (only && !strstr(tests[i], only)))
                 continue;
-            int r = run_case(dir, why, sizeof why);
+            int on_be = 0;
+            int r = run_case(dir, why, sizeof why, &on_be);
             c.n[r]++;
+            if (r == PASSED && on_be > 0)
+                c.on_backend++;
+            else if (r == PASSED)
+                c.all_on_ref++;
             if (r == FAILED)
                 print_message("FAILED %s/%s: %s\n", kinds[k], tests[i], why);
             else if (r == UNSUPPORTED && verbose && *verbose == '1')
                 print_message("unsupported %s/%s: %s\n", kinds[k], tests[i], why);
+            else if (r == PASSED && verbose && *verbose == '1' && backend != ntp__backend_find("ref"))
+                print_message("passed %s/%s: %d layers on %s\n", kinds[k], tests[i], on_be,
+                              backend->name);
         }
-        print_message("%-18s passed %4d  failed %3d  unsupported %4d\n", kinds[k], c.n[PASSED],
-                      c.n[FAILED], c.n[UNSUPPORTED]);
+        print_counts(kinds[k], &c);
         for (int r = 0; r < 3; r++)
             total.n[r] += c.n[r];
+        total.on_backend += c.on_backend;
+        total.all_on_ref += c.all_on_ref;
         failures += c.n[FAILED];
         free_list(tests, n);
     }
-    print_message("%-18s passed %4d  failed %3d  unsupported %4d\n", "total", total.n[PASSED],
-                  total.n[FAILED], total.n[UNSUPPORTED]);
+    print_counts("total", &total);
     assert_true(total.n[PASSED] > 0);
     assert_int_equal(failures, 0);
 }
 
-int main(void)
+/* The backend: argv[1], else $NTP_ONNX_CONFORMANCE_BACKEND, else ref. An
+ * unknown name is an error (a typo must not pass as a skip); a built
+ * backend that cannot run here exits with 77, CTest's SKIP_RETURN_CODE. */
+int main(int argc, char **argv)
 {
+    const char *name = argc > 1 ? argv[1] : getenv("NTP_ONNX_CONFORMANCE_BACKEND");
+    if (!name || !*name)
+        name = "ref";
+    backend = ntp__backend_find(name);
+    if (!backend) {
+        fprintf(stderr, "test_onnx_conformance: no backend '%s' in this build (built: %s)\n", name,
+                ntp_backends());
+        return 1;
+    }
+    char why[512];
+    if (backend->available && !backend->available(why, sizeof why)) {
+        printf("test_onnx_conformance: backend '%s' cannot run here: %s (skipped)\n", name, why);
+        return 77;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conformance),
     };
