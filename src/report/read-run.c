@@ -106,6 +106,13 @@ static double get_num(reader *rd, json_t *o, const char *key)
     return json_number_value(v);
 }
 
+/* An optional string kept in the result; NULL when absent or not a string. */
+static const char *opt_str(reader *rd, json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? keep(rd, json_string_value(v)) : NULL;
+}
+
 /* An optional number: absent or null is `def`. */
 static double opt_num(json_t *o, const char *key, double def)
 {
@@ -290,7 +297,9 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     l->prepare_ms = get_num(rd, o, "prepare_ms");
     l->workspace_bytes = get_int(rd, o, "workspace_bytes");
     l->attainable_gflops = opt_num(o, "attainable_gflops", 0);
+    l->attainable_gbps = opt_num(o, "attainable_gbps", 0);
     l->roof_share = opt_num(o, "roof_share", 0);
+    l->roof_ceiling = opt_str(rd, o, "roof_ceiling");
     /* Reports from before `kind` and `impl` were written lack them. */
     json_t *kind = json_object_get(o, "kind"), *impl = json_object_get(o, "impl");
     l->kind = json_is_string(kind) ? keep(rd, json_string_value(kind)) : row_kind(l);
@@ -316,9 +325,29 @@ static void read_marker(reader *rd, json_t *o, ntp_marker_result *m)
     m->gflops = get_num(rd, o, "gflops");
     m->attainable_gflops = opt_num(o, "attainable_gflops", 0);
     m->roof_share = opt_num(o, "roof_share", 0);
+    m->roof_ceiling = opt_str(rd, o, "roof_ceiling");
     if (rd->st == NTP_STATUS_OK && (!m->name || m->first < 0 || m->last < m->first ||
                                     m->last >= rd->r->n_layers))
         fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "a marker needs a name and 0 <= first <= last < layers");
+}
+
+/* The GPU's roof inside the roofline object (absent without GPU rows). */
+static void read_gpu_roof(json_t *g, ntp_roofline *rl)
+{
+    if (!json_is_object(g))
+        return;
+    rl->gpu_rows = true;
+    rl->gpu_available = json_is_true(json_object_get(g, "available"));
+    json_t *v;
+    if ((v = json_object_get(g, "name")) && json_is_string(v))
+        snprintf(rl->gpu_name, sizeof rl->gpu_name, "%s", json_string_value(v));
+    if ((v = json_object_get(g, "math")) && json_is_string(v))
+        snprintf(rl->gpu_math, sizeof rl->gpu_math, "%s", json_string_value(v));
+    rl->gpu_peak_gflops = opt_num(g, "peak_gflops", 0);
+    rl->gpu_bandwidth_gbps = opt_num(g, "bandwidth_gbps", 0);
+    rl->gpu_ridge_intensity = opt_num(g, "ridge_intensity", 0);
+    rl->gpu_h2d_gbps = opt_num(g, "h2d_gbps", 0);
+    rl->gpu_d2h_gbps = opt_num(g, "d2h_gbps", 0);
 }
 
 /* The optional roofline object (absent in reports written before it). */
@@ -349,6 +378,7 @@ static void read_roofline(json_t *o, ntp_roofline *rl)
         rl->levels[rl->n_levels].gbps = opt_num(v, "gbps", 0);
         rl->n_levels++;
     }
+    read_gpu_roof(json_object_get(o, "gpu"), rl);
 }
 
 /* The optional accuracy object of reduced-precision runs. A null top-1 or
@@ -464,6 +494,15 @@ static void read_root(reader *rd, json_t *root)
         r->memory.peak_rss_bytes = get_int(rd, mem, "peak_rss_bytes");
         r->memory.minor_faults = get_int(rd, mem, "minor_faults");
         r->memory.major_faults = get_int(rd, mem, "major_faults");
+        /* Only runs on an accelerator have device memory. */
+        json_t *dev = json_object_get(mem, "device");
+        if (json_is_object(dev)) {
+            snprintf(rd->where, sizeof rd->where, "memory.device");
+            r->memory.device_weight_bytes = get_int(rd, dev, "weight_bytes");
+            r->memory.device_activation_bytes = get_int(rd, dev, "activation_bytes");
+            r->memory.device_workspace_bytes = get_int(rd, dev, "workspace_bytes");
+            r->memory.device_peak_bytes = get_int(rd, dev, "peak_bytes");
+        }
         rd->where[0] = '\0';
     }
     json_t *warnings = need(rd, root, "warnings");

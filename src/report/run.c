@@ -32,30 +32,83 @@ enum {
 
 enum { N_COLS = 8, N_COLS_ROOF = 9 };
 
-static const int widths[N_COLS_ROOF] = {W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT,
-                                        W_GF,   W_GB,   W_INT,   W_ROOF};
+/* The table's layout: its column widths and whether it has the roof
+ * column. A run with rows on a GPU has several roofs, so its roof cells
+ * carry a letter saying which one (c, g, l) and take a column from the
+ * shape. */
+typedef struct layout {
+    int widths[N_COLS_ROOF];
+    bool roof;
+    bool multi;                 /* rows on a GPU: roof cells name their ceiling */
+} layout;
+
+static layout table_layout(const ntp_run_result *r)
+{
+    layout t = {{W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT, W_ROOF},
+                r->roofline.available, r->roofline.available && r->roofline.gpu_rows};
+    if (t.multi) {
+        t.widths[2] = W_SHAPE - 1;
+        t.widths[8] = W_ROOF + 1;
+    }
+    return t;
+}
 
 /* One table row from already formatted cells: text columns left-aligned,
- * numbers right-aligned. `roof` adds the ninth (roofline) column. */
-static void put_row(FILE *f, const char *const cells[N_COLS_ROOF], bool roof)
+ * numbers right-aligned. The layout's roof adds the ninth column. */
+static void put_row(FILE *f, const char *const cells[N_COLS_ROOF], const layout *t)
 {
-    for (int i = 0; i < (roof ? N_COLS_ROOF : N_COLS); i++) {
+    for (int i = 0; i < (t->roof ? N_COLS_ROOF : N_COLS); i++) {
         if (i)
             fputc(' ', f);
-        ntp__put_cell(f, cells[i], widths[i], i >= 3);
+        ntp__put_cell(f, cells[i], t->widths[i], i >= 3);
     }
     fputc('\n', f);
 }
 
-/* The share of the roof a row reached, "85%"; "-" where it was not placed. */
-static const char *fmt_roof(double share, bool placed, char *buf, size_t len)
+/* The letter of a roof ceiling in a table of several roofs: c for the
+ * CPU's, g for the GPU's compute roof, l for the host<->device link. */
+static const char *roof_letter(const char *ceiling)
 {
-    if (!placed || !(share > 0) || !isfinite(share))
+    if (!ceiling)
+        return "";
+    if (strncmp(ceiling, "cpu ", 4) == 0)
+        return "c";
+    if (strcmp(ceiling, "gpu h2d") == 0 || strcmp(ceiling, "gpu d2h") == 0)
+        return "l";
+    return strncmp(ceiling, "gpu ", 4) == 0 ? "g" : "";
+}
+
+/* The share of the roof a row reached, "85%" ("g85%" in a table of several
+ * roofs); "-" where it was not placed, "n/a" for a GPU row without GPU
+ * ceilings. */
+static const char *fmt_roof(double share, bool placed, const char *ceiling, const layout *t,
+                            char *buf, size_t len)
+{
+    if (ceiling && strcmp(ceiling, NTP_ROOF_NO_GPU) == 0)
+        return "n/a";
+    const char *letter = t->multi ? roof_letter(ceiling) : "";
+    if (!placed || !(share > 0) || !isfinite(share)) {
+        /* A copy row placed on the link without the bytes it moved. */
+        if (placed && letter[0]) {
+            snprintf(buf, len, "%s-", letter);
+            return buf;
+        }
         return "-";
+    }
     if (100.0 * share < 0.5)
-        return "<1%"; /* placed, but far below the roof: not "0%" */
-    snprintf(buf, len, "%.0f%%", 100.0 * share);
-    return ntp__text_cols(buf) <= W_ROOF ? buf : ">999%";
+        snprintf(buf, len, "%s<1%%", letter); /* placed, but far below the roof: not "0%" */
+    else
+        snprintf(buf, len, "%s%.0f%%", letter, 100.0 * share);
+    if ((int)ntp__text_cols(buf) <= t->widths[8])
+        return buf;
+    snprintf(buf, len, "%s>999%%", letter);
+    return buf;
+}
+
+/* Whether a row was placed on a roof: a compute roof or, for a copy, a link. */
+static bool row_placed(const ntp_layer_result *l)
+{
+    return l->attainable_gflops > 0 || l->attainable_gbps > 0;
 }
 
 static const char *fmt_ms(double ms, char *buf, size_t len)
@@ -65,7 +118,7 @@ static const char *fmt_ms(double ms, char *buf, size_t len)
     return ntp__fit_number(ms, W_MS, 4, buf, len);
 }
 
-static void table_layer(FILE *f, const ntp_layer_result *l, bool roof)
+static void table_layer(FILE *f, const ntp_layer_result *l, const layout *t)
 {
     char shape[192], ms[32], pct[32], gf[32], gb[32], in[32], rs[32];
     ntp__shape_x(&l->output_shape, shape, sizeof shape);
@@ -73,7 +126,7 @@ static void table_layer(FILE *f, const ntp_layer_result *l, bool roof)
     if (l->fused) {
         /* A fused layer ran inside another one and has no time of its own. */
         const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, "fused", "-", "-", "-", in, "-"};
-        put_row(f, cells, roof);
+        put_row(f, cells, t);
         return;
     }
     fmt_ms(l->time_ms.median, ms, sizeof ms);
@@ -81,12 +134,12 @@ static void table_layer(FILE *f, const ntp_layer_result *l, bool roof)
     ntp__fit_number(l->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(l->gbps, W_GB, 2, gb, sizeof gb);
     const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, ms, pct, gf, gb, in,
-                                      fmt_roof(l->roof_share, l->attainable_gflops > 0, rs,
-                                               sizeof rs)};
-    put_row(f, cells, roof);
+                                      fmt_roof(l->roof_share, row_placed(l), l->roof_ceiling, t,
+                                               rs, sizeof rs)};
+    put_row(f, cells, t);
 }
 
-static void table_marker(FILE *f, const ntp_marker_result *m, bool roof)
+static void table_marker(FILE *f, const ntp_marker_result *m, const layout *t)
 {
     char range[64], ms[32], pct[32], gf[32], gb[32], in[32], rs[32];
     snprintf(range, sizeof range, "layers %d..%d", m->first, m->last);
@@ -96,9 +149,9 @@ static void table_marker(FILE *f, const ntp_marker_result *m, bool roof)
     ntp__fit_number(rate_g(m->bytes, m->time_ms.median), W_GB, 2, gb, sizeof gb);
     ntp__fit_number(ratio(m->flops, m->bytes), W_INT, 2, in, sizeof in);
     const char *cells[N_COLS_ROOF] = {m->name, "marker", range, ms, pct, gf, gb, in,
-                                      fmt_roof(m->roof_share, m->attainable_gflops > 0, rs,
-                                               sizeof rs)};
-    put_row(f, cells, roof);
+                                      fmt_roof(m->roof_share, m->attainable_gflops > 0,
+                                               m->roof_ceiling, t, rs, sizeof rs)};
+    put_row(f, cells, t);
 }
 
 /* The ceilings the rows were placed under, and what the roof column means. */
@@ -116,6 +169,36 @@ static void table_roofline(FILE *f, const ntp_roofline *rl)
              rl->measured_at);
     ntp__put_wrapped(f, "  ", what);
     ntp__put_line(f, "  roof = GFLOP/s as a share of min(peak, FLOP/B x DRAM GB/s)");
+    if (!rl->gpu_rows)
+        return;
+    if (!rl->gpu_available) {
+        ntp__put_wrapped(f, "GPU rows: ", NTP_ROOF_NO_GPU);
+        return;
+    }
+    char gpu[512];
+    snprintf(gpu, sizeof gpu,
+             "%s, %s GEMM %.4g GFLOP/s, DRAM %.4g GB/s, ridge %.3g FLOP/B; host->device %.4g "
+             "GB/s, device->host %.4g GB/s",
+             rl->gpu_name, rl->gpu_math[0] ? rl->gpu_math : "?", rl->gpu_peak_gflops,
+             rl->gpu_bandwidth_gbps, rl->gpu_ridge_intensity, rl->gpu_h2d_gbps, rl->gpu_d2h_gbps);
+    ntp__put_wrapped(f, "GPU roofline: ", gpu);
+    ntp__put_wrapped(f, "  ",
+                     "roof letters: c = the CPU's roof above; g = the GPU's, min(GEMM peak, "
+                     "FLOP/B x device DRAM GB/s); l = the host<->device link, GB/s as a share of "
+                     "its bandwidth");
+}
+
+/* Device memory, only when an accelerator backend ran. */
+static void table_device_memory(FILE *f, const ntp_memory_result *m)
+{
+    if (!ntp_memory_has_device(m))
+        return;
+    char a[32], b[32], c[32], d[32];
+    ntp__put_linef(f, "device memory: weights %s, activations %s, workspace %s, peak %s",
+                   ntp__human_bytes((double)m->device_weight_bytes, a, sizeof a),
+                   ntp__human_bytes((double)m->device_activation_bytes, b, sizeof b),
+                   ntp__human_bytes((double)m->device_workspace_bytes, c, sizeof c),
+                   ntp__human_bytes((double)m->device_peak_bytes, d, sizeof d));
 }
 
 static void table_accuracy(FILE *f, const ntp_run_result *r)
@@ -181,23 +264,23 @@ static void write_table(const ntp_run_result *r, FILE *f)
     fputc('\n', f);
 
     /* The roof column only when there is a roof to compare with. */
-    bool roof = r->roofline.available;
+    layout t = table_layout(r);
     static const char *const head[N_COLS_ROOF] = {"layer",   "type", "shape",  "median ms", "%",
                                                   "GFLOP/s", "GB/s", "FLOP/B", "roof"};
-    put_row(f, head, roof);
-    for (int i = 0; i < (roof ? N_COLS_ROOF : N_COLS); i++) {
+    put_row(f, head, &t);
+    for (int i = 0; i < (t.roof ? N_COLS_ROOF : N_COLS); i++) {
         if (i)
             fputc(' ', f);
-        for (int k = 0; k < widths[i]; k++)
+        for (int k = 0; k < t.widths[i]; k++)
             fputc('-', f);
     }
     fputc('\n', f);
     for (int i = 0; i < r->n_layers; i++)
-        table_layer(f, &r->layers[i], roof);
+        table_layer(f, &r->layers[i], &t);
     if (r->n_markers > 0) {
         fputc('\n', f);
         for (int i = 0; i < r->n_markers; i++)
-            table_marker(f, &r->markers[i], roof);
+            table_marker(f, &r->markers[i], &t);
     }
     fputc('\n', f);
     ntp__counters_table(f, r);
@@ -225,6 +308,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
                    ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
                    ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
+    table_device_memory(f, &r->memory);
     ntp__put_linef(f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64
                    " major", r->memory.minor_faults, r->memory.major_faults);
     table_roofline(f, &r->roofline);
@@ -261,13 +345,20 @@ static const char *row_kind(const ntp_layer_result *l)
     return l->kind ? l->kind : l->fused ? "fused" : "layer";
 }
 
-/* Where a row or segment sits under the roofline, when there is one. */
-static void roof_fields(bool *ok, json_t *o, bool roof, double attainable, double share)
+/* Where a row or segment sits under the roofline, when there is one: the
+ * bound, the share of it reached, and the ceiling it was placed on. A copy
+ * row's bound is a bandwidth (attainable_gbps, only on such rows). */
+static void roof_fields(bool *ok, json_t *o, bool roof, double attainable, double attainable_gbps,
+                        double share, const char *ceiling)
 {
     if (!roof)
         return;
+    bool placed = attainable > 0 || attainable_gbps > 0;
     ntp__jset(ok, o, "attainable_gflops", attainable > 0 ? ntp__json_num(attainable) : json_null());
-    ntp__jset(ok, o, "roof_share", attainable > 0 ? ntp__json_num(share) : json_null());
+    if (attainable_gbps > 0)
+        ntp__jset(ok, o, "attainable_gbps", ntp__json_num(attainable_gbps));
+    ntp__jset(ok, o, "roof_share", placed && share > 0 ? ntp__json_num(share) : json_null());
+    ntp__jset(ok, o, "roof_ceiling", ntp__json_str(ceiling));
 }
 
 static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
@@ -291,7 +382,8 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
     ntp__jset(ok, o, "intensity", ntp__json_num(l->intensity));
     ntp__jset(ok, o, "prepare_ms", ntp__json_num(l->prepare_ms));
     ntp__jset(ok, o, "workspace_bytes", json_integer(l->workspace_bytes));
-    roof_fields(ok, o, roof, l->attainable_gflops, l->roof_share);
+    roof_fields(ok, o, roof, l->attainable_gflops, l->attainable_gbps, l->roof_share,
+                l->roof_ceiling);
     ntp__counters_json(ok, o, l->counters, l->n_counters, l->bound, l->bound_evidence);
     return o;
 }
@@ -309,7 +401,7 @@ static json_t *marker_json(bool *ok, const ntp_marker_result *m, bool roof)
     ntp__jset(ok, o, "gflops", ntp__json_num(m->gflops));
     ntp__jset(ok, o, "gbps", ntp__json_num(rate_g(m->bytes, m->time_ms.median)));
     ntp__jset(ok, o, "intensity", ntp__json_num(ratio(m->flops, m->bytes)));
-    roof_fields(ok, o, roof, m->attainable_gflops, m->roof_share);
+    roof_fields(ok, o, roof, m->attainable_gflops, 0, m->roof_share, m->roof_ceiling);
     ntp__counters_json(ok, o, m->counters, m->n_counters, m->bound, m->bound_evidence);
     return o;
 }
@@ -380,6 +472,23 @@ static json_t *roofline_json(bool *ok, const ntp_roofline *rl)
         ntp__jpush(ok, levels, l);
     }
     ntp__jset(ok, o, "levels", levels);
+    /* The GPU's roof, when rows ran on one. */
+    if (rl->gpu_rows) {
+        json_t *g = json_object();
+        ntp__jset(ok, g, "available", json_boolean(rl->gpu_available));
+        if (rl->gpu_available) {
+            ntp__jset(ok, g, "name", ntp__json_str(rl->gpu_name));
+            ntp__jset(ok, g, "math", ntp__json_str(rl->gpu_math));
+            ntp__jset(ok, g, "peak_gflops", ntp__json_num(rl->gpu_peak_gflops));
+            ntp__jset(ok, g, "bandwidth_gbps", ntp__json_num(rl->gpu_bandwidth_gbps));
+            ntp__jset(ok, g, "ridge_intensity", ntp__json_num(rl->gpu_ridge_intensity));
+            ntp__jset(ok, g, "h2d_gbps", ntp__json_num(rl->gpu_h2d_gbps));
+            ntp__jset(ok, g, "d2h_gbps", ntp__json_num(rl->gpu_d2h_gbps));
+        } else {
+            ntp__jset(ok, g, "note", json_string(NTP_ROOF_NO_GPU));
+        }
+        ntp__jset(ok, o, "gpu", g);
+    }
     return o;
 }
 
@@ -463,6 +572,14 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     ntp__jset(&ok, mem, "peak_rss_bytes", json_integer(r->memory.peak_rss_bytes));
     ntp__jset(&ok, mem, "minor_faults", json_integer(r->memory.minor_faults));
     ntp__jset(&ok, mem, "major_faults", json_integer(r->memory.major_faults));
+    if (ntp_memory_has_device(&r->memory)) {
+        json_t *dev = json_object();
+        ntp__jset(&ok, dev, "weight_bytes", json_integer(r->memory.device_weight_bytes));
+        ntp__jset(&ok, dev, "activation_bytes", json_integer(r->memory.device_activation_bytes));
+        ntp__jset(&ok, dev, "workspace_bytes", json_integer(r->memory.device_workspace_bytes));
+        ntp__jset(&ok, dev, "peak_bytes", json_integer(r->memory.device_peak_bytes));
+        ntp__jset(&ok, mem, "device", dev);
+    }
     ntp__jset(&ok, root, "memory", mem);
 
     json_t *warnings = json_array();
@@ -482,7 +599,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 static const char csv_header[] =
     "kind,name,type,backend,inlay,fused,fused_into,output_shape,first,last,n,median_ms,min_ms,"
     "mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,ci95_hi_ms,cv,share,flops,bytes,gflops,"
-    "gbps,intensity,prepare_ms,workspace_bytes,impl,attainable_gflops,roof_share\n";
+    "gbps,intensity,prepare_ms,workspace_bytes,impl,attainable_gflops,roof_share,roof_ceiling,"
+    "attainable_gbps,device_weight_bytes,device_activation_bytes,device_workspace_bytes,"
+    "device_peak_bytes\n";
 
 static void csv_stats(FILE *f, const ntp_stats *s)
 {
@@ -495,15 +614,23 @@ static void csv_stats(FILE *f, const ntp_stats *s)
     }
 }
 
-/* attainable_gflops and roof_share, empty where the row was not placed. */
-static void csv_roof(FILE *f, double attainable, double share)
+/* attainable_gflops and roof_share, empty where the row was not placed;
+ * roof_ceiling, and attainable_gbps for a copy placed on the link. */
+static void csv_roof(FILE *f, double attainable, double attainable_gbps, double share,
+                     const char *ceiling)
 {
+    bool placed = attainable > 0 || attainable_gbps > 0;
     ntp__csv_sep(f);
     if (attainable > 0)
         ntp__csv_num(f, attainable);
     ntp__csv_sep(f);
-    if (attainable > 0)
+    if (placed && share > 0)
         ntp__csv_num(f, share);
+    ntp__csv_sep(f);
+    ntp__csv_str(f, ceiling);
+    ntp__csv_sep(f);
+    if (attainable_gbps > 0)
+        ntp__csv_num(f, attainable_gbps);
 }
 
 static void write_csv(const ntp_run_result *r, FILE *f)
@@ -546,8 +673,8 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_int(f, l->workspace_bytes);
         ntp__csv_sep(f);
         ntp__csv_str(f, l->impl);
-        csv_roof(f, l->attainable_gflops, l->roof_share);
-        fputc('\n', f);
+        csv_roof(f, l->attainable_gflops, l->attainable_gbps, l->roof_share, l->roof_ceiling);
+        fputs(",,,,\n", f); /* device memory: the end-to-end row only */
     }
     for (int i = 0; i < r->n_markers; i++) {
         const ntp_marker_result *m = &r->markers[i];
@@ -572,8 +699,8 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_sep(f);
         ntp__csv_num(f, ratio(m->flops, m->bytes));
         fputs(",,,", f); /* prepare_ms, workspace_bytes, impl: layer rows only */
-        csv_roof(f, m->attainable_gflops, m->roof_share);
-        fputc('\n', f);
+        csv_roof(f, m->attainable_gflops, 0, m->roof_share, m->roof_ceiling);
+        fputs(",,,,\n", f); /* device memory: the end-to-end row only */
     }
     fputs("end_to_end,", f);
     ntp__csv_str(f, r->topology);
@@ -593,7 +720,20 @@ static void write_csv(const ntp_run_result *r, FILE *f)
     ntp__csv_num(f, r->prepare_ms);
     ntp__csv_sep(f);
     ntp__csv_int(f, r->memory.workspace_bytes);
-    fputs(",,,\n", f); /* impl, attainable_gflops, roof_share */
+    fputs(",,,,,", f); /* impl, attainable_gflops, roof_share, roof_ceiling, attainable_gbps */
+    /* Device memory: empty, not zero, when no accelerator ran. */
+    const ntp_memory_result *m = &r->memory;
+    if (ntp_memory_has_device(m)) {
+        const int64_t v[] = {m->device_weight_bytes, m->device_activation_bytes,
+                             m->device_workspace_bytes, m->device_peak_bytes};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_int(f, v[i]);
+        }
+    } else {
+        fputs(",,,,", f);
+    }
+    fputc('\n', f);
 }
 
 ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f)
