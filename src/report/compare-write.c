@@ -93,6 +93,34 @@ static void table_run_line(FILE *f, int i, const char *label, const ntp_run_resu
     ntp__put_wrapped(f, prefix, text);
 }
 
+/* Device memory of the runs that had an accelerator: side by side when
+ * both did, the one that did otherwise, nothing when neither did. */
+static void table_device_memory(FILE *f, const char *A, const ntp_run_result *a, const char *B,
+                                const ntp_run_result *b)
+{
+    bool da = ntp_memory_has_device(&a->memory), db = ntp_memory_has_device(&b->memory);
+    char x[32], y[32];
+    if (da && db) {
+        static const char *const what[] = {"peak", "weights", "activations", "workspace"};
+        const int64_t va[] = {a->memory.device_peak_bytes, a->memory.device_weight_bytes,
+                              a->memory.device_activation_bytes, a->memory.device_workspace_bytes};
+        const int64_t vb[] = {b->memory.device_peak_bytes, b->memory.device_weight_bytes,
+                              b->memory.device_activation_bytes, b->memory.device_workspace_bytes};
+        for (int i = 0; i < 4; i++) {
+            char ratio[32] = "";
+            if (va[i] > 0)
+                snprintf(ratio, sizeof ratio, " (x%.3g)", (double)vb[i] / (double)va[i]);
+            ntp__put_linef(f, "device memory %s: %s %s, %s %s%s", what[i], A,
+                           ntp__human_bytes((double)va[i], x, sizeof x), B,
+                           ntp__human_bytes((double)vb[i], y, sizeof y), ratio);
+        }
+    } else if (da || db) {
+        const ntp_run_result *r = da ? a : b;
+        ntp__put_linef(f, "device memory: only %s ran on a device (peak %s)", da ? A : B,
+                       ntp__human_bytes((double)r->memory.device_peak_bytes, x, sizeof x));
+    }
+}
+
 static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p)
 {
     char la[16], lb[16];
@@ -127,6 +155,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
         ntp__put_linef(f, "throughput: %s %.4g, %s %.4g samples/s (x%.3g)", A,
                        c->runs[p->base]->throughput, B, c->runs[p->other]->throughput,
                        p->throughput_ratio);
+    table_device_memory(f, A, c->runs[p->base], B, c->runs[p->other]);
     fputc('\n', f);
     char ha[64], hb[64], pa[64], pb[64];
     snprintf(ha, sizeof ha, "%s ms", A);
@@ -235,6 +264,15 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         ntp__jset(&ok, o, "hostname", ntp__json_str(r->env.hostname));
         ntp__jset(&ok, o, "timestamp", ntp__json_str(r->env.timestamp));
         ntp__jset(&ok, o, "throughput_per_s", ntp__json_num(r->throughput));
+        /* Only a run on an accelerator has device memory. */
+        if (ntp_memory_has_device(&r->memory)) {
+            json_t *dev = json_object();
+            ntp__jset(&ok, dev, "weight_bytes", json_integer(r->memory.device_weight_bytes));
+            ntp__jset(&ok, dev, "activation_bytes", json_integer(r->memory.device_activation_bytes));
+            ntp__jset(&ok, dev, "workspace_bytes", json_integer(r->memory.device_workspace_bytes));
+            ntp__jset(&ok, dev, "peak_bytes", json_integer(r->memory.device_peak_bytes));
+            ntp__jset(&ok, o, "device_memory", dev);
+        }
         ntp__jpush(&ok, runs, o);
     }
     ntp__jset(&ok, root, "runs", runs);

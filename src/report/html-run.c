@@ -182,9 +182,27 @@ static void roofline(FILE *f, const ntp_run_result *r)
               "achieved rate. Ceilings: n/a (run <code>ntprof machine</code> once to measure "
               "this machine's).", f);
     }
+    const ntp_roofline *rl = &r->roofline;
+    if (rl->available && rl->gpu_rows && rl->gpu_available)
+        ntp__html_textf(f, " Rows on the GPU are placed on %s's roof instead: %s GEMM %.4g "
+                        "GFLOP/s and device DRAM %.4g GB/s; host-device copies on the link "
+                        "(%.4g GB/s host to device, %.4g GB/s back). The ceiling column says "
+                        "which roof each row was placed on; the chart draws the CPU's.",
+                        rl->gpu_name, rl->gpu_math, rl->gpu_peak_gflops, rl->gpu_bandwidth_gbps,
+                        rl->gpu_h2d_gbps, rl->gpu_d2h_gbps);
+    else if (rl->available && rl->gpu_rows)
+        ntp__html_textf(f, " Rows on the GPU: %s.", NTP_ROOF_NO_GPU);
     fputs("</p>\n", f);
     ntp__svg_roofline(f, "roofline", &r->roofline, pts, n);
     free(pts);
+}
+
+/* The ceiling a row was placed on ("gpu f16"), "-" where none. */
+static void ceiling_cell(FILE *f, const char *ceiling)
+{
+    fputs("<td class=\"l\">", f);
+    ntp__html_text(f, ceiling ? ceiling : "-");
+    fputs("</td>", f);
 }
 
 static void markers(FILE *f, const ntp_run_result *r)
@@ -206,7 +224,7 @@ static void markers(FILE *f, const ntp_run_result *r)
     ntp__svg_hbars(f, "marker-times", "ms", bars, n, NULL, NULL);
     fputs("<table><tr><th class=\"l\">segment</th><th>layers</th><th>median ms</th><th>95% CI</th>"
           "<th>%</th><th>GFLOP/s</th><th>FLOP/B</th><th>attainable GFLOP/s</th><th>% of roof</th>"
-          "</tr>\n", f);
+          "<th class=\"l\">ceiling</th></tr>\n", f);
     for (int i = 0; i < r->n_markers; i++) {
         const ntp_marker_result *m = &r->markers[i];
         fputs("<tr><td class=\"l\">", f);
@@ -219,6 +237,7 @@ static void markers(FILE *f, const ntp_run_result *r)
         ntp__html_num_cell(f, m->bytes > 0 ? (double)m->flops / (double)m->bytes : NAN, false);
         ntp__html_num_cell(f, m->attainable_gflops, m->attainable_gflops <= 0);
         ntp__html_num_cell(f, 100 * m->roof_share, m->attainable_gflops <= 0);
+        ceiling_cell(f, m->roof_ceiling);
         fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -229,7 +248,7 @@ static void layer_table(FILE *f, const ntp_run_result *r)
     fputs("<h2>Layers</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">layer</th>"
           "<th class=\"l\">type</th><th class=\"l\">backend</th><th>median ms</th><th>95% CI</th>"
           "<th>cv %</th><th>%</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th>"
-          "<th>attainable GFLOP/s</th><th>% of roof</th></tr>\n", f);
+          "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th></tr>\n", f);
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         fputs("<tr><td class=\"l\">", f);
@@ -252,8 +271,11 @@ static void layer_table(FILE *f, const ntp_run_result *r)
         }
         ntp__html_num_cell(f, l->gbps, l->fused);
         ntp__html_num_cell(f, l->intensity, false);
+        /* A copy row's roof is the link: a share of its GB/s, no GFLOP/s. */
+        bool placed = l->attainable_gflops > 0 || l->attainable_gbps > 0;
         ntp__html_num_cell(f, l->attainable_gflops, l->attainable_gflops <= 0);
-        ntp__html_num_cell(f, 100 * l->roof_share, l->attainable_gflops <= 0);
+        ntp__html_num_cell(f, 100 * l->roof_share, !placed || !(l->roof_share > 0));
+        ceiling_cell(f, l->roof_ceiling);
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n", f);
@@ -425,6 +447,19 @@ static void header(FILE *f, const ntp_run_result *r)
             100 * r->overhead_fraction);
     fprintf(f, "<div class=\"card\"><b>%.4g ms</b><span>prepare (all layers)</span></div>",
             r->prepare_ms);
+    /* Device memory only when an accelerator ran: a zero would claim one did. */
+    const ntp_memory_result *mem = &r->memory;
+    if (ntp_memory_has_device(mem)) {
+        char a[32], b[32], c[32], d[32];
+        fputs("<div class=\"card\"><b>", f);
+        ntp__html_text(f, ntp__human_bytes((double)mem->device_peak_bytes, a, sizeof a));
+        fputs("</b><span>", f);
+        ntp__html_textf(f, "device memory peak: weights %s, activations %s, workspace %s",
+                        ntp__human_bytes((double)mem->device_weight_bytes, b, sizeof b),
+                        ntp__human_bytes((double)mem->device_activation_bytes, c, sizeof c),
+                        ntp__human_bytes((double)mem->device_workspace_bytes, d, sizeof d));
+        fputs("</span></div>", f);
+    }
     fputs("</div>\n", f);
     for (int i = 0; i < r->n_warnings; i++) {
         fputs("<p class=\"warn\">warning: ", f);
