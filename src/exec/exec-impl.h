@@ -9,6 +9,18 @@
  *   CONVERT  a tensor converted between two backends' storage types, at a
  *            boundary (its own row in every report);
  *   FUSED    a layer folded into the group before it (not executed).
+ * Batch-norm folding (--fuse): an inference batch norm that is the only
+ * reader of a conv, deconv or fc is folded into that layer's weights, as
+ * PyTorch's freeze, OpenVINO, TensorRT and ONNX Runtime do (the batch norm
+ * need not come right after it in execution order):
+ *   W'[oc] = W[oc] s[oc],  b'[oc] = (b[oc] - mean[oc]) s[oc] + beta[oc],
+ *   s[oc] = gamma[oc] / sqrt(var[oc] + eps).
+ * The plan then runs a rewritten copy of the graph (x->g, owned) in which
+ * the layer has a bias (the batch norm's own bias tensor when it had none)
+ * and writes the batch norm's output tensor, so that every backend sees an
+ * ordinary layer and the chain after it fuses as usual; the batch norm
+ * stays as a FUSED step of the group, reported as fused into the layer.
+ * Tensor indices, names and execution positions are the caller's.
  * Tensors live in storage slots: one per tensor in its producer's storage
  * type, plus one per conversion. Every layer is prepared first (timed), then
  * the slots are placed in one arena by the interval planner with the sizes
@@ -46,12 +58,23 @@ typedef struct ntp_step {
     int in_slot[NTP_MAX_INPUTS], out_slot[NTP_MAX_OUTPUTS], post_slot[NTP_MAX_FUSED];
     /* FUSED: step index of the group's head */
     int head;
+    /* NODE: execution position of the group's last layer (pos when
+     * alone). A group's layers need not be adjacent: a layer joins it when
+     * it is the only reader of the group's result and its other operand
+     * was made before the head. A folded batch norm is in the group but
+     * not in k.fused. */
+    int last;
     /* CONVERT: slot indices */
     int src, dst;
 } ntp_step;
 
 typedef struct ntp_exec {
-    const ntp_graph *g;
+    const ntp_graph *g;     /* the graph run: src_g, or own_g when batch norms were folded */
+    const ntp_graph *src_g; /* the caller's graph */
+    ntp_graph *own_g;       /* the rewritten copy, or NULL */
+    /* Per position: for a layer, the position of the batch norm folded into
+     * it (> 0); for that batch norm, -1 - the layer's position; else 0. */
+    int *fold;
     int n_be;
     const ntp_backend_i *be[NTP_MAX_BACKENDS];
     void *be_state[NTP_MAX_BACKENDS];
@@ -80,6 +103,10 @@ typedef struct ntp_exec_opts {
     const ntp_backend_i *backend; /* the run's backend */
     int threads;
     bool fuse;
+    /* Fold batch norms into the layer before them, as --fuse does, but
+     * fuse nothing else: the int8 calibration pass, which must see every
+     * tensor the fused run materialises. */
+    bool fold_only;
     uint64_t seed;
     const char *const *inputs;  /* as ntp_run_opts */
     int n_inputs;
@@ -113,6 +140,10 @@ ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
  * load or generate every graph input. */
 ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be,
                                   uint64_t seed);
+/* The same for the layer at position pos whose batch norm (at x->fold[pos])
+ * is folded into it: both layers' weights as the caller's graph has them,
+ * folded in f32, then stored as for any layer. */
+ntp_status ntp__exec_load_folded(ntp_ctx *ctx, ntp_exec *x, int pos, int be, uint64_t seed);
 ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o);
 /* The implementation name of a NODE step. */
 const char *ntp__exec_impl(const ntp_exec *x, int step);

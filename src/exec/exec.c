@@ -87,45 +87,48 @@ ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
     return sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
 }
 
-/* Weights of one layer: the model's own data or generated from the seed,
- * then stored as its backend wants them. A backend that stores f32 at a
- * reduced precision gets values already rounded through that precision;
- * one that stores bf16 or f16 gets them converted; int8 weights reach every
- * backend as f32 (it quantises them with its own per-channel scales). */
-ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be, uint64_t seed)
+/* Node n's weights as f32 arrays (f32[k], malloc'd): the model's own data
+ * or generated from the seed. */
+static ntp_status weights_f32(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, float **f32,
+                              uint64_t seed)
 {
-    const ntp_graph *g = x->g;
-    float *f32[NTP_MAX_WEIGHTS] = {0};
-    float *scales = NULL;
-    ntp_status st = NTP_STATUS_OK;
-    int64_t max_ch = 1;
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
         int64_t cnt = ntp_shape_numel(&t->shape);
-        if (!(f32[k] = malloc((size_t)cnt * sizeof(float) + 1))) {
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s' (%lld values)",
-                            t->name, (long long)cnt);
-            goto done;
-        }
-        if (t->shape.dim[0] > max_ch)
-            max_ch = t->shape.dim[0];
+        if (!(f32[k] = malloc((size_t)cnt * sizeof(float) + 1)))
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
+                              "out of memory for weight '%s' (%lld values)", t->name,
+                              (long long)cnt);
     }
     ntp__gen_weights(g, n, f32, seed);
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
         if (!t->data)
             continue;
-        if (t->data_dtype != NTP_DTYPE_F32) {
-            st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data; expected f32",
-                            t->name, ntp_dtype_name(t->data_dtype));
-            goto done;
-        }
+        if (t->data_dtype != NTP_DTYPE_F32)
+            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data; expected f32",
+                              t->name, ntp_dtype_name(t->data_dtype));
         memcpy(f32[k], t->data, (size_t)ntp_shape_numel(&t->shape) * sizeof(float));
     }
-    if (!(scales = malloc((size_t)max_ch * sizeof(float)))) {
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
+    return NTP_STATUS_OK;
+}
+
+/* Store node n's f32 weights (taking the arrays it keeps) as backend be
+ * wants them. A backend that stores f32 at a reduced precision gets values
+ * already rounded through that precision; one that stores bf16 or f16 gets
+ * them converted; int8 weights reach every backend as f32 (it quantises
+ * them with its own per-channel scales). */
+static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be, float **f32)
+{
+    const ntp_graph *g = x->g;
+    int64_t max_ch = 1;
+    for (int k = 0; k < n->n_w; k++)
+        if (g->tensors[n->w[k]].shape.dim[0] > max_ch)
+            max_ch = g->tensors[n->w[k]].shape.dim[0];
+    float *scales = malloc((size_t)max_ch * sizeof(float));
+    if (!scales)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    ntp_status st = NTP_STATUS_OK;
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
         ntp_dtype sd = ntp__exec_weight_dtype(x, be, t);
@@ -136,21 +139,90 @@ ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, 
             f32[k] = NULL;
         } else {
             if (!(x->wdata[n->w[k]] = malloc((size_t)cnt * ntp_dtype_size(sd) + 1))) {
-                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'", t->name);
-                goto done;
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'",
+                                t->name);
+                break;
             }
             if (!from_f32(x->wdata[n->w[k]], sd, f32[k], cnt, 1.0f)) {
                 st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s': cannot store f32 data as %s",
                                 t->name, ntp_dtype_name(sd));
-                goto done;
+                break;
             }
         }
         x->weight_bytes += cnt * (int64_t)ntp_dtype_size(sd);
     }
-done:
     free(scales);
+    return st;
+}
+
+ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be, uint64_t seed)
+{
+    float *f32[NTP_MAX_WEIGHTS] = {0};
+    ntp_status st = weights_f32(ctx, x->g, n, f32, seed);
+    if (st == NTP_STATUS_OK)
+        st = store_weights(ctx, x, n, be, f32);
     for (int k = 0; k < n->n_w; k++)
         free(f32[k]);
+    return st;
+}
+
+/* Fold batch norm `bn` (weights scale, bias, mean, var) into layer c's
+ * weights W and bias b (F values, zero when c had none), per output
+ * channel, in double; s holds F scratch values. */
+static void fold_bn(const ntp_graph *g, const ntp_node *c, const ntp_node *bn, float *W, float *b,
+                    float *const *bw, double *s)
+{
+    const ntp_shape *ws = &g->tensors[c->w[0]].shape;
+    int64_t n = ntp_shape_numel(ws);
+    int64_t F = ntp_shape_numel(&g->tensors[bn->w[0]].shape);
+    for (int64_t f = 0; f < F; f++) {
+        s[f] = (double)bw[0][f] / sqrt((double)bw[3][f] + bn->a.epsilon);
+        b[f] = (float)(((double)b[f] - (double)bw[2][f]) * s[f] + (double)bw[1][f]);
+    }
+    if (c->op == NTP_OP_DECONV) {
+        /* W [C, F/g, k...]: output channel f = group * F/g + o. */
+        int64_t C = ws->dim[0], og = ws->dim[1], G = c->a.groups > 0 ? c->a.groups : 1;
+        int64_t ig = C / G, K = n / (C * og);
+        for (int64_t ci = 0; ci < C; ci++)
+            for (int64_t o = 0; o < og; o++) {
+                double sf = s[(ci / ig) * og + o];
+                float *p = W + (ci * og + o) * K;
+                for (int64_t q = 0; q < K; q++)
+                    p[q] = (float)((double)p[q] * sf);
+            }
+    } else {
+        /* conv W [F, C/g, k...] and fc W [F, in]: one row per channel. */
+        int64_t per = n / F;
+        for (int64_t f = 0; f < F; f++)
+            for (int64_t q = 0; q < per; q++)
+                W[f * per + q] = (float)((double)W[f * per + q] * s[f]);
+    }
+}
+
+ntp_status ntp__exec_load_folded(ntp_ctx *ctx, ntp_exec *x, int pos, int be, uint64_t seed)
+{
+    const ntp_graph *src = x->src_g;
+    const ntp_node *c = &src->nodes[src->order[pos]], *bn = &src->nodes[src->order[x->fold[pos]]];
+    /* The rewritten layer: the same weights, with a bias. */
+    const ntp_node *nc = &x->g->nodes[x->g->order[pos]];
+    float *cw[NTP_MAX_WEIGHTS] = {0}, *bw[NTP_MAX_WEIGHTS] = {0};
+    int64_t F = ntp_shape_numel(&src->tensors[bn->w[0]].shape);
+    double *s = malloc((size_t)F * sizeof *s + 1);
+    ntp_status st = s ? weights_f32(ctx, src, c, cw, seed)
+                      : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (st == NTP_STATUS_OK)
+        st = weights_f32(ctx, src, bn, bw, seed);
+    if (st == NTP_STATUS_OK && c->n_w < 2 && !(cw[1] = calloc((size_t)F + 1, sizeof(float))))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (st == NTP_STATUS_OK) {
+        fold_bn(src, c, bn, cw[0], cw[1], bw, s);
+        st = store_weights(ctx, x, nc, be, cw);
+    }
+    free(s);
+    for (int k = 0; k < NTP_MAX_WEIGHTS; k++) {
+        free(cw[k]);
+        free(bw[k]);
+    }
     return st;
 }
 

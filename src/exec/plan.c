@@ -116,6 +116,12 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = node_at(g, p);
         const ntp_backend_i *be = o->backend;
+        /* A folded batch norm never runs: it goes with its layer, without
+         * a fallback warning of its own. */
+        if (x->fold[p] < 0) {
+            x->node_be[p] = x->node_be[-1 - x->fold[p]];
+            continue;
+        }
         char pbuf[256];
         const char *want = placed(o, n, pbuf, sizeof pbuf);
         if (!want)
@@ -155,44 +161,149 @@ static bool is_graph_output(const ntp_graph *g, int t)
     return g->tensors[t].is_output;
 }
 
+/* The position of the only layer that reads tensor t, from position
+ * `from` on, or -1. */
+static int reader_of(const ntp_graph *g, int t, int from)
+{
+    if (g->tensors[t].n_consumers != 1 || g->tensors[t].is_output)
+        return -1;
+    for (int q = from; q < g->n_nodes; q++) {
+        const ntp_node *c = node_at(g, q);
+        for (int k = 0; k < c->n_in; k++)
+            if (c->in[k] == t)
+                return q;
+    }
+    return -1;
+}
+
+/* The position of a batch norm that can be folded into the layer at h, or
+ * -1. It must be an inference batch norm over the channels (dim 1) of a
+ * conv, deconv or 2-d fc output that nothing else reads, at the same
+ * precision, and not placed on a backend of its own (backend= or
+ * --place): folding is a property of the graph, so the int8 calibration
+ * pass and the measured run fold the same layers whichever backends run
+ * them. */
+static int foldable(const ntp_graph *g, const ntp_exec_opts *o, int h)
+{
+    const ntp_node *c = node_at(g, h);
+    if ((c->op != NTP_OP_CONV && c->op != NTP_OP_DECONV && c->op != NTP_OP_FC) ||
+        c->n_out != 1 || c->n_in != 1 || c->n_w < 1 || c->n_w > 2)
+        return -1;
+    int q = reader_of(g, c->out[0], h + 1);
+    if (q < 0)
+        return -1;
+    const ntp_node *bn = node_at(g, q);
+    if (bn->op != NTP_OP_BATCHNORM || bn->n_in != 1 || bn->n_out != 1 || bn->n_w != 4 ||
+        c->precision != bn->precision || bn->backend)
+        return -1;
+    char pbuf[256];
+    if (placed(o, bn, pbuf, sizeof pbuf))
+        return -1;
+    const ntp_tensor *t = &g->tensors[c->out[0]];
+    if (t->shape.ndim < 2 || (c->op == NTP_OP_FC && t->shape.ndim != 2))
+        return -1;
+    int64_t F = t->shape.dim[1];
+    for (int k = 0; k < 4; k++)
+        if (ntp_shape_numel(&g->tensors[bn->w[k]].shape) != F)
+            return -1;
+    const ntp_shape *ws = &g->tensors[c->w[0]].shape;
+    int64_t wf = c->op == NTP_OP_DECONV ? ws->dim[1] * (c->a.groups > 0 ? c->a.groups : 1)
+                                        : ws->dim[0];
+    if (wf != F || (c->n_w == 2 && ntp_shape_numel(&g->tensors[c->w[1]].shape) != F))
+        return -1;
+    /* The weights are folded in f32: other model data is refused later,
+     * as for any layer. */
+    return q;
+}
+
+/* Fold batch norms (exec-impl.h): mark them, and run a copy of the graph
+ * in which each folded layer has a bias and writes its batch norm's
+ * output. Nothing to fold: the caller's graph as it is. */
+static ntp_status fold_graph(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
+{
+    const ntp_graph *g = x->src_g;
+    int n = 0;
+    for (int h = 0; h < g->n_nodes; h++) {
+        int q = foldable(g, o, h);
+        if (q > h) {
+            x->fold[h] = q;
+            x->fold[q] = -1 - h;
+            n++;
+        }
+    }
+    if (n == 0)
+        return NTP_STATUS_OK;
+    ntp_graph *c = NULL;
+    ntp_status st = ntp__graph_clone(ctx, g, g->precision, &c);
+    if (st)
+        return st;
+    /* The copy takes one precision; per-layer precisions are the caller's. */
+    for (int i = 0; i < g->n_nodes; i++)
+        c->nodes[i].precision = g->nodes[i].precision;
+    for (int h = 0; h < g->n_nodes; h++) {
+        if (x->fold[h] <= 0)
+            continue;
+        ntp_node *cn = &c->nodes[g->order[h]];
+        const ntp_node *bn = &c->nodes[g->order[x->fold[h]]];
+        if (cn->n_w < 2) {
+            /* The batch norm's bias tensor ([F], never read once folded)
+             * holds the new bias. */
+            cn->w[cn->n_w++] = bn->w[1];
+            cn->a.bias = true;
+        }
+        cn->out[0] = bn->out[0];
+        c->tensors[bn->out[0]].producer = g->order[h];
+        c->tensors[bn->out[0]].producer_slot = 0;
+    }
+    x->own_g = c;
+    x->g = c;
+    return NTP_STATUS_OK;
+}
+
 /* Fold chains that follow a head into one group where its backend agrees:
- * the next layer is the only reader of the group's output, comes right
- * after it, runs on the same backend, and reads nothing produced after the
- * head. */
-static void fuse(ntp_exec *x)
+ * the next layer is the only reader of the group's result, runs on the
+ * same backend, and reads nothing produced after the head (so the head
+ * can compute it at once, however far apart the two are in execution
+ * order). A batch norm folded into the head's weights is part of the
+ * group whatever the backend (it never runs); post-ops follow only with
+ * `post_ops` (--fuse). */
+static void fuse(ntp_exec *x, bool post_ops)
 {
     const ntp_graph *g = x->g;
     for (int p = 0; p < g->n_nodes; p++)
         x->head_of[p] = p;
     for (int h = 0; h < g->n_nodes; h++) {
-        if (x->head_of[h] != h)
+        if (x->head_of[h] != h || x->fold[h] < 0)
             continue;
+        int last = h;
+        if (x->fold[h] > 0)
+            x->head_of[last = x->fold[h]] = h;
         const ntp_backend_i *be = x->be[x->node_be[h]];
         const ntp_node *head = node_at(g, h);
-        if (!be->fusable || head->n_out != 1)
+        if (!post_ops || !be->fusable || head->n_out != 1)
             continue;
-        int last = h, n_fused = 0;
-        while (n_fused < NTP_MAX_FUSED && last + 1 < g->n_nodes) {
+        int n_fused = 0;
+        while (n_fused < NTP_MAX_FUSED) {
             int t = node_at(g, last)->out[0];
-            const ntp_node *c = node_at(g, last + 1);
-            if (g->tensors[t].n_consumers != 1 || is_graph_output(g, t) || c->n_out != 1 ||
-                x->node_be[last + 1] != x->node_be[h])
+            int q = reader_of(g, t, last + 1);
+            if (q < 0 || x->head_of[q] != q || x->fold[q] != 0)
                 break;
-            bool reads = false, early = true;
+            const ntp_node *c = node_at(g, q);
+            if (c->n_out != 1 || x->node_be[q] != x->node_be[h])
+                break;
+            bool early = true;
             for (int k = 0; k < c->n_in; k++) {
-                if (c->in[k] == t) {
-                    reads = true;
+                if (c->in[k] == t)
                     continue;
-                }
                 int pr = g->tensors[c->in[k]].producer;
                 if (pr >= 0 && g->position[pr] >= h)
                     early = false;
             }
-            if (!reads || !early || c->n_in > 2 || !be->fusable(g, head, n_fused, c))
+            if (!early || c->n_in > 2 || !be->fusable(g, head, n_fused, c))
                 break;
-            last++;
+            last = q;
             n_fused++;
-            x->head_of[last] = h;
+            x->head_of[q] = h;
         }
     }
 }
@@ -299,9 +410,12 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
             x->pos_step[p] = x->n_steps - 1;
             continue;
         }
-        int last = p;
-        while (last + 1 < g->n_nodes && x->head_of[last + 1] == p)
-            last++;
+        /* The group's other layers, in chain order: a folded batch norm,
+         * then the post-ops. */
+        int grp[NTP_MAX_FUSED + 1], n_grp = 0, last = p;
+        for (int q = p + 1; q < g->n_nodes && n_grp < NTP_MAX_FUSED + 1; q++)
+            if (x->head_of[q] == p)
+                grp[n_grp++] = last = q;
         /* Inputs first: conversions come before the layer that needs them. */
         int in_slot[NTP_MAX_INPUTS], post_slot[NTP_MAX_FUSED];
         for (int k = 0; k < n->n_in; k++) {
@@ -309,10 +423,12 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
             if ((in_slot[k] = slot_for(ctx, x, t, expected_dtype(x, b, n, &g->tensors[t]), p, b)) < 0)
                 return ntp_ctx_status(ctx);
         }
-        int n_fused = last - p;
+        /* A folded batch norm is in the group, not among its post-ops. */
+        int fold = x->fold[p] > 0 ? 1 : 0;
+        int n_fused = n_grp - fold;
         for (int f = 0; f < n_fused; f++) {
-            const ntp_node *c = node_at(g, p + 1 + f);
-            int prev = node_at(g, p + f)->out[0];
+            const ntp_node *c = node_at(g, grp[fold + f]);
+            int prev = f + fold > 0 ? node_at(g, grp[fold + f - 1])->out[0] : n->out[0];
             post_slot[f] = -1;
             for (int k = 0; k < c->n_in; k++)
                 if (c->in[k] != prev &&
@@ -324,6 +440,7 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
         if (!st)
             return ntp_ctx_status(ctx);
         x->pos_step[p] = x->n_steps - 1;
+        st->last = last;
         ntp_kargs *k = &st->k;
         const ntp_node *tail = node_at(g, last);
         k->g = g;
@@ -338,7 +455,7 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
             set_buf(x, in_slot[i], &k->in[i]);
         }
         for (int f = 0; f < n_fused; f++) {
-            k->fused[f] = node_at(g, p + 1 + f);
+            k->fused[f] = node_at(g, grp[fold + f]);
             st->post_slot[f] = post_slot[f];
             if (post_slot[f] >= 0)
                 set_buf(x, post_slot[f], &k->post_in[f]);
@@ -545,6 +662,7 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
 {
     memset(x, 0, sizeof *x);
     x->g = g;
+    x->src_g = g;
     x->threads = o->threads;
     x->scales = o->scales;
     int nn = g->n_nodes, nt = g->n_tensors;
@@ -554,19 +672,21 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     x->tslot = malloc(((size_t)nt + 1) * sizeof *x->tslot);
     x->layouts = calloc((size_t)nt + 1, sizeof *x->layouts);
     x->wdata = calloc((size_t)nt + 1, sizeof *x->wdata);
+    x->fold = calloc((size_t)nn + 1, sizeof *x->fold);
     ntp_status st;
-    if (!x->node_be || !x->head_of || !x->pos_step || !x->tslot || !x->layouts || !x->wdata) {
+    if (!x->node_be || !x->head_of || !x->pos_step || !x->tslot || !x->layouts || !x->wdata ||
+        !x->fold) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory building '%s'", g->name);
         goto fail;
     }
     for (int i = 0; i < nt; i++)
         x->tslot[i] = -1;
+    if ((o->fuse || o->fold_only) && (st = fold_graph(ctx, x, o)))
+        goto fail;
+    g = x->g;
     if ((st = place(ctx, x, o)))
         goto fail;
-    for (int p = 0; p < nn; p++)
-        x->head_of[p] = p;
-    if (o->fuse)
-        fuse(x);
+    fuse(x, o->fuse);
     if ((st = build_steps(ctx, x)))
         goto fail;
     /* The measured range: from the first step of position `first` (its
@@ -591,9 +711,15 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
         if (st)
             goto fail;
     }
-    for (int p = 0; p < nn; p++)
-        if ((st = ntp__exec_load_weights(ctx, x, node_at(g, p), x->node_be[x->head_of[p]], o->seed)))
+    for (int p = 0; p < nn; p++) {
+        int be = x->node_be[x->head_of[p]];
+        if (x->fold[p] < 0)
+            continue; /* folded into its layer */
+        st = x->fold[p] > 0 ? ntp__exec_load_folded(ctx, x, p, be, o->seed)
+                        : ntp__exec_load_weights(ctx, x, node_at(g, p), be, o->seed);
+        if (st)
             goto fail;
+    }
     if ((st = prepare_all(ctx, x)) || (st = plan_and_bind(ctx, x)) ||
         (st = ntp__exec_load_inputs(ctx, x, o)))
         goto fail;
@@ -631,5 +757,8 @@ void ntp__exec_free(ntp_exec *x)
     free(x->tslot);
     free(x->layouts);
     free(x->wdata);
+    free(x->fold);
+    if (x->own_g)
+        ntp_graph_free(x->own_g);
     memset(x, 0, sizeof *x);
 }

@@ -336,7 +336,9 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         if (st->kind == NTP_STEP_FUSED) {
             L->kind = "fused";
             L->fused = true;
-            L->fused_into = x->steps[st->head].k.node->name;
+            /* The caller's name: the plan may run a rewritten copy of the
+             * graph (folded batch norms), freed before the result. */
+            L->fused_into = g->nodes[g->order[x->steps[st->head].pos]].name;
             continue;
         }
         if (w->sub[k] != st->main_sub) {
@@ -351,11 +353,15 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
             L->kind = strcmp(L->type, "reorder") == 0 ? "reorder" : "layer";
             continue;
         }
-        /* A group's head carries the work of the layers folded into it. */
+        /* A group's head carries the work of the layers folded into it,
+         * as the topology is written (a batch norm folded into the
+         * weights included). */
         L->flops = c->flops;
         L->bytes = c->input_bytes + c->weight_bytes;
-        int last = st->pos + st->k.n_fused;
+        int last = st->last;
         for (int p = st->pos + 1; p <= last; p++) {
+            if (x->head_of[p] != st->pos)
+                continue; /* a layer between two of the group's */
             L->flops += a->layers[p].flops;
             L->bytes += a->layers[p].weight_bytes;
         }
@@ -454,6 +460,10 @@ static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
     o.first = 0;
     o.last = g->n_nodes - 1;
     o.scales = NULL;
+    /* Fused runs fold batch norms; calibrate the folded graph, whose
+     * tensors are those the fused run materialises, without fusing the
+     * rest, which the int8 run may fuse differently. */
+    o.fold_only = eo->fuse;
     o.fuse = false;
     ntp_exec x;
     float *absmax = calloc((size_t)g->n_tensors + 1, sizeof *absmax);
