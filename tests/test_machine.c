@@ -124,6 +124,146 @@ static void test_apply(void **state)
     assert_false(r.roofline.available);
 }
 
+/* round_ceilings plus a made-up H100: GEMM 51 (f32), 378 (tf32), 989
+ * (f16) and 989 (bf16) TFLOP/s, DRAM 3350 GB/s (ridge 295 FLOP/B at f16),
+ * 25 GB/s to the device and 26 GB/s back. */
+static ntp_ceilings gpu_ceilings(void)
+{
+    ntp_ceilings c = round_ceilings();
+    c.n_gpus = 1;
+    ntp_gpu_ceilings *g = &c.gpus[0];
+    snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
+    g->sm_major = 9;
+    g->sm_minor = 0;
+    g->sms = 132;
+    g->clock_ghz = 1.98;
+    g->memory_bytes = 85520809984;
+    g->gemm_gflops[NTP_GPU_MATH_F32] = 51000;
+    g->gemm_gflops[NTP_GPU_MATH_TF32] = 378000;
+    g->gemm_gflops[NTP_GPU_MATH_F16] = 989000;
+    g->gemm_gflops[NTP_GPU_MATH_BF16] = 989000;
+    for (int k = 0; k < NTP_GPU_MATH_COUNT; k++)
+        g->gemm_n[k] = k == NTP_GPU_MATH_F32 ? 4096 : 8192;
+    g->dram_gbps = 3350;
+    g->h2d_gbps = 25;
+    g->d2h_gbps = 26;
+    return c;
+}
+
+/* Rows that ran on the cuda backend go under the GPU's roof for their
+ * math, copies under the link, CPU rows under the CPU's; every figure
+ * hand-computed from gpu_ceilings(). */
+static void test_apply_gpu(void **state)
+{
+    (void)state;
+    ntp_stats t = {.n = 10, .median = 1.0};
+    ntp_layer_result layers[] = {
+        /* 2e9 FLOPs over 1e7 B = 200 FLOP/B x 3350 GB/s = 670000 < 989000:
+         * memory-bound on the GPU; 335000 GFLOP/s reached is half of it. */
+        {.name = "conv", .type = "conv", .backend = "cuda", .impl = "cudnn:implicit_gemm",
+         .flops = 2000000000, .bytes = 10000000, .gflops = 335000, .time_ms = t},
+        /* 1000 FLOP/B: bound by the f16 GEMM peak, 989000; 494500 is half. */
+        {.name = "fc", .type = "fc", .backend = "cuda", .impl = "cublas",
+         .flops = 1000000000, .bytes = 1000000, .gflops = 494500, .time_ms = t},
+        /* A copy: 12.5 GB/s over a 25 GB/s link is half of it. */
+        {.name = "conv:h2d", .type = "h2d", .backend = "cuda", .bytes = 12500000,
+         .gbps = 12.5, .time_ms = t},
+        /* A copy whose bytes the engine did not record: placed, no share. */
+        {.name = "fc:d2h", .type = "d2h", .backend = "cuda", .time_ms = t},
+        /* On the CPU at f16: the f32 peak (100) and DRAM 20 GB/s, 2 FLOP/B
+         * gives 40. */
+        {.name = "softmax", .type = "softmax", .backend = "ref", .flops = 2000000,
+         .bytes = 1000000, .gflops = 2.0, .time_ms = t},
+    };
+    ntp_marker_result m[] = {
+        /* 3e9 / 1.1e7 = 272.7 FLOP/B x 3350 = 913636.4 GFLOP/s. */
+        {.name = "gpu", .first = 0, .last = 3, .time_ms = t, .flops = 3000000000,
+         .bytes = 11000000, .gflops = 456818.18181818},
+        {.name = "mixed", .first = 0, .last = 4, .time_ms = t, .flops = 3002000000,
+         .bytes = 12000000, .gflops = 1000},
+    };
+    ntp_run_result r = {.precision = NTP_DTYPE_F16, .n_layers = 5, .layers = layers,
+                        .n_markers = 2, .markers = m};
+    ntp_ceilings c = gpu_ceilings();
+    ntp_roofline_apply(&r, &c);
+    const ntp_roofline *rl = &r.roofline;
+    assert_true(rl->available);
+    assert_true(rl->gpu_rows);
+    assert_true(rl->gpu_available);
+    assert_string_equal(rl->gpu_name, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(rl->gpu_math, "f16");
+    assert_float_equal(rl->gpu_peak_gflops, 989000, 0);
+    assert_float_equal(rl->gpu_bandwidth_gbps, 3350, 0);
+    assert_float_equal(rl->gpu_ridge_intensity, 989000.0 / 3350.0, 1e-9);
+    assert_float_equal(rl->gpu_h2d_gbps, 25, 0);
+    assert_float_equal(rl->gpu_d2h_gbps, 26, 0);
+    assert_float_equal(layers[0].attainable_gflops, 670000, 1e-6);
+    assert_float_equal(layers[0].roof_share, 0.5, 1e-12);
+    assert_string_equal(layers[0].roof_ceiling, "gpu f16");
+    assert_float_equal(layers[1].attainable_gflops, 989000, 1e-6);
+    assert_float_equal(layers[1].roof_share, 0.5, 1e-12);
+    assert_string_equal(layers[1].roof_ceiling, "gpu f16");
+    assert_float_equal(layers[2].attainable_gflops, 0, 0);
+    assert_float_equal(layers[2].attainable_gbps, 25, 0);
+    assert_float_equal(layers[2].roof_share, 0.5, 1e-12);
+    assert_string_equal(layers[2].roof_ceiling, "gpu h2d");
+    assert_float_equal(layers[3].attainable_gbps, 26, 0);
+    assert_float_equal(layers[3].roof_share, 0, 0);
+    assert_string_equal(layers[3].roof_ceiling, "gpu d2h");
+    assert_float_equal(layers[4].attainable_gflops, 40, 1e-12);
+    assert_float_equal(layers[4].roof_share, 0.05, 1e-12);
+    assert_string_equal(layers[4].roof_ceiling, "cpu f32");
+    assert_float_equal(m[0].attainable_gflops, 3e9 / 1.1e7 * 3350, 1e-6);
+    assert_float_equal(m[0].roof_share, 0.5, 1e-9);
+    assert_string_equal(m[0].roof_ceiling, "gpu f16");
+    /* A segment with rows on both sides has no single roof. */
+    assert_null(m[1].roof_ceiling);
+    assert_float_equal(m[1].attainable_gflops, 0, 0);
+
+    /* --precision tf32: f32 storage, the backend's impl says which layers
+     * used TF32. conv: min(378000, 670000); fc stayed IEEE f32: 51000. */
+    r.precision = NTP_DTYPE_F32;
+    layers[0].impl = "cudnn:implicit_gemm:tf32";
+    ntp_roofline_apply(&r, &c);
+    assert_string_equal(rl->gpu_math, "tf32");
+    assert_float_equal(rl->gpu_peak_gflops, 378000, 0);
+    assert_float_equal(layers[0].attainable_gflops, 378000, 1e-6);
+    assert_string_equal(layers[0].roof_ceiling, "gpu tf32");
+    assert_float_equal(layers[1].attainable_gflops, 51000, 1e-6);
+    assert_string_equal(layers[1].roof_ceiling, "gpu f32");
+    assert_string_equal(m[0].roof_ceiling, "gpu tf32");
+    assert_float_equal(m[0].attainable_gflops, 378000, 1e-6);
+    /* bf16 runs use the bf16 GEMM peak. */
+    r.precision = NTP_DTYPE_BF16;
+    ntp_roofline_apply(&r, &c);
+    assert_string_equal(layers[1].roof_ceiling, "gpu bf16");
+    assert_float_equal(layers[1].attainable_gflops, 989000, 1e-6);
+
+    /* Ceilings without a GPU: the CPU rows are placed as before, the GPU's
+     * say so instead of borrowing the CPU's roof. */
+    c.n_gpus = 0;
+    ntp_roofline_apply(&r, &c);
+    assert_true(rl->available);
+    assert_true(rl->gpu_rows);
+    assert_false(rl->gpu_available);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(layers[i].roof_ceiling, NTP_ROOF_NO_GPU);
+        assert_float_equal(layers[i].attainable_gflops, 0, 0);
+        assert_float_equal(layers[i].attainable_gbps, 0, 0);
+    }
+    assert_string_equal(layers[0].roof_ceiling,
+                        "n/a (no GPU ceilings: run `ntprof machine` on this machine)");
+    assert_string_equal(layers[4].roof_ceiling, "cpu f32");
+    assert_string_equal(m[0].roof_ceiling, NTP_ROOF_NO_GPU);
+    /* A run with no GPU row carries no GPU roof, even with GPU ceilings. */
+    c = gpu_ceilings();
+    ntp_run_result cpu = {.precision = NTP_DTYPE_F32, .n_layers = 1, .layers = &layers[4]};
+    ntp_roofline_apply(&cpu, &c);
+    assert_false(cpu.roofline.gpu_rows);
+    assert_false(cpu.roofline.gpu_available);
+    assert_string_equal(layers[4].roof_ceiling, "cpu f32");
+}
+
 static void test_ceilings_json(void **state)
 {
     (void)state;
@@ -148,6 +288,40 @@ static void test_ceilings_json(void **state)
     json_t *bad = json_pack("{s:s}", "machine", "x");
     assert_false(ntp__ceilings_from_json(bad, &back));
     json_decref(bad);
+    /* No GPU: an empty list and the reason. */
+    snprintf(c.gpu_note, sizeof c.gpu_note, "backend 'cuda': no CUDA device (x)");
+    j = ntp__ceilings_json(&c);
+    assert_int_equal(json_array_size(json_object_get(j, "gpus")), 0);
+    assert_true(ntp__ceilings_from_json(j, &back));
+    json_decref(j);
+    assert_int_equal(back.n_gpus, 0);
+    assert_string_equal(back.gpu_note, "backend 'cuda': no CUDA device (x)");
+
+    /* A GPU survives the round trip field by field. */
+    c = gpu_ceilings();
+    j = ntp__ceilings_json(&c);
+    assert_true(json_is_null(json_object_get(j, "gpu_note")));
+    json_t *g = json_array_get(json_object_get(j, "gpus"), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "compute_capability")), "9.0");
+    json_t *f16 = json_array_get(json_object_get(g, "gemm"), NTP_GPU_MATH_F16);
+    assert_string_equal(json_string_value(json_object_get(f16, "math")), "f16");
+    assert_float_equal(json_number_value(json_object_get(f16, "gflops")), 989000, 0);
+    assert_true(ntp__ceilings_from_json(j, &back));
+    json_decref(j);
+    assert_int_equal(back.n_gpus, 1);
+    assert_string_equal(back.gpus[0].name, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(back.gpus[0].sm_major, 9);
+    assert_int_equal(back.gpus[0].sm_minor, 0);
+    assert_int_equal(back.gpus[0].sms, 132);
+    assert_float_equal(back.gpus[0].clock_ghz, 1.98, 0);
+    assert_int_equal(back.gpus[0].memory_bytes, 85520809984);
+    for (int k = 0; k < NTP_GPU_MATH_COUNT; k++) {
+        assert_float_equal(back.gpus[0].gemm_gflops[k], c.gpus[0].gemm_gflops[k], 0);
+        assert_int_equal(back.gpus[0].gemm_n[k], c.gpus[0].gemm_n[k]);
+    }
+    assert_float_equal(back.gpus[0].dram_gbps, 3350, 0);
+    assert_float_equal(back.gpus[0].h2d_gbps, 25, 0);
+    assert_float_equal(back.gpus[0].d2h_gbps, 26, 0);
 }
 
 static void test_kernels(void **state)
@@ -257,6 +431,15 @@ static void test_describe_and_measure(void **state)
     assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_OK);
     assert_int_equal(c.threads, 1);
     assert_non_null(strstr(c.peaks[0].method, "1 thread"));
+    /* Without a usable GPU (this build or this machine) none is measured,
+     * and the note says why in the backend's own words. */
+    if (!strstr(ntp_backends_available(), "cuda")) {
+        assert_int_equal(c.n_gpus, 0);
+        printf("GPU: none (%s)\n", c.gpu_note);
+        assert_true(strncmp(c.gpu_note, "backend 'cuda': ", 16) == 0 ||
+                    strcmp(c.gpu_note, "built without the CUDA backend") == 0);
+        assert_null(strchr(c.gpu_note, '\n'));
+    }
     o.seconds = 0;
     assert_int_equal(ntp_machine_measure(ctx, &m, &o, &c), NTP_STATUS_INVALID_ARGUMENT);
     ntp_ctx_free(ctx);
@@ -315,6 +498,49 @@ static void test_write(void **state)
     assert_non_null(strstr(buf, "\nbandwidth,DRAM,20,GB/s,working set 134217728 bytes\n"));
     assert_non_null(strstr(buf, "\ncache,L1d,32768,bytes,\"x2, 2 CPUs each\"\n"));
     free(buf);
+
+    /* No GPU: one line with the reason, however long, in the table; one
+     * row in CSV. */
+    snprintf(c.gpu_note, sizeof c.gpu_note,
+             "backend 'cuda': no CUDA device (cudaGetDeviceCount: CUDA driver version is "
+             "insufficient for CUDA runtime version)");
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\n\nGPU: none (backend 'cuda': no CUDA device (cudaGetDeviceCount: "
+                                "CUDA driver version is insufficient for CUDA runtime version))\n"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\ngpu,none,0,,backend 'cuda': no CUDA device (cudaGetDeviceCount: "
+                                "CUDA driver version is insufficient for CUDA runtime version)\n"));
+    free(buf);
+
+    /* A GPU: its name and figures under the CPU's. */
+    c = gpu_ceilings();
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    fclose(f);
+    fputs(buf, stdout);
+    assert_null(strstr(buf, "GPU: none"));
+    assert_non_null(strstr(buf, "\nGPU 0: NVIDIA H100 80GB HBM3, sm_90, 132 SMs at 1.98 GHz, "
+                                "85.5 GB memory\n"));
+    assert_non_null(strstr(buf, "\nf16 GEMM         989000.0  cuBLAS, 8192x8192x8192\n"));
+    assert_non_null(strstr(buf, "\nf32 GEMM          51000.0  cuBLAS, 4096x4096x4096\n"));
+    assert_non_null(strstr(buf, "\nDRAM               3350.0  device-to-device copy, read + write\n"));
+    assert_non_null(strstr(buf, "\nhost->device         25.0  page-locked host memory\n"));
+    assert_non_null(strstr(buf, "\ndevice->host         26.0  page-locked host memory\n"));
+    assert_non_null(strstr(buf, "\nridge point (f16 GEMM / DRAM bandwidth): 295 FLOP/B\n"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\ngpu,gpu0:gemm:tf32,378000,GFLOP/s,\"cuBLAS, 8192x8192x8192\"\n"));
+    assert_non_null(strstr(buf, "\ngpu,gpu0:h2d,25,GB/s,page-locked host memory\n"));
+    assert_non_null(strstr(buf, "\ngpu,gpu0:memory,85520809984,bytes,\"NVIDIA H100 80GB HBM3, sm_90, "
+                                "132 SMs\"\n"));
+    free(buf);
     ntp_ctx_free(ctx);
 }
 
@@ -322,6 +548,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attainable),  cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_apply_gpu),
         cmocka_unit_test(test_ceilings_json), cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_describe_and_measure), cmocka_unit_test(test_write),
     };

@@ -348,7 +348,11 @@ static void csv_row(FILE *f, const char *kind, const char *name, double value, c
     ntp__csv_sep(f);
     ntp__csv_str(f, name);
     ntp__csv_sep(f);
-    ntp__csv_num(f, value);
+    /* Byte counts are integers beyond %.10g's digits (an 80 GB GPU). */
+    if (value == floor(value) && fabs(value) < 9007199254740992.0)
+        fprintf(f, "%.0f", value);
+    else
+        ntp__csv_num(f, value);
     ntp__csv_sep(f);
     ntp__csv_str(f, unit);
     ntp__csv_sep(f);
