@@ -365,6 +365,106 @@ static void test_ceilings(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* GPU ceilings beside the CPU's: saved, read back field by field, replaced
+ * by a remeasurement without a GPU (whose reason is kept); and a machine
+ * cached by a schema-2 database (the machines table without gpu_note, no
+ * machine_gpus) reads back after the migration with its CPU ceilings and
+ * no GPU. */
+static void test_ceilings_gpu(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "gpu-old.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_store *s;
+    assert_int_equal(ntp__store_open_version(ctx, path, 2, &s), NTP_STATUS_OK);
+    ntp_store_close(s);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM pragma_table_info('machines')"), 7);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machine_gpus'"),
+                     0);
+    /* A row as schema 2 wrote it: the CPU's ceilings as JSON, nothing of a GPU. */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "INSERT INTO machines (key, measured_at, cpu_model, cores, hostname,"
+                     " description, ceilings) VALUES ('Old CPU|2|box', '2024-01-01T00:00:00Z',"
+                     " 'Old CPU', 2, 'box', '{}', '{\"machine\": \"Old CPU|2|box\","
+                     " \"measured_at\": \"2024-01-01T00:00:00Z\", \"threads\": 2,"
+                     " \"peaks\": [{\"precision\": \"f32\", \"gflops\": 64.5,"
+                     " \"method\": \"FMA\"}], \"gemm\": [], \"bandwidth\":"
+                     " [{\"level\": \"DRAM\", \"working_set_bytes\": 1024,"
+                     " \"gbps\": 12.5}]}')",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
+    assert_int_equal(NTP_STORE_SCHEMA_VERSION, 3);
+    bool found = false;
+    ntp_ceilings back;
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, "Old CPU|2|box", &back, &found),
+                     NTP_STATUS_OK);
+    assert_true(found);
+    assert_float_equal(back.peaks[0].gflops, 64.5, 0);
+    assert_float_equal(ntp_ceilings_bandwidth(&back, "DRAM"), 12.5, 0);
+    assert_int_equal(back.n_gpus, 0);
+    assert_string_equal(back.gpu_note, "");
+
+    /* A machine with a made-up H100. */
+    ntp_machine_info m = {.pus = 2};
+    snprintf(m.key, sizeof m.key, "GPU box|2|box");
+    ntp_ceilings c = {.threads = 2, .n_peaks = 1, .n_levels = 1, .n_gpus = 1};
+    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
+    c.peaks[0] = (ntp_peak){"f32", 100.0, "FMA"};
+    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 20.0};
+    ntp_gpu_ceilings *g = &c.gpus[0];
+    *g = (ntp_gpu_ceilings){.sm_major = 9, .sm_minor = 0, .sms = 132, .clock_ghz = 1.98,
+                            .memory_bytes = 85520809984,
+                            .gemm_gflops = {51000.5, 378000.25, 989000.125, 988000.0},
+                            .gemm_n = {4096, 8192, 8192, 8192},
+                            .dram_gbps = 3350.5, .h2d_gbps = 25.25, .d2h_gbps = 26.75};
+    snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+    assert_true(found);
+    assert_int_equal(back.n_gpus, 1);
+    const ntp_gpu_ceilings *bg = &back.gpus[0];
+    assert_string_equal(bg->name, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(bg->sm_major, 9);
+    assert_int_equal(bg->sm_minor, 0);
+    assert_int_equal(bg->sms, 132);
+    assert_float_equal(bg->clock_ghz, 1.98, 0);
+    assert_int_equal(bg->memory_bytes, 85520809984);
+    for (int k = 0; k < NTP_GPU_MATH_COUNT; k++) {
+        assert_float_equal(bg->gemm_gflops[k], g->gemm_gflops[k], 0);
+        assert_int_equal(bg->gemm_n[k], g->gemm_n[k]);
+    }
+    assert_float_equal(bg->dram_gbps, 3350.5, 0);
+    assert_float_equal(bg->h2d_gbps, 25.25, 0);
+    assert_float_equal(bg->d2h_gbps, 26.75, 0);
+    assert_float_equal(back.peaks[0].gflops, 100.0, 0);
+    /* The GPU lives in its own table, not in the CPU's document. */
+    char text[4096];
+    sql_text(path, "SELECT ceilings FROM machines WHERE key = 'GPU box|2|box'", text, sizeof text);
+    assert_null(strstr(text, "gpus"));
+    assert_int_equal(sql_int(path, "SELECT sms FROM machine_gpus WHERE machine = 'GPU box|2|box'"),
+                     132);
+
+    /* Remeasured where the GPU is gone: no GPU row left, and the reason. */
+    c.n_gpus = 0;
+    snprintf(c.gpu_note, sizeof c.gpu_note, "backend 'cuda': no CUDA device (x)");
+    assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
+    assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+    assert_int_equal(back.n_gpus, 0);
+    assert_string_equal(back.gpu_note, "backend 'cuda': no CUDA device (x)");
+    ntp_store_close(s);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM machine_gpus"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM machines"), 2);
+    ntp_ctx_free(ctx);
+}
+
 static void test_default_path(void **state)
 {
     (void)state;
@@ -565,6 +665,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_list_filters),
         cmocka_unit_test(test_migration),        cmocka_unit_test(test_ceilings),
+        cmocka_unit_test(test_ceilings_gpu),
         cmocka_unit_test(test_default_path),     cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_killed_writer),    cmocka_unit_test(test_history_write),
     };
