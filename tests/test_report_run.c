@@ -722,6 +722,188 @@ static void test_roofline_and_accuracy(void **state)
     free(text);
 }
 
+/* A run with rows on a GPU: conv1 on the GPU's f16 roof, the mul row a
+ * host-to-device copy on the link, the mfcc inlay on the CPU's roof, and
+ * the device memory a cuda run collects. */
+static void set_gpu(fixture *fx)
+{
+    set_roofline(fx);
+    ntp_run_result *r = &fx->r;
+    r->backend = "cuda";
+    r->precision = NTP_DTYPE_F16;
+    ntp_roofline *rl = &r->roofline;
+    rl->gpu_rows = true;
+    rl->gpu_available = true;
+    snprintf(rl->gpu_name, sizeof rl->gpu_name, "NVIDIA H100 80GB HBM3");
+    snprintf(rl->gpu_math, sizeof rl->gpu_math, "f16");
+    rl->gpu_peak_gflops = 989000;
+    rl->gpu_bandwidth_gbps = 3350;
+    rl->gpu_ridge_intensity = 989000.0 / 3350.0;
+    rl->gpu_h2d_gbps = 25;
+    rl->gpu_d2h_gbps = 26;
+    fx->layers[0].backend = "cuda";
+    fx->layers[0].roof_ceiling = "gpu f16";
+    fx->layers[1].backend = "cuda";
+    fx->layers[2].backend = "cuda";
+    fx->layers[2].type = "h2d";
+    fx->layers[2].flops = 0;
+    fx->layers[2].gflops = 0;
+    fx->layers[2].attainable_gbps = 0.002048;
+    fx->layers[2].roof_share = 0.5;
+    fx->layers[2].roof_ceiling = "gpu h2d";
+    fx->layers[3].roof_ceiling = "cpu f32";
+    fx->markers[0].roof_ceiling = "gpu f16";
+    r->memory.device_weight_bytes = 102760448;
+    r->memory.device_activation_bytes = 25165824;
+    r->memory.device_workspace_bytes = 37748736;
+    r->memory.device_peak_bytes = 165675008;
+}
+
+static void test_gpu_rows_and_device_memory(void **state)
+{
+    fixture *fx = *state;
+    /* Without an accelerator there is no device memory object at all. */
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    assert_null(json_object_get(json_object_get(root, "memory"), "device"));
+    json_decref(root);
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(text, "device memory"));
+    free(text);
+
+    set_gpu(fx);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    root = parse(text);
+    json_t *dev = json_object_get(json_object_get(root, "memory"), "device");
+    assert_int_equal(json_integer_value(json_object_get(dev, "weight_bytes")), 102760448);
+    assert_int_equal(json_integer_value(json_object_get(dev, "activation_bytes")), 25165824);
+    assert_int_equal(json_integer_value(json_object_get(dev, "workspace_bytes")), 37748736);
+    assert_int_equal(json_integer_value(json_object_get(dev, "peak_bytes")), 165675008);
+    json_t *layers = json_object_get(root, "layers");
+    json_t *l0 = json_array_get(layers, 0), *l2 = json_array_get(layers, 2);
+    assert_string_equal(json_string_value(json_object_get(l0, "roof_ceiling")), "gpu f16");
+    assert_null(json_object_get(l0, "attainable_gbps"));
+    assert_true(json_is_null(json_object_get(l2, "attainable_gflops")));
+    assert_float_equal(num(l2, "attainable_gbps"), 0.002048, 0);
+    assert_float_equal(num(l2, "roof_share"), 0.5, 0);
+    assert_string_equal(json_string_value(json_object_get(l2, "roof_ceiling")), "gpu h2d");
+    assert_true(json_is_null(json_object_get(json_array_get(layers, 1), "roof_ceiling")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(layers, 3), "roof_ceiling")), "cpu f32");
+    json_t *g = json_object_get(json_object_get(root, "roofline"), "gpu");
+    assert_true(json_is_true(json_object_get(g, "available")));
+    assert_string_equal(json_string_value(json_object_get(g, "name")), "NVIDIA H100 80GB HBM3");
+    assert_string_equal(json_string_value(json_object_get(g, "math")), "f16");
+    assert_float_equal(num(g, "peak_gflops"), 989000, 0);
+    assert_float_equal(num(g, "bandwidth_gbps"), 3350, 0);
+    assert_float_equal(num(g, "h2d_gbps"), 25, 0);
+    assert_float_equal(num(g, "d2h_gbps"), 26, 0);
+    json_decref(root);
+    /* Read back, as compare and the history do. */
+    ntp_run_result *back = NULL;
+    assert_int_equal(ntp_run_result_parse(fx->ctx, text, strlen(text), "gpu.json", &back),
+                     NTP_STATUS_OK);
+    assert_true(ntp_memory_has_device(&back->memory));
+    assert_int_equal(back->memory.device_weight_bytes, 102760448);
+    assert_int_equal(back->memory.device_activation_bytes, 25165824);
+    assert_int_equal(back->memory.device_workspace_bytes, 37748736);
+    assert_int_equal(back->memory.device_peak_bytes, 165675008);
+    assert_string_equal(back->layers[0].roof_ceiling, "gpu f16");
+    assert_string_equal(back->layers[2].roof_ceiling, "gpu h2d");
+    assert_float_equal(back->layers[2].attainable_gbps, 0.002048, 0);
+    assert_null(back->layers[1].roof_ceiling);
+    assert_string_equal(back->markers[0].roof_ceiling, "gpu f16");
+    assert_true(back->roofline.gpu_available);
+    assert_string_equal(back->roofline.gpu_name, "NVIDIA H100 80GB HBM3");
+    assert_float_equal(back->roofline.gpu_peak_gflops, 989000, 0);
+    ntp_run_result_free(back);
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    fputs(text, stdout);
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < len; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line has %zu columns: %.*s", cols, (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+    /* Several roofs: the shape column gives one column to the roof column,
+     * whose cells say which roof: g(PU), l(ink), c(PU). */
+    assert_non_null(strstr(text, "\nconv1                  conv           2x16x32x32       1.5000"
+                                 "   50.0  2000.00  400.00    5.00   g80%\n"));
+    assert_non_null(strstr(text, "    0.08   l50%\n"));    /* the h2d copy */
+    assert_non_null(strstr(text, "    7.50   c<1%\n"));    /* the mfcc inlay, on the CPU */
+    assert_non_null(strstr(text, "    5.00   g40%\n"));    /* the body marker */
+    assert_non_null(strstr(text, "\nGPU roofline: NVIDIA H100 80GB HBM3, f16 GEMM 989000 GFLOP/s, "
+                                 "DRAM 3350 GB/s, ridge 295 FLOP/B;\n"
+                                 "              host->device 25 GB/s, device->host 26 GB/s\n"));
+    assert_non_null(strstr(text, "\ndevice memory: weights 103 MB, activations 25.2 MB, "
+                                 "workspace 37.7 MB, peak 166 MB\n"));
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_CSV);
+    static char head[40][128], row[40][128];
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    int nh = csv_split(line, head, 40);
+    line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "roof_ceiling")], "gpu f16");
+    assert_string_equal(row[column(head, nh, "device_peak_bytes")], "");
+    line = strtok_r(NULL, "\n", &save);
+    line = strtok_r(NULL, "\n", &save); /* the h2d copy */
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "attainable_gflops")], "");
+    assert_string_equal(row[column(head, nh, "attainable_gbps")], "0.002048");
+    assert_string_equal(row[column(head, nh, "roof_share")], "0.5");
+    assert_string_equal(row[column(head, nh, "roof_ceiling")], "gpu h2d");
+    for (int i = 0; i < 4; i++)
+        line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
+    assert_string_equal(row[column(head, nh, "device_weight_bytes")], "102760448");
+    assert_string_equal(row[column(head, nh, "device_activation_bytes")], "25165824");
+    assert_string_equal(row[column(head, nh, "device_workspace_bytes")], "37748736");
+    assert_string_equal(row[column(head, nh, "device_peak_bytes")], "165675008");
+    free(text);
+
+    /* No GPU ceilings: the GPU rows say so, the CPU rows keep their roof. */
+    ntp_roofline *rl = &fx->r.roofline;
+    rl->gpu_available = false;
+    rl->gpu_name[0] = rl->gpu_math[0] = '\0';
+    rl->gpu_peak_gflops = rl->gpu_bandwidth_gbps = rl->gpu_ridge_intensity = 0;
+    rl->gpu_h2d_gbps = rl->gpu_d2h_gbps = 0;
+    for (int i = 0; i < 3; i += 2) {
+        fx->layers[i].roof_ceiling = NTP_ROOF_NO_GPU;
+        fx->layers[i].attainable_gflops = fx->layers[i].attainable_gbps = 0;
+        fx->layers[i].roof_share = 0;
+    }
+    fx->markers[0].roof_ceiling = NTP_ROOF_NO_GPU;
+    fx->markers[0].attainable_gflops = fx->markers[0].roof_share = 0;
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    root = parse(text);
+    g = json_object_get(json_object_get(root, "roofline"), "gpu");
+    assert_true(json_is_false(json_object_get(g, "available")));
+    assert_string_equal(json_string_value(json_object_get(g, "note")),
+                        "n/a (no GPU ceilings: run `ntprof machine` on this machine)");
+    l0 = json_array_get(json_object_get(root, "layers"), 0);
+    assert_string_equal(json_string_value(json_object_get(l0, "roof_ceiling")),
+                        "n/a (no GPU ceilings: run `ntprof machine` on this machine)");
+    assert_true(json_is_null(json_object_get(l0, "attainable_gflops")));
+    json_decref(root);
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(text, "    5.00    n/a\n"));
+    assert_non_null(strstr(text, "    7.50   c<1%\n"));
+    assert_non_null(strstr(text, "\nGPU rows: n/a (no GPU ceilings: run `ntprof machine` on this "
+                                 "machine)\n"));
+    free(text);
+}
+
 /* --- trace ------------------------------------------------------------------------- */
 
 static int64_t ns(json_t *ev, const char *key)
@@ -926,6 +1108,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roofline_and_accuracy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_rows_and_device_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),

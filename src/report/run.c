@@ -154,6 +154,17 @@ static void table_marker(FILE *f, const ntp_marker_result *m, const layout *t)
     put_row(f, cells, t);
 }
 
+/* Four significant digits, without the exponent form %g picks for large
+ * values (a throughput of 117647/s, not 1.176e+05). */
+static const char *fmt_sig(double v, char *buf, size_t len)
+{
+    if (fabs(v) >= 1e4 && fabs(v) < 1e15)
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.4g", v);
+    return buf;
+}
+
 /* The ceilings the rows were placed under, and what the roof column means. */
 static void table_roofline(FILE *f, const ntp_roofline *rl)
 {
@@ -175,12 +186,14 @@ static void table_roofline(FILE *f, const ntp_roofline *rl)
         ntp__put_wrapped(f, "GPU rows: ", NTP_ROOF_NO_GPU);
         return;
     }
-    char gpu[512];
+    char gpu[512], peak[32];
+    /* A GPU's peak is hundreds of thousands of GFLOP/s: no exponent form. */
     snprintf(gpu, sizeof gpu,
-             "%s, %s GEMM %.4g GFLOP/s, DRAM %.4g GB/s, ridge %.3g FLOP/B; host->device %.4g "
+             "%s, %s GEMM %s GFLOP/s, DRAM %.4g GB/s, ridge %.3g FLOP/B; host->device %.4g "
              "GB/s, device->host %.4g GB/s",
-             rl->gpu_name, rl->gpu_math[0] ? rl->gpu_math : "?", rl->gpu_peak_gflops,
-             rl->gpu_bandwidth_gbps, rl->gpu_ridge_intensity, rl->gpu_h2d_gbps, rl->gpu_d2h_gbps);
+             rl->gpu_name, rl->gpu_math[0] ? rl->gpu_math : "?",
+             fmt_sig(rl->gpu_peak_gflops, peak, sizeof peak), rl->gpu_bandwidth_gbps,
+             rl->gpu_ridge_intensity, rl->gpu_h2d_gbps, rl->gpu_d2h_gbps);
     ntp__put_wrapped(f, "GPU roofline: ", gpu);
     ntp__put_wrapped(f, "  ",
                      "roof letters: c = the CPU's roof above; g = the GPU's, min(GEMM peak, "
@@ -226,17 +239,6 @@ static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
                    s->ci95_lo, s->ci95_hi, s->n);
     ntp__put_linef(f, "  min %.4g, p90 %.4g, p99 %.4g, max %.4g, cv %.1f%%", s->min, s->p90,
                    s->p99, s->max, 100.0 * s->cv);
-}
-
-/* Four significant digits, without the exponent form %g picks for large
- * values (a throughput of 117647/s, not 1.176e+05). */
-static const char *fmt_sig(double v, char *buf, size_t len)
-{
-    if (fabs(v) >= 1e4 && fabs(v) < 1e15)
-        snprintf(buf, len, "%.0f", v);
-    else
-        snprintf(buf, len, "%.4g", v);
-    return buf;
 }
 
 static void write_table(const ntp_run_result *r, FILE *f)
