@@ -315,6 +315,7 @@ static void test_writers(void **state)
     assert_non_null(strstr(t, "\nextra                    added           -    0.5000   +0.5000"
                               "       - n/a          -    6.2\n"));
     assert_non_null(strstr(t, "layers: 3 matched, 1 renamed, 1 added in B, 1 missing from B\n"));
+    assert_null(strstr(t, "device memory")); /* neither run had an accelerator */
     for (char *p = t; *p;) {
         size_t n = strcspn(p, "\n"), cols = 0;
         for (size_t i = 0; i < n; i++)
@@ -370,6 +371,58 @@ static char *report_text(ntp_ctx *ctx, const ntp_run_result *r)
     assert_int_equal(ntp_report_write_run(ctx, r, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
     fclose(f);
     return buf;
+}
+
+/* Device memory: side by side for two runs on an accelerator, the one that
+ * had it otherwise, nothing for two CPU runs (test_writers). */
+static void test_device_memory(void **state)
+{
+    (void)state;
+    static run a, b;
+    base_run(&a);
+    other_run(&b);
+    a.r.backend = b.r.backend = "cuda";
+    a.r.memory = (ntp_memory_result){.device_weight_bytes = 100000000,
+                                     .device_activation_bytes = 20000000,
+                                     .device_workspace_bytes = 40000000,
+                                     .device_peak_bytes = 160000000};
+    b.r.memory = (ntp_memory_result){.device_weight_bytes = 50000000,
+                                     .device_activation_bytes = 30000000,
+                                     .device_workspace_bytes = 40000000,
+                                     .device_peak_bytes = 120000000};
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    fputs(t, stdout);
+    assert_non_null(strstr(t, "\ndevice memory peak: A 160 MB, B 120 MB (x0.75)\n"
+                              "device memory weights: A 100 MB, B 50.0 MB (x0.5)\n"
+                              "device memory activations: A 20.0 MB, B 30.0 MB (x1.5)\n"
+                              "device memory workspace: A 40.0 MB, B 40.0 MB (x1)\n"));
+    free(t);
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    json_t *j = json_loads(t, 0, NULL);
+    assert_non_null(j);
+    json_t *dev = json_object_get(json_array_get(json_object_get(j, "runs"), 1), "device_memory");
+    assert_int_equal(json_integer_value(json_object_get(dev, "peak_bytes")), 120000000);
+    assert_int_equal(json_integer_value(json_object_get(dev, "weight_bytes")), 50000000);
+    json_decref(j);
+    free(t);
+    ntp_comparison_free(c);
+    /* Only B on the device. */
+    memset(&a.r.memory, 0, sizeof a.r.memory);
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(t, "\ndevice memory: only B ran on a device (peak 120 MB)\n"));
+    free(t);
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    j = json_loads(t, 0, NULL);
+    assert_null(json_object_get(json_array_get(json_object_get(j, "runs"), 0), "device_memory"));
+    json_decref(j);
+    free(t);
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
 }
 
 static void test_read_back(void **state)
@@ -492,6 +545,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_significance), cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_duplicates_and_many), cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_device_memory),
         cmocka_unit_test(test_read_back), cmocka_unit_test(test_read_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

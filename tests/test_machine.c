@@ -445,6 +445,33 @@ static void test_describe_and_measure(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* `ntprof machine` on a machine without a usable GPU ends with one line
+ * saying why. */
+static void test_cli_gpu_none(void **state)
+{
+    (void)state;
+    if (strstr(ntp_backends_available(), "cuda")) {
+        printf("a GPU is usable here: the 'GPU: none' line does not apply\n");
+        return;
+    }
+    FILE *p = popen(NTP_CLI " machine --no-db --seconds 0.02 --no-gemm -t 1 2>&1", "r");
+    assert_non_null(p);
+    char line[1024];
+    int none = 0;
+    while (fgets(line, sizeof line, p)) {
+        fputs(line, stdout);
+        if (strncmp(line, "GPU: none (", 11) == 0) {
+            none++;
+            size_t n = strlen(line);
+            assert_true(n > 13 && strcmp(line + n - 2, ")\n") == 0);
+            assert_true(strncmp(line + 11, "backend 'cuda': ", 16) == 0 ||
+                        strcmp(line + 11, "built without the CUDA backend)\n") == 0);
+        }
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(none, 1);
+}
+
 static void test_write(void **state)
 {
     (void)state;
@@ -548,7 +575,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attainable),  cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_apply_gpu),
+        cmocka_unit_test(test_apply_gpu),     cmocka_unit_test(test_cli_gpu_none),
         cmocka_unit_test(test_ceilings_json), cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_describe_and_measure), cmocka_unit_test(test_write),
     };

@@ -870,6 +870,25 @@ static void test_gpu_rows_and_device_memory(void **state)
     assert_string_equal(row[column(head, nh, "device_peak_bytes")], "165675008");
     free(text);
 
+    /* The HTML report: a ceiling column and the device memory card. */
+    FILE *hf = tmpfile();
+    assert_non_null(hf);
+    assert_int_equal(ntp_html_write_run(fx->ctx, &fx->r, hf), NTP_STATUS_OK);
+    long hn = ftell(hf);
+    char *html = malloc((size_t)hn + 1);
+    assert_non_null(html);
+    rewind(hf);
+    assert_int_equal(fread(html, 1, (size_t)hn, hf), (size_t)hn);
+    html[hn] = '\0';
+    fclose(hf);
+    assert_non_null(strstr(html, "<th class=\"l\">ceiling</th></tr>"));
+    assert_non_null(strstr(html, "<td class=\"l\">gpu f16</td></tr>"));
+    assert_non_null(strstr(html, "<td class=\"l\">gpu h2d</td></tr>"));
+    assert_non_null(strstr(html, "<b>166 MB</b><span>device memory peak: weights 103 MB, "
+                                 "activations 25.2 MB, workspace 37.7 MB</span>"));
+    assert_non_null(strstr(html, "Rows on the GPU are placed on NVIDIA H100 80GB HBM3"));
+    free(html);
+
     /* No GPU ceilings: the GPU rows say so, the CPU rows keep their roof. */
     ntp_roofline *rl = &fx->r.roofline;
     rl->gpu_available = false;
