@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
@@ -405,6 +406,34 @@ static void remove_tree(const char *root, const char *const *backends, int n, in
 
 /* --- the comparison ----------------------------------------------------------------- */
 
+static double cpu_ms(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Wait, at most half a second, until no thread but this one uses a CPU.
+ * The pools of the backend that ran last keep polling after their last
+ * parallel region: libgomp's and pthreadpool's workers for about a
+ * millisecond, Debian's OpenBLAS (pthreads build) for about 0.1 s of CPU
+ * time per worker (measured: 98 ms in the 100 ms after a two-thread SGEMM,
+ * and as much after the library loads). A tail that long outlasts the next
+ * backend's warm-up on small topologies and would take a core from its
+ * measured iterations. */
+static void quiesce(void)
+{
+    for (int i = 0; i < 50; i++) {
+        double p0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+        double others = (cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) -
+                        (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0);
+        if (others < 0.5)
+            return;
+    }
+}
+
 static int64_t param_batch(const ntp_graph *g)
 {
     for (int i = 0; i < g->n_params; i++)
@@ -494,6 +523,7 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
             snprintf(dir, sizeof dir, "%s/%s", root, backends[i]);
             o.save_outputs_dir = dir;
         }
+        quiesce();
         if ((st = ntp_run(ctx, g, &o, &run->result)) == NTP_STATUS_OK) {
             c->n_runs = i + 1;
             st = fold_rows(ctx, g, c, run);

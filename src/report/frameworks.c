@@ -211,7 +211,7 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_backend_comparison *c, FIL
     if (c->threads > 0)
         snprintf(threads, sizeof threads, "%d", c->threads);
     else
-        snprintf(threads, sizeof threads, "all cores");
+        snprintf(threads, sizeof threads, "%d (all cores)", c->runs[0].result->env.cores);
     ntp__put_linef(f, "backend comparison: %s (%s)", c->topology, c->source);
     ntp__put_linef(f, "%s%s, threads %s, seed %llu%s", ntp_dtype_name(c->precision), shape, threads,
                    (unsigned long long)c->seed, c->fused ? ", --fuse" : "");
