@@ -368,6 +368,19 @@ static void test_gpu_ceilings(void **state)
         assert_true(c.gemm_gflops[k] > 0);
     assert_true(c.gemm_gflops[NTP_GPU_F16] > c.gemm_gflops[NTP_GPU_F32]);
     assert_true(c.dram_gbps > 0 && c.h2d_gbps > 0 && c.d2h_gbps > 0);
+    /* The same figures reach `ntprof machine`'s ceilings as GPU 0. */
+    ntp_machine_info m;
+    ntp_machine_opts o;
+    ntp_ceilings all;
+    ntp_machine_opts_default(&o);
+    o.seconds = 0.05;
+    o.gemm = false;
+    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
+    assert_int_equal(ntp_machine_measure(ctx, &m, &o, &all), NTP_STATUS_OK);
+    assert_int_equal(all.n_gpus, 1);
+    assert_string_equal(all.gpus[0].name, c.name);
+    assert_true(all.gpus[0].gemm_gflops[NTP_GPU_MATH_F16] > 0 && all.gpus[0].dram_gbps > 0);
+    assert_string_equal(all.gpu_note, "");
 }
 
 /* --- on a device -------------------------------------------------------------- */
