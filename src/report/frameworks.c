@@ -232,6 +232,17 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_backend_comparison *c, FIL
         summary_line(f, c, "rel L2 vs ref", cell_rel);
         if (any_top1(c))
             summary_line(f, c, "top-1 agreement", cell_top1);
+        /* Name what was compared: a topology that ends in a decoder (DeepSpeech)
+         * is compared on its labels, where 0 means the same transcript and
+         * says nothing about how far the logits moved. */
+        char outs[256] = "";
+        size_t used = 0;
+        const ntp_backend_run *first = &c->runs[0];
+        for (int j = 0; j < first->n_deviation && used < sizeof outs; j++)
+            used += (size_t)snprintf(outs + used, sizeof outs - used, "%s%s", j ? ", " : "",
+                                     first->deviation[j].output);
+        if (outs[0])
+            ntp__put_wrapped(f, "deviation over the graph outputs: ", outs);
     }
     write_markers(f, c);
     write_layers(f, c);
