@@ -49,7 +49,14 @@ typedef struct ntp_buf {
  * the folded layers in order, k->out[0] the LAST folded layer's output, and
  * k->post_in[] the other operand of each folded binary layer (NULL data for
  * unary ones). The folded layers are not executed; reports show them as
- * fused into the head. */
+ * fused into the head. The folded layers need not follow the head
+ * directly in execution order (each is the only reader of the result
+ * before it, and its other operand was made before the head).
+ *
+ * Batch norms (--fuse) are folded by the engine, not the backend: a conv,
+ * deconv or fc followed by an inference batch norm arrives as a layer of
+ * a rewritten graph (k->g) that has a bias and writes the batch norm's
+ * output, with the folded weights in k->w (exec-impl.h). */
 typedef struct ntp_kargs {
     const ntp_graph *g;
     const ntp_node *node;
@@ -77,6 +84,7 @@ typedef struct ntp_kargs {
      * backend's business (per output channel). */
     float in_scale[NTP_MAX_INPUTS];
     float out_scale[NTP_MAX_OUTPUTS];
+    float post_scale[NTP_MAX_FUSED]; /* of post_in[i] */
 } ntp_kargs;
 
 typedef struct ntp_backend_opts {

@@ -469,6 +469,9 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
             k->out_bytes[i] = x->slots[x->tslot[t]].bytes;
         }
         if (x->scales) {
+            for (int f = 0; f < n_fused; f++)
+                if (post_slot[f] >= 0)
+                    k->post_scale[f] = x->scales[x->slots[post_slot[f]].tensor];
             for (int i = 0; i < n->n_in; i++)
                 k->in_scale[i] = x->scales[n->in[i]];
             for (int i = 0; i < tail->n_out; i++)

@@ -494,6 +494,20 @@ static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
     }
     for (int i = 0; i < g->n_tensors; i++)
         absmax[i] = absmax[i] > 0 ? absmax[i] / 127.0f : 0.0f;
+    /* Layers that only select or move values (max pooling, reshapes) give
+     * their output their input's scale, in execution order: an int8 kernel
+     * then runs them on the integers without requantising (the output's
+     * own maximum is at most the input's, and for max pooling nearly always
+     * equal). Not relu: fused after a residual add, its output would lose
+     * the resolution that its own, positive, range gives. */
+    for (int p = 0; p < g->n_nodes; p++) {
+        const ntp_node *n = &g->nodes[g->order[p]];
+        bool keeps = n->op == NTP_OP_MAXPOOL || n->op == NTP_OP_GLOBAL_MAXPOOL ||
+                     n->op == NTP_OP_DROPOUT || n->op == NTP_OP_FLATTEN ||
+                     n->op == NTP_OP_RESHAPE;
+        if (keeps && n->n_in == 1 && n->n_out == 1 && absmax[n->in[0]] > 0)
+            absmax[n->out[0]] = absmax[n->in[0]];
+    }
     *out = absmax;
     return NTP_STATUS_OK;
 }

@@ -60,7 +60,7 @@ static ntp_status project(odnn_build *b, int src, int dst, int64_t rows, int64_t
     dnnl_primitive_attr_t attr;
     int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
     ntp_status s = ntp__dnnl_attr(b, &attr);
-    if (s || (post_ops && (s = ntp__dnnl_post_ops(b, attr, 1.0f, 2, yd, &n, args, mems))))
+    if (s || (post_ops && (s = ntp__dnnl_post_ops(b, attr, 1.0f, NULL, 2, yd, &n, args, mems))))
         return s;
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "projection")))

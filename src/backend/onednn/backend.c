@@ -370,8 +370,8 @@ static ntp_status onednn_execute_step(ntp_ctx *ctx, void *state, void *node_stat
 /* Activations and residual adds (and dropouts, which are the identity)
  * fold into conv, deconv, fc, matmul and attention as oneDNN post-ops, and
  * a ReLU into batch normalisation. A binary layer folds only when its other operand has the
- * group's output shape (no broadcasting of the group's result), and not at
- * i8, where the other operand's scale is not part of the kernel arguments. */
+ * group's output shape (no broadcasting of the group's result); at i8 its
+ * int8 operand comes with its scale (k->post_scale, fuse.c). */
 static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
                            const ntp_node *next)
 {
@@ -393,8 +393,7 @@ static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused
     float alpha, beta;
     if (ntp__dnnl_eltwise_alg(next, &alg, &alpha, &beta))
         return true;
-    if ((next->op != NTP_OP_ADD && next->op != NTP_OP_MUL) || next->n_in != 2 ||
-        head->precision == NTP_DTYPE_I8)
+    if ((next->op != NTP_OP_ADD && next->op != NTP_OP_MUL) || next->n_in != 2)
         return false;
     const ntp_shape *hs = &g->tensors[head->out[0]].shape, *ns = &g->tensors[next->out[0]].shape;
     if (hs->ndim != ns->ndim)

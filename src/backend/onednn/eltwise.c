@@ -201,9 +201,17 @@ ntp_status ntp__dnnl_eltwise_build(odnn_build *b)
     float alpha, beta;
     if (b->k->n_in != 1 || !ntp__dnnl_eltwise_alg(b->n, &alg, &alpha, &beta))
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "not an activation");
+    /* int8 relu stays in s8 (max(0, q) keeps the grid exactly); the other
+     * activations compute in f32. */
+    const ntp_kargs *k = b->k;
+    bool q8 = b->int8 && alg == dnnl_eltwise_relu && alpha == 0.0f &&
+              k->in[0].dtype == NTP_DTYPE_I8 && k->out[0].dtype == NTP_DTYPE_I8;
+    float scale = 1.0f;
+    ntp_status s;
+    if (q8 && (s = ntp__dnnl_act_scale(b, NTP_DTYPE_I8, k->in_scale[0], 0, false, &scale)))
+        return s;
     dnnl_memory_desc_t md;
-    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &md);
-    if (s)
+    if ((s = ntp__dnnl_follow_md(b, 0, q8 ? dnnl_s8 : b->cdt, &md)))
         return s;
     dnnl_eltwise_desc_t d;
     dnnl_status_t st = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha,
@@ -214,8 +222,8 @@ ntp_status ntp__dnnl_eltwise_build(odnn_build *b)
     if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "eltwise")))
         return s;
     int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2];
-    if ((s = ntp__dnnl_input(b, 0, &md, 1.0f, &mems[0])) ||
-        (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mems[1])) ||
+    if ((s = ntp__dnnl_input(b, 0, &md, scale, &mems[0])) ||
+        (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), scale, &mems[1])) ||
         (s = ntp__dnnl_step(b, pd, "", NULL, 2, args, mems)))
         return s;
     ntp__dnnl_set_main(b, pd);

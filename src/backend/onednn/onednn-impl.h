@@ -19,8 +19,10 @@
  * Precisions: activations are stored as f32, bf16, f16 or s8 (the i8
  * precision). int8 is native in conv, deconv, fc and matmul (s8 activations
  * with the calibrated per-tensor scales, s8 weights with per-output-channel
- * scales computed here); other layers at i8 dequantise to f32, compute, and
- * quantise again, each conversion a reorder step. */
+ * scales computed here), with relu and residual adds as post-ops, and in
+ * max pooling and relu (which keep their input's grid); other layers at i8
+ * dequantise to f32, compute, and quantise again, each conversion a
+ * reorder step. */
 #ifndef NTPROF_ONEDNN_IMPL_H
 #define NTPROF_ONEDNN_IMPL_H
 
@@ -254,13 +256,18 @@ bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_move_build(odnn_build *b);
 
 /* Post-ops of a fusion group (conv, fc, matmul, attention heads):
- * activations and binary operands of k->fused[], appended to `attr` after
- * the int8 output scales; adds the binary operands' memories to args/mems
- * from *n. A head whose primitive writes a 2-d view of its output (fc,
- * attention) passes that view's dims (view_nd > 0) so that a plain binary
- * operand is viewed the same way. */
+ * activations and binary operands of k->fused[] (int8 operands with their
+ * scales, k->post_scale), then a multiplication by out_scale into the
+ * output's int8 grid (1: none); adds the
+ * binary operands' memories to args/mems from *n. With head_div non-NULL
+ * the head's int8 output scales are set after this call, divided by
+ * *head_div, which may absorb changes of scale (fuse.c). A head whose
+ * primitive writes a 2-d view of its output (fc, attention) passes that
+ * view's dims (view_nd > 0) so that a plain binary operand is viewed the
+ * same way. */
 ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
-                              int view_nd, const int64_t *view_dims, int *n, int *args, int *mems);
+                              float *head_div, int view_nd, const int64_t *view_dims, int *n,
+                              int *args, int *mems);
 
 extern const ntp_backend_i ntp__backend_onednn;
 

@@ -85,14 +85,23 @@ ntp_status ntp__dnnl_pool_build(odnn_build *b)
         alg = dnnl_pooling_avg_include_padding;
     else
         alg = dnnl_pooling_avg_exclude_padding;
+    /* int8 max pooling stays in s8: the maximum of integers in one grid is
+     * exact, so the output keeps the input's scale (the calibration gives
+     * the output that scale; a different one costs a reorder). */
+    bool q8 = b->int8 && alg == dnnl_pooling_max && k->in[0].dtype == NTP_DTYPE_I8 &&
+              k->out[0].dtype == NTP_DTYPE_I8;
+    dnnl_data_type_t dt = q8 ? dnnl_s8 : b->cdt;
+    float scale = 1.0f;
+    ntp_status s;
+    if (q8 && (s = ntp__dnnl_act_scale(b, NTP_DTYPE_I8, k->in_scale[0], 0, false, &scale)))
+        return s;
     dnnl_memory_desc_t src_md, dst_md;
-    ntp_status s = ntp__dnnl_follow_md(b, 0, b->cdt, &src_md);
-    if (s)
+    if ((s = ntp__dnnl_follow_md(b, 0, dt, &src_md)))
         return s;
     dnnl_dims_t yd;
     for (int i = 0; i < k->out[0].shape.ndim; i++)
         yd[i] = k->out[0].shape.dim[i];
-    dnnl_memory_desc_init_by_tag(&dst_md, k->out[0].shape.ndim, yd, b->cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst_md, k->out[0].shape.ndim, yd, dt, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t d;
     dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src_md,
                                                          &dst_md, p.strides, p.kernel, p.dil,
@@ -103,11 +112,11 @@ ntp_status ntp__dnnl_pool_build(odnn_build *b)
     if ((s = ntp__dnnl_pd(b, &pd, &d, NULL, "pooling")))
         return s;
     int args[3], mems[3], n_args = 0, mi;
-    if ((s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mi)))
+    if ((s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), scale, &mi)))
         return s;
     args[n_args] = DNNL_ARG_SRC;
     mems[n_args++] = mi;
-    if ((s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mi)))
+    if ((s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), scale, &mi)))
         return s;
     args[n_args] = DNNL_ARG_DST;
     mems[n_args++] = mi;
