@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <getopt.h>
+
 #include "cli.h"
 
 void cli_error(const char *fmt, ...)
@@ -19,9 +21,32 @@ void cli_error(const char *fmt, ...)
 
 int cli_fail(ntp_ctx *ctx)
 {
+    cli_print_warnings(ctx);
     const char *msg = ntp_ctx_errmsg(ctx);
     fprintf(stderr, "ntprof: %s\n", msg[0] ? msg : ntp_status_str(ntp_ctx_status(ctx)));
     return CLI_FAIL;
+}
+
+ntp_ctx *cli_ctx_new(void)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    if (!ctx)
+        cli_error("out of memory");
+    return ctx;
+}
+
+bool cli_want_files(const char *cmd, int argc, char **argv, int want, const char *what)
+{
+    int have = argc - optind;
+    if (have == want)
+        return true;
+    if (want == 0)
+        cli_error("%s takes no FILE, got '%s' (see 'ntprof %s --help')", cmd, argv[optind], cmd);
+    else if (have == 0)
+        cli_error("%s needs %s (see 'ntprof %s --help')", cmd, what, cmd);
+    else
+        cli_error("%s takes one FILE (see 'ntprof %s --help')", cmd, cmd);
+    return false;
 }
 
 void cli_print_warnings(ntp_ctx *ctx)

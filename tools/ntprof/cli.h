@@ -27,8 +27,15 @@ ntp_load_opts cli_load_opts(const cli_topo_opts *o);
 
 /* Print "ntprof: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print the library's last error for ctx and return CLI_FAIL. */
+/* Print the context's warnings (they may explain the failure), then the
+ * library's last error in one line, and return CLI_FAIL. */
 int cli_fail(ntp_ctx *ctx);
+/* A new context, or NULL after printing "out of memory". */
+ntp_ctx *cli_ctx_new(void);
+/* Check the FILE arguments left after the options of command `cmd`: none
+ * (want 0) or exactly one (want 1, described as `what`, e.g. "a topology
+ * FILE"). On a mismatch prints the usage error and returns false. */
+bool cli_want_files(const char *cmd, int argc, char **argv, int want, const char *what);
 /* Print the context's warnings to stderr. */
 void cli_print_warnings(ntp_ctx *ctx);
 /* Parse "123", "64M", "2G" (binary units) into bytes. */

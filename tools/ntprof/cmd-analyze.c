@@ -64,14 +64,10 @@ int cmd_analyze(int argc, char **argv)
         default: cli_error("see 'ntprof analyze --help'"); goto out;
         }
     }
-    if (optind != argc - 1) {
-        cli_error("%s (see 'ntprof analyze --help')",
-                  optind == argc ? "analyze needs a topology FILE" : "analyze takes one FILE");
+    if (!cli_want_files("analyze", argc, argv, 1, "a topology FILE"))
         goto out;
-    }
-    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
-        cli_error("out of memory");
         rc = CLI_FAIL;
         goto out;
     }

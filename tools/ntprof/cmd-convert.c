@@ -66,14 +66,10 @@ int cmd_convert(int argc, char **argv)
         default: cli_error("see 'ntprof convert --help'"); goto out;
         }
     }
-    if (optind != argc - 1) {
-        cli_error("%s (see 'ntprof convert --help')",
-                  optind == argc ? "convert needs a model FILE" : "convert takes one FILE");
+    if (!cli_want_files("convert", argc, argv, 1, "a model FILE"))
         goto out;
-    }
-    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
-        cli_error("out of memory");
         rc = CLI_FAIL;
         goto out;
     }

@@ -63,15 +63,11 @@ int cmd_counters(int argc, char **argv)
         default: cli_error("see 'ntprof counters --help'"); return CLI_USAGE;
         }
     }
-    if (optind != argc) {
-        cli_error("counters takes no FILE (see 'ntprof counters --help')");
+    if (!cli_want_files("counters", argc, argv, 0, NULL))
         return CLI_USAGE;
-    }
-    ntp_ctx *ctx = ntp_ctx_init();
-    if (!ctx) {
-        cli_error("out of memory");
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx)
         return CLI_FAIL;
-    }
     ntp_counter_list *l = NULL;
     if (ntp_counters_probe(ctx, &l) != NTP_STATUS_OK) {
         int rc = cli_fail(ctx);

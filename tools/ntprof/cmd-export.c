@@ -61,16 +61,14 @@ int cmd_export(int argc, char **argv)
         default: cli_error("see 'ntprof export --help'"); goto out;
         }
     }
-    if (optind != argc - 1 || !output) {
-        cli_error("%s (see 'ntprof export --help')",
-                  optind == argc ? "export needs a topology FILE"
-                  : optind < argc - 1 ? "export takes one FILE"
-                                      : "export needs -o MODEL.onnx");
+    if (!cli_want_files("export", argc, argv, 1, "a topology FILE"))
+        goto out;
+    if (!output) {
+        cli_error("export needs -o MODEL.onnx (see 'ntprof export --help')");
         goto out;
     }
-    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
-        cli_error("out of memory");
         rc = CLI_FAIL;
         goto out;
     }

@@ -108,15 +108,11 @@ int cmd_history(int argc, char **argv)
         default: cli_error("see 'ntprof history --help'"); return CLI_USAGE;
         }
     }
-    if (optind != argc) {
-        cli_error("history takes no FILE, got '%s' (see 'ntprof history --help')", argv[optind]);
+    if (!cli_want_files("history", argc, argv, 0, NULL))
         return CLI_USAGE;
-    }
-    ntp_ctx *ctx = ntp_ctx_init();
-    if (!ctx) {
-        cli_error("out of memory");
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx)
         return CLI_FAIL;
-    }
     char path[4096];
     int rc = CLI_OK;
     if (!db) {

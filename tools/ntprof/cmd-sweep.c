@@ -337,11 +337,8 @@ int cmd_sweep(int argc, char **argv)
         if (!push(&fixed, flag) || !push(&fixed, optarg))
             goto oom;
     }
-    if (optind != argc - 1) {
-        cli_error("%s (see 'ntprof sweep --help')",
-                  optind == argc ? "sweep needs a topology FILE" : "sweep takes one FILE");
+    if (!cli_want_files("sweep", argc, argv, 1, "a topology FILE"))
         goto out;
-    }
     if (n_vary == 0) {
         cli_error("sweep needs at least one --vary NAME=V1,V2,...");
         goto out;
