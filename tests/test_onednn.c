@@ -370,11 +370,11 @@ static void test_fusable(void **state)
     assert_true(be->fusable(g, node(g, "at"), 1, node(g, "s")));
     assert_true(be->fusable(g, node(g, "f"), 0, node(g, "d2")));
     ntp_graph_free(g);
-    /* int8: activations fold, a residual add does not (its scale is not
-     * part of the kernel arguments). */
+    /* int8: activations fold, and so does a residual add (its operand's
+     * scale arrives in k->post_scale). */
     g = load(res_net, "i8");
     assert_true(be->fusable(g, node(g, "c"), 0, node(g, "a")));
-    assert_false(be->fusable(g, node(g, "c"), 1, node(g, "s")));
+    assert_true(be->fusable(g, node(g, "c"), 1, node(g, "s")));
     ntp_graph_free(g);
 }
 
