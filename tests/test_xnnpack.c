@@ -261,8 +261,14 @@ static int count_reorders(const ntp_exec *x)
             const char *suffix = "", *type = NULL;
             if (sub == st->main_sub)
                 continue;
-            x->be[st->be]->step_info(x->be_state[st->be], st->state, sub, &suffix, &type);
-            n += type && strcmp(type, "reorder") == 0;
+            int64_t bytes = 0;
+            x->be[st->be]->step_info(x->be_state[st->be], st->state, sub, &suffix, &type,
+                                     &bytes);
+            if (type && strcmp(type, "reorder") == 0) {
+                /* The tensor read in one layout and written in the other. */
+                assert_true(bytes > 0 && bytes % 8 == 0);
+                n++;
+            }
         }
     }
     return n;

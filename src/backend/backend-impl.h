@@ -136,11 +136,13 @@ typedef struct ntp_backend_i {
      * shown per layer in reports. NULL: the backend's name. */
     const char *(*impl_name)(void *state, void *node_state);
     /* Sub-steps timed as their own rows (reorders before and after the main
-     * primitive): how many, and each one's row name suffix and type. Step
-     * `main_step` is the node itself. NULL: one step, execute. */
+     * primitive): how many, and each one's row name suffix, type and the
+     * bytes it reads and writes (*bytes arrives 0; left 0 when unknown, the
+     * row then has no GB/s). Step `main_step` is the node itself. NULL: one
+     * step, execute. */
     int (*n_steps)(void *state, void *node_state, int *main_step);
     void (*step_info)(void *state, void *node_state, int step, const char **suffix,
-                      const char **type);
+                      const char **type, int64_t *bytes);
     ntp_status (*execute_step)(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k,
                                int step);
 

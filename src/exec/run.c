@@ -343,7 +343,9 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         }
         if (w->sub[k] != st->main_sub) {
             const char *suffix = "", *type = "step";
-            x->be[st->be]->step_info(x->be_state[st->be], st->state, w->sub[k], &suffix, &type);
+            int64_t bytes = 0;
+            x->be[st->be]->step_info(x->be_state[st->be], st->state, w->sub[k], &suffix, &type,
+                                     &bytes);
             char name[512];
             snprintf(name, sizeof name, "%s%s", c->name, suffix ? suffix : "");
             L->name = own(r, name);
@@ -351,6 +353,7 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
                 L->name = c->name;
             L->type = type ? type : "step";
             L->kind = strcmp(L->type, "reorder") == 0 ? "reorder" : "layer";
+            L->bytes = bytes;
             continue;
         }
         /* A group's head carries the work of the layers folded into it,

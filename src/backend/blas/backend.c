@@ -277,7 +277,7 @@ static int blas_n_steps(void *state, void *node_state, int *main_step)
 }
 
 static void blas_step_info(void *state, void *node_state, int step, const char **suffix,
-                           const char **type)
+                           const char **type, int64_t *bytes)
 {
     const blasb_node *nd = node_state;
     *suffix = "";
@@ -285,6 +285,7 @@ static void blas_step_info(void *state, void *node_state, int step, const char *
     if (nd && step != nd->main_step && step >= 0 && step < nd->n_steps) {
         *suffix = nd->step_suffix;
         *type = nd->step_type;
+        *bytes = nd->step_bytes;
     }
 }
 

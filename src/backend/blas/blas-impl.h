@@ -61,6 +61,7 @@ typedef struct blasb_node {
     int n_steps, main_step;
     const char *step_suffix;    /* the sub-step's row name suffix and type */
     const char *step_type;
+    int64_t step_bytes;         /* what the sub-step reads and writes */
     bool staged;                /* im2col/col2im as a separate pass */
     bool direct;                /* pointwise conv: no im2col */
     size_t ws;                  /* workspace bytes */

@@ -168,6 +168,9 @@ ntp_status ntp__blas_conv_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *
     nd->main_step = nd->staged && conv ? 1 : 0;
     nd->step_suffix = conv ? ":im2col" : ":col2im";
     nd->step_type = conv ? "im2col" : "col2im";
+    /* im2col reads the input and writes the columns; col2im reads the
+     * columns and writes the output. */
+    nd->step_bytes = (int64_t)all + 4 * ntp_shape_numel(conv ? &k->in[0].shape : &k->out[0].shape);
     snprintf(nd->impl, sizeof nd->impl, "openblas:%s", nd->direct ? "sgemm (1x1)"
                                                        : conv ? "im2col+sgemm" : "sgemm+col2im");
     return NTP_STATUS_OK;

@@ -734,18 +734,31 @@ static int cuda_n_steps(void *state, void *node_state, int *main_step)
     return nd ? nd->n_steps : 1;
 }
 
-static void cuda_step_info(void *state, void *node_state, int step, const char **suffix,
-                           const char **type)
+/* The bytes run_h2d or run_d2h copy: every staged operand's. */
+static int64_t staged_bytes(const cudab_io *io, int n)
 {
+    int64_t b = 0;
+    for (int i = 0; i < n; i++)
+        if (io[i].staged && io[i].bytes > 0)
+            b += io[i].bytes;
+    return b;
+}
+
+static void cuda_step_info(void *state, void *node_state, int step, const char **suffix,
+                           const char **type, int64_t *bytes)
+{
+    (void)state;
     cudab_node *nd = node_state;
     *suffix = "";
     *type = NULL;
     if (nd && step == nd->h2d_step) {
         *suffix = ":h2d";
         *type = "h2d";
+        *bytes = staged_bytes(nd->in, NTP_MAX_INPUTS) + staged_bytes(nd->post, NTP_MAX_FUSED);
     } else if (nd && step == nd->d2h_step) {
         *suffix = ":d2h";
         *type = "d2h";
+        *bytes = staged_bytes(nd->out, NTP_MAX_OUTPUTS);
     }
 }
 

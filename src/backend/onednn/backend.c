@@ -340,14 +340,24 @@ static int onednn_n_steps(void *state, void *node_state, int *main_step)
 }
 
 static void onednn_step_info(void *state, void *node_state, int step, const char **suffix,
-                             const char **type)
+                             const char **type, int64_t *bytes)
 {
+    (void)state;
     odnn_node *nd = node_state;
     *suffix = "";
     *type = NULL;
     if (nd && step >= 0 && step < nd->n_rows && step != nd->main_row) {
         *suffix = nd->steps[nd->row_first[step]].suffix;
         *type = nd->steps[nd->row_first[step]].type;
+        /* Every memory the row's primitives read or write (a reorder: its
+         * source and destination, padding of blocked layouts included). */
+        for (int i = nd->row_first[step]; i <= nd->row_last[step]; i++)
+            for (int a = 0; a < nd->steps[i].n_args; a++) {
+                const dnnl_memory_desc_t *md;
+                if (dnnl_memory_get_memory_desc(nd->mems[nd->steps[i].mem[a]].m, &md) ==
+                    dnnl_success)
+                    *bytes += (int64_t)dnnl_memory_desc_get_size(md);
+            }
     }
 }
 

@@ -401,14 +401,17 @@ static int xnnpack_n_steps(void *state, void *node_state, int *main_step)
 }
 
 static void xnnpack_step_info(void *state, void *node_state, int step, const char **suffix,
-                              const char **type)
+                              const char **type, int64_t *bytes)
 {
     xnnb_node *nd = node_state;
     *suffix = "";
     *type = NULL;
     if (nd && step >= 0 && step < nd->n_steps && nd->steps[step].reorder) {
-        *suffix = nd->steps[step].suffix;
+        const xnnb_step *sp = &nd->steps[step];
+        *suffix = sp->suffix;
         *type = "reorder";
+        /* The tensor read in one layout and written in the other. */
+        *bytes = 2 * sp->n * sp->c * sp->s * (int64_t)sp->esize;
     }
 }
 
