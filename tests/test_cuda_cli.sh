@@ -8,32 +8,7 @@
 # marker's counters and nsys's timeline is named in the notes. With a GPU,
 # a run on cuda has its copy rows and device memory.
 # Usage: test_cuda_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
-# The last command's stderr holds TEXT on one line (warnings aside).
-expect_err() {
-    if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks '$1':"; cat "$T/err"; fi
-    local lines
-    lines=$(grep -vc '^ntprof: warning' "$T/err")
-    if [ "$lines" = 1 ]; then ok; else bad "stderr has $lines lines (want 1)"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 MLP=$SRC/models/tiny-mlp.xml
 FAST=(-n 1 -w 0 --min-time 0 --no-db)
@@ -186,5 +161,4 @@ assert b["gru"] == "cuda" and b["gru:h2d"] == "cuda" and b["gru:d2h"] == "cuda" 
 PYEOF
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
