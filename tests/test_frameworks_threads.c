@@ -273,15 +273,20 @@ static double cpu_ms(clockid_t clock)
  * only its own run's threads: libgomp's and pthreadpool's workers poll for
  * about a millisecond after their last parallel region, OpenBLAS's for
  * about 0.1 s (and as long after the library loads). Waits until the other
- * threads used under 0.5 ms of CPU in 10 ms, as ntp_run_compare does
- * between backends. */
+ * threads used under 0.5 ms of CPU in 10 ms and none is runnable, as
+ * ntp_run_compare does between backends. */
 static void settle(void)
 {
     for (int i = 0; i < 200; i++) {
         double p0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
         struct timespec nap = {0, 10000000};
         nanosleep(&nap, NULL);
-        if ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0) < 0.5)
+        sampler quiet;
+        memset(&quiet, 0, sizeof quiet);
+        /* A poller that has not had a CPU yet (a busy machine) used no CPU
+         * time but is runnable: wait for it too. */
+        if ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0) < 0.5 &&
+            running_now(&quiet, (long)syscall(SYS_gettid)) == 0)
             return;
     }
     fail_msg("the process's other threads did not go quiet in 2 s");

@@ -9,6 +9,7 @@
  * afterwards) and compared with the reference backend's. Rows are folded
  * back onto the topology's layers so that backends that add rows
  * (reorders, im2col, conversions) or remove them (fusion) line up. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -413,14 +414,46 @@ static double cpu_ms(clockid_t clock)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Wait, at most half a second, until no thread but this one uses a CPU.
+/* Threads of this process other than the calling one that are running or
+ * waiting for a CPU ('R' in /proc/self/task/TID/stat); 0 without /proc. */
+static int others_runnable(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    long self = (long)gettid();
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || strtol(e->d_name, NULL, 10) == self)
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* The state follows the thread's name, which may hold ')'. */
+        const char *p = strrchr(buf, ')');
+        n += p && p[1] == ' ' && p[2] == 'R';
+    }
+    closedir(d);
+    return n;
+}
+
+/* Wait, at most half a second, until no thread but this one uses a CPU or
+ * waits for one.
  * The pools of the backend that ran last keep polling after their last
  * parallel region: libgomp's and pthreadpool's workers for about a
  * millisecond, Debian's OpenBLAS (pthreads build) for about 0.1 s of CPU
  * time per worker (measured: 98 ms in the 100 ms after a two-thread SGEMM,
  * and as much after the library loads). A tail that long outlasts the next
  * backend's warm-up on small topologies and would take a core from its
- * measured iterations. */
+ * measured iterations. On a busy machine a polling worker may not have
+ * had a CPU yet, so a quiet interval alone is not enough: no other thread
+ * may be runnable either. */
 static void quiesce(void)
 {
     for (int i = 0; i < 50; i++) {
@@ -429,7 +462,7 @@ static void quiesce(void)
         nanosleep(&nap, NULL);
         double others = (cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) -
                         (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0);
-        if (others < 0.5)
+        if (others < 0.5 && others_runnable() == 0)
             return;
     }
 }
