@@ -85,11 +85,11 @@ static const char *letter(int i, char *buf, size_t len)
 
 static void table_run_line(FILE *f, int i, const char *label, const ntp_run_result *r)
 {
-    char prefix[64], tag[32], text[1024];
+    char prefix[64], tag[32], text[1024], thr[32];
     snprintf(prefix, sizeof prefix, "%s = ", letter(i, tag, sizeof tag));
-    snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %d; %s, %s", label,
-             nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch, r->threads,
-             r->env.hostname, r->env.timestamp);
+    snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %s; %s, %s", label,
+             nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch,
+             ntp__threads_text(r, thr, sizeof thr), r->env.hostname, r->env.timestamp);
     ntp__put_wrapped(f, prefix, text);
 }
 

@@ -260,8 +260,10 @@ ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f
         ntp__html_text(f, r->topology);
         fputs("</td><td class=\"l\">", f);
         ntp__html_text(f, r->backend);
-        fprintf(f, "</td><td class=\"l\">%s</td><td>%lld</td><td>%d</td>",
-                ntp_dtype_name(r->precision), (long long)r->batch, r->threads);
+        char thr[32];
+        fprintf(f, "</td><td class=\"l\">%s</td><td>%lld</td><td>%s</td>",
+                ntp_dtype_name(r->precision), (long long)r->batch,
+                ntp__threads_text(r, thr, sizeof thr));
         ntp__html_num_cell(f, r->end_to_end_ms.median, false);
         fputs("<td class=\"l\">", f);
         ntp__html_textf(f, "%s, %d CPUs, %s", r->env.cpu_model, r->env.cores, r->env.hostname);

@@ -41,6 +41,10 @@ const char *ntp__human_count(double v, char *buf, size_t len);
 /* Bytes in decimal units with three significant digits: 512 B, 9.41 kB,
  * 102 MB, 1.23 GB. Decimal, like GB/s and GFLOP/s next to them. */
 const char *ntp__human_bytes(double bytes, char *buf, size_t len);
+/* A run's thread count as reports show it: "2", or "2 (all cores)" for
+ * the default (threads 0: the online CPUs; under --pin the backends take
+ * the pinned CPUs' count). */
+const char *ntp__threads_text(const ntp_run_result *r, char *buf, size_t len);
 /* A number in at most `width` columns, with as many decimals as fit up to
  * `decimals`; exponent form for a value too big for the column or too small
  * to show a digit with `decimals` decimals; "-" for NaN and infinity. */

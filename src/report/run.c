@@ -246,13 +246,11 @@ static void write_table(const ntp_run_result *r, FILE *f)
     char a[32], b[32], c[32], d[32];
     ntp__put_linef(f, "topology %s (%s)", r->topology ? r->topology : "?",
                    r->source ? r->source : "?");
-    /* threads 0 asks for every core: show how many that is (the online
-     * CPUs; under --pin the backends take the pinned CPUs' count). */
-    ntp__put_linef(f, "backend %s, precision %s, batch %" PRId64 ", threads %d%s, seed %" PRIu64
+    char thr[32];
+    ntp__put_linef(f, "backend %s, precision %s, batch %" PRId64 ", threads %s, seed %" PRIu64
                    ", %d warmup + %d measured iterations%s%s",
                    r->backend ? r->backend : "?", ntp_dtype_name(r->precision), r->batch,
-                   r->threads > 0 ? r->threads : r->env.cores,
-                   r->threads > 0 ? "" : " (all cores)", r->seed, r->warmup, r->iterations,
+                   ntp__threads_text(r, thr, sizeof thr), r->seed, r->warmup, r->iterations,
                    r->only_marker ? ", only marker " : "", r->only_marker ? r->only_marker : "");
     if (r->n_params > 0) {
         char line[1024];

@@ -185,6 +185,15 @@ const char *ntp__human_count(double v, char *buf, size_t len)
     return human(v, buf, len, units);
 }
 
+const char *ntp__threads_text(const ntp_run_result *r, char *buf, size_t len)
+{
+    if (r->threads > 0)
+        snprintf(buf, len, "%d", r->threads);
+    else
+        snprintf(buf, len, "%d (all cores)", r->env.cores);
+    return buf;
+}
+
 const char *ntp__human_bytes(double bytes, char *buf, size_t len)
 {
     static const char *const units[] = {" B", " kB", " MB", " GB", " TB", " PB", " EB", NULL};
