@@ -4,32 +4,7 @@
 # report per backend that `ntprof compare` reads back, the combined JSON and
 # CSV are well formed, and bad lists or placeholders fail with one line.
 # Usage: test_frameworks_cli.sh <path-to-ntprof> <source-dir>
-set -u
-NTPROF=$1
-SRC=$2
-PY=/usr/bin/python3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-expect_exit() {
-    local want=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; cat "$T/err"; fi
-}
-# The last command's stderr holds TEXT on one line (warnings aside).
-expect_err() {
-    if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks '$1':"; cat "$T/err"; fi
-    local lines
-    lines=$(grep -vc '^ntprof: warning' "$T/err")
-    if [ "$lines" = 1 ]; then ok; else bad "stderr has $lines lines (want 1)"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
 
 # Every built backend that can run here (an accelerator backend without its
 # device refuses to), the reference last (it is always built).
@@ -121,5 +96,4 @@ expect_err "empty name"
 expect_exit 2 "$NTPROF" run "$MODEL" --backend "$LIST" "${QUICK[@]}" --trace "$T/t.json"
 expect_err "{backend}"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
