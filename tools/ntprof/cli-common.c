@@ -27,6 +27,14 @@ int cli_fail(ntp_ctx *ctx)
     return CLI_FAIL;
 }
 
+bool cli_parse_format(const char *s, ntp_format *out)
+{
+    if (ntp_format_parse(s, out) == NTP_STATUS_OK)
+        return true;
+    cli_error("--format expects table, json or csv, got '%s'", s);
+    return false;
+}
+
 ntp_ctx *cli_ctx_new(void)
 {
     ntp_ctx *ctx = ntp_ctx_init();

@@ -38,6 +38,8 @@ ntp_ctx *cli_ctx_new(void);
 bool cli_want_files(const char *cmd, int argc, char **argv, int want, const char *what);
 /* Print the context's warnings to stderr. */
 void cli_print_warnings(ntp_ctx *ctx);
+/* Parse --format's value; false after printing the usage error. */
+bool cli_parse_format(const char *s, ntp_format *out);
 /* Parse "123", "64M", "2G" (binary units) into bytes. */
 bool cli_parse_size(const char *s, int64_t *out);
 bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);

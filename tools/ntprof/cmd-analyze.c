@@ -54,10 +54,8 @@ int cmd_analyze(int argc, char **argv)
             continue;
         switch (opt) {
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 goto out;
-            }
             break;
         case 'o': output = optarg; break;
         case 'h': analyze_usage(stdout); rc = CLI_OK; goto out;

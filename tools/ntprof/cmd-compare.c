@@ -64,10 +64,8 @@ int cmd_compare(int argc, char **argv)
         case OPT_DB: db = optarg; break;
         case OPT_HTML: html = optarg; break;
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
-            }
             break;
         case 'o': output = optarg; break;
         case 'h': compare_usage(stdout); return CLI_OK;

@@ -98,10 +98,8 @@ int cmd_history(int argc, char **argv)
             }
             break;
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
-            }
             break;
         case 'o': output = optarg; break;
         case 'h': history_usage(stdout); return CLI_OK;

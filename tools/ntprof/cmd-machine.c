@@ -100,29 +100,23 @@ int cmd_machine(int argc, char **argv)
         case OPT_DB: db = optarg; break;
         case OPT_NO_DB: use_db = false; break;
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
-            }
             break;
         case 'o': output = optarg; break;
         case 'h': machine_usage(stdout); return CLI_OK;
         default: cli_error("see 'ntprof machine --help'"); return CLI_USAGE;
         }
     }
-    if (optind != argc) {
-        cli_error("machine takes no FILE, got '%s' (see 'ntprof machine --help')", argv[optind]);
+    if (!cli_want_files("machine", argc, argv, 0, NULL))
         return CLI_USAGE;
-    }
     if (remeasure && !measure) {
         cli_error("--remeasure and --no-measure contradict each other");
         return CLI_USAGE;
     }
-    ntp_ctx *ctx = ntp_ctx_init();
-    if (!ctx) {
-        cli_error("out of memory");
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx)
         return CLI_FAIL;
-    }
     int rc = CLI_OK;
     ntp_machine_info m;
     ntp_ceilings c;

@@ -277,10 +277,8 @@ int cmd_run(int argc, char **argv)
             ro.noise_cv = d;
             break;
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 goto out;
-            }
             break;
         case 'o': output = optarg; break;
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
@@ -309,11 +307,8 @@ int cmd_run(int argc, char **argv)
         default: cli_error("see 'ntprof run --help'"); goto out;
         }
     }
-    if (optind != argc - 1) {
-        cli_error("%s (see 'ntprof run --help')",
-                  optind == argc ? "run needs a topology FILE" : "run takes one FILE");
+    if (!cli_want_files("run", argc, argv, 1, "a topology FILE"))
         goto out;
-    }
     ro.inputs = inputs;
     ro.n_inputs = n_inputs;
     ro.place = places;
@@ -321,9 +316,8 @@ int cmd_run(int argc, char **argv)
     /* Under --tool, ntprof re-runs itself under perf or valgrind; in that
      * child the parent does the reporting (docs/counters.md). */
     bool tool_child = ntp_run_tool_child(&ro);
-    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
-        cli_error("out of memory");
         rc = CLI_FAIL;
         goto out;
     }

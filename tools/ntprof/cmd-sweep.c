@@ -309,10 +309,8 @@ int cmd_sweep(int argc, char **argv)
             continue;
         case OPT_KEEP: keep = optarg; continue;
         case 'f':
-            if (ntp_format_parse(optarg, &fmt) != NTP_STATUS_OK) {
-                cli_error("--format expects table, json or csv, got '%s'", optarg);
+            if (!cli_parse_format(optarg, &fmt))
                 goto out;
-            }
             continue;
         case 'o': output = optarg; continue;
         case OPT_HTML: html = optarg; continue;
