@@ -430,9 +430,8 @@ int main(int argc, char **argv)
                    r32->total_ms > 0 ? 100 * r32->convert_ms / r32->total_ms : 0, r32->fused,
                    r32->fallback);
             printf("  the convolutions alone run at %.1f GFLOP/s (%.0f%% of the ceiling) and take "
-                   "%.0f%% of the layer time; batch normalisation (not foldable through the "
-                   "backend interface), pooling, residual adds and the per-primitive thread "
-                   "synchronisation take the rest\n",
+                   "%.0f%% of the layer time; pooling, the layers --fuse could not fold, and the "
+                   "per-primitive thread synchronisation take the rest\n",
                    r32->heavy_gflops, 100 * r32->heavy_gflops / ceiling,
                    r32->total_ms > 0 ? 100 * r32->heavy_ms / r32->total_ms : 0);
         }
