@@ -18,23 +18,7 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-fold-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
+#include "support/tmpdir.h"
 
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
 {
@@ -183,7 +167,7 @@ static double fused_vs_unfused(ntp_ctx *ctx, const ntp_graph *g, const char *bac
     ntp_npy y[2];
     *fused_bn = 0;
     for (int fuse = 0; fuse <= 1; fuse++) {
-        snprintf(dir[fuse], sizeof dir[fuse], "%s/%s-%s-%d", tmpdir, tag, backend, fuse);
+        snprintf(dir[fuse], sizeof dir[fuse], "%s/%s-%s-%d", test_tmpdir, tag, backend, fuse);
         ntp_run_opts o;
         ntp_run_opts_default(&o);
         o.backend = backend;
@@ -398,5 +382,5 @@ int main(void)
         cmocka_unit_test(test_int8_calibrates_folded),
         cmocka_unit_test(test_int8_residual_onednn),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

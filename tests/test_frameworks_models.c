@@ -28,23 +28,7 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-frameworks-models-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
+#include "support/tmpdir.h"
 
 static double now_s(void)
 {
@@ -168,7 +152,7 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
     ntp_graph *g = load_model(ctx, file, set, n_set, NULL);
     double t0 = now_s();
     char ref[512];
-    snprintf(ref, sizeof ref, "%s/%s-ref", tmpdir, file);
+    snprintf(ref, sizeof ref, "%s/%s-ref", test_tmpdir, file);
     run_ref(ctx, g, ref);
     printf("  %s f32 (reference %.1f s)\n", file, now_s() - t0);
     int tested = 0;
@@ -179,7 +163,7 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
         }
         for (int fuse = 0; fuse < 2; fuse++) {
             char dir[512];
-            snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmpdir, file, backends[b], fuse);
+            snprintf(dir, sizeof dir, "%s/%s-%s-%d", test_tmpdir, file, backends[b], fuse);
             int on = run_backend(ctx, g, backends[b], dir, fuse);
             double e = compare(ctx, g, dir, ref);
             printf("    %s%s: %s (worst rel_l2 %.2e, tolerance 1e-4)\n", backends[b],
@@ -192,7 +176,7 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
     if (f16 && ntp__backend_find("xnnpack")) {
         ntp_graph *h = load_model(ctx, file, set, n_set, "f16");
         char dir[512];
-        snprintf(dir, sizeof dir, "%s/%s-xnnpack-f16", tmpdir, file);
+        snprintf(dir, sizeof dir, "%s/%s-xnnpack-f16", test_tmpdir, file);
         int on = run_backend(ctx, h, "xnnpack", dir, true);
         double e = compare(ctx, g, dir, ref);
         printf("    xnnpack f16 --fuse vs f32 reference: worst rel_l2 %.2e (bound 3e-2)\n", e);
@@ -277,5 +261,5 @@ int main(void)
         cmocka_unit_test(test_bert),         cmocka_unit_test(test_mobilenetv2),
         cmocka_unit_test(test_alexnet),      cmocka_unit_test(test_resnet50),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -28,23 +28,7 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-onednn-models-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
+#include "support/tmpdir.h"
 
 static double now_s(void)
 {
@@ -191,9 +175,9 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
         }
         double t0 = now_s();
         char ref[512], plain[512], fused[512];
-        snprintf(ref, sizeof ref, "%s/%s-%s-ref", tmpdir, file, precs[p]);
-        snprintf(plain, sizeof plain, "%s/%s-%s-onednn", tmpdir, file, precs[p]);
-        snprintf(fused, sizeof fused, "%s/%s-%s-fused", tmpdir, file, precs[p]);
+        snprintf(ref, sizeof ref, "%s/%s-%s-ref", test_tmpdir, file, precs[p]);
+        snprintf(plain, sizeof plain, "%s/%s-%s-onednn", test_tmpdir, file, precs[p]);
+        snprintf(fused, sizeof fused, "%s/%s-%s-fused", test_tmpdir, file, precs[p]);
         printf("  %s %s:\n", file, precs[p]);
         run_ref(ctx, g, ref);
         int on = big ? 1 : run_onednn(ctx, g, plain, false);
@@ -338,5 +322,5 @@ int main(void)
         cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_vgg16),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -15,23 +15,7 @@
 
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-run-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
+#include "support/tmpdir.h"
 
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
 {
@@ -82,8 +66,8 @@ static void test_given_input_hand_computed(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, weightless, NULL);
     char in[512], outdir[512], out[600];
-    snprintf(in, sizeof in, "%s/x.npy", tmpdir);
-    snprintf(outdir, sizeof outdir, "%s/out-hand", tmpdir);
+    snprintf(in, sizeof in, "%s/x.npy", test_tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out-hand", test_tmpdir);
     const float x[4] = {-1.0f, 0.0f, 0.5f, 1.0f};
     ntp_shape s = {2, {1, 4}};
     assert_int_equal(ntp__npy_write(ctx, in, NTP_DTYPE_F32, &s, x), NTP_STATUS_OK);
@@ -121,7 +105,7 @@ static void test_bf16_outputs_are_bf16_values(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, weightless, "bf16");
     char outdir[512], out[600];
-    snprintf(outdir, sizeof outdir, "%s/out-bf16", tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out-bf16", test_tmpdir);
     ntp_run_opts o;
     quick_opts(&o);
     o.save_outputs_dir = outdir;
@@ -180,9 +164,9 @@ static void test_seed_determinism(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_model(ctx, "tiny-cnn.xml", NULL, 0);
     char a[512], b[512], c[512], fa[600], fb[600], fc[600];
-    snprintf(a, sizeof a, "%s/seed7a", tmpdir);
-    snprintf(b, sizeof b, "%s/seed7b", tmpdir);
-    snprintf(c, sizeof c, "%s/seed8", tmpdir);
+    snprintf(a, sizeof a, "%s/seed7a", test_tmpdir);
+    snprintf(b, sizeof b, "%s/seed7b", test_tmpdir);
+    snprintf(c, sizeof c, "%s/seed8", test_tmpdir);
     run_saving(ctx, g, 7, a);
     run_saving(ctx, g, 7, b);
     run_saving(ctx, g, 8, c);
@@ -295,7 +279,7 @@ static void test_input_errors(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, weightless, NULL);
     char in[512], spec[600];
-    snprintf(in, sizeof in, "%s/wrong.npy", tmpdir);
+    snprintf(in, sizeof in, "%s/wrong.npy", test_tmpdir);
     const float x[3] = {1, 2, 3};
     ntp_shape s = {2, {1, 3}};
     assert_int_equal(ntp__npy_write(ctx, in, NTP_DTYPE_F32, &s, x), NTP_STATUS_OK);
@@ -311,7 +295,7 @@ static void test_input_errors(void **state)
     snprintf(spec, sizeof spec, "y=%s", in);
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "no input 'y'"));
-    snprintf(spec, sizeof spec, "%s/missing.npy", tmpdir);
+    snprintf(spec, sizeof spec, "%s/missing.npy", test_tmpdir);
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_IO_ERROR);
     assert_null(r);
     ntp_graph_free(g);
@@ -420,8 +404,8 @@ static void test_fusion_rows(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, NULL);
     char a[512], b[512], fa[600], fb[600];
-    snprintf(a, sizeof a, "%s/unfused", tmpdir);
-    snprintf(b, sizeof b, "%s/fused", tmpdir);
+    snprintf(a, sizeof a, "%s/unfused", test_tmpdir);
+    snprintf(b, sizeof b, "%s/fused", test_tmpdir);
     ntp_run_opts o;
     quick_opts(&o);
     o.backend = NULL;
@@ -468,5 +452,5 @@ int main(void)
         cmocka_unit_test(test_placement_conversions),
         cmocka_unit_test(test_fusion_rows),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

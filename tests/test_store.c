@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "ntprof/ntprof.h"
+#include "support/tmpdir.h"
 #include "store/store-impl.h"
 
 /* A run result with n layers, built by hand with values derived from
@@ -91,26 +92,9 @@ static void make_sample(sample *s, int n_layers, int tag, const char *topology, 
     r->warnings = s->warnings;
 }
 
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ntp-test-store-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 static void db_path(char *buf, size_t len, const char *name)
 {
-    snprintf(buf, len, "%s/%s", tmpdir, name);
+    snprintf(buf, len, "%s/%s", test_tmpdir, name);
 }
 
 /* One integer from an SQL query on a separate raw connection. */
@@ -669,5 +653,5 @@ int main(void)
         cmocka_unit_test(test_default_path),     cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_killed_writer),    cmocka_unit_test(test_history_write),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
