@@ -265,14 +265,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         ntp__jset(&ok, o, "timestamp", ntp__json_str(r->env.timestamp));
         ntp__jset(&ok, o, "throughput_per_s", ntp__json_num(r->throughput));
         /* Only a run on an accelerator has device memory. */
-        if (ntp_memory_has_device(&r->memory)) {
-            json_t *dev = json_object();
-            ntp__jset(&ok, dev, "weight_bytes", json_integer(r->memory.device_weight_bytes));
-            ntp__jset(&ok, dev, "activation_bytes", json_integer(r->memory.device_activation_bytes));
-            ntp__jset(&ok, dev, "workspace_bytes", json_integer(r->memory.device_workspace_bytes));
-            ntp__jset(&ok, dev, "peak_bytes", json_integer(r->memory.device_peak_bytes));
-            ntp__jset(&ok, o, "device_memory", dev);
-        }
+        if (ntp_memory_has_device(&r->memory))
+            ntp__jset(&ok, o, "device_memory", ntp__device_memory_json(&ok, &r->memory));
         ntp__jpush(&ok, runs, o);
     }
     ntp__jset(&ok, root, "runs", runs);

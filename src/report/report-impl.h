@@ -73,6 +73,9 @@ json_t *ntp__json_shape(const ntp_shape *s);
 /* obj[key] = v, stealing v. A NULL v (a failed allocation upstream) or a
  * failed insert clears *ok, so a builder checks once at the end. */
 void ntp__jset(bool *ok, json_t *obj, const char *key, json_t *v);
+/* A run's device memory as a JSON object (weight, activation, workspace
+ * and peak bytes); the caller adds it only when ntp_memory_has_device. */
+json_t *ntp__device_memory_json(bool *ok, const ntp_memory_result *m);
 /* Append v to arr, stealing v; clears *ok on failure. */
 void ntp__jpush(bool *ok, json_t *arr, json_t *v);
 /* Write root (indented, keys in insertion order) and a newline to f, then

@@ -575,14 +575,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     ntp__jset(&ok, mem, "peak_rss_bytes", json_integer(r->memory.peak_rss_bytes));
     ntp__jset(&ok, mem, "minor_faults", json_integer(r->memory.minor_faults));
     ntp__jset(&ok, mem, "major_faults", json_integer(r->memory.major_faults));
-    if (ntp_memory_has_device(&r->memory)) {
-        json_t *dev = json_object();
-        ntp__jset(&ok, dev, "weight_bytes", json_integer(r->memory.device_weight_bytes));
-        ntp__jset(&ok, dev, "activation_bytes", json_integer(r->memory.device_activation_bytes));
-        ntp__jset(&ok, dev, "workspace_bytes", json_integer(r->memory.device_workspace_bytes));
-        ntp__jset(&ok, dev, "peak_bytes", json_integer(r->memory.device_peak_bytes));
-        ntp__jset(&ok, mem, "device", dev);
-    }
+    if (ntp_memory_has_device(&r->memory))
+        ntp__jset(&ok, mem, "device", ntp__device_memory_json(&ok, &r->memory));
     ntp__jset(&ok, root, "memory", mem);
 
     json_t *warnings = json_array();

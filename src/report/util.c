@@ -310,6 +310,16 @@ json_t *ntp__json_shape(const ntp_shape *s)
     return a;
 }
 
+json_t *ntp__device_memory_json(bool *ok, const ntp_memory_result *m)
+{
+    json_t *dev = json_object();
+    ntp__jset(ok, dev, "weight_bytes", json_integer(m->device_weight_bytes));
+    ntp__jset(ok, dev, "activation_bytes", json_integer(m->device_activation_bytes));
+    ntp__jset(ok, dev, "workspace_bytes", json_integer(m->device_workspace_bytes));
+    ntp__jset(ok, dev, "peak_bytes", json_integer(m->device_peak_bytes));
+    return dev;
+}
+
 void ntp__jset(bool *ok, json_t *obj, const char *key, json_t *v)
 {
     /* json_object_set_new() releases v even when it fails. */
