@@ -44,6 +44,8 @@ typedef struct ntp_shape {
 
 /* Product of the dims; -1 when it overflows int64. */
 int64_t ntp_shape_numel(const ntp_shape *s);
+/* Same rank and the same dims. */
+bool ntp_shape_equal(const ntp_shape *a, const ntp_shape *b);
 /* Writes "[1,3,224,224]" into buf (always NUL-terminated). */
 const char *ntp_shape_str(const ntp_shape *s, char *buf, size_t len);
 

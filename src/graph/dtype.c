@@ -50,6 +50,16 @@ ntp_status ntp_dtype_parse(const char *s, ntp_dtype *out)
     return NTP_STATUS_UNKNOWN_NAME;
 }
 
+bool ntp_shape_equal(const ntp_shape *a, const ntp_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dim[d] != b->dim[d])
+            return false;
+    return true;
+}
+
 int64_t ntp_shape_numel(const ntp_shape *s)
 {
     int64_t n = 1;

@@ -477,16 +477,6 @@ ntp_node *ntp__onnx_producer(ntp_onnx_importer *x, int t)
     return p >= 0 ? &x->g->nodes[p] : NULL;
 }
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return false;
-    return true;
-}
-
 ntp_status ntp__onnx_reshape(ntp_onnx_importer *x, int in, const ntp_shape *to, const char *suffix,
                              int *out)
 {
@@ -495,7 +485,7 @@ ntp_status ntp__onnx_reshape(ntp_onnx_importer *x, int in, const ntp_shape *to, 
     ntp_node *p = ntp__onnx_producer(x, in);
     if (p && (p->op == NTP_OP_RESHAPE || p->op == NTP_OP_FLATTEN))
         in = p->in[0];
-    if (same_shape(&x->g->tensors[in].shape, to)) {
+    if (ntp_shape_equal(&x->g->tensors[in].shape, to)) {
         *out = in;
         return NTP_STATUS_OK;
     }

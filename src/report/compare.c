@@ -123,21 +123,11 @@ static void index_free(name_index *ix)
 
 static const char *nz(const char *s) { return s ? s : ""; }
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dim[i] != b->dim[i])
-            return false;
-    return true;
-}
-
 /* A renamed layer does the same work: same type, output shape and FLOPs. */
 static bool same_signature(const ntp_layer_result *a, const ntp_layer_result *b)
 {
     return strcmp(nz(a->type), nz(b->type)) == 0 && a->flops == b->flops &&
-           same_shape(&a->output_shape, &b->output_shape);
+           ntp_shape_equal(&a->output_shape, &b->output_shape);
 }
 
 /* Rows whose unmatched counts multiply beyond this skip rename detection

@@ -291,16 +291,6 @@ static void blas_step_info(void *state, void *node_state, int step, const char *
 
 /* --- fusion -------------------------------------------------------------------- */
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return false;
-    return true;
-}
-
 /* After a conv, deconv, fc or matmul: any activation, and add or mul with
  * one other operand of the result's own shape (a residual connection). */
 static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
@@ -326,8 +316,8 @@ static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
         if (next->n_in != 2)
             return false;
         const ntp_shape *ys = &ntp__cout(g, next, 0)->shape;
-        return same_shape(&ntp__cin(g, next, 0)->shape, ys) &&
-               same_shape(&ntp__cin(g, next, 1)->shape, ys) &&
+        return ntp_shape_equal(&ntp__cin(g, next, 0)->shape, ys) &&
+               ntp_shape_equal(&ntp__cin(g, next, 1)->shape, ys) &&
                ntp__cin(g, next, 0)->dtype == NTP_DTYPE_F32 &&
                ntp__cin(g, next, 1)->dtype == NTP_DTYPE_F32;
     }

@@ -791,15 +791,8 @@ static bool cuda_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
     if ((next->op != NTP_OP_ADD && next->op != NTP_OP_MUL) || next->n_in != 2)
         return false;
     const ntp_shape *ns = &g->tensors[next->out[0]].shape;
-    for (int i = 0; i < 2; i++) {
-        const ntp_shape *is = &g->tensors[next->in[i]].shape;
-        if (is->ndim != ns->ndim)
-            return false;
-        for (int d = 0; d < is->ndim; d++)
-            if (is->dim[d] != ns->dim[d])
-                return false;
-    }
-    return true;
+    return ntp_shape_equal(&g->tensors[next->in[0]].shape, ns) &&
+           ntp_shape_equal(&g->tensors[next->in[1]].shape, ns);
 }
 
 ntp_status ntp__cuda_epilogue(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const ntp_kargs *k,

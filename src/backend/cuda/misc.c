@@ -155,16 +155,6 @@ static bool bcast_strides(const ntp_shape *s, const ntp_shape *y, int64_t *st)
     return true;
 }
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return false;
-    return true;
-}
-
 static int64_t norm_axis(int64_t axis, int rank)
 {
     return axis < 0 ? axis + rank : axis;
@@ -545,7 +535,7 @@ static ntp_status prepare_binary(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
              : n->op == NTP_OP_MAX ? CUDAK_MAX : CUDAK_MIN;
     p->full = -1;
     for (int i = 0; i < k->n_in && p->full < 0; i++)
-        if (same_shape(&k->in[i].shape, ys))
+        if (ntp_shape_equal(&k->in[i].shape, ys))
             p->full = i;
     bool dnn = (n->op == NTP_OP_ADD || n->op == NTP_OP_MUL) && p->t != NTP_DTYPE_BF16 &&
                p->full >= 0 && ys->ndim <= 5;

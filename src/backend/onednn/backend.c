@@ -405,21 +405,10 @@ static bool onednn_fusable(const ntp_graph *g, const ntp_node *head, int n_fused
         return true;
     if ((next->op != NTP_OP_ADD && next->op != NTP_OP_MUL) || next->n_in != 2)
         return false;
-    const ntp_shape *hs = &g->tensors[head->out[0]].shape, *ns = &g->tensors[next->out[0]].shape;
-    if (hs->ndim != ns->ndim)
-        return false;
-    for (int d = 0; d < hs->ndim; d++)
-        if (hs->dim[d] != ns->dim[d])
-            return false;
-    for (int i = 0; i < 2; i++) {
-        const ntp_shape *is = &g->tensors[next->in[i]].shape;
-        if (is->ndim != ns->ndim)
-            return false;
-        for (int d = 0; d < is->ndim; d++)
-            if (is->dim[d] != ns->dim[d])
-                return false;
-    }
-    return true;
+    const ntp_shape *ns = &g->tensors[next->out[0]].shape;
+    return ntp_shape_equal(&g->tensors[head->out[0]].shape, ns) &&
+           ntp_shape_equal(&g->tensors[next->in[0]].shape, ns) &&
+           ntp_shape_equal(&g->tensors[next->in[1]].shape, ns);
 }
 
 const ntp_backend_i ntp__backend_onednn = {

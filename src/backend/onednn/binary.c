@@ -22,21 +22,11 @@ static void padded(const ntp_shape *s, int r, int64_t *dims)
     }
 }
 
-static bool same_dims(const ntp_shape *s, const ntp_shape *y)
-{
-    if (s->ndim != y->ndim)
-        return false;
-    for (int d = 0; d < y->ndim; d++)
-        if (s->dim[d] != y->dim[d])
-            return false;
-    return true;
-}
-
 /* The first input with the output's shape, or -1. */
 static int full_input(const ntp_shape *const *in, int n_in, const ntp_shape *y)
 {
     for (int i = 0; i < n_in; i++)
-        if (same_dims(in[i], y))
+        if (ntp_shape_equal(in[i], y))
             return i;
     return -1;
 }
@@ -84,7 +74,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
     bool broadcast = false;
     for (int i = 0; i < k->n_in; i++) {
         in[i] = &k->in[i].shape;
-        broadcast |= !same_dims(in[i], y);
+        broadcast |= !ntp_shape_equal(in[i], y);
     }
     int f = full_input(in, k->n_in, y);
     if (k->n_in < 2 || f < 0)
@@ -109,7 +99,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
             continue;
         dnnl_memory_desc_t md1;
         int src1;
-        if (same_dims(in[i], y)) {
+        if (ntp_shape_equal(in[i], y)) {
             md1 = md0;
             if ((s = ntp__dnnl_input(b, i, &md1, 1.0f, &src1)))
                 return s;

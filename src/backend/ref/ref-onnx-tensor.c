@@ -17,16 +17,6 @@ static ntp_status mismatch(ntp_ctx *ctx, const ntp_kargs *k, const char *what, c
                           ntp_shape_str(x, a, sizeof a), ntp_shape_str(y, b, sizeof b));
 }
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return false;
-    return true;
-}
-
 static void strides_of(const ntp_shape *s, int64_t *st)
 {
     int64_t v = 1;
@@ -78,7 +68,7 @@ static ntp_status slice(ntp_ctx *ctx, const ntp_kargs *k)
     const char *why = ntp__slice_resolve(&k->node->a, in, false, start, step, &want);
     if (why)
         return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "%s", why);
-    if (!same_shape(&want, &k->out[0].shape))
+    if (!ntp_shape_equal(&want, &k->out[0].shape))
         return mismatch(ctx, k, "the slice does not give the output", in, &k->out[0].shape);
     strides_of(in, ist);
     for (int d = 0; d < in->ndim; d++) {
@@ -212,7 +202,7 @@ static ntp_status resize(ntp_ctx *ctx, const ntp_kargs *k)
     const char *why = ntp__resize_shape(a, in, &want);
     if (why)
         return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "%s", why);
-    if (!same_shape(&want, out))
+    if (!ntp_shape_equal(&want, out))
         return mismatch(ctx, k, "the resize does not give the output", in, out);
     size_t need = ntp__ref_onnx_tensor_workspace(k);
     if (need == SIZE_MAX || (need > 0 && (!k->workspace || k->workspace_bytes < need)))

@@ -49,16 +49,6 @@ static bool broadcast(const ntp_shape *a, const ntp_shape *b, ntp_shape *out)
     return true;
 }
 
-static bool same_shape(const ntp_shape *a, const ntp_shape *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->dim[d] != b->dim[d])
-            return false;
-    return true;
-}
-
 /* The channel count of a prelu whose slope is one value or one per channel
  * (dim 1 of the input, the only dim of a vector): XNNPACK's prelu takes a
  * slope per channel of channels-last data. 0 for any other slope shape. */
@@ -137,7 +127,7 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
          * operator on, so that the later ones can work in place. */
         ntp_shape s01;
         return broadcast(&ntp__cin(g, n, 0)->shape, &ntp__cin(g, n, 1)->shape, &s01) &&
-               (n->n_in == 2 || same_shape(&s01, &y->shape));
+               (n->n_in == 2 || ntp_shape_equal(&s01, &y->shape));
     }
     default:
         return false;
