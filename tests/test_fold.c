@@ -18,6 +18,7 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/models.h"
 #include "support/tmpdir.h"
 
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
@@ -237,21 +238,6 @@ static void test_layouts_ref(void **state)
     ntp_ctx_free(ctx);
 }
 
-static ntp_graph *load_model(ntp_ctx *ctx, const char *name, const char *const *set, int n_set,
-                             const char *precision)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, name);
-    ntp_load_opts lo = {0};
-    lo.set = set;
-    lo.n_set = n_set;
-    lo.precision = precision;
-    ntp_graph *g = NULL;
-    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
-        fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));
-    return g;
-}
-
 /* A narrow ResNet-50 (every block kind, 1 block per stage) on ref, and
  * MobileNetV2 and the whole ResNet-50 on oneDNN. */
 static void test_models(void **state)
@@ -260,7 +246,7 @@ static void test_models(void **state)
     static const char *const narrow[] = {"width=8", "blocks1=1", "blocks2=1", "blocks3=1",
                                          "blocks4=1", "classes=10"};
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load_model(ctx, "resnet50.xml", narrow, 6, NULL);
+    ntp_graph *g = test_load_model(ctx, "resnet50.xml", narrow, 6, NULL);
     int n_bn;
     /* conv1's and every block's three, plus each stage's downsample. */
     double e = fused_vs_unfused(ctx, g, "ref", "resnet-narrow", &n_bn);
@@ -272,7 +258,7 @@ static void test_models(void **state)
         const char *models[2] = {"mobilenetv2.xml", "resnet50.xml"};
         const int bns[2] = {52, 53};
         for (int m = 0; m < 2; m++) {
-            g = load_model(ctx, models[m], NULL, 0, NULL);
+            g = test_load_model(ctx, models[m], NULL, 0, NULL);
             e = fused_vs_unfused(ctx, g, "onednn", models[m], &n_bn);
             print_message("%s on onednn: rel L2 %.3g, %d batchnorms folded\n", models[m], e, n_bn);
             assert_int_equal(n_bn, bns[m]);
@@ -294,7 +280,7 @@ static void test_int8_calibrates_folded(void **state)
     static const char *const narrow[] = {"width=16", "blocks1=1", "blocks2=1", "blocks3=1",
                                          "blocks4=1"};
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load_model(ctx, "resnet50.xml", narrow, 5, "i8");
+    ntp_graph *g = test_load_model(ctx, "resnet50.xml", narrow, 5, "i8");
     ntp_run_opts o;
     ntp_run_opts_default(&o);
     o.backend = "onednn";

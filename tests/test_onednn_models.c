@@ -28,122 +28,8 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/models.h"
 #include "support/tmpdir.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static ntp_graph *load_model(ntp_ctx *ctx, const char *file, const char *const *set, int n_set,
-                             const char *precision)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, file);
-    ntp_load_opts lo = {0};
-    lo.set = set;
-    lo.n_set = n_set;
-    lo.precision = precision;
-    ntp_graph *g = NULL;
-    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
-        fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));
-    return g;
-}
-
-/* The reference side: the plan run once, outputs saved. */
-static void run_ref(ntp_ctx *ctx, const ntp_graph *g, const char *dir)
-{
-    ntp_exec x;
-    ntp_exec_opts o;
-    memset(&o, 0, sizeof o);
-    o.backend = ntp__backend_find("ref");
-    o.seed = 1;
-    o.first = 0;
-    o.last = g->n_nodes - 1;
-    assert_non_null(o.backend);
-    ntp_status st = ntp__exec_init(ctx, &x, g, &o);
-    if (st)
-        fail_msg("reference plan: %s", ntp_ctx_errmsg(ctx));
-    st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1);
-    if (st == NTP_STATUS_OK)
-        st = ntp__exec_save_outputs(ctx, &x, dir);
-    ntp__exec_free(&x);
-    if (st)
-        fail_msg("reference run: %s", ntp_ctx_errmsg(ctx));
-}
-
-/* The oneDNN side through ntp_run; returns how many rows ran on oneDNN. */
-static int run_onednn(ntp_ctx *ctx, const ntp_graph *g, const char *dir, bool fuse)
-{
-    ntp_run_opts o;
-    ntp_run_opts_default(&o);
-    o.backend = "onednn";
-    o.warmup = 0;
-    o.iterations = 1;
-    o.min_time_s = 0;
-    o.threads = 2;
-    o.fuse = fuse;
-    o.accuracy = false;
-    o.save_outputs_dir = dir;
-    ntp_run_result *r = NULL;
-    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
-        fail_msg("onednn run: %s", ntp_ctx_errmsg(ctx));
-    int on = 0, fused = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        on += r->layers[i].backend && strcmp(r->layers[i].backend, "onednn") == 0;
-        fused += r->layers[i].fused;
-    }
-    if (fuse)
-        printf("    %d rows, %d on oneDNN, %d layers fused\n", r->n_layers, on, fused);
-    ntp_run_result_free(r);
-    return on;
-}
-
-/* Compare output_<i>.npy of two directories; returns the worst relative
- * L2 over the float outputs. */
-static double compare(ntp_ctx *ctx, const ntp_graph *g, const char *a, const char *b)
-{
-    double worst = 0;
-    for (int i = 0; i < ntp_graph_output_count(g); i++) {
-        char pa[600], pb[600];
-        snprintf(pa, sizeof pa, "%s/output_%d.npy", a, i);
-        snprintf(pb, sizeof pb, "%s/output_%d.npy", b, i);
-        ntp_npy x, y;
-        if (ntp__npy_read(ctx, pa, &x) || ntp__npy_read(ctx, pb, &y))
-            fail_msg("%s", ntp_ctx_errmsg(ctx));
-        assert_int_equal(x.dtype, y.dtype);
-        assert_int_equal(x.nbytes, y.nbytes);
-        int64_t n = ntp_shape_numel(&x.shape);
-        if (x.dtype == NTP_DTYPE_F32) {
-            double num = 0, den = 0;
-            for (int64_t j = 0; j < n; j++) {
-                double d = (double)((float *)x.data)[j] - ((float *)y.data)[j];
-                num += d * d;
-                den += (double)((float *)y.data)[j] * ((float *)y.data)[j];
-            }
-            double e = den > 0 ? sqrt(num / den) : sqrt(num);
-            if (isnan(e))
-                e = INFINITY;
-            printf("    output %d (%s): rel_l2 %.2e\n", i, ntp_graph_output_name(g, i), e);
-            if (e > worst)
-                worst = e;
-        } else {
-            /* Decoded labels: an argmax over logits that differ in the last
-             * bits may differ; reported, not judged. */
-            int64_t diff = 0;
-            for (int64_t j = 0; j < (int64_t)x.nbytes; j++)
-                diff += ((char *)x.data)[j] != ((char *)y.data)[j];
-            printf("    output %d (%s): %s, %lld of %lld bytes differ\n", i,
-                   ntp_graph_output_name(g, i), ntp_dtype_name(x.dtype), (long long)diff,
-                   (long long)x.nbytes);
-        }
-        ntp__npy_free(&x);
-        ntp__npy_free(&y);
-    }
-    return worst;
-}
 
 /* Does oneDNN run any layer of g at g's precision? */
 static bool onednn_runs_any(const ntp_graph *g)
@@ -167,30 +53,30 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
     ntp_ctx *ctx = ntp_ctx_init();
     const char *precs[2] = {"f32", "bf16"};
     for (int p = 0; p < 2; p++) {
-        ntp_graph *g = load_model(ctx, file, set, n_set, precs[p]);
+        ntp_graph *g = test_load_model(ctx, file, set, n_set, precs[p]);
         if (p == 1 && (!try_bf16 || !onednn_runs_any(g))) {
             printf("  %s bf16: SKIPPED (oneDNN has no bf16 on this CPU)\n", file);
             ntp_graph_free(g);
             continue;
         }
-        double t0 = now_s();
+        double t0 = test_now_s();
         char ref[512], plain[512], fused[512];
         snprintf(ref, sizeof ref, "%s/%s-%s-ref", test_tmpdir, file, precs[p]);
         snprintf(plain, sizeof plain, "%s/%s-%s-onednn", test_tmpdir, file, precs[p]);
         snprintf(fused, sizeof fused, "%s/%s-%s-fused", test_tmpdir, file, precs[p]);
         printf("  %s %s:\n", file, precs[p]);
-        run_ref(ctx, g, ref);
-        int on = big ? 1 : run_onednn(ctx, g, plain, false);
-        on = run_onednn(ctx, g, fused, true) > 0 && on > 0;
+        test_run_ref_save(ctx, g, ref);
+        int on = big ? 1 : test_run_backend_save(ctx, g, "onednn", 2, false, plain);
+        on = test_run_backend_save(ctx, g, "onednn", 2, true, fused) > 0 && on > 0;
         double tol = p == 0 ? 1e-4 : 2e-2, e1 = 0;
         if (!big) {
             printf("   unfused:\n");
-            e1 = compare(ctx, g, plain, ref);
+            e1 = test_compare_outputs(ctx, g, plain, ref);
         }
         printf("   fused:\n");
-        double e2 = compare(ctx, g, fused, ref);
+        double e2 = test_compare_outputs(ctx, g, fused, ref);
         printf("  %s %s: %s (worst rel_l2 %.2e, tolerance %.0e, %.1f s)\n", file, precs[p],
-               e1 <= tol && e2 <= tol ? "PASSED" : "FAILED", e1 > e2 ? e1 : e2, tol, now_s() - t0);
+               e1 <= tol && e2 <= tol ? "PASSED" : "FAILED", e1 > e2 ? e1 : e2, tol, test_now_s() - t0);
         assert_true(on > 0);
         assert_true(e1 <= tol);
         assert_true(e2 <= tol);

@@ -15,6 +15,7 @@
 
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/models.h"
 #include "support/tmpdir.h"
 
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
@@ -25,19 +26,6 @@ static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
     ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "test.xml", &lo, &g);
     if (st != NTP_STATUS_OK)
         fail_msg("load: %s", ntp_ctx_errmsg(ctx));
-    return g;
-}
-
-static ntp_graph *load_model(ntp_ctx *ctx, const char *name, const char *const *set, int n_set)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, name);
-    ntp_load_opts lo = {0};
-    lo.set = set;
-    lo.n_set = n_set;
-    ntp_graph *g = NULL;
-    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
-        fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));
     return g;
 }
 
@@ -162,7 +150,7 @@ static void test_seed_determinism(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load_model(ctx, "tiny-cnn.xml", NULL, 0);
+    ntp_graph *g = test_load_model(ctx, "tiny-cnn.xml", NULL, 0, NULL);
     char a[512], b[512], c[512], fa[600], fb[600], fc[600];
     snprintf(a, sizeof a, "%s/seed7a", test_tmpdir);
     snprintf(b, sizeof b, "%s/seed7b", test_tmpdir);
@@ -197,7 +185,7 @@ static void test_result_figures(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load_model(ctx, "tiny-mlp.xml", NULL, 0);
+    ntp_graph *g = test_load_model(ctx, "tiny-mlp.xml", NULL, 0, NULL);
     ntp_analysis *an = NULL;
     assert_int_equal(ntp_graph_analyze(ctx, g, &an), NTP_STATUS_OK);
     ntp_run_opts o;
@@ -249,7 +237,7 @@ static void test_only_marker(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load_model(ctx, "tiny-mlp.xml", NULL, 0);
+    ntp_graph *g = test_load_model(ctx, "tiny-mlp.xml", NULL, 0, NULL);
     ntp_run_opts o;
     quick_opts(&o);
     o.only_marker = "body";
@@ -309,7 +297,7 @@ static void test_deepspeech_segments(void **state)
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
     const char *set[] = {"n_hidden=128", "time_steps=40"};
-    ntp_graph *g = load_model(ctx, "deepspeech.xml", set, 2);
+    ntp_graph *g = test_load_model(ctx, "deepspeech.xml", set, 2, NULL);
     ntp_run_opts o;
     quick_opts(&o);
     o.iterations = 3;

@@ -1,0 +1,31 @@
+/* Whole-model equivalence helpers shared by the tests that run bundled
+ * models on a backend and compare with the reference backend
+ * (test_onednn_models, test_frameworks_models, test_fold). Failures are
+ * cmocka failures with the library's error. */
+#ifndef NTPROF_TEST_MODELS_H
+#define NTPROF_TEST_MODELS_H
+
+#include <stdbool.h>
+
+#include "ntprof/ntprof.h"
+
+/* A monotonic clock in seconds, for the progress lines. */
+double test_now_s(void);
+/* models/<file> with the given --set values and precision (NULL: f32). */
+ntp_graph *test_load_model(ntp_ctx *ctx, const char *file, const char *const *set, int n_set,
+                           const char *precision);
+/* Run g once on the reference backend (seed 1) and save its outputs in dir. */
+void test_run_ref_save(ntp_ctx *ctx, const ntp_graph *g, const char *dir);
+/* One pass of g through ntp_run on `backend` with `threads` threads and
+ * --fuse as asked, outputs saved in dir; prints the row counts and returns
+ * how many rows ran on the backend itself. */
+int test_run_backend_save(ntp_ctx *ctx, const ntp_graph *g, const char *backend, int threads,
+                          bool fuse, const char *dir);
+/* Compare output_<i>.npy of the directories a (tested) and b (reference):
+ * prints each output's relative L2 and returns the worst over the float
+ * outputs; integer outputs (decoded labels, an argmax over logits that may
+ * differ in their last bits) are reported as the bytes that differ, not
+ * judged. */
+double test_compare_outputs(ntp_ctx *ctx, const ntp_graph *g, const char *a, const char *b);
+
+#endif
