@@ -153,6 +153,9 @@ const char *ntp__papi_name(const ntp_papi *p, int i, bool *available, const char
 /* Current values of the counting events (long long per event, 0 for n/a). */
 bool ntp__papi_read(ntp_papi *p, long long *values);
 void ntp__papi_close(ntp_papi *p);
+/* True when PAPI's component of that name ("perf_event") cannot count,
+ * with PAPI's reason ("Error libpfm4 no default PMU found") in why. */
+bool ntp__papi_component_disabled(const char *component, char *why, size_t len);
 /* "PAPI 7.0.0.0, components perf_event, ..." or why it is absent. */
 bool ntp__papi_describe(char *buf, size_t len);
 

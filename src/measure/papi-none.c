@@ -45,3 +45,10 @@ bool ntp__papi_describe(char *buf, size_t len)
     snprintf(buf, len, "built without PAPI (pkg-config found no papi at configure time)");
     return false;
 }
+
+bool ntp__papi_component_disabled(const char *component, char *why, size_t len)
+{
+    (void)component;
+    snprintf(why, len, "built without PAPI");
+    return true;
+}

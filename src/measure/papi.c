@@ -38,6 +38,42 @@ static void init(void)
     init_ret = PAPI_library_init(PAPI_VER_CURRENT);
 }
 
+static bool papi_ready(char *why, size_t len);
+
+bool ntp__papi_component_disabled(const char *component, char *why, size_t len)
+{
+    char init_why[256];
+    if (!papi_ready(init_why, sizeof init_why)) {
+        snprintf(why, len, "%s", init_why);
+        return true;
+    }
+    for (int c = 0; c < PAPI_num_components(); c++) {
+        const PAPI_component_info_t *ci = PAPI_get_component_info(c);
+        if (ci && !strcmp(ci->name, component)) {
+            if (!ci->disabled)
+                return false;
+            snprintf(why, len, "%s", ci->disabled_reason[0] ? ci->disabled_reason : "no reason given");
+            return true;
+        }
+    }
+    snprintf(why, len, "this PAPI has no %s component", component);
+    return true;
+}
+
+/* Why PAPI cannot count an event it refused: when its CPU component is
+ * disabled (libpfm4 knows no PMU on this CPU, or the kernel exposes none),
+ * every perf:: native event and every preset is missing for that reason,
+ * and PAPI's own "Event does not exist" would hide it. */
+static void refusal(char *buf, size_t len, const char *what, int ret)
+{
+    char off[PAPI_MAX_STR_LEN];
+    if (ntp__papi_component_disabled("perf_event", off, sizeof off))
+        snprintf(buf, len, "%s: %s (PAPI's perf_event component is disabled: %s)", what,
+                 PAPI_strerror(ret), off);
+    else
+        snprintf(buf, len, "%s: %s", what, PAPI_strerror(ret));
+}
+
 static bool papi_ready(char *why, size_t len)
 {
     pthread_once(&once, init);
@@ -82,7 +118,7 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
         if (ret == PAPI_OK)
             ret = PAPI_add_event(p->es, code);
         if (ret != PAPI_OK) {
-            snprintf(p->reason[i], sizeof p->reason[i], "PAPI: %s", PAPI_strerror(ret));
+            refusal(p->reason[i], sizeof p->reason[i], "PAPI", ret);
             continue;
         }
         long long scratch[MAX_PAPI_EVENTS];
@@ -159,5 +195,9 @@ bool ntp__papi_describe(char *buf, size_t len)
         if (ci && !ci->disabled)
             used += (size_t)snprintf(buf + used, len - used, " %s", ci->name);
     }
+    /* The CPU component is the one users come for; say why it is off. */
+    char off[PAPI_MAX_STR_LEN];
+    if (used < len && ntp__papi_component_disabled("perf_event", off, sizeof off))
+        snprintf(buf + used, len - used, "; perf_event disabled: %s", off);
     return true;
 }
