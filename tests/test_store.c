@@ -482,7 +482,9 @@ static void test_default_path(void **state)
 
 /* A child process: open the history and add `runs` runs tagged from `tag`,
  * each as its own transaction. Exits 0 when all went in. */
-static void writer(const char *path, int runs, int tag, int layers)
+/* ready_fd >= 0: one byte is written there once the first run is stored, so
+ * a test can kill the writer mid-stream however slow the machine is. */
+static void writer(const char *path, int runs, int tag, int layers, int ready_fd)
 {
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_store *s;
@@ -496,6 +498,11 @@ static void writer(const char *path, int runs, int tag, int layers)
         if (ntp_store_add_run(ctx, s, &smp.r, NULL) != NTP_STATUS_OK) {
             fprintf(stderr, "writer %d run %d: %s\n", tag, i, ntp_ctx_errmsg(ctx));
             _exit(3);
+        }
+        if (i == 0 && ready_fd >= 0) {
+            if (write(ready_fd, "r", 1) != 1)
+                _exit(4);
+            close(ready_fd);
         }
     }
     ntp_store_close(s);
@@ -531,11 +538,11 @@ static void test_concurrent_writers(void **state)
     pid_t a = fork();
     assert_true(a >= 0);
     if (a == 0)
-        writer(path, 200, 1, 4);
+        writer(path, 200, 1, 4, -1);
     pid_t b = fork();
     assert_true(b >= 0);
     if (b == 0)
-        writer(path, 200, 1001, 4);
+        writer(path, 200, 1001, 4, -1);
     int sa, sb;
     assert_int_equal(waitpid(a, &sa, 0), a);
     assert_int_equal(waitpid(b, &sb, 0), b);
@@ -558,14 +565,24 @@ static void test_killed_writer(void **state)
     char path[512];
     db_path(path, sizeof path, "killed.db");
     /* Large runs (60 rows) keep each transaction open long enough for some
-     * kills to land inside one. Three kills at different moments. */
-    const int delays_ms[] = {150, 230, 310};
+     * kills to land inside one. Three kills at different moments after the
+     * writer's first stored run (a fixed delay from fork missed the first
+     * commit on a loaded machine under ASan: the database had no tables). */
+    const int delays_ms[] = {10, 45, 90};
     int64_t before = 0;
     for (int k = 0; k < 3; k++) {
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
         pid_t p = fork();
         assert_true(p >= 0);
-        if (p == 0)
-            writer(path, -1, 10000 * (k + 1), 60);
+        if (p == 0) {
+            close(ready[0]);
+            writer(path, -1, 10000 * (k + 1), 60, ready[1]);
+        }
+        close(ready[1]);
+        char c;
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        close(ready[0]);
         struct timespec ts = {0, delays_ms[k] * 1000000L};
         nanosleep(&ts, NULL);
         assert_int_equal(kill(p, SIGKILL), 0);
