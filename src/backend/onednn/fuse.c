@@ -229,6 +229,32 @@ bool ntp__dnnl_decline_fusion(odnn_build *b, const_dnnl_primitive_desc_t fused,
     return false;
 }
 
+/* Activation layer f as an eltwise step on memory idx, in place. */
+static ntp_status eltwise_in_place(odnn_build *b, const ntp_node *f, int idx)
+{
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (f->op == NTP_OP_DROPOUT)
+        return NTP_STATUS_OK;
+    if (!ntp__dnnl_eltwise_alg(f, &alg, &alpha, &beta))
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "layer '%s' (%s) is no activation",
+                              f->name ? f->name : "?", ntp__op_name(f->op));
+    const dnnl_memory_desc_t *md;
+    dnnl_status_t st = dnnl_memory_get_memory_desc(b->nd->mems[idx].m, &md);
+    dnnl_eltwise_desc_t d;
+    if (st == dnnl_success)
+        st = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, md, alpha, beta);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "eltwise descriptor");
+    dnnl_primitive_attr_t attr;
+    dnnl_primitive_desc_t pd;
+    ntp_status s;
+    if ((s = ntp__dnnl_attr(b, &attr)) || (s = ntp__dnnl_pd(b, &pd, &d, attr, "eltwise")))
+        return s;
+    int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, mems[2] = {idx, idx};
+    return ntp__dnnl_step(b, pd, "", NULL, 2, args, mems);
+}
+
 ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
                                const dnnl_memory_desc_t *src_md, const char *why)
 {
@@ -255,12 +281,24 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
     dnnl_primitive_attr_t attr;
     if ((s = ntp__dnnl_attr(b, &attr)))
         return s;
+    /* The layers after the binary one are its post-ops, except that in a
+     * layout with inner blocks activations run as their own eltwise steps
+     * in place: oneDNN 2.6's jit:uni binary with an eltwise post-op on
+     * aBcd4b (a grouped convolution's output on AVX-512) zeroed a quarter
+     * of the values and wrote past its destination (tiny-cnn's conv3 +
+     * residual add + relu). Channels-last and plain layouts take them as
+     * post-ops. */
+    bool apart = src_md->format_kind == dnnl_blocked &&
+                 src_md->format_desc.blocking.inner_nblks > 0 &&
+                 ntp__dnnl_first_binary(k, first + 1) < 0;
     int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
-    b->po_first = first + 1;
-    s = ntp__dnnl_post_ops(b, attr, 1.0f, NULL, 0, NULL, &n, args, mems);
-    b->po_first = 0;
-    if (s)
-        return s;
+    if (!apart) {
+        b->po_first = first + 1;
+        s = ntp__dnnl_post_ops(b, attr, 1.0f, NULL, 0, NULL, &n, args, mems);
+        b->po_first = 0;
+        if (s)
+            return s;
+    }
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "binary")))
         return s;
@@ -278,6 +316,9 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
     mems[n++] = mi;
     if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
         return s;
+    for (int i = first + 1; apart && i < k->n_fused; i++)
+        if ((s = eltwise_in_place(b, k->fused[i], mi)))
+            return s;
     /* The report's impl column shows both primitives and why they are two. */
     odnn_node *nd = b->nd;
     const char *bi = impl_of(pd);
