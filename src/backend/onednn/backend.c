@@ -262,6 +262,7 @@ static ntp_status onednn_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void *
     b->prec = k->node->precision;
     b->int8 = b->prec == NTP_DTYPE_I8;
     b->cdt = b->int8 ? dnnl_f32 : ntp__dnnl_dt(b->prec);
+    b->po_end = -1;
     nd->main_step = -1;
     if (!is_precision(b->prec))
         st = ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "precision %s", ntp_dtype_name(b->prec));

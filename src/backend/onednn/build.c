@@ -581,7 +581,8 @@ ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const 
     if (st == dnnl_success)
         st = dnnl_stream_wait(s->stream);
     if (st != dnnl_success) {
-        odnn_build b = {.ctx = ctx, .s = s, .k = (ntp_kargs *)k, .nd = nd, .n = k->node};
+        odnn_build b = {.ctx = ctx, .s = s, .k = (ntp_kargs *)k, .nd = nd, .n = k->node,
+                        .po_end = -1};
         char what[96];
         snprintf(what, sizeof what, "executing step %d%s%s", step, sp->suffix[0] ? " " : "",
                  sp->suffix);

@@ -130,6 +130,37 @@ static void weight_scales(const cgeom *c, const float *w, float *sc)
     }
 }
 
+/* The primitive descriptor with k->fused[0 .. n_post) as post-ops (and,
+ * at int8, the output scales s_in w_s / div; wsc holds w_s), the post-op
+ * operands' arguments in args/mems from *n = 0. */
+static ntp_status conv_pd(odnn_build *b, const void *d, const cgeom *c, int n_post, float s_in,
+                          float out_scale, const float *wsc, float *osc,
+                          dnnl_primitive_desc_t *pd, int *n, int *args, int *mems)
+{
+    dnnl_primitive_attr_t attr;
+    ntp_status s = ntp__dnnl_attr(b, &attr);
+    if (s)
+        return s;
+    /* Post-ops first: at int8 they may fold a change of scale into the
+     * output scales (div). */
+    float div = 1.0f;
+    *n = 0;
+    b->po_end = n_post;
+    s = ntp__dnnl_post_ops(b, attr, n_post == b->k->n_fused ? out_scale : 1.0f,
+                           b->int8 ? &div : NULL, 0, NULL, n, args, mems);
+    b->po_end = -1;
+    if (s)
+        return s;
+    if (b->int8) {
+        for (int64_t f = 0; f < c->F; f++)
+            osc[f] = s_in * wsc[f] / div;
+        dnnl_status_t st = dnnl_primitive_attr_set_output_scales(attr, c->F, 1 << 1, osc);
+        if (st)
+            return ntp__dnnl_error(b, st, "output scales");
+    }
+    return ntp__dnnl_pd(b, pd, d, attr, c->deconv ? "deconvolution" : "convolution");
+}
+
 ntp_status ntp__dnnl_conv_build(odnn_build *b)
 {
     ntp_kargs *k = b->k;
@@ -183,16 +214,6 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
     if ((s = ntp__dnnl_weight_f32(b, 0, &w)) ||
         (k->n_w >= 2 && (s = ntp__dnnl_weight_f32(b, 1, &bias))))
         goto done;
-    dnnl_primitive_attr_t attr;
-    if ((s = ntp__dnnl_attr(b, &attr)))
-        goto done;
-    /* Post-ops first: at int8 they may fold a change of scale into the
-     * output scales (div). */
-    int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
-    float div = 1.0f;
-    if ((s = ntp__dnnl_post_ops(b, attr, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f,
-                                b->int8 ? &div : NULL, 0, NULL, &n, args, mems)))
-        goto done;
     if (b->int8) {
         wsc = malloc((size_t)c.F * sizeof *wsc);
         osc = malloc((size_t)c.F * sizeof *osc);
@@ -201,8 +222,35 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
             goto done;
         }
         weight_scales(&c, w, wsc);
+    }
+    int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0;
+    dnnl_primitive_desc_t pd;
+    if ((s = conv_pd(b, &d, &c, k->n_fused, s_in, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, wsc, osc,
+                     &pd, &n, args, mems)))
+        goto done;
+    /* Fusion that never loses: a group with a residual add or product is
+     * compared with the conv that keeps only the layers before it; when
+     * the whole group would run worse, the add (and what follows it) runs
+     * as a binary primitive after the conv instead (fuse.c). */
+    int cut = k->n_fused;
+    char why[96] = "";
+    int first_bin = b->int8 ? -1 : ntp__dnnl_first_binary(k, 0);
+    if (first_bin >= 0) {
+        int n0 = 0, args0[ODNN_MAX_ARGS], mems0[ODNN_MAX_ARGS];
+        dnnl_primitive_desc_t pd0;
+        s = conv_pd(b, &d, &c, first_bin, s_in, 1.0f, wsc, osc, &pd0, &n0, args0, mems0);
+        if (s)
+            goto done;
+        if (ntp__dnnl_decline_fusion(b, pd, pd0, first_bin, why, sizeof why)) {
+            pd = pd0;
+            n = n0;
+            memcpy(args, args0, sizeof args);
+            memcpy(mems, mems0, sizeof mems);
+            cut = first_bin;
+        }
+    }
+    if (b->int8)
         for (int64_t f = 0; f < c.F; f++) {
-            osc[f] = s_in * wsc[f] / div;
             /* Measured: oneDNN 2.6's int8 convolutions here (jit_uni_int8,
              * jit_uni_deconv; s8 source, AVX2 without VNNI) do not add an
              * f32 bias as b / oscale: a 1x1 conv with bias ended 0.12
@@ -215,14 +263,6 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
                 bias[f] /= s_in * wsc[f];
             wsc[f] = 1.0f / wsc[f]; /* the reorder multiplies */
         }
-        if ((st = dnnl_primitive_attr_set_output_scales(attr, c.F, 1 << 1, osc))) {
-            s = ntp__dnnl_error(b, st, "output scales");
-            goto done;
-        }
-    }
-    dnnl_primitive_desc_t pd;
-    if ((s = ntp__dnnl_pd(b, &pd, &d, attr, c.deconv ? "deconvolution" : "convolution")))
-        goto done;
 
     int mi;
     if ((s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), s_in, &mi)))
@@ -251,14 +291,20 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
         args[n] = DNNL_ARG_BIAS;
         mems[n++] = mi;
     }
-    if ((s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0),
-                              ddt == dnnl_s8 ? s_out : 1.0f, &mi)))
+    const dnnl_memory_desc_t *dst = ntp__dnnl_query(pd, dnnl_query_dst_md, 0);
+    if (cut < k->n_fused)
+        s = ntp__dnnl_ws_mem(b, dst, &mi);
+    else
+        s = ntp__dnnl_output(b, 0, dst, ddt == dnnl_s8 ? s_out : 1.0f, &mi);
+    if (s)
         goto done;
     args[n] = DNNL_ARG_DST;
     mems[n++] = mi;
     if ((s = ntp__dnnl_step(b, pd, "", NULL, n, args, mems)))
         goto done;
     ntp__dnnl_set_main(b, pd);
+    if (cut < k->n_fused)
+        s = ntp__dnnl_post_tail(b, cut, mi, dst, why);
 done:
     free(w);
     free(bias);

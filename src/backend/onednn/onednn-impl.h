@@ -114,6 +114,10 @@ typedef struct odnn_build {
     int pending_from[NTP_MAX_OUTPUTS];
     int pending_out[NTP_MAX_OUTPUTS];
     float pending_scale[NTP_MAX_OUTPUTS];
+    /* The fused layers ntp__dnnl_post_ops appends: k->fused[po_first ..
+     * po_end), po_end -1 (as prepare sets it) meaning to the end; for a
+     * head that keeps only part of its group (fuse.c). */
+    int po_first, po_end;
     /* Primitive descriptors and attributes destroyed when prepare ends. */
     int n_pds;
     dnnl_primitive_desc_t pds[ODNN_MAX_PDS];
@@ -268,6 +272,31 @@ ntp_status ntp__dnnl_move_build(odnn_build *b);
 ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float out_scale,
                               float *head_div, int view_nd, const int64_t *view_dims, int *n,
                               int *args, int *mems);
+
+/* Fusion that never loses (fuse.c). The class of an implementation oneDNN
+ * reports: 0 reference ("ref:any"), 1 GEMM-based ("x64:gemm:jit"), 2 a
+ * direct JIT kernel ("jit:...", "brgconv:..."). */
+int ntp__dnnl_impl_rank(const char *impl);
+/* The first binary layer (add, mul) of the group at or after `from`, or -1. */
+int ntp__dnnl_first_binary(const ntp_kargs *k, int from);
+/* Should the head keep k->fused[cut ..] out of its post-ops? `fused` is
+ * the head's primitive with all of them, `apart` the one with
+ * k->fused[0 .. cut) only (cut: the first binary layer). Declines when the
+ * fused primitive is of a worse class (conv + residual add on oneDNN 2.6's
+ * AVX-512 falls from brgconv to x64:gemm:jit, 4-6x slower) or when a
+ * binary operand's layout is not the destination's (2.6's GEMM convolution
+ * then reads the operand in the destination's order: bf16 ResNet-50 with
+ * --fuse ended 0.69 relative L2 from f32). Writes the reason to why. */
+bool ntp__dnnl_decline_fusion(odnn_build *b, const_dnnl_primitive_desc_t fused,
+                              const_dnnl_primitive_desc_t apart, int cut, char *why,
+                              size_t why_size);
+/* Run k->fused[first ..] after the head instead of in its post-ops:
+ * fused[first] (a binary layer) as oneDNN's binary primitive on the head's
+ * result (memory src_idx in descriptor src_md), the layers after it as its
+ * post-ops, into output 0. Appends its implementation and `why` to the
+ * node's impl string. */
+ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
+                               const dnnl_memory_desc_t *src_md, const char *why);
 
 extern const ntp_backend_i ntp__backend_onednn;
 

@@ -73,10 +73,18 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
     case NTP_OP_GLOBAL_AVGPOOL: {
+        /* Pooling takes its source as it is (format_tag_any is refused
+         * there, which once sent every bf16 pooling to the reference
+         * backend); the channels-last layout is the one a convolution
+         * hands on at bf16. */
         dnnl_dims_t y = {2, 16, 4, 4};
+        dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_acdb);
         dnnl_memory_desc_init_by_tag(&c, 4, y, t, dnnl_format_tag_any);
+        bool max = op == NTP_OP_MAXPOOL || op == NTP_OP_GLOBAL_MAXPOOL;
         st = dnnl_pooling_v2_forward_desc_init(&d.pool, dnnl_forward_inference,
-                                               dnnl_pooling_max, &a, &c, k2, k2, dil0, pad0, pad0);
+                                               max ? dnnl_pooling_max
+                                                   : dnnl_pooling_avg_exclude_padding,
+                                               &a, &c, k2, k2, dil0, pad0, pad0);
         break;
     }
     case NTP_OP_BATCHNORM:
@@ -93,10 +101,13 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
         break;
     }
     case NTP_OP_SOFTMAX:
+    case NTP_OP_LOG_SOFTMAX:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
         dnnl_memory_desc_init_by_tag(&c, 4, act, t, dnnl_nchw);
         st = dnnl_softmax_v2_forward_desc_init(&d.sm, dnnl_forward_inference,
-                                               dnnl_softmax_accurate, &a, &c, 3);
+                                               op == NTP_OP_SOFTMAX ? dnnl_softmax_accurate
+                                                                    : dnnl_softmax_log,
+                                               &a, &c, 3);
         break;
     case NTP_OP_ADD:
     case NTP_OP_MUL:
@@ -131,12 +142,25 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
                                                     &wi_md, NULL, &c, NULL, 0, 0.f, 0.f);
         break;
     }
-    default:
-        /* Activations and data movement: an eltwise at that type. */
+    default: {
+        /* Activations: an eltwise with the op's own algorithm, since
+         * oneDNN's support differs between algorithms (2.6 rounds f32
+         * only: its eltwise descriptor refuses round at bf16 with
+         * dnnl_invalid_arguments). Data movement: a relu at that type. */
+        ntp_node nn;
+        memset(&nn, 0, sizeof nn);
+        nn.op = op;
+        dnnl_alg_kind_t alg = dnnl_eltwise_relu;
+        float alpha = 0.f, beta = 0.f;
+        if (!ntp__dnnl_eltwise_alg(&nn, &alg, &alpha, &beta)) {
+            alg = dnnl_eltwise_relu;
+            alpha = beta = 0.f;
+        }
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
-        st = dnnl_eltwise_forward_desc_init(&d.elt, dnnl_forward_inference, dnnl_eltwise_relu, &a,
-                                            0.f, 0.f);
+        st = dnnl_eltwise_forward_desc_init(&d.elt, dnnl_forward_inference, alg, &a, alpha,
+                                            beta);
         break;
+    }
     }
     if (st != dnnl_success)
         return false;
