@@ -295,6 +295,45 @@ static char *capture(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt)
     return buf;
 }
 
+/* Validate a JSON file against schema/<schema> with python3-jsonschema. */
+static int validate_file(const char *path, const char *schema)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import json, sys\n"
+             "import jsonschema\n"
+             "schema = json.load(open(sys.argv[1]))\n"
+             "cls = jsonschema.validators.validator_for(schema)\n"
+             "cls.check_schema(schema)\n"
+             "errors = list(cls(schema).iter_errors(json.load(open(sys.argv[2]))))\n"
+             "for e in errors: print(\"schema:\", list(e.absolute_path), e.message[:200])\n"
+             "sys.exit(1 if errors else 0)\n"
+             "' '%s/schema/%s' '%s'",
+             NTP_SOURCE_DIR, schema, path);
+    int rc = system(cmd);
+    assert_true(rc != -1 && WIFEXITED(rc));
+    int code = WEXITSTATUS(rc);
+    if (code != 0 && code != 1)
+        fail_msg("python3 jsonschema validation could not run (exit %d)", code);
+    return code;
+}
+
+/* The same for text: 0 valid, 1 invalid. */
+static int validate_text(const char *text, const char *schema)
+{
+    char path[] = "/tmp/ntp-test-compare-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    int code = validate_file(path, schema);
+    unlink(path);
+    return code;
+}
+
 static void test_writers(void **state)
 {
     (void)state;
@@ -335,6 +374,7 @@ static void test_writers(void **state)
     free(t);
 
     t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
     json_error_t err;
     json_t *j = json_loads(t, 0, &err);
     assert_non_null(j);
@@ -556,6 +596,7 @@ static void test_fused_groups(void **state)
     free(t);
 
     t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
     json_t *j = json_loads(t, 0, NULL);
     assert_non_null(j);
     json_t *jruns = json_object_get(j, "runs");
@@ -580,6 +621,18 @@ static void test_fused_groups(void **state)
     assert_string_equal(json_string_value(json_array_get(json_object_get(jg, "changes"), 0)),
                         "impl");
     assert_string_equal(json_string_value(json_object_get(jg, "other_impl")), "gemm:jit");
+    /* The schema is strict: a fused row without its layers, or a change it
+     * does not know, is refused. */
+    json_object_set_new(jg, "members", json_null());
+    char *bad = json_dumps(j, 0);
+    assert_int_equal(validate_text(bad, "compare.schema.json"), 1);
+    free(bad);
+    json_object_set_new(jg, "members", json_array());
+    json_array_append_new(json_object_get(jg, "members"), json_string("conv1"));
+    json_array_append_new(json_object_get(jg, "changes"), json_string("colour"));
+    bad = json_dumps(j, 0);
+    assert_int_equal(validate_text(bad, "compare.schema.json"), 1);
+    free(bad);
     json_decref(j);
     free(t);
 
@@ -685,30 +738,6 @@ static void test_fused_groups_differ(void **state)
     free(t);
     ntp_comparison_free(c);
     ntp_ctx_free(ctx);
-}
-
-/* Validate a JSON file against schema/<schema> with python3-jsonschema. */
-static int validate_file(const char *path, const char *schema)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 -c '\n"
-             "import json, sys\n"
-             "import jsonschema\n"
-             "schema = json.load(open(sys.argv[1]))\n"
-             "cls = jsonschema.validators.validator_for(schema)\n"
-             "cls.check_schema(schema)\n"
-             "errors = list(cls(schema).iter_errors(json.load(open(sys.argv[2]))))\n"
-             "for e in errors: print(\"schema:\", list(e.absolute_path), e.message[:200])\n"
-             "sys.exit(1 if errors else 0)\n"
-             "' '%s/schema/%s' '%s'",
-             NTP_SOURCE_DIR, schema, path);
-    int rc = system(cmd);
-    assert_true(rc != -1 && WIFEXITED(rc));
-    int code = WEXITSTATUS(rc);
-    if (code != 0 && code != 1)
-        fail_msg("python3 jsonschema validation could not run (exit %d)", code);
-    return code;
 }
 
 /* Run models/tiny-cnn.xml on `backend` with or without --fuse, write its
@@ -834,6 +863,9 @@ static void test_real_fused_runs(void **state)
     }
     assert_non_null(strstr(t, "\nconv1 + bn1 + relu1      fused   "));
     free(t);
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
+    free(t);
     ntp_comparison_free(c);
     ntp_run_result_free(A);
     ntp_run_result_free(B);
@@ -886,6 +918,7 @@ static void test_device_memory(void **state)
                               "device memory workspace: A 40.0 MB, B 40.0 MB (x1)\n"));
     free(t);
     t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
     json_t *j = json_loads(t, 0, NULL);
     assert_non_null(j);
     json_t *dev = json_object_get(json_array_get(json_object_get(j, "runs"), 1), "device_memory");
