@@ -2,7 +2,11 @@
  * and their interval bounds computed by hand, layer alignment (matched,
  * renamed, added, missing, duplicate names), marker alignment, what differs
  * between runs, the writers, and run reports read back from JSON (a round
- * trip, and malformed reports with the exact error each gives). */
+ * trip, and malformed reports with the exact error each gives). Fused and
+ * unfused runs: by hand (a group's time against the sum of its layers',
+ * never a fused layer's own time) and from real runs of models/tiny-cnn.xml
+ * with and without --fuse, their reports validated against the schema;
+ * layers whose type, backend or implementation changed are flagged. */
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
@@ -14,8 +18,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ntprof/ntprof.h"
+#include "support/models.h"
 
 static ntp_stats timing(double median, double lo, double hi)
 {
@@ -288,6 +295,45 @@ static char *capture(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt)
     return buf;
 }
 
+/* Validate a JSON file against schema/<schema> with python3-jsonschema. */
+static int validate_file(const char *path, const char *schema)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import json, sys\n"
+             "import jsonschema\n"
+             "schema = json.load(open(sys.argv[1]))\n"
+             "cls = jsonschema.validators.validator_for(schema)\n"
+             "cls.check_schema(schema)\n"
+             "errors = list(cls(schema).iter_errors(json.load(open(sys.argv[2]))))\n"
+             "for e in errors: print(\"schema:\", list(e.absolute_path), e.message[:200])\n"
+             "sys.exit(1 if errors else 0)\n"
+             "' '%s/schema/%s' '%s'",
+             NTP_SOURCE_DIR, schema, path);
+    int rc = system(cmd);
+    assert_true(rc != -1 && WIFEXITED(rc));
+    int code = WEXITSTATUS(rc);
+    if (code != 0 && code != 1)
+        fail_msg("python3 jsonschema validation could not run (exit %d)", code);
+    return code;
+}
+
+/* The same for text: 0 valid, 1 invalid. */
+static int validate_text(const char *text, const char *schema)
+{
+    char path[] = "/tmp/ntp-test-compare-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    int code = validate_file(path, schema);
+    unlink(path);
+    return code;
+}
+
 static void test_writers(void **state)
 {
     (void)state;
@@ -302,7 +348,8 @@ static void test_writers(void **state)
 
     char *t = capture(ctx, c, NTP_FORMAT_TABLE);
     fputs(t, stdout);
-    assert_non_null(strstr(t, "A = before.json: net on ref, f32, batch 1, threads 1;"));
+    assert_non_null(strstr(t, "A = before.json: net on ref, f32, batch 1, threads 1, no --fuse;"));
+    assert_null(strstr(t, "fusion:")); /* both ran without --fuse */
     assert_non_null(strstr(t, "B = run 7: net on onednn"));
     assert_non_null(strstr(t, "differences: backend: ref -> onednn; param hidden: 32 -> 64\n"));
     assert_non_null(strstr(t, "B is 1.25x faster than A (speedup 1.25x"));
@@ -327,6 +374,7 @@ static void test_writers(void **state)
     free(t);
 
     t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
     json_error_t err;
     json_t *j = json_loads(t, 0, &err);
     assert_non_null(j);
@@ -357,6 +405,474 @@ static void test_writers(void **state)
                               "0.6666666667,"));
     free(t);
     ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
+/* --- fused and unfused runs ------------------------------------------------------------- */
+
+static ntp_layer_result fused_layer(const char *name, const char *type, const char *into)
+{
+    /* What a fused row's own time is: the cost of the clock reads around
+     * nothing, far below any layer's. Compared as a time it read "666x
+     * faster". */
+    ntp_layer_result l = layer(name, type, 64, 1, 64, timing(0.0015, 0.0014, 0.0016), 0.0001);
+    l.kind = "fused";
+    l.fused = true;
+    l.fused_into = into;
+    l.backend = "onednn";
+    l.impl = "gemm:jit";
+    return l;
+}
+
+/* A: conv1, bn1, relu1 each on its own, fc, head; B: bn1 and relu1 fused
+ * into conv1 (which falls to another implementation), fc now a matmul,
+ * head on another backend. */
+static void unfused_run(run *x)
+{
+    base_run(x);
+    ntp_run_result *r = &x->r;
+    r->backend = "onednn";
+    x->layers[0] = layer("conv1", "conv", 1000, 1, 64, timing(4.0, 3.8, 4.2), 0.4);
+    x->layers[1] = layer("bn1", "batchnorm", 128, 1, 64, timing(1.0, 0.9, 1.1), 0.1);
+    x->layers[2] = layer("relu1", "relu", 64, 1, 64, timing(1.0, 0.95, 1.05), 0.1);
+    x->layers[3] = layer("fc", "fc", 500, 1, 32, timing(2.0, 1.9, 2.1), 0.2);
+    x->layers[4] = layer("head", "fc", 320, 1, 10, timing(2.0, 1.9, 2.1), 0.2);
+    for (int i = 0; i < 5; i++) {
+        x->layers[i].backend = "onednn";
+        x->layers[i].impl = "jit:avx512_core";
+    }
+    x->layers[0].impl = "brg:avx512_core";
+    r->n_layers = 5;
+}
+
+static void fused_run(run *x)
+{
+    unfused_run(x);
+    ntp_run_result *r = &x->r;
+    r->fused = true;
+    x->layers[0].time_ms = timing(3.0, 2.9, 3.1);
+    x->layers[0].share = 0.6;
+    x->layers[0].impl = "gemm:jit";
+    x->layers[1] = fused_layer("bn1", "batchnorm", "conv1");
+    x->layers[2] = fused_layer("relu1", "relu", "conv1");
+    x->layers[3].type = "matmul";
+    x->layers[4].backend = "ref";
+    x->layers[4].impl = "ref";
+    r->end_to_end_ms = timing(7.0, 6.9, 7.1);
+}
+
+static const ntp_compare_row *find_status(const ntp_compare_pair *p, ntp_align a, int k)
+{
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i].align == a && k-- == 0)
+            return &p->rows[i];
+    fail_msg("no row of status %s", ntp_align_name(a));
+    return NULL;
+}
+
+/* No row compares a fused layer's own time: every row with a speedup is a
+ * group or pairs layers that were not fused in either run. */
+static void check_no_fused_time(const ntp_compare_pair *p, const ntp_run_result *A,
+                                const ntp_run_result *B)
+{
+    for (int i = 0; i < p->n_rows; i++) {
+        const ntp_compare_row *r = &p->rows[i];
+        if (r->align == NTP_ALIGN_FUSED)
+            continue;
+        if (r->base_index >= 0 && A->layers[r->base_index].fused)
+            fail_msg("row '%s' holds base row %d, a fused layer", r->name, r->base_index);
+        if (r->other_index >= 0 && B->layers[r->other_index].fused)
+            fail_msg("row '%s' holds other row %d, a fused layer", r->name, r->other_index);
+    }
+}
+
+static char *html_text(ntp_ctx *ctx, const ntp_comparison *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_html_write_compare(ctx, c, f), NTP_STATUS_OK);
+    fclose(f);
+    return buf;
+}
+
+static void test_fused_groups(void **state)
+{
+    (void)state;
+    static run a, b;
+    unfused_run(&a);
+    fused_run(&b);
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    const ntp_compare_pair *p = &c->pairs[0];
+    /* One row for conv1 + bn1 + relu1, then fc and head. */
+    assert_int_equal(p->n_rows, 3);
+    assert_int_equal(p->n_fused_groups, 1);
+    const ntp_compare_row *g = find_status(p, NTP_ALIGN_FUSED, 0);
+    assert_string_equal(g->name, "conv1");
+    assert_string_equal(g->other_name, "conv1");
+    assert_string_equal(g->type, "conv");
+    assert_int_equal(g->n_members, 3);
+    assert_string_equal(g->members[0], "conv1");
+    assert_string_equal(g->members[1], "bn1");
+    assert_string_equal(g->members[2], "relu1");
+    assert_int_equal(g->base_rows, 3);
+    assert_int_equal(g->other_rows, 1);
+    assert_int_equal(g->base_index, 0);
+    assert_int_equal(g->other_index, 0);
+    /* A: 4 + 1 + 1 ms, interval [3.8 + 0.9 + 0.95, 4.2 + 1.1 + 1.05]; B:
+     * the group's 3 ms [2.9, 3.1]. */
+    assert_float_equal(g->base.median, 6.0, 1e-12);
+    assert_float_equal(g->base.ci95_lo, 5.65, 1e-12);
+    assert_float_equal(g->base.ci95_hi, 6.35, 1e-12);
+    assert_float_equal(g->other.median, 3.0, 1e-12);
+    assert_float_equal(g->speedup, 2.0, 1e-12);
+    assert_float_equal(g->speedup_lo, 5.65 / 3.1, 1e-12);
+    assert_float_equal(g->speedup_hi, 6.35 / 2.9, 1e-12);
+    assert_float_equal(g->delta_ms, -3.0, 1e-12);
+    assert_int_equal(g->verdict, NTP_VERDICT_FASTER);
+    assert_float_equal(g->base_share, 0.6, 1e-12);
+    assert_float_equal(g->other_share, 0.6, 1e-12); /* the fused rows' own share is not counted */
+    /* The group's first layer changed implementation. */
+    assert_int_equal(g->changes, NTP_CHANGE_IMPL);
+    assert_string_equal(g->base_impl, "brg:avx512_core");
+    assert_string_equal(g->other_impl, "gemm:jit");
+    check_no_fused_time(p, &a.r, &b.r);
+    for (int i = 0; i < p->n_rows; i++)
+        assert_true(p->rows[i].speedup <= 2.0 + 1e-12);
+    /* fc: the same name, another type; head: another backend and
+     * implementation. */
+    const ntp_compare_row *r = find(p, "fc");
+    assert_int_equal(r->align, NTP_ALIGN_MATCHED);
+    assert_int_equal(r->changes, NTP_CHANGE_TYPE);
+    assert_string_equal(r->type, "fc");
+    assert_string_equal(r->other_type, "matmul");
+    r = find(p, "head");
+    assert_int_equal(r->changes, NTP_CHANGE_BACKEND | NTP_CHANGE_IMPL);
+    assert_string_equal(r->base_backend, "onednn");
+    assert_string_equal(r->other_backend, "ref");
+    assert_int_equal(p->n_changed, 3);
+    /* The runs differ in --fuse, and nothing else of their configuration. */
+    assert_int_equal(p->n_diffs, 1);
+    assert_string_equal(p->diffs[0], "fuse: off -> on");
+
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    fputs(t, stdout);
+    assert_non_null(strstr(t, "A = A: net on onednn, f32, batch 1, threads 1, no --fuse;"));
+    assert_non_null(strstr(t, "B = B: net on onednn, f32, batch 1, threads 1, --fuse;"));
+    assert_non_null(strstr(t, "\ndifferences: fuse: off -> on\n"));
+    assert_non_null(strstr(t, "\nfusion: the runs differ in --fuse (A without, B with): a fused "
+                              "layer has no time of its own, so each\n"));
+    assert_non_null(strstr(t, "\nconv1 + bn1 + relu1      fused      6.0000    3.0000   -3.0000"
+                              "   2.00x faster    60.0   60.0 I\n"));
+    assert_non_null(strstr(t, "\nfc                       matched    2.0000    2.0000    0.0000"
+                              "   1.00x same      20.0   20.0 T\n"));
+    assert_non_null(strstr(t, "\nhead                     matched    2.0000    2.0000    0.0000"
+                              "   1.00x same      20.0   20.0 BI\n"));
+    /* The fused layers have no row of their own. */
+    assert_null(strstr(t, "\nbn1 "));
+    assert_null(strstr(t, "\nrelu1 "));
+    assert_non_null(strstr(t, "layers: 2 matched, 0 renamed, 0 added in B, 0 missing from B, "
+                              "1 fused group\n"
+                              "fused groups (status fused), in the order listed above:\n"
+                              "  conv1 + bn1 + relu1 (A: 3 rows summed, B: 1 row)\n"));
+    assert_non_null(strstr(t, "\n  type fc -> matmul: fc\n"
+                              "  backend onednn -> ref: head\n"
+                              "  implementation jit:avx512_core -> ref: head\n"
+                              "  implementation brg:avx512_core -> gemm:jit: conv1\n"));
+    for (char *q = t; *q;) {
+        size_t n = strcspn(q, "\n"), cols = 0;
+        for (size_t i = 0; i < n; i++)
+            cols += ((unsigned char)q[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line of %zu columns: %.*s", cols, (int)n, q);
+        if (n > 0 && q[n - 1] == ' ')
+            fail_msg("trailing space: %.*s", (int)n, q);
+        q += n + (q[n] == '\n');
+    }
+    free(t);
+
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
+    json_t *j = json_loads(t, 0, NULL);
+    assert_non_null(j);
+    json_t *jruns = json_object_get(j, "runs");
+    assert_true(json_is_false(json_object_get(json_array_get(jruns, 0), "fuse")));
+    assert_true(json_is_true(json_object_get(json_array_get(jruns, 1), "fuse")));
+    json_t *pair = json_array_get(json_object_get(j, "pairs"), 0);
+    assert_int_equal(json_integer_value(json_object_get(pair, "fused_groups")), 1);
+    json_t *rows = json_object_get(pair, "layers");
+    json_t *jg = NULL;
+    for (size_t i = 0; i < json_array_size(rows); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(rows, i), "status")),
+                   "fused") == 0)
+            jg = json_array_get(rows, i);
+    assert_non_null(jg);
+    json_t *mem = json_object_get(jg, "members");
+    assert_int_equal(json_array_size(mem), 3);
+    assert_string_equal(json_string_value(json_array_get(mem, 2)), "relu1");
+    assert_int_equal(json_integer_value(json_object_get(jg, "base_rows")), 3);
+    assert_int_equal(json_integer_value(json_object_get(jg, "other_rows")), 1);
+    assert_float_equal(json_number_value(json_object_get(json_object_get(jg, "base"),
+                                                         "median_ms")), 6.0, 1e-12);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(jg, "changes"), 0)),
+                        "impl");
+    assert_string_equal(json_string_value(json_object_get(jg, "other_impl")), "gemm:jit");
+    /* The schema is strict: a fused row without its layers, or a change it
+     * does not know, is refused. */
+    json_object_set_new(jg, "members", json_null());
+    char *bad = json_dumps(j, 0);
+    assert_int_equal(validate_text(bad, "compare.schema.json"), 1);
+    free(bad);
+    json_object_set_new(jg, "members", json_array());
+    json_array_append_new(json_object_get(jg, "members"), json_string("conv1"));
+    json_array_append_new(json_object_get(jg, "changes"), json_string("colour"));
+    bad = json_dumps(j, 0);
+    assert_int_equal(validate_text(bad, "compare.schema.json"), 1);
+    free(bad);
+    json_decref(j);
+    free(t);
+
+    t = capture(ctx, c, NTP_FORMAT_CSV);
+    assert_non_null(strstr(t, ",speedup_lo,speedup_hi,verdict,base_share,other_share,members,"
+                              "base_rows,other_rows,changes,other_type,base_backend,"
+                              "other_backend,base_impl,other_impl\n"));
+    assert_non_null(strstr(t, "\nA,B,layer,conv1,conv1,conv,fused,6,5.65,6.35,3,2.9,3.1,-3,2,"));
+    assert_non_null(strstr(t, ",conv1;bn1;relu1,3,1,impl,conv,onednn,onednn,brg:avx512_core,"
+                              "gemm:jit\n"));
+    assert_non_null(strstr(t, ",,1,1,backend;impl,fc,onednn,ref,jit:avx512_core,ref\n"));
+    free(t);
+
+    t = html_text(ctx, c);
+    assert_non_null(strstr(t, "The runs differ in --fuse (A without, B with)"));
+    assert_non_null(strstr(t, "<td class=\"l\">conv1 + bn1 + relu1</td><td class=\"l\">fused</td>"));
+    assert_non_null(strstr(t, "fused group: the base run&#39;s time sums 3 rows, the other&#39;s 1"));
+    assert_non_null(strstr(t, "<td class=\"l\">type fc -&gt; matmul</td>"));
+    assert_non_null(strstr(t, "<td class=\"l\">--fuse</td>"));
+    free(t);
+    ntp_comparison_free(c);
+
+    /* The other way round: the fused run is the base; its group against
+     * the sum of the same layers, half as fast. */
+    const ntp_run_result *rev[2] = {&b.r, &a.r};
+    assert_int_equal(ntp_compare(ctx, rev, NULL, 2, &c), NTP_STATUS_OK);
+    p = &c->pairs[0];
+    assert_int_equal(p->n_rows, 3);
+    g = find_status(p, NTP_ALIGN_FUSED, 0);
+    assert_int_equal(g->base_rows, 1);
+    assert_int_equal(g->other_rows, 3);
+    assert_float_equal(g->speedup, 0.5, 1e-12);
+    assert_int_equal(g->verdict, NTP_VERDICT_SLOWER);
+    assert_string_equal(p->diffs[0], "fuse: on -> off");
+    check_no_fused_time(p, &b.r, &a.r);
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
+/* Both runs fused, differently: A fused bn1 only, B bn1 and relu1; a fused
+ * row whose group is not in the report has no time; two runs with the
+ * same fusion pair up group for group. */
+static void test_fused_groups_differ(void **state)
+{
+    (void)state;
+    static run a, b;
+    fused_run(&a);
+    fused_run(&b);
+    a.layers[2] = layer("relu1", "relu", 64, 1, 64, timing(1.0, 0.95, 1.05), 0.1);
+    a.layers[2].backend = "onednn";
+    a.layers[2].impl = "gemm:jit";
+    b.layers[3].type = "fc";
+    b.layers[4].backend = "onednn";
+    b.layers[4].impl = "jit:avx512_core";
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    const ntp_compare_pair *p = &c->pairs[0];
+    assert_int_equal(p->n_rows, 3);
+    const ntp_compare_row *g = find_status(p, NTP_ALIGN_FUSED, 0);
+    assert_int_equal(g->n_members, 3);
+    assert_int_equal(g->base_rows, 2); /* conv1's group and relu1 */
+    assert_int_equal(g->other_rows, 1);
+    assert_float_equal(g->base.median, 4.0, 1e-12);
+    assert_float_equal(g->speedup, 4.0 / 3.0, 1e-12);
+    assert_int_equal(g->changes, 0);
+    assert_int_equal(p->n_diffs, 0);
+    check_no_fused_time(p, &a.r, &b.r);
+    ntp_comparison_free(c);
+
+    /* The same fusion in both: the group's time against the group's. */
+    fused_run(&a);
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    p = &c->pairs[0];
+    g = find_status(p, NTP_ALIGN_FUSED, 0);
+    assert_int_equal(g->base_rows, 1);
+    assert_int_equal(g->other_rows, 1);
+    assert_int_equal(g->verdict, NTP_VERDICT_SAME);
+    assert_float_equal(g->speedup, 1.0, 1e-12);
+    ntp_comparison_free(c);
+
+    /* A fused row whose group is not in the report (an --only range that
+     * starts inside a group): no time on its side, no speedup. */
+    fused_run(&a);
+    a.layers[1].fused_into = "gone";
+    a.layers[2].fused_into = "gone";
+    unfused_run(&b);
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    p = &c->pairs[0];
+    assert_int_equal(p->n_fused_groups, 2);
+    for (int k = 0; k < 2; k++) {
+        g = find_status(p, NTP_ALIGN_FUSED, k);
+        assert_int_equal(g->base_rows, 0);
+        assert_int_equal(g->base_index, -1);
+        assert_int_equal(g->other_rows, 1);
+        assert_int_equal(g->verdict, NTP_VERDICT_NA);
+        assert_float_equal(g->speedup, 0, 0);
+    }
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(t, "\nbn1                      fused           -    1.0000   +1.0000"
+                              "       - n/a          -   10.0\n"));
+    free(t);
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
+/* Run models/tiny-cnn.xml on `backend` with or without --fuse, write its
+ * JSON report to path (validated against the schema) and read it back. */
+static ntp_run_result *real_run(ntp_ctx *ctx, const ntp_graph *g, const char *backend, bool fuse,
+                                const char *path)
+{
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = backend;
+    o.warmup = 1;
+    o.iterations = 10;
+    o.min_time_s = 0;
+    o.threads = 1;
+    o.fuse = fuse;
+    o.accuracy = false;
+    ntp_run_result *r = NULL;
+    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("run on %s: %s", backend, ntp_ctx_errmsg(ctx));
+    assert_int_equal(r->fused, fuse);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run(ctx, r, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    ntp_run_result_free(r);
+    assert_int_equal(validate_file(path, "report.schema.json"), 0);
+    assert_int_equal(ntp_run_result_load(ctx, path, &r), NTP_STATUS_OK);
+    assert_int_equal(r->fused, fuse);
+    return r;
+}
+
+/* The row of `name` in r, -1 if none. */
+static int row_of(const ntp_run_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_layers; i++)
+        if (strcmp(r->layers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void test_real_fused_runs(void **state)
+{
+    (void)state;
+    /* A backend that fuses: oneDNN where it is built, else BLAS. */
+    const char *avail = ntp_backends_available();
+    const char *backend = strstr(avail, "onednn") ? "onednn" : strstr(avail, "blas") ? "blas" : NULL;
+    if (!backend)
+        skip();
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = test_load_model(ctx, "tiny-cnn.xml", NULL, 0, NULL);
+    char dir[] = "/tmp/ntp-test-compare-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char pa[64], pb[64];
+    snprintf(pa, sizeof pa, "%s/plain.json", dir);
+    snprintf(pb, sizeof pb, "%s/fused.json", dir);
+    ntp_run_result *A = real_run(ctx, g, backend, false, pa);
+    ntp_run_result *B = real_run(ctx, g, backend, true, pb);
+    int n_fused = 0;
+    for (int i = 0; i < B->n_layers; i++)
+        n_fused += B->layers[i].fused;
+    printf("%s: %d of %d rows fused\n", backend, n_fused, B->n_layers);
+    assert_true(n_fused > 0);
+    for (int i = 0; i < A->n_layers; i++) {
+        assert_false(A->layers[i].fused);
+        assert_non_null(A->layers[i].impl); /* every row names its implementation */
+    }
+
+    const ntp_run_result *runs[2] = {A, B};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    const ntp_compare_pair *p = &c->pairs[0];
+    assert_true(p->n_fused_groups > 0);
+    check_no_fused_time(p, A, B);
+    bool found_fuse = false;
+    for (int i = 0; i < p->n_diffs; i++)
+        found_fuse |= strcmp(p->diffs[i], "fuse: off -> on") == 0;
+    assert_true(found_fuse);
+    /* Every fused layer of B is a member of exactly one group row, and each
+     * group holds B's one timed row against the sum of its members' own
+     * rows in A, computed here from A's rows by name. */
+    int members_seen = 0;
+    for (int k = 0; k < p->n_rows; k++) {
+        const ntp_compare_row *r = &p->rows[k];
+        if (r->align != NTP_ALIGN_FUSED)
+            continue;
+        assert_true(r->n_members >= 2);
+        assert_int_equal(r->other_rows, 1);
+        assert_int_equal(r->base_rows, r->n_members);
+        double sum = 0, lo = 0, hi = 0;
+        for (int m = 0; m < r->n_members; m++) {
+            int i = row_of(A, r->members[m]);
+            assert_true(i >= 0);
+            sum += A->layers[i].time_ms.median;
+            lo += A->layers[i].time_ms.ci95_lo;
+            hi += A->layers[i].time_ms.ci95_hi;
+            int j = row_of(B, r->members[m]);
+            assert_true(j >= 0);
+            members_seen += B->layers[j].fused;
+            if (B->layers[j].fused)
+                assert_string_equal(B->layers[j].fused_into, r->other_name);
+        }
+        assert_float_equal(r->base.median, sum, 1e-9 * sum);
+        assert_float_equal(r->base.ci95_lo, lo, 1e-9 * lo);
+        assert_float_equal(r->base.ci95_hi, hi, 1e-9 * hi);
+        int h = row_of(B, r->other_name);
+        assert_false(B->layers[h].fused);
+        assert_float_equal(r->other.median, B->layers[h].time_ms.median, 0);
+        assert_float_equal(r->speedup, sum / B->layers[h].time_ms.median, 1e-9);
+    }
+    assert_int_equal(members_seen, n_fused);
+    /* In the table no fused layer has a row of its own, and every fused
+     * group is named with its layers. */
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    fputs(t, stdout);
+    assert_non_null(strstr(t, "fusion: the runs differ in --fuse (A without, B with)"));
+    for (int i = 0; i < B->n_layers; i++) {
+        if (!B->layers[i].fused)
+            continue;
+        char line[64];
+        snprintf(line, sizeof line, "\n%-24s ", B->layers[i].name);
+        if (strstr(t, line))
+            fail_msg("the fused layer %s has a row of its own", B->layers[i].name);
+    }
+    assert_non_null(strstr(t, "\nconv1 + bn1 + relu1      fused   "));
+    free(t);
+    t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
+    free(t);
+    ntp_comparison_free(c);
+    ntp_run_result_free(A);
+    ntp_run_result_free(B);
+    ntp_graph_free(g);
+    unlink(pa);
+    unlink(pb);
+    rmdir(dir);
     ntp_ctx_free(ctx);
 }
 
@@ -402,6 +918,7 @@ static void test_device_memory(void **state)
                               "device memory workspace: A 40.0 MB, B 40.0 MB (x1)\n"));
     free(t);
     t = capture(ctx, c, NTP_FORMAT_JSON);
+    assert_int_equal(validate_text(t, "compare.schema.json"), 0);
     json_t *j = json_loads(t, 0, NULL);
     assert_non_null(j);
     json_t *dev = json_object_get(json_array_get(json_object_get(j, "runs"), 1), "device_memory");
@@ -545,7 +1062,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_significance), cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_duplicates_and_many), cmocka_unit_test(test_writers),
-        cmocka_unit_test(test_device_memory),
+        cmocka_unit_test(test_device_memory), cmocka_unit_test(test_fused_groups),
+        cmocka_unit_test(test_fused_groups_differ), cmocka_unit_test(test_real_fused_runs),
         cmocka_unit_test(test_read_back), cmocka_unit_test(test_read_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

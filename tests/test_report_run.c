@@ -475,10 +475,10 @@ static void test_csv(void **state)
                         "ci95_hi_ms,cv,share,flops,bytes,gflops,gbps,intensity,prepare_ms,"
                         "workspace_bytes,impl,attainable_gflops,roof_share,roof_ceiling,"
                         "attainable_gbps,device_weight_bytes,device_activation_bytes,"
-                        "device_workspace_bytes,device_peak_bytes");
+                        "device_workspace_bytes,device_peak_bytes,fuse_note,fuse");
     static char head[40][128], row[40][128];
     int nh = csv_split(lines[0], head, 40);
-    assert_int_equal(nh, 38);
+    assert_int_equal(nh, 40);
     for (int i = 1; i < n; i++) {
         int nf = csv_split(lines[i], row, 40);
         if (nf != nh)
@@ -486,7 +486,7 @@ static void test_csv(void **state)
     }
     assert_string_equal(lines[1], "layer,conv1,conv,ref,false,false,,2x16x32x32,,,50,1.5,1.25,"
                                   "1.625,2,2.25,2.5,0.375,1.375,1.875,0.25,0.5,3000000000,"
-                                  "600000000,2000,400,5,0.75,4096,,,,,,,,,");
+                                  "600000000,2000,400,5,0.75,4096,,,,,,,,,,,");
     csv_split(lines[2], row, 40);
     assert_string_equal(row[column(head, nh, "fused")], "true");
     assert_string_equal(row[column(head, nh, "fused_into")], "conv1");
@@ -514,7 +514,159 @@ static void test_csv(void **state)
     /* No accelerator ran: the device memory columns are empty, not 0. */
     assert_string_equal(row[column(head, nh, "device_peak_bytes")], "");
     assert_string_equal(row[column(head, nh, "device_weight_bytes")], "");
+    /* --fuse is the end-to-end row's, and said either way. */
+    assert_string_equal(row[column(head, nh, "fuse")], "false");
     free(text);
+}
+
+/* --fuse and each row's implementation, in every format: a run with one
+ * fused layer, three implementations (one a backend that names none) and
+ * a fusion the backend declined with its reason. */
+static void set_fusion(fixture *fx)
+{
+    fx->r.fused = true;
+    fx->layers[0].impl = "brg:avx512_core";
+    fx->layers[1].impl = "brg:avx512_core"; /* fused: ran in conv1's primitive */
+    fx->layers[2].impl = "gemm:jit";
+    fx->layers[2].fuse_note = "fusion declined: mul + add would run on ref:any";
+    fx->layers[3].impl = "ref";
+}
+
+static void test_fusion_and_impl(void **state)
+{
+    fixture *fx = *state;
+    /* Without --fuse every format says so; a row without an implementation
+     * name (a report from before they were recorded) says that. */
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    assert_true(json_is_false(json_object_get(json_object_get(root, "config"), "fuse")));
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(root, "layers"), 0),
+                                             "fuse_note")));
+    json_decref(root);
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(text, "\nfusion: off (no --fuse): every layer timed on its own\n"));
+    assert_non_null(strstr(text, "\n  ref (implementation not recorded): 3 rows, 100.0%: conv1, "
+                                 ODD_NAME ",\n"
+                                 "                                     "
+                                 "a_layer_name_much_longer_than_its_column\n"));
+    free(text);
+
+    set_fusion(fx);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    root = parse(text);
+    assert_true(json_is_true(json_object_get(json_object_get(root, "config"), "fuse")));
+    json_t *layers = json_object_get(root, "layers");
+    json_t *l2 = json_array_get(layers, 2);
+    assert_string_equal(json_string_value(json_object_get(l2, "impl")), "gemm:jit");
+    assert_string_equal(json_string_value(json_object_get(l2, "fuse_note")),
+                        "fusion declined: mul + add would run on ref:any");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(layers, 0), "impl")),
+                        "brg:avx512_core");
+    /* The schema knows the types: a fuse that is not a boolean is refused. */
+    json_object_set_new(json_object_get(root, "config"), "fuse", json_string("yes"));
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+    json_decref(root);
+
+    /* Read back: the same --fuse, implementations and note. */
+    ntp_run_result *back = NULL;
+    assert_int_equal(ntp_run_result_parse(fx->ctx, text, strlen(text), "f.json", &back),
+                     NTP_STATUS_OK);
+    assert_true(back->fused);
+    assert_string_equal(back->layers[2].impl, "gemm:jit");
+    assert_string_equal(back->layers[2].fuse_note, "fusion declined: mul + add would run on ref:any");
+    assert_null(back->layers[0].fuse_note);
+    ntp_run_result_free(back);
+    /* A report from before config.fuse was written: a fused row says it was
+     * on; without one it was off. A fuse that is not a boolean is an error
+     * naming it. */
+    root = parse(text);
+    json_object_del(json_object_get(root, "config"), "fuse");
+    bad = json_dumps(root, 0);
+    assert_int_equal(ntp_run_result_parse(fx->ctx, bad, strlen(bad), "old.json", &back),
+                     NTP_STATUS_OK);
+    assert_true(back->fused);
+    ntp_run_result_free(back);
+    free(bad);
+    json_object_set_new(json_array_get(json_object_get(root, "layers"), 1), "fused", json_false());
+    bad = json_dumps(root, 0);
+    assert_int_equal(ntp_run_result_parse(fx->ctx, bad, strlen(bad), "old.json", &back),
+                     NTP_STATUS_OK);
+    assert_false(back->fused);
+    ntp_run_result_free(back);
+    free(bad);
+    json_object_set_new(json_object_get(root, "config"), "fuse", json_integer(1));
+    bad = json_dumps(root, 0);
+    assert_int_equal(ntp_run_result_parse(fx->ctx, bad, strlen(bad), "x.json", &back),
+                     NTP_STATUS_PARSE_ERROR);
+    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "x.json: run report config: 'fuse' is not true "
+                                                 "or false");
+    free(bad);
+    json_decref(root);
+    free(text);
+
+    /* The table: --fuse in the heading, every implementation with its rows
+     * (the largest share first; a tie in execution order), the note. */
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    fputs(text, stdout);
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n"), cols = 0;
+        for (size_t i = 0; i < len; i++)
+            cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        if (cols > 100)
+            fail_msg("line has %zu columns: %.*s", cols, (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+    assert_non_null(strstr(text, "\nfusion: on (--fuse): 1 layer fused into 1 group, timed in "
+                                 "each group's first layer; 1 declined\n"));
+    assert_non_null(strstr(text, "\nimplementations (the backend's choice per row, by share of "
+                                 "layer time):\n"
+                                 "  brg:avx512_core on ref: 1 row, 50.0%: conv1\n"
+                                 "  gemm:jit on ref: 1 row, 25.0%: " ODD_NAME "\n"
+                                 "  ref: 1 row, 25.0%: a_layer_name_much_longer_than_its_column\n"
+                                 "fusion note: " ODD_NAME ": fusion declined: mul + add would run "
+                                 "on ref:any\n"));
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_CSV);
+    static char head[40][128], row[40][128];
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    int nh = csv_split(line, head, 40);
+    for (int i = 0; i < 3; i++)
+        line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh); /* the mul row */
+    assert_string_equal(row[column(head, nh, "impl")], "gemm:jit");
+    assert_string_equal(row[column(head, nh, "fuse_note")],
+                        "fusion declined: mul + add would run on ref:any");
+    assert_string_equal(row[column(head, nh, "fuse")], "");
+    for (int i = 0; i < 4; i++)
+        line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
+    assert_string_equal(row[column(head, nh, "fuse")], "true");
+    free(text);
+
+    FILE *hf = tmpfile();
+    assert_non_null(hf);
+    assert_int_equal(ntp_html_write_run(fx->ctx, &fx->r, hf), NTP_STATUS_OK);
+    long hn = ftell(hf);
+    char *html = malloc((size_t)hn + 1);
+    assert_non_null(html);
+    rewind(hf);
+    assert_int_equal(fread(html, 1, (size_t)hn, hf), (size_t)hn);
+    html[hn] = '\0';
+    fclose(hf);
+    assert_non_null(strstr(html, " · fusion on (--fuse)</p>"));
+    assert_non_null(strstr(html, "<th class=\"l\">implementation</th>"));
+    assert_non_null(strstr(html, "<td class=\"l\">brg:avx512_core</td>"));
+    assert_non_null(strstr(html, "<td class=\"l\">gemm:jit<br><span class=\"note\">fusion "
+                                 "declined: mul + add would run on ref:any</span></td>"));
+    /* The fused row: no implementation of its own. */
+    assert_non_null(strstr(html, "<td class=\"l\">-</td><td colspan=\"5\">fused into conv1"));
+    free(html);
 }
 
 static void test_table(void **state)
@@ -1126,6 +1278,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_edge_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fusion_and_impl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roofline_and_accuracy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_rows_and_device_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),

@@ -34,8 +34,19 @@ typedef enum ntp_align {
     NTP_ALIGN_MATCHED,          /* the same name in both runs */
     NTP_ALIGN_RENAMED,          /* different names, same type, shape and FLOPs */
     NTP_ALIGN_ADDED,            /* only in the other run */
-    NTP_ALIGN_MISSING           /* only in the base run */
+    NTP_ALIGN_MISSING,          /* only in the base run */
+    /* Layers fused into one group in at least one of the runs, compared as
+     * a whole: the group's time against the sum of its layers' times where
+     * they ran alone (a fused layer has no time of its own). */
+    NTP_ALIGN_FUSED
 } ntp_align;
+
+/* What changed about an aligned row besides its time (ntp_compare_row.changes). */
+enum {
+    NTP_CHANGE_TYPE = 1,        /* the same name, another layer type */
+    NTP_CHANGE_BACKEND = 2,     /* run by another backend */
+    NTP_CHANGE_IMPL = 4         /* another implementation ("brg:avx512_core" -> "gemm:jit") */
+};
 
 typedef enum ntp_verdict {
     NTP_VERDICT_NA,             /* nothing to compare (a side is absent or has no time) */
@@ -44,7 +55,7 @@ typedef enum ntp_verdict {
     NTP_VERDICT_SLOWER          /* the other run is slower: its interval lies above */
 } ntp_verdict;
 
-/* "matched", "renamed", "added", "missing". */
+/* "matched", "renamed", "added", "missing", "fused". */
 const char *ntp_align_name(ntp_align a);
 /* "n/a", "no significant difference", "faster", "slower". */
 const char *ntp_verdict_name(ntp_verdict v);
@@ -65,6 +76,24 @@ typedef struct ntp_compare_row {
     double speedup_lo, speedup_hi; /* from the intervals: base.lo / other.hi .. base.hi / other.lo */
     ntp_verdict verdict;
     double base_share, other_share; /* % contribution (0..1) in each run */
+    /* A fused group (NTP_ALIGN_FUSED): its layers, the base run's in order
+     * and then any only the other run has, and how many timed rows each
+     * side's figures sum (1 for a fused group, one per layer where they ran
+     * alone; 0: that side has no time). Its `name`, `type`, indices,
+     * backend and impl are those of each side's first timed row. The sum's
+     * median is the sum of the medians and its interval the sum of the
+     * intervals' ends, a conservative interval. Other rows: no members, and
+     * 1 or 0 rows a side. */
+    int n_members;
+    const char *const *members;
+    int base_rows, other_rows;
+    /* NTP_CHANGE_* flags; what each side had (NULL where a side is absent
+     * or a report does not say). A missing implementation name is not a
+     * change. */
+    unsigned changes;
+    const char *other_type;
+    const char *base_backend, *other_backend;
+    const char *base_impl, *other_impl;
 } ntp_compare_row;
 
 /* The base run (runs[0]) against one other run. */
@@ -78,6 +107,9 @@ typedef struct ntp_compare_pair {
     ntp_compare_row *markers;   /* marker segments aligned by name, in base order */
     int n_diffs;
     char **diffs;               /* "backend: ref -> onednn": topology, configuration and hardware */
+    int n_fused_groups;         /* rows with NTP_ALIGN_FUSED */
+    int n_changed;              /* rows with changes */
+    const char **member_store;  /* internal: the rows' members point into it */
 } ntp_compare_pair;
 
 typedef struct ntp_comparison {

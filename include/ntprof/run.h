@@ -84,6 +84,10 @@ typedef struct ntp_layer_result {
     const char *kind;
     const char *backend;        /* the backend that ran it */
     const char *impl;           /* the implementation it chose ("brg:avx512_core_amx") */
+    /* Why the backend did not fuse this layer with its neighbours under
+     * --fuse ("fusion declined: ..."), owned by the result; NULL when
+     * there is nothing to say. */
+    const char *fuse_note;
     bool inlay;
     bool fused;                 /* fused into `fused_into` by the backend */
     const char *fused_into;

@@ -22,31 +22,73 @@ static const char *nz(const char *s) { return s ? s : "?"; }
 
 /* --- table ------------------------------------------------------------------------------ */
 
-/* With single spaces between them the columns take 94 of the 100. Runs are
+/* With single spaces between them the columns take 96 of the 100. Runs are
  * lettered A, B, ... in the table's headings (the lines above the table say
- * which is which), so long file names cannot squeeze the columns. */
-enum { C_NAME = 24, C_STATUS = 7, C_MS = 9, C_DELTA = 9, C_SPEED = 7, C_VERDICT = 7, C_PCT = 6 };
-static const int widths[] = {C_NAME, C_STATUS, C_MS, C_MS, C_DELTA, C_SPEED, C_VERDICT, C_PCT, C_PCT};
+ * which is which), so long file names cannot squeeze the columns. The last
+ * column flags what changed besides the time (T type, B backend, I
+ * implementation); it is left out of rows where nothing did, so they end
+ * without trailing spaces. */
+enum { C_NAME = 24, C_STATUS = 7, C_MS = 9, C_DELTA = 9, C_SPEED = 7, C_VERDICT = 7, C_PCT = 6,
+       C_CHG = 3 };
+enum { N_CELLS = 10 };
+static const int widths[N_CELLS] = {C_NAME, C_STATUS, C_MS, C_MS, C_DELTA, C_SPEED, C_VERDICT,
+                                    C_PCT, C_PCT, C_CHG};
 
-static void put_row(FILE *f, const char *const cells[9])
+static void put_row(FILE *f, const char *const cells[N_CELLS])
 {
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < N_CELLS; i++) {
+        if (i == N_CELLS - 1 && !cells[i][0])
+            break;
         if (i)
             fputc(' ', f);
-        ntp__put_cell(f, cells[i], widths[i], i >= 2 && i != 6);
+        int w = widths[i];
+        if (i == N_CELLS - 1 && (int)strlen(cells[i]) < w)
+            w = (int)strlen(cells[i]); /* the last cell: no padding at the end of the line */
+        ntp__put_cell(f, cells[i], w, i >= 2 && i != 6 && i != N_CELLS - 1);
     }
     fputc('\n', f);
 }
 
+/* "TBI": the letters of a row's changes. */
+static const char *change_letters(unsigned changes, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", changes & NTP_CHANGE_TYPE ? "T" : "",
+             changes & NTP_CHANGE_BACKEND ? "B" : "", changes & NTP_CHANGE_IMPL ? "I" : "");
+    return buf;
+}
+
+/* A fused group's layers joined with " + ". */
+static const char *member_list(const ntp_compare_row *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r->n_members && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " + " : "",
+                                 nz(r->members[i]));
+    return buf;
+}
+
+/* Whether a row has figures on each side. */
+static bool has_base(const ntp_compare_row *r)
+{
+    return r->base_index >= 0 || r->align == NTP_ALIGN_MATCHED;
+}
+
+static bool has_other(const ntp_compare_row *r)
+{
+    return r->other_index >= 0 || r->align == NTP_ALIGN_MATCHED;
+}
+
 static void table_row(FILE *f, const ntp_compare_row *r)
 {
-    char name[512], a[32], b[32], d[40], s[40], pa[32], pb[32];
+    char name[1024], a[32], b[32], d[40], s[40], pa[32], pb[32], chg[8];
     if (r->align == NTP_ALIGN_RENAMED)
         snprintf(name, sizeof name, "%s -> %s", nz(r->name), nz(r->other_name));
+    else if (r->align == NTP_ALIGN_FUSED)
+        member_list(r, name, sizeof name);
     else
         snprintf(name, sizeof name, "%s", nz(r->name));
-    bool has_a = r->base_index >= 0 || r->align == NTP_ALIGN_MATCHED;
-    bool has_b = r->other_index >= 0 || r->align == NTP_ALIGN_MATCHED;
+    bool has_a = has_base(r), has_b = has_other(r);
     snprintf(a, sizeof a, "-");
     snprintf(b, sizeof b, "-");
     if (has_a && r->base.n > 0)
@@ -68,8 +110,9 @@ static void table_row(FILE *f, const ntp_compare_row *r)
         ntp__fit_number(100.0 * r->base_share, C_PCT, 1, pa, sizeof pa);
     if (has_b)
         ntp__fit_number(100.0 * r->other_share, C_PCT, 1, pb, sizeof pb);
-    const char *cells[9] = {name, ntp_align_name(r->align), a, b, d, s,
-                            ntp__verdict_short(r->verdict), pa, pb};
+    const char *cells[N_CELLS] = {name, ntp_align_name(r->align), a, b, d, s,
+                                  ntp__verdict_short(r->verdict), pa, pb,
+                                  change_letters(r->changes, chg, sizeof chg)};
     put_row(f, cells);
 }
 
@@ -87,9 +130,10 @@ static void table_run_line(FILE *f, int i, const char *label, const ntp_run_resu
 {
     char prefix[64], tag[32], text[1024], thr[32];
     snprintf(prefix, sizeof prefix, "%s = ", letter(i, tag, sizeof tag));
-    snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %s; %s, %s", label,
-             nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch,
-             ntp__threads_text(r, thr, sizeof thr), r->env.hostname, r->env.timestamp);
+    snprintf(text, sizeof text, "%s: %s on %s, %s, batch %" PRId64 ", threads %s, %s; %s, %s",
+             label, nz(r->topology), nz(r->backend), ntp_dtype_name(r->precision), r->batch,
+             ntp__threads_text(r, thr, sizeof thr), r->fused ? "--fuse" : "no --fuse",
+             r->env.hostname, r->env.timestamp);
     ntp__put_wrapped(f, prefix, text);
 }
 
@@ -118,6 +162,109 @@ static void table_device_memory(FILE *f, const char *A, const ntp_run_result *a,
         const ntp_run_result *r = da ? a : b;
         ntp__put_linef(f, "device memory: only %s ran on a device (peak %s)", da ? A : B,
                        ntp__human_bytes((double)r->memory.device_peak_bytes, x, sizeof x));
+    }
+}
+
+/* Runs that differ in --fuse: say how their rows line up. */
+static void table_fusion_note(FILE *f, const char *A, const ntp_run_result *a, const char *B,
+                              const ntp_run_result *b, const ntp_compare_pair *p)
+{
+    if (a->fused == b->fused)
+        return;
+    char text[512];
+    snprintf(text, sizeof text,
+             "the runs differ in --fuse (%s %s, %s %s): a fused layer has no time of its own, so "
+             "each group of layers fused in either run is one row (status fused), the group's "
+             "time against the sum of its layers' times in the other run; %d such group%s",
+             A, a->fused ? "with" : "without", B, b->fused ? "with" : "without", p->n_fused_groups,
+             p->n_fused_groups == 1 ? "" : "s");
+    ntp__put_wrapped(f, "fusion: ", text);
+}
+
+/* Rows per side of a fused group: "1 fused row", "3 rows summed", "no time". */
+static const char *group_side(int rows, char *buf, size_t len)
+{
+    if (rows == 0)
+        snprintf(buf, len, "no time");
+    else if (rows == 1)
+        snprintf(buf, len, "1 row");
+    else
+        snprintf(buf, len, "%d rows summed", rows);
+    return buf;
+}
+
+/* Every fused group in full: its layers and what each side's time sums. */
+static void table_groups(FILE *f, const char *A, const char *B, const ntp_compare_pair *p)
+{
+    if (p->n_fused_groups == 0)
+        return;
+    ntp__put_line(f, "fused groups (status fused), in the order listed above:");
+    for (int i = 0; i < p->n_rows; i++) {
+        const ntp_compare_row *r = &p->rows[i];
+        if (r->align != NTP_ALIGN_FUSED)
+            continue;
+        char members[1024], text[1400], sa[32], sb[32];
+        snprintf(text, sizeof text, "%s (%s: %s, %s: %s)", member_list(r, members, sizeof members),
+                 A, group_side(r->base_rows, sa, sizeof sa), B,
+                 group_side(r->other_rows, sb, sizeof sb));
+        ntp__put_wrapped(f, "  ", text);
+    }
+}
+
+/* One kind of change of a row ("impl brg:avx512_core -> gemm:jit"). */
+static bool change_text(const ntp_compare_row *r, unsigned kind, char *buf, size_t len)
+{
+    if (!(r->changes & kind))
+        return false;
+    if (kind == NTP_CHANGE_TYPE)
+        snprintf(buf, len, "type %s -> %s", nz(r->type), nz(r->other_type));
+    else if (kind == NTP_CHANGE_BACKEND)
+        snprintf(buf, len, "backend %s -> %s", nz(r->base_backend), nz(r->other_backend));
+    else
+        snprintf(buf, len, "implementation %s -> %s", nz(r->base_impl), nz(r->other_impl));
+    return true;
+}
+
+/* Rows whose type, backend or implementation changed, one line per distinct
+ * change with the rows it concerns (a few, then how many more: a run on
+ * another backend changes every row, and the JSON and CSV list each). */
+static void table_changes(FILE *f, const char *A, const char *B, const ntp_compare_pair *p)
+{
+    if (p->n_changed == 0)
+        return;
+    enum { MAX_NAMES = 4 };
+    static const unsigned kinds[] = {NTP_CHANGE_TYPE, NTP_CHANGE_BACKEND, NTP_CHANGE_IMPL};
+    ntp__put_linef(f, "changed from %s to %s besides the time (chg: T type, B backend, I "
+                   "implementation):", A, B);
+    /* Each distinct change once, at its first row in the table's order. */
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int i = 0; i < p->n_rows; i++) {
+            char what[600], other[600];
+            if (!change_text(&p->rows[i], kinds[k], what, sizeof what))
+                continue;
+            /* Listed already with an earlier row of the same change. */
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen = change_text(&p->rows[j], kinds[k], other, sizeof other) &&
+                       strcmp(what, other) == 0;
+            if (seen)
+                continue;
+            char line[1400];
+            size_t used = (size_t)snprintf(line, sizeof line, "%s:", what);
+            int rows = 0;
+            for (int j = i; j < p->n_rows; j++) {
+                if (!change_text(&p->rows[j], kinds[k], other, sizeof other) ||
+                    strcmp(what, other) != 0)
+                    continue;
+                if (rows < MAX_NAMES && used < sizeof line)
+                    used += (size_t)snprintf(line + used, sizeof line - used, "%s %s",
+                                             rows ? "," : "", nz(p->rows[j].name));
+                rows++;
+            }
+            if (rows > MAX_NAMES && used < sizeof line)
+                snprintf(line + used, sizeof line - used, " and %d more", rows - MAX_NAMES);
+            ntp__put_wrapped(f, "  ", line);
+        }
     }
 }
 
@@ -156,6 +303,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
                        c->runs[p->base]->throughput, B, c->runs[p->other]->throughput,
                        p->throughput_ratio);
     table_device_memory(f, A, c->runs[p->base], B, c->runs[p->other]);
+    table_fusion_note(f, A, c->runs[p->base], B, c->runs[p->other], p);
     fputc('\n', f);
     char ha[64], hb[64], pa[64], pb[64];
     snprintf(ha, sizeof ha, "%s ms", A);
@@ -163,10 +311,10 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
     snprintf(pa, sizeof pa, "%s %%", A);
     snprintf(pb, sizeof pb, "%s %%", B);
     ntp__put_line(f, "layers, largest regression first:");
-    const char *head[9] = {"layer", "status", ha, hb, "delta ms",
-                           "speedup", "verdict", pa, pb};
+    const char *head[N_CELLS] = {"layer", "status", ha, hb, "delta ms",
+                                 "speedup", "verdict", pa, pb, "chg"};
     put_row(f, head);
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < N_CELLS; i++) {
         if (i)
             fputc(' ', f);
         for (int k = 0; k < widths[i]; k++)
@@ -177,18 +325,24 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
         table_row(f, &p->rows[i]);
     if (p->n_markers > 0) {
         fputc('\n', f);
-        const char *mh[9] = {"marker segment", "status", ha, hb, "delta ms", "speedup", "verdict",
-                             pa, pb};
+        const char *mh[N_CELLS] = {"marker segment", "status", ha, hb, "delta ms", "speedup",
+                                   "verdict", pa, pb, ""};
         put_row(f, mh);
         for (int i = 0; i < p->n_markers; i++)
             table_row(f, &p->markers[i]);
     }
-    int counts[4] = {0};
+    int counts[NTP_ALIGN_FUSED + 1] = {0};
     for (int i = 0; i < p->n_rows; i++)
         counts[p->rows[i].align]++;
-    ntp__put_linef(f, "layers: %d matched, %d renamed, %d added in %s, %d missing from %s",
+    char groups[64] = "";
+    if (counts[NTP_ALIGN_FUSED] > 0)
+        snprintf(groups, sizeof groups, ", %d fused group%s", counts[NTP_ALIGN_FUSED],
+                 counts[NTP_ALIGN_FUSED] == 1 ? "" : "s");
+    ntp__put_linef(f, "layers: %d matched, %d renamed, %d added in %s, %d missing from %s%s",
                    counts[NTP_ALIGN_MATCHED], counts[NTP_ALIGN_RENAMED], counts[NTP_ALIGN_ADDED], B,
-                   counts[NTP_ALIGN_MISSING], B);
+                   counts[NTP_ALIGN_MISSING], B, groups);
+    table_groups(f, A, B, p);
+    table_changes(f, A, B, p);
 }
 
 static void write_table(const ntp_comparison *c, FILE *f)
@@ -218,6 +372,40 @@ static json_t *side_json(bool *ok, const ntp_stats *s, bool present)
     ntp__jset(ok, o, "ci95_ms", ci);
     ntp__jset(ok, o, "n", json_integer((json_int_t)s->n));
     return o;
+}
+
+/* The changes of a row by name: ["type", "backend", "impl"]. */
+static json_t *changes_json(bool *ok, unsigned changes)
+{
+    json_t *a = json_array();
+    if (changes & NTP_CHANGE_TYPE)
+        ntp__jpush(ok, a, json_string("type"));
+    if (changes & NTP_CHANGE_BACKEND)
+        ntp__jpush(ok, a, json_string("backend"));
+    if (changes & NTP_CHANGE_IMPL)
+        ntp__jpush(ok, a, json_string("impl"));
+    return a;
+}
+
+/* What a layer row adds to the figures: a fused group's layers and how many
+ * rows each side sums, and what changed besides the time. */
+static void layer_fields(bool *ok, json_t *o, const ntp_compare_row *r)
+{
+    json_t *m = json_null();
+    if (r->align == NTP_ALIGN_FUSED) {
+        m = json_array();
+        for (int i = 0; i < r->n_members; i++)
+            ntp__jpush(ok, m, ntp__json_str(r->members[i]));
+    }
+    ntp__jset(ok, o, "members", m);
+    ntp__jset(ok, o, "base_rows", json_integer(r->base_rows));
+    ntp__jset(ok, o, "other_rows", json_integer(r->other_rows));
+    ntp__jset(ok, o, "changes", changes_json(ok, r->changes));
+    ntp__jset(ok, o, "other_type", ntp__json_str(r->other_type));
+    ntp__jset(ok, o, "base_backend", ntp__json_str(r->base_backend));
+    ntp__jset(ok, o, "other_backend", ntp__json_str(r->other_backend));
+    ntp__jset(ok, o, "base_impl", ntp__json_str(r->base_impl));
+    ntp__jset(ok, o, "other_impl", ntp__json_str(r->other_impl));
 }
 
 static json_t *row_json(bool *ok, const ntp_compare_row *r, bool both)
@@ -260,6 +448,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         ntp__jset(&ok, o, "precision", json_string(ntp_dtype_name(r->precision)));
         ntp__jset(&ok, o, "batch", json_integer(r->batch));
         ntp__jset(&ok, o, "threads", json_integer(r->threads));
+        ntp__jset(&ok, o, "fuse", json_boolean(r->fused));
         ntp__jset(&ok, o, "cpu_model", ntp__json_str(r->env.cpu_model));
         ntp__jset(&ok, o, "hostname", ntp__json_str(r->env.hostname));
         ntp__jset(&ok, o, "timestamp", ntp__json_str(r->env.timestamp));
@@ -280,12 +469,17 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         for (int k = 0; k < p->n_diffs; k++)
             ntp__jpush(&ok, d, ntp__json_str(p->diffs[k]));
         ntp__jset(&ok, o, "differences", d);
+        ntp__jset(&ok, o, "fused_groups", json_integer(p->n_fused_groups));
         ntp__jset(&ok, o, "end_to_end", row_json(&ok, &p->end_to_end, true));
         ntp__jset(&ok, o, "throughput_ratio",
                   p->throughput_ratio > 0 ? ntp__json_num(p->throughput_ratio) : json_null());
         json_t *rows = json_array();
-        for (int k = 0; k < p->n_rows; k++)
-            ntp__jpush(&ok, rows, row_json(&ok, &p->rows[k], false));
+        for (int k = 0; k < p->n_rows; k++) {
+            json_t *row = row_json(&ok, &p->rows[k], false);
+            if (row)
+                layer_fields(&ok, row, &p->rows[k]);
+            ntp__jpush(&ok, rows, row);
+        }
         ntp__jset(&ok, o, "layers", rows);
         json_t *ms = json_array();
         for (int k = 0; k < p->n_markers; k++)
@@ -339,6 +533,37 @@ static void csv_row(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
     ntp__csv_num(f, has_a ? r->base_share : NAN);
     ntp__csv_sep(f);
     ntp__csv_num(f, has_b ? r->other_share : NAN);
+    /* Layer rows only: a fused group's layers and rows summed per side, and
+     * what changed. */
+    if (strcmp(kind, "layer") != 0) {
+        fputs(",,,,,,,,,\n", f);
+        return;
+    }
+    char members[4096] = "";
+    size_t used = 0;
+    for (int i = 0; i < r->n_members && used < sizeof members; i++)
+        used += (size_t)snprintf(members + used, sizeof members - used, "%s%s", i ? ";" : "",
+                                 nz(r->members[i]));
+    ntp__csv_sep(f);
+    ntp__csv_str(f, members);
+    ntp__csv_sep(f);
+    ntp__csv_int(f, r->base_rows);
+    ntp__csv_sep(f);
+    ntp__csv_int(f, r->other_rows);
+    ntp__csv_sep(f);
+    char names[32];
+    snprintf(names, sizeof names, "%s%s%s%s%s", r->changes & NTP_CHANGE_TYPE ? "type" : "",
+             (r->changes & NTP_CHANGE_TYPE) && (r->changes & ~NTP_CHANGE_TYPE) ? ";" : "",
+             r->changes & NTP_CHANGE_BACKEND ? "backend" : "",
+             (r->changes & NTP_CHANGE_BACKEND) && (r->changes & NTP_CHANGE_IMPL) ? ";" : "",
+             r->changes & NTP_CHANGE_IMPL ? "impl" : "");
+    ntp__csv_str(f, names);
+    const char *sides[] = {r->other_type, r->base_backend, r->other_backend, r->base_impl,
+                           r->other_impl};
+    for (int i = 0; i < 5; i++) {
+        ntp__csv_sep(f);
+        ntp__csv_str(f, sides[i]);
+    }
     fputc('\n', f);
 }
 
@@ -346,7 +571,8 @@ static void write_csv(const ntp_comparison *c, FILE *f)
 {
     fputs("base,other,kind,name,other_name,type,status,base_median_ms,base_ci95_lo_ms,"
           "base_ci95_hi_ms,other_median_ms,other_ci95_lo_ms,other_ci95_hi_ms,delta_ms,speedup,"
-          "speedup_lo,speedup_hi,verdict,base_share,other_share\n", f);
+          "speedup_lo,speedup_hi,verdict,base_share,other_share,members,base_rows,other_rows,"
+          "changes,other_type,base_backend,other_backend,base_impl,other_impl\n", f);
     for (int i = 0; i < c->n_pairs; i++) {
         const ntp_compare_pair *p = &c->pairs[i];
         csv_row(f, c, p, "end_to_end", &p->end_to_end, true);

@@ -1,5 +1,6 @@
 /* Comparing runs: layers aligned by name (renamed, added and missing layers
- * recognised), speedups with their confidence, the significance rule, and
+ * recognised, layers fused in either run compared as groups, changed types,
+ * backends and implementations flagged), speedups with their confidence, the significance rule, and
  * what differs between the runs' topology, configuration and hardware
  * (docs/compare.md). */
 #include <inttypes.h>
@@ -19,6 +20,7 @@ const char *ntp_align_name(ntp_align a)
     case NTP_ALIGN_RENAMED: return "renamed";
     case NTP_ALIGN_ADDED: return "added";
     case NTP_ALIGN_MISSING: return "missing";
+    case NTP_ALIGN_FUSED: return "fused";
     }
     return "?";
 }
@@ -144,6 +146,222 @@ static int by_delta(const void *pa, const void *pb)
     return (ka > kb) - (ka < kb);
 }
 
+/* --- fused groups ------------------------------------------------------------------- */
+
+/* The row a fused row's time is in: the nearest row before it (else after
+ * it) of the name it was fused into that is not fused itself; the row
+ * itself when there is none. */
+static int find_head(const ntp_run_result *r, const name_index *ix, int i)
+{
+    const ntp_layer_result *l = &r->layers[i];
+    if (!l->fused || !l->fused_into)
+        return i;
+    int b = (int)(hash_name(l->fused_into) & (uint64_t)(ix->cap - 1));
+    int before = -1;
+    for (int j = ix->head[b]; j >= 0; j = ix->next[j]) {
+        if (r->layers[j].fused || strcmp(nz(r->layers[j].name), l->fused_into) != 0)
+            continue;
+        if (j > i)
+            return before >= 0 ? before : j;
+        before = j;
+    }
+    return before >= 0 ? before : i;
+}
+
+/* Union-find over the rows of both runs, A's then B's; a set's root is its
+ * first row. */
+static int uf_find(int *parent, int x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+static void uf_union(int *parent, int a, int b)
+{
+    a = uf_find(parent, a);
+    b = uf_find(parent, b);
+    if (a < b)
+        parent[b] = a;
+    else if (b < a)
+        parent[a] = b;
+}
+
+/* A sum of timings, for a group's layers that ran alone. The median is the
+ * sum of the medians and the interval the sum of the intervals' ends: wider
+ * than the sum's own interval (which would need the per-iteration samples),
+ * so a verdict on it errs towards "no significant difference". */
+typedef struct stats_sum {
+    ntp_stats s;
+    double var;
+    int rows;
+    double share;
+} stats_sum;
+
+static void sum_add(stats_sum *t, const ntp_layer_result *l)
+{
+    const ntp_stats *x = &l->time_ms;
+    ntp_stats *s = &t->s;
+    s->n = t->rows == 0 || x->n < s->n ? x->n : s->n;
+    s->median += x->median;
+    s->ci95_lo += x->ci95_lo;
+    s->ci95_hi += x->ci95_hi;
+    s->min += x->min;
+    s->max += x->max;
+    s->mean += x->mean;
+    s->p90 += x->p90;
+    s->p99 += x->p99;
+    t->var += x->stddev * x->stddev;
+    t->share += l->share;
+    t->rows++;
+}
+
+static const ntp_stats *sum_done(stats_sum *t)
+{
+    if (t->rows == 0)
+        return NULL;
+    t->s.stddev = sqrt(t->var);
+    t->s.cv = t->s.mean > 0 ? t->s.stddev / t->s.mean : 0;
+    return &t->s;
+}
+
+/* Type, backend and implementation of each side, and which differ. A side
+ * that does not name its implementation (an older report) is no change. */
+static void set_changes(ntp_compare_row *row, const ntp_layer_result *a, const ntp_layer_result *b)
+{
+    row->base_backend = a ? a->backend : NULL;
+    row->base_impl = a ? a->impl : NULL;
+    row->other_type = b ? b->type : NULL;
+    row->other_backend = b ? b->backend : NULL;
+    row->other_impl = b ? b->impl : NULL;
+    row->changes = 0;
+    if (!a || !b)
+        return;
+    if (strcmp(nz(a->type), nz(b->type)) != 0)
+        row->changes |= NTP_CHANGE_TYPE;
+    if (a->backend && b->backend && strcmp(a->backend, b->backend) != 0)
+        row->changes |= NTP_CHANGE_BACKEND;
+    if (a->impl && b->impl && strcmp(a->impl, b->impl) != 0)
+        row->changes |= NTP_CHANGE_IMPL;
+}
+
+/* Rows of both runs tied together by fusion: each fused row to the row it
+ * was fused into, and each row to the row it is aligned with. */
+typedef struct groups {
+    int *parent;                /* union-find, na + nb */
+    bool *grouped;              /* root -> the set holds a fused row */
+    int *first, *next;          /* root -> its rows in order (A's, then B's); row -> next */
+    int *emitted;               /* root -> its row in the comparison, -1 */
+} groups;
+
+static void groups_free(groups *G)
+{
+    free(G->parent);
+    free(G->grouped);
+    free(G->first);
+    free(G->next);
+    free(G->emitted);
+}
+
+static bool groups_build(groups *G, const ntp_run_result *A, const ntp_run_result *B,
+                         const name_index *ixa, const name_index *ixb, const int *match_a)
+{
+    int na = A->n_layers, nb = B->n_layers, nt = na + nb;
+    G->parent = malloc(((size_t)nt + 1) * sizeof *G->parent);
+    G->grouped = calloc((size_t)nt + 1, sizeof *G->grouped);
+    G->first = malloc(((size_t)nt + 1) * sizeof *G->first);
+    G->next = malloc(((size_t)nt + 1) * sizeof *G->next);
+    G->emitted = malloc(((size_t)nt + 1) * sizeof *G->emitted);
+    if (!G->parent || !G->grouped || !G->first || !G->next || !G->emitted)
+        return false;
+    for (int k = 0; k < nt; k++) {
+        G->parent[k] = k;
+        G->first[k] = G->next[k] = G->emitted[k] = -1;
+    }
+    for (int i = 0; i < na; i++)
+        if (A->layers[i].fused)
+            uf_union(G->parent, i, find_head(A, ixa, i));
+    for (int j = 0; j < nb; j++)
+        if (B->layers[j].fused)
+            uf_union(G->parent, na + j, na + find_head(B, ixb, j));
+    for (int i = 0; i < na; i++)
+        if (match_a[i] >= 0)
+            uf_union(G->parent, i, na + match_a[i]);
+    for (int k = 0; k < nt; k++)
+        if (k < na ? A->layers[k].fused : B->layers[k - na].fused)
+            G->grouped[uf_find(G->parent, k)] = true;
+    /* Each grouped set's rows in order, appended from the back. */
+    int *last = G->emitted; /* borrowed as each root's last row until emission */
+    for (int k = 0; k < nt; k++) {
+        int root = uf_find(G->parent, k);
+        if (!G->grouped[root])
+            continue;
+        if (G->first[root] < 0)
+            G->first[root] = k;
+        else
+            G->next[last[root]] = k;
+        last[root] = k;
+    }
+    for (int k = 0; k < nt; k++)
+        G->emitted[k] = -1;
+    return true;
+}
+
+/* One row for the fused group whose root is `root`: each side's timed rows
+ * summed, its layers named. */
+static void emit_group(const ntp_run_result *A, const ntp_run_result *B, const groups *G,
+                       int root, const int *match_b, ntp_compare_pair *p, int *n_members,
+                       ntp_compare_row *row)
+{
+    int na = A->n_layers;
+    stats_sum sa = {0}, sb = {0};
+    int head_a = -1, head_b = -1, first_a = -1, first_b = -1;
+    const char **members = &p->member_store[*n_members];
+    int nm = 0;
+    for (int k = G->first[root]; k >= 0; k = G->next[k]) {
+        if (k < na) {
+            const ntp_layer_result *l = &A->layers[k];
+            members[nm++] = l->name;
+            first_a = first_a < 0 ? k : first_a;
+            if (!l->fused) {
+                head_a = head_a < 0 ? k : head_a;
+                sum_add(&sa, l);
+            }
+        } else {
+            int j = k - na;
+            const ntp_layer_result *l = &B->layers[j];
+            if (match_b[j] < 0)
+                members[nm++] = l->name; /* only in B: aligned ones are named already */
+            first_b = first_b < 0 ? j : first_b;
+            if (!l->fused) {
+                head_b = head_b < 0 ? j : head_b;
+                sum_add(&sb, l);
+            }
+        }
+    }
+    *n_members += nm;
+    int ia = head_a >= 0 ? head_a : first_a, ib = head_b >= 0 ? head_b : first_b;
+    const ntp_layer_result *la = ia >= 0 ? &A->layers[ia] : NULL;
+    const ntp_layer_result *lb = ib >= 0 ? &B->layers[ib] : NULL;
+    row->align = NTP_ALIGN_FUSED;
+    row->name = la ? la->name : lb->name;
+    row->other_name = lb ? lb->name : NULL;
+    row->type = la ? la->type : lb->type;
+    /* A side whose rows all lack a time of their own (a fused row whose
+     * group is not in the report) has no figures. */
+    row->base_index = sa.rows > 0 ? head_a : -1;
+    row->other_index = sb.rows > 0 ? head_b : -1;
+    row->n_members = nm;
+    row->members = members;
+    row->base_rows = sa.rows;
+    row->other_rows = sb.rows;
+    ntp__compare_fill(row, sum_done(&sa), sum_done(&sb), sa.share, sb.share);
+    set_changes(row, head_a >= 0 ? &A->layers[head_a] : NULL,
+                head_b >= 0 ? &B->layers[head_b] : NULL);
+}
+
 static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_run_result *B,
                                ntp_compare_pair *p)
 {
@@ -152,9 +370,12 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
     int *match_b = malloc(((size_t)nb + 1) * sizeof *match_b);
     bool *renamed = calloc((size_t)na + 1, sizeof *renamed);
     p->rows = calloc((size_t)na + (size_t)nb + 1, sizeof *p->rows);
-    name_index ix = {0};
+    p->member_store = calloc((size_t)na + (size_t)nb + 1, sizeof *p->member_store);
+    name_index ix = {0}, ixa = {0};
+    groups G = {0};
     ntp_status st = NTP_STATUS_OK;
-    if (!match_a || !match_b || !renamed || !p->rows || !index_build(&ix, B)) {
+    if (!match_a || !match_b || !renamed || !p->rows || !p->member_store ||
+        !index_build(&ix, B)) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
@@ -193,26 +414,61 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
                 }
         }
     }
-    int n = 0;
+    /* Fused layers have no time of their own: where either run fused any,
+     * the layers tied together by fusion in either run become one row. */
+    bool any_fused = false;
+    for (int i = 0; i < na && !any_fused; i++)
+        any_fused = A->layers[i].fused;
+    for (int j = 0; j < nb && !any_fused; j++)
+        any_fused = B->layers[j].fused;
+    if (any_fused && (!index_build(&ixa, A) || !groups_build(&G, A, B, &ixa, &ix, match_a))) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    int n = 0, n_members = 0;
     for (int i = 0; i < na; i++) {
+        if (any_fused) {
+            int root = uf_find(G.parent, i);
+            if (G.grouped[root]) {
+                if (G.emitted[root] < 0) {
+                    G.emitted[root] = n;
+                    emit_group(A, B, &G, root, match_b, p, &n_members, &p->rows[n++]);
+                }
+                continue;
+            }
+        }
         ntp_compare_row *row = &p->rows[n++];
         const ntp_layer_result *l = &A->layers[i];
         row->name = l->name;
         row->type = l->type;
         row->base_index = i;
+        row->base_rows = 1;
         int j = match_a[i];
         row->other_index = j;
         if (j >= 0) {
             const ntp_layer_result *m = &B->layers[j];
             row->other_name = m->name;
+            row->other_rows = 1;
             row->align = renamed[i] ? NTP_ALIGN_RENAMED : NTP_ALIGN_MATCHED;
             ntp__compare_fill(row, &l->time_ms, &m->time_ms, l->share, m->share);
+            set_changes(row, l, m);
         } else {
             row->align = NTP_ALIGN_MISSING;
             ntp__compare_fill(row, &l->time_ms, NULL, l->share, 0);
+            set_changes(row, l, NULL);
         }
     }
     for (int j = 0; j < nb; j++) {
+        if (any_fused) {
+            int root = uf_find(G.parent, na + j);
+            if (G.grouped[root]) {
+                if (G.emitted[root] < 0) {
+                    G.emitted[root] = n;
+                    emit_group(A, B, &G, root, match_b, p, &n_members, &p->rows[n++]);
+                }
+                continue;
+            }
+        }
         if (match_b[j] >= 0)
             continue;
         ntp_compare_row *row = &p->rows[n++];
@@ -221,13 +477,21 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
         row->type = m->type;
         row->base_index = -1;
         row->other_index = j;
+        row->other_rows = 1;
         row->align = NTP_ALIGN_ADDED;
         ntp__compare_fill(row, NULL, &m->time_ms, 0, m->share);
+        set_changes(row, NULL, m);
     }
     p->n_rows = n;
+    for (int k = 0; k < n; k++) {
+        p->n_fused_groups += p->rows[k].align == NTP_ALIGN_FUSED;
+        p->n_changed += p->rows[k].changes != 0;
+    }
     qsort(p->rows, (size_t)n, sizeof *p->rows, by_delta);
 out:
     index_free(&ix);
+    index_free(&ixa);
+    groups_free(&G);
     free(match_a);
     free(match_b);
     free(renamed);
@@ -334,6 +598,7 @@ static bool differences(const ntp_run_result *A, const ntp_run_result *B, ntp_co
               diff_int(p, "threads", A->threads, B->threads) &&
               diff_int(p, "seed", (int64_t)A->seed, (int64_t)B->seed) &&
               diff_str(p, "only", A->only_marker, B->only_marker) &&
+              diff_str(p, "fuse", A->fused ? "on" : "off", B->fused ? "on" : "off") &&
               diff_int(p, "layers", A->n_layers, B->n_layers);
     for (int i = 0; ok && i < A->n_params; i++) {
         char what[320];
@@ -369,6 +634,7 @@ void ntp_comparison_free(ntp_comparison *c)
         ntp_compare_pair *p = &c->pairs[i];
         free(p->rows);
         free(p->markers);
+        free(p->member_store);
         for (int k = 0; k < p->n_diffs; k++)
             free(p->diffs[k]);
         free(p->diffs);

@@ -56,11 +56,44 @@ static int by_larger_desc(const void *a, const void *b)
 
 static const char *side_label(const ntp_compare_row *r, char *buf, size_t len)
 {
-    if (r->align == NTP_ALIGN_RENAMED)
+    if (r->align == NTP_ALIGN_RENAMED) {
         snprintf(buf, len, "%s -> %s", r->name ? r->name : "", r->other_name ? r->other_name : "");
-    else
+    } else if (r->align == NTP_ALIGN_FUSED) {
+        /* A fused group by its layers. */
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < r->n_members && used < len; i++)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " + " : "",
+                                     r->members[i] ? r->members[i] : "");
+    } else {
         snprintf(buf, len, "%s", r->name ? r->name : "");
+    }
     return buf;
+}
+
+/* What changed besides the time: "implementation brg:avx512_core -> gemm:jit". */
+static void changes_cell(FILE *f, const ntp_compare_row *r)
+{
+    fputs("<td class=\"l\">", f);
+    const char *sep = "";
+    if (r->changes & NTP_CHANGE_TYPE) {
+        ntp__html_textf(f, "type %s -> %s", r->type ? r->type : "?",
+                        r->other_type ? r->other_type : "?");
+        sep = "; ";
+    }
+    if (r->changes & NTP_CHANGE_BACKEND) {
+        ntp__html_textf(f, "%sbackend %s -> %s", sep, r->base_backend ? r->base_backend : "?",
+                        r->other_backend ? r->other_backend : "?");
+        sep = "; ";
+    }
+    if (r->changes & NTP_CHANGE_IMPL)
+        ntp__html_textf(f, "%simplementation %s -> %s", sep, r->base_impl ? r->base_impl : "?",
+                        r->other_impl ? r->other_impl : "?");
+    if (r->align == NTP_ALIGN_FUSED)
+        ntp__html_textf(f, "%sfused group: the base run's time sums %d row%s, the other's %d",
+                        r->changes ? "; " : "", r->base_rows, r->base_rows == 1 ? "" : "s",
+                        r->other_rows);
+    fputs("</td>", f);
 }
 
 static void pair_bars(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p, int k)
@@ -162,9 +195,9 @@ static void verdict_cell(FILE *f, ntp_verdict v)
             ntp_verdict_name(v));
 }
 
-static void row_cells(FILE *f, const ntp_compare_row *r, bool both)
+static void row_cells(FILE *f, const ntp_compare_row *r, bool both, bool layer)
 {
-    char name[600];
+    char name[2048];
     bool a = both || r->base_index >= 0, b = both || r->other_index >= 0;
     fputs("<tr><td class=\"l\">", f);
     ntp__html_text(f, side_label(r, name, sizeof name));
@@ -182,6 +215,10 @@ static void row_cells(FILE *f, const ntp_compare_row *r, bool both)
     verdict_cell(f, r->verdict);
     ntp__html_num_cell(f, 100 * r->base_share, !a);
     ntp__html_num_cell(f, 100 * r->other_share, !b);
+    if (layer)
+        changes_cell(f, r);
+    else
+        fputs("<td></td>", f);
     fputs("</tr>\n", f);
 }
 
@@ -193,12 +230,13 @@ static void pair_table(FILE *f, const ntp_compare_pair *p)
     fprintf(f, "<h3>Aligned layers, largest regression first</h3>\n<div class=\"scroll\"><table>"
                "<tr><th class=\"l\">layer</th><th class=\"l\">status</th><th>%s ms</th>"
                "<th>%s ms</th><th>delta ms</th><th>speedup</th><th>speedup 95%%</th>"
-               "<th class=\"l\">verdict</th><th>%s %%</th><th>%s %%</th></tr>\n",
+               "<th class=\"l\">verdict</th><th>%s %%</th><th>%s %%</th>"
+               "<th class=\"l\">changed besides the time</th></tr>\n",
             la, lb, la, lb);
     for (int i = 0; i < p->n_rows; i++)
-        row_cells(f, &p->rows[i], false);
+        row_cells(f, &p->rows[i], false, true);
     for (int i = 0; i < p->n_markers; i++)
-        row_cells(f, &p->markers[i], false);
+        row_cells(f, &p->markers[i], false, false);
     fputs("</table></div>\n", f);
 }
 
@@ -235,6 +273,17 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
     } else {
         fputs("<p class=\"meta\">No differences in topology, configuration or hardware.</p>\n", f);
     }
+    const ntp_run_result *ra = c->runs[p->base], *rb = c->runs[p->other];
+    if (ra->fused != rb->fused) {
+        fputs("<p class=\"warn\">", f);
+        ntp__html_textf(f, "The runs differ in --fuse (%s %s, %s %s). A fused layer has no time "
+                        "of its own: each group of layers fused in either run is one row (status "
+                        "fused), the group's time against the sum of its layers' times in the "
+                        "other run; %d such group%s.",
+                        la, ra->fused ? "with" : "without", lb, rb->fused ? "with" : "without",
+                        p->n_fused_groups, p->n_fused_groups == 1 ? "" : "s");
+        fputs("</p>\n", f);
+    }
     pair_bars(f, c, p, k);
     pair_contribution(f, c, p, k);
     pair_table(f, p);
@@ -249,7 +298,8 @@ ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f
           "the other run is faster). Two medians differ significantly when their 95% intervals "
           "do not overlap; otherwise: no significant difference.</p>\n"
           "<table><tr><th class=\"l\"></th><th class=\"l\">run</th><th class=\"l\">topology</th><th class=\"l\">backend"
-          "</th><th class=\"l\">precision</th><th>batch</th><th>threads</th><th>median ms</th>"
+          "</th><th class=\"l\">precision</th><th>batch</th><th>threads</th><th class=\"l\">fuse</th>"
+          "<th>median ms</th>"
           "<th class=\"l\">machine</th><th class=\"l\">time</th></tr>\n", f);
     for (int i = 0; i < c->n_runs; i++) {
         const ntp_run_result *r = c->runs[i];
@@ -264,6 +314,7 @@ ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f
         fprintf(f, "</td><td class=\"l\">%s</td><td>%lld</td><td>%s</td>",
                 ntp_dtype_name(r->precision), (long long)r->batch,
                 ntp__threads_text(r, thr, sizeof thr));
+        fprintf(f, "<td class=\"l\">%s</td>", r->fused ? "--fuse" : "off");
         ntp__html_num_cell(f, r->end_to_end_ms.median, false);
         fputs("<td class=\"l\">", f);
         ntp__html_textf(f, "%s, %d CPUs, %s", r->env.cpu_model, r->env.cores, r->env.hostname);

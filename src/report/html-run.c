@@ -246,7 +246,8 @@ static void markers(FILE *f, const ntp_run_result *r)
 static void layer_table(FILE *f, const ntp_run_result *r)
 {
     fputs("<h2>Layers</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">layer</th>"
-          "<th class=\"l\">type</th><th class=\"l\">backend</th><th>median ms</th><th>95% CI</th>"
+          "<th class=\"l\">type</th><th class=\"l\">backend</th><th class=\"l\">implementation"
+          "</th><th>median ms</th><th>95% CI</th>"
           "<th>cv %</th><th>%</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th>"
           "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th></tr>\n", f);
     for (int i = 0; i < r->n_layers; i++) {
@@ -257,6 +258,14 @@ static void layer_table(FILE *f, const ntp_run_result *r)
         ntp__html_text(f, l->type);
         fputs("</td><td class=\"l\">", f);
         ntp__html_text(f, l->backend);
+        /* A fused row ran inside its group, in the group's implementation. */
+        fputs("</td><td class=\"l\">", f);
+        ntp__html_text(f, l->fused ? "-" : l->impl ? l->impl : "-");
+        if (l->fuse_note) {
+            fputs("<br><span class=\"note\">", f);
+            ntp__html_text(f, l->fuse_note);
+            fputs("</span>", f);
+        }
         fputs("</td>", f);
         if (l->fused) {
             fputs("<td colspan=\"5\">fused into ", f);
@@ -426,10 +435,11 @@ static void header(FILE *f, const ntp_run_result *r)
     ntp__html_textf(f, "%s on %s", r->topology ? r->topology : "?", r->backend ? r->backend : "?");
     fputs("</h1>\n<p class=\"meta\">", f);
     ntp__html_textf(f, "%s · precision %s · batch %lld · threads %d · seed %llu · %d warm-up + %d "
-                    "measured iterations%s%s",
+                    "measured iterations%s%s · %s",
                     r->source ? r->source : "?", ntp_dtype_name(r->precision), (long long)r->batch,
                     r->threads, (unsigned long long)r->seed, r->warmup, r->iterations,
-                    r->only_marker ? " · only " : "", r->only_marker ? r->only_marker : "");
+                    r->only_marker ? " · only " : "", r->only_marker ? r->only_marker : "",
+                    r->fused ? "fusion on (--fuse)" : "fusion off");
     fputs("</p>\n<p class=\"meta\">", f);
     ntp__html_textf(f, "%s · %d CPUs · %s · %s · ntprof %s (%s) · %s", r->env.cpu_model,
                     r->env.cores, r->env.hostname, r->env.os, r->env.ntprof_version,

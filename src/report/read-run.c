@@ -3,7 +3,8 @@
  * on the same struct a live run produces.
  *
  * The reader follows docs/report-format.md: it needs every field the schema
- * requires, reads the optional roofline, accuracy, row kind and impl,
+ * requires, reads the optional roofline, accuracy, --fuse, row kind, impl
+ * and fusion note,
  * ignores fields it does not know (a later version may add some; counters
  * are read by the HTML writer from the JSON itself), and reads null
  * numbers (a rate over a zero time) as NaN. */
@@ -242,6 +243,12 @@ static void read_config(reader *rd, json_t *o)
     r->warmup = (int)get_int(rd, o, "warmup");
     r->iterations = (int)get_int(rd, o, "iterations");
     r->only_marker = get_str(rd, o, "only_marker", &ok);
+    /* --fuse; reports written before it was recorded lack it (read_root
+     * then takes it from the rows: a fused row proves it was on). */
+    json_t *fuse = json_object_get(o, "fuse");
+    if (fuse && !json_is_boolean(fuse))
+        fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not true or false", "fuse");
+    r->fused = json_is_true(fuse);
     json_t *params = need(rd, o, "params");
     if (params && json_is_object(params)) {
         size_t n = json_object_size(params);
@@ -304,6 +311,7 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     json_t *kind = json_object_get(o, "kind"), *impl = json_object_get(o, "impl");
     l->kind = json_is_string(kind) ? keep(rd, json_string_value(kind)) : row_kind(l);
     l->impl = json_is_string(impl) ? keep(rd, json_string_value(impl)) : NULL;
+    l->fuse_note = opt_str(rd, o, "fuse_note");
     if (!l->name && rd->st == NTP_STATUS_OK)
         fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is null", "name");
 }
@@ -461,6 +469,9 @@ static void read_root(reader *rd, json_t *root)
         read_layer(rd, json_array_get(layers, i), &r->layers[i]);
     }
     r->n_layers = (int)nl;
+    if (!json_object_get(cfg, "fuse"))
+        for (int i = 0; i < r->n_layers; i++)
+            r->fused |= r->layers[i].fused;
     for (size_t i = 0; i < nm && !rd->st; i++) {
         snprintf(rd->where, sizeof rd->where, "markers[%zu]", i);
         read_marker(rd, json_array_get(markers, i), &r->markers[i]);

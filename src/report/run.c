@@ -241,6 +241,134 @@ static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
                    s->p99, s->max, 100.0 * s->cv);
 }
 
+/* Two strings, either of which may be NULL, are equal. */
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* --fuse as the run was made: off, or on with how many layers the
+ * backends folded into how many groups and how many fusions they declined
+ * (each reason is listed under the implementations). */
+static void table_fusion(FILE *f, const ntp_run_result *r)
+{
+    int fused = 0, groups = 0, declined = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        declined += l->fuse_note != NULL;
+        if (!l->fused)
+            continue;
+        fused++;
+        /* A group is counted once, at its first member. A group's layers
+         * lie close together, so a short look back finds the others and
+         * keeps a 10,000-layer report linear. */
+        bool seen = false;
+        for (int k = i - 1; k >= 0 && k >= i - 64 && !seen; k--)
+            seen = r->layers[k].fused && str_eq(r->layers[k].fused_into, l->fused_into);
+        groups += !seen;
+    }
+    if (!r->fused) {
+        ntp__put_line(f, "fusion: off (no --fuse): every layer timed on its own");
+        return;
+    }
+    char text[256];
+    size_t used = (size_t)snprintf(text, sizeof text, "on (--fuse): %d layer%s fused into %d "
+                                   "group%s, timed in each group's first layer", fused,
+                                   fused == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
+    if (declined > 0 && used < sizeof text)
+        snprintf(text + used, sizeof text - used, "; %d declined", declined);
+    ntp__put_wrapped(f, "fusion: ", text);
+}
+
+/* One implementation (a backend and what it chose) and the rows that ran
+ * on it. */
+typedef struct impl_use {
+    const char *backend, *impl;
+    int rows, first;
+    double share;
+} impl_use;
+
+static int by_share_desc(const void *a, const void *b)
+{
+    const impl_use *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share < y->share ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* Each implementation the rows ran on, the largest share of the layer time
+ * first, with the rows' names (a few, then how many more): the table has no
+ * room for a column, and the JSON and CSV carry every row's. Fused rows ran
+ * in their group's implementation and are left out. Then every fusion a
+ * backend declined, with its reason. */
+static void table_impls(FILE *f, const ntp_run_result *r)
+{
+    enum { MAX_IMPLS = 64, MAX_NAMES = 4 };
+    impl_use use[MAX_IMPLS];
+    int n = 0, other = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (l->fused)
+            continue;
+        int k = 0;
+        while (k < n && !(str_eq(use[k].backend, l->backend) &&
+                          str_eq(use[k].impl, l->impl)))
+            k++;
+        if (k == n) {
+            if (n == MAX_IMPLS) {
+                other++;
+                continue;
+            }
+            use[n++] = (impl_use){l->backend, l->impl, 0, i, 0};
+        }
+        use[k].rows++;
+        if (isfinite(l->share))
+            use[k].share += l->share;
+    }
+    if (n > 0) {
+        qsort(use, (size_t)n, sizeof *use, by_share_desc);
+        ntp__put_line(f, "implementations (the backend's choice per row, by share of layer time):");
+    }
+    for (int k = 0; k < n; k++) {
+        char line[1024];
+        const char *be = use[k].backend ? use[k].backend : "?";
+        /* A backend that names no implementation of its own reports its
+         * name; a report from before implementations were recorded has none. */
+        const char *impl = use[k].impl;
+        bool named = impl && strcmp(impl, be) != 0;
+        char label[512];
+        snprintf(label, sizeof label, "  %s%s%s%s: ", named ? impl : be, named ? " on " : "",
+                 named ? be : "", impl ? "" : " (implementation not recorded)");
+        size_t used = (size_t)snprintf(line, sizeof line, "%d row%s, %.1f%%:", use[k].rows,
+                                       use[k].rows == 1 ? "" : "s", 100.0 * use[k].share);
+        int shown = 0;
+        for (int i = use[k].first; i < r->n_layers && shown < MAX_NAMES && used < sizeof line; i++) {
+            const ntp_layer_result *l = &r->layers[i];
+            if (l->fused || !str_eq(l->backend, use[k].backend) ||
+                !str_eq(l->impl, use[k].impl))
+                continue;
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s %s", shown ? "," : "",
+                                     l->name ? l->name : "?");
+            shown++;
+        }
+        if (use[k].rows > shown && used < sizeof line)
+            snprintf(line + used, sizeof line - used, " and %d more", use[k].rows - shown);
+        ntp__put_wrapped(f, label, line);
+    }
+    if (other > 0)
+        ntp__put_linef(f, "  and %d rows on further implementations (in the JSON and CSV)", other);
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (!l->fuse_note)
+            continue;
+        char line[1024];
+        snprintf(line, sizeof line, "%s: %s", l->name ? l->name : "?", l->fuse_note);
+        ntp__put_wrapped(f, "fusion note: ", line);
+    }
+    if (n > 0)
+        fputc('\n', f);
+}
+
 static void write_table(const ntp_run_result *r, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
@@ -252,6 +380,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    r->backend ? r->backend : "?", ntp_dtype_name(r->precision), r->batch,
                    ntp__threads_text(r, thr, sizeof thr), r->seed, r->warmup, r->iterations,
                    r->only_marker ? ", only marker " : "", r->only_marker ? r->only_marker : "");
+    table_fusion(f, r);
     if (r->n_params > 0) {
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "params");
@@ -286,6 +415,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
             table_marker(f, &r->markers[i], &t);
     }
     fputc('\n', f);
+    table_impls(f, r);
     ntp__counters_table(f, r);
 
     table_stats_lines(f, "end-to-end", &r->end_to_end_ms);
@@ -372,6 +502,7 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
     ntp__jset(ok, o, "kind", ntp__json_str(row_kind(l)));
     ntp__jset(ok, o, "backend", ntp__json_str(l->backend));
     ntp__jset(ok, o, "impl", ntp__json_str(l->impl));
+    ntp__jset(ok, o, "fuse_note", ntp__json_str(l->fuse_note));
     ntp__jset(ok, o, "inlay", json_boolean(l->inlay));
     ntp__jset(ok, o, "fused", json_boolean(l->fused));
     ntp__jset(ok, o, "fused_into", ntp__json_str(l->fused ? l->fused_into : NULL));
@@ -538,6 +669,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     ntp__jset(&ok, cfg, "warmup", json_integer(r->warmup));
     ntp__jset(&ok, cfg, "iterations", json_integer(r->iterations));
     ntp__jset(&ok, cfg, "only_marker", ntp__json_str(r->only_marker));
+    ntp__jset(&ok, cfg, "fuse", json_boolean(r->fused));
     json_t *params = json_object();
     for (int i = 0; i < r->n_params; i++)
         ntp__jset(&ok, params, r->param_names[i], ntp__json_str(r->param_values[i]));
@@ -598,7 +730,7 @@ static const char csv_header[] =
     "mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,ci95_hi_ms,cv,share,flops,bytes,gflops,"
     "gbps,intensity,prepare_ms,workspace_bytes,impl,attainable_gflops,roof_share,roof_ceiling,"
     "attainable_gbps,device_weight_bytes,device_activation_bytes,device_workspace_bytes,"
-    "device_peak_bytes\n";
+    "device_peak_bytes,fuse_note,fuse\n";
 
 static void csv_stats(FILE *f, const ntp_stats *s)
 {
@@ -671,7 +803,10 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_sep(f);
         ntp__csv_str(f, l->impl);
         csv_roof(f, l->attainable_gflops, l->attainable_gbps, l->roof_share, l->roof_ceiling);
-        fputs(",,,,\n", f); /* device memory: the end-to-end row only */
+        fputs(",,,,", f); /* device memory: the end-to-end row only */
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->fuse_note);
+        fputs(",\n", f); /* fuse: the end-to-end row only */
     }
     for (int i = 0; i < r->n_markers; i++) {
         const ntp_marker_result *m = &r->markers[i];
@@ -697,7 +832,7 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_num(f, ratio(m->flops, m->bytes));
         fputs(",,,", f); /* prepare_ms, workspace_bytes, impl: layer rows only */
         csv_roof(f, m->attainable_gflops, 0, m->roof_share, m->roof_ceiling);
-        fputs(",,,,\n", f); /* device memory: the end-to-end row only */
+        fputs(",,,,,,\n", f); /* device memory, fuse_note, fuse: not for segments */
     }
     fputs("end_to_end,", f);
     ntp__csv_str(f, r->topology);
@@ -730,6 +865,8 @@ static void write_csv(const ntp_run_result *r, FILE *f)
     } else {
         fputs(",,,,", f);
     }
+    fputs(",,", f); /* fuse_note: layer rows only */
+    ntp__csv_bool(f, r->fused);
     fputc('\n', f);
 }
 
