@@ -546,7 +546,7 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
         ADD("intensity %.3g FLOP/B %s %.3g FLOP/B (%s)", in, in < balance ? "<" : ">=", balance, bsrc);
     else
         ADD("; intensity %.3g FLOP/B", in);
-    double fe, bs, be, ret, bem, bec, ipc, mpki, sim;
+    double fe = 0, bs = 0, be = 0, ret = 0, bem = 0, bec = 0, ipc = 0, mpki = 0, sim = 0;
     const char *td = NULL, *cnt = NULL, *sm = NULL;
     if (metric_val(v, "frontend_bound", &fe) && metric_val(v, "bad_speculation", &bs) &&
         metric_val(v, "backend_bound", &be) && metric_val(v, "retiring", &ret)) {
