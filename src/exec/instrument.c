@@ -186,6 +186,8 @@ static ntp_status pass_perf_event(inst *I, const char *list)
         goto done;
     }
     for (int it = 0; it < I->iters; it++) {
+        if (I->o->progress)
+            I->o->progress(I->o->progress_user, "count", it, I->iters);
         ntp__counters_read(c, a);
         for (int k = 0; k < w->n; k++) {
             if ((st = run_row(ctx, I->x, w, k)))
@@ -845,6 +847,8 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         only_sim &= jobs[j].t.kind == NTP_TOOL_CALLGRIND || jobs[j].t.kind == NTP_TOOL_CACHEGRIND;
     if (only_sim)
         I.iters = r->counter_iterations = 1;
+    if (o->progress)
+        o->progress(o->progress_user, "count", 0, 0);
     if (o->counters && (st = pass_perf_event(&I, o->counters)))
         goto done;
     for (int j = 0; j < n_jobs && !st; j++) {
