@@ -249,6 +249,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
      * topology from running a million times to fill it. */
     double e2e_s = 0, layers_s = 0;
     const int max_iters = 100000;
+    progress(o, "measure", 0, o->iterations);
     while ((n < o->iterations || e2e_s < o->min_time_s || layers_s < o->min_time_s) &&
            n < max_iters) {
         if (n == cap) {
