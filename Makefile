@@ -3,12 +3,18 @@
 #   make run     install missing Debian packages, build, profile the bundled DeepSpeech
 #   make check   the same set-up, then the whole test suite: a gcc build, and a clang
 #                build with AddressSanitizer and UndefinedBehaviorSanitizer (which also
-#                builds the ONNX fuzzer and fuzzes for 20 s)
+#                builds the ONNX fuzzer and fuzzes for 20 s); then a gcc Release build
+#                at -O3, compiled only, whose optimiser finds warnings (such as
+#                -Wmaybe-uninitialized) the other two builds do not
+#
+# Every build here treats warnings as errors (NTP_WERROR=ON; a plain cmake
+# leaves it off).
 #
 # The package list lives in scripts/deps.sh, which CI (.ci/run) calls too.
 
 BUILD      ?= build
 SAN_BUILD  ?= build-sanitize
+REL_BUILD  ?= build-release
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 # Tests to leave out of the sanitizer pass (a ctest -E regex); none by
@@ -16,7 +22,7 @@ CMAKE_ARGS ?=
 # equivalence tests take about 2.5 minutes there on 2 idle cores).
 SAN_EXCLUDE ?= ^$$
 
-.PHONY: all deps build run check test test-sanitize bench install clean
+.PHONY: all deps build run check test test-sanitize build-release bench install clean
 
 all: build
 
@@ -24,7 +30,7 @@ deps:
 	@scripts/deps.sh build
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNTP_WERROR=ON $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
@@ -34,13 +40,20 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 test-sanitize: deps
-	@CC=clang cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNTP_SANITIZE=ON -DNTP_FUZZ=ON \
+	@CC=clang cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNTP_WERROR=ON -DNTP_SANITIZE=ON -DNTP_FUZZ=ON \
 		-DNTP_BUILD_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG="-O1 -g" $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS) -E '$(SAN_EXCLUDE)'
 
-check: test test-sanitize
+# Compiled, not run: the tests above already ran this code, and the point is
+# the warnings gcc gives only at -O3.
+build-release: deps
+	@CC=gcc cmake -S . -B $(REL_BUILD) -DCMAKE_BUILD_TYPE=Release -DNTP_WERROR=ON \
+		-DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(REL_BUILD) -j$(JOBS)
+
+check: test test-sanitize build-release
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
@@ -49,4 +62,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(REL_BUILD)

@@ -6,6 +6,17 @@
 
 expect_exit 0 "$NTPROF" --version
 grep -q '^ntprof [0-9]' "$T/out" && ok || bad "--version output: $(cat "$T/out")"
+# A built backend this machine cannot run is named, with the reason.
+"$NTPROF" --version | tail -n +2 >"$T/unusable"
+if [ -s "$T/unusable" ]; then
+    built=$("$NTPROF" run --help | sed -n 's/.*(built: \([a-z0-9,]*\)).*/\1/p')
+    while IFS= read -r line; do
+        name=${line%%:*}
+        reason=${line#*: built, but not usable on this machine: }
+        case ",$built," in *",$name,"*) ok ;; *) bad "--version: '$line' names no built backend ($built)" ;; esac
+        [ -n "$reason" ] && [ "$reason" != "$line" ] && ok || bad "--version gives no reason: '$line'"
+    done <"$T/unusable"
+fi
 expect_exit 0 "$NTPROF" help
 grep -q 'analyze' "$T/out" && grep -q 'run' "$T/out" && ok || bad "help lists no commands"
 expect_exit 0 "$NTPROF" help run
@@ -63,11 +74,107 @@ t = json.load(open(sys.argv[2]))
 names = {e["name"] for e in t["traceEvents"] if e.get("ph") == "X"}
 assert "fc1" in names and "probs" in names, names
 PYEOF
+$PY - "$T/t.json" <<'PYEOF' && ok || bad "trace does not start at ts 0"
+import json, sys
+t = json.load(open(sys.argv[1]))
+ts = [e["ts"] for e in t["traceEvents"] if e.get("ph") == "X"]
+assert min(ts) == 0, min(ts)
+first = [e for e in t["traceEvents"] if e.get("ph") == "X"][0]
+assert first["ts"] == 0 and first["name"] == "iteration 0", first
+PYEOF
 [ -s "$T/outs/output_0.npy" ] && ok || bad "no output_0.npy"
 expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -n 3 --min-time 0 --only body
 grep -q 'fc1' "$T/out" && ! grep -q 'probs' "$T/out" && ok || bad "--only body table"
 expect_exit 1 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -n 1 --min-time 0 --only nope -o "$T/never2.json"
 expect_err "no marker 'nope'"
 [ ! -e "$T/never2.json" ] && ok || bad "a failed run left a report"
+
+# --threads 0 is all cores, as documented; more threads than CPUs is warned
+# about, once (a report in a file: the warnings go to stderr).
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref --threads 0 -n 1 -w 0 --min-time 0 --no-db
+over=$(( $(nproc) * 4 ))
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref --threads $over -n 5 -w 0 --min-time 0 \
+    --no-db -f json -o "$T/over.json"
+[ "$(grep -c "$over threads on $(nproc) CPU.*oversubscribed" "$T/err")" = 1 ] && ok \
+    || bad "--threads $over on $(nproc) CPUs: want one oversubscription warning: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" run "$SRC/models/tiny-mlp.xml" --threads -1
+expect_err "--threads expects a number of threads (0: all cores), got '-1'"
+
+# Warnings print once: a table on stdout ends with them, and stderr does
+# not repeat them (the library's warnings, such as this one, are in the
+# report and in the context the CLI reads).
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref --threads $over -n 2 -w 0 --min-time 0 --no-db
+[ "$(cat "$T/out" "$T/err" | grep -c 'oversubscribed')" = 1 ] && ok \
+    || bad "the warning is not printed exactly once: $(cat "$T/err" "$T/out")"
+# A fallback to ref (XNNPACK runs no recurrent layer) is one warning, in the table.
+if "$NTPROF" run --help | grep -q 'built: .*xnnpack'; then
+    expect_exit 0 "$NTPROF" run "$SRC/models/tiny-rnn.xml" -B xnnpack -n 2 -w 0 --min-time 0 --no-db
+    [ "$(cat "$T/out" "$T/err" | grep -c "layer 'gru' (gru) runs on ref")" = 1 ] && ok \
+        || bad "the fallback warning is not printed exactly once: $(cat "$T/err")"
+fi
+# An inlay no backend but ref runs is not a fallback to warn about.
+printf '<topology name="t">\n<input name="x" shape="6,1,29" dtype="f32"/>\n<ctc_decode name="dec" mode="greedy"/>\n</topology>\n' >"$T/ctc.xml"
+expect_exit 0 "$NTPROF" run "$T/ctc.xml" -n 5 -w 0 --min-time 0 --no-db
+! grep -q "runs on ref" "$T/out" "$T/err" && ok || bad "an inlay warned about running on ref: $(cat "$T/err")"
+
+# --min-time is what each pass's samples add up to: the end-to-end times
+# alone span it.
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 1 -w 0 --min-time 0.3 --no-db \
+    -f json -o "$T/mt.json"
+$PY - "$T/mt.json" <<'PYEOF' && ok || bad "--min-time 0.3: end-to-end samples too short"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["end_to_end"]
+# The mean times the count is the samples' sum.
+total = e["mean_ms"] * r["config"]["iterations"] / 1000
+assert total >= 0.3, (total, r["config"]["iterations"], e["mean_ms"])
+PYEOF
+
+# Sizes: SI with B (kB = 1000), binary alone or with iB; tiny-mlp needs
+# exactly 14720 bytes (13184 of weights, a 1536-byte arena).
+for ok_size in 14720 14720B 14.72kB 14.375KiB 14.375k; do
+    expect_exit 0 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" --max-memory $ok_size
+done
+for small in 14719B 14.719kB 14.374KiB; do
+    expect_exit 1 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" --max-memory $small
+    expect_err "memory budget"
+done
+expect_exit 1 "$NTPROF" analyze "$SRC/models/resnet50.xml" --max-memory 10MB
+expect_err "more than the memory budget of 9.5 MiB"
+expect_exit 1 "$NTPROF" analyze "$SRC/models/resnet50.xml" --max-memory 10MiB
+expect_err "more than the memory budget of 10.0 MiB"
+for bad_size in 10Mb 10x 10MBB -1M 0x10M 'inf' '10 MB'; do
+    expect_exit 2 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" --max-memory "$bad_size"
+    expect_err "--max-memory expects a size"
+done
+
+# Backend names match case-insensitively; a misspelling gets a suggestion.
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B REF -n 1 -w 0 --min-time 0 --no-db \
+    -f json -o "$T/ref.json"
+$PY -c 'import json,sys; assert json.load(open(sys.argv[1]))["config"]["backend"] == "ref"' "$T/ref.json" \
+    && ok || bad "-B REF did not run ref"
+expect_exit 1 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B rfe -n 1 --no-db
+expect_err "did you mean 'ref'?"
+
+# Progress: on a terminal a line with the phase, the count and an ETA;
+# nothing when stderr is a pipe or a file.
+if command -v script >/dev/null; then
+    script -qfec "$NTPROF run $SRC/models/tiny-mlp.xml -B ref -n 50 -w 2 --min-time 0.3 --no-db -o $T/tty.txt" \
+        "$T/typescript" >/dev/null 2>&1
+    grep -q 'ntprof: \[.*\] [0-9]*/[0-9]* measure ETA' "$T/typescript" && ok \
+        || bad "no progress line on a terminal: $(tr '\r' '\n' <"$T/typescript" | tail -3)"
+    grep -q 'warm-up' "$T/typescript" && ok || bad "no warm-up phase in the progress"
+    [ -s "$T/tty.txt" ] && ok || bad "the run under a terminal wrote no report"
+    # sweep and machine draw the same line (one helper for all three).
+    script -qfec "$NTPROF sweep $SRC/models/tiny-mlp.xml --vary batch=1,2 -B ref -n 1 -w 0 --min-time 0 --no-db -o $T/sw.txt" \
+        "$T/typescript" >/dev/null 2>&1
+    grep -q 'ntprof: \[.*\] 1/2 sweep ETA' "$T/typescript" && ok \
+        || bad "no sweep progress line on a terminal: $(tr '\r' '\n' <"$T/typescript" | tail -3)"
+else
+    echo "SKIP: progress on a terminal (no script(1))"
+fi
+"$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 50 -w 2 --min-time 0.3 --no-db -o "$T/pipe.txt" 2>&1 | cat >"$T/piped"
+# (Warnings may go there, such as a busy machine's noise; progress may not.)
+! grep -q -e $'\r' -e 'ETA' -e 'warm-up' "$T/piped" && ok || bad "progress on a pipe: $(head -c 300 "$T/piped" | cat -v)"
 
 finish

@@ -67,6 +67,14 @@ typedef struct ntp_run_opts {
     int n_place;
     bool tf32;                  /* f32 layers may use TF32 tensor cores (--precision tf32) */
     bool cuda_graph;            /* replay whole passes as CUDA graphs (--cuda-graph) */
+    /* Progress, for someone waiting at a terminal (NULL: none; the library
+     * itself never prints). phase is "prepare", "warm-up", "measure",
+     * "count" or "accuracy"; done of total steps, total 0 when not known.
+     * In "measure" total is the iterations expected so far, which
+     * --min-time may raise as the first ones show their speed. Called
+     * between iterations, never inside a timed region. */
+    void (*progress)(void *user, const char *phase, int done, int total);
+    void *progress_user;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -300,6 +308,9 @@ const char *ntp_backends(void);
 /* The built backends that can run on this machine, comma-separated: an
  * accelerator's backend without its device is left out (docs/gpu.md). */
 const char *ntp_backends_available(void);
+/* Can the built backend `name` run on this machine? When not, why says
+ * why in words ("no CUDA device: ..."; or that it is not built). */
+bool ntp_backend_usable(const char *name, char *why, size_t len);
 
 /* GPU profilers over a finished run (docs/gpu.md). `tool` is "ncu",
  * "ncu:MARKER" or "nsys". ntp_run_gpu_tool_check refuses, with one line,

@@ -113,6 +113,45 @@ static ntp_status append_values(inst *I, vals *dst, const ntp_counter_value *v, 
     return NTP_STATUS_OK;
 }
 
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Take the counting overhead, the median of what the empty regions
+ * counted (a region that caught a context switch does not move it), out
+ * of every row's counts; below it a count is n/a (docs/counters.md). */
+static void subtract_overhead(inst *I, const ntp_counters *c, ntp_cacc *acc, double *empty,
+                              size_t n_empty, size_t cap_empty)
+{
+    char text[768];
+    size_t u = 0;
+    for (int e = 0; e < c->n_ev && n_empty > 0; e++) {
+        const ntp_cevent *ev = &c->ev[e];
+        double *x = &empty[(size_t)e * cap_empty];
+        qsort(x, n_empty, sizeof *x, cmp_double);
+        double med = n_empty % 2 ? x[n_empty / 2] : (x[n_empty / 2 - 1] + x[n_empty / 2]) / 2;
+        if (ev->group < 0 || !(med > 0))
+            continue;
+        for (int k = 0; k < I->w->n; k++) {
+            ntp_cacc *r = &acc[(size_t)k * (size_t)c->n_ev + (size_t)e];
+            double over = med * I->iters;
+            r->value = r->value > over ? r->value - over : 0;
+            r->overhead = over;
+        }
+        char amount[48];
+        ntp__counters_amount(med * ev->scale, ev->unit, amount, sizeof amount);
+        if (u < sizeof text)
+            u += (size_t)snprintf(text + u, sizeof text - u, "%s%s %s", u ? ", " : "", ev->name,
+                                  amount);
+    }
+    if (u > 0)
+        note(I, "perf_event: the counting overhead per row, the median of %zu empty regions (two "
+             "reads with nothing between), is subtracted from every row and marker: %s; a count "
+             "below it is n/a", n_empty, text);
+}
+
 static ntp_status pass_perf_event(inst *I, const char *list)
 {
     ntp_ctx *ctx = I->ctx;
@@ -122,7 +161,8 @@ static ntp_status pass_perf_event(inst *I, const char *list)
     if (st)
         return st;
     uint64_t *a = NULL, *b = NULL;
-    ntp_cacc *acc = NULL, *sum = NULL;
+    ntp_cacc *acc = NULL, *sum = NULL, *one = NULL;
+    double *empty = NULL;
     ntp_counter_value *tmp = malloc(NTP_MAX_VALUES * sizeof *tmp);
     if (!tmp || (st = ntp__counters_open(ctx, c)))
         goto done;
@@ -134,18 +174,35 @@ static ntp_status pass_perf_event(inst *I, const char *list)
         st = oom(ctx);
         goto done;
     }
+    /* After every row, an empty region: two reads with nothing between.
+     * What it counts is the cost of counting itself (the read system calls
+     * on every thread, and a pool's threads spinning meanwhile), which
+     * every row's interval contains too. */
+    size_t n_empty = 0, cap_empty = (size_t)I->iters * (size_t)w->n;
+    empty = malloc((cap_empty * (size_t)c->n_ev + 1) * sizeof *empty);
+    one = malloc(((size_t)c->n_ev + 1) * sizeof *one);
+    if (!empty || !one) {
+        st = oom(ctx);
+        goto done;
+    }
     for (int it = 0; it < I->iters; it++) {
+        if (I->o->progress)
+            I->o->progress(I->o->progress_user, "count", it, I->iters);
         ntp__counters_read(c, a);
         for (int k = 0; k < w->n; k++) {
             if ((st = run_row(ctx, I->x, w, k)))
                 goto done;
             ntp__counters_read(c, b);
             ntp__counters_add(c, a, b, &acc[(size_t)k * (size_t)c->n_ev]);
-            uint64_t *t = a;
-            a = b;
-            b = t;
+            ntp__counters_read(c, a);
+            memset(one, 0, (size_t)c->n_ev * sizeof *one);
+            ntp__counters_add(c, b, a, one);
+            for (int e = 0; e < c->n_ev; e++)
+                empty[(size_t)e * cap_empty + n_empty] = one[e].value;
+            n_empty++;
         }
     }
+    subtract_overhead(I, c, acc, empty, n_empty, cap_empty);
     for (int k = 0; k < w->n; k++) {
         int n = ntp__counters_values(c, &acc[(size_t)k * (size_t)c->n_ev], I->iters, I->s, tmp,
                                      NTP_MAX_VALUES);
@@ -163,6 +220,7 @@ static ntp_status pass_perf_event(inst *I, const char *list)
                 sum[e].raw += x->raw;
                 sum[e].enabled += x->enabled;
                 sum[e].running += x->running;
+                sum[e].overhead += x->overhead;
             }
         int n = ntp__counters_values(c, sum, I->iters, I->s, tmp, NTP_MAX_VALUES);
         if ((st = append_values(I, &I->marks[m], tmp, n)))
@@ -183,6 +241,8 @@ done:
     free(acc);
     free(sum);
     free(tmp);
+    free(empty);
+    free(one);
     ntp__counters_free(c);
     return st;
 }
@@ -351,9 +411,11 @@ static ntp_status pass_launch(inst *I, const ntp_tool_spec *t, ntp_tool_seg *seg
     st = ntp__tool_launch(I->ctx, t, I->r->backend, rows, nr, I->w->n, 1, I->dir, &res);
     if (!st)
         st = fold(I, rows, &res, t->name);
-    if (!st)
-        note(I, "%s: one counting iteration (the simulation is deterministic); its figures are "
-             "that iteration's", t->name);
+    if (!st && I->iters == 1)
+        note(I, "%s: one counting iteration (the simulation is deterministic)", t->name);
+    else if (!st)
+        note(I, "%s: one counting iteration, not the %d of the other counters (the simulation "
+             "is deterministic, so more would repeat the figures)", t->name, I->iters);
     ntp__tool_result_free(&res);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s:", t->name);
@@ -546,7 +608,7 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
         ADD("intensity %.3g FLOP/B %s %.3g FLOP/B (%s)", in, in < balance ? "<" : ">=", balance, bsrc);
     else
         ADD("; intensity %.3g FLOP/B", in);
-    double fe, bs, be, ret, bem, bec, ipc, mpki, sim;
+    double fe = 0, bs = 0, be = 0, ret = 0, bem = 0, bec = 0, ipc = 0, mpki = 0, sim = 0;
     const char *td = NULL, *cnt = NULL, *sm = NULL;
     if (metric_val(v, "frontend_bound", &fe) && metric_val(v, "bad_speculation", &bs) &&
         metric_val(v, "backend_bound", &be) && metric_val(v, "retiring", &ret)) {
@@ -778,6 +840,15 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         }
     if (st)
         goto done;
+    /* callgrind and cachegrind count one iteration (pass_launch): when they
+     * are all there is, the report's iteration count says so. */
+    bool only_sim = !o->counters && n_jobs > 0;
+    for (int j = 0; j < n_jobs; j++)
+        only_sim &= jobs[j].t.kind == NTP_TOOL_CALLGRIND || jobs[j].t.kind == NTP_TOOL_CACHEGRIND;
+    if (only_sim)
+        I.iters = r->counter_iterations = 1;
+    if (o->progress)
+        o->progress(o->progress_user, "count", 0, 0);
     if (o->counters && (st = pass_perf_event(&I, o->counters)))
         goto done;
     for (int j = 0; j < n_jobs && !st; j++) {

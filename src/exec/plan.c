@@ -144,8 +144,13 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "no backend of this build can run it at %s",
                                        ntp_dtype_name(n->precision));
-            ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s", n->name,
-                      ntp__op_name(n->op), o->backend->name, ntp_dtype_name(n->precision));
+            /* An inlay (MFCC, CTC decoding, a copy) is a pipeline stage, not a
+             * network layer: running it on ref is the rule, which the
+             * report's backend column states, not a fallback to warn about. */
+            if (ntp__op_kind(n->op) != NTP_OP_KIND_INLAY)
+                ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s",
+                          n->name, ntp__op_name(n->op), o->backend->name,
+                          ntp_dtype_name(n->precision));
             be = ref;
         }
         int b = add_backend(ctx, x, be);

@@ -1,6 +1,6 @@
 /* ntp_run: build, run and measure.
  *
- * The measurement protocol (docs/measurement.md):
+ * The measurement protocol (docs/run.md, "Measurement"):
  *   1. prepare every layer (timed per layer, reported apart from running);
  *   2. warm-up iterations, discarded;
  *   3. the end-to-end pass: whole iterations timed with nothing inside them,
@@ -10,6 +10,8 @@
  *   5. the instrument's overhead is what the per-layer pass adds: (median
  *      of summed layer times - median end-to-end) / median end-to-end.
  * Every figure is summarised by ntp_stats (median with its 95% CI). */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -38,6 +40,12 @@ void ntp_run_opts_default(ntp_run_opts *o)
     o->seed = 1;
     o->noise_cv = NTP_DEFAULT_NOISE_CV;
     o->accuracy = true;
+}
+
+static void progress(const ntp_run_opts *o, const char *phase, int done, int total)
+{
+    if (o->progress)
+        o->progress(o->progress_user, phase, done, total);
 }
 
 static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
@@ -70,6 +78,20 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "--pin %s: cannot pin to those CPUs (are they online?)", list);
+    /* Threads started before now (OpenBLAS starts its pool when the library
+     * loads, an OpenMP runtime at its first parallel region) keep their
+     * own affinity: pin every thread of the process, not just this one. */
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] >= '0' && de->d_name[0] <= '9' &&
+            sched_setaffinity((pid_t)atoi(de->d_name), sizeof set, &set) != 0 && errno != ESRCH) {
+            closedir(d);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "--pin %s: cannot pin thread %s to those CPUs", list, de->d_name);
+        }
+    if (d)
+        closedir(d);
     return NTP_STATUS_OK;
 bad:
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
@@ -204,9 +226,12 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
 {
     int nl = w->n;
     ntp_status st;
-    for (int i = 0; i < o->warmup; i++)
+    progress(o, "warm-up", 0, o->warmup);
+    for (int i = 0; i < o->warmup; i++) {
         if ((st = ntp__exec_steps(ctx, x, x->first_step, x->last_step)))
             return st;
+        progress(o, "warm-up", i + 1, o->warmup);
+    }
     int cap = o->iterations > 16 ? o->iterations : 16, n = 0;
     double *e2e = malloc((size_t)cap * sizeof *e2e);
     double *lt = malloc((size_t)cap * (size_t)nl * sizeof *lt + 1);
@@ -217,11 +242,16 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     }
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
-    double start = ntp__now_us(), elapsed_s = 0;
-    /* A cap on iterations keeps a microsecond-sized topology from running a
-     * million times to fill --min-time. */
+    double start = ntp__now_us();
+    /* --min-time is what each pass's samples add up to: the end-to-end
+     * times alone span it, and so do the per-layer iterations, rather than
+     * the two sharing it. A cap on iterations keeps a microsecond-sized
+     * topology from running a million times to fill it. */
+    double e2e_s = 0, layers_s = 0;
     const int max_iters = 100000;
-    while ((n < o->iterations || elapsed_s < o->min_time_s) && n < max_iters) {
+    progress(o, "measure", 0, o->iterations);
+    while ((n < o->iterations || e2e_s < o->min_time_s || layers_s < o->min_time_s) &&
+           n < max_iters) {
         if (n == cap) {
             cap *= 2;
             double *p = realloc(e2e, (size_t)cap * sizeof *p);
@@ -244,6 +274,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         if (st)
             goto fail;
         e2e[n] = (t1 - t0) / 1000.0;
+        e2e_s += (t1 - t0) / 1e6;
         double *ts = NULL, *te = NULL;
         if (tr) {
             tr[n].start_us = ts = malloc((size_t)nl * sizeof *ts + 1);
@@ -256,6 +287,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         }
         double *row = &lt[(size_t)n * (size_t)nl];
         t0 = ntp__now_us();
+        const double layers_t0 = t0;
         for (int k = 0; k < nl; k++) {
             if (x->steps[w->step[k]].kind != NTP_STEP_FUSED &&
                 (st = ntp__exec_sub(ctx, x, w->step[k], w->sub[k]))) {
@@ -278,8 +310,14 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             }
             t0 = t2;
         }
+        layers_s += (t0 - layers_t0) / 1e6;
         n++;
-        elapsed_s = (ntp__now_us() - start) / 1e6;
+        /* The iterations expected: --iterations, or as many more as
+         * --min-time needs at the pace so far. */
+        double spent = e2e_s < layers_s ? e2e_s : layers_s, need = o->iterations;
+        if (o->min_time_s > 0 && spent > 0 && n * o->min_time_s / spent > need)
+            need = ceil(n * o->min_time_s / spent);
+        progress(o, "measure", n, need > max_iters ? max_iters : need < n ? n : (int)need);
     }
     getrusage(RUSAGE_SELF, &ru1);
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
@@ -636,6 +674,15 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if ((st = ntp_graph_analyze(ctx, g, &a)))
         return st;
     size_t warn0 = ntp_ctx_warning_count(ctx);
+    /* More threads than CPUs to run them (after --pin): a backend's threads
+     * then wait for each other at every barrier. */
+    cpu_set_t avail;
+    if (opts->threads > 0 && sched_getaffinity(0, sizeof avail, &avail) == 0 &&
+        opts->threads > CPU_COUNT(&avail))
+        ntp__warn(ctx, "%d threads on %d CPU%s: the threads take turns on the CPUs "
+                  "(oversubscribed), so the times measure that sharing; use --threads %d or fewer",
+                  opts->threads, CPU_COUNT(&avail), CPU_COUNT(&avail) == 1 ? "" : "s",
+                  CPU_COUNT(&avail));
     ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
                         .seed = opts->seed, .inputs = opts->inputs, .n_inputs = opts->n_inputs,
                         .first = first, .last = last, .place = opts->place,
@@ -651,6 +698,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
+    progress(opts, "prepare", 0, 0);
     if (g->precision == NTP_DTYPE_I8 && (st = calibrate(ctx, g, &eo, &scales)))
         goto done;
     eo.scales = scales;
@@ -693,7 +741,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->save_outputs_dir && (st = ntp__exec_save_outputs(ctx, &x, opts->save_outputs_dir)))
         goto done;
     if (opts->accuracy && g->precision != NTP_DTYPE_F32 && last == g->n_nodes - 1 &&
-        (st = accuracy(ctx, g, &x, &eo, r)))
+        (progress(opts, "accuracy", 0, 0), st = accuracy(ctx, g, &x, &eo, r)))
         goto done;
     for (int s = 0; s < x.n_steps; s++)
         r->prepare_ms += x.steps[s].prepare_ms;

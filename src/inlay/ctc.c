@@ -230,8 +230,17 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
                           int64_t W, void *ws, int32_t *out, ntp_ctc_beam_stats *stats)
 {
     char *base = (char *)ws + (CTC_ALIGN - (uintptr_t)ws % CTC_ALIGN) % CTC_ALIGN;
-    beam_ws w;
-    beam_layout(T, C, W, base, &w);
+    beam_ws w = {0};
+    /* The caller sized ws with ntp__ctc_beam_ws_bytes, which refuses what
+     * beam_layout refuses; should that contract ever break, an empty
+     * decoding rather than writes through pointers never set. */
+    if (beam_layout(T, C, W, base, &w) == SIZE_MAX) {
+        for (int64_t t = 0; t < T; t++)
+            out[t] = -1;
+        if (stats)
+            *stats = (ntp_ctc_beam_stats){0, 0, -INFINITY, -INFINITY};
+        return;
+    }
     const int32_t blank = (int32_t)(C - 1);
 
     int cur = 0;

@@ -157,6 +157,7 @@ static ntp_status need(ntp_onnx_importer *x, int k, const tens **c)
 static ntp_status int_list(ntp_onnx_importer *x, const tens *c, const char *what, int64_t *v,
                            int max, int *n)
 {
+    *n = 0;
     if (c->shape.ndim > 1 || c->n > max)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "'%s' must be a list of at most %d "
                              "integers", what, max);

@@ -29,7 +29,8 @@
  * into buf, and record it. */
 static bool unique_name(ntp_onnx_names *used, const char *base, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s", base);
+    /* A base longer than buf is cut; the suffixes below keep it unique. */
+    snprintf(buf, len, "%.*s", (int)(len - 1), base);
     for (int k = 1; ntp__onnx_names_get(used, buf) >= 0; k++)
         snprintf(buf, len, "%.*s_%d", (int)(len - 16), base, k);
     return ntp__onnx_names_put(used, buf, 1);

@@ -90,6 +90,9 @@ typedef struct ntp_cacc {
     double value;
     double raw;
     uint64_t enabled, running;
+    /* The counting overhead already subtracted from value (what an empty
+     * region counts, summed like value); a value below it is n/a. */
+    double overhead;
 } ntp_cacc;
 
 /* Resolve a list ("sw,cache,msr/tsc/,perf::PAGE-FAULTS") into events and
@@ -107,6 +110,11 @@ bool ntp__counters_read(ntp_counters *c, uint64_t *snap);
  * share scaled by its enabled / running time. */
 void ntp__counters_add(const ntp_counters *c, const uint64_t *a, const uint64_t *b, ntp_cacc *acc);
 void ntp__counters_free(ntp_counters *c);
+/* Is acc's value, its counting overhead subtracted, smaller than that
+ * overhead (so mostly the reads' own cost, reported n/a)? */
+bool ntp__counters_below_overhead(const ntp_cacc *a);
+/* "3.4 µs" for a clock in ns, "1.2e+03" for a count: for messages. */
+void ntp__counters_amount(double v, const char *unit, char *buf, size_t len);
 /* Fill the reported values of one row from acc (divided by iterations):
  * one value per event name (its first available occurrence), then derived
  * metrics. Returns the number written (at most cap). */

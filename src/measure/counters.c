@@ -650,6 +650,23 @@ void ntp__counters_free(ntp_counters *c)
 
 /* --- values and derived metrics ----------------------------------------------------------- */
 
+bool ntp__counters_below_overhead(const ntp_cacc *a)
+{
+    /* Whatever the reads themselves count is subtracted; what is left is
+     * trusted only when it is at least as large as what was subtracted (a
+     * count of zero stays an exact zero). */
+    return a->overhead > 0 && a->raw > 0 && a->value < a->overhead;
+}
+
+void ntp__counters_amount(double v, const char *unit, char *buf, size_t len)
+{
+    if (unit && strcmp(unit, "ns") == 0)
+        snprintf(buf, len, v >= 1e6 ? "%.3g ms" : v >= 1e3 ? "%.3g \xC2\xB5s" : "%.3g ns",
+                 v >= 1e6 ? v / 1e6 : v >= 1e3 ? v / 1e3 : v);
+    else
+        snprintf(buf, len, "%.3g%s%s", v, unit && *unit ? " " : "", unit ? unit : "");
+}
+
 static void set_value(ntp_counter_value *v, const ntp_cevent *e, const ntp_cacc *a, int iters,
                       ntp_counter_store *s)
 {
@@ -665,6 +682,13 @@ static void set_value(ntp_counter_value *v, const ntp_cevent *e, const ntp_cacc 
         v->reason = a->enabled == 0
             ? "not counted: no counted thread ran while this row ran"
             : "never scheduled: the PMU could not fit the group on its counters";
+        return;
+    }
+    if (ntp__counters_below_overhead(a)) {
+        char amount[48];
+        ntp__counters_amount(a->overhead * e->scale / (iters > 0 ? iters : 1), e->unit, amount,
+                             sizeof amount);
+        v->reason = ntp__store_printf(s, "below the counting overhead of %s", amount);
         return;
     }
     v->available = true;
@@ -891,7 +915,8 @@ int ntp__counters_values(const ntp_counters *c, const ntp_cacc *acc, int iterati
                 if (strcmp(c->ev[G->ev[i]].name, ratios[r].den) == 0)
                     b = G->ev[i];
             }
-            if (a < 0 || b < 0 || acc[a].running == 0 || acc[b].running == 0)
+            if (a < 0 || b < 0 || acc[a].running == 0 || acc[b].running == 0 ||
+                ntp__counters_below_overhead(&acc[a]) || ntp__counters_below_overhead(&acc[b]))
                 continue;
             double d = acc[b].value * c->ev[b].scale;
             put_derived(&out[n++], ratios[r].name,

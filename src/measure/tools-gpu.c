@@ -462,3 +462,23 @@ const char *ntp_backends_available(void)
     pthread_once(&available_once, collect_available);
     return available_names;
 }
+
+bool ntp_backend_usable(const char *name, char *why, size_t len)
+{
+    const ntp_backend_i *be = name ? ntp__backend_find(name) : NULL;
+    if (!be) {
+        if (why && len)
+            snprintf(why, len, "backend '%s' is not built (built: %s)", name ? name : "(null)",
+                     ntp_backends());
+        return false;
+    }
+    char buf[512] = "";
+    if (be->available && !be->available(buf, sizeof buf)) {
+        if (why && len)
+            snprintf(why, len, "%s", buf[0] ? buf : "its backend says it cannot run here");
+        return false;
+    }
+    if (why && len)
+        why[0] = '\0';
+    return true;
+}

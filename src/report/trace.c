@@ -252,6 +252,12 @@ static int64_t collect(const ntp_run_result *r, const int *lane, event **out)
     free(end);
     free(valid);
     qsort(ev, n, sizeof *ev, cmp_event);
+    /* The clock's origin is the start of the measurement, which an
+     * end-to-end iteration precedes: the first event starts at 0 instead,
+     * as the viewers expect. Shifting whole nanoseconds keeps nesting exact. */
+    int64_t origin = n > 0 ? ev[0].ts_ns : 0;
+    for (size_t i = 0; i < n; i++)
+        ev[i].ts_ns -= origin;
     *out = ev;
     return (int64_t)n;
 }

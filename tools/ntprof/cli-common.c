@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <getopt.h>
 
@@ -64,6 +65,14 @@ void cli_print_warnings(ntp_ctx *ctx)
     ntp_ctx_clear_warnings(ctx);
 }
 
+void cli_report_warnings(ntp_ctx *ctx, bool table_on_stdout)
+{
+    if (table_on_stdout)
+        ntp_ctx_clear_warnings(ctx);
+    else
+        cli_print_warnings(ctx);
+}
+
 bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
@@ -88,33 +97,66 @@ bool cli_parse_double(const char *s, double lo, double hi, double *out)
 
 bool cli_parse_size(const char *s, int64_t *out)
 {
+    /* k, M, G, T alone or with iB are binary (KiB = 1024); with B alone
+     * decimal (MB = 10^6), as in SI and IEC 80000-13. Anything else (a
+     * lower-case b, which would be bits, or a stray letter) is refused
+     * rather than guessed. */
+    static const struct unit {
+        const char *suffix;
+        double bytes;
+    } units[] = {
+        {"", 1}, {"B", 1},
+        {"k", 1024.0}, {"K", 1024.0}, {"KiB", 1024.0}, {"kB", 1e3}, {"KB", 1e3},
+        {"M", 1048576.0}, {"MiB", 1048576.0}, {"MB", 1e6},
+        {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},
+        {"T", 1099511627776.0}, {"TiB", 1099511627776.0}, {"TB", 1e12},
+    };
+    /* A plain decimal number: no sign, no "inf", no hexadecimal. */
+    if (!((s[0] >= '0' && s[0] <= '9') || s[0] == '.') || strpbrk(s, "xX"))
+        return false;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || !isfinite(v))
         return false;
-    double mul = 1;
-    if (*end) {
-        switch (*end) {
-        case 'k': case 'K': mul = 1024.0; break;
-        case 'm': case 'M': mul = 1024.0 * 1024; break;
-        case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
-        case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
-        default: return false;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].suffix) == 0) {
+            double b = v * units[i].bytes;
+            if (b > 9.0e18)
+                return false;
+            *out = (int64_t)llround(b);
+            return true;
         }
-        end++;
-        if (*end == 'i')
-            end++;
-        if (*end == 'B' || *end == 'b')
-            end++;
-        if (*end)
-            return false;
+    return false;
+}
+
+const char *cli_backend_names(const char *list, char *buf, size_t len)
+{
+    const char *built = ntp_backends();
+    size_t used = 0;
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        const char *name = p;
+        size_t nl = n;
+        for (const char *b = built; *b;) {
+            size_t bl = strcspn(b, ",");
+            if (bl == n && strncasecmp(b, p, n) == 0) {
+                name = b;
+                break;
+            }
+            b += bl + (b[bl] == ',');
+        }
+        if (used + nl + 2 > len)
+            return list;
+        memcpy(buf + used, name, nl);
+        used += nl;
+        if (!p[n])
+            break;
+        buf[used++] = ',';
+        p += n + 1;
     }
-    double b = v * mul;
-    if (b > 9.0e18)
-        return false;
-    *out = (int64_t)b;
-    return true;
+    buf[used] = '\0';
+    return buf;
 }
 
 int cli_topo_option(cli_topo_opts *o, int opt, const char *arg)
@@ -148,7 +190,8 @@ int cli_topo_option(cli_topo_opts *o, int opt, const char *arg)
         return 1;
     case 'M':
         if (!cli_parse_size(arg, &o->max_memory) || o->max_memory == 0) {
-            cli_error("--max-memory expects a size such as 512M or 4G, got '%s'", arg);
+            cli_error("--max-memory expects a size such as 512MiB, 4GiB (or 4G) or 4GB "
+                      "(= 4e9 bytes), got '%s'", arg);
             return -1;
         }
         return 1;

@@ -38,16 +38,46 @@ ntp_ctx *cli_ctx_new(void);
 bool cli_want_files(const char *cmd, int argc, char **argv, int want, const char *what);
 /* Print the context's warnings to stderr. */
 void cli_print_warnings(ntp_ctx *ctx);
+/* After a run whose report holds its warnings: a table written to stdout
+ * ends with them, so they are dropped from the context rather than
+ * printed twice; otherwise (a file, JSON, CSV) they go to stderr once. */
+void cli_report_warnings(ntp_ctx *ctx, bool table_on_stdout);
 /* Parse --format's value; false after printing the usage error. */
 bool cli_parse_format(const char *s, ntp_format *out);
-/* Parse "123", "64M", "2G" (binary units) into bytes. */
+/* Parse a size into bytes: "123", "123B", binary "64M", "64MiB", "2GiB",
+ * decimal "64MB" (64e6), "2GB"; false for a negative, malformed or unknown
+ * unit ("10Mb", "10x"). */
 bool cli_parse_size(const char *s, int64_t *out);
 bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 bool cli_parse_double(const char *s, double lo, double hi, double *out);
 
+/* A --backend list with each name spelled as this build spells it:
+ * backend names match case-insensitively ("oneDNN" is onednn). A name
+ * that matches none is kept for the library's error and suggestion.
+ * Returns buf, or list itself when buf is too small. */
+const char *cli_backend_names(const char *list, char *buf, size_t len);
+
 /* Write a report through a callback into -o FILE (atomically) or stdout. */
 typedef ntp_status (*cli_writer)(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f);
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt);
+
+/* Progress on a terminal (cli-progress.c): one line on stderr, redrawn in
+ * place, shown only when stderr is a terminal; nothing otherwise. */
+typedef struct cli_progress {
+    bool tty, shown;
+    double t0, phase_t0, last_draw;
+    char phase[48];
+} cli_progress;
+void cli_progress_init(cli_progress *p);
+/* "ntprof: [=====>   ] 3/10 measure ETA 0:12 (0:05 elapsed)  label";
+ * total 0 for a phase without a count. Redraws at most ten times a second
+ * (a new phase and the last step always). The ETA is the phase's. */
+void cli_progress_show(cli_progress *p, const char *phase, int done, int total, const char *label);
+/* Erase the line, before a report or a message goes to the terminal. */
+void cli_progress_clear(cli_progress *p);
+/* Seconds on the monotonic clock; "m:ss" or "h:mm:ss". */
+double cli_now_s(void);
+void cli_duration(double s, char *buf, size_t len);
 
 int cmd_analyze(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -23,7 +23,7 @@ static void machine_usage(FILE *f)
             "      --remeasure        measure again even if ceilings are cached\n"
             "      --no-measure       describe the machine only (cached ceilings still shown)\n"
             "      --seconds S        time per measurement (default 0.25)\n"
-            "  -t, --threads N        measure with N threads (default: every CPU)\n"
+            "  -t, --threads N        measure with N threads (default 0: every CPU)\n"
             "      --no-gemm          skip the backends' GEMM\n"
             "      --db PATH          the history database that caches the ceilings\n"
             "      --no-db            neither read nor write cached ceilings\n"
@@ -90,8 +90,8 @@ int cmd_machine(int argc, char **argv)
             mo.seconds = d;
             break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 4096, &v)) {
-                cli_error("--threads expects a positive integer, got '%s'", optarg);
+            if (!cli_parse_int(optarg, 0, 4096, &v)) {
+                cli_error("--threads expects a number of threads (0: every CPU), got '%s'", optarg);
                 return CLI_USAGE;
             }
             mo.threads = (int)v;
@@ -147,9 +147,12 @@ int cmd_machine(int argc, char **argv)
         have = false;
     }
     if (measure && !have) {
-        if (isatty(STDERR_FILENO))
-            fprintf(stderr, "ntprof: measuring this machine's ceilings (a few seconds)...\n");
-        if (ntp_machine_measure(ctx, &m, &mo, &c) != NTP_STATUS_OK) {
+        cli_progress prog;
+        cli_progress_init(&prog);
+        cli_progress_show(&prog, "measuring this machine's ceilings (a few seconds)", 0, 0, NULL);
+        ntp_status mst = ntp_machine_measure(ctx, &m, &mo, &c);
+        cli_progress_clear(&prog);
+        if (mst != NTP_STATUS_OK) {
             rc = cli_fail(ctx);
             goto out;
         }

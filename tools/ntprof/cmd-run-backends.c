@@ -76,8 +76,9 @@ static int write_each(ntp_ctx *ctx, const ntp_backend_comparison *c, const char 
     return CLI_OK;
 }
 
-int cli_run_backends(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro, ntp_format fmt,
-                     const char *output, const char *trace, const char *html, const char *db)
+int cli_run_backends(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro, cli_progress *prog,
+                     ntp_format fmt, const char *output, const char *trace, const char *html,
+                     const char *db)
 {
     if (trace && !per_backend(trace)) {
         cli_error("--trace with several backends needs a {backend} in the file name");
@@ -95,9 +96,12 @@ int cli_run_backends(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro, n
         return CLI_USAGE;
     }
     ntp_backend_comparison *c = NULL;
-    if (ntp_run_compare(ctx, g, ro, names, n, &c) != NTP_STATUS_OK)
+    ntp_status st = ntp_run_compare(ctx, g, ro, names, n, &c);
+    cli_progress_clear(prog);
+    if (st != NTP_STATUS_OK)
         return cli_fail(ctx);
-    cli_print_warnings(ctx);
+    /* The comparison table on stdout ends with each run's warnings. */
+    cli_report_warnings(ctx, per_backend(output) || (!output && fmt == NTP_FORMAT_TABLE));
     int rc;
     if (per_backend(output)) {
         rc = write_each(ctx, c, output, write_run, fmt);

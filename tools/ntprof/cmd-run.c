@@ -25,7 +25,7 @@ static void run_usage(FILE *f)
             "  -B, --backend NAME      backend (built: %s), or a comma-separated list to\n"
             "                          compare side by side; -o, --trace and --html may then\n"
             "                          hold {backend} for one report per backend\n"
-            "  -t, --threads N         threads for the backend (default: all cores)\n"
+            "  -t, --threads N         threads for the backend (default 0: all cores)\n"
             "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
             "      --seed N            seed of weights and synthetic inputs (default 1)\n"
             "      --fuse              let the backend fuse layers (conv/fc + bias + activation + add)\n"
@@ -37,7 +37,8 @@ static void run_usage(FILE *f)
             "measurement:\n"
             "  -w, --warmup N          warm-up iterations, discarded (default 3)\n"
             "  -n, --iterations N      at least N measured iterations (default 10)\n"
-            "      --min-time S        ... and at least S seconds measured (default 1)\n"
+            "      --min-time S        ... until the end-to-end times add up to S seconds, and\n"
+            "                          the per-layer ones too (default 1)\n"
             "      --only MARKER       measure only the layers of a <marker>\n"
             "      --noise-cv X        warn when the coefficient of variation exceeds X (0.05)\n"
             "      --no-accuracy       skip the f32 comparison of bf16, f16 and i8 runs\n"
@@ -176,6 +177,20 @@ static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FIL
     return ntp_report_write_trace(ctx, arg, f);
 }
 
+static void run_progress(void *user, const char *phase, int done, int total)
+{
+    cli_progress_show(user, phase, done, total, NULL);
+}
+
+/* ntp_run, its progress line erased before anything else is printed. */
+static ntp_status run_once(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro,
+                           cli_progress *prog, ntp_run_result **res)
+{
+    ntp_status st = ntp_run(ctx, g, ro, res);
+    cli_progress_clear(prog);
+    return st;
+}
+
 int cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -203,6 +218,7 @@ int cmd_run(int argc, char **argv)
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL;
     bool use_db = true;
+    char backend_buf[1024];
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     const char **places = calloc((size_t)argc + 1, sizeof *places);
     int n_inputs = 0, n_places = 0, opt, rc = CLI_USAGE;
@@ -227,10 +243,10 @@ int cmd_run(int argc, char **argv)
         if (r > 0)
             continue;
         switch (opt) {
-        case 'B': ro.backend = optarg; break;
+        case 'B': ro.backend = cli_backend_names(optarg, backend_buf, sizeof backend_buf); break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 4096, &v)) {
-                cli_error("--threads expects a positive integer, got '%s'", optarg);
+            if (!cli_parse_int(optarg, 0, 4096, &v)) {
+                cli_error("--threads expects a number of threads (0: all cores), got '%s'", optarg);
                 goto out;
             }
             ro.threads = (int)v;
@@ -293,6 +309,14 @@ int cmd_run(int argc, char **argv)
                 cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
                 goto out;
             }
+            {
+                /* The backend's name as the build spells it, in place (a
+                 * case-insensitive match has the same length). */
+                char *be = strchr(optarg, '=') + 1, canon[256];
+                const char *c = cli_backend_names(be, canon, sizeof canon);
+                if (c != be && strlen(c) == strlen(be))
+                    memcpy(be, c, strlen(c));
+            }
             places[n_places++] = optarg;
             break;
         case OPT_CUDA_GRAPH: ro.cuda_graph = true; break;
@@ -351,19 +375,31 @@ int cmd_run(int argc, char **argv)
     if (have_ceilings)
         ro.ceilings = &ceilings;
     ntp_ctx_clear(ctx);
-    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
+    /* Progress on a terminal: a run can take minutes before its report. */
+    cli_progress prog;
+    cli_progress_init(&prog);
+    if (prog.tty && !tool_child) {
+        ro.progress = run_progress;
+        ro.progress_user = &prog;
+    }
+    ntp_status lst = ntp_graph_load(ctx, argv[optind], &lo, &g);
+    /* The topology's own warnings now, before the run (which may take
+     * minutes); the run's warnings are part of its report. */
+    if (lst == NTP_STATUS_OK)
+        cli_print_warnings(ctx);
+    if (lst != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else if (!tool_child && ro.backend && strchr(ro.backend, ',')) {
         /* A list of backends: each one run, side by side (cmd-run-backends.c). */
-        rc = cli_run_backends(ctx, g, &ro, fmt, output, trace, html, use_db ? db : NULL);
-    } else if (ntp_run(ctx, g, &ro, &res) != NTP_STATUS_OK) {
+        rc = cli_run_backends(ctx, g, &ro, &prog, fmt, output, trace, html, use_db ? db : NULL);
+    } else if (run_once(ctx, g, &ro, &prog, &res) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else if (tool_child) {
         rc = CLI_OK;
     } else if (gtool && (rc = run_gpu_tool(ctx, res, gtool, ro.tool_dir, argc, argv)) != CLI_OK) {
         /* the tool's one-line error is out */
     } else {
-        cli_print_warnings(ctx);
+        cli_report_warnings(ctx, fmt == NTP_FORMAT_TABLE && !output);
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);

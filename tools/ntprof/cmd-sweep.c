@@ -72,12 +72,7 @@ static bool push(argv_list *a, const char *s)
     return true;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return cli_now_s(); }
 
 /* The last non-empty line of a child's log, without the "ntprof: " every
  * CLI message starts with: the child's own one-line error. */
@@ -104,35 +99,20 @@ static void last_line(const char *path, char *out, size_t len)
     fclose(f);
 }
 
-static void fmt_duration(double s, char *buf, size_t len)
+/* A plain line per configuration when stderr is not a terminal (a log
+ * then says what ran); on a terminal the shared progress line. */
+static void progress(cli_progress *p, int done, int total, const char *label, const char *state)
 {
-    long t = s < 0 ? 0 : (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-    else
-        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
-}
-
-/* One line of progress: a bar on a terminal (redrawn in place), a plain
- * line per configuration otherwise. */
-static void progress(bool tty, int done, int total, double elapsed, const char *label,
-                     const char *state)
-{
+    if (p->tty) {
+        cli_progress_show(p, "sweep", done, total, label);
+        return;
+    }
+    if (!state)
+        return;
     char eta[32] = "?";
     if (done > 0)
-        fmt_duration(elapsed / done * (total - done), eta, sizeof eta);
-    if (tty) {
-        char bar[32];
-        int w = (int)sizeof bar - 1, fill = total > 0 ? done * w / total : w;
-        for (int i = 0; i < w; i++)
-            bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[w] = '\0';
-        fprintf(stderr, "\r\033[K[%s] %d/%d ETA %s  %.40s", bar, done, total, eta, label);
-        if (done == total)
-            fputc('\n', stderr);
-    } else if (state) {
-        fprintf(stderr, "ntprof: sweep %d/%d %s: %s (ETA %s)\n", done, total, label, state, eta);
-    }
+        cli_duration((cli_now_s() - p->t0) / done * (total - done), eta, sizeof eta);
+    fprintf(stderr, "ntprof: sweep %d/%d %s: %s (ETA %s)\n", done, total, label, state, eta);
     fflush(stderr);
 }
 
@@ -409,17 +389,17 @@ int cmd_sweep(int argc, char **argv)
         }
     }
     int n = ntp_sweep_config_count(sw), failed = 0;
-    bool tty = isatty(STDERR_FILENO);
-    double t0 = now_s();
+    cli_progress prog;
+    cli_progress_init(&prog);
     for (int c = 0; c < n; c++) {
         char state[1200];
         const char *label = ntp_sweep_config_label(sw, c);
-        if (tty)
-            progress(true, c, n, now_s() - t0, label, NULL);
+        progress(&prog, c, n, label, NULL);
         run_one(ctx, sw, c, self, file, &fixed, dir, timeout, state, sizeof state);
         failed += ntp_sweep_result(sw, c) == NULL;
-        progress(tty, c + 1, n, now_s() - t0, label, state);
+        progress(&prog, c + 1, n, label, state);
     }
+    cli_progress_clear(&prog);
     if (!keep)
         clean_dir(dir, n);
     rc = cli_write_output(ctx, output, write_sweep, sw, fmt);

@@ -56,9 +56,14 @@ int main(int argc, char **argv)
          * accelerator's without its device) on a line of their own. */
         const char *usable = ntp_backends_available(), *built = ntp_backends();
         printf("ntprof %s (git %s; backends: %s)\n", NTP_VERSION_STRING, NTP_GIT_REVISION, usable);
-        if (strcmp(usable, built) != 0)
-            printf("built, but not usable on this machine: see `ntprof run --backend NAME` "
-                   "(all built: %s)\n", built);
+        for (const char *b = built; *b;) {
+            char name[64], why[512];
+            size_t n = strcspn(b, ",");
+            snprintf(name, sizeof name, "%.*s", (int)n, b);
+            if (!ntp_backend_usable(name, why, sizeof why))
+                printf("%s: built, but not usable on this machine: %s\n", name, why);
+            b += n + (b[n] == ',');
+        }
         return CLI_OK;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
