@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "file-impl.h"
 #include "io-impl.h"
 
 /* Headers longer than this are refused: numpy writes ~128 bytes. */
@@ -98,9 +99,10 @@ static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, 
 ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
+    const char *why;
+    FILE *f = ntp__file_fopen_read(path, NULL, &why);
     if (!f)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, why);
     unsigned char pre[10];
     char *hdr = NULL;
     ntp_status st = NTP_STATUS_OK;

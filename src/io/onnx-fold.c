@@ -886,6 +886,8 @@ static ntp_status fold_split(ntp_onnx_importer *x)
         sa.n_pads = 1;
         sa.n_perm = 1;
         sa.perm[0] = axis;
+        if (sizes[k] < 0 || sizes[k] > dim - at)
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "bad split sizes");
         sa.pads[0] = at;
         sa.pads[NTP_SLICE_ENDS] = at + sizes[k];
         at += sizes[k];
