@@ -8,17 +8,28 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "fuzz-file.h"
+#include <stdio.h>
+#include <unistd.h>
+
 #include "ntprof/ntprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* SQLite resolves the path it is given, so the anonymous file of the
+     * other harnesses (/proc/self/fd/N -> "/memfd:... (deleted)") will not
+     * do: a file in /dev/shm (memory too) per process. */
     char path[64];
-    int fd = fuzz_memfile(data, size, path, sizeof path);
-    if (fd < 0)
+    snprintf(path, sizeof path, "/dev/shm/ntp-fuzz-store-%ld.db", (long)getpid());
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
         return 0;
+    bool ok = fwrite(data, 1, size, fp) == size;
+    if (fclose(fp) != 0 || !ok) {
+        unlink(path);
+        return 0;
+    }
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_store *s = NULL;
     if (ctx && ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s) == NTP_STATUS_OK) {
@@ -48,6 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)ntp_store_find_ceilings(ctx, path, &c, &found);
     }
     ntp_ctx_free(ctx);
-    close(fd);
+    unlink(path);
+    char side[80];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
     return 0;
 }
