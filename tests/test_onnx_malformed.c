@@ -24,6 +24,7 @@
 #include "io/onnx-impl.h"
 #include "ntprof/context.h"
 #include "ntprof/graph.h"
+#include "ntprof/onnx.h"
 
 #define DIR_ NTP_SOURCE_DIR "/tests/onnx-malformed/"
 
@@ -323,6 +324,35 @@ static void test_fifo_never_blocks(void **state)
     rmdir(dir);
 }
 
+/* ONNX names are unchecked protobuf strings: control bytes, invalid UTF-8
+ * and "${" (tests/data/hostile-names.onnx has all three, in the graph,
+ * input and node names). `convert` must write markup that reads back, with
+ * the same layers (issue 14, 7). */
+static void test_convert_round_trip(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL, *back = NULL;
+    assert_int_equal(ntp_graph_load(ctx, NTP_SOURCE_DIR "/tests/data/hostile-names.onnx", &opts, &g),
+                     NTP_STATUS_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_graph_write_markup(ctx, g, NULL, f), NTP_STATUS_OK);
+    fclose(f);
+    ntp_status st = ntp_graph_load_xml_memory(ctx, text, len, "back.xml", &opts, &back);
+    if (st != NTP_STATUS_OK)
+        print_error("%s\n%s\n", ntp_ctx_errmsg(ctx), text);
+    assert_int_equal(st, NTP_STATUS_OK);
+    assert_int_equal(ntp_graph_layer_count(back), ntp_graph_layer_count(g));
+    assert_null(strstr(text, "${"));
+    ntp_graph_free(back);
+    ntp_graph_free(g);
+    free(text);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_corpus_complete),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_fifo_never_blocks),
+        cmocka_unit_test(test_convert_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
