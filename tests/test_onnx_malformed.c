@@ -134,6 +134,10 @@ static const mcase cases[] = {
     X("44-external-short-huge", PARSE_ERROR,
       "@PATH@: initializer 'w': external data 'short.bin' holds 8 bytes, the tensor needs "
       "4398046511104 from offset 0"),
+    /* Found by fuzz_onnx: a float shape holding NaN (its conversion to an
+     * integer was undefined behaviour). */
+    C("45-reshape-nan-shape", PARSE_ERROR,
+      "@PATH@: node 'reshape' (Reshape, opset 6): 'shape' value nan is not an integer"),
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -241,6 +241,12 @@ def main():
     loc = e5.external_data.add()
     loc.key, loc.value = "location", "short.bin"
     save("44-external-short-huge", add_model(e5))
+    # A float shape holding NaN (found by fuzz_onnx: converting it was UB).
+    save("45-reshape-nan-shape", model(
+        nodes=[node("Reshape", ["x", "s"], ["y"], "reshape")],
+        inits=[tensor("s", [2], raw=struct.pack("<2f", float("nan"), 4.0)),
+               tensor("x", [1, 4], raw=four)],
+        outputs=[vi("y", None)], opset=6))
     with open("short.bin", "wb") as f:
         f.write(four[:8])
 
