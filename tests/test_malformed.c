@@ -207,6 +207,10 @@ static const mcase cases[] = {
     E("71-params-total", PARSE_ERROR,
       "@PATH@:272: <param name='q254'>: param 'q254': the params' values add up to more than 16 "
       "MiB"),
+    /* The memory budget covers parsing: a file larger than it is not read. */
+    {"72-file-over-budget", NTP_STATUS_MEMORY_BUDGET, EXACT,
+     {"@PATH@: the file is 8151 bytes, more than the memory budget of 4096 bytes", NULL, NULL}, NULL,
+     0, 4096},
 };
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))

@@ -1526,6 +1526,14 @@ ntp_status ntp__onnx_load_file(ntp_ctx *ctx, const char *path, const ntp_load_op
     ntp_status st = ntp__onnx_map_file(ctx, path, &buf, &len);
     if (st)
         return st;
+    /* The memory budget covers parsing too: unpacking copies what the file
+     * holds, so a file over the budget is refused unread. */
+    if (opts && opts->max_memory > 0 && (uint64_t)len > (uint64_t)opts->max_memory) {
+        ntp__onnx_unmap_file(buf, len);
+        return ntp__error(ctx, NTP_STATUS_MEMORY_BUDGET,
+                          "%s: the file is %zu bytes, more than the memory budget of %lld bytes",
+                          path, len, (long long)opts->max_memory);
+    }
     /* Unpacking copies everything it keeps: the mapping goes right after. */
     Onnx__ModelProto *m = NULL;
     st = ntp__onnx_unpack_model(ctx, path, buf, len, &m);

@@ -1428,6 +1428,14 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
                           "%s: the file is %lld bytes, more than the limit of 64 MiB", path,
                           (long long)sb.st_size);
     }
+    /* The memory budget covers parsing too: the document's tree takes more
+     * than the file, so a file over the budget is refused unread. */
+    if (opts && opts->max_memory > 0 && sb.st_size > opts->max_memory) {
+        fclose(f);
+        return ntp__error(ctx, NTP_STATUS_MEMORY_BUDGET,
+                          "%s: the file is %lld bytes, more than the memory budget of %lld bytes",
+                          path, (long long)sb.st_size, (long long)opts->max_memory);
+    }
     size_t size = (size_t)sb.st_size;
     char *buf = malloc(size + 1);
     if (!buf) {
