@@ -3,7 +3,7 @@
 # onnx.proto (libonnx-dev), so the wire format always matches the installed
 # ONNX release and nothing generated is committed.
 #
-# NTP_FUZZ builds fuzz/fuzz_onnx.c as a libFuzzer target (clang only).
+# NTP_FUZZ builds fuzz/fuzz_*.c as libFuzzer targets (clang only).
 find_program(NTP_PROTOC_C protoc-c)
 find_file(NTP_ONNX_PROTO onnx.proto PATHS /usr/include/onnx NO_DEFAULT_PATH)
 if(NOT NTP_ONNX_PROTO)
@@ -43,8 +43,11 @@ if(NTP_FUZZ)
     # harness links libFuzzer's main.
     add_compile_options("$<$<COMPILE_LANGUAGE:C>:-fsanitize=fuzzer-no-link,address,undefined;-fno-omit-frame-pointer>")
     add_link_options(-fsanitize=address,undefined)
-    add_executable(fuzz_onnx ${CMAKE_SOURCE_DIR}/fuzz/fuzz_onnx.c)
-    target_include_directories(fuzz_onnx PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/generated)
-    target_link_options(fuzz_onnx PRIVATE -fsanitize=fuzzer)
-    target_link_libraries(fuzz_onnx PRIVATE ntprof_static)
+    # One harness per input format (fuzz/fuzz_*.c; docs in SECURITY.md).
+    foreach(h onnx markup npy store)
+        add_executable(fuzz_${h} ${CMAKE_SOURCE_DIR}/fuzz/fuzz_${h}.c)
+        target_include_directories(fuzz_${h} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/generated)
+        target_link_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)
+        target_link_libraries(fuzz_${h} PRIVATE ntprof_static)
+    endforeach()
 endif()

@@ -189,6 +189,28 @@ static const mcase cases[] = {
     E("65-missing-topology-name", PARSE_ERROR, "@PATH@:3: <topology>: missing required attribute 'name'"),
     E("66-input-attr-typo", UNKNOWN_NAME,
       "@PATH@:4: unknown attribute 'shap' on <input>; did you mean 'shape'?"),
+    /* Issue 14: limits applied after every expansion of ${...}, and shape
+     * arithmetic that overflowed (undefined behaviour before). */
+    E("67-param-doubling", PARSE_ERROR,
+      "@PATH@:18: <param name='p14'>: attribute 'default': the value after substitution is more "
+      "than 65536 bytes long"),
+    E("68-attr-too-long-substituted", PARSE_ERROR,
+      "@PATH@:5: <param name='huge'>: attribute 'default': the value after substitution is more "
+      "than 65536 bytes long"),
+    E("69-conv-dilation-overflow", OVERFLOW,
+      "@PATH@:5: <conv name='c'>: kernel 3, stride 1, dilation 4611686018427387904 and padding "
+      "0+0 on spatial dim 0 of input [1,1,5,5] overflow 64-bit sizes"),
+    E("70-pad-overflow", OVERFLOW,
+      "@PATH@:5: <conv name='c'>: kernel 3, stride 1, dilation 1 and padding "
+      "9223372036854775807+9223372036854775807 on spatial dim 0 of input [1,1,5,5] overflow "
+      "64-bit sizes"),
+    E("71-params-total", PARSE_ERROR,
+      "@PATH@:272: <param name='q254'>: param 'q254': the params' values add up to more than 16 "
+      "MiB"),
+    /* The memory budget covers parsing: a file larger than it is not read. */
+    {"72-file-over-budget", NTP_STATUS_MEMORY_BUDGET, EXACT,
+     {"@PATH@: the file is 8151 bytes, more than the memory budget of 4096 bytes", NULL, NULL}, NULL,
+     0, 4096},
 };
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))

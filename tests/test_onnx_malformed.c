@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include "io/onnx-impl.h"
 #include "ntprof/context.h"
 #include "ntprof/graph.h"
+#include "ntprof/onnx.h"
 
 #define DIR_ NTP_SOURCE_DIR "/tests/onnx-malformed/"
 
@@ -111,6 +114,30 @@ static const mcase cases[] = {
     C("37-reshape-shape-at-run-time", UNSUPPORTED,
       "@PATH@: node 'reshape' (Reshape, opset 13): input 1 ('s') must be known at load time (an "
       "initializer or computed from initializers and shapes), but it is computed at run time"),
+    /* Issue 14: a node the pattern matchers read past (1), sizes whose
+     * arithmetic overflowed (4), a wrongly typed attribute read as its
+     * default (7), external data allocated before it was checked (5). */
+    C("38-node-without-outputs", PARSE_ERROR, "@PATH@: node 1 (Sigmoid 'sig') has no outputs"),
+    C("39-conv-huge-dilation", OVERFLOW,
+      "@PATH@: <conv name='conv'>: kernel 3, stride 1, dilation 4611686018427387904 and padding "
+      "0+0 on spatial dim 0 of input [1,1,5,5] overflow 64-bit sizes"),
+    C("40-conv-huge-pad", OVERFLOW,
+      "@PATH@: <conv name='conv'>: kernel 3, stride 1, dilation 1 and padding "
+      "9223372036854775807+0 on spatial dim 0 of input [1,1,5,5] overflow 64-bit sizes"),
+    C("41-pad-int64-min", SHAPE_ERROR,
+      "@PATH@: node 'pad' (Pad, opset 13): pad -9223372036854775808 crops all of dim 0 (1)"),
+    C("42-pad-int64-max", OVERFLOW,
+      "@PATH@: <pad name='pad'>: 'pads' 9223372036854775807/1 on dim 1 of [1,4] overflow 64-bit "
+      "sizes"),
+    C("43-conv-float-strides", PARSE_ERROR,
+      "@PATH@: node 'conv' (Conv, opset 13): attribute 'strides' is FLOATS; it must be INTS"),
+    X("44-external-short-huge", PARSE_ERROR,
+      "@PATH@: initializer 'w': external data 'short.bin' holds 8 bytes, the tensor needs "
+      "4398046511104 from offset 0"),
+    /* Found by fuzz_onnx: a float shape holding NaN (its conversion to an
+     * integer was undefined behaviour). */
+    C("45-reshape-nan-shape", PARSE_ERROR,
+      "@PATH@: node 'reshape' (Reshape, opset 6): 'shape' value nan is not an integer"),
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -244,6 +271,92 @@ static void test_quiet(void **state)
     assert_int_equal(size, 0);
 }
 
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_onnx_malformed: reading external data blocked\n";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(1);
+}
+
+/* External data named after a FIFO (issue 14, 3): refused at once, not
+ * waited on for a writer that never comes. The model and the FIFO go to a
+ * scratch directory (git cannot hold a FIFO); an alarm turns a hang into a
+ * failure. A FIFO named as the model itself is refused the same way. */
+static void test_fifo_never_blocks(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ntp-onnx-fifo-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char model[600], fifo[600], fmodel[600];
+    snprintf(model, sizeof model, "%s/m.onnx", dir);
+    snprintf(fifo, sizeof fifo, "%s/missing.bin", dir);
+    snprintf(fmodel, sizeof fmodel, "%s/fifo.onnx", dir);
+    FILE *in = fopen(DIR_ "20-external-missing.onnx", "rb");
+    FILE *out = fopen(model, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, in);
+    assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkfifo(fmodel, 0600), 0);
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    char want[1024];
+    assert_int_equal(ntp_graph_load(ctx, model, &opts, &g), NTP_STATUS_IO_ERROR);
+    snprintf(want, sizeof want,
+             "%s: initializer 'w': external data 'missing.bin' is not a file", model);
+    assert_string_equal(ntp_ctx_errmsg(ctx), want);
+    assert_int_equal(ntp_graph_load(ctx, fmodel, &opts, &g), NTP_STATUS_IO_ERROR);
+    snprintf(want, sizeof want, "%s: not a regular file", fmodel);
+    assert_string_equal(ntp_ctx_errmsg(ctx), want);
+    ntp_onnx_tensor t;
+    assert_int_equal(ntp__onnx_read_pb(ctx, fifo, &t, NULL), NTP_STATUS_IO_ERROR);
+    snprintf(want, sizeof want, "%s: not a regular file", fifo);
+    assert_string_equal(ntp_ctx_errmsg(ctx), want);
+    alarm(0);
+    ntp_ctx_free(ctx);
+    unlink(model);
+    unlink(fifo);
+    unlink(fmodel);
+    rmdir(dir);
+}
+
+/* ONNX names are unchecked protobuf strings: control bytes, invalid UTF-8
+ * and "${" (tests/data/hostile-names.onnx has all three, in the graph,
+ * input and node names). `convert` must write markup that reads back, with
+ * the same layers (issue 14, 7). */
+static void test_convert_round_trip(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL, *back = NULL;
+    assert_int_equal(ntp_graph_load(ctx, NTP_SOURCE_DIR "/tests/data/hostile-names.onnx", &opts, &g),
+                     NTP_STATUS_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_graph_write_markup(ctx, g, NULL, f), NTP_STATUS_OK);
+    fclose(f);
+    ntp_status st = ntp_graph_load_xml_memory(ctx, text, len, "back.xml", &opts, &back);
+    if (st != NTP_STATUS_OK)
+        print_error("%s\n%s\n", ntp_ctx_errmsg(ctx), text);
+    assert_int_equal(st, NTP_STATUS_OK);
+    assert_int_equal(ntp_graph_layer_count(back), ntp_graph_layer_count(g));
+    assert_null(strstr(text, "${"));
+    ntp_graph_free(back);
+    ntp_graph_free(g);
+    free(text);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +364,8 @@ int main(void)
         cmocka_unit_test(test_from_memory),
         cmocka_unit_test(test_corpus_complete),
         cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_fifo_never_blocks),
+        cmocka_unit_test(test_convert_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

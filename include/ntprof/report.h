@@ -32,13 +32,27 @@ ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_forma
  * events on one timeline, one slice per layer per iteration. */
 ntp_status ntp_report_write_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
 
-/* An output file that appears only when committed. path "-" is stdout. */
+/* An output file that appears only when committed. path "-" (or
+ * /dev/stdout) is stdout; a regular file is replaced atomically, keeping
+ * its permissions; a device or FIFO is written through, not replaced
+ * (src/report/output.c). */
 typedef struct ntp_output ntp_output;
 ntp_status ntp_output_open(ntp_ctx *ctx, const char *path, ntp_output **out);
+/* One path a command will write, with the option that named it ("-o"). */
+typedef struct ntp_output_path {
+    const char *option;
+    const char *path;       /* NULL: not written */
+} ntp_output_path;
+/* Check every output of a command before it starts any work: each folder
+ * exists and is writable, no output is a directory, none is one of the
+ * command's inputs (the same device and inode, however spelt), and no two
+ * name the same file. INVALID_ARGUMENT or IO_ERROR, naming the option. */
+ntp_status ntp_output_check(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
+                            const char *const *inputs, int n_in);
 FILE *ntp_output_file(ntp_output *o);
 /* Flush, fsync and rename into place; frees o. */
 ntp_status ntp_output_commit(ntp_ctx *ctx, ntp_output *o);
-/* Remove the temporary file; frees o. */
+/* Remove the temporary file (nothing is written); frees o. */
 void ntp_output_abort(ntp_output *o);
 
 #ifdef __cplusplus

@@ -41,6 +41,13 @@ static inline int64_t sadd(int64_t a, int64_t b)
     return ntp__add_ok(a, b, &r) ? r : INT64_MAX;
 }
 
+/* Checked arithmetic for shape inference: every size computed from
+ * attributes a model gives (any int64) goes through these, never through
+ * plain operators, whose overflow is undefined. False on overflow. */
+static inline bool ck_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool ck_sub(int64_t a, int64_t b, int64_t *r) { return !__builtin_sub_overflow(a, b, r); }
+static inline bool ck_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
 /* Require the input rank to be within [lo, hi]. */
 ntp_status ntp__need_rank(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, int input,
                           int lo, int hi, const char *layout);

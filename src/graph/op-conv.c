@@ -82,15 +82,29 @@ static ntp_status spatial_setup(ntp_ctx *ctx, ntp_graph *g, ntp_node *n, bool st
     return NTP_STATUS_OK;
 }
 
+/* The extent of a dilated kernel, dilation * (kernel - 1) + 1; false on
+ * overflow. Kernel and dilation are positive (spatial_setup). */
+static bool kernel_extent(const ntp_attrs *a, int d, int64_t *ext)
+{
+    return ck_mul(a->dilation[d], a->kernel[d] - 1, ext) && ck_add(*ext, 1, ext);
+}
+
 /* Output size of a window sliding over one dim; SAME padding is resolved into
- * explicit begins and ends. Returns <= 0 when the window does not fit. */
+ * explicit begins and ends. Returns 0 when the window does not fit, -1 when
+ * the sizes overflow 64 bits (stride, kernel and dilation are positive, the
+ * pads non-negative: spatial_setup checked). */
 static int64_t window_out(ntp_attrs *a, int d, int64_t in, bool ceil_mode)
 {
     int nk = a->nk;
-    int64_t ext = a->dilation[d] * (a->kernel[d] - 1) + 1;
+    int64_t ext, s = a->stride[d], t;
+    if (!kernel_extent(a, d, &ext))
+        return -1;
     if (a->pad_kind == NTP_PAD_SAME_UPPER || a->pad_kind == NTP_PAD_SAME_LOWER) {
-        int64_t out = (in + a->stride[d] - 1) / a->stride[d];
-        int64_t total = (out - 1) * a->stride[d] + ext - in;
+        int64_t out = in / s + (in % s != 0);
+        int64_t total;
+        if (!ck_mul(out - 1, s, &total) || !ck_add(total, ext, &total))
+            return -1;
+        total -= in;
         if (total < 0)
             total = 0;
         int64_t small = total / 2, big = total - small;
@@ -98,13 +112,16 @@ static int64_t window_out(ntp_attrs *a, int d, int64_t in, bool ceil_mode)
         a->pad[nk + d] = total - a->pad[d];
         return out;
     }
-    int64_t span = in + a->pad[d] + a->pad[nk + d] - ext;
+    int64_t span;
+    if (!ck_add(in, a->pad[d], &span) || !ck_add(span, a->pad[nk + d], &span))
+        return -1;
+    span -= ext;
     if (span < 0)
         return 0;
-    int64_t out = ceil_mode ? (span + a->stride[d] - 1) / a->stride[d] + 1 : span / a->stride[d] + 1;
+    int64_t out = ceil_mode ? span / s + (span % s != 0) + 1 : span / s + 1;
     /* PyTorch and ONNX: the last window must start inside the input or the
-     * begin padding. */
-    if (ceil_mode && (out - 1) * a->stride[d] >= in + a->pad[d])
+     * begin padding (in + pad did not overflow above). */
+    if (ceil_mode && (!ck_mul(out - 1, s, &t) || t >= in + a->pad[d]))
         out--;
     return out;
 }
@@ -118,7 +135,16 @@ static ntp_status spatial_out(ntp_ctx *ctx, ntp_graph *g, ntp_node *n, int64_t c
     out->dim[1] = channels;
     for (int d = 0; d < a->nk; d++) {
         out->dim[2 + d] = window_out(a, d, s->dim[2 + d], a->ceil_mode);
-        if (out->dim[2 + d] <= 0) {
+        if (out->dim[2 + d] < 0) {
+            char b[NTP_SHAPE_STR_MAX];
+            return NODE_ERR(NTP_STATUS_OVERFLOW,
+                            "kernel %lld, stride %lld, dilation %lld and padding %lld+%lld on "
+                            "spatial dim %d of input %s overflow 64-bit sizes",
+                            (long long)a->kernel[d], (long long)a->stride[d],
+                            (long long)a->dilation[d], (long long)a->pad[d],
+                            (long long)a->pad[a->nk + d], d, shp(s, b));
+        }
+        if (out->dim[2 + d] == 0) {
             char b[NTP_SHAPE_STR_MAX];
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
                             "kernel %lld (dilation %lld) does not fit spatial dim %d of input %s "
@@ -219,8 +245,17 @@ ntp_status ntp__shape_deconv(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
                                 "output_padding %lld must be smaller than stride %lld or dilation %lld",
                                 (long long)a->output_padding[d], (long long)a->stride[d],
                                 (long long)a->dilation[d]);
-        out.dim[2 + d] = (s->dim[2 + d] - 1) * a->stride[d] - a->pad[d] - a->pad[a->nk + d] +
-                         a->dilation[d] * (a->kernel[d] - 1) + a->output_padding[d] + 1;
+        int64_t o, ext;
+        if (!ck_mul(s->dim[2 + d] - 1, a->stride[d], &o) || !ck_sub(o, a->pad[d], &o) ||
+            !ck_sub(o, a->pad[a->nk + d], &o) || !kernel_extent(a, d, &ext) ||
+            !ck_add(o, ext, &o) || !ck_add(o, a->output_padding[d], &o)) {
+            char b[NTP_SHAPE_STR_MAX];
+            return NODE_ERR(NTP_STATUS_OVERFLOW,
+                            "stride %lld, kernel %lld, dilation %lld and padding on spatial dim "
+                            "%d of input %s overflow 64-bit sizes", (long long)a->stride[d],
+                            (long long)a->kernel[d], (long long)a->dilation[d], d, shp(s, b));
+        }
+        out.dim[2 + d] = o;
         if (out.dim[2 + d] <= 0) {
             char b[NTP_SHAPE_STR_MAX];
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "padding leaves no output for input %s",
@@ -250,9 +285,12 @@ ntp_status ntp__shape_pool(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     for (int d = 0; d < n->a.nk; d++) {
         /* PyTorch's rule: padding at most half the (dilated) window, so that
          * every window sees at least one real element. */
-        int64_t ext = n->a.dilation[d] * (n->a.kernel[d] - 1) + 1;
+        int64_t ext;
+        if (!kernel_extent(&n->a, d, &ext))
+            return NODE_ERR(NTP_STATUS_OVERFLOW, "kernel %lld with dilation %lld overflows "
+                            "64-bit sizes", (long long)n->a.kernel[d], (long long)n->a.dilation[d]);
         if (n->a.pad_kind == NTP_PAD_EXPLICIT &&
-            (2 * n->a.pad[d] > ext || 2 * n->a.pad[n->a.nk + d] > ext))
+            (n->a.pad[d] > ext / 2 || n->a.pad[n->a.nk + d] > ext / 2))
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
                             "padding %lld/%lld exceeds half the kernel extent %lld",
                             (long long)n->a.pad[d], (long long)n->a.pad[n->a.nk + d], (long long)ext);

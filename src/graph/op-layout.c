@@ -59,7 +59,8 @@ ntp_status ntp__shape_split(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         if (n->a.sizes[i] <= 0)
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "split sizes must be positive, got %lld",
                             (long long)n->a.sizes[i]);
-        sum += n->a.sizes[i];
+        if (!ck_add(sum, n->a.sizes[i], &sum))
+            return NODE_ERR(NTP_STATUS_OVERFLOW, "split sizes overflow 64-bit sizes");
     }
     if (sum != dim)
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
@@ -187,7 +188,10 @@ ntp_status ntp__shape_pad(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
                             "reflect padding %lld/%lld must be smaller than dim %d of %s",
                             (long long)lo, (long long)hi, d, shp(s, b));
-        out.dim[d] = s->dim[d] + lo + hi;
+        if (!ck_add(s->dim[d], lo, &out.dim[d]) || !ck_add(out.dim[d], hi, &out.dim[d]))
+            return NODE_ERR(NTP_STATUS_OVERFLOW,
+                            "'pads' %lld/%lld on dim %d of %s overflow 64-bit sizes",
+                            (long long)lo, (long long)hi, d, shp(s, b));
     }
     set_out(g, n, 0, &out);
     return NTP_STATUS_OK;

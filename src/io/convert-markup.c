@@ -37,14 +37,63 @@ static char *xstrdup(mw *w, const char *s)
     return d;
 }
 
+/* The length of the UTF-8 sequence at s that encodes a character XML 1.0
+ * allows (tab, newline, return, U+0020..U+D7FF, U+E000..U+FFFD,
+ * U+10000..U+10FFFF), or 0: a control byte, a malformed or overlong
+ * sequence, a surrogate or a non-character. ONNX names are protobuf
+ * strings, which nothing checks; XML refuses all of these. */
+static size_t xml_char(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return c >= 0x20 || c == '\t' || c == '\n' || c == '\r' ? 1 : 0;
+    size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+    if (n == 0 || (n == 3 && c > 0xef))
+        return 0;
+    uint32_t cp = c & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+    for (size_t k = 1; k < n; k++) {
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+        return 0;
+    return n;
+}
+
+/* s as text the markup reads back as written: every byte XML refuses
+ * becomes '_', and "${" (which the reader would substitute) "_{". At most
+ * cap - 1 bytes, cut between characters. */
+static void clean_text(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t l = xml_char(p);
+        if (n + (l ? l : 1) >= cap)
+            break;
+        if (l == 0 || (p[0] == '$' && p[1] == '{')) {
+            out[n++] = '_';
+            p++;
+            continue;
+        }
+        memcpy(out + n, p, l);
+        n += l;
+        p += l;
+    }
+    out[n] = '\0';
+}
+
 /* A valid, unused markup name made from s. */
 static char *markup_name(mw *w, const char *s)
 {
     char base[240], buf[256];
-    size_t n = 0;
-    for (const char *p = s; *p && n < sizeof base - 1; p++)
-        base[n++] = strchr(",:'\" \t\r\n<>&", *p) ? '_' : *p;
-    base[n] = '\0';
+    clean_text(s, base, sizeof base);
+    size_t n = strlen(base);
+    for (size_t k = 0; k < n; k++)
+        if (strchr(",:'\" \t\r\n<>&", base[k]))
+            base[k] = '_';
     if (n == 0)
         strcpy(base, "layer");
     snprintf(buf, sizeof buf, "%s", base);
@@ -55,16 +104,22 @@ static char *markup_name(mw *w, const char *s)
     return xstrdup(w, buf);
 }
 
-/* XML attribute text. */
-static void esc(FILE *f, const char *s)
+/* XML attribute text (cleaned as clean_text does). */
+static void esc(FILE *f, const char *raw)
 {
-    for (; *s; s++)
-        switch (*s) {
+    char s[1024];
+    clean_text(raw, s, sizeof s);
+    for (const char *c = s; *c; c++)
+        switch (*c) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f); break;
+        /* Attribute values have their whitespace normalised on reading. */
+        case '\t': fputs("&#9;", f); break;
+        case '\n': fputs("&#10;", f); break;
+        case '\r': fputs("&#13;", f); break;
+        default: fputc(*c, f); break;
         }
 }
 
@@ -299,8 +354,10 @@ static ntp_status write_all(mw *w)
     const ntp_graph *g = w->g;
     FILE *f = w->f;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- Converted by ntprof from ");
-    for (const char *p = g->source; *p; p++)
-        fputc(*p == '-' && p[1] == '-' ? '_' : *p, f);
+    char src[1024];
+    clean_text(g->source, src, sizeof src);
+    for (const char *p = src; *p; p++)
+        fputc(*p == '-' && (p[1] == '-' || p[1] == '\0') ? '_' : *p, f);
     fprintf(f, ". Weights are generated from the seed. -->\n<topology name=\"");
     esc(f, g->name);
     fprintf(f, "\" precision=\"%s\">\n", ntp_dtype_name(g->precision));

@@ -21,6 +21,11 @@
 /* Parentheses and unary operators nest at most this deep, so a hostile
  * "((((...))))" cannot exhaust the stack. */
 #define NTP_EXPR_MAX_DEPTH 64
+/* A value after substitution is at most this long (the markup's limit on an
+ * attribute as written, NTP_XML_MAX_ATTR_BYTES, applied again after every
+ * expansion): params that each double the one before cannot grow without
+ * bound ("billion laughs" in the expression language). */
+#define NTP_EXPR_MAX_RESULT 65536
 
 typedef struct ntp_expr_var {
     const char *name;
@@ -45,7 +50,9 @@ ntp_status ntp__expr_eval(const char *src, size_t len, const ntp_expr_env *env, 
 
 /* Replace every ${expr} in s. *out is a new malloc'd string (a copy when s
  * has no "${"). On failure *out is NULL and err holds a one-line message
- * that quotes the offending ${...}. Allocation failure: OUT_OF_MEMORY. */
+ * that quotes the offending ${...}. Allocation failure: OUT_OF_MEMORY; a
+ * result longer than NTP_EXPR_MAX_RESULT bytes: PARSE_ERROR, refused
+ * before it is built. */
 ntp_status ntp__expr_subst(const char *s, const ntp_expr_env *env, char **out, char *err,
                            size_t errlen);
 

@@ -300,10 +300,17 @@ ntp_status ntp__expr_eval(const char *src, size_t len, const ntp_expr_env *env, 
 typedef struct sbuf {
     char *s;
     size_t n, cap;
+    bool over; /* the result passed NTP_EXPR_MAX_RESULT */
 } sbuf;
 
+/* False when memory runs out or the string would pass the limit
+ * (b->over then says which). */
 static bool sbuf_add(sbuf *b, const char *s, size_t n)
 {
+    if (n > NTP_EXPR_MAX_RESULT || b->n + n > NTP_EXPR_MAX_RESULT) {
+        b->over = true;
+        return false;
+    }
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->n + n + 1)
@@ -388,6 +395,12 @@ ntp_status ntp__expr_subst(const char *s, const ntp_expr_env *env, char **out, c
     *out = b.s;
     return NTP_STATUS_OK;
 oom:
+    if (b.over) {
+        snprintf(err, errlen, "the value after substitution is more than %d bytes long",
+                 NTP_EXPR_MAX_RESULT);
+        st = NTP_STATUS_PARSE_ERROR;
+        goto fail;
+    }
     snprintf(err, errlen, "out of memory");
     st = NTP_STATUS_OUT_OF_MEMORY;
 fail:

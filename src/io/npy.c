@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "file-impl.h"
 #include "io-impl.h"
 
 /* Headers longer than this are refused: numpy writes ~128 bytes. */
@@ -26,81 +27,168 @@ static const char *descr_of(ntp_dtype t)
     return NULL;
 }
 
-/* Find the value text after 'key': in the header dict. */
-static const char *dict_value(const char *hdr, const char *key)
+/* The header is a Python dict literal, read here as one: keys found only
+ * where a key can be (not inside another key's string value), each once,
+ * nothing else in it, and only blanks after its closing brace. */
+typedef struct npy_lex {
+    const char *p, *end;
+} npy_lex;
+
+static void lex_blank(npy_lex *l)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(hdr, pat);
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    if (*p != ':')
-        return NULL;
-    p++;
-    while (*p == ' ')
-        p++;
-    return p;
+    while (l->p < l->end && (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r'))
+        l->p++;
 }
 
-static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, ntp_npy *out)
+static bool lex_char(npy_lex *l, char c)
 {
-    const char *d = dict_value(hdr, "descr"), *f = dict_value(hdr, "fortran_order"),
-               *s = dict_value(hdr, "shape");
-    if (!d || !f || !s)
+    lex_blank(l);
+    if (l->p < l->end && *l->p == c) {
+        l->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A quoted string (no escapes: numpy writes none) into buf. */
+static bool lex_string(npy_lex *l, char *buf, size_t len)
+{
+    lex_blank(l);
+    if (l->p >= l->end || (*l->p != '\'' && *l->p != '"'))
+        return false;
+    char q = *l->p++;
+    size_t n = 0;
+    while (l->p < l->end && *l->p != q) {
+        if (*l->p == '\\' || *l->p == '\0' || n + 1 >= len)
+            return false;
+        buf[n++] = *l->p++;
+    }
+    if (l->p >= l->end)
+        return false;
+    l->p++;
+    buf[n] = '\0';
+    return true;
+}
+
+static bool lex_word(npy_lex *l, const char *w)
+{
+    lex_blank(l);
+    size_t n = strlen(w);
+    if ((size_t)(l->end - l->p) >= n && memcmp(l->p, w, n) == 0) {
+        l->p += n;
+        return true;
+    }
+    return false;
+}
+
+/* "(d0, d1, ...)" with an optional trailing comma, non-negative dims. */
+static bool lex_shape(npy_lex *l, ntp_shape *s, bool *too_many)
+{
+    if (!lex_char(l, '('))
+        return false;
+    s->ndim = 0;
+    *too_many = false;
+    for (;;) {
+        if (lex_char(l, ')'))
+            return true;
+        lex_blank(l);
+        int64_t v = 0;
+        const char *start = l->p;
+        while (l->p < l->end && *l->p >= '0' && *l->p <= '9') {
+            if (v > (INT64_MAX - (*l->p - '0')) / 10)
+                return false;
+            v = v * 10 + (*l->p++ - '0');
+        }
+        if (l->p == start)
+            return false;
+        if (s->ndim == NTP_MAX_DIMS) {
+            *too_many = true;
+            return false;
+        }
+        s->dim[s->ndim++] = v;
+        if (!lex_char(l, ',')) {
+            if (!lex_char(l, ')'))
+                return false;
+            return true;
+        }
+    }
+}
+
+static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, size_t len,
+                               ntp_npy *out)
+{
+    npy_lex l = {hdr, hdr + len};
+    char key[32], descr[32] = "";
+    bool have_d = false, have_f = false, have_s = false, fortran = false, too_many = false;
+    if (!lex_char(&l, '{'))
+        goto malformed;
+    while (!lex_char(&l, '}')) {
+        if (!lex_string(&l, key, sizeof key) || !lex_char(&l, ':'))
+            goto malformed;
+        if (!strcmp(key, "descr") && !have_d) {
+            if (!lex_string(&l, descr, sizeof descr))
+                goto malformed;
+            have_d = true;
+        } else if (!strcmp(key, "fortran_order") && !have_f) {
+            if (lex_word(&l, "False"))
+                fortran = false;
+            else if (lex_word(&l, "True"))
+                fortran = true;
+            else
+                goto malformed;
+            have_f = true;
+        } else if (!strcmp(key, "shape") && !have_s) {
+            if (!lex_shape(&l, &out->shape, &too_many)) {
+                if (too_many)
+                    return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                                      "%s: .npy array has more than %d dims", path, NTP_MAX_DIMS);
+                return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: malformed .npy shape", path);
+            }
+            have_s = true;
+        } else {
+            return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s: .npy header has an unexpected or repeated key '%s'", path, key);
+        }
+        if (!lex_char(&l, ',')) {
+            if (!lex_char(&l, '}'))
+                goto malformed;
+            break;
+        }
+    }
+    lex_blank(&l);
+    if (l.p != l.end)
+        goto malformed;
+    if (!have_d || !have_f || !have_s)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: .npy header lacks 'descr', 'fortran_order' or 'shape'", path);
     bool found = false;
-    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
-        size_t l = strlen(npy_types[i].descr);
-        if (*d == '\'' && strncmp(d + 1, npy_types[i].descr, l) == 0 && d[1 + l] == '\'') {
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
+        if (!strcmp(descr, npy_types[i].descr)) {
             out->dtype = npy_types[i].t;
             found = true;
         }
-    }
     if (!found)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: .npy dtype %.8s is not supported; expected <f4, <f2, <i4, <i8, |i1 "
-                          "or |u1", path, d);
-    if (strncmp(f, "False", 5) != 0)
+                          "or |u1", path, descr);
+    if (fortran)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: .npy data in Fortran order is not supported; save a C-order array",
                           path);
-    if (*s != '(')
-        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: malformed .npy shape", path);
-    s++;
-    out->shape.ndim = 0;
-    for (;;) {
-        while (*s == ' ')
-            s++;
-        if (*s == ')')
-            break;
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || errno || v < 0)
-            return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: malformed .npy shape", path);
-        if (out->shape.ndim == NTP_MAX_DIMS)
-            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: .npy array has more than %d dims",
-                              path, NTP_MAX_DIMS);
-        out->shape.dim[out->shape.ndim++] = v;
-        s = end;
-        while (*s == ' ')
-            s++;
-        if (*s == ',')
-            s++;
-    }
     return NTP_STATUS_OK;
+malformed:
+    return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                      "%s: malformed .npy header (expected a dict of 'descr', 'fortran_order' "
+                      "and 'shape')", path);
 }
 
 ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
+    const char *why;
+    FILE *f = ntp__file_fopen_read(path, NULL, &why);
     if (!f)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, why);
     unsigned char pre[10];
     char *hdr = NULL;
     ntp_status st = NTP_STATUS_OK;
@@ -136,7 +224,7 @@ ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
     if (fread(hdr, 1, hlen, f) != hlen)
         goto truncated;
     hdr[hlen] = '\0';
-    if ((st = parse_header(ctx, path, hdr, out)) != NTP_STATUS_OK)
+    if ((st = parse_header(ctx, path, hdr, hlen, out)) != NTP_STATUS_OK)
         goto done;
     int64_t n = ntp_shape_numel(&out->shape);
     if (n < 0 || !ntp__mul_ok(n, (int64_t)ntp_dtype_size(out->dtype), &out->nbytes)) {

@@ -524,16 +524,17 @@ ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const char *p
             onnx__model_proto__pack(&m, buf);
     }
     if (st == NTP_STATUS_OK) {
-        /* Written next to the destination, then renamed over it: a reader
-         * never sees half a model. */
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        bool ok = f && fwrite(buf, 1, len, f) == len;
-        ok = f && fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
-            remove(tmp);
+        /* Written as every output is (src/report/output.c): a regular file
+         * is replaced atomically (a reader never sees half a model), a
+         * device or FIFO written through, never replaced. */
+        ntp_output *o = NULL;
+        if ((st = ntp_output_open(ctx, path, &o)) == NTP_STATUS_OK) {
+            if (fwrite(buf, 1, len, ntp_output_file(o)) != len) {
+                st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
+                ntp_output_abort(o);
+            } else {
+                st = ntp_output_commit(ctx, o);
+            }
         }
     }
     free(buf);

@@ -161,8 +161,12 @@ static ntp_status int_list(ntp_onnx_importer *x, const tens *c, const char *what
     if (c->shape.ndim > 1 || c->n > max)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "'%s' must be a list of at most %d "
                              "integers", what, max);
-    for (int64_t k = 0; k < c->n; k++)
+    for (int64_t k = 0; k < c->n; k++) {
+        if (c->f && (c->f[k] != c->f[k] || c->f[k] != (float)(int64_t)ntp__onnx_get_i(c, k)))
+            return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR, "'%s' value %g is not an integer",
+                                 what, (double)c->f[k]);
         v[k] = ntp__onnx_get_i(c, k);
+    }
     *n = (int)c->n;
     return NTP_STATUS_OK;
 }
@@ -887,6 +891,8 @@ static ntp_status fold_split(ntp_onnx_importer *x)
         sa.n_pads = 1;
         sa.n_perm = 1;
         sa.perm[0] = axis;
+        if (sizes[k] < 0 || sizes[k] > dim - at)
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "bad split sizes");
         sa.pads[0] = at;
         sa.pads[NTP_SLICE_ENDS] = at + sizes[k];
         at += sizes[k];

@@ -82,7 +82,18 @@ static inline double ntp__onnx_get_f(const ntp_onnx_tensor *t, int64_t k)
 }
 static inline int64_t ntp__onnx_get_i(const ntp_onnx_tensor *t, int64_t k)
 {
-    return t->i ? t->i[k] : (int64_t)t->f[k];
+    if (t->i)
+        return t->i[k];
+    /* Saturating: a float outside int64 (or NaN, as 0) has no integer
+     * value, and converting it is undefined behaviour. */
+    float f = t->f[k];
+    if (f != f)
+        return 0;
+    if (f >= 9223372036854775807.0f)
+        return INT64_MAX;
+    if (f <= -9223372036854775808.0f)
+        return INT64_MIN;
+    return (int64_t)f;
 }
 
 /* Decode a TensorProto into *out (which the caller frees). `src` names the

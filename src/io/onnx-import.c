@@ -113,6 +113,99 @@ int ntp__onnx_attr_floats(ntp_onnx_importer *x, const char *name, double *vals, 
     return (int)a->n_floats;
 }
 
+/* --- attribute types ------------------------------------------------------------------- */
+
+/* The type an attribute's payload has (UNDEFINED when it holds none, or
+ * values of more than one kind). */
+static int attr_payload_type(const Onnx__AttributeProto *a)
+{
+    int t = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED, kinds = 0;
+#define KIND(cond, ty)                                                                             \
+    if (cond) {                                                                                    \
+        t = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty;                                           \
+        kinds++;                                                                                   \
+    }
+    KIND(a->has_f, FLOAT)
+    KIND(a->has_i, INT)
+    KIND(a->has_s, STRING)
+    KIND(a->t, TENSOR)
+    KIND(a->g, GRAPH)
+    KIND(a->sparse_tensor, SPARSE_TENSOR)
+    KIND(a->tp, TYPE_PROTO)
+    KIND(a->n_floats, FLOATS)
+    KIND(a->n_ints, INTS)
+    KIND(a->n_strings, STRINGS)
+    KIND(a->n_tensors, TENSORS)
+    KIND(a->n_graphs, GRAPHS)
+    KIND(a->n_sparse_tensors, SPARSE_TENSORS)
+    KIND(a->n_type_protos, TYPE_PROTOS)
+#undef KIND
+    return kinds == 1 ? t : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static const char *attr_type_name(int t)
+{
+    switch (t) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return "FLOAT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return "INT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return "STRING";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return "TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return "GRAPH";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return "FLOATS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return "INTS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return "STRINGS";
+    default: return "another type";
+    }
+}
+
+/* Attributes whose type is the same in every ONNX op that has them. The
+ * readers (ntp__onnx_attr_i, _ints, ...) look only at the field of their
+ * type, so a value of another type would read as absent: the default. */
+static const struct {
+    const char *name;
+    int type;
+} attr_types[] = {
+#define T_(n, ty) {n, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty}
+    T_("strides", INTS), T_("dilations", INTS), T_("pads", INTS), T_("kernel_shape", INTS),
+    T_("output_padding", INTS), T_("output_shape", INTS), T_("perm", INTS), T_("axes", INTS),
+    T_("group", INT), T_("axis", INT), T_("keepdims", INT), T_("ceil_mode", INT),
+    T_("count_include_pad", INT), T_("transA", INT), T_("transB", INT), T_("to", INT),
+    T_("storage_order", INT), T_("hidden_size", INT), T_("layout", INT),
+    T_("linear_before_reset", INT), T_("noop_with_empty_axes", INT), T_("blocksize", INT),
+    T_("alpha", FLOAT), T_("beta", FLOAT), T_("epsilon", FLOAT), T_("momentum", FLOAT),
+    T_("gamma", FLOAT), T_("lambd", FLOAT), T_("clip", FLOAT), T_("cubic_coeff_a", FLOAT),
+    T_("extrapolation_value", FLOAT), T_("auto_pad", STRING), T_("mode", STRING),
+    T_("direction", STRING), T_("coordinate_transformation_mode", STRING),
+    T_("nearest_mode", STRING), T_("approximate", STRING), T_("activations", STRINGS),
+    T_("activation_alpha", FLOATS), T_("activation_beta", FLOATS),
+#undef T_
+};
+
+/* Every attribute of the current node holds one kind of value, the kind
+ * its declared type says, and the kind its name always has. */
+static ntp_status check_attr_types(ntp_onnx_importer *x)
+{
+    for (size_t i = 0; i < x->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = x->np->attribute[i];
+        const char *nm = a->name ? a->name : "";
+        int have = attr_payload_type(a);
+        bool empty_list = have == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+        if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED &&
+            !empty_list && have != (int)a->type)
+            return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR,
+                                 "attribute '%.64s' is declared %s but holds %s", nm,
+                                 attr_type_name(a->type), attr_type_name(have));
+        int got = !empty_list ? have : a->has_type ? (int)a->type : have;
+        for (size_t k = 0; k < sizeof attr_types / sizeof attr_types[0]; k++)
+            if (!strcmp(attr_types[k].name, nm) && got != attr_types[k].type &&
+                got != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+                return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR,
+                                     "attribute '%.64s' is %s; it must be %s", nm,
+                                     attr_type_name(got), attr_type_name(attr_types[k].type));
+    }
+    return NTP_STATUS_OK;
+}
+
 /* --- values ------------------------------------------------------------------------------ */
 
 static ntp_onnx_value *value_of(ntp_onnx_importer *x, const char *name)
@@ -620,7 +713,9 @@ int ntp__onnx_readers(const ntp_onnx_importer *x, const char *name)
 
 int ntp__onnx_reader(const ntp_onnx_importer *x, const char *name, int i, int *slot)
 {
-    int v = ntp__onnx_names_get(x->values, name);
+    int v = name && name[0] ? ntp__onnx_names_get(x->values, name) : -1;
+    if (v < 0 || i < 0 || i >= x->cons_start[v + 1] - x->cons_start[v])
+        return -1;
     int e = x->cons_start[v] + i;
     if (slot)
         *slot = x->cons_slot[e];
@@ -687,6 +782,15 @@ static ntp_status build_values(ntp_onnx_importer *x)
         if (!np->op_type || !np->op_type[0])
             return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR, "%s: node %zu has no op_type",
                               x->src, i);
+        /* Every reader of node fields (mappers, patterns, folding) may then
+         * take output 0 as there: a node without outputs computes nothing
+         * anyone can read, and is malformed. */
+        if (np->n_output == 0 || !np->output[0])
+            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s: node %zu (%s%s%s%s) has no outputs", x->src, i, np->op_type,
+                              np->name && np->name[0] ? " '" : "",
+                              np->name && np->name[0] ? np->name : "",
+                              np->name && np->name[0] ? "'" : "");
         for (size_t k = 0; k < np->n_output; k++) {
             const char *nm = np->output[k];
             if (!nm || !nm[0])
@@ -1365,7 +1469,7 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
             continue;
         set_node(x, np, order[i], name, sizeof name);
         bool matched = false;
-        if ((st = ntp__onnx_patterns(x, &matched)) || matched)
+        if ((st = check_attr_types(x)) || (st = ntp__onnx_patterns(x, &matched)) || matched)
             continue;
         /* Shape-computation nodes on constants are evaluated now. */
         bool fold = ntp__onnx_foldable(np->op_type);
@@ -1423,6 +1527,14 @@ ntp_status ntp__onnx_load_file(ntp_ctx *ctx, const char *path, const ntp_load_op
     ntp_status st = ntp__onnx_map_file(ctx, path, &buf, &len);
     if (st)
         return st;
+    /* The memory budget covers parsing too: unpacking copies what the file
+     * holds, so a file over the budget is refused unread. */
+    if (opts && opts->max_memory > 0 && (uint64_t)len > (uint64_t)opts->max_memory) {
+        ntp__onnx_unmap_file(buf, len);
+        return ntp__error(ctx, NTP_STATUS_MEMORY_BUDGET,
+                          "%s: the file is %zu bytes, more than the memory budget of %lld bytes",
+                          path, len, (long long)opts->max_memory);
+    }
     /* Unpacking copies everything it keeps: the mapping goes right after. */
     Onnx__ModelProto *m = NULL;
     st = ntp__onnx_unpack_model(ctx, path, buf, len, &m);

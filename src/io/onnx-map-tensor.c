@@ -529,6 +529,13 @@ static ntp_status map_pad(ntp_onnx_importer *x)
         return ntp_ctx_status(x->ctx);
     if (n != 2 * r)
         return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "%d pads for rank %d", n, r);
+    /* A negative pad crops; one that crops the whole dim or more (down to
+     * INT64_MIN, whose negation overflows) leaves nothing. */
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] < 0 && pads[i] <= -s.dim[i % r])
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                 "pad %lld crops all of dim %d (%lld)", (long long)pads[i], i % r,
+                                 (long long)s.dim[i % r]);
     double value = ntp__onnx_attr_f(x, "value", 0.0);
     if (x->opset >= 11 && ntp__onnx_has_in(x, 2)) {
         const ntp_onnx_tensor *c;
@@ -627,7 +634,8 @@ static ntp_status map_tile(ntp_onnx_importer *x)
         }
         wide.dim[wide.ndim++] = s.dim[d];
         big.dim[big.ndim++] = s.dim[d];
-        to.dim[d] = s.dim[d] * rep[d];
+        if (!ntp__mul_ok(s.dim[d], rep[d], &to.dim[d]))
+            return ntp__onnx_err(x, NTP_STATUS_OVERFLOW, "repeats overflow 64-bit sizes");
     }
     int t;
     if ((st = ntp__onnx_reshape(x, in, &wide, "unfold", &t)))

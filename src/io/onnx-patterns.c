@@ -16,7 +16,11 @@
 #include "core/ctx-impl.h"
 #include "onnx-impl.h"
 
-static const Onnx__NodeProto *node(const ntp_onnx_importer *x, int i) { return x->gp->node[i]; }
+/* Node i, or NULL for an index a failed lookup gave (-1). */
+static const Onnx__NodeProto *node(const ntp_onnx_importer *x, int i)
+{
+    return i >= 0 && (size_t)i < x->gp->n_node ? x->gp->node[i] : NULL;
+}
 
 static bool is_op(const Onnx__NodeProto *np, const char *op)
 {
@@ -40,9 +44,23 @@ static bool scalar_of(ntp_onnx_importer *x, const char *name, double *v)
 
 static bool same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
+/* Input and output names of any node, NULL where the node has fewer: a
+ * pattern looks at nodes other than the one being mapped, and a malformed
+ * model may give any of them fewer inputs or outputs than its op takes. */
+static const char *in_name(const Onnx__NodeProto *np, size_t k)
+{
+    return np && k < np->n_input ? np->input[k] : NULL;
+}
+static const char *out_name(const Onnx__NodeProto *np, size_t k)
+{
+    return np && k < np->n_output ? np->output[k] : NULL;
+}
+
 /* The node reading value `name` alone, with op `op`: its index or -1. */
 static int next(const ntp_onnx_importer *x, const char *name, const char *op, int *slot)
 {
+    if (!name || !name[0])
+        return -1;
     int i = ntp__onnx_sole_reader(x, name, slot);
     return i >= 0 && !x->done[i] && is_op(node(x, i), op) ? i : -1;
 }
@@ -50,7 +68,7 @@ static int next(const ntp_onnx_importer *x, const char *name, const char *op, in
 /* The other input of a binary node than `slot`. */
 static const char *other(const Onnx__NodeProto *np, int slot)
 {
-    return np->n_input == 2 ? np->input[1 - slot] : NULL;
+    return np && np->n_input == 2 && (slot == 0 || slot == 1) ? np->input[1 - slot] : NULL;
 }
 
 /* Add a one-input layer for the pattern ending at node `last`, named and
@@ -75,13 +93,13 @@ static ntp_status gelu(ntp_onnx_importer *x, bool *matched)
     const Onnx__NodeProto *d = x->np;
     double c;
     int s, e, a, m1, m2;
-    if (d->n_input != 2 || !scalar_of(x, d->input[1], &c) || fabs(c - sqrt(2.0)) > 1e-4 ||
-        (e = next(x, d->output[0], "Erf", &s)) < 0 ||
-        (a = next(x, node(x, e)->output[0], "Add", &s)) < 0 ||
+    if (d->n_input != 2 || !scalar_of(x, in_name(d, 1), &c) || fabs(c - sqrt(2.0)) > 1e-4 ||
+        (e = next(x, out_name(d, 0), "Erf", &s)) < 0 ||
+        (a = next(x, out_name(node(x, e), 0), "Add", &s)) < 0 ||
         !scalar_of(x, other(node(x, a), s), &c) || c != 1.0 ||
-        (m1 = next(x, node(x, a)->output[0], "Mul", &s)) < 0 ||
-        !same(other(node(x, m1), s), d->input[0]) ||
-        (m2 = next(x, node(x, m1)->output[0], "Mul", &s)) < 0 ||
+        (m1 = next(x, out_name(node(x, a), 0), "Mul", &s)) < 0 ||
+        !same(other(node(x, m1), s), in_name(d, 0)) ||
+        (m2 = next(x, out_name(node(x, m1), 0), "Mul", &s)) < 0 ||
         !scalar_of(x, other(node(x, m2), s), &c) || c != 0.5)
         return NTP_STATUS_OK;
     int t, ni;
@@ -98,8 +116,8 @@ static ntp_status silu(ntp_onnx_importer *x, bool *matched)
 {
     const Onnx__NodeProto *sg = x->np;
     int s, m;
-    if (sg->n_input != 1 || (m = next(x, sg->output[0], "Mul", &s)) < 0 ||
-        !same(other(node(x, m), s), sg->input[0]))
+    if (sg->n_input != 1 || (m = next(x, out_name(sg, 0), "Mul", &s)) < 0 ||
+        !same(other(node(x, m), s), in_name(sg, 0)))
         return NTP_STATUS_OK;
     int t, ni;
     ntp_status st = ntp__onnx_in_tensor(x, 0, &t);
@@ -178,34 +196,35 @@ static ntp_status layernorm(ntp_onnx_importer *x, bool *matched)
     int64_t axis;
     double c, eps;
     int s, sub, pw, m2, ad, sq, dv, mul = -1, bias = -1;
-    if (!trailing_axes(m1, xs.ndim, &axis) || (sub = next(x, m1->output[0], "Sub", &s)) < 0 ||
-        s != 1 || !same(node(x, sub)->input[0], m1->input[0]) ||
-        ntp__onnx_readers(x, node(x, sub)->output[0]) != 2 || x->v[ntp__onnx_names_get(x->values, node(x, sub)->output[0])].is_output)
+    if (!trailing_axes(m1, xs.ndim, &axis) || (sub = next(x, out_name(m1, 0), "Sub", &s)) < 0 ||
+        s != 1 || !same(in_name(node(x, sub), 0), in_name(m1, 0)) ||
+        ntp__onnx_readers(x, out_name(node(x, sub), 0)) != 2 ||
+        x->v[ntp__onnx_names_get(x->values, out_name(node(x, sub), 0))].is_output)
         return NTP_STATUS_OK;
     /* The centred values feed the Pow and the Div. */
-    const char *centred = node(x, sub)->output[0];
+    const char *centred = out_name(node(x, sub), 0);
     int r0 = ntp__onnx_reader(x, centred, 0, &s), r1 = ntp__onnx_reader(x, centred, 1, NULL);
     pw = is_op(node(x, r0), "Pow") ? r0 : r1;
     dv = pw == r0 ? r1 : r0;
     if (!is_op(node(x, pw), "Pow") || !is_op(node(x, dv), "Div") ||
-        !same(node(x, pw)->input[0], centred) || !scalar_of(x, node(x, pw)->input[1], &c) ||
-        c != 2.0 || !same(node(x, dv)->input[0], centred) ||
-        (m2 = next(x, node(x, pw)->output[0], "ReduceMean", &s)) < 0 ||
+        !same(in_name(node(x, pw), 0), centred) || !scalar_of(x, in_name(node(x, pw), 1), &c) ||
+        c != 2.0 || !same(in_name(node(x, dv), 0), centred) ||
+        (m2 = next(x, out_name(node(x, pw), 0), "ReduceMean", &s)) < 0 ||
         !same_axes(m1, node(x, m2), xs.ndim) ||
-        (ad = next(x, node(x, m2)->output[0], "Add", &s)) < 0 ||
+        (ad = next(x, out_name(node(x, m2), 0), "Add", &s)) < 0 ||
         !scalar_of(x, other(node(x, ad), s), &eps) || !(eps > 0) ||
-        (sq = next(x, node(x, ad)->output[0], "Sqrt", &s)) < 0 ||
-        next(x, node(x, sq)->output[0], "Div", &s) != dv || s != 1)
+        (sq = next(x, out_name(node(x, ad), 0), "Sqrt", &s)) < 0 ||
+        next(x, out_name(node(x, sq), 0), "Div", &s) != dv || s != 1)
         return NTP_STATUS_OK;
     int64_t d = 1;
     for (int k = (int)axis; k < xs.ndim; k++)
         d *= xs.dim[k];
     float *gamma = NULL, *beta = NULL;
     int last = dv;
-    if ((mul = next(x, node(x, dv)->output[0], "Mul", &s)) >= 0 &&
+    if ((mul = next(x, out_name(node(x, dv), 0), "Mul", &s)) >= 0 &&
         (gamma = norm_param(x, other(node(x, mul), s), d))) {
         last = mul;
-        if ((bias = next(x, node(x, mul)->output[0], "Add", &s)) >= 0 &&
+        if ((bias = next(x, out_name(node(x, mul), 0), "Add", &s)) >= 0 &&
             (beta = norm_param(x, other(node(x, bias), s), d)))
             last = bias;
         else

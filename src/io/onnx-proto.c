@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
+#include "file-impl.h"
 #include "core/numeric-impl.h"
 #include "io-impl.h"
 #include "onnx-impl.h"
@@ -156,16 +157,11 @@ ntp_status ntp__onnx_map_file(ntp_ctx *ctx, const char *path, const uint8_t **bu
 {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        int e = errno;
-        close(fd);
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path,
-                          S_ISDIR(sb.st_mode) ? "is a directory" : strerror(e));
-    }
+    const char *why;
+    int fd = ntp__file_open_read(path, &sb, &why);
+    if (fd < 0)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, why);
     if (sb.st_size == 0) {
         close(fd);
         *buf = empty_file;

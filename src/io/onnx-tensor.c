@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
+#include "file-impl.h"
 #include "core/numeric-impl.h"
 #include "onnx-impl.h"
 
@@ -124,13 +125,16 @@ static bool parse_size(const char *s, int64_t *out)
     return true;
 }
 
-/* Read `bytes` bytes of external data into buf. The location is relative to
- * base_dir and may not leave it, through "..", an absolute path or a
- * symbolic link. */
-static ntp_status read_external(ntp_ctx *ctx, const char *src, const char *base_dir,
+/* Open and check the external data of `bytes` bytes, before anything is
+ * allocated for it: *fd is then a regular file holding them from *off. The
+ * location is relative to base_dir and may not leave it, through "..", an
+ * absolute path or a symbolic link; the file is opened without blocking
+ * (a FIFO named as data is refused, not waited on). */
+static ntp_status open_external(ntp_ctx *ctx, const char *src, const char *base_dir,
                                 const Onnx__TensorProto *tp, const char *what, int64_t bytes,
-                                uint8_t *buf)
+                                int *fd_out, int64_t *off_out)
 {
+    *fd_out = -1;
     const char *loc = NULL, *off_s = NULL, *len_s = NULL;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -177,32 +181,43 @@ static ntp_status read_external(ntp_ctx *ctx, const char *src, const char *base_
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "%s: %s: external data location '%.128s' leaves the model's directory",
                           src, what, loc);
-    int fd = open(real_file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src,
-                          what, loc, strerror(errno));
     struct stat sb;
-    ntp_status st = NTP_STATUS_OK;
+    const char *why;
+    int fd = ntp__file_open_read(real_file, &sb, &why);
+    if (fd < 0) {
+        if (!strcmp(why, "not a regular file") || !strcmp(why, "is a directory"))
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                              "%s: %s: external data '%.128s' is not a file", src, what, loc);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src,
+                          what, loc, why);
+    }
     int64_t end;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s' is not a file",
-                        src, what, loc);
-    } else if (!ntp__add_ok(off, bytes, &end) || end > (int64_t)sb.st_size) {
-        st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
-                        "%s: %s: external data '%.128s' holds %lld bytes, the tensor needs %lld "
-                        "from offset %lld", src, what, loc, (long long)sb.st_size,
-                        (long long)bytes, (long long)off);
-    } else {
-        int64_t done = 0;
-        while (done < bytes) {
-            ssize_t r = pread(fd, buf + done, (size_t)(bytes - done), (off_t)(off + done));
-            if (r <= 0) {
-                st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: reading '%.128s': %s", src,
-                                what, loc, r < 0 ? strerror(errno) : "unexpected end of file");
-                break;
-            }
-            done += r;
+    if (!ntp__add_ok(off, bytes, &end) || end > (int64_t)sb.st_size) {
+        close(fd);
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s: %s: external data '%.128s' holds %lld bytes, the tensor needs "
+                          "%lld from offset %lld", src, what, loc, (long long)sb.st_size,
+                          (long long)bytes, (long long)off);
+    }
+    *fd_out = fd;
+    *off_out = off;
+    return NTP_STATUS_OK;
+}
+
+/* Read `bytes` bytes from fd at off into buf (then close fd). */
+static ntp_status read_external(ntp_ctx *ctx, const char *src, const char *what, int fd,
+                                int64_t off, int64_t bytes, uint8_t *buf)
+{
+    ntp_status st = NTP_STATUS_OK;
+    int64_t done = 0;
+    while (done < bytes) {
+        ssize_t r = pread(fd, buf + done, (size_t)(bytes - done), (off_t)(off + done));
+        if (r <= 0) {
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: reading external data: %s", src,
+                            what, r < 0 ? strerror(errno) : "unexpected end of file");
+            break;
         }
+        done += r;
     }
     close(fd);
     return st;
@@ -279,16 +294,30 @@ ntp_status ntp__onnx_tensor_decode(ntp_ctx *ctx, const char *src, const char *ba
         tp->has_raw_data = 0;
         return NTP_STATUS_OK;
     }
+    /* External data is found, opened and its size checked before anything
+     * is allocated for it (docs/onnx.md). */
+    int ext_fd = -1;
+    int64_t ext_off = 0;
+    if (external) {
+        ntp_status st = open_external(ctx, src, base_dir, tp, what, bytes, &ext_fd, &ext_off);
+        if (st)
+            return st;
+    }
     if (ntp__onnx_is_float(dt))
         out->f = malloc((size_t)n * sizeof(float) + 1);
     else
         out->i = malloc((size_t)n * sizeof(int64_t) + 1);
-    if (!out->f && !out->i)
+    if (!out->f && !out->i) {
+        if (ext_fd >= 0)
+            close(ext_fd);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory for %s", src, what);
+    }
     if (external) {
         bool direct = dt == NTP_ONNX_FLOAT && little_endian();
         uint8_t *buf = direct ? (uint8_t *)out->f : malloc((size_t)bytes + 1);
-        ntp_status st = buf ? read_external(ctx, src, base_dir, tp, what, bytes, buf)
+        if (!buf)
+            close(ext_fd);
+        ntp_status st = buf ? read_external(ctx, src, what, ext_fd, ext_off, bytes, buf)
                             : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", src);
         if (st == NTP_STATUS_OK && !direct)
             for (int64_t k = 0; k < n; k++)

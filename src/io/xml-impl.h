@@ -20,6 +20,12 @@
 #define NTP_XML_MAX_EXPANDED    4000000
 #define NTP_XML_MAX_ATTR_BYTES  65536
 #define NTP_XML_MAX_NAME_BYTES  255
+/* After substitution: the params' values together (they live for the whole
+ * read), and every substituted attribute together (which bounds the work a
+ * small file can ask for). Each single value is also held to
+ * NTP_XML_MAX_ATTR_BYTES (NTP_EXPR_MAX_RESULT). */
+#define NTP_XML_MAX_PARAM_BYTES ((int64_t)16 << 20)
+#define NTP_XML_MAX_SUBST_BYTES ((int64_t)256 << 20)
 
 /* --- parsing (xml-parse.c) -------------------------------------------------- */
 

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "core/ctx-impl.h"
+#include "file-impl.h"
 #include "expr-impl.h"
 #include "io-impl.h"
 #include "xml-impl.h"
@@ -73,6 +74,7 @@ typedef struct reader {
     int cap_markers, cap_inputs, cap_params;
     int chain;        /* output tensor of the previous layer; -1 before the first */
     int64_t expanded; /* elements instantiated so far */
+    int64_t param_bytes, subst_bytes; /* substituted so far (xml-impl.h limits) */
 } reader;
 
 static int line_of(xmlNodePtr el)
@@ -338,6 +340,13 @@ static ntp_status subst_one(reader *r, xmlNodePtr el, const char *label, xmlAttr
     xmlFree(raw);
     if (st != NTP_STATUS_OK)
         return el_error(r, el, label, st, "attribute '%s': %s", (const char *)a->name, err);
+    r->subst_bytes += (int64_t)strlen(out);
+    if (r->subst_bytes > NTP_XML_MAX_SUBST_BYTES) {
+        free(out);
+        return el_error(r, el, label, NTP_STATUS_PARSE_ERROR,
+                        "attribute '%s': the substituted attributes add up to more than %lld MiB",
+                        (const char *)a->name, (long long)(NTP_XML_MAX_SUBST_BYTES >> 20));
+    }
     s->a[s->n].name = (const char *)a->name;
     s->a[s->n].value = out;
     s->val[s->n++] = out;
@@ -479,6 +488,14 @@ static ntp_status param_value(reader *r, xmlNodePtr el, const char *label, const
     ntp_status st = ntp__expr_subst(def, &env, out, err, sizeof err);
     if (st != NTP_STATUS_OK)
         return el_error(r, el, label, st, "attribute '%s': %s", attr, err);
+    r->param_bytes += (int64_t)strlen(*out);
+    if (r->param_bytes > NTP_XML_MAX_PARAM_BYTES) {
+        free(*out);
+        *out = NULL;
+        return el_error(r, el, label, NTP_STATUS_PARSE_ERROR,
+                        "param '%s': the params' values add up to more than %lld MiB", name,
+                        (long long)(NTP_XML_MAX_PARAM_BYTES >> 20));
+    }
     return NTP_STATUS_OK;
 }
 
@@ -1324,6 +1341,7 @@ static ntp_status read_document(reader *r)
     if ((st = count_layers(r, root, &layers)) != NTP_STATUS_OK)
         return st;
     r->expanded = 0;
+    r->param_bytes = r->subst_bytes = 0;
     if ((st = walk(r, root)) != NTP_STATUS_OK)
         return st;
     if (r->g->n_nodes == 0)
@@ -1395,13 +1413,13 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
                               ntp_graph **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: not a regular file", path);
+    const char *why;
+    FILE *f = ntp__file_fopen_read(path, &sb, &why);
+    if (!f) {
+        if (!strcmp(why, "not a regular file"))
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: not a regular file", path);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", path, why);
     }
     /* Refuse an oversized file before reading a byte of it. */
     if (sb.st_size > NTP_XML_MAX_FILE_BYTES) {
@@ -1409,6 +1427,14 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: the file is %lld bytes, more than the limit of 64 MiB", path,
                           (long long)sb.st_size);
+    }
+    /* The memory budget covers parsing too: the document's tree takes more
+     * than the file, so a file over the budget is refused unread. */
+    if (opts && opts->max_memory > 0 && sb.st_size > opts->max_memory) {
+        fclose(f);
+        return ntp__error(ctx, NTP_STATUS_MEMORY_BUDGET,
+                          "%s: the file is %lld bytes, more than the memory budget of %lld bytes",
+                          path, (long long)sb.st_size, (long long)opts->max_memory);
     }
     size_t size = (size_t)sb.st_size;
     char *buf = malloc(size + 1);

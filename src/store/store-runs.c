@@ -276,8 +276,12 @@ ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_re
     return st;
 }
 
-/* "2025-03-01", "2025-03-01T12:34", "2025-03-01T12:34:56Z": compared as
- * text with the stored timestamps, which sort chronologically. */
+static int two_digits(const char *s) { return (s[0] - '0') * 10 + (s[1] - '0'); }
+
+/* "2025-03-01", "2025-03-01T12", "2025-03-01T12:34", "2025-03-01T12:34:56Z":
+ * compared as text with the stored timestamps, which sort chronologically.
+ * The digits must make a real date and time (not 2025-13-45), or the text
+ * comparison would quietly select something else. */
 static bool valid_since(const char *s)
 {
     static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
@@ -289,7 +293,15 @@ static bool valid_since(const char *s)
         if (p == 'd' ? (c < '0' || c > '9') : c != p)
             return false;
     }
-    return true;
+    int year = two_digits(s) * 100 + two_digits(s + 2), month = two_digits(s + 5),
+        day = two_digits(s + 8);
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (month < 1 || month > 12 || day < 1 || day > mdays[month - 1] ||
+        (month == 2 && day == 29 && !leap))
+        return false;
+    return (n < 13 || two_digits(s + 11) <= 23) && (n < 16 || two_digits(s + 14) <= 59) &&
+           (n < 19 || two_digits(s + 17) <= 59);
 }
 
 static void col_text(sqlite3_stmt *q, int i, char *dst, size_t len)

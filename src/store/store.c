@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/ctx-impl.h"
+#include "io/file-impl.h"
 #include "store-impl.h"
 
 /* migrations[v] takes a database from version v to v + 1. A released
@@ -223,6 +225,40 @@ static void make_parent(const char *path)
     mkdir(dir, 0777);
 }
 
+/* Whether the folder holding path takes new files. */
+static bool dir_writable(const char *path)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return true;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return access(dir, W_OK) == 0;
+}
+
+/* "file:PATH?immutable=1" with PATH percent-encoded where a URI needs it. */
+static char *immutable_uri(const char *path)
+{
+    size_t n = strlen(path);
+    char *u = malloc(3 * n + sizeof "file:?immutable=1");
+    if (!u)
+        return NULL;
+    char *o = u + sprintf(u, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f)
+            o += sprintf(o, "%%%02X", *p);
+        else
+            *o++ = (char)*p;
+    }
+    strcpy(o, "?immutable=1");
+    return u;
+}
+
 static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, int target,
                           ntp_store **out)
 {
@@ -235,11 +271,39 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     s->read_only = mode == NTP_STORE_READ_ONLY;
+    ntp_status st;
+    /* The database must be a regular file: SQLite would open a FIFO (and
+     * wait), write a device, or leave a journal beside /dev/null. The check
+     * opens it the way every input is opened (never blocking). */
+    struct stat sb;
+    const char *why = NULL;
+    bool exists = lstat(path, &sb) == 0 || errno != ENOENT;
+    if (exists || s->read_only) {
+        int fd = ntp__file_open_read(path, &sb, &why);
+        if (fd < 0) {
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", path, why);
+            goto fail;
+        }
+        close(fd);
+    }
     if (!s->read_only)
         make_parent(path);
     int flags = s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    ntp_status st;
-    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    /* Reading a history in a folder this process cannot write (a WAL
+     * database needs its -shm file beside it): opened as immutable, which
+     * asks for no lock and no file beside it. Nothing can write it here
+     * anyway, so no change can be missed. */
+    char *uri = NULL;
+    if (s->read_only && !dir_writable(path)) {
+        if (!(uri = immutable_uri(path))) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            goto fail;
+        }
+        flags |= SQLITE_OPEN_URI;
+    }
+    int orc = sqlite3_open_v2(uri ? uri : path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    free(uri);
+    if (orc != SQLITE_OK) {
         st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", path,
                         s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;

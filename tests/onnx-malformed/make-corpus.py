@@ -62,6 +62,12 @@ def node(op, ins, outs, name="", **attrs):
         elif isinstance(v, float):
             a.type = pb.AttributeProto.FLOAT
             a.f = v
+        elif isinstance(v, list) and all(isinstance(e, int) for e in v):
+            a.type = pb.AttributeProto.INTS
+            a.ints.extend(v)
+        elif isinstance(v, list):
+            a.type = pb.AttributeProto.FLOATS
+            a.floats.extend(v)
     return n
 
 
@@ -207,6 +213,40 @@ def main():
     save("37-reshape-shape-at-run-time", model(
         nodes=[node("Reshape", ["x", "s"], ["y"], "reshape")],
         inputs=[vi("x", [2, 4]), vi("s", [2], TensorProto.INT64)], outputs=[vi("y", None)]))
+    # A node with an input and no outputs (SiLU's matcher read output 0).
+    save("38-node-without-outputs", model(
+        nodes=[node("Relu", ["x"], ["y"], "relu"), node("Sigmoid", ["y"], [], "sig")],
+        inputs=[vi("x", [1, 4])], outputs=[vi("y", [1, 4])]))
+    conv_w = tensor("w", [1, 1, 3, 3], floats=[0.5] * 9)
+    save("39-conv-huge-dilation", model(
+        nodes=[node("Conv", ["x", "w"], ["y"], "conv", dilations=[1 << 62, 1])], inits=[conv_w],
+        inputs=[vi("x", [1, 1, 5, 5])], outputs=[vi("y", None)]))
+    save("40-conv-huge-pad", model(
+        nodes=[node("Conv", ["x", "w"], ["y"], "conv", pads=[(1 << 63) - 1, 0, 0, 0])],
+        inits=[conv_w], inputs=[vi("x", [1, 1, 5, 5])], outputs=[vi("y", None)]))
+    save("41-pad-int64-min", model(
+        nodes=[node("Pad", ["x", "p"], ["y"], "pad")],
+        inits=[tensor("p", [4], TensorProto.INT64, raw=struct.pack("<4q", -(1 << 63), 0, 0, 0))],
+        inputs=[vi("x", [1, 4])], outputs=[vi("y", None)]))
+    save("42-pad-int64-max", model(
+        nodes=[node("Pad", ["x", "p"], ["y"], "pad")],
+        inits=[tensor("p", [4], TensorProto.INT64, raw=struct.pack("<4q", 0, (1 << 63) - 1, 0, 1))],
+        inputs=[vi("x", [1, 4])], outputs=[vi("y", None)]))
+    save("43-conv-float-strides", model(
+        nodes=[node("Conv", ["x", "w"], ["y"], "conv", strides=[2.0, 2.0])], inits=[conv_w],
+        inputs=[vi("x", [1, 1, 5, 5])], outputs=[vi("y", None)]))
+    # 4 TiB declared, 8 bytes there: refused before allocating 4 TiB.
+    e5 = tensor("w", [1 << 40])
+    e5.data_location = TensorProto.EXTERNAL
+    loc = e5.external_data.add()
+    loc.key, loc.value = "location", "short.bin"
+    save("44-external-short-huge", add_model(e5))
+    # A float shape holding NaN (found by fuzz_onnx: converting it was UB).
+    save("45-reshape-nan-shape", model(
+        nodes=[node("Reshape", ["x", "s"], ["y"], "reshape")],
+        inits=[tensor("s", [2], raw=struct.pack("<2f", float("nan"), 4.0)),
+               tensor("x", [1, 4], raw=four)],
+        outputs=[vi("y", None)], opset=6))
     with open("short.bin", "wb") as f:
         f.write(four[:8])
 

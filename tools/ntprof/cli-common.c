@@ -213,6 +213,13 @@ ntp_load_opts cli_load_opts(const cli_topo_opts *o)
     return lo;
 }
 
+int cli_check_outputs(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
+                      const char *const *inputs, int n_in)
+{
+    return ntp_output_check(ctx, outs, n_out, inputs, n_in) == NTP_STATUS_OK ? CLI_OK
+                                                                             : cli_fail(ctx);
+}
+
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt)
 {
     ntp_output *out;

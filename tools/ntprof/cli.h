@@ -60,6 +60,11 @@ const char *cli_backend_names(const char *list, char *buf, size_t len);
 /* Write a report through a callback into -o FILE (atomically) or stdout. */
 typedef ntp_status (*cli_writer)(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f);
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt);
+/* Check a command's outputs (pairs of option and path, NULL paths skipped)
+ * against each other and its inputs before any work (ntp_output_check):
+ * CLI_OK, or the one-line error and CLI_FAIL. */
+int cli_check_outputs(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
+                      const char *const *inputs, int n_in);
 
 /* Progress on a terminal (cli-progress.c): one line on stderr, redrawn in
  * place, shown only when stderr is a terminal; nothing otherwise. */

@@ -91,6 +91,9 @@ int cmd_compare(int argc, char **argv)
     int rc = CLI_OK;
     ntp_store *s = NULL;
     char path[4096];
+    const ntp_output_path outs[] = {{"-o", output}, {"--html", html}};
+    if (cli_check_outputs(ctx, outs, 2, (const char *const *)argv + optind, n) != CLI_OK)
+        rc = CLI_FAIL;
     for (int i = 0; i < n && rc == CLI_OK; i++) {
         const char *arg = argv[optind + i];
         int64_t id;

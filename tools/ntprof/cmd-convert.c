@@ -75,7 +75,11 @@ int cmd_convert(int argc, char **argv)
     }
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL, *other = NULL;
-    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
+    const ntp_output_path outs[] = {{"-o", output}};
+    const char *ins[] = {argv[optind]};
+    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
+        /* refused before reading anything */
+    } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);

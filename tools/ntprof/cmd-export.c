@@ -74,7 +74,11 @@ int cmd_export(int argc, char **argv)
     }
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
-    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+    const ntp_output_path outs[] = {{"-o", output}};
+    const char *ins[] = {argv[optind]};
+    if (cli_check_outputs(ctx, outs, 1, ins, 1) != CLI_OK) {
+        rc = CLI_FAIL;
+    } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
         ntp_graph_export_onnx(ctx, g, output, &eo) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {

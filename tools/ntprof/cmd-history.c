@@ -120,6 +120,10 @@ int cmd_history(int argc, char **argv)
         }
         db = path;
     }
+    const ntp_output_path outs[] = {{"-o", output}};
+    const char *ins[] = {db};
+    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK)
+        goto out;
     /* A history that was never written is empty, not an error. */
     if (access(db, F_OK) != 0 && !show) {
         list_arg none = {NULL, 0};

@@ -361,6 +361,14 @@ int cmd_run(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_run_result *res = NULL;
+    /* Every output checked before anything is measured. */
+    const ntp_output_path outs[] = {{"-o", output}, {"--trace", trace}, {"--html", html}};
+    const char *ins[] = {argv[optind]};
+    if (!tool_child && cli_check_outputs(ctx, outs, 3, ins, 1) != CLI_OK) {
+        rc = CLI_FAIL;
+        ntp_ctx_free(ctx);
+        goto out;
+    }
     /* The history is a convenience: when it cannot be read or written the
      * run still runs and reports, with a warning (docs/history.md). */
     char db_path[4096];

@@ -328,6 +328,11 @@ int cmd_sweep(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_sweep *sw = NULL;
+    const ntp_output_path outs[] = {{"-o", output}, {"--html", html}};
+    if (cli_check_outputs(ctx, outs, 2, &file, 1) != CLI_OK) {
+        rc = CLI_FAIL;
+        goto done;
+    }
     if (ntp_graph_load(ctx, file, &lo, &g) != NTP_STATUS_OK ||
         ntp_sweep_init(ctx, g, file, design, &sw) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
@@ -402,15 +407,19 @@ int cmd_sweep(int argc, char **argv)
     cli_progress_clear(&prog);
     if (!keep)
         clean_dir(dir, n);
+    /* A configuration that failed is reported in the table; the sweep as a
+     * whole fails only when nothing ran, and then writes no output (the
+     * table, saying why each failed, goes to stderr). */
+    if (failed == n) {
+        write_sweep(ctx, sw, NTP_FORMAT_TABLE, stderr);
+        cli_error("every configuration failed");
+        rc = CLI_FAIL;
+        goto done;
+    }
     rc = cli_write_output(ctx, output, write_sweep, sw, fmt);
     if (rc == CLI_OK && html)
         rc = cli_write_output(ctx, html, write_html, sw, NTP_FORMAT_TABLE);
-    /* A configuration that failed is reported in the table; the sweep as a
-     * whole fails only when nothing ran. */
-    if (rc == CLI_OK && failed == n) {
-        cli_error("every configuration failed");
-        rc = CLI_FAIL;
-    } else if (rc == CLI_OK && failed > 0) {
+    if (rc == CLI_OK && failed > 0) {
         fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed, n);
     }
 done:
