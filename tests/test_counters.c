@@ -340,15 +340,23 @@ static void test_run_counters_and_verdict(void **state)
     assert_true(r->n_counter_notes >= 1);
     double sum_tc = 0, sum_pf = 0;
     int conv = -1, fc = -1;
+    bool flat_na = false;
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *L = &r->layers[i];
         const ntp_counter_value *tc = find_value(L->counters, L->n_counters, "task-clock");
         const ntp_counter_value *pf = find_value(L->counters, L->n_counters, "page-faults");
         const ntp_counter_value *cy = find_value(L->counters, L->n_counters, "cycles");
         assert_non_null(tc);
-        assert_true(tc->available);
         assert_string_equal(tc->source, "perf_event");
-        assert_true(tc->value > 0);
+        if (!strcmp(L->name, "flat") && !tc->available) {
+            /* A flatten is a view: its few ns are below what reading the
+             * counters costs, and it says so rather than count the reads. */
+            assert_non_null(strstr(tc->reason, "below the counting overhead of "));
+            flat_na = true;
+        } else {
+            assert_true(tc->available);
+            assert_true(tc->value > 0);
+        }
         assert_non_null(cy);
         if (!ntp__have_cpu_pmu()) {
             assert_false(cy->available);
@@ -376,7 +384,15 @@ static void test_run_counters_and_verdict(void **state)
     const ntp_counter_value *mtc = find_value(M->counters, M->n_counters, "task-clock");
     const ntp_counter_value *mpf = find_value(M->counters, M->n_counters, "page-faults");
     assert_non_null(mtc);
-    assert_float_equal(mtc->value, sum_tc, 1e-6 * sum_tc);
+    /* The marker adds every row's count, including a row too small to be
+     * shown on its own (n/a below the counting overhead): at most a few µs
+     * of task-clock above the shown rows' sum, never below it. */
+    if (flat_na) {
+        assert_true(mtc->value >= sum_tc * (1 - 1e-9));
+        assert_true(mtc->value <= sum_tc * 1.02);
+    } else {
+        assert_float_equal(mtc->value, sum_tc, 1e-6 * sum_tc);
+    }
     assert_float_equal(mpf->value, sum_pf, 1e-9);
     assert_non_null(M->bound);
     ntp_run_result_free(r);
