@@ -163,6 +163,40 @@ static inline bool ntp_memory_has_device(const ntp_memory_result *m)
            m->device_workspace_bytes > 0 || m->device_peak_bytes > 0;
 }
 
+/* What other processes and the hypervisor took from this run's CPUs while
+ * it was measured (docs/run.md#contention), from /proc/stat's counters of
+ * the CPUs the run may use against this process's own CPU time. */
+typedef struct ntp_contention {
+    bool measured;              /* false: not sampled; `reason` says why */
+    char reason[96];
+    double window_s;            /* wall time of the measured window */
+    int cpus;                   /* CPUs summed: those this process may run on */
+    /* Shares of cpus x window_s: busy with other processes ((system busy -
+     * own) / (cpus x window)), stolen by the hypervisor, used by this
+     * process. */
+    double other;
+    double steal;
+    double own;
+    double resolution;          /* +- on other and steal from clock-tick counting */
+    double load_average;        /* 1-minute load average at the window's start */
+    /* other + steal - resolution >= NTP_CONTENTION_THRESHOLD: the run
+     * warned that its figures may be distorted. */
+    bool distorted;
+} ntp_contention;
+
+/* The share of the CPU that other processes and steal may take before a
+ * run warns (docs/run.md#contention). */
+#define NTP_CONTENTION_THRESHOLD 0.10
+
+/* A library a backend runs on: its version and, where the library says,
+ * the instruction set it chose on this CPU. */
+#define NTP_ENV_MAX_LIBS 6
+typedef struct ntp_env_library {
+    char name[16];              /* "oneDNN", "XNNPACK", "OpenBLAS", "cuDNN", "cuBLAS" */
+    char version[192];          /* "2.7.3 (git a0c6e2f)", OpenBLAS's config string */
+    char isa[96];               /* "avx512_core_bf16"; "n/a (reason)" where not known */
+} ntp_env_library;
+
 typedef struct ntp_env {
     char cpu_model[128];
     char cpu_flags[1024];       /* the ISA flags that matter (avx2, avx512*, amx*) */
@@ -175,6 +209,18 @@ typedef struct ntp_env {
     char git_revision[48];
     char hostname[64];
     char timestamp[32];         /* ISO 8601 UTC */
+    /* Reproducibility (docs/report-format.md): the backends' libraries, the
+     * CPU's frequency policy, and the load when the run started. Each text
+     * is "n/a (reason)" where the system does not say. */
+    int n_libraries;
+    ntp_env_library library[NTP_ENV_MAX_LIBS];
+    char governor[64];          /* cpufreq scaling governor of CPU 0 */
+    double cpu_mhz;             /* current frequency of CPU 0; 0: n/a (cpu_mhz_text says why) */
+    char cpu_mhz_text[64];      /* "3000 MHz" or "n/a (reason)" */
+    char boost[64];             /* turbo/boost: "on", "off" or "n/a (reason)" */
+    char smt[64];               /* simultaneous multithreading: "on", "off", "notsupported", ... */
+    double load_average[3];     /* 1, 5, 15 minutes, when the environment was collected; -1: n/a */
+    ntp_contention contention;  /* filled by ntp_run for its measured window */
 } ntp_env;
 
 /* One iteration's layer timings, for traces: start and end in µs since the
