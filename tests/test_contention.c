@@ -252,6 +252,60 @@ static void test_busy_neighbours(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The output of a shell command (stdout and stderr), and its exit status. */
+static int shell(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* --wait-policy: the CLI sets the runtimes' variables and runs itself
+ * again; the report says what the run ran under. */
+static void test_wait_policy_cli(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    char cmd[2048];
+    const char *run = "run " NTP_SOURCE_DIR "/models/tiny-mlp.xml -n 1 -w 0 --min-time 0 --no-db "
+                      "-f json";
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s --wait-policy passive 2>&1", NTP_CLI, run);
+    assert_int_equal(shell(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"wait_policy\": \"passive\""));
+    assert_non_null(strstr(out, "\"wait_settings\": "
+                                "\"OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4\""));
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s --wait-policy=spin 2>&1", NTP_CLI, run);
+    assert_int_equal(shell(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"wait_policy\": \"spin\""));
+    assert_non_null(strstr(out, "\"wait_settings\": \"\""));
+    /* auto says what it chose and why. */
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s 2>&1", NTP_CLI, run);
+    assert_int_equal(shell(cmd, out, sizeof out), 0);
+    static const char key[] = "\"wait_policy\": \"auto: ";
+    const char *a = strstr(out, key);
+    assert_non_null(a);
+    if (strncmp(a + strlen(key), "passive", 7) == 0)
+        assert_non_null(strstr(out, "OMP_WAIT_POLICY=PASSIVE"));
+    else
+        assert_non_null(strstr(out, "\"wait_settings\": \"GOMP_SPINCOUNT=10000\""));
+    /* The user's own settings win over auto, and are reported. */
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u "
+             "NTPROF_WAIT_POLICY GOMP_SPINCOUNT=5 %s %s 2>&1", NTP_CLI, run);
+    assert_int_equal(shell(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"wait_policy\": \"environment\""));
+    assert_non_null(strstr(out, "\"wait_settings\": \"GOMP_SPINCOUNT=5\""));
+    /* A policy that does not exist is a usage error, before any work. */
+    snprintf(cmd, sizeof cmd, "%s %s --wait-policy sleepy 2>&1", NTP_CLI, run);
+    assert_int_equal(shell(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--wait-policy expects spin, passive or auto, got 'sleepy'"));
+}
+
 /* Sample the machine for half a second while this process sleeps: the
  * share other processes take, or -1 when it cannot be read. */
 static double idle_check(double *load)
@@ -313,6 +367,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_compute),
         cmocka_unit_test(test_busy_neighbours),
+        cmocka_unit_test(test_wait_policy_cli),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     stop_busy();

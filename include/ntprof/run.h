@@ -283,6 +283,9 @@ typedef struct ntp_run_result {
     const char **param_values;
 
     bool fused;                 /* --fuse */
+    /* The thread pools' wait policy (ntp_wait_policy). */
+    const char *wait_policy;
+    const char *wait_settings;
     int n_layers;               /* rows: layers and the steps between them */
     ntp_layer_result *layers;   /* execution order; only the --only range */
     int n_markers;
@@ -336,6 +339,19 @@ bool ntp_run_tool_child(ntp_run_opts *o);
 
 /* Fill env with facts about this machine and build. */
 void ntp_env_collect(ntp_env *env);
+
+/* Sample what other processes take from the CPUs this process may use,
+ * over `seconds` of sleeping (docs/run.md#contention): a machine check
+ * before deciding how to run. */
+void ntp_contention_sample(double seconds, ntp_contention *out);
+
+/* The thread pools' wait policy this process runs under
+ * (docs/run.md#wait-policy), as the OpenMP runtime and OpenBLAS read it
+ * from the environment when they were loaded: `name` is the CLI's policy
+ * ("spin", "passive", "auto: ..."), "environment" for settings of the
+ * user's own, or "spin" for the runtimes' defaults; `settings` the
+ * variables that were set ("GOMP_SPINCOUNT=10000"), "" for none. */
+void ntp_wait_policy(const char **name, const char **settings);
 
 /* Names of the backends built into this library, comma-separated. */
 const char *ntp_backends(void);

@@ -678,6 +678,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->warmup = opts->warmup;
     r->only_marker = opts->only_marker;
     r->fused = opts->fuse;
+    ntp_wait_policy(&r->wait_policy, &r->wait_settings);
     r->n_layers = w.n;
     r->n_params = g->n_params;
     for (int i = 0; i < g->n_params; i++) {

@@ -209,3 +209,15 @@ bool ntp__contention_warning(const ntp_contention *c, char *buf, size_t len)
              100 * c->other, load, steal);
     return true;
 }
+
+void ntp_contention_sample(double seconds, ntp_contention *out)
+{
+    ntp__contention_probe p;
+    ntp__contention_begin(&p);
+    if (seconds > 0) {
+        struct timespec nap = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+        while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+            ;
+    }
+    ntp__contention_end(&p, out);
+}

@@ -324,7 +324,8 @@ static void collect_xnnpack(ntp_env *env)
         snprintf(v, sizeof v, "n/a (no version call; %.120s is not from a Debian package)",
                  f.path);
     copy(l->version, sizeof l->version, v);
-    copy(l->isa, sizeof l->isa, "n/a (XNNPACK chooses kernels per operator and does not say which)");
+    copy(l->isa, sizeof l->isa,
+         "n/a (XNNPACK chooses kernels per operator and does not say which)");
 }
 
 static void collect_cuda(ntp_env *env)
@@ -457,6 +458,36 @@ static void collect_load(ntp_env *env)
     double avg[3];
     if (ntp__loadavg_parse(buf, avg))
         memcpy(env->load_average, avg, sizeof avg);
+}
+
+/* --- the thread pools' wait policy ------------------------------------------------- */
+
+static char wait_name[96] = "spin", wait_settings[256] = "";
+
+/* Read when the library loads, as the OpenMP runtime and OpenBLAS read
+ * theirs (before main): a later setenv changes neither. */
+__attribute__((constructor)) static void capture_wait_policy(void)
+{
+    static const char *const vars[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                                       "OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT"};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && used < sizeof wait_settings)
+            used += (size_t)snprintf(wait_settings + used, sizeof wait_settings - used,
+                                     "%s%s=%.40s", used ? " " : "", vars[i], v);
+    }
+    const char *applied = getenv("NTPROF_WAIT_POLICY_APPLIED");
+    if (applied && *applied)
+        snprintf(wait_name, sizeof wait_name, "%.90s", applied);
+    else if (used)
+        snprintf(wait_name, sizeof wait_name, "environment");
+}
+
+void ntp_wait_policy(const char **name, const char **settings)
+{
+    *name = wait_name;
+    *settings = wait_settings;
 }
 
 void ntp_env_collect(ntp_env *env)

@@ -260,6 +260,8 @@ static void read_config(reader *rd, json_t *o)
     r->warmup = (int)get_int(rd, o, "warmup");
     r->iterations = (int)get_int(rd, o, "iterations");
     r->only_marker = get_str(rd, o, "only_marker", &ok);
+    r->wait_policy = opt_str(rd, o, "wait_policy"); /* optional: older reports lack it */
+    r->wait_settings = opt_str(rd, o, "wait_settings");
     json_t *params = need(rd, o, "params");
     if (params && json_is_object(params)) {
         size_t n = json_object_size(params);

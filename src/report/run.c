@@ -244,8 +244,9 @@ static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
 /* The header's reproducibility lines: the backends' libraries with the
  * ISA each chose, the CPU's frequency policy and load, and what other
  * processes took while the run was measured. */
-static void table_environment(FILE *f, const ntp_env *e)
+static void table_environment(FILE *f, const ntp_run_result *r)
 {
+    const ntp_env *e = &r->env;
     char text[2048];
     size_t used = 0;
     for (int i = 0; i < e->n_libraries && used < sizeof text; i++)
@@ -260,6 +261,12 @@ static void table_environment(FILE *f, const ntp_env *e)
     snprintf(text, sizeof text, "governor %s, %s, boost %s, SMT %s; load average %s", e->governor,
              e->cpu_mhz_text, e->boost, e->smt, load);
     ntp__put_wrapped(f, "cpu: ", text);
+    if (r->wait_policy) {
+        bool set = r->wait_settings && *r->wait_settings;
+        snprintf(text, sizeof text, "%s%s%s%s", r->wait_policy, set ? " (" : "",
+                 set ? r->wait_settings : "", set ? ")" : "");
+        ntp__put_wrapped(f, "thread pools' wait policy: ", text);
+    }
     const ntp_contention *c = &e->contention;
     if (c->measured) {
         char at[48] = "";
@@ -299,7 +306,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__human_bytes((double)r->env.memory_bytes, a, sizeof a), r->env.os);
     ntp__put_linef(f, "ntprof %s (%s), %s, %s", r->env.ntprof_version, r->env.git_revision,
                    r->env.compiler, r->env.timestamp);
-    table_environment(f, &r->env);
+    table_environment(f, r);
     fputc('\n', f);
 
     /* The roof column only when there is a roof to compare with. */
@@ -613,6 +620,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     ntp__jset(&ok, cfg, "warmup", json_integer(r->warmup));
     ntp__jset(&ok, cfg, "iterations", json_integer(r->iterations));
     ntp__jset(&ok, cfg, "only_marker", ntp__json_str(r->only_marker));
+    /* docs/run.md#wait-policy */
+    ntp__jset(&ok, cfg, "wait_policy", ntp__json_str(r->wait_policy));
+    ntp__jset(&ok, cfg, "wait_settings", ntp__json_str(r->wait_settings));
     json_t *params = json_object();
     for (int i = 0; i < r->n_params; i++)
         ntp__jset(&ok, params, r->param_names[i], ntp__json_str(r->param_values[i]));
