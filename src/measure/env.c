@@ -484,6 +484,11 @@ __attribute__((constructor)) static void capture_wait_policy(void)
         snprintf(wait_name, sizeof wait_name, "environment");
 }
 
+bool ntp__wait_passive(void)
+{
+    return strcasestr(wait_settings, "OMP_WAIT_POLICY=passive") != NULL;
+}
+
 void ntp_wait_policy(const char **name, const char **settings)
 {
     *name = wait_name;
