@@ -131,6 +131,13 @@ static const wait_policy *wait_policy_wanted(int *argc, char **argv, bool *expli
     return NULL;
 }
 
+/* Whether var already holds value (NULL: unset). */
+static bool env_is(const char *var, const char *value)
+{
+    const char *v = getenv(var);
+    return value ? v && strcmp(v, value) == 0 : v == NULL;
+}
+
 static void set_or_unset(const char *var, const char *value)
 {
     if (value)
@@ -180,6 +187,18 @@ static bool apply_wait_policy(int *argc, char **argv)
         setenv("NTPROF_WAIT_POLICY_APPLIED", name, 1);
     } else {
         setenv("NTPROF_WAIT_POLICY_APPLIED", p->name, 1);
+    }
+    /* Nothing to change (spin, with none of the variables set): the
+     * runtimes already run under it. */
+    if (env_is("OMP_WAIT_POLICY", p->omp_wait_policy) &&
+        env_is("GOMP_SPINCOUNT", p->gomp_spincount) &&
+        env_is("OPENBLAS_THREAD_TIMEOUT", p->openblas_timeout) && !getenv("GOTO_THREAD_TIMEOUT"))
+        return true;
+    /* Under valgrind a new program would run without it: stay, spinning. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) {
+        setenv("NTPROF_WAIT_POLICY_APPLIED", "spin", 1);
+        return true;
     }
     set_or_unset("OMP_WAIT_POLICY", p->omp_wait_policy);
     set_or_unset("GOMP_SPINCOUNT", p->gomp_spincount);
