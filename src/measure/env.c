@@ -6,6 +6,7 @@
 #include <fftw3.h>
 #include <jansson.h>
 #include <link.h>
+#include <pthread.h>
 #include <libxml/xmlversion.h>
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -346,25 +347,34 @@ static void collect_cuda(ntp_env *env)
         }
     }
     /* The CUDA backend opens cuBLAS privately (RTLD_LOCAL) when it first
-     * runs: ask for it by name without loading it. */
-    for (int major = 13; major >= 10; major--) {
-        char name[32];
-        snprintf(name, sizeof name, "libcublas.so.%d", major);
-        void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
-        if (!h)
-            continue;
-        LOOKUP(h, property_fn, "cublasGetProperty", prop);
-        ntp_env_library *l = add_library(env, "cuBLAS");
-        int v[3] = {0, 0, 0};
-        if (l && prop && prop(0, &v[0]) == 0 && prop(1, &v[1]) == 0 && prop(2, &v[2]) == 0)
-            snprintf(l->version, sizeof l->version, "%d.%d.%d", v[0], v[1], v[2]);
-        else if (l)
-            snprintf(l->version, sizeof l->version, "%d (%s)", major, name);
-        if (l)
-            copy(l->isa, sizeof l->isa, "n/a (a GPU library)");
-        dlclose(h);
-        break;
-    }
+     * runs: find it among the loaded objects (no file system search), then
+     * ask it without loading anything. */
+    find_lib f = {.prefix = "libcublas.so"};
+    if (!dl_iterate_phdr(find_lib_cb, &f))
+        return;
+    void *h = dlopen(f.path, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return;
+    LOOKUP(h, property_fn, "cublasGetProperty", prop);
+    ntp_env_library *l = add_library(env, "cuBLAS");
+    int v[3] = {0, 0, 0};
+    if (l && prop && prop(0, &v[0]) == 0 && prop(1, &v[1]) == 0 && prop(2, &v[2]) == 0)
+        snprintf(l->version, sizeof l->version, "%d.%d.%d", v[0], v[1], v[2]);
+    else if (l)
+        snprintf(l->version, sizeof l->version, "n/a (%.150s has no cublasGetProperty)", f.path);
+    if (l)
+        copy(l->isa, sizeof l->isa, "n/a (a GPU library)");
+    dlclose(h);
+}
+
+static ntp_env libraries;
+static pthread_once_t libraries_once = PTHREAD_ONCE_INIT;
+
+static void collect_libraries(void)
+{
+    collect_onednn(&libraries);
+    collect_xnnpack(&libraries);
+    collect_openblas(&libraries);
 }
 
 /* --- the CPU's frequency policy ---------------------------------------------------- */
@@ -530,9 +540,12 @@ void ntp_env_collect(ntp_env *env)
     } else {
         copy(env->hostname, sizeof env->hostname, NULL);
     }
-    collect_onednn(env);
-    collect_xnnpack(env);
-    collect_openblas(env);
+    /* The libraries do not change while the process lives, and finding
+     * XNNPACK's package reads dpkg's database: once. */
+    pthread_once(&libraries_once, collect_libraries);
+    env->n_libraries = libraries.n_libraries;
+    memcpy(env->library, libraries.library, sizeof env->library);
+    /* The CUDA backend opens cuBLAS when it first runs: look each time. */
     collect_cuda(env);
     collect_frequency(env);
     collect_load(env);
