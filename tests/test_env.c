@@ -299,7 +299,8 @@ static void test_backend_libraries(void **state)
         assert_true(starts_with(d->isa, "avx512_core"));
     if (in_word_list(flags, "avx512_bf16") && !getenv("ONEDNN_MAX_CPU_ISA") &&
         !getenv("DNNL_MAX_CPU_ISA"))
-        assert_true(strcmp(d->isa, "avx512_core_bf16") == 0 || strcmp(d->isa, "avx512_core_amx") == 0);
+        assert_true(strcmp(d->isa, "avx512_core_bf16") == 0 ||
+                    strcmp(d->isa, "avx512_core_amx") == 0);
     /* A lower ISA forced in a child run is the one reported. */
     if (in_word_list(flags, "avx2")) {
         char cmd[1024], out[512];
