@@ -175,6 +175,40 @@ static inline bool ntp_memory_has_device(const ntp_memory_result *m)
            m->device_workspace_bytes > 0 || m->device_peak_bytes > 0;
 }
 
+/* What other processes and the hypervisor took from this run's CPUs while
+ * it was measured (docs/run.md#contention), from /proc/stat's counters of
+ * the CPUs the run may use against this process's own CPU time. */
+typedef struct ntp_contention {
+    bool measured;              /* false: not sampled; `reason` says why */
+    char reason[96];
+    double window_s;            /* wall time of the measured window */
+    int cpus;                   /* CPUs summed: those this process may run on */
+    /* Shares of cpus x window_s: busy with other processes ((system busy -
+     * own) / (cpus x window)), stolen by the hypervisor, used by this
+     * process. */
+    double other;
+    double steal;
+    double own;
+    double resolution;          /* +- on other and steal from clock-tick counting */
+    double load_average;        /* 1-minute load average at the window's start */
+    /* other + steal - resolution >= NTP_CONTENTION_THRESHOLD: the run
+     * warned that its figures may be distorted. */
+    bool distorted;
+} ntp_contention;
+
+/* The share of the CPU that other processes and steal may take before a
+ * run warns (docs/run.md#contention). */
+#define NTP_CONTENTION_THRESHOLD 0.10
+
+/* A library a backend runs on: its version and, where the library says,
+ * the instruction set it chose on this CPU. */
+#define NTP_ENV_MAX_LIBS 6
+typedef struct ntp_env_library {
+    char name[16];              /* "oneDNN", "XNNPACK", "OpenBLAS", "cuDNN", "cuBLAS" */
+    char version[192];          /* "2.7.3 (git a0c6e2f)", OpenBLAS's config string */
+    char isa[96];               /* "avx512_core_bf16"; "n/a (reason)" where not known */
+} ntp_env_library;
+
 typedef struct ntp_env {
     char cpu_model[128];
     char cpu_flags[1024];       /* the ISA flags that matter (avx2, avx512*, amx*) */
@@ -187,6 +221,18 @@ typedef struct ntp_env {
     char git_revision[48];
     char hostname[64];
     char timestamp[32];         /* ISO 8601 UTC */
+    /* Reproducibility (docs/report-format.md): the backends' libraries, the
+     * CPU's frequency policy, and the load when the run started. Each text
+     * is "n/a (reason)" where the system does not say. */
+    int n_libraries;
+    ntp_env_library library[NTP_ENV_MAX_LIBS];
+    char governor[64];          /* cpufreq scaling governor of CPU 0 */
+    double cpu_mhz;             /* current frequency of CPU 0; 0: n/a (cpu_mhz_text says why) */
+    char cpu_mhz_text[64];      /* "3000 MHz" or "n/a (reason)" */
+    char boost[64];             /* turbo/boost: "on", "off" or "n/a (reason)" */
+    char smt[64];               /* simultaneous multithreading: "on", "off", "notsupported", ... */
+    double load_average[3];     /* 1, 5, 15 minutes, when the environment was collected; -1: n/a */
+    ntp_contention contention;  /* filled by ntp_run for its measured window */
 } ntp_env;
 
 /* One iteration's layer timings, for traces: start and end in µs since the
@@ -249,6 +295,9 @@ typedef struct ntp_run_result {
     const char **param_values;
 
     bool fused;                 /* --fuse */
+    /* The thread pools' wait policy (ntp_wait_policy). */
+    const char *wait_policy;
+    const char *wait_settings;
     int n_layers;               /* rows: layers and the steps between them */
     ntp_layer_result *layers;   /* execution order; only the --only range */
     int n_markers;
@@ -302,6 +351,19 @@ bool ntp_run_tool_child(ntp_run_opts *o);
 
 /* Fill env with facts about this machine and build. */
 void ntp_env_collect(ntp_env *env);
+
+/* Sample what other processes take from the CPUs this process may use,
+ * over `seconds` of sleeping (docs/run.md#contention): a machine check
+ * before deciding how to run. */
+void ntp_contention_sample(double seconds, ntp_contention *out);
+
+/* The thread pools' wait policy this process runs under
+ * (docs/run.md#wait-policy), as the OpenMP runtime and OpenBLAS read it
+ * from the environment when they were loaded: `name` is the CLI's policy
+ * ("spin", "passive", "auto: ..."), "environment" for settings of the
+ * user's own, or "spin" for the runtimes' defaults; `settings` the
+ * variables that were set ("GOMP_SPINCOUNT=10000"), "" for none. */
+void ntp_wait_policy(const char **name, const char **settings);
 
 /* Names of the backends built into this library, comma-separated. */
 const char *ntp_backends(void);

@@ -1,6 +1,6 @@
 /* ntp_run: build, run and measure.
  *
- * The measurement protocol (docs/run.md, "Measurement"):
+ * The measurement protocol (docs/run.md#measurement):
  *   1. prepare every layer (timed per layer, reported apart from running);
  *   2. warm-up iterations, discarded;
  *   3. the end-to-end pass: whole iterations timed with nothing inside them,
@@ -242,6 +242,10 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     }
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
+    /* What other processes take from the run's CPUs over exactly the
+     * measured window (docs/run.md#contention). */
+    ntp__contention_probe probe;
+    ntp__contention_begin(&probe);
     double start = ntp__now_us();
     /* --min-time is what each pass's samples add up to: the end-to-end
      * times alone span it, and so do the per-layer iterations, rather than
@@ -319,6 +323,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             need = ceil(n * o->min_time_s / spent);
         progress(o, "measure", n, need > max_iters ? max_iters : need < n ? n : (int)need);
     }
+    ntp__contention_end(&probe, &r->env.contention);
     getrusage(RUSAGE_SELF, &ru1);
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
@@ -721,6 +726,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->warmup = opts->warmup;
     r->only_marker = opts->only_marker;
     r->fused = opts->fuse;
+    ntp_wait_policy(&r->wait_policy, &r->wait_settings);
     r->n_layers = w.n;
     r->n_params = g->n_params;
     for (int i = 0; i < g->n_params; i++) {
@@ -767,6 +773,11 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         add_warning(r, "end-to-end times vary: coefficient of variation %.1f%% > %.1f%%; "
                     "the machine may be busy, so compare medians with their intervals",
                     100 * r->end_to_end_ms.cv, 100 * noise);
+    /* Contention is warned about whatever the spread: a run slowed evenly
+     * by a busy neighbour varies little. */
+    char busy[256];
+    if (ntp__contention_warning(&r->env.contention, busy, sizeof busy))
+        add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)
         add_warning(r, "only %.1f ms measured in %d iterations: too short to trust; "

@@ -1,16 +1,23 @@
 /* Facts about the machine and the build, recorded in every run report so a
  * result can be compared only with results from the same setup. */
+#include <dirent.h>
+#include <errno.h>
+#include <dlfcn.h>
 #include <fftw3.h>
 #include <jansson.h>
+#include <link.h>
+#include <pthread.h>
 #include <libxml/xmlversion.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "measure-impl.h"
 #include "ntprof/ntprof.h"
 
 #define UNKNOWN "unknown"
@@ -118,6 +125,386 @@ static void collect_os(ntp_env *env)
     copy(env->os, sizeof env->os, os);
 }
 
+/* --- the backends' libraries ----------------------------------------------------- *
+ *
+ * Looked up among the libraries loaded in this process (dlsym), so that
+ * this file needs none of their headers and reports the library actually
+ * loaded, not the one compiled against. A library that is not loaded (its
+ * backend not built) is not listed. */
+
+/* A function of a loaded library, or NULL; `type` is a function-pointer
+ * typedef. POSIX lets dlsym's void * convert to a function pointer; memcpy
+ * says so without a cast ISO C frowns on. */
+#define LOOKUP(handle, type, name, var)                                                   \
+    type var = NULL;                                                                      \
+    do {                                                                                  \
+        void *p_ = dlsym(handle, name);                                                   \
+        if (p_)                                                                           \
+            memcpy(&var, &p_, sizeof p_);                                                 \
+    } while (0)
+
+static ntp_env_library *add_library(ntp_env *env, const char *name)
+{
+    if (env->n_libraries >= NTP_ENV_MAX_LIBS)
+        return NULL;
+    ntp_env_library *l = &env->library[env->n_libraries++];
+    copy(l->name, sizeof l->name, name);
+    return l;
+}
+
+/* oneDNN's dnnl_version_t (dnnl_types.h), stable since 1.0. */
+typedef struct dnnl_version_abi {
+    int major, minor, patch;
+    const char *hash;
+    unsigned cpu_runtime, gpu_runtime;
+} dnnl_version_abi;
+
+typedef const dnnl_version_abi *(*version_fn)(void);
+typedef int (*int_fn)(void);
+typedef char *(*text_fn)(void);
+typedef size_t (*size_fn)(void);
+typedef int (*property_fn)(int, int *);
+
+/* dnnl_cpu_isa_t as oneDNN 2.x numbers it (each ISA's bits include those of
+ * the ISAs below it). */
+static const char *dnnl_isa_name(int isa, char *buf, size_t len)
+{
+    static const struct {
+        int value;
+        const char *name;
+    } names[] = {
+        {0x0, "all"}, {0x1, "sse41"}, {0x3, "avx"}, {0x7, "avx2"}, {0xf, "avx512_mic"},
+        {0x1f, "avx512_mic_4ops"}, {0x27, "avx512_core"}, {0x67, "avx512_core_vnni"},
+        {0xe7, "avx512_core_bf16"}, {0x3e7, "avx512_core_amx"}, {0x407, "avx2_vnni"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].value == isa)
+            return names[i].name;
+    snprintf(buf, len, "dnnl_cpu_isa 0x%x", (unsigned)isa);
+    return buf;
+}
+
+static void collect_onednn(ntp_env *env)
+{
+    LOOKUP(RTLD_DEFAULT, version_fn, "dnnl_version", version);
+    if (!version)
+        return;
+    ntp_env_library *l = add_library(env, "oneDNN");
+    if (!l)
+        return;
+    const dnnl_version_abi *v = version();
+    const char *rt = v->cpu_runtime == 2u ? "OpenMP" : v->cpu_runtime == 4u ? "TBB"
+                     : v->cpu_runtime == 1u ? "sequential" : v->cpu_runtime == 8u ? "threadpool"
+                     : "other";
+    bool hash = v->hash && *v->hash && strcmp(v->hash, "N/A") != 0;
+    snprintf(l->version, sizeof l->version, "%d.%d.%d%s%s%s, %s runtime", v->major, v->minor,
+             v->patch, hash ? " (git " : "", hash ? v->hash : "", hash ? ")" : "", rt);
+    /* The ISA oneDNN's kernels are generated for: the CPU's best unless
+     * ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) lowers it. */
+    LOOKUP(RTLD_DEFAULT, int_fn, "dnnl_get_effective_cpu_isa", effective_isa);
+    char buf[32];
+    if (effective_isa)
+        copy(l->isa, sizeof l->isa, dnnl_isa_name(effective_isa(), buf, sizeof buf));
+    else
+        copy(l->isa, sizeof l->isa, "n/a (no dnnl_get_effective_cpu_isa)");
+}
+
+static void collect_openblas(ntp_env *env)
+{
+    LOOKUP(RTLD_DEFAULT, text_fn, "openblas_get_config", config);
+    if (!config)
+        return;
+    ntp_env_library *l = add_library(env, "OpenBLAS");
+    if (!l)
+        return;
+    const char *c = config();
+    if (c && strncmp(c, "OpenBLAS ", 9) == 0)
+        c += 9; /* the name is already in the field */
+    copy(l->version, sizeof l->version, c);
+    /* The kernel set a DYNAMIC_ARCH build chose for this CPU. */
+    LOOKUP(RTLD_DEFAULT, text_fn, "openblas_get_corename", core);
+    char isa[96];
+    if (core && core() && *core())
+        snprintf(isa, sizeof isa, "%s kernels", core());
+    else
+        snprintf(isa, sizeof isa, "n/a (no openblas_get_corename)");
+    copy(l->isa, sizeof l->isa, isa);
+}
+
+/* The path of the loaded library whose file name starts with `prefix`. */
+typedef struct find_lib {
+    const char *prefix;
+    char path[512];
+} find_lib;
+
+static int find_lib_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    find_lib *f = data;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    if (base && strncmp(base + 1, f->prefix, strlen(f->prefix)) == 0) {
+        snprintf(f->path, sizeof f->path, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
+/* The Debian package that installed `path` and its version, from dpkg's
+ * database: "libxnnpack0 0.0~git20220216-1"; false where dpkg does not
+ * know it (another distribution, a library built by hand). Only package
+ * lists whose name contains `hint` are read. */
+static bool dpkg_version(const char *path, const char *hint, char *out, size_t len)
+{
+    char real[4096];
+    if (!realpath(path, real))
+        snprintf(real, sizeof real, "%s", path);
+    DIR *d = opendir("/var/lib/dpkg/info");
+    if (!d)
+        return false;
+    char package[256] = "";
+    struct dirent *e;
+    while (!package[0] && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".list") != 0 || !strstr(e->d_name, hint))
+            continue;
+        char list[600], line[4096];
+        snprintf(list, sizeof list, "/var/lib/dpkg/info/%s", e->d_name);
+        FILE *f = fopen(list, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f)) {
+            strip(line);
+            char lreal[4096];
+            if (strcmp(line, path) == 0 || strcmp(line, real) == 0 ||
+                (realpath(line, lreal) && strcmp(lreal, real) == 0)) {
+                snprintf(package, sizeof package, "%.*s", (int)(n - 5), e->d_name);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    if (!package[0])
+        return false;
+    char *arch = strchr(package, ':'); /* "libxnnpack0:amd64" */
+    if (arch)
+        *arch = '\0';
+    FILE *f = fopen("/var/lib/dpkg/status", "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool in = false, found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        strip(line);
+        if (strncmp(line, "Package: ", 9) == 0)
+            in = strcmp(line + 9, package) == 0;
+        else if (in && strncmp(line, "Version: ", 9) == 0) {
+            snprintf(out, len, "%.100s %.80s", package, line + 9);
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void collect_xnnpack(ntp_env *env)
+{
+    find_lib f = {.prefix = "libXNNPACK"};
+    if (!dl_iterate_phdr(find_lib_cb, &f)) {
+        f.prefix = "libxnnpack";
+        if (!dl_iterate_phdr(find_lib_cb, &f))
+            return;
+    }
+    ntp_env_library *l = add_library(env, "XNNPACK");
+    if (!l)
+        return;
+    /* XNNPACK has no version call (its snapshots are git commits): the
+     * package that installed the loaded library says which. */
+    char v[192];
+    if (!dpkg_version(f.path, "xnnpack", v, sizeof v))
+        snprintf(v, sizeof v, "n/a (no version call; %.120s is not from a Debian package)",
+                 f.path);
+    copy(l->version, sizeof l->version, v);
+    copy(l->isa, sizeof l->isa,
+         "n/a (XNNPACK chooses kernels per operator and does not say which)");
+}
+
+static void collect_cuda(ntp_env *env)
+{
+    LOOKUP(RTLD_DEFAULT, size_fn, "cudnnGetVersion", cudnn);
+    if (cudnn) {
+        ntp_env_library *l = add_library(env, "cuDNN");
+        if (l) {
+            /* 8907 is 8.9.7; from cuDNN 9 on, 90100 is 9.1.0. */
+            size_t v = cudnn();
+            if (v >= 90000)
+                snprintf(l->version, sizeof l->version, "%zu.%zu.%zu", v / 10000, v % 10000 / 100,
+                         v % 100);
+            else
+                snprintf(l->version, sizeof l->version, "%zu.%zu.%zu", v / 1000, v % 1000 / 100,
+                         v % 100);
+            copy(l->isa, sizeof l->isa, "n/a (a GPU library)");
+        }
+    }
+    /* The CUDA backend opens cuBLAS privately (RTLD_LOCAL) when it first
+     * runs: find it among the loaded objects (no file system search), then
+     * ask it without loading anything. */
+    find_lib f = {.prefix = "libcublas.so"};
+    if (!dl_iterate_phdr(find_lib_cb, &f))
+        return;
+    void *h = dlopen(f.path, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return;
+    LOOKUP(h, property_fn, "cublasGetProperty", prop);
+    ntp_env_library *l = add_library(env, "cuBLAS");
+    int v[3] = {0, 0, 0};
+    if (l && prop && prop(0, &v[0]) == 0 && prop(1, &v[1]) == 0 && prop(2, &v[2]) == 0)
+        snprintf(l->version, sizeof l->version, "%d.%d.%d", v[0], v[1], v[2]);
+    else if (l)
+        snprintf(l->version, sizeof l->version, "n/a (%.150s has no cublasGetProperty)", f.path);
+    if (l)
+        copy(l->isa, sizeof l->isa, "n/a (a GPU library)");
+    dlclose(h);
+}
+
+static ntp_env libraries;
+static pthread_once_t libraries_once = PTHREAD_ONCE_INIT;
+
+static void collect_libraries(void)
+{
+    collect_onednn(&libraries);
+    collect_xnnpack(&libraries);
+    collect_openblas(&libraries);
+}
+
+/* --- the CPU's frequency policy ---------------------------------------------------- */
+
+/* The first line of a sysfs file into buf; false, with the reason in buf,
+ * when it cannot be read. */
+static bool read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(buf, len, "n/a (%s: %s)", path, strerror(errno));
+        return false;
+    }
+    bool ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (!ok) {
+        snprintf(buf, len, "n/a (%s is empty)", path);
+        return false;
+    }
+    strip(buf);
+    return true;
+}
+
+static void collect_frequency(ntp_env *env)
+{
+    const char *cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq";
+    char path[256], buf[256];
+    DIR *d = opendir(cpufreq);
+    bool have = d != NULL;
+    if (d)
+        closedir(d);
+    if (have) {
+        snprintf(path, sizeof path, "%s/scaling_governor", cpufreq);
+        read_line(path, buf, sizeof buf);
+        copy(env->governor, sizeof env->governor, buf);
+    } else {
+        /* A virtual machine usually has no cpufreq driver: the host sets
+         * the frequency. */
+        copy(env->governor, sizeof env->governor, "n/a (no cpufreq driver for CPU 0)");
+    }
+    /* The current frequency: cpufreq's, else the kernel's estimate in
+     * /proc/cpuinfo (on x86 from APERF/MPERF or the TSC). */
+    env->cpu_mhz = 0;
+    snprintf(path, sizeof path, "%s/scaling_cur_freq", cpufreq);
+    if (have && read_line(path, buf, sizeof buf) && atof(buf) > 0) {
+        env->cpu_mhz = atof(buf) / 1000.0;
+    } else {
+        FILE *f = fopen("/proc/cpuinfo", "r");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, "cpu MHz", 7) == 0 && strchr(line, ':')) {
+                env->cpu_mhz = atof(strchr(line, ':') + 1);
+                break;
+            }
+        if (f)
+            fclose(f);
+    }
+    if (env->cpu_mhz > 0)
+        snprintf(buf, sizeof buf, "%.0f MHz", env->cpu_mhz);
+    else
+        snprintf(buf, sizeof buf, "n/a (neither cpufreq nor /proc/cpuinfo gives it)");
+    copy(env->cpu_mhz_text, sizeof env->cpu_mhz_text, buf);
+    /* Turbo/boost: acpi-cpufreq and amd-pstate have a global switch;
+     * intel_pstate says the opposite. */
+    if (read_line("/sys/devices/system/cpu/cpufreq/boost", buf, sizeof buf)) {
+        copy(env->boost, sizeof env->boost, strcmp(buf, "1") == 0 ? "on" : "off");
+    } else if (read_line("/sys/devices/system/cpu/intel_pstate/no_turbo", buf, sizeof buf)) {
+        copy(env->boost, sizeof env->boost, strcmp(buf, "1") == 0 ? "off" : "on");
+    } else {
+        copy(env->boost, sizeof env->boost,
+             "n/a (no cpufreq/boost or intel_pstate/no_turbo in /sys)");
+    }
+    /* SMT: the kernel's control ("on", "off", "forceoff", "notsupported",
+     * "notimplemented"). */
+    if (read_line("/sys/devices/system/cpu/smt/control", buf, sizeof buf))
+        copy(env->smt, sizeof env->smt, buf);
+    else
+        copy(env->smt, sizeof env->smt, "n/a (no /sys/devices/system/cpu/smt/control)");
+}
+
+static void collect_load(ntp_env *env)
+{
+    env->load_average[0] = env->load_average[1] = env->load_average[2] = -1;
+    char buf[256];
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    double avg[3];
+    if (ntp__loadavg_parse(buf, avg))
+        memcpy(env->load_average, avg, sizeof avg);
+}
+
+/* --- the thread pools' wait policy ------------------------------------------------- */
+
+static char wait_name[96] = "spin", wait_settings[256] = "";
+
+/* Read when the library loads, as the OpenMP runtime and OpenBLAS read
+ * theirs (before main): a later setenv changes neither. */
+__attribute__((constructor)) static void capture_wait_policy(void)
+{
+    static const char *const vars[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                                       "OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT"};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && used < sizeof wait_settings)
+            used += (size_t)snprintf(wait_settings + used, sizeof wait_settings - used,
+                                     "%s%s=%.40s", used ? " " : "", vars[i], v);
+    }
+    const char *applied = getenv("NTPROF_WAIT_POLICY_APPLIED");
+    if (applied && *applied)
+        snprintf(wait_name, sizeof wait_name, "%.90s", applied);
+    else if (used)
+        snprintf(wait_name, sizeof wait_name, "environment");
+}
+
+bool ntp__wait_passive(void)
+{
+    return strcasestr(wait_settings, "OMP_WAIT_POLICY=passive") != NULL;
+}
+
+void ntp_wait_policy(const char **name, const char **settings)
+{
+    *name = wait_name;
+    *settings = wait_settings;
+}
+
 void ntp_env_collect(ntp_env *env)
 {
     memset(env, 0, sizeof *env);
@@ -153,6 +540,15 @@ void ntp_env_collect(ntp_env *env)
     } else {
         copy(env->hostname, sizeof env->hostname, NULL);
     }
+    /* The libraries do not change while the process lives, and finding
+     * XNNPACK's package reads dpkg's database: once. */
+    pthread_once(&libraries_once, collect_libraries);
+    env->n_libraries = libraries.n_libraries;
+    memcpy(env->library, libraries.library, sizeof env->library);
+    /* The CUDA backend opens cuBLAS when it first runs: look each time. */
+    collect_cuda(env);
+    collect_frequency(env);
+    collect_load(env);
     time_t now = time(NULL);
     struct tm tm;
     if (now == (time_t)-1 || !gmtime_r(&now, &tm) ||

@@ -17,4 +17,52 @@ double ntp__now_us(void);
  * many back-to-back reads. Takes about a millisecond. */
 double ntp__clock_overhead_ns(void);
 
+/* --- contention (contention.c) ----------------------------------------------------- */
+
+#include <sched.h>
+#include <stdbool.h>
+#include "ntprof/run.h"
+
+/* CPU time from /proc/stat, in clock ticks (USER_HZ), summed over a set of
+ * CPUs: busy = user + nice + system + irq + softirq (guest time is inside
+ * user), idle = idle + iowait, steal apart. */
+typedef struct ntp__cpu_times {
+    uint64_t busy, idle, steal;
+    int cpus;                   /* lines summed */
+} ntp__cpu_times;
+
+/* Parse the text of /proc/stat: sum the "cpuN" lines of the CPUs in `set`
+ * (NULL: every cpuN line). False when the text has no cpuN line of the set
+ * or a line is malformed. */
+bool ntp__proc_stat_parse(const char *text, const cpu_set_t *set, ntp__cpu_times *out);
+/* The three load averages of a /proc/loadavg text; false when malformed. */
+bool ntp__loadavg_parse(const char *text, double avg[3]);
+/* The contention figures of a window from its two /proc/stat samples, the
+ * process's CPU time in it (s), its wall time (s) and the tick rate
+ * (ticks per second). */
+void ntp__contention_compute(const ntp__cpu_times *a, const ntp__cpu_times *b, double own_s,
+                             double wall_s, double ticks_per_s, ntp_contention *out);
+
+/* Sampling a window: begin before its first iteration, end after its
+ * last. The probe holds the first sample. */
+typedef struct ntp__contention_probe {
+    bool ok;
+    char reason[96];
+    cpu_set_t set;
+    ntp__cpu_times t0;
+    double own0_s, wall0_s, load1;
+} ntp__contention_probe;
+void ntp__contention_begin(ntp__contention_probe *p);
+void ntp__contention_end(const ntp__contention_probe *p, ntp_contention *out);
+/* Whether this process runs its thread pools passively (OMP_WAIT_POLICY
+ * passive when the library loaded: --wait-policy passive, or auto beside
+ * busy processes): pools without an environment setting of their own
+ * (XNNPACK's pthreadpool) then let their workers sleep after each
+ * operator too (env.c, docs/run.md#wait-policy). */
+bool ntp__wait_passive(void);
+
+/* The warning a distorted window adds to a run ("other processes used
+ * ..."), into buf; false (buf empty) when the window is not distorted. */
+bool ntp__contention_warning(const ntp_contention *c, char *buf, size_t len);
+
 #endif

@@ -218,6 +218,24 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
     get_fixed(rd, o, "git_revision", e->git_revision, sizeof e->git_revision);
     get_fixed(rd, o, "hostname", e->hostname, sizeof e->hostname);
     get_fixed(rd, o, "timestamp", e->timestamp, sizeof e->timestamp);
+    /* Optional: reports before the contention figures lack it. */
+    json_t *c = json_object_get(o, "contention");
+    ntp_contention *ct = &e->contention;
+    ct->load_average = -1;
+    if (json_is_object(c)) {
+        ct->measured = json_is_true(json_object_get(c, "measured"));
+        ct->window_s = opt_num(c, "window_s", 0);
+        ct->cpus = (int)opt_num(c, "cpus", 0);
+        ct->other = opt_num(c, "other", 0);
+        ct->steal = opt_num(c, "steal", 0);
+        ct->own = opt_num(c, "own", 0);
+        ct->resolution = opt_num(c, "resolution", 0);
+        ct->load_average = opt_num(c, "load_average_start", -1);
+        ct->distorted = json_is_true(json_object_get(c, "distorted"));
+        json_t *why = json_object_get(c, "reason");
+        snprintf(ct->reason, sizeof ct->reason, "%s",
+                 json_is_string(why) ? json_string_value(why) : "");
+    }
 }
 
 static void read_config(reader *rd, json_t *o)
@@ -249,6 +267,8 @@ static void read_config(reader *rd, json_t *o)
     if (fuse && !json_is_boolean(fuse))
         fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is not true or false", "fuse");
     r->fused = json_is_true(fuse);
+    r->wait_policy = opt_str(rd, o, "wait_policy"); /* optional: older reports lack it */
+    r->wait_settings = opt_str(rd, o, "wait_settings");
     json_t *params = need(rd, o, "params");
     if (params && json_is_object(params)) {
         size_t n = json_object_size(params);

@@ -369,6 +369,48 @@ static void table_impls(FILE *f, const ntp_run_result *r)
         fputc('\n', f);
 }
 
+/* The header's reproducibility lines: the backends' libraries with the
+ * ISA each chose, the CPU's frequency policy and load, and what other
+ * processes took while the run was measured. */
+static void table_environment(FILE *f, const ntp_run_result *r)
+{
+    const ntp_env *e = &r->env;
+    char text[2048];
+    size_t used = 0;
+    for (int i = 0; i < e->n_libraries && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %s [%s]", i ? "; " : "",
+                                 e->library[i].name, e->library[i].version, e->library[i].isa);
+    if (e->n_libraries > 0)
+        ntp__put_wrapped(f, "libraries: ", text);
+    char load[64] = "n/a (/proc/loadavg unreadable)";
+    if (e->load_average[0] >= 0)
+        snprintf(load, sizeof load, "%.2f %.2f %.2f", e->load_average[0], e->load_average[1],
+                 e->load_average[2]);
+    snprintf(text, sizeof text, "governor %s, %s, boost %s, SMT %s; load average %s", e->governor,
+             e->cpu_mhz_text, e->boost, e->smt, load);
+    ntp__put_wrapped(f, "cpu: ", text);
+    if (r->wait_policy) {
+        bool set = r->wait_settings && *r->wait_settings;
+        snprintf(text, sizeof text, "%s%s%s%s", r->wait_policy, set ? " (" : "",
+                 set ? r->wait_settings : "", set ? ")" : "");
+        ntp__put_wrapped(f, "thread pools' wait policy: ", text);
+    }
+    const ntp_contention *c = &e->contention;
+    if (c->measured) {
+        char at[48] = "";
+        if (c->load_average >= 0)
+            snprintf(at, sizeof at, "; load average %.2f at start", c->load_average);
+        snprintf(text, sizeof text,
+                 "other processes %.0f%%, steal %.0f%%, this run %.0f%% of %d CPU%s over %.2f s "
+                 "(\xC2\xB1%.1f%%)%s",
+                 100 * c->other, 100 * c->steal, 100 * c->own, c->cpus, c->cpus == 1 ? "" : "s",
+                 c->window_s, 100 * c->resolution, at);
+    } else {
+        snprintf(text, sizeof text, "n/a (%s)", c->reason[0] ? c->reason : "not measured");
+    }
+    ntp__put_wrapped(f, "contention: ", text);
+}
+
 static void write_table(const ntp_run_result *r, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
@@ -393,6 +435,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__human_bytes((double)r->env.memory_bytes, a, sizeof a), r->env.os);
     ntp__put_linef(f, "ntprof %s (%s), %s, %s", r->env.ntprof_version, r->env.git_revision,
                    r->env.compiler, r->env.timestamp);
+    table_environment(f, r);
     fputc('\n', f);
 
     /* The roof column only when there is a roof to compare with. */
@@ -586,6 +629,45 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     ntp__jset(ok, o, "git_revision", ntp__json_str(e->git_revision));
     ntp__jset(ok, o, "hostname", ntp__json_str(e->hostname));
     ntp__jset(ok, o, "timestamp", ntp__json_str(e->timestamp));
+    json_t *libs = json_array();
+    for (int i = 0; i < e->n_libraries; i++) {
+        json_t *l = json_object();
+        ntp__jset(ok, l, "name", ntp__json_str(e->library[i].name));
+        ntp__jset(ok, l, "version", ntp__json_str(e->library[i].version));
+        ntp__jset(ok, l, "isa", ntp__json_str(e->library[i].isa));
+        ntp__jpush(ok, libs, l);
+    }
+    ntp__jset(ok, o, "backend_libraries", libs);
+    ntp__jset(ok, o, "governor", ntp__json_str(e->governor));
+    ntp__jset(ok, o, "cpu_mhz", e->cpu_mhz > 0 ? ntp__json_num(e->cpu_mhz)
+                                               : ntp__json_str(e->cpu_mhz_text));
+    ntp__jset(ok, o, "boost", ntp__json_str(e->boost));
+    ntp__jset(ok, o, "smt", ntp__json_str(e->smt));
+    json_t *load = json_null();
+    if (e->load_average[0] >= 0) {
+        load = json_array();
+        for (int i = 0; i < 3; i++)
+            ntp__jpush(ok, load, ntp__json_num(e->load_average[i]));
+    }
+    ntp__jset(ok, o, "load_average", load);
+    const ntp_contention *c = &e->contention;
+    json_t *ct = json_object();
+    ntp__jset(ok, ct, "measured", json_boolean(c->measured));
+    if (c->measured) {
+        ntp__jset(ok, ct, "window_s", ntp__json_num(c->window_s));
+        ntp__jset(ok, ct, "cpus", json_integer(c->cpus));
+        ntp__jset(ok, ct, "other", ntp__json_num(c->other));
+        ntp__jset(ok, ct, "steal", ntp__json_num(c->steal));
+        ntp__jset(ok, ct, "own", ntp__json_num(c->own));
+        ntp__jset(ok, ct, "resolution", ntp__json_num(c->resolution));
+        ntp__jset(ok, ct, "threshold", ntp__json_num(NTP_CONTENTION_THRESHOLD));
+        ntp__jset(ok, ct, "distorted", json_boolean(c->distorted));
+    } else {
+        ntp__jset(ok, ct, "reason", ntp__json_str(c->reason[0] ? c->reason : "not measured"));
+    }
+    ntp__jset(ok, ct, "load_average_start",
+              c->load_average >= 0 ? ntp__json_num(c->load_average) : json_null());
+    ntp__jset(ok, o, "contention", ct);
     return o;
 }
 
@@ -670,6 +752,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     ntp__jset(&ok, cfg, "iterations", json_integer(r->iterations));
     ntp__jset(&ok, cfg, "only_marker", ntp__json_str(r->only_marker));
     ntp__jset(&ok, cfg, "fuse", json_boolean(r->fused));
+    /* docs/run.md#wait-policy */
+    ntp__jset(&ok, cfg, "wait_policy", ntp__json_str(r->wait_policy));
+    ntp__jset(&ok, cfg, "wait_settings", ntp__json_str(r->wait_settings));
     json_t *params = json_object();
     for (int i = 0; i < r->n_params; i++)
         ntp__jset(&ok, params, r->param_names[i], ntp__json_str(r->param_values[i]));

@@ -9,6 +9,7 @@
 
 #include "core/ctx-impl.h"
 #include "core/numeric-impl.h"
+#include "measure/measure-impl.h"
 #include "xnnpack-impl.h"
 
 /* The internal-layout record of an NHWC tensor. The engine keeps the
@@ -145,7 +146,7 @@ ntp_status ntp__xnn_output(xnnb_build *b, int i, int fmt, xnnb_buf *buf)
     const ntp_shape *s = &k->out[i].shape;
     xnnb_buf dst = {.where = XNNB_OUT, .idx = i, .off = 0};
     bool nhwc = fmt == XNNB_NHWC && ntp__xnn_spatial(s);
-    if (!k->out_internal[i])
+    if (!k->out_internal[i] || ntp__wait_passive())
         b->yield = true;
     if (k->out_internal[i] && k->out_layout[i])
         *k->out_layout[i] = nhwc ? (void *)&nhwc_tag : NULL;
@@ -184,7 +185,9 @@ uint32_t ntp__xnn_flags(const xnnb_build *b)
     for (int i = 0; i < b->k->n_out; i++)
         if (!b->k->out_internal[i])
             return XNN_FLAG_YIELD_WORKERS;
-    return 0;
+    /* Under the passive wait policy (docs/run.md#wait-policy) after every
+     * operator: pthreadpool's spin count is compiled in. */
+    return ntp__wait_passive() ? XNN_FLAG_YIELD_WORKERS : 0;
 }
 
 ntp_status ntp__xnn_weight_f32(xnnb_build *b, int i, float **out)
