@@ -622,6 +622,16 @@ static void test_fusion_and_impl(void **state)
     }
     assert_non_null(strstr(text, "\nfusion: on (--fuse): 1 layer fused into 1 group, timed in "
                                  "each group's first layer; 1 declined\n"));
+    free(text);
+    /* --fuse on a backend that fused nothing says so. */
+    fx->layers[1].fused = false;
+    fx->layers[2].fuse_note = NULL;
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(text, "\nfusion: on (--fuse), but no backend fused any layer\n"));
+    free(text);
+    set_fusion(fx);
+    fx->layers[1].fused = true;
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_non_null(strstr(text, "\nimplementations (the backend's choice per row, by share of "
                                  "layer time):\n"
                                  "  brg:avx512_core on ref: 1 row, 50.0%: conv1\n"

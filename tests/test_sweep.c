@@ -233,7 +233,8 @@ static void test_results_and_writers(void **state)
     char *t = capture(fx->ctx, s, NTP_FORMAT_TABLE);
     fputs(t, stdout);
     assert_non_null(strstr(t, "sweep of models/tiny-mlp.xml: one factor at a time, 4 configurations\n"));
-    assert_non_null(strstr(t, "baseline (configuration 0): batch=1 hidden=16\n"));
+    assert_non_null(strstr(t, "baseline (configuration 0): batch=1 hidden=16\n"
+                              "fusion: off (no --fuse)\n"));
     assert_non_null(strstr(t, "\n  # batch hidden status  median ms  ci95 lo  ci95 hi   p90 ms  cv %"
                               "  samples/s  GFLOP/s\n"));
     assert_non_null(strstr(t, "\n  1 2     16     ok         2.5000   2.3750   2.6250   2.7500   5.0"
@@ -243,6 +244,16 @@ static void test_results_and_writers(void **state)
                               "out of memory\n"));
     assert_non_null(strstr(t, "3 of 4 configurations ran"));
     free(t);
+    /* A sweep with --fuse says so. */
+    for (int c = 0; c < 4; c++)
+        if (c != 2)
+            ((ntp_run_result *)ntp_sweep_result(s, c))->fused = true;
+    t = capture(fx->ctx, s, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(t, "\nfusion: on (--fuse)\n"));
+    free(t);
+    for (int c = 0; c < 4; c++)
+        if (c != 2)
+            ((ntp_run_result *)ntp_sweep_result(s, c))->fused = false;
 
     t = capture(fx->ctx, s, NTP_FORMAT_CSV);
     assert_non_null(strstr(t, "config,label,batch,hidden,status,error,n,median_ms,"));

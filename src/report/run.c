@@ -272,9 +272,13 @@ static void table_fusion(FILE *f, const ntp_run_result *r)
         return;
     }
     char text[256];
-    size_t used = (size_t)snprintf(text, sizeof text, "on (--fuse): %d layer%s fused into %d "
-                                   "group%s, timed in each group's first layer", fused,
-                                   fused == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
+    size_t used;
+    if (fused == 0)
+        used = (size_t)snprintf(text, sizeof text, "on (--fuse), but no backend fused any layer");
+    else
+        used = (size_t)snprintf(text, sizeof text, "on (--fuse): %d layer%s fused into %d group%s, "
+                                "timed in each group's first layer", fused, fused == 1 ? "" : "s",
+                                groups, groups == 1 ? "" : "s");
     if (declined > 0 && used < sizeof text)
         snprintf(text + used, sizeof text - used, "; %d declined", declined);
     ntp__put_wrapped(f, "fusion: ", text);

@@ -430,6 +430,18 @@ static void write_table(const ntp_sweep *s, FILE *f)
                    s->n_configs, s->n_configs == 1 ? "" : "s");
     if (s->design == NTP_SWEEP_OFAT && s->n_configs > 0)
         ntp__put_linef(f, "baseline (configuration 0): %s", s->labels[0]);
+    /* --fuse is fixed for a whole sweep; each configuration's report (in
+     * the JSON) carries it too. */
+    int ran = 0, fused = 0;
+    for (int c = 0; c < s->n_configs; c++)
+        if (s->results[c]) {
+            ran++;
+            fused += s->results[c]->fused;
+        }
+    if (ran > 0 && (fused == 0 || fused == ran))
+        ntp__put_linef(f, "fusion: %s", fused ? "on (--fuse)" : "off (no --fuse)");
+    else if (ran > 0)
+        ntp__put_linef(f, "fusion: on (--fuse) in %d of the %d configurations that ran", fused, ran);
     fputc('\n', f);
     /* Factor columns as wide as their longest value (at most 12), then the
      * figures: the median with its 95% interval, p90, the coefficient of
