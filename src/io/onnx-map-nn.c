@@ -352,7 +352,7 @@ static ntp_status map_layernorm(ntp_onnx_importer *x)
         return NTP_STATUS_OK;
     /* Mean and InvStdDev, asked for: computed by their own layers (the
      * normalisation is the IR's one layer, which keeps neither). */
-    int mean, c, sq, var, eps, inv;
+    int mean = -1, c = -1, sq = -1, var = -1, eps = -1, inv = -1;
     int64_t axes[NTP_MAX_DIMS];
     int na = 0;
     for (int i = (int)axis; i < xs.ndim; i++)

@@ -44,6 +44,8 @@ static bool executable(const char *p)
 
 bool ntp__gpu_tool_find(const char *tool, char *path, size_t len, char *why, size_t wlen)
 {
+    if (!path || len == 0)
+        return false;
     const char *env = strcmp(tool, "ncu") == 0 ? "NTP_NCU" : "NTP_NSYS";
     const char *v = getenv(env);
     if (v && *v) {
@@ -151,6 +153,8 @@ bool ntp__ncu_parse(const char *csv, ntp_ncu_totals *t, char *why, size_t len)
     enum { MAXF = 256 };
     char *f[MAXF];
     int col[NTP_NCU_N], id_col = -1;
+    for (int m = 0; m < NTP_NCU_N; m++)
+        col[m] = -1;
     bool header = false;
     double wsum[NTP_NCU_N] = {0};
     char *save = NULL;

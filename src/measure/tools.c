@@ -202,7 +202,8 @@ static bool works(const char *bin, const char *want, char *version, size_t vlen)
     if (capture(argv, out, sizeof out) != 0 || !strstr(out, want))
         return false;
     out[strcspn(out, "\n")] = 0;
-    snprintf(version, vlen, "%s", out);
+    /* The first line of the version text, cut to fit. */
+    snprintf(version, vlen, "%.*s", (int)(vlen - 1), out);
     return true;
 }
 
@@ -481,7 +482,7 @@ static void parse_perf_csv(const char *path, const ntp_tool_seg *segs, int n_seg
             return;
         if (fld[0][0] == '<') {
             bool ns = strstr(fld[0], "not supported") != NULL;
-            snprintf(v->reason, sizeof v->reason, "perf stat: %s%s", fld[0],
+            snprintf(v->reason, sizeof v->reason, "perf stat: %.200s%s", fld[0],
                      ns && !ntp__have_cpu_pmu()
                      ? " (no hardware PMU: the kernel exposes no CPU performance counters)"
                      : ns ? "" : " (the event never ran inside the range)");
