@@ -186,6 +186,12 @@ static void test_cli(void **state)
     char a[600];
     at(a, sizeof a, "a.json");
     assert_int_equal(access(a, F_OK), -1);
+    /* A sweep whose every configuration fails writes no table. */
+    at(a, sizeof a, "sweep.txt");
+    snprintf(cmd, sizeof cmd, "'%s' sweep '%s' --vary hidden=99999999999,88888888888 --keep "
+             "'%s/kept' -o '%s' 2>/dev/null", NTP_CLI, model, test_tmpdir, a);
+    assert_int_not_equal(system(cmd), 0);
+    assert_int_equal(access(a, F_OK), -1);
 }
 
 int main(void)
