@@ -186,6 +186,18 @@ static void test_cli(void **state)
     char a[600];
     at(a, sizeof a, "a.json");
     assert_int_equal(access(a, F_OK), -1);
+    /* machine: refused before its seconds of measuring too. */
+    t0 = now();
+    snprintf(cmd, sizeof cmd, "'%s' machine --no-db -o '%s/none/m.json' 2>/dev/null", NTP_CLI,
+             test_tmpdir);
+    assert_int_not_equal(system(cmd), 0);
+    assert_true(now() - t0 < 2.0);
+    /* A sweep whose every configuration fails writes no table. */
+    at(a, sizeof a, "sweep.txt");
+    snprintf(cmd, sizeof cmd, "'%s' sweep '%s' --vary hidden=99999999999,88888888888 --keep "
+             "'%s/kept' -o '%s' 2>/dev/null", NTP_CLI, model, test_tmpdir, a);
+    assert_int_not_equal(system(cmd), 0);
+    assert_int_equal(access(a, F_OK), -1);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "io/file-impl.h"
 #include "report-impl.h"
 
 /* Parse state: the result being filled, and where we are for messages. */
@@ -586,9 +587,10 @@ ntp_status ntp_run_result_parse(ntp_ctx *ctx, const char *json, size_t len, cons
 ntp_status ntp_run_result_load(ntp_ctx *ctx, const char *path, ntp_run_result **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    const char *why;
+    FILE *f = ntp__file_fopen_read(path, NULL, &why); /* never blocks; regular files only */
     if (!f)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", path, why);
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

@@ -118,6 +118,12 @@ int cmd_machine(int argc, char **argv)
     if (!ctx)
         return CLI_FAIL;
     int rc = CLI_OK;
+    /* Checked before the measurement, which takes seconds. */
+    const ntp_output_path outs[] = {{"-o", output}};
+    if (cli_check_outputs(ctx, outs, 1, NULL, 0) != CLI_OK) {
+        ntp_ctx_free(ctx);
+        return CLI_FAIL;
+    }
     ntp_machine_info m;
     ntp_ceilings c;
     bool have = false;
