@@ -191,7 +191,8 @@ typedef struct ntp_accuracy {
     double max_abs_error;
     double rel_l2;              /* ||y - y_f32|| / ||y_f32|| */
     /* Classifier outputs ([N, classes], classes >= 5): share of samples whose
-     * top-1 class agrees, and whose top-5 sets agree; -1 otherwise. */
+     * f32 top-1 class is this output's top-1, and among its top 5 (a tie with
+     * that class counts against it); -1 otherwise. top5 >= top1. */
     double top1, top5;
 } ntp_accuracy;
 
