@@ -31,8 +31,7 @@ static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float 
             ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
         return true;
     case NTP_DTYPE_I8:
-        for (int64_t i = 0; i < n; i++)
-            ((int8_t *)dst)[i] = ntp__quantize_i8(src[i], scale);
+        ntp__quantize_i8_n(dst, src, n, scale);
         return true;
     default:
         return false;
