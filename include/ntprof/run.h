@@ -139,7 +139,12 @@ typedef struct ntp_marker_result {
 } ntp_marker_result;
 
 typedef struct ntp_memory_result {
+    /* Weights as the backends hold them at the run's precision (at i8:
+     * matrices as int8, vectors f32), comparable with `analyze`;
+     * weight_copy_bytes the f32 copies the engine keeps besides, from which
+     * an int8 backend quantises (0 when none). */
     int64_t weight_bytes;
+    int64_t weight_copy_bytes;
     int64_t arena_bytes;        /* planned activation arena */
     int64_t workspace_bytes;    /* largest per-layer workspace */
     int64_t peak_rss_bytes;     /* process peak resident set */

@@ -88,7 +88,8 @@ typedef struct ntp_exec {
     int *tslot;             /* per tensor: primary slot, -1 for constants and folded tensors */
     void **layouts;         /* per tensor: a backend's layout descriptor */
     void **wdata;           /* per tensor: constant data in its storage type */
-    int64_t weight_bytes;
+    int64_t weight_bytes;       /* as the backends hold them (i8 matrices at i8) */
+    int64_t weight_copy_bytes;  /* f32 copies kept besides, that a backend quantises from */
     const float *scales;    /* per tensor int8 activation scales, or NULL */
     float *absmax;          /* per tensor, filled while running when non-NULL */
     void *arena;

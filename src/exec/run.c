@@ -671,6 +671,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     for (int s = 0; s < x.n_steps; s++)
         r->prepare_ms += x.steps[s].prepare_ms;
     r->memory.weight_bytes = x.weight_bytes;
+    r->memory.weight_copy_bytes = x.weight_copy_bytes;
     r->memory.arena_bytes = x.arena_bytes;
     r->memory.workspace_bytes = (int64_t)x.ws_bytes;
     for (int b = 0; b < x.n_be; b++)

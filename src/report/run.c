@@ -306,8 +306,14 @@ static void write_table(const ntp_run_result *r, FILE *f)
                        "layer", 100.0 * r->overhead_fraction, r->overhead_per_layer_us);
     ntp__put_linef(f, "prepare %.4g ms (primitive creation and weight packing, all layers)",
                    r->prepare_ms);
-    ntp__put_linef(f, "memory: weights %s, arena %s, workspace %s, peak RSS %s",
-                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a),
+    char copies[64] = "";
+    if (r->memory.weight_copy_bytes > 0) {
+        char e[32];
+        snprintf(copies, sizeof copies, " (+ %s f32 copies)",
+                 ntp__human_bytes((double)r->memory.weight_copy_bytes, e, sizeof e));
+    }
+    ntp__put_linef(f, "memory: weights %s%s, arena %s, workspace %s, peak RSS %s",
+                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a), copies,
                    ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
                    ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
                    ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
@@ -570,6 +576,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 
     json_t *mem = json_object();
     ntp__jset(&ok, mem, "weight_bytes", json_integer(r->memory.weight_bytes));
+    if (r->memory.weight_copy_bytes > 0)
+        ntp__jset(&ok, mem, "weight_f32_copy_bytes", json_integer(r->memory.weight_copy_bytes));
     ntp__jset(&ok, mem, "arena_bytes", json_integer(r->memory.arena_bytes));
     ntp__jset(&ok, mem, "workspace_bytes", json_integer(r->memory.workspace_bytes));
     ntp__jset(&ok, mem, "peak_rss_bytes", json_integer(r->memory.peak_rss_bytes));
