@@ -296,6 +296,59 @@ static void test_i8_weight_bytes(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* --- where the layers ran ------------------------------------------------------- */
+
+static char *report_text(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run(ctx, r, fmt, f), NTP_STATUS_OK);
+    fclose(f);
+    return buf;
+}
+
+/* Issue 13 (5): oneDNN runs nothing at f16 (0 of tiny-mlp's 10 layers; its
+ * staging memcpy is an inlay), yet the header named only onednn. It now
+ * says where the layers ran, in the table and the JSON; a run whose backend
+ * ran every layer (the reference backend) has no such line. */
+static void test_placement_line(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = test_load_model(ctx, "tiny-mlp.xml", NULL, 0, "f16");
+    ntp_run_opts o;
+    quick_opts(&o, "ref");
+    o.accuracy = false;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    char *t = report_text(ctx, r, NTP_FORMAT_TABLE);
+    assert_null(strstr(t, " ran "));
+    free(t);
+    t = report_text(ctx, r, NTP_FORMAT_JSON);
+    assert_non_null(strstr(t, "\"placement\": {\n    \"layers\": 10,\n    \"on_backend\": 10,\n"
+                              "    \"elsewhere\": {}\n  }"));
+    free(t);
+    ntp_run_result_free(r);
+    if (strstr(ntp_backends(), "onednn")) {
+        quick_opts(&o, "onednn");
+        o.accuracy = false;
+        assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+        t = report_text(ctx, r, NTP_FORMAT_TABLE);
+        printf("%.300s\n", t);
+        assert_non_null(strstr(t, "\nonednn ran 0 of 10 layers at f16; all ran on ref\n"));
+        free(t);
+        t = report_text(ctx, r, NTP_FORMAT_JSON);
+        assert_non_null(strstr(t, "\"placement\": {\n    \"layers\": 10,\n    \"on_backend\": 0,\n"
+                                  "    \"elsewhere\": {\n      \"ref\": 10\n    }\n  }"));
+        free(t);
+        ntp_run_result_free(r);
+    }
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_onnx_i8_torch_resnet),
         cmocka_unit_test(test_onnx_i8_integer_input_refused),
         cmocka_unit_test(test_i8_weight_bytes),
+        cmocka_unit_test(test_placement_line),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

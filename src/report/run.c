@@ -241,6 +241,72 @@ static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
                    s->p99, s->max, 100.0 * s->cv);
 }
 
+/* Where the layers ran: how many of the (non-inlay) layers the chosen
+ * backend ran at the run's precision, and the other backends that ran the
+ * rest, with their counts (fused layers count for the backend that fused
+ * them). */
+#define MAX_ELSEWHERE 8
+typedef struct placement {
+    int layers, own, n_else;
+    const char *else_name[MAX_ELSEWHERE];
+    int else_count[MAX_ELSEWHERE];
+} placement;
+
+static void count_placement(const ntp_run_result *r, placement *p)
+{
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *L = &r->layers[i];
+        if (L->inlay || !L->kind || (strcmp(L->kind, "layer") != 0 && strcmp(L->kind, "fused") != 0))
+            continue;
+        p->layers++;
+        const char *b = L->backend ? L->backend : "?";
+        if (r->backend && strcmp(b, r->backend) == 0) {
+            p->own++;
+            continue;
+        }
+        int k = 0;
+        while (k < p->n_else && strcmp(p->else_name[k], b) != 0)
+            k++;
+        if (k == p->n_else && p->n_else < MAX_ELSEWHERE)
+            p->else_name[p->n_else++] = b;
+        if (k < p->n_else)
+            p->else_count[k]++;
+    }
+}
+
+/* "onednn ran 0 of 19 layers at f16; all ran on ref", when some fell back. */
+static void table_placement(FILE *f, const ntp_run_result *r)
+{
+    placement p;
+    count_placement(r, &p);
+    if (!r->backend || p.own == p.layers)
+        return;
+    char line[512];
+    size_t u = (size_t)snprintf(line, sizeof line, "%s ran %d of %d layers at %s; ", r->backend,
+                                p.own, p.layers, ntp_dtype_name(r->precision));
+    if (p.n_else == 1 && p.own == 0)
+        snprintf(line + u, sizeof line - u, "all ran on %s", p.else_name[0]);
+    else
+        for (int k = 0; k < p.n_else && u < sizeof line; k++)
+            u += (size_t)snprintf(line + u, sizeof line - u, "%s%d ran on %s", k ? ", " : "",
+                                  p.else_count[k], p.else_name[k]);
+    ntp__put_line(f, line);
+}
+
+static json_t *placement_json(bool *ok, const ntp_run_result *r)
+{
+    placement p;
+    count_placement(r, &p);
+    json_t *o = json_object(), *e = json_object();
+    ntp__jset(ok, o, "layers", json_integer(p.layers));
+    ntp__jset(ok, o, "on_backend", json_integer(p.own));
+    for (int k = 0; k < p.n_else; k++)
+        ntp__jset(ok, e, p.else_name[k], json_integer(p.else_count[k]));
+    ntp__jset(ok, o, "elsewhere", e);
+    return o;
+}
+
 static void write_table(const ntp_run_result *r, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
@@ -252,6 +318,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    r->backend ? r->backend : "?", ntp_dtype_name(r->precision), r->batch,
                    ntp__threads_text(r, thr, sizeof thr), r->seed, r->warmup, r->iterations,
                    r->only_marker ? ", only marker " : "", r->only_marker ? r->only_marker : "");
+    table_placement(f, r);
     if (r->n_params > 0) {
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "params");
@@ -586,6 +653,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     if (ntp_memory_has_device(&r->memory))
         ntp__jset(&ok, mem, "device", ntp__device_memory_json(&ok, &r->memory));
     ntp__jset(&ok, root, "memory", mem);
+    ntp__jset(&ok, root, "placement", placement_json(&ok, r));
 
     json_t *warnings = json_array();
     for (int i = 0; i < r->n_warnings; i++)
