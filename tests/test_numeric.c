@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -244,6 +245,73 @@ static void test_emulate_storage_types(void **state)
     assert_true(b[0] == 0.10009765625f);
 }
 
+/* The whole-buffer quantiser (scalar, AVX2 and AVX-512 paths, whichever
+ * this CPU has) equals ntp__quantize_i8 value by value: ties at both
+ * parities, the saturation edges, NaN, infinities, subnormals, random bit
+ * patterns, and every length around the vector widths (the scalar tail). */
+static void test_i8_quantize_buffer_bitexact(void **state)
+{
+    (void)state;
+    enum { N = 4099 };
+    float *x = malloc(N * sizeof *x);
+    int8_t *want = malloc(N), *got = malloc(N + 64);
+    assert_non_null(x);
+    assert_non_null(want);
+    assert_non_null(got);
+    const float scales[] = {1.0f, 0.5f, 1.0f / 127.0f, 0.0123f, 3.7e-3f, 1e-30f, 7.0f};
+    uint32_t r = 12345;
+    for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+        float sc = scales[si];
+        for (int i = 0; i < N; i++) {
+            r ^= r << 13, r ^= r >> 17, r ^= r << 5;
+            switch (i % 8) {
+            case 0: x[i] = ((float)(i % 300) - 150.0f + 0.5f) * sc; break; /* ties */
+            case 1: x[i] = nextafterf(((float)(i % 300) - 150.0f + 0.5f) * sc, 1e30f); break;
+            case 2: x[i] = nextafterf(((float)(i % 300) - 150.0f + 0.5f) * sc, -1e30f); break;
+            case 3: x[i] = (i % 16 < 8 ? 127.5f : -127.5f) * sc; break; /* saturation edge */
+            case 4: {
+                uint32_t b = r; /* any bit pattern: NaN, Inf, subnormal, huge */
+                memcpy(&x[i], &b, 4);
+                break;
+            }
+            case 5: x[i] = (float)((int32_t)(r % 2001) - 1000) * sc * 0.13f; break;
+            case 6: x[i] = i % 3 == 0 ? INFINITY : i % 3 == 1 ? -INFINITY : NAN; break;
+            default: x[i] = (i % 16 < 8 ? 126.5f : -126.5f) * sc; break;
+            }
+        }
+        for (int i = 0; i < N; i++)
+            want[i] = ntp__quantize_i8(x[i], sc);
+        for (int isa = NTP_NUMERIC_SCALAR; isa <= NTP_NUMERIC_BEST; isa++) {
+            /* Every length 0..67 at a few offsets, then the whole buffer. */
+            for (int len = 0; len <= 68; len++) {
+                int n = len == 68 ? N : len;
+                int off = len == 68 ? 0 : (len * 37) % (N - 68);
+                memset(got, 0x55, (size_t)n + 64);
+                if (!ntp__quantize_i8_n_isa(got, x + off, n, sc, (ntp_numeric_isa)isa))
+                    break; /* this CPU lacks the path */
+                for (int i = 0; i < n; i++)
+                    if (got[i] != want[off + i])
+                        fail_msg("isa %d, scale %g, n %d: x[%d] = %.9g gives %d, scalar %d", isa,
+                                 (double)sc, n, off + i, (double)x[off + i], got[i],
+                                 want[off + i]);
+                for (int i = n; i < n + 64; i++)
+                    assert_int_equal((uint8_t)got[i], 0x55); /* nothing written past n */
+            }
+        }
+    }
+    __builtin_cpu_init();
+    /* Where the CPU has the vector paths they must be taken. */
+    int8_t one;
+    float v = 1.0f;
+    assert_int_equal(ntp__quantize_i8_n_isa(&one, &v, 1, 1.0f, NTP_NUMERIC_AVX2),
+                     __builtin_cpu_supports("avx2") != 0);
+    assert_int_equal(ntp__quantize_i8_n_isa(&one, &v, 1, 1.0f, NTP_NUMERIC_AVX512),
+                     __builtin_cpu_supports("avx512f") != 0);
+    free(x);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_i8_per_tensor),
         cmocka_unit_test(test_i8_per_channel),
         cmocka_unit_test(test_emulate_storage_types),
+        cmocka_unit_test(test_i8_quantize_buffer_bitexact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -392,6 +392,41 @@ static void test_f16(void **state)
     ntp_graph_free(g32);
 }
 
+/* Issue 13 (5): `-B xnnpack -p f16` on a memcpy staging an f32 graph input
+ * failed ("memcpy 'stage': input 0 is stored as f32"): the copy moves its
+ * input's own type, so it copies 32-bit elements; the layers after it run
+ * in f16, and the output stays within f16 rounding of the reference. */
+static void test_f16_staging_copy(void **state)
+{
+    (void)state;
+    static const char body[] = "<input name='x' shape='2,16' dtype='f32'/>"
+                               "<memcpy name='stage'/>"
+                               "<fc name='fc1' units='8'/>"
+                               "<leaky_relu name='a' alpha='0.1'/>";
+    ntp_graph *g16 = load(body, "f16"), *g32 = load(body, NULL);
+    if (!be->supports(g16, node(g16, "fc1"), NTP_DTYPE_F16)) {
+        printf("no f16 kernels on this CPU: skipped\n");
+        ntp_graph_free(g16);
+        ntp_graph_free(g32);
+        return;
+    }
+    ntp_exec xh, xf;
+    plan(&xh, g16, "xnnpack", false, 2);
+    plan(&xf, g32, "ref", false, 1);
+    assert_int_equal(on_backend(&xh, "xnnpack"), 3); /* stage, fc1, a */
+    int64_t n;
+    float *yh = run_plan(&xh, &n), *yf = run_plan(&xf, &n);
+    double e = rel_l2(yh, yf, n);
+    printf("f16 on xnnpack with an f32 staging copy vs f32 ref %.2e\n", e);
+    assert_true(e > 0 && e <= 5e-3);
+    free(yh);
+    free(yf);
+    ntp__exec_free(&xh);
+    ntp__exec_free(&xf);
+    ntp_graph_free(g16);
+    ntp_graph_free(g32);
+}
+
 /* The ONNX ops with XNNPACK operators: rounding halves to even (by hand),
  * and prelu, sub and max kept in NHWC between convolutions. */
 static void test_onnx_ops(void **state)
@@ -579,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_ceil_mode_pooling_hand_computed),
         cmocka_unit_test(test_nhwc_between_layers),
         cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_f16_staging_copy),
         cmocka_unit_test(test_onnx_ops),
         cmocka_unit_test(test_weights_packed_once),
         cmocka_unit_test(test_fused_clamp),

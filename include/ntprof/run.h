@@ -151,7 +151,12 @@ typedef struct ntp_marker_result {
 } ntp_marker_result;
 
 typedef struct ntp_memory_result {
+    /* Weights as the backends hold them at the run's precision (at i8:
+     * matrices as int8, vectors f32), comparable with `analyze`;
+     * weight_copy_bytes the f32 copies the engine keeps besides, from which
+     * an int8 backend quantises (0 when none). */
     int64_t weight_bytes;
+    int64_t weight_copy_bytes;
     int64_t arena_bytes;        /* planned activation arena */
     int64_t workspace_bytes;    /* largest per-layer workspace */
     int64_t peak_rss_bytes;     /* process peak resident set */
@@ -249,7 +254,8 @@ typedef struct ntp_accuracy {
     double max_abs_error;
     double rel_l2;              /* ||y - y_f32|| / ||y_f32|| */
     /* Classifier outputs ([N, classes], classes >= 5): share of samples whose
-     * top-1 class agrees, and whose top-5 sets agree; -1 otherwise. */
+     * f32 top-1 class is this output's top-1, and among its top 5 (a tie with
+     * that class counts against it); -1 otherwise. top5 >= top1. */
     double top1, top5;
 } ntp_accuracy;
 

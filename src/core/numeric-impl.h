@@ -13,6 +13,7 @@
 #ifndef NTPROF_NUMERIC_IMPL_H
 #define NTPROF_NUMERIC_IMPL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "ntprof/graph.h"
 #include "ntprof/status.h"
@@ -52,6 +53,19 @@ int8_t ntp__quantize_i8(float x, float scale);
 float ntp__dequantize_i8(int8_t q, float scale);
 /* x rounded through int8 at this scale: dequantize(quantize(x)). */
 float ntp__round_i8(float x, float scale);
+/* dst[i] = ntp__quantize_i8(src[i], scale) for i < n, bit for bit, on the
+ * widest vector unit this CPU has (numeric-convert.c). */
+void ntp__quantize_i8_n(int8_t *dst, const float *src, int64_t n, float scale);
+/* The same on a chosen path, for tests and benchmarks; false (dst
+ * untouched) when this CPU lacks it. BEST is ntp__quantize_i8_n. */
+typedef enum ntp_numeric_isa {
+    NTP_NUMERIC_SCALAR,
+    NTP_NUMERIC_AVX2,
+    NTP_NUMERIC_AVX512,
+    NTP_NUMERIC_BEST
+} ntp_numeric_isa;
+bool ntp__quantize_i8_n_isa(int8_t *dst, const float *src, int64_t n, float scale,
+                            ntp_numeric_isa isa);
 /* Round half to even in double, independent of the rounding mode. */
 double ntp__round_half_even(double x);
 

@@ -88,7 +88,8 @@ typedef struct ntp_exec {
     int *tslot;             /* per tensor: primary slot, -1 for constants and folded tensors */
     void **layouts;         /* per tensor: a backend's layout descriptor */
     void **wdata;           /* per tensor: constant data in its storage type */
-    int64_t weight_bytes;
+    int64_t weight_bytes;       /* as the backends hold them (i8 matrices at i8) */
+    int64_t weight_copy_bytes;  /* f32 copies kept besides, that a backend quantises from */
     const float *scales;    /* per tensor int8 activation scales, or NULL */
     float *absmax;          /* per tensor, filled while running when non-NULL */
     void *arena;
@@ -160,6 +161,16 @@ typedef struct ntp_rows {
 
 bool ntp__rows_build(const ntp_exec *x, ntp_rows *w);
 void ntp__rows_free(ntp_rows *w);
+
+/* --- accuracy (src/exec/multi.c) --------------------------------------------- */
+/* Top-k agreement of a classifier output y ([rows, cls], row-major) with a
+ * baseline b of the same shape: the share of rows whose baseline top-1 class
+ * is among the k highest of y (k = 1 and 5), a value of y tied with that
+ * class's counting against it, so a constant output agrees with nothing.
+ * Top-5 agreement is therefore never below top-1. Rows whose baseline holds
+ * no number are disagreements. *top1 = *top5 = -1 when rows < 1 or cls < 5. */
+void ntp__topk_agree(const float *y, const float *b, int64_t rows, int64_t cls, double *top1,
+                     double *top5);
 
 /* --- data (src/exec/data.c) ------------------------------------------------ */
 /* Fill node n's weights (f32, already allocated, in n->w order) from the

@@ -31,8 +31,7 @@ static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float 
             ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
         return true;
     case NTP_DTYPE_I8:
-        for (int64_t i = 0; i < n; i++)
-            ((int8_t *)dst)[i] = ntp__quantize_i8(src[i], scale);
+        ntp__quantize_i8_n(dst, src, n, scale);
         return true;
     default:
         return false;
@@ -149,7 +148,17 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
                 break;
             }
         }
-        x->weight_bytes += cnt * (int64_t)ntp_dtype_size(sd);
+        /* The weights at the precision the run stores them (as `analyze`
+         * counts them): an int8 backend quantises matrices from the f32
+         * copy the engine keeps, which is counted apart; vectors (biases,
+         * normalisation parameters) stay f32 in int8 engines. */
+        const ntp_backend_i *b = x->be[be];
+        ntp_dtype held = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+        if (held == NTP_DTYPE_I8 && t->shape.ndim < 2)
+            held = NTP_DTYPE_F32;
+        x->weight_bytes += cnt * (int64_t)ntp_dtype_size(held);
+        if (held != sd)
+            x->weight_copy_bytes += cnt * (int64_t)ntp_dtype_size(sd);
     }
     free(scales);
     return st;

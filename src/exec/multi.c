@@ -218,19 +218,31 @@ static ntp_status outs_from_ref(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_
     return st;
 }
 
-/* Indices of the k largest values of row r (k <= 5), best first. */
-static void top_k(const double *r, int64_t n, int k, int64_t *idx)
+void ntp__topk_agree(const float *y, const float *b, int64_t rows, int64_t cls, double *top1,
+                     double *top5)
 {
-    for (int q = 0; q < k; q++) {
-        idx[q] = -1;
-        for (int64_t j = 0; j < n; j++) {
-            bool taken = false;
-            for (int u = 0; u < q; u++)
-                taken |= idx[u] == j;
-            if (!taken && (idx[q] < 0 || r[j] > r[idx[q]]))
-                idx[q] = j;
-        }
+    *top1 = *top5 = -1;
+    if (rows < 1 || cls < 5)
+        return;
+    int64_t agree1 = 0, agree5 = 0;
+    for (int64_t s = 0; s < rows; s++) {
+        const float *ys = y + s * cls, *bs = b + s * cls;
+        int64_t c = -1;
+        for (int64_t j = 0; j < cls; j++)
+            if (!isnan(bs[j]) && (c < 0 || bs[j] > bs[c]))
+                c = j;
+        if (c < 0 || isnan(ys[c]))
+            continue;
+        /* c's rank in y: the classes scoring at least as high as it, a NaN
+         * counting as higher (it is no evidence for c). */
+        int64_t ahead = 0;
+        for (int64_t j = 0; j < cls && ahead < 5; j++)
+            ahead += j != c && !(ys[j] < ys[c]);
+        agree1 += ahead < 1;
+        agree5 += ahead < 5;
     }
+    *top1 = (double)agree1 / (double)rows;
+    *top5 = (double)agree5 / (double)rows;
 }
 
 /* How far run a's outputs are from the reference's. */
@@ -260,20 +272,18 @@ static void deviation(const ntp_graph *g, const outs *a, const outs *ref, ntp_ba
         A->top1 = A->top5 = -1;
         int64_t cls = t->shape.ndim == 2 ? t->shape.dim[1] : 0;
         if (!a->integer[i] && cls >= 5) {
-            int64_t rows = t->shape.dim[0], agree1 = 0, agree5 = 0;
-            for (int64_t s = 0; s < rows; s++) {
-                int64_t ta[5], tb[5];
-                top_k(a->v[i] + s * cls, cls, 5, ta);
-                top_k(ref->v[i] + s * cls, cls, 5, tb);
-                agree1 += ta[0] == tb[0];
-                int same = 0;
-                for (int q = 0; q < 5; q++)
-                    for (int u = 0; u < 5; u++)
-                        same += ta[q] == tb[u];
-                agree5 += same == 5;
+            int64_t rows = t->shape.dim[0];
+            float *ya = malloc((size_t)(rows * cls) * sizeof *ya + 1);
+            float *yb = malloc((size_t)(rows * cls) * sizeof *yb + 1);
+            if (ya && yb) {
+                for (int64_t j = 0; j < rows * cls; j++) {
+                    ya[j] = (float)a->v[i][j];
+                    yb[j] = (float)ref->v[i][j];
+                }
+                ntp__topk_agree(ya, yb, rows, cls, &A->top1, &A->top5);
             }
-            A->top1 = rows ? (double)agree1 / (double)rows : -1;
-            A->top5 = rows ? (double)agree5 / (double)rows : -1;
+            free(ya);
+            free(yb);
         }
         if (A->max_abs_error > run->max_abs_error || isnan(A->max_abs_error))
             run->max_abs_error = A->max_abs_error;

@@ -604,35 +604,8 @@ static ntp_status accuracy(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec *x,
             A->rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
             A->top1 = A->top5 = -1;
             int64_t cls = t->shape.dim[t->shape.ndim - 1];
-            if (da == NTP_DTYPE_F32 && t->shape.ndim == 2 && cls >= 5) {
-                int64_t rows_n = t->shape.dim[0], agree1 = 0, agree5 = 0;
-                for (int64_t s = 0; s < rows_n; s++) {
-                    const float *ra = a + s * cls, *rb = b + s * cls;
-                    int top_a[5], top_b[5];
-                    for (int q = 0; q < 5; q++) {
-                        top_a[q] = top_b[q] = -1;
-                        for (int64_t j = 0; j < cls; j++) {
-                            bool ta = false, tb = false;
-                            for (int u = 0; u < q; u++) {
-                                ta |= top_a[u] == j;
-                                tb |= top_b[u] == j;
-                            }
-                            if (!ta && (top_a[q] < 0 || ra[j] > ra[top_a[q]]))
-                                top_a[q] = (int)j;
-                            if (!tb && (top_b[q] < 0 || rb[j] > rb[top_b[q]]))
-                                top_b[q] = (int)j;
-                        }
-                    }
-                    agree1 += top_a[0] == top_b[0];
-                    int same = 0;
-                    for (int q = 0; q < 5; q++)
-                        for (int u = 0; u < 5; u++)
-                            same += top_a[q] == top_b[u];
-                    agree5 += same == 5;
-                }
-                A->top1 = (double)agree1 / (double)rows_n;
-                A->top5 = (double)agree5 / (double)rows_n;
-            }
+            if (da == NTP_DTYPE_F32 && t->shape.ndim == 2)
+                ntp__topk_agree(a, b, t->shape.dim[0], cls, &A->top1, &A->top5);
             r->n_accuracy++;
         }
         free(a);
@@ -752,6 +725,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     for (int s = 0; s < x.n_steps; s++)
         r->prepare_ms += x.steps[s].prepare_ms;
     r->memory.weight_bytes = x.weight_bytes;
+    r->memory.weight_copy_bytes = x.weight_copy_bytes;
     r->memory.arena_bytes = x.arena_bytes;
     r->memory.workspace_bytes = (int64_t)x.ws_bytes;
     for (int b = 0; b < x.n_be; b++)

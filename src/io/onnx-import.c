@@ -337,10 +337,18 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
         return ntp__onnx_err(x, NTP_STATUS_GRAPH_ERROR, "input %d is missing", k);
     if (v->tensor >= 0) {
         ntp_dtype dt = x->g->tensors[v->tensor].dtype;
-        if (dt == NTP_DTYPE_I64 || dt == NTP_DTYPE_I32 || dt == NTP_DTYPE_I8 || dt == NTP_DTYPE_U8)
+        /* At --precision i8 every computed activation is stored as i8: that
+         * is quantised floating-point data, not ONNX integers. Only a value
+         * ONNX types as an integer, or an i8 tensor outside an i8 graph (a
+         * graph input), is integer data. */
+        bool quantised = dt == NTP_DTYPE_I8 && x->g->precision == NTP_DTYPE_I8 && !v->is_input;
+        bool onnx_int = v->dtype != NTP_ONNX_UNDEFINED && !ntp__onnx_is_float(v->dtype);
+        if (onnx_int || (!quantised && (dt == NTP_DTYPE_I64 || dt == NTP_DTYPE_I32 ||
+                                        dt == NTP_DTYPE_I8 || dt == NTP_DTYPE_U8)))
             return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                                  "input '%s' is %s at run time; this layer computes on "
-                                 "floating-point data", v->name, ntp__onnx_dtype_name(v->dtype));
+                                 "floating-point data", v->name,
+                                 onnx_int ? ntp__onnx_dtype_name(v->dtype) : ntp_dtype_name(dt));
         *tensor = v->tensor;
         return NTP_STATUS_OK;
     }

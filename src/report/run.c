@@ -415,6 +415,72 @@ static void table_environment(FILE *f, const ntp_run_result *r)
     ntp__put_wrapped(f, "contention: ", text);
 }
 
+/* Where the layers ran: how many of the (non-inlay) layers the chosen
+ * backend ran at the run's precision, and the other backends that ran the
+ * rest, with their counts (fused layers count for the backend that fused
+ * them). */
+#define MAX_ELSEWHERE 8
+typedef struct placement {
+    int layers, own, n_else;
+    const char *else_name[MAX_ELSEWHERE];
+    int else_count[MAX_ELSEWHERE];
+} placement;
+
+static void count_placement(const ntp_run_result *r, placement *p)
+{
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *L = &r->layers[i];
+        if (L->inlay || !L->kind || (strcmp(L->kind, "layer") != 0 && strcmp(L->kind, "fused") != 0))
+            continue;
+        p->layers++;
+        const char *b = L->backend ? L->backend : "?";
+        if (r->backend && strcmp(b, r->backend) == 0) {
+            p->own++;
+            continue;
+        }
+        int k = 0;
+        while (k < p->n_else && strcmp(p->else_name[k], b) != 0)
+            k++;
+        if (k == p->n_else && p->n_else < MAX_ELSEWHERE)
+            p->else_name[p->n_else++] = b;
+        if (k < p->n_else)
+            p->else_count[k]++;
+    }
+}
+
+/* "onednn ran 0 of 19 layers at f16; all ran on ref", when some fell back. */
+static void table_placement(FILE *f, const ntp_run_result *r)
+{
+    placement p;
+    count_placement(r, &p);
+    if (!r->backend || p.own == p.layers)
+        return;
+    char line[512];
+    size_t u = (size_t)snprintf(line, sizeof line, "%s ran %d of %d layers at %s; ", r->backend,
+                                p.own, p.layers, ntp_dtype_name(r->precision));
+    if (p.n_else == 1 && p.own == 0)
+        snprintf(line + u, sizeof line - u, "all ran on %s", p.else_name[0]);
+    else
+        for (int k = 0; k < p.n_else && u < sizeof line; k++)
+            u += (size_t)snprintf(line + u, sizeof line - u, "%s%d ran on %s", k ? ", " : "",
+                                  p.else_count[k], p.else_name[k]);
+    ntp__put_line(f, line);
+}
+
+static json_t *placement_json(bool *ok, const ntp_run_result *r)
+{
+    placement p;
+    count_placement(r, &p);
+    json_t *o = json_object(), *e = json_object();
+    ntp__jset(ok, o, "layers", json_integer(p.layers));
+    ntp__jset(ok, o, "on_backend", json_integer(p.own));
+    for (int k = 0; k < p.n_else; k++)
+        ntp__jset(ok, e, p.else_name[k], json_integer(p.else_count[k]));
+    ntp__jset(ok, o, "elsewhere", e);
+    return o;
+}
+
 static void write_table(const ntp_run_result *r, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
@@ -427,6 +493,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__threads_text(r, thr, sizeof thr), r->seed, r->warmup, r->iterations,
                    r->only_marker ? ", only marker " : "", r->only_marker ? r->only_marker : "");
     table_fusion(f, r);
+    table_placement(f, r);
     if (r->n_params > 0) {
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "params");
@@ -483,8 +550,14 @@ static void write_table(const ntp_run_result *r, FILE *f)
                        "layer", 100.0 * r->overhead_fraction, r->overhead_per_layer_us);
     ntp__put_linef(f, "prepare %.4g ms (primitive creation and weight packing, all layers)",
                    r->prepare_ms);
-    ntp__put_linef(f, "memory: weights %s, arena %s, workspace %s, peak RSS %s",
-                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a),
+    char copies[64] = "";
+    if (r->memory.weight_copy_bytes > 0) {
+        char e[32];
+        snprintf(copies, sizeof copies, " (+ %s f32 copies)",
+                 ntp__human_bytes((double)r->memory.weight_copy_bytes, e, sizeof e));
+    }
+    ntp__put_linef(f, "memory: weights %s%s, arena %s, workspace %s, peak RSS %s",
+                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a), copies,
                    ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
                    ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
                    ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
@@ -791,6 +864,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 
     json_t *mem = json_object();
     ntp__jset(&ok, mem, "weight_bytes", json_integer(r->memory.weight_bytes));
+    if (r->memory.weight_copy_bytes > 0)
+        ntp__jset(&ok, mem, "weight_f32_copy_bytes", json_integer(r->memory.weight_copy_bytes));
     ntp__jset(&ok, mem, "arena_bytes", json_integer(r->memory.arena_bytes));
     ntp__jset(&ok, mem, "workspace_bytes", json_integer(r->memory.workspace_bytes));
     ntp__jset(&ok, mem, "peak_rss_bytes", json_integer(r->memory.peak_rss_bytes));
@@ -799,6 +874,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     if (ntp_memory_has_device(&r->memory))
         ntp__jset(&ok, mem, "device", ntp__device_memory_json(&ok, &r->memory));
     ntp__jset(&ok, root, "memory", mem);
+    ntp__jset(&ok, root, "placement", placement_json(&ok, r));
 
     json_t *warnings = json_array();
     for (int i = 0; i < r->n_warnings; i++)

@@ -311,6 +311,11 @@ static ntp_status xnnpack_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void 
     b->nd = nd;
     b->n = k->node;
     b->f16 = k->node->precision == NTP_DTYPE_F16;
+    /* A copy moves its input's own type (the engine plans it so): an f16
+     * memcpy staging an f32 graph input copies 32-bit elements. */
+    if (b->f16 && k->node->op == NTP_OP_MEMCPY && k->n_in == 1 && k->n_out == 1 &&
+        k->in[0].dtype == NTP_DTYPE_F32 && k->out[0].dtype == NTP_DTYPE_F32)
+        b->f16 = false;
     b->esize = b->f16 ? 2 : 4;
     fused_range(k, &b->out_min, &b->out_max);
     ntp_status st = NTP_STATUS_OK;
