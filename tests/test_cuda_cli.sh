@@ -12,13 +12,13 @@
 
 MLP=$SRC/models/tiny-mlp.xml
 FAST=(-n 1 -w 0 --min-time 0 --no-db)
-# Every built backend: --version names those usable here on its first line
-# and, when a built one is not (cuda without a device), all of them after
-# "all built:".
-BACKENDS=$("$NTPROF" --version | sed -n 's/.*all built: \([a-z0-9,]*\)).*/\1/p')
-[ -n "$BACKENDS" ] || BACKENDS=$("$NTPROF" --version | sed -n 's/.*backends: \([a-z0-9,]*\)).*/\1/p')
+# Every built backend: --version names those usable here on its first line,
+# and a built one that is not (cuda without a device) on a line of its own,
+# "cuda: built, but not usable on this machine: <reason>".
+BACKENDS=$("$NTPROF" --version | sed -n '1s/.*backends: \([a-z0-9,]*\)).*/\1/p')
 BUILT=no
 case ",$BACKENDS," in *,cuda,*) BUILT=yes ;; esac
+"$NTPROF" --version | grep -q '^cuda: built, but not usable on this machine: ' && BUILT=yes
 # Is there a device? A run on cuda tells.
 DEVICE=no
 "$NTPROF" run "$MLP" --backend cuda "${FAST[@]}" >"$T/probe.out" 2>"$T/probe.err" && DEVICE=yes

@@ -66,11 +66,11 @@ expect_exit 0 "$NTPROF" sweep "$MLP" --vary batch=1,3 "${FAST[@]}" --format csv
 expect_exit 1 "$NTPROF" sweep "$MLP" --vary hidden=8,16 --iterations 1000000 --min-time 60 \
     --timeout 0.5 --no-db --no-accuracy --format json -o "$T/t.json"
 grep -q "every configuration failed" "$T/err" && ok || bad "timeout summary: $(cat "$T/err")"
-$PY - "$T/t.json" <<'PYEOF' && ok || bad "timed-out configurations"
-import json, sys
-s = json.load(open(sys.argv[1]))
-assert [c["error"] for c in s["configurations"]] == ["timed out after 0.5 s"] * 2, s
-PYEOF
+# A failed command writes no report (SECURITY.md); each configuration's
+# reason is on stderr instead.
+[ ! -e "$T/t.json" ] && ok || bad "a sweep where every configuration failed wrote -o"
+[ "$(grep -c 'failed: timed out after 0.5 s' "$T/err")" -ge 2 ] && ok ||
+    bad "timed-out configurations: $(cat "$T/err")"
 
 # Usage errors, one line each, before anything runs.
 expect_exit 2 "$NTPROF" sweep "$MLP"
