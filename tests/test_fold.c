@@ -197,10 +197,19 @@ static double fused_vs_unfused(ntp_ctx *ctx, const ntp_graph *g, const char *bac
         if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
             fail_msg("%s on %s fuse=%d: %s", tag, backend, fuse, ntp_ctx_errmsg(ctx));
         n_conv_rank[fuse] = 0;
-        for (int i = 0; i < r->n_layers; i++)
-            if (strcmp(r->layers[i].kind, "layer") == 0 && strcmp(r->layers[i].type, "conv") == 0 &&
+        for (int i = 0; i < r->n_layers; i++) {
+            const ntp_layer_result *L = &r->layers[i];
+            if (strcmp(L->kind, "layer") == 0 && strcmp(L->type, "conv") == 0 &&
                 n_conv_rank[fuse] < MAX_CONVS)
-                conv_rank[fuse][n_conv_rank[fuse]++] = impl_rank(r->layers[i].impl);
+                conv_rank[fuse][n_conv_rank[fuse]++] = impl_rank(L->impl);
+            /* A group that runs two primitives (a declined fusion) says why
+             * in its fuse note; nothing else has one, and unfused nothing. */
+            bool two = L->impl && strstr(L->impl, " + ") != NULL;
+            if (fuse && two && strcmp(L->backend, "onednn") == 0)
+                assert_non_null(L->fuse_note && strstr(L->fuse_note, " not fused: "));
+            else
+                assert_null(L->fuse_note);
+        }
         for (int i = 0; i < r->n_layers; i++)
             if (r->layers[i].fused && strcmp(r->layers[i].type, "batchnorm") == 0) {
                 assert_non_null(r->layers[i].fused_into);

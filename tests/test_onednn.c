@@ -475,6 +475,16 @@ static void fused_conv_relu_add(ntp_dtype prec)
     /* bf16: the group rounds once, the layers apart after each. */
     assert_true(e < (prec == NTP_DTYPE_F32 ? 1e-6 : 1e-2));
     assert_true(impl_rank(fi) >= impl_rank(ci));
+    /* A declined fusion runs two primitives and says why, once. */
+    const char *why = be->fuse_note ? be->fuse_note(bs.state, bs.nstate) : NULL;
+    if (strstr(fi, " + ")) {
+        assert_non_null(why);
+        assert_non_null(strstr(why, "add not fused: "));
+        assert_null(strstr(fi, "not fused"));
+    } else {
+        assert_null(why);
+    }
+    assert_null(be->fuse_note(bc.state, bc.nstate));
     /* The residual really was added: without it the result differs. */
     double apart = rel_l2(ba.k.out[0].data, bsum.k.out[0].data, n);
     assert_true(apart > 0.1);

@@ -135,6 +135,10 @@ typedef struct ntp_backend_i {
     /* The implementation chosen for a prepared node ("brg:avx512_core_amx_bf16"),
      * shown per layer in reports. NULL: the backend's name. */
     const char *(*impl_name)(void *state, void *node_state);
+    /* Why a fusion the engine asked for was declined, in part or whole
+     * ("add not fused: fused would run x64:gemm:jit"), shown per layer as
+     * its fuse_note. NULL, or a NULL answer: nothing was declined. */
+    const char *(*fuse_note)(void *state, void *node_state);
     /* Sub-steps timed as their own rows (reorders before and after the main
      * primitive): how many, and each one's row name suffix, type and the
      * bytes it reads and writes (*bytes arrives 0; left 0 when unknown, the

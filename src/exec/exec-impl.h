@@ -148,6 +148,8 @@ ntp_status ntp__exec_load_folded(ntp_ctx *ctx, ntp_exec *x, int pos, int be, uin
 ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o);
 /* The implementation name of a NODE step. */
 const char *ntp__exec_impl(const ntp_exec *x, int step);
+/* The backend's reason for a fusion it declined at that step, or NULL. */
+const char *ntp__exec_fuse_note(const ntp_exec *x, int step);
 
 /* The rows of a run report: one per sub-step of every step in the measured
  * range [x->first_step, x->last_step]; row k runs sub-step sub[k] of step

@@ -446,6 +446,16 @@ ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *d
     return NTP_STATUS_OK;
 }
 
+const char *ntp__exec_fuse_note(const ntp_exec *x, int s)
+{
+    const ntp_step *st = &x->steps[s];
+    const ntp_backend_i *be = x->be[st->be];
+    if (st->kind != NTP_STEP_NODE || !be->fuse_note)
+        return NULL;
+    const char *n = be->fuse_note(x->be_state[st->be], st->state);
+    return n && *n ? n : NULL;
+}
+
 const char *ntp__exec_impl(const ntp_exec *x, int s)
 {
     const ntp_step *st = &x->steps[s];

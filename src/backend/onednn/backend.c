@@ -329,6 +329,13 @@ static const char *onednn_impl_name(void *state, void *node_state)
     return nd && nd->impl[0] ? nd->impl : "onednn";
 }
 
+static const char *onednn_fuse_note(void *state, void *node_state)
+{
+    (void)state;
+    odnn_node *nd = node_state;
+    return nd && nd->fuse_note[0] ? nd->fuse_note : NULL;
+}
+
 static int onednn_n_steps(void *state, void *node_state, int *main_step)
 {
     odnn_node *nd = node_state;
@@ -426,6 +433,7 @@ const ntp_backend_i ntp__backend_onednn = {
     .release = onednn_release,
     .fusable = onednn_fusable,
     .impl_name = onednn_impl_name,
+    .fuse_note = onednn_fuse_note,
     .n_steps = onednn_n_steps,
     .step_info = onednn_step_info,
     .execute_step = onednn_execute_step,

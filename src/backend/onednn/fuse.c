@@ -319,12 +319,14 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
     for (int i = first + 1; apart && i < k->n_fused; i++)
         if ((s = eltwise_in_place(b, k->fused[i], mi)))
             return s;
-    /* The report's impl column shows both primitives and why they are two. */
+    /* The report's impl column shows both primitives; the layer's fuse
+     * note says why they are two. */
     odnn_node *nd = b->nd;
     const char *bi = impl_of(pd);
     char head[sizeof nd->impl];
     snprintf(head, sizeof head, "%s", nd->impl);
-    /* A long reason may be cut; the head's implementation comes first. */
-    int len = snprintf(nd->impl, sizeof nd->impl, "%s + %s (%s)", head, bi ? bi : "binary", why);
+    snprintf(nd->fuse_note, sizeof nd->fuse_note, "%s", why);
+    /* A long name may be cut; the head's implementation comes first. */
+    int len = snprintf(nd->impl, sizeof nd->impl, "%s + %s", head, bi ? bi : "binary");
     return len > 0 ? NTP_STATUS_OK : ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "impl name");
 }

@@ -90,6 +90,7 @@ typedef struct odnn_node {
     int n_rows, main_row;
     int row_first[ODNN_MAX_STEPS], row_last[ODNN_MAX_STEPS];
     char impl[160];
+    char fuse_note[128];        /* a declined fusion's reason; "" when none */
     size_t ws_used;             /* intermediates, bump-allocated */
     size_t scratch_off;         /* scratchpad region after them */
     size_t scratch_bytes;
