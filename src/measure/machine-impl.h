@@ -42,6 +42,11 @@ double ntp__fma_run(ntp_isa isa, ntp_kernel_prec p, int64_t iters, double *sink)
 double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n,
                       int reps);
 
+/* A marker segment's traffic for the roofline: its rows' bytes, with each
+ * recurrent row's parts (re-reads of the recurrent weights) instead of its
+ * minimal traffic (machine-roofline.c). */
+int64_t ntp__roofline_marker_bytes(const ntp_run_result *r, const ntp_marker_result *m);
+
 /* --- JSON forms (machine-report.c), for reports and the history ------------------- */
 json_t *ntp__machine_info_json(const ntp_machine_info *m);
 json_t *ntp__ceilings_json(const ntp_ceilings *c);
