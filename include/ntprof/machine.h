@@ -202,6 +202,13 @@ double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, in
  * host<->device bandwidth. c NULL marks the roofline unavailable. */
 void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
 
+/* The most a dot-product peak can be over the f32 FMA peak: vdpbf16ps does
+ * 2 multiply-adds per f32 lane where an FMA does one, and vpdpbusd 4 per
+ * 32-bit lane; no core issues them faster than its FMAs. 10% of margin
+ * for noise. */
+#define NTP_MACHINE_BF16_RATIO 2.2
+#define NTP_MACHINE_I8_RATIO 4.4
+
 /* The margin a row may exceed its ceiling by before the ceiling is called
  * stale: the ceiling's measured spread ((best - slowest) / best), at
  * least this. */
