@@ -501,7 +501,12 @@ static void test_kernels_saturate(void **state)
             k = (ntp_isa)(k + 1);
         if (k == NTP_ISA_SCALAR)
             continue; /* the scalar floor is not a peak */
+        /* A latency-bound kernel is slower than the one with more chains
+         * every time; a shared machine (a hypervisor's other guest on the
+         * core's SMT sibling) can make it so once. Up to three attempts. */
         rates r = kernel_rates(k, (ntp_kernel_prec)p, 15);
+        for (int attempt = 1; attempt < 3 && r.more > 1.06 * r.peak; attempt++)
+            r = kernel_rates(k, (ntp_kernel_prec)p, 15);
         double per = ntp__fma_ops_per_insn(k, (ntp_kernel_prec)p);
         int chains = ntp__fma_chains(k, (ntp_kernel_prec)p, NTP_KCHAINS_PEAK);
         double ipc_one = r.one / per / (ghz * 1e9), ipc = r.peak / per / (ghz * 1e9);
