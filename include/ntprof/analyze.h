@@ -18,6 +18,17 @@
 extern "C" {
 #endif
 
+/* One part of a layer whose parts run under different roofs (docs/analysis.md):
+ * a recurrent layer's input GEMM (every time step at once, the input
+ * weights read once) and its recurrent GEMV (one step after the other,
+ * the recurrent weights read again at every step). */
+#define NTP_COST_MAX_PARTS 2
+typedef struct ntp_cost_part {
+    const char *name;        /* "input GEMM", "recurrent GEMV" (static strings) */
+    int64_t flops;
+    int64_t bytes;           /* the part's traffic, re-reads included */
+} ntp_cost_part;
+
 typedef struct ntp_layer_cost {
     const char *name;        /* owned by the graph */
     const char *type;        /* markup element name: "fc", "conv", "mfcc" */
@@ -32,6 +43,10 @@ typedef struct ntp_layer_cost {
     /* Minimal memory traffic: weights + inputs + outputs, each touched once. */
     int64_t traffic_bytes;
     double intensity;        /* flops / traffic_bytes (FLOP per byte) */
+    /* Recurrent layers (lstm, gru, rnn): the parts, whose FLOPs add up to
+     * `flops`; 0 for every other layer. */
+    int n_parts;
+    ntp_cost_part parts[NTP_COST_MAX_PARTS];
 } ntp_layer_cost;
 
 typedef struct ntp_analysis {

@@ -65,7 +65,7 @@ typedef struct ntp_machine_info {
 /* A compute ceiling. */
 typedef struct ntp_peak {
     char precision[8];          /* "f64", "f32", "bf16", "i8" */
-    double gflops;              /* 10^9 FLOP/s (int8: 10^9 multiply or add operations/s) */
+    double gflops;              /* 10^9 FLOP/s (int8: 10^9 multiply or add operations/s): the best trial */
     char method[96];            /* "FMA micro-kernel, avx2, 2 threads", "GEMM on onednn" */
 } ntp_peak;
 
@@ -73,8 +73,25 @@ typedef struct ntp_peak {
 typedef struct ntp_bandwidth {
     char level[8];              /* "L1", "L2", "L3", "DRAM" */
     int64_t working_set_bytes;  /* all threads' arrays together */
-    double gbps;                /* 10^9 B/s, all threads together */
+    double gbps;                /* 10^9 B/s, all threads together: the best trial */
 } ntp_bandwidth;
+
+/* How a ceiling was measured (docs/machine.md): the spread of its trials,
+ * the load around it, and whether it is to be trusted. Kept beside each
+ * peak, GEMM and bandwidth level of ntp_ceilings, index for index. All 0
+ * in ceilings cached by an ntprof that did not record them. */
+typedef struct ntp_ceiling_spread {
+    int trials;                 /* trials run; the ceiling is the best of them */
+    double min, median;         /* the slowest and the median trial, in the ceiling's unit */
+    /* Micro-kernels: the same kernel on one thread (0: not measured). A
+     * whole-machine peak below it means another process held a CPU. */
+    double one_thread;
+    /* Share of the CPUs' time other processes (and the hypervisor) took
+     * while this ceiling was measured, 0..1 (/proc/stat); -1 unknown. */
+    double other_busy;
+    bool contended;             /* measured under load: too low to trust */
+    char detail[160];           /* GEMM: every backend's figure ("onednn 201, xnnpack 111") */
+} ntp_ceiling_spread;
 
 /* The maths a GPU's GEMM peak is measured at. */
 typedef enum ntp_gpu_math {
@@ -117,6 +134,17 @@ typedef struct ntp_ceilings {
     int n_gpus;
     ntp_gpu_ceilings gpus[NTP_MACHINE_MAX_GPUS];
     char gpu_note[256];
+    /* Contention during the measurement (docs/machine.md): the largest
+     * share of the CPUs other processes took while a ceiling was measured
+     * (-1 unknown), the 1-minute load average at the start, and whether
+     * any ceiling was flagged; `note` says which and what to do. */
+    double other_busy;
+    double loadavg;
+    bool contended;
+    char note[384];
+    ntp_ceiling_spread peak_spread[NTP_MACHINE_MAX_PEAKS];  /* beside peaks[] */
+    ntp_ceiling_spread gemm_spread[NTP_MACHINE_MAX_PEAKS];  /* beside gemm[] */
+    ntp_ceiling_spread level_spread[NTP_MACHINE_MAX_LEVELS]; /* beside levels[] */
 } ntp_ceilings;
 
 typedef struct ntp_machine_opts {
@@ -152,6 +180,18 @@ double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level);
 /* The roofline bound: min(peak, intensity x bandwidth), in GFLOP/s. 0 when
  * any argument is not positive (no FLOPs, no ceiling). */
 double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity);
+/* The part of a row that dominates its time under the roofs (docs/analysis.md):
+ * each part's estimate is max(flops / peak, bytes / bandwidth), and the
+ * index of the largest is returned; -1 when the row has no parts or
+ * the ceilings are not positive. A recurrent layer's verdict is its
+ * dominant part's. */
+int ntp_roofline_dominant_part(const ntp_cost_part *parts, int n_parts, double peak_gflops,
+                               double bandwidth_gbps);
+/* A row's bound from its parts: its FLOPs over the sum of the parts' time
+ * estimates, in GFLOP/s (at most the peak); min(peak, intensity x
+ * bandwidth) without parts. */
+double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, int64_t flops,
+                                     int64_t bytes, double peak_gflops, double bandwidth_gbps);
 /* Place every row and marker segment of r against c: fills r->roofline and
  * each row's attainable_gflops (or attainable_gbps), roof_share and
  * roof_ceiling. Rows on the CPU go under the micro-kernel peak at r's
@@ -161,6 +201,18 @@ double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double
  * NTP_ROOF_NO_GPU when c has no GPU; copy rows (types h2d, d2h) under the
  * host<->device bandwidth. c NULL marks the roofline unavailable. */
 void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
+
+/* The most a dot-product peak can be over the f32 FMA peak: vdpbf16ps does
+ * 2 multiply-adds per f32 lane where an FMA does one, and vpdpbusd 4 per
+ * 32-bit lane; no core issues them faster than its FMAs. 10% of margin
+ * for noise. */
+#define NTP_MACHINE_BF16_RATIO 2.2
+#define NTP_MACHINE_I8_RATIO 4.4
+
+/* The margin a row may exceed its ceiling by before the ceiling is called
+ * stale: the ceiling's measured spread ((best - slowest) / best), at
+ * least this. */
+#define NTP_ROOF_STALE_MIN_MARGIN 0.02
 
 /* What roof_ceiling says of a row that ran on a GPU when the ceilings hold
  * no GPU. */

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "ntprof/analyze.h"
 #include "ntprof/graph.h"
 #include "ntprof/stats.h"
 
@@ -107,6 +108,11 @@ typedef struct ntp_layer_result {
     double gflops;              /* flops / median time */
     double gbps;                /* bytes / median time */
     double intensity;           /* flops / bytes */
+    /* A recurrent layer's input GEMM and recurrent GEMV (docs/analysis.md),
+     * from the analysis: the roofline bounds the row by both parts' time
+     * estimates and the verdict is the dominant part's. 0: one part. */
+    int n_parts;
+    ntp_cost_part parts[NTP_COST_MAX_PARTS];
     double prepare_ms;          /* primitive creation, weight packing */
     int64_t workspace_bytes;
     /* Counters, derived metrics and the bottleneck verdict (docs/counters.md);
@@ -269,6 +275,11 @@ typedef struct ntp_roofline {
     char peak_source[128];      /* "f32 FMA micro-kernel, avx2, 2 threads" */
     double bandwidth_gbps;      /* DRAM triad: the memory roof of the bound */
     double ridge_intensity;     /* peak / bandwidth, FLOP/B */
+    /* The ceilings do not hold for this run (docs/machine.md): a row ran
+     * above them, or they were measured under load. The verdicts on this
+     * roofline are then unreliable; `stale_reason` says why. */
+    bool unreliable;
+    char stale_reason[256];
     int n_levels;               /* every measured level, for plots (L1 .. DRAM) */
     struct {
         char name[8];

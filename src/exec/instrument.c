@@ -20,6 +20,7 @@
 #include "core/ctx-impl.h"
 #include "exec-impl.h"
 #include "measure/counters-impl.h"
+#include "measure/machine-impl.h"
 #include "ntprof/machine.h"
 
 /* Without measured ceilings, the ridge point of the roofline taken for
@@ -587,7 +588,7 @@ static bool metric_val(const vals *v, const char *name, double *out)
 /* "compute", "memory" or "latency", and the evidence, from the row's
  * intensity and time and whatever counters or simulation it has. */
 static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t bytes, double gbps,
-                  const char **bound, const char **evidence)
+                  const char *part, const char **bound, const char **evidence)
 {
     char ev[768];
     size_t u = 0;
@@ -604,6 +605,10 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
         ADD("median %.2g \xC2\xB5s < %.0f \xC2\xB5s: per-call overhead dominates", ms * 1000,
             NTP_LATENCY_MS * 1000);
     }
+    /* A recurrent layer is judged by the part that dominates its time
+     * under the roofs (docs/analysis.md). */
+    if (part)
+        ADD("%s part dominates: ", part);
     if (!b)
         ADD("intensity %.3g FLOP/B %s %.3g FLOP/B (%s)", in, in < balance ? "<" : ">=", balance, bsrc);
     else
@@ -654,6 +659,8 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
     }
     if (!b)
         b = td ? td : cnt ? cnt : sm ? sm : in < balance ? "memory" : "compute";
+    if (I->r->roofline.unreliable)
+        ADD("; ceilings unreliable (%s)", I->r->roofline.stale_reason);
     ADD("; %.3g GB/s; decided by %s", gbps,
         b && !strcmp(b, "latency") && !td && !cnt ? "time" : td ? "top-down" : cnt ? "counters"
         : sm ? "simulation" : "intensity");
@@ -743,16 +750,20 @@ static ntp_status finish(inst *I)
             ntp_layer_result *L = &r->layers[k];
             L->n_counters = v->n;
             L->counters = v->n ? v->v : NULL;
+            /* Balance and 1 GB/s order the parts' times as the measured
+             * peak and bandwidth do. */
+            int d = ntp_roofline_dominant_part(L->parts, L->n_parts, I->balance, 1.0);
             if (!L->fused)
-                judge(I, v, L->time_ms.median, L->flops, L->bytes, L->gbps, &L->bound,
-                      &L->bound_evidence);
+                judge(I, v, L->time_ms.median, d >= 0 ? L->parts[d].flops : L->flops,
+                      d >= 0 ? L->parts[d].bytes : L->bytes, L->gbps, d >= 0 ? L->parts[d].name : NULL,
+                      &L->bound, &L->bound_evidence);
         } else {
             ntp_marker_result *M = &r->markers[k - r->n_layers];
             M->n_counters = v->n;
             M->counters = v->n ? v->v : NULL;
             double s = M->time_ms.median / 1000.0;
-            judge(I, v, M->time_ms.median, M->flops, M->bytes,
-                  s > 0 ? (double)M->bytes / s / 1e9 : 0, &M->bound, &M->bound_evidence);
+            judge(I, v, M->time_ms.median, M->flops, ntp__roofline_marker_bytes(r, M),
+                  s > 0 ? (double)M->bytes / s / 1e9 : 0, NULL, &M->bound, &M->bound_evidence);
         }
         v->v = NULL;
         v->n = 0;

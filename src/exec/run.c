@@ -419,6 +419,12 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
                 L->bytes += x->slots[st->post_slot[f]].bytes;
         L->bytes += a->layers[last].output_bytes;
         L->intensity = L->bytes > 0 ? (double)L->flops / (double)L->bytes : 0;
+        /* A recurrent layer's parts (docs/analysis.md), when the row is
+         * that layer alone: a fused group's extra work belongs to neither. */
+        if (L->flops == c->flops && st->k.n_fused == 0) {
+            L->n_parts = c->n_parts;
+            memcpy(L->parts, c->parts, sizeof L->parts);
+        }
         L->prepare_ms = st->prepare_ms;
         L->workspace_bytes = (int64_t)st->ws;
     }

@@ -44,6 +44,7 @@ ntp_status ntp_graph_analyze(ntp_ctx *ctx, const ntp_graph *g, ntp_analysis **ou
             l->output_bytes = sat_add(l->output_bytes, ntp__tensor_bytes(ntp__cout(g, n, k)));
         l->traffic_bytes = sat_add(sat_add(l->weight_bytes, l->input_bytes), l->output_bytes);
         l->intensity = l->traffic_bytes > 0 ? (double)l->flops / (double)l->traffic_bytes : 0.0;
+        l->n_parts = ntp__cost_parts(g, n, l->parts);
 
         a->params = sat_add(a->params, l->params);
         a->macs = sat_add(a->macs, l->macs);

@@ -190,6 +190,9 @@ typedef void (*ntp_cost_fn)(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
 
 ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n);
 void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
+/* A recurrent node's input GEMM and recurrent GEMV parts (op-rnn.c,
+ * docs/analysis.md): their count, 0 for any other node. */
+int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts);
 
 #define NTP_OP_DECL_(e, s, k, mi, ma, sh, co)                             \
     ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \

@@ -31,16 +31,38 @@ typedef enum ntp_kernel_prec {
 const char *ntp__kprec_name(ntp_kernel_prec p);
 /* Whether a kernel for p exists on isa on this CPU. */
 bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p);
-/* Run the FMA loop `iters` times on one thread; returns the operations it
- * did (each multiply and each add counts one). The accumulators' sum is
+/* The chain counts each kernel exists with: one (its latency), the count
+ * the peak is measured with, and more, which must not be faster if the
+ * peak count saturates the units. */
+typedef enum ntp_kchains { NTP_KCHAINS_ONE, NTP_KCHAINS_PEAK, NTP_KCHAINS_MORE, NTP_KCHAINS_COUNT } ntp_kchains;
+/* Independent accumulator chains of that variant; 0 when there is no
+ * kernel for (isa, p) here. */
+int ntp__fma_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which);
+/* Operations one instruction of the kernel does (each multiply and each
+ * add counts one: vfmadd231ps zmm 32, vdpbf16ps zmm 64, vpdpbusd zmm 128),
+ * and the instruction's name; 0 and NULL without a kernel. */
+double ntp__fma_ops_per_insn(ntp_isa isa, ntp_kernel_prec p);
+const char *ntp__fma_insn(ntp_isa isa, ntp_kernel_prec p);
+/* Run the kernel `iters` times on this thread; returns the operations it
+ * did (iters x chains x ops per instruction). The accumulators' sum is
  * written to *sink so the work cannot be optimised away. */
+double ntp__fma_run_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which, int64_t iters,
+                           double *sink);
+/* The peak variant. */
 double ntp__fma_run(ntp_isa isa, ntp_kernel_prec p, int64_t iters, double *sink);
+/* 64 x iters dependent register adds: 64 x iters cycles of this core. */
+void ntp__clock_chain(int64_t iters);
 
 /* a[i] = b[i] + s * c[i] over n doubles, `reps` times; 64-byte aligned
  * arrays. Returns the bytes counted (STREAM's convention: 24 per element,
  * write-allocate traffic not counted). */
 double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n,
                       int reps);
+
+/* A marker segment's traffic for the roofline: its rows' bytes, with each
+ * recurrent row's parts (re-reads of the recurrent weights) instead of its
+ * minimal traffic (machine-roofline.c). */
+int64_t ntp__roofline_marker_bytes(const ntp_run_result *r, const ntp_marker_result *m);
 
 /* --- JSON forms (machine-report.c), for reports and the history ------------------- */
 json_t *ntp__machine_info_json(const ntp_machine_info *m);

@@ -107,235 +107,299 @@ bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p)
     return false;
 }
 
-/* Twelve or sixteen accumulator chains, written out so each stays in a
- * register. */
-#define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define REP16(X) REP12(X) X(12) X(13) X(14) X(15)
+/* --- the FMA kernels -------------------------------------------------------------- */
 
-/* --- AVX2 -------------------------------------------------------------------------- */
+/* Each kernel exists with three chain counts (ntp_kchains): one chain (the
+ * instruction's latency), the count the peak is measured with, and more
+ * chains than that, which must not run faster if the peak count saturates
+ * the units (tests/test_machine.c checks). Chains are written out with the
+ * REP macros so each stays in a register, and each starts from a value
+ * the compiler cannot see (an empty asm makes it opaque) and that differs
+ * from every other chain's: the compiler can neither prove two chains equal
+ * and merge them nor fold the loop. (An earlier version started every
+ * bf16 and i8 chain at zero: GCC merged the sixteen into one, so the loop
+ * ran one dependent vdpbf16ps per latency while counting sixteen.) */
+#define R1(X) X(0)
+#define R4(X) X(0) X(1) X(2) X(3)
+#define R6(X) R4(X) X(4) X(5)
+#define R8(X) R4(X) X(4) X(5) X(6) X(7)
+#define R12(X) R8(X) X(8) X(9) X(10) X(11)
+#define R14(X) R12(X) X(12) X(13)
+#define R16(X) R14(X) X(14) X(15)
+#define R24(X) R16(X) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+#define R28(X) R24(X) X(24) X(25) X(26) X(27)
 
-__attribute__((target("avx2,fma"))) static double fma_f32_avx2(int64_t iters, double *sink)
-{
-    const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
-#define DECL(i) __m256 a##i = _mm256_set1_ps(0.5f + 0.01f * (i));
-#define STEP(i) a##i = _mm256_fmadd_ps(a##i, m, c);
-    REP12(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        REP12(STEP)
+/* Chain counts per register file. zmm: 32 registers, two hold the
+ * operands: 16 chains cover two pipes of latency up to 8, 28 is what
+ * fits. ymm (AVX2): 16 registers: 12 and 14. The AVX2 int8 sequence needs
+ * two registers per chain: 4 and 6. Scalar: 8 and 12. */
+enum { Z_PEAK = 16, Z_MORE = 28, Y_PEAK = 12, Y_MORE = 14, YI_PEAK = 4, YI_MORE = 6, S_PEAK = 8, S_MORE = 12 };
+
+#define OPAQUE(i) __asm__ volatile("" : "+v"(a##i));
+
+/* One kernel: NAME with chains REP, declaring accumulators with DECL,
+ * stepping with STEP, BODY_PRE once per iteration before the steps, and
+ * folding them into `s` with SUM. */
+#define KERNEL(NAME, TARGET, REP, VT, DECL, STEP, PRE, SUMT, SUMZ, SUM, FINISH)                    \
+    TARGET static void NAME(int64_t iters, double *sink)                                           \
+    {                                                                                              \
+        KERNEL_CONSTS                                                                              \
+        REP(DECL)                                                                                  \
+        REP(OPAQUE)                                                                                \
+        for (int64_t k = 0; k < iters; k++) {                                                      \
+            PRE                                                                                    \
+            REP(STEP)                                                                              \
+        }                                                                                          \
+        SUMT s = SUMZ;                                                                             \
+        REP(SUM)                                                                                   \
+        FINISH                                                                                     \
     }
-    __m256 s = _mm256_setzero_ps();
-#define SUM(i) s = _mm256_add_ps(s, a##i);
-    REP12(SUM)
-    float out[8];
-    _mm256_storeu_ps(out, s);
-    *sink = out[0] + out[7];
-    return (double)iters * 12 * 8 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
-}
 
-__attribute__((target("avx2,fma"))) static double fma_f64_avx2(int64_t iters, double *sink)
-{
-    const __m256d m = _mm256_set1_pd(0.999), c = _mm256_set1_pd(0.001);
-#define DECL(i) __m256d a##i = _mm256_set1_pd(0.5 + 0.01 * (i));
-#define STEP(i) a##i = _mm256_fmadd_pd(a##i, m, c);
-    REP12(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        REP12(STEP)
-    }
-    __m256d s = _mm256_setzero_pd();
-#define SUM(i) s = _mm256_add_pd(s, a##i);
-    REP12(SUM)
-    double out[4];
-    _mm256_storeu_pd(out, s);
-    *sink = out[0] + out[3];
-    return (double)iters * 12 * 4 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
-}
+/* AVX-512 f32: a = a * m + c converges to 1, so values stay normal. */
+#define T512 __attribute__((target("avx512f")))
+#define KERNEL_CONSTS const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+#define D(i) __m512 a##i = _mm512_set1_ps(0.5f + 0.01f * (i));
+#define S(i) a##i = _mm512_fmadd_ps(a##i, m, c);
+#define A(i) s = _mm512_add_ps(s, a##i);
+KERNEL(f32_z1, T512, R1, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(f32_zp, T512, R16, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(f32_zm, T512, R28, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+#define KERNEL_CONSTS const __m512d m = _mm512_set1_pd(0.999), c = _mm512_set1_pd(0.001);
+#define D(i) __m512d a##i = _mm512_set1_pd(0.5 + 0.01 * (i));
+#define S(i) a##i = _mm512_fmadd_pd(a##i, m, c);
+#define A(i) s = _mm512_add_pd(s, a##i);
+KERNEL(f64_z1, T512, R1, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
+KERNEL(f64_zp, T512, R16, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
+KERNEL(f64_zm, T512, R28, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+/* bf16 pairs into f32 lanes: vdpbf16ps does 2 multiply-adds per f32 lane,
+ * 64 operations per zmm instruction. x is bf16 0.001 (0x3A83) and y 1.0
+ * (0x3F80): the chains grow by 0.002 a step from distinct starts and stay
+ * normal for any iteration count a measurement uses. x and y pass through
+ * an empty asm every iteration so no product can be hoisted. */
+#define TBF16 __attribute__((target("avx512f,avx512bf16")))
+#define KERNEL_CONSTS __m512i x = _mm512_set1_epi16(0x3A83), y = _mm512_set1_epi16(0x3F80);
+#define D(i) __m512 a##i = _mm512_set1_ps(1.0f + (float)(i));
+#define S(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)x, (__m512bh)y);
+#define P __asm__ volatile("" : "+v"(x), "+v"(y));
+#define A(i) s = _mm512_add_ps(s, a##i);
+KERNEL(bf16_z1, TBF16, R1, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(bf16_zp, TBF16, R16, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(bf16_zm, TBF16, R28, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+/* u8 x s8 quads into s32 lanes: vpdpbusd does 4 multiply-accumulates per
+ * 32-bit lane, 128 operations per zmm instruction (64 with ymm). */
+#define TVNNI __attribute__((target("avx512f,avx512vnni")))
+#define KERNEL_CONSTS __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+#define D(i) __m512i a##i = _mm512_set1_epi32((i) * 1000);
+#define S(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
+#define A(i) s = _mm512_add_epi32(s, a##i);
+KERNEL(i8_z1, TVNNI, R1, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
+KERNEL(i8_zp, TVNNI, R16, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
+KERNEL(i8_zm, TVNNI, R28, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+/* The VEX form (AVX-VNNI: Alder Lake and later cores without AVX-512). */
+#define TAVXVNNI __attribute__((target("avx2,avxvnni")))
+#define KERNEL_CONSTS __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);
+#define D(i) __m256i a##i = _mm256_set1_epi32((i) * 1000);
+#define S(i) a##i = _mm256_dpbusd_avx_epi32(a##i, x, y);
+#define A(i) s = _mm256_add_epi32(s, a##i);
+#define FIN_I256 int out[8]; _mm256_storeu_si256((__m256i *)out, s); *sink = (double)out[0] + out[7];
+KERNEL(i8_v1, TAVXVNNI, R1, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_vp, TAVXVNNI, R12, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_vm, TAVXVNNI, R14, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+/* AVX2 f32 and f64. */
+#define T256 __attribute__((target("avx2,fma")))
+#define KERNEL_CONSTS const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+#define D(i) __m256 a##i = _mm256_set1_ps(0.5f + 0.01f * (i));
+#define S(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+#define A(i) s = _mm256_add_ps(s, a##i);
+#define FIN_PS float out[8]; _mm256_storeu_ps(out, s); *sink = out[0] + out[7];
+KERNEL(f32_y1, T256, R1, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
+KERNEL(f32_yp, T256, R12, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
+KERNEL(f32_ym, T256, R14, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+#define KERNEL_CONSTS const __m256d m = _mm256_set1_pd(0.999), c = _mm256_set1_pd(0.001);
+#define D(i) __m256d a##i = _mm256_set1_pd(0.5 + 0.01 * (i));
+#define S(i) a##i = _mm256_fmadd_pd(a##i, m, c);
+#define A(i) s = _mm256_add_pd(s, a##i);
+#define FIN_PD double out[4]; _mm256_storeu_pd(out, s); *sink = out[0] + out[3];
+KERNEL(f64_y1, T256, R1, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
+KERNEL(f64_yp, T256, R12, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
+KERNEL(f64_ym, T256, R14, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
 
 /* int8 without VNNI: what an AVX2 int8 GEMM does per 32 multiply-
  * accumulates: u8 x s8 products summed in pairs to s16 (vpmaddubsw),
  * widened to s32 by a multiply-add with ones (vpmaddwd), then added. Only
- * the 32 MACs (64 operations) count. Each chain has inputs of its own, and
- * they pass through an empty asm every iteration: otherwise the compiler
- * would compute the products once and only repeat the additions. Four
- * chains with their inputs and temporaries fit the 16 ymm registers; the
- * products do not depend on the accumulators, so the multiplier ports, not
- * latency, bound the loop. */
-__attribute__((target("avx2,fma"))) static double dot_i8_avx2(int64_t iters, double *sink)
+ * the 32 MACs (64 operations) count, one "instruction" here being the
+ * three. Each chain has inputs of its own, and they pass through an empty
+ * asm every iteration: otherwise the compiler would compute the products
+ * once and only repeat the additions. The products do not depend on the
+ * accumulators, so the multiplier ports, not latency, bound the loop. */
+#define KERNEL_CONSTS const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+#define D(i) __m256i a##i = _mm256_set1_epi32((i) * 1000), x##i = _mm256_set1_epi8((char)(i + 1));
+#define S(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x##i, y), ones));
+#define A(i) s = _mm256_add_epi32(s, a##i);
+#define XO(i) __asm__ volatile("" : "+v"(x##i));
+KERNEL(i8_y1, T256, R1, __m256i, D, S, R1(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_yp, T256, R4, __m256i, D, S, R4(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_ym, T256, R6, __m256i, D, S, R6(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+
+/* Scalar: chains of a * m + c; the compiler may or may not contract them
+ * into FMAs (ISO C mode does not), so this is the scalar floor, not a
+ * peak. */
+#define TNONE
+#define KERNEL_CONSTS const double m = 0.999, c = 0.001;
+#define D(i) double a##i = 0.5 + 0.01 * (i);
+#define S(i) a##i = a##i * m + c;
+#define A(i) s += a##i;
+KERNEL(f64_s1, TNONE, R1, double, D, S, , double, 0, A, *sink = s;)
+KERNEL(f64_sp, TNONE, R8, double, D, S, , double, 0, A, *sink = s;)
+KERNEL(f64_sm, TNONE, R12, double, D, S, , double, 0, A, *sink = s;)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+#define KERNEL_CONSTS const float m = 0.999f, c = 0.001f;
+#define D(i) float a##i = 0.5f + 0.01f * (float)(i);
+#define S(i) a##i = a##i * m + c;
+#define A(i) s += a##i;
+KERNEL(f32_s1, TNONE, R1, float, D, S, , float, 0, A, *sink = s;)
+KERNEL(f32_sp, TNONE, R8, float, D, S, , float, 0, A, *sink = s;)
+KERNEL(f32_sm, TNONE, R12, float, D, S, , float, 0, A, *sink = s;)
+#undef KERNEL_CONSTS
+#undef D
+#undef S
+#undef A
+#undef P
+
+typedef void (*kernel_fn)(int64_t iters, double *sink);
+
+/* The kernel of (isa, p): its three variants, chain counts, the operations
+ * one instruction does and its name. */
+typedef struct kernel {
+    kernel_fn fn[NTP_KCHAINS_COUNT];
+    int chains[NTP_KCHAINS_COUNT];
+    double ops_per_insn;
+    const char *insn;
+} kernel;
+
+static bool pick(ntp_isa isa, ntp_kernel_prec p, kernel *k)
 {
-    const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
-#define DECL(i) __m256i a##i = _mm256_setzero_si256(), x##i = _mm256_set1_epi8((char)(i + 1));
-#define STEP(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x##i, y), ones));
-#define CLOBBER(i) __asm__ volatile("" : "+x"(x##i));
-#define REP4(X) X(0) X(1) X(2) X(3)
-    REP4(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        REP4(CLOBBER)
-        REP4(STEP)
+    if (!ntp__fma_supported(isa, p))
+        return false;
+#define K(a, b, c, ca, cb, cc, ops, name) \
+    return (*k = (kernel){{a, b, c}, {ca, cb, cc}, ops, name}), true;
+    switch (isa) {
+    case NTP_ISA_AVX512:
+        switch (p) {
+        case NTP_KPREC_F64: K(f64_z1, f64_zp, f64_zm, 1, Z_PEAK, Z_MORE, 16, "vfmadd231pd zmm")
+        case NTP_KPREC_F32: K(f32_z1, f32_zp, f32_zm, 1, Z_PEAK, Z_MORE, 32, "vfmadd231ps zmm")
+        case NTP_KPREC_BF16: K(bf16_z1, bf16_zp, bf16_zm, 1, Z_PEAK, Z_MORE, 64, "vdpbf16ps zmm")
+        case NTP_KPREC_I8: K(i8_z1, i8_zp, i8_zm, 1, Z_PEAK, Z_MORE, 128, "vpdpbusd zmm")
+        case NTP_KPREC_COUNT: return false;
+        }
+        return false;
+    case NTP_ISA_AVX2:
+        switch (p) {
+        case NTP_KPREC_F64: K(f64_y1, f64_yp, f64_ym, 1, Y_PEAK, Y_MORE, 8, "vfmadd231pd ymm")
+        case NTP_KPREC_F32: K(f32_y1, f32_yp, f32_ym, 1, Y_PEAK, Y_MORE, 16, "vfmadd231ps ymm")
+        case NTP_KPREC_I8:
+            if (has_flag("avx_vnni"))
+                K(i8_v1, i8_vp, i8_vm, 1, Y_PEAK, Y_MORE, 64, "vpdpbusd ymm (AVX-VNNI)")
+            K(i8_y1, i8_yp, i8_ym, 1, YI_PEAK, YI_MORE, 64, "vpmaddubsw+vpmaddwd+vpaddd ymm")
+        case NTP_KPREC_BF16:
+        case NTP_KPREC_COUNT: return false;
+        }
+        return false;
+    case NTP_ISA_SCALAR:
+        if (p == NTP_KPREC_F64)
+            K(f64_s1, f64_sp, f64_sm, 1, S_PEAK, S_MORE, 2, "scalar multiply-add")
+        K(f32_s1, f32_sp, f32_sm, 1, S_PEAK, S_MORE, 2, "scalar multiply-add")
     }
-    __m256i s = _mm256_setzero_si256();
-#define SUM(i) s = _mm256_add_epi32(s, a##i);
-    REP4(SUM)
-    int out[8];
-    _mm256_storeu_si256((__m256i *)out, s);
-    *sink = (double)out[0];
-    return (double)iters * 4 * 32 * 2;
-#undef DECL
-#undef STEP
-#undef CLOBBER
-#undef REP4
-#undef SUM
+#undef K
+    return false;
 }
 
-/* --- AVX-512 ------------------------------------------------------------------------- */
-
-__attribute__((target("avx512f"))) static double fma_f32_avx512(int64_t iters, double *sink)
+int ntp__fma_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which)
 {
-    const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
-#define DECL(i) __m512 a##i = _mm512_set1_ps(0.5f + 0.01f * (i));
-#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, c);
-    REP16(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        REP16(STEP)
-    }
-    __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-    REP16(SUM)
-    *sink = _mm512_reduce_add_ps(s);
-    return (double)iters * 16 * 16 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
+    kernel k;
+    return which >= 0 && which < NTP_KCHAINS_COUNT && pick(isa, p, &k) ? k.chains[which] : 0;
 }
 
-__attribute__((target("avx512f"))) static double fma_f64_avx512(int64_t iters, double *sink)
+double ntp__fma_ops_per_insn(ntp_isa isa, ntp_kernel_prec p)
 {
-    const __m512d m = _mm512_set1_pd(0.999), c = _mm512_set1_pd(0.001);
-#define DECL(i) __m512d a##i = _mm512_set1_pd(0.5 + 0.01 * (i));
-#define STEP(i) a##i = _mm512_fmadd_pd(a##i, m, c);
-    REP16(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        REP16(STEP)
-    }
-    __m512d s = _mm512_setzero_pd();
-#define SUM(i) s = _mm512_add_pd(s, a##i);
-    REP16(SUM)
-    *sink = _mm512_reduce_add_pd(s);
-    return (double)iters * 16 * 8 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
+    kernel k;
+    return pick(isa, p, &k) ? k.ops_per_insn : 0;
 }
 
-/* bf16 pairs into f32 lanes: each vdpbf16ps does 32 multiplies and 32 adds. */
-__attribute__((target("avx512f,avx512bf16"))) static double dot_bf16_avx512(int64_t iters,
-                                                                           double *sink)
+const char *ntp__fma_insn(ntp_isa isa, ntp_kernel_prec p)
 {
-    /* 0x3F80 is bf16 1.0 and 0x3A83 about 0.001: the chains grow slowly
-     * and stay normal for any iteration count a measurement uses. */
-    __m512i x = _mm512_set1_epi16(0x3A83), y = _mm512_set1_epi16(0x3F80);
-#define DECL(i) __m512 a##i = _mm512_setzero_ps();
-#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)x, (__m512bh)y);
-    REP16(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        __asm__ volatile("" : "+v"(x), "+v"(y));
-        REP16(STEP)
-    }
-    __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-    REP16(SUM)
-    *sink = _mm512_reduce_add_ps(s);
-    return (double)iters * 16 * 32 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
+    kernel k;
+    return pick(isa, p, &k) ? k.insn : NULL;
 }
 
-/* u8 x s8 quads into s32 lanes: each vpdpbusd does 64 multiply-accumulates. */
-__attribute__((target("avx512f,avx512vnni"))) static double dot_i8_avx512(int64_t iters,
-                                                                         double *sink)
+double ntp__fma_run_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which, int64_t iters,
+                           double *sink)
 {
-    __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-#define DECL(i) __m512i a##i = _mm512_setzero_si512();
-#define STEP(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
-    REP16(DECL)
-    for (int64_t k = 0; k < iters; k++) {
-        __asm__ volatile("" : "+v"(x), "+v"(y));
-        REP16(STEP)
-    }
-    __m512i s = _mm512_setzero_si512();
-#define SUM(i) s = _mm512_add_epi32(s, a##i);
-    REP16(SUM)
-    *sink = (double)_mm512_reduce_add_epi32(s);
-    return (double)iters * 16 * 64 * 2;
-#undef DECL
-#undef STEP
-#undef SUM
-}
-
-/* --- scalar -------------------------------------------------------------------------------- */
-
-/* Eight chains of a * m + c; the compiler may or may not contract them into
- * FMAs (ISO C mode does not), so this is the scalar floor, not a peak. */
-static double fma_f64_scalar(int64_t iters, double *sink)
-{
-    double a[8];
-    for (int i = 0; i < 8; i++)
-        a[i] = 0.5 + 0.01 * i;
-    for (int64_t k = 0; k < iters; k++)
-        for (int i = 0; i < 8; i++)
-            a[i] = a[i] * 0.999 + 0.001;
-    double s = 0;
-    for (int i = 0; i < 8; i++)
-        s += a[i];
-    *sink = s;
-    return (double)iters * 8 * 2;
-}
-
-static double fma_f32_scalar(int64_t iters, double *sink)
-{
-    float a[8];
-    for (int i = 0; i < 8; i++)
-        a[i] = 0.5f + 0.01f * (float)i;
-    for (int64_t k = 0; k < iters; k++)
-        for (int i = 0; i < 8; i++)
-            a[i] = a[i] * 0.999f + 0.001f;
-    float s = 0;
-    for (int i = 0; i < 8; i++)
-        s += a[i];
-    *sink = s;
-    return (double)iters * 8 * 2;
+    *sink = 0;
+    kernel k;
+    if (iters <= 0 || which < 0 || which >= NTP_KCHAINS_COUNT || !pick(isa, p, &k))
+        return 0;
+    k.fn[which](iters, sink);
+    return (double)iters * k.chains[which] * k.ops_per_insn;
 }
 
 double ntp__fma_run(ntp_isa isa, ntp_kernel_prec p, int64_t iters, double *sink)
 {
-    *sink = 0;
-    if (!ntp__fma_supported(isa, p) || iters <= 0)
-        return 0;
-    switch (isa) {
-    case NTP_ISA_AVX512:
-        switch (p) {
-        case NTP_KPREC_F64: return fma_f64_avx512(iters, sink);
-        case NTP_KPREC_F32: return fma_f32_avx512(iters, sink);
-        case NTP_KPREC_BF16: return dot_bf16_avx512(iters, sink);
-        case NTP_KPREC_I8: return dot_i8_avx512(iters, sink);
-        default: return 0;
-        }
-    case NTP_ISA_AVX2:
-        switch (p) {
-        case NTP_KPREC_F64: return fma_f64_avx2(iters, sink);
-        case NTP_KPREC_F32: return fma_f32_avx2(iters, sink);
-        case NTP_KPREC_I8: return dot_i8_avx2(iters, sink);
-        default: return 0;
-        }
-    case NTP_ISA_SCALAR:
-        return p == NTP_KPREC_F64 ? fma_f64_scalar(iters, sink) : fma_f32_scalar(iters, sink);
-    }
-    return 0;
+    return ntp__fma_run_chains(isa, p, NTP_KCHAINS_PEAK, iters, sink);
+}
+
+/* --- the core's clock ------------------------------------------------------------------ */
+
+/* 64 dependent register-register adds per iteration: one cycle each on
+ * every x86 core (immediate adds may be folded by some renamers; register
+ * adds are not), so the loop counts the core's cycles whatever the TSC or
+ * turbo say. */
+void ntp__clock_chain(int64_t iters)
+{
+    uint64_t x = 0, one = 1;
+    for (int64_t k = 0; k < iters; k++)
+        __asm__ volatile(".rept 64\n\tadd %1, %0\n\t.endr" : "+r"(x) : "r"(one));
 }
 
 /* --- triad ----------------------------------------------------------------------------------- */

@@ -66,7 +66,20 @@ json_t *ntp__machine_info_json(const ntp_machine_info *m)
     return o;
 }
 
-static json_t *peaks_json(bool *ok, const ntp_peak *p, int n)
+static void spread_json(bool *ok, json_t *o, const ntp_ceiling_spread *sp, const char *unit)
+{
+    char key[32];
+    ntp__jset(ok, o, "trials", json_integer(sp->trials));
+    snprintf(key, sizeof key, "min_%s", unit);
+    ntp__jset(ok, o, key, ntp__json_num(sp->min));
+    snprintf(key, sizeof key, "median_%s", unit);
+    ntp__jset(ok, o, key, ntp__json_num(sp->median));
+    ntp__jset(ok, o, "other_busy", sp->other_busy >= 0 ? ntp__json_num(sp->other_busy) : json_null());
+    ntp__jset(ok, o, "contended", json_boolean(sp->contended));
+}
+
+static json_t *peaks_json(bool *ok, const ntp_peak *p, const ntp_ceiling_spread *sp, int n,
+                          bool gemm)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
@@ -74,6 +87,11 @@ static json_t *peaks_json(bool *ok, const ntp_peak *p, int n)
         ntp__jset(ok, o, "precision", ntp__json_str(p[i].precision));
         ntp__jset(ok, o, "gflops", ntp__json_num(p[i].gflops));
         ntp__jset(ok, o, "method", ntp__json_str(p[i].method));
+        spread_json(ok, o, &sp[i], "gflops");
+        if (gemm)
+            ntp__jset(ok, o, "backends", ntp__json_str(sp[i].detail));
+        else
+            ntp__jset(ok, o, "one_thread_gflops", ntp__json_num(sp[i].one_thread));
         ntp__jpush(ok, a, o);
     }
     return a;
@@ -117,14 +135,19 @@ json_t *ntp__ceilings_json(const ntp_ceilings *c)
     ntp__jset(&ok, o, "measured_at", ntp__json_str(c->measured_at));
     ntp__jset(&ok, o, "ntprof_version", ntp__json_str(c->ntprof_version));
     ntp__jset(&ok, o, "threads", json_integer(c->threads));
-    ntp__jset(&ok, o, "peaks", peaks_json(&ok, c->peaks, c->n_peaks));
-    ntp__jset(&ok, o, "gemm", peaks_json(&ok, c->gemm, c->n_gemm));
+    ntp__jset(&ok, o, "loadavg", c->loadavg >= 0 ? ntp__json_num(c->loadavg) : json_null());
+    ntp__jset(&ok, o, "other_busy", c->other_busy >= 0 ? ntp__json_num(c->other_busy) : json_null());
+    ntp__jset(&ok, o, "contended", json_boolean(c->contended));
+    ntp__jset(&ok, o, "note", ntp__json_str(c->note));
+    ntp__jset(&ok, o, "peaks", peaks_json(&ok, c->peaks, c->peak_spread, c->n_peaks, false));
+    ntp__jset(&ok, o, "gemm", peaks_json(&ok, c->gemm, c->gemm_spread, c->n_gemm, true));
     json_t *levels = json_array();
     for (int i = 0; i < c->n_levels; i++) {
         json_t *l = json_object();
         ntp__jset(&ok, l, "level", ntp__json_str(c->levels[i].level));
         ntp__jset(&ok, l, "working_set_bytes", json_integer(c->levels[i].working_set_bytes));
         ntp__jset(&ok, l, "gbps", ntp__json_num(c->levels[i].gbps));
+        spread_json(&ok, l, &c->level_spread[i], "gbps");
         ntp__jpush(&ok, levels, l);
     }
     ntp__jset(&ok, o, "bandwidth", levels);
@@ -149,7 +172,22 @@ static double num_field(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-static int peaks_from_json(json_t *a, ntp_peak *p, int max)
+/* Absent in ceilings cached before the spread was recorded: zeros, and
+ * other_busy unknown. */
+static void spread_from_json(json_t *v, const char *unit, ntp_ceiling_spread *sp)
+{
+    char key[32];
+    memset(sp, 0, sizeof *sp);
+    sp->trials = (int)num_field(v, "trials");
+    snprintf(key, sizeof key, "min_%s", unit);
+    sp->min = num_field(v, key);
+    snprintf(key, sizeof key, "median_%s", unit);
+    sp->median = num_field(v, key);
+    sp->other_busy = json_is_number(json_object_get(v, "other_busy")) ? num_field(v, "other_busy") : -1;
+    sp->contended = json_is_true(json_object_get(v, "contended"));
+}
+
+static int peaks_from_json(json_t *a, ntp_peak *p, ntp_ceiling_spread *sp, int max)
 {
     int n = 0;
     size_t i;
@@ -160,6 +198,9 @@ static int peaks_from_json(json_t *a, ntp_peak *p, int max)
         str_field(v, "precision", p[n].precision, sizeof p[n].precision);
         str_field(v, "method", p[n].method, sizeof p[n].method);
         p[n].gflops = num_field(v, "gflops");
+        spread_from_json(v, "gflops", &sp[n]);
+        sp[n].one_thread = num_field(v, "one_thread_gflops");
+        str_field(v, "backends", sp[n].detail, sizeof sp[n].detail);
         n++;
     }
     return n;
@@ -211,13 +252,20 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
     str_field(j, "measured_at", c->measured_at, sizeof c->measured_at);
     str_field(j, "ntprof_version", c->ntprof_version, sizeof c->ntprof_version);
     c->threads = (int)num_field(j, "threads");
-    c->n_peaks = peaks_from_json(json_object_get(j, "peaks"), c->peaks, NTP_MACHINE_MAX_PEAKS);
-    c->n_gemm = peaks_from_json(json_object_get(j, "gemm"), c->gemm, NTP_MACHINE_MAX_PEAKS);
+    c->n_peaks = peaks_from_json(json_object_get(j, "peaks"), c->peaks, c->peak_spread,
+                                 NTP_MACHINE_MAX_PEAKS);
+    c->n_gemm = peaks_from_json(json_object_get(j, "gemm"), c->gemm, c->gemm_spread,
+                                NTP_MACHINE_MAX_PEAKS);
+    c->loadavg = json_is_number(json_object_get(j, "loadavg")) ? num_field(j, "loadavg") : -1;
+    c->other_busy = json_is_number(json_object_get(j, "other_busy")) ? num_field(j, "other_busy") : -1;
+    c->contended = json_is_true(json_object_get(j, "contended"));
+    str_field(j, "note", c->note, sizeof c->note);
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(j, "bandwidth"), i, v) {
         if (c->n_levels >= NTP_MACHINE_MAX_LEVELS || !json_is_object(v))
             break;
+        spread_from_json(v, "gbps", &c->level_spread[c->n_levels]);
         ntp_bandwidth *b = &c->levels[c->n_levels++];
         str_field(v, "level", b->level, sizeof b->level);
         b->working_set_bytes = (int64_t)num_field(v, "working_set_bytes");
@@ -280,6 +328,16 @@ static void table_gpus(const ntp_ceilings *c, FILE *f)
     }
 }
 
+/* "min..median (n)" of a ceiling's trials, or "-" when not recorded. */
+static const char *spread_cell(const ntp_ceiling_spread *sp, char *buf, size_t len)
+{
+    if (sp->trials <= 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.4g..%.4g (%d)", sp->min, sp->median, sp->trials);
+    return buf;
+}
+
 static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
 {
     char a[32], b[32];
@@ -314,24 +372,52 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
     ntp__put_linef(f, "ceilings measured %s with %d thread%s%s%s%s", c->measured_at, c->threads,
                    c->threads == 1 ? "" : "s", c->ntprof_version[0] ? " (ntprof " : "",
                    c->ntprof_version, c->ntprof_version[0] ? ")" : "");
-    ntp__put_linef(f, "%-12s %12s  %s", "compute", "GFLOP/s", "method");
+    if (c->loadavg >= 0 || c->other_busy >= 0) {
+        char load[160], pct[16];
+        snprintf(pct, sizeof pct, "%.0f%%", 100 * c->other_busy);
+        snprintf(load, sizeof load, "load average %.2f at the start; other processes took %s of the "
+                 "CPUs while measuring", c->loadavg, c->other_busy >= 0 ? pct : "an unknown share");
+        ntp__put_wrapped(f, "", load);
+    }
+    ntp__put_linef(f, "%-12s %12s %19s %9s  %s", "compute", "GFLOP/s", "spread", "1 thread",
+                   "method");
     for (int i = 0; i < c->n_peaks; i++) {
         char name[32];
         snprintf(name, sizeof name, "%s peak", c->peaks[i].precision);
-        ntp__put_linef(f, "%-12s %12s  %s", name,
-                       ntp__fit_number(c->peaks[i].gflops, 12, 1, a, sizeof a), c->peaks[i].method);
+        const ntp_ceiling_spread *sp = &c->peak_spread[i];
+        ntp__put_linef(f, "%-12s %12s %19s %9s  %s%s", name,
+                       ntp__fit_number(c->peaks[i].gflops, 12, 1, a, sizeof a),
+                       spread_cell(sp, line, sizeof line),
+                       sp->one_thread > 0 ? ntp__fit_number(sp->one_thread, 9, 1, b, sizeof b) : "-",
+                       sp->contended ? "[UNDER LOAD] " : "", c->peaks[i].method);
     }
     for (int i = 0; i < c->n_gemm; i++) {
         char name[32];
         snprintf(name, sizeof name, "%s GEMM", c->gemm[i].precision);
-        ntp__put_linef(f, "%-12s %12s  %s", name,
-                       ntp__fit_number(c->gemm[i].gflops, 12, 1, a, sizeof a), c->gemm[i].method);
+        const ntp_ceiling_spread *sp = &c->gemm_spread[i];
+        ntp__put_linef(f, "%-12s %12s %19s %9s  %s", name,
+                       ntp__fit_number(c->gemm[i].gflops, 12, 1, a, sizeof a),
+                       spread_cell(sp, line, sizeof line), "-", c->gemm[i].method);
+        if (sp->detail[0]) {
+            char all[256];
+            snprintf(all, sizeof all, "%s GFLOP/s", sp->detail);
+            ntp__put_wrapped(f, "             every backend: ", all);
+        }
     }
-    ntp__put_linef(f, "%-12s %12s  %s", "bandwidth", "GB/s", "triad working set (all threads)");
+    ntp__put_linef(f, "%-12s %12s %19s %9s  %s", "bandwidth", "GB/s", "spread", "",
+                   "triad working set (all threads)");
     for (int i = 0; i < c->n_levels; i++)
-        ntp__put_linef(f, "%-12s %12s  %s", c->levels[i].level,
+        ntp__put_linef(f, "%-12s %12s %19s %9s  %s%s", c->levels[i].level,
                        ntp__fit_number(c->levels[i].gbps, 12, 1, a, sizeof a),
+                       spread_cell(&c->level_spread[i], line, sizeof line), "",
+                       c->level_spread[i].contended ? "[UNDER LOAD] " : "",
                        ntp__human_bytes((double)c->levels[i].working_set_bytes, b, sizeof b));
+    if (c->contended || c->note[0]) {
+        char warn[512];
+        snprintf(warn, sizeof warn, "%s%s; re-measure with `ntprof machine --remeasure` on a quiet "
+                 "machine", c->contended ? "measured under load: " : "", c->note[0] ? c->note : "");
+        ntp__put_wrapped(f, "warning: ", warn);
+    }
     const ntp_peak *pk = ntp_ceilings_peak(c, NTP_DTYPE_F32);
     double bw = ntp_ceilings_bandwidth(c, "DRAM");
     if (pk && bw > 0)

@@ -10,9 +10,11 @@
  * are carried along so plots can show why. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend-impl.h"
+#include "core/ctx-impl.h"
 #include "machine-impl.h"
 
 static const char *peak_name(ntp_dtype p)
@@ -59,10 +61,67 @@ double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double
     return mem < peak_gflops ? mem : peak_gflops;
 }
 
+/* One part's time under the roofs, in seconds per 10^9 FLOP or byte. */
+static double part_time(int64_t flops, int64_t bytes, double peak, double bw)
+{
+    double tc = (double)flops / peak, tm = (double)bytes / bw;
+    return tc > tm ? tc : tm;
+}
+
+int ntp_roofline_dominant_part(const ntp_cost_part *parts, int n_parts, double peak_gflops,
+                               double bandwidth_gbps)
+{
+    if (!parts || n_parts <= 0 || !(peak_gflops > 0) || !(bandwidth_gbps > 0))
+        return -1;
+    int best = -1;
+    double best_t = -1;
+    for (int i = 0; i < n_parts; i++) {
+        double t = part_time(parts[i].flops, parts[i].bytes, peak_gflops, bandwidth_gbps);
+        if (t > best_t) {
+            best_t = t;
+            best = i;
+        }
+    }
+    return best;
+}
+
+double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, int64_t flops,
+                                     int64_t bytes, double peak_gflops, double bandwidth_gbps)
+{
+    if (!parts || n_parts <= 0)
+        return ntp_roofline_attainable(peak_gflops, bandwidth_gbps,
+                                       bytes > 0 ? (double)flops / (double)bytes : 0);
+    if (!(peak_gflops > 0) || !(bandwidth_gbps > 0) || flops <= 0)
+        return 0;
+    double t = 0;
+    for (int i = 0; i < n_parts; i++)
+        t += part_time(parts[i].flops, parts[i].bytes, peak_gflops, bandwidth_gbps);
+    if (!(t > 0))
+        return 0;
+    double a = (double)flops / t;
+    return a < peak_gflops ? a : peak_gflops;
+}
+
 const char *ntp_gpu_math_name(ntp_gpu_math m)
 {
     static const char *const n[NTP_GPU_MATH_COUNT] = {"f32", "tf32", "f16", "bf16"};
     return (int)m >= 0 && m < NTP_GPU_MATH_COUNT ? n[m] : "?";
+}
+
+int64_t ntp__roofline_marker_bytes(const ntp_run_result *r, const ntp_marker_result *m)
+{
+    int64_t bytes = m->bytes;
+    for (int k = m->first; k <= m->last && k < r->n_layers; k++) {
+        const ntp_layer_result *l = &r->layers[k];
+        if (l->n_parts <= 0)
+            continue;
+        int64_t parts = 0;
+        for (int i = 0; i < l->n_parts; i++)
+            parts += l->parts[i].bytes;
+        if (parts > l->bytes)
+            bytes += parts - l->bytes;
+    }
+    return bytes;
 }
 
 /* The roof_ceiling names, static so that a result can point at them. */
@@ -114,14 +173,14 @@ static bool is_copy(const char *type, bool *h2d)
 
 /* attainable and share for one timed row with FLOPs and bytes; zeros
  * where there is nothing to place. Returns whether it was placed. */
-static bool place(double peak, double bw, int64_t flops, int64_t bytes, double gflops, bool timed,
-                  double *attainable, double *share)
+static bool place(double peak, double bw, const ntp_cost_part *parts, int n_parts, int64_t flops,
+                  int64_t bytes, double gflops, bool timed, double *attainable, double *share)
 {
     *attainable = 0;
     *share = 0;
     if (!timed || flops <= 0 || bytes <= 0)
         return false;
-    double a = ntp_roofline_attainable(peak, bw, (double)flops / (double)bytes);
+    double a = ntp_roofline_attainable_parts(parts, n_parts, flops, bytes, peak, bw);
     if (a <= 0)
         return false;
     *attainable = a;
@@ -138,8 +197,8 @@ static void place_layer(ntp_roofline *rl, const ntp_gpu_ceilings *gpu, ntp_dtype
     l->roof_ceiling = NULL;
     bool timed = !l->fused && l->time_ms.median > 0;
     if (!device_backend(l->backend)) {
-        if (place(rl->peak_gflops, rl->bandwidth_gbps, l->flops, l->bytes, l->gflops, timed,
-                  &l->attainable_gflops, &l->roof_share))
+        if (place(rl->peak_gflops, rl->bandwidth_gbps, l->parts, l->n_parts, l->flops, l->bytes,
+                  l->gflops, timed, &l->attainable_gflops, &l->roof_share))
             l->roof_ceiling = cpu_roof;
         return;
     }
@@ -165,8 +224,8 @@ static void place_layer(ntp_roofline *rl, const ntp_gpu_ceilings *gpu, ntp_dtype
         return;
     }
     ntp_gpu_math m = row_math(prec, l->impl);
-    if (place(gpu->gemm_gflops[m], gpu->dram_gbps, l->flops, l->bytes, l->gflops, true,
-              &l->attainable_gflops, &l->roof_share)) {
+    if (place(gpu->gemm_gflops[m], gpu->dram_gbps, l->parts, l->n_parts, l->flops, l->bytes,
+              l->gflops, true, &l->attainable_gflops, &l->roof_share)) {
         l->roof_ceiling = gpu_roof_names[m];
         /* The header names the math the GPU rows used; TF32 wins over
          * f32 when a tf32 run left a few layers in IEEE f32. */
@@ -201,8 +260,9 @@ static void place_marker(const ntp_run_result *r, const ntp_roofline *rl,
     }
     bool timed = m->time_ms.median > 0;
     if (on_gpu == 0) {
-        if (place(rl->peak_gflops, rl->bandwidth_gbps, m->flops, m->bytes, m->gflops, timed,
-                  &m->attainable_gflops, &m->roof_share))
+        if (place(rl->peak_gflops, rl->bandwidth_gbps, NULL, 0, m->flops,
+                  ntp__roofline_marker_bytes(r, m), m->gflops, timed, &m->attainable_gflops,
+                  &m->roof_share))
             m->roof_ceiling = cpu_roof;
         return;
     }
@@ -213,9 +273,114 @@ static void place_marker(const ntp_run_result *r, const ntp_roofline *rl,
         return;
     }
     ntp_gpu_math math = tf32 ? NTP_GPU_MATH_TF32 : row_math(r->precision, NULL);
-    if (place(gpu->gemm_gflops[math], gpu->dram_gbps, m->flops, m->bytes, m->gflops, true,
-              &m->attainable_gflops, &m->roof_share))
+    if (place(gpu->gemm_gflops[math], gpu->dram_gbps, NULL, 0, m->flops,
+              ntp__roofline_marker_bytes(r, m), m->gflops, true, &m->attainable_gflops,
+              &m->roof_share))
         m->roof_ceiling = gpu_roof_names[math];
+}
+
+static void add_warning(ntp_run_result *r, const char *text)
+{
+    char **w = realloc(r->warnings, (size_t)(r->n_warnings + 1) * sizeof *w);
+    if (!w)
+        return;
+    r->warnings = w;
+    if ((w[r->n_warnings] = ntp__strdup(text)))
+        r->n_warnings++;
+}
+
+/* How far a row may exceed a ceiling before the ceiling is called stale:
+ * the ceiling's own spread, at least NTP_ROOF_STALE_MIN_MARGIN. */
+static double stale_margin(double best, double slowest)
+{
+    double spread = best > 0 && slowest > 0 && slowest < best ? (best - slowest) / best : 0;
+    return spread > NTP_ROOF_STALE_MIN_MARGIN ? spread : NTP_ROOF_STALE_MIN_MARGIN;
+}
+
+/* A row on the CPU this long or longer is compared with the fastest
+ * bandwidth ceiling: shorter rows' GB/s are per-call overhead and timer
+ * resolution as much as traffic. */
+#define STALE_BW_MIN_MS 0.05
+
+/* Rows measured above the ceilings they are placed under prove the
+ * ceilings wrong (measured under load, or on another setting of the
+ * machine): warn once, naming the worst row, and mark the roofline
+ * unreliable. Ceilings flagged as measured under load make it unreliable
+ * too. */
+static void check_stale(ntp_run_result *r, const ntp_ceilings *c, const ntp_peak *pk)
+{
+    ntp_roofline *rl = &r->roofline;
+    const ntp_ceiling_spread *ps = &c->peak_spread[pk - c->peaks];
+    double margin = stale_margin(pk->gflops, ps->min);
+    /* The fastest bandwidth level: no row's minimal traffic can flow
+     * faster than the L1 triad. */
+    const ntp_bandwidth *fast = NULL;
+    for (int i = 0; i < c->n_levels; i++)
+        if (c->levels[i].gbps > 0 && (!fast || c->levels[i].gbps > fast->gbps))
+            fast = &c->levels[i];
+    const ntp_layer_result *worst = NULL;
+    double worst_ratio = 0;
+    bool worst_bw = false;
+    int over = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (!l->roof_ceiling || strncmp(l->roof_ceiling, "cpu ", 4) != 0)
+            continue;
+        double fr = l->gflops / pk->gflops;
+        bool f_over = isfinite(fr) && fr > 1 + margin;
+        double br = 0;
+        bool b_over = false;
+        if (fast && l->time_ms.median >= STALE_BW_MIN_MS) {
+            br = l->gbps / fast->gbps;
+            b_over = isfinite(br) &&
+                     br > 1 + stale_margin(fast->gbps, c->level_spread[fast - c->levels].min);
+        }
+        if (!f_over && !b_over)
+            continue;
+        over++;
+        double ratio = f_over ? fr : br;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = l;
+            worst_bw = !f_over;
+        }
+    }
+    char text[1024];
+    if (worst) {
+        rl->unreliable = true;
+        char others[64] = "";
+        if (over > 1)
+            snprintf(others, sizeof others, " (and %d other row%s)", over - 1, over == 2 ? "" : "s");
+        if (worst_bw)
+            snprintf(text, sizeof text,
+                     "layer %s%s ran at %.0f%% of the measured %s bandwidth (%.4g GB/s against "
+                     "%.4g); the ceiling is stale or was measured under load: re-measure with "
+                     "`ntprof machine --remeasure`; this run's roofline verdicts are unreliable",
+                     worst->name, others, 100 * worst_ratio, fast->level, worst->gbps, fast->gbps);
+        else
+            snprintf(text, sizeof text,
+                     "layer %s%s ran at %.0f%% of the measured %s peak (%.4g GFLOP/s against "
+                     "%.4g); the ceiling is stale or was measured under load: re-measure with "
+                     "`ntprof machine --remeasure`; this run's roofline verdicts are unreliable",
+                     worst->name, others, 100 * worst_ratio, pk->precision, worst->gflops,
+                     pk->gflops);
+        snprintf(rl->stale_reason, sizeof rl->stale_reason, "layer %s ran at %.0f%% of the %s %s",
+                 worst->name, 100 * worst_ratio, worst_bw ? fast->level : pk->precision,
+                 worst_bw ? "bandwidth" : "peak");
+        add_warning(r, text);
+    }
+    if (c->contended || ps->contended) {
+        rl->unreliable = true;
+        if (!rl->stale_reason[0])
+            snprintf(rl->stale_reason, sizeof rl->stale_reason,
+                     "the ceilings were measured under load");
+        snprintf(text, sizeof text,
+                 "this machine's ceilings were measured under load (%s); re-measure with "
+                 "`ntprof machine --remeasure` on a quiet machine; this run's roofline verdicts "
+                 "are unreliable",
+                 c->note[0] ? c->note : "other processes used the CPUs");
+        add_warning(r, text);
+    }
 }
 
 void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c)
@@ -269,6 +434,8 @@ void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c)
             m->roof_ceiling = NULL;
         }
     }
+    if (rl->available)
+        check_stale(r, c, pk);
     if (!rl->gpu_rows) {
         /* Nothing ran on a device: the GPU's figures would only confuse. */
         rl->gpu_available = false;
