@@ -162,67 +162,23 @@ static ntp_status team_run(ntp_ctx *ctx, team *tm, team_fn fn, void *arg)
 
 /* --- the load around a measurement ---------------------------------------------------- */
 
-/* What the CPUs did: busy and total time of every CPU from /proc/stat
- * (steal counts as busy: the hypervisor gave the time to someone else)
- * and this process's own CPU time. Between two marks, the busy time that
- * was not ours is other processes'. (src/measure/contention.c reads the
- * same for a run's environment; this is the minimal reading the ceilings
- * need.) */
-typedef struct load_mark {
-    bool ok;
-    double busy_s, total_s, own_s;
-} load_mark;
-
 static double cputime_s(clockid_t id)
 {
     struct timespec ts;
     return clock_gettime(id, &ts) == 0 ? (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 : 0;
 }
 
-static load_mark load_now(void)
+/* Share of the CPUs' time other processes (and the hypervisor's steal)
+ * took over a window sampled by a contention probe (contention.c, the
+ * same reading a run's environment gets), 0..1; -1 when unknown. */
+static double other_busy(const ntp__contention_probe *p)
 {
-    load_mark m = {0};
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return m;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    long hz = sysconf(_SC_CLK_TCK);
-    if (n < 4 || hz <= 0)
-        return m;
-    /* user nice system idle iowait irq softirq steal */
-    double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
-    m.busy_s = busy / (double)hz;
-    m.total_s = (busy + (double)(v[3] + v[4])) / (double)hz;
-    m.own_s = cputime_s(CLOCK_PROCESS_CPUTIME_ID);
-    m.ok = true;
-    return m;
-}
-
-/* Share of all CPUs' time other processes took between a and b, 0..1;
- * -1 when unknown. /proc/stat counts in ticks (10 ms): a window of a
- * quarter second on two CPUs reads to about 2%. */
-static double other_busy(load_mark a, load_mark b)
-{
-    double total = b.total_s - a.total_s;
-    if (!a.ok || !b.ok || !(total > 0))
+    ntp_contention c;
+    ntp__contention_end(p, &c);
+    if (!c.measured)
         return -1;
-    double other = (b.busy_s - a.busy_s - (b.own_s - a.own_s)) / total;
+    double other = c.other + c.steal;
     return other < 0 ? 0 : other > 1 ? 1 : other;
-}
-
-static double loadavg1(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
 }
 
 /* Other processes above this share of the CPUs during a measurement make
@@ -341,15 +297,16 @@ static ntp_status fma_measure(ntp_ctx *ctx, team *tm, bool smt, ntp_isa isa, ntp
         free(j.rate);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    load_mark a = load_now();
+    ntp__contention_probe probe;
+    ntp__contention_begin(&probe);
     ntp_status st = team_run(ctx, tm, fma_worker, &j);
-    load_mark b = load_now();
+    double other = other_busy(&probe);
     free(j.ratio);
     free(j.rate);
     if (st)
         return st;
     spread_of(j.gflops, j.clean, ROUNDS, best, sp);
-    sp->other_busy = other_busy(a, b);
+    sp->other_busy = other;
     bool any_clean = false;
     for (int r = 0; r < ROUNDS; r++)
         any_clean |= j.clean[r];
@@ -551,9 +508,10 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!(j.ratio = calloc((size_t)tm->n * ROUNDS, sizeof *j.ratio)))
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        load_mark la = load_now();
+        ntp__contention_probe probe;
+        ntp__contention_begin(&probe);
         ntp_status st = team_run(ctx, tm, triad_worker, &j);
-        load_mark lb = load_now();
+        double other = other_busy(&probe);
         free(j.ratio);
         j.ratio = NULL;
         if (st)
@@ -566,7 +524,7 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
         }
         ntp_ceiling_spread s = {0};
         spread_of(gbps, j.clean, ROUNDS, &b, &s);
-        s.other_busy = other_busy(la, lb);
+        s.other_busy = other;
         s.contended = !any_clean || s.other_busy > CONTENDED_OTHER;
         if (attempt == 0 || b > best) {
             best = b;
@@ -809,8 +767,9 @@ ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
     struct tm utc;
     if (gmtime_r(&now, &utc))
         strftime(out->measured_at, sizeof out->measured_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    out->loadavg = loadavg1();
-    load_mark la = load_now();
+    ntp__contention_probe probe;
+    ntp__contention_begin(&probe);
+    out->loadavg = probe.load1;
     ntp_status st = measure_peaks(ctx, tm, m->pus > m->cores, opts, out);
     if (!st)
         check_ratios(out);
@@ -820,7 +779,7 @@ ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
         measure_gemm(opts, tm->n, out);
     /* The CPU's ceilings' load: over all of them, and flagged when any
      * one of them read as contended. */
-    out->other_busy = other_busy(la, load_now());
+    out->other_busy = other_busy(&probe);
     for (int i = 0; i < out->n_peaks; i++)
         out->contended |= out->peak_spread[i].contended;
     for (int i = 0; i < out->n_levels; i++)
