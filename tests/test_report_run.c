@@ -160,6 +160,12 @@ static ntp_status write_trace(fixture *fx, FILE *f, ntp_format fmt)
     return ntp_report_write_trace(fx->ctx, &fx->r, f);
 }
 
+static ntp_status write_html(fixture *fx, FILE *f, ntp_format fmt)
+{
+    (void)fmt;
+    return ntp_html_write_run(fx->ctx, &fx->r, f);
+}
+
 static char *capture(fixture *fx, writer w, ntp_format fmt)
 {
     FILE *f = tmpfile();
@@ -659,16 +665,7 @@ static void test_fusion_and_impl(void **state)
     assert_string_equal(row[column(head, nh, "fuse")], "true");
     free(text);
 
-    FILE *hf = tmpfile();
-    assert_non_null(hf);
-    assert_int_equal(ntp_html_write_run(fx->ctx, &fx->r, hf), NTP_STATUS_OK);
-    long hn = ftell(hf);
-    char *html = malloc((size_t)hn + 1);
-    assert_non_null(html);
-    rewind(hf);
-    assert_int_equal(fread(html, 1, (size_t)hn, hf), (size_t)hn);
-    html[hn] = '\0';
-    fclose(hf);
+    char *html = capture(fx, write_html, NTP_FORMAT_TABLE);
     assert_non_null(strstr(html, " · fusion on (--fuse)</p>"));
     assert_non_null(strstr(html, "<th class=\"l\">implementation</th>"));
     assert_non_null(strstr(html, "<td class=\"l\">brg:avx512_core</td>"));
@@ -1033,16 +1030,7 @@ static void test_gpu_rows_and_device_memory(void **state)
     free(text);
 
     /* The HTML report: a ceiling column and the device memory card. */
-    FILE *hf = tmpfile();
-    assert_non_null(hf);
-    assert_int_equal(ntp_html_write_run(fx->ctx, &fx->r, hf), NTP_STATUS_OK);
-    long hn = ftell(hf);
-    char *html = malloc((size_t)hn + 1);
-    assert_non_null(html);
-    rewind(hf);
-    assert_int_equal(fread(html, 1, (size_t)hn, hf), (size_t)hn);
-    html[hn] = '\0';
-    fclose(hf);
+    char *html = capture(fx, write_html, NTP_FORMAT_TABLE);
     assert_non_null(strstr(html, "<th class=\"l\">ceiling</th></tr>"));
     assert_non_null(strstr(html, "<td class=\"l\">gpu f16</td></tr>"));
     assert_non_null(strstr(html, "<td class=\"l\">gpu h2d</td></tr>"));
