@@ -6,6 +6,8 @@
 #                builds the ONNX fuzzer and fuzzes for 20 s); then a gcc Release build
 #                at -O3, compiled only, whose optimiser finds warnings (such as
 #                -Wmaybe-uninitialized) the other two builds do not
+#   make format  format every C source with clang-format (.clang-format);
+#                `make check-format` only lists the files that differ
 #
 # Every build here treats warnings as errors (NTP_WERROR=ON; a plain cmake
 # leaves it off).
@@ -22,7 +24,8 @@ CMAKE_ARGS ?=
 # equivalence tests take about 2.5 minutes there on 2 idle cores).
 SAN_EXCLUDE ?= ^$$
 
-.PHONY: all deps build run check test test-sanitize build-release bench install clean
+.PHONY: all deps build run check test test-sanitize build-release bench install clean \
+	format check-format
 
 all: build
 
@@ -57,6 +60,12 @@ check: test test-sanitize build-release
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+format: deps
+	@scripts/check-format.sh --fix
+
+check-format: deps
+	@scripts/check-format.sh
 
 install: build
 	cmake --install $(BUILD)

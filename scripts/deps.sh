@@ -9,6 +9,8 @@ set -euo pipefail
 
 build_pkgs=(
     build-essential cmake pkg-config clang git
+    # clang-format 14: `make format`, scripts/check-format.sh
+    clang-format
     libxml2-dev libxml2-utils
     protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
     libdnnl-dev libxnnpack-dev libpthreadpool-dev libopenblas-dev
