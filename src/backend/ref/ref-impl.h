@@ -36,8 +36,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k);
 
 /* Record "<op name='node'>: message" (with the source and line when k->g is
  * set) in ctx and return st. */
-ntp_status ntp__ref_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define ntp__ref_error(ctx, k, st, ...) ntp__be_kerror(ctx, NULL, k, st, __VA_ARGS__)
 
 /* Check the counts and dtypes of a kernel's operands: n_in inputs, at least
  * min_w and at most max_w weights, n_out outputs, all f32. */
