@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < ntp__backend_count() && n_be < MAX_BE; i++) {
         const ntp_backend_i *b = ntp__backend_get(i);
         char why[256] = "";
-        if (b->available && !b->available(why, sizeof why)) {
+        if (!ntp__be_available(b, why, sizeof why)) {
             printf("%s: not available here (%s)\n", b->name, why);
             continue;
         }

@@ -474,7 +474,7 @@ static ntp_status run_backend(ntp_ctx *ctx, const ntp_backend_i *be, const case_
         k.out_bytes[i] = ntp_shape_numel(&t->shape) * (int64_t)ntp_dtype_size(dt);
         k.out_scale[i] = p == NTP_DTYPE_I8 && ref_out_scale ? ref_out_scale[i] : 0.0f;
     }
-    ntp_backend_opts bo = {2, p, false};
+    ntp_backend_opts bo = {.threads = 2, .precision = p};
     size_t ws = 0;
     if (be->init && (st = be->init(ctx, &bo, &bstate)))
         goto done;

@@ -82,7 +82,7 @@ static float *run_layer(const ntp_graph *g, const char *name, const float *const
         k.w[i] = (ntp_buf){(void *)w[i], g->tensors[n->w[i]].shape, NTP_DTYPE_F32};
     k.out[0] = (ntp_buf){NULL, g->tensors[n->out[0]].shape, NTP_DTYPE_F32};
     int64_t ny = ntp_shape_numel(&k.out[0].shape);
-    ntp_backend_opts o = {2, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 2, .precision = NTP_DTYPE_F32};
     void *bs = NULL, *ns = NULL;
     size_t ws = 0;
     assert_int_equal(be->init(ctx, &o, &bs), NTP_STATUS_OK);
@@ -295,7 +295,7 @@ static void test_threads(void **state)
     printf("openblas_get_parallel() = %d (%s), config: %s\n", par,
            par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "sequential", openblas_get_config());
     assert_true(par == 1 || par == 2);
-    ntp_backend_opts o = {1, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 1, .precision = NTP_DTYPE_F32};
     void *s = NULL;
     assert_int_equal(be->init(ctx, &o, &s), NTP_STATUS_OK);
     assert_int_equal(openblas_get_num_threads(), 1);

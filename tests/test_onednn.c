@@ -119,7 +119,7 @@ static void kinit(kbuf *b, const ntp_graph *g, const ntp_node *n, float *const *
  * have grown) and the workspace. */
 static ntp_status kprepare(kbuf *b)
 {
-    ntp_backend_opts o = {2, b->k.node->precision, false};
+    ntp_backend_opts o = {.threads = 2, .precision = b->k.node->precision};
     ntp_status st = be->init(ctx, &o, &b->state);
     if (st)
         return st;
@@ -297,7 +297,7 @@ static void test_blocked_between_convs(void **state)
     b1.k.out_bytes[0] = ntp_shape_numel(&b1.k.out[0].shape) * 4;
     b2.k.in_internal[0] = true;
     b2.k.in_layout[0] = &layout;
-    ntp_backend_opts o = {2, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 2, .precision = NTP_DTYPE_F32};
     void *st = NULL, *n1 = NULL, *n2 = NULL;
     size_t ws1 = 0, ws2 = 0;
     assert_int_equal(be->init(ctx, &o, &st), NTP_STATUS_OK);
@@ -458,7 +458,7 @@ static void fused_conv_relu_add(ntp_dtype prec)
     bs.k.fused[1] = s;
     bs.k.post_in[1] = (ntp_buf){r, g->tensors[s->in[1]].shape, NTP_DTYPE_F32};
     bs.k.out[0] = (ntp_buf){NULL, g->tensors[s->out[0]].shape, NTP_DTYPE_F32};
-    ntp_backend_opts o = {2, prec, true};
+    ntp_backend_opts o = {.threads = 2, .precision = prec, .fuse = true};
     size_t ws = 0;
     assert_int_equal(be->init(ctx, &o, &bs.state), NTP_STATUS_OK);
     assert_int_equal(be->prepare(ctx, bs.state, &bs.k, &bs.nstate, &ws), NTP_STATUS_OK);
@@ -536,7 +536,7 @@ static void test_fused_batchnorm_relu(void **state)
     f.k.n_fused = 1;
     f.k.fused[0] = r;
     f.k.out[0] = (ntp_buf){NULL, g->tensors[r->out[0]].shape, NTP_DTYPE_F32};
-    ntp_backend_opts o = {2, NTP_DTYPE_F32, true};
+    ntp_backend_opts o = {.threads = 2, .precision = NTP_DTYPE_F32, .fuse = true};
     size_t ws = 0;
     assert_int_equal(be->init(ctx, &o, &f.state), NTP_STATUS_OK);
     assert_int_equal(be->prepare(ctx, f.state, &f.k, &f.nstate, &ws), NTP_STATUS_OK);

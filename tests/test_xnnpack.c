@@ -85,7 +85,7 @@ static float *run_layer(const ntp_graph *g, const char *name, const float *x, co
     k.out[0] = (ntp_buf){NULL, g->tensors[n->out[0]].shape, NTP_DTYPE_F32};
     int64_t ny = ntp_shape_numel(&k.out[0].shape);
     k.out_bytes[0] = ny * 4;
-    ntp_backend_opts o = {2, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 2, .precision = NTP_DTYPE_F32};
     void *bs = NULL, *ns = NULL;
     size_t ws = 0;
     float *y = NULL;
@@ -543,7 +543,7 @@ static void test_fused_clamp(void **state)
 static void test_thread_pool(void **state)
 {
     (void)state;
-    ntp_backend_opts o = {1, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 1, .precision = NTP_DTYPE_F32};
     void *s = NULL;
     assert_int_equal(be->init(ctx, &o, &s), NTP_STATUS_OK);
     assert_null(((xnnb_state *)s)->pool); /* one thread: the caller's */
@@ -590,7 +590,7 @@ static void test_support_and_errors(void **state)
     float w[4] = {0};
     k.w[0] = (ntp_buf){w, {.ndim = 1, .dim = {4}}, NTP_DTYPE_F32};
     k.out[0] = (ntp_buf){NULL, g->tensors[n->out[0]].shape, NTP_DTYPE_F32};
-    ntp_backend_opts o = {1, NTP_DTYPE_F32, false};
+    ntp_backend_opts o = {.threads = 1, .precision = NTP_DTYPE_F32};
     void *s = NULL, *ns = NULL;
     size_t ws = 0;
     assert_int_equal(be->init(ctx, &o, &s), NTP_STATUS_OK);

@@ -8,6 +8,7 @@
 #ifndef NTPROF_BACKEND_IMPL_H
 #define NTPROF_BACKEND_IMPL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include "graph/graph-impl.h"
@@ -87,14 +88,9 @@ typedef struct ntp_kargs {
     float post_scale[NTP_MAX_FUSED]; /* of post_in[i] */
 } ntp_kargs;
 
-typedef struct ntp_backend_opts {
-    int threads;                /* 0: all available cores */
-    ntp_dtype precision;
-    bool fuse;                  /* --fuse was given */
-} ntp_backend_opts;
-
-/* Options only accelerators read (docs/gpu.md), given to init_device. A
- * struct of its own so that ntp_backend_opts keeps its fields. */
+/* Options only accelerators read (docs/gpu.md); a host backend ignores
+ * them. All zero (a designated initialiser that leaves them out) is the
+ * default: no TF32, no replay, the measured range from the start. */
 typedef struct ntp_device_opts {
     bool tf32;                  /* f32 layers may use TF32 tensor-core math (--precision tf32) */
     bool graph_replay;          /* replay whole passes as a captured device graph (--cuda-graph) */
@@ -102,16 +98,40 @@ typedef struct ntp_device_opts {
                                  * before it run once, the range repeats (--only) */
 } ntp_device_opts;
 
+/* What init is given: the host options every backend reads and the device
+ * options only accelerators read, in one struct so there is one init. */
+typedef struct ntp_backend_opts {
+    int threads;                /* 0: all available cores */
+    ntp_dtype precision;
+    bool fuse;                  /* --fuse was given */
+    ntp_device_opts device;
+} ntp_backend_opts;
+
+/* Where a backend's kernels run. A device backend keeps its tensors in
+ * device memory and times its own work (elapsed_ms); reports and the
+ * machine's ceilings (ntprof machine) tell its rows from the CPU's by this. */
+typedef enum ntp_backend_kind {
+    NTP_BACKEND_HOST,
+    NTP_BACKEND_DEVICE,
+} ntp_backend_kind;
+
 typedef struct ntp_backend_i {
     int api_version;            /* NTP_BACKEND_API_VERSION */
     const char *name;           /* "ref", "onednn", ... */
     const char *description;
+    ntp_backend_kind kind;      /* NTP_BACKEND_HOST (0, the default) or NTP_BACKEND_DEVICE */
+    /* Place in the registry (src/backend/registry.c): higher comes first,
+     * and the first is the default backend of a run. The reference backend
+     * has NTP_BACKEND_PRIORITY_REF; a backend meant to be the default when
+     * built sits above it, one that must be asked for by name below it. */
+    int priority;
     /* Can this backend run node n at precision p? */
     bool (*supports)(const ntp_graph *g, const ntp_node *n, ntp_dtype p);
     /* Storage type of activations and weights at precision p (the reference
      * backend stores f32 and emulates reduced precisions exactly). NULL: p. */
     ntp_dtype (*storage_dtype)(ntp_dtype p);
-    /* Create backend-wide state. NULL: no state. */
+    /* Create backend-wide state from the host and device options. NULL: no
+     * state. */
     ntp_status (*init)(ntp_ctx *ctx, const ntp_backend_opts *opts, void **state);
     /* Prepare one node or group: create primitives, pack weights (k->w hold
      * the weights already; k->in/out hold shapes and storage types, their
@@ -151,11 +171,6 @@ typedef struct ntp_backend_i {
                                int step);
 
     /* --- optional, for accelerators (docs/gpu.md) ------------------------- */
-    /* init with the device options too; when set, the engine calls it
-     * instead of init (which then serves drivers that have no device
-     * options, with their defaults: no TF32, no replay, first 0). */
-    ntp_status (*init_device)(ntp_ctx *ctx, const ntp_backend_opts *opts,
-                              const ntp_device_opts *dev, void **state);
     /* Can this backend run at all on this machine (a device, a driver)?
      * false: `why` says why in one line ("no CUDA device (cudaGetDeviceCount:
      * ...)"), and the engine refuses a run that asks for the backend, by
@@ -178,12 +193,88 @@ typedef struct ntp_backend_i {
                           int64_t *workspace, int64_t *peak);
 } ntp_backend_i;
 
-/* Registered backends, in preference order (src/backend/registry.c). */
+/* The reference backend's priority. The registry's order today: onednn,
+ * xnnpack, blas above it (the first built is the default), cuda below it
+ * (a GPU is asked for by name, never picked by default). */
+#define NTP_BACKEND_PRIORITY_REF 100
+
+/* Registered backends, highest priority first (src/backend/registry.c). */
 int ntp__backend_count(void);
 const ntp_backend_i *ntp__backend_get(int i);
 const ntp_backend_i *ntp__backend_find(const char *name);
 
 /* Each backend defines `const ntp_backend_i ntp__backend_<name>`. */
 extern const ntp_backend_i ntp__backend_ref;
+
+/* --- the engine's side of the method table (src/backend/backend.c) ----------
+ *
+ * Callers outside the backends go through these, never through the slots:
+ * each one supplies the documented default when its slot is NULL, so a
+ * backend fills in only what it has. */
+bool ntp__be_supports(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n,
+                      ntp_dtype p);
+ntp_dtype ntp__be_storage_dtype(const ntp_backend_i *be, ntp_dtype p);
+/* *state is NULL when the backend keeps no state. */
+ntp_status ntp__be_init(const ntp_backend_i *be, ntp_ctx *ctx, const ntp_backend_opts *opts,
+                        void **state);
+/* *node_state and *workspace are NULL and 0 when the backend has nothing to
+ * prepare. */
+ntp_status ntp__be_prepare(const ntp_backend_i *be, ntp_ctx *ctx, void *state, ntp_kargs *k,
+                           void **node_state, size_t *workspace);
+ntp_status ntp__be_execute(const ntp_backend_i *be, ntp_ctx *ctx, void *state, void *node_state,
+                           const ntp_kargs *k);
+/* Sub-step `step` of a node; execute when the backend has no sub-steps. */
+ntp_status ntp__be_execute_step(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
+                                void *node_state, const ntp_kargs *k, int step);
+void ntp__be_synchronize(const ntp_backend_i *be, void *state);
+/* Nothing to do for a NULL node_state / state. */
+void ntp__be_release_node(const ntp_backend_i *be, void *state, void *node_state);
+void ntp__be_release(const ntp_backend_i *be, void *state);
+bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head,
+                     int n_fused, const ntp_node *next);
+/* The implementation a prepared node runs, interned: the pointer stays
+ * valid for the life of the process (a report keeps it after the plan is
+ * freed). The backend's name when the backend does not say. */
+const char *ntp__be_impl_name(const ntp_backend_i *be, void *state, void *node_state);
+/* Why a requested fusion was declined; NULL when nothing was. */
+const char *ntp__be_fuse_note(const ntp_backend_i *be, void *state, void *node_state);
+/* How many timed sub-steps a node has (1 and *main_step 0 by default). */
+int ntp__be_n_steps(const ntp_backend_i *be, void *state, void *node_state, int *main_step);
+/* A sub-step's row suffix ("" by default), type (NULL: the engine's) and
+ * bytes (left as they came when unknown). */
+void ntp__be_step_info(const ntp_backend_i *be, void *state, void *node_state, int step,
+                       const char **suffix, const char **type, int64_t *bytes);
+/* true when the backend can run here; else `why` (may be NULL) says why. */
+bool ntp__be_available(const ntp_backend_i *be, char *why, size_t len);
+/* The device time of the last sub-step in ms; negative: use the host clock. */
+double ntp__be_elapsed_ms(const ntp_backend_i *be, void *state, void *node_state);
+/* Device memory held, in bytes; all 0 for a host backend or no state. */
+void ntp__be_device_memory(const ntp_backend_i *be, void *state, int64_t *weights,
+                           int64_t *activations, int64_t *workspace, int64_t *peak);
+bool ntp__be_is_device(const ntp_backend_i *be);
+
+/* The first registered device backend (by priority), or NULL when this
+ * build has none. */
+const ntp_backend_i *ntp__backend_device(void);
+
+/* One copy of `s` kept for the life of the process (implementation names:
+ * a handful of distinct strings). NULL when out of memory. */
+const char *ntp__be_intern(const char *s);
+
+/* A kernel's error, naming the layer: "<file>:<line>: <op name='x'>:
+ * <backend>: <message>" for a layer of a loaded graph, "<op name='x'>:
+ * <backend>: <message>" for kernel arguments built by hand (tests, the
+ * conformance driver), "<backend>: <message>" with no layer. `backend`
+ * NULL leaves out the "<backend>: " part (the reference backend's
+ * errors). */
+ntp_status ntp__be_error(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
+                         const ntp_node *n, ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
+                          const ntp_node *n, ntp_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+/* The same for a kernel's arguments (k may be NULL: no layer). */
+ntp_status ntp__be_kerror(ntp_ctx *ctx, const char *backend, const ntp_kargs *k, ntp_status st,
+                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #endif

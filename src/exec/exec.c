@@ -81,8 +81,7 @@ static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, fl
 
 ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
 {
-    const ntp_backend_i *b = x->be[be];
-    ntp_dtype sd = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+    ntp_dtype sd = ntp__be_storage_dtype(x->be[be], t->dtype);
     return sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
 }
 
@@ -152,8 +151,7 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
          * counts them): an int8 backend quantises matrices from the f32
          * copy the engine keeps, which is counted apart; vectors (biases,
          * normalisation parameters) stay f32 in int8 engines. */
-        const ntp_backend_i *b = x->be[be];
-        ntp_dtype held = b->storage_dtype ? b->storage_dtype(t->dtype) : t->dtype;
+        ntp_dtype held = ntp__be_storage_dtype(x->be[be], t->dtype);
         if (held == NTP_DTYPE_I8 && t->shape.ndim < 2)
             held = NTP_DTYPE_F32;
         x->weight_bytes += cnt * (int64_t)ntp_dtype_size(held);
@@ -370,12 +368,11 @@ ntp_status ntp__exec_sub(ntp_ctx *ctx, ntp_exec *x, int s, int sub)
     case NTP_STEP_CONVERT:
         return convert(ctx, x, st);
     case NTP_STEP_NODE:
-        if (be->execute_step && st->n_sub > 1)
-            rc = be->execute_step(ctx, x->be_state[st->be], st->state, &st->k, sub);
+        if (st->n_sub > 1)
+            rc = ntp__be_execute_step(be, ctx, x->be_state[st->be], st->state, &st->k, sub);
         else
-            rc = be->execute(ctx, x->be_state[st->be], st->state, &st->k);
-        if (be->synchronize)
-            be->synchronize(x->be_state[st->be]);
+            rc = ntp__be_execute(be, ctx, x->be_state[st->be], st->state, &st->k);
+        ntp__be_synchronize(be, x->be_state[st->be]);
         if (rc == NTP_STATUS_OK && x->absmax && sub == st->n_sub - 1)
             track_absmax(x, st);
         return rc;
@@ -391,7 +388,7 @@ ntp_status ntp__exec_steps(ntp_ctx *ctx, ntp_exec *x, int from, int to)
         if (st->kind == NTP_STEP_CONVERT) {
             rc = convert(ctx, x, st);
         } else if (st->kind == NTP_STEP_NODE) {
-            rc = x->be[st->be]->execute(ctx, x->be_state[st->be], st->state, &st->k);
+            rc = ntp__be_execute(x->be[st->be], ctx, x->be_state[st->be], st->state, &st->k);
             if (rc == NTP_STATUS_OK && x->absmax)
                 track_absmax(x, st);
         }
@@ -399,8 +396,7 @@ ntp_status ntp__exec_steps(ntp_ctx *ctx, ntp_exec *x, int from, int to)
             return rc;
     }
     for (int b = 0; b < x->n_be; b++)
-        if (x->be[b]->synchronize)
-            x->be[b]->synchronize(x->be_state[b]);
+        ntp__be_synchronize(x->be[b], x->be_state[b]);
     return NTP_STATUS_OK;
 }
 
@@ -449,21 +445,15 @@ ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *d
 const char *ntp__exec_fuse_note(const ntp_exec *x, int s)
 {
     const ntp_step *st = &x->steps[s];
-    const ntp_backend_i *be = x->be[st->be];
-    if (st->kind != NTP_STEP_NODE || !be->fuse_note)
+    if (st->kind != NTP_STEP_NODE)
         return NULL;
-    const char *n = be->fuse_note(x->be_state[st->be], st->state);
-    return n && *n ? n : NULL;
+    return ntp__be_fuse_note(x->be[st->be], x->be_state[st->be], st->state);
 }
 
 const char *ntp__exec_impl(const ntp_exec *x, int s)
 {
     const ntp_step *st = &x->steps[s];
-    const ntp_backend_i *be = x->be[st->be];
-    if (st->kind == NTP_STEP_NODE && be->impl_name) {
-        const char *n = be->impl_name(x->be_state[st->be], st->state);
-        if (n && *n)
-            return n;
-    }
-    return be->name;
+    if (st->kind != NTP_STEP_NODE)
+        return x->be[st->be]->name;
+    return ntp__be_impl_name(x->be[st->be], x->be_state[st->be], st->state);
 }

@@ -15,17 +15,12 @@ static bool is_integer(ntp_dtype t)
     return t == NTP_DTYPE_I32 || t == NTP_DTYPE_I64 || t == NTP_DTYPE_U8;
 }
 
-static ntp_dtype be_storage(const ntp_backend_i *be, ntp_dtype p)
-{
-    return be->storage_dtype ? be->storage_dtype(p) : p;
-}
-
 static const ntp_node *node_at(const ntp_graph *g, int pos) { return &g->nodes[g->order[pos]]; }
 
 /* Storage a tensor gets from the layer that produces it on backend b. */
 static ntp_dtype produced_dtype(const ntp_exec *x, int b, const ntp_tensor *t)
 {
-    return is_integer(t->dtype) ? t->dtype : be_storage(x->be[b], t->dtype);
+    return is_integer(t->dtype) ? t->dtype : ntp__be_storage_dtype(x->be[b], t->dtype);
 }
 
 /* Storage the layer n on backend b expects for its input t. */
@@ -36,8 +31,8 @@ static ntp_dtype expected_dtype(const ntp_exec *x, int b, const ntp_node *n, con
     /* A copy or conversion moves its input's own type; every other layer
      * reads floating data at its precision. */
     if (n->op == NTP_OP_MEMCPY || n->op == NTP_OP_CONVERT)
-        return be_storage(x->be[b], t->dtype);
-    return be_storage(x->be[b], n->precision);
+        return ntp__be_storage_dtype(x->be[b], t->dtype);
+    return ntp__be_storage_dtype(x->be[b], n->precision);
 }
 
 static int add_backend(ntp_ctx *ctx, ntp_exec *x, const ntp_backend_i *be)
@@ -106,7 +101,7 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
     char why[512];
     /* A backend that cannot run on this machine (no GPU) is refused with
      * its reason, whether the run or a layer asks for it. */
-    if (o->backend->available && !o->backend->available(why, sizeof why))
+    if (!ntp__be_available(o->backend, why, sizeof why))
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "backend '%s': %s", o->backend->name, why);
     ntp_status pst = check_place(ctx, g, o);
     if (pst)
@@ -132,15 +127,15 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "asks for backend '%s', which this build lacks (built: %s)",
                                        want, ntp_backends());
-            if (be->available && !be->available(why, sizeof why))
+            if (!ntp__be_available(be, why, sizeof why))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED, "backend '%s': %s",
                                        be->name, why);
-            if (!be->supports(g, n, n->precision))
+            if (!ntp__be_supports(be, g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "asks for backend '%s', which cannot run it at %s",
                                        want, ntp_dtype_name(n->precision));
-        } else if (!be->supports(g, n, n->precision)) {
-            if (!ref || !ref->supports(g, n, n->precision))
+        } else if (!ntp__be_supports(be, g, n, n->precision)) {
+            if (!ref || !ntp__be_supports(ref, g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                        "no backend of this build can run it at %s",
                                        ntp_dtype_name(n->precision));
@@ -285,7 +280,7 @@ static void fuse(ntp_exec *x, bool post_ops)
             x->head_of[last = x->fold[h]] = h;
         const ntp_backend_i *be = x->be[x->node_be[h]];
         const ntp_node *head = node_at(g, h);
-        if (!post_ops || !be->fusable || head->n_out != 1)
+        if (!post_ops || head->n_out != 1)
             continue;
         int n_fused = 0;
         while (n_fused < NTP_MAX_FUSED) {
@@ -304,7 +299,7 @@ static void fuse(ntp_exec *x, bool post_ops)
                 if (pr >= 0 && g->position[pr] >= h)
                     early = false;
             }
-            if (!early || c->n_in > 2 || !be->fusable(g, head, n_fused, c))
+            if (!early || c->n_in > 2 || !ntp__be_fusable(be, g, head, n_fused, c))
                 break;
             last = q;
             n_fused++;
@@ -646,22 +641,18 @@ static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
             st->k.w[i].shape = t->shape;
             st->k.w[i].dtype = ntp__exec_weight_dtype(x, st->be, t);
         }
-        if (be->prepare) {
-            double t0 = ntp__now_us();
-            ntp_status rc = be->prepare(ctx, x->be_state[st->be], &st->k, &st->state, &st->ws);
-            st->prepare_ms = (ntp__now_us() - t0) / 1000.0;
-            if (rc)
-                return rc;
-        }
+        double t0 = ntp__now_us();
+        ntp_status rc = ntp__be_prepare(be, ctx, x->be_state[st->be], &st->k, &st->state, &st->ws);
+        st->prepare_ms = (ntp__now_us() - t0) / 1000.0;
+        if (rc)
+            return rc;
         if (st->ws > x->ws_bytes)
             x->ws_bytes = st->ws;
-        if (be->n_steps) {
-            st->n_sub = be->n_steps(x->be_state[st->be], st->state, &st->main_sub);
-            if (st->n_sub < 1 || st->main_sub < 0 || st->main_sub >= st->n_sub)
-                return ntp__node_error(ctx, x->g, st->k.node, NTP_STATUS_INTERNAL,
-                                       "backend %s reports %d sub-steps, main %d", be->name,
-                                       st->n_sub, st->main_sub);
-        }
+        st->n_sub = ntp__be_n_steps(be, x->be_state[st->be], st->state, &st->main_sub);
+        if (st->n_sub < 1 || st->main_sub < 0 || st->main_sub >= st->n_sub)
+            return ntp__node_error(ctx, x->g, st->k.node, NTP_STATUS_INTERNAL,
+                                   "backend %s reports %d sub-steps, main %d", be->name,
+                                   st->n_sub, st->main_sub);
     }
     return NTP_STATUS_OK;
 }
@@ -708,17 +699,15 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
             x->last_step = s;
     }
     mark_internal(x);
-    ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision, .fuse = o->fuse};
-    ntp_device_opts dev = {.tf32 = o->tf32, .graph_replay = o->graph_replay, .first = o->first};
-    for (int b = 0; b < x->n_be; b++) {
-        const ntp_backend_i *be = x->be[b];
-        if (be->init_device)
-            st = be->init_device(ctx, &bo, &dev, &x->be_state[b]);
-        else if (be->init)
-            st = be->init(ctx, &bo, &x->be_state[b]);
-        if (st)
+    ntp_backend_opts bo = {
+        .threads = o->threads,
+        .precision = g->precision,
+        .fuse = o->fuse,
+        .device = {.tf32 = o->tf32, .graph_replay = o->graph_replay, .first = o->first},
+    };
+    for (int b = 0; b < x->n_be; b++)
+        if ((st = ntp__be_init(x->be[b], ctx, &bo, &x->be_state[b])))
             goto fail;
-    }
     for (int p = 0; p < nn; p++) {
         int be = x->node_be[x->head_of[p]];
         if (x->fold[p] < 0)
@@ -745,13 +734,12 @@ void ntp__exec_free(ntp_exec *x)
         return;
     for (int s = 0; s < x->n_steps; s++) {
         ntp_step *st = &x->steps[s];
-        if (st->kind == NTP_STEP_NODE && st->state && x->be[st->be]->release_node)
-            x->be[st->be]->release_node(x->be_state[st->be], st->state);
+        if (st->kind == NTP_STEP_NODE)
+            ntp__be_release_node(x->be[st->be], x->be_state[st->be], st->state);
         free(st->name);
     }
     for (int b = 0; b < x->n_be; b++)
-        if (x->be_state[b] && x->be[b]->release)
-            x->be[b]->release(x->be_state[b]);
+        ntp__be_release(x->be[b], x->be_state[b]);
     if (x->wdata)
         for (int i = 0; i < x->g->n_tensors; i++)
             free(x->wdata[i]);

@@ -303,8 +303,8 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             /* An asynchronous device times its own work (CUDA events):
              * the host clock would add the launch and the wait. */
             const ntp_step *sk = &x->steps[w->step[k]];
-            if (sk->kind == NTP_STEP_NODE && x->be[sk->be]->elapsed_ms) {
-                double dev = x->be[sk->be]->elapsed_ms(x->be_state[sk->be], sk->state);
+            if (sk->kind == NTP_STEP_NODE) {
+                double dev = ntp__be_elapsed_ms(x->be[sk->be], x->be_state[sk->be], sk->state);
                 if (dev >= 0)
                     row[k] = dev;
             }
@@ -390,8 +390,8 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         if (w->sub[k] != st->main_sub) {
             const char *suffix = "", *type = "step";
             int64_t bytes = 0;
-            x->be[st->be]->step_info(x->be_state[st->be], st->state, w->sub[k], &suffix, &type,
-                                     &bytes);
+            ntp__be_step_info(x->be[st->be], x->be_state[st->be], st->state, w->sub[k], &suffix,
+                              &type, &bytes);
             char name[512];
             snprintf(name, sizeof name, "%s%s", c->name, suffix ? suffix : "");
             L->name = own(r, name);
@@ -737,15 +737,14 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->memory.weight_copy_bytes = x.weight_copy_bytes;
     r->memory.arena_bytes = x.arena_bytes;
     r->memory.workspace_bytes = (int64_t)x.ws_bytes;
-    for (int b = 0; b < x.n_be; b++)
-        if (x.be[b]->device_memory && x.be_state[b]) {
-            int64_t dw = 0, da = 0, dws = 0, dp = 0;
-            x.be[b]->device_memory(x.be_state[b], &dw, &da, &dws, &dp);
-            r->memory.device_weight_bytes += dw;
-            r->memory.device_activation_bytes += da;
-            r->memory.device_workspace_bytes += dws;
-            r->memory.device_peak_bytes += dp;
-        }
+    for (int b = 0; b < x.n_be; b++) {
+        int64_t dw, da, dws, dp;
+        ntp__be_device_memory(x.be[b], x.be_state[b], &dw, &da, &dws, &dp);
+        r->memory.device_weight_bytes += dw;
+        r->memory.device_activation_bytes += da;
+        r->memory.device_workspace_bytes += dws;
+        r->memory.device_peak_bytes += dp;
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;

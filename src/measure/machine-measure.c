@@ -714,19 +714,20 @@ static void measure_gemm(const ntp_machine_opts *o, int threads, ntp_ceilings *c
 
 /* --- the GPU ------------------------------------------------------------------------------ */
 
-/* GPU 0's ceilings when the cuda backend is built and can run here; else
- * none, with the reason in gpu_note. A GPU that fails to measure does not
- * cost the CPU's ceilings: its error becomes the note. */
+/* GPU 0's ceilings when a device backend (kind NTP_BACKEND_DEVICE: cuda,
+ * the only one ntprof has) is built and can run here; else none, with the
+ * reason in gpu_note. A GPU that fails to measure does not cost the CPU's
+ * ceilings: its error becomes the note. */
 static void measure_gpus(const ntp_machine_opts *o, ntp_ceilings *c)
 {
-    const ntp_backend_i *be = ntp__backend_find("cuda");
+    const ntp_backend_i *be = ntp__backend_device();
     char why[192];
     if (!be) {
         snprintf(c->gpu_note, sizeof c->gpu_note, "built without the CUDA backend");
         return;
     }
-    if (be->available && !be->available(why, sizeof why)) {
-        snprintf(c->gpu_note, sizeof c->gpu_note, "backend 'cuda': %s", why);
+    if (!ntp__be_available(be, why, sizeof why)) {
+        snprintf(c->gpu_note, sizeof c->gpu_note, "backend '%s': %s", be->name, why);
         return;
     }
     ntp_ctx *gctx = ntp_ctx_init();

@@ -137,16 +137,16 @@ static const char *cpu_roof_name(const char *precision)
     return "cpu f32";
 }
 
-/* Whether a row's backend runs on a device. A built backend says so by its
- * accelerator slots (docs/gpu.md); a report read back may name one this
- * build lacks, and cuda is the only device backend ntprof has. */
+/* Whether a row's backend runs on a device: a built backend says so by its
+ * kind (docs/backends.md). A report read back may name one this build
+ * lacks; of those, cuda is the only device backend ntprof has. */
 static bool device_backend(const char *name)
 {
     if (!name)
         return false;
     const ntp_backend_i *b = ntp__backend_find(name);
     if (b)
-        return b->available || b->init_device || b->device_memory;
+        return ntp__be_is_device(b);
     return strcmp(name, "cuda") == 0;
 }
 

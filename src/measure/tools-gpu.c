@@ -451,7 +451,7 @@ static void collect_available(void)
     for (int i = 0; i < ntp__backend_count(); i++) {
         const ntp_backend_i *be = ntp__backend_get(i);
         char why[512];
-        if (be->available && !be->available(why, sizeof why))
+        if (!ntp__be_available(be, why, sizeof why))
             continue;
         int w = snprintf(available_names + used, sizeof available_names - used, "%s%s",
                          used ? "," : "", be->name);
@@ -477,7 +477,7 @@ bool ntp_backend_usable(const char *name, char *why, size_t len)
         return false;
     }
     char buf[512] = "";
-    if (be->available && !be->available(buf, sizeof buf)) {
+    if (!ntp__be_available(be, buf, sizeof buf)) {
         if (why && len)
             snprintf(why, len, "%s", buf[0] ? buf : "its backend says it cannot run here");
         return false;

@@ -11,9 +11,7 @@
  * inside another library's parallel region, so pools never nest. */
 #include <cblas.h>
 #include <limits.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +19,6 @@
 
 #include "blas-impl.h"
 #include "core/ctx-impl.h"
-
-ntp_status ntp__blas_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (k->g)
-        return ntp__node_error(ctx, k->g, k->node, st, "blas: %s", msg);
-    return ntp__error(ctx, st, "<%s name='%s'>: blas: %s", ntp__op_name(k->node->op),
-                      k->node->name ? k->node->name : "?", msg);
-}
 
 bool ntp__blas_fits(int64_t v)
 {
@@ -234,39 +219,11 @@ static void blas_release_node(void *state, void *node_state)
     free(nd);
 }
 
-/* Implementation names outlive the plan: a run report keeps the pointer
- * after the plan (and this node) is freed, so each distinct name is kept
- * once for the life of the process (a handful of strings). */
-static const char *intern(const char *s)
-{
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static struct name {
-        struct name *next;
-        char s[];
-    } *names;
-    pthread_mutex_lock(&lock);
-    const struct name *p = names;
-    while (p && strcmp(p->s, s) != 0)
-        p = p->next;
-    if (!p) {
-        size_t len = strlen(s) + 1;
-        struct name *q = malloc(sizeof *q + len);
-        if (q) {
-            memcpy(q->s, s, len);
-            q->next = names;
-            names = q;
-        }
-        p = q;
-    }
-    pthread_mutex_unlock(&lock);
-    return p ? p->s : NULL;
-}
-
 static const char *blas_impl_name(void *state, void *node_state)
 {
     const blasb_node *nd = node_state;
-    const char *name = nd && nd->impl[0] ? intern(nd->impl) : NULL;
-    return name ? name : "blas";
+    /* The engine interns it (ntp__be_impl_name): the name outlives nd. */
+    return nd && nd->impl[0] ? nd->impl : "blas";
 }
 
 static int blas_n_steps(void *state, void *node_state, int *main_step)
@@ -331,6 +288,8 @@ const ntp_backend_i ntp__backend_blas = {
     .name = "blas",
     .description = "the Caffe/Darknet design on OpenBLAS: im2col + SGEMM convolutions, GEMM for "
                    "fc, matmul, recurrent gates and attention, plain loops around them; f32",
+    .kind = NTP_BACKEND_HOST,
+    .priority = NTP_BACKEND_PRIORITY_REF + 100,
     .supports = blas_supports,
     .storage_dtype = blas_storage,
     .init = blas_init,

@@ -72,8 +72,7 @@ typedef struct blasb_node {
 } blasb_node;
 
 /* Record "<op name='layer'>: blas: message" and return st. */
-ntp_status ntp__blas_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define ntp__blas_error(ctx, k, st, ...) ntp__be_kerror(ctx, "blas", k, st, __VA_ARGS__)
 
 /* C = alpha · op(A) · op(B) + beta · C, row-major, through cblas_sgemm. */
 void ntp__blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,

@@ -4,7 +4,6 @@
  * replay. The layer families are in conv.c, dense.c, rnn.c and misc.c;
  * device memory in mem.c; the kernels in kernels.cu. */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +12,6 @@
 #include "cuda-impl.h"
 
 /* --- errors ------------------------------------------------------------------------ */
-
-ntp_status ntp__cuda_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (k && k->g && k->node)
-        return ntp__node_error(ctx, k->g, k->node, st, "cuda: %s", msg);
-    if (k && k->node)
-        return ntp__error(ctx, st, "<%s name='%s'>: cuda: %s", ntp__op_name(k->node->op),
-                          k->node->name ? k->node->name : "?", msg);
-    return ntp__error(ctx, st, "cuda: %s", msg);
-}
 
 ntp_status ntp__cuda_rt(ntp_ctx *ctx, const ntp_kargs *k, cudaError_t e, const char *what)
 {
@@ -178,8 +162,7 @@ static ntp_dtype cuda_storage(ntp_dtype p)
 
 static void cuda_release(void *state);
 
-static ntp_status cuda_init_device(ntp_ctx *ctx, const ntp_backend_opts *opts,
-                                   const ntp_device_opts *dev, void **state)
+static ntp_status cuda_init(ntp_ctx *ctx, const ntp_backend_opts *opts, void **state)
 {
     *state = NULL;
     char why[512];
@@ -188,10 +171,10 @@ static ntp_status cuda_init_device(ntp_ctx *ctx, const ntp_backend_opts *opts,
     cudab_state *s = calloc(1, sizeof *s);
     if (!s)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
-    (void)opts; /* threads and fusion mean nothing to a GPU */
-    s->tf32 = dev && dev->tf32;
-    s->graph_replay = dev && dev->graph_replay;
-    s->first = dev ? dev->first : 0;
+    /* Threads and fusion mean nothing to a GPU: only the device options. */
+    s->tf32 = opts->device.tf32;
+    s->graph_replay = opts->device.graph_replay;
+    s->first = opts->device.first;
     ntp_status st = NTP_STATUS_OK;
     cudaError_t e = cudaSetDevice(s->device);
     if (e == cudaSuccess)
@@ -233,11 +216,6 @@ static ntp_status cuda_init_device(ntp_ctx *ctx, const ntp_backend_opts *opts,
 fail:
     cuda_release(s);
     return st;
-}
-
-static ntp_status cuda_init(ntp_ctx *ctx, const ntp_backend_opts *opts, void **state)
-{
-    return cuda_init_device(ctx, opts, NULL, state);
 }
 
 static void drop_graphs(cudab_state *s)
@@ -822,6 +800,8 @@ const ntp_backend_i ntp__backend_cuda = {
     .description = "NVIDIA GPU through cuDNN 9 and cuBLAS (CUDA 13): f32 (TF32 on request), f16, "
                    "bf16; device buffers between layers, host<->device copies as rows, CUDA "
                    "event timing, optional CUDA-graph replay",
+    .kind = NTP_BACKEND_DEVICE,
+    .priority = NTP_BACKEND_PRIORITY_REF - 50, /* asked for by name, never the default */
     .supports = cuda_supports,
     .storage_dtype = cuda_storage,
     .init = cuda_init,
@@ -835,7 +815,6 @@ const ntp_backend_i ntp__backend_cuda = {
     .n_steps = cuda_n_steps,
     .step_info = cuda_step_info,
     .execute_step = cuda_execute_step,
-    .init_device = cuda_init_device,
     .available = cuda_available,
     .elapsed_ms = cuda_elapsed_ms,
     .device_memory = cuda_device_memory,

@@ -163,9 +163,9 @@ typedef struct cudab_state {
 } cudab_state;
 
 /* --- errors (backend.c) ---------------------------------------------------------- */
-/* Record "<op name='layer'>: cuda: message" and return st. */
-ntp_status ntp__cuda_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Record "<op name='layer'>: cuda: message" (k may be NULL: "cuda:
+ * message") and return st. */
+#define ntp__cuda_error(ctx, k, st, ...) ntp__be_kerror(ctx, "cuda", k, st, __VA_ARGS__)
 /* A failed CUDA runtime, cuDNN or cuBLAS call as a status with its name. */
 ntp_status ntp__cuda_rt(ntp_ctx *ctx, const ntp_kargs *k, cudaError_t e, const char *what);
 ntp_status ntp__cuda_dnn(ntp_ctx *ctx, const ntp_kargs *k, cudnnStatus_t e, const char *what);

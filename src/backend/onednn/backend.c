@@ -424,6 +424,8 @@ const ntp_backend_i ntp__backend_onednn = {
     .name = "onednn",
     .description = "oneDNN 2.x (Intel's deep neural network library): JIT kernels for the CPU's "
                    "ISA, blocked layouts, fused post-ops; f32, bf16, f16 and int8",
+    .kind = NTP_BACKEND_HOST,
+    .priority = NTP_BACKEND_PRIORITY_REF + 300, /* the default wherever it is built */
     .supports = onednn_supports,
     .storage_dtype = onednn_storage,
     .init = onednn_init,

@@ -13,26 +13,11 @@
 
 #define ODNN_ALIGN 64
 
-static ntp_status vfail(odnn_build *b, ntp_status st, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-static ntp_status vfail(odnn_build *b, ntp_status st, const char *fmt, va_list ap)
-{
-    char msg[768];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    const ntp_node *n = b->n;
-    if (b->k->g && n && n->name)
-        return ntp__node_error(b->ctx, b->k->g, n, st, "onednn: %s", msg);
-    /* Kernel arguments built by hand (tests) have no graph: name the layer
-     * without a source position, as the reference backend does. */
-    return ntp__error(b->ctx, st, "<%s name='%s'>: onednn: %s", n ? ntp__op_name(n->op) : "?",
-                      n && n->name ? n->name : "?", msg);
-}
-
 ntp_status ntp__dnnl_fail(odnn_build *b, ntp_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ntp_status r = vfail(b, st, fmt, ap);
+    ntp_status r = ntp__be_verror(b->ctx, "onednn", b->k->g, b->n, st, fmt, ap);
     va_end(ap);
     return r;
 }

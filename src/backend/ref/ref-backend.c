@@ -138,6 +138,8 @@ const ntp_backend_i ntp__backend_ref = {
     .name = "ref",
     .description = "reference kernels in portable C (f32 compute; bf16, f16 and int8 emulated "
                    "by rounding; single-threaded)",
+    .kind = NTP_BACKEND_HOST,
+    .priority = NTP_BACKEND_PRIORITY_REF,
     .supports = ref_supports,
     .storage_dtype = ref_storage,
     .prepare = ref_prepare,

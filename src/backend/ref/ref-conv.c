@@ -15,17 +15,11 @@
 
 #include "ref-impl.h"
 
-typedef struct geom {
-    int64_t N, C, F, G, Cg, Fg;
-    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
-    int64_t in_sz, out_sz, k_sz;
-} geom;
+typedef ntp_ref_conv_geom geom;
 
-/* Fill g from k; false when the shapes or attributes are inconsistent. */
-static bool get_geom(const ntp_kargs *k, geom *g)
+bool ntp__ref_conv_geom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y, geom *g)
 {
-    const ntp_attrs *a = &k->node->a;
-    const ntp_shape *x = &k->in[0].shape, *y = &k->out[0].shape;
+    const ntp_attrs *a = &n->a;
     int nk = x->ndim - 2;
     if (nk < 1 || nk > 3 || y->ndim != x->ndim || a->nk != nk || x->dim[0] != y->dim[0] ||
         a->groups <= 0)
@@ -56,9 +50,12 @@ static bool get_geom(const ntp_kargs *k, geom *g)
     return true;
 }
 
-/* A 1x1 convolution with stride 1 and no padding: the input is the im2col
- * matrix already. */
-static bool is_pointwise(const geom *g)
+static bool get_geom(const ntp_kargs *k, geom *g)
+{
+    return ntp__ref_conv_geom(k->node, &k->in[0].shape, &k->out[0].shape, g);
+}
+
+bool ntp__ref_conv_pointwise(const geom *g)
 {
     for (int i = 0; i < 3; i++)
         if (g->k[i] != 1 || g->s[i] != 1 || g->p[i] != 0 || g->in[i] != g->out[i])
@@ -72,8 +69,13 @@ size_t ntp__ref_conv_workspace(const ntp_kargs *k)
     if (!get_geom(k, &g))
         return 0; /* the kernel reports the inconsistency */
     if (k->node->op == NTP_OP_CONV)
-        return is_pointwise(&g) ? 0 : ntp__ref_floats(g.Cg * g.k_sz, g.out_sz);
+        return ntp__ref_conv_pointwise(&g) ? 0 : ntp__ref_floats(g.Cg * g.k_sz, g.out_sz);
     return ntp__ref_floats(g.Fg * g.k_sz, g.in_sz);
+}
+
+int64_t ntp__ref_conv_col_floats(ntp_op op, const geom *g)
+{
+    return op == NTP_OP_CONV ? g->Cg * g->k_sz * g->out_sz : g->Fg * g->k_sz * g->in_sz;
 }
 
 /* Range [*lo, *hi) of o in [0, n_out) with 0 <= o*s + off < n_in. */
@@ -192,53 +194,76 @@ static void add_bias(const ntp_kargs *k, const geom *g, float *y)
         }
 }
 
-static ntp_status conv(ntp_ctx *ctx, const ntp_kargs *k)
+/* Column matrix of (image n, group grp): its own in a staged workspace,
+ * else the one shared buffer. */
+static float *columns(const ntp_kargs *k, const geom *g, bool staged, int64_t n, int64_t grp)
+{
+    float *ws = k->workspace;
+    return staged ? ws + (n * g->G + grp) * ntp__ref_conv_col_floats(k->node->op, g) : ws;
+}
+
+static ntp_status conv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged,
+                       int passes)
 {
     geom g;
     ntp_status st = check(ctx, k, &g);
     if (st)
         return st;
     const float *x = k->in[0].data, *W = k->w[0].data;
-    float *y = k->out[0].data, *col = k->workspace;
-    bool direct = is_pointwise(&g);
+    float *y = k->out[0].data;
+    bool direct = ntp__ref_conv_pointwise(&g);
     int64_t K = g.Cg * g.k_sz;
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t grp = 0; grp < g.G; grp++) {
             const float *xg = x + (n * g.C + grp * g.Cg) * g.in_sz;
-            const float *b = xg;
-            if (!direct) {
+            float *col = columns(k, &g, staged, n, grp);
+            const float *b = direct ? xg : col;
+            if (!direct && (passes & NTP_REF_CONV_LOWER))
                 im2col(&g, xg, col);
-                b = col;
-            }
-            ntp__ref_gemm(false, false, g.Fg, g.out_sz, K, 1.0f, W + grp * g.Fg * K, K, b,
-                          g.out_sz, 0.0f, y + (n * g.F + grp * g.Fg) * g.out_sz, g.out_sz);
+            if (passes & NTP_REF_CONV_GEMM)
+                gemm(false, false, g.Fg, g.out_sz, K, 1.0f, W + grp * g.Fg * K, K, b, g.out_sz,
+                     0.0f, y + (n * g.F + grp * g.Fg) * g.out_sz, g.out_sz);
         }
-    add_bias(k, &g, y);
+    if (passes & NTP_REF_CONV_GEMM)
+        add_bias(k, &g, y);
     return NTP_STATUS_OK;
 }
 
-static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k)
+static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged,
+                         int passes)
 {
     geom g;
     ntp_status st = check(ctx, k, &g);
     if (st)
         return st;
     const float *x = k->in[0].data, *W = k->w[0].data;
-    float *y = k->out[0].data, *col = k->workspace;
+    float *y = k->out[0].data;
     int64_t Mk = g.Fg * g.k_sz;
-    memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
+    if (passes & NTP_REF_CONV_LOWER)
+        memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t grp = 0; grp < g.G; grp++) {
             const float *xg = x + (n * g.C + grp * g.Cg) * g.in_sz;
-            ntp__ref_gemm(true, false, Mk, g.in_sz, g.Cg, 1.0f, W + grp * g.Cg * Mk, Mk, xg,
-                          g.in_sz, 0.0f, col, g.in_sz);
-            col2im(&g, col, y + (n * g.F + grp * g.Fg) * g.out_sz);
+            float *col = columns(k, &g, staged, n, grp);
+            if (passes & NTP_REF_CONV_GEMM)
+                gemm(true, false, Mk, g.in_sz, g.Cg, 1.0f, W + grp * g.Cg * Mk, Mk, xg, g.in_sz,
+                     0.0f, col, g.in_sz);
+            if (passes & NTP_REF_CONV_LOWER)
+                col2im(&g, col, y + (n * g.F + grp * g.Fg) * g.out_sz);
         }
-    add_bias(k, &g, y);
+    if (passes & NTP_REF_CONV_LOWER)
+        add_bias(k, &g, y);
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__ref_conv_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged,
+                             int passes)
+{
+    return k->node->op == NTP_OP_CONV ? conv(ctx, k, gemm, staged, passes)
+                                      : deconv(ctx, k, gemm, staged, passes);
 }
 
 ntp_status ntp__ref_conv(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    return k->node->op == NTP_OP_CONV ? conv(ctx, k) : deconv(ctx, k);
+    return ntp__ref_conv_run(ctx, k, ntp__ref_gemm, false, NTP_REF_CONV_ALL);
 }

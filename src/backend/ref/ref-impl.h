@@ -36,8 +36,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k);
 
 /* Record "<op name='node'>: message" (with the source and line when k->g is
  * set) in ctx and return st. */
-ntp_status ntp__ref_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define ntp__ref_error(ctx, k, st, ...) ntp__be_kerror(ctx, NULL, k, st, __VA_ARGS__)
 
 /* Check the counts and dtypes of a kernel's operands: n_in inputs, at least
  * min_w and at most max_w weights, n_out outputs, all f32. */
@@ -58,6 +57,14 @@ void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                    float *c, int64_t ldc);
 
+/* A GEMM with ntp__ref_gemm's contract. The kernels that lower a layer to
+ * GEMMs (conv, deconv, the recurrent layers) take one as their hook, so a
+ * backend with a faster GEMM (blas) runs the same lowering on its own GEMM
+ * instead of keeping a copy of the loops around it. */
+typedef void ntp_gemm_fn(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                         float *c, int64_t ldc);
+
 /* Element-wise functions shared by the activation layers and the recurrent
  * cells, evaluated in double and rounded once to f32. */
 float ntp__ref_sigmoid(float x);
@@ -73,6 +80,39 @@ ntp_status ntp__ref_dense(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-conv.c: conv, deconv (im2col / col2im + GEMM). */
 ntp_status ntp__ref_conv(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_conv_workspace(const ntp_kargs *k);
+
+/* A convolution's geometry, 1-d and 2-d as 3-d with leading sizes 1:
+ * batch N, channels C in and F out, G groups of Cg and Fg, and per spatial
+ * dim the input, output, kernel, stride, dilation and padding. */
+typedef struct ntp_ref_conv_geom {
+    int64_t N, C, F, G, Cg, Fg;
+    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+    int64_t in_sz, out_sz, k_sz;
+} ntp_ref_conv_geom;
+
+/* Fill g for conv or deconv node n with input shape x and output shape y;
+ * false when they do not fit its attributes. */
+bool ntp__ref_conv_geom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
+                        ntp_ref_conv_geom *g);
+/* A conv with 1x1 kernels, stride 1 and no padding: its input is its
+ * im2col matrix already, so it has no lowering. */
+bool ntp__ref_conv_pointwise(const ntp_ref_conv_geom *g);
+/* Floats of one (image, group)'s column matrix: conv's im2col rows x
+ * output positions, deconv's GEMM result before col2im. */
+int64_t ntp__ref_conv_col_floats(ntp_op op, const ntp_ref_conv_geom *g);
+
+/* The two passes of a convolution: lowering (im2col before conv's GEMMs,
+ * col2im after deconv's) and the GEMMs. */
+enum { NTP_REF_CONV_LOWER = 1, NTP_REF_CONV_GEMM = 2, NTP_REF_CONV_ALL = 3 };
+
+/* ntp__ref_conv on `gemm`, running the passes in `passes`; the pass that
+ * finishes the output (conv's GEMMs, deconv's col2im) adds the bias.
+ * staged: the workspace holds the column matrices of every (image, group)
+ * one after the other (N·G·col_floats floats), so that each pass can run as
+ * a step of its own; else one column matrix, lowered and multiplied in
+ * turn (passes must then be NTP_REF_CONV_ALL). */
+ntp_status ntp__ref_conv_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged,
+                             int passes);
 /* ref-pool.c: maxpool, avgpool, global_maxpool, global_avgpool. */
 ntp_status ntp__ref_pool(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-norm.c: batchnorm, layernorm. */
@@ -85,6 +125,21 @@ ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-rnn.c: lstm, gru, rnn. */
 ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_rnn_workspace(const ntp_kargs *k);
+
+/* A recurrent layer's geometry: T steps of N rows of I inputs, H units, G
+ * gates (4 LSTM, 3 GRU, 1 RNN), 1 or 2 directions; last: only the final
+ * state is output; sum: two directions are added, not concatenated. */
+typedef struct ntp_ref_rnn_geom {
+    int64_t T, N, I, H, G, dirs;
+    bool last, sum;
+} ntp_ref_rnn_geom;
+
+/* Fill g for recurrent node n with input shape x and output shape y; false
+ * when they do not fit its attributes. */
+bool ntp__ref_rnn_geom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
+                       ntp_ref_rnn_geom *g);
+/* ntp__ref_rnn with its input-gate and recurrent products on `gemm`. */
+ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm);
 /* ref-attention.c: multi-head attention. */
 ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_attention_workspace(const ntp_kargs *k);

@@ -20,22 +20,18 @@ static int64_t gate_count(ntp_op op)
     return op == NTP_OP_LSTM ? 4 : op == NTP_OP_GRU ? 3 : 1;
 }
 
-typedef struct rgeom {
-    int64_t T, N, I, H, G, dirs;
-    bool last, sum;
-} rgeom;
+typedef ntp_ref_rnn_geom rgeom;
 
-static bool get_rgeom(const ntp_kargs *k, rgeom *g)
+bool ntp__ref_rnn_geom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y, rgeom *g)
 {
-    const ntp_attrs *a = &k->node->a;
-    const ntp_shape *x = &k->in[0].shape, *y = &k->out[0].shape;
+    const ntp_attrs *a = &n->a;
     if (x->ndim != 3)
         return false;
     g->T = x->dim[0];
     g->N = x->dim[1];
     g->I = x->dim[2];
     g->H = a->units;
-    g->G = gate_count(k->node->op);
+    g->G = gate_count(n->op);
     g->dirs = a->direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
     g->last = a->last_step;
     g->sum = g->dirs == 2 && a->merge == NTP_MERGE_SUM;
@@ -45,6 +41,11 @@ static bool get_rgeom(const ntp_kargs *k, rgeom *g)
     if (g->last)
         return y->ndim == 2 && y->dim[0] == g->N && y->dim[1] == width;
     return y->ndim == 3 && y->dim[0] == g->T && y->dim[1] == g->N && y->dim[2] == width;
+}
+
+static bool get_rgeom(const ntp_kargs *k, rgeom *g)
+{
+    return ntp__ref_rnn_geom(k->node, &k->in[0].shape, &k->out[0].shape, g);
 }
 
 size_t ntp__ref_rnn_workspace(const ntp_kargs *k)
@@ -106,7 +107,7 @@ static void cell(ntp_op op, int rnn_act, const rgeom *g, const float *xg, const 
     }
 }
 
-ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
+ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
 {
     ntp_status st = ntp__ref_expect(ctx, k, 1, 2, 3, 1);
     if (st)
@@ -135,7 +136,7 @@ ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
         bool reverse = reverse_only || dir == 1;
         const float *Wd = W + dir * GH * I, *Rd = R + dir * GH * H;
         const float *Wb = B ? B + dir * 2 * GH : NULL, *Rb = B ? Wb + GH : NULL;
-        ntp__ref_gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, 0.0f, xg, GH);
+        gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, 0.0f, xg, GH);
         if (Wb)
             for (int64_t row = 0; row < T * N; row++)
                 for (int64_t j = 0; j < GH; j++)
@@ -152,7 +153,7 @@ ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
             /* The initial state is zero, so the first step has no
              * recurrent product. */
             if (s > 0)
-                ntp__ref_gemm(false, true, N, GH, H, 1.0f, h, H, Rd, H, 1.0f, rg, GH);
+                gemm(false, true, N, GH, H, 1.0f, h, H, Rd, H, 1.0f, rg, GH);
             cell(k->node->op, k->node->a.rnn_act, &g, xg + t * N * GH, rg, h, c);
             if (!g.last)
                 emit(&g, Y, h, t, dir);
@@ -163,4 +164,9 @@ ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
             emit(&g, Y, h, 0, dir);
     }
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return ntp__ref_rnn_run(ctx, k, ntp__ref_gemm);
 }

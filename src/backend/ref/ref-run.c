@@ -1,5 +1,4 @@
 /* Dispatch, workspace sizes and argument checks of the reference kernels. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -7,22 +6,6 @@
 #include "inlay/inlay-impl.h"
 #include "ref-impl.h"
 #include "ref-onnx-impl.h"
-
-ntp_status ntp__ref_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const ntp_node *n = k->node;
-    if (k->g && n && n->name)
-        return ntp__node_error(ctx, k->g, n, st, "%s", msg);
-    /* Kernel arguments built without a graph (tests, the conformance
-     * driver): name the layer without a source position. */
-    return ntp__error(ctx, st, "<%s name='%s'>: %s", n ? ntp__op_name(n->op) : "?",
-                      n && n->name ? n->name : "?", msg);
-}
 
 ntp_status ntp__ref_expect(ntp_ctx *ctx, const ntp_kargs *k, int n_in, int min_w, int max_w,
                            int n_out)

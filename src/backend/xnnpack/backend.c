@@ -359,39 +359,11 @@ static void xnnpack_release_node(void *state, void *node_state)
     ntp__xnn_node_free(node_state);
 }
 
-/* Implementation names outlive the plan: a run report keeps the pointer
- * after the plan (and this node) is freed, so each distinct name is kept
- * once for the life of the process (a handful of strings). */
-static const char *intern(const char *s)
-{
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static struct name {
-        struct name *next;
-        char s[];
-    } *names;
-    pthread_mutex_lock(&lock);
-    const struct name *p = names;
-    while (p && strcmp(p->s, s) != 0)
-        p = p->next;
-    if (!p) {
-        size_t len = strlen(s) + 1;
-        struct name *q = malloc(sizeof *q + len);
-        if (q) {
-            memcpy(q->s, s, len);
-            q->next = names;
-            names = q;
-        }
-        p = q;
-    }
-    pthread_mutex_unlock(&lock);
-    return p ? p->s : NULL;
-}
-
 static const char *xnnpack_impl_name(void *state, void *node_state)
 {
     xnnb_node *nd = node_state;
-    const char *name = nd && nd->impl[0] ? intern(nd->impl) : NULL;
-    return name ? name : "xnnpack";
+    /* The engine interns it (ntp__be_impl_name): the name outlives nd. */
+    return nd && nd->impl[0] ? nd->impl : "xnnpack";
 }
 
 static int xnnpack_n_steps(void *state, void *node_state, int *main_step)
@@ -460,6 +432,8 @@ const ntp_backend_i ntp__backend_xnnpack = {
     .name = "xnnpack",
     .description = "XNNPACK (the engine under TensorFlow Lite's CPU delegate), Debian snapshot "
                    "2022-02-16: NHWC operators, weights packed at creation; f32 and f16",
+    .kind = NTP_BACKEND_HOST,
+    .priority = NTP_BACKEND_PRIORITY_REF + 200,
     .supports = xnnpack_supports,
     .storage_dtype = xnnpack_storage,
     .init = xnnpack_init,

@@ -18,15 +18,11 @@ static char nhwc_tag;
 
 ntp_status ntp__xnn_fail(xnnb_build *b, ntp_status st, const char *fmt, ...)
 {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ntp_status r = ntp__be_verror(b->ctx, "xnnpack", b->k->g, b->n, st, fmt, ap);
     va_end(ap);
-    if (b->k->g)
-        return ntp__node_error(b->ctx, b->k->g, b->n, st, "xnnpack: %s", msg);
-    return ntp__error(b->ctx, st, "<%s name='%s'>: xnnpack: %s", ntp__op_name(b->n->op),
-                      b->n->name ? b->n->name : "?", msg);
+    return r;
 }
 
 const char *ntp__xnn_status_name(enum xnn_status st)
