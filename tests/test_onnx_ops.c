@@ -269,11 +269,10 @@ static void test_lrn(void **state)
     (void)state;
     rh_case c;
     rh_init(&c, NTP_OP_LRN);
-    c.node.a.kernel[0] = 3;
-    c.node.a.n_kernel = 1;
-    c.node.a.alpha = 3e-4;
-    c.node.a.value = 0.75;
-    c.node.a.epsilon = 1.0;
+    c.node.a.lrn.size = 3;
+    c.node.a.lrn.alpha = 3e-4;
+    c.node.a.lrn.beta = 0.75;
+    c.node.a.lrn.bias = 1.0;
     /* Channel c divided by (1 + 1e-4 * sum of squares of c-1..c+1)^0.75. */
     rh_in(&c, RH_SHAPE(1, 3, 1), (const float[]){1, 2, 3});
     float *y = rh_out(&c, RH_SHAPE(1, 3, 1));
@@ -362,10 +361,10 @@ static void resize(int mode, int coord, const float *want)
     rh_case c;
     rh_init(&c, NTP_OP_RESIZE);
     ntp_attrs *a = &c.node.a;
-    a->pad_mode = mode;
-    a->decode = coord;
-    a->rnn_act = NTP_RESIZE_ROUND_PREFER_FLOOR;
-    a->alpha = -0.75;
+    a->resize.mode = mode;
+    a->resize.coord = coord;
+    a->resize.nearest = NTP_RESIZE_ROUND_PREFER_FLOOR;
+    a->resize.cubic_a = -0.75;
     a->n_pads = 4;
     for (int d = 0; d < 4; d++) {
         a->pads[d] = d < 2 ? 1 : 2;

@@ -64,12 +64,35 @@ enum { NTP_PADMODE_CONSTANT, NTP_PADMODE_REFLECT, NTP_PADMODE_EDGE };
 enum { NTP_CTC_GREEDY, NTP_CTC_BEAM };
 enum { NTP_RNN_ACT_TANH, NTP_RNN_ACT_RELU };
 
-/* Attributes of every op in one flat struct: each op reads the fields it
- * documents (docs/topology-format.md); the reader refuses the rest. */
+/* Attributes that only one op family has, each family in its own struct.
+ * They share storage in ntp_attrs' union: the node's op is the tag that
+ * says which member is live (op-attrs.h declares, per op, which fields its
+ * markup attributes fill). */
+typedef struct ntp_resize_attrs {
+    int mode;               /* NTP_RESIZE_NEAREST, _LINEAR, _CUBIC */
+    int coord;              /* coordinate transformation, NTP_RESIZE_HALF_PIXEL... */
+    int nearest;            /* nearest rounding, NTP_RESIZE_ROUND_PREFER_FLOOR... */
+    double cubic_a;         /* the cubic coefficient */
+    bool exclude_outside;
+    double extrapolation;   /* value of samples outside the input */
+} ntp_resize_attrs;
+
+typedef struct ntp_lrn_attrs {
+    int64_t size;           /* channels summed over */
+    double alpha, beta, bias;
+} ntp_lrn_attrs;
+
+typedef struct ntp_constant_attrs {
+    bool trainable;         /* the value is a weight (true) or a buffer */
+} ntp_constant_attrs;
+
+/* Attributes of every op: shared fields that several families read, each
+ * op reading the ones it documents (docs/topology-format.md), then the
+ * per-family structs. The reader refuses attributes an op does not have. */
 typedef struct ntp_attrs {
     int64_t units;          /* fc out features; rnn hidden size; embedding dim */
     int64_t filters;        /* conv/deconv output channels */
-    bool bias;              /* fc, conv, deconv, matmul-free layers: default true */
+    bool bias;              /* has a bias: fc, conv, deconv, rnns, attention; default true */
     /* Spatial ops (conv, deconv, pools): nk = number of spatial dims. The
      * reader stores lists as written, with their counts (n_kernel, ...): a
      * single value means "every spatial dim", and a count of 0 means "not
@@ -119,6 +142,12 @@ typedef struct ntp_attrs {
     ntp_dtype to_dtype;
     ntp_layout to_layout;
     bool has_to_dtype, has_to_layout;
+    /* Tagged by the node's op. */
+    union {
+        ntp_resize_attrs resize;    /* NTP_OP_RESIZE */
+        ntp_lrn_attrs lrn;          /* NTP_OP_LRN */
+        ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
+    };
 } ntp_attrs;
 
 typedef struct ntp_node {

@@ -121,6 +121,9 @@ void ntp__attrs_op_default(ntp_op op, ntp_attrs *a)
         a->min = -INFINITY;
         a->max = INFINITY;
         break;
+    case NTP_OP_CONSTANT:
+        a->constant.trainable = true;
+        break;
     default:
         break;
     }

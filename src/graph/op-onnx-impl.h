@@ -2,11 +2,13 @@
  * attribute storage and the index arithmetic that shape inference and the
  * reference kernels share, so the two cannot disagree.
  *
- * ntp_attrs is one flat struct shared by every op (graph-impl.h). Rather
- * than grow it for attributes only these ops read, they keep them in fields
- * whose own ops never co-occur with them. The accessors below are the one
- * place that says which field holds what; readers, writers, shape functions
- * and kernels go through them. */
+ * Resize and lrn have their own structs in ntp_attrs' union (graph-impl.h).
+ * The other ops keep their attributes in the shared fields whose meaning
+ * fits (axes in the axis list `perm`, steps and sizes in the dim list
+ * `shape`, the element-wise parameters in `alpha` and `value`); op-attrs.h
+ * says which markup attribute fills which field. The accessors below are
+ * the one place that says which field holds what; readers, writers, shape
+ * functions and kernels go through them. */
 #ifndef NTPROF_OP_ONNX_IMPL_H
 #define NTPROF_OP_ONNX_IMPL_H
 
@@ -24,8 +26,8 @@ static inline double ntp__onnx_p2(const ntp_attrs *a) { return a->value; }
  * slope per channel ([C], dim 1 of the input). */
 
 /* --- constant: the value's shape in a->shape[0..n_shape) (rank 0 is a
- * scalar); a->bias says whether the value is a trainable weight (true) or a
- * buffer (false). */
+ * scalar); a->constant.trainable says whether the value is a trainable
+ * weight (true) or a buffer (false). */
 
 /* --- reductions: axes in a->perm[0..n_perm), n_perm == 0 meaning every axis.
  * The output keeps the reduced dims as 1 (ONNX keepdims=1); a reader that
@@ -33,10 +35,11 @@ static inline double ntp__onnx_p2(const ntp_attrs *a) { return a->value; }
 static inline int ntp__reduce_n_axes(const ntp_attrs *a) { return a->n_perm; }
 static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a) { return a->perm; }
 
-/* --- lrn: size in a->kernel[0], alpha, beta in a->value, bias in a->epsilon. */
-static inline int64_t ntp__lrn_size(const ntp_attrs *a) { return a->kernel[0]; }
-static inline double ntp__lrn_beta(const ntp_attrs *a) { return a->value; }
-static inline double ntp__lrn_bias(const ntp_attrs *a) { return a->epsilon; }
+/* --- lrn: a->lrn (graph-impl.h). */
+static inline int64_t ntp__lrn_size(const ntp_attrs *a) { return a->lrn.size; }
+static inline double ntp__lrn_alpha(const ntp_attrs *a) { return a->lrn.alpha; }
+static inline double ntp__lrn_beta(const ntp_attrs *a) { return a->lrn.beta; }
+static inline double ntp__lrn_bias(const ntp_attrs *a) { return a->lrn.bias; }
 
 /* --- slice: ONNX's starts, ends, axes and steps as given (n values each):
  * starts in a->pads[0..n), ends in a->pads[NTP_MAX_DIMS..NTP_MAX_DIMS+n)
@@ -59,10 +62,9 @@ const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool all
  * Output sizes in a->shape[0..n_shape) when given; otherwise per-dim scales
  * as exact rationals, numerator in a->pads[d] and denominator in
  * a->pads[NTP_MAX_DIMS + d] (a->n_pads = rank), and the output size is
- * floor(in * scale). The mode, coordinate transformation and nearest
- * rounding are small enums in a->pad_mode, a->decode and a->rnn_act; the
- * cubic coefficient is a->alpha, exclude_outside a->causal and the
- * extrapolation value a->value. */
+ * floor(in * scale). The mode, coordinate transformation, nearest
+ * rounding, cubic coefficient, exclude_outside and extrapolation value are
+ * in a->resize (graph-impl.h). */
 enum { NTP_RESIZE_NEAREST, NTP_RESIZE_LINEAR, NTP_RESIZE_CUBIC };
 enum {
     NTP_RESIZE_HALF_PIXEL,
@@ -77,12 +79,12 @@ enum {
     NTP_RESIZE_FLOOR,
     NTP_RESIZE_CEIL
 };
-static inline int ntp__resize_mode(const ntp_attrs *a) { return a->pad_mode; }
-static inline int ntp__resize_coord(const ntp_attrs *a) { return a->decode; }
-static inline int ntp__resize_nearest(const ntp_attrs *a) { return a->rnn_act; }
-static inline double ntp__resize_cubic_a(const ntp_attrs *a) { return a->alpha; }
-static inline bool ntp__resize_exclude_outside(const ntp_attrs *a) { return a->causal; }
-static inline double ntp__resize_extrapolation(const ntp_attrs *a) { return a->value; }
+static inline int ntp__resize_mode(const ntp_attrs *a) { return a->resize.mode; }
+static inline int ntp__resize_coord(const ntp_attrs *a) { return a->resize.coord; }
+static inline int ntp__resize_nearest(const ntp_attrs *a) { return a->resize.nearest; }
+static inline double ntp__resize_cubic_a(const ntp_attrs *a) { return a->resize.cubic_a; }
+static inline bool ntp__resize_exclude_outside(const ntp_attrs *a) { return a->resize.exclude_outside; }
+static inline double ntp__resize_extrapolation(const ntp_attrs *a) { return a->resize.extrapolation; }
 #define NTP_RESIZE_DEN NTP_MAX_DIMS
 
 /* The scale of dim d of a resize from `in` to `out`: the given rational

@@ -19,7 +19,7 @@ ntp_status ntp__shape_onnx_constant(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     /* The input, when the markup wires one, only places the constant in the
      * chain; it is not read. */
     ntp_status st = ntp__node_add_weight(ctx, g, n, "value",
-                                         n->a.bias ? NTP_TENSOR_WEIGHT : NTP_TENSOR_BUFFER, &s);
+                                         n->a.constant.trainable ? NTP_TENSOR_WEIGHT : NTP_TENSOR_BUFFER, &s);
     if (st)
         return st;
     set_out(g, n, 0, &s);
@@ -141,9 +141,10 @@ const char *ntp__resize_shape(const ntp_attrs *a, const ntp_shape *in, ntp_shape
 {
     int r = in->ndim;
     *out = *in;
-    if (a->pad_mode < NTP_RESIZE_NEAREST || a->pad_mode > NTP_RESIZE_CUBIC ||
-        a->decode < NTP_RESIZE_HALF_PIXEL || a->decode > NTP_RESIZE_TF_HALF_PIXEL_FOR_NN ||
-        a->rnn_act < NTP_RESIZE_ROUND_PREFER_FLOOR || a->rnn_act > NTP_RESIZE_CEIL)
+    const ntp_resize_attrs *rz = &a->resize;
+    if (rz->mode < NTP_RESIZE_NEAREST || rz->mode > NTP_RESIZE_CUBIC ||
+        rz->coord < NTP_RESIZE_HALF_PIXEL || rz->coord > NTP_RESIZE_TF_HALF_PIXEL_FOR_NN ||
+        rz->nearest < NTP_RESIZE_ROUND_PREFER_FLOOR || rz->nearest > NTP_RESIZE_CEIL)
         return "mode, coordinate transformation or nearest rounding out of range";
     if (a->n_shape > 0) {
         if (a->n_shape != r)

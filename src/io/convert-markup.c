@@ -303,7 +303,7 @@ static ntp_status attrs(mw *w, const ntp_node *n, const ntp_attrs *a2)
         break;
     case NTP_OP_LRN:
         attr_i(w, "size", ntp__lrn_size(a));
-        attr_f(w, "alpha", a->alpha);
+        attr_f(w, "alpha", ntp__lrn_alpha(a));
         attr_f(w, "beta", ntp__lrn_beta(a));
         attr_f(w, "bias", ntp__lrn_bias(a));
         break;
@@ -314,7 +314,7 @@ static ntp_status attrs(mw *w, const ntp_node *n, const ntp_attrs *a2)
             attr_s(w, "shape", "1");
         else
             ints(w, "shape", a->shape, a2 ? a2->shape : NULL, a->n_shape);
-        attr_b(w, "trainable", a->bias);
+        attr_b(w, "trainable", a->constant.trainable);
         break;
     case NTP_OP_SLICE:
         ints(w, "starts", a->pads, a2 ? a2->pads : NULL, a->n_pads);

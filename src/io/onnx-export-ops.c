@@ -370,7 +370,7 @@ static ntp_status simple(const em *e, const char *op)
         break;
     case NTP_OP_LRN:
         ntp__xw_attr_i(e->w, o, "size", ntp__lrn_size(a));
-        ntp__xw_attr_f(e->w, o, "alpha", a->alpha);
+        ntp__xw_attr_f(e->w, o, "alpha", ntp__lrn_alpha(a));
         ntp__xw_attr_f(e->w, o, "beta", ntp__lrn_beta(a));
         ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
         break;

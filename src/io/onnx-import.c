@@ -375,7 +375,7 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
     n->a.n_shape = v->c->shape.ndim;
     for (int d = 0; d < v->c->shape.ndim; d++)
         n->a.shape[d] = v->c->shape.dim[d];
-    n->a.bias = v->init != NULL; /* initializers are parameters, folded values buffers */
+    n->a.constant.trainable = v->init != NULL; /* initializers are parameters, folded values buffers */
     if (v->c->f && !v->weight_taken) {
         st = ntp__onnx_add_weight_value(x, ni, v, &v->c->shape);
     } else {
@@ -562,7 +562,7 @@ ntp_status ntp__onnx_scalar(ntp_onnx_importer *x, float v, const char *suffix, i
         return ntp_ctx_status(x->ctx);
     }
     x->g->nodes[ni].a.n_shape = 0;
-    x->g->nodes[ni].a.bias = false;
+    x->g->nodes[ni].a.constant.trainable = false;
     char name[300];
     snprintf(name, sizeof name, "%.250s/%s", x->node_name, suffix);
     ntp_shape one = {0};

@@ -380,11 +380,10 @@ static ntp_status map_lrn(ntp_onnx_importer *x)
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_attrs *a = &x->g->nodes[ni].a;
-    a->kernel[0] = ntp__onnx_attr_i(x, "size", 0);
-    a->n_kernel = 1;
-    a->alpha = ntp__onnx_attr_f(x, "alpha", 1e-4);
-    a->value = ntp__onnx_attr_f(x, "beta", 0.75);
-    a->epsilon = ntp__onnx_attr_f(x, "bias", 1.0);
+    a->lrn.size = ntp__onnx_attr_i(x, "size", 0);
+    a->lrn.alpha = ntp__onnx_attr_f(x, "alpha", 1e-4);
+    a->lrn.beta = ntp__onnx_attr_f(x, "beta", 0.75);
+    a->lrn.bias = ntp__onnx_attr_f(x, "bias", 1.0);
     return finish(x, ni);
 }
 

@@ -732,12 +732,12 @@ static ntp_status map_resize(ntp_onnx_importer *x)
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_attrs *a = &x->g->nodes[ni].a;
-    a->pad_mode = m;
-    a->decode = c;
-    a->rnn_act = nm;
-    a->alpha = ntp__onnx_attr_f(x, "cubic_coeff_a", -0.75);
-    a->causal = ntp__onnx_attr_i(x, "exclude_outside", 0) != 0;
-    a->value = ntp__onnx_attr_f(x, "extrapolation_value", 0.0);
+    a->resize.mode = m;
+    a->resize.coord = c;
+    a->resize.nearest = nm;
+    a->resize.cubic_a = ntp__onnx_attr_f(x, "cubic_coeff_a", -0.75);
+    a->resize.exclude_outside = ntp__onnx_attr_i(x, "exclude_outside", 0) != 0;
+    a->resize.extrapolation = ntp__onnx_attr_f(x, "extrapolation_value", 0.0);
     a->n_shape = nz;
     for (int i = 0; i < nz; i++)
         a->shape[i] = sizes[i];

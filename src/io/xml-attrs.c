@@ -489,7 +489,7 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         if (op == NTP_OP_SHRINK)
             return parse_float(v, &a->value, err, errlen);
         if (op == NTP_OP_LRN)
-            return parse_float(v, &a->epsilon, err, errlen);
+            return parse_float(v, &a->lrn.bias, err, errlen);
         return parse_bool(v, &a->bias, err, errlen);
     case A_KERNEL: return ntp__xml_parse_int_list(v, 1, 3, a->kernel, &a->n_kernel, err, errlen);
     case A_STRIDE: return ntp__xml_parse_int_list(v, 1, 3, a->stride, &a->n_stride, err, errlen);
@@ -506,7 +506,7 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
     case A_CEIL_MODE: return parse_bool(v, &a->ceil_mode, err, errlen);
     case A_COUNT_INCLUDE_PAD: return parse_bool(v, &a->count_include_pad, err, errlen);
     case A_AXIS: return ntp__xml_parse_int(v, INT64_MIN, &a->axis, err, errlen);
-    case A_ALPHA: return parse_float(v, &a->alpha, err, errlen);
+    case A_ALPHA: return parse_float(v, op == NTP_OP_LRN ? &a->lrn.alpha : &a->alpha, err, errlen);
     case A_MIN: return parse_float(v, &a->min, err, errlen);
     case A_MAX:
         if ((st = parse_float(v, &a->max, err, errlen)) != NTP_STATUS_OK)
@@ -584,7 +584,7 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         return NTP_STATUS_OK;
     case A_MODE:
         if (op == NTP_OP_RESIZE)
-            return ntp__xml_parse_enum(v, NAMES(resize_mode_names), &a->pad_mode, err, errlen);
+            return ntp__xml_parse_enum(v, NAMES(resize_mode_names), &a->resize.mode, err, errlen);
         if (op == NTP_OP_CTC_DECODE) {
             if ((st = ntp__xml_parse_enum(v, NAMES(ctc_names), &k, err, errlen)) == NTP_STATUS_OK)
                 a->decode = k == 0 ? NTP_CTC_GREEDY : NTP_CTC_BEAM;
@@ -654,7 +654,7 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
     case A_BETA:
         /* selu's gamma, hard_sigmoid's and lrn's beta: the second parameter
          * (op-onnx-impl.h). */
-        return parse_float(v, &a->value, err, errlen);
+        return parse_float(v, op == NTP_OP_LRN ? &a->lrn.beta : &a->value, err, errlen);
     case A_LAMBD:
         if ((st = parse_float(v, &a->alpha, err, errlen)) != NTP_STATUS_OK)
             return st;
@@ -683,11 +683,8 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         return NTP_STATUS_OK;
     }
     case A_SIZE:
-        if ((st = ntp__xml_parse_int(v, 1, &a->kernel[0], err, errlen)) != NTP_STATUS_OK)
-            return st;
-        a->n_kernel = 1;
-        return NTP_STATUS_OK;
-    case A_TRAINABLE: return parse_bool(v, &a->bias, err, errlen);
+        return ntp__xml_parse_int(v, 1, &a->lrn.size, err, errlen);
+    case A_TRAINABLE: return parse_bool(v, &a->constant.trainable, err, errlen);
     case A_STARTS:
     case A_ENDS: {
         int64_t vals[NTP_MAX_DIMS];
@@ -725,11 +722,11 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         return NTP_STATUS_OK;
     }
     case A_COORDINATES:
-        return ntp__xml_parse_enum(v, ntp__resize_coord_names, 5, &a->decode, err, errlen);
+        return ntp__xml_parse_enum(v, ntp__resize_coord_names, 5, &a->resize.coord, err, errlen);
     case A_NEAREST:
-        return ntp__xml_parse_enum(v, ntp__resize_nearest_names, 4, &a->rnn_act, err, errlen);
-    case A_CUBIC_A: return parse_float(v, &a->alpha, err, errlen);
-    case A_EXCLUDE_OUTSIDE: return parse_bool(v, &a->causal, err, errlen);
+        return ntp__xml_parse_enum(v, ntp__resize_nearest_names, 4, &a->resize.nearest, err, errlen);
+    case A_CUBIC_A: return parse_float(v, &a->resize.cubic_a, err, errlen);
+    case A_EXCLUDE_OUTSIDE: return parse_bool(v, &a->resize.exclude_outside, err, errlen);
     case A_COUNT:
     case A_END: break;
     }
@@ -898,11 +895,11 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
         if (!s->given[A_SIZE])
             return missing(err, errlen, "size");
         if (!s->given[A_ALPHA])
-            a->alpha = 1e-4;
+            a->lrn.alpha = 1e-4;
         if (!s->given[A_BETA])
-            a->value = 0.75;
+            a->lrn.beta = 0.75;
         if (!s->given[A_BIAS])
-            a->epsilon = 1.0;
+            a->lrn.bias = 1.0;
         return NTP_STATUS_OK;
     case NTP_OP_CONSTANT:
     case NTP_OP_EXPAND:
@@ -924,9 +921,9 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "give exactly one of 'sizes' and 'scales'");
         if (!s->given[A_COORDINATES])
-            a->decode = NTP_RESIZE_HALF_PIXEL;
+            a->resize.coord = NTP_RESIZE_HALF_PIXEL;
         if (!s->given[A_CUBIC_A])
-            a->alpha = -0.75;
+            a->resize.cubic_a = -0.75;
         return NTP_STATUS_OK;
     default:
         return NTP_STATUS_OK;

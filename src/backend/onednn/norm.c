@@ -170,7 +170,7 @@ static ntp_status lrn(odnn_build *b)
     dnnl_lrn_desc_t d;
     dnnl_status_t st = dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference,
                                                   dnnl_lrn_across_channels, &md,
-                                                  ntp__lrn_size(a), (float)a->alpha,
+                                                  ntp__lrn_size(a), (float)ntp__lrn_alpha(a),
                                                   (float)ntp__lrn_beta(a), (float)ntp__lrn_bias(a));
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "lrn descriptor");

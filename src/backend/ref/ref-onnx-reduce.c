@@ -187,7 +187,7 @@ static ntp_status lrn(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__ref_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT, "size must be positive");
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
-    double alpha = a->alpha / (double)size, beta = ntp__lrn_beta(a), bias = ntp__lrn_bias(a);
+    double alpha = ntp__lrn_alpha(a) / (double)size, beta = ntp__lrn_beta(a), bias = ntp__lrn_bias(a);
     for (int64_t b = 0; b < N; b++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < inner; i++) {
