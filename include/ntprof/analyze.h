@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "ntprof/api.h"
 #include "ntprof/graph.h"
 
 #ifdef __cplusplus
@@ -64,8 +65,8 @@ typedef struct ntp_analysis {
 } ntp_analysis;
 
 /* Analyse g at its precision. */
-ntp_status ntp_graph_analyze(ntp_ctx *ctx, const ntp_graph *g, ntp_analysis **out);
-void ntp_analysis_free(ntp_analysis *a);
+NTP_API ntp_status ntp_graph_analyze(ntp_ctx *ctx, const ntp_graph *g, ntp_analysis **out);
+NTP_API void ntp_analysis_free(ntp_analysis *a);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "ntprof/api.h"
 #include "ntprof/graph.h"
 #include "ntprof/report.h"
 #include "ntprof/run.h"
@@ -23,10 +24,10 @@ extern "C" {
  * missing required ones are a PARSE_ERROR naming the field, a newer
  * schema_version is UNSUPPORTED. Per-iteration traces are not in reports
  * and stay empty. */
-ntp_status ntp_run_result_parse(ntp_ctx *ctx, const char *json, size_t len, const char *name,
-                                ntp_run_result **out);
+NTP_API ntp_status ntp_run_result_parse(ntp_ctx *ctx, const char *json, size_t len, const char *name,
+                                        ntp_run_result **out);
 /* The same from a file. */
-ntp_status ntp_run_result_load(ntp_ctx *ctx, const char *path, ntp_run_result **out);
+NTP_API ntp_status ntp_run_result_load(ntp_ctx *ctx, const char *path, ntp_run_result **out);
 
 /* --- comparisons ---------------------------------------------------------------------- */
 
@@ -56,12 +57,12 @@ typedef enum ntp_verdict {
 } ntp_verdict;
 
 /* "matched", "renamed", "added", "missing", "fused". */
-const char *ntp_align_name(ntp_align a);
+NTP_API const char *ntp_align_name(ntp_align a);
 /* "n/a", "no significant difference", "faster", "slower". */
-const char *ntp_verdict_name(ntp_verdict v);
+NTP_API const char *ntp_verdict_name(ntp_verdict v);
 /* The significance rule on two timings: disjoint 95% intervals of the
  * medians decide, overlapping ones read "no significant difference". */
-ntp_verdict ntp_compare_stats(const ntp_stats *base, const ntp_stats *other);
+NTP_API ntp_verdict ntp_compare_stats(const ntp_stats *base, const ntp_stats *other);
 
 /* One aligned row (a layer, a marker segment or the end-to-end pass). */
 typedef struct ntp_compare_row {
@@ -121,10 +122,10 @@ typedef struct ntp_comparison {
 } ntp_comparison;
 
 /* Compare runs[1..n-1] with runs[0]. labels may be NULL ("A", "B", ...). */
-ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs, const char *const *labels,
-                       int n, ntp_comparison **out);
-void ntp_comparison_free(ntp_comparison *c);
-ntp_status ntp_compare_write(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs, const char *const *labels,
+                               int n, ntp_comparison **out);
+NTP_API void ntp_comparison_free(ntp_comparison *c);
+NTP_API ntp_status ntp_compare_write(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f);
 
 /* --- sweeps ------------------------------------------------------------------------------ */
 
@@ -134,54 +135,54 @@ typedef enum ntp_sweep_design {
 } ntp_sweep_design;
 
 /* "ofat", "full". */
-ntp_status ntp_sweep_design_parse(const char *s, ntp_sweep_design *out);
+NTP_API ntp_status ntp_sweep_design_parse(const char *s, ntp_sweep_design *out);
 
 typedef struct ntp_sweep ntp_sweep;
 
 /* A sweep over the topology g loaded from `path` (its params are the
  * factors besides backend, precision, batch and threads). */
-ntp_status ntp_sweep_init(ntp_ctx *ctx, const ntp_graph *g, const char *path,
-                          ntp_sweep_design design, ntp_sweep **out);
-void ntp_sweep_free(ntp_sweep *s);
+NTP_API ntp_status ntp_sweep_init(ntp_ctx *ctx, const ntp_graph *g, const char *path,
+                                  ntp_sweep_design design, ntp_sweep **out);
+NTP_API void ntp_sweep_free(ntp_sweep *s);
 /* "NAME=v1,v2,...": NAME is backend, precision, batch, threads or a param
  * of the topology. Values are checked (integers, known precisions and
  * backends) and may not repeat. */
-ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec);
+NTP_API ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec);
 /* Expand the factors into configurations (after the last factor). */
-ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s);
+NTP_API ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s);
 
-ntp_sweep_design ntp_sweep_get_design(const ntp_sweep *s);
-const char *ntp_sweep_source(const ntp_sweep *s);
-int ntp_sweep_factor_count(const ntp_sweep *s);
-const char *ntp_sweep_factor_name(const ntp_sweep *s, int f);
-int ntp_sweep_value_count(const ntp_sweep *s, int f);
-const char *ntp_sweep_value(const ntp_sweep *s, int f, int v);
-int ntp_sweep_config_count(const ntp_sweep *s);
+NTP_API ntp_sweep_design ntp_sweep_get_design(const ntp_sweep *s);
+NTP_API const char *ntp_sweep_source(const ntp_sweep *s);
+NTP_API int ntp_sweep_factor_count(const ntp_sweep *s);
+NTP_API const char *ntp_sweep_factor_name(const ntp_sweep *s, int f);
+NTP_API int ntp_sweep_value_count(const ntp_sweep *s, int f);
+NTP_API const char *ntp_sweep_value(const ntp_sweep *s, int f, int v);
+NTP_API int ntp_sweep_config_count(const ntp_sweep *s);
 /* Which value of factor f configuration c uses. */
-int ntp_sweep_config_value(const ntp_sweep *s, int c, int f);
+NTP_API int ntp_sweep_config_value(const ntp_sweep *s, int c, int f);
 /* "batch=2 threads=1" (the baseline of an OFAT sweep is configuration 0). */
-const char *ntp_sweep_config_label(const ntp_sweep *s, int c);
+NTP_API const char *ntp_sweep_config_label(const ntp_sweep *s, int c);
 /* The `ntprof run` options that make configuration c ("--backend", "ref",
  * "--set", "hidden=64", ...): at most max entries, returns the count (the
  * strings live as long as s). */
-int ntp_sweep_config_args(const ntp_sweep *s, int c, const char **argv, int max);
+NTP_API int ntp_sweep_config_args(const ntp_sweep *s, int c, const char **argv, int max);
 
 /* Record what configuration c gave: a result (s takes it over) or an error. */
-void ntp_sweep_set_result(ntp_sweep *s, int c, ntp_run_result *r);
-ntp_status ntp_sweep_set_error(ntp_ctx *ctx, ntp_sweep *s, int c, const char *message);
-const ntp_run_result *ntp_sweep_result(const ntp_sweep *s, int c);
-const char *ntp_sweep_error(const ntp_sweep *s, int c);
+NTP_API void ntp_sweep_set_result(ntp_sweep *s, int c, ntp_run_result *r);
+NTP_API ntp_status ntp_sweep_set_error(ntp_ctx *ctx, ntp_sweep *s, int c, const char *message);
+NTP_API const ntp_run_result *ntp_sweep_result(const ntp_sweep *s, int c);
+NTP_API const char *ntp_sweep_error(const ntp_sweep *s, int c);
 
 /* Every configuration with every figure and its spread: table, JSON, CSV. */
-ntp_status ntp_sweep_write(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_sweep_write(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f);
 
 /* --- HTML -------------------------------------------------------------------------------- */
 
 /* One self-contained HTML page (inline CSS, charts as inline SVG, no
  * network loads) for a run, a comparison or a sweep (docs/html.md). */
-ntp_status ntp_html_write_run(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
-ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f);
-ntp_status ntp_html_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, FILE *f);
+NTP_API ntp_status ntp_html_write_run(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
+NTP_API ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f);
+NTP_API ntp_status ntp_html_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #define NTPROF_CONTEXT_H
 
 #include <stddef.h>
+#include "ntprof/api.h"
 #include "ntprof/status.h"
 
 #ifdef __cplusplus
@@ -16,26 +17,26 @@ extern "C" {
 typedef struct ntp_ctx ntp_ctx;
 
 /* Create a context. Returns NULL only when memory is exhausted. */
-ntp_ctx *ntp_ctx_init(void);
-void ntp_ctx_free(ntp_ctx *ctx);
+NTP_API ntp_ctx *ntp_ctx_init(void);
+NTP_API void ntp_ctx_free(ntp_ctx *ctx);
 
 /* One line describing the last failure, "" when there was none. */
-const char *ntp_ctx_errmsg(const ntp_ctx *ctx);
+NTP_API const char *ntp_ctx_errmsg(const ntp_ctx *ctx);
 /* Status of the last failure recorded in ctx. */
-ntp_status ntp_ctx_status(const ntp_ctx *ctx);
+NTP_API ntp_status ntp_ctx_status(const ntp_ctx *ctx);
 /* Forget the last failure. */
-void ntp_ctx_clear(ntp_ctx *ctx);
+NTP_API void ntp_ctx_clear(ntp_ctx *ctx);
 
 /* Warnings (for example a default the reader filled in) accumulate until
  * ntp_ctx_clear_warnings(). */
-size_t ntp_ctx_warning_count(const ntp_ctx *ctx);
-const char *ntp_ctx_warning(const ntp_ctx *ctx, size_t i);
-void ntp_ctx_clear_warnings(ntp_ctx *ctx);
+NTP_API size_t ntp_ctx_warning_count(const ntp_ctx *ctx);
+NTP_API const char *ntp_ctx_warning(const ntp_ctx *ctx, size_t i);
+NTP_API void ntp_ctx_clear_warnings(ntp_ctx *ctx);
 
 /* The candidate nearest to `word` by edit distance, if it is close enough
  * to be a likely typo (distance at most max(2, len/3)); NULL otherwise. Used
  * for "did you mean" suggestions. */
-const char *ntp_nearest_name(const char *word, const char *const *candidates, int n);
+NTP_API const char *ntp_nearest_name(const char *word, const char *const *candidates, int n);
 
 #ifdef __cplusplus
 }

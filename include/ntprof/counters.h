@@ -8,6 +8,7 @@
 #define NTPROF_COUNTERS_H
 
 #include <stdbool.h>
+#include "ntprof/api.h"
 #include "ntprof/context.h"
 #include "ntprof/status.h"
 
@@ -34,8 +35,8 @@ typedef struct ntp_counter_list {
 /* Probe this machine: open every event once on the calling thread, look for
  * the tools' binaries and ask them their versions. Takes a fraction of a
  * second (it starts perf and valgrind to ask). */
-ntp_status ntp_counters_probe(ntp_ctx *ctx, ntp_counter_list **out);
-void ntp_counter_list_free(ntp_counter_list *l);
+NTP_API ntp_status ntp_counters_probe(ntp_ctx *ctx, ntp_counter_list **out);
+NTP_API void ntp_counter_list_free(ntp_counter_list *l);
 
 #ifdef __cplusplus
 }

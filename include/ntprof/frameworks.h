@@ -14,6 +14,7 @@
 #define NTPROF_FRAMEWORKS_H
 
 #include <stdio.h>
+#include "ntprof/api.h"
 #include "ntprof/report.h"
 #include "ntprof/run.h"
 
@@ -77,23 +78,23 @@ typedef struct ntp_backend_comparison {
 /* Split "onednn,xnnpack,blas,ref" into names: at most max, pointing into
  * buf (a copy of list of buflen bytes). Empty names, repeated names and
  * unknown backends are an error naming the nearest backend of this build. */
-ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *buf, size_t buflen,
-                                  const char **names, int max, int *n);
+NTP_API ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *buf, size_t buflen,
+                                          const char **names, int max, int *n);
 
 /* Run g on each of backends[0..n-1] with opts (its backend field is
  * ignored). opts->save_outputs_dir, when set, receives one subdirectory per
  * backend (DIR/<backend>/output_<i>.npy). A backend that fails to run
  * fails the whole call with its message. */
-ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
-                           const char *const *backends, int n, ntp_backend_comparison **out);
-void ntp_backend_comparison_free(ntp_backend_comparison *c);
+NTP_API ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
+                                   const char *const *backends, int n, ntp_backend_comparison **out);
+NTP_API void ntp_backend_comparison_free(ntp_backend_comparison *c);
 
 /* The side-by-side view: table (per backend, end to end with prepare time
  * and output deviation, then per layer), JSON (that, plus each backend's
  * complete run report under "report"), or CSV (one row per backend and
  * layer, and one end-to-end row per backend). */
-ntp_status ntp_backend_comparison_write(ntp_ctx *ctx, const ntp_backend_comparison *c,
-                                        ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_backend_comparison_write(ntp_ctx *ctx, const ntp_backend_comparison *c,
+                                                ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ntprof/api.h"
 #include "ntprof/context.h"
 #include "ntprof/status.h"
 
@@ -30,12 +31,12 @@ typedef enum ntp_dtype {
 } ntp_dtype;
 
 /* "f32", "bf16", "f16", "i8", "u8", "i32", "i64". */
-const char *ntp_dtype_name(ntp_dtype t);
+NTP_API const char *ntp_dtype_name(ntp_dtype t);
 /* Bytes per element. */
-size_t ntp_dtype_size(ntp_dtype t);
+NTP_API size_t ntp_dtype_size(ntp_dtype t);
 /* Accepts the names above and the aliases fp32, fp16, int8, uint8, int32,
  * int64, float32, float16, bfloat16. */
-ntp_status ntp_dtype_parse(const char *s, ntp_dtype *out);
+NTP_API ntp_status ntp_dtype_parse(const char *s, ntp_dtype *out);
 
 typedef struct ntp_shape {
     int ndim;
@@ -43,11 +44,11 @@ typedef struct ntp_shape {
 } ntp_shape;
 
 /* Product of the dims; -1 when it overflows int64. */
-int64_t ntp_shape_numel(const ntp_shape *s);
+NTP_API int64_t ntp_shape_numel(const ntp_shape *s);
 /* Same rank and the same dims. */
-bool ntp_shape_equal(const ntp_shape *a, const ntp_shape *b);
+NTP_API bool ntp_shape_equal(const ntp_shape *a, const ntp_shape *b);
 /* Writes "[1,3,224,224]" into buf (always NUL-terminated). */
-const char *ntp_shape_str(const ntp_shape *s, char *buf, size_t len);
+NTP_API const char *ntp_shape_str(const ntp_shape *s, char *buf, size_t len);
 
 typedef struct ntp_graph ntp_graph;
 
@@ -68,48 +69,48 @@ typedef struct ntp_load_opts {
 /* Load a topology from a file; the format is chosen by its extension
  * (.xml for markup). On failure *out is NULL and ctx holds one line:
  * "FILE:LINE: <element name='layer'>: what was expected". */
-ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path,
-                          const ntp_load_opts *opts, ntp_graph **out);
+NTP_API ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path,
+                                  const ntp_load_opts *opts, ntp_graph **out);
 /* Load markup from memory; `name` is used in messages in place of a path. */
-ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len,
-                                     const char *name, const ntp_load_opts *opts,
-                                     ntp_graph **out);
-void ntp_graph_free(ntp_graph *g);
+NTP_API ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len,
+                                             const char *name, const ntp_load_opts *opts,
+                                             ntp_graph **out);
+NTP_API void ntp_graph_free(ntp_graph *g);
 
-const char *ntp_graph_name(const ntp_graph *g);
-const char *ntp_graph_source(const ntp_graph *g);
-ntp_dtype ntp_graph_precision(const ntp_graph *g);
+NTP_API const char *ntp_graph_name(const ntp_graph *g);
+NTP_API const char *ntp_graph_source(const ntp_graph *g);
+NTP_API ntp_dtype ntp_graph_precision(const ntp_graph *g);
 
 /* Layers, in topological (execution) order. */
-int ntp_graph_layer_count(const ntp_graph *g);
-const char *ntp_graph_layer_name(const ntp_graph *g, int i);
-const char *ntp_graph_layer_type(const ntp_graph *g, int i);
+NTP_API int ntp_graph_layer_count(const ntp_graph *g);
+NTP_API const char *ntp_graph_layer_name(const ntp_graph *g, int i);
+NTP_API const char *ntp_graph_layer_type(const ntp_graph *g, int i);
 /* Shape of the layer's first output. */
-ntp_shape ntp_graph_layer_shape(const ntp_graph *g, int i);
+NTP_API ntp_shape ntp_graph_layer_shape(const ntp_graph *g, int i);
 /* Index of the layer with this name, -1 if none. */
-int ntp_graph_layer_find(const ntp_graph *g, const char *name);
+NTP_API int ntp_graph_layer_find(const ntp_graph *g, const char *name);
 
 /* Graph inputs and outputs. */
-int ntp_graph_input_count(const ntp_graph *g);
-const char *ntp_graph_input_name(const ntp_graph *g, int i);
-ntp_shape ntp_graph_input_shape(const ntp_graph *g, int i);
-ntp_dtype ntp_graph_input_dtype(const ntp_graph *g, int i);
-int ntp_graph_output_count(const ntp_graph *g);
-const char *ntp_graph_output_name(const ntp_graph *g, int i);
-ntp_shape ntp_graph_output_shape(const ntp_graph *g, int i);
+NTP_API int ntp_graph_input_count(const ntp_graph *g);
+NTP_API const char *ntp_graph_input_name(const ntp_graph *g, int i);
+NTP_API ntp_shape ntp_graph_input_shape(const ntp_graph *g, int i);
+NTP_API ntp_dtype ntp_graph_input_dtype(const ntp_graph *g, int i);
+NTP_API int ntp_graph_output_count(const ntp_graph *g);
+NTP_API const char *ntp_graph_output_name(const ntp_graph *g, int i);
+NTP_API ntp_shape ntp_graph_output_shape(const ntp_graph *g, int i);
 
 /* Markers: named, inclusive ranges of layers in execution order. */
-int ntp_graph_marker_count(const ntp_graph *g);
-const char *ntp_graph_marker_name(const ntp_graph *g, int i);
+NTP_API int ntp_graph_marker_count(const ntp_graph *g);
+NTP_API const char *ntp_graph_marker_name(const ntp_graph *g, int i);
 /* First and last layer index (execution order) of marker i. */
-void ntp_graph_marker_range(const ntp_graph *g, int i, int *first, int *last);
+NTP_API void ntp_graph_marker_range(const ntp_graph *g, int i, int *first, int *last);
 /* The marker's `tool` attribute, NULL if none. */
-const char *ntp_graph_marker_tool(const ntp_graph *g, int i);
+NTP_API const char *ntp_graph_marker_tool(const ntp_graph *g, int i);
 
 /* Params with their final values (after --set), as strings. */
-int ntp_graph_param_count(const ntp_graph *g);
-const char *ntp_graph_param_name(const ntp_graph *g, int i);
-const char *ntp_graph_param_value(const ntp_graph *g, int i);
+NTP_API int ntp_graph_param_count(const ntp_graph *g);
+NTP_API const char *ntp_graph_param_name(const ntp_graph *g, int i);
+NTP_API const char *ntp_graph_param_value(const ntp_graph *g, int i);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "ntprof/api.h"
 #include "ntprof/report.h"
 #include "ntprof/run.h"
 
@@ -153,45 +154,45 @@ typedef struct ntp_machine_opts {
     bool gemm;                  /* also time each backend's GEMM through ntp_run (default true) */
 } ntp_machine_opts;
 
-void ntp_machine_opts_default(ntp_machine_opts *o);
+NTP_API void ntp_machine_opts_default(ntp_machine_opts *o);
 
 /* This machine's key, "CPU model|logical CPUs|hostname" (the ceilings
  * cache key), without reading its whole topology. */
-void ntp_machine_key(char *buf, size_t len);
+NTP_API void ntp_machine_key(char *buf, size_t len);
 
 /* Describe this machine: hwloc's topology (packages, cores, caches, NUMA
  * nodes, GPUs), the CPU model and ISA flags. */
-ntp_status ntp_machine_describe(ntp_ctx *ctx, ntp_machine_info *out);
+NTP_API ntp_status ntp_machine_describe(ntp_ctx *ctx, ntp_machine_info *out);
 
 /* Measure the ceilings of the machine `m` describes (this one). opts NULL:
  * the defaults. Takes a few seconds. */
-ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
-                               const ntp_machine_opts *opts, ntp_ceilings *out);
+NTP_API ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
+                                       const ntp_machine_opts *opts, ntp_ceilings *out);
 
 /* The compute ceiling a run at precision p is placed against: the
  * micro-kernel peak at p, or at f32 where p has no kernel of its own (the
  * peak's precision then says "f32"). NULL when nothing was measured. */
-const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p);
+NTP_API const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p);
 /* "f32", "tf32", "f16", "bf16"; "?" for another value. */
-const char *ntp_gpu_math_name(ntp_gpu_math m);
+NTP_API const char *ntp_gpu_math_name(ntp_gpu_math m);
 /* Bandwidth of a level ("L1", ..., "DRAM"), 0 if it was not measured. */
-double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level);
+NTP_API double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level);
 
 /* The roofline bound: min(peak, intensity x bandwidth), in GFLOP/s. 0 when
  * any argument is not positive (no FLOPs, no ceiling). */
-double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity);
+NTP_API double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity);
 /* The part of a row that dominates its time under the roofs (docs/analysis.md):
  * each part's estimate is max(flops / peak, bytes / bandwidth), and the
  * index of the largest is returned; -1 when the row has no parts or
  * the ceilings are not positive. A recurrent layer's verdict is its
  * dominant part's. */
-int ntp_roofline_dominant_part(const ntp_cost_part *parts, int n_parts, double peak_gflops,
-                               double bandwidth_gbps);
+NTP_API int ntp_roofline_dominant_part(const ntp_cost_part *parts, int n_parts, double peak_gflops,
+                                       double bandwidth_gbps);
 /* A row's bound from its parts: its FLOPs over the sum of the parts' time
  * estimates, in GFLOP/s (at most the peak); min(peak, intensity x
  * bandwidth) without parts. */
-double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, int64_t flops,
-                                     int64_t bytes, double peak_gflops, double bandwidth_gbps);
+NTP_API double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, int64_t flops,
+                                             int64_t bytes, double peak_gflops, double bandwidth_gbps);
 /* Place every row and marker segment of r against c: fills r->roofline and
  * each row's attainable_gflops (or attainable_gbps), roof_share and
  * roof_ceiling. Rows on the CPU go under the micro-kernel peak at r's
@@ -200,7 +201,7 @@ double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, in
  * ":tf32", else the run's precision) and its DRAM bandwidth, or are marked
  * NTP_ROOF_NO_GPU when c has no GPU; copy rows (types h2d, d2h) under the
  * host<->device bandwidth. c NULL marks the roofline unavailable. */
-void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
+NTP_API void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
 
 /* The most a dot-product peak can be over the f32 FMA peak: vdpbf16ps does
  * 2 multiply-adds per f32 lane where an FMA does one, and vpdpbusd 4 per
@@ -220,8 +221,8 @@ void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
 
 /* The machine and, when c is not NULL, its ceilings: a table, JSON or CSV
  * (docs/machine.md). */
-ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
-                             ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                                     ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

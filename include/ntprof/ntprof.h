@@ -8,6 +8,7 @@
 #ifndef NTPROF_NTPROF_H
 #define NTPROF_NTPROF_H
 
+#include "ntprof/api.h"
 #include "ntprof/analyze.h"
 #include "ntprof/compare.h"
 #include "ntprof/context.h"
@@ -26,9 +27,9 @@ extern "C" {
 #endif
 
 /* "0.1.0" */
-const char *ntp_version(void);
+NTP_API const char *ntp_version(void);
 /* Short git revision the library was built from, "unknown" outside git. */
-const char *ntp_git_revision(void);
+NTP_API const char *ntp_git_revision(void);
 
 #ifdef __cplusplus
 }

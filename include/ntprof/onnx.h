@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "ntprof/api.h"
 #include "ntprof/graph.h"
 
 #ifdef __cplusplus
@@ -27,8 +28,8 @@ typedef struct ntp_onnx_export_opts {
 } ntp_onnx_export_opts;
 
 /* Write g as an ONNX model (opset 17) with its weights to path. */
-ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const char *path,
-                                 const ntp_onnx_export_opts *opts);
+NTP_API ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const char *path,
+                                         const ntp_onnx_export_opts *opts);
 
 /* Write g's architecture as editable markup (docs/topology-format.md) to
  * f. Weights are not written (markup generates them from the seed). When
@@ -36,8 +37,8 @@ ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const char *p
  * "batch"), every number that differs between the two is written as a
  * ${batch} expression, so that --batch works on the markup; without it the
  * numbers are written as they are. */
-ntp_status ntp_graph_write_markup(ntp_ctx *ctx, const ntp_graph *g, const ntp_graph *batch_of,
-                                  FILE *f);
+NTP_API ntp_status ntp_graph_write_markup(ntp_ctx *ctx, const ntp_graph *g, const ntp_graph *batch_of,
+                                          FILE *f);
 
 #ifdef __cplusplus
 }

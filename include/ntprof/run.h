@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "ntprof/api.h"
 #include "ntprof/analyze.h"
 #include "ntprof/graph.h"
 #include "ntprof/stats.h"
@@ -80,7 +81,7 @@ typedef struct ntp_run_opts {
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
  * accuracy on. */
-void ntp_run_opts_default(ntp_run_opts *o);
+NTP_API void ntp_run_opts_default(ntp_run_opts *o);
 
 /* One row of a run report: a layer, or a step the engine or a backend
  * added around layers. */
@@ -355,24 +356,24 @@ typedef struct ntp_run_result {
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */
-ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
-                   ntp_run_result **out);
-void ntp_run_result_free(ntp_run_result *r);
+NTP_API ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
+                           ntp_run_result **out);
+NTP_API void ntp_run_result_free(ntp_run_result *r);
 
 /* A --tool run re-executes this program under the tool with NTP_TOOL set
  * in the environment (docs/counters.md). In that child, call this on the
  * options before ntp_run: it returns true and shortens the timing passes
  * (the counting pass is the child's job), and the caller must not write
  * reports. It returns false, leaving o alone, in any other process. */
-bool ntp_run_tool_child(ntp_run_opts *o);
+NTP_API bool ntp_run_tool_child(ntp_run_opts *o);
 
 /* Fill env with facts about this machine and build. */
-void ntp_env_collect(ntp_env *env);
+NTP_API void ntp_env_collect(ntp_env *env);
 
 /* Sample what other processes take from the CPUs this process may use,
  * over `seconds` of sleeping (docs/run.md#contention): a machine check
  * before deciding how to run. */
-void ntp_contention_sample(double seconds, ntp_contention *out);
+NTP_API void ntp_contention_sample(double seconds, ntp_contention *out);
 
 /* The thread pools' wait policy this process runs under
  * (docs/run.md#wait-policy), as the OpenMP runtime and OpenBLAS read it
@@ -380,16 +381,16 @@ void ntp_contention_sample(double seconds, ntp_contention *out);
  * ("spin", "passive", "auto: ..."), "environment" for settings of the
  * user's own, or "spin" for the runtimes' defaults; `settings` the
  * variables that were set ("GOMP_SPINCOUNT=10000"), "" for none. */
-void ntp_wait_policy(const char **name, const char **settings);
+NTP_API void ntp_wait_policy(const char **name, const char **settings);
 
 /* Names of the backends built into this library, comma-separated. */
-const char *ntp_backends(void);
+NTP_API const char *ntp_backends(void);
 /* The built backends that can run on this machine, comma-separated: an
  * accelerator's backend without its device is left out (docs/gpu.md). */
-const char *ntp_backends_available(void);
+NTP_API const char *ntp_backends_available(void);
 /* Can the built backend `name` run on this machine? When not, why says
  * why in words ("no CUDA device: ..."; or that it is not built). */
-bool ntp_backend_usable(const char *name, char *why, size_t len);
+NTP_API bool ntp_backend_usable(const char *name, char *why, size_t len);
 
 /* GPU profilers over a finished run (docs/gpu.md). `tool` is "ncu",
  * "ncu:MARKER" or "nsys". ntp_run_gpu_tool_check refuses, with one line,
@@ -400,9 +401,9 @@ bool ntp_backend_usable(const char *name, char *why, size_t len);
  * --only marker) through its NVTX filter and adds SM throughput, DRAM
  * throughput and achieved occupancy to that marker's counters; nsys
  * records a timeline. Either adds a note naming its files. */
-ntp_status ntp_run_gpu_tool_check(ntp_ctx *ctx, const char *tool);
-ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
-                            const char *const *argv, const char *dir);
+NTP_API ntp_status ntp_run_gpu_tool_check(ntp_ctx *ctx, const char *tool);
+NTP_API ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
+                                    const char *const *argv, const char *dir);
 
 #ifdef __cplusplus
 }

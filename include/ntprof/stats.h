@@ -3,6 +3,7 @@
 #define NTPROF_STATS_H
 
 #include <stddef.h>
+#include "ntprof/api.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,9 +20,9 @@ typedef struct ntp_stats {
 
 /* Summarise n samples (not modified). n == 0 gives all zeros. Quantiles use
  * linear interpolation between order statistics (numpy's default). */
-void ntp_stats_compute(const double *samples, size_t n, ntp_stats *out);
+NTP_API void ntp_stats_compute(const double *samples, size_t n, ntp_stats *out);
 /* Quantile q in [0,1] of sorted samples. */
-double ntp_stats_quantile_sorted(const double *sorted, size_t n, double q);
+NTP_API double ntp_stats_quantile_sorted(const double *sorted, size_t n, double q);
 
 #ifdef __cplusplus
 }

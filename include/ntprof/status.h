@@ -6,6 +6,8 @@
 #ifndef NTPROF_STATUS_H
 #define NTPROF_STATUS_H
 
+#include "ntprof/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,9 +37,9 @@ typedef enum ntp_status {
 } ntp_status;
 
 /* "OK", "PARSE_ERROR", ... */
-const char *ntp_status_name(ntp_status s);
+NTP_API const char *ntp_status_name(ntp_status s);
 /* "success", "malformed input", ... */
-const char *ntp_status_str(ntp_status s);
+NTP_API const char *ntp_status_str(ntp_status s);
 
 #ifdef __cplusplus
 }

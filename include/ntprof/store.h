@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "ntprof/api.h"
 #include "ntprof/machine.h"
 #include "ntprof/report.h"
 #include "ntprof/run.h"
@@ -39,24 +40,24 @@ typedef enum ntp_store_mode {
 
 /* $XDG_DATA_HOME/ntprof/history.db, else $HOME/.local/share/ntprof/history.db.
  * INVALID_ARGUMENT when neither variable is set (or buf is too small). */
-ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len);
+NTP_API ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len);
 
-ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode, ntp_store **out);
-void ntp_store_close(ntp_store *s);
+NTP_API ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode, ntp_store **out);
+NTP_API void ntp_store_close(ntp_store *s);
 
 /* Append a run: its configuration, environment, every row and marker with
  * its statistics, end-to-end figures, warnings and the whole JSON report
  * (for lossless reading back). *id (may be NULL) receives the run's id. */
-ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id);
+NTP_API ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id);
 
 /* Open (creating) the database at path, add r, close: what `ntprof run`
  * does after every run. */
-ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_result *r,
-                                int64_t *id);
+NTP_API ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_result *r,
+                                        int64_t *id);
 /* This machine's cached ceilings (ntp_machine_key) from the database at
  * path, without creating or changing anything: a missing file just means
  * *found is false. */
-ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings *out, bool *found);
+NTP_API ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings *out, bool *found);
 
 /* One run as `ntprof history` lists it. */
 typedef struct ntp_history_entry {
@@ -82,27 +83,27 @@ typedef struct ntp_history_filter {
 } ntp_history_filter;
 
 /* Runs matching f (NULL: all), newest first. Free with free(). */
-ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
-                          ntp_history_entry **out, int *n);
+NTP_API ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                                  ntp_history_entry **out, int *n);
 /* The stored JSON report of run `id` (malloc'd, NUL-terminated).
  * UNKNOWN_NAME when there is no such run. */
-ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json);
+NTP_API ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json);
 /* Run `id` read back into a result (ntp_run_result_free it). */
-ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out);
+NTP_API ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out);
 /* Number of runs stored. */
-ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n);
+NTP_API ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n);
 
 /* Cache ceilings measured on machine m (replacing older ones of the same
  * machine key), and read them back. *found is false when none are cached. */
-ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine_info *m,
-                                   const ntp_ceilings *c);
-ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
-                                   ntp_ceilings *out, bool *found);
+NTP_API ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine_info *m,
+                                           const ntp_ceilings *c);
+NTP_API ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
+                                           ntp_ceilings *out, bool *found);
 
 /* The list as a table (id, time, topology, backend, precision, batch,
  * threads, median ms, machine), JSON or CSV. */
-ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
-                             FILE *f);
+NTP_API ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
+                                     FILE *f);
 
 #ifdef __cplusplus
 }
