@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "measure/machine-cuda-impl.h"
+#include "machine/machine-cuda-impl.h"
 #include "ntprof/ntprof.h"
 
 static const char deepspeech_net[] =

@@ -13,7 +13,7 @@
 # run is asked for with --backend cuda (or backend= / --place per layer).
 
 set(_ntp_cuda_dir ${CMAKE_SOURCE_DIR}/src/backend/cuda)
-set(_ntp_measure_dir ${CMAKE_SOURCE_DIR}/src/measure)
+set(_ntp_machine_dir ${CMAKE_SOURCE_DIR}/src/machine)
 
 # find_package(CUDAToolkit) searches PATH for nvcc and a few standard
 # places; Debian's and NVIDIA's packages put the toolkit in /usr/local/cuda,
@@ -108,15 +108,15 @@ if(NTP_CUDA_OK)
     list(APPEND NTP_BACKENDS cuda)
     # The GPU parts of `ntprof machine` and of --tool ncu/nsys: the real
     # files, not their "-none" twins.
-    list(REMOVE_ITEM NTP_CORE_SOURCES ${_ntp_measure_dir}/machine-cuda-none.c)
-    set_source_files_properties(${_ntp_measure_dir}/machine-cuda.c PROPERTIES
+    list(REMOVE_ITEM NTP_CORE_SOURCES ${_ntp_machine_dir}/machine-cuda-none.c)
+    set_source_files_properties(${_ntp_machine_dir}/machine-cuda.c PROPERTIES
         COMPILE_OPTIONS "-isystem;${CUDAToolkit_INCLUDE_DIRS}")
     add_compile_definitions(NTP_HAVE_CUDA=1)
     message(STATUS "CUDA backend: CUDA ${CUDAToolkit_VERSION} (${CUDAToolkit_LIBRARY_DIR}), "
                    "cuDNN ${NTP_CUDNN_MAJOR} (${NTP_CUDNN_LIBRARY}), "
                    "nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}")
 else()
-    list(REMOVE_ITEM NTP_CORE_SOURCES ${_ntp_measure_dir}/machine-cuda.c)
+    list(REMOVE_ITEM NTP_CORE_SOURCES ${_ntp_machine_dir}/machine-cuda.c)
     if(NOT NTP_WITH_CUDA AND NTP_CUDA_FOUND)
         message(STATUS "CUDA backend: not built (NTP_WITH_CUDA=OFF)")
     elseif(NOT NTP_CUDA_FOUND)

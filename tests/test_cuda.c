@@ -25,7 +25,7 @@
 
 #include "backend/backend-impl.h"
 #include "exec/exec-impl.h"
-#include "measure/machine-cuda-impl.h"
+#include "machine/machine-cuda-impl.h"
 #include "measure/tools-gpu-impl.h"
 #include "ntprof/ntprof.h"
 #ifdef NTP_HAVE_CUDA

@@ -1,4 +1,4 @@
-/* Where outputs may go (issue 14, 6; issue 13, 7): src/report/output.c.
+/* Where outputs may go (issue 14, 6; issue 13, 7): src/io/output.c.
  *   - a FIFO (and any device) is written through, never replaced by a
  *     regular file, and only when the report is complete;
  *   - a link to a regular file replaces the file, not the link; a replaced

@@ -36,7 +36,7 @@ NTP_API ntp_status ntp_report_write_trace(ntp_ctx *ctx, const ntp_run_result *r,
 /* An output file that appears only when committed. path "-" (or
  * /dev/stdout) is stdout; a regular file is replaced atomically, keeping
  * its permissions; a device or FIFO is written through, not replaced
- * (src/report/output.c). */
+ * (src/io/output.c). */
 typedef struct ntp_output ntp_output;
 NTP_API ntp_status ntp_output_open(ntp_ctx *ctx, const char *path, ntp_output **out);
 /* One path a command will write, with the option that named it ("-o"). */

@@ -10,7 +10,7 @@
  * loop spends ~15 ns per value in floor/fmod, an input conversion then
  * running at 0.3 GB/s. The paths are chosen at run time with
  * __builtin_cpu_supports and compiled with target attributes, so one binary
- * runs everywhere (as src/measure/machine-kernels.c). */
+ * runs everywhere (as src/machine/machine-kernels.c). */
 #include <immintrin.h>
 #include <stdbool.h>
 

@@ -174,7 +174,7 @@ void ntp__rows_free(ntp_rows *w);
 void ntp__topk_agree(const float *y, const float *b, int64_t rows, int64_t cls, double *top1,
                      double *top5);
 
-/* --- data (src/exec/data.c) ------------------------------------------------ */
+/* --- data (src/graph/data.c) ------------------------------------------------ */
 /* Fill node n's weights (f32, already allocated, in n->w order) from the
  * seed: fan-in scaled so activations stay finite through deep networks
  * (docs/run.md). */

@@ -524,7 +524,7 @@ ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const char *p
             onnx__model_proto__pack(&m, buf);
     }
     if (st == NTP_STATUS_OK) {
-        /* Written as every output is (src/report/output.c): a regular file
+        /* Written as every output is (src/io/output.c): a regular file
          * is replaced atomically (a reader never sees half a model), a
          * device or FIFO written through, never replaced. */
         ntp_output *o = NULL;

@@ -21,8 +21,8 @@
 #include "core/ctx-impl.h"
 #include "ntprof/ntprof.h"
 #include "machine-cuda-impl.h"
-#include "machine-impl.h"
-#include "measure-impl.h"
+#include "measure/machine-impl.h"
+#include "measure/measure-impl.h"
 
 /* Trials per ceiling; the ceiling is the best, the spread all of them. */
 #define ROUNDS 7

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
-#include "machine-impl.h"
+#include "measure/machine-impl.h"
 
 void ntp__machine_key(const char *cpu_model, int cpus, const char *hostname, char *buf, size_t len)
 {

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "core/ctx-impl.h"
-#include "report-impl.h"
+#include "report/report-impl.h"
 
 ntp_status ntp_format_parse(const char *s, ntp_format *out)
 {

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
-#include "report-impl.h"
+#include "report/report-impl.h"
 
 typedef enum out_kind {
     OUT_STDOUT,  /* standard output */

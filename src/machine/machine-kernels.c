@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "machine-impl.h"
+#include "measure/machine-impl.h"
 
 const char *ntp__isa_name(ntp_isa isa)
 {

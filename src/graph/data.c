@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
-#include "exec-impl.h"
+#include "exec/exec-impl.h"
 #include "inlay/inlay-impl.h"
 
 /* FNV-1a of the name mixed with the seed: an independent stream per tensor. */

@@ -1,4 +1,4 @@
-/* The GPU's ceilings (src/measure/machine-cuda.c, docs/gpu.md), private to
+/* The GPU's ceilings (src/machine/machine-cuda.c, docs/gpu.md), private to
  * libntprof. machine-cuda-none.c stands in when the build has no CUDA
  * toolkit. */
 #ifndef NTPROF_MACHINE_CUDA_IMPL_H

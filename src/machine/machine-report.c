@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
-#include "machine-impl.h"
+#include "measure/machine-impl.h"
 #include "report/report-impl.h"
 
 /* --- JSON ---------------------------------------------------------------------------- */
