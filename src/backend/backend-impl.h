@@ -96,7 +96,7 @@ typedef struct ntp_backend_opts {
 /* Options only accelerators read (docs/gpu.md), given to init_device. A
  * struct of its own so that ntp_backend_opts keeps its fields. */
 typedef struct ntp_device_opts {
-    bool tf32;                  /* f32 layers may use TF32 tensor-core math (--precision tf32) */
+    ntp_math_mode math;         /* NTP_MATH_TF32: f32 layers may use TF32 tensor-core math */
     bool graph_replay;          /* replay whole passes as a captured device graph (--cuda-graph) */
     int first;                  /* execution position the measured range starts at: steps
                                  * before it run once, the range repeats (--only) */

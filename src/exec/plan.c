@@ -709,7 +709,7 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     }
     mark_internal(x);
     ntp_backend_opts bo = {.threads = o->threads, .precision = g->precision, .fuse = o->fuse};
-    ntp_device_opts dev = {.tf32 = o->tf32, .graph_replay = o->graph_replay, .first = o->first};
+    ntp_device_opts dev = {.math = o->math, .graph_replay = o->graph_replay, .first = o->first};
     for (int b = 0; b < x->n_be; b++) {
         const ntp_backend_i *be = x->be[b];
         if (be->init_device)

@@ -15,7 +15,12 @@ typedef struct cli_topo_opts {
     const char **set;
     int n_set, cap_set;
     int64_t batch;
-    const char *precision;
+    /* --precision: a compute precision, and for a command that sets
+     * math_modes (run) also tf32, which is f32 storage with math
+     * NTP_MATH_TF32. */
+    bool set_precision, math_modes;
+    ntp_dtype precision;
+    ntp_math_mode math;
     int64_t max_memory;
 } cli_topo_opts;
 

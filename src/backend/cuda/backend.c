@@ -189,7 +189,7 @@ static ntp_status cuda_init_device(ntp_ctx *ctx, const ntp_backend_opts *opts,
     if (!s)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
     (void)opts; /* threads and fusion mean nothing to a GPU */
-    s->tf32 = dev && dev->tf32;
+    s->tf32 = dev && dev->math == NTP_MATH_TF32;
     s->graph_replay = dev && dev->graph_replay;
     s->first = dev ? dev->first : 0;
     ntp_status st = NTP_STATUS_OK;
