@@ -63,7 +63,7 @@ static ntp_status run_once(ntp_ctx *ctx, const model *m, int batch, const char *
 {
     ntp_load_opts lo = {0};
     lo.batch = batch;
-    lo.precision = prec;
+    lo.set_precision = prec && ntp_dtype_parse(prec, &lo.precision) == NTP_STATUS_OK;
     lo.max_memory = -1;
     ntp_graph *g = NULL;
     ntp_status st;

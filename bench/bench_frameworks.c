@@ -180,7 +180,8 @@ static void run_ntprof(const model *m, int prec, int threads, int iterations, re
     ntp_load_opts lo = {0};
     lo.set = m->set;
     lo.n_set = m->n_set;
-    lo.precision = prec_names[prec];
+    lo.set_precision =
+        prec_names[prec] && ntp_dtype_parse(prec_names[prec], &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
     memset(res, 0, sizeof *res);
@@ -256,7 +257,7 @@ static bool onednn_has(const model *m, const char *precision)
     ntp_load_opts lo = {0};
     lo.set = m->set;
     lo.n_set = m->n_set;
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     bool any = false;
 #ifdef NTP_HAVE_ONEDNN

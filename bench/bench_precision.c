@@ -103,7 +103,7 @@ static int bench_model(const char *label, const char *file, int rounds, int iter
     ntp_ctx *ctx = ntp_ctx_init();
     for (int p = 0; p < N_PREC; p++) {
         ntp_load_opts lo = {0};
-        lo.precision = precs[p];
+        lo.set_precision = precs[p] && ntp_dtype_parse(precs[p], &lo.precision) == NTP_STATUS_OK;
         if (ntp_graph_load(ctx, path, &lo, &g[p]) != NTP_STATUS_OK) {
             fprintf(stderr, "bench_precision: %s\n", ntp_ctx_errmsg(ctx));
             return 1;

@@ -336,7 +336,8 @@ static ntp_graph *load_case(ntp_ctx *ctx, const op_case *c, ntp_dtype p)
     char xml[4096];
     snprintf(xml, sizeof xml, "<topology name='case' precision='f32'>%s</topology>", c->body);
     ntp_load_opts lo = {0};
-    lo.precision = ntp_dtype_name(p);
+    lo.set_precision = true;
+    lo.precision = p;
     ntp_graph *g = NULL;
     if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "case.xml", &lo, &g) != NTP_STATUS_OK)
         fail_msg("case %s (%s): %s", c->op, c->what, ntp_ctx_errmsg(ctx));

@@ -24,7 +24,7 @@
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
 {
     ntp_load_opts lo = {0};
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "test.xml", &lo, &g) != NTP_STATUS_OK)
         fail_msg("load: %s", ntp_ctx_errmsg(ctx));

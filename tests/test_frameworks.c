@@ -52,7 +52,7 @@ static ntp_graph *load_model(const char *file, const char *precision)
     char path[512];
     snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, file);
     ntp_load_opts lo = {0};
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
         fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));

@@ -45,7 +45,7 @@ static ntp_graph *load(const char *body, const char *precision)
     char xml[4096];
     snprintf(xml, sizeof xml, "<topology name='t' precision='f32'>%s</topology>", body);
     ntp_load_opts lo = {0};
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t.xml", &lo, &g) != NTP_STATUS_OK)
         fail_msg("load: %s", ntp_ctx_errmsg(ctx));

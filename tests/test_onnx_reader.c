@@ -322,13 +322,31 @@ static void test_symbolic_dims(void **state)
     assert_string_equal(ntp_graph_param_name(g, 1), "batch_size");
     assert_string_equal(ntp_graph_param_name(g, 2), "seq");
     assert_string_equal(ntp_graph_param_value(g, 2), "5");
+    assert_int_equal(ntp_graph_batch(g), 4);
     ntp_graph_free(g);
+
+    /* A precision override that is no compute precision is refused as the
+     * markup reader refuses it (one check, in the loader). */
+    ntp_load_opts i32 = {.set = set, .n_set = 1, .set_precision = true, .precision = NTP_DTYPE_I32};
+    g = NULL;
+    assert_int_equal(ntp_graph_load(ctx, path_of("sym.onnx"), &i32, &g), NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(ctx), "precision override: 'i32' is not a compute precision: "
+                                             "expected f32, bf16, f16 or i8");
+    assert_null(g);
+    ntp_ctx_clear(ctx);
+    o.set_precision = true;
+    o.precision = NTP_DTYPE_F16;
+    g = load("sym.onnx", &o);
+    assert_int_equal(ntp_graph_precision(g), NTP_DTYPE_F16);
+    ntp_graph_free(g);
+    o.set_precision = false;
 
     /* Without --batch: batch 1, with a warning; without seq: refused. */
     o.batch = 0;
     g = load("sym.onnx", &o);
     s = ntp_graph_input_shape(g, 0);
     assert_int_equal(s.dim[0], 1);
+    assert_int_equal(ntp_graph_batch(g), 1);
     assert_int_equal(ntp_ctx_warning_count(ctx), 1);
     ntp_ctx_clear_warnings(ctx);
     ntp_graph_free(g);

@@ -23,7 +23,7 @@
 static ntp_graph *load_mem(ntp_ctx *ctx, const char *xml, const char *precision)
 {
     ntp_load_opts lo = {0};
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "test.xml", &lo, &g) != NTP_STATUS_OK)
         fail_msg("load: %s", ntp_ctx_errmsg(ctx));
@@ -196,7 +196,8 @@ static void test_onnx_i8_torch_resnet(void **state)
     }
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_load_opts lo = {0};
-    lo.precision = "i8";
+    lo.set_precision = true;
+    lo.precision = NTP_DTYPE_I8;
     ntp_graph *g = NULL;
     if (ntp_graph_load(ctx, onnx, &lo, &g) != NTP_STATUS_OK)
         fail_msg("load at i8: %s", ntp_ctx_errmsg(ctx));
@@ -244,7 +245,8 @@ static void test_onnx_i8_integer_input_refused(void **state)
     for (int p = 0; p < 2; p++) {
         ntp_ctx *ctx = ntp_ctx_init();
         ntp_load_opts lo = {0};
-        lo.precision = precisions[p];
+        lo.set_precision =
+            precisions[p] && ntp_dtype_parse(precisions[p], &lo.precision) == NTP_STATUS_OK;
         ntp_graph *g = NULL;
         assert_int_not_equal(ntp_graph_load(ctx, onnx, &lo, &g), NTP_STATUS_OK);
         printf("%s: %s\n", precisions[p], ntp_ctx_errmsg(ctx));

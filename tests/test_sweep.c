@@ -72,13 +72,22 @@ static void test_ofat(void **state)
     assert_int_equal(ntp_sweep_config_value(s, 2, 0), 2);
     assert_int_equal(ntp_sweep_config_value(s, 2, 1), 0);
     assert_int_equal(ntp_sweep_config_value(s, 3, 1), 1);
-    const char *argv[16];
-    int n = ntp_sweep_config_args(s, 3, argv, 16);
-    assert_int_equal(n, 6);
-    const char *want[] = {"--batch", "1", "--set", "hidden=32", "--threads", "1"};
-    for (int i = 0; i < 6; i++)
-        assert_string_equal(argv[i], want[i]);
-    assert_int_equal(ntp_sweep_config_args(s, 3, argv, 3), 3);
+    /* Configuration 3 as a struct: batch 1, threads 1, hidden=32; backend
+     * and precision are not varied. */
+    ntp_sweep_config cfg;
+    assert_int_equal(ntp_sweep_config_get(fx->ctx, s, 3, &cfg), NTP_STATUS_OK);
+    assert_null(cfg.backend);
+    assert_false(cfg.set_precision);
+    assert_int_equal(cfg.batch, 1);
+    assert_int_equal(cfg.threads, 1);
+    assert_int_equal(cfg.n_set, 1);
+    assert_string_equal(cfg.set[0], "hidden=32");
+    assert_int_equal(ntp_sweep_config_get(fx->ctx, s, 1, &cfg), NTP_STATUS_OK);
+    assert_int_equal(cfg.batch, 2);
+    assert_string_equal(cfg.set[0], "hidden=16");
+    assert_int_equal(ntp_sweep_config_get(fx->ctx, s, 4, &cfg), NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "no configuration 4");
+    ntp_ctx_clear(fx->ctx);
     assert_int_equal(ntp_sweep_factor_count(s), 3);
     assert_string_equal(ntp_sweep_factor_name(s, 1), "hidden");
     assert_int_equal(ntp_sweep_value_count(s, 0), 3);
@@ -101,13 +110,15 @@ static void test_full(void **state)
         "precision=bf16 backend=ref hidden=16", "precision=bf16 backend=ref hidden=24"};
     for (int c = 0; c < 6; c++)
         assert_string_equal(ntp_sweep_config_label(s, c), labels[c]);
-    const char *argv[8];
-    assert_int_equal(ntp_sweep_config_args(s, 4, argv, 8), 6);
-    assert_string_equal(argv[0], "--precision");
-    assert_string_equal(argv[1], "bf16");
-    assert_string_equal(argv[2], "--backend");
-    assert_string_equal(argv[3], "ref");
-    assert_string_equal(argv[5], "hidden=16");
+    ntp_sweep_config cfg;
+    assert_int_equal(ntp_sweep_config_get(fx->ctx, s, 4, &cfg), NTP_STATUS_OK);
+    assert_true(cfg.set_precision);
+    assert_int_equal(cfg.precision, NTP_DTYPE_BF16);
+    assert_string_equal(cfg.backend, "ref");
+    assert_int_equal(cfg.batch, 0);
+    assert_int_equal(cfg.threads, 0);
+    assert_int_equal(cfg.n_set, 1);
+    assert_string_equal(cfg.set[0], "hidden=16");
     ntp_sweep_free(s);
     ntp_sweep_design d;
     assert_int_equal(ntp_sweep_design_parse("full", &d), NTP_STATUS_OK);

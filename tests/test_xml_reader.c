@@ -378,6 +378,7 @@ static void test_params_defaults(void **state)
     /* Text params substitute as text, in names and enum values alike. */
     assert_int_equal(node(g, "g_relu")->a.direction, NTP_DIR_FORWARD);
     assert_int_equal(ntp_graph_precision(g), NTP_DTYPE_F32);
+    assert_int_equal(ntp_graph_batch(g), 4);
     ntp_graph_free(g);
 }
 
@@ -385,7 +386,8 @@ static void test_params_overrides(void **state)
 {
     (void)state;
     const char *set[] = {"hidden=2", "dir=bidirectional", "hidden=3", "act=tanh"};
-    ntp_load_opts o = {.set = set, .n_set = 4, .batch = 7, .precision = "bf16"};
+    ntp_load_opts o = {.set = set, .n_set = 4, .batch = 7,
+                       .set_precision = true, .precision = NTP_DTYPE_BF16};
     ntp_graph *g = load_opts(params_xml, &o);
     /* The last --set of a name wins; dependent defaults see the override. */
     assert_string_equal(ntp_graph_param_value(g, 0), "7");
@@ -394,6 +396,7 @@ static void test_params_overrides(void **state)
     assert_string_equal(ntp_graph_param_value(g, 3), "6");
     assert_string_equal(ntp_graph_param_value(g, 4), "bidirectional");
     assert_shape(ntp_graph_input_shape(g, 0), "[7,6]");
+    assert_int_equal(ntp_graph_batch(g), 7);
     assert_shape(out_shape(g, "f", 0), "[7,3]");
     assert_int_equal(node(g, "g_tanh")->a.direction, NTP_DIR_BIDIRECTIONAL);
     assert_int_equal(ntp_graph_precision(g), NTP_DTYPE_BF16);
@@ -412,9 +415,10 @@ static void test_params_overrides(void **state)
     const char *empty_name[] = {"=3"};
     bad.set = empty_name;
     load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "--set '=3': expected NAME=VALUE");
-    ntp_load_opts prec = {.precision = "f33"};
+    /* The loader, not each reader, refuses a dtype that is no precision. */
+    ntp_load_opts prec = {.set_precision = true, .precision = NTP_DTYPE_I32};
     load_fails(params_xml, &prec, NTP_STATUS_INVALID_ARGUMENT,
-               "precision override: expected f32, bf16, f16 or i8, got 'f33'; did you mean 'f32'?");
+               "precision override: 'i32' is not a compute precision: expected f32, bf16, f16 or i8");
     ntp_load_opts batch = {.batch = 2};
     load_fails("<topology name='nb'>\n"
                "  <input name='x' shape='2,4' dtype='f32'/>\n"

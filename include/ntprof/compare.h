@@ -162,10 +162,23 @@ NTP_API int ntp_sweep_config_count(const ntp_sweep *s);
 NTP_API int ntp_sweep_config_value(const ntp_sweep *s, int c, int f);
 /* "batch=2 threads=1" (the baseline of an OFAT sweep is configuration 0). */
 NTP_API const char *ntp_sweep_config_label(const ntp_sweep *s, int c);
-/* The `ntprof run` options that make configuration c ("--backend", "ref",
- * "--set", "hidden=64", ...): at most max entries, returns the count (the
- * strings live as long as s). */
-NTP_API int ntp_sweep_config_args(const ntp_sweep *s, int c, const char **argv, int max);
+/* What one configuration sets: the factors it varies, each at its value
+ * (ntp_run_opts and ntp_load_opts fields, and param overrides); a field
+ * no factor varies keeps its zero. Running it is the caller's (the CLI
+ * runs each in a process of its own). */
+typedef struct ntp_sweep_config {
+    const char *backend;        /* NULL: not varied */
+    bool set_precision;         /* precision varied: `precision` is its value */
+    ntp_dtype precision;
+    int64_t batch;              /* 0: not varied */
+    int threads;                /* 0: not varied (varied thread counts are positive) */
+    /* "NAME=VALUE" overrides of the topology's params, in factor order. */
+    const char *const *set;
+    int n_set;
+} ntp_sweep_config;
+
+/* Configuration c; its strings live as long as s. */
+NTP_API ntp_status ntp_sweep_config_get(ntp_ctx *ctx, const ntp_sweep *s, int c, ntp_sweep_config *out);
 
 /* Record what configuration c gave: a result (s takes it over) or an error. */
 NTP_API void ntp_sweep_set_result(ntp_sweep *s, int c, ntp_run_result *r);

@@ -37,6 +37,16 @@ NTP_API size_t ntp_dtype_size(ntp_dtype t);
 /* Accepts the names above and the aliases fp32, fp16, int8, uint8, int32,
  * int64, float32, float16, bfloat16. */
 NTP_API ntp_status ntp_dtype_parse(const char *s, ntp_dtype *out);
+/* Whether t is a compute precision a topology may run at: f32, bf16, f16
+ * or i8 (the others are input and index types). */
+NTP_API bool ntp_dtype_is_precision(ntp_dtype t);
+
+/* How f32 arithmetic may be carried out, beside the storage precision. */
+typedef enum ntp_math_mode {
+    NTP_MATH_DEFAULT,           /* each precision's own arithmetic (IEEE f32 for f32) */
+    NTP_MATH_TF32,              /* f32 layers may use TF32 tensor-core math (docs/gpu.md) */
+    NTP_MATH_COUNT
+} ntp_math_mode;
 
 typedef struct ntp_shape {
     int ndim;
@@ -59,8 +69,11 @@ typedef struct ntp_load_opts {
     int n_set;
     /* > 0: override the param "batch" (the CLI's --batch). */
     int64_t batch;
-    /* Non-NULL: override the topology's precision (the CLI's --precision). */
-    const char *precision;
+    /* When set_precision: override the topology's precision with
+     * `precision`, a compute precision (ntp_dtype_is_precision; the CLI's
+     * --precision). */
+    bool set_precision;
+    ntp_dtype precision;
     /* Refuse a topology whose weights and planned activations need more
      * bytes than this: 0 means the machine's physical memory, < 0 no limit. */
     int64_t max_memory;
@@ -80,6 +93,10 @@ NTP_API void ntp_graph_free(ntp_graph *g);
 NTP_API const char *ntp_graph_name(const ntp_graph *g);
 NTP_API const char *ntp_graph_source(const ntp_graph *g);
 NTP_API ntp_dtype ntp_graph_precision(const ntp_graph *g);
+/* The batch: the markup's param "batch" (after --batch and --set), or the
+ * value an ONNX model's batch-like input dim took; 0 when the topology has
+ * none. */
+NTP_API int64_t ntp_graph_batch(const ntp_graph *g);
 
 /* Layers, in topological (execution) order. */
 NTP_API int ntp_graph_layer_count(const ntp_graph *g);

@@ -67,7 +67,9 @@ typedef struct ntp_run_opts {
      * layer's backend= attribute does, overriding it. */
     const char *const *place;
     int n_place;
-    bool tf32;                  /* f32 layers may use TF32 tensor cores (--precision tf32) */
+    /* How f32 layers may compute: NTP_MATH_TF32 lets a GPU backend use TF32
+     * tensor cores (f32 storage; the CLI's --precision tf32). */
+    ntp_math_mode math;
     bool cuda_graph;            /* replay whole passes as CUDA graphs (--cuda-graph) */
     /* Progress, for someone waiting at a terminal (NULL: none; the library
      * itself never prints). phase is "prepare", "warm-up", "measure",

@@ -92,7 +92,7 @@ typedef struct ntp_kargs {
  * them. All zero (a designated initialiser that leaves them out) is the
  * default: no TF32, no replay, the measured range from the start. */
 typedef struct ntp_device_opts {
-    bool tf32;                  /* f32 layers may use TF32 tensor-core math (--precision tf32) */
+    ntp_math_mode math;         /* NTP_MATH_TF32: f32 layers may use TF32 tensor-core math */
     bool graph_replay;          /* replay whole passes as a captured device graph (--cuda-graph) */
     int first;                  /* execution position the measured range starts at: steps
                                  * before it run once, the range repeats (--only) */

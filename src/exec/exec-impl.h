@@ -113,11 +113,11 @@ typedef struct ntp_exec_opts {
     int n_inputs;
     int first, last;            /* positions measured; earlier ones run once */
     const float *scales;        /* int8 activation scales per tensor, or NULL */
-    /* Accelerators (ntp_run_opts): "LAYER=BACKEND" placements, TF32, graph
-     * replay. */
+    /* Accelerators (ntp_run_opts): "LAYER=BACKEND" placements, math mode,
+     * graph replay. */
     const char *const *place;
     int n_place;
-    bool tf32;
+    ntp_math_mode math;
     bool graph_replay;
 } ntp_exec_opts;
 

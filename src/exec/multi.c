@@ -477,14 +477,6 @@ static void quiesce(void)
     }
 }
 
-static int64_t param_batch(const ntp_graph *g)
-{
-    for (int i = 0; i < g->n_params; i++)
-        if (strcmp(g->params[i].name, "batch") == 0)
-            return strtoll(g->params[i].value, NULL, 10);
-    return 0;
-}
-
 ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
                            const char *const *backends, int n, ntp_backend_comparison **out)
 {
@@ -516,7 +508,7 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
     c->topology = keep(c, g->name);
     c->source = keep(c, g->source);
     c->precision = g->precision;
-    c->batch = param_batch(g);
+    c->batch = g->batch;
     c->threads = base.threads;
     c->seed = base.seed;
     c->fused = base.fuse;

@@ -162,14 +162,6 @@ static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marke
                       near ? "'?" : "");
 }
 
-static int64_t param_batch(const ntp_graph *g)
-{
-    for (int i = 0; i < g->n_params; i++)
-        if (strcmp(g->params[i].name, "batch") == 0)
-            return strtoll(g->params[i].value, NULL, 10);
-    return 0;
-}
-
 static const char *own(ntp_run_result *r, const char *s)
 {
     char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
@@ -673,7 +665,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
                         .seed = opts->seed, .inputs = opts->inputs, .n_inputs = opts->n_inputs,
                         .first = first, .last = last, .place = opts->place,
-                        .n_place = opts->n_place, .tf32 = opts->tf32,
+                        .n_place = opts->n_place, .math = opts->math,
                         .graph_replay = opts->cuda_graph};
     float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
@@ -702,7 +694,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     r->source = g->source;
     r->backend = be->name;
     r->precision = g->precision;
-    r->batch = param_batch(g);
+    r->batch = g->batch;
     r->threads = opts->threads;
     r->seed = opts->seed;
     r->warmup = opts->warmup;

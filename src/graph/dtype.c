@@ -50,6 +50,11 @@ ntp_status ntp_dtype_parse(const char *s, ntp_dtype *out)
     return NTP_STATUS_UNKNOWN_NAME;
 }
 
+bool ntp_dtype_is_precision(ntp_dtype t)
+{
+    return t == NTP_DTYPE_F32 || t == NTP_DTYPE_BF16 || t == NTP_DTYPE_F16 || t == NTP_DTYPE_I8;
+}
+
 bool ntp_shape_equal(const ntp_shape *a, const ntp_shape *b)
 {
     if (a->ndim != b->ndim)

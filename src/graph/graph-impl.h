@@ -194,6 +194,10 @@ struct ntp_graph {
     int n_markers;
     ntp_param *params;
     int n_params;
+    /* The batch, set by the loader: the markup's param "batch", an ONNX
+     * model's batch-like input dim (the value of its "batch" param); 0 when
+     * the topology has none. */
+    int64_t batch;
     int64_t arena_bytes;     /* planned activation arena, after planning */
 };
 

@@ -377,6 +377,7 @@ ntp_status ntp__graph_finalize(ntp_ctx *ctx, ntp_graph *g, int64_t max_memory)
 const char *ntp_graph_name(const ntp_graph *g) { return g->name; }
 const char *ntp_graph_source(const ntp_graph *g) { return g->source; }
 ntp_dtype ntp_graph_precision(const ntp_graph *g) { return g->precision; }
+int64_t ntp_graph_batch(const ntp_graph *g) { return g->batch; }
 int ntp_graph_layer_count(const ntp_graph *g) { return g->n_nodes; }
 
 static const ntp_node *layer_at(const ntp_graph *g, int i)
@@ -486,6 +487,7 @@ ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_g
     if (!c)
         goto oom;
     c->precision = p;
+    c->batch = g->batch;
     c->arena_bytes = g->arena_bytes;
     c->tensors = calloc((size_t)g->n_tensors + 1, sizeof *c->tensors);
     c->nodes = calloc((size_t)g->n_nodes + 1, sizeof *c->nodes);

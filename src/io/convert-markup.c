@@ -411,12 +411,8 @@ ntp_status ntp_graph_write_markup(ntp_ctx *ctx, const ntp_graph *g, const ntp_gr
     /* The other batch only helps when the graph is the same but for it. */
     if (batch_of && batch_of->n_nodes == g->n_nodes && batch_of->n_tensors == g->n_tensors &&
         batch_of->n_inputs == g->n_inputs) {
-        for (int i = 0; i < g->n_params; i++)
-            if (!strcmp(g->params[i].name, "batch"))
-                w.b1 = strtoll(g->params[i].value, NULL, 10);
-        for (int i = 0; i < batch_of->n_params; i++)
-            if (!strcmp(batch_of->params[i].name, "batch"))
-                w.b2 = strtoll(batch_of->params[i].value, NULL, 10);
+        w.b1 = g->batch;
+        w.b2 = batch_of->batch;
         bool same = w.b1 > 0 && w.b2 > 0 && w.b1 != w.b2;
         for (int i = 0; same && i < g->n_nodes; i++)
             same = g->nodes[i].op == batch_of->nodes[i].op;

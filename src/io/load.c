@@ -11,6 +11,17 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcasecmp(s + a - b, suffix) == 0;
 }
 
+/* What both readers take on trust: a precision override is a compute
+ * precision (ntp_dtype_is_precision), whichever format follows. */
+static ntp_status check_opts(ntp_ctx *ctx, const ntp_load_opts *opts)
+{
+    if (opts->set_precision && !ntp_dtype_is_precision(opts->precision))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "precision override: '%s' is not a compute precision: expected f32, "
+                          "bf16, f16 or i8", ntp_dtype_name(opts->precision));
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
                           ntp_graph **out)
 {
@@ -20,6 +31,9 @@ ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path, const ntp_load_opts *o
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "no topology file given");
     if (!opts)
         opts = &none;
+    ntp_status st = check_opts(ctx, opts);
+    if (st != NTP_STATUS_OK)
+        return st;
     if (ends_with(path, ".xml"))
         return ntp__xml_load_file(ctx, path, opts, out);
     if (ends_with(path, ".onnx"))
@@ -33,5 +47,10 @@ ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len, 
 {
     static const ntp_load_opts none = {0};
     *out = NULL;
-    return ntp__xml_load_memory(ctx, buf, len, name ? name : "<memory>", opts ? opts : &none, out);
+    if (!opts)
+        opts = &none;
+    ntp_status st = check_opts(ctx, opts);
+    if (st != NTP_STATUS_OK)
+        return st;
+    return ntp__xml_load_memory(ctx, buf, len, name ? name : "<memory>", opts, out);
 }

@@ -1154,6 +1154,10 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
                                   sym ? sym : "NAME");
             if (batch) {
                 batch_used = true;
+                /* The first batch-like dim is the graph's batch, as it is
+                 * the value of its param "batch". */
+                if (x->g->batch == 0)
+                    x->g->batch = val;
                 if ((st = add_param(x, "batch", val)))
                     return st;
             }
@@ -1460,12 +1464,9 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
         free(order);
         return ntp__error(x->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    if (x->opts->precision &&
-        (st = ntp_dtype_parse(x->opts->precision, &x->g->precision)) != NTP_STATUS_OK) {
-        free(order);
-        return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "--precision %s: unknown precision",
-                          x->opts->precision);
-    }
+    /* The override was checked by the loader (load.c). */
+    if (x->opts->set_precision)
+        x->g->precision = x->opts->precision;
     if ((st = make_inputs(x)) || (st = apply_binds(x, binds, n_binds))) {
         free(order);
         return st;

@@ -395,7 +395,7 @@ ntp_status ntp__xml_parse_precision(const char *v, ntp_dtype *out, char *err, si
     char buf[32] = "";
     ntp_dtype t;
     if (trimmed(v, buf, sizeof buf) && ntp_dtype_parse(buf, &t) == NTP_STATUS_OK &&
-        (t == NTP_DTYPE_F32 || t == NTP_DTYPE_BF16 || t == NTP_DTYPE_F16 || t == NTP_DTYPE_I8)) {
+        ntp_dtype_is_precision(t)) {
         *out = t;
         return NTP_STATUS_OK;
     }

@@ -575,6 +575,8 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
         xmlFree(batch);
         if (st == NTP_STATUS_OK)
             st = add_param(r, "batch", v, line_of(root));
+        if (st == NTP_STATUS_OK)
+            r->g->batch = strtoll(v, NULL, 10);
         free(v);
         if (st != NTP_STATUS_OK)
             return st;
@@ -605,6 +607,9 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
             }
         if ((st = param_value(r, c, name, "default", name, attrs_get(&s, "default"), line, &v)) == NTP_STATUS_OK)
             st = add_param(r, name, v, line);
+        /* The graph's batch is the param "batch" (the only name --batch sets). */
+        if (st == NTP_STATUS_OK && strcmp(name, "batch") == 0)
+            r->g->batch = strtoll(v, NULL, 10);
     next:
         free(v);
         attrs_free(&s);
@@ -631,11 +636,10 @@ static ntp_status read_topology_attrs(reader *r, xmlNodePtr root)
         st = el_error(r, root, name, NTP_STATUS_PARSE_ERROR, "attribute 'name' is empty");
     } else if (prec && (st = ntp__xml_parse_precision(prec, &p, err, sizeof err)) != NTP_STATUS_OK) {
         st = el_error(r, root, name, st, "attribute 'precision': %s", err);
-    } else if (r->opts->precision &&
-               (st = ntp__xml_parse_precision(r->opts->precision, &p, err, sizeof err)) !=
-                   NTP_STATUS_OK) {
-        st = ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT, "precision override: %s", err);
     } else {
+        /* The override was checked by the loader (load.c). */
+        if (r->opts->set_precision)
+            p = r->opts->precision;
         char *copy = ntp__strdup(name);
         if (!copy) {
             st = oom(r);

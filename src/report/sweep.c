@@ -38,7 +38,7 @@ struct ntp_sweep {
     int n_configs;
     int *value;                 /* n_configs x n_factors value indices */
     char **labels;
-    char **args;                /* n_configs x 2 * n_factors option strings */
+    char **sets;                /* n_configs x n_factors "NAME=VALUE" of param factors */
     ntp_run_result **results;
     char **errors;
 };
@@ -59,9 +59,9 @@ static void free_configs(ntp_sweep *s)
     for (int c = 0; c < s->n_configs; c++) {
         if (s->labels)
             free(s->labels[c]);
-        if (s->args)
-            for (int k = 0; k < 2 * s->n_factors; k++)
-                free(s->args[(size_t)c * 2 * (size_t)s->n_factors + (size_t)k]);
+        if (s->sets)
+            for (int k = 0; k < s->n_factors; k++)
+                free(s->sets[(size_t)c * (size_t)s->n_factors + (size_t)k]);
         if (s->results)
             ntp_run_result_free(s->results[c]);
         if (s->errors)
@@ -69,11 +69,11 @@ static void free_configs(ntp_sweep *s)
     }
     free(s->value);
     free(s->labels);
-    free(s->args);
+    free(s->sets);
     free(s->results);
     free(s->errors);
     s->value = NULL;
-    s->labels = s->args = s->errors = NULL;
+    s->labels = s->sets = s->errors = NULL;
     s->results = NULL;
     s->n_configs = 0;
 }
@@ -138,8 +138,7 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
                               "--vary %s: '%s' is not a positive integer", f->name, v);
         return NTP_STATUS_OK;
     case F_PRECISION:
-        if (ntp_dtype_parse(v, &d) != NTP_STATUS_OK ||
-            (d != NTP_DTYPE_F32 && d != NTP_DTYPE_BF16 && d != NTP_DTYPE_F16 && d != NTP_DTYPE_I8))
+        if (ntp_dtype_parse(v, &d) != NTP_STATUS_OK || !ntp_dtype_is_precision(d))
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                               "--vary precision: '%s' is not f32, bf16, f16 or i8", v);
         return NTP_STATUS_OK;
@@ -254,20 +253,14 @@ fail:
     return st;
 }
 
-/* The options of `ntprof run` that set factor f to value v. */
-static bool make_args(const factor *f, const char *v, char **opt, char **arg)
+/* "NAME=VALUE": the override of a param factor f at value v. */
+static char *make_set(const factor *f, const char *v)
 {
-    static const char *const options[] = {"--set", "--backend", "--precision", "--batch", "--threads"};
-    *opt = ntp__strdup(options[f->kind]);
-    if (f->kind == F_PARAM) {
-        size_t n = strlen(f->name) + strlen(v) + 2;
-        *arg = malloc(n);
-        if (*arg)
-            snprintf(*arg, n, "%s=%s", f->name, v);
-    } else {
-        *arg = ntp__strdup(v);
-    }
-    return *opt && *arg;
+    size_t n = strlen(f->name) + strlen(v) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s=%s", f->name, v);
+    return s;
 }
 
 ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
@@ -289,10 +282,10 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
     int nf = s->n_factors, nc = (int)n;
     s->value = calloc((size_t)nc * (size_t)nf, sizeof *s->value);
     s->labels = calloc((size_t)nc, sizeof *s->labels);
-    s->args = calloc((size_t)nc * 2 * (size_t)nf, sizeof *s->args);
+    s->sets = calloc((size_t)nc * (size_t)nf, sizeof *s->sets);
     s->results = calloc((size_t)nc, sizeof *s->results);
     s->errors = calloc((size_t)nc, sizeof *s->errors);
-    if (!s->value || !s->labels || !s->args || !s->results || !s->errors) {
+    if (!s->value || !s->labels || !s->sets || !s->results || !s->errors) {
         free_configs(s);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -327,8 +320,14 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
             const char *v = s->f[i].values[s->value[c * nf + i]];
             used += (size_t)snprintf(s->labels[c] + used, len - used, "%s%s=%s", i ? " " : "",
                                      s->f[i].name, v);
-            char **a = &s->args[((size_t)c * (size_t)nf + (size_t)i) * 2];
-            if (!make_args(&s->f[i], v, &a[0], &a[1])) {
+        }
+        /* The param overrides packed at the front of the row, in factor
+         * order: the row is the configuration's `set` array. */
+        for (int i = 0, k = 0; i < nf; i++) {
+            if (s->f[i].kind != F_PARAM)
+                continue;
+            char **set = &s->sets[(size_t)c * (size_t)nf + (size_t)k++];
+            if (!(*set = make_set(&s->f[i], s->f[i].values[s->value[c * nf + i]]))) {
                 free_configs(s);
                 return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
             }
@@ -370,14 +369,27 @@ const char *ntp_sweep_config_label(const ntp_sweep *s, int c)
     return c >= 0 && c < s->n_configs ? s->labels[c] : NULL;
 }
 
-int ntp_sweep_config_args(const ntp_sweep *s, int c, const char **argv, int max)
+ntp_status ntp_sweep_config_get(ntp_ctx *ctx, const ntp_sweep *s, int c, ntp_sweep_config *out)
 {
+    *out = (ntp_sweep_config){0};
     if (c < 0 || c >= s->n_configs)
-        return 0;
-    int n = 0;
-    for (int k = 0; k < 2 * s->n_factors && n < max; k++)
-        argv[n++] = s->args[(size_t)c * 2 * (size_t)s->n_factors + (size_t)k];
-    return n;
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "no configuration %d", c);
+    int nf = s->n_factors;
+    out->set = (const char *const *)&s->sets[(size_t)c * (size_t)nf];
+    /* The values were checked when the factors were added. */
+    for (int i = 0; i < nf; i++) {
+        const char *v = s->f[i].values[s->value[c * nf + i]];
+        switch (s->f[i].kind) {
+        case F_BACKEND: out->backend = v; break;
+        case F_PRECISION:
+            out->set_precision = ntp_dtype_parse(v, &out->precision) == NTP_STATUS_OK;
+            break;
+        case F_BATCH: out->batch = strtoll(v, NULL, 10); break;
+        case F_THREADS: out->threads = (int)strtol(v, NULL, 10); break;
+        default: out->n_set++; break;
+        }
+    }
+    return NTP_STATUS_OK;
 }
 
 void ntp_sweep_set_result(ntp_sweep *s, int c, ntp_run_result *r)

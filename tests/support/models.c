@@ -29,7 +29,7 @@ ntp_graph *test_load_model(ntp_ctx *ctx, const char *file, const char *const *se
     ntp_load_opts lo = {0};
     lo.set = set;
     lo.n_set = n_set;
-    lo.precision = precision;
+    lo.set_precision = precision && ntp_dtype_parse(precision, &lo.precision) == NTP_STATUS_OK;
     ntp_graph *g = NULL;
     if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK)
         fail_msg("load %s: %s", path, ntp_ctx_errmsg(ctx));

@@ -186,7 +186,20 @@ int cli_topo_option(cli_topo_opts *o, int opt, const char *arg)
         }
         return 1;
     case 'p':
-        o->precision = arg;
+        /* tf32 is f32 storage with TF32 math where a backend offers it
+         * (docs/gpu.md): the topology loads at f32. */
+        if (o->math_modes && strcmp(arg, "tf32") == 0) {
+            o->precision = NTP_DTYPE_F32;
+            o->math = NTP_MATH_TF32;
+        } else if (ntp_dtype_parse(arg, &o->precision) == NTP_STATUS_OK &&
+                   ntp_dtype_is_precision(o->precision)) {
+            o->math = NTP_MATH_DEFAULT;
+        } else {
+            cli_error("--precision expects f32, bf16, f16%s, got '%s'",
+                      o->math_modes ? ", i8 or tf32" : " or i8", arg);
+            return -1;
+        }
+        o->set_precision = true;
         return 1;
     case 'M':
         if (!cli_parse_size(arg, &o->max_memory) || o->max_memory == 0) {
@@ -208,6 +221,7 @@ ntp_load_opts cli_load_opts(const cli_topo_opts *o)
     lo.set = o->set;
     lo.n_set = o->n_set;
     lo.batch = o->batch;
+    lo.set_precision = o->set_precision;
     lo.precision = o->precision;
     lo.max_memory = o->max_memory;
     return lo;

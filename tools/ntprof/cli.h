@@ -2,6 +2,7 @@
 #ifndef NTPROF_CLI_H
 #define NTPROF_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include "ntprof/ntprof.h"
@@ -15,7 +16,12 @@ typedef struct cli_topo_opts {
     const char **set;
     int n_set, cap_set;
     int64_t batch;
-    const char *precision;
+    /* --precision: a compute precision, and for a command that sets
+     * math_modes (run) also tf32, which is f32 storage with math
+     * NTP_MATH_TF32. */
+    bool set_precision, math_modes;
+    ntp_dtype precision;
+    ntp_math_mode math;
     int64_t max_memory;
 } cli_topo_opts;
 
@@ -24,6 +30,71 @@ typedef struct cli_topo_opts {
 int cli_topo_option(cli_topo_opts *o, int opt, const char *arg);
 void cli_topo_free(cli_topo_opts *o);
 ntp_load_opts cli_load_opts(const cli_topo_opts *o);
+
+/* A command's options as one table (cli-options.c): getopt_long's arrays
+ * and the --help lines are made from it. Each entry is an option, or a
+ * line of help text (CLI_TEXT, with its own "\n"); the table ends with
+ * CLI_END. An option either stores its value itself (CLI_STRING, CLI_TRUE,
+ * CLI_FALSE, CLI_INT into `field`) or is handed back to the command's
+ * switch by its key (CLI_KEY). */
+typedef enum cli_opt_kind {
+    CLI_END,
+    CLI_TEXT,       /* help text only: `help` printed as it is */
+    CLI_KEY,        /* cli_getopt returns `key`, optarg set */
+    CLI_STRING,     /* *(const char **)field = the argument */
+    CLI_TRUE,       /* *(bool *)field = true */
+    CLI_FALSE,      /* *(bool *)field = false */
+    CLI_INT,        /* *(int *)field = an integer in [lo, hi], else
+                     * "--NAME expects <expects>, got 'ARG'" */
+} cli_opt_kind;
+
+typedef struct cli_option {
+    cli_opt_kind kind;
+    const char *name;       /* long name, without "--" */
+    int key;                /* its short letter, or a value >= 256 for a long one only */
+    const char *arg;        /* the argument's name in the help ("N"), NULL: takes none */
+    /* Help after the option's name; "\n" starts a further line at the
+     * help's column. NULL: the option is listed by a CLI_TEXT line. */
+    const char *help;
+    void *field;
+    int64_t lo, hi;         /* CLI_INT's range */
+    const char *expects;    /* CLI_INT's "a positive integer" */
+} cli_option;
+
+/* Table entries, designated so that the fields left out are zero; the
+ * conditional checks a field's type without a cast hiding a mistake. */
+#define CLI_HELP(text) {.kind = CLI_TEXT, .help = (text)}
+#define CLI_OPT(nm, k, a, h) {.kind = CLI_KEY, .name = (nm), .key = (k), .arg = (a), .help = (h)}
+#define CLI_STR(nm, k, a, h, p)                                                                   \
+    {.kind = CLI_STRING, .name = (nm), .key = (k), .arg = (a), .help = (h),                       \
+     .field = (void *)(1 ? (p) : (const char **)0)}
+#define CLI_SET(nm, k, h, p)                                                                      \
+    {.kind = CLI_TRUE, .name = (nm), .key = (k), .help = (h), .field = (void *)(1 ? (p) : (bool *)0)}
+#define CLI_UNSET(nm, k, h, p)                                                                    \
+    {.kind = CLI_FALSE, .name = (nm), .key = (k), .help = (h), .field = (void *)(1 ? (p) : (bool *)0)}
+#define CLI_NUM(nm, k, a, h, p, l, u, e)                                                          \
+    {.kind = CLI_INT, .name = (nm), .key = (k), .arg = (a), .help = (h),                          \
+     .field = (void *)(1 ? (p) : (int *)0), .lo = (l), .hi = (u), .expects = (e)}
+#define CLI_OPT_END {.kind = CLI_END}
+
+enum { CLI_MAX_OPTIONS = 64 };
+
+/* getopt_long's arrays, made on the first call of cli_getopt. */
+typedef struct cli_getopt_state {
+    bool built;
+    struct option longs[CLI_MAX_OPTIONS];
+    char shorts[2 * CLI_MAX_OPTIONS + 2];
+} cli_getopt_state;
+
+/* The next option of argv by table t (start with a zeroed state): its key
+ * for a CLI_KEY option, -1 after the last, CLI_OPT_BAD after printing what
+ * was wrong with a value, '?' for an option getopt refused (getopt said
+ * why). Options that store their value are handled inside. */
+enum { CLI_OPT_BAD = -2 };
+int cli_getopt(int argc, char **argv, const cli_option *t, cli_getopt_state *st);
+/* The option lines of t's help: "  -s, --set NAME=VALUE", the help from
+ * column `col` (or two spaces after a longer name). */
+void cli_usage(FILE *f, const cli_option *t, int col);
 
 /* Print "ntprof: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

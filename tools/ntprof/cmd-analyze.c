@@ -1,26 +1,8 @@
 /* ntprof analyze: static analysis of a topology, without running it. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static void analyze_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof analyze FILE [options]\n"
-            "\n"
-            "Shapes, parameters, MACs, FLOPs, weight and activation memory, and arithmetic\n"
-            "intensity of every layer, without running anything.\n"
-            "\n"
-            "  -s, --set NAME=VALUE   override a <param> (repeatable)\n"
-            "  -b, --batch N          shorthand for --set batch=N\n"
-            "  -p, --precision P      f32, bf16, f16 or i8 (bytes are counted at P)\n"
-            "  -M, --max-memory SIZE  refuse topologies needing more (default: physical RAM)\n"
-            "  -f, --format F         table (default), json or csv\n"
-            "  -o, --output FILE      write the report to FILE (written only on success)\n"
-            "  -h, --help             this text\n");
-}
 
 typedef struct analyze_arg {
     const ntp_graph *g;
@@ -35,18 +17,29 @@ static ntp_status write_analysis(ntp_ctx *ctx, const void *arg, ntp_format fmt, 
 
 int cmd_analyze(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"set", required_argument, NULL, 's'},     {"batch", required_argument, NULL, 'b'},
-        {"precision", required_argument, NULL, 'p'}, {"max-memory", required_argument, NULL, 'M'},
-        {"format", required_argument, NULL, 'f'},  {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
-    };
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof analyze FILE [options]\n"
+                 "\n"
+                 "Shapes, parameters, MACs, FLOPs, weight and activation memory, and "
+                 "arithmetic\n"
+                 "intensity of every layer, without running anything.\n"
+                 "\n"),
+        CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
+        CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
+        CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8 (bytes are counted at P)"),
+        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
+                &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt, rc = CLI_USAGE;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "s:b:p:M:f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
@@ -57,8 +50,8 @@ int cmd_analyze(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
-        case 'o': output = optarg; break;
-        case 'h': analyze_usage(stdout); rc = CLI_OK; goto out;
+        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof analyze --help'"); goto out;
         }
     }

@@ -34,15 +34,6 @@ static ntp_status write_markup(ntp_ctx *ctx, const void *arg, ntp_format fmt, FI
     return ntp_graph_write_markup(ctx, c->g, c->other, f);
 }
 
-/* The value of param "batch", 0 if none. */
-static int64_t batch_of(const ntp_graph *g)
-{
-    for (int i = 0; i < ntp_graph_param_count(g); i++)
-        if (strcmp(ntp_graph_param_name(g, i), "batch") == 0)
-            return strtoll(ntp_graph_param_value(g, i), NULL, 10);
-    return 0;
-}
-
 int cmd_convert(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -86,7 +77,7 @@ int cmd_convert(int argc, char **argv)
         /* The same model at the next batch tells which numbers follow the
          * batch. A model whose batch is fixed loads the same (or fails to
          * load) and its numbers are written as they are. */
-        int64_t b = batch_of(g);
+        int64_t b = ntp_graph_batch(g);
         if (b > 0) {
             ntp_load_opts lo2 = lo;
             lo2.batch = b + 1;

@@ -215,7 +215,7 @@ int cmd_run(int argc, char **argv)
         {"place", required_argument, NULL, OPT_PLACE}, {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
-    cli_topo_opts topo = {0};
+    cli_topo_opts topo = {.math_modes = true};
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     ntp_format fmt = NTP_FORMAT_TABLE;
@@ -234,12 +234,6 @@ int cmd_run(int argc, char **argv)
     }
     optind = 1;
     while ((opt = getopt_long(argc, argv, "s:b:p:M:B:t:i:w:n:f:o:h", longopts, NULL)) != -1) {
-        /* tf32 is f32 storage with TF32 math where a backend offers it
-         * (docs/gpu.md): the topology loads at f32. */
-        if (opt == 'p' && optarg && strcmp(optarg, "tf32") == 0) {
-            ro.tf32 = true;
-            optarg = (char *)"f32";
-        }
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
@@ -336,6 +330,7 @@ int cmd_run(int argc, char **argv)
     }
     if (!cli_want_files("run", argc, argv, 1, "a topology FILE"))
         goto out;
+    ro.math = topo.math;
     ro.inputs = inputs;
     ro.n_inputs = n_inputs;
     ro.place = places;

@@ -74,6 +74,30 @@ static bool push(argv_list *a, const char *s)
 
 static double now_s(void) { return cli_now_s(); }
 
+/* The `ntprof run` options that make a configuration: what it varies, as
+ * the child's options spell it. `batch` and `threads` hold the numbers'
+ * text and must live as long as a. */
+static bool push_config(argv_list *a, const ntp_sweep_config *cfg, char *batch, char *threads,
+                        size_t len)
+{
+    bool ok = true;
+    if (cfg->backend)
+        ok = push(a, "--backend") && push(a, cfg->backend);
+    if (ok && cfg->set_precision)
+        ok = push(a, "--precision") && push(a, ntp_dtype_name(cfg->precision));
+    if (ok && cfg->batch > 0) {
+        snprintf(batch, len, "%lld", (long long)cfg->batch);
+        ok = push(a, "--batch") && push(a, batch);
+    }
+    if (ok && cfg->threads > 0) {
+        snprintf(threads, len, "%d", cfg->threads);
+        ok = push(a, "--threads") && push(a, threads);
+    }
+    for (int i = 0; ok && i < cfg->n_set; i++)
+        ok = push(a, "--set") && push(a, cfg->set[i]);
+    return ok;
+}
+
 /* The last non-empty line of a child's log, without the "ntprof: " every
  * CLI message starts with: the child's own one-line error. */
 static void last_line(const char *path, char *out, size_t len)
@@ -129,13 +153,17 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
         return;
     }
     argv_list a = {0};
-    const char *cfg[64];
-    int ncfg = ntp_sweep_config_args(sw, c, cfg, 64);
+    ntp_sweep_config cfg;
+    char batch[32], threads[32];
+    if (ntp_sweep_config_get(ctx, sw, c, &cfg) != NTP_STATUS_OK) {
+        snprintf(state, state_len, "failed: %s", ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        return;
+    }
     bool ok = push(&a, self) && push(&a, "run") && push(&a, file);
     for (int i = 0; ok && i < fixed->n; i++)
         ok = push(&a, fixed->v[i]);
-    for (int i = 0; ok && i < ncfg; i++)
-        ok = push(&a, cfg[i]);
+    ok = ok && push_config(&a, &cfg, batch, threads, sizeof batch);
     ok = ok && push(&a, "--format") && push(&a, "json") && push(&a, "-o") && push(&a, report);
     if (!ok) {
         ntp_sweep_set_error(ctx, sw, c, "out of memory");

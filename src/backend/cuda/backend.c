@@ -172,7 +172,7 @@ static ntp_status cuda_init(ntp_ctx *ctx, const ntp_backend_opts *opts, void **s
     if (!s)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda: out of memory");
     /* Threads and fusion mean nothing to a GPU: only the device options. */
-    s->tf32 = opts->device.tf32;
+    s->tf32 = opts->device.math == NTP_MATH_TF32;
     s->graph_replay = opts->device.graph_replay;
     s->first = opts->device.first;
     ntp_status st = NTP_STATUS_OK;
