@@ -228,6 +228,23 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
     if ((s = conv_pd(b, &d, &c, k->n_fused, s_in, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, wsc, osc,
                      &pd, &n, args, mems)))
         goto done;
+    /* The reorder's scale adjustment that keeps oneDNN's direct int8
+     * convolutions exact without VNNI is missing on its GEMM-based ones
+     * (x64:gemm_s8s8s32:jit, which a grouped deconv gets on AVX2): full-range
+     * s8 weights saturate there as on the GEMM of fc and matmul (probe.c),
+     * measured 0.15 relative L2 and 25 quantisation steps on
+     * test_backend_ops's grouped deconv. Such a convolution gets 7-bit
+     * weights, as fc does. */
+    const char *impl = NULL;
+    if (b->int8 && ntp__dnnl_int8_needs_7bit() &&
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl && strstr(impl, "gemm")) {
+        for (int64_t f = 0; f < c.F; f++)
+            wsc[f] *= 127.0f / 63.0f;
+        if ((s = conv_pd(b, &d, &c, k->n_fused, s_in, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, wsc,
+                         osc, &pd, &n, args, mems)))
+            goto done;
+    }
     /* Fusion that never loses: a group with a residual add or product is
      * compared with the conv that keeps only the layers before it; when
      * the whole group would run worse, the add (and what follows it) runs
