@@ -1,6 +1,6 @@
 /* LSTM, GRU and vanilla RNN on BLAS: the reference backend's recurrent
  * kernel (ref-rnn.c: time-major [T, N, I], ONNX weights and gate orders,
- * docs/ops.md) with its products on BLAS.
+ * docs/ops.md) with its products on BLAS and its gates in float.
  *
  * Per direction, the input part of every gate at every step is one SGEMM,
  * Xg [T·N, G·H] = X · Wᵀ + Wb: the bulk of the arithmetic, at full GEMM
@@ -11,6 +11,7 @@
  *
  * Workspace: Xg (T·N·G·H), Rg (N·G·H), h and c (N·H each) floats, reused by
  * the second direction. */
+#include <math.h>
 #include <stdio.h>
 
 #include "backend/ref/ref-impl.h"
@@ -54,9 +55,14 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
         ntp__blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+static float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
+
 ntp_status ntp__blas_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd)
 {
-    ntp_status st = ntp__ref_rnn_run(ctx, k, rnn_gemm);
+    /* The gates in float, as Caffe and Darknet compute them (the reference
+     * computes them in double). */
+    static const ntp_ref_rnn_math math = {rnn_gemm, sigm, tanhf};
+    ntp_status st = ntp__ref_rnn_run(ctx, k, &math);
     if (!st)
         ntp__blas_post_ops(k, nd);
     return st;

@@ -138,8 +138,18 @@ typedef struct ntp_ref_rnn_geom {
  * when they do not fit its attributes. */
 bool ntp__ref_rnn_geom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
                        ntp_ref_rnn_geom *g);
-/* ntp__ref_rnn with its input-gate and recurrent products on `gemm`. */
-ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm);
+/* The arithmetic a recurrent layer is made of: the GEMM of its input-gate
+ * and recurrent products and the cell's gate functions. The reference
+ * kernel's are ntp__ref_gemm, ntp__ref_sigmoid and ntp__ref_tanh (computed
+ * in double); a backend may bring its own (blas: SGEMM and expf/tanhf). */
+typedef struct ntp_ref_rnn_math {
+    ntp_gemm_fn *gemm;
+    float (*sigmoid)(float);
+    float (*tanh)(float);
+} ntp_ref_rnn_math;
+
+/* ntp__ref_rnn on the arithmetic in m. */
+ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const ntp_ref_rnn_math *m);
 /* ref-attention.c: multi-head attention. */
 ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_attention_workspace(const ntp_kargs *k);

@@ -10,7 +10,10 @@
  * (r ⊙ (Rh·h + Rbh)); LSTM and RNN simply add both.
  *
  * Workspace: Xg (T·N·G·H), Rg (N·G·H), h (N·H) and c (N·H, LSTM) floats,
- * reused by the second direction. */
+ * reused by the second direction.
+ *
+ * The GEMM and the gate functions come in an ntp_ref_rnn_math, so that the
+ * BLAS backend runs this same kernel on SGEMM (ntp__ref_rnn_run). */
 #include <string.h>
 
 #include "ref-impl.h"
@@ -79,8 +82,8 @@ static void emit(const rgeom *g, float *y, const float *h, int64_t t, int64_t di
 
 /* One step of the cell for every batch row: xg and rg hold the input and
  * recurrent parts of the gates ([N, G·H] each), h and c are updated. */
-static void cell(ntp_op op, int rnn_act, const rgeom *g, const float *xg, const float *rg,
-                 float *h, float *c)
+static void cell(const ntp_ref_rnn_math *m, ntp_op op, int rnn_act, const rgeom *g,
+                 const float *xg, const float *rg, float *h, float *c)
 {
     int64_t H = g->H, GH = g->G * H;
     for (int64_t n = 0; n < g->N; n++) {
@@ -88,26 +91,26 @@ static void cell(ntp_op op, int rnn_act, const rgeom *g, const float *xg, const 
         float *hn = h + n * H, *cn = c + n * H;
         for (int64_t j = 0; j < H; j++) {
             if (op == NTP_OP_LSTM) {
-                float i = ntp__ref_sigmoid(x[j] + r[j]);
-                float o = ntp__ref_sigmoid(x[H + j] + r[H + j]);
-                float f = ntp__ref_sigmoid(x[2 * H + j] + r[2 * H + j]);
-                float ct = ntp__ref_tanh(x[3 * H + j] + r[3 * H + j]);
+                float i = m->sigmoid(x[j] + r[j]);
+                float o = m->sigmoid(x[H + j] + r[H + j]);
+                float f = m->sigmoid(x[2 * H + j] + r[2 * H + j]);
+                float ct = m->tanh(x[3 * H + j] + r[3 * H + j]);
                 cn[j] = f * cn[j] + i * ct;
-                hn[j] = o * ntp__ref_tanh(cn[j]);
+                hn[j] = o * m->tanh(cn[j]);
             } else if (op == NTP_OP_GRU) {
-                float z = ntp__ref_sigmoid(x[j] + r[j]);
-                float rr = ntp__ref_sigmoid(x[H + j] + r[H + j]);
-                float ht = ntp__ref_tanh(x[2 * H + j] + rr * r[2 * H + j]);
+                float z = m->sigmoid(x[j] + r[j]);
+                float rr = m->sigmoid(x[H + j] + r[H + j]);
+                float ht = m->tanh(x[2 * H + j] + rr * r[2 * H + j]);
                 hn[j] = (1.0f - z) * ht + z * hn[j];
             } else {
                 float v = x[j] + r[j];
-                hn[j] = rnn_act == NTP_RNN_ACT_RELU ? (v > 0.0f ? v : 0.0f) : ntp__ref_tanh(v);
+                hn[j] = rnn_act == NTP_RNN_ACT_RELU ? (v > 0.0f ? v : 0.0f) : m->tanh(v);
             }
         }
     }
 }
 
-ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
+ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const ntp_ref_rnn_math *m)
 {
     ntp_status st = ntp__ref_expect(ctx, k, 1, 2, 3, 1);
     if (st)
@@ -136,7 +139,7 @@ ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
         bool reverse = reverse_only || dir == 1;
         const float *Wd = W + dir * GH * I, *Rd = R + dir * GH * H;
         const float *Wb = B ? B + dir * 2 * GH : NULL, *Rb = B ? Wb + GH : NULL;
-        gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, 0.0f, xg, GH);
+        m->gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, 0.0f, xg, GH);
         if (Wb)
             for (int64_t row = 0; row < T * N; row++)
                 for (int64_t j = 0; j < GH; j++)
@@ -153,8 +156,8 @@ ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
             /* The initial state is zero, so the first step has no
              * recurrent product. */
             if (s > 0)
-                gemm(false, true, N, GH, H, 1.0f, h, H, Rd, H, 1.0f, rg, GH);
-            cell(k->node->op, k->node->a.rnn_act, &g, xg + t * N * GH, rg, h, c);
+                m->gemm(false, true, N, GH, H, 1.0f, h, H, Rd, H, 1.0f, rg, GH);
+            cell(m, k->node->op, k->node->a.rnn_act, &g, xg + t * N * GH, rg, h, c);
             if (!g.last)
                 emit(&g, Y, h, t, dir);
         }
@@ -168,5 +171,6 @@ ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
 
 ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    return ntp__ref_rnn_run(ctx, k, ntp__ref_gemm);
+    static const ntp_ref_rnn_math ref = {ntp__ref_gemm, ntp__ref_sigmoid, ntp__ref_tanh};
+    return ntp__ref_rnn_run(ctx, k, &ref);
 }
