@@ -31,6 +31,29 @@ expect_exit 2 "$NTPROF" analyze --format yaml "$SRC/models/tiny-mlp.xml"
 expect_err "--format expects table, json or csv, got 'yaml'"
 expect_exit 2 "$NTPROF" run --iterations 0 "$SRC/models/tiny-mlp.xml"
 expect_err "--iterations expects a positive integer"
+# --precision is one parser's (ntp_dtype_parse) for every reader; tf32 is a
+# math mode of run only, and i32 no compute precision.
+expect_exit 2 "$NTPROF" analyze --precision tf32 "$SRC/models/tiny-mlp.xml"
+expect_err "--precision expects f32, bf16, f16 or i8, got 'tf32'"
+expect_exit 2 "$NTPROF" run --precision i32 "$SRC/models/tiny-mlp.xml"
+expect_err "--precision expects f32, bf16, f16, i8 or tf32, got 'i32'"
+expect_exit 0 "$NTPROF" analyze --precision fp16 "$SRC/models/tiny-mlp.xml" -f json
+grep -q '"precision": *"f16"' "$T/out" && ok || bad "--precision fp16: $(head -c 300 "$T/out")"
+# tf32 loads the topology at f32 (its math is the backend's business).
+expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -p tf32 -n 1 -w 0 --min-time 0 --no-db -f json
+grep -q '"precision": *"f32"' "$T/out" && ok || bad "--precision tf32: $(head -c 300 "$T/out")"
+# Options come from each command's table: a flag the table stores, a
+# missing argument and an unknown option are told apart.
+expect_exit 2 "$NTPROF" run "$SRC/models/tiny-mlp.xml" --counter-iterations=0
+expect_err "--counter-iterations expects a positive integer, got '0'"
+expect_exit 2 "$NTPROF" history --limit x
+expect_err "--limit expects a positive integer, got 'x'"
+expect_exit 2 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" --bogus
+expect_in_err "unrecognized option '--bogus'"
+expect_in_err "see 'ntprof analyze --help'"
+expect_exit 0 "$NTPROF" run --help
+grep -q -- '^  -i, --input \[NAME=\]FILE a graph input' "$T/out" && grep -q -- '^      --wait-policy P ' "$T/out" \
+    && ok || bad "run --help: $(cat "$T/out")"
 
 # Analysis as JSON: exact totals of a hand-counted model.
 expect_exit 0 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" --format json -o "$T/a.json"

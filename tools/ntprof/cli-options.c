@@ -93,9 +93,9 @@ void cli_usage(FILE *f, const cli_option *t, int col)
         else
             n = snprintf(left, sizeof left, "      --%s%s%s", o->name, o->arg ? " " : "",
                          o->arg ? o->arg : "");
-        /* The help starts at column col, or two spaces after a long left
-         * part; its further lines start at col. */
-        fprintf(f, "%s%*s", left, n + 2 <= col ? col - n : 2, "");
+        /* The help starts at column col, or two spaces after a left part
+         * reaching it; its further lines start at col. */
+        fprintf(f, "%s%*s", left, n < col ? col - n : 2, "");
         for (const char *h = o->help;;) {
             size_t len = strcspn(h, "\n");
             fprintf(f, "%.*s\n", (int)len, h);

@@ -93,7 +93,7 @@ typedef struct cli_getopt_state {
 enum { CLI_OPT_BAD = -2 };
 int cli_getopt(int argc, char **argv, const cli_option *t, cli_getopt_state *st);
 /* The option lines of t's help: "  -s, --set NAME=VALUE", the help from
- * column `col` (or two spaces after a longer name). */
+ * column `col` (two spaces after a name reaching it). */
 void cli_usage(FILE *f, const cli_option *t, int col);
 
 /* Print "ntprof: <message>" to stderr. */

@@ -1,5 +1,4 @@
 /* ntprof compare: runs side by side, from report files or the history. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,27 +6,6 @@
 #include "cli.h"
 
 int cmd_compare(int argc, char **argv);
-
-static void compare_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof compare A B [C ...] [options]\n"
-            "\n"
-            "Compares runs layer by layer against the first (A): layers aligned by name\n"
-            "(renamed, added and missing layers shown), speedups with their confidence\n"
-            "(overlapping 95%% intervals of the medians read \"no significant difference\"),\n"
-            "each layer's share of the time side by side, largest regressions first, and\n"
-            "what differs in topology, configuration and hardware.\n"
-            "\n"
-            "A, B, ... are run reports (`ntprof run --format json -o FILE`) or run ids from\n"
-            "the history (`ntprof history` lists them).\n"
-            "\n"
-            "      --db PATH          the history database run ids refer to\n"
-            "  -f, --format F         table (default), json or csv\n"
-            "  -o, --output FILE      write to FILE (written only on success)\n"
-            "      --html FILE        also write a self-contained HTML report\n"
-            "  -h, --help             this text\n");
-}
 
 enum { OPT_DB = 1000, OPT_HTML };
 
@@ -50,25 +28,37 @@ static bool run_id(const char *s, int64_t *id)
 
 int cmd_compare(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},   {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},  {"html", required_argument, NULL, OPT_HTML},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
-    };
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL, *html = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof compare A B [C ...] [options]\n"
+                 "\n"
+                 "Compares runs layer by layer against the first (A): layers aligned by name\n"
+                 "(renamed, added and missing layers shown), speedups with their confidence\n"
+                 "(overlapping 95% intervals of the medians read \"no significant difference\"),\n"
+                 "each layer's share of the time side by side, largest regressions first, and\n"
+                 "what differs in topology, configuration and hardware.\n"
+                 "\n"
+                 "A, B, ... are run reports (`ntprof run --format json -o FILE`) or run ids from\n"
+                 "the history (`ntprof history` lists them).\n"
+                 "\n"),
+        CLI_STR("db", OPT_DB, "PATH", "the history database run ids refer to", &db),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
+        CLI_STR("html", OPT_HTML, "FILE", "also write a self-contained HTML report", &html),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case OPT_DB: db = optarg; break;
-        case OPT_HTML: html = optarg; break;
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
-        case 'o': output = optarg; break;
-        case 'h': compare_usage(stdout); return CLI_OK;
+        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
         default: cli_error("see 'ntprof compare --help'"); return CLI_USAGE;
         }
     }

@@ -1,27 +1,10 @@
 /* ntprof convert: a model's architecture as editable markup. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cmd-onnx.h"
 #include "ntprof/onnx.h"
-
-static void convert_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof convert FILE [-o TOPOLOGY.xml] [options]\n"
-            "\n"
-            "Write the architecture of a model (ONNX or markup) as editable markup: every\n"
-            "layer with all its attributes, the batch as a param. Weights are not written\n"
-            "(the markup generates them from the seed). Change layer sizes and profile again.\n"
-            "\n"
-            "  -o, --output FILE      write the markup to FILE (default: stdout)\n"
-            "  -s, --set NAME=VALUE   bind a symbolic dim or override a <param> (repeatable)\n"
-            "  -b, --batch N          the batch to convert at (default: the model's)\n"
-            "  -M, --max-memory SIZE  refuse models needing more (default: physical RAM)\n"
-            "  -h, --help             this text\n");
-}
 
 typedef struct convert_arg {
     const ntp_graph *g, *other;
@@ -36,24 +19,33 @@ static ntp_status write_markup(ntp_ctx *ctx, const void *arg, ntp_format fmt, FI
 
 int cmd_convert(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"set", required_argument, NULL, 's'},
-        {"batch", required_argument, NULL, 'b'},  {"max-memory", required_argument, NULL, 'M'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
     cli_topo_opts topo = {0};
     const char *output = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof convert FILE [-o TOPOLOGY.xml] [options]\n"
+                 "\n"
+                 "Write the architecture of a model (ONNX or markup) as editable markup: every\n"
+                 "layer with all its attributes, the batch as a param. Weights are not written\n"
+                 "(the markup generates them from the seed). Change layer sizes and profile again.\n"
+                 "\n"),
+        CLI_STR("output", 'o', "FILE", "write the markup to FILE (default: stdout)", &output),
+        CLI_OPT("set", 's', "NAME=VALUE", "bind a symbolic dim or override a <param> (repeatable)"),
+        CLI_OPT("batch", 'b', "N", "the batch to convert at (default: the model's)"),
+        CLI_OPT("max-memory", 'M', "SIZE", "refuse models needing more (default: physical RAM)"),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt, rc = CLI_USAGE;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "o:s:b:M:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
         if (r > 0)
             continue;
         switch (opt) {
-        case 'o': output = optarg; break;
-        case 'h': convert_usage(stdout); rc = CLI_OK; goto out;
+        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof convert --help'"); goto out;
         }
     }

@@ -1,23 +1,7 @@
 /* ntprof counters: what this machine can count, and why not the rest. */
-#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
-
-static void counters_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof counters [--all]\n"
-            "\n"
-            "Lists the counter sets and events `ntprof run --counters` accepts and the\n"
-            "tools `ntprof run --tool` can steer, each with whether it works on this\n"
-            "machine and, when it does not, why (docs/counters.md). Every answer comes\n"
-            "from trying: each event is opened once, perf and valgrind are asked their\n"
-            "versions.\n"
-            "\n"
-            "  -a, --all     also list every event of the other kernel PMUs (msr, ...)\n"
-            "  -h, --help    this text\n");
-}
 
 /* Write text word-wrapped at 100 columns, continuation lines indented. */
 static void wrapped(const char *text, int indent, int first_col)
@@ -48,18 +32,26 @@ int cmd_counters(int argc, char **argv);
 
 int cmd_counters(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"all", no_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool all = false;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof counters [--all]\n"
+                 "\n"
+                 "Lists the counter sets and events `ntprof run --counters` accepts and the\n"
+                 "tools `ntprof run --tool` can steer, each with whether it works on this\n"
+                 "machine and, when it does not, why (docs/counters.md). Every answer comes\n"
+                 "from trying: each event is opened once, perf and valgrind are asked their\n"
+                 "versions.\n"
+                 "\n"),
+        CLI_SET("all", 'a', "also list every event of the other kernel PMUs (msr, ...)", &all),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "ah", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case 'a': all = true; break;
-        case 'h': counters_usage(stdout); return CLI_OK;
+        case 'h': cli_usage(stdout, opts, 16); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
         default: cli_error("see 'ntprof counters --help'"); return CLI_USAGE;
         }
     }

@@ -1,5 +1,4 @@
 /* ntprof export: a topology as an ONNX model with its weights. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,48 +6,41 @@
 #include "cmd-onnx.h"
 #include "ntprof/onnx.h"
 
-static void export_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof export FILE -o MODEL.onnx [options]\n"
-            "\n"
-            "Write a topology (markup or ONNX) as an ONNX model (opset 17) with the weights a\n"
-            "run with the same seed uses, so that running the model gives the same outputs.\n"
-            "\n"
-            "  -o, --output FILE      the .onnx file to write (required; written atomically)\n"
-            "      --seed N           seed of the generated weights (default 1, as ntprof run)\n"
-            "      --network-only     leave out a leading mfcc and a trailing ctc_decode, which\n"
-            "                         have no ONNX operator (otherwise they are refused)\n"
-            "  -s, --set NAME=VALUE   override a <param> (repeatable)\n"
-            "  -b, --batch N          shorthand for --set batch=N\n"
-            "  -M, --max-memory SIZE  refuse topologies needing more (default: physical RAM)\n"
-            "  -h, --help             this text\n");
-}
-
 int cmd_export(int argc, char **argv)
 {
     enum { OPT_SEED = 256, OPT_NETWORK_ONLY };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},  {"seed", required_argument, NULL, OPT_SEED},
-        {"network-only", no_argument, NULL, OPT_NETWORK_ONLY},
-        {"set", required_argument, NULL, 's'},     {"batch", required_argument, NULL, 'b'},
-        {"max-memory", required_argument, NULL, 'M'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     cli_topo_opts topo = {0};
     ntp_onnx_export_opts eo = {.seed = 1};
     const char *output = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof export FILE -o MODEL.onnx [options]\n"
+                 "\n"
+                 "Write a topology (markup or ONNX) as an ONNX model (opset 17) with the weights a\n"
+                 "run with the same seed uses, so that running the model gives the same outputs.\n"
+                 "\n"),
+        CLI_STR("output", 'o', "FILE", "the .onnx file to write (required; written atomically)",
+                &output),
+        CLI_OPT("seed", OPT_SEED, "N", "seed of the generated weights (default 1, as ntprof run)"),
+        CLI_SET("network-only", OPT_NETWORK_ONLY,
+                "leave out a leading mfcc and a trailing ctc_decode, which\n"
+                "have no ONNX operator (otherwise they are refused)",
+                &eo.network_only),
+        CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
+        CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
+        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt, rc = CLI_USAGE;
     int64_t v;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "o:s:b:M:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
         if (r > 0)
             continue;
         switch (opt) {
-        case 'o': output = optarg; break;
         case OPT_SEED:
             if (!cli_parse_int(optarg, 0, INT64_MAX, &v)) {
                 cli_error("--seed expects a non-negative integer, got '%s'", optarg);
@@ -56,8 +48,8 @@ int cmd_export(int argc, char **argv)
             }
             eo.seed = (uint64_t)v;
             break;
-        case OPT_NETWORK_ONLY: eo.network_only = true; break;
-        case 'h': export_usage(stdout); rc = CLI_OK; goto out;
+        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof export --help'"); goto out;
         }
     }

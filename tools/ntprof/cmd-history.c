@@ -1,6 +1,5 @@
 /* ntprof history: list the runs recorded in the history database, or show
  * one of them again. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,26 +7,6 @@
 #include "cli.h"
 
 int cmd_history(int argc, char **argv);
-
-static void history_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof history [options]\n"
-            "\n"
-            "Lists the runs `ntprof run` recorded, newest first, or shows one again.\n"
-            "\n"
-            "      --db PATH          the history database (default:\n"
-            "                         $XDG_DATA_HOME/ntprof/history.db or\n"
-            "                         ~/.local/share/ntprof/history.db)\n"
-            "      --topology NAME    only runs of this topology\n"
-            "      --backend NAME     only runs on this backend\n"
-            "      --since DATE       only runs from DATE on (2025-03-01 or 2025-03-01T12:00:00Z)\n"
-            "  -n, --limit N          at most N runs (default: all)\n"
-            "      --show ID          the full report of run ID instead of the list\n"
-            "  -f, --format F         table (default), json or csv\n"
-            "  -o, --output FILE      write to FILE (written only on success)\n"
-            "  -h, --help             this text\n");
-}
 
 enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW };
 
@@ -60,37 +39,36 @@ static ntp_status write_text(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 
 int cmd_history(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"topology", required_argument, NULL, OPT_TOPOLOGY},
-        {"backend", required_argument, NULL, OPT_BACKEND},
-        {"since", required_argument, NULL, OPT_SINCE},
-        {"limit", required_argument, NULL, 'n'},
-        {"show", required_argument, NULL, OPT_SHOW},
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     ntp_history_filter filter = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
-    int64_t v, show = 0;
+    int64_t show = 0;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof history [options]\n"
+                 "\n"
+                 "Lists the runs `ntprof run` recorded, newest first, or shows one again.\n"
+                 "\n"),
+        CLI_STR("db", OPT_DB, "PATH",
+                "the history database (default:\n"
+                "$XDG_DATA_HOME/ntprof/history.db or\n"
+                "~/.local/share/ntprof/history.db)",
+                &db),
+        CLI_STR("topology", OPT_TOPOLOGY, "NAME", "only runs of this topology", &filter.topology),
+        CLI_STR("backend", OPT_BACKEND, "NAME", "only runs on this backend", &filter.backend),
+        CLI_STR("since", OPT_SINCE, "DATE",
+                "only runs from DATE on (2025-03-01 or 2025-03-01T12:00:00Z)", &filter.since),
+        CLI_NUM("limit", 'n', "N", "at most N runs (default: all)", &filter.limit, 1, 1000000000,
+                "a positive integer"),
+        CLI_OPT("show", OPT_SHOW, "ID", "the full report of run ID instead of the list"),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "n:f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case OPT_DB: db = optarg; break;
-        case OPT_TOPOLOGY: filter.topology = optarg; break;
-        case OPT_BACKEND: filter.backend = optarg; break;
-        case OPT_SINCE: filter.since = optarg; break;
-        case 'n':
-            if (!cli_parse_int(optarg, 1, 1000000000, &v)) {
-                cli_error("--limit expects a positive integer, got '%s'", optarg);
-                return CLI_USAGE;
-            }
-            filter.limit = (int)v;
-            break;
         case OPT_SHOW:
             if (!cli_parse_int(optarg, 1, INT64_MAX, &show)) {
                 cli_error("--show expects a run id (a positive integer), got '%s'", optarg);
@@ -101,8 +79,8 @@ int cmd_history(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
-        case 'o': output = optarg; break;
-        case 'h': history_usage(stdout); return CLI_OK;
+        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
         default: cli_error("see 'ntprof history --help'"); return CLI_USAGE;
         }
     }

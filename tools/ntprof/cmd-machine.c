@@ -1,6 +1,5 @@
 /* ntprof machine: describe this machine and measure (or recall) its
  * ceilings, which every run's roofline uses. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,29 +7,6 @@
 #include "cli.h"
 
 int cmd_machine(int argc, char **argv);
-
-static void machine_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof machine [options]\n"
-            "\n"
-            "Describes this machine (packages, cores, caches, NUMA nodes, ISA, memory) and\n"
-            "measures its ceilings: peak FLOP/s per precision (an FMA micro-kernel on every\n"
-            "CPU, and the best backend's GEMM) and the bandwidth of each memory level. The\n"
-            "ceilings are cached in the history database; `ntprof run` places every layer\n"
-            "on the roofline they draw.\n"
-            "\n"
-            "      --remeasure        measure again even if ceilings are cached\n"
-            "      --no-measure       describe the machine only (cached ceilings still shown)\n"
-            "      --seconds S        time per measurement (default 0.25)\n"
-            "  -t, --threads N        measure with N threads (default 0: every CPU)\n"
-            "      --no-gemm          skip the backends' GEMM\n"
-            "      --db PATH          the history database that caches the ceilings\n"
-            "      --no-db            neither read nor write cached ceilings\n"
-            "  -f, --format F         table (default), json or csv\n"
-            "  -o, --output FILE      write to FILE (written only on success)\n"
-            "  -h, --help             this text\n");
-}
 
 enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
 
@@ -56,32 +32,39 @@ static void warn_db(ntp_ctx *ctx)
 
 int cmd_machine(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"remeasure", no_argument, NULL, OPT_REMEASURE},
-        {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
-        {"seconds", required_argument, NULL, OPT_SECONDS},
-        {"threads", required_argument, NULL, 't'},
-        {"no-gemm", no_argument, NULL, OPT_NO_GEMM},
-        {"db", required_argument, NULL, OPT_DB},
-        {"no-db", no_argument, NULL, OPT_NO_DB},
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     ntp_machine_opts mo;
     ntp_machine_opts_default(&mo);
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
     bool remeasure = false, measure = true, use_db = true;
-    int64_t v;
     double d;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof machine [options]\n"
+                 "\n"
+                 "Describes this machine (packages, cores, caches, NUMA nodes, ISA, memory) and\n"
+                 "measures its ceilings: peak FLOP/s per precision (an FMA micro-kernel on every\n"
+                 "CPU, and the best backend's GEMM) and the bandwidth of each memory level. The\n"
+                 "ceilings are cached in the history database; `ntprof run` places every layer\n"
+                 "on the roofline they draw.\n"
+                 "\n"),
+        CLI_SET("remeasure", OPT_REMEASURE, "measure again even if ceilings are cached", &remeasure),
+        CLI_UNSET("no-measure", OPT_NO_MEASURE,
+                  "describe the machine only (cached ceilings still shown)", &measure),
+        CLI_OPT("seconds", OPT_SECONDS, "S", "time per measurement (default 0.25)"),
+        CLI_NUM("threads", 't', "N", "measure with N threads (default 0: every CPU)", &mo.threads, 0,
+                4096, "a number of threads (0: every CPU)"),
+        CLI_UNSET("no-gemm", OPT_NO_GEMM, "skip the backends' GEMM", &mo.gemm),
+        CLI_STR("db", OPT_DB, "PATH", "the history database that caches the ceilings", &db),
+        CLI_UNSET("no-db", OPT_NO_DB, "neither read nor write cached ceilings", &use_db),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "t:f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case OPT_REMEASURE: remeasure = true; break;
-        case OPT_NO_MEASURE: measure = false; break;
         case OPT_SECONDS:
             if (!cli_parse_double(optarg, 0.001, 600, &d)) {
                 cli_error("--seconds expects a time from 0.001 to 600, got '%s'", optarg);
@@ -89,22 +72,12 @@ int cmd_machine(int argc, char **argv)
             }
             mo.seconds = d;
             break;
-        case 't':
-            if (!cli_parse_int(optarg, 0, 4096, &v)) {
-                cli_error("--threads expects a number of threads (0: every CPU), got '%s'", optarg);
-                return CLI_USAGE;
-            }
-            mo.threads = (int)v;
-            break;
-        case OPT_NO_GEMM: mo.gemm = false; break;
-        case OPT_DB: db = optarg; break;
-        case OPT_NO_DB: use_db = false; break;
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
-        case 'o': output = optarg; break;
-        case 'h': machine_usage(stdout); return CLI_OK;
+        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
         default: cli_error("see 'ntprof machine --help'"); return CLI_USAGE;
         }
     }

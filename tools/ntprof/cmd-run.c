@@ -1,5 +1,4 @@
 /* ntprof run: build a topology on a backend, run it, and measure it. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,73 +6,15 @@
 #include "cli-backends.h"
 #include "cli.h"
 
-static void run_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof run FILE [options]\n"
-            "\n"
-            "Builds the topology on a backend with random weights (or the model's own),\n"
-            "feeds it synthetic or given inputs, and measures every layer and the whole.\n"
-            "\n"
-            "topology:\n"
-            "  -s, --set NAME=VALUE    override a <param> (repeatable)\n"
-            "  -b, --batch N           shorthand for --set batch=N\n"
-            "  -p, --precision P       f32, bf16, f16 or i8; tf32: f32 storage with TF32\n"
-            "                          tensor-core math on GPUs (docs/gpu.md)\n"
-            "  -M, --max-memory SIZE   refuse topologies needing more (default: physical RAM)\n"
-            "execution:\n"
-            "  -B, --backend NAME      backend (built: %s), or a comma-separated list to\n"
-            "                          compare side by side; -o, --trace and --html may then\n"
-            "                          hold {backend} for one report per backend\n"
-            "  -t, --threads N         threads for the backend (default 0: all cores)\n"
-            "      --pin CPUS          pin to a CPU list such as 0-1,3\n"
-            "      --seed N            seed of weights and synthetic inputs (default 1)\n"
-            "      --fuse              let the backend fuse layers (conv/fc + bias + activation + add)\n"
-            "      --wait-policy P     thread pools' idle workers: spin, passive or auto\n"
-            "                          (default: passive beside busy processes, else a\n"
-            "                          short spin; docs/run.md#wait-policy)\n"
-            "      --place LAYER=BACKEND  run LAYER on BACKEND, as its backend= attribute\n"
-            "                          would (repeatable; docs/gpu.md)\n"
-            "      --cuda-graph        replay each pass on the GPU as a captured CUDA graph\n"
-            "  -i, --input [NAME=]FILE a graph input from a .npy file (repeatable)\n"
-            "      --save-outputs DIR  write every graph output as DIR/output_<i>.npy\n"
-            "measurement:\n"
-            "  -w, --warmup N          warm-up iterations, discarded (default 3)\n"
-            "  -n, --iterations N      at least N measured iterations (default 10)\n"
-            "      --min-time S        ... until the end-to-end times add up to S seconds, and\n"
-            "                          the per-layer ones too (default 1)\n"
-            "      --only MARKER       measure only the layers of a <marker>\n"
-            "      --noise-cv X        warn when the coefficient of variation exceeds X (0.05)\n"
-            "      --no-accuracy       skip the f32 comparison of bf16, f16 and i8 runs\n"
-            "counters and tools (a separate pass after the timing; docs/counters.md):\n"
-            "      --counters LIST     count per layer: sets sw, basic, cache, topdown, all, and\n"
-            "                          event names (`ntprof counters` lists this machine's)\n"
-            "      --tool NAME         count each layer under perf-stat[:EVENTS],\n"
-            "                          perf-record[:EVENTS], callgrind, cachegrind,\n"
-            "                          papi[:EVENTS] or nvtx; ncu[:MARKER] (Nsight Compute on\n"
-            "                          a marker's kernels) or nsys (a timeline) on GPUs\n"
-            "      --tool-dir DIR      where tools leave files (default: a new temp directory)\n"
-            "      --counter-iterations N  iterations of the counting pass (default: -n)\n"
-            "output:\n"
-            "  -f, --format F          table (default), json or csv\n"
-            "  -o, --output FILE       write the report to FILE (written only on success)\n"
-            "      --trace FILE        write a Chrome trace (Perfetto, chrome://tracing)\n"
-            "      --html FILE         write a self-contained HTML report with charts\n"
-            "history:\n"
-            "      --db PATH           record the run in this history database (default:\n"
-            "                          $XDG_DATA_HOME/ntprof/history.db); its cached machine\n"
-            "                          ceilings (`ntprof machine`) give the roofline\n"
-            "      --no-db             do not record the run\n"
-            "  -h, --help              this text\n",
-            ntp_backends());
-}
-
 enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
        OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB, OPT_HTML };
 
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
+
+/* The column run's --help starts each option's text at. */
+#define RUN_HELP_COL 26
 
 /* --tool ncu[:MARKER] and --tool nsys profile the GPU (docs/gpu.md). */
 static bool gpu_tool(const char *t)
@@ -196,32 +137,93 @@ static ntp_status run_once(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
 
 int cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"set", required_argument, NULL, 's'},         {"batch", required_argument, NULL, 'b'},
-        {"precision", required_argument, NULL, 'p'},   {"max-memory", required_argument, NULL, 'M'},
-        {"backend", required_argument, NULL, 'B'},     {"threads", required_argument, NULL, 't'},
-        {"pin", required_argument, NULL, OPT_PIN},     {"seed", required_argument, NULL, OPT_SEED},
-        {"input", required_argument, NULL, 'i'},       {"save-outputs", required_argument, NULL, OPT_SAVE},
-        {"warmup", required_argument, NULL, 'w'},      {"iterations", required_argument, NULL, 'n'},
-        {"min-time", required_argument, NULL, OPT_MIN_TIME}, {"only", required_argument, NULL, OPT_ONLY},
-        {"noise-cv", required_argument, NULL, OPT_NOISE}, {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},      {"trace", required_argument, NULL, OPT_TRACE},
-        {"fuse", no_argument, NULL, OPT_FUSE},         {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY},
-        {"db", required_argument, NULL, OPT_DB},       {"no-db", no_argument, NULL, OPT_NO_DB},
-        {"html", required_argument, NULL, OPT_HTML},
-        {"counters", required_argument, NULL, OPT_COUNTERS}, {"tool", required_argument, NULL, OPT_TOOL},
-        {"tool-dir", required_argument, NULL, OPT_TOOL_DIR},
-        {"counter-iterations", required_argument, NULL, OPT_COUNTER_ITERATIONS},
-        {"place", required_argument, NULL, OPT_PLACE}, {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
-    };
     cli_topo_opts topo = {.math_modes = true};
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL;
     bool use_db = true;
-    char backend_buf[1024];
+    char backend_buf[1024], backend_help[512];
+    snprintf(backend_help, sizeof backend_help,
+             "backend (built: %s), or a comma-separated list to\n"
+             "compare side by side; -o, --trace and --html may then\n"
+             "hold {backend} for one report per backend",
+             ntp_backends());
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof run FILE [options]\n"
+                 "\n"
+                 "Builds the topology on a backend with random weights (or the model's own),\n"
+                 "feeds it synthetic or given inputs, and measures every layer and the whole.\n"
+                 "\n"
+                 "topology:\n"),
+        CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
+        CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
+        CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8; tf32: f32 storage with TF32\n"
+                                       "tensor-core math on GPUs (docs/gpu.md)"),
+        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_HELP("execution:\n"),
+        CLI_OPT("backend", 'B', "NAME", backend_help),
+        CLI_NUM("threads", 't', "N", "threads for the backend (default 0: all cores)", &ro.threads, 0,
+                4096, "a number of threads (0: all cores)"),
+        CLI_STR("pin", OPT_PIN, "CPUS", "pin to a CPU list such as 0-1,3", &ro.pin),
+        CLI_OPT("seed", OPT_SEED, "N", "seed of weights and synthetic inputs (default 1)"),
+        CLI_SET("fuse", OPT_FUSE,
+                "let the backend fuse layers (conv/fc + bias + activation + add)", &ro.fuse),
+        /* main.c takes --wait-policy out of argv before any command sees it. */
+        CLI_HELP("      --wait-policy P     thread pools' idle workers: spin, passive or auto\n"
+                 "                          (default: passive beside busy processes, else a\n"
+                 "                          short spin; docs/run.md#wait-policy)\n"),
+        CLI_OPT("place", OPT_PLACE, "LAYER=BACKEND", "run LAYER on BACKEND, as its backend= attribute\n"
+                                                     "would (repeatable; docs/gpu.md)"),
+        CLI_SET("cuda-graph", OPT_CUDA_GRAPH, "replay each pass on the GPU as a captured CUDA graph",
+                &ro.cuda_graph),
+        CLI_OPT("input", 'i', "[NAME=]FILE", "a graph input from a .npy file (repeatable)"),
+        CLI_STR("save-outputs", OPT_SAVE, "DIR", "write every graph output as DIR/output_<i>.npy",
+                &ro.save_outputs_dir),
+        CLI_HELP("measurement:\n"),
+        CLI_NUM("warmup", 'w', "N", "warm-up iterations, discarded (default 3)", &ro.warmup, 0, 1000000,
+                "a non-negative integer"),
+        CLI_NUM("iterations", 'n', "N", "at least N measured iterations (default 10)", &ro.iterations,
+                1, 10000000, "a positive integer"),
+        CLI_OPT("min-time", OPT_MIN_TIME, "S",
+                "... until the end-to-end times add up to S seconds, and\n"
+                "the per-layer ones too (default 1)"),
+        CLI_STR("only", OPT_ONLY, "MARKER", "measure only the layers of a <marker>", &ro.only_marker),
+        CLI_OPT("noise-cv", OPT_NOISE, "X", "warn when the coefficient of variation exceeds X (0.05)"),
+        CLI_UNSET("no-accuracy", OPT_NO_ACCURACY, "skip the f32 comparison of bf16, f16 and i8 runs",
+                  &ro.accuracy),
+        CLI_HELP("counters and tools (a separate pass after the timing; docs/counters.md):\n"),
+        CLI_STR("counters", OPT_COUNTERS, "LIST",
+                "count per layer: sets sw, basic, cache, topdown, all, and\n"
+                "event names (`ntprof counters` lists this machine's)",
+                &ro.counters),
+        CLI_STR("tool", OPT_TOOL, "NAME",
+                "count each layer under perf-stat[:EVENTS],\n"
+                "perf-record[:EVENTS], callgrind, cachegrind,\n"
+                "papi[:EVENTS] or nvtx; ncu[:MARKER] (Nsight Compute on\n"
+                "a marker's kernels) or nsys (a timeline) on GPUs",
+                &ro.tool),
+        CLI_STR("tool-dir", OPT_TOOL_DIR, "DIR",
+                "where tools leave files (default: a new temp directory)", &ro.tool_dir),
+        CLI_NUM("counter-iterations", OPT_COUNTER_ITERATIONS, "N",
+                "iterations of the counting pass (default: -n)", &ro.counter_iterations, 1, 10000000,
+                "a positive integer"),
+        CLI_HELP("output:\n"),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)", &output),
+        CLI_OPT("trace", OPT_TRACE, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)"),
+        CLI_STR("html", OPT_HTML, "FILE", "write a self-contained HTML report with charts", &html),
+        CLI_HELP("history:\n"),
+        CLI_STR("db", OPT_DB, "PATH",
+                "record the run in this history database (default:\n"
+                "$XDG_DATA_HOME/ntprof/history.db); its cached machine\n"
+                "ceilings (`ntprof machine`) give the roofline",
+                &db),
+        CLI_UNSET("no-db", OPT_NO_DB, "do not record the run", &use_db),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     const char **places = calloc((size_t)argc + 1, sizeof *places);
     int n_inputs = 0, n_places = 0, opt, rc = CLI_USAGE;
@@ -232,8 +234,7 @@ int cmd_run(int argc, char **argv)
         cli_error("out of memory");
         return CLI_FAIL;
     }
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "s:b:p:M:B:t:i:w:n:f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         int r = cli_topo_option(&topo, opt, optarg);
         if (r < 0)
             goto out;
@@ -241,14 +242,6 @@ int cmd_run(int argc, char **argv)
             continue;
         switch (opt) {
         case 'B': ro.backend = cli_backend_names(optarg, backend_buf, sizeof backend_buf); break;
-        case 't':
-            if (!cli_parse_int(optarg, 0, 4096, &v)) {
-                cli_error("--threads expects a number of threads (0: all cores), got '%s'", optarg);
-                goto out;
-            }
-            ro.threads = (int)v;
-            break;
-        case OPT_PIN: ro.pin = optarg; break;
         case OPT_SEED:
             if (!cli_parse_int(optarg, 0, INT64_MAX, &v)) {
                 cli_error("--seed expects a non-negative integer, got '%s'", optarg);
@@ -257,21 +250,6 @@ int cmd_run(int argc, char **argv)
             ro.seed = (uint64_t)v;
             break;
         case 'i': inputs[n_inputs++] = optarg; break;
-        case OPT_SAVE: ro.save_outputs_dir = optarg; break;
-        case 'w':
-            if (!cli_parse_int(optarg, 0, 1000000, &v)) {
-                cli_error("--warmup expects a non-negative integer, got '%s'", optarg);
-                goto out;
-            }
-            ro.warmup = (int)v;
-            break;
-        case 'n':
-            if (!cli_parse_int(optarg, 1, 10000000, &v)) {
-                cli_error("--iterations expects a positive integer, got '%s'", optarg);
-                goto out;
-            }
-            ro.iterations = (int)v;
-            break;
         case OPT_MIN_TIME:
             if (!cli_parse_double(optarg, 0, 86400, &d)) {
                 cli_error("--min-time expects seconds (0 to 86400), got '%s'", optarg);
@@ -279,9 +257,6 @@ int cmd_run(int argc, char **argv)
             }
             ro.min_time_s = d;
             break;
-        case OPT_ONLY: ro.only_marker = optarg; break;
-        case OPT_FUSE: ro.fuse = true; break;
-        case OPT_NO_ACCURACY: ro.accuracy = false; break;
         case OPT_NOISE:
             if (!cli_parse_double(optarg, 0, 10, &d) || d == 0) {
                 cli_error("--noise-cv expects a positive fraction such as 0.05, got '%s'", optarg);
@@ -293,14 +268,7 @@ int cmd_run(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
-        case 'o': output = optarg; break;
         case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
-        case OPT_DB: db = optarg; break;
-        case OPT_NO_DB: use_db = false; break;
-        case OPT_HTML: html = optarg; break;
-        case OPT_COUNTERS: ro.counters = optarg; break;
-        case OPT_TOOL: ro.tool = optarg; break;
-        case OPT_TOOL_DIR: ro.tool_dir = optarg; break;
         case OPT_PLACE:
             if (!strchr(optarg, '=')) {
                 cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
@@ -316,15 +284,8 @@ int cmd_run(int argc, char **argv)
             }
             places[n_places++] = optarg;
             break;
-        case OPT_CUDA_GRAPH: ro.cuda_graph = true; break;
-        case OPT_COUNTER_ITERATIONS:
-            if (!cli_parse_int(optarg, 1, 10000000, &v)) {
-                cli_error("--counter-iterations expects a positive integer, got '%s'", optarg);
-                goto out;
-            }
-            ro.counter_iterations = (int)v;
-            break;
-        case 'h': run_usage(stdout); rc = CLI_OK; goto out;
+        case 'h': cli_usage(stdout, opts, RUN_HELP_COL); rc = CLI_OK; goto out;
+        case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof run --help'"); goto out;
         }
     }

@@ -5,7 +5,6 @@
  * otherwise; the table of every configuration's figures goes to stdout or
  * -o. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,34 +18,6 @@
 #include "cli.h"
 
 int cmd_sweep(int argc, char **argv);
-
-static void sweep_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ntprof sweep FILE --vary NAME=V1,V2,... [--vary ...] [options]\n"
-            "\n"
-            "Runs the topology once per configuration, each in a process of its own, and\n"
-            "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
-            "backend, precision, batch, threads or any <param> of the topology.\n"
-            "\n"
-            "sweep:\n"
-            "      --vary NAME=V1,... a factor and its values (repeatable); the first value\n"
-            "                         of each is the baseline\n"
-            "      --design D         ofat (default: one factor at a time around the\n"
-            "                         baseline) or full (every combination)\n"
-            "      --timeout S        stop a configuration after S seconds (default: none)\n"
-            "      --keep DIR         keep each configuration's report and log in DIR\n"
-            "options given to every configuration (not also varied):\n"
-            "  -s, --set NAME=VALUE   -b, --batch N   -p, --precision P   -B, --backend NAME\n"
-            "  -t, --threads N        -w, --warmup N  -n, --iterations N  --min-time S\n"
-            "      --seed N           --fuse          --no-accuracy       --pin CPUS\n"
-            "      --db PATH          --no-db         (each configuration's run is recorded)\n"
-            "output:\n"
-            "  -f, --format F         table (default), json or csv\n"
-            "  -o, --output FILE      write the table to FILE (written only on success)\n"
-            "      --html FILE        also write a self-contained HTML report with charts\n"
-            "  -h, --help             this text\n");
-}
 
 enum { OPT_VARY = 1000, OPT_DESIGN, OPT_TIMEOUT, OPT_KEEP, OPT_MIN_TIME, OPT_SEED, OPT_FUSE,
        OPT_NO_ACCURACY, OPT_PIN, OPT_DB, OPT_NO_DB, OPT_HTML };
@@ -268,20 +239,6 @@ static void clean_dir(const char *dir, int n)
 
 int cmd_sweep(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"vary", required_argument, NULL, OPT_VARY},      {"design", required_argument, NULL, OPT_DESIGN},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"keep", required_argument, NULL, OPT_KEEP},
-        {"set", required_argument, NULL, 's'},            {"batch", required_argument, NULL, 'b'},
-        {"precision", required_argument, NULL, 'p'},      {"backend", required_argument, NULL, 'B'},
-        {"threads", required_argument, NULL, 't'},        {"warmup", required_argument, NULL, 'w'},
-        {"iterations", required_argument, NULL, 'n'},     {"min-time", required_argument, NULL, OPT_MIN_TIME},
-        {"seed", required_argument, NULL, OPT_SEED},      {"fuse", no_argument, NULL, OPT_FUSE},
-        {"no-accuracy", no_argument, NULL, OPT_NO_ACCURACY}, {"pin", required_argument, NULL, OPT_PIN},
-        {"db", required_argument, NULL, OPT_DB},          {"no-db", no_argument, NULL, OPT_NO_DB},
-        {"format", required_argument, NULL, 'f'},         {"output", required_argument, NULL, 'o'},
-        {"html", required_argument, NULL, OPT_HTML},      {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     argv_list fixed = {0};
     const char *vary[64];
     int n_vary = 0;
@@ -291,9 +248,51 @@ int cmd_sweep(int argc, char **argv)
     double timeout = 0;
     bool fixed_builtin[4] = {false}; /* backend, precision, batch, threads given as fixed */
     cli_topo_opts topo = {0};
+    /* The options handed to every configuration are listed together in
+     * one block of text, so their entries carry no help of their own. */
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof sweep FILE --vary NAME=V1,V2,... [--vary ...] [options]\n"
+                 "\n"
+                 "Runs the topology once per configuration, each in a process of its own, and\n"
+                 "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
+                 "backend, precision, batch, threads or any <param> of the topology.\n"
+                 "\n"
+                 "sweep:\n"),
+        CLI_OPT("vary", OPT_VARY, "NAME=V1,...", "a factor and its values (repeatable); the first value\n"
+                                                 "of each is the baseline"),
+        CLI_OPT("design", OPT_DESIGN, "D", "ofat (default: one factor at a time around the\n"
+                                           "baseline) or full (every combination)"),
+        CLI_OPT("timeout", OPT_TIMEOUT, "S", "stop a configuration after S seconds (default: none)"),
+        CLI_STR("keep", OPT_KEEP, "DIR", "keep each configuration's report and log in DIR", &keep),
+        CLI_HELP("options given to every configuration (not also varied):\n"
+                 "  -s, --set NAME=VALUE   -b, --batch N   -p, --precision P   -B, --backend NAME\n"
+                 "  -t, --threads N        -w, --warmup N  -n, --iterations N  --min-time S\n"
+                 "      --seed N           --fuse          --no-accuracy       --pin CPUS\n"
+                 "      --db PATH          --no-db         (each configuration's run is recorded)\n"),
+        CLI_OPT("set", 's', "NAME=VALUE", NULL),
+        CLI_OPT("batch", 'b', "N", NULL),
+        CLI_OPT("precision", 'p', "P", NULL),
+        CLI_OPT("backend", 'B', "NAME", NULL),
+        CLI_OPT("threads", 't', "N", NULL),
+        CLI_OPT("warmup", 'w', "N", NULL),
+        CLI_OPT("iterations", 'n', "N", NULL),
+        CLI_OPT("min-time", OPT_MIN_TIME, "S", NULL),
+        CLI_OPT("seed", OPT_SEED, "N", NULL),
+        CLI_OPT("fuse", OPT_FUSE, NULL, NULL),
+        CLI_OPT("no-accuracy", OPT_NO_ACCURACY, NULL, NULL),
+        CLI_OPT("pin", OPT_PIN, "CPUS", NULL),
+        CLI_OPT("db", OPT_DB, "PATH", NULL),
+        CLI_OPT("no-db", OPT_NO_DB, NULL, NULL),
+        CLI_HELP("output:\n"),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)", &output),
+        CLI_STR("html", OPT_HTML, "FILE", "also write a self-contained HTML report with charts", &html),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
     int opt, rc = CLI_USAGE;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "s:b:p:B:t:w:n:f:o:h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         const char *flag = NULL;
         switch (opt) {
         case OPT_VARY:
@@ -315,14 +314,12 @@ int cmd_sweep(int argc, char **argv)
                 goto out;
             }
             continue;
-        case OPT_KEEP: keep = optarg; continue;
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             continue;
-        case 'o': output = optarg; continue;
-        case OPT_HTML: html = optarg; continue;
-        case 'h': sweep_usage(stdout); rc = CLI_OK; goto out;
+        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case CLI_OPT_BAD: goto out;
         case 's': flag = "--set"; if (cli_topo_option(&topo, opt, optarg) < 0) goto out; break;
         case 'b': flag = "--batch"; fixed_builtin[2] = true; break;
         case 'p': flag = "--precision"; fixed_builtin[1] = true; break;
