@@ -246,9 +246,10 @@ int ntp__graph_find_node(const ntp_graph *g, const char *name);
 /* Defaults every op starts from: bias on, stride and dilation 1, groups 1,
  * epsilon 1e-5, axis -1, ... */
 void ntp__attrs_default(ntp_attrs *a);
-/* Op-specific defaults on top of those (flatten axis 1, DeepSpeech's MFCC
- * settings, an unbounded clip); ntp__graph_add_node applies both, so a
- * reader only overwrites what the file gives. */
+/* Op-specific defaults on top of those, as op-attrs.h declares them
+ * (flatten axis 1, DeepSpeech's MFCC settings, an unbounded clip, ONNX's
+ * defaults); ntp__graph_add_node applies both, so a reader only overwrites
+ * what the file gives. Defined in op-attrs.c. */
 void ntp__attrs_op_default(ntp_op op, ntp_attrs *a);
 /* DeepSpeech's alphabet, used when a ctc_decode gives none. */
 extern const char ntp__default_alphabet[];

@@ -100,35 +100,6 @@ void ntp__attrs_default(ntp_attrs *a)
     a->beam_width = 16;
 }
 
-void ntp__attrs_op_default(ntp_op op, ntp_attrs *a)
-{
-    switch (op) {
-    case NTP_OP_FLATTEN:
-        a->axis = 1;
-        break;
-    case NTP_OP_MFCC:
-        /* DeepSpeech's front end: python_speech_features at 16 kHz with
-         * numcep=26 and numcontext=9. */
-        a->sample_rate = 16000;
-        a->window = 400;
-        a->hop = 160;
-        a->n_fft = 512;
-        a->mel_bands = 26;
-        a->coefficients = 26;
-        a->context = 9;
-        break;
-    case NTP_OP_CLIP:
-        a->min = -INFINITY;
-        a->max = INFINITY;
-        break;
-    case NTP_OP_CONSTANT:
-        a->constant.trainable = true;
-        break;
-    default:
-        break;
-    }
-}
-
 int ntp__graph_add_node(ntp_graph *g, const char *name, ntp_op op, int line)
 {
     if (g->n_nodes == g->cap_nodes) {

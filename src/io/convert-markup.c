@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "graph/op-attrs.h"
 #include "graph/op-onnx-impl.h"
 #include "ntprof/onnx.h"
 #include "onnx-impl.h"
@@ -183,169 +184,100 @@ static void attr_f(const mw *w, const char *name, double v)
     fputc('"', w->f);
 }
 
-static void spatial(const mw *w, const ntp_attrs *a, bool dilation)
-{
-    ints(w, "kernel", a->kernel, NULL, a->nk);
-    ints(w, "stride", a->stride, NULL, a->nk);
-    ints(w, "pad", a->pad, NULL, 2 * a->nk);
-    if (dilation)
-        ints(w, "dilation", a->dilation, NULL, a->nk);
-}
-
-/* The layer's own attributes; a2 is the same layer at the other batch. */
-static ntp_status attrs(mw *w, const ntp_node *n, const ntp_attrs *a2)
+/* The attributes whose writing is not one plain type (NTP_WRITE_SPECIAL in
+ * op-attrs.c). */
+static void write_special(const mw *w, const ntp_node *n, const ntp_attr_decl *d,
+                          const ntp_attrs *a2)
 {
     const ntp_attrs *a = &n->a;
-    switch (n->op) {
-    case NTP_OP_FC: attr_i(w, "units", a->units); attr_b(w, "bias", a->bias); break;
-    case NTP_OP_MATMUL: attr_b(w, "transpose_a", a->transpose_a); attr_b(w, "transpose_b", a->transpose_b); break;
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        attr_i(w, "filters", a->filters);
-        spatial(w, a, true);
-        attr_i(w, "groups", a->groups);
-        if (n->op == NTP_OP_DECONV)
-            ints(w, "output_padding", a->output_padding, NULL, a->nk);
-        attr_b(w, "bias", a->bias);
-        break;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-        spatial(w, a, n->op == NTP_OP_MAXPOOL);
-        attr_b(w, "ceil_mode", a->ceil_mode);
-        if (n->op == NTP_OP_AVGPOOL)
-            attr_b(w, "count_include_pad", a->count_include_pad);
-        break;
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_INSTANCENORM: attr_f(w, "epsilon", a->epsilon); break;
-    case NTP_OP_LAYERNORM: attr_f(w, "epsilon", a->epsilon); attr_i(w, "axis", a->axis); break;
-    case NTP_OP_RELU:
-        if (a->has_max)
-            attr_f(w, "max", a->max);
-        break;
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU: attr_f(w, "alpha", a->alpha); break;
-    case NTP_OP_SELU: attr_f(w, "alpha", a->alpha); attr_f(w, "gamma", a->value); break;
-    case NTP_OP_HARD_SIGMOID: attr_f(w, "alpha", a->alpha); attr_f(w, "beta", a->value); break;
-    case NTP_OP_SHRINK: attr_f(w, "lambd", a->alpha); attr_f(w, "bias", a->value); break;
-    case NTP_OP_CLIP:
-        if (!isinf(a->min))
-            attr_f(w, "min", a->min);
-        if (!isinf(a->max))
-            attr_f(w, "max", a->max);
-        break;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_HARDMAX:
-    case NTP_OP_CONCAT:
-    case NTP_OP_FLATTEN: attr_i(w, "axis", a->axis); break;
-    case NTP_OP_SPLIT: attr_i(w, "axis", a->axis); ints(w, "sizes", a->sizes, a2 ? a2->sizes : NULL, a->n_sizes); break;
-    case NTP_OP_RESHAPE: ints(w, "shape", a->shape, a2 ? a2->shape : NULL, a->n_shape); break;
-    case NTP_OP_TRANSPOSE: ints(w, "perm", a->perm, NULL, a->n_perm); break;
-    case NTP_OP_PAD:
-        ints(w, "pads", a->pads, NULL, a->n_pads);
-        attr_s(w, "mode", a->pad_mode == NTP_PADMODE_REFLECT ? "reflect"
-                          : a->pad_mode == NTP_PADMODE_EDGE ? "edge" : "constant");
-        attr_f(w, "value", a->value);
-        break;
-    case NTP_OP_EMBEDDING: attr_i(w, "vocab", a->vocab); attr_i(w, "units", a->units); break;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        attr_i(w, "units", a->units);
-        attr_s(w, "direction", a->direction == NTP_DIR_FORWARD ? "forward"
-                               : a->direction == NTP_DIR_REVERSE ? "reverse" : "bidirectional");
-        attr_s(w, "merge", a->merge == NTP_MERGE_SUM ? "sum" : "concat");
-        attr_s(w, "sequence", a->last_step ? "last" : "full");
-        if (n->op == NTP_OP_RNN)
-            attr_s(w, "activation", a->rnn_act == NTP_RNN_ACT_RELU ? "relu" : "tanh");
-        attr_b(w, "bias", a->bias);
-        break;
-    case NTP_OP_ATTENTION: attr_i(w, "heads", a->heads); attr_b(w, "causal", a->causal); attr_b(w, "bias", a->bias); break;
-    case NTP_OP_MFCC:
-        attr_i(w, "sample_rate", a->sample_rate);
-        attr_i(w, "window", a->window);
-        attr_i(w, "hop", a->hop);
-        attr_i(w, "fft", a->n_fft);
-        attr_i(w, "mel_bands", a->mel_bands);
-        attr_i(w, "coefficients", a->coefficients);
-        attr_i(w, "context", a->context);
-        break;
-    case NTP_OP_CTC_DECODE:
-        attr_s(w, "mode", a->decode == NTP_CTC_GREEDY ? "greedy" : "beam");
-        attr_i(w, "beam_width", a->beam_width);
-        if (a->alphabet)
-            attr_s(w, "alphabet", a->alphabet);
-        break;
-    case NTP_OP_CONVERT:
-        if (a->has_to_dtype)
-            attr_s(w, "to", ntp_dtype_name(a->to_dtype));
-        if (a->has_to_layout)
-            attr_s(w, "layout", a->to_layout == NTP_LAYOUT_NHWC ? "nhwc" : "nchw");
-        break;
-    case NTP_OP_PRELU:
+    if (n->op == NTP_OP_PRELU) {
         if (a->n_shape > 0 && ntp_shape_numel(&w->g->tensors[n->w[0]].shape) == 1)
-            attr_b(w, "shared", true);
-        break;
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-    case NTP_OP_REDUCE_LOG_SUM:
-    case NTP_OP_REDUCE_LOG_SUM_EXP:
-        if (a->n_perm > 0)
-            ints(w, "axes", a->perm, NULL, a->n_perm);
-        break;
-    case NTP_OP_LRN:
-        attr_i(w, "size", ntp__lrn_size(a));
-        attr_f(w, "alpha", ntp__lrn_alpha(a));
-        attr_f(w, "beta", ntp__lrn_beta(a));
-        attr_f(w, "bias", ntp__lrn_bias(a));
-        break;
-    case NTP_OP_CONSTANT:
+            attr_b(w, d->name, true);
+    } else if (n->op == NTP_OP_CONSTANT) {
         /* A scalar is written as [1] (the markup's shapes have a dim or
          * more): the same value, and it broadcasts alike. */
         if (a->n_shape == 0)
-            attr_s(w, "shape", "1");
+            attr_s(w, d->name, "1");
         else
-            ints(w, "shape", a->shape, a2 ? a2->shape : NULL, a->n_shape);
-        attr_b(w, "trainable", a->constant.trainable);
-        break;
-    case NTP_OP_SLICE:
-        ints(w, "starts", a->pads, a2 ? a2->pads : NULL, a->n_pads);
-        ints(w, "ends", a->pads + NTP_SLICE_ENDS, a2 ? a2->pads + NTP_SLICE_ENDS : NULL, a->n_pads);
-        if (a->n_perm)
-            ints(w, "axes", a->perm, NULL, a->n_perm);
-        if (a->n_shape)
-            ints(w, "steps", a->shape, NULL, a->n_shape);
-        break;
-    case NTP_OP_EXPAND: ints(w, "shape", a->shape, a2 ? a2->shape : NULL, a->n_shape); break;
-    case NTP_OP_RESIZE:
-        if (a->n_shape > 0) {
-            ints(w, "sizes", a->shape, a2 ? a2->shape : NULL, a->n_shape);
-        } else {
-            fputs(" scales=\"", w->f);
-            for (int d = 0; d < a->n_pads; d++) {
-                if (d)
-                    fputc(',', w->f);
-                num(w->f, (double)(float)((double)a->pads[d] / (double)a->pads[NTP_RESIZE_DEN + d]));
-            }
-            fputc('"', w->f);
+            ints(w, d->name, a->shape, a2 ? a2->shape : NULL, a->n_shape);
+    } else if (d->parse == NTP_PARSE_STARTS || d->parse == NTP_PARSE_ENDS) {
+        int off = d->parse == NTP_PARSE_ENDS ? NTP_SLICE_ENDS : 0;
+        ints(w, d->name, a->pads + off, a2 ? a2->pads + off : NULL, a->n_pads);
+    } else if (d->parse == NTP_PARSE_SCALES && a->n_shape == 0) {
+        /* Resize by scales (by sizes when n_shape > 0: the sizes row). */
+        fprintf(w->f, " %s=\"", d->name);
+        for (int k = 0; k < a->n_pads; k++) {
+            if (k)
+                fputc(',', w->f);
+            num(w->f, (double)(float)((double)a->pads[k] / (double)a->pads[NTP_RESIZE_DEN + k]));
         }
-        attr_s(w, "mode", ntp__resize_mode_names[ntp__resize_mode(a)]);
-        attr_s(w, "coordinates", ntp__resize_coord_names[ntp__resize_coord(a)]);
-        attr_s(w, "nearest", ntp__resize_nearest_names[ntp__resize_nearest(a)]);
-        attr_f(w, "cubic_a", ntp__resize_cubic_a(a));
-        attr_b(w, "exclude_outside", ntp__resize_exclude_outside(a));
+        fputc('"', w->f);
+    }
+}
+
+static const char *enum_name(const ntp_attr_decl *d, int k)
+{
+    return k >= 0 && k < d->n_names ? d->names[k] : d->names[0];
+}
+
+/* One declared attribute of the layer, if the declaration says it is
+ * written; a2 is the same layer at the other batch. */
+static void write_attr(const mw *w, const ntp_node *n, const ntp_attr_decl *d, const ntp_attrs *a2)
+{
+    const ntp_attrs *a = &n->a;
+    const void *p = d->field >= 0 ? ntp__attr_cptr(a, d->field) : NULL;
+    int count = d->count ? *(const int *)ntp__attr_cptr(a, d->count) : 0;
+    switch (d->write) {
+    case NTP_WRITE_ALWAYS: break;
+    case NTP_WRITE_NEVER: return;
+    case NTP_WRITE_IF_HAS:
+        if (!*(const bool *)ntp__attr_cptr(a, d->has))
+            return;
         break;
-    default:
+    case NTP_WRITE_IF_FINITE:
+        if (isinf(*(const double *)p))
+            return;
+        break;
+    case NTP_WRITE_IF_ANY:
+        if (d->type == NTP_ATTR_STRING ? *(char *const *)p == NULL : count <= 0)
+            return;
+        break;
+    case NTP_WRITE_SPATIAL:
+        /* As shape inference expanded them: nk values, pads begins then ends. */
+        count = d->parse == NTP_PARSE_SPATIAL_PAD ? 2 * a->nk : a->nk;
+        break;
+    case NTP_WRITE_SPECIAL: write_special(w, n, d, a2); return;
+    }
+    switch (d->type) {
+    case NTP_ATTR_INT: attr_i(w, d->name, *(const int64_t *)p); break;
+    case NTP_ATTR_INTS:
+    case NTP_ATTR_SPECIAL: {
+        const int64_t *v2 = a2 && (d->flags & NTP_ATTR_BATCH)
+                                ? (const int64_t *)ntp__attr_cptr(a2, d->field)
+                                : NULL;
+        ints(w, d->name, (const int64_t *)p, v2, count);
         break;
     }
+    case NTP_ATTR_FLOAT: attr_f(w, d->name, *(const double *)p); break;
+    case NTP_ATTR_BOOL: attr_b(w, d->name, *(const bool *)p); break;
+    case NTP_ATTR_ENUM: attr_s(w, d->name, enum_name(d, *(const int *)p)); break;
+    case NTP_ATTR_CHOICE: attr_s(w, d->name, enum_name(d, *(const bool *)p ? 1 : 0)); break;
+    case NTP_ATTR_STRING: attr_s(w, d->name, *(char *const *)p); break;
+    case NTP_ATTR_DTYPE: attr_s(w, d->name, ntp_dtype_name(*(const ntp_dtype *)p)); break;
+    case NTP_ATTR_LAYOUT:
+        attr_s(w, d->name, *(const ntp_layout *)p == NTP_LAYOUT_NHWC ? "nhwc" : "nchw");
+        break;
+    }
+}
+
+/* The layer's own attributes, as op-attrs.h declares them: every one it
+ * has, so that nothing is left to defaults. */
+static ntp_status attrs(mw *w, const ntp_node *n, const ntp_attrs *a2)
+{
+    int nd;
+    const ntp_attr_decl *d = ntp__op_attrs(n->op, &nd);
+    for (int i = 0; i < nd; i++)
+        write_attr(w, n, &d[i], a2);
     return NTP_STATUS_OK;
 }
 

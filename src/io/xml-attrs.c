@@ -17,176 +17,42 @@
 
 #include "core/ctx-impl.h"
 #include "expr-impl.h"
+#include "graph/op-attrs.h"
 #include "graph/op-onnx-impl.h"
 #include "xml-impl.h"
 
 const char *const ntp__xml_common_attrs[] = {"name", "inputs", "backend", "precision"};
 const int ntp__xml_n_common_attrs = 4;
 
-/* The attribute vocabulary of all ops. One id may mean different things on
- * different ops ("mode" is the padding mode of <pad> and the decoder of
- * <ctc_decode>); set_attr() switches on the op where it does. */
-#define ATTR_LIST(X)                                                                  \
-    X(UNITS, "units") X(DIM, "dim") X(HIDDEN, "hidden") X(FILTERS, "filters")         \
-    X(BIAS, "bias") X(KERNEL, "kernel") X(STRIDE, "stride") X(DILATION, "dilation")    \
-    X(PAD, "pad") X(OUTPUT_PADDING, "output_padding") X(GROUPS, "groups")              \
-    X(DEPTHWISE, "depthwise") X(CEIL_MODE, "ceil_mode")                                \
-    X(COUNT_INCLUDE_PAD, "count_include_pad") X(AXIS, "axis") X(ALPHA, "alpha")        \
-    X(MIN, "min") X(MAX, "max") X(EPSILON, "epsilon") X(RATIO, "ratio")                \
-    X(PERM, "perm") X(SHAPE, "shape") X(SIZES, "sizes") X(PARTS, "parts")              \
-    X(PADS, "pads") X(MODE, "mode") X(VALUE, "value") X(VOCAB, "vocab")                \
-    X(DIRECTION, "direction") X(MERGE, "merge") X(SEQUENCE, "sequence")                \
-    X(ACTIVATION, "activation") X(HEADS, "heads") X(CAUSAL, "causal")                  \
-    X(TRANSPOSE_A, "transpose_a") X(TRANSPOSE_B, "transpose_b")                        \
-    X(SAMPLE_RATE, "sample_rate") X(WINDOW, "window") X(HOP, "hop") X(FFT, "fft")      \
-    X(MEL_BANDS, "mel_bands") X(COEFFICIENTS, "coefficients") X(CONTEXT, "context")    \
-    X(BEAM_WIDTH, "beam_width") X(ALPHABET, "alphabet") X(TO, "to") X(LAYOUT, "layout")    \
-    /* ops added for ONNX models */                                                    \
-    X(GAMMA, "gamma") X(BETA, "beta") X(LAMBD, "lambd") X(SHARED, "shared")            \
-    X(AXES, "axes") X(SIZE, "size") X(TRAINABLE, "trainable") X(STARTS, "starts")      \
-    X(ENDS, "ends") X(STEPS, "steps") X(SCALES, "scales")                              \
-    X(COORDINATES, "coordinates") X(NEAREST, "nearest") X(CUBIC_A, "cubic_a")          \
-    X(EXCLUDE_OUTSIDE, "exclude_outside")
+/* The attributes of each op are declared in src/graph/op-attrs.h: name,
+ * type, range, default and the field each fills. This file reads them by
+ * those declarations. */
 
-typedef enum attr_id {
-#define ATTR_ENUM_(e, s) A_##e,
-    ATTR_LIST(ATTR_ENUM_)
-#undef ATTR_ENUM_
-    A_COUNT,
-    A_END = -1
-} attr_id;
-
-static const char *const attr_names[A_COUNT] = {
-#define ATTR_NAME_(e, s) [A_##e] = s,
-    ATTR_LIST(ATTR_NAME_)
-#undef ATTR_NAME_
-};
-
-/* Which attributes each op's element accepts, A_END-terminated. */
-static const attr_id fc_attrs[] = {A_UNITS, A_BIAS, A_END};
-static const attr_id matmul_attrs[] = {A_TRANSPOSE_A, A_TRANSPOSE_B, A_END};
-static const attr_id conv_attrs[] = {A_FILTERS, A_KERNEL, A_STRIDE, A_DILATION, A_PAD,
-                                     A_GROUPS, A_DEPTHWISE, A_BIAS, A_END};
-static const attr_id deconv_attrs[] = {A_FILTERS, A_KERNEL, A_STRIDE, A_DILATION, A_PAD,
-                                       A_OUTPUT_PADDING, A_GROUPS, A_DEPTHWISE, A_BIAS, A_END};
-static const attr_id maxpool_attrs[] = {A_KERNEL, A_STRIDE, A_PAD, A_DILATION, A_CEIL_MODE, A_END};
-static const attr_id avgpool_attrs[] = {A_KERNEL, A_STRIDE, A_PAD, A_CEIL_MODE,
-                                        A_COUNT_INCLUDE_PAD, A_END};
-static const attr_id no_attrs[] = {A_END};
-static const attr_id batchnorm_attrs[] = {A_EPSILON, A_END};
-static const attr_id layernorm_attrs[] = {A_EPSILON, A_AXIS, A_END};
-static const attr_id relu_attrs[] = {A_MAX, A_END};
-static const attr_id leaky_attrs[] = {A_ALPHA, A_END};
-static const attr_id clip_attrs[] = {A_MIN, A_MAX, A_END};
-static const attr_id dropout_attrs[] = {A_RATIO, A_END};
-static const attr_id axis_attrs[] = {A_AXIS, A_END};
-static const attr_id split_attrs[] = {A_AXIS, A_SIZES, A_PARTS, A_END};
-static const attr_id reshape_attrs[] = {A_SHAPE, A_END};
-static const attr_id transpose_attrs[] = {A_PERM, A_END};
-static const attr_id pad_attrs[] = {A_PADS, A_MODE, A_VALUE, A_END};
-static const attr_id embedding_attrs[] = {A_VOCAB, A_UNITS, A_DIM, A_END};
-static const attr_id lstm_attrs[] = {A_UNITS, A_HIDDEN, A_DIRECTION, A_MERGE, A_SEQUENCE,
-                                     A_BIAS, A_END};
-static const attr_id rnn_attrs[] = {A_UNITS, A_HIDDEN, A_DIRECTION, A_MERGE, A_SEQUENCE,
-                                    A_ACTIVATION, A_BIAS, A_END};
-static const attr_id attention_attrs[] = {A_HEADS, A_CAUSAL, A_BIAS, A_END};
-static const attr_id mfcc_attrs[] = {A_SAMPLE_RATE, A_WINDOW, A_HOP, A_FFT, A_MEL_BANDS,
-                                     A_COEFFICIENTS, A_CONTEXT, A_END};
-static const attr_id ctc_attrs[] = {A_MODE, A_BEAM_WIDTH, A_ALPHABET, A_END};
-static const attr_id convert_attrs[] = {A_TO, A_LAYOUT, A_END};
-/* Ops added for ONNX models (docs/ops.md, "Ops added for ONNX"). */
-static const attr_id alpha_attrs[] = {A_ALPHA, A_END};
-static const attr_id selu_attrs[] = {A_ALPHA, A_GAMMA, A_END};
-static const attr_id hard_sigmoid_attrs[] = {A_ALPHA, A_BETA, A_END};
-static const attr_id shrink_attrs[] = {A_LAMBD, A_BIAS, A_END};
-static const attr_id prelu_attrs[] = {A_SHARED, A_END};
-static const attr_id reduce_attrs[] = {A_AXES, A_END};
-static const attr_id instancenorm_attrs[] = {A_EPSILON, A_END};
-static const attr_id lrn_attrs[] = {A_SIZE, A_ALPHA, A_BETA, A_BIAS, A_END};
-static const attr_id constant_attrs[] = {A_SHAPE, A_TRAINABLE, A_END};
-static const attr_id slice_attrs[] = {A_STARTS, A_ENDS, A_AXES, A_STEPS, A_END};
-static const attr_id expand_attrs[] = {A_SHAPE, A_END};
-static const attr_id resize_attrs[] = {A_SIZES, A_SCALES, A_MODE, A_COORDINATES, A_NEAREST,
-                                       A_CUBIC_A, A_EXCLUDE_OUTSIDE, A_END};
-
-static const attr_id *op_attrs(ntp_op op)
+/* The declaration of op's attribute `name`, or NULL; *idx gets its index. */
+static const ntp_attr_decl *find_decl(ntp_op op, const char *name, int *idx)
 {
-    switch (op) {
-    case NTP_OP_FC: return fc_attrs;
-    case NTP_OP_MATMUL: return matmul_attrs;
-    case NTP_OP_CONV: return conv_attrs;
-    case NTP_OP_DECONV: return deconv_attrs;
-    case NTP_OP_MAXPOOL: return maxpool_attrs;
-    case NTP_OP_AVGPOOL: return avgpool_attrs;
-    case NTP_OP_BATCHNORM: return batchnorm_attrs;
-    case NTP_OP_LAYERNORM: return layernorm_attrs;
-    case NTP_OP_RELU: return relu_attrs;
-    case NTP_OP_LEAKY_RELU: return leaky_attrs;
-    case NTP_OP_CLIP: return clip_attrs;
-    case NTP_OP_DROPOUT: return dropout_attrs;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_CONCAT:
-    case NTP_OP_FLATTEN: return axis_attrs;
-    case NTP_OP_SPLIT: return split_attrs;
-    case NTP_OP_RESHAPE: return reshape_attrs;
-    case NTP_OP_TRANSPOSE: return transpose_attrs;
-    case NTP_OP_PAD: return pad_attrs;
-    case NTP_OP_EMBEDDING: return embedding_attrs;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU: return lstm_attrs;
-    case NTP_OP_RNN: return rnn_attrs;
-    case NTP_OP_ATTENTION: return attention_attrs;
-    case NTP_OP_MFCC: return mfcc_attrs;
-    case NTP_OP_CTC_DECODE: return ctc_attrs;
-    case NTP_OP_CONVERT: return convert_attrs;
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU: return alpha_attrs;
-    case NTP_OP_SELU: return selu_attrs;
-    case NTP_OP_HARD_SIGMOID: return hard_sigmoid_attrs;
-    case NTP_OP_SHRINK: return shrink_attrs;
-    case NTP_OP_PRELU: return prelu_attrs;
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_HARDMAX: return axis_attrs;
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-    case NTP_OP_REDUCE_LOG_SUM:
-    case NTP_OP_REDUCE_LOG_SUM_EXP: return reduce_attrs;
-    case NTP_OP_INSTANCENORM: return instancenorm_attrs;
-    case NTP_OP_LRN: return lrn_attrs;
-    case NTP_OP_CONSTANT: return constant_attrs;
-    case NTP_OP_SLICE: return slice_attrs;
-    case NTP_OP_EXPAND: return expand_attrs;
-    case NTP_OP_RESIZE: return resize_attrs;
-    default: return no_attrs;
-    }
-}
-
-static attr_id find_attr(ntp_op op, const char *name)
-{
-    for (const attr_id *p = op_attrs(op); *p != A_END; p++)
-        if (strcmp(attr_names[*p], name) == 0)
-            return *p;
-    return A_END;
+    int n;
+    const ntp_attr_decl *d = ntp__op_attrs(op, &n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(d[i].name, name) == 0) {
+            if (idx)
+                *idx = i;
+            return &d[i];
+        }
+    return NULL;
 }
 
 bool ntp__xml_op_accepts(ntp_op op, const char *name)
 {
-    return find_attr(op, name) != A_END;
+    return find_decl(op, name, NULL) != NULL;
 }
 
 int ntp__xml_op_attr_names(ntp_op op, const char **names, int max)
 {
-    int n = 0;
-    for (const attr_id *p = op_attrs(op); *p != A_END; p++, n++)
-        if (n < max)
-            names[n] = attr_names[*p];
+    int n;
+    const ntp_attr_decl *d = ntp__op_attrs(op, &n);
+    for (int i = 0; i < n && i < max; i++)
+        names[i] = d[i].name;
     return n;
 }
 
@@ -422,23 +288,22 @@ ntp_status ntp__xml_parse_layout(const char *v, ntp_layout *out, char *err, size
 
 /* --- per-op attributes ---------------------------------------------------- */
 
-static const char *const pad_kind_names[] = {"same", "same_lower", "valid"};
-static const char *const direction_names[] = {"forward", "reverse", "bidirectional"};
-static const char *const merge_names[] = {"concat", "sum"};
-static const char *const sequence_names[] = {"full", "last"};
-static const char *const activation_names[] = {"tanh", "relu"};
-static const char *const padmode_names[] = {"constant", "reflect", "edge"};
-static const char *const ctc_names[] = {"greedy", "beam"};
-static const char *const resize_mode_names[] = {"nearest", "linear", "cubic"};
-
 #define NAMES(a) (a), (int)(sizeof(a) / sizeof((a)[0]))
+/* More than any op declares; a _Static_assert-like check is in finish(). */
+#define MAX_OP_ATTRS 16
 
 /* What the parsing of one layer's attributes has seen so far. */
 typedef struct seen {
-    bool given[A_COUNT];
+    bool given[MAX_OP_ATTRS];   /* by declaration index */
     bool depthwise;
     int64_t parts;
 } seen;
+
+static bool given(const seen *s, ntp_op op, const char *name)
+{
+    int i;
+    return find_decl(op, name, &i) && s->given[i];
+}
 
 /* The conv/pool `pad`: a keyword or an explicit list. */
 static ntp_status parse_pad(ntp_op op, const char *v, ntp_attrs *a, char *err, size_t errlen)
@@ -447,8 +312,9 @@ static ntp_status parse_pad(ntp_op op, const char *v, ntp_attrs *a, char *err, s
     if (trimmed(v, buf, sizeof buf) && buf[0] != '\0' && !isdigit((unsigned char)buf[0]) &&
         buf[0] != '-' && buf[0] != '+') {
         int k;
-        if (ntp__xml_parse_enum(buf, NAMES(pad_kind_names), &k, err, errlen) != NTP_STATUS_OK) {
-            const char *near = ntp__nearest(buf, NAMES(pad_kind_names));
+        if (ntp__xml_parse_enum(buf, NAMES(ntp__pad_kind_names), &k, err, errlen) !=
+            NTP_STATUS_OK) {
+            const char *near = ntp__nearest(buf, NAMES(ntp__pad_kind_names));
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "expected same, same_lower, valid or a list of integers, got " QFMT
                         "%s%s%s",
@@ -473,196 +339,22 @@ static ntp_status parse_pad(ntp_op op, const char *v, ntp_attrs *a, char *err, s
     return NTP_STATUS_OK;
 }
 
-static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, seen *s,
-                           char *err, size_t errlen)
+/* The attributes whose text is not one plain type (ntp_attr_parse). */
+static ntp_status parse_special(ntp_op op, const ntp_attr_decl *d, const char *v, ntp_attrs *a,
+                                seen *s, char *err, size_t errlen)
 {
-    int k = 0;
-    ntp_status st = NTP_STATUS_OK;
-    switch (id) {
-    case A_UNITS:
-    case A_DIM:
-    case A_HIDDEN:
-        return ntp__xml_parse_int(v, 1, &a->units, err, errlen);
-    case A_FILTERS: return ntp__xml_parse_int(v, 1, &a->filters, err, errlen);
-    case A_BIAS:
-        /* shrink's and lrn's bias is a number; every other op's a switch. */
-        if (op == NTP_OP_SHRINK)
-            return parse_float(v, &a->value, err, errlen);
-        if (op == NTP_OP_LRN)
-            return parse_float(v, &a->lrn.bias, err, errlen);
-        return parse_bool(v, &a->bias, err, errlen);
-    case A_KERNEL: return ntp__xml_parse_int_list(v, 1, 3, a->kernel, &a->n_kernel, err, errlen);
-    case A_STRIDE: return ntp__xml_parse_int_list(v, 1, 3, a->stride, &a->n_stride, err, errlen);
-    case A_DILATION:
-        return ntp__xml_parse_int_list(v, 1, 3, a->dilation, &a->n_dilation, err, errlen);
-    case A_PAD: return parse_pad(op, v, a, err, errlen);
-    case A_OUTPUT_PADDING:
-        return ntp__xml_parse_int_list(v, 0, 3, a->output_padding, &a->n_output_padding, err,
-                                       errlen);
-    case A_GROUPS: return ntp__xml_parse_int(v, 1, &a->groups, err, errlen);
-    case A_DEPTHWISE: {
-        return parse_bool(v, &s->depthwise, err, errlen);
-    }
-    case A_CEIL_MODE: return parse_bool(v, &a->ceil_mode, err, errlen);
-    case A_COUNT_INCLUDE_PAD: return parse_bool(v, &a->count_include_pad, err, errlen);
-    case A_AXIS: return ntp__xml_parse_int(v, INT64_MIN, &a->axis, err, errlen);
-    case A_ALPHA: return parse_float(v, op == NTP_OP_LRN ? &a->lrn.alpha : &a->alpha, err, errlen);
-    case A_MIN: return parse_float(v, &a->min, err, errlen);
-    case A_MAX:
-        if ((st = parse_float(v, &a->max, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if (op == NTP_OP_RELU) {
-            if (a->max <= 0)
-                return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                            "expected a positive number, got " QFMT, QARG(v));
-            a->has_max = true;
-        }
-        return NTP_STATUS_OK;
-    case A_EPSILON:
-        if ((st = parse_float(v, &a->epsilon, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if (a->epsilon <= 0)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected a positive number, got " QFMT,
-                        QARG(v));
-        return NTP_STATUS_OK;
-    case A_RATIO: {
-        /* Identity at inference: validated, then not stored. */
-        double r;
-        if ((st = parse_float(v, &r, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if (r < 0 || r >= 1)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "expected a number in [0, 1), got " QFMT, QARG(v));
-        return NTP_STATUS_OK;
-    }
-    case A_PERM: {
-        if ((st = ntp__xml_parse_int_list(v, 0, NTP_MAX_DIMS, a->perm, &a->n_perm, err,
-                                          errlen)) != NTP_STATUS_OK)
-            return st;
-        bool used[NTP_MAX_DIMS] = {false};
-        for (int i = 0; i < a->n_perm; i++) {
-            if (a->perm[i] >= a->n_perm || used[a->perm[i]])
-                return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                            "expected a permutation of 0..%d, got " QFMT, a->n_perm - 1, QARG(v));
-            used[a->perm[i]] = true;
-        }
-        return NTP_STATUS_OK;
-    }
-    case A_SHAPE: {
-        if (op == NTP_OP_CONSTANT || op == NTP_OP_EXPAND)
-            return ntp__xml_parse_int_list(v, 1, NTP_MAX_DIMS, a->shape, &a->n_shape, err, errlen);
-        if ((st = ntp__xml_parse_int_list(v, -1, NTP_MAX_DIMS, a->shape, &a->n_shape, err,
-                                          errlen)) != NTP_STATUS_OK)
-            return st;
-        int inferred = 0;
-        for (int i = 0; i < a->n_shape; i++)
-            inferred += a->shape[i] == -1;
-        if (inferred > 1)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "at most one dimension may be -1, got " QFMT, QARG(v));
-        return NTP_STATUS_OK;
-    }
-    case A_SIZES:
-        if (op == NTP_OP_RESIZE)
-            return ntp__xml_parse_int_list(v, 1, NTP_MAX_DIMS, a->shape, &a->n_shape, err, errlen);
-        return ntp__xml_parse_int_list(v, 1, NTP_MAX_OUTPUTS, a->sizes, &a->n_sizes, err, errlen);
-    case A_PARTS:
+    ntp_status st;
+    switch (d->parse) {
+    case NTP_PARSE_SPATIAL_PAD: return parse_pad(op, v, a, err, errlen);
+    case NTP_PARSE_DEPTHWISE: return parse_bool(v, &s->depthwise, err, errlen);
+    case NTP_PARSE_PARTS:
         if ((st = ntp__xml_parse_int(v, 1, &s->parts, err, errlen)) != NTP_STATUS_OK)
             return st;
         if (s->parts > NTP_MAX_OUTPUTS)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "a split has at most %d outputs, got " QFMT, NTP_MAX_OUTPUTS, QARG(v));
         return NTP_STATUS_OK;
-    case A_PADS:
-        if ((st = ntp__xml_parse_int_list(v, 0, 2 * NTP_MAX_DIMS, a->pads, &a->n_pads, err,
-                                          errlen)) != NTP_STATUS_OK)
-            return st;
-        if (a->n_pads % 2 != 0)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "expected 2 values per dimension (all begins, then all ends), got %d",
-                        a->n_pads);
-        return NTP_STATUS_OK;
-    case A_MODE:
-        if (op == NTP_OP_RESIZE)
-            return ntp__xml_parse_enum(v, NAMES(resize_mode_names), &a->resize.mode, err, errlen);
-        if (op == NTP_OP_CTC_DECODE) {
-            if ((st = ntp__xml_parse_enum(v, NAMES(ctc_names), &k, err, errlen)) == NTP_STATUS_OK)
-                a->decode = k == 0 ? NTP_CTC_GREEDY : NTP_CTC_BEAM;
-            return st;
-        }
-        if ((st = ntp__xml_parse_enum(v, NAMES(padmode_names), &k, err, errlen)) == NTP_STATUS_OK)
-            a->pad_mode = k == 0 ? NTP_PADMODE_CONSTANT : k == 1 ? NTP_PADMODE_REFLECT
-                                                                  : NTP_PADMODE_EDGE;
-        return st;
-    case A_VALUE: return parse_float(v, &a->value, err, errlen);
-    case A_VOCAB: return ntp__xml_parse_int(v, 1, &a->vocab, err, errlen);
-    case A_DIRECTION:
-        if ((st = ntp__xml_parse_enum(v, NAMES(direction_names), &k, err, errlen)) ==
-            NTP_STATUS_OK)
-            a->direction = k == 0 ? NTP_DIR_FORWARD : k == 1 ? NTP_DIR_REVERSE
-                                                             : NTP_DIR_BIDIRECTIONAL;
-        return st;
-    case A_MERGE:
-        if ((st = ntp__xml_parse_enum(v, NAMES(merge_names), &k, err, errlen)) == NTP_STATUS_OK)
-            a->merge = k == 0 ? NTP_MERGE_CONCAT : NTP_MERGE_SUM;
-        return st;
-    case A_SEQUENCE:
-        if ((st = ntp__xml_parse_enum(v, NAMES(sequence_names), &k, err, errlen)) ==
-            NTP_STATUS_OK)
-            a->last_step = k == 1;
-        return st;
-    case A_ACTIVATION:
-        if ((st = ntp__xml_parse_enum(v, NAMES(activation_names), &k, err, errlen)) ==
-            NTP_STATUS_OK)
-            a->rnn_act = k == 0 ? NTP_RNN_ACT_TANH : NTP_RNN_ACT_RELU;
-        return st;
-    case A_HEADS: return ntp__xml_parse_int(v, 1, &a->heads, err, errlen);
-    case A_CAUSAL: return parse_bool(v, &a->causal, err, errlen);
-    case A_TRANSPOSE_A: return parse_bool(v, &a->transpose_a, err, errlen);
-    case A_TRANSPOSE_B: return parse_bool(v, &a->transpose_b, err, errlen);
-    case A_SAMPLE_RATE: return ntp__xml_parse_int(v, 1, &a->sample_rate, err, errlen);
-    case A_WINDOW: return ntp__xml_parse_int(v, 1, &a->window, err, errlen);
-    case A_HOP: return ntp__xml_parse_int(v, 1, &a->hop, err, errlen);
-    case A_FFT:
-        if ((st = ntp__xml_parse_int(v, 1, &a->n_fft, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if ((a->n_fft & (a->n_fft - 1)) != 0)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected a power of two, got " QFMT,
-                        QARG(v));
-        return NTP_STATUS_OK;
-    case A_MEL_BANDS: return ntp__xml_parse_int(v, 1, &a->mel_bands, err, errlen);
-    case A_COEFFICIENTS: return ntp__xml_parse_int(v, 1, &a->coefficients, err, errlen);
-    case A_CONTEXT: return ntp__xml_parse_int(v, 0, &a->context, err, errlen);
-    case A_BEAM_WIDTH: return ntp__xml_parse_int(v, 1, &a->beam_width, err, errlen);
-    case A_ALPHABET:
-        /* Taken verbatim: the space is a label in DeepSpeech's alphabet. */
-        if (v[0] == '\0')
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected at least one character");
-        free(a->alphabet);
-        a->alphabet = ntp__strdup(v);
-        return a->alphabet ? NTP_STATUS_OK
-                           : errf(err, errlen, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    case A_TO:
-        if ((st = ntp__xml_parse_dtype(v, &a->to_dtype, err, errlen)) == NTP_STATUS_OK)
-            a->has_to_dtype = true;
-        return st;
-    case A_LAYOUT:
-        if ((st = ntp__xml_parse_layout(v, &a->to_layout, err, errlen)) == NTP_STATUS_OK)
-            a->has_to_layout = true;
-        return st;
-    case A_GAMMA:
-    case A_BETA:
-        /* selu's gamma, hard_sigmoid's and lrn's beta: the second parameter
-         * (op-onnx-impl.h). */
-        return parse_float(v, op == NTP_OP_LRN ? &a->lrn.beta : &a->value, err, errlen);
-    case A_LAMBD:
-        if ((st = parse_float(v, &a->alpha, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if (a->alpha < 0)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "expected a non-negative number, got " QFMT, QARG(v));
-        return NTP_STATUS_OK;
-    case A_SHARED: {
+    case NTP_PARSE_SHARED: {
         bool shared;
         if ((st = parse_bool(v, &shared, err, errlen)) != NTP_STATUS_OK)
             return st;
@@ -670,46 +362,24 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         a->shape[0] = 1;
         return NTP_STATUS_OK;
     }
-    case A_AXES: {
-        /* reduce_* and slice keep axes in perm (op-onnx-impl.h). */
-        if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, a->perm, &a->n_perm, err,
-                                          errlen)) != NTP_STATUS_OK)
-            return st;
-        for (int i = 0; i < a->n_perm; i++)
-            for (int j = 0; j < i; j++)
-                if (a->perm[i] == a->perm[j])
-                    return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                                "axis %lld is given twice in " QFMT, (long long)a->perm[i], QARG(v));
-        return NTP_STATUS_OK;
-    }
-    case A_SIZE:
-        return ntp__xml_parse_int(v, 1, &a->lrn.size, err, errlen);
-    case A_TRAINABLE: return parse_bool(v, &a->constant.trainable, err, errlen);
-    case A_STARTS:
-    case A_ENDS: {
+    case NTP_PARSE_STARTS:
+    case NTP_PARSE_ENDS: {
+        bool starts = d->parse == NTP_PARSE_STARTS;
         int64_t vals[NTP_MAX_DIMS];
         int n = 0;
         if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, vals, &n, err, errlen)) !=
             NTP_STATUS_OK)
             return st;
-        if (s->given[id == A_STARTS ? A_ENDS : A_STARTS] && n != a->n_pads)
+        if (given(s, op, starts ? "ends" : "starts") && n != a->n_pads)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'starts' and 'ends' must have as many values (got %d and %d)",
-                        id == A_STARTS ? n : a->n_pads, id == A_STARTS ? a->n_pads : n);
+                        starts ? n : a->n_pads, starts ? a->n_pads : n);
         for (int i = 0; i < n; i++)
-            a->pads[(id == A_STARTS ? 0 : NTP_SLICE_ENDS) + i] = vals[i];
+            a->pads[(starts ? 0 : NTP_SLICE_ENDS) + i] = vals[i];
         a->n_pads = n;
         return NTP_STATUS_OK;
     }
-    case A_STEPS:
-        if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, a->shape, &a->n_shape, err,
-                                          errlen)) != NTP_STATUS_OK)
-            return st;
-        for (int i = 0; i < a->n_shape; i++)
-            if (a->shape[i] == 0)
-                return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "a step of 0 in " QFMT, QARG(v));
-        return NTP_STATUS_OK;
-    case A_SCALES: {
+    case NTP_PARSE_SCALES: {
         double sc[NTP_MAX_DIMS];
         int n = 0;
         if ((st = parse_float_list(v, NTP_MAX_DIMS, sc, &n, err, errlen)) != NTP_STATUS_OK)
@@ -721,16 +391,135 @@ static ntp_status set_attr(ntp_op op, attr_id id, const char *v, ntp_attrs *a, s
         a->n_pads = n;
         return NTP_STATUS_OK;
     }
-    case A_COORDINATES:
-        return ntp__xml_parse_enum(v, ntp__resize_coord_names, 5, &a->resize.coord, err, errlen);
-    case A_NEAREST:
-        return ntp__xml_parse_enum(v, ntp__resize_nearest_names, 4, &a->resize.nearest, err, errlen);
-    case A_CUBIC_A: return parse_float(v, &a->resize.cubic_a, err, errlen);
-    case A_EXCLUDE_OUTSIDE: return parse_bool(v, &a->resize.exclude_outside, err, errlen);
-    case A_COUNT:
-    case A_END: break;
+    case NTP_PARSE_NONE: break;
     }
-    return errf(err, errlen, NTP_STATUS_INTERNAL, "attribute table out of step");
+    return errf(err, errlen, NTP_STATUS_INTERNAL, "attribute '%s' has no parser", d->name);
+}
+
+/* The declared check of a parsed INT or INTS value. */
+static ntp_status check_value(const ntp_attr_decl *d, const int64_t *x, int n, const char *v,
+                              char *err, size_t errlen)
+{
+    switch (d->check) {
+    case NTP_CHECK_NONE: return NTP_STATUS_OK;
+    case NTP_CHECK_PERMUTATION: {
+        bool used[NTP_MAX_DIMS] = {false};
+        for (int i = 0; i < n; i++) {
+            if (x[i] >= n || used[x[i]])
+                return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                            "expected a permutation of 0..%d, got " QFMT, n - 1, QARG(v));
+            used[x[i]] = true;
+        }
+        return NTP_STATUS_OK;
+    }
+    case NTP_CHECK_ONE_INFERRED: {
+        int inferred = 0;
+        for (int i = 0; i < n; i++)
+            inferred += x[i] == -1;
+        if (inferred > 1)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "at most one dimension may be -1, got " QFMT, QARG(v));
+        return NTP_STATUS_OK;
+    }
+    case NTP_CHECK_PAIRS:
+        if (n % 2 != 0)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "expected 2 values per dimension (all begins, then all ends), got %d", n);
+        return NTP_STATUS_OK;
+    case NTP_CHECK_POW2:
+        if ((x[0] & (x[0] - 1)) != 0)
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected a power of two, got " QFMT,
+                        QARG(v));
+        return NTP_STATUS_OK;
+    case NTP_CHECK_DISTINCT:
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++)
+                if (x[i] == x[j])
+                    return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                                "axis %lld is given twice in " QFMT, (long long)x[i], QARG(v));
+        return NTP_STATUS_OK;
+    case NTP_CHECK_NONZERO:
+        for (int i = 0; i < n; i++)
+            if (x[i] == 0)
+                return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "a step of 0 in " QFMT, QARG(v));
+        return NTP_STATUS_OK;
+    }
+    return NTP_STATUS_OK;
+}
+
+static ntp_status check_range(ntp_attr_range r, double x, const char *v, char *err, size_t errlen)
+{
+    switch (r) {
+    case NTP_RANGE_ANY: return NTP_STATUS_OK;
+    case NTP_RANGE_POSITIVE:
+        return x > 0 ? NTP_STATUS_OK
+                     : errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                            "expected a positive number, got " QFMT, QARG(v));
+    case NTP_RANGE_NONNEG:
+        return x >= 0 ? NTP_STATUS_OK
+                      : errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                             "expected a non-negative number, got " QFMT, QARG(v));
+    case NTP_RANGE_UNIT:
+        return x >= 0 && x < 1 ? NTP_STATUS_OK
+                               : errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                                      "expected a number in [0, 1), got " QFMT, QARG(v));
+    }
+    return NTP_STATUS_OK;
+}
+
+/* Parse value v of attribute d into the field it declares. */
+static ntp_status set_attr(ntp_op op, const ntp_attr_decl *d, const char *v, ntp_attrs *a,
+                           seen *s, char *err, size_t errlen)
+{
+    void *p = d->field >= 0 ? ntp__attr_ptr(a, d->field) : NULL;
+    ntp_status st = NTP_STATUS_OK;
+    switch (d->type) {
+    case NTP_ATTR_INT:
+        if ((st = ntp__xml_parse_int(v, d->min, (int64_t *)p, err, errlen)) == NTP_STATUS_OK)
+            st = check_value(d, (int64_t *)p, 1, v, err, errlen);
+        break;
+    case NTP_ATTR_INTS: {
+        int *n = ntp__attr_ptr(a, d->count);
+        if ((st = ntp__xml_parse_int_list(v, d->min, d->max, (int64_t *)p, n, err, errlen)) ==
+            NTP_STATUS_OK)
+            st = check_value(d, (int64_t *)p, *n, v, err, errlen);
+        break;
+    }
+    case NTP_ATTR_FLOAT: {
+        double x;
+        if ((st = parse_float(v, &x, err, errlen)) != NTP_STATUS_OK)
+            return st;
+        if (p)
+            *(double *)p = x;
+        st = check_range(d->range, x, v, err, errlen);
+        break;
+    }
+    case NTP_ATTR_BOOL: st = parse_bool(v, (bool *)p, err, errlen); break;
+    case NTP_ATTR_ENUM: st = ntp__xml_parse_enum(v, d->names, d->n_names, (int *)p, err, errlen); break;
+    case NTP_ATTR_CHOICE: {
+        int k;
+        if ((st = ntp__xml_parse_enum(v, d->names, d->n_names, &k, err, errlen)) == NTP_STATUS_OK)
+            *(bool *)p = k == 1;
+        break;
+    }
+    case NTP_ATTR_STRING: {
+        /* Taken verbatim: blanks may be meant (a space is a CTC label). */
+        char **sp = p;
+        if (v[0] == '\0')
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected at least one character");
+        free(*sp);
+        *sp = ntp__strdup(v);
+        if (!*sp)
+            return errf(err, errlen, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        break;
+    }
+    case NTP_ATTR_DTYPE: st = ntp__xml_parse_dtype(v, (ntp_dtype *)p, err, errlen); break;
+    case NTP_ATTR_LAYOUT: st = ntp__xml_parse_layout(v, (ntp_layout *)p, err, errlen); break;
+    case NTP_ATTR_SPECIAL: st = parse_special(op, d, v, a, s, err, errlen); break;
+    }
+    if (st == NTP_STATUS_OK && d->has)
+        *(bool *)ntp__attr_ptr(a, d->has) = true;
+    return st;
 }
 
 static ntp_status missing(char *err, size_t errlen, const char *name)
@@ -738,32 +527,57 @@ static ntp_status missing(char *err, size_t errlen, const char *name)
     return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "missing required attribute '%s'", name);
 }
 
-static ntp_status check_alias(const seen *s, attr_id x, attr_id y, char *err, size_t errlen)
+/* Attributes that fill the same field are aliases (units, dim, hidden). */
+static bool same_field(const ntp_attr_decl *x, const ntp_attr_decl *y)
 {
-    if (s->given[x] && s->given[y])
-        return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                    "attributes '%s' and '%s' are the same: give one", attr_names[x],
-                    attr_names[y]);
-    return NTP_STATUS_OK;
+    return x->field >= 0 && x->field == y->field && x->type != NTP_ATTR_SPECIAL &&
+           y->type != NTP_ATTR_SPECIAL;
 }
 
-/* Required attributes, combinations and op-specific defaults. */
+/* Aliases given twice, required attributes, string defaults (the numeric
+ * ones are the node's from ntp__graph_add_node), then what no single
+ * declaration can say: combinations. */
 static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, char *err,
                          size_t errlen)
 {
-    ntp_status st;
+    int n;
+    const ntp_attr_decl *d = ntp__op_attrs(op, &n);
     *n_out = 1;
-    switch (op) {
-    case NTP_OP_FC:
-        return s->given[A_UNITS] ? NTP_STATUS_OK : missing(err, errlen, "units");
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        if (!s->given[A_FILTERS])
-            return missing(err, errlen, "filters");
-        if (!s->given[A_KERNEL])
-            return missing(err, errlen, "kernel");
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (s->given[i] && s->given[j] && same_field(&d[i], &d[j]))
+                return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                            "attributes '%s' and '%s' are the same: give one", d[j].name,
+                            d[i].name);
+    for (int i = 0; i < n; i++) {
+        if (!(d[i].flags & NTP_ATTR_REQUIRED))
+            continue;
+        bool ok = s->given[i];
+        for (int j = 0; j < n && !ok; j++)
+            ok = s->given[j] && same_field(&d[i], &d[j]);
+        if (!ok)
+            return missing(err, errlen, d[i].name);
+    }
+    /* The node has its defaults already (ntp__graph_add_node); set them
+     * again for what was not given, so that a caller who started from
+     * ntp__attrs_default alone gets the same attributes. */
+    for (int i = 0; i < n; i++) {
+        bool alias = false;
+        for (int j = 0; j < n && !alias; j++)
+            alias = s->given[j] && same_field(&d[i], &d[j]);
+        if (!s->given[i] && !alias)
+            ntp__attr_set_default(&d[i], a);
+    }
+    for (int i = 0; i < n; i++)
+        if (d[i].type == NTP_ATTR_STRING && d[i].dflt_s && !s->given[i]) {
+            char **sp = ntp__attr_ptr(a, d[i].field);
+            if (!*sp && !(*sp = ntp__strdup(d[i].dflt_s)))
+                return errf(err, errlen, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+
+    if (op == NTP_OP_CONV || op == NTP_OP_DECONV) {
         if (s->depthwise) {
-            if (s->given[A_GROUPS])
+            if (given(s, op, "groups"))
                 return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                             "attributes 'groups' and 'depthwise' conflict: give one");
             /* groups = -1 is the IR's "as many groups as input channels":
@@ -771,33 +585,21 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
              * resolves it (and checks that filters is a multiple of it). */
             a->groups = -1;
         }
-        return NTP_STATUS_OK;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-        return s->given[A_KERNEL] ? NTP_STATUS_OK : missing(err, errlen, "kernel");
-    case NTP_OP_CLIP:
-        if (!s->given[A_MIN] && !s->given[A_MAX])
+    } else if (op == NTP_OP_CLIP) {
+        if (!given(s, op, "min") && !given(s, op, "max"))
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'min' or 'max' (at least one is required)");
-        if (!s->given[A_MIN])
-            a->min = -INFINITY;
-        if (!s->given[A_MAX])
-            a->max = INFINITY;
         if (a->min > a->max)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'min' (%g) is greater than 'max' (%g)",
                         a->min, a->max);
-        return NTP_STATUS_OK;
-    case NTP_OP_CONCAT:
-        return s->given[A_AXIS] ? NTP_STATUS_OK : missing(err, errlen, "axis");
-    case NTP_OP_SPLIT:
-        if (!s->given[A_AXIS])
-            return missing(err, errlen, "axis");
-        if (s->given[A_SIZES] && s->given[A_PARTS])
+    } else if (op == NTP_OP_SPLIT) {
+        bool sizes = given(s, op, "sizes"), parts = given(s, op, "parts");
+        if (sizes && parts)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "attributes 'sizes' and 'parts' conflict: give one");
-        if (s->given[A_SIZES]) {
+        if (sizes) {
             *n_out = a->n_sizes;
-        } else if (s->given[A_PARTS]) {
+        } else if (parts) {
             /* A negative count means "this many equal parts": the sizes
              * are known once shape inference sees the input. */
             a->n_sizes = -(int)s->parts;
@@ -806,47 +608,7 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'sizes' or 'parts' (one is required)");
         }
-        return NTP_STATUS_OK;
-    case NTP_OP_RESHAPE:
-        return s->given[A_SHAPE] ? NTP_STATUS_OK : missing(err, errlen, "shape");
-    case NTP_OP_FLATTEN:
-        if (!s->given[A_AXIS])
-            a->axis = 1;
-        return NTP_STATUS_OK;
-    case NTP_OP_PAD:
-        return s->given[A_PADS] ? NTP_STATUS_OK : missing(err, errlen, "pads");
-    case NTP_OP_EMBEDDING:
-        if ((st = check_alias(s, A_UNITS, A_DIM, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        if (!s->given[A_VOCAB])
-            return missing(err, errlen, "vocab");
-        return s->given[A_UNITS] || s->given[A_DIM] ? NTP_STATUS_OK : missing(err, errlen, "units");
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        if ((st = check_alias(s, A_UNITS, A_HIDDEN, err, errlen)) != NTP_STATUS_OK)
-            return st;
-        return s->given[A_UNITS] || s->given[A_HIDDEN] ? NTP_STATUS_OK
-                                                       : missing(err, errlen, "units");
-    case NTP_OP_ATTENTION:
-        return s->given[A_HEADS] ? NTP_STATUS_OK : missing(err, errlen, "heads");
-    case NTP_OP_MFCC:
-        /* DeepSpeech's front end: 25 ms windows every 10 ms at 16 kHz, 26
-         * cepstra, 9 context frames each side (docs/ops.md). */
-        if (!s->given[A_SAMPLE_RATE])
-            a->sample_rate = 16000;
-        if (!s->given[A_WINDOW])
-            a->window = 400;
-        if (!s->given[A_HOP])
-            a->hop = 160;
-        if (!s->given[A_FFT])
-            a->n_fft = 512;
-        if (!s->given[A_MEL_BANDS])
-            a->mel_bands = 26;
-        if (!s->given[A_COEFFICIENTS])
-            a->coefficients = 26;
-        if (!s->given[A_CONTEXT])
-            a->context = 9;
+    } else if (op == NTP_OP_MFCC) {
         if (a->n_fft < a->window)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'fft' (%lld) must be at least 'window' (%lld)", (long long)a->n_fft,
@@ -855,79 +617,23 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'coefficients' (%lld) must not exceed 'mel_bands' (%lld)",
                         (long long)a->coefficients, (long long)a->mel_bands);
-        return NTP_STATUS_OK;
-    case NTP_OP_CTC_DECODE:
-        if (!a->alphabet) {
-            a->alphabet = ntp__strdup(" abcdefghijklmnopqrstuvwxyz'");
-            if (!a->alphabet)
-                return errf(err, errlen, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        }
-        return NTP_STATUS_OK;
-    case NTP_OP_CONVERT:
-        if (!s->given[A_TO] && !s->given[A_LAYOUT])
+    } else if (op == NTP_OP_CONVERT) {
+        if (!given(s, op, "to") && !given(s, op, "layout"))
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'to' or 'layout' (at least one is required)");
-        return NTP_STATUS_OK;
-    /* Ops added for ONNX models: ONNX's defaults (docs/ops.md). */
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU:
-        if (!s->given[A_ALPHA])
-            a->alpha = 1.0;
-        return NTP_STATUS_OK;
-    case NTP_OP_SELU:
-        if (!s->given[A_ALPHA])
-            a->alpha = 1.67326319217681884765625;
-        if (!s->given[A_GAMMA])
-            a->value = 1.05070102214813232421875;
-        return NTP_STATUS_OK;
-    case NTP_OP_HARD_SIGMOID:
-        if (!s->given[A_ALPHA])
-            a->alpha = 0.2;
-        if (!s->given[A_BETA])
-            a->value = 0.5;
-        return NTP_STATUS_OK;
-    case NTP_OP_SHRINK:
-        if (!s->given[A_LAMBD])
-            a->alpha = 0.5;
-        return NTP_STATUS_OK;
-    case NTP_OP_LRN:
-        if (!s->given[A_SIZE])
-            return missing(err, errlen, "size");
-        if (!s->given[A_ALPHA])
-            a->lrn.alpha = 1e-4;
-        if (!s->given[A_BETA])
-            a->lrn.beta = 0.75;
-        if (!s->given[A_BIAS])
-            a->lrn.bias = 1.0;
-        return NTP_STATUS_OK;
-    case NTP_OP_CONSTANT:
-    case NTP_OP_EXPAND:
-        return s->given[A_SHAPE] ? NTP_STATUS_OK : missing(err, errlen, "shape");
-    case NTP_OP_SLICE:
-        if (!s->given[A_STARTS])
-            return missing(err, errlen, "starts");
-        if (!s->given[A_ENDS])
-            return missing(err, errlen, "ends");
-        if (s->given[A_AXES] && a->n_perm != a->n_pads)
+    } else if (op == NTP_OP_SLICE) {
+        if (given(s, op, "axes") && a->n_perm != a->n_pads)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'axes' has %d values, 'starts' %d", a->n_perm, a->n_pads);
-        if (s->given[A_STEPS] && a->n_shape != a->n_pads)
+        if (given(s, op, "steps") && a->n_shape != a->n_pads)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'steps' has %d values, 'starts' %d", a->n_shape, a->n_pads);
-        return NTP_STATUS_OK;
-    case NTP_OP_RESIZE:
-        if (s->given[A_SIZES] == s->given[A_SCALES])
+    } else if (op == NTP_OP_RESIZE) {
+        if (given(s, op, "sizes") == given(s, op, "scales"))
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "give exactly one of 'sizes' and 'scales'");
-        if (!s->given[A_COORDINATES])
-            a->resize.coord = NTP_RESIZE_HALF_PIXEL;
-        if (!s->given[A_CUBIC_A])
-            a->resize.cubic_a = -0.75;
-        return NTP_STATUS_OK;
-    default:
-        return NTP_STATUS_OK;
     }
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_attrs,
@@ -935,16 +641,22 @@ ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_a
 {
     seen s;
     memset(&s, 0, sizeof s);
+    int n_decl;
+    ntp__op_attrs(op, &n_decl);
+    if (n_decl > MAX_OP_ATTRS)
+        return errf(err, errlen, NTP_STATUS_INTERNAL, "<%s> declares more than %d attributes",
+                    ntp__op_name(op), MAX_OP_ATTRS);
     for (int i = 0; i < n_attrs; i++) {
-        attr_id id = find_attr(op, attrs[i].name);
-        if (id == A_END)
+        int idx;
+        const ntp_attr_decl *d = find_decl(op, attrs[i].name, &idx);
+        if (!d)
             return errf(err, errlen, NTP_STATUS_UNKNOWN_NAME, "unknown attribute '%s' on <%s>",
                         attrs[i].name, ntp__op_name(op));
         char msg[512];
-        ntp_status st = set_attr(op, id, attrs[i].value, a, &s, msg, sizeof msg);
+        ntp_status st = set_attr(op, d, attrs[i].value, a, &s, msg, sizeof msg);
         if (st != NTP_STATUS_OK)
             return errf(err, errlen, st, "attribute '%s': %s", attrs[i].name, msg);
-        s.given[id] = true;
+        s.given[idx] = true;
     }
     return finish(op, &s, a, n_out, err, errlen);
 }

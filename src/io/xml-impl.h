@@ -86,9 +86,9 @@ bool ntp__xml_op_accepts(ntp_op op, const char *name);
 int ntp__xml_op_attr_names(ntp_op op, const char **names, int max);
 
 /* Parse the op-specific attributes of one layer into *a (which starts from
- * ntp__attrs_default), check the required ones and their combinations, and
- * fill the op's own defaults (flatten axis 1, mfcc and ctc_decode
- * DeepSpeech defaults, clip's infinities). *n_out receives the number of
+ * the node's defaults: ntp__attrs_default, then ntp__attrs_op_default) as
+ * src/graph/op-attrs.h declares them, check the required ones and their
+ * combinations, and fill string defaults (ctc_decode's alphabet). *n_out receives the number of
  * output tensors the layer has (split: its parts). On failure writes one
  * line such as "attribute 'units': expected a positive integer, got 'abc'"
  * into err. a->alphabet may be allocated even on failure: the caller owns
