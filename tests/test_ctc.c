@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "core/rng-impl.h"
+#include "graph/gen-impl.h"
 #include "inlay/inlay-impl.h"
 
 /* --- helpers ------------------------------------------------------------------ */

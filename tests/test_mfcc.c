@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "graph/gen-impl.h"
 #include "inlay/inlay-impl.h"
 
 /* config A: 16 kHz, window 400, hop 160, fft 512, 26 bands, 26

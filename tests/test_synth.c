@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "core/rng-impl.h"
+#include "graph/gen-impl.h"
 #include "inlay/inlay-impl.h"
 
 #define SR 16000

@@ -1,30 +1,14 @@
-/* Shared pieces of the report writers: fitted table cells, human units, CSV
+/* The writers every layer that prints uses (reports, counters, the
+ * machine's ceilings, the history): fitted table cells, human units, CSV
  * fields and JSON values. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/ctx-impl.h"
-#include "report/report-impl.h"
-
-ntp_status ntp_format_parse(const char *s, ntp_format *out)
-{
-    static const struct {
-        const char *name;
-        ntp_format fmt;
-    } formats[] = {{"table", NTP_FORMAT_TABLE}, {"json", NTP_FORMAT_JSON}, {"csv", NTP_FORMAT_CSV}};
-    if (!s || !out)
-        return NTP_STATUS_INVALID_ARGUMENT;
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        if (strcasecmp(s, formats[i].name) == 0) {
-            *out = formats[i].fmt;
-            return NTP_STATUS_OK;
-        }
-    return NTP_STATUS_UNKNOWN_NAME;
-}
+#include "core/writers-impl.h"
 
 /* --- text tables ------------------------------------------------------------ */
 
@@ -185,15 +169,6 @@ const char *ntp__human_count(double v, char *buf, size_t len)
     return human(v, buf, len, units);
 }
 
-const char *ntp__threads_text(const ntp_run_result *r, char *buf, size_t len)
-{
-    if (r->threads > 0)
-        snprintf(buf, len, "%d", r->threads);
-    else
-        snprintf(buf, len, "%d (all cores)", r->env.cores);
-    return buf;
-}
-
 const char *ntp__human_bytes(double bytes, char *buf, size_t len)
 {
     static const char *const units[] = {" B", " kB", " MB", " GB", " TB", " PB", " EB", NULL};
@@ -220,25 +195,6 @@ const char *ntp__fit_number(double v, int width, int decimals, char *buf, size_t
             return buf;
     }
     return buf; /* too narrow for any form: the cell cuts it */
-}
-
-const char *ntp__shape_x(const ntp_shape *s, char *buf, size_t len)
-{
-    if (len == 0)
-        return buf;
-    if (s->ndim <= 0) {
-        snprintf(buf, len, "scalar");
-        return buf;
-    }
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < s->ndim && i < NTP_MAX_DIMS && used < len; i++) {
-        int n = snprintf(buf + used, len - used, i ? "x%lld" : "%lld", (long long)s->dim[i]);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    return buf;
 }
 
 /* --- CSV ----------------------------------------------------------------------- */
@@ -295,29 +251,6 @@ json_t *ntp__json_str(const char *s)
 json_t *ntp__json_num(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
-}
-
-json_t *ntp__json_shape(const ntp_shape *s)
-{
-    json_t *a = json_array();
-    if (!a)
-        return NULL;
-    for (int i = 0; i < s->ndim && i < NTP_MAX_DIMS; i++)
-        if (json_array_append_new(a, json_integer((json_int_t)s->dim[i])) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
-json_t *ntp__device_memory_json(bool *ok, const ntp_memory_result *m)
-{
-    json_t *dev = json_object();
-    ntp__jset(ok, dev, "weight_bytes", json_integer(m->device_weight_bytes));
-    ntp__jset(ok, dev, "activation_bytes", json_integer(m->device_activation_bytes));
-    ntp__jset(ok, dev, "workspace_bytes", json_integer(m->device_workspace_bytes));
-    ntp__jset(ok, dev, "peak_bytes", json_integer(m->device_peak_bytes));
-    return dev;
 }
 
 void ntp__jset(bool *ok, json_t *obj, const char *key, json_t *v)

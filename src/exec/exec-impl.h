@@ -174,14 +174,4 @@ void ntp__rows_free(ntp_rows *w);
 void ntp__topk_agree(const float *y, const float *b, int64_t rows, int64_t cls, double *top1,
                      double *top5);
 
-/* --- data (src/graph/data.c) ------------------------------------------------ */
-/* Fill node n's weights (f32, already allocated, in n->w order) from the
- * seed: fan-in scaled so activations stay finite through deep networks
- * (docs/run.md). */
-void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, uint64_t seed);
-/* Fill graph input tensor ti (storage in its own dtype) with synthetic data
- * suited to its consumers: audio for mfcc, peaked logits for ctc_decode,
- * valid indices for embedding, N(0,1) otherwise. */
-ntp_status ntp__gen_input(ntp_ctx *ctx, const ntp_graph *g, int ti, void *data, uint64_t seed);
-
 #endif

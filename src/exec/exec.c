@@ -10,6 +10,7 @@
 #include "core/ctx-impl.h"
 #include "core/numeric-impl.h"
 #include "exec-impl.h"
+#include "graph/gen-impl.h"
 #include "io/io-impl.h"
 #include "io/pb-impl.h"
 

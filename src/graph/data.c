@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
-#include "exec/exec-impl.h"
-#include "inlay/inlay-impl.h"
+#include "core/rng-impl.h"
+#include "graph/gen-impl.h"
 
 /* FNV-1a of the name mixed with the seed: an independent stream per tensor. */
 static uint64_t stream_seed(uint64_t seed, const char *name)

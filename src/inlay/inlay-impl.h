@@ -1,6 +1,6 @@
 /* The inlays, private to libntprof: the non-network stages of a speech
- * pipeline (MFCC front end, CTC decoders) and the synthetic data that feeds
- * them (docs/inlays.md).
+ * pipeline (MFCC front end, CTC decoders), docs/inlays.md. The synthetic
+ * data that feeds them is made with the graph's inputs (graph/gen-impl.h).
  *
  * The run functions read k->in[0] (f32) and write k->out[0] as docs/ops.md
  * specifies. They use k->workspace when it holds at least the bytes the
@@ -49,23 +49,5 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
 /* Greedy (best path) decoding of one sequence, same layout as above. */
 void ntp__ctc_greedy_decode(const float *logits, int64_t T, int64_t stride, int64_t classes,
                             int32_t *out);
-
-/* Synthetic data (deterministic from seed): */
-/* Speech-like audio: voiced syllables with a gliding glottal harmonic series
- * shaped by formant resonances, a ~4 Hz syllable envelope, short pauses and
- * low-level noise; peak 0.5. See docs/inlays.md. */
-void ntp__synth_audio(float *out, int64_t n_samples, int64_t sample_rate, uint64_t seed);
-/* Time-major logits [T, N, classes] like an acoustic model's: per frame one
- * dominant class (runs of blanks and repeated labels) and a few plausible
- * competitors, so that beam search has real work. */
-void ntp__synth_ctc_logits(float *out, int64_t T, int64_t N, int64_t classes, uint64_t seed);
-
-/* A small, fast, seedable PRNG (splitmix64) shared by the engine's data
- * generator. The state is any 64-bit value; every call advances it. */
-uint64_t ntp__rng_next(uint64_t *state);
-/* Uniform in [0, 1), 24 random bits. */
-float ntp__rng_uniform(uint64_t *state);
-/* Standard normal N(0, 1) (Box-Muller). */
-float ntp__rng_normal(uint64_t *state);
 
 #endif

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
-#include "exec/exec-impl.h"
+#include "graph/gen-impl.h"
 #include "graph/op-onnx-impl.h"
 #include "ntprof/ntprof.h"
 #include "ntprof/onnx.h"

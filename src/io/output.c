@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "core/ctx-impl.h"
-#include "report/report-impl.h"
+#include "ntprof/report.h"
 
 typedef enum out_kind {
     OUT_STDOUT,  /* standard output */

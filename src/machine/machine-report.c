@@ -7,7 +7,7 @@
 
 #include "core/ctx-impl.h"
 #include "measure/machine-impl.h"
-#include "report/report-impl.h"
+#include "core/writers-impl.h"
 
 /* --- JSON ---------------------------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "counters-impl.h"
-#include "report/report-impl.h"
+#include "core/writers-impl.h"
 
 static json_t *value_json(bool *ok, const ntp_counter_value *v)
 {

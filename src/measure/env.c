@@ -470,41 +470,6 @@ static void collect_load(ntp_env *env)
         memcpy(env->load_average, avg, sizeof avg);
 }
 
-/* --- the thread pools' wait policy ------------------------------------------------- */
-
-static char wait_name[96] = "spin", wait_settings[256] = "";
-
-/* Read when the library loads, as the OpenMP runtime and OpenBLAS read
- * theirs (before main): a later setenv changes neither. */
-__attribute__((constructor)) static void capture_wait_policy(void)
-{
-    static const char *const vars[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
-                                       "OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT"};
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && used < sizeof wait_settings)
-            used += (size_t)snprintf(wait_settings + used, sizeof wait_settings - used,
-                                     "%s%s=%.40s", used ? " " : "", vars[i], v);
-    }
-    const char *applied = getenv("NTPROF_WAIT_POLICY_APPLIED");
-    if (applied && *applied)
-        snprintf(wait_name, sizeof wait_name, "%.90s", applied);
-    else if (used)
-        snprintf(wait_name, sizeof wait_name, "environment");
-}
-
-bool ntp__wait_passive(void)
-{
-    return strcasestr(wait_settings, "OMP_WAIT_POLICY=passive") != NULL;
-}
-
-void ntp_wait_policy(const char **name, const char **settings)
-{
-    *name = wait_name;
-    *settings = wait_settings;
-}
-
 void ntp_env_collect(ntp_env *env)
 {
     memset(env, 0, sizeof *env);

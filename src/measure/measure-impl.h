@@ -54,13 +54,6 @@ typedef struct ntp__contention_probe {
 } ntp__contention_probe;
 void ntp__contention_begin(ntp__contention_probe *p);
 void ntp__contention_end(const ntp__contention_probe *p, ntp_contention *out);
-/* Whether this process runs its thread pools passively (OMP_WAIT_POLICY
- * passive when the library loaded: --wait-policy passive, or auto beside
- * busy processes): pools without an environment setting of their own
- * (XNNPACK's pthreadpool) then let their workers sleep after each
- * operator too (env.c, docs/run.md#wait-policy). */
-bool ntp__wait_passive(void);
-
 /* The warning a distorted window adds to a run ("other processes used
  * ..."), into buf; false (buf empty) when the window is not distorted. */
 bool ntp__contention_warning(const ntp_contention *c, char *buf, size_t len);

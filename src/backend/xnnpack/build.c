@@ -9,7 +9,7 @@
 
 #include "core/ctx-impl.h"
 #include "core/numeric-impl.h"
-#include "measure/measure-impl.h"
+#include "core/wait-policy-impl.h"
 #include "xnnpack-impl.h"
 
 /* The internal-layout record of an NHWC tensor. The engine keeps the
