@@ -112,7 +112,9 @@
     X(CONSTANT,        "constant",          LAYER, 0, 1, onnx_constant,     none) \
     X(SLICE,           "slice",             LAYER, 1, 1, onnx_slice,        move) \
     X(EXPAND,          "expand",            LAYER, 1, 1, onnx_expand,       move) \
-    X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize)
+    X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize) \
+    X(MISH,            "mish",              LAYER, 1, 1, unary,             unary)       \
+    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)
 
 /* The unary element-wise ops (kernel family "unary"):
  *
@@ -172,7 +174,9 @@
     U(CELU,             celu,             "Celu",            "alpha",                        5) \
     U(HARD_SIGMOID,     hard_sigmoid,     "HardSigmoid",     "alpha,beta," NTP_ONNX_LEGACY_, 3) \
     U(THRESHOLDED_RELU, thresholded_relu, "ThresholdedRelu", "alpha",                        2) \
-    U(SHRINK,           shrink,           "Shrink",          "bias,lambd",                   3)
+    U(SHRINK,           shrink,           "Shrink",          "bias,lambd",                   3) \
+    U(MISH,             mish,             "Mish",            "",                            11) \
+    U(LOG_SIGMOID,      log_sigmoid,      NULL,              "",                             6)
 
 /* The case labels of the family, for a switch over the op that lists every
  * op (no `default:`, so that the compiler names an op a switch misses). */

@@ -52,6 +52,8 @@ static const unary_map unary_maps[NTP_OP_COUNT] = {
     [NTP_OP_ROUND] = {dnnl_eltwise_round, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_SOFTPLUS] = {dnnl_eltwise_soft_relu, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_ELU] = {dnnl_eltwise_elu, 0.0f, 0.0f, FROM_ALPHA},
+    [NTP_OP_MISH] = {dnnl_eltwise_mish, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_LOG_SIGMOID] = {dnnl_eltwise_logsigmoid, 0.0f, 0.0f, FROM_ROW},
 };
 
 bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)

@@ -100,6 +100,10 @@ static double ref_shrink(double x, ATTRS)
     double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
     return x < -p1 ? x + p2 : x > p1 ? x - p2 : 0.0;
 }
+/* x·tanh(softplus(x)), softplus without overflow: mish(-1000) is -0. */
+static double ref_mish(double x, ATTRS) { return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))); }
+/* log(1 / (1 + e^-x)) = -softplus(-x), without overflow for large |x|. */
+static double ref_log_sigmoid(double x, ATTRS) { return x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x)); }
 
 #undef ATTRS
 
