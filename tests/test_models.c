@@ -627,7 +627,7 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "instancenorm")->params, 8);
     /* 16 params and the 1 buffer value, 4 bytes each. */
     assert_i64(m.a->weight_bytes, 17 * 4);
-    assert_i64(m.a->n_layers, 65);
+    assert_i64(m.a->n_layers, 67);
     check_input(&m, 0, "x", "[2,4,6,6]", NTP_DTYPE_F32);
     assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[2,4,6,6]");
@@ -668,6 +668,9 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "prelu")->flops, 2 * 288);
     assert_i64(layer(&m, "log_softmax")->flops, 6 * 288);
     assert_i64(layer(&m, "hardmax")->flops, 288);
+    /* mish: softplus 6, tanh 4, the product 1; log_sigmoid: a softplus. */
+    assert_i64(layer(&m, "mish")->flops, 11 * 288);
+    assert_i64(layer(&m, "log_sigmoid")->flops, 6 * 288);
     /* Binary: pow 4 per element, where 1, max of 8 inputs 7, mean of 6
      * inputs 6 (5 additions and a division). */
     assert_i64(layer(&m, "pow")->flops, 4 * 288);
@@ -703,7 +706,7 @@ static void test_tiny_ops(void **state)
     /* The whole model, family by family in units of 288 FLOPs:
      *   rounding      sub 1, abs neg floor ceil round sign 6, mean of 6: 6   = 13
      *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div 3,
-     *                 mean of 4: 4                                           = 27
+     *                 mish 11, log_sigmoid 6, mean of 5: 5                   = 45
      *   trig          10 functions x 4, softsign 3, max of 8: 7              = 50
      *   activations   softplus 6 elu 5 selu 6 celu 5 hard_sigmoid 3
      *                 thresholded_relu 2 shrink 3 prelu 2, min of 8: 7       = 39
@@ -714,9 +717,9 @@ static void test_tiny_ops(void **state)
      *   norms         instancenorm 8, lrn 13                                 = 21
      *   resampling    linear 8, cubic 32                                     = 40
      *   output        mean of 8: 8, add 1                                    =  9
-     * 234 x 288 = 67,392, plus the mean's 8 divisions, l2's 48 square roots
-     * and log_sum_exp's 8 logarithms (32): 67,480. */
-    assert_i64(m.a->flops, 234 * 288 + 8 + 48 + 32);
+     * 252 x 288 = 72,576, plus the mean's 8 divisions, l2's 48 square roots
+     * and log_sum_exp's 8 logarithms (32): 72,664. */
+    assert_i64(m.a->flops, 252 * 288 + 8 + 48 + 32);
     model_free(&m);
 
     /* The batch is a param: the nearest-neighbour sizes follow it. */
@@ -802,7 +805,7 @@ static void test_tiny_ops_runs_finite(void **state)
         }
     }
     ntp__exec_free(&x);
-    assert_i64(checked, 65);
+    assert_i64(checked, 67);
 
     const int64_t n = 288;
     const float *c = tensor_of(g, outs, "centered", n), *lg = tensor_of(g, outs, "log", n),
@@ -852,7 +855,7 @@ static void test_tiny_ops_runs_finite(void **state)
     ntp_run_result *r = NULL;
     if (ntp_run(m.ctx, g, &ro, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(m.ctx));
-    assert_i64(r->n_layers, 65);
+    assert_i64(r->n_layers, 67);
     for (int i = 0; i < r->n_layers; i++)
         assert_string_equal(r->layers[i].backend, "ref");
     ntp_run_result_free(r);

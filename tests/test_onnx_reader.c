@@ -1,8 +1,9 @@
 /* The ONNX reader on models built here, node by node: symbolic dims and
  * their binding, folding of shape computations, Constant and Identity,
- * external data, Gemm's variants, bias folding, old-opset softmax, the
- * list of unsupported nodes, and .pb inputs. Results are checked against
- * values worked out by hand in the comments. */
+ * external data, Gemm's variants, bias folding, old-opset softmax, Mish
+ * (an op the op table maps), the list of unsupported nodes, and .pb
+ * inputs. Results are checked against values worked out by hand in the
+ * comments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -529,6 +530,30 @@ static void test_softmax_opset11(void **state)
     ntp_graph_free(g);
 }
 
+/* A Mish node is the mish layer, its values PyTorch's
+ * (torch.nn.functional.mish on float64). Mish is an opset-18 operator; the
+ * reader takes models up to opset 17 (docs/onnx.md), so the model declares
+ * 17: the op table's ONNX column maps the node whatever the opset. */
+static void test_mish(void **state)
+{
+    (void)state;
+    mb b;
+    mb_init(&b, 17);
+    input(&b, "x", NTP_ONNX_FLOAT, DIMS("4"));
+    node(&b, "Mish", "mish", "x", "y");
+    output(&b, "y");
+    mb_write(&b, path_of("mish.onnx"));
+    ntp_graph *g = load("mish.onnx", NULL);
+    assert_int_equal(g->n_nodes, 1);
+    assert_int_equal(g->nodes[0].op, NTP_OP_MISH);
+    float y[4];
+    const float x[4] = {-5, -0.5f, 1, 20};
+    run1(g, x, y, 4);
+    expect(y, (const float[]){-0.033576237730161704f, -0.22074377465173f, 0.8650983882673103f,
+                              20.0f}, 4);
+    ntp_graph_free(g);
+}
+
 /* 40 unsupported nodes: one error naming the first ones and counting the
  * rest by type, and one warning per node. */
 static void test_unsupported_list(void **state)
@@ -619,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_bias_fold),
         cmocka_unit_test(test_softmax_opset11),
+        cmocka_unit_test(test_mish),
         cmocka_unit_test(test_unsupported_list),
         cmocka_unit_test(test_pb_input),
     };

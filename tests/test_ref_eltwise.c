@@ -1,5 +1,6 @@
-/* Reference activations at known points, softmax, broadcasting add / mul,
- * and the backend's rounding of outputs to bf16 / f16 / int8.
+/* Reference activations at known points (mish and log_sigmoid against
+ * PyTorch), softmax, broadcasting add / mul, and the backend's rounding of
+ * outputs to bf16 / f16 / int8.
  *
  * Transcendental values are the double-precision results of the formulas
  * in docs/ops.md (math.exp, math.tanh, math.erf), rounded to f32. */
@@ -98,6 +99,32 @@ static void test_gelu_silu_hardswish(void **state)
     /* x·relu6(x + 3)/6: −4 -> 0, −1 -> −1·2/6, 1 -> 4/6, 4 -> 4·6/6. */
     const float xh[4] = {-4, -1, 1, 4}, hs[4] = {0, -1.0f / 3.0f, 2.0f / 3.0f, 4};
     unary(NTP_OP_HARDSWISH, NULL, xh, hs, 4, 1e-7f);
+}
+
+/* Inputs out to |x| = 1000, where e^x overflows a double: softplus must be
+ * taken without it. The values are PyTorch's (torch.nn.functional.mish and
+ * logsigmoid on float64, PyTorch 1.13), rounded to f32. */
+static const float XW[13] = {-1000, -100, -20, -5, -1, -0.5f, 0, 0.5f, 1, 5, 20, 100, 1000};
+
+static void test_mish(void **state)
+{
+    (void)state;
+    const float want[13] = {-0.0f, -3.7200759760208363e-42f, -4.122307240628762e-08f,
+                            -0.033576237730161704f, -0.30340146137410895f, -0.22074377465173f,
+                            0.0f, 0.37524521130489513f, 0.8650983882673103f,
+                            4.999552077529406f, 20.0f, 100.0f, 1000.0f};
+    unary(NTP_OP_MISH, NULL, XW, want, 13, 1e-7f);
+}
+
+static void test_log_sigmoid(void **state)
+{
+    (void)state;
+    const float want[13] = {-1000.0f, -100.0f, -20.000000002061153f, -5.006715348489118f,
+                            -1.3132616875182228f, -0.9740769841801067f, -0.6931471805599453f,
+                            -0.4740769841801067f, -0.31326168751822286f,
+                            -0.006715348489118068f, -2.061153620314381e-09f,
+                            -3.720075976020836e-44f, 0.0f};
+    unary(NTP_OP_LOG_SIGMOID, NULL, XW, want, 13, 1e-7f);
 }
 
 static void test_dropout_is_identity(void **state)
@@ -259,6 +286,8 @@ int main(void)
         cmocka_unit_test(test_leaky_relu_and_clip),
         cmocka_unit_test(test_sigmoid_tanh),
         cmocka_unit_test(test_gelu_silu_hardswish),
+        cmocka_unit_test(test_mish),
+        cmocka_unit_test(test_log_sigmoid),
         cmocka_unit_test(test_dropout_is_identity),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_add_broadcast),

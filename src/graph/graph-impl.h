@@ -208,6 +208,15 @@ int ntp__op_min_inputs(ntp_op op);
 int ntp__op_max_inputs(ntp_op op);
 /* Look an op up by markup element name; returns NTP_OP_COUNT if unknown. */
 ntp_op ntp__op_from_name(const char *name);
+/* The unary element-wise family (NTP_UNARY_TABLE in op-table.h): whether op
+ * is one, its ONNX operator (NULL: none one to one) and the ONNX attributes
+ * the import understands, and its FLOPs per element. */
+bool ntp__op_is_unary(ntp_op op);
+const char *ntp__op_unary_onnx(ntp_op op);
+const char *ntp__op_unary_onnx_attrs(ntp_op op);
+int ntp__op_unary_flops(ntp_op op);
+/* The unary op whose ONNX operator is op_type; NTP_OP_COUNT if none. */
+ntp_op ntp__op_unary_from_onnx(const char *op_type);
 
 /* Shape inference for one node: reads its input tensors' shapes and its
  * attributes, sets its output tensors' shapes and dtypes and declares its

@@ -31,21 +31,11 @@ ntp_status ntp__shape_unary(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     return NTP_STATUS_OK;
 }
 
-/* FLOPs per element of each activation (docs/ops.md). */
+/* FLOPs per element of a unary element-wise op, from the op table
+ * (docs/ops.md); a relu with a ceiling also takes the minimum. */
 void ntp__cost_unary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    int64_t per = 0;
-    switch (n->op) {
-    case NTP_OP_RELU: per = n->a.has_max ? 2 : 1; break;
-    case NTP_OP_LEAKY_RELU: per = 1; break;
-    case NTP_OP_SIGMOID: per = 4; break;
-    case NTP_OP_TANH: per = 4; break;
-    case NTP_OP_GELU: per = 8; break;
-    case NTP_OP_SILU: per = 5; break;
-    case NTP_OP_HARDSWISH: per = 4; break;
-    case NTP_OP_CLIP: per = 2; break;
-    default: per = 0; break;
-    }
+    int64_t per = ntp__op_unary_flops(n->op) + (n->op == NTP_OP_RELU && n->a.has_max);
     c->flops = smul(per, numel(&ntp__cout(g, n, 0)->shape));
 }
 

@@ -6,60 +6,23 @@
 #include "op-common.h"
 #include "op-onnx-impl.h"
 
-/* FLOPs per element of the unary ops (docs/ops.md): 1 for an operation a
- * core does in one instruction, 4 for a transcendental function (as
- * sigmoid and tanh count), more for the ones built from several. */
-static int64_t unary_flops(ntp_op op)
+/* prelu: a comparison and a multiplication per element; log_softmax:
+ * softmax's 5 with the log folded into the subtraction, plus one log per
+ * row; hardmax: one comparison. The plain unary ops' counts are in the op
+ * table (NTP_UNARY_TABLE). */
+void ntp__cost_onnx_prelu(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    switch (op) {
-    case NTP_OP_ABS:
-    case NTP_OP_NEG:
-    case NTP_OP_FLOOR:
-    case NTP_OP_CEIL:
-    case NTP_OP_ROUND:
-    case NTP_OP_SIGN:
-    case NTP_OP_SQRT:
-    case NTP_OP_RECIPROCAL:
-    case NTP_OP_HARDMAX:
-        return 1;
-    case NTP_OP_PRELU:
-    case NTP_OP_THRESHOLDED_RELU:
-        return 2;
-    case NTP_OP_SOFTSIGN:
-    case NTP_OP_SHRINK:
-    case NTP_OP_HARD_SIGMOID:
-        return 3;
-    case NTP_OP_EXP:
-    case NTP_OP_LOG:
-    case NTP_OP_ERF:
-    case NTP_OP_SIN:
-    case NTP_OP_COS:
-    case NTP_OP_TAN:
-    case NTP_OP_ASIN:
-    case NTP_OP_ACOS:
-    case NTP_OP_ATAN:
-    case NTP_OP_SINH:
-    case NTP_OP_COSH:
-    case NTP_OP_ASINH:
-    case NTP_OP_ACOSH:
-    case NTP_OP_ATANH:
-        return 4;
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-        return 5;
-    case NTP_OP_SELU:
-    case NTP_OP_SOFTPLUS:
-        return 6;
-    case NTP_OP_LOG_SOFTMAX:
-        return 6; /* softmax's 5 with the log folded into the subtraction, plus one log per row */
-    default:
-        return 1;
-    }
+    c->flops = smul(2, numel(&ntp__cout(g, n, 0)->shape));
 }
 
-void ntp__cost_onnx_unary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+void ntp__cost_onnx_log_softmax(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    c->flops = smul(unary_flops(n->op), numel(&ntp__cout(g, n, 0)->shape));
+    c->flops = smul(6, numel(&ntp__cout(g, n, 0)->shape));
+}
+
+void ntp__cost_onnx_hardmax(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = numel(&ntp__cout(g, n, 0)->shape);
 }
 
 /* Binary ops: one operation per output element per input after the first,

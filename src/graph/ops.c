@@ -33,6 +33,33 @@ ntp_op ntp__op_from_name(const char *name)
     return NTP_OP_COUNT;
 }
 
+/* The unary element-wise family, from NTP_UNARY_TABLE. An op without a row
+ * has a zero entry (is_unary false). */
+typedef struct unary_info {
+    bool is_unary;
+    const char *onnx, *onnx_attrs;
+    int flops;
+} unary_info;
+
+static const unary_info unary_ops[NTP_OP_COUNT] = {
+#define NTP_UNARY_INFO_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = {true, onnx, attrs, flops},
+    NTP_UNARY_TABLE(NTP_UNARY_INFO_)
+#undef NTP_UNARY_INFO_
+};
+
+bool ntp__op_is_unary(ntp_op op) { return (unsigned)op < NTP_OP_COUNT && unary_ops[op].is_unary; }
+const char *ntp__op_unary_onnx(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].onnx : NULL; }
+const char *ntp__op_unary_onnx_attrs(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].onnx_attrs : ""; }
+int ntp__op_unary_flops(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].flops : 0; }
+
+ntp_op ntp__op_unary_from_onnx(const char *op_type)
+{
+    for (int i = 0; i < NTP_OP_COUNT; i++)
+        if (unary_ops[i].onnx && strcmp(unary_ops[i].onnx, op_type) == 0)
+            return (ntp_op)i;
+    return NTP_OP_COUNT;
+}
+
 ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 {
     const op_info *oi = &ops[n->op];

@@ -282,42 +282,27 @@ static ntp_status rnn(const em *e)
 
 /* --- the rest ------------------------------------------------------------------------------ */
 
+/* Ops that are one ONNX node of their own, beyond the unary element-wise
+ * ops, whose ONNX operators are in the op table (NTP_UNARY_TABLE). */
 static const struct {
     ntp_op op;
     const char *onnx;
 } direct[] = {
-    {NTP_OP_SIGMOID, "Sigmoid"},   {NTP_OP_TANH, "Tanh"},
-    {NTP_OP_HARDSWISH, "HardSwish"}, {NTP_OP_DROPOUT, "Dropout"},
-    {NTP_OP_MEMCPY, "Identity"},   {NTP_OP_GLOBAL_MAXPOOL, "GlobalMaxPool"},
-    {NTP_OP_GLOBAL_AVGPOOL, "GlobalAveragePool"},
-    {NTP_OP_ABS, "Abs"},           {NTP_OP_NEG, "Neg"},
-    {NTP_OP_EXP, "Exp"},           {NTP_OP_LOG, "Log"},
-    {NTP_OP_SQRT, "Sqrt"},         {NTP_OP_RECIPROCAL, "Reciprocal"},
-    {NTP_OP_ERF, "Erf"},           {NTP_OP_FLOOR, "Floor"},
-    {NTP_OP_CEIL, "Ceil"},         {NTP_OP_ROUND, "Round"},
-    {NTP_OP_SIGN, "Sign"},         {NTP_OP_SIN, "Sin"},
-    {NTP_OP_COS, "Cos"},           {NTP_OP_TAN, "Tan"},
-    {NTP_OP_ASIN, "Asin"},         {NTP_OP_ACOS, "Acos"},
-    {NTP_OP_ATAN, "Atan"},         {NTP_OP_SINH, "Sinh"},
-    {NTP_OP_COSH, "Cosh"},         {NTP_OP_ASINH, "Asinh"},
-    {NTP_OP_ACOSH, "Acosh"},       {NTP_OP_ATANH, "Atanh"},
-    {NTP_OP_SOFTPLUS, "Softplus"}, {NTP_OP_SOFTSIGN, "Softsign"},
-    {NTP_OP_ELU, "Elu"},           {NTP_OP_SELU, "Selu"},
-    {NTP_OP_CELU, "Celu"},         {NTP_OP_HARD_SIGMOID, "HardSigmoid"},
-    {NTP_OP_THRESHOLDED_RELU, "ThresholdedRelu"}, {NTP_OP_SHRINK, "Shrink"},
-    {NTP_OP_LEAKY_RELU, "LeakyRelu"}, {NTP_OP_SOFTMAX, "Softmax"},
-    {NTP_OP_LOG_SOFTMAX, "LogSoftmax"}, {NTP_OP_HARDMAX, "Hardmax"},
-    {NTP_OP_SUB, "Sub"},           {NTP_OP_DIV, "Div"},
-    {NTP_OP_POW, "Pow"},           {NTP_OP_MAX, "Max"},
-    {NTP_OP_MIN, "Min"},           {NTP_OP_MEAN, "Mean"},
-    {NTP_OP_CONCAT, "Concat"},     {NTP_OP_FLATTEN, "Flatten"},
-    {NTP_OP_TRANSPOSE, "Transpose"}, {NTP_OP_INSTANCENORM, "InstanceNormalization"},
-    {NTP_OP_LRN, "LRN"},           {NTP_OP_REDUCE_MEAN, "ReduceMean"},
-    {NTP_OP_REDUCE_SUM, "ReduceSum"}, {NTP_OP_REDUCE_MAX, "ReduceMax"},
-    {NTP_OP_REDUCE_MIN, "ReduceMin"}, {NTP_OP_REDUCE_PROD, "ReduceProd"},
-    {NTP_OP_REDUCE_L1, "ReduceL1"}, {NTP_OP_REDUCE_L2, "ReduceL2"},
-    {NTP_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare"}, {NTP_OP_REDUCE_LOG_SUM, "ReduceLogSum"},
-    {NTP_OP_REDUCE_LOG_SUM_EXP, "ReduceLogSumExp"}, {NTP_OP_PRELU, "PRelu"},
+    {NTP_OP_DROPOUT, "Dropout"},   {NTP_OP_MEMCPY, "Identity"},
+    {NTP_OP_GLOBAL_MAXPOOL, "GlobalMaxPool"}, {NTP_OP_GLOBAL_AVGPOOL, "GlobalAveragePool"},
+    {NTP_OP_SOFTMAX, "Softmax"},   {NTP_OP_LOG_SOFTMAX, "LogSoftmax"},
+    {NTP_OP_HARDMAX, "Hardmax"},   {NTP_OP_SUB, "Sub"},
+    {NTP_OP_DIV, "Div"},           {NTP_OP_POW, "Pow"},
+    {NTP_OP_MAX, "Max"},           {NTP_OP_MIN, "Min"},
+    {NTP_OP_MEAN, "Mean"},         {NTP_OP_CONCAT, "Concat"},
+    {NTP_OP_FLATTEN, "Flatten"},   {NTP_OP_TRANSPOSE, "Transpose"},
+    {NTP_OP_INSTANCENORM, "InstanceNormalization"}, {NTP_OP_LRN, "LRN"},
+    {NTP_OP_REDUCE_MEAN, "ReduceMean"}, {NTP_OP_REDUCE_SUM, "ReduceSum"},
+    {NTP_OP_REDUCE_MAX, "ReduceMax"}, {NTP_OP_REDUCE_MIN, "ReduceMin"},
+    {NTP_OP_REDUCE_PROD, "ReduceProd"}, {NTP_OP_REDUCE_L1, "ReduceL1"},
+    {NTP_OP_REDUCE_L2, "ReduceL2"}, {NTP_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare"},
+    {NTP_OP_REDUCE_LOG_SUM, "ReduceLogSum"}, {NTP_OP_REDUCE_LOG_SUM_EXP, "ReduceLogSumExp"},
+    {NTP_OP_PRELU, "PRelu"},
 };
 
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;
@@ -413,6 +398,11 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
     em e = {.w = w, .g = w->g, .n = n, .wd = wd};
     const ntp_attrs *a = &n->a;
+    /* A unary element-wise op with an ONNX operator of its own is that
+     * operator; a relu with a ceiling is a Clip (below). */
+    const char *unary = ntp__op_unary_onnx(n->op);
+    if (unary && !(n->op == NTP_OP_RELU && a->has_max))
+        return simple(&e, unary);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
         if (direct[i].op == n->op)
             return simple(&e, direct[i].onnx);
@@ -465,11 +455,8 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return NTP_STATUS_OK;
     }
     case NTP_OP_RELU:
-        if (!a->has_max) {
-            node1(&e, "Relu", NULL, in_name(&e, 0), out_name(&e, 0));
-            return NTP_STATUS_OK;
-        }
-        /* A ceiling: Clip(0, max), which the reader maps back to relu. */
+        /* With a ceiling (the others are Relu, above): Clip(0, max), which
+         * the reader maps back to relu. */
         {
             const char *in[3] = {in_name(&e, 0), ntp__xw_scalar(w, helper_name(&e, "min"), 0.0f),
                                  ntp__xw_scalar(w, helper_name(&e, "max"), (float)a->max)};

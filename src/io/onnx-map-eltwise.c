@@ -25,37 +25,12 @@ static ntp_status finish(ntp_onnx_importer *x, int ni)
     return st ? st : ntp__onnx_out_tensor(x, 0, x->g->nodes[ni].out[0]);
 }
 
-static const struct {
-    const char *onnx;
-    ntp_op op;
-} unary_ops[] = {
-    {"Abs", NTP_OP_ABS},           {"Neg", NTP_OP_NEG},
-    {"Exp", NTP_OP_EXP},           {"Log", NTP_OP_LOG},
-    {"Sqrt", NTP_OP_SQRT},         {"Reciprocal", NTP_OP_RECIPROCAL},
-    {"Erf", NTP_OP_ERF},           {"Floor", NTP_OP_FLOOR},
-    {"Ceil", NTP_OP_CEIL},         {"Round", NTP_OP_ROUND},
-    {"Sign", NTP_OP_SIGN},         {"Sin", NTP_OP_SIN},
-    {"Cos", NTP_OP_COS},           {"Tan", NTP_OP_TAN},
-    {"Asin", NTP_OP_ASIN},         {"Acos", NTP_OP_ACOS},
-    {"Atan", NTP_OP_ATAN},         {"Sinh", NTP_OP_SINH},
-    {"Cosh", NTP_OP_COSH},         {"Asinh", NTP_OP_ASINH},
-    {"Acosh", NTP_OP_ACOSH},       {"Atanh", NTP_OP_ATANH},
-    {"Softplus", NTP_OP_SOFTPLUS}, {"Softsign", NTP_OP_SOFTSIGN},
-    {"Relu", NTP_OP_RELU},         {"Sigmoid", NTP_OP_SIGMOID},
-    {"Tanh", NTP_OP_TANH},         {"HardSwish", NTP_OP_HARDSWISH},
-    {"Elu", NTP_OP_ELU},           {"Selu", NTP_OP_SELU},
-    {"Celu", NTP_OP_CELU},         {"HardSigmoid", NTP_OP_HARD_SIGMOID},
-    {"ThresholdedRelu", NTP_OP_THRESHOLDED_RELU},
-    {"Shrink", NTP_OP_SHRINK},     {"LeakyRelu", NTP_OP_LEAKY_RELU},
-};
 
-/* Unary ops, with ONNX's defaults for their parameters. */
+/* Unary element-wise ops (the op table's ONNX column), with ONNX's defaults
+ * for their parameters. */
 static ntp_status map_unary(ntp_onnx_importer *x)
 {
-    ntp_op op = NTP_OP_COUNT;
-    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
-        if (strcmp(unary_ops[i].onnx, x->np->op_type) == 0)
-            op = unary_ops[i].op;
+    ntp_op op = ntp__op_unary_from_onnx(x->np->op_type);
     ntp_status st;
     int ni = unary_node(x, op, &st);
     if (ni < 0)
@@ -375,43 +350,22 @@ static ntp_status map_reduce(ntp_onnx_importer *x)
     return ntp__onnx_out_tensor(x, 0, out);
 }
 
+/* The unary element-wise ops' mappers, one per op with an ONNX operator in
+ * the op table, which also gives the attributes each understands. */
+static const ntp_onnx_map unary_maps[NTP_OP_COUNT] = {
+#define NTP_ONNX_UNARY_MAP_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = {onnx, map_unary, NULL, attrs},
+    NTP_UNARY_TABLE(NTP_ONNX_UNARY_MAP_)
+#undef NTP_ONNX_UNARY_MAP_
+};
+
+const ntp_onnx_map *ntp__onnx_find_unary_map(const char *op_type)
+{
+    ntp_op op = ntp__op_unary_from_onnx(op_type);
+    return op < NTP_OP_COUNT ? &unary_maps[op] : NULL;
+}
+
 #define LEGACY "consumed_inputs"
 const ntp_onnx_map ntp__onnx_map_eltwise[] = {
-    {"Abs", map_unary, NULL, LEGACY},
-    {"Neg", map_unary, NULL, LEGACY},
-    {"Exp", map_unary, NULL, LEGACY},
-    {"Log", map_unary, NULL, LEGACY},
-    {"Sqrt", map_unary, NULL, LEGACY},
-    {"Reciprocal", map_unary, NULL, LEGACY},
-    {"Erf", map_unary, NULL, ""},
-    {"Floor", map_unary, NULL, LEGACY},
-    {"Ceil", map_unary, NULL, LEGACY},
-    {"Round", map_unary, NULL, ""},
-    {"Sign", map_unary, NULL, ""},
-    {"Sin", map_unary, NULL, ""},
-    {"Cos", map_unary, NULL, ""},
-    {"Tan", map_unary, NULL, ""},
-    {"Asin", map_unary, NULL, ""},
-    {"Acos", map_unary, NULL, ""},
-    {"Atan", map_unary, NULL, ""},
-    {"Sinh", map_unary, NULL, ""},
-    {"Cosh", map_unary, NULL, ""},
-    {"Asinh", map_unary, NULL, ""},
-    {"Acosh", map_unary, NULL, ""},
-    {"Atanh", map_unary, NULL, ""},
-    {"Softplus", map_unary, NULL, ""},
-    {"Softsign", map_unary, NULL, ""},
-    {"Relu", map_unary, NULL, LEGACY},
-    {"Sigmoid", map_unary, NULL, LEGACY},
-    {"Tanh", map_unary, NULL, LEGACY},
-    {"HardSwish", map_unary, NULL, ""},
-    {"Elu", map_unary, NULL, "alpha," LEGACY},
-    {"Selu", map_unary, NULL, "alpha,gamma," LEGACY},
-    {"Celu", map_unary, NULL, "alpha"},
-    {"HardSigmoid", map_unary, NULL, "alpha,beta," LEGACY},
-    {"ThresholdedRelu", map_unary, NULL, "alpha"},
-    {"Shrink", map_unary, NULL, "bias,lambd"},
-    {"LeakyRelu", map_unary, NULL, "alpha," LEGACY},
     {"PRelu", map_prelu, NULL, LEGACY},
     {"Clip", map_clip, NULL, "min,max," LEGACY},
     {"Softmax", map_softmax, NULL, "axis"},

@@ -259,14 +259,7 @@ static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
         head->op != NTP_OP_MATMUL)
         return false;
     switch (next->op) {
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_HARDSWISH:
-    case NTP_OP_CLIP:
+    NTP_UNARY_CASES /* the reference functions, applied in place */
         return true;
     case NTP_OP_ADD:
     case NTP_OP_MUL: {

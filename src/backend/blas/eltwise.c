@@ -1,17 +1,26 @@
-/* The layers around the GEMMs on the BLAS backend: activations, batch
- * normalisation, softmax, add and mul with numpy broadcasting, and the
- * identities (dropout, reshape, flatten, memcpy), as simple loops in f32,
- * and the layers folded into a GEMM layer (--fuse). */
+/* The layers around the GEMMs on the BLAS backend: the unary element-wise
+ * ops, softmax and add and mul with numpy broadcasting on the reference
+ * backend's kernels (the same functions, in double rounded once to f32, so
+ * the two backends agree exactly); batch normalisation folded to one
+ * multiply-add per element; the identities (dropout, reshape, flatten,
+ * memcpy); and the layers folded into a GEMM layer (--fuse). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/ref/ref-impl.h"
 #include "blas-impl.h"
 
 static bool is_float(ntp_dtype t) { return t == NTP_DTYPE_F32; }
 
 static int64_t norm_axis(int64_t axis, int ndim) { return axis < 0 ? axis + ndim : axis; }
+
+static bool is_identity(ntp_op op)
+{
+    return op == NTP_OP_DROPOUT || op == NTP_OP_RESHAPE || op == NTP_OP_FLATTEN ||
+           op == NTP_OP_MEMCPY;
+}
 
 bool ntp__blas_eltwise_supports(const ntp_graph *g, const ntp_node *n)
 {
@@ -19,88 +28,24 @@ bool ntp__blas_eltwise_supports(const ntp_graph *g, const ntp_node *n)
         if (!is_float(ntp__cin(g, n, i)->dtype))
             return false;
     const ntp_shape *x = &ntp__cin(g, n, 0)->shape;
-    switch (n->op) {
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_HARDSWISH:
-    case NTP_OP_CLIP:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
+    /* Every unary element-wise op: the reference kernel covers the family. */
+    if (ntp__op_is_unary(n->op) || is_identity(n->op) || n->op == NTP_OP_ADD ||
+        n->op == NTP_OP_MUL)
         return true;
-    case NTP_OP_SOFTMAX: {
+    if (n->op == NTP_OP_SOFTMAX) {
         int64_t a = norm_axis(n->a.axis, x->ndim);
         return a >= 0 && a < x->ndim;
     }
-    case NTP_OP_BATCHNORM:
+    if (n->op == NTP_OP_BATCHNORM)
         return x->ndim >= 2 && n->n_w == 4;
-    default:
-        return false;
-    }
+    return false;
 }
 
 void ntp__blas_activate(const ntp_node *n, const float *x, float *y, int64_t count)
 {
-    const ntp_attrs *a = &n->a;
-    switch (n->op) {
-    case NTP_OP_RELU: {
-        float hi = a->has_max ? (float)a->max : INFINITY;
-        for (int64_t i = 0; i < count; i++) {
-            float v = x[i] > 0.0f ? x[i] : isnan(x[i]) ? x[i] : 0.0f;
-            y[i] = v > hi ? hi : v;
-        }
-        break;
-    }
-    case NTP_OP_LEAKY_RELU: {
-        float alpha = (float)a->alpha;
-        for (int64_t i = 0; i < count; i++)
-            y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
-        break;
-    }
-    case NTP_OP_SIGMOID:
-        for (int64_t i = 0; i < count; i++)
-            y[i] = 1.0f / (1.0f + expf(-x[i]));
-        break;
-    case NTP_OP_TANH:
-        for (int64_t i = 0; i < count; i++)
-            y[i] = tanhf(x[i]);
-        break;
-    case NTP_OP_GELU:
-        for (int64_t i = 0; i < count; i++)
-            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
-        break;
-    case NTP_OP_SILU:
-        for (int64_t i = 0; i < count; i++)
-            y[i] = x[i] / (1.0f + expf(-x[i]));
-        break;
-    case NTP_OP_HARDSWISH:
-        for (int64_t i = 0; i < count; i++) {
-            float r = x[i] + 3.0f;
-            r = r < 0.0f ? 0.0f : r > 6.0f ? 6.0f : r;
-            y[i] = x[i] * r / 6.0f;
-        }
-        break;
-    case NTP_OP_CLIP: {
-        float lo = (float)a->min, hi = (float)a->max;
-        for (int64_t i = 0; i < count; i++) {
-            float v = x[i] < lo ? lo : x[i];
-            y[i] = v > hi ? hi : v;
-        }
-        break;
-    }
-    default:
-        /* dropout, reshape, flatten, memcpy: identities. */
-        if (y != x)
-            memcpy(y, x, (size_t)count * sizeof *y);
-        break;
-    }
+    /* dropout, reshape, flatten, memcpy: identities. */
+    if (!ntp__ref_unary(n->op, &n->a, x, y, count) && y != x)
+        memcpy(y, x, (size_t)count * sizeof *y);
 }
 
 void ntp__blas_softmax(float *x, int64_t len, int64_t stride)
@@ -124,57 +69,6 @@ void ntp__blas_softmax(float *x, int64_t len, int64_t stride)
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < len; j++)
         x[j * stride] *= inv;
-}
-
-/* y = x0 op x1 op ... with numpy broadcasting: each input walked with
- * per-dim strides that are 0 where it broadcasts. */
-static void binary(const ntp_kargs *k)
-{
-    const ntp_shape *ys = &k->out[0].shape;
-    int r = ys->ndim;
-    int64_t strides[NTP_MAX_INPUTS][NTP_MAX_DIMS];
-    for (int i = 0; i < k->n_in; i++) {
-        const ntp_shape *s = &k->in[i].shape;
-        int64_t stride = 1;
-        for (int d = r - 1; d >= 0; d--) {
-            int ds = d - (r - s->ndim);
-            int64_t dim = ds >= 0 ? s->dim[ds] : 1;
-            strides[i][d] = dim == 1 ? 0 : stride;
-            stride *= dim;
-        }
-    }
-    bool add = k->node->op == NTP_OP_ADD;
-    float *y = k->out[0].data;
-    int64_t n = ntp_shape_numel(ys), last = r > 0 ? ys->dim[r - 1] : 1;
-    if (n == 0 || last == 0)
-        return;
-    int64_t idx[NTP_MAX_DIMS] = {0}, off[NTP_MAX_INPUTS] = {0};
-    for (int64_t row = 0; row < n / last; row++) {
-        float *yr = y + row * last;
-        for (int i = 0; i < k->n_in; i++) {
-            const float *xr = (const float *)k->in[i].data + off[i];
-            int64_t s = r > 0 ? strides[i][r - 1] : 0;
-            if (i == 0)
-                for (int64_t j = 0; j < last; j++)
-                    yr[j] = xr[j * s];
-            else if (add)
-                for (int64_t j = 0; j < last; j++)
-                    yr[j] += xr[j * s];
-            else
-                for (int64_t j = 0; j < last; j++)
-                    yr[j] *= xr[j * s];
-        }
-        for (int d = r - 2; d >= 0; d--) {
-            idx[d]++;
-            for (int i = 0; i < k->n_in; i++)
-                off[i] += strides[i][d];
-            if (idx[d] < ys->dim[d])
-                break;
-            for (int i = 0; i < k->n_in; i++)
-                off[i] -= strides[i][d] * idx[d];
-            idx[d] = 0;
-        }
-    }
 }
 
 ntp_status ntp__blas_eltwise_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *nd)
@@ -220,29 +114,11 @@ ntp_status ntp__blas_eltwise_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_nod
 
 ntp_status ntp__blas_eltwise_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd)
 {
-    (void)ctx;
     const ntp_node *n = k->node;
     const ntp_shape *xs = &k->in[0].shape;
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
-    switch (n->op) {
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-        binary(k);
-        break;
-    case NTP_OP_SOFTMAX: {
-        int64_t axis = norm_axis(n->a.axis, xs->ndim), len = xs->dim[axis], inner = 1;
-        for (int d = (int)axis + 1; d < xs->ndim; d++)
-            inner *= xs->dim[d];
-        int64_t total = ntp_shape_numel(xs), outer = len * inner != 0 ? total / (len * inner) : 0;
-        if (y != x)
-            memcpy(y, x, (size_t)total * sizeof *y);
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t i = 0; i < inner; i++)
-                ntp__blas_softmax(y + o * len * inner + i, len, inner);
-        break;
-    }
-    case NTP_OP_BATCHNORM: {
+    if (n->op == NTP_OP_BATCHNORM) {
         int64_t N = xs->dim[0], C = xs->dim[1], inner = ntp_shape_numel(xs) / (N * C);
         const float *mul = nd->own, *add = nd->own + C;
         for (int64_t b = 0; b < N; b++)
@@ -252,11 +128,14 @@ ntp_status ntp__blas_eltwise_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_n
                 for (int64_t i = 0; i < inner; i++)
                     yp[i] = xp[i] * mul[c] + add[c];
             }
-        break;
-    }
-    default:
-        ntp__blas_activate(n, x, y, ntp_shape_numel(xs));
-        break;
+    } else if (is_identity(n->op)) {
+        if (y != x)
+            memcpy(y, x, (size_t)ntp_shape_numel(xs) * sizeof *y);
+    } else {
+        /* The unary ops, softmax, add and mul: the reference kernels. */
+        ntp_status st = ntp__ref_eltwise(ctx, k);
+        if (st)
+            return st;
     }
     ntp__blas_post_ops(k, nd);
     return NTP_STATUS_OK;

@@ -25,27 +25,36 @@ extern "C" {
 /* Element types the kernels compute on (always in f32 registers). */
 typedef enum cudak_type { CUDAK_F32, CUDAK_F16, CUDAK_BF16 } cudak_type;
 
-/* Element-wise functions: activations and unary math. */
+/* Element-wise functions: activations and unary math, each a device
+ * expression of x and the parameters a and b, in f32. The enum and
+ * kernels.cu's apply_fn() are generated from this one list; misc.c maps
+ * the ops of the unary element-wise family (op-table.h) onto it.
+ *   F(NAME, expression) */
+#define CUDAK_FN_TABLE(F)                                                        \
+    F(IDENTITY, x)                                                               \
+    F(RELU, x > 0.0f ? x : 0.0f)                                                 \
+    F(RELU_MAX, fminf(fmaxf(x, 0.0f), b))                                        \
+    F(LEAKY_RELU, x >= 0.0f ? x : a * x)                                         \
+    F(SIGMOID, 1.0f / (1.0f + expf(-x)))                                         \
+    F(TANH, tanhf(x))                                                            \
+    F(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f))) /* exact form */ \
+    F(SILU, x / (1.0f + expf(-x)))                                               \
+    F(HARDSWISH, x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f)                  \
+    F(CLIP, fminf(fmaxf(x, a), b))                                               \
+    F(ABS, fabsf(x))                                                             \
+    F(NEG, -x)                                                                   \
+    F(EXP, expf(x))                                                              \
+    F(LOG, logf(x))                                                              \
+    F(SQRT, sqrtf(x))                                                            \
+    F(RECIPROCAL, 1.0f / x)                                                      \
+    F(ERF, erff(x))                                                              \
+    F(SOFTPLUS, x > 20.0f ? x : log1pf(expf(x)))                                 \
+    F(ELU, x < 0.0f ? a * (expf(x) - 1.0f) : x)
+
 typedef enum cudak_fn {
-    CUDAK_IDENTITY,
-    CUDAK_RELU,
-    CUDAK_RELU_MAX,     /* min(max(0, x), b) */
-    CUDAK_LEAKY_RELU,   /* x >= 0 ? x : a·x */
-    CUDAK_SIGMOID,
-    CUDAK_TANH,
-    CUDAK_GELU,         /* exact erf form */
-    CUDAK_SILU,
-    CUDAK_HARDSWISH,
-    CUDAK_CLIP,         /* min(max(x, a), b) */
-    CUDAK_ABS,
-    CUDAK_NEG,
-    CUDAK_EXP,
-    CUDAK_LOG,
-    CUDAK_SQRT,
-    CUDAK_RECIPROCAL,
-    CUDAK_ERF,
-    CUDAK_SOFTPLUS,
-    CUDAK_ELU,          /* x < 0 ? a·(eˣ − 1) : x */
+#define CUDAK_FN_ENUM_(name, expr) CUDAK_##name,
+    CUDAK_FN_TABLE(CUDAK_FN_ENUM_)
+#undef CUDAK_FN_ENUM_
     CUDAK_FN_COUNT
 } cudak_fn;
 

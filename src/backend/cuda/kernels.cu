@@ -38,28 +38,19 @@ unsigned blocks_for(int64_t n)
     return (unsigned)(b > 65536 ? 65536 : b);
 }
 
+/* One case per row of CUDAK_FN_TABLE (cuda-kernels.h). */
 __device__ float apply_fn(int fn, float a, float b, float x)
 {
+    (void)a;
+    (void)b;
     switch (fn) {
-    case CUDAK_RELU: return x > 0.0f ? x : 0.0f;
-    case CUDAK_RELU_MAX: return fminf(fmaxf(x, 0.0f), b);
-    case CUDAK_LEAKY_RELU: return x >= 0.0f ? x : a * x;
-    case CUDAK_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case CUDAK_TANH: return tanhf(x);
-    case CUDAK_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case CUDAK_SILU: return x / (1.0f + expf(-x));
-    case CUDAK_HARDSWISH: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
-    case CUDAK_CLIP: return fminf(fmaxf(x, a), b);
-    case CUDAK_ABS: return fabsf(x);
-    case CUDAK_NEG: return -x;
-    case CUDAK_EXP: return expf(x);
-    case CUDAK_LOG: return logf(x);
-    case CUDAK_SQRT: return sqrtf(x);
-    case CUDAK_RECIPROCAL: return 1.0f / x;
-    case CUDAK_ERF: return erff(x);
-    case CUDAK_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
-    case CUDAK_ELU: return x < 0.0f ? a * (expf(x) - 1.0f) : x;
-    default: return x;
+#define CUDAK_FN_CASE_(name, expr) \
+    case CUDAK_##name:             \
+        return expr;
+        CUDAK_FN_TABLE(CUDAK_FN_CASE_)
+#undef CUDAK_FN_CASE_
+    default:
+        return x;
     }
 }
 

@@ -103,37 +103,63 @@ static void misc_free(cudab_node *nd)
     nd->priv = NULL;
 }
 
+/* Where an element-wise function's parameters a and b come from. */
+typedef enum act_param {
+    ACT_NONE,       /* none */
+    ACT_ALPHA,      /* a = the node's alpha */
+    ACT_MIN_MAX,    /* a = min, b = max (clip) */
+    ACT_CEILING     /* relu: a ceiling makes it RELU_MAX with b = max */
+} act_param;
+
+/* op -> device function (CUDAK_FN_TABLE): one line per unary element-wise
+ * op this backend runs; 0 (CUDAK_IDENTITY) means not mapped, and the op
+ * stays on the reference backend. */
+static const struct {
+    cudak_fn fn;
+    act_param param;
+} act_map[NTP_OP_COUNT] = {
+    [NTP_OP_RELU] = {CUDAK_RELU, ACT_CEILING},
+    [NTP_OP_LEAKY_RELU] = {CUDAK_LEAKY_RELU, ACT_ALPHA},
+    [NTP_OP_SIGMOID] = {CUDAK_SIGMOID, ACT_NONE},
+    [NTP_OP_TANH] = {CUDAK_TANH, ACT_NONE},
+    [NTP_OP_GELU] = {CUDAK_GELU, ACT_NONE},
+    [NTP_OP_SILU] = {CUDAK_SILU, ACT_NONE},
+    [NTP_OP_HARDSWISH] = {CUDAK_HARDSWISH, ACT_NONE},
+    [NTP_OP_CLIP] = {CUDAK_CLIP, ACT_MIN_MAX},
+    [NTP_OP_ABS] = {CUDAK_ABS, ACT_NONE},
+    [NTP_OP_NEG] = {CUDAK_NEG, ACT_NONE},
+    [NTP_OP_EXP] = {CUDAK_EXP, ACT_NONE},
+    [NTP_OP_LOG] = {CUDAK_LOG, ACT_NONE},
+    [NTP_OP_SQRT] = {CUDAK_SQRT, ACT_NONE},
+    [NTP_OP_RECIPROCAL] = {CUDAK_RECIPROCAL, ACT_NONE},
+    [NTP_OP_ERF] = {CUDAK_ERF, ACT_NONE},
+    [NTP_OP_SOFTPLUS] = {CUDAK_SOFTPLUS, ACT_NONE},
+    [NTP_OP_ELU] = {CUDAK_ELU, ACT_ALPHA},
+};
+
 bool ntp__cuda_act_fn(const ntp_node *n, cudak_post *p)
 {
     const ntp_attrs *a = &n->a;
     memset(p, 0, sizeof *p);
-    switch (n->op) {
-    case NTP_OP_RELU:
-        p->fn = a->has_max ? CUDAK_RELU_MAX : CUDAK_RELU;
-        p->b = (float)a->max;
-        return true;
-    case NTP_OP_LEAKY_RELU: p->fn = CUDAK_LEAKY_RELU; p->a = (float)a->alpha; return true;
-    case NTP_OP_SIGMOID: p->fn = CUDAK_SIGMOID; return true;
-    case NTP_OP_TANH: p->fn = CUDAK_TANH; return true;
-    case NTP_OP_GELU: p->fn = CUDAK_GELU; return true;
-    case NTP_OP_SILU: p->fn = CUDAK_SILU; return true;
-    case NTP_OP_HARDSWISH: p->fn = CUDAK_HARDSWISH; return true;
-    case NTP_OP_CLIP:
-        p->fn = CUDAK_CLIP;
+    if ((unsigned)n->op >= NTP_OP_COUNT || act_map[n->op].fn == CUDAK_IDENTITY)
+        return false;
+    p->fn = act_map[n->op].fn;
+    switch (act_map[n->op].param) {
+    case ACT_NONE:
+        break;
+    case ACT_ALPHA:
+        p->a = (float)ntp__onnx_p1(a);
+        break;
+    case ACT_MIN_MAX:
         p->a = (float)a->min;
         p->b = (float)a->max;
-        return true;
-    case NTP_OP_ABS: p->fn = CUDAK_ABS; return true;
-    case NTP_OP_NEG: p->fn = CUDAK_NEG; return true;
-    case NTP_OP_EXP: p->fn = CUDAK_EXP; return true;
-    case NTP_OP_LOG: p->fn = CUDAK_LOG; return true;
-    case NTP_OP_SQRT: p->fn = CUDAK_SQRT; return true;
-    case NTP_OP_RECIPROCAL: p->fn = CUDAK_RECIPROCAL; return true;
-    case NTP_OP_ERF: p->fn = CUDAK_ERF; return true;
-    case NTP_OP_SOFTPLUS: p->fn = CUDAK_SOFTPLUS; return true;
-    case NTP_OP_ELU: p->fn = CUDAK_ELU; p->a = (float)ntp__onnx_p1(a); return true;
-    default: return false;
+        break;
+    case ACT_CEILING:
+        p->fn = a->has_max ? CUDAK_RELU_MAX : CUDAK_RELU;
+        p->b = (float)a->max;
+        break;
     }
+    return true;
 }
 
 /* Strides of input shape s read at every index of output shape y (0 where

@@ -49,25 +49,9 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_REDUCE_L2:
     case NTP_OP_REDUCE_SUM_SQUARE:
         return ntp__dnnl_reduce_supports(g, n);
-    case NTP_OP_ABS:
-    case NTP_OP_NEG:
-    case NTP_OP_EXP:
-    case NTP_OP_LOG:
-    case NTP_OP_SQRT:
-    case NTP_OP_RECIPROCAL:
-    case NTP_OP_ROUND:
-    case NTP_OP_SOFTPLUS:
-    case NTP_OP_ELU:
+    NTP_UNARY_CASES /* by eltwise.c's mapping */
     case NTP_OP_PRELU:
     case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_HARDSWISH:
-    case NTP_OP_CLIP:
     case NTP_OP_SOFTMAX:
         return ntp__dnnl_eltwise_supports(g, n);
     case NTP_OP_ADD:

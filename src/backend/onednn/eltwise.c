@@ -1,18 +1,15 @@
-/* Activations on oneDNN's eltwise primitive, and softmax.
+/* Activations and unary math on oneDNN's eltwise primitive, and softmax.
  *
- * The mapping (also used for post-ops, src/backend/onednn/fuse.c):
- *   relu             eltwise_relu, alpha 0
+ * The unary element-wise ops (NTP_UNARY_TABLE) run by the mapping below,
+ * also used for post-ops (src/backend/onednn/fuse.c); an op it does not map
+ * stays on the reference backend. Worth knowing about the mapping:
  *   relu max=m       eltwise_clip [0, m] (DeepSpeech's clipped ReLU)
  *   leaky_relu       eltwise_relu, alpha = slope
- *   sigmoid          eltwise_logistic
- *   tanh             eltwise_tanh
  *   gelu             eltwise_gelu_erf (the exact form, as the op defines)
  *   silu             eltwise_swish, alpha 1
- *   hardswish        eltwise_hardswish
- *   clip             eltwise_clip [min, max]
- *   abs, exp, log, sqrt, round, elu   their namesakes (round: half to even)
  *   neg              eltwise_linear, alpha -1
  *   reciprocal       eltwise_pow, alpha 1, beta -1
+ *   round            eltwise_round (half to even)
  *   softplus         eltwise_soft_relu (ln(1 + eˣ))
  * Activations follow their input's layout (blocked stays blocked); prelu
  * runs on oneDNN's prelu primitive with the slope broadcast numpy-style;
@@ -21,79 +18,71 @@
 
 #include "onednn-impl.h"
 
+/* Where alpha and beta come from: the row's constants, or the node's
+ * attributes. */
+typedef enum param_from {
+    FROM_ROW,       /* alpha and beta as given */
+    FROM_ALPHA,     /* alpha = the node's alpha */
+    FROM_MIN_MAX,   /* alpha = min, beta = max (clip) */
+    FROM_CEILING    /* relu: a ceiling makes it eltwise_clip [0, max] */
+} param_from;
+
+typedef struct unary_map {
+    dnnl_alg_kind_t alg;    /* dnnl_alg_kind_undef (0): not mapped */
+    float alpha, beta;
+    param_from from;
+} unary_map;
+
+/* op -> oneDNN eltwise algorithm: one line per op this backend runs. */
+static const unary_map unary_maps[NTP_OP_COUNT] = {
+    [NTP_OP_RELU] = {dnnl_eltwise_relu, 0.0f, 0.0f, FROM_CEILING},
+    [NTP_OP_LEAKY_RELU] = {dnnl_eltwise_relu, 0.0f, 0.0f, FROM_ALPHA},
+    [NTP_OP_SIGMOID] = {dnnl_eltwise_logistic, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_TANH] = {dnnl_eltwise_tanh, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_GELU] = {dnnl_eltwise_gelu_erf, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_SILU] = {dnnl_eltwise_swish, 1.0f, 0.0f, FROM_ROW},
+    [NTP_OP_HARDSWISH] = {dnnl_eltwise_hardswish, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_CLIP] = {dnnl_eltwise_clip, 0.0f, 0.0f, FROM_MIN_MAX},
+    [NTP_OP_ABS] = {dnnl_eltwise_abs, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_NEG] = {dnnl_eltwise_linear, -1.0f, 0.0f, FROM_ROW},
+    [NTP_OP_EXP] = {dnnl_eltwise_exp, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_LOG] = {dnnl_eltwise_log, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_SQRT] = {dnnl_eltwise_sqrt, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_RECIPROCAL] = {dnnl_eltwise_pow, 1.0f, -1.0f, FROM_ROW},
+    [NTP_OP_ROUND] = {dnnl_eltwise_round, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_SOFTPLUS] = {dnnl_eltwise_soft_relu, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_ELU] = {dnnl_eltwise_elu, 0.0f, 0.0f, FROM_ALPHA},
+    [NTP_OP_MISH] = {dnnl_eltwise_mish, 0.0f, 0.0f, FROM_ROW},
+    [NTP_OP_LOG_SIGMOID] = {dnnl_eltwise_logsigmoid, 0.0f, 0.0f, FROM_ROW},
+};
+
 bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
 {
+    if ((unsigned)n->op >= NTP_OP_COUNT || unary_maps[n->op].alg == dnnl_alg_kind_undef)
+        return false;
+    const unary_map *m = &unary_maps[n->op];
     const ntp_attrs *a = &n->a;
-    *alpha = 0.0f;
-    *beta = 0.0f;
-    switch (n->op) {
-    case NTP_OP_RELU:
+    *alg = m->alg;
+    *alpha = m->alpha;
+    *beta = m->beta;
+    switch (m->from) {
+    case FROM_ROW:
+        break;
+    case FROM_ALPHA:
+        *alpha = (float)a->alpha;
+        break;
+    case FROM_MIN_MAX:
+        *alpha = (float)a->min;
+        *beta = (float)a->max;
+        break;
+    case FROM_CEILING:
         if (a->has_max) {
             *alg = dnnl_eltwise_clip;
             *beta = (float)a->max;
-        } else {
-            *alg = dnnl_eltwise_relu;
         }
-        return true;
-    case NTP_OP_LEAKY_RELU:
-        *alg = dnnl_eltwise_relu;
-        *alpha = (float)a->alpha;
-        return true;
-    case NTP_OP_SIGMOID:
-        *alg = dnnl_eltwise_logistic;
-        return true;
-    case NTP_OP_TANH:
-        *alg = dnnl_eltwise_tanh;
-        return true;
-    case NTP_OP_GELU:
-        *alg = dnnl_eltwise_gelu_erf;
-        return true;
-    case NTP_OP_SILU:
-        *alg = dnnl_eltwise_swish;
-        *alpha = 1.0f;
-        return true;
-    case NTP_OP_HARDSWISH:
-        *alg = dnnl_eltwise_hardswish;
-        return true;
-    case NTP_OP_CLIP:
-        *alg = dnnl_eltwise_clip;
-        *alpha = (float)a->min;
-        *beta = (float)a->max;
-        return true;
-    case NTP_OP_ABS:
-        *alg = dnnl_eltwise_abs;
-        return true;
-    case NTP_OP_NEG:
-        *alg = dnnl_eltwise_linear;
-        *alpha = -1.0f;
-        return true;
-    case NTP_OP_EXP:
-        *alg = dnnl_eltwise_exp;
-        return true;
-    case NTP_OP_LOG:
-        *alg = dnnl_eltwise_log;
-        return true;
-    case NTP_OP_SQRT:
-        *alg = dnnl_eltwise_sqrt;
-        return true;
-    case NTP_OP_RECIPROCAL:
-        *alg = dnnl_eltwise_pow;
-        *alpha = 1.0f;
-        *beta = -1.0f;
-        return true;
-    case NTP_OP_ROUND:
-        *alg = dnnl_eltwise_round;
-        return true;
-    case NTP_OP_SOFTPLUS:
-        *alg = dnnl_eltwise_soft_relu;
-        return true;
-    case NTP_OP_ELU:
-        *alg = dnnl_eltwise_elu;
-        *alpha = (float)a->alpha;
-        return true;
-    default:
-        return false;
+        break;
     }
+    return true;
 }
 
 bool ntp__dnnl_eltwise_supports(const ntp_graph *g, const ntp_node *n)

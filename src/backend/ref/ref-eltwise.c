@@ -1,10 +1,13 @@
-/* Activations, softmax and broadcasting add / mul.
+/* Activations and unary math, softmax and broadcasting add / mul.
  *
  * Transcendental activations are evaluated in double and rounded once to
  * f32, so the reference is within half an ulp of the exact value and other
  * backends' f32 approximations are measured against something better than
  * themselves. */
 #include <math.h>
+
+#include "core/numeric-impl.h"
+#include "graph/op-onnx-impl.h"
 #include "ref-impl.h"
 
 float ntp__ref_sigmoid(float x)
@@ -17,12 +20,119 @@ float ntp__ref_tanh(float x)
     return (float)tanh((double)x);
 }
 
-static float relu6(double v)
+/* --- the unary element-wise ops ------------------------------------------------------------ *
+ *
+ * One function per row of NTP_UNARY_TABLE (op-table.h), named ref_<fn>: y as
+ * a double from x and the node's attributes. The per-op loops and the table
+ * that dispatches to them are generated from the op table below, so a new
+ * op needs its function here and nothing else in this backend. */
+#define ATTRS const ntp_attrs *a __attribute__((unused))
+
+static double ref_relu(double x, ATTRS)
 {
-    return (float)(v < 0.0 ? 0.0 : v > 6.0 ? 6.0 : v);
+    double v = x > 0.0 ? x : isnan(x) ? x : 0.0;
+    double hi = a->has_max ? (double)(float)a->max : INFINITY;
+    return v > hi ? hi : v;
+}
+/* The slope is rounded to f32 first, as the layer's parameter is. */
+static double ref_leaky_relu(double x, ATTRS) { return x >= 0.0 ? x : (double)(float)a->alpha * x; }
+static double ref_sigmoid(double x, ATTRS) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_tanh(double x, ATTRS) { return tanh(x); }
+/* The exact form with erf, not the tanh approximation. */
+static double ref_gelu(double x, ATTRS) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+static double ref_silu(double x, ATTRS) { return x / (1.0 + exp(-x)); }
+/* relu6(x + 3) is rounded to f32 before the product, as it always was. */
+static double ref_hardswish(double x, ATTRS)
+{
+    double r = x + 3.0;
+    return x * (double)(float)(r < 0.0 ? 0.0 : r > 6.0 ? 6.0 : r) / 6.0;
+}
+static double ref_clip(double x, ATTRS)
+{
+    double lo = (float)a->min, hi = (float)a->max, v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
+static double ref_abs(double x, ATTRS) { return fabs(x); }
+static double ref_neg(double x, ATTRS) { return -x; }
+static double ref_exp(double x, ATTRS) { return exp(x); }
+static double ref_log(double x, ATTRS) { return log(x); }
+static double ref_sqrt(double x, ATTRS) { return sqrt(x); }
+static double ref_reciprocal(double x, ATTRS) { return 1.0 / x; }
+static double ref_erf(double x, ATTRS) { return erf(x); }
+static double ref_floor(double x, ATTRS) { return floor(x); }
+static double ref_ceil(double x, ATTRS) { return ceil(x); }
+/* ONNX rounds halves to even. */
+static double ref_round(double x, ATTRS) { return ntp__round_half_even(x); }
+/* Keeps 0 and NaN. */
+static double ref_sign(double x, ATTRS) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+static double ref_sin(double x, ATTRS) { return sin(x); }
+static double ref_cos(double x, ATTRS) { return cos(x); }
+static double ref_tan(double x, ATTRS) { return tan(x); }
+static double ref_asin(double x, ATTRS) { return asin(x); }
+static double ref_acos(double x, ATTRS) { return acos(x); }
+static double ref_atan(double x, ATTRS) { return atan(x); }
+static double ref_sinh(double x, ATTRS) { return sinh(x); }
+static double ref_cosh(double x, ATTRS) { return cosh(x); }
+static double ref_asinh(double x, ATTRS) { return asinh(x); }
+static double ref_acosh(double x, ATTRS) { return acosh(x); }
+static double ref_atanh(double x, ATTRS) { return atanh(x); }
+/* log(1 + e^x) without overflow for large x. */
+static double ref_softplus(double x, ATTRS) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double ref_softsign(double x, ATTRS) { return x / (1.0 + fabs(x)); }
+static double ref_elu(double x, ATTRS) { return x < 0 ? ntp__onnx_p1(a) * expm1(x) : x; }
+static double ref_selu(double x, ATTRS)
+{
+    double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
+    return x <= 0 ? p2 * (p1 * exp(x) - p1) : p2 * x;
+}
+static double ref_celu(double x, ATTRS)
+{
+    double p1 = ntp__onnx_p1(a);
+    return fmax(0.0, x) + fmin(0.0, p1 * expm1(x / p1));
+}
+static double ref_hard_sigmoid(double x, ATTRS)
+{
+    return fmax(0.0, fmin(1.0, ntp__onnx_p1(a) * x + ntp__onnx_p2(a)));
+}
+static double ref_thresholded_relu(double x, ATTRS) { return x > ntp__onnx_p1(a) ? x : 0.0; }
+static double ref_shrink(double x, ATTRS)
+{
+    double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
+    return x < -p1 ? x + p2 : x > p1 ? x - p2 : 0.0;
+}
+/* x·tanh(softplus(x)), softplus without overflow: mish(-1000) is -0. */
+static double ref_mish(double x, ATTRS) { return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))); }
+/* log(1 / (1 + e^-x)) = -softplus(-x), without overflow for large |x|. */
+static double ref_log_sigmoid(double x, ATTRS) { return x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x)); }
+
+#undef ATTRS
+
+typedef void (*unary_loop)(const ntp_attrs *a, const float *x, float *y, int64_t n);
+
+#define NTP_REF_UNARY_LOOP_(e, fn, onnx, attrs, flops)                                 \
+    static void loop_##fn(const ntp_attrs *a, const float *x, float *y, int64_t n) \
+    {                                                                               \
+        for (int64_t i = 0; i < n; i++)                                             \
+            y[i] = (float)ref_##fn(x[i], a);                                        \
+    }
+NTP_UNARY_TABLE(NTP_REF_UNARY_LOOP_)
+#undef NTP_REF_UNARY_LOOP_
+
+static const unary_loop unary_loops[NTP_OP_COUNT] = {
+#define NTP_REF_UNARY_ENTRY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = loop_##fn,
+    NTP_UNARY_TABLE(NTP_REF_UNARY_ENTRY_)
+#undef NTP_REF_UNARY_ENTRY_
+};
+
+bool ntp__ref_unary(ntp_op op, const ntp_attrs *a, const float *x, float *y, int64_t n)
+{
+    if ((unsigned)op >= NTP_OP_COUNT || !unary_loops[op])
+        return false;
+    unary_loops[op](a, x, y, n);
+    return true;
 }
 
-static ntp_status activation(ntp_ctx *ctx, const ntp_kargs *k)
+static ntp_status unary(ntp_ctx *ctx, const ntp_kargs *k)
 {
     ntp_status st = ntp__ref_expect(ctx, k, 1, 0, 0, 1);
     if (st)
@@ -34,62 +144,8 @@ static ntp_status activation(ntp_ctx *ctx, const ntp_kargs *k)
                               ntp_shape_str(&k->in[0].shape, a, sizeof a),
                               ntp_shape_str(&k->out[0].shape, b, sizeof b));
     }
-    const ntp_attrs *a = &k->node->a;
-    const float *x = k->in[0].data;
-    float *y = k->out[0].data;
-    switch (k->node->op) {
-    case NTP_OP_RELU: {
-        float hi = a->has_max ? (float)a->max : INFINITY;
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i] > 0.0f ? x[i] : isnan(x[i]) ? x[i] : 0.0f;
-            y[i] = v > hi ? hi : v;
-        }
-        break;
-    }
-    case NTP_OP_LEAKY_RELU: {
-        float alpha = (float)a->alpha;
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
-        break;
-    }
-    case NTP_OP_SIGMOID:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = ntp__ref_sigmoid(x[i]);
-        break;
-    case NTP_OP_TANH:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = ntp__ref_tanh(x[i]);
-        break;
-    case NTP_OP_GELU:
-        /* The exact form with erf, not the tanh approximation. */
-        for (int64_t i = 0; i < n; i++) {
-            double v = x[i];
-            y[i] = (float)(0.5 * v * (1.0 + erf(v * 0.70710678118654752440)));
-        }
-        break;
-    case NTP_OP_SILU:
-        for (int64_t i = 0; i < n; i++) {
-            double v = x[i];
-            y[i] = (float)(v / (1.0 + exp(-v)));
-        }
-        break;
-    case NTP_OP_HARDSWISH:
-        for (int64_t i = 0; i < n; i++) {
-            double v = x[i];
-            y[i] = (float)(v * relu6(v + 3.0) / 6.0);
-        }
-        break;
-    case NTP_OP_CLIP: {
-        float lo = (float)a->min, hi = (float)a->max;
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i] < lo ? lo : x[i];
-            y[i] = v > hi ? hi : v;
-        }
-        break;
-    }
-    default:
-        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "not an activation");
-    }
+    if (!ntp__ref_unary(k->node->op, &k->node->a, k->in[0].data, k->out[0].data, n))
+        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "not a unary element-wise op");
     return NTP_STATUS_OK;
 }
 
@@ -216,13 +272,9 @@ bad:;
 
 ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_SOFTMAX:
+    if (k->node->op == NTP_OP_SOFTMAX)
         return softmax(ctx, k);
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
+    if (k->node->op == NTP_OP_ADD || k->node->op == NTP_OP_MUL)
         return binary(ctx, k);
-    default:
-        return activation(ctx, k);
-    }
+    return unary(ctx, k);
 }

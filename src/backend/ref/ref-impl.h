@@ -70,6 +70,12 @@ typedef void ntp_gemm_fn(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
 float ntp__ref_sigmoid(float x);
 float ntp__ref_tanh(float x);
 
+/* y[i] = f(x[i]) for i < n, f the reference function of a unary
+ * element-wise op (NTP_UNARY_TABLE) with the node's attributes a, in double
+ * and rounded once to f32; y may be x. False, writing nothing, when op is not
+ * of that family. Other backends call it for the ops they do not map. */
+bool ntp__ref_unary(ntp_op op, const ntp_attrs *a, const float *x, float *y, int64_t n);
+
 /* Softmax in place over n values spaced `stride` apart: max subtracted, exp
  * and sum in double. */
 void ntp__ref_softmax_strided(float *x, int64_t n, int64_t stride);
@@ -117,7 +123,8 @@ ntp_status ntp__ref_conv_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm
 ntp_status ntp__ref_pool(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-norm.c: batchnorm, layernorm. */
 ntp_status ntp__ref_norm(ntp_ctx *ctx, const ntp_kargs *k);
-/* ref-eltwise.c: activations, softmax, add, mul. */
+/* ref-eltwise.c: the unary element-wise ops (activations and unary math),
+ * softmax, add, mul. */
 ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-move.c: concat, split, reshape, flatten, transpose, pad, embedding,
  * dropout, memcpy, convert. */

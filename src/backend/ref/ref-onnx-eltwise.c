@@ -1,12 +1,12 @@
-/* Reference kernels of the element-wise ops added for ONNX models: unary
- * math and activations, prelu, log_softmax, hardmax, and the broadcasting
- * sub, div, pow, max, min, mean and where.
+/* Reference kernels of the element-wise ops added for ONNX models: prelu,
+ * log_softmax, hardmax, and the broadcasting sub, div, pow, max, min, mean
+ * and where. (Their unary math and activations are ref-eltwise.c's, from
+ * the op table.)
  *
  * As in ref-eltwise.c, functions are evaluated in double and rounded once to
  * f32, so the reference is within half an ulp of the exact value. */
 #include <math.h>
 
-#include "core/numeric-impl.h"
 #include "graph/op-onnx-impl.h"
 #include "ref-onnx-impl.h"
 
@@ -18,60 +18,6 @@ static ntp_status same_count(ntp_ctx *ctx, const ntp_kargs *k)
                               ntp_shape_str(&k->in[0].shape, a, sizeof a),
                               ntp_shape_str(&k->out[0].shape, b, sizeof b));
     }
-    return NTP_STATUS_OK;
-}
-
-/* y = f(x) for one unary op; a holds its parameters. */
-static double unary(ntp_op op, const ntp_attrs *a, double x)
-{
-    double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
-    switch (op) {
-    case NTP_OP_ABS: return fabs(x);
-    case NTP_OP_NEG: return -x;
-    case NTP_OP_EXP: return exp(x);
-    case NTP_OP_LOG: return log(x);
-    case NTP_OP_SQRT: return sqrt(x);
-    case NTP_OP_RECIPROCAL: return 1.0 / x;
-    case NTP_OP_ERF: return erf(x);
-    case NTP_OP_FLOOR: return floor(x);
-    case NTP_OP_CEIL: return ceil(x);
-    case NTP_OP_ROUND: return ntp__round_half_even(x); /* ONNX rounds halves to even */
-    case NTP_OP_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x; /* keeps 0 and NaN */
-    case NTP_OP_SIN: return sin(x);
-    case NTP_OP_COS: return cos(x);
-    case NTP_OP_TAN: return tan(x);
-    case NTP_OP_ASIN: return asin(x);
-    case NTP_OP_ACOS: return acos(x);
-    case NTP_OP_ATAN: return atan(x);
-    case NTP_OP_SINH: return sinh(x);
-    case NTP_OP_COSH: return cosh(x);
-    case NTP_OP_ASINH: return asinh(x);
-    case NTP_OP_ACOSH: return acosh(x);
-    case NTP_OP_ATANH: return atanh(x);
-    /* log(1 + e^x) without overflow for large x. */
-    case NTP_OP_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-    case NTP_OP_SOFTSIGN: return x / (1.0 + fabs(x));
-    case NTP_OP_ELU: return x < 0 ? p1 * expm1(x) : x;
-    case NTP_OP_SELU: return x <= 0 ? p2 * (p1 * exp(x) - p1) : p2 * x;
-    case NTP_OP_CELU: return fmax(0.0, x) + fmin(0.0, p1 * expm1(x / p1));
-    case NTP_OP_HARD_SIGMOID: return fmax(0.0, fmin(1.0, p1 * x + p2));
-    case NTP_OP_THRESHOLDED_RELU: return x > p1 ? x : 0.0;
-    case NTP_OP_SHRINK: return x < -p1 ? x + p2 : x > p1 ? x - p2 : 0.0;
-    default: return NAN;
-    }
-}
-
-static ntp_status unary_op(ntp_ctx *ctx, const ntp_kargs *k)
-{
-    ntp_status st = ntp__ref_expect(ctx, k, 1, 0, 0, 1);
-    if (st || (st = same_count(ctx, k)))
-        return st;
-    int64_t n = ntp_shape_numel(&k->in[0].shape);
-    const float *x = k->in[0].data;
-    float *y = k->out[0].data;
-    ntp_op op = k->node->op;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = (float)unary(op, &k->node->a, x[i]);
     return NTP_STATUS_OK;
 }
 
@@ -255,23 +201,13 @@ static ntp_status along_axis(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+/* Called by ref-run.c for NTP_REF_ONNX_ELTWISE_CASES only. */
 ntp_status ntp__ref_onnx_eltwise(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_PRELU:
+    ntp_op op = k->node->op;
+    if (op == NTP_OP_PRELU)
         return prelu(ctx, k);
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_HARDMAX:
+    if (op == NTP_OP_LOG_SOFTMAX || op == NTP_OP_HARDMAX)
         return along_axis(ctx, k);
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_POW:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN:
-    case NTP_OP_MEAN:
-    case NTP_OP_WHERE:
-        return binary_op(ctx, k);
-    default:
-        return unary_op(ctx, k);
-    }
+    return binary_op(ctx, k);
 }

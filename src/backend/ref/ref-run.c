@@ -110,14 +110,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
         return ntp__ref_norm(ctx, k);
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_HARDSWISH:
-    case NTP_OP_CLIP:
+    NTP_UNARY_CASES
     case NTP_OP_SOFTMAX:
     case NTP_OP_ADD:
     case NTP_OP_MUL:
