@@ -24,6 +24,8 @@
 #include <libxml/relaxng.h>
 
 #include "graph/graph-impl.h"
+#include "graph/op-attrs.h"
+#include "graph/op-onnx-impl.h"
 #include "io/xml-impl.h"
 #include "ntprof/context.h"
 #include "ntprof/graph.h"
@@ -836,6 +838,76 @@ static void test_attrs_rnn_and_inlays(void **state)
                 "attribute 'alphabet': expected at least one character");
 }
 
+
+/* Every declaration in op-attrs.c is complete for its type, names are
+ * unique per op, and declared defaults lie in their declared range. */
+static void test_attr_decls_consistent(void **state)
+{
+    (void)state;
+    int total = 0;
+    for (int op = 0; op < NTP_OP_COUNT; op++) {
+        int n;
+        const ntp_attr_decl *d = ntp__op_attrs((ntp_op)op, &n);
+        total += n;
+        for (int i = 0; i < n; i++) {
+            const ntp_attr_decl *x = &d[i];
+            for (int j = 0; j < i; j++)
+                if (strcmp(d[j].name, x->name) == 0)
+                    fail_msg("<%s> declares '%s' twice", ntp__op_name((ntp_op)op), x->name);
+            if (x->type == NTP_ATTR_INTS)
+                assert_true(x->count > 0 && x->max > 0 && x->field >= 0);
+            if (x->type == NTP_ATTR_ENUM || x->type == NTP_ATTR_CHOICE)
+                assert_true(x->names != NULL && x->n_names >= 2);
+            if (x->type == NTP_ATTR_CHOICE)
+                assert_int_equal(x->n_names, 2);
+            if (x->type == NTP_ATTR_SPECIAL)
+                assert_int_not_equal(x->parse, NTP_PARSE_NONE);
+            if (x->write == NTP_WRITE_IF_HAS)
+                assert_true(x->has > 0);
+            if (!x->has_default)
+                continue;
+            if (x->type == NTP_ATTR_INT)
+                assert_true(x->dflt >= (double)x->min);
+            if (x->type == NTP_ATTR_ENUM)
+                assert_true(x->dflt >= 0 && x->dflt < x->n_names);
+            if (x->type == NTP_ATTR_FLOAT && x->range == NTP_RANGE_POSITIVE)
+                assert_true(x->dflt > 0);
+            if (x->type == NTP_ATTR_FLOAT && x->range == NTP_RANGE_NONNEG)
+                assert_true(x->dflt >= 0);
+        }
+    }
+    assert_true(total > 50);
+}
+
+/* The attributes that once shared fields with other ops now have their own:
+ * lrn's bias is not epsilon, resize's coordinates are not the CTC decoder,
+ * a constant's trainable is not the bias switch. */
+static void test_attrs_own_fields(void **state)
+{
+    (void)state;
+    ntp_attrs a;
+    int n_out;
+    PARSE_OK(NTP_OP_LRN, &a, &n_out, {"size", "5"}, {"bias", "2.5"}, {"beta", "0.5"});
+    assert_int_equal(a.lrn.size, 5);
+    assert_true(a.lrn.bias == 2.5 && a.lrn.beta == 0.5 && a.lrn.alpha == 1e-4);
+    assert_true(a.epsilon == 1e-5 && a.bias && a.value == 0.0);
+    assert_int_equal(a.n_kernel, 0);
+    PARSE_OK(NTP_OP_RESIZE, &a, &n_out, {"sizes", "1,1,4,4"}, {"coordinates", "asymmetric"},
+             {"nearest", "ceil"}, {"mode", "linear"});
+    assert_int_equal(a.resize.coord, NTP_RESIZE_ASYMMETRIC);
+    assert_int_equal(a.resize.nearest, NTP_RESIZE_CEIL);
+    assert_int_equal(a.resize.mode, NTP_RESIZE_LINEAR);
+    assert_true(a.resize.cubic_a == -0.75);
+    assert_int_equal(a.decode, NTP_CTC_BEAM);
+    assert_int_equal(a.rnn_act, NTP_RNN_ACT_TANH);
+    assert_int_equal(a.pad_mode, NTP_PADMODE_CONSTANT);
+    PARSE_OK(NTP_OP_CONSTANT, &a, &n_out, {"shape", "2"}, {"trainable", "false"});
+    assert_false(a.constant.trainable);
+    assert_true(a.bias);
+    PARSE_OK(NTP_OP_SHRINK, &a, &n_out, {"bias", "0.25"});
+    assert_true(a.value == 0.25 && a.alpha == 0.5 && a.bias);
+}
+
 /* Every op-specific attribute the reader accepts is documented in
  * docs/topology-format.md, and every attribute there is accepted. */
 static void test_attr_tables_match_docs(void **state)
@@ -1135,6 +1207,8 @@ int main(void)
         cmocka_unit_test(test_attrs_layout_ops),
         cmocka_unit_test(test_attrs_rnn_and_inlays),
         cmocka_unit_test(test_attr_tables_match_docs),
+        cmocka_unit_test(test_attr_decls_consistent),
+        cmocka_unit_test(test_attrs_own_fields),
         cmocka_unit_test(test_docs_example),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_oversized_file),
