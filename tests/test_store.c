@@ -628,7 +628,7 @@ static void test_history_write(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
     assert_non_null(strstr(buf, "    12 2025-03-01 12:34:56 a-rather-long\xE2\x80\xA6 ref      f32      2"
@@ -642,12 +642,12 @@ static void test_history_write(void **state)
     }
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "\n3,unknown,\"x,y\",onednn,bf16,0,0,,0,0,0,0,m\n"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
     fclose(f);
     json_error_t err;
     json_t *j = json_loads(buf, 0, &err);

@@ -210,7 +210,7 @@ static char *capture(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(ntp_sweep_write(ctx, s, fmt, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_sweep(ctx, s, fmt, f), NTP_STATUS_OK);
     fclose(f);
     return buf;
 }

@@ -633,10 +633,10 @@ static void write_csv(const ntp_sweep *s, FILE *f)
     }
 }
 
-ntp_status ntp_sweep_write(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f)
 {
     if (!s || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_write: no sweep or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_sweep: no sweep or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         write_table(s, f);

@@ -551,11 +551,11 @@ static void history_csv(const ntp_history_entry *e, int n, FILE *f)
     }
 }
 
-ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
+ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
                              FILE *f)
 {
     if ((n > 0 && !e) || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_write: no entries or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_history: no entries or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         history_table(e, n, f);

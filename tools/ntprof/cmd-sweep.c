@@ -216,13 +216,13 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
 
 static ntp_status write_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_sweep_write(ctx, arg, fmt, f);
+    return ntp_report_write_sweep(ctx, arg, fmt, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_html_write_sweep(ctx, arg, f);
+    return ntp_report_write_sweep_html(ctx, arg, f);
 }
 
 /* Remove what the children left in a temporary directory. */
