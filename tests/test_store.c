@@ -227,7 +227,7 @@ static void test_list_filters(void **state)
     free(e);
     f = (ntp_history_filter){.since = "last tuesday"};
     assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_INVALID_ARGUMENT);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--since expects a date"));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_history_filter.since expects a date"));
     int64_t count;
     assert_int_equal(ntp_store_count(ctx, s, &count), NTP_STATUS_OK);
     assert_int_equal(count, 5);

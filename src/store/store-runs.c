@@ -325,10 +325,10 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
         f = &none;
     if (f->since && !valid_since(f->since))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+                          "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
                           "got '%s'", f->since);
     if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--limit must not be negative");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_filter.limit must not be negative");
     sqlite3_stmt *q;
     static const char sql[] =
         "SELECT id, time, topology, backend, precision, batch, threads, median_ms, ci95_lo_ms,"
