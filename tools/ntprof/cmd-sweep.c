@@ -197,7 +197,8 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
             snprintf(state, state_len, "ok, median %.4g ms", r->end_to_end_ms.median);
             return;
         }
-        snprintf(msg, sizeof msg, "%s", ntp_ctx_errmsg(ctx));
+        char words[sizeof msg];
+        snprintf(msg, sizeof msg, "%s", cli_message(ntp_ctx_errmsg(ctx), words, sizeof words));
         ntp_ctx_clear(ctx);
     } else if (status != -1 && WIFSIGNALED(status)) {
         char last[512];
