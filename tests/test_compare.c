@@ -290,7 +290,7 @@ static char *capture(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(ntp_compare_write(ctx, c, fmt, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_comparison(ctx, c, fmt, f), NTP_STATUS_OK);
     fclose(f);
     return buf;
 }
@@ -492,7 +492,7 @@ static char *html_text(ntp_ctx *ctx, const ntp_comparison *c)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(ntp_html_write_compare(ctx, c, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_comparison_html(ctx, c, f), NTP_STATUS_OK);
     fclose(f);
     return buf;
 }

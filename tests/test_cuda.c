@@ -170,7 +170,7 @@ static void test_refuses_layer_placement(void **state)
         assert_non_null(strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>: backend 'cuda': no CUDA device ("));
     } else {
         assert_int_equal(st, NTP_STATUS_UNKNOWN_NAME);
-        assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--place fc1=cuda: unknown backend 'cuda'"));
+        assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=cuda: unknown backend 'cuda'"));
     }
     ntp_graph_free(g);
 }
@@ -192,15 +192,15 @@ static void test_place_errors(void **state)
     o.n_place = 1;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
     assert_string_equal(ntp_ctx_errmsg(ctx),
-                        "--place fc2=ref: t.xml has no layer 'fc2'; did you mean 'fc1'?");
+                        "ntp_run_opts.place fc2=ref: t.xml has no layer 'fc2'; did you mean 'fc1'?");
     const char *bad_form[] = {"fc1"};
     o.place = bad_form;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_INVALID_ARGUMENT);
-    assert_string_equal(ntp_ctx_errmsg(ctx), "--place expects LAYER=BACKEND, got 'fc1'");
+    assert_string_equal(ntp_ctx_errmsg(ctx), "ntp_run_opts.place expects LAYER=BACKEND, got 'fc1'");
     const char *bad_backend[] = {"fc1=nosuch"};
     o.place = bad_backend;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--place fc1=nosuch: unknown backend 'nosuch'"));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=nosuch: unknown backend 'nosuch'"));
     ntp_graph_free(g);
 }
 

@@ -322,7 +322,7 @@ static void test_writers(void **state)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    assert_int_equal(ntp_backend_comparison_write(ctx, c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     for (int i = 0; i < n; i++)
         assert_non_null(strstr(text, be[i]));
@@ -341,7 +341,7 @@ static void test_writers(void **state)
     }
     free(text);
     f = open_memstream(&text, &len);
-    assert_int_equal(ntp_backend_comparison_write(ctx, c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
     fclose(f);
     json_error_t err;
     json_t *root = json_loadb(text, len, 0, &err);
@@ -370,7 +370,7 @@ static void test_writers(void **state)
     json_decref(root);
     free(text);
     f = open_memstream(&text, &len);
-    assert_int_equal(ntp_backend_comparison_write(ctx, c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     int lines = 0;
     for (const char *p = text; *p; p++)

@@ -842,7 +842,7 @@ static void test_write(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
     assert_non_null(strstr(buf, "machine Test CPU\n1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
@@ -860,12 +860,12 @@ static void test_write(void **state)
     assert_non_null(strstr(buf, "ridge point (f32 peak / DRAM bandwidth): 5 FLOP/B\n"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, NULL, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, NULL, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "ceilings: not measured"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
     fclose(f);
     json_t *j = json_loads(buf, 0, NULL);
     assert_non_null(j);
@@ -878,7 +878,7 @@ static void test_write(void **state)
     json_decref(j);
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "kind,name,value,unit,detail\n"));
     assert_non_null(strstr(buf, "\npeak,f32,100,GFLOP/s,\"FMA micro-kernel, avx2, 2 threads\"\n"));
@@ -892,13 +892,13 @@ static void test_write(void **state)
              "backend 'cuda': no CUDA device (cudaGetDeviceCount: CUDA driver version is "
              "insufficient for CUDA runtime version)");
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "\n\nGPU: none (backend 'cuda': no CUDA device (cudaGetDeviceCount: "
                                 "CUDA driver version is insufficient for CUDA runtime version))\n"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "\ngpu,none,0,,backend 'cuda': no CUDA device (cudaGetDeviceCount: "
                                 "CUDA driver version is insufficient for CUDA runtime version)\n"));
@@ -907,7 +907,7 @@ static void test_write(void **state)
     /* A GPU: its name and figures under the CPU's. */
     c = gpu_ceilings();
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
     assert_null(strstr(buf, "GPU: none"));
@@ -921,7 +921,7 @@ static void test_write(void **state)
     assert_non_null(strstr(buf, "\nridge point (f16 GEMM / DRAM bandwidth): 295 FLOP/B\n"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_machine_write(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "\ngpu,gpu0:gemm:tf32,378000,GFLOP/s,\"cuBLAS, 8192x8192x8192\"\n"));
     assert_non_null(strstr(buf, "\ngpu,gpu0:h2d,25,GB/s,page-locked host memory\n"));

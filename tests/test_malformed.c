@@ -141,7 +141,7 @@ static const mcase cases[] = {
       "@PATH@:4: <relu name='r'>: no 'inputs' given and there is neither a previous layer nor "
       "an <input> to take"),
     {"45-set-malformed", NTP_STATUS_INVALID_ARGUMENT, EXACT,
-     {"--set 'hidden': expected NAME=VALUE", NULL, NULL}, "hidden", 0, 0},
+     {"ntp_load_opts.set 'hidden': expected NAME=VALUE", NULL, NULL}, "hidden", 0, 0},
     {"46-batch-without-param", NTP_STATUS_INVALID_ARGUMENT, EXACT,
      {"@PATH@: a batch size was given, but the topology declares no 'batch' param (add "
       "batch=\"1\" to <topology>)",

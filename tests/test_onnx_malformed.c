@@ -84,7 +84,7 @@ static const mcase cases[] = {
     C("22-input-without-shape", UNSUPPORTED,
       "@PATH@: graph input 'x' has no shape: ntprof needs static shapes"),
     C("23-symbolic-dim", INVALID_ARGUMENT,
-      "@PATH@: input 'x' dim 1 is symbolic ('seq'): give its value with --set seq=N"),
+      "@PATH@: input 'x' dim 1 is symbolic ('seq'): give its value with ntp_load_opts.set seq=N"),
     C("24-zero-dim", UNSUPPORTED,
       "@PATH@: graph input 'x' dim 0 is 0: ntprof tensors have positive dims"),
     C("25-output-undefined", GRAPH_ERROR,

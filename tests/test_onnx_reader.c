@@ -353,12 +353,12 @@ static void test_symbolic_dims(void **state)
     ntp_graph_free(g);
     ntp_load_opts none = {0};
     load_fails("sym.onnx", &none, NTP_STATUS_INVALID_ARGUMENT,
-               "input 'x' dim 2 is symbolic ('seq'): give its value with --set seq=N");
+               "input 'x' dim 2 is symbolic ('seq'): give its value with ntp_load_opts.set seq=N");
     const char *bad[2] = {"seq=5", "sqe=3"};
     ntp_load_opts typo = {.set = bad, .n_set = 2};
     ntp_graph *g2 = NULL;
     assert_int_equal(ntp_graph_load(ctx, path_of("sym.onnx"), &typo, &g2), NTP_STATUS_UNKNOWN_NAME);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--set sqe=3: "));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_load_opts.set sqe=3: "));
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "has no symbolic dim 'sqe'"));
     ntp_ctx_clear_warnings(ctx);
 }

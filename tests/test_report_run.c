@@ -157,13 +157,13 @@ static ntp_status write_run(fixture *fx, FILE *f, ntp_format fmt)
 static ntp_status write_trace(fixture *fx, FILE *f, ntp_format fmt)
 {
     (void)fmt;
-    return ntp_report_write_trace(fx->ctx, &fx->r, f);
+    return ntp_report_write_run_trace(fx->ctx, &fx->r, f);
 }
 
 static ntp_status write_html(fixture *fx, FILE *f, ntp_format fmt)
 {
     (void)fmt;
-    return ntp_html_write_run(fx->ctx, &fx->r, f);
+    return ntp_report_write_run_html(fx->ctx, &fx->r, f);
 }
 
 static char *capture(fixture *fx, writer w, ntp_format fmt)
@@ -1248,7 +1248,7 @@ static void test_trace_without_timings(void **state)
     fx->r.trace = NULL;
     FILE *f = tmpfile();
     assert_non_null(f);
-    assert_int_equal(ntp_report_write_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_report_write_run_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ntp_ctx_errmsg(fx->ctx), "keep_trace"));
     assert_int_equal(ftell(f), 0); /* nothing written */
     fclose(f);
@@ -1264,7 +1264,7 @@ static void test_bad_arguments(void **state)
     fx->r.layers = NULL;
     assert_int_equal(ntp_report_write_run(fx->ctx, &fx->r, NTP_FORMAT_TABLE, f),
                      NTP_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(ntp_report_write_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_report_write_run_trace(fx->ctx, &fx->r, f), NTP_STATUS_INVALID_ARGUMENT);
     assert_int_equal(ftell(f), 0);
     fclose(f);
 }

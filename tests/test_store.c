@@ -227,7 +227,7 @@ static void test_list_filters(void **state)
     free(e);
     f = (ntp_history_filter){.since = "last tuesday"};
     assert_int_equal(ntp_store_list(ctx, s, &f, &e, &n), NTP_STATUS_INVALID_ARGUMENT);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--since expects a date"));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_history_filter.since expects a date"));
     int64_t count;
     assert_int_equal(ntp_store_count(ctx, s, &count), NTP_STATUS_OK);
     assert_int_equal(count, 5);
@@ -628,7 +628,7 @@ static void test_history_write(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
     assert_non_null(strstr(buf, "    12 2025-03-01 12:34:56 a-rather-long\xE2\x80\xA6 ref      f32      2"
@@ -642,12 +642,12 @@ static void test_history_write(void **state)
     }
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
     assert_non_null(strstr(buf, "\n3,unknown,\"x,y\",onednn,bf16,0,0,,0,0,0,0,m\n"));
     free(buf);
     f = open_memstream(&buf, &len);
-    assert_int_equal(ntp_history_write(ctx, e, 2, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
     fclose(f);
     json_error_t err;
     json_t *j = json_loads(buf, 0, &err);

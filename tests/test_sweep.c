@@ -137,20 +137,20 @@ static void test_refusals(void **state)
         const char *msg;
     } cases[] = {
         {"hiden=1,2", NTP_STATUS_UNKNOWN_NAME,
-         "--vary hiden: not backend, precision, batch, threads or a param of models/tiny-mlp.xml; "
+         "ntp_sweep_add_factor hiden: not backend, precision, batch, threads or a param of models/tiny-mlp.xml; "
          "did you mean 'hidden'?"},
-        {"batch=1,0", NTP_STATUS_INVALID_ARGUMENT, "--vary batch: '0' is not a positive integer"},
+        {"batch=1,0", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor batch: '0' is not a positive integer"},
         {"threads=two", NTP_STATUS_INVALID_ARGUMENT,
-         "--vary threads: 'two' is not a positive integer"},
+         "ntp_sweep_add_factor threads: 'two' is not a positive integer"},
         {"precision=f32,f64", NTP_STATUS_INVALID_ARGUMENT,
-         "--vary precision: 'f64' is not f32, bf16, f16 or i8"},
+         "ntp_sweep_add_factor precision: 'f64' is not f32, bf16, f16 or i8"},
         {"backend=ref,rfe", NTP_STATUS_UNKNOWN_NAME,
-         "--vary backend: unknown backend 'rfe'; did you mean 'ref'?"},
-        {"hidden=16,16", NTP_STATUS_INVALID_ARGUMENT, "--vary hidden: '16' given twice"},
-        {"hidden=16,,32", NTP_STATUS_INVALID_ARGUMENT, "--vary hidden: an empty value"},
-        {"hidden", NTP_STATUS_INVALID_ARGUMENT, "--vary expects NAME=V1,V2,..., got 'hidden'"},
-        {"=1,2", NTP_STATUS_INVALID_ARGUMENT, "--vary expects NAME=V1,V2,..., got '=1,2'"},
-        {"hidden=", NTP_STATUS_INVALID_ARGUMENT, "--vary expects NAME=V1,V2,..., got 'hidden='"},
+         "ntp_sweep_add_factor backend: unknown backend 'rfe'; did you mean 'ref'?"},
+        {"hidden=16,16", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor hidden: '16' given twice"},
+        {"hidden=16,,32", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor hidden: an empty value"},
+        {"hidden", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden'"},
+        {"=1,2", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got '=1,2'"},
+        {"hidden=", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden='"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ntp_sweep *s;
@@ -168,10 +168,10 @@ static void test_refusals(void **state)
     ntp_sweep *s;
     assert_int_equal(ntp_sweep_init(fx->ctx, fx->g, "t.xml", NTP_SWEEP_FULL, &s), NTP_STATUS_OK);
     assert_int_equal(ntp_sweep_expand(fx->ctx, s), NTP_STATUS_INVALID_ARGUMENT);
-    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "a sweep needs at least one --vary");
+    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "a sweep needs at least one ntp_sweep_add_factor");
     assert_int_equal(ntp_sweep_add_factor(fx->ctx, s, "hidden=1,2"), NTP_STATUS_OK);
     assert_int_equal(ntp_sweep_add_factor(fx->ctx, s, "hidden=3"), NTP_STATUS_INVALID_ARGUMENT);
-    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "--vary hidden given twice");
+    assert_string_equal(ntp_ctx_errmsg(fx->ctx), "ntp_sweep_add_factor hidden given twice");
     /* 2 x 100 x 100 = 20,000 configurations in full is too many... */
     char spec[1024];
     size_t used = (size_t)snprintf(spec, sizeof spec, "batch=");
@@ -221,7 +221,7 @@ static char *capture(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(ntp_sweep_write(ctx, s, fmt, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_sweep(ctx, s, fmt, f), NTP_STATUS_OK);
     fclose(f);
     return buf;
 }

@@ -4,7 +4,7 @@
  *   const char *be[] = {"onednn", "xnnpack", "blas", "ref"};
  *   ntp_backend_comparison *c;
  *   ntp_run_compare(ctx, g, &opts, be, 4, &c);
- *   ntp_backend_comparison_write(ctx, c, NTP_FORMAT_TABLE, stdout);
+ *   ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_TABLE, stdout);
  *
  * Every backend runs the same topology with the same weights and inputs
  * (the options' seed and inputs), one after the other, each with the full
@@ -15,7 +15,6 @@
 
 #include <stdio.h>
 #include "ntprof/api.h"
-#include "ntprof/report.h"
 #include "ntprof/run.h"
 
 #ifdef __cplusplus
@@ -86,15 +85,9 @@ NTP_API ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *
  * backend (DIR/<backend>/output_<i>.npy). A backend that fails to run
  * fails the whole call with its message. */
 NTP_API ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
-                                   const char *const *backends, int n, ntp_backend_comparison **out);
+                                   const char *const *backends, int n,
+                                   ntp_backend_comparison **out);
 NTP_API void ntp_backend_comparison_free(ntp_backend_comparison *c);
-
-/* The side-by-side view: table (per backend, end to end with prepare time
- * and output deviation, then per layer), JSON (that, plus each backend's
- * complete run report under "report"), or CSV (one row per backend and
- * layer, and one end-to-end row per backend). */
-NTP_API ntp_status ntp_backend_comparison_write(ntp_ctx *ctx, const ntp_backend_comparison *c,
-                                                ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

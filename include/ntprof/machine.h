@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "ntprof/api.h"
-#include "ntprof/report.h"
 #include "ntprof/run.h"
 
 #ifdef __cplusplus
@@ -192,7 +191,8 @@ NTP_API int ntp_roofline_dominant_part(const ntp_cost_part *parts, int n_parts, 
  * estimates, in GFLOP/s (at most the peak); min(peak, intensity x
  * bandwidth) without parts. */
 NTP_API double ntp_roofline_attainable_parts(const ntp_cost_part *parts, int n_parts, int64_t flops,
-                                             int64_t bytes, double peak_gflops, double bandwidth_gbps);
+                                             int64_t bytes, double peak_gflops,
+                                             double bandwidth_gbps);
 /* Place every row and marker segment of r against c: fills r->roofline and
  * each row's attainable_gflops (or attainable_gbps), roof_share and
  * roof_ceiling. Rows on the CPU go under the micro-kernel peak at r's
@@ -218,11 +218,6 @@ NTP_API void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
 /* What roof_ceiling says of a row that ran on a GPU when the ceilings hold
  * no GPU. */
 #define NTP_ROOF_NO_GPU "n/a (no GPU ceilings: run `ntprof machine` on this machine)"
-
-/* The machine and, when c is not NULL, its ceilings: a table, JSON or CSV
- * (docs/machine.md). */
-NTP_API ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
-                                     ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

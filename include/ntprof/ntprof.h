@@ -21,6 +21,7 @@
 #include "ntprof/stats.h"
 #include "ntprof/status.h"
 #include "ntprof/store.h"
+#include "ntprof/sweep.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -37,8 +37,8 @@ NTP_API ntp_status ntp_graph_export_onnx(ntp_ctx *ctx, const ntp_graph *g, const
  * "batch"), every number that differs between the two is written as a
  * ${batch} expression, so that --batch works on the markup; without it the
  * numbers are written as they are. */
-NTP_API ntp_status ntp_graph_write_markup(ntp_ctx *ctx, const ntp_graph *g, const ntp_graph *batch_of,
-                                          FILE *f);
+NTP_API ntp_status ntp_graph_write_markup(ntp_ctx *ctx, const ntp_graph *g,
+                                          const ntp_graph *batch_of, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,9 @@
-/* ntprof: writing analyses and run results as tables, JSON, CSV and traces.
+/* ntprof: every report writer, and the output files they write to.
  *
+ * One family, ntp_report_write_<object>: it takes an ntp_format (table,
+ * JSON, CSV) and writes one object, an analysis, a run, a comparison, a
+ * sweep, ...; a writer for a format of its own is named for it,
+ * ntp_report_write_<object>_<format> (the HTML pages, the Chrome trace).
  * Writers take a FILE* so the caller decides where output goes; the
  * ntp_output helpers write to a temporary file renamed into place on
  * commit, so a failed run leaves nothing half-written. */
@@ -7,9 +11,14 @@
 #define NTPROF_REPORT_H
 
 #include <stdio.h>
-#include "ntprof/api.h"
 #include "ntprof/analyze.h"
+#include "ntprof/api.h"
+#include "ntprof/compare.h"
+#include "ntprof/frameworks.h"
+#include "ntprof/machine.h"
 #include "ntprof/run.h"
+#include "ntprof/store.h"
+#include "ntprof/sweep.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,12 +35,49 @@ NTP_API ntp_status ntp_format_parse(const char *s, ntp_format *out);
 
 #define NTP_REPORT_SCHEMA_VERSION 1
 
-NTP_API ntp_status ntp_report_write_analysis(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysis *a,
-                                             ntp_format fmt, FILE *f);
-NTP_API ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f);
+/* --- table, JSON, CSV ------------------------------------------------------------------ */
+
+/* An analysis (docs/report-format.md). */
+NTP_API ntp_status ntp_report_write_analysis(ntp_ctx *ctx, const ntp_graph *g,
+                                             const ntp_analysis *a, ntp_format fmt, FILE *f);
+/* A run report (docs/report-format.md); read back by ntp_run_result_parse. */
+NTP_API ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt,
+                                        FILE *f);
+/* A comparison of runs (docs/compare.md). */
+NTP_API ntp_status ntp_report_write_comparison(ntp_ctx *ctx, const ntp_comparison *c,
+                                               ntp_format fmt, FILE *f);
+/* Every configuration of a sweep with every figure and its spread (docs/sweep.md). */
+NTP_API ntp_status ntp_report_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt,
+                                          FILE *f);
+/* The side-by-side view of one topology on several backends: table (per
+ * backend, end to end with prepare time and output deviation, then per
+ * layer), JSON (that, plus each backend's complete run report under
+ * "report"), or CSV (one row per backend and layer, and one end-to-end row
+ * per backend) (docs/frameworks.md). */
+NTP_API ntp_status ntp_report_write_backend_comparison(ntp_ctx *ctx,
+                                                       const ntp_backend_comparison *c,
+                                                       ntp_format fmt, FILE *f);
+/* The machine and, when c is not NULL, its ceilings (docs/machine.md). */
+NTP_API ntp_status ntp_report_write_machine(ntp_ctx *ctx, const ntp_machine_info *m,
+                                            const ntp_ceilings *c, ntp_format fmt, FILE *f);
+/* Stored runs (ntp_store_list) as a table (id, time, topology, backend,
+ * precision, batch, threads, median ms, machine), JSON or CSV. */
+NTP_API ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, int n,
+                                            ntp_format fmt, FILE *f);
+
+/* --- formats of their own ---------------------------------------------------------------- */
+
 /* Chrome trace-event JSON (Perfetto, chrome://tracing): layers as complete
  * events on one timeline, one slice per layer per iteration. */
-NTP_API ntp_status ntp_report_write_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_run_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
+/* One self-contained HTML page (inline CSS, charts as inline SVG, no
+ * network loads) for a run, a comparison or a sweep (docs/html.md). */
+NTP_API ntp_status ntp_report_write_run_html(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_comparison_html(ntp_ctx *ctx, const ntp_comparison *c,
+                                                    FILE *f);
+NTP_API ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f);
+
+/* --- output files ------------------------------------------------------------------------ */
 
 /* An output file that appears only when committed. path "-" (or
  * /dev/stdout) is stdout; a regular file is replaced atomically, keeping

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include "ntprof/api.h"
 #include "ntprof/machine.h"
-#include "ntprof/report.h"
 #include "ntprof/run.h"
 
 #ifdef __cplusplus
@@ -42,13 +41,15 @@ typedef enum ntp_store_mode {
  * INVALID_ARGUMENT when neither variable is set (or buf is too small). */
 NTP_API ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len);
 
-NTP_API ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode, ntp_store **out);
+NTP_API ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode,
+                                  ntp_store **out);
 NTP_API void ntp_store_close(ntp_store *s);
 
 /* Append a run: its configuration, environment, every row and marker with
  * its statistics, end-to-end figures, warnings and the whole JSON report
  * (for lossless reading back). *id (may be NULL) receives the run's id. */
-NTP_API ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id);
+NTP_API ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
+                                     int64_t *id);
 
 /* Open (creating) the database at path, add r, close: what `ntprof run`
  * does after every run. */
@@ -57,7 +58,8 @@ NTP_API ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const nt
 /* This machine's cached ceilings (ntp_machine_key) from the database at
  * path, without creating or changing anything: a missing file just means
  * *found is false. */
-NTP_API ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings *out, bool *found);
+NTP_API ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings *out,
+                                           bool *found);
 
 /* One run as `ntprof history` lists it. */
 typedef struct ntp_history_entry {
@@ -99,11 +101,6 @@ NTP_API ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp
                                            const ntp_ceilings *c);
 NTP_API ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
                                            ntp_ceilings *out, bool *found);
-
-/* The list as a table (id, time, topology, backend, precision, batch,
- * threads, median ms, machine), JSON or CSV. */
-NTP_API ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
-                                     FILE *f);
 
 #ifdef __cplusplus
 }

@@ -494,7 +494,7 @@ static ntp_status pass_nvtx(inst *I, const ntp_tool_seg *segs, int n)
 {
     char why[256];
     if (!ntp__nvtx_available(why, sizeof why))
-        return ntp__error(I->ctx, NTP_STATUS_UNSUPPORTED, "--tool nvtx: %s", why);
+        return ntp__error(I->ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool nvtx: %s", why);
     const ntp_rows *w = I->w;
     uint64_t *ids = calloc((size_t)n + 1, sizeof *ids);
     if (!ids)
@@ -820,7 +820,7 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
     /* Segments: every row for --tool; a marker's range for its tool=. */
     if (o->tool) {
         ntp_tool_spec t;
-        if ((st = ntp__tool_parse(ctx, o->tool, "--tool", &t)))
+        if ((st = ntp__tool_parse(ctx, o->tool, "ntp_run_opts.tool", &t)))
             goto done;
         for (int k = 0; k < w->n && !st; k++) {
             ntp_tool_seg s = {.first = k, .last = k, .marker = -1};

@@ -77,7 +77,7 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
         goto bad;
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--pin %s: cannot pin to those CPUs (are they online?)", list);
+                          "ntp_run_opts.pin %s: cannot pin to those CPUs (are they online?)", list);
     /* Threads started before now (OpenBLAS starts its pool when the library
      * loads, an OpenMP runtime at its first parallel region) keep their
      * own affinity: pin every thread of the process, not just this one. */
@@ -88,14 +88,14 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
             sched_setaffinity((pid_t)atoi(de->d_name), sizeof set, &set) != 0 && errno != ESRCH) {
             closedir(d);
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--pin %s: cannot pin thread %s to those CPUs", list, de->d_name);
+                              "ntp_run_opts.pin %s: cannot pin thread %s to those CPUs", list, de->d_name);
         }
     if (d)
         closedir(d);
     return NTP_STATUS_OK;
 bad:
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                      "--pin expects a CPU list such as 0-1,3; got '%s'", list);
+                      "ntp_run_opts.pin expects a CPU list such as 0-1,3; got '%s'", list);
 }
 
 static void add_warning(ntp_run_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -157,7 +157,7 @@ static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marke
             names[n++] = g->markers[i].name;
     }
     const char *near = ntp__nearest(marker, names, n);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "--only %s: %s has no marker '%s'%s%s%s", marker,
+    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.only_marker %s: %s has no marker '%s'%s%s%s", marker,
                       g->source, marker, near ? "; did you mean '" : "", near ? near : "",
                       near ? "'?" : "");
 }
@@ -646,7 +646,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         return st;
     if (opts->save_outputs_dir && last != g->n_nodes - 1)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--save-outputs needs the whole topology to run; drop --only");
+                          "ntp_run_opts.save_outputs_dir needs the whole topology to run; drop ntp_run_opts.only_marker");
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;
@@ -659,7 +659,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->threads > 0 && sched_getaffinity(0, sizeof avail, &avail) == 0 &&
         opts->threads > CPU_COUNT(&avail))
         ntp__warn(ctx, "%d threads on %d CPU%s: the threads take turns on the CPUs "
-                  "(oversubscribed), so the times measure that sharing; use --threads %d or fewer",
+                  "(oversubscribed), so the times measure that sharing; use ntp_run_opts.threads %d or fewer",
                   opts->threads, CPU_COUNT(&avail), CPU_COUNT(&avail) == 1 ? "" : "s",
                   CPU_COUNT(&avail));
     ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
@@ -755,7 +755,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)
         add_warning(r, "only %.1f ms measured in %d iterations: too short to trust; "
-                    "raise --iterations or --min-time", measured_s * 1000, n);
+                    "raise ntp_run_opts.iterations or ntp_run_opts.min_time_s", measured_s * 1000, n);
     if (n < 5)
         add_warning(r, "only %d measured iterations: the 95%% interval of the median is min..max", n);
     if (r->overhead_fraction > 0.05)

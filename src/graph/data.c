@@ -151,7 +151,7 @@ ntp_status ntp__gen_input(ntp_ctx *ctx, const ntp_graph *g, int ti, void *data, 
     if (t->dtype != NTP_DTYPE_F32)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "input '%s' is %s: synthetic data is generated for f32 and integer "
-                          "inputs; give it with --input", t->name, ntp_dtype_name(t->dtype));
+                          "inputs; give it with ntp_run_opts.inputs", t->name, ntp_dtype_name(t->dtype));
     float *f = data;
     if (consumer && consumer->op == NTP_OP_MFCC) {
         for (int64_t b = 0; b < t->shape.dim[0]; b++)

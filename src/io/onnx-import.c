@@ -1040,7 +1040,7 @@ static ntp_status set_value(ntp_onnx_importer *x, const char *dim, int64_t *val,
         long long v = strtoll(eq + 1, &end, 10);
         if (end == eq + 1 || *end || errno || v <= 0)
             return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--set %s: expected a positive integer for the symbolic dim '%s'",
+                              "ntp_load_opts.set %s: expected a positive integer for the symbolic dim '%s'",
                               s, dim);
         *val = v;
         *found = true;
@@ -1143,14 +1143,14 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
             if (!found && batch) {
                 val = 1;
                 ntp__warn(x->ctx, "%s: input '%s' dim %d ('%s') is symbolic: batch 1 assumed "
-                          "(--batch or --set %s=N to choose)", x->src, vi->name, d,
+                          "(ntp_load_opts.batch or ntp_load_opts.set %s=N to choose)", x->src, vi->name, d,
                           sym ? sym : "unnamed", sym ? sym : "batch");
                 found = true;
             }
             if (!found)
                 return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
                                   "%s: input '%s' dim %d is symbolic ('%s'): give its value with "
-                                  "--set %s=N", x->src, vi->name, d, sym ? sym : "unnamed",
+                                  "ntp_load_opts.set %s=N", x->src, vi->name, d, sym ? sym : "unnamed",
                                   sym ? sym : "NAME");
             if (batch) {
                 batch_used = true;
@@ -1190,13 +1190,13 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
     }
     if (x->opts->batch > 0 && !batch_used)
         return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--batch %lld: %s has no symbolic batch dim (its inputs have static "
+                          "ntp_load_opts.batch %lld: %s has no symbolic batch dim (its inputs have static "
                           "shapes)", (long long)x->opts->batch, x->src);
     /* Every --set must name a symbolic dim. */
     for (int i = 0; i < x->opts->n_set; i++) {
         const char *s = x->opts->set[i], *eq = s ? strchr(s, '=') : NULL;
         if (!eq)
-            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "--set %s: expected NAME=VALUE",
+            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set %s: expected NAME=VALUE",
                               s ? s : "");
         bool known = false;
         for (int p = 0; p < x->g->n_params && !known; p++)
@@ -1204,7 +1204,7 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
                     strncmp(x->g->params[p].name, s, (size_t)(eq - s)) == 0;
         if (!known)
             return ntp__error(x->ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "--set %s: %s has no symbolic dim '%.*s'", s, x->src,
+                              "ntp_load_opts.set %s: %s has no symbolic dim '%.*s'", s, x->src,
                               (int)(eq - s), s);
     }
     return NTP_STATUS_OK;

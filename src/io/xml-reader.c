@@ -483,7 +483,7 @@ static ntp_status param_value(reader *r, xmlNodePtr el, const char *label, const
     }
     if (!def)
         return el_error(r, el, label, NTP_STATUS_PARSE_ERROR,
-                        "param '%s' has no default: give it with --set %s=VALUE", name, name);
+                        "param '%s' has no default: give it with ntp_load_opts.set %s=VALUE", name, name);
     ntp_expr_env env = env_at(r, line);
     ntp_status st = ntp__expr_subst(def, &env, out, err, sizeof err);
     if (st != NTP_STATUS_OK)
@@ -504,14 +504,14 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
     ntp_status st = NTP_STATUS_OK;
     const ntp_load_opts *o = r->opts;
     if (o->n_set > 0 && !o->set)
-        return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT, "%d --set values given as NULL",
+        return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT, "%d ntp_load_opts.set values given as NULL",
                           o->n_set);
     for (int i = 0; i < o->n_set; i++) {
         const char *s = o->set[i];
         const char *eq = s ? strchr(s, '=') : NULL;
         if (!eq || eq == s)
             return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--set '%s': expected NAME=VALUE", s ? s : "(null)");
+                              "ntp_load_opts.set '%s': expected NAME=VALUE", s ? s : "(null)");
     }
     /* Every declared name first, so a misspelt --set is reported as such
      * before any value is computed. */

@@ -496,11 +496,11 @@ static void write_csv(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
     }
 }
 
-ntp_status ntp_machine_write(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+ntp_status ntp_report_write_machine(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
                              ntp_format fmt, FILE *f)
 {
     if (!m || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_machine_write: no machine or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_machine: no machine or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         write_table(m, c, f);

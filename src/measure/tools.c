@@ -513,7 +513,7 @@ static ntp_status count_samples(ntp_ctx *ctx, const char *perf, const char *data
     int fd;
     pid_t pid;
     if (spawn(argv, NULL, NULL, &fd, &pid) != 0)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "--tool perf-record: cannot run perf script: %s",
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool perf-record: cannot run perf script: %s",
                           strerror(errno));
     FILE *f = fdopen(fd, "r");
     int *counts = calloc((size_t)n_segs * 64 + 1, sizeof *counts);
@@ -536,7 +536,7 @@ static ntp_status count_samples(ntp_ctx *ctx, const char *perf, const char *data
         ret = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     else if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         ret = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                         "--tool perf-record: `perf script -i %s` failed", data);
+                         "ntp_run_opts.tool perf-record: `perf script -i %s` failed", data);
     for (int s = 0; !ret && s < n_segs; s++) {
         int ne = count_events(segs[s].events);
         for (int e = 0; e < ne && e < 64; e++) {
@@ -573,7 +573,7 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
         if (d)
             closedir(d);
         return ntp__error(ctx, d ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_IO_ERROR,
-                          "--tool %s: cannot read %s", tool, dir);
+                          "ntp_run_opts.tool %s: cannot read %s", tool, dir);
     }
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -645,7 +645,7 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
     free(sum);
     if (dumps == 0)
         return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                          "--tool %s: callgrind wrote no per-row dumps in %s", tool, dir);
+                          "ntp_run_opts.tool %s: callgrind wrote no per-row dumps in %s", tool, dir);
     if (caches[1][0])
         add_note(res, "%s simulated %s; %s; %s", tool, caches[0], caches[1], caches[2]);
     return NTP_STATUS_OK;
@@ -663,20 +663,20 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "tool %s is not launched", t->name);
     if (n_segs > NTP_TOOL_MAX_SEGS)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--tool %s: at most %d segments", t->name, NTP_TOOL_MAX_SEGS);
+                          "ntp_run_opts.tool %s: at most %d segments", t->name, NTP_TOOL_MAX_SEGS);
     char bin[512], version[256];
     if (perf && !ntp__tool_find_perf(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "--tool %s: %s", t->name, version);
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name, version);
     if (vg && !ntp__tool_find_valgrind(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "--tool %s: %s", t->name, version);
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name, version);
     if (vg && !ntp__valgrind_headers())
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "--tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
+                          "ntp_run_opts.tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
                           "the child cannot switch collection per layer", t->name);
 #if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     if (vg)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "--tool %s: this ntprof is built with AddressSanitizer, which cannot run "
+                          "ntp_run_opts.tool %s: this ntprof is built with AddressSanitizer, which cannot run "
                           "under valgrind; use a build without NTP_SANITIZE", t->name);
 #endif
     char ctl[4096], ack[4096], out[4096], log[4096];
@@ -705,7 +705,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         unlink(ctl);
         unlink(ack);
         if (mkfifo(ctl, 0600) != 0 || mkfifo(ack, 0600) != 0) {
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "--tool %s: cannot make fifos in %s: %s",
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot make fifos in %s: %s",
                             t->name, dir, strerror(errno));
             goto done;
         }
@@ -730,7 +730,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
                 ntp__tool_event_name(s, e, name, sizeof name);
                 if (!perf_event_arg(ev, name, arg, sizeof arg)) {
                     st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                                    "--tool %s: cannot name event '%s' (use perf's pmu/event/ or "
+                                    "ntp_run_opts.tool %s: cannot name event '%s' (use perf's pmu/event/ or "
                                     "name[:modifiers])", t->name, ev);
                     goto done;
                 }
@@ -757,7 +757,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         }
     if (!(argv = child_argv(pre, np))) {
         st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
-                        "--tool %s: cannot read this process's command line (/proc/self)", t->name);
+                        "ntp_run_opts.tool %s: cannot read this process's command line (/proc/self)", t->name);
         goto done;
     }
     size_t cap = (size_t)n_segs * 40 + 64, used;
@@ -789,7 +789,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
     char child_log[4200];
     snprintf(child_log, sizeof child_log, "%s/child.log", dir);
     if (spawn(argv, envp, perf ? log : child_log, NULL, &pid) != 0) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "--tool %s: cannot start %s: %s", t->name, bin,
+        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot start %s: %s", t->name, bin,
                         strerror(errno));
         goto done;
     }
@@ -799,7 +799,7 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         log_tail(log, tail, sizeof tail);
         log_tail(child_log, tail2, sizeof tail2);
         st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                        "--tool %s: the run under %s %s %d; %s%s%s (log: %s)", t->name, bin,
+                        "ntp_run_opts.tool %s: the run under %s %s %d; %s%s%s (log: %s)", t->name, bin,
                         ws >= 0 && WIFSIGNALED(ws) ? "was killed by signal" : "exited with status",
                         ws < 0 ? -1 : WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
                         tail2[0] ? tail2 : tail, tail2[0] && tail[0] ? "; " : "",

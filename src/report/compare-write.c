@@ -583,10 +583,10 @@ static void write_csv(const ntp_comparison *c, FILE *f)
     }
 }
 
-ntp_status ntp_compare_write(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_comparison(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f)
 {
     if (!c || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_compare_write: no comparison or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_comparison: no comparison or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         write_table(c, f);

@@ -1,5 +1,5 @@
 /* The side-by-side view of one topology on several backends
- * (ntp_backend_comparison_write, docs/frameworks.md): a table for people,
+ * (ntp_report_write_backend_comparison, docs/frameworks.md): a table for people,
  * JSON and CSV for programs. */
 #include <math.h>
 #include <stdio.h>
@@ -442,7 +442,7 @@ static ntp_status write_csv(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE 
     return ntp__check_stream(ctx, f, "backend comparison");
 }
 
-ntp_status ntp_backend_comparison_write(ntp_ctx *ctx, const ntp_backend_comparison *c,
+ntp_status ntp_report_write_backend_comparison(ntp_ctx *ctx, const ntp_backend_comparison *c,
                                         ntp_format fmt, FILE *f)
 {
     if (!c || c->n_runs < 1)

@@ -289,10 +289,10 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
     pair_table(f, p);
 }
 
-ntp_status ntp_html_write_compare(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
+ntp_status ntp_report_write_comparison_html(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
 {
     if (!c || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_html_write_compare: no comparison");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_comparison_html: no comparison");
     ntp__html_begin(f, "ntprof comparison");
     fputs("<h1>Comparison</h1>\n<p class=\"note\">Speedup = base median / other median (above 1 "
           "the other run is faster). Two medians differ significantly when their 95% intervals "

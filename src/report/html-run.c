@@ -493,10 +493,10 @@ static json_t *as_json(ntp_ctx *ctx, const ntp_run_result *r)
     return j;
 }
 
-ntp_status ntp_html_write_run(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
+ntp_status ntp_report_write_run_html(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 {
     if (!r || !f || (r->n_layers > 0 && !r->layers) || (r->n_markers > 0 && !r->markers))
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_html_write_run: no result or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_run_html: no result or stream");
     json_t *report = as_json(ctx, r);
     if (!report)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "html: cannot build the run's JSON");

@@ -104,10 +104,10 @@ static void config_table(FILE *f, const ntp_sweep *s)
     fputs("</table></div>\n", f);
 }
 
-ntp_status ntp_html_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, FILE *f)
+ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f)
 {
     if (!s || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_html_write_sweep: no sweep");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_sweep_html: no sweep");
     int nc = ntp_sweep_config_count(s), nf = ntp_sweep_factor_count(s);
     ntp__html_begin(f, "ntprof sweep");
     fputs("<h1>Sweep</h1>\n<p class=\"meta\">", f);

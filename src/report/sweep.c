@@ -135,12 +135,12 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
     case F_THREADS:
         if (!positive_int(v))
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--vary %s: '%s' is not a positive integer", f->name, v);
+                              "ntp_sweep_add_factor %s: '%s' is not a positive integer", f->name, v);
         return NTP_STATUS_OK;
     case F_PRECISION:
         if (ntp_dtype_parse(v, &d) != NTP_STATUS_OK || !ntp_dtype_is_precision(d))
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--vary precision: '%s' is not f32, bf16, f16 or i8", v);
+                              "ntp_sweep_add_factor precision: '%s' is not f32, bf16, f16 or i8", v);
         return NTP_STATUS_OK;
     case F_BACKEND: {
         char list[256];
@@ -155,13 +155,13 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
         }
         const char *near = ntp__nearest(v, names, n);
         return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                          "--vary backend: unknown backend '%s'%s%s%s; this build has: %s", v,
+                          "ntp_sweep_add_factor backend: unknown backend '%s'%s%s%s; this build has: %s", v,
                           near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
                           ntp_backends());
     }
     default:
         if (!*v)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary %s: an empty value", f->name);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: an empty value", f->name);
         return NTP_STATUS_OK;
     }
 }
@@ -171,11 +171,11 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
     const char *eq = spec ? strchr(spec, '=') : NULL;
     if (!eq || eq == spec || !eq[1])
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--vary expects NAME=V1,V2,..., got '%s'", spec ? spec : "");
+                          "ntp_sweep_add_factor expects NAME=V1,V2,..., got '%s'", spec ? spec : "");
     if (s->n_factors >= MAX_FACTORS)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary: at most %d factors", MAX_FACTORS);
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor: at most %d factors", MAX_FACTORS);
     if (s->n_configs > 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary after the sweep was expanded");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor after the sweep was expanded");
     factor f = {0};
     if (!(f.name = malloc((size_t)(eq - spec) + 1)))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -200,7 +200,7 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
                 cands[n++] = s->params[i];
             const char *near = ntp__nearest(f.name, cands, n);
             st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                            "--vary %s: not backend, precision, batch, threads or a param of %s%s%s%s",
+                            "ntp_sweep_add_factor %s: not backend, precision, batch, threads or a param of %s%s%s%s",
                             f.name, s->source, near ? "; did you mean '" : "", near ? near : "",
                             near ? "'?" : "");
             goto fail;
@@ -208,14 +208,14 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
     }
     for (int i = 0; i < s->n_factors; i++)
         if (strcmp(s->f[i].name, f.name) == 0) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary %s given twice", f.name);
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s given twice", f.name);
             goto fail;
         }
     /* Values split at commas; each is checked and may appear once. */
     for (const char *p = eq + 1;;) {
         size_t n = strcspn(p, ",");
         if (f.n >= MAX_VALUES) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary %s: at most %d values", f.name,
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: at most %d values", f.name,
                             MAX_VALUES);
             goto fail;
         }
@@ -235,7 +235,7 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
             goto fail;
         for (int k = 0; k + 1 < f.n; k++)
             if (strcmp(f.values[k], v) == 0) {
-                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--vary %s: '%s' given twice",
+                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: '%s' given twice",
                                 f.name, v);
                 goto fail;
             }
@@ -267,7 +267,7 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
 {
     free_configs(s);
     if (s->n_factors == 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "a sweep needs at least one --vary");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "a sweep needs at least one ntp_sweep_add_factor");
     int64_t n = 1;
     for (int i = 0; i < s->n_factors; i++) {
         if (s->design == NTP_SWEEP_FULL)
@@ -277,7 +277,7 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
         if (n > MAX_CONFIGS)
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                               "the sweep has more than %d configurations; vary fewer values "
-                              "or use --design ofat", MAX_CONFIGS);
+                              "or use NTP_SWEEP_OFAT", MAX_CONFIGS);
     }
     int nf = s->n_factors, nc = (int)n;
     s->value = calloc((size_t)nc * (size_t)nf, sizeof *s->value);
@@ -645,10 +645,10 @@ static void write_csv(const ntp_sweep *s, FILE *f)
     }
 }
 
-ntp_status ntp_sweep_write(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f)
 {
     if (!s || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_write: no sweep or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_sweep: no sweep or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         write_table(s, f);

@@ -262,11 +262,11 @@ static int64_t collect(const ntp_run_result *r, const int *lane, event **out)
     return (int64_t)n;
 }
 
-ntp_status ntp_report_write_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
+ntp_status ntp_report_write_run_trace(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 {
     if (!r || !f || (r->n_layers > 0 && !r->layers) || (r->n_markers > 0 && !r->markers))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_report_write_trace: missing result or stream");
+                          "ntp_report_write_run_trace: missing result or stream");
     if (r->n_trace <= 0 || !r->trace)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "the run kept no per-iteration layer times for a trace "

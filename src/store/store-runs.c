@@ -325,10 +325,10 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
         f = &none;
     if (f->since && !valid_since(f->since))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "--since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+                          "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
                           "got '%s'", f->since);
     if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "--limit must not be negative");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_filter.limit must not be negative");
     sqlite3_stmt *q;
     static const char sql[] =
         "SELECT id, time, topology, backend, precision, batch, threads, median_ms, ci95_lo_ms,"
@@ -551,11 +551,11 @@ static void history_csv(const ntp_history_entry *e, int n, FILE *f)
     }
 }
 
-ntp_status ntp_history_write(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
+ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
                              FILE *f)
 {
     if ((n > 0 && !e) || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_write: no entries or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_history: no entries or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         history_table(e, n, f);

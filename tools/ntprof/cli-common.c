@@ -23,7 +23,8 @@ void cli_error(const char *fmt, ...)
 int cli_fail(ntp_ctx *ctx)
 {
     cli_print_warnings(ctx);
-    const char *msg = ntp_ctx_errmsg(ctx);
+    char buf[4096];
+    const char *msg = cli_message(ntp_ctx_errmsg(ctx), buf, sizeof buf);
     fprintf(stderr, "ntprof: %s\n", msg[0] ? msg : ntp_status_str(ntp_ctx_status(ctx)));
     return CLI_FAIL;
 }
@@ -60,8 +61,9 @@ bool cli_want_files(const char *cmd, int argc, char **argv, int want, const char
 
 void cli_print_warnings(ntp_ctx *ctx)
 {
+    char buf[4096];
     for (size_t i = 0; i < ntp_ctx_warning_count(ctx); i++)
-        fprintf(stderr, "ntprof: warning: %s\n", ntp_ctx_warning(ctx, i));
+        fprintf(stderr, "ntprof: warning: %s\n", cli_message(ntp_ctx_warning(ctx, i), buf, sizeof buf));
     ntp_ctx_clear_warnings(ctx);
 }
 

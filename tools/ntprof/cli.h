@@ -101,6 +101,10 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print the context's warnings (they may explain the failure), then the
  * library's last error in one line, and return CLI_FAIL. */
 int cli_fail(ntp_ctx *ctx);
+/* msg with the library's option names (ntp_run_opts.threads) replaced by the
+ * CLI's flags (--threads), in buf; msg itself when it does not fit
+ * (cli-messages.c). */
+const char *cli_message(const char *msg, char *buf, size_t len);
 /* A new context, or NULL after printing "out of memory". */
 ntp_ctx *cli_ctx_new(void);
 /* Check the FILE arguments left after the options of command `cmd`: none

@@ -11,13 +11,13 @@ enum { OPT_DB = 1000, OPT_HTML };
 
 static ntp_status write_cmp(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_compare_write(ctx, arg, fmt, f);
+    return ntp_report_write_comparison(ctx, arg, fmt, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_html_write_compare(ctx, arg, f);
+    return ntp_report_write_comparison_html(ctx, arg, f);
 }
 
 /* A run id: digits only (a file of that name wins). */

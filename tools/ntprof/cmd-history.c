@@ -18,7 +18,7 @@ typedef struct list_arg {
 static ntp_status write_list(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const list_arg *a = arg;
-    return ntp_history_write(ctx, a->e, a->n, fmt, f);
+    return ntp_report_write_history(ctx, a->e, a->n, fmt, f);
 }
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)

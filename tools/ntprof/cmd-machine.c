@@ -18,7 +18,7 @@ typedef struct machine_arg {
 static ntp_status write_machine(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const machine_arg *a = arg;
-    return ntp_machine_write(ctx, a->m, a->c, fmt, f);
+    return ntp_report_write_machine(ctx, a->m, a->c, fmt, f);
 }
 
 /* Warn about a history problem and go on: the ceilings are still worth

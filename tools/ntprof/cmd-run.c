@@ -112,13 +112,13 @@ static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_html_write_run(ctx, arg, f);
+    return ntp_report_write_run_html(ctx, arg, f);
 }
 
 static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_report_write_trace(ctx, arg, f);
+    return ntp_report_write_run_trace(ctx, arg, f);
 }
 
 static void run_progress(void *user, const char *phase, int done, int total)

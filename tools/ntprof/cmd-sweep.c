@@ -196,7 +196,8 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
             snprintf(state, state_len, "ok, median %.4g ms", r->end_to_end_ms.median);
             return;
         }
-        snprintf(msg, sizeof msg, "%s", ntp_ctx_errmsg(ctx));
+        char words[sizeof msg];
+        snprintf(msg, sizeof msg, "%s", cli_message(ntp_ctx_errmsg(ctx), words, sizeof words));
         ntp_ctx_clear(ctx);
     } else if (status != -1 && WIFSIGNALED(status)) {
         char last[512];
@@ -215,13 +216,13 @@ static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const 
 
 static ntp_status write_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_sweep_write(ctx, arg, fmt, f);
+    return ntp_report_write_sweep(ctx, arg, fmt, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_html_write_sweep(ctx, arg, f);
+    return ntp_report_write_sweep_html(ctx, arg, f);
 }
 
 /* Remove what the children left in a temporary directory. */

@@ -397,7 +397,7 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     nd->main_step = nd->n_steps++;
     nd->d2h_step = d2h ? nd->n_steps++ : -1;
     if (s->graph_replay && !s->replay_broken && !nd->replay_ok) {
-        ntp__warn(ctx, "--cuda-graph: layer '%s' exchanges a tensor with another backend while a "
+        ntp__warn(ctx, "ntp_run_opts.cuda_graph: layer '%s' exchanges a tensor with another backend while a "
                   "pass runs; passes run without graph replay", k->node->name);
         s->replay_broken = true;
     }
@@ -522,7 +522,7 @@ static bool pin_node(cudab_state *s, cudab_node *nd, const ntp_kargs *k)
 static void replay_off(cudab_state *s, const char *why)
 {
     if (!s->replay_broken && s->warn_ctx)
-        ntp__warn(s->warn_ctx, "--cuda-graph: %s; passes run without graph replay", why);
+        ntp__warn(s->warn_ctx, "ntp_run_opts.cuda_graph: %s; passes run without graph replay", why);
     s->replay_broken = true;
 }
 

@@ -1,0 +1,65 @@
+/* The library's messages in the CLI's words.
+ *
+ * The library names an option by its place in the API ("ntp_run_opts.tool
+ * perf-record: ..."), since it is used from C without a command line; the
+ * CLI, which knows which flag sets which field, prints the flag instead
+ * ("--tool perf-record: ..."). */
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *api, *flag;
+} names[] = {
+    {"ntp_run_opts.inputs", "--input"},
+    {"ntp_run_opts.tool", "--tool"},
+    {"ntp_run_opts.counters", "--counters"},
+    {"ntp_run_opts.place", "--place"},
+    {"ntp_run_opts.pin", "--pin"},
+    {"ntp_run_opts.only_marker", "--only"},
+    {"ntp_run_opts.save_outputs_dir", "--save-outputs"},
+    {"ntp_run_opts.threads", "--threads"},
+    {"ntp_run_opts.iterations", "--iterations"},
+    {"ntp_run_opts.min_time_s", "--min-time"},
+    {"ntp_run_opts.cuda_graph", "--cuda-graph"},
+    {"ntp_load_opts.set", "--set"},
+    {"ntp_load_opts.batch", "--batch"},
+    {"ntp_load_opts.precision", "--precision"},
+    {"ntp_history_filter.since", "--since"},
+    {"ntp_history_filter.limit", "--limit"},
+    {"ntp_sweep_add_factor", "--vary"},
+    {"NTP_SWEEP_OFAT", "--design ofat"},
+};
+
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+const char *cli_message(const char *msg, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (len == 0)
+        return msg;
+    for (const char *p = msg; *p;) {
+        const char *to = NULL;
+        size_t n = 0;
+        if (p == msg || !ident_char(p[-1]))
+            for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+                n = strlen(names[i].api);
+                if (strncmp(p, names[i].api, n) == 0 && !ident_char(p[n])) {
+                    to = names[i].flag;
+                    break;
+                }
+            }
+        const char *src = to ? to : p;
+        size_t k = to ? strlen(to) : 1;
+        if (o + k >= len)
+            return msg; /* too long to translate: the library's words will do */
+        memcpy(buf + o, src, k);
+        o += k;
+        p += to ? n : 1;
+    }
+    buf[o] = '\0';
+    return buf;
+}
