@@ -6,19 +6,11 @@
 pkg_check_modules(NTP_OPENBLAS QUIET IMPORTED_TARGET openblas)
 if(NTP_OPENBLAS_FOUND)
     file(GLOB NTP_BLAS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/blas/*.c)
-    list(APPEND NTP_CORE_SOURCES ${NTP_BLAS_SOURCES})
-    list(APPEND NTP_LIBS PkgConfig::NTP_OPENBLAS)
+    # After oneDNN and XNNPACK, before the reference backend.
+    ntp_add_backend(blas PRIORITY 200 SOURCES ${NTP_BLAS_SOURCES} LIBS PkgConfig::NTP_OPENBLAS)
     string(APPEND NTP_PC_REQUIRES " openblas")
     # Tests of this backend's own behaviour compile only where it is built.
     add_compile_definitions(NTP_HAVE_BLAS=1)
-    # Preference order (the first is the default): after oneDNN and XNNPACK,
-    # before the reference backend, which stays last.
-    list(FIND NTP_BACKENDS ref NTP_BLAS_POS)
-    if(NTP_BLAS_POS LESS 0)
-        list(APPEND NTP_BACKENDS blas)
-    else()
-        list(INSERT NTP_BACKENDS ${NTP_BLAS_POS} blas)
-    endif()
     message(STATUS "BLAS backend: OpenBLAS ${NTP_OPENBLAS_VERSION} (${NTP_OPENBLAS_LIBDIR})")
 else()
     message(STATUS "BLAS backend: not built (OpenBLAS not found by pkg-config)")

@@ -9,8 +9,8 @@
 # (docs/gpu.md). Without the toolkit nothing here is compiled and every
 # other backend and test is unaffected.
 #
-# The backend is APPENDED to NTP_BACKENDS: it is never the default, a GPU
-# run is asked for with --backend cuda (or backend= / --place per layer).
+# The backend has the lowest priority: it is never the default, a GPU run
+# is asked for with --backend cuda (or backend= / --place per layer).
 
 set(_ntp_cuda_dir ${CMAKE_SOURCE_DIR}/src/backend/cuda)
 set(_ntp_machine_dir ${CMAKE_SOURCE_DIR}/src/machine)
@@ -87,7 +87,6 @@ if(NTP_CUDA_OK)
 
     file(GLOB NTP_CUDA_C_SOURCES CONFIGURE_DEPENDS ${_ntp_cuda_dir}/*.c)
     file(GLOB NTP_CUDA_CU_SOURCES CONFIGURE_DEPENDS ${_ntp_cuda_dir}/*.cu)
-    list(APPEND NTP_CORE_SOURCES ${NTP_CUDA_C_SOURCES} ${NTP_CUDA_CU_SOURCES})
     # Warnings are errors for the kernels too, in nvcc's terms: every nvcc
     # warning, and the host compiler's -Wall -Wextra on the host side.
     set(_ntp_nvcc_opts --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra)
@@ -102,10 +101,10 @@ if(NTP_CUDA_OK)
     # cuBLAS is opened with dlopen when the backend is first used
     # (src/backend/cuda/cublas-dl.h): linked, it and cuBLASLt would cost
     # every ntprof process 0.8 s and 210 MB at start-up.
-    list(APPEND NTP_LIBS CUDA::cudart ${NTP_CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
-    # Never the default backend: appended after every CPU backend (and
-    # after ref, which is never the default while another exists).
-    list(APPEND NTP_BACKENDS cuda)
+    # Never the default backend: below every CPU backend, ref included
+    # (a GPU run is asked for by name).
+    ntp_add_backend(cuda PRIORITY 50 SOURCES ${NTP_CUDA_C_SOURCES} ${NTP_CUDA_CU_SOURCES}
+                    LIBS CUDA::cudart ${NTP_CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
     # The GPU parts of `ntprof machine` and of --tool ncu/nsys: the real
     # files, not their "-none" twins.
     list(REMOVE_ITEM NTP_CORE_SOURCES ${_ntp_machine_dir}/machine-cuda-none.c)

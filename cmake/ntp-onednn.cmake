@@ -15,10 +15,9 @@ if(NTP_DNNL_INCLUDE_DIR AND NTP_DNNL_LIBRARY)
 endif()
 if(NTP_DNNL_INCLUDE_DIR AND NTP_DNNL_LIBRARY AND NTP_DNNL_MAJOR STREQUAL "2")
     file(GLOB NTP_ONEDNN_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/onednn/*.c)
-    list(APPEND NTP_CORE_SOURCES ${NTP_ONEDNN_SOURCES})
-    list(APPEND NTP_LIBS ${NTP_DNNL_LIBRARY} ${CMAKE_DL_LIBS})
-    # The first backend is the default one.
-    list(PREPEND NTP_BACKENDS onednn)
+    # The default backend wherever it is built.
+    ntp_add_backend(onednn PRIORITY 400 SOURCES ${NTP_ONEDNN_SOURCES}
+                    LIBS ${NTP_DNNL_LIBRARY} ${CMAKE_DL_LIBS})
     # Tests and benchmarks that use oneDNN directly compile only with it.
     add_compile_definitions(NTP_HAVE_ONEDNN=1)
     message(STATUS "oneDNN backend: ${NTP_DNNL_LIBRARY} (oneDNN ${NTP_DNNL_MAJOR}.x)")

@@ -24,15 +24,9 @@ if(NTP_XNNPACK_INCLUDE_DIR AND NTP_PTHREADPOOL_INCLUDE_DIR AND NTP_XNNPACK_LIBRA
 endif()
 if(NTP_XNNPACK_OK)
     file(GLOB NTP_XNNPACK_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/xnnpack/*.c)
-    list(APPEND NTP_CORE_SOURCES ${NTP_XNNPACK_SOURCES})
-    list(APPEND NTP_LIBS ${NTP_XNNPACK_LIBRARY} ${NTP_PTHREADPOOL_LIBRARY})
-    # Preference order (the first is the default): after oneDNN, before the
-    # BLAS backend and the reference backend, which stays last.
-    list(FIND NTP_BACKENDS blas NTP_XNNPACK_POS)
-    if(NTP_XNNPACK_POS LESS 0)
-        list(FIND NTP_BACKENDS ref NTP_XNNPACK_POS)
-    endif()
-    list(INSERT NTP_BACKENDS ${NTP_XNNPACK_POS} xnnpack)
+    # After oneDNN, before the BLAS backend and the reference backend.
+    ntp_add_backend(xnnpack PRIORITY 300 SOURCES ${NTP_XNNPACK_SOURCES}
+                    LIBS ${NTP_XNNPACK_LIBRARY} ${NTP_PTHREADPOOL_LIBRARY})
     # Tests of this backend's own behaviour compile only where it is built.
     add_compile_definitions(NTP_HAVE_XNNPACK=1)
     message(STATUS "XNNPACK backend: ${NTP_XNNPACK_LIBRARY}")
