@@ -49,7 +49,9 @@ typedef enum cudak_type { CUDAK_F32, CUDAK_F16, CUDAK_BF16 } cudak_type;
     F(RECIPROCAL, 1.0f / x)                                                      \
     F(ERF, erff(x))                                                              \
     F(SOFTPLUS, x > 20.0f ? x : log1pf(expf(x)))                                 \
-    F(ELU, x < 0.0f ? a * (expf(x) - 1.0f) : x)
+    F(ELU, x < 0.0f ? a * (expf(x) - 1.0f) : x)                                  \
+    F(MISH, x * tanhf(x > 20.0f ? x : log1pf(expf(x))))                          \
+    F(LOG_SIGMOID, x < 0.0f ? x - log1pf(expf(x)) : -log1pf(expf(-x)))
 
 typedef enum cudak_fn {
 #define CUDAK_FN_ENUM_(name, expr) CUDAK_##name,

@@ -135,6 +135,8 @@ static const struct {
     [NTP_OP_ERF] = {CUDAK_ERF, ACT_NONE},
     [NTP_OP_SOFTPLUS] = {CUDAK_SOFTPLUS, ACT_NONE},
     [NTP_OP_ELU] = {CUDAK_ELU, ACT_ALPHA},
+    [NTP_OP_MISH] = {CUDAK_MISH, ACT_NONE},
+    [NTP_OP_LOG_SIGMOID] = {CUDAK_LOG_SIGMOID, ACT_NONE},
 };
 
 bool ntp__cuda_act_fn(const ntp_node *n, cudak_post *p)

@@ -139,11 +139,7 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_GLOBAL_MAXPOOL:
     case NTP_OP_GLOBAL_AVGPOOL:
         return ntp__xnn_pool_supports(g, n, f16);
-    case NTP_OP_RELU:
-    case NTP_OP_CLIP:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_HARDSWISH:
+    NTP_UNARY_CASES /* by eltwise.c's mapping */
     case NTP_OP_SOFTMAX:
     case NTP_OP_ADD:
     case NTP_OP_MUL:
@@ -153,13 +149,6 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_MEMCPY:
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
-    case NTP_OP_ABS:
-    case NTP_OP_NEG:
-    case NTP_OP_SQRT:
-    case NTP_OP_FLOOR:
-    case NTP_OP_CEIL:
-    case NTP_OP_ROUND:
-    case NTP_OP_ELU:
     case NTP_OP_PRELU:
     case NTP_OP_SUB:
     case NTP_OP_DIV:

@@ -69,15 +69,40 @@ static int64_t prelu_channels(const ntp_graph *g, const ntp_node *n)
     return x->ndim - w->ndim <= cdim ? C : 0;
 }
 
+/* The unary element-wise ops (op-table.h's NTP_UNARY_TABLE) that are one
+ * XNNPACK operator without parameters: one line per op. f16 NULL: f32 only.
+ * relu, clip, leaky_relu and elu take parameters (below); an op mapped
+ * nowhere stays on the reference backend. */
+typedef enum xnn_status (*create_nc)(size_t channels, size_t in_stride, size_t out_stride,
+                                     uint32_t flags, xnn_operator_t *op);
+static const struct unary_op {
+    create_nc f32, f16;     /* f32 NULL: not mapped */
+    xnnb_fn fn;
+    const char *name;
+} unary_ops[NTP_OP_COUNT] = {
+    [NTP_OP_SIGMOID] = {xnn_create_sigmoid_nc_f32, NULL, XNNB_FN_SIGMOID, "sigmoid_nc"},
+    [NTP_OP_HARDSWISH] = {xnn_create_hardswish_nc_f32, xnn_create_hardswish_nc_f16,
+                          XNNB_FN_HARDSWISH, "hardswish_nc"},
+    [NTP_OP_ABS] = {xnn_create_abs_nc_f32, NULL, XNNB_FN_ABS, "abs_nc"},
+    [NTP_OP_NEG] = {xnn_create_negate_nc_f32, NULL, XNNB_FN_NEG, "negate_nc"},
+    [NTP_OP_SQRT] = {xnn_create_square_root_nc_f32, NULL, XNNB_FN_SQRT, "square_root_nc"},
+    [NTP_OP_FLOOR] = {xnn_create_floor_nc_f32, NULL, XNNB_FN_FLOOR, "floor_nc"},
+    [NTP_OP_CEIL] = {xnn_create_ceiling_nc_f32, NULL, XNNB_FN_CEIL, "ceiling_nc"},
+    /* ONNX rounds halves to even: XNNPACK's bankers' rounding. */
+    [NTP_OP_ROUND] = {xnn_create_bankers_rounding_nc_f32, NULL, XNNB_FN_ROUND,
+                      "bankers_rounding_nc"},
+};
+
 bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     const ntp_tensor *x = ntp__cin(g, n, 0), *y = ntp__cout(g, n, 0);
     if (!is_float(x->dtype) || n->n_out != 1)
         return false;
+    if (unary_ops[n->op].f32)
+        return !f16 || unary_ops[n->op].f16;
     switch (n->op) {
     case NTP_OP_RELU:
     case NTP_OP_CLIP:
-    case NTP_OP_HARDSWISH:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
     case NTP_OP_RESHAPE:
@@ -85,8 +110,6 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
         return true;
     case NTP_OP_LEAKY_RELU:
         return isfinite(n->a.alpha);
-    case NTP_OP_SIGMOID:
-        return !f16;
     case NTP_OP_SOFTMAX:
         return !f16 && x->shape.ndim >= 1 &&
                norm_axis(n->a.axis, x->shape.ndim) == x->shape.ndim - 1;
@@ -95,13 +118,6 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_PAD:
         return n->a.pad_mode == NTP_PADMODE_CONSTANT && x->shape.ndim >= 1 &&
                x->shape.ndim <= XNN_MAX_TENSOR_DIMS;
-    case NTP_OP_ABS:
-    case NTP_OP_NEG:
-    case NTP_OP_SQRT:
-    case NTP_OP_FLOOR:
-    case NTP_OP_CEIL:
-    case NTP_OP_ROUND:
-        return !f16;
     case NTP_OP_ELU:
         return !f16 && isfinite(n->a.alpha);
     case NTP_OP_PRELU:
@@ -147,7 +163,13 @@ static ntp_status unary(xnnb_build *b)
     xnnb_fn fn;
     const char *name;
     bool plain = b->n->op == NTP_OP_RESHAPE || b->n->op == NTP_OP_FLATTEN;
-    switch (b->n->op) {
+    const struct unary_op *u = &unary_ops[b->n->op];
+    if (u->f32) {
+        /* A mapped op without parameters. */
+        fn = u->fn;
+        name = u->name;
+        xs = b->f16 && u->f16 ? u->f16(n, n, n, fl, &op) : u->f32(n, n, n, fl, &op);
+    } else switch (b->n->op) {
     case NTP_OP_RELU:
     case NTP_OP_CLIP: {
         float lo = b->n->op == NTP_OP_RELU ? 0.0f : (float)a->min;
@@ -168,48 +190,6 @@ static ntp_status unary(xnnb_build *b)
         name = "leaky_relu_nc";
         xs = b->f16 ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->alpha, fl, &op)
                     : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
-        break;
-    case NTP_OP_SIGMOID:
-        fn = XNNB_FN_SIGMOID;
-        name = "sigmoid_nc";
-        xs = xnn_create_sigmoid_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_HARDSWISH:
-        fn = XNNB_FN_HARDSWISH;
-        name = "hardswish_nc";
-        xs = b->f16 ? xnn_create_hardswish_nc_f16(n, n, n, fl, &op)
-                    : xnn_create_hardswish_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_ABS:
-        fn = XNNB_FN_ABS;
-        name = "abs_nc";
-        xs = xnn_create_abs_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_NEG:
-        fn = XNNB_FN_NEG;
-        name = "negate_nc";
-        xs = xnn_create_negate_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_SQRT:
-        fn = XNNB_FN_SQRT;
-        name = "square_root_nc";
-        xs = xnn_create_square_root_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_FLOOR:
-        fn = XNNB_FN_FLOOR;
-        name = "floor_nc";
-        xs = xnn_create_floor_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_CEIL:
-        fn = XNNB_FN_CEIL;
-        name = "ceiling_nc";
-        xs = xnn_create_ceiling_nc_f32(n, n, n, fl, &op);
-        break;
-    case NTP_OP_ROUND:
-        /* ONNX rounds halves to even: XNNPACK's bankers' rounding. */
-        fn = XNNB_FN_ROUND;
-        name = "bankers_rounding_nc";
-        xs = xnn_create_bankers_rounding_nc_f32(n, n, n, fl, &op);
         break;
     case NTP_OP_ELU:
         fn = XNNB_FN_ELU;
