@@ -114,17 +114,21 @@ function(ntp_layer name)
     set_property(GLOBAL APPEND PROPERTY NTP_LAYER_OBJECT_TARGETS ${t})
 
     if(NTP_LAYER_LINK_CHECK)
-        # Linked against the check objects of the layers below only: a
-        # call to a name that only a layer above defines is undefined here.
+        # The layer's objects and those of the layers below it, and nothing
+        # else of the library: a call to a name that only a layer above
+        # defines is undefined here. (Objects, not the lower check objects:
+        # with -fvisibility=hidden a shared object exports only the public
+        # API, and the layers call each other's ntp__ functions.)
         set(c ntp_layercheck_${tag})
-        add_library(${c} SHARED $<TARGET_OBJECTS:${t}>)
-        target_link_options(${c} PRIVATE -Wl,--no-undefined)
+        set(objs $<TARGET_OBJECTS:${t}>)
         foreach(v ${visible_layers})
             string(REPLACE "/" "-" vt "${v}")
-            if(TARGET ntp_layercheck_${vt})
-                target_link_libraries(${c} PRIVATE ntp_layercheck_${vt})
+            if(TARGET ntp_layer_${vt})
+                list(APPEND objs $<TARGET_OBJECTS:ntp_layer_${vt}>)
             endif()
         endforeach()
+        add_library(${c} SHARED ${objs})
+        target_link_options(${c} PRIVATE -Wl,--no-undefined)
         target_link_libraries(${c} PRIVATE ${NTP_LIBS})
         set_target_properties(${c} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NTP_LAYER_ROOT}/check)
     endif()
