@@ -114,11 +114,11 @@ function(ntp_layer name)
     set_property(GLOBAL APPEND PROPERTY NTP_LAYER_OBJECT_TARGETS ${t})
 
     if(NTP_LAYER_LINK_CHECK)
-        # Linked with the objects of the layers below only: a call to a
-        # name that only a layer above defines is undefined here. (Objects,
-        # not the lower layers' check objects: the library is compiled with
-        # hidden visibility, so a shared object exports none of the ntp__
-        # names the layer above calls.)
+        # The layer's objects and those of the layers below it, and nothing
+        # else of the library: a call to a name that only a layer above
+        # defines is undefined here. (Objects, not the lower check objects:
+        # with -fvisibility=hidden a shared object exports only the public
+        # API, and the layers call each other's ntp__ functions.)
         set(c ntp_layercheck_${tag})
         set(objs $<TARGET_OBJECTS:${t}>)
         foreach(v ${visible_layers})

@@ -57,15 +57,13 @@ compile exec ok exec/exec-impl.h measure/counters-impl.h io/io-impl.h
 compile exec machine/machine-cuda-impl.h machine/machine-cuda-impl.h
 compile store ok store/store-impl.h report/report-impl.h measure/machine-impl.h
 
-# link LAYER EXPECT SYMBOL LIBS: a shared object calling SYMBOL, linked with
-# --no-undefined against the check objects LIBS (LAYER's and those below it).
+# link LAYER EXPECT SYMBOL: a shared object calling SYMBOL, linked with
+# --no-undefined against LAYER's check object (LAYER and the layers below it).
 link() {
     local layer=$1 expect=$2 sym=$3
-    local libs=() l
-    for l in $4; do libs+=("$roots/check/libntp_layercheck_$l.so"); done
     printf 'void %s(void);\nvoid ntp_layer_probe(void);\nvoid ntp_layer_probe(void) { %s(); }\n' \
         "$sym" "$sym" >"$tmp/l.c"
-    "$cc" -shared -fPIC -o "$tmp/l.so" "$tmp/l.c" -Wl,--no-undefined -Wl,-rpath-link,"$roots/check" "${libs[@]}" >"$tmp/out" 2>&1
+    "$cc" -shared -fPIC -o "$tmp/l.so" "$tmp/l.c" -Wl,--no-undefined "$roots/check/libntp_layercheck_$layer.so" >"$tmp/out" 2>&1
     local rc=$?
     if [ "$expect" = ok ]; then
         if [ $rc -ne 0 ]; then
@@ -83,12 +81,12 @@ link() {
 }
 
 if [ -e "$roots/check/libntp_layercheck_graph.so" ]; then
-    link graph ok ntp_graph_free "graph core"
-    link graph fail ntp_run "graph core"
-    link graph fail ntp_graph_load_xml_memory "graph core"
-    link measure ok ntp_stats_compute "measure registry graph core"
-    link measure fail ntp_machine_measure "measure registry graph core"
-    link exec ok ntp_run "exec measure registry graph core"
+    link graph ok ntp_graph_free
+    link graph fail ntp_run
+    link graph fail ntp_graph_load_xml_memory
+    link measure ok ntp_stats_compute
+    link measure fail ntp_machine_measure
+    link exec ok ntp_run
 else
     echo "(the link check is off in this build: NTP_LAYER_LINK_CHECK)"
 fi
