@@ -112,6 +112,28 @@ expect_exit 1 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -n 1 --min-time 0 --only 
 expect_err "no marker 'nope'"
 [ ! -e "$T/never2.json" ] && ok || bad "a failed run left a report"
 
+# Output folders and the history database are checked before the run, as -o
+# is (DeepSpeech takes seconds to measure: each refusal comes first, with
+# one line, and writes nothing).
+DS="$SRC/models/deepspeech.xml"
+touch "$T/plain"
+expect_exit 1 "$NTPROF" run "$DS" --no-db --save-outputs "$T/none/outs"
+expect_err "ntprof: --save-outputs: cannot create '$T/none/outs': folder '$T/none': No such file or directory"
+expect_exit 1 "$NTPROF" run "$DS" --no-db --save-outputs "$T/plain"
+expect_err "ntprof: --save-outputs: cannot write into '$T/plain': not a folder"
+expect_exit 1 "$NTPROF" run "$DS" --no-db --tool perf-stat --tool-dir "$T/none/tools"
+expect_err "ntprof: --tool-dir: cannot create '$T/none/tools': folder '$T/none': No such file or directory"
+expect_exit 1 "$NTPROF" run "$DS" --db "$T/h.db" -o "$T/./h.db"
+expect_err "ntprof: -o: '$T/./h.db' is the same file as --db '$T/h.db'; give each output its own file"
+[ ! -e "$T/h.db" ] && ok || bad "a refused run wrote $T/h.db"
+mkdir -p "$T/home/.local/share/ntprof"
+HOME="$T/home" XDG_DATA_HOME= expect_exit 1 "$NTPROF" run "$DS" -o "$T/home/.local/share/ntprof/history.db"
+expect_err "ntprof: -o: '$T/home/.local/share/ntprof/history.db' is the same file as the default history database"
+HOME="$T/home" XDG_DATA_HOME= expect_exit 1 "$NTPROF" machine -o "$T/home/.local/share/ntprof/history.db"
+expect_err "is the same file as the default history database"
+expect_exit 1 "$NTPROF" compare "$T/a.json" "$T/b.json" --db "$T/h.db" -o "$T/h.db"
+expect_err "ntprof: -o: '$T/h.db' is the same file as --db '$T/h.db'; give each output its own file"
+
 # --threads 0 is all cores, as documented; more threads than CPUs is warned
 # about, once (a report in a file: the warnings go to stderr).
 expect_exit 0 "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref --threads 0 -n 1 -w 0 --min-time 0 --no-db

@@ -7,7 +7,9 @@
  *     of the command (by device and inode), two outputs to one file, and a
  *     missing or unwritable folder; the CLI applies it to every command
  *     (analyze -o over its topology, run -o into a missing folder before
- *     measuring, --html onto -o's file). */
+ *     measuring, --html onto -o's file);
+ *   - output folders (--save-outputs, --tool-dir) are checked the same way,
+ *     and no report is written over the history database (--db). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -128,21 +130,79 @@ static void test_check(void **state)
     snprintf(again, sizeof again, "%s/./../%s/model.xml", test_tmpdir, strrchr(test_tmpdir, '/') + 1);
     const char *ins[] = {in};
     ntp_ctx *ctx = ntp_ctx_init();
-    ntp_output_path over[] = {{"-o", again}};
+    ntp_output_path over[] = {{"-o", again, NTP_OUTPUT_FILE}};
     assert_int_equal(ntp_output_check(ctx, over, 1, ins, 1), NTP_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "is an input of this command"));
     ntp_ctx_clear(ctx);
-    ntp_output_path dup[] = {{"-o", other}, {"--trace", NULL}, {"--html", other}};
+    ntp_output_path dup[] = {{"-o", other, NTP_OUTPUT_FILE},
+                             {"--trace", NULL, NTP_OUTPUT_FILE},
+                             {"--html", other, NTP_OUTPUT_FILE}};
     assert_int_equal(ntp_output_check(ctx, dup, 3, ins, 1), NTP_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "--html: "));
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "the same file as -o"));
     ntp_ctx_clear(ctx);
-    ntp_output_path gone[] = {{"-o", missing}};
+    ntp_output_path gone[] = {{"-o", missing, NTP_OUTPUT_FILE}};
     assert_int_equal(ntp_output_check(ctx, gone, 1, ins, 1), NTP_STATUS_IO_ERROR);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "No such file or directory"));
     ntp_ctx_clear(ctx);
-    ntp_output_path fine[] = {{"-o", other}, {"--trace", "-"}, {"--html", NULL}};
+    ntp_output_path fine[] = {{"-o", other, NTP_OUTPUT_FILE},
+                              {"--trace", "-", NTP_OUTPUT_FILE},
+                              {"--html", NULL, NTP_OUTPUT_FILE}};
     assert_int_equal(ntp_output_check(ctx, fine, 3, ins, 1), NTP_STATUS_OK);
+    ntp_ctx_free(ctx);
+}
+
+/* Output folders (--save-outputs, --tool-dir) and the history database
+ * (--db), checked like files before any work, with one-line errors. */
+static void test_check_folders_and_db(void **state)
+{
+    (void)state;
+    char in[600], dir[600], fresh[600], file[600], deep[600], db[600], msg[2048];
+    at(in, sizeof in, "m.xml");
+    at(dir, sizeof dir, "outs");
+    at(fresh, sizeof fresh, "new-outs/");
+    at(file, sizeof file, "m.xml");
+    at(deep, sizeof deep, "no/such/outs");
+    at(db, sizeof db, "h.db");
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *ins[] = {in};
+    ntp_ctx *ctx = ntp_ctx_init();
+    /* An existing folder, and a new one in a writable folder (a trailing
+     * slash names the same folder), are fine. */
+    ntp_output_path ok[] = {{"--save-outputs", dir, NTP_OUTPUT_DIR},
+                            {"--tool-dir", fresh, NTP_OUTPUT_DIR}};
+    assert_int_equal(ntp_output_check(ctx, ok, 2, ins, 1), NTP_STATUS_OK);
+    /* A regular file is not a folder. */
+    ntp_output_path notdir[] = {{"--save-outputs", file, NTP_OUTPUT_DIR}};
+    assert_int_equal(ntp_output_check(ctx, notdir, 1, ins, 1), NTP_STATUS_IO_ERROR);
+    snprintf(msg, sizeof msg, "--save-outputs: cannot write into '%s': not a folder", file);
+    assert_string_equal(ntp_ctx_errmsg(ctx), msg);
+    ntp_ctx_clear(ctx);
+    /* A folder whose parent is missing cannot be created. */
+    ntp_output_path gone[] = {{"--tool-dir", deep, NTP_OUTPUT_DIR}};
+    assert_int_equal(ntp_output_check(ctx, gone, 1, ins, 1), NTP_STATUS_IO_ERROR);
+    snprintf(msg, sizeof msg, "--tool-dir: cannot create '%s': folder '%s/no/such': No such file "
+             "or directory", deep, test_tmpdir);
+    assert_string_equal(ntp_ctx_errmsg(ctx), msg);
+    ntp_ctx_clear(ctx);
+    /* The report over the history database, which need not exist yet and
+     * whose folder need not be writable (a history that cannot be written
+     * is a warning, not an error). */
+    char other[600];
+    snprintf(other, sizeof other, "%s/./h.db", test_tmpdir);
+    ntp_output_path over_db[] = {{"--db", db, NTP_OUTPUT_SAME_ONLY},
+                                 {"-o", other, NTP_OUTPUT_FILE}};
+    assert_int_equal(ntp_output_check(ctx, over_db, 2, ins, 1), NTP_STATUS_INVALID_ARGUMENT);
+    snprintf(msg, sizeof msg, "-o: '%s' is the same file as --db '%s'; give each output its own "
+             "file", other, db);
+    assert_string_equal(ntp_ctx_errmsg(ctx), msg);
+    ntp_ctx_clear(ctx);
+    ntp_output_path db_alone[] = {{"--db", "/nonexistent/h.db", NTP_OUTPUT_SAME_ONLY},
+                                  {"-o", "-", NTP_OUTPUT_FILE}};
+    assert_int_equal(ntp_output_check(ctx, db_alone, 2, ins, 1), NTP_STATUS_OK);
     ntp_ctx_free(ctx);
 }
 
@@ -206,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_fifo_written_through),
         cmocka_unit_test(test_link_and_mode),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check_folders_and_db),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

@@ -85,18 +85,28 @@ NTP_API ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s,
  * (src/io/output.c). */
 typedef struct ntp_output ntp_output;
 NTP_API ntp_status ntp_output_open(ntp_ctx *ctx, const char *path, ntp_output **out);
+/* What an output path names. */
+typedef enum ntp_output_kind {
+    NTP_OUTPUT_FILE,        /* a file written through ntp_output_open */
+    NTP_OUTPUT_DIR,         /* a folder the command creates (one level) or fills */
+    NTP_OUTPUT_SAME_ONLY    /* a file written by other means (the history
+                             * database, whose failures are warnings): only
+                             * compared with the other outputs */
+} ntp_output_kind;
 /* One path a command will write, with the option that named it ("-o"). */
 typedef struct ntp_output_path {
     const char *option;
     const char *path;       /* NULL: not written */
+    ntp_output_kind kind;   /* left out: NTP_OUTPUT_FILE */
 } ntp_output_path;
 /* Check every output of a command before it starts any work: each folder
- * exists and is writable, no output is a directory, none is one of the
+ * exists and is writable, no output file is a directory, an output folder
+ * is a folder or a new name in a writable one, none is one of the
  * command's inputs (the same device and inode, however spelt), and no two
  * name the same file. INVALID_ARGUMENT or IO_ERROR, naming the option. */
 NTP_API ntp_status ntp_output_check(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
                                     const char *const *inputs, int n_in);
-FILE *ntp_output_file(ntp_output *o);
+NTP_API FILE *ntp_output_file(ntp_output *o);
 /* Flush, fsync and rename into place; frees o. */
 NTP_API ntp_status ntp_output_commit(ntp_ctx *ctx, ntp_output *o);
 /* Remove the temporary file (nothing is written); frees o. */

@@ -15,9 +15,11 @@
  * A command that fails aborts: nothing is written, no temporary file is
  * left, and a reader of the path sees the old file or the new one, never a
  * mix. ntp_output_check refuses, before a command measures anything, an
- * output whose folder is missing or not writable, one that names an input
- * of the same command (compared by device and inode, so another spelling
- * of the same file is caught), and two outputs naming one file. */
+ * output whose folder is missing or not writable, an output folder that is
+ * not a folder, one that names an input of the same command (compared by
+ * device and inode, so another spelling of the same file is caught), and
+ * two outputs naming one file (the report and the history database
+ * included). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -121,6 +123,49 @@ static ntp_status classify(ntp_ctx *ctx, const char *what, const char *path, out
     return NTP_STATUS_OK;
 }
 
+/* A folder the command fills (--save-outputs, --tool-dir): an existing
+ * folder it may write into, or a new name in a writable folder, which the
+ * command creates (one level, as mkdir does). */
+static ntp_status check_dir(ntp_ctx *ctx, const char *what, const char *path)
+{
+    if (!*path)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%sno folder given", what);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': not a folder",
+                              what, path);
+        if (access(path, W_OK | X_OK) != 0)
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': %s", what,
+                              path, strerror(errno));
+        return NTP_STATUS_OK;
+    }
+    if (errno != ENOENT || lstat(path, &st) == 0)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': %s", what, path,
+                          errno != ENOENT ? strerror(errno) : "a symbolic link to nothing");
+    /* The folder to create it in: "a/b/" is made in "a". */
+    char *name = strdup(path);
+    if (!name)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (size_t n = strlen(name); n > 1 && name[n - 1] == '/'; n--)
+        name[n - 1] = '\0';
+    char *dir = parent_of(name);
+    free(name);
+    if (!dir)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    ntp_status rc = NTP_STATUS_OK;
+    struct stat ds;
+    int sr = stat(dir, &ds);
+    if (sr != 0 || !S_ISDIR(ds.st_mode))
+        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot create '%s': folder '%s': %s", what,
+                        path, dir, strerror(sr != 0 ? errno : ENOTDIR));
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot create '%s': folder '%s': %s", what,
+                        path, dir, strerror(errno));
+    free(dir);
+    return rc;
+}
+
 /* The identity of the file path names or would name: device and inode of
  * an existing file, else the real path of its folder and its name. */
 typedef struct file_id {
@@ -170,13 +215,20 @@ ntp_status ntp_output_check(ntp_ctx *ctx, const ntp_output_path *outs, int n_out
             continue;
         char what[96];
         snprintf(what, sizeof what, "%.80s: ", opt);
-        out_kind kind;
-        char *target;
-        if ((st = classify(ctx, what, p, &kind, &target)))
-            break;
-        free(target);
-        if (kind == OUT_STDOUT)
+        if (outs[i].kind == NTP_OUTPUT_DIR) {
+            if ((st = check_dir(ctx, what, p)))
+                break;
+        } else if (outs[i].kind == NTP_OUTPUT_FILE) {
+            out_kind kind;
+            char *target;
+            if ((st = classify(ctx, what, p, &kind, &target)))
+                break;
+            free(target);
+            if (kind == OUT_STDOUT)
+                continue;
+        } else if (is_stdout_name(p)) {
             continue;
+        }
         identify(p, &ids[i]);
         for (int k = 0; k < n_in && !st; k++) {
             file_id in;

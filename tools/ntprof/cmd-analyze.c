@@ -65,7 +65,7 @@ int cmd_analyze(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_analysis *a = NULL;
-    const ntp_output_path outs[] = {{"-o", output}};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
     const char *ins[] = {argv[optind]};
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
         /* refused before reading anything */

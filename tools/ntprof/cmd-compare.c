@@ -81,8 +81,11 @@ int cmd_compare(int argc, char **argv)
     int rc = CLI_OK;
     ntp_store *s = NULL;
     char path[4096];
-    const ntp_output_path outs[] = {{"-o", output}, {"--html", html}};
-    if (cli_check_outputs(ctx, outs, 2, (const char *const *)argv + optind, n) != CLI_OK)
+    /* The runs it reads, and the history they may come from, are inputs. */
+    const ntp_output_path outs[] = {{"--db", db, NTP_OUTPUT_SAME_ONLY},
+                                    {"-o", output, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE}};
+    if (cli_check_outputs(ctx, outs, 3, (const char *const *)argv + optind, n) != CLI_OK)
         rc = CLI_FAIL;
     for (int i = 0; i < n && rc == CLI_OK; i++) {
         const char *arg = argv[optind + i];

@@ -58,7 +58,7 @@ int cmd_convert(int argc, char **argv)
     }
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL, *other = NULL;
-    const ntp_output_path outs[] = {{"-o", output}};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
     const char *ins[] = {argv[optind]};
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
         /* refused before reading anything */

@@ -66,7 +66,7 @@ int cmd_export(int argc, char **argv)
     }
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
-    const ntp_output_path outs[] = {{"-o", output}};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
     const char *ins[] = {argv[optind]};
     if (cli_check_outputs(ctx, outs, 1, ins, 1) != CLI_OK) {
         rc = CLI_FAIL;

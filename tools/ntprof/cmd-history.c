@@ -98,7 +98,7 @@ int cmd_history(int argc, char **argv)
         }
         db = path;
     }
-    const ntp_output_path outs[] = {{"-o", output}};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
     const char *ins[] = {db};
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK)
         goto out;

@@ -91,9 +91,17 @@ int cmd_machine(int argc, char **argv)
     if (!ctx)
         return CLI_FAIL;
     int rc = CLI_OK;
-    /* Checked before the measurement, which takes seconds. */
-    const ntp_output_path outs[] = {{"-o", output}};
-    if (cli_check_outputs(ctx, outs, 1, NULL, 0) != CLI_OK) {
+    /* Checked before the measurement, which takes seconds; no report over
+     * the history database (its default path too). */
+    char dflt[4096];
+    const char *check_db = db;
+    if (use_db && !db && ntp_store_default_path(ctx, dflt, sizeof dflt) == NTP_STATUS_OK)
+        check_db = dflt;
+    ntp_ctx_clear(ctx);
+    const ntp_output_path outs[] = {{db ? "--db" : "the default history database",
+                                     use_db ? check_db : NULL, NTP_OUTPUT_SAME_ONLY},
+                                    {"-o", output, NTP_OUTPUT_FILE}};
+    if (cli_check_outputs(ctx, outs, 2, NULL, 0) != CLI_OK) {
         ntp_ctx_free(ctx);
         return CLI_FAIL;
     }

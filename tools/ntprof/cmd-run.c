@@ -320,14 +320,6 @@ int cmd_run(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_run_result *res = NULL;
-    /* Every output checked before anything is measured. */
-    const ntp_output_path outs[] = {{"-o", output}, {"--trace", trace}, {"--html", html}};
-    const char *ins[] = {argv[optind]};
-    if (!tool_child && cli_check_outputs(ctx, outs, 3, ins, 1) != CLI_OK) {
-        rc = CLI_FAIL;
-        ntp_ctx_free(ctx);
-        goto out;
-    }
     /* The history is a convenience: when it cannot be read or written the
      * run still runs and reports, with a warning (docs/history.md). */
     char db_path[4096];
@@ -335,6 +327,22 @@ int cmd_run(int argc, char **argv)
     bool have_ceilings = false;
     if (use_db && !db && ntp_store_default_path(ctx, db_path, sizeof db_path) == NTP_STATUS_OK)
         db = db_path;
+    /* Every output checked before anything is measured; no report over
+     * the history database. */
+    const ntp_output_path outs[] = {{db == db_path ? "the default history database" : "--db",
+                                     use_db ? db : NULL, NTP_OUTPUT_SAME_ONLY},
+                                    {"-o", output, NTP_OUTPUT_FILE},
+                                    {"--trace", trace, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE},
+                                    {"--save-outputs", ro.save_outputs_dir, NTP_OUTPUT_DIR},
+                                    {"--tool-dir", ro.tool || gtool ? ro.tool_dir : NULL,
+                                     NTP_OUTPUT_DIR}};
+    const char *ins[] = {argv[optind]};
+    if (!tool_child && cli_check_outputs(ctx, outs, 6, ins, 1) != CLI_OK) {
+        rc = CLI_FAIL;
+        ntp_ctx_free(ctx);
+        goto out;
+    }
     if (use_db && db && ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
     else if (use_db && !db)

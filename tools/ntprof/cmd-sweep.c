@@ -354,7 +354,8 @@ int cmd_sweep(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_sweep *sw = NULL;
-    const ntp_output_path outs[] = {{"-o", output}, {"--html", html}};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE}};
     if (cli_check_outputs(ctx, outs, 2, &file, 1) != CLI_OK) {
         rc = CLI_FAIL;
         goto done;
