@@ -133,14 +133,6 @@ bool ntp__be_is_device(const ntp_backend_i *be)
     return be->kind == NTP_BACKEND_DEVICE;
 }
 
-const ntp_backend_i *ntp__backend_device(void)
-{
-    for (int i = 0; i < ntp__backend_count(); i++)
-        if (ntp__be_is_device(ntp__backend_get(i)))
-            return ntp__backend_get(i);
-    return NULL;
-}
-
 /* Implementation names outlive the plan: a run report keeps the pointer
  * after the plan (and the node state the name came from) is freed, so each
  * distinct name is kept once for the life of the process. */

@@ -70,3 +70,13 @@ const char *ntp_backends(void)
     pthread_once(&order_once, order);
     return names;
 }
+
+/* The first device backend built in (the registry is the one layer that
+ * sees every backend), NULL when none is. */
+const ntp_backend_i *ntp__backend_device(void)
+{
+    for (int i = 0; i < ntp__backend_count(); i++)
+        if (ntp__be_is_device(ntp__backend_get(i)))
+            return ntp__backend_get(i);
+    return NULL;
+}

@@ -8,6 +8,7 @@
 #include "core/ctx-impl.h"
 #include "measure/machine-impl.h"
 #include "core/writers-impl.h"
+#include "ntprof/report.h"
 
 /* --- JSON ---------------------------------------------------------------------------- */
 
