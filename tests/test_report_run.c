@@ -807,6 +807,9 @@ static void test_roofline_and_accuracy(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(levels, 1), "name")),
                         "DRAM");
     assert_float_equal(num(json_array_get(levels, 0), "gbps"), 2000.0, 0.0);
+    /* Ceilings that hold: reliable, no reason. */
+    assert_true(json_is_false(json_object_get(rl, "unreliable")));
+    assert_true(json_is_null(json_object_get(rl, "stale_reason")));
     json_t *layers = json_object_get(root, "layers");
     json_t *l0 = json_array_get(layers, 0);
     assert_string_equal(json_string_value(json_object_get(l0, "impl")), "gemm:avx2");
@@ -916,6 +919,56 @@ static void set_gpu(fixture *fx)
     r->memory.device_activation_bytes = 25165824;
     r->memory.device_workspace_bytes = 37748736;
     r->memory.device_peak_bytes = 165675008;
+}
+
+/* Ceilings a row ran above (or measured under load) make the roofline
+ * unreliable: the JSON says so and why, as the warnings do, and a report
+ * read back keeps it (compare reads reports). */
+static void test_roofline_unreliable(void **state)
+{
+    fixture *fx = *state;
+    set_roofline(fx);
+    fx->r.roofline.unreliable = true;
+    snprintf(fx->r.roofline.stale_reason, sizeof fx->r.roofline.stale_reason,
+             "layer conv1 ran at 137%% of the f32 peak");
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    json_t *rl = json_object_get(root, "roofline");
+    assert_true(json_is_true(json_object_get(rl, "unreliable")));
+    assert_string_equal(json_string_value(json_object_get(rl, "stale_reason")),
+                        "layer conv1 ran at 137% of the f32 peak");
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    /* The schema requires both and knows their types. */
+    json_object_del(rl, "stale_reason");
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+    json_object_set_new(rl, "stale_reason", json_null());
+    json_object_set_new(rl, "unreliable", json_string("yes"));
+    bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+    json_decref(root);
+    /* Read back. */
+    char path[] = "/tmp/ntp-test-roofline-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_run_result *back = NULL;
+    ntp_status st = ntp_run_result_load(ctx, path, &back);
+    unlink(path);
+    if (st != NTP_STATUS_OK)
+        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
+    assert_true(back->roofline.available);
+    assert_true(back->roofline.unreliable);
+    assert_string_equal(back->roofline.stale_reason, "layer conv1 ran at 137% of the f32 peak");
+    ntp_run_result_free(back);
+    ntp_ctx_free(ctx);
+    free(text);
 }
 
 static void test_gpu_rows_and_device_memory(void **state)
@@ -1278,6 +1331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fusion_and_impl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roofline_and_accuracy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roofline_unreliable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_rows_and_device_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),

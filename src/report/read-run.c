@@ -396,6 +396,9 @@ static void read_roofline(json_t *o, ntp_roofline *rl)
     rl->peak_gflops = opt_num(o, "peak_gflops", 0);
     rl->bandwidth_gbps = opt_num(o, "bandwidth_gbps", 0);
     rl->ridge_intensity = opt_num(o, "ridge_intensity", 0);
+    rl->unreliable = json_is_true(json_object_get(o, "unreliable"));
+    if ((v = json_object_get(o, "stale_reason")) && json_is_string(v))
+        snprintf(rl->stale_reason, sizeof rl->stale_reason, "%s", json_string_value(v));
     json_t *levels = json_object_get(o, "levels");
     size_t i;
     json_array_foreach(levels, i, v) {

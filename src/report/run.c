@@ -757,6 +757,12 @@ static json_t *roofline_json(bool *ok, const ntp_roofline *rl)
     ntp__jset(ok, o, "peak_source", ntp__json_str(rl->peak_source));
     ntp__jset(ok, o, "bandwidth_gbps", ntp__json_num(rl->bandwidth_gbps));
     ntp__jset(ok, o, "ridge_intensity", ntp__json_num(rl->ridge_intensity));
+    /* Ceilings a row ran above, or measured under load: the verdicts on
+     * them are not to be trusted (the warnings say so too). */
+    ntp__jset(ok, o, "unreliable", json_boolean(rl->unreliable));
+    ntp__jset(ok, o, "stale_reason",
+              rl->unreliable && rl->stale_reason[0] ? ntp__json_str(rl->stale_reason)
+                                                    : json_null());
     json_t *levels = json_array();
     for (int i = 0; i < rl->n_levels && i < NTP_ROOFLINE_MAX_LEVELS; i++) {
         json_t *l = json_object();
