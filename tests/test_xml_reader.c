@@ -413,10 +413,10 @@ static void test_params_overrides(void **state)
                "no param 'hiden' in mem.xml; did you mean 'hidden'?");
     const char *malformed[] = {"hidden"};
     bad.set = malformed;
-    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "--set 'hidden': expected NAME=VALUE");
+    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set 'hidden': expected NAME=VALUE");
     const char *empty_name[] = {"=3"};
     bad.set = empty_name;
-    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "--set '=3': expected NAME=VALUE");
+    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set '=3': expected NAME=VALUE");
     /* The loader, not each reader, refuses a dtype that is no precision. */
     ntp_load_opts prec = {.set_precision = true, .precision = NTP_DTYPE_I32};
     load_fails(params_xml, &prec, NTP_STATUS_INVALID_ARGUMENT,
@@ -439,7 +439,7 @@ static void test_param_without_default(void **state)
                       "  <relu name='r'/>\n"
                       "</topology>\n";
     load_fails(xml, NULL, NTP_STATUS_PARSE_ERROR,
-               "mem.xml:2: <param name='n'>: param 'n' has no default: give it with --set n=VALUE");
+               "mem.xml:2: <param name='n'>: param 'n' has no default: give it with ntp_load_opts.set n=VALUE");
     const char *set[] = {"n=5"};
     ntp_load_opts o = {.set = set, .n_set = 1};
     ntp_graph *g = load_opts(xml, &o);
