@@ -34,7 +34,8 @@ compile() {
         fi
     elif [ $rc -eq 0 ]; then
         echo "FAIL: $layer includes $expect, which lies above or beside it"; fail=1
-    elif ! grep -q "$expect: No such file" "$tmp/out"; then
+    elif ! grep -q -e "$expect: No such file" -e "'$expect' file not found" "$tmp/out"; then
+        # (gcc says "X: No such file or directory", clang "'X' file not found")
         echo "FAIL: $layer including $expect failed for another reason:"; head -5 "$tmp/out"; fail=1
     else
         echo "ok: $layer cannot include $expect"
