@@ -311,7 +311,7 @@ static ntp_status parse_pad(ntp_op op, const char *v, ntp_attrs *a, char *err, s
     char buf[32];
     if (trimmed(v, buf, sizeof buf) && buf[0] != '\0' && !isdigit((unsigned char)buf[0]) &&
         buf[0] != '-' && buf[0] != '+') {
-        int k;
+        int k = 0; /* set by the parse; 0 keeps gcc -O3 quiet */
         if (ntp__xml_parse_enum(buf, NAMES(ntp__pad_kind_names), &k, err, errlen) !=
             NTP_STATUS_OK) {
             const char *near = ntp__nearest(buf, NAMES(ntp__pad_kind_names));
