@@ -812,12 +812,14 @@ static void test_every_op_has_cases(void **state)
     }
 }
 
+// clang-format off
 #define FAMILY_TEST(name)                  \
     static void test_##name(void **state) \
     {                                      \
         (void)state;                       \
         run_family(name##_ops);            \
     }
+// clang-format on
 FAMILY_TEST(dense)
 FAMILY_TEST(conv)
 FAMILY_TEST(pool)

@@ -81,6 +81,7 @@ static const char *no_device(char *why, size_t len)
     return be->available(why, len) ? NULL : why;
 }
 
+// clang-format off
 #define NEED_DEVICE()                                                  \
     do {                                                               \
         char why_[512];                                                \
@@ -89,6 +90,7 @@ static const char *no_device(char *why, size_t len)
             skip();                                                    \
         }                                                              \
     } while (0)
+// clang-format on
 
 /* --- refusal (runs everywhere) ------------------------------------------------- */
 

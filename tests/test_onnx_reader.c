@@ -48,6 +48,7 @@ static char *str(mb *b, const char *s)
     return c;
 }
 
+// clang-format off
 #define PUSH(b, arr, n, item)                                                       \
     do {                                                                            \
         void *nw = mem(b, ((n) + 1) * sizeof *(arr));                               \
@@ -56,6 +57,7 @@ static char *str(mb *b, const char *s)
         (arr) = nw;                                                                 \
         (arr)[(n)++] = (item);                                                      \
     } while (0)
+// clang-format on
 
 static void mb_init(mb *b, int opset)
 {

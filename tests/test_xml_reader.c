@@ -513,6 +513,7 @@ static ntp_status parse(ntp_op op, const kv *kvs, int n, ntp_attrs *a, int *n_ou
     return ntp__xml_parse_op_attrs(op, attrs, n, a, n_out, err, errlen);
 }
 
+// clang-format off
 #define PARSE_OK(op, a, n_out, ...)                                                  \
     do {                                                                             \
         const kv kvs_[] = {__VA_ARGS__};                                             \
@@ -523,6 +524,7 @@ static ntp_status parse(ntp_op op, const kv *kvs, int n, ntp_attrs *a, int *n_ou
             print_error("parse failed: %s\n", err_);                                 \
         assert_int_equal(st_, NTP_STATUS_OK);                                        \
     } while (0)
+// clang-format on
 
 static void parse_none(ntp_op op, ntp_attrs *a, int *n_out)
 {

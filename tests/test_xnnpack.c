@@ -290,6 +290,7 @@ static int on_backend(const ntp_exec *x, const char *name)
     return n;
 }
 
+// clang-format off
 #define NET_BODY(SEP1, SEP2, SEP3, SEP4, SEP5, ADD_INPUTS)                                       \
     "<input name='x' shape='2,8,12,12'/>"                                                          \
     "<conv name='c1' filters='16' kernel='3' pad='1'/>" SEP1 "<batchnorm name='bn'/>" SEP2         \
@@ -298,6 +299,7 @@ static int on_backend(const ntp_exec *x, const char *name)
     "<maxpool name='p' kernel='2'/>" SEP4 "<conv name='c3' filters='16' kernel='1'/>" SEP5         \
     "<add name='a' inputs='" ADD_INPUTS "'/><hardswish name='h'/>"                                 \
     "<global_avgpool name='g'/><flatten name='f'/><fc name='fc' units='5'/>"
+// clang-format on
 
 /* The same network with every XNNPACK layer's output forced through an
  * identity on the reference backend: plain layout at every boundary. */

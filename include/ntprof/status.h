@@ -14,6 +14,7 @@ extern "C" {
 
 /* One list generates the enum, ntp_status_name() and ntp_status_str(), so
  * they cannot drift apart. */
+// clang-format off
 #define NTP_STATUS_MAP(X)                                         \
     X(OK,               "success")                                \
     X(INVALID_ARGUMENT, "invalid argument")                       \
@@ -28,6 +29,7 @@ extern "C" {
     X(UNSUPPORTED,      "not supported")                          \
     X(BACKEND_ERROR,    "backend failure")                        \
     X(INTERNAL,         "internal error")
+// clang-format on
 
 typedef enum ntp_status {
 #define NTP_STATUS_ENUM_(name, str) NTP_STATUS_##name,

@@ -148,12 +148,14 @@ static const ntp_attr_decl embedding_attrs[] = {
     A_INT("units", units, 1, REQ),
     A_INT("dim", units, 1, NEVER),
 };
+// clang-format off
 #define RNN_COMMON_                                                                \
     A_INT("units", units, 1, REQ),                                                 \
     A_INT("hidden", units, 1, NEVER),                                              \
     A_ENUM("direction", direction, ntp__direction_names, DFLT(NTP_DIR_FORWARD)),   \
     A_ENUM("merge", merge, ntp__merge_names, DFLT(NTP_MERGE_CONCAT)),              \
     A_CHOICE("sequence", last_step, ntp__sequence_names)
+// clang-format on
 static const ntp_attr_decl lstm_attrs[] = {
     RNN_COMMON_,
     A_BOOL("bias", bias, DFLT(1)),

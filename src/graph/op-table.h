@@ -18,6 +18,7 @@
 #ifndef NTPROF_OP_TABLE_H
 #define NTPROF_OP_TABLE_H
 
+// clang-format off
 #define NTP_OP_TABLE(X)                                                 \
     X(FC,             "fc",             LAYER, 1, 1, fc,        fc)        \
     X(MATMUL,         "matmul",         LAYER, 2, 2, matmul,    matmul)    \
@@ -115,6 +116,7 @@
     X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize) \
     X(MISH,            "mish",              LAYER, 1, 1, unary,             unary)       \
     X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)
+// clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):
  *
@@ -136,6 +138,7 @@
  * (oneDNN's eltwise algorithm, a CUDA device function, an XNNPACK operator);
  * an op a backend does not map stays on the reference backend. */
 #define NTP_ONNX_LEGACY_ "consumed_inputs"
+// clang-format off
 #define NTP_UNARY_TABLE(U)                                                                    \
     U(RELU,             relu,             "Relu",            NTP_ONNX_LEGACY_,               1) \
     U(LEAKY_RELU,       leaky_relu,       "LeakyRelu",       "alpha," NTP_ONNX_LEGACY_,      1) \
@@ -177,6 +180,7 @@
     U(SHRINK,           shrink,           "Shrink",          "bias,lambd",                   3) \
     U(MISH,             mish,             "Mish",            "",                            11) \
     U(LOG_SIGMOID,      log_sigmoid,      NULL,              "",                             6)
+// clang-format on
 
 /* The case labels of the family, for a switch over the op that lists every
  * op (no `default:`, so that the compiler names an op a switch misses). */

@@ -120,11 +120,13 @@ int ntp__onnx_attr_floats(ntp_onnx_importer *x, const char *name, double *vals, 
 static int attr_payload_type(const Onnx__AttributeProto *a)
 {
     int t = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED, kinds = 0;
+// clang-format off
 #define KIND(cond, ty)                                                                             \
     if (cond) {                                                                                    \
         t = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty;                                           \
         kinds++;                                                                                   \
     }
+// clang-format on
     KIND(a->has_f, FLOAT)
     KIND(a->has_i, INT)
     KIND(a->has_s, STRING)

@@ -140,6 +140,7 @@ enum { Z_PEAK = 16, Z_MORE = 28, Y_PEAK = 12, Y_MORE = 14, YI_PEAK = 4, YI_MORE 
 /* One kernel: NAME with chains REP, declaring accumulators with DECL,
  * stepping with STEP, BODY_PRE once per iteration before the steps, and
  * folding them into `s` with SUM. */
+// clang-format off
 #define KERNEL(NAME, TARGET, REP, VT, DECL, STEP, PRE, SUMT, SUMZ, SUM, FINISH)                    \
     TARGET static void NAME(int64_t iters, double *sink)                                           \
     {                                                                                              \
@@ -154,6 +155,7 @@ enum { Z_PEAK = 16, Z_MORE = 28, Y_PEAK = 12, Y_MORE = 14, YI_PEAK = 4, YI_MORE 
         REP(SUM)                                                                                   \
         FINISH                                                                                     \
     }
+// clang-format on
 
 /* AVX-512 f32: a = a * m + c converges to 1, so values stay normal. */
 #define T512 __attribute__((target("avx512f")))

@@ -135,6 +135,7 @@ static void collect_os(ntp_env *env)
 /* A function of a loaded library, or NULL; `type` is a function-pointer
  * typedef. POSIX lets dlsym's void * convert to a function pointer; memcpy
  * says so without a cast ISO C frowns on. */
+// clang-format off
 #define LOOKUP(handle, type, name, var)                                                   \
     type var = NULL;                                                                      \
     do {                                                                                  \
@@ -142,6 +143,7 @@ static void collect_os(ntp_env *env)
         if (p_)                                                                           \
             memcpy(&var, &p_, sizeof p_);                                                 \
     } while (0)
+// clang-format on
 
 static ntp_env_library *add_library(ntp_env *env, const char *name)
 {

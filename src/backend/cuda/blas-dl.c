@@ -27,6 +27,7 @@ static void load(void)
     }
     /* dlsym returns void *; POSIX guarantees it converts to a function
      * pointer, which memcpy expresses without a cast ISO C frowns on. */
+// clang-format off
 #define NTP_CUBLAS_SYM_(f)                                                                 \
     {                                                                                      \
         void *p = dlsym(h, #f);                                                            \
@@ -37,6 +38,7 @@ static void load(void)
         }                                                                                  \
         memcpy(&ntp__cublas.f, &p, sizeof p);                                              \
     }
+// clang-format on
     NTP_CUBLAS_FUNCS(NTP_CUBLAS_SYM_)
 #undef NTP_CUBLAS_SYM_
     loaded = true;

@@ -17,9 +17,11 @@
 
 /* Every cuBLAS entry point used (cublas_v2.h maps cublasCreate to
  * cublasCreate_v2 and so on). */
+// clang-format off
 #define NTP_CUBLAS_FUNCS(X)                                                            \
     X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetMathMode) \
     X(cublasSetWorkspace_v2) X(cublasGemmEx) X(cublasGemmStridedBatchedEx) X(cublasGemmBatchedEx)
+// clang-format on
 
 typedef struct ntp_cublas_dl {
 #define NTP_CUBLAS_PTR_(f) __typeof__(&f) f;

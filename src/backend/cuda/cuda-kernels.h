@@ -30,6 +30,7 @@ typedef enum cudak_type { CUDAK_F32, CUDAK_F16, CUDAK_BF16 } cudak_type;
  * kernels.cu's apply_fn() are generated from this one list; misc.c maps
  * the ops of the unary element-wise family (op-table.h) onto it.
  *   F(NAME, expression) */
+// clang-format off
 #define CUDAK_FN_TABLE(F)                                                        \
     F(IDENTITY, x)                                                               \
     F(RELU, x > 0.0f ? x : 0.0f)                                                 \
@@ -52,6 +53,7 @@ typedef enum cudak_type { CUDAK_F32, CUDAK_F16, CUDAK_BF16 } cudak_type;
     F(ELU, x < 0.0f ? a * (expf(x) - 1.0f) : x)                                  \
     F(MISH, x * tanhf(x > 20.0f ? x : log1pf(expf(x))))                          \
     F(LOG_SIGMOID, x < 0.0f ? x - log1pf(expf(x)) : -log1pf(expf(-x)))
+// clang-format on
 
 typedef enum cudak_fn {
 #define CUDAK_FN_ENUM_(name, expr) CUDAK_##name,

@@ -412,10 +412,12 @@ int launch_convert_from(cudaStream_t s, cudak_type to, const void *x, void *y, i
 } // namespace
 
 /* Type dispatch: F is a launcher template, called with the element type. */
+// clang-format off
 #define NTP_CUDAK_DISPATCH(t, F, ...)                                                    \
     ((t) == CUDAK_F32 ? F<float>(__VA_ARGS__)                                            \
      : (t) == CUDAK_F16 ? F<__half>(__VA_ARGS__)                                         \
                         : F<__nv_bfloat16>(__VA_ARGS__))
+// clang-format on
 
 extern "C" int ntp__cudak_epilogue(void *stream, cudak_type t, const void *x, void *y, int64_t n,
                                    const cudak_epilogue *e)

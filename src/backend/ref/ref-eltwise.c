@@ -109,12 +109,14 @@ static double ref_log_sigmoid(double x, ATTRS) { return x < 0 ? x - log1p(exp(x)
 
 typedef void (*unary_loop)(const ntp_attrs *a, const float *x, float *y, int64_t n);
 
+// clang-format off
 #define NTP_REF_UNARY_LOOP_(e, fn, onnx, attrs, flops)                                 \
     static void loop_##fn(const ntp_attrs *a, const float *x, float *y, int64_t n) \
     {                                                                               \
         for (int64_t i = 0; i < n; i++)                                             \
             y[i] = (float)ref_##fn(x[i], a);                                        \
     }
+// clang-format on
 NTP_UNARY_TABLE(NTP_REF_UNARY_LOOP_)
 #undef NTP_REF_UNARY_LOOP_
 

@@ -18,15 +18,19 @@ size_t ntp__ref_onnx_tensor_workspace(const ntp_kargs *k);
 
 /* The case labels of each family, for ref-run.c's dispatch switch (which
  * lists every op, so that the compiler flags an op without a kernel). */
+// clang-format off
 #define NTP_REF_ONNX_ELTWISE_CASES                                                     \
     case NTP_OP_PRELU: case NTP_OP_LOG_SOFTMAX: case NTP_OP_HARDMAX: case NTP_OP_SUB:    \
     case NTP_OP_DIV: case NTP_OP_POW: case NTP_OP_MAX: case NTP_OP_MIN: case NTP_OP_MEAN: \
     case NTP_OP_WHERE
+// clang-format on
+// clang-format off
 #define NTP_REF_ONNX_REDUCE_CASES                                                        \
     case NTP_OP_REDUCE_MEAN: case NTP_OP_REDUCE_SUM: case NTP_OP_REDUCE_MAX:               \
     case NTP_OP_REDUCE_MIN: case NTP_OP_REDUCE_PROD: case NTP_OP_REDUCE_L1:                \
     case NTP_OP_REDUCE_L2: case NTP_OP_REDUCE_SUM_SQUARE: case NTP_OP_REDUCE_LOG_SUM:      \
     case NTP_OP_REDUCE_LOG_SUM_EXP: case NTP_OP_INSTANCENORM: case NTP_OP_LRN
+// clang-format on
 #define NTP_REF_ONNX_TENSOR_CASES \
     case NTP_OP_CONSTANT: case NTP_OP_SLICE: case NTP_OP_EXPAND: case NTP_OP_RESIZE
 
