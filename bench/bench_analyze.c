@@ -82,25 +82,27 @@ static void plan(int layers, int *conv_blocks, int *fc_blocks, int *extra)
 
 static void conv_block(text *t, const char *i)
 {
-    appendf(t, "  <alias name=\"b%s_in\"/>\n"
-               "  <conv name=\"b%s_conv1\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
-               "  <batchnorm name=\"b%s_bn1\"/>\n"
-               "  <relu name=\"b%s_relu1\"/>\n"
-               "  <conv name=\"b%s_conv2\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
-               "  <batchnorm name=\"b%s_bn2\"/>\n"
-               "  <add name=\"b%s_add\" inputs=\"b%s_bn2,b%s_in\"/>\n"
-               "  <relu name=\"b%s_relu2\"/>\n",
+    appendf(t,
+            "  <alias name=\"b%s_in\"/>\n"
+            "  <conv name=\"b%s_conv1\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
+            "  <batchnorm name=\"b%s_bn1\"/>\n"
+            "  <relu name=\"b%s_relu1\"/>\n"
+            "  <conv name=\"b%s_conv2\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
+            "  <batchnorm name=\"b%s_bn2\"/>\n"
+            "  <add name=\"b%s_add\" inputs=\"b%s_bn2,b%s_in\"/>\n"
+            "  <relu name=\"b%s_relu2\"/>\n",
             i, i, i, i, i, i, i, i, i, i);
 }
 
 static void fc_block(text *t, const char *i)
 {
-    appendf(t, "  <alias name=\"f%s_in\"/>\n"
-               "  <fc name=\"f%s_fc1\" units=\"64\"/>\n"
-               "  <relu name=\"f%s_relu1\"/>\n"
-               "  <fc name=\"f%s_fc2\" units=\"32\"/>\n"
-               "  <add name=\"f%s_add\" inputs=\"f%s_fc2,f%s_in\"/>\n"
-               "  <relu name=\"f%s_relu2\"/>\n",
+    appendf(t,
+            "  <alias name=\"f%s_in\"/>\n"
+            "  <fc name=\"f%s_fc1\" units=\"64\"/>\n"
+            "  <relu name=\"f%s_relu1\"/>\n"
+            "  <fc name=\"f%s_fc2\" units=\"32\"/>\n"
+            "  <add name=\"f%s_add\" inputs=\"f%s_fc2,f%s_in\"/>\n"
+            "  <relu name=\"f%s_relu2\"/>\n",
             i, i, i, i, i, i, i, i);
 }
 
@@ -111,12 +113,13 @@ static char *generate(int layers, int use_repeat, size_t *len)
     plan(layers, &nconv, &nfc, &extra);
     text t = {0};
     char idx[32];
-    appendf(&t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                "<topology name=\"bench-%d\" precision=\"f32\" batch=\"1\">\n"
-                "  <input name=\"x\" shape=\"${batch},3,16,16\" dtype=\"f32\"/>\n"
-                "  <conv name=\"stem\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
-                "  <batchnorm name=\"stem_bn\"/>\n"
-                "  <relu name=\"stem_relu\"/>\n",
+    appendf(&t,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<topology name=\"bench-%d\" precision=\"f32\" batch=\"1\">\n"
+            "  <input name=\"x\" shape=\"${batch},3,16,16\" dtype=\"f32\"/>\n"
+            "  <conv name=\"stem\" filters=\"16\" kernel=\"3\" pad=\"1\" bias=\"false\"/>\n"
+            "  <batchnorm name=\"stem_bn\"/>\n"
+            "  <relu name=\"stem_relu\"/>\n",
             layers);
     if (use_repeat) {
         appendf(&t, "  <repeat count=\"%d\" index=\"i\">\n", nconv);
@@ -265,7 +268,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("ntprof %s: load + analyze of a generated %d-layer topology, %d repetitions "
-           "(median / min)\n", ntp_version(), layers, reps);
+           "(median / min)\n",
+           ntp_version(), layers, reps);
     result rf = {0}, rr = {0};
     int rc = run("bench-flat.xml", flat, len_flat, reps, &rf);
     if (rc == 0)
@@ -275,7 +279,8 @@ int main(int argc, char **argv)
         print_result("repeat", len_rep, &rr);
         printf("ratio repeat / written (median total): %.2f\n", rr.total_med / rf.total_med);
         if (rf.layers != layers || rr.layers != layers)
-            printf("note: generated %d and %d layers, asked for %d\n", rf.layers, rr.layers, layers);
+            printf("note: generated %d and %d layers, asked for %d\n", rf.layers, rr.layers,
+                   layers);
         /* The target is stated for 10,000 layers; scale it for other sizes. */
         double target = TARGET_MS * layers / 10000.0;
         printf("target: load + analyze < %.0f ms (median, written-out markup): %.2f ms, %s\n",

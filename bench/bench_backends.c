@@ -33,13 +33,19 @@ typedef struct model {
     int n_set;
     const char *quick_set[3];
     int n_quick;
-    bool markers;               /* compare the network: the sum of the marker segments */
+    bool markers; /* compare the network: the sum of the marker segments */
 } model;
 
 static const model models[] = {
     {"ResNet-50 b1", "resnet50.xml", {NULL}, 0, {NULL}, 0, false},
     {"MobileNetV2 b1", "mobilenetv2.xml", {NULL}, 0, {NULL}, 0, false},
-    {"BERT-base seq 128", "bert-base.xml", {"seq_len=128"}, 1, {"seq_len=32", "layers=2"}, 2, false},
+    {"BERT-base seq 128",
+     "bert-base.xml",
+     {"seq_len=128"},
+     1,
+     {"seq_len=32", "layers=2"},
+     2,
+     false},
     {"DeepSpeech", "deepspeech.xml", {NULL}, 0, {"n_hidden=512", "time_steps=100"}, 2, true},
 };
 #define N_MODELS ((int)(sizeof models / sizeof models[0]))
@@ -76,23 +82,25 @@ static void explain(const ntp_backend_comparison *c, int slow, int fast, double 
         return;
     double sub = 0, fallback = 0;
     for (int l = 0; l < c->n_layers; l++) {
-        double a = s->layers[l].ms > 0 ? s->layers[l].ms : 0, b = f->layers[l].ms > 0 ? f->layers[l].ms : 0;
+        double a = s->layers[l].ms > 0 ? s->layers[l].ms : 0,
+               b = f->layers[l].ms > 0 ? f->layers[l].ms : 0;
         g[l] = (gap){l, a - b};
         sub += s->layers[l].sub_ms;
         if (s->layers[l].ran_on && strcmp(s->layers[l].ran_on, s->backend) != 0)
             fallback += a;
     }
     qsort(g, (size_t)c->n_layers, sizeof *g, by_delta);
-    printf("    %s vs %s: %.2f ms slower; of %s's time, %.2f ms in its own extra rows (reorders,\n"
-           "    im2col/col2im), %.2f ms in layers it left to another backend, %.2f ms in %d conversions.\n",
-           s->backend, f->backend, total_gap, s->backend, sub, fallback, s->convert_ms, s->n_convert);
+    printf(
+        "    %s vs %s: %.2f ms slower; of %s's time, %.2f ms in its own extra rows (reorders,\n"
+        "    im2col/col2im), %.2f ms in layers it left to another backend, %.2f ms in %d conversions.\n",
+        s->backend, f->backend, total_gap, s->backend, sub, fallback, s->convert_ms, s->n_convert);
     printf("    %-26s %-10s %9s %9s %9s  %s\n", "layer", "type", s->backend, f->backend, "extra",
            "where / how");
     for (int i = 0; i < 8 && i < c->n_layers && g[i].delta > 0; i++) {
         const ntp_backend_layer *a = &s->layers[g[i].layer], *b = &f->layers[g[i].layer];
         char how[160];
-        snprintf(how, sizeof how, "%s%s%s", a->ran_on ? a->ran_on : "-",
-                 a->impl ? ": " : "", a->impl ? a->impl : "");
+        snprintf(how, sizeof how, "%s%s%s", a->ran_on ? a->ran_on : "-", a->impl ? ": " : "",
+                 a->impl ? a->impl : "");
         printf("    %-26.26s %-10.10s %9.3f %9.3f %9.3f  %.60s\n", c->layer_names[g[i].layer],
                c->layer_types[g[i].layer], a->ms, b->ms > 0 ? b->ms : 0, a->sub_ms, how);
     }
@@ -113,7 +121,9 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--with-ref") == 0)
             with_ref = true;
         else {
-            fprintf(stderr, "usage: bench_backends [--iterations N] [--threads T] [--with-ref] [--quick]\n");
+            fprintf(
+                stderr,
+                "usage: bench_backends [--iterations N] [--threads T] [--with-ref] [--quick]\n");
             return 2;
         }
     }

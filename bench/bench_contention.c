@@ -36,8 +36,8 @@
 #include <unistd.h>
 
 enum { N_ENGINES = 4, MAX_ROUNDS = 32 };
-static const char *const engine_names[N_ENGINES] = {"ntprof spin", "ntprof passive",
-                                                   "ntprof auto", "other"};
+static const char *const engine_names[N_ENGINES] = {"ntprof spin", "ntprof passive", "ntprof auto",
+                                                    "other"};
 static const char *const policies[3] = {"spin", "passive", "auto"};
 
 static int rounds = 3, iterations = 7, threads = 2;
@@ -147,7 +147,7 @@ typedef struct condition {
     int neighbours;
     double load_start, load_end;
     double ms[N_ENGINES];
-    double other[3];            /* ntprof's contention figure, median over rounds */
+    double other[3]; /* ntprof's contention figure, median over rounds */
 } condition;
 
 static void measure(condition *c)
@@ -214,7 +214,8 @@ static bool prepare_other(void)
         return true;
     }
     printf("ONNX Runtime: n/a (no %s; see the comment at the top of bench_contention.c); "
-           "comparing against PyTorch (bench/pytorch_bench.py)\n", probe);
+           "comparing against PyTorch (bench/pytorch_bench.py)\n",
+           probe);
     snprintf(other_name, sizeof other_name, "PyTorch");
     return true;
 }
@@ -258,8 +259,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         measure(&conds[i]);
 
-    printf("\n%-11s %-12s %8s %8s %8s %8s   %-26s\n", "neighbours", "load 1 min", "spin",
-           "passive", "auto", use_ort ? "ORT" : "PyTorch", "ntprof other% spin/pas/auto");
+    printf("\n%-11s %-12s %8s %8s %8s %8s   %-26s\n", "neighbours", "load 1 min", "spin", "passive",
+           "auto", use_ort ? "ORT" : "PyTorch", "ntprof other% spin/pas/auto");
     for (int i = 0; i < n; i++) {
         condition *c = &conds[i];
         printf("%-11d %5.2f-%-6.2f %8.1f %8.1f %8.1f %8.1f   %3.0f / %3.0f / %3.0f\n",

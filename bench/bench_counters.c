@@ -88,7 +88,8 @@ static void bench_reads(void)
     ntp_ctx *ctx = ntp_ctx_init();
     printf("reading one counter group per row (median of 20 batches of %d reads)\n", READS / 20);
     printf("  clock read (the timing pass's cost per row): %.0f ns; a null system call: %.0f ns "
-           "of CPU\n", ntp__clock_overhead_ns(), null_syscall_ns());
+           "of CPU\n",
+           ntp__clock_overhead_ns(), null_syscall_ns());
     printf("  %-44s %9s %9s\n", "", "wall", "CPU");
     static const char *const lists[] = {"task-clock", "sw", "sw,page-faults,minor-faults"};
     static const char *const what[] = {"software group, 1 event, 1 thread",
@@ -128,10 +129,9 @@ static void bench_reads(void)
     if (!ntp__counters_parse(ctx, "cycles,instructions", &c) && !ntp__counters_open(ctx, c) &&
         c->ev[0].group >= 0) {
         double cpu, ns = read_cost_ns(c, &cpu);
-        printf("  %-44s %6.0f ns %6.0f ns per read\n", "hardware group (cycles, instructions)",
-               ns, cpu);
-    }
-    else if (c)
+        printf("  %-44s %6.0f ns %6.0f ns per read\n", "hardware group (cycles, instructions)", ns,
+               cpu);
+    } else if (c)
         printf("  %-44s n/a: %.120s\n", "hardware group (cycles, instructions)", c->ev[0].reason);
     ntp__counters_free(c);
     ntp_ctx_free(ctx);

@@ -42,8 +42,8 @@ static const char deepspeech_net[] =
     "</topology>";
 
 typedef struct model {
-    const char *name;           /* as pytorch_cuda_bench.py names it */
-    const char *file;           /* models/<file>, or NULL: deepspeech_net */
+    const char *name; /* as pytorch_cuda_bench.py names it */
+    const char *file; /* models/<file>, or NULL: deepspeech_net */
 } model;
 
 static const model models[] = {
@@ -72,8 +72,8 @@ static ntp_status run_once(ntp_ctx *ctx, const model *m, int batch, const char *
         snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, m->file);
         st = ntp_graph_load(ctx, path, &lo, &g);
     } else {
-        st = ntp_graph_load_xml_memory(ctx, deepspeech_net, strlen(deepspeech_net), "deepspeech-net",
-                                       &lo, &g);
+        st = ntp_graph_load_xml_memory(ctx, deepspeech_net, strlen(deepspeech_net),
+                                       "deepspeech-net", &lo, &g);
     }
     if (st)
         return st;
@@ -134,10 +134,12 @@ static int run_pytorch(const char *batches, const char *precs, int iters, torch_
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "PYTORCH ", 8) == 0 && snprintf(version, vlen, "%s", line + 8) >= (int)vlen)
+        if (strncmp(line, "PYTORCH ", 8) == 0 &&
+            snprintf(version, vlen, "%s", line + 8) >= (int)vlen)
             version[vlen - 1] = '\0';
         torch_result t;
-        if (n < cap && sscanf(line, "RESULT %31s %d %7s %lf", t.model, &t.batch, t.prec, &t.ms) == 4)
+        if (n < cap &&
+            sscanf(line, "RESULT %31s %d %7s %lf", t.model, &t.batch, t.prec, &t.ms) == 4)
             tr[n++] = t;
     }
     pclose(f);
@@ -203,12 +205,13 @@ int main(int argc, char **argv)
     int nb = quick ? 1 : 2, np = quick ? 2 : 3;
     char version[256];
     torch_result tr[64];
-    int nt = run_pytorch(quick ? "1" : "1,32", quick ? "f32,f16" : "f32,f16,bf16", iters, tr, 64, version,
-                         sizeof version);
+    int nt = run_pytorch(quick ? "1" : "1,32", quick ? "f32,f16" : "f32,f16,bf16", iters, tr, 64,
+                         version, sizeof version);
     printf("PyTorch: %s\n", version);
-    printf("times in ms (medians); ratio = ntprof network / PyTorch (< 1: ntprof faster; target <= 1.10)\n");
-    printf("%-10s %5s %-4s %9s %9s %9s %9s %7s %7s  %s\n", "model", "batch", "prec", "e2e", "network",
-           "graph", "pytorch", "ratio", "graph/", "slowest row's implementation");
+    printf(
+        "times in ms (medians); ratio = ntprof network / PyTorch (< 1: ntprof faster; target <= 1.10)\n");
+    printf("%-10s %5s %-4s %9s %9s %9s %9s %7s %7s  %s\n", "model", "batch", "prec", "e2e",
+           "network", "graph", "pytorch", "ratio", "graph/", "slowest row's implementation");
     ntp_ctx *ctx = ntp_ctx_init();
     if (!ctx)
         return 1;
@@ -234,10 +237,12 @@ int main(int argc, char **argv)
                     compared++;
                     within += r.network <= 1.10 * t || r.graph <= 1.10 * t;
                 }
-                printf("%-10s %5d %-4s %9.3f %9.3f %9.3f %9s %7s %7s  %s\n", models[m].name, batches[b],
-                       precs[p], r.e2e, r.network, r.graph, torch, ratio, gratio, r.impl);
+                printf("%-10s %5d %-4s %9.3f %9.3f %9.3f %9s %7s %7s  %s\n", models[m].name,
+                       batches[b], precs[p], r.e2e, r.network, r.graph, torch, ratio, gratio,
+                       r.impl);
             }
-    printf("within 10%% of PyTorch or faster (network or graph): %d of %d compared\n", within, compared);
+    printf("within 10%% of PyTorch or faster (network or graph): %d of %d compared\n", within,
+           compared);
     ntp_ctx_free(ctx);
     return 0;
 }

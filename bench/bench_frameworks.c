@@ -31,16 +31,16 @@
 #endif
 
 typedef struct model {
-    const char *key;        /* as pytorch_bench.py names it */
+    const char *key; /* as pytorch_bench.py names it */
     const char *label;
     const char *file;
     const char *set[2];
     int n_set;
-    bool markers;           /* time = the sum of the marker segments */
+    bool markers; /* time = the sum of the marker segments */
 } model;
 
 typedef struct result {
-    double ms;              /* 0: not run */
+    double ms; /* 0: not run */
     double gflops;
     double heavy_ms, heavy_gflops; /* conv, deconv, fc, matmul, attention, rnn rows */
     int rows, on_onednn, fallback, fused;
@@ -128,13 +128,20 @@ static double matmul_ceiling(int threads, int iterations)
     printf("oneDNN f32 matmul 1024x1024x1024 (%s, %d threads): median %.2f ms, %.1f GFLOP/s\n",
            impl, threads, t[iterations / 2], gflops);
 done:
-    if (mc) dnnl_memory_destroy(mc);
-    if (mb) dnnl_memory_destroy(mb);
-    if (ma) dnnl_memory_destroy(ma);
-    if (p) dnnl_primitive_destroy(p);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (s) dnnl_stream_destroy(s);
-    if (eng) dnnl_engine_destroy(eng);
+    if (mc)
+        dnnl_memory_destroy(mc);
+    if (mb)
+        dnnl_memory_destroy(mb);
+    if (ma)
+        dnnl_memory_destroy(ma);
+    if (p)
+        dnnl_primitive_destroy(p);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (s)
+        dnnl_stream_destroy(s);
+    if (eng)
+        dnnl_engine_destroy(eng);
     free(a);
     free(b);
     free(c);
@@ -224,8 +231,8 @@ static void run_ntprof(const model *m, int prec, int threads, int iterations, re
             res->convert_ms += L->time_ms.median;
         if (!m->markers || (i >= r->markers[0].first && i <= r->markers[r->n_markers - 1].last))
             flops += L->flops;
-        static const char *const heavy[] = {"conv", "deconv", "fc", "matmul", "attention",
-                                            "lstm", "gru", "rnn"};
+        static const char *const heavy[] = {"conv",      "deconv", "fc",  "matmul",
+                                            "attention", "lstm",   "gru", "rnn"};
         for (size_t h = 0; h < sizeof heavy / sizeof heavy[0]; h++)
             if (L->type && strcmp(L->type, heavy[h]) == 0 && !L->fused) {
                 res->heavy_ms += L->time_ms.median;
@@ -342,8 +349,9 @@ int main(int argc, char **argv)
     ntp_env_collect(&env);
     double load0 = load_average();
     printf("bench_frameworks: ntprof %s (%s) backends %s; %s, %d cores; %d threads, "
-           "%d iterations; load average %.2f\n", ntp_version(), ntp_git_revision(), ntp_backends(),
-           env.cpu_model, env.cores, threads, iterations, load0);
+           "%d iterations; load average %.2f\n",
+           ntp_version(), ntp_git_revision(), ntp_backends(), env.cpu_model, env.cores, threads,
+           iterations, load0);
     if (!strstr(ntp_backends(), "onednn")) {
         printf("oneDNN backend not built: nothing to compare\n");
         return 0;
@@ -407,8 +415,7 @@ int main(int argc, char **argv)
             if (p == 0 && res[m][p].ms > 0 && torch_ms[m][p] > 0)
                 target = res[m][p].ms <= torch_ms[m][p] ? "met" : "MISSED";
             printf("%-16s %-5s %14s %14s %12s  %s%s%s\n", models[m].label, prec_names[p], a, b,
-                   ratio, target, res[m][p].note[0] ? (target[0] ? "; " : "") : "",
-                   res[m][p].note);
+                   ratio, target, res[m][p].note[0] ? (target[0] ? "; " : "") : "", res[m][p].note);
         }
 
     double load1 = load_average();

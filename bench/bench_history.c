@@ -33,13 +33,29 @@ static ntp_run_result *make_run(int n, char (*names)[24])
     r->iterations = 20;
     for (int i = 0; i < n; i++) {
         snprintf(names[i], 24, "layer%d", i);
-        ntp_stats s = {.n = 20, .median = 0.1 + i * 1e-3, .min = 0.09, .max = 0.2, .mean = 0.11,
-                       .p90 = 0.15, .p99 = 0.19, .stddev = 0.01, .ci95_lo = 0.095,
-                       .ci95_hi = 0.105 + i * 1e-3, .cv = 0.09};
-        l[i] = (ntp_layer_result){.name = names[i], .type = "conv", .kind = "layer",
-                                  .backend = "ref", .output_shape = {4, {1, 64, 56, 56}},
-                                  .time_ms = s, .share = 1.0 / n, .flops = 1000000 + i,
-                                  .bytes = 40000, .gflops = 10, .gbps = 0.4, .intensity = 25};
+        ntp_stats s = {.n = 20,
+                       .median = 0.1 + i * 1e-3,
+                       .min = 0.09,
+                       .max = 0.2,
+                       .mean = 0.11,
+                       .p90 = 0.15,
+                       .p99 = 0.19,
+                       .stddev = 0.01,
+                       .ci95_lo = 0.095,
+                       .ci95_hi = 0.105 + i * 1e-3,
+                       .cv = 0.09};
+        l[i] = (ntp_layer_result){.name = names[i],
+                                  .type = "conv",
+                                  .kind = "layer",
+                                  .backend = "ref",
+                                  .output_shape = {4, {1, 64, 56, 56}},
+                                  .time_ms = s,
+                                  .share = 1.0 / n,
+                                  .flops = 1000000 + i,
+                                  .bytes = 40000,
+                                  .gflops = 10,
+                                  .gbps = 0.4,
+                                  .intensity = 25};
     }
     r->layers = l;
     r->n_layers = n;
@@ -58,7 +74,7 @@ static void free_run(ntp_run_result *r)
 /* Seconds to append `runs` runs of `rows` rows from one process. */
 static double append(const char *path, int runs, int rows)
 {
-    char (*names)[24] = calloc((size_t)rows, 24);
+    char(*names)[24] = calloc((size_t)rows, 24);
     ntp_run_result *r = make_run(rows, names);
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_store *s;
@@ -137,7 +153,7 @@ int main(void)
 
     /* Compare two 10,000-row runs. */
     enum { BIG = 10000 };
-    char (*names)[24] = calloc(BIG, 24);
+    char(*names)[24] = calloc(BIG, 24);
     ntp_run_result *a = make_run(BIG, names), *b = make_run(BIG, names);
     const ntp_run_result *runs2[2] = {a, b};
     ntp_comparison *c;

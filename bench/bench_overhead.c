@@ -24,7 +24,8 @@ static int bench(const char *model, const char *const *set, int n_set, int itera
     o.iterations = iterations;
     o.min_time_s = 0;
     int rc = 0;
-    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK || ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK) {
+    if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK ||
+        ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK) {
         fprintf(stderr, "bench_overhead: %s\n", ntp_ctx_errmsg(ctx));
         rc = 1;
     } else {

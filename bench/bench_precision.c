@@ -123,7 +123,7 @@ static int bench_model(const char *label, const char *file, int rounds, int iter
             ntp_run_result *r = NULL;
             if (ntp_run(ctx, g[p], &o, &r) != NTP_STATUS_OK) {
                 fprintf(stderr, "bench_precision: %s at %s: %s\n", label, precs[p],
-                            ntp_ctx_errmsg(ctx));
+                        ntp_ctx_errmsg(ctx));
                 return 1;
             }
             cell *c = &cells[p];

@@ -42,9 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
     if (tp) {
         ntp_onnx_tensor out;
-        if (tp->has_data_type &&
-            ntp__onnx_tensor_decode(ctx, "fuzz.pb", NULL, tp, "the tensor", true, &out) ==
-                NTP_STATUS_OK)
+        if (tp->has_data_type && ntp__onnx_tensor_decode(ctx, "fuzz.pb", NULL, tp, "the tensor",
+                                                         true, &out) == NTP_STATUS_OK)
             ntp__onnx_tensor_free_data(&out);
         onnx__tensor_proto__free_unpacked(tp, NULL);
     }

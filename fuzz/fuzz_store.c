@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ctx && ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s) == NTP_STATUS_OK) {
         int64_t count;
         (void)ntp_store_count(ctx, s, &count);
-        ntp_history_filter f = {.topology = "tiny-mlp", .backend = "ref",
-                                .since = "2025-03-01T12:00:00Z", .limit = 3};
+        ntp_history_filter f = {
+            .topology = "tiny-mlp", .backend = "ref", .since = "2025-03-01T12:00:00Z", .limit = 3};
         ntp_history_entry *e = NULL;
         int n = 0;
         if (ntp_store_list(ctx, s, &f, &e, &n) == NTP_STATUS_OK)

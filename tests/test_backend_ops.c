@@ -40,22 +40,22 @@
 
 /* Input domains, for functions defined on part of the line. */
 enum {
-    DOM_ANY,        /* N(0, 1) */
-    DOM_POS,        /* 0.2 + |N(0, 1)| */
-    DOM_UNIT,       /* U(-0.9, 0.9) */
-    DOM_GE1,        /* 1.05 + |N(0, 1)| */
-    DOM_AWAY,       /* ±(0.5 + |N(0, 1)|): away from zero */
-    DOM_COND,       /* input 0 in {0, 1}, the others N(0, 1) */
-    DOM_POS_FIRST,  /* input 0 positive, the others N(0, 1) */
-    DOM_AWAY_LAST,  /* the last input away from zero, the others N(0, 1) */
-    DOM_WIDE        /* 4·N(0, 1): both tails of an activation */
+    DOM_ANY,       /* N(0, 1) */
+    DOM_POS,       /* 0.2 + |N(0, 1)| */
+    DOM_UNIT,      /* U(-0.9, 0.9) */
+    DOM_GE1,       /* 1.05 + |N(0, 1)| */
+    DOM_AWAY,      /* ±(0.5 + |N(0, 1)|): away from zero */
+    DOM_COND,      /* input 0 in {0, 1}, the others N(0, 1) */
+    DOM_POS_FIRST, /* input 0 positive, the others N(0, 1) */
+    DOM_AWAY_LAST, /* the last input away from zero, the others N(0, 1) */
+    DOM_WIDE       /* 4·N(0, 1): both tails of an activation */
 };
 
 typedef struct op_case {
-    const char *op;     /* the op this case exercises */
-    const char *what;   /* short description */
-    const char *body;   /* <input>s and the layer, which is named L */
-    int dom;            /* DOM_*: where the inputs are drawn from */
+    const char *op;   /* the op this case exercises */
+    const char *what; /* short description */
+    const char *body; /* <input>s and the layer, which is named L */
+    int dom;          /* DOM_*: where the inputs are drawn from */
 } op_case;
 
 /* clang-format off */
@@ -415,8 +415,8 @@ static void make_data(case_data *d)
             case DOM_WIDE: v = 4.0 * v; break;
             default: break;
             }
-            d->x[i][j] = t->dtype == NTP_DTYPE_I32 ? (float)(int)(uniform() * (double)n->a.vocab)
-                                                  : (float)v;
+            d->x[i][j] =
+                t->dtype == NTP_DTYPE_I32 ? (float)(int)(uniform() * (double)n->a.vocab) : (float)v;
         }
         d->in_scale[i] = t->dtype == NTP_DTYPE_I32 ? 0.0f : ntp__i8_scale(d->x[i], cnt);
     }
@@ -553,9 +553,12 @@ static ntp_status run_backend(ntp_ctx *ctx, const ntp_backend_i *be, const case_
         size_t es = ntp_dtype_size(k.out[i].dtype);
         int64_t cnt = ntp_shape_numel(&k.out[i].shape);
         for (int64_t j = 0; j < cnt; j++)
-            if (memcmp((char *)first[i] + j * (int64_t)es, (char *)r.out[i] + j * (int64_t)es, es)) {
-                snprintf(why, why_len, "output %d element %lld was not written (or differs "
-                         "between two runs)", i, (long long)j);
+            if (memcmp((char *)first[i] + j * (int64_t)es, (char *)r.out[i] + j * (int64_t)es,
+                       es)) {
+                snprintf(why, why_len,
+                         "output %d element %lld was not written (or differs "
+                         "between two runs)",
+                         i, (long long)j);
                 st = NTP_STATUS_INTERNAL;
                 goto done;
             }
@@ -681,8 +684,8 @@ static void run_case(ntp_ctx *ctx, const op_case *c, ntp_dtype p, tally *t)
                        be->name, ntp_dtype_name(p), c->op, c->what, err, steps,
                        steps > 0.5 && steps < 1.5 ? "" : "s", bound);
             else
-                printf("PASSED   %-6s %-4s %-14s %-36s rel_l2 %.2e\n", be->name,
-                       ntp_dtype_name(p), c->op, c->what, err);
+                printf("PASSED   %-6s %-4s %-14s %-36s rel_l2 %.2e\n", be->name, ntp_dtype_name(p),
+                       c->op, c->what, err);
             t->passed++;
         } else {
             if (st != NTP_STATUS_OK)
@@ -690,8 +693,8 @@ static void run_case(ntp_ctx *ctx, const op_case *c, ntp_dtype p, tally *t)
                        c->op, c->what, ntp_status_name(st), ntp_ctx_errmsg(ctx), why);
             else if (i8)
                 printf("FAILED   %-6s %-4s %-14s %s: %.2f steps of the output scale > %.0f "
-                       "(rel_l2 %.3e)\n", be->name, ntp_dtype_name(p), c->op, c->what, steps,
-                       bound, err);
+                       "(rel_l2 %.3e)\n",
+                       be->name, ntp_dtype_name(p), c->op, c->what, steps, bound, err);
             else
                 printf("FAILED   %-6s %-4s %-14s %s: rel_l2 %.3e > %.0e\n", be->name,
                        ntp_dtype_name(p), c->op, c->what, err, bound);
@@ -714,25 +717,60 @@ static const char *const conv_ops[] = {"conv", "deconv", NULL};
 static const char *const pool_ops[] = {"maxpool", "avgpool", "global_maxpool", "global_avgpool",
                                        NULL};
 static const char *const norm_ops[] = {"batchnorm", "layernorm", "instancenorm", "lrn", NULL};
-static const char *const act_ops[] = {
-    "relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish", "clip", "abs", "neg",
-    "exp", "log", "sqrt", "reciprocal", "erf", "floor", "ceil", "round", "sign", "sin", "cos",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "softplus",
-    "softsign", "elu", "selu", "celu", "hard_sigmoid", "thresholded_relu", "shrink", "prelu",
-    NULL};
+static const char *const act_ops[] = {"relu",
+                                      "leaky_relu",
+                                      "sigmoid",
+                                      "tanh",
+                                      "gelu",
+                                      "silu",
+                                      "hardswish",
+                                      "clip",
+                                      "abs",
+                                      "neg",
+                                      "exp",
+                                      "log",
+                                      "sqrt",
+                                      "reciprocal",
+                                      "erf",
+                                      "floor",
+                                      "ceil",
+                                      "round",
+                                      "sign",
+                                      "sin",
+                                      "cos",
+                                      "tan",
+                                      "asin",
+                                      "acos",
+                                      "atan",
+                                      "sinh",
+                                      "cosh",
+                                      "asinh",
+                                      "acosh",
+                                      "atanh",
+                                      "softplus",
+                                      "softsign",
+                                      "elu",
+                                      "selu",
+                                      "celu",
+                                      "hard_sigmoid",
+                                      "thresholded_relu",
+                                      "shrink",
+                                      "prelu",
+                                      NULL};
 static const char *const softmax_ops[] = {"softmax", "log_softmax", "hardmax", NULL};
-static const char *const binary_ops[] = {"add", "mul", "sub", "div", "pow", "max", "min", "mean",
-                                         "where", NULL};
+static const char *const binary_ops[] = {"add", "mul", "sub",  "div",   "pow",
+                                         "max", "min", "mean", "where", NULL};
 static const char *const reduce_ops[] = {
-    "reduce_mean", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_l1",
-    "reduce_l2", "reduce_sum_square", "reduce_log_sum", "reduce_log_sum_exp", NULL};
-static const char *const move_ops[] = {"concat", "split", "reshape", "flatten", "transpose",
-                                       "pad", "dropout", "memcpy", "embedding", "convert",
-                                       "constant", "slice", "expand", "resize", NULL};
+    "reduce_mean",    "reduce_sum",         "reduce_max", "reduce_min",
+    "reduce_prod",    "reduce_l1",          "reduce_l2",  "reduce_sum_square",
+    "reduce_log_sum", "reduce_log_sum_exp", NULL};
+static const char *const move_ops[] = {"concat",   "split",   "reshape", "flatten",   "transpose",
+                                       "pad",      "dropout", "memcpy",  "embedding", "convert",
+                                       "constant", "slice",   "expand",  "resize",    NULL};
 static const char *const rnn_ops[] = {"lstm", "gru", "rnn", NULL};
-static const char *const *const families[] = {dense_ops, conv_ops, pool_ops, norm_ops, act_ops,
-                                              softmax_ops, binary_ops, reduce_ops, move_ops,
-                                              rnn_ops};
+static const char *const *const families[] = {dense_ops, conv_ops,    pool_ops,   norm_ops,
+                                              act_ops,   softmax_ops, binary_ops, reduce_ops,
+                                              move_ops,  rnn_ops};
 
 static bool in_list(const char *const *list, const char *op)
 {

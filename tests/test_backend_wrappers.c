@@ -218,8 +218,8 @@ static void test_registry_order(void **state)
     size_t used = 0;
     for (size_t i = 0; i < sizeof today / sizeof today[0]; i++)
         if (ntp__backend_find(today[i]))
-            used += (size_t)snprintf(expect + used, sizeof expect - used, "%s%s",
-                                     used ? "," : "", today[i]);
+            used += (size_t)snprintf(expect + used, sizeof expect - used, "%s%s", used ? "," : "",
+                                     today[i]);
     assert_string_equal(ntp_backends(), expect);
 
     char got[128] = "";

@@ -142,8 +142,9 @@ static void test_conv_hand_computed(void **state)
 static void test_grouped_conv1d_hand_computed(void **state)
 {
     (void)state;
-    ntp_graph *g = load("<input name='x' shape='1,2,6'/>"
-                        "<conv name='L' filters='2' kernel='3' stride='2' pad='1' groups='2' bias='false'/>");
+    ntp_graph *g =
+        load("<input name='x' shape='1,2,6'/>"
+             "<conv name='L' filters='2' kernel='3' stride='2' pad='1' groups='2' bias='false'/>");
     float x[12] = {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, W[6] = {1, 1, 1, 0, 0, 1};
     const float *in[1] = {x}, *w[1] = {W};
     float *y = run_layer(g, "L", in, w, NULL);
@@ -164,8 +165,7 @@ static void test_deconv_hand_computed(void **state)
     const float *in[1] = {x}, *w[1] = {W};
     blasb_node nd;
     float *y = run_layer(g, "L", in, w, &nd);
-    float want[16] = {1,   10,   2,   20,   100, 1000, 200, 2000,
-                      3,   30,   4,   40,   300, 3000, 400, 4000};
+    float want[16] = {1, 10, 2, 20, 100, 1000, 200, 2000, 3, 30, 4, 40, 300, 3000, 400, 4000};
     expect(y, want, 16, 0);
     assert_int_equal(nd.n_steps, 2);
     assert_int_equal(nd.main_step, 0);
@@ -293,7 +293,10 @@ static void test_threads(void **state)
     (void)state;
     int par = openblas_get_parallel();
     printf("openblas_get_parallel() = %d (%s), config: %s\n", par,
-           par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "sequential", openblas_get_config());
+           par == 1   ? "pthreads"
+           : par == 2 ? "OpenMP"
+                      : "sequential",
+           openblas_get_config());
     assert_true(par == 1 || par == 2);
     ntp_backend_opts o = {.threads = 1, .precision = NTP_DTYPE_F32};
     void *s = NULL;
@@ -363,8 +366,8 @@ static void test_fusion(void **state)
     float *yu = run_plan(&xu, &n), *yf = run_plan(&xf, &n), *yr = run_plan(&xr, &n);
     for (int64_t i = 0; i < n; i++) {
         if (fabsf(yu[i] - yf[i]) > 1e-6f || fabsf(yu[i] - yr[i]) > 1e-5f)
-            fail_msg("element %lld: fused %.7g, unfused %.7g, ref %.7g", (long long)i, (double)yf[i],
-                     (double)yu[i], (double)yr[i]);
+            fail_msg("element %lld: fused %.7g, unfused %.7g, ref %.7g", (long long)i,
+                     (double)yf[i], (double)yu[i], (double)yr[i]);
     }
     free(yu);
     free(yf);

@@ -26,9 +26,17 @@
 
 static ntp_stats timing(double median, double lo, double hi)
 {
-    ntp_stats s = {.n = 20, .min = lo * 0.9, .max = hi * 1.1, .mean = median, .median = median,
-                   .p90 = hi, .p99 = hi * 1.05, .stddev = (hi - lo) / 4, .ci95_lo = lo,
-                   .ci95_hi = hi, .cv = 0.05};
+    ntp_stats s = {.n = 20,
+                   .min = lo * 0.9,
+                   .max = hi * 1.1,
+                   .mean = median,
+                   .median = median,
+                   .p90 = hi,
+                   .p99 = hi * 1.05,
+                   .stddev = (hi - lo) / 4,
+                   .ci95_lo = lo,
+                   .ci95_hi = hi,
+                   .cv = 0.05};
     return s;
 }
 
@@ -67,9 +75,17 @@ typedef struct run {
 static ntp_layer_result layer(const char *name, const char *type, int64_t flops, int d0, int d1,
                               ntp_stats t, double share)
 {
-    ntp_layer_result l = {.name = name, .type = type, .kind = "layer", .backend = "ref",
-                          .output_shape = {2, {d0, d1}}, .time_ms = t, .share = share,
-                          .flops = flops, .bytes = 100, .gflops = 1, .gbps = 1,
+    ntp_layer_result l = {.name = name,
+                          .type = type,
+                          .kind = "layer",
+                          .backend = "ref",
+                          .output_shape = {2, {d0, d1}},
+                          .time_ms = t,
+                          .share = share,
+                          .flops = flops,
+                          .bytes = 100,
+                          .gflops = 1,
+                          .gbps = 1,
                           .intensity = (double)flops / 100};
     return l;
 }
@@ -98,10 +114,10 @@ static void base_run(run *x)
     x->layers[4] = layer("dropped", "mul", 10, 1, 10, timing(1.0, 0.9, 1.1), 0.1);
     r->n_layers = 5;
     r->layers = x->layers;
-    x->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = 2,
-                                        .time_ms = timing(7.0, 6.8, 7.2), .share = 0.7};
-    x->markers[1] = (ntp_marker_result){.name = "head", .first = 3, .last = 4,
-                                        .time_ms = timing(3.0, 2.9, 3.1), .share = 0.3};
+    x->markers[0] = (ntp_marker_result){
+        .name = "body", .first = 0, .last = 2, .time_ms = timing(7.0, 6.8, 7.2), .share = 0.7};
+    x->markers[1] = (ntp_marker_result){
+        .name = "head", .first = 3, .last = 4, .time_ms = timing(3.0, 2.9, 3.1), .share = 0.3};
     r->n_markers = 2;
     r->markers = x->markers;
     r->end_to_end_ms = timing(10.0, 9.8, 10.2);
@@ -258,15 +274,15 @@ static void test_duplicates_and_many(void **state)
      * linear (this would take minutes if it were quadratic). */
     enum { N = 20000 };
     ntp_layer_result *la = calloc(N, sizeof *la), *lb = calloc(N, sizeof *lb);
-    char (*names)[16] = calloc(N, sizeof *names);
+    char(*names)[16] = calloc(N, sizeof *names);
     assert_non_null(la);
     assert_non_null(lb);
     assert_non_null(names);
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "L%d", i);
         la[i] = layer(names[i], "fc", i, 1, 1, timing(1, 0.9, 1.1), 1.0 / N);
-        lb[N - 1 - i] = layer(names[i], "fc", i, 1, 1, timing(1 + (i == 77), 0.9 + (i == 77),
-                                                              1.1 + (i == 77)), 1.0 / N);
+        lb[N - 1 - i] = layer(names[i], "fc", i, 1, 1,
+                              timing(1 + (i == 77), 0.9 + (i == 77), 1.1 + (i == 77)), 1.0 / N);
     }
     a.r.layers = la;
     a.r.n_layers = N;
@@ -616,8 +632,8 @@ static void test_fused_groups(void **state)
     assert_string_equal(json_string_value(json_array_get(mem, 2)), "relu1");
     assert_int_equal(json_integer_value(json_object_get(jg, "base_rows")), 3);
     assert_int_equal(json_integer_value(json_object_get(jg, "other_rows")), 1);
-    assert_float_equal(json_number_value(json_object_get(json_object_get(jg, "base"),
-                                                         "median_ms")), 6.0, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(json_object_get(jg, "base"), "median_ms")),
+                       6.0, 1e-12);
     assert_string_equal(json_string_value(json_array_get(json_object_get(jg, "changes"), 0)),
                         "impl");
     assert_string_equal(json_string_value(json_object_get(jg, "other_impl")), "gemm:jit");
@@ -648,8 +664,10 @@ static void test_fused_groups(void **state)
 
     t = html_text(ctx, c);
     assert_non_null(strstr(t, "The runs differ in --fuse (A without, B with)"));
-    assert_non_null(strstr(t, "<td class=\"l\">conv1 + bn1 + relu1</td><td class=\"l\">fused</td>"));
-    assert_non_null(strstr(t, "fused group: the base run&#39;s time sums 3 rows, the other&#39;s 1"));
+    assert_non_null(
+        strstr(t, "<td class=\"l\">conv1 + bn1 + relu1</td><td class=\"l\">fused</td>"));
+    assert_non_null(
+        strstr(t, "fused group: the base run&#39;s time sums 3 rows, the other&#39;s 1"));
     assert_non_null(strstr(t, "<td class=\"l\">type fc -&gt; matmul</td>"));
     assert_non_null(strstr(t, "<td class=\"l\">--fuse</td>"));
     free(t);
@@ -783,7 +801,9 @@ static void test_real_fused_runs(void **state)
     (void)state;
     /* A backend that fuses: oneDNN where it is built, else BLAS. */
     const char *avail = ntp_backends_available();
-    const char *backend = strstr(avail, "onednn") ? "onednn" : strstr(avail, "blas") ? "blas" : NULL;
+    const char *backend = strstr(avail, "onednn") ? "onednn"
+                          : strstr(avail, "blas") ? "blas"
+                                                  : NULL;
     if (!backend)
         skip();
     ntp_ctx *ctx = ntp_ctx_init();
@@ -947,10 +967,9 @@ static void test_read_back(void **state)
     (void)state;
     static run a;
     base_run(&a);
-    ntp_accuracy acc[2] = {{.output = "probs", .max_abs_error = 0.125, .rel_l2 = 0.01,
-                            .top1 = 0.75, .top5 = 1.0},
-                           {.output = "hidden", .max_abs_error = 0.5, .rel_l2 = 0.02,
-                            .top1 = -1, .top5 = -1}};
+    ntp_accuracy acc[2] = {
+        {.output = "probs", .max_abs_error = 0.125, .rel_l2 = 0.01, .top1 = 0.75, .top5 = 1.0},
+        {.output = "hidden", .max_abs_error = 0.5, .rel_l2 = 0.02, .top1 = -1, .top5 = -1}};
     a.r.accuracy = acc;
     a.r.n_accuracy = 2;
     a.r.accuracy_baseline = "f32 on ref";
@@ -1016,8 +1035,9 @@ static void test_read_errors(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ntp_run_result *r = (ntp_run_result *)1;
-        assert_int_equal(ntp_run_result_parse(ctx, cases[i].text, strlen(cases[i].text), "x.json",
-                                              &r), cases[i].st);
+        assert_int_equal(
+            ntp_run_result_parse(ctx, cases[i].text, strlen(cases[i].text), "x.json", &r),
+            cases[i].st);
         assert_null(r);
         if (strncmp(ntp_ctx_errmsg(ctx), cases[i].msg, strlen(cases[i].msg)) != 0)
             fail_msg("case %zu: got '%s', want '%s'", i, ntp_ctx_errmsg(ctx), cases[i].msg);
@@ -1060,11 +1080,11 @@ static void test_read_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_significance), cmocka_unit_test(test_alignment),
+        cmocka_unit_test(test_significance),        cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_duplicates_and_many), cmocka_unit_test(test_writers),
-        cmocka_unit_test(test_device_memory), cmocka_unit_test(test_fused_groups),
+        cmocka_unit_test(test_device_memory),       cmocka_unit_test(test_fused_groups),
         cmocka_unit_test(test_fused_groups_differ), cmocka_unit_test(test_real_fused_runs),
-        cmocka_unit_test(test_read_back), cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_read_back),           cmocka_unit_test(test_read_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

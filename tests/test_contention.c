@@ -272,20 +272,26 @@ static void test_wait_policy_cli(void **state)
     char cmd[2048];
     const char *run = "run " NTP_SOURCE_DIR "/models/tiny-mlp.xml -n 1 -w 0 --min-time 0 --no-db "
                       "-f json";
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
-             "-u NTPROF_WAIT_POLICY %s %s --wait-policy passive 2>&1", NTP_CLI, run);
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s --wait-policy passive 2>&1",
+             NTP_CLI, run);
     assert_int_equal(shell(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"wait_policy\": \"passive\""));
     assert_non_null(strstr(out, "\"wait_settings\": "
                                 "\"OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4\""));
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
-             "-u NTPROF_WAIT_POLICY %s %s --wait-policy=spin 2>&1", NTP_CLI, run);
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s --wait-policy=spin 2>&1",
+             NTP_CLI, run);
     assert_int_equal(shell(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"wait_policy\": \"spin\""));
     assert_non_null(strstr(out, "\"wait_settings\": \"\""));
     /* auto says what it chose and why. */
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
-             "-u NTPROF_WAIT_POLICY %s %s 2>&1", NTP_CLI, run);
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT "
+             "-u NTPROF_WAIT_POLICY %s %s 2>&1",
+             NTP_CLI, run);
     assert_int_equal(shell(cmd, out, sizeof out), 0);
     static const char key[] = "\"wait_policy\": \"auto: ";
     const char *a = strstr(out, key);
@@ -295,8 +301,10 @@ static void test_wait_policy_cli(void **state)
     else
         assert_non_null(strstr(out, "\"wait_settings\": \"GOMP_SPINCOUNT=10000\""));
     /* The user's own settings win over auto, and are reported. */
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u "
-             "NTPROF_WAIT_POLICY GOMP_SPINCOUNT=5 %s %s 2>&1", NTP_CLI, run);
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u "
+             "NTPROF_WAIT_POLICY GOMP_SPINCOUNT=5 %s %s 2>&1",
+             NTP_CLI, run);
     assert_int_equal(shell(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"wait_policy\": \"environment\""));
     assert_non_null(strstr(out, "\"wait_settings\": \"GOMP_SPINCOUNT=5\""));

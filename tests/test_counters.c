@@ -92,7 +92,8 @@ static void test_parse_sets_and_names(void **state)
     assert_true(m >= 0);
     assert_int_equal(c->ev[m].attr.type, PERF_TYPE_HW_CACHE);
     assert_int_equal(c->ev[m].attr.config, PERF_COUNT_HW_CACHE_L1D |
-                     (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16));
+                                               (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+                                               (PERF_COUNT_HW_CACHE_RESULT_MISS << 16));
     assert_true(find_event(c, "task-clock") >= 0);
     ntp__counters_free(c);
 
@@ -185,8 +186,8 @@ static void test_multiplex_scale(void **state)
     c->ev[0].group = c->ev[1].group = 0;
     c->ev[0].slot = 0;
     c->ev[1].slot = 1;
-    uint64_t a[4] = {1000, 500, 10, 20};      /* enabled, running, cycles, instructions */
-    uint64_t b[4] = {3000, 1500, 510, 1520};  /* +2000 enabled, +1000 running */
+    uint64_t a[4] = {1000, 500, 10, 20};     /* enabled, running, cycles, instructions */
+    uint64_t b[4] = {3000, 1500, 510, 1520}; /* +2000 enabled, +1000 running */
     ntp_cacc acc[2] = {{0}};
     ntp__counters_add(c, a, b, acc);
     assert_float_equal(acc[0].raw, 500, 0);
@@ -199,7 +200,7 @@ static void test_multiplex_scale(void **state)
     assert_true(cy->available);
     assert_true(cy->scaled);
     assert_float_equal(cy->running, 0.5, 1e-12);
-    assert_float_equal(cy->value, 500, 1e-9);           /* per iteration of 2 */
+    assert_float_equal(cy->value, 500, 1e-9); /* per iteration of 2 */
     const ntp_counter_value *ipc = find_value(v, n, "ipc");
     assert_non_null(ipc);
     assert_true(ipc->derived);
@@ -222,8 +223,8 @@ static void test_multiplex_scale(void **state)
 
 static ntp_counter_value val(const char *name, double v)
 {
-    ntp_counter_value c = {.name = name, .source = "test", .unit = "", .available = true,
-                           .value = v, .running = 1};
+    ntp_counter_value c = {
+        .name = name, .source = "test", .unit = "", .available = true, .value = v, .running = 1};
     return c;
 }
 
@@ -233,28 +234,53 @@ static void test_derived_metrics(void **state)
     (void)state;
     ntp_counter_store *st = ntp__store_new();
     ntp_counter_value v[64] = {
-        val("instructions", 2000), val("cycles", 1000), val("branches", 100),
-        val("branch-misses", 10), val("cache-references", 40), val("cache-misses", 4),
-        val("topdown-retiring", 40), val("topdown-bad-spec", 10), val("topdown-fe-bound", 20),
-        val("topdown-be-bound", 30), val("topdown-mem-bound", 20),
-        val("callgrind:Ir", 1000), val("callgrind:Dr", 300), val("callgrind:Dw", 100),
-        val("callgrind:D1mr", 20), val("callgrind:D1mw", 20), val("callgrind:DLmr", 1),
-        val("callgrind:DLmw", 1), val("callgrind:Bc", 100), val("callgrind:Bcm", 5),
-        val("callgrind:Bi", 10), val("callgrind:Bim", 1),
-        val("perf-stat:instructions", 900), val("perf-stat:cycles", 300),
+        val("instructions", 2000),
+        val("cycles", 1000),
+        val("branches", 100),
+        val("branch-misses", 10),
+        val("cache-references", 40),
+        val("cache-misses", 4),
+        val("topdown-retiring", 40),
+        val("topdown-bad-spec", 10),
+        val("topdown-fe-bound", 20),
+        val("topdown-be-bound", 30),
+        val("topdown-mem-bound", 20),
+        val("callgrind:Ir", 1000),
+        val("callgrind:Dr", 300),
+        val("callgrind:Dw", 100),
+        val("callgrind:D1mr", 20),
+        val("callgrind:D1mw", 20),
+        val("callgrind:DLmr", 1),
+        val("callgrind:DLmw", 1),
+        val("callgrind:Bc", 100),
+        val("callgrind:Bcm", 5),
+        val("callgrind:Bi", 10),
+        val("callgrind:Bim", 1),
+        val("perf-stat:instructions", 900),
+        val("perf-stat:cycles", 300),
     };
     int n = ntp__counters_derive(st, v, 24, 64);
     struct {
         const char *name;
         double want;
     } want[] = {
-        {"ipc", 2.0}, {"branch_miss_ratio", 0.1}, {"branch_mpki", 5.0},
-        {"cache_miss_ratio", 0.1}, {"cache_mpki", 2.0},
-        {"frontend_bound", 0.2}, {"bad_speculation", 0.1}, {"backend_bound", 0.3},
-        {"retiring", 0.4}, {"backend_memory", 0.2}, {"backend_core", 0.1},
-        {"callgrind:d1_miss_ratio", 0.1}, {"callgrind:ll_miss_ratio", 0.005},
-        {"callgrind:d1_mpki", 40}, {"callgrind:ll_mpki", 2},
-        {"callgrind:branch_mispredict_ratio", 6.0 / 110}, {"callgrind:branch_mpki", 6},
+        {"ipc", 2.0},
+        {"branch_miss_ratio", 0.1},
+        {"branch_mpki", 5.0},
+        {"cache_miss_ratio", 0.1},
+        {"cache_mpki", 2.0},
+        {"frontend_bound", 0.2},
+        {"bad_speculation", 0.1},
+        {"backend_bound", 0.3},
+        {"retiring", 0.4},
+        {"backend_memory", 0.2},
+        {"backend_core", 0.1},
+        {"callgrind:d1_miss_ratio", 0.1},
+        {"callgrind:ll_miss_ratio", 0.005},
+        {"callgrind:d1_mpki", 40},
+        {"callgrind:ll_mpki", 2},
+        {"callgrind:branch_mispredict_ratio", 6.0 / 110},
+        {"callgrind:branch_mpki", 6},
         {"perf-stat:ipc", 3.0},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -310,14 +336,13 @@ static void quick(ntp_run_opts *o)
 
 /* A wide fc at batch 1 reads each weight once (0.5 FLOP/B); a conv reuses
  * each weight at every pixel (hundreds of FLOP/B). */
-static const char two_kinds[] =
-    "<topology name='two' precision='f32'>"
-    "<input name='x' shape='1,16,32,32' dtype='f32'/>"
-    "<conv name='conv' filters='32' kernel='3' pad='same'/>"
-    "<flatten name='flat'/>"
-    "<fc name='fc' units='256'/>"
-    "<marker name='all' from='conv' to='fc'/>"
-    "</topology>";
+static const char two_kinds[] = "<topology name='two' precision='f32'>"
+                                "<input name='x' shape='1,16,32,32' dtype='f32'/>"
+                                "<conv name='conv' filters='32' kernel='3' pad='same'/>"
+                                "<flatten name='flat'/>"
+                                "<fc name='fc' units='256'/>"
+                                "<marker name='all' from='conv' to='fc'/>"
+                                "</topology>";
 
 /* A run with sw and basic counters: every row has task-clock; hardware
  * events are n/a where there is no PMU; a segment's counts are the sums of
@@ -412,7 +437,8 @@ static void test_run_counters_and_verdict(void **state)
     if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(ctx));
     assert_string_equal(r->layers[fc].bound, "compute");
-    assert_non_null(strstr(r->layers[fc].bound_evidence, ">= 0.1 FLOP/B (measured ridge: 100 GFLOP/s / 1000 GB/s)"));
+    assert_non_null(strstr(r->layers[fc].bound_evidence,
+                           ">= 0.1 FLOP/B (measured ridge: 100 GFLOP/s / 1000 GB/s)"));
     ntp_run_result_free(r);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -475,7 +501,8 @@ static void test_pfm_names(void **state)
     assert_true(c->ev[0].group >= 0);
     ntp__counters_free(c);
     c = NULL;
-    assert_int_equal(ntp__counters_parse(ctx, "perf::NO_SUCH_EVENT_XYZ", &c), NTP_STATUS_UNKNOWN_NAME);
+    assert_int_equal(ntp__counters_parse(ctx, "perf::NO_SUCH_EVENT_XYZ", &c),
+                     NTP_STATUS_UNKNOWN_NAME);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "libpfm4"));
     ntp_ctx_free(ctx);
 }
@@ -490,17 +517,19 @@ static void test_sysfs_msr_tsc(void **state)
     struct perf_event_attr a;
     char unit[16], reason[NTP_CREASON];
     double scale;
-    assert_int_equal(ntp__sysfs_encode("msr/tsc/", &a, unit, sizeof unit, &scale, reason,
-                                       sizeof reason), NTP_STATUS_OK);
+    assert_int_equal(
+        ntp__sysfs_encode("msr/tsc/", &a, unit, sizeof unit, &scale, reason, sizeof reason),
+        NTP_STATUS_OK);
     FILE *f = fopen("/sys/bus/event_source/devices/msr/type", "r");
     unsigned type = 0;
     assert_non_null(f);
     assert_int_equal(fscanf(f, "%u", &type), 1);
     fclose(f);
     assert_int_equal(a.type, type);
-    assert_int_equal(a.config, 0);          /* tsc is event=0x00 */
-    assert_int_equal(ntp__sysfs_encode("msr/nosuch/", &a, unit, sizeof unit, &scale, reason,
-                                       sizeof reason), NTP_STATUS_UNKNOWN_NAME);
+    assert_int_equal(a.config, 0); /* tsc is event=0x00 */
+    assert_int_equal(
+        ntp__sysfs_encode("msr/nosuch/", &a, unit, sizeof unit, &scale, reason, sizeof reason),
+        NTP_STATUS_UNKNOWN_NAME);
     assert_non_null(strstr(reason, "names no event 'nosuch'"));
 }
 
@@ -546,9 +575,8 @@ static void test_papi(void **state)
         if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
             fail_msg("run: %s", ntp_ctx_errmsg(ctx));
         for (int i = 0; i < r->n_layers; i++) {
-            const ntp_counter_value *tc = find_value(r->layers[i].counters,
-                                                     r->layers[i].n_counters,
-                                                     "papi:perf::TASK-CLOCK");
+            const ntp_counter_value *tc =
+                find_value(r->layers[i].counters, r->layers[i].n_counters, "papi:perf::TASK-CLOCK");
             assert_non_null(tc);
             assert_false(tc->available);
             assert_non_null(strstr(tc->reason, "perf_event component is disabled"));
@@ -590,20 +618,21 @@ static void test_papi(void **state)
     if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(ctx));
     for (int i = 0; i < r->n_layers; i++) {
-        const ntp_counter_value *tc = find_value(r->layers[i].counters, r->layers[i].n_counters,
-                                                 "papi:perf::TASK-CLOCK");
+        const ntp_counter_value *tc =
+            find_value(r->layers[i].counters, r->layers[i].n_counters, "papi:perf::TASK-CLOCK");
         assert_non_null(tc);
         assert_true(tc->available);
         assert_string_equal(tc->source, "papi");
         assert_true(tc->value > 0);
     }
     /* The marker holds the sum of its rows. */
-    const ntp_counter_value *mt = find_value(r->markers[0].counters, r->markers[0].n_counters,
-                                             "papi:perf::TASK-CLOCK");
+    const ntp_counter_value *mt =
+        find_value(r->markers[0].counters, r->markers[0].n_counters, "papi:perf::TASK-CLOCK");
     assert_non_null(mt);
     double sum = 0;
     for (int i = 0; i < r->n_layers; i++)
-        sum += find_value(r->layers[i].counters, r->layers[i].n_counters, "papi:perf::TASK-CLOCK")->value;
+        sum += find_value(r->layers[i].counters, r->layers[i].n_counters, "papi:perf::TASK-CLOCK")
+                   ->value;
     assert_float_equal(mt->value, sum, 1e-6 * sum);
     ntp_run_result_free(r);
     ntp_graph_free(g);

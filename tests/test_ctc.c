@@ -22,7 +22,7 @@
 
 /* --- helpers ------------------------------------------------------------------ */
 
-static ntp_graph test_graph = { .source = "test_ctc" };
+static ntp_graph test_graph = {.source = "test_ctc"};
 
 /* A ctc_decode node and kargs over logits [T, N, C] and labels [N, T]. */
 typedef struct ctc_case {
@@ -43,9 +43,9 @@ static void ctc_case_init(ctc_case *c, const float *logits, int64_t T, int64_t N
     c->k.g = &test_graph;
     c->k.node = &c->node;
     c->k.n_in = 1;
-    c->k.in[0] = (ntp_buf){ (void *)logits, { 3, { T, N, C } }, NTP_DTYPE_F32 };
+    c->k.in[0] = (ntp_buf){(void *)logits, {3, {T, N, C}}, NTP_DTYPE_F32};
     c->k.n_out = 1;
-    c->k.out[0] = (ntp_buf){ out, { 2, { N, T } }, NTP_DTYPE_I32 };
+    c->k.out[0] = (ntp_buf){out, {2, {N, T}}, NTP_DTYPE_I32};
 }
 
 /* Logits from probabilities: log p, which log-softmax maps back to p. */
@@ -88,8 +88,7 @@ static double log_add(double a, double b)
 
 /* log P(labels | x) by the CTC forward algorithm (Graves et al. 2006) over
  * the blank-extended sequence; x holds log probabilities [T][C]. */
-static double ctc_forward(const double *lp, int64_t T, int64_t C, const int32_t *labels,
-                          int64_t L)
+static double ctc_forward(const double *lp, int64_t T, int64_t C, const int32_t *labels, int64_t L)
 {
     const int64_t S = 2 * L + 1, blank = C - 1;
     double *a = malloc(sizeof(double) * (size_t)S), *b = malloc(sizeof(double) * (size_t)S);
@@ -152,12 +151,12 @@ static void test_greedy_five_frames(void **state)
 {
     (void)state;
     const double p[5][3] = {
-        { .7, .2, .1 }, { .6, .1, .3 }, { .2, .1, .7 }, { .5, .3, .2 }, { .1, .8, .1 },
+        {.7, .2, .1}, {.6, .1, .3}, {.2, .1, .7}, {.5, .3, .2}, {.1, .8, .1},
     };
     float x[15];
     logits_from_probs(x, &p[0][0], 15);
     int32_t out[5];
-    const int32_t want[5] = { 0, 0, 1, -1, -1 };
+    const int32_t want[5] = {0, 0, 1, -1, -1};
     ntp__ctc_greedy_decode(x, 5, 3, 3, out);
     assert_labels(out, want, 5);
 
@@ -187,12 +186,12 @@ static void test_greedy_five_frames(void **state)
 static void test_beam_beats_greedy(void **state)
 {
     (void)state;
-    const double p[2][2] = { { .4, .6 }, { .4, .6 } };
+    const double p[2][2] = {{.4, .6}, {.4, .6}};
     float x[4];
     logits_from_probs(x, &p[0][0], 4);
     int32_t g[2], b[2], b1[2];
     ntp__ctc_greedy_decode(x, 2, 2, 2, g);
-    const int32_t empty[2] = { -1, -1 }, a[2] = { 0, -1 };
+    const int32_t empty[2] = {-1, -1}, a[2] = {0, -1};
     assert_labels(g, empty, 2);
 
     ntp_ctc_beam_stats st;
@@ -220,12 +219,12 @@ static void test_beam_beats_greedy(void **state)
 static void test_repeated_labels(void **state)
 {
     (void)state;
-    const double p1[3][2] = { { .9, .1 }, { .1, .9 }, { .9, .1 } };
-    const double p2[3][2] = { { .9, .1 }, { .9, .1 }, { .9, .1 } };
+    const double p1[3][2] = {{.9, .1}, {.1, .9}, {.9, .1}};
+    const double p2[3][2] = {{.9, .1}, {.9, .1}, {.9, .1}};
     float x1[6], x2[6];
     logits_from_probs(x1, &p1[0][0], 6);
     logits_from_probs(x2, &p2[0][0], 6);
-    const int32_t aa[3] = { 0, 0, -1 }, a[3] = { 0, -1, -1 };
+    const int32_t aa[3] = {0, 0, -1}, a[3] = {0, -1, -1};
     int32_t out[3];
     ntp_ctc_beam_stats st;
 
@@ -249,7 +248,7 @@ static void test_width_one_is_greedy(void **state)
 {
     (void)state;
     const double p[5][3] = {
-        { .7, .2, .1 }, { .6, .1, .3 }, { .2, .1, .7 }, { .5, .3, .2 }, { .1, .8, .1 },
+        {.7, .2, .1}, {.6, .1, .3}, {.2, .1, .7}, {.5, .3, .2}, {.1, .8, .1},
     };
     float x[15];
     logits_from_probs(x, &p[0][0], 15);
@@ -435,8 +434,8 @@ static void test_beam_vs_forward(void **state)
         double pg = ctc_forward(lp, T, C, g, label_len(g, T));
         double pb = ctc_forward(lp, T, C, b, label_len(b, T));
         if (!(pb >= pg - 1e-9))
-            print_error("seed %llu: beam log p %.9f < greedy %.9f\n", (unsigned long long)seed,
-                        pb, pg);
+            print_error("seed %llu: beam log p %.9f < greedy %.9f\n", (unsigned long long)seed, pb,
+                        pg);
         assert_true(pb >= pg - 1e-9);
         /* The beam loses the mass of paths that went through prefixes it
          * pruned: 0.05-0.5 nats on these sequences at width 16 (each frame
@@ -463,13 +462,13 @@ static void test_inlay_batch(void **state)
 {
     (void)state;
     const double p[3][2][3] = {
-        { { .8, .1, .1 }, { .1, .8, .1 } },
-        { { .1, .1, .8 }, { .1, .8, .1 } },
-        { { .1, .8, .1 }, { .1, .8, .1 } },
+        {{.8, .1, .1}, {.1, .8, .1}},
+        {{.1, .1, .8}, {.1, .8, .1}},
+        {{.1, .8, .1}, {.1, .8, .1}},
     };
     float x[18];
     logits_from_probs(x, &p[0][0][0], 18);
-    const int32_t want[2][3] = { { 0, 1, -1 }, { 1, -1, -1 } };
+    const int32_t want[2][3] = {{0, 1, -1}, {1, -1, -1}};
     ntp_ctx *ctx = ntp_ctx_init();
     for (int mode = 0; mode < 2; mode++) {
         int32_t out[2][3];
@@ -503,7 +502,7 @@ static void test_inlay_batch(void **state)
 static void test_inlay_errors(void **state)
 {
     (void)state;
-    float x[18] = { 0 };
+    float x[18] = {0};
     int32_t out[6];
     ntp_ctx *ctx = ntp_ctx_init();
     ctc_case cc;
@@ -527,7 +526,7 @@ static void test_inlay_errors(void **state)
     assert_int_equal(ntp__ctc_run(ctx, &cc.k), NTP_STATUS_UNSUPPORTED);
 
     ctc_case_init(&cc, x, 3, 2, 3, out, NTP_CTC_BEAM, 4, "ab");
-    cc.k.out[0].shape = (ntp_shape){ 2, { 3, 2 } };
+    cc.k.out[0].shape = (ntp_shape){2, {3, 2}};
     assert_int_equal(ntp__ctc_run(ctx, &cc.k), NTP_STATUS_SHAPE_ERROR);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "[2, 3]"));
     ntp_ctx_free(ctx);
@@ -551,8 +550,8 @@ static void test_beam_timing(void **state)
     for (int r = 0; r < reps; r++)
         ntp__ctc_beam_decode(x, T, C, C, W, ws, out, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
-                reps;
+    double ms =
+        ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / reps;
     printf("beam search T=%lld C=%lld width=%lld: %.3f ms per sequence, %zu bytes scratch\n",
            (long long)T, (long long)C, (long long)W, ms, bytes);
     assert_true(label_len(out, T) > 0);
@@ -564,16 +563,11 @@ static void test_beam_timing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_greedy_five_frames),
-        cmocka_unit_test(test_beam_beats_greedy),
-        cmocka_unit_test(test_repeated_labels),
-        cmocka_unit_test(test_width_one_is_greedy),
-        cmocka_unit_test(test_beam_exact_small),
-        cmocka_unit_test(test_beam_matches_reference),
-        cmocka_unit_test(test_beam_vs_forward),
-        cmocka_unit_test(test_inlay_batch),
-        cmocka_unit_test(test_inlay_errors),
-        cmocka_unit_test(test_beam_timing),
+        cmocka_unit_test(test_greedy_five_frames), cmocka_unit_test(test_beam_beats_greedy),
+        cmocka_unit_test(test_repeated_labels),    cmocka_unit_test(test_width_one_is_greedy),
+        cmocka_unit_test(test_beam_exact_small),   cmocka_unit_test(test_beam_matches_reference),
+        cmocka_unit_test(test_beam_vs_forward),    cmocka_unit_test(test_inlay_batch),
+        cmocka_unit_test(test_inlay_errors),       cmocka_unit_test(test_beam_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

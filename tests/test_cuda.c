@@ -156,8 +156,9 @@ static void test_refuses_layer_placement(void **state)
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNSUPPORTED);
     expect_one_line(ntp_ctx_errmsg(ctx));
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>"));
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), built ? "backend 'cuda': no CUDA device ("
-                                                      : "asks for backend 'cuda', which this build lacks"));
+    assert_non_null(
+        strstr(ntp_ctx_errmsg(ctx), built ? "backend 'cuda': no CUDA device ("
+                                          : "asks for backend 'cuda', which this build lacks"));
     ntp_graph_free(g);
 
     g = load(tiny_fc);
@@ -169,10 +170,12 @@ static void test_refuses_layer_placement(void **state)
     expect_one_line(ntp_ctx_errmsg(ctx));
     if (built) {
         assert_int_equal(st, NTP_STATUS_UNSUPPORTED);
-        assert_non_null(strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>: backend 'cuda': no CUDA device ("));
+        assert_non_null(
+            strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>: backend 'cuda': no CUDA device ("));
     } else {
         assert_int_equal(st, NTP_STATUS_UNKNOWN_NAME);
-        assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=cuda: unknown backend 'cuda'"));
+        assert_non_null(
+            strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=cuda: unknown backend 'cuda'"));
     }
     ntp_graph_free(g);
 }
@@ -193,8 +196,9 @@ static void test_place_errors(void **state)
     o.place = bad_layer;
     o.n_place = 1;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
-    assert_string_equal(ntp_ctx_errmsg(ctx),
-                        "ntp_run_opts.place fc2=ref: t.xml has no layer 'fc2'; did you mean 'fc1'?");
+    assert_string_equal(
+        ntp_ctx_errmsg(ctx),
+        "ntp_run_opts.place fc2=ref: t.xml has no layer 'fc2'; did you mean 'fc1'?");
     const char *bad_form[] = {"fc1"};
     o.place = bad_form;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_INVALID_ARGUMENT);
@@ -202,7 +206,8 @@ static void test_place_errors(void **state)
     const char *bad_backend[] = {"fc1=nosuch"};
     o.place = bad_backend;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=nosuch: unknown backend 'nosuch'"));
+    assert_non_null(
+        strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=nosuch: unknown backend 'nosuch'"));
     ntp_graph_free(g);
 }
 
@@ -358,9 +363,10 @@ static void test_gpu_ceilings(void **state)
     if (no_device(why, sizeof why)) {
         assert_int_equal(st, NTP_STATUS_UNSUPPORTED);
         expect_one_line(ntp_ctx_errmsg(ctx));
-        assert_non_null(strstr(ntp_ctx_errmsg(ctx), ntp__backend_find("cuda")
-                                                        ? "GPU ceilings: no CUDA device (cudaGetDeviceCount: "
-                                                        : "GPU ceilings: built without the CUDA toolkit"));
+        assert_non_null(
+            strstr(ntp_ctx_errmsg(ctx), ntp__backend_find("cuda")
+                                            ? "GPU ceilings: no CUDA device (cudaGetDeviceCount: "
+                                            : "GPU ceilings: built without the CUDA toolkit"));
         return;
     }
     if (st != NTP_STATUS_OK)
@@ -394,8 +400,13 @@ static void run_exec(const ntp_graph *g, const char *name, const char *const *pl
 {
     const ntp_backend_i *be = ntp__backend_find(name);
     assert_non_null(be);
-    ntp_exec_opts o = {.backend = be, .threads = 1, .seed = 7, .first = 0,
-                       .last = g->n_nodes - 1, .place = place, .n_place = n_place,
+    ntp_exec_opts o = {.backend = be,
+                       .threads = 1,
+                       .seed = 7,
+                       .first = 0,
+                       .last = g->n_nodes - 1,
+                       .place = place,
+                       .n_place = n_place,
                        .graph_replay = replay};
     ntp_exec x;
     if (ntp__exec_init(ctx, &x, g, &o) != NTP_STATUS_OK)
@@ -450,41 +461,69 @@ static void equivalent(const char *what, const char *prec, const char *body)
 static const struct {
     const char *what, *body;
 } cases[] = {
-    {"conv 3x3 pad 1", "<input name='x' shape='2,3,9,9'/><conv name='c' filters='8' kernel='3' pad='1'/>"},
-    {"conv 1-d stride 2", "<input name='x' shape='2,4,17'/><conv name='c' filters='6' kernel='5' stride='2'/>"},
-    {"conv grouped dilated", "<input name='x' shape='1,8,12,12'/><conv name='c' filters='8' kernel='3' groups='4' dilation='2'/>"},
-    {"conv depthwise", "<input name='x' shape='2,6,10,10'/><conv name='c' filters='6' kernel='3' pad='1' depthwise='true'/>"},
-    {"conv same (asymmetric)", "<input name='x' shape='1,3,10,10'/><conv name='c' filters='4' kernel='4' stride='2' pad='same'/>"},
+    {"conv 3x3 pad 1",
+     "<input name='x' shape='2,3,9,9'/><conv name='c' filters='8' kernel='3' pad='1'/>"},
+    {"conv 1-d stride 2",
+     "<input name='x' shape='2,4,17'/><conv name='c' filters='6' kernel='5' stride='2'/>"},
+    {"conv grouped dilated",
+     "<input name='x' shape='1,8,12,12'/><conv name='c' filters='8' kernel='3' groups='4' dilation='2'/>"},
+    {"conv depthwise",
+     "<input name='x' shape='2,6,10,10'/><conv name='c' filters='6' kernel='3' pad='1' depthwise='true'/>"},
+    {"conv same (asymmetric)",
+     "<input name='x' shape='1,3,10,10'/><conv name='c' filters='4' kernel='4' stride='2' pad='same'/>"},
     {"conv 3-d", "<input name='x' shape='1,2,5,6,7'/><conv name='c' filters='3' kernel='3'/>"},
-    {"deconv", "<input name='x' shape='2,4,5,5'/><deconv name='d' filters='3' kernel='3' stride='2' pad='1' output_padding='1'/>"},
-    {"deconv grouped", "<input name='x' shape='1,4,6,6'/><deconv name='d' filters='6' kernel='2' stride='2' groups='2'/>"},
+    {"deconv",
+     "<input name='x' shape='2,4,5,5'/><deconv name='d' filters='3' kernel='3' stride='2' pad='1' output_padding='1'/>"},
+    {"deconv grouped",
+     "<input name='x' shape='1,4,6,6'/><deconv name='d' filters='6' kernel='2' stride='2' groups='2'/>"},
     {"fc rank 3", "<input name='x' shape='5,2,12'/><fc name='f' units='7'/>"},
-    {"matmul broadcast", "<input name='a' shape='3,4,5'/><input name='b' shape='5,6'/><matmul name='m' inputs='a,b'/>"},
-    {"matmul transposed", "<input name='a' shape='2,5,4'/><input name='b' shape='2,6,5'/><matmul name='m' inputs='a,b' transpose_a='true' transpose_b='true'/>"},
+    {"matmul broadcast",
+     "<input name='a' shape='3,4,5'/><input name='b' shape='5,6'/><matmul name='m' inputs='a,b'/>"},
+    {"matmul transposed",
+     "<input name='a' shape='2,5,4'/><input name='b' shape='2,6,5'/><matmul name='m' inputs='a,b' transpose_a='true' transpose_b='true'/>"},
     {"lstm forward", "<input name='x' shape='6,2,5'/><lstm name='l' units='4'/>"},
-    {"lstm bidirectional", "<input name='x' shape='5,3,4'/><lstm name='l' units='6' direction='bidirectional'/>"},
-    {"lstm reverse last", "<input name='x' shape='5,2,4'/><lstm name='l' units='3' direction='reverse' sequence='last'/>"},
-    {"lstm bidir sum", "<input name='x' shape='4,2,3'/><lstm name='l' units='5' direction='bidirectional' merge='sum'/>"},
-    {"lstm bidir last", "<input name='x' shape='4,2,3'/><lstm name='l' units='5' direction='bidirectional' sequence='last'/>"},
-    {"gru bidirectional", "<input name='x' shape='5,2,4'/><gru name='g' units='6' direction='bidirectional'/>"},
-    {"rnn relu reverse", "<input name='x' shape='5,2,4'/><rnn name='r' units='6' activation='relu' direction='reverse'/>"},
-    {"maxpool", "<input name='x' shape='2,3,9,9'/><maxpool name='p' kernel='3' stride='2' pad='1'/>"},
-    {"maxpool ceil dilated", "<input name='x' shape='1,2,10,10'/><maxpool name='p' kernel='3' stride='2' dilation='2' ceil_mode='true'/>"},
-    {"avgpool include pad", "<input name='x' shape='2,3,8,8'/><avgpool name='p' kernel='3' stride='1' pad='1' count_include_pad='true'/>"},
-    {"avgpool ceil", "<input name='x' shape='1,2,7,7'/><avgpool name='p' kernel='2' stride='2' ceil_mode='true'/>"},
-    {"global pools", "<input name='x' shape='2,5,4,3'/><global_avgpool name='a'/><global_maxpool name='m' inputs='x'/><add name='s' inputs='a,m'/>"},
+    {"lstm bidirectional",
+     "<input name='x' shape='5,3,4'/><lstm name='l' units='6' direction='bidirectional'/>"},
+    {"lstm reverse last",
+     "<input name='x' shape='5,2,4'/><lstm name='l' units='3' direction='reverse' sequence='last'/>"},
+    {"lstm bidir sum",
+     "<input name='x' shape='4,2,3'/><lstm name='l' units='5' direction='bidirectional' merge='sum'/>"},
+    {"lstm bidir last",
+     "<input name='x' shape='4,2,3'/><lstm name='l' units='5' direction='bidirectional' sequence='last'/>"},
+    {"gru bidirectional",
+     "<input name='x' shape='5,2,4'/><gru name='g' units='6' direction='bidirectional'/>"},
+    {"rnn relu reverse",
+     "<input name='x' shape='5,2,4'/><rnn name='r' units='6' activation='relu' direction='reverse'/>"},
+    {"maxpool",
+     "<input name='x' shape='2,3,9,9'/><maxpool name='p' kernel='3' stride='2' pad='1'/>"},
+    {"maxpool ceil dilated",
+     "<input name='x' shape='1,2,10,10'/><maxpool name='p' kernel='3' stride='2' dilation='2' ceil_mode='true'/>"},
+    {"avgpool include pad",
+     "<input name='x' shape='2,3,8,8'/><avgpool name='p' kernel='3' stride='1' pad='1' count_include_pad='true'/>"},
+    {"avgpool ceil",
+     "<input name='x' shape='1,2,7,7'/><avgpool name='p' kernel='2' stride='2' ceil_mode='true'/>"},
+    {"global pools",
+     "<input name='x' shape='2,5,4,3'/><global_avgpool name='a'/><global_maxpool name='m' inputs='x'/><add name='s' inputs='a,m'/>"},
     {"batchnorm", "<input name='x' shape='2,4,5,5'/><batchnorm name='b'/>"},
     {"layernorm", "<input name='x' shape='3,4,16'/><layernorm name='l' epsilon='1e-12'/>"},
-    {"activations", "<input name='x' shape='4,33'/><gelu name='a'/><silu name='b'/><hardswish name='c'/><leaky_relu name='d' alpha='0.1'/><sigmoid name='e'/><tanh name='f'/><relu name='g' max='0.5'/><clip name='h' min='-0.2' max='0.3'/>"},
+    {"activations",
+     "<input name='x' shape='4,33'/><gelu name='a'/><silu name='b'/><hardswish name='c'/><leaky_relu name='d' alpha='0.1'/><sigmoid name='e'/><tanh name='f'/><relu name='g' max='0.5'/><clip name='h' min='-0.2' max='0.3'/>"},
     {"softmax axis 1", "<input name='x' shape='2,5,3'/><softmax name='s' axis='1'/>"},
-    {"add broadcast", "<input name='a' shape='2,3,4'/><input name='b' shape='3,1'/><input name='c' shape='4'/><add name='s' inputs='a,b,c'/>"},
-    {"mul no full operand", "<input name='a' shape='2,1'/><input name='b' shape='1,3'/><mul name='m' inputs='a,b'/>"},
-    {"concat split", "<input name='a' shape='2,3,4'/><input name='b' shape='2,2,4'/><concat name='c' inputs='a,b' axis='1'/><split name='s' axis='1' sizes='1,4'/><add name='o' inputs='s:0,s:0'/>"},
-    {"transpose pad", "<input name='x' shape='2,3,4'/><transpose name='t' perm='2,0,1'/><pad name='p' pads='1,0,2,0,1,1' mode='reflect'/>"},
-    {"embedding", "<input name='i' shape='2,5' dtype='i32'/><embedding name='e' vocab='11' units='6'/>"},
+    {"add broadcast",
+     "<input name='a' shape='2,3,4'/><input name='b' shape='3,1'/><input name='c' shape='4'/><add name='s' inputs='a,b,c'/>"},
+    {"mul no full operand",
+     "<input name='a' shape='2,1'/><input name='b' shape='1,3'/><mul name='m' inputs='a,b'/>"},
+    {"concat split",
+     "<input name='a' shape='2,3,4'/><input name='b' shape='2,2,4'/><concat name='c' inputs='a,b' axis='1'/><split name='s' axis='1' sizes='1,4'/><add name='o' inputs='s:0,s:0'/>"},
+    {"transpose pad",
+     "<input name='x' shape='2,3,4'/><transpose name='t' perm='2,0,1'/><pad name='p' pads='1,0,2,0,1,1' mode='reflect'/>"},
+    {"embedding",
+     "<input name='i' shape='2,5' dtype='i32'/><embedding name='e' vocab='11' units='6'/>"},
     {"attention self", "<input name='x' shape='2,5,8'/><attention name='a' heads='2'/>"},
-    {"attention causal", "<input name='x' shape='1,6,12'/><attention name='a' heads='3' causal='true'/>"},
-    {"attention cross", "<input name='q' shape='2,3,8'/><input name='k' shape='2,5,8'/><input name='v' shape='2,5,8'/><attention name='a' inputs='q,k,v' heads='4'/>"},
+    {"attention causal",
+     "<input name='x' shape='1,6,12'/><attention name='a' heads='3' causal='true'/>"},
+    {"attention cross",
+     "<input name='q' shape='2,3,8'/><input name='k' shape='2,5,8'/><input name='v' shape='2,5,8'/><attention name='a' inputs='q,k,v' heads='4'/>"},
 };
 
 static void test_equivalence_f32(void **state)
@@ -569,8 +608,8 @@ static void test_run_rows_and_memory(void **state)
      * to 256 bytes per weight. */
     assert_true(r->memory.device_weight_bytes >= (64 * 64 + 64 + 8 * 64 + 8) * 4);
     assert_true(r->memory.device_activation_bytes >= 4 * 64 * 4);
-    assert_true(r->memory.device_peak_bytes >= r->memory.device_weight_bytes +
-                                                   r->memory.device_activation_bytes);
+    assert_true(r->memory.device_peak_bytes >=
+                r->memory.device_weight_bytes + r->memory.device_activation_bytes);
     ntp_run_result_free(r);
     ntp_graph_free(g);
 }
@@ -581,8 +620,9 @@ static void test_heterogeneous(void **state)
 {
     (void)state;
     NEED_DEVICE();
-    const char *body = "<input name='x' shape='6,2,10'/><fc name='f1' units='8'/><relu name='r1'/>"
-                       "<lstm name='l' units='5' direction='bidirectional'/><fc name='f2' units='3'/>";
+    const char *body =
+        "<input name='x' shape='6,2,10'/><fc name='f1' units='8'/><relu name='r1'/>"
+        "<lstm name='l' units='5' direction='bidirectional'/><fc name='f2' units='3'/>";
     ntp_graph *g = load(body);
     const char *place[] = {"l=cuda"};
     float *want[NTP_MAX_OUTPUTS] = {0}, *got[NTP_MAX_OUTPUTS] = {0};
@@ -622,8 +662,9 @@ static void test_graph_replay(void **state)
 {
     (void)state;
     NEED_DEVICE();
-    ntp_graph *g = load("<input name='x' shape='2,3,8,8'/><conv name='c' filters='4' kernel='3' pad='1'/>"
-                        "<relu name='r'/><global_avgpool name='p'/><flatten name='f'/><fc name='o' units='5'/>");
+    ntp_graph *g = load(
+        "<input name='x' shape='2,3,8,8'/><conv name='c' filters='4' kernel='3' pad='1'/>"
+        "<relu name='r'/><global_avgpool name='p'/><flatten name='f'/><fc name='o' units='5'/>");
     float *eager[NTP_MAX_OUTPUTS] = {0}, *replay[NTP_MAX_OUTPUTS] = {0};
     run_exec(g, "cuda", NULL, 0, false, eager);
     run_exec(g, "cuda", NULL, 0, true, replay);

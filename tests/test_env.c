@@ -33,8 +33,8 @@ static void cpuinfo_field(const char *key, char *out, size_t len)
     static char line[16384];
     size_t klen = strlen(key);
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, klen) != 0 || (line[klen] != ' ' && line[klen] != '\t' &&
-                                              line[klen] != ':'))
+        if (strncmp(line, key, klen) != 0 ||
+            (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':'))
             continue;
         char *v = strchr(line, ':');
         if (!v)
@@ -73,9 +73,9 @@ static void test_cpu(void **state)
 
     static char flags[16384];
     cpuinfo_field("flags", flags, sizeof flags);
-    const char *isa[] = {"sse4_2",      "avx",         "avx2",     "fma",      "avx512f",
-                         "avx512bw",    "avx512vl",    "avx512_vnni", "avx512_bf16",
-                         "avx512_fp16", "amx_tile",    "amx_bf16", "amx_int8"};
+    const char *isa[] = {"sse4_2",   "avx",      "avx2",        "fma",         "avx512f",
+                         "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+                         "amx_tile", "amx_bf16", "amx_int8"};
     if (!flags[0]) {
         assert_string_equal(e.cpu_flags, "unknown");
     } else {
@@ -324,7 +324,8 @@ static void test_backend_libraries(void **state)
     /* The version is dpkg's upstream version where dpkg installed it. */
     char pkg[256];
     if (command_line("dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null", pkg,
-                     sizeof pkg) && pkg[0]) {
+                     sizeof pkg) &&
+        pkg[0]) {
         char upstream[64];
         snprintf(upstream, sizeof upstream, "%.*s ", (int)strcspn(pkg, "-+"), pkg);
         print_message("dpkg: %s, env: %s\n", pkg, b->version);
@@ -336,7 +337,9 @@ static void test_backend_libraries(void **state)
     assert_non_null(x);
     char xv[256];
     if (command_line("dpkg-query -W -f='${Package} ${Version}\\n' 'libxnnpack*' 2>/dev/null | "
-                     "grep -v -- -dev | head -1", xv, sizeof xv) && xv[0])
+                     "grep -v -- -dev | head -1",
+                     xv, sizeof xv) &&
+        xv[0])
         assert_string_equal(x->version, xv);
     else
         assert_true(starts_with(x->version, "n/a ("));
@@ -381,12 +384,9 @@ static void test_clock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu),
-        cmocka_unit_test(test_system_and_build),
-        cmocka_unit_test(test_timestamp),
-        cmocka_unit_test(test_frequency_policy),
-        cmocka_unit_test(test_load_average),
-        cmocka_unit_test(test_backend_libraries),
+        cmocka_unit_test(test_cpu),          cmocka_unit_test(test_system_and_build),
+        cmocka_unit_test(test_timestamp),    cmocka_unit_test(test_frequency_policy),
+        cmocka_unit_test(test_load_average), cmocka_unit_test(test_backend_libraries),
         cmocka_unit_test(test_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

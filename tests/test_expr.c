@@ -14,9 +14,9 @@
 #include "io/expr-impl.h"
 
 static const ntp_expr_var vars[] = {
-    {"batch", "8", 2},   {"hidden", "256", 3}, {"act", "relu", 4},
-    {"dw", "true", 5},   {"neg", "-3", 6},     {"big", "9223372036854775807", 7},
-    {"later", "5", 40},  {"i", "2", 0},
+    {"batch", "8", 2},  {"hidden", "256", 3}, {"act", "relu", 4},
+    {"dw", "true", 5},  {"neg", "-3", 6},     {"big", "9223372036854775807", 7},
+    {"later", "5", 40}, {"i", "2", 0},
 };
 static const ntp_expr_env env = {vars, (int)(sizeof vars / sizeof vars[0]), 20};
 
@@ -55,9 +55,9 @@ static void test_precedence(void **state)
     check_value("1+2*3", 7);
     check_value("(1+2)*3", 9);
     check_value("2*3+4*5", 26);
-    check_value("10-4-3", 3);      /* left-associative: (10-4)-3 */
-    check_value("100/10/5", 2);    /* (100/10)/5 */
-    check_value("2+12/4*3", 11);   /* 2 + ((12/4)*3) */
+    check_value("10-4-3", 3);    /* left-associative: (10-4)-3 */
+    check_value("100/10/5", 2);  /* (100/10)/5 */
+    check_value("2+12/4*3", 11); /* 2 + ((12/4)*3) */
     check_value(" 7 ", 7);
     check_value("((((42))))", 42);
     check_value("hidden*2 + 1", 513);
@@ -80,10 +80,10 @@ static void test_division_c_semantics(void **state)
 {
     (void)state;
     check_value("7/2", 3);
-    check_value("-7/2", -3);   /* truncation toward zero */
+    check_value("-7/2", -3); /* truncation toward zero */
     check_value("7/-2", -3);
     check_value("7%3", 1);
-    check_value("-7%3", -1);   /* the sign follows the dividend */
+    check_value("-7%3", -1); /* the sign follows the dividend */
     check_value("7%-3", 1);
     check_value("(-9223372036854775807-1)%-1", 0);
     check_error("1/0", NTP_STATUS_PARSE_ERROR, "division by zero");
@@ -167,7 +167,7 @@ static void test_subst(void **state)
     check_subst("enc${i}_ln", "enc2_ln");
     check_subst("${batch},${(batch-1)*160+400}", "8,1520");
     check_subst("${hidden*2 + 1}", "513");
-    check_subst("${act}", "relu");          /* text param substituted as text */
+    check_subst("${act}", "relu"); /* text param substituted as text */
     check_subst("${ dw }", "true");
     check_subst("x${act}y${i}", "xreluy2");
     check_subst("$5 and {braces}", "$5 and {braces}"); /* no "${": literal */
@@ -182,7 +182,7 @@ static void test_subst_errors(void **state)
     check_subst_error("${a${i}}", NTP_STATUS_PARSE_ERROR, "${a${i}: nested ${...} is not allowed");
     check_subst_error("${}", NTP_STATUS_PARSE_ERROR, "${}: empty expression");
     check_subst_error("n${hiden}", NTP_STATUS_UNKNOWN_NAME,
-                       "${hiden}: unknown name 'hiden'; did you mean 'hidden'?");
+                      "${hiden}: unknown name 'hiden'; did you mean 'hidden'?");
     check_subst_error("${10/(i-2)}", NTP_STATUS_PARSE_ERROR, "${10/(i-2)}: division by zero");
     check_subst_error("${act*2}", NTP_STATUS_PARSE_ERROR, "'act' is 'relu', not an integer");
     check_subst_error("${later}", NTP_STATUS_UNKNOWN_NAME, "used before its declaration");
@@ -210,10 +210,14 @@ static void test_parse_int(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_precedence),  cmocka_unit_test(test_unary_minus),
-        cmocka_unit_test(test_division_c_semantics), cmocka_unit_test(test_overflow),
-        cmocka_unit_test(test_names),       cmocka_unit_test(test_syntax_errors),
-        cmocka_unit_test(test_subst),       cmocka_unit_test(test_subst_errors),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_unary_minus),
+        cmocka_unit_test(test_division_c_semantics),
+        cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_subst),
+        cmocka_unit_test(test_subst_errors),
         cmocka_unit_test(test_parse_int),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,7 +64,8 @@ static void tiny_case(const char *backend, bool bias)
              "<input name='x' shape='1,1,2,2' dtype='f32'/>"
              "<conv name='c' filters='2' kernel='1' bias='%s'/>"
              "<batchnorm name='bn' epsilon='1'/>"
-             "</topology>", bias ? "true" : "false");
+             "</topology>",
+             bias ? "true" : "false");
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, NULL);
     const float W[2] = {2, -1}, b[2] = {1, 2};
@@ -271,8 +272,8 @@ static void test_layouts_ref(void **state)
 static void test_models(void **state)
 {
     (void)state;
-    static const char *const narrow[] = {"width=8", "blocks1=1", "blocks2=1", "blocks3=1",
-                                         "blocks4=1", "classes=10"};
+    static const char *const narrow[] = {"width=8",   "blocks1=1", "blocks2=1",
+                                         "blocks3=1", "blocks4=1", "classes=10"};
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = test_load_model(ctx, "resnet50.xml", narrow, 6, NULL);
     int n_bn;
@@ -350,18 +351,17 @@ static void test_int8_residual_onednn(void **state)
     (void)state;
     if (!ntp__backend_find("onednn"))
         skip();
-    static const char xml[] =
-        "<topology name='q' precision='f32'>"
-        "<input name='x' shape='1,16,8,8' dtype='f32'/>"
-        "<conv name='c0' filters='16' kernel='1'/>"
-        "<batchnorm name='b0'/>"
-        "<relu name='r0'/>"
-        "<conv name='c1' filters='16' kernel='3' pad='same' bias='false'/>"
-        "<batchnorm name='b1'/>"
-        "<add name='a' inputs='b1,r0'/>"
-        "<relu name='r1'/>"
-        "<conv name='c2' filters='16' kernel='1'/>"
-        "</topology>";
+    static const char xml[] = "<topology name='q' precision='f32'>"
+                              "<input name='x' shape='1,16,8,8' dtype='f32'/>"
+                              "<conv name='c0' filters='16' kernel='1'/>"
+                              "<batchnorm name='b0'/>"
+                              "<relu name='r0'/>"
+                              "<conv name='c1' filters='16' kernel='3' pad='same' bias='false'/>"
+                              "<batchnorm name='b1'/>"
+                              "<add name='a' inputs='b1,r0'/>"
+                              "<relu name='r1'/>"
+                              "<conv name='c2' filters='16' kernel='1'/>"
+                              "</topology>";
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, "i8");
     ntp_run_opts o;
@@ -407,19 +407,18 @@ static void test_bf16_residual_onednn(void **state)
     const ntp_backend_i *be = ntp__backend_find("onednn");
     if (!be)
         skip();
-    static const char xml[] =
-        "<topology name='q' precision='f32'>"
-        "<input name='x' shape='1,16,8,8' dtype='f32'/>"
-        "<conv name='c0' filters='16' kernel='1'/>"
-        "<batchnorm name='b0'/>"
-        "<relu name='r0'/>"
-        "<conv name='c1' filters='16' kernel='3' pad='same' bias='false'/>"
-        "<batchnorm name='b1'/>"
-        "<add name='a' inputs='b1,r0'/>"
-        "<relu name='r1'/>"
-        "<conv name='c2' filters='16' kernel='1'/>"
-        "<add name='a2' inputs='c2,a'/>"
-        "</topology>";
+    static const char xml[] = "<topology name='q' precision='f32'>"
+                              "<input name='x' shape='1,16,8,8' dtype='f32'/>"
+                              "<conv name='c0' filters='16' kernel='1'/>"
+                              "<batchnorm name='b0'/>"
+                              "<relu name='r0'/>"
+                              "<conv name='c1' filters='16' kernel='3' pad='same' bias='false'/>"
+                              "<batchnorm name='b1'/>"
+                              "<add name='a' inputs='b1,r0'/>"
+                              "<relu name='r1'/>"
+                              "<conv name='c2' filters='16' kernel='1'/>"
+                              "<add name='a2' inputs='c2,a'/>"
+                              "</topology>";
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, "bf16");
     if (!be->supports(g, &g->nodes[ntp__graph_find_node(g, "c1")], NTP_DTYPE_BF16)) {

@@ -276,7 +276,8 @@ static void test_bad_lists(void **state)
     char buf[256];
     const char *names[8];
     int n = 0;
-    assert_int_equal(ntp_backend_list_parse(ctx, "ref", buf, sizeof buf, names, 8, &n), NTP_STATUS_OK);
+    assert_int_equal(ntp_backend_list_parse(ctx, "ref", buf, sizeof buf, names, 8, &n),
+                     NTP_STATUS_OK);
     assert_int_equal(n, 1);
     assert_string_equal(names[0], "ref");
     assert_int_equal(ntp_backend_list_parse(ctx, "ref,,ref", buf, sizeof buf, names, 8, &n),
@@ -322,7 +323,8 @@ static void test_writers(void **state)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_TABLE, f),
+                     NTP_STATUS_OK);
     fclose(f);
     for (int i = 0; i < n; i++)
         assert_non_null(strstr(text, be[i]));
@@ -341,7 +343,8 @@ static void test_writers(void **state)
     }
     free(text);
     f = open_memstream(&text, &len);
-    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    assert_int_equal(ntp_report_write_backend_comparison(ctx, c, NTP_FORMAT_JSON, f),
+                     NTP_STATUS_OK);
     fclose(f);
     json_error_t err;
     json_t *root = json_loadb(text, len, 0, &err);
@@ -358,7 +361,8 @@ static void test_writers(void **state)
         json_t *cfg = json_object_get(rep, "config");
         assert_string_equal(json_string_value(json_object_get(cfg, "backend")), be[i]);
         /* JSON carries 15 significant digits. */
-        double got = json_real_value(json_object_get(json_object_get(r, "end_to_end_ms"), "median"));
+        double got =
+            json_real_value(json_object_get(json_object_get(r, "end_to_end_ms"), "median"));
         double want = c->runs[i].result->end_to_end_ms.median;
         if (fabs(got - want) > 1e-13 * want)
             fail_msg("%s end-to-end: JSON %.17g, result %.17g", be[i], got, want);

@@ -150,11 +150,11 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_cnn),     cmocka_unit_test(test_tiny_mlp),
-        cmocka_unit_test(test_tiny_rnn),     cmocka_unit_test(test_tiny_attention),
-        cmocka_unit_test(test_lstm_lm),      cmocka_unit_test(test_deepspeech),
-        cmocka_unit_test(test_bert),         cmocka_unit_test(test_mobilenetv2),
-        cmocka_unit_test(test_alexnet),      cmocka_unit_test(test_resnet50),
+        cmocka_unit_test(test_tiny_cnn), cmocka_unit_test(test_tiny_mlp),
+        cmocka_unit_test(test_tiny_rnn), cmocka_unit_test(test_tiny_attention),
+        cmocka_unit_test(test_lstm_lm),  cmocka_unit_test(test_deepspeech),
+        cmocka_unit_test(test_bert),     cmocka_unit_test(test_mobilenetv2),
+        cmocka_unit_test(test_alexnet),  cmocka_unit_test(test_resnet50),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -40,16 +40,15 @@ static char model[256];
 /* A topology with enough work per layer for every pool to split it (GEMMs
  * of 64 x 512 x 1024), and an LSTM, which XNNPACK lacks: on xnnpack it
  * falls back to the reference backend between two XNNPACK layers. */
-static const char *const TOPOLOGY =
-    "<topology name=\"threads\" precision=\"f32\" batch=\"1\">\n"
-    "  <input name=\"x\" shape=\"64,1,512\" dtype=\"f32\"/>\n"
-    "  <fc name=\"fc1\" units=\"1024\"/>\n"
-    "  <relu name=\"relu1\"/>\n"
-    "  <lstm name=\"lstm\" units=\"128\"/>\n"
-    "  <fc name=\"fc2\" units=\"1024\"/>\n"
-    "  <relu name=\"relu2\"/>\n"
-    "  <fc name=\"fc3\" units=\"512\"/>\n"
-    "</topology>\n";
+static const char *const TOPOLOGY = "<topology name=\"threads\" precision=\"f32\" batch=\"1\">\n"
+                                    "  <input name=\"x\" shape=\"64,1,512\" dtype=\"f32\"/>\n"
+                                    "  <fc name=\"fc1\" units=\"1024\"/>\n"
+                                    "  <relu name=\"relu1\"/>\n"
+                                    "  <lstm name=\"lstm\" units=\"128\"/>\n"
+                                    "  <fc name=\"fc2\" units=\"1024\"/>\n"
+                                    "  <relu name=\"relu2\"/>\n"
+                                    "  <fc name=\"fc3\" units=\"512\"/>\n"
+                                    "</topology>\n";
 
 static int usable_cpus(void)
 {
@@ -101,12 +100,12 @@ typedef struct sampler {
     atomic_long tid;
     int samples;
     int max_running;
-    int over;                   /* samples with more than `limit` running */
+    int over; /* samples with more than `limit` running */
     int limit;
     /* The last CPU time seen of every thread, those that ended before the
      * run did too (XNNPACK's pool lives as long as its plan). */
     cpu_snapshot seen;
-    int r_count[MAX_TASKS];     /* samples in which the thread was running */
+    int r_count[MAX_TASKS]; /* samples in which the thread was running */
 } sampler;
 
 /* Remember thread tid's CPU time ns in s; its slot. */
@@ -214,8 +213,8 @@ static int busy_threads(const cpu_snapshot *a, const sampler *s)
                 before = a->ns[j];
         double ms = (double)(s->seen.ns[i] - before) / 1e6;
         if (getenv("NTP_TEST_VERBOSE"))
-            print_message("  thread %ld: %.3f ms on a CPU, running in %d samples\n",
-                          s->seen.tid[i], ms, s->r_count[i]);
+            print_message("  thread %ld: %.3f ms on a CPU, running in %d samples\n", s->seen.tid[i],
+                          ms, s->r_count[i]);
         busy += ms > 2;
     }
     return busy;
@@ -285,7 +284,8 @@ static void settle(void)
         memset(&quiet, 0, sizeof quiet);
         /* A poller that has not had a CPU yet (a busy machine) used no CPU
          * time but is runnable: wait for it too. */
-        if ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0) < 0.5 &&
+        if ((cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0) <
+                0.5 &&
             running_now(&quiet, (long)syscall(SYS_gettid)) == 0)
             return;
     }

@@ -73,18 +73,31 @@ static void test_apply(void **state)
     ntp_layer_result layers[4] = {
         /* 2 MFLOP in 1 ms is 2 GFLOP/s; at 2 FLOP/B the bound is 40, so
          * the share is 0.05. */
-        {.name = "memory", .flops = 2000000, .bytes = 1000000, .gflops = 2.0, .intensity = 2.0,
+        {.name = "memory",
+         .flops = 2000000,
+         .bytes = 1000000,
+         .gflops = 2.0,
+         .intensity = 2.0,
          .time_ms = t},
         /* 50 FLOP/B: bound 100 (peak), 80 GFLOP/s reached: share 0.8. */
-        {.name = "compute", .flops = 80000000, .bytes = 1600000, .gflops = 80.0, .intensity = 50,
+        {.name = "compute",
+         .flops = 80000000,
+         .bytes = 1600000,
+         .gflops = 80.0,
+         .intensity = 50,
          .time_ms = t},
         {.name = "copy", .flops = 0, .bytes = 4096, .gflops = 0, .time_ms = t},
         {.name = "fused", .fused = true, .flops = 1000, .bytes = 100, .intensity = 10},
     };
-    ntp_marker_result m = {.name = "all", .first = 0, .last = 3, .time_ms = t,
-                           .flops = 82000000, .bytes = 2604096, .gflops = 82.0};
-    ntp_run_result r = {.precision = NTP_DTYPE_F32, .n_layers = 4, .layers = layers,
-                        .n_markers = 1, .markers = &m};
+    ntp_marker_result m = {.name = "all",
+                           .first = 0,
+                           .last = 3,
+                           .time_ms = t,
+                           .flops = 82000000,
+                           .bytes = 2604096,
+                           .gflops = 82.0};
+    ntp_run_result r = {
+        .precision = NTP_DTYPE_F32, .n_layers = 4, .layers = layers, .n_markers = 1, .markers = &m};
     ntp_ceilings c = round_ceilings();
     ntp_roofline_apply(&r, &c);
     assert_true(r.roofline.available);
@@ -161,30 +174,61 @@ static void test_apply_gpu(void **state)
     ntp_layer_result layers[] = {
         /* 2e9 FLOPs over 1e7 B = 200 FLOP/B x 3350 GB/s = 670000 < 989000:
          * memory-bound on the GPU; 335000 GFLOP/s reached is half of it. */
-        {.name = "conv", .type = "conv", .backend = "cuda", .impl = "cudnn:implicit_gemm",
-         .flops = 2000000000, .bytes = 10000000, .gflops = 335000, .time_ms = t},
+        {.name = "conv",
+         .type = "conv",
+         .backend = "cuda",
+         .impl = "cudnn:implicit_gemm",
+         .flops = 2000000000,
+         .bytes = 10000000,
+         .gflops = 335000,
+         .time_ms = t},
         /* 1000 FLOP/B: bound by the f16 GEMM peak, 989000; 494500 is half. */
-        {.name = "fc", .type = "fc", .backend = "cuda", .impl = "cublas",
-         .flops = 1000000000, .bytes = 1000000, .gflops = 494500, .time_ms = t},
+        {.name = "fc",
+         .type = "fc",
+         .backend = "cuda",
+         .impl = "cublas",
+         .flops = 1000000000,
+         .bytes = 1000000,
+         .gflops = 494500,
+         .time_ms = t},
         /* A copy: 12.5 GB/s over a 25 GB/s link is half of it. */
-        {.name = "conv:h2d", .type = "h2d", .backend = "cuda", .bytes = 12500000,
-         .gbps = 12.5, .time_ms = t},
+        {.name = "conv:h2d",
+         .type = "h2d",
+         .backend = "cuda",
+         .bytes = 12500000,
+         .gbps = 12.5,
+         .time_ms = t},
         /* A copy whose bytes the engine did not record: placed, no share. */
         {.name = "fc:d2h", .type = "d2h", .backend = "cuda", .time_ms = t},
         /* On the CPU at f16: the f32 peak (100) and DRAM 20 GB/s, 2 FLOP/B
          * gives 40. */
-        {.name = "softmax", .type = "softmax", .backend = "ref", .flops = 2000000,
-         .bytes = 1000000, .gflops = 2.0, .time_ms = t},
+        {.name = "softmax",
+         .type = "softmax",
+         .backend = "ref",
+         .flops = 2000000,
+         .bytes = 1000000,
+         .gflops = 2.0,
+         .time_ms = t},
     };
     ntp_marker_result m[] = {
         /* 3e9 / 1.1e7 = 272.7 FLOP/B x 3350 = 913636.4 GFLOP/s. */
-        {.name = "gpu", .first = 0, .last = 3, .time_ms = t, .flops = 3000000000,
-         .bytes = 11000000, .gflops = 456818.18181818},
-        {.name = "mixed", .first = 0, .last = 4, .time_ms = t, .flops = 3002000000,
-         .bytes = 12000000, .gflops = 1000},
+        {.name = "gpu",
+         .first = 0,
+         .last = 3,
+         .time_ms = t,
+         .flops = 3000000000,
+         .bytes = 11000000,
+         .gflops = 456818.18181818},
+        {.name = "mixed",
+         .first = 0,
+         .last = 4,
+         .time_ms = t,
+         .flops = 3002000000,
+         .bytes = 12000000,
+         .gflops = 1000},
     };
-    ntp_run_result r = {.precision = NTP_DTYPE_F16, .n_layers = 5, .layers = layers,
-                        .n_markers = 2, .markers = m};
+    ntp_run_result r = {
+        .precision = NTP_DTYPE_F16, .n_layers = 5, .layers = layers, .n_markers = 2, .markers = m};
     ntp_ceilings c = gpu_ceilings();
     ntp_roofline_apply(&r, &c);
     const ntp_roofline *rl = &r.roofline;
@@ -271,11 +315,17 @@ static void test_ceilings_json(void **state)
     ntp_ceilings c = round_ceilings(), back;
     c.n_gemm = 1;
     c.gemm[0] = (ntp_peak){"f32", 70.5, "GEMM on onednn (1024x1024x1024)"};
-    c.gemm_spread[0] = (ntp_ceiling_spread){.trials = 12, .min = 60, .median = 66, .other_busy = -1};
+    c.gemm_spread[0] =
+        (ntp_ceiling_spread){.trials = 12, .min = 60, .median = 66, .other_busy = -1};
     snprintf(c.gemm_spread[0].detail, sizeof c.gemm_spread[0].detail, "onednn 70.5, xnnpack 50");
-    c.peak_spread[1] = (ntp_ceiling_spread){.trials = 7, .min = 90, .median = 97, .one_thread = 51,
-                                            .other_busy = 0.3, .contended = true};
-    c.level_spread[1] = (ntp_ceiling_spread){.trials = 7, .min = 18, .median = 19.5, .other_busy = 0.01};
+    c.peak_spread[1] = (ntp_ceiling_spread){.trials = 7,
+                                            .min = 90,
+                                            .median = 97,
+                                            .one_thread = 51,
+                                            .other_busy = 0.3,
+                                            .contended = true};
+    c.level_spread[1] =
+        (ntp_ceiling_spread){.trials = 7, .min = 18, .median = 19.5, .other_busy = 0.01};
     c.loadavg = 2.25;
     c.other_busy = 0.3;
     c.contended = true;
@@ -376,7 +426,8 @@ static void test_kernels(void **state)
             printf("%s %s (%s): %d chains, %.0f operations, sink %g\n", ntp__isa_name(isas[i]),
                    ntp__kprec_name((ntp_kernel_prec)p), ntp__fma_insn(isas[i], (ntp_kernel_prec)p),
                    chains, ops, sink);
-            assert_float_equal(ntp__fma_ops_per_insn(isas[i], (ntp_kernel_prec)p), per_insn[i][p], 0);
+            assert_float_equal(ntp__fma_ops_per_insn(isas[i], (ntp_kernel_prec)p), per_insn[i][p],
+                               0);
             assert_float_equal(ops, 1000.0 * chains * per_insn[i][p], 0);
             assert_true(chains >= 4);
             assert_true(ntp__fma_chains(isas[i], (ntp_kernel_prec)p, NTP_KCHAINS_MORE) > chains);
@@ -517,15 +568,16 @@ static void test_kernels_saturate(void **state)
                ipc, ntp__fma_insn(k, (ntp_kernel_prec)p), 1 / ipc_one, ipc / ipc_one);
         if (r.more > 1.06 * r.peak)
             fail_msg("%s: %d chains reach %.3g GOP/s, more chains %.3g: the peak kernel is "
-                     "latency-bound", ntp__kprec_name((ntp_kernel_prec)p), chains, r.peak / 1e9,
-                     r.more / 1e9);
+                     "latency-bound",
+                     ntp__kprec_name((ntp_kernel_prec)p), chains, r.peak / 1e9, r.more / 1e9);
         if (ipc / ipc_one > 0.9 * chains)
             fail_msg("%s: %.1f of %d chains in flight: too few chains to be sure the units, not "
-                     "the latency, bound the kernel", ntp__kprec_name((ntp_kernel_prec)p),
-                     ipc / ipc_one, chains);
+                     "the latency, bound the kernel",
+                     ntp__kprec_name((ntp_kernel_prec)p), ipc / ipc_one, chains);
         if (p == NTP_KPREC_F32 && ipc < 0.8)
             fail_msg("f32: %.2f FMAs per cycle at %.2f GHz: below the one a cycle every FMA core "
-                     "issues", ipc, ghz);
+                     "issues",
+                     ipc, ghz);
     }
 }
 
@@ -614,7 +666,8 @@ static void test_above_ceiling(void **state)
     ntp_roofline_apply(&r, &c);
     assert_true(r.roofline.unreliable);
     assert_int_equal(r.n_warnings, 1);
-    assert_non_null(strstr(r.warnings[0], "measured under load (f32 peak: other processes took 40%"));
+    assert_non_null(
+        strstr(r.warnings[0], "measured under load (f32 peak: other processes took 40%"));
     free(r.warnings[0]);
     free(r.warnings);
 }
@@ -673,8 +726,8 @@ static void test_lstm_parts(void **state)
     /* Placed in a run: the row's bound comes from its parts. */
     ntp_ceilings c = round_ceilings();
     ntp_stats t = {.n = 10, .median = 1e-3};
-    ntp_layer_result row = {.name = "l", .flops = 720, .bytes = 324, .gflops = 0.72, .time_ms = t,
-                            .n_parts = 2};
+    ntp_layer_result row = {
+        .name = "l", .flops = 720, .bytes = 324, .gflops = 0.72, .time_ms = t, .n_parts = 2};
     memcpy(row.parts, l->parts, sizeof row.parts);
     ntp_run_result r = {.precision = NTP_DTYPE_F32, .n_layers = 1, .layers = &row};
     ntp_roofline_apply(&r, &c);
@@ -822,8 +875,12 @@ static void test_cli_gpu_none(void **state)
 static void test_write(void **state)
 {
     (void)state;
-    ntp_machine_info m = {.packages = 1, .cores = 2, .pus = 4, .memory_bytes = 8000000000,
-                          .numa_nodes = 1, .n_caches = 2};
+    ntp_machine_info m = {.packages = 1,
+                          .cores = 2,
+                          .pus = 4,
+                          .memory_bytes = 8000000000,
+                          .numa_nodes = 1,
+                          .n_caches = 2};
     snprintf(m.key, sizeof m.key, "Test CPU|4|box");
     snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU");
     snprintf(m.cpu_flags, sizeof m.cpu_flags, "avx avx2 fma");
@@ -833,7 +890,8 @@ static void test_write(void **state)
     m.caches[1] = (ntp_cache_info){3, "unified", 33554432, 64, 1, 4};
     ntp_ceilings c = round_ceilings();
     c.peak_spread[1] = (ntp_ceiling_spread){.trials = 7, .min = 90, .median = 97, .one_thread = 51};
-    c.level_spread[1] = (ntp_ceiling_spread){.trials = 7, .min = 18, .median = 19.5, .contended = true};
+    c.level_spread[1] =
+        (ntp_ceiling_spread){.trials = 7, .min = 18, .median = 19.5, .contended = true};
     c.contended = true;
     c.loadavg = 1.5;
     c.other_busy = 0.25;
@@ -845,9 +903,11 @@ static void test_write(void **state)
     assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
-    assert_non_null(strstr(buf, "machine Test CPU\n1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
-                                "1 NUMA node\n"));
-    assert_non_null(strstr(buf, "caches: L1d 32.8 kB x2 (2 CPUs each), L3 33.6 MB x1 (4 CPUs each)\n"));
+    assert_non_null(strstr(buf,
+                           "machine Test CPU\n1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
+                           "1 NUMA node\n"));
+    assert_non_null(
+        strstr(buf, "caches: L1d 32.8 kB x2 (2 CPUs each), L3 33.6 MB x1 (4 CPUs each)\n"));
     assert_non_null(strstr(buf, "load average 1.50 at the start; other processes took 25% of the "
                                 "CPUs while measuring\n"));
     assert_non_null(strstr(buf, "f32 peak            100.0          90..97 (7)      51.0  FMA "
@@ -873,8 +933,9 @@ static void test_write(void **state)
     assert_int_equal(json_integer_value(json_object_get(mj, "logical_cpus")), 4);
     assert_int_equal(json_array_size(json_object_get(mj, "cpu_flags")), 3);
     json_t *cj = json_object_get(j, "ceilings");
-    assert_float_equal(json_number_value(json_object_get(json_array_get(json_object_get(cj, "peaks"),
-                                                                        1), "gflops")), 100, 0);
+    assert_float_equal(json_number_value(json_object_get(
+                           json_array_get(json_object_get(cj, "peaks"), 1), "gflops")),
+                       100, 0);
     json_decref(j);
     free(buf);
     f = open_memstream(&buf, &len);
@@ -894,8 +955,9 @@ static void test_write(void **state)
     f = open_memstream(&buf, &len);
     assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
-    assert_non_null(strstr(buf, "\n\nGPU: none (backend 'cuda': no CUDA device (cudaGetDeviceCount: "
-                                "CUDA driver version is insufficient for CUDA runtime version))\n"));
+    assert_non_null(strstr(buf,
+                           "\n\nGPU: none (backend 'cuda': no CUDA device (cudaGetDeviceCount: "
+                           "CUDA driver version is insufficient for CUDA runtime version))\n"));
     free(buf);
     f = open_memstream(&buf, &len);
     assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
@@ -915,7 +977,8 @@ static void test_write(void **state)
                                 "85.5 GB memory\n"));
     assert_non_null(strstr(buf, "\nf16 GEMM         989000.0  cuBLAS, 8192x8192x8192\n"));
     assert_non_null(strstr(buf, "\nf32 GEMM          51000.0  cuBLAS, 4096x4096x4096\n"));
-    assert_non_null(strstr(buf, "\nDRAM               3350.0  device-to-device copy, read + write\n"));
+    assert_non_null(
+        strstr(buf, "\nDRAM               3350.0  device-to-device copy, read + write\n"));
     assert_non_null(strstr(buf, "\nhost->device         25.0  page-locked host memory\n"));
     assert_non_null(strstr(buf, "\ndevice->host         26.0  page-locked host memory\n"));
     assert_non_null(strstr(buf, "\nridge point (f16 GEMM / DRAM bandwidth): 295 FLOP/B\n"));
@@ -923,10 +986,12 @@ static void test_write(void **state)
     f = open_memstream(&buf, &len);
     assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_CSV, f), NTP_STATUS_OK);
     fclose(f);
-    assert_non_null(strstr(buf, "\ngpu,gpu0:gemm:tf32,378000,GFLOP/s,\"cuBLAS, 8192x8192x8192\"\n"));
+    assert_non_null(
+        strstr(buf, "\ngpu,gpu0:gemm:tf32,378000,GFLOP/s,\"cuBLAS, 8192x8192x8192\"\n"));
     assert_non_null(strstr(buf, "\ngpu,gpu0:h2d,25,GB/s,page-locked host memory\n"));
-    assert_non_null(strstr(buf, "\ngpu,gpu0:memory,85520809984,bytes,\"NVIDIA H100 80GB HBM3, sm_90, "
-                                "132 SMs\"\n"));
+    assert_non_null(strstr(buf,
+                           "\ngpu,gpu0:memory,85520809984,bytes,\"NVIDIA H100 80GB HBM3, sm_90, "
+                           "132 SMs\"\n"));
     free(buf);
     ntp_ctx_free(ctx);
 }
@@ -934,12 +999,18 @@ static void test_write(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_attainable),  cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_apply_gpu),     cmocka_unit_test(test_cli_gpu_none),
-        cmocka_unit_test(test_ceilings_json), cmocka_unit_test(test_kernels),
-        cmocka_unit_test(test_describe_and_measure), cmocka_unit_test(test_write),
-        cmocka_unit_test(test_kernels_saturate), cmocka_unit_test(test_physics_ratios),
-        cmocka_unit_test(test_above_ceiling), cmocka_unit_test(test_lstm_parts),
+        cmocka_unit_test(test_attainable),
+        cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_apply_gpu),
+        cmocka_unit_test(test_cli_gpu_none),
+        cmocka_unit_test(test_ceilings_json),
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_describe_and_measure),
+        cmocka_unit_test(test_write),
+        cmocka_unit_test(test_kernels_saturate),
+        cmocka_unit_test(test_physics_ratios),
+        cmocka_unit_test(test_above_ceiling),
+        cmocka_unit_test(test_lstm_parts),
         cmocka_unit_test(test_gemm_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

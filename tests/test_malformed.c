@@ -46,12 +46,18 @@ typedef struct mcase {
     int64_t max_memory;
 } mcase;
 
-#define E(f, st, msg) {f, NTP_STATUS_##st, EXACT, {msg, NULL, NULL}, NULL, 0, 0}
-#define P(f, st, a, b, c) {f, NTP_STATUS_##st, PREFIX, {a, b, c}, NULL, 0, 0}
+#define E(f, st, msg)                                            \
+    {                                                            \
+        f, NTP_STATUS_##st, EXACT, {msg, NULL, NULL}, NULL, 0, 0 \
+    }
+#define P(f, st, a, b, c)                                 \
+    {                                                     \
+        f, NTP_STATUS_##st, PREFIX, {a, b, c}, NULL, 0, 0 \
+    }
 
 static const mcase cases[] = {
-    P("01-not-well-formed", PARSE_ERROR, "@PATH@:6: malformed XML: ",
-      "Opening and ending tag mismatch", "relu"),
+    P("01-not-well-formed", PARSE_ERROR,
+      "@PATH@:6: malformed XML: ", "Opening and ending tag mismatch", "relu"),
     P("02-truncated", PARSE_ERROR, "@PATH@:6: malformed XML: ", "Premature end of data", NULL),
     E("03-billion-laughs", PARSE_ERROR,
       "@PATH@:3: DTDs and entities are not accepted (found <!DOCTYPE>)"),
@@ -61,7 +67,8 @@ static const mcase cases[] = {
     P("06-undefined-entity", PARSE_ERROR, "@PATH@:3: malformed XML: ", "'undefined'",
       "not defined"),
     E("07-wrong-root", PARSE_ERROR, "@PATH@:3: the root element is <network>, expected <topology>"),
-    E("08-empty-topology", GRAPH_ERROR, "@PATH@:3: <topology name='empty'>: the topology has no layers"),
+    E("08-empty-topology", GRAPH_ERROR,
+      "@PATH@:3: <topology name='empty'>: the topology has no layers"),
     E("09-unknown-element", UNKNOWN_NAME, "@PATH@:5: unknown layer type 'fcc'; did you mean 'fc'?"),
     E("10-unknown-attribute", UNKNOWN_NAME,
       "@PATH@:5: unknown attribute 'unitz' on <fc>; did you mean 'units'?"),
@@ -92,8 +99,13 @@ static const mcase cases[] = {
       "mean 'hidden'?"),
     E("22-division-by-zero", PARSE_ERROR,
       "@PATH@:6: <fc name='fc1'>: attribute 'units': ${hidden/(batch-1)}: division by zero"),
-    {"23-set-unknown-param", NTP_STATUS_UNKNOWN_NAME, EXACT,
-     {"no param 'hiden' in @PATH@; did you mean 'hidden'?", NULL, NULL}, "hiden=3", 0, 0},
+    {"23-set-unknown-param",
+     NTP_STATUS_UNKNOWN_NAME,
+     EXACT,
+     {"no param 'hiden' in @PATH@; did you mean 'hidden'?", NULL, NULL},
+     "hiden=3",
+     0,
+     0},
     E("24-marker-unknown", UNKNOWN_NAME,
       "@PATH@:7: <marker name='m'>: attribute 'from': no layer named 'conv9'; did you mean "
       "'conv1'?"),
@@ -105,8 +117,13 @@ static const mcase cases[] = {
       "groups 2"),
     P("28-reshape-count", SHAPE_ERROR, "@PATH@:5: <reshape name='rs'>: ", "[1,12]", "[5,5]"),
     P("29-concat-axis", SHAPE_ERROR, "@PATH@:6: <concat name='cat'>: ", "axis 5", "rank 2"),
-    {"30-memory-budget", NTP_STATUS_MEMORY_BUDGET, PREFIX,
-     {"@PATH@: the topology needs 4.0 MiB", "memory budget of 1.0 MiB", NULL}, NULL, 0, 1 << 20},
+    {"30-memory-budget",
+     NTP_STATUS_MEMORY_BUDGET,
+     PREFIX,
+     {"@PATH@: the topology needs 4.0 MiB", "memory budget of 1.0 MiB", NULL},
+     NULL,
+     0,
+     1 << 20},
     E("31-too-deep", PARSE_ERROR, "@PATH@:20: <relu>: elements nest deeper than 16 levels"),
     E("32-bad-dtype", PARSE_ERROR,
       "@PATH@:4: <input name='x'>: attribute 'dtype': expected f32, bf16, f16, i8, u8, i32 or "
@@ -140,13 +157,22 @@ static const mcase cases[] = {
     E("44-first-layer-no-input", GRAPH_ERROR,
       "@PATH@:4: <relu name='r'>: no 'inputs' given and there is neither a previous layer nor "
       "an <input> to take"),
-    {"45-set-malformed", NTP_STATUS_INVALID_ARGUMENT, EXACT,
-     {"ntp_load_opts.set 'hidden': expected NAME=VALUE", NULL, NULL}, "hidden", 0, 0},
-    {"46-batch-without-param", NTP_STATUS_INVALID_ARGUMENT, EXACT,
+    {"45-set-malformed",
+     NTP_STATUS_INVALID_ARGUMENT,
+     EXACT,
+     {"ntp_load_opts.set 'hidden': expected NAME=VALUE", NULL, NULL},
+     "hidden",
+     0,
+     0},
+    {"46-batch-without-param",
+     NTP_STATUS_INVALID_ARGUMENT,
+     EXACT,
      {"@PATH@: a batch size was given, but the topology declares no 'batch' param (add "
       "batch=\"1\" to <topology>)",
       NULL, NULL},
-     NULL, 4, 0},
+     NULL,
+     4,
+     0},
     E("47-param-used-before", UNKNOWN_NAME,
       "@PATH@:5: <fc name='fc1'>: attribute 'units': ${hidden}: param 'hidden' is used before "
       "its declaration on line 6"),
@@ -186,7 +212,8 @@ static const mcase cases[] = {
     E("63-expansion-limit", PARSE_ERROR,
       "@PATH@:6: <repeat>: the topology expands to more than 4000000 elements"),
     E("64-empty-file", PARSE_ERROR, "@PATH@:1: malformed XML: the document is empty"),
-    E("65-missing-topology-name", PARSE_ERROR, "@PATH@:3: <topology>: missing required attribute 'name'"),
+    E("65-missing-topology-name", PARSE_ERROR,
+      "@PATH@:3: <topology>: missing required attribute 'name'"),
     E("66-input-attr-typo", UNKNOWN_NAME,
       "@PATH@:4: unknown attribute 'shap' on <input>; did you mean 'shape'?"),
     /* Issue 14: limits applied after every expansion of ${...}, and shape
@@ -208,9 +235,13 @@ static const mcase cases[] = {
       "@PATH@:272: <param name='q254'>: param 'q254': the params' values add up to more than 16 "
       "MiB"),
     /* The memory budget covers parsing: a file larger than it is not read. */
-    {"72-file-over-budget", NTP_STATUS_MEMORY_BUDGET, EXACT,
-     {"@PATH@: the file is 8151 bytes, more than the memory budget of 4096 bytes", NULL, NULL}, NULL,
-     0, 4096},
+    {"72-file-over-budget",
+     NTP_STATUS_MEMORY_BUDGET,
+     EXACT,
+     {"@PATH@: the file is 8151 bytes, more than the memory budget of 4096 bytes", NULL, NULL},
+     NULL,
+     0,
+     4096},
 };
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
@@ -241,8 +272,8 @@ static ntp_status load_case(ntp_ctx *ctx, const mcase *c, ntp_graph **g)
     char path[512];
     case_path(c, path, sizeof path);
     const char *set[1] = {c->set};
-    ntp_load_opts o = {.set = set, .n_set = c->set ? 1 : 0, .batch = c->batch,
-                       .max_memory = c->max_memory};
+    ntp_load_opts o = {
+        .set = set, .n_set = c->set ? 1 : 0, .batch = c->batch, .max_memory = c->max_memory};
     return ntp_graph_load(ctx, path, &o, g);
 }
 
@@ -301,7 +332,8 @@ static void test_corpus_complete(void **state)
         files++;
         bool listed = false;
         for (int i = 0; i < N_CASES && !listed; i++)
-            listed = strlen(cases[i].file) == n - 4 && strncmp(cases[i].file, e->d_name, n - 4) == 0;
+            listed =
+                strlen(cases[i].file) == n - 4 && strncmp(cases[i].file, e->d_name, n - 4) == 0;
         if (!listed)
             print_error("tests/malformed/%s has no entry in the table\n", e->d_name);
         assert_true(listed);

@@ -27,31 +27,43 @@
 /* config A: 16 kHz, window 400, hop 160, fft 512, 26 bands, 26
  * coefficients; 1600 samples give T = 8. Frames 0, 3 and 7. */
 static const double ref_a[3][26] = {
-    { -0.23255729, -17.720342, -6.3010811, -33.00967, -34.909807, -22.504569, -11.959074, -23.651049, -33.883695, -14.891333, 33.118897, 67.136221, 54.804183, 6.4582911, -34.047615, -38.186984, -15.588706, 4.1127382, 7.0045952, 1.2008407, -1.3132623, 0.030850453, 0.62061519, -0.29375771, 0.25951519, 1.6874884 },
-    { -0.21646316, -17.286598, -5.8436352, -32.685274, -34.697764, -21.988348, -10.672739, -21.764379, -32.249777, -14.194722, 33.103641, 67.284152, 55.678017, 7.7489391, -33.025764, -37.650614, -15.248013, 4.4390571, 7.2182018, 1.2697039, -1.2411284, 0.17643889, 0.69608654, -0.30872065, 0.33919365, 1.8539357 },
-    { -0.2140758, -15.043511, -2.2163664, -28.074194, -29.718722, -17.142708, -6.5330348, -18.787615, -30.343068, -12.944959, 33.946678, 67.464353, 54.928996, 6.369402, -34.216313, -38.06203, -14.869586, 5.3722714, 8.4713634, 2.5781537, -0.17294987, 0.8118652, 0.92145971, -0.43289995, -0.068401799, 1.4448338 },
+    {-0.23255729, -17.720342, -6.3010811,  -33.00967,  -34.909807, -22.504569, -11.959074,
+     -23.651049,  -33.883695, -14.891333,  33.118897,  67.136221,  54.804183,  6.4582911,
+     -34.047615,  -38.186984, -15.588706,  4.1127382,  7.0045952,  1.2008407,  -1.3132623,
+     0.030850453, 0.62061519, -0.29375771, 0.25951519, 1.6874884},
+    {-0.21646316, -17.286598, -5.8436352,  -32.685274, -34.697764, -21.988348, -10.672739,
+     -21.764379,  -32.249777, -14.194722,  33.103641,  67.284152,  55.678017,  7.7489391,
+     -33.025764,  -37.650614, -15.248013,  4.4390571,  7.2182018,  1.2697039,  -1.2411284,
+     0.17643889,  0.69608654, -0.30872065, 0.33919365, 1.8539357},
+    {-0.2140758, -15.043511, -2.2163664,  -28.074194,   -29.718722, -17.142708, -6.5330348,
+     -18.787615, -30.343068, -12.944959,  33.946678,    67.464353,  54.928996,  6.369402,
+     -34.216313, -38.06203,  -14.869586,  5.3722714,    8.4713634,  2.5781537,  -0.17294987,
+     0.8118652,  0.92145971, -0.43289995, -0.068401799, 1.4448338},
 };
-static const int ref_a_frames[3] = { 0, 3, 7 };
+static const int ref_a_frames[3] = {0, 3, 7};
 
 /* config B: 8 kHz, window 200, hop 80, fft 256, 20 bands, 13
  * coefficients; 800 samples give T = 8. Frames 0, 4 and 7. */
 static const double ref_b[3][13] = {
-    { 0.28208273, -14.700185, -20.234649, -32.8157, -13.900009, -10.661142, -21.837174, -0.76775088, 52.93777, 58.666152, -3.941046, -54.316257, -38.627273 },
-    { 0.31567831, -14.626442, -21.153674, -33.559002, -13.077413, -9.274999, -21.026493, 0.28848442, 54.315324, 58.904932, -4.7041034, -54.682767, -38.932185 },
-    { 0.28022525, -10.876141, -17.301472, -28.515329, -5.7988913, -2.6890986, -17.479489, 3.626582, 59.827287, 62.672205, -7.4222545, -61.664608, -43.359638 },
+    {0.28208273, -14.700185, -20.234649, -32.8157, -13.900009, -10.661142, -21.837174, -0.76775088,
+     52.93777, 58.666152, -3.941046, -54.316257, -38.627273},
+    {0.31567831, -14.626442, -21.153674, -33.559002, -13.077413, -9.274999, -21.026493, 0.28848442,
+     54.315324, 58.904932, -4.7041034, -54.682767, -38.932185},
+    {0.28022525, -10.876141, -17.301472, -28.515329, -5.7988913, -2.6890986, -17.479489, 3.626582,
+     59.827287, 62.672205, -7.4222545, -61.664608, -43.359638},
 };
-static const int ref_b_frames[3] = { 0, 4, 7 };
+static const int ref_b_frames[3] = {0, 4, 7};
 
 /* --- helpers ------------------------------------------------------------------ */
 
-static ntp_graph test_graph = { .source = "test_mfcc" };
+static ntp_graph test_graph = {.source = "test_mfcc"};
 
 typedef struct mfcc_cfg {
     int64_t sample_rate, window, hop, fft, bands, coeffs, context;
 } mfcc_cfg;
 
-static const mfcc_cfg cfg_a = { 16000, 400, 160, 512, 26, 26, 0 };
-static const mfcc_cfg cfg_b = { 8000, 200, 80, 256, 20, 13, 0 };
+static const mfcc_cfg cfg_a = {16000, 400, 160, 512, 26, 26, 0};
+static const mfcc_cfg cfg_b = {8000, 200, 80, 256, 20, 13, 0};
 
 typedef struct mfcc_case {
     ntp_node node;
@@ -78,9 +90,9 @@ static void mfcc_case_init(mfcc_case *c, const mfcc_cfg *cfg, const float *x, in
     c->k.g = &test_graph;
     c->k.node = &c->node;
     c->k.n_in = 1;
-    c->k.in[0] = (ntp_buf){ (void *)x, { 2, { N, samples } }, NTP_DTYPE_F32 };
+    c->k.in[0] = (ntp_buf){(void *)x, {2, {N, samples}}, NTP_DTYPE_F32};
     c->k.n_out = 1;
-    c->k.out[0] = (ntp_buf){ out, { 3, { c->T, N, c->F } }, NTP_DTYPE_F32 };
+    c->k.out[0] = (ntp_buf){out, {3, {c->T, N, c->F}}, NTP_DTYPE_F32};
 }
 
 /* The reference script's signal, computed in double and rounded to float
@@ -157,8 +169,8 @@ static void test_reference_b_batch(void **state)
     assert_int_equal(ntp__mfcc_run(ctx, &mc.k), NTP_STATUS_OK);
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 13; c++)
-            expect_close(out[(ref_b_frames[r] * 2 + 1) * 13 + c], ref_b[r][c], "B",
-                         ref_b_frames[r], c);
+            expect_close(out[(ref_b_frames[r] * 2 + 1) * 13 + c], ref_b[r][c], "B", ref_b_frames[r],
+                         c);
     const double log_floor = log(1e-10);
     for (int t = 0; t < 8; t++)
         for (int c = 0; c < 13; c++)
@@ -235,7 +247,7 @@ static void test_deepspeech_shape(void **state)
     const int64_t S = 16000;
     float *x = alloc_f(S);
     ntp__synth_audio(x, S, 16000, 11);
-    mfcc_cfg cfg = { 16000, 400, 160, 512, 26, 26, 9 };
+    mfcc_cfg cfg = {16000, 400, 160, 512, 26, 26, 9};
     mfcc_case mc;
     float *out = alloc_f(98 * 494);
     mfcc_case_init(&mc, &cfg, x, 1, S, out);
@@ -293,7 +305,7 @@ static void test_workspace(void **state)
 static void test_errors(void **state)
 {
     (void)state;
-    float x[1600] = { 0 };
+    float x[1600] = {0};
     float out[8 * 26];
     ntp_ctx *ctx = ntp_ctx_init();
     mfcc_case mc;
@@ -361,10 +373,10 @@ static void test_threads(void **state)
     int64_t T[JOBS];
     /* FFT sizes 384 (not a power of two: FFTW handles any size), 512,
      * 1024, 2048, 4096 and 640. */
-    const int64_t fft[JOBS] = { 384, 512, 1024, 2048, 4096, 640 };
+    const int64_t fft[JOBS] = {384, 512, 1024, 2048, 4096, 640};
     ntp_ctx *ctx = ntp_ctx_init();
     for (int i = 0; i < JOBS; i++) {
-        jobs[i].cfg = (mfcc_cfg){ 16000, 320 + 10 * i, 160, fft[i], 26, 13, 1 };
+        jobs[i].cfg = (mfcc_cfg){16000, 320 + 10 * i, 160, fft[i], 26, 13, 1};
         jobs[i].x = x;
         jobs[i].samples = S;
         T[i] = 1 + (S - jobs[i].cfg.window) / 160;
@@ -397,7 +409,7 @@ static void test_timing(void **state)
     const int64_t S = 400 + 199 * 160;
     float *x = alloc_f(S);
     ntp__synth_audio(x, S, 16000, 5);
-    mfcc_cfg cfg = { 16000, 400, 160, 512, 26, 26, 9 };
+    mfcc_cfg cfg = {16000, 400, 160, 512, 26, 26, 9};
     mfcc_case mc;
     float *out = alloc_f(200 * 494);
     mfcc_case_init(&mc, &cfg, x, 1, S, out);
@@ -415,8 +427,8 @@ static void test_timing(void **state)
     for (int r = 0; r < reps; r++)
         assert_int_equal(ntp__mfcc_run(ctx, &mc.k), NTP_STATUS_OK);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
-                reps;
+    double ms =
+        ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / reps;
     printf("mfcc 200 frames, batch 1, context 9: %.3f ms per run, %zu bytes workspace\n", ms, ws);
     ntp_ctx_free(ctx);
     free(buf);
@@ -427,14 +439,10 @@ static void test_timing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference_a),
-        cmocka_unit_test(test_reference_b_batch),
-        cmocka_unit_test(test_context_windows),
-        cmocka_unit_test(test_deepspeech_shape),
-        cmocka_unit_test(test_workspace),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_timing),
+        cmocka_unit_test(test_reference_a),     cmocka_unit_test(test_reference_b_batch),
+        cmocka_unit_test(test_context_windows), cmocka_unit_test(test_deepspeech_shape),
+        cmocka_unit_test(test_workspace),       cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_threads),         cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,7 +71,10 @@ static void model_load_opts(model *m, const char *file, const ntp_load_opts *opt
         fail_msg("analysing %s: %s: %s", path, ntp_status_name(st), ntp_ctx_errmsg(m->ctx));
 }
 
-static void model_load(model *m, const char *file) { model_load_opts(m, file, NULL); }
+static void model_load(model *m, const char *file)
+{
+    model_load_opts(m, file, NULL);
+}
 
 /* Load with "name=value" overrides. */
 static void model_load_set(model *m, const char *file, const char *const *set, int n_set)
@@ -884,9 +887,9 @@ static void test_tiny_ops_runs_finite(void **state)
 /* --- together -------------------------------------------------------------------------- */
 
 static const char *const bundled[] = {
-    "alexnet.xml", "bert-base.xml", "deepspeech.xml", "lstm-lm.xml", "mobilenetv2.xml",
-    "resnet50.xml", "tiny-attention.xml", "tiny-cnn.xml", "tiny-mlp.xml", "tiny-ops.xml",
-    "tiny-rnn.xml", "vgg16.xml",
+    "alexnet.xml",     "bert-base.xml", "deepspeech.xml",     "lstm-lm.xml",
+    "mobilenetv2.xml", "resnet50.xml",  "tiny-attention.xml", "tiny-cnn.xml",
+    "tiny-mlp.xml",    "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once

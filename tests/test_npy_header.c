@@ -26,7 +26,15 @@ static ntp_status read_with(ntp_ctx *ctx, const char *hdr, ntp_npy *a)
     assert_non_null(f);
     size_t n = strlen(hdr), total = (10 + n + 1 + 63) / 64 * 64;
     size_t hlen = total - 10;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 255),
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(hlen & 255),
                              (unsigned char)(hlen >> 8)};
     fwrite(pre, 1, 10, f);
     fwrite(hdr, 1, n, f);

@@ -215,7 +215,7 @@ static void test_i8_per_channel(void **state)
     float y[2] = {0.3f, -0.7f};
     float one = 0.5f;
     assert_int_equal(ntp__emulate_storage(y, 2, NTP_DTYPE_I8, &one, 1, 2), NTP_STATUS_OK);
-    assert_true(y[0] == 0.5f); /* 0.6 -> 1 */
+    assert_true(y[0] == 0.5f);  /* 0.6 -> 1 */
     assert_true(y[1] == -0.5f); /* -1.4 -> -1 */
 }
 
@@ -292,8 +292,7 @@ static void test_i8_quantize_buffer_bitexact(void **state)
                 for (int i = 0; i < n; i++)
                     if (got[i] != want[off + i])
                         fail_msg("isa %d, scale %g, n %d: x[%d] = %.9g gives %d, scalar %d", isa,
-                                 (double)sc, n, off + i, (double)x[off + i], got[i],
-                                 want[off + i]);
+                                 (double)sc, n, off + i, (double)x[off + i], got[i], want[off + i]);
                 for (int i = n; i < n + 64; i++)
                     assert_int_equal((uint8_t)got[i], 0x55); /* nothing written past n */
             }

@@ -3,8 +3,8 @@
  * ISA; weights are packed once at prepare and never read again; a blocked
  * layout handed from one convolution to the next gives what plain layouts
  * give; conv + relu + residual add fused as post-ops equals the three
- * layers run apart, and so does batchnorm + relu; int8 honours the calibrated scales; sub-steps add up to
- * the layer; oneDNN's failures become one-line errors naming the layer. */
+ * layers run apart, and so does batchnorm + relu; int8 honours the calibrated scales; sub-steps add
+ * up to the layer; oneDNN's failures become one-line errors naming the layer. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,10 +187,9 @@ static float *run_ref(const kbuf *onednn, float *const *inputs)
     return y;
 }
 
-static const char *conv_net =
-    "<input name='x' shape='1,16,14,14'/>"
-    "<conv name='c1' filters='32' kernel='3' pad='1'/>"
-    "<conv name='c2' filters='16' kernel='3' pad='1' stride='2'/>";
+static const char *conv_net = "<input name='x' shape='1,16,14,14'/>"
+                              "<conv name='c1' filters='32' kernel='3' pad='1'/>"
+                              "<conv name='c2' filters='16' kernel='3' pad='1' stride='2'/>";
 
 static void test_impl_name_names_the_isa(void **state)
 {
@@ -253,11 +252,13 @@ static void test_weights_packed_once(void **state)
             assert_string_equal(type, "reorder");
             /* A reorder reads and writes at least the plain tensor: the
              * input (16x14x14) or the output, in f32. */
-            int64_t least = 2 * 4 * (strncmp(suffix, "reorder_in", 10) == 0
-                                         ? 16 * 14 * 14
-                                         : ntp_shape_numel(&b.k.out[0].shape));
+            int64_t least =
+                2 * 4 *
+                (strncmp(suffix, "reorder_in", 10) == 0 ? 16 * 14 * 14
+                                                        : ntp_shape_numel(&b.k.out[0].shape));
             assert_true(bytes >= least);
-            assert_true(strncmp(suffix, "reorder_in", 10) == 0 || strncmp(suffix, "reorder_out", 11) == 0);
+            assert_true(strncmp(suffix, "reorder_in", 10) == 0 ||
+                        strncmp(suffix, "reorder_out", 11) == 0);
         }
     }
     free(want);
@@ -311,8 +312,8 @@ static void test_blocked_between_convs(void **state)
     assert_true(md->format_kind == dnnl_blocked);
     assert_false(ntp__dnnl_md_is_plain(md));
     int nblks = md->format_desc.blocking.inner_nblks;
-    printf("layout between the convolutions: %d inner blocks of %lld channels, %lld bytes\n",
-           nblks, nblks > 0 ? (long long)md->format_desc.blocking.inner_blks[0] : 0LL,
+    printf("layout between the convolutions: %d inner blocks of %lld channels, %lld bytes\n", nblks,
+           nblks > 0 ? (long long)md->format_desc.blocking.inner_blks[0] : 0LL,
            (long long)b1.k.out_bytes[0]);
     /* Held to AVX2 (a CPU without AVX-512, or ONEDNN_MAX_CPU_ISA=AVX2 as
      * the test_onednn_avx2 entry runs it), the blocked path is taken:
@@ -392,14 +393,15 @@ static void test_fusable(void **state)
     const ntp_node *c = node(g, "c"), *a = node(g, "a"), *s = node(g, "s"), *p = node(g, "p");
     assert_true(be->fusable(g, c, 0, a));
     assert_true(be->fusable(g, c, 1, s));
-    assert_false(be->fusable(g, c, 2, p));   /* pooling is no post-op */
-    assert_false(be->fusable(g, a, 0, s));   /* relu heads nothing */
+    assert_false(be->fusable(g, c, 2, p)); /* pooling is no post-op */
+    assert_false(be->fusable(g, a, 0, s)); /* relu heads nothing */
     assert_false(be->fusable(g, c, NTP_MAX_FUSED, a));
     ntp_graph_free(g);
     /* A dropout (the identity) folds, so that the residual add behind it
      * can fold too, after fc and after attention's output projection. */
     g = load("<input name='x' shape='2,4,8'/><attention name='at' heads='2'/><dropout name='d'/>"
-             "<add name='s' inputs='d,x'/><fc name='f' units='8'/><dropout name='d2'/>", NULL);
+             "<add name='s' inputs='d,x'/><fc name='f' units='8'/><dropout name='d2'/>",
+             NULL);
     assert_true(be->fusable(g, node(g, "at"), 0, node(g, "d")));
     assert_true(be->fusable(g, node(g, "at"), 1, node(g, "s")));
     assert_true(be->fusable(g, node(g, "f"), 0, node(g, "d2")));
@@ -516,7 +518,8 @@ static void test_fused_batchnorm_relu(void **state)
 {
     (void)state;
     ntp_graph *g = load("<input name='x' shape='2,16,6,6'/><batchnorm name='bn'/><relu name='r'/>"
-                        "<relu name='r6' inputs='bn' max='6'/>", NULL);
+                        "<relu name='r6' inputs='bn' max='6'/>",
+                        NULL);
     const ntp_node *bn = node(g, "bn"), *r = node(g, "r"), *r6 = node(g, "r6");
     assert_true(be->fusable(g, bn, 0, r));
     assert_false(be->fusable(g, bn, 0, r6)); /* clipped: not a plain relu */
@@ -590,7 +593,8 @@ static void run_int8(const ntp_graph *g, const ntp_node *c, const int8_t *xq, fl
 static void test_int8_scales(void **state)
 {
     (void)state;
-    ntp_graph *g = load("<input name='x' shape='1,16,8,8'/><conv name='c' filters='16' kernel='3' pad='1'/>", "i8");
+    ntp_graph *g = load(
+        "<input name='x' shape='1,16,8,8'/><conv name='c' filters='16' kernel='3' pad='1'/>", "i8");
     const ntp_node *c = node(g, "c");
     assert_true(be->supports(g, c, NTP_DTYPE_I8));
     int64_t nx = 16 * 64, ny = 16 * 64, nw = 16 * 16 * 9 + 16;
@@ -605,7 +609,8 @@ static void test_int8_scales(void **state)
     kbuf rb;
     kinit(&rb, g, c, &x);
     for (int i = 0; i < rb.k.n_w; i++)
-        memcpy(rb.k.w[i].data, w + (i ? 16 * 16 * 9 : 0), (size_t)ntp_shape_numel(&rb.k.w[i].shape) * 4);
+        memcpy(rb.k.w[i].data, w + (i ? 16 * 16 * 9 : 0),
+               (size_t)ntp_shape_numel(&rb.k.w[i].shape) * 4);
     float *want = run_ref(&rb, &x);
     float out_scale = ntp__i8_scale(want, ny);
     int8_t *y1 = malloc((size_t)ny), *y2 = malloc((size_t)ny);
@@ -698,8 +703,8 @@ static void test_reduced_precision_probe(void **state)
     const ntp_node *c1 = node(g, "c1");
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     bool avx512 = (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
-    printf("bf16 conv supported: %s (AVX-512: %s)\n", be->supports(g, c1, NTP_DTYPE_BF16) ? "yes" : "no",
-           avx512 ? "yes" : "no");
+    printf("bf16 conv supported: %s (AVX-512: %s)\n",
+           be->supports(g, c1, NTP_DTYPE_BF16) ? "yes" : "no", avx512 ? "yes" : "no");
     assert_int_equal(be->supports(g, c1, NTP_DTYPE_BF16), avx512);
     assert_int_equal(be->storage_dtype(NTP_DTYPE_BF16), NTP_DTYPE_BF16);
     assert_int_equal(be->storage_dtype(NTP_DTYPE_I8), NTP_DTYPE_I8);
@@ -719,8 +724,8 @@ static bool dnnl_pools_bf16(dnnl_alg_kind_t alg, int64_t k)
     dnnl_memory_desc_init_by_tag(&c, 4, y, dnnl_bf16, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
-    bool ok = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &a, &c, kk, kk,
-                                                z, z, z) == dnnl_success &&
+    bool ok = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &a, &c, kk, kk, z,
+                                                z, z) == dnnl_success &&
               dnnl_primitive_desc_create(&pd, &d, NULL, eng, NULL) == dnnl_success;
     if (pd)
         dnnl_primitive_desc_destroy(pd);
@@ -735,7 +740,8 @@ static void test_bf16_pooling(void **state)
 {
     (void)state;
     ntp_graph *g = load("<input name='x' shape='1,16,8,8'/><maxpool name='m' kernel='2'/>"
-                        "<global_avgpool name='ga' inputs='x'/>", "bf16");
+                        "<global_avgpool name='ga' inputs='x'/>",
+                        "bf16");
     bool max = dnnl_pools_bf16(dnnl_pooling_max, 2);
     bool avg = dnnl_pools_bf16(dnnl_pooling_avg_exclude_padding, 8);
     printf("oneDNN pools bf16 here: max %s, average %s\n", max ? "yes" : "no", avg ? "yes" : "no");
@@ -765,9 +771,23 @@ static void test_bf16_pooling(void **state)
 static void test_bf16_eltwise_offered_prepares(void **state)
 {
     (void)state;
-    static const char *const ops[] = {"abs", "neg", "exp", "log", "sqrt", "reciprocal", "round",
-                                      "softplus", "elu", "relu", "leaky_relu", "sigmoid", "tanh",
-                                      "gelu", "silu", "hardswish", "clip min='-1' max='1'"};
+    static const char *const ops[] = {"abs",
+                                      "neg",
+                                      "exp",
+                                      "log",
+                                      "sqrt",
+                                      "reciprocal",
+                                      "round",
+                                      "softplus",
+                                      "elu",
+                                      "relu",
+                                      "leaky_relu",
+                                      "sigmoid",
+                                      "tanh",
+                                      "gelu",
+                                      "silu",
+                                      "hardswish",
+                                      "clip min='-1' max='1'"};
     int offered = 0;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         char body[256];
@@ -789,8 +809,7 @@ static void test_bf16_eltwise_offered_prepares(void **state)
         }
         ntp_graph_free(g);
     }
-    printf("bf16 activations offered on oneDNN: %d of %zu\n", offered,
-           sizeof ops / sizeof ops[0]);
+    printf("bf16 activations offered on oneDNN: %d of %zu\n", offered, sizeof ops / sizeof ops[0]);
     assert_int_equal(offered > 0, ntp__dnnl_dtype_ok(NTP_OP_RELU, dnnl_bf16));
 }
 
@@ -845,11 +864,14 @@ static void test_deconv_output_padding_beyond_pad(void **state)
         int64_t nx;
     } cases[] = {
         {"<input name='x' shape='1,1,3,3'/><deconv name='d' filters='2' kernel='3' stride='3,2' "
-         "output_padding='1,1' bias='false'/>", 9},
+         "output_padding='1,1' bias='false'/>",
+         9},
         {"<input name='x' shape='2,4,5'/><deconv name='d' filters='6' kernel='3' stride='2' "
-         "pad='1,0' output_padding='1' groups='2'/>", 40},
+         "pad='1,0' output_padding='1' groups='2'/>",
+         40},
         {"<input name='x' shape='1,2,3,4,3'/><deconv name='d' filters='3' kernel='2' stride='2' "
-         "output_padding='1,0,1'/>", 72},
+         "output_padding='1,0,1'/>",
+         72},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ntp_graph *g = load(cases[i].body, NULL);

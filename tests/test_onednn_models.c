@@ -76,7 +76,8 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
         printf("   fused:\n");
         double e2 = test_compare_outputs(ctx, g, fused, ref);
         printf("  %s %s: %s (worst rel_l2 %.2e, tolerance %.0e, %.1f s)\n", file, precs[p],
-               e1 <= tol && e2 <= tol ? "PASSED" : "FAILED", e1 > e2 ? e1 : e2, tol, test_now_s() - t0);
+               e1 <= tol && e2 <= tol ? "PASSED" : "FAILED", e1 > e2 ? e1 : e2, tol,
+               test_now_s() - t0);
         assert_true(on > 0);
         assert_true(e1 <= tol);
         assert_true(e2 <= tol);
@@ -161,10 +162,10 @@ static void test_vgg16(void **state)
 }
 
 /* Every bundled model has a test above. */
-static const char *const covered[] = {"alexnet.xml",   "bert-base.xml",      "deepspeech.xml",
-                                      "lstm-lm.xml",   "mobilenetv2.xml",    "resnet50.xml",
-                                      "tiny-attention.xml", "tiny-cnn.xml",  "tiny-mlp.xml",
-                                      "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml"};
+static const char *const covered[] = {"alexnet.xml",        "bert-base.xml",   "deepspeech.xml",
+                                      "lstm-lm.xml",        "mobilenetv2.xml", "resnet50.xml",
+                                      "tiny-attention.xml", "tiny-cnn.xml",    "tiny-mlp.xml",
+                                      "tiny-ops.xml",       "tiny-rnn.xml",    "vgg16.xml"};
 
 static void test_every_model_covered(void **state)
 {
@@ -199,18 +200,12 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_cnn),
-        cmocka_unit_test(test_tiny_mlp),
-        cmocka_unit_test(test_tiny_rnn),
-        cmocka_unit_test(test_every_model_covered),
-        cmocka_unit_test(test_tiny_attention),
-        cmocka_unit_test(test_tiny_ops),
-        cmocka_unit_test(test_lstm_lm),
-        cmocka_unit_test(test_deepspeech),
-        cmocka_unit_test(test_bert),
-        cmocka_unit_test(test_mobilenetv2),
-        cmocka_unit_test(test_alexnet),
-        cmocka_unit_test(test_resnet50),
+        cmocka_unit_test(test_tiny_cnn),       cmocka_unit_test(test_tiny_mlp),
+        cmocka_unit_test(test_tiny_rnn),       cmocka_unit_test(test_every_model_covered),
+        cmocka_unit_test(test_tiny_attention), cmocka_unit_test(test_tiny_ops),
+        cmocka_unit_test(test_lstm_lm),        cmocka_unit_test(test_deepspeech),
+        cmocka_unit_test(test_bert),           cmocka_unit_test(test_mobilenetv2),
+        cmocka_unit_test(test_alexnet),        cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_vgg16),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

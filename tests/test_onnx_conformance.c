@@ -54,8 +54,8 @@ enum { PASSED, FAILED, UNSUPPORTED };
 
 typedef struct counts {
     int n[3];
-    int on_backend;             /* passed with at least one layer on the backend */
-    int all_on_ref;             /* passed with every layer fallen back to ref */
+    int on_backend; /* passed with at least one layer on the backend */
+    int all_on_ref; /* passed with every layer fallen back to ref */
 } counts;
 
 /* The backend under test (main). */
@@ -255,8 +255,12 @@ static int run_set(const char *dir, const char *model, const char *set, char *wh
                 n_spec++;
             }
     ntp_exec x;
-    ntp_exec_opts eo = {.backend = backend, .threads = 1, .seed = 1,
-                        .inputs = spec_ptr, .n_inputs = n_spec, .first = 0,
+    ntp_exec_opts eo = {.backend = backend,
+                        .threads = 1,
+                        .seed = 1,
+                        .inputs = spec_ptr,
+                        .n_inputs = n_spec,
+                        .first = 0,
                         .last = ntp_graph_layer_count(g) - 1};
     if ((st = ntp__exec_init(ctx, &x, g, &eo)) == NTP_STATUS_OK) {
         char ops[160];
@@ -327,8 +331,8 @@ static void print_counts(const char *what, const counts *c)
                       c->n[FAILED], c->n[UNSUPPORTED]);
     else
         print_message("%-18s passed %4d (on %s %4d, all on ref %4d)  failed %3d  unsupported %4d\n",
-                      what, c->n[PASSED], backend->name, c->on_backend, c->all_on_ref,
-                      c->n[FAILED], c->n[UNSUPPORTED]);
+                      what, c->n[PASSED], backend->name, c->on_backend, c->all_on_ref, c->n[FAILED],
+                      c->n[UNSUPPORTED]);
 }
 
 static void test_conformance(void **state)
@@ -366,7 +370,8 @@ static void test_conformance(void **state)
                 print_message("FAILED %s/%s: %s\n", kinds[k], tests[i], why);
             else if (r == UNSUPPORTED && verbose && *verbose == '1')
                 print_message("unsupported %s/%s: %s\n", kinds[k], tests[i], why);
-            else if (r == PASSED && verbose && *verbose == '1' && backend != ntp__backend_find("ref"))
+            else if (r == PASSED && verbose && *verbose == '1' &&
+                     backend != ntp__backend_find("ref"))
                 print_message("passed %s/%s: %d layers on %s\n", kinds[k], tests[i], on_be,
                               backend->name);
         }

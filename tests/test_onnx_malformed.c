@@ -32,11 +32,17 @@ typedef struct mcase {
     const char *file; /* without .onnx */
     ntp_status status;
     const char *want;
-    bool external;    /* reads external data (not from memory) */
+    bool external; /* reads external data (not from memory) */
 } mcase;
 
-#define C(f, st, msg) {f, NTP_STATUS_##st, msg, false}
-#define X(f, st, msg) {f, NTP_STATUS_##st, msg, true}
+#define C(f, st, msg)                  \
+    {                                  \
+        f, NTP_STATUS_##st, msg, false \
+    }
+#define X(f, st, msg)                 \
+    {                                 \
+        f, NTP_STATUS_##st, msg, true \
+    }
 
 static const mcase cases[] = {
     C("01-empty", PARSE_ERROR, "@PATH@: the model has no graph (is it an ONNX model?)"),
@@ -46,7 +52,8 @@ static const mcase cases[] = {
       "@PATH@: not a valid ONNX model (the protobuf encoding is malformed or truncated)"),
     C("04-tensor-file", PARSE_ERROR,
       "@PATH@: not a valid ONNX model (the protobuf encoding is malformed or truncated)"),
-    C("05-no-ir-version", PARSE_ERROR, "@PATH@: the model has no IR version (is it an ONNX model?)"),
+    C("05-no-ir-version", PARSE_ERROR,
+      "@PATH@: the model has no IR version (is it an ONNX model?)"),
     C("06-negative-dim", PARSE_ERROR, "@PATH@: initializer 'w' has a negative dim (-4)"),
     C("07-overflowing-dims", OVERFLOW, "@PATH@: initializer 'w': its dims overflow 64 bits"),
     C("08-raw-data-short", PARSE_ERROR,
@@ -310,8 +317,8 @@ static void test_fifo_never_blocks(void **state)
     ntp_graph *g = NULL;
     char want[1024];
     assert_int_equal(ntp_graph_load(ctx, model, &opts, &g), NTP_STATUS_IO_ERROR);
-    snprintf(want, sizeof want,
-             "%s: initializer 'w': external data 'missing.bin' is not a file", model);
+    snprintf(want, sizeof want, "%s: initializer 'w': external data 'missing.bin' is not a file",
+             model);
     assert_string_equal(ntp_ctx_errmsg(ctx), want);
     assert_int_equal(ntp_graph_load(ctx, fmodel, &opts, &g), NTP_STATUS_IO_ERROR);
     snprintf(want, sizeof want, "%s: not a regular file", fmodel);
@@ -337,8 +344,9 @@ static void test_convert_round_trip(void **state)
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = NULL, *back = NULL;
-    assert_int_equal(ntp_graph_load(ctx, NTP_SOURCE_DIR "/tests/data/hostile-names.onnx", &opts, &g),
-                     NTP_STATUS_OK);
+    assert_int_equal(
+        ntp_graph_load(ctx, NTP_SOURCE_DIR "/tests/data/hostile-names.onnx", &opts, &g),
+        NTP_STATUS_OK);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -360,12 +368,9 @@ static void test_convert_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_case),
-        cmocka_unit_test(test_from_memory),
-        cmocka_unit_test(test_corpus_complete),
-        cmocka_unit_test(test_quiet),
-        cmocka_unit_test(test_fifo_never_blocks),
-        cmocka_unit_test(test_convert_round_trip),
+        cmocka_unit_test(test_every_case),        cmocka_unit_test(test_from_memory),
+        cmocka_unit_test(test_corpus_complete),   cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_fifo_never_blocks), cmocka_unit_test(test_convert_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

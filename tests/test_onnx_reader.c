@@ -110,7 +110,11 @@ static Onnx__ValueInfoProto *value(mb *b, const char *name, int32_t dt, int n, c
     return v;
 }
 
-#define DIMS(...) (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]){__VA_ARGS__}
+#define DIMS(...)                                                                         \
+    (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]) \
+    {                                                                                     \
+        __VA_ARGS__                                                                       \
+    }
 
 static void input(mb *b, const char *name, int32_t dt, int n, const char **dims)
 {
@@ -281,8 +285,12 @@ static void run1(const ntp_graph *g, const float *x, float *y, int64_t n)
     snprintf(spec, sizeof spec, "%s=%s", ntp_graph_input_name(g, 0), npy);
     const char *specs[1] = {spec};
     ntp_exec e;
-    ntp_exec_opts eo = {.backend = ntp__backend_find("ref"), .threads = 1, .seed = 1,
-                        .inputs = specs, .n_inputs = 1, .first = 0,
+    ntp_exec_opts eo = {.backend = ntp__backend_find("ref"),
+                        .threads = 1,
+                        .seed = 1,
+                        .inputs = specs,
+                        .n_inputs = 1,
+                        .first = 0,
                         .last = ntp_graph_layer_count(g) - 1};
     assert_int_equal(ntp__exec_init(ctx, &e, g, &eo), NTP_STATUS_OK);
     assert_int_equal(ntp__exec_steps(ctx, &e, 0, e.n_steps - 1), NTP_STATUS_OK);
@@ -332,9 +340,11 @@ static void test_symbolic_dims(void **state)
      * markup reader refuses it (one check, in the loader). */
     ntp_load_opts i32 = {.set = set, .n_set = 1, .set_precision = true, .precision = NTP_DTYPE_I32};
     g = NULL;
-    assert_int_equal(ntp_graph_load(ctx, path_of("sym.onnx"), &i32, &g), NTP_STATUS_INVALID_ARGUMENT);
-    assert_string_equal(ntp_ctx_errmsg(ctx), "precision override: 'i32' is not a compute precision: "
-                                             "expected f32, bf16, f16 or i8");
+    assert_int_equal(ntp_graph_load(ctx, path_of("sym.onnx"), &i32, &g),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(ctx),
+                        "precision override: 'i32' is not a compute precision: "
+                        "expected f32, bf16, f16 or i8");
     assert_null(g);
     ntp_ctx_clear(ctx);
     o.set_precision = true;
@@ -405,7 +415,8 @@ static void test_constant_identity(void **state)
     init_f32(&b, "w", 1, (const int64_t[]){3}, (const float[]){1, 2, 3});
     node(&b, "Identity", "id", "w", "w2");
     Onnx__NodeProto *k = node(&b, "Constant", "two", "", "c");
-    Onnx__AttributeProto *a = attr(&b, k, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    Onnx__AttributeProto *a =
+        attr(&b, k, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     a->has_f = 1;
     a->f = 2.0f;
     /* w2 * c is folded at load time: [2, 4, 6]. */
@@ -527,8 +538,10 @@ static void test_softmax_opset11(void **state)
     run1(g, x, y, 8);
     /* Sample 1: e^(k-4) / (1 + e^-1 + e^-2 + e^-3) for k = 1..4. */
     double s = 1 + exp(-1) + exp(-2) + exp(-3);
-    expect(y, (const float[]){0.25f, 0.25f, 0.25f, 0.25f, (float)(exp(-3) / s),
-                              (float)(exp(-2) / s), (float)(exp(-1) / s), (float)(1 / s)}, 8);
+    expect(y,
+           (const float[]){0.25f, 0.25f, 0.25f, 0.25f, (float)(exp(-3) / s), (float)(exp(-2) / s),
+                           (float)(exp(-1) / s), (float)(1 / s)},
+           8);
     ntp_graph_free(g);
 }
 
@@ -551,8 +564,9 @@ static void test_mish(void **state)
     float y[4];
     const float x[4] = {-5, -0.5f, 1, 20};
     run1(g, x, y, 4);
-    expect(y, (const float[]){-0.033576237730161704f, -0.22074377465173f, 0.8650983882673103f,
-                              20.0f}, 4);
+    expect(y,
+           (const float[]){-0.033576237730161704f, -0.22074377465173f, 0.8650983882673103f, 20.0f},
+           4);
     ntp_graph_free(g);
 }
 
@@ -579,7 +593,8 @@ static void test_unsupported_list(void **state)
                               "'unique_1' (Unique, opset 13)"));
     assert_non_null(strstr(m, " more (Unique x"));
     assert_int_equal(ntp_ctx_warning_count(ctx), 40);
-    assert_non_null(strstr(ntp_ctx_warning(ctx, 39), "unsupported node 'unique_39' (Unique, opset 13)"));
+    assert_non_null(
+        strstr(ntp_ctx_warning(ctx, 39), "unsupported node 'unique_39' (Unique, opset 13)"));
     ntp_ctx_clear_warnings(ctx);
 }
 
@@ -590,7 +605,8 @@ static void test_pb_input(void **state)
     mb b;
     mb_init(&b, 13);
     int64_t d[2] = {2, 2};
-    Onnx__TensorProto *t = tensor(&b, "x", NTP_ONNX_FLOAT, 2, d, (const float[]){1, -2, 3.5f, 4}, 16);
+    Onnx__TensorProto *t =
+        tensor(&b, "x", NTP_ONNX_FLOAT, 2, d, (const float[]){1, -2, 3.5f, 4}, 16);
     size_t len = onnx__tensor_proto__get_packed_size(t);
     uint8_t buf[256];
     onnx__tensor_proto__pack(t, buf);
@@ -630,10 +646,13 @@ static void test_pb_input(void **state)
         free(b.mem[i]);
     /* Not a TensorProto. */
     f = fopen(path_of("bad.pb"), "wb");
-    fputs("\x0a\x03" "abc", f);
+    fputs("\x0a\x03"
+          "abc",
+          f);
     fclose(f);
     assert_int_equal(ntp__pb_read(ctx, path_of("bad.pb"), &a), NTP_STATUS_PARSE_ERROR);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "not an ONNX TensorProto file (it has no data type)"));
+    assert_non_null(
+        strstr(ntp_ctx_errmsg(ctx), "not an ONNX TensorProto file (it has no data type)"));
 }
 
 int main(void)

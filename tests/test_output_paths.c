@@ -127,7 +127,8 @@ static void test_check(void **state)
     at(other, sizeof other, "r.json");
     at(missing, sizeof missing, "no/such/dir/r.json");
     /* The input by another spelling. */
-    snprintf(again, sizeof again, "%s/./../%s/model.xml", test_tmpdir, strrchr(test_tmpdir, '/') + 1);
+    snprintf(again, sizeof again, "%s/./../%s/model.xml", test_tmpdir,
+             strrchr(test_tmpdir, '/') + 1);
     const char *ins[] = {in};
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_output_path over[] = {{"-o", again, NTP_OUTPUT_FILE}};
@@ -184,8 +185,10 @@ static void test_check_folders_and_db(void **state)
     /* A folder whose parent is missing cannot be created. */
     ntp_output_path gone[] = {{"--tool-dir", deep, NTP_OUTPUT_DIR}};
     assert_int_equal(ntp_output_check(ctx, gone, 1, ins, 1), NTP_STATUS_IO_ERROR);
-    snprintf(msg, sizeof msg, "--tool-dir: cannot create '%s': folder '%s/no/such': No such file "
-             "or directory", deep, test_tmpdir);
+    snprintf(msg, sizeof msg,
+             "--tool-dir: cannot create '%s': folder '%s/no/such': No such file "
+             "or directory",
+             deep, test_tmpdir);
     assert_string_equal(ntp_ctx_errmsg(ctx), msg);
     ntp_ctx_clear(ctx);
     /* The report over the history database, which need not exist yet and
@@ -196,8 +199,10 @@ static void test_check_folders_and_db(void **state)
     ntp_output_path over_db[] = {{"--db", db, NTP_OUTPUT_SAME_ONLY},
                                  {"-o", other, NTP_OUTPUT_FILE}};
     assert_int_equal(ntp_output_check(ctx, over_db, 2, ins, 1), NTP_STATUS_INVALID_ARGUMENT);
-    snprintf(msg, sizeof msg, "-o: '%s' is the same file as --db '%s'; give each output its own "
-             "file", other, db);
+    snprintf(msg, sizeof msg,
+             "-o: '%s' is the same file as --db '%s'; give each output its own "
+             "file",
+             other, db);
     assert_string_equal(ntp_ctx_errmsg(ctx), msg);
     ntp_ctx_clear(ctx);
     ntp_output_path db_alone[] = {{"--db", "/nonexistent/h.db", NTP_OUTPUT_SAME_ONLY},
@@ -236,12 +241,16 @@ static void test_cli(void **state)
     /* A missing folder is refused before the run: DeepSpeech takes
      * seconds to measure, the refusal well under one. */
     double t0 = now();
-    snprintf(cmd, sizeof cmd, "'%s' run '%s/models/deepspeech.xml' --no-db -o '%s/none/r.json' "
-             "2>/dev/null", NTP_CLI, NTP_SOURCE_DIR, test_tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' run '%s/models/deepspeech.xml' --no-db -o '%s/none/r.json' "
+             "2>/dev/null",
+             NTP_CLI, NTP_SOURCE_DIR, test_tmpdir);
     assert_int_not_equal(system(cmd), 0);
     assert_true(now() - t0 < 2.0);
-    snprintf(cmd, sizeof cmd, "'%s' run '%s' --no-db -n 1 -w 0 -o '%s/a.json' --html "
-             "'%s/./a.json' 2>/dev/null", NTP_CLI, model, test_tmpdir, test_tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' run '%s' --no-db -n 1 -w 0 -o '%s/a.json' --html "
+             "'%s/./a.json' 2>/dev/null",
+             NTP_CLI, model, test_tmpdir, test_tmpdir);
     assert_int_not_equal(system(cmd), 0);
     char a[600];
     at(a, sizeof a, "a.json");
@@ -254,8 +263,10 @@ static void test_cli(void **state)
     assert_true(now() - t0 < 2.0);
     /* A sweep whose every configuration fails writes no table. */
     at(a, sizeof a, "sweep.txt");
-    snprintf(cmd, sizeof cmd, "'%s' sweep '%s' --vary hidden=99999999999,88888888888 --keep "
-             "'%s/kept' -o '%s' 2>/dev/null", NTP_CLI, model, test_tmpdir, a);
+    snprintf(cmd, sizeof cmd,
+             "'%s' sweep '%s' --vary hidden=99999999999,88888888888 --keep "
+             "'%s/kept' -o '%s' 2>/dev/null",
+             NTP_CLI, model, test_tmpdir, a);
     assert_int_not_equal(system(cmd), 0);
     assert_int_equal(access(a, F_OK), -1);
 }

@@ -102,8 +102,8 @@ static void test_i8_accuracy_ties(void **state)
     ntp_graph *g = load_mem(ctx, xml, "i8");
     char in[512], spec[600];
     snprintf(in, sizeof in, "%s/ties.npy", test_tmpdir);
-    const float x[16] = {1.0f, 0.9f, 0.8f, 0.7f, 0.598f, 0.6f, 0.1f, 0.0f,
-                         0.2f, 0.3f, 1.0f, 0.998f, 0.1f, 0.0f, 0.0f, 0.0f};
+    const float x[16] = {1.0f, 0.9f, 0.8f, 0.7f,   0.598f, 0.6f, 0.1f, 0.0f,
+                         0.2f, 0.3f, 1.0f, 0.998f, 0.1f,   0.0f, 0.0f, 0.0f};
     ntp_shape s = {2, {2, 8}};
     assert_int_equal(ntp__npy_write(ctx, in, NTP_DTYPE_F32, &s, x), NTP_STATUS_OK);
     snprintf(spec, sizeof spec, "x=%s", in);
@@ -211,8 +211,8 @@ static void test_onnx_i8_torch_resnet(void **state)
             fail_msg("run at i8 on %s: %s", backends[b] ? backends[b] : "the default backend",
                      ntp_ctx_errmsg(ctx));
         assert_int_equal(r->n_accuracy, 1);
-        printf("%s: relative L2 %.4f, top-1 %.2f, top-5 %.2f\n", r->backend,
-               r->accuracy[0].rel_l2, r->accuracy[0].top1, r->accuracy[0].top5);
+        printf("%s: relative L2 %.4f, top-1 %.2f, top-5 %.2f\n", r->backend, r->accuracy[0].rel_l2,
+               r->accuracy[0].top1, r->accuracy[0].top5);
         assert_true(r->accuracy[0].rel_l2 > 0 && r->accuracy[0].rel_l2 < 0.1);
         assert_true(r->accuracy[0].top5 == 1.0);
         ntp_run_result_free(r);
@@ -286,8 +286,8 @@ static void test_i8_weight_bytes(void **state)
         assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
         int fc_on_onednn = 0;
         for (int i = 0; i < r->n_layers; i++)
-            fc_on_onednn += strcmp(r->layers[i].type, "fc") == 0 &&
-                            strcmp(r->layers[i].backend, "onednn") == 0;
+            fc_on_onednn +=
+                strcmp(r->layers[i].type, "fc") == 0 && strcmp(r->layers[i].backend, "onednn") == 0;
         assert_int_equal(fc_on_onednn, 3);
         assert_int_equal(r->memory.weight_bytes, 3200 + 96 * 4);
         assert_int_equal(r->memory.weight_copy_bytes, 3200 * 4);

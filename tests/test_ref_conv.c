@@ -254,11 +254,13 @@ static void direct(const conv_case *cc, const float *x, const float *W, const fl
                     for (int64_t q = 0; q < ksz; q++) {
                         int64_t qd = q / (k[1] * k[2]), qh = q / k[2] % k[1], qw = q % k[2];
                         int64_t ci = g * Cg + c, fi = g * Fg + f;
-                        double w = cc->deconv ? W[(ci * Fg + f) * ksz + q] : W[(fi * Cg + c) * ksz + q];
+                        double w =
+                            cc->deconv ? W[(ci * Fg + f) * ksz + q] : W[(fi * Cg + c) * ksz + q];
                         /* Pair every input position with every output
                          * position it connects to through tap q. */
                         for (int64_t i = 0; i < isz; i++) {
-                            int64_t id = i / (in[1] * in[2]), ih = i / in[2] % in[1], iw = i % in[2];
+                            int64_t id = i / (in[1] * in[2]), ih = i / in[2] % in[1],
+                                    iw = i % in[2];
                             int64_t od, oh, ow;
                             if (cc->deconv) {
                                 od = id * s[0] - p[0] + qd * d[0];
@@ -284,14 +286,16 @@ static void direct(const conv_case *cc, const float *x, const float *W, const fl
     for (int64_t n = 0; n < cc->N; n++)
         for (int64_t f = 0; f < cc->F; f++)
             for (int64_t o = 0; o < osz; o++)
-                y[(n * cc->F + f) * osz + o] = (float)(acc[(n * cc->F + f) * osz + o] + (b ? b[f] : 0.0));
+                y[(n * cc->F + f) * osz + o] =
+                    (float)(acc[(n * cc->F + f) * osz + o] + (b ? b[f] : 0.0));
     free(acc);
 }
 
 static void check_case(const conv_case *cc)
 {
     ntp_shape xs = {cc->nk + 2, {cc->N, cc->C}}, ys = {cc->nk + 2, {cc->N, cc->F}};
-    ntp_shape ws = {cc->nk + 2, {cc->deconv ? cc->C : cc->F, cc->deconv ? cc->F / cc->G : cc->C / cc->G}};
+    ntp_shape ws = {cc->nk + 2,
+                    {cc->deconv ? cc->C : cc->F, cc->deconv ? cc->F / cc->G : cc->C / cc->G}};
     for (int i = 0; i < cc->nk; i++) {
         xs.dim[2 + i] = cc->in[i];
         ys.dim[2 + i] = out_dim(cc, i);
@@ -340,13 +344,37 @@ static void test_conv_vs_direct(void **state)
         /* 1x1 with stride: im2col again. */
         {2, 1, 4, 5, 1, {6, 5}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0}, false},
         /* 3-d with asymmetric padding and stride. */
-        {3, 1, 2, 3, 1, {4, 5, 3}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1}, {1, 1, 0}, {0}, false},
+        {3,
+         1,
+         2,
+         3,
+         1,
+         {4, 5, 3},
+         {2, 3, 2},
+         {1, 2, 1},
+         {1, 1, 2},
+         {1, 0, 1},
+         {1, 1, 0},
+         {0},
+         false},
         /* 1-d, wide: the GEMM's N dimension over one 64-column tile. */
         {1, 1, 3, 5, 1, {150}, {5}, {1}, {1}, {2}, {2}, {0}, false},
         /* deconv 2-d: stride 2, dilation, pads, output_padding, groups. */
         {2, 2, 4, 6, 2, {4, 3}, {3, 2}, {2, 2}, {1, 2}, {1, 0}, {0, 1}, {1, 1}, true},
         /* deconv 3-d. */
-        {3, 1, 2, 2, 1, {2, 3, 2}, {2, 2, 3}, {2, 1, 2}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 1}, true},
+        {3,
+         1,
+         2,
+         2,
+         1,
+         {2, 3, 2},
+         {2, 2, 3},
+         {2, 1, 2},
+         {1, 1, 1},
+         {1, 1, 1},
+         {1, 0, 0},
+         {1, 0, 1},
+         true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(&cases[i]);

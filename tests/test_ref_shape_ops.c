@@ -140,18 +140,12 @@ static void pad_case(int mode, const float *want)
 static void test_pad(void **state)
 {
     (void)state;
-    const float constant[18] = {9, 9, 9, 9, 9, 9,
-                                9, 9, 1, 2, 3, 9,
-                                9, 9, 4, 5, 6, 9};
+    const float constant[18] = {9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9};
     /* Reflect (no edge repeat): row −1 mirrors row 1; columns −2, −1 mirror
      * 2, 1 and column 3 mirrors 1. */
-    const float reflect[18] = {6, 5, 4, 5, 6, 5,
-                               3, 2, 1, 2, 3, 2,
-                               6, 5, 4, 5, 6, 5};
+    const float reflect[18] = {6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5};
     /* Edge: the nearest element. */
-    const float edge[18] = {1, 1, 1, 2, 3, 3,
-                            1, 1, 1, 2, 3, 3,
-                            4, 4, 4, 5, 6, 6};
+    const float edge[18] = {1, 1, 1, 2, 3, 3, 1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6};
     pad_case(NTP_PADMODE_CONSTANT, constant);
     pad_case(NTP_PADMODE_REFLECT, reflect);
     pad_case(NTP_PADMODE_EDGE, edge);

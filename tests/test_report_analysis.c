@@ -74,24 +74,47 @@ static int setup(void **state)
     g->n_params = 2;
 
     ntp_layer_cost *l = fx->layers;
-    l[0] = (ntp_layer_cost){.name = LONG_NAME, .type = "conv", .output_shape = shape4(1, 64, 112, 112),
-                            .params = 9408, .macs = 118013952, .flops = 236027904,
-                            .weight_bytes = 37632, .input_bytes = 602112,
-                            .output_bytes = 3211264, .traffic_bytes = 3851008};
-    l[1] = (ntp_layer_cost){.name = COMMA_NAME, .type = "relu", .output_shape = shape4(1, 64, 112, 112),
-                            .flops = 802816, .input_bytes = 3211264, .output_bytes = 3211264,
-                            .traffic_bytes = 6422528, .intensity = 0.125};
-    l[2] = (ntp_layer_cost){.name = QUOTED_NAME, .type = "fc", .inlay = true,
-                            .output_shape = {2, {1, 1000}}, .params = 2049000,
-                            .macs = HUGE_MACS, .flops = 2 * HUGE_MACS, .weight_bytes = 8196000,
-                            .input_bytes = 8192, .output_bytes = 4000, .traffic_bytes = 8208192};
+    l[0] = (ntp_layer_cost){.name = LONG_NAME,
+                            .type = "conv",
+                            .output_shape = shape4(1, 64, 112, 112),
+                            .params = 9408,
+                            .macs = 118013952,
+                            .flops = 236027904,
+                            .weight_bytes = 37632,
+                            .input_bytes = 602112,
+                            .output_bytes = 3211264,
+                            .traffic_bytes = 3851008};
+    l[1] = (ntp_layer_cost){.name = COMMA_NAME,
+                            .type = "relu",
+                            .output_shape = shape4(1, 64, 112, 112),
+                            .flops = 802816,
+                            .input_bytes = 3211264,
+                            .output_bytes = 3211264,
+                            .traffic_bytes = 6422528,
+                            .intensity = 0.125};
+    l[2] = (ntp_layer_cost){.name = QUOTED_NAME,
+                            .type = "fc",
+                            .inlay = true,
+                            .output_shape = {2, {1, 1000}},
+                            .params = 2049000,
+                            .macs = HUGE_MACS,
+                            .flops = 2 * HUGE_MACS,
+                            .weight_bytes = 8196000,
+                            .input_bytes = 8192,
+                            .output_bytes = 4000,
+                            .traffic_bytes = 8208192};
     l[0].intensity = 236027904.0 / 3851008.0;
     l[2].intensity = 2.0 * (double)HUGE_MACS / 8208192.0;
-    fx->a = (ntp_analysis){.precision = NTP_DTYPE_F32, .n_layers = 3, .layers = l,
-                           .params = 2058408, .macs = HUGE_MACS + 118013952,
+    fx->a = (ntp_analysis){.precision = NTP_DTYPE_F32,
+                           .n_layers = 3,
+                           .layers = l,
+                           .params = 2058408,
+                           .macs = HUGE_MACS + 118013952,
                            .flops = 2 * HUGE_MACS + 236027904 + 802816,
-                           .weight_bytes = 8233632, .input_bytes = 602112,
-                           .activation_bytes = 6426528, .peak_activation_bytes = 6422528,
+                           .weight_bytes = 8233632,
+                           .input_bytes = 602112,
+                           .activation_bytes = 6426528,
+                           .peak_activation_bytes = 6422528,
                            .traffic_bytes = 18481728};
     *state = fx;
     return 0;
@@ -166,7 +189,8 @@ static int validate(const char *json, const char *schema)
     int code = WEXITSTATUS(rc);
     if (code != 0 && code != 1)
         fail_msg("python3 jsonschema validation could not run (exit %d): is python3-jsonschema "
-                 "installed?", code);
+                 "installed?",
+                 code);
     return code;
 }
 
@@ -182,7 +206,8 @@ static void test_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(root, "schema_version")), 1);
     assert_string_equal(json_string_value(json_object_get(root, "kind")), "analysis");
     assert_string_equal(json_string_value(json_object_get(root, "topology")), "tiny-report");
-    assert_string_equal(json_string_value(json_object_get(root, "source")), "models/tiny,report.xml");
+    assert_string_equal(json_string_value(json_object_get(root, "source")),
+                        "models/tiny,report.xml");
     assert_string_equal(json_string_value(json_object_get(root, "precision")), "f32");
     json_t *params = json_object_get(root, "params");
     assert_int_equal(json_object_size(params), 2);
@@ -238,8 +263,8 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(m, "to")), COMMA_NAME);
 
     /* Keys come out in the documented order. */
-    const char *order[] = {"schema_version", "kind", "topology", "source", "precision",
-                           "params", "totals", "layers", "markers"};
+    const char *order[] = {"schema_version", "kind",   "topology", "source", "precision",
+                           "params",         "totals", "layers",   "markers"};
     const char *prev = text;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         char key[64];
@@ -317,7 +342,7 @@ static void test_csv(void **state)
     assert_string_equal(lines[0], "name,type,inlay,output_shape,params,macs,flops,weight_bytes,"
                                   "input_bytes,output_bytes,traffic_bytes,intensity");
     assert_string_equal(lines[1], LONG_NAME ",conv,false,1x64x112x112,9408,118013952,236027904,"
-                                  "37632,602112,3211264,3851008,61.28990228");
+                                            "37632,602112,3211264,3851008,61.28990228");
     assert_string_equal(lines[2], "\"relu,1\",relu,false,1x64x112x112,0,0,802816,0,3211264,"
                                   "3211264,6422528,0.125");
     assert_string_equal(lines[3], "\"fc \"\"big\"\"\",fc,true,1x1000,2049000,9007199254740993,"
@@ -378,16 +403,15 @@ static void test_table(void **state)
  * fc1's output and relu's output (512 B each) must all exist: 4160 B, and
  * no other step needs more (sizes are multiples of the 64-byte alignment
  * except the 40-byte tensors, which take 64). */
-static const char mlp_xml[] =
-    "<topology name=\"mlp\" precision=\"f32\">\n"
-    "  <param name=\"hidden\" default=\"128\"/>\n"
-    "  <input name=\"x\" shape=\"1,784\" dtype=\"f32\"/>\n"
-    "  <fc name=\"fc1\" units=\"${hidden}\"/>\n"
-    "  <relu name=\"r1\"/>\n"
-    "  <fc name=\"fc2\" units=\"10\"/>\n"
-    "  <softmax name=\"probs\"/>\n"
-    "  <marker name=\"body\" from=\"fc1\" to=\"fc2\"/>\n"
-    "</topology>\n";
+static const char mlp_xml[] = "<topology name=\"mlp\" precision=\"f32\">\n"
+                              "  <param name=\"hidden\" default=\"128\"/>\n"
+                              "  <input name=\"x\" shape=\"1,784\" dtype=\"f32\"/>\n"
+                              "  <fc name=\"fc1\" units=\"${hidden}\"/>\n"
+                              "  <relu name=\"r1\"/>\n"
+                              "  <fc name=\"fc2\" units=\"10\"/>\n"
+                              "  <softmax name=\"probs\"/>\n"
+                              "  <marker name=\"body\" from=\"fc1\" to=\"fc2\"/>\n"
+                              "</topology>\n";
 
 static void test_loaded_topology(void **state)
 {
@@ -410,8 +434,8 @@ static void test_loaded_topology(void **state)
         fail_msg("invalid JSON at line %d: %s", err.line, err.text);
     assert_string_equal(json_string_value(json_object_get(root, "topology")), "mlp");
     assert_string_equal(json_string_value(json_object_get(root, "source")), "mlp.xml");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "params"),
-                                                          "hidden")), "128");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(root, "params"), "hidden")), "128");
     json_t *t = json_object_get(root, "totals");
     assert_int_equal(json_integer_value(json_object_get(t, "params")), 101770);
     assert_int_equal(json_integer_value(json_object_get(t, "macs")), 101632);

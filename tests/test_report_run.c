@@ -22,8 +22,8 @@
 #define N_LAYERS 4
 #define N_ITERS 3
 #define ODD_NAME "glu \"gate\", part 2"
-#define LONG_WARNING                                                                          \
-    "the coefficient of variation of layer 'conv1' is 12.50%, above the 5% threshold: the "   \
+#define LONG_WARNING                                                                        \
+    "the coefficient of variation of layer 'conv1' is 12.50%, above the 5% threshold: the " \
     "machine was busy or frequency scaling is active; pin the run with --pin and retry"
 
 typedef struct fixture {
@@ -42,9 +42,17 @@ typedef struct fixture {
  * under the wrong name shows. Multiplying by k gives another distinct set. */
 static ntp_stats stats(double k, size_t n)
 {
-    ntp_stats s = {.n = n, .min = 1.25 * k, .max = 2.5 * k, .mean = 1.625 * k,
-                   .median = 1.5 * k, .p90 = 2.0 * k, .p99 = 2.25 * k, .stddev = 0.375 * k,
-                   .ci95_lo = 1.375 * k, .ci95_hi = 1.875 * k, .cv = 0.25};
+    ntp_stats s = {.n = n,
+                   .min = 1.25 * k,
+                   .max = 2.5 * k,
+                   .mean = 1.625 * k,
+                   .median = 1.5 * k,
+                   .p90 = 2.0 * k,
+                   .p99 = 2.25 * k,
+                   .stddev = 0.375 * k,
+                   .ci95_lo = 1.375 * k,
+                   .ci95_hi = 1.875 * k,
+                   .cv = 0.25};
     return s;
 }
 
@@ -73,31 +81,72 @@ static int setup(void **state)
     r->param_values = fx->pvalues;
 
     ntp_layer_result *l = fx->layers;
-    l[0] = (ntp_layer_result){.name = "conv1", .type = "conv", .backend = "ref",
-                              .output_shape = {4, {2, 16, 32, 32}}, .time_ms = stats(1.0, 50),
-                              .share = 0.5, .flops = 3000000000, .bytes = 600000000,
-                              .gflops = 2000.0, .gbps = 400.0, .intensity = 5.0,
-                              .prepare_ms = 0.75, .workspace_bytes = 4096};
-    l[1] = (ntp_layer_result){.name = "relu1", .type = "relu", .backend = "ref", .fused = true,
-                              .fused_into = "conv1", .output_shape = {4, {2, 16, 32, 32}},
-                              .flops = 32768, .bytes = 262144, .intensity = 0.125};
-    l[2] = (ntp_layer_result){.name = ODD_NAME, .type = "mul", .backend = "ref",
-                              .output_shape = {2, {2, 32}}, .time_ms = stats(0.5, 50),
-                              .share = 0.25, .flops = 64, .bytes = 768, .gflops = 8.533e-5,
-                              .gbps = 1.024e-3, .intensity = 0.0833, .prepare_ms = 0.0};
-    l[3] = (ntp_layer_result){.name = "a_layer_name_much_longer_than_its_column", .type = "mfcc",
-                              .backend = "ref", .inlay = true, .output_shape = {3, {98, 2, 494}},
-                              .time_ms = stats(0.5, 50), .share = 0.25, .flops = 1500000,
-                              .bytes = 200000, .gflops = 2.0, .gbps = 0.2667, .intensity = 7.5,
-                              .prepare_ms = 1.5, .workspace_bytes = 65536};
+    l[0] = (ntp_layer_result){.name = "conv1",
+                              .type = "conv",
+                              .backend = "ref",
+                              .output_shape = {4, {2, 16, 32, 32}},
+                              .time_ms = stats(1.0, 50),
+                              .share = 0.5,
+                              .flops = 3000000000,
+                              .bytes = 600000000,
+                              .gflops = 2000.0,
+                              .gbps = 400.0,
+                              .intensity = 5.0,
+                              .prepare_ms = 0.75,
+                              .workspace_bytes = 4096};
+    l[1] = (ntp_layer_result){.name = "relu1",
+                              .type = "relu",
+                              .backend = "ref",
+                              .fused = true,
+                              .fused_into = "conv1",
+                              .output_shape = {4, {2, 16, 32, 32}},
+                              .flops = 32768,
+                              .bytes = 262144,
+                              .intensity = 0.125};
+    l[2] = (ntp_layer_result){.name = ODD_NAME,
+                              .type = "mul",
+                              .backend = "ref",
+                              .output_shape = {2, {2, 32}},
+                              .time_ms = stats(0.5, 50),
+                              .share = 0.25,
+                              .flops = 64,
+                              .bytes = 768,
+                              .gflops = 8.533e-5,
+                              .gbps = 1.024e-3,
+                              .intensity = 0.0833,
+                              .prepare_ms = 0.0};
+    l[3] = (ntp_layer_result){.name = "a_layer_name_much_longer_than_its_column",
+                              .type = "mfcc",
+                              .backend = "ref",
+                              .inlay = true,
+                              .output_shape = {3, {98, 2, 494}},
+                              .time_ms = stats(0.5, 50),
+                              .share = 0.25,
+                              .flops = 1500000,
+                              .bytes = 200000,
+                              .gflops = 2.0,
+                              .gbps = 0.2667,
+                              .intensity = 7.5,
+                              .prepare_ms = 1.5,
+                              .workspace_bytes = 65536};
     r->n_layers = N_LAYERS;
     r->layers = l;
-    fx->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = 2,
-                                         .time_ms = stats(2.0, 50), .share = 0.75,
-                                         .flops = 3000032832, .bytes = 600262912, .gflops = 1000.0};
-    fx->markers[1] = (ntp_marker_result){.name = "gate", .first = 3, .last = 3,
-                                         .time_ms = stats(1.0, 50), .share = 0.5,
-                                         .flops = 1500064, .bytes = 200768, .gflops = 1.0};
+    fx->markers[0] = (ntp_marker_result){.name = "body",
+                                         .first = 0,
+                                         .last = 2,
+                                         .time_ms = stats(2.0, 50),
+                                         .share = 0.75,
+                                         .flops = 3000032832,
+                                         .bytes = 600262912,
+                                         .gflops = 1000.0};
+    fx->markers[1] = (ntp_marker_result){.name = "gate",
+                                         .first = 3,
+                                         .last = 3,
+                                         .time_ms = stats(1.0, 50),
+                                         .share = 0.5,
+                                         .flops = 1500064,
+                                         .bytes = 200768,
+                                         .gflops = 1.0};
     r->n_markers = 2;
     r->markers = fx->markers;
     r->end_to_end_ms = stats(4.0, 50);
@@ -108,9 +157,12 @@ static int setup(void **state)
     r->latency_ms = 6.0;
     r->prepare_ms = 2.25;
     r->flops = 3001532832;
-    r->memory = (ntp_memory_result){.weight_bytes = 102400000, .arena_bytes = 12300000,
-                                    .workspace_bytes = 65536, .peak_rss_bytes = 230000000,
-                                    .minor_faults = 12, .major_faults = 0};
+    r->memory = (ntp_memory_result){.weight_bytes = 102400000,
+                                    .arena_bytes = 12300000,
+                                    .workspace_bytes = 65536,
+                                    .peak_rss_bytes = 230000000,
+                                    .minor_faults = 12,
+                                    .major_faults = 0};
     ntp_env_collect(&r->env);
     fx->warnings[0] = LONG_WARNING;
     fx->warnings[1] = "short run";
@@ -223,7 +275,8 @@ static int validate(const char *json, const char *schema)
     int code = WEXITSTATUS(rc);
     if (code != 0 && code != 1)
         fail_msg("python3 jsonschema validation could not run (exit %d): is python3-jsonschema "
-                 "installed?", code);
+                 "installed?",
+                 code);
     return code;
 }
 
@@ -546,16 +599,16 @@ static void test_fusion_and_impl(void **state)
     char *text = capture(fx, write_run, NTP_FORMAT_JSON);
     json_t *root = parse(text);
     assert_true(json_is_false(json_object_get(json_object_get(root, "config"), "fuse")));
-    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(root, "layers"), 0),
-                                             "fuse_note")));
+    assert_true(json_is_null(
+        json_object_get(json_array_get(json_object_get(root, "layers"), 0), "fuse_note")));
     json_decref(root);
     free(text);
     text = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_non_null(strstr(text, "\nfusion: off (no --fuse): every layer timed on its own\n"));
-    assert_non_null(strstr(text, "\n  ref (implementation not recorded): 3 rows, 100.0%: conv1, "
-                                 ODD_NAME ",\n"
-                                 "                                     "
-                                 "a_layer_name_much_longer_than_its_column\n"));
+    assert_non_null(
+        strstr(text, "\n  ref (implementation not recorded): 3 rows, 100.0%: conv1, " ODD_NAME ",\n"
+                     "                                     "
+                     "a_layer_name_much_longer_than_its_column\n"));
     free(text);
 
     set_fusion(fx);
@@ -583,7 +636,8 @@ static void test_fusion_and_impl(void **state)
                      NTP_STATUS_OK);
     assert_true(back->fused);
     assert_string_equal(back->layers[2].impl, "gemm:jit");
-    assert_string_equal(back->layers[2].fuse_note, "fusion declined: mul + add would run on ref:any");
+    assert_string_equal(back->layers[2].fuse_note,
+                        "fusion declined: mul + add would run on ref:any");
     assert_null(back->layers[0].fuse_note);
     ntp_run_result_free(back);
     /* A report from before config.fuse was written: a fused row says it was
@@ -691,16 +745,18 @@ static void test_table(void **state)
         n_lines++;
         p += len + (p[len] == '\n');
     }
-    assert_non_null(strstr(text, "\nlayer                  type           shape          median ms      %"
-                                 "  GFLOP/s    GB/s  FLOP/B\n"));
+    assert_non_null(strstr(text,
+                           "\nlayer                  type           shape          median ms      %"
+                           "  GFLOP/s    GB/s  FLOP/B\n"));
     assert_non_null(strstr(text, "\nconv1                  conv           2x16x32x32        1.5000"
                                  "   50.0  2000.00  400.00    5.00\n"));
     assert_non_null(strstr(text, "\nrelu1                  relu           2x16x32x32         fused"
                                  "      -        -       -    0.12\n"));
     assert_non_null(strstr(text, "\na_layer_name_much_lon\xE2\x80\xA6 mfcc "));
     /* A rate too small for two decimals is not shown as 0.00. */
-    assert_non_null(strstr(text, "\nglu \"gate\", part 2     mul            2x32              0.7500"
-                                 "   25.0 8.53e-05 1.0e-03    0.08\n"));
+    assert_non_null(strstr(text,
+                           "\nglu \"gate\", part 2     mul            2x32              0.7500"
+                           "   25.0 8.53e-05 1.0e-03    0.08\n"));
     assert_non_null(strstr(text, "\nbody                   marker         layers 0..2       3.0000"
                                  "   75.0  1000.00  200.09    5.00\n"));
     assert_non_null(strstr(text, "\nend-to-end: median 6 ms, 95% CI [5.5, 7.5] ms, n 50\n"
@@ -714,7 +770,8 @@ static void test_table(void **state)
     assert_non_null(strstr(text, "prepare 2.25 ms"));
     assert_non_null(strstr(text, "memory: weights 102 MB, arena 12.3 MB, workspace 65.5 kB, "
                                  "peak RSS 230 MB\n"));
-    assert_non_null(strstr(text, "page faults during the measured iterations: 12 minor, 0 major\n"));
+    assert_non_null(
+        strstr(text, "page faults during the measured iterations: 12 minor, 0 major\n"));
     assert_non_null(strstr(text, "backend ref, precision bf16, batch 2, threads 4, seed 42, "
                                  "3 warmup + 50 measured iterations\n"));
     /* The long warning is wrapped, not cut: every word is there, and the
@@ -778,10 +835,10 @@ static void set_roofline(fixture *fx)
     fx->layers[3].roof_share = 2.0 / 3000.0;
     fx->markers[0].attainable_gflops = 2500.0;
     fx->markers[0].roof_share = 0.4;
-    fx->accuracy[0] = (ntp_accuracy){.output = "probs", .max_abs_error = 0.0125,
-                                     .rel_l2 = 0.0025, .top1 = 0.5, .top5 = 1.0};
-    fx->accuracy[1] = (ntp_accuracy){.output = "features", .max_abs_error = 0.25,
-                                     .rel_l2 = 0.125, .top1 = -1, .top5 = -1};
+    fx->accuracy[0] = (ntp_accuracy){
+        .output = "probs", .max_abs_error = 0.0125, .rel_l2 = 0.0025, .top1 = 0.5, .top5 = 1.0};
+    fx->accuracy[1] = (ntp_accuracy){
+        .output = "features", .max_abs_error = 0.25, .rel_l2 = 0.125, .top1 = -1, .top5 = -1};
     r->n_accuracy = 2;
     r->accuracy = fx->accuracy;
     r->accuracy_baseline = "f32 on ref";
@@ -853,7 +910,7 @@ static void test_roofline_and_accuracy(void **state)
     assert_non_null(strstr(text, "\nrelu1                  relu           2x16x32x32         fused"
                                  "      -        -       -    0.12     -\n"));
     assert_non_null(strstr(text, "   0.27    7.50   <1%\n")); /* 2 of 3000 GFLOP/s */
-    assert_non_null(strstr(text, "  5.00   40%\n"));           /* the body marker */
+    assert_non_null(strstr(text, "  5.00   40%\n"));          /* the body marker */
     assert_non_null(strstr(text, "\nroofline: peak 3000 GFLOP/s, DRAM 500 GB/s, ridge 6 FLOP/B\n"
                                  "  peak from f32 FMA micro-kernel; ceilings measured "
                                  "2025-01-02T03:04:05Z\n"
@@ -1047,9 +1104,9 @@ static void test_gpu_rows_and_device_memory(void **state)
      * whose cells say which roof: g(PU), l(ink), c(PU). */
     assert_non_null(strstr(text, "\nconv1                  conv           2x16x32x32       1.5000"
                                  "   50.0  2000.00  400.00    5.00   g80%\n"));
-    assert_non_null(strstr(text, "    0.08   l50%\n"));    /* the h2d copy */
-    assert_non_null(strstr(text, "    7.50   c<1%\n"));    /* the mfcc inlay, on the CPU */
-    assert_non_null(strstr(text, "    5.00   g40%\n"));    /* the body marker */
+    assert_non_null(strstr(text, "    0.08   l50%\n")); /* the h2d copy */
+    assert_non_null(strstr(text, "    7.50   c<1%\n")); /* the mfcc inlay, on the CPU */
+    assert_non_null(strstr(text, "    5.00   g40%\n")); /* the body marker */
     assert_non_null(strstr(text, "\nGPU roofline: NVIDIA H100 80GB HBM3, f16 GEMM 989000 GFLOP/s, "
                                  "DRAM 3350 GB/s, ridge 295 FLOP/B;\n"
                                  "              host->device 25 GB/s, device->host 26 GB/s\n"));
@@ -1237,9 +1294,8 @@ static void test_trace(void **state)
         assert_int_equal(ts, llround(fx->start[it][k] * 1000.0));
         assert_int_equal(end, llround(fx->end[it][k] * 1000.0));
         if (ts < iter_ts[it] || end > iter_end[it])
-            fail_msg("layer %s [%lld, %lld] escapes iteration %d [%lld, %lld]", name,
-                     (long long)ts, (long long)end, it, (long long)iter_ts[it],
-                     (long long)iter_end[it]);
+            fail_msg("layer %s [%lld, %lld] escapes iteration %d [%lld, %lld]", name, (long long)ts,
+                     (long long)end, it, (long long)iter_ts[it], (long long)iter_end[it]);
     }
     for (int it = 0; it < N_ITERS; it++) {
         for (int k = 0; k < N_LAYERS; k++)

@@ -39,13 +39,12 @@ static void quick_opts(ntp_run_opts *o)
     o->min_time_s = 0;
 }
 
-static const char weightless[] =
-    "<topology name='w' precision='f32'>"
-    "<input name='x' shape='1,4' dtype='f32'/>"
-    "<relu name='r'/>"
-    "<add name='twice' inputs='r,r'/>"
-    "<softmax name='p'/>"
-    "</topology>";
+static const char weightless[] = "<topology name='w' precision='f32'>"
+                                 "<input name='x' shape='1,4' dtype='f32'/>"
+                                 "<relu name='r'/>"
+                                 "<add name='twice' inputs='r,r'/>"
+                                 "<softmax name='p'/>"
+                                 "</topology>";
 
 /* relu -> x+x -> softmax, computed by hand from a given input. */
 static void test_given_input_hand_computed(void **state)
@@ -332,13 +331,12 @@ static int count_kind(const ntp_run_result *r, const char *kind)
 static void test_placement_conversions(void **state)
 {
     (void)state;
-    static const char xml[] =
-        "<topology name='p' precision='i8'>"
-        "<input name='x' shape='4,64' dtype='f32'/>"
-        "<fc name='fc1' units='64'/>"
-        "<tanh name='t' backend='ref'/>"
-        "<fc name='fc2' units='8'/>"
-        "</topology>";
+    static const char xml[] = "<topology name='p' precision='i8'>"
+                              "<input name='x' shape='4,64' dtype='f32'/>"
+                              "<fc name='fc1' units='64'/>"
+                              "<tanh name='t' backend='ref'/>"
+                              "<fc name='fc2' units='8'/>"
+                              "</topology>";
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, NULL);
     ntp_run_opts o;
@@ -380,15 +378,14 @@ static void test_placement_conversions(void **state)
 static void test_fusion_rows(void **state)
 {
     (void)state;
-    static const char xml[] =
-        "<topology name='f' precision='f32'>"
-        "<input name='x' shape='1,8,16,16' dtype='f32'/>"
-        "<conv name='c1' filters='8' kernel='3' pad='same'/>"
-        "<relu name='r1'/>"
-        "<conv name='c2' filters='8' kernel='3' pad='same'/>"
-        "<add name='res' inputs='c2,r1'/>"
-        "<relu name='r2'/>"
-        "</topology>";
+    static const char xml[] = "<topology name='f' precision='f32'>"
+                              "<input name='x' shape='1,8,16,16' dtype='f32'/>"
+                              "<conv name='c1' filters='8' kernel='3' pad='same'/>"
+                              "<relu name='r1'/>"
+                              "<conv name='c2' filters='8' kernel='3' pad='same'/>"
+                              "<add name='res' inputs='c2,r1'/>"
+                              "<relu name='r2'/>"
+                              "</topology>";
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load_mem(ctx, xml, NULL);
     char a[512], b[512], fa[600], fb[600];
@@ -412,7 +409,7 @@ static void test_fusion_rows(void **state)
     if (strcmp(r->backend, "ref") == 0)
         assert_int_equal(fused, 0); /* the reference backend never fuses */
     else
-        assert_true(fused >= 2);   /* r1 into c1; res and r2 into c2 */
+        assert_true(fused >= 2); /* r1 into c1; res and r2 into c2 */
     ntp_run_result_free(r);
     snprintf(fa, sizeof fa, "%s/output_0.npy", a);
     snprintf(fb, sizeof fb, "%s/output_0.npy", b);

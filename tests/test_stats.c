@@ -107,8 +107,8 @@ static void test_empty(void **state)
     memset(&s, 0x5A, sizeof s); /* garbage that must be overwritten */
     ntp_stats_compute(NULL, 0, &s);
     assert_int_equal(s.n, 0);
-    const double *v[] = {&s.min, &s.max, &s.mean, &s.median, &s.p90, &s.p99,
-                         &s.stddev, &s.ci95_lo, &s.ci95_hi, &s.cv};
+    const double *v[] = {&s.min, &s.max,    &s.mean,    &s.median,  &s.p90,
+                         &s.p99, &s.stddev, &s.ci95_lo, &s.ci95_hi, &s.cv};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         assert_float_equal(*v[i], 0.0, 0.0);
     const double one = 1.0;
@@ -151,16 +151,15 @@ static void test_median_ci_ranks(void **state)
      * equal to the exact rank at n = 1000, one rank wider (conservative) at
      * n = 101 (exact: 41) and n = 5000 (exact: 2431). */
     const struct ci_case cases[] = {
-        {3, 1, 3},     {5, 1, 5},     {6, 1, 6},       {9, 2, 8},
-        {10, 2, 9},    {20, 6, 15},   {100, 40, 61},   {101, 40, 62},
-        {1000, 469, 532}, {5000, 2430, 2571},
+        {3, 1, 3},   {5, 1, 5},     {6, 1, 6},     {9, 2, 8},        {10, 2, 9},
+        {20, 6, 15}, {100, 40, 61}, {101, 40, 62}, {1000, 469, 532}, {5000, 2430, 2571},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double *x = scrambled(cases[c].n);
         ntp_stats s;
         ntp_stats_compute(x, cases[c].n, &s);
-        print_message("n=%zu: ci [%g, %g], expected [%g, %g]\n", cases[c].n, s.ci95_lo,
-                      s.ci95_hi, cases[c].lo, cases[c].hi);
+        print_message("n=%zu: ci [%g, %g], expected [%g, %g]\n", cases[c].n, s.ci95_lo, s.ci95_hi,
+                      cases[c].lo, cases[c].hi);
         assert_float_equal(s.ci95_lo, cases[c].lo, 0.0);
         assert_float_equal(s.ci95_hi, cases[c].hi, 0.0);
         assert_true(s.ci95_lo <= s.median && s.median <= s.ci95_hi);
@@ -175,7 +174,7 @@ static void test_quantile_sorted(void **state)
     assert_float_equal(ntp_stats_quantile_sorted(x, 5, 0.0), 10.0, EPS);
     assert_float_equal(ntp_stats_quantile_sorted(x, 5, 1.0), 50.0, EPS);
     assert_float_equal(ntp_stats_quantile_sorted(x, 5, 0.25), 20.0, EPS);
-    assert_float_equal(ntp_stats_quantile_sorted(x, 5, 0.3), 22.0, EPS); /* pos 1.2 */
+    assert_float_equal(ntp_stats_quantile_sorted(x, 5, 0.3), 22.0, EPS);   /* pos 1.2 */
     assert_float_equal(ntp_stats_quantile_sorted(x, 5, 0.875), 45.0, EPS); /* pos 3.5 */
     /* Out-of-range q clamps instead of reading outside the array. */
     assert_float_equal(ntp_stats_quantile_sorted(x, 5, -1.0), 10.0, EPS);
@@ -202,9 +201,9 @@ static void test_constant_samples(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_to_ten),     cmocka_unit_test(test_numpy_values),
-        cmocka_unit_test(test_single_value),   cmocka_unit_test(test_two_values),
-        cmocka_unit_test(test_empty),          cmocka_unit_test(test_median_ci_ranks),
+        cmocka_unit_test(test_one_to_ten),      cmocka_unit_test(test_numpy_values),
+        cmocka_unit_test(test_single_value),    cmocka_unit_test(test_two_values),
+        cmocka_unit_test(test_empty),           cmocka_unit_test(test_median_ci_ranks),
         cmocka_unit_test(test_quantile_sorted), cmocka_unit_test(test_constant_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

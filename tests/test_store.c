@@ -39,9 +39,17 @@ typedef struct sample {
 
 static ntp_stats stats(double k, size_t n)
 {
-    ntp_stats s = {.n = n, .min = 1.25 * k, .max = 2.5 * k, .mean = 1.625 * k,
-                   .median = 1.5 * k, .p90 = 2.0 * k, .p99 = 2.25 * k, .stddev = 0.375 * k,
-                   .ci95_lo = 1.375 * k, .ci95_hi = 1.875 * k, .cv = 0.25};
+    ntp_stats s = {.n = n,
+                   .min = 1.25 * k,
+                   .max = 2.5 * k,
+                   .mean = 1.625 * k,
+                   .median = 1.5 * k,
+                   .p90 = 2.0 * k,
+                   .p99 = 2.25 * k,
+                   .stddev = 0.375 * k,
+                   .ci95_lo = 1.375 * k,
+                   .ci95_hi = 1.875 * k,
+                   .cv = 0.25};
     return s;
 }
 
@@ -67,17 +75,31 @@ static void make_sample(sample *s, int n_layers, int tag, const char *topology, 
     r->param_values = s->pvalues;
     for (int i = 0; i < n_layers; i++) {
         snprintf(s->names[i], sizeof s->names[i], "layer%d", i);
-        s->layers[i] = (ntp_layer_result){
-            .name = s->names[i], .type = "fc", .kind = "layer", .backend = backend,
-            .output_shape = {2, {2, 32}}, .time_ms = stats(0.1 * (i + 1), 7),
-            .share = 1.0 / n_layers, .flops = 1000 * (i + 1), .bytes = 400, .gflops = 1.0,
-            .gbps = 0.5, .intensity = 2.5 * (i + 1), .prepare_ms = 0.01, .workspace_bytes = 64};
+        s->layers[i] = (ntp_layer_result){.name = s->names[i],
+                                          .type = "fc",
+                                          .kind = "layer",
+                                          .backend = backend,
+                                          .output_shape = {2, {2, 32}},
+                                          .time_ms = stats(0.1 * (i + 1), 7),
+                                          .share = 1.0 / n_layers,
+                                          .flops = 1000 * (i + 1),
+                                          .bytes = 400,
+                                          .gflops = 1.0,
+                                          .gbps = 0.5,
+                                          .intensity = 2.5 * (i + 1),
+                                          .prepare_ms = 0.01,
+                                          .workspace_bytes = 64};
     }
     r->n_layers = n_layers;
     r->layers = s->layers;
-    s->markers[0] = (ntp_marker_result){.name = "body", .first = 0, .last = n_layers - 1,
-                                        .time_ms = stats(1.0, 7), .share = 1.0, .flops = 5000,
-                                        .bytes = 4000, .gflops = 2.0};
+    s->markers[0] = (ntp_marker_result){.name = "body",
+                                        .first = 0,
+                                        .last = n_layers - 1,
+                                        .time_ms = stats(1.0, 7),
+                                        .share = 1.0,
+                                        .flops = 5000,
+                                        .bytes = 4000,
+                                        .gflops = 2.0};
     r->n_markers = 1;
     r->markers = s->markers;
     r->end_to_end_ms = stats(tag, 7);
@@ -249,7 +271,8 @@ static void test_migration(void **state)
     assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, NULL), NTP_STATUS_OK);
     ntp_store_close(s);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
-    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"), 0);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"),
+                     0);
     /* Read-only cannot migrate, and says so. */
     assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s), NTP_STATUS_UNSUPPORTED);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "older history"));
@@ -257,7 +280,8 @@ static void test_migration(void **state)
     assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
     ntp_store_close(s);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
-    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"),
+                     1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM runs"), 1);
 
     /* A newer history is refused, not damaged. */
@@ -277,7 +301,8 @@ static void test_migration(void **state)
     assert_int_equal(sqlite3_open(foreign, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    assert_int_equal(ntp_store_open(ctx, foreign, NTP_STORE_CREATE, &s), NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_store_open(ctx, foreign, NTP_STORE_CREATE, &s),
+                     NTP_STATUS_INVALID_ARGUMENT);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "not an ntprof history"));
     assert_int_equal(sql_int(foreign, "SELECT count(*) FROM sqlite_master"), 1);
 
@@ -365,8 +390,8 @@ static void test_ceilings_gpu(void **state)
     ntp_store_close(s);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 2);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM pragma_table_info('machines')"), 7);
-    assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machine_gpus'"),
-                     0);
+    assert_int_equal(
+        sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machine_gpus'"), 0);
     /* A row as schema 2 wrote it: the CPU's ceilings as JSON, nothing of a GPU. */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -404,11 +429,16 @@ static void test_ceilings_gpu(void **state)
     c.peaks[0] = (ntp_peak){"f32", 100.0, "FMA"};
     c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 20.0};
     ntp_gpu_ceilings *g = &c.gpus[0];
-    *g = (ntp_gpu_ceilings){.sm_major = 9, .sm_minor = 0, .sms = 132, .clock_ghz = 1.98,
+    *g = (ntp_gpu_ceilings){.sm_major = 9,
+                            .sm_minor = 0,
+                            .sms = 132,
+                            .clock_ghz = 1.98,
                             .memory_bytes = 85520809984,
                             .gemm_gflops = {51000.5, 378000.25, 989000.125, 988000.0},
                             .gemm_n = {4096, 8192, 8192, 8192},
-                            .dram_gbps = 3350.5, .h2d_gbps = 25.25, .d2h_gbps = 26.75};
+                            .dram_gbps = 3350.5,
+                            .h2d_gbps = 25.25,
+                            .d2h_gbps = 26.75};
     snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
     assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
     assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
@@ -518,13 +548,17 @@ static void check_whole(const char *path)
     sql_text(path, "PRAGMA integrity_check", text, sizeof text);
     assert_string_equal(text, "ok");
     assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_layers !="
-                                   " (SELECT count(*) FROM rows w WHERE w.run_id = r.id)"), 0);
+                                   " (SELECT count(*) FROM rows w WHERE w.run_id = r.id)"),
+                     0);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_markers !="
-                                   " (SELECT count(*) FROM markers m WHERE m.run_id = r.id)"), 0);
+                                   " (SELECT count(*) FROM markers m WHERE m.run_id = r.id)"),
+                     0);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM runs r WHERE r.n_warnings !="
-                                   " (SELECT count(*) FROM warnings w WHERE w.run_id = r.id)"), 0);
+                                   " (SELECT count(*) FROM warnings w WHERE w.run_id = r.id)"),
+                     0);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM rows WHERE run_id NOT IN"
-                                   " (SELECT id FROM runs)"), 0);
+                                   " (SELECT id FROM runs)"),
+                     0);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM runs WHERE json_valid(report) = 0"), 0);
 }
 
@@ -617,12 +651,28 @@ static void test_history_write(void **state)
 {
     (void)state;
     ntp_history_entry e[2] = {
-        {.id = 12, .time = "2025-03-01T12:34:56Z", .topology = "a-rather-long-topology-name",
-         .backend = "ref", .precision = "f32", .batch = 2, .threads = 1, .median_ms = 1.25,
-         .ci95_lo_ms = 1.2, .ci95_hi_ms = 1.3, .throughput = 1600, .n_layers = 4,
+        {.id = 12,
+         .time = "2025-03-01T12:34:56Z",
+         .topology = "a-rather-long-topology-name",
+         .backend = "ref",
+         .precision = "f32",
+         .batch = 2,
+         .threads = 1,
+         .median_ms = 1.25,
+         .ci95_lo_ms = 1.2,
+         .ci95_hi_ms = 1.3,
+         .throughput = 1600,
+         .n_layers = 4,
          .machine = "AMD EPYC|2|host"},
-        {.id = 3, .time = "unknown", .topology = "x,y", .backend = "onednn", .precision = "bf16",
-         .batch = 0, .threads = 0, .median_ms = NAN, .machine = "m"},
+        {.id = 3,
+         .time = "unknown",
+         .topology = "x,y",
+         .backend = "onednn",
+         .precision = "bf16",
+         .batch = 0,
+         .threads = 0,
+         .median_ms = NAN,
+         .machine = "m"},
     };
     ntp_ctx *ctx = ntp_ctx_init();
     char *buf = NULL;
@@ -631,8 +681,9 @@ static void test_history_write(void **state)
     assert_int_equal(ntp_report_write_history(ctx, e, 2, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
-    assert_non_null(strstr(buf, "    12 2025-03-01 12:34:56 a-rather-long\xE2\x80\xA6 ref      f32      2"
-                                "   1     1.2500 AMD EPYC 2 host"));
+    assert_non_null(
+        strstr(buf, "    12 2025-03-01 12:34:56 a-rather-long\xE2\x80\xA6 ref      f32      2"
+                    "   1     1.2500 AMD EPYC 2 host"));
     for (char *p = buf; *p;) {
         size_t n = strcspn(p, "\n"), cols = 0;
         for (size_t i = 0; i < n; i++)
@@ -664,11 +715,11 @@ static void test_history_write(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_list_filters),
-        cmocka_unit_test(test_migration),        cmocka_unit_test(test_ceilings),
-        cmocka_unit_test(test_ceilings_gpu),
-        cmocka_unit_test(test_default_path),     cmocka_unit_test(test_concurrent_writers),
-        cmocka_unit_test(test_killed_writer),    cmocka_unit_test(test_history_write),
+        cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_list_filters),
+        cmocka_unit_test(test_migration),          cmocka_unit_test(test_ceilings),
+        cmocka_unit_test(test_ceilings_gpu),       cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_concurrent_writers), cmocka_unit_test(test_killed_writer),
+        cmocka_unit_test(test_history_write),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -94,8 +94,9 @@ static void test_since_must_be_a_date(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_store *s = NULL;
     assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
-    static const char *const bad[] = {"2025-13-45", "2025-00-10", "2025-02-30", "2023-02-29",
-                                      "2025-03-01T24", "2025-03-01T12:60", "2025-03-01T12:00:61Z"};
+    static const char *const bad[] = {"2025-13-45",          "2025-00-10",    "2025-02-30",
+                                      "2023-02-29",          "2025-03-01T24", "2025-03-01T12:60",
+                                      "2025-03-01T12:00:61Z"};
     static const char *const good[] = {"2025-03-01", "2024-02-29", "2025-12-31T23:59:59Z",
                                        "2025-03-01T00", "2025-03-01T12:34"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -65,8 +65,8 @@ static void test_ofat(void **state)
     /* The baseline, then batch 2 and 4, then hidden 32: 1 + 2 + 1 + 0. */
     assert_int_equal(ntp_sweep_config_count(s), 4);
     static const char *const labels[] = {
-        "batch=1 hidden=16 threads=1", "batch=2 hidden=16 threads=1",
-        "batch=4 hidden=16 threads=1", "batch=1 hidden=32 threads=1"};
+        "batch=1 hidden=16 threads=1", "batch=2 hidden=16 threads=1", "batch=4 hidden=16 threads=1",
+        "batch=1 hidden=32 threads=1"};
     for (int c = 0; c < 4; c++)
         assert_string_equal(ntp_sweep_config_label(s, c), labels[c]);
     assert_int_equal(ntp_sweep_config_value(s, 2, 0), 2);
@@ -139,18 +139,24 @@ static void test_refusals(void **state)
         {"hiden=1,2", NTP_STATUS_UNKNOWN_NAME,
          "ntp_sweep_add_factor hiden: not backend, precision, batch, threads or a param of models/tiny-mlp.xml; "
          "did you mean 'hidden'?"},
-        {"batch=1,0", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor batch: '0' is not a positive integer"},
+        {"batch=1,0", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor batch: '0' is not a positive integer"},
         {"threads=two", NTP_STATUS_INVALID_ARGUMENT,
          "ntp_sweep_add_factor threads: 'two' is not a positive integer"},
         {"precision=f32,f64", NTP_STATUS_INVALID_ARGUMENT,
          "ntp_sweep_add_factor precision: 'f64' is not f32, bf16, f16 or i8"},
         {"backend=ref,rfe", NTP_STATUS_UNKNOWN_NAME,
          "ntp_sweep_add_factor backend: unknown backend 'rfe'; did you mean 'ref'?"},
-        {"hidden=16,16", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor hidden: '16' given twice"},
-        {"hidden=16,,32", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor hidden: an empty value"},
-        {"hidden", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden'"},
-        {"=1,2", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got '=1,2'"},
-        {"hidden=", NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden='"},
+        {"hidden=16,16", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor hidden: '16' given twice"},
+        {"hidden=16,,32", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor hidden: an empty value"},
+        {"hidden", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden'"},
+        {"=1,2", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor expects NAME=V1,V2,..., got '=1,2'"},
+        {"hidden=", NTP_STATUS_INVALID_ARGUMENT,
+         "ntp_sweep_add_factor expects NAME=V1,V2,..., got 'hidden='"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ntp_sweep *s;
@@ -204,9 +210,17 @@ static ntp_run_result *fake_result(double ms, int64_t batch)
     r->backend = "ref";
     r->batch = batch;
     r->flops = 2000000;
-    ntp_stats e = {.n = 10, .median = ms, .min = 0.9 * ms, .mean = ms, .p90 = 1.1 * ms,
-                   .p99 = 1.2 * ms, .max = 1.3 * ms, .stddev = 0.05 * ms, .ci95_lo = 0.95 * ms,
-                   .ci95_hi = 1.05 * ms, .cv = 0.05};
+    ntp_stats e = {.n = 10,
+                   .median = ms,
+                   .min = 0.9 * ms,
+                   .mean = ms,
+                   .p90 = 1.1 * ms,
+                   .p99 = 1.2 * ms,
+                   .max = 1.3 * ms,
+                   .stddev = 0.05 * ms,
+                   .ci95_lo = 0.95 * ms,
+                   .ci95_hi = 1.05 * ms,
+                   .cv = 0.05};
     r->end_to_end_ms = e;
     r->layer_sum_ms = e;
     r->latency_ms = ms;
@@ -243,13 +257,16 @@ static void test_results_and_writers(void **state)
 
     char *t = capture(fx->ctx, s, NTP_FORMAT_TABLE);
     fputs(t, stdout);
-    assert_non_null(strstr(t, "sweep of models/tiny-mlp.xml: one factor at a time, 4 configurations\n"));
+    assert_non_null(
+        strstr(t, "sweep of models/tiny-mlp.xml: one factor at a time, 4 configurations\n"));
     assert_non_null(strstr(t, "baseline (configuration 0): batch=1 hidden=16\n"
                               "fusion: off (no --fuse)\n"));
-    assert_non_null(strstr(t, "\n  # batch hidden status  median ms  ci95 lo  ci95 hi   p90 ms  cv %"
-                              "  samples/s  GFLOP/s\n"));
-    assert_non_null(strstr(t, "\n  1 2     16     ok         2.5000   2.3750   2.6250   2.7500   5.0"
-                              "      800.0     0.80\n"));
+    assert_non_null(strstr(t,
+                           "\n  # batch hidden status  median ms  ci95 lo  ci95 hi   p90 ms  cv %"
+                           "  samples/s  GFLOP/s\n"));
+    assert_non_null(strstr(t,
+                           "\n  1 2     16     ok         2.5000   2.3750   2.6250   2.7500   5.0"
+                           "      800.0     0.80\n"));
     assert_non_null(strstr(t, "\n  2 4     16     failed\n"));
     assert_non_null(strstr(t, "configuration 2 failed: batch=4 hidden=16: exit 1: tiny-mlp.xml:7: "
                               "out of memory\n"));
@@ -286,8 +303,9 @@ static void test_results_and_writers(void **state)
     json_t *c1 = json_array_get(cfgs, 1);
     assert_string_equal(json_string_value(json_object_get(json_object_get(c1, "values"), "batch")),
                         "2");
-    assert_float_equal(json_number_value(json_object_get(json_object_get(c1, "end_to_end"),
-                                                         "median_ms")), 2.5, 1e-12);
+    assert_float_equal(
+        json_number_value(json_object_get(json_object_get(c1, "end_to_end"), "median_ms")), 2.5,
+        1e-12);
     assert_string_equal(json_string_value(json_object_get(json_object_get(c1, "report"), "kind")),
                         "run");
     json_decref(j);

@@ -323,8 +323,7 @@ static void test_logits_beam(void **state)
         ntp_ctc_beam_stats st;
         ntp__ctc_beam_decode(x, T, C, C, W, ws, out, &st);
         printf("seed %llu: %d survivors, length %d, log p %.3f, runner-up %.3f\n",
-               (unsigned long long)seed, st.survivors, st.best_len, st.best_logp,
-               st.second_logp);
+               (unsigned long long)seed, st.survivors, st.best_len, st.best_logp, st.second_logp);
         assert_int_equal(st.survivors, W);
         assert_true(st.best_len >= T / 10 && st.best_len <= T / 3);
         assert_true(isfinite(st.second_logp) && st.best_logp - st.second_logp < 5.0);

@@ -388,8 +388,8 @@ static void test_params_overrides(void **state)
 {
     (void)state;
     const char *set[] = {"hidden=2", "dir=bidirectional", "hidden=3", "act=tanh"};
-    ntp_load_opts o = {.set = set, .n_set = 4, .batch = 7,
-                       .set_precision = true, .precision = NTP_DTYPE_BF16};
+    ntp_load_opts o = {
+        .set = set, .n_set = 4, .batch = 7, .set_precision = true, .precision = NTP_DTYPE_BF16};
     ntp_graph *g = load_opts(params_xml, &o);
     /* The last --set of a name wins; dependent defaults see the override. */
     assert_string_equal(ntp_graph_param_value(g, 0), "7");
@@ -413,14 +413,17 @@ static void test_params_overrides(void **state)
                "no param 'hiden' in mem.xml; did you mean 'hidden'?");
     const char *malformed[] = {"hidden"};
     bad.set = malformed;
-    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set 'hidden': expected NAME=VALUE");
+    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT,
+               "ntp_load_opts.set 'hidden': expected NAME=VALUE");
     const char *empty_name[] = {"=3"};
     bad.set = empty_name;
-    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set '=3': expected NAME=VALUE");
+    load_fails(params_xml, &bad, NTP_STATUS_INVALID_ARGUMENT,
+               "ntp_load_opts.set '=3': expected NAME=VALUE");
     /* The loader, not each reader, refuses a dtype that is no precision. */
     ntp_load_opts prec = {.set_precision = true, .precision = NTP_DTYPE_I32};
-    load_fails(params_xml, &prec, NTP_STATUS_INVALID_ARGUMENT,
-               "precision override: 'i32' is not a compute precision: expected f32, bf16, f16 or i8");
+    load_fails(
+        params_xml, &prec, NTP_STATUS_INVALID_ARGUMENT,
+        "precision override: 'i32' is not a compute precision: expected f32, bf16, f16 or i8");
     ntp_load_opts batch = {.batch = 2};
     load_fails("<topology name='nb'>\n"
                "  <input name='x' shape='2,4' dtype='f32'/>\n"
@@ -438,8 +441,9 @@ static void test_param_without_default(void **state)
                       "  <input name='x' shape='2,${n}' dtype='f32'/>\n"
                       "  <relu name='r'/>\n"
                       "</topology>\n";
-    load_fails(xml, NULL, NTP_STATUS_PARSE_ERROR,
-               "mem.xml:2: <param name='n'>: param 'n' has no default: give it with ntp_load_opts.set n=VALUE");
+    load_fails(
+        xml, NULL, NTP_STATUS_PARSE_ERROR,
+        "mem.xml:2: <param name='n'>: param 'n' has no default: give it with ntp_load_opts.set n=VALUE");
     const char *set[] = {"n=5"};
     ntp_load_opts o = {.set = set, .n_set = 1};
     ntp_graph *g = load_opts(xml, &o);
@@ -662,7 +666,8 @@ static void test_attrs_scalar_ops(void **state)
     assert_true(a.causal);
 
     const kv no_units[] = {{"bias", "true"}};
-    parse_fails(NTP_OP_FC, no_units, 1, NTP_STATUS_PARSE_ERROR, "missing required attribute 'units'");
+    parse_fails(NTP_OP_FC, no_units, 1, NTP_STATUS_PARSE_ERROR,
+                "missing required attribute 'units'");
     const kv abc[] = {{"units", "abc"}};
     parse_fails(NTP_OP_FC, abc, 1, NTP_STATUS_PARSE_ERROR,
                 "attribute 'units': expected a positive integer, got 'abc'");
@@ -741,7 +746,8 @@ static void test_attrs_layout_ops(void **state)
     parse_fails(NTP_OP_SPLIT, many, 2, NTP_STATUS_PARSE_ERROR,
                 "attribute 'parts': a split has at most 8 outputs, got '9'");
     const kv no_axis[] = {{"parts", "2"}};
-    parse_fails(NTP_OP_SPLIT, no_axis, 1, NTP_STATUS_PARSE_ERROR, "missing required attribute 'axis'");
+    parse_fails(NTP_OP_SPLIT, no_axis, 1, NTP_STATUS_PARSE_ERROR,
+                "missing required attribute 'axis'");
     const kv two_inferred[] = {{"shape", "-1,-1"}};
     parse_fails(NTP_OP_RESHAPE, two_inferred, 1, NTP_STATUS_PARSE_ERROR,
                 "attribute 'shape': at most one dimension may be -1, got '-1,-1'");
@@ -839,7 +845,6 @@ static void test_attrs_rnn_and_inlays(void **state)
     parse_fails(NTP_OP_CTC_DECODE, alpha, 1, NTP_STATUS_PARSE_ERROR,
                 "attribute 'alphabet': expected at least one character");
 }
-
 
 /* Every declaration in op-attrs.c is complete for its type, names are
  * unique per op, and declared defaults lie in their declared range. */

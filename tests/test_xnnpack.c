@@ -122,7 +122,8 @@ static void expect(const float *got, const float *want, int n, float tol)
 static void test_conv_hand_computed(void **state)
 {
     (void)state;
-    ntp_graph *g = load("<input name='x' shape='1,1,3,3'/><conv name='L' filters='1' kernel='2'/>", NULL);
+    ntp_graph *g =
+        load("<input name='x' shape='1,1,3,3'/><conv name='L' filters='1' kernel='2'/>", NULL);
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, W[4] = {1, 0, 0, -1}, b[1] = {0.5f};
     const float *w[2] = {W, b};
     ntp_status st;
@@ -149,9 +150,9 @@ static void test_conv_channels_hand_computed(void **state)
         x[i] = (float)(i + 1);
         x[16 + i] = 1.0f;
     }
-    W[0 * 18 + 0 * 9 + 4] = 1.0f;        /* filter 0, channel 0, centre */
+    W[0 * 18 + 0 * 9 + 4] = 1.0f; /* filter 0, channel 0, centre */
     for (int t = 0; t < 9; t++)
-        W[1 * 18 + 1 * 9 + t] = 1.0f;    /* filter 1, channel 1, everything */
+        W[1 * 18 + 1 * 9 + t] = 1.0f; /* filter 1, channel 1, everything */
     const float *w[1] = {W};
     ntp_status st;
     float *y = run_layer(g, "L", x, w, &st);
@@ -169,14 +170,14 @@ static void test_deconv_hand_computed(void **state)
 {
     (void)state;
     ntp_graph *g = load("<input name='x' shape='1,1,2,2'/>"
-                        "<deconv name='L' filters='1' kernel='2' stride='2' bias='false'/>", NULL);
+                        "<deconv name='L' filters='1' kernel='2' stride='2' bias='false'/>",
+                        NULL);
     float x[4] = {1, 2, 3, 4}, W[4] = {1, 10, 100, 1000};
     const float *w[1] = {W};
     ntp_status st;
     float *y = run_layer(g, "L", x, w, &st);
     assert_int_equal(st, NTP_STATUS_OK);
-    float want[16] = {1,   10,   2,   20,   100, 1000, 200, 2000,
-                      3,   30,   4,   40,   300, 3000, 400, 4000};
+    float want[16] = {1, 10, 2, 20, 100, 1000, 200, 2000, 3, 30, 4, 40, 300, 3000, 400, 4000};
     expect(y, want, 16, 0);
     free(y);
     ntp_graph_free(g);
@@ -262,8 +263,7 @@ static int count_reorders(const ntp_exec *x)
             if (sub == st->main_sub)
                 continue;
             int64_t bytes = 0;
-            x->be[st->be]->step_info(x->be_state[st->be], st->state, sub, &suffix, &type,
-                                     &bytes);
+            x->be[st->be]->step_info(x->be_state[st->be], st->state, sub, &suffix, &type, &bytes);
             if (type && strcmp(type, "reorder") == 0) {
                 /* The tensor read in one layout and written in the other. */
                 assert_true(bytes > 0 && bytes % 8 == 0);
@@ -449,7 +449,8 @@ static void test_onnx_ops(void **state)
              "<conv name='c2' filters='8' kernel='1'/>"
              "<sub name='s' inputs='c2,p'/>"
              "<max name='m' inputs='s,c2'/>"
-             "<conv name='c3' filters='4' kernel='3'/>", NULL);
+             "<conv name='c3' filters='4' kernel='3'/>",
+             NULL);
     ntp_exec xa, xr;
     plan(&xa, g, "xnnpack", false, 2);
     plan(&xr, g, "ref", false, 1);
@@ -571,7 +572,8 @@ static void test_support_and_errors(void **state)
     (void)state;
     ntp_graph *g = load("<input name='x' shape='4,6,3'/>"
                         "<lstm name='l' units='4'/><tanh name='t'/><layernorm name='n'/>"
-                        "<softmax name='s' axis='1'/><fc name='L' units='3'/>", NULL);
+                        "<softmax name='s' axis='1'/><fc name='L' units='3'/>",
+                        NULL);
     assert_false(be->supports(g, node(g, "l"), NTP_DTYPE_F32));
     assert_false(be->supports(g, node(g, "t"), NTP_DTYPE_F32));
     assert_false(be->supports(g, node(g, "n"), NTP_DTYPE_F32));

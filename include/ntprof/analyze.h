@@ -25,25 +25,25 @@ extern "C" {
  * the recurrent weights read again at every step). */
 #define NTP_COST_MAX_PARTS 2
 typedef struct ntp_cost_part {
-    const char *name;        /* "input GEMM", "recurrent GEMV" (static strings) */
+    const char *name; /* "input GEMM", "recurrent GEMV" (static strings) */
     int64_t flops;
-    int64_t bytes;           /* the part's traffic, re-reads included */
+    int64_t bytes; /* the part's traffic, re-reads included */
 } ntp_cost_part;
 
 typedef struct ntp_layer_cost {
-    const char *name;        /* owned by the graph */
-    const char *type;        /* markup element name: "fc", "conv", "mfcc" */
-    bool inlay;              /* a non-network stage (mfcc, ctc_decode, ...) */
-    ntp_shape output_shape;  /* first output */
+    const char *name;       /* owned by the graph */
+    const char *type;       /* markup element name: "fc", "conv", "mfcc" */
+    bool inlay;             /* a non-network stage (mfcc, ctc_decode, ...) */
+    ntp_shape output_shape; /* first output */
     int64_t params;
     int64_t macs;
     int64_t flops;
-    int64_t weight_bytes;    /* params and buffers at the precision */
-    int64_t input_bytes;     /* activations read */
-    int64_t output_bytes;    /* activations written */
+    int64_t weight_bytes; /* params and buffers at the precision */
+    int64_t input_bytes;  /* activations read */
+    int64_t output_bytes; /* activations written */
     /* Minimal memory traffic: weights + inputs + outputs, each touched once. */
     int64_t traffic_bytes;
-    double intensity;        /* flops / traffic_bytes (FLOP per byte) */
+    double intensity; /* flops / traffic_bytes (FLOP per byte) */
     /* Recurrent layers (lstm, gru, rnn): the parts, whose FLOPs add up to
      * `flops`; 0 for every other layer. */
     int n_parts;
@@ -53,13 +53,13 @@ typedef struct ntp_layer_cost {
 typedef struct ntp_analysis {
     ntp_dtype precision;
     int n_layers;
-    ntp_layer_cost *layers;  /* execution order */
+    ntp_layer_cost *layers; /* execution order */
     int64_t params;
     int64_t macs;
     int64_t flops;
     int64_t weight_bytes;
-    int64_t input_bytes;     /* graph inputs */
-    int64_t activation_bytes; /* sum of every activation tensor's size */
+    int64_t input_bytes;           /* graph inputs */
+    int64_t activation_bytes;      /* sum of every activation tensor's size */
     int64_t peak_activation_bytes; /* arena size from the liveness planner */
     int64_t traffic_bytes;
 } ntp_analysis;

@@ -29,10 +29,10 @@ NTP_API ntp_status ntp_run_result_load(ntp_ctx *ctx, const char *path, ntp_run_r
 /* --- comparisons ---------------------------------------------------------------------- */
 
 typedef enum ntp_align {
-    NTP_ALIGN_MATCHED,          /* the same name in both runs */
-    NTP_ALIGN_RENAMED,          /* different names, same type, shape and FLOPs */
-    NTP_ALIGN_ADDED,            /* only in the other run */
-    NTP_ALIGN_MISSING,          /* only in the base run */
+    NTP_ALIGN_MATCHED, /* the same name in both runs */
+    NTP_ALIGN_RENAMED, /* different names, same type, shape and FLOPs */
+    NTP_ALIGN_ADDED,   /* only in the other run */
+    NTP_ALIGN_MISSING, /* only in the base run */
     /* Layers fused into one group in at least one of the runs, compared as
      * a whole: the group's time against the sum of its layers' times where
      * they ran alone (a fused layer has no time of its own). */
@@ -41,16 +41,16 @@ typedef enum ntp_align {
 
 /* What changed about an aligned row besides its time (ntp_compare_row.changes). */
 enum {
-    NTP_CHANGE_TYPE = 1,        /* the same name, another layer type */
-    NTP_CHANGE_BACKEND = 2,     /* run by another backend */
-    NTP_CHANGE_IMPL = 4         /* another implementation ("brg:avx512_core" -> "gemm:jit") */
+    NTP_CHANGE_TYPE = 1,    /* the same name, another layer type */
+    NTP_CHANGE_BACKEND = 2, /* run by another backend */
+    NTP_CHANGE_IMPL = 4     /* another implementation ("brg:avx512_core" -> "gemm:jit") */
 };
 
 typedef enum ntp_verdict {
-    NTP_VERDICT_NA,             /* nothing to compare (a side is absent or has no time) */
-    NTP_VERDICT_SAME,           /* the 95% intervals of the medians overlap */
-    NTP_VERDICT_FASTER,         /* the other run is faster: its interval lies below */
-    NTP_VERDICT_SLOWER          /* the other run is slower: its interval lies above */
+    NTP_VERDICT_NA,     /* nothing to compare (a side is absent or has no time) */
+    NTP_VERDICT_SAME,   /* the 95% intervals of the medians overlap */
+    NTP_VERDICT_FASTER, /* the other run is faster: its interval lies below */
+    NTP_VERDICT_SLOWER  /* the other run is slower: its interval lies above */
 } ntp_verdict;
 
 /* "matched", "renamed", "added", "missing", "fused". */
@@ -63,15 +63,16 @@ NTP_API ntp_verdict ntp_compare_stats(const ntp_stats *base, const ntp_stats *ot
 
 /* One aligned row (a layer, a marker segment or the end-to-end pass). */
 typedef struct ntp_compare_row {
-    const char *name;           /* in the base run; in the other run for an added row */
-    const char *other_name;     /* in the other run (differs for a renamed row), NULL if absent */
+    const char *name;       /* in the base run; in the other run for an added row */
+    const char *other_name; /* in the other run (differs for a renamed row), NULL if absent */
     const char *type;
     ntp_align align;
     int base_index, other_index; /* row positions in each run, -1 where absent */
-    ntp_stats base, other;      /* zeros where absent */
-    double delta_ms;            /* other median - base median */
-    double speedup;             /* base / other median: above 1 the other is faster; 0: n/a */
-    double speedup_lo, speedup_hi; /* from the intervals: base.lo / other.hi .. base.hi / other.lo */
+    ntp_stats base, other;       /* zeros where absent */
+    double delta_ms;             /* other median - base median */
+    double speedup;              /* base / other median: above 1 the other is faster; 0: n/a */
+    double speedup_lo,
+        speedup_hi; /* from the intervals: base.lo / other.hi .. base.hi / other.lo */
     ntp_verdict verdict;
     double base_share, other_share; /* % contribution (0..1) in each run */
     /* A fused group (NTP_ALIGN_FUSED): its layers, the base run's in order
@@ -96,25 +97,25 @@ typedef struct ntp_compare_row {
 
 /* The base run (runs[0]) against one other run. */
 typedef struct ntp_compare_pair {
-    int base, other;            /* indices into runs */
+    int base, other; /* indices into runs */
     ntp_compare_row end_to_end;
-    double throughput_ratio;    /* other / base samples per second */
+    double throughput_ratio; /* other / base samples per second */
     int n_rows;
-    ntp_compare_row *rows;      /* largest regression (delta_ms) first */
+    ntp_compare_row *rows; /* largest regression (delta_ms) first */
     int n_markers;
-    ntp_compare_row *markers;   /* marker segments aligned by name, in base order */
+    ntp_compare_row *markers; /* marker segments aligned by name, in base order */
     int n_diffs;
-    char **diffs;               /* "backend: ref -> onednn": topology, configuration and hardware */
-    int n_fused_groups;         /* rows with NTP_ALIGN_FUSED */
-    int n_changed;              /* rows with changes */
-    const char **member_store;  /* internal: the rows' members point into it */
+    char **diffs;              /* "backend: ref -> onednn": topology, configuration and hardware */
+    int n_fused_groups;        /* rows with NTP_ALIGN_FUSED */
+    int n_changed;             /* rows with changes */
+    const char **member_store; /* internal: the rows' members point into it */
 } ntp_compare_pair;
 
 typedef struct ntp_comparison {
     int n_runs;
     const ntp_run_result *const *runs; /* borrowed: keep them alive */
-    char **labels;              /* one per run: a file name, "run 12", ... */
-    int n_pairs;                /* n_runs - 1 */
+    char **labels;                     /* one per run: a file name, "run 12", ... */
+    int n_pairs;                       /* n_runs - 1 */
     ntp_compare_pair *pairs;
 } ntp_comparison;
 

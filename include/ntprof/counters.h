@@ -17,8 +17,8 @@ extern "C" {
 #endif
 
 typedef struct ntp_counter_info {
-    const char *name;           /* "cycles", "sw", "perf-stat", "libpfm4" */
-    const char *kind;           /* "set", "event", "tool" or "library" */
+    const char *name; /* "cycles", "sw", "perf-stat", "libpfm4" */
+    const char *kind; /* "set", "event", "tool" or "library" */
     const char *description;
     bool available;
     /* Why it is not available; for an available item a detail such as the

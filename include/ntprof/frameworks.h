@@ -23,35 +23,35 @@ extern "C" {
 
 /* One layer on one backend. */
 typedef struct ntp_backend_layer {
-    double ms;                  /* median, its sub-step rows (reorders, im2col) included;
-                                   0 for a fused layer, -1 if not measured (--only) */
+    double ms; /* median, its sub-step rows (reorders, im2col) included;
+                  0 for a fused layer, -1 if not measured (--only) */
     double prepare_ms;
-    const char *ran_on;         /* the backend that ran it ("ref" for a fallback) */
-    const char *impl;           /* what that backend chose */
-    const char *fused_into;     /* the layer it was folded into, or NULL */
-    int sub_rows;               /* sub-step rows included in ms */
-    double sub_ms;              /* their share of ms */
+    const char *ran_on;     /* the backend that ran it ("ref" for a fallback) */
+    const char *impl;       /* what that backend chose */
+    const char *fused_into; /* the layer it was folded into, or NULL */
+    int sub_rows;           /* sub-step rows included in ms */
+    double sub_ms;          /* their share of ms */
 } ntp_backend_layer;
 
 /* One backend's part of the comparison. */
 typedef struct ntp_backend_run {
     const char *backend;
-    ntp_run_result *result;     /* its complete run report */
+    ntp_run_result *result; /* its complete run report */
     /* Its outputs against the reference backend's, one per graph output
      * (n_deviation 0 when there is nothing to compare: a partial run, or
      * no reference). Top-1/top-5 agreement for [N, classes] outputs, -1
      * otherwise. */
     int n_deviation;
     ntp_accuracy *deviation;
-    double max_abs_error;       /* worst over the outputs; -1 when n/a */
+    double max_abs_error; /* worst over the outputs; -1 when n/a */
     double rel_l2;
-    double speed_ratio;         /* median end-to-end / the fastest backend's */
-    int layers_own;             /* layers it ran itself (not fused, not fallen back) */
-    int layers_fallback;        /* layers placed on another backend */
+    double speed_ratio;  /* median end-to-end / the fastest backend's */
+    int layers_own;      /* layers it ran itself (not fused, not fallen back) */
+    int layers_fallback; /* layers placed on another backend */
     int layers_fused;
-    int n_convert;              /* conversion rows at backend boundaries */
+    int n_convert; /* conversion rows at backend boundaries */
     double convert_ms;
-    ntp_backend_layer *layers;  /* n_layers, in execution order */
+    ntp_backend_layer *layers; /* n_layers, in execution order */
 } ntp_backend_run;
 
 typedef struct ntp_backend_comparison {
@@ -66,10 +66,10 @@ typedef struct ntp_backend_comparison {
      * among the runs it is still run once, unmeasured, for its outputs. */
     const char *reference;
     int n_runs;
-    ntp_backend_run *runs;      /* in the order asked for */
-    int fastest;                /* index of the lowest median end-to-end */
+    ntp_backend_run *runs; /* in the order asked for */
+    int fastest;           /* index of the lowest median end-to-end */
     int n_layers;
-    const char **layer_names;   /* execution order */
+    const char **layer_names; /* execution order */
     const char **layer_types;
     struct ntp_backend_store *store; /* owns the strings; internal */
 } ntp_backend_comparison;

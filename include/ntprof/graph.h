@@ -43,8 +43,8 @@ NTP_API bool ntp_dtype_is_precision(ntp_dtype t);
 
 /* How f32 arithmetic may be carried out, beside the storage precision. */
 typedef enum ntp_math_mode {
-    NTP_MATH_DEFAULT,           /* each precision's own arithmetic (IEEE f32 for f32) */
-    NTP_MATH_TF32,              /* f32 layers may use TF32 tensor-core math (docs/gpu.md) */
+    NTP_MATH_DEFAULT, /* each precision's own arithmetic (IEEE f32 for f32) */
+    NTP_MATH_TF32,    /* f32 layers may use TF32 tensor-core math (docs/gpu.md) */
     NTP_MATH_COUNT
 } ntp_math_mode;
 
@@ -82,8 +82,8 @@ typedef struct ntp_load_opts {
 /* Load a topology from a file; the format is chosen by its extension
  * (.xml for markup). On failure *out is NULL and ctx holds one line:
  * "FILE:LINE: <element name='layer'>: what was expected". */
-NTP_API ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path,
-                                  const ntp_load_opts *opts, ntp_graph **out);
+NTP_API ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
+                                  ntp_graph **out);
 /* Load markup from memory; `name` is used in messages in place of a path. */
 NTP_API ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len,
                                              const char *name, const ntp_load_opts *opts,

@@ -35,45 +35,45 @@ extern "C" {
 
 /* One kind of cache: every instance of it has the same size. */
 typedef struct ntp_cache_info {
-    int level;                  /* 1, 2, 3, ... */
-    char type[16];              /* "data", "instruction" or "unified" */
-    int64_t size_bytes;         /* one instance */
+    int level;          /* 1, 2, 3, ... */
+    char type[16];      /* "data", "instruction" or "unified" */
+    int64_t size_bytes; /* one instance */
     int line_bytes;
-    int count;                  /* instances in the machine */
-    int shared_by;              /* logical CPUs sharing one instance */
+    int count;     /* instances in the machine */
+    int shared_by; /* logical CPUs sharing one instance */
 } ntp_cache_info;
 
 /* What this machine is made of. */
 typedef struct ntp_machine_info {
-    char key[256];              /* "CPU model|cores|hostname": the ceilings cache key */
+    char key[256]; /* "CPU model|cores|hostname": the ceilings cache key */
     char cpu_model[128];
-    char cpu_flags[1024];       /* the ISA flags that matter, as in ntp_env */
+    char cpu_flags[1024]; /* the ISA flags that matter, as in ntp_env */
     char hostname[64];
     int packages;
-    int cores;                  /* physical cores */
-    int pus;                    /* logical CPUs (hardware threads) */
+    int cores; /* physical cores */
+    int pus;   /* logical CPUs (hardware threads) */
     int64_t memory_bytes;
     int numa_nodes;
     int64_t numa_memory_bytes[NTP_MACHINE_MAX_NUMA];
-    int n_caches;               /* data and unified first, by level */
+    int n_caches; /* data and unified first, by level */
     ntp_cache_info caches[NTP_MACHINE_MAX_CACHES];
-    int n_gpus;                 /* accelerators hwloc sees (CUDA, OpenCL, NVML devices) */
+    int n_gpus; /* accelerators hwloc sees (CUDA, OpenCL, NVML devices) */
     char gpus[NTP_MACHINE_MAX_GPUS][128];
-    char source[64];            /* "hwloc 2.9.0" */
+    char source[64]; /* "hwloc 2.9.0" */
 } ntp_machine_info;
 
 /* A compute ceiling. */
 typedef struct ntp_peak {
-    char precision[8];          /* "f64", "f32", "bf16", "i8" */
-    double gflops;              /* 10^9 FLOP/s (int8: 10^9 multiply or add operations/s): the best trial */
-    char method[96];            /* "FMA micro-kernel, avx2, 2 threads", "GEMM on onednn" */
+    char precision[8]; /* "f64", "f32", "bf16", "i8" */
+    double gflops;     /* 10^9 FLOP/s (int8: 10^9 multiply or add operations/s): the best trial */
+    char method[96];   /* "FMA micro-kernel, avx2, 2 threads", "GEMM on onednn" */
 } ntp_peak;
 
 /* A bandwidth ceiling: a triad whose arrays fit in `level`. */
 typedef struct ntp_bandwidth {
-    char level[8];              /* "L1", "L2", "L3", "DRAM" */
-    int64_t working_set_bytes;  /* all threads' arrays together */
-    double gbps;                /* 10^9 B/s, all threads together: the best trial */
+    char level[8];             /* "L1", "L2", "L3", "DRAM" */
+    int64_t working_set_bytes; /* all threads' arrays together */
+    double gbps;               /* 10^9 B/s, all threads together: the best trial */
 } ntp_bandwidth;
 
 /* How a ceiling was measured (docs/machine.md): the spread of its trials,
@@ -81,24 +81,24 @@ typedef struct ntp_bandwidth {
  * peak, GEMM and bandwidth level of ntp_ceilings, index for index. All 0
  * in ceilings cached by an ntprof that did not record them. */
 typedef struct ntp_ceiling_spread {
-    int trials;                 /* trials run; the ceiling is the best of them */
-    double min, median;         /* the slowest and the median trial, in the ceiling's unit */
+    int trials;         /* trials run; the ceiling is the best of them */
+    double min, median; /* the slowest and the median trial, in the ceiling's unit */
     /* Micro-kernels: the same kernel on one thread (0: not measured). A
      * whole-machine peak below it means another process held a CPU. */
     double one_thread;
     /* Share of the CPUs' time other processes (and the hypervisor) took
      * while this ceiling was measured, 0..1 (/proc/stat); -1 unknown. */
     double other_busy;
-    bool contended;             /* measured under load: too low to trust */
-    char detail[160];           /* GEMM: every backend's figure ("onednn 201, xnnpack 111") */
+    bool contended;   /* measured under load: too low to trust */
+    char detail[160]; /* GEMM: every backend's figure ("onednn 201, xnnpack 111") */
 } ntp_ceiling_spread;
 
 /* The maths a GPU's GEMM peak is measured at. */
 typedef enum ntp_gpu_math {
-    NTP_GPU_MATH_F32,           /* IEEE f32 FMAs */
-    NTP_GPU_MATH_TF32,          /* TF32 tensor cores (f32 storage) */
-    NTP_GPU_MATH_F16,           /* f16 tensor cores, f32 accumulation */
-    NTP_GPU_MATH_BF16,          /* bf16 tensor cores, f32 accumulation */
+    NTP_GPU_MATH_F32,  /* IEEE f32 FMAs */
+    NTP_GPU_MATH_TF32, /* TF32 tensor cores (f32 storage) */
+    NTP_GPU_MATH_F16,  /* f16 tensor cores, f32 accumulation */
+    NTP_GPU_MATH_BF16, /* bf16 tensor cores, f32 accumulation */
     NTP_GPU_MATH_COUNT
 } ntp_gpu_math;
 
@@ -106,11 +106,11 @@ typedef enum ntp_gpu_math {
  * throughput per math, device DRAM bandwidth from device-to-device copies
  * (bytes read + written), and page-locked host<->device bandwidth. */
 typedef struct ntp_gpu_ceilings {
-    char name[128];             /* "NVIDIA H100 80GB HBM3" */
-    int sm_major, sm_minor;     /* compute capability, 9.0 */
-    int sms;                    /* streaming multiprocessors */
-    double clock_ghz;           /* peak SM clock */
-    int64_t memory_bytes;       /* device memory */
+    char name[128];                         /* "NVIDIA H100 80GB HBM3" */
+    int sm_major, sm_minor;                 /* compute capability, 9.0 */
+    int sms;                                /* streaming multiprocessors */
+    double clock_ghz;                       /* peak SM clock */
+    int64_t memory_bytes;                   /* device memory */
     double gemm_gflops[NTP_GPU_MATH_COUNT]; /* square cuBLAS GEMM, best of the rounds */
     int gemm_n[NTP_GPU_MATH_COUNT];         /* its size (M = N = K) */
     double dram_gbps;
@@ -119,14 +119,14 @@ typedef struct ntp_gpu_ceilings {
 
 typedef struct ntp_ceilings {
     char machine_key[256];
-    char measured_at[32];       /* ISO 8601 UTC */
+    char measured_at[32]; /* ISO 8601 UTC */
     char ntprof_version[32];
-    int threads;                /* threads the measurements used */
-    int n_peaks;                /* FMA micro-kernel, per precision */
+    int threads; /* threads the measurements used */
+    int n_peaks; /* FMA micro-kernel, per precision */
     ntp_peak peaks[NTP_MACHINE_MAX_PEAKS];
-    int n_gemm;                 /* the best backend's GEMM, per precision */
+    int n_gemm; /* the best backend's GEMM, per precision */
     ntp_peak gemm[NTP_MACHINE_MAX_PEAKS];
-    int n_levels;               /* innermost first, DRAM last */
+    int n_levels; /* innermost first, DRAM last */
     ntp_bandwidth levels[NTP_MACHINE_MAX_LEVELS];
     /* GPUs measured (GPU 0 today); 0: none, and gpu_note says why
      * ("backend 'cuda': no CUDA device (...)", "built without the CUDA
@@ -142,15 +142,15 @@ typedef struct ntp_ceilings {
     double loadavg;
     bool contended;
     char note[384];
-    ntp_ceiling_spread peak_spread[NTP_MACHINE_MAX_PEAKS];  /* beside peaks[] */
-    ntp_ceiling_spread gemm_spread[NTP_MACHINE_MAX_PEAKS];  /* beside gemm[] */
+    ntp_ceiling_spread peak_spread[NTP_MACHINE_MAX_PEAKS];   /* beside peaks[] */
+    ntp_ceiling_spread gemm_spread[NTP_MACHINE_MAX_PEAKS];   /* beside gemm[] */
     ntp_ceiling_spread level_spread[NTP_MACHINE_MAX_LEVELS]; /* beside levels[] */
 } ntp_ceilings;
 
 typedef struct ntp_machine_opts {
-    double seconds;             /* per measurement, best of several rounds (default 0.25) */
-    int threads;                /* 0: every CPU this process may run on */
-    bool gemm;                  /* also time each backend's GEMM through ntp_run (default true) */
+    double seconds; /* per measurement, best of several rounds (default 0.25) */
+    int threads;    /* 0: every CPU this process may run on */
+    bool gemm;      /* also time each backend's GEMM through ntp_run (default true) */
 } ntp_machine_opts;
 
 NTP_API void ntp_machine_opts_default(ntp_machine_opts *o);

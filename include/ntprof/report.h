@@ -24,11 +24,7 @@
 extern "C" {
 #endif
 
-typedef enum ntp_format {
-    NTP_FORMAT_TABLE,
-    NTP_FORMAT_JSON,
-    NTP_FORMAT_CSV
-} ntp_format;
+typedef enum ntp_format { NTP_FORMAT_TABLE, NTP_FORMAT_JSON, NTP_FORMAT_CSV } ntp_format;
 
 /* "table", "json", "csv". */
 NTP_API ntp_status ntp_format_parse(const char *s, ntp_format *out);
@@ -73,8 +69,7 @@ NTP_API ntp_status ntp_report_write_run_trace(ntp_ctx *ctx, const ntp_run_result
 /* One self-contained HTML page (inline CSS, charts as inline SVG, no
  * network loads) for a run, a comparison or a sweep (docs/html.md). */
 NTP_API ntp_status ntp_report_write_run_html(ntp_ctx *ctx, const ntp_run_result *r, FILE *f);
-NTP_API ntp_status ntp_report_write_comparison_html(ntp_ctx *ctx, const ntp_comparison *c,
-                                                    FILE *f);
+NTP_API ntp_status ntp_report_write_comparison_html(ntp_ctx *ctx, const ntp_comparison *c, FILE *f);
 NTP_API ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f);
 
 /* --- output files ------------------------------------------------------------------------ */
@@ -87,17 +82,17 @@ typedef struct ntp_output ntp_output;
 NTP_API ntp_status ntp_output_open(ntp_ctx *ctx, const char *path, ntp_output **out);
 /* What an output path names. */
 typedef enum ntp_output_kind {
-    NTP_OUTPUT_FILE,        /* a file written through ntp_output_open */
-    NTP_OUTPUT_DIR,         /* a folder the command creates (one level) or fills */
-    NTP_OUTPUT_SAME_ONLY    /* a file written by other means (the history
-                             * database, whose failures are warnings): only
-                             * compared with the other outputs */
+    NTP_OUTPUT_FILE,     /* a file written through ntp_output_open */
+    NTP_OUTPUT_DIR,      /* a folder the command creates (one level) or fills */
+    NTP_OUTPUT_SAME_ONLY /* a file written by other means (the history
+                          * database, whose failures are warnings): only
+                          * compared with the other outputs */
 } ntp_output_kind;
 /* One path a command will write, with the option that named it ("-o"). */
 typedef struct ntp_output_path {
     const char *option;
-    const char *path;       /* NULL: not written */
-    ntp_output_kind kind;   /* left out: NTP_OUTPUT_FILE */
+    const char *path;     /* NULL: not written */
+    ntp_output_kind kind; /* left out: NTP_OUTPUT_FILE */
 } ntp_output_path;
 /* Check every output of a command before it starts any work: each folder
  * exists and is writable, no output file is a directory, an output folder

@@ -17,35 +17,35 @@ extern "C" {
  * from such events (docs/counters.md). Values are per iteration of the
  * counting pass. */
 typedef struct ntp_counter_value {
-    const char *name;           /* "cycles", "task-clock", "perf-stat:task-clock", "callgrind:Ir", "ipc" */
+    const char *name; /* "cycles", "task-clock", "perf-stat:task-clock", "callgrind:Ir", "ipc" */
     /* Who counted it: "perf_event" (in-process), "perf-stat", "perf-record",
      * "callgrind", "cachegrind", "papi", or "derived" for a metric. */
     const char *source;
-    const char *unit;           /* "ns" for clocks, "" for counts and ratios */
-    bool available;             /* false: n/a, `reason` says why */
-    bool derived;               /* IPC, MPKI, miss ratios, top-down fractions */
-    bool scaled;                /* multiplexed: extrapolated by time_enabled / time_running */
-    double value;               /* per iteration; 0 when n/a */
-    double running;             /* time_running / time_enabled: 1 when counted throughout */
-    const char *reason;         /* why n/a, NULL when available */
+    const char *unit;   /* "ns" for clocks, "" for counts and ratios */
+    bool available;     /* false: n/a, `reason` says why */
+    bool derived;       /* IPC, MPKI, miss ratios, top-down fractions */
+    bool scaled;        /* multiplexed: extrapolated by time_enabled / time_running */
+    double value;       /* per iteration; 0 when n/a */
+    double running;     /* time_running / time_enabled: 1 when counted throughout */
+    const char *reason; /* why n/a, NULL when available */
 } ntp_counter_value;
 
 typedef struct ntp_run_opts {
-    const char *backend;        /* NULL: the default backend */
-    int warmup;                 /* iterations run and discarded first */
-    int iterations;             /* at least this many measured iterations */
-    double min_time_s;          /* ... and at least this much measured time */
-    int threads;                /* 0: all cores */
-    const char *pin;            /* CPU list "0-1,3" to pin to, NULL: no pinning */
-    uint64_t seed;              /* weights and synthetic inputs */
-    const char *only_marker;    /* profile only this marker's layers, NULL: all */
+    const char *backend;     /* NULL: the default backend */
+    int warmup;              /* iterations run and discarded first */
+    int iterations;          /* at least this many measured iterations */
+    double min_time_s;       /* ... and at least this much measured time */
+    int threads;             /* 0: all cores */
+    const char *pin;         /* CPU list "0-1,3" to pin to, NULL: no pinning */
+    uint64_t seed;           /* weights and synthetic inputs */
+    const char *only_marker; /* profile only this marker's layers, NULL: all */
     /* Inputs given as "[NAME=]FILE" (.npy); by position when NAME is absent. */
     const char *const *inputs;
     int n_inputs;
     const char *save_outputs_dir; /* write output_<i>.npy here, NULL: don't */
-    bool keep_trace;            /* keep per-iteration layer timestamps */
-    double noise_cv;            /* warn above this coefficient of variation (0: 0.05) */
-    bool fuse;                  /* let backends fuse layers (conv + bias + activation + add) */
+    bool keep_trace;              /* keep per-iteration layer timestamps */
+    double noise_cv;              /* warn above this coefficient of variation (0: 0.05) */
+    bool fuse;                    /* let backends fuse layers (conv + bias + activation + add) */
     /* For bf16, f16 and i8 runs, also run the same weights and inputs at f32
      * on the same backend and report how far the outputs moved (default on). */
     bool accuracy;
@@ -60,8 +60,8 @@ typedef struct ntp_run_opts {
      * callgrind, cachegrind, papi[:EVENTS] or nvtx. */
     const char *counters;
     const char *tool;
-    const char *tool_dir;       /* where tools leave files; NULL: a new directory in $TMPDIR */
-    int counter_iterations;     /* iterations of the counting pass; 0: `iterations` */
+    const char *tool_dir;   /* where tools leave files; NULL: a new directory in $TMPDIR */
+    int counter_iterations; /* iterations of the counting pass; 0: `iterations` */
     /* Accelerators (docs/gpu.md). `place` holds "LAYER=BACKEND" entries (the
      * CLI's repeatable --place) that put those layers on that backend, as a
      * layer's backend= attribute does, overriding it. */
@@ -70,7 +70,7 @@ typedef struct ntp_run_opts {
     /* How f32 layers may compute: NTP_MATH_TF32 lets a GPU backend use TF32
      * tensor cores (f32 storage; the CLI's --precision tf32). */
     ntp_math_mode math;
-    bool cuda_graph;            /* replay whole passes as CUDA graphs (--cuda-graph) */
+    bool cuda_graph; /* replay whole passes as CUDA graphs (--cuda-graph) */
     /* Progress, for someone waiting at a terminal (NULL: none; the library
      * itself never prints). phase is "prepare", "warm-up", "measure",
      * "count" or "accuracy"; done of total steps, total 0 when not known.
@@ -94,29 +94,29 @@ typedef struct ntp_layer_result {
      * types); "reorder" (a backend's layout change inside a layer); "fused"
      * (a layer folded into `fused_into`, timed there). */
     const char *kind;
-    const char *backend;        /* the backend that ran it */
-    const char *impl;           /* the implementation it chose ("brg:avx512_core_amx") */
+    const char *backend; /* the backend that ran it */
+    const char *impl;    /* the implementation it chose ("brg:avx512_core_amx") */
     /* Why the backend did not fuse this layer with its neighbours under
      * --fuse ("fusion declined: ..."), owned by the result; NULL when
      * there is nothing to say. */
     const char *fuse_note;
     bool inlay;
-    bool fused;                 /* fused into `fused_into` by the backend */
+    bool fused; /* fused into `fused_into` by the backend */
     const char *fused_into;
     ntp_shape output_shape;
     ntp_stats time_ms;
-    double share;               /* of the summed median layer time */
+    double share; /* of the summed median layer time */
     int64_t flops;
-    int64_t bytes;              /* minimal traffic (analysis) */
-    double gflops;              /* flops / median time */
-    double gbps;                /* bytes / median time */
-    double intensity;           /* flops / bytes */
+    int64_t bytes;    /* minimal traffic (analysis) */
+    double gflops;    /* flops / median time */
+    double gbps;      /* bytes / median time */
+    double intensity; /* flops / bytes */
     /* A recurrent layer's input GEMM and recurrent GEMV (docs/analysis.md),
      * from the analysis: the roofline bounds the row by both parts' time
      * estimates and the verdict is the dominant part's. 0: one part. */
     int n_parts;
     ntp_cost_part parts[NTP_COST_MAX_PARTS];
-    double prepare_ms;          /* primitive creation, weight packing */
+    double prepare_ms; /* primitive creation, weight packing */
     int64_t workspace_bytes;
     /* Counters, derived metrics and the bottleneck verdict (docs/counters.md);
      * empty unless counters or a tool were asked for. */
@@ -141,17 +141,17 @@ typedef struct ntp_layer_result {
 
 typedef struct ntp_marker_result {
     const char *name;
-    int first, last;            /* row indices, inclusive */
-    ntp_stats time_ms;          /* per-iteration sum of its layers */
+    int first, last;   /* row indices, inclusive */
+    ntp_stats time_ms; /* per-iteration sum of its layers */
     double share;
     int64_t flops;
     int64_t bytes;
     double gflops;
-    int n_counters;             /* as for rows: a segment's counters and verdict */
+    int n_counters; /* as for rows: a segment's counters and verdict */
     ntp_counter_value *counters;
     const char *bound;
     const char *bound_evidence;
-    double attainable_gflops;   /* as for rows */
+    double attainable_gflops; /* as for rows */
     double roof_share;
     /* As for rows: a segment goes on the GPU's roof when every row of it
      * with FLOPs ran on the GPU, on the CPU's when none did; a segment
@@ -166,9 +166,9 @@ typedef struct ntp_memory_result {
      * an int8 backend quantises (0 when none). */
     int64_t weight_bytes;
     int64_t weight_copy_bytes;
-    int64_t arena_bytes;        /* planned activation arena */
-    int64_t workspace_bytes;    /* largest per-layer workspace */
-    int64_t peak_rss_bytes;     /* process peak resident set */
+    int64_t arena_bytes;                /* planned activation arena */
+    int64_t workspace_bytes;            /* largest per-layer workspace */
+    int64_t peak_rss_bytes;             /* process peak resident set */
     int64_t minor_faults, major_faults; /* during the measured iterations */
     /* Device memory of accelerator backends (docs/gpu.md), 0 without one:
      * weights, activations (buffers of internal tensors and staging at
@@ -193,18 +193,18 @@ static inline bool ntp_memory_has_device(const ntp_memory_result *m)
  * it was measured (docs/run.md#contention), from /proc/stat's counters of
  * the CPUs the run may use against this process's own CPU time. */
 typedef struct ntp_contention {
-    bool measured;              /* false: not sampled; `reason` says why */
+    bool measured; /* false: not sampled; `reason` says why */
     char reason[96];
-    double window_s;            /* wall time of the measured window */
-    int cpus;                   /* CPUs summed: those this process may run on */
+    double window_s; /* wall time of the measured window */
+    int cpus;        /* CPUs summed: those this process may run on */
     /* Shares of cpus x window_s: busy with other processes ((system busy -
      * own) / (cpus x window)), stolen by the hypervisor, used by this
      * process. */
     double other;
     double steal;
     double own;
-    double resolution;          /* +- on other and steal from clock-tick counting */
-    double load_average;        /* 1-minute load average at the window's start */
+    double resolution;   /* +- on other and steal from clock-tick counting */
+    double load_average; /* 1-minute load average at the window's start */
     /* other + steal - resolution >= NTP_CONTENTION_THRESHOLD: the run
      * warned that its figures may be distorted. */
     bool distorted;
@@ -218,50 +218,50 @@ typedef struct ntp_contention {
  * the instruction set it chose on this CPU. */
 #define NTP_ENV_MAX_LIBS 6
 typedef struct ntp_env_library {
-    char name[16];              /* "oneDNN", "XNNPACK", "OpenBLAS", "cuDNN", "cuBLAS" */
-    char version[192];          /* "2.7.3 (git a0c6e2f)", OpenBLAS's config string */
-    char isa[96];               /* "avx512_core_bf16"; "n/a (reason)" where not known */
+    char name[16];     /* "oneDNN", "XNNPACK", "OpenBLAS", "cuDNN", "cuBLAS" */
+    char version[192]; /* "2.7.3 (git a0c6e2f)", OpenBLAS's config string */
+    char isa[96];      /* "avx512_core_bf16"; "n/a (reason)" where not known */
 } ntp_env_library;
 
 typedef struct ntp_env {
     char cpu_model[128];
-    char cpu_flags[1024];       /* the ISA flags that matter (avx2, avx512*, amx*) */
-    int cores;                  /* online logical CPUs */
+    char cpu_flags[1024]; /* the ISA flags that matter (avx2, avx512*, amx*) */
+    int cores;            /* online logical CPUs */
     int64_t memory_bytes;
     char os[128];
     char compiler[128];
-    char libraries[512];        /* "libxml2 2.9.14, jansson 2.14, ..." */
+    char libraries[512]; /* "libxml2 2.9.14, jansson 2.14, ..." */
     char ntprof_version[32];
     char git_revision[48];
     char hostname[64];
-    char timestamp[32];         /* ISO 8601 UTC */
+    char timestamp[32]; /* ISO 8601 UTC */
     /* Reproducibility (docs/report-format.md): the backends' libraries, the
      * CPU's frequency policy, and the load when the run started. Each text
      * is "n/a (reason)" where the system does not say. */
     int n_libraries;
     ntp_env_library library[NTP_ENV_MAX_LIBS];
-    char governor[64];          /* cpufreq scaling governor of CPU 0 */
-    double cpu_mhz;             /* current frequency of CPU 0; 0: n/a (cpu_mhz_text says why) */
-    char cpu_mhz_text[64];      /* "3000 MHz" or "n/a (reason)" */
-    char boost[64];             /* turbo/boost: "on", "off" or "n/a (reason)" */
-    char smt[64];               /* simultaneous multithreading: "on", "off", "notsupported", ... */
-    double load_average[3];     /* 1, 5, 15 minutes, when the environment was collected; -1: n/a */
-    ntp_contention contention;  /* filled by ntp_run for its measured window */
+    char governor[64];         /* cpufreq scaling governor of CPU 0 */
+    double cpu_mhz;            /* current frequency of CPU 0; 0: n/a (cpu_mhz_text says why) */
+    char cpu_mhz_text[64];     /* "3000 MHz" or "n/a (reason)" */
+    char boost[64];            /* turbo/boost: "on", "off" or "n/a (reason)" */
+    char smt[64];              /* simultaneous multithreading: "on", "off", "notsupported", ... */
+    double load_average[3];    /* 1, 5, 15 minutes, when the environment was collected; -1: n/a */
+    ntp_contention contention; /* filled by ntp_run for its measured window */
 } ntp_env;
 
 /* One iteration's layer timings, for traces: start and end in µs since the
  * run's first measured iteration. */
 typedef struct ntp_trace_iter {
-    double *start_us;           /* n_layers */
+    double *start_us; /* n_layers */
     double *end_us;
 } ntp_trace_iter;
 
 /* How far a reduced-precision run's output moved from an f32 run of the
  * same weights and inputs on the same backend. */
 typedef struct ntp_accuracy {
-    const char *output;         /* graph output name */
+    const char *output; /* graph output name */
     double max_abs_error;
-    double rel_l2;              /* ||y - y_f32|| / ||y_f32|| */
+    double rel_l2; /* ||y - y_f32|| / ||y_f32|| */
     /* Classifier outputs ([N, classes], classes >= 5): share of samples whose
      * f32 top-1 class is this output's top-1, and among its top 5 (a tie with
      * that class counts against it); -1 otherwise. top5 >= top1. */
@@ -271,30 +271,30 @@ typedef struct ntp_accuracy {
 /* The ceilings a run was placed against (docs/machine.md). */
 #define NTP_ROOFLINE_MAX_LEVELS 6
 typedef struct ntp_roofline {
-    bool available;             /* false: no ceilings were cached for this machine */
-    char machine[256];          /* the machine key the ceilings belong to */
+    bool available;    /* false: no ceilings were cached for this machine */
+    char machine[256]; /* the machine key the ceilings belong to */
     char measured_at[32];
-    double peak_gflops;         /* compute ceiling at the run's precision */
-    char peak_source[128];      /* "f32 FMA micro-kernel, avx2, 2 threads" */
-    double bandwidth_gbps;      /* DRAM triad: the memory roof of the bound */
-    double ridge_intensity;     /* peak / bandwidth, FLOP/B */
+    double peak_gflops;     /* compute ceiling at the run's precision */
+    char peak_source[128];  /* "f32 FMA micro-kernel, avx2, 2 threads" */
+    double bandwidth_gbps;  /* DRAM triad: the memory roof of the bound */
+    double ridge_intensity; /* peak / bandwidth, FLOP/B */
     /* The ceilings do not hold for this run (docs/machine.md): a row ran
      * above them, or they were measured under load. The verdicts on this
      * roofline are then unreliable; `stale_reason` says why. */
     bool unreliable;
     char stale_reason[256];
-    int n_levels;               /* every measured level, for plots (L1 .. DRAM) */
+    int n_levels; /* every measured level, for plots (L1 .. DRAM) */
     struct {
         char name[8];
         double gbps;
     } levels[NTP_ROOFLINE_MAX_LEVELS];
     /* The GPU's roof (docs/gpu.md), for rows that ran on a device backend. */
-    bool gpu_rows;              /* some row ran on a device backend */
-    bool gpu_available;         /* ... and the ceilings held a GPU to place them on */
+    bool gpu_rows;      /* some row ran on a device backend */
+    bool gpu_available; /* ... and the ceilings held a GPU to place them on */
     char gpu_name[128];
-    char gpu_math[8];           /* the GEMM peak used: "f32", "tf32", "f16", "bf16" */
+    char gpu_math[8]; /* the GEMM peak used: "f32", "tf32", "f16", "bf16" */
     double gpu_peak_gflops;
-    double gpu_bandwidth_gbps;  /* device DRAM */
+    double gpu_bandwidth_gbps; /* device DRAM */
     double gpu_ridge_intensity;
     double gpu_h2d_gbps, gpu_d2h_gbps;
 } ntp_roofline;
@@ -304,41 +304,41 @@ typedef struct ntp_run_result {
     const char *source;
     const char *backend;
     ntp_dtype precision;
-    int64_t batch;              /* the value of param "batch", 0 if none */
+    int64_t batch; /* the value of param "batch", 0 if none */
     int threads;
     uint64_t seed;
     int warmup;
-    int iterations;             /* measured iterations of the end-to-end pass */
+    int iterations; /* measured iterations of the end-to-end pass */
     const char *only_marker;
     int n_params;
     const char **param_names;
     const char **param_values;
 
-    bool fused;                 /* --fuse */
+    bool fused; /* --fuse */
     /* The thread pools' wait policy (ntp_wait_policy). */
     const char *wait_policy;
     const char *wait_settings;
-    int n_layers;               /* rows: layers and the steps between them */
-    ntp_layer_result *layers;   /* execution order; only the --only range */
+    int n_layers;             /* rows: layers and the steps between them */
+    ntp_layer_result *layers; /* execution order; only the --only range */
     int n_markers;
     ntp_marker_result *markers;
-    ntp_stats end_to_end_ms;    /* from the pass without per-layer timing */
-    ntp_stats layer_sum_ms;     /* per-iteration sum of layer times */
+    ntp_stats end_to_end_ms; /* from the pass without per-layer timing */
+    ntp_stats layer_sum_ms;  /* per-iteration sum of layer times */
     /* (median layer sum - median end-to-end) / median end-to-end: the cost
      * of timing every layer. */
     double overhead_fraction;
     double overhead_per_layer_us;
-    double throughput;          /* samples per second: batch / median e2e */
-    double latency_ms;          /* median end-to-end */
-    double prepare_ms;          /* all layers' prepare */
+    double throughput; /* samples per second: batch / median e2e */
+    double latency_ms; /* median end-to-end */
+    double prepare_ms; /* all layers' prepare */
     int64_t flops;
     ntp_memory_result memory;
     ntp_env env;
     int n_warnings;
-    char **warnings;            /* noisy or too short runs, fallbacks */
+    char **warnings; /* noisy or too short runs, fallbacks */
     int n_trace;
-    ntp_trace_iter *trace;      /* when keep_trace */
-    int n_accuracy;             /* one per graph output, for reduced precisions */
+    ntp_trace_iter *trace; /* when keep_trace */
+    int n_accuracy;        /* one per graph output, for reduced precisions */
     ntp_accuracy *accuracy;
     const char *accuracy_baseline; /* "f32 on onednn" */
     /* The counting pass (docs/counters.md): what was asked, how many

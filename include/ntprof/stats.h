@@ -15,7 +15,7 @@ typedef struct ntp_stats {
     /* 95% confidence interval of the median, from order statistics
      * (distribution-free: binomial ranks, normal approximation for large n). */
     double ci95_lo, ci95_hi;
-    double cv;      /* coefficient of variation: stddev / mean */
+    double cv; /* coefficient of variation: stddev / mean */
 } ntp_stats;
 
 /* Summarise n samples (not modified). n == 0 gives all zeros. Quantiles use

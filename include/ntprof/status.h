@@ -35,7 +35,7 @@ typedef enum ntp_status {
 #define NTP_STATUS_ENUM_(name, str) NTP_STATUS_##name,
     NTP_STATUS_MAP(NTP_STATUS_ENUM_)
 #undef NTP_STATUS_ENUM_
-    NTP_STATUS_COUNT
+        NTP_STATUS_COUNT
 } ntp_status;
 
 /* "OK", "PARSE_ERROR", ... */

@@ -33,8 +33,8 @@ extern "C" {
 typedef struct ntp_store ntp_store;
 
 typedef enum ntp_store_mode {
-    NTP_STORE_CREATE,           /* read and write; create the file and its folder */
-    NTP_STORE_READ_ONLY         /* the file must exist; nothing is written */
+    NTP_STORE_CREATE,   /* read and write; create the file and its folder */
+    NTP_STORE_READ_ONLY /* the file must exist; nothing is written */
 } ntp_store_mode;
 
 /* $XDG_DATA_HOME/ntprof/history.db, else $HOME/.local/share/ntprof/history.db.
@@ -64,24 +64,24 @@ NTP_API ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_c
 /* One run as `ntprof history` lists it. */
 typedef struct ntp_history_entry {
     int64_t id;
-    char time[32];              /* the run's timestamp, ISO 8601 UTC */
+    char time[32]; /* the run's timestamp, ISO 8601 UTC */
     char topology[128];
     char backend[32];
     char precision[8];
     int64_t batch;
     int threads;
-    double median_ms;           /* end to end */
+    double median_ms; /* end to end */
     double ci95_lo_ms, ci95_hi_ms;
-    double throughput;          /* samples/s */
+    double throughput; /* samples/s */
     int n_layers;
-    char machine[256];          /* machine key: CPU model|cores|hostname */
+    char machine[256]; /* machine key: CPU model|cores|hostname */
 } ntp_history_entry;
 
 typedef struct ntp_history_filter {
-    const char *topology;       /* NULL: any */
-    const char *backend;        /* NULL: any */
-    const char *since;          /* "2025-03-01" or a full ISO timestamp; NULL: any */
-    int limit;                  /* newest first, at most this many; 0: all */
+    const char *topology; /* NULL: any */
+    const char *backend;  /* NULL: any */
+    const char *since;    /* "2025-03-01" or a full ISO timestamp; NULL: any */
+    int limit;            /* newest first, at most this many; 0: all */
 } ntp_history_filter;
 
 /* Runs matching f (NULL: all), newest first. Free with free(). */

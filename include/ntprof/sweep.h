@@ -12,8 +12,8 @@ extern "C" {
 #endif
 
 typedef enum ntp_sweep_design {
-    NTP_SWEEP_OFAT,             /* one factor at a time around the first value of each */
-    NTP_SWEEP_FULL              /* every combination (full factorial) */
+    NTP_SWEEP_OFAT, /* one factor at a time around the first value of each */
+    NTP_SWEEP_FULL  /* every combination (full factorial) */
 } ntp_sweep_design;
 
 /* "ofat", "full". */
@@ -49,11 +49,11 @@ NTP_API const char *ntp_sweep_config_label(const ntp_sweep *s, int c);
  * no factor varies keeps its zero. Running it is the caller's (the CLI
  * runs each in a process of its own). */
 typedef struct ntp_sweep_config {
-    const char *backend;        /* NULL: not varied */
-    bool set_precision;         /* precision varied: `precision` is its value */
+    const char *backend; /* NULL: not varied */
+    bool set_precision;  /* precision varied: `precision` is its value */
     ntp_dtype precision;
-    int64_t batch;              /* 0: not varied */
-    int threads;                /* 0: not varied (varied thread counts are positive) */
+    int64_t batch; /* 0: not varied */
+    int threads;   /* 0: not varied (varied thread counts are positive) */
     /* "NAME=VALUE" overrides of the topology's params, in factor order. */
     const char *const *set;
     int n_set;

@@ -67,7 +67,7 @@ typedef struct ntp_kargs {
     ntp_buf w[NTP_MAX_WEIGHTS];
     int n_out;
     ntp_buf out[NTP_MAX_OUTPUTS];
-    void *workspace;            /* workspace_bytes as asked for by prepare */
+    void *workspace; /* workspace_bytes as asked for by prepare */
     size_t workspace_bytes;
     int threads;
     /* Placement and layouts (see above). */
@@ -92,18 +92,18 @@ typedef struct ntp_kargs {
  * them. All zero (a designated initialiser that leaves them out) is the
  * default: no TF32, no replay, the measured range from the start. */
 typedef struct ntp_device_opts {
-    ntp_math_mode math;         /* NTP_MATH_TF32: f32 layers may use TF32 tensor-core math */
-    bool graph_replay;          /* replay whole passes as a captured device graph (--cuda-graph) */
-    int first;                  /* execution position the measured range starts at: steps
-                                 * before it run once, the range repeats (--only) */
+    ntp_math_mode math; /* NTP_MATH_TF32: f32 layers may use TF32 tensor-core math */
+    bool graph_replay;  /* replay whole passes as a captured device graph (--cuda-graph) */
+    int first;          /* execution position the measured range starts at: steps
+                         * before it run once, the range repeats (--only) */
 } ntp_device_opts;
 
 /* What init is given: the host options every backend reads and the device
  * options only accelerators read, in one struct so there is one init. */
 typedef struct ntp_backend_opts {
-    int threads;                /* 0: all available cores */
+    int threads; /* 0: all available cores */
     ntp_dtype precision;
-    bool fuse;                  /* --fuse was given */
+    bool fuse; /* --fuse was given */
     ntp_device_opts device;
 } ntp_backend_opts;
 
@@ -116,10 +116,10 @@ typedef enum ntp_backend_kind {
 } ntp_backend_kind;
 
 typedef struct ntp_backend_i {
-    int api_version;            /* NTP_BACKEND_API_VERSION */
-    const char *name;           /* "ref", "onednn", ... */
+    int api_version;  /* NTP_BACKEND_API_VERSION */
+    const char *name; /* "ref", "onednn", ... */
     const char *description;
-    ntp_backend_kind kind;      /* NTP_BACKEND_HOST (0, the default) or NTP_BACKEND_DEVICE */
+    ntp_backend_kind kind; /* NTP_BACKEND_HOST (0, the default) or NTP_BACKEND_DEVICE */
     /* Place in the registry (src/backend/registry.c): higher comes first,
      * and the first is the default backend of a run. The reference backend
      * has NTP_BACKEND_PRIORITY_REF; a backend meant to be the default when
@@ -189,8 +189,8 @@ typedef struct ntp_backend_i {
      * activations (its own buffers for internal tensors and for staging at
      * boundaries), workspace, and the high-water mark of all it allocated.
      * NULL: none (host memory only). */
-    void (*device_memory)(void *state, int64_t *weights, int64_t *activations,
-                          int64_t *workspace, int64_t *peak);
+    void (*device_memory)(void *state, int64_t *weights, int64_t *activations, int64_t *workspace,
+                          int64_t *peak);
 } ntp_backend_i;
 
 /* The reference backend's priority. The registry's order today: onednn,
@@ -211,8 +211,7 @@ extern const ntp_backend_i ntp__backend_ref;
  * Callers outside the backends go through these, never through the slots:
  * each one supplies the documented default when its slot is NULL, so a
  * backend fills in only what it has. */
-bool ntp__be_supports(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n,
-                      ntp_dtype p);
+bool ntp__be_supports(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n, ntp_dtype p);
 ntp_dtype ntp__be_storage_dtype(const ntp_backend_i *be, ntp_dtype p);
 /* *state is NULL when the backend keeps no state. */
 ntp_status ntp__be_init(const ntp_backend_i *be, ntp_ctx *ctx, const ntp_backend_opts *opts,
@@ -230,8 +229,8 @@ void ntp__be_synchronize(const ntp_backend_i *be, void *state);
 /* Nothing to do for a NULL node_state / state. */
 void ntp__be_release_node(const ntp_backend_i *be, void *state, void *node_state);
 void ntp__be_release(const ntp_backend_i *be, void *state);
-bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head,
-                     int n_fused, const ntp_node *next);
+bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head, int n_fused,
+                     const ntp_node *next);
 /* The implementation a prepared node runs, interned: the pointer stays
  * valid for the life of the process (a report keeps it after the plan is
  * freed). The backend's name when the backend does not say. */
@@ -267,11 +266,10 @@ const char *ntp__be_intern(const char *s);
  * conformance driver), "<backend>: <message>" with no layer. `backend`
  * NULL leaves out the "<backend>: " part (the reference backend's
  * errors). */
-ntp_status ntp__be_error(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
-                         const ntp_node *n, ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
-                          const ntp_node *n, ntp_status st, const char *fmt, va_list ap)
+ntp_status ntp__be_error(ntp_ctx *ctx, const char *backend, const ntp_graph *g, const ntp_node *n,
+                         ntp_status st, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g, const ntp_node *n,
+                          ntp_status st, const char *fmt, va_list ap)
     __attribute__((format(printf, 6, 0)));
 /* The same for a kernel's arguments (k may be NULL: no layer). */
 ntp_status ntp__be_kerror(ntp_ctx *ctx, const char *backend, const ntp_kargs *k, ntp_status st,

@@ -68,8 +68,8 @@ void ntp__be_release(const ntp_backend_i *be, void *state)
         be->release(state);
 }
 
-bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head,
-                     int n_fused, const ntp_node *next)
+bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head, int n_fused,
+                     const ntp_node *next)
 {
     return be->fusable && be->fusable(g, head, n_fused, next);
 }
@@ -142,7 +142,7 @@ const char *ntp__be_intern(const char *s)
     static struct name {
         struct name *next;
         char s[];
-    } *names;
+    } * names;
     pthread_mutex_lock(&lock);
     const struct name *p = names;
     while (p && strcmp(p->s, s) != 0)
@@ -161,8 +161,8 @@ const char *ntp__be_intern(const char *s)
     return p ? p->s : NULL;
 }
 
-ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
-                          const ntp_node *n, ntp_status st, const char *fmt, va_list ap)
+ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g, const ntp_node *n,
+                          ntp_status st, const char *fmt, va_list ap)
 {
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -175,8 +175,8 @@ ntp_status ntp__be_verror(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
     return ntp__error(ctx, st, "%s%s%s", pre, sep, msg);
 }
 
-ntp_status ntp__be_error(ntp_ctx *ctx, const char *backend, const ntp_graph *g,
-                         const ntp_node *n, ntp_status st, const char *fmt, ...)
+ntp_status ntp__be_error(ntp_ctx *ctx, const char *backend, const ntp_graph *g, const ntp_node *n,
+                         ntp_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -48,7 +48,10 @@ static void order(void)
     }
 }
 
-int ntp__backend_count(void) { return N_BUILT; }
+int ntp__backend_count(void)
+{
+    return N_BUILT;
+}
 
 const ntp_backend_i *ntp__backend_get(int i)
 {

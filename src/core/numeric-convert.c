@@ -32,14 +32,15 @@ __attribute__((target("avx2"))) static __m128i q4_avx2(__m128 x, __m256d s)
     return _mm256_cvtpd_epi32(v); /* exact: v is an integer in [-127, 127] */
 }
 
-__attribute__((target("avx2"))) static void quantize_avx2(int8_t *dst, const float *src,
-                                                          int64_t n, float scale)
+__attribute__((target("avx2"))) static void quantize_avx2(int8_t *dst, const float *src, int64_t n,
+                                                          float scale)
 {
     __m256d s = _mm256_set1_pd((double)scale);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m128i a = q4_avx2(_mm_loadu_ps(src + i), s), b = q4_avx2(_mm_loadu_ps(src + i + 4), s);
-        __m128i c = q4_avx2(_mm_loadu_ps(src + i + 8), s), d = q4_avx2(_mm_loadu_ps(src + i + 12), s);
+        __m128i c = q4_avx2(_mm_loadu_ps(src + i + 8), s),
+                d = q4_avx2(_mm_loadu_ps(src + i + 12), s);
         /* Saturating packs are exact: every lane is already in [-127, 127]. */
         __m128i q = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
         _mm_storeu_si128((__m128i *)(void *)(dst + i), q);
@@ -76,9 +77,7 @@ bool ntp__quantize_i8_n_isa(int8_t *dst, const float *src, int64_t n, float scal
 {
     __builtin_cpu_init();
     switch (isa) {
-    case NTP_NUMERIC_SCALAR:
-        quantize_scalar(dst, src, n, scale);
-        return true;
+    case NTP_NUMERIC_SCALAR: quantize_scalar(dst, src, n, scale); return true;
     case NTP_NUMERIC_AVX2:
         if (!__builtin_cpu_supports("avx2"))
             return false;
@@ -89,8 +88,7 @@ bool ntp__quantize_i8_n_isa(int8_t *dst, const float *src, int64_t n, float scal
             return false;
         quantize_avx512(dst, src, n, scale);
         return true;
-    case NTP_NUMERIC_BEST:
-        break;
+    case NTP_NUMERIC_BEST: break;
     }
     if (ntp__quantize_i8_n_isa(dst, src, n, scale, NTP_NUMERIC_AVX512))
         return true;

@@ -169,8 +169,7 @@ ntp_status ntp__emulate_storage(float *x, int64_t n, ntp_dtype t, const float *s
     if (n < 0 || (n > 0 && !x))
         return NTP_STATUS_INVALID_ARGUMENT;
     switch (t) {
-    case NTP_DTYPE_F32:
-        return NTP_STATUS_OK;
+    case NTP_DTYPE_F32: return NTP_STATUS_OK;
     case NTP_DTYPE_BF16:
         for (int64_t i = 0; i < n; i++)
             x[i] = ntp__round_bf16(x[i]);
@@ -179,10 +178,8 @@ ntp_status ntp__emulate_storage(float *x, int64_t n, ntp_dtype t, const float *s
         for (int64_t i = 0; i < n; i++)
             x[i] = ntp__round_f16(x[i]);
         return NTP_STATUS_OK;
-    case NTP_DTYPE_I8:
-        break;
-    default:
-        return NTP_STATUS_INVALID_ARGUMENT;
+    case NTP_DTYPE_I8: break;
+    default: return NTP_STATUS_INVALID_ARGUMENT;
     }
     if (!scales) {
         float s = ntp__i8_scale(x, n);

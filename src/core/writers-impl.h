@@ -56,7 +56,10 @@ void ntp__csv_int(FILE *f, int64_t v);
 void ntp__csv_num(FILE *f, double v);
 void ntp__csv_bool(FILE *f, bool v);
 /* A separator before every field but the first of a row. */
-static inline void ntp__csv_sep(FILE *f) { fputc(',', f); }
+static inline void ntp__csv_sep(FILE *f)
+{
+    fputc(',', f);
+}
 
 /* --- JSON ------------------------------------------------------------------ */
 /* A string value; NULL gives JSON null, and bytes that are not valid UTF-8

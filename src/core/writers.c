@@ -13,7 +13,10 @@
 /* --- text tables ------------------------------------------------------------ */
 
 /* A code point starts at every byte that is not a UTF-8 continuation byte. */
-static bool starts_char(unsigned char c) { return (c & 0xC0) != 0x80; }
+static bool starts_char(unsigned char c)
+{
+    return (c & 0xC0) != 0x80;
+}
 
 size_t ntp__text_cols(const char *s)
 {
@@ -216,7 +219,10 @@ void ntp__csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void ntp__csv_int(FILE *f, int64_t v) { fprintf(f, "%lld", (long long)v); }
+void ntp__csv_int(FILE *f, int64_t v)
+{
+    fprintf(f, "%lld", (long long)v);
+}
 
 void ntp__csv_num(FILE *f, double v)
 {
@@ -224,7 +230,10 @@ void ntp__csv_num(FILE *f, double v)
         fprintf(f, "%.10g", v);
 }
 
-void ntp__csv_bool(FILE *f, bool v) { fputs(v ? "true" : "false", f); }
+void ntp__csv_bool(FILE *f, bool v)
+{
+    fputs(v ? "true" : "false", f);
+}
 
 /* --- JSON ---------------------------------------------------------------------- */
 

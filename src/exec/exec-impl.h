@@ -37,24 +37,24 @@ typedef enum ntp_step_kind { NTP_STEP_NODE, NTP_STEP_CONVERT, NTP_STEP_FUSED } n
 
 typedef struct ntp_slot {
     int tensor;
-    ntp_dtype dtype;        /* storage type */
+    ntp_dtype dtype; /* storage type */
     int64_t bytes;
-    int birth, death;       /* planner times: 0 before the first step, s + 1 after step s */
+    int birth, death; /* planner times: 0 before the first step, s + 1 after step s */
     int64_t offset;
     void *data;
 } ntp_slot;
 
 typedef struct ntp_step {
     ntp_step_kind kind;
-    int pos;                /* execution position of the layer (CONVERT: of its consumer) */
-    int be;                 /* index into ntp_exec.be */
-    char *name;             /* CONVERT rows: "<tensor>:<from>-><to>" */
+    int pos;    /* execution position of the layer (CONVERT: of its consumer) */
+    int be;     /* index into ntp_exec.be */
+    char *name; /* CONVERT rows: "<tensor>:<from>-><to>" */
     /* NODE */
     ntp_kargs k;
     void *state;
     size_t ws;
     double prepare_ms;
-    int n_sub, main_sub;    /* sub-steps of the backend, main_sub is the layer */
+    int n_sub, main_sub; /* sub-steps of the backend, main_sub is the layer */
     int in_slot[NTP_MAX_INPUTS], out_slot[NTP_MAX_OUTPUTS], post_slot[NTP_MAX_FUSED];
     /* FUSED: step index of the group's head */
     int head;
@@ -78,20 +78,20 @@ typedef struct ntp_exec {
     int n_be;
     const ntp_backend_i *be[NTP_MAX_BACKENDS];
     void *be_state[NTP_MAX_BACKENDS];
-    int *node_be;           /* per position */
-    int *head_of;           /* per position: position of its group's head (itself if none) */
+    int *node_be; /* per position */
+    int *head_of; /* per position: position of its group's head (itself if none) */
     ntp_step *steps;
     int n_steps, cap_steps;
-    int *pos_step;          /* per position: its step */
+    int *pos_step; /* per position: its step */
     ntp_slot *slots;
     int n_slots, cap_slots;
-    int *tslot;             /* per tensor: primary slot, -1 for constants and folded tensors */
-    void **layouts;         /* per tensor: a backend's layout descriptor */
-    void **wdata;           /* per tensor: constant data in its storage type */
-    int64_t weight_bytes;       /* as the backends hold them (i8 matrices at i8) */
-    int64_t weight_copy_bytes;  /* f32 copies kept besides, that a backend quantises from */
-    const float *scales;    /* per tensor int8 activation scales, or NULL */
-    float *absmax;          /* per tensor, filled while running when non-NULL */
+    int *tslot;                /* per tensor: primary slot, -1 for constants and folded tensors */
+    void **layouts;            /* per tensor: a backend's layout descriptor */
+    void **wdata;              /* per tensor: constant data in its storage type */
+    int64_t weight_bytes;      /* as the backends hold them (i8 matrices at i8) */
+    int64_t weight_copy_bytes; /* f32 copies kept besides, that a backend quantises from */
+    const float *scales;       /* per tensor int8 activation scales, or NULL */
+    float *absmax;             /* per tensor, filled while running when non-NULL */
     void *arena;
     int64_t arena_bytes;
     void *ws;
@@ -109,10 +109,10 @@ typedef struct ntp_exec_opts {
      * tensor the fused run materialises. */
     bool fold_only;
     uint64_t seed;
-    const char *const *inputs;  /* as ntp_run_opts */
+    const char *const *inputs; /* as ntp_run_opts */
     int n_inputs;
-    int first, last;            /* positions measured; earlier ones run once */
-    const float *scales;        /* int8 activation scales per tensor, or NULL */
+    int first, last;     /* positions measured; earlier ones run once */
+    const float *scales; /* int8 activation scales per tensor, or NULL */
     /* Accelerators (ntp_run_opts): "LAYER=BACKEND" placements, math mode,
      * graph replay. */
     const char *const *place;
@@ -157,8 +157,8 @@ const char *ntp__exec_fuse_note(const ntp_exec *x, int step);
 typedef struct ntp_rows {
     int n;
     int *step, *sub;
-    int *first_row;             /* per position: its first row, -1 if none */
-    int *last_row;              /* per position: its last row */
+    int *first_row; /* per position: its first row, -1 if none */
+    int *last_row;  /* per position: its last row */
 } ntp_rows;
 
 bool ntp__rows_build(const ntp_exec *x, ntp_rows *w);

@@ -14,7 +14,6 @@
 #include "io/io-impl.h"
 #include "io/pb-impl.h"
 
-
 /* Convert n f32 values into storage type t (int8 with `scale`). */
 static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float scale)
 {
@@ -31,11 +30,8 @@ static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float 
         for (int64_t i = 0; i < n; i++)
             ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
         return true;
-    case NTP_DTYPE_I8:
-        ntp__quantize_i8_n(dst, src, n, scale);
-        return true;
-    default:
-        return false;
+    case NTP_DTYPE_I8: ntp__quantize_i8_n(dst, src, n, scale); return true;
+    default: return false;
     }
 }
 
@@ -59,8 +55,7 @@ static bool to_f32(float *dst, ntp_dtype t, const void *src, int64_t n, float sc
         for (int64_t i = 0; i < n; i++)
             dst[i] = ntp__dequantize_i8(((const int8_t *)src)[i], scale);
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -105,8 +100,9 @@ static ntp_status weights_f32(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *
         if (!t->data)
             continue;
         if (t->data_dtype != NTP_DTYPE_F32)
-            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data; expected f32",
-                              t->name, ntp_dtype_name(t->data_dtype));
+            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                              "weight '%s' holds %s data; expected f32", t->name,
+                              ntp_dtype_name(t->data_dtype));
         memcpy(f32[k], t->data, (size_t)ntp_shape_numel(&t->shape) * sizeof(float));
     }
     return NTP_STATUS_OK;
@@ -143,8 +139,9 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
                 break;
             }
             if (!from_f32(x->wdata[n->w[k]], sd, f32[k], cnt, 1.0f)) {
-                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "weight '%s': cannot store f32 data as %s",
-                                t->name, ntp_dtype_name(sd));
+                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                                "weight '%s': cannot store f32 data as %s", t->name,
+                                ntp_dtype_name(sd));
                 break;
             }
         }
@@ -163,7 +160,8 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
     return st;
 }
 
-ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be, uint64_t seed)
+ntp_status ntp__exec_load_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, int be,
+                                  uint64_t seed)
 {
     float *f32[NTP_MAX_WEIGHTS] = {0};
     ntp_status st = weights_f32(ctx, x->g, n, f32, seed);
@@ -267,15 +265,16 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
             if (which < 0) {
                 const char *near = ntp__nearest(name, names, g->n_inputs);
                 return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                                  "ntp_run_opts.inputs %s: the topology has no input '%s'%s%s%s", spec, name,
-                                  near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+                                  "ntp_run_opts.inputs %s: the topology has no input '%s'%s%s%s",
+                                  spec, name, near ? "; did you mean '" : "", near ? near : "",
+                                  near ? "'?" : "");
             }
             path = eq + 1;
         }
         if (which >= g->n_inputs)
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.inputs %s: the topology has only %d input%s", spec, g->n_inputs,
-                              g->n_inputs == 1 ? "" : "s");
+                              "ntp_run_opts.inputs %s: the topology has only %d input%s", spec,
+                              g->n_inputs, g->n_inputs == 1 ? "" : "s");
         if (given[which])
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "input '%s' is given twice",
                               g->tensors[g->inputs[which]].name);
@@ -284,7 +283,7 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
         /* ONNX TensorProto files (.pb, as ONNX's test data sets) or .npy. */
         size_t pl = strlen(path);
         ntp_status st = pl > 3 && strcmp(path + pl - 3, ".pb") == 0 ? ntp__pb_read(ctx, path, &a)
-                                                                     : ntp__npy_read(ctx, path, &a);
+                                                                    : ntp__npy_read(ctx, path, &a);
         if (st)
             return st;
         char b1[128], b2[128];
@@ -292,9 +291,10 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
         for (int d = 0; same && d < a.shape.ndim; d++)
             same = a.shape.dim[d] == t->shape.dim[d];
         if (!same) {
-            st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR, "%s: holds %s %s; input '%s' is %s %s", path,
-                            ntp_dtype_name(a.dtype), ntp_shape_str(&a.shape, b1, sizeof b1), t->name,
-                            ntp_dtype_name(t->dtype), ntp_shape_str(&t->shape, b2, sizeof b2));
+            st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR, "%s: holds %s %s; input '%s' is %s %s",
+                            path, ntp_dtype_name(a.dtype), ntp_shape_str(&a.shape, b1, sizeof b1),
+                            t->name, ntp_dtype_name(t->dtype),
+                            ntp_shape_str(&t->shape, b2, sizeof b2));
             ntp__npy_free(&a);
             return st;
         }
@@ -304,7 +304,8 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
     }
     for (int j = 0; j < g->n_inputs; j++)
         if (!given[j]) {
-            ntp_status st = ntp__gen_input(ctx, g, g->inputs[j], tensor_data(x, g->inputs[j]), o->seed);
+            ntp_status st =
+                ntp__gen_input(ctx, g, g->inputs[j], tensor_data(x, g->inputs[j]), o->seed);
             if (st)
                 return st;
         }
@@ -338,7 +339,8 @@ static ntp_status convert(ntp_ctx *ctx, ntp_exec *x, const ntp_step *st)
         }
     }
     return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "cannot convert '%s' from %s to %s",
-                      x->g->tensors[s->tensor].name, ntp_dtype_name(s->dtype), ntp_dtype_name(d->dtype));
+                      x->g->tensors[s->tensor].name, ntp_dtype_name(s->dtype),
+                      ntp_dtype_name(d->dtype));
 }
 
 /* Calibration: the largest magnitude each f32 output held. */
@@ -364,10 +366,8 @@ ntp_status ntp__exec_sub(ntp_ctx *ctx, ntp_exec *x, int s, int sub)
     const ntp_backend_i *be = x->be[st->be];
     ntp_status rc = NTP_STATUS_OK;
     switch (st->kind) {
-    case NTP_STEP_FUSED:
-        return NTP_STATUS_OK;
-    case NTP_STEP_CONVERT:
-        return convert(ctx, x, st);
+    case NTP_STEP_FUSED: return NTP_STATUS_OK;
+    case NTP_STEP_CONVERT: return convert(ctx, x, st);
     case NTP_STEP_NODE:
         if (st->n_sub > 1)
             rc = ntp__be_execute_step(be, ctx, x->be_state[st->be], st->state, &st->k, sub);
@@ -430,8 +430,9 @@ ntp_status ntp__exec_save_outputs(ntp_ctx *ctx, const ntp_exec *x, const char *d
         ntp_dtype dt;
         if (!ntp__exec_output(x, i, buf, &dt)) {
             free(buf);
-            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "output '%s' is stored as %s: cannot save it",
-                              t->name, ntp_dtype_name(x->slots[x->tslot[g->outputs[i]]].dtype));
+            return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                              "output '%s' is stored as %s: cannot save it", t->name,
+                              ntp_dtype_name(x->slots[x->tslot[g->outputs[i]]].dtype));
         }
         char path[4096];
         snprintf(path, sizeof path, "%s/output_%d.npy", dir, i);

@@ -45,10 +45,10 @@ typedef struct inst {
     const ntp_run_opts *o;
     ntp_run_result *r;
     ntp_counter_store *s;
-    vals *rows;                 /* per report row */
-    vals *marks;                /* per marker result */
+    vals *rows;  /* per report row */
+    vals *marks; /* per marker result */
     int iters;
-    double balance;             /* machine balance (ridge point), FLOP/B */
+    double balance; /* machine balance (ridge point), FLOP/B */
     char balance_src[160];
     char dir[4096];
     bool dir_made;
@@ -148,9 +148,11 @@ static void subtract_overhead(inst *I, const ntp_counters *c, ntp_cacc *acc, dou
                                   amount);
     }
     if (u > 0)
-        note(I, "perf_event: the counting overhead per row, the median of %zu empty regions (two "
+        note(I,
+             "perf_event: the counting overhead per row, the median of %zu empty regions (two "
              "reads with nothing between), is subtracted from every row and marker: %s; a count "
-             "below it is n/a", n_empty, text);
+             "below it is n/a",
+             n_empty, text);
 }
 
 static ntp_status pass_perf_event(inst *I, const char *list)
@@ -228,14 +230,15 @@ static ntp_status pass_perf_event(inst *I, const char *list)
             goto done;
     }
     I->r->counter_threads = c->n_thr - c->threads_missed;
-    note(I, "perf_event: %d thread%s counted, one group per thread opened when counting started "
-         "(threads created later are not counted)%s", I->r->counter_threads,
-         I->r->counter_threads == 1 ? "" : "s",
+    note(I,
+         "perf_event: %d thread%s counted, one group per thread opened when counting started "
+         "(threads created later are not counted)%s",
+         I->r->counter_threads, I->r->counter_threads == 1 ? "" : "s",
          c->user_only ? "; user space only (perf_event_paranoid forbids the kernel)" : "");
     if (!ntp__have_cpu_pmu())
         note(I, "no hardware PMU: the kernel exposes no CPU performance counters on this machine "
-             "(a VM without a virtual PMU), so hardware events are n/a; software events and "
-             "--tool callgrind/cachegrind (simulation) work");
+                "(a VM without a virtual PMU), so hardware events are n/a; software events and "
+                "--tool callgrind/cachegrind (simulation) work");
 done:
     free(a);
     free(b);
@@ -415,8 +418,10 @@ static ntp_status pass_launch(inst *I, const ntp_tool_spec *t, ntp_tool_seg *seg
     if (!st && I->iters == 1)
         note(I, "%s: one counting iteration (the simulation is deterministic)", t->name);
     else if (!st)
-        note(I, "%s: one counting iteration, not the %d of the other counters (the simulation "
-             "is deterministic, so more would repeat the figures)", t->name, I->iters);
+        note(I,
+             "%s: one counting iteration, not the %d of the other counters (the simulation "
+             "is deterministic, so more would repeat the figures)",
+             t->name, I->iters);
     ntp__tool_result_free(&res);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s:", t->name);
@@ -478,8 +483,10 @@ static ntp_status pass_papi(inst *I, const ntp_tool_spec *t, const ntp_tool_seg 
             c->reason = avail ? NULL : ntp__store_str(I->s, reason);
         }
     }
-    note(I, "papi: events %s on the thread that runs the layers (PAPI counts the calling thread; "
-         "--counters counts every thread)", t->events);
+    note(I,
+         "papi: events %s on the thread that runs the layers (PAPI counts the calling thread; "
+         "--counters counts every thread)",
+         t->events);
 done:
     free(a);
     free(b);
@@ -520,9 +527,10 @@ static ntp_status pass_nvtx(inst *I, const ntp_tool_seg *segs, int n)
     }
     free(ids);
     if (!st)
-        note(I, "nvtx: %s; a range around every counted layer and marker in %d iteration%s "
-             "(run under `nsys profile --trace=nvtx` or `ncu --nvtx`)", why, I->iters,
-             I->iters == 1 ? "" : "s");
+        note(I,
+             "nvtx: %s; a range around every counted layer and marker in %d iteration%s "
+             "(run under `nsys profile --trace=nvtx` or `ncu --nvtx`)",
+             why, I->iters, I->iters == 1 ? "" : "s");
     return st;
 }
 
@@ -546,8 +554,8 @@ static ntp_status job_add(ntp_ctx *ctx, job *jobs, int *n_jobs, const ntp_tool_s
                             (t->kind != NTP_TOOL_PAPI || strcmp(jobs[j].t.events, t->events) == 0)))
         j++;
     if (j == NTP_MAX_JOBS)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "at most %d different tools in one run", NTP_MAX_JOBS);
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "at most %d different tools in one run",
+                          NTP_MAX_JOBS);
     if (j == *n_jobs) {
         memset(&jobs[j], 0, sizeof jobs[j]);
         jobs[j].t = *t;
@@ -610,7 +618,8 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
     if (part)
         ADD("%s part dominates: ", part);
     if (!b)
-        ADD("intensity %.3g FLOP/B %s %.3g FLOP/B (%s)", in, in < balance ? "<" : ">=", balance, bsrc);
+        ADD("intensity %.3g FLOP/B %s %.3g FLOP/B (%s)", in, in < balance ? "<" : ">=", balance,
+            bsrc);
     else
         ADD("; intensity %.3g FLOP/B", in);
     double fe = 0, bs = 0, be = 0, ret = 0, bem = 0, bec = 0, ipc = 0, mpki = 0, sim = 0;
@@ -648,7 +657,8 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
         cnt = in < balance ? "memory" : "latency";
     if (metric_val(v, "cachegrind:ll_mpki", &sim) || metric_val(v, "callgrind:ll_mpki", &sim)) {
         double d1 = 0;
-        bool h1 = metric_val(v, "cachegrind:d1_mpki", &d1) || metric_val(v, "callgrind:d1_mpki", &d1);
+        bool h1 =
+            metric_val(v, "cachegrind:d1_mpki", &d1) || metric_val(v, "callgrind:d1_mpki", &d1);
         ADD("; simulated LL %.2g MPKI", sim);
         if (h1)
             ADD(", D1 %.2g MPKI", d1);
@@ -662,8 +672,11 @@ static void judge(inst *I, const vals *v, double ms, int64_t flops, int64_t byte
     if (I->r->roofline.unreliable)
         ADD("; ceilings unreliable (%s)", I->r->roofline.stale_reason);
     ADD("; %.3g GB/s; decided by %s", gbps,
-        b && !strcmp(b, "latency") && !td && !cnt ? "time" : td ? "top-down" : cnt ? "counters"
-        : sm ? "simulation" : "intensity");
+        b && !strcmp(b, "latency") && !td && !cnt ? "time"
+        : td                                      ? "top-down"
+        : cnt                                     ? "counters"
+        : sm                                      ? "simulation"
+                                                  : "intensity");
 #undef ADD
     *bound = b;
     *evidence = ntp__store_str(I->s, ev);
@@ -680,7 +693,8 @@ static ntp_status child_pass(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w)
     if (c.n_rows != w->n) {
         st = ntp__error(ctx, NTP_STATUS_INTERNAL,
                         "NTP_TOOL: this run has %d report rows, the parent had %d: the command "
-                        "line must rebuild the same run", w->n, c.n_rows);
+                        "line must rebuild the same run",
+                        w->n, c.n_rows);
         goto done;
     }
     bool vg = c.kind == NTP_TOOL_CALLGRIND || c.kind == NTP_TOOL_CACHEGRIND;
@@ -755,8 +769,8 @@ static ntp_status finish(inst *I)
             int d = ntp_roofline_dominant_part(L->parts, L->n_parts, I->balance, 1.0);
             if (!L->fused)
                 judge(I, v, L->time_ms.median, d >= 0 ? L->parts[d].flops : L->flops,
-                      d >= 0 ? L->parts[d].bytes : L->bytes, L->gbps, d >= 0 ? L->parts[d].name : NULL,
-                      &L->bound, &L->bound_evidence);
+                      d >= 0 ? L->parts[d].bytes : L->bytes, L->gbps,
+                      d >= 0 ? L->parts[d].name : NULL, &L->bound, &L->bound_evidence);
         } else {
             ntp_marker_result *M = &r->markers[k - r->n_layers];
             M->n_counters = v->n;
@@ -785,7 +799,8 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
     if (!o->counters && !o->tool && !marker_tools)
         return NTP_STATUS_OK;
     if (o->counter_iterations < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "counter iterations must not be negative");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "counter iterations must not be negative");
     inst I = {.ctx = ctx, .x = x, .w = w, .o = o, .r = r};
     /* Declared before the first jump to `done`, which reads it. */
     bool keep = false;
@@ -831,7 +846,8 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         /* NVTX ranges mark every marker too; the counting tools sum a
          * marker's rows instead. */
         for (int m = 0; m < r->n_markers && !st && t.kind == NTP_TOOL_NVTX; m++) {
-            ntp_tool_seg s = {.first = r->markers[m].first, .last = r->markers[m].last, .marker = m};
+            ntp_tool_seg s = {
+                .first = r->markers[m].first, .last = r->markers[m].last, .marker = m};
             st = job_add(ctx, jobs, &n_jobs, &t, &s);
         }
     }
@@ -845,7 +861,8 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
             ntp_tool_spec t;
             if ((st = ntp__tool_parse(ctx, g->markers[j].tool, what, &t)))
                 break;
-            ntp_tool_seg s = {.first = r->markers[m].first, .last = r->markers[m].last, .marker = m};
+            ntp_tool_seg s = {
+                .first = r->markers[m].first, .last = r->markers[m].last, .marker = m};
             snprintf(s.events, sizeof s.events, "%s", t.events);
             st = job_add(ctx, jobs, &n_jobs, &t, &s);
         }

@@ -80,9 +80,9 @@ static ntp_status unknown_backend(ntp_ctx *ctx, const char *name)
     for (int i = 0; i < ntp__backend_count() && n < 32; i++)
         names[n++] = ntp__backend_get(i)->name;
     const char *near = ntp__nearest(name, names, n);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'%s%s%s; this build has: %s",
-                      name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
-                      ntp_backends());
+    return ntp__error(
+        ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'%s%s%s; this build has: %s", name,
+        near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", ntp_backends());
 }
 
 ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *buf, size_t buflen,
@@ -364,8 +364,8 @@ static ntp_status fold_rows(ntp_ctx *ctx, const ntp_graph *g, ntp_backend_compar
         ntp_backend_layer *B = &run->layers[of[k]];
         if (B->ms < 0)
             B->ms = 0;
-        bool own_row = L->name && strcmp(L->name, c->layer_names[of[k]]) == 0 &&
-                       !is_kind(L, "reorder");
+        bool own_row =
+            L->name && strcmp(L->name, c->layer_names[of[k]]) == 0 && !is_kind(L, "reorder");
         if (!own_row) {
             B->sub_rows++;
             B->sub_ms += L->time_ms.median;
@@ -470,8 +470,8 @@ static void quiesce(void)
         double p0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
         struct timespec nap = {0, 10000000};
         nanosleep(&nap, NULL);
-        double others = (cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) -
-                        (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0);
+        double others =
+            (cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t0);
         if (others < 0.5 && others_runnable() == 0)
             return;
     }
@@ -536,8 +536,10 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
         if (mkdtemp(root))
             temporary = true;
         else
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "cannot create a directory for the outputs "
-                            "in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                            "cannot create a directory for the outputs "
+                            "in %s: %s",
+                            tmp && *tmp ? tmp : "/tmp", strerror(errno));
     }
     int ref_index = -1;
     for (int i = 0; i < n && !st; i++) {

@@ -8,14 +8,15 @@
 #include "exec-impl.h"
 #include "measure/measure-impl.h"
 
-
-
 static bool is_integer(ntp_dtype t)
 {
     return t == NTP_DTYPE_I32 || t == NTP_DTYPE_I64 || t == NTP_DTYPE_U8;
 }
 
-static const ntp_node *node_at(const ntp_graph *g, int pos) { return &g->nodes[g->order[pos]]; }
+static const ntp_node *node_at(const ntp_graph *g, int pos)
+{
+    return &g->nodes[g->order[pos]];
+}
 
 /* Storage a tensor gets from the layer that produces it on backend b. */
 static ntp_dtype produced_dtype(const ntp_exec *x, int b, const ntp_tensor *t)
@@ -41,7 +42,8 @@ static int add_backend(ntp_ctx *ctx, ntp_exec *x, const ntp_backend_i *be)
         if (x->be[i] == be)
             return i;
     if (x->n_be == NTP_MAX_BACKENDS) {
-        ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than %d backends in one run", NTP_MAX_BACKENDS);
+        ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than %d backends in one run",
+                   NTP_MAX_BACKENDS);
         return -1;
     }
     x->be[x->n_be] = be;
@@ -71,7 +73,8 @@ static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_o
         const char *e = o->place[i], *eq = e ? strchr(e, '=') : NULL;
         if (!eq || eq == e || !eq[1])
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.place expects LAYER=BACKEND, got '%s'", e ? e : "(null)");
+                              "ntp_run_opts.place expects LAYER=BACKEND, got '%s'",
+                              e ? e : "(null)");
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - e), e);
         if (ntp__graph_find_node(g, name) < 0) {
@@ -79,17 +82,17 @@ static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_o
             for (int j = 0; names && j < g->n_nodes; j++)
                 names[j] = g->nodes[j].name;
             const char *near = names ? ntp__nearest(name, names, g->n_nodes) : NULL;
-            ntp_status st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                                       "ntp_run_opts.place %s: %s has no layer '%s'%s%s%s", e, g->source, name,
-                                       near ? "; did you mean '" : "", near ? near : "",
-                                       near ? "'?" : "");
+            ntp_status st =
+                ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                           "ntp_run_opts.place %s: %s has no layer '%s'%s%s%s", e, g->source, name,
+                           near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
             free(names);
             return st;
         }
         if (!ntp__backend_find(eq + 1))
             return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "ntp_run_opts.place %s: unknown backend '%s'; this build has: %s", e, eq + 1,
-                              ntp_backends());
+                              "ntp_run_opts.place %s: unknown backend '%s'; this build has: %s", e,
+                              eq + 1, ntp_backends());
     }
     return NTP_STATUS_OK;
 }
@@ -132,8 +135,8 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
                                        be->name, why);
             if (!ntp__be_supports(be, g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                                       "asks for backend '%s', which cannot run it at %s",
-                                       want, ntp_dtype_name(n->precision));
+                                       "asks for backend '%s', which cannot run it at %s", want,
+                                       ntp_dtype_name(n->precision));
         } else if (!ntp__be_supports(be, g, n, n->precision)) {
             if (!ref || !ntp__be_supports(ref, g, n, n->precision))
                 return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
@@ -143,9 +146,8 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
              * network layer: running it on ref is the rule, which the
              * report's backend column states, not a fallback to warn about. */
             if (ntp__op_kind(n->op) != NTP_OP_KIND_INLAY)
-                ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s",
-                          n->name, ntp__op_name(n->op), o->backend->name,
-                          ntp_dtype_name(n->precision));
+                ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s", n->name,
+                          ntp__op_name(n->op), o->backend->name, ntp_dtype_name(n->precision));
             be = ref;
         }
         int b = add_backend(ctx, x, be);
@@ -186,8 +188,8 @@ static int reader_of(const ntp_graph *g, int t, int from)
 static int foldable(const ntp_graph *g, const ntp_exec_opts *o, int h)
 {
     const ntp_node *c = node_at(g, h);
-    if ((c->op != NTP_OP_CONV && c->op != NTP_OP_DECONV && c->op != NTP_OP_FC) ||
-        c->n_out != 1 || c->n_in != 1 || c->n_w < 1 || c->n_w > 2)
+    if ((c->op != NTP_OP_CONV && c->op != NTP_OP_DECONV && c->op != NTP_OP_FC) || c->n_out != 1 ||
+        c->n_in != 1 || c->n_w < 1 || c->n_w > 2)
         return -1;
     int q = reader_of(g, c->out[0], h + 1);
     if (q < 0)
@@ -207,8 +209,8 @@ static int foldable(const ntp_graph *g, const ntp_exec_opts *o, int h)
         if (ntp_shape_numel(&g->tensors[bn->w[k]].shape) != F)
             return -1;
     const ntp_shape *ws = &g->tensors[c->w[0]].shape;
-    int64_t wf = c->op == NTP_OP_DECONV ? ws->dim[1] * (c->a.groups > 0 ? c->a.groups : 1)
-                                        : ws->dim[0];
+    int64_t wf =
+        c->op == NTP_OP_DECONV ? ws->dim[1] * (c->a.groups > 0 ? c->a.groups : 1) : ws->dim[0];
     if (wf != F || (c->n_w == 2 && ntp_shape_numel(&g->tensors[c->w[1]].shape) != F))
         return -1;
     /* The weights are folded in f32: other model data is refused later,
@@ -373,8 +375,8 @@ static int slot_for(ntp_ctx *ctx, ntp_exec *x, int t, ntp_dtype want, int pos, i
     st->src = s;
     st->dst = d;
     char name[512];
-    snprintf(name, sizeof name, "%s:%s>%s", x->g->tensors[t].name, ntp_dtype_name(x->slots[s].dtype),
-             ntp_dtype_name(want));
+    snprintf(name, sizeof name, "%s:%s>%s", x->g->tensors[t].name,
+             ntp_dtype_name(x->slots[s].dtype), ntp_dtype_name(want));
     st->name = ntp__strdup(name);
     if (!st->name) {
         ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -420,7 +422,8 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
         int in_slot[NTP_MAX_INPUTS], post_slot[NTP_MAX_FUSED];
         for (int k = 0; k < n->n_in; k++) {
             int t = n->in[k];
-            if ((in_slot[k] = slot_for(ctx, x, t, expected_dtype(x, b, n, &g->tensors[t]), p, b)) < 0)
+            if ((in_slot[k] = slot_for(ctx, x, t, expected_dtype(x, b, n, &g->tensors[t]), p, b)) <
+                0)
                 return ntp_ctx_status(ctx);
         }
         /* A folded batch norm is in the group, not among its post-ops. */
@@ -432,8 +435,9 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
             post_slot[f] = -1;
             for (int k = 0; k < c->n_in; k++)
                 if (c->in[k] != prev &&
-                    (post_slot[f] = slot_for(ctx, x, c->in[k], expected_dtype(x, b, c, &g->tensors[c->in[k]]),
-                                             p, b)) < 0)
+                    (post_slot[f] =
+                         slot_for(ctx, x, c->in[k], expected_dtype(x, b, c, &g->tensors[c->in[k]]),
+                                  p, b)) < 0)
                     return ntp_ctx_status(ctx);
         }
         ntp_step *st = new_step(ctx, x, NTP_STEP_NODE, p, b);
@@ -607,7 +611,8 @@ static ntp_status plan_and_bind(ntp_ctx *ctx, ntp_exec *x)
     if (x->ws_bytes > 0) {
         x->ws = aligned_alloc(64, (x->ws_bytes + 63) / 64 * 64);
         if (!x->ws)
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for a %.1f MiB workspace",
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
+                              "out of memory for a %.1f MiB workspace",
                               (double)x->ws_bytes / 1048576.0);
         memset(x->ws, 0, x->ws_bytes);
     }
@@ -651,8 +656,8 @@ static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
         st->n_sub = ntp__be_n_steps(be, x->be_state[st->be], st->state, &st->main_sub);
         if (st->n_sub < 1 || st->main_sub < 0 || st->main_sub >= st->n_sub)
             return ntp__node_error(ctx, x->g, st->k.node, NTP_STATUS_INTERNAL,
-                                   "backend %s reports %d sub-steps, main %d", be->name,
-                                   st->n_sub, st->main_sub);
+                                   "backend %s reports %d sub-steps, main %d", be->name, st->n_sub,
+                                   st->main_sub);
     }
     return NTP_STATUS_OK;
 }
@@ -713,7 +718,7 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
         if (x->fold[p] < 0)
             continue; /* folded into its layer */
         st = x->fold[p] > 0 ? ntp__exec_load_folded(ctx, x, p, be, o->seed)
-                        : ntp__exec_load_weights(ctx, x, node_at(g, p), be, o->seed);
+                            : ntp__exec_load_weights(ctx, x, node_at(g, p), be, o->seed);
         if (st)
             goto fail;
     }

@@ -88,7 +88,8 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
             sched_setaffinity((pid_t)atoi(de->d_name), sizeof set, &set) != 0 && errno != ESRCH) {
             closedir(d);
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.pin %s: cannot pin thread %s to those CPUs", list, de->d_name);
+                              "ntp_run_opts.pin %s: cannot pin thread %s to those CPUs", list,
+                              de->d_name);
         }
     if (d)
         closedir(d);
@@ -98,7 +99,8 @@ bad:
                       "ntp_run_opts.pin expects a CPU list such as 0-1,3; got '%s'", list);
 }
 
-static void add_warning(ntp_run_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(ntp_run_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void add_warning(ntp_run_result *r, const char *fmt, ...)
 {
     char buf[512];
@@ -157,9 +159,9 @@ static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marke
             names[n++] = g->markers[i].name;
     }
     const char *near = ntp__nearest(marker, names, n);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.only_marker %s: %s has no marker '%s'%s%s%s", marker,
-                      g->source, marker, near ? "; did you mean '" : "", near ? near : "",
-                      near ? "'?" : "");
+    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                      "ntp_run_opts.only_marker %s: %s has no marker '%s'%s%s%s", marker, g->source,
+                      marker, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 
 static const char *own(ntp_run_result *r, const char *s)
@@ -337,8 +339,8 @@ fail:
     return st;
 }
 
-static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a, const ntp_rows *w,
-                      ntp_run_result *r)
+static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis *a,
+                      const ntp_rows *w, ntp_run_result *r)
 {
     for (int k = 0; k < w->n; k++) {
         const ntp_step *st = &x->steps[w->step[k]];
@@ -479,7 +481,8 @@ static void summarise(const ntp_graph *g, const ntp_exec *x, const ntp_rows *w, 
             M->bytes += r->layers[k].bytes;
         }
         M->share = total > 0 ? M->time_ms.median / total : 0;
-        M->gflops = M->time_ms.median > 0 ? (double)M->flops / (M->time_ms.median / 1000.0) / 1e9 : 0;
+        M->gflops =
+            M->time_ms.median > 0 ? (double)M->flops / (M->time_ms.median / 1000.0) / 1e9 : 0;
     }
     r->n_markers = m;
     double e = r->end_to_end_ms.median;
@@ -550,8 +553,7 @@ static ntp_status calibrate(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = &g->nodes[g->order[p]];
         bool keeps = n->op == NTP_OP_MAXPOOL || n->op == NTP_OP_GLOBAL_MAXPOOL ||
-                     n->op == NTP_OP_DROPOUT || n->op == NTP_OP_FLATTEN ||
-                     n->op == NTP_OP_RESHAPE;
+                     n->op == NTP_OP_DROPOUT || n->op == NTP_OP_FLATTEN || n->op == NTP_OP_RESHAPE;
         if (keeps && n->n_in == 1 && n->n_out == 1 && absmax[n->in[0]] > 0)
             absmax[n->out[0]] = absmax[n->in[0]];
     }
@@ -589,7 +591,8 @@ static ntp_status accuracy(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec *x,
         float *a = malloc((size_t)n * 8 + 1), *b = malloc((size_t)n * 8 + 1);
         ntp_dtype da, db;
         ntp_accuracy *A = &r->accuracy[r->n_accuracy];
-        if (a && b && ntp__exec_output(x, i, a, &da) && ntp__exec_output(&y, i, b, &db) && da == db) {
+        if (a && b && ntp__exec_output(x, i, a, &da) && ntp__exec_output(&y, i, b, &db) &&
+            da == db) {
             A->output = t->name;
             double num = 0, den = 0, mx = 0;
             for (int64_t j = 0; j < n; j++) {
@@ -626,9 +629,11 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     }
     *out = NULL;
     if (opts->iterations < 1 || opts->warmup < 0 || opts->min_time_s < 0 || opts->threads < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "iterations must be at least 1, warmup, min-time and threads not negative");
-    const ntp_backend_i *be = opts->backend ? ntp__backend_find(opts->backend) : ntp__backend_get(0);
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "iterations must be at least 1, warmup, min-time and threads not negative");
+    const ntp_backend_i *be =
+        opts->backend ? ntp__backend_find(opts->backend) : ntp__backend_get(0);
     if (!be) {
         const char *names[16];
         int n = 0;
@@ -645,8 +650,9 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (st)
         return st;
     if (opts->save_outputs_dir && last != g->n_nodes - 1)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_run_opts.save_outputs_dir needs the whole topology to run; drop ntp_run_opts.only_marker");
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "ntp_run_opts.save_outputs_dir needs the whole topology to run; drop ntp_run_opts.only_marker");
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;
@@ -658,14 +664,22 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     cpu_set_t avail;
     if (opts->threads > 0 && sched_getaffinity(0, sizeof avail, &avail) == 0 &&
         opts->threads > CPU_COUNT(&avail))
-        ntp__warn(ctx, "%d threads on %d CPU%s: the threads take turns on the CPUs "
-                  "(oversubscribed), so the times measure that sharing; use ntp_run_opts.threads %d or fewer",
-                  opts->threads, CPU_COUNT(&avail), CPU_COUNT(&avail) == 1 ? "" : "s",
-                  CPU_COUNT(&avail));
-    ntp_exec_opts eo = {.backend = be, .threads = opts->threads, .fuse = opts->fuse,
-                        .seed = opts->seed, .inputs = opts->inputs, .n_inputs = opts->n_inputs,
-                        .first = first, .last = last, .place = opts->place,
-                        .n_place = opts->n_place, .math = opts->math,
+        ntp__warn(
+            ctx,
+            "%d threads on %d CPU%s: the threads take turns on the CPUs "
+            "(oversubscribed), so the times measure that sharing; use ntp_run_opts.threads %d or fewer",
+            opts->threads, CPU_COUNT(&avail), CPU_COUNT(&avail) == 1 ? "" : "s", CPU_COUNT(&avail));
+    ntp_exec_opts eo = {.backend = be,
+                        .threads = opts->threads,
+                        .fuse = opts->fuse,
+                        .seed = opts->seed,
+                        .inputs = opts->inputs,
+                        .n_inputs = opts->n_inputs,
+                        .first = first,
+                        .last = last,
+                        .place = opts->place,
+                        .n_place = opts->n_place,
+                        .math = opts->math,
                         .graph_replay = opts->cuda_graph};
     float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
@@ -744,7 +758,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         add_warning(r, "%s", ntp_ctx_warning(ctx, i));
     double noise = opts->noise_cv > 0 ? opts->noise_cv : NTP_DEFAULT_NOISE_CV;
     if (r->end_to_end_ms.cv > noise)
-        add_warning(r, "end-to-end times vary: coefficient of variation %.1f%% > %.1f%%; "
+        add_warning(r,
+                    "end-to-end times vary: coefficient of variation %.1f%% > %.1f%%; "
                     "the machine may be busy, so compare medians with their intervals",
                     100 * r->end_to_end_ms.cv, 100 * noise);
     /* Contention is warned about whatever the spread: a run slowed evenly
@@ -754,13 +769,18 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)
-        add_warning(r, "only %.1f ms measured in %d iterations: too short to trust; "
-                    "raise ntp_run_opts.iterations or ntp_run_opts.min_time_s", measured_s * 1000, n);
+        add_warning(r,
+                    "only %.1f ms measured in %d iterations: too short to trust; "
+                    "raise ntp_run_opts.iterations or ntp_run_opts.min_time_s",
+                    measured_s * 1000, n);
     if (n < 5)
-        add_warning(r, "only %d measured iterations: the 95%% interval of the median is min..max", n);
+        add_warning(r, "only %d measured iterations: the 95%% interval of the median is min..max",
+                    n);
     if (r->overhead_fraction > 0.05)
-        add_warning(r, "per-layer timing adds %.1f%% to end-to-end time; per-layer figures "
-                    "of the shortest layers are inflated", 100 * r->overhead_fraction);
+        add_warning(r,
+                    "per-layer timing adds %.1f%% to end-to-end time; per-layer figures "
+                    "of the shortest layers are inflated",
+                    100 * r->overhead_fraction);
 done:
     free(e2e);
     free(lt);

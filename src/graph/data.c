@@ -55,12 +55,9 @@ typedef enum weight_init {
 } weight_init;
 
 static const weight_init op_init[NTP_OP_COUNT] = {
-    [NTP_OP_BATCHNORM] = INIT_NORM_STATS,
-    [NTP_OP_LAYERNORM] = INIT_SCALE_SHIFT,
-    [NTP_OP_LSTM] = INIT_RECURRENT,
-    [NTP_OP_GRU] = INIT_RECURRENT,
-    [NTP_OP_RNN] = INIT_RECURRENT,
-    [NTP_OP_EMBEDDING] = INIT_NORMAL,
+    [NTP_OP_BATCHNORM] = INIT_NORM_STATS, [NTP_OP_LAYERNORM] = INIT_SCALE_SHIFT,
+    [NTP_OP_LSTM] = INIT_RECURRENT,       [NTP_OP_GRU] = INIT_RECURRENT,
+    [NTP_OP_RNN] = INIT_RECURRENT,        [NTP_OP_EMBEDDING] = INIT_NORMAL,
 };
 
 void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, uint64_t seed)
@@ -93,9 +90,7 @@ void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, ui
             fill_uniform(w[k], cnt, -b, b, &s);
             break;
         }
-        case INIT_NORMAL:
-            fill_normal(w[k], cnt, 1.0f, &s);
-            break;
+        case INIT_NORMAL: fill_normal(w[k], cnt, 1.0f, &s); break;
         case INIT_DEFAULT:
             if (t->shape.ndim >= 2) {
                 /* LeCun normal: variance 1/fan_in keeps the scale of
@@ -151,7 +146,8 @@ ntp_status ntp__gen_input(ntp_ctx *ctx, const ntp_graph *g, int ti, void *data, 
     if (t->dtype != NTP_DTYPE_F32)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "input '%s' is %s: synthetic data is generated for f32 and integer "
-                          "inputs; give it with ntp_run_opts.inputs", t->name, ntp_dtype_name(t->dtype));
+                          "inputs; give it with ntp_run_opts.inputs",
+                          t->name, ntp_dtype_name(t->dtype));
     float *f = data;
     if (consumer && consumer->op == NTP_OP_MFCC) {
         for (int64_t b = 0; b < t->shape.dim[0]; b++)

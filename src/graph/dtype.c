@@ -8,8 +8,8 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[NTP_DTYPE_COUNT] = {
-    [NTP_DTYPE_F32] = {"f32", 4},  [NTP_DTYPE_BF16] = {"bf16", 2}, [NTP_DTYPE_F16] = {"f16", 2},
-    [NTP_DTYPE_I8] = {"i8", 1},    [NTP_DTYPE_U8] = {"u8", 1},     [NTP_DTYPE_I32] = {"i32", 4},
+    [NTP_DTYPE_F32] = {"f32", 4}, [NTP_DTYPE_BF16] = {"bf16", 2}, [NTP_DTYPE_F16] = {"f16", 2},
+    [NTP_DTYPE_I8] = {"i8", 1},   [NTP_DTYPE_U8] = {"u8", 1},     [NTP_DTYPE_I32] = {"i32", 4},
     [NTP_DTYPE_I64] = {"i64", 8},
 };
 
@@ -17,10 +17,10 @@ static const struct {
     const char *alias;
     ntp_dtype t;
 } aliases[] = {
-    {"fp32", NTP_DTYPE_F32},     {"float32", NTP_DTYPE_F32}, {"float", NTP_DTYPE_F32},
+    {"fp32", NTP_DTYPE_F32},      {"float32", NTP_DTYPE_F32}, {"float", NTP_DTYPE_F32},
     {"bfloat16", NTP_DTYPE_BF16}, {"fp16", NTP_DTYPE_F16},    {"float16", NTP_DTYPE_F16},
-    {"half", NTP_DTYPE_F16},     {"int8", NTP_DTYPE_I8},     {"uint8", NTP_DTYPE_U8},
-    {"int32", NTP_DTYPE_I32},    {"int64", NTP_DTYPE_I64},
+    {"half", NTP_DTYPE_F16},      {"int8", NTP_DTYPE_I8},     {"uint8", NTP_DTYPE_U8},
+    {"int32", NTP_DTYPE_I32},     {"int64", NTP_DTYPE_I64},
 };
 
 const char *ntp_dtype_name(ntp_dtype t)
@@ -82,7 +82,8 @@ const char *ntp_shape_str(const ntp_shape *s, char *buf, size_t len)
     buf[0] = '\0';
     used += (size_t)snprintf(buf + used, len - used, "[");
     for (int i = 0; i < s->ndim && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, i ? ",%lld" : "%lld", (long long)s->dim[i]);
+        used +=
+            (size_t)snprintf(buf + used, len - used, i ? ",%lld" : "%lld", (long long)s->dim[i]);
     if (used < len)
         snprintf(buf + used, len - used, "]");
     return buf;

@@ -18,43 +18,43 @@ typedef enum ntp_op {
 #define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co) NTP_OP_##e,
     NTP_OP_TABLE(NTP_OP_ENUM_)
 #undef NTP_OP_ENUM_
-    NTP_OP_COUNT
+        NTP_OP_COUNT
 } ntp_op;
 
 typedef enum ntp_op_kind { NTP_OP_KIND_LAYER, NTP_OP_KIND_INLAY } ntp_op_kind;
 
-#define NTP_MAX_INPUTS  8
+#define NTP_MAX_INPUTS 8
 #define NTP_MAX_WEIGHTS 8
 #define NTP_MAX_OUTPUTS 8
 
 typedef enum ntp_layout {
-    NTP_LAYOUT_ANY,    /* plain row-major, no channel semantics */
-    NTP_LAYOUT_NCHW,   /* channels second (NCW, NCHW, NCDHW): the default */
-    NTP_LAYOUT_NHWC    /* channels last */
+    NTP_LAYOUT_ANY,  /* plain row-major, no channel semantics */
+    NTP_LAYOUT_NCHW, /* channels second (NCW, NCHW, NCDHW): the default */
+    NTP_LAYOUT_NHWC  /* channels last */
 } ntp_layout;
 
 typedef enum ntp_tensor_kind {
-    NTP_TENSOR_INPUT,       /* graph input */
-    NTP_TENSOR_ACTIVATION,  /* produced by a node */
-    NTP_TENSOR_WEIGHT,      /* trainable constant, counted in params */
-    NTP_TENSOR_BUFFER       /* non-trainable constant (batch-norm statistics) */
+    NTP_TENSOR_INPUT,      /* graph input */
+    NTP_TENSOR_ACTIVATION, /* produced by a node */
+    NTP_TENSOR_WEIGHT,     /* trainable constant, counted in params */
+    NTP_TENSOR_BUFFER      /* non-trainable constant (batch-norm statistics) */
 } ntp_tensor_kind;
 
 typedef struct ntp_tensor {
     char *name;
     ntp_shape shape;
-    ntp_dtype dtype;        /* storage type: the precision, or the input's dtype */
+    ntp_dtype dtype; /* storage type: the precision, or the input's dtype */
     ntp_layout layout;
     ntp_tensor_kind kind;
-    int producer;           /* node index, -1 for inputs and constants */
-    int producer_slot;      /* which output of the producer */
+    int producer;      /* node index, -1 for inputs and constants */
+    int producer_slot; /* which output of the producer */
     int n_consumers;
-    bool is_output;         /* a graph output */
+    bool is_output; /* a graph output */
     /* Constant data brought by the model (ONNX initialisers), f32 unless
      * data_dtype says otherwise; NULL means generated from the seed. */
     void *data;
     ntp_dtype data_dtype;
-    int64_t offset;         /* arena offset from the planner, -1 if unplanned */
+    int64_t offset; /* arena offset from the planner, -1 if unplanned */
 } ntp_tensor;
 
 enum { NTP_PAD_EXPLICIT, NTP_PAD_SAME_UPPER, NTP_PAD_SAME_LOWER, NTP_PAD_VALID };
@@ -69,30 +69,30 @@ enum { NTP_RNN_ACT_TANH, NTP_RNN_ACT_RELU };
  * says which member is live (op-attrs.h declares, per op, which fields its
  * markup attributes fill). */
 typedef struct ntp_resize_attrs {
-    int mode;               /* NTP_RESIZE_NEAREST, _LINEAR, _CUBIC */
-    int coord;              /* coordinate transformation, NTP_RESIZE_HALF_PIXEL... */
-    int nearest;            /* nearest rounding, NTP_RESIZE_ROUND_PREFER_FLOOR... */
-    double cubic_a;         /* the cubic coefficient */
+    int mode;       /* NTP_RESIZE_NEAREST, _LINEAR, _CUBIC */
+    int coord;      /* coordinate transformation, NTP_RESIZE_HALF_PIXEL... */
+    int nearest;    /* nearest rounding, NTP_RESIZE_ROUND_PREFER_FLOOR... */
+    double cubic_a; /* the cubic coefficient */
     bool exclude_outside;
-    double extrapolation;   /* value of samples outside the input */
+    double extrapolation; /* value of samples outside the input */
 } ntp_resize_attrs;
 
 typedef struct ntp_lrn_attrs {
-    int64_t size;           /* channels summed over */
+    int64_t size; /* channels summed over */
     double alpha, beta, bias;
 } ntp_lrn_attrs;
 
 typedef struct ntp_constant_attrs {
-    bool trainable;         /* the value is a weight (true) or a buffer */
+    bool trainable; /* the value is a weight (true) or a buffer */
 } ntp_constant_attrs;
 
 /* Attributes of every op: shared fields that several families read, each
  * op reading the ones it documents (docs/topology-format.md), then the
  * per-family structs. The reader refuses attributes an op does not have. */
 typedef struct ntp_attrs {
-    int64_t units;          /* fc out features; rnn hidden size; embedding dim */
-    int64_t filters;        /* conv/deconv output channels */
-    bool bias;              /* has a bias: fc, conv, deconv, rnns, attention; default true */
+    int64_t units;   /* fc out features; rnn hidden size; embedding dim */
+    int64_t filters; /* conv/deconv output channels */
+    bool bias;       /* has a bias: fc, conv, deconv, rnns, attention; default true */
     /* Spatial ops (conv, deconv, pools): nk = number of spatial dims. The
      * reader stores lists as written, with their counts (n_kernel, ...): a
      * single value means "every spatial dim", and a count of 0 means "not
@@ -103,49 +103,49 @@ typedef struct ntp_attrs {
     int64_t kernel[3];
     int64_t stride[3];
     int64_t dilation[3];
-    int64_t pad[6];         /* begin for each spatial dim, then end */
-    int pad_kind;           /* NTP_PAD_* */
+    int64_t pad[6]; /* begin for each spatial dim, then end */
+    int pad_kind;   /* NTP_PAD_* */
     int64_t output_padding[3];
     int64_t groups;
     bool ceil_mode;
     bool count_include_pad;
-    int64_t axis;           /* softmax, concat, split, flatten, layernorm */
-    double alpha;           /* leaky_relu slope */
-    double min, max;        /* clip; relu with max (clipped relu) */
+    int64_t axis;    /* softmax, concat, split, flatten, layernorm */
+    double alpha;    /* leaky_relu slope */
+    double min, max; /* clip; relu with max (clipped relu) */
     bool has_max;
-    double epsilon;         /* batchnorm, layernorm */
+    double epsilon; /* batchnorm, layernorm */
     int n_perm;
     int64_t perm[NTP_MAX_DIMS];
     int n_shape;
-    int64_t shape[NTP_MAX_DIMS];  /* reshape target, 0 copies, -1 infers */
+    int64_t shape[NTP_MAX_DIMS]; /* reshape target, 0 copies, -1 infers */
     int n_sizes;
     int64_t sizes[NTP_MAX_OUTPUTS]; /* split sizes */
     int n_pads;
     int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end */
-    int pad_mode;           /* NTP_PADMODE_* */
-    double value;           /* pad constant */
-    int64_t vocab;          /* embedding rows */
-    int direction;          /* NTP_DIR_* */
-    int merge;              /* NTP_MERGE_* for bidirectional */
-    bool last_step;         /* rnn: output only the last step */
-    int rnn_act;            /* NTP_RNN_ACT_* for the vanilla rnn */
-    int64_t heads;          /* attention */
+    int pad_mode;                   /* NTP_PADMODE_* */
+    double value;                   /* pad constant */
+    int64_t vocab;                  /* embedding rows */
+    int direction;                  /* NTP_DIR_* */
+    int merge;                      /* NTP_MERGE_* for bidirectional */
+    bool last_step;                 /* rnn: output only the last step */
+    int rnn_act;                    /* NTP_RNN_ACT_* for the vanilla rnn */
+    int64_t heads;                  /* attention */
     bool causal;
-    bool transpose_a, transpose_b;  /* matmul */
+    bool transpose_a, transpose_b; /* matmul */
     /* mfcc */
     int64_t sample_rate, window, hop, n_fft, mel_bands, coefficients, context;
     /* ctc_decode */
-    int decode;             /* NTP_CTC_* */
+    int decode; /* NTP_CTC_* */
     int64_t beam_width;
-    char *alphabet;         /* owned; labels are its characters, blank is last */
+    char *alphabet; /* owned; labels are its characters, blank is last */
     /* convert */
     ntp_dtype to_dtype;
     ntp_layout to_layout;
     bool has_to_dtype, has_to_layout;
     /* Tagged by the node's op. */
     union {
-        ntp_resize_attrs resize;    /* NTP_OP_RESIZE */
-        ntp_lrn_attrs lrn;          /* NTP_OP_LRN */
+        ntp_resize_attrs resize;     /* NTP_OP_RESIZE */
+        ntp_lrn_attrs lrn;           /* NTP_OP_LRN */
         ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
     };
 } ntp_attrs;
@@ -153,14 +153,14 @@ typedef struct ntp_attrs {
 typedef struct ntp_node {
     char *name;
     ntp_op op;
-    int line;               /* source line, 0 if none */
-    int n_in, in[NTP_MAX_INPUTS];       /* activation tensors */
-    int n_w, w[NTP_MAX_WEIGHTS];        /* constant tensors, op-defined order */
-    int w_decl;             /* weights declared so far by shape inference */
+    int line;                     /* source line, 0 if none */
+    int n_in, in[NTP_MAX_INPUTS]; /* activation tensors */
+    int n_w, w[NTP_MAX_WEIGHTS];  /* constant tensors, op-defined order */
+    int w_decl;                   /* weights declared so far by shape inference */
     int n_out, out[NTP_MAX_OUTPUTS];
     ntp_attrs a;
-    char *backend;          /* requested backend, NULL for the run's default */
-    ntp_dtype precision;    /* compute precision of this layer */
+    char *backend;       /* requested backend, NULL for the run's default */
+    ntp_dtype precision; /* compute precision of this layer */
 } ntp_node;
 
 typedef struct ntp_marker {
@@ -168,19 +168,19 @@ typedef struct ntp_marker {
     /* Node indices as the reader sets them; positions in g->order,
      * inclusive, once ntp__graph_finalize() has run. */
     int first, last;
-    char *tool;             /* NULL if none */
+    char *tool; /* NULL if none */
     int line;
 } ntp_marker;
 
 typedef struct ntp_param {
     char *name;
-    char *value;            /* final value after overrides */
+    char *value; /* final value after overrides */
     int line;
 } ntp_param;
 
 struct ntp_graph {
     char *name;
-    char *source;           /* path or the name given for a memory buffer */
+    char *source; /* path or the name given for a memory buffer */
     ntp_dtype precision;
     ntp_tensor *tensors;
     int n_tensors, cap_tensors;
@@ -198,7 +198,7 @@ struct ntp_graph {
      * model's batch-like input dim (the value of its "batch" param); 0 when
      * the topology has none. */
     int64_t batch;
-    int64_t arena_bytes;     /* planned activation arena, after planning */
+    int64_t arena_bytes; /* planned activation arena, after planning */
 };
 
 /* --- op table access ----------------------------------------------------- */
@@ -236,7 +236,7 @@ void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
  * docs/analysis.md): their count, 0 for any other node. */
 int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts);
 
-#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co)                             \
+#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co)                            \
     ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \
     void ntp__cost_##co(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
 NTP_OP_TABLE(NTP_OP_DECL_)
@@ -267,28 +267,44 @@ extern const char ntp__default_alphabet[];
  * that slot (a model that brought its weights), the shapes must agree. It
  * may grow g->tensors: a shape function must not hold pointers into it
  * across this call. */
-ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n,
-                                const char *suffix, ntp_tensor_kind kind,
-                                const ntp_shape *shape);
+ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n, const char *suffix,
+                                ntp_tensor_kind kind, const ntp_shape *shape);
 /* Validate (dangling inputs, cycles), order topologically, infer shapes,
  * check the memory budget (0: no budget). Called once after building. */
 ntp_status ntp__graph_finalize(ntp_ctx *ctx, ntp_graph *g, int64_t max_memory);
 
 /* Convenience accessors. */
-static inline ntp_tensor *ntp__in(ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->in[i]]; }
-static inline ntp_tensor *ntp__out(ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->out[i]]; }
-static inline const ntp_tensor *ntp__cin(const ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->in[i]]; }
-static inline const ntp_tensor *ntp__cout(const ntp_graph *g, const ntp_node *n, int i) { return &g->tensors[n->out[i]]; }
+static inline ntp_tensor *ntp__in(ntp_graph *g, const ntp_node *n, int i)
+{
+    return &g->tensors[n->in[i]];
+}
+static inline ntp_tensor *ntp__out(ntp_graph *g, const ntp_node *n, int i)
+{
+    return &g->tensors[n->out[i]];
+}
+static inline const ntp_tensor *ntp__cin(const ntp_graph *g, const ntp_node *n, int i)
+{
+    return &g->tensors[n->in[i]];
+}
+static inline const ntp_tensor *ntp__cout(const ntp_graph *g, const ntp_node *n, int i)
+{
+    return &g->tensors[n->out[i]];
+}
 
 /* --- errors ---------------------------------------------------------------- */
 /* Record "SOURCE:LINE: <op name='node'>: message" in ctx and return st. */
-ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n,
-                           ntp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, ntp_status st,
+                           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Safe int64 arithmetic: return false on overflow. */
-static inline bool ntp__mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
-static inline bool ntp__add_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool ntp__mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+static inline bool ntp__add_ok(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
 
 /* Bytes of a tensor at its dtype; -1 on overflow. */
 int64_t ntp__tensor_bytes(const ntp_tensor *t);

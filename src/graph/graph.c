@@ -139,8 +139,8 @@ int ntp__graph_find_node(const ntp_graph *g, const char *name)
     return -1;
 }
 
-ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n,
-                           ntp_status st, const char *fmt, ...)
+ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, ntp_status st,
+                           const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
@@ -150,8 +150,8 @@ ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n,
     if (n->line > 0)
         return ntp__error(ctx, st, "%s:%d: <%s name='%s'>: %s", g->source, n->line,
                           ntp__op_name(n->op), n->name, msg);
-    return ntp__error(ctx, st, "%s: <%s name='%s'>: %s", g->source, ntp__op_name(n->op),
-                      n->name, msg);
+    return ntp__error(ctx, st, "%s: <%s name='%s'>: %s", g->source, ntp__op_name(n->op), n->name,
+                      msg);
 }
 
 static bool shape_equal(const ntp_shape *a, const ntp_shape *b)
@@ -172,8 +172,8 @@ ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n, const c
     if (slot >= NTP_MAX_WEIGHTS)
         return ntp__node_error(ctx, g, n, NTP_STATUS_INTERNAL, "too many weights");
     if (ntp_shape_numel(shape) < 0)
-        return ntp__node_error(ctx, g, n, NTP_STATUS_OVERFLOW, "weight '%s' %s overflows",
-                               suffix, ntp_shape_str(shape, a, sizeof a));
+        return ntp__node_error(ctx, g, n, NTP_STATUS_OVERFLOW, "weight '%s' %s overflows", suffix,
+                               ntp_shape_str(shape, a, sizeof a));
     for (int d = 0; d < shape->ndim; d++)
         if (shape->dim[d] <= 0)
             return ntp__node_error(ctx, g, n, NTP_STATUS_SHAPE_ERROR,
@@ -183,10 +183,9 @@ ntp_status ntp__node_add_weight(ntp_ctx *ctx, ntp_graph *g, ntp_node *n, const c
         /* The model brought this weight: it must have the shape we infer. */
         ntp_tensor *t = &g->tensors[n->w[slot]];
         if (!shape_equal(&t->shape, shape))
-            return ntp__node_error(ctx, g, n, NTP_STATUS_SHAPE_ERROR,
-                                   "weight '%s' has shape %s, expected %s", t->name,
-                                   ntp_shape_str(&t->shape, a, sizeof a),
-                                   ntp_shape_str(shape, b, sizeof b));
+            return ntp__node_error(
+                ctx, g, n, NTP_STATUS_SHAPE_ERROR, "weight '%s' has shape %s, expected %s", t->name,
+                ntp_shape_str(&t->shape, a, sizeof a), ntp_shape_str(shape, b, sizeof b));
         t->kind = kind;
         n->w_decl++;
         return NTP_STATUS_OK;
@@ -296,10 +295,10 @@ ntp_status ntp__graph_finalize(ntp_ctx *ctx, ntp_graph *g, int64_t max_memory)
         ntp_marker *m = &g->markers[i];
         int a = g->position[m->first], b = g->position[m->last];
         if (a > b)
-            return ntp__error(ctx, NTP_STATUS_GRAPH_ERROR,
-                              "%s:%d: <marker name='%s'>: 'from' layer '%s' runs after 'to' layer '%s'",
-                              g->source, m->line, m->name, g->nodes[m->first].name,
-                              g->nodes[m->last].name);
+            return ntp__error(
+                ctx, NTP_STATUS_GRAPH_ERROR,
+                "%s:%d: <marker name='%s'>: 'from' layer '%s' runs after 'to' layer '%s'",
+                g->source, m->line, m->name, g->nodes[m->first].name, g->nodes[m->last].name);
         m->first = a;
         m->last = b;
     }
@@ -345,11 +344,26 @@ ntp_status ntp__graph_finalize(ntp_ctx *ctx, ntp_graph *g, int64_t max_memory)
 
 /* --- public accessors ------------------------------------------------------- */
 
-const char *ntp_graph_name(const ntp_graph *g) { return g->name; }
-const char *ntp_graph_source(const ntp_graph *g) { return g->source; }
-ntp_dtype ntp_graph_precision(const ntp_graph *g) { return g->precision; }
-int64_t ntp_graph_batch(const ntp_graph *g) { return g->batch; }
-int ntp_graph_layer_count(const ntp_graph *g) { return g->n_nodes; }
+const char *ntp_graph_name(const ntp_graph *g)
+{
+    return g->name;
+}
+const char *ntp_graph_source(const ntp_graph *g)
+{
+    return g->source;
+}
+ntp_dtype ntp_graph_precision(const ntp_graph *g)
+{
+    return g->precision;
+}
+int64_t ntp_graph_batch(const ntp_graph *g)
+{
+    return g->batch;
+}
+int ntp_graph_layer_count(const ntp_graph *g)
+{
+    return g->n_nodes;
+}
 
 static const ntp_node *layer_at(const ntp_graph *g, int i)
 {
@@ -383,7 +397,10 @@ int ntp_graph_layer_find(const ntp_graph *g, const char *name)
     return ni < 0 ? -1 : g->position[ni];
 }
 
-int ntp_graph_input_count(const ntp_graph *g) { return g->n_inputs; }
+int ntp_graph_input_count(const ntp_graph *g)
+{
+    return g->n_inputs;
+}
 
 const char *ntp_graph_input_name(const ntp_graph *g, int i)
 {
@@ -403,7 +420,10 @@ ntp_dtype ntp_graph_input_dtype(const ntp_graph *g, int i)
     return (i >= 0 && i < g->n_inputs) ? g->tensors[g->inputs[i]].dtype : NTP_DTYPE_F32;
 }
 
-int ntp_graph_output_count(const ntp_graph *g) { return g->n_outputs; }
+int ntp_graph_output_count(const ntp_graph *g)
+{
+    return g->n_outputs;
+}
 
 const char *ntp_graph_output_name(const ntp_graph *g, int i)
 {
@@ -418,7 +438,10 @@ ntp_shape ntp_graph_output_shape(const ntp_graph *g, int i)
     return s;
 }
 
-int ntp_graph_marker_count(const ntp_graph *g) { return g->n_markers; }
+int ntp_graph_marker_count(const ntp_graph *g)
+{
+    return g->n_markers;
+}
 
 const char *ntp_graph_marker_name(const ntp_graph *g, int i)
 {
@@ -439,7 +462,10 @@ const char *ntp_graph_marker_tool(const ntp_graph *g, int i)
     return (i >= 0 && i < g->n_markers) ? g->markers[i].tool : NULL;
 }
 
-int ntp_graph_param_count(const ntp_graph *g) { return g->n_params; }
+int ntp_graph_param_count(const ntp_graph *g)
+{
+    return g->n_params;
+}
 
 const char *ntp_graph_param_name(const ntp_graph *g, int i)
 {
@@ -491,7 +517,8 @@ ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_g
         /* Activations and weights follow the new precision; integer data and
          * graph inputs keep their types. */
         if ((s->kind == NTP_TENSOR_ACTIVATION || s->kind == NTP_TENSOR_WEIGHT ||
-             s->kind == NTP_TENSOR_BUFFER) && s->dtype == g->precision)
+             s->kind == NTP_TENSOR_BUFFER) &&
+            s->dtype == g->precision)
             t->dtype = p;
     }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -503,7 +530,8 @@ ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_g
         n->a.alphabet = NULL;
         c->n_nodes = i + 1;
         n->precision = p;
-        if (!(n->name = ntp__strdup(s->name)) || (s->backend && !(n->backend = ntp__strdup(s->backend))) ||
+        if (!(n->name = ntp__strdup(s->name)) ||
+            (s->backend && !(n->backend = ntp__strdup(s->backend))) ||
             (s->a.alphabet && !(n->a.alphabet = ntp__strdup(s->a.alphabet))))
             goto oom;
     }

@@ -22,31 +22,59 @@ const char *const ntp__ctc_names[2] = {"greedy", "beam"};
 #define OFF(f) offsetof(ntp_attrs, f)
 #define DFLT(v) .has_default = true, .dflt = (v)
 #define NAMES(arr) .names = (arr), .n_names = (int)(sizeof(arr) / sizeof((arr)[0]))
-#define A_INT(nm, f, mn, ...) \
-    {.name = nm, .type = NTP_ATTR_INT, .field = OFF(f), .min = (mn), __VA_ARGS__}
+#define A_INT(nm, f, mn, ...)                                                       \
+    {                                                                               \
+        .name = nm, .type = NTP_ATTR_INT, .field = OFF(f), .min = (mn), __VA_ARGS__ \
+    }
 #define A_INTS(nm, f, n, mn, mx, ...)                                                     \
-    {.name = nm, .type = NTP_ATTR_INTS, .field = OFF(f), .count = OFF(n), .min = (mn), \
-     .max = (mx), __VA_ARGS__}
-#define A_FLOAT(nm, f, rg, ...) \
-    {.name = nm, .type = NTP_ATTR_FLOAT, .field = OFF(f), .range = NTP_RANGE_##rg, __VA_ARGS__}
-#define A_BOOL(nm, f, ...) {.name = nm, .type = NTP_ATTR_BOOL, .field = OFF(f), __VA_ARGS__}
-#define A_ENUM(nm, f, arr, ...) \
-    {.name = nm, .type = NTP_ATTR_ENUM, .field = OFF(f), NAMES(arr), __VA_ARGS__}
-#define A_CHOICE(nm, f, arr, ...) \
-    {.name = nm, .type = NTP_ATTR_CHOICE, .field = OFF(f), NAMES(arr), __VA_ARGS__}
-#define A_STRING(nm, f, ...) {.name = nm, .type = NTP_ATTR_STRING, .field = OFF(f), __VA_ARGS__}
-#define A_DTYPE(nm, f, ...) {.name = nm, .type = NTP_ATTR_DTYPE, .field = OFF(f), __VA_ARGS__}
-#define A_LAYOUT(nm, f, ...) {.name = nm, .type = NTP_ATTR_LAYOUT, .field = OFF(f), __VA_ARGS__}
+    {                                                                                     \
+        .name = nm, .type = NTP_ATTR_INTS, .field = OFF(f), .count = OFF(n), .min = (mn), \
+        .max = (mx), __VA_ARGS__                                                          \
+    }
+#define A_FLOAT(nm, f, rg, ...)                                                                   \
+    {                                                                                             \
+        .name = nm, .type = NTP_ATTR_FLOAT, .field = OFF(f), .range = NTP_RANGE_##rg, __VA_ARGS__ \
+    }
+#define A_BOOL(nm, f, ...)                                              \
+    {                                                                   \
+        .name = nm, .type = NTP_ATTR_BOOL, .field = OFF(f), __VA_ARGS__ \
+    }
+#define A_ENUM(nm, f, arr, ...)                                                     \
+    {                                                                               \
+        .name = nm, .type = NTP_ATTR_ENUM, .field = OFF(f), NAMES(arr), __VA_ARGS__ \
+    }
+#define A_CHOICE(nm, f, arr, ...)                                                     \
+    {                                                                                 \
+        .name = nm, .type = NTP_ATTR_CHOICE, .field = OFF(f), NAMES(arr), __VA_ARGS__ \
+    }
+#define A_STRING(nm, f, ...)                                              \
+    {                                                                     \
+        .name = nm, .type = NTP_ATTR_STRING, .field = OFF(f), __VA_ARGS__ \
+    }
+#define A_DTYPE(nm, f, ...)                                              \
+    {                                                                    \
+        .name = nm, .type = NTP_ATTR_DTYPE, .field = OFF(f), __VA_ARGS__ \
+    }
+#define A_LAYOUT(nm, f, ...)                                              \
+    {                                                                     \
+        .name = nm, .type = NTP_ATTR_LAYOUT, .field = OFF(f), __VA_ARGS__ \
+    }
 /* A SPECIAL attribute fills `f` (and its count `n`) through its parser;
  * A_SPECIAL_NOFIELD's parser keeps what it reads for finish(). */
-#define A_SPECIAL(nm, f, n, p, ...)                                                          \
-    {.name = nm, .type = NTP_ATTR_SPECIAL, .field = OFF(f), .count = OFF(n),                \
-     .parse = NTP_PARSE_##p, __VA_ARGS__}
-#define A_SPECIAL_NOFIELD(nm, p, ...) \
-    {.name = nm, .type = NTP_ATTR_SPECIAL, .field = -1, .parse = NTP_PARSE_##p, __VA_ARGS__}
+#define A_SPECIAL(nm, f, n, p, ...)                                             \
+    {                                                                           \
+        .name = nm, .type = NTP_ATTR_SPECIAL, .field = OFF(f), .count = OFF(n), \
+        .parse = NTP_PARSE_##p, __VA_ARGS__                                     \
+    }
+#define A_SPECIAL_NOFIELD(nm, p, ...)                                                          \
+    {                                                                                          \
+        .name = nm, .type = NTP_ATTR_SPECIAL, .field = -1, .parse = NTP_PARSE_##p, __VA_ARGS__ \
+    }
 /* A value validated, then not stored (dropout's ratio: identity at inference). */
-#define A_FLOAT_NOFIELD(nm, rg, ...) \
-    {.name = nm, .type = NTP_ATTR_FLOAT, .field = -1, .range = NTP_RANGE_##rg, __VA_ARGS__}
+#define A_FLOAT_NOFIELD(nm, rg, ...)                                                          \
+    {                                                                                         \
+        .name = nm, .type = NTP_ATTR_FLOAT, .field = -1, .range = NTP_RANGE_##rg, __VA_ARGS__ \
+    }
 
 #define REQ .flags = NTP_ATTR_REQUIRED
 #define SPATIAL .write = NTP_WRITE_SPATIAL
@@ -71,25 +99,32 @@ static const ntp_attr_decl matmul_attrs[] = {
 #define DILATION_ A_INTS("dilation", dilation, n_dilation, 1, 3, SPATIAL)
 static const ntp_attr_decl conv_attrs[] = {
     A_INT("filters", filters, 1, REQ),
-    KERNEL_, STRIDE_, PAD_, DILATION_,
+    KERNEL_,
+    STRIDE_,
+    PAD_,
+    DILATION_,
     A_INT("groups", groups, 1, DFLT(1)),
     A_SPECIAL_NOFIELD("depthwise", DEPTHWISE, NEVER),
     A_BOOL("bias", bias, DFLT(1)),
 };
 static const ntp_attr_decl deconv_attrs[] = {
     A_INT("filters", filters, 1, REQ),
-    KERNEL_, STRIDE_, PAD_, DILATION_,
+    KERNEL_,
+    STRIDE_,
+    PAD_,
+    DILATION_,
     A_INT("groups", groups, 1, DFLT(1)),
     A_INTS("output_padding", output_padding, n_output_padding, 0, 3, SPATIAL),
     A_SPECIAL_NOFIELD("depthwise", DEPTHWISE, NEVER),
     A_BOOL("bias", bias, DFLT(1)),
 };
 static const ntp_attr_decl maxpool_attrs[] = {
-    KERNEL_, STRIDE_, PAD_, DILATION_,
-    A_BOOL("ceil_mode", ceil_mode),
+    KERNEL_, STRIDE_, PAD_, DILATION_, A_BOOL("ceil_mode", ceil_mode),
 };
 static const ntp_attr_decl avgpool_attrs[] = {
-    KERNEL_, STRIDE_, PAD_,
+    KERNEL_,
+    STRIDE_,
+    PAD_,
     A_BOOL("ceil_mode", ceil_mode),
     A_BOOL("count_include_pad", count_include_pad),
 };
@@ -259,7 +294,10 @@ typedef struct attr_set {
     int n;
 } attr_set;
 
-#define SET(arr) {(arr), (int)(sizeof(arr) / sizeof((arr)[0]))}
+#define SET(arr)                                     \
+    {                                                \
+        (arr), (int)(sizeof(arr) / sizeof((arr)[0])) \
+    }
 
 /* Op to set; an op not listed has no attributes of its own. */
 static const attr_set op_sets[NTP_OP_COUNT] = {

@@ -26,7 +26,10 @@ static inline bool norm_axis(int64_t axis, int rank, int64_t *out)
     return true;
 }
 
-static inline int64_t numel(const ntp_shape *s) { return ntp_shape_numel(s); }
+static inline int64_t numel(const ntp_shape *s)
+{
+    return ntp_shape_numel(s);
+}
 
 /* Saturating product, for costs (shapes are already overflow-checked, but
  * products of several of them may not be). */
@@ -44,21 +47,42 @@ static inline int64_t sadd(int64_t a, int64_t b)
 /* Checked arithmetic for shape inference: every size computed from
  * attributes a model gives (any int64) goes through these, never through
  * plain operators, whose overflow is undefined. False on overflow. */
-static inline bool ck_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
-static inline bool ck_sub(int64_t a, int64_t b, int64_t *r) { return !__builtin_sub_overflow(a, b, r); }
-static inline bool ck_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool ck_add(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool ck_sub(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_sub_overflow(a, b, r);
+}
+static inline bool ck_mul(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
 
 /* Require the input rank to be within [lo, hi]. */
-ntp_status ntp__need_rank(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, int input,
-                          int lo, int hi, const char *layout);
+ntp_status ntp__need_rank(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, int input, int lo,
+                          int hi, const char *layout);
 /* Set output k to shape s. */
 static inline void set_out(ntp_graph *g, const ntp_node *n, int k, const ntp_shape *s)
 {
     g->tensors[n->out[k]].shape = *s;
 }
 /* A rank-1 or rank-2 shape literal. */
-static inline ntp_shape shape1(int64_t a) { ntp_shape s = {1, {a}}; return s; }
-static inline ntp_shape shape2(int64_t a, int64_t b) { ntp_shape s = {2, {a, b}}; return s; }
-static inline ntp_shape shape3(int64_t a, int64_t b, int64_t c) { ntp_shape s = {3, {a, b, c}}; return s; }
+static inline ntp_shape shape1(int64_t a)
+{
+    ntp_shape s = {1, {a}};
+    return s;
+}
+static inline ntp_shape shape2(int64_t a, int64_t b)
+{
+    ntp_shape s = {2, {a, b}};
+    return s;
+}
+static inline ntp_shape shape3(int64_t a, int64_t b, int64_t c)
+{
+    ntp_shape s = {3, {a, b, c}};
+    return s;
+}
 
 #endif

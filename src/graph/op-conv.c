@@ -197,7 +197,8 @@ ntp_status ntp__shape_conv(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         return st;
     int64_t c = ntp__in(g, n, 0)->shape.dim[1], f = n->a.filters;
     if (f <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "filters must be positive, got %lld", (long long)f);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "filters must be positive, got %lld",
+                        (long long)f);
     if ((st = check_groups(ctx, g, n, c, f)))
         return st;
     ntp_shape out;
@@ -226,13 +227,15 @@ ntp_status ntp__shape_deconv(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     ntp_attrs *a = &n->a;
     if (a->pad_kind != NTP_PAD_EXPLICIT)
         return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "'pad' must be explicit numbers for deconv");
-    if ((st = expand(ctx, g, n, a->output_padding, a->n_output_padding, a->nk, 0, "output_padding")))
+    if ((st =
+             expand(ctx, g, n, a->output_padding, a->n_output_padding, a->nk, 0, "output_padding")))
         return st;
     a->n_output_padding = a->nk;
     const ntp_shape *s = &ntp__in(g, n, 0)->shape;
     int64_t c = s->dim[1], f = a->filters;
     if (f <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "filters must be positive, got %lld", (long long)f);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "filters must be positive, got %lld",
+                        (long long)f);
     if ((st = check_groups(ctx, g, n, c, f)))
         return st;
     ntp_shape out = *s;
@@ -242,9 +245,9 @@ ntp_status ntp__shape_deconv(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         if (a->output_padding[d] < 0 ||
             (a->output_padding[d] >= a->stride[d] && a->output_padding[d] >= a->dilation[d]))
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
-                                "output_padding %lld must be smaller than stride %lld or dilation %lld",
-                                (long long)a->output_padding[d], (long long)a->stride[d],
-                                (long long)a->dilation[d]);
+                            "output_padding %lld must be smaller than stride %lld or dilation %lld",
+                            (long long)a->output_padding[d], (long long)a->stride[d],
+                            (long long)a->dilation[d]);
         int64_t o, ext;
         if (!ck_mul(s->dim[2 + d] - 1, a->stride[d], &o) || !ck_sub(o, a->pad[d], &o) ||
             !ck_sub(o, a->pad[a->nk + d], &o) || !kernel_extent(a, d, &ext) ||
@@ -252,8 +255,9 @@ ntp_status ntp__shape_deconv(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
             char b[NTP_SHAPE_STR_MAX];
             return NODE_ERR(NTP_STATUS_OVERFLOW,
                             "stride %lld, kernel %lld, dilation %lld and padding on spatial dim "
-                            "%d of input %s overflow 64-bit sizes", (long long)a->stride[d],
-                            (long long)a->kernel[d], (long long)a->dilation[d], d, shp(s, b));
+                            "%d of input %s overflow 64-bit sizes",
+                            (long long)a->stride[d], (long long)a->kernel[d],
+                            (long long)a->dilation[d], d, shp(s, b));
         }
         out.dim[2 + d] = o;
         if (out.dim[2 + d] <= 0) {
@@ -287,13 +291,15 @@ ntp_status ntp__shape_pool(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
          * every window sees at least one real element. */
         int64_t ext;
         if (!kernel_extent(&n->a, d, &ext))
-            return NODE_ERR(NTP_STATUS_OVERFLOW, "kernel %lld with dilation %lld overflows "
-                            "64-bit sizes", (long long)n->a.kernel[d], (long long)n->a.dilation[d]);
+            return NODE_ERR(NTP_STATUS_OVERFLOW,
+                            "kernel %lld with dilation %lld overflows "
+                            "64-bit sizes",
+                            (long long)n->a.kernel[d], (long long)n->a.dilation[d]);
         if (n->a.pad_kind == NTP_PAD_EXPLICIT &&
             (n->a.pad[d] > ext / 2 || n->a.pad[n->a.nk + d] > ext / 2))
-            return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
-                            "padding %lld/%lld exceeds half the kernel extent %lld",
-                            (long long)n->a.pad[d], (long long)n->a.pad[n->a.nk + d], (long long)ext);
+            return NODE_ERR(
+                NTP_STATUS_SHAPE_ERROR, "padding %lld/%lld exceeds half the kernel extent %lld",
+                (long long)n->a.pad[d], (long long)n->a.pad[n->a.nk + d], (long long)ext);
     }
     ntp_shape out;
     if ((st = spatial_out(ctx, g, n, ntp__in(g, n, 0)->shape.dim[1], &out)))

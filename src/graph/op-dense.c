@@ -113,7 +113,8 @@ ntp_status ntp__shape_attention(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         return st;
     if ((st = ntp__node_add_weight(ctx, g, n, "out_proj", NTP_TENSOR_WEIGHT, &out_proj)))
         return st;
-    if (n->a.bias && (st = ntp__node_add_weight(ctx, g, n, "out_bias", NTP_TENSOR_WEIGHT, &out_bias)))
+    if (n->a.bias &&
+        (st = ntp__node_add_weight(ctx, g, n, "out_bias", NTP_TENSOR_WEIGHT, &out_bias)))
         return st;
     return NTP_STATUS_OK;
 }
@@ -123,9 +124,9 @@ void ntp__cost_attention(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
     const ntp_shape *q = &ntp__cin(g, n, 0)->shape;
     int64_t N = q->dim[0], S = q->dim[1], D = q->dim[2];
     int64_t Skv = n->n_in == 3 ? ntp__cin(g, n, 1)->shape.dim[1] : S;
-    int64_t proj = smul(N, smul(D, sadd(smul(2, S), smul(2, Skv))));  /* q, k, v, out */
+    int64_t proj = smul(N, smul(D, sadd(smul(2, S), smul(2, Skv)))); /* q, k, v, out */
     proj = smul(proj, D);
-    int64_t attn = smul(smul(2, N), smul(smul(S, Skv), D));           /* QK^T and PV */
+    int64_t attn = smul(smul(2, N), smul(smul(S, Skv), D)); /* QK^T and PV */
     c->macs = sadd(proj, attn);
     int64_t softmax = smul(5, smul(smul(N, n->a.heads), smul(S, Skv)));
     int64_t bias = n->a.bias ? smul(N, smul(D, sadd(smul(2, S), smul(2, Skv)))) : 0;
@@ -140,8 +141,9 @@ ntp_status ntp__shape_embedding(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
                         "input '%s' must hold integer indices (i32 or i64), got %s", x->name,
                         ntp_dtype_name(x->dtype));
     if (n->a.vocab <= 0 || n->a.units <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "vocab and units must be positive (got %lld, %lld)",
-                        (long long)n->a.vocab, (long long)n->a.units);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT,
+                        "vocab and units must be positive (got %lld, %lld)", (long long)n->a.vocab,
+                        (long long)n->a.units);
     if (x->shape.ndim + 1 > NTP_MAX_DIMS)
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "input rank %d is too large", x->shape.ndim);
     ntp_shape out = x->shape;

@@ -4,16 +4,16 @@
 
 #include "op-common.h"
 
-ntp_status ntp__need_rank(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, int input,
-                          int lo, int hi, const char *layout)
+ntp_status ntp__need_rank(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, int input, int lo,
+                          int hi, const char *layout)
 {
     const ntp_tensor *t = ntp__cin(g, n, input);
     char b[NTP_SHAPE_STR_MAX];
     if (t->shape.ndim >= lo && t->shape.ndim <= hi)
         return NTP_STATUS_OK;
     if (lo == hi)
-        return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "expects input '%s' of rank %d %s, got %s",
-                        t->name, lo, layout, shp(&t->shape, b));
+        return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "expects input '%s' of rank %d %s, got %s", t->name,
+                        lo, layout, shp(&t->shape, b));
     return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "expects input '%s' of rank %d to %d %s, got %s",
                     t->name, lo, hi, layout, shp(&t->shape, b));
 }
@@ -39,8 +39,14 @@ void ntp__cost_unary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
     c->flops = smul(per, numel(&ntp__cout(g, n, 0)->shape));
 }
 
-void ntp__cost_none(const ntp_graph *g, const ntp_node *n, ntp_cost *c) { (void)g, (void)n, (void)c; }
-void ntp__cost_move(const ntp_graph *g, const ntp_node *n, ntp_cost *c) { (void)g, (void)n, (void)c; }
+void ntp__cost_none(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    (void)g, (void)n, (void)c;
+}
+void ntp__cost_move(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    (void)g, (void)n, (void)c;
+}
 
 ntp_status ntp__shape_softmax(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 {
@@ -97,7 +103,8 @@ ntp_status ntp__shape_batchnorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     const ntp_shape s = ntp__in(g, n, 0)->shape;
     ntp_shape c = shape1(s.dim[1]);
     if (n->a.epsilon <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g", n->a.epsilon);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g",
+                        n->a.epsilon);
     if ((st = ntp__node_add_weight(ctx, g, n, "scale", NTP_TENSOR_WEIGHT, &c)) ||
         (st = ntp__node_add_weight(ctx, g, n, "bias", NTP_TENSOR_WEIGHT, &c)) ||
         (st = ntp__node_add_weight(ctx, g, n, "mean", NTP_TENSOR_BUFFER, &c)) ||
@@ -120,7 +127,8 @@ ntp_status ntp__shape_layernorm(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range for rank %d",
                         (long long)n->a.axis, s->ndim);
     if (n->a.epsilon <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g", n->a.epsilon);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "epsilon must be positive, got %g",
+                        n->a.epsilon);
     int64_t d = 1;
     for (int i = (int)n->a.axis; i < s->ndim; i++)
         d *= s->dim[i];

@@ -31,8 +31,9 @@ ntp_status ntp__shape_mfcc(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
                         (long long)a->coefficients, (long long)a->mel_bands);
     if (s->dim[1] < a->window) {
         char b[NTP_SHAPE_STR_MAX];
-        return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "input %s holds fewer samples than one window (%lld)",
-                        shp(s, b), (long long)a->window);
+        return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
+                        "input %s holds fewer samples than one window (%lld)", shp(s, b),
+                        (long long)a->window);
     }
     int64_t T = 1 + (s->dim[1] - a->window) / a->hop;
     ntp_shape out = shape3(T, s->dim[0], a->coefficients * (2 * a->context + 1));
@@ -63,7 +64,8 @@ ntp_status ntp__shape_ctc(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         char b[NTP_SHAPE_STR_MAX];
         return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
                         "input %s has %lld classes; the alphabet has %lld labels + blank = %lld",
-                        shp(s, b), (long long)s->dim[2], (long long)(classes - 1), (long long)classes);
+                        shp(s, b), (long long)s->dim[2], (long long)(classes - 1),
+                        (long long)classes);
     }
     if (n->a.beam_width <= 0)
         return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "beam_width must be positive, got %lld",

@@ -190,8 +190,8 @@ ntp_status ntp__shape_pad(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
                             (long long)lo, (long long)hi, d, shp(s, b));
         if (!ck_add(s->dim[d], lo, &out.dim[d]) || !ck_add(out.dim[d], hi, &out.dim[d]))
             return NODE_ERR(NTP_STATUS_OVERFLOW,
-                            "'pads' %lld/%lld on dim %d of %s overflow 64-bit sizes",
-                            (long long)lo, (long long)hi, d, shp(s, b));
+                            "'pads' %lld/%lld on dim %d of %s overflow 64-bit sizes", (long long)lo,
+                            (long long)hi, d, shp(s, b));
     }
     set_out(g, n, 0, &out);
     return NTP_STATUS_OK;
@@ -210,8 +210,7 @@ ntp_status ntp__shape_convert(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         char b[NTP_SHAPE_STR_MAX];
         if (x->shape.ndim < 3 || x->shape.ndim > 5)
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
-                            "a layout change needs a rank 3 to 5 input, got %s",
-                            shp(&x->shape, b));
+                            "a layout change needs a rank 3 to 5 input, got %s", shp(&x->shape, b));
         ntp_layout from = x->layout == NTP_LAYOUT_NHWC ? NTP_LAYOUT_NHWC : NTP_LAYOUT_NCHW;
         int r = x->shape.ndim;
         if (from == NTP_LAYOUT_NCHW && n->a.to_layout == NTP_LAYOUT_NHWC) {

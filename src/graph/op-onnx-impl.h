@@ -19,8 +19,14 @@
  *   selu: alpha, gamma            hard_sigmoid: alpha, beta
  *   shrink: lambd, bias
  * The first parameter is a->alpha, the second a->value. */
-static inline double ntp__onnx_p1(const ntp_attrs *a) { return a->alpha; }
-static inline double ntp__onnx_p2(const ntp_attrs *a) { return a->value; }
+static inline double ntp__onnx_p1(const ntp_attrs *a)
+{
+    return a->alpha;
+}
+static inline double ntp__onnx_p2(const ntp_attrs *a)
+{
+    return a->value;
+}
 
 /* --- prelu: the slope's shape, a->shape[0..n_shape); n_shape == 0 means one
  * slope per channel ([C], dim 1 of the input). */
@@ -32,14 +38,32 @@ static inline double ntp__onnx_p2(const ntp_attrs *a) { return a->value; }
 /* --- reductions: axes in a->perm[0..n_perm), n_perm == 0 meaning every axis.
  * The output keeps the reduced dims as 1 (ONNX keepdims=1); a reader that
  * wants them dropped adds a reshape. */
-static inline int ntp__reduce_n_axes(const ntp_attrs *a) { return a->n_perm; }
-static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a) { return a->perm; }
+static inline int ntp__reduce_n_axes(const ntp_attrs *a)
+{
+    return a->n_perm;
+}
+static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a)
+{
+    return a->perm;
+}
 
 /* --- lrn: a->lrn (graph-impl.h). */
-static inline int64_t ntp__lrn_size(const ntp_attrs *a) { return a->lrn.size; }
-static inline double ntp__lrn_alpha(const ntp_attrs *a) { return a->lrn.alpha; }
-static inline double ntp__lrn_beta(const ntp_attrs *a) { return a->lrn.beta; }
-static inline double ntp__lrn_bias(const ntp_attrs *a) { return a->lrn.bias; }
+static inline int64_t ntp__lrn_size(const ntp_attrs *a)
+{
+    return a->lrn.size;
+}
+static inline double ntp__lrn_alpha(const ntp_attrs *a)
+{
+    return a->lrn.alpha;
+}
+static inline double ntp__lrn_beta(const ntp_attrs *a)
+{
+    return a->lrn.beta;
+}
+static inline double ntp__lrn_bias(const ntp_attrs *a)
+{
+    return a->lrn.bias;
+}
 
 /* --- slice: ONNX's starts, ends, axes and steps as given (n values each):
  * starts in a->pads[0..n), ends in a->pads[NTP_MAX_DIMS..NTP_MAX_DIMS+n)
@@ -79,12 +103,30 @@ enum {
     NTP_RESIZE_FLOOR,
     NTP_RESIZE_CEIL
 };
-static inline int ntp__resize_mode(const ntp_attrs *a) { return a->resize.mode; }
-static inline int ntp__resize_coord(const ntp_attrs *a) { return a->resize.coord; }
-static inline int ntp__resize_nearest(const ntp_attrs *a) { return a->resize.nearest; }
-static inline double ntp__resize_cubic_a(const ntp_attrs *a) { return a->resize.cubic_a; }
-static inline bool ntp__resize_exclude_outside(const ntp_attrs *a) { return a->resize.exclude_outside; }
-static inline double ntp__resize_extrapolation(const ntp_attrs *a) { return a->resize.extrapolation; }
+static inline int ntp__resize_mode(const ntp_attrs *a)
+{
+    return a->resize.mode;
+}
+static inline int ntp__resize_coord(const ntp_attrs *a)
+{
+    return a->resize.coord;
+}
+static inline int ntp__resize_nearest(const ntp_attrs *a)
+{
+    return a->resize.nearest;
+}
+static inline double ntp__resize_cubic_a(const ntp_attrs *a)
+{
+    return a->resize.cubic_a;
+}
+static inline bool ntp__resize_exclude_outside(const ntp_attrs *a)
+{
+    return a->resize.exclude_outside;
+}
+static inline double ntp__resize_extrapolation(const ntp_attrs *a)
+{
+    return a->resize.extrapolation;
+}
 #define NTP_RESIZE_DEN NTP_MAX_DIMS
 
 /* The scale of dim d of a resize from `in` to `out`: the given rational

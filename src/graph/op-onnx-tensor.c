@@ -18,8 +18,8 @@ ntp_status ntp__shape_onnx_constant(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         s.dim[d] = n->a.shape[d];
     /* The input, when the markup wires one, only places the constant in the
      * chain; it is not read. */
-    ntp_status st = ntp__node_add_weight(ctx, g, n, "value",
-                                         n->a.constant.trainable ? NTP_TENSOR_WEIGHT : NTP_TENSOR_BUFFER, &s);
+    ntp_status st = ntp__node_add_weight(
+        ctx, g, n, "value", n->a.constant.trainable ? NTP_TENSOR_WEIGHT : NTP_TENSOR_BUFFER, &s);
     if (st)
         return st;
     set_out(g, n, 0, &s);
@@ -119,8 +119,10 @@ ntp_status ntp__shape_onnx_expand(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         if (v <= 0)
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "'shape' entry %d is %lld", dt, (long long)v);
         if (a != v && a != 1 && v != 1)
-            return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "input %s does not broadcast to 'shape' "
-                            "entry %d (%lld)", shp(s, b), dt, (long long)v);
+            return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
+                            "input %s does not broadcast to 'shape' "
+                            "entry %d (%lld)",
+                            shp(s, b), dt, (long long)v);
         out.dim[d] = a == 1 ? v : a;
     }
     set_out(g, n, 0, &out);
@@ -131,9 +133,8 @@ ntp_status ntp__shape_onnx_expand(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 /* --- resize --------------------------------------------------------------------------- */
 
 const char *const ntp__resize_mode_names[3] = {"nearest", "linear", "cubic"};
-const char *const ntp__resize_coord_names[5] = {"half_pixel", "pytorch_half_pixel",
-                                                "align_corners", "asymmetric",
-                                                "tf_half_pixel_for_nn"};
+const char *const ntp__resize_coord_names[5] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                                "asymmetric", "tf_half_pixel_for_nn"};
 const char *const ntp__resize_nearest_names[4] = {"round_prefer_floor", "round_prefer_ceil",
                                                   "floor", "ceil"};
 
@@ -182,16 +183,11 @@ double ntp__resize_coord_of(int coord, double x, double scale, int64_t in)
 {
     double len = scale * (double)in;
     switch (coord) {
-    case NTP_RESIZE_PYTORCH_HALF_PIXEL:
-        return len == 1.0 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case NTP_RESIZE_ALIGN_CORNERS:
-        return len == 1.0 ? 0.0 : x * (double)(in - 1) / (len - 1.0);
-    case NTP_RESIZE_ASYMMETRIC:
-        return x / scale;
-    case NTP_RESIZE_TF_HALF_PIXEL_FOR_NN:
-        return (x + 0.5) / scale;
-    default:
-        return (x + 0.5) / scale - 0.5;
+    case NTP_RESIZE_PYTORCH_HALF_PIXEL: return len == 1.0 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case NTP_RESIZE_ALIGN_CORNERS: return len == 1.0 ? 0.0 : x * (double)(in - 1) / (len - 1.0);
+    case NTP_RESIZE_ASYMMETRIC: return x / scale;
+    case NTP_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    default: return (x + 0.5) / scale - 0.5;
     }
 }
 

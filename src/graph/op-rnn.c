@@ -1,7 +1,10 @@
 /* Shapes and costs of recurrent layers (time-major [T, N, I]). */
 #include "op-common.h"
 
-static int gates(ntp_op op) { return op == NTP_OP_LSTM ? 4 : op == NTP_OP_GRU ? 3 : 1; }
+static int gates(ntp_op op)
+{
+    return op == NTP_OP_LSTM ? 4 : op == NTP_OP_GRU ? 3 : 1;
+}
 
 ntp_status ntp__shape_rnn(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 {
@@ -11,7 +14,8 @@ ntp_status ntp__shape_rnn(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     const ntp_shape *s = &ntp__in(g, n, 0)->shape;
     int64_t T = s->dim[0], N = s->dim[1], I = s->dim[2], H = n->a.units;
     if (H <= 0)
-        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "units must be positive, got %lld", (long long)H);
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT, "units must be positive, got %lld",
+                        (long long)H);
     int64_t dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
     int64_t width = dirs == 2 && n->a.merge == NTP_MERGE_CONCAT ? 2 * H : H;
     ntp_shape out = n->a.last_step ? shape2(N, width) : shape3(T, N, width);
@@ -55,7 +59,8 @@ int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts)
     ntp__cost_rnn(g, n, &c);
     const ntp_tensor *W = weight(g, n, 0), *R = weight(g, n, 1);
     const ntp_tensor *B = n->a.bias ? weight(g, n, 2) : NULL;
-    int64_t in_flops = sadd(smul(2, smul(steps, smul(G * H, I))), n->a.bias ? smul(steps, 2 * G * H) : 0);
+    int64_t in_flops =
+        sadd(smul(2, smul(steps, smul(G * H, I))), n->a.bias ? smul(steps, 2 * G * H) : 0);
     int64_t in_bytes = ntp__tensor_bytes(ntp__cin(g, n, 0));
     in_bytes = sadd(in_bytes, W ? ntp__tensor_bytes(W) : 0);
     in_bytes = sadd(in_bytes, B ? ntp__tensor_bytes(B) : 0);
@@ -78,8 +83,9 @@ void ntp__cost_rnn(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
     /* Element-wise work per hidden unit and step (docs/ops.md): LSTM 3
      * sigmoids + 2 tanh (4 each) + cell and hidden updates (4) = 24; GRU 2
      * sigmoids + tanh + reset product + update (4) = 16; RNN one activation. */
-    int64_t ew = n->op == NTP_OP_LSTM ? 24 : n->op == NTP_OP_GRU ? 16
-                 : (n->a.rnn_act == NTP_RNN_ACT_RELU ? 1 : 4);
+    int64_t ew = n->op == NTP_OP_LSTM  ? 24
+                 : n->op == NTP_OP_GRU ? 16
+                                       : (n->a.rnn_act == NTP_RNN_ACT_RELU ? 1 : 4);
     int64_t bias = n->a.bias ? 2 * G * H : 0;
     int64_t merge = dirs == 2 && n->a.merge == NTP_MERGE_SUM ? smul(T, N * H) : 0;
     c->flops = sadd(sadd(smul(2, c->macs), smul(steps, ew * H + bias)), merge);

@@ -20,10 +20,22 @@ static const op_info ops[] = {
 
 _Static_assert(sizeof ops / sizeof ops[0] == NTP_OP_COUNT, "op table out of step with the enum");
 
-const char *ntp__op_name(ntp_op op) { return (unsigned)op < NTP_OP_COUNT ? ops[op].name : "?"; }
-ntp_op_kind ntp__op_kind(ntp_op op) { return ops[op].kind; }
-int ntp__op_min_inputs(ntp_op op) { return ops[op].min_in; }
-int ntp__op_max_inputs(ntp_op op) { return ops[op].max_in; }
+const char *ntp__op_name(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? ops[op].name : "?";
+}
+ntp_op_kind ntp__op_kind(ntp_op op)
+{
+    return ops[op].kind;
+}
+int ntp__op_min_inputs(ntp_op op)
+{
+    return ops[op].min_in;
+}
+int ntp__op_max_inputs(ntp_op op)
+{
+    return ops[op].max_in;
+}
 
 ntp_op ntp__op_from_name(const char *name)
 {
@@ -47,10 +59,22 @@ static const unary_info unary_ops[NTP_OP_COUNT] = {
 #undef NTP_UNARY_INFO_
 };
 
-bool ntp__op_is_unary(ntp_op op) { return (unsigned)op < NTP_OP_COUNT && unary_ops[op].is_unary; }
-const char *ntp__op_unary_onnx(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].onnx : NULL; }
-const char *ntp__op_unary_onnx_attrs(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].onnx_attrs : ""; }
-int ntp__op_unary_flops(ntp_op op) { return ntp__op_is_unary(op) ? unary_ops[op].flops : 0; }
+bool ntp__op_is_unary(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT && unary_ops[op].is_unary;
+}
+const char *ntp__op_unary_onnx(ntp_op op)
+{
+    return ntp__op_is_unary(op) ? unary_ops[op].onnx : NULL;
+}
+const char *ntp__op_unary_onnx_attrs(ntp_op op)
+{
+    return ntp__op_is_unary(op) ? unary_ops[op].onnx_attrs : "";
+}
+int ntp__op_unary_flops(ntp_op op)
+{
+    return ntp__op_is_unary(op) ? unary_ops[op].flops : 0;
+}
 
 ntp_op ntp__op_unary_from_onnx(const char *op_type)
 {
@@ -65,11 +89,10 @@ ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     const op_info *oi = &ops[n->op];
     if (n->n_in < oi->min_in || n->n_in > oi->max_in) {
         if (oi->min_in == oi->max_in)
-            return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
-                                   "takes %d input%s, got %d", oi->min_in,
-                                   oi->min_in == 1 ? "" : "s", n->n_in);
-        return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
-                               "takes %d to %d inputs, got %d", oi->min_in, oi->max_in, n->n_in);
+            return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR, "takes %d input%s, got %d",
+                                   oi->min_in, oi->min_in == 1 ? "" : "s", n->n_in);
+        return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR, "takes %d to %d inputs, got %d",
+                               oi->min_in, oi->max_in, n->n_in);
     }
     /* Only embedding reads integers; a copy or conversion moves any type. */
     if (n->op != NTP_OP_EMBEDDING && n->op != NTP_OP_MEMCPY && n->op != NTP_OP_CONVERT)
@@ -93,8 +116,8 @@ ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         return st;
     if (n->w_decl != n->n_w)
         return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR,
-                               "the model gives %d constant inputs, the layer takes %d",
-                               n->n_w, n->w_decl);
+                               "the model gives %d constant inputs, the layer takes %d", n->n_w,
+                               n->w_decl);
     for (int i = 0; i < n->n_out; i++) {
         const ntp_tensor *t = ntp__out(g, n, i);
         char buf[128];

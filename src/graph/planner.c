@@ -26,7 +26,10 @@ typedef struct free_list {
     int64_t top;
 } free_list;
 
-static int64_t align_up(int64_t v) { return (v + NTP_ARENA_ALIGN - 1) / NTP_ARENA_ALIGN * NTP_ARENA_ALIGN; }
+static int64_t align_up(int64_t v)
+{
+    return (v + NTP_ARENA_ALIGN - 1) / NTP_ARENA_ALIGN * NTP_ARENA_ALIGN;
+}
 
 static int64_t fl_alloc(free_list *fl, int64_t size)
 {

@@ -31,18 +31,18 @@ static uint64_t seed_state(uint64_t seed, uint64_t stream)
 /* --- audio ------------------------------------------------------------------- */
 
 #define SYN_MAX_HARMONICS 64
-#define SYN_BLOCK 32          /* samples between harmonic-amplitude updates */
+#define SYN_BLOCK 32 /* samples between harmonic-amplitude updates */
 
 typedef struct vowel {
-    double f[3];              /* formant centre frequencies, Hz */
-    double bw[3];             /* bandwidths, Hz */
+    double f[3];  /* formant centre frequencies, Hz */
+    double bw[3]; /* bandwidths, Hz */
 } vowel;
 
 /* Gain of the vocal tract at frequency f: three resonance peaks with
  * decreasing weight, over a small floor so no harmonic vanishes. */
 static double formant_gain(const vowel *v, double f)
 {
-    static const double weight[3] = { 1.0, 0.6, 0.3 };
+    static const double weight[3] = {1.0, 0.6, 0.3};
     double g = 0.02;
     for (int i = 0; i < 3; i++) {
         double x = (f - v->f[i]) / (0.5 * v->bw[i]);
@@ -122,8 +122,8 @@ void ntp__synth_audio(float *out, int64_t n_samples, int64_t sample_rate, uint64
         double f0a = uniform_in(&s, 100.0, 250.0);
         double f0b = fmin(250.0, fmax(100.0, f0a * uniform_in(&s, 0.8, 1.2)));
         vowel v = {
-            .f = { uniform_in(&s, 300, 800), uniform_in(&s, 900, 2300), uniform_in(&s, 2400, 3200) },
-            .bw = { uniform_in(&s, 60, 120), uniform_in(&s, 80, 160), uniform_in(&s, 100, 200) },
+            .f = {uniform_in(&s, 300, 800), uniform_in(&s, 900, 2300), uniform_in(&s, 2400, 3200)},
+            .bw = {uniform_in(&s, 60, 120), uniform_in(&s, 80, 160), uniform_in(&s, 100, 200)},
         };
         syllable(out + pos, len, sr, f0a, f0b, &v, uniform_in(&s, 0.5, 1.0));
         pos += len;

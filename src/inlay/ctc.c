@@ -26,29 +26,29 @@
 #define CTC_MAX_BEAM (1 << 20)
 
 typedef struct trie_node {
-    int32_t parent;         /* -1 for the empty prefix */
-    int32_t label;          /* last label, -1 for the empty prefix */
-    int32_t slot;           /* index in the current beam, -1 when not in it */
-    int32_t first_child, next_sibling;  /* -1 terminated */
+    int32_t parent;                    /* -1 for the empty prefix */
+    int32_t label;                     /* last label, -1 for the empty prefix */
+    int32_t slot;                      /* index in the current beam, -1 when not in it */
+    int32_t first_child, next_sibling; /* -1 terminated */
 } trie_node;
 
 /* A candidate for the next beam: prefix `slot` of the current beam, either
  * unchanged (label -1) or extended by `label`. */
 typedef struct cand {
-    double score;           /* log probability of the candidate prefix */
-    int64_t seq;            /* generation order, for deterministic ties */
+    double score; /* log probability of the candidate prefix */
+    int64_t seq;  /* generation order, for deterministic ties */
     int32_t slot, label;
 } cand;
 
 typedef struct beam_ws {
-    double *lp;             /* classes: this frame's log probabilities */
-    int32_t *node[2];       /* beam_width each: current and next beam */
+    double *lp;       /* classes: this frame's log probabilities */
+    int32_t *node[2]; /* beam_width each: current and next beam */
     double *pb[2], *pnb[2];
-    double *tot, *b_next, *nb_next;   /* beam_width each */
-    int32_t *head, *next_in;          /* beam_width each: children in the beam */
-    int32_t *mark;                    /* classes */
-    cand *heap;                       /* beam_width */
-    trie_node *trie;                  /* 1 + T·beam_width */
+    double *tot, *b_next, *nb_next; /* beam_width each */
+    int32_t *head, *next_in;        /* beam_width each: children in the beam */
+    int32_t *mark;                  /* classes */
+    cand *heap;                     /* beam_width */
+    trie_node *trie;                /* 1 + T·beam_width */
 } beam_ws;
 
 static size_t round_up(size_t n)
@@ -70,14 +70,11 @@ static size_t beam_layout(int64_t T, int64_t C, int64_t W, char *base, beam_ws *
     if ((uint64_t)nodes > SIZE_MAX / 2 / sizeof(trie_node))
         return SIZE_MAX;
     size_t sizes[] = {
-        uc * sizeof(double),
-        uw * sizeof(int32_t), uw * sizeof(int32_t),
-        uw * sizeof(double), uw * sizeof(double), uw * sizeof(double), uw * sizeof(double),
-        uw * sizeof(double), uw * sizeof(double), uw * sizeof(double),
-        uw * sizeof(int32_t), uw * sizeof(int32_t),
-        uc * sizeof(int32_t),
-        uw * sizeof(cand),
-        (size_t)nodes * sizeof(trie_node),
+        uc * sizeof(double),  uw * sizeof(int32_t), uw * sizeof(int32_t),
+        uw * sizeof(double),  uw * sizeof(double),  uw * sizeof(double),
+        uw * sizeof(double),  uw * sizeof(double),  uw * sizeof(double),
+        uw * sizeof(double),  uw * sizeof(int32_t), uw * sizeof(int32_t),
+        uc * sizeof(int32_t), uw * sizeof(cand),    (size_t)nodes * sizeof(trie_node),
     };
     enum { N_ARRAYS = sizeof sizes / sizeof sizes[0] };
     void *p[N_ARRAYS];
@@ -226,8 +223,8 @@ static int64_t emit_prefix(const trie_node *trie, int32_t node, int64_t T, int32
     return len;
 }
 
-void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_t C,
-                          int64_t W, void *ws, int32_t *out, ntp_ctc_beam_stats *stats)
+void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_t C, int64_t W,
+                          void *ws, int32_t *out, ntp_ctc_beam_stats *stats)
 {
     char *base = (char *)ws + (CTC_ALIGN - (uintptr_t)ws % CTC_ALIGN) % CTC_ALIGN;
     beam_ws w = {0};
@@ -245,9 +242,9 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
 
     int cur = 0;
     int64_t n_beam = 1, n_nodes = 1;
-    w.trie[0] = (trie_node){ -1, -1, -1, -1, -1 };
+    w.trie[0] = (trie_node){-1, -1, -1, -1, -1};
     w.node[cur][0] = 0;
-    w.pb[cur][0] = 0.0;        /* the empty prefix: probability one, "ends in blank" */
+    w.pb[cur][0] = 0.0; /* the empty prefix: probability one, "ends in blank" */
     w.pnb[cur][0] = -INFINITY;
     for (int64_t c = 0; c < C; c++)
         w.mark[c] = -1;
@@ -297,7 +294,7 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
         int64_t n_heap = 0;
         for (int64_t i = 0; i < n_beam; i++)
             heap_offer(w.heap, &n_heap, W,
-                       (cand){ log_add(w.b_next[i], w.nb_next[i]), seq++, (int32_t)i, -1 });
+                       (cand){log_add(w.b_next[i], w.nb_next[i]), seq++, (int32_t)i, -1});
         /* Once the heap is full, a candidate must beat its worst entry
          * (a tie loses: it was generated later). Testing that here first
          * rejects most of the beam_width × classes candidates with one
@@ -313,7 +310,7 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
                 double score = (c == last ? pb[i] : tot) + lp[c];
                 if (!(score > thr) || w.mark[c] == stamp)
                     continue;
-                heap_offer(w.heap, &n_heap, W, (cand){ score, seq + c, (int32_t)i, c });
+                heap_offer(w.heap, &n_heap, W, (cand){score, seq + c, (int32_t)i, c});
                 if (n_heap == W)
                     thr = w.heap[0].score;
             }
@@ -342,7 +339,7 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
                     /* At most W new nodes per step: the scratch was sized
                      * for 1 + T·W. */
                     v = (int32_t)n_nodes++;
-                    w.trie[v] = (trie_node){ u, cd->label, -1, -1, w.trie[u].first_child };
+                    w.trie[v] = (trie_node){u, cd->label, -1, -1, w.trie[u].first_child};
                     w.trie[u].first_child = v;
                 }
                 w.node[nxt][e] = v;
@@ -359,7 +356,7 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
         for (int64_t i = 0; i < T; i++)
             out[i] = -1;
         if (stats)
-            *stats = (ntp_ctc_beam_stats){ 0, 0, -INFINITY, -INFINITY };
+            *stats = (ntp_ctc_beam_stats){0, 0, -INFINITY, -INFINITY};
         return;
     }
     int64_t len = emit_prefix(w.trie, w.node[cur][0], T, out);
@@ -367,13 +364,11 @@ void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_
         stats->survivors = (int)n_beam;
         stats->best_len = (int)len;
         stats->best_logp = (float)log_add(w.pb[cur][0], w.pnb[cur][0]);
-        stats->second_logp =
-            n_beam > 1 ? (float)log_add(w.pb[cur][1], w.pnb[cur][1]) : -INFINITY;
+        stats->second_logp = n_beam > 1 ? (float)log_add(w.pb[cur][1], w.pnb[cur][1]) : -INFINITY;
     }
 }
 
-void ntp__ctc_greedy_decode(const float *logits, int64_t T, int64_t stride, int64_t C,
-                            int32_t *out)
+void ntp__ctc_greedy_decode(const float *logits, int64_t T, int64_t stride, int64_t C, int32_t *out)
 {
     /* Softmax is monotonic, so the best path is the per-frame argmax of the
      * logits themselves; ties go to the lower class. */
@@ -413,9 +408,10 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d, bool
                                 "ctc_decode needs one input and one output");
     const ntp_buf *in = &k->in[0], *out = &k->out[0];
     if (in->dtype != NTP_DTYPE_F32 || out->dtype != NTP_DTYPE_I32)
-        return ntp__inlay_error(ctx, k, NTP_STATUS_UNSUPPORTED,
-                                "ctc_decode reads f32 logits and writes i32 labels, got %s in, %s out",
-                                ntp_dtype_name(in->dtype), ntp_dtype_name(out->dtype));
+        return ntp__inlay_error(
+            ctx, k, NTP_STATUS_UNSUPPORTED,
+            "ctc_decode reads f32 logits and writes i32 labels, got %s in, %s out",
+            ntp_dtype_name(in->dtype), ntp_dtype_name(out->dtype));
     if (in->shape.ndim != 3)
         return ntp__inlay_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
                                 "ctc_decode input must be [T, N, classes], got %d dims",
@@ -453,7 +449,7 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, ctc_dims *d, bool
 
 size_t ntp__ctc_workspace(const ntp_kargs *k)
 {
-    ctc_dims d = { 0 };
+    ctc_dims d = {0};
     if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK || d.mode != NTP_CTC_BEAM)
         return 0;
     size_t n = ntp__ctc_beam_ws_bytes(d.T, d.C, d.W);
@@ -462,7 +458,7 @@ size_t ntp__ctc_workspace(const ntp_kargs *k)
 
 ntp_status ntp__ctc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    ctc_dims d = { 0 };
+    ctc_dims d = {0};
     ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;

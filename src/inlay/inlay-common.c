@@ -6,8 +6,7 @@
 #include "core/ctx-impl.h"
 #include "inlay/inlay-impl.h"
 
-ntp_status ntp__inlay_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt,
-                            ...)
+ntp_status ntp__inlay_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;

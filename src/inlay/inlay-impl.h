@@ -22,8 +22,8 @@ size_t ntp__ctc_workspace(const ntp_kargs *k);
 
 /* Record one error line for the node in k (with its source position when
  * k->g is set) and return st. */
-ntp_status ntp__inlay_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
+ntp_status ntp__inlay_error(ntp_ctx *ctx, const ntp_kargs *k, ntp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Scratch of `need` bytes: k->workspace when it is large enough, else a
  * fresh malloc() returned in *owned as well (the caller frees *owned; NULL
  * when the workspace was used). Returns NULL when memory is exhausted. */
@@ -31,10 +31,10 @@ void *ntp__inlay_scratch(const ntp_kargs *k, size_t need, void **owned);
 
 /* What a beam search left behind, for tests and reports. */
 typedef struct ntp_ctc_beam_stats {
-    int survivors;          /* prefixes in the final beam (all distinct) */
-    int best_len;           /* labels in the best prefix */
-    float best_logp;        /* log probability of the best prefix */
-    float second_logp;      /* of the runner-up, -INFINITY if none */
+    int survivors;     /* prefixes in the final beam (all distinct) */
+    int best_len;      /* labels in the best prefix */
+    float best_logp;   /* log probability of the best prefix */
+    float second_logp; /* of the runner-up, -INFINITY if none */
 } ntp_ctc_beam_stats;
 
 /* CTC prefix beam search of one sequence: logits[t * stride + c] for
@@ -44,8 +44,7 @@ typedef struct ntp_ctc_beam_stats {
  * stats may be NULL. */
 size_t ntp__ctc_beam_ws_bytes(int64_t T, int64_t classes, int64_t beam_width);
 void ntp__ctc_beam_decode(const float *logits, int64_t T, int64_t stride, int64_t classes,
-                          int64_t beam_width, void *ws, int32_t *out,
-                          ntp_ctc_beam_stats *stats);
+                          int64_t beam_width, void *ws, int32_t *out, ntp_ctc_beam_stats *stats);
 /* Greedy (best path) decoding of one sequence, same layout as above. */
 void ntp__ctc_greedy_decode(const float *logits, int64_t T, int64_t stride, int64_t classes,
                             int32_t *out);

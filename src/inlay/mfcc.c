@@ -113,9 +113,10 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d, boo
         return ntp__inlay_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
                                 "mfcc input must be [N, samples], got %d dims", in->shape.ndim);
     if (a->sample_rate <= 0 || a->window <= 0 || a->hop <= 0)
-        return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
-                                "mfcc needs positive sample_rate, window and hop, got %lld, %lld, %lld",
-                                (long long)a->sample_rate, (long long)a->window, (long long)a->hop);
+        return ntp__inlay_error(
+            ctx, k, NTP_STATUS_INVALID_ARGUMENT,
+            "mfcc needs positive sample_rate, window and hop, got %lld, %lld, %lld",
+            (long long)a->sample_rate, (long long)a->window, (long long)a->hop);
     if (a->n_fft < a->window || a->n_fft > MFCC_MAX_FFT)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                                 "mfcc fft %lld must be in [window = %lld, %d]", (long long)a->n_fft,
@@ -124,7 +125,8 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d, boo
         a->coefficients > a->mel_bands)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                                 "mfcc needs 1 <= coefficients (%lld) <= mel_bands (%lld) <= %d",
-                                (long long)a->coefficients, (long long)a->mel_bands, MFCC_MAX_BANDS);
+                                (long long)a->coefficients, (long long)a->mel_bands,
+                                MFCC_MAX_BANDS);
     if (a->context < 0 || a->context > MFCC_MAX_CONTEXT)
         return ntp__inlay_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                                 "mfcc context %lld must be in [0, %d]", (long long)a->context,
@@ -132,9 +134,10 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d, boo
     d->n = in->shape.dim[0];
     d->samples = in->shape.dim[1];
     if (d->n < 0 || d->samples < a->window)
-        return ntp__inlay_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
-                                "mfcc input [%lld, %lld] holds fewer samples than one window (%lld)",
-                                (long long)d->n, (long long)d->samples, (long long)a->window);
+        return ntp__inlay_error(
+            ctx, k, NTP_STATUS_SHAPE_ERROR,
+            "mfcc input [%lld, %lld] holds fewer samples than one window (%lld)", (long long)d->n,
+            (long long)d->samples, (long long)a->window);
     d->sample_rate = (double)a->sample_rate;
     d->window = a->window;
     d->hop = a->hop;
@@ -160,15 +163,15 @@ static ntp_status check_dims(ntp_ctx *ctx, const ntp_kargs *k, mfcc_dims *d, boo
 /* Every array starts on an MFCC_ALIGN boundary: FFTW needs its arrays
  * aligned like the planning arrays, the rest simply benefits. */
 typedef struct mfcc_scratch {
-    float *frame;           /* nfft: windowed frame, zero padded */
-    fftwf_complex *spec;    /* bins */
-    float *power;           /* bins */
-    float *hamming;         /* window */
-    float *dct;             /* coeffs x bands, lifter folded in */
-    float *fb_w;            /* filterbank weights, band after band */
-    int64_t *fb_lo;         /* bands: first bin of each band */
-    int64_t *fb_off;        /* bands + 1: offsets of each band's weights in fb_w */
-    float *logmel;          /* bands */
+    float *frame;        /* nfft: windowed frame, zero padded */
+    fftwf_complex *spec; /* bins */
+    float *power;        /* bins */
+    float *hamming;      /* window */
+    float *dct;          /* coeffs x bands, lifter folded in */
+    float *fb_w;         /* filterbank weights, band after band */
+    int64_t *fb_lo;      /* bands: first bin of each band */
+    int64_t *fb_off;     /* bands + 1: offsets of each band's weights in fb_w */
+    float *logmel;       /* bands */
 } mfcc_scratch;
 
 static size_t round_up(size_t n)
@@ -215,7 +218,7 @@ static size_t layout(const mfcc_dims *d, char *base, mfcc_scratch *s)
 
 size_t ntp__mfcc_workspace(const ntp_kargs *k)
 {
-    mfcc_dims d = { 0 };
+    mfcc_dims d = {0};
     if (!k || !k->node || check_dims(NULL, k, &d, false) != NTP_STATUS_OK)
         return 0;
     /* Room to align the start of whatever pointer we are given. */
@@ -301,7 +304,8 @@ static void make_hamming(const mfcc_dims *d, mfcc_scratch *s)
         return;
     }
     for (int64_t i = 0; i < d->window; i++)
-        s->hamming[i] = (float)(0.54 - 0.46 * cos(2.0 * M_PI * (double)i / (double)(d->window - 1)));
+        s->hamming[i] =
+            (float)(0.54 - 0.46 * cos(2.0 * M_PI * (double)i / (double)(d->window - 1)));
 }
 
 /* --- one frame ----------------------------------------------------------------- */
@@ -353,7 +357,7 @@ static void one_frame(const mfcc_dims *d, mfcc_scratch *s, fftwf_plan plan, cons
 
 ntp_status ntp__mfcc_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    mfcc_dims d = { 0 };
+    mfcc_dims d = {0};
     ntp_status st = check_dims(ctx, k, &d, true);
     if (st != NTP_STATUS_OK)
         return st;

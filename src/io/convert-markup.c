@@ -22,10 +22,10 @@
 typedef struct mw {
     ntp_ctx *ctx;
     FILE *f;
-    const ntp_graph *g, *h;     /* h: the same graph at another batch, or NULL */
-    int64_t b1, b2;             /* the batch of g and of h */
-    char **ref;                 /* per tensor: how the markup refers to it */
-    char **lname;               /* per node: its markup name */
+    const ntp_graph *g, *h; /* h: the same graph at another batch, or NULL */
+    int64_t b1, b2;         /* the batch of g and of h */
+    char **ref;             /* per tensor: how the markup refers to it */
+    char **lname;           /* per node: its markup name */
     ntp_onnx_names *used;
     bool oom;
 } mw;
@@ -169,8 +169,14 @@ static void ints(const mw *w, const char *name, const int64_t *v, const int64_t 
     fputc('"', w->f);
 }
 
-static void attr_i(const mw *w, const char *name, int64_t v) { fprintf(w->f, " %s=\"%lld\"", name, (long long)v); }
-static void attr_b(const mw *w, const char *name, bool v) { fprintf(w->f, " %s=\"%s\"", name, v ? "true" : "false"); }
+static void attr_i(const mw *w, const char *name, int64_t v)
+{
+    fprintf(w->f, " %s=\"%lld\"", name, (long long)v);
+}
+static void attr_b(const mw *w, const char *name, bool v)
+{
+    fprintf(w->f, " %s=\"%s\"", name, v ? "true" : "false");
+}
 static void attr_s(const mw *w, const char *name, const char *v)
 {
     fprintf(w->f, " %s=\"", name);

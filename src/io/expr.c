@@ -173,8 +173,8 @@ static ntp_status parse_primary(parser *p, int64_t *v)
                             (int)(p->pos - start + 1), p->s + start);
             p->pos++;
         }
-        if (p->pos < p->len && (isalpha((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_' ||
-                                p->s[p->pos] == '.')) {
+        if (p->pos < p->len &&
+            (isalpha((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_' || p->s[p->pos] == '.')) {
             where(p, at, sizeof at);
             return fail(p, NTP_STATUS_PARSE_ERROR, "expected an integer %s", at);
         }

@@ -12,7 +12,6 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
 ntp_status ntp__xml_load_memory(ntp_ctx *ctx, const char *buf, size_t len, const char *name,
                                 const ntp_load_opts *opts, ntp_graph **out);
 
-
 /* --- NumPy .npy files (src/io/npy.c) ------------------------------------- */
 /* A loaded array: little-endian, C order; data is malloc'd. */
 typedef struct ntp_npy {

@@ -18,7 +18,8 @@ static ntp_status check_opts(ntp_ctx *ctx, const ntp_load_opts *opts)
     if (opts->set_precision && !ntp_dtype_is_precision(opts->precision))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "precision override: '%s' is not a compute precision: expected f32, "
-                          "bf16, f16 or i8", ntp_dtype_name(opts->precision));
+                          "bf16, f16 or i8",
+                          ntp_dtype_name(opts->precision));
     return NTP_STATUS_OK;
 }
 

@@ -170,7 +170,8 @@ static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, 
     if (!found)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: .npy dtype %.8s is not supported; expected <f4, <f2, <i4, <i8, |i1 "
-                          "or |u1", path, descr);
+                          "or |u1",
+                          path, descr);
     if (fortran)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: .npy data in Fortran order is not supported; save a C-order array",
@@ -179,7 +180,8 @@ static ntp_status parse_header(ntp_ctx *ctx, const char *path, const char *hdr, 
 malformed:
     return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                       "%s: malformed .npy header (expected a dict of 'descr', 'fortran_order' "
-                      "and 'shape')", path);
+                      "and 'shape')",
+                      path);
 }
 
 ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
@@ -278,7 +280,8 @@ ntp_status ntp__npy_write(ntp_ctx *ctx, const char *path, ntp_dtype dtype, const
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: cannot write %s data as .npy", path,
                           ntp_dtype_name(dtype));
     char dict[512];
-    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    int len =
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int i = 0; i < shape->ndim; i++)
         len += snprintf(dict + len, sizeof dict - (size_t)len, "%lld,%s", (long long)shape->dim[i],
                         i + 1 < shape->ndim ? " " : "");
@@ -292,8 +295,8 @@ ntp_status ntp__npy_write(ntp_ctx *ctx, const char *path, ntp_dtype dtype, const
     if (!f)
         return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, strerror(errno));
     unsigned hl = (unsigned)(len + pad + 1);
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
-                             (unsigned char)(hl >> 8)};
+    unsigned char pre[10] = {
+        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
     size_t nbytes = (size_t)ntp_shape_numel(shape) * ntp_dtype_size(dtype);
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
     for (int i = 0; ok && i < pad; i++)

@@ -11,15 +11,15 @@ typedef struct ntp_xw {
     ntp_ctx *ctx;
     const ntp_graph *g;
     uint64_t seed;
-    void **mem;                  /* everything the message points to */
+    void **mem; /* everything the message points to */
     size_t n_mem, cap_mem;
     Onnx__NodeProto **nodes;
     size_t n_nodes, cap_nodes;
     Onnx__TensorProto **inits;
     size_t n_inits, cap_inits;
-    ntp_onnx_names *names;       /* value names taken (every IR tensor's, then made-up ones) */
-    ntp_onnx_names *node_names;  /* node names taken */
-    bool failed;                 /* out of memory: the error is in ctx */
+    ntp_onnx_names *names;      /* value names taken (every IR tensor's, then made-up ones) */
+    ntp_onnx_names *node_names; /* node names taken */
+    bool failed;                /* out of memory: the error is in ctx */
 } ntp_xw;
 
 /* Zeroed memory the message owns; NULL (and w->failed) when it runs out. */
@@ -36,8 +36,8 @@ void ntp__xw_attr_i(ntp_xw *w, Onnx__NodeProto *n, const char *name, int64_t v);
 void ntp__xw_attr_f(ntp_xw *w, Onnx__NodeProto *n, const char *name, double v);
 void ntp__xw_attr_ints(ntp_xw *w, Onnx__NodeProto *n, const char *name, const int64_t *v, int k);
 void ntp__xw_attr_s(ntp_xw *w, Onnx__NodeProto *n, const char *name, const char *s);
-void ntp__xw_attr_strings(ntp_xw *w, Onnx__NodeProto *n, const char *name,
-                          const char *const *s, int k);
+void ntp__xw_attr_strings(ntp_xw *w, Onnx__NodeProto *n, const char *name, const char *const *s,
+                          int k);
 
 /* Initializers. ntp__xw_f32 names it `name` exactly (an IR weight's name)
  * and keeps data by reference; the others make up a name from base and

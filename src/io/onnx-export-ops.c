@@ -17,10 +17,22 @@ typedef struct em {
     float *const *wd;
 } em;
 
-static const char *in_name(const em *e, int k) { return e->g->tensors[e->n->in[k]].name; }
-static const char *out_name(const em *e, int k) { return e->g->tensors[e->n->out[k]].name; }
-static const ntp_shape *in_shape(const em *e, int k) { return &e->g->tensors[e->n->in[k]].shape; }
-static const ntp_shape *out_shape(const em *e, int k) { return &e->g->tensors[e->n->out[k]].shape; }
+static const char *in_name(const em *e, int k)
+{
+    return e->g->tensors[e->n->in[k]].name;
+}
+static const char *out_name(const em *e, int k)
+{
+    return e->g->tensors[e->n->out[k]].name;
+}
+static const ntp_shape *in_shape(const em *e, int k)
+{
+    return &e->g->tensors[e->n->in[k]].shape;
+}
+static const ntp_shape *out_shape(const em *e, int k)
+{
+    return &e->g->tensors[e->n->out[k]].shape;
+}
 
 /* Weight k as an initializer named after the IR tensor, with shape s (NULL:
  * its own). */
@@ -101,7 +113,8 @@ static ntp_status fc(const em *e)
     int64_t units = wt->shape.dim[0], k = wt->shape.dim[1];
     if (in_shape(e, 0)->ndim == 2) {
         /* Gemm with transB: W as it is. */
-        const char *in[3] = {in_name(e, 0), weight(e, 0, NULL), e->n->a.bias ? weight(e, 1, NULL) : ""};
+        const char *in[3] = {in_name(e, 0), weight(e, 0, NULL),
+                             e->n->a.bias ? weight(e, 1, NULL) : ""};
         Onnx__NodeProto *o = node(e, "Gemm", NULL, e->n->a.bias ? 3 : 2, in, out_name(e, 0));
         ntp__xw_attr_i(e->w, o, "transB", 1);
         return NTP_STATUS_OK;
@@ -197,8 +210,8 @@ static ntp_status attention(const em *e)
     transpose(e, "v_heads", v1, heads_first, 4, v);
     const char *scores = tmp(e, "scores"), *scaled = tmp(e, "scaled");
     node2(e, "MatMul", "scores", q, k, scores);
-    node2(e, "Mul", "scale", scores, ntp__xw_scalar(e->w, helper_name(e, "scale"),
-                                                      (float)(1.0 / sqrt((double)dh))), scaled);
+    node2(e, "Mul", "scale", scores,
+          ntp__xw_scalar(e->w, helper_name(e, "scale"), (float)(1.0 / sqrt((double)dh))), scaled);
     if (a->causal) {
         float *m = ntp__xw_mem(e->w, (size_t)(S * Skv) * sizeof *m);
         if (!m)
@@ -208,7 +221,8 @@ static ntp_status attention(const em *e)
                 m[i * Skv + j] = j > i ? -INFINITY : 0.0f;
         ntp_shape ms = {2, {S, Skv}};
         const char *masked = tmp(e, "masked");
-        node2(e, "Add", "mask", scaled, ntp__xw_const(e->w, helper_name(e, "mask"), m, &ms), masked);
+        node2(e, "Add", "mask", scaled, ntp__xw_const(e->w, helper_name(e, "mask"), m, &ms),
+              masked);
         scaled = masked;
     }
     const char *p = tmp(e, "weights"), *ctxh = tmp(e, "context"), *ctxt = tmp(e, "context_t"),
@@ -247,12 +261,13 @@ static ntp_status rnn(const em *e)
                          a->bias ? weight(e, 2, NULL) : ""};
     const char *y = tmp(e, a->last_step ? "Y_h" : "Y");
     const char *outs[2] = {a->last_step ? "" : y, a->last_step ? y : ""};
-    Onnx__NodeProto *o = ntp__xw_node(e->w, op, e->n->name, a->bias ? 4 : 3, in,
-                                      a->last_step ? 2 : 1, outs);
+    Onnx__NodeProto *o =
+        ntp__xw_node(e->w, op, e->n->name, a->bias ? 4 : 3, in, a->last_step ? 2 : 1, outs);
     ntp__xw_attr_i(e->w, o, "hidden_size", H);
-    ntp__xw_attr_s(e->w, o, "direction", a->direction == NTP_DIR_FORWARD ? "forward"
-                                         : a->direction == NTP_DIR_REVERSE ? "reverse"
-                                                                            : "bidirectional");
+    ntp__xw_attr_s(e->w, o, "direction",
+                   a->direction == NTP_DIR_FORWARD   ? "forward"
+                   : a->direction == NTP_DIR_REVERSE ? "reverse"
+                                                     : "bidirectional");
     if (e->n->op == NTP_OP_GRU)
         ntp__xw_attr_i(e->w, o, "linear_before_reset", 1);
     if (e->n->op == NTP_OP_RNN) {
@@ -288,20 +303,34 @@ static const struct {
     ntp_op op;
     const char *onnx;
 } direct[] = {
-    {NTP_OP_DROPOUT, "Dropout"},   {NTP_OP_MEMCPY, "Identity"},
-    {NTP_OP_GLOBAL_MAXPOOL, "GlobalMaxPool"}, {NTP_OP_GLOBAL_AVGPOOL, "GlobalAveragePool"},
-    {NTP_OP_SOFTMAX, "Softmax"},   {NTP_OP_LOG_SOFTMAX, "LogSoftmax"},
-    {NTP_OP_HARDMAX, "Hardmax"},   {NTP_OP_SUB, "Sub"},
-    {NTP_OP_DIV, "Div"},           {NTP_OP_POW, "Pow"},
-    {NTP_OP_MAX, "Max"},           {NTP_OP_MIN, "Min"},
-    {NTP_OP_MEAN, "Mean"},         {NTP_OP_CONCAT, "Concat"},
-    {NTP_OP_FLATTEN, "Flatten"},   {NTP_OP_TRANSPOSE, "Transpose"},
-    {NTP_OP_INSTANCENORM, "InstanceNormalization"}, {NTP_OP_LRN, "LRN"},
-    {NTP_OP_REDUCE_MEAN, "ReduceMean"}, {NTP_OP_REDUCE_SUM, "ReduceSum"},
-    {NTP_OP_REDUCE_MAX, "ReduceMax"}, {NTP_OP_REDUCE_MIN, "ReduceMin"},
-    {NTP_OP_REDUCE_PROD, "ReduceProd"}, {NTP_OP_REDUCE_L1, "ReduceL1"},
-    {NTP_OP_REDUCE_L2, "ReduceL2"}, {NTP_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare"},
-    {NTP_OP_REDUCE_LOG_SUM, "ReduceLogSum"}, {NTP_OP_REDUCE_LOG_SUM_EXP, "ReduceLogSumExp"},
+    {NTP_OP_DROPOUT, "Dropout"},
+    {NTP_OP_MEMCPY, "Identity"},
+    {NTP_OP_GLOBAL_MAXPOOL, "GlobalMaxPool"},
+    {NTP_OP_GLOBAL_AVGPOOL, "GlobalAveragePool"},
+    {NTP_OP_SOFTMAX, "Softmax"},
+    {NTP_OP_LOG_SOFTMAX, "LogSoftmax"},
+    {NTP_OP_HARDMAX, "Hardmax"},
+    {NTP_OP_SUB, "Sub"},
+    {NTP_OP_DIV, "Div"},
+    {NTP_OP_POW, "Pow"},
+    {NTP_OP_MAX, "Max"},
+    {NTP_OP_MIN, "Min"},
+    {NTP_OP_MEAN, "Mean"},
+    {NTP_OP_CONCAT, "Concat"},
+    {NTP_OP_FLATTEN, "Flatten"},
+    {NTP_OP_TRANSPOSE, "Transpose"},
+    {NTP_OP_INSTANCENORM, "InstanceNormalization"},
+    {NTP_OP_LRN, "LRN"},
+    {NTP_OP_REDUCE_MEAN, "ReduceMean"},
+    {NTP_OP_REDUCE_SUM, "ReduceSum"},
+    {NTP_OP_REDUCE_MAX, "ReduceMax"},
+    {NTP_OP_REDUCE_MIN, "ReduceMin"},
+    {NTP_OP_REDUCE_PROD, "ReduceProd"},
+    {NTP_OP_REDUCE_L1, "ReduceL1"},
+    {NTP_OP_REDUCE_L2, "ReduceL2"},
+    {NTP_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare"},
+    {NTP_OP_REDUCE_LOG_SUM, "ReduceLogSum"},
+    {NTP_OP_REDUCE_LOG_SUM_EXP, "ReduceLogSumExp"},
     {NTP_OP_PRELU, "PRelu"},
 };
 
@@ -325,9 +354,7 @@ static ntp_status simple(const em *e, const char *op)
     case NTP_OP_ELU:
     case NTP_OP_CELU:
     case NTP_OP_THRESHOLDED_RELU:
-    case NTP_OP_LEAKY_RELU:
-        ntp__xw_attr_f(e->w, o, "alpha", a->alpha);
-        break;
+    case NTP_OP_LEAKY_RELU: ntp__xw_attr_f(e->w, o, "alpha", a->alpha); break;
     case NTP_OP_SELU:
         ntp__xw_attr_f(e->w, o, "alpha", a->alpha);
         ntp__xw_attr_f(e->w, o, "gamma", a->value);
@@ -344,23 +371,16 @@ static ntp_status simple(const em *e, const char *op)
     case NTP_OP_LOG_SOFTMAX:
     case NTP_OP_HARDMAX:
     case NTP_OP_CONCAT:
-    case NTP_OP_FLATTEN:
-        ntp__xw_attr_i(e->w, o, "axis", a->axis);
-        break;
-    case NTP_OP_TRANSPOSE:
-        ntp__xw_attr_ints(e->w, o, "perm", a->perm, a->n_perm);
-        break;
-    case NTP_OP_INSTANCENORM:
-        ntp__xw_attr_f(e->w, o, "epsilon", a->epsilon);
-        break;
+    case NTP_OP_FLATTEN: ntp__xw_attr_i(e->w, o, "axis", a->axis); break;
+    case NTP_OP_TRANSPOSE: ntp__xw_attr_ints(e->w, o, "perm", a->perm, a->n_perm); break;
+    case NTP_OP_INSTANCENORM: ntp__xw_attr_f(e->w, o, "epsilon", a->epsilon); break;
     case NTP_OP_LRN:
         ntp__xw_attr_i(e->w, o, "size", ntp__lrn_size(a));
         ntp__xw_attr_f(e->w, o, "alpha", ntp__lrn_alpha(a));
         ntp__xw_attr_f(e->w, o, "beta", ntp__lrn_beta(a));
         ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
         break;
-    default:
-        break;
+    default: break;
     }
     if (reduce) {
         ntp__xw_attr_i(e->w, o, "keepdims", 1);
@@ -407,15 +427,13 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         if (direct[i].op == n->op)
             return simple(&e, direct[i].onnx);
     switch (n->op) {
-    case NTP_OP_FC:
-        return fc(&e);
-    case NTP_OP_MATMUL:
-        return matmul(&e);
-    case NTP_OP_ATTENTION:
-        return attention(&e);
+    case NTP_OP_FC: return fc(&e);
+    case NTP_OP_MATMUL: return matmul(&e);
+    case NTP_OP_ATTENTION: return attention(&e);
     case NTP_OP_CONV:
     case NTP_OP_DECONV: {
-        const char *in[3] = {in_name(&e, 0), weight(&e, 0, NULL), a->bias ? weight(&e, 1, NULL) : ""};
+        const char *in[3] = {in_name(&e, 0), weight(&e, 0, NULL),
+                             a->bias ? weight(&e, 1, NULL) : ""};
         Onnx__NodeProto *o = node(&e, n->op == NTP_OP_CONV ? "Conv" : "ConvTranspose", NULL,
                                   a->bias ? 3 : 2, in, out_name(&e, 0));
         spatial(&e, o, true);
@@ -427,8 +445,8 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL: {
         bool is_max = n->op == NTP_OP_MAXPOOL;
-        Onnx__NodeProto *o = node1(&e, is_max ? "MaxPool" : "AveragePool", NULL, in_name(&e, 0),
-                                   out_name(&e, 0));
+        Onnx__NodeProto *o =
+            node1(&e, is_max ? "MaxPool" : "AveragePool", NULL, in_name(&e, 0), out_name(&e, 0));
         spatial(&e, o, is_max);
         ntp__xw_attr_i(w, o, "ceil_mode", a->ceil_mode);
         if (!is_max)
@@ -464,21 +482,25 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         }
         return NTP_STATUS_OK;
     case NTP_OP_CLIP: {
-        const char *in[3] = {in_name(&e, 0),
-                             isinf(a->min) ? "" : ntp__xw_scalar(w, helper_name(&e, "min"), (float)a->min),
-                             isinf(a->max) ? "" : ntp__xw_scalar(w, helper_name(&e, "max"), (float)a->max)};
+        const char *in[3] = {
+            in_name(&e, 0),
+            isinf(a->min) ? "" : ntp__xw_scalar(w, helper_name(&e, "min"), (float)a->min),
+            isinf(a->max) ? "" : ntp__xw_scalar(w, helper_name(&e, "max"), (float)a->max)};
         node(&e, "Clip", NULL, isinf(a->max) ? 2 : 3, in, out_name(&e, 0));
         return NTP_STATUS_OK;
     }
     case NTP_OP_GELU: {
         /* 0.5·x·(1 + erf(x/√2)), as PyTorch exports it; the reader maps the
          * pattern back to gelu. */
-        const char *d = tmp(&e, "div"), *f = tmp(&e, "erf"), *p = tmp(&e, "add"), *m = tmp(&e, "mul");
-        node2(&e, "Div", "div", in_name(&e, 0), ntp__xw_scalar(w, helper_name(&e, "sqrt2"), 1.41421353816986083984375f), d);
+        const char *d = tmp(&e, "div"), *f = tmp(&e, "erf"), *p = tmp(&e, "add"),
+                   *m = tmp(&e, "mul");
+        node2(&e, "Div", "div", in_name(&e, 0),
+              ntp__xw_scalar(w, helper_name(&e, "sqrt2"), 1.41421353816986083984375f), d);
         node1(&e, "Erf", "erf", d, f);
         node2(&e, "Add", "add", f, ntp__xw_scalar(w, helper_name(&e, "one"), 1.0f), p);
         node2(&e, "Mul", "mul", in_name(&e, 0), p, m);
-        node2(&e, "Mul", NULL, m, ntp__xw_scalar(w, helper_name(&e, "half"), 0.5f), out_name(&e, 0));
+        node2(&e, "Mul", NULL, m, ntp__xw_scalar(w, helper_name(&e, "half"), 0.5f),
+              out_name(&e, 0));
         return NTP_STATUS_OK;
     }
     case NTP_OP_SILU: {
@@ -493,8 +515,8 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         for (int i = 0; i < n->n_in; i++)
             in[i] = in_name(&e, i);
         if (n->n_in == 2 || n->op == NTP_OP_ADD) {
-            node(&e, n->n_in == 2 ? (n->op == NTP_OP_ADD ? "Add" : "Mul") : "Sum", NULL, n->n_in, in,
-                 out_name(&e, 0));
+            node(&e, n->n_in == 2 ? (n->op == NTP_OP_ADD ? "Add" : "Mul") : "Sum", NULL, n->n_in,
+                 in, out_name(&e, 0));
             return NTP_STATUS_OK;
         }
         const char *acc = in[0];
@@ -516,8 +538,8 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return NTP_STATUS_OK;
     }
     case NTP_OP_SPLIT: {
-        const char *in[2] = {in_name(&e, 0), ntp__xw_i64(w, helper_name(&e, "split"), a->sizes,
-                                                         a->n_sizes)};
+        const char *in[2] = {in_name(&e, 0),
+                             ntp__xw_i64(w, helper_name(&e, "split"), a->sizes, a->n_sizes)};
         const char *outs[NTP_MAX_OUTPUTS];
         for (int i = 0; i < n->n_out; i++)
             outs[i] = out_name(&e, i);
@@ -529,22 +551,25 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         reshape(&e, NULL, in_name(&e, 0), out_shape(&e, 0), out_name(&e, 0));
         return NTP_STATUS_OK;
     case NTP_OP_PAD: {
-        const char *in[3] = {in_name(&e, 0), ntp__xw_i64(w, helper_name(&e, "pads"), a->pads, a->n_pads),
+        const char *in[3] = {in_name(&e, 0),
+                             ntp__xw_i64(w, helper_name(&e, "pads"), a->pads, a->n_pads),
                              ntp__xw_scalar(w, helper_name(&e, "value"), (float)a->value)};
         Onnx__NodeProto *o = node(&e, "Pad", NULL, 3, in, out_name(&e, 0));
-        ntp__xw_attr_s(w, o, "mode", a->pad_mode == NTP_PADMODE_REFLECT ? "reflect"
-                                     : a->pad_mode == NTP_PADMODE_EDGE ? "edge" : "constant");
+        ntp__xw_attr_s(w, o, "mode",
+                       a->pad_mode == NTP_PADMODE_REFLECT ? "reflect"
+                       : a->pad_mode == NTP_PADMODE_EDGE  ? "edge"
+                                                          : "constant");
         return NTP_STATUS_OK;
     }
     case NTP_OP_EMBEDDING: {
-        ntp__xw_attr_i(w, node2(&e, "Gather", NULL, weight(&e, 0, NULL), in_name(&e, 0), out_name(&e, 0)),
-                       "axis", 0);
+        ntp__xw_attr_i(
+            w, node2(&e, "Gather", NULL, weight(&e, 0, NULL), in_name(&e, 0), out_name(&e, 0)),
+            "axis", 0);
         return NTP_STATUS_OK;
     }
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return rnn(&e);
+    case NTP_OP_RNN: return rnn(&e);
     case NTP_OP_CONSTANT: {
         /* The value itself: an initializer named after the output. */
         ntp__xw_f32(w, out_name(&e, 0), wd[0], out_shape(&e, 0));
@@ -568,8 +593,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         node2(&e, "Expand", NULL, in_name(&e, 0),
               ntp__xw_i64(w, helper_name(&e, "shape"), a->shape, a->n_shape), out_name(&e, 0));
         return NTP_STATUS_OK;
-    case NTP_OP_RESIZE:
-        return resize(&e);
+    case NTP_OP_RESIZE: return resize(&e);
     case NTP_OP_CONVERT:
         /* To f32 (from integer inputs) is a Cast; a layout change a
          * Transpose. Reduced-precision staging has no ONNX meaning. */

@@ -192,8 +192,8 @@ void ntp__xw_attr_s(ntp_xw *w, Onnx__NodeProto *n, const char *name, const char 
     }
 }
 
-void ntp__xw_attr_strings(ntp_xw *w, Onnx__NodeProto *n, const char *name,
-                          const char *const *s, int k)
+void ntp__xw_attr_strings(ntp_xw *w, Onnx__NodeProto *n, const char *name, const char *const *s,
+                          int k)
 {
     Onnx__AttributeProto *a = attr(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
     ProtobufCBinaryData *b = ntp__xw_mem(w, (size_t)(k + 1) * sizeof *b);
@@ -354,8 +354,8 @@ static ntp_status node_weights(ntp_xw *w, const ntp_node *n, float **out)
         if (!t->data)
             continue;
         if (t->data_dtype != NTP_DTYPE_F32)
-            return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data",
-                              t->name, ntp_dtype_name(t->data_dtype));
+            return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "weight '%s' holds %s data", t->name,
+                              ntp_dtype_name(t->data_dtype));
         memcpy(out[k], t->data, (size_t)ntp_shape_numel(&t->shape) * sizeof(float));
     }
     return NTP_STATUS_OK;
@@ -405,9 +405,8 @@ static ntp_status plan(ntp_xw *w, bool network_only, bool *skip, int *ins, int *
         n_inlays++;
     }
     if (n_inlays)
-        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
-                          "%s: %s ha%s no ONNX operator%s", g->source, names,
-                          n_inlays == 1 ? "s" : "ve",
+        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "%s: %s ha%s no ONNX operator%s",
+                          g->source, names, n_inlays == 1 ? "s" : "ve",
                           network_only ? " (only a leading mfcc and a trailing ctc_decode can be "
                                          "left out)"
                                        : "; --network-only exports the network between a leading "
@@ -457,12 +456,13 @@ static ntp_status build(ntp_xw *w, bool network_only, Onnx__ModelProto *m)
     onnx__graph_proto__init(gp);
     for (int i = 0; i < n_ins; i++) {
         const ntp_tensor *t = &g->tensors[ins[i]];
-        vin[i] = value_info(w, t->name, onnx_dtype(t->kind == NTP_TENSOR_INPUT ? t->dtype
-                                                                                : NTP_DTYPE_F32),
+        vin[i] = value_info(w, t->name,
+                            onnx_dtype(t->kind == NTP_TENSOR_INPUT ? t->dtype : NTP_DTYPE_F32),
                             &t->shape);
     }
     for (int i = 0; i < n_outs; i++)
-        vout[i] = value_info(w, g->tensors[outs[i]].name, NTP_ONNX_FLOAT, &g->tensors[outs[i]].shape);
+        vout[i] =
+            value_info(w, g->tensors[outs[i]].name, NTP_ONNX_FLOAT, &g->tensors[outs[i]].shape);
     gp->name = ntp__xw_str(w, "%s", g->name);
     gp->n_node = w->n_nodes;
     gp->node = w->nodes;

@@ -27,13 +27,65 @@
 typedef ntp_onnx_tensor tens;
 
 static const char *const foldable[] = {
-    "Constant", "Identity", "Shape", "Size", "Cast", "CastLike", "Reshape", "Flatten",
-    "Squeeze", "Unsqueeze", "Transpose", "Concat", "Slice", "Gather", "Expand", "Tile",
-    "Range", "ConstantOfShape", "Split", "Where", "Equal", "Less", "Greater",
-    "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Add", "Sub", "Mul", "Div",
-    "Mod", "Pow", "Neg", "Abs", "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Sign",
-    "Min", "Max", "Sum", "Mean", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin",
-    "ReduceMean", "Dropout", "Relu", "Sigmoid", "Tanh", "Erf", "Clip",
+    "Constant",
+    "Identity",
+    "Shape",
+    "Size",
+    "Cast",
+    "CastLike",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Concat",
+    "Slice",
+    "Gather",
+    "Expand",
+    "Tile",
+    "Range",
+    "ConstantOfShape",
+    "Split",
+    "Where",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Not",
+    "And",
+    "Or",
+    "Xor",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Mod",
+    "Pow",
+    "Neg",
+    "Abs",
+    "Sqrt",
+    "Exp",
+    "Log",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Sign",
+    "Min",
+    "Max",
+    "Sum",
+    "Mean",
+    "ReduceProd",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceMean",
+    "Dropout",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Clip",
 };
 
 bool ntp__onnx_foldable(const char *op_type)
@@ -53,16 +105,19 @@ static tens *new_tensor(ntp_onnx_importer *x, int32_t dt, const ntp_shape *s, nt
 {
     int64_t n = ntp_shape_numel(s);
     if (n < 0 || n > FOLD_MAX_ELEMENTS) {
-        *st = ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "a load-time result of %lld elements is "
-                            "too large", (long long)n);
+        *st = ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                            "a load-time result of %lld elements is "
+                            "too large",
+                            (long long)n);
         return NULL;
     }
     /* The memory budget bounds what folding may allocate, as it bounds the
      * graph (ntp_load_opts.max_memory). */
     if (x->opts->max_memory > 0 && n * (int64_t)sizeof(int64_t) > x->opts->max_memory) {
-        *st = ntp__onnx_err(x, NTP_STATUS_MEMORY_BUDGET, "a load-time result of %lld elements "
-                            "exceeds the memory budget of %lld bytes", (long long)n,
-                            (long long)x->opts->max_memory);
+        *st = ntp__onnx_err(x, NTP_STATUS_MEMORY_BUDGET,
+                            "a load-time result of %lld elements "
+                            "exceeds the memory budget of %lld bytes",
+                            (long long)n, (long long)x->opts->max_memory);
         return NULL;
     }
     tens *t = ntp__onnx_tensor_new(dt, s);
@@ -159,12 +214,14 @@ static ntp_status int_list(ntp_onnx_importer *x, const tens *c, const char *what
 {
     *n = 0;
     if (c->shape.ndim > 1 || c->n > max)
-        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "'%s' must be a list of at most %d "
-                             "integers", what, max);
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "'%s' must be a list of at most %d "
+                             "integers",
+                             what, max);
     for (int64_t k = 0; k < c->n; k++) {
         if (c->f && (c->f[k] != c->f[k] || c->f[k] != (float)(int64_t)ntp__onnx_get_i(c, k)))
-            return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR, "'%s' value %g is not an integer",
-                                 what, (double)c->f[k]);
+            return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR, "'%s' value %g is not an integer", what,
+                                 (double)c->f[k]);
         v[k] = ntp__onnx_get_i(c, k);
     }
     *n = (int)c->n;
@@ -175,20 +232,34 @@ static ntp_status int_list(ntp_onnx_importer *x, const tens *c, const char *what
 
 static double unary(const char *op, double v)
 {
-    if (!strcmp(op, "Neg")) return -v;
-    if (!strcmp(op, "Abs")) return fabs(v);
-    if (!strcmp(op, "Sqrt")) return sqrt(v);
-    if (!strcmp(op, "Exp")) return exp(v);
-    if (!strcmp(op, "Log")) return log(v);
-    if (!strcmp(op, "Reciprocal")) return 1.0 / v;
-    if (!strcmp(op, "Floor")) return floor(v);
-    if (!strcmp(op, "Ceil")) return ceil(v);
-    if (!strcmp(op, "Sign")) return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
-    if (!strcmp(op, "Relu")) return v > 0 ? v : 0.0;
-    if (!strcmp(op, "Sigmoid")) return 1.0 / (1.0 + exp(-v));
-    if (!strcmp(op, "Tanh")) return tanh(v);
-    if (!strcmp(op, "Erf")) return erf(v);
-    if (!strcmp(op, "Not")) return v == 0.0;
+    if (!strcmp(op, "Neg"))
+        return -v;
+    if (!strcmp(op, "Abs"))
+        return fabs(v);
+    if (!strcmp(op, "Sqrt"))
+        return sqrt(v);
+    if (!strcmp(op, "Exp"))
+        return exp(v);
+    if (!strcmp(op, "Log"))
+        return log(v);
+    if (!strcmp(op, "Reciprocal"))
+        return 1.0 / v;
+    if (!strcmp(op, "Floor"))
+        return floor(v);
+    if (!strcmp(op, "Ceil"))
+        return ceil(v);
+    if (!strcmp(op, "Sign"))
+        return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+    if (!strcmp(op, "Relu"))
+        return v > 0 ? v : 0.0;
+    if (!strcmp(op, "Sigmoid"))
+        return 1.0 / (1.0 + exp(-v));
+    if (!strcmp(op, "Tanh"))
+        return tanh(v);
+    if (!strcmp(op, "Erf"))
+        return erf(v);
+    if (!strcmp(op, "Not"))
+        return v == 0.0;
     return v; /* Identity, Dropout */
 }
 
@@ -215,17 +286,24 @@ static int64_t ipow(int64_t b, int64_t e)
 static int64_t ibinary(const char *op, int64_t a, int64_t b, bool fmod_, bool *div0)
 {
     int64_t r;
-    if (!strcmp(op, "Add")) return __builtin_add_overflow(a, b, &r) ? 0 : r;
-    if (!strcmp(op, "Sub")) return __builtin_sub_overflow(a, b, &r) ? 0 : r;
-    if (!strcmp(op, "Mul") || !strcmp(op, "Sum")) return __builtin_mul_overflow(a, b, &r) ? 0 : r;
-    if (!strcmp(op, "Pow")) return ipow(a, b);
-    if (!strcmp(op, "Min")) return a < b ? a : b;
-    if (!strcmp(op, "Max")) return a > b ? a : b;
+    if (!strcmp(op, "Add"))
+        return __builtin_add_overflow(a, b, &r) ? 0 : r;
+    if (!strcmp(op, "Sub"))
+        return __builtin_sub_overflow(a, b, &r) ? 0 : r;
+    if (!strcmp(op, "Mul") || !strcmp(op, "Sum"))
+        return __builtin_mul_overflow(a, b, &r) ? 0 : r;
+    if (!strcmp(op, "Pow"))
+        return ipow(a, b);
+    if (!strcmp(op, "Min"))
+        return a < b ? a : b;
+    if (!strcmp(op, "Max"))
+        return a > b ? a : b;
     if (b == 0 || (a == INT64_MIN && b == -1)) {
         *div0 = true;
         return 0;
     }
-    if (!strcmp(op, "Div")) return a / b;
+    if (!strcmp(op, "Div"))
+        return a / b;
     r = a % b; /* Mod */
     if (!fmod_ && r != 0 && (r < 0) != (b < 0))
         r += b;
@@ -234,27 +312,42 @@ static int64_t ibinary(const char *op, int64_t a, int64_t b, bool fmod_, bool *d
 
 static double fbinary(const char *op, double a, double b, bool fmod_)
 {
-    if (!strcmp(op, "Add") || !strcmp(op, "Sum") || !strcmp(op, "Mean")) return a + b;
-    if (!strcmp(op, "Sub")) return a - b;
-    if (!strcmp(op, "Mul")) return a * b;
-    if (!strcmp(op, "Div")) return a / b;
-    if (!strcmp(op, "Pow")) return pow(a, b);
-    if (!strcmp(op, "Min")) return isnan(a) || a <= b ? a : b;
-    if (!strcmp(op, "Max")) return isnan(a) || a >= b ? a : b;
+    if (!strcmp(op, "Add") || !strcmp(op, "Sum") || !strcmp(op, "Mean"))
+        return a + b;
+    if (!strcmp(op, "Sub"))
+        return a - b;
+    if (!strcmp(op, "Mul"))
+        return a * b;
+    if (!strcmp(op, "Div"))
+        return a / b;
+    if (!strcmp(op, "Pow"))
+        return pow(a, b);
+    if (!strcmp(op, "Min"))
+        return isnan(a) || a <= b ? a : b;
+    if (!strcmp(op, "Max"))
+        return isnan(a) || a >= b ? a : b;
     if (!strcmp(op, "Mod")) {
         double r = fmod(a, b);
         if (!fmod_ && r != 0 && (r < 0) != (b < 0))
             r += b;
         return r;
     }
-    if (!strcmp(op, "Equal")) return a == b;
-    if (!strcmp(op, "Less")) return a < b;
-    if (!strcmp(op, "Greater")) return a > b;
-    if (!strcmp(op, "LessOrEqual")) return a <= b;
-    if (!strcmp(op, "GreaterOrEqual")) return a >= b;
-    if (!strcmp(op, "And")) return a != 0 && b != 0;
-    if (!strcmp(op, "Or")) return a != 0 || b != 0;
-    if (!strcmp(op, "Xor")) return (a != 0) != (b != 0);
+    if (!strcmp(op, "Equal"))
+        return a == b;
+    if (!strcmp(op, "Less"))
+        return a < b;
+    if (!strcmp(op, "Greater"))
+        return a > b;
+    if (!strcmp(op, "LessOrEqual"))
+        return a <= b;
+    if (!strcmp(op, "GreaterOrEqual"))
+        return a >= b;
+    if (!strcmp(op, "And"))
+        return a != 0 && b != 0;
+    if (!strcmp(op, "Or"))
+        return a != 0 || b != 0;
+    if (!strcmp(op, "Xor"))
+        return (a != 0) != (b != 0);
     return NAN;
 }
 
@@ -321,8 +414,9 @@ static ntp_status fold_unary(ntp_onnx_importer *x, const char *op)
     for (int64_t j = 0; j < a->n; j++) {
         if (a->i && (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Identity") ||
                      !strcmp(op, "Dropout")))
-            y->i[j] = !strcmp(op, "Neg") ? -a->i[j] : !strcmp(op, "Abs") && a->i[j] < 0 ? -a->i[j]
-                                                                                       : a->i[j];
+            y->i[j] = !strcmp(op, "Neg")                  ? -a->i[j]
+                      : !strcmp(op, "Abs") && a->i[j] < 0 ? -a->i[j]
+                                                          : a->i[j];
         else
             put(y, j, unary(op, ntp__onnx_get_f(a, j)));
     }
@@ -405,7 +499,8 @@ static ntp_status fold_shape(ntp_onnx_importer *x, bool size)
         y->i[0] = ntp_shape_numel(&s);
         return ntp__onnx_out_const(x, 0, y);
     }
-    int64_t r = s.ndim, start = ntp__onnx_attr_i(x, "start", 0), end = ntp__onnx_attr_i(x, "end", r);
+    int64_t r = s.ndim, start = ntp__onnx_attr_i(x, "start", 0),
+            end = ntp__onnx_attr_i(x, "end", r);
     if (start < 0)
         start += r;
     if (end < 0)
@@ -450,8 +545,10 @@ static ntp_status fold_reshape_like(ntp_onnx_importer *x, const char *op)
             ys.dim[d] = v[d];
             if (v[d] == 0 && !allowzero) {
                 if (d >= s->ndim)
-                    return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "shape entry %d copies a "
-                                         "dim the input lacks", d);
+                    return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                         "shape entry %d copies a "
+                                         "dim the input lacks",
+                                         d);
                 ys.dim[d] = s->dim[d];
             }
             if (ys.dim[d] == -1) {
@@ -493,8 +590,10 @@ static ntp_status fold_reshape_like(ntp_onnx_importer *x, const char *op)
         for (int i = 0; i < n; i++) {
             int64_t a2;
             if (!ntp__onnx_axis(v[i], r, &a2) || mark[a2])
-                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range or "
-                                     "repeated", (long long)v[i]);
+                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                     "axis %lld is out of range or "
+                                     "repeated",
+                                     (long long)v[i]);
             mark[a2] = true;
         }
         for (int d = 0, j = 0; d < r; d++) {
@@ -503,8 +602,10 @@ static ntp_status fold_reshape_like(ntp_onnx_importer *x, const char *op)
             } else if (n == 0 ? s->dim[d] != 1 : !mark[d]) {
                 ys.dim[ys.ndim++] = s->dim[d];
             } else if (s->dim[d] != 1) {
-                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "cannot squeeze dim %d of size "
-                                     "%lld", d, (long long)s->dim[d]);
+                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                     "cannot squeeze dim %d of size "
+                                     "%lld",
+                                     d, (long long)s->dim[d]);
             }
         }
     }
@@ -969,8 +1070,10 @@ static ntp_status fold_reduce(ntp_onnx_importer *x, const char *op)
         ntp__onnx_tensor_free(y);
         return oom(x);
     }
-    double init = !strcmp(op, "ReduceProd") ? 1 : !strcmp(op, "ReduceMax") ? -INFINITY
-                  : !strcmp(op, "ReduceMin") ? INFINITY : 0;
+    double init = !strcmp(op, "ReduceProd")  ? 1
+                  : !strcmp(op, "ReduceMax") ? -INFINITY
+                  : !strcmp(op, "ReduceMin") ? INFINITY
+                                             : 0;
     for (int64_t j = 0; j < y->n; j++)
         acc[j] = init;
     for (int64_t j = 0; j < a->n; j++) {
@@ -984,9 +1087,10 @@ static ntp_status fold_reduce(ntp_onnx_importer *x, const char *op)
             }
         }
         double vv = ntp__onnx_get_f(a, j);
-        acc[o] = !strcmp(op, "ReduceProd") ? acc[o] * vv
+        acc[o] = !strcmp(op, "ReduceProd")  ? acc[o] * vv
                  : !strcmp(op, "ReduceMax") ? fmax(acc[o], vv)
-                 : !strcmp(op, "ReduceMin") ? fmin(acc[o], vv) : acc[o] + vv;
+                 : !strcmp(op, "ReduceMin") ? fmin(acc[o], vv)
+                                            : acc[o] + vv;
         cnt[o]++;
     }
     for (int64_t j = 0; j < y->n; j++)
@@ -1008,8 +1112,8 @@ static ntp_status fold_constant(ntp_onnx_importer *x)
             return oom(x);
         char what[320];
         snprintf(what, sizeof what, "the value of Constant '%.256s'", x->node_name);
-        if ((st = ntp__onnx_tensor_decode(x->ctx, x->src, x->base_dir,
-                                          (Onnx__TensorProto *)a->t, what, true, y))) {
+        if ((st = ntp__onnx_tensor_decode(x->ctx, x->src, x->base_dir, (Onnx__TensorProto *)a->t,
+                                          what, true, y))) {
             free(y);
             return st;
         }
@@ -1018,8 +1122,7 @@ static ntp_status fold_constant(ntp_onnx_importer *x)
     bool is_float = !strcmp(a->name, "value_float") || !strcmp(a->name, "value_floats");
     bool is_list = !strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints");
     if (!is_float && strcmp(a->name, "value_int") && strcmp(a->name, "value_ints"))
-        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "attribute '%s' is not supported",
-                             a->name);
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "attribute '%s' is not supported", a->name);
     size_t n = is_list ? (is_float ? a->n_floats : a->n_ints) : 1;
     ntp_shape ys = {is_list ? 1 : 0, {(int64_t)n}};
     if (!(y = new_tensor(x, is_float ? NTP_ONNX_FLOAT : NTP_ONNX_INT64, &ys, &st)))
@@ -1051,14 +1154,16 @@ ntp_status ntp__onnx_fold(ntp_onnx_importer *x)
         if (!v->init && !v->c)
             return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                                  "computes on run-time values ('%s'): ntprof evaluates this op at "
-                                 "load time only", v->name);
+                                 "load time only",
+                                 v->name);
         bound = bound || (v->bound && !v->init);
     }
     for (size_t k = 0; bound && k < x->np->n_output; k++)
         if (ntp__onnx_out_is_graph_output(x, (int)k))
             return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                                  "computes graph output '%s' from graph inputs: ntprof evaluates "
-                                 "this op at load time only", x->np->output[k]);
+                                 "this op at load time only",
+                                 x->np->output[k]);
     if (!strcmp(op, "Constant"))
         return fold_constant(x);
     if (!strcmp(op, "Shape") || !strcmp(op, "Size"))

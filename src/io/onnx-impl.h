@@ -62,9 +62,9 @@ static inline bool ntp__onnx_is_float(int32_t dt)
  * or a .pb file. Floating types are held as f32 in `f`, integer types and
  * bool as int64 in `i` (exactly one is non-NULL, even for 0 elements). */
 typedef struct ntp_onnx_tensor {
-    int32_t dtype;          /* ONNX data type */
+    int32_t dtype; /* ONNX data type */
     ntp_shape shape;
-    int64_t n;              /* elements */
+    int64_t n; /* elements */
     float *f;
     int64_t *i;
 } ntp_onnx_tensor;
@@ -134,8 +134,8 @@ typedef struct ntp_onnx_bind {
 ntp_status ntp__onnx_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
                                const ntp_onnx_bind *binds, int n_binds, ntp_graph **out);
 ntp_status ntp__onnx_load_memory(ntp_ctx *ctx, const void *buf, size_t len, const char *name,
-                                 const ntp_load_opts *opts, const ntp_onnx_bind *binds,
-                                 int n_binds, ntp_graph **out);
+                                 const ntp_load_opts *opts, const ntp_onnx_bind *binds, int n_binds,
+                                 ntp_graph **out);
 
 typedef struct ntp_onnx_names ntp_onnx_names;
 /* A string -> int table (onnx-names.c): value names, and the names taken in
@@ -155,17 +155,17 @@ double ntp__onnx_float_value(float f);
 
 /* One ONNX value (a name in the graph). */
 typedef struct ntp_onnx_value {
-    const char *name;            /* borrowed from the model */
-    int tensor;                  /* IR tensor carrying it at run time, -1 if none yet */
-    ntp_onnx_tensor *c;          /* its constant value, NULL if none (owned) */
-    bool bound;                  /* c was given for a graph input (ntp_onnx_bind) */
-    bool is_input;               /* a graph input */
-    int32_t dtype;               /* ONNX element type */
-    Onnx__TensorProto *init;     /* its initializer, decoded into c on first use */
-    bool weight_taken;           /* c->f was handed to the graph: copy for later uses */
-    int consumers;               /* nodes reading it */
-    bool is_output;              /* a graph output */
-    bool has_shape;              /* a graph input's declared shape, for Shape nodes */
+    const char *name;        /* borrowed from the model */
+    int tensor;              /* IR tensor carrying it at run time, -1 if none yet */
+    ntp_onnx_tensor *c;      /* its constant value, NULL if none (owned) */
+    bool bound;              /* c was given for a graph input (ntp_onnx_bind) */
+    bool is_input;           /* a graph input */
+    int32_t dtype;           /* ONNX element type */
+    Onnx__TensorProto *init; /* its initializer, decoded into c on first use */
+    bool weight_taken;       /* c->f was handed to the graph: copy for later uses */
+    int consumers;           /* nodes reading it */
+    bool is_output;          /* a graph output */
+    bool has_shape;          /* a graph input's declared shape, for Shape nodes */
     ntp_shape shape;
 } ntp_onnx_value;
 
@@ -173,25 +173,25 @@ typedef struct ntp_onnx_map ntp_onnx_map;
 
 typedef struct ntp_onnx_importer {
     ntp_ctx *ctx;
-    const char *src;             /* the path or name, for messages */
-    char *base_dir;              /* for external data; NULL for memory buffers */
+    const char *src; /* the path or name, for messages */
+    char *base_dir;  /* for external data; NULL for memory buffers */
     Onnx__ModelProto *model;
     Onnx__GraphProto *gp;
     ntp_graph *g;
-    int opset;                   /* of the default domain */
+    int opset; /* of the default domain */
     const ntp_load_opts *opts;
     ntp_onnx_value *v;
     int n_v, cap_v;
-    ntp_onnx_names *values;      /* value name -> index into v */
-    ntp_onnx_names *used;        /* IR tensor names taken */
-    ntp_onnx_names *used_nodes;  /* IR node names taken (a namespace of their own) */
+    ntp_onnx_names *values;     /* value name -> index into v */
+    ntp_onnx_names *used;       /* IR tensor names taken */
+    ntp_onnx_names *used_nodes; /* IR node names taken (a namespace of their own) */
     /* Readers of each value (CSR over value indices: node index and input
      * slot), for the patterns; nodes a pattern has consumed are `done`. */
     int *cons_start, *cons_node, *cons_slot;
     bool *done;
     /* The node being mapped. */
     const Onnx__NodeProto *np;
-    const char *node_name;       /* its name, or a made-up one */
+    const char *node_name; /* its name, or a made-up one */
     int node_index;
 } ntp_onnx_importer;
 
@@ -204,8 +204,8 @@ typedef const char *(*ntp_onnx_check_fn)(const ntp_onnx_importer *x, const Onnx_
 struct ntp_onnx_map {
     const char *op_type;
     ntp_onnx_map_fn map;
-    ntp_onnx_check_fn check;    /* NULL: every node of the type maps */
-    const char *attrs;          /* the attributes it understands, comma-separated */
+    ntp_onnx_check_fn check; /* NULL: every node of the type maps */
+    const char *attrs;       /* the attributes it understands, comma-separated */
 };
 /* The mappers of each family (onnx-map-*.c), NULL-terminated by op_type. */
 extern const ntp_onnx_map ntp__onnx_map_nn[];
@@ -265,8 +265,8 @@ ntp_status ntp__onnx_out_const(ntp_onnx_importer *x, int k, ntp_onnx_tensor *c);
  * the ONNX node's outputs when out_names is non-NULL, else made up. The
  * node's attributes start from the op defaults. Returns the node index or
  * -1 with an error recorded. */
-int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in,
-                       int n_in, int n_out);
+int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in, int n_in,
+                       int n_out);
 /* Attach a weight with f32 data (ownership passes) to node ni. */
 ntp_status ntp__onnx_add_weight(ntp_onnx_importer *x, int ni, const char *name, float *data,
                                 const ntp_shape *shape);

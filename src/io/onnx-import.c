@@ -89,8 +89,10 @@ int ntp__onnx_attr_ints(ntp_onnx_importer *x, const char *name, int64_t *vals, i
     if (!a)
         return 0;
     if (a->n_ints > (size_t)max) {
-        ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "attribute '%s' has %zu values; at most %d are "
-                      "supported", name, a->n_ints, max);
+        ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                      "attribute '%s' has %zu values; at most %d are "
+                      "supported",
+                      name, a->n_ints, max);
         return -1;
     }
     for (size_t i = 0; i < a->n_ints; i++)
@@ -104,8 +106,10 @@ int ntp__onnx_attr_floats(ntp_onnx_importer *x, const char *name, double *vals, 
     if (!a)
         return 0;
     if (a->n_floats > (size_t)max) {
-        ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "attribute '%s' has %zu values; at most %d are "
-                      "supported", name, a->n_floats, max);
+        ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                      "attribute '%s' has %zu values; at most %d are "
+                      "supported",
+                      name, a->n_floats, max);
         return -1;
     }
     for (size_t i = 0; i < a->n_floats; i++)
@@ -126,7 +130,7 @@ static int attr_payload_type(const Onnx__AttributeProto *a)
         t = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty;                                           \
         kinds++;                                                                                   \
     }
-// clang-format on
+    // clang-format on
     KIND(a->has_f, FLOAT)
     KIND(a->has_i, INT)
     KIND(a->has_s, STRING)
@@ -167,19 +171,50 @@ static const struct {
     const char *name;
     int type;
 } attr_types[] = {
-#define T_(n, ty) {n, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty}
-    T_("strides", INTS), T_("dilations", INTS), T_("pads", INTS), T_("kernel_shape", INTS),
-    T_("output_padding", INTS), T_("output_shape", INTS), T_("perm", INTS), T_("axes", INTS),
-    T_("group", INT), T_("axis", INT), T_("keepdims", INT), T_("ceil_mode", INT),
-    T_("count_include_pad", INT), T_("transA", INT), T_("transB", INT), T_("to", INT),
-    T_("storage_order", INT), T_("hidden_size", INT), T_("layout", INT),
-    T_("linear_before_reset", INT), T_("noop_with_empty_axes", INT), T_("blocksize", INT),
-    T_("alpha", FLOAT), T_("beta", FLOAT), T_("epsilon", FLOAT), T_("momentum", FLOAT),
-    T_("gamma", FLOAT), T_("lambd", FLOAT), T_("clip", FLOAT), T_("cubic_coeff_a", FLOAT),
-    T_("extrapolation_value", FLOAT), T_("auto_pad", STRING), T_("mode", STRING),
-    T_("direction", STRING), T_("coordinate_transformation_mode", STRING),
-    T_("nearest_mode", STRING), T_("approximate", STRING), T_("activations", STRINGS),
-    T_("activation_alpha", FLOATS), T_("activation_beta", FLOATS),
+#define T_(n, ty)                                      \
+    {                                                  \
+        n, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##ty \
+    }
+    T_("strides", INTS),
+    T_("dilations", INTS),
+    T_("pads", INTS),
+    T_("kernel_shape", INTS),
+    T_("output_padding", INTS),
+    T_("output_shape", INTS),
+    T_("perm", INTS),
+    T_("axes", INTS),
+    T_("group", INT),
+    T_("axis", INT),
+    T_("keepdims", INT),
+    T_("ceil_mode", INT),
+    T_("count_include_pad", INT),
+    T_("transA", INT),
+    T_("transB", INT),
+    T_("to", INT),
+    T_("storage_order", INT),
+    T_("hidden_size", INT),
+    T_("layout", INT),
+    T_("linear_before_reset", INT),
+    T_("noop_with_empty_axes", INT),
+    T_("blocksize", INT),
+    T_("alpha", FLOAT),
+    T_("beta", FLOAT),
+    T_("epsilon", FLOAT),
+    T_("momentum", FLOAT),
+    T_("gamma", FLOAT),
+    T_("lambd", FLOAT),
+    T_("clip", FLOAT),
+    T_("cubic_coeff_a", FLOAT),
+    T_("extrapolation_value", FLOAT),
+    T_("auto_pad", STRING),
+    T_("mode", STRING),
+    T_("direction", STRING),
+    T_("coordinate_transformation_mode", STRING),
+    T_("nearest_mode", STRING),
+    T_("approximate", STRING),
+    T_("activations", STRINGS),
+    T_("activation_alpha", FLOATS),
+    T_("activation_beta", FLOATS),
 #undef T_
 };
 
@@ -311,7 +346,8 @@ ntp_status ntp__onnx_in_const(ntp_onnx_importer *x, int k, const ntp_onnx_tensor
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "input %d ('%s') must be known at load time (an initializer or "
                              "computed from initializers and shapes), but it is computed at run "
-                             "time", k, v->name);
+                             "time",
+                             k, v->name);
     *c = v->c;
     return NTP_STATUS_OK;
 }
@@ -349,7 +385,8 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
                                         dt == NTP_DTYPE_I8 || dt == NTP_DTYPE_U8)))
             return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                                  "input '%s' is %s at run time; this layer computes on "
-                                 "floating-point data", v->name,
+                                 "floating-point data",
+                                 v->name,
                                  onnx_int ? ntp__onnx_dtype_name(v->dtype) : ntp_dtype_name(dt));
         *tensor = v->tensor;
         return NTP_STATUS_OK;
@@ -357,8 +394,8 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
     if (v->is_input)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "graph input '%s' is %s: ntprof's run-time inputs are FLOAT (or "
-                             "integer indices for embeddings)", v->name,
-                             ntp__onnx_dtype_name(v->dtype));
+                             "integer indices for embeddings)",
+                             v->name, ntp__onnx_dtype_name(v->dtype));
     ntp_status st = ntp__onnx_value_const(x, v);
     if (st)
         return st;
@@ -366,8 +403,7 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "input '%s' is not computed by ntprof",
                              v->name);
     if (v->c->n == 0)
-        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "input '%s' is an empty constant",
-                             v->name);
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "input '%s' is an empty constant", v->name);
     /* A constant read as an activation: a <constant> layer named after the
      * value carries it. */
     int ni = add_node(x, NTP_OP_CONSTANT, v->name, false, NULL, 0, 1);
@@ -377,7 +413,8 @@ ntp_status ntp__onnx_in_tensor(ntp_onnx_importer *x, int k, int *tensor)
     n->a.n_shape = v->c->shape.ndim;
     for (int d = 0; d < v->c->shape.ndim; d++)
         n->a.shape[d] = v->c->shape.dim[d];
-    n->a.constant.trainable = v->init != NULL; /* initializers are parameters, folded values buffers */
+    n->a.constant.trainable =
+        v->init != NULL; /* initializers are parameters, folded values buffers */
     if (v->c->f && !v->weight_taken) {
         st = ntp__onnx_add_weight_value(x, ni, v, &v->c->shape);
     } else {
@@ -485,8 +522,8 @@ oom:
     return -1;
 }
 
-int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in,
-                       int n_in, int n_out)
+int ntp__onnx_add_node(ntp_onnx_importer *x, ntp_op op, const char *suffix, const int *in, int n_in,
+                       int n_out)
 {
     char base[512];
     if (suffix)
@@ -527,7 +564,8 @@ ntp_status ntp__onnx_add_weight_value(ntp_onnx_importer *x, int ni, ntp_onnx_val
     if (!v->c)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "'%s' must be a constant (an initializer): ntprof's layers keep "
-                             "their weights", v->name);
+                             "their weights",
+                             v->name);
     if (ntp_shape_numel(shape) != v->c->n)
         return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "'%s' has %lld values, expected %lld",
                              v->name, (long long)v->c->n, (long long)ntp_shape_numel(shape));
@@ -651,8 +689,7 @@ ntp_status ntp__onnx_transpose(ntp_onnx_importer *x, int in, const int64_t *perm
 
 const ntp_onnx_map *ntp__onnx_find_map(const char *op_type)
 {
-    const ntp_onnx_map *tables[] = {ntp__onnx_map_nn, ntp__onnx_map_tensor,
-                                    ntp__onnx_map_eltwise};
+    const ntp_onnx_map *tables[] = {ntp__onnx_map_nn, ntp__onnx_map_tensor, ntp__onnx_map_eltwise};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const ntp_onnx_map *m = tables[t]; m->op_type; m++)
             if (strcmp(m->op_type, op_type) == 0)
@@ -703,9 +740,13 @@ static const char *unsupported_reason(const ntp_onnx_importer *x, const Onnx__No
     return NULL;
 }
 
-/* --- the graph --------------------------------------------------------------------------------- */
+/* --- the graph ---------------------------------------------------------------------------------
+ */
 
-static const char *op_name_of(const Onnx__NodeProto *np) { return np->op_type ? np->op_type : "?"; }
+static const char *op_name_of(const Onnx__NodeProto *np)
+{
+    return np->op_type ? np->op_type : "?";
+}
 
 static void set_node(ntp_onnx_importer *x, const Onnx__NodeProto *np, int index, char *buf,
                      size_t len);
@@ -781,8 +822,10 @@ static ntp_status build_values(ntp_onnx_importer *x)
         if (v && v->init)
             continue; /* IR < 4 lists initializers among the inputs: a constant */
         if (v)
-            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR, "%s: graph input '%s' is listed "
-                              "twice", x->src, nm);
+            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s: graph input '%s' is listed "
+                              "twice",
+                              x->src, nm);
         if (!(v = value_add(x, nm)))
             goto oom;
         v->is_input = true;
@@ -790,17 +833,16 @@ static ntp_status build_values(ntp_onnx_importer *x)
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];
         if (!np->op_type || !np->op_type[0])
-            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR, "%s: node %zu has no op_type",
-                              x->src, i);
+            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR, "%s: node %zu has no op_type", x->src,
+                              i);
         /* Every reader of node fields (mappers, patterns, folding) may then
          * take output 0 as there: a node without outputs computes nothing
          * anyone can read, and is malformed. */
         if (np->n_output == 0 || !np->output[0])
-            return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR,
-                              "%s: node %zu (%s%s%s%s) has no outputs", x->src, i, np->op_type,
-                              np->name && np->name[0] ? " '" : "",
-                              np->name && np->name[0] ? np->name : "",
-                              np->name && np->name[0] ? "'" : "");
+            return ntp__error(
+                x->ctx, NTP_STATUS_PARSE_ERROR, "%s: node %zu (%s%s%s%s) has no outputs", x->src, i,
+                np->op_type, np->name && np->name[0] ? " '" : "",
+                np->name && np->name[0] ? np->name : "", np->name && np->name[0] ? "'" : "");
         for (size_t k = 0; k < np->n_output; k++) {
             const char *nm = np->output[k];
             if (!nm || !nm[0])
@@ -808,7 +850,8 @@ static ntp_status build_values(ntp_onnx_importer *x)
             if (value_of(x, nm))
                 return ntp__error(x->ctx, NTP_STATUS_PARSE_ERROR,
                                   "%s: value '%s' is produced twice (by node %zu, %s, and "
-                                  "before)", x->src, nm, i, np->op_type);
+                                  "before)",
+                                  x->src, nm, i, np->op_type);
             if (!value_add(x, nm))
                 goto oom;
         }
@@ -823,8 +866,8 @@ static ntp_status build_values(ntp_onnx_importer *x)
             if (!v)
                 return ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR,
                                   "%s: node %zu (%s%s%s%s) reads '%s', which no node, input or "
-                                  "initializer defines", x->src, i, np->op_type,
-                                  np->name && np->name[0] ? " '" : "",
+                                  "initializer defines",
+                                  x->src, i, np->op_type, np->name && np->name[0] ? " '" : "",
                                   np->name && np->name[0] ? np->name : "",
                                   np->name && np->name[0] ? "'" : "", nm);
             v->consumers++;
@@ -863,7 +906,8 @@ static ntp_status build_values(ntp_onnx_importer *x)
         if (!v)
             return ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR,
                               "%s: graph output '%s' is not defined by any node, input or "
-                              "initializer", x->src, nm ? nm : "");
+                              "initializer",
+                              x->src, nm ? nm : "");
         v->is_output = true;
     }
     return NTP_STATUS_OK;
@@ -943,7 +987,8 @@ static ntp_status order_nodes(ntp_onnx_importer *x, int *order)
                 set_node(x, gp->node[i], i, name, sizeof name);
                 st = ntp__error(x->ctx, NTP_STATUS_GRAPH_ERROR,
                                 "%s: node '%s' (%s) is part of a cycle: its inputs depend on its "
-                                "own outputs", x->src, x->node_name, op_name_of(gp->node[i]));
+                                "own outputs",
+                                x->src, x->node_name, op_name_of(gp->node[i]));
                 break;
             }
     }
@@ -976,13 +1021,13 @@ static ntp_status check_supported(ntp_onnx_importer *x)
         count++;
         set_node(x, np, (int)i, name, sizeof name);
         char one[512];
-        snprintf(one, sizeof one, "'%.200s' (%.64s, opset %d%s%.128s)", x->node_name,
-                 np->op_type, x->opset, why[0] ? ": " : "", why);
+        snprintf(one, sizeof one, "'%.200s' (%.64s, opset %d%s%.128s)", x->node_name, np->op_type,
+                 x->opset, why[0] ? ": " : "", why);
         ntp__warn(x->ctx, "%s: unsupported node %s", x->src, one);
         size_t l = strlen(one);
         if (used + l + 200 < sizeof msg && listed == count - 1) {
-            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", listed ? ", " : "",
-                                     one);
+            used +=
+                (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", listed ? ", " : "", one);
             listed++;
             continue;
         }
@@ -1006,8 +1051,8 @@ static ntp_status check_supported(ntp_onnx_importer *x)
             used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%.64s x%d", t ? ", " : "",
                                      types[t], type_count[t]);
         if (other_types && used < sizeof msg)
-            used += (size_t)snprintf(msg + used, sizeof msg - used, ", %d of other types",
-                                     other_types);
+            used +=
+                (size_t)snprintf(msg + used, sizeof msg - used, ", %d of other types", other_types);
         if (used < sizeof msg)
             snprintf(msg + used, sizeof msg - used, ")");
     }
@@ -1041,9 +1086,10 @@ static ntp_status set_value(ntp_onnx_importer *x, const char *dim, int64_t *val,
         errno = 0;
         long long v = strtoll(eq + 1, &end, 10);
         if (end == eq + 1 || *end || errno || v <= 0)
-            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_load_opts.set %s: expected a positive integer for the symbolic dim '%s'",
-                              s, dim);
+            return ntp__error(
+                x->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                "ntp_load_opts.set %s: expected a positive integer for the symbolic dim '%s'", s,
+                dim);
         *val = v;
         *found = true;
     }
@@ -1114,8 +1160,8 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
                               x->src, vi->name);
         if (sp->n_dim > NTP_MAX_DIMS)
             return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
-                              "%s: graph input '%s' has %zu dims; at most %d are supported",
-                              x->src, vi->name, sp->n_dim, NTP_MAX_DIMS);
+                              "%s: graph input '%s' has %zu dims; at most %d are supported", x->src,
+                              vi->name, sp->n_dim, NTP_MAX_DIMS);
         s.ndim = (int)sp->n_dim;
         for (int d = 0; d < s.ndim; d++) {
             const Onnx__TensorShapeProto__Dimension *dm = sp->dim[d];
@@ -1123,15 +1169,16 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
                 if (dm->dim_value <= 0)
                     return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
                                       "%s: graph input '%s' dim %d is %lld: ntprof tensors have "
-                                      "positive dims", x->src, vi->name, d,
-                                      (long long)dm->dim_value);
+                                      "positive dims",
+                                      x->src, vi->name, d, (long long)dm->dim_value);
                 s.dim[d] = dm->dim_value;
                 continue;
             }
-            const char *sym = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                                      dm->dim_param && dm->dim_param[0]
-                                  ? dm->dim_param
-                                  : NULL;
+            const char *sym =
+                dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                        dm->dim_param && dm->dim_param[0]
+                    ? dm->dim_param
+                    : NULL;
             int64_t val = 0;
             bool found = false;
             ntp_status st;
@@ -1144,16 +1191,17 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
             }
             if (!found && batch) {
                 val = 1;
-                ntp__warn(x->ctx, "%s: input '%s' dim %d ('%s') is symbolic: batch 1 assumed "
-                          "(ntp_load_opts.batch or ntp_load_opts.set %s=N to choose)", x->src, vi->name, d,
-                          sym ? sym : "unnamed", sym ? sym : "batch");
+                ntp__warn(x->ctx,
+                          "%s: input '%s' dim %d ('%s') is symbolic: batch 1 assumed "
+                          "(ntp_load_opts.batch or ntp_load_opts.set %s=N to choose)",
+                          x->src, vi->name, d, sym ? sym : "unnamed", sym ? sym : "batch");
                 found = true;
             }
             if (!found)
                 return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
                                   "%s: input '%s' dim %d is symbolic ('%s'): give its value with "
-                                  "ntp_load_opts.set %s=N", x->src, vi->name, d, sym ? sym : "unnamed",
-                                  sym ? sym : "NAME");
+                                  "ntp_load_opts.set %s=N",
+                                  x->src, vi->name, d, sym ? sym : "unnamed", sym ? sym : "NAME");
             if (batch) {
                 batch_used = true;
                 /* The first batch-like dim is the graph's batch, as it is
@@ -1191,15 +1239,17 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
         v->tensor = t;
     }
     if (x->opts->batch > 0 && !batch_used)
-        return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_load_opts.batch %lld: %s has no symbolic batch dim (its inputs have static "
-                          "shapes)", (long long)x->opts->batch, x->src);
+        return ntp__error(
+            x->ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "ntp_load_opts.batch %lld: %s has no symbolic batch dim (its inputs have static "
+            "shapes)",
+            (long long)x->opts->batch, x->src);
     /* Every --set must name a symbolic dim. */
     for (int i = 0; i < x->opts->n_set; i++) {
         const char *s = x->opts->set[i], *eq = s ? strchr(s, '=') : NULL;
         if (!eq)
-            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set %s: expected NAME=VALUE",
-                              s ? s : "");
+            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "ntp_load_opts.set %s: expected NAME=VALUE", s ? s : "");
         bool known = false;
         for (int p = 0; p < x->g->n_params && !known; p++)
             known = strlen(x->g->params[p].name) == (size_t)(eq - s) &&
@@ -1256,8 +1306,8 @@ static ntp_status make_outputs(ntp_onnx_importer *x)
             if (v->c && !ntp__onnx_is_float(v->c->dtype))
                 return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
                                   "%s: graph output '%s' is a constant %s tensor: ntprof's "
-                                  "graphs compute floating-point outputs", x->src, nm,
-                                  ntp__onnx_dtype_name(v->c->dtype));
+                                  "graphs compute floating-point outputs",
+                                  x->src, nm, ntp__onnx_dtype_name(v->c->dtype));
             if (!v->c && !v->init)
                 return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
                                   "%s: graph output '%s' (%s) is not computed by ntprof", x->src,
@@ -1311,7 +1361,8 @@ static ntp_status prune(ntp_onnx_importer *x)
     ntp_graph *g = x->g;
     int nt = g->n_tensors, nn = g->n_nodes;
     bool *live_t = calloc((size_t)nt + 1, 1), *live_n = calloc((size_t)nn + 1, 1);
-    int *tmap = malloc(((size_t)nt + 1) * sizeof *tmap), *nmap = malloc(((size_t)nn + 1) * sizeof *nmap);
+    int *tmap = malloc(((size_t)nt + 1) * sizeof *tmap),
+        *nmap = malloc(((size_t)nn + 1) * sizeof *nmap);
     if (!live_t || !live_n || !tmap || !nmap) {
         free(live_t);
         free(live_n);
@@ -1386,7 +1437,8 @@ static ntp_status prune(ntp_onnx_importer *x)
     return NTP_STATUS_OK;
 }
 
-/* --- the whole load ------------------------------------------------------------------------------ */
+/* --- the whole load ------------------------------------------------------------------------------
+ */
 
 static void importer_free(ntp_onnx_importer *x)
 {
@@ -1444,8 +1496,10 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
                           "%s: opset %d is not supported: ntprof reads opsets %d to %d", x->src,
                           x->opset, NTP_ONNX_MIN_OPSET, NTP_ONNX_MAX_OPSET);
     if (x->gp->n_sparse_initializer > 0)
-        return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED, "%s: sparse initializers are not "
-                          "supported", x->src);
+        return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: sparse initializers are not "
+                          "supported",
+                          x->src);
     ntp_status st;
     if ((st = build_values(x)) || (st = check_supported(x)))
         return st;
@@ -1488,8 +1542,8 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
             if (!np->input[k] || !np->input[k][0])
                 continue;
             ntp_onnx_value *v = value_of(x, np->input[k]);
-            bool shape_only = (strcmp(np->op_type, "Shape") == 0 ||
-                               strcmp(np->op_type, "Size") == 0) && k == 0;
+            bool shape_only =
+                (strcmp(np->op_type, "Shape") == 0 || strcmp(np->op_type, "Size") == 0) && k == 0;
             fold = v->init || (v->c && !v->bound) ||
                    (shape_only && (v->tensor >= 0 || v->c || v->has_shape));
         }
@@ -1511,14 +1565,14 @@ static ntp_status load_model(ntp_ctx *ctx, const char *src, char *base_dir, Onnx
                              ntp_graph **out)
 {
     static const ntp_load_opts none = {0};
-    ntp_onnx_importer x = {.ctx = ctx, .src = src, .base_dir = base_dir,
-                           .opts = opts ? opts : &none, .model = m};
+    ntp_onnx_importer x = {
+        .ctx = ctx, .src = src, .base_dir = base_dir, .opts = opts ? opts : &none, .model = m};
     x.values = ntp__onnx_names_new();
     x.used = ntp__onnx_names_new();
     x.used_nodes = ntp__onnx_names_new();
     ntp_status st = !x.values || !x.used || !x.used_nodes
                         ? ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory")
-                                         : import(&x, binds, n_binds);
+                        : import(&x, binds, n_binds);
     ntp_graph *g = x.g;
     importer_free(&x);
     if (st) {
@@ -1554,7 +1608,8 @@ ntp_status ntp__onnx_load_file(ntp_ctx *ctx, const char *path, const ntp_load_op
         return st;
     /* External data is looked up next to the model. */
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : ntp__strdup(".");
+    char *dir =
+        slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : ntp__strdup(".");
     if (!dir) {
         protobuf_c_message_free_unpacked(&m->base, NULL);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -1563,8 +1618,8 @@ ntp_status ntp__onnx_load_file(ntp_ctx *ctx, const char *path, const ntp_load_op
 }
 
 ntp_status ntp__onnx_load_memory(ntp_ctx *ctx, const void *buf, size_t len, const char *name,
-                                 const ntp_load_opts *opts, const ntp_onnx_bind *binds,
-                                 int n_binds, ntp_graph **out)
+                                 const ntp_load_opts *opts, const ntp_onnx_bind *binds, int n_binds,
+                                 ntp_graph **out)
 {
     *out = NULL;
     const char *src = name ? name : "<memory>";

@@ -25,7 +25,6 @@ static ntp_status finish(ntp_onnx_importer *x, int ni)
     return st ? st : ntp__onnx_out_tensor(x, 0, x->g->nodes[ni].out[0]);
 }
 
-
 /* Unary element-wise ops (the op table's ONNX column), with ONNX's defaults
  * for their parameters. */
 static ntp_status map_unary(ntp_onnx_importer *x)
@@ -39,12 +38,8 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     switch (op) {
     case NTP_OP_ELU:
     case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU:
-        a->alpha = ntp__onnx_attr_f(x, "alpha", 1.0);
-        break;
-    case NTP_OP_LEAKY_RELU:
-        a->alpha = ntp__onnx_attr_f(x, "alpha", 0.01);
-        break;
+    case NTP_OP_THRESHOLDED_RELU: a->alpha = ntp__onnx_attr_f(x, "alpha", 1.0); break;
+    case NTP_OP_LEAKY_RELU: a->alpha = ntp__onnx_attr_f(x, "alpha", 0.01); break;
     case NTP_OP_SELU:
         a->alpha = ntp__onnx_attr_f(x, "alpha", 1.67326319217681884765625);
         a->value = ntp__onnx_attr_f(x, "gamma", 1.05070102214813232421875);
@@ -57,8 +52,7 @@ static ntp_status map_unary(ntp_onnx_importer *x)
         a->alpha = ntp__onnx_attr_f(x, "lambd", 0.5);
         a->value = ntp__onnx_attr_f(x, "bias", 0.0);
         break;
-    default:
-        break;
+    default: break;
     }
     return finish(x, ni);
 }
@@ -136,9 +130,9 @@ static ntp_status map_clip(ntp_onnx_importer *x)
 static ntp_status map_softmax(ntp_onnx_importer *x)
 {
     const char *t = x->np->op_type;
-    ntp_op op = !strcmp(t, "Softmax") ? NTP_OP_SOFTMAX : !strcmp(t, "LogSoftmax")
-                                                              ? NTP_OP_LOG_SOFTMAX
-                                                              : NTP_OP_HARDMAX;
+    ntp_op op = !strcmp(t, "Softmax")      ? NTP_OP_SOFTMAX
+                : !strcmp(t, "LogSoftmax") ? NTP_OP_LOG_SOFTMAX
+                                           : NTP_OP_HARDMAX;
     int in;
     ntp_status st = ntp__onnx_in_tensor(x, 0, &in);
     if (st)
@@ -181,8 +175,7 @@ static bool fold_bias(ntp_onnx_importer *x, int act_k, int const_k, ntp_status *
     ntp_onnx_value *av = ntp__onnx_in_value(x, act_k), *bv = ntp__onnx_in_value(x, const_k);
     *st = NTP_STATUS_OK;
     if (!av || !bv || av->tensor < 0 || av->consumers != 1 || av->is_output ||
-        !ntp__onnx_in_is_const(x, const_k) || ntp__onnx_value_const(x, bv) || !bv->c ||
-        !bv->c->f)
+        !ntp__onnx_in_is_const(x, const_k) || ntp__onnx_value_const(x, bv) || !bv->c || !bv->c->f)
         return false;
     ntp_node *p = ntp__onnx_producer(x, av->tensor);
     if (!p || p->a.bias || p->n_out != 1 ||
@@ -215,8 +208,7 @@ static ntp_status legacy_operand(ntp_onnx_importer *x, int t0, int *t1)
         return NTP_STATUS_OK;
     const ntp_shape *a = &x->g->tensors[t0].shape, *b = &x->g->tensors[*t1].shape;
     int64_t axis;
-    if (!ntp__onnx_axis(ntp__onnx_attr_i(x, "axis", 0), a->ndim, &axis) ||
-        axis + b->ndim > a->ndim)
+    if (!ntp__onnx_axis(ntp__onnx_attr_i(x, "axis", 0), a->ndim, &axis) || axis + b->ndim > a->ndim)
         return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis does not align the inputs");
     ntp_shape to = {(int)(a->ndim - axis), {0}};
     for (int d = 0; d < to.ndim; d++)
@@ -230,9 +222,13 @@ static ntp_status map_binary(ntp_onnx_importer *x)
 {
     const char *t = x->np->op_type;
     ntp_op op = !strcmp(t, "Add") || !strcmp(t, "Sum") ? NTP_OP_ADD
-                : !strcmp(t, "Mul") ? NTP_OP_MUL : !strcmp(t, "Sub") ? NTP_OP_SUB
-                : !strcmp(t, "Div") ? NTP_OP_DIV : !strcmp(t, "Pow") ? NTP_OP_POW
-                : !strcmp(t, "Max") ? NTP_OP_MAX : !strcmp(t, "Min") ? NTP_OP_MIN : NTP_OP_MEAN;
+                : !strcmp(t, "Mul")                    ? NTP_OP_MUL
+                : !strcmp(t, "Sub")                    ? NTP_OP_SUB
+                : !strcmp(t, "Div")                    ? NTP_OP_DIV
+                : !strcmp(t, "Pow")                    ? NTP_OP_POW
+                : !strcmp(t, "Max")                    ? NTP_OP_MAX
+                : !strcmp(t, "Min")                    ? NTP_OP_MIN
+                                                       : NTP_OP_MEAN;
     int n = (int)x->np->n_input;
     ntp_status st;
     if (n < 1)
@@ -290,10 +286,10 @@ static const struct {
     const char *onnx;
     ntp_op op;
 } reduce_ops[] = {
-    {"ReduceMean", NTP_OP_REDUCE_MEAN},       {"ReduceSum", NTP_OP_REDUCE_SUM},
-    {"ReduceMax", NTP_OP_REDUCE_MAX},         {"ReduceMin", NTP_OP_REDUCE_MIN},
-    {"ReduceProd", NTP_OP_REDUCE_PROD},       {"ReduceL1", NTP_OP_REDUCE_L1},
-    {"ReduceL2", NTP_OP_REDUCE_L2},           {"ReduceSumSquare", NTP_OP_REDUCE_SUM_SQUARE},
+    {"ReduceMean", NTP_OP_REDUCE_MEAN},      {"ReduceSum", NTP_OP_REDUCE_SUM},
+    {"ReduceMax", NTP_OP_REDUCE_MAX},        {"ReduceMin", NTP_OP_REDUCE_MIN},
+    {"ReduceProd", NTP_OP_REDUCE_PROD},      {"ReduceL1", NTP_OP_REDUCE_L1},
+    {"ReduceL2", NTP_OP_REDUCE_L2},          {"ReduceSumSquare", NTP_OP_REDUCE_SUM_SQUARE},
     {"ReduceLogSum", NTP_OP_REDUCE_LOG_SUM}, {"ReduceLogSumExp", NTP_OP_REDUCE_LOG_SUM_EXP},
 };
 
@@ -353,7 +349,8 @@ static ntp_status map_reduce(ntp_onnx_importer *x)
 /* The unary element-wise ops' mappers, one per op with an ONNX operator in
  * the op table, which also gives the attributes each understands. */
 static const ntp_onnx_map unary_maps[NTP_OP_COUNT] = {
-#define NTP_ONNX_UNARY_MAP_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = {onnx, map_unary, NULL, attrs},
+#define NTP_ONNX_UNARY_MAP_(e, fn, onnx, attrs, flops) \
+    [NTP_OP_##e] = {onnx, map_unary, NULL, attrs},
     NTP_UNARY_TABLE(NTP_ONNX_UNARY_MAP_)
 #undef NTP_ONNX_UNARY_MAP_
 };

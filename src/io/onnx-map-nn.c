@@ -28,7 +28,8 @@ static ntp_status weight(ntp_onnx_importer *x, int k, ntp_onnx_value **v)
     if (!*v || !(*v)->c)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                              "input %d ('%s') must be an initializer: ntprof's layers own their "
-                             "weights", k, *v ? (*v)->name : "");
+                             "weights",
+                             k, *v ? (*v)->name : "");
     return NTP_STATUS_OK;
 }
 
@@ -48,8 +49,10 @@ static ntp_status spatial(ntp_onnx_importer *x, ntp_attrs *a, int nk, const int6
     if (n == 0 && !kernel)
         return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR, "needs kernel_shape");
     if (n != 0 && n != nk)
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "kernel_shape has %d values for %d "
-                             "spatial dims", n, nk);
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                             "kernel_shape has %d values for %d "
+                             "spatial dims",
+                             n, nk);
     for (int d = 0; d < nk; d++)
         a->kernel[d] = n ? v[d] : kernel[d];
     if (n && kernel)
@@ -64,8 +67,10 @@ static ntp_status spatial(ntp_onnx_importer *x, ntp_attrs *a, int nk, const int6
         if ((n = ntp__onnx_attr_ints(x, names[i], v, NTP_MAX_DIMS)) < 0)
             return ntp_ctx_status(x->ctx);
         if (n != 0 && n != nk)
-            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "%s has %d values for %d spatial "
-                                 "dims", names[i], n, nk);
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                 "%s has %d values for %d spatial "
+                                 "dims",
+                                 names[i], n, nk);
         for (int d = 0; d < nk; d++)
             dst[i][d] = n ? v[d] : 1;
     }
@@ -87,8 +92,8 @@ static ntp_status spatial(ntp_onnx_importer *x, ntp_attrs *a, int nk, const int6
     if ((n = ntp__onnx_attr_ints(x, "pads", v, 2 * NTP_MAX_DIMS)) < 0)
         return ntp_ctx_status(x->ctx);
     if (n != 0 && n != 2 * nk)
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "pads has %d values for %d spatial dims",
-                             n, nk);
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "pads has %d values for %d spatial dims", n,
+                             nk);
     for (int i = 0; i < n; i++)
         a->pad[i] = v[i];
     a->n_pad = n;
@@ -107,8 +112,10 @@ static ntp_status map_conv(ntp_onnx_importer *x)
     ntp_shape xs = x->g->tensors[in].shape, ws = wv->c->shape;
     int nk = xs.ndim - 2;
     if (nk < 1 || ws.ndim != xs.ndim)
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "input rank %d and weight rank %d do not "
-                             "make a convolution", xs.ndim, ws.ndim);
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                             "input rank %d and weight rank %d do not "
+                             "make a convolution",
+                             xs.ndim, ws.ndim);
     int64_t group = ntp__onnx_attr_i(x, "group", 1);
     int ni = ntp__onnx_add_node(x, transposed ? NTP_OP_DECONV : NTP_OP_CONV, NULL, &in, 1, 1);
     if (ni < 0)
@@ -126,7 +133,8 @@ static ntp_status map_conv(ntp_onnx_importer *x)
         if (nop < 0 || nos < 0)
             return ntp_ctx_status(x->ctx);
         if ((nop && nop != nk) || (nos && nos != nk && nos != nk + 2))
-            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "output_padding or output_shape has "
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                 "output_padding or output_shape has "
                                  "the wrong length");
         for (int d = 0; d < nk; d++)
             a->output_padding[d] = nop ? op[d] : 0;
@@ -196,8 +204,8 @@ static ntp_status map_pool(ntp_onnx_importer *x)
             if (2 * a->pad[d] > ext)
                 return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
                                      "padding %lld is more than half the window %lld (ntprof's "
-                                     "pools follow PyTorch's limit)", (long long)a->pad[d],
-                                     (long long)ext);
+                                     "pools follow PyTorch's limit)",
+                                     (long long)a->pad[d], (long long)ext);
         }
     }
     return finish(x, ni);
@@ -273,8 +281,7 @@ static ntp_status node1(ntp_onnx_importer *x, ntp_op op, int a, const char *suff
     return st;
 }
 
-static ntp_status node2(ntp_onnx_importer *x, ntp_op op, int a, int b, const char *suffix,
-                        int *out)
+static ntp_status node2(ntp_onnx_importer *x, ntp_op op, int a, int b, const char *suffix, int *out)
 {
     int ins[2] = {a, b};
     int ni = ntp__onnx_add_node(x, op, suffix, ins, 2, 1);
@@ -313,8 +320,10 @@ static ntp_status flat_param(ntp_onnx_importer *x, int ni, int k, int64_t d, flo
         if (v->c->n == d)
             return ntp__onnx_add_weight_value(x, ni, v, &s);
         if (v->c->n != 1)
-            return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "input %d has %lld values; %lld or 1 "
-                                 "are supported", k, (long long)v->c->n, (long long)d);
+            return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                                 "input %d has %lld values; %lld or 1 "
+                                 "are supported",
+                                 k, (long long)v->c->n, (long long)d);
         fill = (float)ntp__onnx_get_f(v->c, 0);
     }
     float *f = malloc((size_t)d * sizeof *f + 1);
@@ -639,17 +648,18 @@ static const char *check_rnn(const ntp_onnx_importer *x, const Onnx__NodeProto *
             return "activation parameters";
         if (!strcmp(a->name, "activations")) {
             for (size_t k = 0; k < a->n_strings; k++) {
-                const char *want = lstm ? (k % 3 == 0 ? "Sigmoid" : "Tanh")
+                const char *want = lstm  ? (k % 3 == 0 ? "Sigmoid" : "Tanh")
                                    : gru ? (k % 2 == 0 ? "Sigmoid" : "Tanh")
                                          : NULL;
                 size_t l = a->strings[k].len;
                 const char *s = (const char *)a->strings[k].data;
-                bool ok = want ? strlen(want) == l && !strncmp(s, want, l)
-                               : (l == 4 && !strncmp(s, "Tanh", 4)) ||
-                                     (l == 4 && !strncmp(s, "Relu", 4));
+                bool ok =
+                    want ? strlen(want) == l && !strncmp(s, want, l)
+                         : (l == 4 && !strncmp(s, "Tanh", 4)) || (l == 4 && !strncmp(s, "Relu", 4));
                 if (!ok)
                     return "activations other than the default";
-                if (!want && k > 0 && (a->strings[0].len != l || strncmp(s, (const char *)a->strings[0].data, l)))
+                if (!want && k > 0 &&
+                    (a->strings[0].len != l || strncmp(s, (const char *)a->strings[0].data, l)))
                     return "different activations per direction";
             }
         }
@@ -723,9 +733,9 @@ static ntp_status map_rnn(ntp_onnx_importer *x)
     }
     char buf[32];
     const char *dir = ntp__onnx_attr_s(x, "direction", "forward", buf, sizeof buf);
-    int direction = !strcmp(dir, "forward") ? NTP_DIR_FORWARD : !strcmp(dir, "reverse")
-                                                                    ? NTP_DIR_REVERSE
-                                                                    : NTP_DIR_BIDIRECTIONAL;
+    int direction = !strcmp(dir, "forward")   ? NTP_DIR_FORWARD
+                    : !strcmp(dir, "reverse") ? NTP_DIR_REVERSE
+                                              : NTP_DIR_BIDIRECTIONAL;
     if (strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional"))
         return ntp__onnx_err(x, NTP_STATUS_PARSE_ERROR, "unknown direction '%s'", dir);
     int64_t dirs = direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
@@ -733,8 +743,10 @@ static ntp_status map_rnn(ntp_onnx_importer *x)
     int64_t H = ntp__onnx_attr_i(x, "hidden_size", rs.ndim == 3 ? rs.dim[2] : 0);
     if (ws.ndim != 3 || rs.ndim != 3 || ws.dim[0] != dirs || ws.dim[1] != G * H ||
         rs.dim[1] != G * H || rs.dim[2] != H)
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "W and R do not match hidden_size %lld "
-                             "and %lld direction(s)", (long long)H, (long long)dirs);
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                             "W and R do not match hidden_size %lld "
+                             "and %lld direction(s)",
+                             (long long)H, (long long)dirs);
     bool batch_first = ntp__onnx_attr_i(x, "layout", 0) != 0;
     if (batch_first) {
         int64_t perm[3] = {1, 0, 2};
@@ -742,7 +754,10 @@ static ntp_status map_rnn(ntp_onnx_importer *x)
             return st;
     }
     bool want_y = ntp__onnx_out_used(x, 0), want_h = ntp__onnx_out_used(x, 1);
-    int ni = ntp__onnx_add_node(x, lstm ? NTP_OP_LSTM : gru ? NTP_OP_GRU : NTP_OP_RNN,
+    int ni = ntp__onnx_add_node(x,
+                                lstm  ? NTP_OP_LSTM
+                                : gru ? NTP_OP_GRU
+                                      : NTP_OP_RNN,
                                 want_y ? "cell" : "last", &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);

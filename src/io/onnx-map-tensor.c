@@ -110,8 +110,7 @@ static ntp_status map_cast(ntp_onnx_importer *x)
     }
     /* A float cast to BOOL that only Where reads as its condition: the IR's
      * where takes any non-zero value as true, which is what the cast does. */
-    if (to == NTP_ONNX_BOOL && ntp__onnx_has_out(x, 0) &&
-        !ntp__onnx_out_is_graph_output(x, 0)) {
+    if (to == NTP_ONNX_BOOL && ntp__onnx_has_out(x, 0) && !ntp__onnx_out_is_graph_output(x, 0)) {
         int n = ntp__onnx_readers(x, x->np->output[0]), where = 0;
         for (int i = 0; i < n; i++) {
             int slot, r = ntp__onnx_reader(x, x->np->output[0], i, &slot);
@@ -164,8 +163,10 @@ static ntp_status map_reshape(ntp_onnx_importer *x)
         to.dim[d] = v[d];
         if (v[d] == 0 && !allowzero) {
             if (d >= s.ndim)
-                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "shape entry %d copies a dim the "
-                                     "input lacks", d);
+                return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                     "shape entry %d copies a dim the "
+                                     "input lacks",
+                                     d);
             to.dim[d] = s.dim[d];
         }
         if (to.dim[d] == -1 && infer < 0) {
@@ -173,7 +174,8 @@ static ntp_status map_reshape(ntp_onnx_importer *x)
             continue;
         }
         if (to.dim[d] <= 0)
-            return ntp__onnx_err(x, to.dim[d] == 0 ? NTP_STATUS_UNSUPPORTED : NTP_STATUS_SHAPE_ERROR,
+            return ntp__onnx_err(x,
+                                 to.dim[d] == 0 ? NTP_STATUS_UNSUPPORTED : NTP_STATUS_SHAPE_ERROR,
                                  "shape entry %d is %lld", d, (long long)to.dim[d]);
         if (!ntp__mul_ok(known, to.dim[d], &known))
             return ntp__onnx_err(x, NTP_STATUS_OVERFLOW, "reshape target overflows 64-bit sizes");
@@ -181,8 +183,10 @@ static ntp_status map_reshape(ntp_onnx_importer *x)
     if (infer >= 0)
         to.dim[infer] = known > 0 ? ntp_shape_numel(&s) / known : 0;
     if (ntp_shape_numel(&to) != ntp_shape_numel(&s))
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "cannot reshape %lld elements to that "
-                             "shape", (long long)ntp_shape_numel(&s));
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                             "cannot reshape %lld elements to that "
+                             "shape",
+                             (long long)ntp_shape_numel(&s));
     int out;
     if ((st = ntp__onnx_reshape(x, in, &to, NULL, &out)))
         return st;
@@ -222,8 +226,10 @@ static ntp_status map_squeeze(ntp_onnx_importer *x)
     for (int i = 0; i < n; i++) {
         int64_t a;
         if (!ntp__onnx_axis(v[i], r, &a) || mark[a])
-            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range or "
-                                 "repeated", (long long)v[i]);
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                 "axis %lld is out of range or "
+                                 "repeated",
+                                 (long long)v[i]);
         mark[a] = true;
     }
     ntp_shape to = {0};
@@ -353,8 +359,10 @@ static ntp_status map_split(ntp_onnx_importer *x)
         return ntp_ctx_status(x->ctx);
     if (n == 0) {
         if (s.dim[ax] % nout)
-            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "dim %lld does not split into %d "
-                                 "equal parts", (long long)s.dim[ax], nout);
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                                 "dim %lld does not split into %d "
+                                 "equal parts",
+                                 (long long)s.dim[ax], nout);
         for (n = 0; n < nout; n++)
             sizes[n] = s.dim[ax] / nout;
     }
@@ -424,11 +432,12 @@ static ntp_status map_slice(ntp_onnx_importer *x)
     if (ns < 0 || ne < 0 || na < 0 || nst < 0)
         return ntp_ctx_status(x->ctx);
     if (ns != ne || (na && na != ns) || (nst && nst != ns) || ns == 0)
-        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "starts, ends, axes and steps differ in "
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
+                             "starts, ends, axes and steps differ in "
                              "length");
     int out;
-    if ((st = slice_node(x, in, starts, ends, na ? axes : NULL, nst ? steps : NULL, ns, NULL,
-                         &out)))
+    if ((st =
+             slice_node(x, in, starts, ends, na ? axes : NULL, nst ? steps : NULL, ns, NULL, &out)))
         return st;
     return ntp__onnx_out_tensor(x, 0, out);
 }
@@ -471,17 +480,20 @@ static ntp_status map_gather(ntp_onnx_importer *x)
     if (!ntp__onnx_axis(axis, s.ndim, &ax))
         return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis out of range");
     if (s.ndim - 1 + idx->shape.ndim > NTP_MAX_DIMS || idx->n == 0)
-        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "the result would have more than %d dims "
-                             "or no elements", NTP_MAX_DIMS);
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "the result would have more than %d dims "
+                             "or no elements",
+                             NTP_MAX_DIMS);
     int parts[64], n = 0;
     for (int64_t k = 0; k < idx->n;) {
         int64_t a = ntp__onnx_get_i(idx, k);
         if (a < 0)
             a += s.dim[ax];
         if (a < 0 || a >= s.dim[ax])
-            return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "index %lld is out of range "
-                                 "for dim %lld", (long long)ntp__onnx_get_i(idx, k),
-                                 (long long)s.dim[ax]);
+            return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT,
+                                 "index %lld is out of range "
+                                 "for dim %lld",
+                                 (long long)ntp__onnx_get_i(idx, k), (long long)s.dim[ax]);
         int64_t b = a + 1;
         for (k++; k < idx->n; k++) {
             int64_t c = ntp__onnx_get_i(idx, k);
@@ -512,7 +524,8 @@ static ntp_status map_gather(ntp_onnx_importer *x)
     return ntp__onnx_out_tensor(x, 0, out);
 }
 
-/* --- pad, expand, tile -------------------------------------------------------------------------- */
+/* --- pad, expand, tile --------------------------------------------------------------------------
+ */
 
 static ntp_status map_pad(ntp_onnx_importer *x)
 {
@@ -533,9 +546,8 @@ static ntp_status map_pad(ntp_onnx_importer *x)
      * INT64_MIN, whose negation overflows) leaves nothing. */
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0 && pads[i] <= -s.dim[i % r])
-            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR,
-                                 "pad %lld crops all of dim %d (%lld)", (long long)pads[i], i % r,
-                                 (long long)s.dim[i % r]);
+            return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "pad %lld crops all of dim %d (%lld)",
+                                 (long long)pads[i], i % r, (long long)s.dim[i % r]);
     double value = ntp__onnx_attr_f(x, "value", 0.0);
     if (x->opset >= 11 && ntp__onnx_has_in(x, 2)) {
         const ntp_onnx_tensor *c;
@@ -545,10 +557,10 @@ static ntp_status map_pad(ntp_onnx_importer *x)
     }
     char buf[32];
     const char *mode = ntp__onnx_attr_s(x, "mode", "constant", buf, sizeof buf);
-    int pm = !strcmp(mode, "constant") ? NTP_PADMODE_CONSTANT : !strcmp(mode, "reflect")
-                                                                    ? NTP_PADMODE_REFLECT
-                                                                : !strcmp(mode, "edge") ? NTP_PADMODE_EDGE
-                                                                                        : -1;
+    int pm = !strcmp(mode, "constant")  ? NTP_PADMODE_CONSTANT
+             : !strcmp(mode, "reflect") ? NTP_PADMODE_REFLECT
+             : !strcmp(mode, "edge")    ? NTP_PADMODE_EDGE
+                                        : -1;
     if (pm < 0)
         return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "mode '%s'", mode);
     /* Negative pads crop: a slice first. */
@@ -652,7 +664,8 @@ static ntp_status map_tile(ntp_onnx_importer *x)
     return ntp__onnx_out_tensor(x, 0, t);
 }
 
-/* --- resize ----------------------------------------------------------------------------------------- */
+/* --- resize
+ * ----------------------------------------------------------------------------------------- */
 
 static const char *check_resize(const ntp_onnx_importer *x, const Onnx__NodeProto *np)
 {
@@ -712,22 +725,26 @@ static ntp_status map_resize(ntp_onnx_importer *x)
             sizes[i] = ntp__onnx_get_i(c, i);
     }
     if ((ns > 0) == (nz > 0) || (ns && ns != s.ndim) || (nz && nz != s.ndim))
-        return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "needs one of scales and sizes, with "
+        return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT,
+                             "needs one of scales and sizes, with "
                              "one value per dim");
     char b1[64], b2[64], b3[64];
     const char *mode = ntp__onnx_attr_s(x, "mode", "nearest", b1, sizeof b1);
-    const char *coord = ntp__onnx_attr_s(x, "coordinate_transformation_mode",
-                                         x->opset >= 11 ? "half_pixel" : "asymmetric", b2, sizeof b2);
-    const char *nearest = ntp__onnx_attr_s(x, "nearest_mode",
-                                           x->opset >= 11 ? "round_prefer_floor" : "floor", b3,
-                                           sizeof b3);
+    const char *coord =
+        ntp__onnx_attr_s(x, "coordinate_transformation_mode",
+                         x->opset >= 11 ? "half_pixel" : "asymmetric", b2, sizeof b2);
+    const char *nearest = ntp__onnx_attr_s(
+        x, "nearest_mode", x->opset >= 11 ? "round_prefer_floor" : "floor", b3, sizeof b3);
     if (!strcmp(mode, "bilinear") || !strcmp(mode, "trilinear"))
         mode = "linear";
-    int m = enum_of(mode, ntp__resize_mode_names, 3), c = enum_of(coord, ntp__resize_coord_names, 5),
+    int m = enum_of(mode, ntp__resize_mode_names, 3),
+        c = enum_of(coord, ntp__resize_coord_names, 5),
         nm = enum_of(nearest, ntp__resize_nearest_names, 4);
     if (m < 0 || c < 0 || nm < 0)
-        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED, "mode '%s', coordinates '%s', nearest "
-                             "mode '%s'", mode, coord, nearest);
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "mode '%s', coordinates '%s', nearest "
+                             "mode '%s'",
+                             mode, coord, nearest);
     int ni = ntp__onnx_add_node(x, NTP_OP_RESIZE, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);

@@ -9,7 +9,7 @@
 #include "onnx-impl.h"
 
 struct ntp_onnx_names {
-    char **key;      /* owned copies */
+    char **key; /* owned copies */
     int *val;
     size_t cap, n;
 };

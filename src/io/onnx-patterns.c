@@ -42,7 +42,10 @@ static bool scalar_of(ntp_onnx_importer *x, const char *name, double *v)
     return true;
 }
 
-static bool same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+static bool same(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
+}
 
 /* Input and output names of any node, NULL where the node has fewer: a
  * pattern looks at nodes other than the one being mapped, and a malformed
@@ -257,8 +260,7 @@ static ntp_status layernorm(ntp_onnx_importer *x, bool *matched)
     snprintf(gname, sizeof gname, "%.300s.gamma", x->node_name);
     snprintf(bname, sizeof bname, "%.300s.beta", x->node_name);
     if ((st = ntp__onnx_add_weight(x, ni, gname, gamma ? gamma : ones, &ws)) ||
-        (st = ntp__onnx_add_weight(x, ni, bname, beta ? beta : zeros, &ws)) ||
-        (st = finish(x, ni)))
+        (st = ntp__onnx_add_weight(x, ni, bname, beta ? beta : zeros, &ws)) || (st = finish(x, ni)))
         return st;
     int nodes[] = {sub, pw, m2, ad, sq, dv, mul, bias};
     for (size_t k = 0; k < sizeof nodes / sizeof nodes[0]; k++)

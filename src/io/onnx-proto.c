@@ -31,14 +31,22 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    {NTP_ONNX_FLOAT, "FLOAT", 4},       {NTP_ONNX_UINT8, "UINT8", 1},
-    {NTP_ONNX_INT8, "INT8", 1},         {NTP_ONNX_UINT16, "UINT16", 2},
-    {NTP_ONNX_INT16, "INT16", 2},       {NTP_ONNX_INT32, "INT32", 4},
-    {NTP_ONNX_INT64, "INT64", 8},       {NTP_ONNX_STRING, "STRING", 0},
-    {NTP_ONNX_BOOL, "BOOL", 1},         {NTP_ONNX_FLOAT16, "FLOAT16", 2},
-    {NTP_ONNX_DOUBLE, "DOUBLE", 8},     {NTP_ONNX_UINT32, "UINT32", 4},
-    {NTP_ONNX_UINT64, "UINT64", 8},     {NTP_ONNX_COMPLEX64, "COMPLEX64", 0},
-    {NTP_ONNX_COMPLEX128, "COMPLEX128", 0}, {NTP_ONNX_BFLOAT16, "BFLOAT16", 2},
+    {NTP_ONNX_FLOAT, "FLOAT", 4},
+    {NTP_ONNX_UINT8, "UINT8", 1},
+    {NTP_ONNX_INT8, "INT8", 1},
+    {NTP_ONNX_UINT16, "UINT16", 2},
+    {NTP_ONNX_INT16, "INT16", 2},
+    {NTP_ONNX_INT32, "INT32", 4},
+    {NTP_ONNX_INT64, "INT64", 8},
+    {NTP_ONNX_STRING, "STRING", 0},
+    {NTP_ONNX_BOOL, "BOOL", 1},
+    {NTP_ONNX_FLOAT16, "FLOAT16", 2},
+    {NTP_ONNX_DOUBLE, "DOUBLE", 8},
+    {NTP_ONNX_UINT32, "UINT32", 4},
+    {NTP_ONNX_UINT64, "UINT64", 8},
+    {NTP_ONNX_COMPLEX64, "COMPLEX64", 0},
+    {NTP_ONNX_COMPLEX128, "COMPLEX128", 0},
+    {NTP_ONNX_BFLOAT16, "BFLOAT16", 2},
 };
 
 const char *ntp__onnx_dtype_name(int32_t dt)
@@ -102,8 +110,9 @@ static int nesting(const uint8_t *p, const uint8_t *end, const ProtobufCMessageD
             if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
                 return deepest;
             const ProtobufCFieldDescriptor *f =
-                key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-                                       : NULL;
+                key >> 3 <= UINT32_MAX
+                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                    : NULL;
             if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor) {
                 if (depth + 1 > limit)
                     return depth + 1;
@@ -116,8 +125,7 @@ static int nesting(const uint8_t *p, const uint8_t *end, const ProtobufCMessageD
             p += v;
             break;
         }
-        default:
-            return deepest; /* groups and invalid wire types: protobuf-c refuses them */
+        default: return deepest; /* groups and invalid wire types: protobuf-c refuses them */
         }
     }
     return deepest;
@@ -131,7 +139,8 @@ static ntp_status unpack(ntp_ctx *ctx, const char *src, const uint8_t *buf, size
     if (nesting(buf, buf + len, d, 0, NTP_ONNX_MAX_NESTING) > NTP_ONNX_MAX_NESTING)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: messages nest deeper than %d levels (refused before unpacking "
-                          "the %s)", src, NTP_ONNX_MAX_NESTING, what);
+                          "the %s)",
+                          src, NTP_ONNX_MAX_NESTING, what);
     *out = protobuf_c_message_unpack(d, NULL, len, buf);
     if (!*out)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
@@ -237,7 +246,8 @@ ntp_status ntp__pb_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
     default:
         st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                         "%s: holds %s data; ntprof's inputs are FLOAT, FLOAT16, INT32, INT64, "
-                        "INT8, UINT8 or BOOL", path, ntp__onnx_dtype_name(t.dtype));
+                        "INT8, UINT8 or BOOL",
+                        path, ntp__onnx_dtype_name(t.dtype));
         ntp__onnx_tensor_free_data(&t);
         return st;
     }

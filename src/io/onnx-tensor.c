@@ -150,7 +150,8 @@ static ntp_status open_external(ntp_ctx *ctx, const char *src, const char *base_
     if (!base_dir)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: %s keeps its data in an external file, which a model read from "
-                          "memory cannot reach", src, what);
+                          "memory cannot reach",
+                          src, what);
     if (!loc || !*loc)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s has external data without a 'location'", src, what);
@@ -158,7 +159,8 @@ static ntp_status open_external(ntp_ctx *ctx, const char *src, const char *base_
     if ((off_s && !parse_size(off_s, &off)) || (len_s && !parse_size(len_s, &len)))
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s: external data offset '%.32s' or length '%.32s' is not a "
-                          "non-negative integer", src, what, off_s ? off_s : "", len_s ? len_s : "");
+                          "non-negative integer",
+                          src, what, off_s ? off_s : "", len_s ? len_s : "");
     if (len != bytes)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s: external data of %lld bytes, its shape needs %lld", src, what,
@@ -174,8 +176,8 @@ static ntp_status open_external(ntp_ctx *ctx, const char *src, const char *base_
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: %s: external data path too long",
                           src, what);
     if (!realpath(base_dir, real_dir) || !realpath(path, real_file))
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src,
-                          what, loc, strerror(errno));
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src, what,
+                          loc, strerror(errno));
     size_t dl = strlen(real_dir);
     if (strncmp(real_file, real_dir, dl) != 0 || (real_file[dl] != '/' && dl > 1))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
@@ -188,16 +190,16 @@ static ntp_status open_external(ntp_ctx *ctx, const char *src, const char *base_
         if (!strcmp(why, "not a regular file") || !strcmp(why, "is a directory"))
             return ntp__error(ctx, NTP_STATUS_IO_ERROR,
                               "%s: %s: external data '%.128s' is not a file", src, what, loc);
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src,
-                          what, loc, why);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s: external data '%.128s': %s", src, what,
+                          loc, why);
     }
     int64_t end;
     if (!ntp__add_ok(off, bytes, &end) || end > (int64_t)sb.st_size) {
         close(fd);
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s: external data '%.128s' holds %lld bytes, the tensor needs "
-                          "%lld from offset %lld", src, what, loc, (long long)sb.st_size,
-                          (long long)bytes, (long long)off);
+                          "%lld from offset %lld",
+                          src, what, loc, (long long)sb.st_size, (long long)bytes, (long long)off);
     }
     *fd_out = fd;
     *off_out = off;
@@ -240,8 +242,10 @@ ntp_status ntp__onnx_tensor_decode(ntp_ctx *ctx, const char *src, const char *ba
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: %s is segmented (not supported)", src,
                           what);
     if (tp->n_dims > NTP_MAX_DIMS)
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: %s has %zu dims; at most %d are "
-                          "supported", src, what, tp->n_dims, NTP_MAX_DIMS);
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: %s has %zu dims; at most %d are "
+                          "supported",
+                          src, what, tp->n_dims, NTP_MAX_DIMS);
     int64_t n = 1, bytes;
     out->shape.ndim = (int)tp->n_dims;
     for (size_t d = 0; d < tp->n_dims; d++) {
@@ -257,16 +261,17 @@ ntp_status ntp__onnx_tensor_decode(ntp_ctx *ctx, const char *src, const char *ba
         return ntp__error(ctx, NTP_STATUS_OVERFLOW, "%s: %s of %lld elements is too large", src,
                           what, (long long)n);
     bytes = n * (int64_t)es;
-    bool external = tp->has_data_location &&
-                    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    bool external =
+        tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     const char *field;
     size_t typed = typed_count(tp, dt, &field);
-    size_t any_typed = tp->n_float_data + tp->n_int32_data + tp->n_int64_data +
-                       tp->n_double_data + tp->n_uint64_data + tp->n_string_data;
+    size_t any_typed = tp->n_float_data + tp->n_int32_data + tp->n_int64_data + tp->n_double_data +
+                       tp->n_uint64_data + tp->n_string_data;
     if (any_typed != typed)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s is %s but holds values in a field for another type (expected "
-                          "%s)", src, what, ntp__onnx_dtype_name(dt), field);
+                          "%s)",
+                          src, what, ntp__onnx_dtype_name(dt), field);
     bool raw = tp->has_raw_data && tp->raw_data.len > 0;
     if ((int)raw + (int)(typed > 0) + (int)external > 1)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
@@ -274,10 +279,9 @@ ntp_status ntp__onnx_tensor_decode(ntp_ctx *ctx, const char *src, const char *ba
                           src, what);
     if (raw && (int64_t)tp->raw_data.len != bytes)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
-                          "%s: %s holds %zu bytes of raw data; its shape %s of %s needs %lld",
-                          src, what, tp->raw_data.len,
-                          ntp_shape_str(&out->shape, (char[160]){0}, 160), ntp__onnx_dtype_name(dt),
-                          (long long)bytes);
+                          "%s: %s holds %zu bytes of raw data; its shape %s of %s needs %lld", src,
+                          what, tp->raw_data.len, ntp_shape_str(&out->shape, (char[160]){0}, 160),
+                          ntp__onnx_dtype_name(dt), (long long)bytes);
     if (!raw && !external && (int64_t)typed != n)
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: %s holds %zu values; its shape %s needs %lld", src, what, typed,

@@ -40,10 +40,10 @@ typedef enum out_kind {
 struct ntp_output {
     FILE *f;
     out_kind kind;
-    char *path;     /* destination as given (messages; THROUGH: opened at commit) */
-    char *target;   /* REPLACE: the file to replace (a link's target) */
-    char *tmp;      /* REPLACE: the temporary file */
-    char *mem;      /* THROUGH: the buffered report */
+    char *path;   /* destination as given (messages; THROUGH: opened at commit) */
+    char *target; /* REPLACE: the file to replace (a link's target) */
+    char *tmp;    /* REPLACE: the temporary file */
+    char *mem;    /* THROUGH: the buffered report */
     size_t mem_len;
 };
 
@@ -82,8 +82,8 @@ static ntp_status classify(ntp_ctx *ctx, const char *what, const char *path, out
     char real[PATH_MAX];
     if (exists && S_ISLNK(ls.st_mode)) {
         if (stat(path, &st) != 0)
-            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s'%s': a symbolic link to nothing",
-                              what, path);
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s'%s': a symbolic link to nothing", what,
+                              path);
         if (S_ISREG(st.st_mode)) {
             if (!realpath(path, real))
                 return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s'%s': %s", what, path,
@@ -93,8 +93,8 @@ static ntp_status classify(ntp_ctx *ctx, const char *what, const char *path, out
         ls = st;
     }
     if (exists && S_ISDIR(ls.st_mode))
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write '%s': it is a directory",
-                          what, path);
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write '%s': it is a directory", what,
+                          path);
     if (exists && !S_ISREG(ls.st_mode)) {
         if (access(path, W_OK) != 0)
             return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write '%s': %s", what, path,
@@ -136,8 +136,8 @@ static ntp_status check_dir(ntp_ctx *ctx, const char *what, const char *path)
             return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': not a folder",
                               what, path);
         if (access(path, W_OK | X_OK) != 0)
-            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': %s", what,
-                              path, strerror(errno));
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write into '%s': %s", what, path,
+                              strerror(errno));
         return NTP_STATUS_OK;
     }
     if (errno != ENOENT || lstat(path, &st) == 0)
@@ -238,14 +238,15 @@ ntp_status ntp_output_check(ntp_ctx *ctx, const ntp_output_path *outs, int n_out
             if (same_file(&ids[i], &in))
                 st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                                 "%s'%s' is an input of this command ('%s'); refusing to write "
-                                "over it", what, p, inputs[k]);
+                                "over it",
+                                what, p, inputs[k]);
         }
         for (int k = 0; k < i && !st; k++)
             if (outs[k].path && !is_stdout_name(outs[k].path) && same_file(&ids[i], &ids[k]))
                 st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                                 "%s'%s' is the same file as %s '%s'; give each output its own "
-                                "file", what, p, outs[k].option ? outs[k].option : "output",
-                                outs[k].path);
+                                "file",
+                                what, p, outs[k].option ? outs[k].option : "output", outs[k].path);
     }
     free(ids);
     return st;

@@ -93,8 +93,8 @@ ntp_status ntp__xml_parse_int(const char *v, int64_t min, int64_t *out, char *er
         if (*d == '-' || *d == '+')
             d++;
         if (isdigit((unsigned char)*d) && strspn(d, "0123456789") == strlen(d))
-            return errf(err, errlen, NTP_STATUS_OVERFLOW, "integer " QFMT " does not fit in 64 bits",
-                        QARG(v));
+            return errf(err, errlen, NTP_STATUS_OVERFLOW,
+                        "integer " QFMT " does not fit in 64 bits", QARG(v));
         return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "expected %s, got " QFMT, int_kind(min),
                     QARG(v));
     }
@@ -221,11 +221,14 @@ static void list_names(const char *const *names, int n, char *buf, size_t len)
     buf[0] = '\0';
     for (int i = 0; i < n && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s",
-                                 i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+                                 i == 0       ? ""
+                                 : i == n - 1 ? " or "
+                                              : ", ",
+                                 names[i]);
 }
 
-ntp_status ntp__xml_parse_enum(const char *v, const char *const *names, int n, int *idx,
-                               char *err, size_t errlen)
+ntp_status ntp__xml_parse_enum(const char *v, const char *const *names, int n, int *idx, char *err,
+                               size_t errlen)
 {
     char buf[96];
     if (trimmed(v, buf, sizeof buf))
@@ -294,7 +297,7 @@ ntp_status ntp__xml_parse_layout(const char *v, ntp_layout *out, char *err, size
 
 /* What the parsing of one layer's attributes has seen so far. */
 typedef struct seen {
-    bool given[MAX_OP_ATTRS];   /* by declaration index */
+    bool given[MAX_OP_ATTRS]; /* by declaration index */
     bool depthwise;
     int64_t parts;
 } seen;
@@ -315,11 +318,10 @@ static ntp_status parse_pad(ntp_op op, const char *v, ntp_attrs *a, char *err, s
         if (ntp__xml_parse_enum(buf, NAMES(ntp__pad_kind_names), &k, err, errlen) !=
             NTP_STATUS_OK) {
             const char *near = ntp__nearest(buf, NAMES(ntp__pad_kind_names));
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "expected same, same_lower, valid or a list of integers, got " QFMT
-                        "%s%s%s",
-                        QARG(v), near ? "; did you mean '" : "", near ? near : "",
-                        near ? "'?" : "");
+            return errf(
+                err, errlen, NTP_STATUS_PARSE_ERROR,
+                "expected same, same_lower, valid or a list of integers, got " QFMT "%s%s%s",
+                QARG(v), near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         }
         if (op == NTP_OP_DECONV && k != 2)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
@@ -468,8 +470,8 @@ static ntp_status check_range(ntp_attr_range r, double x, const char *v, char *e
 }
 
 /* Parse value v of attribute d into the field it declares. */
-static ntp_status set_attr(ntp_op op, const ntp_attr_decl *d, const char *v, ntp_attrs *a,
-                           seen *s, char *err, size_t errlen)
+static ntp_status set_attr(ntp_op op, const ntp_attr_decl *d, const char *v, ntp_attrs *a, seen *s,
+                           char *err, size_t errlen)
 {
     void *p = d->field >= 0 ? ntp__attr_ptr(a, d->field) : NULL;
     ntp_status st = NTP_STATUS_OK;
@@ -495,7 +497,9 @@ static ntp_status set_attr(ntp_op op, const ntp_attr_decl *d, const char *v, ntp
         break;
     }
     case NTP_ATTR_BOOL: st = parse_bool(v, (bool *)p, err, errlen); break;
-    case NTP_ATTR_ENUM: st = ntp__xml_parse_enum(v, d->names, d->n_names, (int *)p, err, errlen); break;
+    case NTP_ATTR_ENUM:
+        st = ntp__xml_parse_enum(v, d->names, d->n_names, (int *)p, err, errlen);
+        break;
     case NTP_ATTR_CHOICE: {
         int k;
         if ((st = ntp__xml_parse_enum(v, d->names, d->n_names, &k, err, errlen)) == NTP_STATUS_OK)
@@ -590,8 +594,8 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'min' or 'max' (at least one is required)");
         if (a->min > a->max)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'min' (%g) is greater than 'max' (%g)",
-                        a->min, a->max);
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
+                        "'min' (%g) is greater than 'max' (%g)", a->min, a->max);
     } else if (op == NTP_OP_SPLIT) {
         bool sizes = given(s, op, "sizes"), parts = given(s, op, "parts");
         if (sizes && parts)
@@ -623,11 +627,11 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
                         "missing attribute 'to' or 'layout' (at least one is required)");
     } else if (op == NTP_OP_SLICE) {
         if (given(s, op, "axes") && a->n_perm != a->n_pads)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "'axes' has %d values, 'starts' %d", a->n_perm, a->n_pads);
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'axes' has %d values, 'starts' %d",
+                        a->n_perm, a->n_pads);
         if (given(s, op, "steps") && a->n_shape != a->n_pads)
-            return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
-                        "'steps' has %d values, 'starts' %d", a->n_shape, a->n_pads);
+            return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'steps' has %d values, 'starts' %d",
+                        a->n_shape, a->n_pads);
     } else if (op == NTP_OP_RESIZE) {
         if (given(s, op, "sizes") == given(s, op, "scales"))
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
@@ -636,8 +640,8 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
     return NTP_STATUS_OK;
 }
 
-ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_attrs,
-                                   ntp_attrs *a, int *n_out, char *err, size_t errlen)
+ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_attrs, ntp_attrs *a,
+                                   int *n_out, char *err, size_t errlen)
 {
     seen s;
     memset(&s, 0, sizeof s);

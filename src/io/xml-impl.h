@@ -11,15 +11,15 @@
 #include "graph/graph-impl.h"
 
 /* Limits of the reader (docs/topology-format.md, "Limits"). */
-#define NTP_XML_MAX_FILE_BYTES  ((int64_t)64 << 20)
-#define NTP_XML_MAX_DEPTH       16
-#define NTP_XML_MAX_LAYERS      1000000
+#define NTP_XML_MAX_FILE_BYTES ((int64_t)64 << 20)
+#define NTP_XML_MAX_DEPTH 16
+#define NTP_XML_MAX_LAYERS 1000000
 /* Elements instantiated by repeats (layers, aliases, markers, inputs and
  * the iterations themselves): bounds the work of nested repeats with empty
  * or layer-free bodies, which the layer limit alone would not. */
-#define NTP_XML_MAX_EXPANDED    4000000
-#define NTP_XML_MAX_ATTR_BYTES  65536
-#define NTP_XML_MAX_NAME_BYTES  255
+#define NTP_XML_MAX_EXPANDED 4000000
+#define NTP_XML_MAX_ATTR_BYTES 65536
+#define NTP_XML_MAX_NAME_BYTES 255
 /* After substitution: the params' values together (they live for the whole
  * read), and every substituted attribute together (which bounds the work a
  * small file can ask for). Each single value is also held to
@@ -48,7 +48,7 @@ typedef enum ntp_xml_name_kind {
 typedef struct ntp_xml_name {
     const char *name; /* not owned: the node's, tensor's, alias's or marker's */
     ntp_xml_name_kind kind;
-    int index;        /* node, tensor, alias or marker index */
+    int index; /* node, tensor, alias or marker index */
     int line;
 } ntp_xml_name;
 
@@ -93,8 +93,8 @@ int ntp__xml_op_attr_names(ntp_op op, const char **names, int max);
  * line such as "attribute 'units': expected a positive integer, got 'abc'"
  * into err. a->alphabet may be allocated even on failure: the caller owns
  * it through the node. */
-ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_attrs,
-                                   ntp_attrs *a, int *n_out, char *err, size_t errlen);
+ntp_status ntp__xml_parse_op_attrs(ntp_op op, const ntp_xml_attr *attrs, int n_attrs, ntp_attrs *a,
+                                   int *n_out, char *err, size_t errlen);
 
 /* --- strict value parsers, shared with the structural elements ----------- */
 /* Integer >= min (min is 0 or 1 for "non-negative"/"positive", INT64_MIN
@@ -105,8 +105,8 @@ ntp_status ntp__xml_parse_int_list(const char *v, int64_t min, int max, int64_t 
                                    char *err, size_t errlen);
 /* One of names[0..n); *idx is its position. The message lists them and
  * suggests the nearest. */
-ntp_status ntp__xml_parse_enum(const char *v, const char *const *names, int n, int *idx,
-                               char *err, size_t errlen);
+ntp_status ntp__xml_parse_enum(const char *v, const char *const *names, int n, int *idx, char *err,
+                               size_t errlen);
 /* Any dtype name or alias ntp_dtype_parse() accepts. */
 ntp_status ntp__xml_parse_dtype(const char *v, ntp_dtype *out, char *err, size_t errlen);
 /* A compute precision: f32, bf16, f16 or i8 (and their aliases). */

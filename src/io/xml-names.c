@@ -46,7 +46,8 @@ static bool names_rehash(ntp_xml_names *t, size_t n_slots)
     return true;
 }
 
-bool ntp__xml_names_add(ntp_xml_names *t, const char *name, ntp_xml_name_kind kind, int index, int line)
+bool ntp__xml_names_add(ntp_xml_names *t, const char *name, ntp_xml_name_kind kind, int index,
+                        int line)
 {
     if (t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 64;

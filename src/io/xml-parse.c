@@ -131,4 +131,3 @@ ntp_status ntp__xml_parse(ntp_ctx *ctx, const char *src, const char *buf, size_t
     *out = doc;
     return NTP_STATUS_OK;
 }
-

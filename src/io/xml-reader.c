@@ -39,10 +39,10 @@
 
 typedef struct alias_rec {
     char *name;
-    char *of;   /* the reference as written; NULL: the chain output */
-    int chain;  /* chain tensor where the alias stands; -1: the first <input> */
+    char *of;  /* the reference as written; NULL: the chain output */
+    int chain; /* chain tensor where the alias stands; -1: the first <input> */
     int line;
-    int state;  /* 0 unresolved, 1 being resolved, 2 resolved */
+    int state; /* 0 unresolved, 1 being resolved, 2 resolved */
     int tensor;
 } alias_rec;
 
@@ -72,8 +72,8 @@ typedef struct reader {
     int cap_pend;
     marker_ref *mref; /* per marker */
     int cap_markers, cap_inputs, cap_params;
-    int chain;        /* output tensor of the previous layer; -1 before the first */
-    int64_t expanded; /* elements instantiated so far */
+    int chain;                        /* output tensor of the previous layer; -1 before the first */
+    int64_t expanded;                 /* elements instantiated so far */
     int64_t param_bytes, subst_bytes; /* substituted so far (xml-impl.h limits) */
 } reader;
 
@@ -101,8 +101,8 @@ static ntp_status el_error(reader *r, xmlNodePtr el, const char *name, ntp_statu
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (name)
-        return ntp__error(r->ctx, st, "%s:%d: <%s name='%s'>: %s", r->src, line_of(el),
-                          el_name(el), name, msg);
+        return ntp__error(r->ctx, st, "%s:%d: <%s name='%s'>: %s", r->src, line_of(el), el_name(el),
+                          name, msg);
     return ntp__error(r->ctx, st, "%s:%d: <%s>: %s", r->src, line_of(el), el_name(el), msg);
 }
 
@@ -192,8 +192,8 @@ static ntp_status unknown_element(reader *r, xmlNodePtr el)
     const char *near = ntp__nearest(el_name(el), cand, n);
     if (near)
         return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                          "%s:%d: unknown layer type '%s'; did you mean '%s'?", r->src,
-                          line_of(el), el_name(el), near);
+                          "%s:%d: unknown layer type '%s'; did you mean '%s'?", r->src, line_of(el),
+                          el_name(el), near);
     return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
                       "%s:%d: unknown layer type '%s' (see docs/ops.md for the layer types)",
                       r->src, line_of(el), el_name(el));
@@ -246,15 +246,15 @@ static ntp_status check_tree(reader *r, xmlNodePtr el, int depth)
 {
     ntp_status st;
     if (depth > NTP_XML_MAX_DEPTH)
-        return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                        "elements nest deeper than %d levels", NTP_XML_MAX_DEPTH);
+        return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR, "elements nest deeper than %d levels",
+                        NTP_XML_MAX_DEPTH);
     const char *e = el_name(el);
     bool container = depth == 1 || strcmp(e, "repeat") == 0;
     if (depth > 1) {
         if (strcmp(e, "topology") == 0)
             return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
-                              "%s:%d: <topology> is the root element and cannot be nested",
-                              r->src, line_of(el));
+                              "%s:%d: <topology> is the root element and cannot be nested", r->src,
+                              line_of(el));
         if (!is_structural(e) && ntp__op_from_name(e) == NTP_OP_COUNT)
             return unknown_element(r, el);
         if (strcmp(e, "param") == 0 && depth > 2)
@@ -284,8 +284,7 @@ static ntp_status check_tree(reader *r, xmlNodePtr el, int depth)
         case XML_ENTITY_NODE:
             return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
                             "DTDs and entities are not accepted");
-        default:
-            break; /* comments and processing instructions */
+        default: break; /* comments and processing instructions */
         }
     }
     return NTP_STATUS_OK;
@@ -424,7 +423,8 @@ static ntp_status check_unique(reader *r, xmlNodePtr el, const char *name)
                     name, kind_element(r, e), e->line, line_of(el));
 }
 
-static ntp_status register_name(reader *r, const char *name, ntp_xml_name_kind kind, int index, int line)
+static ntp_status register_name(reader *r, const char *name, ntp_xml_name_kind kind, int index,
+                                int line)
 {
     return ntp__xml_names_add(&r->names, name, kind, index, line) ? NTP_STATUS_OK : oom(r);
 }
@@ -483,7 +483,8 @@ static ntp_status param_value(reader *r, xmlNodePtr el, const char *label, const
     }
     if (!def)
         return el_error(r, el, label, NTP_STATUS_PARSE_ERROR,
-                        "param '%s' has no default: give it with ntp_load_opts.set %s=VALUE", name, name);
+                        "param '%s' has no default: give it with ntp_load_opts.set %s=VALUE", name,
+                        name);
     ntp_expr_env env = env_at(r, line);
     ntp_status st = ntp__expr_subst(def, &env, out, err, sizeof err);
     if (st != NTP_STATUS_OK)
@@ -504,8 +505,8 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
     ntp_status st = NTP_STATUS_OK;
     const ntp_load_opts *o = r->opts;
     if (o->n_set > 0 && !o->set)
-        return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT, "%d ntp_load_opts.set values given as NULL",
-                          o->n_set);
+        return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "%d ntp_load_opts.set values given as NULL", o->n_set);
     for (int i = 0; i < o->n_set; i++) {
         const char *s = o->set[i];
         const char *eq = s ? strchr(s, '=') : NULL;
@@ -605,7 +606,8 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
                               r->g->params[i].line, line);
                 goto next;
             }
-        if ((st = param_value(r, c, name, "default", name, attrs_get(&s, "default"), line, &v)) == NTP_STATUS_OK)
+        if ((st = param_value(r, c, name, "default", name, attrs_get(&s, "default"), line, &v)) ==
+            NTP_STATUS_OK)
             st = add_param(r, name, v, line);
         /* The graph's batch is the param "batch" (the only name --batch sets). */
         if (st == NTP_STATUS_OK && strcmp(name, "batch") == 0)
@@ -634,7 +636,8 @@ static ntp_status read_topology_attrs(reader *r, xmlNodePtr root)
         st = el_error(r, root, NULL, NTP_STATUS_PARSE_ERROR, "missing required attribute 'name'");
     } else if (name[0] == '\0') {
         st = el_error(r, root, name, NTP_STATUS_PARSE_ERROR, "attribute 'name' is empty");
-    } else if (prec && (st = ntp__xml_parse_precision(prec, &p, err, sizeof err)) != NTP_STATUS_OK) {
+    } else if (prec &&
+               (st = ntp__xml_parse_precision(prec, &p, err, sizeof err)) != NTP_STATUS_OK) {
         st = el_error(r, root, name, st, "attribute 'precision': %s", err);
     } else {
         /* The override was checked by the loader (load.c). */
@@ -682,8 +685,8 @@ static ntp_status read_input(reader *r, xmlNodePtr el)
         (st = check_unique(r, el, name)) != NTP_STATUS_OK ||
         (st = require(r, el, &s, "shape", &shape)) != NTP_STATUS_OK)
         goto done;
-    if ((st = ntp__xml_parse_int_list(shape, 1, NTP_MAX_DIMS, sh.dim, &sh.ndim, err,
-                                      sizeof err)) != NTP_STATUS_OK) {
+    if ((st = ntp__xml_parse_int_list(shape, 1, NTP_MAX_DIMS, sh.dim, &sh.ndim, err, sizeof err)) !=
+        NTP_STATUS_OK) {
         st = el_error(r, el, name, st, "attribute 'shape': %s", err);
         goto done;
     }
@@ -980,8 +983,8 @@ static ntp_status read_layer(reader *r, xmlNodePtr el, ntp_op op)
                 st = el_error(r, el, name, NTP_STATUS_GRAPH_ERROR, "takes %d input%s, got %d", lo,
                               lo == 1 ? "" : "s", n_in);
             else
-                st = el_error(r, el, name, NTP_STATUS_GRAPH_ERROR,
-                              "takes %d to %d inputs, got %d", lo, hi, n_in);
+                st = el_error(r, el, name, NTP_STATUS_GRAPH_ERROR, "takes %d to %d inputs, got %d",
+                              lo, hi, n_in);
             goto done;
         }
     }
@@ -1041,7 +1044,8 @@ static ntp_status read_layer(reader *r, xmlNodePtr el, ntp_op op)
         n->out[k] = ti;
         n->n_out = k + 1;
     }
-    if ((st = register_name(r, g->nodes[ni].name, NTP_XML_NAME_LAYER, ni, line_of(el))) != NTP_STATUS_OK)
+    if ((st = register_name(r, g->nodes[ni].name, NTP_XML_NAME_LAYER, ni, line_of(el))) !=
+        NTP_STATUS_OK)
         goto done;
     r->chain = g->nodes[ni].out[0];
 done:
@@ -1091,7 +1095,8 @@ static const char *nearest_name(const reader *r, const char *word, unsigned kind
     return near;
 }
 
-#define REF_KINDS ((1u << NTP_XML_NAME_LAYER) | (1u << NTP_XML_NAME_INPUT) | (1u << NTP_XML_NAME_ALIAS))
+#define REF_KINDS \
+    ((1u << NTP_XML_NAME_LAYER) | (1u << NTP_XML_NAME_INPUT) | (1u << NTP_XML_NAME_ALIAS))
 
 /* A reference "name" or "layer:k" split into its entry and output index
  * (-1 when no ":k" was written). The message goes into err. */
@@ -1102,8 +1107,8 @@ static ntp_status lookup_ref(const reader *r, const char *ref, int *entry, int *
     while (*ref == ' ' || *ref == '\t' || *ref == '\n' || *ref == '\r')
         ref++;
     size_t n = strlen(ref);
-    while (n > 0 && (ref[n - 1] == ' ' || ref[n - 1] == '\t' || ref[n - 1] == '\n' ||
-                     ref[n - 1] == '\r'))
+    while (n > 0 &&
+           (ref[n - 1] == ' ' || ref[n - 1] == '\t' || ref[n - 1] == '\n' || ref[n - 1] == '\r'))
         n--;
     if (n >= sizeof buf) {
         snprintf(err, errlen, "no layer, input or alias named '%.64s...'", ref);
@@ -1147,8 +1152,8 @@ static ntp_status lookup_ref(const reader *r, const char *ref, int *entry, int *
 }
 
 /* The tensor a layer's entry and output index stand for. */
-static ntp_status layer_output(const reader *r, const ntp_xml_name *e, int k, int *tensor, char *err,
-                               size_t errlen)
+static ntp_status layer_output(const reader *r, const ntp_xml_name *e, int k, int *tensor,
+                               char *err, size_t errlen)
 {
     const ntp_node *n = &r->g->nodes[e->index];
     if (k < 0 && n->op == NTP_OP_SPLIT) {
@@ -1157,8 +1162,8 @@ static ntp_status layer_output(const reader *r, const ntp_xml_name *e, int k, in
         return NTP_STATUS_GRAPH_ERROR;
     }
     if (k >= n->n_out) {
-        snprintf(err, errlen, "'%s:%d' does not exist: <%s name='%s'> has %d output%s", n->name,
-                 k, ntp__op_name(n->op), n->name, n->n_out, n->n_out == 1 ? "" : "s");
+        snprintf(err, errlen, "'%s:%d' does not exist: <%s name='%s'> has %d output%s", n->name, k,
+                 ntp__op_name(n->op), n->name, n->n_out, n->n_out == 1 ? "" : "s");
         return NTP_STATUS_GRAPH_ERROR;
     }
     *tensor = n->out[k < 0 ? 0 : k];

@@ -15,8 +15,9 @@ ntp_status ntp__gpu_ceilings_measure(ntp_ctx *ctx, double seconds, ntp_gpu_ceili
 {
     (void)seconds;
     (void)out;
-    return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                      "GPU ceilings: built without the CUDA toolkit (set CUDAToolkit_ROOT and rebuild)");
+    return ntp__error(
+        ctx, NTP_STATUS_UNSUPPORTED,
+        "GPU ceilings: built without the CUDA toolkit (set CUDAToolkit_ROOT and rebuild)");
 }
 
 void ntp__gpu_ceilings_print(FILE *f, const ntp_gpu_ceilings *c)

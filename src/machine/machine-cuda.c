@@ -22,9 +22,9 @@ const char *ntp__gpu_peak_name(int i)
 static ntp_status rt(ntp_ctx *ctx, cudaError_t e, const char *what)
 {
     cudaGetLastError();
-    return ntp__error(ctx, e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY
-                                                         : NTP_STATUS_BACKEND_ERROR,
-                      "GPU ceilings: %s: %s", what, cudaGetErrorString(e));
+    return ntp__error(
+        ctx, e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_BACKEND_ERROR,
+        "GPU ceilings: %s: %s", what, cudaGetErrorString(e));
 }
 
 /* Milliseconds between two events after `reps` repetitions of one call. */
@@ -69,9 +69,9 @@ static ntp_status gemm_peak(ntp_ctx *ctx, timer *t, cublasHandle_t h, int kind, 
         int reps = 5;
         cudaEventRecord(t->a, t->s);
         for (int r = 0; r < reps && !st; r++) {
-            cublasStatus_t be = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, dt[kind], n,
-                                             b, dt[kind], n, &zero, d, dt[kind], n, ct[kind],
-                                             CUBLAS_GEMM_DEFAULT);
+            cublasStatus_t be =
+                cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, dt[kind], n, b,
+                             dt[kind], n, &zero, d, dt[kind], n, ct[kind], CUBLAS_GEMM_DEFAULT);
             if (be != CUBLAS_STATUS_SUCCESS)
                 st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "GPU ceilings: %s GEMM failed (%d)",
                                 ntp__gpu_peak_name(kind), (int)be);
@@ -93,8 +93,8 @@ static ntp_status gemm_peak(ntp_ctx *ctx, timer *t, cublasHandle_t h, int kind, 
 
 /* Bytes moved per second by `reps` copies of `bytes` (counted `factor`
  * times: 2 for a device copy, which reads and writes). */
-static double copy_rate(timer *t, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
-                        double factor, double seconds)
+static double copy_rate(timer *t, void *dst, const void *src, size_t bytes,
+                        enum cudaMemcpyKind kind, double factor, double seconds)
 {
     double best = 0, spent = 0;
     for (int round = 0; (round < 3 || spent < seconds) && round < 50; round++) {
@@ -150,7 +150,8 @@ ntp_status ntp__gpu_ceilings_measure(ntp_ctx *ctx, double seconds, ntp_gpu_ceili
         st = rt(ctx, e, "stream and events");
         goto done;
     }
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, t.s) != CUBLAS_STATUS_SUCCESS) {
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(h, t.s) != CUBLAS_STATUS_SUCCESS) {
         st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "GPU ceilings: cuBLAS handle");
         goto done;
     }
@@ -189,8 +190,8 @@ done:
 
 void ntp__gpu_ceilings_print(FILE *f, const ntp_gpu_ceilings *c)
 {
-    fprintf(f, "gpu: %s, sm_%d%d, %d SMs at %.2f GHz, %.1f GiB\n", c->name, c->sm_major, c->sm_minor,
-            c->sms, c->clock_ghz, (double)c->memory_bytes / 1073741824.0);
+    fprintf(f, "gpu: %s, sm_%d%d, %d SMs at %.2f GHz, %.1f GiB\n", c->name, c->sm_major,
+            c->sm_minor, c->sms, c->clock_ghz, (double)c->memory_bytes / 1073741824.0);
     for (int k = 0; k < NTP_GPU_N_PEAKS; k++)
         fprintf(f, "  GEMM %-4s %10.1f GFLOP/s (cuBLAS, %dx%dx%d)\n", ntp__gpu_peak_name(k),
                 c->gemm_gflops[k], c->gemm_n[k], c->gemm_n[k], c->gemm_n[k]);

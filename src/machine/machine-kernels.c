@@ -99,10 +99,8 @@ bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p)
         if (p == NTP_KPREC_I8)
             return has_flag("avx512_vnni");
         return true;
-    case NTP_ISA_AVX2:
-        return cpu_avx2() && p != NTP_KPREC_BF16;
-    case NTP_ISA_SCALAR:
-        return p == NTP_KPREC_F64 || p == NTP_KPREC_F32;
+    case NTP_ISA_AVX2: return cpu_avx2() && p != NTP_KPREC_BF16;
+    case NTP_ISA_SCALAR: return p == NTP_KPREC_F64 || p == NTP_KPREC_F32;
     }
     return false;
 }
@@ -133,7 +131,16 @@ bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p)
  * operands: 16 chains cover two pipes of latency up to 8, 28 is what
  * fits. ymm (AVX2): 16 registers: 12 and 14. The AVX2 int8 sequence needs
  * two registers per chain: 4 and 6. Scalar: 8 and 12. */
-enum { Z_PEAK = 16, Z_MORE = 28, Y_PEAK = 12, Y_MORE = 14, YI_PEAK = 4, YI_MORE = 6, S_PEAK = 8, S_MORE = 12 };
+enum {
+    Z_PEAK = 16,
+    Z_MORE = 28,
+    Y_PEAK = 12,
+    Y_MORE = 14,
+    YI_PEAK = 4,
+    YI_MORE = 6,
+    S_PEAK = 8,
+    S_MORE = 12
+};
 
 #define OPAQUE(i) __asm__ volatile("" : "+v"(a##i));
 
@@ -163,9 +170,12 @@ enum { Z_PEAK = 16, Z_MORE = 28, Y_PEAK = 12, Y_MORE = 14, YI_PEAK = 4, YI_MORE 
 #define D(i) __m512 a##i = _mm512_set1_ps(0.5f + 0.01f * (i));
 #define S(i) a##i = _mm512_fmadd_ps(a##i, m, c);
 #define A(i) s = _mm512_add_ps(s, a##i);
-KERNEL(f32_z1, T512, R1, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
-KERNEL(f32_zp, T512, R16, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
-KERNEL(f32_zm, T512, R28, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(f32_z1, T512, R1, __m512, D, S, , __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
+KERNEL(f32_zp, T512, R16, __m512, D, S, , __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
+KERNEL(f32_zm, T512, R28, __m512, D, S, , __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
 #undef KERNEL_CONSTS
 #undef D
 #undef S
@@ -175,9 +185,12 @@ KERNEL(f32_zm, T512, R28, __m512, D, S, , __m512, _mm512_setzero_ps(), A, *sink 
 #define D(i) __m512d a##i = _mm512_set1_pd(0.5 + 0.01 * (i));
 #define S(i) a##i = _mm512_fmadd_pd(a##i, m, c);
 #define A(i) s = _mm512_add_pd(s, a##i);
-KERNEL(f64_z1, T512, R1, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
-KERNEL(f64_zp, T512, R16, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
-KERNEL(f64_zm, T512, R28, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sink = _mm512_reduce_add_pd(s);)
+KERNEL(f64_z1, T512, R1, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A,
+       *sink = _mm512_reduce_add_pd(s);)
+KERNEL(f64_zp, T512, R16, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A,
+       *sink = _mm512_reduce_add_pd(s);)
+KERNEL(f64_zm, T512, R28, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A,
+       *sink = _mm512_reduce_add_pd(s);)
 #undef KERNEL_CONSTS
 #undef D
 #undef S
@@ -194,9 +207,12 @@ KERNEL(f64_zm, T512, R28, __m512d, D, S, , __m512d, _mm512_setzero_pd(), A, *sin
 #define S(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)x, (__m512bh)y);
 #define P __asm__ volatile("" : "+v"(x), "+v"(y));
 #define A(i) s = _mm512_add_ps(s, a##i);
-KERNEL(bf16_z1, TBF16, R1, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
-KERNEL(bf16_zp, TBF16, R16, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
-KERNEL(bf16_zm, TBF16, R28, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *sink = _mm512_reduce_add_ps(s);)
+KERNEL(bf16_z1, TBF16, R1, __m512, D, S, P, __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
+KERNEL(bf16_zp, TBF16, R16, __m512, D, S, P, __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
+KERNEL(bf16_zm, TBF16, R28, __m512, D, S, P, __m512, _mm512_setzero_ps(), A,
+       *sink = _mm512_reduce_add_ps(s);)
 #undef KERNEL_CONSTS
 #undef D
 #undef S
@@ -206,12 +222,15 @@ KERNEL(bf16_zm, TBF16, R28, __m512, D, S, P, __m512, _mm512_setzero_ps(), A, *si
  * 32-bit lane, 128 operations per zmm instruction (64 with ymm). */
 #define TVNNI __attribute__((target("avx512f,avx512vnni")))
 #define KERNEL_CONSTS __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-#define D(i) __m512i a##i = _mm512_set1_epi32((i) * 1000);
+#define D(i) __m512i a##i = _mm512_set1_epi32((i)*1000);
 #define S(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
 #define A(i) s = _mm512_add_epi32(s, a##i);
-KERNEL(i8_z1, TVNNI, R1, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
-KERNEL(i8_zp, TVNNI, R16, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
-KERNEL(i8_zm, TVNNI, R28, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, *sink = (double)_mm512_reduce_add_epi32(s);)
+KERNEL(i8_z1, TVNNI, R1, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A,
+       *sink = (double)_mm512_reduce_add_epi32(s);)
+KERNEL(i8_zp, TVNNI, R16, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A,
+       *sink = (double)_mm512_reduce_add_epi32(s);)
+KERNEL(i8_zm, TVNNI, R28, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A,
+       *sink = (double)_mm512_reduce_add_epi32(s);)
 #undef KERNEL_CONSTS
 #undef D
 #undef S
@@ -220,10 +239,13 @@ KERNEL(i8_zm, TVNNI, R28, __m512i, D, S, P, __m512i, _mm512_setzero_si512(), A, 
 /* The VEX form (AVX-VNNI: Alder Lake and later cores without AVX-512). */
 #define TAVXVNNI __attribute__((target("avx2,avxvnni")))
 #define KERNEL_CONSTS __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);
-#define D(i) __m256i a##i = _mm256_set1_epi32((i) * 1000);
+#define D(i) __m256i a##i = _mm256_set1_epi32((i)*1000);
 #define S(i) a##i = _mm256_dpbusd_avx_epi32(a##i, x, y);
 #define A(i) s = _mm256_add_epi32(s, a##i);
-#define FIN_I256 int out[8]; _mm256_storeu_si256((__m256i *)out, s); *sink = (double)out[0] + out[7];
+#define FIN_I256                            \
+    int out[8];                             \
+    _mm256_storeu_si256((__m256i *)out, s); \
+    *sink = (double)out[0] + out[7];
 KERNEL(i8_v1, TAVXVNNI, R1, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
 KERNEL(i8_vp, TAVXVNNI, R12, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
 KERNEL(i8_vm, TAVXVNNI, R14, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), A, FIN_I256)
@@ -238,7 +260,10 @@ KERNEL(i8_vm, TAVXVNNI, R14, __m256i, D, S, P, __m256i, _mm256_setzero_si256(), 
 #define D(i) __m256 a##i = _mm256_set1_ps(0.5f + 0.01f * (i));
 #define S(i) a##i = _mm256_fmadd_ps(a##i, m, c);
 #define A(i) s = _mm256_add_ps(s, a##i);
-#define FIN_PS float out[8]; _mm256_storeu_ps(out, s); *sink = out[0] + out[7];
+#define FIN_PS                \
+    float out[8];             \
+    _mm256_storeu_ps(out, s); \
+    *sink = out[0] + out[7];
 KERNEL(f32_y1, T256, R1, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
 KERNEL(f32_yp, T256, R12, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
 KERNEL(f32_ym, T256, R14, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS)
@@ -251,7 +276,10 @@ KERNEL(f32_ym, T256, R14, __m256, D, S, , __m256, _mm256_setzero_ps(), A, FIN_PS
 #define D(i) __m256d a##i = _mm256_set1_pd(0.5 + 0.01 * (i));
 #define S(i) a##i = _mm256_fmadd_pd(a##i, m, c);
 #define A(i) s = _mm256_add_pd(s, a##i);
-#define FIN_PD double out[4]; _mm256_storeu_pd(out, s); *sink = out[0] + out[3];
+#define FIN_PD                \
+    double out[4];            \
+    _mm256_storeu_pd(out, s); \
+    *sink = out[0] + out[3];
 KERNEL(f64_y1, T256, R1, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
 KERNEL(f64_yp, T256, R12, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
 KERNEL(f64_ym, T256, R14, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_PD)
@@ -269,7 +297,7 @@ KERNEL(f64_ym, T256, R14, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_
  * once and only repeat the additions. The products do not depend on the
  * accumulators, so the multiplier ports, not latency, bound the loop. */
 #define KERNEL_CONSTS const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
-#define D(i) __m256i a##i = _mm256_set1_epi32((i) * 1000), x##i = _mm256_set1_epi8((char)(i + 1));
+#define D(i) __m256i a##i = _mm256_set1_epi32((i)*1000), x##i = _mm256_set1_epi8((char)(i + 1));
 #define S(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x##i, y), ones));
 #define A(i) s = _mm256_add_epi32(s, a##i);
 #define XO(i) __asm__ volatile("" : "+v"(x##i));
@@ -412,7 +440,7 @@ void ntp__clock_chain(int64_t iters)
 #define NTP_NO_ASAN __attribute__((no_sanitize_address))
 
 NTP_NO_ASAN __attribute__((target("avx2,fma"))) static void triad_avx2(double *a, const double *b,
-                                                           const double *c, int64_t n)
+                                                                       const double *c, int64_t n)
 {
     const __m256d s = _mm256_set1_pd(1.5);
     for (int64_t i = 0; i + 8 <= n; i += 8) {
@@ -424,7 +452,7 @@ NTP_NO_ASAN __attribute__((target("avx2,fma"))) static void triad_avx2(double *a
 }
 
 NTP_NO_ASAN __attribute__((target("avx512f"))) static void triad_avx512(double *a, const double *b,
-                                                            const double *c, int64_t n)
+                                                                        const double *c, int64_t n)
 {
     const __m512d s = _mm512_set1_pd(1.5);
     for (int64_t i = 0; i + 8 <= n; i += 8)
@@ -437,8 +465,7 @@ NTP_NO_ASAN static void triad_scalar(double *a, const double *b, const double *c
         a[i] = b[i] + 1.5 * c[i];
 }
 
-double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n,
-                      int reps)
+double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n, int reps)
 {
     /* The vector loops handle whole groups of 8; callers size arrays so. */
     n -= n % 8;

@@ -45,13 +45,13 @@ struct team {
     pthread_barrier_t barrier;
     team_fn fn;
     void *arg;
-    atomic_bool failed;         /* a worker could not allocate */
+    atomic_bool failed; /* a worker could not allocate */
     /* Workers wait for `go` before touching the barrier, so a team whose
      * last thread failed to start can be sent home instead of waiting at
      * a barrier that would never open. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int go;                     /* 0 wait, 1 run, -1 abandon */
+    int go; /* 0 wait, 1 run, -1 abandon */
 };
 
 typedef struct worker {
@@ -91,7 +91,8 @@ static int team_cpus(team *tm, int limit)
     }
     if (tm->n == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE && (limit <= 0 || tm->n < limit); c++)
+        for (int c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE && (limit <= 0 || tm->n < limit);
+             c++)
             tm->cpus[tm->n++] = c;
     }
     return tm->n;
@@ -156,7 +157,8 @@ static ntp_status team_run(ntp_ctx *ctx, team *tm, team_fn fn, void *arg)
     free(th);
     free(ws);
     if (st == NTP_STATUS_OK && tm->failed)
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "machine: out of memory for the triad arrays");
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
+                        "machine: out of memory for the triad arrays");
     return st;
 }
 
@@ -223,14 +225,14 @@ static void spread_of(const double *v, const bool *clean, int n, double *best,
 typedef struct fma_job {
     ntp_isa isa;
     ntp_kernel_prec prec;
-    int64_t iters;              /* per thread per round */
-    double ops;                 /* per thread per round */
+    int64_t iters; /* per thread per round */
+    double ops;    /* per thread per round */
     double t0;
-    bool smt;                   /* threads of the team may share a core */
-    double gflops[ROUNDS];      /* per round, all threads */
-    bool clean[ROUNDS];         /* no thread lost its CPU during the round */
-    double *rate;               /* [thread * ROUNDS + round]: ops / thread CPU time */
-    double *ratio;              /* [thread * ROUNDS + round]: CPU time / wall time */
+    bool smt;              /* threads of the team may share a core */
+    double gflops[ROUNDS]; /* per round, all threads */
+    bool clean[ROUNDS];    /* no thread lost its CPU during the round */
+    double *rate;          /* [thread * ROUNDS + round]: ops / thread CPU time */
+    double *ratio;         /* [thread * ROUNDS + round]: CPU time / wall time */
     double sink;
 } fma_job;
 
@@ -317,7 +319,8 @@ static ntp_status fma_measure(ntp_ctx *ctx, team *tm, bool smt, ntp_isa isa, ntp
 /* Attempts at a whole-machine peak while it reads as contended. */
 #define PEAK_ATTEMPTS 3
 
-static void append_note(ntp_ceilings *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append_note(ntp_ceilings *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void append_note(ntp_ceilings *c, const char *fmt, ...)
 {
     size_t u = strlen(c->note);
@@ -353,7 +356,8 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
         /* One thread first: a whole machine below it is a busy machine. */
         double best1 = 0, best = 0;
         ntp_ceiling_spread sp1 = {0}, sp = {0};
-        if (tm->n > 1 && (st = fma_measure(ctx, one, smt, isa, (ntp_kernel_prec)p, iters, &best1, &sp1)))
+        if (tm->n > 1 &&
+            (st = fma_measure(ctx, one, smt, isa, (ntp_kernel_prec)p, iters, &best1, &sp1)))
             break;
         for (int attempt = 0; attempt < PEAK_ATTEMPTS; attempt++) {
             double b = 0;
@@ -378,7 +382,8 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
         snprintf(pk->precision, sizeof pk->precision, "%s", ntp__kprec_name((ntp_kernel_prec)p));
         sp.one_thread = tm->n > 1 ? best1 : best;
         if (tm->n > 1 && best < best1) {
-            append_note(c, "%s peak at %d threads (%.4g GFLOP/s) below one thread's (%.4g): "
+            append_note(c,
+                        "%s peak at %d threads (%.4g GFLOP/s) below one thread's (%.4g): "
                         "another process held a CPU; the one-thread figure is kept",
                         pk->precision, tm->n, best, best1);
             best = best1;
@@ -410,12 +415,15 @@ static void check_ratios(ntp_ceilings *c)
         return;
     for (int i = 0; i < c->n_peaks; i++) {
         double limit = strcmp(c->peaks[i].precision, "bf16") == 0 ? NTP_MACHINE_BF16_RATIO
-                       : strcmp(c->peaks[i].precision, "i8") == 0 ? NTP_MACHINE_I8_RATIO : 0;
+                       : strcmp(c->peaks[i].precision, "i8") == 0 ? NTP_MACHINE_I8_RATIO
+                                                                  : 0;
         double ratio = c->peaks[i].gflops / f32->gflops;
         if (limit > 0 && ratio > limit) {
             c->peak_spread[f32 - c->peaks].contended = true;
-            append_note(c, "%s peak %.1fx the f32 peak, above the %.1fx the units can do: the "
-                        "f32 peak was measured low", c->peaks[i].precision, ratio, limit);
+            append_note(c,
+                        "%s peak %.1fx the f32 peak, above the %.1fx the units can do: the "
+                        "f32 peak was measured low",
+                        c->peaks[i].precision, ratio, limit);
         }
     }
 }
@@ -424,8 +432,8 @@ static void check_ratios(ntp_ceilings *c)
 
 typedef struct triad_job {
     ntp_isa isa;
-    int64_t n;                  /* doubles per array per thread */
-    int reps;                   /* passes per round */
+    int64_t n; /* doubles per array per thread */
+    int reps;  /* passes per round */
     double t0;
     double secs[ROUNDS];
     bool clean[ROUNDS];
@@ -438,7 +446,8 @@ static void triad_worker(team *tm, int id)
     size_t bytes = (size_t)j->n * sizeof(double);
     /* Each thread allocates and first touches its own arrays, so they live
      * on its NUMA node and in its caches. */
-    double *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes), *c = aligned_alloc(64, bytes);
+    double *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes),
+           *c = aligned_alloc(64, bytes);
     bool ok = a && b && c;
     if (!ok)
         tm->failed = true;

@@ -75,7 +75,8 @@ static void spread_json(bool *ok, json_t *o, const ntp_ceiling_spread *sp, const
     ntp__jset(ok, o, key, ntp__json_num(sp->min));
     snprintf(key, sizeof key, "median_%s", unit);
     ntp__jset(ok, o, key, ntp__json_num(sp->median));
-    ntp__jset(ok, o, "other_busy", sp->other_busy >= 0 ? ntp__json_num(sp->other_busy) : json_null());
+    ntp__jset(ok, o, "other_busy",
+              sp->other_busy >= 0 ? ntp__json_num(sp->other_busy) : json_null());
     ntp__jset(ok, o, "contended", json_boolean(sp->contended));
 }
 
@@ -137,7 +138,8 @@ json_t *ntp__ceilings_json(const ntp_ceilings *c)
     ntp__jset(&ok, o, "ntprof_version", ntp__json_str(c->ntprof_version));
     ntp__jset(&ok, o, "threads", json_integer(c->threads));
     ntp__jset(&ok, o, "loadavg", c->loadavg >= 0 ? ntp__json_num(c->loadavg) : json_null());
-    ntp__jset(&ok, o, "other_busy", c->other_busy >= 0 ? ntp__json_num(c->other_busy) : json_null());
+    ntp__jset(&ok, o, "other_busy",
+              c->other_busy >= 0 ? ntp__json_num(c->other_busy) : json_null());
     ntp__jset(&ok, o, "contended", json_boolean(c->contended));
     ntp__jset(&ok, o, "note", ntp__json_str(c->note));
     ntp__jset(&ok, o, "peaks", peaks_json(&ok, c->peaks, c->peak_spread, c->n_peaks, false));
@@ -184,7 +186,8 @@ static void spread_from_json(json_t *v, const char *unit, ntp_ceiling_spread *sp
     sp->min = num_field(v, key);
     snprintf(key, sizeof key, "median_%s", unit);
     sp->median = num_field(v, key);
-    sp->other_busy = json_is_number(json_object_get(v, "other_busy")) ? num_field(v, "other_busy") : -1;
+    sp->other_busy =
+        json_is_number(json_object_get(v, "other_busy")) ? num_field(v, "other_busy") : -1;
     sp->contended = json_is_true(json_object_get(v, "contended"));
 }
 
@@ -193,7 +196,8 @@ static int peaks_from_json(json_t *a, ntp_peak *p, ntp_ceiling_spread *sp, int m
     int n = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         if (n >= max || !json_is_object(v))
             break;
         str_field(v, "precision", p[n].precision, sizeof p[n].precision);
@@ -212,7 +216,8 @@ int ntp__gpu_ceilings_from_json(json_t *a, ntp_gpu_ceilings *out, int max)
     int n = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         if (n >= max || !json_is_object(v))
             break;
         ntp_gpu_ceilings *g = &out[n++];
@@ -227,7 +232,8 @@ int ntp__gpu_ceilings_from_json(json_t *a, ntp_gpu_ceilings *out, int max)
         g->memory_bytes = (int64_t)num_field(v, "memory_bytes");
         size_t k;
         json_t *p;
-        json_array_foreach(json_object_get(v, "gemm"), k, p) {
+        json_array_foreach(json_object_get(v, "gemm"), k, p)
+        {
             char math[8];
             str_field(p, "math", math, sizeof math);
             for (int m = 0; m < NTP_GPU_MATH_COUNT; m++)
@@ -255,15 +261,17 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
     c->threads = (int)num_field(j, "threads");
     c->n_peaks = peaks_from_json(json_object_get(j, "peaks"), c->peaks, c->peak_spread,
                                  NTP_MACHINE_MAX_PEAKS);
-    c->n_gemm = peaks_from_json(json_object_get(j, "gemm"), c->gemm, c->gemm_spread,
-                                NTP_MACHINE_MAX_PEAKS);
+    c->n_gemm =
+        peaks_from_json(json_object_get(j, "gemm"), c->gemm, c->gemm_spread, NTP_MACHINE_MAX_PEAKS);
     c->loadavg = json_is_number(json_object_get(j, "loadavg")) ? num_field(j, "loadavg") : -1;
-    c->other_busy = json_is_number(json_object_get(j, "other_busy")) ? num_field(j, "other_busy") : -1;
+    c->other_busy =
+        json_is_number(json_object_get(j, "other_busy")) ? num_field(j, "other_busy") : -1;
     c->contended = json_is_true(json_object_get(j, "contended"));
     str_field(j, "note", c->note, sizeof c->note);
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(j, "bandwidth"), i, v) {
+    json_array_foreach(json_object_get(j, "bandwidth"), i, v)
+    {
         if (c->n_levels >= NTP_MACHINE_MAX_LEVELS || !json_is_object(v))
             break;
         spread_from_json(v, "gbps", &c->level_spread[c->n_levels]);
@@ -273,8 +281,8 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
         b->gbps = num_field(v, "gbps");
     }
     /* Ceilings cached before GPUs were measured have neither field. */
-    c->n_gpus = ntp__gpu_ceilings_from_json(json_object_get(j, "gpus"), c->gpus,
-                                            NTP_MACHINE_MAX_GPUS);
+    c->n_gpus =
+        ntp__gpu_ceilings_from_json(json_object_get(j, "gpus"), c->gpus, NTP_MACHINE_MAX_GPUS);
     str_field(j, "gpu_note", c->gpu_note, sizeof c->gpu_note);
     return true;
 }
@@ -284,7 +292,9 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
 static const char *cache_name(const ntp_cache_info *c, char *buf, size_t len)
 {
     snprintf(buf, len, "L%d%s", c->level,
-             strcmp(c->type, "data") == 0 ? "d" : strcmp(c->type, "instruction") == 0 ? "i" : "");
+             strcmp(c->type, "data") == 0          ? "d"
+             : strcmp(c->type, "instruction") == 0 ? "i"
+                                                   : "");
     return buf;
 }
 
@@ -362,7 +372,8 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
     used = 0;
     line[0] = '\0';
     for (int i = 0; i < m->n_gpus && used < sizeof line; i++)
-        used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", i ? ", " : "", m->gpus[i]);
+        used +=
+            (size_t)snprintf(line + used, sizeof line - used, "%s%s", i ? ", " : "", m->gpus[i]);
     ntp__put_wrapped(f, "GPUs: ", m->n_gpus ? line : "none seen");
     ntp__put_linef(f, "host %s; topology from %s", m->hostname, m->source);
     fputc('\n', f);
@@ -376,8 +387,10 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
     if (c->loadavg >= 0 || c->other_busy >= 0) {
         char load[160], pct[16];
         snprintf(pct, sizeof pct, "%.0f%%", 100 * c->other_busy);
-        snprintf(load, sizeof load, "load average %.2f at the start; other processes took %s of the "
-                 "CPUs while measuring", c->loadavg, c->other_busy >= 0 ? pct : "an unknown share");
+        snprintf(load, sizeof load,
+                 "load average %.2f at the start; other processes took %s of the "
+                 "CPUs while measuring",
+                 c->loadavg, c->other_busy >= 0 ? pct : "an unknown share");
         ntp__put_wrapped(f, "", load);
     }
     ntp__put_linef(f, "%-12s %12s %19s %9s  %s", "compute", "GFLOP/s", "spread", "1 thread",
@@ -389,7 +402,8 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
         ntp__put_linef(f, "%-12s %12s %19s %9s  %s%s", name,
                        ntp__fit_number(c->peaks[i].gflops, 12, 1, a, sizeof a),
                        spread_cell(sp, line, sizeof line),
-                       sp->one_thread > 0 ? ntp__fit_number(sp->one_thread, 9, 1, b, sizeof b) : "-",
+                       sp->one_thread > 0 ? ntp__fit_number(sp->one_thread, 9, 1, b, sizeof b)
+                                          : "-",
                        sp->contended ? "[UNDER LOAD] " : "", c->peaks[i].method);
     }
     for (int i = 0; i < c->n_gemm; i++) {
@@ -415,8 +429,10 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
                        ntp__human_bytes((double)c->levels[i].working_set_bytes, b, sizeof b));
     if (c->contended || c->note[0]) {
         char warn[512];
-        snprintf(warn, sizeof warn, "%s%s; re-measure with `ntprof machine --remeasure` on a quiet "
-                 "machine", c->contended ? "measured under load: " : "", c->note[0] ? c->note : "");
+        snprintf(warn, sizeof warn,
+                 "%s%s; re-measure with `ntprof machine --remeasure` on a quiet "
+                 "machine",
+                 c->contended ? "measured under load: " : "", c->note[0] ? c->note : "");
         ntp__put_wrapped(f, "warning: ", warn);
     }
     const ntp_peak *pk = ntp_ceilings_peak(c, NTP_DTYPE_F32);
@@ -463,12 +479,14 @@ static void write_csv(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
         csv_row(f, "cache", name, (double)m->caches[i].size_bytes, "bytes", detail);
     }
     for (int i = 0; c && i < c->n_peaks; i++)
-        csv_row(f, "peak", c->peaks[i].precision, c->peaks[i].gflops, "GFLOP/s", c->peaks[i].method);
+        csv_row(f, "peak", c->peaks[i].precision, c->peaks[i].gflops, "GFLOP/s",
+                c->peaks[i].method);
     for (int i = 0; c && i < c->n_gemm; i++)
         csv_row(f, "gemm", c->gemm[i].precision, c->gemm[i].gflops, "GFLOP/s", c->gemm[i].method);
     for (int i = 0; c && i < c->n_levels; i++) {
         char detail[64];
-        snprintf(detail, sizeof detail, "working set %" PRId64 " bytes", c->levels[i].working_set_bytes);
+        snprintf(detail, sizeof detail, "working set %" PRId64 " bytes",
+                 c->levels[i].working_set_bytes);
         csv_row(f, "bandwidth", c->levels[i].level, c->levels[i].gbps, "GB/s", detail);
     }
     /* GPU rows are named "gpu<i>:<what>"; a machine without one has a
@@ -498,17 +516,14 @@ static void write_csv(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
 }
 
 ntp_status ntp_report_write_machine(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
-                             ntp_format fmt, FILE *f)
+                                    ntp_format fmt, FILE *f)
 {
     if (!m || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_machine: no machine or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_machine: no machine or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        write_table(m, c, f);
-        return ntp__check_stream(ctx, f, "machine");
-    case NTP_FORMAT_CSV:
-        write_csv(m, c, f);
-        return ntp__check_stream(ctx, f, "machine");
+    case NTP_FORMAT_TABLE: write_table(m, c, f); return ntp__check_stream(ctx, f, "machine");
+    case NTP_FORMAT_CSV: write_csv(m, c, f); return ntp__check_stream(ctx, f, "machine");
     case NTP_FORMAT_JSON: {
         bool ok = true;
         json_t *root = json_object();

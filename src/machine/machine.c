@@ -38,7 +38,7 @@ static void describe_caches(hwloc_topology_t t, ntp_machine_info *m)
     /* Data and unified caches first (they bound the triad's levels), then
      * instruction caches. */
     static const hwloc_obj_type_t types[] = {
-        HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L4CACHE,
+        HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE,  HWLOC_OBJ_L3CACHE,  HWLOC_OBJ_L4CACHE,
         HWLOC_OBJ_L5CACHE, HWLOC_OBJ_L1ICACHE, HWLOC_OBJ_L2ICACHE, HWLOC_OBJ_L3ICACHE,
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {

@@ -52,20 +52,20 @@ void ntp__store_free(ntp_counter_store *s);
 #define NTP_CREASON 320
 
 typedef struct ntp_cevent {
-    char name[NTP_CNAME];       /* as reported: "cycles", "msr/tsc/", "perf::PAGE-FAULTS" */
-    char unit[16];              /* "ns" for clocks, a sysfs unit, "" for counts */
-    double scale;               /* sysfs .scale, 1 otherwise */
+    char name[NTP_CNAME]; /* as reported: "cycles", "msr/tsc/", "perf::PAGE-FAULTS" */
+    char unit[16];        /* "ns" for clocks, a sysfs unit, "" for counts */
+    double scale;         /* sysfs .scale, 1 otherwise */
     struct perf_event_attr attr;
-    int group;                  /* its group; -1 when it cannot be counted */
-    int slot;                   /* position in its group's read, leader 0 */
-    char reason[NTP_CREASON];   /* why it cannot be counted */
+    int group;                /* its group; -1 when it cannot be counted */
+    int slot;                 /* position in its group's read, leader 0 */
+    char reason[NTP_CREASON]; /* why it cannot be counted */
 } ntp_cevent;
 
 /* Events counted together, so ratios between them are consistent. */
 typedef struct ntp_cgroup {
-    char name[24];              /* "sw", "basic", "cache", "topdown", "user" */
-    int n;                      /* events opened in the group */
-    int ev[NTP_MAX_CEVENTS];    /* event indices in read order, leader first */
+    char name[24];           /* "sw", "basic", "cache", "topdown", "user" */
+    int n;                   /* events opened in the group */
+    int ev[NTP_MAX_CEVENTS]; /* event indices in read order, leader first */
 } ntp_cgroup;
 
 typedef struct ntp_counters {
@@ -76,12 +76,12 @@ typedef struct ntp_counters {
     /* Open counters: one group per thread of the process. */
     int n_thr;
     pid_t *tid;
-    int *fd;                    /* fd[t * n_ev + e], -1 when not open */
-    size_t snap_len;            /* uint64s in one snapshot */
-    uint64_t *buf;              /* read buffer */
-    bool user_only;             /* the kernel was excluded (perf_event_paranoid) */
+    int *fd;         /* fd[t * n_ev + e], -1 when not open */
+    size_t snap_len; /* uint64s in one snapshot */
+    uint64_t *buf;   /* read buffer */
+    bool user_only;  /* the kernel was excluded (perf_event_paranoid) */
     bool any_open;
-    int threads_missed;         /* threads whose groups could not be opened */
+    int threads_missed; /* threads whose groups could not be opened */
 } ntp_counters;
 
 /* Accumulated over intervals: the sum of scaled values, and the enabled
@@ -180,8 +180,8 @@ typedef enum ntp_tool_kind {
 
 typedef struct ntp_tool_spec {
     ntp_tool_kind kind;
-    char name[16];              /* "perf-stat" */
-    char events[512];           /* after the colon, or the tool's default */
+    char name[16];    /* "perf-stat" */
+    char events[512]; /* after the colon, or the tool's default */
 } ntp_tool_spec;
 
 /* Parse "perf-stat:task-clock,cycles" (an unknown tool fails with a
@@ -191,9 +191,9 @@ const char *ntp__tool_name(ntp_tool_kind k);
 
 /* A range of report rows a tool counts inside. */
 typedef struct ntp_tool_seg {
-    int first, last;            /* rows, inclusive */
-    int marker;                 /* index into ntp_run_result.markers; -1: a row */
-    char events[512];           /* perf-stat / perf-record events */
+    int first, last;  /* rows, inclusive */
+    int marker;       /* index into ntp_run_result.markers; -1: a row */
+    char events[512]; /* perf-stat / perf-record events */
 } ntp_tool_seg;
 
 /* One figure a tool produced for a segment, per iteration. */
@@ -210,7 +210,7 @@ typedef struct ntp_tool_value {
 typedef struct ntp_tool_result {
     int n, cap;
     ntp_tool_value *v;
-    char notes[4][512];         /* files left, how it ran */
+    char notes[4][512]; /* files left, how it ran */
     int n_notes;
 } ntp_tool_result;
 
@@ -234,11 +234,11 @@ void ntp__tool_result_free(ntp_tool_result *res);
 typedef struct ntp_tool_child {
     ntp_tool_kind kind;
     int iterations;
-    int n_rows;                 /* the parent's row count: the child must agree */
+    int n_rows; /* the parent's row count: the child must agree */
     int n_segs;
-    ntp_tool_seg *segs;         /* events: the number of perf events, as text */
-    int *seg_events;            /* perf events per segment */
-    int ctl_fd, ack_fd;         /* perf's control fifos, -1 for valgrind */
+    ntp_tool_seg *segs; /* events: the number of perf events, as text */
+    int *seg_events;    /* perf events per segment */
+    int ctl_fd, ack_fd; /* perf's control fifos, -1 for valgrind */
 } ntp_tool_child;
 
 /* Is this process a tool's child? Parses NTP_TOOL and its companions. */

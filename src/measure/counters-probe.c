@@ -94,7 +94,8 @@ static void probe_sets(probe *p)
         const char *name, *desc;
     } sets[] = {
         {"sw", "task-clock, page-faults, context-switches, cpu-migrations (software: everywhere)"},
-        {"basic", "cycles, instructions, branches, branch-misses, stalled cycles; IPC, branch MPKI"},
+        {"basic",
+         "cycles, instructions, branches, branch-misses, stalled cycles; IPC, branch MPKI"},
         {"cache", "cache references and misses, L1D and LLC loads and misses; miss ratios, MPKI"},
         {"topdown", "top-down level 1: front-end bound, bad speculation, back-end bound, retiring"},
     };
@@ -162,8 +163,9 @@ static void probe_libraries(probe *p)
         return;
     /* Each event on its own: PAPI lists presets from libpfm4's tables, and
      * only starting one shows whether the kernel can count it. */
-    static const char *const ev[] = {"PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_L1_DCM", "PAPI_BR_MSP",
-                                     "perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CYCLES"};
+    static const char *const ev[] = {"PAPI_TOT_INS", "PAPI_TOT_CYC",     "PAPI_L1_DCM",
+                                     "PAPI_BR_MSP",  "perf::TASK-CLOCK", "perf::PAGE-FAULTS",
+                                     "perf::CYCLES"};
     ntp_ctx *ctx = ntp_ctx_init();
     for (size_t i = 0; ctx && i < sizeof ev / sizeof ev[0]; i++) {
         ntp_papi *pp = NULL;
@@ -199,14 +201,17 @@ static void probe_tools(probe *p)
         snprintf(buf, sizeof buf, vg ? "%s (%s)" : "%.0s%s", path, ver);
 #if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     vg = false;
-    snprintf(buf, sizeof buf, "this ntprof is built with AddressSanitizer, which cannot run "
+    snprintf(buf, sizeof buf,
+             "this ntprof is built with AddressSanitizer, which cannot run "
              "under valgrind");
 #endif
     add(p, "callgrind", "tool", "simulated instructions per layer (valgrind, deterministic)",
         vg && hdr, buf);
     char cg[1400];
-    snprintf(cg, sizeof cg, "%s; runs callgrind with --cache-sim=yes --branch-sim=yes (cachegrind "
-             "itself cannot be steered per layer before valgrind 3.22)", buf);
+    snprintf(cg, sizeof cg,
+             "%s; runs callgrind with --cache-sim=yes --branch-sim=yes (cachegrind "
+             "itself cannot be steered per layer before valgrind 3.22)",
+             buf);
     add(p, "cachegrind", "tool", "simulated L1/LL cache misses and branch mispredictions per layer",
         vg && hdr, cg);
     add(p, "papi", "tool", "PAPI event sets read between layers (the calling thread)",

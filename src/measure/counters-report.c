@@ -110,7 +110,8 @@ void ntp__counters_table(FILE *f, const ntp_run_result *r)
     if (!r->counter_store)
         return;
     char head[512];
-    snprintf(head, sizeof head, "counters%s%s%s%s, per iteration of %d counting iteration%s "
+    snprintf(head, sizeof head,
+             "counters%s%s%s%s, per iteration of %d counting iteration%s "
              "(* multiplexed: scaled by time enabled / running):",
              r->counters ? " --counters " : "", r->counters ? r->counters : "",
              r->tool ? " --tool " : "", r->tool ? r->tool : "", r->counter_iterations,
@@ -143,14 +144,16 @@ void ntp__counters_table(FILE *f, const ntp_run_result *r)
             continue;
         bool seen = false;
         for (int j = 0; j < i; j++)
-            seen |= !first[j].available && first[j].reason && !strcmp(first[j].reason, first[i].reason);
+            seen |=
+                !first[j].available && first[j].reason && !strcmp(first[j].reason, first[i].reason);
         if (seen)
             continue;
         char names[1024];
         size_t u = 0;
         for (int j = i; j < nf && u < sizeof names; j++)
             if (!first[j].available && first[j].reason && !strcmp(first[j].reason, first[i].reason))
-                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "", first[j].name);
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
+                                      first[j].name);
         char text[2048];
         snprintf(text, sizeof text, "%s: %s", names, first[i].reason);
         ntp__put_wrapped(f, "n/a: ", text);

@@ -59,8 +59,8 @@ static bool apply_format(const char *pmu, const char *term, uint64_t value,
     char path[512], fmt[256];
     snprintf(path, sizeof path, SYSFS_PMU "%s/format/%s", pmu, term);
     if (!safe_name(term) || !read_line(path, fmt, sizeof fmt)) {
-        snprintf(reason, len, "PMU %s has no term '%s' (see %s%s/format/)", pmu, term,
-                 SYSFS_PMU, pmu);
+        snprintf(reason, len, "PMU %s has no term '%s' (see %s%s/format/)", pmu, term, SYSFS_PMU,
+                 pmu);
         return false;
     }
     __u64 *dst;
@@ -72,7 +72,8 @@ static bool apply_format(const char *pmu, const char *term, uint64_t value,
     else if (strncmp(p, "config:", 7) == 0)
         dst = &a->config, p += 7;
     else {
-        snprintf(reason, len, "format %s of PMU %s is '%s', which ntprof cannot read", term, pmu, fmt);
+        snprintf(reason, len, "format %s of PMU %s is '%s', which ntprof cannot read", term, pmu,
+                 fmt);
         return false;
     }
     /* Ranges fill from the value's low bits upwards, in the order given. */
@@ -100,8 +101,8 @@ static bool apply_format(const char *pmu, const char *term, uint64_t value,
 
 /* Apply "term=value,term,alias" to a. Depth limits alias expansion. */
 static ntp_status apply_terms(const char *pmu, const char *terms, struct perf_event_attr *a,
-                              char *unit, size_t unit_len, double *scale, char *reason,
-                              size_t len, int depth)
+                              char *unit, size_t unit_len, double *scale, char *reason, size_t len,
+                              int depth)
 {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", terms);
@@ -152,7 +153,8 @@ static ntp_status apply_terms(const char *pmu, const char *terms, struct perf_ev
                 return NTP_STATUS_UNKNOWN_NAME;
             continue;
         }
-        snprintf(reason, len, "PMU %s names no event '%s' (see %s%s/events/)", pmu, t, SYSFS_PMU, pmu);
+        snprintf(reason, len, "PMU %s names no event '%s' (see %s%s/events/)", pmu, t, SYSFS_PMU,
+                 pmu);
         return NTP_STATUS_UNKNOWN_NAME;
     }
     return NTP_STATUS_OK;
@@ -179,8 +181,10 @@ ntp_status ntp__sysfs_encode(const char *spec, struct perf_event_attr *attr, cha
     snprintf(path, sizeof path, SYSFS_PMU "%s/type", pmu);
     if (!safe_name(pmu) || !read_line(path, type, sizeof type)) {
         if (strcmp(pmu, "cpu") == 0 && !ntp__have_cpu_pmu())
-            snprintf(reason, len, "no hardware PMU: the kernel exposes no CPU performance counters "
-                     "(a VM without a virtual PMU; %scpu is missing)", SYSFS_PMU);
+            snprintf(reason, len,
+                     "no hardware PMU: the kernel exposes no CPU performance counters "
+                     "(a VM without a virtual PMU; %scpu is missing)",
+                     SYSFS_PMU);
         else
             snprintf(reason, len, "no PMU '%s' in %s", pmu, SYSFS_PMU);
         return NTP_STATUS_UNKNOWN_NAME;
@@ -195,7 +199,8 @@ ntp_status ntp__sysfs_encode(const char *spec, struct perf_event_attr *attr, cha
         else if (*m == 'k')
             attr->exclude_user = 1;
         else {
-            snprintf(reason, len, "'%s': unknown modifier '%c' after the last '/' (u or k)", spec, *m);
+            snprintf(reason, len, "'%s': unknown modifier '%c' after the last '/' (u or k)", spec,
+                     *m);
             return NTP_STATUS_PARSE_ERROR;
         }
     }

@@ -80,8 +80,8 @@ void ntp__store_free(ntp_counter_store *s)
 
 /* --- event names ----------------------------------------------------------------- */
 
-#define HWC(cache, op, res)                                                                  \
-    (PERF_COUNT_HW_CACHE_##cache | (PERF_COUNT_HW_CACHE_OP_##op << 8) |                     \
+#define HWC(cache, op, res)                                             \
+    (PERF_COUNT_HW_CACHE_##cache | (PERF_COUNT_HW_CACHE_OP_##op << 8) | \
      (PERF_COUNT_HW_CACHE_RESULT_##res << 16))
 
 /* perf's generic names, which every PMU driver maps to its own events. */
@@ -94,30 +94,47 @@ static const struct builtin {
 } builtins[] = {
     {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "", "core clock cycles"},
     {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, "", "instructions retired"},
-    {"branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, "", "branch instructions retired"},
+    {"branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, "",
+     "branch instructions retired"},
     {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, "", "mispredicted branches"},
-    {"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, "", "last-level cache accesses (the PMU's choice)"},
-    {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, "", "last-level cache misses (the PMU's choice)"},
-    {"stalled-cycles-frontend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "", "cycles the front end issued nothing"},
-    {"stalled-cycles-backend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "", "cycles the back end retired nothing"},
-    {"ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES, "", "reference cycles (not scaled by frequency)"},
+    {"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, "",
+     "last-level cache accesses (the PMU's choice)"},
+    {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, "",
+     "last-level cache misses (the PMU's choice)"},
+    {"stalled-cycles-frontend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "",
+     "cycles the front end issued nothing"},
+    {"stalled-cycles-backend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "",
+     "cycles the back end retired nothing"},
+    {"ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES, "",
+     "reference cycles (not scaled by frequency)"},
     {"bus-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES, "", "bus cycles"},
     {"L1-dcache-loads", PERF_TYPE_HW_CACHE, HWC(L1D, READ, ACCESS), "", "L1 data cache loads"},
-    {"L1-dcache-load-misses", PERF_TYPE_HW_CACHE, HWC(L1D, READ, MISS), "", "L1 data cache load misses"},
-    {"L1-icache-load-misses", PERF_TYPE_HW_CACHE, HWC(L1I, READ, MISS), "", "L1 instruction cache misses"},
+    {"L1-dcache-load-misses", PERF_TYPE_HW_CACHE, HWC(L1D, READ, MISS), "",
+     "L1 data cache load misses"},
+    {"L1-icache-load-misses", PERF_TYPE_HW_CACHE, HWC(L1I, READ, MISS), "",
+     "L1 instruction cache misses"},
     {"LLC-loads", PERF_TYPE_HW_CACHE, HWC(LL, READ, ACCESS), "", "last-level cache loads"},
-    {"LLC-load-misses", PERF_TYPE_HW_CACHE, HWC(LL, READ, MISS), "", "last-level cache load misses"},
+    {"LLC-load-misses", PERF_TYPE_HW_CACHE, HWC(LL, READ, MISS), "",
+     "last-level cache load misses"},
     {"dTLB-load-misses", PERF_TYPE_HW_CACHE, HWC(DTLB, READ, MISS), "", "data TLB load misses"},
     {"iTLB-load-misses", PERF_TYPE_HW_CACHE, HWC(ITLB, READ, MISS), "", "instruction TLB misses"},
-    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, "ns", "time on a CPU, all counted threads"},
-    {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "ns", "CPU clock, all counted threads"},
+    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, "ns",
+     "time on a CPU, all counted threads"},
+    {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "ns",
+     "CPU clock, all counted threads"},
     {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "", "page faults"},
-    {"minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, "", "page faults served without I/O"},
-    {"major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, "", "page faults that waited for I/O"},
-    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, "", "context switches"},
-    {"cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, "", "moves to another CPU"},
-    {"alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS, "", "alignment faults"},
-    {"emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS, "", "emulation faults"},
+    {"minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, "",
+     "page faults served without I/O"},
+    {"major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, "",
+     "page faults that waited for I/O"},
+    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, "",
+     "context switches"},
+    {"cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, "",
+     "moves to another CPU"},
+    {"alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS, "",
+     "alignment faults"},
+    {"emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS, "",
+     "emulation faults"},
 };
 #define N_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -139,11 +156,13 @@ const char *ntp__counters_builtin_name(int i, const char **description)
  * PMU names in sysfs (add_topdown). Every software event, of a set or named
  * alone, joins the one "sw" group: software events never multiplex, and
  * one group is one read per row. */
-static const char *const g_sw[] = {"task-clock", "page-faults", "context-switches", "cpu-migrations", NULL};
+static const char *const g_sw[] = {"task-clock", "page-faults", "context-switches",
+                                   "cpu-migrations", NULL};
 static const char *const g_basic[] = {"cycles", "instructions", "branches", "branch-misses", NULL};
-static const char *const g_stalls[] = {"cycles", "stalled-cycles-frontend", "stalled-cycles-backend", NULL};
-static const char *const g_cache[] = {"instructions", "cache-references", "cache-misses", "L1-dcache-loads",
-                                      "L1-dcache-load-misses", NULL};
+static const char *const g_stalls[] = {"cycles", "stalled-cycles-frontend",
+                                       "stalled-cycles-backend", NULL};
+static const char *const g_cache[] = {"instructions",    "cache-references",      "cache-misses",
+                                      "L1-dcache-loads", "L1-dcache-load-misses", NULL};
 static const char *const g_llc[] = {"instructions", "LLC-loads", "LLC-load-misses", NULL};
 
 bool ntp__have_cpu_pmu(void)
@@ -173,22 +192,33 @@ static int paranoid_level(void)
 void ntp__perf_errno_reason(int err, const struct perf_event_attr *attr, char *buf, size_t len)
 {
     bool hw = attr->type != PERF_TYPE_SOFTWARE && attr->type != PERF_TYPE_TRACEPOINT;
-    const char *name = err == ENOENT ? "ENOENT" : err == EOPNOTSUPP ? "EOPNOTSUPP"
-                     : err == EINVAL ? "EINVAL" : err == EACCES ? "EACCES" : err == EPERM ? "EPERM"
-                     : err == EMFILE ? "EMFILE" : err == ENODEV ? "ENODEV" : "error";
-    if (hw && (attr->type == PERF_TYPE_HARDWARE || attr->type == PERF_TYPE_HW_CACHE ||
-               attr->type == PERF_TYPE_RAW) && !ntp__have_cpu_pmu())
-        snprintf(buf, len, "no hardware PMU: the kernel exposes no CPU performance counters "
+    const char *name = err == ENOENT       ? "ENOENT"
+                       : err == EOPNOTSUPP ? "EOPNOTSUPP"
+                       : err == EINVAL     ? "EINVAL"
+                       : err == EACCES     ? "EACCES"
+                       : err == EPERM      ? "EPERM"
+                       : err == EMFILE     ? "EMFILE"
+                       : err == ENODEV     ? "ENODEV"
+                                           : "error";
+    if (hw &&
+        (attr->type == PERF_TYPE_HARDWARE || attr->type == PERF_TYPE_HW_CACHE ||
+         attr->type == PERF_TYPE_RAW) &&
+        !ntp__have_cpu_pmu())
+        snprintf(buf, len,
+                 "no hardware PMU: the kernel exposes no CPU performance counters "
                  "(a VM without a virtual PMU; perf stat says <not supported>); "
-                 "perf_event_open: %s", name);
+                 "perf_event_open: %s",
+                 name);
     else if (err == ENOENT || err == EOPNOTSUPP)
         snprintf(buf, len, "this CPU's PMU has no such event (perf_event_open: %s)", name);
     else if (err == EACCES || err == EPERM)
-        snprintf(buf, len, "not permitted (perf_event_paranoid is %d; counting the kernel or "
+        snprintf(buf, len,
+                 "not permitted (perf_event_paranoid is %d; counting the kernel or "
                  "other processes needs it lower, or CAP_PERFMON): perf_event_open: %s",
                  paranoid_level(), name);
     else if (err == EMFILE)
-        snprintf(buf, len, "too many open files for one counter per thread (perf_event_open: EMFILE)");
+        snprintf(buf, len,
+                 "too many open files for one counter per thread (perf_event_open: EMFILE)");
     else
         snprintf(buf, len, "perf_event_open: %s (%s)", name, strerror(err));
 }
@@ -255,7 +285,8 @@ static ntp_status add_builtin(ntp_ctx *ctx, ntp_counters *c, const char *gname, 
     return NTP_STATUS_OK;
 }
 
-static ntp_status add_set(ntp_ctx *ctx, ntp_counters *c, const char *gname, const char *const *names)
+static ntp_status add_set(ntp_ctx *ctx, ntp_counters *c, const char *gname,
+                          const char *const *names)
 {
     ntp_status st;
     for (int i = 0; names[i]; i++)
@@ -305,10 +336,11 @@ static ntp_status add_sysfs(ntp_ctx *ctx, ntp_counters *c, const char *gname, co
 static ntp_status add_topdown(ntp_ctx *ctx, ntp_counters *c)
 {
     const char *pmu = ntp__sysfs_has_event("cpu_core", "slots") ? "cpu_core" : "cpu";
-    static const char *const icl[] = {"slots", "topdown-retiring", "topdown-bad-spec",
-                                      "topdown-fe-bound", "topdown-be-bound", NULL};
-    static const char *const skl[] = {"topdown-total-slots", "topdown-slots-issued",
-                                      "topdown-slots-retired", "topdown-fetch-bubbles",
+    static const char *const icl[] = {
+        "slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound",
+        NULL};
+    static const char *const skl[] = {"topdown-total-slots",      "topdown-slots-issued",
+                                      "topdown-slots-retired",    "topdown-fetch-bubbles",
                                       "topdown-recovery-bubbles", NULL};
     const char *const *set = NULL;
     if (ntp__sysfs_has_event(pmu, "slots") && ntp__sysfs_has_event(pmu, "topdown-retiring"))
@@ -329,12 +361,13 @@ static ntp_status add_topdown(ntp_ctx *ctx, ntp_counters *c)
         }
         return NTP_STATUS_OK;
     }
-    const char *why = ntp__have_cpu_pmu()
-        ? "this CPU's PMU names no top-down events for perf (Intel cores name slots and "
-          "topdown-* in /sys/bus/event_source/devices/cpu/events; other CPUs give top-down "
-          "only as perf metrics)"
-        : "no hardware PMU: the kernel exposes no CPU performance counters (a VM without a "
-          "virtual PMU), so there are no top-down slots to count";
+    const char *why =
+        ntp__have_cpu_pmu()
+            ? "this CPU's PMU names no top-down events for perf (Intel cores name slots and "
+              "topdown-* in /sys/bus/event_source/devices/cpu/events; other CPUs give top-down "
+              "only as perf metrics)"
+            : "no hardware PMU: the kernel exposes no CPU performance counters (a VM without a "
+              "virtual PMU), so there are no top-down slots to count";
     for (int i = 1; icl[i]; i++)
         if ((st = add_na(ctx, c, icl[i], why)))
             return st;
@@ -400,10 +433,11 @@ static ntp_status add_token(ntp_ctx *ctx, ntp_counters *c, const char *tok)
     for (int i = 0; i < N_BUILTINS; i++)
         cand[n++] = builtins[i].name;
     const char *near = ntp__nearest(tok, cand, n);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                      "ntp_run_opts.counters: unknown event '%s'%s%s%s (sets: sw, basic, cache, topdown, all; "
-                      "`ntprof counters` lists the events; %s)", tok,
-                      near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", reason);
+    return ntp__error(
+        ctx, NTP_STATUS_UNKNOWN_NAME,
+        "ntp_run_opts.counters: unknown event '%s'%s%s%s (sets: sw, basic, cache, topdown, all; "
+        "`ntprof counters` lists the events; %s)",
+        tok, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", reason);
 }
 
 ntp_status ntp__counters_parse(ntp_ctx *ctx, const char *list, ntp_counters **out)
@@ -432,14 +466,16 @@ ntp_status ntp__counters_parse(ntp_ctx *ctx, const char *list, ntp_counters **ou
         while (isspace((unsigned char)*t))
             t++;
         if (!*t)
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                            "ntp_run_opts.counters: empty name in '%s' (a comma-separated list such as sw,basic)",
-                            list);
+            st = ntp__error(
+                ctx, NTP_STATUS_INVALID_ARGUMENT,
+                "ntp_run_opts.counters: empty name in '%s' (a comma-separated list such as sw,basic)",
+                list);
         else
             st = add_token(ctx, c, t);
     }
     if (!st && c->n_ev == 0)
-        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.counters: no events in '%s'", list);
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "ntp_run_opts.counters: no events in '%s'", list);
     if (st) {
         ntp__counters_free(c);
         return st;
@@ -490,8 +526,8 @@ static int open_one(ntp_counters *c, ntp_cevent *e, pid_t tid, int group_fd, boo
 {
     struct perf_event_attr a = e->attr;
     a.size = sizeof a;
-    a.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED |
-                    PERF_FORMAT_TOTAL_TIME_RUNNING;
+    a.read_format =
+        PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     a.disabled = leader;
     a.inherit = 0;
     a.exclude_hv = 1;
@@ -661,8 +697,13 @@ bool ntp__counters_below_overhead(const ntp_cacc *a)
 void ntp__counters_amount(double v, const char *unit, char *buf, size_t len)
 {
     if (unit && strcmp(unit, "ns") == 0)
-        snprintf(buf, len, v >= 1e6 ? "%.3g ms" : v >= 1e3 ? "%.3g \xC2\xB5s" : "%.3g ns",
-                 v >= 1e6 ? v / 1e6 : v >= 1e3 ? v / 1e3 : v);
+        snprintf(buf, len,
+                 v >= 1e6   ? "%.3g ms"
+                 : v >= 1e3 ? "%.3g \xC2\xB5s"
+                            : "%.3g ns",
+                 v >= 1e6   ? v / 1e6
+                 : v >= 1e3 ? v / 1e3
+                            : v);
     else
         snprintf(buf, len, "%.3g%s%s", v, unit && *unit ? " " : "", unit ? unit : "");
 }
@@ -680,8 +721,8 @@ static void set_value(ntp_counter_value *v, const ntp_cevent *e, const ntp_cacc 
     }
     if (a->running == 0) {
         v->reason = a->enabled == 0
-            ? "not counted: no counted thread ran while this row ran"
-            : "never scheduled: the PMU could not fit the group on its counters";
+                        ? "not counted: no counted thread ran while this row ran"
+                        : "never scheduled: the PMU could not fit the group on its counters";
         return;
     }
     if (ntp__counters_below_overhead(a)) {
@@ -763,8 +804,7 @@ static int derive_ratio(ntp_counter_store *s, ntp_counter_value *out, int n, int
     char why[NTP_CREASON + 64];
     if (i < 0 || j < 0 || !out[i].available || !out[j].available) {
         int bad = i < 0 || !out[i].available ? i : j;
-        snprintf(why, sizeof why, "needs %s and %s; %s: %s", num, den,
-                 bad == i ? num : den,
+        snprintf(why, sizeof why, "needs %s and %s; %s: %s", num, den, bad == i ? num : den,
                  bad >= 0 && out[bad].reason ? out[bad].reason : "not counted");
         put_derived(&out[n], m, 0, why, false, s);
     } else {
@@ -789,13 +829,15 @@ static double val_or(const ntp_counter_value *v, int n, const char *name, bool *
 static int derive_topdown(ntp_counter_store *s, ntp_counter_value *out, int n, int cap)
 {
     static const char *const names[] = {"frontend_bound", "bad_speculation", "backend_bound",
-                                        "retiring", "backend_memory", "backend_core"};
+                                        "retiring",       "backend_memory",  "backend_core"};
     double f[6];
     bool ok = true, mem = false;
     const char *why = NULL;
     if (find_value(out, n, "topdown-retiring") >= 0) {
-        double ret = val_or(out, n, "topdown-retiring", &ok), bs = val_or(out, n, "topdown-bad-spec", &ok);
-        double fe = val_or(out, n, "topdown-fe-bound", &ok), be = val_or(out, n, "topdown-be-bound", &ok);
+        double ret = val_or(out, n, "topdown-retiring", &ok),
+               bs = val_or(out, n, "topdown-bad-spec", &ok);
+        double fe = val_or(out, n, "topdown-fe-bound", &ok),
+               be = val_or(out, n, "topdown-be-bound", &ok);
         double sum = ret + bs + fe + be;
         if (ok && sum > 0) {
             f[0] = fe / sum, f[1] = bs / sum, f[2] = be / sum, f[3] = ret / sum;
@@ -829,8 +871,10 @@ static int derive_topdown(ntp_counter_store *s, ntp_counter_value *out, int n, i
     for (int k = 0; k < 6 && n < cap; k++) {
         if (k >= 4 && !mem) {
             put_derived(&out[n++], names[k], 0,
-                        why ? why : "the split of back-end bound into memory and core needs "
-                        "topdown-mem-bound (Sapphire Rapids and later)", false, s);
+                        why ? why
+                            : "the split of back-end bound into memory and core needs "
+                              "topdown-mem-bound (Sapphire Rapids and later)",
+                        false, s);
             continue;
         }
         put_derived(&out[n++], names[k], why ? 0 : f[k], why, false, s);
@@ -849,7 +893,8 @@ static int derive_sim(ntp_counter_store *s, ntp_counter_value *out, int n, int c
         return n;
     bool ok = true, okb = true;
     double v[9];
-    static const char *const ev[9] = {"Dr", "Dw", "D1mr", "D1mw", "DLmr", "DLmw", "Bc", "Bcm", "Bim"};
+    static const char *const ev[9] = {"Dr",   "Dw", "D1mr", "D1mw", "DLmr",
+                                      "DLmw", "Bc", "Bcm",  "Bim"};
     for (int i = 0; i < 9; i++) {
         snprintf(nm, sizeof nm, "%s%s", p, ev[i]);
         v[i] = val_or(out, n, nm, i < 6 ? &ok : &okb);
@@ -869,7 +914,8 @@ static int derive_sim(ntp_counter_store *s, ntp_counter_value *out, int n, int c
     }
     if (okb && n + 2 <= cap) {
         snprintf(nm, sizeof nm, "%sbranch_mispredict_ratio", p);
-        put_derived(&out[n++], nm, v[6] + bi > 0 ? (v[7] + v[8]) / (v[6] + bi) : NAN, NULL, false, s);
+        put_derived(&out[n++], nm, v[6] + bi > 0 ? (v[7] + v[8]) / (v[6] + bi) : NAN, NULL, false,
+                    s);
         snprintf(nm, sizeof nm, "%sbranch_mpki", p);
         put_derived(&out[n++], nm, irv > 0 ? 1000 * (v[7] + v[8]) / irv : NAN, NULL, false, s);
     }

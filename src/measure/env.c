@@ -24,7 +24,7 @@
 
 /* The ISA extensions that decide which kernels a backend can use. */
 static const char *const isa_flags[] = {
-    "sse4_2",   "avx",        "avx2",        "fma",         "avx512f",  "avx512bw", "avx512vl",
+    "sse4_2",      "avx",         "avx2",        "fma",      "avx512f",  "avx512bw", "avx512vl",
     "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
 };
 
@@ -175,9 +175,17 @@ static const char *dnnl_isa_name(int isa, char *buf, size_t len)
         int value;
         const char *name;
     } names[] = {
-        {0x0, "all"}, {0x1, "sse41"}, {0x3, "avx"}, {0x7, "avx2"}, {0xf, "avx512_mic"},
-        {0x1f, "avx512_mic_4ops"}, {0x27, "avx512_core"}, {0x67, "avx512_core_vnni"},
-        {0xe7, "avx512_core_bf16"}, {0x3e7, "avx512_core_amx"}, {0x407, "avx2_vnni"},
+        {0x0, "all"},
+        {0x1, "sse41"},
+        {0x3, "avx"},
+        {0x7, "avx2"},
+        {0xf, "avx512_mic"},
+        {0x1f, "avx512_mic_4ops"},
+        {0x27, "avx512_core"},
+        {0x67, "avx512_core_vnni"},
+        {0xe7, "avx512_core_bf16"},
+        {0x3e7, "avx512_core_amx"},
+        {0x407, "avx2_vnni"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].value == isa)
@@ -195,9 +203,11 @@ static void collect_onednn(ntp_env *env)
     if (!l)
         return;
     const dnnl_version_abi *v = version();
-    const char *rt = v->cpu_runtime == 2u ? "OpenMP" : v->cpu_runtime == 4u ? "TBB"
-                     : v->cpu_runtime == 1u ? "sequential" : v->cpu_runtime == 8u ? "threadpool"
-                     : "other";
+    const char *rt = v->cpu_runtime == 2u   ? "OpenMP"
+                     : v->cpu_runtime == 4u ? "TBB"
+                     : v->cpu_runtime == 1u ? "sequential"
+                     : v->cpu_runtime == 8u ? "threadpool"
+                                            : "other";
     bool hash = v->hash && *v->hash && strcmp(v->hash, "N/A") != 0;
     snprintf(l->version, sizeof l->version, "%d.%d.%d%s%s%s, %s runtime", v->major, v->minor,
              v->patch, hash ? " (git " : "", hash ? v->hash : "", hash ? ")" : "", rt);
@@ -324,8 +334,7 @@ static void collect_xnnpack(ntp_env *env)
      * package that installed the loaded library says which. */
     char v[192];
     if (!dpkg_version(f.path, "xnnpack", v, sizeof v))
-        snprintf(v, sizeof v, "n/a (no version call; %.120s is not from a Debian package)",
-                 f.path);
+        snprintf(v, sizeof v, "n/a (no version call; %.120s is not from a Debian package)", f.path);
     copy(l->version, sizeof l->version, v);
     copy(l->isa, sizeof l->isa,
          "n/a (XNNPACK chooses kernels per operator and does not say which)");
@@ -494,9 +503,8 @@ void ntp_env_collect(ntp_env *env)
     const char *fftw = fftwf_version;
     if (strncmp(fftw, "fftw-", 5) == 0)
         fftw += 5; /* "fftw-3.3.10-sse2-avx": the name is already in the list */
-    snprintf(env->libraries, sizeof env->libraries,
-             "libxml2 %s, jansson %s, fftw %s, sqlite %s", LIBXML_DOTTED_VERSION,
-             JANSSON_VERSION, fftw, sqlite3_libversion());
+    snprintf(env->libraries, sizeof env->libraries, "libxml2 %s, jansson %s, fftw %s, sqlite %s",
+             LIBXML_DOTTED_VERSION, JANSSON_VERSION, fftw, sqlite3_libversion());
     copy(env->ntprof_version, sizeof env->ntprof_version, ntp_version());
     copy(env->git_revision, sizeof env->git_revision, ntp_git_revision());
 

@@ -24,8 +24,8 @@ ntp_isa ntp__isa_best(void);
 typedef enum ntp_kernel_prec {
     NTP_KPREC_F64,
     NTP_KPREC_F32,
-    NTP_KPREC_BF16,     /* avx512_bf16 dot products */
-    NTP_KPREC_I8,       /* u8 x s8 dot products (VNNI, or AVX2 multiply-add pairs) */
+    NTP_KPREC_BF16, /* avx512_bf16 dot products */
+    NTP_KPREC_I8,   /* u8 x s8 dot products (VNNI, or AVX2 multiply-add pairs) */
     NTP_KPREC_COUNT
 } ntp_kernel_prec;
 const char *ntp__kprec_name(ntp_kernel_prec p);
@@ -34,7 +34,12 @@ bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p);
 /* The chain counts each kernel exists with: one (its latency), the count
  * the peak is measured with, and more, which must not be faster if the
  * peak count saturates the units. */
-typedef enum ntp_kchains { NTP_KCHAINS_ONE, NTP_KCHAINS_PEAK, NTP_KCHAINS_MORE, NTP_KCHAINS_COUNT } ntp_kchains;
+typedef enum ntp_kchains {
+    NTP_KCHAINS_ONE,
+    NTP_KCHAINS_PEAK,
+    NTP_KCHAINS_MORE,
+    NTP_KCHAINS_COUNT
+} ntp_kchains;
 /* Independent accumulator chains of that variant; 0 when there is no
  * kernel for (isa, p) here. */
 int ntp__fma_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which);

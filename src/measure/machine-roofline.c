@@ -127,7 +127,7 @@ int64_t ntp__roofline_marker_bytes(const ntp_run_result *r, const ntp_marker_res
 /* The roof_ceiling names, static so that a result can point at them. */
 static const char *const cpu_roof_names[] = {"cpu f32", "cpu bf16", "cpu i8"};
 static const char *const gpu_roof_names[NTP_GPU_MATH_COUNT] = {"gpu f32", "gpu tf32", "gpu f16",
-                                                              "gpu bf16"};
+                                                               "gpu bf16"};
 
 static const char *cpu_roof_name(const char *precision)
 {
@@ -350,7 +350,8 @@ static void check_stale(ntp_run_result *r, const ntp_ceilings *c, const ntp_peak
         rl->unreliable = true;
         char others[64] = "";
         if (over > 1)
-            snprintf(others, sizeof others, " (and %d other row%s)", over - 1, over == 2 ? "" : "s");
+            snprintf(others, sizeof others, " (and %d other row%s)", over - 1,
+                     over == 2 ? "" : "s");
         if (worst_bw)
             snprintf(text, sizeof text,
                      "layer %s%s ran at %.0f%% of the measured %s bandwidth (%.4g GB/s against "

@@ -28,7 +28,7 @@ double ntp__clock_overhead_ns(void);
  * user), idle = idle + iowait, steal apart. */
 typedef struct ntp__cpu_times {
     uint64_t busy, idle, steal;
-    int cpus;                   /* lines summed */
+    int cpus; /* lines summed */
 } ntp__cpu_times;
 
 /* Parse the text of /proc/stat: sum the "cpuN" lines of the CPUs in `set`

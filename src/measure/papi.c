@@ -20,11 +20,11 @@
 
 struct ntp_papi {
     int es;
-    int n;                      /* events asked for */
+    int n; /* events asked for */
     char name[MAX_PAPI_EVENTS][96];
     bool avail[MAX_PAPI_EVENTS];
     char reason[MAX_PAPI_EVENTS][256];
-    int slot[MAX_PAPI_EVENTS];  /* position in the event set's values */
+    int slot[MAX_PAPI_EVENTS]; /* position in the event set's values */
     int n_counting;
     long long vals[MAX_PAPI_EVENTS];
     bool started;
@@ -52,7 +52,8 @@ bool ntp__papi_component_disabled(const char *component, char *why, size_t len)
         if (ci && !strcmp(ci->name, component)) {
             if (!ci->disabled)
                 return false;
-            snprintf(why, len, "%s", ci->disabled_reason[0] ? ci->disabled_reason : "no reason given");
+            snprintf(why, len, "%s",
+                     ci->disabled_reason[0] ? ci->disabled_reason : "no reason given");
             return true;
         }
     }
@@ -98,8 +99,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
     int ret = PAPI_create_eventset(&p->es);
     if (ret != PAPI_OK) {
         free(p);
-        return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool papi: PAPI_create_eventset: %s",
-                          PAPI_strerror(ret));
+        return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
+                          "ntp_run_opts.tool papi: PAPI_create_eventset: %s", PAPI_strerror(ret));
     }
     char list[1024];
     snprintf(list, sizeof list, "%s", events);
@@ -107,8 +108,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (p->n == MAX_PAPI_EVENTS) {
             ntp__papi_close(p);
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool papi: at most %d events",
-                              MAX_PAPI_EVENTS);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "ntp_run_opts.tool papi: at most %d events", MAX_PAPI_EVENTS);
         }
         int i = p->n++;
         snprintf(p->name[i], sizeof p->name[i], "%s", t);
@@ -125,8 +126,9 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
         ret = PAPI_start(p->es);
         if (ret != PAPI_OK) {
             snprintf(p->reason[i], sizeof p->reason[i], "PAPI_start: %s%s", PAPI_strerror(ret),
-                     ntp__have_cpu_pmu() ? ""
-                     : " (no hardware PMU: the kernel exposes no CPU performance counters)");
+                     ntp__have_cpu_pmu()
+                         ? ""
+                         : " (no hardware PMU: the kernel exposes no CPU performance counters)");
             PAPI_remove_event(p->es, code);
             continue;
         }
@@ -138,8 +140,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
         ret = PAPI_start(p->es);
         if (ret != PAPI_OK) {
             ntp__papi_close(p);
-            return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool papi: PAPI_start: %s",
-                              PAPI_strerror(ret));
+            return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
+                              "ntp_run_opts.tool papi: PAPI_start: %s", PAPI_strerror(ret));
         }
         p->started = true;
     }
@@ -187,9 +189,9 @@ bool ntp__papi_describe(char *buf, size_t len)
         return false;
     }
     int v = PAPI_get_opt(PAPI_LIB_VERSION, NULL);
-    size_t used = (size_t)snprintf(buf, len, "PAPI %d.%d.%d; active components:",
-                                   PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v),
-                                   PAPI_VERSION_REVISION(v));
+    size_t used =
+        (size_t)snprintf(buf, len, "PAPI %d.%d.%d; active components:", PAPI_VERSION_MAJOR(v),
+                         PAPI_VERSION_MINOR(v), PAPI_VERSION_REVISION(v));
     for (int c = 0; c < PAPI_num_components() && used < len; c++) {
         const PAPI_component_info_t *ci = PAPI_get_component_info(c);
         if (ci && !ci->disabled)

@@ -5,12 +5,12 @@
 
 #include "counters-impl.h"
 
-ntp_status ntp__pfm_encode(const char *name, struct perf_event_attr *attr, char *reason,
-                           size_t len)
+ntp_status ntp__pfm_encode(const char *name, struct perf_event_attr *attr, char *reason, size_t len)
 {
     (void)name;
     memset(attr, 0, sizeof *attr);
-    snprintf(reason, len, "built without libpfm4 (install libpfm4-dev and rebuild to count "
+    snprintf(reason, len,
+             "built without libpfm4 (install libpfm4-dev and rebuild to count "
              "events by libpfm4 name)");
     return NTP_STATUS_UNSUPPORTED;
 }

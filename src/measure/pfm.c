@@ -21,8 +21,7 @@ static void init(void)
     init_ret = pfm_initialize();
 }
 
-ntp_status ntp__pfm_encode(const char *name, struct perf_event_attr *attr, char *reason,
-                           size_t len)
+ntp_status ntp__pfm_encode(const char *name, struct perf_event_attr *attr, char *reason, size_t len)
 {
     pthread_once(&once, init);
     if (init_ret != PFM_SUCCESS) {
@@ -41,8 +40,9 @@ ntp_status ntp__pfm_encode(const char *name, struct perf_event_attr *attr, char 
     if (ret != PFM_SUCCESS) {
         snprintf(reason, len, "libpfm4: %s", pfm_strerror(ret));
         return ret == PFM_ERR_NOTFOUND || ret == PFM_ERR_ATTR || ret == PFM_ERR_UMASK ||
-               ret == PFM_ERR_ATTR_VAL || ret == PFM_ERR_INVAL
-            ? NTP_STATUS_UNKNOWN_NAME : NTP_STATUS_UNSUPPORTED;
+                       ret == PFM_ERR_ATTR_VAL || ret == PFM_ERR_INVAL
+                   ? NTP_STATUS_UNKNOWN_NAME
+                   : NTP_STATUS_UNSUPPORTED;
     }
     return NTP_STATUS_OK;
 }
@@ -55,10 +55,11 @@ bool ntp__pfm_describe(char *buf, size_t len)
         return false;
     }
     int v = pfm_get_version();
-    size_t used = (size_t)snprintf(buf, len, "libpfm4 (API %d.%d); PMUs it detects:", PFM_MAJ_VERSION(v),
-                                   PFM_MIN_VERSION(v));
+    size_t used = (size_t)snprintf(
+        buf, len, "libpfm4 (API %d.%d); PMUs it detects:", PFM_MAJ_VERSION(v), PFM_MIN_VERSION(v));
     pfm_pmu_t i;
-    pfm_for_all_pmus(i) {
+    pfm_for_all_pmus(i)
+    {
         pfm_pmu_info_t info;
         memset(&info, 0, sizeof info);
         info.size = sizeof info;

@@ -236,7 +236,8 @@ static ntp_status run_tool(ntp_ctx *ctx, char *const *argv, const char *log)
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
-            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "waiting for %s: %s", argv[0], strerror(errno));
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "waiting for %s: %s", argv[0],
+                              strerror(errno));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "%s %s %d (log: %s)", argv[0],
                           WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
@@ -280,7 +281,8 @@ static void note(ntp_run_result *r, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     const char *s = ntp__store_str(r->counter_store, buf);
-    const char **p = s ? realloc(r->counter_notes, (size_t)(r->n_counter_notes + 1) * sizeof *p) : NULL;
+    const char **p =
+        s ? realloc(r->counter_notes, (size_t)(r->n_counter_notes + 1) * sizeof *p) : NULL;
     if (!p)
         return;
     r->counter_notes = p;
@@ -288,10 +290,11 @@ static void note(ntp_run_result *r, const char *fmt, ...)
 }
 
 /* Append the marker's ncu figures to its counters. */
-static ntp_status fold(ntp_ctx *ctx, ntp_run_result *r, ntp_marker_result *m, const ntp_ncu_totals *t)
+static ntp_status fold(ntp_ctx *ctx, ntp_run_result *r, ntp_marker_result *m,
+                       const ntp_ncu_totals *t)
 {
     static const char *const names[NTP_NCU_N] = {"ncu:duration", "ncu:sm_throughput",
-                                                  "ncu:dram_throughput", "ncu:achieved_occupancy"};
+                                                 "ncu:dram_throughput", "ncu:achieved_occupancy"};
     int n = m->n_counters + NTP_NCU_N + 1;
     ntp_counter_value *v = calloc((size_t)n, sizeof *v);
     if (!v || !ntp__store_keep(r->counter_store, v))
@@ -324,7 +327,8 @@ ntp_status ntp_run_gpu_tool_check(ntp_ctx *ctx, const char *tool)
     char name[16], path[4096], why[512];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(tool, ":"), tool);
     if (strcmp(name, "ncu") != 0 && strcmp(name, "nsys") != 0)
-        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.tool %s: not a GPU tool (ncu, nsys)", tool);
+        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                          "ntp_run_opts.tool %s: not a GPU tool (ncu, nsys)", tool);
     if (!ntp__gpu_tool_find(name, path, sizeof path, why, sizeof why))
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", tool, why);
     return NTP_STATUS_OK;
@@ -354,12 +358,14 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
             if (strcmp(r->markers[i].name, marker) == 0)
                 m = &r->markers[i];
         if (!m && marker)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool %s: the run has no marker '%s'",
-                              tool, marker);
-        if (!m)
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.tool %s: ncu profiles one marker: give ntp_run_opts.tool ncu:MARKER or ntp_run_opts.only_marker "
-                              "MARKER", tool);
+                              "ntp_run_opts.tool %s: the run has no marker '%s'", tool, marker);
+        if (!m)
+            return ntp__error(
+                ctx, NTP_STATUS_INVALID_ARGUMENT,
+                "ntp_run_opts.tool %s: ncu profiles one marker: give ntp_run_opts.tool ncu:MARKER or ntp_run_opts.only_marker "
+                "MARKER",
+                tool);
     }
     /* The tool's command line, then the child's. */
     int rows = m ? m->last - m->first + 1 : 0;
@@ -376,8 +382,8 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
     snprintf(log, sizeof log, "%s/%s.log", dir, name);
     if (ncu) {
         for (int i = 0; i < NTP_NCU_N; i++)
-            snprintf(metrics + strlen(metrics), sizeof metrics - strlen(metrics), "%s%s", i ? "," : "",
-                     ncu_metrics[i]);
+            snprintf(metrics + strlen(metrics), sizeof metrics - strlen(metrics), "%s%s",
+                     i ? "," : "", ncu_metrics[i]);
         v[k++] = (char *)"--nvtx";
         for (int i = m->first; i <= m->last; i++) {
             if (r->layers[i].fused)
@@ -415,18 +421,23 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
         char *csv = read_all(out);
         ntp_ncu_totals t;
         if (!csv)
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool ncu: no output in %s (log: %s)", out, log);
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                            "ntp_run_opts.tool ncu: no output in %s (log: %s)", out, log);
         else if (!ntp__ncu_parse(csv, &t, why, sizeof why))
-            st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool ncu: %s (%s)", why, out);
+            st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool ncu: %s (%s)", why,
+                            out);
         else if (t.kernels == 0)
             st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                            "ntp_run_opts.tool ncu: no kernel of marker '%s' was profiled (%s)", m->name, out);
+                            "ntp_run_opts.tool ncu: no kernel of marker '%s' was profiled (%s)",
+                            m->name, out);
         else
             st = fold(ctx, r, m, &t);
         free(csv);
         if (!st)
-            note(r, "ncu: %d kernels of marker '%s' profiled once (NVTX filter on its %d rows); "
-                 "duration-weighted means; raw CSV: %s", t.kernels, m->name, rows, out);
+            note(r,
+                 "ncu: %d kernels of marker '%s' profiled once (NVTX filter on its %d rows); "
+                 "duration-weighted means; raw CSV: %s",
+                 t.kernels, m->name, rows, out);
     } else if (!st) {
         note(r, "nsys: timeline with CUDA and NVTX ranges in %s.nsys-rep (nsys-ui or `nsys stats`)",
              out);

@@ -7,7 +7,8 @@
 
 bool ntp__nvtx_available(char *why, size_t len)
 {
-    snprintf(why, len, "built without NVTX (no CUDA toolkit nvtx3/nvToolsExt.h at configure "
+    snprintf(why, len,
+             "built without NVTX (no CUDA toolkit nvtx3/nvToolsExt.h at configure "
              "time; set CUDAToolkit_ROOT or install the toolkit and rebuild)");
     return false;
 }

@@ -46,7 +46,7 @@ extern char **environ;
 static const struct {
     ntp_tool_kind kind;
     const char *name;
-    const char *defaults;       /* events when none are given; NULL: takes none */
+    const char *defaults; /* events when none are given; NULL: takes none */
 } tools[] = {
     {NTP_TOOL_PERF_STAT, "perf-stat",
      "task-clock,page-faults,context-switches,cycles,instructions,branches,branch-misses,"
@@ -78,14 +78,17 @@ ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_to
         snprintf(out->name, sizeof out->name, "%s", tools[i].name);
         const char *ev = s[n] == ':' ? s + n + 1 : NULL;
         if (ev && !tools[i].defaults)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "%s: %s takes no events (got '%s')", what, tools[i].name, ev);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: %s takes no events (got '%s')",
+                              what, tools[i].name, ev);
         if (ev && !*ev)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "%s: no events after '%s:'", what, tools[i].name);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: no events after '%s:'", what,
+                              tools[i].name);
         if (ev && strlen(ev) >= sizeof out->events)
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: event list too long", what);
-        snprintf(out->events, sizeof out->events, "%s", ev ? ev : tools[i].defaults ? tools[i].defaults : "");
+        snprintf(out->events, sizeof out->events, "%s",
+                 ev                  ? ev
+                 : tools[i].defaults ? tools[i].defaults
+                                     : "");
         return NTP_STATUS_OK;
     }
     const char *names[N_TOOLS];
@@ -96,8 +99,9 @@ ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_to
     const char *near = ntp__nearest(word, names, N_TOOLS);
     return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
                       "%s: unknown tool '%s'%s%s%s (perf-stat[:EVENTS], perf-record[:EVENTS], "
-                      "callgrind, cachegrind, papi[:EVENTS], nvtx)", what, word,
-                      near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+                      "callgrind, cachegrind, papi[:EVENTS], nvtx)",
+                      what, word, near ? "; did you mean '" : "", near ? near : "",
+                      near ? "'?" : "");
 }
 
 void ntp__tool_event_name(int s, int e, char *buf, size_t len)
@@ -165,7 +169,8 @@ static int capture(char *const argv[], char *out, size_t len)
     size_t used = 0;
     char junk[4096];
     for (;;) {
-        ssize_t r = used + 1 < len ? read(fd, out + used, len - 1 - used) : read(fd, junk, sizeof junk);
+        ssize_t r =
+            used + 1 < len ? read(fd, out + used, len - 1 - used) : read(fd, junk, sizeof junk);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -242,7 +247,8 @@ bool ntp__tool_find_perf(char *path, size_t len, char *version, size_t vlen)
         snprintf(path, len, "%s", best);
         return true;
     }
-    snprintf(version, vlen, "no working perf: none on PATH and no /usr/bin/perf_<version> "
+    snprintf(version, vlen,
+             "no working perf: none on PATH and no /usr/bin/perf_<version> "
              "(install linux-perf, or set NTP_PERF to the binary)");
     return false;
 }
@@ -395,7 +401,8 @@ void ntp__tool_result_free(ntp_tool_result *res)
     memset(res, 0, sizeof *res);
 }
 
-static void add_note(ntp_tool_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(ntp_tool_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void add_note(ntp_tool_result *res, const char *fmt, ...)
 {
     if (res->n_notes >= 4)
@@ -484,8 +491,9 @@ static void parse_perf_csv(const char *path, const ntp_tool_seg *segs, int n_seg
             bool ns = strstr(fld[0], "not supported") != NULL;
             snprintf(v->reason, sizeof v->reason, "perf stat: %.200s%s", fld[0],
                      ns && !ntp__have_cpu_pmu()
-                     ? " (no hardware PMU: the kernel exposes no CPU performance counters)"
-                     : ns ? "" : " (the event never ran inside the range)");
+                         ? " (no hardware PMU: the kernel exposes no CPU performance counters)"
+                     : ns ? ""
+                          : " (the event never ran inside the range)");
             continue;
         }
         double x = strtod(fld[0], NULL);
@@ -508,12 +516,13 @@ static void parse_perf_csv(const char *path, const ntp_tool_seg *segs, int n_seg
 static ntp_status count_samples(ntp_ctx *ctx, const char *perf, const char *data, int n_segs,
                                 ntp_tool_result *res, const ntp_tool_seg *segs)
 {
-    char *argv[] = {(char *)perf, (char *)"script", (char *)"-i", (char *)data, (char *)"-F",
-                    (char *)"event", NULL};
+    char *argv[] = {(char *)perf, (char *)"script", (char *)"-i", (char *)data,
+                    (char *)"-F", (char *)"event",  NULL};
     int fd;
     pid_t pid;
     if (spawn(argv, NULL, NULL, &fd, &pid) != 0)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool perf-record: cannot run perf script: %s",
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                          "ntp_run_opts.tool perf-record: cannot run perf script: %s",
                           strerror(errno));
     FILE *f = fdopen(fd, "r");
     int *counts = calloc((size_t)n_segs * 64 + 1, sizeof *counts);
@@ -592,7 +601,8 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
             if (sscanf(line, "desc: Trigger: Client Request: ntprof row %d", &k) == 1)
                 row = k;
             for (int c = 0; c < 3; c++) {
-                static const char *const pre[] = {"desc: I1 cache: ", "desc: D1 cache: ", "desc: LL cache: "};
+                static const char *const pre[] = {
+                    "desc: I1 cache: ", "desc: D1 cache: ", "desc: LL cache: "};
                 if (strncmp(line, pre[c], strlen(pre[c])) == 0) {
                     /* Truncation of a long description is fine. */
                     size_t l = strnlen(line + 6, sizeof caches[c] - 1);
@@ -645,7 +655,8 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
     free(sum);
     if (dumps == 0)
         return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                          "ntp_run_opts.tool %s: callgrind wrote no per-row dumps in %s", tool, dir);
+                          "ntp_run_opts.tool %s: callgrind wrote no per-row dumps in %s", tool,
+                          dir);
     if (caches[1][0])
         add_note(res, "%s simulated %s; %s; %s", tool, caches[0], caches[1], caches[2]);
     return NTP_STATUS_OK;
@@ -666,26 +677,33 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
                           "ntp_run_opts.tool %s: at most %d segments", t->name, NTP_TOOL_MAX_SEGS);
     char bin[512], version[256];
     if (perf && !ntp__tool_find_perf(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name, version);
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name,
+                          version);
     if (vg && !ntp__tool_find_valgrind(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name, version);
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name,
+                          version);
     if (vg && !ntp__valgrind_headers())
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "ntp_run_opts.tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
-                          "the child cannot switch collection per layer", t->name);
+        return ntp__error(
+            ctx, NTP_STATUS_UNSUPPORTED,
+            "ntp_run_opts.tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
+            "the child cannot switch collection per layer",
+            t->name);
 #if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     if (vg)
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "ntp_run_opts.tool %s: this ntprof is built with AddressSanitizer, which cannot run "
-                          "under valgrind; use a build without NTP_SANITIZE", t->name);
+        return ntp__error(
+            ctx, NTP_STATUS_UNSUPPORTED,
+            "ntp_run_opts.tool %s: this ntprof is built with AddressSanitizer, which cannot run "
+            "under valgrind; use a build without NTP_SANITIZE",
+            t->name);
 #endif
     char ctl[4096], ack[4096], out[4096], log[4096];
     snprintf(ctl, sizeof ctl, "%s/ctl.fifo", dir);
     snprintf(ack, sizeof ack, "%s/ack.fifo", dir);
     snprintf(log, sizeof log, "%s/%s.log", dir, t->name);
     snprintf(out, sizeof out, "%s/%s", dir,
-             t->kind == NTP_TOOL_PERF_STAT ? "perf-stat.csv"
-             : t->kind == NTP_TOOL_PERF_RECORD ? "perf.data" : "callgrind.out");
+             t->kind == NTP_TOOL_PERF_STAT     ? "perf-stat.csv"
+             : t->kind == NTP_TOOL_PERF_RECORD ? "perf.data"
+                                               : "callgrind.out");
 
     /* The tool's arguments, then the child's command line. */
     int n_events = 0;
@@ -705,8 +723,9 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         unlink(ctl);
         unlink(ack);
         if (mkfifo(ctl, 0600) != 0 || mkfifo(ack, 0600) != 0) {
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot make fifos in %s: %s",
-                            t->name, dir, strerror(errno));
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                            "ntp_run_opts.tool %s: cannot make fifos in %s: %s", t->name, dir,
+                            strerror(errno));
             goto done;
         }
         snprintf(ctl_arg, sizeof ctl_arg, "fifo:%s,%s", ctl, ack);
@@ -729,9 +748,11 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
                 nth_event(segs[s].events, e, ev, sizeof ev);
                 ntp__tool_event_name(s, e, name, sizeof name);
                 if (!perf_event_arg(ev, name, arg, sizeof arg)) {
-                    st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                                    "ntp_run_opts.tool %s: cannot name event '%s' (use perf's pmu/event/ or "
-                                    "name[:modifiers])", t->name, ev);
+                    st = ntp__error(
+                        ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "ntp_run_opts.tool %s: cannot name event '%s' (use perf's pmu/event/ or "
+                        "name[:modifiers])",
+                        t->name, ev);
                     goto done;
                 }
                 pre[np++] = ntp__strdup("-e");
@@ -756,8 +777,9 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
             goto done;
         }
     if (!(argv = child_argv(pre, np))) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
-                        "ntp_run_opts.tool %s: cannot read this process's command line (/proc/self)", t->name);
+        st = ntp__error(
+            ctx, NTP_STATUS_IO_ERROR,
+            "ntp_run_opts.tool %s: cannot read this process's command line (/proc/self)", t->name);
         goto done;
     }
     size_t cap = (size_t)n_segs * 40 + 64, used;
@@ -768,9 +790,9 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
     }
     used = (size_t)snprintf(seg_env, cap, "NTP_TOOL_SEGMENTS=");
     for (int s = 0; s < n_segs; s++) {
-        used += (size_t)snprintf(seg_env + used, cap - used, "%s%d-%d:%d", s ? ";" : "",
-                                 segs[s].first, segs[s].last,
-                                 perf ? count_events(segs[s].events) : 0);
+        used +=
+            (size_t)snprintf(seg_env + used, cap - used, "%s%d-%d:%d", s ? ";" : "", segs[s].first,
+                             segs[s].last, perf ? count_events(segs[s].events) : 0);
     }
     snprintf(env_tool, sizeof env_tool, "NTP_TOOL=%s", t->name);
     snprintf(env_rows, sizeof env_rows, "NTP_TOOL_ROWS=%d", n_rows);
@@ -789,8 +811,8 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
     char child_log[4200];
     snprintf(child_log, sizeof child_log, "%s/child.log", dir);
     if (spawn(argv, envp, perf ? log : child_log, NULL, &pid) != 0) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot start %s: %s", t->name, bin,
-                        strerror(errno));
+        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot start %s: %s",
+                        t->name, bin, strerror(errno));
         goto done;
     }
     int ws = wait_for(pid);
@@ -799,32 +821,41 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         log_tail(log, tail, sizeof tail);
         log_tail(child_log, tail2, sizeof tail2);
         st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                        "ntp_run_opts.tool %s: the run under %s %s %d; %s%s%s (log: %s)", t->name, bin,
+                        "ntp_run_opts.tool %s: the run under %s %s %d; %s%s%s (log: %s)", t->name,
+                        bin,
                         ws >= 0 && WIFSIGNALED(ws) ? "was killed by signal" : "exited with status",
-                        ws < 0 ? -1 : WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
+                        ws < 0            ? -1
+                        : WIFSIGNALED(ws) ? WTERMSIG(ws)
+                                          : WEXITSTATUS(ws),
                         tail2[0] ? tail2 : tail, tail2[0] && tail[0] ? "; " : "",
                         tail2[0] ? tail : "", perf ? log : child_log);
         goto done;
     }
     if (t->kind == NTP_TOOL_PERF_STAT) {
         parse_perf_csv(out, segs, n_segs, iterations, res);
-        add_note(res, "perf-stat: %s, events enabled only inside each segment (-D -1 and "
+        add_note(res,
+                 "perf-stat: %s, events enabled only inside each segment (-D -1 and "
                  "--control); perf stat prints task-clock in msec with two decimals, so a "
-                 "per-iteration figure is good to 10 \xC2\xB5s / iterations", version);
+                 "per-iteration figure is good to 10 \xC2\xB5s / iterations",
+                 version);
     } else if (t->kind == NTP_TOOL_PERF_RECORD) {
         st = count_samples(ctx, bin, out, n_segs, res, segs);
-        add_note(res, "perf-record: %s; `perf report -i %s` shows one event per segment, "
-                 "ntpS.E is segment S's event E", out, out);
+        add_note(res,
+                 "perf-record: %s; `perf report -i %s` shows one event per segment, "
+                 "ntpS.E is segment S's event E",
+                 out, out);
     } else {
         st = parse_callgrind(ctx, dir, t->name, n_segs, segs, iterations, res);
-        add_note(res, "%s: %s, collection switched on only inside each row; dumps kept in %s "
-                 "(callgrind_annotate or kcachegrind open them)", t->name, version, dir);
+        add_note(res,
+                 "%s: %s, collection switched on only inside each row; dumps kept in %s "
+                 "(callgrind_annotate or kcachegrind open them)",
+                 t->name, version, dir);
         if (t->kind == NTP_TOOL_CACHEGRIND)
             add_note(res, "cachegrind: valgrind's cachegrind cannot be started and stopped by "
-                     "the program before valgrind 3.22 (--instr-at-start=no, "
-                     "CACHEGRIND_START_INSTRUMENTATION) and writes one file per process after "
-                     "it, so ntprof runs callgrind with --cache-sim=yes --branch-sim=yes: the "
-                     "same cache and branch simulator, with a dump per layer");
+                          "the program before valgrind 3.22 (--instr-at-start=no, "
+                          "CACHEGRIND_START_INSTRUMENTATION) and writes one file per process after "
+                          "it, so ntprof runs callgrind with --cache-sim=yes --branch-sim=yes: the "
+                          "same cache and branch simulator, with a dump per layer");
     }
 done:
     if (perf) {
@@ -867,8 +898,8 @@ ntp_status ntp__tool_child_open(ntp_ctx *ctx, ntp_tool_child *c)
         return st;
     c->kind = spec.kind;
     const char *segs = getenv("NTP_TOOL_SEGMENTS");
-    if (!env_int("NTP_TOOL_ROWS", 0, &c->n_rows) || !env_int("NTP_TOOL_ITERATIONS", 1, &c->iterations) ||
-        !segs)
+    if (!env_int("NTP_TOOL_ROWS", 0, &c->n_rows) ||
+        !env_int("NTP_TOOL_ITERATIONS", 1, &c->iterations) || !segs)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "NTP_TOOL is set but NTP_TOOL_ROWS, NTP_TOOL_ITERATIONS or "
                           "NTP_TOOL_SEGMENTS is missing or malformed");
@@ -884,10 +915,11 @@ ntp_status ntp__tool_child_open(ntp_ctx *ctx, ntp_tool_child *c)
     const char *p = segs;
     while (*p && c->n_segs < n) {
         int a, b, ne, used = 0;
-        if (sscanf(p, "%d-%d:%d%n", &a, &b, &ne, &used) != 3 || a < 0 || b < a ||
-            b >= c->n_rows || ne < 0) {
+        if (sscanf(p, "%d-%d:%d%n", &a, &b, &ne, &used) != 3 || a < 0 || b < a || b >= c->n_rows ||
+            ne < 0) {
             ntp__tool_child_close(c);
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "NTP_TOOL_SEGMENTS is malformed at '%.40s'", p);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "NTP_TOOL_SEGMENTS is malformed at '%.40s'", p);
         }
         c->segs[c->n_segs].first = a;
         c->segs[c->n_segs].last = b;
@@ -907,7 +939,8 @@ ntp_status ntp__tool_child_open(ntp_ctx *ctx, ntp_tool_child *c)
             ntp__tool_child_close(c);
             return ntp__error(ctx, NTP_STATUS_IO_ERROR,
                               "NTP_TOOL=%s: cannot open perf's control fifos (NTP_TOOL_CTL, "
-                              "NTP_TOOL_ACK): %s", spec.name, strerror(errno));
+                              "NTP_TOOL_ACK): %s",
+                              spec.name, strerror(errno));
         }
     }
     return NTP_STATUS_OK;
@@ -946,8 +979,8 @@ static ntp_status perf_command(ntp_ctx *ctx, ntp_tool_child *c, const char *cmd)
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return ntp__error(ctx, NTP_STATUS_IO_ERROR, "perf did not acknowledge '%.*s' within 10 s",
-                              (int)(n - 1), cmd);
+            return ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                              "perf did not acknowledge '%.*s' within 10 s", (int)(n - 1), cmd);
         ssize_t k = read(c->ack_fd, buf + got, 1);
         if (k < 0 && errno == EINTR)
             continue;

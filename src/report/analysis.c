@@ -9,11 +9,20 @@
 
 /* Column widths; with single spaces between them the table is 99 columns. */
 enum {
-    W_NAME = 24, W_TYPE = 14, W_SHAPE = 16, W_PARAMS = 7, W_MACS = 7, W_WMB = 9, W_AMB = 8,
+    W_NAME = 24,
+    W_TYPE = 14,
+    W_SHAPE = 16,
+    W_PARAMS = 7,
+    W_MACS = 7,
+    W_WMB = 9,
+    W_AMB = 8,
     W_INT = 7
 };
 
-static double mb(int64_t bytes) { return (double)bytes / 1e6; }
+static double mb(int64_t bytes)
+{
+    return (double)bytes / 1e6;
+}
 
 static void table_header(FILE *f)
 {
@@ -86,8 +95,8 @@ static void write_table(const ntp_graph *g, const ntp_analysis *a, FILE *f)
     for (int i = 0; i < ntp_graph_marker_count(g); i++) {
         int first, last;
         ntp_graph_marker_range(g, i, &first, &last);
-        ntp__put_linef(f, "marker %s: layers %d..%d (%s .. %s)", ntp_graph_marker_name(g, i),
-                       first, last, ntp_graph_layer_name(g, first) ? ntp_graph_layer_name(g, first) : "?",
+        ntp__put_linef(f, "marker %s: layers %d..%d (%s .. %s)", ntp_graph_marker_name(g, i), first,
+                       last, ntp_graph_layer_name(g, first) ? ntp_graph_layer_name(g, first) : "?",
                        ntp_graph_layer_name(g, last) ? ntp_graph_layer_name(g, last) : "?");
     }
     /* Human units keep the totals on one line; JSON and CSV carry the exact
@@ -173,7 +182,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysi
 static void write_csv(const ntp_analysis *a, FILE *f)
 {
     fputs("name,type,inlay,output_shape,params,macs,flops,weight_bytes,input_bytes,output_bytes,"
-          "traffic_bytes,intensity\n", f);
+          "traffic_bytes,intensity\n",
+          f);
     for (int i = 0; i < a->n_layers; i++) {
         const ntp_layer_cost *l = &a->layers[i];
         char shape[192];
@@ -211,14 +221,9 @@ ntp_status ntp_report_write_analysis(ntp_ctx *ctx, const ntp_graph *g, const ntp
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_report_write_analysis: missing graph, analysis or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        write_table(g, a, f);
-        return ntp__check_stream(ctx, f, "analysis");
-    case NTP_FORMAT_JSON:
-        return write_json(ctx, g, a, f);
-    case NTP_FORMAT_CSV:
-        write_csv(a, f);
-        return ntp__check_stream(ctx, f, "analysis");
+    case NTP_FORMAT_TABLE: write_table(g, a, f); return ntp__check_stream(ctx, f, "analysis");
+    case NTP_FORMAT_JSON: return write_json(ctx, g, a, f);
+    case NTP_FORMAT_CSV: write_csv(a, f); return ntp__check_stream(ctx, f, "analysis");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown report format %d", (int)fmt);
 }

@@ -18,7 +18,10 @@ const char *ntp__verdict_short(ntp_verdict v)
     return "?";
 }
 
-static const char *nz(const char *s) { return s ? s : "?"; }
+static const char *nz(const char *s)
+{
+    return s ? s : "?";
+}
 
 /* --- table ------------------------------------------------------------------------------ */
 
@@ -28,11 +31,19 @@ static const char *nz(const char *s) { return s ? s : "?"; }
  * column flags what changed besides the time (T type, B backend, I
  * implementation); it is left out of rows where nothing did, so they end
  * without trailing spaces. */
-enum { C_NAME = 24, C_STATUS = 7, C_MS = 9, C_DELTA = 9, C_SPEED = 7, C_VERDICT = 7, C_PCT = 6,
-       C_CHG = 3 };
+enum {
+    C_NAME = 24,
+    C_STATUS = 7,
+    C_MS = 9,
+    C_DELTA = 9,
+    C_SPEED = 7,
+    C_VERDICT = 7,
+    C_PCT = 6,
+    C_CHG = 3
+};
 enum { N_CELLS = 10 };
-static const int widths[N_CELLS] = {C_NAME, C_STATUS, C_MS, C_MS, C_DELTA, C_SPEED, C_VERDICT,
-                                    C_PCT, C_PCT, C_CHG};
+static const int widths[N_CELLS] = {C_NAME,  C_STATUS,  C_MS,  C_MS,  C_DELTA,
+                                    C_SPEED, C_VERDICT, C_PCT, C_PCT, C_CHG};
 
 static void put_row(FILE *f, const char *const cells[N_CELLS])
 {
@@ -63,8 +74,7 @@ static const char *member_list(const ntp_compare_row *r, char *buf, size_t len)
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < r->n_members && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " + " : "",
-                                 nz(r->members[i]));
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " + " : "", nz(r->members[i]));
     return buf;
 }
 
@@ -110,9 +120,9 @@ static void table_row(FILE *f, const ntp_compare_row *r)
         ntp__fit_number(100.0 * r->base_share, C_PCT, 1, pa, sizeof pa);
     if (has_b)
         ntp__fit_number(100.0 * r->other_share, C_PCT, 1, pb, sizeof pb);
-    const char *cells[N_CELLS] = {name, ntp_align_name(r->align), a, b, d, s,
-                                  ntp__verdict_short(r->verdict), pa, pb,
-                                  change_letters(r->changes, chg, sizeof chg)};
+    const char *cells[N_CELLS] = {
+        name, ntp_align_name(r->align),       a,  b,  d,
+        s,    ntp__verdict_short(r->verdict), pa, pb, change_letters(r->changes, chg, sizeof chg)};
     put_row(f, cells);
 }
 
@@ -234,8 +244,10 @@ static void table_changes(FILE *f, const char *A, const char *B, const ntp_compa
         return;
     enum { MAX_NAMES = 4 };
     static const unsigned kinds[] = {NTP_CHANGE_TYPE, NTP_CHANGE_BACKEND, NTP_CHANGE_IMPL};
-    ntp__put_linef(f, "changed from %s to %s besides the time (chg: T type, B backend, I "
-                   "implementation):", A, B);
+    ntp__put_linef(f,
+                   "changed from %s to %s besides the time (chg: T type, B backend, I "
+                   "implementation):",
+                   A, B);
     /* Each distinct change once, at its first row in the table's order. */
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         for (int i = 0; i < p->n_rows; i++) {
@@ -289,8 +301,10 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
                    e->base.median, e->base.ci95_lo, e->base.ci95_hi, B, e->other.median,
                    e->other.ci95_lo, e->other.ci95_hi);
     if (e->verdict == NTP_VERDICT_SAME)
-        ntp__put_linef(f, "  %s vs %s: no significant difference (speedup %.3gx, 95%% intervals "
-                       "overlap)", B, A, e->speedup);
+        ntp__put_linef(f,
+                       "  %s vs %s: no significant difference (speedup %.3gx, 95%% intervals "
+                       "overlap)",
+                       B, A, e->speedup);
     else if (e->verdict == NTP_VERDICT_NA)
         ntp__put_linef(f, "  %s vs %s: nothing to compare (a run has no end-to-end time)", B, A);
     else
@@ -311,7 +325,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
     snprintf(pa, sizeof pa, "%s %%", A);
     snprintf(pb, sizeof pb, "%s %%", B);
     ntp__put_line(f, "layers, largest regression first:");
-    const char *head[N_CELLS] = {"layer", "status", ha, hb, "delta ms",
+    const char *head[N_CELLS] = {"layer",   "status",  ha, hb, "delta ms",
                                  "speedup", "verdict", pa, pb, "chg"};
     put_row(f, head);
     for (int i = 0; i < N_CELLS; i++) {
@@ -325,8 +339,8 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
         table_row(f, &p->rows[i]);
     if (p->n_markers > 0) {
         fputc('\n', f);
-        const char *mh[N_CELLS] = {"marker segment", "status", ha, hb, "delta ms", "speedup",
-                                   "verdict", pa, pb, ""};
+        const char *mh[N_CELLS] = {"marker segment", "status",  ha, hb, "delta ms",
+                                   "speedup",        "verdict", pa, pb, ""};
         put_row(f, mh);
         for (int i = 0; i < p->n_markers; i++)
             table_row(f, &p->markers[i]);
@@ -417,7 +431,8 @@ static json_t *row_json(bool *ok, const ntp_compare_row *r, bool both)
     ntp__jset(ok, o, "type", ntp__json_str(r->type));
     ntp__jset(ok, o, "status", json_string(ntp_align_name(r->align)));
     ntp__jset(ok, o, "base_index", r->base_index >= 0 ? json_integer(r->base_index) : json_null());
-    ntp__jset(ok, o, "other_index", r->other_index >= 0 ? json_integer(r->other_index) : json_null());
+    ntp__jset(ok, o, "other_index",
+              r->other_index >= 0 ? json_integer(r->other_index) : json_null());
     ntp__jset(ok, o, "base", side_json(ok, &r->base, has_a));
     ntp__jset(ok, o, "other", side_json(ok, &r->other, has_b));
     ntp__jset(ok, o, "delta_ms", ntp__json_num(r->delta_ms));
@@ -572,7 +587,8 @@ static void write_csv(const ntp_comparison *c, FILE *f)
     fputs("base,other,kind,name,other_name,type,status,base_median_ms,base_ci95_lo_ms,"
           "base_ci95_hi_ms,other_median_ms,other_ci95_lo_ms,other_ci95_hi_ms,delta_ms,speedup,"
           "speedup_lo,speedup_hi,verdict,base_share,other_share,members,base_rows,other_rows,"
-          "changes,other_type,base_backend,other_backend,base_impl,other_impl\n", f);
+          "changes,other_type,base_backend,other_backend,base_impl,other_impl\n",
+          f);
     for (int i = 0; i < c->n_pairs; i++) {
         const ntp_compare_pair *p = &c->pairs[i];
         csv_row(f, c, p, "end_to_end", &p->end_to_end, true);
@@ -583,19 +599,16 @@ static void write_csv(const ntp_comparison *c, FILE *f)
     }
 }
 
-ntp_status ntp_report_write_comparison(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_comparison(ntp_ctx *ctx, const ntp_comparison *c, ntp_format fmt,
+                                       FILE *f)
 {
     if (!c || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_comparison: no comparison or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_comparison: no comparison or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        write_table(c, f);
-        return ntp__check_stream(ctx, f, "comparison");
-    case NTP_FORMAT_JSON:
-        return write_json(ctx, c, f);
-    case NTP_FORMAT_CSV:
-        write_csv(c, f);
-        return ntp__check_stream(ctx, f, "comparison");
+    case NTP_FORMAT_TABLE: write_table(c, f); return ntp__check_stream(ctx, f, "comparison");
+    case NTP_FORMAT_JSON: return write_json(ctx, c, f);
+    case NTP_FORMAT_CSV: write_csv(c, f); return ntp__check_stream(ctx, f, "comparison");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
 }

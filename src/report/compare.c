@@ -85,8 +85,8 @@ void ntp__compare_fill(ntp_compare_row *row, const ntp_stats *base, const ntp_st
  * 10,000-layer comparison stays linear. */
 typedef struct name_index {
     int cap;
-    int *head;                  /* bucket -> first row, -1 */
-    int *next;                  /* row -> next row in its bucket, -1 */
+    int *head; /* bucket -> first row, -1 */
+    int *next; /* row -> next row in its bucket, -1 */
 } name_index;
 
 static uint64_t hash_name(const char *s)
@@ -123,7 +123,10 @@ static void index_free(name_index *ix)
     free(ix->next);
 }
 
-static const char *nz(const char *s) { return s ? s : ""; }
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
 
 /* A renamed layer does the same work: same type, output shape and FLOPs. */
 static bool same_signature(const ntp_layer_result *a, const ntp_layer_result *b)
@@ -250,10 +253,10 @@ static void set_changes(ntp_compare_row *row, const ntp_layer_result *a, const n
 /* Rows of both runs tied together by fusion: each fused row to the row it
  * was fused into, and each row to the row it is aligned with. */
 typedef struct groups {
-    int *parent;                /* union-find, na + nb */
-    bool *grouped;              /* root -> the set holds a fused row */
-    int *first, *next;          /* root -> its rows in order (A's, then B's); row -> next */
-    int *emitted;               /* root -> its row in the comparison, -1 */
+    int *parent;       /* union-find, na + nb */
+    bool *grouped;     /* root -> the set holds a fused row */
+    int *first, *next; /* root -> its rows in order (A's, then B's); row -> next */
+    int *emitted;      /* root -> its row in the comparison, -1 */
 } groups;
 
 static void groups_free(groups *G)
@@ -311,8 +314,8 @@ static bool groups_build(groups *G, const ntp_run_result *A, const ntp_run_resul
 
 /* One row for the fused group whose root is `root`: each side's timed rows
  * summed, its layers named. */
-static void emit_group(const ntp_run_result *A, const ntp_run_result *B, const groups *G,
-                       int root, const int *match_b, ntp_compare_pair *p, int *n_members,
+static void emit_group(const ntp_run_result *A, const ntp_run_result *B, const groups *G, int root,
+                       const int *match_b, ntp_compare_pair *p, int *n_members,
                        ntp_compare_row *row)
 {
     int na = A->n_layers;
@@ -374,8 +377,7 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
     name_index ix = {0}, ixa = {0};
     groups G = {0};
     ntp_status st = NTP_STATUS_OK;
-    if (!match_a || !match_b || !renamed || !p->rows || !p->member_store ||
-        !index_build(&ix, B)) {
+    if (!match_a || !match_b || !renamed || !p->rows || !p->member_store || !index_build(&ix, B)) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
@@ -550,7 +552,8 @@ static ntp_status align_markers(ntp_ctx *ctx, const ntp_run_result *A, const ntp
 
 /* --- what differs -------------------------------------------------------------------- */
 
-static bool add_diff(ntp_compare_pair *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool add_diff(ntp_compare_pair *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static bool add_diff(ntp_compare_pair *p, const char *fmt, ...)
 {
     char buf[640];
@@ -590,16 +593,17 @@ static const char *param_of(const ntp_run_result *r, const char *name)
 
 static bool differences(const ntp_run_result *A, const ntp_run_result *B, ntp_compare_pair *p)
 {
-    bool ok = diff_str(p, "topology", A->topology, B->topology) &&
-              diff_str(p, "source", A->source, B->source) &&
-              diff_str(p, "backend", A->backend, B->backend) &&
-              diff_str(p, "precision", ntp_dtype_name(A->precision), ntp_dtype_name(B->precision)) &&
-              diff_int(p, "batch", A->batch, B->batch) &&
-              diff_int(p, "threads", A->threads, B->threads) &&
-              diff_int(p, "seed", (int64_t)A->seed, (int64_t)B->seed) &&
-              diff_str(p, "only", A->only_marker, B->only_marker) &&
-              diff_str(p, "fuse", A->fused ? "on" : "off", B->fused ? "on" : "off") &&
-              diff_int(p, "layers", A->n_layers, B->n_layers);
+    bool ok =
+        diff_str(p, "topology", A->topology, B->topology) &&
+        diff_str(p, "source", A->source, B->source) &&
+        diff_str(p, "backend", A->backend, B->backend) &&
+        diff_str(p, "precision", ntp_dtype_name(A->precision), ntp_dtype_name(B->precision)) &&
+        diff_int(p, "batch", A->batch, B->batch) &&
+        diff_int(p, "threads", A->threads, B->threads) &&
+        diff_int(p, "seed", (int64_t)A->seed, (int64_t)B->seed) &&
+        diff_str(p, "only", A->only_marker, B->only_marker) &&
+        diff_str(p, "fuse", A->fused ? "on" : "off", B->fused ? "on" : "off") &&
+        diff_int(p, "layers", A->n_layers, B->n_layers);
     for (int i = 0; ok && i < A->n_params; i++) {
         char what[320];
         snprintf(what, sizeof what, "param %s", nz(A->param_names[i]));
@@ -689,8 +693,8 @@ ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs, const ch
         p->end_to_end.type = "end_to_end";
         p->end_to_end.base_index = p->end_to_end.other_index = -1;
         ntp__compare_fill(&p->end_to_end, &A->end_to_end_ms, &B->end_to_end_ms, 1, 1);
-        p->throughput_ratio = A->throughput > 0 && isfinite(B->throughput)
-                                  ? B->throughput / A->throughput : 0;
+        p->throughput_ratio =
+            A->throughput > 0 && isfinite(B->throughput) ? B->throughput / A->throughput : 0;
         if ((st = align_layers(ctx, A, B, p)) || (st = align_markers(ctx, A, B, p)))
             goto fail;
         if (!differences(A, B, p)) {

@@ -51,7 +51,8 @@ static void cell_ci(const ntp_backend_comparison *c, int i, char *b, size_t n, i
     const ntp_stats *s = &c->runs[i].result->end_to_end_ms;
     char lo[32], hi[32];
     int half = (w - 1) / 2;
-    snprintf(b, n, "%s-%s", num(s->ci95_lo, half, 2, lo, sizeof lo), num(s->ci95_hi, half, 2, hi, sizeof hi));
+    snprintf(b, n, "%s-%s", num(s->ci95_lo, half, 2, lo, sizeof lo),
+             num(s->ci95_hi, half, 2, hi, sizeof hi));
 }
 
 static void cell_ratio(const ntp_backend_comparison *c, int i, char *b, size_t n, int w)
@@ -80,7 +81,8 @@ static void cell_fused(const ntp_backend_comparison *c, int i, char *b, size_t n
 static void cell_convert(const ntp_backend_comparison *c, int i, char *b, size_t n, int w)
 {
     char v[32];
-    snprintf(b, n, "%d:%s", c->runs[i].n_convert, num(c->runs[i].convert_ms, w - 3, 3, v, sizeof v));
+    snprintf(b, n, "%d:%s", c->runs[i].n_convert,
+             num(c->runs[i].convert_ms, w - 3, 3, v, sizeof v));
 }
 
 static void cell_maxabs(const ntp_backend_comparison *c, int i, char *b, size_t n, int w)
@@ -142,7 +144,8 @@ static void header(FILE *f, const ntp_backend_comparison *c, const char *first, 
     int used = second ? snprintf(line, sizeof line, "%-*s %-*s", LABEL_W, first, TYPE_W, second)
                       : snprintf(line, sizeof line, "%-*s", LABEL_W + 1, first);
     for (int i = 0; i < c->n_runs && used < (int)sizeof line; i++)
-        used += snprintf(line + used, sizeof line - (size_t)used, "%*.*s", w, w - 1, c->runs[i].backend);
+        used += snprintf(line + used, sizeof line - (size_t)used, "%*.*s", w, w - 1,
+                         c->runs[i].backend);
     ntp__put_line(f, line);
 }
 
@@ -216,8 +219,9 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_backend_comparison *c, FIL
     ntp__put_linef(f, "%s%s, threads %s, seed %llu%s", ntp_dtype_name(c->precision), shape, threads,
                    (unsigned long long)c->seed, c->fused ? ", --fuse" : "");
     if (c->reference)
-        ntp__put_wrapped(f, "", "same weights and inputs on every backend; outputs compared with "
-                                "the reference backend's (ref)");
+        ntp__put_wrapped(f, "",
+                         "same weights and inputs on every backend; outputs compared with "
+                         "the reference backend's (ref)");
     ntp__put_line(f, "");
     header(f, c, "", NULL, LABEL_W + 1);
     summary_line(f, c, "end-to-end ms (median)", cell_e2e);
@@ -288,8 +292,8 @@ static ntp_status report_json(ntp_ctx *ctx, const ntp_run_result *r, json_t **ou
         json_error_t err;
         *out = json_loadb(text, len, 0, &err);
         if (!*out)
-            st = ntp__error(ctx, NTP_STATUS_INTERNAL, "run report of %s is not JSON: %s", r->backend,
-                            err.text);
+            st = ntp__error(ctx, NTP_STATUS_INTERNAL, "run report of %s is not JSON: %s",
+                            r->backend, err.text);
     }
     free(text);
     return st;
@@ -325,7 +329,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE
         ntp__jset(&ok, conv, "count", json_integer(b->n_convert));
         ntp__jset(&ok, conv, "ms", ntp__json_num(b->convert_ms));
         ntp__jset(&ok, o, "conversions", conv);
-        ntp__jset(&ok, o, "max_abs_error", b->max_abs_error < 0 ? json_null() : ntp__json_num(b->max_abs_error));
+        ntp__jset(&ok, o, "max_abs_error",
+                  b->max_abs_error < 0 ? json_null() : ntp__json_num(b->max_abs_error));
         ntp__jset(&ok, o, "rel_l2", b->rel_l2 < 0 ? json_null() : ntp__json_num(b->rel_l2));
         for (int j = 0; j < b->n_deviation; j++) {
             const ntp_accuracy *a = &b->deviation[j];
@@ -353,7 +358,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE
             const ntp_run_result *r = c->runs[i].result;
             for (int k = 0; k < r->n_markers; k++)
                 if (strcmp(r->markers[k].name, first->markers[m].name) == 0)
-                    ntp__jset(&ok, ms, c->runs[i].backend, ntp__json_num(r->markers[k].time_ms.median));
+                    ntp__jset(&ok, ms, c->runs[i].backend,
+                              ntp__json_num(r->markers[k].time_ms.median));
         }
         ntp__jset(&ok, o, "ms", ms);
         ntp__jpush(&ok, markers, o);
@@ -423,9 +429,10 @@ static void csv_row(FILE *f, const char *backend, const char *layer, const char 
 
 static ntp_status write_csv(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE *f)
 {
-    fputs("backend,layer,type,ran_on,impl,median_ms,prepare_ms,sub_rows,sub_ms,fused_into,speed_ratio,"
-          "max_abs_error,rel_l2\n",
-          f);
+    fputs(
+        "backend,layer,type,ran_on,impl,median_ms,prepare_ms,sub_rows,sub_ms,fused_into,speed_ratio,"
+        "max_abs_error,rel_l2\n",
+        f);
     for (int i = 0; i < c->n_runs; i++) {
         const ntp_backend_run *b = &c->runs[i];
         csv_row(f, b->backend, "(end-to-end)", NULL, b->backend, NULL,
@@ -435,24 +442,21 @@ static ntp_status write_csv(ntp_ctx *ctx, const ntp_backend_comparison *c, FILE 
                 b->n_convert, 0, NULL, NAN, -1, -1);
         for (int l = 0; l < c->n_layers; l++) {
             const ntp_backend_layer *L = &b->layers[l];
-            csv_row(f, b->backend, c->layer_names[l], c->layer_types[l], L->ran_on, L->impl,
-                    L->ms, L->prepare_ms, L->sub_rows, L->sub_ms, L->fused_into, NAN, -1, -1);
+            csv_row(f, b->backend, c->layer_names[l], c->layer_types[l], L->ran_on, L->impl, L->ms,
+                    L->prepare_ms, L->sub_rows, L->sub_ms, L->fused_into, NAN, -1, -1);
         }
     }
     return ntp__check_stream(ctx, f, "backend comparison");
 }
 
 ntp_status ntp_report_write_backend_comparison(ntp_ctx *ctx, const ntp_backend_comparison *c,
-                                        ntp_format fmt, FILE *f)
+                                               ntp_format fmt, FILE *f)
 {
     if (!c || c->n_runs < 1)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "an empty backend comparison");
     switch (fmt) {
-    case NTP_FORMAT_JSON:
-        return write_json(ctx, c, f);
-    case NTP_FORMAT_CSV:
-        return write_csv(ctx, c, f);
-    default:
-        return write_table(ctx, c, f);
+    case NTP_FORMAT_JSON: return write_json(ctx, c, f);
+    case NTP_FORMAT_CSV: return write_csv(ctx, c, f);
+    default: return write_table(ctx, c, f);
     }
 }

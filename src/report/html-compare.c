@@ -100,8 +100,8 @@ static void pair_bars(FILE *f, const ntp_comparison *c, const ntp_compare_pair *
 {
     const ntp_compare_row **rows = malloc(((size_t)p->n_rows + 1) * sizeof *rows);
     ntp_hbar *bars = calloc((size_t)MAX_BARS + 1, sizeof *bars);
-    char (*names)[256] = calloc((size_t)MAX_BARS + 1, sizeof *names);
-    char (*tips)[512] = calloc((size_t)MAX_BARS + 1, sizeof *tips);
+    char(*names)[256] = calloc((size_t)MAX_BARS + 1, sizeof *names);
+    char(*tips)[512] = calloc((size_t)MAX_BARS + 1, sizeof *tips);
     if (!rows || !bars || !names || !tips)
         goto out;
     int n = 0;
@@ -124,13 +124,18 @@ static void pair_bars(FILE *f, const ntp_comparison *c, const ntp_compare_pair *
                  ntp_align_name(r->align), letter(p->base, la, sizeof la), a ? r->base.median : NAN,
                  letter(p->other, lb, sizeof lb), b ? r->other.median : NAN,
                  ntp_verdict_name(r->verdict));
-        bars[i] = (ntp_hbar){.label = names[i], .tooltip = tips[i],
-                             .value = a ? r->base.median : NAN, .lo = a ? r->base.ci95_lo : NAN,
-                             .hi = a ? r->base.ci95_hi : NAN, .value2 = b ? r->other.median : NAN,
-                             .lo2 = b ? r->other.ci95_lo : NAN, .hi2 = b ? r->other.ci95_hi : NAN};
+        bars[i] = (ntp_hbar){.label = names[i],
+                             .tooltip = tips[i],
+                             .value = a ? r->base.median : NAN,
+                             .lo = a ? r->base.ci95_lo : NAN,
+                             .hi = a ? r->base.ci95_hi : NAN,
+                             .value2 = b ? r->other.median : NAN,
+                             .lo2 = b ? r->other.ci95_lo : NAN,
+                             .hi2 = b ? r->other.ci95_hi : NAN};
     }
     fputs("<h3>Layer times side by side</h3>\n<p class=\"note\">Medians with their 95% intervals, "
-          "in execution order.", f);
+          "in execution order.",
+          f);
     if (hidden)
         fprintf(f, " The %d shortest layers are not drawn.", hidden);
     fputs("</p>\n", f);
@@ -181,7 +186,8 @@ static void pair_contribution(FILE *f, const ntp_comparison *c, const ntp_compar
     char la[16], lb[16];
     const char *cols[2] = {letter(p->base, la, sizeof la), letter(p->other, lb, sizeof lb)};
     fputs("<h3>% contribution per layer</h3>\n<p class=\"note\">Each layer's share of its run's "
-          "summed layer time (NTP's figure 9).</p>\n", f);
+          "summed layer time (NTP's figure 9).</p>\n",
+          f);
     char id[32];
     snprintf(id, sizeof id, "pair%d-shares", k);
     ntp__svg_stacked(f, id, cols, 2, segs, ns, share);
@@ -191,7 +197,9 @@ static void pair_contribution(FILE *f, const ntp_comparison *c, const ntp_compar
 static void verdict_cell(FILE *f, ntp_verdict v)
 {
     fprintf(f, "<td class=\"l%s\">%s</td>",
-            v == NTP_VERDICT_SLOWER ? " slower" : v == NTP_VERDICT_FASTER ? " faster" : "",
+            v == NTP_VERDICT_SLOWER   ? " slower"
+            : v == NTP_VERDICT_FASTER ? " faster"
+                                      : "",
             ntp_verdict_name(v));
 }
 
@@ -227,11 +235,12 @@ static void pair_table(FILE *f, const ntp_compare_pair *p)
     char la[16], lb[16];
     letter(p->base, la, sizeof la);
     letter(p->other, lb, sizeof lb);
-    fprintf(f, "<h3>Aligned layers, largest regression first</h3>\n<div class=\"scroll\"><table>"
-               "<tr><th class=\"l\">layer</th><th class=\"l\">status</th><th>%s ms</th>"
-               "<th>%s ms</th><th>delta ms</th><th>speedup</th><th>speedup 95%%</th>"
-               "<th class=\"l\">verdict</th><th>%s %%</th><th>%s %%</th>"
-               "<th class=\"l\">changed besides the time</th></tr>\n",
+    fprintf(f,
+            "<h3>Aligned layers, largest regression first</h3>\n<div class=\"scroll\"><table>"
+            "<tr><th class=\"l\">layer</th><th class=\"l\">status</th><th>%s ms</th>"
+            "<th>%s ms</th><th>delta ms</th><th>speedup</th><th>speedup 95%%</th>"
+            "<th class=\"l\">verdict</th><th>%s %%</th><th>%s %%</th>"
+            "<th class=\"l\">changed besides the time</th></tr>\n",
             la, lb, la, lb);
     for (int i = 0; i < p->n_rows; i++)
         row_cells(f, &p->rows[i], false, true);
@@ -276,7 +285,8 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
     const ntp_run_result *ra = c->runs[p->base], *rb = c->runs[p->other];
     if (ra->fused != rb->fused) {
         fputs("<p class=\"warn\">", f);
-        ntp__html_textf(f, "The runs differ in --fuse (%s %s, %s %s). A fused layer has no time "
+        ntp__html_textf(f,
+                        "The runs differ in --fuse (%s %s, %s %s). A fused layer has no time "
                         "of its own: each group of layers fused in either run is one row (status "
                         "fused), the group's time against the sum of its layers' times in the "
                         "other run; %d such group%s.",
@@ -292,15 +302,18 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
 ntp_status ntp_report_write_comparison_html(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
 {
     if (!c || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_comparison_html: no comparison");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_comparison_html: no comparison");
     ntp__html_begin(f, "ntprof comparison");
-    fputs("<h1>Comparison</h1>\n<p class=\"note\">Speedup = base median / other median (above 1 "
-          "the other run is faster). Two medians differ significantly when their 95% intervals "
-          "do not overlap; otherwise: no significant difference.</p>\n"
-          "<table><tr><th class=\"l\"></th><th class=\"l\">run</th><th class=\"l\">topology</th><th class=\"l\">backend"
-          "</th><th class=\"l\">precision</th><th>batch</th><th>threads</th><th class=\"l\">fuse</th>"
-          "<th>median ms</th>"
-          "<th class=\"l\">machine</th><th class=\"l\">time</th></tr>\n", f);
+    fputs(
+        "<h1>Comparison</h1>\n<p class=\"note\">Speedup = base median / other median (above 1 "
+        "the other run is faster). Two medians differ significantly when their 95% intervals "
+        "do not overlap; otherwise: no significant difference.</p>\n"
+        "<table><tr><th class=\"l\"></th><th class=\"l\">run</th><th class=\"l\">topology</th><th class=\"l\">backend"
+        "</th><th class=\"l\">precision</th><th>batch</th><th>threads</th><th class=\"l\">fuse</th>"
+        "<th>median ms</th>"
+        "<th class=\"l\">machine</th><th class=\"l\">time</th></tr>\n",
+        f);
     for (int i = 0; i < c->n_runs; i++) {
         const ntp_run_result *r = c->runs[i];
         char li[16];

@@ -53,7 +53,7 @@ void ntp__svg_stacked(FILE *f, const char *id, const char *const *columns, int n
 typedef struct ntp_rpoint {
     const char *label;
     double intensity, gflops, attainable;
-    bool marker;                /* a marker segment (drawn as a diamond) */
+    bool marker; /* a marker segment (drawn as a diamond) */
 } ntp_rpoint;
 
 /* Log-log roofline: ceilings from rl (when available), points above. */

@@ -25,7 +25,8 @@ static bool timed(const ntp_layer_result *l)
 static int by_time_desc(const void *a, const void *b, void *arg)
 {
     const ntp_run_result *r = arg;
-    double x = r->layers[*(const int *)a].time_ms.median, y = r->layers[*(const int *)b].time_ms.median;
+    double x = r->layers[*(const int *)a].time_ms.median,
+           y = r->layers[*(const int *)b].time_ms.median;
     return (x < y) - (x > y);
 }
 
@@ -53,7 +54,7 @@ static void layer_bars(FILE *f, const ntp_run_result *r)
 {
     int *idx = malloc(((size_t)r->n_layers + 1) * sizeof *idx);
     ntp_hbar *bars = calloc((size_t)MAX_BARS + 1, sizeof *bars);
-    char (*tips)[256] = calloc((size_t)MAX_BARS + 1, sizeof *tips);
+    char(*tips)[256] = calloc((size_t)MAX_BARS + 1, sizeof *tips);
     if (!idx || !bars || !tips) {
         fputs("<p class=\"warn\">out of memory drawing the layer chart</p>\n", f);
         goto out;
@@ -80,12 +81,18 @@ static void layer_bars(FILE *f, const ntp_run_result *r)
         snprintf(tips[k], sizeof tips[k], "%s (%s): median %.4g ms, 95%% CI [%.4g, %.4g], %.1f%%",
                  l->name ? l->name : "", l->type ? l->type : "", l->time_ms.median,
                  l->time_ms.ci95_lo, l->time_ms.ci95_hi, 100 * l->share);
-        bars[k] = (ntp_hbar){.label = l->name, .value = l->time_ms.median, .lo = l->time_ms.ci95_lo,
-                             .hi = l->time_ms.ci95_hi, .value2 = NAN, .lo2 = NAN, .hi2 = NAN,
+        bars[k] = (ntp_hbar){.label = l->name,
+                             .value = l->time_ms.median,
+                             .lo = l->time_ms.ci95_lo,
+                             .hi = l->time_ms.ci95_hi,
+                             .value2 = NAN,
+                             .lo2 = NAN,
+                             .hi2 = NAN,
                              .tooltip = tips[k]};
     }
     fputs("<h2>Where the time goes</h2>\n<p class=\"note\">Median time per layer in execution "
-          "order, with the 95% interval of the median as a whisker.", f);
+          "order, with the 95% interval of the median as a whisker.",
+          f);
     if (rest)
         fprintf(f, " The %d shortest layers (%.4g ms together) are not drawn.", rest, rest_ms);
     if (fused)
@@ -135,7 +142,8 @@ static void breakdown(FILE *f, const ntp_run_result *r)
         nt = MAX_SEGMENTS;
     }
     fputs("<h2>Breakdown</h2>\n<p class=\"note\">Share of the summed median layer time by layer "
-          "type", f);
+          "type",
+          f);
     fputs(r->n_markers > 0 ? ", and by marker segment.</p>\n" : ".</p>\n", f);
     const char *col[] = {"by type"};
     ntp__svg_stacked(f, "breakdown-types", col, 1, types, nt, share);
@@ -171,20 +179,23 @@ static void roofline(FILE *f, const ntp_run_result *r)
     }
     fputs("<h2>Roofline</h2>\n<p class=\"note\">", f);
     if (r->roofline.available) {
-        ntp__html_textf(f, "Layers (circles) and marker segments (diamonds) by arithmetic "
+        ntp__html_textf(f,
+                        "Layers (circles) and marker segments (diamonds) by arithmetic "
                         "intensity and achieved rate, under this machine's ceilings: peak %.4g "
                         "GFLOP/s (%s) and DRAM bandwidth %.4g GB/s, measured %s; dashed lines are "
                         "cache bandwidths.",
-                        r->roofline.peak_gflops, r->roofline.peak_source, r->roofline.bandwidth_gbps,
-                        r->roofline.measured_at);
+                        r->roofline.peak_gflops, r->roofline.peak_source,
+                        r->roofline.bandwidth_gbps, r->roofline.measured_at);
     } else {
         fputs("Layers (circles) and marker segments (diamonds) by arithmetic intensity and "
               "achieved rate. Ceilings: n/a (run <code>ntprof machine</code> once to measure "
-              "this machine's).", f);
+              "this machine's).",
+              f);
     }
     const ntp_roofline *rl = &r->roofline;
     if (rl->available && rl->gpu_rows && rl->gpu_available)
-        ntp__html_textf(f, " Rows on the GPU are placed on %s's roof instead: %s GEMM %.4g "
+        ntp__html_textf(f,
+                        " Rows on the GPU are placed on %s's roof instead: %s GEMM %.4g "
                         "GFLOP/s and device DRAM %.4g GB/s; host-device copies on the link "
                         "(%.4g GB/s host to device, %.4g GB/s back). The ceiling column says "
                         "which roof each row was placed on; the chart draws the CPU's.",
@@ -216,15 +227,21 @@ static void markers(FILE *f, const ntp_run_result *r)
         const ntp_marker_result *m = &r->markers[i];
         snprintf(tips[i], sizeof tips[i], "%s: layers %d..%d, median %.4g ms, %.1f%%",
                  m->name ? m->name : "", m->first, m->last, m->time_ms.median, 100 * m->share);
-        bars[i] = (ntp_hbar){.label = m->name, .value = m->time_ms.median, .lo = m->time_ms.ci95_lo,
-                             .hi = m->time_ms.ci95_hi, .value2 = NAN, .lo2 = NAN, .hi2 = NAN,
+        bars[i] = (ntp_hbar){.label = m->name,
+                             .value = m->time_ms.median,
+                             .lo = m->time_ms.ci95_lo,
+                             .hi = m->time_ms.ci95_hi,
+                             .value2 = NAN,
+                             .lo2 = NAN,
+                             .hi2 = NAN,
                              .tooltip = tips[i]};
     }
     fputs("<h2>Marker segments</h2>\n", f);
     ntp__svg_hbars(f, "marker-times", "ms", bars, n, NULL, NULL);
     fputs("<table><tr><th class=\"l\">segment</th><th>layers</th><th>median ms</th><th>95% CI</th>"
           "<th>%</th><th>GFLOP/s</th><th>FLOP/B</th><th>attainable GFLOP/s</th><th>% of roof</th>"
-          "<th class=\"l\">ceiling</th></tr>\n", f);
+          "<th class=\"l\">ceiling</th></tr>\n",
+          f);
     for (int i = 0; i < r->n_markers; i++) {
         const ntp_marker_result *m = &r->markers[i];
         fputs("<tr><td class=\"l\">", f);
@@ -249,7 +266,8 @@ static void layer_table(FILE *f, const ntp_run_result *r)
           "<th class=\"l\">type</th><th class=\"l\">backend</th><th class=\"l\">implementation"
           "</th><th>median ms</th><th>95% CI</th>"
           "<th>cv %</th><th>%</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th>"
-          "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th></tr>\n", f);
+          "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th></tr>\n",
+          f);
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         fputs("<tr><td class=\"l\">", f);
@@ -332,10 +350,12 @@ static int collect_keys(json_t *rows, const char *field, const char **keys, int 
     int nk = 0;
     size_t i;
     json_t *l;
-    json_array_foreach(rows, i, l) {
+    json_array_foreach(rows, i, l)
+    {
         const char *k;
         json_t *v;
-        json_object_foreach(json_object_get(l, field), k, v) {
+        json_object_foreach(json_object_get(l, field), k, v)
+        {
             int j = 0;
             while (j < nk && strcmp(keys[j], k) != 0)
                 j++;
@@ -378,12 +398,14 @@ static void counters(FILE *f, json_t *report)
     if (nc + nm == 0)
         return;
     fputs("<h2>Counters</h2>\n<p class=\"note\">Per iteration of the counting pass; n/a "
-          "cells say why in their tooltip.", f);
+          "cells say why in their tooltip.",
+          f);
     json_t *counting = json_object_get(report, "counting");
     json_t *notes = json_object_get(counting, "notes");
     size_t i;
     json_t *v;
-    json_array_foreach(notes, i, v) {
+    json_array_foreach(notes, i, v)
+    {
         if (json_is_string(v)) {
             fputs(" ", f);
             ntp__html_text(f, json_string_value(v));
@@ -404,7 +426,8 @@ static void counters(FILE *f, json_t *report)
     fputs("<th class=\"l\">bound</th></tr>\n", f);
     for (int g = 0; g < 2; g++) {
         json_t *l;
-        json_array_foreach(groups[g], i, l) {
+        json_array_foreach(groups[g], i, l)
+        {
             json_t *c = json_object_get(l, "counters"), *m = json_object_get(l, "metrics");
             if (json_object_size(c) + json_object_size(m) == 0)
                 continue;
@@ -434,7 +457,8 @@ static void header(FILE *f, const ntp_run_result *r)
     fputs("<h1>", f);
     ntp__html_textf(f, "%s on %s", r->topology ? r->topology : "?", r->backend ? r->backend : "?");
     fputs("</h1>\n<p class=\"meta\">", f);
-    ntp__html_textf(f, "%s · precision %s · batch %lld · threads %d · seed %llu · %d warm-up + %d "
+    ntp__html_textf(f,
+                    "%s · precision %s · batch %lld · threads %d · seed %llu · %d warm-up + %d "
                     "measured iterations%s%s · %s",
                     r->source ? r->source : "?", ntp_dtype_name(r->precision), (long long)r->batch,
                     r->threads, (unsigned long long)r->seed, r->warmup, r->iterations,
@@ -445,9 +469,10 @@ static void header(FILE *f, const ntp_run_result *r)
                     r->env.cores, r->env.hostname, r->env.os, r->env.ntprof_version,
                     r->env.git_revision, r->env.timestamp);
     fputs("</p>\n<div class=\"cards\">", f);
-    fprintf(f, "<div class=\"card\"><b>%.4g ms</b><span>latency (median end to end), 95%% CI "
-               "[%.4g, %.4g]</span></div>", r->latency_ms, r->end_to_end_ms.ci95_lo,
-            r->end_to_end_ms.ci95_hi);
+    fprintf(f,
+            "<div class=\"card\"><b>%.4g ms</b><span>latency (median end to end), 95%% CI "
+            "[%.4g, %.4g]</span></div>",
+            r->latency_ms, r->end_to_end_ms.ci95_lo, r->end_to_end_ms.ci95_hi);
     fprintf(f, "<div class=\"card\"><b>%.4g /s</b><span>throughput (samples)</span></div>",
             r->throughput);
     double ms = r->end_to_end_ms.median;
@@ -496,7 +521,8 @@ static json_t *as_json(ntp_ctx *ctx, const ntp_run_result *r)
 ntp_status ntp_report_write_run_html(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
 {
     if (!r || !f || (r->n_layers > 0 && !r->layers) || (r->n_markers > 0 && !r->markers))
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_run_html: no result or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_run_html: no result or stream");
     json_t *report = as_json(ctx, r);
     if (!report)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "html: cannot build the run's JSON");

@@ -71,7 +71,8 @@ static void config_table(FILE *f, const ntp_sweep *s)
     }
     fputs("<th class=\"l\">status</th><th>median ms</th><th>95% CI</th><th>min ms</th>"
           "<th>p90 ms</th><th>p99 ms</th><th>cv %</th><th>n</th><th>samples/s</th><th>GFLOP/s</th>"
-          "</tr>\n", f);
+          "</tr>\n",
+          f);
     for (int c = 0; c < ntp_sweep_config_count(s); c++) {
         fprintf(f, "<tr><td>%d</td>", c);
         for (int k = 0; k < nf; k++) {
@@ -107,15 +108,14 @@ static void config_table(FILE *f, const ntp_sweep *s)
 ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f)
 {
     if (!s || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_sweep_html: no sweep");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_sweep_html: no sweep");
     int nc = ntp_sweep_config_count(s), nf = ntp_sweep_factor_count(s);
     ntp__html_begin(f, "ntprof sweep");
     fputs("<h1>Sweep</h1>\n<p class=\"meta\">", f);
-    ntp__html_textf(f, "%s · %s · %d configurations, each run in a process of its own",
-                    ntp_sweep_source(s),
-                    ntp_sweep_get_design(s) == NTP_SWEEP_OFAT ? "one factor at a time"
-                                                               : "full factorial",
-                    nc);
+    ntp__html_textf(
+        f, "%s · %s · %d configurations, each run in a process of its own", ntp_sweep_source(s),
+        ntp_sweep_get_design(s) == NTP_SWEEP_OFAT ? "one factor at a time" : "full factorial", nc);
     fputs("</p>\n", f);
     if (nc > 0) {
         fputs("<p class=\"meta\">baseline: ", f);
@@ -123,7 +123,8 @@ ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f
         fputs("</p>\n", f);
     }
     fputs("<h2>Against each factor</h2>\n<p class=\"note\">Latency (median with its 95% interval) "
-          "and throughput as one factor changes and the others stay at their baseline.</p>\n", f);
+          "and throughput as one factor changes and the others stay at their baseline.</p>\n",
+          f);
     for (int k = 0; k < nf; k++)
         factor_charts(f, s, k);
     ntp_hbar *bars = calloc((size_t)nc + 1, sizeof *bars);
@@ -134,7 +135,9 @@ ntp_status ntp_report_write_sweep_html(ntp_ctx *ctx, const ntp_sweep *s, FILE *f
                                  .value = r ? r->end_to_end_ms.median : NAN,
                                  .lo = r ? r->end_to_end_ms.ci95_lo : NAN,
                                  .hi = r ? r->end_to_end_ms.ci95_hi : NAN,
-                                 .value2 = NAN, .lo2 = NAN, .hi2 = NAN,
+                                 .value2 = NAN,
+                                 .lo2 = NAN,
+                                 .hi2 = NAN,
                                  .tooltip = ntp_sweep_config_label(s, c)};
         }
         fputs("<h2>Every configuration</h2>\n", f);

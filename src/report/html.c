@@ -53,7 +53,8 @@ void ntp__html_begin(FILE *f, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-          "<meta name=\"generator\" content=\"ntprof\"><title>", f);
+          "<meta name=\"generator\" content=\"ntprof\"><title>",
+          f);
     ntp__html_text(f, title);
     fprintf(f, "</title><style>%s</style></head>\n<body><main>\n", style);
 }
@@ -66,8 +67,11 @@ void ntp__html_end(FILE *f)
 /* Length of the valid UTF-8 sequence at s, 0 if invalid. */
 static size_t utf8_len(const unsigned char *s)
 {
-    size_t n = s[0] < 0x80 ? 1 : (s[0] >> 5) == 0x6 ? 2 : (s[0] >> 4) == 0xE ? 3
-               : (s[0] >> 3) == 0x1E ? 4 : 0;
+    size_t n = s[0] < 0x80           ? 1
+               : (s[0] >> 5) == 0x6  ? 2
+               : (s[0] >> 4) == 0xE  ? 3
+               : (s[0] >> 3) == 0x1E ? 4
+                                     : 0;
     for (size_t i = 1; i < n; i++)
         if ((s[i] & 0xC0) != 0x80)
             return 0;
@@ -121,9 +125,9 @@ void ntp__html_num_cell(FILE *f, double v, bool blank)
 const char *ntp__html_color(int i)
 {
     /* Distinguishable for most colour vision (Tableau 10, then greys). */
-    static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                          "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-                                          "#86bcb6", "#d4a6c8"};
+    static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                          "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                          "#9c755f", "#bab0ac", "#86bcb6", "#d4a6c8"};
     int n = (int)(sizeof palette / sizeof palette[0]);
     return palette[((i % n) + n) % n];
 }
@@ -138,7 +142,10 @@ static double nice_ceil(double v)
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * e;
 }
 
-static bool finite_pos(double v) { return isfinite(v) && v > 0; }
+static bool finite_pos(double v)
+{
+    return isfinite(v) && v > 0;
+}
 
 /* --- horizontal bars -------------------------------------------------------------------- */
 
@@ -164,22 +171,27 @@ void ntp__svg_hbars(FILE *f, const char *id, const char *unit, const ntp_hbar *b
     fprintf(f, "\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", W, H,
             W, H);
     if (series2) {
-        fprintf(f, "<rect x=\"%.1f\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/>"
-                   "<text x=\"%.1f\" y=\"17\">", label_w, ntp__html_color(0), label_w + 16);
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"17\">",
+                label_w, ntp__html_color(0), label_w + 16);
         ntp__html_text(f, series1);
         /* The second entry after the first's text, at about 6.5 px per
          * character of the 11 px font. */
         double x2 = label_w + 16 + 6.5 * (double)strlen(series1 ? series1 : "") + 24;
-        fprintf(f, "</text><rect x=\"%.1f\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/>"
-                   "<text x=\"%.1f\" y=\"17\">", x2, ntp__html_color(1), x2 + 16);
+        fprintf(f,
+                "</text><rect x=\"%.1f\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"17\">",
+                x2, ntp__html_color(1), x2 + 16);
         ntp__html_text(f, series2);
         fputs("</text>\n", f);
     }
     /* Grid and axis labels at quarters of the range. */
     for (int t = 0; t <= 4; t++) {
         double x = label_w + plot_w * t / 4;
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
                 x, top - 4, x, top + row * n, x, top + row * n + 14, max * t / 4);
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", W - 8, H - 4);
@@ -213,8 +225,10 @@ void ntp__svg_hbars(FILE *f, const char *id, const char *unit, const ntp_hbar *b
             /* A visible sliver for values too small for a pixel. */
             if (w < 1 && v > 0)
                 w = 1;
-            fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                       "fill=\"%s\"/>", label_w, by, w, h, ntp__html_color(s));
+            fprintf(f,
+                    "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"%s\"/>",
+                    label_w, by, w, h, ntp__html_color(s));
             double lo = vals[s][1], hi = vals[s][2];
             bool clipped = false;
             if (isfinite(lo) && isfinite(hi) && hi > lo) {
@@ -222,13 +236,15 @@ void ntp__svg_hbars(FILE *f, const char *id, const char *unit, const ntp_hbar *b
                 double x1 = label_w + plot_w * fmin(lo, max) / max;
                 double x2 = label_w + plot_w * fmin(hi, max) / max;
                 if (clipped)
-                    fprintf(f, "<path class=\"whisker\" d=\"M%.1f %.1fH%.1fM%.1f %.1fv%.1fM%.1f "
-                               "%.1fl-5 -3M%.1f %.1fl-5 3\"/>", x1, by + h / 2, x2, x1, by + 2,
-                            h - 4, x2, by + h / 2, x2, by + h / 2);
+                    fprintf(f,
+                            "<path class=\"whisker\" d=\"M%.1f %.1fH%.1fM%.1f %.1fv%.1fM%.1f "
+                            "%.1fl-5 -3M%.1f %.1fl-5 3\"/>",
+                            x1, by + h / 2, x2, x1, by + 2, h - 4, x2, by + h / 2, x2, by + h / 2);
                 else
-                    fprintf(f, "<path class=\"whisker\" d=\"M%.1f %.1fH%.1fM%.1f %.1fv%.1fM%.1f "
-                               "%.1fv%.1f\"/>", x1, by + h / 2, x2, x1, by + 2, h - 4, x2, by + 2,
-                            h - 4);
+                    fprintf(f,
+                            "<path class=\"whisker\" d=\"M%.1f %.1fH%.1fM%.1f %.1fv%.1fM%.1f "
+                            "%.1fv%.1f\"/>",
+                            x1, by + h / 2, x2, x1, by + 2, h - 4, x2, by + 2, h - 4);
             }
             /* The value goes right of the bar or its whisker, whichever
              * reaches further, so the two never overlap. */
@@ -261,8 +277,9 @@ void ntp__svg_stacked(FILE *f, const char *id, const char *const *columns, int n
             W, H);
     for (int t = 0; t <= 4; t++) {
         double y = top + plot_h * (1 - t / 4.0);
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%d%%</text>\n",
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%d%%</text>\n",
                 left, y, legend_x - gap / 2, y, left - 4, y + 4, 25 * t);
     }
     for (int c = 0; c < n_col; c++) {
@@ -273,15 +290,17 @@ void ntp__svg_stacked(FILE *f, const char *id, const char *const *columns, int n
                 continue;
             double h = plot_h * (v > 1 ? 1 : v);
             y -= h;
-            fprintf(f, "<rect class=\"seg\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                       "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>",
+            fprintf(f,
+                    "<rect class=\"seg\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>",
                     x, y, col_w, h, ntp__html_color(s));
             ntp__html_textf(f, "%s: %s %.1f%%", columns[c], segments[s], 100 * v);
             fputs("</title></rect>", f);
             if (h >= 13)
-                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
-                           "style=\"fill:#fff\">%.1f%%</text>", x + col_w / 2, y + h / 2 + 4,
-                        100 * v);
+                fprintf(f,
+                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                        "style=\"fill:#fff\">%.1f%%</text>",
+                        x + col_w / 2, y + h / 2 + 4, 100 * v);
             fputc('\n', f);
         }
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x + col_w / 2,
@@ -291,9 +310,10 @@ void ntp__svg_stacked(FILE *f, const char *id, const char *const *columns, int n
     }
     for (int s = 0; s < n_seg; s++) {
         double y = top + 16.0 * (n_seg - 1 - s);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\">", legend_x, y, ntp__html_color(s), legend_x + 16,
-                y + 10);
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\">",
+                legend_x, y, ntp__html_color(s), legend_x + 16, y + 10);
         ntp__html_text(f, segments[s]);
         fputs("</text>\n", f);
     }
@@ -317,7 +337,8 @@ void ntp__svg_roofline(FILE *f, const char *id, const ntp_roofline *rl, const nt
         ymin = fmin(ymin, pts[i].gflops);
         ymax = fmax(ymax, pts[i].gflops);
     }
-    bool roof = rl && rl->available && finite_pos(rl->peak_gflops) && finite_pos(rl->bandwidth_gbps);
+    bool roof =
+        rl && rl->available && finite_pos(rl->peak_gflops) && finite_pos(rl->bandwidth_gbps);
     if (roof) {
         xmin = fmin(xmin, rl->ridge_intensity / 10);
         xmax = fmax(xmax, rl->ridge_intensity * 10);
@@ -336,32 +357,40 @@ void ntp__svg_roofline(FILE *f, const char *id, const ntp_roofline *rl, const nt
         lx1 = lx0 + 1;
     if (ly1 <= ly0)
         ly1 = ly0 + 1;
-    /* log10 coordinates to pixels */
+        /* log10 coordinates to pixels */
 #define PX(v) (left + pw * (log10(v) - lx0) / (lx1 - lx0))
 #define PY(v) (top + ph * (1 - (log10(v) - ly0) / (ly1 - ly0)))
     fprintf(f, "<svg class=\"chart\" id=\"");
     ntp__html_text(f, id);
     fprintf(f, "\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", W, H,
             W, H);
-    fprintf(f, "<defs><clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-               "height=\"%.1f\"/></clipPath></defs>\n", id, left, top, pw, ph);
+    fprintf(f,
+            "<defs><clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\"/></clipPath></defs>\n",
+            id, left, top, pw, ph);
     for (double d = lx0; d <= lx1 + 1e-9; d++) {
         double x = left + pw * (d - lx0) / (lx1 - lx0);
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
                 x, top, x, top + ph, x, top + ph + 15, pow(10, d));
     }
     for (double d = ly0; d <= ly1 + 1e-9; d++) {
         double y = top + ph * (1 - (d - ly0) / (ly1 - ly0));
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
                 left, y, left + pw, y, left - 5, y + 4, pow(10, d));
     }
-    fprintf(f, "<rect class=\"axis\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\"/>\n",
-            left, top, pw, ph);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arithmetic intensity (FLOP/B)</text>"
-               "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">GFLOP/s</text>\n",
-            left + pw / 2, H - 12, top + ph / 2);
+    fprintf(
+        f,
+        "<rect class=\"axis\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\"/>\n",
+        left, top, pw, ph);
+    fprintf(
+        f,
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arithmetic intensity (FLOP/B)</text>"
+        "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">GFLOP/s</text>\n",
+        left + pw / 2, H - 12, top + ph / 2);
     double x0 = pow(10, lx0), x1 = pow(10, lx1);
     if (roof) {
         /* Cache roofs first (dashed), then the DRAM + peak roof that
@@ -373,14 +402,14 @@ void ntp__svg_roofline(FILE *f, const char *id, const ntp_roofline *rl, const nt
             if (!finite_pos(bw) || strcmp(rl->levels[i].name, "DRAM") == 0)
                 continue;
             double ridge = rl->peak_gflops / bw;
-            fprintf(f, "<path class=\"roof cache\" d=\"M%.1f %.1fL%.1f %.1f\"><title>",
-                    PX(x0), PY(bw * x0), PX(ridge), PY(rl->peak_gflops));
+            fprintf(f, "<path class=\"roof cache\" d=\"M%.1f %.1fL%.1f %.1f\"><title>", PX(x0),
+                    PY(bw * x0), PX(ridge), PY(rl->peak_gflops));
             ntp__html_textf(f, "%s bandwidth %.4g GB/s", rl->levels[i].name, bw);
             fputs("</title></path>\n", f);
         }
-        fprintf(f, "<path class=\"roof\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1f\"><title>",
-                PX(x0), PY(rl->bandwidth_gbps * x0), PX(rl->ridge_intensity), PY(rl->peak_gflops),
-                PX(x1), PY(rl->peak_gflops));
+        fprintf(f, "<path class=\"roof\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1f\"><title>", PX(x0),
+                PY(rl->bandwidth_gbps * x0), PX(rl->ridge_intensity), PY(rl->peak_gflops), PX(x1),
+                PY(rl->peak_gflops));
         ntp__html_textf(f, "DRAM %.4g GB/s, peak %.4g GFLOP/s, ridge %.3g FLOP/B",
                         rl->bandwidth_gbps, rl->peak_gflops, rl->ridge_intensity);
         fputs("</title></path>\n</g>\n", f);
@@ -397,23 +426,27 @@ void ntp__svg_roofline(FILE *f, const char *id, const ntp_roofline *rl, const nt
             continue;
         double x = PX(p->intensity), y = PY(p->gflops);
         if (p->marker)
-            fprintf(f, "<path class=\"pt marker\" d=\"M%.1f %.1fl6 6-6 6-6-6z\" fill=\"%s\" "
-                       "stroke=\"#1d2330\" stroke-width=\"0.8\"><title>", x, y - 6,
-                    ntp__html_color(1));
+            fprintf(f,
+                    "<path class=\"pt marker\" d=\"M%.1f %.1fl6 6-6 6-6-6z\" fill=\"%s\" "
+                    "stroke=\"#1d2330\" stroke-width=\"0.8\"><title>",
+                    x, y - 6, ntp__html_color(1));
         else
-            fprintf(f, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
-                       "fill-opacity=\"0.75\" stroke=\"#1d2330\" stroke-width=\"0.5\"><title>",
+            fprintf(f,
+                    "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
+                    "fill-opacity=\"0.75\" stroke=\"#1d2330\" stroke-width=\"0.5\"><title>",
                     x, y, ntp__html_color(0));
         ntp__html_textf(f, "%s%s: %.4g FLOP/B, %.4g GFLOP/s", p->marker ? "segment " : "",
                         p->label ? p->label : "", p->intensity, p->gflops);
         if (p->attainable > 0)
-            ntp__html_textf(f, ", %.1f%% of the %.4g GFLOP/s bound", 100 * p->gflops / p->attainable,
-                            p->attainable);
+            ntp__html_textf(f, ", %.1f%% of the %.4g GFLOP/s bound",
+                            100 * p->gflops / p->attainable, p->attainable);
         fputs(p->marker ? "</title></path>\n" : "</title></circle>\n", f);
     }
     if (!roof)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no ceilings: run `ntprof "
-                   "machine` once to measure this machine's</text>\n", left + pw / 2, top + 16);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no ceilings: run `ntprof "
+                "machine` once to measure this machine's</text>\n",
+                left + pw / 2, top + 16);
     fputs("</svg>\n", f);
 #undef PX
 #undef PY
@@ -440,8 +473,9 @@ void ntp__svg_series(FILE *f, const char *id, const char *xlabel, const char *yl
             W, H);
     for (int t = 0; t <= 4; t++) {
         double yy = top + ph * (1 - t / 4.0);
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
+        fprintf(f,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
                 left, yy, left + pw, yy, left - 5, yy + 4, max * t / 4);
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", left + pw / 2, H - 8);

@@ -23,10 +23,10 @@
 /* Parse state: the result being filled, and where we are for messages. */
 typedef struct reader {
     ntp_ctx *ctx;
-    const char *name;           /* the file, or "run 12" */
+    const char *name; /* the file, or "run 12" */
     ntp_run_result *r;
-    char where[96];             /* "layers[3]" */
-    ntp_status st;              /* first failure */
+    char where[96]; /* "layers[3]" */
+    ntp_status st;  /* first failure */
 } reader;
 
 static bool fail(reader *rd, ntp_status st, const char *fmt, ...)
@@ -204,7 +204,8 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
     if (flags && json_is_array(flags)) {
         size_t i;
         json_t *v;
-        json_array_foreach(flags, i, v) {
+        json_array_foreach(flags, i, v)
+        {
             if (json_is_string(v) && used < sizeof e->cpu_flags)
                 used += (size_t)snprintf(e->cpu_flags + used, sizeof e->cpu_flags - used, "%s%s",
                                          used ? " " : "", json_string_value(v));
@@ -281,7 +282,8 @@ static void read_config(reader *rd, json_t *o)
         }
         const char *k;
         json_t *v;
-        json_object_foreach(params, k, v) {
+        json_object_foreach(params, k, v)
+        {
             r->param_names[r->n_params] = keep(rd, k);
             r->param_values[r->n_params] = keep(rd, json_is_string(v) ? json_string_value(v) : "");
             r->n_params++;
@@ -355,9 +357,10 @@ static void read_marker(reader *rd, json_t *o, ntp_marker_result *m)
     m->attainable_gflops = opt_num(o, "attainable_gflops", 0);
     m->roof_share = opt_num(o, "roof_share", 0);
     m->roof_ceiling = opt_str(rd, o, "roof_ceiling");
-    if (rd->st == NTP_STATUS_OK && (!m->name || m->first < 0 || m->last < m->first ||
-                                    m->last >= rd->r->n_layers))
-        fail(rd, NTP_STATUS_PARSE_ERROR, "%s", "a marker needs a name and 0 <= first <= last < layers");
+    if (rd->st == NTP_STATUS_OK &&
+        (!m->name || m->first < 0 || m->last < m->first || m->last >= rd->r->n_layers))
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s",
+             "a marker needs a name and 0 <= first <= last < layers");
 }
 
 /* The GPU's roof inside the roofline object (absent without GPU rows). */
@@ -401,7 +404,8 @@ static void read_roofline(json_t *o, ntp_roofline *rl)
         snprintf(rl->stale_reason, sizeof rl->stale_reason, "%s", json_string_value(v));
     json_t *levels = json_object_get(o, "levels");
     size_t i;
-    json_array_foreach(levels, i, v) {
+    json_array_foreach(levels, i, v)
+    {
         if (rl->n_levels >= NTP_ROOFLINE_MAX_LEVELS)
             break;
         json_t *name = json_object_get(v, "name");
@@ -429,7 +433,8 @@ static void read_accuracy(reader *rd, json_t *o)
     }
     size_t i;
     json_t *v;
-    json_array_foreach(outs, i, v) {
+    json_array_foreach(outs, i, v)
+    {
         ntp_accuracy *a = &r->accuracy[r->n_accuracy++];
         json_t *name = json_object_get(v, "output");
         a->output = json_is_string(name) ? keep(rd, json_string_value(name)) : NULL;
@@ -552,7 +557,8 @@ static void read_root(reader *rd, json_t *root)
          * are copies of their own rather than kept strings. */
         for (size_t i = 0; i < n; i++) {
             json_t *w = json_array_get(warnings, i);
-            if (json_is_string(w) && (r->warnings[r->n_warnings] = ntp__strdup(json_string_value(w))))
+            if (json_is_string(w) &&
+                (r->warnings[r->n_warnings] = ntp__strdup(json_string_value(w))))
                 r->n_warnings++;
         }
     }

@@ -26,7 +26,14 @@ static double ratio(int64_t a, int64_t b)
 /* Column widths; with single spaces between them the table is 94 columns,
  * 100 with the roofline column that a run with known ceilings adds. */
 enum {
-    W_NAME = 22, W_TYPE = 14, W_SHAPE = 14, W_MS = 9, W_PCT = 6, W_GF = 8, W_GB = 7, W_INT = 7,
+    W_NAME = 22,
+    W_TYPE = 14,
+    W_SHAPE = 14,
+    W_MS = 9,
+    W_PCT = 6,
+    W_GF = 8,
+    W_GB = 7,
+    W_INT = 7,
     W_ROOF = 5
 };
 
@@ -39,13 +46,14 @@ enum { N_COLS = 8, N_COLS_ROOF = 9 };
 typedef struct layout {
     int widths[N_COLS_ROOF];
     bool roof;
-    bool multi;                 /* rows on a GPU: roof cells name their ceiling */
+    bool multi; /* rows on a GPU: roof cells name their ceiling */
 } layout;
 
 static layout table_layout(const ntp_run_result *r)
 {
     layout t = {{W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT, W_ROOF},
-                r->roofline.available, r->roofline.available && r->roofline.gpu_rows};
+                r->roofline.available,
+                r->roofline.available && r->roofline.gpu_rows};
     if (t.multi) {
         t.widths[2] = W_SHAPE - 1;
         t.widths[8] = W_ROOF + 1;
@@ -133,9 +141,16 @@ static void table_layer(FILE *f, const ntp_layer_result *l, const layout *t)
     ntp__fit_number(100.0 * l->share, W_PCT, 1, pct, sizeof pct);
     ntp__fit_number(l->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(l->gbps, W_GB, 2, gb, sizeof gb);
-    const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, ms, pct, gf, gb, in,
-                                      fmt_roof(l->roof_share, row_placed(l), l->roof_ceiling, t,
-                                               rs, sizeof rs)};
+    const char *cells[N_COLS_ROOF] = {
+        l->name,
+        l->type,
+        shape,
+        ms,
+        pct,
+        gf,
+        gb,
+        in,
+        fmt_roof(l->roof_share, row_placed(l), l->roof_ceiling, t, rs, sizeof rs)};
     put_row(f, cells, t);
 }
 
@@ -148,9 +163,16 @@ static void table_marker(FILE *f, const ntp_marker_result *m, const layout *t)
     ntp__fit_number(m->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(rate_g(m->bytes, m->time_ms.median), W_GB, 2, gb, sizeof gb);
     ntp__fit_number(ratio(m->flops, m->bytes), W_INT, 2, in, sizeof in);
-    const char *cells[N_COLS_ROOF] = {m->name, "marker", range, ms, pct, gf, gb, in,
-                                      fmt_roof(m->roof_share, m->attainable_gflops > 0,
-                                               m->roof_ceiling, t, rs, sizeof rs)};
+    const char *cells[N_COLS_ROOF] = {
+        m->name,
+        "marker",
+        range,
+        ms,
+        pct,
+        gf,
+        gb,
+        in,
+        fmt_roof(m->roof_share, m->attainable_gflops > 0, m->roof_ceiling, t, rs, sizeof rs)};
     put_row(f, cells, t);
 }
 
@@ -217,8 +239,8 @@ static void table_device_memory(FILE *f, const ntp_memory_result *m)
 static void table_accuracy(FILE *f, const ntp_run_result *r)
 {
     char head[256];
-    snprintf(head, sizeof head, "accuracy against %s:",
-             r->accuracy_baseline ? r->accuracy_baseline : "f32");
+    snprintf(head, sizeof head,
+             "accuracy against %s:", r->accuracy_baseline ? r->accuracy_baseline : "f32");
     ntp__put_line(f, head);
     for (int i = 0; i < r->n_accuracy; i++) {
         const ntp_accuracy *a = &r->accuracy[i];
@@ -226,8 +248,8 @@ static void table_accuracy(FILE *f, const ntp_run_result *r)
         if (a->top1 >= 0 && a->top5 >= 0)
             snprintf(top, sizeof top, ", top-1 %.1f%%, top-5 %.1f%% agree", 100.0 * a->top1,
                      100.0 * a->top5);
-        ntp__put_linef(f, "  %s: max |error| %.3g, relative L2 %.3g%s",
-                       a->output ? a->output : "?", a->max_abs_error, a->rel_l2, top);
+        ntp__put_linef(f, "  %s: max |error| %.3g, relative L2 %.3g%s", a->output ? a->output : "?",
+                       a->max_abs_error, a->rel_l2, top);
     }
 }
 
@@ -237,8 +259,8 @@ static void table_stats_lines(FILE *f, const char *label, const ntp_stats *s)
 {
     ntp__put_linef(f, "%s: median %.4g ms, 95%% CI [%.4g, %.4g] ms, n %zu", label, s->median,
                    s->ci95_lo, s->ci95_hi, s->n);
-    ntp__put_linef(f, "  min %.4g, p90 %.4g, p99 %.4g, max %.4g, cv %.1f%%", s->min, s->p90,
-                   s->p99, s->max, 100.0 * s->cv);
+    ntp__put_linef(f, "  min %.4g, p90 %.4g, p99 %.4g, max %.4g, cv %.1f%%", s->min, s->p90, s->p99,
+                   s->max, 100.0 * s->cv);
 }
 
 /* Two strings, either of which may be NULL, are equal. */
@@ -276,9 +298,10 @@ static void table_fusion(FILE *f, const ntp_run_result *r)
     if (fused == 0)
         used = (size_t)snprintf(text, sizeof text, "on (--fuse), but no backend fused any layer");
     else
-        used = (size_t)snprintf(text, sizeof text, "on (--fuse): %d layer%s fused into %d group%s, "
-                                "timed in each group's first layer", fused, fused == 1 ? "" : "s",
-                                groups, groups == 1 ? "" : "s");
+        used = (size_t)snprintf(text, sizeof text,
+                                "on (--fuse): %d layer%s fused into %d group%s, "
+                                "timed in each group's first layer",
+                                fused, fused == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
     if (declined > 0 && used < sizeof text)
         snprintf(text + used, sizeof text - used, "; %d declined", declined);
     ntp__put_wrapped(f, "fusion: ", text);
@@ -315,8 +338,7 @@ static void table_impls(FILE *f, const ntp_run_result *r)
         if (l->fused)
             continue;
         int k = 0;
-        while (k < n && !(str_eq(use[k].backend, l->backend) &&
-                          str_eq(use[k].impl, l->impl)))
+        while (k < n && !(str_eq(use[k].backend, l->backend) && str_eq(use[k].impl, l->impl)))
             k++;
         if (k == n) {
             if (n == MAX_IMPLS) {
@@ -346,10 +368,10 @@ static void table_impls(FILE *f, const ntp_run_result *r)
         size_t used = (size_t)snprintf(line, sizeof line, "%d row%s, %.1f%%:", use[k].rows,
                                        use[k].rows == 1 ? "" : "s", 100.0 * use[k].share);
         int shown = 0;
-        for (int i = use[k].first; i < r->n_layers && shown < MAX_NAMES && used < sizeof line; i++) {
+        for (int i = use[k].first; i < r->n_layers && shown < MAX_NAMES && used < sizeof line;
+             i++) {
             const ntp_layer_result *l = &r->layers[i];
-            if (l->fused || !str_eq(l->backend, use[k].backend) ||
-                !str_eq(l->impl, use[k].impl))
+            if (l->fused || !str_eq(l->backend, use[k].backend) || !str_eq(l->impl, use[k].impl))
                 continue;
             used += (size_t)snprintf(line + used, sizeof line - used, "%s %s", shown ? "," : "",
                                      l->name ? l->name : "?");
@@ -431,7 +453,8 @@ static void count_placement(const ntp_run_result *r, placement *p)
     memset(p, 0, sizeof *p);
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *L = &r->layers[i];
-        if (L->inlay || !L->kind || (strcmp(L->kind, "layer") != 0 && strcmp(L->kind, "fused") != 0))
+        if (L->inlay || !L->kind ||
+            (strcmp(L->kind, "layer") != 0 && strcmp(L->kind, "fused") != 0))
             continue;
         p->layers++;
         const char *b = L->backend ? L->backend : "?";
@@ -487,7 +510,8 @@ static void write_table(const ntp_run_result *r, FILE *f)
     ntp__put_linef(f, "topology %s (%s)", r->topology ? r->topology : "?",
                    r->source ? r->source : "?");
     char thr[32];
-    ntp__put_linef(f, "backend %s, precision %s, batch %" PRId64 ", threads %s, seed %" PRIu64
+    ntp__put_linef(f,
+                   "backend %s, precision %s, batch %" PRId64 ", threads %s, seed %" PRIu64
                    ", %d warmup + %d measured iterations%s%s",
                    r->backend ? r->backend : "?", ntp_dtype_name(r->precision), r->batch,
                    ntp__threads_text(r, thr, sizeof thr), r->seed, r->warmup, r->iterations,
@@ -498,8 +522,8 @@ static void write_table(const ntp_run_result *r, FILE *f)
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "params");
         for (int i = 0; i < r->n_params && used < sizeof line; i++)
-            used += (size_t)snprintf(line + used, sizeof line - used, " %s=%s",
-                                     r->param_names[i], r->param_values[i]);
+            used += (size_t)snprintf(line + used, sizeof line - used, " %s=%s", r->param_names[i],
+                                     r->param_values[i]);
         ntp__put_line(f, line);
     }
     ntp__put_linef(f, "machine %s, %d cores, %s memory, %s", r->env.cpu_model, r->env.cores,
@@ -543,11 +567,15 @@ static void write_table(const ntp_run_result *r, FILE *f)
      * than print a negative overhead as if it were measured. */
     const ntp_stats *e2e = &r->end_to_end_ms;
     if (r->layer_sum_ms.median >= e2e->ci95_lo && r->layer_sum_ms.median <= e2e->ci95_hi)
-        ntp__put_linef(f, "per-layer timing overhead: within noise (layer sum %+.1f%% "
-                       "of end-to-end, inside its 95%% CI)", 100.0 * r->overhead_fraction);
+        ntp__put_linef(f,
+                       "per-layer timing overhead: within noise (layer sum %+.1f%% "
+                       "of end-to-end, inside its 95%% CI)",
+                       100.0 * r->overhead_fraction);
     else
-        ntp__put_linef(f, "per-layer timing overhead: %+.1f%% of end-to-end, %+.2g \xC2\xB5s per "
-                       "layer", 100.0 * r->overhead_fraction, r->overhead_per_layer_us);
+        ntp__put_linef(f,
+                       "per-layer timing overhead: %+.1f%% of end-to-end, %+.2g \xC2\xB5s per "
+                       "layer",
+                       100.0 * r->overhead_fraction, r->overhead_per_layer_us);
     ntp__put_linef(f, "prepare %.4g ms (primitive creation and weight packing, all layers)",
                    r->prepare_ms);
     char copies[64] = "";
@@ -562,8 +590,9 @@ static void write_table(const ntp_run_result *r, FILE *f)
                    ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
                    ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
     table_device_memory(f, &r->memory);
-    ntp__put_linef(f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64
-                   " major", r->memory.minor_faults, r->memory.major_faults);
+    ntp__put_linef(
+        f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64 " major",
+        r->memory.minor_faults, r->memory.major_faults);
     table_roofline(f, &r->roofline);
     if (r->n_accuracy > 0)
         table_accuracy(f, r);
@@ -716,8 +745,8 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     }
     ntp__jset(ok, o, "backend_libraries", libs);
     ntp__jset(ok, o, "governor", ntp__json_str(e->governor));
-    ntp__jset(ok, o, "cpu_mhz", e->cpu_mhz > 0 ? ntp__json_num(e->cpu_mhz)
-                                               : ntp__json_str(e->cpu_mhz_text));
+    ntp__jset(ok, o, "cpu_mhz",
+              e->cpu_mhz > 0 ? ntp__json_num(e->cpu_mhz) : ntp__json_str(e->cpu_mhz_text));
     ntp__jset(ok, o, "boost", ntp__json_str(e->boost));
     ntp__jset(ok, o, "smt", ntp__json_str(e->smt));
     json_t *load = json_null();
@@ -906,8 +935,8 @@ static const char csv_header[] =
 static void csv_stats(FILE *f, const ntp_stats *s)
 {
     ntp__csv_int(f, (int64_t)s->n);
-    const double v[] = {s->median, s->min, s->mean, s->p90, s->p99, s->max, s->stddev,
-                        s->ci95_lo, s->ci95_hi, s->cv};
+    const double v[] = {s->median, s->min,    s->mean,    s->p90,     s->p99,
+                        s->max,    s->stddev, s->ci95_lo, s->ci95_hi, s->cv};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         ntp__csv_sep(f);
         ntp__csv_num(f, v[i]);
@@ -1016,7 +1045,7 @@ static void write_csv(const ntp_run_result *r, FILE *f)
     ntp__csv_num(f, 1.0);
     ntp__csv_sep(f);
     ntp__csv_int(f, r->flops);
-    ntp__csv_sep(f);  /* bytes: not summed for a whole pass */
+    ntp__csv_sep(f); /* bytes: not summed for a whole pass */
     ntp__csv_sep(f);
     ntp__csv_num(f, rate_g(r->flops, r->end_to_end_ms.median));
     fputs(",,,", f); /* gbps, intensity */
@@ -1049,14 +1078,9 @@ ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_forma
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_report_write_run: missing result or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        write_table(r, f);
-        return ntp__check_stream(ctx, f, "run");
-    case NTP_FORMAT_JSON:
-        return write_json(ctx, r, f);
-    case NTP_FORMAT_CSV:
-        write_csv(r, f);
-        return ntp__check_stream(ctx, f, "run");
+    case NTP_FORMAT_TABLE: write_table(r, f); return ntp__check_stream(ctx, f, "run");
+    case NTP_FORMAT_JSON: return write_json(ctx, r, f);
+    case NTP_FORMAT_CSV: write_csv(r, f); return ntp__check_stream(ctx, f, "run");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown report format %d", (int)fmt);
 }

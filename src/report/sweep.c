@@ -32,13 +32,13 @@ struct ntp_sweep {
     char *source;
     ntp_sweep_design design;
     int n_params;
-    char **params;              /* the topology's params, for checking names */
+    char **params; /* the topology's params, for checking names */
     int n_factors;
     factor f[MAX_FACTORS];
     int n_configs;
-    int *value;                 /* n_configs x n_factors value indices */
+    int *value; /* n_configs x n_factors value indices */
     char **labels;
-    char **sets;                /* n_configs x n_factors "NAME=VALUE" of param factors */
+    char **sets; /* n_configs x n_factors "NAME=VALUE" of param factors */
     ntp_run_result **results;
     char **errors;
 };
@@ -135,12 +135,14 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
     case F_THREADS:
         if (!positive_int(v))
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_sweep_add_factor %s: '%s' is not a positive integer", f->name, v);
+                              "ntp_sweep_add_factor %s: '%s' is not a positive integer", f->name,
+                              v);
         return NTP_STATUS_OK;
     case F_PRECISION:
         if (ntp_dtype_parse(v, &d) != NTP_STATUS_OK || !ntp_dtype_is_precision(d))
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_sweep_add_factor precision: '%s' is not f32, bf16, f16 or i8", v);
+                              "ntp_sweep_add_factor precision: '%s' is not f32, bf16, f16 or i8",
+                              v);
         return NTP_STATUS_OK;
     case F_BACKEND: {
         char list[256];
@@ -154,14 +156,15 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
             names[n++] = b;
         }
         const char *near = ntp__nearest(v, names, n);
-        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                          "ntp_sweep_add_factor backend: unknown backend '%s'%s%s%s; this build has: %s", v,
-                          near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
-                          ntp_backends());
+        return ntp__error(
+            ctx, NTP_STATUS_UNKNOWN_NAME,
+            "ntp_sweep_add_factor backend: unknown backend '%s'%s%s%s; this build has: %s", v,
+            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", ntp_backends());
     }
     default:
         if (!*v)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: an empty value", f->name);
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "ntp_sweep_add_factor %s: an empty value", f->name);
         return NTP_STATUS_OK;
     }
 }
@@ -171,11 +174,14 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
     const char *eq = spec ? strchr(spec, '=') : NULL;
     if (!eq || eq == spec || !eq[1])
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_sweep_add_factor expects NAME=V1,V2,..., got '%s'", spec ? spec : "");
+                          "ntp_sweep_add_factor expects NAME=V1,V2,..., got '%s'",
+                          spec ? spec : "");
     if (s->n_factors >= MAX_FACTORS)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor: at most %d factors", MAX_FACTORS);
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_sweep_add_factor: at most %d factors", MAX_FACTORS);
     if (s->n_configs > 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor after the sweep was expanded");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_sweep_add_factor after the sweep was expanded");
     factor f = {0};
     if (!(f.name = malloc((size_t)(eq - spec) + 1)))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -199,24 +205,26 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
             for (int i = 0; i < s->n_params && n < MAX_VALUES + 4; i++)
                 cands[n++] = s->params[i];
             const char *near = ntp__nearest(f.name, cands, n);
-            st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                            "ntp_sweep_add_factor %s: not backend, precision, batch, threads or a param of %s%s%s%s",
-                            f.name, s->source, near ? "; did you mean '" : "", near ? near : "",
-                            near ? "'?" : "");
+            st = ntp__error(
+                ctx, NTP_STATUS_UNKNOWN_NAME,
+                "ntp_sweep_add_factor %s: not backend, precision, batch, threads or a param of %s%s%s%s",
+                f.name, s->source, near ? "; did you mean '" : "", near ? near : "",
+                near ? "'?" : "");
             goto fail;
         }
     }
     for (int i = 0; i < s->n_factors; i++)
         if (strcmp(s->f[i].name, f.name) == 0) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s given twice", f.name);
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s given twice",
+                            f.name);
             goto fail;
         }
     /* Values split at commas; each is checked and may appear once. */
     for (const char *p = eq + 1;;) {
         size_t n = strcspn(p, ",");
         if (f.n >= MAX_VALUES) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: at most %d values", f.name,
-                            MAX_VALUES);
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                            "ntp_sweep_add_factor %s: at most %d values", f.name, MAX_VALUES);
             goto fail;
         }
         char **vs = realloc(f.values, (size_t)(f.n + 1) * sizeof *vs);
@@ -235,8 +243,8 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
             goto fail;
         for (int k = 0; k + 1 < f.n; k++)
             if (strcmp(f.values[k], v) == 0) {
-                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s: '%s' given twice",
-                                f.name, v);
+                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                "ntp_sweep_add_factor %s: '%s' given twice", f.name, v);
                 goto fail;
             }
         if (!p[n])
@@ -267,7 +275,8 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
 {
     free_configs(s);
     if (s->n_factors == 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "a sweep needs at least one ntp_sweep_add_factor");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "a sweep needs at least one ntp_sweep_add_factor");
     int64_t n = 1;
     for (int i = 0; i < s->n_factors; i++) {
         if (s->design == NTP_SWEEP_FULL)
@@ -277,7 +286,8 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
         if (n > MAX_CONFIGS)
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                               "the sweep has more than %d configurations; vary fewer values "
-                              "or use NTP_SWEEP_OFAT", MAX_CONFIGS);
+                              "or use NTP_SWEEP_OFAT",
+                              MAX_CONFIGS);
     }
     int nf = s->n_factors, nc = (int)n;
     s->value = calloc((size_t)nc * (size_t)nf, sizeof *s->value);
@@ -336,9 +346,18 @@ ntp_status ntp_sweep_expand(ntp_ctx *ctx, ntp_sweep *s)
     return NTP_STATUS_OK;
 }
 
-ntp_sweep_design ntp_sweep_get_design(const ntp_sweep *s) { return s->design; }
-const char *ntp_sweep_source(const ntp_sweep *s) { return s->source; }
-int ntp_sweep_factor_count(const ntp_sweep *s) { return s->n_factors; }
+ntp_sweep_design ntp_sweep_get_design(const ntp_sweep *s)
+{
+    return s->design;
+}
+const char *ntp_sweep_source(const ntp_sweep *s)
+{
+    return s->source;
+}
+int ntp_sweep_factor_count(const ntp_sweep *s)
+{
+    return s->n_factors;
+}
 
 const char *ntp_sweep_factor_name(const ntp_sweep *s, int f)
 {
@@ -355,7 +374,10 @@ const char *ntp_sweep_value(const ntp_sweep *s, int f, int v)
     return f >= 0 && f < s->n_factors && v >= 0 && v < s->f[f].n ? s->f[f].values[v] : NULL;
 }
 
-int ntp_sweep_config_count(const ntp_sweep *s) { return s->n_configs; }
+int ntp_sweep_config_count(const ntp_sweep *s)
+{
+    return s->n_configs;
+}
 
 int ntp_sweep_config_value(const ntp_sweep *s, int c, int f)
 {
@@ -453,7 +475,8 @@ static void write_table(const ntp_sweep *s, FILE *f)
     if (ran > 0 && (fused == 0 || fused == ran))
         ntp__put_linef(f, "fusion: %s", fused ? "on (--fuse)" : "off (no --fuse)");
     else if (ran > 0)
-        ntp__put_linef(f, "fusion: on (--fuse) in %d of the %d configurations that ran", fused, ran);
+        ntp__put_linef(f, "fusion: on (--fuse) in %d of the %d configurations that ran", fused,
+                       ran);
     fputc('\n', f);
     /* Factor columns as wide as their longest value (at most 12), then the
      * figures: the median with its 95% interval, p90, the coefficient of
@@ -614,7 +637,8 @@ static void write_csv(const ntp_sweep *s, FILE *f)
         ntp__csv_str(f, s->f[i].name);
     }
     fputs(",status,error,n,median_ms,min_ms,mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,"
-          "ci95_hi_ms,cv,throughput_per_s,gflops\n", f);
+          "ci95_hi_ms,cv,throughput_per_s,gflops\n",
+          f);
     for (int c = 0; c < s->n_configs; c++) {
         ntp__csv_int(f, c);
         ntp__csv_sep(f);
@@ -635,8 +659,9 @@ static void write_csv(const ntp_sweep *s, FILE *f)
         const ntp_stats *e = &r->end_to_end_ms;
         ntp__csv_sep(f);
         ntp__csv_int(f, (int64_t)e->n);
-        const double v[] = {e->median, e->min, e->mean, e->p90, e->p99, e->max, e->stddev,
-                            e->ci95_lo, e->ci95_hi, e->cv, r->throughput, e2e_gflops(r)};
+        const double v[] = {e->median,  e->min, e->mean,       e->p90,
+                            e->p99,     e->max, e->stddev,     e->ci95_lo,
+                            e->ci95_hi, e->cv,  r->throughput, e2e_gflops(r)};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
             ntp__csv_sep(f);
             ntp__csv_num(f, v[k]);
@@ -648,16 +673,12 @@ static void write_csv(const ntp_sweep *s, FILE *f)
 ntp_status ntp_report_write_sweep(ntp_ctx *ctx, const ntp_sweep *s, ntp_format fmt, FILE *f)
 {
     if (!s || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_sweep: no sweep or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_sweep: no sweep or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        write_table(s, f);
-        return ntp__check_stream(ctx, f, "sweep");
-    case NTP_FORMAT_JSON:
-        return write_json(ctx, s, f);
-    case NTP_FORMAT_CSV:
-        write_csv(s, f);
-        return ntp__check_stream(ctx, f, "sweep");
+    case NTP_FORMAT_TABLE: write_table(s, f); return ntp__check_stream(ctx, f, "sweep");
+    case NTP_FORMAT_JSON: return write_json(ctx, s, f);
+    case NTP_FORMAT_CSV: write_csv(s, f); return ntp__check_stream(ctx, f, "sweep");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
 }

@@ -24,9 +24,9 @@ enum ev_kind { EV_ITERATION, EV_LAYER, EV_MARKER };
 typedef struct event {
     int64_t ts_ns, dur_ns;
     int tid;
-    int kind;       /* enum ev_kind */
+    int kind; /* enum ev_kind */
     int iter;
-    int index;      /* layer or marker index */
+    int index; /* layer or marker index */
 } event;
 
 /* Parents first: earlier start, then longer duration, then thread. */
@@ -47,7 +47,10 @@ static int cmp_event(const void *pa, const void *pb)
 /* Length of the valid UTF-8 sequence at s, 0 if it is not one. */
 static int utf8_len(const unsigned char *s)
 {
-    int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    int n = s[0] >= 0xF0 && s[0] <= 0xF4  ? 4
+            : s[0] >= 0xE0                ? 3
+            : s[0] >= 0xC2 && s[0] < 0xE0 ? 2
+                                          : 0;
     if (s[0] >= 0xF5)
         n = 0;
     for (int i = 1; i < n; i++)

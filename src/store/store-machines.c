@@ -98,9 +98,11 @@ ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine
                                    const ntp_ceilings *c)
 {
     if (!s || !m || !c)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_store_save_ceilings: missing argument");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_save_ceilings: missing argument");
     if (s->read_only)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only", s->path);
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
+                          s->path);
     json_t *dj = ntp__machine_info_json(m), *cj = ntp__ceilings_json(c);
     /* The GPUs have columns of their own; the document keeps the CPU's. */
     if (cj) {
@@ -187,7 +189,8 @@ ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machi
         if (!j || !ntp__ceilings_from_json(j, out))
             st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                             "history %s: the cached ceilings of '%s' are unreadable; "
-                            "run `ntprof machine --remeasure`", s->path, machine_key);
+                            "run `ntprof machine --remeasure`",
+                            s->path, machine_key);
         else
             *found = true;
         json_decref(j);

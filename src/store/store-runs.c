@@ -33,8 +33,8 @@ static void bind_text(sqlite3_stmt *q, int i, const char *s)
 static int bind_stats(sqlite3_stmt *q, int i, const ntp_stats *s)
 {
     sqlite3_bind_int64(q, i++, (sqlite3_int64)s->n);
-    const double v[] = {s->median, s->min, s->mean, s->p90, s->p99, s->max, s->stddev,
-                        s->ci95_lo, s->ci95_hi, s->cv};
+    const double v[] = {s->median, s->min,    s->mean,    s->p90,     s->p99,
+                        s->max,    s->stddev, s->ci95_lo, s->ci95_hi, s->cv};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
         bind_num(q, i++, v[k]);
     return i;
@@ -222,8 +222,8 @@ static ntp_status insert_rows(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *
     sqlite3_finalize(q);
     if (st)
         return st;
-    if (sqlite3_prepare_v2(s->db, "INSERT INTO warnings (run_id, idx, text) VALUES (?,?,?)", -1,
-                           &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO warnings (run_id, idx, text) VALUES (?,?,?)", -1, &q,
+                           NULL) != SQLITE_OK)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
     for (int k = 0; k < r->n_warnings && !st; k++) {
         sqlite3_reset(q);
@@ -240,9 +240,11 @@ static ntp_status insert_rows(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *
 ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id)
 {
     if (!s || !r)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_store_add_run: no store or result");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_add_run: no store or result");
     if (s->read_only)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only", s->path);
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
+                          s->path);
     /* The report is built before the transaction so the write lock is held
      * only for the inserts. */
     char *report;
@@ -276,7 +278,10 @@ ntp_status ntp_store_record_run(ntp_ctx *ctx, const char *path, const ntp_run_re
     return st;
 }
 
-static int two_digits(const char *s) { return (s[0] - '0') * 10 + (s[1] - '0'); }
+static int two_digits(const char *s)
+{
+    return (s[0] - '0') * 10 + (s[1] - '0');
+}
 
 /* "2025-03-01", "2025-03-01T12", "2025-03-01T12:34", "2025-03-01T12:34:56Z":
  * compared as text with the stored timestamps, which sort chronologically.
@@ -324,11 +329,14 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
     if (!f)
         f = &none;
     if (f->since && !valid_since(f->since))
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
-                          "got '%s'", f->since);
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+            "got '%s'",
+            f->since);
     if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_filter.limit must not be negative");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_history_filter.limit must not be negative");
     sqlite3_stmt *q;
     static const char sql[] =
         "SELECT id, time, topology, backend, precision, batch, threads, median_ms, ci95_lo_ms,"
@@ -400,7 +408,8 @@ ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **j
 {
     *json = NULL;
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db, "SELECT report FROM runs WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT report FROM runs WHERE id = ?", -1, &q, NULL) !=
+        SQLITE_OK)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
     sqlite3_bind_int64(q, 1, id);
     int rc = sqlite3_step(q);
@@ -418,8 +427,9 @@ ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **j
             *json = t;
         }
     } else if (rc == SQLITE_DONE) {
-        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "history %s: no run %" PRId64
-                        " (`ntprof history` lists them)", s->path, id);
+        st =
+            ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                       "history %s: no run %" PRId64 " (`ntprof history` lists them)", s->path, id);
     } else {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
     }
@@ -444,15 +454,24 @@ ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_re
 /* --- the listing ------------------------------------------------------------------------ */
 
 /* Column widths: with single spaces the table is 100 columns. */
-enum { H_ID = 6, H_TIME = 19, H_TOPO = 14, H_BACKEND = 8, H_PREC = 4, H_BATCH = 5, H_THR = 3,
-       H_MS = 10, H_MACHINE = 23 };
+enum {
+    H_ID = 6,
+    H_TIME = 19,
+    H_TOPO = 14,
+    H_BACKEND = 8,
+    H_PREC = 4,
+    H_BATCH = 5,
+    H_THR = 3,
+    H_MS = 10,
+    H_MACHINE = 23
+};
 
 static void history_table(const ntp_history_entry *e, int n, FILE *f)
 {
-    static const int w[] = {H_ID, H_TIME, H_TOPO, H_BACKEND, H_PREC, H_BATCH, H_THR, H_MS,
-                            H_MACHINE};
-    static const char *const head[] = {"id", "time", "topology", "backend", "prec", "batch",
-                                       "thr", "median ms", "machine"};
+    static const int w[] = {H_ID,    H_TIME, H_TOPO, H_BACKEND, H_PREC,
+                            H_BATCH, H_THR,  H_MS,   H_MACHINE};
+    static const char *const head[] = {"id",    "time", "topology",  "backend", "prec",
+                                       "batch", "thr",  "median ms", "machine"};
     for (int i = 0; i < 9; i++) {
         if (i)
             fputc(' ', f);
@@ -477,8 +496,8 @@ static void history_table(const ntp_history_entry *e, int n, FILE *f)
         for (char *p = machine; *p; p++)
             if (*p == '|')
                 *p = ' ';
-        const char *cells[] = {id, time, h->topology, h->backend, h->precision, batch, thr, ms,
-                               machine};
+        const char *cells[] = {id,    time, h->topology, h->backend, h->precision,
+                               batch, thr,  ms,          machine};
         for (int i = 0; i < 9; i++) {
             if (i)
                 fputc(' ', f);
@@ -522,7 +541,8 @@ static ntp_status history_json(ntp_ctx *ctx, const ntp_history_entry *e, int n, 
 static void history_csv(const ntp_history_entry *e, int n, FILE *f)
 {
     fputs("id,time,topology,backend,precision,batch,threads,median_ms,ci95_lo_ms,ci95_hi_ms,"
-          "throughput_per_s,layers,machine\n", f);
+          "throughput_per_s,layers,machine\n",
+          f);
     for (int k = 0; k < n; k++) {
         const ntp_history_entry *h = &e[k];
         ntp__csv_int(f, h->id);
@@ -552,19 +572,15 @@ static void history_csv(const ntp_history_entry *e, int n, FILE *f)
 }
 
 ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, int n, ntp_format fmt,
-                             FILE *f)
+                                    FILE *f)
 {
     if ((n > 0 && !e) || !f)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_report_write_history: no entries or stream");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_history: no entries or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE:
-        history_table(e, n, f);
-        return ntp__check_stream(ctx, f, "history");
-    case NTP_FORMAT_JSON:
-        return history_json(ctx, e, n, f);
-    case NTP_FORMAT_CSV:
-        history_csv(e, n, f);
-        return ntp__check_stream(ctx, f, "history");
+    case NTP_FORMAT_TABLE: history_table(e, n, f); return ntp__check_stream(ctx, f, "history");
+    case NTP_FORMAT_JSON: return history_json(ctx, e, n, f);
+    case NTP_FORMAT_CSV: history_csv(e, n, f); return ntp__check_stream(ctx, f, "history");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
 }

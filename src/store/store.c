@@ -25,7 +25,7 @@ static const char *const migrations[] = {
     /* 0 -> 1: runs with their rows, marker segments and warnings. */
     "CREATE TABLE runs ("
     "  id INTEGER PRIMARY KEY,"
-    "  time TEXT NOT NULL,"               /* when the run started (its report's timestamp) */
+    "  time TEXT NOT NULL," /* when the run started (its report's timestamp) */
     "  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
     "  topology TEXT, source TEXT, backend TEXT, precision TEXT NOT NULL,"
     "  batch INTEGER, threads INTEGER, seed TEXT, warmup INTEGER, iterations INTEGER,"
@@ -66,10 +66,10 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (run_id, idx)) WITHOUT ROWID;",
     /* 1 -> 2: the per-machine cache of measured ceilings (ntprof machine). */
     "CREATE TABLE machines ("
-    "  key TEXT PRIMARY KEY,"             /* CPU model|cores|hostname */
+    "  key TEXT PRIMARY KEY," /* CPU model|cores|hostname */
     "  measured_at TEXT NOT NULL, cpu_model TEXT, cores INTEGER, hostname TEXT,"
-    "  description TEXT,"                 /* ntp_machine_info as JSON */
-    "  ceilings TEXT NOT NULL);"          /* ntp_ceilings as JSON */
+    "  description TEXT,"        /* ntp_machine_info as JSON */
+    "  ceilings TEXT NOT NULL);" /* ntp_ceilings as JSON */
     "CREATE INDEX runs_by_machine ON runs(machine, id);",
     /* 2 -> 3: the GPUs of a machine, measured beside its CPU ceilings, and
      * why a machine has none. Every row belongs to a machines row and is
@@ -183,7 +183,8 @@ static ntp_status migrate(ntp_ctx *ctx, ntp_store *s, int target)
     if (v == 0 && tables > 0) {
         st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                         "history %s: an SQLite database that is not an ntprof history "
-                        "(it has tables but no schema version)", s->path);
+                        "(it has tables but no schema version)",
+                        s->path);
         goto fail;
     }
     for (; v < target; v++) {
@@ -375,9 +376,11 @@ ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len)
     else if (home && home[0])
         n = snprintf(buf, len, "%s/.local/share/ntprof/history.db", home);
     else
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "history: neither XDG_DATA_HOME nor HOME is set; use --db PATH or --no-db");
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "history: neither XDG_DATA_HOME nor HOME is set; use --db PATH or --no-db");
     if (n < 0 || (size_t)n >= len)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history: the default path is too long");
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "history: the default path is too long");
     return NTP_STATUS_OK;
 }

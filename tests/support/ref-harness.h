@@ -38,8 +38,9 @@ typedef struct rh_case {
 } rh_case;
 
 /* A shape literal: RH_SHAPE(2, 3, 4). */
-#define RH_SHAPE(...) \
-    rh_shape((const int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+#define RH_SHAPE(...)                        \
+    rh_shape((const int64_t[]){__VA_ARGS__}, \
+             (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 ntp_shape rh_shape(const int64_t *dims, int ndim);
 
 /* A node of op `op` named "layer", default attributes, f32 precision. */

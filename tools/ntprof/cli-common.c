@@ -63,7 +63,8 @@ void cli_print_warnings(ntp_ctx *ctx)
 {
     char buf[4096];
     for (size_t i = 0; i < ntp_ctx_warning_count(ctx); i++)
-        fprintf(stderr, "ntprof: warning: %s\n", cli_message(ntp_ctx_warning(ctx, i), buf, sizeof buf));
+        fprintf(stderr, "ntprof: warning: %s\n",
+                cli_message(ntp_ctx_warning(ctx, i), buf, sizeof buf));
     ntp_ctx_clear_warnings(ctx);
 }
 
@@ -107,11 +108,22 @@ bool cli_parse_size(const char *s, int64_t *out)
         const char *suffix;
         double bytes;
     } units[] = {
-        {"", 1}, {"B", 1},
-        {"k", 1024.0}, {"K", 1024.0}, {"KiB", 1024.0}, {"kB", 1e3}, {"KB", 1e3},
-        {"M", 1048576.0}, {"MiB", 1048576.0}, {"MB", 1e6},
-        {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},
-        {"T", 1099511627776.0}, {"TiB", 1099511627776.0}, {"TB", 1e12},
+        {"", 1},
+        {"B", 1},
+        {"k", 1024.0},
+        {"K", 1024.0},
+        {"KiB", 1024.0},
+        {"kB", 1e3},
+        {"KB", 1e3},
+        {"M", 1048576.0},
+        {"MiB", 1048576.0},
+        {"MB", 1e6},
+        {"G", 1073741824.0},
+        {"GiB", 1073741824.0},
+        {"GB", 1e9},
+        {"T", 1099511627776.0},
+        {"TiB", 1099511627776.0},
+        {"TB", 1e12},
     };
     /* A plain decimal number: no sign, no "inf", no hexadecimal. */
     if (!((s[0] >= '0' && s[0] <= '9') || s[0] == '.') || strpbrk(s, "xX"))
@@ -206,16 +218,19 @@ int cli_topo_option(cli_topo_opts *o, int opt, const char *arg)
     case 'M':
         if (!cli_parse_size(arg, &o->max_memory) || o->max_memory == 0) {
             cli_error("--max-memory expects a size such as 512MiB, 4GiB (or 4G) or 4GB "
-                      "(= 4e9 bytes), got '%s'", arg);
+                      "(= 4e9 bytes), got '%s'",
+                      arg);
             return -1;
         }
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
-void cli_topo_free(cli_topo_opts *o) { free(o->set); }
+void cli_topo_free(cli_topo_opts *o)
+{
+    free(o->set);
+}
 
 ntp_load_opts cli_load_opts(const cli_topo_opts *o)
 {

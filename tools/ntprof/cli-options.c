@@ -17,8 +17,8 @@ static bool build(cli_getopt_state *st, const cli_option *t)
             continue;
         if (n + 1 >= CLI_MAX_OPTIONS || k + 3 >= (int)sizeof st->shorts)
             return false;
-        st->longs[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
-                                         o->key};
+        st->longs[n++] =
+            (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->key};
         if (o->key > 0 && o->key < 128) {
             st->shorts[k++] = (char)o->key;
             if (o->arg)

@@ -39,43 +39,62 @@ ntp_load_opts cli_load_opts(const cli_topo_opts *o);
  * switch by its key (CLI_KEY). */
 typedef enum cli_opt_kind {
     CLI_END,
-    CLI_TEXT,       /* help text only: `help` printed as it is */
-    CLI_KEY,        /* cli_getopt returns `key`, optarg set */
-    CLI_STRING,     /* *(const char **)field = the argument */
-    CLI_TRUE,       /* *(bool *)field = true */
-    CLI_FALSE,      /* *(bool *)field = false */
-    CLI_INT,        /* *(int *)field = an integer in [lo, hi], else
-                     * "--NAME expects <expects>, got 'ARG'" */
+    CLI_TEXT,   /* help text only: `help` printed as it is */
+    CLI_KEY,    /* cli_getopt returns `key`, optarg set */
+    CLI_STRING, /* *(const char **)field = the argument */
+    CLI_TRUE,   /* *(bool *)field = true */
+    CLI_FALSE,  /* *(bool *)field = false */
+    CLI_INT,    /* *(int *)field = an integer in [lo, hi], else
+                 * "--NAME expects <expects>, got 'ARG'" */
 } cli_opt_kind;
 
 typedef struct cli_option {
     cli_opt_kind kind;
-    const char *name;       /* long name, without "--" */
-    int key;                /* its short letter, or a value >= 256 for a long one only */
-    const char *arg;        /* the argument's name in the help ("N"), NULL: takes none */
+    const char *name; /* long name, without "--" */
+    int key;          /* its short letter, or a value >= 256 for a long one only */
+    const char *arg;  /* the argument's name in the help ("N"), NULL: takes none */
     /* Help after the option's name; "\n" starts a further line at the
      * help's column. NULL: the option is listed by a CLI_TEXT line. */
     const char *help;
     void *field;
-    int64_t lo, hi;         /* CLI_INT's range */
-    const char *expects;    /* CLI_INT's "a positive integer" */
+    int64_t lo, hi;      /* CLI_INT's range */
+    const char *expects; /* CLI_INT's "a positive integer" */
 } cli_option;
 
 /* Table entries, designated so that the fields left out are zero; the
  * conditional checks a field's type without a cast hiding a mistake. */
-#define CLI_HELP(text) {.kind = CLI_TEXT, .help = (text)}
-#define CLI_OPT(nm, k, a, h) {.kind = CLI_KEY, .name = (nm), .key = (k), .arg = (a), .help = (h)}
-#define CLI_STR(nm, k, a, h, p)                                                                   \
-    {.kind = CLI_STRING, .name = (nm), .key = (k), .arg = (a), .help = (h),                       \
-     .field = (void *)(1 ? (p) : (const char **)0)}
-#define CLI_SET(nm, k, h, p)                                                                      \
-    {.kind = CLI_TRUE, .name = (nm), .key = (k), .help = (h), .field = (void *)(1 ? (p) : (bool *)0)}
-#define CLI_UNSET(nm, k, h, p)                                                                    \
-    {.kind = CLI_FALSE, .name = (nm), .key = (k), .help = (h), .field = (void *)(1 ? (p) : (bool *)0)}
-#define CLI_NUM(nm, k, a, h, p, l, u, e)                                                          \
-    {.kind = CLI_INT, .name = (nm), .key = (k), .arg = (a), .help = (h),                          \
-     .field = (void *)(1 ? (p) : (int *)0), .lo = (l), .hi = (u), .expects = (e)}
-#define CLI_OPT_END {.kind = CLI_END}
+#define CLI_HELP(text)                   \
+    {                                    \
+        .kind = CLI_TEXT, .help = (text) \
+    }
+#define CLI_OPT(nm, k, a, h)                                               \
+    {                                                                      \
+        .kind = CLI_KEY, .name = (nm), .key = (k), .arg = (a), .help = (h) \
+    }
+#define CLI_STR(nm, k, a, h, p)                                                \
+    {                                                                          \
+        .kind = CLI_STRING, .name = (nm), .key = (k), .arg = (a), .help = (h), \
+        .field = (void *)(1 ? (p) : (const char **)0)                          \
+    }
+#define CLI_SET(nm, k, h, p)                                     \
+    {                                                            \
+        .kind = CLI_TRUE, .name = (nm), .key = (k), .help = (h), \
+        .field = (void *)(1 ? (p) : (bool *)0)                   \
+    }
+#define CLI_UNSET(nm, k, h, p)                                    \
+    {                                                             \
+        .kind = CLI_FALSE, .name = (nm), .key = (k), .help = (h), \
+        .field = (void *)(1 ? (p) : (bool *)0)                    \
+    }
+#define CLI_NUM(nm, k, a, h, p, l, u, e)                                            \
+    {                                                                               \
+        .kind = CLI_INT, .name = (nm), .key = (k), .arg = (a), .help = (h),         \
+        .field = (void *)(1 ? (p) : (int *)0), .lo = (l), .hi = (u), .expects = (e) \
+    }
+#define CLI_OPT_END     \
+    {                   \
+        .kind = CLI_END \
+    }
 
 enum { CLI_MAX_OPTIONS = 64 };
 

@@ -30,7 +30,8 @@ int cmd_analyze(int argc, char **argv)
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
         CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8 (bytes are counted at P)"),
-        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_OPT("max-memory", 'M', "SIZE",
+                "refuse topologies needing more (default: physical RAM)"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
@@ -50,7 +51,10 @@ int cmd_analyze(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
-        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
         case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof analyze --help'"); goto out;
         }
@@ -70,7 +74,7 @@ int cmd_analyze(int argc, char **argv)
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
         /* refused before reading anything */
     } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-        ntp_graph_analyze(ctx, g, &a) != NTP_STATUS_OK) {
+               ntp_graph_analyze(ctx, g, &a) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);

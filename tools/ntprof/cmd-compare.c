@@ -112,9 +112,8 @@ int cmd_compare(int argc, char **argv)
     }
     ntp_store_close(s);
     ntp_comparison *c = NULL;
-    if (rc == CLI_OK &&
-        ntp_compare(ctx, (const ntp_run_result *const *)runs, (const char *const *)labels, n, &c) !=
-            NTP_STATUS_OK)
+    if (rc == CLI_OK && ntp_compare(ctx, (const ntp_run_result *const *)runs,
+                                    (const char *const *)labels, n, &c) != NTP_STATUS_OK)
         rc = cli_fail(ctx);
     if (rc == CLI_OK)
         rc = cli_write_output(ctx, output, write_cmp, c, fmt);

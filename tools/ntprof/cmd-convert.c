@@ -22,12 +22,13 @@ int cmd_convert(int argc, char **argv)
     cli_topo_opts topo = {0};
     const char *output = NULL;
     const cli_option opts[] = {
-        CLI_HELP("usage: ntprof convert FILE [-o TOPOLOGY.xml] [options]\n"
-                 "\n"
-                 "Write the architecture of a model (ONNX or markup) as editable markup: every\n"
-                 "layer with all its attributes, the batch as a param. Weights are not written\n"
-                 "(the markup generates them from the seed). Change layer sizes and profile again.\n"
-                 "\n"),
+        CLI_HELP(
+            "usage: ntprof convert FILE [-o TOPOLOGY.xml] [options]\n"
+            "\n"
+            "Write the architecture of a model (ONNX or markup) as editable markup: every\n"
+            "layer with all its attributes, the batch as a param. Weights are not written\n"
+            "(the markup generates them from the seed). Change layer sizes and profile again.\n"
+            "\n"),
         CLI_STR("output", 'o', "FILE", "write the markup to FILE (default: stdout)", &output),
         CLI_OPT("set", 's', "NAME=VALUE", "bind a symbolic dim or override a <param> (repeatable)"),
         CLI_OPT("batch", 'b', "N", "the batch to convert at (default: the model's)"),
@@ -44,7 +45,10 @@ int cmd_convert(int argc, char **argv)
         if (r > 0)
             continue;
         switch (opt) {
-        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
         case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof convert --help'"); goto out;
         }

@@ -108,7 +108,8 @@ int cmd_counters(int argc, char **argv)
             size_t u = 0;
             for (int j = i; j < l->n && u < sizeof line; j++)
                 if (!strcmp(l->items[j].kind, "event") && !l->items[j].available &&
-                    (all || !strchr(l->items[j].name, '/')) && !strcmp(l->items[j].reason, it->reason))
+                    (all || !strchr(l->items[j].name, '/')) &&
+                    !strcmp(l->items[j].reason, it->reason))
                     u += (size_t)snprintf(line + u, sizeof line - u, "%s%s", u ? ", " : "",
                                           l->items[j].name);
             printf("  n/a:");
@@ -117,8 +118,9 @@ int cmd_counters(int argc, char **argv)
             wrapped(it->reason, 16, 16);
         }
         if (hidden)
-            printf("  (%d event%s of other kernel PMUs such as msr/tsc/: `ntprof counters --all`)\n",
-                   hidden, hidden == 1 ? "" : "s");
+            printf(
+                "  (%d event%s of other kernel PMUs such as msr/tsc/: `ntprof counters --all`)\n",
+                hidden, hidden == 1 ? "" : "s");
     }
     ntp_counter_list_free(l);
     ntp_ctx_free(ctx);

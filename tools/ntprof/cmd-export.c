@@ -13,11 +13,12 @@ int cmd_export(int argc, char **argv)
     ntp_onnx_export_opts eo = {.seed = 1};
     const char *output = NULL;
     const cli_option opts[] = {
-        CLI_HELP("usage: ntprof export FILE -o MODEL.onnx [options]\n"
-                 "\n"
-                 "Write a topology (markup or ONNX) as an ONNX model (opset 17) with the weights a\n"
-                 "run with the same seed uses, so that running the model gives the same outputs.\n"
-                 "\n"),
+        CLI_HELP(
+            "usage: ntprof export FILE -o MODEL.onnx [options]\n"
+            "\n"
+            "Write a topology (markup or ONNX) as an ONNX model (opset 17) with the weights a\n"
+            "run with the same seed uses, so that running the model gives the same outputs.\n"
+            "\n"),
         CLI_STR("output", 'o', "FILE", "the .onnx file to write (required; written atomically)",
                 &output),
         CLI_OPT("seed", OPT_SEED, "N", "seed of the generated weights (default 1, as ntprof run)"),
@@ -27,7 +28,8 @@ int cmd_export(int argc, char **argv)
                 &eo.network_only),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
-        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_OPT("max-memory", 'M', "SIZE",
+                "refuse topologies needing more (default: physical RAM)"),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -48,7 +50,10 @@ int cmd_export(int argc, char **argv)
             }
             eo.seed = (uint64_t)v;
             break;
-        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
         case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof export --help'"); goto out;
         }
@@ -71,7 +76,7 @@ int cmd_export(int argc, char **argv)
     if (cli_check_outputs(ctx, outs, 1, ins, 1) != CLI_OK) {
         rc = CLI_FAIL;
     } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-        ntp_graph_export_onnx(ctx, g, output, &eo) != NTP_STATUS_OK) {
+               ntp_graph_export_onnx(ctx, g, output, &eo) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);

@@ -47,12 +47,13 @@ int cmd_machine(int argc, char **argv)
                  "ceilings are cached in the history database; `ntprof run` places every layer\n"
                  "on the roofline they draw.\n"
                  "\n"),
-        CLI_SET("remeasure", OPT_REMEASURE, "measure again even if ceilings are cached", &remeasure),
+        CLI_SET("remeasure", OPT_REMEASURE, "measure again even if ceilings are cached",
+                &remeasure),
         CLI_UNSET("no-measure", OPT_NO_MEASURE,
                   "describe the machine only (cached ceilings still shown)", &measure),
         CLI_OPT("seconds", OPT_SECONDS, "S", "time per measurement (default 0.25)"),
-        CLI_NUM("threads", 't', "N", "measure with N threads (default 0: every CPU)", &mo.threads, 0,
-                4096, "a number of threads (0: every CPU)"),
+        CLI_NUM("threads", 't', "N", "measure with N threads (default 0: every CPU)", &mo.threads,
+                0, 4096, "a number of threads (0: every CPU)"),
         CLI_UNSET("no-gemm", OPT_NO_GEMM, "skip the backends' GEMM", &mo.gemm),
         CLI_STR("db", OPT_DB, "PATH", "the history database that caches the ceilings", &db),
         CLI_UNSET("no-db", OPT_NO_DB, "neither read nor write cached ceilings", &use_db),

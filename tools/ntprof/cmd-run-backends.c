@@ -116,7 +116,8 @@ int cli_run_backends(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro, c
         rc = write_each(ctx, c, html, write_html, NTP_FORMAT_TABLE);
     for (int i = 0; rc == CLI_OK && db && i < c->n_runs; i++)
         if (ntp_store_record_run(ctx, db, c->runs[i].result, NULL) != NTP_STATUS_OK) {
-            fprintf(stderr, "ntprof: warning: %s; the %s run was not recorded (--db PATH or --no-db)\n",
+            fprintf(stderr,
+                    "ntprof: warning: %s; the %s run was not recorded (--db PATH or --no-db)\n",
                     ntp_ctx_errmsg(ctx), c->runs[i].backend);
             break;
         }

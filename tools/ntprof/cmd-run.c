@@ -6,8 +6,20 @@
 #include "cli-backends.h"
 #include "cli.h"
 
-enum { OPT_PIN = 1000, OPT_SEED, OPT_SAVE, OPT_MIN_TIME, OPT_ONLY, OPT_TRACE, OPT_NOISE, OPT_FUSE,
-       OPT_NO_ACCURACY, OPT_DB, OPT_NO_DB, OPT_HTML };
+enum {
+    OPT_PIN = 1000,
+    OPT_SEED,
+    OPT_SAVE,
+    OPT_MIN_TIME,
+    OPT_ONLY,
+    OPT_TRACE,
+    OPT_NOISE,
+    OPT_FUSE,
+    OPT_NO_ACCURACY,
+    OPT_DB,
+    OPT_NO_DB,
+    OPT_HTML
+};
 
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
@@ -19,7 +31,8 @@ enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
 /* --tool ncu[:MARKER] and --tool nsys profile the GPU (docs/gpu.md). */
 static bool gpu_tool(const char *t)
 {
-    return t && ((strncmp(t, "ncu", 3) == 0 && (t[3] == '\0' || t[3] == ':')) || strcmp(t, "nsys") == 0);
+    return t &&
+           ((strncmp(t, "ncu", 3) == 0 && (t[3] == '\0' || t[3] == ':')) || strcmp(t, "nsys") == 0);
 }
 
 /* This command again for the GPU tool to run: the same topology and
@@ -27,10 +40,11 @@ static bool gpu_tool(const char *t)
  * iteration, and nothing written where this run writes its reports. */
 static char **gpu_child_argv(int argc, char **argv, const char *dir, char *report, size_t len)
 {
-    static const char *const with_value[] = {"-o", "--output", "--trace", "--html", "--db", "--tool",
-                                             "--tool-dir", "--counters", "-f", "--format"};
-    static const char *const prefixed[] = {"--output=", "--trace=", "--html=", "--db=", "--tool=",
-                                           "--tool-dir=", "--counters=", "--format="};
+    static const char *const with_value[] = {"-o",   "--output", "--trace",    "--html",
+                                             "--db", "--tool",   "--tool-dir", "--counters",
+                                             "-f",   "--format"};
+    static const char *const prefixed[] = {"--output=", "--trace=",    "--html=",     "--db=",
+                                           "--tool=",   "--tool-dir=", "--counters=", "--format="};
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char **v = calloc((size_t)argc + 24, sizeof *v);
@@ -50,15 +64,19 @@ static char **gpu_child_argv(int argc, char **argv, const char *dir, char *repor
             }
         for (size_t j = 0; j < sizeof prefixed / sizeof prefixed[0] && !skip; j++)
             skip = strncmp(argv[i], prefixed[j], strlen(prefixed[j])) == 0;
-        if (!skip && (strncmp(argv[i], "-o", 2) == 0 || strncmp(argv[i], "-f", 2) == 0) && argv[i][2])
+        if (!skip && (strncmp(argv[i], "-o", 2) == 0 || strncmp(argv[i], "-f", 2) == 0) &&
+            argv[i][2])
             skip = true; /* -oFILE, -fjson */
         if (!skip && i < argc)
             v[k++] = strdup(argv[i]);
     }
     snprintf(report, len, "%s/child-report.json", dir);
-    const char *tail[] = {"--tool", "nvtx", "-n", "1", "-w", "1", "--min-time", "0",
-                          "--counter-iterations", "1", "--no-db", "--no-accuracy", "-f", "json",
-                          "-o", report};
+    const char *tail[] = {"--tool",     "nvtx",    "-n",
+                          "1",          "-w",      "1",
+                          "--min-time", "0",       "--counter-iterations",
+                          "1",          "--no-db", "--no-accuracy",
+                          "-f",         "json",    "-o",
+                          report};
     for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
         v[k++] = strdup(tail[j]);
     for (int i = 0; i < k; i++)
@@ -158,40 +176,45 @@ int cmd_run(int argc, char **argv)
                  "topology:\n"),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
-        CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8; tf32: f32 storage with TF32\n"
-                                       "tensor-core math on GPUs (docs/gpu.md)"),
-        CLI_OPT("max-memory", 'M', "SIZE", "refuse topologies needing more (default: physical RAM)"),
+        CLI_OPT("precision", 'p', "P",
+                "f32, bf16, f16 or i8; tf32: f32 storage with TF32\n"
+                "tensor-core math on GPUs (docs/gpu.md)"),
+        CLI_OPT("max-memory", 'M', "SIZE",
+                "refuse topologies needing more (default: physical RAM)"),
         CLI_HELP("execution:\n"),
         CLI_OPT("backend", 'B', "NAME", backend_help),
-        CLI_NUM("threads", 't', "N", "threads for the backend (default 0: all cores)", &ro.threads, 0,
-                4096, "a number of threads (0: all cores)"),
+        CLI_NUM("threads", 't', "N", "threads for the backend (default 0: all cores)", &ro.threads,
+                0, 4096, "a number of threads (0: all cores)"),
         CLI_STR("pin", OPT_PIN, "CPUS", "pin to a CPU list such as 0-1,3", &ro.pin),
         CLI_OPT("seed", OPT_SEED, "N", "seed of weights and synthetic inputs (default 1)"),
-        CLI_SET("fuse", OPT_FUSE,
-                "let the backend fuse layers (conv/fc + bias + activation + add)", &ro.fuse),
+        CLI_SET("fuse", OPT_FUSE, "let the backend fuse layers (conv/fc + bias + activation + add)",
+                &ro.fuse),
         /* main.c takes --wait-policy out of argv before any command sees it. */
         CLI_HELP("      --wait-policy P     thread pools' idle workers: spin, passive or auto\n"
                  "                          (default: passive beside busy processes, else a\n"
                  "                          short spin; docs/run.md#wait-policy)\n"),
-        CLI_OPT("place", OPT_PLACE, "LAYER=BACKEND", "run LAYER on BACKEND, as its backend= attribute\n"
-                                                     "would (repeatable; docs/gpu.md)"),
-        CLI_SET("cuda-graph", OPT_CUDA_GRAPH, "replay each pass on the GPU as a captured CUDA graph",
-                &ro.cuda_graph),
+        CLI_OPT("place", OPT_PLACE, "LAYER=BACKEND",
+                "run LAYER on BACKEND, as its backend= attribute\n"
+                "would (repeatable; docs/gpu.md)"),
+        CLI_SET("cuda-graph", OPT_CUDA_GRAPH,
+                "replay each pass on the GPU as a captured CUDA graph", &ro.cuda_graph),
         CLI_OPT("input", 'i', "[NAME=]FILE", "a graph input from a .npy file (repeatable)"),
         CLI_STR("save-outputs", OPT_SAVE, "DIR", "write every graph output as DIR/output_<i>.npy",
                 &ro.save_outputs_dir),
         CLI_HELP("measurement:\n"),
-        CLI_NUM("warmup", 'w', "N", "warm-up iterations, discarded (default 3)", &ro.warmup, 0, 1000000,
-                "a non-negative integer"),
-        CLI_NUM("iterations", 'n', "N", "at least N measured iterations (default 10)", &ro.iterations,
-                1, 10000000, "a positive integer"),
+        CLI_NUM("warmup", 'w', "N", "warm-up iterations, discarded (default 3)", &ro.warmup, 0,
+                1000000, "a non-negative integer"),
+        CLI_NUM("iterations", 'n', "N", "at least N measured iterations (default 10)",
+                &ro.iterations, 1, 10000000, "a positive integer"),
         CLI_OPT("min-time", OPT_MIN_TIME, "S",
                 "... until the end-to-end times add up to S seconds, and\n"
                 "the per-layer ones too (default 1)"),
-        CLI_STR("only", OPT_ONLY, "MARKER", "measure only the layers of a <marker>", &ro.only_marker),
-        CLI_OPT("noise-cv", OPT_NOISE, "X", "warn when the coefficient of variation exceeds X (0.05)"),
-        CLI_UNSET("no-accuracy", OPT_NO_ACCURACY, "skip the f32 comparison of bf16, f16 and i8 runs",
-                  &ro.accuracy),
+        CLI_STR("only", OPT_ONLY, "MARKER", "measure only the layers of a <marker>",
+                &ro.only_marker),
+        CLI_OPT("noise-cv", OPT_NOISE, "X",
+                "warn when the coefficient of variation exceeds X (0.05)"),
+        CLI_UNSET("no-accuracy", OPT_NO_ACCURACY,
+                  "skip the f32 comparison of bf16, f16 and i8 runs", &ro.accuracy),
         CLI_HELP("counters and tools (a separate pass after the timing; docs/counters.md):\n"),
         CLI_STR("counters", OPT_COUNTERS, "LIST",
                 "count per layer: sets sw, basic, cache, topdown, all, and\n"
@@ -206,11 +229,12 @@ int cmd_run(int argc, char **argv)
         CLI_STR("tool-dir", OPT_TOOL_DIR, "DIR",
                 "where tools leave files (default: a new temp directory)", &ro.tool_dir),
         CLI_NUM("counter-iterations", OPT_COUNTER_ITERATIONS, "N",
-                "iterations of the counting pass (default: -n)", &ro.counter_iterations, 1, 10000000,
-                "a positive integer"),
+                "iterations of the counting pass (default: -n)", &ro.counter_iterations, 1,
+                10000000, "a positive integer"),
         CLI_HELP("output:\n"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
-        CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)", &output),
+        CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
+                &output),
         CLI_OPT("trace", OPT_TRACE, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)"),
         CLI_STR("html", OPT_HTML, "FILE", "write a self-contained HTML report with charts", &html),
         CLI_HELP("history:\n"),
@@ -268,7 +292,10 @@ int cmd_run(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
-        case OPT_TRACE: trace = optarg; ro.keep_trace = true; break;
+        case OPT_TRACE:
+            trace = optarg;
+            ro.keep_trace = true;
+            break;
         case OPT_PLACE:
             if (!strchr(optarg, '=')) {
                 cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
@@ -284,7 +311,10 @@ int cmd_run(int argc, char **argv)
             }
             places[n_places++] = optarg;
             break;
-        case 'h': cli_usage(stdout, opts, RUN_HELP_COL); rc = CLI_OK; goto out;
+        case 'h':
+            cli_usage(stdout, opts, RUN_HELP_COL);
+            rc = CLI_OK;
+            goto out;
         case CLI_OPT_BAD: goto out;
         default: cli_error("see 'ntprof run --help'"); goto out;
         }
@@ -329,21 +359,22 @@ int cmd_run(int argc, char **argv)
         db = db_path;
     /* Every output checked before anything is measured; no report over
      * the history database. */
-    const ntp_output_path outs[] = {{db == db_path ? "the default history database" : "--db",
-                                     use_db ? db : NULL, NTP_OUTPUT_SAME_ONLY},
-                                    {"-o", output, NTP_OUTPUT_FILE},
-                                    {"--trace", trace, NTP_OUTPUT_FILE},
-                                    {"--html", html, NTP_OUTPUT_FILE},
-                                    {"--save-outputs", ro.save_outputs_dir, NTP_OUTPUT_DIR},
-                                    {"--tool-dir", ro.tool || gtool ? ro.tool_dir : NULL,
-                                     NTP_OUTPUT_DIR}};
+    const ntp_output_path outs[] = {
+        {db == db_path ? "the default history database" : "--db", use_db ? db : NULL,
+         NTP_OUTPUT_SAME_ONLY},
+        {"-o", output, NTP_OUTPUT_FILE},
+        {"--trace", trace, NTP_OUTPUT_FILE},
+        {"--html", html, NTP_OUTPUT_FILE},
+        {"--save-outputs", ro.save_outputs_dir, NTP_OUTPUT_DIR},
+        {"--tool-dir", ro.tool || gtool ? ro.tool_dir : NULL, NTP_OUTPUT_DIR}};
     const char *ins[] = {argv[optind]};
     if (!tool_child && cli_check_outputs(ctx, outs, 6, ins, 1) != CLI_OK) {
         rc = CLI_FAIL;
         ntp_ctx_free(ctx);
         goto out;
     }
-    if (use_db && db && ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
+    if (use_db && db &&
+        ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
     else if (use_db && !db)
         fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
@@ -380,8 +411,10 @@ int cmd_run(int argc, char **argv)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
         if (rc == CLI_OK && html)
             rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
-        if (rc == CLI_OK && use_db && db && ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
-            fprintf(stderr, "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
+        if (rc == CLI_OK && use_db && db &&
+            ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
+            fprintf(stderr,
+                    "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
                     ntp_ctx_errmsg(ctx));
     }
     ntp_run_result_free(res);

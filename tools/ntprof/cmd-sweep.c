@@ -19,8 +19,20 @@
 
 int cmd_sweep(int argc, char **argv);
 
-enum { OPT_VARY = 1000, OPT_DESIGN, OPT_TIMEOUT, OPT_KEEP, OPT_MIN_TIME, OPT_SEED, OPT_FUSE,
-       OPT_NO_ACCURACY, OPT_PIN, OPT_DB, OPT_NO_DB, OPT_HTML };
+enum {
+    OPT_VARY = 1000,
+    OPT_DESIGN,
+    OPT_TIMEOUT,
+    OPT_KEEP,
+    OPT_MIN_TIME,
+    OPT_SEED,
+    OPT_FUSE,
+    OPT_NO_ACCURACY,
+    OPT_PIN,
+    OPT_DB,
+    OPT_NO_DB,
+    OPT_HTML
+};
 
 /* Options handed to every child, in order. */
 typedef struct argv_list {
@@ -43,7 +55,10 @@ static bool push(argv_list *a, const char *s)
     return true;
 }
 
-static double now_s(void) { return cli_now_s(); }
+static double now_s(void)
+{
+    return cli_now_s();
+}
 
 /* The `ntprof run` options that make a configuration: what it varies, as
  * the child's options spell it. `batch` and `threads` hold the numbers'
@@ -259,17 +274,21 @@ int cmd_sweep(int argc, char **argv)
                  "backend, precision, batch, threads or any <param> of the topology.\n"
                  "\n"
                  "sweep:\n"),
-        CLI_OPT("vary", OPT_VARY, "NAME=V1,...", "a factor and its values (repeatable); the first value\n"
-                                                 "of each is the baseline"),
-        CLI_OPT("design", OPT_DESIGN, "D", "ofat (default: one factor at a time around the\n"
-                                           "baseline) or full (every combination)"),
-        CLI_OPT("timeout", OPT_TIMEOUT, "S", "stop a configuration after S seconds (default: none)"),
+        CLI_OPT("vary", OPT_VARY, "NAME=V1,...",
+                "a factor and its values (repeatable); the first value\n"
+                "of each is the baseline"),
+        CLI_OPT("design", OPT_DESIGN, "D",
+                "ofat (default: one factor at a time around the\n"
+                "baseline) or full (every combination)"),
+        CLI_OPT("timeout", OPT_TIMEOUT, "S",
+                "stop a configuration after S seconds (default: none)"),
         CLI_STR("keep", OPT_KEEP, "DIR", "keep each configuration's report and log in DIR", &keep),
-        CLI_HELP("options given to every configuration (not also varied):\n"
-                 "  -s, --set NAME=VALUE   -b, --batch N   -p, --precision P   -B, --backend NAME\n"
-                 "  -t, --threads N        -w, --warmup N  -n, --iterations N  --min-time S\n"
-                 "      --seed N           --fuse          --no-accuracy       --pin CPUS\n"
-                 "      --db PATH          --no-db         (each configuration's run is recorded)\n"),
+        CLI_HELP(
+            "options given to every configuration (not also varied):\n"
+            "  -s, --set NAME=VALUE   -b, --batch N   -p, --precision P   -B, --backend NAME\n"
+            "  -t, --threads N        -w, --warmup N  -n, --iterations N  --min-time S\n"
+            "      --seed N           --fuse          --no-accuracy       --pin CPUS\n"
+            "      --db PATH          --no-db         (each configuration's run is recorded)\n"),
         CLI_OPT("set", 's', "NAME=VALUE", NULL),
         CLI_OPT("batch", 'b', "N", NULL),
         CLI_OPT("precision", 'p', "P", NULL),
@@ -286,8 +305,10 @@ int cmd_sweep(int argc, char **argv)
         CLI_OPT("no-db", OPT_NO_DB, NULL, NULL),
         CLI_HELP("output:\n"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
-        CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)", &output),
-        CLI_STR("html", OPT_HTML, "FILE", "also write a self-contained HTML report with charts", &html),
+        CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
+                &output),
+        CLI_STR("html", OPT_HTML, "FILE", "also write a self-contained HTML report with charts",
+                &html),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -319,22 +340,50 @@ int cmd_sweep(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             continue;
-        case 'h': cli_usage(stdout, opts, 25); rc = CLI_OK; goto out;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
         case CLI_OPT_BAD: goto out;
-        case 's': flag = "--set"; if (cli_topo_option(&topo, opt, optarg) < 0) goto out; break;
-        case 'b': flag = "--batch"; fixed_builtin[2] = true; break;
-        case 'p': flag = "--precision"; fixed_builtin[1] = true; break;
-        case 'B': flag = "--backend"; fixed_builtin[0] = true; break;
-        case 't': flag = "--threads"; fixed_builtin[3] = true; break;
+        case 's':
+            flag = "--set";
+            if (cli_topo_option(&topo, opt, optarg) < 0)
+                goto out;
+            break;
+        case 'b':
+            flag = "--batch";
+            fixed_builtin[2] = true;
+            break;
+        case 'p':
+            flag = "--precision";
+            fixed_builtin[1] = true;
+            break;
+        case 'B':
+            flag = "--backend";
+            fixed_builtin[0] = true;
+            break;
+        case 't':
+            flag = "--threads";
+            fixed_builtin[3] = true;
+            break;
         case 'w': flag = "--warmup"; break;
         case 'n': flag = "--iterations"; break;
         case OPT_MIN_TIME: flag = "--min-time"; break;
         case OPT_SEED: flag = "--seed"; break;
         case OPT_PIN: flag = "--pin"; break;
         case OPT_DB: flag = "--db"; break;
-        case OPT_FUSE: if (!push(&fixed, "--fuse")) goto oom; continue;
-        case OPT_NO_ACCURACY: if (!push(&fixed, "--no-accuracy")) goto oom; continue;
-        case OPT_NO_DB: if (!push(&fixed, "--no-db")) goto oom; continue;
+        case OPT_FUSE:
+            if (!push(&fixed, "--fuse"))
+                goto oom;
+            continue;
+        case OPT_NO_ACCURACY:
+            if (!push(&fixed, "--no-accuracy"))
+                goto oom;
+            continue;
+        case OPT_NO_DB:
+            if (!push(&fixed, "--no-db"))
+                goto oom;
+            continue;
         default: cli_error("see 'ntprof sweep --help'"); goto out;
         }
         /* The child checks the value and names the option in its error. */
@@ -447,7 +496,8 @@ int cmd_sweep(int argc, char **argv)
     if (rc == CLI_OK && html)
         rc = cli_write_output(ctx, html, write_html, sw, NTP_FORMAT_TABLE);
     if (rc == CLI_OK && failed > 0) {
-        fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed, n);
+        fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed,
+                n);
     }
 done:
     ntp_sweep_free(sw);

@@ -33,11 +33,14 @@ int cmd_sweep(int argc, char **argv);
 
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
-    {"analyze", cmd_analyze, "shapes, parameters, FLOPs and memory of a topology, without running it"},
+    {"analyze", cmd_analyze,
+     "shapes, parameters, FLOPs and memory of a topology, without running it"},
     {"export", cmd_export, "write a topology as an ONNX model with its weights"},
     {"convert", cmd_convert, "write a model's architecture (ONNX or markup) as editable markup"},
-    {"counters", cmd_counters, "what this machine can count (--counters, --tool) and why not the rest"},
-    {"machine", cmd_machine, "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
+    {"counters", cmd_counters,
+     "what this machine can count (--counters, --tool) and why not the rest"},
+    {"machine", cmd_machine,
+     "this machine's topology and measured ceilings (peak FLOP/s, bandwidth)"},
     {"compare", cmd_compare, "runs side by side: layers aligned, speedups with confidence"},
     {"sweep", cmd_sweep, "run over configurations (params, backend, precision, batch, threads)"},
     {"history", cmd_history, "runs recorded in the history database"},
@@ -72,7 +75,7 @@ static void usage(FILE *f)
  * default 2^28, before it sleeps; 4 is the least it takes). */
 typedef struct wait_policy {
     const char *name;
-    const char *omp_wait_policy;  /* NULL: leave unset */
+    const char *omp_wait_policy; /* NULL: leave unset */
     const char *gomp_spincount;
     const char *openblas_timeout;
 } wait_policy;

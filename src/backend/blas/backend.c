@@ -31,8 +31,8 @@ void ntp__blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
     if (m <= 0 || n <= 0)
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
-                (blasint)ldc);
+                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta,
+                c, (blasint)ldc);
 }
 
 void ntp__blas_gemv(int64_t m, int64_t n, float alpha, const float *a, int64_t lda, const float *x,
@@ -56,18 +56,14 @@ static bool blas_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
             return false;
     switch (n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__blas_conv_supports(g, n);
+    case NTP_OP_DECONV: return ntp__blas_conv_supports(g, n);
     case NTP_OP_FC:
     case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION:
-        return ntp__blas_dense_supports(g, n);
+    case NTP_OP_ATTENTION: return ntp__blas_dense_supports(g, n);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__blas_rnn_supports(g, n);
-    default:
-        return ntp__blas_eltwise_supports(g, n);
+    case NTP_OP_RNN: return ntp__blas_rnn_supports(g, n);
+    default: return ntp__blas_eltwise_supports(g, n);
     }
 }
 
@@ -127,22 +123,14 @@ static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     ntp_status st;
     switch (k->node->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        st = ntp__blas_conv_prepare(ctx, k, nd);
-        break;
+    case NTP_OP_DECONV: st = ntp__blas_conv_prepare(ctx, k, nd); break;
     case NTP_OP_FC:
     case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION:
-        st = ntp__blas_dense_prepare(ctx, k, nd);
-        break;
+    case NTP_OP_ATTENTION: st = ntp__blas_dense_prepare(ctx, k, nd); break;
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        st = ntp__blas_rnn_prepare(ctx, k, nd);
-        break;
-    default:
-        st = ntp__blas_eltwise_prepare(ctx, k, nd);
-        break;
+    case NTP_OP_RNN: st = ntp__blas_rnn_prepare(ctx, k, nd); break;
+    default: st = ntp__blas_eltwise_prepare(ctx, k, nd); break;
     }
     /* The folded layers, applied in order after the head's result. */
     for (int f = 0; f < k->n_fused && !st; f++) {
@@ -171,18 +159,14 @@ static ntp_status run_step(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *n
 {
     switch (k->node->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__blas_conv_run(ctx, k, nd, step);
+    case NTP_OP_DECONV: return ntp__blas_conv_run(ctx, k, nd, step);
     case NTP_OP_FC:
     case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION:
-        return ntp__blas_dense_run(ctx, k, nd);
+    case NTP_OP_ATTENTION: return ntp__blas_dense_run(ctx, k, nd);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__blas_rnn_run(ctx, k, nd);
-    default:
-        return ntp__blas_eltwise_run(ctx, k, nd);
+    case NTP_OP_RNN: return ntp__blas_rnn_run(ctx, k, nd);
+    default: return ntp__blas_eltwise_run(ctx, k, nd);
     }
 }
 
@@ -259,8 +243,8 @@ static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
         head->op != NTP_OP_MATMUL)
         return false;
     switch (next->op) {
-    NTP_UNARY_CASES /* the reference functions, applied in place */
-        return true;
+        NTP_UNARY_CASES /* the reference functions, applied in place */
+            return true;
     case NTP_OP_ADD:
     case NTP_OP_MUL: {
         if (next->n_in != 2)
@@ -271,8 +255,7 @@ static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
                ntp__cin(g, next, 0)->dtype == NTP_DTYPE_F32 &&
                ntp__cin(g, next, 1)->dtype == NTP_DTYPE_F32;
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 

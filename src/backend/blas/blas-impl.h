@@ -49,23 +49,23 @@
  * layer's activation right after its GEMM. */
 typedef struct blasb_post {
     const ntp_node *node;
-    int operand;                /* index into k->post_in, -1 for activations */
+    int operand; /* index into k->post_in, -1 for activations */
 } blasb_post;
 
 typedef struct blasb_state {
-    int threads;                /* OpenBLAS threads for this plan */
+    int threads; /* OpenBLAS threads for this plan */
 } blasb_state;
 
 /* What prepare decided for one layer or fusion group. */
 typedef struct blasb_node {
     int n_steps, main_step;
-    const char *step_suffix;    /* the sub-step's row name suffix and type */
+    const char *step_suffix; /* the sub-step's row name suffix and type */
     const char *step_type;
-    int64_t step_bytes;         /* what the sub-step reads and writes */
-    bool staged;                /* im2col/col2im as a separate pass */
-    bool direct;                /* pointwise conv: no im2col */
-    size_t ws;                  /* workspace bytes */
-    float *own;                 /* constants: batchnorm factors */
+    int64_t step_bytes; /* what the sub-step reads and writes */
+    bool staged;        /* im2col/col2im as a separate pass */
+    bool direct;        /* pointwise conv: no im2col */
+    size_t ws;          /* workspace bytes */
+    float *own;         /* constants: batchnorm factors */
     int n_post;
     blasb_post post[NTP_MAX_FUSED];
     char impl[64];

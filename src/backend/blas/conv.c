@@ -30,16 +30,18 @@ ntp_status ntp__blas_conv_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *
     geom g;
     const ntp_node *n = k->node;
     if (k->n_in != 1 || k->n_w < 1 || !ntp__ref_conv_geom(n, &k->in[0].shape, &k->out[0].shape, &g))
-        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input and output do not fit the layer");
+        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                               "input and output do not fit the layer");
     int64_t wn = n->op == NTP_OP_CONV ? g.F * g.Cg * g.k_sz : g.C * g.Fg * g.k_sz;
-    if (ntp_shape_numel(&k->w[0].shape) != wn || (k->n_w > 1 && ntp_shape_numel(&k->w[1].shape) != g.F))
+    if (ntp_shape_numel(&k->w[0].shape) != wn ||
+        (k->n_w > 1 && ntp_shape_numel(&k->w[1].shape) != g.F))
         return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "weights do not fit the layer");
     bool conv = n->op == NTP_OP_CONV;
     nd->direct = conv && ntp__ref_conv_pointwise(&g);
     size_t one = (size_t)ntp__ref_conv_col_floats(n->op, &g) * sizeof(float);
     size_t all = one * (size_t)(g.N * g.G);
-    nd->staged = !nd->direct && g.N * g.G > 0 && all / (size_t)(g.N * g.G) == one &&
-                 all <= BLASB_STAGED_MAX;
+    nd->staged =
+        !nd->direct && g.N * g.G > 0 && all / (size_t)(g.N * g.G) == one && all <= BLASB_STAGED_MAX;
     nd->ws = nd->direct ? 0 : nd->staged ? all : one;
     nd->n_steps = nd->staged ? 2 : 1;
     nd->main_step = nd->staged && conv ? 1 : 0;
@@ -48,8 +50,10 @@ ntp_status ntp__blas_conv_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *
     /* im2col reads the input and writes the columns; col2im reads the
      * columns and writes the output. */
     nd->step_bytes = (int64_t)all + 4 * ntp_shape_numel(conv ? &k->in[0].shape : &k->out[0].shape);
-    snprintf(nd->impl, sizeof nd->impl, "openblas:%s", nd->direct ? "sgemm (1x1)"
-                                                       : conv ? "im2col+sgemm" : "sgemm+col2im");
+    snprintf(nd->impl, sizeof nd->impl, "openblas:%s",
+             nd->direct ? "sgemm (1x1)"
+             : conv     ? "im2col+sgemm"
+                        : "sgemm+col2im");
     return NTP_STATUS_OK;
 }
 

@@ -20,7 +20,8 @@ static bool matmul_supports(const ntp_graph *g, const ntp_node *n)
 {
     const ntp_shape *a = &ntp__cin(g, n, 0)->shape, *b = &ntp__cin(g, n, 1)->shape;
     return a->ndim >= 2 && b->ndim >= 2 && ntp_shape_numel(a) < INT32_MAX &&
-           ntp_shape_numel(b) < INT32_MAX && ntp_shape_numel(&ntp__cout(g, n, 0)->shape) < INT32_MAX;
+           ntp_shape_numel(b) < INT32_MAX &&
+           ntp_shape_numel(&ntp__cout(g, n, 0)->shape) < INT32_MAX;
 }
 
 static bool attention_supports(const ntp_graph *g, const ntp_node *n)
@@ -43,14 +44,10 @@ static bool attention_supports(const ntp_graph *g, const ntp_node *n)
 bool ntp__blas_dense_supports(const ntp_graph *g, const ntp_node *n)
 {
     switch (n->op) {
-    case NTP_OP_FC:
-        return fc_supports(g, n);
-    case NTP_OP_MATMUL:
-        return matmul_supports(g, n);
-    case NTP_OP_ATTENTION:
-        return attention_supports(g, n);
-    default:
-        return false;
+    case NTP_OP_FC: return fc_supports(g, n);
+    case NTP_OP_MATMUL: return matmul_supports(g, n);
+    case NTP_OP_ATTENTION: return attention_supports(g, n);
+    default: return false;
     }
 }
 
@@ -58,7 +55,7 @@ bool ntp__blas_dense_supports(const ntp_graph *g, const ntp_node *n)
 
 typedef struct ageom {
     int64_t N, S, Skv, D, heads, hd;
-    bool self;                  /* one input: q = k = v */
+    bool self; /* one input: q = k = v */
 } ageom;
 
 static bool get_ageom(const ntp_kargs *k, ageom *g)
@@ -101,7 +98,8 @@ ntp_status ntp__blas_dense_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node 
         if (ntp_shape_numel(&k->w[0].shape) != units * K ||
             ntp_shape_numel(&k->out[0].shape) != rows * units ||
             (k->n_w > 1 && ntp_shape_numel(&k->w[1].shape) != units))
-            return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input, weights and output do not fit");
+            return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                                   "input, weights and output do not fit");
         snprintf(nd->impl, sizeof nd->impl, "openblas:%s", rows == 1 ? "sgemv" : "sgemm");
         return NTP_STATUS_OK;
     }
@@ -111,15 +109,16 @@ ntp_status ntp__blas_dense_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node 
     }
     ageom g;
     if (!get_ageom(k, &g))
-        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "inputs and output do not fit %lld heads",
-                               (long long)n->a.heads);
+        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                               "inputs and output do not fit %lld heads", (long long)n->a.heads);
     int64_t D = g.D;
     bool bias = k->n_w == 4;
     if (ntp_shape_numel(&k->w[0].shape) != 3 * D * D ||
         ntp_shape_numel(&k->w[bias ? 2 : 1].shape) != D * D ||
-        (bias && (ntp_shape_numel(&k->w[1].shape) != 3 * D || ntp_shape_numel(&k->w[3].shape) != D)))
-        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "weights do not fit model width %lld",
-                               (long long)D);
+        (bias &&
+         (ntp_shape_numel(&k->w[1].shape) != 3 * D || ntp_shape_numel(&k->w[3].shape) != D)))
+        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                               "weights do not fit model width %lld", (long long)D);
     /* Q, K, V for every row (self-attention: one [N·S, 3D] block), the
      * context C [N·S, D] and one head's scores P [S, S_kv]. */
     int64_t floats = g.N * g.S * 3 * D + 2 * g.N * g.Skv * D + g.N * g.S * D + g.S * g.Skv;
@@ -244,7 +243,8 @@ static ntp_status attention(ntp_ctx *ctx, const ntp_kargs *k)
     } else {
         project(k->in[0].data, N * S, D, in_proj, D, in_bias, QKV);
         project(k->in[1].data, N * Skv, D, in_proj + D * D, D, in_bias ? in_bias + D : NULL, Kb);
-        project(k->in[2].data, N * Skv, D, in_proj + 2 * D * D, D, in_bias ? in_bias + 2 * D : NULL, Vb);
+        project(k->in[2].data, N * Skv, D, in_proj + 2 * D * D, D, in_bias ? in_bias + 2 * D : NULL,
+                Vb);
         Q = QKV;
         Km = Kb;
         Vm = Vb;
@@ -262,7 +262,8 @@ static ntp_status attention(ntp_ctx *ctx, const ntp_kargs *k)
                         P[i * Skv + j] = -INFINITY;
                 ntp__blas_softmax(P + i * Skv, Skv, 1);
             }
-            ntp__blas_gemm(false, false, S, hd, Skv, 1.0f, P, Skv, v, ldv, 0.0f, C + n * S * D + h * hd, D);
+            ntp__blas_gemm(false, false, S, hd, Skv, 1.0f, P, Skv, v, ldv, 0.0f,
+                           C + n * S * D + h * hd, D);
         }
     project(C, N * S, D, out_proj, D, out_bias, k->out[0].data);
     return NTP_STATUS_OK;
@@ -271,12 +272,8 @@ static ntp_status attention(ntp_ctx *ctx, const ntp_kargs *k)
 ntp_status ntp__blas_dense_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd)
 {
     switch (k->node->op) {
-    case NTP_OP_FC:
-        fc(k);
-        break;
-    case NTP_OP_MATMUL:
-        matmul(k);
-        break;
+    case NTP_OP_FC: fc(k); break;
+    case NTP_OP_MATMUL: matmul(k); break;
     default: {
         ntp_status st = attention(ctx, k);
         if (st)

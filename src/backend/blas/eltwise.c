@@ -12,9 +12,15 @@
 #include "backend/ref/ref-impl.h"
 #include "blas-impl.h"
 
-static bool is_float(ntp_dtype t) { return t == NTP_DTYPE_F32; }
+static bool is_float(ntp_dtype t)
+{
+    return t == NTP_DTYPE_F32;
+}
 
-static int64_t norm_axis(int64_t axis, int ndim) { return axis < 0 ? axis + ndim : axis; }
+static int64_t norm_axis(int64_t axis, int ndim)
+{
+    return axis < 0 ? axis + ndim : axis;
+}
 
 static bool is_identity(ntp_op op)
 {
@@ -29,8 +35,7 @@ bool ntp__blas_eltwise_supports(const ntp_graph *g, const ntp_node *n)
             return false;
     const ntp_shape *x = &ntp__cin(g, n, 0)->shape;
     /* Every unary element-wise op: the reference kernel covers the family. */
-    if (ntp__op_is_unary(n->op) || is_identity(n->op) || n->op == NTP_OP_ADD ||
-        n->op == NTP_OP_MUL)
+    if (ntp__op_is_unary(n->op) || is_identity(n->op) || n->op == NTP_OP_ADD || n->op == NTP_OP_MUL)
         return true;
     if (n->op == NTP_OP_SOFTMAX) {
         int64_t a = norm_axis(n->a.axis, x->ndim);
@@ -81,7 +86,8 @@ ntp_status ntp__blas_eltwise_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_nod
         for (int i = 0; i < k->n_in; i++) {
             const ntp_shape *s = &k->in[i].shape;
             if (s->ndim > ys->ndim)
-                return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input %d has a higher rank", i);
+                return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input %d has a higher rank",
+                                       i);
             for (int d = 0; d < s->ndim; d++) {
                 int64_t o = ys->dim[d + ys->ndim - s->ndim];
                 if (s->dim[d] != o && s->dim[d] != 1)
@@ -99,11 +105,12 @@ ntp_status ntp__blas_eltwise_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_nod
     int64_t C = k->in[0].shape.dim[1];
     for (int i = 0; i < 4; i++)
         if (k->n_w != 4 || ntp_shape_numel(&k->w[i].shape) != C)
-            return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "weight %d does not have %lld values",
-                                   i, (long long)C);
+            return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                                   "weight %d does not have %lld values", i, (long long)C);
     if (!(nd->own = malloc((size_t)(2 * C) * sizeof *nd->own + 1)))
         return ntp__blas_error(ctx, k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    const float *scale = k->w[0].data, *bias = k->w[1].data, *mean = k->w[2].data, *var = k->w[3].data;
+    const float *scale = k->w[0].data, *bias = k->w[1].data, *mean = k->w[2].data,
+                *var = k->w[3].data;
     for (int64_t c = 0; c < C; c++) {
         double m = (double)scale[c] / sqrt((double)var[c] + k->node->a.epsilon);
         nd->own[c] = (float)m;

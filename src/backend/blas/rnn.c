@@ -29,7 +29,8 @@ ntp_status ntp__blas_rnn_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *n
 {
     ntp_ref_rnn_geom g;
     if (!ntp__ref_rnn_geom(k->node, &k->in[0].shape, &k->out[0].shape, &g))
-        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input and output do not fit the layer");
+        return ntp__blas_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                               "input and output do not fit the layer");
     int64_t GH = g.G * g.H;
     bool bias = k->n_w == 3;
     if (ntp_shape_numel(&k->w[0].shape) != g.dirs * GH * g.I ||
@@ -45,9 +46,8 @@ ntp_status ntp__blas_rnn_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *n
 
 /* The reference kernel's GEMM hook: a single row times a transposed
  * matrix (the recurrent product at batch 1) is an SGEMV, y = R · h. */
-static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                     float *c, int64_t ldc)
+static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (m == 1 && !ta && tb)
         ntp__blas_gemv(n, k, alpha, b, ldb, a, beta, c);
@@ -55,7 +55,10 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
         ntp__blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-static float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
+static float sigm(float v)
+{
+    return 1.0f / (1.0f + expf(-v));
+}
 
 ntp_status ntp__blas_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd)
 {

@@ -15,15 +15,16 @@
 
 ntp_status ntp__cuda_rt(ntp_ctx *ctx, const ntp_kargs *k, cudaError_t e, const char *what)
 {
-    return ntp__cuda_error(ctx, k, e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY
-                                                                 : NTP_STATUS_BACKEND_ERROR,
+    return ntp__cuda_error(ctx, k,
+                           e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY
+                                                          : NTP_STATUS_BACKEND_ERROR,
                            "%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 ntp_status ntp__cuda_dnn(ntp_ctx *ctx, const ntp_kargs *k, cudnnStatus_t e, const char *what)
 {
     return ntp__cuda_error(ctx, k,
-                           e == CUDNN_STATUS_NOT_SUPPORTED ? NTP_STATUS_UNSUPPORTED
+                           e == CUDNN_STATUS_NOT_SUPPORTED  ? NTP_STATUS_UNSUPPORTED
                            : e == CUDNN_STATUS_ALLOC_FAILED ? NTP_STATUS_OUT_OF_MEMORY
                                                             : NTP_STATUS_BACKEND_ERROR,
                            "cuDNN %s failed: %s", what, cudnnGetErrorString(e));
@@ -48,7 +49,7 @@ static const char *blas_status_name(cublasStatus_t e)
 ntp_status ntp__cuda_blas(ntp_ctx *ctx, const ntp_kargs *k, cublasStatus_t e, const char *what)
 {
     return ntp__cuda_error(ctx, k,
-                           e == CUBLAS_STATUS_NOT_SUPPORTED ? NTP_STATUS_UNSUPPORTED
+                           e == CUBLAS_STATUS_NOT_SUPPORTED  ? NTP_STATUS_UNSUPPORTED
                            : e == CUBLAS_STATUS_ALLOC_FAILED ? NTP_STATUS_OUT_OF_MEMORY
                                                              : NTP_STATUS_BACKEND_ERROR,
                            "cuBLAS %s failed: %s", what, blas_status_name(e));
@@ -136,18 +137,14 @@ static bool cuda_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     }
     switch (n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__cuda_conv_supports(g, n);
+    case NTP_OP_DECONV: return ntp__cuda_conv_supports(g, n);
     case NTP_OP_FC:
     case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION:
-        return ntp__cuda_dense_supports(g, n);
+    case NTP_OP_ATTENTION: return ntp__cuda_dense_supports(g, n);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__cuda_rnn_supports(g, n, p);
-    default:
-        return ntp__cuda_misc_supports(g, n, p);
+    case NTP_OP_RNN: return ntp__cuda_rnn_supports(g, n, p);
+    default: return ntp__cuda_misc_supports(g, n, p);
     }
 }
 
@@ -205,7 +202,8 @@ static ntp_status cuda_init(ntp_ctx *ctx, const ntp_backend_opts *opts, void **s
         st = ntp__cuda_blas(ctx, NULL, be, "handle creation");
         goto fail;
     }
-    if ((st = ntp__cuda_alloc(ctx, s, NULL, &s->blas_ws, (int64_t)CUDAB_BLAS_WS, "cuBLAS's workspace")))
+    if ((st = ntp__cuda_alloc(ctx, s, NULL, &s->blas_ws, (int64_t)CUDAB_BLAS_WS,
+                              "cuBLAS's workspace")))
         goto fail;
     if ((be = cublasSetWorkspace(s->blas, s->blas_ws, CUDAB_BLAS_WS)) != CUBLAS_STATUS_SUCCESS) {
         st = ntp__cuda_blas(ctx, NULL, be, "setting the workspace");
@@ -344,22 +342,14 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     if (!st) {
         switch (k->node->op) {
         case NTP_OP_CONV:
-        case NTP_OP_DECONV:
-            st = ntp__cuda_conv_prepare(ctx, s, k, nd);
-            break;
+        case NTP_OP_DECONV: st = ntp__cuda_conv_prepare(ctx, s, k, nd); break;
         case NTP_OP_FC:
         case NTP_OP_MATMUL:
-        case NTP_OP_ATTENTION:
-            st = ntp__cuda_dense_prepare(ctx, s, k, nd);
-            break;
+        case NTP_OP_ATTENTION: st = ntp__cuda_dense_prepare(ctx, s, k, nd); break;
         case NTP_OP_LSTM:
         case NTP_OP_GRU:
-        case NTP_OP_RNN:
-            st = ntp__cuda_rnn_prepare(ctx, s, k, nd);
-            break;
-        default:
-            st = ntp__cuda_misc_prepare(ctx, s, k, nd);
-            break;
+        case NTP_OP_RNN: st = ntp__cuda_rnn_prepare(ctx, s, k, nd); break;
+        default: st = ntp__cuda_misc_prepare(ctx, s, k, nd); break;
         }
     }
     if (!st && k->n_fused > 0) {
@@ -397,8 +387,11 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     nd->main_step = nd->n_steps++;
     nd->d2h_step = d2h ? nd->n_steps++ : -1;
     if (s->graph_replay && !s->replay_broken && !nd->replay_ok) {
-        ntp__warn(ctx, "ntp_run_opts.cuda_graph: layer '%s' exchanges a tensor with another backend while a "
-                  "pass runs; passes run without graph replay", k->node->name);
+        ntp__warn(
+            ctx,
+            "ntp_run_opts.cuda_graph: layer '%s' exchanges a tensor with another backend while a "
+            "pass runs; passes run without graph replay",
+            k->node->name);
         s->replay_broken = true;
     }
     if (nd->ws > s->ws_bytes)
@@ -425,9 +418,9 @@ static ntp_status run_h2d(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const nt
         }
     for (int f = 0; f < k->n_fused; f++)
         if (nd->post[f].buf >= 0 && nd->post[f].staged && nd->post[f].bytes > 0) {
-            cudaError_t e = cudaMemcpyAsync(nd->post[f].d, k->post_in[f].data,
-                                            (size_t)nd->post[f].bytes, cudaMemcpyHostToDevice,
-                                            s->stream);
+            cudaError_t e =
+                cudaMemcpyAsync(nd->post[f].d, k->post_in[f].data, (size_t)nd->post[f].bytes,
+                                cudaMemcpyHostToDevice, s->stream);
             if (e != cudaSuccess)
                 return ntp__cuda_rt(ctx, k, e, "copying an operand to the device");
         }
@@ -573,7 +566,8 @@ static ntp_status flush(ntp_ctx *ctx, cudab_state *s)
     ntp_status st = NTP_STATUS_OK;
     cudab_graph *g = NULL;
     for (int i = 0; i < s->n_graphs && !g; i++)
-        if (s->graphs[i].n == n && !memcmp(s->graphs[i].seq, s->pending, (size_t)n * sizeof *s->pending))
+        if (s->graphs[i].n == n &&
+            !memcmp(s->graphs[i].seq, s->pending, (size_t)n * sizeof *s->pending))
             g = &s->graphs[i];
     if (!g && n > 1 && !s->replay_broken && s->n_graphs < CUDAB_MAX_GRAPHS) {
         cudab_graph *ng = &s->graphs[s->n_graphs];
@@ -652,8 +646,8 @@ static ntp_status cuda_execute(ntp_ctx *ctx, void *state, void *node_state, cons
     return run_timed(ctx, s, nd, k, -1);
 }
 
-static ntp_status cuda_execute_step(ntp_ctx *ctx, void *state, void *node_state,
-                                    const ntp_kargs *k, int step)
+static ntp_status cuda_execute_step(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k,
+                                    int step)
 {
     cudab_state *s = state;
     cudab_node *nd = node_state;
@@ -774,8 +768,8 @@ static bool cuda_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
 }
 
 ntp_status ntp__cuda_epilogue(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const ntp_kargs *k,
-                              ntp_dtype t, void *y, int64_t n, const float *bias,
-                              int64_t channels, int64_t inner)
+                              ntp_dtype t, void *y, int64_t n, const float *bias, int64_t channels,
+                              int64_t inner)
 {
     if (!bias && nd->n_post == 0)
         return NTP_STATUS_OK;

@@ -38,7 +38,7 @@ static void load(void)
         }                                                                                  \
         memcpy(&ntp__cublas.f, &p, sizeof p);                                              \
     }
-// clang-format on
+    // clang-format on
     NTP_CUBLAS_FUNCS(NTP_CUBLAS_SYM_)
 #undef NTP_CUBLAS_SYM_
     loaded = true;

@@ -204,7 +204,8 @@ ntp_status ntp__cuda_conv_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
     }
     if (p->padded) {
         for (int d = 0; d < nk; d++)
-            p->pad_dims[2 + lead + d] = xd[2 + lead + d] + a->pad[d] + a->pad[nk + d] - 2 * pad[lead + d];
+            p->pad_dims[2 + lead + d] =
+                xd[2 + lead + d] + a->pad[d] + a->pad[nk + d] - 2 * pad[lead + d];
         int64_t cnt = 1;
         for (int d = 0; d < nd_all; d++)
             cnt *= p->pad_dims[d];
@@ -270,9 +271,8 @@ ntp_status ntp__cuda_conv_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
     } else {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         int got = 0;
-        e = cudnnFindConvolutionBackwardDataAlgorithm(s->dnn, p->w, p->x, p->conv, p->y,
-                                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-                                                      perf);
+        e = cudnnFindConvolutionBackwardDataAlgorithm(
+            s->dnn, p->w, p->x, p->conv, p->y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf);
         if (e != CUDNN_STATUS_SUCCESS)
             return ntp__cuda_dnn(ctx, k, e, "algorithm search");
         int best = -1;

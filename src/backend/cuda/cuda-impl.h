@@ -57,7 +57,7 @@
 /* A device buffer request, placed in the arena at the first execute. */
 typedef struct cudab_buf {
     int64_t bytes;
-    int birth, death;           /* execution positions, inclusive */
+    int birth, death; /* execution positions, inclusive */
     int64_t offset;
 } cudab_buf;
 
@@ -69,10 +69,10 @@ typedef struct cudab_tensor {
 
 /* One activation operand of a layer. */
 typedef struct cudab_io {
-    int buf;                    /* index into the state's buffers, -1: none */
-    bool staged;                /* a boundary tensor, copied at the h2d or d2h sub-step */
+    int buf;     /* index into the state's buffers, -1: none */
+    bool staged; /* a boundary tensor, copied at the h2d or d2h sub-step */
     int64_t bytes;
-    void *d;                    /* device pointer, once bound */
+    void *d; /* device pointer, once bound */
 } cudab_io;
 
 struct cudab_state;
@@ -88,22 +88,22 @@ typedef struct cudab_node {
     int pos;
     cudab_io in[NTP_MAX_INPUTS];
     cudab_io out[NTP_MAX_OUTPUTS];
-    cudab_io post[NTP_MAX_FUSED];  /* the other operand of each folded binary layer */
+    cudab_io post[NTP_MAX_FUSED];      /* the other operand of each folded binary layer */
     cudab_tensor rec[NTP_MAX_OUTPUTS]; /* handed to readers of internal outputs */
     bool has_rec[NTP_MAX_OUTPUTS];
     /* Weights on the device: one allocation, a pointer per weight. */
     void *w;
     int64_t w_bytes;
     void *wp[NTP_MAX_WEIGHTS];
-    size_t ws;                  /* device workspace bytes */
+    size_t ws; /* device workspace bytes */
     /* Sub-steps: [h2d], main, [d2h]. */
     int n_steps, main_step, h2d_step, d2h_step;
-    bool replay_ok;             /* may run inside a captured graph */
-    bool pinned;                /* its host buffers are page-locked */
+    bool replay_ok; /* may run inside a captured graph */
+    bool pinned;    /* its host buffers are page-locked */
     char impl[96];
     cudab_run_fn run;
     cudab_free_fn free_priv;
-    void *priv;                 /* the family's own state */
+    void *priv; /* the family's own state */
     /* Folded layers as epilogue steps (--fuse). */
     int n_post;
     cudak_post post_op[CUDAK_MAX_POST];
@@ -124,7 +124,7 @@ typedef struct cudab_state {
     cublasHandle_t blas;
     bool tf32;
     bool graph_replay;
-    int first;                  /* first measured position (--only) */
+    int first; /* first measured position (--only) */
     /* The graph being prepared and its per-tensor table of internal tensors. */
     const ntp_graph *g;
     cudab_tensor **table;
@@ -138,7 +138,7 @@ typedef struct cudab_state {
     size_t ws_bytes;
     void *blas_ws;
     bool bound;
-    cudab_node **nodes;         /* prepared layers, for binding */
+    cudab_node **nodes; /* prepared layers, for binding */
     int n_nodes, cap_nodes;
     /* Accounting (docs/gpu.md): bytes held now and the high-water mark. */
     int64_t weight_bytes, held, peak;
@@ -155,7 +155,7 @@ typedef struct cudab_state {
     int n_pending, cap_pending;
     cudab_graph graphs[CUDAB_MAX_GRAPHS];
     int n_graphs;
-    bool replay_broken;         /* a capture failed: passes run eagerly */
+    bool replay_broken; /* a capture failed: passes run eagerly */
     /* The context of the last execute, for what synchronize finds (it has
      * no context of its own), and an error kept for the next call. */
     ntp_ctx *warn_ctx;
@@ -178,8 +178,8 @@ cudaDataType_t ntp__cuda_blas_type(ntp_dtype t);
 cudak_type ntp__cuda_k_type(ntp_dtype t);
 /* A cuDNN descriptor for dims (padded with trailing 1s to at least 4 dims),
  * contiguous, or with the given element strides. */
-ntp_status ntp__cuda_desc(ntp_ctx *ctx, const ntp_kargs *k, cudnnTensorDescriptor_t *d,
-                          ntp_dtype t, int nd, const int64_t *dims, const int64_t *strides);
+ntp_status ntp__cuda_desc(ntp_ctx *ctx, const ntp_kargs *k, cudnnTensorDescriptor_t *d, ntp_dtype t,
+                          int nd, const int64_t *dims, const int64_t *strides);
 /* cudaMalloc with the state's accounting; *p NULL and an error on failure. */
 ntp_status ntp__cuda_alloc(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k, void **p,
                            int64_t bytes, const char *what);
@@ -228,8 +228,8 @@ bool ntp__cuda_act_fn(const ntp_node *n, cudak_post *p);
 /* Apply the layer's folded layers (nd->post_op) to y (n elements) in place,
  * with an optional per-channel bias first. */
 ntp_status ntp__cuda_epilogue(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const ntp_kargs *k,
-                              ntp_dtype t, void *y, int64_t n, const float *bias,
-                              int64_t channels, int64_t inner);
+                              ntp_dtype t, void *y, int64_t n, const float *bias, int64_t channels,
+                              int64_t inner);
 /* The bias pointer of a layer's weight i as uploaded (f32), or NULL. */
 const float *ntp__cuda_weight_f32(const cudab_node *nd, int i);
 

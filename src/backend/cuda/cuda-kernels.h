@@ -59,7 +59,7 @@ typedef enum cudak_fn {
 #define CUDAK_FN_ENUM_(name, expr) CUDAK_##name,
     CUDAK_FN_TABLE(CUDAK_FN_ENUM_)
 #undef CUDAK_FN_ENUM_
-    CUDAK_FN_COUNT
+        CUDAK_FN_COUNT
 } cudak_fn;
 
 /* Binary operations, numpy broadcasting. */
@@ -72,8 +72,8 @@ typedef enum cudak_op { CUDAK_ADD, CUDAK_MUL, CUDAK_SUB, CUDAK_DIV, CUDAK_MAX, C
  * binary operation with an operand of the output's shape and type. */
 typedef struct cudak_post {
     int is_binary;
-    int fn;                     /* cudak_fn or cudak_op */
-    float a, b;                 /* the function's parameters */
+    int fn;     /* cudak_fn or cudak_op */
+    float a, b; /* the function's parameters */
     const void *operand;
 } cudak_post;
 
@@ -93,8 +93,8 @@ int ntp__cudak_epilogue(void *stream, cudak_type t, const void *x, void *y, int6
 /* y = a op b over the output dims; astride and bstride are element strides
  * per output dim (0 where that operand is broadcast). */
 int ntp__cudak_binary(void *stream, cudak_type t, cudak_op op, int nd, const int64_t *dims,
-                      const void *a, const int64_t *astride, const void *b,
-                      const int64_t *bstride, void *y);
+                      const void *a, const int64_t *astride, const void *b, const int64_t *bstride,
+                      void *y);
 
 /* y (contiguous, dims) [i0..] = x[Σ i_d · xstride_d]: transposes, crops,
  * interleavings; any element size of 1, 2, 4 or 8 bytes. */

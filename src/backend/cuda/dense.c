@@ -44,7 +44,7 @@ typedef struct dense_priv {
     bool self;
     size_t off_q, off_k, off_v, off_p, off_c; /* in the workspace, bytes */
     int64_t ldq, ldk, ldv;
-    void **ptrs;                /* device pointer arrays: 6 × N·heads */
+    void **ptrs; /* device pointer arrays: 6 × N·heads */
     int64_t ptr_bytes;
     cudab_state *s;
 } dense_priv;
@@ -117,8 +117,7 @@ bool ntp__cuda_dense_supports(const ntp_graph *g, const ntp_node *n)
         int64_t skv = n->n_in == 3 ? ntp__cin(g, n, 1)->shape.dim[1] : q->dim[1];
         return fits(q->dim[0] * n->a.heads) && fits(skv) && (!n->a.causal || skv == q->dim[1]);
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -175,12 +174,13 @@ static ntp_status fc_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const ntp
 static ntp_status matmul_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const ntp_kargs *k)
 {
     dense_priv *p = nd->priv;
-    ntp_status st = gemm(ctx, s, k, p->t, p->ta, p->tb, p->m, p->n, p->k, 1.0f, nd->in[0].d, p->lda,
-                         p->sa, nd->in[1].d, p->ldb, p->sb, 0.0f, nd->out[0].d, p->n, p->m * p->n,
-                         p->batch);
+    ntp_status st =
+        gemm(ctx, s, k, p->t, p->ta, p->tb, p->m, p->n, p->k, 1.0f, nd->in[0].d, p->lda, p->sa,
+             nd->in[1].d, p->ldb, p->sb, 0.0f, nd->out[0].d, p->n, p->m * p->n, p->batch);
     if (st)
         return st;
-    return ntp__cuda_epilogue(ctx, s, nd, k, p->t, nd->out[0].d, p->batch * p->m * p->n, NULL, 1, 1);
+    return ntp__cuda_epilogue(ctx, s, nd, k, p->t, nd->out[0].d, p->batch * p->m * p->n, NULL, 1,
+                              1);
 }
 
 /* The pointer arrays of the two batched GEMMs, in cuBLAS's argument order
@@ -250,8 +250,8 @@ static ntp_status attn_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
     const float *out_bias = p->bias ? ntp__cuda_weight_f32(nd, 3) : NULL;
     /* Projections: one [N·S, 3D] GEMM for self-attention. */
     if (p->self) {
-        st = gemm(ctx, s, k, p->t, false, true, rq, 3 * D, D, 1.0f, nd->in[0].d, D, 0, in_proj, D, 0,
-                  0.0f, ws + p->off_q, 3 * D, 0, 1);
+        st = gemm(ctx, s, k, p->t, false, true, rq, 3 * D, D, 1.0f, nd->in[0].d, D, 0, in_proj, D,
+                  0, 0.0f, ws + p->off_q, 3 * D, 0, 1);
         if (!st && in_bias)
             st = add_bias(ctx, s, k, p->t, ws + p->off_q, rq, 3 * D, in_bias);
     } else {
@@ -281,8 +281,8 @@ static ntp_status attn_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
     if ((st = batched(ctx, s, k, p->t, false, false, p->S, p->hd, p->Skv, 1.0f, p->ptrs + 3 * nb,
                       p->Skv, p->ldv, D, nb)))
         return st;
-    st = gemm(ctx, s, k, p->t, false, true, rq, D, D, 1.0f, ws + p->off_c, D, 0, out_proj, D, 0, 0.0f,
-              nd->out[0].d, D, 0, 1);
+    st = gemm(ctx, s, k, p->t, false, true, rq, D, D, 1.0f, ws + p->off_c, D, 0, out_proj, D, 0,
+              0.0f, nd->out[0].d, D, 0, 1);
     if (st)
         return st;
     return ntp__cuda_epilogue(ctx, s, nd, k, p->t, nd->out[0].d, rq * D, out_bias, D, 1);
@@ -319,8 +319,9 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
         p->n = y->dim[y->ndim - 1];
         p->bias = n->a.bias && k->n_w >= 2;
         if (k->n_w < 1 || k->w[0].dtype != p->t || ntp_shape_numel(&k->w[0].shape) != p->n * p->k)
-            return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "fc weights do not match [%lld, %lld]",
-                                   (long long)p->n, (long long)p->k);
+            return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL,
+                                   "fc weights do not match [%lld, %lld]", (long long)p->n,
+                                   (long long)p->k);
         if ((st = ntp__cuda_upload_weights(ctx, s, k, nd, true)))
             return st;
         nd->run = fc_run;
@@ -359,8 +360,8 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
         p->Skv = p->self ? p->S : k->in[1].shape.dim[1];
         p->bias = k->n_w == 4;
         if (k->n_w != 2 && k->n_w != 4)
-            return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "attention takes 2 or 4 weights, got %d",
-                                   k->n_w);
+            return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL,
+                                   "attention takes 2 or 4 weights, got %d", k->n_w);
         size_t es = ntp_dtype_size(p->t), off = 0;
         int64_t D = p->D, rq = p->N * p->S, rkv = p->N * p->Skv;
         if (p->self) {

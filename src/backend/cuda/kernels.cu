@@ -17,16 +17,34 @@ const int kThreads = 256;
 
 template <typename T> struct io;
 template <> struct io<float> {
-    __device__ static float ld(const float *p, int64_t i) { return p[i]; }
-    __device__ static void st(float *p, int64_t i, float v) { p[i] = v; }
+    __device__ static float ld(const float *p, int64_t i)
+    {
+        return p[i];
+    }
+    __device__ static void st(float *p, int64_t i, float v)
+    {
+        p[i] = v;
+    }
 };
 template <> struct io<__half> {
-    __device__ static float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
-    __device__ static void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+    __device__ static float ld(const __half *p, int64_t i)
+    {
+        return __half2float(p[i]);
+    }
+    __device__ static void st(__half *p, int64_t i, float v)
+    {
+        p[i] = __float2half_rn(v);
+    }
 };
 template <> struct io<__nv_bfloat16> {
-    __device__ static float ld(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
-    __device__ static void st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+    __device__ static float ld(const __nv_bfloat16 *p, int64_t i)
+    {
+        return __bfloat162float(p[i]);
+    }
+    __device__ static void st(__nv_bfloat16 *p, int64_t i, float v)
+    {
+        p[i] = __float2bfloat16_rn(v);
+    }
 };
 
 /* Blocks for a grid-strided loop over n elements. */
@@ -45,12 +63,10 @@ __device__ float apply_fn(int fn, float a, float b, float x)
     (void)b;
     switch (fn) {
 #define CUDAK_FN_CASE_(name, expr) \
-    case CUDAK_##name:             \
-        return expr;
+    case CUDAK_##name: return expr;
         CUDAK_FN_TABLE(CUDAK_FN_CASE_)
 #undef CUDAK_FN_CASE_
-    default:
-        return x;
+    default: return x;
     }
 }
 
@@ -68,8 +84,7 @@ __device__ float apply_op(int op, float x, float y)
     }
 }
 
-template <typename T>
-__global__ void epilogue_k(const T *x, T *y, int64_t n, cudak_epilogue e)
+template <typename T> __global__ void epilogue_k(const T *x, T *y, int64_t n, cudak_epilogue e)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -122,8 +137,7 @@ __global__ void binary_k(const T *a, const T *b, T *y, int64_t n, geom g, int op
     }
 }
 
-template <typename E>
-__global__ void gather_k(const E *x, E *y, int64_t n, geom g)
+template <typename E> __global__ void gather_k(const E *x, E *y, int64_t n, geom g)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -282,8 +296,7 @@ __device__ void taps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pb, int
     *padded = np;
 }
 
-template <typename T>
-__global__ void pool_k(const T *x, T *y, cudak_pool g)
+template <typename T> __global__ void pool_k(const T *x, T *y, cudak_pool g)
 {
     int64_t out_sz = g.out[0] * g.out[1] * g.out[2], in_sz = g.in[0] * g.in[1] * g.in[2];
     int64_t n = g.planes * out_sz;
@@ -312,8 +325,7 @@ __global__ void pool_k(const T *x, T *y, cudak_pool g)
     }
 }
 
-template <typename S, typename D>
-__global__ void convert_k(const S *x, D *y, int64_t n)
+template <typename S, typename D> __global__ void convert_k(const S *x, D *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -370,11 +382,11 @@ int launch_layernorm(cudaStream_t s, const void *x, void *y, int64_t rows, int64
 }
 
 template <typename T>
-int launch_softmax(cudaStream_t s, const void *x, void *y, int64_t rows, int64_t len,
-                   int64_t inner, float scale, int64_t causal_s)
+int launch_softmax(cudaStream_t s, const void *x, void *y, int64_t rows, int64_t len, int64_t inner,
+                   float scale, int64_t causal_s)
 {
-    softmax_k<T><<<(unsigned)rows, kThreads, 0, s>>>((const T *)x, (T *)y, len, inner, scale,
-                                                     causal_s);
+    softmax_k<T>
+        <<<(unsigned)rows, kThreads, 0, s>>>((const T *)x, (T *)y, len, inner, scale, causal_s);
     return last_error();
 }
 
@@ -382,13 +394,12 @@ template <typename T>
 int launch_embedding(cudaStream_t s, const void *idx, int idx64, const void *table, int64_t vocab,
                      int64_t units, int64_t n, void *y)
 {
-    embedding_k<T><<<blocks_for(n * units), kThreads, 0, s>>>(idx, idx64, (const T *)table,
-                                                               vocab, units, n, (T *)y);
+    embedding_k<T><<<blocks_for(n * units), kThreads, 0, s>>>(idx, idx64, (const T *)table, vocab,
+                                                              units, n, (T *)y);
     return last_error();
 }
 
-template <typename T>
-int launch_pool(cudaStream_t s, const cudak_pool *g, const void *x, void *y)
+template <typename T> int launch_pool(cudaStream_t s, const cudak_pool *g, const void *x, void *y)
 {
     int64_t n = g->planes * g->out[0] * g->out[1] * g->out[2];
     pool_k<T><<<blocks_for(n), kThreads, 0, s>>>((const T *)x, (T *)y, *g);
@@ -401,7 +412,9 @@ int launch_convert_from(cudaStream_t s, cudak_type to, const void *x, void *y, i
     unsigned b = blocks_for(n);
     switch (to) {
     case CUDAK_F32: convert_k<S, float><<<b, kThreads, 0, s>>>((const S *)x, (float *)y, n); break;
-    case CUDAK_F16: convert_k<S, __half><<<b, kThreads, 0, s>>>((const S *)x, (__half *)y, n); break;
+    case CUDAK_F16:
+        convert_k<S, __half><<<b, kThreads, 0, s>>>((const S *)x, (__half *)y, n);
+        break;
     case CUDAK_BF16:
         convert_k<S, __nv_bfloat16><<<b, kThreads, 0, s>>>((const S *)x, (__nv_bfloat16 *)y, n);
         break;
@@ -453,9 +466,15 @@ extern "C" int ntp__cudak_gather(void *stream, size_t esize, int nd, const int64
     unsigned b = blocks_for(n);
     switch (esize) {
     case 1: gather_k<uint8_t><<<b, kThreads, 0, s>>>((const uint8_t *)x, (uint8_t *)y, n, g); break;
-    case 2: gather_k<uint16_t><<<b, kThreads, 0, s>>>((const uint16_t *)x, (uint16_t *)y, n, g); break;
-    case 4: gather_k<uint32_t><<<b, kThreads, 0, s>>>((const uint32_t *)x, (uint32_t *)y, n, g); break;
-    case 8: gather_k<uint64_t><<<b, kThreads, 0, s>>>((const uint64_t *)x, (uint64_t *)y, n, g); break;
+    case 2:
+        gather_k<uint16_t><<<b, kThreads, 0, s>>>((const uint16_t *)x, (uint16_t *)y, n, g);
+        break;
+    case 4:
+        gather_k<uint32_t><<<b, kThreads, 0, s>>>((const uint32_t *)x, (uint32_t *)y, n, g);
+        break;
+    case 8:
+        gather_k<uint64_t><<<b, kThreads, 0, s>>>((const uint64_t *)x, (uint64_t *)y, n, g);
+        break;
     default: return (int)cudaErrorInvalidValue;
     }
     return last_error();
@@ -482,13 +501,12 @@ extern "C" int ntp__cudak_layernorm(void *stream, cudak_type t, const void *x, v
         return 0;
     if (rows > 0x7fffffff)
         return (int)cudaErrorInvalidConfiguration;
-    return NTP_CUDAK_DISPATCH(t, launch_layernorm, (cudaStream_t)stream, x, y, rows, D, gamma,
-                              beta, eps);
+    return NTP_CUDAK_DISPATCH(t, launch_layernorm, (cudaStream_t)stream, x, y, rows, D, gamma, beta,
+                              eps);
 }
 
-extern "C" int ntp__cudak_softmax(void *stream, cudak_type t, const void *x, void *y,
-                                  int64_t outer, int64_t len, int64_t inner, float scale,
-                                  int64_t causal_s)
+extern "C" int ntp__cudak_softmax(void *stream, cudak_type t, const void *x, void *y, int64_t outer,
+                                  int64_t len, int64_t inner, float scale, int64_t causal_s)
 {
     int64_t rows = outer * inner;
     if (rows <= 0 || len <= 0)

@@ -52,28 +52,28 @@ cudak_type ntp__cuda_k_type(ntp_dtype t)
     return t == NTP_DTYPE_F16 ? CUDAK_F16 : t == NTP_DTYPE_BF16 ? CUDAK_BF16 : CUDAK_F32;
 }
 
-ntp_status ntp__cuda_desc(ntp_ctx *ctx, const ntp_kargs *k, cudnnTensorDescriptor_t *d,
-                          ntp_dtype t, int nd, const int64_t *dims, const int64_t *strides)
+ntp_status ntp__cuda_desc(ntp_ctx *ctx, const ntp_kargs *k, cudnnTensorDescriptor_t *d, ntp_dtype t,
+                          int nd, const int64_t *dims, const int64_t *strides)
 {
     /* Most cuDNN calls want 4 or more dims: trailing 1s change nothing. */
     int dm[CUDNN_DIM_MAX], st[CUDNN_DIM_MAX];
     int n = nd < 4 ? 4 : nd;
     if (nd < 1 || nd > CUDNN_DIM_MAX)
-        return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "a tensor of rank %d (cuDNN takes 1 to %d)",
-                               nd, CUDNN_DIM_MAX);
+        return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED,
+                               "a tensor of rank %d (cuDNN takes 1 to %d)", nd, CUDNN_DIM_MAX);
     for (int i = 0; i < n; i++) {
         int64_t v = i < nd ? dims[i] : 1;
         if (v < 1 || v > 0x7fffffff)
-            return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "dimension %lld does not fit cuDNN's int",
-                                   (long long)v);
+            return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED,
+                                   "dimension %lld does not fit cuDNN's int", (long long)v);
         dm[i] = (int)v;
     }
     int64_t acc = 1;
     for (int i = n - 1; i >= 0; i--) {
         int64_t v = strides && i < nd ? strides[i] : acc;
         if (v < 0 || v > 0x7fffffff)
-            return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "stride %lld does not fit cuDNN's int",
-                                   (long long)v);
+            return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED,
+                                   "stride %lld does not fit cuDNN's int", (long long)v);
         st[i] = (int)v;
         acc *= dm[i];
     }
@@ -101,11 +101,11 @@ ntp_status ntp__cuda_alloc(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k, voi
         cudaGetLastError(); /* an allocation failure is not sticky: clear it */
         size_t free_b = 0, total = 0;
         cudaMemGetInfo(&free_b, &total);
-        return ntp__cuda_error(ctx, k, e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY
-                                                                     : NTP_STATUS_BACKEND_ERROR,
-                               "cudaMalloc of %.1f MiB for %s: %s (%.1f of %.1f MiB free)",
-                               (double)bytes / 1048576.0, what, cudaGetErrorString(e),
-                               (double)free_b / 1048576.0, (double)total / 1048576.0);
+        return ntp__cuda_error(
+            ctx, k,
+            e == cudaErrorMemoryAllocation ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_BACKEND_ERROR,
+            "cudaMalloc of %.1f MiB for %s: %s (%.1f of %.1f MiB free)", (double)bytes / 1048576.0,
+            what, cudaGetErrorString(e), (double)free_b / 1048576.0, (double)total / 1048576.0);
     }
     s->held += bytes;
     if (s->held > s->peak)
@@ -293,9 +293,7 @@ ntp_status ntp__cuda_plan_io(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cudab_n
 static bool as_f32(const ntp_buf *w, float *dst, int64_t n)
 {
     switch (w->dtype) {
-    case NTP_DTYPE_F32:
-        memcpy(dst, w->data, (size_t)n * sizeof(float));
-        return true;
+    case NTP_DTYPE_F32: memcpy(dst, w->data, (size_t)n * sizeof(float)); return true;
     case NTP_DTYPE_F16:
         for (int64_t i = 0; i < n; i++)
             dst[i] = ntp__f16_to_f32(((const uint16_t *)w->data)[i]);
@@ -304,8 +302,7 @@ static bool as_f32(const ntp_buf *w, float *dst, int64_t n)
         for (int64_t i = 0; i < n; i++)
             dst[i] = ntp__bf16_to_f32(((const uint16_t *)w->data)[i]);
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -330,10 +327,11 @@ ntp_status ntp__cuda_upload_weights(ntp_ctx *ctx, cudab_state *s, const ntp_karg
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda: out of memory staging weights");
     for (int i = 0; i < k->n_w; i++) {
         if (conv[i]) {
-            if (!as_f32(&k->w[i], (float *)(void *)(host + off[i]), ntp_shape_numel(&k->w[i].shape))) {
+            if (!as_f32(&k->w[i], (float *)(void *)(host + off[i]),
+                        ntp_shape_numel(&k->w[i].shape))) {
                 free(host);
-                return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "weight %d is stored as %s", i,
-                                       ntp_dtype_name(k->w[i].dtype));
+                return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "weight %d is stored as %s",
+                                       i, ntp_dtype_name(k->w[i].dtype));
             }
         } else {
             memcpy(host + off[i], k->w[i].data, (size_t)size[i]);
@@ -366,7 +364,8 @@ bool ntp__cuda_pin(cudab_state *s, const void *p, int64_t bytes)
         return true;
     long page = sysconf(_SC_PAGESIZE);
     uintptr_t pg = page > 0 ? (uintptr_t)page : 4096;
-    uintptr_t lo = (uintptr_t)p / pg * pg, hi = ((uintptr_t)p + (uintptr_t)bytes + pg - 1) / pg * pg;
+    uintptr_t lo = (uintptr_t)p / pg * pg,
+              hi = ((uintptr_t)p + (uintptr_t)bytes + pg - 1) / pg * pg;
     while (lo < hi) {
         /* The first registered range that ends after lo. */
         int i = 0;
@@ -389,7 +388,8 @@ bool ntp__cuda_pin(cudab_state *s, const void *p, int64_t bytes)
                 return false;
             s->cap_pinned = cap;
         }
-        if (cudaHostRegister((void *)lo, (size_t)(end - lo), cudaHostRegisterDefault) != cudaSuccess) {
+        if (cudaHostRegister((void *)lo, (size_t)(end - lo), cudaHostRegisterDefault) !=
+            cudaSuccess) {
             cudaGetLastError();
             return false;
         }
@@ -410,7 +410,8 @@ ntp_status ntp__cuda_bind(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k)
     int n = s->n_bufs;
     /* calloc: gcc -O2 cannot see that the loop below fills them. */
     int64_t *size = calloc((size_t)n + 1, sizeof *size), *off = calloc((size_t)n + 1, sizeof *off);
-    int *birth = calloc((size_t)n + 1, sizeof *birth), *death = calloc((size_t)n + 1, sizeof *death);
+    int *birth = calloc((size_t)n + 1, sizeof *birth),
+        *death = calloc((size_t)n + 1, sizeof *death);
     bool ok = size && off && birth && death;
     for (int i = 0; ok && i < n; i++) {
         size[i] = s->bufs[i].bytes;
@@ -427,7 +428,8 @@ ntp_status ntp__cuda_bind(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k)
     free(birth);
     free(death);
     if (!ok)
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda: out of memory planning device buffers");
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
+                          "cuda: out of memory planning device buffers");
     ntp_status st = ntp__cuda_alloc(ctx, s, k, &s->arena, arena, "the activation arena");
     if (st)
         return st;

@@ -56,7 +56,7 @@ typedef enum {
 typedef struct misc_priv {
     misc_kind kind;
     ntp_dtype t;
-    int64_t n;                  /* output elements */
+    int64_t n; /* output elements */
     cudnnTensorDescriptor_t x, y;
     cudnnPoolingDescriptor_t pool;
     cudnnOpTensorDescriptor_t op;
@@ -66,7 +66,7 @@ typedef struct misc_priv {
     int64_t channels, inner, rows, len, outer;
     float eps;
     /* binary */
-    int full;                   /* the input with the output's shape */
+    int full; /* the input with the output's shape */
     int nd;
     int64_t dims[NTP_MAX_DIMS];
     int64_t st[NTP_MAX_INPUTS][NTP_MAX_DIMS];
@@ -105,10 +105,10 @@ static void misc_free(cudab_node *nd)
 
 /* Where an element-wise function's parameters a and b come from. */
 typedef enum act_param {
-    ACT_NONE,       /* none */
-    ACT_ALPHA,      /* a = the node's alpha */
-    ACT_MIN_MAX,    /* a = min, b = max (clip) */
-    ACT_CEILING     /* relu: a ceiling makes it RELU_MAX with b = max */
+    ACT_NONE,    /* none */
+    ACT_ALPHA,   /* a = the node's alpha */
+    ACT_MIN_MAX, /* a = min, b = max (clip) */
+    ACT_CEILING  /* relu: a ceiling makes it RELU_MAX with b = max */
 } act_param;
 
 /* op -> device function (CUDAK_FN_TABLE): one line per unary element-wise
@@ -147,11 +147,8 @@ bool ntp__cuda_act_fn(const ntp_node *n, cudak_post *p)
         return false;
     p->fn = act_map[n->op].fn;
     switch (act_map[n->op].param) {
-    case ACT_NONE:
-        break;
-    case ACT_ALPHA:
-        p->a = (float)ntp__onnx_p1(a);
-        break;
+    case ACT_NONE: break;
+    case ACT_ALPHA: p->a = (float)ntp__onnx_p1(a); break;
     case ACT_MIN_MAX:
         p->a = (float)a->min;
         p->b = (float)a->max;
@@ -202,8 +199,7 @@ bool ntp__cuda_misc_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         return n->n_out == 1 && x->ndim >= 3 && x->ndim <= 5 && n->a.nk == x->ndim - 2;
     case NTP_OP_GLOBAL_MAXPOOL:
     case NTP_OP_GLOBAL_AVGPOOL:
-    case NTP_OP_BATCHNORM:
-        return n->n_out == 1 && x->ndim >= (n->op == NTP_OP_BATCHNORM ? 2 : 3);
+    case NTP_OP_BATCHNORM: return n->n_out == 1 && x->ndim >= (n->op == NTP_OP_BATCHNORM ? 2 : 3);
     case NTP_OP_LAYERNORM: {
         int64_t ax = norm_axis(n->a.axis, x->ndim);
         return ax >= 0 && ax < x->ndim && n->n_w == 2;
@@ -225,14 +221,12 @@ bool ntp__cuda_misc_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         return n->n_out == 1;
     }
     case NTP_OP_CONCAT:
-    case NTP_OP_SPLIT:
-        return n->a.axis >= 0 && n->a.axis < x->ndim;
+    case NTP_OP_SPLIT: return n->a.axis >= 0 && n->a.axis < x->ndim;
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
-    case NTP_OP_TRANSPOSE:
-        return n->n_out == 1 && ntp_shape_numel(x) == ntp_shape_numel(y);
+    case NTP_OP_TRANSPOSE: return n->n_out == 1 && ntp_shape_numel(x) == ntp_shape_numel(y);
     case NTP_OP_PAD:
         return n->a.n_pads == 2 * x->ndim && n->a.pad_mode >= NTP_PADMODE_CONSTANT &&
                n->a.pad_mode <= NTP_PADMODE_EDGE;
@@ -240,9 +234,7 @@ bool ntp__cuda_misc_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         ntp_dtype it = ntp__cin(g, n, 0)->dtype;
         return (it == NTP_DTYPE_I32 || it == NTP_DTYPE_I64) && n->n_w == 1;
     }
-    default:
-        (void)p;
-        return ntp__cuda_act_fn(n, &act);
+    default: (void)p; return ntp__cuda_act_fn(n, &act);
     }
 }
 
@@ -280,8 +272,8 @@ static ntp_status binary_dnn(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const
             continue;
         j++;
         void *dst = (m - j) % 2 == 0 ? out : s->ws;
-        e = cudnnOpTensor(s->dnn, p->op, &one, p->y, src, &one, p->in_desc[i], nd->in[i].d, &zero, p->y,
-                          dst);
+        e = cudnnOpTensor(s->dnn, p->op, &one, p->y, src, &one, p->in_desc[i], nd->in[i].d, &zero,
+                          p->y, dst);
         src = dst;
     }
     return e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : ntp__cuda_dnn(ctx, k, e, "multiply");
@@ -301,8 +293,8 @@ static ntp_status binary_k(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
     /* Further inputs fold into the output in order (each element is read
      * and written by the same thread). */
     for (int i = 2; i < k->n_in && !r; i++)
-        r = ntp__cudak_binary(s->stream, kt, p->bop, p->nd, p->dims, nd->out[0].d, full, nd->in[i].d,
-                              p->st[i], nd->out[0].d);
+        r = ntp__cudak_binary(s->stream, kt, p->bop, p->nd, p->dims, nd->out[0].d, full,
+                              nd->in[i].d, p->st[i], nd->out[0].d);
     return kerr(ctx, k, r, "the broadcasting kernel");
 }
 
@@ -329,12 +321,14 @@ static ntp_status misc_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
         ep.bias = (const float *)nd->w + p->channels;
         ep.channels = p->channels;
         ep.inner = p->inner;
-        return kerr(ctx, k, ntp__cudak_epilogue(s->stream, kt, x, y, p->n, &ep), "the batchnorm kernel");
+        return kerr(ctx, k, ntp__cudak_epilogue(s->stream, kt, x, y, p->n, &ep),
+                    "the batchnorm kernel");
     }
     case M_LAYERNORM:
         return kerr(ctx, k,
-                    ntp__cudak_layernorm(s->stream, kt, x, y, p->rows, p->len, ntp__cuda_weight_f32(nd, 0),
-                                         ntp__cuda_weight_f32(nd, 1), p->eps),
+                    ntp__cudak_layernorm(s->stream, kt, x, y, p->rows, p->len,
+                                         ntp__cuda_weight_f32(nd, 0), ntp__cuda_weight_f32(nd, 1),
+                                         p->eps),
                     "the layer-norm kernel");
     case M_ACT: {
         cudak_epilogue ep;
@@ -342,25 +336,25 @@ static ntp_status misc_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
         ep.channels = ep.inner = 1;
         ep.n_post = 1;
         ep.post[0] = p->act;
-        return kerr(ctx, k, ntp__cudak_epilogue(s->stream, kt, x, y, p->n, &ep), "the activation kernel");
+        return kerr(ctx, k, ntp__cudak_epilogue(s->stream, kt, x, y, p->n, &ep),
+                    "the activation kernel");
     }
     case M_SOFTMAX_DNN:
-        e = cudnnSoftmaxForward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, p->x,
-                                x, &zero, p->x, y);
+        e = cudnnSoftmaxForward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one,
+                                p->x, x, &zero, p->x, y);
         return e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : ntp__cuda_dnn(ctx, k, e, "softmax");
     case M_SOFTMAX_K:
-        return kerr(ctx, k, ntp__cudak_softmax(s->stream, kt, x, y, p->outer, p->len, p->inner, 1.0f, 0),
+        return kerr(ctx, k,
+                    ntp__cudak_softmax(s->stream, kt, x, y, p->outer, p->len, p->inner, 1.0f, 0),
                     "the softmax kernel");
-    case M_BINARY_DNN:
-        return binary_dnn(ctx, s, nd, k);
-    case M_BINARY_K:
-        return binary_k(ctx, s, nd, k);
+    case M_BINARY_DNN: return binary_dnn(ctx, s, nd, k);
+    case M_BINARY_K: return binary_k(ctx, s, nd, k);
     case M_CONCAT: {
         int64_t off = 0;
         for (int i = 0; i < k->n_in; i++) {
-            ce = cudaMemcpy2DAsync((char *)y + off, (size_t)p->pitch, nd->in[i].d, (size_t)p->chunk[i],
-                                   (size_t)p->chunk[i], (size_t)p->outer, cudaMemcpyDeviceToDevice,
-                                   s->stream);
+            ce = cudaMemcpy2DAsync((char *)y + off, (size_t)p->pitch, nd->in[i].d,
+                                   (size_t)p->chunk[i], (size_t)p->chunk[i], (size_t)p->outer,
+                                   cudaMemcpyDeviceToDevice, s->stream);
             if (ce != cudaSuccess)
                 return ntp__cuda_rt(ctx, k, ce, "concatenating");
             off += p->chunk[i];
@@ -387,8 +381,8 @@ static ntp_status misc_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
                     "the transpose kernel");
     case M_PAD:
         return kerr(ctx, k,
-                    ntp__cudak_pad(s->stream, kt, p->nd, p->in_dims, p->dims, p->begin, p->mode, p->value,
-                                   x, y),
+                    ntp__cudak_pad(s->stream, kt, p->nd, p->in_dims, p->dims, p->begin, p->mode,
+                                   p->value, x, y),
                     "the pad kernel");
     case M_EMBEDDING:
         return kerr(ctx, k,
@@ -504,7 +498,8 @@ static ntp_status prepare_affine(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     const ntp_shape *xs = &k->in[0].shape;
     int64_t C = xs->dim[1];
     if (k->n_w != 4)
-        return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "batchnorm takes 4 weights, got %d", k->n_w);
+        return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "batchnorm takes 4 weights, got %d",
+                               k->n_w);
     float *host = malloc((size_t)(2 * C) * sizeof *host);
     double *v[4];
     for (int i = 0; i < 4; i++)
@@ -516,8 +511,8 @@ static ntp_status prepare_affine(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     }
     for (int i = 0; i < 4; i++) {
         if (ntp_shape_numel(&k->w[i].shape) != C) {
-            st = ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "batchnorm weight %d is not [%lld]", i,
-                                 (long long)C);
+            st = ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "batchnorm weight %d is not [%lld]",
+                                 i, (long long)C);
             goto done;
         }
         const void *w = k->w[i].data;
@@ -531,7 +526,8 @@ static ntp_status prepare_affine(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
         host[c] = (float)a;
         host[C + c] = (float)(v[1][c] - v[2][c] * a);
     }
-    st = ntp__cuda_upload(ctx, s, k, &nd->w, host, 2 * C * (int64_t)sizeof(float), "batchnorm factors");
+    st = ntp__cuda_upload(ctx, s, k, &nd->w, host, 2 * C * (int64_t)sizeof(float),
+                          "batchnorm factors");
     if (!st) {
         nd->w_bytes = 2 * C * (int64_t)sizeof(float);
         s->weight_bytes += nd->w_bytes;
@@ -557,10 +553,14 @@ static ntp_status prepare_binary(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
         p->dims[d] = ys->dim[d];
     for (int i = 0; i < k->n_in; i++)
         if (!bcast_strides(&k->in[i].shape, ys, p->st[i]))
-            return ntp__cuda_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input %d does not broadcast", i);
-    p->bop = n->op == NTP_OP_ADD ? CUDAK_ADD : n->op == NTP_OP_MUL ? CUDAK_MUL
-             : n->op == NTP_OP_SUB ? CUDAK_SUB : n->op == NTP_OP_DIV ? CUDAK_DIV
-             : n->op == NTP_OP_MAX ? CUDAK_MAX : CUDAK_MIN;
+            return ntp__cuda_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input %d does not broadcast",
+                                   i);
+    p->bop = n->op == NTP_OP_ADD   ? CUDAK_ADD
+             : n->op == NTP_OP_MUL ? CUDAK_MUL
+             : n->op == NTP_OP_SUB ? CUDAK_SUB
+             : n->op == NTP_OP_DIV ? CUDAK_DIV
+             : n->op == NTP_OP_MAX ? CUDAK_MAX
+                                   : CUDAK_MIN;
     p->full = -1;
     for (int i = 0; i < k->n_in && p->full < 0; i++)
         if (ntp_shape_equal(&k->in[i].shape, ys))
@@ -602,7 +602,8 @@ static ntp_status prepare_binary(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     }
     (void)s;
     p->kind = M_BINARY_DNN;
-    snprintf(nd->impl, sizeof nd->impl, "cudnn:%s", n->op == NTP_OP_ADD ? "add_tensor" : "op_tensor_mul");
+    snprintf(nd->impl, sizeof nd->impl, "cudnn:%s",
+             n->op == NTP_OP_ADD ? "add_tensor" : "op_tensor_mul");
     return NTP_STATUS_OK;
 }
 
@@ -630,10 +631,8 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return prepare_pool(ctx, s, k, nd, p);
-    case NTP_OP_BATCHNORM:
-        return prepare_affine(ctx, s, k, nd, p);
+    case NTP_OP_GLOBAL_AVGPOOL: return prepare_pool(ctx, s, k, nd, p);
+    case NTP_OP_BATCHNORM: return prepare_affine(ctx, s, k, nd, p);
     case NTP_OP_LAYERNORM: {
         int64_t ax = norm_axis(n->a.axis, xs->ndim);
         p->len = 1;
@@ -667,8 +666,7 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
     case NTP_OP_SUB:
     case NTP_OP_DIV:
     case NTP_OP_MAX:
-    case NTP_OP_MIN:
-        return prepare_binary(ctx, s, k, nd, p);
+    case NTP_OP_MIN: return prepare_binary(ctx, s, k, nd, p);
     case NTP_OP_CONCAT:
     case NTP_OP_SPLIT: {
         int64_t ax = n->a.axis, inner = 1;
@@ -705,7 +703,8 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         for (int d = 0; d < ys->ndim; d++) {
             int64_t pd = n->a.n_perm == 0 ? xs->ndim - 1 - d : n->a.perm[d];
             if (pd < 0 || pd >= xs->ndim || ys->dim[d] != xs->dim[pd])
-                return ntp__cuda_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "perm does not fit the shapes");
+                return ntp__cuda_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                                       "perm does not fit the shapes");
             p->dims[d] = ys->dim[d];
             p->st[0][d] = st[pd];
         }
@@ -720,7 +719,9 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
             p->dims[d] = ys->dim[d];
             p->begin[d] = n->a.pads[d];
         }
-        p->mode = n->a.pad_mode == NTP_PADMODE_CONSTANT ? 0 : n->a.pad_mode == NTP_PADMODE_REFLECT ? 1 : 2;
+        p->mode = n->a.pad_mode == NTP_PADMODE_CONSTANT  ? 0
+                  : n->a.pad_mode == NTP_PADMODE_REFLECT ? 1
+                                                         : 2;
         p->value = (float)n->a.value;
         p->kind = M_PAD;
         snprintf(nd->impl, sizeof nd->impl, "cuda:pad_kernel");

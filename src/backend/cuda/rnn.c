@@ -41,7 +41,7 @@ typedef struct rnn_priv {
     cudnnDropoutDescriptor_t drop;
     cudnnRNNDataDescriptor_t x, y;
     cudnnTensorDescriptor_t h;
-    int32_t *seq;               /* device: every sequence is T long */
+    int32_t *seq; /* device: every sequence is T long */
     ntp_dtype t;
     int64_t T, N, I, H, dirs;
     bool reverse, last, sum;
@@ -157,13 +157,14 @@ static ntp_status pack_weights(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k,
                                          (long long)cols);
                     break;
                 }
-                put_matrix(img, (size_t)((char *)ma - (char *)dev), strides, &k->w[rec ? 1 : 0], d, G,
-                           p->H, cols, onnx, es);
+                put_matrix(img, (size_t)((char *)ma - (char *)dev), strides, &k->w[rec ? 1 : 0], d,
+                           G, p->H, cols, onnx, es);
             }
             if (ba && k->n_w == 3) {
                 /* B [dirs, 2·G·H]: the input biases, then the recurrent ones. */
-                const char *src = (const char *)k->w[2].data +
-                                  (size_t)(d * 2 * G * p->H + (rec ? G * p->H : 0) + onnx * p->H) * es;
+                const char *src =
+                    (const char *)k->w[2].data +
+                    (size_t)(d * 2 * G * p->H + (rec ? G * p->H : 0) + onnx * p->H) * es;
                 memcpy(img + ((char *)ba - (char *)dev), src, (size_t)p->H * es);
             }
         }
@@ -196,9 +197,9 @@ static ntp_status rnn_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const nt
     void *y = y_direct ? nd->out[0].d : ws + p->off_y;
     bool hy_direct = p->last && p->dirs == 1;
     void *hy = !p->last ? NULL : hy_direct ? nd->out[0].d : ws + p->off_h;
-    cudnnStatus_t e = cudnnRNNForward(s->dnn, p->rnn, CUDNN_FWD_MODE_INFERENCE, p->seq, p->x, x, p->y,
-                                      y, p->h, NULL, hy, p->h, NULL, NULL, p->wsize, nd->wp[0],
-                                      p->work, p->work ? ws + p->off_work : NULL, 0, NULL);
+    cudnnStatus_t e = cudnnRNNForward(
+        s->dnn, p->rnn, CUDNN_FWD_MODE_INFERENCE, p->seq, p->x, x, p->y, y, p->h, NULL, hy, p->h,
+        NULL, NULL, p->wsize, nd->wp[0], p->work, p->work ? ws + p->off_work : NULL, 0, NULL);
     if (e != CUDNN_STATUS_SUCCESS)
         return ntp__cuda_dnn(ctx, k, e, "RNN forward");
     cudak_type kt = ntp__cuda_k_type(p->t);
@@ -215,12 +216,12 @@ static ntp_status rnn_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const nt
         }
     } else if (!p->last && p->sum) {
         int64_t dims[3] = {T, N, H}, st[3] = {N * 2 * H, 2 * H, 1};
-        r = ntp__cudak_binary(s->stream, kt, CUDAK_ADD, 3, dims, y, st, (char *)y + (size_t)H * es, st,
-                              nd->out[0].d);
+        r = ntp__cudak_binary(s->stream, kt, CUDAK_ADD, 3, dims, y, st, (char *)y + (size_t)H * es,
+                              st, nd->out[0].d);
     } else if (!p->last && p->reverse) {
         int64_t dims[3] = {T, N, H}, st[3] = {-N * H, H, 1};
-        r = ntp__cudak_gather(s->stream, es, 3, dims, (char *)y + (size_t)((T - 1) * N * H) * es, st,
-                              nd->out[0].d);
+        r = ntp__cudak_gather(s->stream, es, 3, dims, (char *)y + (size_t)((T - 1) * N * H) * es,
+                              st, nd->out[0].d);
     } else {
         r = 0;
     }
@@ -260,12 +261,13 @@ ntp_status ntp__cuda_rnn_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     if (ntp_shape_numel(&k->w[0].shape) != p->dirs * G * p->H * p->I ||
         ntp_shape_numel(&k->w[1].shape) != p->dirs * G * p->H * p->H ||
         (k->n_w == 3 && ntp_shape_numel(&k->w[2].shape) != p->dirs * 2 * G * p->H))
-        return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "weights do not match %lld gates of %lld",
-                               (long long)G, (long long)p->H);
-    cudnnRNNMode_t mode = n->op == NTP_OP_LSTM  ? CUDNN_LSTM
-                          : n->op == NTP_OP_GRU ? CUDNN_GRU
+        return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL,
+                               "weights do not match %lld gates of %lld", (long long)G,
+                               (long long)p->H);
+    cudnnRNNMode_t mode = n->op == NTP_OP_LSTM               ? CUDNN_LSTM
+                          : n->op == NTP_OP_GRU              ? CUDNN_GRU
                           : n->a.rnn_act == NTP_RNN_ACT_RELU ? CUDNN_RNN_RELU
-                                                              : CUDNN_RNN_TANH;
+                                                             : CUDNN_RNN_TANH;
     cudnnDataType_t dt = ntp__cuda_dnn_type(p->t);
     cudnnMathType_t math = p->t == NTP_DTYPE_F16 ? CUDNN_TENSOR_OP_MATH
                            : s->tf32             ? CUDNN_DEFAULT_MATH
@@ -307,7 +309,8 @@ ntp_status ntp__cuda_rnn_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     int hd[3] = {(int)p->dirs, (int)p->N, (int)p->H}, hs[3] = {(int)(p->N * p->H), (int)p->H, 1};
     if ((e = cudnnCreateTensorDescriptor(&p->h)) == CUDNN_STATUS_SUCCESS)
         e = cudnnSetTensorNdDescriptor(p->h, dt, 3, hd, hs);
-    ntp_status st = e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : ntp__cuda_dnn(ctx, k, e, "state descriptor");
+    ntp_status st =
+        e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : ntp__cuda_dnn(ctx, k, e, "state descriptor");
     if (!st) {
         /* cudnnRNNForward wants the sequence lengths on the device too. */
         int32_t *l32 = (int32_t *)lens;
@@ -358,7 +361,11 @@ ntp_status ntp__cuda_rnn_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
     nd->ws = off + p->work;
     nd->run = rnn_run;
     snprintf(nd->impl, sizeof nd->impl, "cudnn:rnn_standard:%s%s",
-             p->t == NTP_DTYPE_F16 ? "f16" : s->tf32 ? "tf32" : "f32",
-             p->reverse ? "+reverse" : p->sum ? "+sum" : "");
+             p->t == NTP_DTYPE_F16 ? "f16"
+             : s->tf32             ? "tf32"
+                                   : "f32",
+             p->reverse ? "+reverse"
+             : p->sum   ? "+sum"
+                        : "");
     return NTP_STATUS_OK;
 }

@@ -134,15 +134,15 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
     int64_t N = qs->dim[0], S = qs->dim[1], D = qs->dim[2], heads = b->n->a.heads;
     int64_t Skv = k->n_in == 3 ? k->in[1].shape.dim[1] : S, hd = D / heads;
     bool bias = k->n_w == 4;
-    if ((k->n_in != 1 && k->n_in != 3) || (k->n_w != 2 && k->n_w != 4) || heads <= 0 ||
-        D % heads || ntp_shape_numel(&k->w[0].shape) != 3 * D * D ||
-        ntp_shape_numel(&k->w[bias ? 2 : 1].shape) != D * D ||
-        (b->n->a.causal && Skv != S))
+    if ((k->n_in != 1 && k->n_in != 3) || (k->n_w != 2 && k->n_w != 4) || heads <= 0 || D % heads ||
+        ntp_shape_numel(&k->w[0].shape) != 3 * D * D ||
+        ntp_shape_numel(&k->w[bias ? 2 : 1].shape) != D * D || (b->n->a.causal && Skv != S))
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent attention arguments");
     size_t es = ntp_dtype_size(b->cdt == dnnl_f32 ? NTP_DTYPE_F32 : NTP_DTYPE_BF16);
     float *in_w = NULL, *in_b = NULL, *out_w = NULL, *out_b = NULL;
     ntp_status s;
-    if ((s = ntp__dnnl_weight_f32(b, 0, &in_w)) || (bias && (s = ntp__dnnl_weight_f32(b, 1, &in_b))) ||
+    if ((s = ntp__dnnl_weight_f32(b, 0, &in_w)) ||
+        (bias && (s = ntp__dnnl_weight_f32(b, 1, &in_b))) ||
         (s = ntp__dnnl_weight_f32(b, bias ? 2 : 1, &out_w)) ||
         (bias && (s = ntp__dnnl_weight_f32(b, 3, &out_b))))
         goto done;
@@ -159,7 +159,8 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         if ((s = ntp__dnnl_ws_mem(b, &md, &buf)))
             goto done;
         dnnl_memory_desc_init_by_tag(&md, 2, xd, b->cdt, dnnl_ab);
-        if ((s = ntp__dnnl_plain_input(b, 0, b->cdt, &x)) || (s = ntp__dnnl_alias(b, x, &md, &view)) ||
+        if ((s = ntp__dnnl_plain_input(b, 0, b->cdt, &x)) ||
+            (s = ntp__dnnl_alias(b, x, &md, &view)) ||
             (s = project(b, view, buf, N * S, D, 3 * D, in_w, in_b, "", false)))
             goto done;
         for (int i = 0; i < 3; i++) {
@@ -172,10 +173,15 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
             int64_t rows = N * (i == 0 ? S : Skv);
             dnnl_dims_t d2 = {rows, D};
             dnnl_memory_desc_init_by_tag(&md, 2, d2, b->cdt, dnnl_ab);
-            if ((s = ntp__dnnl_ws_mem(b, &md, &qkv[i])) || (s = ntp__dnnl_plain_input(b, i, b->cdt, &x)) ||
+            if ((s = ntp__dnnl_ws_mem(b, &md, &qkv[i])) ||
+                (s = ntp__dnnl_plain_input(b, i, b->cdt, &x)) ||
                 (s = ntp__dnnl_alias(b, x, &md, &view)) ||
-                (s = project(b, view, qkv[i], rows, D, D, in_w + i * D * D, in_b ? in_b + i * D : NULL,
-                             i == 0 ? "" : i == 1 ? ":k" : ":v", false)))
+                (s = project(b, view, qkv[i], rows, D, D, in_w + i * D * D,
+                             in_b ? in_b + i * D : NULL,
+                             i == 0   ? ""
+                             : i == 1 ? ":k"
+                                      : ":v",
+                             false)))
                 goto done;
             ld[i] = D;
             col[i] = 0;
@@ -189,7 +195,8 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         dnnl_dims_t kd = {N, heads, hd, Skv};
         dnnl_dims_t kst = {Skv * ld[1], hd, 1, ld[1]};
         dnnl_dims_t pd = {N, heads, S, Skv};
-        if ((s = view4(b, qkv[0], col[0], qd, qst, &q)) || (s = view4(b, qkv[1], col[1], kd, kst, &kt)))
+        if ((s = view4(b, qkv[0], col[0], qd, qst, &q)) ||
+            (s = view4(b, qkv[1], col[1], kd, kst, &kt)))
             goto done;
         dnnl_memory_desc_t pm;
         dnnl_memory_desc_init_by_tag(&pm, 4, pd, b->cdt, dnnl_abcd);
@@ -232,11 +239,13 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         dnnl_memory_desc_init_by_tag(&cm, 2, c2, b->cdt, dnnl_ab);
         int v, c, cview, y, yview;
         if ((s = view4(b, qkv[2], col[2], vd, vst, &v)) || (s = ntp__dnnl_ws_mem(b, &cm, &c)) ||
-            (s = view4(b, c, 0, cd, cst, &cview)) || (s = batched(b, p, v, cview, 1.0f, -1, ":context")))
+            (s = view4(b, c, 0, cd, cst, &cview)) ||
+            (s = batched(b, p, v, cview, 1.0f, -1, ":context")))
             goto done;
         dnnl_memory_desc_t plain;
         ntp__dnnl_plain_md(&plain, &k->out[0].shape, b->cdt);
-        if ((s = ntp__dnnl_output(b, 0, &plain, 1.0f, &y)) || (s = ntp__dnnl_alias(b, y, &cm, &yview)) ||
+        if ((s = ntp__dnnl_output(b, 0, &plain, 1.0f, &y)) ||
+            (s = ntp__dnnl_alias(b, y, &cm, &yview)) ||
             (s = project(b, c, yview, N * S, D, D, out_w, out_b, ":out", true)))
             goto done;
     }

@@ -26,20 +26,16 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
 {
     switch (n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__dnnl_conv_supports(g, n);
+    case NTP_OP_DECONV: return ntp__dnnl_conv_supports(g, n);
     case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-        return ntp__dnnl_matmul_supports(g, n);
+    case NTP_OP_MATMUL: return ntp__dnnl_matmul_supports(g, n);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return ntp__dnnl_pool_supports(g, n);
+    case NTP_OP_GLOBAL_AVGPOOL: return ntp__dnnl_pool_supports(g, n);
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
-    case NTP_OP_LRN:
-        return ntp__dnnl_norm_supports(g, n);
+    case NTP_OP_LRN: return ntp__dnnl_norm_supports(g, n);
     case NTP_OP_REDUCE_MEAN:
     case NTP_OP_REDUCE_SUM:
     case NTP_OP_REDUCE_MAX:
@@ -49,33 +45,26 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_REDUCE_L2:
     case NTP_OP_REDUCE_SUM_SQUARE:
         return ntp__dnnl_reduce_supports(g, n);
-    NTP_UNARY_CASES /* by eltwise.c's mapping */
-    case NTP_OP_PRELU:
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_SOFTMAX:
-        return ntp__dnnl_eltwise_supports(g, n);
+        NTP_UNARY_CASES /* by eltwise.c's mapping */
+            case NTP_OP_PRELU : case NTP_OP_LOG_SOFTMAX : case NTP_OP_SOFTMAX
+            : return ntp__dnnl_eltwise_supports(g, n);
     case NTP_OP_ADD:
     case NTP_OP_MUL:
     case NTP_OP_SUB:
     case NTP_OP_DIV:
     case NTP_OP_MAX:
-    case NTP_OP_MIN:
-        return ntp__dnnl_binary_supports(g, n);
-    case NTP_OP_CONCAT:
-        return ntp__dnnl_concat_supports(g, n);
+    case NTP_OP_MIN: return ntp__dnnl_binary_supports(g, n);
+    case NTP_OP_CONCAT: return ntp__dnnl_concat_supports(g, n);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__dnnl_rnn_supports(g, n);
-    case NTP_OP_ATTENTION:
-        return ntp__dnnl_attention_supports(g, n);
+    case NTP_OP_RNN: return ntp__dnnl_rnn_supports(g, n);
+    case NTP_OP_ATTENTION: return ntp__dnnl_attention_supports(g, n);
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
     case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT:
-        return ntp__dnnl_move_supports(g, n);
+    case NTP_OP_SPLIT: return ntp__dnnl_move_supports(g, n);
     default:
         /* pad, convert, embedding, the inlays (mfcc, ctc_decode) and the
          * ONNX ops without a oneDNN primitive stay on the reference
@@ -99,10 +88,8 @@ static bool onednn_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
          * test_log_example). At f32 it stays on the reference backend; at
          * bf16 and f16 the error is below the precision's own rounding. */
         return n->op != NTP_OP_LOG;
-    case NTP_DTYPE_I8:
-        return !native_int8(n->op) || ntp__dnnl_dtype_ok(n->op, dnnl_s8);
-    default:
-        return ntp__dnnl_dtype_ok(n->op, ntp__dnnl_dt(p));
+    case NTP_DTYPE_I8: return !native_int8(n->op) || ntp__dnnl_dtype_ok(n->op, dnnl_s8);
+    default: return ntp__dnnl_dtype_ok(n->op, ntp__dnnl_dt(p));
     }
 }
 
@@ -168,20 +155,16 @@ static ntp_status build(odnn_build *b)
 {
     switch (b->n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__dnnl_conv_build(b);
+    case NTP_OP_DECONV: return ntp__dnnl_conv_build(b);
     case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-        return ntp__dnnl_matmul_build(b);
+    case NTP_OP_MATMUL: return ntp__dnnl_matmul_build(b);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return ntp__dnnl_pool_build(b);
+    case NTP_OP_GLOBAL_AVGPOOL: return ntp__dnnl_pool_build(b);
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
-    case NTP_OP_LRN:
-        return ntp__dnnl_norm_build(b);
+    case NTP_OP_LRN: return ntp__dnnl_norm_build(b);
     case NTP_OP_REDUCE_MEAN:
     case NTP_OP_REDUCE_SUM:
     case NTP_OP_REDUCE_MAX:
@@ -189,30 +172,24 @@ static ntp_status build(odnn_build *b)
     case NTP_OP_REDUCE_PROD:
     case NTP_OP_REDUCE_L1:
     case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-        return ntp__dnnl_reduce_build(b);
+    case NTP_OP_REDUCE_SUM_SQUARE: return ntp__dnnl_reduce_build(b);
     case NTP_OP_ADD:
     case NTP_OP_MUL:
     case NTP_OP_SUB:
     case NTP_OP_DIV:
     case NTP_OP_MAX:
-    case NTP_OP_MIN:
-        return ntp__dnnl_binary_build(b);
-    case NTP_OP_CONCAT:
-        return ntp__dnnl_concat_build(b);
+    case NTP_OP_MIN: return ntp__dnnl_binary_build(b);
+    case NTP_OP_CONCAT: return ntp__dnnl_concat_build(b);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__dnnl_rnn_build(b);
-    case NTP_OP_ATTENTION:
-        return ntp__dnnl_attention_build(b);
+    case NTP_OP_RNN: return ntp__dnnl_rnn_build(b);
+    case NTP_OP_ATTENTION: return ntp__dnnl_attention_build(b);
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
     case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT:
-        return ntp__dnnl_move_build(b);
+    case NTP_OP_SPLIT: return ntp__dnnl_move_build(b);
     default:
         if (ntp__dnnl_eltwise_supports(b->k->g, b->n) || b->k->g == NULL)
             return ntp__dnnl_eltwise_build(b);

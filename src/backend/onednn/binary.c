@@ -125,8 +125,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
         char suffix[16] = "";
         if (steps > 0)
             snprintf(suffix, sizeof suffix, "_%d", steps + 1);
-        if ((s = ntp__dnnl_step(b, pd, suffix, NULL, 3, args,
-                                mems)))
+        if ((s = ntp__dnnl_step(b, pd, suffix, NULL, 3, args, mems)))
             return s;
         if (steps == 0)
             ntp__dnnl_set_main(b, pd);

@@ -79,7 +79,8 @@ bool ntp__dnnl_md_is_plain(const dnnl_memory_desc_t *md)
     return md->extra.flags == 0;
 }
 
-bool ntp__dnnl_md_with_dt(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out)
+bool ntp__dnnl_md_with_dt(const dnnl_memory_desc_t *md, dnnl_data_type_t dt,
+                          dnnl_memory_desc_t *out)
 {
     if (md->format_kind != dnnl_blocked || md->extra.flags != 0)
         return false;
@@ -182,7 +183,8 @@ ntp_status ntp__dnnl_ws_mem(odnn_build *b, const dnnl_memory_desc_t *md, int *id
 ntp_status ntp__dnnl_own_mem(odnn_build *b, const dnnl_memory_desc_t *md, int *idx)
 {
     size_t sz = dnnl_memory_desc_get_size(md);
-    void *p = aligned_alloc(ODNN_ALIGN, (sz + ODNN_ALIGN - 1) / ODNN_ALIGN * ODNN_ALIGN + ODNN_ALIGN);
+    void *p =
+        aligned_alloc(ODNN_ALIGN, (sz + ODNN_ALIGN - 1) / ODNN_ALIGN * ODNN_ALIGN + ODNN_ALIGN);
     if (!p)
         return ntp__dnnl_fail(b, NTP_STATUS_OUT_OF_MEMORY, "out of memory for %zu bytes of weights",
                               sz);
@@ -456,7 +458,8 @@ ntp_status ntp__dnnl_reorder_now(odnn_build *b, const dnnl_memory_desc_t *src_md
     /* The default scratchpad mode: this reorder runs once, at prepare. */
     if ((st = dnnl_primitive_attr_create(&attr)) ||
         (scales && (st = dnnl_primitive_attr_set_output_scales(attr, n_scales, mask, scales))) ||
-        (st = dnnl_reorder_primitive_desc_create(&pd, src_md, b->s->eng, dst_md, b->s->eng, attr)) ||
+        (st =
+             dnnl_reorder_primitive_desc_create(&pd, src_md, b->s->eng, dst_md, b->s->eng, attr)) ||
         (st = dnnl_primitive_create(&prim, pd)) ||
         (st = dnnl_memory_create(&ms, src_md, b->s->eng, src)) ||
         (st = dnnl_memory_create(&md, dst_md, b->s->eng, dst))) {
@@ -506,9 +509,7 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out)
     if (!f)
         return ntp__dnnl_fail(b, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight %d", i);
     switch (w->dtype) {
-    case NTP_DTYPE_F32:
-        memcpy(f, w->data, (size_t)n * sizeof *f);
-        break;
+    case NTP_DTYPE_F32: memcpy(f, w->data, (size_t)n * sizeof *f); break;
     case NTP_DTYPE_BF16:
         for (int64_t j = 0; j < n; j++)
             f[j] = ntp__bf16_to_f32(((const uint16_t *)w->data)[j]);
@@ -523,7 +524,8 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out)
          * real values; pre-quantised weights come without their scales. */
         return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED,
                               "weight %d is stored as %s; the oneDNN backend reads f32, bf16 or "
-                              "f16 weights and quantises them itself", i, ntp_dtype_name(w->dtype));
+                              "f16 weights and quantises them itself",
+                              i, ntp_dtype_name(w->dtype));
     }
     *out = f;
     return NTP_STATUS_OK;
@@ -532,18 +534,12 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out)
 static void *bound_ptr(const odnn_node *nd, const odnn_mem *m, const ntp_kargs *k)
 {
     switch (m->bind) {
-    case ODNN_BIND_IN:
-        return (char *)k->in[m->idx].data + m->off;
-    case ODNN_BIND_OUT:
-        return (char *)k->out[m->idx].data + m->off;
-    case ODNN_BIND_POST:
-        return k->post_in[m->idx].data;
-    case ODNN_BIND_WS:
-        return (char *)k->workspace + m->off;
-    case ODNN_BIND_SCRATCH:
-        return (char *)k->workspace + nd->scratch_off;
-    case ODNN_BIND_OWN:
-        return m->own;
+    case ODNN_BIND_IN: return (char *)k->in[m->idx].data + m->off;
+    case ODNN_BIND_OUT: return (char *)k->out[m->idx].data + m->off;
+    case ODNN_BIND_POST: return k->post_in[m->idx].data;
+    case ODNN_BIND_WS: return (char *)k->workspace + m->off;
+    case ODNN_BIND_SCRATCH: return (char *)k->workspace + nd->scratch_off;
+    case ODNN_BIND_OWN: return m->own;
     }
     return NULL;
 }
@@ -566,8 +562,8 @@ ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const 
     if (st == dnnl_success)
         st = dnnl_stream_wait(s->stream);
     if (st != dnnl_success) {
-        odnn_build b = {.ctx = ctx, .s = s, .k = (ntp_kargs *)k, .nd = nd, .n = k->node,
-                        .po_end = -1};
+        odnn_build b = {
+            .ctx = ctx, .s = s, .k = (ntp_kargs *)k, .nd = nd, .n = k->node, .po_end = -1};
         char what[96];
         snprintf(what, sizeof what, "executing step %d%s%s", step, sp->suffix[0] ? " " : "",
                  sp->suffix);

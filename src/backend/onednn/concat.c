@@ -32,8 +32,8 @@ ntp_status ntp__dnnl_concat_build(odnn_build *b)
     if (b->n_pds == ODNN_MAX_PDS)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "too many primitive descriptors");
     dnnl_primitive_desc_t pd;
-    dnnl_status_t st = dnnl_concat_primitive_desc_create(&pd, &dst, k->n_in, (int)axis, src, attr,
-                                                         b->s->eng);
+    dnnl_status_t st =
+        dnnl_concat_primitive_desc_create(&pd, &dst, k->n_in, (int)axis, src, attr, b->s->eng);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "concat");
     b->pds[b->n_pds++] = pd;

@@ -38,8 +38,8 @@ bool ntp__dnnl_conv_supports(const ntp_graph *g, const ntp_node *n)
 
 typedef struct cgeom {
     int nk;
-    int64_t N, C, F, G;         /* batch, in channels, out channels, groups */
-    int64_t K;                  /* kernel elements */
+    int64_t N, C, F, G; /* batch, in channels, out channels, groups */
+    int64_t K;          /* kernel elements */
     dnnl_dims_t src, wei, dst, bias;
     dnnl_dims_t strides, dil, pl, pr;
     int wnd;
@@ -93,12 +93,12 @@ static dnnl_status_t user_weights_md(const cgeom *c, dnnl_memory_desc_t *md)
     }
     /* i now indexes the in-channel dim, i - 1 the out-channel dim. */
     if (!c->deconv) {
-        s[i] = ksz;             /* W [F, C/g, k]: o, then i */
+        s[i] = ksz; /* W [F, C/g, k]: o, then i */
         s[i - 1] = ig * ksz;
         if (c->grouped)
             s[0] = og * ig * ksz;
     } else {
-        s[i - 1] = ksz;         /* W [C, F/g, k]: i, then o */
+        s[i - 1] = ksz; /* W [C, F/g, k]: i, then o */
         s[i] = og * ksz;
         if (c->grouped)
             s[0] = ig * og * ksz;
@@ -134,8 +134,8 @@ static void weight_scales(const cgeom *c, const float *w, float *sc)
  * at int8, the output scales s_in w_s / div; wsc holds w_s), the post-op
  * operands' arguments in args/mems from *n = 0. */
 static ntp_status conv_pd(odnn_build *b, const void *d, const cgeom *c, int n_post, float s_in,
-                          float out_scale, const float *wsc, float *osc,
-                          dnnl_primitive_desc_t *pd, int *n, int *args, int *mems)
+                          float out_scale, const float *wsc, float *osc, dnnl_primitive_desc_t *pd,
+                          int *n, int *args, int *mems)
 {
     dnnl_primitive_attr_t attr;
     ntp_status s = ntp__dnnl_attr(b, &attr);
@@ -206,8 +206,8 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
             &d.deconv, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &wei_md,
             has_bias ? &bias_md : NULL, &dst_md, c.strides, c.dil, c.pl, c.pr);
     if (st != dnnl_success)
-        return ntp__dnnl_error(b, st, c.deconv ? "deconvolution descriptor"
-                                               : "convolution descriptor");
+        return ntp__dnnl_error(b, st,
+                               c.deconv ? "deconvolution descriptor" : "convolution descriptor");
 
     /* Weights (and int8 scales) first: the attribute needs the scales. */
     float *w = NULL, *bias = NULL, *wsc = NULL, *osc = NULL;
@@ -237,8 +237,8 @@ ntp_status ntp__dnnl_conv_build(odnn_build *b)
      * weights, as fc does. */
     const char *impl = NULL;
     if (b->int8 && ntp__dnnl_int8_needs_7bit() &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        impl && strstr(impl, "gemm")) {
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        strstr(impl, "gemm")) {
         for (int64_t f = 0; f < c.F; f++)
             wsc[f] *= 127.0f / 63.0f;
         if ((s = conv_pd(b, &d, &c, k->n_fused, s_in, ddt == dnnl_s8 ? 1.0f / s_out : 1.0f, wsc,

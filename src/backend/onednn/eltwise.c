@@ -21,14 +21,14 @@
 /* Where alpha and beta come from: the row's constants, or the node's
  * attributes. */
 typedef enum param_from {
-    FROM_ROW,       /* alpha and beta as given */
-    FROM_ALPHA,     /* alpha = the node's alpha */
-    FROM_MIN_MAX,   /* alpha = min, beta = max (clip) */
-    FROM_CEILING    /* relu: a ceiling makes it eltwise_clip [0, max] */
+    FROM_ROW,     /* alpha and beta as given */
+    FROM_ALPHA,   /* alpha = the node's alpha */
+    FROM_MIN_MAX, /* alpha = min, beta = max (clip) */
+    FROM_CEILING  /* relu: a ceiling makes it eltwise_clip [0, max] */
 } param_from;
 
 typedef struct unary_map {
-    dnnl_alg_kind_t alg;    /* dnnl_alg_kind_undef (0): not mapped */
+    dnnl_alg_kind_t alg; /* dnnl_alg_kind_undef (0): not mapped */
     float alpha, beta;
     param_from from;
 } unary_map;
@@ -66,11 +66,8 @@ bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha
     *alpha = m->alpha;
     *beta = m->beta;
     switch (m->from) {
-    case FROM_ROW:
-        break;
-    case FROM_ALPHA:
-        *alpha = (float)a->alpha;
-        break;
+    case FROM_ROW: break;
+    case FROM_ALPHA: *alpha = (float)a->alpha; break;
     case FROM_MIN_MAX:
         *alpha = (float)a->min;
         *beta = (float)a->max;
@@ -119,10 +116,10 @@ static ntp_status softmax(odnn_build *b)
     dnnl_status_t st = ntp__dnnl_plain_md(&md, xs, b->cdt);
     dnnl_softmax_v2_desc_t d;
     if (st == dnnl_success)
-        st = dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
-                                               b->n->op == NTP_OP_LOG_SOFTMAX ? dnnl_softmax_log
-                                                                              : dnnl_softmax_accurate,
-                                               &md, &md, (int)axis);
+        st = dnnl_softmax_v2_forward_desc_init(
+            &d, dnnl_forward_inference,
+            b->n->op == NTP_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate, &md, &md,
+            (int)axis);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "softmax descriptor");
     dnnl_primitive_desc_t pd;
@@ -172,7 +169,8 @@ static ntp_status prelu(odnn_build *b)
     s = ntp__dnnl_pack(b, slope, &uw, ntp__dnnl_query(pd, dnnl_query_weights_md, 0), NULL, 0, 0,
                        &mems[1]);
     free(slope);
-    if (s || (s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mems[0])) ||
+    if (s ||
+        (s = ntp__dnnl_input(b, 0, ntp__dnnl_query(pd, dnnl_query_src_md, 0), 1.0f, &mems[0])) ||
         (s = ntp__dnnl_output(b, 0, ntp__dnnl_query(pd, dnnl_query_dst_md, 0), 1.0f, &mems[2])) ||
         (s = ntp__dnnl_step(b, pd, "", NULL, 3, args, mems)))
         return s;
@@ -203,8 +201,8 @@ ntp_status ntp__dnnl_eltwise_build(odnn_build *b)
     if ((s = ntp__dnnl_follow_md(b, 0, q8 ? dnnl_s8 : b->cdt, &md)))
         return s;
     dnnl_eltwise_desc_t d;
-    dnnl_status_t st = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha,
-                                                      beta);
+    dnnl_status_t st =
+        dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha, beta);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "eltwise descriptor");
     dnnl_primitive_desc_t pd;

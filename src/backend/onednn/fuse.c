@@ -54,7 +54,8 @@ static ntp_status operand_md(odnn_build *b, int i, int view_nd, const int64_t *v
         st = ntp__dnnl_plain_dims(md, view_nd, view_dims, ntp__dnnl_dt(other->dtype));
     else
         st = ntp__dnnl_plain_md(md, &other->shape, ntp__dnnl_dt(other->dtype));
-    return st == dnnl_success ? NTP_STATUS_OK : ntp__dnnl_error(b, st, "post-op operand descriptor");
+    return st == dnnl_success ? NTP_STATUS_OK
+                              : ntp__dnnl_error(b, st, "post-op operand descriptor");
 }
 
 /* Is the activation positively homogeneous (f(a x) = a f(x) for a > 0), so
@@ -75,8 +76,8 @@ static ntp_status rescale(odnn_build *b, dnnl_post_ops_t po, bool at_head, float
     if (at_head) {
         *div = want;
     } else {
-        dnnl_status_t st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear,
-                                                        *cur / want, 0.0f);
+        dnnl_status_t st =
+            dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, *cur / want, 0.0f);
         if (st != dnnl_success)
             return ntp__dnnl_error(b, st, "scale post-op");
         (*idx)++;
@@ -112,8 +113,7 @@ ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float o
         if (f->op == NTP_OP_DROPOUT)
             continue; /* the identity at inference: nothing to append */
         if (ntp__dnnl_eltwise_alg(f, &alg, &alpha, &beta)) {
-            if (!homogeneous(alg, beta) &&
-                (s = rescale(b, po, at_head, &div, &cur, 1.0f, &idx)))
+            if (!homogeneous(alg, beta) && (s = rescale(b, po, at_head, &div, &cur, 1.0f, &idx)))
                 break;
             at_head = at_head && homogeneous(alg, beta);
             if ((st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta)))
@@ -139,8 +139,8 @@ ntp_status ntp__dnnl_post_ops(odnn_build *b, dnnl_primitive_attr_t attr, float o
         dnnl_memory_desc_t md;
         if ((s = operand_md(b, i, view_nd, view_dims, &md)))
             break;
-        if ((st = dnnl_post_ops_append_binary(po, f->op == NTP_OP_ADD ? dnnl_binary_add
-                                                                       : dnnl_binary_mul, &md))) {
+        if ((st = dnnl_post_ops_append_binary(
+                 po, f->op == NTP_OP_ADD ? dnnl_binary_add : dnnl_binary_mul, &md))) {
             s = ntp__dnnl_error(b, st, "binary post-op");
             break;
         }
@@ -273,9 +273,8 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
     if (!ntp__dnnl_md_with_dt(src_md, omd.data_type, &want))
         want = omd;
     dnnl_binary_desc_t d;
-    dnnl_status_t st = dnnl_binary_desc_init(&d, f->op == NTP_OP_ADD ? dnnl_binary_add
-                                                                     : dnnl_binary_mul,
-                                             src_md, &want, src_md);
+    dnnl_status_t st = dnnl_binary_desc_init(
+        &d, f->op == NTP_OP_ADD ? dnnl_binary_add : dnnl_binary_mul, src_md, &want, src_md);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "binary descriptor");
     dnnl_primitive_attr_t attr;

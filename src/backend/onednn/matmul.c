@@ -85,7 +85,8 @@ static ntp_status fc_build(odnn_build *b)
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "inner product descriptor");
     float *w = NULL, *bias = NULL, *wsc = NULL, *osc = NULL;
-    if ((s = ntp__dnnl_weight_f32(b, 0, &w)) || (has_bias && (s = ntp__dnnl_weight_f32(b, 1, &bias))))
+    if ((s = ntp__dnnl_weight_f32(b, 0, &w)) ||
+        (has_bias && (s = ntp__dnnl_weight_f32(b, 1, &bias))))
         goto done;
     if (b->int8) {
         wsc = malloc((size_t)units * sizeof *wsc);
@@ -112,7 +113,8 @@ static ntp_status fc_build(odnn_build *b)
         goto done;
     }
     int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0, mi, view;
-    if ((s = ntp__dnnl_post_ops(b, attr, s8_out ? 1.0f / s_out : 1.0f, NULL, 2, yd, &n, args, mems)))
+    if ((s = ntp__dnnl_post_ops(b, attr, s8_out ? 1.0f / s_out : 1.0f, NULL, 2, yd, &n, args,
+                                mems)))
         goto done;
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "inner product")))
@@ -217,7 +219,8 @@ static ntp_status matmul_build(odnn_build *b)
     if (b->int8 && (st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &osc)))
         return ntp__dnnl_error(b, st, "output scales");
     int args[ODNN_MAX_ARGS], mems[ODNN_MAX_ARGS], n = 0, mi, view;
-    if ((s = ntp__dnnl_post_ops(b, attr, s8_out ? 1.0f / s_out : 1.0f, NULL, 0, NULL, &n, args, mems)))
+    if ((s = ntp__dnnl_post_ops(b, attr, s8_out ? 1.0f / s_out : 1.0f, NULL, 0, NULL, &n, args,
+                                mems)))
         return s;
     dnnl_primitive_desc_t pd;
     if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "matmul")))

@@ -62,8 +62,8 @@ static ntp_status batchnorm(odnn_build *b)
     else if (k->n_fused > 0)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "batchnorm folds only a plain relu");
     dnnl_batch_normalization_desc_t d;
-    dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
-        &d, dnnl_forward_inference, &md, (float)b->n->a.epsilon, flags);
+    dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &md,
+                                                                  (float)b->n->a.epsilon, flags);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "batch normalization descriptor");
     dnnl_primitive_desc_t pd;
@@ -114,9 +114,9 @@ static ntp_status layernorm(odnn_build *b)
     dnnl_memory_desc_t md;
     dnnl_memory_desc_init_by_tag(&md, 2, dims, b->cdt, dnnl_ab);
     dnnl_layer_normalization_desc_t d;
-    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(
-        &d, dnnl_forward_inference, &md, NULL, (float)b->n->a.epsilon,
-        dnnl_use_scale | dnnl_use_shift);
+    dnnl_status_t st = dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &md,
+                                                                  NULL, (float)b->n->a.epsilon,
+                                                                  dnnl_use_scale | dnnl_use_shift);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "layer normalization descriptor");
     dnnl_primitive_desc_t pd;
@@ -168,10 +168,9 @@ static ntp_status lrn(odnn_build *b)
     if (s)
         return s;
     dnnl_lrn_desc_t d;
-    dnnl_status_t st = dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference,
-                                                  dnnl_lrn_across_channels, &md,
-                                                  ntp__lrn_size(a), (float)ntp__lrn_alpha(a),
-                                                  (float)ntp__lrn_beta(a), (float)ntp__lrn_bias(a));
+    dnnl_status_t st = dnnl_lrn_forward_desc_init(
+        &d, dnnl_forward_inference, dnnl_lrn_across_channels, &md, ntp__lrn_size(a),
+        (float)ntp__lrn_alpha(a), (float)ntp__lrn_beta(a), (float)ntp__lrn_bias(a));
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "lrn descriptor");
     dnnl_primitive_desc_t pd;

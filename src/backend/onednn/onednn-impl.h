@@ -39,12 +39,12 @@
 
 /* What a memory object's data handle points at, set at every execute. */
 typedef enum odnn_bind {
-    ODNN_BIND_IN,       /* k->in[idx].data + off */
-    ODNN_BIND_OUT,      /* k->out[idx].data + off */
-    ODNN_BIND_POST,     /* k->post_in[idx].data */
-    ODNN_BIND_WS,       /* k->workspace + off */
-    ODNN_BIND_SCRATCH,  /* k->workspace + the node's scratchpad offset */
-    ODNN_BIND_OWN       /* a buffer the node owns (packed weights, masks) */
+    ODNN_BIND_IN,      /* k->in[idx].data + off */
+    ODNN_BIND_OUT,     /* k->out[idx].data + off */
+    ODNN_BIND_POST,    /* k->post_in[idx].data */
+    ODNN_BIND_WS,      /* k->workspace + off */
+    ODNN_BIND_SCRATCH, /* k->workspace + the node's scratchpad offset */
+    ODNN_BIND_OWN      /* a buffer the node owns (packed weights, masks) */
 } odnn_bind;
 
 typedef struct odnn_mem {
@@ -58,17 +58,17 @@ typedef struct odnn_mem {
 typedef struct odnn_step {
     dnnl_primitive_t prim;
     int n_args;
-    int arg[ODNN_MAX_ARGS];     /* DNNL_ARG_* */
-    int mem[ODNN_MAX_ARGS];     /* index into odnn_node.mems */
-    char suffix[48];            /* row name suffix; "" for the main step */
-    const char *type;           /* row type: "reorder", or NULL for the layer's own */
+    int arg[ODNN_MAX_ARGS]; /* DNNL_ARG_* */
+    int mem[ODNN_MAX_ARGS]; /* index into odnn_node.mems */
+    char suffix[48];        /* row name suffix; "" for the main step */
+    const char *type;       /* row type: "reorder", or NULL for the layer's own */
 } odnn_step;
 
 /* Backend-wide state, one per execution plan. */
 typedef struct odnn_state {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
-    int threads;                /* 0: all cores */
+    int threads; /* 0: all cores */
     /* Internal layouts recorded by producers, per tensor of the graph being
      * prepared, so that the other operand of a fused binary layer (which
      * arrives in k->post_in without a layout slot) is read correctly. */
@@ -90,14 +90,14 @@ typedef struct odnn_node {
     int n_rows, main_row;
     int row_first[ODNN_MAX_STEPS], row_last[ODNN_MAX_STEPS];
     char impl[160];
-    char fuse_note[128];        /* a declined fusion's reason; "" when none */
-    size_t ws_used;             /* intermediates, bump-allocated */
-    size_t scratch_off;         /* scratchpad region after them */
+    char fuse_note[128]; /* a declined fusion's reason; "" when none */
+    size_t ws_used;      /* intermediates, bump-allocated */
+    size_t scratch_off;  /* scratchpad region after them */
     size_t scratch_bytes;
-    int weight_reorders;        /* weights reordered at prepare (tests check it) */
-    int threads;                /* the count the primitives were created for */
+    int weight_reorders;                         /* weights reordered at prepare (tests check it) */
+    int threads;                                 /* the count the primitives were created for */
     dnnl_memory_desc_t *out_md[NTP_MAX_OUTPUTS]; /* internal layouts handed on */
-    int rec_tensor[NTP_MAX_OUTPUTS]; /* 1 + tensor whose layout was recorded, 0: none */
+    int rec_tensor[NTP_MAX_OUTPUTS];             /* 1 + tensor whose layout was recorded, 0: none */
 } odnn_node;
 
 /* Scratch data while one prepare runs. */
@@ -106,10 +106,10 @@ typedef struct odnn_build {
     odnn_state *s;
     ntp_kargs *k;
     odnn_node *nd;
-    const ntp_node *n;          /* the layer (the head of a group) */
-    ntp_dtype prec;             /* its precision */
-    bool int8;                  /* prec == NTP_DTYPE_I8 */
-    dnnl_data_type_t cdt;       /* compute type of float activations */
+    const ntp_node *n;    /* the layer (the head of a group) */
+    ntp_dtype prec;       /* its precision */
+    bool int8;            /* prec == NTP_DTYPE_I8 */
+    dnnl_data_type_t cdt; /* compute type of float activations */
     /* Output reorders to add after the main step. */
     int n_pending;
     int pending_from[NTP_MAX_OUTPUTS];

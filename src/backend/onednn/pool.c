@@ -20,7 +20,7 @@
 typedef struct pdims {
     int nk;
     dnnl_dims_t kernel, strides, dil, pl, pr;
-    bool extended;  /* pr > the declared end padding somewhere */
+    bool extended; /* pr > the declared end padding somewhere */
 } pdims;
 
 static bool is_global(ntp_op op)
@@ -103,9 +103,8 @@ ntp_status ntp__dnnl_pool_build(odnn_build *b)
         yd[i] = k->out[0].shape.dim[i];
     dnnl_memory_desc_init_by_tag(&dst_md, k->out[0].shape.ndim, yd, dt, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t d;
-    dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src_md,
-                                                         &dst_md, p.strides, p.kernel, p.dil,
-                                                         p.pl, p.pr);
+    dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(
+        &d, dnnl_forward_inference, alg, &src_md, &dst_md, p.strides, p.kernel, p.dil, p.pl, p.pr);
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "pooling descriptor");
     dnnl_primitive_desc_t pd;

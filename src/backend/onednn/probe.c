@@ -42,14 +42,14 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
     case NTP_OP_CONV:
         dnnl_memory_desc_init_by_tag(&w, 4, wd, wt, dnnl_format_tag_any);
         st = dnnl_convolution_forward_desc_init(&d.conv, dnnl_forward_inference,
-                                                dnnl_convolution_direct, &a, &w, NULL, &c, one,
-                                                pad, pad);
+                                                dnnl_convolution_direct, &a, &w, NULL, &c, one, pad,
+                                                pad);
         break;
     case NTP_OP_DECONV:
         dnnl_memory_desc_init_by_tag(&w, 4, wd, wt, dnnl_format_tag_any);
         st = dnnl_deconvolution_forward_desc_init(&d.deconv, dnnl_forward_inference,
-                                                  dnnl_deconvolution_direct, &a, &w, NULL, &c,
-                                                  one, pad, pad);
+                                                  dnnl_deconvolution_direct, &a, &w, NULL, &c, one,
+                                                  pad, pad);
         break;
     case NTP_OP_FC: {
         dnnl_dims_t x = {4, 32}, wk = {16, 32}, y = {4, 16}, b = {16};
@@ -89,9 +89,9 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
     }
     case NTP_OP_BATCHNORM:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
-        st = dnnl_batch_normalization_forward_desc_init(
-            &d.bn, dnnl_forward_inference, &a, 1e-5f,
-            dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+        st = dnnl_batch_normalization_forward_desc_init(&d.bn, dnnl_forward_inference, &a, 1e-5f,
+                                                        dnnl_use_global_stats | dnnl_use_scale |
+                                                            dnnl_use_shift);
         break;
     case NTP_OP_LAYERNORM: {
         dnnl_dims_t x = {4, 32};
@@ -104,10 +104,9 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
     case NTP_OP_LOG_SOFTMAX:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
         dnnl_memory_desc_init_by_tag(&c, 4, act, t, dnnl_nchw);
-        st = dnnl_softmax_v2_forward_desc_init(&d.sm, dnnl_forward_inference,
-                                               op == NTP_OP_SOFTMAX ? dnnl_softmax_accurate
-                                                                    : dnnl_softmax_log,
-                                               &a, &c, 3);
+        st = dnnl_softmax_v2_forward_desc_init(
+            &d.sm, dnnl_forward_inference,
+            op == NTP_OP_SOFTMAX ? dnnl_softmax_accurate : dnnl_softmax_log, &a, &c, 3);
         break;
     case NTP_OP_ADD:
     case NTP_OP_MUL:
@@ -136,10 +135,9 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
                                                 dnnl_unidirectional_left2right, &a, NULL, &w,
                                                 &wi_md, NULL, &c, NULL, 0);
         else
-            st = dnnl_vanilla_rnn_forward_desc_init(&d.rnn, dnnl_forward_inference,
-                                                    dnnl_eltwise_tanh,
-                                                    dnnl_unidirectional_left2right, &a, NULL, &w,
-                                                    &wi_md, NULL, &c, NULL, 0, 0.f, 0.f);
+            st = dnnl_vanilla_rnn_forward_desc_init(
+                &d.rnn, dnnl_forward_inference, dnnl_eltwise_tanh, dnnl_unidirectional_left2right,
+                &a, NULL, &w, &wi_md, NULL, &c, NULL, 0, 0.f, 0.f);
         break;
     }
     default: {
@@ -157,8 +155,7 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
             alpha = beta = 0.f;
         }
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
-        st = dnnl_eltwise_forward_desc_init(&d.elt, dnnl_forward_inference, alg, &a, alpha,
-                                            beta);
+        st = dnnl_eltwise_forward_desc_init(&d.elt, dnnl_forward_inference, alg, &a, alpha, beta);
         break;
     }
     }
@@ -233,5 +230,6 @@ void ntp__dnnl_set_threads(int n)
 bool ntp__dnnl_int8_needs_7bit(void)
 {
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
-    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_vnni) != (unsigned)dnnl_cpu_isa_avx512_core_vnni;
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_vnni) !=
+           (unsigned)dnnl_cpu_isa_avx512_core_vnni;
 }

@@ -16,9 +16,18 @@ static bool reduce_alg(ntp_op op, dnnl_alg_kind_t *alg, float *p)
     case NTP_OP_REDUCE_MAX: *alg = dnnl_reduction_max; return true;
     case NTP_OP_REDUCE_MIN: *alg = dnnl_reduction_min; return true;
     case NTP_OP_REDUCE_PROD: *alg = dnnl_reduction_mul; return true;
-    case NTP_OP_REDUCE_L1: *alg = dnnl_reduction_norm_lp_sum; *p = 1.0f; return true;
-    case NTP_OP_REDUCE_L2: *alg = dnnl_reduction_norm_lp_sum; *p = 2.0f; return true;
-    case NTP_OP_REDUCE_SUM_SQUARE: *alg = dnnl_reduction_norm_lp_power_p_sum; *p = 2.0f; return true;
+    case NTP_OP_REDUCE_L1:
+        *alg = dnnl_reduction_norm_lp_sum;
+        *p = 1.0f;
+        return true;
+    case NTP_OP_REDUCE_L2:
+        *alg = dnnl_reduction_norm_lp_sum;
+        *p = 2.0f;
+        return true;
+    case NTP_OP_REDUCE_SUM_SQUARE:
+        *alg = dnnl_reduction_norm_lp_power_p_sum;
+        *p = 2.0f;
+        return true;
     default: return false;
     }
 }

@@ -18,17 +18,14 @@ bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-        return true;
-    case NTP_OP_TRANSPOSE:
-        return x->ndim >= 1 && x->ndim <= DNNL_MAX_NDIMS;
+    case NTP_OP_MEMCPY: return true;
+    case NTP_OP_TRANSPOSE: return x->ndim >= 1 && x->ndim <= DNNL_MAX_NDIMS;
     case NTP_OP_SPLIT: {
         int r = x->ndim;
         int64_t axis = n->a.axis < 0 ? n->a.axis + r : n->a.axis;
         return axis >= 0 && axis < r && n->n_out <= NTP_MAX_OUTPUTS;
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -54,8 +51,7 @@ static ntp_status plain_native(odnn_build *b, dnnl_memory_desc_t *md, float *sca
 /* One reorder step from memory `from` (descriptor src) to output j viewed
  * through dst_shape's plain descriptor. */
 static ntp_status copy_to_output(odnn_build *b, int from, const dnnl_memory_desc_t *src,
-                                 float src_scale, int j, int dnd, const int64_t *dst_dims,
-                                 int part)
+                                 float src_scale, int j, int dnd, const int64_t *dst_dims, int part)
 {
     const ntp_kargs *k = b->k;
     float out_scale;
@@ -66,7 +62,8 @@ static ntp_status copy_to_output(odnn_build *b, int from, const dnnl_memory_desc
     dnnl_status_t st = ntp__dnnl_plain_dims(&dst, dnd, dst_dims, ntp__dnnl_dt(k->out[j].dtype));
     if (st != dnnl_success)
         return ntp__dnnl_error(b, st, "output descriptor");
-    if (dnnl_memory_desc_get_size(&dst) > (size_t)ntp_shape_numel(&k->out[j].shape) * ntp_dtype_size(k->out[j].dtype))
+    if (dnnl_memory_desc_get_size(&dst) >
+        (size_t)ntp_shape_numel(&k->out[j].shape) * ntp_dtype_size(k->out[j].dtype))
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "output %d is smaller than the copy", j);
     int to;
     if ((s = ntp__dnnl_mem(b, &dst, ODNN_BIND_OUT, j, 0, &to)))
@@ -182,11 +179,8 @@ ntp_status ntp__dnnl_move_build(odnn_build *b)
     if (b->k->n_in != 1)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "data movement with %d inputs", b->k->n_in);
     switch (b->n->op) {
-    case NTP_OP_TRANSPOSE:
-        return transpose(b);
-    case NTP_OP_SPLIT:
-        return split(b);
-    default:
-        return copy_layer(b);
+    case NTP_OP_TRANSPOSE: return transpose(b);
+    case NTP_OP_SPLIT: return split(b);
+    default: return copy_layer(b);
     }
 }

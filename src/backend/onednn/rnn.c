@@ -108,7 +108,8 @@ static ntp_status last_step(odnn_build *b, const rgeom *g, int iter)
     int to;
     if (!g->sum) {
         /* out[n][d·H + h] = dst_iter[0][d][n][h]. */
-        dnnl_dims_t dims = {1, g->D, g->N, g->H}, strides = {g->D * g->N * g->H, g->H, g->D * g->H, 1};
+        dnnl_dims_t dims = {1, g->D, g->N, g->H},
+                    strides = {g->D * g->N * g->H, g->H, g->D * g->H, 1};
         if ((st = dnnl_memory_desc_init_by_strides(&view, 4, dims, odt, strides)))
             return ntp__dnnl_error(b, st, "last-step view");
         if ((s = ntp__dnnl_mem(b, &view, ODNN_BIND_OUT, 0, 0, &to)) ||
@@ -163,10 +164,10 @@ ntp_status ntp__dnnl_rnn_build(odnn_build *b)
         ntp_shape_numel(&k->w[1].shape) != g.D * g.G * g.H * g.H ||
         (g.bias && ntp_shape_numel(&k->w[2].shape) != g.D * 2 * g.G * g.H))
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "inconsistent recurrent arguments");
-    dnnl_rnn_direction_t dir = a->direction == NTP_DIR_FORWARD ? dnnl_unidirectional_left2right
+    dnnl_rnn_direction_t dir = a->direction == NTP_DIR_FORWARD   ? dnnl_unidirectional_left2right
                                : a->direction == NTP_DIR_REVERSE ? dnnl_unidirectional_right2left
-                               : g.sum ? dnnl_bidirectional_sum
-                                       : dnnl_bidirectional_concat;
+                               : g.sum                           ? dnnl_bidirectional_sum
+                                                                 : dnnl_bidirectional_concat;
     dnnl_data_type_t t = b->cdt;
     int64_t C = g.D == 2 && !g.sum ? 2 * g.H : g.H;
     dnnl_dims_t xd = {g.T, g.N, g.I}, yd = {g.T, g.N, C};
@@ -189,13 +190,14 @@ ntp_status ntp__dnnl_rnn_build(odnn_build *b)
     const int *map = same_map;
     if (n->op == NTP_OP_LSTM) {
         map = lstm_map;
-        st = dnnl_lstm_forward_desc_init(&d, dnnl_forward_inference, dir, &x_md, NULL, NULL,
-                                         &wl_md, &wi_md, bias, &y_md, hi, g.last ? &ci_md : NULL, 0);
+        st = dnnl_lstm_forward_desc_init(&d, dnnl_forward_inference, dir, &x_md, NULL, NULL, &wl_md,
+                                         &wi_md, bias, &y_md, hi, g.last ? &ci_md : NULL, 0);
     } else if (n->op == NTP_OP_GRU) {
         st = dnnl_lbr_gru_forward_desc_init(&d, dnnl_forward_inference, dir, &x_md, NULL, &wl_md,
                                             &wi_md, bias, &y_md, hi, 0);
     } else {
-        dnnl_alg_kind_t act = a->rnn_act == NTP_RNN_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_tanh;
+        dnnl_alg_kind_t act =
+            a->rnn_act == NTP_RNN_ACT_RELU ? dnnl_eltwise_relu : dnnl_eltwise_tanh;
         st = dnnl_vanilla_rnn_forward_desc_init(&d, dnnl_forward_inference, act, dir, &x_md, NULL,
                                                 &wl_md, &wi_md, bias, &y_md, hi, 0, 0.0f, 0.0f);
     }

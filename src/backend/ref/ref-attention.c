@@ -114,7 +114,8 @@ ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k)
                         P[i * Skv + j] = -INFINITY;
                 ntp__ref_softmax_strided(P + i * Skv, Skv, 1);
             }
-            ntp__ref_gemm(false, false, S, hd, Skv, 1.0f, P, Skv, V + h * hd, D, 0.0f, C + h * hd, D);
+            ntp__ref_gemm(false, false, S, hd, Skv, 1.0f, P, Skv, V + h * hd, D, 0.0f, C + h * hd,
+                          D);
         }
         project(C, S, D, out_proj, out_bias, Y + n * S * D);
     }

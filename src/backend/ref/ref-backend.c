@@ -62,7 +62,9 @@ static size_t total_workspace(const ntp_kargs *k)
     if (widens_inputs(k))
         for (int i = 0; i < k->n_in; i++)
             if (needs_widening(&k->in[i]))
-                w = ntp__ref_size_add(w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->in[i].shape), 1), 63) / 64 * 64);
+                w = ntp__ref_size_add(
+                    w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->in[i].shape), 1), 63) /
+                           64 * 64);
     return w;
 }
 
@@ -114,7 +116,7 @@ static ntp_status ref_execute(ntp_ctx *ctx, void *state, void *node_state, const
             float *dst = (float *)p;
             for (int64_t j = 0; j < n; j++)
                 dst[j] = k->in[i].dtype == NTP_DTYPE_BF16 ? ntp__bf16_to_f32(src[j])
-                                                           : ntp__f16_to_f32(src[j]);
+                                                          : ntp__f16_to_f32(src[j]);
             kk.in[i].data = dst;
             kk.in[i].dtype = NTP_DTYPE_F32;
             p += ntp__ref_size_add(ntp__ref_floats(n, 1), 63) / 64 * 64;

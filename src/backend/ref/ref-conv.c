@@ -101,7 +101,8 @@ static void im2col(const geom *g, const float *x, float *col)
         for (int64_t kd = 0; kd < g->k[0]; kd++)
             for (int64_t kh = 0; kh < g->k[1]; kh++)
                 for (int64_t kw = 0; kw < g->k[2]; kw++) {
-                    float *row = col + (((c * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->out_sz;
+                    float *row =
+                        col + (((c * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->out_sz;
                     int64_t w_off = kw * g->d[2] - g->p[2], lo, hi;
                     valid_range(g->out[2], g->s[2], w_off, g->in[2], &lo, &hi);
                     for (int64_t od = 0; od < g->out[0]; od++) {
@@ -137,7 +138,8 @@ static void col2im(const geom *g, const float *col, float *y)
         for (int64_t kd = 0; kd < g->k[0]; kd++)
             for (int64_t kh = 0; kh < g->k[1]; kh++)
                 for (int64_t kw = 0; kw < g->k[2]; kw++) {
-                    const float *row = col + (((f * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->in_sz;
+                    const float *row =
+                        col + (((f * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw) * g->in_sz;
                     int64_t w_off = kw * g->d[2] - g->p[2], lo, hi;
                     /* iw*s + w_off must land inside the output width. */
                     valid_range(g->in[2], g->s[2], w_off, g->out[2], &lo, &hi);
@@ -166,11 +168,12 @@ static ntp_status check(ntp_ctx *ctx, const ntp_kargs *k, geom *g)
         return st;
     if (!get_geom(k, g)) {
         char a[128], b[128];
-        return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
-                              "input %s and output %s do not fit the attributes (nk %d, groups %lld)",
-                              ntp_shape_str(&k->in[0].shape, a, sizeof a),
-                              ntp_shape_str(&k->out[0].shape, b, sizeof b), k->node->a.nk,
-                              (long long)k->node->a.groups);
+        return ntp__ref_error(
+            ctx, k, NTP_STATUS_SHAPE_ERROR,
+            "input %s and output %s do not fit the attributes (nk %d, groups %lld)",
+            ntp_shape_str(&k->in[0].shape, a, sizeof a),
+            ntp_shape_str(&k->out[0].shape, b, sizeof b), k->node->a.nk,
+            (long long)k->node->a.groups);
     }
     /* conv W [F, C/g, k...]; deconv W [C, F/g, k...]: the same count. */
     int64_t wn = k->node->op == NTP_OP_CONV ? g->F * g->Cg * g->k_sz : g->C * g->Fg * g->k_sz;
@@ -202,8 +205,7 @@ static float *columns(const ntp_kargs *k, const geom *g, bool staged, int64_t n,
     return staged ? ws + (n * g->G + grp) * ntp__ref_conv_col_floats(k->node->op, g) : ws;
 }
 
-static ntp_status conv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged,
-                       int passes)
+static ntp_status conv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bool staged, int passes)
 {
     geom g;
     ntp_status st = check(ctx, k, &g);

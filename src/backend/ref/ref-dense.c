@@ -43,8 +43,8 @@ static ntp_status fc(ntp_ctx *ctx, const ntp_kargs *k)
 /* Offset of batch element `idx` (an index into the output's batch dims) in
  * an operand whose batch dims are right-aligned against the output's and
  * broadcast where they are 1. */
-static int64_t batch_offset(const ntp_shape *out, int out_batch, const ntp_shape *s,
-                            int64_t idx, int64_t matrix)
+static int64_t batch_offset(const ntp_shape *out, int out_batch, const ntp_shape *s, int64_t idx,
+                            int64_t matrix)
 {
     int sb = s->ndim - 2;
     int64_t off = 0, stride = matrix;

@@ -35,12 +35,27 @@ static double ref_relu(double x, ATTRS)
     return v > hi ? hi : v;
 }
 /* The slope is rounded to f32 first, as the layer's parameter is. */
-static double ref_leaky_relu(double x, ATTRS) { return x >= 0.0 ? x : (double)(float)a->alpha * x; }
-static double ref_sigmoid(double x, ATTRS) { return 1.0 / (1.0 + exp(-x)); }
-static double ref_tanh(double x, ATTRS) { return tanh(x); }
+static double ref_leaky_relu(double x, ATTRS)
+{
+    return x >= 0.0 ? x : (double)(float)a->alpha * x;
+}
+static double ref_sigmoid(double x, ATTRS)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+static double ref_tanh(double x, ATTRS)
+{
+    return tanh(x);
+}
 /* The exact form with erf, not the tanh approximation. */
-static double ref_gelu(double x, ATTRS) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
-static double ref_silu(double x, ATTRS) { return x / (1.0 + exp(-x)); }
+static double ref_gelu(double x, ATTRS)
+{
+    return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+}
+static double ref_silu(double x, ATTRS)
+{
+    return x / (1.0 + exp(-x));
+}
 /* relu6(x + 3) is rounded to f32 before the product, as it always was. */
 static double ref_hardswish(double x, ATTRS)
 {
@@ -52,34 +67,109 @@ static double ref_clip(double x, ATTRS)
     double lo = (float)a->min, hi = (float)a->max, v = x < lo ? lo : x;
     return v > hi ? hi : v;
 }
-static double ref_abs(double x, ATTRS) { return fabs(x); }
-static double ref_neg(double x, ATTRS) { return -x; }
-static double ref_exp(double x, ATTRS) { return exp(x); }
-static double ref_log(double x, ATTRS) { return log(x); }
-static double ref_sqrt(double x, ATTRS) { return sqrt(x); }
-static double ref_reciprocal(double x, ATTRS) { return 1.0 / x; }
-static double ref_erf(double x, ATTRS) { return erf(x); }
-static double ref_floor(double x, ATTRS) { return floor(x); }
-static double ref_ceil(double x, ATTRS) { return ceil(x); }
+static double ref_abs(double x, ATTRS)
+{
+    return fabs(x);
+}
+static double ref_neg(double x, ATTRS)
+{
+    return -x;
+}
+static double ref_exp(double x, ATTRS)
+{
+    return exp(x);
+}
+static double ref_log(double x, ATTRS)
+{
+    return log(x);
+}
+static double ref_sqrt(double x, ATTRS)
+{
+    return sqrt(x);
+}
+static double ref_reciprocal(double x, ATTRS)
+{
+    return 1.0 / x;
+}
+static double ref_erf(double x, ATTRS)
+{
+    return erf(x);
+}
+static double ref_floor(double x, ATTRS)
+{
+    return floor(x);
+}
+static double ref_ceil(double x, ATTRS)
+{
+    return ceil(x);
+}
 /* ONNX rounds halves to even. */
-static double ref_round(double x, ATTRS) { return ntp__round_half_even(x); }
+static double ref_round(double x, ATTRS)
+{
+    return ntp__round_half_even(x);
+}
 /* Keeps 0 and NaN. */
-static double ref_sign(double x, ATTRS) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
-static double ref_sin(double x, ATTRS) { return sin(x); }
-static double ref_cos(double x, ATTRS) { return cos(x); }
-static double ref_tan(double x, ATTRS) { return tan(x); }
-static double ref_asin(double x, ATTRS) { return asin(x); }
-static double ref_acos(double x, ATTRS) { return acos(x); }
-static double ref_atan(double x, ATTRS) { return atan(x); }
-static double ref_sinh(double x, ATTRS) { return sinh(x); }
-static double ref_cosh(double x, ATTRS) { return cosh(x); }
-static double ref_asinh(double x, ATTRS) { return asinh(x); }
-static double ref_acosh(double x, ATTRS) { return acosh(x); }
-static double ref_atanh(double x, ATTRS) { return atanh(x); }
+static double ref_sign(double x, ATTRS)
+{
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+}
+static double ref_sin(double x, ATTRS)
+{
+    return sin(x);
+}
+static double ref_cos(double x, ATTRS)
+{
+    return cos(x);
+}
+static double ref_tan(double x, ATTRS)
+{
+    return tan(x);
+}
+static double ref_asin(double x, ATTRS)
+{
+    return asin(x);
+}
+static double ref_acos(double x, ATTRS)
+{
+    return acos(x);
+}
+static double ref_atan(double x, ATTRS)
+{
+    return atan(x);
+}
+static double ref_sinh(double x, ATTRS)
+{
+    return sinh(x);
+}
+static double ref_cosh(double x, ATTRS)
+{
+    return cosh(x);
+}
+static double ref_asinh(double x, ATTRS)
+{
+    return asinh(x);
+}
+static double ref_acosh(double x, ATTRS)
+{
+    return acosh(x);
+}
+static double ref_atanh(double x, ATTRS)
+{
+    return atanh(x);
+}
 /* log(1 + e^x) without overflow for large x. */
-static double ref_softplus(double x, ATTRS) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
-static double ref_softsign(double x, ATTRS) { return x / (1.0 + fabs(x)); }
-static double ref_elu(double x, ATTRS) { return x < 0 ? ntp__onnx_p1(a) * expm1(x) : x; }
+static double ref_softplus(double x, ATTRS)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+static double ref_softsign(double x, ATTRS)
+{
+    return x / (1.0 + fabs(x));
+}
+static double ref_elu(double x, ATTRS)
+{
+    return x < 0 ? ntp__onnx_p1(a) * expm1(x) : x;
+}
 static double ref_selu(double x, ATTRS)
 {
     double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
@@ -94,16 +184,25 @@ static double ref_hard_sigmoid(double x, ATTRS)
 {
     return fmax(0.0, fmin(1.0, ntp__onnx_p1(a) * x + ntp__onnx_p2(a)));
 }
-static double ref_thresholded_relu(double x, ATTRS) { return x > ntp__onnx_p1(a) ? x : 0.0; }
+static double ref_thresholded_relu(double x, ATTRS)
+{
+    return x > ntp__onnx_p1(a) ? x : 0.0;
+}
 static double ref_shrink(double x, ATTRS)
 {
     double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
     return x < -p1 ? x + p2 : x > p1 ? x - p2 : 0.0;
 }
 /* x·tanh(softplus(x)), softplus without overflow: mish(-1000) is -0. */
-static double ref_mish(double x, ATTRS) { return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))); }
+static double ref_mish(double x, ATTRS)
+{
+    return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+}
 /* log(1 / (1 + e^-x)) = -softplus(-x), without overflow for large |x|. */
-static double ref_log_sigmoid(double x, ATTRS) { return x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x)); }
+static double ref_log_sigmoid(double x, ATTRS)
+{
+    return x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x));
+}
 
 #undef ATTRS
 
@@ -268,8 +367,9 @@ static ntp_status binary(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 bad:;
     char a[128], b[128];
-    return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "inputs such as %s do not broadcast to %s",
-                          ntp_shape_str(&k->in[0].shape, a, sizeof a), ntp_shape_str(ys, b, sizeof b));
+    return ntp__ref_error(
+        ctx, k, NTP_STATUS_SHAPE_ERROR, "inputs such as %s do not broadcast to %s",
+        ntp_shape_str(&k->in[0].shape, a, sizeof a), ntp_shape_str(ys, b, sizeof b));
 }
 
 ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k)

@@ -19,10 +19,10 @@
 #include "ref-impl.h"
 
 enum {
-    GEMM_MR = 4,   /* rows of C per micro-kernel call */
-    GEMM_KR = 4,   /* depth per micro-kernel call */
-    GEMM_NB = 64,  /* columns of C per tile: 256 bytes per row, in L1 */
-    GEMM_KB = 128  /* depth of a panel: 128 x 64 floats = 32 KiB, in L1/L2 */
+    GEMM_MR = 4,  /* rows of C per micro-kernel call */
+    GEMM_KR = 4,  /* depth per micro-kernel call */
+    GEMM_NB = 64, /* columns of C per tile: 256 bytes per row, in L1 */
+    GEMM_KB = 128 /* depth of a panel: 128 x 64 floats = 32 KiB, in L1/L2 */
 };
 
 /* t[r][j] += sum_q a[r][q] * p[q][j] for r < 4, q < 4, j < GEMM_NB, with the
@@ -74,9 +74,8 @@ static void dot8x4(const float *restrict x, const float *restrict y0, const floa
     }
 }
 
-void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                   float *c, int64_t ldc)
+void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0)
         return;

@@ -53,9 +53,8 @@ ntp_status ntp__ref_expect_weight(ntp_ctx *ctx, const ntp_kargs *k, int i, int64
  * except when m < 4 with op(B) = Bᵀ and op(A) = A (the shape of a recurrent
  * step or a batch-1 fc): then it is a dot product with eight partial sums,
  * scaled by alpha after. */
-void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                   float *c, int64_t ldc);
+void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* A GEMM with ntp__ref_gemm's contract. The kernels that lower a layer to
  * GEMMs (conv, deconv, the recurrent layers) take one as their hook, so a

@@ -86,8 +86,8 @@ static bool parts_fit(const ntp_shape *whole, const ntp_buf *parts, int n, int64
 static ntp_status concat_split(ntp_ctx *ctx, const ntp_kargs *k, bool is_concat)
 {
     size_t es;
-    ntp_status st = is_concat ? expect_raw(ctx, k, k->n_in, 1, &es)
-                              : expect_raw(ctx, k, 1, k->n_out, &es);
+    ntp_status st =
+        is_concat ? expect_raw(ctx, k, k->n_in, 1, &es) : expect_raw(ctx, k, 1, k->n_out, &es);
     if (st)
         return st;
     const ntp_shape *whole = is_concat ? &k->out[0].shape : &k->in[0].shape;
@@ -95,7 +95,8 @@ static ntp_status concat_split(ntp_ctx *ctx, const ntp_kargs *k, bool is_concat)
     int n = is_concat ? k->n_in : k->n_out;
     int64_t axis = norm_axis(k->node->a.axis, whole->ndim);
     if (n < 1 || axis < 0 || axis >= whole->ndim || !parts_fit(whole, parts, n, axis))
-        return shape_error2(ctx, k, is_concat ? "inputs do not concatenate" : "outputs do not split",
+        return shape_error2(ctx, k,
+                            is_concat ? "inputs do not concatenate" : "outputs do not split",
                             &parts[0].shape, whole);
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; d++)
@@ -275,11 +276,12 @@ static ntp_status pad(ntp_ctx *ctx, const ntp_kargs *k)
 static ntp_status embedding(ntp_ctx *ctx, const ntp_kargs *k)
 {
     if (k->n_in != 1 || k->n_w != 1 || k->n_out != 1)
-        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "embedding takes 1 input, 1 table, 1 output");
+        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL,
+                              "embedding takes 1 input, 1 table, 1 output");
     ntp_dtype it = k->in[0].dtype;
     if (it != NTP_DTYPE_I32 && it != NTP_DTYPE_I64)
-        return ntp__ref_error(ctx, k, NTP_STATUS_UNSUPPORTED,
-                              "indices must be i32 or i64, got %s", ntp_dtype_name(it));
+        return ntp__ref_error(ctx, k, NTP_STATUS_UNSUPPORTED, "indices must be i32 or i64, got %s",
+                              ntp_dtype_name(it));
     if (k->w[0].dtype != NTP_DTYPE_F32 || k->out[0].dtype != NTP_DTYPE_F32)
         return ntp__ref_error(ctx, k, NTP_STATUS_UNSUPPORTED, "the table and output must be f32");
     const ntp_shape *ts = &k->w[0].shape, *ys = &k->out[0].shape;
@@ -351,7 +353,9 @@ static void store(void *p, ntp_dtype t, int64_t i, double v, ntp_dtype through)
     case NTP_DTYPE_F16: ((uint16_t *)p)[i] = ntp__f32_to_f16((float)v); break;
     case NTP_DTYPE_I8: ((int8_t *)p)[i] = (int8_t)to_int(v, -128.0, 127.0); break;
     case NTP_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)to_int(v, 0.0, 255.0); break;
-    case NTP_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)to_int(v, (double)INT32_MIN, (double)INT32_MAX); break;
+    case NTP_DTYPE_I32:
+        ((int32_t *)p)[i] = (int32_t)to_int(v, (double)INT32_MIN, (double)INT32_MAX);
+        break;
     case NTP_DTYPE_I64: {
         /* 2^63 itself does not fit: saturate just below it. */
         double r = to_int(v, -0x1p63, 0x1p63);
@@ -447,19 +451,12 @@ static ntp_status convert(ntp_ctx *ctx, const ntp_kargs *k)
 ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k)
 {
     switch (k->node->op) {
-    case NTP_OP_CONCAT:
-        return concat_split(ctx, k, true);
-    case NTP_OP_SPLIT:
-        return concat_split(ctx, k, false);
-    case NTP_OP_TRANSPOSE:
-        return transpose(ctx, k);
-    case NTP_OP_PAD:
-        return pad(ctx, k);
-    case NTP_OP_EMBEDDING:
-        return embedding(ctx, k);
-    case NTP_OP_CONVERT:
-        return convert(ctx, k);
-    default: /* reshape, flatten, dropout, memcpy */
-        return copy(ctx, k);
+    case NTP_OP_CONCAT: return concat_split(ctx, k, true);
+    case NTP_OP_SPLIT: return concat_split(ctx, k, false);
+    case NTP_OP_TRANSPOSE: return transpose(ctx, k);
+    case NTP_OP_PAD: return pad(ctx, k);
+    case NTP_OP_EMBEDDING: return embedding(ctx, k);
+    case NTP_OP_CONVERT: return convert(ctx, k);
+    default: /* reshape, flatten, dropout, memcpy */ return copy(ctx, k);
     }
 }

@@ -76,10 +76,9 @@ static ntp_status bcast_init(ntp_ctx *ctx, const ntp_kargs *k, bcast *b)
         b->off[i] = 0;
         if (!bcast_strides(&k->in[i].shape, b->y, b->st[i])) {
             char s1[128], s2[128];
-            return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
-                                  "input %d %s does not broadcast to %s", i,
-                                  ntp_shape_str(&k->in[i].shape, s1, sizeof s1),
-                                  ntp_shape_str(b->y, s2, sizeof s2));
+            return ntp__ref_error(
+                ctx, k, NTP_STATUS_SHAPE_ERROR, "input %d %s does not broadcast to %s", i,
+                ntp_shape_str(&k->in[i].shape, s1, sizeof s1), ntp_shape_str(b->y, s2, sizeof s2));
         }
     }
     return NTP_STATUS_OK;

@@ -32,6 +32,9 @@ size_t ntp__ref_onnx_tensor_workspace(const ntp_kargs *k);
     case NTP_OP_REDUCE_LOG_SUM_EXP: case NTP_OP_INSTANCENORM: case NTP_OP_LRN
 // clang-format on
 #define NTP_REF_ONNX_TENSOR_CASES \
-    case NTP_OP_CONSTANT: case NTP_OP_SLICE: case NTP_OP_EXPAND: case NTP_OP_RESIZE
+    case NTP_OP_CONSTANT:         \
+    case NTP_OP_SLICE:            \
+    case NTP_OP_EXPAND:           \
+    case NTP_OP_RESIZE
 
 #endif

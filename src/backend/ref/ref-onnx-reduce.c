@@ -136,9 +136,10 @@ static ntp_status shapes_agree(ntp_ctx *ctx, const ntp_kargs *k, int64_t c)
         ok = ntp_shape_numel(&k->w[i].shape) == c;
     if (!ok) {
         char a[128], b[128];
-        return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR, "input %s, output %s and weights "
-                              "do not agree", ntp_shape_str(in, a, sizeof a),
-                              ntp_shape_str(out, b, sizeof b));
+        return ntp__ref_error(ctx, k, NTP_STATUS_SHAPE_ERROR,
+                              "input %s, output %s and weights "
+                              "do not agree",
+                              ntp_shape_str(in, a, sizeof a), ntp_shape_str(out, b, sizeof b));
     }
     return NTP_STATUS_OK;
 }
@@ -187,7 +188,8 @@ static ntp_status lrn(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__ref_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT, "size must be positive");
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
-    double alpha = ntp__lrn_alpha(a) / (double)size, beta = ntp__lrn_beta(a), bias = ntp__lrn_bias(a);
+    double alpha = ntp__lrn_alpha(a) / (double)size, beta = ntp__lrn_beta(a),
+           bias = ntp__lrn_bias(a);
     for (int64_t b = 0; b < N; b++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < inner; i++) {
@@ -206,11 +208,8 @@ static ntp_status lrn(ntp_ctx *ctx, const ntp_kargs *k)
 ntp_status ntp__ref_onnx_reduce(ntp_ctx *ctx, const ntp_kargs *k)
 {
     switch (k->node->op) {
-    case NTP_OP_INSTANCENORM:
-        return instancenorm(ctx, k);
-    case NTP_OP_LRN:
-        return lrn(ctx, k);
-    default:
-        return reduce(ctx, k);
+    case NTP_OP_INSTANCENORM: return instancenorm(ctx, k);
+    case NTP_OP_LRN: return lrn(ctx, k);
+    default: return reduce(ctx, k);
     }
 }

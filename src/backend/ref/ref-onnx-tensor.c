@@ -109,7 +109,10 @@ typedef struct tap {
     double weight;
 } tap;
 
-static int taps_of(int mode) { return mode == NTP_RESIZE_CUBIC ? 4 : mode == NTP_RESIZE_LINEAR ? 2 : 1; }
+static int taps_of(int mode)
+{
+    return mode == NTP_RESIZE_CUBIC ? 4 : mode == NTP_RESIZE_LINEAR ? 2 : 1;
+}
 
 /* Whether dim d is left alone (same size, scale 1), so it needs no table. */
 static bool dim_kept(const ntp_attrs *a, const ntp_shape *in, const ntp_shape *out, int d)
@@ -262,13 +265,9 @@ static ntp_status resize(ntp_ctx *ctx, const ntp_kargs *k)
 ntp_status ntp__ref_onnx_tensor(ntp_ctx *ctx, const ntp_kargs *k)
 {
     switch (k->node->op) {
-    case NTP_OP_CONSTANT:
-        return constant(ctx, k);
-    case NTP_OP_SLICE:
-        return slice(ctx, k);
-    case NTP_OP_EXPAND:
-        return expand(ctx, k);
-    default:
-        return resize(ctx, k);
+    case NTP_OP_CONSTANT: return constant(ctx, k);
+    case NTP_OP_SLICE: return slice(ctx, k);
+    case NTP_OP_EXPAND: return expand(ctx, k);
+    default: return resize(ctx, k);
     }
 }

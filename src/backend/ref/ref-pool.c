@@ -96,8 +96,9 @@ static void pool(const ntp_kargs *k, const pgeom *g, bool is_max, bool include_p
                     double sum = 0.0;
                     for (int64_t a = 0; a < td.n_real; a++)
                         for (int64_t b = 0; b < th.n_real; b++) {
-                            const float *row = xp + ((id0 + a * g->d[0]) * g->in[1] +
-                                                     ih0 + b * g->d[1]) * g->in[2];
+                            const float *row =
+                                xp +
+                                ((id0 + a * g->d[0]) * g->in[1] + ih0 + b * g->d[1]) * g->in[2];
                             for (int64_t c = 0; c < tw.n_real; c++) {
                                 float v = row[iw0 + c * g->d[2]];
                                 /* NaN wins and stays, as in PyTorch. */

@@ -82,8 +82,8 @@ static void emit(const rgeom *g, float *y, const float *h, int64_t t, int64_t di
 
 /* One step of the cell for every batch row: xg and rg hold the input and
  * recurrent parts of the gates ([N, G·H] each), h and c are updated. */
-static void cell(const ntp_ref_rnn_math *m, ntp_op op, int rnn_act, const rgeom *g,
-                 const float *xg, const float *rg, float *h, float *c)
+static void cell(const ntp_ref_rnn_math *m, ntp_op op, int rnn_act, const rgeom *g, const float *xg,
+                 const float *rg, float *h, float *c)
 {
     int64_t H = g->H, GH = g->G * H;
     for (int64_t n = 0; n < g->N; n++) {

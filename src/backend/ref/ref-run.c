@@ -65,29 +65,23 @@ size_t ntp__ref_workspace(const ntp_kargs *k)
 {
     switch (k->node->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__ref_conv_workspace(k);
+    case NTP_OP_DECONV: return ntp__ref_conv_workspace(k);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__ref_rnn_workspace(k);
-    case NTP_OP_ATTENTION:
-        return ntp__ref_attention_workspace(k);
-    case NTP_OP_MFCC:
-        return ntp__mfcc_workspace(k);
-    case NTP_OP_CTC_DECODE:
-        return ntp__ctc_workspace(k);
-    case NTP_OP_RESIZE:
-        return ntp__ref_onnx_tensor_workspace(k);
-    default:
-        return 0;
+    case NTP_OP_RNN: return ntp__ref_rnn_workspace(k);
+    case NTP_OP_ATTENTION: return ntp__ref_attention_workspace(k);
+    case NTP_OP_MFCC: return ntp__mfcc_workspace(k);
+    case NTP_OP_CTC_DECODE: return ntp__ctc_workspace(k);
+    case NTP_OP_RESIZE: return ntp__ref_onnx_tensor_workspace(k);
+    default: return 0;
     }
 }
 
 ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
 {
     if (!k->node)
-        return ntp__error(ctx, NTP_STATUS_INTERNAL, "reference backend: kernel arguments without a node");
+        return ntp__error(ctx, NTP_STATUS_INTERNAL,
+                          "reference backend: kernel arguments without a node");
     size_t need = ntp__ref_workspace(k);
     if (need == SIZE_MAX)
         return ntp__ref_error(ctx, k, NTP_STATUS_OVERFLOW, "workspace size overflows");
@@ -97,24 +91,18 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
                               k->workspace ? k->workspace_bytes : (size_t)0, need);
     switch (k->node->op) {
     case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-        return ntp__ref_dense(ctx, k);
+    case NTP_OP_MATMUL: return ntp__ref_dense(ctx, k);
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__ref_conv(ctx, k);
+    case NTP_OP_DECONV: return ntp__ref_conv(ctx, k);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return ntp__ref_pool(ctx, k);
+    case NTP_OP_GLOBAL_AVGPOOL: return ntp__ref_pool(ctx, k);
     case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
-        return ntp__ref_norm(ctx, k);
-    NTP_UNARY_CASES
+    case NTP_OP_LAYERNORM: return ntp__ref_norm(ctx, k); NTP_UNARY_CASES
     case NTP_OP_SOFTMAX:
     case NTP_OP_ADD:
-    case NTP_OP_MUL:
-        return ntp__ref_eltwise(ctx, k);
+    case NTP_OP_MUL: return ntp__ref_eltwise(ctx, k);
     case NTP_OP_CONCAT:
     case NTP_OP_SPLIT:
     case NTP_OP_RESHAPE:
@@ -124,16 +112,12 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
     case NTP_OP_EMBEDDING:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT:
-        return ntp__ref_move(ctx, k);
+    case NTP_OP_CONVERT: return ntp__ref_move(ctx, k);
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        return ntp__ref_rnn(ctx, k);
-    case NTP_OP_ATTENTION:
-        return ntp__ref_attention(ctx, k);
-    case NTP_OP_MFCC:
-        return ntp__mfcc_run(ctx, k);
+    case NTP_OP_RNN: return ntp__ref_rnn(ctx, k);
+    case NTP_OP_ATTENTION: return ntp__ref_attention(ctx, k);
+    case NTP_OP_MFCC: return ntp__mfcc_run(ctx, k);
     case NTP_OP_CTC_DECODE:
         return ntp__ctc_run(ctx, k);
     NTP_REF_ONNX_ELTWISE_CASES:
@@ -142,8 +126,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__ref_onnx_reduce(ctx, k);
     NTP_REF_ONNX_TENSOR_CASES:
         return ntp__ref_onnx_tensor(ctx, k);
-    case NTP_OP_COUNT:
-        break;
+    case NTP_OP_COUNT: break;
     }
     return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "no reference kernel for op %d",
                           (int)k->node->op);

@@ -55,8 +55,8 @@ static bool probe_f16(ntp_op op)
             /* Depthwise layers use their own kernels. */
             xnn_delete_operator(o);
             o = NULL;
-            st = xnn_create_convolution2d_nhwc_f16(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 4, 1, 1, 4, 4, w, w,
-                                                   -INFINITY, INFINITY, 0, &o);
+            st = xnn_create_convolution2d_nhwc_f16(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 4, 1, 1, 4, 4, w,
+                                                   w, -INFINITY, INFINITY, 0, &o);
         }
         break;
     case NTP_OP_BATCHNORM:
@@ -76,30 +76,16 @@ static bool probe_f16(ntp_op op)
         st = xnn_create_global_average_pooling_nwc_f16(4, 4, 4, -INFINITY, INFINITY, 0, &o);
         break;
     case NTP_OP_RELU:
-    case NTP_OP_CLIP:
-        st = xnn_create_clamp_nc_f16(4, 4, 4, 0.0f, 6.0f, 0, &o);
-        break;
-    case NTP_OP_LEAKY_RELU:
-        st = xnn_create_leaky_relu_nc_f16(4, 4, 4, 0.1f, 0, &o);
-        break;
-    case NTP_OP_HARDSWISH:
-        st = xnn_create_hardswish_nc_f16(4, 4, 4, 0, &o);
-        break;
-    case NTP_OP_ADD:
-        st = xnn_create_add_nd_f16(-INFINITY, INFINITY, 0, &o);
-        break;
-    case NTP_OP_MUL:
-        st = xnn_create_multiply_nd_f16(-INFINITY, INFINITY, 0, &o);
-        break;
-    case NTP_OP_PAD:
-        st = xnn_create_constant_pad_nd_x16(w, 0, &o);
-        break;
+    case NTP_OP_CLIP: st = xnn_create_clamp_nc_f16(4, 4, 4, 0.0f, 6.0f, 0, &o); break;
+    case NTP_OP_LEAKY_RELU: st = xnn_create_leaky_relu_nc_f16(4, 4, 4, 0.1f, 0, &o); break;
+    case NTP_OP_HARDSWISH: st = xnn_create_hardswish_nc_f16(4, 4, 4, 0, &o); break;
+    case NTP_OP_ADD: st = xnn_create_add_nd_f16(-INFINITY, INFINITY, 0, &o); break;
+    case NTP_OP_MUL: st = xnn_create_multiply_nd_f16(-INFINITY, INFINITY, 0, &o); break;
+    case NTP_OP_PAD: st = xnn_create_constant_pad_nd_x16(w, 0, &o); break;
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
     case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-        st = xnn_create_copy_nc_x16(4, 4, 4, 0, &o);
-        break;
+    case NTP_OP_FLATTEN: st = xnn_create_copy_nc_x16(4, 4, 4, 0, &o); break;
     default:
         /* avgpool, sigmoid, softmax: no f16 operator in this snapshot. */
         return false;
@@ -130,31 +116,18 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     switch (n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__xnn_conv_supports(g, n, f16);
-    case NTP_OP_FC:
-        return ntp__xnn_fc_supports(g, n, f16);
+    case NTP_OP_DECONV: return ntp__xnn_conv_supports(g, n, f16);
+    case NTP_OP_FC: return ntp__xnn_fc_supports(g, n, f16);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
     case NTP_OP_GLOBAL_AVGPOOL:
         return ntp__xnn_pool_supports(g, n, f16);
-    NTP_UNARY_CASES /* by eltwise.c's mapping */
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_PAD:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_PRELU:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN:
-        return ntp__xnn_eltwise_supports(g, n, f16);
+        NTP_UNARY_CASES /* by eltwise.c's mapping */
+            case NTP_OP_SOFTMAX : case NTP_OP_ADD : case NTP_OP_MUL : case NTP_OP_BATCHNORM
+            : case NTP_OP_PAD : case NTP_OP_DROPOUT : case NTP_OP_MEMCPY : case NTP_OP_RESHAPE
+            : case NTP_OP_FLATTEN : case NTP_OP_PRELU : case NTP_OP_SUB : case NTP_OP_DIV
+            : case NTP_OP_MAX : case NTP_OP_MIN : return ntp__xnn_eltwise_supports(g, n, f16);
     default:
         /* Not in this snapshot: matmul, recurrent layers, attention,
          * layernorm, tanh, gelu, silu, concat, split, transpose, embedding,
@@ -228,17 +201,13 @@ static ntp_status build(xnnb_build *b)
 {
     switch (b->n->op) {
     case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        return ntp__xnn_conv_build(b);
-    case NTP_OP_FC:
-        return ntp__xnn_fc_build(b);
+    case NTP_OP_DECONV: return ntp__xnn_conv_build(b);
+    case NTP_OP_FC: return ntp__xnn_fc_build(b);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return ntp__xnn_pool_build(b);
-    default:
-        return ntp__xnn_eltwise_build(b);
+    case NTP_OP_GLOBAL_AVGPOOL: return ntp__xnn_pool_build(b);
+    default: return ntp__xnn_eltwise_build(b);
     }
 }
 
@@ -250,8 +219,8 @@ static void fused_range(const ntp_kargs *k, float *lo, float *hi)
     for (int f = 0; f < k->n_fused; f++) {
         const ntp_node *n = k->fused[f];
         float a = n->op == NTP_OP_RELU ? 0.0f : (float)n->a.min;
-        float c = n->op == NTP_OP_RELU ? (n->a.has_max ? (float)n->a.max : INFINITY)
-                                       : (float)n->a.max;
+        float c =
+            n->op == NTP_OP_RELU ? (n->a.has_max ? (float)n->a.max : INFINITY) : (float)n->a.max;
         *lo = a > *lo ? a : *lo;
         *hi = c < *hi ? c : *hi;
     }
@@ -408,10 +377,8 @@ static bool xnnpack_fusable(const ntp_graph *g, const ntp_node *head, int n_fuse
     case NTP_OP_FC:
     case NTP_OP_BATCHNORM:
     case NTP_OP_ADD:
-    case NTP_OP_MUL:
-        break;
-    default:
-        return false;
+    case NTP_OP_MUL: break;
+    default: return false;
     }
     return next->op == NTP_OP_RELU || next->op == NTP_OP_CLIP;
 }

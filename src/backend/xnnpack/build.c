@@ -43,9 +43,9 @@ ntp_status ntp__xnn_check(xnnb_build *b, enum xnn_status st, const char *what)
 {
     if (st == xnn_status_success)
         return NTP_STATUS_OK;
-    return ntp__xnn_fail(b, st == xnn_status_out_of_memory ? NTP_STATUS_OUT_OF_MEMORY
-                                                            : NTP_STATUS_BACKEND_ERROR,
-                         "%s failed: %s", what, ntp__xnn_status_name(st));
+    return ntp__xnn_fail(
+        b, st == xnn_status_out_of_memory ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_BACKEND_ERROR,
+        "%s failed: %s", what, ntp__xnn_status_name(st));
 }
 
 void ntp__xnn_ncs(const ntp_shape *s, int64_t *n, int64_t *c, int64_t *sp)
@@ -132,7 +132,10 @@ ntp_status ntp__xnn_input(xnnb_build *b, int i, int want, xnnb_buf *buf, int *fm
         *fmt = want;
     char suffix[40];
     snprintf(suffix, sizeof suffix, ":%s%s", want == XNNB_NHWC ? "to_nhwc" : "to_nchw",
-             b->k->n_in > 1 ? (i == 0 ? "_in0" : i == 1 ? "_in1" : "_in") : "");
+             b->k->n_in > 1 ? (i == 0   ? "_in0"
+                               : i == 1 ? "_in1"
+                                        : "_in")
+                            : "");
     return add_reorder(b, false, want == XNNB_NHWC, src, *buf, s, suffix);
 }
 
@@ -256,8 +259,7 @@ static enum xnn_status setup_f32(const xnnb_call *c, pthreadpool_t pool, const v
     case XNNB_FN_DECONV:
         return xnn_setup_deconvolution2d_nhwc_f32(c->op, c->batch, c->height, c->width, c->adj_h,
                                                   c->adj_w, x, y, pool);
-    case XNNB_FN_FC:
-        return xnn_setup_fully_connected_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_FC: return xnn_setup_fully_connected_nc_f32(c->op, c->batch, x, y, pool);
     case XNNB_FN_MAXPOOL:
         return xnn_setup_max_pooling2d_nhwc_f32(c->op, c->batch, c->height, c->width, x, y, pool);
     case XNNB_FN_AVGPOOL:
@@ -267,18 +269,12 @@ static enum xnn_status setup_f32(const xnnb_call *c, pthreadpool_t pool, const v
         return xnn_setup_global_average_pooling_nwc_f32(c->op, c->batch, c->width, x, y, pool);
     case XNNB_FN_GAP_NCW:
         return xnn_setup_global_average_pooling_ncw_f32(c->op, c->batch, c->width, x, y, pool);
-    case XNNB_FN_CLAMP:
-        return xnn_setup_clamp_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_LEAKY_RELU:
-        return xnn_setup_leaky_relu_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_SIGMOID:
-        return xnn_setup_sigmoid_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_HARDSWISH:
-        return xnn_setup_hardswish_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_SOFTMAX:
-        return xnn_setup_softmax_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_COPY:
-        return xnn_setup_copy_nc_x32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_CLAMP: return xnn_setup_clamp_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_LEAKY_RELU: return xnn_setup_leaky_relu_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_SIGMOID: return xnn_setup_sigmoid_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_HARDSWISH: return xnn_setup_hardswish_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_SOFTMAX: return xnn_setup_softmax_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_COPY: return xnn_setup_copy_nc_x32(c->op, c->batch, x, y, pool);
     case XNNB_FN_ADD:
         return xnn_setup_add_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
                                     pool);
@@ -288,22 +284,14 @@ static enum xnn_status setup_f32(const xnnb_call *c, pthreadpool_t pool, const v
     case XNNB_FN_PAD:
         return xnn_setup_constant_pad_nd_x32(c->op, c->nd_x, c->shape_x, c->pre, c->post, x, y,
                                              pool);
-    case XNNB_FN_ABS:
-        return xnn_setup_abs_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_NEG:
-        return xnn_setup_negate_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_SQRT:
-        return xnn_setup_square_root_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_FLOOR:
-        return xnn_setup_floor_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_CEIL:
-        return xnn_setup_ceiling_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_ROUND:
-        return xnn_setup_bankers_rounding_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_ELU:
-        return xnn_setup_elu_nc_f32(c->op, c->batch, x, y, pool);
-    case XNNB_FN_PRELU:
-        return xnn_setup_prelu_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_ABS: return xnn_setup_abs_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_NEG: return xnn_setup_negate_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_SQRT: return xnn_setup_square_root_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_FLOOR: return xnn_setup_floor_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_CEIL: return xnn_setup_ceiling_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_ROUND: return xnn_setup_bankers_rounding_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_ELU: return xnn_setup_elu_nc_f32(c->op, c->batch, x, y, pool);
+    case XNNB_FN_PRELU: return xnn_setup_prelu_nc_f32(c->op, c->batch, x, y, pool);
     case XNNB_FN_SUB:
         return xnn_setup_subtract_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
                                          y, pool);
@@ -311,11 +299,11 @@ static enum xnn_status setup_f32(const xnnb_call *c, pthreadpool_t pool, const v
         return xnn_setup_divide_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
                                        pool);
     case XNNB_FN_MAX:
-        return xnn_setup_maximum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
-                                        y, pool);
+        return xnn_setup_maximum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
+                                        pool);
     case XNNB_FN_MIN:
-        return xnn_setup_minimum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2,
-                                        y, pool);
+        return xnn_setup_minimum_nd_f32(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
+                                        pool);
     }
     return xnn_status_invalid_parameter;
 }
@@ -329,20 +317,15 @@ static enum xnn_status setup_f16(const xnnb_call *c, pthreadpool_t pool, const v
     case XNNB_FN_DECONV:
         return xnn_setup_deconvolution2d_nhwc_f16(c->op, c->batch, c->height, c->width, c->adj_h,
                                                   c->adj_w, x, y, pool);
-    case XNNB_FN_FC:
-        return xnn_setup_fully_connected_nc_f16(c->op, c->batch, x, y, pool);
+    case XNNB_FN_FC: return xnn_setup_fully_connected_nc_f16(c->op, c->batch, x, y, pool);
     case XNNB_FN_MAXPOOL:
         return xnn_setup_max_pooling2d_nhwc_f16(c->op, c->batch, c->height, c->width, x, y, pool);
     case XNNB_FN_GAP_NWC:
         return xnn_setup_global_average_pooling_nwc_f16(c->op, c->batch, c->width, x, y, pool);
-    case XNNB_FN_CLAMP:
-        return xnn_setup_clamp_nc_f16(c->op, c->batch, x, y, pool);
-    case XNNB_FN_LEAKY_RELU:
-        return xnn_setup_leaky_relu_nc_f16(c->op, c->batch, x, y, pool);
-    case XNNB_FN_HARDSWISH:
-        return xnn_setup_hardswish_nc_f16(c->op, c->batch, x, y, pool);
-    case XNNB_FN_COPY:
-        return xnn_setup_copy_nc_x16(c->op, c->batch, x, y, pool);
+    case XNNB_FN_CLAMP: return xnn_setup_clamp_nc_f16(c->op, c->batch, x, y, pool);
+    case XNNB_FN_LEAKY_RELU: return xnn_setup_leaky_relu_nc_f16(c->op, c->batch, x, y, pool);
+    case XNNB_FN_HARDSWISH: return xnn_setup_hardswish_nc_f16(c->op, c->batch, x, y, pool);
+    case XNNB_FN_COPY: return xnn_setup_copy_nc_x16(c->op, c->batch, x, y, pool);
     case XNNB_FN_ADD:
         return xnn_setup_add_nd_f16(c->op, c->nd_x, c->shape_x, c->nd_x2, c->shape_x2, x, x2, y,
                                     pool);
@@ -386,7 +369,8 @@ ntp_status ntp__xnn_run_step(ntp_ctx *ctx, xnnb_state *s, xnnb_node *nd, const n
                       c->fn == XNNB_FN_DIV || c->fn == XNNB_FN_MAX || c->fn == XNNB_FN_MIN;
         const void *x2 = binary ? resolve(nd, k, c->x2) : NULL;
         void *y = resolve(nd, k, c->y);
-        enum xnn_status xs = c->f16 ? setup_f16(c, s->pool, x, x2, y) : setup_f32(c, s->pool, x, x2, y);
+        enum xnn_status xs =
+            c->f16 ? setup_f16(c, s->pool, x, x2, y) : setup_f32(c, s->pool, x, x2, y);
         if (xs != xnn_status_success)
             return run_error(ctx, k, "setup", xs);
         if ((xs = xnn_run_operator(c->op, s->pool)) != xnn_status_success)

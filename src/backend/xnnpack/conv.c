@@ -20,13 +20,16 @@
 
 typedef struct cgeom {
     int64_t N, C, F, G, Cg, Fg;
-    int64_t H, W, OH, OW;        /* input and output spatial dims (H = 1 for 1-d) */
+    int64_t H, W, OH, OW; /* input and output spatial dims (H = 1 for 1-d) */
     int64_t kh, kw, sh, sw, dh, dw;
-    int64_t pt, pl, pb, pr;      /* padding: top, left, bottom, right */
-    int64_t ah, aw;              /* deconv output adjustment */
+    int64_t pt, pl, pb, pr; /* padding: top, left, bottom, right */
+    int64_t ah, aw;         /* deconv output adjustment */
 } cgeom;
 
-static bool fits_u32(int64_t v) { return v >= 0 && v <= (int64_t)UINT32_MAX; }
+static bool fits_u32(int64_t v)
+{
+    return v >= 0 && v <= (int64_t)UINT32_MAX;
+}
 
 /* Geometry of a conv or deconv from its input and output shapes; false
  * when XNNPACK cannot express it. */
@@ -61,8 +64,8 @@ static bool get_cgeom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
     g->pr = a->pad[nk + w];
     g->ah = h >= 0 && n->op == NTP_OP_DECONV ? a->output_padding[h] : 0;
     g->aw = n->op == NTP_OP_DECONV ? a->output_padding[w] : 0;
-    int64_t v[] = {g->N, g->C, g->F, g->G, g->H, g->W, g->kh, g->kw, g->sh, g->sw, g->dh,
-                   g->dw, g->pt, g->pl, g->pb, g->pr, g->ah, g->aw};
+    int64_t v[] = {g->N,  g->C,  g->F,  g->G,  g->H,  g->W,  g->kh, g->kw, g->sh,
+                   g->sw, g->dh, g->dw, g->pt, g->pl, g->pb, g->pr, g->ah, g->aw};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!fits_u32(v[i]))
             return false;
@@ -133,7 +136,8 @@ static ntp_status create_conv(xnnb_build *b, const cgeom *g, bool deconv, const 
             (uint32_t)g->kw, (uint32_t)g->sh, (uint32_t)g->sw, (uint32_t)g->dh, (uint32_t)g->dw,
             (uint32_t)g->G, (size_t)g->Cg, (size_t)g->Fg, (size_t)g->C, (size_t)g->F, kernel, bias,
             b->out_min, b->out_max, fl, op);
-    return ntp__xnn_check(b, st, deconv ? "creating the deconvolution" : "creating the convolution");
+    return ntp__xnn_check(b, st,
+                          deconv ? "creating the deconvolution" : "creating the convolution");
 }
 
 ntp_status ntp__xnn_conv_build(xnnb_build *b)
@@ -183,9 +187,9 @@ ntp_status ntp__xnn_conv_build(xnnb_build *b)
     if ((st = ntp__xnn_input(b, 0, XNNB_NHWC, &c->x, NULL)) ||
         (st = ntp__xnn_output(b, 0, XNNB_NHWC, &c->y)))
         return st;
-    const char *kind = deconv ? "deconvolution" : g.Cg == 1 && g.Fg == 1 && g.G > 1
-                                                      ? "convolution(depthwise)"
-                                                      : "convolution";
+    const char *kind = deconv                              ? "deconvolution"
+                       : g.Cg == 1 && g.Fg == 1 && g.G > 1 ? "convolution(depthwise)"
+                                                           : "convolution";
     snprintf(b->nd->impl, sizeof b->nd->impl, "xnnpack:%s_nhwc_%s", kind, b->f16 ? "f16" : "f32");
     return NTP_STATUS_OK;
 }

@@ -76,7 +76,7 @@ static int64_t prelu_channels(const ntp_graph *g, const ntp_node *n)
 typedef enum xnn_status (*create_nc)(size_t channels, size_t in_stride, size_t out_stride,
                                      uint32_t flags, xnn_operator_t *op);
 static const struct unary_op {
-    create_nc f32, f16;     /* f32 NULL: not mapped */
+    create_nc f32, f16; /* f32 NULL: not mapped */
     xnnb_fn fn;
     const char *name;
 } unary_ops[NTP_OP_COUNT] = {
@@ -106,22 +106,17 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
     case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-        return true;
-    case NTP_OP_LEAKY_RELU:
-        return isfinite(n->a.alpha);
+    case NTP_OP_FLATTEN: return true;
+    case NTP_OP_LEAKY_RELU: return isfinite(n->a.alpha);
     case NTP_OP_SOFTMAX:
         return !f16 && x->shape.ndim >= 1 &&
                norm_axis(n->a.axis, x->shape.ndim) == x->shape.ndim - 1;
-    case NTP_OP_BATCHNORM:
-        return x->shape.ndim >= 2 && x->shape.ndim <= 4 && n->n_w == 4;
+    case NTP_OP_BATCHNORM: return x->shape.ndim >= 2 && x->shape.ndim <= 4 && n->n_w == 4;
     case NTP_OP_PAD:
         return n->a.pad_mode == NTP_PADMODE_CONSTANT && x->shape.ndim >= 1 &&
                x->shape.ndim <= XNN_MAX_TENSOR_DIMS;
-    case NTP_OP_ELU:
-        return !f16 && isfinite(n->a.alpha);
-    case NTP_OP_PRELU:
-        return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
+    case NTP_OP_ELU: return !f16 && isfinite(n->a.alpha);
+    case NTP_OP_PRELU: return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
     case NTP_OP_SUB:
     case NTP_OP_DIV:
     case NTP_OP_MAX:
@@ -145,8 +140,7 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
         return broadcast(&ntp__cin(g, n, 0)->shape, &ntp__cin(g, n, 1)->shape, &s01) &&
                (n->n_in == 2 || ntp_shape_equal(&s01, &y->shape));
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -169,41 +163,43 @@ static ntp_status unary(xnnb_build *b)
         fn = u->fn;
         name = u->name;
         xs = b->f16 && u->f16 ? u->f16(n, n, n, fl, &op) : u->f32(n, n, n, fl, &op);
-    } else switch (b->n->op) {
-    case NTP_OP_RELU:
-    case NTP_OP_CLIP: {
-        float lo = b->n->op == NTP_OP_RELU ? 0.0f : (float)a->min;
-        float hi = b->n->op == NTP_OP_RELU ? (a->has_max ? (float)a->max : INFINITY) : (float)a->max;
-        /* A fused clip or relu after this one narrows the range further. */
-        lo = lo > b->out_min ? lo : b->out_min;
-        hi = hi < b->out_max ? hi : b->out_max;
-        if (lo > hi)
-            lo = hi;
-        fn = XNNB_FN_CLAMP;
-        name = "clamp_nc";
-        xs = b->f16 ? xnn_create_clamp_nc_f16(n, n, n, lo, hi, fl, &op)
-                    : xnn_create_clamp_nc_f32(n, n, n, lo, hi, fl, &op);
-        break;
-    }
-    case NTP_OP_LEAKY_RELU:
-        fn = XNNB_FN_LEAKY_RELU;
-        name = "leaky_relu_nc";
-        xs = b->f16 ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->alpha, fl, &op)
-                    : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
-        break;
-    case NTP_OP_ELU:
-        fn = XNNB_FN_ELU;
-        name = "elu_nc";
-        xs = xnn_create_elu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
-        break;
-    default:
-        /* dropout (identity at inference), memcpy, reshape, flatten. */
-        fn = XNNB_FN_COPY;
-        name = b->f16 ? "copy_nc_x16" : "copy_nc_x32";
-        xs = b->f16 ? xnn_create_copy_nc_x16(n, n, n, fl, &op)
-                    : xnn_create_copy_nc_x32(n, n, n, fl, &op);
-        break;
-    }
+    } else
+        switch (b->n->op) {
+        case NTP_OP_RELU:
+        case NTP_OP_CLIP: {
+            float lo = b->n->op == NTP_OP_RELU ? 0.0f : (float)a->min;
+            float hi =
+                b->n->op == NTP_OP_RELU ? (a->has_max ? (float)a->max : INFINITY) : (float)a->max;
+            /* A fused clip or relu after this one narrows the range further. */
+            lo = lo > b->out_min ? lo : b->out_min;
+            hi = hi < b->out_max ? hi : b->out_max;
+            if (lo > hi)
+                lo = hi;
+            fn = XNNB_FN_CLAMP;
+            name = "clamp_nc";
+            xs = b->f16 ? xnn_create_clamp_nc_f16(n, n, n, lo, hi, fl, &op)
+                        : xnn_create_clamp_nc_f32(n, n, n, lo, hi, fl, &op);
+            break;
+        }
+        case NTP_OP_LEAKY_RELU:
+            fn = XNNB_FN_LEAKY_RELU;
+            name = "leaky_relu_nc";
+            xs = b->f16 ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->alpha, fl, &op)
+                        : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
+            break;
+        case NTP_OP_ELU:
+            fn = XNNB_FN_ELU;
+            name = "elu_nc";
+            xs = xnn_create_elu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
+            break;
+        default:
+            /* dropout (identity at inference), memcpy, reshape, flatten. */
+            fn = XNNB_FN_COPY;
+            name = b->f16 ? "copy_nc_x16" : "copy_nc_x32";
+            xs = b->f16 ? xnn_create_copy_nc_x16(n, n, n, fl, &op)
+                        : xnn_create_copy_nc_x32(n, n, n, fl, &op);
+            break;
+        }
     ntp_status st = ntp__xnn_check(b, xs, "creating the operator");
     xnnb_call *c;
     if (st || (st = ntp__xnn_call(b, op, fn, &c)))
@@ -228,8 +224,8 @@ static ntp_status softmax(xnnb_build *b)
     size_t len = (size_t)x->dim[x->ndim - 1];
     size_t rows = len ? (size_t)ntp_shape_numel(x) / len : 0;
     xnn_operator_t op = NULL;
-    ntp_status st = ntp__xnn_check(b, xnn_create_softmax_nc_f32(len, len, len, ntp__xnn_flags(b), &op),
-                                   "creating softmax");
+    ntp_status st = ntp__xnn_check(
+        b, xnn_create_softmax_nc_f32(len, len, len, ntp__xnn_flags(b), &op), "creating softmax");
     xnnb_call *c;
     if (st || (st = ntp__xnn_call(b, op, XNNB_FN_SOFTMAX, &c)))
         return st;
@@ -319,24 +315,17 @@ static ntp_status binary(xnnb_build *b)
         enum xnn_status xs;
         switch (fn) {
         case XNNB_FN_ADD:
-            xs = b->f16 ? xnn_create_add_nd_f16(lo, hi, fl, &op) : xnn_create_add_nd_f32(lo, hi, fl, &op);
+            xs = b->f16 ? xnn_create_add_nd_f16(lo, hi, fl, &op)
+                        : xnn_create_add_nd_f32(lo, hi, fl, &op);
             break;
         case XNNB_FN_MUL:
             xs = b->f16 ? xnn_create_multiply_nd_f16(lo, hi, fl, &op)
                         : xnn_create_multiply_nd_f32(lo, hi, fl, &op);
             break;
-        case XNNB_FN_SUB:
-            xs = xnn_create_subtract_nd_f32(lo, hi, fl, &op);
-            break;
-        case XNNB_FN_DIV:
-            xs = xnn_create_divide_nd_f32(lo, hi, fl, &op);
-            break;
-        case XNNB_FN_MAX:
-            xs = xnn_create_maximum_nd_f32(fl, &op);
-            break;
-        default:
-            xs = xnn_create_minimum_nd_f32(fl, &op);
-            break;
+        case XNNB_FN_SUB: xs = xnn_create_subtract_nd_f32(lo, hi, fl, &op); break;
+        case XNNB_FN_DIV: xs = xnn_create_divide_nd_f32(lo, hi, fl, &op); break;
+        case XNNB_FN_MAX: xs = xnn_create_maximum_nd_f32(fl, &op); break;
+        default: xs = xnn_create_minimum_nd_f32(fl, &op); break;
         }
         char what[48];
         snprintf(what, sizeof what, "creating %s", name);
@@ -383,12 +372,12 @@ static ntp_status batchnorm(xnnb_build *b)
     if (!st) {
         uint32_t fl = ntp__xnn_flags(b);
         enum xnn_status xs =
-            b->f16 ? xnn_create_convolution2d_nhwc_f16(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, (uint32_t)C, 1, 1,
-                                                       (size_t)C, (size_t)C, mul, add, b->out_min,
-                                                       b->out_max, fl, &op)
-                   : xnn_create_convolution2d_nhwc_f32(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, (uint32_t)C, 1, 1,
-                                                       (size_t)C, (size_t)C, mul, add, b->out_min,
-                                                       b->out_max, fl, &op);
+            b->f16 ? xnn_create_convolution2d_nhwc_f16(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, (uint32_t)C, 1,
+                                                       1, (size_t)C, (size_t)C, mul, add,
+                                                       b->out_min, b->out_max, fl, &op)
+                   : xnn_create_convolution2d_nhwc_f32(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, (uint32_t)C, 1,
+                                                       1, (size_t)C, (size_t)C, mul, add,
+                                                       b->out_min, b->out_max, fl, &op);
         st = ntp__xnn_check(b, xs, "creating the per-channel multiply-add");
     }
     for (int i = 0; i < 4; i++)
@@ -465,9 +454,10 @@ static ntp_status prelu(xnnb_build *b)
         bool shared = ntp_shape_numel(&k->w[0].shape) == 1;
         for (int64_t c = 0; c < C; c++)
             slope[c] = shared ? w[0] : w[c];
-        st = ntp__xnn_check(b, xnn_create_prelu_nc_f32((size_t)C, (size_t)C, (size_t)C, slope,
-                                                       ntp__xnn_flags(b), &op),
-                            "creating prelu");
+        st = ntp__xnn_check(
+            b,
+            xnn_create_prelu_nc_f32((size_t)C, (size_t)C, (size_t)C, slope, ntp__xnn_flags(b), &op),
+            "creating prelu");
     }
     free(w);
     free(slope);
@@ -488,23 +478,16 @@ static ntp_status prelu(xnnb_build *b)
 ntp_status ntp__xnn_eltwise_build(xnnb_build *b)
 {
     switch (b->n->op) {
-    case NTP_OP_PRELU:
-        return prelu(b);
+    case NTP_OP_PRELU: return prelu(b);
     case NTP_OP_SUB:
     case NTP_OP_DIV:
     case NTP_OP_MAX:
-    case NTP_OP_MIN:
-        return binary(b);
-    case NTP_OP_SOFTMAX:
-        return softmax(b);
+    case NTP_OP_MIN: return binary(b);
+    case NTP_OP_SOFTMAX: return softmax(b);
     case NTP_OP_ADD:
-    case NTP_OP_MUL:
-        return binary(b);
-    case NTP_OP_BATCHNORM:
-        return batchnorm(b);
-    case NTP_OP_PAD:
-        return pad(b);
-    default:
-        return unary(b);
+    case NTP_OP_MUL: return binary(b);
+    case NTP_OP_BATCHNORM: return batchnorm(b);
+    case NTP_OP_PAD: return pad(b);
+    default: return unary(b);
     }
 }

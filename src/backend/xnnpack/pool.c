@@ -78,8 +78,8 @@ static bool get_pgeom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
     if (out_size(g->H, g->pt, g->pb, g->kh, g->sh, g->dh) != g->OH ||
         out_size(g->W, g->pl, g->pr, g->kw, g->sw, g->dw) != g->OW)
         return false;
-    int64_t v[] = {g->N, g->C, g->H, g->W, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw,
-                   g->pt, g->pl, g->pb, g->pr};
+    int64_t v[] = {g->N,  g->C,  g->H,  g->W,  g->kh, g->kw, g->sh,
+                   g->sw, g->dh, g->dw, g->pt, g->pl, g->pb, g->pr};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i] < 0 || v[i] > (int64_t)UINT32_MAX)
             return false;
@@ -105,8 +105,7 @@ bool ntp__xnn_pool_supports(const ntp_graph *g, const ntp_node *n, bool f16)
         int64_t h = x->ndim == 4 ? x->dim[2] : 1, w = x->dim[x->ndim - 1];
         return h <= (int64_t)UINT32_MAX && w <= (int64_t)UINT32_MAX;
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -135,7 +134,8 @@ static ntp_status spatial_pool(xnnb_build *b)
             (uint32_t)g.pt, (uint32_t)g.pr, (uint32_t)g.pb, (uint32_t)g.pl, (uint32_t)g.kh,
             (uint32_t)g.kw, (uint32_t)g.sh, (uint32_t)g.sw, (size_t)g.C, (size_t)g.C, (size_t)g.C,
             b->out_min, b->out_max, fl, &op);
-    ntp_status st = ntp__xnn_check(b, xs, is_max ? "creating max pooling" : "creating average pooling");
+    ntp_status st =
+        ntp__xnn_check(b, xs, is_max ? "creating max pooling" : "creating average pooling");
     xnnb_call *c;
     if (st || (st = ntp__xnn_call(b, op, is_max ? XNNB_FN_MAXPOOL : XNNB_FN_AVGPOOL, &c)))
         return st;
@@ -162,8 +162,8 @@ static ntp_status global_avg(xnnb_build *b)
     /* A plain input is read as NCW directly where XNNPACK has that kernel,
      * which saves converting the whole feature map to NHWC first. */
     if (!b->f16 && ntp__xnn_in_fmt(b, 0) == XNNB_PLAIN && ntp__xnn_spatial(&k->in[0].shape)) {
-        enum xnn_status xs = xnn_create_global_average_pooling_ncw_f32((size_t)C, b->out_min,
-                                                                       b->out_max, fl, &op);
+        enum xnn_status xs =
+            xnn_create_global_average_pooling_ncw_f32((size_t)C, b->out_min, b->out_max, fl, &op);
         if (xs == xnn_status_success) {
             if ((st = ntp__xnn_call(b, op, XNNB_FN_GAP_NCW, &c)))
                 return st;
@@ -237,11 +237,8 @@ static ntp_status global_max(xnnb_build *b)
 ntp_status ntp__xnn_pool_build(xnnb_build *b)
 {
     switch (b->n->op) {
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return global_avg(b);
-    case NTP_OP_GLOBAL_MAXPOOL:
-        return global_max(b);
-    default:
-        return spatial_pool(b);
+    case NTP_OP_GLOBAL_AVGPOOL: return global_avg(b);
+    case NTP_OP_GLOBAL_MAXPOOL: return global_max(b);
+    default: return spatial_pool(b);
     }
 }

@@ -53,8 +53,12 @@ void ntp__xnn_transpose(pthreadpool_t pool, const void *src, void *dst, int64_t 
 {
     if (n <= 0 || rows <= 0 || cols <= 0)
         return;
-    tr_job j = {.src = src, .dst = dst, .rows = rows, .cols = cols,
-                .strips = (rows + TILE - 1) / TILE, .esize = esize};
+    tr_job j = {.src = src,
+                .dst = dst,
+                .rows = rows,
+                .cols = cols,
+                .strips = (rows + TILE - 1) / TILE,
+                .esize = esize};
     pthreadpool_parallelize_1d(pool, strip, &j, (size_t)(n * j.strips),
                                yield ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
 }

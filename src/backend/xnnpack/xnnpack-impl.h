@@ -41,10 +41,10 @@ enum { XNNB_PLAIN = 0, XNNB_NHWC = 1, XNNB_ANY = 2 };
 
 /* Where an operand lives at execute time. */
 typedef enum xnnb_where {
-    XNNB_IN,    /* k->in[idx].data */
-    XNNB_OUT,   /* k->out[idx].data */
-    XNNB_WS,    /* k->workspace + off */
-    XNNB_OWN    /* nd->own[idx] (constants the node owns) */
+    XNNB_IN,  /* k->in[idx].data */
+    XNNB_OUT, /* k->out[idx].data */
+    XNNB_WS,  /* k->workspace + off */
+    XNNB_OWN  /* nd->own[idx] (constants the node owns) */
 } xnnb_where;
 
 typedef struct xnnb_buf {
@@ -91,10 +91,10 @@ typedef struct xnnb_call {
     xnn_operator_t op;
     xnnb_fn fn;
     bool f16;
-    xnnb_buf x, x2, y;          /* x2: second operand of add / multiply */
+    xnnb_buf x, x2, y;           /* x2: second operand of add / multiply */
     size_t batch, height, width; /* spatial ops; batch rows for nc ops */
-    uint32_t adj_h, adj_w;      /* deconvolution output adjustment */
-    size_t nd_x, nd_x2;         /* binary and pad: ranks and shapes */
+    uint32_t adj_h, adj_w;       /* deconvolution output adjustment */
+    size_t nd_x, nd_x2;          /* binary and pad: ranks and shapes */
     size_t shape_x[XNN_MAX_TENSOR_DIMS], shape_x2[XNN_MAX_TENSOR_DIMS];
     size_t pre[XNN_MAX_TENSOR_DIMS], post[XNN_MAX_TENSOR_DIMS];
 } xnnb_call;
@@ -102,12 +102,12 @@ typedef struct xnnb_call {
 /* A step: a layout conversion, or the main step's operators. */
 typedef struct xnnb_step {
     bool reorder;
-    bool to_nhwc;               /* reorder direction */
-    bool yield;                 /* let the pool's workers sleep after it */
+    bool to_nhwc; /* reorder direction */
+    bool yield;   /* let the pool's workers sleep after it */
     xnnb_buf src, dst;
-    int64_t n, c, s;            /* [n][c][s] <-> [n][s][c] */
+    int64_t n, c, s; /* [n][c][s] <-> [n][s][c] */
     size_t esize;
-    int first_call, n_calls;    /* main step */
+    int first_call, n_calls; /* main step */
     char suffix[40];
 } xnnb_step;
 
@@ -119,15 +119,15 @@ typedef struct xnnb_node {
     xnnb_call calls[XNNB_MAX_CALLS];
     int n_own;
     void *own[XNNB_MAX_OWN];
-    size_t ws;                  /* workspace bytes */
+    size_t ws; /* workspace bytes */
     char impl[96];
 } xnnb_node;
 
 /* Backend-wide state, one per execution plan. */
 typedef struct xnnb_state {
-    pthreadpool_t pool;         /* NULL: run on the calling thread */
-    int threads;                /* the pool's size */
-    int operators_created;      /* every operator created so far (tests) */
+    pthreadpool_t pool;    /* NULL: run on the calling thread */
+    int threads;           /* the pool's size */
+    int operators_created; /* every operator created so far (tests) */
 } xnnb_state;
 
 /* Scratch data while one prepare runs. */
@@ -136,13 +136,13 @@ typedef struct xnnb_build {
     xnnb_state *s;
     ntp_kargs *k;
     xnnb_node *nd;
-    const ntp_node *n;          /* the layer (the head of a group) */
-    bool f16;                   /* f16 storage and operators */
-    size_t esize;               /* bytes per activation element */
+    const ntp_node *n; /* the layer (the head of a group) */
+    bool f16;          /* f16 storage and operators */
+    size_t esize;      /* bytes per activation element */
     /* Fusion: the output range of a clamp activation folded into the
      * operator (-Inf, +Inf without one). */
     float out_min, out_max;
-    bool yield;                 /* an output leaves the backend */
+    bool yield; /* an output leaves the backend */
     int n_pre, n_post;
     xnnb_step pre[XNNB_MAX_STEPS], post[XNNB_MAX_STEPS];
 } xnnb_build;
@@ -181,8 +181,7 @@ ntp_status ntp__xnn_store(xnnb_build *b, const float *src, int64_t n, void **out
 /* Creation flags of a layer's operators. */
 uint32_t ntp__xnn_flags(const xnnb_build *b);
 /* Run step `i` of a prepared node. */
-ntp_status ntp__xnn_run_step(ntp_ctx *ctx, xnnb_state *s, xnnb_node *nd, const ntp_kargs *k,
-                             int i);
+ntp_status ntp__xnn_run_step(ntp_ctx *ctx, xnnb_state *s, xnnb_node *nd, const ntp_kargs *k, int i);
 void ntp__xnn_node_free(xnnb_node *nd);
 /* Copy [n][rows][cols] to [n][cols][rows] (elements of esize bytes) on
  * the pool. */
@@ -196,8 +195,8 @@ bool ntp__xnn_fc_supports(const ntp_graph *g, const ntp_node *n, bool f16);
 bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16);
 
 /* --- builders (one per family) ------------------------------------------ */
-ntp_status ntp__xnn_conv_build(xnnb_build *b);   /* conv, deconv */
-ntp_status ntp__xnn_pool_build(xnnb_build *b);   /* max/avg and global pooling */
+ntp_status ntp__xnn_conv_build(xnnb_build *b); /* conv, deconv */
+ntp_status ntp__xnn_pool_build(xnnb_build *b); /* max/avg and global pooling */
 ntp_status ntp__xnn_fc_build(xnnb_build *b);
 ntp_status ntp__xnn_eltwise_build(xnnb_build *b); /* activations, softmax, add, mul,
                                                      batchnorm, pad, copies */
