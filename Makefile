@@ -1,7 +1,8 @@
 # ntprof: a thin wrapper over CMake.
 #
 #   make run     install missing Debian packages, build, profile the bundled DeepSpeech
-#   make check   the same set-up, then the whole test suite: a gcc build, and a clang
+#   make check   the same set-up, then a check that every C source is formatted
+#                (.clang-format), then the whole test suite: a gcc build, and a clang
 #                build with AddressSanitizer and UndefinedBehaviorSanitizer (which also
 #                builds the ONNX fuzzer and fuzzes for 20 s); then a gcc Release build
 #                at -O3, compiled only, whose optimiser finds warnings (such as
@@ -56,7 +57,7 @@ build-release: deps
 		-DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(REL_BUILD) -j$(JOBS)
 
-check: test test-sanitize build-release
+check: check-format test test-sanitize build-release
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
