@@ -133,6 +133,11 @@ HOME="$T/home" XDG_DATA_HOME= expect_exit 1 "$NTPROF" machine -o "$T/home/.local
 expect_err "is the same file as the default history database"
 expect_exit 1 "$NTPROF" compare "$T/a.json" "$T/b.json" --db "$T/h.db" -o "$T/h.db"
 expect_err "ntprof: -o: '$T/h.db' is the same file as --db '$T/h.db'; give each output its own file"
+expect_exit 1 "$NTPROF" sweep "$DS" --vary batch=1,2 --db "$T/h.db" -o "$T/./h.db"
+expect_err "ntprof: -o: '$T/./h.db' is the same file as --db '$T/h.db'; give each output its own file"
+[ ! -e "$T/h.db" ] && ok || bad "a refused sweep wrote $T/h.db"
+HOME="$T/home" XDG_DATA_HOME= expect_exit 1 "$NTPROF" sweep "$DS" --vary batch=1,2 --html "$T/home/.local/share/ntprof/history.db"
+expect_err "ntprof: --html: '$T/home/.local/share/ntprof/history.db' is the same file as the default history database"
 
 # --threads 0 is all cores, as documented; more threads than CPUs is warned
 # about, once (a report in a file: the warnings go to stderr).

@@ -251,6 +251,18 @@ int cli_check_outputs(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
                                                                              : cli_fail(ctx);
 }
 
+ntp_output_path cli_db_output(ntp_ctx *ctx, const char *db, bool use_db, char *buf, size_t len)
+{
+    ntp_output_path o = {db ? "--db" : "the default history database", NULL, NTP_OUTPUT_SAME_ONLY};
+    if (!use_db)
+        return o;
+    if (db)
+        o.path = db;
+    else if (ntp_store_default_path(ctx, buf, len) == NTP_STATUS_OK)
+        o.path = buf; /* else the error stays in ctx for the caller's warning */
+    return o;
+}
+
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt)
 {
     ntp_output *out;

@@ -159,6 +159,11 @@ int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *a
  * CLI_OK, or the one-line error and CLI_FAIL. */
 int cli_check_outputs(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
                       const char *const *inputs, int n_in);
+/* The history database a command writes, as an output for cli_check_outputs
+ * (no report over it): the --db path, else the default history's path (put
+ * in buf), and no path with --no-db or when there is no default (the
+ * reason left in ctx). */
+ntp_output_path cli_db_output(ntp_ctx *ctx, const char *db, bool use_db, char *buf, size_t len);
 
 /* Progress on a terminal (cli-progress.c): one line on stderr, redrawn in
  * place, shown only when stderr is a terminal; nothing otherwise. */

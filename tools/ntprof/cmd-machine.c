@@ -95,13 +95,9 @@ int cmd_machine(int argc, char **argv)
     /* Checked before the measurement, which takes seconds; no report over
      * the history database (its default path too). */
     char dflt[4096];
-    const char *check_db = db;
-    if (use_db && !db && ntp_store_default_path(ctx, dflt, sizeof dflt) == NTP_STATUS_OK)
-        check_db = dflt;
-    ntp_ctx_clear(ctx);
-    const ntp_output_path outs[] = {{db ? "--db" : "the default history database",
-                                     use_db ? check_db : NULL, NTP_OUTPUT_SAME_ONLY},
+    const ntp_output_path outs[] = {cli_db_output(ctx, db, use_db, dflt, sizeof dflt),
                                     {"-o", output, NTP_OUTPUT_FILE}};
+    ntp_ctx_clear(ctx);
     if (cli_check_outputs(ctx, outs, 2, NULL, 0) != CLI_OK) {
         ntp_ctx_free(ctx);
         return CLI_FAIL;

@@ -355,19 +355,17 @@ int cmd_run(int argc, char **argv)
     char db_path[4096];
     ntp_ceilings ceilings;
     bool have_ceilings = false;
-    if (use_db && !db && ntp_store_default_path(ctx, db_path, sizeof db_path) == NTP_STATUS_OK)
-        db = db_path;
     /* Every output checked before anything is measured; no report over
      * the history database. */
     const ntp_output_path outs[] = {
-        {db == db_path ? "the default history database" : "--db", use_db ? db : NULL,
-         NTP_OUTPUT_SAME_ONLY},
+        cli_db_output(ctx, db, use_db, db_path, sizeof db_path),
         {"-o", output, NTP_OUTPUT_FILE},
         {"--trace", trace, NTP_OUTPUT_FILE},
         {"--html", html, NTP_OUTPUT_FILE},
         {"--save-outputs", ro.save_outputs_dir, NTP_OUTPUT_DIR},
         {"--tool-dir", ro.tool || gtool ? ro.tool_dir : NULL, NTP_OUTPUT_DIR}};
     const char *ins[] = {argv[optind]};
+    db = outs[0].path;
     if (!tool_child && cli_check_outputs(ctx, outs, 6, ins, 1) != CLI_OK) {
         rc = CLI_FAIL;
         ntp_ctx_free(ctx);

@@ -260,7 +260,8 @@ int cmd_sweep(int argc, char **argv)
     int n_vary = 0;
     ntp_sweep_design design = NTP_SWEEP_OFAT;
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *html = NULL, *keep = NULL;
+    const char *output = NULL, *html = NULL, *keep = NULL, *db = NULL;
+    bool use_db = true;
     double timeout = 0;
     bool fixed_builtin[4] = {false}; /* backend, precision, batch, threads given as fixed */
     cli_topo_opts topo = {0};
@@ -371,7 +372,10 @@ int cmd_sweep(int argc, char **argv)
         case OPT_MIN_TIME: flag = "--min-time"; break;
         case OPT_SEED: flag = "--seed"; break;
         case OPT_PIN: flag = "--pin"; break;
-        case OPT_DB: flag = "--db"; break;
+        case OPT_DB:
+            flag = "--db";
+            db = optarg;
+            break;
         case OPT_FUSE:
             if (!push(&fixed, "--fuse"))
                 goto oom;
@@ -381,6 +385,7 @@ int cmd_sweep(int argc, char **argv)
                 goto oom;
             continue;
         case OPT_NO_DB:
+            use_db = false;
             if (!push(&fixed, "--no-db"))
                 goto oom;
             continue;
@@ -403,9 +408,13 @@ int cmd_sweep(int argc, char **argv)
     ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_sweep *sw = NULL;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+    /* No report over the history the runs write into. */
+    char dflt[4096];
+    const ntp_output_path outs[] = {cli_db_output(ctx, db, use_db, dflt, sizeof dflt),
+                                    {"-o", output, NTP_OUTPUT_FILE},
                                     {"--html", html, NTP_OUTPUT_FILE}};
-    if (cli_check_outputs(ctx, outs, 2, &file, 1) != CLI_OK) {
+    ntp_ctx_clear(ctx);
+    if (cli_check_outputs(ctx, outs, 3, &file, 1) != CLI_OK) {
         rc = CLI_FAIL;
         goto done;
     }
