@@ -62,6 +62,27 @@ static char *parent_of(const char *path)
     return strndup(path, slash == path ? 1 : (size_t)(slash - path));
 }
 
+/* The folder that will hold path (the file written or the folder created)
+ * must exist and be writable; verb says which ("write", "create"). */
+static ntp_status check_parent(ntp_ctx *ctx, const char *what, const char *verb, const char *path,
+                               const char *name)
+{
+    char *dir = parent_of(name);
+    if (!dir)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    ntp_status rc = NTP_STATUS_OK;
+    struct stat ds;
+    int sr = stat(dir, &ds);
+    if (sr != 0 || !S_ISDIR(ds.st_mode))
+        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot %s '%s': folder '%s': %s", what, verb,
+                        path, dir, strerror(sr != 0 ? errno : ENOTDIR));
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot %s '%s': folder '%s': %s", what, verb,
+                        path, dir, strerror(errno));
+    free(dir);
+    return rc;
+}
+
 /* How path is written, and for REPLACE the file to replace (malloc'd). The
  * folder of a file to create or replace must exist and be writable. */
 static ntp_status classify(ntp_ctx *ctx, const char *what, const char *path, out_kind *kind,
@@ -102,19 +123,7 @@ static ntp_status classify(ntp_ctx *ctx, const char *what, const char *path, out
         *kind = OUT_THROUGH;
         return NTP_STATUS_OK;
     }
-    char *dir = parent_of(file);
-    if (!dir)
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    struct stat ds;
-    ntp_status rc = NTP_STATUS_OK;
-    int sr = stat(dir, &ds);
-    if (sr != 0 || !S_ISDIR(ds.st_mode))
-        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write '%s': folder '%s': %s", what,
-                        path, dir, strerror(sr != 0 ? errno : ENOTDIR));
-    else if (access(dir, W_OK | X_OK) != 0)
-        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot write '%s': folder '%s': %s", what,
-                        path, dir, strerror(errno));
-    free(dir);
+    ntp_status rc = check_parent(ctx, what, "write", path, file);
     if (rc)
         return rc;
     if (!(*target = strdup(file)))
@@ -149,20 +158,8 @@ static ntp_status check_dir(ntp_ctx *ctx, const char *what, const char *path)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     for (size_t n = strlen(name); n > 1 && name[n - 1] == '/'; n--)
         name[n - 1] = '\0';
-    char *dir = parent_of(name);
+    ntp_status rc = check_parent(ctx, what, "create", path, name);
     free(name);
-    if (!dir)
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    ntp_status rc = NTP_STATUS_OK;
-    struct stat ds;
-    int sr = stat(dir, &ds);
-    if (sr != 0 || !S_ISDIR(ds.st_mode))
-        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot create '%s': folder '%s': %s", what,
-                        path, dir, strerror(sr != 0 ? errno : ENOTDIR));
-    else if (access(dir, W_OK | X_OK) != 0)
-        rc = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%scannot create '%s': folder '%s': %s", what,
-                        path, dir, strerror(errno));
-    free(dir);
     return rc;
 }
 
