@@ -373,10 +373,18 @@ int cmd_run(int argc, char **argv)
         ntp_ctx_free(ctx);
         goto out;
     }
+    /* A shared store (a URL) that cannot be reached fails the run before
+     * anything is measured: a cluster's task must not look done. */
+    bool shared_db = use_db && db && ntp_store_is_url(db) && !tool_child;
     if (use_db && db &&
-        ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
+        ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK) {
+        if (shared_db) {
+            rc = cli_fail(ctx);
+            ntp_ctx_free(ctx);
+            goto out;
+        }
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
-    else if (use_db && !db)
+    } else if (use_db && !db)
         fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
     if (have_ceilings)
         ro.ceilings = &ceilings;
@@ -412,10 +420,16 @@ int cmd_run(int argc, char **argv)
         if (rc == CLI_OK && html)
             rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
         if (rc == CLI_OK && use_db && db &&
-            ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
-            fprintf(stderr,
-                    "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
-                    ntp_ctx_errmsg(ctx));
+            ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK) {
+            if (shared_db)
+                rc = cli_fail(ctx);
+            else
+                fprintf(stderr,
+                        "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
+                        ntp_ctx_errmsg(ctx));
+        } else if (rc == CLI_OK && shared_db) {
+            cli_print_warnings(ctx); /* a lost connection retried */
+        }
     }
     ntp_run_result_free(res);
     ntp_graph_free(g);
