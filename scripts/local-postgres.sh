@@ -4,7 +4,8 @@
 #
 # Usage: scripts/local-postgres.sh up [DIR]     start one; the URL is the LAST line
 #        scripts/local-postgres.sh down [DIR]   stop it and remove DIR
-#        scripts/local-postgres.sh restart [DIR]  stop and start it (same port)
+#        scripts/local-postgres.sh stop|start|restart [DIR]
+#                                             stop or start the server, keeping its data and port
 #
 # `up` makes DIR (default: a new mktemp -d folder), runs initdb there and
 # starts the server listening on a Unix socket in DIR and on 127.0.0.1 at a
@@ -18,8 +19,14 @@ set -euo pipefail
 
 state="${TMPDIR:-/tmp}/ntprof-local-postgres.$(id -u)"
 
+# A cluster `up` is making, removed again should it fail half-way.
+cleanup_dir=""
 die() {
     echo "local-postgres.sh: $*" >&2
+    if [ -n "$cleanup_dir" ]; then
+        stop_server "$cleanup_dir" >/dev/null 2>&1 || true
+        rm -rf "$cleanup_dir"
+    fi
     exit 1
 }
 
@@ -122,12 +129,14 @@ cmd_up() {
         dir="$(mktemp -d "${TMPDIR:-/tmp}/ntprof-pg.XXXXXX")"
     fi
     dir="$(cd "$dir" && pwd)"
+    cleanup_dir="$dir"
     chmod 755 "$dir"
     pass="$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)"
     printf '%s\n' "$pass" >"$dir/password"
     chmod 600 "$dir/password"
     if [ -n "$owner" ]; then
         chown -R "$owner" "$dir"
+        as_owner test -w "$dir" || die "$dir is not reachable by $owner, who runs the server (a parent folder is private); give no DIR or one under /tmp"
     fi
     as_owner "$bin/initdb" -D "$dir/data" -U ntprof --pwfile="$dir/password" -A trust \
         --auth-host=scram-sha-256 --auth-local=trust --no-sync -E UTF8 --locale=C \
@@ -151,6 +160,8 @@ EOF
     as_owner "$bin/createdb" -h "$dir" -p "$port" -U ntprof ntprof ||
         die "createdb failed (see $dir/server.log)"
     echo "$dir" >"$state"
+    cleanup_dir=""
+    echo "dir: $dir"
     echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') in $dir (server log: $dir/server.log)"
     echo "socket URL: postgresql:///ntprof?host=$dir&port=$port&user=ntprof"
     echo "stop it with: $0 down $dir"
@@ -178,12 +189,30 @@ cmd_restart() {
     echo "restarted $dir"
 }
 
+cmd_stop() {
+    local dir
+    dir="$(resolve_dir "${1:-}")"
+    owner_of "$dir"
+    stop_server "$dir"
+    echo "stopped $dir"
+}
+
+cmd_start() {
+    local dir
+    dir="$(resolve_dir "${1:-}")"
+    owner_of "$dir"
+    start_server "$dir" "$(cat "$dir/port")" || die "the server did not start (see $dir/server.log)"
+    echo "started $dir"
+}
+
 case "${1:-}" in
     up) cmd_up "${2:-}" ;;
     down) cmd_down "${2:-}" ;;
+    stop) cmd_stop "${2:-}" ;;
+    start) cmd_start "${2:-}" ;;
     restart) cmd_restart "${2:-}" ;;
     *)
-        echo "usage: $0 up [DIR] | down [DIR] | restart [DIR]" >&2
+        echo "usage: $0 up [DIR] | down [DIR] | stop|start|restart [DIR]" >&2
         exit 2
         ;;
 esac
