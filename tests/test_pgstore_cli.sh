@@ -80,6 +80,11 @@ expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$URL" --run-uuid "$RU"
 expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$URL" --run-uuid "$RU"
 [ "$(sql "SELECT count(*) FROM runs WHERE uuid = '$RU'")" = 1 ] && ok || bad "UUID $RU stored $(sql "SELECT count(*) FROM runs WHERE uuid = '$RU'") times"
 [ "$(sql 'SELECT count(*) FROM runs')" = 4 ] && ok || bad "runs: $(sql 'SELECT count(*) FROM runs'), want 4"
+# A sweep records each configuration there (two runs, then removed again
+# so the counts below stay those of the runs above).
+expect_exit 0 "$NTPROF" sweep "$MLP" --vary hidden=8,16 "${FAST[@]}" --db "$URL"
+[ "$(sql 'SELECT count(*) FROM runs WHERE id > 4')" = 2 ] && ok || bad "sweep rows: $(sql 'SELECT id, params FROM runs')"
+sql 'DELETE FROM runs WHERE id > 4'
 
 # Copy to SQLite, again (nothing new), a run added there, copied back.
 LITE=$T/lite.db

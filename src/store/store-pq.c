@@ -201,8 +201,9 @@ static void quiet(void *arg, const char *message)
 static bool session(ntp_store *s)
 {
     PQsetNoticeProcessor(conn_of(s), quiet, NULL);
-    const char *sql = s->read_only ? "SET default_transaction_read_only = on" : "SELECT 1";
-    PGresult *r = PQexec(conn_of(s), sql);
+    if (!s->read_only)
+        return true;
+    PGresult *r = PQexec(conn_of(s), "SET default_transaction_read_only = on");
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
     if (!ok)
         note_text(s, PQresultErrorMessage(r));
@@ -530,21 +531,22 @@ static bool one_int(ntp_store *s, const char *sql, int *out)
 
 static bool pq_version(ntp_store *s, int *version, bool *has_tables)
 {
-    int exists, n;
     *version = 0;
-    if (!one_int(s,
-                 "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-                 " AND tablename = 'schema_version'",
-                 &exists) ||
-        !one_int(s,
-                 "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-                 " AND tablename <> 'schema_version'",
-                 &n))
-        return false;
-    *has_tables = n > 0;
-    if (exists && !one_int(s, "SELECT coalesce(max(version), 0) FROM schema_version", version))
-        return false;
-    return true;
+    PGresult *r = PQexec(conn_of(s), "SELECT count(*) FILTER (WHERE tablename = 'schema_version'),"
+                                     " count(*) FILTER (WHERE tablename <> 'schema_version')"
+                                     " FROM pg_tables WHERE schemaname = current_schema()");
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 2;
+    int exists = 0;
+    if (ok) {
+        exists = atoi(PQgetvalue(r, 0, 0));
+        *has_tables = atoi(PQgetvalue(r, 0, 1)) > 0;
+    } else {
+        note_text(s, PQresultErrorMessage(r));
+    }
+    PQclear(r);
+    if (ok && exists)
+        ok = one_int(s, "SELECT coalesce(max(version), 0) FROM schema_version", version);
+    return ok;
 }
 
 static bool pq_set_version(ntp_store *s, int version)

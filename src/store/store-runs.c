@@ -77,13 +77,126 @@ static const char insert_row_sql[] =
     "INSERT INTO rows (run_id, idx, name, type, kind, backend, inlay, fused, fused_into,"
     " output_shape, n, median_ms, min_ms, mean_ms, p90_ms, p99_ms, max_ms, stddev_ms,"
     " ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops, gbps, intensity, prepare_ms,"
-    " workspace_bytes, attainable_gflops, roof_share)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?)";
+    " workspace_bytes, attainable_gflops, roof_share)";
+enum { ROW_COLS = 31 };
 
 static const char insert_marker_sql[] =
     "INSERT INTO markers (run_id, idx, name, first, last, n, median_ms, min_ms, mean_ms, p90_ms,"
     " p99_ms, max_ms, stddev_ms, ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops,"
-    " attainable_gflops, roof_share) VALUES (?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?)";
+    " attainable_gflops, roof_share)";
+enum { MARKER_COLS = 22 };
+
+static const char insert_warning_sql[] = "INSERT INTO warnings (run_id, idx, text)";
+enum { WARNING_COLS = 3 };
+
+/* Binds item k of r (of run id) from parameter i on; returns the next. */
+typedef int (*bind_item)(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id);
+
+/* INSERT head VALUES (...), (...), ...: the items CHUNK at a time, so a
+ * run's rows cost a few statements rather than one each (round trips to a
+ * PostgreSQL server; both databases take multi-row VALUES). */
+static ntp_status insert_many(ntp_ctx *ctx, ntp_store *s, const char *head, int cols, int n,
+                              bind_item bind, const ntp_run_result *r, int64_t id, const char *what)
+{
+    enum { CHUNK = 32 };
+    ntp_status st = NTP_STATUS_OK;
+    ntp__stmt *full = NULL;
+    for (int k0 = 0; k0 < n && !st; k0 += CHUNK) {
+        int m = n - k0 < CHUNK ? n - k0 : CHUNK;
+        ntp__stmt *q = m == CHUNK ? full : NULL;
+        if (!q) {
+            size_t len = strlen(head) + 16 + (size_t)m * (2 * (size_t)cols + 3);
+            char *sql = malloc(len);
+            if (!sql)
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            char *o = sql + sprintf(sql, "%s VALUES ", head);
+            for (int j = 0; j < m; j++) {
+                *o++ = j ? ',' : ' ';
+                *o++ = '(';
+                for (int c = 0; c < cols; c++) {
+                    if (c)
+                        *o++ = ',';
+                    *o++ = '?';
+                }
+                *o++ = ')';
+            }
+            *o = '\0';
+            q = ntp__db_prepare(s, sql);
+            free(sql);
+            if (!q) {
+                st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+                break;
+            }
+            if (m == CHUNK)
+                full = q;
+        } else {
+            ntp__db_reset(q);
+        }
+        int i = 1;
+        for (int j = 0; j < m; j++)
+            i = bind(q, i, r, k0 + j, id);
+        if (ntp__db_step(q) != NTP__STEP_DONE)
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, what);
+        if (q != full)
+            ntp__db_finalize(q);
+    }
+    ntp__db_finalize(full);
+    return st;
+}
+
+static int bind_layer(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    const ntp_layer_result *l = &r->layers[k];
+    char shape[192];
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, l->name);
+    ntp__db_text(q, i++, l->type);
+    ntp__db_text(q, i++, l->kind);
+    ntp__db_text(q, i++, l->backend);
+    ntp__db_int(q, i++, l->inlay);
+    ntp__db_int(q, i++, l->fused);
+    ntp__db_text(q, i++, l->fused ? l->fused_into : NULL);
+    ntp__db_text(q, i++, ntp__shape_x(&l->output_shape, shape, sizeof shape));
+    i = bind_stats(q, i, &l->time_ms);
+    bind_num(q, i++, l->share);
+    ntp__db_int(q, i++, l->flops);
+    ntp__db_int(q, i++, l->bytes);
+    bind_num(q, i++, l->gflops);
+    bind_num(q, i++, l->gbps);
+    bind_num(q, i++, l->intensity);
+    bind_num(q, i++, l->prepare_ms);
+    ntp__db_int(q, i++, l->workspace_bytes);
+    bind_num(q, i++, l->attainable_gflops > 0 ? l->attainable_gflops : NAN);
+    bind_num(q, i++, l->attainable_gflops > 0 ? l->roof_share : NAN);
+    return i;
+}
+
+static int bind_marker(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    const ntp_marker_result *m = &r->markers[k];
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, m->name);
+    ntp__db_int(q, i++, m->first);
+    ntp__db_int(q, i++, m->last);
+    i = bind_stats(q, i, &m->time_ms);
+    bind_num(q, i++, m->share);
+    ntp__db_int(q, i++, m->flops);
+    ntp__db_int(q, i++, m->bytes);
+    bind_num(q, i++, m->gflops);
+    bind_num(q, i++, m->attainable_gflops > 0 ? m->attainable_gflops : NAN);
+    bind_num(q, i++, m->attainable_gflops > 0 ? m->roof_share : NAN);
+    return i;
+}
+
+static int bind_warning(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, r->warnings[k] ? r->warnings[k] : "");
+    return i;
+}
 
 static ntp_status insert_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
                              const char *report, size_t report_len, int64_t *id)
@@ -155,77 +268,14 @@ static ntp_status insert_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r
 
 static ntp_status insert_rows(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t id)
 {
-    ntp__stmt *q;
-    if (!(q = ntp__db_prepare(s, insert_row_sql)))
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    ntp_status st = NTP_STATUS_OK;
-    for (int k = 0; k < r->n_layers && !st; k++) {
-        const ntp_layer_result *l = &r->layers[k];
-        char shape[192];
-        int i = 1;
-        ntp__db_reset(q);
-        ntp__db_int(q, i++, id);
-        ntp__db_int(q, i++, k);
-        ntp__db_text(q, i++, l->name);
-        ntp__db_text(q, i++, l->type);
-        ntp__db_text(q, i++, l->kind);
-        ntp__db_text(q, i++, l->backend);
-        ntp__db_int(q, i++, l->inlay);
-        ntp__db_int(q, i++, l->fused);
-        ntp__db_text(q, i++, l->fused ? l->fused_into : NULL);
-        ntp__db_text(q, i++, ntp__shape_x(&l->output_shape, shape, sizeof shape));
-        i = bind_stats(q, i, &l->time_ms);
-        bind_num(q, i++, l->share);
-        ntp__db_int(q, i++, l->flops);
-        ntp__db_int(q, i++, l->bytes);
-        bind_num(q, i++, l->gflops);
-        bind_num(q, i++, l->gbps);
-        bind_num(q, i++, l->intensity);
-        bind_num(q, i++, l->prepare_ms);
-        ntp__db_int(q, i++, l->workspace_bytes);
-        bind_num(q, i++, l->attainable_gflops > 0 ? l->attainable_gflops : NAN);
-        bind_num(q, i++, l->attainable_gflops > 0 ? l->roof_share : NAN);
-        if (ntp__db_step(q) != NTP__STEP_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a row");
-    }
-    ntp__db_finalize(q);
-    if (st)
-        return st;
-    if (!(q = ntp__db_prepare(s, insert_marker_sql)))
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    for (int k = 0; k < r->n_markers && !st; k++) {
-        const ntp_marker_result *m = &r->markers[k];
-        int i = 1;
-        ntp__db_reset(q);
-        ntp__db_int(q, i++, id);
-        ntp__db_int(q, i++, k);
-        ntp__db_text(q, i++, m->name);
-        ntp__db_int(q, i++, m->first);
-        ntp__db_int(q, i++, m->last);
-        i = bind_stats(q, i, &m->time_ms);
-        bind_num(q, i++, m->share);
-        ntp__db_int(q, i++, m->flops);
-        ntp__db_int(q, i++, m->bytes);
-        bind_num(q, i++, m->gflops);
-        bind_num(q, i++, m->attainable_gflops > 0 ? m->attainable_gflops : NAN);
-        bind_num(q, i++, m->attainable_gflops > 0 ? m->roof_share : NAN);
-        if (ntp__db_step(q) != NTP__STEP_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a marker");
-    }
-    ntp__db_finalize(q);
-    if (st)
-        return st;
-    if (!(q = ntp__db_prepare(s, "INSERT INTO warnings (run_id, idx, text) VALUES (?,?,?)")))
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    for (int k = 0; k < r->n_warnings && !st; k++) {
-        ntp__db_reset(q);
-        ntp__db_int(q, 1, id);
-        ntp__db_int(q, 2, k);
-        ntp__db_text(q, 3, r->warnings[k] ? r->warnings[k] : "");
-        if (ntp__db_step(q) != NTP__STEP_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a warning");
-    }
-    ntp__db_finalize(q);
+    ntp_status st = insert_many(ctx, s, insert_row_sql, ROW_COLS, r->n_layers, bind_layer, r, id,
+                                "cannot add a row");
+    if (!st)
+        st = insert_many(ctx, s, insert_marker_sql, MARKER_COLS, r->n_markers, bind_marker, r, id,
+                         "cannot add a marker");
+    if (!st)
+        st = insert_many(ctx, s, insert_warning_sql, WARNING_COLS, r->n_warnings, bind_warning, r,
+                         id, "cannot add a warning");
     return st;
 }
 
