@@ -83,11 +83,15 @@ static double append(const char *path, int runs, int rows)
         exit(1);
     }
     double t0 = now_s();
-    for (int i = 0; i < runs; i++)
+    for (int i = 0; i < runs; i++) {
+        /* A new run each time: the store keeps one run per UUID. */
+        snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%08x-0000-4000-8000-%012d",
+                 (unsigned)getpid(), i);
         if (ntp_store_add_run(ctx, s, r, NULL) != NTP_STATUS_OK) {
             fprintf(stderr, "%s\n", ntp_ctx_errmsg(ctx));
             exit(1);
         }
+    }
     double t = now_s() - t0;
     ntp_store_close(s);
     ntp_ctx_free(ctx);

@@ -19,6 +19,9 @@ build_pkgs=(
     python3 python3-numpy python3-onnx python3-jsonschema
     # headless Chromium renders the HTML report in its test
     chromium
+    # the shared history store (--db postgresql://, docs/cluster.md) and the
+    # PostgreSQL 15 server its tests start (scripts/local-postgres.sh)
+    postgresql libpq-dev
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

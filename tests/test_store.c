@@ -266,10 +266,18 @@ static void test_migration(void **state)
     ntp_store *s;
     /* A version-1 history (runs, no ceilings cache) with one run in it. */
     assert_int_equal(ntp__store_open_version(ctx, path, 1, &s), NTP_STATUS_OK);
-    static sample smp;
-    make_sample(&smp, 3, 1, "tiny", "ref");
-    assert_int_equal(ntp_store_add_run(ctx, s, &smp.r, NULL), NTP_STATUS_OK);
     ntp_store_close(s);
+    /* The run as version 1 held it (ntp_store_add_run writes today's
+     * columns, which a version-1 table lacks). */
+    sqlite3 *v1;
+    assert_int_equal(sqlite3_open(path, &v1), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(v1,
+                                  "INSERT INTO runs (time, topology, precision, n_layers,"
+                                  " n_markers, n_warnings, report) VALUES"
+                                  " ('2025-03-01T12:34:56Z', 'tiny', 'f32', 0, 0, 0, '{}')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(v1);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'machines'"),
                      0);
@@ -410,7 +418,7 @@ static void test_ceilings_gpu(void **state)
     sqlite3_close(db);
     assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
-    assert_int_equal(NTP_STORE_SCHEMA_VERSION, 3);
+    assert_true(NTP_STORE_SCHEMA_VERSION >= 3);
     bool found = false;
     ntp_ceilings back;
     assert_int_equal(ntp_store_load_ceilings(ctx, s, "Old CPU|2|box", &back, &found),

@@ -235,6 +235,9 @@ typedef struct ntp_env {
     char git_revision[48];
     char hostname[64];
     char timestamp[32]; /* ISO 8601 UTC */
+    /* This run's identity, a random (version 4) UUID made when the run
+     * starts: the history stores a run once however often it is written. */
+    char run_uuid[40];
     /* Reproducibility (docs/report-format.md): the backends' libraries, the
      * CPU's frequency policy, and the load when the run started. Each text
      * is "n/a (reason)" where the system does not say. */

@@ -1,4 +1,5 @@
-/* ntprof: the results history, an SQLite database (docs/history.md).
+/* ntprof: the results history, an SQLite database or a shared PostgreSQL
+ * one (docs/history.md, docs/cluster.md).
  *
  *   ntp_store *db;
  *   char path[4096];
@@ -26,9 +27,10 @@
 extern "C" {
 #endif
 
-/* The schema version this library writes (PRAGMA user_version). Older
+/* The schema version this library writes (PRAGMA user_version; the
+ * schema_version table on PostgreSQL). Older
  * databases are migrated on open; a newer one is refused. */
-#define NTP_STORE_SCHEMA_VERSION 3
+#define NTP_STORE_SCHEMA_VERSION 4
 
 typedef struct ntp_store ntp_store;
 
@@ -41,13 +43,24 @@ typedef enum ntp_store_mode {
  * INVALID_ARGUMENT when neither variable is set (or buf is too small). */
 NTP_API ntp_status ntp_store_default_path(ntp_ctx *ctx, char *buf, size_t len);
 
+/* path is an SQLite file, or a postgresql:// (postgres://) URL in libpq's
+ * syntax: postgresql://user:password@host:port/dbname?host=/socket/dir.
+ * UNSUPPORTED for a URL when this ntprof was built without libpq; a URL
+ * whose server refuses the connection (down, restarting) is tried again
+ * with doubling waits for up to 15 s ($NTP_DB_RETRY_MS overrides), a
+ * refused password or a missing database is not. */
 NTP_API ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode,
                                   ntp_store **out);
 NTP_API void ntp_store_close(ntp_store *s);
 
 /* Append a run: its configuration, environment, every row and marker with
  * its statistics, end-to-end figures, warnings and the whole JSON report
- * (for lossless reading back). *id (may be NULL) receives the run's id. */
+ * (for lossless reading back). *id (may be NULL) receives the run's id.
+ *
+ * Idempotent: a run whose UUID (r->env.run_uuid) is already stored is not
+ * stored again, and *id is the stored one's. A connection lost during the
+ * write is re-established with backoff and the write retried (a warning on
+ * ctx says so); only when the retry time is spent does it fail. */
 NTP_API ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
                                      int64_t *id);
 
@@ -94,6 +107,27 @@ NTP_API ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, 
 NTP_API ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out);
 /* Number of runs stored. */
 NTP_API ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n);
+
+/* Whether db names a PostgreSQL database (postgresql:// or postgres://)
+ * rather than an SQLite file. */
+NTP_API bool ntp_store_is_url(const char *db);
+
+/* What ntp_store_copy did. */
+typedef struct ntp_store_copy_stats {
+    int64_t runs_copied;  /* runs added to the destination */
+    int64_t runs_present; /* runs the destination already held (same UUID) */
+    int64_t machines_copied;
+} ntp_store_copy_stats;
+
+/* Merge every run of `from` into `to` (either driver, in either
+ * direction), column for column with its rows, markers and warnings and
+ * its report byte for byte, skipping runs `to` already holds by UUID (a
+ * run stored before UUIDs existed gets one derived from its report, the
+ * same in every store). Machines `to` has no ceilings for are copied too.
+ * Each run is one transaction in `to`: an interrupted copy, run again,
+ * completes. */
+NTP_API ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to,
+                                  ntp_store_copy_stats *stats);
 
 /* Cache ceilings measured on machine m (replacing older ones of the same
  * machine key), and read them back. *found is false when none are cached. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,6 +482,28 @@ static void collect_load(ntp_env *env)
         memcpy(env->load_average, avg, sizeof avg);
 }
 
+/* A random (version 4) UUID: the run's identity in every store. Should the
+ * kernel's generator fail (it does not block once the system is up), the
+ * time, the process and a counter still make it unique on this machine. */
+static void make_uuid(char *out, size_t len)
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        static unsigned counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        uint64_t y = ((uint64_t)getpid() << 32) ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        memcpy(b, &x, 8);
+        memcpy(b + 8, &y, 8);
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
 void ntp_env_collect(ntp_env *env)
 {
     memset(env, 0, sizeof *env);
@@ -529,4 +552,5 @@ void ntp_env_collect(ntp_env *env)
     if (now == (time_t)-1 || !gmtime_r(&now, &tm) ||
         strftime(env->timestamp, sizeof env->timestamp, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         copy(env->timestamp, sizeof env->timestamp, NULL);
+    make_uuid(env->run_uuid, sizeof env->run_uuid);
 }

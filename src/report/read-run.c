@@ -220,6 +220,12 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
     get_fixed(rd, o, "git_revision", e->git_revision, sizeof e->git_revision);
     get_fixed(rd, o, "hostname", e->hostname, sizeof e->hostname);
     get_fixed(rd, o, "timestamp", e->timestamp, sizeof e->timestamp);
+    /* Optional: reports before the shared store lack it. */
+    json_t *uuid = json_object_get(o, "run_uuid");
+    snprintf(e->run_uuid, sizeof e->run_uuid, "%s",
+             json_is_string(uuid) && json_string_length(uuid) < sizeof e->run_uuid
+                 ? json_string_value(uuid)
+                 : "");
     /* Optional: reports before the contention figures lack it. */
     json_t *c = json_object_get(o, "contention");
     ntp_contention *ct = &e->contention;

@@ -735,6 +735,8 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     ntp__jset(ok, o, "git_revision", ntp__json_str(e->git_revision));
     ntp__jset(ok, o, "hostname", ntp__json_str(e->hostname));
     ntp__jset(ok, o, "timestamp", ntp__json_str(e->timestamp));
+    if (e->run_uuid[0])
+        ntp__jset(ok, o, "run_uuid", ntp__json_str(e->run_uuid));
     json_t *libs = json_array();
     for (int i = 0; i < e->n_libraries; i++) {
         json_t *l = json_object();

@@ -18,14 +18,13 @@ static ntp_status save_gpus(ntp_ctx *ctx, ntp_store *s, const ntp_ceilings *c)
 {
     if (c->n_gpus == 0)
         return NTP_STATUS_OK;
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO machine_gpus (machine, idx, name, compute_capability, sms,"
+    ntp__stmt *q =
+        ntp__db_prepare(s, "INSERT INTO machine_gpus (machine, idx, name, compute_capability, sms,"
                            " clock_ghz, memory_bytes, gemm_f32_gflops, gemm_tf32_gflops,"
                            " gemm_f16_gflops, gemm_bf16_gflops, gemm_f32_n, gemm_tf32_n,"
                            " gemm_f16_n, gemm_bf16_n, dram_gbps, h2d_gbps, d2h_gbps)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &q, NULL) != SQLITE_OK)
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
     ntp_status st = NTP_STATUS_OK;
     for (int i = 0; i < c->n_gpus && !st; i++) {
@@ -33,63 +32,62 @@ static ntp_status save_gpus(ntp_ctx *ctx, ntp_store *s, const ntp_ceilings *c)
         char sm[24];
         snprintf(sm, sizeof sm, "%d.%d", g->sm_major, g->sm_minor);
         int k = 1;
-        sqlite3_bind_text(q, k++, c->machine_key, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(q, k++, i);
-        sqlite3_bind_text(q, k++, g->name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(q, k++, sm, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(q, k++, g->sms);
-        sqlite3_bind_double(q, k++, g->clock_ghz);
-        sqlite3_bind_int64(q, k++, g->memory_bytes);
+        ntp__db_text(q, k++, c->machine_key);
+        ntp__db_int(q, k++, i);
+        ntp__db_text(q, k++, g->name);
+        ntp__db_text(q, k++, sm);
+        ntp__db_int(q, k++, g->sms);
+        ntp__db_double(q, k++, g->clock_ghz);
+        ntp__db_int(q, k++, g->memory_bytes);
         for (int m = 0; m < NTP_GPU_MATH_COUNT; m++)
-            sqlite3_bind_double(q, k++, g->gemm_gflops[m]);
+            ntp__db_double(q, k++, g->gemm_gflops[m]);
         for (int m = 0; m < NTP_GPU_MATH_COUNT; m++)
-            sqlite3_bind_int(q, k++, g->gemm_n[m]);
-        sqlite3_bind_double(q, k++, g->dram_gbps);
-        sqlite3_bind_double(q, k++, g->h2d_gbps);
-        sqlite3_bind_double(q, k++, g->d2h_gbps);
-        if (sqlite3_step(q) != SQLITE_DONE)
+            ntp__db_int(q, k++, g->gemm_n[m]);
+        ntp__db_double(q, k++, g->dram_gbps);
+        ntp__db_double(q, k++, g->h2d_gbps);
+        ntp__db_double(q, k++, g->d2h_gbps);
+        if (ntp__db_step(q) != NTP__STEP_DONE)
             st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the GPU ceilings");
-        sqlite3_reset(q);
+        ntp__db_reset(q);
     }
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     return st;
 }
 
 /* The GPUs cached for machine_key, in order. */
 static ntp_status load_gpus(ntp_ctx *ctx, ntp_store *s, const char *machine_key, ntp_ceilings *c)
 {
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT name, compute_capability, sms, clock_ghz, memory_bytes,"
+    ntp__stmt *q =
+        ntp__db_prepare(s, "SELECT name, compute_capability, sms, clock_ghz, memory_bytes,"
                            " gemm_f32_gflops, gemm_tf32_gflops, gemm_f16_gflops, gemm_bf16_gflops,"
                            " gemm_f32_n, gemm_tf32_n, gemm_f16_n, gemm_bf16_n, dram_gbps, h2d_gbps,"
-                           " d2h_gbps FROM machine_gpus WHERE machine = ? ORDER BY idx",
-                           -1, &q, NULL) != SQLITE_OK)
+                           " d2h_gbps FROM machine_gpus WHERE machine = ? ORDER BY idx");
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the GPU ceilings");
-    sqlite3_bind_text(q, 1, machine_key, -1, SQLITE_TRANSIENT);
-    int rc;
+    ntp__db_text(q, 1, machine_key);
+    ntp__step rc;
     c->n_gpus = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && c->n_gpus < NTP_MACHINE_MAX_GPUS) {
+    while ((rc = ntp__db_step(q)) == NTP__STEP_ROW && c->n_gpus < NTP_MACHINE_MAX_GPUS) {
         ntp_gpu_ceilings *g = &c->gpus[c->n_gpus++];
         memset(g, 0, sizeof *g);
-        const char *name = (const char *)sqlite3_column_text(q, 0);
-        const char *sm = (const char *)sqlite3_column_text(q, 1);
+        const char *name = ntp__db_col_text(q, 0);
+        const char *sm = ntp__db_col_text(q, 1);
         snprintf(g->name, sizeof g->name, "%s", name ? name : "");
         if (!sm || sscanf(sm, "%d.%d", &g->sm_major, &g->sm_minor) != 2)
             g->sm_major = g->sm_minor = 0;
-        g->sms = sqlite3_column_int(q, 2);
-        g->clock_ghz = sqlite3_column_double(q, 3);
-        g->memory_bytes = sqlite3_column_int64(q, 4);
+        g->sms = (int)ntp__db_col_int(q, 2);
+        g->clock_ghz = ntp__db_col_double(q, 3);
+        g->memory_bytes = ntp__db_col_int(q, 4);
         for (int m = 0; m < NTP_GPU_MATH_COUNT; m++) {
-            g->gemm_gflops[m] = sqlite3_column_double(q, 5 + m);
-            g->gemm_n[m] = sqlite3_column_int(q, 5 + NTP_GPU_MATH_COUNT + m);
+            g->gemm_gflops[m] = ntp__db_col_double(q, 5 + m);
+            g->gemm_n[m] = (int)ntp__db_col_int(q, 5 + NTP_GPU_MATH_COUNT + m);
         }
-        g->dram_gbps = sqlite3_column_double(q, 13);
-        g->h2d_gbps = sqlite3_column_double(q, 14);
-        g->d2h_gbps = sqlite3_column_double(q, 15);
+        g->dram_gbps = ntp__db_col_double(q, 13);
+        g->h2d_gbps = ntp__db_col_double(q, 14);
+        g->d2h_gbps = ntp__db_col_double(q, 15);
     }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    ntp__db_finalize(q);
+    if (rc == NTP__STEP_ERROR)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the GPU ceilings");
     return NTP_STATUS_OK;
 }
@@ -102,7 +100,7 @@ ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine
                           "ntp_store_save_ceilings: missing argument");
     if (s->read_only)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
-                          s->path);
+                          s->display);
     json_t *dj = ntp__machine_info_json(m), *cj = ntp__ceilings_json(c);
     /* The GPUs have columns of their own; the document keeps the CPU's. */
     if (cj) {
@@ -114,50 +112,51 @@ ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine
     json_decref(dj);
     json_decref(cj);
     ntp_status st = NTP_STATUS_OK;
-    sqlite3_stmt *q = NULL;
+    ntp__stmt *q = NULL;
     if (!desc || !ceil) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     if ((st = ntp__store_begin(ctx, s)))
         goto out;
-    /* The old machine's GPUs go first: a replaced row takes no GPU of its
-     * predecessor along, whatever the foreign-key settings. */
-    if (sqlite3_prepare_v2(s->db, "DELETE FROM machine_gpus WHERE machine = ?", -1, &q, NULL) !=
-        SQLITE_OK) {
+    /* The old machine's GPUs go first, then its row (the two statements
+     * are plain SQL on both drivers, where INSERT OR REPLACE is not): a
+     * replaced row takes no GPU of its predecessor along, whatever the
+     * foreign-key settings. */
+    static const char *const deletes[] = {"DELETE FROM machine_gpus WHERE machine = ?",
+                                          "DELETE FROM machines WHERE key = ?"};
+    for (int k = 0; k < 2; k++) {
+        if (!(q = ntp__db_prepare(s, deletes[k]))) {
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+            ntp__store_rollback(s);
+            goto out;
+        }
+        ntp__db_text(q, 1, c->machine_key);
+        ntp__step rc = ntp__db_step(q);
+        ntp__db_finalize(q);
+        q = NULL;
+        if (rc != NTP__STEP_DONE) {
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the ceilings");
+            ntp__store_rollback(s);
+            goto out;
+        }
+    }
+    if (!(q = ntp__db_prepare(s, "INSERT INTO machines (key, measured_at, cpu_model, cores,"
+                                 " hostname, description, ceilings, gpu_note)"
+                                 " VALUES (?,?,?,?,?,?,?,?)"))) {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
         ntp__store_rollback(s);
         goto out;
     }
-    sqlite3_bind_text(q, 1, c->machine_key, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(q);
-    sqlite3_finalize(q);
-    q = NULL;
-    if (rc != SQLITE_DONE) {
-        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the ceilings");
-        ntp__store_rollback(s);
-        goto out;
-    }
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO machines (key, measured_at, cpu_model, cores,"
-                           " hostname, description, ceilings, gpu_note) VALUES (?,?,?,?,?,?,?,?)",
-                           -1, &q, NULL) != SQLITE_OK) {
-        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-        ntp__store_rollback(s);
-        goto out;
-    }
-    sqlite3_bind_text(q, 1, c->machine_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 2, c->measured_at, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, m->cpu_model, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(q, 4, m->pus);
-    sqlite3_bind_text(q, 5, m->hostname, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 6, desc, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 7, ceil, -1, SQLITE_TRANSIENT);
-    if (c->n_gpus == 0)
-        sqlite3_bind_text(q, 8, c->gpu_note, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(q, 8);
-    if (sqlite3_step(q) != SQLITE_DONE || (st = save_gpus(ctx, s, c)) != NTP_STATUS_OK) {
+    ntp__db_text(q, 1, c->machine_key);
+    ntp__db_text(q, 2, c->measured_at);
+    ntp__db_text(q, 3, m->cpu_model);
+    ntp__db_int(q, 4, m->pus);
+    ntp__db_text(q, 5, m->hostname);
+    ntp__db_text(q, 6, desc);
+    ntp__db_text(q, 7, ceil);
+    ntp__db_text(q, 8, c->n_gpus == 0 ? c->gpu_note : NULL);
+    if (ntp__db_step(q) != NTP__STEP_DONE || (st = save_gpus(ctx, s, c)) != NTP_STATUS_OK) {
         if (!st)
             st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the ceilings");
         ntp__store_rollback(s);
@@ -165,7 +164,7 @@ ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp_machine
         st = ntp__store_commit(ctx, s);
     }
 out:
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     free(desc);
     free(ceil);
     return st;
@@ -176,32 +175,31 @@ ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machi
 {
     *found = false;
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db, "SELECT ceilings, gpu_note FROM machines WHERE key = ?", -1, &q,
-                           NULL) != SQLITE_OK)
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT ceilings, gpu_note FROM machines WHERE key = ?");
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the ceilings");
-    sqlite3_bind_text(q, 1, machine_key, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(q);
+    ntp__db_text(q, 1, machine_key);
+    ntp__step rc = ntp__db_step(q);
     ntp_status st = NTP_STATUS_OK;
-    if (rc == SQLITE_ROW) {
-        const char *text = (const char *)sqlite3_column_text(q, 0);
+    if (rc == NTP__STEP_ROW) {
+        const char *text = ntp__db_col_text(q, 0);
         json_t *j = text ? json_loads(text, 0, NULL) : NULL;
         if (!j || !ntp__ceilings_from_json(j, out))
             st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                             "history %s: the cached ceilings of '%s' are unreadable; "
                             "run `ntprof machine --remeasure`",
-                            s->path, machine_key);
+                            s->display, machine_key);
         else
             *found = true;
         json_decref(j);
-        const char *note = (const char *)sqlite3_column_text(q, 1);
+        const char *note = ntp__db_col_text(q, 1);
         snprintf(out->gpu_note, sizeof out->gpu_note, "%s", note ? note : "");
         if (*found && (st = load_gpus(ctx, s, machine_key, out)) != NTP_STATUS_OK)
             *found = false;
-    } else if (rc != SQLITE_DONE) {
+    } else if (rc != NTP__STEP_DONE) {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the ceilings");
     }
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     return st;
 }
 
@@ -209,10 +207,13 @@ ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings 
 {
     *found = false;
     memset(out, 0, sizeof *out);
-    if (access(path, F_OK) != 0)
+    bool url = ntp_store_is_url(path);
+    if (!url && access(path, F_OK) != 0)
         return NTP_STATUS_OK;
+    /* A shared database is opened as the run's write will open it: a new
+     * one gets its schema, and an unreachable one is known before the run. */
     ntp_store *s;
-    ntp_status st = ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s);
+    ntp_status st = ntp_store_open(ctx, path, url ? NTP_STORE_CREATE : NTP_STORE_READ_ONLY, &s);
     if (st)
         return st;
     char key[256];

@@ -13,26 +13,18 @@
 
 /* Bind helpers: NaN (a figure that could not be computed) is stored as
  * NULL, like JSON's null. */
-static void bind_num(sqlite3_stmt *q, int i, double v)
+static void bind_num(ntp__stmt *q, int i, double v)
 {
     if (isfinite(v))
-        sqlite3_bind_double(q, i, v);
+        ntp__db_double(q, i, v);
     else
-        sqlite3_bind_null(q, i);
-}
-
-static void bind_text(sqlite3_stmt *q, int i, const char *s)
-{
-    if (s)
-        sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(q, i);
+        ntp__db_null(q, i);
 }
 
 /* n, median .. cv: eleven columns from position i. */
-static int bind_stats(sqlite3_stmt *q, int i, const ntp_stats *s)
+static int bind_stats(ntp__stmt *q, int i, const ntp_stats *s)
 {
-    sqlite3_bind_int64(q, i++, (sqlite3_int64)s->n);
+    ntp__db_int(q, i++, (int64_t)s->n);
     const double v[] = {s->median, s->min,    s->mean,    s->p90,     s->p99,
                         s->max,    s->stddev, s->ci95_lo, s->ci95_hi, s->cv};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
@@ -78,25 +70,138 @@ static const char insert_run_sql[] =
     " overhead_per_layer_us, weight_bytes, arena_bytes, workspace_bytes, peak_rss_bytes,"
     " minor_faults, major_faults, machine, cpu_model, cpu_flags, cores, memory_bytes, os,"
     " compiler, libraries, ntprof_version, git_revision, hostname, n_layers, n_markers,"
-    " n_warnings, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?,"
-    " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    " n_warnings, report, uuid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?,"
+    " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id";
 
 static const char insert_row_sql[] =
     "INSERT INTO rows (run_id, idx, name, type, kind, backend, inlay, fused, fused_into,"
     " output_shape, n, median_ms, min_ms, mean_ms, p90_ms, p99_ms, max_ms, stddev_ms,"
     " ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops, gbps, intensity, prepare_ms,"
-    " workspace_bytes, attainable_gflops, roof_share)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?)";
+    " workspace_bytes, attainable_gflops, roof_share)";
+enum { ROW_COLS = 31 };
 
 static const char insert_marker_sql[] =
     "INSERT INTO markers (run_id, idx, name, first, last, n, median_ms, min_ms, mean_ms, p90_ms,"
     " p99_ms, max_ms, stddev_ms, ci95_lo_ms, ci95_hi_ms, cv, share, flops, bytes, gflops,"
-    " attainable_gflops, roof_share) VALUES (?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?)";
+    " attainable_gflops, roof_share)";
+enum { MARKER_COLS = 22 };
+
+static const char insert_warning_sql[] = "INSERT INTO warnings (run_id, idx, text)";
+enum { WARNING_COLS = 3 };
+
+/* Binds item k of r (of run id) from parameter i on; returns the next. */
+typedef int (*bind_item)(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id);
+
+/* INSERT head VALUES (...), (...), ...: the items CHUNK at a time, so a
+ * run's rows cost a few statements rather than one each (round trips to a
+ * PostgreSQL server; both databases take multi-row VALUES). */
+static ntp_status insert_many(ntp_ctx *ctx, ntp_store *s, const char *head, int cols, int n,
+                              bind_item bind, const ntp_run_result *r, int64_t id, const char *what)
+{
+    enum { CHUNK = 32 };
+    ntp_status st = NTP_STATUS_OK;
+    ntp__stmt *full = NULL;
+    for (int k0 = 0; k0 < n && !st; k0 += CHUNK) {
+        int m = n - k0 < CHUNK ? n - k0 : CHUNK;
+        ntp__stmt *q = m == CHUNK ? full : NULL;
+        if (!q) {
+            size_t len = strlen(head) + 16 + (size_t)m * (2 * (size_t)cols + 3);
+            char *sql = malloc(len);
+            if (!sql)
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            char *o = sql + sprintf(sql, "%s VALUES ", head);
+            for (int j = 0; j < m; j++) {
+                *o++ = j ? ',' : ' ';
+                *o++ = '(';
+                for (int c = 0; c < cols; c++) {
+                    if (c)
+                        *o++ = ',';
+                    *o++ = '?';
+                }
+                *o++ = ')';
+            }
+            *o = '\0';
+            q = ntp__db_prepare(s, sql);
+            free(sql);
+            if (!q) {
+                st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+                break;
+            }
+            if (m == CHUNK)
+                full = q;
+        } else {
+            ntp__db_reset(q);
+        }
+        int i = 1;
+        for (int j = 0; j < m; j++)
+            i = bind(q, i, r, k0 + j, id);
+        if (ntp__db_step(q) != NTP__STEP_DONE)
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, what);
+        if (q != full)
+            ntp__db_finalize(q);
+    }
+    ntp__db_finalize(full);
+    return st;
+}
+
+static int bind_layer(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    const ntp_layer_result *l = &r->layers[k];
+    char shape[192];
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, l->name);
+    ntp__db_text(q, i++, l->type);
+    ntp__db_text(q, i++, l->kind);
+    ntp__db_text(q, i++, l->backend);
+    ntp__db_int(q, i++, l->inlay);
+    ntp__db_int(q, i++, l->fused);
+    ntp__db_text(q, i++, l->fused ? l->fused_into : NULL);
+    ntp__db_text(q, i++, ntp__shape_x(&l->output_shape, shape, sizeof shape));
+    i = bind_stats(q, i, &l->time_ms);
+    bind_num(q, i++, l->share);
+    ntp__db_int(q, i++, l->flops);
+    ntp__db_int(q, i++, l->bytes);
+    bind_num(q, i++, l->gflops);
+    bind_num(q, i++, l->gbps);
+    bind_num(q, i++, l->intensity);
+    bind_num(q, i++, l->prepare_ms);
+    ntp__db_int(q, i++, l->workspace_bytes);
+    bind_num(q, i++, l->attainable_gflops > 0 ? l->attainable_gflops : NAN);
+    bind_num(q, i++, l->attainable_gflops > 0 ? l->roof_share : NAN);
+    return i;
+}
+
+static int bind_marker(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    const ntp_marker_result *m = &r->markers[k];
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, m->name);
+    ntp__db_int(q, i++, m->first);
+    ntp__db_int(q, i++, m->last);
+    i = bind_stats(q, i, &m->time_ms);
+    bind_num(q, i++, m->share);
+    ntp__db_int(q, i++, m->flops);
+    ntp__db_int(q, i++, m->bytes);
+    bind_num(q, i++, m->gflops);
+    bind_num(q, i++, m->attainable_gflops > 0 ? m->attainable_gflops : NAN);
+    bind_num(q, i++, m->attainable_gflops > 0 ? m->roof_share : NAN);
+    return i;
+}
+
+static int bind_warning(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id)
+{
+    ntp__db_int(q, i++, id);
+    ntp__db_int(q, i++, k);
+    ntp__db_text(q, i++, r->warnings[k] ? r->warnings[k] : "");
+    return i;
+}
 
 static ntp_status insert_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
                              const char *report, size_t report_len, int64_t *id)
 {
-    sqlite3_stmt *q = NULL;
+    ntp__stmt *q = NULL;
     ntp_status st = NTP_STATUS_OK;
     char *params = params_json(r);
     char seed[32], key[512];
@@ -104,137 +209,119 @@ static ntp_status insert_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r
     ntp__machine_key(r->env.cpu_model, r->env.cores, r->env.hostname, key, sizeof key);
     if (!params)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    if (sqlite3_prepare_v2(s->db, insert_run_sql, -1, &q, NULL) != SQLITE_OK) {
+    if (!(q = ntp__db_prepare(s, insert_run_sql))) {
         free(params);
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
     }
     int i = 1;
-    bind_text(q, i++, r->env.timestamp);
-    bind_text(q, i++, r->topology);
-    bind_text(q, i++, r->source);
-    bind_text(q, i++, r->backend);
-    bind_text(q, i++, ntp_dtype_name(r->precision));
-    sqlite3_bind_int64(q, i++, r->batch);
-    sqlite3_bind_int(q, i++, r->threads);
-    bind_text(q, i++, seed);
-    sqlite3_bind_int(q, i++, r->warmup);
-    sqlite3_bind_int(q, i++, r->iterations);
-    bind_text(q, i++, r->only_marker);
-    sqlite3_bind_int(q, i++, r->fused);
-    bind_text(q, i++, params);
+    ntp__db_text(q, i++, r->env.timestamp);
+    ntp__db_text(q, i++, r->topology);
+    ntp__db_text(q, i++, r->source);
+    ntp__db_text(q, i++, r->backend);
+    ntp__db_text(q, i++, ntp_dtype_name(r->precision));
+    ntp__db_int(q, i++, r->batch);
+    ntp__db_int(q, i++, r->threads);
+    ntp__db_text(q, i++, seed);
+    ntp__db_int(q, i++, r->warmup);
+    ntp__db_int(q, i++, r->iterations);
+    ntp__db_text(q, i++, r->only_marker);
+    ntp__db_int(q, i++, r->fused);
+    ntp__db_text(q, i++, params);
     i = bind_stats(q, i, &r->end_to_end_ms);
     bind_num(q, i++, r->layer_sum_ms.median);
     bind_num(q, i++, r->throughput);
     bind_num(q, i++, r->latency_ms);
-    sqlite3_bind_int64(q, i++, r->flops);
+    ntp__db_int(q, i++, r->flops);
     bind_num(q, i++, r->prepare_ms);
     bind_num(q, i++, r->overhead_fraction);
     bind_num(q, i++, r->overhead_per_layer_us);
-    sqlite3_bind_int64(q, i++, r->memory.weight_bytes);
-    sqlite3_bind_int64(q, i++, r->memory.arena_bytes);
-    sqlite3_bind_int64(q, i++, r->memory.workspace_bytes);
-    sqlite3_bind_int64(q, i++, r->memory.peak_rss_bytes);
-    sqlite3_bind_int64(q, i++, r->memory.minor_faults);
-    sqlite3_bind_int64(q, i++, r->memory.major_faults);
-    bind_text(q, i++, key);
-    bind_text(q, i++, r->env.cpu_model);
-    bind_text(q, i++, r->env.cpu_flags);
-    sqlite3_bind_int(q, i++, r->env.cores);
-    sqlite3_bind_int64(q, i++, r->env.memory_bytes);
-    bind_text(q, i++, r->env.os);
-    bind_text(q, i++, r->env.compiler);
-    bind_text(q, i++, r->env.libraries);
-    bind_text(q, i++, r->env.ntprof_version);
-    bind_text(q, i++, r->env.git_revision);
-    bind_text(q, i++, r->env.hostname);
-    sqlite3_bind_int(q, i++, r->n_layers);
-    sqlite3_bind_int(q, i++, r->n_markers);
-    sqlite3_bind_int(q, i++, r->n_warnings);
-    sqlite3_bind_blob64(q, i++, report, report_len, SQLITE_STATIC);
-    if (sqlite3_step(q) != SQLITE_DONE)
+    ntp__db_int(q, i++, r->memory.weight_bytes);
+    ntp__db_int(q, i++, r->memory.arena_bytes);
+    ntp__db_int(q, i++, r->memory.workspace_bytes);
+    ntp__db_int(q, i++, r->memory.peak_rss_bytes);
+    ntp__db_int(q, i++, r->memory.minor_faults);
+    ntp__db_int(q, i++, r->memory.major_faults);
+    ntp__db_text(q, i++, key);
+    ntp__db_text(q, i++, r->env.cpu_model);
+    ntp__db_text(q, i++, r->env.cpu_flags);
+    ntp__db_int(q, i++, r->env.cores);
+    ntp__db_int(q, i++, r->env.memory_bytes);
+    ntp__db_text(q, i++, r->env.os);
+    ntp__db_text(q, i++, r->env.compiler);
+    ntp__db_text(q, i++, r->env.libraries);
+    ntp__db_text(q, i++, r->env.ntprof_version);
+    ntp__db_text(q, i++, r->env.git_revision);
+    ntp__db_text(q, i++, r->env.hostname);
+    ntp__db_int(q, i++, r->n_layers);
+    ntp__db_int(q, i++, r->n_markers);
+    ntp__db_int(q, i++, r->n_warnings);
+    ntp__db_blob(q, i++, report, report_len);
+    ntp__db_text(q, i++, r->env.run_uuid[0] ? r->env.run_uuid : NULL);
+    if (ntp__db_step(q) != NTP__STEP_ROW)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add the run");
     else
-        *id = sqlite3_last_insert_rowid(s->db);
-    sqlite3_finalize(q);
+        *id = ntp__db_col_int(q, 0);
+    ntp__db_finalize(q);
     free(params);
     return st;
 }
 
 static ntp_status insert_rows(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t id)
 {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db, insert_row_sql, -1, &q, NULL) != SQLITE_OK)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    ntp_status st = NTP_STATUS_OK;
-    for (int k = 0; k < r->n_layers && !st; k++) {
-        const ntp_layer_result *l = &r->layers[k];
-        char shape[192];
-        int i = 1;
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, i++, id);
-        sqlite3_bind_int(q, i++, k);
-        bind_text(q, i++, l->name);
-        bind_text(q, i++, l->type);
-        bind_text(q, i++, l->kind);
-        bind_text(q, i++, l->backend);
-        sqlite3_bind_int(q, i++, l->inlay);
-        sqlite3_bind_int(q, i++, l->fused);
-        bind_text(q, i++, l->fused ? l->fused_into : NULL);
-        bind_text(q, i++, ntp__shape_x(&l->output_shape, shape, sizeof shape));
-        i = bind_stats(q, i, &l->time_ms);
-        bind_num(q, i++, l->share);
-        sqlite3_bind_int64(q, i++, l->flops);
-        sqlite3_bind_int64(q, i++, l->bytes);
-        bind_num(q, i++, l->gflops);
-        bind_num(q, i++, l->gbps);
-        bind_num(q, i++, l->intensity);
-        bind_num(q, i++, l->prepare_ms);
-        sqlite3_bind_int64(q, i++, l->workspace_bytes);
-        bind_num(q, i++, l->attainable_gflops > 0 ? l->attainable_gflops : NAN);
-        bind_num(q, i++, l->attainable_gflops > 0 ? l->roof_share : NAN);
-        if (sqlite3_step(q) != SQLITE_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a row");
-    }
-    sqlite3_finalize(q);
-    if (st)
-        return st;
-    if (sqlite3_prepare_v2(s->db, insert_marker_sql, -1, &q, NULL) != SQLITE_OK)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    for (int k = 0; k < r->n_markers && !st; k++) {
-        const ntp_marker_result *m = &r->markers[k];
-        int i = 1;
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, i++, id);
-        sqlite3_bind_int(q, i++, k);
-        bind_text(q, i++, m->name);
-        sqlite3_bind_int(q, i++, m->first);
-        sqlite3_bind_int(q, i++, m->last);
-        i = bind_stats(q, i, &m->time_ms);
-        bind_num(q, i++, m->share);
-        sqlite3_bind_int64(q, i++, m->flops);
-        sqlite3_bind_int64(q, i++, m->bytes);
-        bind_num(q, i++, m->gflops);
-        bind_num(q, i++, m->attainable_gflops > 0 ? m->attainable_gflops : NAN);
-        bind_num(q, i++, m->attainable_gflops > 0 ? m->roof_share : NAN);
-        if (sqlite3_step(q) != SQLITE_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a marker");
-    }
-    sqlite3_finalize(q);
-    if (st)
-        return st;
-    if (sqlite3_prepare_v2(s->db, "INSERT INTO warnings (run_id, idx, text) VALUES (?,?,?)", -1, &q,
-                           NULL) != SQLITE_OK)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
-    for (int k = 0; k < r->n_warnings && !st; k++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_int(q, 2, k);
-        bind_text(q, 3, r->warnings[k] ? r->warnings[k] : "");
-        if (sqlite3_step(q) != SQLITE_DONE)
-            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot add a warning");
-    }
-    sqlite3_finalize(q);
+    ntp_status st = insert_many(ctx, s, insert_row_sql, ROW_COLS, r->n_layers, bind_layer, r, id,
+                                "cannot add a row");
+    if (!st)
+        st = insert_many(ctx, s, insert_marker_sql, MARKER_COLS, r->n_markers, bind_marker, r, id,
+                         "cannot add a marker");
+    if (!st)
+        st = insert_many(ctx, s, insert_warning_sql, WARNING_COLS, r->n_warnings, bind_warning, r,
+                         id, "cannot add a warning");
     return st;
+}
+
+ntp_status ntp__store_find_uuid(ntp_ctx *ctx, ntp_store *s, const char *uuid, int64_t *id)
+{
+    *id = 0;
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT id FROM runs WHERE uuid = ?");
+    if (!q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
+    ntp__db_text(q, 1, uuid);
+    ntp__step rc = ntp__db_step(q);
+    if (rc == NTP__STEP_ROW)
+        *id = ntp__db_col_int(q, 0);
+    ntp__db_finalize(q);
+    return rc == NTP__STEP_ERROR
+               ? ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run")
+               : NTP_STATUS_OK;
+}
+
+/* One attempt: the run and its rows in one transaction, unless a run with
+ * its UUID is there already (an earlier attempt whose commit arrived but
+ * whose answer was lost). */
+static ntp_status add_once(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, const char *report,
+                           size_t len, int64_t *rid)
+{
+    ntp_status st = ntp__store_begin(ctx, s);
+    if (st)
+        return st;
+    if (r->env.run_uuid[0] && (st = ntp__store_find_uuid(ctx, s, r->env.run_uuid, rid)) == 0 &&
+        *rid > 0) {
+        ntp__store_rollback(s);
+        return NTP_STATUS_OK;
+    }
+    if (!st && (st = insert_run(ctx, s, r, report, len, rid)) == NTP_STATUS_OK &&
+        (st = insert_rows(ctx, s, r, *rid)) == NTP_STATUS_OK)
+        return ntp__store_commit(ctx, s);
+    ntp__store_rollback(s);
+    return st;
+}
+
+ntp_status ntp__store_retry_warn(ntp_ctx *ctx, ntp_store *s, const char *what, int waited_ms,
+                                 int attempts, const char *why)
+{
+    ntp__warn(ctx, "history %s: the connection was lost (%s); %s after %d attempt%s over %.1f s",
+              s->display, why, what, attempts, attempts == 1 ? "" : "s", waited_ms / 1000.0);
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r, int64_t *id)
@@ -244,7 +331,7 @@ ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r
                           "ntp_store_add_run: no store or result");
     if (s->read_only)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
-                          s->path);
+                          s->display);
     /* The report is built before the transaction so the write lock is held
      * only for the inserts. */
     char *report;
@@ -253,13 +340,28 @@ ntp_status ntp_store_add_run(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r
     if (st)
         return st;
     int64_t rid = 0;
-    if ((st = ntp__store_begin(ctx, s)) == NTP_STATUS_OK) {
-        if ((st = insert_run(ctx, s, r, report, len, &rid)) == NTP_STATUS_OK &&
-            (st = insert_rows(ctx, s, r, rid)) == NTP_STATUS_OK)
-            st = ntp__store_commit(ctx, s);
-        else
-            ntp__store_rollback(s);
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    for (;;) {
+        st = add_once(ctx, s, r, report, len, &rid);
+        if (st == NTP_STATUS_OK || !s->drv->lost || !s->drv->lost(s))
+            break;
+        /* The connection went away mid-write (the server restarted): the
+         * same write again on a new connection, which finds the run if the
+         * lost attempt had committed it. */
+        if (!why[0])
+            snprintf(why, sizeof why, "%s", s->err);
+        if (!ntp__store_reconnect(s, &waited, &attempts)) {
+            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
+                            "history %s: the connection was lost (%s) and not re-established "
+                            "in %d attempt%s over %.1f s (%s); the run was not recorded",
+                            s->display, why, attempts, attempts == 1 ? "" : "s", waited / 1000.0,
+                            s->err);
+            break;
+        }
     }
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the run was written again", waited, attempts, why);
     free(report);
     if (st == NTP_STATUS_OK && id)
         *id = rid;
@@ -309,15 +411,15 @@ static bool valid_since(const char *s)
            (n < 19 || two_digits(s + 17) <= 59);
 }
 
-static void col_text(sqlite3_stmt *q, int i, char *dst, size_t len)
+static void col_text(ntp__stmt *q, int i, char *dst, size_t len)
 {
-    const unsigned char *t = sqlite3_column_text(q, i);
-    snprintf(dst, len, "%s", t ? (const char *)t : "");
+    const char *t = ntp__db_col_text(q, i);
+    snprintf(dst, len, "%s", t ? t : "");
 }
 
-static double col_num(sqlite3_stmt *q, int i)
+static double col_num(ntp__stmt *q, int i)
 {
-    return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
+    return ntp__db_is_null(q, i) ? NAN : ntp__db_col_double(q, i);
 }
 
 ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
@@ -337,22 +439,30 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
     if (f->limit < 0)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_history_filter.limit must not be negative");
-    sqlite3_stmt *q;
-    static const char sql[] =
-        "SELECT id, time, topology, backend, precision, batch, threads, median_ms, ci95_lo_ms,"
-        " ci95_hi_ms, throughput, n_layers, machine FROM runs"
-        " WHERE (?1 IS NULL OR topology = ?1) AND (?2 IS NULL OR backend = ?2)"
-        " AND (?3 IS NULL OR time >= ?3) ORDER BY id DESC LIMIT ?4";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+    /* The limit is part of the text: SQLite's "no limit" (-1) is an error
+     * on PostgreSQL, and PostgreSQL's (NULL) one on SQLite. */
+    char sql[512];
+    char limit[32] = "";
+    if (f->limit > 0)
+        snprintf(limit, sizeof limit, " LIMIT %d", f->limit);
+    snprintf(sql, sizeof sql, "%s%s",
+             "SELECT id, time, topology, backend, precision, batch, threads, median_ms,"
+             " ci95_lo_ms, ci95_hi_ms, throughput, n_layers, machine FROM runs"
+             " WHERE (CAST(?1 AS TEXT) IS NULL OR topology = ?1)"
+             " AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2)"
+             " AND (CAST(?3 AS TEXT) IS NULL OR time >= ?3) ORDER BY id DESC",
+             limit);
+    ntp__stmt *q = ntp__db_prepare(s, sql);
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
-    bind_text(q, 1, f->topology);
-    bind_text(q, 2, f->backend);
-    bind_text(q, 3, f->since);
-    sqlite3_bind_int64(q, 4, f->limit > 0 ? f->limit : -1);
+    ntp__db_text(q, 1, f->topology);
+    ntp__db_text(q, 2, f->backend);
+    ntp__db_text(q, 3, f->since);
     ntp_history_entry *e = NULL;
-    int cap = 0, count = 0, rc;
+    int cap = 0, count = 0;
+    ntp__step rc;
     ntp_status st = NTP_STATUS_OK;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while ((rc = ntp__db_step(q)) == NTP__STEP_ROW) {
         if (count == cap) {
             cap = cap ? 2 * cap : 64;
             ntp_history_entry *p = realloc(e, (size_t)cap * sizeof *p);
@@ -364,23 +474,23 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
         }
         ntp_history_entry *h = &e[count++];
         memset(h, 0, sizeof *h);
-        h->id = sqlite3_column_int64(q, 0);
+        h->id = ntp__db_col_int(q, 0);
         col_text(q, 1, h->time, sizeof h->time);
         col_text(q, 2, h->topology, sizeof h->topology);
         col_text(q, 3, h->backend, sizeof h->backend);
         col_text(q, 4, h->precision, sizeof h->precision);
-        h->batch = sqlite3_column_int64(q, 5);
-        h->threads = sqlite3_column_int(q, 6);
+        h->batch = ntp__db_col_int(q, 5);
+        h->threads = (int)ntp__db_col_int(q, 6);
         h->median_ms = col_num(q, 7);
         h->ci95_lo_ms = col_num(q, 8);
         h->ci95_hi_ms = col_num(q, 9);
         h->throughput = col_num(q, 10);
-        h->n_layers = sqlite3_column_int(q, 11);
+        h->n_layers = (int)ntp__db_col_int(q, 11);
         col_text(q, 12, h->machine, sizeof h->machine);
     }
-    if (!st && rc != SQLITE_DONE)
+    if (!st && rc != NTP__STEP_DONE && rc != NTP__STEP_ROW)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     if (st) {
         free(e);
         return st;
@@ -392,48 +502,47 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
 
 ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n)
 {
-    sqlite3_stmt *q;
     *n = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM runs", -1, &q, NULL) != SQLITE_OK)
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT count(*) FROM runs");
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
-        *n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return rc == SQLITE_ROW ? NTP_STATUS_OK
-                            : ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
+    ntp__step rc = ntp__db_step(q);
+    if (rc == NTP__STEP_ROW)
+        *n = ntp__db_col_int(q, 0);
+    ntp__db_finalize(q);
+    return rc == NTP__STEP_ROW ? NTP_STATUS_OK
+                               : ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
 }
 
 ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json)
 {
     *json = NULL;
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db, "SELECT report FROM runs WHERE id = ?", -1, &q, NULL) !=
-        SQLITE_OK)
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT report FROM runs WHERE id = ?");
+    if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
-    sqlite3_bind_int64(q, 1, id);
-    int rc = sqlite3_step(q);
+    ntp__db_int(q, 1, id);
+    ntp__step rc = ntp__db_step(q);
     ntp_status st = NTP_STATUS_OK;
-    if (rc == SQLITE_ROW) {
-        const void *b = sqlite3_column_blob(q, 0);
-        int len = sqlite3_column_bytes(q, 0);
-        char *t = malloc((size_t)len + 1);
+    if (rc == NTP__STEP_ROW) {
+        size_t len = 0;
+        const void *b = s->drv->column_blob(q, 0, &len);
+        char *t = malloc(len + 1);
         if (!t)
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         else {
             if (len > 0)
-                memcpy(t, b, (size_t)len);
+                memcpy(t, b, len);
             t[len] = '\0';
             *json = t;
         }
-    } else if (rc == SQLITE_DONE) {
-        st =
-            ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                       "history %s: no run %" PRId64 " (`ntprof history` lists them)", s->path, id);
+    } else if (rc == NTP__STEP_DONE) {
+        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                        "history %s: no run %" PRId64 " (`ntprof history` lists them)", s->display,
+                        id);
     } else {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
     }
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     return st;
 }
 

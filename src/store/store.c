@@ -1,26 +1,20 @@
-/* Opening the history database: where it lives, its pragmas, and the
- * versioned schema with its migrations (docs/history.md).
- *
- * The database runs in WAL mode, so readers never block the writer and a
- * process killed mid-transaction leaves only an uncommitted tail in the
- * write-ahead log, which SQLite discards on the next open. synchronous=NORMAL
- * keeps every committed run across a crash of the process (the WAL is in the
- * kernel's page cache); only a power loss may lose the last runs, never
- * corrupt the file. */
-#include <errno.h>
-#include <limits.h>
+/* Opening the history database: where it lives, which driver serves it
+ * (a postgresql:// URL or a file), and the versioned schema with its
+ * migrations (docs/history.md, docs/cluster.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "core/ctx-impl.h"
-#include "io/file-impl.h"
 #include "store-impl.h"
 
 /* migrations[v] takes a database from version v to v + 1. A released
- * migration is never edited: a change is a new entry. */
+ * migration is never edited: a change is a new entry. They are written in
+ * SQLite's dialect and run as they are there; the PostgreSQL driver
+ * translates the types (INTEGER is 64-bit, REAL double, BLOB bytea), the
+ * INTEGER PRIMARY KEY (an identity), WITHOUT ROWID and the strftime default
+ * (store-pq.c), so a migration keeps to those. */
 static const char *const migrations[] = {
     /* 0 -> 1: runs with their rows, marker segments and warnings. */
     "CREATE TABLE runs ("
@@ -83,39 +77,40 @@ static const char *const migrations[] = {
     "  dram_gbps REAL, h2d_gbps REAL, d2h_gbps REAL,"
     "  PRIMARY KEY (machine, idx)) WITHOUT ROWID;"
     "ALTER TABLE machines ADD COLUMN gpu_note TEXT;",
+    /* 3 -> 4: each run's UUID (its report's environment.run_uuid), so a
+     * retried write or a copy between stores never stores a run twice.
+     * Runs stored before have none (NULL, which the unique index allows
+     * many times); `history copy` derives one from their report. */
+    "ALTER TABLE runs ADD COLUMN uuid TEXT; CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
 ntp_status ntp__store_error(ntp_ctx *ctx, ntp_store *s, ntp_status st, const char *what)
 {
-    int code = s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
-    const char *msg = s && s->db ? sqlite3_errmsg(s->db) : "no database";
-    /* A full disk or a read-only file is an I/O matter for the user. */
-    if (st == NTP_STATUS_INTERNAL &&
-        ((code & 0xff) == SQLITE_FULL || (code & 0xff) == SQLITE_IOERR ||
-         (code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN ||
-         (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_NOTADB ||
-         (code & 0xff) == SQLITE_CORRUPT))
+    if (st == NTP_STATUS_INTERNAL && s && s->drv && s->drv->io_error(s))
         st = NTP_STATUS_IO_ERROR;
-    return ntp__error(ctx, st, "history %s: %s: %s", s && s->path ? s->path : "", what, msg);
+    return ntp__error(ctx, st, "history %s: %s: %s", s && s->display ? s->display : "", what,
+                      s && s->err[0] ? s->err : "no database");
 }
 
 ntp_status ntp__store_exec(ntp_ctx *ctx, ntp_store *s, const char *sql)
 {
-    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    if (!s->drv->exec(s, sql))
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot update");
     return NTP_STATUS_OK;
 }
 
 ntp_status ntp__store_begin(ntp_ctx *ctx, ntp_store *s)
 {
-    return ntp__store_exec(ctx, s, "BEGIN IMMEDIATE");
+    if (!s->drv->begin(s, false))
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot update");
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp__store_commit(ntp_ctx *ctx, ntp_store *s)
 {
-    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    if (!s->drv->commit(s)) {
         ntp_status st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot commit");
         ntp__store_rollback(s);
         return st;
@@ -125,40 +120,40 @@ ntp_status ntp__store_commit(ntp_ctx *ctx, ntp_store *s)
 
 void ntp__store_rollback(ntp_store *s)
 {
-    /* Harmless when no transaction is open (SQLite then reports an error
-     * that is deliberately ignored). */
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    s->drv->rollback(s);
+}
+
+bool ntp__store_reconnect(ntp_store *s, int *waited_ms, int *attempts)
+{
+    if (!s->drv->reconnect)
+        return false;
+    for (;;) {
+        if (*waited_ms >= s->retry_ms)
+            return false;
+        /* 50 ms, doubling, at most 2 s a step and never past the bound. */
+        int step = 50;
+        for (int i = 0; i < *attempts && step < 2000; i++)
+            step *= 2;
+        if (step > 2000)
+            step = 2000;
+        if (step > s->retry_ms - *waited_ms)
+            step = s->retry_ms - *waited_ms;
+        struct timespec ts = {step / 1000, (long)(step % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        *waited_ms += step;
+        ++*attempts;
+        if (s->drv->reconnect(s))
+            return true;
+        if (!s->drv->lost(s))
+            return false; /* refused for good (a password, a missing database) */
+    }
 }
 
 ntp_status ntp__store_version(ntp_ctx *ctx, ntp_store *s, int *version)
 {
-    sqlite3_stmt *q;
-    *version = 0;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+    bool tables;
+    if (!s->drv->version(s, version, &tables))
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the schema version");
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
-        *version = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the schema version");
-    return NTP_STATUS_OK;
-}
-
-/* Tables a database holds; a database with tables but no version is not
- * ntprof's and is left alone. */
-static ntp_status table_count(ntp_ctx *ctx, ntp_store *s, int *n)
-{
-    sqlite3_stmt *q;
-    *n = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) != SQLITE_OK)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the schema");
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
-        *n = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW)
-        return ntp__store_error(ctx, s, NTP_STATUS_IO_ERROR, "cannot read the schema");
     return NTP_STATUS_OK;
 }
 
@@ -167,37 +162,46 @@ static ntp_status table_count(ntp_ctx *ctx, ntp_store *s, int *n)
  * the work done. */
 static ntp_status migrate(ntp_ctx *ctx, ntp_store *s, int target)
 {
-    ntp_status st = ntp__store_begin(ctx, s);
-    if (st)
-        return st;
-    int v, tables;
-    if ((st = ntp__store_version(ctx, s, &v)) || (st = table_count(ctx, s, &tables)))
+    /* Most opens find the schema current: known without a transaction
+     * (and without SQLite's write lock or PostgreSQL's schema lock). */
+    int now;
+    bool any;
+    if (s->drv->version(s, &now, &any) && now == target && target > 0)
+        return NTP_STATUS_OK;
+    if (!s->drv->begin(s, true))
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot update");
+    ntp_status st = NTP_STATUS_OK;
+    int v;
+    bool tables;
+    if (!s->drv->version(s, &v, &tables)) {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the schema version");
         goto fail;
+    }
     if (v > NTP_STORE_SCHEMA_VERSION) {
         st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                         "history %s: schema version %d is newer than this ntprof's (%d); "
                         "use a newer ntprof or another --db",
-                        s->path, v, NTP_STORE_SCHEMA_VERSION);
+                        s->display, v, NTP_STORE_SCHEMA_VERSION);
         goto fail;
     }
-    if (v == 0 && tables > 0) {
+    if (v == 0 && tables) {
         st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "history %s: an SQLite database that is not an ntprof history "
+                        "history %s: a%s database that is not an ntprof history "
                         "(it has tables but no schema version)",
-                        s->path);
+                        s->display, s->drv == &ntp__store_sqlite ? "n SQLite" : " PostgreSQL");
         goto fail;
     }
     for (; v < target; v++) {
-        if (sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
+        if (!s->drv->exec_schema(s, migrations[v])) {
             char what[64];
             snprintf(what, sizeof what, "cannot migrate the schema from version %d", v);
             st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, what);
             goto fail;
         }
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
-        if ((st = ntp__store_exec(ctx, s, sql)))
+        if (!s->drv->set_version(s, v + 1)) {
+            st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot update");
             goto fail;
+        }
     }
     return ntp__store_commit(ctx, s);
 fail:
@@ -205,59 +209,35 @@ fail:
     return st;
 }
 
-/* mkdir -p for the folder holding path; errors surface when SQLite opens
- * the file. */
-static void make_parent(const char *path)
+bool ntp_store_is_url(const char *db)
 {
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return;
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        mkdir(dir, 0777);
-        *p = '/';
-    }
-    mkdir(dir, 0777);
+    return db && (strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0);
 }
 
-/* Whether the folder holding path takes new files. */
-static bool dir_writable(const char *path)
+/* The URL with its password (user:PASSWORD@ or password=) replaced by ***. */
+static char *hide_password(const char *url)
 {
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return true;
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    return access(dir, W_OK) == 0;
-}
-
-/* "file:PATH?immutable=1" with PATH percent-encoded where a URI needs it. */
-static char *immutable_uri(const char *path)
-{
-    size_t n = strlen(path);
-    char *u = malloc(3 * n + sizeof "file:?immutable=1");
-    if (!u)
+    size_t n = strlen(url);
+    char *d = malloc(n + 4);
+    if (!d)
         return NULL;
-    char *o = u + sprintf(u, "file:");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f)
-            o += sprintf(o, "%%%02X", *p);
-        else
-            *o++ = (char)*p;
+    const char *scheme = strstr(url, "://");
+    const char *auth = scheme ? scheme + 3 : url;
+    const char *at = strchr(auth, '@');
+    const char *slash = strchr(auth, '/');
+    const char *colon = strchr(auth, ':');
+    if (at && (!slash || at < slash) && colon && colon < at)
+        snprintf(d, n + 4, "%.*s***%s", (int)(colon + 1 - url), url, at);
+    else
+        snprintf(d, n + 4, "%s", url);
+    char *p = strstr(d, "password=");
+    if (p) {
+        p += 9;
+        size_t v = strcspn(p, "&");
+        memmove(p + 3, p + v, strlen(p + v) + 1);
+        memcpy(p, "***", 3);
     }
-    strcpy(o, "?immutable=1");
-    return u;
+    return d;
 }
 
 static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, int target,
@@ -266,60 +246,30 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
     *out = NULL;
     if (!path || !*path)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history: no database path");
+    bool url = ntp_store_is_url(path);
+    if (url && !ntp__store_pq)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "history %s: %s", path, ntp__store_pq_why);
     ntp_store *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = ntp__strdup(path))) {
-        free(s);
+    if (!s || !(s->path = ntp__strdup(path)) ||
+        !(s->display = url ? hide_password(path) : ntp__strdup(path))) {
+        ntp_store_close(s);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    s->drv = url ? ntp__store_pq : &ntp__store_sqlite;
     s->read_only = mode == NTP_STORE_READ_ONLY;
-    ntp_status st;
-    /* The database must be a regular file: SQLite would open a FIFO (and
-     * wait), write a device, or leave a journal beside /dev/null. The check
-     * opens it the way every input is opened (never blocking). */
-    struct stat sb;
-    const char *why = NULL;
-    bool exists = lstat(path, &sb) == 0 || errno != ENOENT;
-    if (exists || s->read_only) {
-        int fd = ntp__file_open_read(path, &sb, &why);
-        if (fd < 0) {
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", path, why);
-            goto fail;
-        }
-        close(fd);
+    s->retry_ms = NTP_STORE_RETRY_MS;
+    const char *retry = getenv("NTP_DB_RETRY_MS");
+    if (retry && *retry) {
+        char *end;
+        long v = strtol(retry, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= 3600000)
+            s->retry_ms = (int)v;
     }
-    if (!s->read_only)
-        make_parent(path);
-    int flags = s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    /* Reading a history in a folder this process cannot write (a WAL
-     * database needs its -shm file beside it): opened as immutable, which
-     * asks for no lock and no file beside it. Nothing can write it here
-     * anyway, so no change can be missed. */
-    char *uri = NULL;
-    if (s->read_only && !dir_writable(path)) {
-        if (!(uri = immutable_uri(path))) {
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-            goto fail;
-        }
-        flags |= SQLITE_OPEN_URI;
-    }
-    int orc = sqlite3_open_v2(uri ? uri : path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
-    free(uri);
-    if (orc != SQLITE_OK) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", path,
-                        s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        goto fail;
-    }
-    sqlite3_busy_timeout(s->db, NTP_STORE_BUSY_MS);
-    sqlite3_extended_result_codes(s->db, 1);
-    if ((st = ntp__store_exec(ctx, s, "PRAGMA foreign_keys = ON")))
+    ntp_status st = s->drv->open(ctx, s);
+    if (st)
         goto fail;
     if (!s->read_only) {
-        /* journal_mode answers with the mode in force; a file system
-         * without shared memory keeps the rollback journal, which is
-         * slower but just as safe. */
-        if ((st = ntp__store_exec(ctx, s, "PRAGMA journal_mode = WAL")) ||
-            (st = ntp__store_exec(ctx, s, "PRAGMA synchronous = NORMAL")) ||
-            (st = migrate(ctx, s, target)))
+        if ((st = migrate(ctx, s, target)))
             goto fail;
     } else {
         int v;
@@ -327,7 +277,7 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
             goto fail;
         if (v != NTP_STORE_SCHEMA_VERSION) {
             st = ntp__error(ctx, v == 0 ? NTP_STATUS_INVALID_ARGUMENT : NTP_STATUS_UNSUPPORTED,
-                            "history %s: %s (schema version %d, this ntprof uses %d)", path,
+                            "history %s: %s (schema version %d, this ntprof uses %d)", s->display,
                             v == 0 ? "not an ntprof history"
                             : v < NTP_STORE_SCHEMA_VERSION
                                 ? "an older history; open it once for writing to migrate it"
@@ -359,10 +309,10 @@ void ntp_store_close(ntp_store *s)
 {
     if (!s)
         return;
-    /* sqlite3_close_v2 defers the close until every statement is
-     * finalized; each function here finalizes its own. */
-    sqlite3_close_v2(s->db);
+    if (s->drv && s->conn)
+        s->drv->close(s);
     free(s->path);
+    free(s->display);
     free(s);
 }
 

@@ -7,6 +7,7 @@
 #include "cli.h"
 
 int cmd_history(int argc, char **argv);
+int cmd_history_copy(int argc, char **argv); /* cmd-history-copy.c */
 
 enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW };
 
@@ -39,17 +40,22 @@ static ntp_status write_text(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 
 int cmd_history(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "copy") == 0)
+        return cmd_history_copy(argc - 1, argv + 1);
     ntp_history_filter filter = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
     int64_t show = 0;
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof history [options]\n"
+                 "       ntprof history copy --from DB --to DB\n"
                  "\n"
-                 "Lists the runs `ntprof run` recorded, newest first, or shows one again.\n"
+                 "Lists the runs `ntprof run` recorded, newest first, or shows one again;\n"
+                 "`copy` merges one history into another (ntprof history copy --help).\n"
                  "\n"),
         CLI_STR("db", OPT_DB, "PATH",
-                "the history database (default:\n"
+                "the history database, a file or a\n"
+                "postgresql:// URL (default:\n"
                 "$XDG_DATA_HOME/ntprof/history.db or\n"
                 "~/.local/share/ntprof/history.db)",
                 &db),
@@ -103,7 +109,7 @@ int cmd_history(int argc, char **argv)
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK)
         goto out;
     /* A history that was never written is empty, not an error. */
-    if (access(db, F_OK) != 0 && !show) {
+    if (!ntp_store_is_url(db) && access(db, F_OK) != 0 && !show) {
         list_arg none = {NULL, 0};
         rc = cli_write_output(ctx, output, write_list, &none, fmt);
         goto out;

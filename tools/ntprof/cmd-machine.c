@@ -120,11 +120,18 @@ int cmd_machine(int argc, char **argv)
     if (use_db && db) {
         /* Only a measurement needs to write; describing reads what exists. */
         bool write = measure;
-        if (!write && access(db, F_OK) != 0)
+        if (!write && !ntp_store_is_url(db) && access(db, F_OK) != 0)
             db = NULL;
         else if (ntp_store_open(ctx, db, write ? NTP_STORE_CREATE : NTP_STORE_READ_ONLY, &s) !=
-                 NTP_STATUS_OK)
+                 NTP_STATUS_OK) {
+            /* A shared store named by URL was asked for: not reaching it
+             * is an error, not a cache miss. */
+            if (ntp_store_is_url(db)) {
+                rc = cli_fail(ctx);
+                goto out;
+            }
             warn_db(ctx);
+        }
     }
     if (s && !remeasure && ntp_store_load_ceilings(ctx, s, m.key, &c, &have) != NTP_STATUS_OK) {
         warn_db(ctx);

@@ -24,6 +24,20 @@ enum {
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
+enum { OPT_RUN_UUID = 1300 };
+
+/* A UUID as ntprof writes them: 8-4-4-4-12 lowercase hex digits. */
+static bool valid_uuid(const char *u)
+{
+    if (strlen(u) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? u[i] != '-' : !((u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f')))
+            return false;
+    }
+    return true;
+}
 
 /* The column run's --help starts each option's text at. */
 #define RUN_HELP_COL 26
@@ -159,7 +173,7 @@ int cmd_run(int argc, char **argv)
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL;
+    const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL, *run_uuid = NULL;
     bool use_db = true;
     char backend_buf[1024], backend_help[512];
     snprintf(backend_help, sizeof backend_help,
@@ -244,6 +258,10 @@ int cmd_run(int argc, char **argv)
                 "ceilings (`ntprof machine`) give the roofline",
                 &db),
         CLI_UNSET("no-db", OPT_NO_DB, "do not record the run", &use_db),
+        CLI_OPT("run-uuid", OPT_RUN_UUID, "UUID",
+                "the run's identity (default: a new random one): a\n"
+                "history stores a run once, so a task retried with\n"
+                "the same UUID is not recorded twice"),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -291,6 +309,15 @@ int cmd_run(int argc, char **argv)
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
+            break;
+        case OPT_RUN_UUID:
+            if (!valid_uuid(optarg)) {
+                cli_error("--run-uuid expects a UUID such as "
+                          "0f8fad5b-d9cb-469f-a165-70867728950e, got '%s'",
+                          optarg);
+                goto out;
+            }
+            run_uuid = optarg;
             break;
         case OPT_TRACE:
             trace = optarg;
@@ -371,9 +398,20 @@ int cmd_run(int argc, char **argv)
         ntp_ctx_free(ctx);
         goto out;
     }
+    /* A shared store (a URL) that cannot be reached fails the run before
+     * anything is measured: a cluster's task must not look done. */
+    bool shared_db = use_db && db && ntp_store_is_url(db) && !tool_child;
     if (use_db && db &&
-        ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK)
+        ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK) {
+        if (shared_db) {
+            rc = cli_fail(ctx);
+            ntp_ctx_free(ctx);
+            goto out;
+        }
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
+    }
+    if (shared_db)
+        cli_print_warnings(ctx); /* the store reached after retries */
     else if (use_db && !db)
         fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
     if (have_ceilings)
@@ -403,17 +441,31 @@ int cmd_run(int argc, char **argv)
     } else if (gtool && (rc = run_gpu_tool(ctx, res, gtool, ro.tool_dir, argc, argv)) != CLI_OK) {
         /* the tool's one-line error is out */
     } else {
+        if (run_uuid)
+            snprintf(res->env.run_uuid, sizeof res->env.run_uuid, "%s", run_uuid);
         cli_report_warnings(ctx, fmt == NTP_FORMAT_TABLE && !output);
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
         if (rc == CLI_OK && html)
             rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
-        if (rc == CLI_OK && use_db && db &&
-            ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK)
-            fprintf(stderr,
-                    "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
-                    ntp_ctx_errmsg(ctx));
+        if (rc == CLI_OK && use_db && db) {
+            /* The run's warnings are out; what follows is the store's (a
+             * lost connection retried). */
+            if (shared_db)
+                ntp_ctx_clear_warnings(ctx);
+            if (ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK) {
+                if (shared_db)
+                    rc = cli_fail(ctx);
+                else
+                    fprintf(stderr,
+                            "ntprof: warning: %s; the run was not recorded (--db PATH or "
+                            "--no-db)\n",
+                            ntp_ctx_errmsg(ctx));
+            } else if (shared_db) {
+                cli_print_warnings(ctx);
+            }
+        }
     }
     ntp_run_result_free(res);
     ntp_graph_free(g);

@@ -1,0 +1,22 @@
+# The PostgreSQL history store (--db postgresql://, docs/cluster.md): the
+# libpq driver src/store/store-pq.c when libpq is found, else
+# src/store/store-pq-none.c, which refuses such URLs with the reason.
+option(NTP_WITH_POSTGRES "Build the PostgreSQL history store when libpq is found" ON)
+set(NTP_HAVE_POSTGRES OFF)
+if(NTP_WITH_POSTGRES)
+    pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+    if(LIBPQ_FOUND)
+        set(NTP_HAVE_POSTGRES ON)
+    endif()
+endif()
+if(NTP_HAVE_POSTGRES)
+    list(REMOVE_ITEM NTP_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/store/store-pq-none.c)
+    list(APPEND NTP_LIBS PkgConfig::LIBPQ)
+    string(APPEND NTP_PC_REQUIRES " libpq")
+elseif(NTP_WITH_POSTGRES)
+    list(REMOVE_ITEM NTP_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/store/store-pq.c)
+    message(STATUS "PostgreSQL history store not built: libpq not found (apt install libpq-dev)")
+else()
+    list(REMOVE_ITEM NTP_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/store/store-pq.c)
+    message(STATUS "PostgreSQL history store not built: NTP_WITH_POSTGRES is OFF")
+endif()

@@ -1,0 +1,75 @@
+/* ntprof history copy: merge one history into another (a laptop's SQLite
+ * file into the lab's PostgreSQL, or back), skipping runs already there. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cmd_history_copy(int argc, char **argv);
+
+enum { OPT_FROM = 1000, OPT_TO };
+
+int cmd_history_copy(int argc, char **argv)
+{
+    const char *from = NULL, *to = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof history copy --from DB --to DB\n"
+                 "\n"
+                 "Copies every run of one history into another, with its rows, markers,\n"
+                 "warnings and report, and the machines' ceilings the destination lacks.\n"
+                 "A run the destination already holds (by its UUID) is skipped, so copying\n"
+                 "again is harmless. DB is an SQLite file or a postgresql:// URL.\n"
+                 "\n"),
+        CLI_STR("from", OPT_FROM, "DB", "the history to read", &from),
+        CLI_STR("to", OPT_TO, "DB", "the history to add to (created if missing)", &to),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
+    int opt;
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        switch (opt) {
+        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
+        default: cli_error("see 'ntprof history copy --help'"); return CLI_USAGE;
+        }
+    }
+    if (!cli_want_files("history copy", argc, argv, 0, NULL))
+        return CLI_USAGE;
+    if (!from || !to) {
+        cli_error("history copy needs --from DB and --to DB");
+        return CLI_USAGE;
+    }
+    if (!ntp_store_is_url(from) && access(from, F_OK) != 0) {
+        cli_error("history copy: --from %s: no such file", from);
+        return CLI_FAIL;
+    }
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx)
+        return CLI_FAIL;
+    int rc = CLI_OK;
+    ntp_store *a = NULL, *b = NULL;
+    cli_progress prog;
+    cli_progress_init(&prog);
+    cli_progress_show(&prog, "copying the history", 0, 0, NULL);
+    ntp_store_copy_stats st;
+    if (ntp_store_open(ctx, from, NTP_STORE_READ_ONLY, &a) != NTP_STATUS_OK ||
+        ntp_store_open(ctx, to, NTP_STORE_CREATE, &b) != NTP_STATUS_OK ||
+        ntp_store_copy(ctx, a, b, &st) != NTP_STATUS_OK) {
+        cli_progress_clear(&prog);
+        rc = cli_fail(ctx);
+    } else {
+        cli_progress_clear(&prog);
+        cli_print_warnings(ctx);
+        printf("%" PRId64 " run%s copied, %" PRId64 " already present, %" PRId64
+               " machine%s copied\n",
+               st.runs_copied, st.runs_copied == 1 ? "" : "s", st.runs_present, st.machines_copied,
+               st.machines_copied == 1 ? "" : "s");
+    }
+    ntp_store_close(a);
+    ntp_store_close(b);
+    ntp_ctx_free(ctx);
+    return rc;
+}
