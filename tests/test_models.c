@@ -939,11 +939,22 @@ static void test_tiny_decoder(void **state)
 /* --- together -------------------------------------------------------------------------- */
 
 static const char *const bundled[] = {
-    "alexnet.xml",     "bert-base.xml", "deepspeech.xml",     "lstm-lm.xml",
-    "mobilenetv2.xml", "resnet50.xml",  "tiny-attention.xml", "tiny-cnn.xml",
-    "tiny-mlp.xml",    "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml",
+    "alexnet.xml",
+    "bert-base.xml",
+    "deepspeech.xml",
+    "lstm-lm.xml",
+    "mobilenetv2.xml",
+    "resnet50.xml",
+    "tiny-attention.xml",
+    "tiny-cnn.xml",
+    "tiny-mlp.xml",
+    "tiny-ops.xml",
+    "tiny-rnn.xml",
+    "vgg16.xml",
     /* Decoder transformers (docs/decoders.md). */
-    "gpt2-small.xml", "tinyllama.xml", "tiny-decoder.xml",
+    "gpt2-small.xml",
+    "tinyllama.xml",
+    "tiny-decoder.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once
