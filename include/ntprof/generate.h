@@ -12,6 +12,7 @@
 #ifndef NTPROF_GENERATE_H
 #define NTPROF_GENERATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "ntprof/api.h"
@@ -47,6 +48,9 @@ typedef struct ntp_generate_opts {
      * each decode step's as logits_decode_<i>.npy ([B,1,V]) into this
      * directory (it must exist), for checks against another framework. */
     const char *save_dir;
+    /* Analyse only: the per-phase FLOPs, bytes, intensity and the
+     * roofline's tokens/s, nothing allocated or run (times are 0). */
+    bool static_only;
     /* Progress for a terminal (NULL: none): phase "prefill" or "decode". */
     void (*progress)(void *user, const char *phase, int done, int total);
     void *progress_user;
@@ -87,6 +91,7 @@ typedef struct ntp_generate_result {
     char *model;
     const char *backend;
     int64_t batch, prompt_len, gen_len, context_depth, max_positions;
+    bool static_only; /* analysed, not run: every time is 0 */
     ntp_dtype kv_dtype;
     int64_t params;
     int threads;

@@ -39,8 +39,11 @@ ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, 
                    ntp__human_count((double)r->params, pc, sizeof pc), ntp_dtype_name(r->kv_dtype),
                    ntp__human_bytes((double)r->kv_bytes_per_token, kb, sizeof kb), r->kv_layers,
                    ntp__human_bytes((double)r->kv_bytes_total, kt, sizeof kt));
-    ntp__put_linef(f, "TTFT %.3f ms; TPOT p50 %.3f  p90 %.3f  p99 %.3f ms", r->ttft_ms,
-                   r->tpot_p50_ms, r->tpot_p90_ms, r->tpot_p99_ms);
+    if (r->static_only)
+        ntp__put_line(f, "static analysis (--static): nothing was run; decode at the mean context");
+    else
+        ntp__put_linef(f, "TTFT %.3f ms; TPOT p50 %.3f  p90 %.3f  p99 %.3f ms", r->ttft_ms,
+                       r->tpot_p50_ms, r->tpot_p90_ms, r->tpot_p99_ms);
     phase_line(f, "prefill", &r->prefill, r->roofline_note);
     phase_line(f, "decode", &r->decode, r->roofline_note);
     ntp__put_line(f, "");
@@ -91,6 +94,7 @@ ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, F
     ntp__jset(&ok, root, "gen_len", json_integer(r->gen_len));
     ntp__jset(&ok, root, "context_depth", json_integer(r->context_depth));
     ntp__jset(&ok, root, "max_positions", json_integer(r->max_positions));
+    ntp__jset(&ok, root, "static", json_boolean(r->static_only));
     ntp__jset(&ok, root, "params", json_integer(r->params));
     ntp__jset(&ok, root, "kv_dtype", ntp__json_str(ntp_dtype_name(r->kv_dtype)));
     ntp__jset(&ok, root, "kv_layers", json_integer(r->kv_layers));

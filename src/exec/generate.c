@@ -285,8 +285,10 @@ static void phase_rates(ntp_generate_phase *p, const ntp_ceilings *c, int64_t to
             bw = c->levels[i].gbps;
     if (peak <= 0 || bw <= 0)
         return;
-    p->compute_share = p->gflops / peak;
-    p->bandwidth_share = p->gbps / bw;
+    if (p->ms > 0) { /* measured, not only analysed */
+        p->compute_share = p->gflops / peak;
+        p->bandwidth_share = p->gbps / bw;
+    }
     double tc = (double)p->flops / (peak * 1e9), tm = (double)p->bytes / (bw * 1e9);
     double t = tc > tm ? tc : tm;
     p->predicted_tokens_per_s = t > 0 ? (double)tokens / t : 0;
@@ -385,6 +387,19 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         if (s.gp->nodes[i].op == NTP_OP_EMBEDDING && s.gp->nodes[i].in[0] == tok_t)
             emb = &s.gp->nodes[i];
     s.V = emb ? emb->a.vocab : 2;
+    int nn = s.gp->n_nodes;
+    pre_ms = calloc((size_t)nn + 1, sizeof *pre_ms);
+    dec_ms = calloc((size_t)nn + 1, sizeof *dec_ms);
+    sorted = calloc((size_t)s.G + 1, sizeof *sorted);
+    tok = calloc((size_t)(s.B * (s.G + 1)) + 1, sizeof *tok);
+    r->step_ms = calloc((size_t)s.G + 1, sizeof *r->step_ms);
+    r->layers = calloc((size_t)nn + 1, sizeof *r->layers);
+    if (!pre_ms || !dec_ms || !sorted || !tok || !r->step_ms || !r->layers) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    if (o->static_only)
+        goto report;
     if ((st = alloc_cache(ctx, &s, o->kv_dtype, total_pos, o->seed)))
         goto done;
     ntp_exec_opts eo = {.backend = be,
@@ -400,17 +415,6 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     eo.last = s.gd->n_nodes - 1;
     if ((st = ntp__exec_init(ctx, &s.xd, s.gd, &eo)))
         goto done;
-    int nn = s.gp->n_nodes;
-    pre_ms = calloc((size_t)nn + 1, sizeof *pre_ms);
-    dec_ms = calloc((size_t)nn + 1, sizeof *dec_ms);
-    sorted = calloc((size_t)s.G + 1, sizeof *sorted);
-    tok = calloc((size_t)(s.B * (s.G + 1)) + 1, sizeof *tok);
-    r->step_ms = calloc((size_t)s.G + 1, sizeof *r->step_ms);
-    r->layers = calloc((size_t)nn + 1, sizeof *r->layers);
-    if (!pre_ms || !dec_ms || !sorted || !tok || !r->step_ms || !r->layers) {
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
     /* The prompt: tokens from the seed, at positions D .. D+P-1. */
     int32_t *ptok = slot_data(&s.xp, tok_t),
             *ppos = slot_data(&s.xp, find_input(s.gp, "positions"));
@@ -475,6 +479,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     }
     progress(o, "decode", (int)s.G, (int)s.G);
 
+report:
     /* The report. */
     r->model = ntp__strdup(s.gp->name);
     r->backend = be->name;
@@ -484,6 +489,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     r->context_depth = s.D;
     r->max_positions = maxpos == INT64_MAX ? 0 : maxpos;
     r->kv_dtype = o->kv_dtype;
+    r->static_only = o->static_only;
     r->params = ap->params;
     r->threads = o->threads;
     r->kv_bytes_per_token = per_tok;
@@ -507,7 +513,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         ntp_generate_layer *l = &r->layers[p];
         l->name = ntp__strdup(n->name);
         l->type = ap->layers[p].type;
-        l->backend = s.xp.be[s.xp.node_be[p]]->name;
+        l->backend = o->static_only ? be->name : s.xp.be[s.xp.node_be[p]]->name;
         l->prefill_ms = pre_ms[p];
         l->decode_ms = dec_ms[p] / (double)s.G;
         l->prefill_flops = ap->layers[p].flops;

@@ -53,6 +53,8 @@ int cmd_generate(int argc, char **argv)
                 "a non-negative integer"),
         CLI_STR("db", 'd', "FILE", "read the machine's ceilings from this history", &db),
         CLI_UNSET("no-db", 'n', "do not read the history (no ceilings)", &use_db),
+        CLI_SET("static", 'A', "analyse only: per-phase FLOPs, bytes, roofline tokens/s",
+                &go.static_only),
         CLI_STR("save", 'S', "DIR", "write weights, prompt and logits as .npy into DIR", &save_dir),
         CLI_OPT("format", 'f', "F", "table (default) or json"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
