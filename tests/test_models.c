@@ -884,12 +884,77 @@ static void test_tiny_ops_runs_finite(void **state)
     model_free(&m);
 }
 
+/* --- decoder transformers (docs/decoders.md) ----------------------------------------- */
+
+static void test_gpt2_small(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "gpt2-small.xml");
+    /* HuggingFace GPT2LMHeadModel("gpt2").num_parameters(): the LM head
+     * shares wte's table and counts once. */
+    assert_i64(m.a->params, 124439808);
+    assert_i64(layer(&m, "lm_head")->params, 0);
+    assert_i64(layer(&m, "wte")->params, 50257 * 768);
+    assert_i64(count_of(&m, "kv_attention"), 12);
+    check_layer_shape(&m, "lm_head", "[1,128,50257]");
+    /* Weights once: f32 params plus nothing else. */
+    assert_i64(m.a->weight_bytes, 4 * 124439808LL);
+    /* Causal attention at S = 128 from position 0: 128·129/2 = 8,256
+     * (query, key) pairs per head, 2 products of head_dim 64 MACs each. */
+    assert_i64(layer(&m, "h0_attn")->macs, 2LL * 12 * 8256 * 64);
+    assert_i64(layer(&m, "lm_head")->macs, 128LL * 768 * 50257);
+    model_free(&m);
+}
+
+static void test_tinyllama(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tinyllama.xml");
+    /* TinyLlama-1.1B's published count: 22 layers, hidden 2048, 32 heads,
+     * 4 key/value heads, FFN 5632, vocab 32000, untied head. */
+    assert_i64(m.a->params, 1100048384);
+    assert_i64(count_of(&m, "rmsnorm"), 45);
+    assert_i64(count_of(&m, "rope"), 44);
+    assert_i64(layer(&m, "l0_k")->params, 2048 * 256);
+    assert_i64(layer(&m, "lm_head")->params, 32000 * 2048);
+    check_layer_shape(&m, "l21_attn", "[1,128,2048]");
+    model_free(&m);
+}
+
+static void test_tiny_decoder(void **state)
+{
+    (void)state;
+    model m;
+    model_load(&m, "tiny-decoder.xml");
+    assert_i64(m.a->params, 29568);
+    check_input(&m, 0, "tokens", "[1,8]", NTP_DTYPE_I32);
+    check_input(&m, 1, "positions", "[1,8]", NTP_DTYPE_I32);
+    assert_i64(ntp_graph_output_count(m.g), 1);
+    check_output_shape(&m, 0, "[1,8]");
+    model_free(&m);
+}
+
 /* --- together -------------------------------------------------------------------------- */
 
 static const char *const bundled[] = {
-    "alexnet.xml",     "bert-base.xml", "deepspeech.xml",     "lstm-lm.xml",
-    "mobilenetv2.xml", "resnet50.xml",  "tiny-attention.xml", "tiny-cnn.xml",
-    "tiny-mlp.xml",    "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml",
+    "alexnet.xml",
+    "bert-base.xml",
+    "deepspeech.xml",
+    "lstm-lm.xml",
+    "mobilenetv2.xml",
+    "resnet50.xml",
+    "tiny-attention.xml",
+    "tiny-cnn.xml",
+    "tiny-mlp.xml",
+    "tiny-ops.xml",
+    "tiny-rnn.xml",
+    "vgg16.xml",
+    /* Decoder transformers (docs/decoders.md). */
+    "gpt2-small.xml",
+    "tinyllama.xml",
+    "tiny-decoder.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once
@@ -933,6 +998,9 @@ int main(void)
         cmocka_unit_test(test_tiny_attention),
         cmocka_unit_test(test_tiny_ops),
         cmocka_unit_test(test_tiny_ops_runs_finite),
+        cmocka_unit_test(test_gpt2_small),
+        cmocka_unit_test(test_tinyllama),
+        cmocka_unit_test(test_tiny_decoder),
         cmocka_unit_test(test_every_op_covered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

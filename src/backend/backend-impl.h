@@ -25,6 +25,20 @@ typedef struct ntp_buf {
     ntp_dtype dtype;
 } ntp_buf;
 
+/* The key/value cache of one kv_attention layer (docs/decoders.md): state
+ * that outlives a pass, owned by whoever drives the decode loop
+ * (ntp_generate), not by the plan's arena, and bound into the plans of the
+ * prefill and the decode passes alike. K and V are each [batch, kv_heads,
+ * capacity, head_dim] in `dtype` (f32, bf16 or f16). A pass of S tokens
+ * writes positions len .. len+S-1 of every layer and attends over 0 ..
+ * len+S-1; the driver then advances len by S. */
+typedef struct ntp_kv_state {
+    void *k, *v;
+    ntp_dtype dtype;
+    int64_t batch, kv_heads, head_dim, capacity;
+    int64_t len; /* positions cached before this pass */
+} ntp_kv_state;
+
 /* Everything a kernel needs to run one node (or one fusion group).
  *
  * Placement: the engine puts every layer on a backend (the run's backend if
@@ -86,6 +100,9 @@ typedef struct ntp_kargs {
     float in_scale[NTP_MAX_INPUTS];
     float out_scale[NTP_MAX_OUTPUTS];
     float post_scale[NTP_MAX_FUSED]; /* of post_in[i] */
+    /* kv_attention: the layer's cache, or NULL (attention over the pass's
+     * own tokens only, as in a plain `run`). */
+    ntp_kv_state *kv;
 } ntp_kargs;
 
 /* Options only accelerators read (docs/gpu.md); a host backend ignores

@@ -119,6 +119,11 @@ typedef struct ntp_exec_opts {
     int n_place;
     ntp_math_mode math;
     bool graph_replay;
+    /* The key/value cache of each kv_attention layer (ntp_generate), bound
+     * into its kernel arguments before prepare; NULL or a NULL answer: no
+     * cache (attention over the pass's own tokens). */
+    ntp_kv_state *(*kv_for)(void *user, const ntp_graph *g, const ntp_node *n);
+    void *kv_user;
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */

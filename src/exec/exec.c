@@ -126,6 +126,10 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
     ntp_status st = NTP_STATUS_OK;
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
+        /* A weight an earlier layer shares (a tied LM head's table) is
+         * stored once, as that layer had it. */
+        if (x->wdata[n->w[k]])
+            continue;
         ntp_dtype sd = ntp__exec_weight_dtype(x, be, t);
         int64_t cnt = ntp_shape_numel(&t->shape);
         if (sd == NTP_DTYPE_F32) {

@@ -693,6 +693,10 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     fuse(x, o->fuse);
     if ((st = build_steps(ctx, x)))
         goto fail;
+    if (o->kv_for)
+        for (int s = 0; s < x->n_steps; s++)
+            if (x->steps[s].kind == NTP_STEP_NODE && x->steps[s].k.node->op == NTP_OP_KV_ATTENTION)
+                x->steps[s].k.kv = o->kv_for(o->kv_user, g, x->steps[s].k.node);
     /* The measured range: from the first step of position `first` (its
      * conversions included) to the step of position `last`. */
     x->first_step = x->n_steps;

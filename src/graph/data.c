@@ -58,6 +58,7 @@ static const weight_init op_init[NTP_OP_COUNT] = {
     [NTP_OP_BATCHNORM] = INIT_NORM_STATS, [NTP_OP_LAYERNORM] = INIT_SCALE_SHIFT,
     [NTP_OP_LSTM] = INIT_RECURRENT,       [NTP_OP_GRU] = INIT_RECURRENT,
     [NTP_OP_RNN] = INIT_RECURRENT,        [NTP_OP_EMBEDDING] = INIT_NORMAL,
+    [NTP_OP_RMSNORM] = INIT_SCALE_SHIFT,
 };
 
 void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, uint64_t seed)

@@ -142,6 +142,13 @@ typedef struct ntp_attrs {
     ntp_dtype to_dtype;
     ntp_layout to_layout;
     bool has_to_dtype, has_to_layout;
+    /* Decoder ops (docs/decoders.md): kv_attention's key/value heads (0:
+     * as many as heads) and the positions cached before the pass (costs
+     * only); rope's head size and base; lm_head sharing the token
+     * embedding's table. */
+    int64_t kv_heads, head_dim, past;
+    double theta;
+    bool tied;
     /* Tagged by the node's op. */
     union {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */

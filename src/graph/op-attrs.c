@@ -289,6 +289,24 @@ static const ntp_attr_decl resize_attrs[] = {
     A_BOOL("exclude_outside", resize.exclude_outside),
 };
 
+/* Decoder ops (docs/decoders.md). */
+static const ntp_attr_decl rmsnorm_attrs[] = {
+    A_FLOAT("epsilon", epsilon, POSITIVE, DFLT(1e-5)),
+};
+static const ntp_attr_decl rope_attrs[] = {
+    A_INT("head_dim", head_dim, 2, REQ),
+    A_FLOAT("theta", theta, POSITIVE, DFLT(10000.0)),
+};
+static const ntp_attr_decl kv_attention_attrs[] = {
+    A_INT("heads", heads, 1, REQ),
+    A_INT("kv_heads", kv_heads, 1),
+    A_INT("past", past, 0, DFLT(0)),
+};
+static const ntp_attr_decl lm_head_attrs[] = {
+    A_INT("vocab", vocab, 1, REQ),
+    A_BOOL("tied", tied),
+};
+
 typedef struct attr_set {
     const ntp_attr_decl *decl;
     int n;
@@ -353,6 +371,10 @@ static const attr_set op_sets[NTP_OP_COUNT] = {
     [NTP_OP_SLICE] = SET(slice_attrs),
     [NTP_OP_EXPAND] = SET(expand_attrs),
     [NTP_OP_RESIZE] = SET(resize_attrs),
+    [NTP_OP_RMSNORM] = SET(rmsnorm_attrs),
+    [NTP_OP_ROPE] = SET(rope_attrs),
+    [NTP_OP_KV_ATTENTION] = SET(kv_attention_attrs),
+    [NTP_OP_LM_HEAD] = SET(lm_head_attrs),
 };
 
 const ntp_attr_decl *ntp__op_attrs(ntp_op op, int *n)

@@ -115,7 +115,13 @@
     X(EXPAND,          "expand",            LAYER, 1, 1, onnx_expand,       move) \
     X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize) \
     X(MISH,            "mish",              LAYER, 1, 1, unary,             unary)       \
-    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)
+    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)      \
+    /* Decoder transformers (docs/decoders.md). */                               \
+    X(RMSNORM,         "rmsnorm",           LAYER, 1, 1, rmsnorm,           rmsnorm)     \
+    X(ROPE,            "rope",              LAYER, 2, 2, rope,              rope)        \
+    X(KV_ATTENTION,    "kv_attention",      LAYER, 3, 3, kv_attention,      kv_attention) \
+    X(LM_HEAD,         "lm_head",           LAYER, 1, 1, lm_head,           lm_head)     \
+    X(ARGMAX,          "argmax",            LAYER, 1, 1, argmax,            argmax)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):

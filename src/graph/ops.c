@@ -94,10 +94,12 @@ ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
         return ntp__node_error(ctx, g, n, NTP_STATUS_GRAPH_ERROR, "takes %d to %d inputs, got %d",
                                oi->min_in, oi->max_in, n->n_in);
     }
-    /* Only embedding reads integers; a copy or conversion moves any type. */
+    /* Only embedding (and rope's positions) read integers; a copy or conversion moves any type. */
     if (n->op != NTP_OP_EMBEDDING && n->op != NTP_OP_MEMCPY && n->op != NTP_OP_CONVERT)
         for (int i = 0; i < n->n_in; i++) {
             const ntp_tensor *t = ntp__in(g, n, i);
+            if (n->op == NTP_OP_ROPE && i == 1)
+                continue; /* rope's positions (op-decoder.c checks them) */
             if (t->dtype == NTP_DTYPE_I32 || t->dtype == NTP_DTYPE_I64 || t->dtype == NTP_DTYPE_U8)
                 return ntp__node_error(ctx, g, n, NTP_STATUS_INVALID_ARGUMENT,
                                        "input '%s' is %s; this layer takes floating-point data",

@@ -29,6 +29,11 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_DECONV: return ntp__dnnl_conv_supports(g, n);
     case NTP_OP_FC:
     case NTP_OP_MATMUL: return ntp__dnnl_matmul_supports(g, n);
+    case NTP_OP_LM_HEAD:
+        /* An inner product without bias. At f32 only: a tied head shares
+         * the token embedding's table, which the reference backend holds
+         * in f32 (docs/decoders.md). */
+        return ntp__dnnl_matmul_supports(g, n) && n->precision == NTP_DTYPE_F32;
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:
@@ -157,7 +162,8 @@ static ntp_status build(odnn_build *b)
     case NTP_OP_CONV:
     case NTP_OP_DECONV: return ntp__dnnl_conv_build(b);
     case NTP_OP_FC:
-    case NTP_OP_MATMUL: return ntp__dnnl_matmul_build(b);
+    case NTP_OP_MATMUL:
+    case NTP_OP_LM_HEAD: return ntp__dnnl_matmul_build(b);
     case NTP_OP_MAXPOOL:
     case NTP_OP_AVGPOOL:
     case NTP_OP_GLOBAL_MAXPOOL:

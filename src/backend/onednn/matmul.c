@@ -22,7 +22,7 @@
 
 bool ntp__dnnl_matmul_supports(const ntp_graph *g, const ntp_node *n)
 {
-    if (n->op == NTP_OP_FC)
+    if (n->op == NTP_OP_FC || n->op == NTP_OP_LM_HEAD)
         return g->tensors[n->in[0]].shape.ndim >= 1;
     const ntp_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
     const ntp_shape *y = &g->tensors[n->out[0]].shape;
@@ -248,5 +248,5 @@ static ntp_status matmul_build(odnn_build *b)
 
 ntp_status ntp__dnnl_matmul_build(odnn_build *b)
 {
-    return b->n->op == NTP_OP_FC ? fc_build(b) : matmul_build(b);
+    return b->n->op == NTP_OP_FC || b->n->op == NTP_OP_LM_HEAD ? fc_build(b) : matmul_build(b);
 }

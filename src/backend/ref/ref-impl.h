@@ -160,6 +160,10 @@ ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const ntp_ref_rnn_
 ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_attention_workspace(const ntp_kargs *k);
 
+/* ref-decoder.c: rmsnorm, rope, kv_attention, lm_head, argmax. */
+ntp_status ntp__ref_decoder(ntp_ctx *ctx, const ntp_kargs *k);
+size_t ntp__ref_decoder_workspace(const ntp_kargs *k);
+
 /* Size helpers for workspaces: a * b floats in bytes, SIZE_MAX on overflow
  * or a negative factor. */
 size_t ntp__ref_floats(int64_t a, int64_t b);

@@ -73,6 +73,7 @@ size_t ntp__ref_workspace(const ntp_kargs *k)
     case NTP_OP_MFCC: return ntp__mfcc_workspace(k);
     case NTP_OP_CTC_DECODE: return ntp__ctc_workspace(k);
     case NTP_OP_RESIZE: return ntp__ref_onnx_tensor_workspace(k);
+    case NTP_OP_KV_ATTENTION: return ntp__ref_decoder_workspace(k);
     default: return 0;
     }
 }
@@ -126,6 +127,11 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__ref_onnx_reduce(ctx, k);
     NTP_REF_ONNX_TENSOR_CASES:
         return ntp__ref_onnx_tensor(ctx, k);
+    case NTP_OP_RMSNORM:
+    case NTP_OP_ROPE:
+    case NTP_OP_KV_ATTENTION:
+    case NTP_OP_LM_HEAD:
+    case NTP_OP_ARGMAX: return ntp__ref_decoder(ctx, k);
     case NTP_OP_COUNT: break;
     }
     return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "no reference kernel for op %d",

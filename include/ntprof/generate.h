@@ -1,0 +1,135 @@
+/* ntprof: text generation with a decoder transformer, prefill and decode
+ * timed apart (docs/decoders.md).
+ *
+ * A decoder topology (models/tiny-decoder.xml says what it declares) is
+ * loaded twice: once with seq_len = the prompt for the prefill pass, once
+ * with seq_len = 1 for the decode steps. Both plans share one key/value
+ * cache per kv_attention layer, allocated here and sized for the whole
+ * context. The prefill pass is timed as one pass over the prompt (after one
+ * untimed warm-up pass); each of the gen_len decode steps feeds the token
+ * the step before chose (greedy, the topology's argmax) at the next
+ * position, its time one sample of the time per output token. */
+#ifndef NTPROF_GENERATE_H
+#define NTPROF_GENERATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/api.h"
+#include "ntprof/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ntp_ceilings;
+
+typedef struct ntp_generate_opts {
+    const char *backend; /* NULL: the default backend */
+    int threads;         /* 0: all cores */
+    uint64_t seed;       /* weights, the prompt, the synthetic context */
+    int64_t prompt_len;  /* P >= 1 tokens in the prefill pass */
+    int64_t gen_len;     /* G >= 1 decode steps */
+    int64_t batch;       /* 0: the topology's */
+    /* Positions already in the cache before the prompt (a long
+     * conversation), filled with synthetic keys and values, not timed. */
+    int64_t context_depth;
+    ntp_dtype kv_dtype; /* f32 (default), bf16 or f16 */
+    /* Refuse weights and caches beyond this many bytes, before allocating
+     * the cache: 0 the machine's physical memory, < 0 no limit. */
+    int64_t max_memory;
+    const char *const *set; /* "name=value" param overrides (--set) */
+    int n_set;
+    /* The machine's ceilings (ntprof machine); NULL: shares and the roofline
+     * prediction are n/a. */
+    const struct ntp_ceilings *ceilings;
+    /* When set: write every weight as <tensor>.npy, the prompt as
+     * tokens.npy, the prefill logits as logits_prefill.npy ([B,P,V]) and
+     * each decode step's as logits_decode_<i>.npy ([B,1,V]) into this
+     * directory (it must exist), for checks against another framework. */
+    const char *save_dir;
+    /* Analyse only: the per-phase FLOPs, bytes, intensity and the
+     * roofline's tokens/s, nothing allocated or run (times are 0). */
+    bool static_only;
+    /* Progress for a terminal (NULL: none): phase "prefill" or "decode". */
+    void (*progress)(void *user, const char *phase, int done, int total);
+    void *progress_user;
+} ntp_generate_opts;
+
+/* Defaults: P 32, G 32, seed 1, f32 cache. */
+NTP_API void ntp_generate_opts_default(ntp_generate_opts *o);
+
+/* One layer's row, per phase: prefill is the timed pass; decode the mean
+ * over the steps. FLOPs and bytes of decode are those of a step at the
+ * mean context (attention grows linearly with it). Bytes are the minimal
+ * traffic (weights, activations, and for kv_attention the cache read and
+ * written). */
+typedef struct ntp_generate_layer {
+    const char *name; /* owned by the result */
+    const char *type;
+    const char *backend;
+    double prefill_ms, decode_ms;
+    int64_t prefill_flops, decode_flops;
+    int64_t prefill_bytes, decode_bytes;
+} ntp_generate_layer;
+
+/* One phase. Shares are of the machine's ceilings: achieved GFLOP/s over
+ * the f32 compute peak, achieved GB/s over the DRAM bandwidth; -1 when
+ * there are no ceilings (roofline_note says why). The prediction is the
+ * roofline's: max(FLOPs / peak, bytes / bandwidth) per pass. */
+typedef struct ntp_generate_phase {
+    double ms; /* prefill: the pass; decode: mean step */
+    double tokens_per_s;
+    int64_t flops, bytes; /* per pass / per step */
+    double gflops, gbps, intensity;
+    double compute_share, bandwidth_share;
+    double predicted_tokens_per_s;
+    const char *bound; /* "compute" or "memory" by the roofline; NULL: n/a */
+} ntp_generate_phase;
+
+typedef struct ntp_generate_result {
+    char *model;
+    const char *backend;
+    int64_t batch, prompt_len, gen_len, context_depth, max_positions;
+    bool static_only; /* analysed, not run: every time is 0 */
+    ntp_dtype kv_dtype;
+    int64_t params;
+    int threads;
+    double ttft_ms; /* the prefill pass, which yields the first token */
+    double tpot_p50_ms, tpot_p90_ms, tpot_p99_ms, tpot_mean_ms;
+    double prefill_tokens_per_s, decode_tokens_per_s; /* batch included */
+    /* 2 x layers x kv_heads x head_dim x bytes, per token of one sequence;
+     * the total for batch x (context + prompt + generated) positions. */
+    int64_t kv_bytes_per_token, kv_bytes_total;
+    int kv_layers;
+    ntp_generate_phase prefill, decode;
+    const char *roofline_note; /* why shares are n/a; NULL when known */
+    int n_layers;
+    ntp_generate_layer *layers;
+    int32_t *tokens; /* [batch, gen_len + 1]: the token prefill chose, then each step's */
+    double *step_ms; /* [gen_len] */
+} ntp_generate_result;
+
+/* Run prefill and decode on the topology at `path`. Refused before
+ * anything is allocated: prompt + context + generation beyond the model's
+ * max_positions, a cache dtype the backend cannot keep, a cache beyond
+ * max_memory (the message gives the bytes per token). */
+NTP_API ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts *o,
+                                ntp_generate_result **out);
+NTP_API void ntp_generate_result_free(ntp_generate_result *r);
+
+/* The report as a table or as JSON (keys in docs/decoders.md: ttft_ms,
+ * tpot_ms {p50, p90, p99, mean}, prefill_tokens_per_s,
+ * decode_tokens_per_s, kv_bytes_per_token, ...). */
+NTP_API ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f);
+NTP_API ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f);
+
+/* KV cache bytes per token of one sequence for the topology g: 2 x the sum
+ * over kv_attention layers of kv_heads x head_dim, times the bytes of
+ * kv_dtype; *layers gets the count of such layers. 0 when g has none. */
+NTP_API int64_t ntp_graph_kv_bytes_per_token(const ntp_graph *g, ntp_dtype kv_dtype, int *layers);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

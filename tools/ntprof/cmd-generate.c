@@ -1,0 +1,160 @@
+/* ntprof generate: prefill and decode of a decoder transformer with a
+ * key/value cache (docs/decoders.md). A thin client of ntp_generate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ntprof/generate.h"
+
+static void gen_progress(void *user, const char *phase, int done, int total)
+{
+    cli_progress_show(user, phase, done, total, NULL);
+}
+
+static ntp_status write_gen(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const ntp_generate_result *r = arg;
+    if (fmt == NTP_FORMAT_JSON)
+        return ntp_generate_write_json(ctx, r, f);
+    return ntp_generate_write_table(ctx, r, f);
+}
+
+int cmd_generate(int argc, char **argv);
+
+int cmd_generate(int argc, char **argv)
+{
+    cli_topo_opts topo = {0};
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *output = NULL, *backend = NULL, *db = NULL, *save_dir = NULL;
+    int threads = 0;
+    bool use_db = true;
+    ntp_generate_opts go;
+    ntp_generate_opts_default(&go);
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof generate MODEL [options]\n"
+                 "\n"
+                 "Prefill (one pass over the prompt) and decode (one token per step against a\n"
+                 "growing key/value cache) of a decoder topology: time to first token, time per\n"
+                 "output token, tokens/s per phase, KV cache bytes, per-layer rows per phase,\n"
+                 "and the achieved share of the machine's ceilings (docs/decoders.md).\n"
+                 "\n"),
+        CLI_OPT("prompt-len", 'P', "N", "tokens in the prompt (default 32)"),
+        CLI_OPT("gen-len", 'G', "N", "decode steps (default 32)"),
+        CLI_OPT("context-depth", 'D', "N",
+                "positions already cached before the prompt (default 0)"),
+        CLI_OPT("kv-dtype", 'k', "T", "key/value cache type: f32 (default), bf16 or f16"),
+        CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
+        CLI_OPT("batch", 'b', "N", "sequences decoded together"),
+        CLI_OPT("max-memory", 'M', "SIZE",
+                "refuse weights and cache needing more (default: physical RAM)"),
+        CLI_STR("backend", 'B', "NAME", "the backend (default: the first built)", &backend),
+        CLI_NUM("threads", 't', "N", "threads (default: all cores)", &threads, 0, 4096,
+                "a non-negative integer"),
+        CLI_STR("db", 'd', "FILE", "read the machine's ceilings from this history", &db),
+        CLI_UNSET("no-db", 'n', "do not read the history (no ceilings)", &use_db),
+        CLI_SET("static", 'A', "analyse only: per-phase FLOPs, bytes, roofline tokens/s",
+                &go.static_only),
+        CLI_STR("save", 'S', "DIR", "write weights, prompt and logits as .npy into DIR", &save_dir),
+        CLI_OPT("format", 'f', "F", "table (default) or json"),
+        CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
+                &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
+    int opt, rc = CLI_USAGE;
+    int64_t v;
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        int r = cli_topo_option(&topo, opt, optarg);
+        if (r < 0)
+            goto out;
+        if (r > 0)
+            continue;
+        switch (opt) {
+        case 'P':
+        case 'G':
+        case 'D':
+            if (!cli_parse_int(optarg, opt == 'D' ? 0 : 1, INT32_MAX, &v)) {
+                cli_error("--%s: expected %s integer, got '%s'",
+                          opt == 'P'   ? "prompt-len"
+                          : opt == 'G' ? "gen-len"
+                                       : "context-depth",
+                          opt == 'D' ? "a non-negative" : "a positive", optarg);
+                goto out;
+            }
+            *(opt == 'P' ? &go.prompt_len : opt == 'G' ? &go.gen_len : &go.context_depth) = v;
+            break;
+        case 'k':
+            if (ntp_dtype_parse(optarg, &go.kv_dtype) != NTP_STATUS_OK) {
+                cli_error("--kv-dtype: expected f32, bf16 or f16, got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt))
+                goto out;
+            if (fmt != NTP_FORMAT_TABLE && fmt != NTP_FORMAT_JSON) {
+                cli_error("--format: generate writes table or json");
+                goto out;
+            }
+            break;
+        case 'h':
+            cli_usage(stdout, opts, 27);
+            rc = CLI_OK;
+            goto out;
+        case CLI_OPT_BAD: goto out;
+        default: cli_error("see 'ntprof generate --help'"); goto out;
+        }
+    }
+    if (!cli_want_files("generate", argc, argv, 1, "a topology MODEL"))
+        goto out;
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx) {
+        rc = CLI_FAIL;
+        goto out;
+    }
+    ntp_load_opts lo = cli_load_opts(&topo);
+    go.set = lo.set;
+    go.n_set = lo.n_set;
+    go.batch = lo.batch;
+    go.max_memory = lo.max_memory;
+    go.backend = backend;
+    go.threads = threads;
+    go.save_dir = save_dir;
+    char db_path[4096];
+    ntp_ceilings ceilings;
+    bool have = false;
+    if (use_db && !db && ntp_store_default_path(ctx, db_path, sizeof db_path) == NTP_STATUS_OK)
+        db = db_path;
+    if (use_db && db && ntp_store_find_ceilings(ctx, db, &ceilings, &have) != NTP_STATUS_OK)
+        fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
+    ntp_ctx_clear(ctx);
+    if (have)
+        go.ceilings = &ceilings;
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--save", save_dir, NTP_OUTPUT_DIR}};
+    const char *ins[] = {argv[optind]};
+    cli_progress prog;
+    cli_progress_init(&prog);
+    if (prog.tty) {
+        go.progress = gen_progress;
+        go.progress_user = &prog;
+    }
+    ntp_generate_result *res = NULL;
+    if ((rc = cli_check_outputs(ctx, outs, 2, ins, 1)) != CLI_OK) {
+        /* refused before running anything */
+    } else if (ntp_generate(ctx, argv[optind], &go, &res) != NTP_STATUS_OK) {
+        cli_progress_clear(&prog);
+        rc = cli_fail(ctx);
+    } else {
+        cli_progress_clear(&prog);
+        cli_print_warnings(ctx);
+        rc = cli_write_output(ctx, output, write_gen, res, fmt);
+    }
+    ntp_generate_result_free(res);
+    ntp_ctx_free(ctx);
+out:
+    cli_topo_free(&topo);
+    return rc;
+}
