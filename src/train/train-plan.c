@@ -37,9 +37,13 @@ ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: training runs at f32, the topology is %s (drop --precision)",
                           g->source, ntp_dtype_name(g->precision));
-    char list[1024] = "";
-    size_t len = 0;
+    /* Every such layer is named, in one line. */
+    size_t cap = 256, len = 0;
+    char *list = malloc(cap);
     int bad = 0;
+    if (!list)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    list[0] = '\0';
     for (int i = 0; i < g->n_nodes; i++) {
         const ntp_node *n = &g->nodes[g->order[i]];
         bool ok = ntp__train_supported(n->op) && n->n_out == 1;
@@ -47,14 +51,24 @@ ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g)
             ok = g->tensors[n->in[k]].layout != NTP_LAYOUT_NHWC;
         if (ok)
             continue;
-        if (bad++ < 12 && len < sizeof list - 100)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s' (%s)",
-                                    bad > 1 ? ", " : "", n->name, ntp__op_name(n->op));
+        size_t need = len + strlen(n->name) + strlen(ntp__op_name(n->op)) + 8;
+        if (need > cap) {
+            char *p = realloc(list, cap = 2 * need);
+            if (!p) {
+                free(list);
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            }
+            list = p;
+        }
+        len += (size_t)snprintf(list + len, cap - len, "%s'%s' (%s)", bad++ ? ", " : "", n->name,
+                                ntp__op_name(n->op));
     }
-    if (!bad)
-        return NTP_STATUS_OK;
-    return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: %d layer%s without a backward: %s%s",
-                      g->source, bad, bad > 1 ? "s" : "", list, bad > 12 ? ", ..." : "");
+    ntp_status st = NTP_STATUS_OK;
+    if (bad)
+        st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: %d layer%s without a backward: %s",
+                        g->source, bad, bad > 1 ? "s" : "", list);
+    free(list);
+    return st;
 }
 
 ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, ntp_train_target *t)

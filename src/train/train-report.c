@@ -114,8 +114,9 @@ ntp_status ntp_train_plan_write(ntp_ctx *ctx, const ntp_train_plan *p, ntp_forma
             fprintf(f, " %9s", ntp__human_count((double)l->flops[ph], b[ph], 32));
         fprintf(f, " %10s\n", ntp__human_bytes((double)l->stashed_bytes, b[4], 32));
     }
+    fputc('\n', f);
     ntp__put_linef(f,
-                   "\nFLOPs per step: forward %s, backward-data %s, backward-weights %s, "
+                   "FLOPs per step: forward %s, backward-data %s, backward-weights %s, "
                    "update %s",
                    ntp__human_count((double)p->flops[0], b[0], 32),
                    ntp__human_count((double)p->flops[1], b[1], 32),
@@ -225,8 +226,9 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
         }
         fprintf(f, " %5.1f%%\n", total > 0 ? 100.0 * sum / total : 0.0);
     }
+    fputc('\n', f);
     ntp__put_linef(f,
-                   "\nstep: median %.3f ms (95%% CI %.3f-%.3f), mean %.3f, p90 %.3f, min %.3f, "
+                   "step: median %.3f ms (95%% CI %.3f-%.3f), mean %.3f, p90 %.3f, min %.3f, "
                    "max %.3f",
                    r->step.median, r->step.ci95_lo, r->step.ci95_hi, r->step.mean, r->step.p90,
                    r->step.min, r->step.max);

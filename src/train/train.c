@@ -210,7 +210,7 @@ static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
     ntp_status st = ntp__npy_read(ctx, t->o.labels, &a);
     if (st)
         return st;
-    char b1[64], b2[64];
+    char b1[64], b2[64], b3[64];
     if (ce) {
         ntp_shape want = {1, {t->tg.rows}};
         if (a.dtype != NTP_DTYPE_I32 && a.dtype != NTP_DTYPE_I64)
@@ -223,7 +223,7 @@ static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
                             "%s: labels are %s; cross_entropy on output '%s' %s needs %s",
                             t->o.labels, ntp_shape_str(&a.shape, b1, sizeof b1), o->name,
                             ntp_shape_str(&t->g->tensors[t->tg.logits].shape, b2, sizeof b2),
-                            ntp_shape_str(&want, b2, sizeof b2));
+                            ntp_shape_str(&want, b3, sizeof b3));
         else {
             to_double(t->labels, a.data, a.dtype, t->n_labels);
             for (int64_t i = 0; i < t->n_labels && !st; i++)
