@@ -270,6 +270,48 @@ static void test_refusals(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The training plan of x [2,16] → fc1 (8) → relu → fc2 (8), by hand (every
+ * activation a multiple of the arena's 64-byte alignment).
+ * Ticks: forwards 0, 1, 2; loss 3; backwards of fc2, relu, fc1 at 4, 5, 6.
+ * Values: x 128 B lives 0-6 (fc1's weight gradient reads it), h1 64 B 0-5
+ * (relu's backward), r 64 B 1-4 (fc2's weight gradient), y 64 B 2-3;
+ * gradients: dy 64 B 3-4, dr 64 B 4-5, dh1 64 B 5-6. At ticks 3 and 4 five
+ * of them are live: 128 + 4 x 64 = 384 B, the most at once. */
+static void test_plan_by_hand(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, "<topology name='p' precision='f32' batch='2'>"
+                             "<input name='x' shape='2,16' dtype='f32'/>"
+                             "<fc name='fc1' units='8'/><relu name='r'/><fc name='fc2' units='8'/>"
+                             "</topology>");
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    o.optimizer = NTP_OPTIMIZER_ADAM;
+    ntp_train_plan *p = NULL;
+    assert_int_equal(ntp_train_plan_make(ctx, g, &o, &p), NTP_STATUS_OK);
+    const ntp_train_memory *m = &p->memory;
+    assert_int_equal(m->weights, (8 * 16 + 8 + 8 * 8 + 8) * 4);
+    assert_int_equal(m->gradients, m->weights);
+    assert_int_equal(m->optimizer_state, 2 * m->weights);
+    assert_int_equal(m->activations, 384);
+    assert_int_equal(m->workspace, 2 * 8 * 4);
+    assert_int_equal(m->other, 0);
+    assert_int_equal(m->peak, 4 * 832 + 384 + 64);
+    /* FLOPs: fc1 528 forward, no backward-data (its input is data), 528
+     * backward-weights; relu 16 and 32; fc2 272, 256, 272; loss 112 and 32;
+     * Adam 13 per value over 208 values. */
+    assert_int_equal(p->flops[NTP_TRAIN_FORWARD], 528 + 16 + 272 + 112);
+    assert_int_equal(p->flops[NTP_TRAIN_BACKWARD_DATA], 0 + 32 + 256 + 32);
+    assert_int_equal(p->flops[NTP_TRAIN_BACKWARD_WEIGHTS], 528 + 272);
+    assert_int_equal(p->flops[NTP_TRAIN_UPDATE], 13 * 208);
+    assert_int_equal(p->layers[0].stashed_bytes, 128);
+    assert_int_equal(p->layers[1].stashed_bytes, 64);
+    ntp_train_plan_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_hand_fc),
         cmocka_unit_test(test_optimizers),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_plan_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,7 +115,9 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
         break;
     case NTP_OP_CONCAT:
     case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN: break;
+    case NTP_OP_FLATTEN:
+    case NTP_OP_MEMCPY:
+    case NTP_OP_CONVERT: bd = 0; break;
     default:
         /* Element-wise: the derivative (about as costly as the function)
          * and the product with dy. */

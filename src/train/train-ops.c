@@ -53,7 +53,9 @@ bool ntp__train_supported(ntp_op op)
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
-    case NTP_OP_EMBEDDING: return true;
+    case NTP_OP_EMBEDDING:
+    case NTP_OP_MEMCPY:
+    case NTP_OP_CONVERT: return true;
     default: return false;
     }
 }
@@ -77,7 +79,9 @@ ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_CONCAT:
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT: break;
+    case NTP_OP_DROPOUT:
+    case NTP_OP_MEMCPY:
+    case NTP_OP_CONVERT: break;
     default: r.input[0] = ntp__train_supported(n->op); break;
     }
     (void)g;
@@ -820,7 +824,9 @@ static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, 
     case NTP_OP_MUL: binary(s, n, mode); break;
     case NTP_OP_CONCAT: concat(s, n, mode); break;
     case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN: copy(s, n, mode); break;
+    case NTP_OP_FLATTEN:
+    case NTP_OP_MEMCPY:
+    case NTP_OP_CONVERT: copy(s, n, mode); break;
     case NTP_OP_DROPOUT: dropout(s, n, mode); break;
     case NTP_OP_EMBEDDING: return embedding(ctx, s, n, mode);
     default:

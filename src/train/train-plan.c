@@ -49,6 +49,10 @@ ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g)
         bool ok = ntp__train_supported(n->op) && n->n_out == 1;
         for (int k = 0; k < n->n_in && ok; k++)
             ok = g->tensors[n->in[k]].layout != NTP_LAYOUT_NHWC;
+        /* convert trains as a copy: to f32 (an 8-bit image), layout kept. */
+        if (ok && n->op == NTP_OP_CONVERT)
+            ok = g->tensors[n->out[0]].dtype == NTP_DTYPE_F32 &&
+                 g->tensors[n->out[0]].layout == g->tensors[n->in[0]].layout;
         if (ok)
             continue;
         size_t need = len + strlen(n->name) + strlen(ntp__op_name(n->op)) + 8;
