@@ -23,6 +23,7 @@
 #include "ntprof/store.h"
 #include "ntprof/sweep.h"
 #include "ntprof/generate.h"
+#include "ntprof/train.h"
 
 #ifdef __cplusplus
 extern "C" {

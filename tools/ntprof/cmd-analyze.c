@@ -4,6 +4,13 @@
 
 #include "cli.h"
 
+static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_train_plan_write(ctx, arg, fmt, f);
+}
+
+enum { OPT_TRAIN = 256, OPT_LOSS, OPT_OPTIMIZER };
+
 typedef struct analyze_arg {
     const ntp_graph *g;
     const ntp_analysis *a;
@@ -20,6 +27,9 @@ int cmd_analyze(int argc, char **argv)
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL;
+    bool train = false;
+    ntp_train_opts to;
+    ntp_train_opts_init(&to);
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof analyze FILE [options]\n"
                  "\n"
@@ -35,6 +45,12 @@ int cmd_analyze(int argc, char **argv)
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
+        CLI_SET("train", OPT_TRAIN,
+                "training instead: memory by data structure and FLOPs\nper phase "
+                "(docs/train.md)",
+                &train),
+        CLI_OPT("loss", OPT_LOSS, "L", "with --train: cross_entropy (default) or mse"),
+        CLI_OPT("optimizer", OPT_OPTIMIZER, "O", "with --train: sgd (default), momentum, adam"),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -50,6 +66,18 @@ int cmd_analyze(int argc, char **argv)
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
+            break;
+        case OPT_LOSS:
+            if (ntp_loss_parse(optarg, &to.loss) != NTP_STATUS_OK) {
+                cli_error("--loss expects cross_entropy or mse, got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case OPT_OPTIMIZER:
+            if (ntp_optimizer_parse(optarg, &to.optimizer) != NTP_STATUS_OK) {
+                cli_error("--optimizer expects sgd, momentum or adam, got '%s'", optarg);
+                goto out;
+            }
             break;
         case 'h':
             cli_usage(stdout, opts, 25);
@@ -73,6 +101,17 @@ int cmd_analyze(int argc, char **argv)
     const char *ins[] = {argv[optind]};
     if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
         /* refused before reading anything */
+    } else if (train) {
+        ntp_train_plan *tp = NULL;
+        lo.max_memory = -1; /* the plan shows what training needs */
+        if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+            ntp_train_plan_make(ctx, g, &to, &tp) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+        } else {
+            cli_print_warnings(ctx);
+            rc = cli_write_output(ctx, output, write_train_plan, tp, fmt);
+        }
+        ntp_train_plan_free(tp);
     } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
                ntp_graph_analyze(ctx, g, &a) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);

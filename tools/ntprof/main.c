@@ -31,6 +31,7 @@ int cmd_history(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
@@ -47,6 +48,8 @@ static const command commands[] = {
     {"history", cmd_history, "runs recorded in the history database"},
     {"generate", cmd_generate,
      "prefill and decode of a decoder with a KV cache: TTFT, TPOT, tok/s"},
+    {"train", cmd_train,
+     "training steps per layer (forward, backward, update) and memory by data structure"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -1,0 +1,172 @@
+/* ntprof: training — forward, loss, backward and optimizer step per layer,
+ * and training memory broken down by data structure (docs/train.md).
+ *
+ * Training runs on the reference engine of src/train/: every kernel is
+ * written for clarity and evaluated in double precision, so that backward
+ * passes can be checked against finite differences and weights after a few
+ * steps against PyTorch's. Timings are those of that engine. */
+#ifndef NTPROF_TRAIN_H
+#define NTPROF_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/api.h"
+#include "ntprof/context.h"
+#include "ntprof/graph.h"
+#include "ntprof/report.h"
+#include "ntprof/stats.h"
+#include "ntprof/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ntp_loss {
+    NTP_LOSS_CROSS_ENTROPY, /* softmax + negative log-likelihood, mean over the batch */
+    NTP_LOSS_MSE,           /* mean of squared differences over every element */
+    NTP_LOSS_COUNT
+} ntp_loss;
+
+typedef enum ntp_optimizer {
+    NTP_OPTIMIZER_SGD,      /* torch.optim.SGD(lr) */
+    NTP_OPTIMIZER_MOMENTUM, /* torch.optim.SGD(lr, momentum, dampening=0) */
+    NTP_OPTIMIZER_ADAM,     /* torch.optim.Adam(lr, betas, eps) */
+    NTP_OPTIMIZER_COUNT
+} ntp_optimizer;
+
+/* "cross_entropy", "mse". */
+NTP_API const char *ntp_loss_name(ntp_loss l);
+NTP_API ntp_status ntp_loss_parse(const char *s, ntp_loss *out);
+/* "sgd", "momentum", "adam". */
+NTP_API const char *ntp_optimizer_name(ntp_optimizer o);
+NTP_API ntp_status ntp_optimizer_parse(const char *s, ntp_optimizer *out);
+
+/* The phases of a training step, as per-layer rows report them. */
+typedef enum ntp_train_phase {
+    NTP_TRAIN_FORWARD,
+    NTP_TRAIN_BACKWARD_DATA,    /* gradients of the layer's inputs */
+    NTP_TRAIN_BACKWARD_WEIGHTS, /* gradients of the layer's weights */
+    NTP_TRAIN_UPDATE,           /* the optimizer step of the layer's weights */
+    NTP_TRAIN_PHASE_COUNT
+} ntp_train_phase;
+
+/* "forward", "backward_data", "backward_weights", "update". */
+NTP_API const char *ntp_train_phase_name(ntp_train_phase p);
+
+typedef struct ntp_train_opts {
+    ntp_loss loss;
+    ntp_optimizer optimizer;
+    double lr;           /* learning rate; 0: 0.01 (sgd, momentum) or 0.001 (adam) */
+    double momentum;     /* momentum optimizer: 0 means 0.9 */
+    double beta1, beta2; /* adam: 0 means 0.9 and 0.999 */
+    double eps;          /* adam: 0 means 1e-8 */
+    double dropout;      /* drop probability of every dropout layer; < 0: 0.5 */
+    int steps;           /* training steps; 0 means 10 */
+    uint64_t seed;       /* weights, synthetic inputs, labels, dropout masks; 0: 1 */
+    /* "NAME=FILE.npy": graph inputs given as data; the others are generated. */
+    const char *const *inputs;
+    int n_inputs;
+    /* Labels as .npy: class indices (int32/int64, [N]) for cross_entropy,
+     * f32 of the output's shape for mse; NULL: generated from the seed. */
+    const char *labels;
+    /* > 0: refuse before allocating when the planned peak exceeds it. */
+    int64_t max_memory;
+    /* Called after each step (the CLI's progress), may be NULL. */
+    void (*progress)(void *user, int step, int steps);
+    void *progress_user;
+} ntp_train_opts;
+
+/* Zero everything and set the defaults: cross_entropy, sgd, 10 steps,
+ * seed 1, dropout 0.5. */
+NTP_API void ntp_train_opts_init(ntp_train_opts *o);
+
+/* Training memory by data structure, in bytes at the topology's precision
+ * (as TBD draws it). */
+typedef struct ntp_train_memory {
+    int64_t weights;         /* trainable weights and non-trainable buffers */
+    int64_t gradients;       /* one gradient per trainable weight */
+    int64_t optimizer_state; /* momentum buffers, Adam's two moments */
+    int64_t activations;     /* planned arena of feature maps stashed for
+                              * backward and their gradients */
+    int64_t workspace;       /* the largest temporary of one kernel (the loss) */
+    int64_t other;           /* per-layer saved state: batch statistics, dropout masks */
+    int64_t peak;            /* the sum: what a step needs at once */
+} ntp_train_memory;
+
+/* One layer's training cost, without running. */
+typedef struct ntp_train_layer_cost {
+    const char *name; /* owned by the graph; "loss" for the loss row */
+    const char *type;
+    int64_t flops[NTP_TRAIN_PHASE_COUNT];
+    int64_t stashed_bytes; /* activation bytes this layer's backward keeps alive */
+} ntp_train_layer_cost;
+
+typedef struct ntp_train_plan {
+    ntp_dtype precision;
+    int64_t batch;
+    ntp_loss loss;
+    ntp_optimizer optimizer;
+    ntp_train_memory memory;
+    int n_layers; /* the graph's layers, then one row for the loss */
+    ntp_train_layer_cost *layers;
+    int64_t flops[NTP_TRAIN_PHASE_COUNT]; /* totals */
+    int64_t forward_flops;                /* = flops[NTP_TRAIN_FORWARD] */
+    int64_t step_flops;                   /* every phase together */
+} ntp_train_plan;
+
+/* Plan training of g without running: memory by data structure and FLOPs
+ * per phase and layer. Fails (naming every such layer) when g has layers
+ * without a backward, and when the loss does not fit the output. */
+NTP_API ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                                       ntp_train_plan **out);
+NTP_API void ntp_train_plan_free(ntp_train_plan *p);
+/* Table or JSON (docs/train.md); CSV gives the per-layer rows. */
+NTP_API ntp_status ntp_train_plan_write(ntp_ctx *ctx, const ntp_train_plan *p, ntp_format fmt,
+                                        FILE *f);
+
+typedef struct ntp_train_layer {
+    const char *name; /* owned by the graph; "loss" for the loss row */
+    const char *type;
+    bool has[NTP_TRAIN_PHASE_COUNT];        /* whether the layer has the phase */
+    ntp_stats phase[NTP_TRAIN_PHASE_COUNT]; /* milliseconds per step */
+} ntp_train_layer;
+
+typedef struct ntp_train_result {
+    const char *model;
+    int steps;
+    int64_t batch;
+    ntp_loss loss;
+    ntp_optimizer optimizer;
+    double lr;
+    ntp_stats step;       /* milliseconds per step */
+    double samples_per_s; /* batch / median step time */
+    double *losses;       /* the loss after each step's forward, [steps] */
+    ntp_train_plan *plan;
+    int64_t allocated_bytes; /* what the engine held (doubles) */
+    int n_layers;            /* as the plan's rows */
+    ntp_train_layer *layers;
+} ntp_train_result;
+
+typedef struct ntp_trainer ntp_trainer;
+
+/* Prepare training of g: checks the ops, the loss and the labels, plans the
+ * memory (refusing above o->max_memory before allocating), then loads
+ * weights (the model's own or generated from the seed) and inputs. g must
+ * outlive the trainer. */
+NTP_API ntp_status ntp_trainer_new(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                                   ntp_trainer **out);
+/* Run o->steps training steps and summarise them. */
+NTP_API ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out);
+/* Write every weight and buffer as DIR/<name>.npy (f32) under the model's
+ * own names; DIR must exist. */
+NTP_API ntp_status ntp_trainer_save_weights(ntp_ctx *ctx, const ntp_trainer *t, const char *dir);
+NTP_API void ntp_trainer_free(ntp_trainer *t);
+NTP_API void ntp_train_result_free(ntp_train_result *r);
+/* Table, JSON (with a "memory" object) or CSV (per-layer rows). */
+NTP_API ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt,
+                                          FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/* The training engine, private to libntprof (docs/train.md).
+ *
+ * Every tensor of the graph has a value buffer (val) in double; activations
+ * that carry a gradient and trainable weights have a gradient buffer (grad).
+ * A step runs each layer's forward in execution order, the loss, then each
+ * layer's backward in reverse order — backward-data (the gradients of its
+ * inputs, accumulated with +=, since a tensor may feed several layers) and
+ * backward-weights (the gradients of its weights) — and finally the
+ * optimizer. Kernels are plain loops, written to be read and checked. */
+#ifndef NTPROF_TRAIN_IMPL_H
+#define NTPROF_TRAIN_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/graph-impl.h"
+#include "ntprof/train.h"
+
+/* What one layer's backward needs kept from its forward. */
+typedef struct ntp_train_needs {
+    bool input[NTP_MAX_INPUTS]; /* the value of input i */
+    bool output;                /* the value of its output */
+} ntp_train_needs;
+
+/* Whether op has a training forward and a backward here. */
+bool ntp__train_supported(ntp_op op);
+/* What the backward of n reads from the forward. */
+ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n);
+/* Saved per-layer state (doubles) the backward of n reads: batch
+ * statistics, dropout masks; 0 for most layers. */
+int64_t ntp__train_saved_count(const ntp_graph *g, const ntp_node *n);
+
+/* The loss as the graph's output fits it: the tensor the loss reads (for
+ * cross-entropy the logits: the input of a final softmax or log_softmax,
+ * whose backward the loss then takes over, fused and stable) and that
+ * layer, or -1. Errors are one line. */
+typedef struct ntp_train_target {
+    int out;        /* the graph output */
+    int logits;     /* the tensor the loss reads */
+    int fused_node; /* the softmax/log_softmax the loss replaces, -1 if none */
+    int64_t rows, classes;
+} ntp_train_target;
+ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, ntp_train_target *t);
+
+/* Which tensors carry a gradient (needs[n_tensors]): activations that
+ * depend on a trainable weight. Graph inputs and constants never do. */
+void ntp__train_grad_flags(const ntp_graph *g, bool *needs);
+/* Check that every layer of g trains here, at f32 and in NCHW: one error
+ * naming every layer that does not. */
+ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g);
+
+/* The engine's state, shared by the kernels. */
+typedef struct ntp_train_state {
+    const ntp_graph *g;
+    double **val;   /* [n_tensors]: every tensor's values */
+    double **grad;  /* [n_tensors]: gradients, NULL where none */
+    double **saved; /* [n_nodes]: saved state, NULL where none */
+    double dropout; /* drop probability */
+    uint64_t seed;  /* dropout masks: per step and layer */
+    uint64_t step;  /* the step being run, from 0 */
+} ntp_train_state;
+
+/* Forward of node n in training mode (batch statistics, dropout masks). */
+ntp_status ntp__train_forward(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n);
+/* Accumulate the gradients of n's inputs (those with a grad buffer). */
+void ntp__train_backward_data(ntp_train_state *s, const ntp_node *n);
+/* Write the gradients of n's trainable weights. */
+void ntp__train_backward_weights(ntp_train_state *s, const ntp_node *n);
+/* Whether n has trainable weights. */
+bool ntp__train_has_weights(const ntp_graph *g, const ntp_node *n);
+
+/* The loss of x against labels (class indices as doubles for
+ * cross-entropy, targets for mse) and its gradient into dx (overwritten).
+ * Cross-entropy takes logits [rows, classes] and is the mean over rows of
+ * logsumexp(x) - x[label]; mse is the mean over the n elements. */
+double ntp__train_loss(ntp_loss loss, const double *x, const double *labels, int64_t rows,
+                       int64_t classes, int64_t n, double *dx);
+
+/* Training FLOPs of n per phase (docs/train.md), forward from the op
+ * table; `data` says whether its inputs take a gradient. The update phase
+ * counts the optimizer's work over n's trainable weights. */
+void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_optimizer opt,
+                      int64_t flops[NTP_TRAIN_PHASE_COUNT]);
+/* FLOPs of the loss: forward and backward over n elements. */
+void ntp__train_loss_flops(ntp_loss loss, int64_t n, int64_t flops[NTP_TRAIN_PHASE_COUNT]);
+
+/* One optimizer step over one weight tensor of cnt values: p -= ..., with
+ * state m (momentum buffer or Adam's first moment) and v (Adam's second),
+ * t the 1-based step count. */
+typedef struct ntp_optim {
+    ntp_optimizer kind;
+    double lr, momentum, beta1, beta2, eps;
+} ntp_optim;
+void ntp__train_update(const ntp_optim *o, int64_t t, double *p, const double *grad, double *m,
+                       double *v, int64_t cnt);
+
+#endif

@@ -1,0 +1,243 @@
+/* Training plans and results as tables, JSON and CSV (docs/train.md). */
+#include <jansson.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "core/writers-impl.h"
+#include "train-impl.h"
+
+static const char *const mem_keys[] = {
+    "weights", "gradients", "optimizer_state", "activations", "workspace", "other", "peak"};
+
+static void mem_values(const ntp_train_memory *m, int64_t v[7])
+{
+    v[0] = m->weights;
+    v[1] = m->gradients;
+    v[2] = m->optimizer_state;
+    v[3] = m->activations;
+    v[4] = m->workspace;
+    v[5] = m->other;
+    v[6] = m->peak;
+}
+
+static json_t *memory_json(bool *ok, const ntp_train_memory *m)
+{
+    json_t *o = json_object();
+    int64_t v[7];
+    mem_values(m, v);
+    for (int i = 0; i < 7; i++)
+        ntp__jset(ok, o, mem_keys[i], json_integer(v[i]));
+    return o;
+}
+
+static void memory_table(FILE *f, const ntp_train_memory *m)
+{
+    int64_t v[7];
+    mem_values(m, v);
+    char b[32];
+    fprintf(f, "\nmemory (bytes at the topology's precision)\n");
+    for (int i = 0; i < 7; i++) {
+        double share = m->peak > 0 ? 100.0 * (double)v[i] / (double)m->peak : 0.0;
+        if (i == 6)
+            ntp__put_linef(f, "  %-16s %10s", mem_keys[i], ntp__human_bytes((double)v[i], b, 32));
+        else
+            ntp__put_linef(f, "  %-16s %10s  %5.1f%%", mem_keys[i],
+                           ntp__human_bytes((double)v[i], b, 32), share);
+    }
+}
+
+static json_t *flops_json(bool *ok, const int64_t *fl)
+{
+    json_t *o = json_object();
+    for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++)
+        ntp__jset(ok, o, ntp_train_phase_name((ntp_train_phase)ph), json_integer(fl[ph]));
+    return o;
+}
+
+ntp_status ntp_train_plan_write(ntp_ctx *ctx, const ntp_train_plan *p, ntp_format fmt, FILE *f)
+{
+    if (fmt == NTP_FORMAT_JSON) {
+        bool ok = true;
+        json_t *root = json_object(), *layers = json_array();
+        ntp__jset(&ok, root, "precision", ntp__json_str(ntp_dtype_name(p->precision)));
+        ntp__jset(&ok, root, "batch", json_integer(p->batch));
+        ntp__jset(&ok, root, "loss", ntp__json_str(ntp_loss_name(p->loss)));
+        ntp__jset(&ok, root, "optimizer", ntp__json_str(ntp_optimizer_name(p->optimizer)));
+        ntp__jset(&ok, root, "memory", memory_json(&ok, &p->memory));
+        ntp__jset(&ok, root, "flops", flops_json(&ok, p->flops));
+        ntp__jset(&ok, root, "step_flops", json_integer(p->step_flops));
+        ntp__jset(&ok, root, "step_to_forward",
+                  ntp__json_num(p->forward_flops > 0
+                                    ? (double)p->step_flops / (double)p->forward_flops
+                                    : 0.0));
+        for (int i = 0; i < p->n_layers; i++) {
+            json_t *l = json_object();
+            ntp__jset(&ok, l, "name", ntp__json_str(p->layers[i].name));
+            ntp__jset(&ok, l, "type", ntp__json_str(p->layers[i].type));
+            ntp__jset(&ok, l, "flops", flops_json(&ok, p->layers[i].flops));
+            ntp__jset(&ok, l, "stashed_bytes", json_integer(p->layers[i].stashed_bytes));
+            ntp__jpush(&ok, layers, l);
+        }
+        ntp__jset(&ok, root, "layers", layers);
+        return ntp__json_finish(ctx, root, ok, f, "training plan");
+    }
+    if (fmt == NTP_FORMAT_CSV) {
+        fprintf(f, "layer,type,forward_flops,backward_data_flops,backward_weights_flops,"
+                   "update_flops,stashed_bytes\n");
+        for (int i = 0; i < p->n_layers; i++) {
+            const ntp_train_layer_cost *l = &p->layers[i];
+            ntp__csv_str(f, l->name);
+            fputc(',', f);
+            ntp__csv_str(f, l->type);
+            for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
+                fputc(',', f);
+                ntp__csv_int(f, l->flops[ph]);
+            }
+            fputc(',', f);
+            ntp__csv_int(f, l->stashed_bytes);
+            fputc('\n', f);
+        }
+        return ntp__check_stream(ctx, f, "training plan");
+    }
+    char b[5][32];
+    ntp__put_linef(f, "training plan: batch %lld, %s, loss %s, optimizer %s", (long long)p->batch,
+                   ntp_dtype_name(p->precision), ntp_loss_name(p->loss),
+                   ntp_optimizer_name(p->optimizer));
+    fprintf(f, "\n%-24s %-14s %9s %9s %9s %9s %10s\n", "layer", "type", "fwd FLOP", "bwd-data",
+            "bwd-wts", "update", "stashed");
+    for (int i = 0; i < p->n_layers; i++) {
+        const ntp_train_layer_cost *l = &p->layers[i];
+        ntp__put_cell(f, l->name, 24, false);
+        fputc(' ', f);
+        ntp__put_cell(f, l->type, 14, false);
+        for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++)
+            fprintf(f, " %9s", ntp__human_count((double)l->flops[ph], b[ph], 32));
+        fprintf(f, " %10s\n", ntp__human_bytes((double)l->stashed_bytes, b[4], 32));
+    }
+    fputc('\n', f);
+    ntp__put_linef(f,
+                   "FLOPs per step: forward %s, backward-data %s, backward-weights %s, "
+                   "update %s",
+                   ntp__human_count((double)p->flops[0], b[0], 32),
+                   ntp__human_count((double)p->flops[1], b[1], 32),
+                   ntp__human_count((double)p->flops[2], b[2], 32),
+                   ntp__human_count((double)p->flops[3], b[3], 32));
+    ntp__put_linef(f, "step %s FLOPs = %.2f x forward",
+                   ntp__human_count((double)p->step_flops, b[4], 32),
+                   p->forward_flops > 0 ? (double)p->step_flops / (double)p->forward_flops : 0.0);
+    memory_table(f, &p->memory);
+    return ntp__check_stream(ctx, f, "training plan");
+}
+
+static json_t *stats_json(bool *ok, const ntp_stats *s)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "n", json_integer((json_int_t)s->n));
+    ntp__jset(ok, o, "min", ntp__json_num(s->min));
+    ntp__jset(ok, o, "median", ntp__json_num(s->median));
+    ntp__jset(ok, o, "mean", ntp__json_num(s->mean));
+    ntp__jset(ok, o, "p90", ntp__json_num(s->p90));
+    ntp__jset(ok, o, "p99", ntp__json_num(s->p99));
+    ntp__jset(ok, o, "max", ntp__json_num(s->max));
+    ntp__jset(ok, o, "stddev", ntp__json_num(s->stddev));
+    ntp__jset(ok, o, "ci95_lo", ntp__json_num(s->ci95_lo));
+    ntp__jset(ok, o, "ci95_hi", ntp__json_num(s->ci95_hi));
+    ntp__jset(ok, o, "cv", ntp__json_num(s->cv));
+    return o;
+}
+
+ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt, FILE *f)
+{
+    if (fmt == NTP_FORMAT_JSON) {
+        bool ok = true;
+        json_t *root = json_object(), *layers = json_array(), *losses = json_array();
+        ntp__jset(&ok, root, "model", ntp__json_str(r->model));
+        ntp__jset(&ok, root, "batch", json_integer(r->batch));
+        ntp__jset(&ok, root, "steps", json_integer(r->steps));
+        ntp__jset(&ok, root, "loss", ntp__json_str(ntp_loss_name(r->loss)));
+        ntp__jset(&ok, root, "optimizer", ntp__json_str(ntp_optimizer_name(r->optimizer)));
+        ntp__jset(&ok, root, "lr", ntp__json_num(r->lr));
+        ntp__jset(&ok, root, "step_ms", stats_json(&ok, &r->step));
+        ntp__jset(&ok, root, "samples_per_s", ntp__json_num(r->samples_per_s));
+        for (int k = 0; k < r->steps; k++)
+            ntp__jpush(&ok, losses, ntp__json_num(r->losses[k]));
+        ntp__jset(&ok, root, "losses", losses);
+        ntp__jset(&ok, root, "memory", memory_json(&ok, &r->plan->memory));
+        ntp__jset(&ok, root, "allocated_bytes", json_integer(r->allocated_bytes));
+        ntp__jset(&ok, root, "flops", flops_json(&ok, r->plan->flops));
+        for (int i = 0; i < r->n_layers; i++) {
+            const ntp_train_layer *l = &r->layers[i];
+            json_t *o = json_object();
+            ntp__jset(&ok, o, "name", ntp__json_str(l->name));
+            ntp__jset(&ok, o, "type", ntp__json_str(l->type));
+            for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++)
+                if (l->has[ph])
+                    ntp__jset(&ok, o, ntp_train_phase_name((ntp_train_phase)ph),
+                              stats_json(&ok, &l->phase[ph]));
+            ntp__jset(&ok, o, "flops", flops_json(&ok, r->plan->layers[i].flops));
+            ntp__jpush(&ok, layers, o);
+        }
+        ntp__jset(&ok, root, "layers", layers);
+        return ntp__json_finish(ctx, root, ok, f, "training report");
+    }
+    if (fmt == NTP_FORMAT_CSV) {
+        fprintf(f, "layer,type,phase,median_ms,mean_ms,p90_ms,min_ms,max_ms\n");
+        for (int i = 0; i < r->n_layers; i++)
+            for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
+                const ntp_train_layer *l = &r->layers[i];
+                if (!l->has[ph])
+                    continue;
+                ntp__csv_str(f, l->name);
+                fputc(',', f);
+                ntp__csv_str(f, l->type);
+                fputc(',', f);
+                ntp__csv_str(f, ntp_train_phase_name((ntp_train_phase)ph));
+                const ntp_stats *s = &l->phase[ph];
+                double v[5] = {s->median, s->mean, s->p90, s->min, s->max};
+                for (int j = 0; j < 5; j++) {
+                    fputc(',', f);
+                    ntp__csv_num(f, v[j]);
+                }
+                fputc('\n', f);
+            }
+        return ntp__check_stream(ctx, f, "training report");
+    }
+    ntp__put_linef(f, "train %s: batch %lld, %d steps, loss %s, optimizer %s (lr %g)", r->model,
+                   (long long)r->batch, r->steps, ntp_loss_name(r->loss),
+                   ntp_optimizer_name(r->optimizer), r->lr);
+    fprintf(f, "\nmedian ms per step        %-14s %9s %9s %9s %9s %6s\n", "type", "forward",
+            "bwd-data", "bwd-wts", "update", "share");
+    double total = r->step.median;
+    char b[NTP_TRAIN_PHASE_COUNT][16];
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_train_layer *l = &r->layers[i];
+        double sum = 0.0;
+        ntp__put_cell(f, l->name, 25, false);
+        fputc(' ', f);
+        ntp__put_cell(f, l->type, 14, false);
+        for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
+            if (l->has[ph]) {
+                sum += l->phase[ph].median;
+                ntp__fit_number(l->phase[ph].median, 9, 3, b[ph], sizeof b[ph]);
+            } else {
+                strcpy(b[ph], "-");
+            }
+            fprintf(f, " %9s", b[ph]);
+        }
+        fprintf(f, " %5.1f%%\n", total > 0 ? 100.0 * sum / total : 0.0);
+    }
+    fputc('\n', f);
+    ntp__put_linef(f,
+                   "step: median %.3f ms (95%% CI %.3f-%.3f), mean %.3f, p90 %.3f, min %.3f, "
+                   "max %.3f",
+                   r->step.median, r->step.ci95_lo, r->step.ci95_hi, r->step.mean, r->step.p90,
+                   r->step.min, r->step.max);
+    ntp__put_linef(
+        f, "throughput: %.1f samples/s; loss %.6g after the first forward, %.6g at the last",
+        r->samples_per_s, r->losses[0], r->losses[r->steps - 1]);
+    memory_table(f, &r->plan->memory);
+    char ab[32];
+    ntp__put_linef(f, "  (the reference engine holds %s in doubles)",
+                   ntp__human_bytes((double)r->allocated_bytes, ab, sizeof ab));
+    return ntp__check_stream(ctx, f, "training report");
+}

@@ -1,0 +1,581 @@
+/* ntp_trainer: load weights, inputs and labels, then run training steps,
+ * timing each layer's forward, backward-data, backward-weights and update
+ * (docs/train.md). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "core/rng-impl.h"
+#include "core/writers-impl.h"
+#include "graph/gen-impl.h"
+#include "io/io-impl.h"
+#include "measure/measure-impl.h"
+#include "train-impl.h"
+
+static const char *const loss_names[NTP_LOSS_COUNT] = {"cross_entropy", "mse"};
+static const char *const optim_names[NTP_OPTIMIZER_COUNT] = {"sgd", "momentum", "adam"};
+static const char *const phase_names[NTP_TRAIN_PHASE_COUNT] = {"forward", "backward_data",
+                                                               "backward_weights", "update"};
+
+const char *ntp_loss_name(ntp_loss l)
+{
+    return (unsigned)l < NTP_LOSS_COUNT ? loss_names[l] : "?";
+}
+
+const char *ntp_optimizer_name(ntp_optimizer o)
+{
+    return (unsigned)o < NTP_OPTIMIZER_COUNT ? optim_names[o] : "?";
+}
+
+const char *ntp_train_phase_name(ntp_train_phase p)
+{
+    return (unsigned)p < NTP_TRAIN_PHASE_COUNT ? phase_names[p] : "?";
+}
+
+ntp_status ntp_loss_parse(const char *s, ntp_loss *out)
+{
+    for (int i = 0; i < NTP_LOSS_COUNT; i++)
+        if (s && !strcmp(s, loss_names[i])) {
+            *out = (ntp_loss)i;
+            return NTP_STATUS_OK;
+        }
+    return NTP_STATUS_UNKNOWN_NAME;
+}
+
+ntp_status ntp_optimizer_parse(const char *s, ntp_optimizer *out)
+{
+    for (int i = 0; i < NTP_OPTIMIZER_COUNT; i++)
+        if (s && !strcmp(s, optim_names[i])) {
+            *out = (ntp_optimizer)i;
+            return NTP_STATUS_OK;
+        }
+    return NTP_STATUS_UNKNOWN_NAME;
+}
+
+void ntp_train_opts_init(ntp_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->loss = NTP_LOSS_CROSS_ENTROPY;
+    o->optimizer = NTP_OPTIMIZER_SGD;
+    o->steps = 10;
+    o->seed = 1;
+    o->dropout = 0.5;
+}
+
+struct ntp_trainer {
+    const ntp_graph *g;
+    ntp_train_opts o;
+    ntp_optim opt;
+    ntp_train_target tg;
+    ntp_train_plan *plan;
+    ntp_train_state s;
+    bool *needs;
+    double **m, **v; /* optimizer state per weight tensor */
+    double *labels;
+    int64_t n_labels;
+    int64_t t; /* optimizer steps taken */
+    int64_t allocated;
+    double last_loss;
+};
+
+static double *dalloc(ntp_trainer *t, int64_t n)
+{
+    t->allocated += n * (int64_t)sizeof(double);
+    return calloc((size_t)n + 1, sizeof(double));
+}
+
+/* The values of a .npy or generated array as doubles. */
+static void to_double(double *d, const void *src, ntp_dtype dt, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        switch (dt) {
+        case NTP_DTYPE_F32: d[i] = ((const float *)src)[i]; break;
+        case NTP_DTYPE_I32: d[i] = ((const int32_t *)src)[i]; break;
+        case NTP_DTYPE_I64: d[i] = (double)((const int64_t *)src)[i]; break;
+        case NTP_DTYPE_U8: d[i] = ((const uint8_t *)src)[i]; break;
+        case NTP_DTYPE_I8: d[i] = ((const int8_t *)src)[i]; break;
+        default: d[i] = 0.0; break;
+        }
+}
+
+static ntp_status load_weights(ntp_ctx *ctx, ntp_trainer *t)
+{
+    const ntp_graph *g = t->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ntp_node *n = &g->nodes[i];
+        float *f32[NTP_MAX_WEIGHTS] = {0};
+        ntp_status st = NTP_STATUS_OK;
+        for (int k = 0; k < n->n_w && !st; k++)
+            if (!(f32[k] = malloc(
+                      (size_t)ntp_shape_numel(&g->tensors[n->w[k]].shape) * sizeof(float) + 1)))
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weights");
+        if (!st)
+            ntp__gen_weights(g, n, f32, t->o.seed);
+        for (int k = 0; k < n->n_w && !st; k++) {
+            const ntp_tensor *w = &g->tensors[n->w[k]];
+            int64_t c = ntp_shape_numel(&w->shape);
+            if (w->data && w->data_dtype != NTP_DTYPE_F32)
+                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                                "weight '%s' holds %s data; expected f32", w->name,
+                                ntp_dtype_name(w->data_dtype));
+            else
+                to_double(t->s.val[n->w[k]], w->data ? w->data : f32[k], NTP_DTYPE_F32, c);
+        }
+        for (int k = 0; k < n->n_w; k++)
+            free(f32[k]);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
+}
+
+static ntp_status load_inputs(ntp_ctx *ctx, ntp_trainer *t)
+{
+    const ntp_graph *g = t->g;
+    for (int k = 0; k < t->o.n_inputs; k++) {
+        const char *spec = t->o.inputs[k], *eq = strchr(spec, '=');
+        if (!eq)
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "--input expects NAME=FILE.npy, got '%s'", spec);
+        bool found = false;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (strlen(g->tensors[g->inputs[i]].name) == (size_t)(eq - spec) &&
+                !strncmp(g->tensors[g->inputs[i]].name, spec, (size_t)(eq - spec)))
+                found = true;
+        if (!found)
+            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                              "--input %s: the model has no input '%.*s'", spec, (int)(eq - spec),
+                              spec);
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        int ti = g->inputs[i];
+        const ntp_tensor *x = &g->tensors[ti];
+        int64_t c = ntp_shape_numel(&x->shape);
+        const char *file = NULL;
+        for (int k = 0; k < t->o.n_inputs; k++) {
+            const char *eq = strchr(t->o.inputs[k], '=');
+            if (strlen(x->name) == (size_t)(eq - t->o.inputs[k]) &&
+                !strncmp(x->name, t->o.inputs[k], (size_t)(eq - t->o.inputs[k])))
+                file = eq + 1;
+        }
+        if (file) {
+            ntp_npy a;
+            ntp_status st = ntp__npy_read(ctx, file, &a);
+            if (st)
+                return st;
+            char b1[64], b2[64];
+            if (!ntp_shape_equal(&a.shape, &x->shape) || a.dtype != x->dtype) {
+                st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR, "%s: holds %s %s; input '%s' is %s %s",
+                                file, ntp_dtype_name(a.dtype),
+                                ntp_shape_str(&a.shape, b1, sizeof b1), x->name,
+                                ntp_dtype_name(x->dtype), ntp_shape_str(&x->shape, b2, sizeof b2));
+            } else {
+                to_double(t->s.val[ti], a.data, a.dtype, c);
+            }
+            ntp__npy_free(&a);
+            if (st)
+                return st;
+            continue;
+        }
+        void *buf = malloc((size_t)c * ntp_dtype_size(x->dtype) + 1);
+        if (!buf)
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for input '%s'",
+                              x->name);
+        ntp_status st = ntp__gen_input(ctx, g, ti, buf, t->o.seed);
+        if (!st)
+            to_double(t->s.val[ti], buf, x->dtype, c);
+        free(buf);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
+}
+
+static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
+{
+    const ntp_tensor *o = &t->g->tensors[t->tg.out];
+    bool ce = t->o.loss == NTP_LOSS_CROSS_ENTROPY;
+    t->n_labels = ce ? t->tg.rows : ntp_shape_numel(&o->shape);
+    if (!(t->labels = dalloc(t, t->n_labels)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for labels");
+    if (!t->o.labels) {
+        uint64_t s = t->o.seed * 0xD1B54A32D192ED03ull + 17;
+        for (int64_t i = 0; i < t->n_labels; i++)
+            t->labels[i] = ce ? (double)(ntp__rng_next(&s) % (uint64_t)t->tg.classes)
+                              : (double)ntp__rng_normal(&s);
+        return NTP_STATUS_OK;
+    }
+    ntp_npy a;
+    ntp_status st = ntp__npy_read(ctx, t->o.labels, &a);
+    if (st)
+        return st;
+    char b1[64], b2[64], b3[64];
+    if (ce) {
+        ntp_shape want = {1, {t->tg.rows}};
+        if (a.dtype != NTP_DTYPE_I32 && a.dtype != NTP_DTYPE_I64)
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                            "%s: cross_entropy labels are class indices (int32 or int64), "
+                            "got %s",
+                            t->o.labels, ntp_dtype_name(a.dtype));
+        else if (!ntp_shape_equal(&a.shape, &want))
+            st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
+                            "%s: labels are %s; cross_entropy on output '%s' %s needs %s",
+                            t->o.labels, ntp_shape_str(&a.shape, b1, sizeof b1), o->name,
+                            ntp_shape_str(&t->g->tensors[t->tg.logits].shape, b2, sizeof b2),
+                            ntp_shape_str(&want, b3, sizeof b3));
+        else {
+            to_double(t->labels, a.data, a.dtype, t->n_labels);
+            for (int64_t i = 0; i < t->n_labels && !st; i++)
+                if (t->labels[i] < 0 || t->labels[i] >= (double)t->tg.classes)
+                    st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                    "%s: label %.0f at index %lld is outside the %lld classes "
+                                    "[0, %lld)",
+                                    t->o.labels, t->labels[i], (long long)i,
+                                    (long long)t->tg.classes, (long long)t->tg.classes);
+        }
+    } else if (a.dtype != NTP_DTYPE_F32 || !ntp_shape_equal(&a.shape, &o->shape)) {
+        st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
+                        "%s: labels are %s %s; mse on output '%s' needs f32 %s", t->o.labels,
+                        ntp_dtype_name(a.dtype), ntp_shape_str(&a.shape, b1, sizeof b1), o->name,
+                        ntp_shape_str(&o->shape, b2, sizeof b2));
+    } else {
+        to_double(t->labels, a.data, a.dtype, t->n_labels);
+    }
+    ntp__npy_free(&a);
+    return st;
+}
+
+ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                               bool input_grads, ntp_trainer **out);
+
+ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                               bool input_grads, ntp_trainer **out)
+{
+    *out = NULL;
+    ntp_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    t->g = g;
+    if (o)
+        t->o = *o;
+    else
+        ntp_train_opts_init(&t->o);
+    if (t->o.steps <= 0)
+        t->o.steps = 10;
+    if (!t->o.seed)
+        t->o.seed = 1;
+    bool adam = t->o.optimizer == NTP_OPTIMIZER_ADAM;
+    t->opt = (ntp_optim){t->o.optimizer,
+                         t->o.lr > 0 ? t->o.lr
+                         : adam      ? 0.001
+                                     : 0.01,
+                         t->o.momentum > 0 ? t->o.momentum : 0.9,
+                         t->o.beta1 > 0 ? t->o.beta1 : 0.9,
+                         t->o.beta2 > 0 ? t->o.beta2 : 0.999,
+                         t->o.eps > 0 ? t->o.eps : 1e-8};
+    ntp_status st;
+    if ((st = ntp_train_plan_make(ctx, g, &t->o, &t->plan)) ||
+        (st = ntp__train_target(ctx, g, t->o.loss, &t->tg)))
+        goto fail;
+    const ntp_train_memory *m = &t->plan->memory;
+    if (t->o.max_memory > 0 && m->peak > t->o.max_memory) {
+        char b[7][32];
+        st = ntp__error(ctx, NTP_STATUS_MEMORY_BUDGET,
+                        "%s: training needs %s at its peak, above the limit of %s (weights %s, "
+                        "gradients %s, optimizer state %s, activations %s, workspace and other "
+                        "%s)",
+                        g->source, ntp__human_bytes((double)m->peak, b[0], 32),
+                        ntp__human_bytes((double)t->o.max_memory, b[1], 32),
+                        ntp__human_bytes((double)m->weights, b[2], 32),
+                        ntp__human_bytes((double)m->gradients, b[3], 32),
+                        ntp__human_bytes((double)m->optimizer_state, b[4], 32),
+                        ntp__human_bytes((double)m->activations, b[5], 32),
+                        ntp__human_bytes((double)(m->workspace + m->other), b[6], 32));
+        goto fail;
+    }
+    int nt = g->n_tensors;
+    t->s.g = g;
+    t->s.dropout = t->o.dropout < 0 ? 0.5 : t->o.dropout;
+    t->s.seed = t->o.seed;
+    t->s.val = calloc((size_t)nt + 1, sizeof *t->s.val);
+    t->s.grad = calloc((size_t)nt + 1, sizeof *t->s.grad);
+    t->s.saved = calloc((size_t)g->n_nodes + 1, sizeof *t->s.saved);
+    t->m = calloc((size_t)nt + 1, sizeof *t->m);
+    t->v = calloc((size_t)nt + 1, sizeof *t->v);
+    t->needs = calloc((size_t)nt + 1, sizeof *t->needs);
+    if (!t->s.val || !t->s.grad || !t->s.saved || !t->m || !t->v || !t->needs)
+        goto oom;
+    ntp__train_grad_flags(g, t->needs);
+    if (input_grads) {
+        /* Gradients of the inputs too (the finite-difference tests). */
+        for (int i = 0; i < g->n_inputs; i++)
+            t->needs[g->inputs[i]] = g->tensors[g->inputs[i]].dtype == NTP_DTYPE_F32;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const ntp_node *n = &g->nodes[g->order[i]];
+            for (int k = 0; k < n->n_in; k++)
+                if (t->needs[n->in[k]] && n->op != NTP_OP_EMBEDDING)
+                    t->needs[n->out[0]] = true;
+        }
+    }
+    for (int i = 0; i < nt; i++) {
+        const ntp_tensor *x = &g->tensors[i];
+        int64_t c = ntp_shape_numel(&x->shape);
+        if (!(t->s.val[i] = dalloc(t, c)))
+            goto oom;
+        bool trainable = x->kind == NTP_TENSOR_WEIGHT;
+        if ((t->needs[i] || trainable) && !(t->s.grad[i] = dalloc(t, c)))
+            goto oom;
+        if (trainable && t->o.optimizer != NTP_OPTIMIZER_SGD && !(t->m[i] = dalloc(t, c)))
+            goto oom;
+        if (trainable && adam && !(t->v[i] = dalloc(t, c)))
+            goto oom;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        int64_t c = ntp__train_saved_count(g, &g->nodes[i]);
+        if (c && !(t->s.saved[i] = dalloc(t, c)))
+            goto oom;
+    }
+    if ((st = load_weights(ctx, t)) || (st = load_inputs(ctx, t)) || (st = load_labels(ctx, t)))
+        goto fail;
+    *out = t;
+    return NTP_STATUS_OK;
+oom:
+    st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for training buffers");
+fail:
+    ntp_trainer_free(t);
+    return st;
+}
+
+ntp_status ntp_trainer_new(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                           ntp_trainer **out)
+{
+    return ntp__trainer_new_ex(ctx, g, o, false, out);
+}
+
+void ntp_trainer_free(ntp_trainer *t)
+{
+    if (!t)
+        return;
+    int nt = t->g->n_tensors;
+    for (int i = 0; i < nt; i++) {
+        if (t->s.val)
+            free(t->s.val[i]);
+        if (t->s.grad)
+            free(t->s.grad[i]);
+        if (t->m)
+            free(t->m[i]);
+        if (t->v)
+            free(t->v[i]);
+    }
+    for (int i = 0; t->s.saved && i < t->g->n_nodes; i++)
+        free(t->s.saved[i]);
+    free(t->s.val);
+    free(t->s.grad);
+    free(t->s.saved);
+    free(t->m);
+    free(t->v);
+    free(t->needs);
+    free(t->labels);
+    ntp_train_plan_free(t->plan);
+    free(t);
+}
+
+/* The internal access the tests use (tests/test_train_grad.c). */
+ntp_train_state *ntp__trainer_state(ntp_trainer *t);
+ntp_train_state *ntp__trainer_state(ntp_trainer *t)
+{
+    return &t->s;
+}
+
+/* Forward and loss; with backward also every gradient. times[phase][pos]
+ * (L+1 rows, the loss last) gets each part's microseconds when not NULL. */
+ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                             double *times);
+ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                             double *times)
+{
+    const ntp_graph *g = t->g;
+    int L = g->n_nodes;
+#define TIME_(ph, pos, stmt)                                     \
+    do {                                                         \
+        double t0_ = times ? ntp__now_us() : 0.0;                \
+        stmt;                                                    \
+        if (times)                                               \
+            times[(ph) * (L + 1) + (pos)] = ntp__now_us() - t0_; \
+    } while (0)
+    for (int i = 0; i < g->n_tensors; i++)
+        if (t->s.grad[i] && g->tensors[i].kind != NTP_TENSOR_WEIGHT)
+            memset(t->s.grad[i], 0, (size_t)ntp_shape_numel(&g->tensors[i].shape) * sizeof(double));
+    for (int i = 0; i < L; i++) {
+        ntp_status st = NTP_STATUS_OK;
+        TIME_(NTP_TRAIN_FORWARD, i, st = ntp__train_forward(ctx, &t->s, &g->nodes[g->order[i]]));
+        if (st)
+            return st;
+    }
+    double scratch = 0.0, *dx = t->s.grad[t->tg.logits];
+    if (!dx && !(dx = t->s.grad[t->tg.logits] =
+                     dalloc(t, ntp_shape_numel(&g->tensors[t->tg.logits].shape))))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    TIME_(NTP_TRAIN_FORWARD, L,
+          scratch = ntp__train_loss(t->o.loss, t->s.val[t->tg.logits], t->labels, t->tg.rows,
+                                    t->tg.classes, t->n_labels, dx));
+    *loss = scratch;
+    if (!backward)
+        return NTP_STATUS_OK;
+    for (int i = L - 1; i >= 0; i--) {
+        const ntp_node *n = &g->nodes[g->order[i]];
+        if (!t->needs[n->out[0]] || g->order[i] == t->tg.fused_node)
+            continue;
+        TIME_(NTP_TRAIN_BACKWARD_DATA, i, ntp__train_backward_data(&t->s, n));
+        TIME_(NTP_TRAIN_BACKWARD_WEIGHTS, i, ntp__train_backward_weights(&t->s, n));
+    }
+#undef TIME_
+    return NTP_STATUS_OK;
+}
+
+/* The optimizer over every trainable weight; times as above. */
+void ntp__trainer_update(ntp_trainer *t, double *times);
+void ntp__trainer_update(ntp_trainer *t, double *times)
+{
+    const ntp_graph *g = t->g;
+    int L = g->n_nodes;
+    t->t++;
+    for (int i = 0; i < L; i++) {
+        const ntp_node *n = &g->nodes[g->order[i]];
+        double t0 = times ? ntp__now_us() : 0.0;
+        for (int k = 0; k < n->n_w; k++) {
+            int w = n->w[k];
+            if (g->tensors[w].kind == NTP_TENSOR_WEIGHT)
+                ntp__train_update(&t->opt, t->t, t->s.val[w], t->s.grad[w], t->m[w], t->v[w],
+                                  ntp_shape_numel(&g->tensors[w].shape));
+        }
+        if (times)
+            times[NTP_TRAIN_UPDATE * (L + 1) + i] = ntp__now_us() - t0;
+    }
+}
+
+ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
+{
+    *out = NULL;
+    const ntp_graph *g = t->g;
+    int L = g->n_nodes, S = t->o.steps, rows = L + 1;
+    ntp_train_result *r = calloc(1, sizeof *r);
+    double *times =
+        calloc((size_t)NTP_TRAIN_PHASE_COUNT * (size_t)rows * (size_t)S + 1, sizeof *times);
+    double *steps = calloc((size_t)S + 1, sizeof *steps);
+    double *col = calloc((size_t)S + 1, sizeof *col);
+    ntp_status st = NTP_STATUS_OK;
+    if (!r || !times || !steps || !col || !(r->losses = calloc((size_t)S + 1, sizeof *r->losses)) ||
+        !(r->layers = calloc((size_t)rows, sizeof *r->layers))) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < S; k++) {
+        double *tk = times + (size_t)k * NTP_TRAIN_PHASE_COUNT * (size_t)rows;
+        double t0 = ntp__now_us();
+        t->s.step = (uint64_t)k;
+        if ((st = ntp__trainer_pass(ctx, t, true, &r->losses[k], tk)))
+            goto done;
+        ntp__trainer_update(t, tk);
+        steps[k] = (ntp__now_us() - t0) / 1000.0;
+        if (t->o.progress)
+            t->o.progress(t->o.progress_user, k + 1, S);
+    }
+    r->model = g->name;
+    r->steps = S;
+    r->batch = g->batch > 0 ? g->batch : t->tg.rows;
+    r->loss = t->o.loss;
+    r->optimizer = t->o.optimizer;
+    r->lr = t->opt.lr;
+    r->allocated_bytes = t->allocated;
+    ntp_stats_compute(steps, (size_t)S, &r->step);
+    r->samples_per_s = r->step.median > 0 ? (double)r->batch / (r->step.median / 1000.0) : 0.0;
+    r->n_layers = rows;
+    bool *needs = t->needs;
+    for (int i = 0; i < rows; i++) {
+        ntp_train_layer *ly = &r->layers[i];
+        const ntp_node *n = i < L ? &g->nodes[g->order[i]] : NULL;
+        ly->name = t->plan->layers[i].name;
+        ly->type = t->plan->layers[i].type;
+        ly->has[NTP_TRAIN_FORWARD] = true;
+        if (n) {
+            bool bwd = needs[n->out[0]] && g->order[i] != t->tg.fused_node, data = false;
+            for (int k = 0; k < n->n_in; k++)
+                data |= needs[n->in[k]];
+            ly->has[NTP_TRAIN_BACKWARD_DATA] = bwd && data;
+            ly->has[NTP_TRAIN_BACKWARD_WEIGHTS] = bwd && ntp__train_has_weights(g, n);
+            ly->has[NTP_TRAIN_UPDATE] = ntp__train_has_weights(g, n);
+        }
+        for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
+            for (int k = 0; k < S; k++)
+                col[k] = times[((size_t)k * NTP_TRAIN_PHASE_COUNT + (size_t)ph) * (size_t)rows +
+                               (size_t)i] /
+                         1000.0;
+            if (ly->has[ph])
+                ntp_stats_compute(col, (size_t)S, &ly->phase[ph]);
+        }
+    }
+    /* The plan is the trainer's; the result keeps its own copy. */
+    if (!(r->plan = calloc(1, sizeof *r->plan)) ||
+        !(r->plan->layers = calloc((size_t)rows, sizeof *r->plan->layers))) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    ntp_train_layer_cost *keep = r->plan->layers;
+    *r->plan = *t->plan;
+    r->plan->layers = keep;
+    memcpy(keep, t->plan->layers, (size_t)rows * sizeof *keep);
+done:
+    free(times);
+    free(steps);
+    free(col);
+    if (st) {
+        ntp_train_result_free(r);
+        return st;
+    }
+    *out = r;
+    return NTP_STATUS_OK;
+}
+
+void ntp_train_result_free(ntp_train_result *r)
+{
+    if (!r)
+        return;
+    free(r->losses);
+    free(r->layers);
+    ntp_train_plan_free(r->plan);
+    free(r);
+}
+
+ntp_status ntp_trainer_save_weights(ntp_ctx *ctx, const ntp_trainer *t, const char *dir)
+{
+    const ntp_graph *g = t->g;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const ntp_tensor *w = &g->tensors[i];
+        if (w->kind != NTP_TENSOR_WEIGHT && w->kind != NTP_TENSOR_BUFFER)
+            continue;
+        int64_t c = ntp_shape_numel(&w->shape);
+        float *f = malloc((size_t)c * sizeof *f + 1);
+        size_t len = strlen(dir) + strlen(w->name) + 8;
+        char *path = malloc(len);
+        if (!f || !path) {
+            free(f);
+            free(path);
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        for (int64_t j = 0; j < c; j++)
+            f[j] = (float)t->s.val[i][j];
+        snprintf(path, len, "%s/%s.npy", dir, w->name);
+        /* A name may hold '/' (ONNX scopes): it stays one file in dir. */
+        for (char *q = path + strlen(dir) + 1; *q; q++)
+            if (*q == '/' || *q == '\\')
+                *q = '_';
+        ntp_status st = ntp__npy_write(ctx, path, NTP_DTYPE_F32, &w->shape, f);
+        free(f);
+        free(path);
+        if (st)
+            return st;
+    }
+    return NTP_STATUS_OK;
+}

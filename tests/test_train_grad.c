@@ -1,0 +1,330 @@
+/* Training backward passes against finite differences, in double: for
+ * small networks covering every layer the engine trains, each gradient
+ * (weights and the inputs) at sampled elements equals the central
+ * difference (L(x+h) - L(x-h)) / 2h of the loss. Then hand-computed cases:
+ * a one-layer fc with cross-entropy, batch norm's gradient that sums to
+ * zero, and one step of each optimizer against PyTorch's formulas. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ntprof/ntprof.h"
+#include "train/train-impl.h"
+
+ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
+                               bool input_grads, ntp_trainer **out);
+ntp_train_state *ntp__trainer_state(ntp_trainer *t);
+ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                             double *times);
+void ntp__trainer_update(ntp_trainer *t, double *times);
+
+static ntp_graph *load(ntp_ctx *ctx, const char *xml)
+{
+    ntp_graph *g = NULL;
+    ntp_load_opts lo = {0};
+    lo.max_memory = -1;
+    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "case.xml", &lo, &g);
+    if (st)
+        fprintf(stderr, "load: %s\n", ntp_ctx_errmsg(ctx));
+    assert_int_equal(st, NTP_STATUS_OK);
+    return g;
+}
+
+/* Compare every gradient with finite differences at up to `per` elements of
+ * each weight and input; returns the number of elements checked. */
+static int check_fd(const char *xml, ntp_loss loss, int per)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, xml);
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    o.loss = loss;
+    o.dropout = 0.3;
+    ntp_trainer *t = NULL;
+    ntp_status st = ntp__trainer_new_ex(ctx, g, &o, true, &t);
+    if (st)
+        fprintf(stderr, "trainer: %s\n", ntp_ctx_errmsg(ctx));
+    assert_int_equal(st, NTP_STATUS_OK);
+    ntp_train_state *s = ntp__trainer_state(t);
+    double L0;
+    assert_int_equal(ntp__trainer_pass(ctx, t, true, &L0, NULL), NTP_STATUS_OK);
+    assert_true(isfinite(L0));
+    const ntp_graph *gi = (const ntp_graph *)g;
+    int checked = 0;
+    for (int ti = 0; ti < gi->n_tensors; ti++) {
+        const ntp_tensor *x = &gi->tensors[ti];
+        bool want = x->kind == NTP_TENSOR_WEIGHT ||
+                    (x->kind == NTP_TENSOR_INPUT && x->dtype == NTP_DTYPE_F32);
+        if (!want || !s->grad[ti])
+            continue;
+        int64_t n = ntp_shape_numel(&x->shape);
+        double *ana = malloc((size_t)n * sizeof *ana);
+        memcpy(ana, s->grad[ti], (size_t)n * sizeof *ana);
+        int64_t stride = n > per ? n / per : 1;
+        for (int64_t i = 0; i < n; i += stride) {
+            double v = s->val[ti][i], h = 1e-6 * (fabs(v) > 1 ? fabs(v) : 1.0), lp, lm;
+            s->val[ti][i] = v + h;
+            assert_int_equal(ntp__trainer_pass(ctx, t, false, &lp, NULL), NTP_STATUS_OK);
+            s->val[ti][i] = v - h;
+            assert_int_equal(ntp__trainer_pass(ctx, t, false, &lm, NULL), NTP_STATUS_OK);
+            s->val[ti][i] = v;
+            double num = (lp - lm) / (2 * h), err = fabs(num - ana[i]);
+            double tol = 1e-7 + 1e-5 * fmax(fabs(num), fabs(ana[i]));
+            if (err > tol)
+                fail_msg("%s[%lld]: analytic %.12g, finite difference %.12g (error %.3g)", x->name,
+                         (long long)i, ana[i], num, err);
+            checked++;
+        }
+        free(ana);
+    }
+    ntp_trainer_free(t);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return checked;
+}
+
+static void test_fc_mlp(void **state)
+{
+    (void)state;
+    const char *xml = "<topology name='mlp' precision='f32' batch='3'>"
+                      "<input name='x' shape='3,5' dtype='f32'/>"
+                      "<fc name='fc1' units='7'/><relu name='r'/>"
+                      "<fc name='fc2' units='4' bias='false'/><softmax name='sm'/>"
+                      "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_CROSS_ENTROPY, 12) > 30);
+}
+
+static void test_conv_net(void **state)
+{
+    (void)state;
+    const char *xml = "<topology name='cnn' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,4,7,7' dtype='f32'/>"
+                      "<conv name='c1' filters='4' kernel='3' stride='2' pad='1'/>"
+                      "<batchnorm name='bn'/><relu name='r1'/>"
+                      "<conv name='c2' filters='4' kernel='3' pad='2' dilation='2' groups='2'/>"
+                      "<conv name='dw' filters='4' kernel='3' pad='1' groups='4' bias='false'/>"
+                      "<maxpool name='mp' kernel='2' stride='1'/>"
+                      "<avgpool name='ap' kernel='2' stride='1' pad='1' count_include_pad='true'/>"
+                      "<global_avgpool name='gap'/><flatten name='fl'/><fc name='fc' units='3'/>"
+                      "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_CROSS_ENTROPY, 10) > 50);
+}
+
+static void test_conv1d_globalmax(void **state)
+{
+    (void)state;
+    const char *xml = "<topology name='c1d' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,3,9' dtype='f32'/>"
+                      "<conv name='c' filters='5' kernel='3' stride='2'/>"
+                      "<tanh name='t'/><global_maxpool name='gmp'/><flatten name='fl'/>"
+                      "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_MSE, 10) > 20);
+}
+
+static void test_eltwise_norm(void **state)
+{
+    (void)state;
+    const char *xml =
+        "<topology name='elt' precision='f32' batch='2'>"
+        "<input name='x' shape='2,3,6' dtype='f32'/>"
+        "<layernorm name='ln' axis='-1'/>"
+        "<fc name='a' units='6' inputs='ln'/><gelu name='g'/>"
+        "<fc name='b' units='6' inputs='ln'/><sigmoid name='s'/>"
+        "<fc name='c' units='6' inputs='ln'/><silu name='si'/>"
+        "<mul name='m' inputs='g,s'/><sub name='d' inputs='m,si'/>"
+        "<leaky_relu name='lr' alpha='0.2'/><softplus name='sp'/><hardswish name='hs'/>"
+        "<add name='bc' inputs='hs,x'/>"
+        "<concat name='cat' inputs='bc,ln' axis='2'/><dropout name='dr'/>"
+        "<reshape name='rs' shape='2,36'/><tanh name='th'/><exp name='ex'/><neg name='ng'/>"
+        "<abs name='ab'/><clip name='cl' min='-0.5' max='3'/>"
+        "<fc name='out' units='4'/><log_softmax name='ls'/>"
+        "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_CROSS_ENTROPY, 8) > 60);
+    assert_true(check_fd(xml, NTP_LOSS_MSE, 8) > 60);
+}
+
+static void test_matmul_softmax_axis(void **state)
+{
+    (void)state;
+    /* Attention-like: scores = q kᵀ with a broadcast batch, softmax over
+     * the keys (not fused into the loss: mse), then p v. */
+    const char *xml = "<topology name='mm' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,3,4' dtype='f32'/>"
+                      "<fc name='q' units='4' inputs='x'/><fc name='k' units='4' inputs='x'/>"
+                      "<fc name='v' units='4' inputs='x'/>"
+                      "<matmul name='s' inputs='q,k' transpose_b='true'/>"
+                      "<softmax name='p' axis='-1'/>"
+                      "<matmul name='o' inputs='p,v'/>"
+                      "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_MSE, 10) > 40);
+}
+
+static void test_embedding(void **state)
+{
+    (void)state;
+    const char *xml = "<topology name='emb' precision='f32' batch='2'>"
+                      "<input name='ids' shape='2,5' dtype='i64'/>"
+                      "<embedding name='e' vocab='11' units='3'/><flatten name='f'/>"
+                      "<fc name='o' units='4'/></topology>";
+    assert_true(check_fd(xml, NTP_LOSS_CROSS_ENTROPY, 20) > 20);
+}
+
+/* One fc, hand-computed: x = [1, 2], W = 0, b = 0 → logits 0, p = 1/2 each;
+ * label 0: loss ln 2, dlogits = [-1/2, 1/2], dW = dlogits ⊗ x, db =
+ * dlogits; one SGD step at lr 0.1 gives W = [[0.05, 0.1], [-0.05, -0.1]]. */
+static void test_hand_fc(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, "<topology name='h' precision='f32' batch='1'>"
+                             "<input name='x' shape='1,2' dtype='f32'/>"
+                             "<fc name='fc' units='2'/></topology>");
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    o.lr = 0.1;
+    ntp_trainer *t = NULL;
+    assert_int_equal(ntp_trainer_new(ctx, g, &o, &t), NTP_STATUS_OK);
+    ntp_train_state *s = ntp__trainer_state(t);
+    const ntp_node *n = &g->nodes[0];
+    double *x = s->val[g->inputs[0]], *W = s->val[n->w[0]], *b = s->val[n->w[1]];
+    x[0] = 1;
+    x[1] = 2;
+    memset(W, 0, 4 * sizeof *W);
+    memset(b, 0, 2 * sizeof *b);
+    /* The label is generated; read it back through the loss's gradient. */
+    double L;
+    assert_int_equal(ntp__trainer_pass(ctx, t, true, &L, NULL), NTP_STATUS_OK);
+    assert_true(fabs(L - log(2.0)) < 1e-15);
+    double *db = s->grad[n->w[1]];
+    int label = db[0] < 0 ? 0 : 1;
+    double want0 = label == 0 ? -0.5 : 0.5;
+    assert_true(fabs(db[0] - want0) < 1e-15 && fabs(db[1] + want0) < 1e-15);
+    assert_true(fabs(s->grad[n->w[0]][1] - 2 * want0) < 1e-15);
+    ntp__trainer_update(t, NULL);
+    assert_true(fabs(W[0] + 0.1 * want0) < 1e-15 && fabs(W[1] + 0.2 * want0) < 1e-15);
+    assert_true(fabs(W[3] - 0.2 * want0) < 1e-15);
+    ntp_trainer_free(t);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The optimizers against PyTorch's update rules, written out by hand for
+ * one value over three steps with gradients 1, -2, 0.5. */
+static void test_optimizers(void **state)
+{
+    (void)state;
+    const double gs[3] = {1.0, -2.0, 0.5};
+    /* SGD with momentum 0.9, lr 0.1: buf = g1, then 0.9·buf + g. */
+    ntp_optim mo = {NTP_OPTIMIZER_MOMENTUM, 0.1, 0.9, 0, 0, 0};
+    double p = 1.0, m = 0.0, v = 0.0, buf = 0.0, want = 1.0;
+    for (int k = 0; k < 3; k++) {
+        ntp__train_update(&mo, k + 1, &p, &gs[k], &m, &v, 1);
+        buf = k == 0 ? gs[k] : 0.9 * buf + gs[k];
+        want -= 0.1 * buf;
+    }
+    assert_true(fabs(p - want) < 1e-15);
+    assert_true(fabs(want - (1.0 - 0.1 * (1.0 + (-1.1) + (0.5 - 0.99)))) < 1e-15);
+    /* Adam lr 0.01, betas (0.9, 0.999), eps 1e-8: the first step moves by
+     * lr·sign(g) almost exactly (m̂ = g, v̂ = g²). */
+    ntp_optim ad = {NTP_OPTIMIZER_ADAM, 0.01, 0, 0.9, 0.999, 1e-8};
+    p = 1.0;
+    m = v = 0.0;
+    ntp__train_update(&ad, 1, &p, &gs[0], &m, &v, 1);
+    assert_true(fabs(p - (1.0 - 0.01 * 1.0 / (1.0 + 1e-8))) < 1e-15);
+    double mm = 0.1, vv = 0.001, pp = p;
+    ntp__train_update(&ad, 2, &p, &gs[1], &m, &v, 1);
+    mm = 0.9 * mm + 0.1 * -2.0;
+    vv = 0.999 * vv + 0.001 * 4.0;
+    pp -= 0.01 / (1 - 0.81) * mm / (sqrt(vv) / sqrt(1 - 0.999 * 0.999) + 1e-8);
+    assert_true(fabs(p - pp) < 1e-15);
+}
+
+/* Refusals: layers without a backward named together, a loss that does not
+ * fit the output. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, "<topology name='r' precision='f32' batch='2'>"
+                             "<input name='x' shape='2,3,8' dtype='f32'/>"
+                             "<lstm name='l1' units='4'/><transpose name='tp' perm='0,2,1'/>"
+                             "<flatten name='f'/><fc name='o' units='3'/></topology>");
+    ntp_train_plan *p = NULL;
+    assert_int_equal(ntp_train_plan_make(ctx, g, NULL, &p), NTP_STATUS_UNSUPPORTED);
+    const char *msg = ntp_ctx_errmsg(ctx);
+    assert_non_null(strstr(msg, "2 layers without a backward: 'l1' (lstm), 'tp' (transpose)"));
+    ntp_graph_free(g);
+    g = load(ctx, "<topology name='r' precision='f32' batch='2'>"
+                  "<input name='x' shape='2,3,8' dtype='f32'/>"
+                  "<fc name='o' units='3'/></topology>");
+    assert_int_equal(ntp_train_plan_make(ctx, g, NULL, &p), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "cross_entropy needs an output [batch, classes]"));
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The training plan of x [2,16] → fc1 (8) → relu → fc2 (8), by hand (every
+ * activation a multiple of the arena's 64-byte alignment).
+ * Ticks: forwards 0, 1, 2; loss 3; backwards of fc2, relu, fc1 at 4, 5, 6.
+ * Values: x 128 B lives 0-6 (fc1's weight gradient reads it), h1 64 B 0-5
+ * (relu's backward), r 64 B 1-4 (fc2's weight gradient), y 64 B 2-3;
+ * gradients: dy 64 B 3-4, dr 64 B 4-5, dh1 64 B 5-6. At ticks 3 and 4 five
+ * of them are live: 128 + 4 x 64 = 384 B, the most at once. */
+static void test_plan_by_hand(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, "<topology name='p' precision='f32' batch='2'>"
+                             "<input name='x' shape='2,16' dtype='f32'/>"
+                             "<fc name='fc1' units='8'/><relu name='r'/><fc name='fc2' units='8'/>"
+                             "</topology>");
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    o.optimizer = NTP_OPTIMIZER_ADAM;
+    ntp_train_plan *p = NULL;
+    assert_int_equal(ntp_train_plan_make(ctx, g, &o, &p), NTP_STATUS_OK);
+    const ntp_train_memory *m = &p->memory;
+    assert_int_equal(m->weights, (8 * 16 + 8 + 8 * 8 + 8) * 4);
+    assert_int_equal(m->gradients, m->weights);
+    assert_int_equal(m->optimizer_state, 2 * m->weights);
+    assert_int_equal(m->activations, 384);
+    assert_int_equal(m->workspace, 2 * 8 * 4);
+    assert_int_equal(m->other, 0);
+    assert_int_equal(m->peak, 4 * 832 + 384 + 64);
+    /* FLOPs: fc1 528 forward, no backward-data (its input is data), 528
+     * backward-weights; relu 16 and 32; fc2 272, 256, 272; loss 112 and 32;
+     * Adam 13 per value over 208 values. */
+    assert_int_equal(p->flops[NTP_TRAIN_FORWARD], 528 + 16 + 272 + 112);
+    assert_int_equal(p->flops[NTP_TRAIN_BACKWARD_DATA], 0 + 32 + 256 + 32);
+    assert_int_equal(p->flops[NTP_TRAIN_BACKWARD_WEIGHTS], 528 + 272);
+    assert_int_equal(p->flops[NTP_TRAIN_UPDATE], 13 * 208);
+    assert_int_equal(p->layers[0].stashed_bytes, 128);
+    assert_int_equal(p->layers[1].stashed_bytes, 64);
+    ntp_train_plan_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fc_mlp),
+        cmocka_unit_test(test_conv_net),
+        cmocka_unit_test(test_conv1d_globalmax),
+        cmocka_unit_test(test_eltwise_norm),
+        cmocka_unit_test(test_matmul_softmax_axis),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_hand_fc),
+        cmocka_unit_test(test_optimizers),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_plan_by_hand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
