@@ -887,9 +887,9 @@ static void test_tiny_ops_runs_finite(void **state)
 /* --- together -------------------------------------------------------------------------- */
 
 static const char *const bundled[] = {
-    "alexnet.xml",     "bert-base.xml", "deepspeech.xml",     "lstm-lm.xml",
-    "mobilenetv2.xml", "resnet50.xml",  "tiny-attention.xml", "tiny-cnn.xml",
-    "tiny-mlp.xml",    "tiny-ops.xml",  "tiny-rnn.xml",       "vgg16.xml",
+    "alexnet.xml",  "bert-base.xml",      "deepspeech.xml",  "lstm-lm.xml",  "mobilenetv2.xml",
+    "resnet50.xml", "tiny-attention.xml", "tiny-cnn.xml",    "tiny-mlp.xml", "tiny-ops.xml",
+    "tiny-rnn.xml", "vgg16.xml",          "serve-delay.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once

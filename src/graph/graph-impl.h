@@ -142,6 +142,7 @@ typedef struct ntp_attrs {
     ntp_dtype to_dtype;
     ntp_layout to_layout;
     bool has_to_dtype, has_to_layout;
+    int64_t delay_us; /* delay: microseconds busy-waited */
     /* Tagged by the node's op. */
     union {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */

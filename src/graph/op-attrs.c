@@ -289,6 +289,11 @@ static const ntp_attr_decl resize_attrs[] = {
     A_BOOL("exclude_outside", resize.exclude_outside),
 };
 
+/* delay: how long it busy-waits, in microseconds (a calibration layer). */
+static const ntp_attr_decl delay_attrs[] = {
+    A_INT("us", delay_us, 0, REQ),
+};
+
 typedef struct attr_set {
     const ntp_attr_decl *decl;
     int n;
@@ -353,6 +358,7 @@ static const attr_set op_sets[NTP_OP_COUNT] = {
     [NTP_OP_SLICE] = SET(slice_attrs),
     [NTP_OP_EXPAND] = SET(expand_attrs),
     [NTP_OP_RESIZE] = SET(resize_attrs),
+    [NTP_OP_DELAY] = SET(delay_attrs),
 };
 
 const ntp_attr_decl *ntp__op_attrs(ntp_op op, int *n)

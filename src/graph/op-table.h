@@ -115,7 +115,9 @@
     X(EXPAND,          "expand",            LAYER, 1, 1, onnx_expand,       move) \
     X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize) \
     X(MISH,            "mish",              LAYER, 1, 1, unary,             unary)       \
-    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)
+    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary) \
+    /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
+    X(DELAY,           "delay",             LAYER, 1, 1, delay,             none)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):

@@ -126,6 +126,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
         return ntp__ref_onnx_reduce(ctx, k);
     NTP_REF_ONNX_TENSOR_CASES:
         return ntp__ref_onnx_tensor(ctx, k);
+    case NTP_OP_DELAY: return ntp__ref_delay(ctx, k);
     case NTP_OP_COUNT: break;
     }
     return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "no reference kernel for op %d",
