@@ -139,7 +139,8 @@ static void test_bad_input(void **state)
     /* Dynamic batching needs a param "batch" to set. */
     o.max_batch = 2;
     ntp_load_opts none = {0};
-    expect_error(&o, &none, NTP_SOURCE_DIR "/tests/data/load-nobatch.xml", "declares no 'batch' param");
+    expect_error(&o, &none, NTP_SOURCE_DIR "/tests/data/load-nobatch.xml",
+                 "declares no 'batch' param");
 }
 
 /* Instances x threads beyond the CPUs: the run goes on, unpinned, warned. */
