@@ -955,6 +955,8 @@ static const char *const bundled[] = {
     "gpt2-small.xml",
     "tinyllama.xml",
     "tiny-decoder.xml",
+    /* The load generator's calibration model (docs/load.md). */
+    "serve-delay.xml",
 };
 
 /* Together the bundled models use every op of the op table at least once

@@ -24,6 +24,7 @@
 #include "ntprof/sweep.h"
 #include "ntprof/generate.h"
 #include "ntprof/train.h"
+#include "ntprof/load.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -149,6 +149,7 @@ typedef struct ntp_attrs {
     int64_t kv_heads, head_dim, past;
     double theta;
     bool tied;
+    int64_t delay_us; /* delay: microseconds busy-waited */
     /* Tagged by the node's op. */
     union {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */

@@ -306,6 +306,10 @@ static const ntp_attr_decl lm_head_attrs[] = {
     A_INT("vocab", vocab, 1, REQ),
     A_BOOL("tied", tied),
 };
+/* delay: how long it busy-waits, in microseconds (a calibration layer). */
+static const ntp_attr_decl delay_attrs[] = {
+    A_INT("us", delay_us, 0, REQ),
+};
 
 typedef struct attr_set {
     const ntp_attr_decl *decl;
@@ -375,6 +379,7 @@ static const attr_set op_sets[NTP_OP_COUNT] = {
     [NTP_OP_ROPE] = SET(rope_attrs),
     [NTP_OP_KV_ATTENTION] = SET(kv_attention_attrs),
     [NTP_OP_LM_HEAD] = SET(lm_head_attrs),
+    [NTP_OP_DELAY] = SET(delay_attrs),
 };
 
 const ntp_attr_decl *ntp__op_attrs(ntp_op op, int *n)

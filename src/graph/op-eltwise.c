@@ -31,6 +31,16 @@ ntp_status ntp__shape_unary(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     return NTP_STATUS_OK;
 }
 
+/* delay (docs/ops.md): its input passed through unchanged after a busy
+ * wait of `us` microseconds; like an activation, it computes at its
+ * layer's precision. */
+ntp_status ntp__shape_delay(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    (void)ctx;
+    set_out(g, n, 0, &ntp__in(g, n, 0)->shape);
+    return NTP_STATUS_OK;
+}
+
 /* FLOPs per element of a unary element-wise op, from the op table
  * (docs/ops.md); a relu with a ceiling also takes the minimum. */
 void ntp__cost_unary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)

@@ -121,7 +121,9 @@
     X(ROPE,            "rope",              LAYER, 2, 2, rope,              rope)        \
     X(KV_ATTENTION,    "kv_attention",      LAYER, 3, 3, kv_attention,      kv_attention) \
     X(LM_HEAD,         "lm_head",           LAYER, 1, 1, lm_head,           lm_head)     \
-    X(ARGMAX,          "argmax",            LAYER, 1, 1, argmax,            argmax)
+    X(ARGMAX,          "argmax",            LAYER, 1, 1, argmax,            argmax)      \
+    /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
+    X(DELAY,           "delay",             LAYER, 1, 1, delay,             none)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):

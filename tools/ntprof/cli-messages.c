@@ -29,6 +29,15 @@ static const struct {
     {"ntp_history_filter.limit", "--limit"},
     {"ntp_sweep_add_factor", "--vary"},
     {"NTP_SWEEP_OFAT", "--design ofat"},
+    /* ntprof load (docs/load.md) */
+    {"ntp_loadgen_opts.latency_bound_ms", "--latency-bound"},
+    {"ntp_loadgen_opts.qps", "--qps"},
+    {"ntp_loadgen_opts.max_batch", "--max-batch"},
+    {"ntp_loadgen_opts.instances", "--instances"},
+    {"ntp_loadgen_opts.threads_per_instance", "--threads-per-instance"},
+    {"ntp_loadgen_opts.samples_per_query", "--samples-per-query"},
+    {"ntp_loadgen_opts.batch_timeout_us", "--batch-timeout-us"},
+    {"ntp_loadgen_opts.find_max_qps", "--find-max-qps"},
 };
 
 static bool ident_char(char c)

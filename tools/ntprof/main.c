@@ -32,6 +32,7 @@ int cmd_machine(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
@@ -50,6 +51,7 @@ static const command commands[] = {
      "prefill and decode of a decoder with a KV cache: TTFT, TPOT, tok/s"},
     {"train", cmd_train,
      "training steps per layer (forward, backward, update) and memory by data structure"},
+    {"load", cmd_load, "serve under load as MLPerf LoadGen does: latency and QPS by scenario"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

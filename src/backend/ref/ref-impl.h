@@ -128,6 +128,8 @@ ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-move.c: concat, split, reshape, flatten, transpose, pad, embedding,
  * dropout, memcpy, convert. */
 ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k);
+/* delay: busy-waits its `us`, then copies its input to its output. */
+ntp_status ntp__ref_delay(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-rnn.c: lstm, gru, rnn. */
 ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_rnn_workspace(const ntp_kargs *k);

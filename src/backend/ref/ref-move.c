@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/numeric-impl.h"
 #include "ref-impl.h"
@@ -59,6 +60,21 @@ static ntp_status copy(ntp_ctx *ctx, const ntp_kargs *k)
     if (k->out[0].data != k->in[0].data)
         memmove(k->out[0].data, k->in[0].data, (size_t)n * es);
     return NTP_STATUS_OK;
+}
+
+/* delay: a calibration layer of known cost (docs/ops.md). It spins on the
+ * monotonic clock rather than sleeping, so that it holds its core for the
+ * whole time as a compute-bound layer would, and its duration does not
+ * depend on the scheduler's timer slack; then it passes its input on. */
+ntp_status ntp__ref_delay(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t until_ns = k->node->a.delay_us * 1000;
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((int64_t)(t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec) < until_ns);
+    return copy(ctx, k);
 }
 
 static int64_t norm_axis(int64_t axis, int rank)

@@ -132,6 +132,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
     case NTP_OP_KV_ATTENTION:
     case NTP_OP_LM_HEAD:
     case NTP_OP_ARGMAX: return ntp__ref_decoder(ctx, k);
+    case NTP_OP_DELAY: return ntp__ref_delay(ctx, k);
     case NTP_OP_COUNT: break;
     }
     return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "no reference kernel for op %d",

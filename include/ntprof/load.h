@@ -1,0 +1,204 @@
+/* ntprof: serving a topology under load, as MLPerf LoadGen measures it
+ * (docs/load.md).
+ *
+ * A load generator issues queries to a pool of instances of the model (each
+ * its own prepared plans and threads) by one of LoadGen's four scenarios,
+ * queues them and forms batches itself, and times every query from its
+ * arrival to its completion:
+ *   single-stream  the next query (1 sample) is issued when the previous
+ *                  one completes; the metric is the p90 latency;
+ *   multi-stream   the same with queries of samples_per_query samples; p99;
+ *   server         Poisson arrivals at `qps` from a seeded PRNG, scheduled
+ *                  at absolute times; the latency is measured from the
+ *                  scheduled arrival, so queueing counts; the run is valid
+ *                  when the p99 is within latency_bound_ms;
+ *   offline        every sample is available at once; samples per second.
+ * A run also says, by LoadGen's early-stopping rule, whether it holds enough
+ * queries to claim its percentile, and how many it would need. */
+#ifndef NTPROF_LOAD_H
+#define NTPROF_LOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/api.h"
+#include "ntprof/context.h"
+#include "ntprof/graph.h"
+#include "ntprof/report.h"
+#include "ntprof/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ntp_loadgen_scenario {
+    NTP_LOADGEN_SINGLE_STREAM,
+    NTP_LOADGEN_MULTI_STREAM,
+    NTP_LOADGEN_SERVER,
+    NTP_LOADGEN_OFFLINE,
+    NTP_LOADGEN_SCENARIO_COUNT
+} ntp_loadgen_scenario;
+
+/* "single-stream", "multi-stream", "server", "offline". */
+NTP_API const char *ntp_loadgen_scenario_name(ntp_loadgen_scenario s);
+/* The names above; NTP_STATUS_UNKNOWN_NAME otherwise. */
+NTP_API ntp_status ntp_loadgen_scenario_parse(const char *s, ntp_loadgen_scenario *out);
+
+typedef struct ntp_loadgen_opts {
+    ntp_loadgen_scenario scenario;
+    const char *backend;      /* NULL: the default backend */
+    int instances;            /* copies of the model serving the queue (default 1) */
+    int threads_per_instance; /* each instance's threads (default 1) */
+    /* Pin each instance's threads to cores of its own (instances x threads
+     * fit the CPUs this process may use; otherwise nothing is pinned and the
+     * result warns). Default on. */
+    bool pin;
+    int max_batch;           /* dynamic batching: the most samples run at once (default 1) */
+    double batch_timeout_us; /* how long a partial batch waits for more (default 0) */
+    int samples_per_query;   /* multi-stream (default 8) */
+    double qps;              /* server: offered queries per second */
+    double
+        latency_bound_ms; /* server: the p99 bound (0: LoadGen's 15 ms is not assumed: required) */
+    bool find_max_qps;    /* server: search the largest QPS whose run is valid */
+    /* The minimums of a run (LoadGen's defaults: 600 s; queries 1024
+     * single-stream, 270336 multi-stream and server, 24576 offline
+     * samples). Negative: the default. */
+    double duration_s;
+    int64_t min_queries;
+    uint64_t seed; /* arrivals, weights and inputs (default 1) */
+    int warmup;    /* queries run on every instance and batch size first (default 2) */
+    /* Sleep until this long before an arrival, then spin to it (default 60
+     * µs): the generator's lateness against power and a core. */
+    double spin_us;
+    /* Set (from a signal handler) to stop issuing: the queries issued so far
+     * complete and are reported, and the result says it was interrupted. */
+    const volatile int *stop;
+    /* Progress for someone at a terminal (NULL: none): phase "prepare",
+     * "warm-up", "run" or "search"; done of total queries. Called from the
+     * generator thread, never inside a timed region of a worker. */
+    void (*progress)(void *user, const char *phase, int64_t done, int64_t total);
+    void *progress_user;
+} ntp_loadgen_opts;
+
+/* Set the defaults above (scenario single-stream, durations negative). */
+NTP_API void ntp_loadgen_opts_default(ntp_loadgen_opts *o);
+
+/* One query's life, in µs since the run's start. A query of several
+ * samples is batched and computed when its last sample is. */
+typedef struct ntp_loadgen_query {
+    double scheduled_us; /* the arrival it was scheduled for */
+    double issued_us;    /* when the generator put it in the queue */
+    double batched_us;   /* when an instance took its (last) sample into a batch */
+    double start_us;     /* when that batch started computing */
+    double done_us;      /* when its last sample was computed */
+    int samples;
+    int batch;    /* size of the batch its last sample ran in */
+    int instance; /* the instance that ran that batch */
+} ntp_loadgen_query;
+
+/* One point of a --find-max-qps search. */
+typedef struct ntp_loadgen_point {
+    double qps;
+    double p99_ms;
+    double mean_ms;
+    bool valid;
+} ntp_loadgen_point;
+
+#define NTP_LOADGEN_MAX_POINTS 32
+
+typedef struct ntp_loadgen_result {
+    char *topology;
+    char *source;
+    char *backend;
+    ntp_loadgen_scenario scenario;
+    int instances, threads_per_instance, max_batch, samples_per_query;
+    double batch_timeout_us;
+    bool pinned;
+    uint64_t seed;
+    double duration_s; /* the minimums asked for */
+    int64_t min_queries;
+    double latency_bound_ms;
+    /* Figures of the run. */
+    int64_t queries;
+    int64_t samples;
+    double elapsed_s;    /* first arrival to last completion */
+    double qps_offered;  /* server: asked; others: achieved */
+    double qps_achieved; /* queries completed / elapsed */
+    double samples_per_s;
+    /* Per query, from arrival to completion: p50 p90 p95 p99 p99.9 max mean. */
+    struct {
+        double p50, p90, p95, p99, p999, max, mean, min;
+    } latency_ms;
+    double percentile;    /* the scenario's: 0.90, 0.99 */
+    double metric_ms;     /* the latency at that percentile */
+    double service_ms[2]; /* unloaded latency of one batch of 1, and of max_batch */
+    double prepare_ms;    /* every plan of every instance, once */
+    /* Validity, as LoadGen judges it. */
+    bool valid;
+    bool min_duration_met, min_queries_met, bound_met;
+    bool early_stopping_met;
+    /* Early stopping (a binomial bound at 99% confidence): the queries the
+     * run would need for its percentile (LoadGen's "need to process at
+     * least" / "would need N more"); the percentile's upper estimate. */
+    int64_t early_stopping_needed;
+    double early_stopping_ms;
+    int64_t overlatency; /* server: queries above the bound */
+    /* How the queue behaved. */
+    int64_t *batch_hist; /* [max_batch + 1]: batches of each size */
+    int n_depth;         /* queue depth sampled at every arrival */
+    double *depth_t_s;   /* arrival time */
+    int *depth;          /* samples waiting, that one included */
+    int max_depth;
+    double *utilisation; /* per instance: share of elapsed spent computing */
+    /* The generator's own cost: mean time to issue a query (queueing it and
+     * waking an instance) and mean lateness of issues against their
+     * scheduled arrivals (server), µs. */
+    double overhead_us;
+    double lateness_us, lateness_max_us;
+    bool interrupted; /* opts.stop was set: the queries so far */
+    /* --find-max-qps: the largest valid QPS and the points tried. */
+    bool searched;
+    double max_qps;
+    int n_points;
+    ntp_loadgen_point points[NTP_LOADGEN_MAX_POINTS];
+    /* Every query, in issue order. */
+    ntp_loadgen_query *q;
+    double load_average; /* 1-minute, at the start */
+    /* What other processes took from this process's CPUs during the run
+     * (docs/run.md#contention); distorted: the figures may not hold. */
+    ntp_contention contention;
+    char cpu_model[128];
+    int cpus; /* CPUs this process may use */
+    int n_warnings;
+    char **warnings;
+} ntp_loadgen_result;
+
+/* Serve the topology at `path` (loaded with `load`, NULL for defaults; the
+ * param "batch" is set to each batch size 1..max_batch in turn, so a model
+ * batched by max_batch > 1 needs that param) as opts says, and measure. On
+ * failure *out is NULL and ctx says why in one line; an interrupted run is
+ * a result, not a failure. */
+NTP_API ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *load,
+                                   const ntp_loadgen_opts *opts, ntp_loadgen_result **out);
+NTP_API void ntp_loadgen_result_free(ntp_loadgen_result *r);
+
+/* LoadGen's early-stopping rule: the fewest queries under the percentile's
+ * latency that, beside `over` queries above it, let a run claim the
+ * percentile p at confidence c (LoadGen: 0.99), by the binomial bound
+ * P(Binomial(h + over, 1 - p) <= over) <= 1 - c. */
+NTP_API int64_t ntp_loadgen_min_passing(int64_t over, double p, double c);
+
+/* Reports (docs/load.md): a table for a terminal, JSON (kind "load",
+ * schema/load.schema.json) or CSV (a summary row, then one row per query),
+ * written to f; the caller makes f atomic (ntp_output_open). */
+NTP_API ntp_status ntp_loadgen_write(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_format fmt,
+                                     FILE *f);
+/* A Chrome trace (chrome://tracing, Perfetto): per query one span on its
+ * instance's track from arrival to completion, with its phases (queued,
+ * batched, computed) nested in it. */
+NTP_API ntp_status ntp_loadgen_write_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1086 @@
+/* The load generator (docs/load.md): queries issued by a LoadGen scenario
+ * into a queue of its own, batched by the instance that takes them, run on
+ * that instance's prepared plan for the batch's size, and timed from their
+ * arrival to their completion.
+ *
+ * Threads: the caller's thread is the generator; each instance is a worker
+ * thread (pinned to cores of its own where they fit) holding one prepared
+ * plan per batch size. The queue holds queries in arrival order with the
+ * samples of each not yet taken; a worker takes up to max_batch samples
+ * from its head, waiting up to batch_timeout_us past the oldest waiting
+ * query's arrival for a batch to fill. Server arrivals are scheduled at
+ * absolute times (t0 + the sum of the exponential gaps), slept to within
+ * spin_us and spun to, so that one late issue does not delay the next. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/ctx-impl.h"
+#include "core/rng-impl.h"
+#include "exec/exec-impl.h"
+#include "loadgen-impl.h"
+#include "measure/measure-impl.h"
+
+#define CHUNK_BITS 14
+#define CHUNK ((int64_t)1 << CHUNK_BITS)
+#define MAX_CHUNKS 65536 /* 2^30 queries */
+
+/* LoadGen's minimums (mlperf.conf): 600 s, and queries per scenario. */
+#define DEFAULT_DURATION_S 600.0
+static const int64_t default_min_queries[NTP_LOADGEN_SCENARIO_COUNT] = {1024, 270336, 270336,
+                                                                        24576};
+
+static const char *const scenario_names[NTP_LOADGEN_SCENARIO_COUNT] = {
+    "single-stream", "multi-stream", "server", "offline"};
+
+const char *ntp_loadgen_scenario_name(ntp_loadgen_scenario s)
+{
+    return (unsigned)s < NTP_LOADGEN_SCENARIO_COUNT ? scenario_names[s] : "?";
+}
+
+ntp_status ntp_loadgen_scenario_parse(const char *s, ntp_loadgen_scenario *out)
+{
+    for (int i = 0; i < NTP_LOADGEN_SCENARIO_COUNT; i++)
+        if (s && strcmp(s, scenario_names[i]) == 0) {
+            *out = (ntp_loadgen_scenario)i;
+            return NTP_STATUS_OK;
+        }
+    return NTP_STATUS_UNKNOWN_NAME;
+}
+
+void ntp_loadgen_opts_default(ntp_loadgen_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->scenario = NTP_LOADGEN_SINGLE_STREAM;
+    o->instances = 1;
+    o->threads_per_instance = 1;
+    o->pin = true;
+    o->max_batch = 1;
+    o->samples_per_query = 8;
+    o->duration_s = -1;
+    o->min_queries = -1;
+    o->seed = 1;
+    o->warmup = 3;
+    o->spin_us = 60;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static struct timespec ts_of(int64_t ns)
+{
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+}
+
+/* A query as the generator and workers keep it. */
+typedef struct lg_query {
+    int64_t sched_ns, issued_ns, batched_ns, start_ns, done_ns;
+    int samples, taken, remaining, batch, instance;
+} lg_query;
+
+typedef struct lg_instance {
+    struct lg *L;
+    int index;
+    ntp_exec *x; /* [max_batch]: the plan for batch b is x[b - 1] */
+    int n_cpus;
+    int cpu[64]; /* pinned to these, n_cpus 0: not pinned */
+    int64_t busy_ns;
+    double *warm_ms; /* [max_batch][runs] */
+    int warm_runs;
+    pthread_t thread;
+    ntp_ctx *ctx;
+} lg_instance;
+
+typedef struct lg {
+    const ntp_loadgen_opts *o;
+    int B;
+    int64_t timeout_ns;
+    int n_inst;
+    lg_instance *inst;
+    bool warm; /* workers run the warm-up and leave */
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* samples arrived, or the queue closed */
+    pthread_cond_t done; /* a query completed */
+    /* The queue: query indices, head to tail, in a ring of ring_cap. */
+    int64_t *ring, ring_cap, head, tail;
+    int64_t waiting; /* samples not yet taken */
+    bool closed;     /* no more arrivals */
+    bool failed;
+    char errmsg[512];
+    ntp_status err;
+    lg_query **chunk;
+    int n_chunks;
+    int64_t n_q, completed;
+    int64_t t0_ns;
+    int64_t *hist; /* [B + 1] */
+    /* Queue depth at each arrival. */
+    double *depth_t;
+    int *depth;
+    int64_t n_depth, cap_depth;
+    int max_depth;
+    /* The generator's cost. */
+    int64_t overhead_ns, late_ns, late_max_ns, n_issue;
+} lg;
+
+static lg_query *Q(lg *L, int64_t i)
+{
+    return &L->chunk[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
+
+/* Room for query i (the generator, before publishing it). */
+static bool ensure_query(lg *L, int64_t i)
+{
+    int c = (int)(i >> CHUNK_BITS);
+    if (c >= MAX_CHUNKS)
+        return false;
+    while (L->n_chunks <= c) {
+        if (!(L->chunk[L->n_chunks] = calloc((size_t)CHUNK, sizeof(lg_query))))
+            return false;
+        L->n_chunks++;
+    }
+    return true;
+}
+
+static void fail_locked(lg *L, ntp_status st, const char *msg)
+{
+    if (!L->failed) {
+        L->failed = true;
+        L->err = st;
+        snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
+    }
+    L->closed = true;
+    pthread_cond_broadcast(&L->work);
+    pthread_cond_broadcast(&L->done);
+}
+
+static void pin_self(const lg_instance *in)
+{
+    if (in->n_cpus == 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < in->n_cpus; i++)
+        CPU_SET(in->cpu[i], &set);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static ntp_status run_plan(lg_instance *in, int b)
+{
+    ntp_exec *x = &in->x[b - 1];
+    return ntp__exec_steps(in->ctx, x, 0, x->n_steps - 1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Warm-up: every plan run warm_runs times, each timed: the unloaded
+ * service times. */
+static void warm_up(lg_instance *in)
+{
+    lg *L = in->L;
+    for (int b = 1; b <= L->B; b++)
+        for (int k = 0; k < in->warm_runs; k++) {
+            int64_t t = now_ns();
+            ntp_status st = run_plan(in, b);
+            in->warm_ms[(b - 1) * in->warm_runs + k] = (double)(now_ns() - t) / 1e6;
+            if (st) {
+                pthread_mutex_lock(&L->mu);
+                fail_locked(L, st, ntp_ctx_errmsg(in->ctx));
+                pthread_mutex_unlock(&L->mu);
+                return;
+            }
+        }
+}
+
+typedef struct lg_item {
+    int64_t q;
+    int take;
+} lg_item;
+
+static void *worker(void *arg)
+{
+    lg_instance *in = arg;
+    lg *L = in->L;
+    pin_self(in);
+    if (L->warm) {
+        warm_up(in);
+        return NULL;
+    }
+    lg_item items[256];
+    pthread_mutex_lock(&L->mu);
+    for (;;) {
+        while (L->waiting == 0 && !L->closed)
+            pthread_cond_wait(&L->work, &L->mu);
+        if (L->waiting == 0)
+            break; /* closed and drained */
+        /* A partial batch waits for more samples, up to the timeout past
+         * the arrival of the oldest waiting query. */
+        while (L->waiting > 0 && L->waiting < L->B && L->timeout_ns > 0 && !L->closed) {
+            int64_t dl = Q(L, L->ring[L->head % L->ring_cap])->issued_ns + L->timeout_ns;
+            if (now_ns() >= dl)
+                break;
+            struct timespec ts = ts_of(dl);
+            pthread_cond_timedwait(&L->work, &L->mu, &ts);
+        }
+        if (L->waiting == 0)
+            continue; /* another instance took them */
+        int64_t tb = now_ns();
+        int b = 0, n = 0;
+        while (b < L->B && L->waiting > 0 && n < (int)(sizeof items / sizeof items[0])) {
+            int64_t qi = L->ring[L->head % L->ring_cap];
+            lg_query *q = Q(L, qi);
+            int take = q->samples - q->taken;
+            if (take > L->B - b)
+                take = L->B - b;
+            q->taken += take;
+            b += take;
+            L->waiting -= take;
+            items[n++] = (lg_item){qi, take};
+            if (q->taken == q->samples) {
+                q->batched_ns = tb;
+                L->head++;
+            }
+        }
+        pthread_mutex_unlock(&L->mu);
+        int64_t ts = now_ns();
+        ntp_status st = run_plan(in, b);
+        int64_t te = now_ns();
+        pthread_mutex_lock(&L->mu);
+        in->busy_ns += te - ts;
+        L->hist[b]++;
+        bool any = false;
+        for (int i = 0; i < n; i++) {
+            lg_query *q = Q(L, items[i].q);
+            q->remaining -= items[i].take;
+            if (q->remaining == 0) {
+                q->start_ns = ts;
+                q->done_ns = te;
+                q->batch = b;
+                q->instance = in->index;
+                L->completed++;
+                any = true;
+            }
+        }
+        if (any)
+            pthread_cond_broadcast(&L->done);
+        if (st) {
+            fail_locked(L, st, ntp_ctx_errmsg(in->ctx));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+/* --- the generator ------------------------------------------------------------------- */
+
+static void record_depth(lg *L, int64_t t)
+{
+    if (L->n_depth == L->cap_depth) {
+        int64_t cap = L->cap_depth ? 2 * L->cap_depth : 1024;
+        double *dt = realloc(L->depth_t, (size_t)cap * sizeof *dt);
+        if (dt)
+            L->depth_t = dt;
+        int *d = dt ? realloc(L->depth, (size_t)cap * sizeof *d) : NULL;
+        if (!d)
+            return; /* the depth log is best effort: the run goes on */
+        L->depth = d;
+        L->cap_depth = cap;
+    }
+    L->depth_t[L->n_depth] = (double)(t - L->t0_ns) / 1e9;
+    int depth = (int)(L->waiting < INT32_MAX ? L->waiting : INT32_MAX);
+    L->depth[L->n_depth++] = depth;
+    if (depth > L->max_depth)
+        L->max_depth = depth;
+}
+
+/* Publish query i (its chunk exists) of `samples` samples; locked. */
+static void push_locked(lg *L, int64_t i, int samples, int64_t sched, int64_t issued)
+{
+    lg_query *q = Q(L, i);
+    *q = (lg_query){.sched_ns = sched,
+                    .issued_ns = issued,
+                    .samples = samples,
+                    .remaining = samples,
+                    .batch = 0,
+                    .instance = -1};
+    L->ring[L->tail % L->ring_cap] = i;
+    L->tail++;
+    L->waiting += samples;
+    L->n_q = i + 1;
+}
+
+static void wait_until(int64_t deadline, int64_t spin_ns)
+{
+    int64_t t = now_ns();
+    if (deadline - t > spin_ns) {
+        struct timespec ts = ts_of(deadline - spin_ns);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    while (now_ns() < deadline)
+        ;
+}
+
+static bool stopped(const lg *L)
+{
+    return L->o->stop && *L->o->stop;
+}
+
+static void progress(const lg *L, const char *phase, int64_t done, int64_t total)
+{
+    if (L->o->progress)
+        L->o->progress(L->o->progress_user, phase, done, total);
+}
+
+/* Server: the arrivals, Poisson at qps, as offsets from t0 (ns): LoadGen's
+ * schedule, made before the run so that issuing costs no arithmetic, and
+ * long enough for both minimums (the last arrival at or past the duration,
+ * and min_queries of them). NULL when out of memory. */
+static int64_t *server_schedule(const ntp_loadgen_opts *o, double qps, int64_t *n_out)
+{
+    uint64_t rng = o->seed ^ 0x9e3779b97f4a7c15ull;
+    int64_t n = 0, cap = 1024;
+    int64_t *at = malloc((size_t)cap * sizeof *at);
+    double t = 0;
+    while (at) {
+        if (n == cap) {
+            int64_t *p = realloc(at, (size_t)(cap *= 2) * sizeof *at);
+            if (!p) {
+                free(at);
+                return NULL;
+            }
+            at = p;
+        }
+        at[n++] = (int64_t)(t * 1e9);
+        if (n >= o->min_queries && t >= o->duration_s)
+            break;
+        if (n >= ((int64_t)1 << 30)) /* ~ a billion queries: the chunk table's limit */
+            break;
+        double u = (double)(ntp__rng_next(&rng) >> 11) * 0x1p-53;
+        t += -log1p(-u) / qps;
+    }
+    *n_out = n;
+    return at;
+}
+
+/* Server: the arrivals `at` issued at their absolute deadlines. */
+static void gen_server(lg *L, const int64_t *at, int64_t n)
+{
+    int64_t spin = (int64_t)(L->o->spin_us * 1e3);
+    int64_t last_prog = now_ns();
+    for (int64_t i = 0; i < n && !stopped(L); i++) {
+        int64_t deadline = L->t0_ns + at[i];
+        wait_until(deadline, spin);
+        int64_t t = now_ns();
+        pthread_mutex_lock(&L->mu);
+        if (L->failed) {
+            pthread_mutex_unlock(&L->mu);
+            break;
+        }
+        push_locked(L, i, 1, deadline, t);
+        pthread_cond_signal(&L->work);
+        pthread_mutex_unlock(&L->mu);
+        int64_t t2 = now_ns();
+        L->overhead_ns += t2 - t;
+        L->late_ns += t - deadline;
+        if (t - deadline > L->late_max_ns)
+            L->late_max_ns = t - deadline;
+        L->n_issue++;
+        /* The depth log and progress only where the next arrival leaves
+         * room for them. */
+        if (i + 1 < n && L->t0_ns + at[i + 1] - t2 > 20000) {
+            pthread_mutex_lock(&L->mu);
+            record_depth(L, t);
+            pthread_mutex_unlock(&L->mu);
+            if (t2 - last_prog > 100000000) {
+                progress(L, "run", i + 1, n);
+                last_prog = t2;
+            }
+        }
+    }
+}
+
+/* Single- and multi-stream: one query at a time, the next when it is done. */
+static void gen_stream(lg *L, int samples, double duration_s, int64_t min_q)
+{
+    int64_t dur = (int64_t)(duration_s * 1e9), last_prog = 0, last_issue = -1;
+    for (int64_t i = 0; !stopped(L); i++) {
+        /* LoadGen's minimum duration: the last query issued at or past it. */
+        if (i >= min_q && last_issue - L->t0_ns >= dur)
+            break;
+        int64_t t = last_issue = now_ns();
+        if (!ensure_query(L, i))
+            break;
+        pthread_mutex_lock(&L->mu);
+        if (L->failed) {
+            pthread_mutex_unlock(&L->mu);
+            break;
+        }
+        push_locked(L, i, samples, t, t);
+        if (samples > 1)
+            pthread_cond_broadcast(&L->work);
+        else
+            pthread_cond_signal(&L->work);
+        record_depth(L, t);
+        int64_t t2 = now_ns();
+        L->overhead_ns += t2 - t;
+        L->n_issue++;
+        while (L->completed <= i && !L->failed)
+            pthread_cond_wait(&L->done, &L->mu);
+        pthread_mutex_unlock(&L->mu);
+        if (t - last_prog > 100000000) {
+            /* The total is the larger of the minimums, in queries. */
+            double el = (double)(t - L->t0_ns) / 1e9;
+            int64_t est = el > 0 && i > 0 ? (int64_t)((double)i * duration_s / el) : min_q;
+            progress(L, "run", i + 1, est > min_q ? est : min_q);
+            last_prog = t;
+        }
+    }
+}
+
+/* Offline: n samples, as n queries of one sample, all at once. */
+static void gen_offline(lg *L, int64_t n)
+{
+    int64_t t = L->t0_ns;
+    wait_until(t, (int64_t)(L->o->spin_us * 1e3));
+    t = now_ns();
+    pthread_mutex_lock(&L->mu);
+    for (int64_t i = 0; i < n; i++)
+        push_locked(L, i, 1, L->t0_ns, t);
+    record_depth(L, t);
+    pthread_cond_broadcast(&L->work);
+    while (L->completed < L->n_q && !L->failed) {
+        if (stopped(L)) {
+            /* The samples not yet taken are withdrawn: those computed are
+             * the result. */
+            L->n_q = L->completed + (L->n_q - L->completed - L->waiting);
+            L->tail -= L->waiting;
+            L->waiting = 0;
+            break;
+        }
+        struct timespec ts = ts_of(now_ns() + 100000000);
+        pthread_cond_timedwait(&L->done, &L->mu, &ts);
+        int64_t c = L->completed;
+        pthread_mutex_unlock(&L->mu);
+        progress(L, "run", c, n);
+        pthread_mutex_lock(&L->mu);
+    }
+    pthread_mutex_unlock(&L->mu);
+}
+
+/* --- runs ------------------------------------------------------------------------------ */
+
+static ntp_status start_workers(ntp_ctx *ctx, lg *L)
+{
+    for (int i = 0; i < L->n_inst; i++)
+        if (pthread_create(&L->inst[i].thread, NULL, worker, &L->inst[i]) != 0) {
+            pthread_mutex_lock(&L->mu);
+            L->closed = true;
+            pthread_cond_broadcast(&L->work);
+            pthread_mutex_unlock(&L->mu);
+            for (int j = 0; j < i; j++)
+                pthread_join(L->inst[j].thread, NULL);
+            return ntp__error(ctx, NTP_STATUS_INTERNAL, "cannot start instance %d's thread", i);
+        }
+    return NTP_STATUS_OK;
+}
+
+static void join_workers(lg *L)
+{
+    pthread_mutex_lock(&L->mu);
+    L->closed = true;
+    pthread_cond_broadcast(&L->work);
+    pthread_mutex_unlock(&L->mu);
+    for (int i = 0; i < L->n_inst; i++)
+        pthread_join(L->inst[i].thread, NULL);
+}
+
+static void reset(lg *L)
+{
+    L->head = L->tail = L->waiting = 0;
+    L->closed = false;
+    L->n_q = L->completed = 0;
+    memset(L->hist, 0, (size_t)(L->B + 1) * sizeof *L->hist);
+    L->n_depth = 0;
+    L->max_depth = 0;
+    L->overhead_ns = L->late_ns = L->late_max_ns = L->n_issue = 0;
+    for (int i = 0; i < L->n_inst; i++)
+        L->inst[i].busy_ns = 0;
+}
+
+static bool push_warning(ntp_loadgen_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool push_warning(ntp_loadgen_result *r, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **w = realloc(r->warnings, (size_t)(r->n_warnings + 1) * sizeof *w);
+    if (!w)
+        return false;
+    r->warnings = w;
+    if (!(w[r->n_warnings] = ntp__strdup(buf)))
+        return false;
+    r->n_warnings++;
+    return true;
+}
+
+/* One run at `qps` (server) into a new result. */
+static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
+                        ntp_loadgen_result **out)
+{
+    const ntp_loadgen_opts *o = L->o;
+    *out = NULL;
+    reset(L);
+    ntp_status st = NTP_STATUS_OK;
+    int64_t *at = NULL;
+    if (o->scenario == NTP_LOADGEN_SERVER && !(at = server_schedule(o, qps, &n_planned)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for the arrivals");
+    /* The ring holds every query that may wait at once. */
+    int64_t cap =
+        o->scenario == NTP_LOADGEN_SERVER || o->scenario == NTP_LOADGEN_OFFLINE ? n_planned + 1 : 4;
+    free(L->ring);
+    bool mem = (L->ring = malloc((size_t)cap * sizeof *L->ring)) != NULL;
+    L->ring_cap = cap;
+    if (o->scenario == NTP_LOADGEN_SERVER || o->scenario == NTP_LOADGEN_OFFLINE)
+        for (int64_t i = 0; i < n_planned && mem; i += CHUNK)
+            mem = ensure_query(L, i);
+    if (!mem || (st = start_workers(ctx, L))) {
+        free(at);
+        return mem ? st
+                   : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for %lld queries",
+                                (long long)n_planned);
+    }
+    ntp__contention_probe probe;
+    ntp__contention_begin(&probe);
+    L->t0_ns = now_ns() + 2000000; /* the workers wait on the queue by then */
+    double dur = o->duration_s;
+    switch (o->scenario) {
+    case NTP_LOADGEN_SINGLE_STREAM:
+    case NTP_LOADGEN_MULTI_STREAM:
+        wait_until(L->t0_ns, (int64_t)(o->spin_us * 1e3));
+        gen_stream(L, o->scenario == NTP_LOADGEN_SINGLE_STREAM ? 1 : o->samples_per_query, dur,
+                   o->min_queries);
+        break;
+    case NTP_LOADGEN_SERVER: gen_server(L, at, n_planned); break;
+    case NTP_LOADGEN_OFFLINE: gen_offline(L, n_planned); break;
+    case NTP_LOADGEN_SCENARIO_COUNT: break;
+    }
+    join_workers(L);
+    free(at);
+    ntp_contention cont;
+    ntp__contention_end(&probe, &cont);
+    if (L->failed)
+        return ntp__error(ctx, L->err ? L->err : NTP_STATUS_INTERNAL, "%s", L->errmsg);
+
+    ntp_loadgen_result *r = calloc(1, sizeof *r);
+    int64_t n = L->completed;
+    double *lat = NULL;
+    if (!r || !(r->q = calloc((size_t)n + 1, sizeof *r->q)) ||
+        !(r->batch_hist = calloc((size_t)L->B + 1, sizeof *r->batch_hist)) ||
+        !(r->utilisation = calloc((size_t)L->n_inst, sizeof *r->utilisation)) ||
+        !(lat = malloc(((size_t)n + 1) * sizeof *lat))) {
+        ntp_loadgen_result_free(r);
+        free(lat);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    r->contention = cont;
+    r->interrupted = stopped(L);
+    /* The completed queries, in issue order; a query interrupted before it
+     * completed is not one. */
+    int64_t k = 0, t_end = L->t0_ns, last_sched = L->t0_ns, last_issue = L->t0_ns;
+    int64_t samples = 0;
+    for (int64_t i = 0; i < L->n_q; i++) {
+        lg_query *q = Q(L, i);
+        if (q->remaining != 0)
+            continue;
+        double t0 = (double)L->t0_ns;
+        r->q[k] = (ntp_loadgen_query){.scheduled_us = ((double)q->sched_ns - t0) / 1e3,
+                                      .issued_us = ((double)q->issued_ns - t0) / 1e3,
+                                      .batched_us = ((double)q->batched_ns - t0) / 1e3,
+                                      .start_us = ((double)q->start_ns - t0) / 1e3,
+                                      .done_us = ((double)q->done_ns - t0) / 1e3,
+                                      .samples = q->samples,
+                                      .batch = q->batch,
+                                      .instance = q->instance};
+        lat[k] = (double)(q->done_ns - q->sched_ns) / 1e6;
+        samples += q->samples;
+        if (q->done_ns > t_end)
+            t_end = q->done_ns;
+        if (q->sched_ns > last_sched)
+            last_sched = q->sched_ns;
+        if (q->issued_ns > last_issue)
+            last_issue = q->issued_ns;
+        k++;
+    }
+    n = k;
+    r->queries = n;
+    r->samples = samples;
+    r->elapsed_s = (double)(t_end - L->t0_ns) / 1e9;
+    r->qps_achieved = r->elapsed_s > 0 ? (double)n / r->elapsed_s : 0;
+    r->samples_per_s = r->elapsed_s > 0 ? (double)samples / r->elapsed_s : 0;
+    r->qps_offered = o->scenario == NTP_LOADGEN_SERVER ? qps : r->qps_achieved;
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += lat[i];
+    ntp__lg_sort(lat, n);
+    r->latency_ms.p50 = ntp__lg_percentile(lat, n, 0.50);
+    r->latency_ms.p90 = ntp__lg_percentile(lat, n, 0.90);
+    r->latency_ms.p95 = ntp__lg_percentile(lat, n, 0.95);
+    r->latency_ms.p99 = ntp__lg_percentile(lat, n, 0.99);
+    r->latency_ms.p999 = ntp__lg_percentile(lat, n, 0.999);
+    r->latency_ms.max = n ? lat[n - 1] : 0;
+    r->latency_ms.min = n ? lat[0] : 0;
+    r->latency_ms.mean = n ? sum / (double)n : 0;
+    memcpy(r->batch_hist, L->hist, (size_t)(L->B + 1) * sizeof *L->hist);
+    for (int i = 0; i < L->n_inst; i++)
+        r->utilisation[i] = r->elapsed_s > 0 ? (double)L->inst[i].busy_ns / 1e9 / r->elapsed_s : 0;
+    if (L->n_depth > 0 && (r->depth_t_s = malloc((size_t)L->n_depth * sizeof(double))) &&
+        (r->depth = malloc((size_t)L->n_depth * sizeof(int)))) {
+        memcpy(r->depth_t_s, L->depth_t, (size_t)L->n_depth * sizeof(double));
+        memcpy(r->depth, L->depth, (size_t)L->n_depth * sizeof(int));
+        r->n_depth = (int)L->n_depth;
+    }
+    r->max_depth = L->max_depth;
+    r->overhead_us = L->n_issue ? (double)L->overhead_ns / (double)L->n_issue / 1e3 : 0;
+    if (o->scenario == NTP_LOADGEN_SERVER && L->n_issue) {
+        r->lateness_us = (double)L->late_ns / (double)L->n_issue / 1e3;
+        r->lateness_max_us = (double)L->late_max_ns / 1e3;
+    }
+
+    /* Validity, as LoadGen judges it (docs/load.md#validity). */
+    ntp__lg_es es = {0};
+    double first = (double)L->t0_ns;
+    switch (o->scenario) {
+    case NTP_LOADGEN_SINGLE_STREAM:
+    case NTP_LOADGEN_MULTI_STREAM:
+        r->percentile = o->scenario == NTP_LOADGEN_SINGLE_STREAM ? 0.90 : 0.99;
+        r->min_duration_met = ((double)last_issue - first) / 1e9 >= o->duration_s;
+        ntp__lg_early_stopping(lat, n, r->percentile, &es);
+        r->early_stopping_ms = es.estimate;
+        r->bound_met = true;
+        break;
+    case NTP_LOADGEN_SERVER: {
+        r->percentile = 0.99;
+        r->min_duration_met = ((double)last_sched - first) / 1e9 >= o->duration_s;
+        int64_t over = 0;
+        for (int64_t i = 0; i < n; i++)
+            over += lat[i] > o->latency_bound_ms;
+        r->overlatency = over;
+        ntp__lg_early_stopping_bound(n, over, r->percentile, &es);
+        r->bound_met = ntp__lg_percentile(lat, n, 0.99) <= o->latency_bound_ms;
+        break;
+    }
+    case NTP_LOADGEN_OFFLINE:
+        r->percentile = 0;
+        r->min_duration_met = r->elapsed_s >= o->duration_s;
+        es.met = true;
+        es.needed = o->min_queries;
+        r->bound_met = true;
+        break;
+    case NTP_LOADGEN_SCENARIO_COUNT: break;
+    }
+    r->metric_ms = r->percentile > 0 ? ntp__lg_percentile(lat, n, r->percentile) : 0;
+    r->early_stopping_met = es.met;
+    r->early_stopping_needed = es.needed;
+    r->min_queries_met = (o->scenario == NTP_LOADGEN_OFFLINE ? samples : n) >= o->min_queries;
+    r->valid = r->min_duration_met && r->min_queries_met && r->bound_met && r->early_stopping_met &&
+               !r->interrupted;
+    free(lat);
+    *out = r;
+    return NTP_STATUS_OK;
+}
+
+/* --- preparing the instances ----------------------------------------------------------- */
+
+static int available_cpus(int *cpu, int max)
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpu[n++] = c;
+    return n;
+}
+
+static ntp_status check_opts(ntp_ctx *ctx, const ntp_loadgen_opts *o)
+{
+    if ((unsigned)o->scenario >= NTP_LOADGEN_SCENARIO_COUNT)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.scenario %d is none",
+                          (int)o->scenario);
+    if (o->instances < 1 || o->instances > 256 || o->threads_per_instance < 1 ||
+        o->threads_per_instance > 64)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_opts.instances expects 1 to 256 and "
+                          "ntp_loadgen_opts.threads_per_instance 1 to 64, got %d and %d",
+                          o->instances, o->threads_per_instance);
+    if (o->max_batch < 1 || o->max_batch > 256)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_opts.max_batch expects 1 to 256, got %d", o->max_batch);
+    if (o->samples_per_query < 1 || o->samples_per_query > 4096)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_opts.samples_per_query expects 1 to 4096, got %d",
+                          o->samples_per_query);
+    if (!(o->batch_timeout_us >= 0) || !(o->spin_us >= 0) || o->warmup < 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_opts.batch_timeout_us, spin_us and warmup must not be "
+                          "negative");
+    if (o->scenario == NTP_LOADGEN_SERVER) {
+        if (!o->find_max_qps && !(o->qps > 0 && isfinite(o->qps)))
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "ntp_loadgen_opts.qps must be positive for the server scenario, "
+                              "got %g",
+                              o->qps);
+        if (!(o->latency_bound_ms > 0 && isfinite(o->latency_bound_ms)))
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "ntp_loadgen_opts.latency_bound_ms must be positive for the server "
+                              "scenario, got %g",
+                              o->latency_bound_ms);
+    } else if (o->find_max_qps) {
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_opts.find_max_qps is for the server scenario, not %s",
+                          ntp_loadgen_scenario_name(o->scenario));
+    }
+    return NTP_STATUS_OK;
+}
+
+static void free_lg(lg *L, ntp_graph **g)
+{
+    for (int i = 0; L->inst && i < L->n_inst; i++) {
+        lg_instance *in = &L->inst[i];
+        for (int b = 0; in->x && b < L->B; b++)
+            if (in->x[b].g)
+                ntp__exec_free(&in->x[b]);
+        free(in->x);
+        free(in->warm_ms);
+        ntp_ctx_free(in->ctx);
+    }
+    free(L->inst);
+    for (int b = 0; g && b < L->B; b++)
+        ntp_graph_free(g[b]);
+    free(g);
+    for (int c = 0; c < L->n_chunks; c++)
+        free(L->chunk[c]);
+    free(L->chunk);
+    free(L->ring);
+    free(L->hist);
+    free(L->depth_t);
+    free(L->depth);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->work);
+    pthread_cond_destroy(&L->done);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *load,
+                           const ntp_loadgen_opts *opts, ntp_loadgen_result **out)
+{
+    *out = NULL;
+    ntp_loadgen_opts o;
+    if (opts)
+        o = *opts;
+    else
+        ntp_loadgen_opts_default(&o);
+    ntp_status st = check_opts(ctx, &o);
+    if (st)
+        return st;
+    if (o.duration_s < 0)
+        o.duration_s = DEFAULT_DURATION_S;
+    if (o.min_queries < 0)
+        o.min_queries = default_min_queries[o.scenario];
+    const ntp_backend_i *be = o.backend ? ntp__backend_find(o.backend) : ntp__backend_get(0);
+    if (!be)
+        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'; this build has: %s",
+                          o.backend, ntp_backends());
+
+    lg L = {.o = &o, .B = o.max_batch, .n_inst = o.instances};
+    L.timeout_ns = (int64_t)(o.batch_timeout_us * 1e3);
+    pthread_mutex_init(&L.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&L.work, &ca);
+    pthread_cond_init(&L.done, &ca);
+    pthread_condattr_destroy(&ca);
+    ntp_graph **g = calloc((size_t)L.B, sizeof *g);
+    L.chunk = calloc(MAX_CHUNKS, sizeof *L.chunk);
+    L.hist = calloc((size_t)L.B + 1, sizeof *L.hist);
+    L.inst = calloc((size_t)L.n_inst, sizeof *L.inst);
+    ntp_loadgen_result *best = NULL, *r = NULL;
+    char *warn[8] = {0};
+    int n_warn = 0;
+    if (!g || !L.chunk || !L.hist || !L.inst) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+
+    /* One graph per batch size: the model's param "batch" set to it. */
+    progress(&L, "prepare", 0, 0);
+    for (int b = 1; b <= L.B; b++) {
+        ntp_load_opts lo = {0};
+        if (load)
+            lo = *load;
+        if (L.B > 1)
+            lo.batch = b;
+        if ((st = ntp_graph_load(ctx, path, &lo, &g[b - 1])))
+            goto done;
+        if (L.B > 1 && ntp_graph_batch(g[b - 1]) != b) {
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                            "%s: ntp_loadgen_opts.max_batch %d needs a topology with a param "
+                            "'batch' (dynamic batching sets it to each batch size)",
+                            path, L.B);
+            goto done;
+        }
+        if (ntp_graph_precision(g[b - 1]) == NTP_DTYPE_I8) {
+            st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                            "%s: the load generator does not run i8 topologies (they need the "
+                            "calibration pass of ntp_run); use f32, bf16 or f16",
+                            path);
+            goto done;
+        }
+    }
+
+    /* Instances, pinned to cores of their own where they fit. */
+    int cpus[1024];
+    int n_cpus = available_cpus(cpus, 1024);
+    int want = o.instances * o.threads_per_instance;
+    bool pin = o.pin && n_cpus > 0 && want <= n_cpus;
+    char wbuf[256];
+    if (n_cpus > 0 && want > n_cpus) {
+        snprintf(wbuf, sizeof wbuf,
+                 "%d instances x %d threads = %d threads on %d CPU%s: they take turns "
+                 "(oversubscribed) and are not pinned; use at most %d",
+                 o.instances, o.threads_per_instance, want, n_cpus, n_cpus == 1 ? "" : "s", n_cpus);
+        warn[n_warn++] = ntp__strdup(wbuf);
+    }
+    int64_t tp = now_ns();
+    for (int i = 0; i < L.n_inst; i++) {
+        lg_instance *in = &L.inst[i];
+        in->L = &L;
+        in->index = i;
+        in->warm_runs = o.warmup > 0 ? o.warmup : 1;
+        if (!(in->ctx = ntp_ctx_init()) || !(in->x = calloc((size_t)L.B, sizeof *in->x)) ||
+            !(in->warm_ms = calloc((size_t)L.B * (size_t)in->warm_runs, sizeof(double)))) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        if (pin) {
+            in->n_cpus = o.threads_per_instance;
+            for (int c = 0; c < in->n_cpus; c++)
+                in->cpu[c] = cpus[i * o.threads_per_instance + c];
+        }
+        for (int b = 1; b <= L.B; b++) {
+            const ntp_graph *gb = g[b - 1];
+            ntp_exec_opts eo = {.backend = be,
+                                .threads = o.threads_per_instance,
+                                .seed = o.seed,
+                                .first = 0,
+                                .last = ntp_graph_layer_count(gb) - 1};
+            /* The first plan's warnings (layers that fall back to ref)
+             * hold for every plan: they are said once. */
+            ntp_ctx *pc = i == 0 && b == 1 ? ctx : in->ctx;
+            if ((st = ntp__exec_init(pc, &in->x[b - 1], gb, &eo))) {
+                in->x[b - 1].g = NULL;
+                if (pc != ctx)
+                    ntp__error(ctx, st, "%s", ntp_ctx_errmsg(pc));
+                goto done;
+            }
+            ntp_ctx_clear_warnings(in->ctx);
+        }
+    }
+    double prepare_ms = (double)(now_ns() - tp) / 1e6;
+
+    /* Warm-up, one instance at a time, so that the service times are
+     * those of an unloaded instance. */
+    progress(&L, "warm-up", 0, L.n_inst);
+    L.warm = true;
+    for (int i = 0; i < L.n_inst && !L.failed; i++) {
+        if (pthread_create(&L.inst[i].thread, NULL, worker, &L.inst[i]) != 0) {
+            st = ntp__error(ctx, NTP_STATUS_INTERNAL, "cannot start instance %d's thread", i);
+            goto done;
+        }
+        pthread_join(L.inst[i].thread, NULL);
+        progress(&L, "warm-up", i + 1, L.n_inst);
+    }
+    L.warm = false;
+    if (L.failed) {
+        st = ntp__error(ctx, L.err ? L.err : NTP_STATUS_INTERNAL, "%s", L.errmsg);
+        goto done;
+    }
+    lg_instance *i0 = &L.inst[0];
+    double one_ms = i0->warm_ms[0];
+    for (int k = 1; k < i0->warm_runs; k++)
+        if (i0->warm_ms[k] < one_ms)
+            one_ms = i0->warm_ms[k];
+    double svc1 = median_of(i0->warm_ms, i0->warm_runs);
+    double svcB = median_of(i0->warm_ms + (size_t)(L.B - 1) * (size_t)i0->warm_runs, i0->warm_runs);
+    if (o.scenario == NTP_LOADGEN_SERVER && o.latency_bound_ms < one_ms) {
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "ntp_loadgen_opts.latency_bound_ms %g ms is below one query's latency: "
+                        "%.3f ms unloaded (the fastest of %d runs at batch 1), so no QPS can meet "
+                        "it",
+                        o.latency_bound_ms, one_ms, i0->warm_runs);
+        goto done;
+    }
+    /* Samples per second the instances can serve at full batches. */
+    double capacity = svcB > 0 ? (double)L.n_inst * L.B / (svcB / 1e3) : 1e6;
+
+    if (o.scenario == NTP_LOADGEN_SERVER && o.find_max_qps) {
+        /* Bisection between nothing and a little above the capacity: the
+         * largest QPS whose run is valid (p99 within the bound and enough
+         * queries for it). */
+        double lo = 0, hi = capacity * 1.1;
+        int n_pts = 0;
+        for (int it = 0; it < 8 && !stopped(&L); it++) {
+            double qps = it == 0 ? capacity * 0.5 : (lo + hi) / 2;
+            int64_t n = 0; /* the schedule's */
+            progress(&L, "search", it, 8);
+            ntp_loadgen_result *t = NULL;
+            if ((st = serve(ctx, &L, qps, n, &t)))
+                goto done;
+            bool ok = t->bound_met && t->early_stopping_met && !t->interrupted;
+            ntp_loadgen_point pt = {qps, t->latency_ms.p99, t->latency_ms.mean, ok};
+            /* The points travel with the result kept. */
+            ntp_loadgen_point pts[NTP_LOADGEN_MAX_POINTS];
+            int np = best ? best->n_points : 0;
+            if (best)
+                memcpy(pts, best->points, sizeof pts);
+            if (np < NTP_LOADGEN_MAX_POINTS)
+                pts[np++] = pt;
+            n_pts = np;
+            if (ok)
+                lo = qps;
+            else
+                hi = qps;
+            if (ok || !best) {
+                ntp_loadgen_result_free(best);
+                best = t;
+            } else {
+                ntp_loadgen_result_free(t);
+            }
+            memcpy(best->points, pts, sizeof pts);
+            best->n_points = n_pts;
+            if (best->interrupted)
+                break;
+        }
+        best->searched = true;
+        best->max_qps = lo;
+        r = best;
+        best = NULL;
+    } else {
+        int64_t n = 0;
+        if (o.scenario == NTP_LOADGEN_OFFLINE) {
+            /* LoadGen's offline query: enough samples for the duration at
+             * the rate expected from the warm-up, at least min_queries. */
+            double want_n = ceil(o.duration_s * capacity);
+            n = want_n > 1e9 ? (int64_t)1e9 : (int64_t)want_n;
+            if (n < o.min_queries)
+                n = o.min_queries;
+        }
+        progress(&L, "run", 0, n);
+        if ((st = serve(ctx, &L, o.qps, n, &r)))
+            goto done;
+    }
+
+    r->topology = ntp__strdup(ntp_graph_name(g[0]));
+    r->source = ntp__strdup(ntp_graph_source(g[0]));
+    r->backend = ntp__strdup(be->name);
+    r->scenario = o.scenario;
+    r->instances = o.instances;
+    r->threads_per_instance = o.threads_per_instance;
+    r->max_batch = o.max_batch;
+    r->samples_per_query = o.scenario == NTP_LOADGEN_MULTI_STREAM ? o.samples_per_query : 1;
+    r->batch_timeout_us = o.batch_timeout_us;
+    r->pinned = pin;
+    r->seed = o.seed;
+    r->duration_s = o.duration_s;
+    r->min_queries = o.min_queries;
+    r->latency_bound_ms = o.scenario == NTP_LOADGEN_SERVER ? o.latency_bound_ms : 0;
+    r->service_ms[0] = svc1;
+    r->service_ms[1] = svcB;
+    r->prepare_ms = prepare_ms;
+    r->load_average = r->contention.load_average;
+    ntp_env env;
+    memset(&env, 0, sizeof env);
+    ntp_env_collect(&env);
+    snprintf(r->cpu_model, sizeof r->cpu_model, "%s", env.cpu_model);
+    r->cpus = n_cpus;
+    if (env.load_average[0] >= 0 && r->load_average <= 0)
+        r->load_average = env.load_average[0];
+    for (int i = 0; i < n_warn; i++)
+        if (warn[i])
+            push_warning(r, "%s", warn[i]);
+    if (!r->early_stopping_met && r->percentile > 0) {
+        if (o.scenario == NTP_LOADGEN_SERVER)
+            push_warning(r,
+                         "too few queries to claim the p99 within %g ms: %lld of %lld queries "
+                         "were over it, and early stopping needs %lld queries in all "
+                         "(%lld more, if every one were within the bound)",
+                         o.latency_bound_ms, (long long)r->overlatency, (long long)r->queries,
+                         (long long)r->early_stopping_needed,
+                         (long long)(r->early_stopping_needed - r->queries));
+        else
+            push_warning(r,
+                         "too few queries to claim the p%g latency: %lld queries, early "
+                         "stopping needs at least %lld",
+                         r->percentile * 100, (long long)r->queries,
+                         (long long)r->early_stopping_needed);
+    }
+    char cw[256];
+    if (ntp__contention_warning(&r->contention, cw, sizeof cw))
+        push_warning(r, "%s", cw);
+    if (r->interrupted)
+        push_warning(r, "interrupted: the %lld queries completed so far", (long long)r->queries);
+    *out = r;
+    r = NULL;
+done:
+    for (int i = 0; i < n_warn; i++)
+        free(warn[i]);
+    ntp_loadgen_result_free(best);
+    ntp_loadgen_result_free(r);
+    free_lg(&L, g);
+    return st;
+}
+
+void ntp_loadgen_result_free(ntp_loadgen_result *r)
+{
+    if (!r)
+        return;
+    free(r->topology);
+    free(r->source);
+    free(r->backend);
+    free(r->batch_hist);
+    free(r->depth_t_s);
+    free(r->depth);
+    free(r->utilisation);
+    free(r->q);
+    for (int i = 0; i < r->n_warnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
+    free(r);
+}

@@ -1,0 +1,202 @@
+/* The load generator's statistics and its refusals of bad input
+ * (docs/load.md). LoadGen's early-stopping numbers are checked against the
+ * exact binomial sums, computed with Python's fractions
+ * (sum of C(h+t, x) (1-p)^x p^(h+t-x) for x <= t, below 1 - 0.99), which
+ * also give LoadGen's published minimums: 64 queries for a single-stream
+ * p90, 662 for a multi-stream p99. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "load/loadgen-impl.h"
+#include "ntprof/ntprof.h"
+
+#define MODEL NTP_SOURCE_DIR "/models/serve-delay.xml"
+
+static void test_min_passing(void **state)
+{
+    (void)state;
+    assert_int_equal(ntp_loadgen_min_passing(1, 0.90, 0.99), 63);
+    assert_int_equal(ntp_loadgen_min_passing(2, 0.90, 0.99), 79);
+    assert_int_equal(ntp_loadgen_min_passing(1, 0.99, 0.99), 661);
+    assert_int_equal(ntp_loadgen_min_passing(0, 0.99, 0.99), 459);
+    assert_int_equal(ntp_loadgen_min_passing(10, 0.99, 0.99), 2000);
+    assert_int_equal(ntp_loadgen_min_passing(1, 1.5, 0.99), -1);
+}
+
+/* Latencies 1..n: the estimate is the value at LoadGen's index n - t. */
+static void test_early_stopping_estimate(void **state)
+{
+    (void)state;
+    double v[1000];
+    for (int i = 0; i < 1000; i++)
+        v[i] = i + 1;
+    ntp__lg_es es;
+    ntp__lg_early_stopping(v, 100, 0.90, &es);
+    assert_true(es.met);
+    assert_int_equal(es.needed, 64);
+    assert_float_equal(es.estimate, 98, 0);
+    ntp__lg_early_stopping(v, 1000, 0.90, &es);
+    assert_float_equal(es.estimate, 923, 0);
+    ntp__lg_early_stopping(v, 63, 0.90, &es);
+    assert_false(es.met);
+    assert_int_equal(es.needed, 64);
+    ntp__lg_early_stopping(v, 661, 0.99, &es);
+    assert_false(es.met);
+    assert_int_equal(es.needed, 662);
+    /* Server: 10 queries over the bound need 2000 under it. */
+    ntp__lg_early_stopping_bound(2009, 10, 0.99, &es);
+    assert_false(es.met);
+    assert_int_equal(es.needed, 2010);
+    ntp__lg_early_stopping_bound(2010, 10, 0.99, &es);
+    assert_true(es.met);
+}
+
+/* LoadGen's percentile: the sorted value at floor(n p). */
+static void test_percentile(void **state)
+{
+    (void)state;
+    double v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    assert_float_equal(ntp__lg_percentile(v, 10, 0.5), 6, 0);
+    assert_float_equal(ntp__lg_percentile(v, 10, 0.9), 10, 0);
+    assert_float_equal(ntp__lg_percentile(v, 10, 0.99), 10, 0);
+    assert_float_equal(ntp__lg_percentile(v, 10, 0.0), 1, 0);
+}
+
+static void test_scenario_names(void **state)
+{
+    (void)state;
+    ntp_loadgen_scenario s;
+    for (int i = 0; i < NTP_LOADGEN_SCENARIO_COUNT; i++) {
+        assert_int_equal(ntp_loadgen_scenario_parse(ntp_loadgen_scenario_name(i), &s), 0);
+        assert_int_equal(s, i);
+    }
+    assert_int_equal(ntp_loadgen_scenario_parse("serverr", &s), NTP_STATUS_UNKNOWN_NAME);
+}
+
+static ntp_loadgen_opts quick(ntp_loadgen_scenario sc)
+{
+    ntp_loadgen_opts o;
+    ntp_loadgen_opts_default(&o);
+    o.scenario = sc;
+    o.backend = "ref";
+    o.duration_s = 0;
+    o.min_queries = 20;
+    o.warmup = 2;
+    return o;
+}
+
+static ntp_load_opts with(const char **set, int n)
+{
+    ntp_load_opts lo = {0};
+    lo.set = set;
+    lo.n_set = n;
+    return lo;
+}
+
+static void expect_error(const ntp_loadgen_opts *o, const ntp_load_opts *lo, const char *path,
+                         const char *want)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_loadgen_result *r = (ntp_loadgen_result *)1;
+    ntp_status st = ntp_loadgen_run(ctx, path, lo, o, &r);
+    assert_int_not_equal(st, NTP_STATUS_OK);
+    assert_null(r);
+    if (!strstr(ntp_ctx_errmsg(ctx), want))
+        fail_msg("error '%s' does not say '%s'", ntp_ctx_errmsg(ctx), want);
+    ntp_ctx_free(ctx);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    const char *set[] = {"base_us=2000"};
+    ntp_load_opts lo = with(set, 1);
+    ntp_loadgen_opts o = quick(NTP_LOADGEN_SERVER);
+    o.latency_bound_ms = 10;
+    o.qps = 0;
+    expect_error(&o, &lo, MODEL, "qps must be positive");
+    o.qps = -5;
+    expect_error(&o, &lo, MODEL, "got -5");
+    o.qps = 100;
+    o.latency_bound_ms = 0;
+    expect_error(&o, &lo, MODEL, "latency_bound_ms must be positive");
+    /* A bound below one query's 2 ms: said, with the latency measured. */
+    o.latency_bound_ms = 1.5;
+    expect_error(&o, &lo, MODEL, "below one query's latency: 2.0");
+    o = quick(NTP_LOADGEN_OFFLINE);
+    o.find_max_qps = true;
+    expect_error(&o, &lo, MODEL, "find_max_qps is for the server scenario");
+    o = quick(NTP_LOADGEN_OFFLINE);
+    o.max_batch = 0;
+    expect_error(&o, &lo, MODEL, "max_batch expects 1 to 256");
+    /* Dynamic batching needs a param "batch" to set. */
+    o.max_batch = 2;
+    ntp_load_opts none = {0};
+    expect_error(&o, &none, NTP_SOURCE_DIR "/tests/data/load-nobatch.xml",
+                 "declares no 'batch' param");
+}
+
+/* Instances x threads beyond the CPUs: the run goes on, unpinned, warned. */
+static void test_oversubscribed_warns(void **state)
+{
+    (void)state;
+    const char *set[] = {"base_us=50"};
+    ntp_load_opts lo = with(set, 1);
+    ntp_loadgen_opts o = quick(NTP_LOADGEN_SINGLE_STREAM);
+    o.instances = 64;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_loadgen_result *r = NULL;
+    assert_int_equal(ntp_loadgen_run(ctx, MODEL, &lo, &o, &r), NTP_STATUS_OK);
+    assert_false(r->pinned);
+    bool seen = false;
+    for (int i = 0; i < r->n_warnings; i++)
+        seen = seen || strstr(r->warnings[i], "64 instances x 1 threads = 64 threads") != NULL;
+    assert_true(seen);
+    /* Too short for its p90: 20 queries, and early stopping says 64. */
+    assert_false(r->early_stopping_met);
+    assert_int_equal(r->early_stopping_needed, 64);
+    assert_false(r->valid);
+    assert_true(r->queries >= 20);
+    ntp_loadgen_result_free(r);
+    ntp_ctx_free(ctx);
+}
+
+/* A stop flag set before the run: nothing issued, a result that says so. */
+static void test_stop(void **state)
+{
+    (void)state;
+    const char *set[] = {"base_us=100"};
+    ntp_load_opts lo = with(set, 1);
+    ntp_loadgen_opts o = quick(NTP_LOADGEN_SERVER);
+    o.qps = 1000;
+    o.latency_bound_ms = 50;
+    o.min_queries = 100000;
+    volatile int stop = 1;
+    o.stop = (const volatile int *)&stop;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_loadgen_result *r = NULL;
+    assert_int_equal(ntp_loadgen_run(ctx, MODEL, &lo, &o, &r), NTP_STATUS_OK);
+    assert_true(r->interrupted);
+    assert_false(r->valid);
+    assert_int_equal(r->queries, 0);
+    ntp_loadgen_result_free(r);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_min_passing), cmocka_unit_test(test_early_stopping_estimate),
+        cmocka_unit_test(test_percentile),  cmocka_unit_test(test_scenario_names),
+        cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_oversubscribed_warns),
+        cmocka_unit_test(test_stop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
