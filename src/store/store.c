@@ -83,6 +83,14 @@ static const char *const migrations[] = {
     "  dram_gbps REAL, h2d_gbps REAL, d2h_gbps REAL,"
     "  PRIMARY KEY (machine, idx)) WITHOUT ROWID;"
     "ALTER TABLE machines ADD COLUMN gpu_note TEXT;",
+    /* -> next: latency-model calibrations (ntprof machine --calibrate,
+     * docs/predict.md), one per machine, backend and precision, replaced
+     * when calibrated again; the model is a JSON document. */
+    "CREATE TABLE calibrations ("
+    "  machine TEXT NOT NULL, backend TEXT NOT NULL, precision TEXT NOT NULL,"
+    "  backend_version TEXT, threads INTEGER, calibrated_at TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  PRIMARY KEY (machine, backend, precision)) WITHOUT ROWID;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -405,6 +405,8 @@ int cmd_run(int argc, char **argv)
     } else if (gtool && (rc = run_gpu_tool(ctx, res, gtool, ro.tool_dir, argc, argv)) != CLI_OK) {
         /* the tool's one-line error is out */
     } else {
+        if (use_db && db)
+            cli_attach_prediction(ctx, db, g, res);
         cli_report_warnings(ctx, fmt == NTP_FORMAT_TABLE && !output);
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)

@@ -30,6 +30,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
@@ -44,6 +45,8 @@ static const command commands[] = {
     {"compare", cmd_compare, "runs side by side: layers aligned, speedups with confidence"},
     {"sweep", cmd_sweep, "run over configurations (params, backend, precision, batch, threads)"},
     {"history", cmd_history, "runs recorded in the history database"},
+    {"predict", cmd_predict,
+     "per-layer latency predicted without running, from a machine's calibration"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
