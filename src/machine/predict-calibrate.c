@@ -350,6 +350,8 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
     snprintf(out->precision, sizeof out->precision, "%s", ntp_dtype_name(opts->precision));
     snprintf(out->ntprof_version, sizeof out->ntprof_version, "%s", ntp_version());
     out->quick = opts->quick;
+    if (opts->threads > 0)
+        out->threads = opts->threads;
     double la[1];
     FILE *lf = fopen("/proc/loadavg", "r");
     out->loadavg = lf && fscanf(lf, "%lf", &la[0]) == 1 ? la[0] : -1;

@@ -10,7 +10,7 @@ int cmd_machine(int argc, char **argv);
 
 enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
 /* --calibrate (docs/predict.md) */
-enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES };
+enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES, OPT_CEILINGS };
 
 static ntp_status write_calibration(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -52,6 +52,7 @@ int cmd_machine(int argc, char **argv)
     ntp_calibrate_opts co;
     ntp_calibrate_opts_default(&co);
     bool calibrate = false;
+    const char *ceilings_file = NULL;
     double d;
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof machine [options]\n"
@@ -81,6 +82,10 @@ int cmd_machine(int argc, char **argv)
         CLI_OPT("precision", 'p', "P", "--calibrate: f32 (default), bf16, f16 or i8"),
         CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
         CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
+        CLI_STR("ceilings", OPT_CEILINGS, "FILE",
+                "--calibrate against these ceilings (JSON, docs/predict.md)\n"
+                "instead of measured ones",
+                &ceilings_file),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
         CLI_OPT("help", 'h', NULL, "this text"),
@@ -119,8 +124,8 @@ int cmd_machine(int argc, char **argv)
         cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
         return CLI_USAGE;
     }
-    if (!calibrate && (co.backend || co.quick || co.families)) {
-        cli_error("--backend, --quick and --families go with --calibrate");
+    if (!calibrate && (co.backend || co.quick || co.families || ceilings_file)) {
+        cli_error("--backend, --quick, --families and --ceilings go with --calibrate");
         return CLI_USAGE;
     }
     if (remeasure && !measure) {
@@ -173,6 +178,13 @@ int cmd_machine(int argc, char **argv)
         warn_db(ctx);
         have = false;
     }
+    if (ceilings_file) {
+        if (ntp_ceilings_read_whatif(ctx, ceilings_file, &c) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            goto out;
+        }
+        have = true;
+    }
     if (measure && !have) {
         cli_progress prog;
         cli_progress_init(&prog);
@@ -190,6 +202,7 @@ int cmd_machine(int argc, char **argv)
     if (calibrate) {
         cli_progress prog;
         cli_progress_init(&prog);
+        co.threads = mo.threads;
         co.progress = calibrate_progress;
         co.progress_user = &prog;
         ntp_calibration cal;

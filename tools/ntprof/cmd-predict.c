@@ -255,10 +255,10 @@ int cmd_predict(int argc, char **argv)
     }
     if (p->uncalibrated[0])
         fprintf(stderr,
-                "ntprof: warning: %d layer%s not predicted: famil%s %s not calibrated "
-                "(the total leaves them out)\n",
-                p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s",
-                strchr(p->uncalibrated, ',') ? "ies" : "y", p->uncalibrated);
+                "ntprof: warning: %d layer%s not predicted (not calibrated: %s); the total "
+                "leaves %s out\n",
+                p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated,
+                p->n_unpredicted == 1 ? "it" : "them");
     rc = cli_write_output(ctx, output, write_prediction, p, fmt);
 done:
     ntp_prediction_free(p);
