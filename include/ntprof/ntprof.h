@@ -25,6 +25,7 @@
 #include "ntprof/generate.h"
 #include "ntprof/train.h"
 #include "ntprof/load.h"
+#include "ntprof/predict.h"
 
 #ifdef __cplusplus
 extern "C" {

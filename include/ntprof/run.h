@@ -137,6 +137,10 @@ typedef struct ntp_layer_result {
      * ceilings hold no GPU; NULL when the row was not placed. */
     const char *roof_ceiling;
     double attainable_gbps;
+    /* Prediction beside measurement (docs/predict.md, ntp_prediction_apply):
+     * the latency a calibration predicted for this row, when `predicted`. */
+    bool predicted;
+    double predicted_ms;
 } ntp_layer_result;
 
 typedef struct ntp_marker_result {
@@ -302,6 +306,23 @@ typedef struct ntp_roofline {
     double gpu_h2d_gbps, gpu_d2h_gbps;
 } ntp_roofline;
 
+/* Predicted against measured (docs/predict.md): filled by
+ * ntp_prediction_apply when the machine has a calibration. */
+typedef struct ntp_run_prediction {
+    bool available;
+    char calibration[192];    /* "onednn 3.4.1 f32, 2026-11-24T23:00:00Z" */
+    bool stale;               /* the backend's version changed since */
+    bool roofline_only;       /* from ceilings alone */
+    char uncalibrated[256];   /* families not calibrated, "" for none */
+    int n_compared;           /* layers predicted and measured */
+    int within_10, within_25; /* of them, |error| <= 10% / 25% */
+    int n_major;              /* of them, > 1% of the summed layer time */
+    int major_within_25;
+    double predicted_ms; /* end to end: the predicted layers' sum */
+    double measured_ms;  /* the run's median end-to-end latency */
+    double error;        /* (predicted - measured) / measured */
+} ntp_run_prediction;
+
 typedef struct ntp_run_result {
     const char *topology;
     const char *source;
@@ -358,6 +379,7 @@ typedef struct ntp_run_result {
     int n_owned;
     char **owned;
     ntp_roofline roofline;
+    ntp_run_prediction prediction;
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */

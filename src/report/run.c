@@ -34,25 +34,30 @@ enum {
     W_GF = 8,
     W_GB = 7,
     W_INT = 7,
-    W_ROOF = 5
+    W_ROOF = 5,
+    W_PRED = 6
 };
 
-enum { N_COLS = 8, N_COLS_ROOF = 9 };
+/* The prediction column (docs/predict.md) comes last, after the roof, only
+ * when the run has a calibration: without one the table is unchanged. */
+enum { N_COLS = 8, N_COLS_ROOF = 9, N_COLS_ALL = 10, C_PRED = 9 };
 
 /* The table's layout: its column widths and whether it has the roof
  * column. A run with rows on a GPU has several roofs, so its roof cells
  * carry a letter saying which one (c, g, l) and take a column from the
  * shape. */
 typedef struct layout {
-    int widths[N_COLS_ROOF];
+    int widths[N_COLS_ALL];
     bool roof;
+    bool pred;  /* a prediction error column */
     bool multi; /* rows on a GPU: roof cells name their ceiling */
 } layout;
 
 static layout table_layout(const ntp_run_result *r)
 {
-    layout t = {{W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT, W_ROOF},
+    layout t = {{W_NAME, W_TYPE, W_SHAPE, W_MS, W_PCT, W_GF, W_GB, W_INT, W_ROOF, W_PRED},
                 r->roofline.available,
+                r->prediction.available,
                 r->roofline.available && r->roofline.gpu_rows};
     if (t.multi) {
         t.widths[2] = W_SHAPE - 1;
@@ -63,14 +68,29 @@ static layout table_layout(const ntp_run_result *r)
 
 /* One table row from already formatted cells: text columns left-aligned,
  * numbers right-aligned. The layout's roof adds the ninth column. */
-static void put_row(FILE *f, const char *const cells[N_COLS_ROOF], const layout *t)
+static void put_row(FILE *f, const char *const cells[N_COLS_ALL], const layout *t)
 {
-    for (int i = 0; i < (t->roof ? N_COLS_ROOF : N_COLS); i++) {
+    for (int i = 0; i < N_COLS_ALL; i++) {
+        if ((i == N_COLS_ROOF - 1 && !t->roof) || (i == C_PRED && !t->pred))
+            continue;
         if (i)
             fputc(' ', f);
-        ntp__put_cell(f, cells[i], t->widths[i], i >= 3);
+        ntp__put_cell(f, cells[i] ? cells[i] : "", t->widths[i], i >= 3);
     }
     fputc('\n', f);
+}
+
+/* A row's prediction error, "+12%"; "-" where it was not predicted. */
+static const char *fmt_pred(const ntp_layer_result *l, char *buf, size_t len)
+{
+    if (!l->predicted || !(l->time_ms.median > 0))
+        return "-";
+    double e = 100.0 * (l->predicted_ms - l->time_ms.median) / l->time_ms.median;
+    if (fabs(e) >= 999.5)
+        snprintf(buf, len, "%s", e > 0 ? ">+999%" : "<-999%");
+    else
+        snprintf(buf, len, "%+.0f%%", e);
+    return buf;
 }
 
 /* The letter of a roof ceiling in a table of several roofs: c for the
@@ -133,7 +153,8 @@ static void table_layer(FILE *f, const ntp_layer_result *l, const layout *t)
     ntp__fit_number(l->intensity, W_INT, 2, in, sizeof in);
     if (l->fused) {
         /* A fused layer ran inside another one and has no time of its own. */
-        const char *cells[N_COLS_ROOF] = {l->name, l->type, shape, "fused", "-", "-", "-", in, "-"};
+        const char *cells[N_COLS_ALL] = {l->name, l->type, shape, "fused", "-",
+                                         "-",     "-",     in,    "-",     "-"};
         put_row(f, cells, t);
         return;
     }
@@ -141,7 +162,8 @@ static void table_layer(FILE *f, const ntp_layer_result *l, const layout *t)
     ntp__fit_number(100.0 * l->share, W_PCT, 1, pct, sizeof pct);
     ntp__fit_number(l->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(l->gbps, W_GB, 2, gb, sizeof gb);
-    const char *cells[N_COLS_ROOF] = {
+    char pe[32];
+    const char *cells[N_COLS_ALL] = {
         l->name,
         l->type,
         shape,
@@ -150,7 +172,8 @@ static void table_layer(FILE *f, const ntp_layer_result *l, const layout *t)
         gf,
         gb,
         in,
-        fmt_roof(l->roof_share, row_placed(l), l->roof_ceiling, t, rs, sizeof rs)};
+        fmt_roof(l->roof_share, row_placed(l), l->roof_ceiling, t, rs, sizeof rs),
+        fmt_pred(l, pe, sizeof pe)};
     put_row(f, cells, t);
 }
 
@@ -163,7 +186,7 @@ static void table_marker(FILE *f, const ntp_marker_result *m, const layout *t)
     ntp__fit_number(m->gflops, W_GF, 2, gf, sizeof gf);
     ntp__fit_number(rate_g(m->bytes, m->time_ms.median), W_GB, 2, gb, sizeof gb);
     ntp__fit_number(ratio(m->flops, m->bytes), W_INT, 2, in, sizeof in);
-    const char *cells[N_COLS_ROOF] = {
+    const char *cells[N_COLS_ALL] = {
         m->name,
         "marker",
         range,
@@ -172,7 +195,8 @@ static void table_marker(FILE *f, const ntp_marker_result *m, const layout *t)
         gf,
         gb,
         in,
-        fmt_roof(m->roof_share, m->attainable_gflops > 0, m->roof_ceiling, t, rs, sizeof rs)};
+        fmt_roof(m->roof_share, m->attainable_gflops > 0, m->roof_ceiling, t, rs, sizeof rs),
+        "-"};
     put_row(f, cells, t);
 }
 
@@ -224,6 +248,28 @@ static void table_roofline(FILE *f, const ntp_roofline *rl)
 }
 
 /* Device memory, only when an accelerator backend ran. */
+/* The prediction's summary under the table (docs/predict.md). */
+static void table_prediction(FILE *f, const ntp_run_prediction *p)
+{
+    if (!p->available)
+        return;
+    ntp__put_linef(f,
+                   "%s: predicted %.4g ms end to end, measured %.4g ms (%+.1f%%); "
+                   "calibration %s%s",
+                   p->roofline_only ? "roofline-only estimate" : "prediction", p->predicted_ms,
+                   p->measured_ms, 100.0 * p->error, p->calibration,
+                   p->stale ? " (STALE: the backend's version changed, recalibrate)" : "");
+    if (p->n_compared > 0)
+        ntp__put_linef(f,
+                       "layers within +-10%%: %d of %d (%.0f%%), within +-25%%: %d (%.0f%%); "
+                       "layers over 1%% of the time within +-25%%: %d of %d",
+                       p->within_10, p->n_compared, 100.0 * p->within_10 / p->n_compared,
+                       p->within_25, 100.0 * p->within_25 / p->n_compared, p->major_within_25,
+                       p->n_major);
+    if (p->uncalibrated[0])
+        ntp__put_wrapped(f, "prediction: not predicted (family not calibrated): ", p->uncalibrated);
+}
+
 static void table_device_memory(FILE *f, const ntp_memory_result *m)
 {
     if (!ntp_memory_has_device(m))
@@ -535,10 +581,12 @@ static void write_table(const ntp_run_result *r, FILE *f)
 
     /* The roof column only when there is a roof to compare with. */
     layout t = table_layout(r);
-    static const char *const head[N_COLS_ROOF] = {"layer",   "type", "shape",  "median ms", "%",
-                                                  "GFLOP/s", "GB/s", "FLOP/B", "roof"};
+    static const char *const head[N_COLS_ALL] = {"layer",   "type", "shape",  "median ms", "%",
+                                                 "GFLOP/s", "GB/s", "FLOP/B", "roof",      "pred"};
     put_row(f, head, &t);
-    for (int i = 0; i < (t.roof ? N_COLS_ROOF : N_COLS); i++) {
+    for (int i = 0; i < N_COLS_ALL; i++) {
+        if ((i == N_COLS_ROOF - 1 && !t.roof) || (i == C_PRED && !t.pred))
+            continue;
         if (i)
             fputc(' ', f);
         for (int k = 0; k < t.widths[i]; k++)
@@ -594,6 +642,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
         f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64 " major",
         r->memory.minor_faults, r->memory.major_faults);
     table_roofline(f, &r->roofline);
+    table_prediction(f, &r->prediction);
     if (r->n_accuracy > 0)
         table_accuracy(f, r);
     for (int i = 0; i < r->n_warnings; i++)
@@ -668,6 +717,13 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
     roof_fields(ok, o, roof, l->attainable_gflops, l->attainable_gbps, l->roof_share,
                 l->roof_ceiling);
     ntp__counters_json(ok, o, l->counters, l->n_counters, l->bound, l->bound_evidence);
+    if (l->predicted) {
+        ntp__jset(ok, o, "predicted_ms", ntp__json_num(l->predicted_ms));
+        ntp__jset(ok, o, "prediction_error",
+                  l->time_ms.median > 0
+                      ? ntp__json_num((l->predicted_ms - l->time_ms.median) / l->time_ms.median)
+                      : json_null());
+    }
     return o;
 }
 
@@ -922,6 +978,23 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
     if (r->n_accuracy > 0)
         ntp__jset(&ok, root, "accuracy", accuracy_json(&ok, r));
     ntp__counters_json_run(&ok, root, r);
+    if (r->prediction.available) {
+        const ntp_run_prediction *p = &r->prediction;
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "calibration", ntp__json_str(p->calibration));
+        ntp__jset(&ok, o, "roofline_only", json_boolean(p->roofline_only));
+        ntp__jset(&ok, o, "stale", json_boolean(p->stale));
+        ntp__jset(&ok, o, "uncalibrated", ntp__json_str(p->uncalibrated));
+        ntp__jset(&ok, o, "predicted_ms", ntp__json_num(p->predicted_ms));
+        ntp__jset(&ok, o, "measured_ms", ntp__json_num(p->measured_ms));
+        ntp__jset(&ok, o, "error", ntp__json_num(p->error));
+        ntp__jset(&ok, o, "layers_compared", json_integer(p->n_compared));
+        ntp__jset(&ok, o, "layers_within_10", json_integer(p->within_10));
+        ntp__jset(&ok, o, "layers_within_25", json_integer(p->within_25));
+        ntp__jset(&ok, o, "major_layers", json_integer(p->n_major));
+        ntp__jset(&ok, o, "major_layers_within_25", json_integer(p->major_within_25));
+        ntp__jset(&ok, root, "prediction", o);
+    }
     return ntp__json_finish(ctx, root, ok, f, "run");
 }
 

@@ -82,6 +82,14 @@ static const char *const migrations[] = {
      * Runs stored before have none (NULL, which the unique index allows
      * many times); `history copy` derives one from their report. */
     "ALTER TABLE runs ADD COLUMN uuid TEXT; CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);",
+    /* 4 -> 5: latency-model calibrations (ntprof machine --calibrate,
+     * docs/predict.md), one per machine, backend and precision, replaced
+     * when calibrated again; the model is a JSON document. */
+    "CREATE TABLE calibrations ("
+    "  machine TEXT NOT NULL, backend TEXT NOT NULL, precision TEXT NOT NULL,"
+    "  backend_version TEXT, threads INTEGER, calibrated_at TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  PRIMARY KEY (machine, backend, precision)) WITHOUT ROWID;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

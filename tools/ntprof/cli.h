@@ -186,4 +186,10 @@ void cli_duration(double s, char *buf, size_t len);
 int cmd_analyze(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
+/* Prediction beside measurement (cmd-predict.c): when the history at db
+ * holds this machine's calibration of r's backend and precision, fill r's
+ * predicted times; false (a warning printed on a history problem) when
+ * not. */
+bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r);
+
 #endif

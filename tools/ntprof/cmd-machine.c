@@ -9,6 +9,18 @@
 int cmd_machine(int argc, char **argv);
 
 enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
+/* --calibrate (docs/predict.md) */
+enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES, OPT_CEILINGS };
+
+static ntp_status write_calibration(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_report_write_calibration(ctx, arg, fmt, f);
+}
+
+static void calibrate_progress(void *user, int done, int total, const char *label)
+{
+    cli_progress_show(user, "calibrating", done, total, label);
+}
 
 typedef struct machine_arg {
     const ntp_machine_info *m;
@@ -37,6 +49,10 @@ int cmd_machine(int argc, char **argv)
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
     bool remeasure = false, measure = true, use_db = true;
+    ntp_calibrate_opts co;
+    ntp_calibrate_opts_default(&co);
+    bool calibrate = false;
+    const char *ceilings_file = NULL;
     double d;
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof machine [options]\n"
@@ -57,6 +73,19 @@ int cmd_machine(int argc, char **argv)
         CLI_UNSET("no-gemm", OPT_NO_GEMM, "skip the backends' GEMM", &mo.gemm),
         CLI_STR("db", OPT_DB, "PATH", "the history database that caches the ceilings", &db),
         CLI_UNSET("no-db", OPT_NO_DB, "neither read nor write cached ceilings", &use_db),
+        CLI_SET("calibrate", OPT_CALIBRATE,
+                "time a designed set of layers and fit a latency model per op\n"
+                "family for `ntprof predict` (docs/predict.md)",
+                &calibrate),
+        CLI_STR("backend", OPT_BACKEND, "NAME", "--calibrate: the backend (default: the default)",
+                &co.backend),
+        CLI_OPT("precision", 'p', "P", "--calibrate: f32 (default), bf16, f16 or i8"),
+        CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
+        CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
+        CLI_STR("ceilings", OPT_CEILINGS, "FILE",
+                "--calibrate against these ceilings (JSON, docs/predict.md)\n"
+                "instead of measured ones",
+                &ceilings_file),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
         CLI_OPT("help", 'h', NULL, "this text"),
@@ -77,6 +106,13 @@ int cmd_machine(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
+        case 'p':
+            if (ntp_dtype_parse(optarg, &co.precision) != NTP_STATUS_OK ||
+                !ntp_dtype_is_precision(co.precision)) {
+                cli_error("--precision expects f32, bf16, f16 or i8, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
         case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
         case CLI_OPT_BAD: return CLI_USAGE;
         default: cli_error("see 'ntprof machine --help'"); return CLI_USAGE;
@@ -84,6 +120,14 @@ int cmd_machine(int argc, char **argv)
     }
     if (!cli_want_files("machine", argc, argv, 0, NULL))
         return CLI_USAGE;
+    if (calibrate && !measure) {
+        cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
+        return CLI_USAGE;
+    }
+    if (!calibrate && (co.backend || co.quick || co.families || ceilings_file)) {
+        cli_error("--backend, --quick, --families and --ceilings go with --calibrate");
+        return CLI_USAGE;
+    }
     if (remeasure && !measure) {
         cli_error("--remeasure and --no-measure contradict each other");
         return CLI_USAGE;
@@ -137,6 +181,13 @@ int cmd_machine(int argc, char **argv)
         warn_db(ctx);
         have = false;
     }
+    if (ceilings_file) {
+        if (ntp_ceilings_read_whatif(ctx, ceilings_file, &c) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            goto out;
+        }
+        have = true;
+    }
     if (measure && !have) {
         cli_progress prog;
         cli_progress_init(&prog);
@@ -150,6 +201,31 @@ int cmd_machine(int argc, char **argv)
         have = true;
         if (s && ntp_store_save_ceilings(ctx, s, &m, &c) != NTP_STATUS_OK)
             warn_db(ctx);
+    }
+    if (calibrate) {
+        cli_progress prog;
+        cli_progress_init(&prog);
+        co.threads = mo.threads;
+        co.progress = calibrate_progress;
+        co.progress_user = &prog;
+        ntp_calibration cal;
+        ntp_status cst = ntp_calibrate(ctx, &m, &c, &co, &cal);
+        cli_progress_clear(&prog);
+        if (cst != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            goto out;
+        }
+        if (c.contended || cal.loadavg > (double)m.pus / 2)
+            fprintf(stderr,
+                    "ntprof: warning: calibrated under load (load average %.2f on %d CPUs): "
+                    "predictions inherit the noise; calibrate again on a quiet machine\n",
+                    cal.loadavg, m.pus);
+        if (!s)
+            fprintf(stderr, "ntprof: warning: the calibration is not stored (no history)\n");
+        else if (ntp_store_save_calibration(ctx, s, &cal) != NTP_STATUS_OK)
+            warn_db(ctx);
+        rc = cli_write_output(ctx, output, write_calibration, &cal, fmt);
+        goto out;
     }
     machine_arg a = {&m, have ? &c : NULL};
     rc = cli_write_output(ctx, output, write_machine, &a, fmt);

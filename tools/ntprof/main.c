@@ -33,6 +33,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 static const command commands[] = {
     {"run", cmd_run, "build a topology on a backend, run it and measure where time goes"},
@@ -52,6 +53,8 @@ static const command commands[] = {
     {"train", cmd_train,
      "training steps per layer (forward, backward, update) and memory by data structure"},
     {"load", cmd_load, "serve under load as MLPerf LoadGen does: latency and QPS by scenario"},
+    {"predict", cmd_predict,
+     "per-layer latency predicted without running, from a machine's calibration"},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -1,0 +1,220 @@
+/* ntprof: per-layer latency predicted without running (docs/predict.md).
+ *
+ *   ntp_calibration cal;
+ *   ntp_calibrate(ctx, &machine, &ceilings, &opts, &cal);   // a minute or two
+ *   ntp_store_save_calibration(ctx, db, &cal);
+ *   ...
+ *   ntp_prediction *p;
+ *   ntp_predict(ctx, graph, &cal, &p);                      // no run
+ *   ntp_prediction_compare(p, run_result, &summary);        // beside a measurement
+ *
+ * A calibration times a designed set of single-layer topologies per op
+ * family on one backend and precision through the engine, and fits per
+ * family the explainable model
+ *
+ *     t = overhead + a * flops / peak + b * bytes / bandwidth(level)
+ *
+ * where peak is the machine's compute ceiling at the precision, level the
+ * innermost memory level the layer's traffic fits in, and overhead, a, b
+ * are non-negative (least squares on relative error). */
+#ifndef NTPROF_PREDICT_H
+#define NTPROF_PREDICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntprof/api.h"
+#include "ntprof/graph.h"
+#include "ntprof/machine.h"
+#include "ntprof/run.h"
+#include "ntprof/report.h"
+#include "ntprof/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The op families a calibration fits one model each for. */
+// clang-format off
+#define NTP_PREDICT_FAMILY_TABLE(F)                                          \
+    F(CONV,      "conv")       /* dense and grouped conv, kernel > 1 */     \
+    F(CONV1X1,   "conv1x1")    /* pointwise conv */                         \
+    F(DEPTHWISE, "depthwise")  /* groups = input channels */                \
+    F(FC,        "fc")         /* fc and matmul */                          \
+    F(POOL,      "pool")       /* max/avg pooling, global pooling */        \
+    F(ELTWISE,   "eltwise")    /* unary, binary, data movement */          \
+    F(NORM,      "norm")       /* batchnorm, layernorm, softmax */          \
+    F(RNN,       "rnn")        /* lstm, gru, rnn cells over a sequence */   \
+    F(ATTENTION, "attention")
+// clang-format on
+
+typedef enum ntp_predict_family {
+#define NTP_PF_ENUM_(e, s) NTP_PREDICT_FAMILY_##e,
+    NTP_PREDICT_FAMILY_TABLE(NTP_PF_ENUM_)
+#undef NTP_PF_ENUM_
+        NTP_PREDICT_FAMILY_COUNT,
+    /* Layers with no work of their own (reshape, flatten, dropout,
+     * constant): predicted 0. */
+    NTP_PREDICT_FAMILY_FREE = NTP_PREDICT_FAMILY_COUNT,
+    /* Layers no family covers (inlays, deconv): listed, not predicted. */
+    NTP_PREDICT_FAMILY_NONE
+} ntp_predict_family;
+
+/* "conv", ..., "free", "none". */
+NTP_API const char *ntp_predict_family_name(ntp_predict_family f);
+
+/* The model's terms, in this order. */
+enum {
+    NTP_PREDICT_TERM_OVERHEAD,
+    NTP_PREDICT_TERM_COMPUTE,
+    NTP_PREDICT_TERM_MEMORY,
+    NTP_PREDICT_TERMS
+};
+
+typedef struct ntp_family_model {
+    bool calibrated;
+    int samples; /* configurations timed */
+    /* overhead in seconds, then the multipliers of the compute and memory
+     * roofline times (1 = the layer runs at the ceiling). */
+    double coef[NTP_PREDICT_TERMS];
+    /* Fit quality on the calibration's own samples: median and largest
+     * |predicted - measured| / measured. */
+    double median_error, max_error;
+} ntp_family_model;
+
+#define NTP_PREDICT_MAX_LEVELS 6
+
+typedef struct ntp_calibration {
+    char machine_key[256];
+    char backend[32];
+    char backend_version[192]; /* the library's version; ntprof's for ref */
+    char precision[8];         /* "f32", "bf16", ... */
+    int threads;
+    char calibrated_at[32]; /* ISO 8601 UTC */
+    char ntprof_version[32];
+    double loadavg; /* 1-minute load average when it started */
+    bool quick;     /* the --quick design (tests) */
+    /* The ceilings the terms divide by: compute peak at the precision and
+     * each memory level with the bytes of traffic it holds (DRAM: 0, any). */
+    double peak_gflops;
+    int n_levels;
+    struct {
+        char name[8];
+        int64_t capacity_bytes;
+        double gbps;
+    } levels[NTP_PREDICT_MAX_LEVELS];
+    ntp_family_model family[NTP_PREDICT_FAMILY_COUNT];
+} ntp_calibration;
+
+typedef struct ntp_calibrate_opts {
+    const char *backend; /* NULL: the default backend */
+    ntp_dtype precision; /* a compute precision; default f32 */
+    int threads;         /* 0: every core, as a run */
+    bool quick;          /* a few small configurations per family (tests) */
+    /* Only these families (NULL: all), comma-separated names. */
+    const char *families;
+    /* Progress for a terminal; label names the configuration. */
+    void (*progress)(void *user, int done, int total, const char *label);
+    void *progress_user;
+} ntp_calibrate_opts;
+
+NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
+
+/* Time the design on m (this machine) and fit each family against the
+ * ceilings c (ntp_machine_measure or cached). */
+NTP_API ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                                 const ntp_calibrate_opts *opts, ntp_calibration *out);
+
+/* The version of the library backend `name` runs on, as a calibration
+ * records it ("3.4.1" for onednn, ntprof's own for ref). */
+NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);
+
+/* Non-negative least squares on relative error: the coefficients
+ * x >= 0 (n_terms of them, at most NTP_PREDICT_TERMS + 1) minimising
+ * sum_i ((X_i . x - t_i) / t_i)^2 over n samples, X row-major
+ * [n x n_terms]. Exact (every active set is tried). false when n is
+ * smaller than 1 or a t_i is not positive. */
+NTP_API bool ntp_predict_fit(const double *X, const double *t, int n, int n_terms, double *x);
+
+/* A calibration from ceilings alone: every family at the roofline
+ * (overhead 0, multipliers 1), for a machine one does not have
+ * (ntp_predict with it is a roofline-only estimate). */
+NTP_API void ntp_calibration_roofline(const ntp_ceilings *c, ntp_dtype precision,
+                                      ntp_calibration *out);
+/* Read ceilings for a what-if from JSON: {"peak_gflops": {"f32": ...},
+ * "bandwidth_gbps": {"L1": ..., "DRAM": ...}, "capacity_bytes": {...}}. */
+NTP_API ntp_status ntp_ceilings_read_whatif(ntp_ctx *ctx, const char *path, ntp_ceilings *out);
+
+/* One layer's prediction. */
+typedef struct ntp_layer_prediction {
+    const char *name; /* owned by the prediction */
+    const char *type;
+    ntp_predict_family family;
+    int64_t flops, bytes;
+    const char *level;                         /* the memory level its traffic fits in */
+    double predicted_ms;                       /* NAN when its family is not calibrated */
+    double compute_ms, memory_ms, overhead_ms; /* the three terms */
+} ntp_layer_prediction;
+
+typedef struct ntp_prediction {
+    const char *topology;
+    int64_t batch;
+    ntp_calibration cal;
+    bool roofline_only; /* from ceilings alone (--ceilings) */
+    int n_layers;
+    ntp_layer_prediction *layers;
+    double total_ms; /* sum of the predicted layers */
+    /* Families the model needed that the calibration lacks, comma-separated
+     * ("" for none), and how many layers they cover. */
+    char uncalibrated[256];
+    int n_unpredicted;
+} ntp_prediction;
+
+/* Predict every layer of g from cal, without running it. */
+NTP_API ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                               ntp_prediction **out);
+NTP_API void ntp_prediction_free(ntp_prediction *p);
+
+/* Prediction beside measurement: per matched layer, error =
+ * (predicted - measured) / measured (the fields of ntp_run_prediction). */
+typedef ntp_run_prediction ntp_prediction_summary;
+
+/* Fill r's rows' predicted_ms (rows of a layer p predicts) and
+ * r->prediction. Layers match by name; stale says the backend's version
+ * moved since the calibration. */
+NTP_API void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale);
+
+/* --- the history ------------------------------------------------------------------------ */
+
+/* Keep cal (replacing the calibration of the same machine, backend and
+ * precision), and read one back: *found false when there is none. */
+NTP_API ntp_status ntp_store_save_calibration(ntp_ctx *ctx, ntp_store *s,
+                                              const ntp_calibration *cal);
+NTP_API ntp_status ntp_store_load_calibration(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
+                                              const char *backend, const char *precision,
+                                              ntp_calibration *out, bool *found);
+/* This machine's calibration (ntp_machine_key) from the database at path,
+ * without creating or changing anything: a missing file just means *found
+ * is false. */
+NTP_API ntp_status ntp_store_find_calibration(ntp_ctx *ctx, const char *path, const char *backend,
+                                              const char *precision, ntp_calibration *out,
+                                              bool *found);
+/* Every calibration stored (machine, backend, precision, date), newest
+ * first; free *out with free(). */
+NTP_API ntp_status ntp_store_list_calibrations(ntp_ctx *ctx, ntp_store *s, ntp_calibration **out,
+                                               int *n);
+
+/* --- reports ------------------------------------------------------------------------------ */
+
+/* A calibration's families and fit as a table, JSON or CSV. */
+NTP_API ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c,
+                                                ntp_format fmt, FILE *f);
+/* A prediction as a table, JSON or CSV (docs/predict.md). */
+NTP_API ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p,
+                                               ntp_format fmt, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,465 @@
+/* Calibrating the latency model: a designed set of single-layer
+ * topologies per op family, each timed through the public ntp_run on the
+ * chosen backend and precision (as the machine's GEMM ceiling is), then a
+ * non-negative least-squares fit per family (predict-fit.c).
+ *
+ * The design spans the shapes real models have: convolutions by kernel
+ * size, stride, groups and channel counts from the stem to the last
+ * stage, fully connected layers by M, N and K from a single vector to a
+ * 200-step sequence, depthwise, pooling, element-wise, normalisation,
+ * LSTM and GRU cells over a sequence, and attention. The --quick design
+ * keeps a few small configurations per family, for tests. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/ctx-impl.h"
+#include "measure/measure-impl.h"
+#include "ntprof/ntprof.h"
+#include "predict-impl.h"
+
+void ntp_calibrate_opts_default(ntp_calibrate_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->precision = NTP_DTYPE_F32;
+}
+
+/* One configuration: a family, the markup of its input(s) and layer
+ * (the layer is always named "L"), and whether the quick design has it. */
+typedef struct config {
+    ntp_predict_family family;
+    bool quick;
+    char xml[512];
+} config;
+
+typedef struct design {
+    config *c;
+    int n, cap;
+} design;
+
+static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ...)
+{
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 64;
+        config *c = realloc(d->c, (size_t)cap * sizeof *c);
+        if (!c)
+            return false;
+        d->c = c;
+        d->cap = cap;
+    }
+    config *c = &d->c[d->n++];
+    c->family = f;
+    c->quick = quick;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->xml, sizeof c->xml, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+#define IN4 "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
+
+static bool build_design(design *d)
+{
+    bool ok = true;
+    /* Dense convolutions: cin, cout, spatial size, kernel, stride, groups. */
+    static const int conv[][6] = {
+        {3, 64, 224, 7, 2, 1},   {3, 32, 224, 3, 2, 1},   {16, 16, 112, 3, 1, 1},
+        {32, 32, 56, 3, 1, 1},   {64, 64, 56, 3, 1, 1},   {64, 128, 56, 3, 2, 1},
+        {128, 128, 28, 3, 1, 1}, {128, 256, 28, 3, 2, 1}, {256, 256, 14, 3, 1, 1},
+        {256, 512, 14, 3, 2, 1}, {512, 512, 7, 3, 1, 1},  {24, 24, 56, 5, 1, 1},
+        {64, 64, 28, 5, 1, 1},   {96, 96, 14, 5, 1, 1},   {128, 128, 14, 3, 1, 4},
+        {256, 256, 7, 3, 1, 1},  {48, 48, 28, 3, 1, 1},   {16, 32, 28, 3, 2, 1},
+        {64, 64, 14, 7, 1, 1},   {32, 64, 112, 3, 1, 1},  {128, 32, 28, 3, 1, 1},
+        {96, 96, 28, 3, 1, 1},   {192, 192, 14, 3, 1, 1}, {8, 8, 16, 3, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_CONV, conv[i][0] <= 16 && conv[i][2] <= 28,
+                  IN4 "<conv name=\"L\" filters=\"%d\" kernel=\"%d\" stride=\"%d\" pad=\"%d\" "
+                      "groups=\"%d\"/>",
+                  conv[i][0], conv[i][2], conv[i][2], conv[i][1], conv[i][3], conv[i][4],
+                  conv[i][3] / 2, conv[i][5]);
+    /* Pointwise convolutions: cin, cout, spatial size, stride. */
+    static const int pw[][4] = {
+        {16, 64, 56, 1},   {64, 16, 56, 1},    {64, 256, 56, 1},   {256, 64, 56, 1},
+        {128, 512, 28, 1}, {512, 128, 28, 1},  {256, 1024, 14, 1}, {1024, 256, 14, 1},
+        {512, 2048, 7, 1}, {2048, 512, 7, 1},  {24, 144, 56, 1},   {144, 24, 56, 1},
+        {32, 192, 28, 1},  {96, 576, 14, 1},   {160, 960, 7, 1},   {58, 58, 28, 1},
+        {116, 116, 14, 1}, {232, 232, 7, 1},   {64, 128, 56, 2},   {256, 512, 28, 2},
+        {8, 16, 16, 1},    {512, 1000, 13, 1}, {64, 64, 55, 1},    {16, 16, 8, 1},
+    };
+    for (size_t i = 0; i < sizeof pw / sizeof pw[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_CONV1X1, pw[i][0] <= 16 && pw[i][2] <= 28,
+                  IN4 "<conv name=\"L\" filters=\"%d\" kernel=\"1\" stride=\"%d\"/>", pw[i][0],
+                  pw[i][2], pw[i][2], pw[i][1], pw[i][3]);
+    /* Depthwise: channels, spatial size, kernel, stride. */
+    static const int dw[][4] = {
+        {32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1}, {144, 56, 3, 2}, {192, 28, 3, 1},
+        {384, 14, 3, 1}, {576, 14, 3, 1}, {960, 7, 3, 1},  {58, 28, 3, 1},  {116, 28, 3, 2},
+        {232, 7, 3, 1},  {64, 56, 5, 1},  {128, 28, 5, 2}, {256, 14, 5, 1}, {24, 56, 3, 2},
+        {8, 16, 3, 1},   {16, 8, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof dw / sizeof dw[0]; i++)
+        ok &=
+            add(d, NTP_PREDICT_FAMILY_DEPTHWISE, dw[i][0] <= 16,
+                IN4 "<conv name=\"L\" filters=\"%d\" kernel=\"%d\" stride=\"%d\" pad=\"%d\" "
+                    "groups=\"%d\"/>",
+                dw[i][0], dw[i][1], dw[i][1], dw[i][0], dw[i][2], dw[i][3], dw[i][2] / 2, dw[i][0]);
+    /* Fully connected: M (rows), K (in), N (out). */
+    static const int fc[][3] = {
+        {1, 512, 1000},  {1, 2048, 1000}, {1, 4096, 4096}, {1, 1024, 1024},   {16, 1024, 1024},
+        {64, 512, 512},  {200, 494, 512}, {200, 512, 512}, {200, 1024, 1024}, {8, 768, 3072},
+        {128, 768, 768}, {4, 256, 256},   {1, 256, 29},    {200, 2048, 29},   {32, 4096, 1024},
+        {1, 1024, 1000}, {2, 16, 8},      {8, 64, 32},     {4, 32, 16},
+    };
+    for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_FC, fc[i][1] <= 64,
+                  "<input name=\"x\" shape=\"%d,%d\" dtype=\"f32\"/><fc name=\"L\" units=\"%d\"/>",
+                  fc[i][0], fc[i][1], fc[i][2]);
+    /* Pooling: op, channels, spatial size, kernel, stride (0: global). */
+    static const struct {
+        const char *op;
+        int c, hw, k, s;
+    } pool[] = {
+        {"maxpool", 64, 112, 3, 2},         {"maxpool", 24, 112, 3, 2},
+        {"maxpool", 128, 28, 2, 2},         {"maxpool", 256, 28, 2, 2},
+        {"maxpool", 512, 14, 2, 2},         {"avgpool", 128, 56, 2, 2},
+        {"avgpool", 256, 28, 2, 2},         {"maxpool", 64, 56, 3, 1},
+        {"global_avgpool", 512, 7, 0, 0},   {"global_avgpool", 2048, 7, 0, 0},
+        {"global_avgpool", 1024, 14, 0, 0}, {"global_avgpool", 64, 56, 0, 0},
+        {"global_maxpool", 256, 14, 0, 0},  {"maxpool", 8, 16, 2, 2},
+        {"global_avgpool", 16, 8, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
+        if (pool[i].k)
+            ok &= add(d, NTP_PREDICT_FAMILY_POOL, pool[i].c <= 16,
+                      IN4 "<%s name=\"L\" kernel=\"%d\" stride=\"%d\" pad=\"%d\"/>", pool[i].c,
+                      pool[i].hw, pool[i].hw, pool[i].op, pool[i].k, pool[i].s,
+                      pool[i].k / 2 * (pool[i].k % 2));
+        else
+            ok &= add(d, NTP_PREDICT_FAMILY_POOL, pool[i].c <= 16, IN4 "<%s name=\"L\"/>",
+                      pool[i].c, pool[i].hw, pool[i].hw, pool[i].op);
+    }
+    /* Element-wise and data movement over activation sizes. */
+    static const int sz[][2] = {{64, 112}, {64, 56}, {128, 28},  {256, 14},
+                                {512, 7},  {16, 8},  {1024, 14}, {32, 112}};
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+        int c = sz[i][0], hw = sz[i][1];
+        bool q = c <= 16;
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, q, IN4 "<relu name=\"L\"/>", c, hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, q,
+                  IN4 "<input name=\"y\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
+                      "<add name=\"L\" inputs=\"x,y\"/>",
+                  c, hw, hw, c, hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false,
+                  IN4 "<input name=\"y\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
+                      "<concat name=\"L\" inputs=\"x,y\" axis=\"1\"/>",
+                  c, hw, hw, c, hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 "<sigmoid name=\"L\"/>", c, hw, hw);
+    }
+    /* Normalisation. */
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_NORM, sz[i][0] <= 16, IN4 "<batchnorm name=\"L\"/>",
+                  sz[i][0], sz[i][1], sz[i][1]);
+    static const int rows[][2] = {{1, 1000},   {64, 512}, {1536, 128}, {128, 768},
+                                  {200, 2048}, {16, 512}, {4, 16}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ok &= add(d, NTP_PREDICT_FAMILY_NORM, rows[i][1] <= 16,
+                  "<input name=\"x\" shape=\"%d,%d\" dtype=\"f32\"/><softmax name=\"L\"/>",
+                  rows[i][0], rows[i][1]);
+        ok &= add(d, NTP_PREDICT_FAMILY_NORM, false,
+                  "<input name=\"x\" shape=\"%d,%d\" dtype=\"f32\"/><layernorm name=\"L\"/>",
+                  rows[i][0], rows[i][1]);
+    }
+    /* Recurrent layers: op, steps, batch, input size, hidden size. */
+    static const struct {
+        const char *op;
+        int t, n, d, h;
+    } rnn[] = {
+        {"lstm", 50, 1, 256, 256}, {"lstm", 100, 1, 512, 512}, {"lstm", 20, 1, 1024, 1024},
+        {"lstm", 50, 4, 128, 128}, {"lstm", 100, 1, 494, 256}, {"gru", 50, 1, 256, 256},
+        {"gru", 100, 1, 512, 512}, {"gru", 20, 4, 256, 512},   {"lstm", 5, 2, 8, 16},
+        {"gru", 5, 2, 8, 16},      {"lstm", 200, 1, 256, 256}, {"lstm", 50, 1, 2048, 512},
+    };
+    for (size_t i = 0; i < sizeof rnn / sizeof rnn[0]; i++)
+        ok &=
+            add(d, NTP_PREDICT_FAMILY_RNN, rnn[i].d <= 16,
+                "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/><%s name=\"L\" units=\"%d\"/>",
+                rnn[i].t, rnn[i].n, rnn[i].d, rnn[i].op, rnn[i].h);
+    /* Attention: batch, sequence, model dimension, heads. */
+    static const int att[][4] = {{1, 128, 768, 12}, {1, 64, 256, 4},  {4, 32, 128, 4},
+                                 {1, 256, 512, 8},  {1, 512, 256, 4}, {2, 128, 384, 6},
+                                 {2, 8, 16, 4},     {1, 32, 64, 2}};
+    for (size_t i = 0; i < sizeof att / sizeof att[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_ATTENTION, att[i][2] <= 64,
+                  "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/>"
+                  "<attention name=\"L\" heads=\"%d\"/>",
+                  att[i][0], att[i][1], att[i][2], att[i][3]);
+    return ok;
+}
+
+/* The version a backend's library reports in this process's environment. */
+void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
+{
+    static const struct {
+        const char *backend, *library;
+    } libs[] = {
+        {"onednn", "oneDNN"}, {"xnnpack", "XNNPACK"}, {"blas", "OpenBLAS"}, {"cuda", "cuDNN"}};
+    snprintf(buf, len, "ntprof %s", ntp_version());
+    if (!backend)
+        return;
+    const char *want = NULL;
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (strcmp(backend, libs[i].backend) == 0)
+            want = libs[i].library;
+    if (!want)
+        return;
+    ntp_env *env = calloc(1, sizeof *env);
+    if (!env)
+        return;
+    ntp_env_collect(env);
+    for (int i = 0; i < env->n_libraries; i++)
+        if (strcmp(env->library[i].name, want) == 0)
+            snprintf(buf, len, "%s %s", want, env->library[i].version);
+    free(env);
+}
+
+/* Time one configuration: the median of layer L and its terms. */
+static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
+                              const ntp_calibration *cal, double *seconds, ntp__pfeat *f,
+                              char *ran_on, size_t ran_len)
+{
+    char xml[1024];
+    snprintf(xml, sizeof xml, "<topology name=\"calibrate\" precision=\"f32\">%s</topology>",
+             c->xml);
+    ntp_load_opts lo = {0};
+    lo.set_precision = true;
+    lo.precision = o->precision;
+    ntp_graph *g = NULL;
+    ntp_run_result *r = NULL;
+    ntp_analysis *a = NULL;
+    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "calibrate", &lo, &g);
+    if (!st)
+        st = ntp_graph_analyze(ctx, g, &a);
+    int li = st ? -1 : ntp_graph_layer_find(g, "L");
+    if (!st && li < 0)
+        st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: no layer L in %s", c->xml);
+    if (!st) {
+        ntp__predict_features(g, a, li, cal, f);
+        ntp_run_opts ro;
+        ntp_run_opts_default(&ro);
+        ro.backend = o->backend;
+        ro.threads = o->threads;
+        ro.warmup = 1;
+        ro.iterations = o->quick ? 3 : 5;
+        ro.min_time_s = o->quick ? 0.0 : 0.02;
+        ro.accuracy = false;
+        st = ntp_run(ctx, g, &ro, &r);
+    }
+    *seconds = 0;
+    for (int i = 0; !st && i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (l->name && strcmp(l->name, "L") == 0 && l->kind && strcmp(l->kind, "layer") == 0) {
+            *seconds = l->time_ms.median / 1e3;
+            snprintf(ran_on, ran_len, "%s", l->backend ? l->backend : "");
+        }
+    }
+    ntp_run_result_free(r);
+    ntp_analysis_free(a);
+    ntp_graph_free(g);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool family_wanted(const char *list, ntp_predict_family f)
+{
+    if (!list)
+        return true;
+    const char *name = ntp_predict_family_name(f);
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                         const ntp_calibrate_opts *opts, ntp_calibration *out)
+{
+    ntp_calibrate_opts def;
+    if (!opts) {
+        ntp_calibrate_opts_default(&def);
+        opts = &def;
+    }
+    memset(out, 0, sizeof *out);
+    if (!m || !c)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_calibrate: missing argument");
+    if (!ntp_dtype_is_precision(opts->precision))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "calibrate: '%s' is not a compute precision",
+                          ntp_dtype_name(opts->precision));
+    if (opts->families) {
+        /* Every name must be a family: a typo would calibrate nothing. */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", opts->families);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            bool known = false;
+            for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+                known |= strcmp(t, ntp_predict_family_name((ntp_predict_family)f)) == 0;
+            if (!known)
+                return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                                  "calibrate: unknown family '%s' (conv, conv1x1, depthwise, fc, "
+                                  "pool, eltwise, norm, rnn, attention)",
+                                  t);
+        }
+    }
+    const char *backend = opts->backend;
+    if (!backend) {
+        static char first[32];
+        snprintf(first, sizeof first, "%s", ntp_backends());
+        char *comma = strchr(first, ',');
+        if (comma)
+            *comma = '\0';
+        backend = first;
+    }
+    char why[192];
+    if (!ntp_backend_usable(backend, why, sizeof why))
+        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "calibrate: backend '%s': %s", backend,
+                          why);
+    ntp__calibration_ceilings(c, opts->precision, out);
+    snprintf(out->machine_key, sizeof out->machine_key, "%s", m->key);
+    snprintf(out->backend, sizeof out->backend, "%s", backend);
+    ntp_predict_backend_version(backend, out->backend_version, sizeof out->backend_version);
+    snprintf(out->precision, sizeof out->precision, "%s", ntp_dtype_name(opts->precision));
+    snprintf(out->ntprof_version, sizeof out->ntprof_version, "%s", ntp_version());
+    out->quick = opts->quick;
+    if (opts->threads > 0)
+        out->threads = opts->threads;
+    double la[1];
+    FILE *lf = fopen("/proc/loadavg", "r");
+    out->loadavg = lf && fscanf(lf, "%lf", &la[0]) == 1 ? la[0] : -1;
+    if (lf)
+        fclose(lf);
+    time_t now = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&now, &utc))
+        strftime(out->calibrated_at, sizeof out->calibrated_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if (!(out->peak_gflops > 0) || out->n_levels == 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "calibrate: the ceilings have no %s peak or no bandwidth; run "
+                          "`ntprof machine --remeasure`",
+                          out->precision);
+
+    design d = {0};
+    if (!build_design(&d)) {
+        free(d.c);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    int total = 0;
+    for (int i = 0; i < d.n; i++)
+        total += (!opts->quick || d.c[i].quick) && family_wanted(opts->families, d.c[i].family);
+    double *X = calloc((size_t)d.n * NTP_PREDICT_TERMS, sizeof *X);
+    double *t = calloc((size_t)d.n, sizeof *t);
+    ntp_predict_family *fam = calloc((size_t)d.n, sizeof *fam);
+    ntp_status st = NTP_STATUS_OK;
+    if (!X || !t || !fam)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    int n = 0, done = 0;
+    /* The runs have a context of their own: a configuration the backend
+     * cannot run is left out of the fit, not the caller's error. */
+    ntp_ctx *rctx = st ? NULL : ntp_ctx_init();
+    if (!st && !rctx)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; !st && i < d.n; i++) {
+        const config *cf = &d.c[i];
+        if ((opts->quick && !cf->quick) || !family_wanted(opts->families, cf->family))
+            continue;
+        if (opts->progress)
+            opts->progress(opts->progress_user, done, total, ntp_predict_family_name(cf->family));
+        done++;
+        double s = 0;
+        ntp__pfeat f;
+        char ran_on[32] = "";
+        if (time_config(rctx, cf, opts, out, &s, &f, ran_on, sizeof ran_on) != NTP_STATUS_OK) {
+            ntp_ctx_clear(rctx);
+            continue;
+        }
+        /* A layer the engine had to hand to another backend says nothing
+         * of this one. */
+        if (!(s > 0) || strcmp(ran_on, backend) != 0)
+            continue;
+        memcpy(&X[n * NTP_PREDICT_TERMS], f.x, sizeof f.x);
+        t[n] = s;
+        fam[n] = cf->family;
+        n++;
+    }
+    if (opts->progress && !st)
+        opts->progress(opts->progress_user, total, total, "fit");
+    ntp_ctx_free(rctx);
+    for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        double *Xf = calloc((size_t)n * NTP_PREDICT_TERMS + 1, sizeof *Xf);
+        double *tf = calloc((size_t)n + 1, sizeof *tf);
+        double *err = calloc((size_t)n + 1, sizeof *err);
+        int k = 0;
+        if (!Xf || !tf || !err) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        } else {
+            for (int i = 0; i < n; i++)
+                if (fam[i] == (ntp_predict_family)f) {
+                    memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
+                           NTP_PREDICT_TERMS * sizeof *X);
+                    tf[k++] = t[i];
+                }
+        }
+        /* Three terms need at least three samples. */
+        ntp_family_model *fm = &out->family[f];
+        if (!st && k >= NTP_PREDICT_TERMS &&
+            ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
+            fm->calibrated = true;
+            fm->samples = k;
+            for (int i = 0; i < k; i++) {
+                double p = 0;
+                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                    p += fm->coef[a] * Xf[i * NTP_PREDICT_TERMS + a];
+                err[i] = fabs(p - tf[i]) / tf[i];
+                fm->max_error = fmax(fm->max_error, err[i]);
+            }
+            qsort(err, (size_t)k, sizeof *err, cmp_double);
+            fm->median_error = k % 2 ? err[k / 2] : (err[k / 2 - 1] + err[k / 2]) / 2;
+        }
+        free(Xf);
+        free(tf);
+        free(err);
+    }
+    free(X);
+    free(t);
+    free(fam);
+    free(d.c);
+    if (!st) {
+        bool any = false;
+        for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+            any |= out->family[f].calibrated;
+        if (!any)
+            st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                            "calibrate: backend '%s' ran no configuration at %s", backend,
+                            out->precision);
+    }
+    return st;
+}

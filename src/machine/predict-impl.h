@@ -1,0 +1,31 @@
+/* Prediction internals shared by the calibration, the prediction and the
+ * history (predict.c, predict-calibrate.c, src/store/store-calib.c). */
+#ifndef NTP_MACHINE_PREDICT_IMPL_H
+#define NTP_MACHINE_PREDICT_IMPL_H
+
+#include <jansson.h>
+
+#include "ntprof/analyze.h"
+#include "ntprof/predict.h"
+
+/* One layer's terms under a calibration's ceilings. */
+typedef struct ntp__pfeat {
+    ntp_predict_family family;
+    int64_t flops, bytes;
+    const char *level;           /* static or the calibration's */
+    double x[NTP_PREDICT_TERMS]; /* 1, flops / peak, bytes / bandwidth: seconds */
+} ntp__pfeat;
+
+/* The family of layer i (execution order) of g. */
+ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
+/* Layer i's terms, from g's analysis a (same order). */
+void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
+                           const ntp_calibration *cal, ntp__pfeat *out);
+/* The ceilings' part of a calibration: peak at precision p, levels. */
+void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal);
+
+/* The calibration as JSON, and back (false: not a calibration). */
+json_t *ntp__calibration_json(const ntp_calibration *cal);
+bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal);
+
+#endif

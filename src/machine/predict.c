@@ -1,0 +1,498 @@
+/* Predicting a topology's per-layer latency from a calibration, without
+ * running it, and placing the prediction beside a measurement
+ * (docs/predict.md).
+ *
+ * A layer's terms come from the static analysis (its FLOPs and minimal
+ * traffic, a recurrent layer's parts with their re-reads) and the
+ * calibration's ceilings; its family picks the fitted coefficients. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "core/writers-impl.h"
+#include "graph/graph-impl.h"
+#include "ntprof/ntprof.h"
+#include "predict-impl.h"
+
+const char *ntp_predict_family_name(ntp_predict_family f)
+{
+    static const char *const names[] = {
+#define NTP_PF_NAME_(e, s) s,
+        NTP_PREDICT_FAMILY_TABLE(NTP_PF_NAME_)
+#undef NTP_PF_NAME_
+    };
+    if ((int)f >= 0 && f < NTP_PREDICT_FAMILY_COUNT)
+        return names[f];
+    return f == NTP_PREDICT_FAMILY_FREE ? "free" : "none";
+}
+
+static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
+{
+    switch (n->op) {
+    case NTP_OP_CONV: {
+        const ntp_tensor *in = n->n_in > 0 ? &g->tensors[n->in[0]] : NULL;
+        int64_t cin = in && in->shape.ndim > 1 ? in->shape.dim[1] : 0;
+        if (n->a.groups > 1 && n->a.groups == cin)
+            return NTP_PREDICT_FAMILY_DEPTHWISE;
+        bool one = true;
+        for (int k = 0; k < n->a.nk; k++)
+            one &= n->a.kernel[k] == 1;
+        return one && n->a.groups <= 1 ? NTP_PREDICT_FAMILY_CONV1X1 : NTP_PREDICT_FAMILY_CONV;
+    }
+    case NTP_OP_FC:
+    case NTP_OP_MATMUL: return NTP_PREDICT_FAMILY_FC;
+    case NTP_OP_MAXPOOL:
+    case NTP_OP_AVGPOOL:
+    case NTP_OP_GLOBAL_MAXPOOL:
+    case NTP_OP_GLOBAL_AVGPOOL: return NTP_PREDICT_FAMILY_POOL;
+    case NTP_OP_BATCHNORM:
+    case NTP_OP_LAYERNORM:
+    case NTP_OP_INSTANCENORM:
+    case NTP_OP_SOFTMAX:
+    case NTP_OP_LOG_SOFTMAX:
+    case NTP_OP_HARDMAX:
+    case NTP_OP_LRN: return NTP_PREDICT_FAMILY_NORM;
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN: return NTP_PREDICT_FAMILY_RNN;
+    case NTP_OP_ATTENTION: return NTP_PREDICT_FAMILY_ATTENTION;
+    case NTP_OP_RESHAPE:
+    case NTP_OP_FLATTEN:
+    case NTP_OP_DROPOUT:
+    case NTP_OP_CONSTANT: return NTP_PREDICT_FAMILY_FREE;
+    case NTP_OP_DECONV:
+    case NTP_OP_MFCC:
+    case NTP_OP_CTC_DECODE: return NTP_PREDICT_FAMILY_NONE;
+    default: break;
+    }
+    /* Everything else moves or maps tensors element by element: unary and
+     * binary ops, concat, split, transpose, pad, slice, reductions, resize,
+     * embedding lookups, conversions. */
+    return NTP_PREDICT_FAMILY_ELTWISE;
+}
+
+ntp_predict_family ntp__predict_family(const ntp_graph *g, int i)
+{
+    if (i < 0 || i >= g->n_nodes)
+        return NTP_PREDICT_FAMILY_NONE;
+    return family_of_op(g, &g->nodes[g->order[i]]);
+}
+
+void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
+                           const ntp_calibration *cal, ntp__pfeat *out)
+{
+    const ntp_layer_cost *l = &a->layers[i];
+    memset(out, 0, sizeof *out);
+    out->family = ntp__predict_family(g, i);
+    out->flops = l->flops;
+    out->bytes = l->traffic_bytes;
+    /* A recurrent layer's traffic re-reads its recurrent weights at every
+     * step: its parts' bytes, not its minimal traffic. */
+    if (l->n_parts > 0) {
+        int64_t b = 0;
+        for (int k = 0; k < l->n_parts; k++)
+            b += l->parts[k].bytes;
+        out->bytes = b;
+    }
+    out->level = "DRAM";
+    double gbps = 0;
+    for (int k = 0; k < cal->n_levels; k++) {
+        bool fits =
+            cal->levels[k].capacity_bytes <= 0 || out->bytes <= cal->levels[k].capacity_bytes;
+        if (fits && cal->levels[k].gbps > 0) {
+            out->level = cal->levels[k].name;
+            gbps = cal->levels[k].gbps;
+            break;
+        }
+    }
+    out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
+    out->x[NTP_PREDICT_TERM_COMPUTE] =
+        cal->peak_gflops > 0 ? (double)out->flops / (cal->peak_gflops * 1e9) : 0;
+    out->x[NTP_PREDICT_TERM_MEMORY] = gbps > 0 ? (double)out->bytes / (gbps * 1e9) : 0;
+}
+
+void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal)
+{
+    const ntp_peak *pk = ntp_ceilings_peak(c, p);
+    cal->peak_gflops = pk ? pk->gflops : 0;
+    cal->n_levels = 0;
+    for (int i = 0; i < c->n_levels && cal->n_levels < NTP_PREDICT_MAX_LEVELS; i++) {
+        if (!(c->levels[i].gbps > 0))
+            continue;
+        int k = cal->n_levels++;
+        snprintf(cal->levels[k].name, sizeof cal->levels[k].name, "%s", c->levels[i].level);
+        /* The triad ran at half of each cache level's share: the level
+         * holds about twice its working set. DRAM holds anything. */
+        cal->levels[k].capacity_bytes =
+            strcmp(c->levels[i].level, "DRAM") == 0 ? 0 : 2 * c->levels[i].working_set_bytes;
+        cal->levels[k].gbps = c->levels[i].gbps;
+    }
+    snprintf(cal->machine_key, sizeof cal->machine_key, "%s", c->machine_key);
+    cal->threads = c->threads;
+}
+
+void ntp_calibration_roofline(const ntp_ceilings *c, ntp_dtype precision, ntp_calibration *out)
+{
+    memset(out, 0, sizeof *out);
+    ntp__calibration_ceilings(c, precision, out);
+    snprintf(out->backend, sizeof out->backend, "roofline");
+    snprintf(out->precision, sizeof out->precision, "%s", ntp_dtype_name(precision));
+    snprintf(out->ntprof_version, sizeof out->ntprof_version, "%s", ntp_version());
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        out->family[f].calibrated = true;
+        out->family[f].coef[NTP_PREDICT_TERM_COMPUTE] = 1;
+        out->family[f].coef[NTP_PREDICT_TERM_MEMORY] = 1;
+    }
+}
+
+/* --- what-if ceilings -------------------------------------------------------------------- */
+
+static bool read_number(json_t *v, double *out)
+{
+    if (!json_is_number(v) || !(json_number_value(v) > 0))
+        return false;
+    *out = json_number_value(v);
+    return true;
+}
+
+ntp_status ntp_ceilings_read_whatif(ntp_ctx *ctx, const char *path, ntp_ceilings *out)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", path, e.line, e.text);
+    ntp_status st = NTP_STATUS_OK;
+    json_t *peaks = json_object_get(j, "peak_gflops");
+    json_t *bw = json_object_get(j, "bandwidth_gbps");
+    json_t *cap = json_object_get(j, "capacity_bytes");
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v)
+    {
+        if (strcmp(key, "peak_gflops") && strcmp(key, "bandwidth_gbps") &&
+            strcmp(key, "capacity_bytes") && strcmp(key, "name")) {
+            st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                            "%s: unknown key '%s' (expected peak_gflops, bandwidth_gbps, "
+                            "capacity_bytes, name)",
+                            path, key);
+            goto out;
+        }
+    }
+    if (!json_is_object(peaks) || !json_is_object(bw) || !json_object_get(bw, "DRAM")) {
+        st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                        "%s: expected {\"peak_gflops\": {\"f32\": N, ...}, \"bandwidth_gbps\": "
+                        "{..., \"DRAM\": N}}",
+                        path);
+        goto out;
+    }
+    json_object_foreach(peaks, key, v)
+    {
+        ntp_dtype d;
+        if (ntp_dtype_parse(key, &d) != NTP_STATUS_OK || !ntp_dtype_is_precision(d) ||
+            out->n_peaks >= NTP_MACHINE_MAX_PEAKS ||
+            !read_number(v, &out->peaks[out->n_peaks].gflops)) {
+            st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                            "%s: peak_gflops.%s: expected a precision (f32, bf16, f16, i8) and a "
+                            "positive number",
+                            path, key);
+            goto out;
+        }
+        snprintf(out->peaks[out->n_peaks].precision, sizeof out->peaks[0].precision, "%s", key);
+        snprintf(out->peaks[out->n_peaks].method, sizeof out->peaks[0].method, "what-if");
+        out->n_peaks++;
+    }
+    /* Levels innermost first: L1, L2, L3, then DRAM. */
+    static const char *const order[] = {"L1", "L2", "L3", "DRAM"};
+    json_object_foreach(bw, key, v)
+    {
+        bool known = false;
+        for (size_t k = 0; k < 4; k++)
+            known |= strcmp(key, order[k]) == 0;
+        double g;
+        if (!known || !read_number(v, &g)) {
+            st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                            "%s: bandwidth_gbps.%s: expected L1, L2, L3 or DRAM and a positive "
+                            "number",
+                            path, key);
+            goto out;
+        }
+    }
+    for (size_t k = 0; k < 4; k++) {
+        json_t *g = json_object_get(bw, order[k]);
+        if (!g)
+            continue;
+        double c = 0;
+        json_t *cv = json_is_object(cap) ? json_object_get(cap, order[k]) : NULL;
+        if (strcmp(order[k], "DRAM") != 0 && !(cv && read_number(cv, &c))) {
+            st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                            "%s: capacity_bytes.%s: expected the level's size in bytes", path,
+                            order[k]);
+            goto out;
+        }
+        ntp_bandwidth *b = &out->levels[out->n_levels++];
+        snprintf(b->level, sizeof b->level, "%s", order[k]);
+        b->gbps = json_number_value(g);
+        b->working_set_bytes = (int64_t)(c / 2);
+    }
+    json_t *name = json_object_get(j, "name");
+    snprintf(out->machine_key, sizeof out->machine_key, "what-if: %s",
+             json_is_string(name) ? json_string_value(name) : path);
+out:
+    json_decref(j);
+    return st;
+}
+
+/* --- prediction -------------------------------------------------------------------------- */
+
+void ntp_prediction_free(ntp_prediction *p)
+{
+    if (!p)
+        return;
+    free(p->layers);
+    free(p);
+}
+
+ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                       ntp_prediction **out)
+{
+    *out = NULL;
+    if (!g || !cal)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_predict: missing argument");
+    ntp_analysis *a = NULL;
+    ntp_status st = ntp_graph_analyze(ctx, g, &a);
+    if (st)
+        return st;
+    ntp_prediction *p = calloc(1, sizeof *p);
+    if (!p || !(p->layers = calloc((size_t)a->n_layers + 1, sizeof *p->layers))) {
+        free(p);
+        ntp_analysis_free(a);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    p->topology = ntp_graph_name(g);
+    p->batch = ntp_graph_batch(g);
+    p->cal = *cal;
+    p->roofline_only = strcmp(cal->backend, "roofline") == 0;
+    p->n_layers = a->n_layers;
+    bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
+    for (int i = 0; i < a->n_layers; i++) {
+        ntp_layer_prediction *l = &p->layers[i];
+        ntp__pfeat f;
+        ntp__predict_features(g, a, i, cal, &f);
+        l->name = a->layers[i].name;
+        l->type = a->layers[i].type;
+        l->family = f.family;
+        l->flops = f.flops;
+        l->bytes = f.bytes;
+        l->level = f.level;
+        /* level points into cal: the copy inside p is the one to keep. */
+        for (int k = 0; k < cal->n_levels; k++)
+            if (f.level == cal->levels[k].name)
+                l->level = p->cal.levels[k].name;
+        if (f.family == NTP_PREDICT_FAMILY_FREE) {
+            l->predicted_ms = 0;
+            continue;
+        }
+        if (f.family == NTP_PREDICT_FAMILY_NONE || !cal->family[f.family].calibrated) {
+            l->predicted_ms = NAN;
+            p->n_unpredicted++;
+            missing[f.family] = true;
+            continue;
+        }
+        const double *c = cal->family[f.family].coef;
+        l->overhead_ms = 1e3 * c[NTP_PREDICT_TERM_OVERHEAD] * f.x[NTP_PREDICT_TERM_OVERHEAD];
+        l->compute_ms = 1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f.x[NTP_PREDICT_TERM_COMPUTE];
+        l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] * f.x[NTP_PREDICT_TERM_MEMORY];
+        l->predicted_ms = l->overhead_ms + l->compute_ms + l->memory_ms;
+        /* The roofline-only estimate is the roofline's bound: the larger
+         * term, not their sum. */
+        if (p->roofline_only)
+            l->predicted_ms = fmax(l->compute_ms, l->memory_ms);
+        p->total_ms += l->predicted_ms;
+    }
+    /* Families a calibration could hold, then the layer types no family
+     * covers (deconv, the inlays), each once. */
+    size_t u = 0;
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+        if (missing[f] && u < sizeof p->uncalibrated)
+            u += (size_t)snprintf(p->uncalibrated + u, sizeof p->uncalibrated - u, "%s%s",
+                                  u ? ", " : "", ntp_predict_family_name((ntp_predict_family)f));
+    for (int i = 0; missing[NTP_PREDICT_FAMILY_NONE] && i < a->n_layers; i++) {
+        const char *t = a->layers[i].type;
+        if (p->layers[i].family != NTP_PREDICT_FAMILY_NONE || !t || u >= sizeof p->uncalibrated)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen |= p->layers[k].family == NTP_PREDICT_FAMILY_NONE && a->layers[k].type &&
+                    strcmp(a->layers[k].type, t) == 0;
+        if (!seen)
+            u += (size_t)snprintf(p->uncalibrated + u, sizeof p->uncalibrated - u,
+                                  "%s%s (no family)", u ? ", " : "", t);
+    }
+    /* Names and types are the graph's: the caller keeps g alive while p
+     * is used, as with an analysis. The analysis itself goes. */
+    for (int i = 0; i < a->n_layers; i++) {
+        p->layers[i].name = ntp_graph_layer_name(g, i);
+        p->layers[i].type = ntp_graph_layer_type(g, i);
+    }
+    ntp_analysis_free(a);
+    *out = p;
+    return NTP_STATUS_OK;
+}
+
+void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale)
+{
+    ntp_run_prediction *s = &r->prediction;
+    memset(s, 0, sizeof *s);
+    s->available = true;
+    s->stale = stale;
+    s->roofline_only = p->roofline_only;
+    /* The backend's version may be long (OpenBLAS's config string): the
+     * label keeps its start. */
+    char ver[64];
+    snprintf(ver, sizeof ver, "%.*s", 60, p->cal.backend_version);
+    snprintf(s->calibration, sizeof s->calibration, "%.31s (%s) %.7s, %.31s", p->cal.backend, ver,
+             p->cal.precision, p->cal.calibrated_at);
+    snprintf(s->uncalibrated, sizeof s->uncalibrated, "%s", p->uncalibrated);
+    double layer_sum = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].kind && strcmp(r->layers[i].kind, "layer") == 0)
+            layer_sum += r->layers[i].time_ms.median;
+    for (int i = 0; i < r->n_layers; i++) {
+        ntp_layer_result *l = &r->layers[i];
+        l->predicted = false;
+        if (!l->kind || strcmp(l->kind, "layer") != 0 || l->fused || !l->name)
+            continue;
+        for (int k = 0; k < p->n_layers; k++) {
+            const ntp_layer_prediction *lp = &p->layers[k];
+            if (!lp->name || strcmp(lp->name, l->name) != 0)
+                continue;
+            /* Layers with no work of their own (reshape) are not compared:
+             * their few nanoseconds say nothing of the model. */
+            if (!isfinite(lp->predicted_ms) || lp->family == NTP_PREDICT_FAMILY_FREE)
+                break;
+            l->predicted = true;
+            l->predicted_ms = lp->predicted_ms;
+            double m = l->time_ms.median;
+            if (m > 0) {
+                double e = fabs(lp->predicted_ms - m) / m;
+                s->n_compared++;
+                s->within_10 += e <= 0.10;
+                s->within_25 += e <= 0.25;
+                if (layer_sum > 0 && m > 0.01 * layer_sum) {
+                    s->n_major++;
+                    s->major_within_25 += e <= 0.25;
+                }
+            }
+            break;
+        }
+    }
+    s->predicted_ms = p->total_ms;
+    s->measured_ms = r->end_to_end_ms.median;
+    s->error = s->measured_ms > 0 ? (s->predicted_ms - s->measured_ms) / s->measured_ms : NAN;
+}
+
+/* --- JSON -------------------------------------------------------------------------------- */
+
+json_t *ntp__calibration_json(const ntp_calibration *cal)
+{
+    bool ok = true;
+    json_t *o = json_object();
+    ntp__jset(&ok, o, "machine", ntp__json_str(cal->machine_key));
+    ntp__jset(&ok, o, "backend", ntp__json_str(cal->backend));
+    ntp__jset(&ok, o, "backend_version", ntp__json_str(cal->backend_version));
+    ntp__jset(&ok, o, "precision", ntp__json_str(cal->precision));
+    ntp__jset(&ok, o, "threads", json_integer(cal->threads));
+    ntp__jset(&ok, o, "calibrated_at", ntp__json_str(cal->calibrated_at));
+    ntp__jset(&ok, o, "ntprof_version", ntp__json_str(cal->ntprof_version));
+    ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
+    ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
+    ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
+    json_t *lv = json_array();
+    for (int i = 0; i < cal->n_levels; i++) {
+        json_t *l = json_object();
+        ntp__jset(&ok, l, "level", ntp__json_str(cal->levels[i].name));
+        ntp__jset(&ok, l, "capacity_bytes", json_integer(cal->levels[i].capacity_bytes));
+        ntp__jset(&ok, l, "gbps", json_real(cal->levels[i].gbps));
+        ntp__jpush(&ok, lv, l);
+    }
+    ntp__jset(&ok, o, "levels", lv);
+    json_t *fam = json_object();
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        const ntp_family_model *m = &cal->family[f];
+        if (!m->calibrated)
+            continue;
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "samples", json_integer(m->samples));
+        ntp__jset(&ok, x, "overhead_s", json_real(m->coef[NTP_PREDICT_TERM_OVERHEAD]));
+        ntp__jset(&ok, x, "compute", json_real(m->coef[NTP_PREDICT_TERM_COMPUTE]));
+        ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
+        ntp__jset(&ok, x, "median_error", json_real(m->median_error));
+        ntp__jset(&ok, x, "max_error", json_real(m->max_error));
+        ntp__jset(&ok, fam, ntp_predict_family_name((ntp_predict_family)f), x);
+    }
+    ntp__jset(&ok, o, "families", fam);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void get_str(json_t *o, const char *key, char *buf, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+static double get_num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
+{
+    memset(cal, 0, sizeof *cal);
+    if (!json_is_object(j) || !json_is_object(json_object_get(j, "families")))
+        return false;
+    get_str(j, "machine", cal->machine_key, sizeof cal->machine_key);
+    get_str(j, "backend", cal->backend, sizeof cal->backend);
+    get_str(j, "backend_version", cal->backend_version, sizeof cal->backend_version);
+    get_str(j, "precision", cal->precision, sizeof cal->precision);
+    get_str(j, "calibrated_at", cal->calibrated_at, sizeof cal->calibrated_at);
+    get_str(j, "ntprof_version", cal->ntprof_version, sizeof cal->ntprof_version);
+    cal->threads = (int)get_num(j, "threads");
+    cal->loadavg = get_num(j, "loadavg");
+    cal->quick = json_is_true(json_object_get(j, "quick"));
+    cal->peak_gflops = get_num(j, "peak_gflops");
+    json_t *lv = json_object_get(j, "levels");
+    size_t i;
+    json_t *l;
+    json_array_foreach(lv, i, l)
+    {
+        if (cal->n_levels >= NTP_PREDICT_MAX_LEVELS)
+            break;
+        int k = cal->n_levels++;
+        get_str(l, "level", cal->levels[k].name, sizeof cal->levels[k].name);
+        cal->levels[k].capacity_bytes = (int64_t)get_num(l, "capacity_bytes");
+        cal->levels[k].gbps = get_num(l, "gbps");
+    }
+    json_t *fam = json_object_get(j, "families");
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        json_t *x = json_object_get(fam, ntp_predict_family_name((ntp_predict_family)f));
+        if (!json_is_object(x))
+            continue;
+        ntp_family_model *m = &cal->family[f];
+        m->calibrated = true;
+        m->samples = (int)get_num(x, "samples");
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(x, "overhead_s");
+        m->coef[NTP_PREDICT_TERM_COMPUTE] = get_num(x, "compute");
+        m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
+        m->median_error = get_num(x, "median_error");
+        m->max_error = get_num(x, "max_error");
+    }
+    return true;
+}

@@ -1,0 +1,230 @@
+/* A prediction without a run (ntprof predict, docs/predict.md): every
+ * layer's predicted time with its terms and family, as a table, JSON or
+ * CSV. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "core/writers-impl.h"
+#include "machine/predict-impl.h"
+#include "ntprof/predict.h"
+
+static const char *fmt_ms(double ms, char *buf, size_t len)
+{
+    if (!isfinite(ms))
+        return "n/a";
+    return ntp__fit_number(ms, 9, 4, buf, len);
+}
+
+static void write_table(const ntp_prediction *p, FILE *f)
+{
+    const ntp_calibration *c = &p->cal;
+    ntp__put_linef(f, "topology %s, batch %" PRId64, p->topology ? p->topology : "?", p->batch);
+    if (p->roofline_only)
+        ntp__put_linef(f,
+                       "ROOFLINE-ONLY ESTIMATE for %s (peak %.4g GFLOP/s at %s): no calibration, "
+                       "each layer at max(FLOPs / peak, bytes / bandwidth); see docs/predict.md "
+                       "for its typical error",
+                       c->machine_key, c->peak_gflops, c->precision);
+    else
+        ntp__put_linef(f, "calibration: %s on %s (%s), %s, %d threads, %s%s", c->backend,
+                       c->machine_key, c->backend_version, c->precision, c->threads,
+                       c->calibrated_at, c->quick ? ", quick design" : "");
+    fputc('\n', f);
+    static const int w[] = {24, 14, 10, 5, 10, 9, 9, 9};
+    static const char *const head[] = {"layer",   "type",    "family", "level",
+                                       "pred ms", "compute", "memory", "overhead"};
+    for (int i = 0; i < 8; i++) {
+        if (i)
+            fputc(' ', f);
+        ntp__put_cell(f, head[i], w[i], i >= 4);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < 8; i++) {
+        if (i)
+            fputc(' ', f);
+        for (int k = 0; k < w[i]; k++)
+            fputc('-', f);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < p->n_layers; i++) {
+        const ntp_layer_prediction *l = &p->layers[i];
+        char a[32], b[32], cc[32], d[32];
+        bool terms = isfinite(l->predicted_ms) && l->family != NTP_PREDICT_FAMILY_FREE;
+        const char *cells[] = {l->name,
+                               l->type,
+                               ntp_predict_family_name(l->family),
+                               l->level,
+                               fmt_ms(l->predicted_ms, a, sizeof a),
+                               terms ? fmt_ms(l->compute_ms, b, sizeof b) : "-",
+                               terms ? fmt_ms(l->memory_ms, cc, sizeof cc) : "-",
+                               terms ? fmt_ms(l->overhead_ms, d, sizeof d) : "-"};
+        for (int k = 0; k < 8; k++) {
+            if (k)
+                fputc(' ', f);
+            ntp__put_cell(f, cells[k] ? cells[k] : "", w[k], k >= 4);
+        }
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+    ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
+                   p->n_layers - p->n_unpredicted,
+                   p->roofline_only ? " -- a roofline-only estimate" : "");
+    if (p->uncalibrated[0])
+        ntp__put_linef(f,
+                       "not predicted: %d layer%s of families without a calibration (%s); "
+                       "the total leaves them out",
+                       p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated);
+}
+
+static json_t *num_or_null(double v)
+{
+    return ntp__json_num(v);
+}
+
+static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
+{
+    bool ok = true;
+    const ntp_calibration *c = &p->cal;
+    json_t *root = json_object();
+    ntp__jset(&ok, root, "kind", json_string("prediction"));
+    ntp__jset(&ok, root, "topology", ntp__json_str(p->topology));
+    ntp__jset(&ok, root, "batch", json_integer(p->batch));
+    ntp__jset(&ok, root, "roofline_only", json_boolean(p->roofline_only));
+    json_t *cal = json_object();
+    ntp__jset(&ok, cal, "machine", ntp__json_str(c->machine_key));
+    ntp__jset(&ok, cal, "backend", ntp__json_str(c->backend));
+    ntp__jset(&ok, cal, "backend_version", ntp__json_str(c->backend_version));
+    ntp__jset(&ok, cal, "precision", ntp__json_str(c->precision));
+    ntp__jset(&ok, cal, "threads", json_integer(c->threads));
+    ntp__jset(&ok, cal, "calibrated_at", ntp__json_str(c->calibrated_at));
+    ntp__jset(&ok, root, "calibration", cal);
+    json_t *layers = json_array();
+    for (int i = 0; i < p->n_layers; i++) {
+        const ntp_layer_prediction *l = &p->layers[i];
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "name", ntp__json_str(l->name));
+        ntp__jset(&ok, o, "type", ntp__json_str(l->type));
+        ntp__jset(&ok, o, "family", json_string(ntp_predict_family_name(l->family)));
+        ntp__jset(&ok, o, "flops", json_integer(l->flops));
+        ntp__jset(&ok, o, "bytes", json_integer(l->bytes));
+        ntp__jset(&ok, o, "level", ntp__json_str(l->level));
+        ntp__jset(&ok, o, "predicted_ms", num_or_null(l->predicted_ms));
+        ntp__jset(&ok, o, "compute_ms", num_or_null(l->compute_ms));
+        ntp__jset(&ok, o, "memory_ms", num_or_null(l->memory_ms));
+        ntp__jset(&ok, o, "overhead_ms", num_or_null(l->overhead_ms));
+        ntp__jpush(&ok, layers, o);
+    }
+    ntp__jset(&ok, root, "layers", layers);
+    ntp__jset(&ok, root, "predicted_ms", ntp__json_num(p->total_ms));
+    ntp__jset(&ok, root, "unpredicted_layers", json_integer(p->n_unpredicted));
+    ntp__jset(&ok, root, "uncalibrated", ntp__json_str(p->uncalibrated));
+    return ntp__json_finish(ctx, root, ok, f, "prediction");
+}
+
+static void write_csv(const ntp_prediction *p, FILE *f)
+{
+    fputs("name,type,family,flops,bytes,level,predicted_ms,compute_ms,memory_ms,overhead_ms\n", f);
+    for (int i = 0; i < p->n_layers; i++) {
+        const ntp_layer_prediction *l = &p->layers[i];
+        ntp__csv_str(f, l->name);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->type);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, ntp_predict_family_name(l->family));
+        ntp__csv_sep(f);
+        ntp__csv_int(f, l->flops);
+        ntp__csv_sep(f);
+        ntp__csv_int(f, l->bytes);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->level);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->predicted_ms);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->compute_ms);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->memory_ms);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, l->overhead_ms);
+        fputc('\n', f);
+    }
+}
+
+ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p, ntp_format fmt,
+                                       FILE *f)
+{
+    if (!p || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_prediction: missing argument");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE: write_table(p, f); break;
+    case NTP_FORMAT_JSON: return write_json(ctx, p, f);
+    case NTP_FORMAT_CSV: write_csv(p, f); break;
+    }
+    return ntp__check_stream(ctx, f, "prediction");
+}
+
+ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, ntp_format fmt,
+                                        FILE *f)
+{
+    if (!c || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_calibration: missing argument");
+    if (fmt == NTP_FORMAT_JSON) {
+        json_t *j = ntp__calibration_json(c);
+        return ntp__json_finish(ctx, j, j != NULL, f, "calibration");
+    }
+    if (fmt == NTP_FORMAT_CSV) {
+        fputs("machine,backend,backend_version,precision,threads,calibrated_at,family,samples,"
+              "overhead_us,compute,memory,median_error,max_error\n",
+              f);
+    } else {
+        ntp__put_linef(f, "calibration of %s on %s (%s), %s, %d threads, %s%s", c->backend,
+                       c->machine_key, c->backend_version, c->precision, c->threads,
+                       c->calibrated_at, c->quick ? ", quick design" : "");
+        ntp__put_linef(f,
+                       "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "
+                       "bandwidth of the level the layer's traffic fits in (load %.2f)",
+                       c->peak_gflops, c->loadavg);
+        fputc('\n', f);
+        ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s", "family", "samples", "overhead us",
+                       "compute", "memory", "med err", "max err");
+    }
+    for (int k = 0; k < NTP_PREDICT_FAMILY_COUNT; k++) {
+        const ntp_family_model *m = &c->family[k];
+        const char *name = ntp_predict_family_name((ntp_predict_family)k);
+        if (fmt == NTP_FORMAT_CSV) {
+            if (!m->calibrated)
+                continue;
+            const char *strs[] = {c->machine_key, c->backend, c->backend_version, c->precision};
+            for (int i = 0; i < 4; i++) {
+                ntp__csv_str(f, strs[i]);
+                ntp__csv_sep(f);
+            }
+            ntp__csv_int(f, c->threads);
+            ntp__csv_sep(f);
+            ntp__csv_str(f, c->calibrated_at);
+            ntp__csv_sep(f);
+            ntp__csv_str(f, name);
+            ntp__csv_sep(f);
+            ntp__csv_int(f, m->samples);
+            double v[] = {1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
+                          m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
+                          m->median_error, m->max_error};
+            for (int i = 0; i < 5; i++) {
+                ntp__csv_sep(f);
+                ntp__csv_num(f, v[i]);
+            }
+            fputc('\n', f);
+        } else if (!m->calibrated) {
+            ntp__put_linef(f, "%-10s %7s %11s", name, "-", "not calibrated");
+        } else {
+            ntp__put_linef(f, "%-10s %7d %11.2f %9.3g %9.3g %8.1f%% %8.1f%%", name, m->samples,
+                           1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
+                           m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
+                           100 * m->median_error, 100 * m->max_error);
+        }
+    }
+    return ntp__check_stream(ctx, f, "calibration");
+}

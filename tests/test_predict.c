@@ -1,0 +1,320 @@
+/* Latency prediction (docs/predict.md): the non-negative fit against
+ * hand-computed coefficients, a prediction from a hand-made calibration
+ * against the formula on the analysis's figures, a quick calibration of
+ * one family on the reference backend that predicts finite positive
+ * times and round-trips through the history, the prediction placed
+ * beside a run, and the errors for bad inputs. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ntprof/ntprof.h"
+#include "support/tmpdir.h"
+
+static void assert_close(double got, double want, double rel)
+{
+    if (!(fabs(got - want) <= rel * fabs(want))) {
+        print_error("got %.17g, want %.17g (relative tolerance %g)\n", got, want, rel);
+        fail();
+    }
+}
+
+/* Exact data from t = 2e-6 + 0.5 x1 + 3 x2: the fit returns those. */
+static void test_fit_recovers(void **state)
+{
+    (void)state;
+    double X[8 * 3], t[8];
+    for (int i = 0; i < 8; i++) {
+        double x1 = 1e-6 * (i + 1) * (i % 3 + 1), x2 = 1e-6 * (8 - i) * ((i + 1) % 2 + 1);
+        X[3 * i] = 1;
+        X[3 * i + 1] = x1;
+        X[3 * i + 2] = x2;
+        t[i] = 2e-6 + 0.5 * x1 + 3 * x2;
+    }
+    double c[3];
+    assert_true(ntp_predict_fit(X, t, 8, 3, c));
+    assert_close(c[0], 2e-6, 1e-9);
+    assert_close(c[1], 0.5, 1e-9);
+    assert_close(c[2], 3, 1e-9);
+}
+
+/* t = 3 - x on x = 0, 1, 2 has a negative slope: the non-negative fit
+ * drops it and keeps the constant minimising sum (a / t - 1)^2, which is
+ * sum(1/t) / sum(1/t^2) = (1/3 + 1/2 + 1) / (1/9 + 1/4 + 1) = 66/49. */
+static void test_fit_non_negative(void **state)
+{
+    (void)state;
+    double X[] = {1, 0, 1, 1, 1, 2}, t[] = {3, 2, 1}, c[2];
+    assert_true(ntp_predict_fit(X, t, 3, 2, c));
+    assert_close(c[0], 66.0 / 49.0, 1e-12);
+    assert_true(c[1] == 0);
+    /* Bad input: a time that is not positive, no samples. */
+    double bad[] = {3, 0, 1};
+    assert_false(ntp_predict_fit(X, bad, 3, 2, c));
+    assert_false(ntp_predict_fit(X, t, 0, 2, c));
+}
+
+static const char mlp_xml[] = "<topology name=\"p\" precision=\"f32\" batch=\"4\">"
+                              "<input name=\"x\" shape=\"${batch},8\" dtype=\"f32\"/>"
+                              "<fc name=\"small\" units=\"16\"/>"
+                              "<relu name=\"act\"/>"
+                              "<fc name=\"big\" units=\"256\"/>"
+                              "<reshape name=\"view\" shape=\"0,-1\"/>"
+                              "</topology>";
+
+/* A calibration made by hand: peak 10 GFLOP/s, L1 of 1000 bytes at 100
+ * GB/s, DRAM at 10 GB/s; fc t = 1 us + 2 x compute + 0.5 x memory. */
+static void hand_calibration(ntp_calibration *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->backend, sizeof c->backend, "ref");
+    snprintf(c->precision, sizeof c->precision, "f32");
+    c->peak_gflops = 10;
+    c->n_levels = 2;
+    snprintf(c->levels[0].name, sizeof c->levels[0].name, "L1");
+    c->levels[0].capacity_bytes = 1000;
+    c->levels[0].gbps = 100;
+    snprintf(c->levels[1].name, sizeof c->levels[1].name, "DRAM");
+    c->levels[1].gbps = 10;
+    ntp_family_model *fc = &c->family[NTP_PREDICT_FAMILY_FC];
+    fc->calibrated = true;
+    fc->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+    fc->coef[NTP_PREDICT_TERM_COMPUTE] = 2;
+    fc->coef[NTP_PREDICT_TERM_MEMORY] = 0.5;
+}
+
+static void test_predict_formula(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_int_equal(p->n_layers, 4);
+    /* small: 4x8 by 8x16 + bias: 2*4*8*16 + 4*16 = 1088 FLOPs; traffic
+     * weights (128 + 16) * 4 + input 128 + output 256 = 960 bytes: L1. */
+    const ntp_layer_prediction *s = &p->layers[0];
+    assert_string_equal(s->name, "small");
+    assert_int_equal(s->family, NTP_PREDICT_FAMILY_FC);
+    assert_int_equal(s->flops, 1088);
+    assert_int_equal(s->bytes, 960);
+    assert_string_equal(s->level, "L1");
+    assert_close(s->predicted_ms, 1e-3 + 1e3 * (2 * 1088 / 10e9 + 0.5 * 960 / 100e9), 1e-12);
+    /* big: 2*4*16*256 + 4*256 = 33792 FLOPs; (16*256 + 256)*4 + 256 +
+     * 4096 bytes = 21760: beyond L1, DRAM. */
+    const ntp_layer_prediction *b = &p->layers[2];
+    assert_int_equal(b->flops, 33792);
+    assert_int_equal(b->bytes, 21760);
+    assert_string_equal(b->level, "DRAM");
+    assert_close(b->predicted_ms, 1e-3 + 1e3 * (2 * 33792 / 10e9 + 0.5 * 21760 / 10e9), 1e-12);
+    /* relu is eltwise, not calibrated: listed, not predicted; reshape is
+     * free. */
+    assert_true(isnan(p->layers[1].predicted_ms));
+    assert_int_equal(p->layers[3].family, NTP_PREDICT_FAMILY_FREE);
+    assert_true(p->layers[3].predicted_ms == 0);
+    assert_int_equal(p->n_unpredicted, 1);
+    assert_string_equal(p->uncalibrated, "eltwise");
+    assert_close(p->total_ms, s->predicted_ms + b->predicted_ms, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* Ceilings by hand: the calibration needs a peak and bandwidths, not a
+ * measurement of them. */
+static void hand_ceilings(ntp_ceilings *c)
+{
+    memset(c, 0, sizeof *c);
+    c->threads = 1;
+    c->n_peaks = 1;
+    snprintf(c->peaks[0].precision, sizeof c->peaks[0].precision, "f32");
+    c->peaks[0].gflops = 50;
+    c->n_levels = 2;
+    snprintf(c->levels[0].level, sizeof c->levels[0].level, "L2");
+    c->levels[0].working_set_bytes = 256 << 10;
+    c->levels[0].gbps = 100;
+    snprintf(c->levels[1].level, sizeof c->levels[1].level, "DRAM");
+    c->levels[1].working_set_bytes = 128 << 20;
+    c->levels[1].gbps = 20;
+}
+
+static void test_calibrate_quick_roundtrip(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    memset(&m, 0, sizeof m);
+    ntp_machine_key(m.key, sizeof m.key);
+    m.pus = 1;
+    ntp_ceilings c;
+    hand_ceilings(&c);
+    ntp_calibrate_opts o;
+    ntp_calibrate_opts_default(&o);
+    o.backend = "ref";
+    o.threads = 1;
+    o.quick = true;
+    o.families = "fc";
+    ntp_calibration cal;
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), 0);
+    const ntp_family_model *fc = &cal.family[NTP_PREDICT_FAMILY_FC];
+    assert_true(fc->calibrated);
+    assert_int_equal(fc->samples, 3);
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_true(fc->coef[k] >= 0 && isfinite(fc->coef[k]));
+    assert_false(cal.family[NTP_PREDICT_FAMILY_CONV].calibrated);
+    assert_string_equal(cal.backend, "ref");
+    assert_string_equal(cal.precision, "f32");
+    assert_true(cal.peak_gflops == 50);
+
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_true(isfinite(p->total_ms) && p->total_ms > 0);
+    assert_true(p->layers[0].predicted_ms > 0 && p->layers[2].predicted_ms > 0);
+
+    /* Beside a run: the fc rows carry their prediction, the summary counts
+     * them. */
+    ntp_run_opts ro;
+    ntp_run_opts_default(&ro);
+    ro.backend = "ref";
+    ro.threads = 1;
+    ro.warmup = 1;
+    ro.iterations = 3;
+    ro.min_time_s = 0;
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &ro, &r), 0);
+    ntp_prediction_apply(p, r, false);
+    assert_true(r->prediction.available);
+    assert_int_equal(r->prediction.n_compared, 2);
+    int predicted = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        predicted += r->layers[i].predicted;
+    assert_int_equal(predicted, 2);
+    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-12);
+    assert_string_equal(r->prediction.uncalibrated, "eltwise");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_report_write_run(ctx, r, NTP_FORMAT_JSON, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "\"predicted_ms\""));
+    assert_non_null(strstr(buf, "\"layers_within_25\""));
+    free(buf);
+    ntp_run_result_free(r);
+    ntp_prediction_free(p);
+
+    /* The history keeps it whole. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/history.db", test_tmpdir);
+    ntp_store *s = NULL;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), 0);
+    assert_int_equal(ntp_store_save_calibration(ctx, s, &cal), 0);
+    ntp_calibration back;
+    bool found = false;
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, s, cal.machine_key, "ref", "f32", &back, &found), 0);
+    assert_true(found);
+    assert_string_equal(back.machine_key, cal.machine_key);
+    assert_string_equal(back.backend_version, cal.backend_version);
+    assert_string_equal(back.calibrated_at, cal.calibrated_at);
+    assert_int_equal(back.n_levels, cal.n_levels);
+    assert_true(back.levels[0].capacity_bytes == 2 * (256 << 10));
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_true(back.family[NTP_PREDICT_FAMILY_FC].coef[k] == fc->coef[k]);
+    assert_false(back.family[NTP_PREDICT_FAMILY_CONV].calibrated);
+    /* Another backend or precision: none. */
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, s, cal.machine_key, "onednn", "f32", &back, &found), 0);
+    assert_false(found);
+    ntp_store_close(s);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void test_bad_inputs(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    memset(&m, 0, sizeof m);
+    ntp_ceilings c;
+    hand_ceilings(&c);
+    ntp_calibrate_opts o;
+    ntp_calibrate_opts_default(&o);
+    o.families = "fc,convolution";
+    ntp_calibration cal;
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "unknown family 'convolution'"));
+    ntp_calibrate_opts_default(&o);
+    o.backend = "nosuch";
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "backend 'nosuch'"));
+    /* What-if ceilings: an unknown key, a missing DRAM, a level without
+     * its size. */
+    static const struct {
+        const char *json, *error;
+    } whatif[] = {
+        {"{\"peak_gflops\":{\"f32\":100},\"bandwidth_gbps\":{\"DRAM\":50},\"peak\":1}",
+         "unknown key 'peak'"},
+        {"{\"peak_gflops\":{\"f32\":100},\"bandwidth_gbps\":{\"L1\":50}}", "\"DRAM\""},
+        {"{\"peak_gflops\":{\"f32\":100},\"bandwidth_gbps\":{\"L2\":500,\"DRAM\":50}}",
+         "capacity_bytes.L2"},
+        {"{\"peak_gflops\":{\"f99\":100},\"bandwidth_gbps\":{\"DRAM\":50}}", "peak_gflops.f99"},
+        {"{\"peak_gflops\":", "whatif.json:1:"},
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/whatif.json", test_tmpdir);
+    for (size_t i = 0; i < sizeof whatif / sizeof whatif[0]; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(whatif[i].json, f);
+        fclose(f);
+        ntp_ceilings w;
+        assert_int_equal(ntp_ceilings_read_whatif(ctx, path, &w), NTP_STATUS_PARSE_ERROR);
+        if (!strstr(ntp_ctx_errmsg(ctx), whatif[i].error)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, ntp_ctx_errmsg(ctx), whatif[i].error);
+            fail();
+        }
+    }
+    /* A good one: the roofline-only estimate is max(compute, memory). */
+    FILE *f = fopen(path, "w");
+    fputs("{\"name\":\"box\",\"peak_gflops\":{\"f32\":10},\"bandwidth_gbps\":{\"L1\":100,"
+          "\"DRAM\":10},\"capacity_bytes\":{\"L1\":1000}}",
+          f);
+    fclose(f);
+    ntp_ceilings w;
+    assert_int_equal(ntp_ceilings_read_whatif(ctx, path, &w), 0);
+    ntp_calibration_roofline(&w, NTP_DTYPE_F32, &cal);
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_true(p->roofline_only);
+    /* small: max(1088 / 10e9, 960 / 100e9) s = 1.088e-4 ms. */
+    assert_close(p->layers[0].predicted_ms, 1.088e-4, 1e-12);
+    /* big: max(33792 / 10e9, 21760 / 10e9) s = 3.3792e-3 ms. */
+    assert_close(p->layers[2].predicted_ms, 3.3792e-3, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fit_recovers),    cmocka_unit_test(test_fit_non_negative),
+        cmocka_unit_test(test_predict_formula), cmocka_unit_test(test_calibrate_quick_roundtrip),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
+}

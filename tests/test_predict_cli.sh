@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Prediction as a user meets it (docs/predict.md): a quick calibration of
+# one family stored in the history, `ntprof predict` from it (table, JSON),
+# the run report with the prediction beside the measurement and without a
+# calibration unchanged, and the one-line errors: no calibration for the
+# backend, an unknown machine, --calibrate's options without it.
+# Usage: test_predict_cli.sh <path-to-ntprof> <source-dir>
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
+
+MLP=$SRC/models/tiny-mlp.xml
+DB=$T/history.db
+FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)
+
+# Ceilings from a file: measuring them takes seconds (minutes on a busy
+# machine), and the calibration only divides by them.
+printf '{"peak_gflops":{"f32":50},"bandwidth_gbps":{"L2":100,"DRAM":20},
+  "capacity_bytes":{"L2":1048576}}' >"$T/ceil.json"
+expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref --threads 1 \
+    --ceilings "$T/ceil.json" --db "$DB"
+grep -q '^fc  *3 ' "$T/out" && ok || bad "calibration table: $(cat "$T/out")"
+grep -q '^conv  *- *not calibrated' "$T/out" && ok || bad "conv should be uncalibrated"
+
+expect_exit 0 "$NTPROF" predict --list --db "$DB"
+grep -q ' ref  *f32 ' "$T/out" && ok || bad "list: $(cat "$T/out")"
+
+expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$DB" -f json -o "$T/p.json"
+grep -q 'not predicted' "$T/err" && ok || bad "no warning for the uncalibrated families"
+$PY - "$T/p.json" <<'PYEOF' && ok || bad "prediction JSON"
+import json, math, sys
+p = json.load(open(sys.argv[1]))
+assert p["kind"] == "prediction" and not p["roofline_only"]
+fc = [l for l in p["layers"] if l["family"] == "fc"]
+assert fc and all(l["predicted_ms"] > 0 for l in fc), fc
+assert p["predicted_ms"] > 0 and math.isfinite(p["predicted_ms"])
+assert abs(sum(l["predicted_ms"] for l in fc) - p["predicted_ms"]) < 1e-9 * p["predicted_ms"]
+PYEOF
+
+# Beside a run: the pred column and the summary; without the history the
+# table has no such column.
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$DB"
+grep -q ' pred$' "$T/out" && ok || bad "no pred column"
+grep -q '^prediction: predicted .* ms end to end, measured' "$T/out" && ok || bad "no summary"
+grep -q '^layers within +-10%' "$T/out" && ok || bad "no within line"
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --no-db
+grep -q ' pred$' "$T/out" && bad "pred column without a calibration" || ok
+grep -q '^prediction:' "$T/out" && bad "prediction without a calibration" || ok
+
+# Errors.
+expect_exit 1 "$NTPROF" predict "$MLP" --backend onednn --db "$DB"
+grep -q "no calibration of backend 'onednn' at f32 for machine" "$T/err" && ok ||
+    bad "no-calibration message: $(cat "$T/err")"
+expect_exit 1 "$NTPROF" predict "$MLP" --machine no-such-host --db "$DB"
+grep -q "no calibration of such a machine" "$T/err" && ok || bad "machine: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --quick --db "$DB"
+expect_exit 2 "$NTPROF" predict "$MLP" --ceilings x.json --backend ref
+
+# A what-if from ceilings alone is labelled so.
+printf '{"peak_gflops":{"f32":100},"bandwidth_gbps":{"DRAM":10}}' >"$T/c.json"
+expect_exit 0 "$NTPROF" predict "$MLP" --ceilings "$T/c.json"
+grep -q 'ROOFLINE-ONLY ESTIMATE' "$T/out" && ok || bad "what-if label"
+
+finish

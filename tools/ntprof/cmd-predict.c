@@ -1,0 +1,272 @@
+/* ntprof predict: per-layer latency predicted without running, from a
+ * stored calibration (this machine's or another's) or, as a roofline-only
+ * what-if, from ceilings in a file; and the prediction a run on a
+ * calibrated machine shows beside its measurement (cli_attach_prediction). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_predict(int argc, char **argv);
+
+enum { OPT_MACHINE = 1000, OPT_BACKEND, OPT_CEILINGS, OPT_DB, OPT_LIST };
+
+static ntp_status write_prediction(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_report_write_prediction(ctx, arg, fmt, f);
+}
+
+/* The first built backend: the one a run uses by default. */
+static const char *default_backend(char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", ntp_backends());
+    char *comma = strchr(buf, ',');
+    if (comma)
+        *comma = '\0';
+    return buf;
+}
+
+bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r)
+{
+    if (!db || !r || !r->backend)
+        return false;
+    ntp_calibration cal;
+    bool found = false;
+    if (ntp_store_find_calibration(ctx, db, r->backend, ntp_dtype_name(r->precision), &cal,
+                                   &found) != NTP_STATUS_OK) {
+        fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
+                ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        return false;
+    }
+    if (!found)
+        return false;
+    ntp_prediction *p = NULL;
+    if (ntp_predict(ctx, g, &cal, &p) != NTP_STATUS_OK) {
+        fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
+                ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        return false;
+    }
+    char ver[192];
+    ntp_predict_backend_version(r->backend, ver, sizeof ver);
+    ntp_prediction_apply(p, r, strcmp(ver, cal.backend_version) != 0);
+    ntp_prediction_free(p);
+    return true;
+}
+
+/* The stored machine key that `want` names: the key itself, or a part of
+ * exactly one key (its host name). */
+static int pick_machine(const ntp_calibration *all, int n, const char *want, const char **key)
+{
+    *key = NULL;
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i].machine_key, want) == 0) {
+            *key = all[i].machine_key;
+            return CLI_OK;
+        }
+    for (int i = 0; i < n; i++)
+        if (strstr(all[i].machine_key, want)) {
+            if (*key && strcmp(*key, all[i].machine_key) != 0) {
+                cli_error("--machine '%s' matches several machines ('%s', '%s'); give more of "
+                          "the key",
+                          want, *key, all[i].machine_key);
+                return CLI_USAGE;
+            }
+            *key = all[i].machine_key;
+        }
+    if (!*key) {
+        cli_error("--machine '%s': no calibration of such a machine in the history (see "
+                  "`ntprof predict --list`)",
+                  want);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static void list_calibrations(const ntp_calibration *all, int n)
+{
+    if (n == 0)
+        printf("no calibrations stored; run `ntprof machine --calibrate`\n");
+    for (int i = 0; i < n; i++)
+        printf("%s  %-8s %-5s %s  (%s)%s\n", all[i].calibrated_at, all[i].backend, all[i].precision,
+               all[i].machine_key, all[i].backend_version, all[i].quick ? " quick" : "");
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    cli_topo_opts topo = {0};
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *output = NULL, *machine = NULL, *backend = NULL, *ceilings = NULL, *db = NULL;
+    bool list = false;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof predict MODEL [options]\n"
+                 "       ntprof predict --list\n"
+                 "\n"
+                 "Predicts every layer's latency and the end-to-end latency without running\n"
+                 "anything, from a calibration (`ntprof machine --calibrate`) of this machine\n"
+                 "or of any machine whose calibration is in the history, or, with --ceilings,\n"
+                 "a roofline-only estimate for a machine described by its ceilings.\n"
+                 "\n"),
+        CLI_STR("machine", OPT_MACHINE, "ID",
+                "a stored machine's key or a unique part of it (default: this one)", &machine),
+        CLI_STR("backend", OPT_BACKEND, "NAME", "the calibrated backend (default: the default)",
+                &backend),
+        CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8 (default: the model's)"),
+        CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
+        CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
+        CLI_STR("ceilings", OPT_CEILINGS, "FILE",
+                "what-if: ceilings in JSON (docs/predict.md), a roofline-only estimate", &ceilings),
+        CLI_STR("db", OPT_DB, "PATH", "the history database holding the calibrations", &db),
+        CLI_SET("list", OPT_LIST, "list the stored calibrations", &list),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
+    int opt, rc = CLI_USAGE;
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        int r = cli_topo_option(&topo, opt, optarg);
+        if (r < 0)
+            goto out;
+        if (r > 0)
+            continue;
+        switch (opt) {
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt))
+                goto out;
+            break;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
+        case CLI_OPT_BAD: goto out;
+        default: cli_error("see 'ntprof predict --help'"); goto out;
+        }
+    }
+    if (!list && !cli_want_files("predict", argc, argv, 1, "a MODEL"))
+        goto out;
+    if (ceilings && (machine || backend)) {
+        cli_error("--ceilings is a roofline-only estimate: it takes no --machine or --backend");
+        goto out;
+    }
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx) {
+        rc = CLI_FAIL;
+        goto out;
+    }
+    char path[4096], bbuf[64];
+    ntp_graph *g = NULL;
+    ntp_prediction *p = NULL;
+    ntp_store *s = NULL;
+    ntp_calibration *all = NULL;
+    int n_all = 0;
+    rc = CLI_FAIL;
+    if (!db && ntp_store_default_path(ctx, path, sizeof path) == NTP_STATUS_OK)
+        db = path;
+    if (!ceilings) {
+        if (!db) {
+            rc = cli_fail(ctx);
+            goto done;
+        }
+        if (ntp_store_open(ctx, db, NTP_STORE_READ_ONLY, &s) != NTP_STATUS_OK ||
+            ntp_store_list_calibrations(ctx, s, &all, &n_all) != NTP_STATUS_OK) {
+            fprintf(stderr, "ntprof: %s\n", ntp_ctx_errmsg(ctx));
+            fprintf(stderr, "ntprof: no calibrations to predict from; run `ntprof machine "
+                            "--calibrate` (or give --ceilings FILE for a roofline-only "
+                            "estimate)\n");
+            goto done;
+        }
+        if (list) {
+            list_calibrations(all, n_all);
+            rc = CLI_OK;
+            goto done;
+        }
+    }
+    ntp_load_opts lo = cli_load_opts(&topo);
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
+    const char *ins[] = {argv[optind]};
+    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK)
+        goto done;
+    rc = CLI_FAIL;
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+        goto done;
+    }
+    cli_print_warnings(ctx);
+    ntp_dtype prec = ntp_graph_precision(g);
+    ntp_calibration cal;
+    if (ceilings) {
+        ntp_ceilings c;
+        if (ntp_ceilings_read_whatif(ctx, ceilings, &c) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            goto done;
+        }
+        ntp_calibration_roofline(&c, prec, &cal);
+        if (!(cal.peak_gflops > 0)) {
+            cli_error("%s: no peak_gflops for %s or f32", ceilings, ntp_dtype_name(prec));
+            goto done;
+        }
+    } else {
+        char here[256];
+        const char *key = here;
+        ntp_machine_key(here, sizeof here);
+        if (machine && (rc = pick_machine(all, n_all, machine, &key)) != CLI_OK)
+            goto done;
+        rc = CLI_FAIL;
+        if (!backend)
+            backend = default_backend(bbuf, sizeof bbuf);
+        bool found = false;
+        for (int i = 0; i < n_all && !found; i++)
+            if (strcmp(all[i].machine_key, key) == 0 && strcmp(all[i].backend, backend) == 0 &&
+                strcmp(all[i].precision, ntp_dtype_name(prec)) == 0) {
+                cal = all[i];
+                found = true;
+            }
+        if (!found) {
+            char have[1024] = "";
+            size_t u = 0;
+            for (int i = 0; i < n_all && u < sizeof have; i++)
+                if (strcmp(all[i].machine_key, key) == 0)
+                    u += (size_t)snprintf(have + u, sizeof have - u, "%s%s %s", u ? ", " : "",
+                                          all[i].backend, all[i].precision);
+            fprintf(stderr,
+                    "ntprof: no calibration of backend '%s' at %s for machine '%s' in %s "
+                    "(calibrated there: %s); run `ntprof machine --calibrate --backend %s "
+                    "--precision %s` on it\n",
+                    backend, ntp_dtype_name(prec), key, db, u ? have : "none", backend,
+                    ntp_dtype_name(prec));
+            goto done;
+        }
+        if (strcmp(key, here) == 0) {
+            char ver[192];
+            ntp_predict_backend_version(backend, ver, sizeof ver);
+            if (strcmp(ver, cal.backend_version) != 0)
+                fprintf(stderr,
+                        "ntprof: warning: stale calibration: %s was calibrated with %s and is "
+                        "now %s; run `ntprof machine --calibrate --backend %s` again\n",
+                        backend, cal.backend_version, ver, backend);
+        }
+    }
+    if (ntp_predict(ctx, g, &cal, &p) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+        goto done;
+    }
+    if (p->uncalibrated[0])
+        fprintf(stderr,
+                "ntprof: warning: %d layer%s not predicted (not calibrated: %s); the total "
+                "leaves %s out\n",
+                p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated,
+                p->n_unpredicted == 1 ? "it" : "them");
+    rc = cli_write_output(ctx, output, write_prediction, p, fmt);
+done:
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    free(all);
+    ntp_store_close(s);
+    ntp_ctx_free(ctx);
+out:
+    cli_topo_free(&topo);
+    return rc;
+}
