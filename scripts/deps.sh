@@ -19,6 +19,8 @@ build_pkgs=(
     python3 python3-numpy python3-onnx python3-jsonschema
     # headless Chromium renders the HTML report in its test
     chromium
+    # the torch backend (optional: absent, it is not built): libtorch 1.13
+    libtorch-dev
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

@@ -119,6 +119,7 @@ typedef struct ntp_exec_opts {
     int n_place;
     ntp_math_mode math;
     bool graph_replay;
+    const char *backend_options; /* as ntp_run_opts */
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */
