@@ -10,8 +10,10 @@
  * channels_last) and --fuse (batch norms folded by the engine) are run.
  * Also: the layers are really on torch with ATen's operator names (the
  * batch norms --fuse folds into their convolutions aside), and the
- * backend's option is refused when misspelt. Exits 77 where the backend
+ * backend's option is refused when misspelt; the whole-graph TorchScript
+ * mode gives the reference's outputs too. Exits 77 where the backend
  * is not built. Per-op cases: test_backend_ops (it walks every backend). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,9 @@
 #include <cmocka.h>
 
 #include "backend/backend-impl.h"
+#include "backend/torch/torch-impl.h"
+#include "graph/gen-impl.h"
+#include "io/io-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/models.h"
 #include "support/tmpdir.h"
@@ -138,6 +143,71 @@ static void test_bert(void **state)
     check_model("bert-base.xml", set, 2, false);
 }
 
+/* The whole-graph mode: tiny-attention (every layer on torch) as one
+ * TorchScript module, frozen and optimised, with the engine's weights and
+ * inputs (seed 1), against the reference backend's outputs, f32 within
+ * 1e-4 as above. A model with a layer torch lacks (tiny-cnn's convert
+ * and pad) is refused naming the first. */
+static void test_script(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = test_load_model(ctx, "tiny-attention.xml", NULL, 0, NULL);
+    char ref[512];
+    snprintf(ref, sizeof ref, "%s/script-ref", test_tmpdir);
+    test_run_ref_save(ctx, g, ref);
+    ntp_torch_script *ts = NULL;
+    if (ntp__torch_script_build(ctx, g, 1, 1, &ts) != NTP_STATUS_OK)
+        fail_msg("%s", ntp_ctx_errmsg(ctx));
+    float *in[8] = {0}, *out[8] = {0};
+    assert_true(g->n_inputs <= 8 && g->n_outputs <= 8);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ntp_tensor *t = &g->tensors[g->inputs[i]];
+        in[i] = malloc((size_t)ntp_shape_numel(&t->shape) * sizeof(float));
+        assert_non_null(in[i]);
+        assert_int_equal(ntp__gen_input(ctx, g, g->inputs[i], in[i], 1), NTP_STATUS_OK);
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        out[i] = malloc((size_t)ntp_shape_numel(&g->tensors[g->outputs[i]].shape) * sizeof(float));
+        assert_non_null(out[i]);
+    }
+    if (ntp__torch_script_run(ctx, ts, g, in, out) != NTP_STATUS_OK)
+        fail_msg("%s", ntp_ctx_errmsg(ctx));
+    for (int i = 0; i < g->n_outputs; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/output_%d.npy", ref, i);
+        ntp_npy y;
+        if (ntp__npy_read(ctx, path, &y))
+            fail_msg("%s", ntp_ctx_errmsg(ctx));
+        int64_t n = ntp_shape_numel(&y.shape);
+        assert_int_equal(n, ntp_shape_numel(&g->tensors[g->outputs[i]].shape));
+        double num = 0, den = 0;
+        for (int64_t j = 0; j < n; j++) {
+            double d = (double)out[i][j] - ((const float *)y.data)[j];
+            num += d * d;
+            den += (double)((const float *)y.data)[j] * ((const float *)y.data)[j];
+        }
+        double e = den > 0 ? sqrt(num / den) : sqrt(num);
+        printf("  script output %d: rel_l2 %.2e (tolerance 1e-4)\n", i, e);
+        assert_true(e <= 1e-4);
+        ntp__npy_free(&y);
+    }
+    for (int i = 0; i < 8; i++) {
+        free(in[i]);
+        free(out[i]);
+    }
+    ntp__torch_script_free(ts);
+    ntp_graph_free(g);
+    g = test_load_model(ctx, "tiny-cnn.xml", NULL, 0, NULL);
+    assert_int_equal(ntp__torch_script_build(ctx, g, 1, 1, &ts), NTP_STATUS_UNSUPPORTED);
+    printf("  %s\n", ntp_ctx_errmsg(ctx));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "<convert name='to_float'>"));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "needs every layer on torch"));
+    assert_null(ts);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* A misspelt key is refused naming the key and the backend's options;
  * another backend's entries are left alone. */
 static void test_options(void **state)
@@ -185,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_tiny_rnn), cmocka_unit_test(test_tiny_attention),
         cmocka_unit_test(test_lstm_lm),  cmocka_unit_test(test_deepspeech),
         cmocka_unit_test(test_bert),     cmocka_unit_test(test_options),
+        cmocka_unit_test(test_script),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -420,11 +420,18 @@ static void layer(script *s, const ntp_graph *g, const ntp_node *n, const ntp_to
         }
         put(b, "    s%d = torch.matmul(q%d * %.17g, k%d.transpose(-2, -1))\n", y, y,
             1.0 / sqrt((double)hd), y);
-        if (l->causal)
-            put(b,
-                "    s%d = s%d.masked_fill(torch.ones([%lld, %lld], dtype=torch.bool).triu(1), "
-                "float('-inf'))\n",
-                y, y, (long long)S, (long long)Skv);
+        if (l->causal) {
+            /* An additive float mask, as nn.MultiheadAttention's attn_mask:
+             * -inf above the diagonal. */
+            float *mask = own(s, S * Skv);
+            if (!mask)
+                return;
+            for (int64_t i = 0; i < S; i++)
+                for (int64_t j = 0; j < Skv; j++)
+                    mask[i * Skv + j] = j > i ? -INFINITY : 0.0f;
+            ntp_torch_tensor mt = {.data = mask, .ndim = 2, .dim = {S, Skv}};
+            put(b, "    s%d = s%d + self.p%d\n", y, y, add_param(s, &mt));
+        }
         put(b,
             "    c%d = torch.matmul(torch.softmax(s%d, -1), v%d).transpose(1, 2).reshape([%lld, "
             "%lld, %lld])\n",

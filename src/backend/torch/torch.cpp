@@ -57,11 +57,27 @@ struct Node {
 
 void fail(char *err, size_t len, const std::string &what)
 {
-    if (err && len) {
-        /* First line only: ATen's messages carry a C++ backtrace after. */
-        std::string s = what.substr(0, what.find('\n'));
-        std::snprintf(err, len, "%s", s.c_str());
+    if (!err || !len)
+        return;
+    /* One line: ATen's and TorchScript's messages span several (the
+     * source line in error, a C++ backtrace); keep the lines before the
+     * backtrace, joined. */
+    std::string s;
+    size_t at = 0;
+    while (at < what.size()) {
+        size_t nl = what.find('\n', at);
+        std::string line = what.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+        at = nl == std::string::npos ? what.size() : nl + 1;
+        if (line.rfind("Exception raised from", 0) == 0)
+            break;
+        size_t b = line.find_first_not_of(" \t~^");
+        if (b == std::string::npos)
+            continue;
+        if (!s.empty())
+            s += " | ";
+        s += line.substr(b);
     }
+    std::snprintf(err, len, "%s", s.c_str());
 }
 
 std::vector<int64_t> dims(const ntp_torch_tensor &t)
