@@ -7,7 +7,8 @@
  * double-accumulated loops; 1e-4 is many times the f32 rounding of sums of
  * a few thousand terms, and far below a wrong weight or gate order, which
  * moves the output by O(1)). Both memory formats (contiguous and
- * channels_last) and --fuse (batch norms folded by the engine) are run.
+ * channels_last) and --fuse (batch norms folded by the engine) are run on
+ * the convolutional model.
  * Also: the layers are really on torch with ATen's operator names (the
  * batch norms --fuse folds into their convolutions aside), and the
  * backend's option is refused when misspelt; the whole-graph TorchScript
@@ -82,7 +83,8 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
     printf("  %s f32\n", file);
     static const char *const formats[] = {NULL, "torch.memory_format=channels_last"};
     for (int f = 0; f < (spatial ? 2 : 1); f++) {
-        for (int fuse = 0; fuse < 2; fuse++) {
+        /* --fuse changes only what has batch norms to fold. */
+        for (int fuse = 0; fuse < (spatial ? 2 : 1); fuse++) {
             char dir[512];
             snprintf(dir, sizeof dir, "%s/%s-torch-%d-%d", test_tmpdir, file, f, fuse);
             int aten = 0, on = run_torch(ctx, g, formats[f], fuse, dir, &aten);
