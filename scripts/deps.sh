@@ -22,6 +22,8 @@ build_pkgs=(
     # the shared history store (--db postgresql://, docs/cluster.md) and the
     # PostgreSQL 15 server its tests start (scripts/local-postgres.sh)
     postgresql libpq-dev
+    # the torch backend (optional: absent, it is not built): libtorch 1.13
+    libtorch-dev
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

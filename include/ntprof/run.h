@@ -79,6 +79,11 @@ typedef struct ntp_run_opts {
      * between iterations, never inside a timed region. */
     void (*progress)(void *user, const char *phase, int done, int total);
     void *progress_user;
+    /* Backend options, "BACKEND.KEY=VALUE" entries separated by commas
+     * (--backend-options): each backend reads the entries that name it and
+     * refuses a key it does not know; NULL: none. The torch backend's
+     * memory_format=contiguous|channels_last (docs/frameworks.md). */
+    const char *backend_options;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,

@@ -122,6 +122,9 @@ typedef struct ntp_backend_opts {
     ntp_dtype precision;
     bool fuse; /* --fuse was given */
     ntp_device_opts device;
+    /* "BACKEND.KEY=VALUE,..." (ntp_run_opts.backend_options); NULL: none.
+     * A backend reads the entries that name it. */
+    const char *options;
 } ntp_backend_opts;
 
 /* Where a backend's kernels run. A device backend keeps its tensors in

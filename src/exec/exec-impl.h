@@ -124,6 +124,7 @@ typedef struct ntp_exec_opts {
      * cache (attention over the pass's own tokens). */
     ntp_kv_state *(*kv_for)(void *user, const ntp_graph *g, const ntp_node *n);
     void *kv_user;
+    const char *backend_options; /* as ntp_run_opts */
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */

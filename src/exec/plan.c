@@ -713,6 +713,7 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
         .precision = g->precision,
         .fuse = o->fuse,
         .device = {.math = o->math, .graph_replay = o->graph_replay, .first = o->first},
+        .options = o->backend_options,
     };
     for (int b = 0; b < x->n_be; b++)
         if ((st = ntp__be_init(x->be[b], ctx, &bo, &x->be_state[b])))

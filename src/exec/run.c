@@ -680,7 +680,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
                         .place = opts->place,
                         .n_place = opts->n_place,
                         .math = opts->math,
-                        .graph_replay = opts->cuda_graph};
+                        .graph_replay = opts->cuda_graph,
+                        .backend_options = opts->backend_options};
     float *scales = NULL;
     ntp_run_result *r = calloc(1, sizeof *r);
     ntp_exec x = {0};

@@ -22,6 +22,7 @@ static const struct {
     {"ntp_run_opts.iterations", "--iterations"},
     {"ntp_run_opts.min_time_s", "--min-time"},
     {"ntp_run_opts.cuda_graph", "--cuda-graph"},
+    {"ntp_run_opts.backend_options", "--backend-options"},
     {"ntp_load_opts.set", "--set"},
     {"ntp_load_opts.batch", "--batch"},
     {"ntp_load_opts.precision", "--precision"},

@@ -23,7 +23,7 @@ enum {
 
 enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
-enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH };
+enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH, OPT_BACKEND_OPTIONS };
 enum { OPT_RUN_UUID = 1300 };
 
 /* A UUID as ntprof writes them: 8-4-4-4-12 lowercase hex digits. */
@@ -212,6 +212,10 @@ int cmd_run(int argc, char **argv)
                 "would (repeatable; docs/gpu.md)"),
         CLI_SET("cuda-graph", OPT_CUDA_GRAPH,
                 "replay each pass on the GPU as a captured CUDA graph", &ro.cuda_graph),
+        CLI_STR("backend-options", OPT_BACKEND_OPTIONS, "LIST",
+                "BACKEND.KEY=VALUE,... for the backends, such as\n"
+                "torch.memory_format=channels_last (docs/frameworks.md)",
+                &ro.backend_options),
         CLI_OPT("input", 'i', "[NAME=]FILE", "a graph input from a .npy file (repeatable)"),
         CLI_STR("save-outputs", OPT_SAVE, "DIR", "write every graph output as DIR/output_<i>.npy",
                 &ro.save_outputs_dir),

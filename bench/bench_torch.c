@@ -1,0 +1,284 @@
+/* ntprof's torch backend beside PyTorch itself, in one run (issue 19):
+ * ResNet-50 and MobileNetV2 at batch 1, f32, on the same threads, three
+ * ways, interleaved round by round so that a change in the machine's load
+ * hits all three alike:
+ *
+ *   eager        ntprof run --backend torch: each layer as the ATen operators
+ *                PyTorch's modules call (median end-to-end of the pass
+ *                without per-layer timing)
+ *   script       the same topology as one TorchScript module, frozen and
+ *                optimised for inference (torch::jit::optimize_for_inference),
+ *                median of forward() calls
+ *   pytorch      torchvision's model as a plain nn.Module in eval mode under
+ *                torch.inference_mode(), run by /usr/bin/python3
+ *                (bench/pytorch_bench.py, Debian's python3-torch 1.13)
+ *
+ * and the ratios eager/pytorch (target: within 10%) and script/pytorch.
+ * The load average is printed before and after: on a shared machine the
+ * ratios are what to read, not the absolute times.
+ *
+ *   bench_torch [--threads T] [--rounds R] [--iterations N] [--models LIST]
+ * LIST: a comma-separated subset of resnet50, mobilenetv2, bert, deepspeech. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ntprof/ntprof.h"
+
+#ifdef NTP_HAVE_TORCH
+#include "backend/torch/torch-impl.h"
+#include "graph/gen-impl.h"
+#endif
+
+typedef struct model {
+    const char *key; /* as pytorch_bench.py names it */
+    const char *file;
+    const char *set[2];
+    int n_set;
+} model;
+
+static const model models[] = {
+    {"resnet50", "resnet50.xml", {NULL}, 0},
+    {"mobilenetv2", "mobilenetv2.xml", {NULL}, 0},
+    {"bert", "bert-base.xml", {"seq_len=128"}, 1},
+    {"deepspeech", "deepspeech.xml", {"time_steps=200"}, 1},
+};
+
+static void loadavg(const char *when)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    char line[128] = "n/a";
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            snprintf(line, sizeof line, "n/a");
+        fclose(f);
+    }
+    line[strcspn(line, "\n")] = '\0';
+    printf("load average %s: %s\n", when, line);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* pytorch_bench.py for one model at f32: its median ms, 0 when n/a. */
+static double run_pytorch(const model *m, int threads, int iterations)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 %s/bench/pytorch_bench.py --threads %d --iterations %d "
+             "--precisions f32 --models %s 2>&1",
+             NTP_SOURCE_DIR, threads, iterations, m->key);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    double ms = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[64], prec[16], val[64];
+        if (sscanf(line, "RESULT %63s %15s %63s", name, prec, val) == 3 &&
+            strcmp(name, m->key) == 0 && strcmp(val, "n/a") != 0)
+            ms = atof(val);
+        else if (strstr(line, " n/a") || strstr(line, "rror"))
+            printf("  pytorch: %s", line);
+    }
+    pclose(f);
+    return ms;
+}
+
+#ifdef NTP_HAVE_TORCH
+/* ntprof run --backend torch: median end-to-end ms and the prepare time. */
+static double run_eager(ntp_ctx *ctx, const ntp_graph *g, int threads, int iterations,
+                        double *prepare_ms)
+{
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = "torch";
+    o.threads = threads;
+    o.warmup = 3;
+    o.iterations = iterations;
+    o.min_time_s = 0;
+    o.accuracy = false;
+    ntp_run_result *r = NULL;
+    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK) {
+        printf("  eager: %s\n", ntp_ctx_errmsg(ctx));
+        return 0;
+    }
+    double ms = r->latency_ms;
+    *prepare_ms = r->prepare_ms;
+    ntp_run_result_free(r);
+    ntp_ctx_clear_warnings(ctx);
+    return ms;
+}
+
+typedef struct script_run {
+    ntp_torch_script *ts;
+    float *in[8], *out[8];
+    double build_ms;
+} script_run;
+
+static bool script_open(ntp_ctx *ctx, ntp_graph *g, int threads, script_run *s)
+{
+    memset(s, 0, sizeof *s);
+    double t0 = now_ms();
+    if (ntp__torch_script_build(ctx, g, threads, 1, &s->ts) != NTP_STATUS_OK) {
+        printf("  script: %s\n", ntp_ctx_errmsg(ctx));
+        return false;
+    }
+    s->build_ms = now_ms() - t0;
+    for (int i = 0; i < g->n_inputs && i < 8; i++) {
+        const ntp_tensor *t = &g->tensors[g->inputs[i]];
+        if (t->dtype != NTP_DTYPE_F32) {
+            printf("  script: input '%s' is %s (f32 inputs only)\n", t->name,
+                   ntp_dtype_name(t->dtype));
+            return false;
+        }
+        s->in[i] = malloc((size_t)ntp_shape_numel(&t->shape) * sizeof(float));
+        if (!s->in[i] || ntp__gen_input(ctx, g, g->inputs[i], s->in[i], 1))
+            return false;
+    }
+    for (int i = 0; i < g->n_outputs && i < 8; i++) {
+        s->out[i] = malloc((size_t)ntp_shape_numel(&g->tensors[g->outputs[i]].shape) * 4);
+        if (!s->out[i])
+            return false;
+    }
+    return true;
+}
+
+static double script_time(ntp_ctx *ctx, const ntp_graph *g, script_run *s, int iterations)
+{
+    double t[1000];
+    if (iterations > 1000)
+        iterations = 1000;
+    for (int i = 0; i < 3 + iterations; i++) {
+        double t0 = now_ms();
+        if (ntp__torch_script_run(ctx, s->ts, g, s->in, s->out) != NTP_STATUS_OK) {
+            printf("  script: %s\n", ntp_ctx_errmsg(ctx));
+            return 0;
+        }
+        if (i >= 3)
+            t[i - 3] = now_ms() - t0;
+    }
+    return median(t, iterations);
+}
+
+static void script_close(script_run *s)
+{
+    ntp__torch_script_free(s->ts);
+    for (int i = 0; i < 8; i++) {
+        free(s->in[i]);
+        free(s->out[i]);
+    }
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int threads = 2, rounds = 3, iterations = 10;
+    const char *only = "resnet50,mobilenetv2";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc)
+            iterations = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_torch [--threads T] [--rounds R] [--iterations N] "
+                            "[--models LIST]\n");
+            return 2;
+        }
+    }
+    if (rounds < 1 || rounds > 50 || iterations < 1 || threads < 1) {
+        fprintf(stderr, "bench_torch: rounds 1..50, iterations and threads at least 1\n");
+        return 2;
+    }
+#ifndef NTP_HAVE_TORCH
+    (void)models;
+    (void)loadavg;
+    (void)median;
+    (void)now_ms;
+    (void)run_pytorch;
+    printf("torch backend: not built (libtorch-dev not found at configure time)\n");
+    return 0;
+#else
+    printf("torch backend vs PyTorch 1.13, f32, batch 1, %d threads, %d rounds of %d iterations, "
+           "interleaved\n",
+           threads, rounds, iterations);
+    loadavg("before");
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        char key[64];
+        snprintf(key, sizeof key, ",%s,", models[m].key);
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", only);
+        if (!strstr(list, key))
+            continue;
+        ntp_ctx *ctx = ntp_ctx_init();
+        char path[512];
+        snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, models[m].file);
+        ntp_graph *g = NULL;
+        ntp_load_opts lo = {0};
+        lo.set = models[m].set;
+        lo.n_set = models[m].n_set;
+        if (ntp_graph_load(ctx, path, &lo, &g) != NTP_STATUS_OK) {
+            printf("%s: %s\n", models[m].key, ntp_ctx_errmsg(ctx));
+            ntp_ctx_free(ctx);
+            continue;
+        }
+        script_run s;
+        bool have_script = script_open(ctx, g, threads, &s);
+        double eager[50] = {0}, script[50] = {0}, py[50] = {0}, prepare = 0;
+        int ne = 0, ns = 0, np = 0;
+        for (int r = 0; r < rounds; r++) {
+            double e = run_eager(ctx, g, threads, iterations, &prepare);
+            double sc = have_script ? script_time(ctx, g, &s, iterations) : 0;
+            double p = run_pytorch(&models[m], threads, iterations);
+            printf("  %s round %d: eager %.2f ms, script %.2f ms, pytorch %.2f ms\n", models[m].key,
+                   r + 1, e, sc, p);
+            fflush(stdout);
+            if (e > 0)
+                eager[ne++] = e;
+            if (sc > 0)
+                script[ns++] = sc;
+            if (p > 0)
+                py[np++] = p;
+        }
+        double me = median(eager, ne), ms = median(script, ns), mp = median(py, np);
+        printf("%-12s eager %8.2f ms (prepare %.0f ms)  script %8.2f ms (build %.0f ms)  "
+               "pytorch %8.2f ms\n",
+               models[m].key, me, prepare, ms, have_script ? s.build_ms : 0, mp);
+        if (mp > 0 && me > 0)
+            printf("%-12s eager/pytorch %.3f (target 0.90..1.10: %s)", models[m].key, me / mp,
+                   me / mp >= 0.9 && me / mp <= 1.1 ? "met" : "missed");
+        if (mp > 0 && ms > 0)
+            printf("  script/pytorch %.3f", ms / mp);
+        printf("\n");
+        if (have_script)
+            script_close(&s);
+        ntp_graph_free(g);
+        ntp_ctx_free(ctx);
+    }
+    loadavg("after");
+    return 0;
+#endif
+}
