@@ -19,6 +19,9 @@ build_pkgs=(
     python3 python3-numpy python3-onnx python3-jsonschema
     # headless Chromium renders the HTML report in its test
     chromium
+    # Darknet (libdarknet.so, darknet.h and its bundled .cfg files, one package;
+    # there is no -dev): the .cfg reader's check against Darknet (docs/darknet.md)
+    darknet
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 
