@@ -24,6 +24,9 @@ build_pkgs=(
     postgresql libpq-dev
     # the torch backend (optional: absent, it is not built): libtorch 1.13
     libtorch-dev
+    # Darknet (libdarknet.so, darknet.h and its bundled .cfg files, one package;
+    # there is no -dev): the .cfg reader's check against Darknet (docs/darknet.md)
+    darknet
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "darknet-impl.h"
 #include "io-impl.h"
 #include "onnx-impl.h"
 
@@ -39,8 +40,11 @@ ntp_status ntp_graph_load(ntp_ctx *ctx, const char *path, const ntp_load_opts *o
         return ntp__xml_load_file(ctx, path, opts, out);
     if (ends_with(path, ".onnx"))
         return ntp__onnx_load_file(ctx, path, opts, NULL, 0, out);
+    if (ends_with(path, ".cfg"))
+        return ntp__darknet_load_file(ctx, path, opts, out, NULL, NULL);
     return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                      "%s: unknown topology format: expected a .xml or .onnx file", path);
+                      "%s: unknown topology format: expected a .xml, .onnx or .cfg (Darknet) file",
+                      path);
 }
 
 ntp_status ntp_graph_load_xml_memory(ntp_ctx *ctx, const char *buf, size_t len, const char *name,

@@ -1,0 +1,395 @@
+/* The Darknet backend: each layer run by Darknet's own layer code.
+ *
+ * Darknet is a framework, not a kernel library: its layers are built from
+ * a .cfg and run through the `forward` function each layer carries. So this
+ * backend builds every ntprof layer it supports as a small Darknet network
+ * from a generated .cfg (parse_network_cfg, Darknet's own constructor, with
+ * its own workspace), copies ntprof's weights into Darknet's arrays, and
+ * runs the layer by calling its `forward` with the network's input and the
+ * layer's output pointed at ntprof's buffers: no copies around the call, so
+ * the time is Darknet's forward alone.
+ *
+ * A [route] or [shortcut] reads other layers' outputs through
+ * net.layers[i].output: the generated network puts 1x1 convolutions of the
+ * right shapes there as placeholders, and execute points a copy of the
+ * layer array at ntprof's input buffers.
+ *
+ * libdarknet is opened at run time (dlopen): it drags OpenCV in, which
+ * every other run of ntprof should not pay for, and without it the backend
+ * is simply unavailable. Only parse_network_cfg and free_network are looked
+ * up; forward functions come with the layers. darknet.h gives the layouts.
+ *
+ * What Darknet lacks (mish, swish, every op outside its layer types) falls
+ * back to the reference backend per layer, as for every backend. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend-impl.h"
+#include "darknet.h"
+#include "graph/op-onnx-impl.h"
+
+#ifndef NTP_DARKNET_SONAME
+#define NTP_DARKNET_SONAME "libdarknet.so"
+#endif
+
+static struct {
+    bool tried, ok;
+    char why[256];
+    network *(*parse)(char *);
+    void (*free_net)(network *);
+} dn;
+
+static bool dn_open(void)
+{
+    if (dn.tried)
+        return dn.ok;
+    dn.tried = true;
+    void *h = dlopen(NTP_DARKNET_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(dn.why, sizeof dn.why, "libdarknet cannot be opened (%s)", dlerror());
+        return false;
+    }
+    dn.parse = (network * (*)(char *)) dlsym(h, "parse_network_cfg");
+    dn.free_net = (void (*)(network *))dlsym(h, "free_network");
+    if (!dn.parse || !dn.free_net) {
+        snprintf(dn.why, sizeof dn.why, "%s lacks parse_network_cfg or free_network",
+                 NTP_DARKNET_SONAME);
+        return false;
+    }
+    dn.ok = true;
+    return true;
+}
+
+static bool dnb_available(char *why, size_t len)
+{
+    if (dn_open())
+        return true;
+    if (why)
+        snprintf(why, len, "%s", dn.why);
+    return false;
+}
+
+/* Darknet's activation name for a unary op; NULL when it has none that
+ * matches ntprof's definition. */
+static const char *act_name(const ntp_node *n)
+{
+    switch (n->op) {
+    case NTP_OP_RELU: return n->a.has_max ? NULL : "relu";
+    case NTP_OP_LEAKY_RELU: return fabs(n->a.alpha - 0.1) < 1e-7 ? "leaky" : NULL;
+    case NTP_OP_SIGMOID: return "logistic";
+    case NTP_OP_TANH: return "tanh";
+    case NTP_OP_ELU: return fabs(n->a.alpha - 1.0) < 1e-7 ? "elu" : NULL;
+    default: return NULL;
+    }
+}
+
+static bool is4d(const ntp_shape *s)
+{
+    return s->ndim == 4;
+}
+
+/* The padding Darknet's [maxpool] would use for node n (begin = total/2 on
+ * both dims), or -1. */
+static int64_t maxpool_padding(const ntp_graph *g, const ntp_node *n)
+{
+    const ntp_attrs *a = &n->a;
+    if (a->nk != 2 || a->kernel[0] != a->kernel[1] || a->stride[0] != a->stride[1] ||
+        a->dilation[0] != 1 || a->dilation[1] != 1 || a->ceil_mode)
+        return -1;
+    int64_t p = a->pad[0] + a->pad[2];
+    if (a->pad[1] + a->pad[3] != p || a->pad[0] != p / 2 || a->pad[1] != p / 2)
+        return -1;
+    const ntp_shape *in = &ntp__cin(g, n, 0)->shape, *out = &ntp__cout(g, n, 0)->shape;
+    for (int d = 0; d < 2; d++)
+        if ((in->dim[2 + d] + p - a->kernel[0]) / a->stride[0] + 1 != out->dim[2 + d])
+            return -1;
+    return p;
+}
+
+static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
+{
+    if (p != NTP_DTYPE_F32 || !dn_open())
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (ntp__cin(g, n, i)->dtype != NTP_DTYPE_F32)
+            return false;
+    const ntp_shape *in = &ntp__cin(g, n, 0)->shape, *out = &ntp__cout(g, n, 0)->shape;
+    const ntp_attrs *a = &n->a;
+    switch (n->op) {
+    case NTP_OP_CONV:
+        return is4d(in) && a->nk == 2 && a->kernel[0] == a->kernel[1] &&
+               a->stride[0] == a->stride[1] && a->dilation[0] == 1 && a->dilation[1] == 1 &&
+               a->pad[0] == a->pad[1] && a->pad[0] == a->pad[2] && a->pad[0] == a->pad[3];
+    case NTP_OP_FC: return in->ndim == 2;
+    case NTP_OP_MAXPOOL: return is4d(in) && maxpool_padding(g, n) >= 0;
+    case NTP_OP_GLOBAL_AVGPOOL: return is4d(in);
+    case NTP_OP_BATCHNORM: return is4d(in) || in->ndim == 2;
+    case NTP_OP_RELU:
+    case NTP_OP_LEAKY_RELU:
+    case NTP_OP_SIGMOID:
+    case NTP_OP_TANH:
+    case NTP_OP_ELU: return act_name(n) != NULL;
+    case NTP_OP_SOFTMAX: return in->ndim == 2 && (a->axis == -1 || a->axis == 1);
+    case NTP_OP_ADD:
+        return n->n_in == 2 && is4d(in) && ntp_shape_equal(in, &ntp__cin(g, n, 1)->shape) &&
+               ntp_shape_equal(in, out);
+    case NTP_OP_CONCAT:
+        if (!is4d(in) || (a->axis != 1 && a->axis != -3))
+            return false;
+        for (int i = 1; i < n->n_in; i++) {
+            const ntp_shape *s = &ntp__cin(g, n, i)->shape;
+            if (!is4d(s) || s->dim[0] != in->dim[0] || s->dim[2] != in->dim[2] ||
+                s->dim[3] != in->dim[3])
+                return false;
+        }
+        return true;
+    case NTP_OP_RESIZE: {
+        if (!is4d(in) || a->resize.mode != NTP_RESIZE_NEAREST ||
+            a->resize.coord != NTP_RESIZE_ASYMMETRIC || a->resize.nearest != NTP_RESIZE_FLOOR ||
+            in->dim[0] != out->dim[0] || in->dim[1] != out->dim[1])
+            return false;
+        int64_t s = out->dim[2] / in->dim[2];
+        return s >= 1 && out->dim[2] == s * in->dim[2] && out->dim[3] == s * in->dim[3];
+    }
+    default: return false;
+    }
+}
+
+typedef struct dnb_node {
+    network *net;
+    int main;      /* the layer that is the node */
+    layer *shadow; /* a copy of net->layers for [route]/[shortcut] inputs */
+} dnb_node;
+
+/* Append a section to the generated .cfg. */
+static void put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+}
+
+/* The network for node k->node as .cfg text; *main gets its layer index. */
+static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
+{
+    const ntp_node *n = k->node;
+    const ntp_shape *in = &k->in[0].shape, *out = &k->out[0].shape;
+    const ntp_attrs *a = &n->a;
+    long long b = in->dim[0];
+    cfg[0] = '\0';
+    *main = 0;
+    if (in->ndim == 4)
+        put(cfg, len, "[net]\nbatch=%lld\nwidth=%lld\nheight=%lld\nchannels=%lld\n", b,
+            (long long)in->dim[3], (long long)in->dim[2], (long long)in->dim[1]);
+    else
+        put(cfg, len, "[net]\nbatch=%lld\nwidth=1\nheight=1\nchannels=%lld\n", b,
+            (long long)ntp_shape_numel(in) / b);
+    switch (n->op) {
+    case NTP_OP_CONV:
+        put(cfg, len,
+            "[convolutional]\nfilters=%lld\nsize=%lld\nstride=%lld\npadding=%lld\ngroups=%lld\n"
+            "activation=linear\n",
+            (long long)a->filters, (long long)a->kernel[0], (long long)a->stride[0],
+            (long long)a->pad[0], (long long)a->groups);
+        break;
+    case NTP_OP_FC:
+        put(cfg, len, "[connected]\noutput=%lld\nactivation=linear\n", (long long)a->units);
+        break;
+    case NTP_OP_MAXPOOL:
+        put(cfg, len, "[maxpool]\nsize=%lld\nstride=%lld\npadding=%lld\n", (long long)a->kernel[0],
+            (long long)a->stride[0], (long long)maxpool_padding(k->g, n));
+        break;
+    case NTP_OP_GLOBAL_AVGPOOL: put(cfg, len, "[avgpool]\n"); break;
+    case NTP_OP_BATCHNORM: put(cfg, len, "[batchnorm]\n"); break;
+    case NTP_OP_SOFTMAX: put(cfg, len, "[softmax]\n"); break;
+    case NTP_OP_RESIZE:
+        put(cfg, len, "[upsample]\nstride=%lld\n", (long long)(out->dim[2] / in->dim[2]));
+        break;
+    case NTP_OP_ADD:
+        /* layer 0: a placeholder whose output execute points at input 1 */
+        put(cfg, len,
+            "[convolutional]\nfilters=%lld\nsize=1\nactivation=linear\n"
+            "[shortcut]\nfrom=0\nactivation=linear\n",
+            (long long)in->dim[1]);
+        *main = 1;
+        break;
+    case NTP_OP_CONCAT:
+        for (int i = 0; i < k->n_in; i++)
+            put(cfg, len, "[convolutional]\nfilters=%lld\nsize=1\nactivation=linear\n",
+                (long long)k->in[i].shape.dim[1]);
+        put(cfg, len, "[route]\nlayers=");
+        for (int i = 0; i < k->n_in; i++)
+            put(cfg, len, "%s%d", i ? "," : "", i);
+        put(cfg, len, "\n");
+        *main = k->n_in;
+        break;
+    default: put(cfg, len, "[activation]\nactivation=%s\n", act_name(n)); break;
+    }
+}
+
+/* parse_network_cfg on `cfg`, with the lines Darknet prints while it builds
+ * the network kept off the terminal (the library prints nothing). */
+static network *build(ntp_ctx *ctx, const ntp_kargs *k, const char *cfg)
+{
+    char path[] = "/tmp/ntprof-darknet-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR, "cannot create a temporary .cfg");
+        return NULL;
+    }
+    size_t len = strlen(cfg);
+    bool ok = write(fd, cfg, len) == (ssize_t)len;
+    close(fd);
+    if (!ok) {
+        unlink(path);
+        ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR, "cannot write a temporary .cfg");
+        return NULL;
+    }
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0)
+        dup2(null, 2);
+    network *net = dn.parse(path);
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    if (null >= 0)
+        close(null);
+    unlink(path);
+    return net;
+}
+
+static void fill(float *dst, const ntp_buf *src, int64_t n)
+{
+    if (src && src->data)
+        memcpy(dst, src->data, (size_t)n * sizeof *dst);
+    else
+        memset(dst, 0, (size_t)n * sizeof *dst);
+}
+
+static ntp_status dnb_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
+                              size_t *workspace)
+{
+    (void)state;
+    *workspace = 0;
+    char cfg[4096];
+    int main;
+    gen_cfg(k, cfg, sizeof cfg, &main);
+    network *net = build(ctx, k, cfg);
+    if (!net)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_BACKEND_ERROR,
+                              "parse_network_cfg failed on the generated network");
+    dnb_node *nd = calloc(1, sizeof *nd);
+    if (!nd) {
+        dn.free_net(net);
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    nd->net = net;
+    nd->main = main;
+    net->train = 0;
+    layer *l = &net->layers[main];
+    /* The generated layer must produce what ntprof expects. */
+    if ((int64_t)l->outputs * l->batch != ntp_shape_numel(&k->out[0].shape)) {
+        dn.free_net(net);
+        free(nd);
+        return ntp__be_kerror(
+            ctx, "darknet", k, NTP_STATUS_BACKEND_ERROR,
+            "Darknet's layer has %d outputs per image, ntprof expects %lld", l->outputs,
+            (long long)(ntp_shape_numel(&k->out[0].shape) / k->out[0].shape.dim[0]));
+    }
+    const ntp_node *n = k->node;
+    switch (n->op) {
+    case NTP_OP_CONV:
+        fill(l->weights, &k->w[0], l->nweights);
+        fill(l->biases, n->a.bias ? &k->w[1] : NULL, l->n);
+        break;
+    case NTP_OP_FC:
+        fill(l->weights, &k->w[0], (int64_t)l->inputs * l->outputs);
+        fill(l->biases, n->a.bias ? &k->w[1] : NULL, l->outputs);
+        break;
+    case NTP_OP_BATCHNORM:
+        /* forward_batchnorm_layer keeps a copy of its input in l.x, which
+         * make_batchnorm_layer does not allocate (only a convolution with
+         * batch_normalize does): give it one; free_layer frees it. */
+        if (!l->x && !(l->x = calloc((size_t)l->outputs * l->batch, sizeof *l->x))) {
+            dn.free_net(net);
+            free(nd);
+            return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        fill(l->scales, &k->w[0], l->c);
+        fill(l->biases, &k->w[1], l->c);
+        fill(l->rolling_mean, &k->w[2], l->c);
+        fill(l->rolling_variance, &k->w[3], l->c);
+        break;
+    default: break;
+    }
+    if (main > 0) {
+        nd->shadow = malloc((size_t)net->n * sizeof *nd->shadow);
+        if (!nd->shadow) {
+            dn.free_net(net);
+            free(nd);
+            return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        memcpy(nd->shadow, net->layers, (size_t)net->n * sizeof *nd->shadow);
+    }
+    *node_state = nd;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status dnb_execute(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k)
+{
+    (void)ctx;
+    (void)state;
+    dnb_node *nd = node_state;
+    network net = *nd->net;
+    layer l = net.layers[nd->main];
+    l.output = k->out[0].data;
+    net.input = k->in[0].data;
+    net.train = 0;
+    if (nd->shadow) {
+        if (k->node->op == NTP_OP_ADD) {
+            nd->shadow[0].output = k->in[1].data;
+        } else {
+            for (int i = 0; i < k->n_in; i++)
+                nd->shadow[i].output = k->in[i].data;
+        }
+        net.layers = nd->shadow;
+    }
+    l.forward(l, net);
+    return NTP_STATUS_OK;
+}
+
+static void dnb_release_node(void *state, void *node_state)
+{
+    (void)state;
+    dnb_node *nd = node_state;
+    if (!nd)
+        return;
+    dn.free_net(nd->net);
+    free(nd->shadow);
+    free(nd);
+}
+
+const ntp_backend_i ntp__backend_darknet = {
+    .api_version = NTP_BACKEND_API_VERSION,
+    .name = "darknet",
+    .description = "the Darknet framework (libdarknet, pjreddie's C code): each layer built by "
+                   "parse_network_cfg and run by its own forward function; f32, one thread",
+    .kind = NTP_BACKEND_HOST,
+    .priority = 60,
+    .supports = dnb_supports,
+    .prepare = dnb_prepare,
+    .execute = dnb_execute,
+    .release_node = dnb_release_node,
+    .available = dnb_available,
+};

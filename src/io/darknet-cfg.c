@@ -1,0 +1,1227 @@
+/* Darknet's .cfg network definitions (docs/darknet.md).
+ *
+ * A .cfg file is INI-like: "[section]" lines, each followed by key=value
+ * lines; '#' and ';' start comments and blanks are ignored (Darknet strips
+ * every blank of a line before it reads it). The first section is [net];
+ * every later section is one Darknet layer, numbered from 0, and [route]
+ * and [shortcut] name other layers by that number (negative: relative).
+ *
+ * Each Darknet layer becomes one or more ntprof layers named after Darknet's
+ * own short names and the layer number ("conv3", "conv3_bn",
+ * "conv3_leaky"), so a report lines up with what Darknet prints. The reader
+ * keeps Darknet's shape rules (its padding rule for [maxpool], `pad=1`
+ * meaning size/2 for [convolutional]) and tracks each layer's (c, h, w) as
+ * Darknet does, so that a layer ntprof would shape differently is refused
+ * here, with the line, rather than accepted with other numbers.
+ *
+ * Weights come from a Darknet .weights file when `--set weights=FILE` names
+ * one (src/io/darknet-weights.c), and are generated from the seed otherwise,
+ * as for every other format. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "darknet-impl.h"
+#include "graph/op-onnx-impl.h"
+
+/* --- the file as sections of options ------------------------------------ */
+
+typedef struct dn_opt {
+    char *key, *val;
+    int line;
+} dn_opt;
+
+typedef struct dn_sect {
+    char *type;
+    int line;
+    dn_opt *opts;
+    int n_opts, cap_opts;
+} dn_sect;
+
+typedef struct reader {
+    ntp_ctx *ctx;
+    const char *src;
+    const ntp_load_opts *opts;
+    dn_sect *s;
+    int n_s, cap_s;
+    ntp_graph *g;
+    ntp_darknet_layer *layers; /* one per section after [net] */
+    int n_layers;
+    int64_t batch;
+    const char *weights; /* --set weights=FILE, NULL if none */
+    int *outs;           /* tensors of [yolo]/[region]/[detection] inputs */
+    int n_outs;
+    char name[64]; /* scratch for node names */
+} reader;
+
+static ntp_status oom(reader *r)
+{
+    return ntp__error(r->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", r->src);
+}
+
+static bool grow(void **p, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return true;
+    int c = *cap ? 2 * *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* Darknet's strip(): every blank goes, wherever it is. */
+static void strip(char *s)
+{
+    char *w = s;
+    for (char *p = s; *p; p++)
+        if (!isspace((unsigned char)*p))
+            *w++ = *p;
+    *w = '\0';
+}
+
+static ntp_status parse_text(reader *r, char *text)
+{
+    int line = 0;
+    char *save = NULL;
+    for (char *l = text; l; l = save) {
+        line++;
+        save = strchr(l, '\n');
+        if (save)
+            *save++ = '\0';
+        strip(l);
+        if (l[0] == '\0' || l[0] == '#' || l[0] == ';')
+            continue;
+        if (l[0] == '[') {
+            size_t n = strlen(l);
+            if (n < 3 || l[n - 1] != ']')
+                return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                                  "%s:%d: expected a section header such as [convolutional], "
+                                  "got '%.64s'",
+                                  r->src, line, l);
+            if (!grow((void **)&r->s, &r->cap_s, r->n_s + 1, sizeof *r->s))
+                return oom(r);
+            dn_sect *s = &r->s[r->n_s++];
+            memset(s, 0, sizeof *s);
+            l[n - 1] = '\0';
+            s->type = ntp__strdup(l + 1);
+            s->line = line;
+            if (!s->type)
+                return oom(r);
+            continue;
+        }
+        char *eq = strchr(l, '=');
+        if (!eq || eq == l)
+            return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s:%d: expected key=value or a [section], got '%.64s'", r->src, line,
+                              l);
+        if (r->n_s == 0)
+            return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                              "%s:%d: '%.64s' comes before any section: expected [net] first",
+                              r->src, line, l);
+        dn_sect *s = &r->s[r->n_s - 1];
+        if (!grow((void **)&s->opts, &s->cap_opts, s->n_opts + 1, sizeof *s->opts))
+            return oom(r);
+        *eq = '\0';
+        dn_opt *o = &s->opts[s->n_opts++];
+        o->key = ntp__strdup(l);
+        o->val = ntp__strdup(eq + 1);
+        o->line = line;
+        if (!o->key || !o->val)
+            return oom(r);
+    }
+    return NTP_STATUS_OK;
+}
+
+/* --- options ------------------------------------------------------------ */
+
+/* "FILE:LINE: [type] (layer N): " and the message. */
+static ntp_status sect_error(reader *r, const dn_sect *s, int line, ntp_status st, const char *fmt,
+                             ...) __attribute__((format(printf, 5, 6)));
+static ntp_status sect_error(reader *r, const dn_sect *s, int line, ntp_status st, const char *fmt,
+                             ...)
+{
+    char msg[512], where[32] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int li = (int)(s - r->s) - 1;
+    if (li >= 0)
+        snprintf(where, sizeof where, " (layer %d)", li);
+    return ntp__error(r->ctx, st, "%s:%d: [%s]%s: %s", r->src, line, s->type, where, msg);
+}
+
+static const dn_opt *find(const dn_sect *s, const char *key)
+{
+    /* Darknet's option_find takes the first. */
+    for (int i = 0; i < s->n_opts; i++)
+        if (strcmp(s->opts[i].key, key) == 0)
+            return &s->opts[i];
+    return NULL;
+}
+
+static ntp_status get_int(reader *r, const dn_sect *s, const char *key, int64_t dflt, int64_t lo,
+                          int64_t hi, int64_t *out)
+{
+    const dn_opt *o = find(s, key);
+    *out = dflt;
+    if (!o)
+        return NTP_STATUS_OK;
+    char *end;
+    errno = 0;
+    long long v = strtoll(o->val, &end, 10);
+    if (errno || end == o->val || *end || v < lo || v > hi)
+        return sect_error(r, s, o->line, NTP_STATUS_PARSE_ERROR,
+                          "'%s': expected an integer in [%lld, %lld], got '%.32s'", key,
+                          (long long)lo, (long long)hi, o->val);
+    *out = v;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status get_float(reader *r, const dn_sect *s, const char *key, double dflt, double *out)
+{
+    const dn_opt *o = find(s, key);
+    *out = dflt;
+    if (!o)
+        return NTP_STATUS_OK;
+    char *end;
+    double v = strtod(o->val, &end);
+    if (end == o->val || *end)
+        return sect_error(r, s, o->line, NTP_STATUS_PARSE_ERROR,
+                          "'%s': expected a number, got '%.32s'", key, o->val);
+    *out = v;
+    return NTP_STATUS_OK;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (lb >= 64)
+        return 99;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (a[i - 1] != b[j - 1]);
+            size_t del = row[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Keys a section may have: `known` (comma-separated) are the ones this
+ * reader reads or deliberately ignores (training settings). Anything else is
+ * refused with the nearest known key, as Darknet's option_unused would only
+ * warn about. */
+static ntp_status check_keys(reader *r, const dn_sect *s, const char *known)
+{
+    for (int i = 0; i < s->n_opts; i++) {
+        const char *k = s->opts[i].key;
+        char best[32] = "";
+        size_t bd = 99;
+        bool ok = false;
+        for (const char *p = known; *p;) {
+            const char *c = strchr(p, ',');
+            size_t n = c ? (size_t)(c - p) : strlen(p);
+            char w[32];
+            snprintf(w, sizeof w, "%.*s", (int)n, p);
+            if (strcmp(w, k) == 0) {
+                ok = true;
+                break;
+            }
+            size_t d = edit_distance(k, w);
+            if (d < bd) {
+                bd = d;
+                snprintf(best, sizeof best, "%s", w);
+            }
+            p += n + (c ? 1 : 0);
+        }
+        if (!ok)
+            return sect_error(r, s, s->opts[i].line, NTP_STATUS_PARSE_ERROR,
+                              "unknown key '%.32s'%s%s%s (known: %s)", k,
+                              bd <= 2 ? "; did you mean '" : "", bd <= 2 ? best : "",
+                              bd <= 2 ? "'?" : "", known);
+    }
+    return NTP_STATUS_OK;
+}
+
+/* --- building ------------------------------------------------------------- */
+
+/* A node of `op` reading `ins`, with one output tensor of the node's name.
+ * Returns the node index, -1 when out of memory. */
+static int add_op(reader *r, const char *name, ntp_op op, int line, const int *ins, int n_in)
+{
+    ntp_graph *g = r->g;
+    int ni = ntp__graph_add_node(g, name, op, line);
+    if (ni < 0)
+        return -1;
+    int ti = ntp__graph_add_tensor(g, name, NTP_TENSOR_ACTIVATION);
+    if (ti < 0)
+        return -1;
+    ntp_node *n = &g->nodes[ni];
+    for (int k = 0; k < n_in; k++)
+        n->in[k] = ins[k];
+    n->n_in = n_in;
+    n->out[0] = ti;
+    n->n_out = 1;
+    g->tensors[ti].producer = ni;
+    g->tensors[ti].producer_slot = 0;
+    return ni;
+}
+
+static const char *const activations =
+    "linear, leaky, relu, logistic, tanh, elu, selu, mish, swish";
+
+/* Darknet's activation names onto ops; linear is none (NTP_OP_COUNT). */
+static bool parse_activation(const char *s, ntp_op *op)
+{
+    static const struct {
+        const char *name;
+        ntp_op op;
+    } map[] = {
+        {"linear", NTP_OP_COUNT},     {"leaky", NTP_OP_LEAKY_RELU}, {"relu", NTP_OP_RELU},
+        {"logistic", NTP_OP_SIGMOID}, {"tanh", NTP_OP_TANH},        {"elu", NTP_OP_ELU},
+        {"selu", NTP_OP_SELU},        {"mish", NTP_OP_MISH},        {"swish", NTP_OP_SILU},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(s, map[i].name) == 0) {
+            *op = map[i].op;
+            return true;
+        }
+    return false;
+}
+
+/* The activation of a section (default: Darknet's for that section), as a
+ * node after tensor `*t`; *t becomes its output. */
+static ntp_status activation(reader *r, const dn_sect *s, const char *base, const char *dflt,
+                             int *t, int *last)
+{
+    const dn_opt *o = find(s, "activation");
+    const char *name = o ? o->val : dflt;
+    ntp_op op;
+    if (!parse_activation(name, &op))
+        return sect_error(r, s, o ? o->line : s->line, NTP_STATUS_UNSUPPORTED,
+                          "'activation': expected one of %s, got '%.32s'", activations, name);
+    if (op == NTP_OP_COUNT)
+        return NTP_STATUS_OK;
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_%s", base, name);
+    int ni = add_op(r, nm, op, o ? o->line : s->line, t, 1);
+    if (ni < 0)
+        return oom(r);
+    if (op == NTP_OP_LEAKY_RELU)
+        r->g->nodes[ni].a.alpha = 0.1; /* Darknet's leaky slope */
+    *t = r->g->nodes[ni].out[0];
+    *last = ni;
+    return NTP_STATUS_OK;
+}
+
+/* The output of layer `li` as a 4-D [N,C,H,W] tensor: a flat [N,K] one (after
+ * a [connected]) is reshaped to [N,K,1,1] once. */
+static ntp_status as_4d(reader *r, const dn_sect *s, int li, int *t)
+{
+    ntp_darknet_layer *L = &r->layers[li];
+    if (!L->flat) {
+        *t = L->tensor;
+        return NTP_STATUS_OK;
+    }
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_4d", r->g->nodes[L->last].name);
+    int ni = add_op(r, nm, NTP_OP_RESHAPE, s->line, &L->tensor, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->n_shape = 4;
+    a->shape[0] = 0;
+    a->shape[1] = L->c;
+    a->shape[2] = L->h;
+    a->shape[3] = L->w;
+    L->tensor = *t = r->g->nodes[ni].out[0];
+    L->flat = false;
+    L->last = ni;
+    return NTP_STATUS_OK;
+}
+
+/* The layer number a [route] or [shortcut] names: negative is relative. */
+static ntp_status layer_ref(reader *r, const dn_sect *s, int line, const char *key, long v, int li,
+                            int *out)
+{
+    long k = v < 0 ? li + v : v;
+    if (k < 0 || k >= li)
+        return sect_error(r, s, line, NTP_STATUS_GRAPH_ERROR,
+                          "'%s': %ld names layer %ld, expected a layer before this one (0 to %d)",
+                          key, v, k, li - 1);
+    if (r->layers[k].tensor < 0)
+        return sect_error(r, s, line, NTP_STATUS_GRAPH_ERROR,
+                          "'%s': layer %ld ([%s]) has no output to read", key, k, r->s[k + 1].type);
+    *out = (int)k;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status conv_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t filters, size, stride, pad, padding, groups, bn, binary, xnor;
+    if ((st = check_keys(r, s,
+                         "filters,size,stride,pad,padding,groups,batch_normalize,"
+                         "activation,binary,xnor,flipped,dot")) ||
+        (st = get_int(r, s, "filters", 1, 1, 1 << 20, &filters)) ||
+        (st = get_int(r, s, "size", 1, 1, 1024, &size)) ||
+        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
+        (st = get_int(r, s, "pad", 0, 0, 1, &pad)) ||
+        (st = get_int(r, s, "padding", 0, 0, 1024, &padding)) ||
+        (st = get_int(r, s, "groups", 1, 1, 1 << 20, &groups)) ||
+        (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)) ||
+        (st = get_int(r, s, "binary", 0, 0, 1, &binary)) ||
+        (st = get_int(r, s, "xnor", 0, 0, 1, &xnor)))
+        return st;
+    if (binary || xnor)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "binary and xnor convolutions are not supported: expected binary=0 "
+                          "and xnor=0");
+    if (!find(s, "filters"))
+        ntp__warn(r->ctx, "%s:%d: [convolutional] (layer %d): no 'filters', assuming 1", r->src,
+                  s->line, li);
+    if (pad)
+        padding = size / 2; /* Darknet: pad=1 means "same" for odd sizes */
+    int in;
+    if ((st = as_4d(r, s, li - 1, &in)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    if (P->c % groups || filters % groups)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "groups=%lld must divide both the input channels %lld and filters %lld",
+                          (long long)groups, (long long)P->c, (long long)filters);
+    int64_t oh = (P->h + 2 * padding - size) / stride + 1,
+            ow = (P->w + 2 * padding - size) / stride + 1;
+    if (P->h + 2 * padding < size || P->w + 2 * padding < size)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "size=%lld does not fit the %lldx%lld input with padding %lld",
+                          (long long)size, (long long)P->h, (long long)P->w, (long long)padding);
+    snprintf(r->name, sizeof r->name, "conv%d", li);
+    int ni = add_op(r, r->name, NTP_OP_CONV, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->filters = filters;
+    a->n_kernel = 1;
+    a->kernel[0] = size;
+    a->n_stride = 1;
+    a->stride[0] = stride;
+    a->n_pad = 1;
+    a->pad[0] = padding;
+    a->pad_kind = NTP_PAD_EXPLICIT;
+    a->groups = groups;
+    a->bias = !bn; /* with batch_normalize the biases are the norm's shift */
+    L->node = L->last = ni;
+    int t = r->g->nodes[ni].out[0];
+    if (bn) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "conv%d_bn", li);
+        int bi = add_op(r, nm, NTP_OP_BATCHNORM, s->line, &t, 1);
+        if (bi < 0)
+            return oom(r);
+        r->g->nodes[bi].a.epsilon = 1e-6; /* Darknet's normalize_cpu */
+        t = r->g->nodes[bi].out[0];
+        L->last = L->bn_node = bi;
+    }
+    snprintf(r->name, sizeof r->name, "conv%d", li);
+    if ((st = activation(r, s, r->name, "logistic", &t, &L->last)))
+        return st;
+    L->tensor = t;
+    L->c = filters;
+    L->h = oh;
+    L->w = ow;
+    L->kind = NTP_DARKNET_CONV;
+    L->bn = bn;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status connected_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t output, bn;
+    if ((st = check_keys(r, s, "output,activation,batch_normalize")) ||
+        (st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
+        (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int t = P->tensor;
+    if (!P->flat) {
+        /* Darknet's connected layer reads its input as one vector per image. */
+        snprintf(r->name, sizeof r->name, "fc%d_flatten", li);
+        int fi = add_op(r, r->name, NTP_OP_FLATTEN, s->line, &t, 1);
+        if (fi < 0)
+            return oom(r);
+        r->g->nodes[fi].a.axis = 1;
+        t = r->g->nodes[fi].out[0];
+    }
+    snprintf(r->name, sizeof r->name, "fc%d", li);
+    int ni = add_op(r, r->name, NTP_OP_FC, s->line, &t, 1);
+    if (ni < 0)
+        return oom(r);
+    r->g->nodes[ni].a.units = output;
+    r->g->nodes[ni].a.bias = !bn;
+    L->node = L->last = ni;
+    t = r->g->nodes[ni].out[0];
+    if (bn) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "fc%d_bn", li);
+        int bi = add_op(r, nm, NTP_OP_BATCHNORM, s->line, &t, 1);
+        if (bi < 0)
+            return oom(r);
+        r->g->nodes[bi].a.epsilon = 1e-6;
+        t = r->g->nodes[bi].out[0];
+        L->last = L->bn_node = bi;
+    }
+    snprintf(r->name, sizeof r->name, "fc%d", li);
+    if ((st = activation(r, s, r->name, "logistic", &t, &L->last)))
+        return st;
+    L->tensor = t;
+    L->c = output;
+    L->h = L->w = 1;
+    L->flat = true;
+    L->kind = NTP_DARKNET_CONNECTED;
+    L->bn = bn;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status maxpool_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t stride, size, padding;
+    if ((st = check_keys(r, s, "size,stride,padding")) ||
+        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
+        (st = get_int(r, s, "size", stride, 1, 1024, &size)) ||
+        (st = get_int(r, s, "padding", size - 1, 0, 1024, &padding)))
+        return st;
+    int in;
+    if ((st = as_4d(r, s, li - 1, &in)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    /* Darknet pads `padding` in all, padding/2 before (forward_maxpool_layer's
+     * offset -pad/2) and the rest after; padded cells never win. */
+    int64_t before = padding / 2, after = padding - before;
+    if (before > size / 2 || after > size / 2)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "padding=%lld is more than a %lld-wide window can cover on each side",
+                          (long long)padding, (long long)size);
+    if (P->h + padding < size || P->w + padding < size)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "size=%lld does not fit the %lldx%lld input", (long long)size,
+                          (long long)P->h, (long long)P->w);
+    snprintf(r->name, sizeof r->name, "max%d", li);
+    int ni = add_op(r, r->name, NTP_OP_MAXPOOL, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->n_kernel = 1;
+    a->kernel[0] = size;
+    a->n_stride = 1;
+    a->stride[0] = stride;
+    a->n_pad = 4;
+    a->pad[0] = a->pad[1] = before;
+    a->pad[2] = a->pad[3] = after;
+    a->pad_kind = NTP_PAD_EXPLICIT;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = P->c;
+    L->h = (P->h + padding - size) / stride + 1;
+    L->w = (P->w + padding - size) / stride + 1;
+    L->kind = NTP_DARKNET_MAXPOOL;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status route_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    if ((st = check_keys(r, s, "layers")))
+        return st;
+    const dn_opt *o = find(s, "layers");
+    if (!o || !o->val[0])
+        return sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
+                          "'layers': expected a list of layer numbers such as -1,-4");
+    int ins[NTP_MAX_INPUTS], n = 0;
+    int64_t c = 0, h = 0, w = 0;
+    for (const char *p = o->val; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ','))
+            return sect_error(r, s, o->line, NTP_STATUS_PARSE_ERROR,
+                              "'layers': expected comma-separated integers, got '%.64s'", o->val);
+        if (n == NTP_MAX_INPUTS)
+            return sect_error(r, s, o->line, NTP_STATUS_UNSUPPORTED,
+                              "'layers': more than %d layers", NTP_MAX_INPUTS);
+        int k;
+        if ((st = layer_ref(r, s, o->line, "layers", v, li, &k)) || (st = as_4d(r, s, k, &ins[n])))
+            return st;
+        const ntp_darknet_layer *R = &r->layers[k];
+        if (n == 0) {
+            h = R->h;
+            w = R->w;
+        } else if (R->h != h || R->w != w) {
+            return sect_error(r, s, o->line, NTP_STATUS_SHAPE_ERROR,
+                              "'layers': layer %d is %lldx%lld, expected %lldx%lld as the first "
+                              "one (Darknet concatenates channels of equal sizes only)",
+                              k, (long long)R->h, (long long)R->w, (long long)h, (long long)w);
+        }
+        c += R->c;
+        n++;
+        p = *end ? end + 1 : end;
+    }
+    snprintf(r->name, sizeof r->name, "route%d", li);
+    int ni = add_op(r, r->name, NTP_OP_CONCAT, s->line, ins, n);
+    if (ni < 0)
+        return oom(r);
+    r->g->nodes[ni].a.axis = 1;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = c;
+    L->h = h;
+    L->w = w;
+    L->kind = NTP_DARKNET_ROUTE;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t from;
+    double alpha, beta;
+    if ((st = check_keys(r, s, "from,activation,alpha,beta")) ||
+        (st = get_int(r, s, "from", 0, INT32_MIN, INT32_MAX, &from)) ||
+        (st = get_float(r, s, "alpha", 1, &alpha)) || (st = get_float(r, s, "beta", 1, &beta)))
+        return st;
+    const dn_opt *o = find(s, "from");
+    if (!o)
+        return sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
+                          "'from': expected the layer to add, such as from=-3");
+    if (alpha != 1 || beta != 1)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "alpha=%g, beta=%g: only the plain sum (alpha=1, beta=1) is supported",
+                          alpha, beta);
+    int k, ins[2];
+    if ((st = layer_ref(r, s, o->line, "from", (long)from, li, &k)) ||
+        (st = as_4d(r, s, li - 1, &ins[0])) || (st = as_4d(r, s, k, &ins[1])))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1], *F = &r->layers[k];
+    if (F->c != P->c || F->h != P->h || F->w != P->w) {
+        /* Darknet's shortcut_cpu adds the `from` layer sampled every
+         * w_from/w stride into the first min(c) channels and leaves the
+         * others: a strided, channel-cut slice, zero-padded to the channels. */
+        int64_t stride = F->w / P->w > 1 ? F->w / P->w : 1;
+        if (F->h / P->h != F->w / P->w || (F->w + stride - 1) / stride != P->w ||
+            (F->h + stride - 1) / stride != P->h)
+            return sect_error(r, s, o->line, NTP_STATUS_UNSUPPORTED,
+                              "'from': layer %d is %lldx%lldx%lld, the previous layer "
+                              "%lldx%lldx%lld: expected the same size or a whole multiple of it",
+                              k, (long long)F->w, (long long)F->h, (long long)F->c, (long long)P->w,
+                              (long long)P->h, (long long)P->c);
+        int64_t minc = F->c < P->c ? F->c : P->c;
+        char nm[96];
+        if (stride > 1 || F->c > P->c) {
+            snprintf(nm, sizeof nm, "shortcut%d_sample", li);
+            int si = add_op(r, nm, NTP_OP_SLICE, s->line, &ins[1], 1);
+            if (si < 0)
+                return oom(r);
+            ntp_attrs *a = &r->g->nodes[si].a;
+            a->n_pads = a->n_perm = a->n_shape = 3;
+            const int64_t ends[3] = {minc, F->h, F->w}, steps[3] = {1, stride, stride};
+            for (int d = 0; d < 3; d++) {
+                a->pads[d] = 0;
+                a->pads[NTP_SLICE_ENDS + d] = ends[d];
+                a->perm[d] = d + 1;
+                a->shape[d] = steps[d];
+            }
+            ins[1] = r->g->nodes[si].out[0];
+        }
+        if (minc < P->c) {
+            snprintf(nm, sizeof nm, "shortcut%d_pad", li);
+            int pi = add_op(r, nm, NTP_OP_PAD, s->line, &ins[1], 1);
+            if (pi < 0)
+                return oom(r);
+            ntp_attrs *a = &r->g->nodes[pi].a;
+            a->n_pads = 8;
+            memset(a->pads, 0, sizeof a->pads);
+            a->pads[4 + 1] = P->c - minc;
+            a->pad_mode = NTP_PADMODE_CONSTANT;
+            a->value = 0;
+            ins[1] = r->g->nodes[pi].out[0];
+        }
+    }
+    snprintf(r->name, sizeof r->name, "shortcut%d", li);
+    int ni = add_op(r, r->name, NTP_OP_ADD, s->line, ins, 2);
+    if (ni < 0)
+        return oom(r);
+    L->node = L->last = ni;
+    int t = r->g->nodes[ni].out[0];
+    if ((st = activation(r, s, r->name, "linear", &t, &L->last)))
+        return st;
+    L->tensor = t;
+    L->c = P->c;
+    L->h = P->h;
+    L->w = P->w;
+    L->kind = NTP_DARKNET_SHORTCUT;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status upsample_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t stride;
+    double scale;
+    if ((st = check_keys(r, s, "stride,scale")) ||
+        (st = get_int(r, s, "stride", 2, 1, 1024, &stride)) ||
+        (st = get_float(r, s, "scale", 1, &scale)))
+        return st;
+    if (scale != 1)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "scale=%g: only scale=1 is supported", scale);
+    int in;
+    if ((st = as_4d(r, s, li - 1, &in)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    snprintf(r->name, sizeof r->name, "upsample%d", li);
+    int ni = add_op(r, r->name, NTP_OP_RESIZE, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    /* out[y][x] = in[y/stride][x/stride]: nearest, asymmetric, floor. */
+    a->n_shape = 4;
+    a->shape[0] = r->batch;
+    a->shape[1] = P->c;
+    a->shape[2] = P->h * stride;
+    a->shape[3] = P->w * stride;
+    a->resize.mode = NTP_RESIZE_NEAREST;
+    a->resize.coord = NTP_RESIZE_ASYMMETRIC;
+    a->resize.nearest = NTP_RESIZE_FLOOR;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = P->c;
+    L->h = P->h * stride;
+    L->w = P->w * stride;
+    L->kind = NTP_DARKNET_UPSAMPLE;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status avgpool_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int in;
+    if ((st = check_keys(r, s, "")) || (st = as_4d(r, s, li - 1, &in)))
+        return st;
+    snprintf(r->name, sizeof r->name, "avg%d", li);
+    int ni = add_op(r, r->name, NTP_OP_GLOBAL_AVGPOOL, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = r->layers[li - 1].c;
+    L->h = L->w = 1;
+    L->kind = NTP_DARKNET_AVGPOOL;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status dropout_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    double p;
+    if ((st = check_keys(r, s, "probability")) || (st = get_float(r, s, "probability", 0.5, &p)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    snprintf(r->name, sizeof r->name, "dropout%d", li);
+    int ni = add_op(r, r->name, NTP_OP_DROPOUT, s->line, &P->tensor, 1);
+    if (ni < 0)
+        return oom(r);
+    *L = *P;
+    L->bn_node = -1;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->kind = NTP_DARKNET_DROPOUT;
+    L->bn = false;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status softmax_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t groups;
+    double temp;
+    if ((st = check_keys(r, s, "groups,temperature,tree,spatial,noloss")) ||
+        (st = get_int(r, s, "groups", 1, 1, INT32_MAX, &groups)) ||
+        (st = get_float(r, s, "temperature", 1, &temp)))
+        return st;
+    if (groups != 1 || temp != 1 || find(s, "tree") || find(s, "spatial"))
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "only a plain softmax over each image's outputs is supported: "
+                          "expected groups=1, temperature=1, no tree, no spatial");
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int t = P->tensor;
+    if (!P->flat) {
+        snprintf(r->name, sizeof r->name, "softmax%d_flatten", li);
+        int fi = add_op(r, r->name, NTP_OP_FLATTEN, s->line, &t, 1);
+        if (fi < 0)
+            return oom(r);
+        r->g->nodes[fi].a.axis = 1;
+        t = r->g->nodes[fi].out[0];
+    }
+    snprintf(r->name, sizeof r->name, "softmax%d", li);
+    int ni = add_op(r, r->name, NTP_OP_SOFTMAX, s->line, &t, 1);
+    if (ni < 0)
+        return oom(r);
+    r->g->nodes[ni].a.axis = -1;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = P->c * P->h * P->w;
+    L->h = L->w = 1;
+    L->flat = true;
+    L->kind = NTP_DARKNET_SOFTMAX;
+    return NTP_STATUS_OK;
+}
+
+/* [reorg] stride=s: Darknet's space-to-depth, [C,H,W] -> [C*s*s, H/s, W/s],
+ * as reshape, transpose, reshape. The shapes and the (zero) FLOPs are
+ * Darknet's; the order of the channels is the plain space-to-depth one, not
+ * reorg_cpu's (docs/darknet.md). */
+static ntp_status reorg_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t stride;
+    if ((st = check_keys(r, s, "stride,reverse,flatten,extra")) ||
+        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)))
+        return st;
+    if (find(s, "reverse") || find(s, "flatten") || find(s, "extra"))
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "only the forward reorg is supported: expected no reverse, flatten "
+                          "or extra");
+    int t;
+    if ((st = as_4d(r, s, li - 1, &t)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    if (P->h % stride || P->w % stride)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "stride=%lld must divide the %lldx%lld input", (long long)stride,
+                          (long long)P->h, (long long)P->w);
+    int64_t c = P->c, h = P->h / stride, w = P->w / stride;
+    const int64_t six[6] = {0, c, h, stride, w, stride}, perm[6] = {0, 3, 5, 1, 2, 4},
+                  four[4] = {0, c * stride * stride, h, w};
+    static const char *const part[] = {"split", "move", ""};
+    for (int step = 0; step < 3; step++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "reorg%d%s%s", li, part[step][0] ? "_" : "", part[step]);
+        int ni = add_op(r, nm, step == 1 ? NTP_OP_TRANSPOSE : NTP_OP_RESHAPE, s->line, &t, 1);
+        if (ni < 0)
+            return oom(r);
+        ntp_attrs *a = &r->g->nodes[ni].a;
+        if (step == 1) {
+            a->n_perm = 6;
+            memcpy(a->perm, perm, sizeof perm);
+        } else {
+            a->n_shape = step == 0 ? 6 : 4;
+            memcpy(a->shape, step == 0 ? six : four, (size_t)a->n_shape * sizeof six[0]);
+        }
+        t = r->g->nodes[ni].out[0];
+        L->node = L->last = ni;
+    }
+    L->tensor = t;
+    L->c = c * stride * stride;
+    L->h = h;
+    L->w = w;
+    L->kind = NTP_DARKNET_REORG;
+    return NTP_STATUS_OK;
+}
+
+/* [crop]: at inference Darknet takes the centre crop_height x crop_width
+ * window (forward_crop_layer with train=0), as a slice. It also maps each
+ * value x to 2x-1 (unless [net] noadjust=1); that input scaling is left out
+ * here (docs/darknet.md): it is an element-wise map Darknet counts no FLOPs
+ * for, and random weights do not care. The augmentation keys (flip, angle,
+ * saturation, exposure, hue, shift) are training-only. */
+static ntp_status crop_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t ch, cw;
+    if ((st =
+             check_keys(r, s, "crop_height,crop_width,flip,angle,saturation,exposure,hue,shift")) ||
+        (st = get_int(r, s, "crop_height", 1, 1, 1 << 20, &ch)) ||
+        (st = get_int(r, s, "crop_width", 1, 1, 1 << 20, &cw)))
+        return st;
+    int in;
+    if ((st = as_4d(r, s, li - 1, &in)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    if (ch > P->h || cw > P->w)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "crop %lldx%lld is larger than the %lldx%lld input", (long long)cw,
+                          (long long)ch, (long long)P->w, (long long)P->h);
+    snprintf(r->name, sizeof r->name, "crop%d", li);
+    int ni = add_op(r, r->name, NTP_OP_SLICE, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    int64_t dh = (P->h - ch) / 2, dw = (P->w - cw) / 2;
+    a->n_pads = a->n_perm = 2;
+    a->n_shape = 0;
+    a->pads[0] = dh;
+    a->pads[1] = dw;
+    a->pads[NTP_SLICE_ENDS + 0] = dh + ch;
+    a->pads[NTP_SLICE_ENDS + 1] = dw + cw;
+    a->perm[0] = 2;
+    a->perm[1] = 3;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = P->c;
+    L->h = ch;
+    L->w = cw;
+    L->kind = NTP_DARKNET_CROP;
+    return NTP_STATUS_OK;
+}
+
+/* [yolo], [region], [detection], [cost]: the loss and the decoding of
+ * boxes, outside the network's arithmetic. The layer passes its input
+ * through; the detection heads' inputs are graph outputs. */
+static ntp_status passthrough_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L,
+                                    bool head)
+{
+    (void)s;
+    *L = r->layers[li - 1];
+    L->node = L->bn_node = -1;
+    L->kind = NTP_DARKNET_PASSTHROUGH;
+    L->bn = false;
+    if (head) {
+        int *o = realloc(r->outs, ((size_t)r->n_outs + 1) * sizeof *o);
+        if (!o)
+            return oom(r);
+        r->outs = o;
+        r->outs[r->n_outs++] = L->tensor;
+    }
+    return NTP_STATUS_OK;
+}
+
+static const char *const supported =
+    "convolutional, connected, maxpool, avgpool, route, shortcut, upsample, dropout, softmax, "
+    "reorg, crop, yolo, region, detection, cost";
+
+static ntp_status layer(reader *r, int li)
+{
+    const dn_sect *s = &r->s[li + 1];
+    ntp_darknet_layer *L = &r->layers[li];
+    memset(L, 0, sizeof *L);
+    L->node = L->last = L->tensor = L->bn_node = -1;
+    L->line = s->line;
+    const char *t = s->type;
+    if (!strcmp(t, "convolutional") || !strcmp(t, "conv"))
+        return conv_layer(r, s, li, L);
+    if (!strcmp(t, "connected") || !strcmp(t, "conn"))
+        return connected_layer(r, s, li, L);
+    if (!strcmp(t, "maxpool") || !strcmp(t, "max"))
+        return maxpool_layer(r, s, li, L);
+    if (!strcmp(t, "avgpool") || !strcmp(t, "avg"))
+        return avgpool_layer(r, s, li, L);
+    if (!strcmp(t, "route"))
+        return route_layer(r, s, li, L);
+    if (!strcmp(t, "shortcut"))
+        return shortcut_layer(r, s, li, L);
+    if (!strcmp(t, "upsample"))
+        return upsample_layer(r, s, li, L);
+    if (!strcmp(t, "dropout"))
+        return dropout_layer(r, s, li, L);
+    if (!strcmp(t, "softmax") || !strcmp(t, "soft"))
+        return softmax_layer(r, s, li, L);
+    if (!strcmp(t, "reorg"))
+        return reorg_layer(r, s, li, L);
+    if (!strcmp(t, "crop"))
+        return crop_layer(r, s, li, L);
+    if (!strcmp(t, "yolo") || !strcmp(t, "region") || !strcmp(t, "detection"))
+        return passthrough_layer(r, s, li, L, true);
+    if (!strcmp(t, "cost"))
+        return passthrough_layer(r, s, li, L, false);
+    if (!strcmp(t, "net") || !strcmp(t, "network"))
+        return sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
+                          "a second [net]: expected it once, as the first section");
+    return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                      "layer type '%s' is not supported: expected one of %s "
+                      "(docs/darknet.md lists what loads)",
+                      t, supported);
+}
+
+static const char *const net_keys =
+    "width,height,channels,batch,subdivisions,inputs,time_steps,notruth,random,learning_rate,"
+    "momentum,decay,adam,B1,B2,eps,max_crop,min_crop,max_ratio,min_ratio,center,clip,angle,"
+    "aspect,saturation,exposure,hue,policy,burn_in,power,step,scale,steps,scales,gamma,"
+    "max_batches,flip,seen,mask";
+
+/* A --set override of a [net] key, or NULL. */
+static const char *net_override(reader *r, const char *key)
+{
+    size_t n = strlen(key);
+    const char *v = NULL;
+    for (int i = 0; i < r->opts->n_set; i++)
+        if (strncmp(r->opts->set[i], key, n) == 0 && r->opts->set[i][n] == '=')
+            v = r->opts->set[i] + n + 1;
+    return v;
+}
+
+static ntp_status read_net(reader *r)
+{
+    const dn_sect *s = &r->s[0];
+    ntp_status st;
+    if (strcmp(s->type, "net") != 0 && strcmp(s->type, "network") != 0)
+        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s:%d: [%s]: the first section must be [net] (the input's width, "
+                          "height and channels)",
+                          r->src, s->line, s->type);
+    for (int i = 0; i < r->opts->n_set; i++) {
+        const char *e = strchr(r->opts->set[i], '=');
+        size_t n = e ? (size_t)(e - r->opts->set[i]) : 0;
+        static const char *const ok[] = {"batch", "width", "height", "channels", "weights"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++)
+            known |= n == strlen(ok[k]) && strncmp(r->opts->set[i], ok[k], n) == 0;
+        if (!known)
+            return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
+                              "%s: --set %s: a Darknet .cfg takes batch, width, height, channels "
+                              "and weights=FILE.weights",
+                              r->src, r->opts->set[i]);
+    }
+    if ((st = check_keys(r, s, net_keys)))
+        return st;
+    int64_t dim[3];
+    static const char *const keys[] = {"width", "height", "channels"};
+    for (int k = 0; k < 3; k++) {
+        const char *v = net_override(r, keys[k]);
+        if (v) {
+            char *end;
+            long long x = strtoll(v, &end, 10);
+            if (end == v || *end || x < 1 || x > 1 << 20)
+                return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                  "%s: --set %s=%s: expected a positive integer", r->src, keys[k],
+                                  v);
+            dim[k] = x;
+            continue;
+        }
+        if ((st = get_int(r, s, keys[k], 0, 0, 1 << 20, &dim[k])))
+            return st;
+        if (dim[k] == 0)
+            return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                              "'%s': expected a positive input %s (a network without width, "
+                              "height and channels, such as the text models' inputs=, is not "
+                              "supported)",
+                              keys[k], keys[k]);
+    }
+    const char *b = net_override(r, "batch");
+    r->batch = r->opts->batch > 0 ? r->opts->batch : 1;
+    if (b) {
+        char *end;
+        long long x = strtoll(b, &end, 10);
+        if (end == b || *end || x < 1 || x > INT32_MAX)
+            return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "%s: --set batch=%s: expected a positive integer", r->src, b);
+        r->batch = x;
+    }
+    r->weights = net_override(r, "weights");
+    ntp_graph *g = r->g;
+    g->batch = r->batch;
+    /* The batch is a param, as in markup, so that --batch and reports see it. */
+    g->params = calloc(1, sizeof *g->params);
+    if (!g->params)
+        return oom(r);
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)r->batch);
+    g->params[0].name = ntp__strdup("batch");
+    g->params[0].value = ntp__strdup(num);
+    g->params[0].line = s->line;
+    g->n_params = 1;
+    if (!g->params[0].name || !g->params[0].value)
+        return oom(r);
+    g->inputs = malloc(sizeof *g->inputs);
+    int ti = ntp__graph_add_tensor(g, "data", NTP_TENSOR_INPUT);
+    if (!g->inputs || ti < 0)
+        return oom(r);
+    ntp_tensor *t = &g->tensors[ti];
+    t->shape.ndim = 4;
+    t->shape.dim[0] = r->batch;
+    t->shape.dim[1] = dim[2];
+    t->shape.dim[2] = dim[1];
+    t->shape.dim[3] = dim[0];
+    t->dtype = NTP_DTYPE_F32;
+    t->layout = NTP_LAYOUT_NCHW;
+    g->inputs[g->n_inputs++] = ti;
+    /* The input is "layer -1": what layer 0 reads. */
+    ntp_darknet_layer *in = &r->layers[-1];
+    memset(in, 0, sizeof *in);
+    in->kind = NTP_DARKNET_INPUT;
+    in->node = in->last = in->bn_node = -1;
+    in->tensor = ti;
+    in->c = dim[2];
+    in->h = dim[1];
+    in->w = dim[0];
+    in->line = s->line;
+    return NTP_STATUS_OK;
+}
+
+/* --- driver ----------------------------------------------------------------- */
+
+static ntp_status read_file(reader *r, char **text)
+{
+    FILE *f = fopen(r->src, "rb");
+    if (!f)
+        return ntp__error(r->ctx, NTP_STATUS_IO_ERROR, "%s: cannot open: %s", r->src,
+                          strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            if (cap >= ((size_t)64 << 20)) {
+                free(buf);
+                fclose(f);
+                return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                                  "%s: larger than 64 MiB: expected a Darknet .cfg text file",
+                                  r->src);
+            }
+            char *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return oom(r);
+    if (err) {
+        free(buf);
+        return ntp__error(r->ctx, NTP_STATUS_IO_ERROR, "%s: read error", r->src);
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        free(buf);
+        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s: holds NUL bytes: expected a Darknet .cfg text file", r->src);
+    }
+    *text = buf;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status build(reader *r)
+{
+    ntp_status st;
+    char *text = NULL;
+    if ((st = read_file(r, &text)))
+        return st;
+    st = parse_text(r, text);
+    free(text);
+    if (st)
+        return st;
+    if (r->n_s == 0)
+        return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s:1: no sections: expected [net] and then layers", r->src);
+    if (r->n_s == 1 && (!strcmp(r->s[0].type, "net") || !strcmp(r->s[0].type, "network")))
+        return ntp__error(r->ctx, NTP_STATUS_GRAPH_ERROR, "%s:%d: [net]: no layers follow it",
+                          r->src, r->s[0].line);
+    ntp_darknet_layer *base = calloc((size_t)r->n_s, sizeof *base);
+    if (!base)
+        return oom(r);
+    r->layers = base + 1;
+    r->n_layers = r->n_s - 1;
+    const char *slash = strrchr(r->src, '/');
+    char name[256];
+    snprintf(name, sizeof name, "%s", slash ? slash + 1 : r->src);
+    char *dot = strrchr(name, '.');
+    if (dot)
+        *dot = '\0';
+    if (!(r->g = ntp__graph_new(name, r->src)))
+        return oom(r);
+    r->g->precision = r->opts->set_precision ? r->opts->precision : NTP_DTYPE_F32;
+    if ((st = read_net(r)))
+        return st;
+    for (int li = 0; li < r->n_layers; li++)
+        if ((st = layer(r, li)))
+            return st;
+    if (r->g->n_nodes == 0)
+        return ntp__error(r->ctx, NTP_STATUS_GRAPH_ERROR,
+                          "%s: no layer computes anything (only pass-through sections)", r->src);
+    /* The outputs: the detection heads' inputs, and the last layer's. */
+    int last = r->layers[r->n_layers - 1].tensor;
+    bool have = false;
+    for (int i = 0; i < r->n_outs; i++)
+        have |= r->outs[i] == last;
+    if (!have) {
+        int *o = realloc(r->outs, ((size_t)r->n_outs + 1) * sizeof *o);
+        if (!o)
+            return oom(r);
+        r->outs = o;
+        r->outs[r->n_outs++] = last;
+    }
+    ntp_graph *g = r->g;
+    g->outputs = malloc((size_t)r->n_outs * sizeof *g->outputs);
+    if (!g->outputs)
+        return oom(r);
+    for (int i = 0; i < r->n_outs; i++) {
+        bool dup = false;
+        for (int k = 0; k < g->n_outputs; k++)
+            dup |= g->outputs[k] == r->outs[i];
+        if (!dup && g->tensors[r->outs[i]].kind == NTP_TENSOR_ACTIVATION)
+            g->outputs[g->n_outputs++] = r->outs[i];
+    }
+    if ((st = ntp__graph_finalize(r->ctx, g, r->opts->max_memory)))
+        return st;
+    if (r->weights)
+        return ntp__darknet_read_weights(r->ctx, g, r->layers, r->n_layers, r->weights);
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__darknet_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
+                                  ntp_graph **out, ntp_darknet_layer **layers, int *n_layers)
+{
+    reader r = {.ctx = ctx, .src = path, .opts = opts};
+    *out = NULL;
+    if (layers) {
+        *layers = NULL;
+        *n_layers = 0;
+    }
+    ntp_status st = build(&r);
+    for (int i = 0; i < r.n_s; i++) {
+        for (int k = 0; k < r.s[i].n_opts; k++) {
+            free(r.s[i].opts[k].key);
+            free(r.s[i].opts[k].val);
+        }
+        free(r.s[i].opts);
+        free(r.s[i].type);
+    }
+    free(r.s);
+    free(r.outs);
+    ntp_darknet_layer *base = r.layers ? r.layers - 1 : NULL;
+    if (st) {
+        ntp_graph_free(r.g);
+        free(base);
+        return st;
+    }
+    *out = r.g;
+    if (layers) {
+        memmove(base, base + 1, (size_t)r.n_layers * sizeof *base);
+        *layers = base;
+        *n_layers = r.n_layers;
+    } else {
+        free(base);
+    }
+    return NTP_STATUS_OK;
+}

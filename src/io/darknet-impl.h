@@ -1,0 +1,50 @@
+/* Darknet .cfg networks and .weights files, private to libntprof
+ * (docs/darknet.md). */
+#ifndef NTPROF_DARKNET_IMPL_H
+#define NTPROF_DARKNET_IMPL_H
+
+#include "graph/graph-impl.h"
+
+typedef enum ntp_darknet_kind {
+    NTP_DARKNET_INPUT, /* the [net] input, "layer -1" */
+    NTP_DARKNET_CONV,
+    NTP_DARKNET_CONNECTED,
+    NTP_DARKNET_MAXPOOL,
+    NTP_DARKNET_AVGPOOL,
+    NTP_DARKNET_ROUTE,
+    NTP_DARKNET_SHORTCUT,
+    NTP_DARKNET_UPSAMPLE,
+    NTP_DARKNET_DROPOUT,
+    NTP_DARKNET_SOFTMAX,
+    NTP_DARKNET_REORG,
+    NTP_DARKNET_CROP,
+    NTP_DARKNET_PASSTHROUGH /* [yolo], [region], [detection], [cost] */
+} ntp_darknet_kind;
+
+/* One Darknet layer (a section after [net], numbered from 0 as Darknet
+ * does) and the ntprof layers it became. */
+typedef struct ntp_darknet_layer {
+    ntp_darknet_kind kind;
+    int line;        /* the section's line in the .cfg */
+    int node;        /* the main node (conv, fc, pool...), -1 for a pass-through */
+    int bn_node;     /* its batchnorm node, -1 if none */
+    int last;        /* the node producing the layer's output, -1 if none */
+    int tensor;      /* the layer's output tensor */
+    int64_t c, h, w; /* the output as Darknet shapes it (out_c, out_h, out_w) */
+    bool flat;       /* the tensor is [N, c] (h = w = 1) rather than [N,c,h,w] */
+    bool bn;         /* batch_normalize=1 */
+} ntp_darknet_layer;
+
+/* Load a .cfg file. With `layers`, *layers (malloc'd, free() it) gets one
+ * entry per Darknet layer and *n_layers their count. `opts->set` may hold
+ * batch=, width=, height=, channels= and weights=FILE.weights. */
+ntp_status ntp__darknet_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
+                                  ntp_graph **out, ntp_darknet_layer **layers, int *n_layers);
+
+/* Fill the weights of a loaded .cfg graph from a Darknet .weights file
+ * (src/io/darknet-weights.c): its header, then per layer in order the
+ * biases, the batch-norm scales, means and variances, and the weights. */
+ntp_status ntp__darknet_read_weights(ntp_ctx *ctx, ntp_graph *g, const ntp_darknet_layer *layers,
+                                     int n_layers, const char *path);
+
+#endif

@@ -1,0 +1,476 @@
+/* The Darknet .cfg reader (src/io/darknet-cfg.c) against Darknet itself.
+ *
+ * 1. Every .cfg bundled with Debian's darknet package (/usr/share/darknet/
+ *    cfg): the ones the reader supports load, and each Darknet layer's
+ *    output shape (out_c x out_h x out_w and the outputs per image) and its
+ *    FLOPs equal those libdarknet's parse_network_cfg builds, as recorded in
+ *    tests/data/darknet-bundled.tsv; the ones it does not support fail with
+ *    the reason docs/darknet.md gives. The table is libdarknet's own numbers,
+ *    written by this binary's --golden mode (parse_network_cfg takes
+ *    minutes over all of them: it initialises every weight at random); the
+ *    live check below keeps it honest.
+ * 2. Live, when the test is linked with libdarknet: small networks covering
+ *    every supported layer type (the .cfg files in tests/data/darknet/) parsed by
+ *    parse_network_cfg here and now, compared layer by layer, including the
+ *    BFLOPs figures Darknet prints.
+ * 3. Malformed .cfg files: the exact one-line error for each.
+ * 4. A .weights file lands in the right tensors.
+ *
+ * Darknet's FLOPs are 2 x MACs of its convolutions (parse prints
+ * 2.0*n*size*size*c/groups*out_h*out_w / 1e9 "BFLOPs"), without the bias
+ * add, so the comparison is with 2 x the conv node's MACs; for [connected]
+ * it is 2 x inputs x outputs. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/darknet-impl.h"
+#include "ntprof/ntprof.h"
+
+#ifdef NTP_HAVE_DARKNET
+#include "darknet.h"
+#endif
+
+#define BUNDLED "/usr/share/darknet/cfg"
+#define DATA NTP_SOURCE_DIR "/tests/data"
+
+static int failures;
+
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fputc('\n', stderr);                                 \
+            failures++;                                          \
+        }                                                        \
+    } while (0)
+
+/* One Darknet layer as Darknet shapes and counts it. */
+typedef struct dn_ref {
+    char type[16];
+    long long w, h, c, outputs, flops;
+} dn_ref;
+
+static const char *kind_name(ntp_darknet_kind k)
+{
+    switch (k) {
+    case NTP_DARKNET_INPUT: return "input";
+    case NTP_DARKNET_CONV: return "conv";
+    case NTP_DARKNET_CONNECTED: return "connected";
+    case NTP_DARKNET_MAXPOOL: return "max";
+    case NTP_DARKNET_AVGPOOL: return "avg";
+    case NTP_DARKNET_ROUTE: return "route";
+    case NTP_DARKNET_SHORTCUT: return "shortcut";
+    case NTP_DARKNET_UPSAMPLE: return "upsample";
+    case NTP_DARKNET_DROPOUT: return "dropout";
+    case NTP_DARKNET_SOFTMAX: return "softmax";
+    case NTP_DARKNET_REORG: return "reorg";
+    case NTP_DARKNET_CROP: return "crop";
+    case NTP_DARKNET_PASSTHROUGH: return "head";
+    }
+    return "?";
+}
+
+/* ntprof's graph for `path` against Darknet's layers `ref[n]`. */
+static void compare(const char *path, const dn_ref *ref, int n)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_load_opts o = {.max_memory = -1};
+    ntp_graph *g = NULL;
+    ntp_darknet_layer *L = NULL;
+    int nl = 0;
+    if (ntp__darknet_load_file(ctx, path, &o, &g, &L, &nl) != NTP_STATUS_OK) {
+        CHECK(0, "%s: %s", path, ntp_ctx_errmsg(ctx));
+        ntp_ctx_free(ctx);
+        return;
+    }
+    CHECK(nl == n, "%s: %d layers, Darknet has %d", path, nl, n);
+    for (int i = 0; i < n && i < nl; i++) {
+        const ntp_tensor *t = &g->tensors[L[i].tensor];
+        long long per = ntp_shape_numel(&t->shape) / g->batch;
+        CHECK(per == ref[i].outputs, "%s: layer %d (%s): %lld outputs per image, Darknet %lld",
+              path, i, ref[i].type, per, ref[i].outputs);
+        if (!L[i].flat && ref[i].c != 0) /* Darknet leaves out_c 0 where it has no 3-D shape */
+            CHECK(t->shape.ndim == 4 && t->shape.dim[1] == ref[i].c &&
+                      t->shape.dim[2] == ref[i].h && t->shape.dim[3] == ref[i].w,
+                  "%s: layer %d (%s): ntprof %lldx%lldx%lld, Darknet %lldx%lldx%lld", path, i,
+                  ref[i].type, (long long)t->shape.dim[3], (long long)t->shape.dim[2],
+                  (long long)t->shape.dim[1], ref[i].w, ref[i].h, ref[i].c);
+        long long flops = 0;
+        if (L[i].kind == NTP_DARKNET_CONV || L[i].kind == NTP_DARKNET_CONNECTED) {
+            ntp_cost c = {0};
+            ntp__op_cost(g, &g->nodes[L[i].node], &c);
+            flops = 2 * c.macs / g->batch;
+        }
+        CHECK(flops == ref[i].flops,
+              "%s: layer %d (%s): ntprof %lld FLOPs (2 x MACs), Darknet %lld", path, i, ref[i].type,
+              flops, ref[i].flops);
+        const char *k = kind_name(L[i].kind);
+        bool same = strcmp(k, ref[i].type) == 0 ||
+                    (L[i].kind == NTP_DARKNET_PASSTHROUGH &&
+                     (!strcmp(ref[i].type, "yolo") || !strcmp(ref[i].type, "region") ||
+                      !strcmp(ref[i].type, "detection") || !strcmp(ref[i].type, "cost")));
+        CHECK(same, "%s: layer %d: ntprof %s, Darknet %s", path, i, k, ref[i].type);
+    }
+    free(L);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* --- 1. the bundled files against the recorded table ------------------------ */
+
+/* What the reader refuses, and the words its message must hold. */
+static const struct {
+    const char *cfg, *why;
+} refused[] = {
+    {"gru.cfg", "inputs="},
+    {"rnn.cfg", "inputs="},
+    {"rnn.train.cfg", "inputs="},
+    {"strided.cfg", "got 'ramp'"},
+    {"yolov1.cfg", "'local'"},
+    {"darknet9000.cfg", "no tree"},
+    {"cifar.test.cfg", "temperature=1"},
+    {"go.cfg", "no reverse, flatten or extra"},
+    {"go.test.cfg", "no reverse, flatten or extra"},
+};
+
+static int bundled(void)
+{
+    FILE *f = fopen(DATA "/darknet-bundled.tsv", "r");
+    if (!f) {
+        CHECK(0, "cannot open %s", DATA "/darknet-bundled.tsv");
+        return 0;
+    }
+    char line[512], cur[128] = "";
+    dn_ref *ref = NULL;
+    int n = 0, cap = 0, files = 0;
+    for (bool more = true; more;) {
+        char cfg[128] = "";
+        dn_ref r;
+        int li = 0;
+        more = fgets(line, sizeof line, f) != NULL;
+        if (more && (line[0] == '#' || line[0] == '\n'))
+            continue;
+        if (more && sscanf(line, "%127s %d %15s %lld %lld %lld %lld %lld", cfg, &li, r.type, &r.w,
+                           &r.h, &r.c, &r.outputs, &r.flops) != 8) {
+            CHECK(0, "darknet-bundled.tsv: bad line '%s'", line);
+            continue;
+        }
+        if (cur[0] && (!more || strcmp(cfg, cur) != 0)) {
+            char path[256];
+            snprintf(path, sizeof path, "%s/%s", BUNDLED, cur);
+            compare(path, ref, n);
+            files++;
+            n = 0;
+        }
+        if (!more)
+            break;
+        snprintf(cur, sizeof cur, "%s", cfg);
+        CHECK(li == n, "darknet-bundled.tsv: %s: layer %d out of order", cfg, li);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            ref = realloc(ref, (size_t)cap * sizeof *ref);
+        }
+        ref[n++] = r;
+    }
+    fclose(f);
+    free(ref);
+    /* The refused ones, for the reason given. */
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", BUNDLED, refused[i].cfg);
+        ntp_ctx *ctx = ntp_ctx_init();
+        ntp_load_opts o = {.max_memory = -1};
+        ntp_graph *g = NULL;
+        ntp_status st = ntp_graph_load(ctx, path, &o, &g);
+        CHECK(st != NTP_STATUS_OK && strstr(ntp_ctx_errmsg(ctx), refused[i].why),
+              "%s: expected a refusal naming %s, got '%s'", path, refused[i].why,
+              st ? ntp_ctx_errmsg(ctx) : "loaded");
+        ntp_graph_free(g);
+        ntp_ctx_free(ctx);
+    }
+    return files;
+}
+
+/* --- 2. live against libdarknet ---------------------------------------------- */
+
+#ifdef NTP_HAVE_DARKNET
+static const char *type_name(LAYER_TYPE t)
+{
+    switch (t) {
+    case CONVOLUTIONAL: return "conv";
+    case CONNECTED: return "connected";
+    case MAXPOOL: return "max";
+    case AVGPOOL: return "avg";
+    case ROUTE: return "route";
+    case SHORTCUT: return "shortcut";
+    case UPSAMPLE: return "upsample";
+    case DROPOUT: return "dropout";
+    case SOFTMAX: return "softmax";
+    case REORG: return "reorg";
+    case CROP: return "crop";
+    case YOLO: return "yolo";
+    case REGION: return "region";
+    case DETECTION: return "detection";
+    case COST: return "cost";
+    default: return "other";
+    }
+}
+
+/* Darknet's layers for `path`; the BFLOPs lines it printed go to *printed
+ * (one per convolution, in order). */
+static int darknet_layers(const char *path, dn_ref **out, double **printed, int *n_printed)
+{
+    fflush(stderr);
+    char tmpl[] = "/tmp/ntp-darknet-XXXXXX";
+    int fd = mkstemp(tmpl), saved = dup(2);
+    dup2(fd, 2);
+    network *net = parse_network_cfg((char *)path);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    dn_ref *ref = calloc((size_t)net->n, sizeof *ref);
+    for (int i = 0; i < net->n; i++) {
+        layer l = net->layers[i];
+        dn_ref *r = &ref[i];
+        snprintf(r->type, sizeof r->type, "%s", type_name(l.type));
+        r->w = l.out_w;
+        r->h = l.out_h;
+        r->c = l.out_c;
+        r->outputs = l.outputs;
+        if (l.type == CONVOLUTIONAL)
+            r->flops = 2LL * l.n * l.size * l.size * (l.c / l.groups) * l.out_h * l.out_w;
+        else if (l.type == CONNECTED)
+            r->flops = 2LL * l.inputs * l.outputs;
+    }
+    int n = net->n;
+    free_network(net);
+    *n_printed = 0;
+    *printed = malloc(4096 * sizeof **printed);
+    FILE *f = fdopen(fd, "r");
+    rewind(f);
+    char line[512];
+    while (fgets(line, sizeof line, f) && *n_printed < 4096) {
+        char *b = strstr(line, "BFLOPs");
+        if (!b)
+            continue;
+        while (b > line && b[-1] == ' ')
+            b--;
+        while (b > line && b[-1] != ' ')
+            b--;
+        (*printed)[(*n_printed)++] = atof(b);
+    }
+    fclose(f);
+    unlink(tmpl);
+    *out = ref;
+    return n;
+}
+
+static void live(const char *path)
+{
+    dn_ref *ref;
+    double *printed;
+    int np, n = darknet_layers(path, &ref, &printed, &np);
+    compare(path, ref, n);
+    /* The printed figures are the same numbers, rounded to 3 decimals. */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ref[i].type, "conv") != 0)
+            continue;
+        CHECK(k < np, "%s: layer %d: Darknet printed no BFLOPs", path, i);
+        if (k < np) {
+            char a[32], b[32];
+            snprintf(a, sizeof a, "%.3f", ref[i].flops / 1e9);
+            snprintf(b, sizeof b, "%.3f", printed[k]);
+            CHECK(strcmp(a, b) == 0, "%s: layer %d: %s BFLOPs, Darknet printed %s", path, i, a, b);
+        }
+        k++;
+    }
+    free(ref);
+    free(printed);
+}
+
+/* --golden FILE...: the table lines for these .cfg files, from libdarknet. */
+static int golden(int argc, char **argv)
+{
+    for (int a = 0; a < argc; a++) {
+        dn_ref *ref;
+        double *printed;
+        int np, n = darknet_layers(argv[a], &ref, &printed, &np);
+        const char *base = strrchr(argv[a], '/') ? strrchr(argv[a], '/') + 1 : argv[a];
+        for (int i = 0; i < n; i++)
+            printf("%s\t%d\t%s\t%lld\t%lld\t%lld\t%lld\t%lld\n", base, i, ref[i].type, ref[i].w,
+                   ref[i].h, ref[i].c, ref[i].outputs, ref[i].flops);
+        free(ref);
+        free(printed);
+    }
+    return 0;
+}
+#endif
+
+/* --- 3. malformed files: the exact message ------------------------------------ */
+
+static char *write_tmp(const char *text, const char *suffix)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/ntp-dn-XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        abort();
+    close(fd);
+    return path;
+}
+
+#define NET "[net]\nwidth=8\nheight=8\nchannels=3\n"
+
+static void malformed(void)
+{
+    static const struct {
+        const char *text, *want; /* want follows "FILE:" */
+    } cases[] = {
+        {NET "[convolutional]\nfilters=4\nsize=3\nstrid=1\n",
+         "8: [convolutional] (layer 0): unknown key 'strid'; did you mean 'stride'?"},
+        {NET "[convolutional]\nfilters=x\n",
+         "6: [convolutional] (layer 0): 'filters': expected an integer in [1, 1048576], got 'x'"},
+        {NET "[convolutional]\nfilters=2\nactivation=stair\n",
+         "7: [convolutional] (layer 0): 'activation': expected one of linear, leaky, relu, "
+         "logistic, tanh, elu, selu, mish, swish, got 'stair'"},
+        {NET "[maxpool]\n[shortcut]\nfrom=-5\n",
+         "7: [shortcut] (layer 1): 'from': -5 names layer -4, expected a layer before this one (0 "
+         "to 0)"},
+        {NET "[maxpool]\nsize=2\nstride=2\n[route]\nlayers=-1,-2\n",
+         "9: [route] (layer 1): 'layers': -2 names layer -1, expected a layer before this one (0 "
+         "to 0)"},
+        {"width=8\n[net]\n", "1: 'width=8' comes before any section: expected [net] first"},
+        {"[convolutional]\n", "1: [convolutional]: the first section must be [net]"},
+        {NET "[local]\n", "5: [local] (layer 0): layer type 'local' is not supported"},
+        {NET "[maxpool\n", "5: expected a section header such as [convolutional], got '[maxpool'"},
+        {NET "[maxpool]\nsize\n", "6: expected key=value or a [section], got 'size'"},
+        {"[net]\nwidth=8\nheight=8\n[maxpool]\n",
+         "1: [net]: 'channels': expected a positive input channels"},
+        {NET "[convolutional]\nfilters=4\nsize=9\n",
+         "5: [convolutional] (layer 0): size=9 does not fit the 8x8 input with padding 0"},
+        {NET "[maxpool]\nsize=2\nstride=2\n[upsample]\n[shortcut]\nfrom=-2\n",
+         "10: [shortcut] (layer 2): 'from': layer 0 is 4x4x3, the previous layer 8x8x3: expected "
+         "the same size or a whole multiple of it"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *path = write_tmp(cases[i].text, ".cfg");
+        ntp_ctx *ctx = ntp_ctx_init();
+        ntp_load_opts o = {.max_memory = -1};
+        ntp_graph *g = NULL;
+        ntp_status st = ntp_graph_load(ctx, path, &o, &g);
+        char want[512];
+        snprintf(want, sizeof want, "%s:%s", path, cases[i].want);
+        const char *got = st ? ntp_ctx_errmsg(ctx) : "loaded";
+        CHECK(st != NTP_STATUS_OK && strncmp(got, want, strlen(want)) == 0 && !strchr(got, '\n'),
+              "case %zu:\n  expected '%s...'\n  got      '%s'", i, want, got);
+        ntp_graph_free(g);
+        ntp_ctx_free(ctx);
+        unlink(path);
+    }
+}
+
+/* --- 4. a .weights file ----------------------------------------------------- */
+
+/* conv (bn) 2 filters 1x1 on 3 channels, then connected 2 -> 3: the values
+ * are their position in the file, so each tensor's first element says which
+ * block it was read from. */
+static void weights(void)
+{
+    char *cfg = write_tmp(NET "[convolutional]\nbatch_normalize=1\nfilters=2\nsize=1\n"
+                              "activation=leaky\n[avgpool]\n[connected]\noutput=3\n"
+                              "activation=linear\n",
+                          ".cfg");
+    char cfgpath[64];
+    snprintf(cfgpath, sizeof cfgpath, "%s", cfg);
+    int32_t head[3] = {0, 2, 0};
+    uint64_t seen = 0;
+    float v[2 + 2 + 2 + 2 + 6 + 3 + 6];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        v[i] = (float)i;
+    char wpath[] = "/tmp/ntp-dn-XXXXXX";
+    int fd = mkstemp(wpath);
+    if (write(fd, head, sizeof head) != sizeof head || write(fd, &seen, 8) != 8 ||
+        write(fd, v, sizeof v) != sizeof v)
+        abort();
+    close(fd);
+    char set[96];
+    snprintf(set, sizeof set, "weights=%s", wpath);
+    const char *sets[] = {set};
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_load_opts o = {.max_memory = -1, .set = sets, .n_set = 1};
+    ntp_graph *g = NULL;
+    ntp_status st = ntp_graph_load(ctx, cfgpath, &o, &g);
+    CHECK(st == NTP_STATUS_OK, "weights: %s", ntp_ctx_errmsg(ctx));
+    if (st == NTP_STATUS_OK) {
+        static const struct {
+            const char *name;
+            float first;
+        } want[] = {{"conv0_bn.bias", 0}, {"conv0_bn.scale", 2}, {"conv0_bn.mean", 4},
+                    {"conv0_bn.var", 6},  {"conv0.W", 8},        {"fc2.b", 14},
+                    {"fc2.W", 17}};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            int t = ntp__graph_find_tensor(g, want[i].name);
+            CHECK(t >= 0 && g->tensors[t].data, "weights: no data for %s", want[i].name);
+            if (t >= 0 && g->tensors[t].data)
+                CHECK(((float *)g->tensors[t].data)[0] == want[i].first,
+                      "weights: %s starts with %g, expected %g", want[i].name,
+                      ((float *)g->tensors[t].data)[0], want[i].first);
+        }
+    }
+    ntp_graph_free(g);
+    /* One float short: the error names the layer and the block. */
+    if (truncate(wpath, (off_t)(sizeof head + 8 + sizeof v - 4)) != 0)
+        abort();
+    g = NULL;
+    st = ntp_graph_load(ctx, cfgpath, &o, &g);
+    char want[256];
+    snprintf(want, sizeof want,
+             "%s: ends inside layer 2 (the section at %s:11): expected 6 weights, found 5", wpath,
+             cfgpath);
+    CHECK(st != NTP_STATUS_OK && strncmp(ntp_ctx_errmsg(ctx), want, strlen(want)) == 0,
+          "truncated weights:\n  expected '%s...'\n  got      '%s'", want,
+          st ? ntp_ctx_errmsg(ctx) : "loaded");
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    unlink(wpath);
+    unlink(cfgpath);
+}
+
+int main(int argc, char **argv)
+{
+#ifdef NTP_HAVE_DARKNET
+    if (argc > 1 && strcmp(argv[1], "--golden") == 0)
+        return golden(argc - 2, argv + 2);
+#else
+    (void)argc;
+    (void)argv;
+#endif
+    if (access(BUNDLED "/yolov3-tiny.cfg", R_OK) != 0) {
+        printf("SKIP: Debian's darknet package is not installed (no %s)\n", BUNDLED);
+        return 77;
+    }
+    int files = bundled();
+    printf("%d bundled .cfg files compared with libdarknet's recorded layers\n", files);
+#ifdef NTP_HAVE_DARKNET
+    static const char *const small[] = {"mixed.cfg", "connected.cfg"};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/darknet/%s", DATA, small[i]);
+        live(path);
+    }
+    live(BUNDLED "/yolov3-tiny.cfg");
+#else
+    printf("libdarknet not linked: the live comparison is skipped\n");
+#endif
+    malformed();
+    weights();
+    if (failures)
+        printf("%d failures\n", failures);
+    return failures ? 1 : 0;
+}
