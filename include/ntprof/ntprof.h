@@ -22,6 +22,7 @@
 #include "ntprof/status.h"
 #include "ntprof/store.h"
 #include "ntprof/sweep.h"
+#include "ntprof/cluster.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -28,7 +28,7 @@ extern "C" {
 
 /* The schema version this library writes (PRAGMA user_version). Older
  * databases are migrated on open; a newer one is refused. */
-#define NTP_STORE_SCHEMA_VERSION 3
+#define NTP_STORE_SCHEMA_VERSION 4
 
 typedef struct ntp_store ntp_store;
 
