@@ -24,6 +24,11 @@
 #
 # slurmd runs jobs as their submitting user, which needs root: as another
 # user `up` stops with a message saying so.
+#
+# NTP_SLURM_CPUS=N declares the node with N CPUs instead of this machine's
+# count, so that N tasks of an array run at once with --shared (the tests
+# use it to keep a 50-task array short on a 2-core machine; never for
+# figures).
 set -euo pipefail
 
 me=local-slurm.sh
@@ -103,7 +108,7 @@ up() {
     # The node as this machine is: CPUs and memory (MiB, less a margin
     # slurmd would otherwise find short and drain the node for).
     local cpus mem_kib mem
-    cpus=$(nproc --all)
+    cpus=${NTP_SLURM_CPUS:-$(nproc --all)}
     mem_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
     mem=$((mem_kib / 1024 * 9 / 10))
     local ctl_port d_port
@@ -139,6 +144,9 @@ SchedulerType=sched/backfill
 SchedulerParameters=sched_min_interval=0
 MpiDefault=none
 ReturnToService=2
+# The node is declared as written here, even with more CPUs than it has
+# (NTP_SLURM_CPUS).
+SlurmdParameters=config_overrides
 # No slurmdbd: accounting_storage/none (sacct shows nothing); finished jobs
 # stay in slurmctld's memory an hour (squeue --states=all, scontrol) and
 # are appended to jobcomp.log.
@@ -166,6 +174,7 @@ EOF
     for _ in $(seq 1 150); do
         state=$(sinfo -h -N -n localhost -o '%T' 2>/dev/null || true)
         [ "$state" = idle ] && break
+        case "$state" in inval* | drain* | down*) break ;; esac
         sleep 0.2
     done
     if [ "$state" != idle ]; then
