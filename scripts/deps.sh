@@ -19,6 +19,9 @@ build_pkgs=(
     python3 python3-numpy python3-onnx python3-jsonschema
     # headless Chromium renders the HTML report in its test
     chromium
+    # sweeps on Slurm (docs/cluster.md): scripts/local-slurm.sh starts munged,
+    # slurmctld and slurmd for tests/test_slurm_cli.sh; sbatch and scontrol
+    slurm-wlm slurmctld slurmd slurm-client munge
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

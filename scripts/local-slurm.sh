@@ -39,7 +39,7 @@ die() {
 
 need() {
     for b in "$@"; do
-        command -v "$b" >/dev/null 2>&1 || die "'$b' not found; install slurm-wlm and munge (scripts/deps.sh cluster)"
+        command -v "$b" >/dev/null 2>&1 || die "'$b' not found; install slurm-wlm and munge (scripts/deps.sh)"
     done
 }
 

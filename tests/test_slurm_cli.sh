@@ -14,7 +14,7 @@
 
 for b in slurmctld slurmd sbatch scontrol munged mungekey sinfo; do
     if ! command -v "$b" >/dev/null 2>&1; then
-        echo "skipped: '$b' not found (Debian: slurm-wlm, munge; scripts/deps.sh cluster)"
+        echo "skipped: '$b' not found (Debian: slurm-wlm, munge; scripts/deps.sh)"
         exit 77
     fi
 done
