@@ -38,7 +38,7 @@ expect_err "'sbatch' not found on PATH"
 expect_exit 2 "$NTPROF" sweep "$MLP" --vary hidden=8,16 --wait
 expect_err "need --executor slurm"
 
-# The cluster: ten CPUs declared so that ten tasks run at once (--shared).
+# The cluster: 25 CPUs declared so that 25 tasks run at once (--shared).
 CLUSTER_DIR=
 cleanup() {
     [ -n "$CLUSTER_DIR" ] && bash "$SRC/scripts/local-slurm.sh" down "$CLUSTER_DIR" 2>/dev/null
@@ -46,7 +46,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-line=$(NTP_SLURM_CPUS=10 bash "$SRC/scripts/local-slurm.sh" up 2>"$T/up.err" | tail -n 1)
+line=$(NTP_SLURM_CPUS=25 bash "$SRC/scripts/local-slurm.sh" up 2>"$T/up.err" | tail -n 1)
 if [ "${line#export SLURM_CONF=}" = "$line" ]; then
     echo "skipped: the local Slurm cluster did not start:"
     cat "$T/up.err"
