@@ -27,6 +27,9 @@ build_pkgs=(
     # Darknet (libdarknet.so, darknet.h and its bundled .cfg files, one package;
     # there is no -dev): the .cfg reader's check against Darknet (docs/darknet.md)
     darknet
+    # sweeps on Slurm (docs/cluster.md): scripts/local-slurm.sh starts munged,
+    # slurmctld and slurmd for tests/test_slurm_cli.sh; sbatch and scontrol
+    slurm-wlm slurmctld slurmd slurm-client munge
 )
 bench_pkgs=( python3-torch python3-torchvision hyperfine )
 

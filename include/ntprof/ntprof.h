@@ -26,6 +26,7 @@
 #include "ntprof/train.h"
 #include "ntprof/load.h"
 #include "ntprof/predict.h"
+#include "ntprof/cluster.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,45 +18,47 @@ ntp_status ntp_store_save_calibration(ntp_ctx *ctx, ntp_store *s, const ntp_cali
                           "ntp_store_save_calibration: missing argument");
     if (s->read_only)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
-                          s->path);
+                          s->display);
     json_t *j = ntp__calibration_json(cal);
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!text)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    sqlite3_stmt *q;
+    ntp__stmt *q;
     ntp_status st = NTP_STATUS_OK;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO calibrations (machine, backend, precision,"
-                           " backend_version, threads, calibrated_at, model)"
-                           " VALUES (?,?,?,?,?,?,?)",
-                           -1, &q, NULL) != SQLITE_OK) {
+    if (!(q = ntp__db_prepare(s,
+                              "INSERT INTO calibrations (machine, backend, precision,"
+                              " backend_version, threads, calibrated_at, model)"
+                              " VALUES (?,?,?,?,?,?,?) ON CONFLICT (machine, backend, precision)"
+                              " DO UPDATE SET backend_version = excluded.backend_version,"
+                              " threads = excluded.threads, calibrated_at = excluded.calibrated_at,"
+                              " model = excluded.model"))) {
         free(text);
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
     }
-    sqlite3_bind_text(q, 1, cal->machine_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 2, cal->backend, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, cal->precision, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 4, cal->backend_version, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(q, 5, cal->threads);
-    sqlite3_bind_text(q, 6, cal->calibrated_at, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 7, text, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(q) != SQLITE_DONE)
+    ntp__db_text(q, 1, cal->machine_key);
+    ntp__db_text(q, 2, cal->backend);
+    ntp__db_text(q, 3, cal->precision);
+    ntp__db_text(q, 4, cal->backend_version);
+    ntp__db_int(q, 5, cal->threads);
+    ntp__db_text(q, 6, cal->calibrated_at);
+    ntp__db_text(q, 7, text);
+    if (ntp__db_step(q) != NTP__STEP_DONE)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the calibration");
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     free(text);
     return st;
 }
 
 /* Rows of q (column 0 the model) into *out, at most max; false on an
  * unreadable model (st set). */
-static ntp_status read_models(ntp_ctx *ctx, ntp_store *s, sqlite3_stmt *q, ntp_calibration *out,
+static ntp_status read_models(ntp_ctx *ctx, ntp_store *s, ntp__stmt *q, ntp_calibration *out,
                               int max, int *n)
 {
     int rc;
     *n = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && *n < max) {
-        const char *text = (const char *)sqlite3_column_text(q, 0);
+    while ((rc = ntp__db_step(q)) == NTP__STEP_ROW && *n < max) {
+        const char *text = ntp__db_col_text(q, 0);
         json_t *j = text ? json_loads(text, 0, NULL) : NULL;
         bool ok = j && ntp__calibration_from_json(j, &out[*n]);
         json_decref(j);
@@ -64,10 +66,10 @@ static ntp_status read_models(ntp_ctx *ctx, ntp_store *s, sqlite3_stmt *q, ntp_c
             return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                               "history %s: a stored calibration is unreadable; run `ntprof "
                               "machine --calibrate` again",
-                              s->path);
+                              s->display);
         (*n)++;
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    if (rc != NTP__STEP_ROW && rc != NTP__STEP_DONE)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the calibrations");
     return NTP_STATUS_OK;
 }
@@ -81,18 +83,17 @@ ntp_status ntp_store_load_calibration(ntp_ctx *ctx, ntp_store *s, const char *ma
     if (!s || !machine_key || !backend || !precision)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_store_load_calibration: missing argument");
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT model FROM calibrations WHERE machine = ? AND backend = ? AND"
-                           " precision = ?",
-                           -1, &q, NULL) != SQLITE_OK)
+    ntp__stmt *q;
+    if (!(q = ntp__db_prepare(s,
+                              "SELECT model FROM calibrations WHERE machine = ? AND backend = ? AND"
+                              " precision = ?")))
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the calibrations");
-    sqlite3_bind_text(q, 1, machine_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 2, backend, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, precision, -1, SQLITE_TRANSIENT);
+    ntp__db_text(q, 1, machine_key);
+    ntp__db_text(q, 2, backend);
+    ntp__db_text(q, 3, precision);
     int n = 0;
     ntp_status st = read_models(ctx, s, q, out, 1, &n);
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     *found = !st && n == 1;
     return st;
 }
@@ -101,25 +102,24 @@ ntp_status ntp_store_list_calibrations(ntp_ctx *ctx, ntp_store *s, ntp_calibrati
 {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *q;
+    ntp__stmt *q;
     int64_t count = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM calibrations", -1, &q, NULL) != SQLITE_OK)
+    if (!(q = ntp__db_prepare(s, "SELECT count(*) FROM calibrations")))
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the calibrations");
-    if (sqlite3_step(q) == SQLITE_ROW)
-        count = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (ntp__db_step(q) == NTP__STEP_ROW)
+        count = ntp__db_col_int(q, 0);
+    ntp__db_finalize(q);
     ntp_calibration *c = calloc((size_t)count + 1, sizeof *c);
     if (!c)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT model FROM calibrations ORDER BY calibrated_at DESC, machine,"
-                           " backend, precision",
-                           -1, &q, NULL) != SQLITE_OK) {
+    if (!(q = ntp__db_prepare(s,
+                              "SELECT model FROM calibrations ORDER BY calibrated_at DESC, machine,"
+                              " backend, precision"))) {
         free(c);
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the calibrations");
     }
     ntp_status st = read_models(ctx, s, q, c, (int)count, n);
-    sqlite3_finalize(q);
+    ntp__db_finalize(q);
     if (st) {
         free(c);
         *n = 0;

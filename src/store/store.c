@@ -90,6 +90,27 @@ static const char *const migrations[] = {
     "  backend_version TEXT, threads INTEGER, calibrated_at TEXT NOT NULL,"
     "  model TEXT NOT NULL,"
     "  PRIMARY KEY (machine, backend, precision)) WITHOUT ROWID;",
+    /* 5 -> 6: sweeps (docs/cluster.md#slurm): a sweep's design, recorded before
+     * its configurations run elsewhere (Slurm array tasks), and one row
+     * per configuration that started, ran or failed. A configuration
+     * has at most one row, so a task run twice never duplicates it. */
+    "CREATE TABLE sweeps ("
+    "  id INTEGER PRIMARY KEY,"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    "  source TEXT NOT NULL, design TEXT NOT NULL,"
+    "  factors TEXT NOT NULL,"     /* JSON array of "NAME=V1,V2,..." */
+    "  run_options TEXT NOT NULL," /* JSON array: the options every configuration gets */
+    "  n_configs INTEGER NOT NULL, executor TEXT NOT NULL,"
+    "  submit TEXT,"                    /* JSON: how it was submitted (partition, time, ...) */
+    "  jobs TEXT NOT NULL DEFAULT '');" /* the Slurm job ids, space separated */
+    "CREATE TABLE sweep_tasks ("
+    "  sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"
+    "  state TEXT NOT NULL," /* running, ok, failed, timed out, preempted, cancelled */
+    "  run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,"
+    "  job TEXT, message TEXT,"
+    "  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    "  PRIMARY KEY (sweep_id, idx)) WITHOUT ROWID;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-#include "cli.h"
+#include "cmd-sweep.h"
 
 int cmd_sweep(int argc, char **argv);
 
@@ -31,14 +31,18 @@ enum {
     OPT_PIN,
     OPT_DB,
     OPT_NO_DB,
-    OPT_HTML
+    OPT_HTML,
+    OPT_EXECUTOR,
+    OPT_PARTITION,
+    OPT_TIME,
+    OPT_MAX_PARALLEL,
+    OPT_SBATCH_ARG,
+    OPT_SHARED,
+    OPT_WAIT,
+    OPT_TASK,
+    OPT_RESUME,
+    OPT_REPORT
 };
-
-/* Options handed to every child, in order. */
-typedef struct argv_list {
-    const char **v;
-    int n, cap;
-} argv_list;
 
 static bool push(argv_list *a, const char *s)
 {
@@ -126,10 +130,15 @@ static void progress(cli_progress *p, int done, int total, const char *label, co
     fflush(stderr);
 }
 
+bool sweep_push(argv_list *a, const char *s)
+{
+    return push(a, s);
+}
+
 /* Run configuration c in a child; returns its report or records why not. */
-static void run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const char *file,
-                    const argv_list *fixed, const char *dir, double timeout, char *state,
-                    size_t state_len)
+void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const char *file,
+                   const argv_list *fixed, const char *dir, double timeout, char *state,
+                   size_t state_len)
 {
     char report[PATH_MAX], log[PATH_MAX];
     if (snprintf(report, sizeof report, "%s/config-%d.json", dir, c) >= (int)sizeof report ||
@@ -241,7 +250,7 @@ static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 }
 
 /* Remove what the children left in a temporary directory. */
-static void clean_dir(const char *dir, int n)
+void sweep_clean_dir(const char *dir, int n)
 {
     char p[PATH_MAX];
     for (int c = 0; c < n; c++) {
@@ -265,6 +274,11 @@ int cmd_sweep(int argc, char **argv)
     double timeout = 0;
     bool fixed_builtin[4] = {false}; /* backend, precision, batch, threads given as fixed */
     cli_topo_opts topo = {0};
+    /* --executor slurm and the commands on recorded sweeps. */
+    bool slurm = false;
+    const char *task = NULL, *resume = NULL, *report_id = NULL, *db = NULL;
+    const char *sbatch_args[64];
+    sweep_slurm_args sa = {0};
     /* The options handed to every configuration are listed together in
      * one block of text, so their entries carry no help of their own. */
     const cli_option opts[] = {
@@ -304,6 +318,27 @@ int cmd_sweep(int argc, char **argv)
         CLI_OPT("pin", OPT_PIN, "CPUS", NULL),
         CLI_OPT("db", OPT_DB, "PATH", NULL),
         CLI_OPT("no-db", OPT_NO_DB, NULL, NULL),
+        CLI_HELP("executor:\n"),
+        CLI_OPT("executor", OPT_EXECUTOR, "E",
+                "local (default: a process per configuration here)\n"
+                "or slurm (one job array; docs/cluster.md)"),
+        CLI_STR("partition", OPT_PARTITION, "P", "slurm: the partition", &sa.slurm.partition),
+        CLI_STR("time", OPT_TIME, "T", "slurm: each task's time limit (sbatch --time)",
+                &sa.slurm.time),
+        CLI_OPT("max-parallel", OPT_MAX_PARALLEL, "N", "slurm: at most N tasks at once"),
+        CLI_OPT("sbatch-arg", OPT_SBATCH_ARG, "ARG",
+                "slurm: one more sbatch argument (repeatable)"),
+        CLI_OPT("shared", OPT_SHARED, NULL,
+                "slurm: share nodes between tasks (default:\n"
+                "--exclusive, one task per node)"),
+        CLI_OPT("wait", OPT_WAIT, NULL, "slurm: follow the array and write the report"),
+        CLI_STR("resume", OPT_RESUME, "ID", "slurm: resubmit what sweep ID is missing", &resume),
+        CLI_STR("report", OPT_REPORT, "ID", "the report of recorded sweep ID from the store",
+                &report_id),
+        CLI_STR("task", OPT_TASK, "ID:N",
+                "run configuration N of recorded sweep ID (what\n"
+                "an array task runs)",
+                &task),
         CLI_HELP("output:\n"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
@@ -331,6 +366,31 @@ int cmd_sweep(int argc, char **argv)
                 goto out;
             }
             continue;
+        case OPT_EXECUTOR:
+            if (strcmp(optarg, "slurm") != 0 && strcmp(optarg, "local") != 0) {
+                cli_error("--executor expects local or slurm, got '%s'", optarg);
+                goto out;
+            }
+            slurm = strcmp(optarg, "slurm") == 0;
+            continue;
+        case OPT_MAX_PARALLEL: {
+            int64_t v;
+            if (!cli_parse_int(optarg, 1, 1000000, &v)) {
+                cli_error("--max-parallel expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            sa.slurm.max_parallel = (int)v;
+            continue;
+        }
+        case OPT_SBATCH_ARG:
+            if (sa.slurm.n_extra == 64) {
+                cli_error("at most 64 --sbatch-arg options");
+                goto out;
+            }
+            sbatch_args[sa.slurm.n_extra++] = optarg;
+            continue;
+        case OPT_SHARED: sa.slurm.shared = true; continue;
+        case OPT_WAIT: sa.wait = true; continue;
         case OPT_TIMEOUT:
             if (!cli_parse_double(optarg, 0.001, 1e6, &timeout)) {
                 cli_error("--timeout expects seconds, got '%s'", optarg);
@@ -395,6 +455,32 @@ int cmd_sweep(int argc, char **argv)
         if (!push(&fixed, flag) || !push(&fixed, optarg))
             goto oom;
     }
+    sa.slurm.extra = sbatch_args;
+    sa.db = db;
+    sa.fmt = fmt;
+    sa.output = output;
+    sa.html = html;
+    if (task || resume || report_id) {
+        if ((task != NULL) + (resume != NULL) + (report_id != NULL) > 1 || optind < argc ||
+            n_vary > 0) {
+            cli_error("--task, --resume and --report take a sweep ID and no FILE or --vary");
+            goto out;
+        }
+        rc = task     ? sweep_slurm_task(task, db)
+             : resume ? sweep_slurm_resume(resume, &sa)
+                      : sweep_slurm_report(report_id, &sa);
+        goto out;
+    }
+    if (!slurm && (sa.wait || sa.slurm.partition || sa.slurm.time || sa.slurm.max_parallel ||
+                   sa.slurm.n_extra || sa.slurm.shared)) {
+        cli_error("--wait, --partition, --time, --max-parallel, --sbatch-arg and --shared "
+                  "need --executor slurm");
+        goto out;
+    }
+    if (slurm && timeout > 0) {
+        cli_error("--timeout is the local executor's; with --executor slurm give --time");
+        goto out;
+    }
     if (!cli_want_files("sweep", argc, argv, 1, "a topology FILE"))
         goto out;
     if (n_vary == 0) {
@@ -451,6 +537,34 @@ int cmd_sweep(int argc, char **argv)
     }
     if (rc != CLI_OK)
         goto done;
+    if (slurm) {
+        /* The tasks record their runs themselves, in the sweep's store. */
+        argv_list keep_opts = {0};
+        for (int i = 0; i < fixed.n; i++) {
+            if (strcmp(fixed.v[i], "--no-db") == 0) {
+                cli_error("--executor slurm records the sweep in a store; drop --no-db");
+                rc = CLI_USAGE;
+                free(keep_opts.v);
+                goto done;
+            }
+            if (strcmp(fixed.v[i], "--db") == 0) {
+                i++;
+                continue;
+            }
+            if (!push(&keep_opts, fixed.v[i])) {
+                free(keep_opts.v);
+                cli_error("out of memory");
+                rc = CLI_FAIL;
+                goto done;
+            }
+        }
+        if (keep)
+            sa.slurm.output = keep;
+        rc = sweep_slurm_submit(ctx, sw, file, design == NTP_SWEEP_FULL ? "full" : "ofat", vary,
+                                n_vary, &keep_opts, &sa);
+        free(keep_opts.v);
+        goto done;
+    }
 
     char self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -485,13 +599,13 @@ int cmd_sweep(int argc, char **argv)
         char state[1200];
         const char *label = ntp_sweep_config_label(sw, c);
         progress(&prog, c, n, label, NULL);
-        run_one(ctx, sw, c, self, file, &fixed, dir, timeout, state, sizeof state);
+        sweep_run_one(ctx, sw, c, self, file, &fixed, dir, timeout, state, sizeof state);
         failed += ntp_sweep_result(sw, c) == NULL;
         progress(&prog, c + 1, n, label, state);
     }
     cli_progress_clear(&prog);
     if (!keep)
-        clean_dir(dir, n);
+        sweep_clean_dir(dir, n);
     /* A configuration that failed is reported in the table; the sweep as a
      * whole fails only when nothing ran, and then writes no output (the
      * table, saying why each failed, goes to stderr). */

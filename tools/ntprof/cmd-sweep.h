@@ -1,0 +1,51 @@
+/* ntprof sweep's pieces shared by its executors: local (cmd-sweep.c, a
+ * process per configuration here) and slurm (cmd-sweep-slurm.c, an array
+ * task per configuration on a cluster). */
+#ifndef NTPROF_CMD_SWEEP_H
+#define NTPROF_CMD_SWEEP_H
+
+#include "cli.h"
+#include "ntprof/cluster.h"
+
+/* A NULL-terminated argv that grows. */
+typedef struct argv_list {
+    const char **v;
+    int n, cap;
+} argv_list;
+
+bool sweep_push(argv_list *a, const char *s);
+
+/* Run configuration c of sw in a child `self run FILE <fixed> <config>
+ * --format json -o DIR/config-C.json`, recording its result or error in
+ * sw; `state` receives a line saying how it went. */
+void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const char *file,
+                   const argv_list *fixed, const char *dir, double timeout, char *state,
+                   size_t state_len);
+
+/* Remove what sweep_run_one left in a temporary directory. */
+void sweep_clean_dir(const char *dir, int n);
+
+/* --executor slurm and its commands (cmd-sweep-slurm.c). */
+typedef struct sweep_slurm_args {
+    ntp_slurm_opts slurm;
+    const char *db; /* --db, or NULL for the default store */
+    bool wait;
+    ntp_format fmt;
+    const char *output, *html;
+} sweep_slurm_args;
+
+/* Record the expanded sweep sw of `file` in the store and submit it as one
+ * array; with --wait, follow it and write the report. `fixed` are the run
+ * options every configuration gets (no --db), `vary` the factors. */
+int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char *design,
+                       const char *const *vary, int n_vary, const argv_list *fixed,
+                       const sweep_slurm_args *a);
+/* ntprof sweep --task ID:INDEX: run one configuration of a recorded sweep
+ * and write its result to the store. */
+int sweep_slurm_task(const char *spec, const char *db);
+/* ntprof sweep --resume ID: resubmit what did not run; --report ID: the
+ * report of a recorded sweep as the store has it now. */
+int sweep_slurm_resume(const char *id, const sweep_slurm_args *a);
+int sweep_slurm_report(const char *id, const sweep_slurm_args *a);
+
+#endif
