@@ -276,7 +276,7 @@ int cmd_sweep(int argc, char **argv)
     cli_topo_opts topo = {0};
     /* --executor slurm and the commands on recorded sweeps. */
     bool slurm = false;
-    const char *task = NULL, *resume = NULL, *report_id = NULL, *db = NULL;
+    const char *task = NULL, *resume = NULL, *report_id = NULL;
     const char *sbatch_args[64];
     sweep_slurm_args sa = {0};
     /* The options handed to every configuration are listed together in
