@@ -233,7 +233,7 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
                    r->step.median, r->step.ci95_lo, r->step.ci95_hi, r->step.mean, r->step.p90,
                    r->step.min, r->step.max);
     ntp__put_linef(
-        f, "throughput: %.1f samples/s; loss %.6g after the first forward, %.6g at the last",
+        f, "throughput: %.3g samples/s; loss %.6g after the first forward, %.6g at the last",
         r->samples_per_s, r->losses[0], r->losses[r->steps - 1]);
     memory_table(f, &r->plan->memory);
     char ab[32];
