@@ -219,6 +219,7 @@ int main(int argc, char **argv)
     (void)median;
     (void)now_ms;
     (void)run_pytorch;
+    (void)only;
     printf("torch backend: not built (libtorch-dev not found at configure time)\n");
     return 0;
 #else

@@ -10,11 +10,14 @@
 # Caffe2's CUDA and protobuf probes, none of which the module needs).
 #
 # Never the default backend: a framework is asked for by name.
+option(NTP_WITH_TORCH "Build the torch backend when libtorch is found" ON)
 find_path(NTP_TORCH_INCLUDE_DIR torch/csrc/jit/api/module.h)
 find_library(NTP_TORCH_CPU_LIBRARY NAMES torch_cpu)
 find_library(NTP_C10_LIBRARY NAMES c10)
 set(NTP_TORCH_OK FALSE)
-if(NTP_TORCH_INCLUDE_DIR AND NTP_TORCH_CPU_LIBRARY AND NTP_C10_LIBRARY AND
+if(NOT NTP_WITH_TORCH)
+    message(STATUS "torch backend: not built (NTP_WITH_TORCH=OFF)")
+elseif(NTP_TORCH_INCLUDE_DIR AND NTP_TORCH_CPU_LIBRARY AND NTP_C10_LIBRARY AND
    EXISTS ${NTP_TORCH_INCLUDE_DIR}/torch/csrc/api/include/torch/version.h)
     file(STRINGS ${NTP_TORCH_INCLUDE_DIR}/torch/csrc/api/include/torch/version.h
          NTP_TORCH_MAJOR_LINE REGEX "#define TORCH_VERSION_MAJOR ")
