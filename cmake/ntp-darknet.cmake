@@ -28,3 +28,15 @@ if(NTP_DARKNET_FOUND)
 else()
     message(STATUS "Darknet backend: not built (libdarknet.so and darknet.h not found: package darknet)")
 endif()
+
+# The ONNX conformance run on this backend (cmake/ntp-conformance.cmake, added
+# when configuring ends) under LeakSanitizer: libdarknet's own leaks ignored.
+function(ntp_darknet_conformance_env)
+    if(TEST test_onnx_conformance_darknet)
+        set_property(TEST test_onnx_conformance_darknet APPEND PROPERTY ENVIRONMENT
+                     "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/data/darknet/lsan.supp")
+    endif()
+endfunction()
+if(NTP_DARKNET_FOUND)
+    cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL ntp_darknet_conformance_env)
+endif()

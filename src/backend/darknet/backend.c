@@ -128,7 +128,10 @@ static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     case NTP_OP_FC: return in->ndim == 2;
     case NTP_OP_MAXPOOL: return is4d(in) && maxpool_padding(g, n) >= 0;
     case NTP_OP_GLOBAL_AVGPOOL: return is4d(in);
-    case NTP_OP_BATCHNORM: return is4d(in) || in->ndim == 2;
+    case NTP_OP_BATCHNORM:
+        /* Darknet's epsilon is fixed (sqrt(var) + 1e-6): only a layer whose
+         * own epsilon is that small computes the same, to ~1e-5 relative. */
+        return (is4d(in) || in->ndim == 2) && a->epsilon <= 1e-5;
     case NTP_OP_RELU:
     case NTP_OP_LEAKY_RELU:
     case NTP_OP_SIGMOID:
