@@ -134,6 +134,12 @@ static const op_case cases[] = {
     {"gru", "bidirectional sum, last step", "<input name='x' shape='5,2,4'/><gru name='L' units='6' direction='bidirectional' merge='sum' sequence='last'/>", DOM_ANY},
     {"rnn", "relu", "<input name='x' shape='6,2,5'/><rnn name='L' units='8' activation='relu'/>", DOM_ANY},
     {"rnn", "tanh, reverse, last step", "<input name='x' shape='6,2,5'/><rnn name='L' units='8' direction='reverse' sequence='last'/>", DOM_ANY},
+    {"rmsnorm", "last axis", "<input name='x' shape='2,5,32'/><rmsnorm name='L'/>", DOM_ANY},
+    {"rope", "positions in [0, 64)", "<input name='x' shape='2,5,16'/><input name='p' shape='2,5' dtype='i32'/><rope name='L' inputs='x,p' head_dim='8'/>", DOM_ANY},
+    {"kv_attention", "causal, grouped-query 4/2", "<input name='q' shape='2,5,16'/><input name='k' shape='2,5,8'/><input name='v' shape='2,5,8'/><kv_attention name='L' inputs='q,k,v' heads='4' kv_heads='2'/>", DOM_ANY},
+    {"lm_head", "own weight", "<input name='x' shape='2,3,16'/><lm_head name='L' vocab='24'/>", DOM_ANY},
+    {"argmax", "last axis", "<input name='x' shape='3,17'/><argmax name='L'/>", DOM_ANY},
+    {"delay", "10 us", "<input name='x' shape='2,8'/><delay name='L' us='10'/>", DOM_ANY},
     {"attention", "self", "<input name='x' shape='2,6,16'/><attention name='L' heads='4'/>", DOM_ANY},
     {"attention", "causal", "<input name='x' shape='1,7,12'/><attention name='L' heads='3' causal='true'/>", DOM_ANY},
     {"attention", "cross, no bias", "<input name='q' shape='2,3,8'/><input name='k' shape='2,5,8'/><input name='v' shape='2,5,8'/><attention name='L' heads='2' bias='false' inputs='q,k,v'/>", DOM_ANY},
@@ -415,8 +421,10 @@ static void make_data(case_data *d)
             case DOM_WIDE: v = 4.0 * v; break;
             default: break;
             }
-            d->x[i][j] =
-                t->dtype == NTP_DTYPE_I32 ? (float)(int)(uniform() * (double)n->a.vocab) : (float)v;
+            /* Integer inputs index a table (embedding's vocab) or are
+             * positions (rope's, up to 64). */
+            double range = n->a.vocab > 0 ? (double)n->a.vocab : 64.0;
+            d->x[i][j] = t->dtype == NTP_DTYPE_I32 ? (float)(int)(uniform() * range) : (float)v;
         }
         d->in_scale[i] = t->dtype == NTP_DTYPE_I32 ? 0.0f : ntp__i8_scale(d->x[i], cnt);
     }
@@ -764,13 +772,15 @@ static const char *const reduce_ops[] = {
     "reduce_mean",    "reduce_sum",         "reduce_max", "reduce_min",
     "reduce_prod",    "reduce_l1",          "reduce_l2",  "reduce_sum_square",
     "reduce_log_sum", "reduce_log_sum_exp", NULL};
-static const char *const move_ops[] = {"concat",   "split",   "reshape", "flatten",   "transpose",
-                                       "pad",      "dropout", "memcpy",  "embedding", "convert",
-                                       "constant", "slice",   "expand",  "resize",    NULL};
+static const char *const move_ops[] = {
+    "concat",    "split",   "reshape",  "flatten", "transpose", "pad",    "dropout", "memcpy",
+    "embedding", "convert", "constant", "slice",   "expand",    "resize", "delay",   NULL};
 static const char *const rnn_ops[] = {"lstm", "gru", "rnn", NULL};
+static const char *const decoder_ops[] = {"rmsnorm", "rope",   "kv_attention",
+                                          "lm_head", "argmax", NULL};
 static const char *const *const families[] = {dense_ops, conv_ops,    pool_ops,   norm_ops,
                                               act_ops,   softmax_ops, binary_ops, reduce_ops,
-                                              move_ops,  rnn_ops};
+                                              move_ops,  rnn_ops,     decoder_ops};
 
 static bool in_list(const char *const *list, const char *op)
 {
@@ -868,6 +878,7 @@ FAMILY_TEST(binary)
 FAMILY_TEST(reduce)
 FAMILY_TEST(move)
 FAMILY_TEST(rnn)
+FAMILY_TEST(decoder)
 
 int main(void)
 {
@@ -884,6 +895,7 @@ int main(void)
         cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_move),
         cmocka_unit_test(test_rnn),
+        cmocka_unit_test(test_decoder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

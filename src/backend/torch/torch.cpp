@@ -155,6 +155,8 @@ at::Tensor unary(const ntp_torch_layer &l, const at::Tensor &x)
     case NTP_TORCH_FN_SILU: return at::silu(x);
     case NTP_TORCH_FN_HARDSWISH: return at::hardswish(x);
     case NTP_TORCH_FN_CLAMP:
+        if (std::isinf(l.min) && std::isinf(l.max)) /* clip without bounds: at::clamp refuses */
+            return x.clone();
         return at::clamp(x, std::isinf(l.min) ? c10::optional<at::Scalar>() : at::Scalar(l.min),
                          std::isinf(l.max) ? c10::optional<at::Scalar>() : at::Scalar(l.max));
     case NTP_TORCH_FN_ABS: return at::abs(x);
