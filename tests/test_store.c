@@ -418,7 +418,7 @@ static void test_ceilings_gpu(void **state)
     sqlite3_close(db);
     assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
     assert_int_equal(sql_int(path, "PRAGMA user_version"), NTP_STORE_SCHEMA_VERSION);
-    assert_true(NTP_STORE_SCHEMA_VERSION >= 3);
+    assert_true(NTP_STORE_SCHEMA_VERSION >= 3); /* migrated past the GPUs table */
     bool found = false;
     ntp_ceilings back;
     assert_int_equal(ntp_store_load_ceilings(ctx, s, "Old CPU|2|box", &back, &found),
