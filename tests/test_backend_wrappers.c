@@ -213,7 +213,8 @@ static void test_slots_and_interning(void **state)
 static void test_registry_order(void **state)
 {
     (void)state;
-    static const char *const today[] = {"onednn", "xnnpack", "blas", "ref", "torch", "darknet", "cuda"};
+    static const char *const today[] = {"onednn", "xnnpack", "blas", "ref",
+                                        "torch",  "darknet", "cuda"};
     char expect[128] = "";
     size_t used = 0;
     for (size_t i = 0; i < sizeof today / sizeof today[0]; i++)
