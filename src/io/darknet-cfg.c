@@ -565,7 +565,7 @@ static ntp_status route_layer(reader *r, const dn_sect *s, int li, ntp_darknet_l
         if (n == NTP_MAX_INPUTS)
             return sect_error(r, s, o->line, NTP_STATUS_UNSUPPORTED,
                               "'layers': more than %d layers", NTP_MAX_INPUTS);
-        int k;
+        int k = 0; /* set by layer_ref on success; gcc -O3 cannot see it */
         if ((st = layer_ref(r, s, o->line, "layers", v, li, &k)) || (st = as_4d(r, s, k, &ins[n])))
             return st;
         const ntp_darknet_layer *R = &r->layers[k];
@@ -613,7 +613,7 @@ static ntp_status shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darkne
         return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
                           "alpha=%g, beta=%g: only the plain sum (alpha=1, beta=1) is supported",
                           alpha, beta);
-    int k, ins[2];
+    int k = 0, ins[2]; /* k: set by layer_ref on success (gcc -O3 cannot see it) */
     if ((st = layer_ref(r, s, o->line, "from", (long)from, li, &k)) ||
         (st = as_4d(r, s, li - 1, &ins[0])) || (st = as_4d(r, s, k, &ins[1])))
         return st;
