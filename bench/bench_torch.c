@@ -79,28 +79,19 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* glibc's malloc settings under which freed memory stays in the process:
- * no allocation is mmap'ed on its own, and the heap is never trimmed.
- * PyTorch's eager mode allocates every activation and frees it after its
- * consumer; with glibc's defaults each one above the mmap threshold is a
- * fresh mapping whose pages fault in again on every pass. On this project's
- * virtual machines (Firecracker) a fresh page costs tens of microseconds:
- * MobileNetV2 b1 took 78 ms per pass in PyTorch, and 14 ms with these
- * settings (2026-11-25, quiet). ntprof plans every activation once, before
- * it measures, so its runs take no such faults. */
-static const char heap_kept[] =
-    "MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 "
-    "MALLOC_TOP_PAD_=536870912";
-
 /* pytorch_bench.py for one model at f32: its median ms, 0 when n/a. With
- * keep_heap, under the heap_kept settings. */
+ * keep_heap, glibc's malloc keeps freed memory in the process (the
+ * script's default, see HEAP_KEPT there: PyTorch's eager mode frees every
+ * activation after use, and on a virtual machine each pass then faults its
+ * pages in again; ntprof plans activations before it measures); without,
+ * glibc's defaults. */
 static double run_pytorch(const model *m, int threads, int iterations, bool keep_heap)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "%s /usr/bin/python3 %s/bench/pytorch_bench.py --threads %d --iterations %d "
-             "--precisions f32 --models %s 2>&1",
-             keep_heap ? heap_kept : "", NTP_SOURCE_DIR, threads, iterations, m->key);
+             "/usr/bin/python3 %s/bench/pytorch_bench.py --threads %d --iterations %d "
+             "--precisions f32 --models %s --heap %s 2>&1",
+             NTP_SOURCE_DIR, threads, iterations, m->key, keep_heap ? "kept" : "default");
     FILE *f = popen(cmd, "r");
     if (!f)
         return 0;
@@ -288,7 +279,7 @@ int main(int argc, char **argv)
                "pytorch %8.2f ms  pytorch, heap kept %8.2f ms\n",
                models[m].key, me, prepare, ms, have_script ? s.build_ms : 0, mp, mk);
         /* The target is against PyTorch with its heap kept: ntprof's
-         * activations are planned before it measures (see heap_kept). */
+         * activations are planned before it measures (see run_pytorch). */
         if (mk > 0 && me > 0)
             printf("%-12s eager/pytorch(heap kept) %.3f (target 0.90..1.10: %s)", models[m].key,
                    me / mk, me / mk >= 0.9 && me / mk <= 1.1 ? "met" : "missed");

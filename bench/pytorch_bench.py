@@ -18,11 +18,29 @@ Weights are random (timing does not depend on their values). bf16 runs use
 torch.autocast('cpu', dtype=torch.bfloat16), PyTorch's own mixed-precision
 path. Prints one line per run:  RESULT <model> <precision> <median ms>
 and, for a model it cannot run, RESULT <model> <precision> n/a <reason>.
+--heap default runs under glibc's default malloc settings (see HEAP_KEPT).
 """
 import argparse
+import os
 import statistics
 import sys
 import time
+
+# glibc's malloc settings under which freed memory stays in the process
+# (--heap kept, the default). PyTorch's eager mode allocates every activation
+# and frees it after its consumer; with glibc's defaults each one above the
+# mmap threshold is a fresh mapping whose pages fault in again on every pass,
+# and on a virtual machine a fresh page can cost tens of microseconds
+# (MobileNetV2 b1, 1 thread, on this project's VMs: 80 ms per pass, 14 ms with
+# the heap kept). ntprof plans its activations before it measures, so the
+# like-for-like comparison keeps PyTorch's heap too. glibc reads these when
+# the process starts, so the script runs itself again with them set.
+HEAP_KEPT = {"MALLOC_MMAP_THRESHOLD_": "4294967296", "MALLOC_TRIM_THRESHOLD_": "4294967296",
+             "MALLOC_TOP_PAD_": "536870912"}
+if "default" not in [v.split("=")[-1] for v in sys.argv if v.startswith("--heap")] + \
+        [sys.argv[i + 1] for i, v in enumerate(sys.argv[:-1]) if v == "--heap"] and \
+        any(os.environ.get(k) != v for k, v in HEAP_KEPT.items()):
+    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **HEAP_KEPT))
 
 try:
     import torch
@@ -120,11 +138,15 @@ def main():
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--models", default="resnet50,mobilenetv2,bert,deepspeech")
     ap.add_argument("--precisions", default="f32,bf16")
+    ap.add_argument("--heap", choices=("kept", "default"), default="kept",
+                    help="kept: glibc malloc keeps freed memory (see HEAP_KEPT); "
+                    "default: glibc's own settings")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    print("PYTORCH %s threads %d mkldnn %s" % (torch.__version__, torch.get_num_threads(),
-                                               torch.backends.mkldnn.is_available()), flush=True)
+    print("PYTORCH %s threads %d mkldnn %s heap %s" % (torch.__version__, torch.get_num_threads(),
+                                                       torch.backends.mkldnn.is_available(),
+                                                       a.heap), flush=True)
     for name in a.models.split(","):
         for p in a.precisions.split(","):
             try:
