@@ -12,77 +12,20 @@
 #include <unistd.h>
 
 #include "ntprof/ntprof.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* A run result with n rows and plausible figures. */
-static ntp_run_result *make_run(int n, char (*names)[24])
-{
-    ntp_run_result *r = calloc(1, sizeof *r);
-    ntp_layer_result *l = calloc((size_t)n, sizeof *l);
-    if (!r || !l)
-        exit(1);
-    r->topology = "bench";
-    r->source = "bench.xml";
-    r->backend = "ref";
-    r->iterations = 20;
-    for (int i = 0; i < n; i++) {
-        snprintf(names[i], 24, "layer%d", i);
-        ntp_stats s = {.n = 20,
-                       .median = 0.1 + i * 1e-3,
-                       .min = 0.09,
-                       .max = 0.2,
-                       .mean = 0.11,
-                       .p90 = 0.15,
-                       .p99 = 0.19,
-                       .stddev = 0.01,
-                       .ci95_lo = 0.095,
-                       .ci95_hi = 0.105 + i * 1e-3,
-                       .cv = 0.09};
-        l[i] = (ntp_layer_result){.name = names[i],
-                                  .type = "conv",
-                                  .kind = "layer",
-                                  .backend = "ref",
-                                  .output_shape = {4, {1, 64, 56, 56}},
-                                  .time_ms = s,
-                                  .share = 1.0 / n,
-                                  .flops = 1000000 + i,
-                                  .bytes = 40000,
-                                  .gflops = 10,
-                                  .gbps = 0.4,
-                                  .intensity = 25};
-    }
-    r->layers = l;
-    r->n_layers = n;
-    r->end_to_end_ms = l[0].time_ms;
-    r->layer_sum_ms = l[0].time_ms;
-    ntp_env_collect(&r->env);
-    return r;
-}
-
-static void free_run(ntp_run_result *r)
-{
-    free(r->layers);
-    free(r);
-}
+#include "support/bench-run.h"
 
 /* Seconds to append `runs` runs of `rows` rows from one process. */
 static double append(const char *path, int runs, int rows)
 {
     char(*names)[24] = calloc((size_t)rows, 24);
-    ntp_run_result *r = make_run(rows, names);
+    ntp_run_result *r = bench_run_make(rows, names);
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_store *s;
     if (ntp_store_open(ctx, path, NTP_STORE_CREATE, &s) != NTP_STATUS_OK) {
         fprintf(stderr, "%s\n", ntp_ctx_errmsg(ctx));
         exit(1);
     }
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < runs; i++) {
         /* A new run each time: the store keeps one run per UUID. */
         snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%08x-0000-4000-8000-%012d",
@@ -92,10 +35,10 @@ static double append(const char *path, int runs, int rows)
             exit(1);
         }
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     ntp_store_close(s);
     ntp_ctx_free(ctx);
-    free_run(r);
+    bench_run_free(r);
     free(names);
     return t;
 }
@@ -117,14 +60,14 @@ int main(void)
         printf("%-44s %10.3f %12.0f\n", label, 1e3 * t / runs, runs / t);
         snprintf(path, sizeof path, "%s/two-%d.db", dir, sizes[k]);
         append(path, 1, sizes[k]); /* create the schema first */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         pid_t p[2];
         for (int w = 0; w < 2; w++)
             if ((p[w] = fork()) == 0)
                 _exit(append(path, runs, sizes[k]) > 0 ? 0 : 1);
         for (int w = 0; w < 2; w++)
             waitpid(p[w], NULL, 0);
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
         snprintf(label, sizeof label, "append, 2 writers at once, %d rows per run", sizes[k]);
         printf("%-44s %10.3f %12.0f\n", label, 1e3 * t / (2 * runs), 2 * runs / t);
     }
@@ -134,7 +77,7 @@ int main(void)
     ntp_store *s;
     if (ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s) != NTP_STATUS_OK)
         return 1;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ntp_history_entry *e;
     int n;
     for (int i = 0; i < 20; i++) {
@@ -144,31 +87,32 @@ int main(void)
     }
     char label[64];
     snprintf(label, sizeof label, "list %d runs", n);
-    printf("%-44s %10.3f\n", label, 1e3 * (now_s() - t0) / 20);
-    t0 = now_s();
+    printf("%-44s %10.3f\n", label, 1e3 * (bench_now_s() - t0) / 20);
+    t0 = bench_now_s();
     for (int i = 0; i < 20; i++) {
         ntp_run_result *r;
         if (ntp_store_load_run(ctx, s, 1 + i, &r) != NTP_STATUS_OK)
             return 1;
         ntp_run_result_free(r);
     }
-    printf("%-44s %10.3f\n", "read a 180-row run back (JSON parse)", 1e3 * (now_s() - t0) / 20);
+    printf("%-44s %10.3f\n", "read a 180-row run back (JSON parse)",
+           1e3 * (bench_now_s() - t0) / 20);
     ntp_store_close(s);
 
     /* Compare two 10,000-row runs. */
     enum { BIG = 10000 };
     char(*names)[24] = calloc(BIG, 24);
-    ntp_run_result *a = make_run(BIG, names), *b = make_run(BIG, names);
+    ntp_run_result *a = bench_run_make(BIG, names), *b = bench_run_make(BIG, names);
     const ntp_run_result *runs2[2] = {a, b};
     ntp_comparison *c;
-    t0 = now_s();
+    t0 = bench_now_s();
     if (ntp_compare(ctx, runs2, NULL, 2, &c) != NTP_STATUS_OK)
         return 1;
     snprintf(label, sizeof label, "compare two %d-row runs", BIG);
-    printf("%-44s %10.3f\n", label, 1e3 * (now_s() - t0));
+    printf("%-44s %10.3f\n", label, 1e3 * (bench_now_s() - t0));
     ntp_comparison_free(c);
-    free_run(a);
-    free_run(b);
+    bench_run_free(a);
+    bench_run_free(b);
     free(names);
     ntp_ctx_free(ctx);
     char cmd[300];

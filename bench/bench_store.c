@@ -14,57 +14,7 @@
 #include <unistd.h>
 
 #include "ntprof/ntprof.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static ntp_run_result *make_run(int n, char (*names)[24])
-{
-    ntp_run_result *r = calloc(1, sizeof *r);
-    ntp_layer_result *l = calloc((size_t)n, sizeof *l);
-    if (!r || !l)
-        exit(1);
-    r->topology = "bench";
-    r->source = "bench.xml";
-    r->backend = "ref";
-    r->iterations = 20;
-    for (int i = 0; i < n; i++) {
-        snprintf(names[i], 24, "layer%d", i);
-        ntp_stats s = {.n = 20,
-                       .median = 0.1 + i * 1e-3,
-                       .min = 0.09,
-                       .max = 0.2,
-                       .mean = 0.11,
-                       .p90 = 0.15,
-                       .p99 = 0.19,
-                       .stddev = 0.01,
-                       .ci95_lo = 0.095,
-                       .ci95_hi = 0.105 + i * 1e-3,
-                       .cv = 0.09};
-        l[i] = (ntp_layer_result){.name = names[i],
-                                  .type = "conv",
-                                  .kind = "layer",
-                                  .backend = "ref",
-                                  .output_shape = {4, {1, 64, 56, 56}},
-                                  .time_ms = s,
-                                  .share = 1.0 / n,
-                                  .flops = 1000000 + i,
-                                  .bytes = 40000,
-                                  .gflops = 10,
-                                  .gbps = 0.4,
-                                  .intensity = 25};
-    }
-    r->layers = l;
-    r->n_layers = n;
-    r->end_to_end_ms = l[0].time_ms;
-    r->layer_sum_ms = l[0].time_ms;
-    ntp_env_collect(&r->env);
-    return r;
-}
+#include "support/bench-run.h"
 
 static double cpu_s(void)
 {
@@ -81,7 +31,7 @@ static double cpu_s(void)
 static double per_run_ms(const char *db, int runs, int rows, int tag, double *cpu_ms)
 {
     char(*names)[24] = calloc((size_t)rows, 24);
-    ntp_run_result *r = make_run(rows, names);
+    ntp_run_result *r = bench_run_make(rows, names);
     ntp_ctx *ctx = ntp_ctx_init();
     double *t = calloc((size_t)runs, sizeof *t);
     if (!names || !ctx || !t)
@@ -90,12 +40,12 @@ static double per_run_ms(const char *db, int runs, int rows, int tag, double *cp
     for (int i = 0; i < runs; i++) {
         snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%08x-%04x-4000-8000-%012d",
                  (unsigned)getpid(), (unsigned)tag, i);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (ntp_store_record_run(ctx, db, r, NULL) != NTP_STATUS_OK) {
             fprintf(stderr, "bench_store: %s\n", ntp_ctx_errmsg(ctx));
             exit(1);
         }
-        t[i] = 1e3 * (now_s() - t0);
+        t[i] = 1e3 * (bench_now_s() - t0);
     }
     if (cpu_ms)
         *cpu_ms = 1e3 * (cpu_s() - c0) / runs;
@@ -107,8 +57,7 @@ static double per_run_ms(const char *db, int runs, int rows, int tag, double *cp
         }
     double med = t[runs / 2];
     free(t);
-    free(r->layers);
-    free(r);
+    bench_run_free(r);
     free(names);
     ntp_ctx_free(ctx);
     return med;

@@ -17,22 +17,7 @@
 
 #include "backend/backend-impl.h"
 #include "ntprof/ntprof.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
+#include "support/ctx.h"
 
 /* --- a backend with only the required slots ---------------------------------- */
 
@@ -73,12 +58,12 @@ static void test_defaults(void **state)
 
     void *s = (void *)&s, *ns = (void *)&ns;
     ntp_backend_opts o = {.threads = 1, .precision = NTP_DTYPE_F32};
-    assert_int_equal(ntp__be_init(&bare, ctx, &o, &s), NTP_STATUS_OK);
+    assert_int_equal(ntp__be_init(&bare, test_ctx, &o, &s), NTP_STATUS_OK);
     assert_null(s);
     ntp_kargs k;
     memset(&k, 0, sizeof k);
     size_t ws = 123;
-    assert_int_equal(ntp__be_prepare(&bare, ctx, NULL, &k, &ns, &ws), NTP_STATUS_OK);
+    assert_int_equal(ntp__be_prepare(&bare, test_ctx, NULL, &k, &ns, &ws), NTP_STATUS_OK);
     assert_null(ns);
     assert_int_equal(ws, 0);
 
@@ -94,8 +79,8 @@ static void test_defaults(void **state)
 
     /* No execute_step: every sub-step is execute. */
     n_execute = 0;
-    assert_int_equal(ntp__be_execute(&bare, ctx, NULL, NULL, &k), NTP_STATUS_OK);
-    assert_int_equal(ntp__be_execute_step(&bare, ctx, NULL, NULL, &k, 1), NTP_STATUS_OK);
+    assert_int_equal(ntp__be_execute(&bare, test_ctx, NULL, NULL, &k), NTP_STATUS_OK);
+    assert_int_equal(ntp__be_execute_step(&bare, test_ctx, NULL, NULL, &k, 1), NTP_STATUS_OK);
     assert_int_equal(n_execute, 2);
     ntp__be_synchronize(&bare, NULL);
     ntp__be_release_node(&bare, NULL, NULL);
@@ -179,7 +164,7 @@ static void test_slots_and_interning(void **state)
     memset(&k, 0, sizeof k);
     memset(n_steps_run, 0, sizeof n_steps_run);
     n_execute = 0;
-    assert_int_equal(ntp__be_execute_step(&full, ctx, NULL, NULL, &k, 2), NTP_STATUS_OK);
+    assert_int_equal(ntp__be_execute_step(&full, test_ctx, NULL, NULL, &k, 2), NTP_STATUS_OK);
     assert_int_equal(n_steps_run[2], 1);
     assert_int_equal(n_execute, 0);
 
@@ -256,30 +241,30 @@ static void test_errors(void **state)
                       "<relu name='act'/>\n"
                       "</topology>";
     ntp_graph *g = NULL;
-    if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t.xml", NULL, &g) != NTP_STATUS_OK)
-        fail_msg("load: %s", ntp_ctx_errmsg(ctx));
+    if (ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "t.xml", NULL, &g) != NTP_STATUS_OK)
+        fail_msg("load: %s", ntp_ctx_errmsg(test_ctx));
     const ntp_node *n = NULL;
     for (int i = 0; i < g->n_nodes; i++)
         if (strcmp(g->nodes[i].name, "act") == 0)
             n = &g->nodes[i];
     assert_non_null(n);
 
-    assert_int_equal(ntp__be_error(ctx, "mine", g, n, NTP_STATUS_SHAPE_ERROR, "bad %d", 3),
+    assert_int_equal(ntp__be_error(test_ctx, "mine", g, n, NTP_STATUS_SHAPE_ERROR, "bad %d", 3),
                      NTP_STATUS_SHAPE_ERROR);
-    assert_string_equal(ntp_ctx_errmsg(ctx), "t.xml:3: <relu name='act'>: mine: bad 3");
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), "t.xml:3: <relu name='act'>: mine: bad 3");
     /* Arguments built by hand: no graph, no source position. */
     ntp_kargs k;
     memset(&k, 0, sizeof k);
     k.node = n;
-    assert_int_equal(ntp__be_kerror(ctx, "mine", &k, NTP_STATUS_BACKEND_ERROR, "x"),
+    assert_int_equal(ntp__be_kerror(test_ctx, "mine", &k, NTP_STATUS_BACKEND_ERROR, "x"),
                      NTP_STATUS_BACKEND_ERROR);
-    assert_string_equal(ntp_ctx_errmsg(ctx), "<relu name='act'>: mine: x");
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), "<relu name='act'>: mine: x");
     /* The reference backend's form: no backend name. */
-    ntp__be_kerror(ctx, NULL, &k, NTP_STATUS_BACKEND_ERROR, "y");
-    assert_string_equal(ntp_ctx_errmsg(ctx), "<relu name='act'>: y");
+    ntp__be_kerror(test_ctx, NULL, &k, NTP_STATUS_BACKEND_ERROR, "y");
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), "<relu name='act'>: y");
     /* No layer at all (a device that failed to start). */
-    ntp__be_kerror(ctx, "mine", NULL, NTP_STATUS_BACKEND_ERROR, "z");
-    assert_string_equal(ntp_ctx_errmsg(ctx), "mine: z");
+    ntp__be_kerror(test_ctx, "mine", NULL, NTP_STATUS_BACKEND_ERROR, "z");
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), "mine: z");
     ntp_graph_free(g);
 }
 
@@ -291,5 +276,5 @@ int main(void)
         cmocka_unit_test(test_registry_order),
         cmocka_unit_test(test_errors),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -28,33 +28,18 @@
 #include "machine/machine-cuda-impl.h"
 #include "measure/tools-gpu-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/ctx.h"
 #ifdef NTP_HAVE_CUDA
 #include "backend/cuda/cuda-impl.h"
 #endif
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static ntp_graph *load_prec(const char *prec, const char *body)
 {
     char xml[16384];
     snprintf(xml, sizeof xml, "<topology name='t' precision='%s'>%s</topology>", prec, body);
     ntp_graph *g = NULL;
-    if (ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t.xml", NULL, &g) != NTP_STATUS_OK)
-        fail_msg("load: %s", ntp_ctx_errmsg(ctx));
+    if (ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "t.xml", NULL, &g) != NTP_STATUS_OK)
+        fail_msg("load: %s", ntp_ctx_errmsg(test_ctx));
     return g;
 }
 
@@ -118,9 +103,9 @@ static void test_refuses_backend(void **state)
     o.warmup = 0;
     o.min_time_s = 0;
     ntp_run_result *r = NULL;
-    ntp_status st = ntp_run(ctx, g, &o, &r);
+    ntp_status st = ntp_run(test_ctx, g, &o, &r);
     assert_null(r);
-    const char *msg = ntp_ctx_errmsg(ctx);
+    const char *msg = ntp_ctx_errmsg(test_ctx);
     expect_one_line(msg);
     if (!ntp__backend_find("cuda")) {
         assert_int_equal(st, NTP_STATUS_UNKNOWN_NAME);
@@ -153,29 +138,29 @@ static void test_refuses_layer_placement(void **state)
     o.iterations = 1;
     o.min_time_s = 0;
     ntp_run_result *r = NULL;
-    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNSUPPORTED);
-    expect_one_line(ntp_ctx_errmsg(ctx));
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>"));
-    assert_non_null(
-        strstr(ntp_ctx_errmsg(ctx), built ? "backend 'cuda': no CUDA device ("
-                                          : "asks for backend 'cuda', which this build lacks"));
+    assert_int_equal(ntp_run(test_ctx, g, &o, &r), NTP_STATUS_UNSUPPORTED);
+    expect_one_line(ntp_ctx_errmsg(test_ctx));
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "<fc name='fc1'>"));
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx),
+                           built ? "backend 'cuda': no CUDA device ("
+                                 : "asks for backend 'cuda', which this build lacks"));
     ntp_graph_free(g);
 
     g = load(tiny_fc);
     const char *place[] = {"fc1=cuda"};
     o.place = place;
     o.n_place = 1;
-    ntp_status st = ntp_run(ctx, g, &o, &r);
+    ntp_status st = ntp_run(test_ctx, g, &o, &r);
     assert_null(r);
-    expect_one_line(ntp_ctx_errmsg(ctx));
+    expect_one_line(ntp_ctx_errmsg(test_ctx));
     if (built) {
         assert_int_equal(st, NTP_STATUS_UNSUPPORTED);
         assert_non_null(
-            strstr(ntp_ctx_errmsg(ctx), "<fc name='fc1'>: backend 'cuda': no CUDA device ("));
+            strstr(ntp_ctx_errmsg(test_ctx), "<fc name='fc1'>: backend 'cuda': no CUDA device ("));
     } else {
         assert_int_equal(st, NTP_STATUS_UNKNOWN_NAME);
-        assert_non_null(
-            strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=cuda: unknown backend 'cuda'"));
+        assert_non_null(strstr(ntp_ctx_errmsg(test_ctx),
+                               "ntp_run_opts.place fc1=cuda: unknown backend 'cuda'"));
     }
     ntp_graph_free(g);
 }
@@ -195,19 +180,20 @@ static void test_place_errors(void **state)
     const char *bad_layer[] = {"fc2=ref"};
     o.place = bad_layer;
     o.n_place = 1;
-    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
+    assert_int_equal(ntp_run(test_ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
     assert_string_equal(
-        ntp_ctx_errmsg(ctx),
+        ntp_ctx_errmsg(test_ctx),
         "ntp_run_opts.place fc2=ref: t.xml has no layer 'fc2'; did you mean 'fc1'?");
     const char *bad_form[] = {"fc1"};
     o.place = bad_form;
-    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_INVALID_ARGUMENT);
-    assert_string_equal(ntp_ctx_errmsg(ctx), "ntp_run_opts.place expects LAYER=BACKEND, got 'fc1'");
+    assert_int_equal(ntp_run(test_ctx, g, &o, &r), NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(test_ctx),
+                        "ntp_run_opts.place expects LAYER=BACKEND, got 'fc1'");
     const char *bad_backend[] = {"fc1=nosuch"};
     o.place = bad_backend;
-    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
-    assert_non_null(
-        strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.place fc1=nosuch: unknown backend 'nosuch'"));
+    assert_int_equal(ntp_run(test_ctx, g, &o, &r), NTP_STATUS_UNKNOWN_NAME);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx),
+                           "ntp_run_opts.place fc1=nosuch: unknown backend 'nosuch'"));
     ntp_graph_free(g);
 }
 
@@ -235,8 +221,8 @@ static void test_place_moves_a_layer(void **state)
     o.place = place;
     o.n_place = 1;
     ntp_run_result *r = NULL;
-    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
-        fail_msg("run: %s", ntp_ctx_errmsg(ctx));
+    if (ntp_run(test_ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("run: %s", ntp_ctx_errmsg(test_ctx));
     int fc = -1, relu = -1;
     for (int i = 0; i < r->n_layers; i++) {
         if (strcmp(r->layers[i].name, "fc1") == 0)
@@ -271,11 +257,11 @@ static void test_declines_without_device(void **state)
             assert_false(be->supports(g, &g->nodes[i], p));
     ntp_backend_opts bo = {.threads = 1, .precision = NTP_DTYPE_F32};
     void *s = (void *)1;
-    assert_int_equal(be->init(ctx, &bo, &s), NTP_STATUS_UNSUPPORTED);
+    assert_int_equal(be->init(test_ctx, &bo, &s), NTP_STATUS_UNSUPPORTED);
     assert_null(s);
     char want[600];
     snprintf(want, sizeof want, "backend 'cuda': %s", why);
-    assert_string_equal(ntp_ctx_errmsg(ctx), want);
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), want);
     ntp_graph_free(g);
 }
 
@@ -359,18 +345,18 @@ static void test_gpu_ceilings(void **state)
     (void)state;
     ntp_gpu_ceilings c;
     char why[512];
-    ntp_status st = ntp__gpu_ceilings_measure(ctx, 0.05, &c);
+    ntp_status st = ntp__gpu_ceilings_measure(test_ctx, 0.05, &c);
     if (no_device(why, sizeof why)) {
         assert_int_equal(st, NTP_STATUS_UNSUPPORTED);
-        expect_one_line(ntp_ctx_errmsg(ctx));
-        assert_non_null(
-            strstr(ntp_ctx_errmsg(ctx), ntp__backend_find("cuda")
-                                            ? "GPU ceilings: no CUDA device (cudaGetDeviceCount: "
-                                            : "GPU ceilings: built without the CUDA toolkit"));
+        expect_one_line(ntp_ctx_errmsg(test_ctx));
+        assert_non_null(strstr(ntp_ctx_errmsg(test_ctx),
+                               ntp__backend_find("cuda")
+                                   ? "GPU ceilings: no CUDA device (cudaGetDeviceCount: "
+                                   : "GPU ceilings: built without the CUDA toolkit"));
         return;
     }
     if (st != NTP_STATUS_OK)
-        fail_msg("%s", ntp_ctx_errmsg(ctx));
+        fail_msg("%s", ntp_ctx_errmsg(test_ctx));
     ntp__gpu_ceilings_print(stdout, &c);
     for (int k = 0; k < NTP_GPU_N_PEAKS; k++)
         assert_true(c.gemm_gflops[k] > 0);
@@ -383,8 +369,8 @@ static void test_gpu_ceilings(void **state)
     ntp_machine_opts_default(&o);
     o.seconds = 0.05;
     o.gemm = false;
-    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
-    assert_int_equal(ntp_machine_measure(ctx, &m, &o, &all), NTP_STATUS_OK);
+    assert_int_equal(ntp_machine_describe(test_ctx, &m), NTP_STATUS_OK);
+    assert_int_equal(ntp_machine_measure(test_ctx, &m, &o, &all), NTP_STATUS_OK);
     assert_int_equal(all.n_gpus, 1);
     assert_string_equal(all.gpus[0].name, c.name);
     assert_true(all.gpus[0].gemm_gflops[NTP_GPU_MATH_F16] > 0 && all.gpus[0].dram_gbps > 0);
@@ -409,12 +395,12 @@ static void run_exec(const ntp_graph *g, const char *name, const char *const *pl
                        .n_place = n_place,
                        .graph_replay = replay};
     ntp_exec x;
-    if (ntp__exec_init(ctx, &x, g, &o) != NTP_STATUS_OK)
-        fail_msg("%s: init: %s", name, ntp_ctx_errmsg(ctx));
+    if (ntp__exec_init(test_ctx, &x, g, &o) != NTP_STATUS_OK)
+        fail_msg("%s: init: %s", name, ntp_ctx_errmsg(test_ctx));
     /* Three passes: a replayed pass is captured on its second sighting. */
     for (int it = 0; it < 3; it++)
-        if (ntp__exec_steps(ctx, &x, 0, x.n_steps - 1) != NTP_STATUS_OK)
-            fail_msg("%s: run: %s", name, ntp_ctx_errmsg(ctx));
+        if (ntp__exec_steps(test_ctx, &x, 0, x.n_steps - 1) != NTP_STATUS_OK)
+            fail_msg("%s: run: %s", name, ntp_ctx_errmsg(test_ctx));
     for (int i = 0; i < g->n_outputs; i++) {
         int64_t n = ntp_shape_numel(&g->tensors[g->outputs[i]].shape);
         out[i] = malloc((size_t)n * 8 + 8);
@@ -554,8 +540,8 @@ static void test_models(void **state)
         char path[4096];
         snprintf(path, sizeof path, "%s/models/%s", NTP_SOURCE_DIR, models[m]);
         ntp_graph *g = NULL;
-        if (ntp_graph_load(ctx, path, NULL, &g) != NTP_STATUS_OK)
-            fail_msg("%s", ntp_ctx_errmsg(ctx));
+        if (ntp_graph_load(test_ctx, path, NULL, &g) != NTP_STATUS_OK)
+            fail_msg("%s", ntp_ctx_errmsg(test_ctx));
         float *want[NTP_MAX_OUTPUTS] = {0}, *got[NTP_MAX_OUTPUTS] = {0};
         run_exec(g, "ref", NULL, 0, false, want);
         run_exec(g, "cuda", NULL, 0, false, got);
@@ -592,8 +578,8 @@ static void test_run_rows_and_memory(void **state)
     o.iterations = 5;
     o.min_time_s = 0;
     ntp_run_result *r = NULL;
-    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
-        fail_msg("run: %s", ntp_ctx_errmsg(ctx));
+    if (ntp_run(test_ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("run: %s", ntp_ctx_errmsg(test_ctx));
     const char *want[] = {"f1:h2d", "f1", "r", "f2", "f2:d2h"};
     assert_int_equal(r->n_layers, 5);
     for (int i = 0; i < 5; i++) {
@@ -639,8 +625,8 @@ static void test_heterogeneous(void **state)
     o.iterations = 3;
     o.min_time_s = 0;
     ntp_run_result *r = NULL;
-    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
-        fail_msg("run: %s", ntp_ctx_errmsg(ctx));
+    if (ntp_run(test_ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("run: %s", ntp_ctx_errmsg(test_ctx));
     int h2d = -1, d2h = -1, l = -1;
     for (int i = 0; i < r->n_layers; i++) {
         if (strcmp(r->layers[i].name, "l:h2d") == 0)
@@ -693,5 +679,5 @@ int main(void)
         cmocka_unit_test(test_heterogeneous),
         cmocka_unit_test(test_graph_replay),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

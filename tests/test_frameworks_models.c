@@ -33,15 +33,10 @@
 
 static const char *const backends[] = {"xnnpack", "blas"};
 
-static void check_model(const char *file, const char *const *set, int n_set, bool f16)
+static void check_model(ntp_ctx *ctx, const ntp_graph *g, const test_model *m, const char *ref)
 {
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = test_load_model(ctx, file, set, n_set, NULL);
+    const char *file = m->file;
     double t0 = test_now_s();
-    char ref[512];
-    snprintf(ref, sizeof ref, "%s/%s-ref", test_tmpdir, file);
-    test_run_ref_save(ctx, g, ref);
-    printf("  %s f32 (reference %.1f s)\n", file, test_now_s() - t0);
     int tested = 0;
     for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         if (!ntp__backend_find(backends[b])) {
@@ -60,8 +55,9 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
             tested++;
         }
     }
-    if (f16 && ntp__backend_find("xnnpack")) {
-        ntp_graph *h = test_load_model(ctx, file, set, n_set, "f16");
+    /* f16 on the convolutional models. */
+    if (m->spatial && ntp__backend_find("xnnpack")) {
+        ntp_graph *h = test_load_model(ctx, file, m->set, m->n_set, "f16");
         char dir[512];
         snprintf(dir, sizeof dir, "%s/%s-xnnpack-f16", test_tmpdir, file);
         int on = test_run_backend_save(ctx, h, "xnnpack", 1, true, dir);
@@ -72,71 +68,21 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
         ntp_graph_free(h);
     }
     printf("  %s: %d backend runs in %.1f s\n", file, tested, test_now_s() - t0);
-    ntp_graph_free(g);
-    ntp_ctx_free(ctx);
 }
 
-static void test_tiny_cnn(void **state)
-{
-    (void)state;
-    check_model("tiny-cnn.xml", NULL, 0, true);
-}
-
-static void test_tiny_mlp(void **state)
-{
-    (void)state;
-    check_model("tiny-mlp.xml", NULL, 0, false);
-}
-
-static void test_tiny_rnn(void **state)
-{
-    (void)state;
-    check_model("tiny-rnn.xml", NULL, 0, false);
-}
-
-static void test_tiny_attention(void **state)
-{
-    (void)state;
-    check_model("tiny-attention.xml", NULL, 0, false);
-}
-
-static void test_lstm_lm(void **state)
-{
-    (void)state;
-    check_model("lstm-lm.xml", NULL, 0, false);
-}
-
-static void test_deepspeech(void **state)
-{
-    (void)state;
-    const char *set[] = {"n_hidden=256", "time_steps=50"};
-    check_model("deepspeech.xml", set, 2, false);
-}
-
-static void test_bert(void **state)
-{
-    (void)state;
-    const char *set[] = {"layers=2", "seq_len=32"};
-    check_model("bert-base.xml", set, 2, false);
-}
-
-static void test_mobilenetv2(void **state)
-{
-    (void)state;
-    check_model("mobilenetv2.xml", NULL, 0, true);
-}
-
-static void test_alexnet(void **state)
-{
-    (void)state;
-    check_model("alexnet.xml", NULL, 0, false);
-}
-
-static void test_resnet50(void **state)
-{
-    (void)state;
-    check_model("resnet50.xml", NULL, 0, true);
-}
+static const test_model models[] = {
+    {.file = "tiny-cnn.xml", .spatial = true},
+    {.file = "tiny-mlp.xml"},
+    {.file = "tiny-rnn.xml"},
+    {.file = "tiny-attention.xml"},
+    {.file = "lstm-lm.xml"},
+    {.file = "deepspeech.xml", .set = {"n_hidden=256", "time_steps=50"}, .n_set = 2},
+    {.file = "bert-base.xml", .set = {"layers=2", "seq_len=32"}, .n_set = 2},
+    {.file = "mobilenetv2.xml", .spatial = true},
+    {.file = "alexnet.xml"},
+    {.file = "resnet50.xml", .spatial = true},
+};
+#define N_MODELS (int)(sizeof models / sizeof models[0])
 
 int main(void)
 {
@@ -149,12 +95,7 @@ int main(void)
         printf("neither XNNPACK nor BLAS built: skipped\n");
         return 77;
     }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_cnn), cmocka_unit_test(test_tiny_mlp),
-        cmocka_unit_test(test_tiny_rnn), cmocka_unit_test(test_tiny_attention),
-        cmocka_unit_test(test_lstm_lm),  cmocka_unit_test(test_deepspeech),
-        cmocka_unit_test(test_bert),     cmocka_unit_test(test_mobilenetv2),
-        cmocka_unit_test(test_alexnet),  cmocka_unit_test(test_resnet50),
-    };
+    struct CMUnitTest tests[N_MODELS];
+    test_model_tests(tests, models, N_MODELS, check_model);
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -18,23 +18,8 @@
 
 #include "graph/op-onnx-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void unary(ntp_op op, double p1, double p2, const float *x, const float *want, int n,
                   float tol)
@@ -45,7 +30,7 @@ static void unary(ntp_op op, double p1, double p2, const float *x, const float *
     c.node.a.value = p2;
     rh_in(&c, RH_SHAPE(n), x);
     float *y = rh_out(&c, RH_SHAPE(n));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, n, tol);
     rh_free(&c);
 }
@@ -159,7 +144,7 @@ static void test_prelu(void **state)
     rh_in(&c, RH_SHAPE(2, 2, 2), x);
     rh_w(&c, RH_SHAPE(2, 1), slope);
     float *y = rh_out(&c, RH_SHAPE(2, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     /* Channel 0 (x[0..1], x[4..5]) scales negatives by 0.5, channel 1 by 0.25. */
     const float want[8] = {-0.5f, 2, -0.75f, 4, -2.5f, 6, -1.75f, 8};
     rh_expect(y, want, 8, 0.0f);
@@ -174,7 +159,7 @@ static void test_log_softmax_hardmax(void **state)
     const float x[6] = {1, 2, 3, 3, 1, 3};
     rh_in(&c, RH_SHAPE(2, 3), x);
     float *y = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     /* Row [1, 2, 3]: x - 3 - ln(e^-2 + e^-1 + 1). */
     const float want[3] = {-2.4076058864593506f, -1.4076060056686401f, -0.40760597586631775f};
     rh_expect(y, want, 3, 1e-6f);
@@ -184,7 +169,7 @@ static void test_log_softmax_hardmax(void **state)
     c.node.a.axis = 0;
     rh_in(&c, RH_SHAPE(2, 3), x);
     y = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     const float hw[6] = {0, 1, 1, 1, 0, 0};
     rh_expect(y, hw, 6, 0.0f);
     rh_free(&c);
@@ -199,7 +184,7 @@ static void binary(ntp_op op, const float *a, const float *b, const float *want)
     rh_in(&c, RH_SHAPE(3), b);
     float *y = rh_out(&c, RH_SHAPE(2, 3));
     c.allow_nan = true;
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     for (int i = 0; i < 6; i++)
         if (isnan(want[i]))
             assert_true(isnan(y[i]));
@@ -238,7 +223,7 @@ static void test_where(void **state)
     rh_in(&c, RH_SHAPE(2, 2), (const float[]){1, 2, 3, 4});
     rh_in(&c, RH_SHAPE(1), (const float[]){9});
     float *y = rh_out(&c, RH_SHAPE(2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, (const float[]){9, 9, 3, 4}, 4, 0.0f);
     rh_free(&c);
 }
@@ -253,7 +238,7 @@ static void reduce(ntp_op op, int n_axes, const int64_t *axes, ntp_shape out, co
         c.node.a.perm[i] = axes[i];
     rh_in(&c, RH_SHAPE(2, 3), (const float[]){1, 2, 3, 4, 5, 6});
     float *y = rh_out(&c, out);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, n, tol);
     rh_free(&c);
 }
@@ -291,7 +276,7 @@ static void test_instancenorm(void **state)
     rh_w(&c, RH_SHAPE(2), (const float[]){2, 1});
     rh_w(&c, RH_SHAPE(2), (const float[]){0, 1});
     float *y = rh_out(&c, RH_SHAPE(1, 2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y,
               (const float[]){-2.4494714736938477f, 0, 2.4494714736938477f, 0.2928942143917084f,
                               0.2928942143917084f, 2.4142115116119385f},
@@ -311,7 +296,7 @@ static void test_lrn(void **state)
     /* Channel c divided by (1 + 1e-4 * sum of squares of c-1..c+1)^0.75. */
     rh_in(&c, RH_SHAPE(1, 3, 1), (const float[]){1, 2, 3});
     float *y = rh_out(&c, RH_SHAPE(1, 3, 1));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, (const float[]){0.9996251463890076f, 1.997902512550354f, 2.9970784187316895f}, 3,
               1e-6f);
     rh_free(&c);
@@ -324,7 +309,7 @@ static void test_constant(void **state)
     rh_init(&c, NTP_OP_CONSTANT);
     rh_w(&c, RH_SHAPE(2, 2), (const float[]){1, -2, 3, -4});
     float *y = rh_out(&c, RH_SHAPE(2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, (const float[]){1, -2, 3, -4}, 4, 0.0f);
     rh_free(&c);
 }
@@ -348,7 +333,7 @@ static void slice(const int64_t *starts, const int64_t *ends, const int64_t *axe
     }
     rh_in(&c, RH_SHAPE(2, 5), (const float[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     float *y = rh_out(&c, out);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, ntp_shape_numel(&out), 0.0f);
     rh_free(&c);
 }
@@ -385,7 +370,7 @@ static void test_expand(void **state)
     rh_init(&c, NTP_OP_EXPAND);
     rh_in(&c, RH_SHAPE(3, 1), (const float[]){1, 2, 3});
     float *y = rh_out(&c, RH_SHAPE(2, 3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, (const float[]){1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}, 12, 0.0f);
     rh_free(&c);
 }
@@ -407,7 +392,7 @@ static void resize(int mode, int coord, const float *want)
     }
     rh_in(&c, RH_SHAPE(1, 1, 2, 2), (const float[]){1, 2, 3, 4});
     float *y = rh_out(&c, RH_SHAPE(1, 1, 4, 4));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 16, 1e-6f);
     rh_free(&c);
 }
@@ -440,9 +425,9 @@ static void test_resize(void **state)
 static ntp_graph *load(const char *xml)
 {
     ntp_graph *g = NULL;
-    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t.xml", NULL, &g);
+    ntp_status st = ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "t.xml", NULL, &g);
     if (st)
-        print_error("%s\n", ntp_ctx_errmsg(ctx));
+        print_error("%s\n", ntp_ctx_errmsg(test_ctx));
     assert_int_equal(st, NTP_STATUS_OK);
     return g;
 }
@@ -478,7 +463,7 @@ static void test_markup_shapes_and_costs(void **state)
                         "<pow name='pw' inputs='ex,ex'/>"
                         "</topology>");
     ntp_analysis *a = NULL;
-    assert_int_equal(ntp_graph_analyze(ctx, g, &a), NTP_STATUS_OK);
+    assert_int_equal(ntp_graph_analyze(test_ctx, g, &a), NTP_STATUS_OK);
     /* 2·4·6·6 = 288 elements. prelu: 4 slopes ([4,1,1]), 2 FLOPs each. */
     check_layer(a, g, "p", RH_SHAPE(2, 4, 6, 6), 576, 4);
     check_layer(a, g, "e", RH_SHAPE(2, 4, 6, 6), 5 * 288, 0);
@@ -502,12 +487,12 @@ static void test_markup_shapes_and_costs(void **state)
 static void load_fails(const char *xml, const char *want)
 {
     ntp_graph *g = NULL;
-    assert_int_not_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t.xml", NULL, &g),
+    assert_int_not_equal(ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "t.xml", NULL, &g),
                          NTP_STATUS_OK);
     assert_null(g);
-    if (!strstr(ntp_ctx_errmsg(ctx), want))
-        print_error("got: %s\nwant: ...%s...\n", ntp_ctx_errmsg(ctx), want);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), want));
+    if (!strstr(ntp_ctx_errmsg(test_ctx), want))
+        print_error("got: %s\nwant: ...%s...\n", ntp_ctx_errmsg(test_ctx), want);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), want));
 }
 
 static void test_markup_errors(void **state)
@@ -551,5 +536,5 @@ int main(void)
         cmocka_unit_test(test_markup_shapes_and_costs),
         cmocka_unit_test(test_markup_errors),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
 
 static const float x_in[24] = {-1.75f, -1.0f,  -0.25f, 0.5f,   1.25f,  2.0f,  -1.5f, -0.75f,
@@ -46,22 +47,6 @@ static const float cross_nobias[24] = {
     -0.000198044347f, -0.00788915312f, -0.215340132f, -0.0623047673f};
 
 enum { N = 2, S = 3, SKV = 4, D = 4 };
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void fill4(float *v, int n, int seed)
 {
@@ -101,7 +86,7 @@ static void check(bool causal, bool cross, bool bias, const float *want)
     if (bias)
         rh_w(&c, RH_SHAPE(D), out_bias);
     float *y = rh_out(&c, RH_SHAPE(N, S, D));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, N * S * D, 2e-6f);
     rh_free(&c);
 }
@@ -147,8 +132,8 @@ static void test_heads_must_divide(void **state)
     rh_w(&c, RH_SHAPE(3 * D, D), in_proj);
     rh_w(&c, RH_SHAPE(D, D), out_proj);
     rh_out(&c, RH_SHAPE(N, S, D));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "3 heads"));
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "3 heads"));
     rh_free(&c);
 }
 
@@ -159,5 +144,5 @@ int main(void)
         cmocka_unit_test(test_cross_attention_no_bias), cmocka_unit_test(test_causal_mask_matters),
         cmocka_unit_test(test_heads_must_divide),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -12,23 +12,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void test_conv1d_stride_asymmetric_pad(void **state)
 {
@@ -47,7 +32,7 @@ static void test_conv1d_stride_asymmetric_pad(void **state)
     rh_w(&c, RH_SHAPE(1, 1, 3), W);
     rh_w(&c, RH_SHAPE(1), b);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 3, 0.0f);
     rh_free(&c);
 }
@@ -67,7 +52,7 @@ static void test_conv1d_dilation(void **state)
     rh_in(&c, RH_SHAPE(1, 1, 6), x);
     rh_w(&c, RH_SHAPE(1, 1, 2), W);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 3, 0.0f);
     rh_free(&c);
 }
@@ -93,7 +78,7 @@ static void test_conv2d_stride_pad(void **state)
     rh_in(&c, RH_SHAPE(1, 1, 3, 3), x);
     rh_w(&c, RH_SHAPE(1, 1, 3, 3), W);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -116,7 +101,7 @@ static void test_conv_groups(void **state)
     rh_in(&c, RH_SHAPE(1, 4, 2), x);
     rh_w(&c, RH_SHAPE(2, 2, 1), W);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -138,7 +123,7 @@ static void test_conv_depthwise(void **state)
     rh_in(&c, RH_SHAPE(1, 2, 3), x);
     rh_w(&c, RH_SHAPE(2, 1, 2), W);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -162,7 +147,7 @@ static void test_deconv_output_padding(void **state)
     rh_w(&c, RH_SHAPE(1, 1, 2), W);
     rh_w(&c, RH_SHAPE(1), b);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 7));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 7, 0.0f);
     rh_free(&c);
 }
@@ -184,7 +169,7 @@ static void test_deconv_padding(void **state)
     rh_in(&c, RH_SHAPE(1, 1, 2), x);
     rh_w(&c, RH_SHAPE(1, 1, 3), W);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 4));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -206,7 +191,7 @@ static void test_deconv2d_groups(void **state)
     rh_in(&c, RH_SHAPE(1, 2, 1, 1), x);
     rh_w(&c, RH_SHAPE(2, 1, 2, 2), W);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 8, 0.0f);
     rh_free(&c);
 }
@@ -325,7 +310,7 @@ static void check_case(const conv_case *cc)
     rh_w(&c, ws, W);
     rh_w(&c, RH_SHAPE(cc->F), b);
     float *y = rh_out(&c, ys);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, ny, 1e-5f);
     rh_free(&c);
     free(x);
@@ -393,8 +378,8 @@ static void test_conv_bad_weight(void **state)
     rh_in(&c, RH_SHAPE(1, 1, 4), x);
     rh_w(&c, RH_SHAPE(1, 1, 3), W);
     rh_out(&c, RH_SHAPE(1, 1, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "weight 0"));
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "weight 0"));
     rh_free(&c);
 }
 
@@ -412,5 +397,5 @@ int main(void)
         cmocka_unit_test(test_conv_vs_direct),
         cmocka_unit_test(test_conv_bad_weight),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

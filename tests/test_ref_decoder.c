@@ -15,23 +15,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void test_rmsnorm(void **state)
 {
@@ -45,7 +30,7 @@ static void test_rmsnorm(void **state)
     rh_in(&c, RH_SHAPE(1, 2), x);
     rh_w(&c, RH_SHAPE(2), scale);
     float *y = rh_out(&c, RH_SHAPE(1, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 2, 1e-6f);
     rh_free(&c);
 }
@@ -60,7 +45,7 @@ static void rope(const float *x, const int32_t *pos, int S, int C, int hd, doubl
     rh_in(&c, RH_SHAPE(1, S, C), x);
     rh_in_typed(&c, RH_SHAPE(1, S), NTP_DTYPE_I32, pos);
     float *out = rh_out(&c, RH_SHAPE(1, S, C));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     memcpy(y, out, (size_t)(S * C) * sizeof *y);
     rh_free(&c);
 }
@@ -129,7 +114,7 @@ static ntp_status attend(const float *q, const float *k, const float *v, int N, 
     rh_in(&c, RH_SHAPE(N, S, KVH * hd), v);
     float *out = rh_out(&c, RH_SHAPE(N, S, H * hd));
     c.k.kv = kv;
-    ntp_status st = rh_run(&c, ctx);
+    ntp_status st = rh_run(&c, test_ctx);
     if (st == NTP_STATUS_OK)
         memcpy(y, out, (size_t)(N * S * H * hd) * sizeof *y);
     rh_free(&c);
@@ -198,7 +183,7 @@ static void cached_vs_whole(ntp_dtype dt, float tol)
     /* The cache is full after 5 of 6; a pass of 3 more is refused. */
     float y[N * 3 * H * HD];
     assert_int_equal(attend(q, k, v, N, 3, H, KVH, HD, &kv, y), NTP_STATUS_INVALID_ARGUMENT);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "exceed the cache's 6"));
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "exceed the cache's 6"));
     free(kv.k);
     free(kv.v);
 }
@@ -229,7 +214,7 @@ static void test_lm_head(void **state)
     rh_in(&c, RH_SHAPE(1, 2, 2), x);
     rh_w(&c, RH_SHAPE(3, 2), W);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 6, 0.0f);
     rh_free(&c);
 }
@@ -244,7 +229,7 @@ static void test_argmax(void **state)
     c.allow_nan = true;
     rh_in(&c, RH_SHAPE(3, 4), x);
     int32_t *y = rh_out_typed(&c, RH_SHAPE(3), NTP_DTYPE_I32);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     assert_int_equal(y[0], 1);
     assert_int_equal(y[1], 0);
     assert_int_equal(y[2], 2);
@@ -259,5 +244,5 @@ int main(void)
         cmocka_unit_test(test_cache_f32),     cmocka_unit_test(test_cache_bf16),
         cmocka_unit_test(test_lm_head),       cmocka_unit_test(test_argmax),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -11,23 +11,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void test_fc_bias(void **state)
 {
@@ -46,7 +31,7 @@ static void test_fc_bias(void **state)
     rh_w(&c, RH_SHAPE(2, 3), W);
     rh_w(&c, RH_SHAPE(2), b);
     float *y = rh_out(&c, RH_SHAPE(2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -65,7 +50,7 @@ static void test_fc_no_bias_rank3(void **state)
     rh_in(&c, RH_SHAPE(1, 2, 3), x);
     rh_w(&c, RH_SHAPE(2, 3), W);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -81,8 +66,8 @@ static void test_fc_wrong_weight(void **state)
     rh_in(&c, RH_SHAPE(2, 3), x);
     rh_w(&c, RH_SHAPE(2, 2), W);
     rh_out(&c, RH_SHAPE(2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "name='layer'"));
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "name='layer'"));
     rh_free(&c);
 }
 
@@ -112,7 +97,7 @@ static void test_matmul_broadcast(void **state)
     rh_in(&c, RH_SHAPE(2, 1, 2, 2), A);
     rh_in(&c, RH_SHAPE(3, 2, 2), B);
     float *y = rh_out(&c, RH_SHAPE(2, 3, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 24, 0.0f);
     rh_free(&c);
 }
@@ -129,7 +114,7 @@ static void test_matmul_transpose_a(void **state)
     rh_in(&c, RH_SHAPE(2, 3), A);
     rh_in(&c, RH_SHAPE(2, 2), I);
     float *y = rh_out(&c, RH_SHAPE(3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 6, 0.0f);
     rh_free(&c);
 }
@@ -146,7 +131,7 @@ static void test_matmul_transpose_b(void **state)
     rh_in(&c, RH_SHAPE(1, 2), A);
     rh_in(&c, RH_SHAPE(3, 2), B);
     float *y = rh_out(&c, RH_SHAPE(1, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 3, 0.0f);
     rh_free(&c);
 }
@@ -241,5 +226,5 @@ int main(void)
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_k_order),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -13,23 +13,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 /* Run a unary op on n values; attrs set by the caller through a. */
 static void unary(ntp_op op, const ntp_attrs *a, const float *x, const float *want, int n,
@@ -41,7 +26,7 @@ static void unary(ntp_op op, const ntp_attrs *a, const float *x, const float *wa
         c.node.a = *a;
     rh_in(&c, RH_SHAPE(n), x);
     float *y = rh_out(&c, RH_SHAPE(n));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, n, tol);
     rh_free(&c);
 }
@@ -166,7 +151,7 @@ static void test_softmax(void **state)
     c.node.a.axis = 1;
     rh_in(&c, RH_SHAPE(2, 3), x);
     float *y = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, row, 3, 1e-7f);
     rh_expect(y + 3, row, 3, 1e-7f);
     for (int r = 0; r < 2; r++)
@@ -180,7 +165,7 @@ static void test_softmax(void **state)
     c.node.a.axis = 0;
     rh_in(&c, RH_SHAPE(3, 2), xt);
     y = rh_out(&c, RH_SHAPE(3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 6, 1e-7f);
     rh_free(&c);
 }
@@ -197,7 +182,7 @@ static void test_add_broadcast(void **state)
     rh_in(&c, RH_SHAPE(3), b);
     rh_in(&c, RH_SHAPE(2, 1), cc);
     float *y = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 6, 0.0f);
     rh_free(&c);
 }
@@ -213,7 +198,7 @@ static void test_mul_broadcast(void **state)
     rh_in(&c, RH_SHAPE(2, 1, 3), a);
     rh_in(&c, RH_SHAPE(1, 2, 1), b);
     float *y = rh_out(&c, RH_SHAPE(2, 2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 12, 0.0f);
     rh_free(&c);
 }
@@ -236,7 +221,7 @@ static void test_add_eight_inputs(void **state)
     }
     const float want[4] = {255, 255, 255, 255};
     float *y = rh_out(&c, RH_SHAPE(2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -250,8 +235,8 @@ static void test_add_bad_broadcast(void **state)
     rh_in(&c, RH_SHAPE(2, 3), a);
     rh_in(&c, RH_SHAPE(2), b);
     rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "broadcast"));
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "broadcast"));
     rh_free(&c);
 }
 
@@ -274,7 +259,7 @@ static void test_backend_rounds_outputs(void **state)
         c.node.precision = p[i];
         rh_in(&c, RH_SHAPE(3), x);
         float *y = rh_out(&c, RH_SHAPE(3));
-        assert_int_equal(rh_run_backend(&c, ctx), NTP_STATUS_OK);
+        assert_int_equal(rh_run_backend(&c, test_ctx), NTP_STATUS_OK);
         rh_expect(y, want[i], 3, 0.0f);
         rh_free(&c);
     }
@@ -291,7 +276,7 @@ static void test_backend_widens_half_inputs(void **state)
     rh_init(&c, NTP_OP_RELU);
     rh_in_typed(&c, RH_SHAPE(2), NTP_DTYPE_F16, x);
     float *y = rh_out(&c, RH_SHAPE(2));
-    assert_int_equal(rh_run_backend(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run_backend(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 2, 0.0f);
     rh_free(&c);
 }
@@ -314,5 +299,5 @@ int main(void)
         cmocka_unit_test(test_backend_rounds_outputs),
         cmocka_unit_test(test_backend_widens_half_inputs),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

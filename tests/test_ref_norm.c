@@ -9,23 +9,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void test_batchnorm(void **state)
 {
@@ -47,7 +32,7 @@ static void test_batchnorm(void **state)
     rh_w(&c, RH_SHAPE(2), mean);
     rh_w(&c, RH_SHAPE(2), var);
     float *y = rh_out(&c, RH_SHAPE(2, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 8, 0.0f);
     rh_free(&c);
 }
@@ -68,7 +53,7 @@ static void test_batchnorm_2d_default_epsilon(void **state)
     rh_w(&c, RH_SHAPE(1), mean);
     rh_w(&c, RH_SHAPE(1), var);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 1e-6f);
     rh_free(&c);
 }
@@ -90,7 +75,7 @@ static void test_layernorm_last_axis(void **state)
     rh_w(&c, RH_SHAPE(4), gamma);
     rh_w(&c, RH_SHAPE(4), beta);
     float *y = rh_out(&c, RH_SHAPE(2, 4));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 8, 1e-6f);
     rh_free(&c);
 }
@@ -111,7 +96,7 @@ static void test_layernorm_two_axes(void **state)
     rh_w(&c, RH_SHAPE(4), gamma);
     rh_w(&c, RH_SHAPE(4), beta);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 1e-6f);
     rh_free(&c);
 }
@@ -126,7 +111,7 @@ static void test_layernorm_weight_size_checked(void **state)
     rh_w(&c, RH_SHAPE(2), g);
     rh_w(&c, RH_SHAPE(2), g);
     rh_out(&c, RH_SHAPE(1, 4));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
     rh_free(&c);
 }
 
@@ -139,5 +124,5 @@ int main(void)
         cmocka_unit_test(test_layernorm_two_axes),
         cmocka_unit_test(test_layernorm_weight_size_checked),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

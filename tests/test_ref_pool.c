@@ -11,23 +11,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 /* A 1-d pool of x [1,1,n] with kernel k, stride s, pads pb/pe. */
 static void pool1d(ntp_op op, const float *x, int64_t n, int64_t k, int64_t s, int64_t pb,
@@ -41,7 +26,7 @@ static void pool1d(ntp_op op, const float *x, int64_t n, int64_t k, int64_t s, i
     c.node.a.count_include_pad = include_pad;
     rh_in(&c, RH_SHAPE(1, 1, n), x);
     float *y = rh_out(&c, RH_SHAPE(1, 1, n_out));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, n_out, 1e-6f);
     rh_free(&c);
 }
@@ -60,7 +45,7 @@ static void test_maxpool_2d(void **state)
     rh_spatial(&c, 2, k, k, NULL, NULL);
     rh_in(&c, RH_SHAPE(1, 1, 4, 4), x);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 4, 0.0f);
     rh_free(&c);
 }
@@ -91,7 +76,7 @@ static void test_maxpool_dilation_padding(void **state)
     rh_spatial(&c, 2, k, s, d, p);
     rh_in(&c, RH_SHAPE(1, 1, 5, 5), x);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 3, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 9, 0.0f);
     rh_free(&c);
 }
@@ -107,7 +92,7 @@ static void test_maxpool_propagates_nan(void **state)
     c.allow_nan = true;
     rh_in(&c, RH_SHAPE(1, 1, 4), x);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     assert_true(isnan(y[0]));
     assert_true(y[1] == 3.0f);
     rh_free(&c);
@@ -154,7 +139,7 @@ static void test_avgpool_3d(void **state)
     rh_spatial(&c, 3, k, k, NULL, NULL);
     rh_in(&c, RH_SHAPE(1, 1, 2, 2, 2), x);
     float *y = rh_out(&c, RH_SHAPE(1, 1, 1, 1, 1));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 1, 0.0f);
     rh_free(&c);
 }
@@ -171,7 +156,7 @@ static void test_global_pools(void **state)
         rh_init(&c, m ? NTP_OP_GLOBAL_MAXPOOL : NTP_OP_GLOBAL_AVGPOOL);
         rh_in(&c, RH_SHAPE(1, 2, 2, 2), x);
         float *y = rh_out(&c, RH_SHAPE(1, 2, 1, 1));
-        assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+        assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
         rh_expect(y, m ? mx : avg, 2, 0.0f);
         rh_free(&c);
     }
@@ -188,7 +173,7 @@ static void test_pool_shape_mismatch(void **state)
     rh_spatial(&c, 1, k, k, NULL, NULL);
     rh_in(&c, RH_SHAPE(1, 2, 4), x);
     rh_out(&c, RH_SHAPE(1, 3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
     rh_free(&c);
 }
 
@@ -205,5 +190,5 @@ int main(void)
         cmocka_unit_test(test_global_pools),
         cmocka_unit_test(test_pool_shape_mismatch),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

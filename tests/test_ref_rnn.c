@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
 
 static const float x_in[18] = {-0.4375f, -0.25f,   -0.0625f, 0.125f,  0.3125f, 0.5f,
@@ -59,22 +60,6 @@ static const float rnn_tanh_bi_concat_full[24] = {
 
 enum { T = 3, N = 2, I = 3, H = 2 };
 
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
-
 /* Run op with the given direction/merge/sequence on x_in and weights
  * W = rh_fill(seed 2), R = rh_fill(seed 3), B = rh_fill(seed 4). */
 static void check(ntp_op op, int direction, int merge, bool last, int act, bool bias,
@@ -104,7 +89,7 @@ static void check(ntp_op op, int direction, int merge, bool last, int act, bool 
         rh_w(&c, RH_SHAPE(dirs, 2 * G * H), B);
     float *y = last ? rh_out(&c, RH_SHAPE(N, width)) : rh_out(&c, RH_SHAPE(T, N, width));
     assert_int_equal(n_want, last ? N * width : T * N * width);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, n_want, 2e-6f);
     rh_free(&c);
 }
@@ -180,8 +165,8 @@ static void test_rnn_workspace_checked(void **state)
     float ws[64];
     c.k.workspace = ws;
     c.k.workspace_bytes = need - 4;
-    assert_int_equal(ntp__ref_run(ctx, &c.k), NTP_STATUS_INTERNAL);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "workspace"));
+    assert_int_equal(ntp__ref_run(test_ctx, &c.k), NTP_STATUS_INTERNAL);
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "workspace"));
     c.k.workspace = NULL;
     rh_free(&c);
 }
@@ -197,5 +182,5 @@ int main(void)
         cmocka_unit_test(test_rnn),
         cmocka_unit_test(test_rnn_workspace_checked),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

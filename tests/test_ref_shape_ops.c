@@ -11,23 +11,8 @@
 
 #include <cmocka.h>
 
+#include "support/ctx.h"
 #include "support/ref-harness.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
 
 static void test_concat(void **state)
 {
@@ -41,7 +26,7 @@ static void test_concat(void **state)
     rh_in(&c, RH_SHAPE(2, 1), a);
     rh_in(&c, RH_SHAPE(2, 2), b);
     float *y = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 6, 0.0f);
     rh_free(&c);
 
@@ -54,7 +39,7 @@ static void test_concat(void **state)
     rh_in(&c, RH_SHAPE(2, 2), q);
     rh_in(&c, RH_SHAPE(1, 2), r);
     y = rh_out(&c, RH_SHAPE(4, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want0, 8, 0.0f);
     rh_free(&c);
 }
@@ -76,7 +61,7 @@ static void test_split(void **state)
     rh_in(&c, RH_SHAPE(2, 5), x);
     float *y0 = rh_out(&c, RH_SHAPE(2, 2));
     float *y1 = rh_out(&c, RH_SHAPE(2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y0, w0, 4, 0.0f);
     rh_expect(y1, w1, 6, 0.0f);
     rh_free(&c);
@@ -102,7 +87,7 @@ static void test_transpose(void **state)
     c.node.a.perm[2] = 1;
     rh_in(&c, RH_SHAPE(2, 3, 4), x);
     float *y = rh_out(&c, RH_SHAPE(4, 2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 24, 0.0f);
     rh_free(&c);
 
@@ -111,7 +96,7 @@ static void test_transpose(void **state)
     rh_init(&c, NTP_OP_TRANSPOSE);
     rh_in(&c, RH_SHAPE(2, 3), m);
     y = rh_out(&c, RH_SHAPE(3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, mt, 6, 0.0f);
     rh_free(&c);
 }
@@ -132,7 +117,7 @@ static void pad_case(int mode, const float *want)
     c.node.a.value = 9;
     rh_in(&c, RH_SHAPE(2, 3), x);
     float *y = rh_out(&c, RH_SHAPE(3, 6));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 18, 0.0f);
     rh_free(&c);
 }
@@ -161,7 +146,7 @@ static void test_reshape_flatten_memcpy(void **state)
         rh_init(&c, ops[i]);
         rh_in(&c, RH_SHAPE(1, 2, 3), x);
         float *y = rh_out(&c, RH_SHAPE(3, 2));
-        assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+        assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
         rh_expect(y, x, 6, 0.0f);
         rh_free(&c);
     }
@@ -171,7 +156,7 @@ static void test_reshape_flatten_memcpy(void **state)
     rh_init(&c, NTP_OP_MEMCPY);
     rh_in_typed(&c, RH_SHAPE(3), NTP_DTYPE_I32, xi);
     int32_t *yi = rh_out_typed(&c, RH_SHAPE(3), NTP_DTYPE_I32);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     for (int i = 0; i < 3; i++)
         assert_int_equal(yi[i], xi[i]);
     rh_free(&c);
@@ -179,7 +164,7 @@ static void test_reshape_flatten_memcpy(void **state)
     rh_init(&c, NTP_OP_RESHAPE);
     rh_in(&c, RH_SHAPE(6), x);
     rh_out(&c, RH_SHAPE(5));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_SHAPE_ERROR);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_SHAPE_ERROR);
     rh_free(&c);
 }
 
@@ -194,7 +179,7 @@ static void embedding_case(ntp_dtype it, const void *idx, ntp_status want_st, co
     rh_in_typed(&c, RH_SHAPE(2, 2), it, idx);
     rh_w(&c, RH_SHAPE(4, 2), table);
     float *y = rh_out(&c, RH_SHAPE(2, 2, 2));
-    assert_int_equal(rh_run(&c, ctx), want_st);
+    assert_int_equal(rh_run(&c, test_ctx), want_st);
     if (want)
         rh_expect(y, want, 8, 0.0f);
     rh_free(&c);
@@ -217,12 +202,12 @@ static void test_embedding_out_of_range(void **state)
      * layer and the index, not a read past the table. */
     const int64_t bad[4] = {0, 1, 4, 2};
     embedding_case(NTP_DTYPE_I64, bad, NTP_STATUS_INVALID_ARGUMENT, NULL);
-    const char *msg = ntp_ctx_errmsg(ctx);
+    const char *msg = ntp_ctx_errmsg(test_ctx);
     assert_non_null(strstr(msg, "<embedding name='layer'>"));
     assert_non_null(strstr(msg, "index 4 at position 2"));
     const int32_t neg[4] = {-1, 0, 0, 0};
     embedding_case(NTP_DTYPE_I32, neg, NTP_STATUS_INVALID_ARGUMENT, NULL);
-    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "index -1 at position 0"));
+    assert_non_null(strstr(ntp_ctx_errmsg(test_ctx), "index -1 at position 0"));
 }
 
 static void test_convert_dtype(void **state)
@@ -241,7 +226,7 @@ static void test_convert_dtype(void **state)
         c.node.a.to_dtype = to[i];
         rh_in(&c, RH_SHAPE(3), x);
         float *y = rh_out(&c, RH_SHAPE(3));
-        assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+        assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
         rh_expect(y, want[i], 3, 0.0f);
         rh_free(&c);
     }
@@ -253,7 +238,7 @@ static void test_convert_dtype(void **state)
     c.node.a.to_dtype = NTP_DTYPE_I32;
     rh_in(&c, RH_SHAPE(3), big);
     int32_t *yi = rh_out_typed(&c, RH_SHAPE(3), NTP_DTYPE_I32);
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     assert_int_equal(yi[0], INT32_MAX);
     assert_int_equal(yi[1], 0);
     assert_int_equal(yi[2], 2);
@@ -278,7 +263,7 @@ static void test_convert_layout(void **state)
     c.node.a.to_layout = NTP_LAYOUT_NHWC;
     rh_in(&c, RH_SHAPE(1, 2, 2, 3), x);
     float *y = rh_out(&c, RH_SHAPE(1, 2, 3, 2));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, want, 12, 0.0f);
     rh_free(&c);
 
@@ -289,7 +274,7 @@ static void test_convert_layout(void **state)
     c.node.a.to_dtype = NTP_DTYPE_BF16;
     rh_in(&c, RH_SHAPE(1, 2, 3, 2), want);
     y = rh_out(&c, RH_SHAPE(1, 2, 2, 3));
-    assert_int_equal(rh_run(&c, ctx), NTP_STATUS_OK);
+    assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
     rh_expect(y, x, 12, 0.0f); /* small integers are exact in bf16 */
     rh_free(&c);
 }
@@ -307,5 +292,5 @@ int main(void)
         cmocka_unit_test(test_convert_dtype),
         cmocka_unit_test(test_convert_layout),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -75,20 +75,14 @@ static int run_torch(ntp_ctx *ctx, const ntp_graph *g, const char *options, bool
     return on;
 }
 
-static void check_model(const char *file, const char *const *set, int n_set, bool spatial)
+static void check_model(ntp_ctx *ctx, const ntp_graph *g, const test_model *m, const char *ref)
 {
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = test_load_model(ctx, file, set, n_set, NULL);
-    char ref[512];
-    snprintf(ref, sizeof ref, "%s/%s-ref", test_tmpdir, file);
-    test_run_ref_save(ctx, g, ref);
-    printf("  %s f32\n", file);
     static const char *const formats[] = {NULL, "torch.memory_format=channels_last"};
-    for (int f = 0; f < (spatial ? 2 : 1); f++) {
+    for (int f = 0; f < (m->spatial ? 2 : 1); f++) {
         /* --fuse changes only what has batch norms to fold. */
-        for (int fuse = 0; fuse < (spatial ? 2 : 1); fuse++) {
+        for (int fuse = 0; fuse < (m->spatial ? 2 : 1); fuse++) {
             char dir[512];
-            snprintf(dir, sizeof dir, "%s/%s-torch-%d-%d", test_tmpdir, file, f, fuse);
+            snprintf(dir, sizeof dir, "%s/%s-torch-%d-%d", test_tmpdir, m->file, f, fuse);
             int aten = 0, on = run_torch(ctx, g, formats[f], fuse, dir, &aten);
             double e = test_compare_outputs(ctx, g, dir, ref);
             printf("    torch%s%s: %s (worst rel_l2 %.2e, tolerance 1e-4)\n",
@@ -99,53 +93,18 @@ static void check_model(const char *file, const char *const *set, int n_set, boo
             assert_true(e <= 1e-4);
         }
     }
-    ntp_graph_free(g);
-    ntp_ctx_free(ctx);
 }
 
-static void test_tiny_cnn(void **state)
-{
-    (void)state;
-    check_model("tiny-cnn.xml", NULL, 0, true);
-}
-
-static void test_tiny_mlp(void **state)
-{
-    (void)state;
-    check_model("tiny-mlp.xml", NULL, 0, false);
-}
-
-static void test_tiny_rnn(void **state)
-{
-    (void)state;
-    check_model("tiny-rnn.xml", NULL, 0, false);
-}
-
-static void test_tiny_attention(void **state)
-{
-    (void)state;
-    check_model("tiny-attention.xml", NULL, 0, false);
-}
-
-static void test_lstm_lm(void **state)
-{
-    (void)state;
-    check_model("lstm-lm.xml", NULL, 0, false);
-}
-
-static void test_deepspeech(void **state)
-{
-    (void)state;
-    const char *set[] = {"n_hidden=128", "time_steps=20"};
-    check_model("deepspeech.xml", set, 2, false);
-}
-
-static void test_bert(void **state)
-{
-    (void)state;
-    const char *set[] = {"layers=1", "seq_len=16"};
-    check_model("bert-base.xml", set, 2, false);
-}
+static const test_model models[] = {
+    {.file = "tiny-cnn.xml", .spatial = true},
+    {.file = "tiny-mlp.xml"},
+    {.file = "tiny-rnn.xml"},
+    {.file = "tiny-attention.xml"},
+    {.file = "lstm-lm.xml"},
+    {.file = "deepspeech.xml", .set = {"n_hidden=128", "time_steps=20"}, .n_set = 2},
+    {.file = "bert-base.xml", .set = {"layers=1", "seq_len=16"}, .n_set = 2},
+};
+#define N_MODELS (int)(sizeof models / sizeof models[0])
 
 /* The whole-graph mode: tiny-attention (every layer on torch) as one
  * TorchScript module, frozen and optimised, with the engine's weights and
@@ -260,13 +219,9 @@ int main(void)
         printf("torch backend not usable here (%s): skipped\n", why);
         return 77;
     }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_cnn), cmocka_unit_test(test_tiny_mlp),
-        cmocka_unit_test(test_tiny_rnn), cmocka_unit_test(test_tiny_attention),
-        cmocka_unit_test(test_lstm_lm),  cmocka_unit_test(test_deepspeech),
-        cmocka_unit_test(test_bert),     cmocka_unit_test(test_options),
-        cmocka_unit_test(test_script),
-    };
+    struct CMUnitTest tests[N_MODELS + 2] = {[N_MODELS] = cmocka_unit_test(test_options),
+                                             [N_MODELS + 1] = cmocka_unit_test(test_script)};
+    test_model_tests(tests, models, N_MODELS, check_model);
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 #endif
 }

@@ -29,31 +29,16 @@
 #include "io/xml-impl.h"
 #include "ntprof/context.h"
 #include "ntprof/graph.h"
-
-static ntp_ctx *ctx;
-
-static int setup(void **state)
-{
-    (void)state;
-    ctx = ntp_ctx_init();
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ntp_ctx_free(ctx);
-    return 0;
-}
+#include "support/ctx.h"
 
 static ntp_graph *load_opts(const char *xml, const ntp_load_opts *o)
 {
     ntp_graph *g = NULL;
-    ntp_ctx_clear(ctx);
-    ntp_ctx_clear_warnings(ctx);
-    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "mem.xml", o, &g);
+    ntp_ctx_clear(test_ctx);
+    ntp_ctx_clear_warnings(test_ctx);
+    ntp_status st = ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "mem.xml", o, &g);
     if (st != NTP_STATUS_OK)
-        print_error("load failed: %s\n", ntp_ctx_errmsg(ctx));
+        print_error("load failed: %s\n", ntp_ctx_errmsg(test_ctx));
     assert_int_equal(st, NTP_STATUS_OK);
     assert_non_null(g);
     return g;
@@ -68,9 +53,9 @@ static ntp_graph *load(const char *xml)
 static void load_fails(const char *xml, const ntp_load_opts *o, ntp_status want, const char *needle)
 {
     ntp_graph *g = (ntp_graph *)&g; /* must be reset to NULL */
-    ntp_ctx_clear(ctx);
-    ntp_status st = ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "mem.xml", o, &g);
-    const char *msg = ntp_ctx_errmsg(ctx);
+    ntp_ctx_clear(test_ctx);
+    ntp_status st = ntp_graph_load_xml_memory(test_ctx, xml, strlen(xml), "mem.xml", o, &g);
+    const char *msg = ntp_ctx_errmsg(test_ctx);
     if (st != want || !strstr(msg, needle))
         print_error("status %s, message '%s'; expected %s with '%s'\n", ntp_status_name(st), msg,
                     ntp_status_name(want), needle);
@@ -166,8 +151,8 @@ static void test_inputs_by_name_and_dag(void **state)
     assert_true(ntp_graph_layer_find(g, "later") < ntp_graph_layer_find(g, "m"));
     /* The missing dtype was filled in, with a warning that says where. */
     assert_int_equal(ntp_graph_input_dtype(g, 0), NTP_DTYPE_F32);
-    assert_int_equal(ntp_ctx_warning_count(ctx), 1);
-    assert_string_equal(ntp_ctx_warning(ctx, 0),
+    assert_int_equal(ntp_ctx_warning_count(test_ctx), 1);
+    assert_string_equal(ntp_ctx_warning(test_ctx, 0),
                         "mem.xml:2: <input name='x'>: no dtype given, assuming f32");
     ntp_graph_free(g);
 }
@@ -496,7 +481,7 @@ static void test_input_layouts_and_dtypes(void **state)
     assert_int_equal(t[0]->kind, NTP_TENSOR_INPUT);
     assert_int_equal(t[0]->producer, -1);
     assert_shape(out_shape(g, "e", 0), "[5,2,3]");
-    assert_int_equal(ntp_ctx_warning_count(ctx), 0);
+    assert_int_equal(ntp_ctx_warning_count(test_ctx), 0);
     ntp_graph_free(g);
 }
 
@@ -1000,19 +985,19 @@ static void test_load_file(void **state)
 {
     (void)state;
     ntp_graph *g = NULL;
-    ntp_status st = ntp_graph_load(ctx, NTP_SOURCE_DIR "/models/tiny-mlp.xml", NULL, &g);
+    ntp_status st = ntp_graph_load(test_ctx, NTP_SOURCE_DIR "/models/tiny-mlp.xml", NULL, &g);
     if (st != NTP_STATUS_OK)
-        print_error("%s\n", ntp_ctx_errmsg(ctx));
+        print_error("%s\n", ntp_ctx_errmsg(test_ctx));
     assert_int_equal(st, NTP_STATUS_OK);
     assert_string_equal(ntp_graph_source(g), NTP_SOURCE_DIR "/models/tiny-mlp.xml");
     assert_true(ntp_graph_layer_count(g) > 0);
     ntp_graph_free(g);
 
     g = (ntp_graph *)&g;
-    st = ntp_graph_load(ctx, NTP_BINARY_DIR "/no-such-file.xml", NULL, &g);
+    st = ntp_graph_load(test_ctx, NTP_BINARY_DIR "/no-such-file.xml", NULL, &g);
     assert_int_equal(st, NTP_STATUS_IO_ERROR);
     assert_null(g);
-    assert_string_equal(ntp_ctx_errmsg(ctx),
+    assert_string_equal(ntp_ctx_errmsg(test_ctx),
                         NTP_BINARY_DIR "/no-such-file.xml: cannot open: No such file or directory");
 }
 
@@ -1027,14 +1012,14 @@ static void test_oversized_file(void **state)
     assert_int_equal(ftruncate(fd, ((off_t)64 << 20) + 1), 0);
     close(fd);
     ntp_graph *g = (ntp_graph *)&g;
-    ntp_status st = ntp_graph_load(ctx, path, NULL, &g);
+    ntp_status st = ntp_graph_load(test_ctx, path, NULL, &g);
     char want[256];
     snprintf(want, sizeof want, "%s: the file is 67108865 bytes, more than the limit of 64 MiB",
              path);
     unlink(path);
     assert_int_equal(st, NTP_STATUS_PARSE_ERROR);
     assert_null(g);
-    assert_string_equal(ntp_ctx_errmsg(ctx), want);
+    assert_string_equal(ntp_ctx_errmsg(test_ctx), want);
 }
 
 /* Names are hashed: a long repeated chain loads in linear time. */
@@ -1138,9 +1123,9 @@ static void test_schema_validates_models(void **state)
         /* And the reader agrees it is a valid topology. */
         ntp_graph *g = NULL;
         ntp_load_opts o = {.max_memory = -1};
-        ntp_status st = ntp_graph_load(ctx, path, &o, &g);
+        ntp_status st = ntp_graph_load(test_ctx, path, &o, &g);
         if (st != NTP_STATUS_OK)
-            print_error("%s: %s\n", path, ntp_ctx_errmsg(ctx));
+            print_error("%s: %s\n", path, ntp_ctx_errmsg(test_ctx));
         assert_int_equal(st, NTP_STATUS_OK);
         ntp_graph_free(g);
         checked++;
@@ -1223,5 +1208,5 @@ int main(void)
         cmocka_unit_test(test_schema_validates_models),
         cmocka_unit_test(test_schema_has_teeth),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_ctx_setup, test_ctx_teardown);
 }

@@ -375,10 +375,7 @@ static ntp_status conv_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
 {
     ntp_status st;
     int64_t filters, size, stride, pad, padding, groups, bn, binary, xnor;
-    if ((st = check_keys(r, s,
-                         "filters,size,stride,pad,padding,groups,batch_normalize,"
-                         "activation,binary,xnor,flipped,dot")) ||
-        (st = get_int(r, s, "filters", 1, 1, 1 << 20, &filters)) ||
+    if ((st = get_int(r, s, "filters", 1, 1, 1 << 20, &filters)) ||
         (st = get_int(r, s, "size", 1, 1, 1024, &size)) ||
         (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
         (st = get_int(r, s, "pad", 0, 0, 1, &pad)) ||
@@ -454,8 +451,7 @@ static ntp_status connected_layer(reader *r, const dn_sect *s, int li, ntp_darkn
 {
     ntp_status st;
     int64_t output, bn;
-    if ((st = check_keys(r, s, "output,activation,batch_normalize")) ||
-        (st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
+    if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
         (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
         return st;
     const ntp_darknet_layer *P = &r->layers[li - 1];
@@ -503,8 +499,7 @@ static ntp_status maxpool_layer(reader *r, const dn_sect *s, int li, ntp_darknet
 {
     ntp_status st;
     int64_t stride, size, padding;
-    if ((st = check_keys(r, s, "size,stride,padding")) ||
-        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
+    if ((st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
         (st = get_int(r, s, "size", stride, 1, 1024, &size)) ||
         (st = get_int(r, s, "padding", size - 1, 0, 1024, &padding)))
         return st;
@@ -548,8 +543,6 @@ static ntp_status maxpool_layer(reader *r, const dn_sect *s, int li, ntp_darknet
 static ntp_status route_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
 {
     ntp_status st;
-    if ((st = check_keys(r, s, "layers")))
-        return st;
     const dn_opt *o = find(s, "layers");
     if (!o || !o->val[0])
         return sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
@@ -601,8 +594,7 @@ static ntp_status shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darkne
     ntp_status st;
     int64_t from;
     double alpha, beta;
-    if ((st = check_keys(r, s, "from,activation,alpha,beta")) ||
-        (st = get_int(r, s, "from", 0, INT32_MIN, INT32_MAX, &from)) ||
+    if ((st = get_int(r, s, "from", 0, INT32_MIN, INT32_MAX, &from)) ||
         (st = get_float(r, s, "alpha", 1, &alpha)) || (st = get_float(r, s, "beta", 1, &beta)))
         return st;
     const dn_opt *o = find(s, "from");
@@ -683,8 +675,7 @@ static ntp_status upsample_layer(reader *r, const dn_sect *s, int li, ntp_darkne
     ntp_status st;
     int64_t stride;
     double scale;
-    if ((st = check_keys(r, s, "stride,scale")) ||
-        (st = get_int(r, s, "stride", 2, 1, 1024, &stride)) ||
+    if ((st = get_int(r, s, "stride", 2, 1, 1024, &stride)) ||
         (st = get_float(r, s, "scale", 1, &scale)))
         return st;
     if (scale != 1)
@@ -721,7 +712,7 @@ static ntp_status avgpool_layer(reader *r, const dn_sect *s, int li, ntp_darknet
 {
     ntp_status st;
     int in;
-    if ((st = check_keys(r, s, "")) || (st = as_4d(r, s, li - 1, &in)))
+    if ((st = as_4d(r, s, li - 1, &in)))
         return st;
     snprintf(r->name, sizeof r->name, "avg%d", li);
     int ni = add_op(r, r->name, NTP_OP_GLOBAL_AVGPOOL, s->line, &in, 1);
@@ -739,7 +730,7 @@ static ntp_status dropout_layer(reader *r, const dn_sect *s, int li, ntp_darknet
 {
     ntp_status st;
     double p;
-    if ((st = check_keys(r, s, "probability")) || (st = get_float(r, s, "probability", 0.5, &p)))
+    if ((st = get_float(r, s, "probability", 0.5, &p)))
         return st;
     const ntp_darknet_layer *P = &r->layers[li - 1];
     snprintf(r->name, sizeof r->name, "dropout%d", li);
@@ -760,8 +751,7 @@ static ntp_status softmax_layer(reader *r, const dn_sect *s, int li, ntp_darknet
     ntp_status st;
     int64_t groups;
     double temp;
-    if ((st = check_keys(r, s, "groups,temperature,tree,spatial,noloss")) ||
-        (st = get_int(r, s, "groups", 1, 1, INT32_MAX, &groups)) ||
+    if ((st = get_int(r, s, "groups", 1, 1, INT32_MAX, &groups)) ||
         (st = get_float(r, s, "temperature", 1, &temp)))
         return st;
     if (groups != 1 || temp != 1 || find(s, "tree") || find(s, "spatial"))
@@ -800,8 +790,7 @@ static ntp_status reorg_layer(reader *r, const dn_sect *s, int li, ntp_darknet_l
 {
     ntp_status st;
     int64_t stride;
-    if ((st = check_keys(r, s, "stride,reverse,flatten,extra")) ||
-        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)))
+    if ((st = get_int(r, s, "stride", 1, 1, 1024, &stride)))
         return st;
     if (find(s, "reverse") || find(s, "flatten") || find(s, "extra"))
         return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
@@ -854,9 +843,7 @@ static ntp_status crop_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
 {
     ntp_status st;
     int64_t ch, cw;
-    if ((st =
-             check_keys(r, s, "crop_height,crop_width,flip,angle,saturation,exposure,hue,shift")) ||
-        (st = get_int(r, s, "crop_height", 1, 1, 1 << 20, &ch)) ||
+    if ((st = get_int(r, s, "crop_height", 1, 1, 1 << 20, &ch)) ||
         (st = get_int(r, s, "crop_width", 1, 1, 1 << 20, &cw)))
         return st;
     int in;
@@ -893,10 +880,8 @@ static ntp_status crop_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
 /* [yolo], [region], [detection], [cost]: the loss and the decoding of
  * boxes, outside the network's arithmetic. The layer passes its input
  * through; the detection heads' inputs are graph outputs. */
-static ntp_status passthrough_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L,
-                                    bool head)
+static ntp_status passthrough_layer(reader *r, int li, ntp_darknet_layer *L, bool head)
 {
-    (void)s;
     *L = r->layers[li - 1];
     L->node = L->bn_node = -1;
     L->kind = NTP_DARKNET_PASSTHROUGH;
@@ -911,9 +896,47 @@ static ntp_status passthrough_layer(reader *r, const dn_sect *s, int li, ntp_dar
     return NTP_STATUS_OK;
 }
 
-static const char *const supported =
-    "convolutional, connected, maxpool, avgpool, route, shortcut, upsample, dropout, softmax, "
-    "reorg, crop, yolo, region, detection, cost";
+/* A detection head: the layer before it is a network output. */
+static ntp_status head_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    (void)s;
+    return passthrough_layer(r, li, L, true);
+}
+
+static ntp_status cost_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    (void)s;
+    return passthrough_layer(r, li, L, false);
+}
+
+/* The sections this reader loads: the type, Darknet's short alias (NULL:
+ * none), the keys it may have (check_keys: what the layer reads or
+ * deliberately ignores; NULL: not checked, as the heads' training keys are
+ * many) and the layer that reads it. */
+typedef ntp_status (*section_fn)(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L);
+static const struct {
+    const char *type, *alias, *keys;
+    section_fn fn;
+} sections[] = {
+    {"convolutional", "conv",
+     "filters,size,stride,pad,padding,groups,batch_normalize,activation,binary,xnor,flipped,dot",
+     conv_layer},
+    {"connected", "conn", "output,activation,batch_normalize", connected_layer},
+    {"maxpool", "max", "size,stride,padding", maxpool_layer},
+    {"avgpool", "avg", "", avgpool_layer},
+    {"route", NULL, "layers", route_layer},
+    {"shortcut", NULL, "from,activation,alpha,beta", shortcut_layer},
+    {"upsample", NULL, "stride,scale", upsample_layer},
+    {"dropout", NULL, "probability", dropout_layer},
+    {"softmax", "soft", "groups,temperature,tree,spatial,noloss", softmax_layer},
+    {"reorg", NULL, "stride,reverse,flatten,extra", reorg_layer},
+    {"crop", NULL, "crop_height,crop_width,flip,angle,saturation,exposure,hue,shift", crop_layer},
+    {"yolo", NULL, NULL, head_layer},
+    {"region", NULL, NULL, head_layer},
+    {"detection", NULL, NULL, head_layer},
+    {"cost", NULL, NULL, cost_layer},
+};
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 static ntp_status layer(reader *r, int li)
 {
@@ -923,35 +946,23 @@ static ntp_status layer(reader *r, int li)
     L->node = L->last = L->tensor = L->bn_node = -1;
     L->line = s->line;
     const char *t = s->type;
-    if (!strcmp(t, "convolutional") || !strcmp(t, "conv"))
-        return conv_layer(r, s, li, L);
-    if (!strcmp(t, "connected") || !strcmp(t, "conn"))
-        return connected_layer(r, s, li, L);
-    if (!strcmp(t, "maxpool") || !strcmp(t, "max"))
-        return maxpool_layer(r, s, li, L);
-    if (!strcmp(t, "avgpool") || !strcmp(t, "avg"))
-        return avgpool_layer(r, s, li, L);
-    if (!strcmp(t, "route"))
-        return route_layer(r, s, li, L);
-    if (!strcmp(t, "shortcut"))
-        return shortcut_layer(r, s, li, L);
-    if (!strcmp(t, "upsample"))
-        return upsample_layer(r, s, li, L);
-    if (!strcmp(t, "dropout"))
-        return dropout_layer(r, s, li, L);
-    if (!strcmp(t, "softmax") || !strcmp(t, "soft"))
-        return softmax_layer(r, s, li, L);
-    if (!strcmp(t, "reorg"))
-        return reorg_layer(r, s, li, L);
-    if (!strcmp(t, "crop"))
-        return crop_layer(r, s, li, L);
-    if (!strcmp(t, "yolo") || !strcmp(t, "region") || !strcmp(t, "detection"))
-        return passthrough_layer(r, s, li, L, true);
-    if (!strcmp(t, "cost"))
-        return passthrough_layer(r, s, li, L, false);
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        if (strcmp(t, sections[i].type) != 0 &&
+            !(sections[i].alias && !strcmp(t, sections[i].alias)))
+            continue;
+        ntp_status st;
+        if (sections[i].keys && (st = check_keys(r, s, sections[i].keys)))
+            return st;
+        return sections[i].fn(r, s, li, L);
+    }
     if (!strcmp(t, "net") || !strcmp(t, "network"))
         return sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
                           "a second [net]: expected it once, as the first section");
+    char supported[256] = "";
+    size_t u = 0;
+    for (size_t i = 0; i < N_SECTIONS && u < sizeof supported; i++)
+        u += (size_t)snprintf(supported + u, sizeof supported - u, "%s%s", i ? ", " : "",
+                              sections[i].type);
     return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
                       "layer type '%s' is not supported: expected one of %s "
                       "(docs/darknet.md lists what loads)",

@@ -13,6 +13,7 @@
 #include "exec/exec-impl.h"
 #include "io/io-impl.h"
 #include "models.h"
+#include "tmpdir.h"
 
 double test_now_s(void)
 {
@@ -123,4 +124,32 @@ double test_compare_outputs(ntp_ctx *ctx, const ntp_graph *g, const char *a, con
         ntp__npy_free(&y);
     }
     return worst;
+}
+
+static test_model_check model_check;
+
+static void run_model_test(void **state)
+{
+    const test_model *m = *state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    assert_non_null(ctx);
+    ntp_graph *g = test_load_model(ctx, m->file, m->set, m->n_set, NULL);
+    double t0 = test_now_s();
+    char ref[512];
+    snprintf(ref, sizeof ref, "%s/%s-ref", test_tmpdir, m->file);
+    test_run_ref_save(ctx, g, ref);
+    printf("  %s f32 (reference %.1f s)\n", m->file, test_now_s() - t0);
+    model_check(ctx, g, m, ref);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+void test_model_tests(struct CMUnitTest *tests, const test_model *models, int n,
+                      test_model_check check)
+{
+    model_check = check;
+    for (int i = 0; i < n; i++)
+        tests[i] = (struct CMUnitTest){.name = models[i].file,
+                                       .test_func = run_model_test,
+                                       .initial_state = (void *)&models[i]};
 }

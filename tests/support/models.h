@@ -1,6 +1,6 @@
 /* Whole-model equivalence helpers shared by the tests that run bundled
  * models on a backend and compare with the reference backend
- * (test_onednn_models, test_frameworks_models, test_fold). Failures are
+ * (test_onednn_models, test_frameworks_models, test_fold, test_torch). Failures are
  * cmocka failures with the library's error. */
 #ifndef NTPROF_TEST_MODELS_H
 #define NTPROF_TEST_MODELS_H
@@ -27,5 +27,26 @@ int test_run_backend_save(ntp_ctx *ctx, const ntp_graph *g, const char *backend,
  * differ in their last bits) are reported as the bytes that differ, not
  * judged. */
 double test_compare_outputs(ntp_ctx *ctx, const ntp_graph *g, const char *a, const char *b);
+
+/* A bundled model at the size a test runs it at: models/<file> with its
+ * --set values; spatial: a convolutional model, which the tests run in more
+ * variants (memory formats, f16). */
+typedef struct test_model {
+    const char *file;
+    const char *set[4];
+    int n_set;
+    bool spatial;
+} test_model;
+/* What a test checks of one model: g is m loaded at f32, and ref the folder
+ * holding the reference backend's outputs for it (seed 1). */
+typedef void (*test_model_check)(ntp_ctx *ctx, const ntp_graph *g, const test_model *m,
+                                 const char *ref);
+struct CMUnitTest;
+/* Fill tests[0..n) with one cmocka test per model, named by its file: each
+ * loads the model, runs it on the reference backend with its outputs saved
+ * under test_tmpdir, calls check and frees what it made. The group runs with
+ * test_tmpdir_setup and test_tmpdir_teardown. */
+void test_model_tests(struct CMUnitTest *tests, const test_model *models, int n,
+                      test_model_check check);
 
 #endif

@@ -276,3 +276,24 @@ int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *a
         return cli_fail(ctx);
     return CLI_OK;
 }
+
+int cli_begin_topology_command(const char *cmd, const char *what, int argc, char **argv,
+                               const cli_topo_opts *topo, const ntp_output_path *outs, int n_out,
+                               ntp_ctx **ctx, ntp_load_opts *lo)
+{
+    *ctx = NULL;
+    if (!cli_want_files(cmd, argc, argv, 1, what))
+        return CLI_USAGE;
+    ntp_ctx *c = cli_ctx_new();
+    if (!c)
+        return CLI_FAIL;
+    *lo = cli_load_opts(topo);
+    const char *ins[] = {argv[optind]};
+    int rc = cli_check_outputs(c, outs, n_out, ins, 1);
+    if (rc != CLI_OK) {
+        ntp_ctx_free(c);
+        return rc;
+    }
+    *ctx = c;
+    return CLI_OK;
+}

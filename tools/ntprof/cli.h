@@ -192,4 +192,16 @@ int cmd_run(int argc, char **argv);
  * not. */
 bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r);
 
+/* The start every command that reads one topology FILE shares, called after
+ * its option loop (cmd-analyze.c, cmd-convert.c, cmd-export.c,
+ * cmd-generate.c, cmd-predict.c, cmd-train.c): wants exactly one FILE (`what`
+ * names it, e.g. "a topology FILE"), makes the context, turns the topology
+ * options into load options and checks the outputs against each other and
+ * the FILE before anything is read. CLI_OK with *ctx (the caller frees it)
+ * and *lo set; otherwise the error is printed, nothing is left to free and
+ * the exit code is returned (CLI_USAGE for the FILE, CLI_FAIL else). */
+int cli_begin_topology_command(const char *cmd, const char *what, int argc, char **argv,
+                               const cli_topo_opts *topo, const ntp_output_path *outs, int n_out,
+                               ntp_ctx **ctx, ntp_load_opts *lo);
+
 #endif

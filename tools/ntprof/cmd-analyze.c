@@ -87,21 +87,15 @@ int cmd_analyze(int argc, char **argv)
         default: cli_error("see 'ntprof analyze --help'"); goto out;
         }
     }
-    if (!cli_want_files("analyze", argc, argv, 1, "a topology FILE"))
+    ntp_ctx *ctx;
+    ntp_load_opts lo;
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("analyze", "a topology FILE", argc, argv, &topo, outs, 1,
+                                         &ctx, &lo)) != CLI_OK)
         goto out;
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
-        goto out;
-    }
-    ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
     ntp_analysis *a = NULL;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    const char *ins[] = {argv[optind]};
-    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
-        /* refused before reading anything */
-    } else if (train) {
+    if (train) {
         ntp_train_plan *tp = NULL;
         lo.max_memory = -1; /* the plan shows what training needs */
         if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||

@@ -53,20 +53,14 @@ int cmd_convert(int argc, char **argv)
         default: cli_error("see 'ntprof convert --help'"); goto out;
         }
     }
-    if (!cli_want_files("convert", argc, argv, 1, "a model FILE"))
-        goto out;
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
-        goto out;
-    }
-    ntp_load_opts lo = cli_load_opts(&topo);
-    ntp_graph *g = NULL, *other = NULL;
+    ntp_ctx *ctx;
+    ntp_load_opts lo;
     const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    const char *ins[] = {argv[optind]};
-    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
-        /* refused before reading anything */
-    } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
+    if ((rc = cli_begin_topology_command("convert", "a model FILE", argc, argv, &topo, outs, 1,
+                                         &ctx, &lo)) != CLI_OK)
+        goto out;
+    ntp_graph *g = NULL, *other = NULL;
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);

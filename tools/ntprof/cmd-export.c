@@ -58,25 +58,21 @@ int cmd_export(int argc, char **argv)
         default: cli_error("see 'ntprof export --help'"); goto out;
         }
     }
-    if (!cli_want_files("export", argc, argv, 1, "a topology FILE"))
+    ntp_ctx *ctx;
+    ntp_load_opts lo;
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("export", "a topology FILE", argc, argv, &topo, outs, 1,
+                                         &ctx, &lo)) != CLI_OK)
         goto out;
     if (!output) {
         cli_error("export needs -o MODEL.onnx (see 'ntprof export --help')");
+        ntp_ctx_free(ctx);
+        rc = CLI_USAGE;
         goto out;
     }
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
-        goto out;
-    }
-    ntp_load_opts lo = cli_load_opts(&topo);
     ntp_graph *g = NULL;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    const char *ins[] = {argv[optind]};
-    if (cli_check_outputs(ctx, outs, 1, ins, 1) != CLI_OK) {
-        rc = CLI_FAIL;
-    } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-               ntp_graph_export_onnx(ctx, g, output, &eo) != NTP_STATUS_OK) {
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+        ntp_graph_export_onnx(ctx, g, output, &eo) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);

@@ -107,14 +107,13 @@ int cmd_generate(int argc, char **argv)
         default: cli_error("see 'ntprof generate --help'"); goto out;
         }
     }
-    if (!cli_want_files("generate", argc, argv, 1, "a topology MODEL"))
+    ntp_ctx *ctx;
+    ntp_load_opts lo;
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--save", save_dir, NTP_OUTPUT_DIR}};
+    if ((rc = cli_begin_topology_command("generate", "a topology MODEL", argc, argv, &topo, outs, 2,
+                                         &ctx, &lo)) != CLI_OK)
         goto out;
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
-        goto out;
-    }
-    ntp_load_opts lo = cli_load_opts(&topo);
     go.set = lo.set;
     go.n_set = lo.n_set;
     go.batch = lo.batch;
@@ -132,9 +131,6 @@ int cmd_generate(int argc, char **argv)
     ntp_ctx_clear(ctx);
     if (have)
         go.ceilings = &ceilings;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
-                                    {"--save", save_dir, NTP_OUTPUT_DIR}};
-    const char *ins[] = {argv[optind]};
     cli_progress prog;
     cli_progress_init(&prog);
     if (prog.tty) {
@@ -142,9 +138,7 @@ int cmd_generate(int argc, char **argv)
         go.progress_user = &prog;
     }
     ntp_generate_result *res = NULL;
-    if ((rc = cli_check_outputs(ctx, outs, 2, ins, 1)) != CLI_OK) {
-        /* refused before running anything */
-    } else if (ntp_generate(ctx, argv[optind], &go, &res) != NTP_STATUS_OK) {
+    if (ntp_generate(ctx, argv[optind], &go, &res) != NTP_STATUS_OK) {
         cli_progress_clear(&prog);
         rc = cli_fail(ctx);
     } else {

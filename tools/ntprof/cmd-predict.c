@@ -145,15 +145,20 @@ int cmd_predict(int argc, char **argv)
         default: cli_error("see 'ntprof predict --help'"); goto out;
         }
     }
-    if (!list && !cli_want_files("predict", argc, argv, 1, "a MODEL"))
-        goto out;
     if (ceilings && (machine || backend)) {
         cli_error("--ceilings is a roofline-only estimate: it takes no --machine or --backend");
         goto out;
     }
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
+    ntp_ctx *ctx;
+    ntp_load_opts lo = {0};
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
+    if (list) {
+        if (!(ctx = cli_ctx_new())) {
+            rc = CLI_FAIL;
+            goto out;
+        }
+    } else if ((rc = cli_begin_topology_command("predict", "a MODEL", argc, argv, &topo, outs, 1,
+                                                &ctx, &lo)) != CLI_OK) {
         goto out;
     }
     char path[4096], bbuf[64];
@@ -184,11 +189,6 @@ int cmd_predict(int argc, char **argv)
             goto done;
         }
     }
-    ntp_load_opts lo = cli_load_opts(&topo);
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    const char *ins[] = {argv[optind]};
-    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK)
-        goto done;
     rc = CLI_FAIL;
     if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);

@@ -145,16 +145,14 @@ int cmd_train(int argc, char **argv)
         default: cli_error("see 'ntprof train --help'"); goto out;
         }
     }
-    if (!cli_want_files("train", argc, argv, 1, "a topology FILE"))
+    ntp_ctx *ctx;
+    ntp_load_opts lo;
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("train", "a topology FILE", argc, argv, &topo, outs, 1,
+                                         &ctx, &lo)) != CLI_OK)
         goto out;
-    ntp_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        rc = CLI_FAIL;
-        goto out;
-    }
     /* The library's own budget check counts inference memory: training's
      * is checked by the trainer, with its breakdown. */
-    ntp_load_opts lo = cli_load_opts(&topo);
     to.max_memory = lo.max_memory;
     if (to.max_memory == 0) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -176,14 +174,10 @@ int cmd_train(int argc, char **argv)
     ntp_graph *g = NULL;
     ntp_trainer *tr = NULL;
     ntp_train_result *res = NULL;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    const char *ins[] = {argv[optind]};
-    if ((rc = cli_check_outputs(ctx, outs, 1, ins, 1)) != CLI_OK) {
-        /* refused before reading anything */
-    } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-               ntp_trainer_new(ctx, g, &to, &tr) != NTP_STATUS_OK ||
-               ntp_trainer_run(ctx, tr, &res) != NTP_STATUS_OK ||
-               (save && ntp_trainer_save_weights(ctx, tr, save) != NTP_STATUS_OK)) {
+    if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+        ntp_trainer_new(ctx, g, &to, &tr) != NTP_STATUS_OK ||
+        ntp_trainer_run(ctx, tr, &res) != NTP_STATUS_OK ||
+        (save && ntp_trainer_save_weights(ctx, tr, save) != NTP_STATUS_OK)) {
         cli_progress_clear(&prog);
         rc = cli_fail(ctx);
     } else {
