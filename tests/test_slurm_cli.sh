@@ -146,8 +146,6 @@ PYEOF
 expect_exit 0 "$NTPROF" sweep --resume "$ID" --db "$DB"
 expect_in_err "nothing to resume"
 
-# Not here: a task that outlives its --time. Slurm's limits are whole
-# minutes, checked every 30 s (~90 s for one case), and an automated
-# version (the task stopped with SIGSTOP until Slurm's limit ends it) did
-# not yet hold reliably; checked by hand (docs/cluster.md#slurm).
+# A task that outlives its --time: tests/test_slurm_timeout_cli.sh (a
+# minute and a half of its own).
 finish test_slurm_cli
