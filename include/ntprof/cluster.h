@@ -133,6 +133,15 @@ NTP_API bool ntp_slurm_state_final(const char *state);
  * "preempted", "cancelled" or "failed". */
 NTP_API const char *ntp_slurm_outcome(const char *state);
 
+/* How a sweep was submitted, kept with it (ntp_sweep_record.submit) so that
+ * --resume submits the same way: partition, time, max_parallel, shared,
+ * output (as "keep") and extra, as JSON (malloc'd; job_name is not kept).
+ * ntp_slurm_opts_parse reads it back into *o, whose strings live in *mem
+ * (free() it). */
+NTP_API char *ntp_slurm_opts_json(const ntp_slurm_opts *o);
+NTP_API ntp_status ntp_slurm_opts_parse(ntp_ctx *ctx, const char *json, ntp_slurm_opts *o,
+                                        void **mem);
+
 #ifdef __cplusplus
 }
 #endif

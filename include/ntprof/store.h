@@ -136,6 +136,27 @@ NTP_API ntp_status ntp_store_save_ceilings(ntp_ctx *ctx, ntp_store *s, const ntp
 NTP_API ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
                                            ntp_ceilings *out, bool *found);
 
+/* Hardware comparison across a fleet (ntprof compare --machine): which runs
+ * to line up. Every field may be left out (NULL, 0: any). */
+typedef struct ntp_fleet_query {
+    const char *model;     /* topology name, source path or its file name */
+    const char *backend;   /* "onednn" */
+    const char *precision; /* "f32" */
+    int64_t batch;
+    int threads; /* 0: each machine's runs keep their own thread count */
+} ntp_fleet_query;
+
+/* For each of the n machines (a stored machine key, CPU model|cores|hostname,
+ * or a part of exactly one, such as a hostname), ids[i] receives its newest
+ * run of the newest configuration (topology, backend, precision, batch, and
+ * threads where q gives them) matching q that every machine ran, taken in the
+ * order of the first machine's runs; keys[i] the machine's full key.
+ * UNKNOWN_NAME for a machine with no runs (the message lists the machines
+ * that have some) or when no configuration was run on every machine. */
+NTP_API ntp_status ntp_store_fleet_runs(ntp_ctx *ctx, ntp_store *s, const ntp_fleet_query *q,
+                                        const char *const *machines, int n, int64_t *ids,
+                                        char (*keys)[256]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "core/ctx-impl.h"
 #include "ntprof/cluster.h"
@@ -536,4 +537,82 @@ ntp_status ntp_slurm_query(ntp_ctx *ctx, const char *job, ntp_slurm_task **out, 
         return st;
     ntp_ctx_clear(ctx);
     return query_sacct(ctx, job, out, n);
+}
+
+/* --- how a sweep was submitted (ntp_sweep_record.submit) ---------------------------------- */
+
+char *ntp_slurm_opts_json(const ntp_slurm_opts *o)
+{
+    json_t *j = json_object(), *extra = json_array();
+    if (!j || !extra) {
+        json_decref(j);
+        json_decref(extra);
+        return NULL;
+    }
+    for (int i = 0; i < o->n_extra; i++)
+        json_array_append_new(extra, json_string(o->extra[i]));
+    json_object_set_new(j, "partition", o->partition ? json_string(o->partition) : json_null());
+    json_object_set_new(j, "time", o->time ? json_string(o->time) : json_null());
+    json_object_set_new(j, "max_parallel", json_integer(o->max_parallel));
+    json_object_set_new(j, "shared", json_boolean(o->shared));
+    json_object_set_new(j, "keep", o->output ? json_string(o->output) : json_null());
+    json_object_set_new(j, "sbatch_args", extra);
+    char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return text;
+}
+
+/* A string member (NULL when null or absent) copied to the block at *at. */
+static const char *stored_str(json_t *v, char **at)
+{
+    if (!json_is_string(v))
+        return NULL;
+    char *s = *at;
+    memcpy(s, json_string_value(v), json_string_length(v) + 1);
+    *at += json_string_length(v) + 1;
+    return s;
+}
+
+ntp_status ntp_slurm_opts_parse(ntp_ctx *ctx, const char *text, ntp_slurm_opts *o, void **mem)
+{
+    *mem = NULL;
+    memset(o, 0, sizeof *o);
+    json_error_t err;
+    json_t *j = json_loads(text ? text : "", 0, &err);
+    json_t *extra = json_object_get(j, "sbatch_args");
+    if (!json_is_object(j) || (extra && !json_is_array(extra))) {
+        json_decref(j);
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                          "the sweep's stored submit options are not an object of options: %s",
+                          text ? text : "(none)");
+    }
+    static const char *const keys[] = {"partition", "time", "keep"};
+    size_t n_extra = json_array_size(extra), size = (n_extra + 1) * sizeof(char *);
+    for (int k = 0; k < 3; k++)
+        size += json_string_length(json_object_get(j, keys[k])) + 1;
+    for (size_t i = 0; i < n_extra; i++)
+        size += json_string_length(json_array_get(extra, i)) + 1;
+    const char **args = malloc(size);
+    if (!args) {
+        json_decref(j);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    char *at = (char *)(args + n_extra + 1);
+    o->partition = stored_str(json_object_get(j, "partition"), &at);
+    o->time = stored_str(json_object_get(j, "time"), &at);
+    o->output = stored_str(json_object_get(j, "keep"), &at);
+    o->max_parallel = (int)json_integer_value(json_object_get(j, "max_parallel"));
+    o->shared = json_is_true(json_object_get(j, "shared"));
+    int n = 0;
+    for (size_t i = 0; i < n_extra; i++) {
+        const char *s = stored_str(json_array_get(extra, i), &at);
+        if (s)
+            args[n++] = s;
+    }
+    args[n] = NULL;
+    o->extra = args;
+    o->n_extra = n;
+    json_decref(j);
+    *mem = args;
+    return NTP_STATUS_OK;
 }

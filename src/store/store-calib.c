@@ -134,10 +134,13 @@ ntp_status ntp_store_find_calibration(ntp_ctx *ctx, const char *path, const char
 {
     *found = false;
     memset(out, 0, sizeof *out);
-    if (access(path, F_OK) != 0)
+    /* A URL has no file to look for: it is opened as ntp_store_find_ceilings
+     * opens it. */
+    bool url = ntp_store_is_url(path);
+    if (!url && access(path, F_OK) != 0)
         return NTP_STATUS_OK;
     ntp_store *s;
-    ntp_status st = ntp_store_open(ctx, path, NTP_STORE_READ_ONLY, &s);
+    ntp_status st = ntp_store_open(ctx, path, url ? NTP_STORE_CREATE : NTP_STORE_READ_ONLY, &s);
     if (st)
         return st;
     char key[256];

@@ -2,6 +2,7 @@
  * file into the lab's PostgreSQL, or back), skipping runs already there. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -70,6 +71,85 @@ int cmd_history_copy(int argc, char **argv)
     }
     ntp_store_close(a);
     ntp_store_close(b);
+    ntp_ctx_free(ctx);
+    return rc;
+}
+
+/* ntprof history import: run reports (JSON) into a history, e.g. runs made
+ * with --no-db on a machine that cannot reach the lab's database. */
+int cmd_history_import(int argc, char **argv);
+
+enum { OPT_IMPORT_DB = 1100 };
+
+int cmd_history_import(int argc, char **argv)
+{
+    const char *db = NULL;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof history import REPORT.json ... [--db DB]\n"
+                 "\n"
+                 "Adds run reports (`ntprof run --format json -o FILE`) to a history, as\n"
+                 "if the runs had been recorded there, with the machine each report names.\n"
+                 "A run the history already holds (by its UUID) is skipped.\n"
+                 "\n"),
+        CLI_STR("db", OPT_IMPORT_DB, "DB",
+                "the history (default ~/.local/share/ntprof/history.db): an SQLite file or a "
+                "postgresql:// URL",
+                &db),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
+    int opt;
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        switch (opt) {
+        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
+        case CLI_OPT_BAD: return CLI_USAGE;
+        default: cli_error("see 'ntprof history import --help'"); return CLI_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("history import needs at least one run report (see 'ntprof history import "
+                  "--help')");
+        return CLI_USAGE;
+    }
+    ntp_ctx *ctx = cli_ctx_new();
+    if (!ctx)
+        return CLI_FAIL;
+    char path[4096];
+    int n = argc - optind;
+    ntp_run_result **runs = calloc((size_t)n, sizeof *runs);
+    int rc = runs ? CLI_OK : CLI_FAIL;
+    /* Every report is read before anything is written. */
+    for (int i = 0; i < n && rc == CLI_OK; i++)
+        if (ntp_run_result_load(ctx, argv[optind + i], &runs[i]) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+    if (rc == CLI_OK && !db) {
+        if (ntp_store_default_path(ctx, path, sizeof path) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+        db = path;
+    }
+    ntp_store *s = NULL;
+    if (rc == CLI_OK && ntp_store_open(ctx, db, NTP_STORE_CREATE, &s) != NTP_STATUS_OK)
+        rc = cli_fail(ctx);
+    /* ids[i]: the run's id in the history, new or already there. */
+    int64_t *ids = calloc((size_t)n, sizeof *ids);
+    if (rc == CLI_OK && !ids) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+    }
+    for (int i = 0; i < n && rc == CLI_OK; i++)
+        if (ntp_store_add_run(ctx, s, runs[i], &ids[i]) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+    if (rc == CLI_OK) {
+        cli_print_warnings(ctx);
+        for (int i = 0; i < n; i++)
+            printf("%s: run %" PRId64 "\n", argv[optind + i], ids[i]);
+    }
+    free(ids);
+    ntp_store_close(s);
+    for (int i = 0; runs && i < n; i++)
+        ntp_run_result_free(runs[i]);
+    free(runs);
     ntp_ctx_free(ctx);
     return rc;
 }

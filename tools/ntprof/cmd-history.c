@@ -7,7 +7,8 @@
 #include "cli.h"
 
 int cmd_history(int argc, char **argv);
-int cmd_history_copy(int argc, char **argv); /* cmd-history-copy.c */
+int cmd_history_copy(int argc, char **argv);   /* cmd-history-copy.c */
+int cmd_history_import(int argc, char **argv); /* cmd-history-copy.c */
 
 enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW };
 
@@ -42,6 +43,8 @@ int cmd_history(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "copy") == 0)
         return cmd_history_copy(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import") == 0)
+        return cmd_history_import(argc - 1, argv + 1);
     ntp_history_filter filter = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;

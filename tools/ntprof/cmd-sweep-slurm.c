@@ -6,10 +6,14 @@
  * configurations with no result; --report ID writes the report as the
  * store has it now. */
 #include <errno.h>
+#include <dirent.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +23,93 @@ static void sleep_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
+}
+
+static const char *tmp_root(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+/* A task's temporary directory is TMPDIR/ntprof-task-SWEEP-INDEX-PID-XXXXXX.
+ * The task removes it when it ends, and when Slurm stops it with a signal
+ * it can catch (SIGTERM at the time limit or on scancel: on_stop). A task
+ * killed outright (SIGKILL) cannot: the next task of the sweep on that
+ * node, and --resume, remove the directories of the sweep's tasks whose
+ * process is gone. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[PATH_MAX];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+                unlink(p);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static void clean_stale_task_dirs(int64_t sweep)
+{
+    DIR *d = opendir(tmp_root());
+    if (!d)
+        return;
+    char prefix[64], p[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "ntprof-task-%lld-", (long long)sweep);
+    size_t len = strlen(prefix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long long index, pid;
+        char rest[16];
+        if (strncmp(e->d_name, prefix, len) != 0 ||
+            sscanf(e->d_name + len, "%lld-%lld-%15s", &index, &pid, rest) != 3 || pid <= 0 ||
+            pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (snprintf(p, sizeof p, "%s/%s", tmp_root(), e->d_name) < (int)sizeof p)
+            remove_dir(p);
+    }
+    closedir(d);
+}
+
+/* What on_stop removes: the running configuration's files and directory. */
+static char stop_files[2][PATH_MAX + 32], stop_dir[PATH_MAX];
+
+static void on_stop(int sig)
+{
+    int saved = errno;
+    pid_t child = sweep_child;
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    unlink(stop_files[0]);
+    unlink(stop_files[1]);
+    rmdir(stop_dir);
+    signal(sig, SIG_DFL);
+    errno = saved;
+    raise(sig); /* Slurm sees the task ended by the signal, as before */
+}
+
+static void catch_stop(const char *dir, int index)
+{
+    snprintf(stop_dir, sizeof stop_dir, "%s", dir);
+    snprintf(stop_files[0], sizeof stop_files[0], "%s/config-%d.json", dir, index);
+    snprintf(stop_files[1], sizeof stop_files[1], "%s/config-%d.log", dir, index);
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+static void release_stop(void)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
 }
 
 /* The store a sweep lives in: --db, else the default history. A path is
@@ -369,6 +460,25 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
     if (ntp_store_open(ctx, db, NTP_STORE_CREATE, &st) != NTP_STATUS_OK)
         return cli_fail(ctx);
     int n = ntp_sweep_config_count(sw);
+    /* How it is submitted is kept with it, for --resume; --keep as an
+     * absolute path. */
+    ntp_slurm_opts kept = a->slurm;
+    char keep_abs[PATH_MAX];
+    if (kept.output) {
+        mkdir(kept.output, 0777);
+        if (!realpath(kept.output, keep_abs)) {
+            cli_error("--keep %s: %s", kept.output, strerror(errno));
+            ntp_store_close(st);
+            return CLI_FAIL;
+        }
+        kept.output = keep_abs;
+    }
+    char *submit_json = ntp_slurm_opts_json(&kept);
+    if (!submit_json) {
+        cli_error("out of memory");
+        ntp_store_close(st);
+        return CLI_FAIL;
+    }
     ntp_sweep_record rec = {
         .source = source,
         .design = (char *)design,
@@ -378,6 +488,7 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
         .n_options = fixed->n,
         .n_configs = n,
         .executor = "slurm",
+        .submit = submit_json,
     };
     int64_t id = 0;
     int rc = CLI_OK;
@@ -409,6 +520,7 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
     rc = wait_and_report(ctx, st, id, job, n, a);
 out:
     free(idx);
+    free(submit_json);
     ntp_store_close(st);
     return rc;
 }
@@ -498,8 +610,9 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
         ok = sweep_push(&fixed, r->options[i]);
     /* The run is recorded here, with the sweep's id, not by the child. */
     ok = ok && sweep_push(&fixed, "--no-db");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/ntprof-task-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    clean_stale_task_dirs(r->id);
+    snprintf(dir, sizeof dir, "%s/ntprof-task-%lld-%lld-%ld-XXXXXX", tmp_root(), (long long)r->id,
+             (long long)index, (long)getpid());
     if (!ok || !mkdtemp(dir)) {
         cli_error("cannot create a temporary directory: %s",
                   ok ? strerror(errno) : "out of memory");
@@ -509,6 +622,7 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
     }
     char self[PATH_MAX], state[1200];
     self_exe(self, sizeof self);
+    catch_stop(dir, (int)index);
     sweep_run_one(ctx, sw, (int)index, self, r->source, &fixed, dir, 0, state, sizeof state);
     const ntp_run_result *res = ntp_sweep_result(sw, (int)index);
     if (res) {
@@ -530,7 +644,8 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
             (long long)index, ntp_sweep_config_label(sw, (int)index), state);
 out:
     if (dir[0])
-        sweep_clean_dir(dir, (int)index + 1);
+        remove_dir(dir);
+    release_stop();
     free(fixed.v);
     ntp_sweep_free(sw);
     ntp_graph_free(g);
@@ -538,6 +653,76 @@ out:
     ntp_store_close(st);
     ntp_ctx_free(ctx);
     return rc;
+}
+
+/* --resume submits as the sweep was submitted: its stored Slurm options,
+ * run options and --keep. An option typed with --resume that says
+ * otherwise is refused, except --time, which may be changed (a sweep whose
+ * tasks timed out is resumed with a longer one). A sweep recorded before
+ * its options were kept uses the ones typed. */
+static int resume_options(ntp_ctx *ctx, const ntp_sweep_record *r, const sweep_slurm_args *a,
+                          sweep_slurm_args *eff, void **mem)
+{
+    long long id = (long long)r->id;
+    if (a->n_run_opts) {
+        bool same = a->n_run_opts == r->n_options;
+        for (int i = 0; same && i < r->n_options; i++)
+            same = strcmp(a->run_opts[i], r->options[i]) == 0;
+        if (!same) {
+            char kept[2048] = "";
+            size_t used = 0;
+            for (int i = 0; i < r->n_options && used < sizeof kept; i++) {
+                int w =
+                    snprintf(kept + used, sizeof kept - used, "%s%s", i ? " " : "", r->options[i]);
+                used += w > 0 ? (size_t)w : 0;
+            }
+            cli_error("sweep %lld: --resume runs the sweep's own run options (%s); leave the run "
+                      "options out or give exactly those",
+                      id, r->n_options ? kept : "none");
+            return CLI_USAGE;
+        }
+    }
+    if (!r->submit)
+        return CLI_OK;
+    ntp_slurm_opts s;
+    if (ntp_slurm_opts_parse(ctx, r->submit, &s, mem) != NTP_STATUS_OK)
+        return cli_fail(ctx);
+    const ntp_slurm_opts *t = &a->slurm;
+    char why[1024] = "";
+    if (t->partition && (!s.partition || strcmp(t->partition, s.partition) != 0))
+        snprintf(why, sizeof why, "--partition %s (the sweep's: %s)", t->partition,
+                 s.partition ? s.partition : "the cluster's default");
+    else if (t->max_parallel && t->max_parallel != s.max_parallel)
+        snprintf(why, sizeof why, "--max-parallel %d (the sweep's: %s%d)", t->max_parallel,
+                 s.max_parallel ? "" : "none, ", s.max_parallel);
+    else if (t->shared && !s.shared)
+        snprintf(why, sizeof why, "--shared (the sweep's tasks are --exclusive)");
+    if (!why[0] && t->n_extra) {
+        bool same = t->n_extra == s.n_extra;
+        for (int i = 0; same && i < s.n_extra; i++)
+            same = strcmp(t->extra[i], s.extra[i]) == 0;
+        if (!same)
+            snprintf(why, sizeof why, "--sbatch-arg %s (the sweep's: %s%s)", t->extra[0],
+                     s.n_extra ? s.extra[0] : "none", s.n_extra > 1 ? ", ..." : "");
+    }
+    if (!why[0] && t->output) {
+        char abs[PATH_MAX];
+        if (!s.output || !realpath(t->output, abs) || strcmp(abs, s.output) != 0)
+            snprintf(why, sizeof why, "--keep %s (the sweep's: %s)", t->output,
+                     s.output ? s.output : "none");
+    }
+    if (why[0]) {
+        cli_error("sweep %lld: --resume submits as the sweep was submitted; %s differs: leave it "
+                  "out or give the same (only --time may change)",
+                  id, why);
+        free(*mem);
+        *mem = NULL;
+        return CLI_USAGE;
+    }
+    if (t->time)
+        s.time = t->time;
+    eff->slurm = s;
+    return CLI_OK;
 }
 
 int sweep_slurm_resume(const char *id_text, const sweep_slurm_args *a)
@@ -555,6 +740,8 @@ int sweep_slurm_resume(const char *id_text, const sweep_slurm_args *a)
     }
     ntp_sweep_task *t = NULL;
     int n = 0, missing = 0;
+    sweep_slurm_args eff = *a;
+    void *mem = NULL;
     bool *live = calloc((size_t)r->n_configs + 1, sizeof *live);
     bool *have = calloc((size_t)r->n_configs + 1, sizeof *have);
     int *idx = malloc(((size_t)r->n_configs + 1) * sizeof *idx);
@@ -563,6 +750,9 @@ int sweep_slurm_resume(const char *id_text, const sweep_slurm_args *a)
         rc = CLI_FAIL;
         goto out;
     }
+    if ((rc = resume_options(ctx, r, a, &eff, &mem)) != CLI_OK)
+        goto out;
+    clean_stale_task_dirs(r->id);
     reconcile(ctx, st, r, live);
     if (ntp_store_sweep_tasks(ctx, st, r->id, &t, &n) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
@@ -581,20 +771,21 @@ int sweep_slurm_resume(const char *id_text, const sweep_slurm_args *a)
                 "result or is still queued)\n",
                 (long long)r->id);
         if (a->wait)
-            rc = report(ctx, st, r, a);
+            rc = report(ctx, st, r, &eff);
         goto out;
     }
     char job[32];
-    if ((rc = submit(ctx, st, r, db, idx, missing, a, job, sizeof job)) != CLI_OK)
+    if ((rc = submit(ctx, st, r, db, idx, missing, &eff, job, sizeof job)) != CLI_OK)
         goto out;
     fprintf(stderr, "ntprof: sweep %lld: %d of %d configurations resubmitted as Slurm job %s\n",
             (long long)r->id, missing, r->n_configs, job);
     if (a->wait)
-        rc = wait_and_report(ctx, st, r->id, job, missing, a);
+        rc = wait_and_report(ctx, st, r->id, job, missing, &eff);
     else
         printf("sweep %lld resumed as Slurm job %s (%d configurations)\n", (long long)r->id, job,
                missing);
 out:
+    free(mem);
     free(t);
     free(live);
     free(have);

@@ -181,6 +181,7 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
         _exit(127);
     }
     free(a.v);
+    sweep_child = pid > 0 ? pid : 0;
     if (pid < 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "cannot start a process: %s", strerror(errno));
@@ -210,6 +211,7 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
             nanosleep(&ts, NULL);
         }
     }
+    sweep_child = 0;
     char msg[1024];
     if (timed_out) {
         snprintf(msg, sizeof msg, "timed out after %g s", timeout);
@@ -250,6 +252,8 @@ static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 }
 
 /* Remove what the children left in a temporary directory. */
+volatile pid_t sweep_child;
+
 void sweep_clean_dir(const char *dir, int n)
 {
     char p[PATH_MAX];
@@ -466,9 +470,25 @@ int cmd_sweep(int argc, char **argv)
             cli_error("--task, --resume and --report take a sweep ID and no FILE or --vary");
             goto out;
         }
+        /* The run options typed with --resume, less --db: the sweep's own
+         * are what it runs, and others are refused. */
+        argv_list typed = {0};
+        for (int i = 0; resume && i < fixed.n; i++) {
+            if (strcmp(fixed.v[i], "--db") == 0) {
+                i++;
+                continue;
+            }
+            if (!push(&typed, fixed.v[i])) {
+                free(typed.v);
+                goto oom;
+            }
+        }
+        sa.run_opts = typed.v;
+        sa.n_run_opts = typed.n;
         rc = task     ? sweep_slurm_task(task, db)
              : resume ? sweep_slurm_resume(resume, &sa)
                       : sweep_slurm_report(report_id, &sa);
+        free(typed.v);
         goto out;
     }
     if (!slurm && (sa.wait || sa.slurm.partition || sa.slurm.time || sa.slurm.max_parallel ||

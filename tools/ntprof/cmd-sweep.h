@@ -4,6 +4,8 @@
 #ifndef NTPROF_CMD_SWEEP_H
 #define NTPROF_CMD_SWEEP_H
 
+#include <sys/types.h>
+
 #include "cli.h"
 #include "ntprof/cluster.h"
 
@@ -22,6 +24,10 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
                    const argv_list *fixed, const char *dir, double timeout, char *state,
                    size_t state_len);
 
+/* The child sweep_run_one is waiting for (0: none), for a signal handler
+ * that must stop it before removing its files. */
+extern volatile pid_t sweep_child;
+
 /* Remove what sweep_run_one left in a temporary directory. */
 void sweep_clean_dir(const char *dir, int n);
 
@@ -32,6 +38,10 @@ typedef struct sweep_slurm_args {
     bool wait;
     ntp_format fmt;
     const char *output, *html;
+    /* --resume: the run options typed with it (no --db), which must be
+     * the sweep's own. */
+    const char *const *run_opts;
+    int n_run_opts;
 } sweep_slurm_args;
 
 /* Record the expanded sweep sw of `file` in the store and submit it as one
