@@ -6,6 +6,8 @@
 # Usage: test_load_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 M="$SRC/models/serve-delay.xml"
+# Runs are recorded in the default history: keep it here.
+export XDG_DATA_HOME="$T/xdg"
 Q=(-B ref --duration 0 --warmup 1)
 
 # schema FILE: the report validates against schema/load.schema.json.
@@ -56,9 +58,79 @@ q = [r for r in rows[4:] if r]
 assert rows[3][0] == "query" and len(q) == 64, (rows[3], len(q))
 PYEOF
 expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario server --find-max-qps \
-    --latency-bound 5 "${Q[@]}" --min-queries 100 -f json -o "$T/max.json"
+    --latency-bound 5 "${Q[@]}" --min-queries 100 -f json -o "$T/max.json" --html "$T/max.html" \
+    --db "$T/h.db"
 schema "$T/max.json"
 $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["max_qps"] is not None and len(r["search"]) == 8, r.get("search")' "$T/max.json" && ok || bad "find-max-qps"
+
+# HTML (docs/load.md#reports): self-contained, its figures those of the
+# JSON report, the histogram holding every query, the search's points.
+html_check() {
+    $PY - "$1" "$2" <<'PYEOF' && ok || bad "html: $1"
+import json, re, sys
+h = open(sys.argv[1]).read(); r = json.load(open(sys.argv[2]))
+# The JSON holds 15 significant digits, the page's data-v 17.
+same = lambda a, b: abs(a - b) <= 1e-12 * max(1, abs(b))
+assert h.startswith("<!DOCTYPE html>") and not re.search(r'(src|href)="(https?:)?//', h)
+fig = dict(re.findall(r'<tr data-k="([a-z0-9_]+)"><th>[^<]*</th><td data-v="([^"]+)"', h))
+want = {"qps_offered": r["qps_offered"], "qps_achieved": r["qps_achieved"],
+        "samples_per_s": r["samples_per_s"], "queries": r["queries"],
+        "overhead_us": r["generator"]["overhead_us"]}
+want.update(r["latency_ms"]); del want["min"]
+if r["scenario"] == "server":
+    want["latency_bound_ms"] = r["latency_bound_ms"]
+    want["lateness_mean_us"] = r["generator"]["lateness_mean_us"]
+    want["lateness_p99_us"] = r["generator"]["lateness_p99_us"]
+assert set(fig) == set(want), (sorted(fig), sorted(want))
+for k, v in want.items():
+    assert same(float(fig[k]), v), (k, fig[k], v)
+hist = re.search(r'<table id="histogram">(.*?)</table>', h, re.S).group(1)
+counts = [int(c) for c in re.findall(r'<td data-v="(\d+)">', hist)]
+assert sum(counts) == r["queries"] and len(counts) in (20, 21), (sum(counts), len(counts))
+assert h.count('class="chart"') >= 2 and 'id="latency-histogram"' in h and 'id="latency-percentiles"' in h
+if "search" in r:
+    assert 'id="latency-qps"' in h
+    t = re.search(r'<table id="search">(.*?)</table>', h, re.S).group(1)
+    rows = re.findall(r'<tr class="point">(.*?)</tr>', t)
+    pts = sorted(r["search"], key=lambda p: p["qps"])
+    assert len(rows) == len(pts), (len(rows), len(pts))
+    for row, p in zip(rows, pts):
+        v = [float(x) for x in re.findall(r'data-v="([^"]+)"', row)]
+        w = [p["qps"], p["p50_ms"], p["p99_ms"], p["mean_ms"]]
+        assert all(same(a, b) for a, b in zip(v, w)) and len(v) == 4, (v, p)
+        assert row.endswith("<td>%s</td>" % ("yes" if p["valid"] else "no")), row
+    assert same(float(re.search(r'id="bound" data-v="([^"]+)"', h).group(1)), r["latency_bound_ms"])
+    assert same(float(re.search(r'id="max-qps" data-v="([^"]+)"', h).group(1)), r["max_qps"])
+else:
+    assert 'id="latency-qps"' not in h
+PYEOF
+}
+html_check "$T/max.html" "$T/max.json"
+expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario single-stream "${Q[@]}" \
+    --min-queries 50 -f json -o "$T/ss2.json" --html "$T/ss2.html" --db "$T/h.db"
+html_check "$T/ss2.html" "$T/ss2.json"
+
+# The history: both runs recorded with their figures, listed newest first.
+expect_exit 0 "$NTPROF" history --db "$T/h.db" --load -f json -o "$T/hl.json"
+$PY - "$T/hl.json" "$T/ss2.json" "$T/max.json" <<'PYEOF' && ok || bad "history of load runs"
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["kind"] == "load_history" and len(h["load_runs"]) == 2, h
+for e, f in zip(h["load_runs"], sys.argv[2:]):
+    r = json.load(open(f))
+    for k in ("scenario", "queries", "qps_offered", "qps_achieved", "valid", "max_batch"):
+        assert e[k] == r[k], (k, e[k], r[k])
+    for k in ("p50", "p90", "p95", "p99", "p999", "max", "mean"):
+        assert e["latency_ms"][k] == r["latency_ms"][k], (k, e, r["latency_ms"])
+    assert e["max_qps"] == r.get("max_qps"), (e["max_qps"], r.get("max_qps"))
+PYEOF
+expect_exit 0 "$NTPROF" history --db "$T/h.db"
+grep -q "^load runs" "$T/out" && [ "$(grep -c " single-stream " "$T/out")" = 1 ] && ok ||
+    bad "history's table lacks the load runs"
+expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario single-stream "${Q[@]}" \
+    --min-queries 10 --no-db -o "$T/nodb.txt" --db "$T/h.db"
+expect_exit 0 "$NTPROF" history --db "$T/h.db" --load -f csv -o "$T/hl.csv"
+[ "$(grep -c single-stream "$T/hl.csv")" = 1 ] && ok || bad "--no-db recorded the run"
 
 # Bad input: one line each, saying why.
 expect_exit 2 "$NTPROF" load "$M" --scenario server --qps 0 --latency-bound 5

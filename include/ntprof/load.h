@@ -26,6 +26,7 @@
 #include "ntprof/graph.h"
 #include "ntprof/report.h"
 #include "ntprof/status.h"
+#include "ntprof/store.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,8 +68,10 @@ typedef struct ntp_loadgen_opts {
     int64_t min_queries;
     uint64_t seed; /* arrivals, weights and inputs (default 1) */
     int warmup;    /* queries run on every instance and batch size first (default 2) */
-    /* Sleep until this long before an arrival, then spin to it (default 60
-     * µs): the generator's lateness against power and a core. */
+    /* The margin: sleep (clock_nanosleep to an absolute time, with the
+     * thread's timer slack at 1 ns) until this long before an arrival, then
+     * spin to it (default 50 µs). The report gives how late the sleeps woke
+     * (oversleep mean and p99): a margin above that p99 issues on time. */
     double spin_us;
     /* Set (from a signal handler) to stop issuing: the queries issued so far
      * complete and are reported, and the result says it was interrupted. */
@@ -102,6 +105,7 @@ typedef struct ntp_loadgen_point {
     double p99_ms;
     double mean_ms;
     bool valid;
+    double p50_ms;
 } ntp_loadgen_point;
 
 #define NTP_LOADGEN_MAX_POINTS 32
@@ -171,6 +175,22 @@ typedef struct ntp_loadgen_result {
     int cpus; /* CPUs this process may use */
     int n_warnings;
     char **warnings;
+    /* The generator's quality (server; docs/load.md#arrivals): lateness of
+     * issues against their scheduled arrivals, p99 (mean and max above);
+     * the sleep-then-spin margin used; how far past its target (the
+     * deadline less the margin) each sleep woke, mean and p99, and how many
+     * sleeps woke past the deadline itself; the CPU the issuing thread was
+     * pinned to (-1: not pinned, no spare CPU beside the instances') and
+     * its timer slack while issuing (ns; the default is 50 µs). */
+    double lateness_p99_us;
+    double margin_us;
+    double oversleep_mean_us, oversleep_p99_us;
+    int64_t sleeps, late_wakes;
+    int generator_cpu;
+    int64_t timer_slack_ns;
+    /* The arrivals as drawn (server): their count over the last arrival's
+     * time, the rate the sample path offered (qps_offered is the asked). */
+    double qps_drawn;
 } ntp_loadgen_result;
 
 /* Serve the topology at `path` (loaded with `load`, NULL for defaults; the
@@ -197,6 +217,25 @@ NTP_API ntp_status ntp_loadgen_write(ntp_ctx *ctx, const ntp_loadgen_result *r, 
  * instance's track from arrival to completion, with its phases (queued,
  * batched, computed) nested in it. */
 NTP_API ntp_status ntp_loadgen_write_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
+/* A self-contained HTML page (docs/load.md#reports): the figures, the
+ * latency distribution (a histogram and the latency at each percentile)
+ * and, after a QPS search, p50 and p99 against the offered QPS with the
+ * bound. Every figure shown also carries its exact value in a data-v
+ * attribute. */
+NTP_API ntp_status ntp_loadgen_write_html(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
+
+/* --- the history (docs/load.md#history) ----------------------------------------------- */
+
+/* The row of r that the history keeps. */
+NTP_API void ntp_loadgen_entry(const ntp_loadgen_result *r, ntp_load_entry *e);
+/* Open (creating) the history at db, add r with its JSON report, close:
+ * what `ntprof load` does after every run. */
+NTP_API ntp_status ntp_loadgen_record(ntp_ctx *ctx, const char *db, const ntp_loadgen_result *r,
+                                      int64_t *id);
+/* Load runs as `ntprof history` lists them: a table, JSON (kind
+ * "load_history") or CSV. */
+NTP_API ntp_status ntp_loadgen_write_history(ntp_ctx *ctx, const ntp_load_entry *e, int n,
+                                             ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

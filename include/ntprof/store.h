@@ -30,7 +30,7 @@ extern "C" {
 /* The schema version this library writes (PRAGMA user_version; the
  * schema_version table on PostgreSQL). Older
  * databases are migrated on open; a newer one is refused. */
-#define NTP_STORE_SCHEMA_VERSION 6
+#define NTP_STORE_SCHEMA_VERSION 7
 
 typedef struct ntp_store ntp_store;
 
@@ -107,6 +107,36 @@ NTP_API ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, 
 NTP_API ntp_status ntp_store_load_run(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_run_result **out);
 /* Number of runs stored. */
 NTP_API ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n);
+
+/* --- load runs (ntprof load, docs/load.md#history) ---------------------------------------- */
+
+/* One load run as stored and listed. Values a scenario does not have
+ * (the bound outside the server scenario, max_qps without a search) are
+ * NaN. */
+typedef struct ntp_load_entry {
+    int64_t id;
+    char time[32]; /* when it was recorded, ISO 8601 UTC */
+    char topology[128];
+    char backend[32];
+    char scenario[16];
+    int instances, threads_per_instance, max_batch;
+    double qps_offered, qps_achieved, samples_per_s;
+    int64_t queries;
+    double p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, mean_ms;
+    double latency_bound_ms, max_qps;
+    bool valid;
+    char machine[256]; /* CPU model */
+    double load_average;
+} ntp_load_entry;
+
+/* Append a load run (e's id and time are ignored; the time is now) with
+ * its JSON report; *id (may be NULL) receives its id. source may be NULL. */
+NTP_API ntp_status ntp_store_add_load(ntp_ctx *ctx, ntp_store *s, const ntp_load_entry *e,
+                                      const char *source, const char *report, int64_t *id);
+/* Load runs matching f (NULL: all; since compares with the recorded time),
+ * newest first. Free with free(). */
+NTP_API ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                                        ntp_load_entry **out, int *n);
 
 /* Whether db names a PostgreSQL database (postgresql:// or postgres://)
  * rather than an SQLite file. */

@@ -28,7 +28,8 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
         r->service_ms[0], r->service_ms[1], r->max_batch, r->prepare_ms);
     ntp__put_line(f, "");
     if (r->scenario == NTP_LOADGEN_SERVER)
-        ntp__put_linef(f, "  offered      %10.1f queries/s", r->qps_offered);
+        ntp__put_linef(f, "  offered      %10.1f queries/s (arrivals drawn at %.1f)",
+                       r->qps_offered, r->qps_drawn);
     ntp__put_linef(f, "  achieved     %10.1f queries/s, %.1f samples/s", r->qps_achieved,
                    r->samples_per_s);
     ntp__put_linef(f, "  queries      %10lld (%lld samples) in %.3f s", (long long)r->queries,
@@ -77,9 +78,18 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
     ntp__put_line(f, line);
     ntp__put_linef(f, "  queue depth  max %d samples", r->max_depth);
     ntp__put_linef(f, "  generator    %.2f us per query issued%s", r->overhead_us, "");
-    if (r->scenario == NTP_LOADGEN_SERVER)
-        ntp__put_linef(f, "               lateness mean %.2f us, max %.1f us", r->lateness_us,
-                       r->lateness_max_us);
+    if (r->scenario == NTP_LOADGEN_SERVER) {
+        ntp__put_linef(f, "               lateness mean %.2f us, p99 %.2f us, max %.1f us",
+                       r->lateness_us, r->lateness_p99_us, r->lateness_max_us);
+        ntp__put_linef(f, "               margin %g us; sleeps overslept %.2f us mean, %.2f us p99",
+                       r->margin_us, r->oversleep_mean_us, r->oversleep_p99_us);
+        char cpu[32] = "not pinned";
+        if (r->generator_cpu >= 0)
+            snprintf(cpu, sizeof cpu, "on CPU %d", r->generator_cpu);
+        ntp__put_linef(f, "               %lld of %lld sleeps past the deadline; %s, slack %lld ns",
+                       (long long)r->late_wakes, (long long)r->sleeps, cpu,
+                       (long long)r->timer_slack_ns);
+    }
     ntp__put_linef(f, "  machine      %s, %d CPUs, load average %.2f", r->cpu_model, r->cpus,
                    r->load_average);
     for (int i = 0; i < r->n_warnings; i++)
@@ -154,9 +164,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
         json_t *pts = json_array();
         for (int i = 0; i < r->n_points; i++)
             ntp__jpush(&ok, pts,
-                       json_pack("{s:o,s:o,s:o,s:b}", "qps", ntp__json_num(r->points[i].qps),
+                       json_pack("{s:o,s:o,s:o,s:b,s:o}", "qps", ntp__json_num(r->points[i].qps),
                                  "p99_ms", ntp__json_num(r->points[i].p99_ms), "mean_ms",
-                                 ntp__json_num(r->points[i].mean_ms), "valid", r->points[i].valid));
+                                 ntp__json_num(r->points[i].mean_ms), "valid", r->points[i].valid,
+                                 "p50_ms", ntp__json_num(r->points[i].p50_ms)));
         ntp__jset(&ok, root, "search", pts);
     }
     json_t *hist = json_object();
@@ -185,6 +196,18 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
               r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->lateness_us) : json_null());
     ntp__jset(&ok, gen, "lateness_max_us",
               r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->lateness_max_us) : json_null());
+    bool sv = r->scenario == NTP_LOADGEN_SERVER;
+    ntp__jset(&ok, gen, "lateness_p99_us", sv ? ntp__json_num(r->lateness_p99_us) : json_null());
+    ntp__jset(&ok, gen, "margin_us", ntp__json_num(r->margin_us));
+    ntp__jset(&ok, gen, "oversleep_mean_us",
+              sv ? ntp__json_num(r->oversleep_mean_us) : json_null());
+    ntp__jset(&ok, gen, "oversleep_p99_us", sv ? ntp__json_num(r->oversleep_p99_us) : json_null());
+    ntp__jset(&ok, gen, "sleeps", jint(r->sleeps));
+    ntp__jset(&ok, gen, "late_wakes", jint(r->late_wakes));
+    ntp__jset(&ok, gen, "cpu",
+              r->generator_cpu >= 0 ? json_integer(r->generator_cpu) : json_null());
+    ntp__jset(&ok, gen, "timer_slack_ns", jint(r->timer_slack_ns));
+    ntp__jset(&ok, gen, "qps_drawn", sv ? ntp__json_num(r->qps_drawn) : json_null());
     ntp__jset(&ok, root, "generator", gen);
     json_t *m = json_object();
     ntp__jset(&ok, m, "cpu_model", ntp__json_str(r->cpu_model));

@@ -69,7 +69,7 @@ void ntp_loadgen_opts_default(ntp_loadgen_opts *o)
     o->min_queries = -1;
     o->seed = 1;
     o->warmup = 3;
-    o->spin_us = 60;
+    o->spin_us = 50;
 }
 
 static int64_t now_ns(void)
@@ -132,6 +132,10 @@ typedef struct lg {
     int max_depth;
     /* The generator's cost. */
     int64_t overhead_ns, late_ns, late_max_ns, n_issue;
+    /* Its sleeps (server): how late each woke past its target, ns. */
+    int32_t *oversleep;
+    int64_t n_sleep, late_wakes;
+    int gen_cpu; /* the issuing thread's CPU while it issues; -1: not pinned */
 } lg;
 
 static lg_query *Q(lg *L, int64_t i)
@@ -325,16 +329,21 @@ static void push_locked(lg *L, int64_t i, int samples, int64_t sched, int64_t is
     L->n_q = i + 1;
 }
 
-static void wait_until(int64_t deadline, int64_t spin_ns)
+/* Sleep to spin_ns before the absolute deadline, then spin to it. Returns
+ * how late the sleep woke past its target (ns), -1 when it did not sleep
+ * (the deadline was nearer than the margin). */
+static int64_t wait_until(int64_t deadline, int64_t spin_ns)
 {
-    int64_t t = now_ns();
+    int64_t t = now_ns(), over = -1;
     if (deadline - t > spin_ns) {
         struct timespec ts = ts_of(deadline - spin_ns);
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
+        over = now_ns() - (deadline - spin_ns);
     }
     while (now_ns() < deadline)
         ;
+    return over;
 }
 
 static bool stopped(const lg *L)
@@ -386,8 +395,14 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
     int64_t last_prog = now_ns();
     for (int64_t i = 0; i < n && !stopped(L); i++) {
         int64_t deadline = L->t0_ns + at[i];
-        wait_until(deadline, spin);
+        int64_t over = wait_until(deadline, spin);
         int64_t t = now_ns();
+        if (over >= 0) {
+            if (L->oversleep)
+                L->oversleep[L->n_sleep] = over < INT32_MAX ? (int32_t)over : INT32_MAX;
+            L->n_sleep++;
+            L->late_wakes += over > spin;
+        }
         pthread_mutex_lock(&L->mu);
         if (L->failed) {
             pthread_mutex_unlock(&L->mu);
@@ -520,6 +535,7 @@ static void reset(lg *L)
     L->n_depth = 0;
     L->max_depth = 0;
     L->overhead_ns = L->late_ns = L->late_max_ns = L->n_issue = 0;
+    L->n_sleep = L->late_wakes = 0;
     for (int i = 0; i < L->n_inst; i++)
         L->inst[i].busy_ns = 0;
 }
@@ -569,6 +585,21 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
                    : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for %lld queries",
                                 (long long)n_planned);
     }
+    free(L->oversleep);
+    L->oversleep = at ? malloc((size_t)n_planned * sizeof *L->oversleep) : NULL;
+    /* The issuing thread (the caller's): timer slack at 1 ns, so that its
+     * sleeps end when asked rather than up to 50 us later, and pinned to a
+     * CPU the instances do not use where there is one; both restored. */
+    int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    bool slack_set = old_slack >= 0 && prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0;
+    cpu_set_t old_aff;
+    bool pinned_gen = false;
+    if (L->gen_cpu >= 0 && pthread_getaffinity_np(pthread_self(), sizeof old_aff, &old_aff) == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(L->gen_cpu, &one);
+        pinned_gen = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+    }
     ntp__contention_probe probe;
     ntp__contention_begin(&probe);
     L->t0_ns = now_ns() + 2000000; /* the workers wait on the queue by then */
@@ -585,9 +616,14 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     case NTP_LOADGEN_SCENARIO_COUNT: break;
     }
     join_workers(L);
+    int64_t at_last = at && n_planned > 0 ? at[n_planned - 1] : 0;
     free(at);
     ntp_contention cont;
     ntp__contention_end(&probe, &cont);
+    if (slack_set)
+        (void)prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    if (pinned_gen)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof old_aff, &old_aff);
     if (L->failed)
         return ntp__error(ctx, L->err ? L->err : NTP_STATUS_INTERNAL, "%s", L->errmsg);
 
@@ -661,9 +697,37 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     }
     r->max_depth = L->max_depth;
     r->overhead_us = L->n_issue ? (double)L->overhead_ns / (double)L->n_issue / 1e3 : 0;
+    r->generator_cpu = pinned_gen ? L->gen_cpu : -1;
+    r->timer_slack_ns = slack_set ? 1 : old_slack;
+    r->margin_us = o->spin_us;
     if (o->scenario == NTP_LOADGEN_SERVER && L->n_issue) {
         r->lateness_us = (double)L->late_ns / (double)L->n_issue / 1e3;
         r->lateness_max_us = (double)L->late_max_ns / 1e3;
+        /* The p99s: of the completed queries' issues, and of the sleeps. */
+        double *late = malloc(((size_t)n + 1) * sizeof *late);
+        if (late) {
+            for (int64_t i = 0; i < n; i++)
+                late[i] = r->q[i].issued_us - r->q[i].scheduled_us;
+            ntp__lg_sort(late, n);
+            r->lateness_p99_us = ntp__lg_percentile(late, n, 0.99);
+            free(late);
+        }
+        r->sleeps = L->n_sleep;
+        r->late_wakes = L->late_wakes;
+        if (L->oversleep && L->n_sleep > 0) {
+            double *ov = malloc((size_t)L->n_sleep * sizeof *ov);
+            if (ov) {
+                double s = 0;
+                for (int64_t i = 0; i < L->n_sleep; i++)
+                    s += ov[i] = (double)L->oversleep[i] / 1e3;
+                ntp__lg_sort(ov, L->n_sleep);
+                r->oversleep_mean_us = s / (double)L->n_sleep;
+                r->oversleep_p99_us = ntp__lg_percentile(ov, L->n_sleep, 0.99);
+                free(ov);
+            }
+        }
+        double last = n_planned > 0 && at_last > 0 ? (double)at_last / 1e9 : 0;
+        r->qps_drawn = last > 0 ? (double)(n_planned - 1) / last : 0;
     }
 
     /* Validity, as LoadGen judges it (docs/load.md#validity). */
@@ -786,6 +850,7 @@ static void free_lg(lg *L, ntp_graph **g)
     free(L->hist);
     free(L->depth_t);
     free(L->depth);
+    free(L->oversleep);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->work);
     pthread_cond_destroy(&L->done);
@@ -870,6 +935,8 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
     int n_cpus = available_cpus(cpus, 1024);
     int want = o.instances * o.threads_per_instance;
     bool pin = o.pin && n_cpus > 0 && want <= n_cpus;
+    /* The issuing thread gets a CPU of its own only where one is spare. */
+    L.gen_cpu = pin && want < n_cpus ? cpus[want] : -1;
     char wbuf[256];
     if (n_cpus > 0 && want > n_cpus) {
         snprintf(wbuf, sizeof wbuf,
@@ -964,7 +1031,11 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
             if ((st = serve(ctx, &L, qps, n, &t)))
                 goto done;
             bool ok = t->bound_met && t->early_stopping_met && !t->interrupted;
-            ntp_loadgen_point pt = {qps, t->latency_ms.p99, t->latency_ms.mean, ok};
+            ntp_loadgen_point pt = {.qps = qps,
+                                    .p99_ms = t->latency_ms.p99,
+                                    .mean_ms = t->latency_ms.mean,
+                                    .valid = ok,
+                                    .p50_ms = t->latency_ms.p50};
             /* The points travel with the result kept. */
             ntp_loadgen_point pts[NTP_LOADGEN_MAX_POINTS];
             int np = best ? best->n_points : 0;

@@ -123,6 +123,9 @@ ntp_status ntp__store_open_version(ntp_ctx *ctx, const char *path, int version, 
 /* The schema version of an open database. */
 ntp_status ntp__store_version(ntp_ctx *ctx, ntp_store *s, int *version);
 
+/* Whether s is a date or timestamp ntp_history_filter.since takes. */
+bool ntp__store_valid_since(const char *s);
+
 /* Statement shorthands: the driver's methods. */
 static inline ntp__stmt *ntp__db_prepare(ntp_store *s, const char *sql)
 {

@@ -693,3 +693,9 @@ ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, in
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
 }
+
+/* For the other tables' listings (store-loads.c). */
+bool ntp__store_valid_since(const char *s)
+{
+    return valid_since(s);
+}

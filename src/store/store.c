@@ -111,6 +111,20 @@ static const char *const migrations[] = {
     "  job TEXT, message TEXT,"
     "  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
     "  PRIMARY KEY (sweep_id, idx)) WITHOUT ROWID;",
+    /* 6 -> 7: load runs (ntprof load, docs/load.md#history): a run's
+     * configuration, throughput and latency percentiles, validity, and its
+     * whole JSON report. */
+    "CREATE TABLE load_runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    "  topology TEXT, source TEXT, backend TEXT, scenario TEXT NOT NULL,"
+    "  instances INTEGER, threads_per_instance INTEGER, max_batch INTEGER,"
+    "  qps_offered REAL, qps_achieved REAL, samples_per_s REAL, queries INTEGER,"
+    "  p50_ms REAL, p90_ms REAL, p95_ms REAL, p99_ms REAL, p999_ms REAL, max_ms REAL,"
+    "  mean_ms REAL, latency_bound_ms REAL, max_qps REAL, valid INTEGER NOT NULL,"
+    "  machine TEXT, load_average REAL,"
+    "  report BLOB NOT NULL);"
+    "CREATE INDEX load_runs_by_topology ON load_runs(topology, id);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

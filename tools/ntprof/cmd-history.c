@@ -10,7 +10,7 @@ int cmd_history(int argc, char **argv);
 int cmd_history_copy(int argc, char **argv);   /* cmd-history-copy.c */
 int cmd_history_import(int argc, char **argv); /* cmd-history-copy.c */
 
-enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW };
+enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW, OPT_LOAD };
 
 typedef struct list_arg {
     const ntp_history_entry *e;
@@ -21,6 +21,33 @@ static ntp_status write_list(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 {
     const list_arg *a = arg;
     return ntp_report_write_history(ctx, a->e, a->n, fmt, f);
+}
+
+/* Load runs (ntprof load): with --load alone, or after the runs in a table. */
+typedef struct loads_arg {
+    const ntp_load_entry *e;
+    int n;
+} loads_arg;
+
+static ntp_status write_loads(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const loads_arg *a = arg;
+    return ntp_loadgen_write_history(ctx, a->e, a->n, fmt, f);
+}
+
+typedef struct both_arg {
+    list_arg runs;
+    loads_arg loads;
+} both_arg;
+
+static ntp_status write_both(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const both_arg *a = arg;
+    ntp_status st = ntp_report_write_history(ctx, a->runs.e, a->runs.n, fmt, f);
+    if (st || a->loads.n == 0)
+        return st;
+    fputs("\nload runs (ntprof load; --load lists them alone)\n", f);
+    return ntp_loadgen_write_history(ctx, a->loads.e, a->loads.n, fmt, f);
 }
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
@@ -49,6 +76,7 @@ int cmd_history(int argc, char **argv)
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
     int64_t show = 0;
+    bool loads = false;
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof history [options]\n"
                  "       ntprof history copy --from DB --to DB\n"
@@ -69,6 +97,10 @@ int cmd_history(int argc, char **argv)
         CLI_NUM("limit", 'n', "N", "at most N runs (default: all)", &filter.limit, 1, 1000000000,
                 "a positive integer"),
         CLI_OPT("show", OPT_SHOW, "ID", "the full report of run ID instead of the list"),
+        CLI_SET("load", OPT_LOAD,
+                "list the load runs (`ntprof load`) instead; a table\n"
+                "of the runs lists them after the runs",
+                &loads),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
         CLI_OPT("help", 'h', NULL, "this text"),
@@ -114,7 +146,9 @@ int cmd_history(int argc, char **argv)
     /* A history that was never written is empty, not an error. */
     if (!ntp_store_is_url(db) && access(db, F_OK) != 0 && !show) {
         list_arg none = {NULL, 0};
-        rc = cli_write_output(ctx, output, write_list, &none, fmt);
+        loads_arg no_loads = {NULL, 0};
+        rc = loads ? cli_write_output(ctx, output, write_loads, &no_loads, fmt)
+                   : cli_write_output(ctx, output, write_list, &none, fmt);
         goto out;
     }
     ntp_store *s = NULL;
@@ -138,15 +172,23 @@ int cmd_history(int argc, char **argv)
         ntp_run_result_free(r);
     } else {
         ntp_history_entry *e = NULL;
-        int n = 0;
-        if (ntp_store_list(ctx, s, &filter, &e, &n) != NTP_STATUS_OK) {
+        ntp_load_entry *le = NULL;
+        int n = 0, nl = 0;
+        bool table = fmt == NTP_FORMAT_TABLE;
+        if ((!loads && ntp_store_list(ctx, s, &filter, &e, &n) != NTP_STATUS_OK) ||
+            ((loads || table) &&
+             ntp_store_list_loads(ctx, s, &filter, &le, &nl) != NTP_STATUS_OK)) {
             rc = ntp_ctx_status(ctx) == NTP_STATUS_INVALID_ARGUMENT ? (cli_fail(ctx), CLI_USAGE)
                                                                     : cli_fail(ctx);
+        } else if (loads) {
+            loads_arg a = {le, nl};
+            rc = cli_write_output(ctx, output, write_loads, &a, fmt);
         } else {
-            list_arg a = {e, n};
-            rc = cli_write_output(ctx, output, write_list, &a, fmt);
+            both_arg a = {{e, n}, {le, nl}};
+            rc = cli_write_output(ctx, output, write_both, &a, fmt);
         }
         free(e);
+        free(le);
     }
     ntp_store_close(s);
 out:

@@ -19,7 +19,11 @@ enum {
     OPT_TIMEOUT,
     OPT_NO_PIN,
     OPT_SEED,
-    OPT_TRACE
+    OPT_TRACE,
+    /* HTML and the history */
+    OPT_HTML,
+    OPT_DB,
+    OPT_NO_DB
 };
 
 #define LOAD_HELP_COL 28
@@ -49,13 +53,20 @@ static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FIL
     return ntp_loadgen_write_trace(ctx, arg, f);
 }
 
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_loadgen_write_html(ctx, arg, f);
+}
+
 int cmd_load(int argc, char **argv)
 {
     cli_topo_opts topo = {0};
     ntp_loadgen_opts lo;
     ntp_loadgen_opts_default(&lo);
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL;
+    const char *output = NULL, *trace = NULL, *html = NULL, *db = NULL;
+    bool use_db = true;
     char backend_buf[1024], backend_help[256];
     snprintf(backend_help, sizeof backend_help, "backend (built: %s)", ntp_backends());
     const cli_option opts[] = {
@@ -102,6 +113,17 @@ int cmd_load(int argc, char **argv)
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
         CLI_OPT("trace", OPT_TRACE, "FILE", "a Chrome trace: one span per query and phase"),
+        CLI_STR("html", OPT_HTML, "FILE",
+                "a self-contained HTML report: the latency\n"
+                "distribution, and latency against QPS after a search",
+                &html),
+        CLI_HELP("history:\n"),
+        CLI_STR("db", OPT_DB, "PATH",
+                "record the run in this history database (default:\n"
+                "$XDG_DATA_HOME/ntprof/history.db); `ntprof history`\n"
+                "lists it",
+                &db),
+        CLI_UNSET("no-db", OPT_NO_DB, "do not record the run", &use_db),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -202,10 +224,17 @@ int cmd_load(int argc, char **argv)
         rc = CLI_FAIL;
         goto out;
     }
+    char db_path[4096];
     const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
-                                    {"--trace", trace, NTP_OUTPUT_FILE}};
+                                    {"--trace", trace, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE},
+                                    cli_db_output(ctx, db, use_db, db_path, sizeof db_path)};
     const char *ins[] = {argv[optind]};
-    if (cli_check_outputs(ctx, outs, 2, ins, 1) != CLI_OK) {
+    db = outs[3].path;
+    if (use_db && !db)
+        fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
+    ntp_ctx_clear(ctx);
+    if (cli_check_outputs(ctx, outs, 4, ins, 1) != CLI_OK) {
         rc = CLI_FAIL;
         ntp_ctx_free(ctx);
         goto out;
@@ -239,6 +268,20 @@ int cmd_load(int argc, char **argv)
         rc = cli_write_output(ctx, output, write_report, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
+        if (rc == CLI_OK && html)
+            rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
+        /* The history keeps whole runs: an interrupted one is not recorded.
+         * A shared store (a URL) that fails fails the command; a local one
+         * warns (docs/history.md). */
+        if (rc == CLI_OK && use_db && db && !res->interrupted &&
+            ntp_loadgen_record(ctx, db, res, NULL) != NTP_STATUS_OK) {
+            if (ntp_store_is_url(db))
+                rc = cli_fail(ctx);
+            else
+                fprintf(stderr,
+                        "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
+                        ntp_ctx_errmsg(ctx));
+        }
         /* An interrupted run reports what it has, and says it was cut short. */
         if (rc == CLI_OK && res->interrupted)
             rc = 130;
