@@ -309,12 +309,147 @@ static void test_bad_inputs(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* An LSTM (T 10, N 1, I 8, H 16, with biases) by hand. Input GEMM:
+ * 2*10*64*8 + 10*128 = 11520 FLOPs, input 320 + W 2048 + B 512 = 2880
+ * bytes. Layer: 2*10*64*24 + 10*(24*16 + 128) = 35840 FLOPs, so the
+ * recurrent GEMV has 24320; its bytes: R (4096) read at each of 10 steps
+ * + output 640 = 41600. Minimal traffic (the working set): weights 6656
+ * + input 320 + output 640 = 7616 bytes: L1 (10000 bytes), although the
+ * re-reads (44480 bytes) would not fit. At peak 100 GFLOP/s and L1 100
+ * GB/s the input GEMM is compute-bound (1.152e-7 s > 2.88e-8 s) and the
+ * GEMV memory-bound (2.432e-7 s < 4.16e-7 s): each counts under its
+ * bounding term only. */
+static const char lstm_xml[] = "<topology name=\"r\" precision=\"f32\">"
+                               "<input name=\"x\" shape=\"10,1,8\" dtype=\"f32\"/>"
+                               "<lstm name=\"rec\" units=\"16\"/>"
+                               "</topology>";
+
+static void test_predict_rnn_terms(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, lstm_xml, strlen(lstm_xml), "r", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.peak_gflops = 100;
+    cal.levels[0].capacity_bytes = 10000;
+    cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    const ntp_layer_prediction *l = &p->layers[0];
+    assert_int_equal(l->family, NTP_PREDICT_FAMILY_RNN);
+    assert_int_equal(l->flops, 35840);
+    assert_int_equal(l->bytes, 2880 + 41600);
+    assert_string_equal(l->level, "L1");
+    assert_close(l->compute_ms, 1e3 * 2 * 11520 / 100e9, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 41600 / 100e9, 1e-12);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 4.16e-7), 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* A calibration prices one precision: a bf16 topology against an f32
+ * calibration is refused, naming both. */
+static void test_predict_precision_mismatch(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_load_opts lo = {0};
+    lo.set_precision = true;
+    lo.precision = NTP_DTYPE_BF16;
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", &lo, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), NTP_STATUS_INVALID_ARGUMENT);
+    assert_null(p);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "is for f32"));
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "runs at bf16"));
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The prediction beside a hand-made measurement: the layer not predicted
+ * (relu: eltwise not calibrated) is measured apart, a fused layer's
+ * prediction joins its host's, and a thread count other than the
+ * calibration's is flagged. */
+static void test_apply_by_hand(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.threads = 2;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    double ps = p->layers[0].predicted_ms, pb = p->layers[2].predicted_ms;
+    static const char *const names[] = {"small", "act", "big", "view"};
+    static const double ms[] = {0.010, 0.004, 0.020, 0.0001};
+    ntp_layer_result rows[4];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 4; i++) {
+        rows[i].name = names[i];
+        rows[i].kind = "layer";
+        rows[i].time_ms.median = ms[i];
+    }
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = rows;
+    r.n_layers = 4;
+    r.threads = 1;
+    r.end_to_end_ms.median = 0.05;
+    ntp_prediction_apply(p, &r, false);
+    const ntp_run_prediction *s = &r.prediction;
+    assert_true(s->available);
+    assert_close(s->unpredicted_ms, 0.004, 1e-12);
+    assert_close(s->predicted_ms, ps + pb, 1e-12);
+    assert_close(s->error, (ps + pb - 0.05) / 0.05, 1e-9);
+    assert_close(s->covered_error, (ps + pb - 0.046) / 0.046, 1e-9);
+    assert_true(s->threads_differ);
+    assert_int_equal(s->calibration_threads, 2);
+    assert_int_equal(s->run_threads, 1);
+    /* small and big compared, act not predicted, view free. */
+    assert_int_equal(s->n_compared, 2);
+    assert_true(rows[0].predicted && rows[2].predicted);
+    assert_false(rows[1].predicted || rows[3].predicted);
+    ntp_prediction_free(p);
+
+    /* With eltwise calibrated (2 us per layer, nothing else) and relu fused
+     * into small: small's prediction carries relu's. */
+    ntp_family_model *e = &cal.family[NTP_PREDICT_FAMILY_ELTWISE];
+    e->calibrated = true;
+    e->coef[NTP_PREDICT_TERM_OVERHEAD] = 2e-6;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    rows[1].fused = true;
+    rows[1].fused_into = "small";
+    r.threads = 2;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, ps + 2e-3, 1e-12);
+    assert_false(rows[1].predicted);
+    assert_true(s->unpredicted_ms == 0);
+    assert_false(s->threads_differ);
+    assert_close(s->predicted_ms, ps + pb + 2e-3, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fit_recovers),    cmocka_unit_test(test_fit_non_negative),
-        cmocka_unit_test(test_predict_formula), cmocka_unit_test(test_calibrate_quick_roundtrip),
+        cmocka_unit_test(test_fit_recovers),
+        cmocka_unit_test(test_fit_non_negative),
+        cmocka_unit_test(test_predict_formula),
+        cmocka_unit_test(test_calibrate_quick_roundtrip),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_precision_mismatch),
+        cmocka_unit_test(test_apply_by_hand),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -45,6 +45,46 @@ expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --no-db
 grep -q ' pred$' "$T/out" && bad "pred column without a calibration" || ok
 grep -q '^prediction:' "$T/out" && bad "prediction without a calibration" || ok
 
+# The calibration ran at 1 thread: a run at 1 thread is not flagged, a run
+# at 2 is (the coefficients do not hold at another thread count).
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --threads 1 --db "$DB" -f json -o "$T/a.json" \
+    --html "$T/a.html"
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --threads 2 --db "$DB" -f json -o "$T/b.json"
+$PY - "$T/a.json" "$T/b.json" "$SRC/schema/report.schema.json" <<'PYEOF' && ok || bad "threads flag"
+import json, sys, jsonschema
+a, b = (json.load(open(f))["prediction"] for f in sys.argv[1:3])
+assert not a["threads_differ"] and a["calibration_threads"] == 1 and a["run_threads"] == 1, a
+assert b["threads_differ"] and b["run_threads"] == 2, b
+# relu (eltwise) is not calibrated: its measured time is apart.
+assert a["unpredicted_ms"] > 0 and "eltwise" in a["uncalibrated"], a
+s = json.load(open(sys.argv[3]))
+for f in sys.argv[1:3]:
+    jsonschema.validators.validator_for(s)(s).validate(json.load(open(f)))
+PYEOF
+grep -q 'Prediction beside measurement' "$T/a.html" && ok || bad "run HTML: no prediction section"
+grep -q '<th>predicted ms</th>' "$T/a.html" && ok || bad "run HTML: no predicted column"
+
+# compare: both runs' predictions, read back from their reports, per layer.
+expect_exit 0 "$NTPROF" compare "$T/a.json" "$T/b.json" --html "$T/c.html"
+grep -q '^prediction beside measurement:' "$T/out" && ok || bad "compare: $(cat "$T/out")"
+grep -q '^  A: predicted .* layers within +-10%' "$T/out" && ok || bad "compare: no A summary"
+grep -q '^  B: predicted ' "$T/out" && ok || bad "compare: no B summary"
+grep -q 'calibrated at another thread' "$T/out" && ok || bad "compare: B's threads not flagged"
+grep -Eq '^  fc1 +[0-9.e-]+ +[0-9.e-]+ +[-+][0-9]+%' "$T/out" && ok || bad "compare: no fc1 row"
+grep -q 'Prediction beside measurement' "$T/c.html" && ok || bad "compare HTML: no prediction"
+expect_exit 0 "$NTPROF" compare "$T/a.json" "$T/b.json" -f json -o "$T/c.json"
+$PY - "$T/a.json" "$T/c.json" "$SRC/schema/compare.schema.json" <<'PYEOF' && ok || bad "compare JSON"
+import json, sys, jsonschema
+a, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+s = json.load(open(sys.argv[3]))
+jsonschema.validators.validator_for(s)(s).validate(c)
+assert c["runs"][0]["prediction"]["predicted_ms"] == a["prediction"]["predicted_ms"]
+want = {l["name"]: l["predicted_ms"] for l in a["layers"] if "predicted_ms" in l}
+got = {l["name"]: l["base_predicted_ms"] for l in c["pairs"][0]["layers"]}
+assert want and all(got[k] == v for k, v in want.items()), (want, got)
+assert all(v is None for k, v in got.items() if k not in want), got
+PYEOF
+
 # Errors.
 expect_exit 1 "$NTPROF" predict "$MLP" --backend onednn --db "$DB"
 grep -q "no calibration of backend 'onednn' at f32 for machine" "$T/err" && ok ||

@@ -117,7 +117,16 @@ typedef struct ntp_calibrate_opts {
     /* Progress for a terminal; label names the configuration. */
     void (*progress)(void *user, int done, int total, const char *label);
     void *progress_user;
+    /* Leave out configurations above this many FLOPs (0: the backend's
+     * default: NTP_CALIBRATE_REF_MAX_FLOPS on the slow reference backend,
+     * no limit elsewhere; negative: no limit). */
+    int64_t max_flops;
 } ntp_calibrate_opts;
+
+/* The reference backend's design keeps configurations up to 100 MFLOP:
+ * its naive loops are linear in the work, and the full design would take
+ * tens of minutes there. */
+#define NTP_CALIBRATE_REF_MAX_FLOPS INT64_C(100000000)
 
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
 

@@ -326,6 +326,15 @@ typedef struct ntp_run_prediction {
     double predicted_ms; /* end to end: the predicted layers' sum */
     double measured_ms;  /* the run's median end-to-end latency */
     double error;        /* (predicted - measured) / measured */
+    /* The measured median time of the layers not predicted (inlays,
+     * families not calibrated): the end-to-end error counts them against
+     * the prediction; covered_error leaves them out of the measurement. */
+    double unpredicted_ms;
+    double covered_error; /* (predicted - (measured - unpredicted)) / (measured - unpredicted) */
+    /* The calibration ran at another thread count than the run: its
+     * coefficients do not hold (both counts resolved, 0 never). */
+    bool threads_differ;
+    int calibration_threads, run_threads;
 } ntp_run_prediction;
 
 typedef struct ntp_run_result {

@@ -231,8 +231,8 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
 
 /* Time one configuration: the median of layer L and its terms. */
 static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
-                              const ntp_calibration *cal, double *seconds, ntp__pfeat *f,
-                              char *ran_on, size_t ran_len)
+                              const ntp_calibration *cal, int64_t max_flops, double *seconds,
+                              ntp__pfeat *f, char *ran_on, size_t ran_len)
 {
     char xml[1024];
     snprintf(xml, sizeof xml, "<topology name=\"calibrate\" precision=\"f32\">%s</topology>",
@@ -249,8 +249,16 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     int li = st ? -1 : ntp_graph_layer_find(g, "L");
     if (!st && li < 0)
         st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: no layer L in %s", c->xml);
-    if (!st) {
+    if (!st)
         ntp__predict_features(g, a, li, cal, f);
+    /* Over the budget: left out, not timed (*seconds stays 0). */
+    if (!st && max_flops > 0 && f->flops > max_flops) {
+        *seconds = 0;
+        ntp_analysis_free(a);
+        ntp_graph_free(g);
+        return NTP_STATUS_OK;
+    }
+    if (!st) {
         ntp_run_opts ro;
         ntp_run_opts_default(&ro);
         ro.backend = o->backend;
@@ -343,6 +351,9 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
     if (!ntp_backend_usable(backend, why, sizeof why))
         return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "calibrate: backend '%s': %s", backend,
                           why);
+    int64_t max_flops = opts->max_flops != 0          ? opts->max_flops
+                        : strcmp(backend, "ref") == 0 ? NTP_CALIBRATE_REF_MAX_FLOPS
+                                                      : 0;
     ntp__calibration_ceilings(c, opts->precision, out);
     snprintf(out->machine_key, sizeof out->machine_key, "%s", m->key);
     snprintf(out->backend, sizeof out->backend, "%s", backend);
@@ -397,7 +408,8 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         double s = 0;
         ntp__pfeat f;
         char ran_on[32] = "";
-        if (time_config(rctx, cf, opts, out, &s, &f, ran_on, sizeof ran_on) != NTP_STATUS_OK) {
+        if (time_config(rctx, cf, opts, out, max_flops, &s, &f, ran_on, sizeof ran_on) !=
+            NTP_STATUS_OK) {
             ntp_ctx_clear(rctx);
             continue;
         }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
@@ -96,21 +97,40 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
             b += l->parts[k].bytes;
         out->bytes = b;
     }
+    /* The level is the one the layer's working set fits in: its minimal
+     * traffic (weights, inputs and outputs once). A recurrent layer's
+     * re-reads hit the level its weights stay in, not the level their
+     * sum over every step would need. */
     out->level = "DRAM";
     double gbps = 0;
     for (int k = 0; k < cal->n_levels; k++) {
         bool fits =
-            cal->levels[k].capacity_bytes <= 0 || out->bytes <= cal->levels[k].capacity_bytes;
+            cal->levels[k].capacity_bytes <= 0 || l->traffic_bytes <= cal->levels[k].capacity_bytes;
         if (fits && cal->levels[k].gbps > 0) {
             out->level = cal->levels[k].name;
             gbps = cal->levels[k].gbps;
             break;
         }
     }
+    double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
-    out->x[NTP_PREDICT_TERM_COMPUTE] =
-        cal->peak_gflops > 0 ? (double)out->flops / (cal->peak_gflops * 1e9) : 0;
-    out->x[NTP_PREDICT_TERM_MEMORY] = gbps > 0 ? (double)out->bytes / (gbps * 1e9) : 0;
+    if (l->n_parts == 0) {
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
+        return;
+    }
+    /* A recurrent layer's parts run under different roofs: each part
+     * counts under the term that bounds it at the roofline (the input
+     * GEMM is compute-bound, the recurrent GEMV at batch 1 memory-bound),
+     * so the GEMV's FLOPs are not priced at the GEMM peak. */
+    for (int k = 0; k < l->n_parts; k++) {
+        double c = peak > 0 ? (double)l->parts[k].flops / peak : 0;
+        double m = bw > 0 ? (double)l->parts[k].bytes / bw : 0;
+        if (c >= m)
+            out->x[NTP_PREDICT_TERM_COMPUTE] += c;
+        else
+            out->x[NTP_PREDICT_TERM_MEMORY] += m;
+    }
 }
 
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal)
@@ -261,6 +281,15 @@ ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *
     *out = NULL;
     if (!g || !cal)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_predict: missing argument");
+    /* A calibration prices one precision: its peak and its fitted
+     * coefficients say nothing of another. */
+    if (cal->precision[0] && strcmp(ntp_dtype_name(g->precision), cal->precision) != 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "predict: the calibration (%s, %s) is for %s, the topology '%s' runs at "
+                          "%s; calibrate at %s (`ntprof machine --calibrate --precision %s`)",
+                          cal->backend, cal->machine_key, cal->precision, ntp_graph_name(g),
+                          ntp_dtype_name(g->precision), ntp_dtype_name(g->precision),
+                          ntp_dtype_name(g->precision));
     ntp_analysis *a = NULL;
     ntp_status st = ntp_graph_analyze(ctx, g, &a);
     if (st)
@@ -342,6 +371,23 @@ ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *
     return NTP_STATUS_OK;
 }
 
+/* A thread count as the engine resolves it: 0 is every online CPU. */
+static int resolved_threads(int t)
+{
+    if (t > 0)
+        return t;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static const ntp_layer_prediction *find_layer(const ntp_prediction *p, const char *name)
+{
+    for (int k = 0; name && k < p->n_layers; k++)
+        if (p->layers[k].name && strcmp(p->layers[k].name, name) == 0)
+            return &p->layers[k];
+    return NULL;
+}
+
 void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale)
 {
     ntp_run_prediction *s = &r->prediction;
@@ -349,6 +395,11 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
     s->available = true;
     s->stale = stale;
     s->roofline_only = p->roofline_only;
+    if (!p->roofline_only) {
+        s->calibration_threads = resolved_threads(p->cal.threads);
+        s->run_threads = resolved_threads(r->threads);
+        s->threads_differ = s->calibration_threads != s->run_threads;
+    }
     /* The backend's version may be long (OpenBLAS's config string): the
      * label keeps its start. */
     char ver[64];
@@ -365,33 +416,47 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         l->predicted = false;
         if (!l->kind || strcmp(l->kind, "layer") != 0 || l->fused || !l->name)
             continue;
-        for (int k = 0; k < p->n_layers; k++) {
-            const ntp_layer_prediction *lp = &p->layers[k];
-            if (!lp->name || strcmp(lp->name, l->name) != 0)
-                continue;
-            /* Layers with no work of their own (reshape) are not compared:
-             * their few nanoseconds say nothing of the model. */
-            if (!isfinite(lp->predicted_ms) || lp->family == NTP_PREDICT_FAMILY_FREE)
-                break;
-            l->predicted = true;
-            l->predicted_ms = lp->predicted_ms;
-            double m = l->time_ms.median;
-            if (m > 0) {
-                double e = fabs(lp->predicted_ms - m) / m;
-                s->n_compared++;
-                s->within_10 += e <= 0.10;
-                s->within_25 += e <= 0.25;
-                if (layer_sum > 0 && m > 0.01 * layer_sum) {
-                    s->n_major++;
-                    s->major_within_25 += e <= 0.25;
-                }
+        const ntp_layer_prediction *lp = find_layer(p, l->name);
+        if (!lp)
+            continue;
+        if (!isfinite(lp->predicted_ms)) {
+            s->unpredicted_ms += l->time_ms.median;
+            continue;
+        }
+        /* Layers with no work of their own (reshape) are not compared:
+         * their few nanoseconds say nothing of the model. */
+        if (lp->family == NTP_PREDICT_FAMILY_FREE)
+            continue;
+        /* Layers the backend fused into this one (--fuse) are timed in
+         * it: their predictions join its own. */
+        double pred = lp->predicted_ms;
+        for (int k = 0; k < r->n_layers; k++) {
+            const ntp_layer_result *fl = &r->layers[k];
+            if (fl->fused && fl->fused_into && strcmp(fl->fused_into, l->name) == 0) {
+                const ntp_layer_prediction *fp = find_layer(p, fl->name);
+                if (fp && isfinite(fp->predicted_ms))
+                    pred += fp->predicted_ms;
             }
-            break;
+        }
+        l->predicted = true;
+        l->predicted_ms = pred;
+        double m = l->time_ms.median;
+        if (m > 0) {
+            double e = fabs(pred - m) / m;
+            s->n_compared++;
+            s->within_10 += e <= 0.10;
+            s->within_25 += e <= 0.25;
+            if (layer_sum > 0 && m > 0.01 * layer_sum) {
+                s->n_major++;
+                s->major_within_25 += e <= 0.25;
+            }
         }
     }
     s->predicted_ms = p->total_ms;
     s->measured_ms = r->end_to_end_ms.median;
     s->error = s->measured_ms > 0 ? (s->predicted_ms - s->measured_ms) / s->measured_ms : NAN;
+    double covered = s->measured_ms - s->unpredicted_ms;
+    s->covered_error = covered > 0 ? (s->predicted_ms - covered) / covered : NAN;
 }
 
 /* --- JSON -------------------------------------------------------------------------------- */

@@ -12,4 +12,17 @@ void ntp__compare_fill(ntp_compare_row *row, const ntp_stats *base, const ntp_st
 /* "same", "faster", "slower", "n/a": the verdict in a table cell. */
 const char *ntp__verdict_short(ntp_verdict v);
 
+/* The prediction beside the measurement (predict-view.c, docs/predict.md). */
+/* A run's prediction summary in one line: end to end, the shares within
+ * +-10% and +-25%, and of the layers over 1% of the time. */
+void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len);
+/* One side of an aligned row: its predicted and measured ms, false when
+ * that side has no predicted row (absent, not predicted, a fused group). */
+bool ntp__compare_side_pred(const ntp_comparison *c, const ntp_compare_pair *p,
+                            const ntp_compare_row *row, bool other, double *pred_ms,
+                            double *meas_ms);
+/* Up to max indices into p->rows of rows predicted on either side, the
+ * largest |predicted - measured| (ms, either side) first. */
+int ntp__compare_pred_rows(const ntp_comparison *c, const ntp_compare_pair *p, int *idx, int max);
+
 #endif

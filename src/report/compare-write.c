@@ -280,6 +280,49 @@ static void table_changes(FILE *f, const char *A, const char *B, const ntp_compa
     }
 }
 
+/* Each run's prediction on a calibrated machine, and the layers it misses
+ * by the most milliseconds on either side (docs/predict.md). */
+#define PRED_ROWS 10
+static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
+                             const char *A, const char *B)
+{
+    const ntp_run_result *ra = c->runs[p->base], *rb = c->runs[p->other];
+    if (!ra->prediction.available && !rb->prediction.available)
+        return;
+    fputc('\n', f);
+    ntp__put_line(f, "prediction beside measurement:");
+    char s[512];
+    const char *who[2] = {A, B};
+    const ntp_run_result *run[2] = {ra, rb};
+    for (int k = 0; k < 2; k++) {
+        char lead[32];
+        snprintf(lead, sizeof lead, "  %s: ", who[k]);
+        if (run[k]->prediction.available)
+            ntp__prediction_summary(&run[k]->prediction, s, sizeof s);
+        else
+            snprintf(s, sizeof s, "no prediction (no calibration for its backend)");
+        ntp__put_wrapped(f, lead, s);
+    }
+    int idx[PRED_ROWS];
+    int n = ntp__compare_pred_rows(c, p, idx, PRED_ROWS);
+    if (n == 0)
+        return;
+    fprintf(f, "  %-*s %10s %10s %7s %10s %10s %7s\n", C_NAME, "layer (largest miss first)", A,
+            "pred", "err", B, "pred", "err");
+    for (int i = 0; i < n; i++) {
+        const ntp_compare_row *row = &p->rows[idx[i]];
+        fprintf(f, "  %-*.*s", C_NAME, C_NAME, nz(row->name));
+        for (int side = 0; side < 2; side++) {
+            double pr = 0, m = 0;
+            if (ntp__compare_side_pred(c, p, row, side == 1, &pr, &m))
+                fprintf(f, " %10.4g %10.4g %+6.0f%%", m, pr, 100 * (pr - m) / m);
+            else
+                fprintf(f, " %10s %10s %7s", "-", "-", "-");
+        }
+        fputc('\n', f);
+    }
+}
+
 static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p)
 {
     char la[16], lb[16];
@@ -357,6 +400,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
                    counts[NTP_ALIGN_MISSING], B, groups);
     table_groups(f, A, B, p);
     table_changes(f, A, B, p);
+    table_prediction(f, c, p, A, B);
 }
 
 static void write_table(const ntp_comparison *c, FILE *f)
@@ -447,6 +491,39 @@ static json_t *row_json(bool *ok, const ntp_compare_row *r, bool both)
     return o;
 }
 
+/* A row's predicted ms on each side: null where that side has none. */
+static void pred_fields(bool *ok, json_t *o, const ntp_comparison *c, const ntp_compare_pair *p,
+                        const ntp_compare_row *r)
+{
+    const char *key[2] = {"base_predicted_ms", "other_predicted_ms"};
+    for (int side = 0; side < 2; side++) {
+        double pr = 0, m = 0;
+        ntp__jset(ok, o, key[side],
+                  ntp__compare_side_pred(c, p, r, side == 1, &pr, &m) ? ntp__json_num(pr)
+                                                                      : json_null());
+    }
+}
+
+/* A run's prediction summary (ntp_run_prediction), null without one. */
+static json_t *prediction_json(bool *ok, const ntp_run_prediction *p)
+{
+    if (!p->available)
+        return json_null();
+    json_t *o = json_object();
+    ntp__jset(ok, o, "calibration", ntp__json_str(p->calibration));
+    ntp__jset(ok, o, "stale", json_boolean(p->stale));
+    ntp__jset(ok, o, "roofline_only", json_boolean(p->roofline_only));
+    ntp__jset(ok, o, "predicted_ms", ntp__json_num(p->predicted_ms));
+    ntp__jset(ok, o, "measured_ms", ntp__json_num(p->measured_ms));
+    ntp__jset(ok, o, "error", ntp__json_num(p->error));
+    ntp__jset(ok, o, "layers_compared", json_integer(p->n_compared));
+    ntp__jset(ok, o, "layers_within_10", json_integer(p->within_10));
+    ntp__jset(ok, o, "layers_within_25", json_integer(p->within_25));
+    ntp__jset(ok, o, "major_layers", json_integer(p->n_major));
+    ntp__jset(ok, o, "major_layers_within_25", json_integer(p->major_within_25));
+    return o;
+}
+
 static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
 {
     bool ok = true;
@@ -471,6 +548,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         /* Only a run on an accelerator has device memory. */
         if (ntp_memory_has_device(&r->memory))
             ntp__jset(&ok, o, "device_memory", ntp__device_memory_json(&ok, &r->memory));
+        ntp__jset(&ok, o, "prediction", prediction_json(&ok, &r->prediction));
         ntp__jpush(&ok, runs, o);
     }
     ntp__jset(&ok, root, "runs", runs);
@@ -491,8 +569,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
         json_t *rows = json_array();
         for (int k = 0; k < p->n_rows; k++) {
             json_t *row = row_json(&ok, &p->rows[k], false);
-            if (row)
+            if (row) {
                 layer_fields(&ok, row, &p->rows[k]);
+                pred_fields(&ok, row, c, p, &p->rows[k]);
+            }
             ntp__jpush(&ok, rows, row);
         }
         ntp__jset(&ok, o, "layers", rows);

@@ -296,6 +296,7 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
     }
     pair_bars(f, c, p, k);
     pair_contribution(f, c, p, k);
+    ntp__html_prediction_pair(f, c, p, la, lb);
     pair_table(f, p);
 }
 

@@ -67,4 +67,14 @@ void ntp__svg_series(FILE *f, const char *id, const char *xlabel, const char *yl
                      const char *const *x, int n, const double *y, const double *lo,
                      const double *hi);
 
+/* The prediction beside the measurement (predict-view.c): a predicted
+ * value and its error cell (beyond +-25% marked); a run's summary line
+ * (who: "A", or NULL); a run's section with its largest errors; a pair's,
+ * both runs' predictions per layer, the largest misses first. */
+void ntp__html_pred_cells(FILE *f, double pred_ms, double meas_ms, bool have);
+void ntp__html_prediction_card(FILE *f, const ntp_run_prediction *p, const char *who);
+void ntp__html_prediction_run(FILE *f, const ntp_run_result *r);
+void ntp__html_prediction_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
+                               const char *A, const char *B);
+
 #endif

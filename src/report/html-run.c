@@ -266,8 +266,11 @@ static void layer_table(FILE *f, const ntp_run_result *r)
           "<th class=\"l\">type</th><th class=\"l\">backend</th><th class=\"l\">implementation"
           "</th><th>median ms</th><th>95% CI</th>"
           "<th>cv %</th><th>%</th><th>GFLOP/s</th><th>GB/s</th><th>FLOP/B</th>"
-          "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th></tr>\n",
+          "<th>attainable GFLOP/s</th><th>% of roof</th><th class=\"l\">ceiling</th>",
           f);
+    /* On a calibrated machine: the prediction and its error, last. */
+    bool pred = r->prediction.available;
+    fputs(pred ? "<th>predicted ms</th><th>prediction error</th></tr>\n" : "</tr>\n", f);
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         fputs("<tr><td class=\"l\">", f);
@@ -303,6 +306,8 @@ static void layer_table(FILE *f, const ntp_run_result *r)
         ntp__html_num_cell(f, l->attainable_gflops, l->attainable_gflops <= 0);
         ntp__html_num_cell(f, 100 * l->roof_share, !placed || !(l->roof_share > 0));
         ceiling_cell(f, l->roof_ceiling);
+        if (pred)
+            ntp__html_pred_cells(f, l->predicted_ms, l->time_ms.median, l->predicted);
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n", f);
@@ -535,6 +540,7 @@ ntp_status ntp_report_write_run_html(ntp_ctx *ctx, const ntp_run_result *r, FILE
     breakdown(f, r);
     roofline(f, r);
     markers(f, r);
+    ntp__html_prediction_run(f, r);
     layer_table(f, r);
     counters(f, report);
     ntp__html_end(f);

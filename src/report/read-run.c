@@ -341,6 +341,11 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     l->kind = json_is_string(kind) ? keep(rd, json_string_value(kind)) : row_kind(l);
     l->impl = json_is_string(impl) ? keep(rd, json_string_value(impl)) : NULL;
     l->fuse_note = opt_str(rd, o, "fuse_note");
+    /* The prediction beside the measurement (docs/predict.md), when the
+     * run had a calibration. */
+    json_t *pred = json_object_get(o, "predicted_ms");
+    l->predicted = json_is_number(pred);
+    l->predicted_ms = l->predicted ? json_number_value(pred) : 0;
     if (!l->name && rd->st == NTP_STATUS_OK)
         fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is null", "name");
 }
@@ -389,6 +394,37 @@ static void read_gpu_roof(json_t *g, ntp_roofline *rl)
 }
 
 /* The optional roofline object (absent in reports written before it). */
+/* The run's prediction summary (ntp_prediction_apply); absent when the
+ * machine had no calibration. */
+static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
+{
+    (void)rd;
+    memset(p, 0, sizeof *p);
+    if (!json_is_object(o))
+        return;
+    p->available = true;
+    json_t *cal = json_object_get(o, "calibration"), *un = json_object_get(o, "uncalibrated");
+    snprintf(p->calibration, sizeof p->calibration, "%s",
+             json_is_string(cal) ? json_string_value(cal) : "");
+    snprintf(p->uncalibrated, sizeof p->uncalibrated, "%s",
+             json_is_string(un) ? json_string_value(un) : "");
+    p->stale = json_is_true(json_object_get(o, "stale"));
+    p->roofline_only = json_is_true(json_object_get(o, "roofline_only"));
+    p->predicted_ms = opt_num(o, "predicted_ms", NAN);
+    p->measured_ms = opt_num(o, "measured_ms", NAN);
+    p->error = opt_num(o, "error", NAN);
+    p->n_compared = (int)opt_num(o, "layers_compared", 0);
+    p->within_10 = (int)opt_num(o, "layers_within_10", 0);
+    p->within_25 = (int)opt_num(o, "layers_within_25", 0);
+    p->n_major = (int)opt_num(o, "major_layers", 0);
+    p->major_within_25 = (int)opt_num(o, "major_layers_within_25", 0);
+    p->unpredicted_ms = opt_num(o, "unpredicted_ms", 0);
+    p->covered_error = opt_num(o, "covered_error", NAN);
+    p->threads_differ = json_is_true(json_object_get(o, "threads_differ"));
+    p->calibration_threads = (int)opt_num(o, "calibration_threads", 0);
+    p->run_threads = (int)opt_num(o, "run_threads", 0);
+}
+
 static void read_roofline(json_t *o, ntp_roofline *rl)
 {
     memset(rl, 0, sizeof *rl);
@@ -569,6 +605,7 @@ static void read_root(reader *rd, json_t *root)
         }
     }
     read_roofline(json_object_get(root, "roofline"), &r->roofline);
+    read_prediction(rd, json_object_get(root, "prediction"), &r->prediction);
     read_accuracy(rd, json_object_get(root, "accuracy"));
     (void)ok;
 }

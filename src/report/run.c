@@ -268,6 +268,16 @@ static void table_prediction(FILE *f, const ntp_run_prediction *p)
                        p->n_major);
     if (p->uncalibrated[0])
         ntp__put_wrapped(f, "prediction: not predicted (family not calibrated): ", p->uncalibrated);
+    if (p->unpredicted_ms > 0 && isfinite(p->covered_error))
+        ntp__put_linef(f,
+                       "the layers not predicted took %.4g ms; without them the end-to-end "
+                       "error is %+.1f%%",
+                       p->unpredicted_ms, 100.0 * p->covered_error);
+    if (p->threads_differ)
+        ntp__put_linef(f,
+                       "prediction: THREADS DIFFER: calibrated at %d threads, run at %d; "
+                       "calibrate with --threads %d",
+                       p->calibration_threads, p->run_threads, p->run_threads);
 }
 
 static void table_device_memory(FILE *f, const ntp_memory_result *m)
@@ -993,6 +1003,13 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
         ntp__jset(&ok, o, "layers_within_25", json_integer(p->within_25));
         ntp__jset(&ok, o, "major_layers", json_integer(p->n_major));
         ntp__jset(&ok, o, "major_layers_within_25", json_integer(p->major_within_25));
+        ntp__jset(&ok, o, "unpredicted_ms", ntp__json_num(p->unpredicted_ms));
+        ntp__jset(&ok, o, "covered_error", ntp__json_num(p->covered_error));
+        if (!p->roofline_only) {
+            ntp__jset(&ok, o, "threads_differ", json_boolean(p->threads_differ));
+            ntp__jset(&ok, o, "calibration_threads", json_integer(p->calibration_threads));
+            ntp__jset(&ok, o, "run_threads", json_integer(p->run_threads));
+        }
         ntp__jset(&ok, root, "prediction", o);
     }
     return ntp__json_finish(ctx, root, ok, f, "run");

@@ -1,0 +1,196 @@
+/* The prediction beside the measurement in comparisons and HTML reports
+ * (docs/predict.md): each run's summary, and the layers whose prediction
+ * is furthest from the measurement, where the latency model is wrong. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare-impl.h"
+#include "html-impl.h"
+
+void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len)
+{
+    int n = p->n_compared > 0 ? p->n_compared : 1;
+    snprintf(buf, len,
+             "%s %.4g ms, measured %.4g ms (%+.1f%%); layers within +-10%%: %d of %d (%.0f%%), "
+             "within +-25%%: %d (%.0f%%); layers over 1%% of the time within +-25%%: %d of %d%s%s",
+             p->roofline_only ? "roofline-only estimate" : "predicted", p->predicted_ms,
+             p->measured_ms, 100.0 * p->error, p->within_10, p->n_compared,
+             100.0 * p->within_10 / n, p->within_25, 100.0 * p->within_25 / n, p->major_within_25,
+             p->n_major, p->stale ? "; STALE calibration" : "",
+             p->threads_differ ? "; calibrated at another thread count" : "");
+}
+
+/* The row of run r at index i when it is one predicted layer row. */
+static const ntp_layer_result *predicted_row(const ntp_run_result *r, int i)
+{
+    if (i < 0 || i >= r->n_layers || !r->layers[i].predicted)
+        return NULL;
+    return &r->layers[i];
+}
+
+bool ntp__compare_side_pred(const ntp_comparison *c, const ntp_compare_pair *p,
+                            const ntp_compare_row *row, bool other, double *pred_ms,
+                            double *meas_ms)
+{
+    /* A fused group sums several rows on a side: no one prediction. */
+    if (row->align == NTP_ALIGN_FUSED)
+        return false;
+    const ntp_layer_result *l = other ? predicted_row(c->runs[p->other], row->other_index)
+                                      : predicted_row(c->runs[p->base], row->base_index);
+    if (!l || !(l->time_ms.median > 0))
+        return false;
+    *pred_ms = l->predicted_ms;
+    *meas_ms = l->time_ms.median;
+    return true;
+}
+
+/* The larger |predicted - measured| in ms of a row's two sides. */
+static double row_miss(const ntp_comparison *c, const ntp_compare_pair *p, const ntp_compare_row *r)
+{
+    double miss = -1, pr, m;
+    for (int side = 0; side < 2; side++)
+        if (ntp__compare_side_pred(c, p, r, side == 1, &pr, &m))
+            miss = fmax(miss, fabs(pr - m));
+    return miss;
+}
+
+typedef struct {
+    int idx;
+    double miss;
+} ranked;
+
+static int by_miss_desc(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->miss != y->miss)
+        return x->miss < y->miss ? 1 : -1;
+    return x->idx - y->idx;
+}
+
+int ntp__compare_pred_rows(const ntp_comparison *c, const ntp_compare_pair *p, int *idx, int max)
+{
+    ranked *r = calloc((size_t)p->n_rows + 1, sizeof *r);
+    if (!r)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < p->n_rows; i++) {
+        double miss = row_miss(c, p, &p->rows[i]);
+        if (miss >= 0)
+            r[n++] = (ranked){i, miss};
+    }
+    qsort(r, (size_t)n, sizeof *r, by_miss_desc);
+    int k = n < max ? n : max;
+    for (int i = 0; i < k; i++)
+        idx[i] = r[i].idx;
+    free(r);
+    return k;
+}
+
+/* --- HTML --------------------------------------------------------------------------------- */
+
+void ntp__html_pred_cells(FILE *f, double pred_ms, double meas_ms, bool have)
+{
+    if (!have) {
+        fputs("<td>-</td><td>-</td>", f);
+        return;
+    }
+    ntp__html_num_cell(f, pred_ms, false);
+    double e = meas_ms > 0 ? (pred_ms - meas_ms) / meas_ms : NAN;
+    if (!isfinite(e)) {
+        fputs("<td>-</td>", f);
+        return;
+    }
+    /* Beyond +-25%: the model is wrong there (docs/predict.md). */
+    fprintf(f, "<td%s>%+.0f%%</td>", fabs(e) > 0.25 ? " class=\"slower\"" : "", 100 * e);
+}
+
+void ntp__html_prediction_card(FILE *f, const ntp_run_prediction *p, const char *who)
+{
+    if (!p->available)
+        return;
+    char s[512];
+    ntp__prediction_summary(p, s, sizeof s);
+    fputs("<p class=\"meta\">", f);
+    ntp__html_textf(f, "%s%sprediction: %s; calibration %s", who ? who : "", who ? ": " : "", s,
+                    p->calibration);
+    if (p->uncalibrated[0])
+        ntp__html_textf(f, "; not predicted: %s", p->uncalibrated);
+    fputs("</p>\n", f);
+}
+
+#define MAX_PRED_ROWS 10
+
+void ntp__html_prediction_run(FILE *f, const ntp_run_result *r)
+{
+    const ntp_run_prediction *p = &r->prediction;
+    if (!p->available)
+        return;
+    fputs("<h2>Prediction beside measurement</h2>\n", f);
+    ntp__html_prediction_card(f, p, NULL);
+    /* The layers the model misses by the most milliseconds. */
+    ranked *k = calloc((size_t)r->n_layers + 1, sizeof *k);
+    if (!k)
+        return;
+    int n = 0;
+    for (int i = 0; i < r->n_layers; i++)
+        if (r->layers[i].predicted && r->layers[i].time_ms.median > 0)
+            k[n++] = (ranked){i, fabs(r->layers[i].predicted_ms - r->layers[i].time_ms.median)};
+    qsort(k, (size_t)n, sizeof *k, by_miss_desc);
+    if (n > 0) {
+        fputs("<h3>Largest prediction errors</h3>\n<div class=\"scroll\"><table><tr>"
+              "<th class=\"l\">layer</th><th class=\"l\">type</th><th>measured ms</th>"
+              "<th>predicted ms</th><th>error</th><th>miss ms</th></tr>\n",
+              f);
+        for (int i = 0; i < n && i < MAX_PRED_ROWS; i++) {
+            const ntp_layer_result *l = &r->layers[k[i].idx];
+            fputs("<tr><td class=\"l\">", f);
+            ntp__html_text(f, l->name);
+            fputs("</td><td class=\"l\">", f);
+            ntp__html_text(f, l->type);
+            fputs("</td>", f);
+            ntp__html_num_cell(f, l->time_ms.median, false);
+            ntp__html_pred_cells(f, l->predicted_ms, l->time_ms.median, true);
+            ntp__html_num_cell(f, k[i].miss, false);
+            fputs("</tr>\n", f);
+        }
+        fputs("</table></div>\n", f);
+    }
+    free(k);
+}
+
+void ntp__html_prediction_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
+                               const char *A, const char *B)
+{
+    const ntp_run_result *ra = c->runs[p->base], *rb = c->runs[p->other];
+    if (!ra->prediction.available && !rb->prediction.available)
+        return;
+    fputs("<h3>Prediction beside measurement</h3>\n", f);
+    ntp__html_prediction_card(f, &ra->prediction, A);
+    ntp__html_prediction_card(f, &rb->prediction, B);
+    int idx[MAX_PRED_ROWS];
+    int n = ntp__compare_pred_rows(c, p, idx, MAX_PRED_ROWS);
+    if (n == 0)
+        return;
+    fprintf(f,
+            "<div class=\"scroll\"><table><tr><th class=\"l\">layer (largest miss first)</th>"
+            "<th>%s ms</th><th>%s predicted</th><th>%s error</th>"
+            "<th>%s ms</th><th>%s predicted</th><th>%s error</th></tr>\n",
+            A, A, A, B, B, B);
+    for (int i = 0; i < n; i++) {
+        const ntp_compare_row *row = &p->rows[idx[i]];
+        fputs("<tr><td class=\"l\">", f);
+        ntp__html_text(f, row->name);
+        fputs("</td>", f);
+        for (int side = 0; side < 2; side++) {
+            double pr = 0, m = 0;
+            bool have = ntp__compare_side_pred(c, p, row, side == 1, &pr, &m);
+            ntp__html_num_cell(f, side ? row->other.median : row->base.median,
+                               side ? row->other_index < 0 : row->base_index < 0);
+            ntp__html_pred_cells(f, pr, m, have);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+}
