@@ -8,13 +8,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
 
 #define TINY NTP_SOURCE_DIR "/models/tiny-decoder.xml"
+#define LLAMA NTP_SOURCE_DIR "/tests/data/tiny-llama.xml"
 
 static ntp_ceilings fake_ceilings(void)
 {
@@ -103,11 +107,243 @@ static void test_refused_before_allocating(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The prefill and decode plans hold one copy of the weights: the engine's
+ * weight bytes are the parameter count (published in docs/decoders.md and
+ * asserted in test_models) x 4 bytes of f32, not twice that. */
+static void test_weights_once(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    const struct {
+        const char *path;
+        int64_t params;
+    } m[] = {{TINY, 29568}, {LLAMA, 21664}};
+    for (int i = 0; i < 2; i++) {
+        ntp_generate_opts o;
+        ntp_generate_opts_default(&o);
+        o.backend = "ref";
+        o.prompt_len = 4;
+        o.gen_len = 2;
+        ntp_generate_result *r = NULL, *st = NULL;
+        assert_int_equal(ntp_generate(ctx, m[i].path, &o, &r), NTP_STATUS_OK);
+        assert_int_equal(r->params, m[i].params);
+        assert_int_equal(r->weight_bytes, m[i].params * 4);
+        assert_true(r->arena_bytes > 0);
+        assert_int_equal(r->memory_bytes, r->weight_bytes + r->arena_bytes + r->kv_bytes_total);
+        o.static_only = true;
+        assert_int_equal(ntp_generate(ctx, m[i].path, &o, &st), NTP_STATUS_OK);
+        assert_int_equal(st->weight_bytes, m[i].params * 4);
+        ntp_generate_result_free(r);
+        ntp_generate_result_free(st);
+    }
+    ntp_ctx_free(ctx);
+}
+
+/* A float32 .npy file's values (version 1 header); *n gets their count. */
+static float *read_npy(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char head[10];
+    assert_int_equal(fread(head, 1, 10, f), 10);
+    assert_int_equal(head[6], 1);
+    size_t hl = (size_t)head[8] | (size_t)head[9] << 8;
+    char hdr[4096];
+    assert_true(hl < sizeof hdr);
+    assert_int_equal(fread(hdr, 1, hl, f), hl);
+    hdr[hl] = 0;
+    assert_non_null(strstr(hdr, "'<f4'"));
+    long at = ftell(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)(ftell(f) - at) / sizeof(float);
+    fseek(f, at, SEEK_SET);
+    float *v = malloc(*n * sizeof *v + 1);
+    assert_non_null(v);
+    assert_int_equal(fread(v, sizeof *v, *n, f), *n);
+    fclose(f);
+    return v;
+}
+
+/* max |a - b| / max |b| over a file both runs saved. */
+static double rel_err(const char *da, const char *db, const char *name)
+{
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/%s.npy", da, name);
+    snprintf(pb, sizeof pb, "%s/%s.npy", db, name);
+    size_t na, nb;
+    float *a = read_npy(pa, &na), *b = read_npy(pb, &nb);
+    assert_int_equal(na, nb);
+    double d = 0, m = 0;
+    for (size_t i = 0; i < na; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        d = e > d ? e : d;
+        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
+    }
+    free(a);
+    free(b);
+    return d / m;
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The i8 cache: its bytes per token exactly 2 x layers x kv_heads x
+ * (head_dim + 4) (a row of int8 values and its f32 scale), and its logits
+ * near the f32 cache's. Each cached row x is kept as round(x / s) · s with
+ * s = max|x| / 127, so no element moves by more than max|x| / 254 (0.39% of
+ * its row's largest). Attention's output is a convex combination of value
+ * rows (moved by at most that) under weights whose logits move by
+ * q · Δk (the same relative order); over the two layers, with residuals and
+ * normalisations between, the logits' relative error stays within a few
+ * times 1/254: the bound is 4/254 = 1.6e-2. It must also be above 0 (the
+ * cache really is quantised) and above the bf16 cache's (8 bits of mantissa
+ * against 7 bits + sign of a shared scale). */
+static void test_i8_cache(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    char dirs[3][64];
+    const ntp_dtype types[3] = {NTP_DTYPE_F32, NTP_DTYPE_I8, NTP_DTYPE_BF16};
+    ntp_generate_result *r[3] = {NULL};
+    for (int i = 0; i < 3; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "/tmp/ntp-kv-i8-XXXXXX");
+        assert_non_null(mkdtemp(dirs[i]));
+        ntp_generate_opts o;
+        ntp_generate_opts_default(&o);
+        o.backend = "ref";
+        o.prompt_len = 12;
+        o.gen_len = 4;
+        o.context_depth = 5;
+        o.batch = 2;
+        o.kv_dtype = types[i];
+        o.save_dir = dirs[i];
+        assert_int_equal(ntp_generate(ctx, LLAMA, &o, &r[i]), NTP_STATUS_OK);
+    }
+    /* tiny-llama: 2 layers, 2 kv heads of 8. */
+    assert_int_equal(r[1]->kv_bytes_per_token, 2 * 2 * 2 * (8 + 4));
+    assert_int_equal(r[1]->kv_bytes_total, 96 * 2 * (5 + 12 + 4));
+    assert_int_equal(r[0]->kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
+    /* Decode's cache traffic at i8: bytes per token x (past + 2) per step. */
+    assert_true(r[1]->decode.bytes < r[0]->decode.bytes);
+    double e8 = rel_err(dirs[1], dirs[0], "logits_prefill");
+    double e16 = rel_err(dirs[2], dirs[0], "logits_prefill");
+    print_message("logits rel error vs f32 cache: i8 %.3g, bf16 %.3g\n", e8, e16);
+    assert_true(e8 > 0 && e8 < 4.0 / 254.0);
+    assert_true(e8 > e16);
+    /* Decode steps, while the greedy tokens agree (each step feeds the
+     * token the one before chose). */
+    for (int64_t i = 0; i < 4; i++) {
+        bool same = true;
+        for (int b = 0; b < 2; b++)
+            same = same && r[0]->tokens[b * 5 + i] == r[1]->tokens[b * 5 + i];
+        if (!same)
+            break;
+        char name[64];
+        snprintf(name, sizeof name, "logits_decode_%lld", (long long)i);
+        double e = rel_err(dirs[1], dirs[0], name);
+        assert_true(e > 0 && e < 4.0 / 254.0);
+    }
+    for (int i = 0; i < 3; i++) {
+        rm_dir(dirs[i]);
+        ntp_generate_result_free(r[i]);
+    }
+    ntp_ctx_free(ctx);
+}
+
+/* A static sweep over context and cache type (tiny-decoder: 2 layers, 4
+ * heads of 8, multi-head), and one over kv_heads (tiny-llama). Decode's
+ * step at context D + P + (G-1)/2: each extra cached position adds one
+ * (query, key) pair per head, 2 x 2 x hd FLOPs for QK and PV and 5 for the
+ * softmax, and its bytes per token to the cache read. */
+static void test_sweep_static(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_generate_opts o;
+    ntp_generate_opts_default(&o);
+    o.prompt_len = 6;
+    o.gen_len = 5;
+    o.static_only = true;
+    const char *vary[] = {"context=0,16,40", "kv_dtype=f32,i8,bf16"};
+    ntp_generate_sweep *s = NULL;
+    assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, vary, 2, &s), NTP_STATUS_OK);
+    assert_int_equal(s->n_points, 9);
+    const int64_t per[3] = {2 * 2 * 4 * 8 * 4, 2 * 2 * 4 * (8 + 4), 2 * 2 * 4 * 8 * 2};
+    const int64_t ctxs[3] = {0, 16, 40};
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 3; k++) {
+            const ntp_generate_result *r = s->points[c * 3 + k].r;
+            assert_string_equal(s->points[c * 3 + k].value[0], c == 0 ? "0" : c == 1 ? "16" : "40");
+            assert_int_equal(r->context_depth, ctxs[c]);
+            assert_int_equal(r->kv_bytes_per_token, per[k]);
+            assert_int_equal(r->kv_bytes_total, per[k] * (ctxs[c] + 6 + 5));
+            if (c > 0) {
+                const ntp_generate_result *r0 = s->points[k].r;
+                assert_int_equal(r->decode.flops - r0->decode.flops, 2 * 4 * (4 * 8 + 5) * ctxs[c]);
+                assert_int_equal(r->decode.bytes - r0->decode.bytes, per[k] * ctxs[c]);
+                assert_int_equal(r->prefill.bytes - r0->prefill.bytes, per[k] * ctxs[c]);
+            }
+        }
+    /* The HTML: one group per cache type, each with its KV and bytes
+     * charts; no TPOT without ceilings. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_report_write_generate_sweep_html(ctx, s, f), NTP_STATUS_OK);
+    fclose(f);
+    int charts = 0;
+    for (const char *p = buf; (p = strstr(p, "<svg class=\"chart\"")); p++)
+        charts++;
+    assert_int_equal(charts, 3 * 2);
+    assert_non_null(strstr(buf, "No TPOT"));
+    assert_non_null(strstr(buf, "kv_dtype = i8"));
+    free(buf);
+    ntp_generate_sweep_free(s);
+    /* With ceilings: TPOT from the roofline, a chart more per group. */
+    ntp_ceilings c = fake_ceilings();
+    o.ceilings = &c;
+    const char *vh[] = {"kv_heads=1,2,4", "context=0,30"};
+    assert_int_equal(ntp_generate_sweep_run(ctx, LLAMA, &o, vh, 2, &s), NTP_STATUS_OK);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(s->points[i].r->kv_bytes_per_token, 2 * 2 * (1 << (i / 2)) * 8 * 4);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ntp_report_write_generate_sweep_html(ctx, s, f), NTP_STATUS_OK);
+    fclose(f);
+    charts = 0;
+    for (const char *p = buf; (p = strstr(p, "<svg class=\"chart\"")); p++)
+        charts++;
+    assert_int_equal(charts, 3 * 3);
+    assert_null(strstr(buf, "No TPOT"));
+    free(buf);
+    ntp_generate_sweep_free(s);
+    /* Refused before running: a malformed axis, a repeated one, a bad
+     * cache type, a point beyond max_positions (64). */
+    const char *bad1[] = {"context"}, *bad2[] = {"gen=1", "gen=2"}, *bad3[] = {"kv_dtype=i4"},
+               *bad4[] = {"context=0,60"};
+    assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, bad1, 1, &s),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, bad2, 2, &s),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "given twice"));
+    assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, bad3, 1, &s),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, bad4, 1, &s),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "sweep point context=60"));
+    assert_null(s);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roofline),
-        cmocka_unit_test(test_refused_before_allocating),
+        cmocka_unit_test(test_roofline),     cmocka_unit_test(test_refused_before_allocating),
+        cmocka_unit_test(test_weights_once), cmocka_unit_test(test_i8_cache),
+        cmocka_unit_test(test_sweep_static),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

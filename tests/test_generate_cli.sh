@@ -66,9 +66,54 @@ expect_err "kv_heads 3 must divide heads 4"
 expect_exit 1 "$NTPROF" generate "$TINY" -P 8 -G 8 -b 64 --set max_positions=4096 -D 4000 \
     --max-memory 4MiB "${FAST[@]}"
 expect_err "bytes per token x 4016 positions x batch 64"
-expect_exit 1 "$NTPROF" generate "$TINY" -P 4 -G 2 --kv-dtype i8 "${FAST[@]}"
-expect_err "a i8 key/value cache is not supported"
+expect_exit 1 "$NTPROF" generate "$TINY" -P 4 -G 2 --kv-dtype u8 "${FAST[@]}"
+expect_err "a u8 key/value cache is not supported"
 expect_exit 1 "$NTPROF" generate "$SRC/models/tiny-mlp.xml" -P 4 -G 2 "${FAST[@]}"
 expect_err "no param 'seq_len'"
 expect_exit 2 "$NTPROF" generate "$TINY" -P 0 "${FAST[@]}"
+
+# analyze of a decoder: the prefill/decode split, by the same code as
+# generate --static. With the topology's own seq_len (8) and past (0) the
+# prefill pass is the analysed graph: its FLOPs are the analysis' totals.
+expect_exit 0 "$NTPROF" analyze "$TINY" --db none -f json -o "$T/a.json"
+expect_exit 0 "$NTPROF" generate "$TINY" -P 8 -G 32 --static --no-db -f json -o "$T/s.json"
+$PY - "$T/a.json" "$T/s.json" <<'PYEOF' && ok || bad "analyze phases"
+import json, sys
+a, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ph = a["phases"]
+assert ph["prefill"]["flops"] == a["totals"]["flops"], (ph["prefill"]["flops"], a["totals"]["flops"])
+assert ph["prompt_len"] == 8 and ph["gen_len"] == 32 and ph["context_depth"] == 0
+for k in ("flops", "bytes", "intensity"):
+    assert ph["prefill"][k] == s["prefill"][k] and ph["decode"][k] == s["decode"][k], k
+assert ph["weight_bytes"] == 29568 * 4 and ph["kv_bytes_per_token"] == 512
+assert ph["decode"]["intensity"] < ph["prefill"]["intensity"] / 2
+assert ph["decode"]["bound"] is None and "ntprof machine" in ph["roofline_note"]
+PYEOF
+expect_exit 0 "$NTPROF" analyze "$TINY" --db none --prompt-len 4 --kv-dtype i8
+grep -q "^decoder phases" "$T/out" && grep -q "KV cache i8: 192 B per token" "$T/out" && ok \
+    || bad "analyze phases table"
+expect_exit 0 "$NTPROF" analyze "$SRC/models/tiny-mlp.xml" -f json -o "$T/m.json"
+$PY -c 'import json,sys; assert "phases" not in json.load(open(sys.argv[1]))' "$T/m.json" \
+    && ok || bad "no phases for a non-decoder"
+
+# Sweeps: --vary over context and cache type, static, with the HTML chart.
+expect_exit 0 "$NTPROF" generate "$TINY" -P 4 -G 4 --static --no-db --vary context=0,20,50 \
+    --vary kv_dtype=f32,i8 -f json -o "$T/sw.json" --html "$T/sw.html"
+$PY - "$T/sw.json" <<'PYEOF' && ok || bad "sweep JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert [a["name"] for a in s["axes"]] == ["context", "kv_dtype"] and s["static"]
+pts = s["points"]
+assert len(pts) == 6
+for p in pts:
+    d, t, r = int(p["values"]["context"]), p["values"]["kv_dtype"], p["result"]
+    per = 512 if t == "f32" else 2 * 2 * 4 * (8 + 4)
+    assert r["kv_bytes_per_token"] == per and r["kv_bytes_total"] == per * (d + 8), p
+PYEOF
+grep -c '<svg class="chart"' "$T/sw.html" | grep -qx 4 && ok || bad "sweep HTML charts"
+expect_exit 0 "$NTPROF" generate "$TINY" -P 2 -G 2 "${FAST[@]}" --vary context=0,4
+grep -q "TPOT p50" "$T/out" && ok || bad "measured sweep table"
+expect_exit 2 "$NTPROF" generate "$TINY" --html "$T/x.html" "${FAST[@]}"
+expect_exit 1 "$NTPROF" generate "$TINY" --static --no-db --vary context=0,60
+expect_err "sweep point context=60"
 finish test_generate_cli

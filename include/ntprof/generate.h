@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "ntprof/api.h"
+#include "ntprof/analyze.h"
 #include "ntprof/graph.h"
+#include "ntprof/report.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,7 +36,9 @@ typedef struct ntp_generate_opts {
     /* Positions already in the cache before the prompt (a long
      * conversation), filled with synthetic keys and values, not timed. */
     int64_t context_depth;
-    ntp_dtype kv_dtype; /* f32 (default), bf16 or f16 */
+    /* f32 (default), bf16, f16 or i8 (one f32 scale per position and key/value
+     * head, for keys and values apart: docs/decoders.md) */
+    ntp_dtype kv_dtype;
     /* Refuse weights and caches beyond this many bytes, before allocating
      * the cache: 0 the machine's physical memory, < 0 no limit. */
     int64_t max_memory;
@@ -108,6 +112,13 @@ typedef struct ntp_generate_result {
     ntp_generate_layer *layers;
     int32_t *tokens; /* [batch, gen_len + 1]: the token prefill chose, then each step's */
     double *step_ms; /* [gen_len] */
+    /* Memory: the weights as the engine holds them, once (the decode plan
+     * borrows the prefill plan's: weight_bytes = params x the bytes of the
+     * storage type at f32 and bf16/f16 storage); the activation arenas of
+     * both plans; memory_bytes = weights + arenas + kv_bytes_total. A
+     * backend's own packed copies of weights (oneDNN's blocked layouts)
+     * are not in it. Static: the weights by analysis, arenas 0. */
+    int64_t weight_bytes, arena_bytes, memory_bytes;
 } ntp_generate_result;
 
 /* Run prefill and decode on the topology at `path`. Refused before
@@ -126,8 +137,75 @@ NTP_API ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_resu
 
 /* KV cache bytes per token of one sequence for the topology g: 2 x the sum
  * over kv_attention layers of kv_heads x head_dim, times the bytes of
- * kv_dtype; *layers gets the count of such layers. 0 when g has none. */
+ * kv_dtype (for i8: kv_heads x (head_dim + 4), the row's f32 scale); *layers gets the count of such
+ * layers. 0 when g has none. */
 NTP_API int64_t ntp_graph_kv_bytes_per_token(const ntp_graph *g, ntp_dtype kv_dtype, int *layers);
+
+/* --- sweeps (docs/decoders.md) ----------------------------------------------
+ * generate over the full factorial of up to 8 axes, each "NAME=V1,V2,...":
+ * `context` (context depth), `prompt` (prompt length), `gen` (generation
+ * length), `batch`, `kv_dtype` (f32, bf16, f16, i8), or any other name,
+ * which sets that <param> of the topology (`kv_heads` in tinyllama.xml).
+ * Every point is one ntp_generate with the base options changed by its
+ * values; with static_only nothing is run (cheap, for any size). */
+#define NTP_GENERATE_SWEEP_MAX_AXES 8
+
+typedef struct ntp_generate_point {
+    const char *value[NTP_GENERATE_SWEEP_MAX_AXES]; /* this point's value of each axis */
+    ntp_generate_result *r;
+} ntp_generate_point;
+
+typedef struct ntp_generate_sweep {
+    char *model_path;
+    int n_axes;
+    char *axis[NTP_GENERATE_SWEEP_MAX_AXES];
+    int n_values[NTP_GENERATE_SWEEP_MAX_AXES];
+    char **values[NTP_GENERATE_SWEEP_MAX_AXES];
+    int n_points; /* the last axis varies fastest */
+    ntp_generate_point *points;
+    bool static_only;
+} ntp_generate_sweep;
+
+/* Refused before running anything: a malformed axis, an axis given twice,
+ * a kv_dtype value that is not a cache type, more than 4096 points. A
+ * point refused by ntp_generate (beyond max_positions, over max_memory)
+ * fails the sweep with that point named. o->progress, when set, gets
+ * phase "sweep" and the points done. */
+NTP_API ntp_status ntp_generate_sweep_run(ntp_ctx *ctx, const char *path,
+                                          const ntp_generate_opts *o, const char *const *vary,
+                                          int n_vary, ntp_generate_sweep **out);
+NTP_API void ntp_generate_sweep_free(ntp_generate_sweep *s);
+/* One row per point: the axes' values, KV bytes per token and in all,
+ * weights, decode bytes per step and intensity, TTFT, TPOT p50/p99,
+ * decode tokens/s, the roofline's decode tokens/s. JSON: {"model",
+ * "static", "axes": [...], "points": [{"values": {...}, "result": <the
+ * generate report>}]}. */
+NTP_API ntp_status ntp_generate_sweep_write_table(ntp_ctx *ctx, const ntp_generate_sweep *s,
+                                                  FILE *f);
+NTP_API ntp_status ntp_generate_sweep_write_json(ntp_ctx *ctx, const ntp_generate_sweep *s,
+                                                 FILE *f);
+/* A self-contained HTML page (docs/html.md's building blocks): against the
+ * `context` axis (else the first), for each combination of the others,
+ * TPOT (measured p50 with p50..p99 whiskers; static: the roofline's, n/a
+ * without ceilings), KV cache bytes in all and decode bytes per step; then
+ * the table. */
+NTP_API ntp_status ntp_report_write_generate_sweep_html(ntp_ctx *ctx, const ntp_generate_sweep *s,
+                                                        FILE *f);
+
+/* --- the per-phase split in `ntprof analyze` ---------------------------------
+ * True when g is a topology ntp_generate can drive (the inputs tokens and
+ * positions, kv_attention layers, an lm_head and an argmax). */
+NTP_API bool ntp_graph_is_decoder(const ntp_graph *g);
+/* ntp_report_write_analysis, and for a decoder the phases of `phases` (an
+ * ntp_generate result, static_only or not): in the table the same lines as
+ * generate's; in JSON a key "phases" {prompt_len, gen_len, context_depth,
+ * batch, kv_dtype, kv_bytes_per_token, kv_bytes_total, weight_bytes,
+ * prefill, decode, roofline_note} with prefill and decode as in generate's
+ * report. CSV: the layers only. phases NULL: the plain analysis. */
+NTP_API ntp_status ntp_report_write_analysis_phases(ntp_ctx *ctx, const ntp_graph *g,
+                                                    const ntp_analysis *a,
+                                                    const ntp_generate_result *phases,
+                                                    ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

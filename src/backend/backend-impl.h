@@ -29,11 +29,16 @@ typedef struct ntp_buf {
  * that outlives a pass, owned by whoever drives the decode loop
  * (ntp_generate), not by the plan's arena, and bound into the plans of the
  * prefill and the decode passes alike. K and V are each [batch, kv_heads,
- * capacity, head_dim] in `dtype` (f32, bf16 or f16). A pass of S tokens
+ * capacity, head_dim] in `dtype` (f32, bf16, f16 or i8). A pass of S tokens
  * writes positions len .. len+S-1 of every layer and attends over 0 ..
  * len+S-1; the driver then advances len by S. */
 typedef struct ntp_kv_state {
     void *k, *v;
+    /* i8 caches: one scale per (sequence, kv head, position) for the
+     * keys and one for the values, [batch, kv_heads, capacity] f32: a row
+     * of head_dim values x is stored as round(x / s) with s = max|x| / 127
+     * (ntp__i8_scale) and read back as q * s. NULL for other types. */
+    float *k_scale, *v_scale;
     ntp_dtype dtype;
     int64_t batch, kv_heads, head_dim, capacity;
     int64_t len; /* positions cached before this pass */

@@ -85,9 +85,12 @@ typedef struct ntp_exec {
     int *pos_step; /* per position: its step */
     ntp_slot *slots;
     int n_slots, cap_slots;
-    int *tslot;                /* per tensor: primary slot, -1 for constants and folded tensors */
-    void **layouts;            /* per tensor: a backend's layout descriptor */
-    void **wdata;              /* per tensor: constant data in its storage type */
+    int *tslot;     /* per tensor: primary slot, -1 for constants and folded tensors */
+    void **layouts; /* per tensor: a backend's layout descriptor */
+    void **wdata;   /* per tensor: constant data in its storage type */
+    /* Per tensor: true when wdata[t] is another plan's (ntp_exec_opts
+     * share_weights), neither counted in weight_bytes nor freed here. */
+    bool *wborrowed;
     int64_t weight_bytes;      /* as the backends hold them (i8 matrices at i8) */
     int64_t weight_copy_bytes; /* f32 copies kept besides, that a backend quantises from */
     const float *scales;       /* per tensor int8 activation scales, or NULL */
@@ -125,6 +128,13 @@ typedef struct ntp_exec_opts {
     ntp_kv_state *(*kv_for)(void *user, const ntp_graph *g, const ntp_node *n);
     void *kv_user;
     const char *backend_options; /* as ntp_run_opts */
+    /* Borrow the weights of this plan instead of loading them again: a
+     * plan of the same markup (ntp_generate's prefill plan for its decode
+     * plan). A layer's weights are borrowed where the layer has the same
+     * name at the same position, runs on the same backend, and each weight
+     * has the same name, shape and storage type; anything else is loaded as
+     * usual. The lender must outlive this plan. Not with fuse/fold_only. */
+    const struct ntp_exec *share_weights;
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */

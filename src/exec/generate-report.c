@@ -4,6 +4,7 @@
 
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
+#include "generate-impl.h"
 #include "ntprof/generate.h"
 
 static const char *share(double v, char *buf, size_t len)
@@ -20,6 +21,10 @@ static void phase_line(FILE *f, const char *name, const ntp_generate_phase *p, c
     ntp__put_linef(f, "%-8s %10.3f ms  %10.1f tok/s  %9s FLOP  %9s  %6.2f FLOP/B", name, p->ms,
                    p->tokens_per_s, ntp__human_count((double)p->flops, fl, sizeof fl),
                    ntp__human_bytes((double)p->bytes, by, sizeof by), p->intensity);
+    if (p->predicted_tokens_per_s < 0 && p->compute_share < 0) {
+        ntp__put_linef(f, "         roofline n/a: %s", note ? note : "no ceilings");
+        return;
+    }
     if (p->predicted_tokens_per_s >= 0)
         snprintf(pr, sizeof pr, "%.1f tok/s (%s-bound)", p->predicted_tokens_per_s, p->bound);
     ntp__put_linef(f, "         compute %s of peak, bandwidth %s of DRAM; roofline %s",
@@ -29,7 +34,7 @@ static void phase_line(FILE *f, const char *name, const ntp_generate_phase *p, c
                                                   : "n/a");
 }
 
-ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+void ntp__generate_phases_table(FILE *f, const ntp_generate_result *r)
 {
     char kb[32], kt[32], pc[32];
     ntp__put_linef(f, "generate %s on %s: batch %lld, context %lld + prompt %lld + %lld generated",
@@ -39,6 +44,11 @@ ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, 
                    ntp__human_count((double)r->params, pc, sizeof pc), ntp_dtype_name(r->kv_dtype),
                    ntp__human_bytes((double)r->kv_bytes_per_token, kb, sizeof kb), r->kv_layers,
                    ntp__human_bytes((double)r->kv_bytes_total, kt, sizeof kt));
+    char wb[32], ab[32], mb[32];
+    ntp__put_linef(f, "memory %s: weights %s (held once), activations %s, KV cache %s",
+                   ntp__human_bytes((double)r->memory_bytes, mb, sizeof mb),
+                   ntp__human_bytes((double)r->weight_bytes, wb, sizeof wb),
+                   ntp__human_bytes((double)r->arena_bytes, ab, sizeof ab), kt);
     if (r->static_only)
         ntp__put_line(f, "static analysis (--static): nothing was run; decode at the mean context");
     else
@@ -46,6 +56,11 @@ ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, 
                        r->tpot_p50_ms, r->tpot_p90_ms, r->tpot_p99_ms);
     phase_line(f, "prefill", &r->prefill, r->roofline_note);
     phase_line(f, "decode", &r->decode, r->roofline_note);
+}
+
+ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+{
+    ntp__generate_phases_table(f, r);
     ntp__put_line(f, "");
     ntp__put_linef(f, "%-28s %-12s %-7s %11s %11s %9s %9s", "layer", "type", "backend",
                    "prefill ms", "decode ms", "pre FLOP", "dec FLOP");
@@ -83,7 +98,27 @@ static json_t *phase_json(bool *ok, const ntp_generate_phase *p)
     return o;
 }
 
-ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+json_t *ntp__generate_phases_json(bool *okp, const ntp_generate_result *r)
+{
+    bool ok = true;
+    json_t *o = json_object();
+    ntp__jset(&ok, o, "prompt_len", json_integer(r->prompt_len));
+    ntp__jset(&ok, o, "gen_len", json_integer(r->gen_len));
+    ntp__jset(&ok, o, "context_depth", json_integer(r->context_depth));
+    ntp__jset(&ok, o, "batch", json_integer(r->batch));
+    ntp__jset(&ok, o, "kv_dtype", ntp__json_str(ntp_dtype_name(r->kv_dtype)));
+    ntp__jset(&ok, o, "kv_bytes_per_token", json_integer(r->kv_bytes_per_token));
+    ntp__jset(&ok, o, "kv_bytes_total", json_integer(r->kv_bytes_total));
+    ntp__jset(&ok, o, "weight_bytes", json_integer(r->weight_bytes));
+    ntp__jset(&ok, o, "prefill", phase_json(&ok, &r->prefill));
+    ntp__jset(&ok, o, "decode", phase_json(&ok, &r->decode));
+    ntp__jset(&ok, o, "roofline_note", ntp__json_str(r->roofline_note));
+    if (!ok)
+        *okp = false;
+    return o;
+}
+
+static json_t *result_json(bool *okp, const ntp_generate_result *r)
 {
     bool ok = true;
     json_t *root = json_object();
@@ -100,6 +135,9 @@ ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, F
     ntp__jset(&ok, root, "kv_layers", json_integer(r->kv_layers));
     ntp__jset(&ok, root, "kv_bytes_per_token", json_integer(r->kv_bytes_per_token));
     ntp__jset(&ok, root, "kv_bytes_total", json_integer(r->kv_bytes_total));
+    ntp__jset(&ok, root, "weight_bytes", json_integer(r->weight_bytes));
+    ntp__jset(&ok, root, "arena_bytes", json_integer(r->arena_bytes));
+    ntp__jset(&ok, root, "memory_bytes", json_integer(r->memory_bytes));
     ntp__jset(&ok, root, "ttft_ms", ntp__json_num(r->ttft_ms));
     json_t *tp = json_object();
     ntp__jset(&ok, tp, "p50", ntp__json_num(r->tpot_p50_ms));
@@ -136,5 +174,87 @@ ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, F
         ntp__jpush(&ok, layers, o);
     }
     ntp__jset(&ok, root, "layers", layers);
+    if (!ok)
+        *okp = false;
+    return root;
+}
+
+ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+{
+    bool ok = true;
+    json_t *root = result_json(&ok, r);
     return ntp__json_finish(ctx, root, ok, f, "the generate report");
+}
+
+/* --- sweeps ------------------------------------------------------------- */
+
+/* Static sweeps show what analysis gives; measured ones the times (the
+ * table stays within 99 columns for two axes). */
+ntp_status ntp_generate_sweep_write_table(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
+{
+    ntp__put_linef(f, "generate sweep of %s: %d points%s", s->model_path, s->n_points,
+                   s->static_only ? " (static: analysed, not run)" : "");
+    char line[1024];
+    int at = 0;
+    for (int a = 0; a < s->n_axes; a++)
+        at += snprintf(line + at, sizeof line - (size_t)at, "%-10.10s ", s->axis[a]);
+    if (s->static_only)
+        ntp__put_linef(f, "%s%10s %9s %9s %10s %6s %10s", line, "KV B/tok", "KV total", "weights",
+                       "dec B/step", "FLOP/B", "roof tok/s");
+    else
+        ntp__put_linef(f, "%s%10s %9s %9s %9s %9s %9s %10s", line, "KV B/tok", "KV total",
+                       "TTFT ms", "TPOT p50", "TPOT p99", "dec tok/s", "roof tok/s");
+    for (int i = 0; i < s->n_points; i++) {
+        const ntp_generate_point *p = &s->points[i];
+        const ntp_generate_result *r = p->r;
+        char kt[32], wb[32], db[32], rf[32];
+        at = 0;
+        for (int a = 0; a < s->n_axes; a++)
+            at += snprintf(line + at, sizeof line - (size_t)at, "%-10.10s ", p->value[a]);
+        if (r->decode.predicted_tokens_per_s >= 0)
+            snprintf(rf, sizeof rf, "%.1f", r->decode.predicted_tokens_per_s);
+        else
+            snprintf(rf, sizeof rf, "n/a");
+        ntp__human_bytes((double)r->kv_bytes_total, kt, sizeof kt);
+        if (r->static_only)
+            ntp__put_linef(
+                f, "%s%10lld %9s %9s %10s %6.2f %10s", line, (long long)r->kv_bytes_per_token, kt,
+                ntp__human_bytes((double)r->weight_bytes, wb, sizeof wb),
+                ntp__human_bytes((double)r->decode.bytes, db, sizeof db), r->decode.intensity, rf);
+        else
+            ntp__put_linef(f, "%s%10lld %9s %9.3f %9.3f %9.3f %9.1f %10s", line,
+                           (long long)r->kv_bytes_per_token, kt, r->ttft_ms, r->tpot_p50_ms,
+                           r->tpot_p99_ms, r->decode_tokens_per_s, rf);
+    }
+    return ferror(f) ? ntp__error(ctx, NTP_STATUS_IO_ERROR, "cannot write the report")
+                     : NTP_STATUS_OK;
+}
+
+ntp_status ntp_generate_sweep_write_json(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
+{
+    bool ok = true;
+    json_t *root = json_object();
+    ntp__jset(&ok, root, "model", ntp__json_str(s->model_path));
+    ntp__jset(&ok, root, "static", json_boolean(s->static_only));
+    json_t *axes = json_array();
+    for (int a = 0; a < s->n_axes; a++) {
+        json_t *ax = json_object(), *vals = json_array();
+        ntp__jset(&ok, ax, "name", ntp__json_str(s->axis[a]));
+        for (int v = 0; v < s->n_values[a]; v++)
+            ntp__jpush(&ok, vals, ntp__json_str(s->values[a][v]));
+        ntp__jset(&ok, ax, "values", vals);
+        ntp__jpush(&ok, axes, ax);
+    }
+    ntp__jset(&ok, root, "axes", axes);
+    json_t *pts = json_array();
+    for (int i = 0; i < s->n_points; i++) {
+        json_t *p = json_object(), *vals = json_object();
+        for (int a = 0; a < s->n_axes; a++)
+            ntp__jset(&ok, vals, s->axis[a], ntp__json_str(s->points[i].value[a]));
+        ntp__jset(&ok, p, "values", vals);
+        ntp__jset(&ok, p, "result", result_json(&ok, s->points[i].r));
+        ntp__jpush(&ok, pts, p);
+    }
+    ntp__jset(&ok, root, "points", pts);
+    return ntp__json_finish(ctx, root, ok, f, "the generate sweep");
 }

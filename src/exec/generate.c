@@ -38,6 +38,15 @@ static int64_t kv_head_dim(const ntp_graph *g, const ntp_node *n)
     return g->tensors[n->in[0]].shape.dim[2] / (n->a.heads > 0 ? n->a.heads : 1);
 }
 
+/* Bytes one position of one sequence takes in a layer's cache: keys and
+ * values, kv_heads rows of head_dim values each, and for i8 the f32 scale
+ * of every row. */
+static int64_t kv_row_bytes(int64_t kv_heads, int64_t hd, ntp_dtype dt)
+{
+    int64_t row = hd * (int64_t)ntp_dtype_size(dt) + (dt == NTP_DTYPE_I8 ? 4 : 0);
+    return 2 * kv_heads * row;
+}
+
 int64_t ntp_graph_kv_bytes_per_token(const ntp_graph *g, ntp_dtype kv_dtype, int *layers)
 {
     int64_t per = 0;
@@ -47,11 +56,11 @@ int64_t ntp_graph_kv_bytes_per_token(const ntp_graph *g, ntp_dtype kv_dtype, int
         if (n->op != NTP_OP_KV_ATTENTION)
             continue;
         nl++;
-        per += 2 * n->a.kv_heads * kv_head_dim(g, n);
+        per += kv_row_bytes(n->a.kv_heads, kv_head_dim(g, n), kv_dtype);
     }
     if (layers)
         *layers = nl;
-    return per * (int64_t)ntp_dtype_size(kv_dtype);
+    return per;
 }
 
 typedef struct gen {
@@ -125,6 +134,13 @@ static ntp_status check_decoder(ntp_ctx *ctx, const ntp_graph *g)
     return NTP_STATUS_OK;
 }
 
+bool ntp_graph_is_decoder(const ntp_graph *g)
+{
+    return g && find_input(g, "tokens") >= 0 && find_input(g, "positions") >= 0 &&
+           find_op(g, NTP_OP_LM_HEAD) >= 0 && find_op(g, NTP_OP_ARGMAX) >= 0 &&
+           find_op(g, NTP_OP_KV_ATTENTION) >= 0;
+}
+
 static int64_t param_int(const ntp_graph *g, const char *name, int64_t dflt)
 {
     for (int i = 0; i < g->n_params; i++)
@@ -155,7 +171,10 @@ static ntp_status alloc_cache(ntp_ctx *ctx, gen *s, ntp_dtype dt, int64_t cap, u
         c->head_dim = kv_head_dim(g, n);
         c->capacity = cap;
         size_t bytes = (size_t)(s->B * c->kv_heads * cap * c->head_dim) * ntp_dtype_size(dt);
-        if (!(c->k = calloc(1, bytes + 1)) || !(c->v = calloc(1, bytes + 1)))
+        size_t rows = (size_t)(s->B * c->kv_heads * cap);
+        if (!(c->k = calloc(1, bytes + 1)) || !(c->v = calloc(1, bytes + 1)) ||
+            (dt == NTP_DTYPE_I8 && (!(c->k_scale = calloc(rows + 1, sizeof(float))) ||
+                                    !(c->v_scale = calloc(rows + 1, sizeof(float))))))
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
                               "out of memory for the key/value cache of '%s' (%zu bytes)", n->name,
                               2 * bytes);
@@ -166,7 +185,13 @@ static ntp_status alloc_cache(ntp_ctx *ctx, gen *s, ntp_dtype dt, int64_t cap, u
                 for (int64_t d = 0; d < c->head_dim; d++) {
                     size_t at = (size_t)((b * cap + t) * c->head_dim + d);
                     float kv[2] = {ntp__rng_normal(&r), ntp__rng_normal(&r)};
-                    if (dt == NTP_DTYPE_F32) {
+                    if (dt == NTP_DTYPE_I8) {
+                        /* Scale 4 / 127: N(0, 1) values within 4 sigma. */
+                        size_t row = (size_t)(b * cap + t);
+                        c->k_scale[row] = c->v_scale[row] = 4.0f / 127.0f;
+                        ((int8_t *)c->k)[at] = ntp__quantize_i8(kv[0], 4.0f / 127.0f);
+                        ((int8_t *)c->v)[at] = ntp__quantize_i8(kv[1], 4.0f / 127.0f);
+                    } else if (dt == NTP_DTYPE_F32) {
                         ((float *)c->k)[at] = kv[0];
                         ((float *)c->v)[at] = kv[1];
                     } else {
@@ -258,8 +283,7 @@ static int cmp_double(const void *a, const void *b)
 static int64_t kv_traffic(const ntp_graph *g, const ntp_node *n, int64_t B, int64_t S, int64_t past,
                           ntp_dtype dt)
 {
-    int64_t row = 2 * n->a.kv_heads * kv_head_dim(g, n) * (int64_t)ntp_dtype_size(dt);
-    return B * row * (past + S + S);
+    return B * kv_row_bytes(n->a.kv_heads, kv_head_dim(g, n), dt) * (past + S + S);
 }
 
 static void phase_rates(ntp_generate_phase *p, const ntp_ceilings *c, int64_t tokens)
@@ -303,6 +327,8 @@ static void gen_free(gen *s)
         for (int i = 0; i < s->gp->n_nodes; i++) {
             free(s->kv[i].k);
             free(s->kv[i].v);
+            free(s->kv[i].k_scale);
+            free(s->kv[i].v_scale);
         }
     free(s->kv);
     ntp_graph_free(s->gp);
@@ -325,9 +351,9 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
                           "prompt length and generation length must be at least 1, context "
                           "depth, batch and threads not negative");
     if (o->kv_dtype != NTP_DTYPE_F32 && o->kv_dtype != NTP_DTYPE_BF16 &&
-        o->kv_dtype != NTP_DTYPE_F16)
+        o->kv_dtype != NTP_DTYPE_F16 && o->kv_dtype != NTP_DTYPE_I8)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "a %s key/value cache is not supported; use f32, bf16 or f16",
+                          "a %s key/value cache is not supported; use f32, bf16, f16 or i8",
                           ntp_dtype_name(o->kv_dtype));
     const ntp_backend_i *be = o->backend ? ntp__backend_find(o->backend) : ntp__backend_get(0);
     if (!be)
@@ -413,6 +439,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     if ((st = ntp__exec_init(ctx, &s.xp, s.gp, &eo)))
         goto done;
     eo.last = s.gd->n_nodes - 1;
+    eo.share_weights = &s.xp; /* one copy of the weights for both plans */
     if ((st = ntp__exec_init(ctx, &s.xd, s.gd, &eo)))
         goto done;
     /* The prompt: tokens from the seed, at positions D .. D+P-1. */
@@ -495,6 +522,9 @@ report:
     r->kv_bytes_per_token = per_tok;
     r->kv_bytes_total = kv_total;
     r->kv_layers = kv_layers;
+    r->weight_bytes = o->static_only ? ap->weight_bytes : s.xp.weight_bytes + s.xd.weight_bytes;
+    r->arena_bytes = o->static_only ? 0 : s.xp.arena_bytes + s.xd.arena_bytes;
+    r->memory_bytes = r->weight_bytes + r->arena_bytes + kv_total;
     r->tokens = tok;
     tok = NULL;
     memcpy(sorted, r->step_ms, (size_t)s.G * sizeof *sorted);

@@ -662,6 +662,39 @@ static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
     return NTP_STATUS_OK;
 }
 
+/* Take the lender's weights where the layer and the weight are the same
+ * (ntp_exec_opts.share_weights). */
+static void borrow_weights(ntp_exec *x, const ntp_exec *from)
+{
+    const ntp_graph *g = x->g, *fg = from->g;
+    if (from->own_g || fg->n_nodes != g->n_nodes || fg->n_tensors != g->n_tensors)
+        return;
+    for (int p = 0; p < g->n_nodes; p++) {
+        const ntp_node *n = node_at(g, p), *fn = node_at(fg, p);
+        int be = x->node_be[x->head_of[p]], fbe = from->node_be[from->head_of[p]];
+        if (strcmp(n->name, fn->name) != 0 || n->n_w != fn->n_w || x->be[be] != from->be[fbe] ||
+            x->fold[p] != 0 || n->precision != fn->precision)
+            continue;
+        for (int k = 0; k < n->n_w; k++) {
+            const ntp_tensor *t = &g->tensors[n->w[k]], *ft = &fg->tensors[fn->w[k]];
+            if (x->wdata[n->w[k]] || !from->wdata[fn->w[k]] || strcmp(t->name, ft->name) != 0 ||
+                !ntp_shape_equal(&t->shape, &ft->shape) || t->dtype != ft->dtype ||
+                ntp__exec_weight_dtype(x, be, t) != ntp__exec_weight_dtype(from, fbe, ft))
+                continue;
+            x->wdata[n->w[k]] = from->wdata[fn->w[k]];
+            x->wborrowed[n->w[k]] = true;
+        }
+    }
+}
+
+static bool all_borrowed(const ntp_exec *x, const ntp_node *n)
+{
+    for (int k = 0; k < n->n_w; k++)
+        if (!x->wborrowed[n->w[k]])
+            return false;
+    return n->n_w > 0;
+}
+
 ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o)
 {
     memset(x, 0, sizeof *x);
@@ -676,10 +709,11 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     x->tslot = malloc(((size_t)nt + 1) * sizeof *x->tslot);
     x->layouts = calloc((size_t)nt + 1, sizeof *x->layouts);
     x->wdata = calloc((size_t)nt + 1, sizeof *x->wdata);
+    x->wborrowed = calloc((size_t)nt + 1, sizeof *x->wborrowed);
     x->fold = calloc((size_t)nn + 1, sizeof *x->fold);
     ntp_status st;
     if (!x->node_be || !x->head_of || !x->pos_step || !x->tslot || !x->layouts || !x->wdata ||
-        !x->fold) {
+        !x->wborrowed || !x->fold) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory building '%s'", g->name);
         goto fail;
     }
@@ -718,10 +752,14 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     for (int b = 0; b < x->n_be; b++)
         if ((st = ntp__be_init(x->be[b], ctx, &bo, &x->be_state[b])))
             goto fail;
+    if (o->share_weights && !o->fuse && !o->fold_only)
+        borrow_weights(x, o->share_weights);
     for (int p = 0; p < nn; p++) {
         int be = x->node_be[x->head_of[p]];
         if (x->fold[p] < 0)
             continue; /* folded into its layer */
+        if (all_borrowed(x, node_at(g, p)))
+            continue;
         st = x->fold[p] > 0 ? ntp__exec_load_folded(ctx, x, p, be, o->seed)
                             : ntp__exec_load_weights(ctx, x, node_at(g, p), be, o->seed);
         if (st)
@@ -752,7 +790,8 @@ void ntp__exec_free(ntp_exec *x)
         ntp__be_release(x->be[b], x->be_state[b]);
     if (x->wdata)
         for (int i = 0; i < x->g->n_tensors; i++)
-            free(x->wdata[i]);
+            if (!x->wborrowed || !x->wborrowed[i])
+                free(x->wdata[i]);
     free(x->arena);
     free(x->ws);
     free(x->node_be);
@@ -763,6 +802,7 @@ void ntp__exec_free(ntp_exec *x)
     free(x->tslot);
     free(x->layouts);
     free(x->wdata);
+    free(x->wborrowed);
     free(x->fold);
     if (x->own_g)
         ntp_graph_free(x->own_g);

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "exec/generate-impl.h"
+#include "ntprof/generate.h"
 #include "report-impl.h"
 
 /* --- table ------------------------------------------------------------------------ */
@@ -129,7 +131,8 @@ static json_t *layer_json(bool *ok, const ntp_layer_cost *l)
     return o;
 }
 
-static ntp_status write_json(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysis *a, FILE *f)
+static ntp_status write_json(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysis *a,
+                             const ntp_generate_result *ph, FILE *f)
 {
     bool ok = true;
     json_t *root = json_object();
@@ -174,6 +177,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysi
         ntp__jpush(&ok, markers, m);
     }
     ntp__jset(&ok, root, "markers", markers);
+    if (ph)
+        ntp__jset(&ok, root, "phases", ntp__generate_phases_json(&ok, ph));
     return ntp__json_finish(ctx, root, ok, f, "analysis");
 }
 
@@ -220,9 +225,25 @@ ntp_status ntp_report_write_analysis(ntp_ctx *ctx, const ntp_graph *g, const ntp
     if (!g || !a || !f || (a->n_layers > 0 && !a->layers))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "ntp_report_write_analysis: missing graph, analysis or stream");
+    return ntp_report_write_analysis_phases(ctx, g, a, NULL, fmt, f);
+}
+
+ntp_status ntp_report_write_analysis_phases(ntp_ctx *ctx, const ntp_graph *g, const ntp_analysis *a,
+                                            const ntp_generate_result *ph, ntp_format fmt, FILE *f)
+{
+    if (!g || !a || !f || (a->n_layers > 0 && !a->layers))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_analysis: missing graph, analysis or stream");
     switch (fmt) {
-    case NTP_FORMAT_TABLE: write_table(g, a, f); return ntp__check_stream(ctx, f, "analysis");
-    case NTP_FORMAT_JSON: return write_json(ctx, g, a, f);
+    case NTP_FORMAT_TABLE:
+        write_table(g, a, f);
+        if (ph) {
+            ntp__put_line(f, "");
+            ntp__put_line(f, "decoder phases (docs/decoders.md):");
+            ntp__generate_phases_table(f, ph);
+        }
+        return ntp__check_stream(ctx, f, "analysis");
+    case NTP_FORMAT_JSON: return write_json(ctx, g, a, ph, f);
     case NTP_FORMAT_CSV: write_csv(a, f); return ntp__check_stream(ctx, f, "analysis");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown report format %d", (int)fmt);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ntprof/generate.h"
 
 static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -11,15 +12,102 @@ static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt
 
 enum { OPT_TRAIN = 256, OPT_LOSS, OPT_OPTIMIZER };
 
+/* Decoder topologies: the per-phase split (docs/decoders.md). */
+enum { OPT_PROMPT_LEN = 300, OPT_GEN_LEN, OPT_CONTEXT_DEPTH, OPT_KV_DTYPE, OPT_PHASE_DB };
+
+typedef struct phase_opts {
+    int64_t prompt_len, gen_len, context_depth; /* -1: the topology's seq_len / 32 / past */
+    ntp_dtype kv_dtype;
+    const char *db;
+} phase_opts;
+
+static int phase_option(phase_opts *p, int opt, const char *arg)
+{
+    int64_t v;
+    switch (opt) {
+    case OPT_PROMPT_LEN:
+    case OPT_GEN_LEN:
+    case OPT_CONTEXT_DEPTH:
+        if (!cli_parse_int(arg, opt == OPT_CONTEXT_DEPTH ? 0 : 1, INT32_MAX, &v)) {
+            cli_error("--%s: expected %s integer, got '%s'",
+                      opt == OPT_PROMPT_LEN ? "prompt-len"
+                      : opt == OPT_GEN_LEN  ? "gen-len"
+                                            : "context-depth",
+                      opt == OPT_CONTEXT_DEPTH ? "a non-negative" : "a positive", arg);
+            return -1;
+        }
+        *(opt == OPT_PROMPT_LEN ? &p->prompt_len
+          : opt == OPT_GEN_LEN  ? &p->gen_len
+                                : &p->context_depth) = v;
+        return 1;
+    case OPT_KV_DTYPE:
+        if (ntp_dtype_parse(arg, &p->kv_dtype) != NTP_STATUS_OK) {
+            cli_error("--kv-dtype: expected f32, bf16, f16 or i8, got '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case OPT_PHASE_DB: p->db = arg; return 1;
+    default: return 0;
+    }
+}
+
+static int64_t graph_param(const ntp_graph *g, const char *name, int64_t dflt)
+{
+    for (int i = 0; i < ntp_graph_param_count(g); i++)
+        if (strcmp(ntp_graph_param_name(g, i), name) == 0)
+            return strtoll(ntp_graph_param_value(g, i), NULL, 10);
+    return dflt;
+}
+
+/* The static prefill/decode split of decoder g (ntp_generate, static):
+ * prefill over the topology's seq_len tokens after its `past`, decode of
+ * gen_len steps, unless the options say otherwise. NULL and a warning
+ * when it cannot be made (the plain analysis is still written). */
+static ntp_generate_result *decoder_phases(ntp_ctx *ctx, const char *path, const ntp_graph *g,
+                                           const ntp_load_opts *lo, const phase_opts *p,
+                                           ntp_ceilings *ceilings)
+{
+    ntp_generate_opts go;
+    ntp_generate_opts_default(&go);
+    go.static_only = true;
+    go.prompt_len = p->prompt_len > 0 ? p->prompt_len : graph_param(g, "seq_len", 32);
+    go.gen_len = p->gen_len > 0 ? p->gen_len : 32;
+    go.context_depth = p->context_depth >= 0 ? p->context_depth : graph_param(g, "past", 0);
+    go.kv_dtype = p->kv_dtype;
+    go.set = lo->set;
+    go.n_set = lo->n_set;
+    go.batch = lo->batch;
+    go.max_memory = lo->max_memory;
+    char db_path[4096];
+    const char *db = p->db;
+    bool have = false;
+    if (!db && ntp_store_default_path(ctx, db_path, sizeof db_path) == NTP_STATUS_OK)
+        db = db_path;
+    if (db && strcmp(db, "none") != 0 &&
+        ntp_store_find_ceilings(ctx, db, ceilings, &have) != NTP_STATUS_OK)
+        have = false;
+    ntp_ctx_clear(ctx);
+    if (have)
+        go.ceilings = ceilings;
+    ntp_generate_result *r = NULL;
+    if (ntp_generate(ctx, path, &go, &r) != NTP_STATUS_OK) {
+        fprintf(stderr, "ntprof: warning: no prefill/decode split: %s\n", ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        return NULL;
+    }
+    return r;
+}
+
 typedef struct analyze_arg {
     const ntp_graph *g;
     const ntp_analysis *a;
+    const ntp_generate_result *phases; /* decoders; NULL otherwise */
 } analyze_arg;
 
 static ntp_status write_analysis(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const analyze_arg *x = arg;
-    return ntp_report_write_analysis(ctx, x->g, x->a, fmt, f);
+    return ntp_report_write_analysis_phases(ctx, x->g, x->a, x->phases, fmt, f);
 }
 
 int cmd_analyze(int argc, char **argv)
@@ -30,6 +118,7 @@ int cmd_analyze(int argc, char **argv)
     bool train = false;
     ntp_train_opts to;
     ntp_train_opts_init(&to);
+    phase_opts po = {.prompt_len = -1, .gen_len = -1, .context_depth = -1};
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof analyze FILE [options]\n"
                  "\n"
@@ -51,6 +140,14 @@ int cmd_analyze(int argc, char **argv)
                 &train),
         CLI_OPT("loss", OPT_LOSS, "L", "with --train: cross_entropy (default) or mse"),
         CLI_OPT("optimizer", OPT_OPTIMIZER, "O", "with --train: sgd (default), momentum, adam"),
+        CLI_OPT("prompt-len", OPT_PROMPT_LEN, "N",
+                "decoders: prefill tokens (default: the topology's seq_len)"),
+        CLI_OPT("gen-len", OPT_GEN_LEN, "N", "decoders: decode steps (default 32)"),
+        CLI_OPT("context-depth", OPT_CONTEXT_DEPTH, "N",
+                "decoders: positions cached before the prompt (default: its past)"),
+        CLI_OPT("kv-dtype", OPT_KV_DTYPE, "T", "decoders: f32 (default), bf16, f16 or i8"),
+        CLI_OPT("db", OPT_PHASE_DB, "FILE",
+                "decoders: the machine's ceilings from this history ('none': no roofline)"),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -58,6 +155,8 @@ int cmd_analyze(int argc, char **argv)
     int opt, rc = CLI_USAGE;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         int r = cli_topo_option(&topo, opt, optarg);
+        if (r == 0)
+            r = phase_option(&po, opt, optarg);
         if (r < 0)
             goto out;
         if (r > 0)
@@ -111,8 +210,13 @@ int cmd_analyze(int argc, char **argv)
         rc = cli_fail(ctx);
     } else {
         cli_print_warnings(ctx);
-        analyze_arg arg = {g, a};
+        ntp_ceilings ceilings;
+        ntp_generate_result *ph = ntp_graph_is_decoder(g)
+                                      ? decoder_phases(ctx, argv[optind], g, &lo, &po, &ceilings)
+                                      : NULL;
+        analyze_arg arg = {g, a, ph};
         rc = cli_write_output(ctx, output, write_analysis, &arg, fmt);
+        ntp_generate_result_free(ph);
     }
     ntp_analysis_free(a);
     ntp_graph_free(g);

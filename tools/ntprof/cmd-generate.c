@@ -20,13 +20,30 @@ static ntp_status write_gen(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE 
     return ntp_generate_write_table(ctx, r, f);
 }
 
+static ntp_status write_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    if (fmt == NTP_FORMAT_JSON)
+        return ntp_generate_sweep_write_json(ctx, arg, f);
+    return ntp_generate_sweep_write_table(ctx, arg, f);
+}
+
+static ntp_status write_sweep_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_report_write_generate_sweep_html(ctx, arg, f);
+}
+
+enum { OPT_VARY = 1000, OPT_HTML };
+
 int cmd_generate(int argc, char **argv);
 
 int cmd_generate(int argc, char **argv)
 {
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *backend = NULL, *db = NULL, *save_dir = NULL;
+    const char *output = NULL, *backend = NULL, *db = NULL, *save_dir = NULL, *html = NULL;
+    const char *vary[NTP_GENERATE_SWEEP_MAX_AXES];
+    int n_vary = 0;
     int threads = 0;
     bool use_db = true;
     ntp_generate_opts go;
@@ -43,7 +60,7 @@ int cmd_generate(int argc, char **argv)
         CLI_OPT("gen-len", 'G', "N", "decode steps (default 32)"),
         CLI_OPT("context-depth", 'D', "N",
                 "positions already cached before the prompt (default 0)"),
-        CLI_OPT("kv-dtype", 'k', "T", "key/value cache type: f32 (default), bf16 or f16"),
+        CLI_OPT("kv-dtype", 'k', "T", "key/value cache type: f32 (default), bf16, f16 or i8"),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("batch", 'b', "N", "sequences decoded together"),
         CLI_OPT("max-memory", 'M', "SIZE",
@@ -56,6 +73,11 @@ int cmd_generate(int argc, char **argv)
         CLI_SET("static", 'A', "analyse only: per-phase FLOPs, bytes, roofline tokens/s",
                 &go.static_only),
         CLI_STR("save", 'S', "DIR", "write weights, prompt and logits as .npy into DIR", &save_dir),
+        CLI_OPT("vary", OPT_VARY, "NAME=V1,...",
+                "sweep: context, prompt, gen, batch, kv_dtype or a <param> (repeatable, full "
+                "factorial)"),
+        CLI_STR("html", OPT_HTML, "FILE", "with --vary: also write an HTML report with charts",
+                &html),
         CLI_OPT("format", 'f', "F", "table (default) or json"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
@@ -87,9 +109,16 @@ int cmd_generate(int argc, char **argv)
             break;
         case 'k':
             if (ntp_dtype_parse(optarg, &go.kv_dtype) != NTP_STATUS_OK) {
-                cli_error("--kv-dtype: expected f32, bf16 or f16, got '%s'", optarg);
+                cli_error("--kv-dtype: expected f32, bf16, f16 or i8, got '%s'", optarg);
                 goto out;
             }
+            break;
+        case OPT_VARY:
+            if (n_vary == NTP_GENERATE_SWEEP_MAX_AXES) {
+                cli_error("at most %d --vary options", NTP_GENERATE_SWEEP_MAX_AXES);
+                goto out;
+            }
+            vary[n_vary++] = optarg;
             break;
         case 'f':
             if (!cli_parse_format(optarg, &fmt))
@@ -107,11 +136,20 @@ int cmd_generate(int argc, char **argv)
         default: cli_error("see 'ntprof generate --help'"); goto out;
         }
     }
+    if (html && n_vary == 0) {
+        cli_error("--html writes a sweep's report: give --vary NAME=V1,...");
+        goto out;
+    }
+    if (n_vary > 0 && save_dir) {
+        cli_error("--save and --vary cannot go together");
+        goto out;
+    }
     ntp_ctx *ctx;
     ntp_load_opts lo;
     const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
-                                    {"--save", save_dir, NTP_OUTPUT_DIR}};
-    if ((rc = cli_begin_topology_command("generate", "a topology MODEL", argc, argv, &topo, outs, 2,
+                                    {"--save", save_dir, NTP_OUTPUT_DIR},
+                                    {"--html", html, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("generate", "a topology MODEL", argc, argv, &topo, outs, 3,
                                          &ctx, &lo)) != CLI_OK)
         goto out;
     go.set = lo.set;
@@ -138,7 +176,19 @@ int cmd_generate(int argc, char **argv)
         go.progress_user = &prog;
     }
     ntp_generate_result *res = NULL;
-    if (ntp_generate(ctx, argv[optind], &go, &res) != NTP_STATUS_OK) {
+    ntp_generate_sweep *sw = NULL;
+    if (n_vary > 0) {
+        if (ntp_generate_sweep_run(ctx, argv[optind], &go, vary, n_vary, &sw) != NTP_STATUS_OK) {
+            cli_progress_clear(&prog);
+            rc = cli_fail(ctx);
+        } else {
+            cli_progress_clear(&prog);
+            cli_print_warnings(ctx);
+            rc = cli_write_output(ctx, output, write_sweep, sw, fmt);
+            if (rc == CLI_OK && html)
+                rc = cli_write_output(ctx, html, write_sweep_html, sw, NTP_FORMAT_TABLE);
+        }
+    } else if (ntp_generate(ctx, argv[optind], &go, &res) != NTP_STATUS_OK) {
         cli_progress_clear(&prog);
         rc = cli_fail(ctx);
     } else {
@@ -147,6 +197,7 @@ int cmd_generate(int argc, char **argv)
         rc = cli_write_output(ctx, output, write_gen, res, fmt);
     }
     ntp_generate_result_free(res);
+    ntp_generate_sweep_free(sw);
     ntp_ctx_free(ctx);
 out:
     cli_topo_free(&topo);

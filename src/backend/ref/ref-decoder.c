@@ -10,7 +10,9 @@
  *           h / (heads / kv_heads)); with a cache (k->kv) the new keys and
  *           values are appended at positions len .. len+S-1 and query i
  *           sees positions 0 .. len+i; without one, only its own S tokens.
- *           Scores are scaled by 1/√hd.
+ *           Scores are scaled by 1/√hd. The cache is f32, bf16, f16 or i8
+ *           (one scale per position and kv head, max|row| / 127), widened
+ *           to f32 before the products.
  * lm_head   y = x · Wᵀ, W [vocab, D] (its own, or the token embedding's).
  * argmax    the index of the first largest value of the last dim, as i32.
  *
@@ -125,11 +127,17 @@ size_t ntp__ref_decoder_workspace(const ntp_kargs *k)
     return w;
 }
 
-/* Store n f32 values as cache type t. */
-static void to_cache(void *dst, ntp_dtype t, const float *src, int64_t n)
+/* Store n f32 values (one row of a head) as cache type t; i8 rows get
+ * their own scale in *scale. */
+static void to_cache(void *dst, ntp_dtype t, const float *src, int64_t n, float *scale)
 {
     if (t == NTP_DTYPE_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    if (t == NTP_DTYPE_I8) {
+        *scale = ntp__i8_scale(src, n);
+        ntp__quantize_i8_n(dst, src, n, *scale);
         return;
     }
     uint16_t *d = dst;
@@ -137,8 +145,18 @@ static void to_cache(void *dst, ntp_dtype t, const float *src, int64_t n)
         d[i] = t == NTP_DTYPE_BF16 ? ntp__f32_to_bf16(src[i]) : ntp__f32_to_f16(src[i]);
 }
 
-static void from_cache(float *dst, ntp_dtype t, const void *src, int64_t n)
+/* Widen `rows` rows of hd cached values to f32; i8 rows by their scales. */
+static void from_cache(float *dst, ntp_dtype t, const void *src, int64_t rows, int64_t hd,
+                       const float *scale)
 {
+    int64_t n = rows * hd;
+    if (t == NTP_DTYPE_I8) {
+        const int8_t *s = src;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t d = 0; d < hd; d++)
+                dst[r * hd + d] = ntp__dequantize_i8(s[r * hd + d], scale[r]);
+        return;
+    }
     const uint16_t *s = src;
     for (int64_t i = 0; i < n; i++)
         dst[i] = t == NTP_DTYPE_BF16 ? ntp__bf16_to_f32(s[i]) : ntp__f16_to_f32(s[i]);
@@ -156,10 +174,15 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
                          "[N,kv_heads,capacity,hd] must agree");
     ntp_kv_state *c = k->kv;
     int64_t past = c ? c->len : 0, L = past + g.S, hd = g.hd, group = g.H / g.KVH;
-    if (c && (c->dtype != NTP_DTYPE_F32 && c->dtype != NTP_DTYPE_BF16 && c->dtype != NTP_DTYPE_F16))
-        return ntp__ref_error(ctx, k, NTP_STATUS_UNSUPPORTED,
-                              "a %s key/value cache; the reference kernel keeps f32, bf16 or f16",
-                              ntp_dtype_name(c->dtype));
+    if (c && (c->dtype != NTP_DTYPE_F32 && c->dtype != NTP_DTYPE_BF16 &&
+              c->dtype != NTP_DTYPE_F16 && c->dtype != NTP_DTYPE_I8))
+        return ntp__ref_error(
+            ctx, k, NTP_STATUS_UNSUPPORTED,
+            "a %s key/value cache; the reference kernel keeps f32, bf16, f16 or i8",
+            ntp_dtype_name(c->dtype));
+    if (c && c->dtype == NTP_DTYPE_I8 && (!c->k_scale || !c->v_scale))
+        return ntp__ref_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
+                              "an i8 key/value cache without its scales");
     if (c && L > c->capacity)
         return ntp__ref_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                               "%lld cached positions and %lld new ones exceed the cache's %lld",
@@ -180,17 +203,25 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
                 int64_t base = ((n * g.KVH + kh) * c->capacity) * hd;
                 for (int64_t t = 0; t < g.S; t++) {
                     int64_t src = (n * g.S + t) * kvrow + kh * hd;
+                    int64_t row = base / hd + past + t;
+                    float ks = 0, vs = 0;
                     to_cache((char *)c->k + (size_t)(base + (past + t) * hd) * esz, c->dtype,
-                             kin + src, hd);
+                             kin + src, hd, &ks);
                     to_cache((char *)c->v + (size_t)(base + (past + t) * hd) * esz, c->dtype,
-                             vin + src, hd);
+                             vin + src, hd, &vs);
+                    if (c->dtype == NTP_DTYPE_I8) {
+                        c->k_scale[row] = ks;
+                        c->v_scale[row] = vs;
+                    }
                 }
                 if (c->dtype == NTP_DTYPE_F32) {
                     K = (const float *)c->k + base;
                     V = (const float *)c->v + base;
                 } else {
-                    from_cache(Kw, c->dtype, (const char *)c->k + (size_t)base * esz, L * hd);
-                    from_cache(Vw, c->dtype, (const char *)c->v + (size_t)base * esz, L * hd);
+                    const float *ksc = c->k_scale ? c->k_scale + base / hd : NULL;
+                    const float *vsc = c->v_scale ? c->v_scale + base / hd : NULL;
+                    from_cache(Kw, c->dtype, (const char *)c->k + (size_t)base * esz, L, hd, ksc);
+                    from_cache(Vw, c->dtype, (const char *)c->v + (size_t)base * esz, L, hd, vsc);
                     K = Kw;
                     V = Vw;
                 }
