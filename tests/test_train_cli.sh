@@ -54,6 +54,8 @@ expect_in_err "tiny-rnn.xml: the loss reads one output and the model has 2"
 expect_exit 1 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 --set time_steps=6
 expect_in_err "output 'decode' is the transcript of ctc_decode 'decode'; train it with --loss ctc"
 
+expect_exit 0 "$NTPROF" train "$SRC/models/tiny-attention.xml" --steps 2 --optimizer adam
+
 # DeepSpeech trains end to end with CTC at a reduced size: MFCC is input
 # preprocessing (forward only), the decoder is replaced by the loss.
 expect_exit 0 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 --set time_steps=12 \

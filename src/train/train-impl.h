@@ -74,6 +74,9 @@ bool ntp__train_has_weights(const ntp_graph *g, const ntp_node *n);
  * backward-weights, through time; and the doubles of saved state they keep. */
 void ntp__train_rnn(ntp_train_state *s, const ntp_node *n, int mode);
 int64_t ntp__train_rnn_saved(const ntp_graph *g, const ntp_node *n);
+/* Multi-head attention (train-attn.c), the same modes and saved state. */
+void ntp__train_attention(ntp_train_state *s, const ntp_node *n, int mode);
+int64_t ntp__train_attention_saved(const ntp_graph *g, const ntp_node *n);
 
 /* transpose, split, pad and deconv (train-move.c), modes as above; false
  * for any other op. */

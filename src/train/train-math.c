@@ -95,6 +95,19 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
         break;
     case NTP_OP_MATMUL: bd = 4 * c.macs; break;
     case NTP_OP_EMBEDDING: bw = out; break;
+    case NTP_OP_ATTENTION: {
+        /* Backward-data: dC = dY·Wo, the scores' and context's gradients
+         * (twice the forward's S·S_kv·D work) and dX through the three
+         * projections; backward-weights: the four weight gradients, as
+         * many MACs as the projections. */
+        const ntp_shape *q = &g->tensors[n->in[0]].shape;
+        int64_t N = q->dim[0], S = q->dim[1], D = q->dim[2];
+        int64_t Skv = n->n_in == 3 ? g->tensors[n->in[1]].shape.dim[1] : S;
+        int64_t proj = N * (2 * S * D * D + 2 * Skv * D * D);
+        bd = 2 * proj + 8 * N * S * Skv * D;
+        bw = 2 * proj + (n->n_w == 4 ? N * (2 * S + 2 * Skv) * D : 0);
+        break;
+    }
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
     case NTP_OP_RNN: {

@@ -65,7 +65,8 @@ bool ntp__train_supported(ntp_op op)
     case NTP_OP_TRANSPOSE:
     case NTP_OP_SPLIT:
     case NTP_OP_PAD:
-    case NTP_OP_DECONV: return true;
+    case NTP_OP_DECONV:
+    case NTP_OP_ATTENTION: return true;
     default: return false;
     }
 }
@@ -77,6 +78,7 @@ ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
     switch (n->op) {
     case NTP_OP_MATMUL:
     case NTP_OP_MUL:
+    case NTP_OP_ATTENTION:
         for (int i = 0; i < n->n_in; i++)
             r.input[i] = true;
         break;
@@ -117,6 +119,7 @@ int64_t ntp__train_saved_count(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
     case NTP_OP_RNN: return ntp__train_rnn_saved(g, n);
+    case NTP_OP_ATTENTION: return ntp__train_attention_saved(g, n);
     default: return 0;
     }
 }
@@ -880,6 +883,7 @@ static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, 
     case NTP_OP_LSTM:
     case NTP_OP_GRU:
     case NTP_OP_RNN: ntp__train_rnn(s, n, mode); break;
+    case NTP_OP_ATTENTION: ntp__train_attention(s, n, mode); break;
     case NTP_OP_EMBEDDING: return embedding(ctx, s, n, mode);
     case NTP_OP_MFCC: return mfcc(ctx, s, n, mode);
     default:
