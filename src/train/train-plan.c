@@ -232,6 +232,8 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         ntp__train_flops(g, n, data && bwd, o->optimizer, lc->flops);
         if (!bwd)
             lc->flops[NTP_TRAIN_BACKWARD_DATA] = lc->flops[NTP_TRAIN_BACKWARD_WEIGHTS] = 0;
+        if (g->order[i] == tg.fused_node && n->op == NTP_OP_CTC_DECODE)
+            lc->flops[NTP_TRAIN_FORWARD] = 0; /* replaced by the loss: not run */
         int64_t saved = ntp__train_saved_count(g, n);
         m->other += n->op == NTP_OP_DROPOUT ? saved : saved * (int64_t)ntp_dtype_size(g->precision);
         for (int k = 0; k < n->n_w; k++) {
