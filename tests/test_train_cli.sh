@@ -2,8 +2,10 @@
 # ntprof train and analyze --train as a user meets them, and training
 # checked end to end against PyTorch: a small CNN (conv, batch norm in
 # training mode, relu, max pool, grouped conv, global average pool, linear;
-# cross-entropy) and an MLP (linear, tanh, sigmoid; mse), exported to ONNX
-# by tests/train_torch.py, trained with the same inputs and labels: the
+# cross-entropy), an MLP (linear, tanh, sigmoid; mse), a bidirectional GRU
+# into a ReLU RNN (CTC) and a reduced DeepSpeech (clipped-ReLU linears, a
+# bidirectional LSTM; CTC), exported to ONNX by tests/train_torch.py,
+# trained with the same inputs and labels: the
 # weights after one SGD step and after three Adam steps equal PyTorch's
 # within 1e-4 relative. The PyTorch part skips (77) without torch.
 # Usage: test_train_cli.sh <path-to-ntprof> <source-dir>
@@ -47,8 +49,28 @@ EOF
 expect_exit 1 "$NTPROF" train "$SRC/models/alexnet.xml" --max-memory 10MB
 expect_in_err "training needs"
 expect_in_err "above the limit of 10.0 MB (weights"
-expect_exit 1 "$NTPROF" train "$SRC/models/tiny-rnn.xml"
-expect_in_err "layers without a backward: 'gru' (gru), 'rnn' (rnn), 'summary' (rnn), 'decode' (ctc_decode)"
+expect_exit 1 "$NTPROF" train "$SRC/models/tiny-rnn.xml" --loss ctc
+expect_in_err "tiny-rnn.xml: the loss reads one output and the model has 2"
+expect_exit 1 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 --set time_steps=6
+expect_in_err "output 'decode' is the transcript of ctc_decode 'decode'; train it with --loss ctc"
+
+expect_exit 0 "$NTPROF" train "$SRC/models/tiny-attention.xml" --steps 2 --optimizer adam
+
+# DeepSpeech trains end to end with CTC at a reduced size: MFCC is input
+# preprocessing (forward only), the decoder is replaced by the loss.
+expect_exit 0 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 --set time_steps=12 \
+    --batch 2 --loss ctc --optimizer adam --lr 0.01 --steps 4 --format json
+"$PY" - "$T/out" <<'EOF' && ok || bad "deepspeech ctc"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+l = r["losses"]
+assert len(l) == 4 and all(math.isfinite(v) and v > 0 for v in l), l
+assert l[-1] < l[0], l  # adam at lr 0.01 brings the CTC loss down
+ly = {x["name"]: x for x in r["layers"]}
+assert "backward_data" in ly["lstm"] and "backward_weights" in ly["lstm"], ly["lstm"]
+assert "backward_data" not in ly["mfcc"] and "backward_data" not in ly["fc1"]
+assert ly["loss"]["type"] == "ctc", ly["loss"]
+EOF
 expect_exit 2 "$NTPROF" train --optimizer adagrad "$SRC/models/alexnet.xml"
 expect_err "--optimizer expects sgd, momentum or adam, got 'adagrad'"
 
@@ -69,10 +91,19 @@ expect_exit 1 "$NTPROF" train "$T/cnn.onnx" --labels "$T/bad-shape.npy"
 expect_in_err "bad-shape.npy: labels are [2]; cross_entropy on output 'out' [4,5] needs [4]"
 expect_exit 1 "$NTPROF" train "$T/cnn.onnx" --loss mse --labels "$T/cnn-y.npy"
 expect_in_err "mse on output 'out' needs f32 [4,5]"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/cnn-y.npy"
+expect_in_err "cnn-y.npy: labels are [4]; ctc on 2 sequences needs [2, S]"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-blank.npy"
+expect_in_err "ctc-blank.npy: label 4 of sequence 1 (position 0) is not a symbol: the 5 classes end with the blank 4"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-long.npy"
+expect_in_err "ctc-long.npy: sequence 0 (5 symbols) needs 8 frames and the output has 7"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx"
+expect_in_err "cross_entropy needs an output [batch, classes]"
 
-for case in cnn mlp; do
+for case in cnn mlp rnn speech; do
     loss=cross_entropy
     [ $case = mlp ] && loss=mse
+    [ $case = rnn ] || [ $case = speech ] && loss=ctc
     for opt in sgd adam; do
         steps=1 lr=0.1
         [ $opt = adam ] && steps=3 lr=0.01
@@ -85,7 +116,7 @@ done
 "$PY" - "$T" <<'EOF' && ok || bad "weights differ from PyTorch's"
 import os, sys
 import numpy as np
-for case in ("cnn", "mlp"):
+for case in ("cnn", "mlp", "rnn", "speech"):
     for opt in ("sgd", "adam"):
         want = os.path.join(sys.argv[1], case + "-" + opt)
         got = os.path.join(sys.argv[1], "got-" + case + "-" + opt)

@@ -3,8 +3,10 @@
 usage: train_torch.py DIR
 
 Writes, for a small CNN (conv, batch norm, relu, max pool, grouped conv,
-global average pool, linear; cross-entropy) and an MLP (linear, tanh,
-linear, sigmoid, linear; mse):
+global average pool, linear; cross-entropy), an MLP (linear, tanh,
+linear, sigmoid, linear; mse), a recurrent net (bidirectional GRU, ReLU
+RNN, linear; CTC) and a reduced DeepSpeech (three clipped-ReLU linears, a
+bidirectional LSTM, two linears into 29 classes; CTC, blank 28):
   DIR/<case>.onnx            the untrained model (batch norm kept:
                              training-mode export)
   DIR/<case>-x.npy, -y.npy   the input and the labels
@@ -48,6 +50,93 @@ def cases():
     x = torch.randn(5, 6)
     y = torch.randn(5, 3)
     yield "mlp", mlp, x, y, nn.MSELoss()
+    torch.manual_seed(1)
+    yield "rnn", RecurrentNet(), torch.randn(7, 2, 3), ctc_labels([[1, 1, 3], [2]]), ctc_loss
+    torch.manual_seed(2)
+    yield "speech", SpeechNet(), torch.randn(9, 2, 10), ctc_labels([[5, 5, 0, 27], [8, 1]]), ctc_loss
+
+
+def ctc_labels(rows):
+    """Labels [N, S] as ntprof reads them: -1 after each sequence."""
+    S = max(len(r) for r in rows)
+    return torch.tensor([r + [-1] * (S - len(r)) for r in rows], dtype=torch.int64)
+
+
+def ctc_loss(out, y):
+    """torch.nn.CTCLoss's defaults on [T, N, C] logits, blank the last class."""
+    T, N, C = out.shape
+    return nn.functional.ctc_loss(out.log_softmax(2), y.clamp(min=0), torch.full((N,), T),
+                                  (y >= 0).sum(1), blank=C - 1)
+
+
+def rows(x, f):
+    """A linear layer on [T, N, F] as a 2-d Gemm (its weight keeps its
+    name in the ONNX file) between two reshapes."""
+    T, N, _ = x.shape
+    y = f(x.reshape(T * N, -1))
+    return y.reshape(T, N, -1)
+
+
+class RecurrentNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, bidirectional=True)
+        self.rnn = nn.RNN(8, 3, nonlinearity="relu")
+        self.out = nn.Linear(3, 5)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        y, _ = self.rnn(y)
+        return rows(y, self.out)
+
+
+class SpeechNet(nn.Module):
+    def __init__(self, F=10, H=6, C=29):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(F, H), nn.Linear(H, H), nn.Linear(H, H)
+        self.lstm = nn.LSTM(H, H, bidirectional=True)
+        self.fc4, self.fc5 = nn.Linear(2 * H, H), nn.Linear(H, C)
+
+    def forward(self, x):
+        clip = nn.functional.hardtanh
+        y = rows(x, lambda v: clip(self.fc3(clip(self.fc2(clip(self.fc1(v), 0, 20)), 0, 20)), 0, 20))
+        y, _ = self.lstm(y)
+        return rows(y, lambda v: self.fc5(clip(self.fc4(v), 0, 20)))
+
+
+# Gate blocks in ONNX's order, from PyTorch's (LSTM i f g o -> i o f c;
+# GRU r z n -> z r h).
+GATES = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN": [0]}
+
+
+def onnx_names(path, model):
+    """{ONNX initializer name: PyTorch state_dict key or a recurrent weight
+    in ONNX's layout} for the file's recurrent layers' W, R and B."""
+    import onnx
+    import onnx.numpy_helper
+    m = onnx.load(path)
+    mods = [mod for mod in model.modules() if isinstance(mod, (nn.LSTM, nn.GRU, nn.RNN))]
+    nodes = [n for n in m.graph.node if n.op_type in GATES]
+    assert len(nodes) == len(mods), (len(nodes), len(mods))
+    # The layout is checked on the untrained weights the file holds.
+    init = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    for n, mod in zip(nodes, mods):
+        for f, v in zip(n.input[1:4], onnx_layout(n.op_type, mod)):
+            assert np.array_equal(init[f], v.detach().numpy()), (n.op_type, f)
+    return [(n.op_type, n.input[1], n.input[2], n.input[3], mod) for n, mod in zip(nodes, mods)]
+
+
+def onnx_layout(kind, mod):
+    """W, R and B of a PyTorch recurrent layer as ONNX lays them out."""
+    def reorder(t):
+        k = len(GATES[kind])
+        return torch.cat([t.chunk(k, 0)[i] for i in GATES[kind]], 0)
+    sfx = [""] + (["_reverse"] if mod.bidirectional else [])
+    W = torch.stack([reorder(getattr(mod, "weight_ih_l0" + s)) for s in sfx])
+    R = torch.stack([reorder(getattr(mod, "weight_hh_l0" + s)) for s in sfx])
+    B = torch.stack([torch.cat([reorder(getattr(mod, "bias_ih_l0" + s)),
+                                reorder(getattr(mod, "bias_hh_l0" + s))]) for s in sfx])
+    return W, R, B
 
 
 def main():
@@ -55,15 +144,23 @@ def main():
     # Labels the CLI must refuse: a class out of range, the wrong shape.
     np.save(os.path.join(out, "bad-range.npy"), np.array([0, 1, 9, 2]))
     np.save(os.path.join(out, "bad-shape.npy"), np.array([0, 1]))
+    # CTC labels the CLI must refuse (rnn: T 7, 5 classes): the blank as a
+    # symbol, a sequence that needs more frames than there are.
+    np.save(os.path.join(out, "ctc-blank.npy"), np.array([[1, 2], [4, -1]]))
+    np.save(os.path.join(out, "ctc-long.npy"), np.array([[1, 1, 1, 1, 2], [2, -1, -1, -1, -1]]))
     for name, model, x, y, loss_fn in cases():
         # Exported in training mode so that batch norm stays a layer of its
         # own (an eval export folds it into the convolution); from a copy,
         # since tracing runs the model and moves its running statistics.
         exported = copy.deepcopy(model)
         exported.train()
+        recurrent = name in ("rnn", "speech")
+        # The recurrent layers' gates are reordered for ONNX: constant
+        # folding makes that new initializers, with no batch norm to keep.
         torch.onnx.export(exported, x, os.path.join(out, name + ".onnx"), input_names=["x"],
-                          output_names=["out"], do_constant_folding=False, opset_version=13,
-                          training=torch.onnx.TrainingMode.TRAINING)
+                          output_names=["out"], do_constant_folding=recurrent, opset_version=13,
+                          training=torch.onnx.TrainingMode.EVAL if recurrent
+                          else torch.onnx.TrainingMode.TRAINING)
         model.load_state_dict(exported.state_dict())  # the statistics the file holds
         np.save(os.path.join(out, name + "-x.npy"), x.numpy())
         np.save(os.path.join(out, name + "-y.npy"), y.numpy())
@@ -81,8 +178,15 @@ def main():
             d = os.path.join(out, name + "-" + opt_name)
             os.makedirs(d, exist_ok=True)
             for k, v in m.state_dict().items():
-                if v.dtype == torch.float32:
+                if v.dtype == torch.float32 and "_l0" not in k:
                     np.save(os.path.join(d, k + ".npy"), v.detach().numpy())
+            if recurrent:
+                for kind, wn, rn, bn, mod in onnx_names(os.path.join(out, name + ".onnx"), model):
+                    mod_after = dict(m.named_modules())[
+                        [k for k, v in model.named_modules() if v is mod][0]]
+                    for f, v in zip((wn, rn, bn), onnx_layout(kind, mod_after)):
+                        f = f.replace("/", "_")
+                        np.save(os.path.join(d, f + ".npy"), v.detach().numpy())
 
 
 main()

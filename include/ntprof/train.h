@@ -24,6 +24,8 @@ extern "C" {
 typedef enum ntp_loss {
     NTP_LOSS_CROSS_ENTROPY, /* softmax + negative log-likelihood, mean over the batch */
     NTP_LOSS_MSE,           /* mean of squared differences over every element */
+    NTP_LOSS_CTC, /* connectionist temporal classification on [T, N, C] logits, blank C-1, as
+                     torch.nn.CTCLoss (reduction mean) */
     NTP_LOSS_COUNT
 } ntp_loss;
 
@@ -34,7 +36,7 @@ typedef enum ntp_optimizer {
     NTP_OPTIMIZER_COUNT
 } ntp_optimizer;
 
-/* "cross_entropy", "mse". */
+/* "cross_entropy", "mse", "ctc". */
 NTP_API const char *ntp_loss_name(ntp_loss l);
 NTP_API ntp_status ntp_loss_parse(const char *s, ntp_loss *out);
 /* "sgd", "momentum", "adam". */

@@ -39,6 +39,7 @@ typedef struct ntp_train_target {
     int logits;     /* the tensor the loss reads */
     int fused_node; /* the softmax/log_softmax the loss replaces, -1 if none */
     int64_t rows, classes;
+    int64_t steps; /* ctc: the T of [T, N, C] (rows is N) */
 } ntp_train_target;
 ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, ntp_train_target *t);
 
@@ -68,6 +69,30 @@ void ntp__train_backward_data(ntp_train_state *s, const ntp_node *n);
 void ntp__train_backward_weights(ntp_train_state *s, const ntp_node *n);
 /* Whether n has trainable weights. */
 bool ntp__train_has_weights(const ntp_graph *g, const ntp_node *n);
+
+/* Recurrent layers (train-rnn.c): mode 0 forward, 1 backward-data, 2
+ * backward-weights, through time; and the doubles of saved state they keep. */
+void ntp__train_rnn(ntp_train_state *s, const ntp_node *n, int mode);
+int64_t ntp__train_rnn_saved(const ntp_graph *g, const ntp_node *n);
+/* Multi-head attention (train-attn.c), the same modes and saved state. */
+void ntp__train_attention(ntp_train_state *s, const ntp_node *n, int mode);
+int64_t ntp__train_attention_saved(const ntp_graph *g, const ntp_node *n);
+
+/* transpose, split, pad and deconv (train-move.c), modes as above; false
+ * for any other op. */
+bool ntp__train_move(ntp_train_state *s, const ntp_node *n, int mode);
+
+/* The CTC loss (train-ctc.c): logits x [T, N, C], blank C - 1, labels
+ * [N, S] as doubles with -1 after each sequence; the mean over the batch
+ * of -ln p / |label| (torch.nn.CTCLoss's "mean"), its gradient written
+ * into dx; scratch holds ntp__train_ctc_scratch(T, C, S) doubles. */
+double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t N, int64_t C,
+                      int64_t S, double *dx, double *scratch);
+int64_t ntp__train_ctc_scratch(int64_t T, int64_t C, int64_t S);
+/* The length of one label row, and the frames it needs (one per symbol,
+ * plus a blank between each pair of equal neighbours). */
+int64_t ntp__train_ctc_length(const double *labels, int64_t S);
+int64_t ntp__train_ctc_frames_needed(const double *labels, int64_t S);
 
 /* The loss of x against labels (class indices as doubles for
  * cross-entropy, targets for mse) and its gradient into dx (overwritten).

@@ -88,12 +88,41 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
     switch (n->op) {
     case NTP_OP_FC:
     case NTP_OP_CONV:
+    case NTP_OP_DECONV:
         /* dX = Wᵀ·dY and dW = dY·Xᵀ are each as many MACs as Y = W·X. */
         bd = 2 * c.macs;
         bw = 2 * c.macs + (n->a.bias ? out : 0);
         break;
     case NTP_OP_MATMUL: bd = 4 * c.macs; break;
     case NTP_OP_EMBEDDING: bw = out; break;
+    case NTP_OP_ATTENTION: {
+        /* Backward-data: dC = dY·Wo, the scores' and context's gradients
+         * (twice the forward's S·S_kv·D work) and dX through the three
+         * projections; backward-weights: the four weight gradients, as
+         * many MACs as the projections. */
+        const ntp_shape *q = &g->tensors[n->in[0]].shape;
+        int64_t N = q->dim[0], S = q->dim[1], D = q->dim[2];
+        int64_t Skv = n->n_in == 3 ? g->tensors[n->in[1]].shape.dim[1] : S;
+        int64_t proj = N * (2 * S * D * D + 2 * Skv * D * D);
+        bd = 2 * proj + 8 * N * S * Skv * D;
+        bw = 2 * proj + (n->n_w == 4 ? N * (2 * S + 2 * Skv) * D : 0);
+        break;
+    }
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN: {
+        /* The walk back through time (dh₋₁ = dG·R and the gates'
+         * derivatives: about the forward's recurrent and element-wise
+         * work) plus dX = dG·W go to backward-data; dW, dR (as many MACs
+         * as the forward) and both biases to backward-weights. */
+        const ntp_shape *xs = &g->tensors[n->in[0]].shape;
+        int64_t G = n->op == NTP_OP_LSTM ? 4 : n->op == NTP_OP_GRU ? 3 : 1;
+        int64_t dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
+        int64_t steps = dirs * xs->dim[0] * xs->dim[1];
+        bd = fwd;
+        bw = 2 * c.macs + (n->a.bias ? 2 * steps * G * n->a.units : 0);
+        break;
+    }
     case NTP_OP_BATCHNORM:
     case NTP_OP_LAYERNORM:
         /* x̂ again, Σdy and Σdy·x̂ (weights); then dx per element (data). */
@@ -117,7 +146,10 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT: bd = 0; break;
+    case NTP_OP_CONVERT:
+    case NTP_OP_TRANSPOSE:
+    case NTP_OP_SPLIT:
+    case NTP_OP_PAD: bd = 0; break;
     default:
         /* Element-wise: the derivative (about as costly as the function)
          * and the product with dy. */

@@ -7,9 +7,11 @@
  * gradients of the layer's inputs; backward-weights writes (=) the
  * gradients of the layer's weights. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/rng-impl.h"
+#include "inlay/inlay-impl.h"
 #include "train-impl.h"
 
 #define T_(i) (&s->g->tensors[n->in[i]])
@@ -55,7 +57,16 @@ bool ntp__train_supported(ntp_op op)
     case NTP_OP_DROPOUT:
     case NTP_OP_EMBEDDING:
     case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT: return true;
+    case NTP_OP_CONVERT:
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN:
+    case NTP_OP_MFCC:
+    case NTP_OP_TRANSPOSE:
+    case NTP_OP_SPLIT:
+    case NTP_OP_PAD:
+    case NTP_OP_DECONV:
+    case NTP_OP_ATTENTION: return true;
     default: return false;
     }
 }
@@ -67,6 +78,7 @@ ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
     switch (n->op) {
     case NTP_OP_MATMUL:
     case NTP_OP_MUL:
+    case NTP_OP_ATTENTION:
         for (int i = 0; i < n->n_in; i++)
             r.input[i] = true;
         break;
@@ -81,7 +93,11 @@ ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
     case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT: break;
+    case NTP_OP_CONVERT:
+    case NTP_OP_MFCC:
+    case NTP_OP_TRANSPOSE:
+    case NTP_OP_SPLIT:
+    case NTP_OP_PAD: break;
     default: r.input[0] = ntp__train_supported(n->op); break;
     }
     (void)g;
@@ -100,6 +116,10 @@ int64_t ntp__train_saved_count(const ntp_graph *g, const ntp_node *n)
         return 2 * (cnt(x) / D);
     }
     case NTP_OP_DROPOUT: return cnt(x);
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN: return ntp__train_rnn_saved(g, n);
+    case NTP_OP_ATTENTION: return ntp__train_attention_saved(g, n);
     default: return 0;
     }
 }
@@ -803,6 +823,38 @@ static ntp_status embedding(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n,
     return NTP_STATUS_OK;
 }
 
+/* MFCC is input preprocessing: its input is the audio (a graph input, no
+ * gradient), so it runs forward only, in f32 through the same inlay kernel
+ * `run` uses, and its features are then trained on in double. */
+static ntp_status mfcc(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, int mode)
+{
+    if (mode)
+        return NTP_STATUS_OK;
+    int64_t ni = cnt(T_(0)), no = cnt(O_);
+    float *in = malloc((size_t)ni * sizeof *in + 1), *out = malloc((size_t)no * sizeof *out + 1);
+    ntp_status st = NTP_STATUS_OK;
+    if (!in || !out)
+        st = ntp__node_error(ctx, s->g, n, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st) {
+        for (int64_t i = 0; i < ni; i++)
+            in[i] = (float)s->val[n->in[0]][i];
+        ntp_kargs k;
+        memset(&k, 0, sizeof k);
+        k.g = s->g;
+        k.node = n;
+        k.n_in = k.n_out = 1;
+        k.in[0] = (ntp_buf){in, T_(0)->shape, NTP_DTYPE_F32};
+        k.out[0] = (ntp_buf){out, O_->shape, NTP_DTYPE_F32};
+        k.threads = 1;
+        st = ntp__mfcc_run(ctx, &k);
+    }
+    for (int64_t i = 0; !st && i < no; i++)
+        s->val[n->out[0]][i] = out[i];
+    free(in);
+    free(out);
+    return st;
+}
+
 /* --- dispatch ----------------------------------------------------------------- */
 
 static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, int mode)
@@ -828,8 +880,15 @@ static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, 
     case NTP_OP_MEMCPY:
     case NTP_OP_CONVERT: copy(s, n, mode); break;
     case NTP_OP_DROPOUT: dropout(s, n, mode); break;
+    case NTP_OP_LSTM:
+    case NTP_OP_GRU:
+    case NTP_OP_RNN: ntp__train_rnn(s, n, mode); break;
+    case NTP_OP_ATTENTION: ntp__train_attention(s, n, mode); break;
     case NTP_OP_EMBEDDING: return embedding(ctx, s, n, mode);
+    case NTP_OP_MFCC: return mfcc(ctx, s, n, mode);
     default:
+        if (ntp__train_move(s, n, mode))
+            break;
         if (ntp__train_supported(n->op)) {
             eltwise(s, n, mode);
             break;

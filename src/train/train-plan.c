@@ -46,7 +46,14 @@ ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g)
     list[0] = '\0';
     for (int i = 0; i < g->n_nodes; i++) {
         const ntp_node *n = &g->nodes[g->order[i]];
-        bool ok = ntp__train_supported(n->op) && n->n_out == 1;
+        bool ok = ntp__train_supported(n->op) && (n->n_out == 1 || n->op == NTP_OP_SPLIT);
+        /* The inlays: MFCC is input preprocessing (no gradient), so it
+         * must read a graph input; a CTC decoder that makes the output is
+         * replaced by the CTC loss (ntp__train_target). */
+        if (n->op == NTP_OP_MFCC)
+            ok = n->n_out == 1 && g->tensors[n->in[0]].kind == NTP_TENSOR_INPUT;
+        if (n->op == NTP_OP_CTC_DECODE)
+            ok = n->n_out == 1 && g->tensors[n->out[0]].is_output;
         for (int k = 0; k < n->n_in && ok; k++)
             ok = g->tensors[n->in[k]].layout != NTP_LAYOUT_NHWC;
         /* convert trains as a copy: to f32 (an 8-bit image), layout kept. */
@@ -83,8 +90,35 @@ ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, nt
                           g->n_outputs);
     t->out = t->logits = g->outputs[0];
     t->fused_node = -1;
+    t->steps = 0;
     const ntp_tensor *o = &g->tensors[t->out];
     char b[64];
+    const ntp_node *prod = o->producer >= 0 ? &g->nodes[o->producer] : NULL;
+    if (prod && prod->op == NTP_OP_CTC_DECODE && loss != NTP_LOSS_CTC)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: output '%s' is the transcript of ctc_decode '%s'; train it with "
+                          "--loss ctc",
+                          g->source, o->name, prod->name);
+    if (loss == NTP_LOSS_CTC) {
+        /* The logits: the decoder's input, or the input of a final
+         * log_softmax/softmax over the classes (the loss takes both over). */
+        if (prod && (prod->op == NTP_OP_CTC_DECODE ||
+                     ((prod->op == NTP_OP_SOFTMAX || prod->op == NTP_OP_LOG_SOFTMAX) &&
+                      (prod->a.axis == -1 || prod->a.axis == o->shape.ndim - 1)))) {
+            t->logits = prod->in[0];
+            t->fused_node = o->producer;
+        }
+        const ntp_shape *s = &g->tensors[t->logits].shape;
+        if (s->ndim != 3 || s->dim[2] < 2)
+            return ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
+                              "%s: ctc needs time-major logits [T, N, classes] with 2 or more "
+                              "classes (the blank is the last); '%s' is %s",
+                              g->source, g->tensors[t->logits].name, ntp_shape_str(s, b, sizeof b));
+        t->steps = s->dim[0];
+        t->rows = s->dim[1];
+        t->classes = s->dim[2];
+        return NTP_STATUS_OK;
+    }
     if (o->dtype != NTP_DTYPE_F32)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "%s: output '%s' is %s; a loss needs f32",
                           g->source, o->name, ntp_dtype_name(o->dtype));
@@ -198,6 +232,8 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         ntp__train_flops(g, n, data && bwd, o->optimizer, lc->flops);
         if (!bwd)
             lc->flops[NTP_TRAIN_BACKWARD_DATA] = lc->flops[NTP_TRAIN_BACKWARD_WEIGHTS] = 0;
+        if (g->order[i] == tg.fused_node && n->op == NTP_OP_CTC_DECODE)
+            lc->flops[NTP_TRAIN_FORWARD] = 0; /* replaced by the loss: not run */
         int64_t saved = ntp__train_saved_count(g, n);
         m->other += n->op == NTP_OP_DROPOUT ? saved : saved * (int64_t)ntp_dtype_size(g->precision);
         for (int k = 0; k < n->n_w; k++) {
@@ -222,12 +258,25 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     }
     int64_t lelems = ntp_shape_numel(&g->tensors[tg.logits].shape);
     m->workspace = lelems * (int64_t)ntp_dtype_size(g->precision);
+    /* CTC: log-probabilities, α and β of one sequence, for labels as long
+     * as generated ones can be (T/2 symbols: T + 1 states). */
+    if (o->loss == NTP_LOSS_CTC)
+        m->workspace += ntp__train_ctc_scratch(tg.steps, tg.classes, tg.steps / 2) *
+                        (int64_t)ntp_dtype_size(g->precision);
     m->peak =
         m->weights + m->gradients + m->optimizer_state + m->activations + m->workspace + m->other;
     ntp_train_layer_cost *lc = &p->layers[L];
     lc->name = "loss";
     lc->type = ntp_loss_name(o->loss);
     ntp__train_loss_flops(o->loss, lelems, lc->flops);
+    if (o->loss == NTP_LOSS_CTC) {
+        /* α (forward) and β (backward) over T + 1 states per sequence at
+         * most (labels of T/2 symbols), about 5 FLOPs a state each (two
+         * log-sum-exps and the emission), and the gradient's 4 a state. */
+        int64_t states = tg.steps * tg.rows * (tg.steps + 1);
+        lc->flops[NTP_TRAIN_FORWARD] += 5 * states;
+        lc->flops[NTP_TRAIN_BACKWARD_DATA] += 9 * states;
+    }
     for (int i = 0; i <= L; i++)
         for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
             p->flops[ph] += p->layers[i].flops[ph];

@@ -13,7 +13,7 @@
 #include "measure/measure-impl.h"
 #include "train-impl.h"
 
-static const char *const loss_names[NTP_LOSS_COUNT] = {"cross_entropy", "mse"};
+static const char *const loss_names[NTP_LOSS_COUNT] = {"cross_entropy", "mse", "ctc"};
 static const char *const optim_names[NTP_OPTIMIZER_COUNT] = {"sgd", "momentum", "adam"};
 static const char *const phase_names[NTP_TRAIN_PHASE_COUNT] = {"forward", "backward_data",
                                                                "backward_weights", "update"};
@@ -74,7 +74,9 @@ struct ntp_trainer {
     double **m, **v; /* optimizer state per weight tensor */
     double *labels;
     int64_t n_labels;
-    int64_t t; /* optimizer steps taken */
+    int64_t label_len;   /* ctc: S of the labels [N, S] */
+    double *ctc_scratch; /* ctc: ntp__train_ctc_scratch(T, C, S) doubles */
+    int64_t t;           /* optimizer steps taken */
     int64_t allocated;
     double last_loss;
 };
@@ -192,8 +194,79 @@ static ntp_status load_inputs(ntp_ctx *ctx, ntp_trainer *t)
     return NTP_STATUS_OK;
 }
 
+/* CTC labels [N, S]: class indices below the blank (C - 1), -1 after the
+ * end of each sequence, and no more frames needed than the T there are.
+ * Generated ones are 1 to T/2 symbols long (always alignable). */
+static ntp_status load_ctc_labels(ntp_ctx *ctx, ntp_trainer *t)
+{
+    int64_t T = t->tg.steps, N = t->tg.rows, C = t->tg.classes;
+    ntp_npy a;
+    bool have = t->o.labels != NULL;
+    ntp_status st = NTP_STATUS_OK;
+    char b1[64];
+    if (have && (st = ntp__npy_read(ctx, t->o.labels, &a)))
+        return st;
+    if (have && a.dtype != NTP_DTYPE_I32 && a.dtype != NTP_DTYPE_I64)
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "%s: ctc labels are class indices (int32 or int64), got %s", t->o.labels,
+                        ntp_dtype_name(a.dtype));
+    else if (have && (a.shape.ndim != 2 || a.shape.dim[0] != N || a.shape.dim[1] < 1))
+        st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
+                        "%s: labels are %s; ctc on %lld sequences needs [%lld, S] (-1 after each "
+                        "sequence's end)",
+                        t->o.labels, ntp_shape_str(&a.shape, b1, sizeof b1), (long long)N,
+                        (long long)N);
+    t->label_len = have && !st ? a.shape.dim[1] : (T / 2 > 0 ? T / 2 : 1);
+    t->n_labels = N * t->label_len;
+    if (!st && (!(t->labels = dalloc(t, t->n_labels)) ||
+                !(t->ctc_scratch = dalloc(t, ntp__train_ctc_scratch(T, C, t->label_len)))))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for labels");
+    if (!st && have)
+        to_double(t->labels, a.data, a.dtype, t->n_labels);
+    if (have)
+        ntp__npy_free(&a);
+    if (st)
+        return st;
+    int64_t S = t->label_len;
+    if (!have) {
+        uint64_t s = t->o.seed * 0xD1B54A32D192ED03ull + 17;
+        for (int64_t n = 0; n < N; n++) {
+            int64_t len = 1 + (int64_t)(ntp__rng_next(&s) % (uint64_t)S);
+            for (int64_t i = 0; i < S; i++)
+                t->labels[n * S + i] =
+                    i < len ? (double)(ntp__rng_next(&s) % (uint64_t)(C - 1)) : -1.0;
+        }
+        return NTP_STATUS_OK;
+    }
+    for (int64_t n = 0; n < N; n++) {
+        const double *l = t->labels + n * S;
+        int64_t len = ntp__train_ctc_length(l, S);
+        for (int64_t i = 0; i < S; i++)
+            if (i < len ? l[i] >= (double)(C - 1) : l[i] >= 0)
+                return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                  i < len ? "%s: label %.0f of sequence %lld (position %lld) is "
+                                            "not a symbol: the %lld classes end with the blank "
+                                            "%lld"
+                                          : "%s: label %.0f of sequence %lld at position %lld "
+                                            "follows the -1 that ends it (%lld classes, blank "
+                                            "%lld)",
+                                  t->o.labels, l[i], (long long)n, (long long)i, (long long)C,
+                                  (long long)(C - 1));
+        int64_t need = ntp__train_ctc_frames_needed(l, S);
+        if (need > T)
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "%s: sequence %lld (%lld symbols) needs %lld frames and the "
+                              "output has %lld",
+                              t->o.labels, (long long)n, (long long)len, (long long)need,
+                              (long long)T);
+    }
+    return NTP_STATUS_OK;
+}
+
 static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
 {
+    if (t->o.loss == NTP_LOSS_CTC)
+        return load_ctc_labels(ctx, t);
     const ntp_tensor *o = &t->g->tensors[t->tg.out];
     bool ce = t->o.loss == NTP_LOSS_CROSS_ENTROPY;
     t->n_labels = ce ? t->tg.rows : ntp_shape_numel(&o->shape);
@@ -315,7 +388,8 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
             const ntp_node *n = &g->nodes[g->order[i]];
             for (int k = 0; k < n->n_in; k++)
                 if (t->needs[n->in[k]] && n->op != NTP_OP_EMBEDDING)
-                    t->needs[n->out[0]] = true;
+                    for (int q = 0; q < n->n_out; q++)
+                        t->needs[n->out[q]] = true;
         }
     }
     for (int i = 0; i < nt; i++) {
@@ -377,6 +451,7 @@ void ntp_trainer_free(ntp_trainer *t)
     free(t->v);
     free(t->needs);
     free(t->labels);
+    free(t->ctc_scratch);
     ntp_train_plan_free(t->plan);
     free(t);
 }
@@ -409,6 +484,9 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
             memset(t->s.grad[i], 0, (size_t)ntp_shape_numel(&g->tensors[i].shape) * sizeof(double));
     for (int i = 0; i < L; i++) {
         ntp_status st = NTP_STATUS_OK;
+        /* A CTC decoder the loss replaces does not run. */
+        if (g->order[i] == t->tg.fused_node && g->nodes[g->order[i]].op == NTP_OP_CTC_DECODE)
+            continue;
         TIME_(NTP_TRAIN_FORWARD, i, st = ntp__train_forward(ctx, &t->s, &g->nodes[g->order[i]]));
         if (st)
             return st;
@@ -417,9 +495,14 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
     if (!dx && !(dx = t->s.grad[t->tg.logits] =
                      dalloc(t, ntp_shape_numel(&g->tensors[t->tg.logits].shape))))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    TIME_(NTP_TRAIN_FORWARD, L,
-          scratch = ntp__train_loss(t->o.loss, t->s.val[t->tg.logits], t->labels, t->tg.rows,
-                                    t->tg.classes, t->n_labels, dx));
+    if (t->o.loss == NTP_LOSS_CTC)
+        TIME_(NTP_TRAIN_FORWARD, L,
+              scratch = ntp__train_ctc(t->s.val[t->tg.logits], t->labels, t->tg.steps, t->tg.rows,
+                                       t->tg.classes, t->label_len, dx, t->ctc_scratch));
+    else
+        TIME_(NTP_TRAIN_FORWARD, L,
+              scratch = ntp__train_loss(t->o.loss, t->s.val[t->tg.logits], t->labels, t->tg.rows,
+                                        t->tg.classes, t->n_labels, dx));
     *loss = scratch;
     if (!backward)
         return NTP_STATUS_OK;

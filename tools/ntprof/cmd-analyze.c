@@ -138,7 +138,7 @@ int cmd_analyze(int argc, char **argv)
                 "training instead: memory by data structure and FLOPs\nper phase "
                 "(docs/train.md)",
                 &train),
-        CLI_OPT("loss", OPT_LOSS, "L", "with --train: cross_entropy (default) or mse"),
+        CLI_OPT("loss", OPT_LOSS, "L", "with --train: cross_entropy (default), mse or ctc"),
         CLI_OPT("optimizer", OPT_OPTIMIZER, "O", "with --train: sgd (default), momentum, adam"),
         CLI_OPT("prompt-len", OPT_PROMPT_LEN, "N",
                 "decoders: prefill tokens (default: the topology's seq_len)"),
@@ -168,7 +168,7 @@ int cmd_analyze(int argc, char **argv)
             break;
         case OPT_LOSS:
             if (ntp_loss_parse(optarg, &to.loss) != NTP_STATUS_OK) {
-                cli_error("--loss expects cross_entropy or mse, got '%s'", optarg);
+                cli_error("--loss expects cross_entropy, mse or ctc, got '%s'", optarg);
                 goto out;
             }
             break;

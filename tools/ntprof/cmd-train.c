@@ -49,7 +49,7 @@ int cmd_train(int argc, char **argv)
         CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("input", 'i', "NAME=FILE", "a graph input from a .npy file (repeatable)"),
-        CLI_OPT("loss", OPT_LOSS, "L", "cross_entropy (default) or mse"),
+        CLI_OPT("loss", OPT_LOSS, "L", "cross_entropy (default), mse or ctc"),
         CLI_OPT("labels", OPT_LABELS, "FILE",
                 ".npy labels: class indices [batch] or targets of the\noutput's shape "
                 "(default: generated from the seed)"),
@@ -90,7 +90,7 @@ int cmd_train(int argc, char **argv)
         }
         case OPT_LOSS:
             if (ntp_loss_parse(optarg, &to.loss) != NTP_STATUS_OK) {
-                cli_error("--loss expects cross_entropy or mse, got '%s'", optarg);
+                cli_error("--loss expects cross_entropy, mse or ctc, got '%s'", optarg);
                 goto out;
             }
             break;
