@@ -21,12 +21,6 @@ typedef struct fleet_run {
     int64_t threads;
 } fleet_run;
 
-static void col_copy(ntp__stmt *q, int i, char *buf, size_t len)
-{
-    const char *t = ntp__db_col_text(q, i);
-    snprintf(buf, len, "%s", t ? t : "");
-}
-
 /* Every run, newest first. */
 static ntp_status load_runs(ntp_ctx *ctx, ntp_store *s, fleet_run **out, int *n)
 {
@@ -52,11 +46,11 @@ static ntp_status load_runs(ntp_ctx *ctx, ntp_store *s, fleet_run **out, int *n)
         }
         fleet_run *r = &v[count++];
         r->id = ntp__db_col_int(q, 0);
-        col_copy(q, 1, r->machine, sizeof r->machine);
-        col_copy(q, 2, r->topology, sizeof r->topology);
-        col_copy(q, 3, r->source, sizeof r->source);
-        col_copy(q, 4, r->backend, sizeof r->backend);
-        col_copy(q, 5, r->precision, sizeof r->precision);
+        ntp__db_col_str(q, 1, r->machine, sizeof r->machine);
+        ntp__db_col_str(q, 2, r->topology, sizeof r->topology);
+        ntp__db_col_str(q, 3, r->source, sizeof r->source);
+        ntp__db_col_str(q, 4, r->backend, sizeof r->backend);
+        ntp__db_col_str(q, 5, r->precision, sizeof r->precision);
         r->batch = ntp__db_col_int(q, 6);
         r->threads = ntp__db_col_int(q, 7);
     }

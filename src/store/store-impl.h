@@ -9,9 +9,11 @@
 #ifndef NTPROF_STORE_IMPL_H
 #define NTPROF_STORE_IMPL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ntprof/store.h"
 
 typedef struct ntp__stmt ntp__stmt;
@@ -123,8 +125,13 @@ ntp_status ntp__store_open_version(ntp_ctx *ctx, const char *path, int version, 
 /* The schema version of an open database. */
 ntp_status ntp__store_version(ntp_ctx *ctx, ntp_store *s, int *version);
 
-/* Whether s is a date or timestamp ntp_history_filter.since takes. */
-bool ntp__store_valid_since(const char *s);
+/* The statement behind a history listing (runs, load runs): the filter
+ * checked (since, limit), then "SELECT columns FROM table" under it, newest
+ * first, prepared and bound. `what` names the listing in the error ("runs",
+ * "load runs"). */
+ntp_status ntp__store_list_query(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                                 const char *columns, const char *table, const char *what,
+                                 ntp__stmt **q);
 
 /* Statement shorthands: the driver's methods. */
 static inline ntp__stmt *ntp__db_prepare(ntp_store *s, const char *sql)
@@ -183,6 +190,17 @@ static inline double ntp__db_col_double(ntp__stmt *q, int i)
 static inline const char *ntp__db_col_text(ntp__stmt *q, int i)
 {
     return q->s->drv->column_text(q, i);
+}
+/* Column i's text copied into dst (len bytes, cut; "" for NULL). */
+static inline void ntp__db_col_str(ntp__stmt *q, int i, char *dst, size_t len)
+{
+    const char *t = ntp__db_col_text(q, i);
+    snprintf(dst, len, "%s", t ? t : "");
+}
+/* Column i as a number, NaN for NULL. */
+static inline double ntp__db_col_num(ntp__stmt *q, int i)
+{
+    return ntp__db_is_null(q, i) ? NAN : ntp__db_col_double(q, i);
 }
 
 #endif

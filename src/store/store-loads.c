@@ -66,52 +66,20 @@ ntp_status ntp_store_add_load(ntp_ctx *ctx, ntp_store *s, const ntp_load_entry *
     return st;
 }
 
-static void col_text(ntp__stmt *q, int i, char *dst, size_t len)
-{
-    const char *t = ntp__db_col_text(q, i);
-    snprintf(dst, len, "%s", t ? t : "");
-}
-
-static double col_num(ntp__stmt *q, int i)
-{
-    return ntp__db_is_null(q, i) ? NAN : ntp__db_col_double(q, i);
-}
-
 ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
                                 ntp_load_entry **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    ntp_history_filter none = {0};
-    if (!f)
-        f = &none;
-    if (f->since && !ntp__store_valid_since(f->since))
-        return ntp__error(
-            ctx, NTP_STATUS_INVALID_ARGUMENT,
-            "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
-            "got '%s'",
-            f->since);
-    if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_history_filter.limit must not be negative");
-    char sql[1024], limit[32] = "";
-    if (f->limit > 0)
-        snprintf(limit, sizeof limit, " LIMIT %d", f->limit);
-    snprintf(sql, sizeof sql, "%s%s",
-             "SELECT id, time, topology, backend, scenario, instances, threads_per_instance,"
-             " max_batch, qps_offered, qps_achieved, samples_per_s, queries, p50_ms, p90_ms,"
-             " p95_ms, p99_ms, p999_ms, max_ms, mean_ms, latency_bound_ms, max_qps, valid,"
-             " machine, load_average FROM load_runs"
-             " WHERE (CAST(?1 AS TEXT) IS NULL OR topology = ?1)"
-             " AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2)"
-             " AND (CAST(?3 AS TEXT) IS NULL OR time >= ?3) ORDER BY id DESC",
-             limit);
-    ntp__stmt *q = ntp__db_prepare(s, sql);
-    if (!q)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list load runs");
-    ntp__db_text(q, 1, f->topology);
-    ntp__db_text(q, 2, f->backend);
-    ntp__db_text(q, 3, f->since);
+    ntp__stmt *q;
+    ntp_status qs = ntp__store_list_query(
+        ctx, s, f,
+        "id, time, topology, backend, scenario, instances, threads_per_instance, max_batch,"
+        " qps_offered, qps_achieved, samples_per_s, queries, p50_ms, p90_ms, p95_ms, p99_ms,"
+        " p999_ms, max_ms, mean_ms, latency_bound_ms, max_qps, valid, machine, load_average",
+        "load_runs", "load runs", &q);
+    if (qs)
+        return qs;
     ntp_load_entry *v = NULL;
     int cap = 0, count = 0;
     ntp__step rc;
@@ -129,24 +97,24 @@ ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_fi
         ntp_load_entry *e = &v[count++];
         memset(e, 0, sizeof *e);
         e->id = ntp__db_col_int(q, 0);
-        col_text(q, 1, e->time, sizeof e->time);
-        col_text(q, 2, e->topology, sizeof e->topology);
-        col_text(q, 3, e->backend, sizeof e->backend);
-        col_text(q, 4, e->scenario, sizeof e->scenario);
+        ntp__db_col_str(q, 1, e->time, sizeof e->time);
+        ntp__db_col_str(q, 2, e->topology, sizeof e->topology);
+        ntp__db_col_str(q, 3, e->backend, sizeof e->backend);
+        ntp__db_col_str(q, 4, e->scenario, sizeof e->scenario);
         e->instances = (int)ntp__db_col_int(q, 5);
         e->threads_per_instance = (int)ntp__db_col_int(q, 6);
         e->max_batch = (int)ntp__db_col_int(q, 7);
-        e->qps_offered = col_num(q, 8);
-        e->qps_achieved = col_num(q, 9);
-        e->samples_per_s = col_num(q, 10);
+        e->qps_offered = ntp__db_col_num(q, 8);
+        e->qps_achieved = ntp__db_col_num(q, 9);
+        e->samples_per_s = ntp__db_col_num(q, 10);
         e->queries = ntp__db_col_int(q, 11);
         double *l[] = {&e->p50_ms, &e->p90_ms,  &e->p95_ms,           &e->p99_ms, &e->p999_ms,
                        &e->max_ms, &e->mean_ms, &e->latency_bound_ms, &e->max_qps};
         for (int i = 0; i < 9; i++)
-            *l[i] = col_num(q, 12 + i);
+            *l[i] = ntp__db_col_num(q, 12 + i);
         e->valid = ntp__db_col_int(q, 21) != 0;
-        col_text(q, 22, e->machine, sizeof e->machine);
-        e->load_average = col_num(q, 23);
+        ntp__db_col_str(q, 22, e->machine, sizeof e->machine);
+        e->load_average = ntp__db_col_num(q, 23);
     }
     if (!st && rc != NTP__STEP_DONE && rc != NTP__STEP_ROW)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list load runs");

@@ -411,53 +411,20 @@ static bool valid_since(const char *s)
            (n < 19 || two_digits(s + 17) <= 59);
 }
 
-static void col_text(ntp__stmt *q, int i, char *dst, size_t len)
-{
-    const char *t = ntp__db_col_text(q, i);
-    snprintf(dst, len, "%s", t ? t : "");
-}
-
-static double col_num(ntp__stmt *q, int i)
-{
-    return ntp__db_is_null(q, i) ? NAN : ntp__db_col_double(q, i);
-}
-
 ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
                           ntp_history_entry **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    ntp_history_filter none = {0};
-    if (!f)
-        f = &none;
-    if (f->since && !valid_since(f->since))
-        return ntp__error(
-            ctx, NTP_STATUS_INVALID_ARGUMENT,
-            "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
-            "got '%s'",
-            f->since);
-    if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_history_filter.limit must not be negative");
-    /* The limit is part of the text: SQLite's "no limit" (-1) is an error
-     * on PostgreSQL, and PostgreSQL's (NULL) one on SQLite. */
-    char sql[512];
-    char limit[32] = "";
-    if (f->limit > 0)
-        snprintf(limit, sizeof limit, " LIMIT %d", f->limit);
-    snprintf(sql, sizeof sql, "%s%s",
-             "SELECT id, time, topology, backend, precision, batch, threads, median_ms,"
-             " ci95_lo_ms, ci95_hi_ms, throughput, n_layers, machine FROM runs"
-             " WHERE (CAST(?1 AS TEXT) IS NULL OR topology = ?1)"
-             " AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2)"
-             " AND (CAST(?3 AS TEXT) IS NULL OR time >= ?3) ORDER BY id DESC",
-             limit);
-    ntp__stmt *q = ntp__db_prepare(s, sql);
-    if (!q)
-        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
-    ntp__db_text(q, 1, f->topology);
-    ntp__db_text(q, 2, f->backend);
-    ntp__db_text(q, 3, f->since);
+    ntp__stmt *q;
+    ntp_status qs =
+        ntp__store_list_query(ctx, s, f,
+                              "id, time, topology, backend, precision, batch, threads,"
+                              " median_ms, ci95_lo_ms, ci95_hi_ms, throughput, n_layers,"
+                              " machine",
+                              "runs", "runs", &q);
+    if (qs)
+        return qs;
     ntp_history_entry *e = NULL;
     int cap = 0, count = 0;
     ntp__step rc;
@@ -475,18 +442,18 @@ ntp_status ntp_store_list(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *
         ntp_history_entry *h = &e[count++];
         memset(h, 0, sizeof *h);
         h->id = ntp__db_col_int(q, 0);
-        col_text(q, 1, h->time, sizeof h->time);
-        col_text(q, 2, h->topology, sizeof h->topology);
-        col_text(q, 3, h->backend, sizeof h->backend);
-        col_text(q, 4, h->precision, sizeof h->precision);
+        ntp__db_col_str(q, 1, h->time, sizeof h->time);
+        ntp__db_col_str(q, 2, h->topology, sizeof h->topology);
+        ntp__db_col_str(q, 3, h->backend, sizeof h->backend);
+        ntp__db_col_str(q, 4, h->precision, sizeof h->precision);
         h->batch = ntp__db_col_int(q, 5);
         h->threads = (int)ntp__db_col_int(q, 6);
-        h->median_ms = col_num(q, 7);
-        h->ci95_lo_ms = col_num(q, 8);
-        h->ci95_hi_ms = col_num(q, 9);
-        h->throughput = col_num(q, 10);
+        h->median_ms = ntp__db_col_num(q, 7);
+        h->ci95_lo_ms = ntp__db_col_num(q, 8);
+        h->ci95_hi_ms = ntp__db_col_num(q, 9);
+        h->throughput = ntp__db_col_num(q, 10);
         h->n_layers = (int)ntp__db_col_int(q, 11);
-        col_text(q, 12, h->machine, sizeof h->machine);
+        ntp__db_col_str(q, 12, h->machine, sizeof h->machine);
     }
     if (!st && rc != NTP__STEP_DONE && rc != NTP__STEP_ROW)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list runs");
@@ -694,8 +661,43 @@ ntp_status ntp_report_write_history(ntp_ctx *ctx, const ntp_history_entry *e, in
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
 }
 
-/* For the other tables' listings (store-loads.c). */
-bool ntp__store_valid_since(const char *s)
+ntp_status ntp__store_list_query(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
+                                 const char *columns, const char *table, const char *what,
+                                 ntp__stmt **q)
 {
-    return valid_since(s);
+    *q = NULL;
+    ntp_history_filter none = {0};
+    if (!f)
+        f = &none;
+    if (f->since && !valid_since(f->since))
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+            "got '%s'",
+            f->since);
+    if (f->limit < 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_history_filter.limit must not be negative");
+    /* The limit is part of the text: SQLite's "no limit" (-1) is an error
+     * on PostgreSQL, and PostgreSQL's (NULL) one on SQLite. */
+    char limit[32] = "";
+    if (f->limit > 0)
+        snprintf(limit, sizeof limit, " LIMIT %d", f->limit);
+    char sql[1024], err[64];
+    int len = snprintf(sql, sizeof sql,
+                       "SELECT %s FROM %s"
+                       " WHERE (CAST(?1 AS TEXT) IS NULL OR topology = ?1)"
+                       " AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2)"
+                       " AND (CAST(?3 AS TEXT) IS NULL OR time >= ?3) ORDER BY id DESC%s",
+                       columns, table, limit);
+    snprintf(err, sizeof err, "cannot list %s", what);
+    if (len < 0 || (size_t)len >= sizeof sql)
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "%s: the query is too long", err);
+    *q = ntp__db_prepare(s, sql);
+    if (!*q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, err);
+    ntp__db_text(*q, 1, f->topology);
+    ntp__db_text(*q, 2, f->backend);
+    ntp__db_text(*q, 3, f->since);
+    return NTP_STATUS_OK;
 }
