@@ -297,3 +297,16 @@ int cli_begin_topology_command(const char *cmd, const char *what, int argc, char
     *ctx = c;
     return CLI_OK;
 }
+
+int cli_option_end(const char *cmd, int opt, const cli_option *t, int help_col)
+{
+    if (opt == 'h') {
+        cli_usage(stdout, t, help_col);
+        return CLI_OK;
+    }
+    /* A bad value has been named already; getopt has named an unknown
+     * option, and the command points at its --help. */
+    if (opt != CLI_OPT_BAD)
+        cli_error("see 'ntprof %s --help'", cmd);
+    return CLI_USAGE;
+}

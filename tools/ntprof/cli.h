@@ -204,4 +204,12 @@ int cli_begin_topology_command(const char *cmd, const char *what, int argc, char
                                const cli_topo_opts *topo, const ntp_output_path *outs, int n_out,
                                ntp_ctx **ctx, ntp_load_opts *lo);
 
+/* The end every command's option switch shares, its `default:` for the keys
+ * it does not handle itself: -h prints the help of table t (from column
+ * help_col) to stdout and gives CLI_OK; CLI_OPT_BAD (the value's error
+ * printed) gives CLI_USAGE; anything else is an option getopt refused
+ * (getopt said why), so "see 'ntprof CMD --help'" is printed and CLI_USAGE
+ * returned. The command returns what this returns. */
+int cli_option_end(const char *cmd, int opt, const cli_option *t, int help_col);
+
 #endif

@@ -178,12 +178,7 @@ int cmd_analyze(int argc, char **argv)
                 goto out;
             }
             break;
-        case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof analyze --help'"); goto out;
+        default: rc = cli_option_end("analyze", opt, opts, 25); goto out;
         }
     }
     ntp_ctx *ctx;

@@ -156,7 +156,6 @@ int cmd_compare(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
-        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
         case OPT_MACHINE:
             if (n_machines == MAX_MACHINES) {
                 cli_error("at most %d --machine options", MAX_MACHINES);
@@ -176,8 +175,7 @@ int cmd_compare(int argc, char **argv)
             else
                 fq.threads = (int)num;
             break;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof compare --help'"); return CLI_USAGE;
+        default: return cli_option_end("compare", opt, opts, 25);
         }
     }
     int n = argc - optind;

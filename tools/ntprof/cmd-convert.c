@@ -45,12 +45,7 @@ int cmd_convert(int argc, char **argv)
         if (r > 0)
             continue;
         switch (opt) {
-        case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof convert --help'"); goto out;
+        default: rc = cli_option_end("convert", opt, opts, 25); goto out;
         }
     }
     ntp_ctx *ctx;

@@ -50,9 +50,7 @@ int cmd_counters(int argc, char **argv)
     int opt;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case 'h': cli_usage(stdout, opts, 16); return CLI_OK;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof counters --help'"); return CLI_USAGE;
+        default: return cli_option_end("counters", opt, opts, 16);
         }
     }
     if (!cli_want_files("counters", argc, argv, 0, NULL))

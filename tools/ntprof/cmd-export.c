@@ -50,12 +50,7 @@ int cmd_export(int argc, char **argv)
             }
             eo.seed = (uint64_t)v;
             break;
-        case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof export --help'"); goto out;
+        default: rc = cli_option_end("export", opt, opts, 25); goto out;
         }
     }
     ntp_ctx *ctx;

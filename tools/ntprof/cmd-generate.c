@@ -128,12 +128,7 @@ int cmd_generate(int argc, char **argv)
                 goto out;
             }
             break;
-        case 'h':
-            cli_usage(stdout, opts, 27);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof generate --help'"); goto out;
+        default: rc = cli_option_end("generate", opt, opts, 27); goto out;
         }
     }
     if (html && n_vary == 0) {

@@ -32,9 +32,7 @@ int cmd_history_copy(int argc, char **argv)
     int opt;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof history copy --help'"); return CLI_USAGE;
+        default: return cli_option_end("history copy", opt, opts, 25);
         }
     }
     if (!cli_want_files("history copy", argc, argv, 0, NULL))
@@ -102,9 +100,7 @@ int cmd_history_import(int argc, char **argv)
     int opt;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
-        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof history import --help'"); return CLI_USAGE;
+        default: return cli_option_end("history import", opt, opts, 25);
         }
     }
     if (optind >= argc) {

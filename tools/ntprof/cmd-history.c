@@ -120,9 +120,7 @@ int cmd_history(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 return CLI_USAGE;
             break;
-        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof history --help'"); return CLI_USAGE;
+        default: return cli_option_end("history", opt, opts, 25);
         }
     }
     if (!cli_want_files("history", argc, argv, 0, NULL))

@@ -197,12 +197,7 @@ int cmd_load(int argc, char **argv)
                 goto out;
             break;
         case OPT_TRACE: trace = optarg; break;
-        case 'h':
-            cli_usage(stdout, opts, LOAD_HELP_COL);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof load --help'"); goto out;
+        default: rc = cli_option_end("load", opt, opts, LOAD_HELP_COL); goto out;
         }
     }
     if (!cli_want_files("load", argc, argv, 1, "a topology FILE"))

@@ -113,9 +113,7 @@ int cmd_machine(int argc, char **argv)
                 return CLI_USAGE;
             }
             break;
-        case 'h': cli_usage(stdout, opts, 25); return CLI_OK;
-        case CLI_OPT_BAD: return CLI_USAGE;
-        default: cli_error("see 'ntprof machine --help'"); return CLI_USAGE;
+        default: return cli_option_end("machine", opt, opts, 25);
         }
     }
     if (!cli_want_files("machine", argc, argv, 0, NULL))

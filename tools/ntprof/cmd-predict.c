@@ -137,12 +137,7 @@ int cmd_predict(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
-        case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof predict --help'"); goto out;
+        default: rc = cli_option_end("predict", opt, opts, 25); goto out;
         }
     }
     if (ceilings && (machine || backend)) {

@@ -342,12 +342,7 @@ int cmd_run(int argc, char **argv)
             }
             places[n_places++] = optarg;
             break;
-        case 'h':
-            cli_usage(stdout, opts, RUN_HELP_COL);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
-        default: cli_error("see 'ntprof run --help'"); goto out;
+        default: rc = cli_option_end("run", opt, opts, RUN_HELP_COL); goto out;
         }
     }
     if (!cli_want_files("run", argc, argv, 1, "a topology FILE"))

@@ -405,11 +405,6 @@ int cmd_sweep(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             continue;
-        case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
         case 's':
             flag = "--set";
             if (cli_topo_option(&topo, opt, optarg) < 0)
@@ -453,7 +448,7 @@ int cmd_sweep(int argc, char **argv)
             if (!push(&fixed, "--no-db"))
                 goto oom;
             continue;
-        default: cli_error("see 'ntprof sweep --help'"); goto out;
+        default: rc = cli_option_end("sweep", opt, opts, 25); goto out;
         }
         /* The child checks the value and names the option in its error. */
         if (!push(&fixed, flag) || !push(&fixed, optarg))
