@@ -310,3 +310,31 @@ int cli_option_end(const char *cmd, int opt, const cli_option *t, int help_col)
         cli_error("see 'ntprof %s --help'", cmd);
     return CLI_USAGE;
 }
+
+int cli_run_option(cli_run_opts *o, cli_topo_opts *topo, int opt, const char *arg)
+{
+    int64_t v;
+    switch (opt) {
+    case 'B': o->backend = cli_backend_names(arg, o->backend_buf, sizeof o->backend_buf); return 1;
+    case CLI_OPT_SEED:
+        if (!cli_parse_int(arg, 0, INT64_MAX, &v)) {
+            cli_error("--seed expects a non-negative integer, got '%s'", arg);
+            return -1;
+        }
+        o->seed = (uint64_t)v;
+        o->set_seed = true;
+        return 1;
+    case 'f': return cli_parse_format(arg, &o->fmt) ? 1 : -1;
+    case CLI_OPT_TRACE: o->trace = arg; return 1;
+    default: return cli_topo_option(topo, opt, arg);
+    }
+}
+
+int cli_record_failed(ntp_ctx *ctx, const char *db)
+{
+    if (ntp_store_is_url(db))
+        return cli_fail(ctx);
+    fprintf(stderr, "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
+            ntp_ctx_errmsg(ctx));
+    return CLI_OK;
+}

@@ -212,4 +212,25 @@ int cli_begin_topology_command(const char *cmd, const char *what, int argc, char
  * returned. The command returns what this returns. */
 int cli_option_end(const char *cmd, int opt, const cli_option *t, int help_col);
 
+/* The options ntprof run and ntprof load share beside the topology's:
+ * --backend (each name spelled as this build spells it, cli_backend_names),
+ * --seed, --format and --trace. Their tables list --seed and --trace under
+ * these keys. */
+enum { CLI_OPT_SEED = 900, CLI_OPT_TRACE };
+typedef struct cli_run_opts {
+    const char *backend; /* NULL: the library's default */
+    bool set_seed;
+    uint64_t seed;
+    ntp_format fmt; /* NTP_FORMAT_TABLE unless --format */
+    const char *trace;
+    char backend_buf[1024];
+} cli_run_opts;
+/* Parse one of them or of the topology options (cli_topo_option): 1 if
+ * `opt` was one, 0 if not, -1 on a bad value (message printed). */
+int cli_run_option(cli_run_opts *o, cli_topo_opts *topo, int opt, const char *arg);
+/* After a run's report is out, its record in history db failed (the
+ * reason in ctx): a shared store (a URL) fails the command (cli_fail's
+ * code); a local one warns, and CLI_OK is returned (docs/history.md). */
+int cli_record_failed(ntp_ctx *ctx, const char *db);
+
 #endif

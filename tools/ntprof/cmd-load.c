@@ -18,8 +18,6 @@ enum {
     OPT_MIN_QUERIES,
     OPT_TIMEOUT,
     OPT_NO_PIN,
-    OPT_SEED,
-    OPT_TRACE,
     /* HTML and the history */
     OPT_HTML,
     OPT_DB,
@@ -64,10 +62,10 @@ int cmd_load(int argc, char **argv)
     cli_topo_opts topo = {0};
     ntp_loadgen_opts lo;
     ntp_loadgen_opts_default(&lo);
-    ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL, *html = NULL, *db = NULL;
+    cli_run_opts co = {0};
+    const char *output = NULL, *html = NULL, *db = NULL;
     bool use_db = true;
-    char backend_buf[1024], backend_help[256];
+    char backend_help[256];
     snprintf(backend_help, sizeof backend_help, "backend (built: %s)", ntp_backends());
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof load FILE --scenario S [options]\n"
@@ -90,7 +88,7 @@ int cmd_load(int argc, char **argv)
         CLI_OPT("min-queries", OPT_MIN_QUERIES, "N",
                 "minimum queries (offline: samples); default LoadGen's:\n"
                 "1024, 270336, 270336, 24576"),
-        CLI_OPT("seed", OPT_SEED, "N", "seed of arrivals, weights and inputs (default 1)"),
+        CLI_OPT("seed", CLI_OPT_SEED, "N", "seed of arrivals, weights and inputs (default 1)"),
         CLI_NUM("warmup", 'w', "N", "warm-up runs of every plan (default 3)", &lo.warmup, 0, 100000,
                 "a non-negative integer"),
         CLI_HELP("serving:\n"),
@@ -112,7 +110,7 @@ int cmd_load(int argc, char **argv)
         CLI_OPT("format", 'f', "F", "table (default), json or csv (a row per query)"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
-        CLI_OPT("trace", OPT_TRACE, "FILE", "a Chrome trace: one span per query and phase"),
+        CLI_OPT("trace", CLI_OPT_TRACE, "FILE", "a Chrome trace: one span per query and phase"),
         CLI_STR("html", OPT_HTML, "FILE",
                 "a self-contained HTML report: the latency\n"
                 "distribution, and latency against QPS after a search",
@@ -133,7 +131,7 @@ int cmd_load(int argc, char **argv)
     double d;
     bool have_scenario = false;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
-        int r = cli_topo_option(&topo, opt, optarg);
+        int r = cli_run_option(&co, &topo, opt, optarg);
         if (r < 0)
             goto out;
         if (r > 0)
@@ -184,19 +182,6 @@ int cmd_load(int argc, char **argv)
             }
             lo.batch_timeout_us = d;
             break;
-        case OPT_SEED:
-            if (!cli_parse_int(optarg, 0, INT64_MAX, &v)) {
-                cli_error("--seed expects a non-negative integer, got '%s'", optarg);
-                goto out;
-            }
-            lo.seed = (uint64_t)v;
-            break;
-        case 'B': lo.backend = cli_backend_names(optarg, backend_buf, sizeof backend_buf); break;
-        case 'f':
-            if (!cli_parse_format(optarg, &fmt))
-                goto out;
-            break;
-        case OPT_TRACE: trace = optarg; break;
         default: rc = cli_option_end("load", opt, opts, LOAD_HELP_COL); goto out;
         }
     }
@@ -214,6 +199,12 @@ int cmd_load(int argc, char **argv)
         cli_error("the server scenario needs --latency-bound MS (the p99 bound)");
         goto out;
     }
+    if (co.backend)
+        lo.backend = co.backend;
+    if (co.set_seed)
+        lo.seed = co.seed;
+    const char *trace = co.trace;
+    ntp_format fmt = co.fmt;
     ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
         rc = CLI_FAIL;
@@ -269,14 +260,8 @@ int cmd_load(int argc, char **argv)
          * A shared store (a URL) that fails fails the command; a local one
          * warns (docs/history.md). */
         if (rc == CLI_OK && use_db && db && !res->interrupted &&
-            ntp_loadgen_record(ctx, db, res, NULL) != NTP_STATUS_OK) {
-            if (ntp_store_is_url(db))
-                rc = cli_fail(ctx);
-            else
-                fprintf(stderr,
-                        "ntprof: warning: %s; the run was not recorded (--db PATH or --no-db)\n",
-                        ntp_ctx_errmsg(ctx));
-        }
+            ntp_loadgen_record(ctx, db, res, NULL) != NTP_STATUS_OK)
+            rc = cli_record_failed(ctx, db);
         /* An interrupted run reports what it has, and says it was cut short. */
         if (rc == CLI_OK && res->interrupted)
             rc = 130;

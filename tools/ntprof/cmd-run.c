@@ -8,11 +8,9 @@
 
 enum {
     OPT_PIN = 1000,
-    OPT_SEED,
     OPT_SAVE,
     OPT_MIN_TIME,
     OPT_ONLY,
-    OPT_TRACE,
     OPT_NOISE,
     OPT_FUSE,
     OPT_NO_ACCURACY,
@@ -172,10 +170,10 @@ int cmd_run(int argc, char **argv)
     cli_topo_opts topo = {.math_modes = true};
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
-    ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *trace = NULL, *db = NULL, *html = NULL, *run_uuid = NULL;
+    cli_run_opts co = {0};
+    const char *output = NULL, *db = NULL, *html = NULL, *run_uuid = NULL;
     bool use_db = true;
-    char backend_buf[1024], backend_help[512];
+    char backend_help[512];
     snprintf(backend_help, sizeof backend_help,
              "backend (built: %s), or a comma-separated list to\n"
              "compare side by side; -o, --trace and --html may then\n"
@@ -200,7 +198,7 @@ int cmd_run(int argc, char **argv)
         CLI_NUM("threads", 't', "N", "threads for the backend (default 0: all cores)", &ro.threads,
                 0, 4096, "a number of threads (0: all cores)"),
         CLI_STR("pin", OPT_PIN, "CPUS", "pin to a CPU list such as 0-1,3", &ro.pin),
-        CLI_OPT("seed", OPT_SEED, "N", "seed of weights and synthetic inputs (default 1)"),
+        CLI_OPT("seed", CLI_OPT_SEED, "N", "seed of weights and synthetic inputs (default 1)"),
         CLI_SET("fuse", OPT_FUSE, "let the backend fuse layers (conv/fc + bias + activation + add)",
                 &ro.fuse),
         /* main.c takes --wait-policy out of argv before any command sees it. */
@@ -253,7 +251,8 @@ int cmd_run(int argc, char **argv)
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
-        CLI_OPT("trace", OPT_TRACE, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)"),
+        CLI_OPT("trace", CLI_OPT_TRACE, "FILE",
+                "write a Chrome trace (Perfetto, chrome://tracing)"),
         CLI_STR("html", OPT_HTML, "FILE", "write a self-contained HTML report with charts", &html),
         CLI_HELP("history:\n"),
         CLI_STR("db", OPT_DB, "PATH",
@@ -273,7 +272,6 @@ int cmd_run(int argc, char **argv)
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     const char **places = calloc((size_t)argc + 1, sizeof *places);
     int n_inputs = 0, n_places = 0, opt, rc = CLI_USAGE;
-    int64_t v;
     double d;
     if (!inputs || !places) {
         free(places);
@@ -281,20 +279,12 @@ int cmd_run(int argc, char **argv)
         return CLI_FAIL;
     }
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
-        int r = cli_topo_option(&topo, opt, optarg);
+        int r = cli_run_option(&co, &topo, opt, optarg);
         if (r < 0)
             goto out;
         if (r > 0)
             continue;
         switch (opt) {
-        case 'B': ro.backend = cli_backend_names(optarg, backend_buf, sizeof backend_buf); break;
-        case OPT_SEED:
-            if (!cli_parse_int(optarg, 0, INT64_MAX, &v)) {
-                cli_error("--seed expects a non-negative integer, got '%s'", optarg);
-                goto out;
-            }
-            ro.seed = (uint64_t)v;
-            break;
         case 'i': inputs[n_inputs++] = optarg; break;
         case OPT_MIN_TIME:
             if (!cli_parse_double(optarg, 0, 86400, &d)) {
@@ -310,10 +300,6 @@ int cmd_run(int argc, char **argv)
             }
             ro.noise_cv = d;
             break;
-        case 'f':
-            if (!cli_parse_format(optarg, &fmt))
-                goto out;
-            break;
         case OPT_RUN_UUID:
             if (!valid_uuid(optarg)) {
                 cli_error("--run-uuid expects a UUID such as "
@@ -322,10 +308,6 @@ int cmd_run(int argc, char **argv)
                 goto out;
             }
             run_uuid = optarg;
-            break;
-        case OPT_TRACE:
-            trace = optarg;
-            ro.keep_trace = true;
             break;
         case OPT_PLACE:
             if (!strchr(optarg, '=')) {
@@ -348,6 +330,13 @@ int cmd_run(int argc, char **argv)
     if (!cli_want_files("run", argc, argv, 1, "a topology FILE"))
         goto out;
     ro.math = topo.math;
+    if (co.backend)
+        ro.backend = co.backend;
+    if (co.set_seed)
+        ro.seed = co.seed;
+    const char *trace = co.trace;
+    ro.keep_trace = trace != NULL;
+    ntp_format fmt = co.fmt;
     ro.inputs = inputs;
     ro.n_inputs = n_inputs;
     ro.place = places;
@@ -456,13 +445,7 @@ int cmd_run(int argc, char **argv)
             if (shared_db)
                 ntp_ctx_clear_warnings(ctx);
             if (ntp_store_record_run(ctx, db, res, NULL) != NTP_STATUS_OK) {
-                if (shared_db)
-                    rc = cli_fail(ctx);
-                else
-                    fprintf(stderr,
-                            "ntprof: warning: %s; the run was not recorded (--db PATH or "
-                            "--no-db)\n",
-                            ntp_ctx_errmsg(ctx));
+                rc = cli_record_failed(ctx, db);
             } else if (shared_db) {
                 cli_print_warnings(ctx);
             }
