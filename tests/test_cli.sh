@@ -227,4 +227,15 @@ fi
 # (Warnings may go there, such as a busy machine's noise; progress may not.)
 ! grep -q -e $'\r' -e 'ETA' -e 'warm-up' "$T/piped" && ok || bad "progress on a pipe: $(head -c 300 "$T/piped" | cat -v)"
 
+# The library's errors worded from their parts (ntp_ctx_error_part): the
+# option at fault named by its flag, with the rest word for word, and a
+# markup error by its file and line.
+MLP="$SRC/models/tiny-mlp.xml"
+expect_exit 1 "$NTPROF" run "$MLP" -B ref --place =ref -n 1 -w 0 --min-time 0 --no-db
+expect_err "ntprof: --place expects LAYER=BACKEND, got '=ref'"
+expect_exit 1 "$NTPROF" run "$MLP" -B ref --pin x -n 1 -w 0 --min-time 0 --no-db
+expect_err "ntprof: --pin expects a CPU list such as 0-1,3; got 'x'"
+expect_exit 1 "$NTPROF" analyze "$T/bad.xml"
+expect_err "ntprof: $T/bad.xml:3: unknown attribute 'unitz' on <fc>; did you mean 'units'?"
+
 finish

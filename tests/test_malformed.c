@@ -277,6 +277,32 @@ static ntp_status load_case(ntp_ctx *ctx, const mcase *c, ntp_graph **g)
     return ntp_graph_load(ctx, path, &o, g);
 }
 
+/* The message made again from its parts (ntp_ctx_error_part), by the rule
+ * context.h gives: it must be the message, word for word. */
+static void rebuild(const ntp_ctx *ctx, char *out, size_t len)
+{
+    const char *file = ntp_ctx_error_part(ctx, NTP_ERROR_FILE);
+    const char *el = ntp_ctx_error_part(ctx, NTP_ERROR_ELEMENT);
+    const char *layer = ntp_ctx_error_part(ctx, NTP_ERROR_LAYER);
+    const char *opt = ntp_ctx_error_part(ctx, NTP_ERROR_OPTION);
+    const char *text = ntp_ctx_error_part(ctx, NTP_ERROR_TEXT);
+    int line = ntp_ctx_error_line(ctx), n = 0;
+    out[0] = '\0';
+    if (file && line > 0)
+        n += snprintf(out + n, len - (size_t)n, "%s:%d: ", file, line);
+    else if (file)
+        n += snprintf(out + n, len - (size_t)n, "%s: ", file);
+    if (el && layer)
+        n += snprintf(out + n, len - (size_t)n, "<%s name='%s'>: ", el, layer);
+    else if (el)
+        n += snprintf(out + n, len - (size_t)n, "<%s>: ", el);
+    else if (layer)
+        n += snprintf(out + n, len - (size_t)n, "layer '%s': ", layer);
+    if (opt)
+        n += snprintf(out + n, len - (size_t)n, "%s%s", opt, text[0] == ':' ? "" : " ");
+    snprintf(out + n, len - (size_t)n, "%s", text);
+}
+
 static void check_case(ntp_ctx *ctx, const mcase *c)
 {
     char path[512], want[1024];
@@ -305,6 +331,54 @@ static void check_case(ntp_ctx *ctx, const mcase *c)
     /* One line, always. */
     assert_null(strchr(msg, '\n'));
     assert_int_equal(ntp_ctx_status(ctx), c->status);
+    /* Its parts make it, and a file named is this one. */
+    char again[2048];
+    rebuild(ctx, again, sizeof again);
+    assert_string_equal(again, msg);
+    const char *file = ntp_ctx_error_part(ctx, NTP_ERROR_FILE);
+    if (file)
+        assert_string_equal(file, path);
+}
+
+/* A markup error's parts: file, line, element, layer and what is wrong; an
+ * option's: its API name, what it expects and the rest. Cleared with the
+ * error. */
+static void test_parts(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_TEXT), "");
+    assert_null(ntp_ctx_error_part(ctx, NTP_ERROR_FILE));
+    assert_int_equal(ntp_ctx_error_line(ctx), 0);
+    ntp_graph *g = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s12-bad-integer.xml", DIR_);
+    assert_int_equal(ntp_graph_load(ctx, path, NULL, &g), NTP_STATUS_PARSE_ERROR);
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_FILE), path);
+    assert_int_equal(ntp_ctx_error_line(ctx), 5);
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_ELEMENT), "fc");
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_LAYER), "fc1");
+    assert_null(ntp_ctx_error_part(ctx, NTP_ERROR_OPTION));
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_TEXT),
+                        "attribute 'units': expected a positive integer, got 'abc'");
+    /* ntp_load_opts.set without '=': the option, what it expects. */
+    snprintf(path, sizeof path, "%s/models/tiny-mlp.xml", NTP_SOURCE_DIR);
+    const char *set[] = {"hidden"};
+    ntp_load_opts o = {.set = set, .n_set = 1};
+    assert_int_equal(ntp_graph_load(ctx, path, &o, &g), NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(ctx), "ntp_load_opts.set 'hidden': expected NAME=VALUE");
+    assert_null(ntp_ctx_error_part(ctx, NTP_ERROR_FILE));
+    assert_int_equal(ntp_ctx_error_line(ctx), 0);
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_OPTION), "ntp_load_opts.set");
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_EXPECTED), "NAME=VALUE");
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_TEXT), "'hidden': expected NAME=VALUE");
+    assert_null(g);
+    ntp_ctx_clear(ctx);
+    assert_null(ntp_ctx_error_part(ctx, NTP_ERROR_OPTION));
+    assert_null(ntp_ctx_error_part(ctx, NTP_ERROR_EXPECTED));
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_TEXT), "");
+    assert_null(ntp_ctx_error_part(ctx, (ntp_error_part)99));
+    ntp_ctx_free(ctx);
 }
 
 static void test_corpus(void **state)
@@ -485,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_caller_handlers_kept),
+        cmocka_unit_test(test_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

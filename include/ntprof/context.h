@@ -27,6 +27,33 @@ NTP_API ntp_status ntp_ctx_status(const ntp_ctx *ctx);
 /* Forget the last failure. */
 NTP_API void ntp_ctx_clear(ntp_ctx *ctx);
 
+/* The parts of the last failure, for a caller that words it its own way
+ * (the CLI names its flags where the library names ntp_run_opts fields; an
+ * editor jumps to the line). ntp_ctx_errmsg() is made of them:
+ *
+ *   FILE:LINE: <ELEMENT name='LAYER'>: OPTION TEXT
+ *
+ * each part left out when the failure has none ("FILE: " without a line,
+ * "<ELEMENT>: " without a name, "layer 'LAYER': " without an element), and
+ * no space after OPTION when TEXT starts with ':' ("ntp_run_opts.tool nvtx:
+ * ..." is OPTION "ntp_run_opts.tool", TEXT "nvtx: ..."). A failure the
+ * library has not split has only its TEXT, the whole message. */
+typedef enum ntp_error_part {
+    NTP_ERROR_FILE,     /* the input at fault: a topology, a model, a report */
+    NTP_ERROR_ELEMENT,  /* the markup element at fault: "conv", "marker" */
+    NTP_ERROR_LAYER,    /* the name of the layer (or named element) at fault */
+    NTP_ERROR_OPTION,   /* the option at fault by its API name: "ntp_run_opts.place" */
+    NTP_ERROR_EXPECTED, /* what the option or attribute expects: "LAYER=BACKEND" */
+    NTP_ERROR_TEXT,     /* what is wrong: the message after the parts above */
+    NTP_ERROR_PART_COUNT
+} ntp_error_part;
+/* One part of the last failure; NULL when it has none (NTP_ERROR_TEXT is
+ * never NULL: "" when nothing failed). Valid until the next failure or
+ * ntp_ctx_clear(). */
+NTP_API const char *ntp_ctx_error_part(const ntp_ctx *ctx, ntp_error_part part);
+/* The line in NTP_ERROR_FILE of the last failure, 1-based; 0 when none. */
+NTP_API int ntp_ctx_error_line(const ntp_ctx *ctx);
+
 /* Warnings (for example a default the reader filled in) accumulate until
  * ntp_ctx_clear_warnings(). */
 NTP_API size_t ntp_ctx_warning_count(const ntp_ctx *ctx);

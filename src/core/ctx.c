@@ -10,13 +10,30 @@
 struct ntp_ctx {
     ntp_status status;
     char errmsg[NTP_ERRMSG_MAX];
+    /* The parts of the last failure (ntp_ctx_error_part): each one a string
+     * in parts, or absent; the text is errmsg's tail from text_at. */
+    char parts[NTP_ERRMSG_MAX];
+    int part_at[NTP_ERROR_TEXT]; /* -1: absent */
+    size_t text_at;
+    int line;
     char **warnings;
     size_t n_warnings, cap_warnings;
 };
 
+static void clear_parts(ntp_ctx *ctx)
+{
+    for (int i = 0; i < NTP_ERROR_TEXT; i++)
+        ctx->part_at[i] = -1;
+    ctx->text_at = 0;
+    ctx->line = 0;
+}
+
 ntp_ctx *ntp_ctx_init(void)
 {
-    return calloc(1, sizeof(ntp_ctx));
+    ntp_ctx *ctx = calloc(1, sizeof(ntp_ctx));
+    if (ctx)
+        clear_parts(ctx);
+    return ctx;
 }
 
 void ntp_ctx_free(ntp_ctx *ctx)
@@ -44,6 +61,23 @@ void ntp_ctx_clear(ntp_ctx *ctx)
         return;
     ctx->status = NTP_STATUS_OK;
     ctx->errmsg[0] = '\0';
+    clear_parts(ctx);
+}
+
+const char *ntp_ctx_error_part(const ntp_ctx *ctx, ntp_error_part part)
+{
+    if (!ctx)
+        return part == NTP_ERROR_TEXT ? "" : NULL;
+    if (part == NTP_ERROR_TEXT)
+        return ctx->errmsg + ctx->text_at;
+    if ((unsigned)part >= NTP_ERROR_TEXT || ctx->part_at[part] < 0)
+        return NULL;
+    return ctx->parts + ctx->part_at[part];
+}
+
+int ntp_ctx_error_line(const ntp_ctx *ctx)
+{
+    return ctx ? ctx->line : 0;
 }
 
 size_t ntp_ctx_warning_count(const ntp_ctx *ctx)
@@ -76,9 +110,73 @@ ntp_status ntp__verror(ntp_ctx *ctx, ntp_status st, const char *fmt, va_list ap)
 {
     if (!ctx)
         return st;
+    /* Through a copy: the arguments may hold the last message. */
+    char msg[NTP_ERRMSG_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    one_line(msg);
     ctx->status = st;
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
-    one_line(ctx->errmsg);
+    memcpy(ctx->errmsg, msg, sizeof msg);
+    clear_parts(ctx);
+    return st;
+}
+
+/* Keep part p's value s (one line) in ctx->parts from *used on. */
+static void keep_part(ntp_ctx *ctx, ntp_error_part p, const char *s, size_t *used)
+{
+    if (!s)
+        return;
+    int n = snprintf(ctx->parts + *used, sizeof ctx->parts - *used, "%s", s);
+    if (n < 0 || (size_t)n >= sizeof ctx->parts - *used)
+        return; /* no room: the part is left out, the message keeps it */
+    one_line(ctx->parts + *used);
+    ctx->part_at[p] = (int)*used;
+    *used += (size_t)n + 1;
+}
+
+ntp_status ntp__error_at(ntp_ctx *ctx, ntp_status st, const ntp__where *w, const char *fmt, ...)
+{
+    if (!ctx)
+        return st;
+    char text[NTP_ERRMSG_MAX], msg[NTP_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    one_line(text);
+    /* The message as ntp_ctx_error_part() describes it. */
+    size_t n = 0;
+#define PUT(...)                                                                      \
+    do {                                                                              \
+        int k_ = snprintf(msg + n, n < sizeof msg ? sizeof msg - n : 0, __VA_ARGS__); \
+        n += k_ > 0 ? (size_t)k_ : 0;                                                 \
+    } while (0)
+    if (w->file && w->line > 0)
+        PUT("%s:%d: ", w->file, w->line);
+    else if (w->file)
+        PUT("%s: ", w->file);
+    if (w->element && w->layer)
+        PUT("<%s name='%s'>: ", w->element, w->layer);
+    else if (w->element)
+        PUT("<%s>: ", w->element);
+    else if (w->layer)
+        PUT("layer '%s': ", w->layer);
+    if (w->option)
+        PUT("%s%s", w->option, text[0] == ':' ? "" : " ");
+#undef PUT
+    size_t text_at = n < sizeof msg ? n : sizeof msg - 1;
+    snprintf(msg + text_at, sizeof msg - text_at, "%s", text);
+    one_line(msg);
+    ctx->status = st;
+    memcpy(ctx->errmsg, msg, sizeof msg);
+    clear_parts(ctx);
+    ctx->text_at = text_at;
+    ctx->line = w->file ? w->line : 0;
+    size_t used = 0;
+    keep_part(ctx, NTP_ERROR_FILE, w->file, &used);
+    keep_part(ctx, NTP_ERROR_ELEMENT, w->element, &used);
+    keep_part(ctx, NTP_ERROR_LAYER, w->layer, &used);
+    keep_part(ctx, NTP_ERROR_OPTION, w->option, &used);
+    keep_part(ctx, NTP_ERROR_EXPECTED, w->expected, &used);
     return st;
 }
 

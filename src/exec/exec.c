@@ -268,17 +268,17 @@ ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts 
             }
             if (which < 0) {
                 const char *near = ntp__nearest(name, names, g->n_inputs);
-                return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                                  "ntp_run_opts.inputs %s: the topology has no input '%s'%s%s%s",
-                                  spec, name, near ? "; did you mean '" : "", near ? near : "",
-                                  near ? "'?" : "");
+                return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.inputs",
+                                      "%s: the topology has no input '%s'%s%s%s", spec, name,
+                                      near ? "; did you mean '" : "", near ? near : "",
+                                      near ? "'?" : "");
             }
             path = eq + 1;
         }
         if (which >= g->n_inputs)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.inputs %s: the topology has only %d input%s", spec,
-                              g->n_inputs, g->n_inputs == 1 ? "" : "s");
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.inputs",
+                                  "%s: the topology has only %d input%s", spec, g->n_inputs,
+                                  g->n_inputs == 1 ? "" : "s");
         if (given[which])
             return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "input '%s' is given twice",
                               g->tensors[g->inputs[which]].name);

@@ -501,7 +501,7 @@ static ntp_status pass_nvtx(inst *I, const ntp_tool_seg *segs, int n)
 {
     char why[256];
     if (!ntp__nvtx_available(why, sizeof why))
-        return ntp__error(I->ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool nvtx: %s", why);
+        return ntp__opt_error(I->ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool", "nvtx: %s", why);
     const ntp_rows *w = I->w;
     uint64_t *ids = calloc((size_t)n + 1, sizeof *ids);
     if (!ids)
@@ -835,7 +835,7 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
     /* Segments: every row for --tool; a marker's range for its tool=. */
     if (o->tool) {
         ntp_tool_spec t;
-        if ((st = ntp__tool_parse(ctx, o->tool, "ntp_run_opts.tool", &t)))
+        if ((st = ntp__tool_parse(ctx, o->tool, &(ntp__where){.option = "ntp_run_opts.tool"}, &t)))
             goto done;
         for (int k = 0; k < w->n && !st; k++) {
             ntp_tool_seg s = {.first = k, .last = k, .marker = -1};
@@ -855,11 +855,12 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         for (int j = 0; j < g->n_markers && !st; j++) {
             if (!g->markers[j].tool || strcmp(g->markers[j].name, r->markers[m].name) != 0)
                 continue;
-            char what[160];
-            snprintf(what, sizeof what, "%s: <marker name='%s' tool=...>", g->source,
-                     g->markers[j].name);
+            const ntp__where at = {.file = g->source,
+                                   .element = "marker",
+                                   .layer = g->markers[j].name,
+                                   .option = "tool"};
             ntp_tool_spec t;
-            if ((st = ntp__tool_parse(ctx, g->markers[j].tool, what, &t)))
+            if ((st = ntp__tool_parse(ctx, g->markers[j].tool, &at, &t)))
                 break;
             ntp_tool_seg s = {
                 .first = r->markers[m].first, .last = r->markers[m].last, .marker = m};

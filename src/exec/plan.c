@@ -72,9 +72,10 @@ static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_o
     for (int i = 0; i < o->n_place; i++) {
         const char *e = o->place[i], *eq = e ? strchr(e, '=') : NULL;
         if (!eq || eq == e || !eq[1])
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.place expects LAYER=BACKEND, got '%s'",
-                              e ? e : "(null)");
+            return ntp__error_at(
+                ctx, NTP_STATUS_INVALID_ARGUMENT,
+                &(ntp__where){.option = "ntp_run_opts.place", .expected = "LAYER=BACKEND"},
+                "expects LAYER=BACKEND, got '%s'", e ? e : "(null)");
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - e), e);
         if (ntp__graph_find_node(g, name) < 0) {
@@ -83,16 +84,16 @@ static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_o
                 names[j] = g->nodes[j].name;
             const char *near = names ? ntp__nearest(name, names, g->n_nodes) : NULL;
             ntp_status st =
-                ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                           "ntp_run_opts.place %s: %s has no layer '%s'%s%s%s", e, g->source, name,
-                           near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+                ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.place",
+                               "%s: %s has no layer '%s'%s%s%s", e, g->source, name,
+                               near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
             free(names);
             return st;
         }
         if (!ntp__backend_find(eq + 1))
-            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "ntp_run_opts.place %s: unknown backend '%s'; this build has: %s", e,
-                              eq + 1, ntp_backends());
+            return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.place",
+                                  "%s: unknown backend '%s'; this build has: %s", e, eq + 1,
+                                  ntp_backends());
     }
     return NTP_STATUS_OK;
 }

@@ -76,8 +76,8 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
     if (CPU_COUNT(&set) == 0)
         goto bad;
     if (sched_setaffinity(0, sizeof set, &set) != 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_run_opts.pin %s: cannot pin to those CPUs (are they online?)", list);
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.pin",
+                              "%s: cannot pin to those CPUs (are they online?)", list);
     /* Threads started before now (OpenBLAS starts its pool when the library
      * loads, an OpenMP runtime at its first parallel region) keep their
      * own affinity: pin every thread of the process, not just this one. */
@@ -87,16 +87,17 @@ static ntp_status pin_cpus(ntp_ctx *ctx, const char *list)
         if (de->d_name[0] >= '0' && de->d_name[0] <= '9' &&
             sched_setaffinity((pid_t)atoi(de->d_name), sizeof set, &set) != 0 && errno != ESRCH) {
             closedir(d);
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.pin %s: cannot pin thread %s to those CPUs", list,
-                              de->d_name);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.pin",
+                                  "%s: cannot pin thread %s to those CPUs", list, de->d_name);
         }
     if (d)
         closedir(d);
     return NTP_STATUS_OK;
 bad:
-    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                      "ntp_run_opts.pin expects a CPU list such as 0-1,3; got '%s'", list);
+    return ntp__error_at(
+        ctx, NTP_STATUS_INVALID_ARGUMENT,
+        &(ntp__where){.option = "ntp_run_opts.pin", .expected = "a CPU list such as 0-1,3"},
+        "expects a CPU list such as 0-1,3; got '%s'", list);
 }
 
 static void add_warning(ntp_run_result *r, const char *fmt, ...)
@@ -159,9 +160,9 @@ static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marke
             names[n++] = g->markers[i].name;
     }
     const char *near = ntp__nearest(marker, names, n);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                      "ntp_run_opts.only_marker %s: %s has no marker '%s'%s%s%s", marker, g->source,
-                      marker, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.only_marker",
+                          "%s: %s has no marker '%s'%s%s%s", marker, g->source, marker,
+                          near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 
 static const char *own(ntp_run_result *r, const char *s)
@@ -650,9 +651,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (st)
         return st;
     if (opts->save_outputs_dir && last != g->n_nodes - 1)
-        return ntp__error(
-            ctx, NTP_STATUS_INVALID_ARGUMENT,
-            "ntp_run_opts.save_outputs_dir needs the whole topology to run; drop ntp_run_opts.only_marker");
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.save_outputs_dir",
+                              "needs the whole topology to run; drop ntp_run_opts.only_marker");
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;

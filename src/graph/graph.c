@@ -147,11 +147,11 @@ ntp_status ntp__node_error(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n->line > 0)
-        return ntp__error(ctx, st, "%s:%d: <%s name='%s'>: %s", g->source, n->line,
-                          ntp__op_name(n->op), n->name, msg);
-    return ntp__error(ctx, st, "%s: <%s name='%s'>: %s", g->source, ntp__op_name(n->op), n->name,
-                      msg);
+    return ntp__error_at(
+        ctx, st,
+        &(ntp__where){
+            .file = g->source, .line = n->line, .element = ntp__op_name(n->op), .layer = n->name},
+        "%s", msg);
 }
 
 static bool shape_equal(const ntp_shape *a, const ntp_shape *b)

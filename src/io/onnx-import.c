@@ -1086,10 +1086,9 @@ static ntp_status set_value(ntp_onnx_importer *x, const char *dim, int64_t *val,
         errno = 0;
         long long v = strtoll(eq + 1, &end, 10);
         if (end == eq + 1 || *end || errno || v <= 0)
-            return ntp__error(
-                x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                "ntp_load_opts.set %s: expected a positive integer for the symbolic dim '%s'", s,
-                dim);
+            return ntp__opt_error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.set",
+                                  "%s: expected a positive integer for the symbolic dim '%s'", s,
+                                  dim);
         *val = v;
         *found = true;
     }
@@ -1239,25 +1238,25 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
         v->tensor = t;
     }
     if (x->opts->batch > 0 && !batch_used)
-        return ntp__error(
-            x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-            "ntp_load_opts.batch %lld: %s has no symbolic batch dim (its inputs have static "
-            "shapes)",
-            (long long)x->opts->batch, x->src);
+        return ntp__opt_error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.batch",
+                              "%lld: %s has no symbolic batch dim (its inputs have static "
+                              "shapes)",
+                              (long long)x->opts->batch, x->src);
     /* Every --set must name a symbolic dim. */
     for (int i = 0; i < x->opts->n_set; i++) {
         const char *s = x->opts->set[i], *eq = s ? strchr(s, '=') : NULL;
         if (!eq)
-            return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_load_opts.set %s: expected NAME=VALUE", s ? s : "");
+            return ntp__error_at(
+                x->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                &(ntp__where){.option = "ntp_load_opts.set", .expected = "NAME=VALUE"},
+                "%s: expected NAME=VALUE", s ? s : "");
         bool known = false;
         for (int p = 0; p < x->g->n_params && !known; p++)
             known = strlen(x->g->params[p].name) == (size_t)(eq - s) &&
                     strncmp(x->g->params[p].name, s, (size_t)(eq - s)) == 0;
         if (!known)
-            return ntp__error(x->ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "ntp_load_opts.set %s: %s has no symbolic dim '%.*s'", s, x->src,
-                              (int)(eq - s), s);
+            return ntp__opt_error(x->ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_load_opts.set",
+                                  "%s: %s has no symbolic dim '%.*s'", s, x->src, (int)(eq - s), s);
     }
     return NTP_STATUS_OK;
 }

@@ -100,10 +100,10 @@ static ntp_status el_error(reader *r, xmlNodePtr el, const char *name, ntp_statu
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (name)
-        return ntp__error(r->ctx, st, "%s:%d: <%s name='%s'>: %s", r->src, line_of(el), el_name(el),
-                          name, msg);
-    return ntp__error(r->ctx, st, "%s:%d: <%s>: %s", r->src, line_of(el), el_name(el), msg);
+    return ntp__error_at(
+        r->ctx, st,
+        &(ntp__where){.file = r->src, .line = line_of(el), .element = el_name(el), .layer = name},
+        "%s", msg);
 }
 
 static ntp_status oom(reader *r)
@@ -191,12 +191,12 @@ static ntp_status unknown_element(reader *r, xmlNodePtr el)
         cand[n++] = structural[i];
     const char *near = ntp__nearest(el_name(el), cand, n);
     if (near)
-        return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                          "%s:%d: unknown layer type '%s'; did you mean '%s'?", r->src, line_of(el),
-                          el_name(el), near);
-    return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                      "%s:%d: unknown layer type '%s' (see docs/ops.md for the layer types)",
-                      r->src, line_of(el), el_name(el));
+        return ntp__error_at(r->ctx, NTP_STATUS_UNKNOWN_NAME,
+                             &(ntp__where){.file = r->src, .line = line_of(el)},
+                             "unknown layer type '%s'; did you mean '%s'?", el_name(el), near);
+    return ntp__error_at(
+        r->ctx, NTP_STATUS_UNKNOWN_NAME, &(ntp__where){.file = r->src, .line = line_of(el)},
+        "unknown layer type '%s' (see docs/ops.md for the layer types)", el_name(el));
 }
 
 static ntp_status check_attr_names(reader *r, xmlNodePtr el)
@@ -211,12 +211,13 @@ static ntp_status check_attr_names(reader *r, xmlNodePtr el)
         if (!ok) {
             const char *near = ntp__nearest(an, names, n);
             if (near)
-                return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                                  "%s:%d: unknown attribute '%s' on <%s>; did you mean '%s'?",
-                                  r->src, line_of(el), an, el_name(el), near);
-            return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "%s:%d: unknown attribute '%s' on <%s>", r->src, line_of(el), an,
-                              el_name(el));
+                return ntp__error_at(r->ctx, NTP_STATUS_UNKNOWN_NAME,
+                                     &(ntp__where){.file = r->src, .line = line_of(el)},
+                                     "unknown attribute '%s' on <%s>; did you mean '%s'?", an,
+                                     el_name(el), near);
+            return ntp__error_at(r->ctx, NTP_STATUS_UNKNOWN_NAME,
+                                 &(ntp__where){.file = r->src, .line = line_of(el)},
+                                 "unknown attribute '%s' on <%s>", an, el_name(el));
         }
         xmlChar *v = xmlNodeListGetString(r->doc, a->children, 1);
         size_t vlen = v ? strlen((const char *)v) : 0;
@@ -511,8 +512,10 @@ static ntp_status read_params(reader *r, xmlNodePtr root)
         const char *s = o->set[i];
         const char *eq = s ? strchr(s, '=') : NULL;
         if (!eq || eq == s)
-            return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_load_opts.set '%s': expected NAME=VALUE", s ? s : "(null)");
+            return ntp__error_at(
+                r->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                &(ntp__where){.option = "ntp_load_opts.set", .expected = "NAME=VALUE"},
+                "'%s': expected NAME=VALUE", s ? s : "(null)");
     }
     /* Every declared name first, so a misspelt --set is reported as such
      * before any value is computed. */
@@ -1184,8 +1187,10 @@ static ntp_status first_input(const reader *r, int *tensor, char *err, size_t er
 
 static ntp_status alias_error(reader *r, const alias_rec *a, ntp_status st, const char *msg)
 {
-    return ntp__error(r->ctx, st, "%s:%d: <alias name='%s'>: %s%s", r->src, a->line, a->name,
-                      a->of ? "attribute 'of': " : "", msg);
+    return ntp__error_at(
+        r->ctx, st,
+        &(ntp__where){.file = r->src, .line = a->line, .element = "alias", .layer = a->name},
+        "%s%s", a->of ? "attribute 'of': " : "", msg);
 }
 
 /* Resolve aliases in document order. A chain of aliases ("b of a, c of

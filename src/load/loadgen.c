@@ -817,40 +817,44 @@ static int available_cpus(int *cpu, int max)
 static ntp_status check_opts(ntp_ctx *ctx, const ntp_loadgen_opts *o)
 {
     if ((unsigned)o->scenario >= NTP_LOADGEN_SCENARIO_COUNT)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.scenario %d is none",
-                          (int)o->scenario);
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.scenario",
+                              "%d is none", (int)o->scenario);
     if (o->instances < 1 || o->instances > 256 || o->threads_per_instance < 1 ||
         o->threads_per_instance > 64)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_opts.instances expects 1 to 256 and "
-                          "ntp_loadgen_opts.threads_per_instance 1 to 64, got %d and %d",
-                          o->instances, o->threads_per_instance);
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.instances",
+                              "expects 1 to 256 and "
+                              "ntp_loadgen_opts.threads_per_instance 1 to 64, got %d and %d",
+                              o->instances, o->threads_per_instance);
     if (o->max_batch < 1 || o->max_batch > 256)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_opts.max_batch expects 1 to 256, got %d", o->max_batch);
+        return ntp__error_at(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            &(ntp__where){.option = "ntp_loadgen_opts.max_batch", .expected = "1 to 256"},
+            "expects 1 to 256, got %d", o->max_batch);
     if (o->samples_per_query < 1 || o->samples_per_query > 4096)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_opts.samples_per_query expects 1 to 4096, got %d",
-                          o->samples_per_query);
+        return ntp__error_at(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            &(ntp__where){.option = "ntp_loadgen_opts.samples_per_query", .expected = "1 to 4096"},
+            "expects 1 to 4096, got %d", o->samples_per_query);
     if (!(o->batch_timeout_us >= 0) || isnan(o->spin_us) || o->warmup < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_opts.batch_timeout_us and warmup must not be negative, "
-                          "nor spin_us NaN");
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.batch_timeout_us",
+                              "and warmup must not be negative, "
+                              "nor spin_us NaN");
     if (o->scenario == NTP_LOADGEN_SERVER) {
         if (!o->find_max_qps && !(o->qps > 0 && isfinite(o->qps)))
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_loadgen_opts.qps must be positive for the server scenario, "
-                              "got %g",
-                              o->qps);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.qps",
+                                  "must be positive for the server scenario, "
+                                  "got %g",
+                                  o->qps);
         if (!(o->latency_bound_ms > 0 && isfinite(o->latency_bound_ms)))
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_loadgen_opts.latency_bound_ms must be positive for the server "
-                              "scenario, got %g",
-                              o->latency_bound_ms);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                  "ntp_loadgen_opts.latency_bound_ms",
+                                  "must be positive for the server "
+                                  "scenario, got %g",
+                                  o->latency_bound_ms);
     } else if (o->find_max_qps) {
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_opts.find_max_qps is for the server scenario, not %s",
-                          ntp_loadgen_scenario_name(o->scenario));
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.find_max_qps",
+                              "is for the server scenario, not %s",
+                              ntp_loadgen_scenario_name(o->scenario));
     }
     return NTP_STATUS_OK;
 }
@@ -1034,11 +1038,12 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
     double svc1 = median_of(i0->warm_ms, i0->warm_runs);
     double svcB = median_of(i0->warm_ms + (size_t)(L.B - 1) * (size_t)i0->warm_runs, i0->warm_runs);
     if (o.scenario == NTP_LOADGEN_SERVER && o.latency_bound_ms < one_ms) {
-        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "ntp_loadgen_opts.latency_bound_ms %g ms is below one query's latency: "
-                        "%.3f ms unloaded (the fastest of %d runs at batch 1), so no QPS can meet "
-                        "it",
-                        o.latency_bound_ms, one_ms, i0->warm_runs);
+        st = ntp__opt_error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.latency_bound_ms",
+            "%g ms is below one query's latency: "
+            "%.3f ms unloaded (the fastest of %d runs at batch 1), so no QPS can meet "
+            "it",
+            o.latency_bound_ms, one_ms, i0->warm_runs);
         goto done;
     }
     /* Samples per second the instances can serve at full batches. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "core/ctx-impl.h"
 #include "ntprof/counters.h"
 #include "ntprof/run.h"
 
@@ -185,8 +186,9 @@ typedef struct ntp_tool_spec {
 } ntp_tool_spec;
 
 /* Parse "perf-stat:task-clock,cycles" (an unknown tool fails with a
- * suggestion; `what` names the option or marker for the message). */
-ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_tool_spec *out);
+ * suggestion; `at` names the option, or the marker and its attribute, for
+ * the error: its option is set). */
+ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const ntp__where *at, ntp_tool_spec *out);
 const char *ntp__tool_name(ntp_tool_kind k);
 
 /* A range of report rows a tool counts inside. */

@@ -244,8 +244,8 @@ static ntp_cevent *add_event(ntp_ctx *ctx, ntp_counters *c, const char *gname, c
                              ntp_status *st)
 {
     if (c->n_ev >= NTP_MAX_CEVENTS) {
-        *st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                         "ntp_run_opts.counters: at most %d events at once", NTP_MAX_CEVENTS);
+        *st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.counters",
+                             ": at most %d events at once", NTP_MAX_CEVENTS);
         return NULL;
     }
     int g = find_group(c, gname);
@@ -317,7 +317,7 @@ static ntp_status add_sysfs(ntp_ctx *ctx, ntp_counters *c, const char *gname, co
     double scale = 1;
     ntp_status st = ntp__sysfs_encode(spec, &a, unit, sizeof unit, &scale, reason, sizeof reason);
     if (st == NTP_STATUS_PARSE_ERROR)
-        return ntp__error(ctx, st, "ntp_run_opts.counters: %s", reason);
+        return ntp__opt_error(ctx, st, "ntp_run_opts.counters", ": %s", reason);
     if (st)
         return add_na(ctx, c, shown, reason);
     ntp_cevent *e = add_event(ctx, c, gname, shown, &st);
@@ -433,11 +433,11 @@ static ntp_status add_token(ntp_ctx *ctx, ntp_counters *c, const char *tok)
     for (int i = 0; i < N_BUILTINS; i++)
         cand[n++] = builtins[i].name;
     const char *near = ntp__nearest(tok, cand, n);
-    return ntp__error(
-        ctx, NTP_STATUS_UNKNOWN_NAME,
-        "ntp_run_opts.counters: unknown event '%s'%s%s%s (sets: sw, basic, cache, topdown, all; "
-        "`ntprof counters` lists the events; %s)",
-        tok, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", reason);
+    return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.counters",
+                          ": unknown event '%s'%s%s%s (sets: sw, basic, cache, topdown, all; "
+                          "`ntprof counters` lists the events; %s)",
+                          tok, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                          reason);
 }
 
 ntp_status ntp__counters_parse(ntp_ctx *ctx, const char *list, ntp_counters **out)
@@ -466,16 +466,15 @@ ntp_status ntp__counters_parse(ntp_ctx *ctx, const char *list, ntp_counters **ou
         while (isspace((unsigned char)*t))
             t++;
         if (!*t)
-            st = ntp__error(
-                ctx, NTP_STATUS_INVALID_ARGUMENT,
-                "ntp_run_opts.counters: empty name in '%s' (a comma-separated list such as sw,basic)",
-                list);
+            st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.counters",
+                                ": empty name in '%s' (a comma-separated list such as sw,basic)",
+                                list);
         else
             st = add_token(ctx, c, t);
     }
     if (!st && c->n_ev == 0)
-        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "ntp_run_opts.counters: no events in '%s'", list);
+        st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.counters",
+                            ": no events in '%s'", list);
     if (st) {
         ntp__counters_free(c);
         return st;

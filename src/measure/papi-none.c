@@ -9,9 +9,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
 {
     (void)events;
     *out = NULL;
-    return ntp__error(
-        ctx, NTP_STATUS_UNSUPPORTED,
-        "ntp_run_opts.tool papi: built without PAPI (install libpapi-dev and rebuild)");
+    return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool",
+                          "papi: built without PAPI (install libpapi-dev and rebuild)");
 }
 
 int ntp__papi_count(const ntp_papi *p)

@@ -91,7 +91,7 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
     *out = NULL;
     char why[256];
     if (!papi_ready(why, sizeof why))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool papi: %s", why);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool", "papi: %s", why);
     ntp_papi *p = calloc(1, sizeof *p);
     if (!p)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -99,8 +99,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
     int ret = PAPI_create_eventset(&p->es);
     if (ret != PAPI_OK) {
         free(p);
-        return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                          "ntp_run_opts.tool papi: PAPI_create_eventset: %s", PAPI_strerror(ret));
+        return ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                              "papi: PAPI_create_eventset: %s", PAPI_strerror(ret));
     }
     char list[1024];
     snprintf(list, sizeof list, "%s", events);
@@ -108,8 +108,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (p->n == MAX_PAPI_EVENTS) {
             ntp__papi_close(p);
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.tool papi: at most %d events", MAX_PAPI_EVENTS);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool",
+                                  "papi: at most %d events", MAX_PAPI_EVENTS);
         }
         int i = p->n++;
         snprintf(p->name[i], sizeof p->name[i], "%s", t);
@@ -140,8 +140,8 @@ ntp_status ntp__papi_open(ntp_ctx *ctx, const char *events, ntp_papi **out)
         ret = PAPI_start(p->es);
         if (ret != PAPI_OK) {
             ntp__papi_close(p);
-            return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                              "ntp_run_opts.tool papi: PAPI_start: %s", PAPI_strerror(ret));
+            return ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                                  "papi: PAPI_start: %s", PAPI_strerror(ret));
         }
         p->started = true;
     }

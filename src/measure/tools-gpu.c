@@ -327,10 +327,11 @@ ntp_status ntp_run_gpu_tool_check(ntp_ctx *ctx, const char *tool)
     char name[16], path[4096], why[512];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(tool, ":"), tool);
     if (strcmp(name, "ncu") != 0 && strcmp(name, "nsys") != 0)
-        return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                          "ntp_run_opts.tool %s: not a GPU tool (ncu, nsys)", tool);
+        return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_run_opts.tool",
+                              "%s: not a GPU tool (ncu, nsys)", tool);
     if (!ntp__gpu_tool_find(name, path, sizeof path, why, sizeof why))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", tool, why);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool", "%s: %s", tool,
+                              why);
     return NTP_STATUS_OK;
 }
 
@@ -358,12 +359,12 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
             if (strcmp(r->markers[i].name, marker) == 0)
                 m = &r->markers[i];
         if (!m && marker)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_run_opts.tool %s: the run has no marker '%s'", tool, marker);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool",
+                                  "%s: the run has no marker '%s'", tool, marker);
         if (!m)
-            return ntp__error(
-                ctx, NTP_STATUS_INVALID_ARGUMENT,
-                "ntp_run_opts.tool %s: ncu profiles one marker: give ntp_run_opts.tool ncu:MARKER or ntp_run_opts.only_marker "
+            return ntp__opt_error(
+                ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool",
+                "%s: ncu profiles one marker: give ntp_run_opts.tool ncu:MARKER or ntp_run_opts.only_marker "
                 "MARKER",
                 tool);
     }
@@ -421,15 +422,14 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
         char *csv = read_all(out);
         ntp_ncu_totals t;
         if (!csv)
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
-                            "ntp_run_opts.tool ncu: no output in %s (log: %s)", out, log);
+            st = ntp__opt_error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool",
+                                "ncu: no output in %s (log: %s)", out, log);
         else if (!ntp__ncu_parse(csv, &t, why, sizeof why))
-            st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool ncu: %s (%s)", why,
-                            out);
+            st = ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool", "ncu: %s (%s)",
+                                why, out);
         else if (t.kernels == 0)
-            st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                            "ntp_run_opts.tool ncu: no kernel of marker '%s' was profiled (%s)",
-                            m->name, out);
+            st = ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                                "ncu: no kernel of marker '%s' was profiled (%s)", m->name, out);
         else
             st = fold(ctx, r, m, &t);
         free(csv);

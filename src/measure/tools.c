@@ -67,7 +67,7 @@ const char *ntp__tool_name(ntp_tool_kind k)
     return "none";
 }
 
-ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_tool_spec *out)
+ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const ntp__where *at, ntp_tool_spec *out)
 {
     memset(out, 0, sizeof *out);
     size_t n = strcspn(s, ":");
@@ -78,13 +78,13 @@ ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_to
         snprintf(out->name, sizeof out->name, "%s", tools[i].name);
         const char *ev = s[n] == ':' ? s + n + 1 : NULL;
         if (ev && !tools[i].defaults)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: %s takes no events (got '%s')",
-                              what, tools[i].name, ev);
+            return ntp__error_at(ctx, NTP_STATUS_INVALID_ARGUMENT, at,
+                                 ": %s takes no events (got '%s')", tools[i].name, ev);
         if (ev && !*ev)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: no events after '%s:'", what,
-                              tools[i].name);
+            return ntp__error_at(ctx, NTP_STATUS_INVALID_ARGUMENT, at, ": no events after '%s:'",
+                                 tools[i].name);
         if (ev && strlen(ev) >= sizeof out->events)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "%s: event list too long", what);
+            return ntp__error_at(ctx, NTP_STATUS_INVALID_ARGUMENT, at, ": event list too long");
         snprintf(out->events, sizeof out->events, "%s",
                  ev                  ? ev
                  : tools[i].defaults ? tools[i].defaults
@@ -97,11 +97,10 @@ ntp_status ntp__tool_parse(ntp_ctx *ctx, const char *s, const char *what, ntp_to
     for (int i = 0; i < N_TOOLS; i++)
         names[i] = tools[i].name;
     const char *near = ntp__nearest(word, names, N_TOOLS);
-    return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                      "%s: unknown tool '%s'%s%s%s (perf-stat[:EVENTS], perf-record[:EVENTS], "
-                      "callgrind, cachegrind, papi[:EVENTS], nvtx)",
-                      what, word, near ? "; did you mean '" : "", near ? near : "",
-                      near ? "'?" : "");
+    return ntp__error_at(ctx, NTP_STATUS_UNKNOWN_NAME, at,
+                         ": unknown tool '%s'%s%s%s (perf-stat[:EVENTS], perf-record[:EVENTS], "
+                         "callgrind, cachegrind, papi[:EVENTS], nvtx)",
+                         word, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 
 void ntp__tool_event_name(int s, int e, char *buf, size_t len)
@@ -521,9 +520,8 @@ static ntp_status count_samples(ntp_ctx *ctx, const char *perf, const char *data
     int fd;
     pid_t pid;
     if (spawn(argv, NULL, NULL, &fd, &pid) != 0)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR,
-                          "ntp_run_opts.tool perf-record: cannot run perf script: %s",
-                          strerror(errno));
+        return ntp__opt_error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool",
+                              "perf-record: cannot run perf script: %s", strerror(errno));
     FILE *f = fdopen(fd, "r");
     int *counts = calloc((size_t)n_segs * 64 + 1, sizeof *counts);
     char line[256];
@@ -544,8 +542,8 @@ static ntp_status count_samples(ntp_ctx *ctx, const char *perf, const char *data
     if (!counts)
         ret = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     else if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        ret = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                         "ntp_run_opts.tool perf-record: `perf script -i %s` failed", data);
+        ret = ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                             "perf-record: `perf script -i %s` failed", data);
     for (int s = 0; !ret && s < n_segs; s++) {
         int ne = count_events(segs[s].events);
         for (int e = 0; e < ne && e < 64; e++) {
@@ -654,9 +652,8 @@ static ntp_status parse_callgrind(ntp_ctx *ctx, const char *dir, const char *too
         }
     free(sum);
     if (dumps == 0)
-        return ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                          "ntp_run_opts.tool %s: callgrind wrote no per-row dumps in %s", tool,
-                          dir);
+        return ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                              "%s: callgrind wrote no per-row dumps in %s", tool, dir);
     if (caches[1][0])
         add_note(res, "%s simulated %s; %s; %s", tool, caches[0], caches[1], caches[2]);
     return NTP_STATUS_OK;
@@ -673,28 +670,26 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
     if (!perf && !vg)
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "tool %s is not launched", t->name);
     if (n_segs > NTP_TOOL_MAX_SEGS)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_run_opts.tool %s: at most %d segments", t->name, NTP_TOOL_MAX_SEGS);
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool",
+                              "%s: at most %d segments", t->name, NTP_TOOL_MAX_SEGS);
     char bin[512], version[256];
     if (perf && !ntp__tool_find_perf(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name,
-                          version);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool", "%s: %s", t->name,
+                              version);
     if (vg && !ntp__tool_find_valgrind(bin, sizeof bin, version, sizeof version))
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool %s: %s", t->name,
-                          version);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool", "%s: %s", t->name,
+                              version);
     if (vg && !ntp__valgrind_headers())
-        return ntp__error(
-            ctx, NTP_STATUS_UNSUPPORTED,
-            "ntp_run_opts.tool %s: built without valgrind's headers (valgrind/callgrind.h), so "
-            "the child cannot switch collection per layer",
-            t->name);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool",
+                              "%s: built without valgrind's headers (valgrind/callgrind.h), so "
+                              "the child cannot switch collection per layer",
+                              t->name);
 #if defined(__SANITIZE_ADDRESS__) || defined(NTP_CLANG_ASAN)
     if (vg)
-        return ntp__error(
-            ctx, NTP_STATUS_UNSUPPORTED,
-            "ntp_run_opts.tool %s: this ntprof is built with AddressSanitizer, which cannot run "
-            "under valgrind; use a build without NTP_SANITIZE",
-            t->name);
+        return ntp__opt_error(ctx, NTP_STATUS_UNSUPPORTED, "ntp_run_opts.tool",
+                              "%s: this ntprof is built with AddressSanitizer, which cannot run "
+                              "under valgrind; use a build without NTP_SANITIZE",
+                              t->name);
 #endif
     char ctl[4096], ack[4096], out[4096], log[4096];
     snprintf(ctl, sizeof ctl, "%s/ctl.fifo", dir);
@@ -723,9 +718,8 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         unlink(ctl);
         unlink(ack);
         if (mkfifo(ctl, 0600) != 0 || mkfifo(ack, 0600) != 0) {
-            st = ntp__error(ctx, NTP_STATUS_IO_ERROR,
-                            "ntp_run_opts.tool %s: cannot make fifos in %s: %s", t->name, dir,
-                            strerror(errno));
+            st = ntp__opt_error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool",
+                                "%s: cannot make fifos in %s: %s", t->name, dir, strerror(errno));
             goto done;
         }
         snprintf(ctl_arg, sizeof ctl_arg, "fifo:%s,%s", ctl, ack);
@@ -748,11 +742,10 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
                 nth_event(segs[s].events, e, ev, sizeof ev);
                 ntp__tool_event_name(s, e, name, sizeof name);
                 if (!perf_event_arg(ev, name, arg, sizeof arg)) {
-                    st = ntp__error(
-                        ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "ntp_run_opts.tool %s: cannot name event '%s' (use perf's pmu/event/ or "
-                        "name[:modifiers])",
-                        t->name, ev);
+                    st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.tool",
+                                        "%s: cannot name event '%s' (use perf's pmu/event/ or "
+                                        "name[:modifiers])",
+                                        t->name, ev);
                     goto done;
                 }
                 pre[np++] = ntp__strdup("-e");
@@ -777,9 +770,8 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
             goto done;
         }
     if (!(argv = child_argv(pre, np))) {
-        st = ntp__error(
-            ctx, NTP_STATUS_IO_ERROR,
-            "ntp_run_opts.tool %s: cannot read this process's command line (/proc/self)", t->name);
+        st = ntp__opt_error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool",
+                            "%s: cannot read this process's command line (/proc/self)", t->name);
         goto done;
     }
     size_t cap = (size_t)n_segs * 40 + 64, used;
@@ -811,8 +803,8 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
     char child_log[4200];
     snprintf(child_log, sizeof child_log, "%s/child.log", dir);
     if (spawn(argv, envp, perf ? log : child_log, NULL, &pid) != 0) {
-        st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool %s: cannot start %s: %s",
-                        t->name, bin, strerror(errno));
+        st = ntp__opt_error(ctx, NTP_STATUS_IO_ERROR, "ntp_run_opts.tool",
+                            "%s: cannot start %s: %s", t->name, bin, strerror(errno));
         goto done;
     }
     int ws = wait_for(pid);
@@ -820,15 +812,15 @@ ntp_status ntp__tool_launch(ntp_ctx *ctx, const ntp_tool_spec *t, const char *ba
         char tail[512], tail2[512];
         log_tail(log, tail, sizeof tail);
         log_tail(child_log, tail2, sizeof tail2);
-        st = ntp__error(ctx, NTP_STATUS_BACKEND_ERROR,
-                        "ntp_run_opts.tool %s: the run under %s %s %d; %s%s%s (log: %s)", t->name,
-                        bin,
-                        ws >= 0 && WIFSIGNALED(ws) ? "was killed by signal" : "exited with status",
-                        ws < 0            ? -1
-                        : WIFSIGNALED(ws) ? WTERMSIG(ws)
-                                          : WEXITSTATUS(ws),
-                        tail2[0] ? tail2 : tail, tail2[0] && tail[0] ? "; " : "",
-                        tail2[0] ? tail : "", perf ? log : child_log);
+        st = ntp__opt_error(ctx, NTP_STATUS_BACKEND_ERROR, "ntp_run_opts.tool",
+                            "%s: the run under %s %s %d; %s%s%s (log: %s)", t->name, bin,
+                            ws >= 0 && WIFSIGNALED(ws) ? "was killed by signal"
+                                                       : "exited with status",
+                            ws < 0            ? -1
+                            : WIFSIGNALED(ws) ? WTERMSIG(ws)
+                                              : WEXITSTATUS(ws),
+                            tail2[0] ? tail2 : tail, tail2[0] && tail[0] ? "; " : "",
+                            tail2[0] ? tail : "", perf ? log : child_log);
         goto done;
     }
     if (t->kind == NTP_TOOL_PERF_STAT) {
@@ -893,7 +885,8 @@ ntp_status ntp__tool_child_open(ntp_ctx *ctx, ntp_tool_child *c)
     memset(c, 0, sizeof *c);
     c->ctl_fd = c->ack_fd = -1;
     ntp_tool_spec spec;
-    ntp_status st = ntp__tool_parse(ctx, getenv("NTP_TOOL"), "NTP_TOOL", &spec);
+    ntp_status st =
+        ntp__tool_parse(ctx, getenv("NTP_TOOL"), &(ntp__where){.option = "NTP_TOOL"}, &spec);
     if (st)
         return st;
     c->kind = spec.kind;

@@ -134,15 +134,13 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
     case F_BATCH:
     case F_THREADS:
         if (!positive_int(v))
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_sweep_add_factor %s: '%s' is not a positive integer", f->name,
-                              v);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                  "%s: '%s' is not a positive integer", f->name, v);
         return NTP_STATUS_OK;
     case F_PRECISION:
         if (ntp_dtype_parse(v, &d) != NTP_STATUS_OK || !ntp_dtype_is_precision(d))
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_sweep_add_factor precision: '%s' is not f32, bf16, f16 or i8",
-                              v);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                  "precision: '%s' is not f32, bf16, f16 or i8", v);
         return NTP_STATUS_OK;
     case F_BACKEND: {
         char list[256];
@@ -156,15 +154,15 @@ static ntp_status check_value(ntp_ctx *ctx, const factor *f, const char *v)
             names[n++] = b;
         }
         const char *near = ntp__nearest(v, names, n);
-        return ntp__error(
-            ctx, NTP_STATUS_UNKNOWN_NAME,
-            "ntp_sweep_add_factor backend: unknown backend '%s'%s%s%s; this build has: %s", v,
-            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", ntp_backends());
+        return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_sweep_add_factor",
+                              "backend: unknown backend '%s'%s%s%s; this build has: %s", v,
+                              near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                              ntp_backends());
     }
     default:
         if (!*v)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "ntp_sweep_add_factor %s: an empty value", f->name);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                  "%s: an empty value", f->name);
         return NTP_STATUS_OK;
     }
 }
@@ -173,15 +171,16 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
 {
     const char *eq = spec ? strchr(spec, '=') : NULL;
     if (!eq || eq == spec || !eq[1])
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_sweep_add_factor expects NAME=V1,V2,..., got '%s'",
-                          spec ? spec : "");
+        return ntp__error_at(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            &(ntp__where){.option = "ntp_sweep_add_factor", .expected = "NAME=V1,V2,..."},
+            "expects NAME=V1,V2,..., got '%s'", spec ? spec : "");
     if (s->n_factors >= MAX_FACTORS)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_sweep_add_factor: at most %d factors", MAX_FACTORS);
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                              ": at most %d factors", MAX_FACTORS);
     if (s->n_configs > 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_sweep_add_factor after the sweep was expanded");
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                              "after the sweep was expanded");
     factor f = {0};
     if (!(f.name = malloc((size_t)(eq - spec) + 1)))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -205,26 +204,25 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
             for (int i = 0; i < s->n_params && n < MAX_VALUES + 4; i++)
                 cands[n++] = s->params[i];
             const char *near = ntp__nearest(f.name, cands, n);
-            st = ntp__error(
-                ctx, NTP_STATUS_UNKNOWN_NAME,
-                "ntp_sweep_add_factor %s: not backend, precision, batch, threads or a param of %s%s%s%s",
-                f.name, s->source, near ? "; did you mean '" : "", near ? near : "",
-                near ? "'?" : "");
+            st = ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_sweep_add_factor",
+                                "%s: not backend, precision, batch, threads or a param of %s%s%s%s",
+                                f.name, s->source, near ? "; did you mean '" : "", near ? near : "",
+                                near ? "'?" : "");
             goto fail;
         }
     }
     for (int i = 0; i < s->n_factors; i++)
         if (strcmp(s->f[i].name, f.name) == 0) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor %s given twice",
-                            f.name);
+            st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                "%s given twice", f.name);
             goto fail;
         }
     /* Values split at commas; each is checked and may appear once. */
     for (const char *p = eq + 1;;) {
         size_t n = strcspn(p, ",");
         if (f.n >= MAX_VALUES) {
-            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                            "ntp_sweep_add_factor %s: at most %d values", f.name, MAX_VALUES);
+            st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                "%s: at most %d values", f.name, MAX_VALUES);
             goto fail;
         }
         char **vs = realloc(f.values, (size_t)(f.n + 1) * sizeof *vs);
@@ -243,8 +241,8 @@ ntp_status ntp_sweep_add_factor(ntp_ctx *ctx, ntp_sweep *s, const char *spec)
             goto fail;
         for (int k = 0; k + 1 < f.n; k++)
             if (strcmp(f.values[k], v) == 0) {
-                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                                "ntp_sweep_add_factor %s: '%s' given twice", f.name, v);
+                st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_sweep_add_factor",
+                                    "%s: '%s' given twice", f.name, v);
                 goto fail;
             }
         if (!p[n])

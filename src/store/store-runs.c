@@ -670,14 +670,16 @@ ntp_status ntp__store_list_query(ntp_ctx *ctx, ntp_store *s, const ntp_history_f
     if (!f)
         f = &none;
     if (f->since && !valid_since(f->since))
-        return ntp__error(
+        return ntp__error_at(
             ctx, NTP_STATUS_INVALID_ARGUMENT,
-            "ntp_history_filter.since expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
+            &(ntp__where){.option = "ntp_history_filter.since",
+                          .expected = "a date such as 2025-03-01 or 2025-03-01T12:00:00Z"},
+            "expects a date such as 2025-03-01 or 2025-03-01T12:00:00Z, "
             "got '%s'",
             f->since);
     if (f->limit < 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_history_filter.limit must not be negative");
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_history_filter.limit",
+                              "must not be negative");
     /* The limit is part of the text: SQLite's "no limit" (-1) is an error
      * on PostgreSQL, and PostgreSQL's (NULL) one on SQLite. */
     char limit[32] = "";

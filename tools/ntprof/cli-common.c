@@ -24,7 +24,7 @@ int cli_fail(ntp_ctx *ctx)
 {
     cli_print_warnings(ctx);
     char buf[4096];
-    const char *msg = cli_message(ntp_ctx_errmsg(ctx), buf, sizeof buf);
+    const char *msg = cli_errmsg(ctx, buf, sizeof buf);
     fprintf(stderr, "ntprof: %s\n", msg[0] ? msg : ntp_status_str(ntp_ctx_status(ctx)));
     return CLI_FAIL;
 }

@@ -3,7 +3,12 @@
  * The library names an option by its place in the API ("ntp_run_opts.tool
  * perf-record: ..."), since it is used from C without a command line; the
  * CLI, which knows which flag sets which field, prints the flag instead
- * ("--tool perf-record: ..."). */
+ * ("--tool perf-record: ..."). An error names the option at fault as one of
+ * its parts (ntp_ctx_error_part), so the CLI puts its flag there; an
+ * option a message mentions in passing ("use ntp_run_opts.threads 4 or
+ * fewer"), and a warning's, are found by their names in the text. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -41,6 +46,15 @@ static const struct {
     {"ntp_loadgen_opts.find_max_qps", "--find-max-qps"},
 };
 
+/* The flag that sets the option named api, or NULL. */
+static const char *flag_of(const char *api)
+{
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i].api, api) == 0)
+            return names[i].flag;
+    return NULL;
+}
+
 static bool ident_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -72,4 +86,49 @@ const char *cli_message(const char *msg, char *buf, size_t len)
     }
     buf[o] = '\0';
     return buf;
+}
+
+/* Append to buf at *n; false once it no longer fits. */
+static bool put(char *buf, size_t len, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool put(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = *n < len ? vsnprintf(buf + *n, len - *n, fmt, ap) : -1;
+    va_end(ap);
+    if (k < 0 || (size_t)k >= len - *n)
+        return false;
+    *n += (size_t)k;
+    return true;
+}
+
+const char *cli_errmsg(const ntp_ctx *ctx, char *buf, size_t len)
+{
+    const char *file = ntp_ctx_error_part(ctx, NTP_ERROR_FILE);
+    const char *element = ntp_ctx_error_part(ctx, NTP_ERROR_ELEMENT);
+    const char *layer = ntp_ctx_error_part(ctx, NTP_ERROR_LAYER);
+    const char *option = ntp_ctx_error_part(ctx, NTP_ERROR_OPTION);
+    int line = ntp_ctx_error_line(ctx);
+    char tbuf[4096];
+    const char *text = cli_message(ntp_ctx_error_part(ctx, NTP_ERROR_TEXT), tbuf, sizeof tbuf);
+    const char *flag = option ? flag_of(option) : NULL;
+    size_t n = 0;
+    bool ok = len > 0;
+    if (ok && file && line > 0)
+        ok = put(buf, len, &n, "%s:%d: ", file, line);
+    else if (ok && file)
+        ok = put(buf, len, &n, "%s: ", file);
+    if (ok && element && layer)
+        ok = put(buf, len, &n, "<%s name='%s'>: ", element, layer);
+    else if (ok && element)
+        ok = put(buf, len, &n, "<%s>: ", element);
+    else if (ok && layer)
+        ok = put(buf, len, &n, "layer '%s': ", layer);
+    if (ok && option)
+        ok = put(buf, len, &n, "%s%s", flag ? flag : option, text[0] == ':' ? "" : " ");
+    if (ok)
+        ok = put(buf, len, &n, "%s", text);
+    /* Too long to word anew: the library's words will do. */
+    return ok ? buf : ntp_ctx_errmsg(ctx);
 }

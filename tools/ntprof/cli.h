@@ -124,6 +124,11 @@ int cli_fail(ntp_ctx *ctx);
  * CLI's flags (--threads), in buf; msg itself when it does not fit
  * (cli-messages.c). */
 const char *cli_message(const char *msg, char *buf, size_t len);
+/* The context's last error in the CLI's words, made from its parts
+ * (ntp_ctx_error_part): the option at fault named by its flag, the rest as
+ * cli_message words it; in buf, or the library's message when it does not
+ * fit. */
+const char *cli_errmsg(const ntp_ctx *ctx, char *buf, size_t len);
 /* A new context, or NULL after printing "out of memory". */
 ntp_ctx *cli_ctx_new(void);
 /* Check the FILE arguments left after the options of command `cmd`: none

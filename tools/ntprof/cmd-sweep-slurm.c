@@ -179,7 +179,7 @@ static bool rebuild(ntp_ctx *ctx, const ntp_sweep_record *r, ntp_graph **g, ntp_
     cli_topo_free(&topo);
     if (st) {
         char buf[1024];
-        snprintf(why, why_len, "%s", cli_message(ntp_ctx_errmsg(ctx), buf, sizeof buf));
+        snprintf(why, why_len, "%s", cli_errmsg(ctx, buf, sizeof buf));
         ntp_ctx_clear(ctx);
         return false;
     }

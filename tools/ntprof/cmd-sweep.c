@@ -223,7 +223,7 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
             return;
         }
         char words[sizeof msg];
-        snprintf(msg, sizeof msg, "%s", cli_message(ntp_ctx_errmsg(ctx), words, sizeof words));
+        snprintf(msg, sizeof msg, "%s", cli_errmsg(ctx, words, sizeof words));
         ntp_ctx_clear(ctx);
     } else if (status != -1 && WIFSIGNALED(status)) {
         char last[512];
