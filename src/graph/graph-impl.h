@@ -61,6 +61,26 @@ enum { NTP_PAD_EXPLICIT, NTP_PAD_SAME_UPPER, NTP_PAD_SAME_LOWER, NTP_PAD_VALID }
 enum { NTP_DIR_FORWARD, NTP_DIR_REVERSE, NTP_DIR_BIDIRECTIONAL };
 enum { NTP_MERGE_CONCAT, NTP_MERGE_SUM };
 enum { NTP_PADMODE_CONSTANT, NTP_PADMODE_REFLECT, NTP_PADMODE_EDGE };
+/* Pad's index arithmetic, for every kernel of it (the reference backend's
+ * forward, training's forward and backward): the input index that output
+ * index o copies along a dim of n elements with begin pad pb, or -1 for a
+ * constant-padded position. Inline: the kernels call it per element. */
+static inline int64_t ntp__pad_src(int64_t o, int64_t pb, int64_t n, int mode)
+{
+    int64_t i = o - pb;
+    if (i >= 0 && i < n)
+        return i;
+    if (mode == NTP_PADMODE_CONSTANT)
+        return -1;
+    if (mode == NTP_PADMODE_EDGE || n == 1)
+        return i < 0 ? 0 : n - 1;
+    /* Reflect without repeating the edge: period 2(n-1). */
+    int64_t period = 2 * (n - 1);
+    i %= period;
+    if (i < 0)
+        i += period;
+    return i < n ? i : period - i;
+}
 enum { NTP_CTC_GREEDY, NTP_CTC_BEAM };
 enum { NTP_RNN_ACT_TANH, NTP_RNN_ACT_RELU };
 

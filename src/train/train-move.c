@@ -79,24 +79,6 @@ static void split(ntp_train_state *s, const ntp_node *n, int mode)
     }
 }
 
-/* The input index that output index o copies along a dim of n elements
- * with begin pad pb, or -1 for a constant (src/backend/ref/ref-move.c). */
-static int64_t pad_src(int64_t o, int64_t pb, int64_t n, int mode)
-{
-    int64_t i = o - pb;
-    if (i >= 0 && i < n)
-        return i;
-    if (mode == NTP_PADMODE_CONSTANT)
-        return -1;
-    if (mode == NTP_PADMODE_EDGE || n == 1)
-        return i < 0 ? 0 : n - 1;
-    int64_t period = 2 * (n - 1);
-    i %= period;
-    if (i < 0)
-        i += period;
-    return i < n ? i : period - i;
-}
-
 static void pad(ntp_train_state *s, const ntp_node *n, int mode)
 {
     const ntp_shape *in = &T_(0)->shape, *out = &O_(0)->shape;
@@ -109,7 +91,7 @@ static void pad(ntp_train_state *s, const ntp_node *n, int mode)
     for (int64_t o = 0; o < m; o++) {
         int64_t off = 0;
         for (int d = 0; d < r && off >= 0; d++) {
-            int64_t i = pad_src(idx[d], n->a.pads[d], in->dim[d], n->a.pad_mode);
+            int64_t i = ntp__pad_src(idx[d], n->a.pads[d], in->dim[d], n->a.pad_mode);
             off = i < 0 ? -1 : off + i * ist[d];
         }
         if (mode == 0)

@@ -223,25 +223,6 @@ static ntp_status transpose(ntp_ctx *ctx, const ntp_kargs *k)
 
 /* --- pad ------------------------------------------------------------------- */
 
-/* Input index for output index o along a dim of size n with begin pad pb, or
- * -1 for a constant-padded position. */
-static int64_t pad_src(int64_t o, int64_t pb, int64_t n, int mode)
-{
-    int64_t i = o - pb;
-    if (i >= 0 && i < n)
-        return i;
-    if (mode == NTP_PADMODE_CONSTANT)
-        return -1;
-    if (mode == NTP_PADMODE_EDGE || n == 1)
-        return i < 0 ? 0 : n - 1;
-    /* Reflect without repeating the edge: period 2(n-1). */
-    int64_t period = 2 * (n - 1);
-    i %= period;
-    if (i < 0)
-        i += period;
-    return i < n ? i : period - i;
-}
-
 static ntp_status pad(ntp_ctx *ctx, const ntp_kargs *k)
 {
     ntp_status st = ntp__ref_expect(ctx, k, 1, 0, 0, 1);
@@ -268,14 +249,15 @@ static ntp_status pad(ntp_ctx *ctx, const ntp_kargs *k)
         int64_t off = 0;
         bool constant = false;
         for (int d = 0; d < r - 1; d++) {
-            int64_t i = pad_src(idx[d], a->pads[d], in->dim[d], a->pad_mode);
+            int64_t i = ntp__pad_src(idx[d], a->pads[d], in->dim[d], a->pad_mode);
             if (i < 0)
                 constant = true;
             else
                 off += i * ist[d];
         }
         for (int64_t j = 0; j < last; j++) {
-            int64_t i = constant ? -1 : pad_src(j, a->pads[r - 1], in->dim[r - 1], a->pad_mode);
+            int64_t i =
+                constant ? -1 : ntp__pad_src(j, a->pads[r - 1], in->dim[r - 1], a->pad_mode);
             yr[j] = i < 0 ? value : x[off + i];
         }
         for (int d = r - 2; d >= 0; d--) {
