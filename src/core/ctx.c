@@ -12,8 +12,8 @@ struct ntp_ctx {
     char errmsg[NTP_ERRMSG_MAX];
     /* The parts of the last failure (ntp_ctx_error_part): each one a string
      * in parts, or absent; the text is errmsg's tail from text_at. */
-    char parts[NTP_ERRMSG_MAX];
-    int part_at[NTP_ERROR_TEXT]; /* -1: absent */
+    char parts[8 * NTP_ERRMSG_MAX]; /* room for a path of PATH_MAX and the rest */
+    int part_at[NTP_ERROR_TEXT];    /* -1: absent */
     size_t text_at;
     int line;
     char **warnings;
@@ -145,10 +145,11 @@ ntp_status ntp__error_at(ntp_ctx *ctx, ntp_status st, const ntp__where *w, const
     one_line(text);
     /* The message as ntp_ctx_error_part() describes it. */
     size_t n = 0;
-#define PUT(...)                                                                      \
-    do {                                                                              \
-        int k_ = snprintf(msg + n, n < sizeof msg ? sizeof msg - n : 0, __VA_ARGS__); \
-        n += k_ > 0 ? (size_t)k_ : 0;                                                 \
+#define PUT(...)                                                     \
+    do {                                                             \
+        size_t at_ = n < sizeof msg ? n : sizeof msg - 1;            \
+        int k_ = snprintf(msg + at_, sizeof msg - at_, __VA_ARGS__); \
+        n += k_ > 0 ? (size_t)k_ : 0;                                \
     } while (0)
     if (w->file && w->line > 0)
         PUT("%s:%d: ", w->file, w->line);
