@@ -6,16 +6,29 @@
 # with the load average beside each figure. The array is measured twice:
 # --exclusive (the default: one task per node, so one at a time here, as
 # local runs them) and --shared (as many at once as the node has CPUs).
+# STORE picks the history the runs are recorded in: sqlite (default: a file
+# per executor), pg (a PostgreSQL server of its own from
+# scripts/local-postgres.sh, as a lab's shared store: the local sweep then
+# writes on one kept connection, each array task on its own), or both (the
+# three measures on each, six in all).
 # Needs root (slurmd) and slurm-wlm + munge; prints why not otherwise.
-# Usage: bench/bench_slurm_sweep.sh <path-to-ntprof> [N]
+# Usage: bench/bench_slurm_sweep.sh <path-to-ntprof> [N] [sqlite|pg|both]
 set -euo pipefail
 NTPROF=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 N=${2:-200}
+STORE=${3:-sqlite}
+case "$STORE" in sqlite | pg | both) ;; *)
+    echo "bench_slurm_sweep: STORE is sqlite, pg or both, not '$STORE'" >&2
+    exit 2
+    ;;
+esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
 CLUSTER=
+PGDIR=
 cleanup() {
     [ -n "$CLUSTER" ] && bash "$SRC/scripts/local-slurm.sh" down "$CLUSTER" 2>/dev/null
+    [ -n "$PGDIR" ] && bash "$SRC/scripts/local-postgres.sh" down "$PGDIR" >/dev/null 2>&1
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -49,9 +62,31 @@ measure() {
         tee -a "$T/summary"
 }
 echo "sweep of $N tiny-mlp configurations ($(nproc) CPUs)"
-measure local --db "$T/local.db"
-measure slurm-exclusive --db "$T/slurm.db" --executor slurm --wait
-measure slurm-shared --db "$T/slurm.db" --executor slurm --wait --shared
+if [ "$STORE" != pg ]; then
+    measure local --db "$T/local.db"
+    measure slurm-exclusive --db "$T/slurm.db" --executor slurm --wait
+    measure slurm-shared --db "$T/slurm.db" --executor slurm --wait --shared
+fi
+if [ "$STORE" != sqlite ]; then
+    bash "$SRC/scripts/local-postgres.sh" up >"$T/pg.up" 2>&1 || {
+        echo "bench_slurm_sweep: local-postgres.sh up failed:" >&2
+        cat "$T/pg.up" >&2
+        exit 1
+    }
+    PGDIR=$(sed -n 's/^dir: //p' "$T/pg.up")
+    URL=$(tail -n 1 "$T/pg.up")
+    measure pg-local --db "$URL"
+    measure pg-slurm-excl --db "$URL" --executor slurm --wait
+    measure pg-slurm-shared --db "$URL" --executor slurm --wait --shared
+fi
 awk '{ t[$1] = $2 } END {
-    printf "slurm-exclusive / local: %.2fx   slurm-shared / local: %.2fx\n",
-        t["slurm-exclusive"] / t["local"], t["slurm-shared"] / t["local"] }' "$T/summary"
+    if ("local" in t)
+        printf "slurm-exclusive / local: %.2fx   slurm-shared / local: %.2fx\n",
+            t["slurm-exclusive"] / t["local"], t["slurm-shared"] / t["local"]
+    if ("pg-local" in t)
+        printf "PostgreSQL: slurm-exclusive / local: %.2fx   slurm-shared / local: %.2fx\n",
+            t["pg-slurm-excl"] / t["pg-local"], t["pg-slurm-shared"] / t["pg-local"]
+    if ("local" in t && "pg-local" in t)
+        printf "PostgreSQL / SQLite: local %.2fx   slurm-exclusive %.2fx   slurm-shared %.2fx\n",
+            t["pg-local"] / t["local"], t["pg-slurm-excl"] / t["slurm-exclusive"],
+            t["pg-slurm-shared"] / t["slurm-shared"] }' "$T/summary"

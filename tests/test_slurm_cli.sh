@@ -10,21 +10,12 @@
 # Usage: test_slurm_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
-for b in slurmctld slurmd sbatch scontrol munged mungekey sinfo; do
-    if ! command -v "$b" >/dev/null 2>&1; then
-        echo "skipped: '$b' not found (Debian: slurm-wlm, munge; scripts/deps.sh)"
-        exit 77
-    fi
-done
-if [ "$(id -u)" != 0 ]; then
-    echo "skipped: the local Slurm cluster needs root (slurmd starts jobs as their user)"
-    exit 77
-fi
+# The cluster: 25 CPUs declared so that 25 tasks run at once (--shared).
+slurm_cluster_up 25
 
 MLP=$SRC/models/tiny-mlp.xml
 FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)
 DB=$T/sweeps.db
-NTPROF=$(cd "$(dirname "$NTPROF")" && pwd)/$(basename "$NTPROF")
 
 # Bad input that needs no cluster: an unknown sweep ID is one line; sbatch
 # missing is its own message and a non-zero exit.
@@ -35,24 +26,6 @@ expect_exit 1 env PATH=/nonexistent "$NTPROF" sweep "$MLP" --vary hidden=8,16 "$
 expect_err "'sbatch' not found on PATH"
 expect_exit 2 "$NTPROF" sweep "$MLP" --vary hidden=8,16 --wait
 expect_err "need --executor slurm"
-
-# The cluster: 25 CPUs declared so that 25 tasks run at once (--shared).
-CLUSTER_DIR=
-cleanup() {
-    [ -n "$CLUSTER_DIR" ] && bash "$SRC/scripts/local-slurm.sh" down "$CLUSTER_DIR" 2>/dev/null
-    chmod -R u+w "$T" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-line=$(NTP_SLURM_CPUS=25 bash "$SRC/scripts/local-slurm.sh" up 2>"$T/up.err" | tail -n 1)
-if [ "${line#export SLURM_CONF=}" = "$line" ]; then
-    echo "skipped: the local Slurm cluster did not start:"
-    cat "$T/up.err"
-    exit 77
-fi
-eval "$line"
-CLUSTER_DIR=$(dirname "$SLURM_CONF")
-export SLURM_CONF
 
 # sbatch refusing the job: its own message, non-zero exit.
 expect_exit 1 "$NTPROF" sweep "$MLP" --vary hidden=8,16 "${FAST[@]}" --db "$DB" \

@@ -12,37 +12,10 @@
 # Usage: test_slurm_timeout_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
-for b in slurmctld slurmd sbatch scontrol munged mungekey sinfo; do
-    if ! command -v "$b" >/dev/null 2>&1; then
-        echo "skipped: '$b' not found (Debian: slurm-wlm, munge; scripts/deps.sh)"
-        exit 77
-    fi
-done
-if [ "$(id -u)" != 0 ]; then
-    echo "skipped: the local Slurm cluster needs root (slurmd starts jobs as their user)"
-    exit 77
-fi
+slurm_cluster_up 4
 
 MLP=$SRC/models/tiny-mlp.xml
 DB=$T/sweeps.db
-NTPROF=$(cd "$(dirname "$NTPROF")" && pwd)/$(basename "$NTPROF")
-
-CLUSTER_DIR=
-cleanup() {
-    [ -n "$CLUSTER_DIR" ] && bash "$SRC/scripts/local-slurm.sh" down "$CLUSTER_DIR" 2>/dev/null
-    chmod -R u+w "$T" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-line=$(NTP_SLURM_CPUS=4 bash "$SRC/scripts/local-slurm.sh" up 2>"$T/up.err" | tail -n 1)
-if [ "${line#export SLURM_CONF=}" = "$line" ]; then
-    echo "skipped: the local Slurm cluster did not start:"
-    cat "$T/up.err"
-    exit 77
-fi
-eval "$line"
-CLUSTER_DIR=$(dirname "$SLURM_CONF")
-export SLURM_CONF
 
 # One configuration that would run for hours (100000 iterations of a
 # 1024-unit MLP at batch 64, on one thread: about 0.1 s each). The task

@@ -85,6 +85,11 @@ struct ntp__store_driver {
      * connection, and connecting again. */
     bool (*lost)(ntp_store *s);
     bool (*reconnect)(ntp_store *s);
+    /* How many items one multi-row INSERT carries (0: 32). SQLite's
+     * statements hold at most 999 parameters, so 32 rows of the widest
+     * table (31 columns); PostgreSQL's 65535, so a run's rows go in one
+     * statement, one round trip to the server. */
+    int batch_rows;
 };
 
 extern const ntp__store_driver ntp__store_sqlite;

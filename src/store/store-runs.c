@@ -92,18 +92,20 @@ enum { WARNING_COLS = 3 };
 /* Binds item k of r (of run id) from parameter i on; returns the next. */
 typedef int (*bind_item)(ntp__stmt *q, int i, const ntp_run_result *r, int k, int64_t id);
 
-/* INSERT head VALUES (...), (...), ...: the items CHUNK at a time, so a
- * run's rows cost a few statements rather than one each (round trips to a
- * PostgreSQL server; both databases take multi-row VALUES). */
+/* INSERT head VALUES (...), (...), ...: the items a chunk at a time (the
+ * driver's batch_rows: 32 on SQLite; on PostgreSQL a run's rows in one
+ * statement), so a run's rows cost one or a few statements rather than one
+ * each (round trips to a PostgreSQL server; both databases take multi-row
+ * VALUES). */
 static ntp_status insert_many(ntp_ctx *ctx, ntp_store *s, const char *head, int cols, int n,
                               bind_item bind, const ntp_run_result *r, int64_t id, const char *what)
 {
-    enum { CHUNK = 32 };
+    const int chunk = s->drv->batch_rows > 0 ? s->drv->batch_rows : 32;
     ntp_status st = NTP_STATUS_OK;
     ntp__stmt *full = NULL;
-    for (int k0 = 0; k0 < n && !st; k0 += CHUNK) {
-        int m = n - k0 < CHUNK ? n - k0 : CHUNK;
-        ntp__stmt *q = m == CHUNK ? full : NULL;
+    for (int k0 = 0; k0 < n && !st; k0 += chunk) {
+        int m = n - k0 < chunk ? n - k0 : chunk;
+        ntp__stmt *q = m == chunk ? full : NULL;
         if (!q) {
             size_t len = strlen(head) + 16 + (size_t)m * (2 * (size_t)cols + 3);
             char *sql = malloc(len);
@@ -127,7 +129,7 @@ static ntp_status insert_many(ntp_ctx *ctx, ntp_store *s, const char *head, int 
                 st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
                 break;
             }
-            if (m == CHUNK)
+            if (m == chunk)
                 full = q;
         } else {
             ntp__db_reset(q);

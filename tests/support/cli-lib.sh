@@ -47,3 +47,36 @@ finish() {
     echo "${1:+$1: }$pass passed, $fail failed"
     [ "$fail" = 0 ]
 }
+
+# slurm_cluster_up CPUS: a real Slurm cluster on this machine
+# (scripts/local-slurm.sh) declaring CPUS CPUs, torn down at exit with T;
+# exports SLURM_CONF, sets CLUSTER_DIR and makes NTPROF an absolute path
+# (the tasks run elsewhere). Skips the test (77) with the reason where
+# Slurm or munge is not installed, or the cluster does not start (not
+# root, ...).
+slurm_cluster_up() {
+    local b line
+    for b in slurmctld slurmd sbatch scontrol munged mungekey sinfo; do
+        if ! command -v "$b" >/dev/null 2>&1; then
+            echo "skipped: '$b' not found (Debian: slurm-wlm, munge; scripts/deps.sh)"
+            exit 77
+        fi
+    done
+    if [ "$(id -u)" != 0 ]; then
+        echo "skipped: the local Slurm cluster needs root (slurmd starts jobs as their user)"
+        exit 77
+    fi
+    NTPROF=$(cd "$(dirname "$NTPROF")" && pwd)/$(basename "$NTPROF")
+    CLUSTER_DIR=
+    trap '[ -n "$CLUSTER_DIR" ] && bash "$SRC/scripts/local-slurm.sh" down "$CLUSTER_DIR" 2>/dev/null
+          chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+    line=$(NTP_SLURM_CPUS=$1 bash "$SRC/scripts/local-slurm.sh" up 2>"$T/up.err" | tail -n 1)
+    if [ "${line#export SLURM_CONF=}" = "$line" ]; then
+        echo "skipped: the local Slurm cluster did not start:"
+        cat "$T/up.err"
+        exit 77
+    fi
+    eval "$line"
+    CLUSTER_DIR=$(dirname "$SLURM_CONF")
+    export SLURM_CONF
+}

@@ -23,6 +23,7 @@ enum { OPT_COUNTERS = 1100, OPT_TOOL, OPT_TOOL_DIR, OPT_COUNTER_ITERATIONS };
 
 enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH, OPT_BACKEND_OPTIONS };
 enum { OPT_RUN_UUID = 1300 };
+enum { OPT_NO_RECORD = 1400 };
 
 /* A UUID as ntprof writes them: 8-4-4-4-12 lowercase hex digits. */
 static bool valid_uuid(const char *u)
@@ -173,6 +174,7 @@ int cmd_run(int argc, char **argv)
     cli_run_opts co = {0};
     const char *output = NULL, *db = NULL, *html = NULL, *run_uuid = NULL;
     bool use_db = true;
+    bool record = true; /* --no-record: the history read, the run not added */
     char backend_help[512];
     snprintf(backend_help, sizeof backend_help,
              "backend (built: %s), or a comma-separated list to\n"
@@ -265,6 +267,10 @@ int cmd_run(int argc, char **argv)
                 "the run's identity (default: a new random one): a\n"
                 "history stores a run once, so a task retried with\n"
                 "the same UUID is not recorded twice"),
+        CLI_UNSET("no-record", OPT_NO_RECORD,
+                  "read the history (ceilings, calibrations) but do\n"
+                  "not record the run (a sweep records its runs itself)",
+                  &record),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -421,7 +427,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail(ctx);
     } else if (!tool_child && ro.backend && strchr(ro.backend, ',')) {
         /* A list of backends: each one run, side by side (cmd-run-backends.c). */
-        rc = cli_run_backends(ctx, g, &ro, &prog, fmt, output, trace, html, use_db ? db : NULL);
+        rc = cli_run_backends(ctx, g, &ro, &prog, fmt, output, trace, html,
+                              use_db && record ? db : NULL);
     } else if (run_once(ctx, g, &ro, &prog, &res) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else if (tool_child) {
@@ -439,7 +446,7 @@ int cmd_run(int argc, char **argv)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
         if (rc == CLI_OK && html)
             rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
-        if (rc == CLI_OK && use_db && db) {
+        if (rc == CLI_OK && use_db && db && record) {
             /* The run's warnings are out; what follows is the store's (a
              * lost connection retried). */
             if (shared_db)

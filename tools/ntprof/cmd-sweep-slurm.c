@@ -627,7 +627,29 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
     const ntp_run_result *res = ntp_sweep_result(sw, (int)index);
     if (res) {
         if (ntp_store_add_run(ctx, st, res, &t.run_id) != NTP_STATUS_OK) {
+            /* Retried and still refused: the report is kept outside the
+             * task's directory for `history import`, and the task says
+             * where, in its log and (should the store answer again) in
+             * the sweep's record of it. */
             rc = cli_fail(ctx);
+            char kept[PATH_MAX + 64], from[PATH_MAX + 32], host[128] = "";
+            gethostname(host, sizeof host - 1);
+            snprintf(from, sizeof from, "%s/config-%lld.json", dir, (long long)index);
+            snprintf(kept, sizeof kept, "%s/ntprof-unrecorded-%lld-%lld-%ld.json", tmp_root(),
+                     (long long)r->id, (long long)index, (long)getpid());
+            if (rename(from, kept) == 0) {
+                fprintf(stderr,
+                        "ntprof: sweep %lld configuration %lld: not recorded; its report is kept "
+                        "as %s:%s (ntprof history import --db URL %s)\n",
+                        (long long)r->id, (long long)index, host, kept, kept);
+                snprintf(t.state, sizeof t.state, "failed");
+                /* A long path is cut; the task's log has it whole. */
+                snprintf(t.message, sizeof t.message, "not recorded; report kept as %.64s:%.400s",
+                         host, kept);
+                ntp_ctx_clear(ctx);
+                if (ntp_store_sweep_task_set(ctx, st, r->id, &t, NTP_SWEEP_TASK_UNLESS_OK, NULL))
+                    ntp_ctx_clear(ctx); /* the store is still away: the log says it */
+            }
             goto out;
         }
         snprintf(t.state, sizeof t.state, "ok");

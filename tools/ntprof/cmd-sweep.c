@@ -266,9 +266,48 @@ void sweep_clean_dir(const char *dir, int n)
     rmdir(dir);
 }
 
+/* With a shared store (a postgresql:// URL) the sweep records its runs
+ * itself, on one connection kept open across them, rather than each child
+ * opening its own (a PostgreSQL connection costs tens of ms to start; the
+ * write on a warm one a few: bench/bench_store.c). The children still read
+ * the store (ceilings, calibrations) and are told not to record. A run the
+ * store refuses even after reconnecting is not lost: its report stays in
+ * the sweep's directory for `ntprof history import`, and the sweep says so. */
+typedef struct sweep_recorder {
+    ntp_store *st; /* NULL: the children record (SQLite, --no-db) */
+    int n_unrecorded;
+    bool *unrecorded; /* per configuration */
+} sweep_recorder;
+
+/* Record configuration c's result; on failure say so and keep its report. */
+static void sweep_record(ntp_ctx *ctx, sweep_recorder *rec, ntp_sweep *sw, int c, const char *dir,
+                         char *state, size_t state_len)
+{
+    const ntp_run_result *res = ntp_sweep_result(sw, c);
+    if (!rec->st || !res)
+        return;
+    ntp_ctx_clear(ctx);
+    if (ntp_store_add_run(ctx, rec->st, res, NULL) == NTP_STATUS_OK) {
+        cli_print_warnings(ctx); /* a lost connection re-established */
+        return;
+    }
+    char words[1024];
+    const char *why = cli_message(ntp_ctx_errmsg(ctx), words, sizeof words);
+    fprintf(
+        stderr,
+        "ntprof: warning: sweep %s: not recorded: %s; its report is kept as %s/config-%d.json\n",
+        ntp_sweep_config_label(sw, c), why, dir, c);
+    size_t n = strlen(state);
+    snprintf(state + n, state_len - n, " (not recorded)");
+    rec->unrecorded[c] = true;
+    rec->n_unrecorded++;
+    ntp_ctx_clear(ctx);
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     argv_list fixed = {0};
+    sweep_recorder rec = {0};
     const char *vary[64];
     int n_vary = 0;
     ntp_sweep_design design = NTP_SWEEP_OFAT;
@@ -608,6 +647,22 @@ int cmd_sweep(int argc, char **argv)
         }
     }
     int n = ntp_sweep_config_count(sw), failed = 0;
+    if (use_db && db && ntp_store_is_url(db)) {
+        /* The store reached before anything runs, as `run` does. */
+        if (!(rec.unrecorded = calloc((size_t)n, sizeof *rec.unrecorded)) ||
+            !push(&fixed, "--no-record")) {
+            cli_error("out of memory");
+            rc = CLI_FAIL;
+        } else if (ntp_store_open(ctx, db, NTP_STORE_CREATE, &rec.st) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+        }
+        if (rc != CLI_OK) {
+            if (!keep)
+                sweep_clean_dir(dir, 0);
+            goto done;
+        }
+        cli_print_warnings(ctx);
+    }
     cli_progress prog;
     cli_progress_init(&prog);
     for (int c = 0; c < n; c++) {
@@ -615,12 +670,27 @@ int cmd_sweep(int argc, char **argv)
         const char *label = ntp_sweep_config_label(sw, c);
         progress(&prog, c, n, label, NULL);
         sweep_run_one(ctx, sw, c, self, file, &fixed, dir, timeout, state, sizeof state);
+        sweep_record(ctx, &rec, sw, c, dir, state, sizeof state);
         failed += ntp_sweep_result(sw, c) == NULL;
         progress(&prog, c + 1, n, label, state);
     }
     cli_progress_clear(&prog);
-    if (!keep)
+    ntp_store_close(rec.st);
+    rec.st = NULL;
+    if (rec.n_unrecorded > 0) {
+        if (!keep) {
+            char p[PATH_MAX];
+            for (int c = 0; c < n; c++) {
+                if (snprintf(p, sizeof p, "%s/config-%d.log", dir, c) < (int)sizeof p)
+                    unlink(p);
+                if (!rec.unrecorded[c] &&
+                    snprintf(p, sizeof p, "%s/config-%d.json", dir, c) < (int)sizeof p)
+                    unlink(p);
+            }
+        }
+    } else if (!keep) {
         sweep_clean_dir(dir, n);
+    }
     /* A configuration that failed is reported in the table; the sweep as a
      * whole fails only when nothing ran, and then writes no output (the
      * table, saying why each failed, goes to stderr). */
@@ -637,7 +707,19 @@ int cmd_sweep(int argc, char **argv)
         fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed,
                 n);
     }
+    if (rec.n_unrecorded > 0) {
+        /* The measurements are in the table and the kept reports, but the
+         * store lacks them: a failure, as for `run --db URL`. Import is
+         * idempotent (each report carries its run's UUID), so the whole
+         * directory may be given. */
+        cli_error("%d of %d runs were not recorded (the store could not be written); to add "
+                  "them: ntprof history import --db URL %s/config-*.json",
+                  rec.n_unrecorded, n, dir);
+        rc = CLI_FAIL;
+    }
 done:
+    ntp_store_close(rec.st);
+    free(rec.unrecorded);
     ntp_sweep_free(sw);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
