@@ -268,6 +268,10 @@ void sweep_clean_dir(const char *dir, int n)
 
 int cmd_sweep(int argc, char **argv)
 {
+    /* Load runs (cmd-sweep-load.c): options of their own. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--load") == 0)
+            return sweep_load(argc, argv);
     argv_list fixed = {0};
     const char *vary[64];
     int n_vary = 0;
@@ -291,6 +295,8 @@ int cmd_sweep(int argc, char **argv)
                  "Runs the topology once per configuration, each in a process of its own, and\n"
                  "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
                  "backend, precision, batch, threads or any <param> of the topology.\n"
+                 "With --load, load runs over QPS, instances, max batch... instead\n"
+                 "('ntprof sweep --load --help').\n"
                  "\n"
                  "sweep:\n"),
         CLI_OPT("vary", OPT_VARY, "NAME=V1,...",
