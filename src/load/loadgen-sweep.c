@@ -77,7 +77,7 @@ static void sweep_table(const ntp_loadgen_sweep_row *rows, int n, FILE *f)
     static const int w[] = {28, 10, 10, 9, 9, 9, 5, 10, 10, 10};
     static const char *const head[] = {"configuration", "offered/s", "achieved/s", "p50 ms",
                                        "p90 ms",        "p99 ms",    "valid",      "gen us/q",
-                                       "late mean us",  "late p99"};
+                                       "late us",       "late p99"};
     enum { NC = sizeof w / sizeof w[0] };
     for (int i = 0; i < NC; i++) {
         if (i)
