@@ -132,6 +132,57 @@ expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario single-stream "${Q[@
 expect_exit 0 "$NTPROF" history --db "$T/h.db" --load -f csv -o "$T/hl.csv"
 [ "$(grep -c single-stream "$T/hl.csv")" = 1 ] && ok || bad "--no-db recorded the run"
 
+# history copy takes the load runs along, byte for byte, once.
+expect_exit 0 "$NTPROF" history copy --from "$T/h.db" --to "$T/copy.db"
+grep -q '^2 load runs copied, 0 already present' "$T/out" && ok || bad "copy: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" history copy --from "$T/h.db" --to "$T/copy.db"
+grep -q '^0 load runs copied, 2 already present' "$T/out" && ok || bad "copy again: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" history --db "$T/copy.db" --load -f json -o "$T/hc.json"
+cmp -s "$T/hc.json" "$T/hl.json" && ok || bad "the copied load runs differ: $(diff "$T/hl.json" "$T/hc.json" | head -5)"
+$PY -c 'import sqlite3, sys; q = lambda p: sqlite3.connect(p).execute("SELECT time, report FROM load_runs ORDER BY id").fetchall(); a, b = q(sys.argv[1]), q(sys.argv[2]); assert len(a) == 2 and a == b, len(b)' "$T/h.db" "$T/copy.db" && ok || bad "the copied load reports differ"
+
+# sweep --load (docs/load.md#sweeps): a row per configuration, one factor at
+# a time around the baseline, each the figures of its own load run.
+SW=(-s base_us=100 --scenario server --latency-bound 50 "${Q[@]}" --min-queries 100 --no-db)
+expect_exit 0 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,1000 --vary instances=1,2 \
+    -f json -o "$T/sw.json"
+$PY - "$T/sw.json" <<'PYEOF' && ok || bad "sweep --load JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["kind"] == "load_sweep", s["kind"]
+c = s["configurations"]
+assert [r["configuration"] for r in c] == ["qps=500 instances=1", "qps=1000 instances=1",
+                                           "qps=500 instances=2"], c
+for r, qps, inst in zip(c, (500, 1000, 500), (1, 1, 2)):
+    assert r["error"] is None and r["scenario"] == "server", r
+    assert r["qps_offered"] == qps and r["instances"] == inst and r["queries"] == 100, r
+    lat = r["latency_ms"]
+    assert 0.1 <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"], lat
+    g = r["generator"]
+    assert g["overhead_us"] > 0 and g["lateness_mean_us"] is not None and g["qps_drawn"] > 0, g
+    assert 0 < r["qps_achieved"] < 2 * qps, r
+PYEOF
+# Every combination, a <param> among the factors; a bad value fails its row only.
+expect_exit 0 "$NTPROF" sweep "$M" --load --scenario single-stream "${Q[@]}" --min-queries 20 \
+    --no-db --vary base_us=100,300 --vary max-batch=1,2 --design full -f csv -o "$T/sw.csv"
+$PY - "$T/sw.csv" <<'PYEOF' && ok || bad "sweep --load CSV"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["configuration"] for r in rows] == ["base_us=100 max-batch=1", "base_us=100 max-batch=2",
+                                              "base_us=300 max-batch=1", "base_us=300 max-batch=2"]
+for r in rows:
+    assert r["error"] == "" and r["max_batch"] == r["configuration"][-1], r
+    assert float(r["p50_ms"]) >= int(r["configuration"].split()[0][8:]) / 1000, r
+PYEOF
+expect_exit 0 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,-1 -o "$T/swbad.txt"
+grep -q 'qps=-1 .*failed: .*--qps' "$T/swbad.txt" && grep -q '^qps=500 ' "$T/swbad.txt" && ok ||
+    bad "a failed configuration's row: $(cat "$T/swbad.txt")"
+expect_in_err "1 of 2 configurations failed"
+expect_exit 2 "$NTPROF" sweep "$M" --load "${SW[@]}" --qps 100 --vary qps=500,1000
+expect_err "--vary qps and --qps both set qps; give one"
+expect_exit 2 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,500
+expect_err "--vary qps: the value '500' is given twice"
+
 # Bad input: one line each, saying why.
 expect_exit 2 "$NTPROF" load "$M" --scenario server --qps 0 --latency-bound 5
 expect_err "--qps expects a positive number of queries per second, got '0'"
@@ -155,7 +206,24 @@ expect_in_err "64 instances x 1 threads = 64 threads"
 "$NTPROF" load "$M" -s base_us=200 --scenario server --qps 500 --latency-bound 50 \
     "${Q[@]}" --min-queries 1000000 -f json -o "$T/int.json" 2>"$T/err" &
 pid=$!
-sleep 1.5
+# Interrupted once it serves: its instance's thread (named ntp-serve after
+# the warm-up) has slept at least 4 times, after its first queries. Polled,
+# not a fixed sleep (which flaked under ASan at load 23), within 120 s.
+served() {
+    local t n
+    for t in /proc/$pid/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = ntp-serve ] || continue
+        n=$(sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "$t/status" 2>/dev/null)
+        [ "${n:-0}" -ge 4 ] && return 0
+    done
+    return 1
+}
+for _ in $(seq 1200); do
+    served && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+done
+served || bad "the load run was not serving after 120 s (or ended): cannot test Ctrl-C"
 kill -INT $pid
 wait $pid
 rc=$?

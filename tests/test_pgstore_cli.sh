@@ -124,6 +124,21 @@ wait $RUN && ok || { bad "the run during a restart failed"; cat "$T/err"; }
 expect_in_err "connected after"
 [ "$(sql 'SELECT count(*) FROM runs')" = 8 ] && ok || bad "after a restart during a run: $(sql 'SELECT count(*) FROM runs') runs, want 8"
 
+# Load runs: recorded in PostgreSQL, copied to SQLite and back, each once,
+# the two listings then the same (times and figures exact).
+LOADQ=("$SRC/models/serve-delay.xml" -s base_us=100 --scenario single-stream -B ref --duration 0
+    --warmup 1 --min-queries 20)
+expect_exit 0 "$NTPROF" load "${LOADQ[@]}" --db "$URL"
+expect_exit 0 "$NTPROF" history copy --from "$URL" --to "$T/lite-load.db"
+grep -q '^1 load run copied, 0 already present' "$T/out" && ok || bad "load copy to SQLite: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" load "${LOADQ[@]}" --db "$T/lite-load.db"
+expect_exit 0 "$NTPROF" history copy --from "$T/lite-load.db" --to "$URL"
+grep -q '^1 load run copied, 1 already present' "$T/out" && ok || bad "load copy back: $(cat "$T/out")"
+[ "$(sql 'SELECT count(*) FROM load_runs')" = 2 ] && ok || bad "load runs in PostgreSQL: $(sql 'SELECT count(*) FROM load_runs')"
+expect_exit 0 "$NTPROF" history --db "$URL" --load -f json -o "$T/pgl.json"
+expect_exit 0 "$NTPROF" history --db "$T/lite-load.db" --load -f json -o "$T/ll.json"
+cmp -s "$T/pgl.json" "$T/ll.json" && ok || bad "the load listings differ: $(diff "$T/pgl.json" "$T/ll.json" | head -5)"
+
 # Bad input: one line naming the host and why; nothing measured, nothing written.
 PORT=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' <<<"$URL")
 DEAD=1

@@ -84,6 +84,12 @@ typedef struct ntp_loadgen_opts {
      * generator thread, never inside a timed region of a worker. */
     void (*progress)(void *user, const char *phase, int64_t done, int64_t total);
     void *progress_user;
+    /* How long an idle instance polls the queue before it sleeps, so that
+     * an arrival within it costs the generator no wake (a system call) and
+     * the instance no wake-up latency. Only where the instances and the
+     * generator have cores of their own. Negative (the default): the run's
+     * margin, at most 200 µs; 0: never. */
+    double poll_us;
 } ntp_loadgen_opts;
 
 /* Set the defaults above (scenario single-stream, durations negative). */
@@ -194,6 +200,14 @@ typedef struct ntp_loadgen_result {
     /* The arrivals as drawn (server): their count over the last arrival's
      * time, the rate the sample path offered (qps_offered is the asked). */
     double qps_drawn;
+    /* Of the generator's cost (overhead_us): the issues that found an
+     * instance asleep and woke it (a system call; a busy instance is never
+     * signalled), and the mean time of those wakes, µs; how long an idle
+     * instance polls the queue before it sleeps (0: it does not, for want
+     * of cores of its own beside the generator's), µs. */
+    int64_t wakes;
+    double wake_us;
+    double poll_us;
 } ntp_loadgen_result;
 
 /* Serve the topology at `path` (loaded with `load`, NULL for defaults; the
@@ -239,6 +253,36 @@ NTP_API ntp_status ntp_loadgen_record(ntp_ctx *ctx, const char *db, const ntp_lo
  * "load_history") or CSV. */
 NTP_API ntp_status ntp_loadgen_write_history(ntp_ctx *ctx, const ntp_load_entry *e, int n,
                                              ntp_format fmt, FILE *f);
+
+/* --- sweeps of load runs (ntprof sweep --load, docs/load.md#sweeps) ----------------------- */
+
+/* One configuration of a load sweep: its label, and either why it failed
+ * (error not empty) or its figures, read from its JSON report. Values a
+ * run does not have (max_qps without a search, the lateness outside the
+ * server scenario) are NaN. */
+typedef struct ntp_loadgen_sweep_row {
+    char label[256]; /* "qps=200 instances=2" */
+    char error[512];
+    char scenario[16];
+    int instances, threads_per_instance, max_batch;
+    double qps_offered, qps_achieved, samples_per_s;
+    int64_t queries;
+    double p50_ms, p90_ms, p99_ms, mean_ms, max_ms;
+    bool valid;
+    double max_qps;
+    /* The generator's quality: cost per query, lateness mean and p99 (µs),
+     * and the rate the drawn arrivals offered. */
+    double overhead_us, lateness_mean_us, lateness_p99_us, qps_drawn;
+} ntp_loadgen_sweep_row;
+
+/* Fill row (its label kept) from a load report written by
+ * ntp_loadgen_write(..., NTP_FORMAT_JSON, ...) at `path`. */
+NTP_API ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path,
+                                              ntp_loadgen_sweep_row *row);
+/* The rows as a table, JSON (kind "load_sweep": source and one object per
+ * configuration) or CSV (a row per configuration). */
+NTP_API ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
+                                           const char *source, ntp_format fmt, FILE *f);
 
 #ifdef __cplusplus
 }

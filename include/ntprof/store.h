@@ -147,13 +147,16 @@ typedef struct ntp_store_copy_stats {
     int64_t runs_copied;  /* runs added to the destination */
     int64_t runs_present; /* runs the destination already held (same UUID) */
     int64_t machines_copied;
+    int64_t loads_copied;  /* load runs added (ntprof load; schema 7) */
+    int64_t loads_present; /* load runs `to` already held (same time and report) */
 } ntp_store_copy_stats;
 
 /* Merge every run of `from` into `to` (either driver, in either
  * direction), column for column with its rows, markers and warnings and
  * its report byte for byte, skipping runs `to` already holds by UUID (a
  * run stored before UUIDs existed gets one derived from its report, the
- * same in every store). Machines `to` has no ceilings for are copied too.
+ * same in every store). Machines `to` has no ceilings for are copied too,
+ * and load runs `to` lacks (the same time and report, byte for byte).
  * Each run is one transaction in `to`: an interrupted copy, run again,
  * completes. */
 NTP_API ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to,

@@ -78,6 +78,10 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
     ntp__put_line(f, line);
     ntp__put_linef(f, "  queue depth  max %d samples", r->max_depth);
     ntp__put_linef(f, "  generator    %.2f us per query issued%s", r->overhead_us, "");
+    ntp__put_linef(f,
+                   "               %lld of %lld issues woke a sleeping instance, %.2f us each; "
+                   "idle instances poll %g us",
+                   (long long)r->wakes, (long long)r->queries, r->wake_us, r->poll_us);
     if (r->scenario == NTP_LOADGEN_SERVER) {
         ntp__put_linef(f, "               lateness mean %.2f us, p99 %.2f us, max %.1f us",
                        r->lateness_us, r->lateness_p99_us, r->lateness_max_us);
@@ -208,6 +212,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
               r->generator_cpu >= 0 ? json_integer(r->generator_cpu) : json_null());
     ntp__jset(&ok, gen, "timer_slack_ns", jint(r->timer_slack_ns));
     ntp__jset(&ok, gen, "qps_drawn", sv ? ntp__json_num(r->qps_drawn) : json_null());
+    ntp__jset(&ok, gen, "wakes", jint(r->wakes));
+    ntp__jset(&ok, gen, "wake_us", ntp__json_num(r->wake_us));
+    ntp__jset(&ok, gen, "poll_us", ntp__json_num(r->poll_us));
     ntp__jset(&ok, root, "generator", gen);
     json_t *m = json_object();
     ntp__jset(&ok, m, "cpu_model", ntp__json_str(r->cpu_model));

@@ -10,16 +10,35 @@
  * from its head, waiting up to batch_timeout_us past the oldest waiting
  * query's arrival for a batch to fill. Server arrivals are scheduled at
  * absolute times (t0 + the sum of the exponential gaps), slept to within
- * spin_us and spun to, so that one late issue does not delay the next. */
+ * spin_us and spun to, so that one late issue does not delay the next.
+ *
+ * The generator takes no lock: it writes a query into its slot (query i is
+ * the queue's i-th entry, so the queue is the query table itself), then
+ * publishes it by raising `published` (the samples issued) and `seq`, and
+ * makes a system call only when an instance sleeps: a worker with nothing
+ * to take counts itself in `sleepers` before it sleeps on the futex `seq`,
+ * and rechecks `published` after, so a wake is never lost (both sides
+ * seq_cst: the generator's raise of seq precedes its load of sleepers, the
+ * worker's count precedes its load of published). A busy instance is
+ * never signalled. Workers take samples under `mu`, among themselves only;
+ * the generator locks it only to wait for a completion (single- and
+ * multi-stream) or to withdraw samples (offline, interrupted). An idle
+ * worker pinned to cores of its own polls for up to poll_ns before it
+ * sleeps (the run's margin, at most 200 us), so that arrivals close
+ * together cost neither a wake nor the instance's wake-up latency. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +89,7 @@ void ntp_loadgen_opts_default(ntp_loadgen_opts *o)
     o->seed = 1;
     o->warmup = 3;
     o->spin_us = -1; /* measured at the start of each run: margin_for() */
+    o->poll_us = -1; /* the margin, at most 200 us */
 }
 
 static int64_t now_ns(void)
@@ -109,15 +129,20 @@ typedef struct lg {
     int64_t timeout_ns;
     int n_inst;
     lg_instance *inst;
-    bool warm; /* workers run the warm-up and leave */
-    pthread_mutex_t mu;
-    pthread_cond_t work; /* samples arrived, or the queue closed */
+    bool warm;           /* workers run the warm-up and leave */
+    pthread_mutex_t mu;  /* among the workers; completions */
     pthread_cond_t done; /* a query completed */
-    /* The queue: query indices, head to tail, in a ring of ring_cap. */
-    int64_t *ring, ring_cap, head, tail;
-    int64_t waiting; /* samples not yet taken */
-    bool closed;     /* no more arrivals */
-    bool failed;
+    /* The queue: queries head (the oldest with samples not yet taken; under
+     * mu) to n_q (the generator's), each published once `published`, the
+     * samples issued, covers it; `taken` (written under mu) the samples
+     * the workers took. */
+    int64_t head;
+    _Atomic int64_t published, taken;
+    _Atomic uint32_t seq;    /* futex word: raised at each publication, close, failure */
+    _Atomic int sleepers;    /* workers asleep on seq, or about to be */
+    _Atomic int64_t poll_ns; /* an idle pinned worker's poll before it sleeps */
+    atomic_bool closed;      /* no more arrivals */
+    atomic_bool failed;
     char errmsg[512];
     ntp_status err;
     lg_query **chunk;
@@ -130,8 +155,9 @@ typedef struct lg {
     int *depth;
     int64_t n_depth, cap_depth;
     int max_depth;
-    /* The generator's cost. */
+    /* The generator's cost; of it, the wakes of sleeping instances. */
     int64_t overhead_ns, late_ns, late_max_ns, n_issue;
+    int64_t n_wake, wake_ns;
     /* Its sleeps (server): how late each woke past its target, ns. */
     int32_t *oversleep;
     int64_t n_sleep, late_wakes;
@@ -158,15 +184,74 @@ static bool ensure_query(lg *L, int64_t i)
     return true;
 }
 
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)(void *)w, op, val, ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+/* Wake every sleeping worker; `seq` raised first. The caller has
+ * published what they are to see (samples, the close). */
+static void wake_workers(lg *L)
+{
+    atomic_fetch_add(&L->seq, 1);
+    if (atomic_load(&L->sleepers) > 0)
+        futex(&L->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+/* A worker, mu not held, that saw `seen` samples published: sleep until
+ * more are, the queue closes, or the absolute deadline dl_ns (0: none). */
+static void wait_for_work(lg *L, int64_t seen, int64_t dl_ns)
+{
+    uint32_t s = atomic_load(&L->seq);
+    atomic_fetch_add(&L->sleepers, 1);
+    if (atomic_load(&L->published) == seen && !atomic_load(&L->closed)) {
+        if (dl_ns > 0) {
+            struct timespec ts = ts_of(dl_ns);
+            futex(&L->seq, FUTEX_WAIT_BITSET_PRIVATE, s, &ts);
+        } else {
+            futex(&L->seq, FUTEX_WAIT_PRIVATE, s, NULL);
+        }
+    }
+    atomic_fetch_sub(&L->sleepers, 1);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* An idle worker, mu not held: poll up to poll_ns for samples past `seen`
+ * or the close. Returns whether something came. */
+static bool poll_for_work(lg *L, int64_t seen)
+{
+    int64_t poll = atomic_load_explicit(&L->poll_ns, memory_order_relaxed);
+    if (poll <= 0)
+        return false;
+    int64_t end = now_ns() + poll;
+    do {
+        for (int k = 0; k < 64; k++) {
+            if (atomic_load_explicit(&L->published, memory_order_acquire) != seen ||
+                atomic_load_explicit(&L->closed, memory_order_relaxed))
+                return true;
+            cpu_relax();
+        }
+    } while (now_ns() < end);
+    return false;
+}
+
 static void fail_locked(lg *L, ntp_status st, const char *msg)
 {
     if (!L->failed) {
-        L->failed = true;
         L->err = st;
         snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
+        atomic_store(&L->failed, true);
     }
-    L->closed = true;
-    pthread_cond_broadcast(&L->work);
+    atomic_store(&L->closed, true);
+    wake_workers(L);
     pthread_cond_broadcast(&L->done);
 }
 
@@ -226,41 +311,56 @@ static void *worker(void *arg)
         warm_up(in);
         return NULL;
     }
+    /* Named, so that top -H, a debugger or a test can tell a serving
+     * instance (its warm-up is over) from the rest. */
+    (void)pthread_setname_np(pthread_self(), "ntp-serve");
     lg_item items[256];
+    /* Polling only on cores of its own, beside a generator on its own. */
+    bool may_poll = in->n_cpus > 0 && L->gen_cpu >= 0;
     pthread_mutex_lock(&L->mu);
     for (;;) {
-        while (L->waiting == 0 && !L->closed)
-            pthread_cond_wait(&L->work, &L->mu);
-        if (L->waiting == 0)
-            break; /* closed and drained */
+        int64_t pub = atomic_load(&L->published), taken = atomic_load(&L->taken);
+        if (pub == taken) {
+            if (atomic_load(&L->closed))
+                break; /* closed and drained */
+            pthread_mutex_unlock(&L->mu);
+            if (!may_poll || !poll_for_work(L, pub))
+                wait_for_work(L, pub, 0);
+            pthread_mutex_lock(&L->mu);
+            continue;
+        }
         /* A partial batch waits for more samples, up to the timeout past
          * the arrival of the oldest waiting query. */
-        while (L->waiting > 0 && L->waiting < L->B && L->timeout_ns > 0 && !L->closed) {
-            int64_t dl = Q(L, L->ring[L->head % L->ring_cap])->issued_ns + L->timeout_ns;
+        while (pub > taken && pub - taken < L->B && L->timeout_ns > 0 && !atomic_load(&L->closed)) {
+            int64_t dl = Q(L, L->head)->issued_ns + L->timeout_ns;
             if (now_ns() >= dl)
                 break;
-            struct timespec ts = ts_of(dl);
-            pthread_cond_timedwait(&L->work, &L->mu, &ts);
+            pthread_mutex_unlock(&L->mu);
+            wait_for_work(L, pub, dl);
+            pthread_mutex_lock(&L->mu);
+            pub = atomic_load(&L->published);
+            taken = atomic_load(&L->taken);
         }
-        if (L->waiting == 0)
+        if (pub == taken)
             continue; /* another instance took them */
         int64_t tb = now_ns();
         int b = 0, n = 0;
-        while (b < L->B && L->waiting > 0 && n < (int)(sizeof items / sizeof items[0])) {
-            int64_t qi = L->ring[L->head % L->ring_cap];
+        while (b < L->B && pub > taken && n < (int)(sizeof items / sizeof items[0])) {
+            int64_t qi = L->head;
             lg_query *q = Q(L, qi);
             int take = q->samples - q->taken;
             if (take > L->B - b)
                 take = L->B - b;
             q->taken += take;
             b += take;
-            L->waiting -= take;
+            taken += take;
             items[n++] = (lg_item){qi, take};
             if (q->taken == q->samples) {
                 q->batched_ns = tb;
                 L->head++;
             }
         }
+        atomic_store(&L->taken, taken);
         pthread_mutex_unlock(&L->mu);
         int64_t ts = now_ns();
         ntp_status st = run_plan(in, b);
@@ -308,14 +408,17 @@ static void record_depth(lg *L, int64_t t)
         L->cap_depth = cap;
     }
     L->depth_t[L->n_depth] = (double)(t - L->t0_ns) / 1e9;
-    int depth = (int)(L->waiting < INT32_MAX ? L->waiting : INT32_MAX);
+    int64_t waiting = atomic_load_explicit(&L->published, memory_order_relaxed) -
+                      atomic_load_explicit(&L->taken, memory_order_relaxed);
+    int depth = (int)(waiting < INT32_MAX ? waiting : INT32_MAX);
     L->depth[L->n_depth++] = depth;
     if (depth > L->max_depth)
         L->max_depth = depth;
 }
 
-/* Publish query i (its chunk exists) of `samples` samples; locked. */
-static void push_locked(lg *L, int64_t i, int samples, int64_t sched, int64_t issued)
+/* Write query i (its chunk exists, i == n_q) of `samples` samples; not
+ * yet published. */
+static void put_query(lg *L, int64_t i, int samples, int64_t sched, int64_t issued)
 {
     lg_query *q = Q(L, i);
     *q = (lg_query){.sched_ns = sched,
@@ -324,10 +427,23 @@ static void push_locked(lg *L, int64_t i, int samples, int64_t sched, int64_t is
                     .remaining = samples,
                     .batch = 0,
                     .instance = -1};
-    L->ring[L->tail % L->ring_cap] = i;
-    L->tail++;
-    L->waiting += samples;
     L->n_q = i + 1;
+}
+
+/* Issue query i: written, published, and an instance woken only if one
+ * sleeps (all of them for a query of several samples); the wake's cost
+ * counted apart. */
+static void issue(lg *L, int64_t i, int samples, int64_t sched, int64_t issued)
+{
+    put_query(L, i, samples, sched, issued);
+    atomic_fetch_add(&L->published, samples);
+    atomic_fetch_add(&L->seq, 1);
+    if (atomic_load(&L->sleepers) > 0) {
+        int64_t tw = now_ns();
+        futex(&L->seq, FUTEX_WAKE_PRIVATE, samples > 1 ? INT_MAX : 1, NULL);
+        L->n_wake++;
+        L->wake_ns += now_ns() - tw;
+    }
 }
 
 /* Sleep to spin_ns before the absolute deadline, then spin to it. Returns
@@ -429,14 +545,9 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
             L->n_sleep++;
             L->late_wakes += over > spin;
         }
-        pthread_mutex_lock(&L->mu);
-        if (L->failed) {
-            pthread_mutex_unlock(&L->mu);
+        if (atomic_load_explicit(&L->failed, memory_order_relaxed))
             break;
-        }
-        push_locked(L, i, 1, deadline, t);
-        pthread_cond_signal(&L->work);
-        pthread_mutex_unlock(&L->mu);
+        issue(L, i, 1, deadline, t);
         int64_t t2 = now_ns();
         L->overhead_ns += t2 - t;
         L->late_ns += t - deadline;
@@ -446,9 +557,7 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
         /* The depth log and progress only where the next arrival leaves
          * room for them. */
         if (i + 1 < n && L->t0_ns + at[i + 1] - t2 > 20000) {
-            pthread_mutex_lock(&L->mu);
             record_depth(L, t);
-            pthread_mutex_unlock(&L->mu);
             if (t2 - last_prog > 100000000) {
                 progress(L, "run", i + 1, n);
                 last_prog = t2;
@@ -468,20 +577,14 @@ static void gen_stream(lg *L, int samples, double duration_s, int64_t min_q)
         int64_t t = last_issue = now_ns();
         if (!ensure_query(L, i))
             break;
-        pthread_mutex_lock(&L->mu);
-        if (L->failed) {
-            pthread_mutex_unlock(&L->mu);
+        if (atomic_load(&L->failed))
             break;
-        }
-        push_locked(L, i, samples, t, t);
-        if (samples > 1)
-            pthread_cond_broadcast(&L->work);
-        else
-            pthread_cond_signal(&L->work);
-        record_depth(L, t);
+        issue(L, i, samples, t, t);
         int64_t t2 = now_ns();
+        record_depth(L, t);
         L->overhead_ns += t2 - t;
         L->n_issue++;
+        pthread_mutex_lock(&L->mu);
         while (L->completed <= i && !L->failed)
             pthread_cond_wait(&L->done, &L->mu);
         pthread_mutex_unlock(&L->mu);
@@ -501,18 +604,19 @@ static void gen_offline(lg *L, int64_t n)
     int64_t t = L->t0_ns;
     wait_until(t, L->spin_ns);
     t = now_ns();
-    pthread_mutex_lock(&L->mu);
     for (int64_t i = 0; i < n; i++)
-        push_locked(L, i, 1, L->t0_ns, t);
+        put_query(L, i, 1, L->t0_ns, t);
+    atomic_store(&L->published, n);
     record_depth(L, t);
-    pthread_cond_broadcast(&L->work);
+    wake_workers(L);
+    pthread_mutex_lock(&L->mu);
     while (L->completed < L->n_q && !L->failed) {
         if (stopped(L)) {
-            /* The samples not yet taken are withdrawn: those computed are
-             * the result. */
-            L->n_q = L->completed + (L->n_q - L->completed - L->waiting);
-            L->tail -= L->waiting;
-            L->waiting = 0;
+            /* The samples not yet taken are withdrawn (under mu: no worker
+             * is taking): those computed are the result. */
+            int64_t waiting = atomic_load(&L->published) - atomic_load(&L->taken);
+            L->n_q = L->completed + (L->n_q - L->completed - waiting);
+            atomic_store(&L->published, atomic_load(&L->taken));
             break;
         }
         struct timespec ts = ts_of(now_ns() + 100000000);
@@ -531,10 +635,8 @@ static ntp_status start_workers(ntp_ctx *ctx, lg *L)
 {
     for (int i = 0; i < L->n_inst; i++)
         if (pthread_create(&L->inst[i].thread, NULL, worker, &L->inst[i]) != 0) {
-            pthread_mutex_lock(&L->mu);
-            L->closed = true;
-            pthread_cond_broadcast(&L->work);
-            pthread_mutex_unlock(&L->mu);
+            atomic_store(&L->closed, true);
+            wake_workers(L);
             for (int j = 0; j < i; j++)
                 pthread_join(L->inst[j].thread, NULL);
             return ntp__error(ctx, NTP_STATUS_INTERNAL, "cannot start instance %d's thread", i);
@@ -544,18 +646,21 @@ static ntp_status start_workers(ntp_ctx *ctx, lg *L)
 
 static void join_workers(lg *L)
 {
-    pthread_mutex_lock(&L->mu);
-    L->closed = true;
-    pthread_cond_broadcast(&L->work);
-    pthread_mutex_unlock(&L->mu);
+    atomic_store(&L->closed, true);
+    wake_workers(L);
     for (int i = 0; i < L->n_inst; i++)
         pthread_join(L->inst[i].thread, NULL);
 }
 
 static void reset(lg *L)
 {
-    L->head = L->tail = L->waiting = 0;
-    L->closed = false;
+    L->head = 0;
+    atomic_store(&L->published, 0);
+    atomic_store(&L->taken, 0);
+    atomic_store(&L->sleepers, 0);
+    atomic_store(&L->poll_ns, 0);
+    atomic_store(&L->closed, false);
+    L->n_wake = L->wake_ns = 0;
     L->n_q = L->completed = 0;
     memset(L->hist, 0, (size_t)(L->B + 1) * sizeof *L->hist);
     L->n_depth = 0;
@@ -596,12 +701,7 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     int64_t *at = NULL;
     if (o->scenario == NTP_LOADGEN_SERVER && !(at = server_schedule(o, qps, &n_planned)))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for the arrivals");
-    /* The ring holds every query that may wait at once. */
-    int64_t cap =
-        o->scenario == NTP_LOADGEN_SERVER || o->scenario == NTP_LOADGEN_OFFLINE ? n_planned + 1 : 4;
-    free(L->ring);
-    bool mem = (L->ring = malloc((size_t)cap * sizeof *L->ring)) != NULL;
-    L->ring_cap = cap;
+    bool mem = true;
     if (o->scenario == NTP_LOADGEN_SERVER || o->scenario == NTP_LOADGEN_OFFLINE)
         for (int64_t i = 0; i < n_planned && mem; i += CHUNK)
             mem = ensure_query(L, i);
@@ -627,6 +727,10 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
         pinned_gen = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
     }
     L->spin_ns = margin_for(o);
+    int64_t poll = o->poll_us >= 0       ? (int64_t)(o->poll_us * 1e3)
+                   : L->spin_ns < 200000 ? L->spin_ns
+                                         : 200000;
+    atomic_store(&L->poll_ns, poll);
     ntp__contention_probe probe;
     ntp__contention_begin(&probe);
     L->t0_ns = now_ns() + 2000000; /* the workers wait on the queue by then */
@@ -724,6 +828,10 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     }
     r->max_depth = L->max_depth;
     r->overhead_us = L->n_issue ? (double)L->overhead_ns / (double)L->n_issue / 1e3 : 0;
+    r->wakes = L->n_wake;
+    r->wake_us = L->n_wake ? (double)L->wake_ns / (double)L->n_wake / 1e3 : 0;
+    r->poll_us =
+        L->gen_cpu >= 0 && L->inst[0].n_cpus > 0 ? (double)atomic_load(&L->poll_ns) / 1e3 : 0;
     r->generator_cpu = pinned_gen ? L->gen_cpu : -1;
     r->timer_slack_ns = slack_set ? 1 : old_slack;
     r->margin_us = (double)L->spin_ns / 1e3;
@@ -835,10 +943,10 @@ static ntp_status check_opts(ntp_ctx *ctx, const ntp_loadgen_opts *o)
             ctx, NTP_STATUS_INVALID_ARGUMENT,
             &(ntp__where){.option = "ntp_loadgen_opts.samples_per_query", .expected = "1 to 4096"},
             "expects 1 to 4096, got %d", o->samples_per_query);
-    if (!(o->batch_timeout_us >= 0) || isnan(o->spin_us) || o->warmup < 0)
+    if (!(o->batch_timeout_us >= 0) || isnan(o->spin_us) || isnan(o->poll_us) || o->warmup < 0)
         return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.batch_timeout_us",
                               "and warmup must not be negative, "
-                              "nor spin_us NaN");
+                              "nor spin_us or poll_us NaN");
     if (o->scenario == NTP_LOADGEN_SERVER) {
         if (!o->find_max_qps && !(o->qps > 0 && isfinite(o->qps)))
             return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.qps",
@@ -877,13 +985,11 @@ static void free_lg(lg *L, ntp_graph **g)
     for (int c = 0; c < L->n_chunks; c++)
         free(L->chunk[c]);
     free(L->chunk);
-    free(L->ring);
     free(L->hist);
     free(L->depth_t);
     free(L->depth);
     free(L->oversleep);
     pthread_mutex_destroy(&L->mu);
-    pthread_cond_destroy(&L->work);
     pthread_cond_destroy(&L->done);
 }
 
@@ -920,7 +1026,6 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&L.work, &ca);
     pthread_cond_init(&L.done, &ca);
     pthread_condattr_destroy(&ca);
     ntp_graph **g = calloc((size_t)L.B, sizeof *g);

@@ -288,6 +288,76 @@ static ntp_status copy_machines(ntp_ctx *ctx, ntp_store *from, ntp_store *to, in
     return st;
 }
 
+/* Load runs (schema 7) `to` lacks, column for column with their reports,
+ * oldest first, each in one statement. A load run has no UUID: it is the
+ * same as one of `to` recorded at the same time with the same report, byte
+ * for byte, so copying twice stores it once. A `from` older than schema 7
+ * has none. */
+static ntp_status copy_loads(ntp_ctx *ctx, ntp_store *from, ntp_store *to, int64_t *copied,
+                             int64_t *present)
+{
+    int version = 0;
+    ntp_status st = ntp__store_version(ctx, from, &version);
+    if (st || version < 7)
+        return st;
+    ntp__stmt *src = ntp__db_prepare(from, "SELECT * FROM load_runs ORDER BY id");
+    if (!src)
+        return ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the load runs");
+    ntp__stmt *have =
+        ntp__db_prepare(to, "SELECT count(*) FROM load_runs WHERE time = ? AND report = ?");
+    ntp__stmt *ins = NULL;
+    if (!have)
+        st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the load runs");
+    ntp__step rc = NTP__STEP_DONE;
+    int time_col = -1, report_col = -1;
+    while (!st && (rc = ntp__db_step(src)) == NTP__STEP_ROW) {
+        for (int i = 0; (time_col < 0 || report_col < 0) && i < from->drv->column_count(src); i++) {
+            const char *c = from->drv->column_name(src, i);
+            if (strcmp(c, "time") == 0)
+                time_col = i;
+            else if (strcmp(c, "report") == 0)
+                report_col = i;
+        }
+        if (time_col < 0 || report_col < 0) {
+            st = ntp__error(ctx, NTP_STATUS_INTERNAL,
+                            "history %s: load_runs has no time or report column", from->display);
+            break;
+        }
+        size_t len;
+        const void *report = from->drv->column_blob(src, report_col, &len);
+        ntp__db_reset(have);
+        ntp__db_text(have, 1, ntp__db_col_text(src, time_col));
+        ntp__db_blob(have, 2, report, len);
+        int64_t n = 0;
+        if (ntp__db_step(have) == NTP__STEP_ROW)
+            n = ntp__db_col_int(have, 0);
+        else
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the load runs");
+        if (st)
+            break;
+        if (n > 0) {
+            ++*present;
+            continue;
+        }
+        if (!ins && !(ins = prepare_insert(to, src, "load_runs", "id", false))) {
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot prepare");
+            break;
+        }
+        ntp__db_reset(ins);
+        bind_row(ins, src, "id", NULL, 0, NULL);
+        if (ntp__db_step(ins) != NTP__STEP_DONE)
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot copy a load run");
+        else
+            ++*copied;
+    }
+    if (!st && rc == NTP__STEP_ERROR)
+        st = ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the load runs");
+    ntp__db_finalize(ins);
+    ntp__db_finalize(have);
+    ntp__db_finalize(src);
+    return st;
+}
+
 ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp_store_copy_stats *stats)
 {
     ntp_store_copy_stats none;
@@ -342,5 +412,7 @@ ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp_stor
     free(runs);
     if (!st)
         st = copy_machines(ctx, from, to, &stats->machines_copied);
+    if (!st)
+        st = copy_loads(ctx, from, to, &stats->loads_copied, &stats->loads_present);
     return st;
 }

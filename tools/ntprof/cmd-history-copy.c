@@ -19,7 +19,8 @@ int cmd_history_copy(int argc, char **argv)
         CLI_HELP("usage: ntprof history copy --from DB --to DB\n"
                  "\n"
                  "Copies every run of one history into another, with its rows, markers,\n"
-                 "warnings and report, and the machines' ceilings the destination lacks.\n"
+                 "warnings and report, and the machines' ceilings and load runs the\n"
+                 "destination lacks.\n"
                  "A run the destination already holds (by its UUID) is skipped, so copying\n"
                  "again is harmless. DB is an SQLite file or a postgresql:// URL.\n"
                  "\n"),
@@ -66,6 +67,8 @@ int cmd_history_copy(int argc, char **argv)
                " machine%s copied\n",
                st.runs_copied, st.runs_copied == 1 ? "" : "s", st.runs_present, st.machines_copied,
                st.machines_copied == 1 ? "" : "s");
+        printf("%" PRId64 " load run%s copied, %" PRId64 " already present\n", st.loads_copied,
+               st.loads_copied == 1 ? "" : "s", st.loads_present);
     }
     ntp_store_close(a);
     ntp_store_close(b);

@@ -306,6 +306,10 @@ static void sweep_record(ntp_ctx *ctx, sweep_recorder *rec, ntp_sweep *sw, int c
 
 int cmd_sweep(int argc, char **argv)
 {
+    /* Load runs (cmd-sweep-load.c): options of their own. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--load") == 0)
+            return sweep_load(argc, argv);
     argv_list fixed = {0};
     sweep_recorder rec = {0};
     const char *vary[64];
@@ -330,6 +334,8 @@ int cmd_sweep(int argc, char **argv)
                  "Runs the topology once per configuration, each in a process of its own, and\n"
                  "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
                  "backend, precision, batch, threads or any <param> of the topology.\n"
+                 "With --load, load runs over QPS, instances, max batch... instead\n"
+                 "('ntprof sweep --load --help').\n"
                  "\n"
                  "sweep:\n"),
         CLI_OPT("vary", OPT_VARY, "NAME=V1,...",

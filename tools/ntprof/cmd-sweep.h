@@ -31,6 +31,10 @@ extern volatile pid_t sweep_child;
 /* Remove what sweep_run_one left in a temporary directory. */
 void sweep_clean_dir(const char *dir, int n);
 
+/* ntprof sweep FILE --load ...: load runs over configurations
+ * (cmd-sweep-load.c). */
+int sweep_load(int argc, char **argv);
+
 /* --executor slurm and its commands (cmd-sweep-slurm.c). */
 typedef struct sweep_slurm_args {
     ntp_slurm_opts slurm;

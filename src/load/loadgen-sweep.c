@@ -1,0 +1,217 @@
+/* Sweeps of load runs (`ntprof sweep --load`, docs/load.md#sweeps): one row
+ * per configuration, read back from that configuration's JSON report (kind
+ * "load"), written as a table, JSON (kind "load_sweep") or CSV. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx-impl.h"
+#include "core/writers-impl.h"
+#include "loadgen-impl.h"
+
+/* obj.a.b as a number; NaN when absent or null. */
+static double num_at(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    if (b)
+        v = json_is_object(v) ? json_object_get(v, b) : NULL;
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path, ntp_loadgen_sweep_row *row)
+{
+    char label[sizeof row->label];
+    snprintf(label, sizeof label, "%s", row->label);
+    memset(row, 0, sizeof *row);
+    snprintf(row->label, sizeof row->label, "%s", label);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", path, e.line, e.text);
+    json_t *kind = json_object_get(j, "kind");
+    json_t *sc = json_object_get(j, "scenario");
+    if (!json_is_string(kind) || strcmp(json_string_value(kind), "load") != 0 ||
+        !json_is_string(sc)) {
+        json_decref(j);
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s: expected a load report (\"kind\": \"load\" with a \"scenario\")",
+                          path);
+    }
+    snprintf(row->scenario, sizeof row->scenario, "%s", json_string_value(sc));
+    double inst = num_at(j, "instances", NULL), tpi = num_at(j, "threads_per_instance", NULL),
+           mb = num_at(j, "max_batch", NULL);
+    row->instances = isfinite(inst) ? (int)inst : 0;
+    row->threads_per_instance = isfinite(tpi) ? (int)tpi : 0;
+    row->max_batch = isfinite(mb) ? (int)mb : 0;
+    row->qps_offered = num_at(j, "qps_offered", NULL);
+    row->qps_achieved = num_at(j, "qps_achieved", NULL);
+    row->samples_per_s = num_at(j, "samples_per_s", NULL);
+    double q = num_at(j, "queries", NULL);
+    row->queries = isfinite(q) ? (int64_t)q : 0;
+    row->p50_ms = num_at(j, "latency_ms", "p50");
+    row->p90_ms = num_at(j, "latency_ms", "p90");
+    row->p99_ms = num_at(j, "latency_ms", "p99");
+    row->mean_ms = num_at(j, "latency_ms", "mean");
+    row->max_ms = num_at(j, "latency_ms", "max");
+    row->valid = json_is_true(json_object_get(j, "valid"));
+    row->max_qps = num_at(j, "max_qps", NULL);
+    row->overhead_us = num_at(j, "generator", "overhead_us");
+    row->lateness_mean_us = num_at(j, "generator", "lateness_mean_us");
+    row->lateness_p99_us = num_at(j, "generator", "lateness_p99_us");
+    row->qps_drawn = num_at(j, "generator", "qps_drawn");
+    json_decref(j);
+    if (!isfinite(row->qps_achieved) || !isfinite(row->p50_ms))
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
+                          "%s: a load report without qps_achieved or latency_ms.p50", path);
+    return NTP_STATUS_OK;
+}
+
+static bool failed(const ntp_loadgen_sweep_row *r)
+{
+    return r->error[0] != '\0';
+}
+
+static void sweep_table(const ntp_loadgen_sweep_row *rows, int n, FILE *f)
+{
+    static const int w[] = {28, 10, 10, 9, 9, 9, 5, 10, 10, 10};
+    static const char *const head[] = {"configuration", "offered/s", "achieved/s", "p50 ms",
+                                       "p90 ms",        "p99 ms",    "valid",      "gen us/q",
+                                       "late us",       "late p99"};
+    enum { NC = sizeof w / sizeof w[0] };
+    for (int i = 0; i < NC; i++) {
+        if (i)
+            fputc(' ', f);
+        ntp__put_cell(f, head[i], w[i], i > 0);
+    }
+    fputc('\n', f);
+    for (int k = 0; k < n; k++) {
+        const ntp_loadgen_sweep_row *r = &rows[k];
+        if (failed(r)) {
+            ntp__put_cell(f, r->label, w[0], false);
+            fprintf(f, " failed: %s\n", r->error);
+            continue;
+        }
+        char c[NC - 1][32];
+        const double v[] = {r->qps_offered, r->qps_achieved, r->p50_ms, r->p90_ms, r->p99_ms};
+        const int dec[] = {1, 1, 3, 3, 3};
+        for (int i = 0; i < 5; i++)
+            ntp__fit_number(v[i], w[i + 1], dec[i], c[i], sizeof c[i]);
+        snprintf(c[5], sizeof c[5], "%s", r->valid ? "yes" : "no");
+        ntp__fit_number(r->overhead_us, w[7], 2, c[6], sizeof c[6]);
+        ntp__fit_number(r->lateness_mean_us, w[8], 2, c[7], sizeof c[7]);
+        ntp__fit_number(r->lateness_p99_us, w[9], 2, c[8], sizeof c[8]);
+        ntp__put_cell(f, r->label, w[0], false);
+        for (int i = 0; i < NC - 1; i++) {
+            fputc(' ', f);
+            ntp__put_cell(f, c[i], w[i + 1], true);
+        }
+        fputc('\n', f);
+    }
+}
+
+static ntp_status sweep_json(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
+                             const char *source, FILE *f)
+{
+    bool ok = true;
+    json_t *root = json_object(), *arr = json_array();
+    ntp__jset(&ok, root, "kind", json_string("load_sweep"));
+    ntp__jset(&ok, root, "source", ntp__json_str(source));
+    for (int k = 0; k < n; k++) {
+        const ntp_loadgen_sweep_row *r = &rows[k];
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "configuration", ntp__json_str(r->label));
+        if (failed(r)) {
+            ntp__jset(&ok, o, "error", ntp__json_str(r->error));
+            ntp__jpush(&ok, arr, o);
+            continue;
+        }
+        ntp__jset(&ok, o, "error", json_null());
+        ntp__jset(&ok, o, "scenario", ntp__json_str(r->scenario));
+        ntp__jset(&ok, o, "instances", json_integer(r->instances));
+        ntp__jset(&ok, o, "threads_per_instance", json_integer(r->threads_per_instance));
+        ntp__jset(&ok, o, "max_batch", json_integer(r->max_batch));
+        ntp__jset(&ok, o, "qps_offered", ntp__json_num(r->qps_offered));
+        ntp__jset(&ok, o, "qps_achieved", ntp__json_num(r->qps_achieved));
+        ntp__jset(&ok, o, "samples_per_s", ntp__json_num(r->samples_per_s));
+        ntp__jset(&ok, o, "queries", json_integer(r->queries));
+        json_t *lat = json_object();
+        ntp__jset(&ok, lat, "p50", ntp__json_num(r->p50_ms));
+        ntp__jset(&ok, lat, "p90", ntp__json_num(r->p90_ms));
+        ntp__jset(&ok, lat, "p99", ntp__json_num(r->p99_ms));
+        ntp__jset(&ok, lat, "mean", ntp__json_num(r->mean_ms));
+        ntp__jset(&ok, lat, "max", ntp__json_num(r->max_ms));
+        ntp__jset(&ok, o, "latency_ms", lat);
+        ntp__jset(&ok, o, "valid", json_boolean(r->valid));
+        ntp__jset(&ok, o, "max_qps", ntp__json_num(r->max_qps));
+        json_t *g = json_object();
+        ntp__jset(&ok, g, "overhead_us", ntp__json_num(r->overhead_us));
+        ntp__jset(&ok, g, "lateness_mean_us", ntp__json_num(r->lateness_mean_us));
+        ntp__jset(&ok, g, "lateness_p99_us", ntp__json_num(r->lateness_p99_us));
+        ntp__jset(&ok, g, "qps_drawn", ntp__json_num(r->qps_drawn));
+        ntp__jset(&ok, o, "generator", g);
+        ntp__jpush(&ok, arr, o);
+    }
+    ntp__jset(&ok, root, "configurations", arr);
+    return ntp__json_finish(ctx, root, ok, f, "load sweep");
+}
+
+static void sweep_csv(const ntp_loadgen_sweep_row *rows, int n, FILE *f)
+{
+    fputs("configuration,error,scenario,instances,threads_per_instance,max_batch,qps_offered,"
+          "qps_achieved,samples_per_s,queries,p50_ms,p90_ms,p99_ms,mean_ms,max_ms,valid,max_qps,"
+          "overhead_us,lateness_mean_us,lateness_p99_us,qps_drawn\n",
+          f);
+    for (int k = 0; k < n; k++) {
+        const ntp_loadgen_sweep_row *r = &rows[k];
+        ntp__csv_str(f, r->label);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, r->error);
+        if (failed(r)) {
+            fputs(",,,,,,,,,,,,,,,,,,,\n", f);
+            continue;
+        }
+        ntp__csv_sep(f);
+        ntp__csv_str(f, r->scenario);
+        const int64_t c[] = {r->instances, r->threads_per_instance, r->max_batch};
+        for (int i = 0; i < 3; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_int(f, c[i]);
+        }
+        const double v[] = {r->qps_offered, r->qps_achieved, r->samples_per_s};
+        for (int i = 0; i < 3; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_num(f, v[i]);
+        }
+        ntp__csv_sep(f);
+        ntp__csv_int(f, r->queries);
+        const double l[] = {r->p50_ms, r->p90_ms, r->p99_ms, r->mean_ms, r->max_ms};
+        for (int i = 0; i < 5; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_num(f, l[i]);
+        }
+        ntp__csv_sep(f);
+        ntp__csv_bool(f, r->valid);
+        const double g[] = {r->max_qps, r->overhead_us, r->lateness_mean_us, r->lateness_p99_us,
+                            r->qps_drawn};
+        for (int i = 0; i < 5; i++) {
+            ntp__csv_sep(f);
+            ntp__csv_num(f, g[i]);
+        }
+        fputc('\n', f);
+    }
+}
+
+ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
+                                   const char *source, ntp_format fmt, FILE *f)
+{
+    if ((n > 0 && !rows) || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_write_sweep: no rows or stream");
+    switch (fmt) {
+    case NTP_FORMAT_TABLE: sweep_table(rows, n, f); return ntp__check_stream(ctx, f, "load sweep");
+    case NTP_FORMAT_JSON: return sweep_json(ctx, rows, n, source, f);
+    case NTP_FORMAT_CSV: sweep_csv(rows, n, f); return ntp__check_stream(ctx, f, "load sweep");
+    }
+    return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown format %d", (int)fmt);
+}

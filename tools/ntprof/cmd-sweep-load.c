@@ -1,0 +1,525 @@
+/* ntprof sweep --load: load runs over configurations (docs/load.md#sweeps).
+ * Each configuration is `ntprof load FILE <options> <configuration>
+ * --format json -o DIR/config-C.json` in a process of its own, as a run
+ * sweep's are; its row (latency percentiles, achieved QPS, the generator's
+ * quality) is read back from that report. Factors are the load options
+ * (qps, instances, threads-per-instance, max-batch, batch-timeout-us,
+ * samples-per-query, latency-bound, scenario, backend, precision) or any
+ * <param> of the topology. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "cmd-sweep.h"
+
+enum {
+    OPT_L_LOAD = 1500,
+    OPT_L_VARY,
+    OPT_L_DESIGN,
+    OPT_L_TIMEOUT,
+    OPT_L_SCENARIO,
+    OPT_L_QPS,
+    OPT_L_BOUND,
+    OPT_L_FIND_MAX,
+    OPT_L_DURATION,
+    OPT_L_MIN_QUERIES,
+    OPT_L_SEED,
+    OPT_L_BATCH_TIMEOUT,
+    OPT_L_NO_PIN,
+    OPT_L_DB,
+    OPT_L_NO_DB
+};
+
+/* The options every configuration gets, as `ntprof load` spells them. */
+static const struct {
+    int key;
+    const char *flag;
+    bool value;
+} pass[] = {
+    {OPT_L_SCENARIO, "--scenario", true},
+    {OPT_L_QPS, "--qps", true},
+    {OPT_L_BOUND, "--latency-bound", true},
+    {OPT_L_FIND_MAX, "--find-max-qps", false},
+    {'q', "--samples-per-query", true},
+    {OPT_L_DURATION, "--duration", true},
+    {OPT_L_MIN_QUERIES, "--min-queries", true},
+    {OPT_L_SEED, "--seed", true},
+    {'w', "--warmup", true},
+    {'B', "--backend", true},
+    {'I', "--instances", true},
+    {'t', "--threads-per-instance", true},
+    {OPT_L_NO_PIN, "--no-pin", false},
+    {'m', "--max-batch", true},
+    {OPT_L_BATCH_TIMEOUT, "--batch-timeout-us", true},
+    {'s', "--set", true},
+    {'p', "--precision", true},
+    {'M', "--max-memory", true},
+    {OPT_L_DB, "--db", true},
+    {OPT_L_NO_DB, "--no-db", false},
+};
+enum { N_PASS = sizeof pass / sizeof pass[0] };
+
+/* Factors that are load options; any other name is a <param> (--set). */
+static const char *const load_factors[] = {
+    "qps",           "instances",        "threads-per-instance",
+    "max-batch",     "batch-timeout-us", "samples-per-query",
+    "latency-bound", "scenario",         "backend",
+    "precision"};
+
+enum { MAX_FACTORS = 8, MAX_VALUES = 64 };
+
+typedef struct factor {
+    char *spec; /* a copy of NAME=V1,V2,..., cut into name and values */
+    const char *name;
+    const char *values[MAX_VALUES];
+    int n;
+    bool is_load; /* --NAME V; otherwise --set NAME=V */
+} factor;
+
+static bool is_load_factor(const char *name)
+{
+    for (size_t i = 0; i < sizeof load_factors / sizeof load_factors[0]; i++)
+        if (strcmp(name, load_factors[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool parse_factor(const char *spec, factor *f)
+{
+    memset(f, 0, sizeof *f);
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1]) {
+        cli_error("--vary expects NAME=V1,V2,..., got '%s'", spec);
+        return false;
+    }
+    if (!(f->spec = strdup(spec))) {
+        cli_error("out of memory");
+        return false;
+    }
+    char *s = f->spec;
+    s[eq - spec] = '\0';
+    f->name = s;
+    f->is_load = is_load_factor(f->name);
+    for (char *v = s + (eq - spec) + 1, *save = NULL; (v = strtok_r(v, ",", &save)); v = NULL) {
+        if (f->n == MAX_VALUES) {
+            cli_error("--vary %s: at most %d values", f->name, MAX_VALUES);
+            return false;
+        }
+        for (int k = 0; k < f->n; k++)
+            if (strcmp(f->values[k], v) == 0) {
+                cli_error("--vary %s: the value '%s' is given twice", f->name, v);
+                return false;
+            }
+        f->values[f->n++] = v;
+    }
+    if (f->n == 0) {
+        cli_error("--vary %s: no values", f->name);
+        return false;
+    }
+    return true;
+}
+
+/* Configurations as value indices per factor: one factor at a time around
+ * the baseline (the first values), or every combination. */
+static int expand(const factor *f, int nf, bool full, int (*cfg)[MAX_FACTORS], int max)
+{
+    int n = 0;
+    if (full) {
+        int idx[MAX_FACTORS] = {0};
+        for (;;) {
+            if (n == max)
+                return -1;
+            memcpy(cfg[n++], idx, sizeof idx);
+            int k = nf - 1;
+            while (k >= 0 && ++idx[k] == f[k].n)
+                idx[k--] = 0;
+            if (k < 0)
+                return n;
+        }
+    }
+    memset(cfg[n++], 0, sizeof cfg[0]);
+    for (int k = 0; k < nf; k++)
+        for (int v = 1; v < f[k].n; v++) {
+            if (n == max)
+                return -1;
+            memset(cfg[n], 0, sizeof cfg[0]);
+            cfg[n++][k] = v;
+        }
+    return n;
+}
+
+static volatile sig_atomic_t stop_sweep;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_sweep = 1;
+    if (sweep_child > 0)
+        kill(sweep_child, SIGINT);
+}
+
+/* Run one configuration's `ntprof load` and read its report into row. */
+static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv_list *fixed,
+                    const factor *f, int nf, const int *cfg, const char *dir, int c, double timeout,
+                    ntp_loadgen_sweep_row *row)
+{
+    char report[PATH_MAX], log[PATH_MAX];
+    if (snprintf(report, sizeof report, "%s/config-%d.json", dir, c) >= (int)sizeof report ||
+        snprintf(log, sizeof log, "%s/config-%d.log", dir, c) >= (int)sizeof log) {
+        snprintf(row->error, sizeof row->error, "the temporary directory's path is too long");
+        return;
+    }
+    argv_list a = {0};
+    char sets[MAX_FACTORS][512], flags[MAX_FACTORS][64];
+    bool ok = sweep_push(&a, self) && sweep_push(&a, "load") && sweep_push(&a, file);
+    for (int i = 0; ok && i < fixed->n; i++)
+        ok = sweep_push(&a, fixed->v[i]);
+    for (int k = 0; ok && k < nf; k++) {
+        const char *v = f[k].values[cfg[k]];
+        if (f[k].is_load) {
+            snprintf(flags[k], sizeof flags[k], "--%s", f[k].name);
+            ok = sweep_push(&a, flags[k]) && sweep_push(&a, v);
+        } else {
+            snprintf(sets[k], sizeof sets[k], "%s=%s", f[k].name, v);
+            ok = sweep_push(&a, "--set") && sweep_push(&a, sets[k]);
+        }
+    }
+    ok = ok && sweep_push(&a, "--format") && sweep_push(&a, "json") && sweep_push(&a, "-o") &&
+         sweep_push(&a, report);
+    if (!ok) {
+        snprintf(row->error, sizeof row->error, "out of memory");
+        free(a.v);
+        return;
+    }
+    unlink(report);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(self, (char *const *)a.v);
+        fprintf(stderr, "ntprof: cannot run %s: %s\n", self, strerror(errno));
+        _exit(127);
+    }
+    free(a.v);
+    if (pid < 0) {
+        snprintf(row->error, sizeof row->error, "cannot start a process: %s", strerror(errno));
+        return;
+    }
+    sweep_child = pid;
+    double t0 = cli_now_s();
+    int status = 0;
+    bool timed_out = false;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            status = -1;
+            break;
+        }
+        if (timeout > 0 && cli_now_s() - t0 > timeout) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            timed_out = true;
+            break;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    sweep_child = 0;
+    if (timed_out) {
+        snprintf(row->error, sizeof row->error, "timed out after %g s", timeout);
+    } else if (status != -1 && WIFEXITED(status) &&
+               (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 130)) {
+        /* 130: interrupted, the queries so far reported. */
+        if (ntp_loadgen_sweep_row_read(ctx, report, row) != NTP_STATUS_OK) {
+            snprintf(row->error, sizeof row->error, "%.500s", ntp_ctx_errmsg(ctx));
+            ntp_ctx_clear(ctx);
+        }
+    } else {
+        /* The child's own one-line error: the last line of its log that is
+         * not a warning. */
+        char line[1024] = "", last[1024] = "no message";
+        FILE *lf = fopen(log, "r");
+        while (lf && fgets(line, sizeof line, lf)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] && strncmp(line, "ntprof: warning:", 16) != 0)
+                snprintf(last, sizeof last, "%s", strncmp(line, "ntprof: ", 8) ? line : line + 8);
+        }
+        if (lf)
+            fclose(lf);
+        if (status != -1 && WIFSIGNALED(status))
+            snprintf(row->error, sizeof row->error, "killed by signal %d: %.400s", WTERMSIG(status),
+                     last);
+        else
+            snprintf(row->error, sizeof row->error, "exit %d: %.400s",
+                     status == -1 ? -1 : WEXITSTATUS(status), last);
+    }
+}
+
+typedef struct sweep_out {
+    const ntp_loadgen_sweep_row *rows;
+    int n;
+    const char *source;
+} sweep_out;
+
+static ntp_status write_rows(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const sweep_out *o = arg;
+    return ntp_loadgen_write_sweep(ctx, o->rows, o->n, o->source, fmt, f);
+}
+
+int sweep_load(int argc, char **argv)
+{
+    argv_list fixed = {0};
+    factor f[MAX_FACTORS];
+    int nf = 0;
+    bool full = false;
+    double timeout = 0;
+    ntp_format fmt = NTP_FORMAT_TABLE;
+    const char *output = NULL, *keep = NULL;
+    ntp_loadgen_sweep_row *rows = NULL;
+    int(*cfg)[MAX_FACTORS] = NULL;
+    ntp_ctx *ctx = NULL;
+    int rc = CLI_USAGE;
+    const cli_option opts[] = {
+        CLI_HELP("usage: ntprof sweep FILE --load --scenario S --vary NAME=V1,V2,... [options]\n"
+                 "\n"
+                 "Runs `ntprof load` once per configuration, each in a process of its own, and\n"
+                 "tabulates every configuration's latency percentiles, achieved QPS and the\n"
+                 "generator's quality (docs/load.md#sweeps). NAME is qps, instances,\n"
+                 "threads-per-instance, max-batch, batch-timeout-us, samples-per-query,\n"
+                 "latency-bound, scenario, backend, precision or any <param> of the topology.\n"
+                 "\n"
+                 "sweep:\n"),
+        CLI_OPT("load", OPT_L_LOAD, NULL, "sweep load runs (this text)"),
+        CLI_OPT("vary", OPT_L_VARY, "NAME=V1,...",
+                "a factor and its values (repeatable); the first value\n"
+                "of each is the baseline"),
+        CLI_OPT("design", OPT_L_DESIGN, "D",
+                "ofat (default: one factor at a time around the\n"
+                "baseline) or full (every combination)"),
+        CLI_OPT("timeout", OPT_L_TIMEOUT, "S",
+                "stop a configuration after S seconds (default: none)"),
+        CLI_STR("keep", 'k', "DIR", "keep each configuration's report and log in DIR", &keep),
+        CLI_HELP("options given to every configuration (`ntprof load --help`; not also varied):\n"
+                 "  --scenario S  --qps X  --latency-bound MS  --find-max-qps  -q N  --duration S\n"
+                 "  --min-queries N  --seed N  -w N  -B NAME  -I N  -t T  --no-pin  -m B\n"
+                 "  --batch-timeout-us U  -s NAME=VALUE  -p P  -M SIZE  --db PATH  --no-db\n"),
+        CLI_OPT("scenario", OPT_L_SCENARIO, "S", NULL),
+        CLI_OPT("qps", OPT_L_QPS, "X", NULL),
+        CLI_OPT("latency-bound", OPT_L_BOUND, "MS", NULL),
+        CLI_OPT("find-max-qps", OPT_L_FIND_MAX, NULL, NULL),
+        CLI_OPT("samples-per-query", 'q', "N", NULL),
+        CLI_OPT("duration", OPT_L_DURATION, "S", NULL),
+        CLI_OPT("min-queries", OPT_L_MIN_QUERIES, "N", NULL),
+        CLI_OPT("seed", OPT_L_SEED, "N", NULL),
+        CLI_OPT("warmup", 'w', "N", NULL),
+        CLI_OPT("backend", 'B', "NAME", NULL),
+        CLI_OPT("instances", 'I', "N", NULL),
+        CLI_OPT("threads-per-instance", 't', "T", NULL),
+        CLI_OPT("no-pin", OPT_L_NO_PIN, NULL, NULL),
+        CLI_OPT("max-batch", 'm', "B", NULL),
+        CLI_OPT("batch-timeout-us", OPT_L_BATCH_TIMEOUT, "U", NULL),
+        CLI_OPT("set", 's', "NAME=VALUE", NULL),
+        CLI_OPT("precision", 'p', "P", NULL),
+        CLI_OPT("max-memory", 'M', "SIZE", NULL),
+        CLI_OPT("db", OPT_L_DB, "PATH", NULL),
+        CLI_OPT("no-db", OPT_L_NO_DB, NULL, NULL),
+        CLI_HELP("output:\n"),
+        CLI_OPT("format", 'f', "F", "table (default), json or csv"),
+        CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
+                &output),
+        CLI_OPT("help", 'h', NULL, "this text"),
+        CLI_OPT_END,
+    };
+    cli_getopt_state gs = {0};
+    int opt;
+    while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        switch (opt) {
+        case OPT_L_LOAD: continue;
+        case OPT_L_VARY:
+            if (nf == MAX_FACTORS) {
+                cli_error("at most %d --vary options with --load", MAX_FACTORS);
+                goto out;
+            }
+            if (!parse_factor(optarg, &f[nf++]))
+                goto out;
+            continue;
+        case OPT_L_DESIGN:
+            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "ofat") != 0) {
+                cli_error("--design expects ofat or full, got '%s'", optarg);
+                goto out;
+            }
+            full = strcmp(optarg, "full") == 0;
+            continue;
+        case OPT_L_TIMEOUT:
+            if (!cli_parse_double(optarg, 0.001, 1e6, &timeout)) {
+                cli_error("--timeout expects seconds, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case 'f':
+            if (!cli_parse_format(optarg, &fmt))
+                goto out;
+            continue;
+        case 'h':
+            cli_usage(stdout, opts, 25);
+            rc = CLI_OK;
+            goto out;
+        case CLI_OPT_BAD: goto out;
+        default: break;
+        }
+        int k = 0;
+        while (k < N_PASS && pass[k].key != opt)
+            k++;
+        if (k == N_PASS) {
+            cli_error("see 'ntprof sweep --load --help'");
+            goto out;
+        }
+        /* The child checks the value and names the option in its error. */
+        if (!sweep_push(&fixed, pass[k].flag) || (pass[k].value && !sweep_push(&fixed, optarg)))
+            goto oom;
+    }
+    if (!cli_want_files("sweep --load", argc, argv, 1, "a topology FILE"))
+        goto out;
+    if (nf == 0) {
+        cli_error("sweep --load needs at least one --vary NAME=V1,V2,...");
+        goto out;
+    }
+    /* A factor is varied or given to every configuration, not both. */
+    for (int k = 0; k < nf; k++) {
+        for (int j = 0; j < k; j++)
+            if (strcmp(f[j].name, f[k].name) == 0) {
+                cli_error("--vary %s is given twice", f[k].name);
+                goto out;
+            }
+        size_t len = strlen(f[k].name);
+        for (int i = 0; i < fixed.n; i++) {
+            const char *o = fixed.v[i];
+            bool same = f[k].is_load ? strncmp(o, "--", 2) == 0 && strcmp(o + 2, f[k].name) == 0
+                                     : i > 0 && strcmp(fixed.v[i - 1], "--set") == 0 &&
+                                           strncmp(o, f[k].name, len) == 0 && o[len] == '=';
+            if (same) {
+                cli_error("--vary %s and %s%s both set %s; give one", f[k].name,
+                          f[k].is_load ? "" : "--set ", o, f[k].name);
+                goto out;
+            }
+        }
+    }
+    const char *file = argv[optind];
+    if (access(file, R_OK) != 0) {
+        cli_error("%s: %s", file, strerror(errno));
+        rc = CLI_FAIL;
+        goto out;
+    }
+    enum { MAX_CONFIGS = 4096 };
+    cfg = calloc(MAX_CONFIGS, sizeof *cfg);
+    if (!cfg)
+        goto oom;
+    int n = expand(f, nf, full, cfg, MAX_CONFIGS);
+    if (n < 0) {
+        cli_error("the sweep has more than %d configurations", MAX_CONFIGS);
+        goto out;
+    }
+    if (!(rows = calloc((size_t)n, sizeof *rows)) || !(ctx = cli_ctx_new()))
+        goto oom;
+    for (int c = 0; c < n; c++) {
+        int o = 0;
+        for (int k = 0; k < nf; k++)
+            o += snprintf(rows[c].label + o, sizeof rows[c].label - (size_t)o, "%s%s=%s",
+                          k ? " " : "", f[k].name, f[k].values[cfg[c][k]]);
+    }
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        cli_error("cannot find the ntprof executable (/proc/self/exe): %s", strerror(errno));
+        rc = CLI_FAIL;
+        goto out;
+    }
+    self[len] = '\0';
+    char dir[PATH_MAX];
+    if (keep) {
+        snprintf(dir, sizeof dir, "%s", keep);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            cli_error("--keep %s: %s", keep, strerror(errno));
+            rc = CLI_FAIL;
+            goto out;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/ntprof-sweep-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            cli_error("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                      strerror(errno));
+            rc = CLI_FAIL;
+            goto out;
+        }
+    }
+    /* Ctrl-C: the running configuration is interrupted (it reports the
+     * queries so far), and no further one starts. */
+    struct sigaction sa = {0}, old_int;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    cli_progress prog;
+    cli_progress_init(&prog);
+    int failed = 0, ran = 0;
+    for (int c = 0; c < n && !stop_sweep; c++) {
+        if (prog.tty)
+            cli_progress_show(&prog, "sweep", c, n, rows[c].label);
+        run_one(ctx, self, file, &fixed, f, nf, cfg[c], dir, c, timeout, &rows[c]);
+        ran++;
+        failed += rows[c].error[0] != '\0';
+        if (!prog.tty) {
+            if (rows[c].error[0])
+                fprintf(stderr, "ntprof: sweep %d/%d %s: failed: %s\n", c + 1, n, rows[c].label,
+                        rows[c].error);
+            else
+                fprintf(stderr, "ntprof: sweep %d/%d %s: ok, p99 %.4g ms, %.4g QPS\n", c + 1, n,
+                        rows[c].label, rows[c].p99_ms, rows[c].qps_achieved);
+        }
+    }
+    cli_progress_clear(&prog);
+    sigaction(SIGINT, &old_int, NULL);
+    if (!keep)
+        sweep_clean_dir(dir, n);
+    sweep_out so = {rows, ran, file};
+    if (failed == ran) {
+        write_rows(ctx, &so, NTP_FORMAT_TABLE, stderr);
+        cli_error("every configuration failed");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    rc = cli_write_output(ctx, output, write_rows, &so, fmt);
+    if (rc == CLI_OK && failed > 0)
+        fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed,
+                ran);
+    if (rc == CLI_OK && stop_sweep) {
+        fprintf(stderr, "ntprof: interrupted: %d of %d configurations ran\n", ran, n);
+        rc = 130;
+    }
+out:
+    for (int k = 0; k < nf; k++)
+        free(f[k].spec);
+    free(fixed.v);
+    free(cfg);
+    free(rows);
+    ntp_ctx_free(ctx);
+    return rc;
+oom:
+    cli_error("out of memory");
+    rc = CLI_FAIL;
+    goto out;
+}
