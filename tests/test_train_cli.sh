@@ -97,26 +97,38 @@ expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-blank.np
 expect_in_err "ctc-blank.npy: label 4 of sequence 1 (position 0) is not a symbol: the 5 classes end with the blank 4"
 expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-long.npy"
 expect_in_err "ctc-long.npy: sequence 0 (5 symbols) needs 8 frames and the output has 7"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/rnnvar-tl.npy" --input-lengths "$T/ctc-il-long.npy"
+expect_in_err "ctc-il-long.npy: input length 8 of sequence 0 is outside [1, 7] (the output's frames)"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/rnnvar-tl.npy" --input-lengths "$T/ctc-il-short.npy"
+expect_in_err "rnnvar-y.npy: sequence 0 (2 symbols) needs 3 frames and its input length is 2"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/ctc-il-long.npy"
+expect_in_err "ctc-il-long.npy: target length 8 of sequence 0 is outside [0, 4] (the labels' columns)"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --input-lengths "$T/rnnvar-il.npy"
+expect_in_err "--input-lengths and --target-lengths are for --loss ctc"
 expect_exit 1 "$NTPROF" train "$T/rnn.onnx"
 expect_in_err "cross_entropy needs an output [batch, classes]"
 
-for case in cnn mlp rnn speech; do
-    loss=cross_entropy
+for case in cnn mlp rnn rnnvar speech; do
+    loss=cross_entropy lens=
     [ $case = mlp ] && loss=mse
-    [ $case = rnn ] || [ $case = speech ] && loss=ctc
+    [ $case = rnn ] || [ $case = rnnvar ] || [ $case = speech ] && loss=ctc
+    [ $case = rnnvar ] && lens="--input-lengths $T/rnnvar-il.npy --target-lengths $T/rnnvar-tl.npy"
     for opt in sgd adam; do
         steps=1 lr=0.1
         [ $opt = adam ] && steps=3 lr=0.01
         mkdir "$T/got-$case-$opt"
         expect_exit 0 "$NTPROF" train "$T/$case.onnx" --input "x=$T/$case-x.npy" \
             --labels "$T/$case-y.npy" --loss $loss --optimizer $opt --lr $lr --steps $steps \
-            --save-weights "$T/got-$case-$opt"
+            --save-weights "$T/got-$case-$opt" $lens
     done
 done
 "$PY" - "$T" <<'EOF' && ok || bad "weights differ from PyTorch's"
 import os, sys
 import numpy as np
-for case in ("cnn", "mlp", "rnn", "speech"):
+for case in ("cnn", "mlp", "rnn", "rnnvar", "speech"):
     for opt in ("sgd", "adam"):
         want = os.path.join(sys.argv[1], case + "-" + opt)
         got = os.path.join(sys.argv[1], "got-" + case + "-" + opt)

@@ -406,4 +406,7 @@ const ntp_backend_i ntp__backend_onednn = {
     .n_steps = onednn_n_steps,
     .step_info = onednn_step_info,
     .execute_step = onednn_execute_step,
+    /* Training (backward.c). */
+    .supports_backward = ntp__odnn_supports_backward,
+    .backward = ntp__odnn_backward,
 };

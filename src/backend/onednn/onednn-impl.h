@@ -301,4 +301,8 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
 
 extern const ntp_backend_i ntp__backend_onednn;
 
+/* --- backward.c: training backward (docs/train.md) ------------------------ */
+bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+
 #endif
