@@ -132,6 +132,7 @@ static void onednn_release(void *state)
     odnn_state *s = state;
     if (!s)
         return;
+    ntp__odnn_backward_release(s);
     if (s->stream)
         dnnl_stream_destroy(s->stream);
     if (s->eng)

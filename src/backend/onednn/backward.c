@@ -1,14 +1,27 @@
 /* Training backward on oneDNN (docs/train.md): convolution backward data
  * and backward weights (1-3 spatial dims, stride, padding, dilation,
  * groups) and inner product backward data and weights, in f32 and plain
- * row-major layouts (ntp_backward_args). Each call builds its forward hint,
- * the backward primitive and the memory objects, runs it on the backend's
- * stream, waits and destroys them: the trainer calls once per layer and
- * phase, and the primitives' creation is part of the time it reports. */
+ * row-major layouts (ntp_backward_args). The first call for a layer and
+ * phase builds its forward hint, the backward primitive and its memory
+ * objects, and keeps them in the backend's state; later calls (the next
+ * steps) set the memory objects' data handles and run it on the backend's
+ * stream. The first step's time thus includes the primitive's creation. */
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/ctx-impl.h"
 #include "onednn-impl.h"
+
+/* One layer's backward primitive for one phase, with its memory objects
+ * in the order of its arguments. */
+struct odnn_bwd {
+    const ntp_node *n;
+    int mode;
+    dnnl_primitive_t prim;
+    int n_args;
+    dnnl_exec_arg_t args[4];
+};
 
 /* A failed dnnl call, as one line naming the layer. */
 static ntp_status fail(ntp_ctx *ctx, const ntp_backward_args *a, dnnl_status_t st, const char *what)
@@ -125,15 +138,23 @@ typedef struct bwd_io {
     void *ptr;
 } bwd_io;
 
-ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
+void ntp__odnn_backward_release(odnn_state *s)
 {
-    odnn_state *s = state;
+    for (int i = 0; i < s->n_bwd; i++) {
+        dnnl_primitive_destroy(s->bwd[i].prim);
+        for (int k = 0; k < s->bwd[i].n_args; k++)
+            dnnl_memory_destroy(s->bwd[i].args[k].memory);
+    }
+    free(s->bwd);
+    s->bwd = NULL;
+    s->n_bwd = 0;
+}
+
+/* Build layer a->n's primitive for phase a->mode into *e. */
+static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a, struct odnn_bwd *e)
+{
     bwd_desc d;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_memory_t mem[4] = {NULL, NULL, NULL, NULL};
-    dnnl_exec_arg_t args[4];
-    int n_args = 0;
     const char *what = "describing the layer";
     dnnl_status_t st = describe(a, &d);
     if (!st) {
@@ -146,43 +167,81 @@ ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
         st = backward_pd(s, &d, a->mode, fpd, &bpd);
     }
     /* Data: diff_src from weights and diff_dst; weights: diff_weights and
-     * diff_bias from src and diff_dst. */
-    bwd_io io[4] = {{DNNL_ARG_DIFF_DST, &d.dst, (void *)a->dy}};
+     * diff_bias from src and diff_dst. The handles are set at each call. */
+    bwd_io io[4] = {{DNNL_ARG_DIFF_DST, &d.dst, NULL}};
     int n_io = 1;
     if (a->mode == 1) {
-        io[n_io++] = (bwd_io){DNNL_ARG_WEIGHTS, &d.wei, (void *)a->w};
-        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_SRC, &d.src, a->dx};
+        io[n_io++] = (bwd_io){DNNL_ARG_WEIGHTS, &d.wei, NULL};
+        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_SRC, &d.src, NULL};
     } else {
-        io[n_io++] = (bwd_io){DNNL_ARG_SRC, &d.src, (void *)a->x};
-        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_WEIGHTS, &d.wei, a->dw};
-        if (d.has_bias && a->db)
-            io[n_io++] = (bwd_io){DNNL_ARG_DIFF_BIAS, &d.bias, a->db};
+        io[n_io++] = (bwd_io){DNNL_ARG_SRC, &d.src, NULL};
+        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_WEIGHTS, &d.wei, NULL};
+        if (d.has_bias)
+            io[n_io++] = (bwd_io){DNNL_ARG_DIFF_BIAS, &d.bias, NULL};
     }
+    memset(e, 0, sizeof *e);
+    e->n = a->n;
+    e->mode = a->mode;
     for (int i = 0; i < n_io && !st; i++) {
         what = "dnnl_memory_create";
-        st = dnnl_memory_create(&mem[i], io[i].md, s->eng, io[i].ptr);
-        args[n_args++] = (dnnl_exec_arg_t){io[i].arg, mem[i]};
+        st = dnnl_memory_create(&e->args[i].memory, io[i].md, s->eng, DNNL_MEMORY_NONE);
+        e->args[i].arg = io[i].arg;
+        e->n_args += st == dnnl_success;
     }
     if (!st) {
         what = "dnnl_primitive_create";
-        st = dnnl_primitive_create(&prim, bpd);
+        st = dnnl_primitive_create(&e->prim, bpd);
+    }
+    if (bpd)
+        dnnl_primitive_desc_destroy(bpd);
+    if (fpd)
+        dnnl_primitive_desc_destroy(fpd);
+    if (st) {
+        for (int k = 0; k < e->n_args; k++)
+            dnnl_memory_destroy(e->args[k].memory);
+        return fail(ctx, a, st, what);
+    }
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
+{
+    odnn_state *s = state;
+    struct odnn_bwd *e = NULL;
+    for (int i = 0; i < s->n_bwd && !e; i++)
+        if (s->bwd[i].n == a->n && s->bwd[i].mode == a->mode)
+            e = &s->bwd[i];
+    if (!e) {
+        struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
+        if (!grown)
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "onednn backward: out of memory");
+        s->bwd = grown;
+        ntp_status r = build(ctx, s, a, &s->bwd[s->n_bwd]);
+        if (r)
+            return r;
+        e = &s->bwd[s->n_bwd++];
+    }
+    dnnl_status_t st = dnnl_success;
+    const char *what = "dnnl_memory_set_data_handle";
+    for (int k = 0; k < e->n_args && !st; k++) {
+        void *p = NULL;
+        switch (e->args[k].arg) {
+        case DNNL_ARG_DIFF_DST: p = (void *)a->dy; break;
+        case DNNL_ARG_WEIGHTS: p = (void *)a->w; break;
+        case DNNL_ARG_DIFF_SRC: p = a->dx; break;
+        case DNNL_ARG_SRC: p = (void *)a->x; break;
+        case DNNL_ARG_DIFF_WEIGHTS: p = a->dw; break;
+        default: p = a->db; break;
+        }
+        st = dnnl_memory_set_data_handle(e->args[k].memory, p);
     }
     if (!st) {
         what = "dnnl_primitive_execute";
-        st = dnnl_primitive_execute(prim, s->stream, n_args, args);
+        st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
     }
     if (!st) {
         what = "dnnl_stream_wait";
         st = dnnl_stream_wait(s->stream);
     }
-    if (prim)
-        dnnl_primitive_destroy(prim);
-    for (int i = 0; i < 4; i++)
-        if (mem[i])
-            dnnl_memory_destroy(mem[i]);
-    if (bpd)
-        dnnl_primitive_desc_destroy(bpd);
-    if (fpd)
-        dnnl_primitive_desc_destroy(fpd);
     return st ? fail(ctx, a, st, what) : NTP_STATUS_OK;
 }
