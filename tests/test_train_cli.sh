@@ -89,7 +89,7 @@ expect_in_err "a training sweep varies batch and the topology's params, not thre
 expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --loss mse --vary batch=1,2
 expect_err "--loss, --optimizer, --lr and --steps are for sweep --train"
 expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --iterations 3 --vary batch=1,2
-expect_in_err "sweep --train takes --set, --batch, --seed, --loss, --optimizer, --lr and --steps, not --iterations"
+expect_in_err "sweep --train takes --set, --batch, --seed, --backend, --loss, --optimizer, --lr and --steps, not --iterations"
 
 # Backward on oneDNN where it has the primitives, ref for the rest.
 if "$NTPROF" run --help 2>&1 | grep -q 'built: [a-z,]*onednn'; then

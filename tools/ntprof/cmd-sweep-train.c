@@ -41,6 +41,10 @@ int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_l
         int64_t v;
         if (!strcmp(opt, "--set"))
             continue;
+        if (!strcmp(opt, "--backend")) {
+            to.backend = val;
+            continue;
+        }
         if (!strcmp(opt, "--batch") && cli_parse_int(val, 1, INT64_MAX, &v)) {
             l.batch = v;
         } else if (!strcmp(opt, "--seed") && cli_parse_int(val, 1, INT64_MAX, &v)) {
@@ -49,8 +53,8 @@ int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_l
             cli_error("%s expects a positive integer, got '%s'", opt, val);
             return CLI_USAGE;
         } else {
-            cli_error("sweep --train takes --set, --batch, --seed, --loss, --optimizer, --lr "
-                      "and --steps, not %s",
+            cli_error("sweep --train takes --set, --batch, --seed, --backend, --loss, "
+                      "--optimizer, --lr and --steps, not %s",
                       opt);
             return CLI_USAGE;
         }

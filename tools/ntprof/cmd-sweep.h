@@ -60,7 +60,7 @@ int sweep_slurm_report(const char *id, const sweep_slurm_args *a);
 
 /* ntprof sweep --train (cmd-sweep-train.c): training over sw's
  * configurations in this process, with memory per configuration; `fixed`
- * may hold --set, --batch and --seed. */
+ * may hold --set, --batch, --seed and --backend (the backward's). */
 typedef struct sweep_train_args {
     bool slurm;
     const char *html, *keep, *output;
