@@ -56,6 +56,57 @@ expect_in_err "output 'decode' is the transcript of ctc_decode 'decode'; train i
 
 expect_exit 0 "$NTPROF" train "$SRC/models/tiny-attention.xml" --steps 2 --optimizer adam
 
+# Memory per batch size in sweep: the planner's data structures per
+# configuration, and the measured peak (resident-set high-water growth)
+# beside the planner's count of what the engine allocates.
+expect_exit 0 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --set hidden=256 \
+    --vary batch=1,64 --steps 1 --format json
+"$PY" - "$T/out" <<'EOF' && ok || bad "sweep --train json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["kind"] == "train_sweep" and r["measured_by"] == "rss_high_water", r
+c = r["configurations"]
+assert [x["status"] for x in c] == ["ok", "ok"] and [x["batch"] for x in c] == [1, 64], c
+h = 256  # tiny-mlp: fc1 16 x h + h, fc2 h x 2h + 2h, fc3 (h + h) x 10
+params = 16 * h + h + h * 2 * h + 2 * h + 2 * h * 10
+for x in c:
+    m = x["memory"]
+    assert m["weights"] == m["gradients"] == params * 4, (m, params)
+    assert m["peak"] == sum(m[k] for k in m if k != "peak"), m
+    assert x["engine_planned_bytes"] == x["allocated_bytes"], x
+# Stashed activations grow with the batch, weights do not.
+assert c[1]["memory"]["activations"] > 32 * c[0]["memory"]["activations"], c
+big = c[1]
+assert 0.9 * big["engine_planned_bytes"] <= big["rss_peak_bytes"], big
+assert big["rss_peak_bytes"] <= 1.5 * big["engine_planned_bytes"] + (2 << 20), big
+assert big["rss_minus_engine_planned_bytes"] == big["rss_peak_bytes"] - big["engine_planned_bytes"]
+EOF
+expect_exit 0 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary batch=1,2 --steps 1
+grep -q "peak, planned against measured (resident-set high-water growth)" "$T/out" &&
+    grep -q "^batch     2 |W" "$T/out" && ok || bad "sweep --train table"
+expect_exit 1 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary threads=1,2 --steps 1
+expect_in_err "a training sweep varies batch and the topology's params, not threads"
+expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --loss mse --vary batch=1,2
+expect_err "--loss, --optimizer, --lr and --steps are for sweep --train"
+expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --iterations 3 --vary batch=1,2
+expect_in_err "sweep --train takes --set, --batch, --seed, --backend, --loss, --optimizer, --lr and --steps, not --iterations"
+
+# Backward on oneDNN where it has the primitives, ref for the rest.
+if "$NTPROF" run --help 2>&1 | grep -q 'built: [a-z,]*onednn'; then
+    expect_exit 0 "$NTPROF" train "$SRC/models/tiny-cnn.xml" --steps 1 --backend onednn \
+        --format json
+    "$PY" - "$T/out" <<'EOF' && ok || bad "train --backend onednn json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["backend"] == "onednn", r["backend"]
+by = {l["name"]: l.get("backward_by") for l in r["layers"]}
+assert by["conv2"] == "onednn" and by["fc"] == "onednn", by
+assert by["bn1"] == "ref" and by["relu1"] == "ref", by
+EOF
+fi
+expect_exit 1 "$NTPROF" train "$SRC/models/tiny-cnn.xml" --steps 1 --backend nosuch
+expect_in_err "backend 'nosuch' is not built here; built:"
+
 # DeepSpeech trains end to end with CTC at a reduced size: MFCC is input
 # preprocessing (forward only), the decoder is replaced by the loss.
 expect_exit 0 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 --set time_steps=12 \
@@ -97,26 +148,38 @@ expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-blank.np
 expect_in_err "ctc-blank.npy: label 4 of sequence 1 (position 0) is not a symbol: the 5 classes end with the blank 4"
 expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/ctc-long.npy"
 expect_in_err "ctc-long.npy: sequence 0 (5 symbols) needs 8 frames and the output has 7"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/rnnvar-tl.npy" --input-lengths "$T/ctc-il-long.npy"
+expect_in_err "ctc-il-long.npy: input length 8 of sequence 0 is outside [1, 7] (the output's frames)"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/rnnvar-tl.npy" --input-lengths "$T/ctc-il-short.npy"
+expect_in_err "rnnvar-y.npy: sequence 0 (2 symbols) needs 3 frames and its input length is 2"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --loss ctc --labels "$T/rnnvar-y.npy" \
+    --target-lengths "$T/ctc-il-long.npy"
+expect_in_err "ctc-il-long.npy: target length 8 of sequence 0 is outside [0, 4] (the labels' columns)"
+expect_exit 1 "$NTPROF" train "$T/rnn.onnx" --input-lengths "$T/rnnvar-il.npy"
+expect_in_err "--input-lengths and --target-lengths are for --loss ctc"
 expect_exit 1 "$NTPROF" train "$T/rnn.onnx"
 expect_in_err "cross_entropy needs an output [batch, classes]"
 
-for case in cnn mlp rnn speech; do
-    loss=cross_entropy
+for case in cnn mlp rnn rnnvar speech; do
+    loss=cross_entropy lens=
     [ $case = mlp ] && loss=mse
-    [ $case = rnn ] || [ $case = speech ] && loss=ctc
+    [ $case = rnn ] || [ $case = rnnvar ] || [ $case = speech ] && loss=ctc
+    [ $case = rnnvar ] && lens="--input-lengths $T/rnnvar-il.npy --target-lengths $T/rnnvar-tl.npy"
     for opt in sgd adam; do
         steps=1 lr=0.1
         [ $opt = adam ] && steps=3 lr=0.01
         mkdir "$T/got-$case-$opt"
         expect_exit 0 "$NTPROF" train "$T/$case.onnx" --input "x=$T/$case-x.npy" \
             --labels "$T/$case-y.npy" --loss $loss --optimizer $opt --lr $lr --steps $steps \
-            --save-weights "$T/got-$case-$opt"
+            --save-weights "$T/got-$case-$opt" $lens
     done
 done
 "$PY" - "$T" <<'EOF' && ok || bad "weights differ from PyTorch's"
 import os, sys
 import numpy as np
-for case in ("cnn", "mlp", "rnn", "speech"):
+for case in ("cnn", "mlp", "rnn", "rnnvar", "speech"):
     for opt in ("sgd", "adam"):
         want = os.path.join(sys.argv[1], case + "-" + opt)
         got = os.path.join(sys.argv[1], "got-" + case + "-" + opt)

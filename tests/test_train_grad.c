@@ -329,17 +329,200 @@ static void test_ctc(void **state)
     const double labels[N * S] = {1, 1, 2, 0, -1, -1};
     assert_int_equal(ntp__train_ctc_scratch(T, C, S), (int64_t)(sizeof scratch / sizeof *scratch));
     assert_int_equal(ntp__train_ctc_frames_needed(labels, S), 4);
-    double loss = ntp__train_ctc(x, labels, T, N, C, S, dx, scratch);
+    double loss = ntp__train_ctc(x, labels, NULL, T, N, C, S, dx, scratch);
     assert_true(fabs(loss - 3.2230790895585932) <= 1e-10 * 3.2230790895585932);
     for (int i = 0; i < T * N * C; i++)
         if (fabs(dx[i] - want_grad[i]) > 1e-10 * fmax(fabs(want_grad[i]), 1e-3))
             fail_msg("ctc gradient [%d]: %.17g, torch %.17g", i, dx[i], want_grad[i]);
+    /* Varied lengths (tests/train_ctc_ref.py varied): N 3, labels [1, 1, 2],
+     * [0] and [2, 0], input lengths 4 (exactly the frames [1, 1, 2] needs),
+     * 6 and 5; the frames past a sequence's length take no gradient. */
+    enum { N3 = 3 };
+    static const double want_varied[T * N3 * C] = {0.008606029271624958,
+                                                   -0.09337338305579262,
+                                                   0.03314987211879645,
+                                                   0.051617481665371216,
+                                                   -0.052007675849307114,
+                                                   0.08146207199473311,
+                                                   0.10237609370761641,
+                                                   -0.13183048985304238,
+                                                   0.05217276052135273,
+                                                   0.051630367416039526,
+                                                   -0.10995600013994095,
+                                                   0.006152872202548681,
+                                                   0.03187919245555932,
+                                                   0.0339539043939764,
+                                                   0.027624262258853692,
+                                                   -0.09345735910838941,
+                                                   -0.14270788598166567,
+                                                   0.09997780398158919,
+                                                   0.05417189775863078,
+                                                   -0.011441815758554295,
+                                                   -0.0223112512171806,
+                                                   0.04421118474832918,
+                                                   -0.020144936363331787,
+                                                   -0.0017549971678167877,
+                                                   0.05961490060238475,
+                                                   -0.081194721815827,
+                                                   0.014334747191366388,
+                                                   0.007245074022075855,
+                                                   -0.12228131195730982,
+                                                   0.0837764998599342,
+                                                   0.04802865529752174,
+                                                   -0.00952384320014611,
+                                                   -0.04998427306738102,
+                                                   0.038051811698956946,
+                                                   0.024581518785663507,
+                                                   -0.012649057417239427,
+                                                   0.040077920955140685,
+                                                   0.026020764625520627,
+                                                   -0.08953480489827273,
+                                                   0.023436119317611432,
+                                                   -0.042407775887485205,
+                                                   0.058927521103231774,
+                                                   0.0807570835673867,
+                                                   -0.09727682878313328,
+                                                   -0.010295529041391962,
+                                                   0.021865425894616618,
+                                                   0.04027652150162113,
+                                                   -0.05184641835484578,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0,
+                                                   0.002710772485635608,
+                                                   0.044870109975413595,
+                                                   0.0926403123881097,
+                                                   -0.1402211948491589,
+                                                   -2.5822772502366438e-05,
+                                                   0.0322593919431552,
+                                                   0.05179234321056646,
+                                                   -0.08402591238121929,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0,
+                                                   0.05321181527543987,
+                                                   0.0906869662352544,
+                                                   0.09752649594556645,
+                                                   -0.24142527745626072,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0,
+                                                   0.0};
+    double x3[T * N3 * C], dx3[T * N3 * C];
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < N3; n++)
+            for (int c = 0; c < C; c++)
+                x3[(t * N3 + n) * C + c] = 2.0 * sin(1.3 * t + 0.7 * n + 0.37 * c);
+    const double labels3[N3 * S] = {1, 1, 2, 0, -1, -1, 2, 0, -1};
+    const int64_t in_len[N3] = {4, 6, 5};
+    for (int i = 0; i < T * N3 * C; i++)
+        dx3[i] = 1e300; /* every element written, the tail frames 0 */
+    loss = ntp__train_ctc(x3, labels3, in_len, T, N3, C, S, dx3, scratch);
+    assert_true(fabs(loss - 2.87724156098909) <= 1e-10 * 2.87724156098909);
+    for (int i = 0; i < T * N3 * C; i++)
+        if (fabs(dx3[i] - want_varied[i]) > 1e-10 * fmax(fabs(want_varied[i]), 1e-3))
+            fail_msg("ctc gradient, varied lengths [%d]: %.17g, torch %.17g", i, dx3[i],
+                     want_varied[i]);
     const char *xml = "<topology name='ctc' precision='f32' batch='2'>"
                       "<input name='x' shape='7,2,3' dtype='f32'/>"
                       "<fc name='fc' units='5'/>"
                       "<ctc_decode name='d' mode='greedy' alphabet='abcd'/>"
                       "</topology>";
     assert_true(check_fd(xml, NTP_LOSS_CTC, 12) > 30);
+}
+
+/* Backward on oneDNN (--backend onednn): conv (stride 2 whose end padding
+ * differs from its begin, dilation with groups, depthwise without bias, a
+ * 1-d conv) and fc (with and without bias) run oneDNN's convolution and
+ * inner-product backward primitives in f32; every gradient, inputs' too,
+ * equals the reference engine's double within f32 rounding (1e-5 of the
+ * tensor's largest, + 1e-8). Batch norm, relu and the rest fall back to ref, and
+ * the result says which ran each layer. */
+static void onednn_vs_ref(const char *xml, const char *const *by, int n_by)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, xml);
+    ntp_trainer *t[2] = {NULL, NULL};
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        ntp_train_opts o;
+        ntp_train_opts_init(&o);
+        o.backend = k ? "onednn" : NULL;
+        ntp_status st = ntp__trainer_new_ex(ctx, g, &o, true, &t[k]);
+        if (st)
+            fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
+        assert_int_equal(ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL), NTP_STATUS_OK);
+        /* Again: oneDNN's primitives, kept from the first pass, run on
+         * the same values (no update between). */
+        assert_int_equal(ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL), NTP_STATUS_OK);
+    }
+    assert_true(loss[0] == loss[1]); /* the forward is the reference's in both */
+    ntp_train_state *a = ntp__trainer_state(t[0]), *b = ntp__trainer_state(t[1]);
+    int compared = 0;
+    for (int ti = 0; ti < g->n_tensors; ti++) {
+        if (!a->grad[ti])
+            continue;
+        assert_non_null(b->grad[ti]);
+        int64_t n = ntp_shape_numel(&g->tensors[ti].shape);
+        double most = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            most = fmax(most, fabs(a->grad[ti][i]));
+        /* A gradient that is 0 in exact arithmetic (a bias before batch
+         * norm) is f32 rounding on oneDNN: the 1e-8 floor. */
+        for (int64_t i = 0; i < n; i++)
+            if (fabs(a->grad[ti][i] - b->grad[ti][i]) > 1e-5 * most + 1e-8)
+                fail_msg("%s grad[%lld]: onednn %.9g, ref %.9g (largest %.3g)", g->tensors[ti].name,
+                         (long long)i, b->grad[ti][i], a->grad[ti][i], most);
+        compared += most > 1e-4;
+    }
+    assert_true(compared >= 6);
+    ntp_train_result *r = NULL;
+    assert_int_equal(ntp_trainer_run(ctx, t[1], &r), NTP_STATUS_OK);
+    assert_string_equal(r->backend, "onednn");
+    for (int k = 0; k < n_by; k += 2) {
+        int i = 0;
+        while (i < r->n_layers && strcmp(r->layers[i].name, by[k]) != 0)
+            i++;
+        assert_true(i < r->n_layers);
+        assert_non_null(r->layers[i].backward_by);
+        assert_string_equal(r->layers[i].backward_by, by[k + 1]);
+    }
+    ntp_train_result_free(r);
+    ntp_trainer_free(t[0]);
+    ntp_trainer_free(t[1]);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void test_onednn_backward(void **state)
+{
+    (void)state;
+    if (!strstr(ntp_backends(), "onednn")) {
+        print_message("oneDNN is not built here: skipped\n");
+        skip();
+    }
+    const char *cnn = "<topology name='cnn' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,4,8,8' dtype='f32'/>"
+                      "<conv name='c1' filters='6' kernel='3' stride='2' pad='1'/>"
+                      "<batchnorm name='bn'/><relu name='r1'/>"
+                      "<conv name='c2' filters='4' kernel='3' pad='2' dilation='2' groups='2'/>"
+                      "<conv name='dw' filters='4' kernel='3' pad='1' groups='4' bias='false'/>"
+                      "<global_avgpool name='gap'/><flatten name='fl'/>"
+                      "<fc name='fc1' units='5'/><tanh name='t'/>"
+                      "<fc name='fc2' units='3' bias='false'/>"
+                      "</topology>";
+    const char *const by[] = {"c1",     "onednn", "bn",  "ref", "c2",     "onednn", "dw",
+                              "onednn", "r1",     "ref", "fc1", "onednn", "fc2",    "onednn"};
+    onednn_vs_ref(cnn, by, 14);
+    const char *seq = "<topology name='seq' precision='f32' batch='3'>"
+                      "<input name='x' shape='3,5,9' dtype='f32'/>"
+                      "<conv name='c' filters='4' kernel='3' stride='2' pad='1'/>"
+                      "<relu name='r'/><flatten name='fl'/><fc name='fc' units='4'/>"
+                      "</topology>";
+    const char *const by1[] = {"c", "onednn", "r", "ref", "fc", "onednn"};
+    onednn_vs_ref(seq, by1, 6);
 }
 
 /* Data movement and the transposed convolution: transpose, reflect pad,
@@ -448,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_plan_by_hand),
         cmocka_unit_test(test_recurrent),
         cmocka_unit_test(test_ctc),
+        cmocka_unit_test(test_onednn_backward),
         cmocka_unit_test(test_move_deconv),
         cmocka_unit_test(test_attention),
     };

@@ -52,8 +52,22 @@ def cases():
     yield "mlp", mlp, x, y, nn.MSELoss()
     torch.manual_seed(1)
     yield "rnn", RecurrentNet(), torch.randn(7, 2, 3), ctc_labels([[1, 1, 3], [2]]), ctc_loss
+    # Per-sequence lengths: input lengths 5 and 7 of T 7, labels padded with
+    # symbols (not -1) past the target lengths 2 and 3.
+    torch.manual_seed(3)
+    yield "rnnvar", RecurrentNet(), torch.randn(7, 2, 3), VAR_LABELS, ctc_loss_varied
     torch.manual_seed(2)
     yield "speech", SpeechNet(), torch.randn(9, 2, 10), ctc_labels([[5, 5, 0, 27], [8, 1]]), ctc_loss
+
+
+VAR_LABELS = torch.tensor([[3, 3, 0, 1], [1, 2, 2, 0]], dtype=torch.int64)
+VAR_LENGTHS = {"il": np.array([5, 7], dtype=np.int64), "tl": np.array([2, 3], dtype=np.int32)}
+
+
+def ctc_loss_varied(out, y):
+    """As ctc_loss with VAR_LENGTHS' input and target lengths."""
+    return nn.functional.ctc_loss(out.log_softmax(2), y, torch.from_numpy(VAR_LENGTHS["il"]),
+                                  torch.from_numpy(VAR_LENGTHS["tl"]).long(), blank=out.shape[2] - 1)
 
 
 def ctc_labels(rows):
@@ -148,13 +162,17 @@ def main():
     # symbol, a sequence that needs more frames than there are.
     np.save(os.path.join(out, "ctc-blank.npy"), np.array([[1, 2], [4, -1]]))
     np.save(os.path.join(out, "ctc-long.npy"), np.array([[1, 1, 1, 1, 2], [2, -1, -1, -1, -1]]))
+    # Lengths the CLI must refuse: 8 frames of T 7 (and 8 symbols of 4
+    # columns); 2 frames for [3, 3], which needs 3.
+    np.save(os.path.join(out, "ctc-il-long.npy"), np.array([8, 7]))
+    np.save(os.path.join(out, "ctc-il-short.npy"), np.array([2, 7]))
     for name, model, x, y, loss_fn in cases():
         # Exported in training mode so that batch norm stays a layer of its
         # own (an eval export folds it into the convolution); from a copy,
         # since tracing runs the model and moves its running statistics.
         exported = copy.deepcopy(model)
         exported.train()
-        recurrent = name in ("rnn", "speech")
+        recurrent = name in ("rnn", "rnnvar", "speech")
         # The recurrent layers' gates are reordered for ONNX: constant
         # folding makes that new initializers, with no batch norm to keep.
         torch.onnx.export(exported, x, os.path.join(out, name + ".onnx"), input_names=["x"],
@@ -164,6 +182,9 @@ def main():
         model.load_state_dict(exported.state_dict())  # the statistics the file holds
         np.save(os.path.join(out, name + "-x.npy"), x.numpy())
         np.save(os.path.join(out, name + "-y.npy"), y.numpy())
+        if name == "rnnvar":
+            for k, v in VAR_LENGTHS.items():
+                np.save(os.path.join(out, name + "-" + k + ".npy"), v)
         for opt_name, make, steps in (
             ("sgd", lambda p: torch.optim.SGD(p, lr=0.1), 1),
             ("adam", lambda p: torch.optim.Adam(p, lr=0.01), 3),

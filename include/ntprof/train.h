@@ -16,6 +16,7 @@
 #include "ntprof/report.h"
 #include "ntprof/stats.h"
 #include "ntprof/status.h"
+#include "ntprof/sweep.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,6 +77,17 @@ typedef struct ntp_train_opts {
     /* Called after each step (the CLI's progress), may be NULL. */
     void (*progress)(void *user, int step, int steps);
     void *progress_user;
+    /* ctc: .npy int32/int64 [N], each sequence's input length in [1, T]
+     * (its frames after take no gradient); NULL: T for given labels,
+     * generated in [ceil(T/2), T] with generated labels. */
+    const char *input_lengths;
+    /* ctc: .npy int32/int64 [N], each label row's length in [0, S] (what
+     * follows is padding, any value); NULL: each row ends at its first -1. */
+    const char *target_lengths;
+    /* The backend whose backward primitives run the layers it has them for
+     * ("onednn": conv and fc, in f32); every other layer, and every
+     * forward, runs on the reference engine. NULL or "ref": all of it. */
+    const char *backend;
 } ntp_train_opts;
 
 /* Zero everything and set the defaults: cross_entropy, sgd, 10 steps,
@@ -114,6 +126,11 @@ typedef struct ntp_train_plan {
     int64_t flops[NTP_TRAIN_PHASE_COUNT]; /* totals */
     int64_t forward_flops;                /* = flops[NTP_TRAIN_FORWARD] */
     int64_t step_flops;                   /* every phase together */
+    /* What the reference engine itself allocates, by the same rules: every
+     * tensor's value, the gradients, optimizer state, saved state, labels
+     * and the loss's scratch, in doubles and unplanned (each held for the
+     * whole run); the figure a measured peak is compared with. */
+    int64_t engine_bytes;
 } ntp_train_plan;
 
 /* Plan training of g without running: memory by data structure and FLOPs
@@ -131,6 +148,9 @@ typedef struct ntp_train_layer {
     const char *type;
     bool has[NTP_TRAIN_PHASE_COUNT];        /* whether the layer has the phase */
     ntp_stats phase[NTP_TRAIN_PHASE_COUNT]; /* milliseconds per step */
+    /* Who ran its backward: the backend's name, "ref" (its fallback), or
+     * NULL when it has none. */
+    const char *backward_by;
 } ntp_train_layer;
 
 typedef struct ntp_train_result {
@@ -147,6 +167,11 @@ typedef struct ntp_train_result {
     int64_t allocated_bytes; /* what the engine held (doubles) */
     int n_layers;            /* as the plan's rows */
     ntp_train_layer *layers;
+    /* Measured: the growth of the process's resident-set high-water mark
+     * (Linux VmHWM, reset when the trainer starts) over its resident set
+     * then, through the run; -1 where /proc/self/status cannot tell. */
+    int64_t rss_peak_bytes;
+    const char *backend; /* the backward backend asked for ("ref" when none) */
 } ntp_train_result;
 
 typedef struct ntp_trainer ntp_trainer;
@@ -167,6 +192,25 @@ NTP_API void ntp_train_result_free(ntp_train_result *r);
 /* Table, JSON (with a "memory" object) or CSV (per-layer rows). */
 NTP_API ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt,
                                           FILE *f);
+
+/* A training sweep (ntprof sweep --train, docs/train.md): training over
+ * the configurations of sw (factors batch and the topology's params), each
+ * loaded from `file` with lo and its own batch and params, run in this
+ * process one after another, with the memory of each by data structure,
+ * the planned peak and the measured one. A configuration that fails is
+ * recorded and the sweep goes on; `done` (may be NULL) hears of each. */
+typedef struct ntp_train_sweep ntp_train_sweep;
+NTP_API ntp_status ntp_train_sweep_run(ntp_ctx *ctx, const ntp_sweep *sw, const char *file,
+                                       const ntp_load_opts *lo, const ntp_train_opts *o,
+                                       void (*done)(void *user, int c, int n, const char *label,
+                                                    const char *state),
+                                       void *user, ntp_train_sweep **out);
+/* How many configurations failed. */
+NTP_API int ntp_train_sweep_failed(const ntp_train_sweep *s);
+/* Table (with a TBD-style memory bar per configuration), JSON or CSV. */
+NTP_API ntp_status ntp_train_sweep_write(ntp_ctx *ctx, const ntp_train_sweep *s, ntp_format fmt,
+                                         FILE *f);
+NTP_API void ntp_train_sweep_free(ntp_train_sweep *s);
 
 #ifdef __cplusplus
 }

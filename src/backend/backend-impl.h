@@ -140,6 +140,20 @@ typedef enum ntp_backend_kind {
     NTP_BACKEND_DEVICE,
 } ntp_backend_kind;
 
+/* One backward of a conv or fc layer for training (docs/train.md), in f32
+ * and plain row-major layouts: x the layer's input, w its weight [F, ...]
+ * (conv: [F, C/groups, k...]), dy the gradient of its output. mode 1
+ * (backward-data) writes dx, the gradient of x; mode 2 (backward-weights)
+ * writes dw and db (db NULL when the layer has no bias). Outputs are
+ * overwritten, not accumulated. */
+typedef struct ntp_backward_args {
+    const ntp_graph *g;
+    const ntp_node *n;
+    int mode;
+    const float *x, *w, *dy;
+    float *dx, *dw, *db;
+} ntp_backward_args;
+
 typedef struct ntp_backend_i {
     int api_version;  /* NTP_BACKEND_API_VERSION */
     const char *name; /* "ref", "onednn", ... */
@@ -216,6 +230,13 @@ typedef struct ntp_backend_i {
      * NULL: none (host memory only). */
     void (*device_memory)(void *state, int64_t *weights, int64_t *activations, int64_t *workspace,
                           int64_t *peak);
+
+    /* --- optional, training (docs/train.md) ------------------------------- */
+    /* Has the backend a backward for layer n (ntp_backward_args)? The
+     * trainer runs every other layer's backward on its reference engine.
+     * NULL: none. */
+    bool (*supports_backward)(const ntp_graph *g, const ntp_node *n);
+    ntp_status (*backward)(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
 } ntp_backend_i;
 
 /* The reference backend's priority. The registry's order today: onednn,
@@ -276,6 +297,11 @@ double ntp__be_elapsed_ms(const ntp_backend_i *be, void *state, void *node_state
 void ntp__be_device_memory(const ntp_backend_i *be, void *state, int64_t *weights,
                            int64_t *activations, int64_t *workspace, int64_t *peak);
 bool ntp__be_is_device(const ntp_backend_i *be);
+/* Training: whether be has a backward for n (false when the slot is
+ * NULL), and running it. */
+bool ntp__be_supports_backward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
+                            const ntp_backward_args *a);
 
 /* The first registered device backend (by priority), or NULL when this
  * build has none. */

@@ -194,3 +194,16 @@ ntp_status ntp__be_kerror(ntp_ctx *ctx, const char *backend, const ntp_kargs *k,
     va_end(ap);
     return r;
 }
+
+/* --- training (docs/train.md) ------------------------------------------------ */
+
+bool ntp__be_supports_backward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n)
+{
+    return be->supports_backward && be->backward && be->supports_backward(g, n);
+}
+
+ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
+                            const ntp_backward_args *a)
+{
+    return be->backward(ctx, state, a);
+}

@@ -1,9 +1,11 @@
 /* The CTC loss (Graves et al. 2006) in log space, as torch.nn.CTCLoss
  * computes it with its defaults (reduction "mean", zero_infinity false):
  * logits [T, N, C] time-major, log-softmax over the C classes, the blank is
- * the last class (C - 1, as ntprof's ctc_decode inlay reads it), every
- * sequence is all T frames long, labels [N, S] with -1 after each
- * sequence's end. The loss is the mean over the batch of −ln p(l | x) / |l|.
+ * the last class (C - 1, as ntprof's ctc_decode inlay reads it), sequence b
+ * reads its first in_len[b] frames (all T without in_len; the frames after
+ * take no gradient, as torch's input_lengths), labels [N, S] with -1 after
+ * each sequence's end. The loss is the mean over the batch of
+ * −ln p(l | x) / |l|.
  *
  * α_t(s) and β_t(s) run over the label with blanks around and between its
  * symbols (2|l| + 1 states) and both include the frame's own emission, so
@@ -46,8 +48,8 @@ int64_t ntp__train_ctc_scratch(int64_t T, int64_t C, int64_t S)
     return T * C + 2 * T * (2 * S + 1) + C;
 }
 
-double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t N, int64_t C,
-                      int64_t S, double *dx, double *scratch)
+double ntp__train_ctc(const double *x, const double *labels, const int64_t *in_len, int64_t T,
+                      int64_t N, int64_t C, int64_t S, double *dx, double *scratch)
 {
     const int64_t blank = C - 1, SS = 2 * S + 1;
     double *lp = scratch, *al = lp + T * C, *be = al + T * SS, *acc = be + T * SS;
@@ -55,8 +57,11 @@ double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t 
     for (int64_t b = 0; b < N; b++) {
         const double *lab = labels + b * S;
         int64_t L = ntp__train_ctc_length(lab, S), Sx = 2 * L + 1;
+        const int64_t Tb = in_len ? in_len[b] : T;
+        for (int64_t t = Tb; t < T; t++)
+            memset(dx + (t * N + b) * C, 0, (size_t)C * sizeof *dx);
         /* log-softmax of every frame of this sequence */
-        for (int64_t t = 0; t < T; t++) {
+        for (int64_t t = 0; t < Tb; t++) {
             const double *xr = x + (t * N + b) * C;
             double mx = -INFINITY, sum = 0.0;
             for (int64_t c = 0; c < C; c++)
@@ -70,7 +75,7 @@ double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t 
 #define SKIP_(s) ((s) % 2 && (s) >= 2 && lab[(s) / 2] != lab[(s) / 2 - 1])
         for (int64_t s = 0; s < Sx; s++)
             al[s] = s < 2 ? lp[LAB_(s)] : -INFINITY;
-        for (int64_t t = 1; t < T; t++)
+        for (int64_t t = 1; t < Tb; t++)
             for (int64_t s = 0; s < Sx; s++) {
                 const double *ap = al + (t - 1) * SS;
                 double a = ap[s];
@@ -81,8 +86,8 @@ double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t 
                 al[t * SS + s] = a + lp[t * C + LAB_(s)];
             }
         for (int64_t s = 0; s < Sx; s++)
-            be[(T - 1) * SS + s] = s >= Sx - 2 ? lp[(T - 1) * C + LAB_(s)] : -INFINITY;
-        for (int64_t t = T - 2; t >= 0; t--)
+            be[(Tb - 1) * SS + s] = s >= Sx - 2 ? lp[(Tb - 1) * C + LAB_(s)] : -INFINITY;
+        for (int64_t t = Tb - 2; t >= 0; t--)
             for (int64_t s = 0; s < Sx; s++) {
                 const double *bn = be + (t + 1) * SS;
                 double v = bn[s];
@@ -92,12 +97,12 @@ double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t 
                     v = lse2(v, bn[s + 2]);
                 be[t * SS + s] = v + lp[t * C + LAB_(s)];
             }
-        double ll = al[(T - 1) * SS + Sx - 1];
+        double ll = al[(Tb - 1) * SS + Sx - 1];
         if (Sx > 1)
-            ll = lse2(ll, al[(T - 1) * SS + Sx - 2]);
+            ll = lse2(ll, al[(Tb - 1) * SS + Sx - 2]);
         double w = 1.0 / ((double)(L > 0 ? L : 1) * (double)N);
         total += -ll * w;
-        for (int64_t t = 0; t < T; t++) {
+        for (int64_t t = 0; t < Tb; t++) {
             for (int64_t c = 0; c < C; c++)
                 acc[c] = -INFINITY;
             for (int64_t s = 0; s < Sx; s++)

@@ -83,11 +83,13 @@ int64_t ntp__train_attention_saved(const ntp_graph *g, const ntp_node *n);
 bool ntp__train_move(ntp_train_state *s, const ntp_node *n, int mode);
 
 /* The CTC loss (train-ctc.c): logits x [T, N, C], blank C - 1, labels
- * [N, S] as doubles with -1 after each sequence; the mean over the batch
- * of -ln p / |label| (torch.nn.CTCLoss's "mean"), its gradient written
- * into dx; scratch holds ntp__train_ctc_scratch(T, C, S) doubles. */
-double ntp__train_ctc(const double *x, const double *labels, int64_t T, int64_t N, int64_t C,
-                      int64_t S, double *dx, double *scratch);
+ * [N, S] as doubles with -1 after each sequence, sequence b's input length
+ * in_len[b] in [1, T] (NULL: every one T); the mean over the batch of
+ * -ln p / |label| (torch.nn.CTCLoss's "mean"), its gradient written into
+ * dx (0 on the frames past a sequence's length); scratch holds
+ * ntp__train_ctc_scratch(T, C, S) doubles. */
+double ntp__train_ctc(const double *x, const double *labels, const int64_t *in_len, int64_t T,
+                      int64_t N, int64_t C, int64_t S, double *dx, double *scratch);
 int64_t ntp__train_ctc_scratch(int64_t T, int64_t C, int64_t S);
 /* The length of one label row, and the frames it needs (one per symbol,
  * plus a blank between each pair of equal neighbours). */

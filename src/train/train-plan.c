@@ -153,6 +153,35 @@ static bool runs_backward(const ntp_graph *g, const bool *needs, const ntp_node 
     return needs[n->out[0]] && (int)(n - g->nodes) != fused;
 }
 
+/* The doubles the reference engine allocates (train.c), counted from the
+ * shapes: a value per tensor, a gradient per weight and per tensor that
+ * takes one (and the loss's input), optimizer state per weight, saved
+ * state per layer, the labels and the CTC scratch (for labels of T/2
+ * symbols, the generated ones' longest). */
+static int64_t engine_doubles(const ntp_graph *g, const ntp_train_opts *o,
+                              const ntp_train_target *tg, const bool *needs)
+{
+    int64_t d = 0;
+    int per_weight = 1 + (o->optimizer == NTP_OPTIMIZER_ADAM       ? 2
+                          : o->optimizer == NTP_OPTIMIZER_MOMENTUM ? 1
+                                                                   : 0);
+    for (int t = 0; t < g->n_tensors; t++) {
+        int64_t c = ntp_shape_numel(&g->tensors[t].shape);
+        bool w = g->tensors[t].kind == NTP_TENSOR_WEIGHT;
+        d += c + (w ? per_weight * c : needs[t] || t == tg->logits ? c : 0);
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        d += ntp__train_saved_count(g, &g->nodes[i]);
+    int64_t S = tg->steps / 2 > 0 ? tg->steps / 2 : 1;
+    if (o->loss == NTP_LOSS_CTC)
+        d += tg->rows * S + ntp__train_ctc_scratch(tg->steps, tg->classes, S);
+    else if (o->loss == NTP_LOSS_CROSS_ENTROPY)
+        d += tg->rows;
+    else
+        d += ntp_shape_numel(&g->tensors[tg->out].shape);
+    return d;
+}
+
 ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
                                ntp_train_plan **out)
 {
@@ -265,6 +294,7 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
                         (int64_t)ntp_dtype_size(g->precision);
     m->peak =
         m->weights + m->gradients + m->optimizer_state + m->activations + m->workspace + m->other;
+    p->engine_bytes = engine_doubles(g, o, &tg, needs) * (int64_t)sizeof(double);
     ntp_train_layer_cost *lc = &p->layers[L];
     lc->name = "loss";
     lc->type = ntp_loss_name(o->loss);

@@ -157,6 +157,7 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
         ntp__jset(&ok, root, "loss", ntp__json_str(ntp_loss_name(r->loss)));
         ntp__jset(&ok, root, "optimizer", ntp__json_str(ntp_optimizer_name(r->optimizer)));
         ntp__jset(&ok, root, "lr", ntp__json_num(r->lr));
+        ntp__jset(&ok, root, "backend", ntp__json_str(r->backend ? r->backend : "ref"));
         ntp__jset(&ok, root, "step_ms", stats_json(&ok, &r->step));
         ntp__jset(&ok, root, "samples_per_s", ntp__json_num(r->samples_per_s));
         for (int k = 0; k < r->steps; k++)
@@ -164,6 +165,8 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
         ntp__jset(&ok, root, "losses", losses);
         ntp__jset(&ok, root, "memory", memory_json(&ok, &r->plan->memory));
         ntp__jset(&ok, root, "allocated_bytes", json_integer(r->allocated_bytes));
+        ntp__jset(&ok, root, "engine_planned_bytes", json_integer(r->plan->engine_bytes));
+        ntp__jset(&ok, root, "rss_peak_bytes", json_integer(r->rss_peak_bytes));
         ntp__jset(&ok, root, "flops", flops_json(&ok, r->plan->flops));
         for (int i = 0; i < r->n_layers; i++) {
             const ntp_train_layer *l = &r->layers[i];
@@ -175,6 +178,8 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
                     ntp__jset(&ok, o, ntp_train_phase_name((ntp_train_phase)ph),
                               stats_json(&ok, &l->phase[ph]));
             ntp__jset(&ok, o, "flops", flops_json(&ok, r->plan->layers[i].flops));
+            if (l->backward_by)
+                ntp__jset(&ok, o, "backward_by", ntp__json_str(l->backward_by));
             ntp__jpush(&ok, layers, o);
         }
         ntp__jset(&ok, root, "layers", layers);
@@ -205,8 +210,14 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
     ntp__put_linef(f, "train %s: batch %lld, %d steps, loss %s, optimizer %s (lr %g)", r->model,
                    (long long)r->batch, r->steps, ntp_loss_name(r->loss),
                    ntp_optimizer_name(r->optimizer), r->lr);
-    fprintf(f, "\nmedian ms per step        %-14s %9s %9s %9s %9s %6s\n", "type", "forward",
-            "bwd-data", "bwd-wts", "update", "share");
+    bool by = r->backend && strcmp(r->backend, "ref") != 0;
+    if (by)
+        ntp__put_linef(f,
+                       "backward on %s where it has the layer's primitives (bwd by), the "
+                       "rest and every forward on the reference engine",
+                       r->backend);
+    fprintf(f, "\nmedian ms per step        %-14s %9s %9s %9s %9s %6s%s\n", "type", "forward",
+            "bwd-data", "bwd-wts", "update", "share", by ? "  bwd by" : "");
     double total = r->step.median;
     char b[NTP_TRAIN_PHASE_COUNT][16];
     for (int i = 0; i < r->n_layers; i++) {
@@ -224,7 +235,10 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
             }
             fprintf(f, " %9s", b[ph]);
         }
-        fprintf(f, " %5.1f%%\n", total > 0 ? 100.0 * sum / total : 0.0);
+        fprintf(f, " %5.1f%%", total > 0 ? 100.0 * sum / total : 0.0);
+        if (by && l->backward_by)
+            fprintf(f, "  %s", l->backward_by);
+        fputc('\n', f);
     }
     fputc('\n', f);
     ntp__put_linef(f,
@@ -239,5 +253,17 @@ ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
     char ab[32];
     ntp__put_linef(f, "  (the reference engine holds %s in doubles)",
                    ntp__human_bytes((double)r->allocated_bytes, ab, sizeof ab));
+    char pb[3][32];
+    if (r->rss_peak_bytes >= 0)
+        ntp__put_linef(f,
+                       "peak: planned %s; this engine (doubles, unplanned): planned %s, "
+                       "measured %s (resident-set high-water growth), %+.1f%%",
+                       ntp__human_bytes((double)r->plan->memory.peak, pb[0], 32),
+                       ntp__human_bytes((double)r->plan->engine_bytes, pb[1], 32),
+                       ntp__human_bytes((double)r->rss_peak_bytes, pb[2], 32),
+                       r->plan->engine_bytes > 0
+                           ? 100.0 * (double)(r->rss_peak_bytes - r->plan->engine_bytes) /
+                                 (double)r->plan->engine_bytes
+                           : 0.0);
     return ntp__check_stream(ctx, f, "training report");
 }

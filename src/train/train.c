@@ -2,11 +2,16 @@
  * timing each layer's forward, backward-data, backward-weights and update
  * (docs/train.md). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "core/ctx-impl.h"
 #include "core/rng-impl.h"
+#include "backend/backend-impl.h"
 #include "core/writers-impl.h"
 #include "graph/gen-impl.h"
 #include "io/io-impl.h"
@@ -75,11 +80,48 @@ struct ntp_trainer {
     double *labels;
     int64_t n_labels;
     int64_t label_len;   /* ctc: S of the labels [N, S] */
+    int64_t *in_len;     /* ctc: each sequence's input length, [N] */
     double *ctc_scratch; /* ctc: ntp__train_ctc_scratch(T, C, S) doubles */
     int64_t t;           /* optimizer steps taken */
     int64_t allocated;
     double last_loss;
+    int64_t rss_base;        /* resident bytes when the trainer started, -1: unknown */
+    const ntp_backend_i *be; /* backward primitives (opts.backend), or NULL */
+    void *be_state;
 };
+
+/* A "Vm...:  N kB" line of /proc/self/status in bytes, -1 if absent. */
+static int64_t proc_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kb = -1;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':' && sscanf(line + n + 1, "%lld", &kb) == 1)
+            break;
+    fclose(f);
+    return kb >= 0 ? (int64_t)kb * 1024 : -1;
+}
+
+/* Start measuring the peak: give freed heap pages back (glibc), reset the
+ * high-water mark to the resident set (writing 5 to clear_refs, Linux 4.0
+ * on), and return the resident set; -1 when the mark cannot be reset, as
+ * an earlier peak would then hide this one. */
+static int64_t rss_start(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    bool ok = fputs("5", f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? proc_status_bytes("VmRSS") : -1;
+}
 
 static double *dalloc(ntp_trainer *t, int64_t n)
 {
@@ -194,9 +236,49 @@ static ntp_status load_inputs(ntp_ctx *ctx, ntp_trainer *t)
     return NTP_STATUS_OK;
 }
 
+/* Per-sequence lengths [N] from a .npy of int32/int64 (--input-lengths,
+ * --target-lengths), each in [lo, hi]. */
+static ntp_status read_lengths(ntp_ctx *ctx, const char *file, const char *what, int64_t N,
+                               int64_t lo, int64_t hi, const char *range, int64_t *out)
+{
+    ntp_npy a;
+    ntp_status st = ntp__npy_read(ctx, file, &a);
+    if (st)
+        return st;
+    char b1[64];
+    double *d = malloc((size_t)N * sizeof *d + 1);
+    if (a.dtype != NTP_DTYPE_I32 && a.dtype != NTP_DTYPE_I64)
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "%s: %s lengths are integers (int32 or int64), got %s", file, what,
+                        ntp_dtype_name(a.dtype));
+    else if (a.shape.ndim != 1 || a.shape.dim[0] != N)
+        st = ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
+                        "%s: %s lengths are %s; ctc on %lld sequences needs [%lld]", file, what,
+                        ntp_shape_str(&a.shape, b1, sizeof b1), (long long)N, (long long)N);
+    else if (!d)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for lengths");
+    if (!st) {
+        to_double(d, a.data, a.dtype, N);
+        for (int64_t n = 0; n < N && !st; n++) {
+            if (d[n] < (double)lo || d[n] > (double)hi)
+                st =
+                    ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                               "%s: %s length %.0f of sequence %lld is outside [%lld, %lld] (%s)",
+                               file, what, d[n], (long long)n, (long long)lo, (long long)hi, range);
+            out[n] = (int64_t)d[n];
+        }
+    }
+    free(d);
+    ntp__npy_free(&a);
+    return st;
+}
+
 /* CTC labels [N, S]: class indices below the blank (C - 1), -1 after the
- * end of each sequence, and no more frames needed than the T there are.
- * Generated ones are 1 to T/2 symbols long (always alignable). */
+ * end of each sequence (or any padding after the --target-lengths), and no
+ * more frames needed than the sequence's input length. Input lengths are
+ * --input-lengths, else T for given labels; generated labels come with
+ * generated input lengths in [ceil(T/2), T] and are 1 to half their input
+ * length symbols long (always alignable). */
 static ntp_status load_ctc_labels(ntp_ctx *ctx, ntp_trainer *t)
 {
     int64_t T = t->tg.steps, N = t->tg.rows, C = t->tg.classes;
@@ -219,7 +301,8 @@ static ntp_status load_ctc_labels(ntp_ctx *ctx, ntp_trainer *t)
     t->label_len = have && !st ? a.shape.dim[1] : (T / 2 > 0 ? T / 2 : 1);
     t->n_labels = N * t->label_len;
     if (!st && (!(t->labels = dalloc(t, t->n_labels)) ||
-                !(t->ctc_scratch = dalloc(t, ntp__train_ctc_scratch(T, C, t->label_len)))))
+                !(t->ctc_scratch = dalloc(t, ntp__train_ctc_scratch(T, C, t->label_len))) ||
+                !(t->in_len = calloc((size_t)N + 1, sizeof *t->in_len))))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for labels");
     if (!st && have)
         to_double(t->labels, a.data, a.dtype, t->n_labels);
@@ -228,39 +311,59 @@ static ntp_status load_ctc_labels(ntp_ctx *ctx, ntp_trainer *t)
     if (st)
         return st;
     int64_t S = t->label_len;
+    if (t->o.input_lengths) {
+        if ((st = read_lengths(ctx, t->o.input_lengths, "input", N, 1, T, "the output's frames",
+                               t->in_len)))
+            return st;
+    } else {
+        uint64_t s = t->o.seed * 0x9E3779B97F4A7C15ull + 29;
+        for (int64_t n = 0; n < N; n++)
+            t->in_len[n] = have ? T : T - (int64_t)(ntp__rng_next(&s) % (uint64_t)(T / 2 + 1));
+    }
     if (!have) {
         uint64_t s = t->o.seed * 0xD1B54A32D192ED03ull + 17;
         for (int64_t n = 0; n < N; n++) {
-            int64_t len = 1 + (int64_t)(ntp__rng_next(&s) % (uint64_t)S);
+            int64_t most = t->in_len[n] / 2 < S ? t->in_len[n] / 2 : S;
+            int64_t len = 1 + (int64_t)(ntp__rng_next(&s) % (uint64_t)(most > 0 ? most : 1));
             for (int64_t i = 0; i < S; i++)
                 t->labels[n * S + i] =
                     i < len ? (double)(ntp__rng_next(&s) % (uint64_t)(C - 1)) : -1.0;
         }
         return NTP_STATUS_OK;
     }
-    for (int64_t n = 0; n < N; n++) {
-        const double *l = t->labels + n * S;
-        int64_t len = ntp__train_ctc_length(l, S);
-        for (int64_t i = 0; i < S; i++)
-            if (i < len ? l[i] >= (double)(C - 1) : l[i] >= 0)
-                return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                                  i < len ? "%s: label %.0f of sequence %lld (position %lld) is "
-                                            "not a symbol: the %lld classes end with the blank "
-                                            "%lld"
-                                          : "%s: label %.0f of sequence %lld at position %lld "
-                                            "follows the -1 that ends it (%lld classes, blank "
-                                            "%lld)",
-                                  t->o.labels, l[i], (long long)n, (long long)i, (long long)C,
-                                  (long long)(C - 1));
-        int64_t need = ntp__train_ctc_frames_needed(l, S);
-        if (need > T)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "%s: sequence %lld (%lld symbols) needs %lld frames and the "
-                              "output has %lld",
-                              t->o.labels, (long long)n, (long long)len, (long long)need,
-                              (long long)T);
+    int64_t *tl = NULL;
+    if (t->o.target_lengths) {
+        if (!(tl = calloc((size_t)N + 1, sizeof *tl)))
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for lengths");
+        st = read_lengths(ctx, t->o.target_lengths, "target", N, 0, S, "the labels' columns", tl);
     }
-    return NTP_STATUS_OK;
+    for (int64_t n = 0; n < N && !st; n++) {
+        double *l = t->labels + n * S;
+        int64_t len = tl ? tl[n] : ntp__train_ctc_length(l, S);
+        for (int64_t i = 0; i < S && !st; i++)
+            if (i < len ? l[i] < 0 || l[i] >= (double)(C - 1) : !tl && l[i] >= 0)
+                st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                                i < len ? "%s: label %.0f of sequence %lld (position %lld) is "
+                                          "not a symbol: the %lld classes end with the blank "
+                                          "%lld"
+                                        : "%s: label %.0f of sequence %lld at position %lld "
+                                          "follows the -1 that ends it (%lld classes, blank "
+                                          "%lld)",
+                                t->o.labels, l[i], (long long)n, (long long)i, (long long)C,
+                                (long long)(C - 1));
+        /* Past a given target length the row is padding: the engine's -1. */
+        for (int64_t i = len; i < S && !st; i++)
+            l[i] = -1.0;
+        int64_t need = ntp__train_ctc_frames_needed(l, S);
+        if (!st && need > t->in_len[n])
+            st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                            "%s: sequence %lld (%lld symbols) needs %lld frames and %s %lld",
+                            t->o.labels, (long long)n, (long long)len, (long long)need,
+                            t->o.input_lengths ? "its input length is" : "the output has",
+                            (long long)t->in_len[n]);
+    }
+    free(tl);
+    return st;
 }
 
 static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
@@ -330,6 +433,7 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     if (!t)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     t->g = g;
+    t->rss_base = rss_start();
     if (o)
         t->o = *o;
     else
@@ -348,6 +452,18 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
                          t->o.beta2 > 0 ? t->o.beta2 : 0.999,
                          t->o.eps > 0 ? t->o.eps : 1e-8};
     ntp_status st;
+    if ((t->o.input_lengths || t->o.target_lengths) && t->o.loss != NTP_LOSS_CTC) {
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "%s: --input-lengths and --target-lengths are for --loss ctc, not %s",
+                        g->source, ntp_loss_name(t->o.loss));
+        goto fail;
+    }
+    if (t->o.target_lengths && !t->o.labels) {
+        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                        "%s: --target-lengths %s needs the --labels they measure", g->source,
+                        t->o.target_lengths);
+        goto fail;
+    }
     if ((st = ntp_train_plan_make(ctx, g, &t->o, &t->plan)) ||
         (st = ntp__train_target(ctx, g, t->o.loss, &t->tg)))
         goto fail;
@@ -366,6 +482,22 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
                         ntp__human_bytes((double)m->activations, b[5], 32),
                         ntp__human_bytes((double)(m->workspace + m->other), b[6], 32));
         goto fail;
+    }
+    if (t->o.backend && strcmp(t->o.backend, "ref") != 0) {
+        char why[256] = "";
+        ntp_backend_opts bo = {.precision = NTP_DTYPE_F32};
+        if (!(t->be = ntp__backend_find(t->o.backend))) {
+            st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                            "backend '%s' is not built here; built: %s", t->o.backend,
+                            ntp_backends());
+            goto fail;
+        }
+        if (!ntp__be_available(t->be, why, sizeof why)) {
+            st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "backend '%s': %s", t->o.backend, why);
+            goto fail;
+        }
+        if ((st = ntp__be_init(t->be, ctx, &bo, &t->be_state)))
+            goto fail;
     }
     int nt = g->n_tensors;
     t->s.g = g;
@@ -452,6 +584,9 @@ void ntp_trainer_free(ntp_trainer *t)
     free(t->needs);
     free(t->labels);
     free(t->ctc_scratch);
+    free(t->in_len);
+    if (t->be)
+        ntp__be_release(t->be, t->be_state);
     ntp_train_plan_free(t->plan);
     free(t);
 }
@@ -461,6 +596,67 @@ ntp_train_state *ntp__trainer_state(ntp_trainer *t);
 ntp_train_state *ntp__trainer_state(ntp_trainer *t)
 {
     return &t->s;
+}
+
+/* Whether the backend runs n's backward. */
+static bool on_backend(const ntp_trainer *t, const ntp_node *n)
+{
+    return t->be && ntp__be_supports_backward(t->be, t->g, n);
+}
+
+static float *to_f32(const double *d, int64_t c)
+{
+    float *f = malloc((size_t)c * sizeof *f + 1);
+    for (int64_t i = 0; f && i < c; i++)
+        f[i] = (float)d[i];
+    return f;
+}
+
+/* n's backward-data (mode 1: dx += the backend's) or backward-weights
+ * (mode 2: dw, db =) on the backend, in f32, as ntp__train_backward_*
+ * do on the reference engine. */
+static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n, int mode)
+{
+    const ntp_graph *g = t->g;
+    double *gx = t->s.grad[n->in[0]];
+    if (mode == 1 ? !gx : !ntp__train_has_weights(g, n))
+        return NTP_STATUS_OK;
+    int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
+    int64_t cw = ntp_shape_numel(&g->tensors[n->w[0]].shape);
+    int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
+    int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
+    ntp_backward_args a = {g, n, mode, NULL, NULL, NULL, NULL, NULL, NULL};
+    float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *out = NULL, *db = NULL;
+    bool ok = dy != NULL;
+    if (mode == 1) {
+        ok = ok && (w = to_f32(t->s.val[n->w[0]], cw)) && (out = malloc((size_t)cx * 4 + 1));
+        a.w = w;
+        a.dx = out;
+    } else {
+        ok = ok && (x = to_f32(t->s.val[n->in[0]], cx)) && (out = malloc((size_t)cw * 4 + 1)) &&
+             (!cb || (db = malloc((size_t)cb * 4 + 1)));
+        a.x = x;
+        a.dw = out;
+        a.db = db;
+    }
+    a.dy = dy;
+    ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
+                       : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st && mode == 1)
+        for (int64_t i = 0; i < cx; i++)
+            gx[i] += out[i];
+    if (!st && mode == 2) {
+        for (int64_t i = 0; i < cw; i++)
+            t->s.grad[n->w[0]][i] = out[i];
+        for (int64_t i = 0; i < cb; i++)
+            t->s.grad[n->w[1]][i] = db[i];
+    }
+    free(dy);
+    free(x);
+    free(w);
+    free(out);
+    free(db);
+    return st;
 }
 
 /* Forward and loss; with backward also every gradient. times[phase][pos]
@@ -497,8 +693,9 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (t->o.loss == NTP_LOSS_CTC)
         TIME_(NTP_TRAIN_FORWARD, L,
-              scratch = ntp__train_ctc(t->s.val[t->tg.logits], t->labels, t->tg.steps, t->tg.rows,
-                                       t->tg.classes, t->label_len, dx, t->ctc_scratch));
+              scratch =
+                  ntp__train_ctc(t->s.val[t->tg.logits], t->labels, t->in_len, t->tg.steps,
+                                 t->tg.rows, t->tg.classes, t->label_len, dx, t->ctc_scratch));
     else
         TIME_(NTP_TRAIN_FORWARD, L,
               scratch = ntp__train_loss(t->o.loss, t->s.val[t->tg.logits], t->labels, t->tg.rows,
@@ -510,6 +707,15 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         const ntp_node *n = &g->nodes[g->order[i]];
         if (!t->needs[n->out[0]] || g->order[i] == t->tg.fused_node)
             continue;
+        if (on_backend(t, n)) {
+            ntp_status st = NTP_STATUS_OK;
+            TIME_(NTP_TRAIN_BACKWARD_DATA, i, st = backend_backward(ctx, t, n, 1));
+            if (!st)
+                TIME_(NTP_TRAIN_BACKWARD_WEIGHTS, i, st = backend_backward(ctx, t, n, 2));
+            if (st)
+                return st;
+            continue;
+        }
         TIME_(NTP_TRAIN_BACKWARD_DATA, i, ntp__train_backward_data(&t->s, n));
         TIME_(NTP_TRAIN_BACKWARD_WEIGHTS, i, ntp__train_backward_weights(&t->s, n));
     }
@@ -572,6 +778,9 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
     r->optimizer = t->o.optimizer;
     r->lr = t->opt.lr;
     r->allocated_bytes = t->allocated;
+    int64_t hwm = t->rss_base >= 0 ? proc_status_bytes("VmHWM") : -1;
+    r->rss_peak_bytes = hwm >= 0 ? hwm - t->rss_base : -1;
+    r->backend = t->be ? t->be->name : "ref";
     ntp_stats_compute(steps, (size_t)S, &r->step);
     r->samples_per_s = r->step.median > 0 ? (double)r->batch / (r->step.median / 1000.0) : 0.0;
     r->n_layers = rows;
@@ -589,6 +798,8 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
             ly->has[NTP_TRAIN_BACKWARD_DATA] = bwd && data;
             ly->has[NTP_TRAIN_BACKWARD_WEIGHTS] = bwd && ntp__train_has_weights(g, n);
             ly->has[NTP_TRAIN_UPDATE] = ntp__train_has_weights(g, n);
+            if (bwd)
+                ly->backward_by = on_backend(t, n) ? t->be->name : "ref";
         }
         for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
             for (int k = 0; k < S; k++)

@@ -41,7 +41,13 @@ enum {
     OPT_WAIT,
     OPT_TASK,
     OPT_RESUME,
-    OPT_REPORT
+    OPT_REPORT,
+    /* --train (cmd-sweep-train.c) */
+    OPT_TRAIN,
+    OPT_TRAIN_LOSS,
+    OPT_TRAIN_OPTIMIZER,
+    OPT_TRAIN_LR,
+    OPT_TRAIN_STEPS
 };
 
 static bool push(argv_list *a, const char *s)
@@ -326,6 +332,10 @@ int cmd_sweep(int argc, char **argv)
     const char *task = NULL, *resume = NULL, *report_id = NULL;
     const char *sbatch_args[64];
     sweep_slurm_args sa = {0};
+    /* --train: training over the configurations. */
+    bool train = false, train_opt = false;
+    ntp_train_opts to;
+    ntp_train_opts_init(&to);
     /* The options handed to every configuration are listed together in
      * one block of text, so their entries carry no help of their own. */
     const cli_option opts[] = {
@@ -388,6 +398,14 @@ int cmd_sweep(int argc, char **argv)
                 "run configuration N of recorded sweep ID (what\n"
                 "an array task runs)",
                 &task),
+        CLI_HELP("training (docs/train.md):\n"),
+        CLI_OPT("train", OPT_TRAIN, NULL,
+                "train each configuration (batch, params) here, with\n"
+                "its memory by data structure and measured peak"),
+        CLI_OPT("loss", OPT_TRAIN_LOSS, "L", "--train: cross_entropy (default), mse or ctc"),
+        CLI_OPT("optimizer", OPT_TRAIN_OPTIMIZER, "O", "--train: sgd (default), momentum or adam"),
+        CLI_OPT("lr", OPT_TRAIN_LR, "X", "--train: learning rate"),
+        CLI_OPT("steps", OPT_TRAIN_STEPS, "N", "--train: steps per configuration (default 10)"),
         CLI_HELP("output:\n"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
@@ -438,6 +456,38 @@ int cmd_sweep(int argc, char **argv)
             }
             sbatch_args[sa.slurm.n_extra++] = optarg;
             continue;
+        case OPT_TRAIN: train = true; continue;
+        case OPT_TRAIN_LOSS:
+            train_opt = true;
+            if (ntp_loss_parse(optarg, &to.loss) != NTP_STATUS_OK) {
+                cli_error("--loss expects cross_entropy, mse or ctc, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case OPT_TRAIN_OPTIMIZER:
+            train_opt = true;
+            if (ntp_optimizer_parse(optarg, &to.optimizer) != NTP_STATUS_OK) {
+                cli_error("--optimizer expects sgd, momentum or adam, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case OPT_TRAIN_LR:
+            train_opt = true;
+            if (!cli_parse_double(optarg, 1e-300, 1e6, &to.lr)) {
+                cli_error("--lr expects a positive number, got '%s'", optarg);
+                goto out;
+            }
+            continue;
+        case OPT_TRAIN_STEPS: {
+            int64_t v;
+            train_opt = true;
+            if (!cli_parse_int(optarg, 1, 1000000, &v)) {
+                cli_error("--steps expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            to.steps = (int)v;
+            continue;
+        }
         case OPT_SHARED: sa.slurm.shared = true; continue;
         case OPT_WAIT: sa.wait = true; continue;
         case OPT_TIMEOUT:
@@ -541,6 +591,10 @@ int cmd_sweep(int argc, char **argv)
         cli_error("--timeout is the local executor's; with --executor slurm give --time");
         goto out;
     }
+    if (train_opt && !train) {
+        cli_error("--loss, --optimizer, --lr and --steps are for sweep --train");
+        goto out;
+    }
     if (!cli_want_files("sweep", argc, argv, 1, "a topology FILE"))
         goto out;
     if (n_vary == 0) {
@@ -597,6 +651,11 @@ int cmd_sweep(int argc, char **argv)
     }
     if (rc != CLI_OK)
         goto done;
+    if (train) {
+        const sweep_train_args ta = {slurm, html, keep, output, timeout, fmt};
+        rc = sweep_train(ctx, sw, file, &lo, &to, &fixed, &ta);
+        goto done;
+    }
     if (slurm) {
         /* The tasks record their runs themselves, in the sweep's store. */
         argv_list keep_opts = {0};

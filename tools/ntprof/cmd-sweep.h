@@ -62,4 +62,16 @@ int sweep_slurm_task(const char *spec, const char *db);
 int sweep_slurm_resume(const char *id, const sweep_slurm_args *a);
 int sweep_slurm_report(const char *id, const sweep_slurm_args *a);
 
+/* ntprof sweep --train (cmd-sweep-train.c): training over sw's
+ * configurations in this process, with memory per configuration; `fixed`
+ * may hold --set, --batch, --seed and --backend (the backward's). */
+typedef struct sweep_train_args {
+    bool slurm;
+    const char *html, *keep, *output;
+    double timeout;
+    ntp_format fmt;
+} sweep_train_args;
+int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_load_opts *lo,
+                const ntp_train_opts *o, const argv_list *fixed, const sweep_train_args *a);
+
 #endif

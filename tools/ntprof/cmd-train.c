@@ -16,6 +16,9 @@ enum {
     OPT_SEED,
     OPT_DROPOUT,
     OPT_MOMENTUM,
+    OPT_INPUT_LENGTHS,
+    OPT_TARGET_LENGTHS,
+    OPT_BACKEND,
 };
 
 int cmd_train(int argc, char **argv);
@@ -53,11 +56,19 @@ int cmd_train(int argc, char **argv)
         CLI_OPT("labels", OPT_LABELS, "FILE",
                 ".npy labels: class indices [batch] or targets of the\noutput's shape "
                 "(default: generated from the seed)"),
+        CLI_OPT("input-lengths", OPT_INPUT_LENGTHS, "FILE",
+                "ctc: .npy [batch], each sequence's frames\n(default: all T; generated with "
+                "generated labels)"),
+        CLI_OPT("target-lengths", OPT_TARGET_LENGTHS, "FILE",
+                "ctc: .npy [batch], each label row's length\n(default: up to its first -1)"),
         CLI_OPT("optimizer", OPT_OPTIMIZER, "O", "sgd (default), momentum or adam"),
         CLI_OPT("lr", OPT_LR, "X", "learning rate (default 0.01; adam 0.001)"),
         CLI_OPT("momentum", OPT_MOMENTUM, "X", "the momentum optimizer's (default 0.9)"),
         CLI_OPT("dropout", OPT_DROPOUT, "P", "drop probability of dropout layers (default 0.5)"),
         CLI_OPT("steps", OPT_STEPS, "N", "training steps (default 10)"),
+        CLI_STR("backend", OPT_BACKEND, "NAME",
+                "run conv and fc backward on NAME's primitives\n(onednn; default ref)",
+                &to.backend),
         CLI_OPT("seed", OPT_SEED, "N", "weights, inputs, labels and masks (default 1)"),
         CLI_STR("save-weights", OPT_SAVE, "DIR",
                 "write each weight after training as DIR/<name>.npy", &save),
@@ -95,6 +106,8 @@ int cmd_train(int argc, char **argv)
             }
             break;
         case OPT_LABELS: to.labels = optarg; break;
+        case OPT_INPUT_LENGTHS: to.input_lengths = optarg; break;
+        case OPT_TARGET_LENGTHS: to.target_lengths = optarg; break;
         case OPT_OPTIMIZER:
             if (ntp_optimizer_parse(optarg, &to.optimizer) != NTP_STATUS_OK) {
                 cli_error("--optimizer expects sgd, momentum or adam, got '%s'", optarg);

@@ -132,6 +132,7 @@ static void onednn_release(void *state)
     odnn_state *s = state;
     if (!s)
         return;
+    ntp__odnn_backward_release(s);
     if (s->stream)
         dnnl_stream_destroy(s->stream);
     if (s->eng)
@@ -406,4 +407,7 @@ const ntp_backend_i ntp__backend_onednn = {
     .n_steps = onednn_n_steps,
     .step_info = onednn_step_info,
     .execute_step = onednn_execute_step,
+    /* Training (backward.c). */
+    .supports_backward = ntp__odnn_supports_backward,
+    .backward = ntp__odnn_backward,
 };

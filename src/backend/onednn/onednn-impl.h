@@ -75,6 +75,10 @@ typedef struct odnn_state {
     const ntp_graph *g;
     const dnnl_memory_desc_t **tensor_layout;
     int n_tensors;
+    /* Training backward primitives, one per layer and phase, built at the
+     * first call and kept (backward.c). */
+    struct odnn_bwd *bwd;
+    int n_bwd;
 } odnn_state;
 
 /* What prepare builds for one layer or fusion group. */
@@ -300,5 +304,11 @@ ntp_status ntp__dnnl_post_tail(odnn_build *b, int first, int src_idx,
                                const dnnl_memory_desc_t *src_md, const char *why);
 
 extern const ntp_backend_i ntp__backend_onednn;
+
+/* --- backward.c: training backward (docs/train.md) ------------------------ */
+bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+/* Free the backward primitives s keeps. */
+void ntp__odnn_backward_release(odnn_state *s);
 
 #endif
