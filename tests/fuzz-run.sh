@@ -30,7 +30,10 @@ cd "$WORK" || exit 1
 # Crashing inputs are kept next to the build, to reproduce with
 # "$FUZZER FILE" and then to commit to fuzz/corpus/$NAME/.
 mkdir -p "$BUILD/artifacts"
-"$FUZZER" -max_total_time="$SECONDS_TO_FUZZ" -rss_limit_mb=2048 -max_len=65536 -timeout=25 \
+# Inputs up to 64 KiB; a history's seeds are larger (SQLite pages).
+MAX_LEN=65536
+[ "$NAME" != store ] || MAX_LEN=131072
+"$FUZZER" -max_total_time="$SECONDS_TO_FUZZ" -rss_limit_mb=2048 -max_len="$MAX_LEN" -timeout=25 \
     -dict="$SRC/fuzz/$NAME.dict" -print_final_stats=1 \
     -artifact_prefix="$BUILD/artifacts/$NAME-" "$WORK" >fuzz.log 2>&1
 rc=$?

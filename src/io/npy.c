@@ -184,28 +184,57 @@ malformed:
                       path);
 }
 
-ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
+/* Where a .npy image is read from: a file, or bytes in memory (the fuzzer's
+ * inputs, through ntp__npy_read_memory). Both readers share npy_read. */
+typedef struct npy_src {
+    FILE *f;                  /* the file, or NULL */
+    const unsigned char *mem; /* else the bytes */
+    size_t len, at;
+} npy_src;
+
+/* Exactly n bytes into buf, or false. */
+static bool src_read(npy_src *s, void *buf, size_t n)
 {
-    memset(out, 0, sizeof *out);
-    const char *why;
-    FILE *f = ntp__file_fopen_read(path, NULL, &why);
-    if (!f)
-        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, why);
+    if (s->f)
+        return fread(buf, 1, n, s->f) == n;
+    if (n > s->len - s->at)
+        return false;
+    memcpy(buf, s->mem + s->at, n);
+    s->at += n;
+    return true;
+}
+
+/* How many bytes are left after the current position; -1 if unknown. */
+static int64_t src_left(npy_src *s)
+{
+    if (!s->f)
+        return (int64_t)(s->len - s->at);
+    long here = ftell(s->f);
+    if (here < 0 || fseek(s->f, 0, SEEK_END) != 0)
+        return -1;
+    long size = ftell(s->f);
+    if (size < 0 || fseek(s->f, here, SEEK_SET) != 0)
+        return -1;
+    return (int64_t)size - here;
+}
+
+static ntp_status npy_read(ntp_ctx *ctx, const char *path, npy_src *src, ntp_npy *out)
+{
     unsigned char pre[10];
     char *hdr = NULL;
     ntp_status st = NTP_STATUS_OK;
-    if (fread(pre, 1, 8, f) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+    if (!src_read(src, pre, 8) || memcmp(pre, "\x93NUMPY", 6) != 0) {
         st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: not a .npy file (bad magic)", path);
         goto done;
     }
     uint32_t hlen;
     if (pre[6] == 1) {
-        if (fread(pre + 8, 1, 2, f) != 2)
+        if (!src_read(src, pre + 8, 2))
             goto truncated;
         hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
         unsigned char l[4];
-        if (fread(l, 1, 4, f) != 4)
+        if (!src_read(src, l, 4))
             goto truncated;
         hlen = (uint32_t)l[0] | (uint32_t)l[1] << 8 | (uint32_t)l[2] << 16 | (uint32_t)l[3] << 24;
     } else {
@@ -223,7 +252,7 @@ ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
     }
-    if (fread(hdr, 1, hlen, f) != hlen)
+    if (!src_read(src, hdr, hlen))
         goto truncated;
     hdr[hlen] = '\0';
     if ((st = parse_header(ctx, path, hdr, hlen, out)) != NTP_STATUS_OK)
@@ -234,36 +263,54 @@ ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
         goto done;
     }
     /* Check the file really holds that many bytes before allocating them. */
-    long here = ftell(f);
-    if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
+    int64_t left = src_left(src);
+    if (left < 0) {
         st = ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: cannot seek", path);
         goto done;
     }
-    long size = ftell(f);
-    if (size < 0 || (int64_t)(size - here) != out->nbytes) {
+    if (left != out->nbytes) {
         st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                         "%s: .npy data holds %lld bytes, its shape needs %lld", path,
-                        (long long)(size - here), (long long)out->nbytes);
+                        (long long)left, (long long)out->nbytes);
         goto done;
     }
-    fseek(f, here, SEEK_SET);
     out->data = malloc(out->nbytes ? (size_t)out->nbytes : 1);
     if (!out->data) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", path,
                         (long long)out->nbytes);
         goto done;
     }
-    if (fread(out->data, 1, (size_t)out->nbytes, f) != (size_t)out->nbytes)
+    if (!src_read(src, out->data, (size_t)out->nbytes))
         goto truncated;
     goto done;
 truncated:
     st = ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s: truncated .npy file", path);
 done:
-    fclose(f);
     free(hdr);
     if (st != NTP_STATUS_OK)
         ntp__npy_free(out);
     return st;
+}
+
+ntp_status ntp__npy_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *why;
+    FILE *f = ntp__file_fopen_read(path, NULL, &why);
+    if (!f)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", path, why);
+    npy_src src = {.f = f};
+    ntp_status st = npy_read(ctx, path, &src, out);
+    fclose(f);
+    return st;
+}
+
+ntp_status ntp__npy_read_memory(ntp_ctx *ctx, const char *name, const void *data, size_t len,
+                                ntp_npy *out)
+{
+    memset(out, 0, sizeof *out);
+    npy_src src = {.mem = data, .len = len};
+    return npy_read(ctx, name, &src, out);
 }
 
 void ntp__npy_free(ntp_npy *a)

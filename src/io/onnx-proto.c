@@ -194,19 +194,16 @@ void ntp__onnx_unmap_file(const uint8_t *buf, size_t len)
         munmap((void *)buf, len);
 }
 
-ntp_status ntp__onnx_read_pb(ntp_ctx *ctx, const char *path, ntp_onnx_tensor *out, char **name)
+/* A TensorProto from len bytes (a mapped file, or the fuzzer's input). */
+static ntp_status read_pb(ntp_ctx *ctx, const char *path, const uint8_t *buf, size_t len,
+                          ntp_onnx_tensor *out, char **name)
 {
     memset(out, 0, sizeof *out);
     if (name)
         *name = NULL;
-    const uint8_t *buf;
-    size_t len;
-    ntp_status st = ntp__onnx_map_file(ctx, path, &buf, &len);
-    if (st)
-        return st;
     ProtobufCMessage *m;
-    st = unpack(ctx, path, buf, len, &onnx__tensor_proto__descriptor, "ONNX TensorProto file", &m);
-    ntp__onnx_unmap_file(buf, len);
+    ntp_status st =
+        unpack(ctx, path, buf, len, &onnx__tensor_proto__descriptor, "ONNX TensorProto file", &m);
     if (st)
         return st;
     Onnx__TensorProto *tp = (Onnx__TensorProto *)m;
@@ -225,17 +222,29 @@ ntp_status ntp__onnx_read_pb(ntp_ctx *ctx, const char *path, ntp_onnx_tensor *ou
     return st;
 }
 
-/* --- ntp__pb_read: --input FILE.pb --------------------------------------------- */
-
-ntp_status ntp__pb_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
+ntp_status ntp__onnx_read_pb(ntp_ctx *ctx, const char *path, ntp_onnx_tensor *out, char **name)
 {
     memset(out, 0, sizeof *out);
-    ntp_onnx_tensor t;
-    ntp_status st = ntp__onnx_read_pb(ctx, path, &t, NULL);
+    if (name)
+        *name = NULL;
+    const uint8_t *buf;
+    size_t len;
+    ntp_status st = ntp__onnx_map_file(ctx, path, &buf, &len);
     if (st)
         return st;
+    st = read_pb(ctx, path, buf, len, out, name);
+    ntp__onnx_unmap_file(buf, len);
+    return st;
+}
+
+/* --- ntp__pb_read: --input FILE.pb --------------------------------------------- */
+
+/* A decoded tensor as an input array; t's data is freed or handed over. */
+static ntp_status pb_to_npy(ntp_ctx *ctx, const char *path, ntp_onnx_tensor *t, ntp_npy *out)
+{
+    ntp_status st;
     ntp_dtype to;
-    switch (t.dtype) {
+    switch (t->dtype) {
     case NTP_ONNX_FLOAT: to = NTP_DTYPE_F32; break;
     case NTP_ONNX_FLOAT16: to = NTP_DTYPE_F16; break;
     case NTP_ONNX_INT32: to = NTP_DTYPE_I32; break;
@@ -247,31 +256,52 @@ ntp_status ntp__pb_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
         st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                         "%s: holds %s data; ntprof's inputs are FLOAT, FLOAT16, INT32, INT64, "
                         "INT8, UINT8 or BOOL",
-                        path, ntp__onnx_dtype_name(t.dtype));
-        ntp__onnx_tensor_free_data(&t);
+                        path, ntp__onnx_dtype_name(t->dtype));
+        ntp__onnx_tensor_free_data(t);
         return st;
     }
     out->dtype = to;
-    out->shape = t.shape;
-    out->nbytes = t.n * (int64_t)ntp_dtype_size(to);
+    out->shape = t->shape;
+    out->nbytes = t->n * (int64_t)ntp_dtype_size(to);
     if (to == NTP_DTYPE_F32) {
-        out->data = t.f; /* already f32: handed over, not copied */
-        t.f = NULL;
+        out->data = t->f; /* already f32: handed over, not copied */
+        t->f = NULL;
     } else {
         out->data = malloc((size_t)out->nbytes + 1);
         if (!out->data) {
-            ntp__onnx_tensor_free_data(&t);
+            ntp__onnx_tensor_free_data(t);
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
         }
-        for (int64_t k = 0; k < t.n; k++)
+        for (int64_t k = 0; k < t->n; k++)
             switch (to) {
-            case NTP_DTYPE_F16: ((uint16_t *)out->data)[k] = ntp__f32_to_f16(t.f[k]); break;
-            case NTP_DTYPE_I32: ((int32_t *)out->data)[k] = (int32_t)t.i[k]; break;
-            case NTP_DTYPE_I64: ((int64_t *)out->data)[k] = t.i[k]; break;
-            case NTP_DTYPE_I8: ((int8_t *)out->data)[k] = (int8_t)t.i[k]; break;
-            default: ((uint8_t *)out->data)[k] = (uint8_t)t.i[k]; break;
+            case NTP_DTYPE_F16: ((uint16_t *)out->data)[k] = ntp__f32_to_f16(t->f[k]); break;
+            case NTP_DTYPE_I32: ((int32_t *)out->data)[k] = (int32_t)t->i[k]; break;
+            case NTP_DTYPE_I64: ((int64_t *)out->data)[k] = t->i[k]; break;
+            case NTP_DTYPE_I8: ((int8_t *)out->data)[k] = (int8_t)t->i[k]; break;
+            default: ((uint8_t *)out->data)[k] = (uint8_t)t->i[k]; break;
             }
     }
-    ntp__onnx_tensor_free_data(&t);
+    ntp__onnx_tensor_free_data(t);
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__pb_read(ntp_ctx *ctx, const char *path, ntp_npy *out)
+{
+    memset(out, 0, sizeof *out);
+    ntp_onnx_tensor t;
+    ntp_status st = ntp__onnx_read_pb(ctx, path, &t, NULL);
+    if (st)
+        return st;
+    return pb_to_npy(ctx, path, &t, out);
+}
+
+ntp_status ntp__pb_read_memory(ntp_ctx *ctx, const char *name, const void *data, size_t len,
+                               ntp_npy *out)
+{
+    memset(out, 0, sizeof *out);
+    ntp_onnx_tensor t;
+    ntp_status st = read_pb(ctx, name, data, len, &t, NULL);
+    if (st)
+        return st;
+    return pb_to_npy(ctx, name, &t, out);
 }

@@ -13,5 +13,9 @@
  * INT32, INT64, INT8, UINT8 and BOOL (as u8) data. Free with
  * ntp__npy_free. Errors name the file and what was wrong. */
 ntp_status ntp__pb_read(ntp_ctx *ctx, const char *path, ntp_npy *out);
+/* The same from len bytes in memory (the fuzzer's way in); name stands for
+ * the file in errors. */
+ntp_status ntp__pb_read_memory(ntp_ctx *ctx, const char *name, const void *data, size_t len,
+                               ntp_npy *out);
 
 #endif

@@ -75,6 +75,7 @@ typedef struct reader {
     int chain;                        /* output tensor of the previous layer; -1 before the first */
     int64_t expanded;                 /* elements instantiated so far */
     int64_t param_bytes, subst_bytes; /* substituted so far (xml-impl.h limits) */
+    ntp__xml_limits lim;              /* the work limits in force */
 } reader;
 
 static int line_of(xmlNodePtr el)
@@ -341,11 +342,11 @@ static ntp_status subst_one(reader *r, xmlNodePtr el, const char *label, xmlAttr
     if (st != NTP_STATUS_OK)
         return el_error(r, el, label, st, "attribute '%s': %s", (const char *)a->name, err);
     r->subst_bytes += (int64_t)strlen(out);
-    if (r->subst_bytes > NTP_XML_MAX_SUBST_BYTES) {
+    if (r->subst_bytes > r->lim.subst_bytes) {
         free(out);
         return el_error(r, el, label, NTP_STATUS_PARSE_ERROR,
                         "attribute '%s': the substituted attributes add up to more than %lld MiB",
-                        (const char *)a->name, (long long)(NTP_XML_MAX_SUBST_BYTES >> 20));
+                        (const char *)a->name, (long long)(r->lim.subst_bytes >> 20));
     }
     s->a[s->n].name = (const char *)a->name;
     s->a[s->n].value = out;
@@ -666,9 +667,10 @@ static ntp_status walk(reader *r, xmlNodePtr parent);
 
 static ntp_status count_expansion(reader *r, xmlNodePtr el)
 {
-    if (++r->expanded > NTP_XML_MAX_EXPANDED)
+    if (++r->expanded > r->lim.expanded)
         return el_error(r, el, NULL, NTP_STATUS_PARSE_ERROR,
-                        "the topology expands to more than %d elements", NTP_XML_MAX_EXPANDED);
+                        "the topology expands to more than %lld elements",
+                        (long long)r->lim.expanded);
     return NTP_STATUS_OK;
 }
 
@@ -1389,7 +1391,8 @@ static void reader_free(reader *r)
 }
 
 static ntp_status load_buffer(ntp_ctx *ctx, const char *buf, size_t len, const char *src,
-                              const ntp_load_opts *opts, ntp_graph **out)
+                              const ntp_load_opts *opts, const ntp__xml_limits *lim,
+                              ntp_graph **out)
 {
     static const ntp_load_opts none = {0};
     *out = NULL;
@@ -1402,6 +1405,11 @@ static ntp_status load_buffer(ntp_ctx *ctx, const char *buf, size_t len, const c
     r.opts = opts ? opts : &none;
     r.src = src;
     r.chain = -1;
+    r.lim = (ntp__xml_limits){NTP_XML_MAX_EXPANDED, NTP_XML_MAX_SUBST_BYTES};
+    if (lim && lim->expanded > 0 && lim->expanded < r.lim.expanded)
+        r.lim.expanded = lim->expanded;
+    if (lim && lim->subst_bytes > 0 && lim->subst_bytes < r.lim.subst_bytes)
+        r.lim.subst_bytes = lim->subst_bytes;
     ntp_status st = ntp__xml_parse(ctx, src, buf, len, &r.doc);
     if (st == NTP_STATUS_OK)
         st = read_document(&r);
@@ -1420,7 +1428,17 @@ ntp_status ntp__xml_load_memory(ntp_ctx *ctx, const char *buf, size_t len, const
     *out = NULL;
     if (!buf)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "no buffer given");
-    return load_buffer(ctx, buf, len, name ? name : "<memory>", opts, out);
+    return load_buffer(ctx, buf, len, name ? name : "<memory>", opts, NULL, out);
+}
+
+ntp_status ntp__xml_load_memory_limited(ntp_ctx *ctx, const char *buf, size_t len, const char *name,
+                                        const ntp_load_opts *opts, const ntp__xml_limits *lim,
+                                        ntp_graph **out)
+{
+    *out = NULL;
+    if (!buf)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "no buffer given");
+    return load_buffer(ctx, buf, len, name ? name : "<memory>", opts, lim, out);
 }
 
 ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opts *opts,
@@ -1464,7 +1482,7 @@ ntp_status ntp__xml_load_file(ntp_ctx *ctx, const char *path, const ntp_load_opt
         free(buf);
         return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: read error", path);
     }
-    ntp_status st = load_buffer(ctx, buf, got, path, opts, out);
+    ntp_status st = load_buffer(ctx, buf, got, path, opts, NULL, out);
     free(buf);
     return st;
 }

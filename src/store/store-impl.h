@@ -27,6 +27,10 @@ struct ntp_store {
     bool read_only;
     char err[512]; /* the driver's last error, one line */
     int retry_ms;  /* how long a lost connection is retried (NTP_DB_RETRY_MS) */
+    /* An SQLite database image in memory (ntp__store_open_image), read
+     * instead of the file at path; NULL for a file or a URL. */
+    const void *image;
+    size_t image_len;
 };
 
 /* Every driver's statement starts with this. */
@@ -127,6 +131,12 @@ ntp_status ntp__store_retry_warn(ntp_ctx *ctx, ntp_store *s, const char *what, i
 /* Open (creating) a database and bring it only to schema `version`: lets
  * the tests build an old database and watch ntp_store_open migrate it. */
 ntp_status ntp__store_open_version(ntp_ctx *ctx, const char *path, int version, ntp_store **out);
+/* Open an SQLite database image of len bytes in memory, read-only, as
+ * ntp_store_open opens a file (the same schema check; name stands for the
+ * file in messages): the history fuzzer's way in. data must outlive the
+ * store. */
+ntp_status ntp__store_open_image(ntp_ctx *ctx, const void *data, size_t len, const char *name,
+                                 ntp_store **out);
 /* The schema version of an open database. */
 ntp_status ntp__store_version(ntp_ctx *ctx, ntp_store *s, int *version);
 

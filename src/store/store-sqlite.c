@@ -97,7 +97,8 @@ static bool lite_exec(ntp_store *s, const char *sql)
     return false;
 }
 
-static ntp_status lite_open(ntp_ctx *ctx, ntp_store *s)
+/* Connect to the file at s->path; s->conn is set even on failure. */
+static ntp_status lite_open_file(ntp_ctx *ctx, ntp_store *s)
 {
     const char *path = s->path;
     /* The database must be a regular file: SQLite would open a FIFO (and
@@ -132,6 +133,44 @@ static ntp_status lite_open(ntp_ctx *ctx, ntp_store *s)
     if (orc != SQLITE_OK)
         return ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", path,
                           db ? sqlite3_errmsg(db) : "out of memory");
+    return NTP_STATUS_OK;
+}
+
+/* Connect to the image at s->image (read-only): an in-memory database
+ * given SQLite's own copy of the bytes. A WAL database (bytes 18 and 19 of
+ * the header are 2) would ask for a log and shared memory that an image
+ * has not; the pages read the same in rollback mode, which the copy's
+ * header is set to, as a file whose -wal is absent reads. */
+static ntp_status lite_open_image(ntp_ctx *ctx, ntp_store *s)
+{
+    sqlite3 *db = NULL;
+    int orc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    s->conn = db;
+    if (orc != SQLITE_OK)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", s->path,
+                          db ? sqlite3_errmsg(db) : "out of memory");
+    size_t len = s->image_len;
+    unsigned char *copy = sqlite3_malloc64(len ? len : 1);
+    if (!copy)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    memcpy(copy, s->image, len);
+    if (len >= 20 && copy[18] == 2 && copy[19] == 2)
+        copy[18] = copy[19] = 1;
+    /* FREEONCLOSE: SQLite frees the copy, even when this fails. */
+    if (sqlite3_deserialize(db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) !=
+        SQLITE_OK)
+        return ntp__error(ctx, NTP_STATUS_IO_ERROR, "history %s: cannot open: %s", s->path,
+                          sqlite3_errmsg(db));
+    return NTP_STATUS_OK;
+}
+
+static ntp_status lite_open(ntp_ctx *ctx, ntp_store *s)
+{
+    ntp_status st = s->image ? lite_open_image(ctx, s) : lite_open_file(ctx, s);
+    if (st)
+        return st;
+    sqlite3 *db = db_of(s);
     sqlite3_busy_timeout(db, NTP_STORE_BUSY_MS);
     sqlite3_extended_result_codes(db, 1);
     if (!lite_exec(s, "PRAGMA foreign_keys = ON"))

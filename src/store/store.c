@@ -284,7 +284,7 @@ static char *hide_password(const char *url)
 }
 
 static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, int target,
-                          ntp_store **out)
+                          const void *image, size_t image_len, ntp_store **out)
 {
     *out = NULL;
     if (!path || !*path)
@@ -300,6 +300,8 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
     }
     s->drv = url ? ntp__store_pq : &ntp__store_sqlite;
     s->read_only = mode == NTP_STORE_READ_ONLY;
+    s->image = image;
+    s->image_len = image_len;
     s->retry_ms = NTP_STORE_RETRY_MS;
     const char *retry = getenv("NTP_DB_RETRY_MS");
     if (retry && *retry) {
@@ -338,14 +340,24 @@ fail:
 
 ntp_status ntp_store_open(ntp_ctx *ctx, const char *path, ntp_store_mode mode, ntp_store **out)
 {
-    return open_db(ctx, path, mode, NTP_STORE_SCHEMA_VERSION, out);
+    return open_db(ctx, path, mode, NTP_STORE_SCHEMA_VERSION, NULL, 0, out);
+}
+
+ntp_status ntp__store_open_image(ntp_ctx *ctx, const void *data, size_t len, const char *name,
+                                 ntp_store **out)
+{
+    *out = NULL;
+    if (ntp_store_is_url(name))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "history %s: an image is an SQLite database", name);
+    return open_db(ctx, name, NTP_STORE_READ_ONLY, NTP_STORE_SCHEMA_VERSION, data, len, out);
 }
 
 ntp_status ntp__store_open_version(ntp_ctx *ctx, const char *path, int version, ntp_store **out)
 {
     if (version < 0 || version > NTP_STORE_SCHEMA_VERSION)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "no schema version %d", version);
-    return open_db(ctx, path, NTP_STORE_CREATE, version, out);
+    return open_db(ctx, path, NTP_STORE_CREATE, version, NULL, 0, out);
 }
 
 void ntp_store_close(ntp_store *s)
