@@ -8,6 +8,9 @@
  *                    [n][c/groups][size][size]
  *   [connected]      biases[out]; weights[out][in]; with batch_normalize
  *                    scales[out], rolling_mean[out], rolling_variance[out]
+ * and the recurrent layers one such block per inner layer, [local] its
+ * biases [filters][positions] and weights [positions][filters][c][k][k]
+ * (darknet-impl.h's blocks, in Darknet's load_weights_upto order).
  * Every other supported layer has none. ntprof's tensors have the same
  * layouts (conv W [F, C/g, kh, kw], fc W [units, in]), so each block is
  * read straight into its tensor. With batch_normalize the biases are the
