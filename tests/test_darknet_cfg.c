@@ -447,6 +447,8 @@ static void forward(const char *cfg)
               rel);
         printf("%s: %lld outputs, %.2g relative L2 from Darknet's\n", cfg, (long long)n, rel);
     }
+    free(net->workspace); /* ours (above); free_network never frees it */
+    net->workspace = NULL;
     free_network(net);
     ntp__npy_free(&got);
     ntp_run_result_free(res);
