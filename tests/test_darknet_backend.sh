@@ -38,4 +38,24 @@ PYEOF
     ) && ok || bad "$cfg: $got"
     [ "$got" = "$want" ] && ok || bad "$cfg: darknet ran/fell back '$got', expected '$want'"
 done
+# --fuse: the engine folds each inference batch norm into its convolution and
+# the backend takes the activation after it into the same Darknet layer
+# (activation= of the generated [convolutional]): conv0 + bn + leaky is one
+# Darknet layer, as in Darknet's own network. 30 layers: 17 on Darknet, the
+# same 6 on ref, 7 fused (3 batch norms, 4 activations; mish and swish stay
+# apart).
+expect_exit 0 "$NTPROF" run "$SRC/tests/data/darknet/mixed.cfg" --backend darknet,ref --fuse \
+    "${QUICK[@]}"
+got=$($PY - "$T/out" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = [x for x in d["backends"] if x["backend"] == "darknet"][0]
+assert b["rel_l2"] < 1e-5, "rel L2 %g >= 1e-5" % b["rel_l2"]
+fused = {l["name"]: l.get("fused_into") for l in b["report"]["layers"] if l.get("fused")}
+assert fused.get("conv0_bn") == "conv0" and fused.get("conv0_leaky") == "conv0", fused
+assert fused.get("conv15_tanh") == "conv15", fused
+print(b["layers_own"], b["layers_fallback"], b["layers_fused"])
+PYEOF
+) && ok || bad "fuse: $got"
+[ "$got" = "17 6 7" ] && ok || bad "fuse: darknet ran/fell back/fused '$got', expected '17 6 7'"
 finish

@@ -51,6 +51,8 @@ typedef struct reader {
     ntp_darknet_layer *layers; /* one per section after [net] */
     int n_layers;
     int64_t batch;
+    int64_t steps;       /* [net] time_steps: Darknet's recurrent layers' sequence */
+    int64_t rows;        /* batch x steps: the first dim of every tensor */
     const char *weights; /* --set weights=FILE, NULL if none */
     int *outs;           /* tensors of [yolo]/[region]/[detection] inputs */
     int n_outs;
@@ -304,28 +306,66 @@ static bool parse_activation(const char *s, ntp_op *op)
     return false;
 }
 
-/* The activation of a section (default: Darknet's for that section), as a
- * node after tensor `*t`; *t becomes its output. */
-static ntp_status activation(reader *r, const dn_sect *s, const char *base, const char *dflt,
-                             int *t, int *last)
+/* Activation `op` (NTP_OP_COUNT: linear, none) named BASE_NAME after tensor
+ * `*t`; *t and *last become its. */
+static ntp_status act_node(reader *r, int line, const char *base, const char *name, ntp_op op,
+                           int *t, int *last)
 {
-    const dn_opt *o = find(s, "activation");
-    const char *name = o ? o->val : dflt;
-    ntp_op op;
-    if (!parse_activation(name, &op))
-        return sect_error(r, s, o ? o->line : s->line, NTP_STATUS_UNSUPPORTED,
-                          "'activation': expected one of %s, got '%.32s'", activations, name);
     if (op == NTP_OP_COUNT)
         return NTP_STATUS_OK;
     char nm[96];
     snprintf(nm, sizeof nm, "%s_%s", base, name);
-    int ni = add_op(r, nm, op, o ? o->line : s->line, t, 1);
+    int ni = add_op(r, nm, op, line, t, 1);
     if (ni < 0)
         return oom(r);
     if (op == NTP_OP_LEAKY_RELU)
         r->g->nodes[ni].a.alpha = 0.1; /* Darknet's leaky slope */
     *t = r->g->nodes[ni].out[0];
     *last = ni;
+    return NTP_STATUS_OK;
+}
+
+/* The `activation` of a section (default: Darknet's for that section):
+ * *op and *name. */
+static ntp_status parse_act(reader *r, const dn_sect *s, const char *dflt, ntp_op *op,
+                            const char **name)
+{
+    const dn_opt *o = find(s, "activation");
+    *name = o ? o->val : dflt;
+    if (!parse_activation(*name, op))
+        return sect_error(r, s, o ? o->line : s->line, NTP_STATUS_UNSUPPORTED,
+                          "'activation': expected one of %s, got '%.32s'", activations, *name);
+    return NTP_STATUS_OK;
+}
+
+/* The activation of a section (default: Darknet's for that section), as a
+ * node after tensor `*t`; *t becomes its output. */
+static ntp_status activation(reader *r, const dn_sect *s, const char *base, const char *dflt,
+                             int *t, int *last)
+{
+    ntp_op op;
+    const char *name;
+    ntp_status st = parse_act(r, s, dflt, &op, &name);
+    if (st)
+        return st;
+    const dn_opt *o = find(s, "activation");
+    return act_node(r, o ? o->line : s->line, base, name, op, t, last);
+}
+
+/* The batch norm Darknet puts after a convolution or connected layer with
+ * batch_normalize=1, "BASE_bn" after tensor *t (epsilon 1e-6: Darknet's
+ * normalize_cpu divides by sqrt(var) + 1e-6); *t, *last and *bn_node become
+ * its. */
+static ntp_status add_bn(reader *r, int line, const char *base, int *t, int *last, int *bn_node)
+{
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_bn", base);
+    int bi = add_op(r, nm, NTP_OP_BATCHNORM, line, t, 1);
+    if (bi < 0)
+        return oom(r);
+    r->g->nodes[bi].a.epsilon = 1e-6;
+    *t = r->g->nodes[bi].out[0];
+    *last = *bn_node = bi;
     return NTP_STATUS_OK;
 }
 
@@ -352,6 +392,25 @@ static ntp_status as_4d(reader *r, const dn_sect *s, int li, int *t)
     L->tensor = *t = r->g->nodes[ni].out[0];
     L->flat = false;
     L->last = ni;
+    return NTP_STATUS_OK;
+}
+
+/* The output of layer `li` as one vector per row, [rows, c*h*w], as
+ * Darknet's connected and recurrent layers read their input: a spatial one
+ * is flattened ("BASE_flatten"). */
+static ntp_status as_flat(reader *r, const dn_sect *s, int li, const char *base, int *t)
+{
+    const ntp_darknet_layer *P = &r->layers[li];
+    *t = P->tensor;
+    if (P->flat)
+        return NTP_STATUS_OK;
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_flatten", base);
+    int fi = add_op(r, nm, NTP_OP_FLATTEN, s->line, t, 1);
+    if (fi < 0)
+        return oom(r);
+    r->g->nodes[fi].a.axis = 1;
+    *t = r->g->nodes[fi].out[0];
     return NTP_STATUS_OK;
 }
 
@@ -425,19 +484,10 @@ static ntp_status conv_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
     a->bias = !bn; /* with batch_normalize the biases are the norm's shift */
     L->node = L->last = ni;
     int t = r->g->nodes[ni].out[0];
-    if (bn) {
-        char nm[96];
-        snprintf(nm, sizeof nm, "conv%d_bn", li);
-        int bi = add_op(r, nm, NTP_OP_BATCHNORM, s->line, &t, 1);
-        if (bi < 0)
-            return oom(r);
-        r->g->nodes[bi].a.epsilon = 1e-6; /* Darknet's normalize_cpu */
-        t = r->g->nodes[bi].out[0];
-        L->last = L->bn_node = bi;
-    }
-    snprintf(r->name, sizeof r->name, "conv%d", li);
-    if ((st = activation(r, s, r->name, "logistic", &t, &L->last)))
+    if ((bn && (st = add_bn(r, s->line, r->name, &t, &L->last, &L->bn_node))) ||
+        (st = activation(r, s, r->name, "logistic", &t, &L->last)))
         return st;
+    L->blocks[L->n_blocks++] = (ntp_darknet_block){NTP_DARKNET_BLOCK_CONV, ni, L->bn_node, 0};
     L->tensor = t;
     L->c = filters;
     L->h = oh;
@@ -454,18 +504,10 @@ static ntp_status connected_layer(reader *r, const dn_sect *s, int li, ntp_darkn
     if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
         (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
         return st;
-    const ntp_darknet_layer *P = &r->layers[li - 1];
-    int t = P->tensor;
-    if (!P->flat) {
-        /* Darknet's connected layer reads its input as one vector per image. */
-        snprintf(r->name, sizeof r->name, "fc%d_flatten", li);
-        int fi = add_op(r, r->name, NTP_OP_FLATTEN, s->line, &t, 1);
-        if (fi < 0)
-            return oom(r);
-        r->g->nodes[fi].a.axis = 1;
-        t = r->g->nodes[fi].out[0];
-    }
+    int t;
     snprintf(r->name, sizeof r->name, "fc%d", li);
+    if ((st = as_flat(r, s, li - 1, r->name, &t)))
+        return st;
     int ni = add_op(r, r->name, NTP_OP_FC, s->line, &t, 1);
     if (ni < 0)
         return oom(r);
@@ -473,19 +515,10 @@ static ntp_status connected_layer(reader *r, const dn_sect *s, int li, ntp_darkn
     r->g->nodes[ni].a.bias = !bn;
     L->node = L->last = ni;
     t = r->g->nodes[ni].out[0];
-    if (bn) {
-        char nm[96];
-        snprintf(nm, sizeof nm, "fc%d_bn", li);
-        int bi = add_op(r, nm, NTP_OP_BATCHNORM, s->line, &t, 1);
-        if (bi < 0)
-            return oom(r);
-        r->g->nodes[bi].a.epsilon = 1e-6;
-        t = r->g->nodes[bi].out[0];
-        L->last = L->bn_node = bi;
-    }
-    snprintf(r->name, sizeof r->name, "fc%d", li);
-    if ((st = activation(r, s, r->name, "logistic", &t, &L->last)))
+    if ((bn && (st = add_bn(r, s->line, r->name, &t, &L->last, &L->bn_node))) ||
+        (st = activation(r, s, r->name, "logistic", &t, &L->last)))
         return st;
+    L->blocks[L->n_blocks++] = (ntp_darknet_block){NTP_DARKNET_BLOCK_FC, ni, L->bn_node, 0};
     L->tensor = t;
     L->c = output;
     L->h = L->w = 1;
@@ -692,7 +725,7 @@ static ntp_status upsample_layer(reader *r, const dn_sect *s, int li, ntp_darkne
     ntp_attrs *a = &r->g->nodes[ni].a;
     /* out[y][x] = in[y/stride][x/stride]: nearest, asymmetric, floor. */
     a->n_shape = 4;
-    a->shape[0] = r->batch;
+    a->shape[0] = r->rows;
     a->shape[1] = P->c;
     a->shape[2] = P->h * stride;
     a->shape[3] = P->w * stride;
@@ -737,7 +770,11 @@ static ntp_status dropout_layer(reader *r, const dn_sect *s, int li, ntp_darknet
     int ni = add_op(r, r->name, NTP_OP_DROPOUT, s->line, &P->tensor, 1);
     if (ni < 0)
         return oom(r);
+    int line = L->line, first = L->first;
     *L = *P;
+    L->line = line;
+    L->first = first;
+    L->n_blocks = 0;
     L->bn_node = -1;
     L->node = L->last = ni;
     L->tensor = r->g->nodes[ni].out[0];
@@ -877,12 +914,687 @@ static ntp_status crop_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
     return NTP_STATUS_OK;
 }
 
+/* --- Darknet's recurrent and locally connected layers ------------------------
+ *
+ * Darknet's [rnn], [gru] and [crnn] are its own cells, built from inner
+ * connected (or 3x3 convolutional) layers each with its own batch norm and
+ * activation, and none is the standard cell ntprof's rnn and gru ops
+ * compute. So they are unrolled over [net] time_steps as Darknet runs them
+ * (forward_rnn_layer, forward_gru_layer, forward_crnn_layer): the layers
+ * that read the input run once over all steps x batch rows (rows are
+ * independent), the recurrent ones once per step on the state, the steps
+ * sharing their weights, and the states start at zero (a fresh network;
+ * Darknet keeps them between calls at inference). [lstm] is the standard
+ * LSTM and becomes ntprof's lstm op. [local] becomes im2col (pad, strided
+ * slices, concat, transpose) and a grouped 1x1 convolution, one group per
+ * output position. */
+
+/* One inner layer of a recurrent section: an fc, or Darknet's 3x3, stride 1,
+ * pad 1 convolution ([crnn]), with its batch norm and activation. */
+typedef struct unit {
+    ntp_op op;
+    int64_t units, in; /* outputs (filters) and inputs (channels) */
+    bool bn;
+    ntp_op act; /* NTP_OP_COUNT: linear */
+    const char *act_name;
+} unit;
+
+/* Weight `suffix` of node ni made here rather than by shape inference
+ * (which takes a node's weights as given when they exist), so that later
+ * time steps' nodes can share it. */
+static ntp_status own_weight(reader *r, int ni, const char *suffix, ntp_tensor_kind kind,
+                             ntp_shape sh)
+{
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s.%s", r->g->nodes[ni].name, suffix);
+    int ti = ntp__graph_add_tensor(r->g, nm, kind);
+    if (ti < 0)
+        return oom(r);
+    r->g->tensors[ti].shape = sh;
+    ntp_node *n = &r->g->nodes[ni];
+    n->w[n->n_w++] = ti;
+    return NTP_STATUS_OK;
+}
+
+static void share_weights(reader *r, int from, int to)
+{
+    ntp_node *a = &r->g->nodes[from], *b = &r->g->nodes[to];
+    memcpy(b->w, a->w, sizeof b->w);
+    b->n_w = a->n_w;
+}
+
+static ntp_shape shp(int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    ntp_shape s = {nd, {d0, d1, d2, d3}};
+    return s;
+}
+
+/* Inner layer u on tensor *t, named BASE (BASE_bn, BASE_<act>); *t becomes
+ * its output. With share >= 0 it uses node share's weights (and share_bn's);
+ * with own, it makes its own for later steps to share. */
+static ntp_status unit_node(reader *r, const dn_sect *s, const unit *u, const char *base, int *t,
+                            int share, int share_bn, bool own, int *node, int *bn_node)
+{
+    ntp_status st;
+    int ni = add_op(r, base, u->op, s->line, t, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    if (u->op == NTP_OP_FC) {
+        a->units = u->units;
+    } else {
+        a->filters = u->units;
+        a->n_kernel = a->n_stride = a->n_pad = 1;
+        a->kernel[0] = 3;
+        a->stride[0] = 1;
+        a->pad[0] = 1;
+        a->pad_kind = NTP_PAD_EXPLICIT;
+        a->groups = 1;
+    }
+    a->bias = !u->bn;
+    *t = r->g->nodes[ni].out[0];
+    *node = ni;
+    *bn_node = -1;
+    int last = ni;
+    if ((u->bn && (st = add_bn(r, s->line, base, t, &last, bn_node))) ||
+        (st = act_node(r, s->line, base, u->act_name, u->act, t, &last)))
+        return st;
+    if (share >= 0) {
+        share_weights(r, share, ni);
+        if (u->bn)
+            share_weights(r, share_bn, *bn_node);
+        return NTP_STATUS_OK;
+    }
+    if (!own)
+        return NTP_STATUS_OK;
+    ntp_shape w = u->op == NTP_OP_FC ? shp(2, u->units, u->in, 0, 0)
+                                     : shp(4, u->units, u->in, 3, 3),
+              c = shp(1, u->units, 0, 0, 0);
+    if ((st = own_weight(r, ni, "W", NTP_TENSOR_WEIGHT, w)) ||
+        (!u->bn && (st = own_weight(r, ni, "b", NTP_TENSOR_WEIGHT, c))))
+        return st;
+    if (u->bn && ((st = own_weight(r, *bn_node, "scale", NTP_TENSOR_WEIGHT, c)) ||
+                  (st = own_weight(r, *bn_node, "bias", NTP_TENSOR_WEIGHT, c)) ||
+                  (st = own_weight(r, *bn_node, "mean", NTP_TENSOR_BUFFER, c)) ||
+                  (st = own_weight(r, *bn_node, "var", NTP_TENSOR_BUFFER, c))))
+        return st;
+    return NTP_STATUS_OK;
+}
+
+/* A zero state of shape sh ([batch, ...]): a constant, "BASE_h0". */
+static ntp_status zero_state(reader *r, const dn_sect *s, const char *base, ntp_shape sh, int *t)
+{
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_h0", base);
+    int ni = add_op(r, nm, NTP_OP_CONSTANT, s->line, NULL, 0);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->n_shape = sh.ndim;
+    for (int d = 0; d < sh.ndim; d++)
+        a->shape[d] = sh.dim[d];
+    a->constant.trainable = false;
+    ntp_status st = own_weight(r, ni, "value", NTP_TENSOR_BUFFER, sh);
+    if (st)
+        return st;
+    ntp_tensor *v = &r->g->tensors[r->g->nodes[ni].w[0]];
+    v->data = calloc((size_t)ntp_shape_numel(&sh), sizeof(float));
+    if (!v->data)
+        return oom(r);
+    v->data_dtype = NTP_DTYPE_F32;
+    *t = r->g->nodes[ni].out[0];
+    return NTP_STATUS_OK;
+}
+
+/* Step `step`'s rows of `all` ([steps x batch, ...], step-major), "NAME". */
+static ntp_status step_rows(reader *r, const dn_sect *s, const char *name, int all, int step,
+                            int *t)
+{
+    if (r->steps == 1) {
+        *t = all;
+        return NTP_STATUS_OK;
+    }
+    int ni = add_op(r, name, NTP_OP_SLICE, s->line, &all, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->n_pads = a->n_perm = 1;
+    a->n_shape = 0;
+    a->pads[0] = step * r->batch;
+    a->pads[NTP_SLICE_ENDS] = (step + 1) * r->batch;
+    a->perm[0] = 0;
+    *t = r->g->nodes[ni].out[0];
+    return NTP_STATUS_OK;
+}
+
+/* Concatenate ts[0..n) on `axis`, NTP_MAX_INPUTS at a time ("BASE_catK"). */
+static ntp_status concat_all(reader *r, const dn_sect *s, const char *base, int axis, int *ts,
+                             int n, int *out)
+{
+    int k = 0;
+    while (n > 1) {
+        int m = 0;
+        for (int i = 0; i < n; i += NTP_MAX_INPUTS) {
+            int cnt = n - i < NTP_MAX_INPUTS ? n - i : NTP_MAX_INPUTS;
+            if (cnt == 1) {
+                ts[m++] = ts[i];
+                continue;
+            }
+            char nm[96];
+            snprintf(nm, sizeof nm, "%s_cat%d", base, k++);
+            int ni = add_op(r, nm, NTP_OP_CONCAT, s->line, &ts[i], cnt);
+            if (ni < 0)
+                return oom(r);
+            r->g->nodes[ni].a.axis = axis;
+            ts[m++] = r->g->nodes[ni].out[0];
+        }
+        n = m;
+    }
+    *out = ts[0];
+    return NTP_STATUS_OK;
+}
+
+/* An element-wise node of two inputs, "NAME". */
+static ntp_status binary(reader *r, const dn_sect *s, const char *name, ntp_op op, int a, int b,
+                         int *t)
+{
+    int ins[2] = {a, b};
+    int ni = add_op(r, name, op, s->line, ins, 2);
+    if (ni < 0)
+        return oom(r);
+    *t = r->g->nodes[ni].out[0];
+    return NTP_STATUS_OK;
+}
+
+static ntp_status unary(reader *r, const dn_sect *s, const char *name, ntp_op op, int *t)
+{
+    int ni = add_op(r, name, op, s->line, t, 1);
+    if (ni < 0)
+        return oom(r);
+    *t = r->g->nodes[ni].out[0];
+    return NTP_STATUS_OK;
+}
+
+/* "BASE_PART" or, with more than one time step, "BASE_PART_tSTEP". */
+static const char *step_name(reader *r, char *buf, size_t len, const char *base, const char *part,
+                             int step)
+{
+    if (r->steps == 1)
+        snprintf(buf, len, "%s_%s", base, part);
+    else
+        snprintf(buf, len, "%s_%s_t%d", base, part, step);
+    return buf;
+}
+
+static void add_block(ntp_darknet_layer *L, ntp_darknet_block_kind kind, int node, int bn_node,
+                      int gate)
+{
+    L->blocks[L->n_blocks++] = (ntp_darknet_block){kind, node, bn_node, gate};
+}
+
+/* The state arrays: one tensor per step. */
+static int *step_tensors(reader *r)
+{
+    return malloc((size_t)r->steps * sizeof(int));
+}
+
+/* Darknet's [crnn] and [local] read their input as an image: a vector
+ * input or a recurrent layer's output has none (their out_c, out_h, out_w
+ * are 0 in Darknet); a [connected]'s is 1x1. */
+static ntp_status need_image(reader *r, const dn_sect *s, int li)
+{
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    if (P->flat && P->kind != NTP_DARKNET_CONNECTED)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "expected an image input (width, height and channels), got a vector "
+                          "of %lld",
+                          (long long)(P->c * P->h * P->w));
+    return NTP_STATUS_OK;
+}
+
+/* [rnn] and [crnn]: per step, state = input(x_t) + self(state) (+ the old
+ * state with shortcut=1), each inner layer with the section's activation
+ * (Darknet's default logistic) and batch norm; the output layer reads every
+ * step's state. */
+static ntp_status rnn_common(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L, bool conv)
+{
+    ntp_status st;
+    int64_t output, hidden = 0, bn, shortcut;
+    if (conv) {
+        if ((st = get_int(r, s, "output_filters", 1, 1, 1 << 20, &output)) ||
+            (st = get_int(r, s, "hidden_filters", 1, 1, 1 << 20, &hidden)))
+            return st;
+    } else if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output))) {
+        return st;
+    }
+    ntp_op act;
+    const char *act_name;
+    if ((st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)) ||
+        (st = get_int(r, s, "shortcut", 0, 0, 1, &shortcut)) ||
+        (st = parse_act(r, s, "logistic", &act, &act_name)))
+        return st;
+    char base[32], nm[96];
+    snprintf(base, sizeof base, "%s%d", conv ? "crnn" : "rnn", li);
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int x;
+    ntp_shape state;
+    int64_t in_c;
+    if (conv) {
+        if ((st = need_image(r, s, li)) || (st = as_4d(r, s, li - 1, &x)))
+            return st;
+        P = &r->layers[li - 1];
+        if (P->h != P->w)
+            return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                              "the input is %lldx%lld: expected a square one (Darknet's "
+                              "parse_crnn passes the width as the height)",
+                              (long long)P->w, (long long)P->h);
+        in_c = P->c;
+        state = shp(4, r->batch, hidden, P->h, P->w);
+    } else {
+        if ((st = as_flat(r, s, li - 1, base, &x)))
+            return st;
+        in_c = P->c * P->h * P->w;
+        hidden = output;
+        state = shp(2, r->batch, output, 0, 0);
+    }
+    ntp_op op = conv ? NTP_OP_CONV : NTP_OP_FC;
+    const unit ui = {op, hidden, in_c, bn, act, act_name},
+               us = {op, hidden, hidden, bn, act, act_name},
+               uo = {op, output, hidden, bn, act, act_name};
+    ntp_darknet_block_kind bk = conv ? NTP_DARKNET_BLOCK_CONV : NTP_DARKNET_BLOCK_FC;
+    int node, bn_node, self = -1, self_bn = -1, h;
+    snprintf(nm, sizeof nm, "%s_in", base);
+    if ((st = unit_node(r, s, &ui, nm, &x, -1, -1, false, &node, &bn_node)))
+        return st;
+    add_block(L, bk, node, bn_node, 0);
+    if ((st = zero_state(r, s, base, state, &h)))
+        return st;
+    int *states = step_tensors(r);
+    if (!states)
+        return oom(r);
+    for (int t = 0; t < r->steps && !st; t++) {
+        int xt, sf = h;
+        if ((st = step_rows(r, s, step_name(r, nm, sizeof nm, base, "in", t), x, t, &xt)) ||
+            (st = unit_node(r, s, &us, step_name(r, nm, sizeof nm, base, "self", t), &sf, self,
+                            self_bn, t == 0 && r->steps > 1, &node, &bn_node)))
+            break;
+        if (t == 0) {
+            self = node;
+            self_bn = bn_node;
+            add_block(L, bk, node, bn_node, 0);
+        }
+        int old = h;
+        st = binary(r, s, step_name(r, nm, sizeof nm, base, "state", t), NTP_OP_ADD, xt, sf, &h);
+        /* shortcut=1 adds the previous state, zero at the first step */
+        if (!st && shortcut && t > 0)
+            st = binary(r, s, step_name(r, nm, sizeof nm, base, "shortcut", t), NTP_OP_ADD, h, old,
+                        &h);
+        states[t] = h;
+    }
+    int all = -1;
+    if (!st) {
+        snprintf(nm, sizeof nm, "%s_states", base);
+        st = concat_all(r, s, nm, 0, states, (int)r->steps, &all);
+    }
+    free(states);
+    snprintf(nm, sizeof nm, "%s_out", base);
+    if (st || (st = unit_node(r, s, &uo, nm, &all, -1, -1, false, &node, &bn_node)))
+        return st;
+    add_block(L, bk, node, bn_node, 0);
+    L->node = L->blocks[0].node;
+    L->last = r->g->n_nodes - 1;
+    L->tensor = all;
+    L->c = output;
+    L->h = conv ? P->h : 1;
+    L->w = conv ? P->w : 1;
+    L->flat = !conv;
+    L->bn = bn;
+    L->kind = conv ? NTP_DARKNET_CRNN : NTP_DARKNET_RNN;
+    return NTP_STATUS_OK;
+}
+
+static ntp_status rnn_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    return rnn_common(r, s, li, L, false);
+}
+
+static ntp_status crnn_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    return rnn_common(r, s, li, L, true);
+}
+
+/* [gru] (forward_gru_layer): z = σ(uz·x + wz·h), r = σ(ur·x + wr·h),
+ * h̃ = act(uh·x + wh·(r⊙h)) with act logistic, or tanh with tanh=1, and
+ * h = z⊙h + (1−z)⊙h̃, computed as h̃ + z⊙(h − h̃). Every inner layer is
+ * linear, with the section's batch norm. This is ONNX's GRU with
+ * linear_before_reset = 0, not the PyTorch one ntprof's gru op computes. */
+static ntp_status gru_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t output, bn, tanh_;
+    if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
+        (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)) ||
+        (st = get_int(r, s, "tanh", 0, 0, 1, &tanh_)))
+        return st;
+    char base[32], nm[96];
+    snprintf(base, sizeof base, "gru%d", li);
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int x;
+    if ((st = as_flat(r, s, li - 1, base, &x)))
+        return st;
+    int64_t in_c = P->c * P->h * P->w;
+    const unit uu = {NTP_OP_FC, output, in_c, bn, NTP_OP_COUNT, "linear"},
+               uw = {NTP_OP_FC, output, output, bn, NTP_OP_COUNT, "linear"};
+    /* uz, ur, uh over all rows; their blocks follow wz, wr, wh in the file */
+    static const char *const gate[3] = {"z", "r", "h"};
+    int u[3], un[3], ub[3], wn[3] = {-1, -1, -1}, wb[3] = {-1, -1, -1};
+    for (int k = 0; k < 3; k++) {
+        u[k] = x;
+        snprintf(nm, sizeof nm, "%s_u%s", base, gate[k]);
+        if ((st = unit_node(r, s, &uu, nm, &u[k], -1, -1, false, &un[k], &ub[k])))
+            return st;
+    }
+    int h;
+    if ((st = zero_state(r, s, base, shp(2, r->batch, output, 0, 0), &h)))
+        return st;
+    int *states = step_tensors(r);
+    if (!states)
+        return oom(r);
+    bool own = r->steps > 1;
+    for (int t = 0; t < r->steps && !st; t++) {
+        int ut[3], w[3], node, bn_node, z, rr, f, hh, d;
+        char part[16];
+        for (int k = 0; k < 3 && !st; k++) {
+            snprintf(part, sizeof part, "u%s", gate[k]);
+            st = step_rows(r, s, step_name(r, nm, sizeof nm, base, part, t), u[k], t, &ut[k]);
+        }
+        for (int k = 0; k < 2 && !st; k++) {
+            w[k] = h;
+            snprintf(part, sizeof part, "w%s", gate[k]);
+            st = unit_node(r, s, &uw, step_name(r, nm, sizeof nm, base, part, t), &w[k], wn[k],
+                           wb[k], own && t == 0, &node, &bn_node);
+            if (t == 0) {
+                wn[k] = node;
+                wb[k] = bn_node;
+            }
+        }
+        if (st ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "z", t), NTP_OP_ADD, ut[0], w[0],
+                         &z)) ||
+            (st = unary(r, s, step_name(r, nm, sizeof nm, base, "z_logistic", t), NTP_OP_SIGMOID,
+                        &z)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "r", t), NTP_OP_ADD, ut[1], w[1],
+                         &rr)) ||
+            (st = unary(r, s, step_name(r, nm, sizeof nm, base, "r_logistic", t), NTP_OP_SIGMOID,
+                        &rr)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "forgot", t), NTP_OP_MUL, h, rr,
+                         &f)))
+            break;
+        w[2] = f;
+        if ((st = unit_node(r, s, &uw, step_name(r, nm, sizeof nm, base, "wh", t), &w[2], wn[2],
+                            wb[2], own && t == 0, &node, &bn_node)))
+            break;
+        if (t == 0) {
+            wn[2] = node;
+            wb[2] = bn_node;
+        }
+        if ((st = binary(r, s, step_name(r, nm, sizeof nm, base, "h", t), NTP_OP_ADD, ut[2], w[2],
+                         &hh)) ||
+            (st = unary(r, s, step_name(r, nm, sizeof nm, base, tanh_ ? "h_tanh" : "h_logistic", t),
+                        tanh_ ? NTP_OP_TANH : NTP_OP_SIGMOID, &hh)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "keep", t), NTP_OP_SUB, h, hh,
+                         &d)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "keep_z", t), NTP_OP_MUL, z, d,
+                         &d)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "state", t), NTP_OP_ADD, hh, d,
+                         &h)))
+            break;
+        states[t] = h;
+    }
+    int all = -1;
+    if (!st) {
+        snprintf(nm, sizeof nm, "%s_states", base);
+        st = concat_all(r, s, nm, 0, states, (int)r->steps, &all);
+    }
+    free(states);
+    if (st)
+        return st;
+    /* Darknet's file order: wz, wr, wh, uz, ur, uh. */
+    for (int k = 0; k < 3; k++)
+        add_block(L, NTP_DARKNET_BLOCK_FC, wn[k], wb[k], 0);
+    for (int k = 0; k < 3; k++)
+        add_block(L, NTP_DARKNET_BLOCK_FC, un[k], ub[k], 0);
+    L->node = un[0];
+    L->last = r->g->n_nodes - 1;
+    L->tensor = all;
+    L->c = output;
+    L->h = L->w = 1;
+    L->flat = true;
+    L->bn = bn;
+    L->kind = NTP_DARKNET_GRU;
+    return NTP_STATUS_OK;
+}
+
+/* [lstm] (forward_lstm_layer): the standard LSTM, f, i, o = σ(u·x + w·h),
+ * g = tanh(u·x + w·h), c = f⊙c + i⊙g, h = o⊙tanh(c), with separate input and
+ * recurrent biases: ntprof's lstm op over [steps, batch, inputs]. With
+ * batch_normalize each inner layer has its own batch norm, which the op has
+ * not: refused. */
+static ntp_status lstm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t output, bn;
+    if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
+        (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
+        return st;
+    if (bn)
+        return sect_error(r, s, find(s, "batch_normalize")->line, NTP_STATUS_UNSUPPORTED,
+                          "batch_normalize=1: a batch norm in each of the eight gates' layers is "
+                          "not supported; expected batch_normalize=0");
+    char base[32], nm[96];
+    snprintf(base, sizeof base, "lstm%d", li);
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int x;
+    if ((st = as_flat(r, s, li - 1, base, &x)))
+        return st;
+    int64_t in_c = P->c * P->h * P->w;
+    snprintf(nm, sizeof nm, "%s_seq", base);
+    int ni = add_op(r, nm, NTP_OP_RESHAPE, s->line, &x, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->n_shape = 3;
+    a->shape[0] = r->steps;
+    a->shape[1] = r->batch;
+    a->shape[2] = in_c;
+    x = r->g->nodes[ni].out[0];
+    int li_node = add_op(r, base, NTP_OP_LSTM, s->line, &x, 1);
+    if (li_node < 0)
+        return oom(r);
+    a = &r->g->nodes[li_node].a;
+    a->units = output;
+    a->direction = NTP_DIR_FORWARD;
+    a->bias = true;
+    x = r->g->nodes[li_node].out[0];
+    snprintf(nm, sizeof nm, "%s_rows", base);
+    ni = add_op(r, nm, NTP_OP_RESHAPE, s->line, &x, 1);
+    if (ni < 0)
+        return oom(r);
+    a = &r->g->nodes[ni].a;
+    a->n_shape = 2;
+    a->shape[0] = r->rows;
+    a->shape[1] = output;
+    /* Darknet's file order: wi, wf, wo, wg, then ui, uf, uo, ug; ntprof's
+     * gate order is i, o, f, c. */
+    static const int slot[4] = {0, 2, 1, 3};
+    for (int k = 0; k < 4; k++)
+        add_block(L, NTP_DARKNET_BLOCK_LSTM_W, li_node, -1, slot[k]);
+    for (int k = 0; k < 4; k++)
+        add_block(L, NTP_DARKNET_BLOCK_LSTM_U, li_node, -1, slot[k]);
+    L->node = li_node;
+    L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->c = output;
+    L->h = L->w = 1;
+    L->flat = true;
+    L->kind = NTP_DARKNET_LSTM;
+    return NTP_STATUS_OK;
+}
+
+/* [local] (forward_local_layer): a convolution whose weights differ at
+ * every output position. Darknet's im2col of the input (its `pad` flag is
+ * passed as the padding in pixels), then per position p a [filters x
+ * c*size*size] product, plus a bias per output value. Here: the padded
+ * input's size*size strided windows (slices), concatenated and transposed
+ * into one column per position ([N, positions*c*size*size, 1, 1]), and a
+ * 1x1 convolution with one group per position, whose weights
+ * [positions*filters, c*size*size] are Darknet's in Darknet's order; then
+ * back to [N, filters, out_h, out_w]. */
+static ntp_status local_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t filters, size, stride, pad;
+    if ((st = get_int(r, s, "filters", 1, 1, 1 << 20, &filters)) ||
+        (st = get_int(r, s, "size", 1, 1, 64, &size)) ||
+        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
+        (st = get_int(r, s, "pad", 0, 0, 1, &pad)))
+        return st;
+    ntp_op act;
+    const char *act_name;
+    if ((st = parse_act(r, s, "logistic", &act, &act_name)))
+        return st;
+    int x;
+    if ((st = need_image(r, s, li)) || (st = as_4d(r, s, li - 1, &x)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    /* local_out_height: (h - (pad ? 1 : size)) / stride + 1; im2col_cpu:
+     * (h + 2 pad - size) / stride + 1. They agree for pad=0 or size=3. */
+    if (pad && size != 3)
+        return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                          "pad=1 with size=%lld: Darknet's output size and its im2col disagree "
+                          "unless size=3; expected size=3 or pad=0",
+                          (long long)size);
+    if (P->h + 2 * pad < size || P->w + 2 * pad < size)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "size=%lld does not fit the %lldx%lld input", (long long)size,
+                          (long long)P->h, (long long)P->w);
+    int64_t C = P->c, oh = (P->h + 2 * pad - size) / stride + 1,
+            ow = (P->w + 2 * pad - size) / stride + 1, pos = oh * ow, kk = size * size;
+    char base[32], nm[96];
+    snprintf(base, sizeof base, "local%d", li);
+    if (pad) {
+        snprintf(nm, sizeof nm, "%s_pad", base);
+        int ni = add_op(r, nm, NTP_OP_PAD, s->line, &x, 1);
+        if (ni < 0)
+            return oom(r);
+        ntp_attrs *a = &r->g->nodes[ni].a;
+        a->n_pads = 8;
+        memset(a->pads, 0, sizeof a->pads);
+        a->pads[2] = a->pads[3] = a->pads[6] = a->pads[7] = pad;
+        a->pad_mode = NTP_PADMODE_CONSTANT;
+        a->value = 0;
+        x = r->g->nodes[ni].out[0];
+    }
+    int *cols = malloc((size_t)kk * sizeof *cols);
+    if (!cols)
+        return oom(r);
+    for (int64_t k = 0; k < kk; k++) {
+        snprintf(nm, sizeof nm, "%s_col%lld", base, (long long)k);
+        int ni = add_op(r, nm, NTP_OP_SLICE, s->line, &x, 1);
+        if (ni < 0) {
+            free(cols);
+            return oom(r);
+        }
+        ntp_attrs *a = &r->g->nodes[ni].a;
+        int64_t ky = k / size, kx = k % size;
+        a->n_pads = a->n_perm = a->n_shape = 2;
+        a->pads[0] = ky;
+        a->pads[1] = kx;
+        a->pads[NTP_SLICE_ENDS + 0] = ky + (oh - 1) * stride + 1;
+        a->pads[NTP_SLICE_ENDS + 1] = kx + (ow - 1) * stride + 1;
+        a->perm[0] = 2;
+        a->perm[1] = 3;
+        a->shape[0] = a->shape[1] = stride;
+        cols[k] = r->g->nodes[ni].out[0];
+    }
+    snprintf(nm, sizeof nm, "%s_cols", base);
+    st = concat_all(r, s, nm, 1, cols, (int)kk, &x); /* [N, kk*C, oh, ow] */
+    free(cols);
+    if (st)
+        return st;
+    /* [N, kk, C, pos] -> [N, pos, C, kk] -> [N, pos*C*kk, 1, 1]: Darknet's
+     * column of position p is c*size*size + ky*size + kx. */
+    const int64_t s1[4] = {0, kk, C, pos}, p1[4] = {0, 3, 2, 1}, s2[4] = {0, pos * C * kk, 1, 1};
+    static const char *const part1[] = {"split", "move", "columns"};
+    for (int step = 0; step < 3; step++) {
+        snprintf(nm, sizeof nm, "%s_%s", base, part1[step]);
+        int ni = add_op(r, nm, step == 1 ? NTP_OP_TRANSPOSE : NTP_OP_RESHAPE, s->line, &x, 1);
+        if (ni < 0)
+            return oom(r);
+        ntp_attrs *a = &r->g->nodes[ni].a;
+        if (step == 1) {
+            a->n_perm = 4;
+            memcpy(a->perm, p1, sizeof p1);
+        } else {
+            a->n_shape = 4;
+            memcpy(a->shape, step == 0 ? s1 : s2, sizeof s1);
+        }
+        x = r->g->nodes[ni].out[0];
+    }
+    int ci = add_op(r, base, NTP_OP_CONV, s->line, &x, 1);
+    if (ci < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ci].a;
+    a->filters = pos * filters;
+    a->n_kernel = a->n_stride = a->n_pad = 1;
+    a->kernel[0] = a->stride[0] = 1;
+    a->pad[0] = 0;
+    a->pad_kind = NTP_PAD_EXPLICIT;
+    a->groups = pos;
+    a->bias = true;
+    x = r->g->nodes[ci].out[0];
+    /* [N, pos*F, 1, 1] -> [N, pos, F] -> [N, F, pos] -> [N, F, oh, ow] */
+    const int64_t s3[3] = {0, pos, filters}, p2[3] = {0, 2, 1}, s4[4] = {0, filters, oh, ow};
+    static const char *const part2[] = {"positions", "back", "image"};
+    for (int step = 0; step < 3; step++) {
+        snprintf(nm, sizeof nm, "%s_%s", base, part2[step]);
+        int ni = add_op(r, nm, step == 1 ? NTP_OP_TRANSPOSE : NTP_OP_RESHAPE, s->line, &x, 1);
+        if (ni < 0)
+            return oom(r);
+        a = &r->g->nodes[ni].a;
+        if (step == 1) {
+            a->n_perm = 3;
+            memcpy(a->perm, p2, sizeof p2);
+        } else {
+            a->n_shape = step == 0 ? 3 : 4;
+            memcpy(a->shape, step == 0 ? s3 : s4, (size_t)a->n_shape * sizeof s4[0]);
+        }
+        x = r->g->nodes[ni].out[0];
+    }
+    int last = r->g->n_nodes - 1;
+    if ((st = act_node(r, s->line, base, act_name, act, &x, &last)))
+        return st;
+    add_block(L, NTP_DARKNET_BLOCK_LOCAL, ci, -1, 0);
+    L->node = ci;
+    L->last = last;
+    L->tensor = x;
+    L->c = filters;
+    L->h = oh;
+    L->w = ow;
+    L->kind = NTP_DARKNET_LOCAL;
+    return NTP_STATUS_OK;
+}
+
 /* [yolo], [region], [detection], [cost]: the loss and the decoding of
  * boxes, outside the network's arithmetic. The layer passes its input
  * through; the detection heads' inputs are graph outputs. */
 static ntp_status passthrough_layer(reader *r, int li, ntp_darknet_layer *L, bool head)
 {
+    int line = L->line, first = L->first;
     *L = r->layers[li - 1];
+    L->line = line;
+    L->first = first;
+    L->n_blocks = 0;
     L->node = L->bn_node = -1;
     L->kind = NTP_DARKNET_PASSTHROUGH;
     L->bn = false;
@@ -935,6 +1647,11 @@ static const struct {
     {"region", NULL, NULL, head_layer},
     {"detection", NULL, NULL, head_layer},
     {"cost", NULL, NULL, cost_layer},
+    {"rnn", NULL, "output,activation,batch_normalize,shortcut,hidden", rnn_layer},
+    {"gru", NULL, "output,batch_normalize,tanh", gru_layer},
+    {"lstm", NULL, "output,batch_normalize", lstm_layer},
+    {"crnn", NULL, "output_filters,hidden_filters,activation,batch_normalize,shortcut", crnn_layer},
+    {"local", NULL, "filters,size,stride,pad,activation", local_layer},
 };
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
@@ -945,6 +1662,8 @@ static ntp_status layer(reader *r, int li)
     memset(L, 0, sizeof *L);
     L->node = L->last = L->tensor = L->bn_node = -1;
     L->line = s->line;
+    L->steps = r->steps;
+    L->first = r->g->n_nodes;
     const char *t = s->type;
     for (size_t i = 0; i < N_SECTIONS; i++) {
         if (strcmp(t, sections[i].type) != 0 &&
@@ -1010,9 +1729,20 @@ static ntp_status read_net(reader *r)
     }
     if ((st = check_keys(r, s, net_keys)))
         return st;
-    int64_t dim[3];
+    int64_t dim[3], inputs;
     static const char *const keys[] = {"width", "height", "channels"};
-    for (int k = 0; k < 3; k++) {
+    if ((st = get_int(r, s, "time_steps", 1, 1, 1 << 20, &r->steps)) ||
+        (st = get_int(r, s, "inputs", 0, 0, 1 << 30, &inputs)))
+        return st;
+    /* A text model gives its input as a vector, inputs=, and no image. */
+    bool text = inputs > 0 && !find(s, "width") && !find(s, "height") && !find(s, "channels");
+    for (int k = 0; k < 3 && text; k++)
+        if (net_override(r, keys[k]))
+            return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "%s: --set %s: this network's input is a vector (inputs=%lld), "
+                              "not an image",
+                              r->src, keys[k], (long long)inputs);
+    for (int k = 0; k < 3 && !text; k++) {
         const char *v = net_override(r, keys[k]);
         if (v) {
             char *end;
@@ -1028,11 +1758,16 @@ static ntp_status read_net(reader *r)
             return st;
         if (dim[k] == 0)
             return sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
-                              "'%s': expected a positive input %s (a network without width, "
-                              "height and channels, such as the text models' inputs=, is not "
-                              "supported)",
+                              "'%s': expected a positive input %s (or, for a vector input, "
+                              "inputs= and no width, height or channels)",
                               keys[k], keys[k]);
     }
+    if (!text && inputs > 0 && inputs != dim[0] * dim[1] * dim[2])
+        return sect_error(r, s, find(s, "inputs")->line, NTP_STATUS_UNSUPPORTED,
+                          "inputs=%lld with a %lldx%lldx%lld image: expected inputs to be "
+                          "width x height x channels, or no inputs",
+                          (long long)inputs, (long long)dim[0], (long long)dim[1],
+                          (long long)dim[2]);
     const char *b = net_override(r, "batch");
     r->batch = r->opts->batch > 0 ? r->opts->batch : 1;
     if (b) {
@@ -1043,6 +1778,8 @@ static ntp_status read_net(reader *r)
                               "%s: --set batch=%s: expected a positive integer", r->src, b);
         r->batch = x;
     }
+    /* Darknet's batch is steps x batch rows, step-major (parse_net_options). */
+    r->rows = r->batch * r->steps;
     r->weights = net_override(r, "weights");
     ntp_graph *g = r->g;
     g->batch = r->batch;
@@ -1063,13 +1800,21 @@ static ntp_status read_net(reader *r)
     if (!g->inputs || ti < 0)
         return oom(r);
     ntp_tensor *t = &g->tensors[ti];
-    t->shape.ndim = 4;
-    t->shape.dim[0] = r->batch;
-    t->shape.dim[1] = dim[2];
-    t->shape.dim[2] = dim[1];
-    t->shape.dim[3] = dim[0];
+    if (text) {
+        t->shape.ndim = 2;
+        t->shape.dim[0] = r->rows;
+        t->shape.dim[1] = inputs;
+        dim[0] = dim[1] = 1;
+        dim[2] = inputs;
+    } else {
+        t->shape.ndim = 4;
+        t->shape.dim[0] = r->rows;
+        t->shape.dim[1] = dim[2];
+        t->shape.dim[2] = dim[1];
+        t->shape.dim[3] = dim[0];
+        t->layout = NTP_LAYOUT_NCHW;
+    }
     t->dtype = NTP_DTYPE_F32;
-    t->layout = NTP_LAYOUT_NCHW;
     g->inputs[g->n_inputs++] = ti;
     /* The input is "layer -1": what layer 0 reads. */
     ntp_darknet_layer *in = &r->layers[-1];
@@ -1080,6 +1825,8 @@ static ntp_status read_net(reader *r)
     in->c = dim[2];
     in->h = dim[1];
     in->w = dim[0];
+    in->flat = text;
+    in->steps = r->steps;
     in->line = s->line;
     return NTP_STATUS_OK;
 }

@@ -18,8 +18,32 @@ typedef enum ntp_darknet_kind {
     NTP_DARKNET_SOFTMAX,
     NTP_DARKNET_REORG,
     NTP_DARKNET_CROP,
-    NTP_DARKNET_PASSTHROUGH /* [yolo], [region], [detection], [cost] */
+    NTP_DARKNET_PASSTHROUGH, /* [yolo], [region], [detection], [cost] */
+    NTP_DARKNET_RNN,
+    NTP_DARKNET_GRU,
+    NTP_DARKNET_LSTM,
+    NTP_DARKNET_CRNN,
+    NTP_DARKNET_LOCAL
 } ntp_darknet_kind;
+
+/* One block of a layer's parameters in a .weights file, in file order: a
+ * [convolutional] or [connected] has one; Darknet's recurrent layers one per
+ * inner connected or convolutional layer (their time steps share it). */
+typedef enum ntp_darknet_block_kind {
+    NTP_DARKNET_BLOCK_CONV,   /* biases, (bn scales, means, variances), weights */
+    NTP_DARKNET_BLOCK_FC,     /* biases, weights, (bn scales, means, variances) */
+    NTP_DARKNET_BLOCK_LSTM_U, /* an [lstm] input gate: biases and weights into W and B */
+    NTP_DARKNET_BLOCK_LSTM_W, /* an [lstm] recurrent gate: into R and B */
+    NTP_DARKNET_BLOCK_LOCAL   /* [local]: biases [F][L] (stored [L][F]), weights */
+} ntp_darknet_block_kind;
+
+typedef struct ntp_darknet_block {
+    ntp_darknet_block_kind kind;
+    int node, bn_node; /* bn_node -1: none */
+    int gate;          /* LSTM blocks: ntprof's gate slot (i, o, f, c = 0..3) */
+} ntp_darknet_block;
+
+#define NTP_DARKNET_MAX_BLOCKS 8
 
 /* One Darknet layer (a section after [net], numbered from 0 as Darknet
  * does) and the ntprof layers it became. */
@@ -33,6 +57,10 @@ typedef struct ntp_darknet_layer {
     int64_t c, h, w; /* the output as Darknet shapes it (out_c, out_h, out_w) */
     bool flat;       /* the tensor is [N, c] (h = w = 1) rather than [N,c,h,w] */
     bool bn;         /* batch_normalize=1 */
+    int64_t steps;   /* [net] time_steps: the tensor's first dim is steps x batch */
+    int first;       /* the first node the layer added (g->n_nodes before it) */
+    int n_blocks;    /* its parameter blocks in a .weights file */
+    ntp_darknet_block blocks[NTP_DARKNET_MAX_BLOCKS];
 } ntp_darknet_layer;
 
 /* Load a .cfg file. With `layers`, *layers (malloc'd, free() it) gets one

@@ -8,6 +8,9 @@
  *                    [n][c/groups][size][size]
  *   [connected]      biases[out]; weights[out][in]; with batch_normalize
  *                    scales[out], rolling_mean[out], rolling_variance[out]
+ * and the recurrent layers one such block per inner layer, [local] its
+ * biases [filters][positions] and weights [positions][filters][c][k][k]
+ * (darknet-impl.h's blocks, in Darknet's load_weights_upto order).
  * Every other supported layer has none. ntprof's tensors have the same
  * layouts (conv W [F, C/g, kh, kw], fc W [units, in]), so each block is
  * read straight into its tensor. With batch_normalize the biases are the
@@ -27,45 +30,104 @@ typedef struct wreader {
     FILE *f;
 } wreader;
 
-/* Read the next `t`-sized block into tensor t (f32 data). */
-static ntp_status block(wreader *w, int li, const ntp_darknet_layer *L, int t, const char *what)
+/* Read the next n values into tensor t's f32 data at `at` (data allocated
+ * whole, zeroed, on first use). With `to` non-NULL, value i goes to
+ * to[i] instead: a block Darknet stores in another order. */
+static ntp_status read_into(wreader *w, int li, const ntp_darknet_layer *L, int t, int64_t at,
+                            int64_t n, const int64_t *to, const char *what)
 {
     ntp_tensor *x = &w->g->tensors[t];
-    int64_t n = ntp_shape_numel(&x->shape);
-    float *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    if (!x->data || x->data_dtype != NTP_DTYPE_F32) {
+        int64_t all = ntp_shape_numel(&x->shape);
+        free(x->data);
+        x->data = calloc((size_t)(all > 0 ? all : 1), sizeof(float));
+        if (!x->data)
+            return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", w->path);
+        x->data_dtype = NTP_DTYPE_F32;
+    }
+    float *d = to ? malloc((size_t)(n > 0 ? n : 1) * sizeof *d) : (float *)x->data + at;
     if (!d)
         return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", w->path);
     size_t got = fread(d, sizeof *d, (size_t)n, w->f);
-    if (got != (size_t)n) {
+    if (to) {
+        for (int64_t i = 0; i < (int64_t)got; i++)
+            ((float *)x->data)[to[i]] = d[i];
         free(d);
+    }
+    if (got != (size_t)n)
         return ntp__error(w->ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: ends inside layer %d (the section at %s:%d): expected %lld %s, "
                           "found %zu (is it the .weights of this .cfg?)",
                           w->path, li, w->g->source, L->line, (long long)n, what, got);
-    }
-    free(x->data);
-    x->data = d;
-    x->data_dtype = NTP_DTYPE_F32;
     return NTP_STATUS_OK;
 }
 
-static ntp_status layer_weights(wreader *w, int li, const ntp_darknet_layer *L)
+/* Read the next `t`-sized block into tensor t (f32 data). */
+static ntp_status block(wreader *w, int li, const ntp_darknet_layer *L, int t, const char *what)
 {
-    const ntp_node *n = &w->g->nodes[L->node];
-    const ntp_node *bn = L->bn_node >= 0 ? &w->g->nodes[L->bn_node] : NULL;
+    return read_into(w, li, L, t, 0, ntp_shape_numel(&w->g->tensors[t].shape), NULL, what);
+}
+
+static ntp_status norm(wreader *w, int li, const ntp_darknet_layer *L, const ntp_node *bn)
+{
+    ntp_status st;
+    if ((st = block(w, li, L, bn->w[0], "scales")) ||
+        (st = block(w, li, L, bn->w[2], "rolling means")) ||
+        (st = block(w, li, L, bn->w[3], "rolling variances")))
+        return st;
+    return NTP_STATUS_OK;
+}
+
+/* One block (darknet-impl.h) in Darknet's order. */
+static ntp_status block_weights(wreader *w, int li, const ntp_darknet_layer *L,
+                                const ntp_darknet_block *b)
+{
+    const ntp_node *n = &w->g->nodes[b->node];
+    const ntp_node *bn = b->bn_node >= 0 ? &w->g->nodes[b->bn_node] : NULL;
     ntp_status st;
     /* biases: the node's own "b", or with batch_normalize the norm's shift */
     int bias = bn ? bn->w[1] : n->w[1];
-    if ((st = block(w, li, L, bias, "biases")))
-        return st;
-    if (L->kind == NTP_DARKNET_CONNECTED && (st = block(w, li, L, n->w[0], "weights")))
-        return st;
-    if (bn && ((st = block(w, li, L, bn->w[0], "scales")) ||
-               (st = block(w, li, L, bn->w[2], "rolling means")) ||
-               (st = block(w, li, L, bn->w[3], "rolling variances"))))
-        return st;
-    if (L->kind == NTP_DARKNET_CONV && (st = block(w, li, L, n->w[0], "weights")))
-        return st;
+    switch (b->kind) {
+    case NTP_DARKNET_BLOCK_CONV:
+        if ((st = block(w, li, L, bias, "biases")) || (bn && (st = norm(w, li, L, bn))) ||
+            (st = block(w, li, L, n->w[0], "weights")))
+            return st;
+        return NTP_STATUS_OK;
+    case NTP_DARKNET_BLOCK_FC:
+        if ((st = block(w, li, L, bias, "biases")) || (st = block(w, li, L, n->w[0], "weights")) ||
+            (bn && (st = norm(w, li, L, bn))))
+            return st;
+        return NTP_STATUS_OK;
+    case NTP_DARKNET_BLOCK_LSTM_U:
+    case NTP_DARKNET_BLOCK_LSTM_W: {
+        /* one gate's [connected]: H biases into B (input ones first, then
+         * the recurrent ones), then H x in weights into the gate's rows of
+         * W [1, 4H, I] or R [1, 4H, H] */
+        bool u = b->kind == NTP_DARKNET_BLOCK_LSTM_U;
+        int64_t H = n->a.units, in = w->g->tensors[n->w[u ? 0 : 1]].shape.dim[2];
+        if ((st = read_into(w, li, L, n->w[2], (u ? 0 : 4 * H) + b->gate * H, H, NULL, "biases")) ||
+            (st = read_into(w, li, L, n->w[u ? 0 : 1], b->gate * H * in, H * in, NULL, "weights")))
+            return st;
+        return NTP_STATUS_OK;
+    }
+    case NTP_DARKNET_BLOCK_LOCAL: {
+        /* biases per output value [F][positions]; the grouped convolution's
+         * are [positions][F]; the weights are in Darknet's order already */
+        const ntp_tensor *bt = &w->g->tensors[n->w[1]];
+        int64_t all = ntp_shape_numel(&bt->shape), pos = n->a.groups, F = all / pos;
+        int64_t *to = malloc((size_t)all * sizeof *to);
+        if (!to)
+            return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", w->path);
+        for (int64_t f = 0; f < F; f++)
+            for (int64_t p = 0; p < pos; p++)
+                to[f * pos + p] = p * F + f;
+        st = read_into(w, li, L, n->w[1], 0, all, to, "biases");
+        free(to);
+        if (st || (st = block(w, li, L, n->w[0], "weights")))
+            return st;
+        return NTP_STATUS_OK;
+    }
+    }
     return NTP_STATUS_OK;
 }
 
@@ -97,8 +159,8 @@ ntp_status ntp__darknet_read_weights(ntp_ctx *ctx, ntp_graph *g, const ntp_darkn
         goto done;
     }
     for (int li = 0; li < n_layers && st == NTP_STATUS_OK; li++)
-        if (layers[li].kind == NTP_DARKNET_CONV || layers[li].kind == NTP_DARKNET_CONNECTED)
-            st = layer_weights(&w, li, &layers[li]);
+        for (int b = 0; b < layers[li].n_blocks && st == NTP_STATUS_OK; b++)
+            st = block_weights(&w, li, &layers[li], &layers[li].blocks[b]);
     if (st == NTP_STATUS_OK) {
         long here = ftell(w.f);
         if (fseek(w.f, 0, SEEK_END) == 0 && ftell(w.f) != here)

@@ -163,6 +163,19 @@ static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     }
 }
 
+/* --fuse: a Darknet [convolutional] or [connected] layer applies its own
+ * activation after the bias (forward_convolutional_layer's activate_array),
+ * so one Darknet-supported activation folds into a conv or fc. The engine
+ * folds an inference batch norm into the weights first (as Darknet's
+ * fuse_conv_batchnorm does), so conv + batch norm + activation is one
+ * Darknet layer, as in a network Darknet parses itself. */
+static bool dnb_fusable(const ntp_graph *g, const ntp_node *head, int n_fused, const ntp_node *next)
+{
+    (void)g;
+    return n_fused == 0 && (head->op == NTP_OP_CONV || head->op == NTP_OP_FC) && next->n_in == 1 &&
+           act_name(next) != NULL;
+}
+
 typedef struct dnb_node {
     network *net;
     int main;      /* the layer that is the node */
@@ -195,16 +208,19 @@ static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
     else
         put(cfg, len, "[net]\nbatch=%lld\nwidth=1\nheight=1\nchannels=%lld\n", b,
             (long long)ntp_shape_numel(in) / b);
+    /* --fuse: the activation folded into a convolution or connected layer
+     * is that layer's own, as in Darknet's networks (dnb_fusable). */
+    const char *act = k->n_fused ? act_name(k->fused[0]) : "linear";
     switch (n->op) {
     case NTP_OP_CONV:
         put(cfg, len,
             "[convolutional]\nfilters=%lld\nsize=%lld\nstride=%lld\npadding=%lld\ngroups=%lld\n"
-            "activation=linear\n",
+            "activation=%s\n",
             (long long)a->filters, (long long)a->kernel[0], (long long)a->stride[0],
-            (long long)a->pad[0], (long long)a->groups);
+            (long long)a->pad[0], (long long)a->groups, act);
         break;
     case NTP_OP_FC:
-        put(cfg, len, "[connected]\noutput=%lld\nactivation=linear\n", (long long)a->units);
+        put(cfg, len, "[connected]\noutput=%lld\nactivation=%s\n", (long long)a->units, act);
         break;
     case NTP_OP_MAXPOOL:
         put(cfg, len, "[maxpool]\nsize=%lld\nstride=%lld\npadding=%lld\n", (long long)a->kernel[0],
@@ -394,5 +410,6 @@ const ntp_backend_i ntp__backend_darknet = {
     .prepare = dnb_prepare,
     .execute = dnb_execute,
     .release_node = dnb_release_node,
+    .fusable = dnb_fusable,
     .available = dnb_available,
 };
