@@ -238,7 +238,12 @@ static ntp_status save_npy(ntp_ctx *ctx, const char *dir, const char *name, ntp_
                            const ntp_shape *s, const void *data)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    int n = snprintf(path, sizeof path, "%s/", dir);
+    snprintf(path + (n < (int)sizeof path ? n : 0), sizeof path - (size_t)n, "%s.npy", name);
+    /* An imported model's names may hold '/' (ONNX's "/ln1/Add_1"). */
+    for (char *p = path + n; n < (int)sizeof path && *p; p++)
+        if (*p == '/')
+            *p = '_';
     return ntp__npy_write(ctx, path, t, s, data);
 }
 
