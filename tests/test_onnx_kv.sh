@@ -53,14 +53,21 @@ if $PY "$SRC/tests/support/onnx_kv_check.py" "$T/td.onnx" "$T/td" "$T/tl.onnx" "
 fi
 cat "$T/np.log"
 
-# Round trip: the exported model, imported, gives the markup's logits, and
-# its tied head is one tensor again (29,568 parameters, as the markup).
-mkdir -p "$T/rt"
-expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/td.onnx" --save "$T/rt" -f json
-if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["params"] != 29568 or d["weight_bytes"] != 29568 * 4)' "$T/out"; then ok; else
-    bad "the round trip's params or weight bytes are not the markup's 29,568"
-fi
-if $PY - "$T/td" "$T/rt" <<'PYEOF'; then ok; else bad "round trip logits differ"; fi
+# Round trip: the exported models, imported, give the markup's logits
+# (tiny-decoder bit for bit; tiny-llama's RMSNorm and RoPE come back as
+# their formulas, within 1e-5), with the markup's parameters: tiny-
+# decoder's tied head is one tensor again (29,568); tiny-llama's 21,664
+# gain its RoPE tables, which load as embeddings of the positions (cos and
+# sin for q and k in 2 layers: 8 x 64 positions x head_dim 8 = 4,096); its
+# weight bytes count the 5 RMSNorms' epsilons too (buffers, 20 bytes).
+for m in "td 29568 118272" "tl 25760 103060"; do
+    set -- $m
+    mkdir -p "$T/rt_$1"
+    expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/$1.onnx" --save "$T/rt_$1" -f json
+    if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["params"] != int(sys.argv[2]) or d["weight_bytes"] != int(sys.argv[3]))' "$T/out" "$2" "$3"; then ok; else
+        bad "$1: the round trip's params or weight bytes are not $2 and $3"
+    fi
+    if $PY - "$T/$1" "$T/rt_$1" <<'PYEOF'; then ok; else bad "$1: round trip logits differ"; fi
 import glob, os, sys
 import numpy as np
 a, b = sys.argv[1], sys.argv[2]
@@ -69,9 +76,10 @@ assert len(names) == 5, names
 for n in names:
     x, y = np.load(a + "/" + n), np.load(b + "/" + n)
     r = float(np.abs(x - y).max() / np.abs(x).max())
-    assert r < 1e-5, (n, r)
+    assert r <= (1e-5 if "tl" in a else 0), (n, r)
 assert (np.load(a + "/tokens.npy") == np.load(b + "/tokens.npy")).all()
 PYEOF
+done
 # Refusals, from the torch.onnx model edited: position_ids renamed, and the
 # scores divided by 2 instead of sqrt(8).
 if $PY - "$T/gpt2.onnx" "$T/nopos.onnx" "$T/scale.onnx" <<'PYEOF'; then ok; else bad "editing the model failed"; fi

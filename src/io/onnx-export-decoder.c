@@ -131,8 +131,10 @@ static ntp_status rope(ntp_xw *w, const ntp_node *n)
             s[p * hd + i] = s[p * hd + i + half] = (float)sin(ang);
         }
     ntp_shape ts = {2, {P, hd}};
-    const char *cos_t = ntp__xw_f32(w, tmp(w, n, "cos_table"), c, &ts);
-    const char *sin_t = ntp__xw_f32(w, tmp(w, n, "sin_table"), s, &ts);
+    /* Constant nodes, not initializers: tables, not parameters (the
+     * reader counts initializers as trainable). */
+    const char *cos_t = ntp__xw_const(w, ntp__xw_str(w, "%.400s/cos_table", n->name), c, &ts);
+    const char *sin_t = ntp__xw_const(w, ntp__xw_str(w, "%.400s/sin_table", n->name), s, &ts);
     const char *pos = tname(w, n->in[1]);
     int64_t ax2[1] = {2};
     const char *cg = op2(w, n, "Gather", "cos", cos_t, pos);

@@ -247,6 +247,7 @@ static int tensor_of(ntp_onnx_importer *x, const char *name)
 static int readers(const ntp_graph *g, int t, int *node)
 {
     int c = 0;
+    *node = -1;
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] == t) {
@@ -350,6 +351,19 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
     if (m1 < 0)
         return not_recognised(x, l, "no MatMul of the queries and the keys' transpose");
     int q = g->nodes[m1].in[0];
+    /* Grouped-query attention written without copying keys (ntprof's
+     * export): the queries [N, H, S, hd] reshaped to [N, KVH, rep·S, hd]. */
+    int qp = g->tensors[q].producer;
+    bool grouped = false;
+    if (qp >= 0 && g->nodes[qp].op == NTP_OP_RESHAPE) {
+        const ntp_shape *a = &g->tensors[g->nodes[qp].in[0]].shape, *b = &g->tensors[q].shape;
+        if (a->ndim == 4 && b->ndim == 4 && a->dim[0] == b->dim[0] && a->dim[3] == b->dim[3] &&
+            a->dim[1] > b->dim[1] && a->dim[1] % b->dim[1] == 0 &&
+            b->dim[2] == a->dim[2] * (a->dim[1] / b->dim[1])) {
+            q = g->nodes[qp].in[0];
+            grouped = true;
+        }
+    }
     double scale = 1;
     int cur = g->nodes[m1].out[0], sm = -1;
     for (int hops = 0; hops < 8 && sm < 0; hops++) {
@@ -389,6 +403,14 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
         return not_recognised(x, l,
                               "the scores are scaled by something other than 1/sqrt(head_dim)");
     int out_h = g->nodes[m2].out[0];
+    if (grouped) {
+        /* ... and the context back to [N, H, S, hd]. */
+        int rr = -1;
+        if (readers(g, out_h, &rr) != 1 || g->nodes[rr].op != NTP_OP_RESHAPE ||
+            !ntp_shape_equal(&g->tensors[g->nodes[rr].out[0]].shape, qs))
+            return not_recognised(x, l, "grouped queries whose context is not reshaped back");
+        out_h = g->nodes[rr].out[0];
+    }
     /* The new layers, named after the attention's last MatMul. */
     static const Onnx__NodeProto none = ONNX__NODE_PROTO__INIT;
     char base[300];
