@@ -58,6 +58,11 @@ typedef struct ntp_generate_opts {
     /* Progress for a terminal (NULL: none): phase "prefill" or "decode". */
     void (*progress)(void *user, const char *phase, int done, int total);
     void *progress_user;
+    /* The weights' storage: f32 (default) or bf16 (every weight rounded to
+     * bf16 and held as such, widened to f32 in the kernels, which
+     * accumulate in f32: weight_bytes is half f32's). bf16 runs on the
+     * reference backend only. */
+    ntp_dtype weight_dtype;
 } ntp_generate_opts;
 
 /* Defaults: P 32, G 32, seed 1, f32 cache. */
@@ -119,6 +124,7 @@ typedef struct ntp_generate_result {
      * backend's own packed copies of weights (oneDNN's blocked layouts)
      * are not in it. Static: the weights by analysis, arenas 0. */
     int64_t weight_bytes, arena_bytes, memory_bytes;
+    ntp_dtype weight_dtype; /* as ntp_generate_opts */
 } ntp_generate_result;
 
 /* Run prefill and decode on the topology at `path`. Refused before

@@ -78,6 +78,8 @@ static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, fl
 ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
 {
     ntp_dtype sd = ntp__be_storage_dtype(x->be[be], t->dtype);
+    if (sd == NTP_DTYPE_F32 && x->weights_bf16)
+        return NTP_DTYPE_BF16;
     return sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
 }
 
@@ -154,6 +156,8 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
          * copy the engine keeps, which is counted apart; vectors (biases,
          * normalisation parameters) stay f32 in int8 engines. */
         ntp_dtype held = ntp__be_storage_dtype(x->be[be], t->dtype);
+        if (held == NTP_DTYPE_F32 && sd == NTP_DTYPE_BF16)
+            held = NTP_DTYPE_BF16; /* ntp_exec_opts.weights_bf16 */
         if (held == NTP_DTYPE_I8 && t->shape.ndim < 2)
             held = NTP_DTYPE_F32;
         x->weight_bytes += cnt * (int64_t)ntp_dtype_size(held);

@@ -254,9 +254,21 @@ static ntp_status save_weights(ntp_ctx *ctx, const gen *s, const char *dir)
         const ntp_tensor *t = &g->tensors[i];
         if ((t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER) || !s->xp.wdata[i])
             continue;
-        if (ntp__exec_weight_dtype(&s->xp, 0, t) != NTP_DTYPE_F32)
+        ntp_dtype dt = ntp__exec_weight_dtype(&s->xp, 0, t);
+        if (dt != NTP_DTYPE_F32 && dt != NTP_DTYPE_BF16)
             continue;
-        ntp_status st = save_npy(ctx, dir, t->name, NTP_DTYPE_F32, &t->shape, s->xp.wdata[i]);
+        /* bf16 weights (--weight-dtype bf16) as the f32 values they hold. */
+        int64_t n = ntp_shape_numel(&t->shape);
+        float *wide = NULL;
+        if (dt == NTP_DTYPE_BF16) {
+            if (!(wide = malloc((size_t)n * sizeof *wide + 1)))
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            for (int64_t j = 0; j < n; j++)
+                wide[j] = ntp__bf16_to_f32(((const uint16_t *)s->xp.wdata[i])[j]);
+        }
+        ntp_status st =
+            save_npy(ctx, dir, t->name, NTP_DTYPE_F32, &t->shape, wide ? wide : s->xp.wdata[i]);
+        free(wide);
         if (st)
             return st;
     }
@@ -364,6 +376,15 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     if (!be)
         return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'; this build has: %s",
                           o->backend, ntp_backends());
+    if (o->weight_dtype != NTP_DTYPE_F32 && o->weight_dtype != NTP_DTYPE_BF16)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s weights are not supported by generate; use f32 or bf16",
+                          ntp_dtype_name(o->weight_dtype));
+    if (o->weight_dtype == NTP_DTYPE_BF16 && strcmp(be->name, "ref") != 0)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "bf16 weights run on the reference backend only (--backend ref), not "
+                          "on %s",
+                          be->name);
     gen s = {.P = o->prompt_len, .G = o->gen_len, .D = o->context_depth};
     ntp_generate_result *r = calloc(1, sizeof *r);
     double *pre_ms = NULL, *dec_ms = NULL, *sorted = NULL;
@@ -439,7 +460,8 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
                         .first = 0,
                         .last = s.gp->n_nodes - 1,
                         .kv_for = kv_for,
-                        .kv_user = &s};
+                        .kv_user = &s,
+                        .weights_bf16 = o->weight_dtype == NTP_DTYPE_BF16};
     progress(o, "prepare", 0, 0);
     if ((st = ntp__exec_init(ctx, &s.xp, s.gp, &eo)))
         goto done;
@@ -527,7 +549,10 @@ report:
     r->kv_bytes_per_token = per_tok;
     r->kv_bytes_total = kv_total;
     r->kv_layers = kv_layers;
-    r->weight_bytes = o->static_only ? ap->weight_bytes : s.xp.weight_bytes + s.xd.weight_bytes;
+    r->weight_dtype = o->weight_dtype;
+    r->weight_bytes = o->static_only
+                          ? ap->weight_bytes / (o->weight_dtype == NTP_DTYPE_BF16 ? 2 : 1)
+                          : s.xp.weight_bytes + s.xd.weight_bytes;
     r->arena_bytes = o->static_only ? 0 : s.xp.arena_bytes + s.xd.arena_bytes;
     r->memory_bytes = r->weight_bytes + r->arena_bytes + kv_total;
     r->tokens = tok;

@@ -65,7 +65,21 @@ static size_t total_workspace(const ntp_kargs *k)
                 w = ntp__ref_size_add(
                     w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->in[i].shape), 1), 63) /
                            64 * 64);
+    /* Weights held as bf16 (ntp_exec_opts.weights_bf16) are widened too. */
+    for (int i = 0; i < k->n_w; i++)
+        if (k->w[i].dtype == NTP_DTYPE_BF16)
+            w = ntp__ref_size_add(
+                w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->w[i].shape), 1), 63) / 64 *
+                       64);
     return w;
+}
+
+static bool widens_weights(const ntp_kargs *k)
+{
+    for (int i = 0; i < k->n_w; i++)
+        if (k->w[i].dtype == NTP_DTYPE_BF16)
+            return true;
+    return false;
 }
 
 static ntp_status ref_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
@@ -106,9 +120,21 @@ static ntp_status ref_execute(ntp_ctx *ctx, void *state, void *node_state, const
     ntp_kargs kk = *k;
     /* Only when some input needs widening: then the workspace is not NULL
      * (NULL + 0 is undefined behaviour). */
-    if (widens_inputs(k) && k->workspace) {
+    if ((widens_inputs(k) || widens_weights(k)) && k->workspace) {
         char *p = (char *)k->workspace + kernel_part(k);
-        for (int i = 0; i < k->n_in; i++) {
+        for (int i = 0; i < k->n_w; i++) {
+            if (k->w[i].dtype != NTP_DTYPE_BF16)
+                continue;
+            int64_t n = ntp_shape_numel(&k->w[i].shape);
+            const uint16_t *src = k->w[i].data;
+            float *dst = (float *)p;
+            for (int64_t j = 0; j < n; j++)
+                dst[j] = ntp__bf16_to_f32(src[j]);
+            kk.w[i].data = dst;
+            kk.w[i].dtype = NTP_DTYPE_F32;
+            p += ntp__ref_size_add(ntp__ref_floats(n, 1), 63) / 64 * 64;
+        }
+        for (int i = 0; i < k->n_in && widens_inputs(k); i++) {
             if (!needs_widening(&k->in[i]))
                 continue;
             int64_t n = ntp_shape_numel(&k->in[i].shape);
