@@ -102,6 +102,7 @@ typedef struct ntp_exec {
     int first_step, last_step; /* the measured range */
     int threads;
     bool weights_bf16; /* ntp_exec_opts.weights_bf16 */
+    bool weights_i8;   /* ntp_exec_opts.weights_i8 */
 } ntp_exec;
 
 typedef struct ntp_exec_opts {
@@ -140,6 +141,10 @@ typedef struct ntp_exec_opts {
      * (ntp_generate's --weight-dtype bf16): the reference backend widens
      * them to f32 for its kernels. */
     bool weights_bf16;
+    /* Weight-only int8: every matrix (rank >= 2) held as int8 with one f32
+     * scale per row (max |row| / 127, stored after the values at the next
+     * 4-byte boundary: ntp__exec_i8_row_scales), vectors as f32. */
+    bool weights_i8;
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */

@@ -255,16 +255,23 @@ static ntp_status save_weights(ntp_ctx *ctx, const gen *s, const char *dir)
         if ((t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER) || !s->xp.wdata[i])
             continue;
         ntp_dtype dt = ntp__exec_weight_dtype(&s->xp, 0, t);
-        if (dt != NTP_DTYPE_F32 && dt != NTP_DTYPE_BF16)
+        if (dt != NTP_DTYPE_F32 && dt != NTP_DTYPE_BF16 &&
+            !(dt == NTP_DTYPE_I8 && s->xp.weights_i8))
             continue;
-        /* bf16 weights (--weight-dtype bf16) as the f32 values they hold. */
+        /* bf16 and weight-only int8 weights (--weight-dtype) as the f32
+         * values they hold. */
         int64_t n = ntp_shape_numel(&t->shape);
         float *wide = NULL;
-        if (dt == NTP_DTYPE_BF16) {
+        if (dt != NTP_DTYPE_F32) {
             if (!(wide = malloc((size_t)n * sizeof *wide + 1)))
                 return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            const int8_t *q = s->xp.wdata[i];
+            const float *sc = (const float *)((const char *)q + ((size_t)n + 3) / 4 * 4);
+            int64_t per = n / (t->shape.dim[0] > 0 ? t->shape.dim[0] : 1);
             for (int64_t j = 0; j < n; j++)
-                wide[j] = ntp__bf16_to_f32(((const uint16_t *)s->xp.wdata[i])[j]);
+                wide[j] = dt == NTP_DTYPE_BF16
+                              ? ntp__bf16_to_f32(((const uint16_t *)s->xp.wdata[i])[j])
+                              : (float)q[j] * sc[j / per];
         }
         ntp_status st =
             save_npy(ctx, dir, t->name, NTP_DTYPE_F32, &t->shape, wide ? wide : s->xp.wdata[i]);
@@ -286,6 +293,24 @@ static const float *logits_of(ntp_ctx *ctx, const ntp_exec *x, const ntp_graph *
         return NULL;
     }
     return slot_data(x, t);
+}
+
+/* The weights' bytes held at --weight-dtype bf16 or i8 (as exec.c stores
+ * them: every weight at bf16; matrices at int8 with an f32 scale per row,
+ * vectors at f32), for --static. */
+static int64_t weight_bytes_at(const ntp_graph *g, ntp_dtype wd)
+{
+    int64_t b = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const ntp_tensor *t = &g->tensors[i];
+        if (t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER)
+            continue;
+        int64_t n = ntp_shape_numel(&t->shape);
+        b += wd == NTP_DTYPE_BF16                       ? 2 * n
+             : wd == NTP_DTYPE_I8 && t->shape.ndim >= 2 ? n + 4 * t->shape.dim[0]
+                                                        : 4 * n;
+    }
+    return b;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -376,15 +401,16 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     if (!be)
         return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'; this build has: %s",
                           o->backend, ntp_backends());
-    if (o->weight_dtype != NTP_DTYPE_F32 && o->weight_dtype != NTP_DTYPE_BF16)
+    if (o->weight_dtype != NTP_DTYPE_F32 && o->weight_dtype != NTP_DTYPE_BF16 &&
+        o->weight_dtype != NTP_DTYPE_I8)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "%s weights are not supported by generate; use f32 or bf16",
+                          "%s weights are not supported by generate; use f32, bf16 or i8",
                           ntp_dtype_name(o->weight_dtype));
-    if (o->weight_dtype == NTP_DTYPE_BF16 && strcmp(be->name, "ref") != 0)
+    if (o->weight_dtype != NTP_DTYPE_F32 && strcmp(be->name, "ref") != 0)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "bf16 weights run on the reference backend only (--backend ref), not "
+                          "%s weights run on the reference backend only (--backend ref), not "
                           "on %s",
-                          be->name);
+                          ntp_dtype_name(o->weight_dtype), be->name);
     gen s = {.P = o->prompt_len, .G = o->gen_len, .D = o->context_depth};
     ntp_generate_result *r = calloc(1, sizeof *r);
     double *pre_ms = NULL, *dec_ms = NULL, *sorted = NULL;
@@ -461,7 +487,8 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
                         .last = s.gp->n_nodes - 1,
                         .kv_for = kv_for,
                         .kv_user = &s,
-                        .weights_bf16 = o->weight_dtype == NTP_DTYPE_BF16};
+                        .weights_bf16 = o->weight_dtype == NTP_DTYPE_BF16,
+                        .weights_i8 = o->weight_dtype == NTP_DTYPE_I8};
     progress(o, "prepare", 0, 0);
     if ((st = ntp__exec_init(ctx, &s.xp, s.gp, &eo)))
         goto done;
@@ -550,9 +577,9 @@ report:
     r->kv_bytes_total = kv_total;
     r->kv_layers = kv_layers;
     r->weight_dtype = o->weight_dtype;
-    r->weight_bytes = o->static_only
-                          ? ap->weight_bytes / (o->weight_dtype == NTP_DTYPE_BF16 ? 2 : 1)
-                          : s.xp.weight_bytes + s.xd.weight_bytes;
+    r->weight_bytes = !o->static_only                    ? s.xp.weight_bytes + s.xd.weight_bytes
+                      : o->weight_dtype == NTP_DTYPE_F32 ? ap->weight_bytes
+                                                         : weight_bytes_at(s.gp, o->weight_dtype);
     r->arena_bytes = o->static_only ? 0 : s.xp.arena_bytes + s.xd.arena_bytes;
     r->memory_bytes = r->weight_bytes + r->arena_bytes + kv_total;
     r->tokens = tok;

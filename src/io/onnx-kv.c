@@ -120,6 +120,8 @@ ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x)
         Onnx__ValueInfoProto *vi = gp->input[i];
         int l;
         bool isv;
+        if (!vi->name) /* proto2: a name may be absent */
+            continue;
         if (strcmp(vi->name, "input_ids") == 0)
             ids = vi;
         else if (strcmp(vi->name, "position_ids") == 0)
