@@ -172,9 +172,12 @@ ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x)
             const char *p = dim_param(sp, d);
             if (!p)
                 continue;
-            if (strcmp(p, seq) == 0 && !set_str(&dm->dim_param, "seq_len")) {
-                st = oom(x);
-                goto done;
+            if (strcmp(p, seq) == 0) {
+                if (!set_str(&dm->dim_param, "seq_len")) {
+                    st = oom(x);
+                    goto done;
+                }
+                continue; /* p was freed */
             }
             if (past && strcmp(p, past) == 0) {
                 free(dm->dim_param);
