@@ -58,6 +58,12 @@ typedef struct ntp_generate_opts {
     /* Progress for a terminal (NULL: none): phase "prefill" or "decode". */
     void (*progress)(void *user, const char *phase, int done, int total);
     void *progress_user;
+    /* The weights' storage: f32 (default), bf16 (every weight rounded to
+     * bf16 and held as such: weight_bytes is half f32's) or i8 (weight-only
+     * int8: every matrix as int8 with one f32 scale per row, max|row|/127;
+     * vectors f32), widened to f32 in the kernels, which accumulate in f32.
+     * bf16 and i8 run on the reference backend only. */
+    ntp_dtype weight_dtype;
 } ntp_generate_opts;
 
 /* Defaults: P 32, G 32, seed 1, f32 cache. */
@@ -119,6 +125,7 @@ typedef struct ntp_generate_result {
      * backend's own packed copies of weights (oneDNN's blocked layouts)
      * are not in it. Static: the weights by analysis, arenas 0. */
     int64_t weight_bytes, arena_bytes, memory_bytes;
+    ntp_dtype weight_dtype; /* as ntp_generate_opts */
 } ntp_generate_result;
 
 /* Run prefill and decode on the topology at `path`. Refused before
@@ -144,7 +151,8 @@ NTP_API int64_t ntp_graph_kv_bytes_per_token(const ntp_graph *g, ntp_dtype kv_dt
 /* --- sweeps (docs/decoders.md) ----------------------------------------------
  * generate over the full factorial of up to 8 axes, each "NAME=V1,V2,...":
  * `context` (context depth), `prompt` (prompt length), `gen` (generation
- * length), `batch`, `kv_dtype` (f32, bf16, f16, i8), or any other name,
+ * length), `batch`, `kv_dtype` (f32, bf16, f16, i8), `weight_dtype` (f32,
+ * bf16, i8), or any other name,
  * which sets that <param> of the topology (`kv_heads` in tinyllama.xml).
  * Every point is one ntp_generate with the base options changed by its
  * values; with static_only nothing is run (cheap, for any size). */

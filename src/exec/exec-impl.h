@@ -101,6 +101,8 @@ typedef struct ntp_exec {
     size_t ws_bytes;
     int first_step, last_step; /* the measured range */
     int threads;
+    bool weights_bf16; /* ntp_exec_opts.weights_bf16 */
+    bool weights_i8;   /* ntp_exec_opts.weights_i8 */
 } ntp_exec;
 
 typedef struct ntp_exec_opts {
@@ -135,6 +137,14 @@ typedef struct ntp_exec_opts {
      * has the same name, shape and storage type; anything else is loaded as
      * usual. The lender must outlive this plan. Not with fuse/fold_only. */
     const struct ntp_exec *share_weights;
+    /* Hold every weight a backend would keep in f32 as bf16 instead
+     * (ntp_generate's --weight-dtype bf16): the reference backend widens
+     * them to f32 for its kernels. */
+    bool weights_bf16;
+    /* Weight-only int8: every matrix (rank >= 2) held as int8 with one f32
+     * scale per row (max |row| / 127, stored after the values at the next
+     * 4-byte boundary: ntp__exec_i8_row_scales), vectors as f32. */
+    bool weights_i8;
 } ntp_exec_opts;
 
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */

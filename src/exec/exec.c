@@ -78,6 +78,10 @@ static void round_weights(float *w, const ntp_tensor *t, ntp_dtype precision, fl
 ntp_dtype ntp__exec_weight_dtype(const ntp_exec *x, int be, const ntp_tensor *t)
 {
     ntp_dtype sd = ntp__be_storage_dtype(x->be[be], t->dtype);
+    if (sd == NTP_DTYPE_F32 && x->weights_bf16)
+        return NTP_DTYPE_BF16;
+    if (sd == NTP_DTYPE_F32 && x->weights_i8 && t->shape.ndim >= 2)
+        return NTP_DTYPE_I8; /* weight-only int8 (ntp_exec_opts.weights_i8) */
     return sd == NTP_DTYPE_I8 ? NTP_DTYPE_F32 : sd;
 }
 
@@ -136,6 +140,29 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
             round_weights(f32[k], t, n->precision, scales);
             x->wdata[n->w[k]] = f32[k];
             f32[k] = NULL;
+        } else if (sd == NTP_DTYPE_I8 && x->weights_i8) {
+            /* Weight-only int8: per row, s = max|row| / 127 (a row of
+             * zeros: 1), the values round-half-even(x / s), the scales
+             * after them. */
+            int64_t rows = t->shape.dim[0], per = cnt / (rows > 0 ? rows : 1);
+            size_t off = ((size_t)cnt + 3) / 4 * 4;
+            char *buf = malloc(off + (size_t)rows * sizeof(float) + 1);
+            if (!(x->wdata[n->w[k]] = buf)) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'",
+                                t->name);
+                break;
+            }
+            float *sc = (float *)(buf + off);
+            for (int64_t r = 0; r < rows; r++) {
+                float m = 0;
+                for (int64_t j = 0; j < per; j++)
+                    m = fmaxf(m, fabsf(f32[k][r * per + j]));
+                sc[r] = m > 0 ? m / 127.0f : 1.0f;
+                for (int64_t j = 0; j < per; j++)
+                    ((int8_t *)buf)[r * per + j] = ntp__quantize_i8(f32[k][r * per + j], sc[r]);
+            }
+            x->weight_bytes += cnt + rows * (int64_t)sizeof(float);
+            continue;
         } else {
             if (!(x->wdata[n->w[k]] = malloc((size_t)cnt * ntp_dtype_size(sd) + 1))) {
                 st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for weight '%s'",
@@ -154,6 +181,8 @@ static ntp_status store_weights(ntp_ctx *ctx, ntp_exec *x, const ntp_node *n, in
          * copy the engine keeps, which is counted apart; vectors (biases,
          * normalisation parameters) stay f32 in int8 engines. */
         ntp_dtype held = ntp__be_storage_dtype(x->be[be], t->dtype);
+        if (held == NTP_DTYPE_F32 && sd == NTP_DTYPE_BF16)
+            held = NTP_DTYPE_BF16; /* ntp_exec_opts.weights_bf16 */
         if (held == NTP_DTYPE_I8 && t->shape.ndim < 2)
             held = NTP_DTYPE_F32;
         x->weight_bytes += cnt * (int64_t)ntp_dtype_size(held);

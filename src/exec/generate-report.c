@@ -45,8 +45,9 @@ void ntp__generate_phases_table(FILE *f, const ntp_generate_result *r)
                    ntp__human_bytes((double)r->kv_bytes_per_token, kb, sizeof kb), r->kv_layers,
                    ntp__human_bytes((double)r->kv_bytes_total, kt, sizeof kt));
     char wb[32], ab[32], mb[32];
-    ntp__put_linef(f, "memory %s: weights %s (held once), activations %s, KV cache %s",
+    ntp__put_linef(f, "memory %s: weights %s %s (held once), activations %s, KV cache %s",
                    ntp__human_bytes((double)r->memory_bytes, mb, sizeof mb),
+                   ntp_dtype_name(r->weight_dtype),
                    ntp__human_bytes((double)r->weight_bytes, wb, sizeof wb),
                    ntp__human_bytes((double)r->arena_bytes, ab, sizeof ab), kt);
     if (r->static_only)
@@ -136,6 +137,7 @@ static json_t *result_json(bool *okp, const ntp_generate_result *r)
     ntp__jset(&ok, root, "kv_bytes_per_token", json_integer(r->kv_bytes_per_token));
     ntp__jset(&ok, root, "kv_bytes_total", json_integer(r->kv_bytes_total));
     ntp__jset(&ok, root, "weight_bytes", json_integer(r->weight_bytes));
+    ntp__jset(&ok, root, "weight_dtype", ntp__json_str(ntp_dtype_name(r->weight_dtype)));
     ntp__jset(&ok, root, "arena_bytes", json_integer(r->arena_bytes));
     ntp__jset(&ok, root, "memory_bytes", json_integer(r->memory_bytes));
     ntp__jset(&ok, root, "ttft_ms", ntp__json_num(r->ttft_ms));

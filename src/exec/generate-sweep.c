@@ -99,6 +99,14 @@ static ntp_status apply(ntp_ctx *ctx, const char *axis, const char *v, ntp_gener
                               "sweep axis kv_dtype: expected f32, bf16, f16 or i8, got '%s'", v);
         return NTP_STATUS_OK;
     }
+    if (strcmp(axis, "weight_dtype") == 0) {
+        if (ntp_dtype_parse(v, &o->weight_dtype) != NTP_STATUS_OK ||
+            (o->weight_dtype != NTP_DTYPE_F32 && o->weight_dtype != NTP_DTYPE_BF16 &&
+             o->weight_dtype != NTP_DTYPE_I8))
+            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                              "sweep axis weight_dtype: expected f32, bf16 or i8, got '%s'", v);
+        return NTP_STATUS_OK;
+    }
     int64_t *dst = strcmp(axis, "context") == 0  ? &o->context_depth
                    : strcmp(axis, "prompt") == 0 ? &o->prompt_len
                    : strcmp(axis, "gen") == 0    ? &o->gen_len

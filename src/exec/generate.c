@@ -238,7 +238,12 @@ static ntp_status save_npy(ntp_ctx *ctx, const char *dir, const char *name, ntp_
                            const ntp_shape *s, const void *data)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    int n = snprintf(path, sizeof path, "%s/", dir);
+    snprintf(path + (n < (int)sizeof path ? n : 0), sizeof path - (size_t)n, "%s.npy", name);
+    /* An imported model's names may hold '/' (ONNX's "/ln1/Add_1"). */
+    for (char *p = path + n; n < (int)sizeof path && *p; p++)
+        if (*p == '/')
+            *p = '_';
     return ntp__npy_write(ctx, path, t, s, data);
 }
 
@@ -249,9 +254,28 @@ static ntp_status save_weights(ntp_ctx *ctx, const gen *s, const char *dir)
         const ntp_tensor *t = &g->tensors[i];
         if ((t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER) || !s->xp.wdata[i])
             continue;
-        if (ntp__exec_weight_dtype(&s->xp, 0, t) != NTP_DTYPE_F32)
+        ntp_dtype dt = ntp__exec_weight_dtype(&s->xp, 0, t);
+        if (dt != NTP_DTYPE_F32 && dt != NTP_DTYPE_BF16 &&
+            !(dt == NTP_DTYPE_I8 && s->xp.weights_i8))
             continue;
-        ntp_status st = save_npy(ctx, dir, t->name, NTP_DTYPE_F32, &t->shape, s->xp.wdata[i]);
+        /* bf16 and weight-only int8 weights (--weight-dtype) as the f32
+         * values they hold. */
+        int64_t n = ntp_shape_numel(&t->shape);
+        float *wide = NULL;
+        if (dt != NTP_DTYPE_F32) {
+            if (!(wide = malloc((size_t)n * sizeof *wide + 1)))
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            const int8_t *q = s->xp.wdata[i];
+            const float *sc = (const float *)((const char *)q + ((size_t)n + 3) / 4 * 4);
+            int64_t per = n / (t->shape.dim[0] > 0 ? t->shape.dim[0] : 1);
+            for (int64_t j = 0; j < n; j++)
+                wide[j] = dt == NTP_DTYPE_BF16
+                              ? ntp__bf16_to_f32(((const uint16_t *)s->xp.wdata[i])[j])
+                              : (float)q[j] * sc[j / per];
+        }
+        ntp_status st =
+            save_npy(ctx, dir, t->name, NTP_DTYPE_F32, &t->shape, wide ? wide : s->xp.wdata[i]);
+        free(wide);
         if (st)
             return st;
     }
@@ -269,6 +293,24 @@ static const float *logits_of(ntp_ctx *ctx, const ntp_exec *x, const ntp_graph *
         return NULL;
     }
     return slot_data(x, t);
+}
+
+/* The weights' bytes held at --weight-dtype bf16 or i8 (as exec.c stores
+ * them: every weight at bf16; matrices at int8 with an f32 scale per row,
+ * vectors at f32), for --static. */
+static int64_t weight_bytes_at(const ntp_graph *g, ntp_dtype wd)
+{
+    int64_t b = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const ntp_tensor *t = &g->tensors[i];
+        if (t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER)
+            continue;
+        int64_t n = ntp_shape_numel(&t->shape);
+        b += wd == NTP_DTYPE_BF16                       ? 2 * n
+             : wd == NTP_DTYPE_I8 && t->shape.ndim >= 2 ? n + 4 * t->shape.dim[0]
+                                                        : 4 * n;
+    }
+    return b;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -359,6 +401,16 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     if (!be)
         return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "unknown backend '%s'; this build has: %s",
                           o->backend, ntp_backends());
+    if (o->weight_dtype != NTP_DTYPE_F32 && o->weight_dtype != NTP_DTYPE_BF16 &&
+        o->weight_dtype != NTP_DTYPE_I8)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s weights are not supported by generate; use f32, bf16 or i8",
+                          ntp_dtype_name(o->weight_dtype));
+    if (o->weight_dtype != NTP_DTYPE_F32 && strcmp(be->name, "ref") != 0)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s weights run on the reference backend only (--backend ref), not "
+                          "on %s",
+                          ntp_dtype_name(o->weight_dtype), be->name);
     gen s = {.P = o->prompt_len, .G = o->gen_len, .D = o->context_depth};
     ntp_generate_result *r = calloc(1, sizeof *r);
     double *pre_ms = NULL, *dec_ms = NULL, *sorted = NULL;
@@ -434,7 +486,9 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
                         .first = 0,
                         .last = s.gp->n_nodes - 1,
                         .kv_for = kv_for,
-                        .kv_user = &s};
+                        .kv_user = &s,
+                        .weights_bf16 = o->weight_dtype == NTP_DTYPE_BF16,
+                        .weights_i8 = o->weight_dtype == NTP_DTYPE_I8};
     progress(o, "prepare", 0, 0);
     if ((st = ntp__exec_init(ctx, &s.xp, s.gp, &eo)))
         goto done;
@@ -522,7 +576,10 @@ report:
     r->kv_bytes_per_token = per_tok;
     r->kv_bytes_total = kv_total;
     r->kv_layers = kv_layers;
-    r->weight_bytes = o->static_only ? ap->weight_bytes : s.xp.weight_bytes + s.xd.weight_bytes;
+    r->weight_dtype = o->weight_dtype;
+    r->weight_bytes = !o->static_only                    ? s.xp.weight_bytes + s.xd.weight_bytes
+                      : o->weight_dtype == NTP_DTYPE_F32 ? ap->weight_bytes
+                                                         : weight_bytes_at(s.gp, o->weight_dtype);
     r->arena_bytes = o->static_only ? 0 : s.xp.arena_bytes + s.xd.arena_bytes;
     r->memory_bytes = r->weight_bytes + r->arena_bytes + kv_total;
     r->tokens = tok;

@@ -702,6 +702,8 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     x->g = g;
     x->src_g = g;
     x->threads = o->threads;
+    x->weights_bf16 = o->weights_bf16;
+    x->weights_i8 = o->weights_i8;
     x->scales = o->scales;
     int nn = g->n_nodes, nt = g->n_tensors;
     x->node_be = calloc((size_t)nn + 1, sizeof *x->node_be);

@@ -20,6 +20,11 @@ typedef struct ntp_xw {
     ntp_onnx_names *names;      /* value names taken (every IR tensor's, then made-up ones) */
     ntp_onnx_names *node_names; /* node names taken */
     bool failed;                /* out of memory: the error is in ctx */
+    /* A decoder (onnx-export-decoder.c): value names that differ from the
+     * IR tensor's (input_ids, position_ids, logits; NULL: the tensor's),
+     * and the kv_attention layers written so far. */
+    const char **tname;
+    int kv_layer;
 } ntp_xw;
 
 /* Zeroed memory the message owns; NULL (and w->failed) when it runs out. */
@@ -51,5 +56,9 @@ const char *ntp__xw_i64(ntp_xw *w, const char *base, const int64_t *v, int n);
 
 /* Write one layer with its weights wd (f32, in n->w order). */
 ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd);
+
+/* rmsnorm, rope, kv_attention (past key/values in, present out) and
+ * lm_head (onnx-export-decoder.c). */
+ntp_status ntp__xw_emit_decoder(ntp_xw *w, const ntp_node *n, float *const *wd);
 
 #endif

@@ -19,11 +19,13 @@ typedef struct em {
 
 static const char *in_name(const em *e, int k)
 {
-    return e->g->tensors[e->n->in[k]].name;
+    int t = e->n->in[k];
+    return e->w->tname && e->w->tname[t] ? e->w->tname[t] : e->g->tensors[t].name;
 }
 static const char *out_name(const em *e, int k)
 {
-    return e->g->tensors[e->n->out[k]].name;
+    int t = e->n->out[k];
+    return e->w->tname && e->w->tname[t] ? e->w->tname[t] : e->g->tensors[t].name;
 }
 static const ntp_shape *in_shape(const em *e, int k)
 {
@@ -594,6 +596,10 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
               ntp__xw_i64(w, helper_name(&e, "shape"), a->shape, a->n_shape), out_name(&e, 0));
         return NTP_STATUS_OK;
     case NTP_OP_RESIZE: return resize(&e);
+    case NTP_OP_RMSNORM:
+    case NTP_OP_ROPE:
+    case NTP_OP_KV_ATTENTION:
+    case NTP_OP_LM_HEAD: return ntp__xw_emit_decoder(w, n, wd);
     case NTP_OP_CONVERT:
         /* To f32 (from integer inputs) is a Cast; a layout change a
          * Transpose. Reduced-precision staging has no ONNX meaning. */

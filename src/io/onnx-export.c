@@ -328,6 +328,119 @@ static Onnx__ValueInfoProto *value_info(ntp_xw *w, const char *name, int32_t dt,
     return v;
 }
 
+static int32_t onnx_dtype(ntp_dtype t);
+
+/* value_info with the dims named in sym (NULL entries: static). */
+static Onnx__ValueInfoProto *value_info_sym(ntp_xw *w, const char *name, int32_t dt,
+                                            const ntp_shape *s, const char *const *sym)
+{
+    Onnx__ValueInfoProto *v = value_info(w, name, dt, s);
+    for (int d = 0; v && d < s->ndim; d++) {
+        if (!sym[d])
+            continue;
+        Onnx__TensorShapeProto__Dimension *dm = v->type->tensor_type->shape->dim[d];
+        dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        dm->dim_param = ntp__xw_str(w, "%s", sym[d]);
+    }
+    return v;
+}
+
+/* A decoder (kv_attention layers; docs/onnx.md): tokens and positions are
+ * written as input_ids and position_ids (INT64, their batch and sequence
+ * dims symbolic), the lm_head's output as logits, each kv_attention adds
+ * past_key_values.<i>.key/.value inputs and present.<i>.key/.value
+ * outputs, and the argmax is left out. Returns the number of
+ * kv_attention layers (0: not a decoder). */
+static int decoder_layers(const ntp_graph *g)
+{
+    int l = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        l += g->nodes[i].op == NTP_OP_KV_ATTENTION;
+    return l;
+}
+
+static ntp_status decoder_plan(ntp_xw *w, bool *skip, int *outs, int *n_outs)
+{
+    const ntp_graph *g = w->g;
+    if (!(w->tname = ntp__xw_mem(w, ((size_t)g->n_tensors + 1) * sizeof *w->tname)))
+        return ntp_ctx_status(w->ctx);
+    int lm = -1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const char *nm = g->tensors[g->inputs[i]].name;
+        if (strcmp(nm, "tokens") == 0)
+            w->tname[g->inputs[i]] = "input_ids";
+        else if (strcmp(nm, "positions") == 0)
+            w->tname[g->inputs[i]] = "position_ids";
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op == NTP_OP_ARGMAX)
+            skip[i] = true;
+        if (g->nodes[i].op == NTP_OP_LM_HEAD)
+            lm = g->nodes[i].out[0];
+    }
+    if (lm < 0)
+        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: a decoder exports with its lm_head's output as logits, and this "
+                          "one has no lm_head",
+                          g->source);
+    w->tname[lm] = "logits";
+    *n_outs = 0;
+    outs[(*n_outs)++] = lm;
+    for (int i = 0; i < 3; i++)
+        if (!ntp__onnx_names_put(w->names,
+                                 i == 0   ? "input_ids"
+                                 : i == 1 ? "position_ids"
+                                          : "logits",
+                                 1))
+            return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    return NTP_STATUS_OK;
+}
+
+static ntp_status decoder_values(ntp_xw *w, const int *ins, int n_ins, int lm,
+                                 Onnx__ValueInfoProto ***vin, size_t *n_vin,
+                                 Onnx__ValueInfoProto ***vout, size_t *n_vout)
+{
+    const ntp_graph *g = w->g;
+    int L = decoder_layers(g);
+    Onnx__ValueInfoProto **in = ntp__xw_mem(w, (size_t)(n_ins + 2 * L + 1) * sizeof *in);
+    Onnx__ValueInfoProto **out = ntp__xw_mem(w, (size_t)(1 + 2 * L + 1) * sizeof *out);
+    if (!in || !out)
+        return ntp_ctx_status(w->ctx);
+    size_t ni = 0, no = 0;
+    const char *seq[2] = {"batch", "seq_len"}, *lseq[3] = {"batch", "seq_len", NULL};
+    for (int i = 0; i < n_ins; i++) {
+        const ntp_tensor *t = &g->tensors[ins[i]];
+        bool ids = w->tname[ins[i]] != NULL;
+        in[ni++] = ids && t->shape.ndim == 2
+                       ? value_info_sym(w, w->tname[ins[i]], NTP_ONNX_INT64, &t->shape, seq)
+                       : value_info(w, t->name, onnx_dtype(t->dtype), &t->shape);
+    }
+    out[no++] = value_info_sym(w, "logits", NTP_ONNX_FLOAT, &g->tensors[lm].shape, lseq);
+    int l = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ntp_node *n = &g->nodes[g->order[i]];
+        if (n->op != NTP_OP_KV_ATTENTION)
+            continue;
+        const ntp_shape *qs = &g->tensors[n->in[0]].shape;
+        int64_t kvh = n->a.kv_heads > 0 ? n->a.kv_heads : n->a.heads;
+        ntp_shape s = {4, {qs->dim[0], kvh, 1, qs->dim[2] / n->a.heads}};
+        const char *ps[4] = {"batch", NULL, "past", NULL}, *ts[4] = {"batch", NULL, "total", NULL};
+        for (int kv = 0; kv < 2; kv++) {
+            const char *which = kv ? "value" : "key";
+            in[ni++] = value_info_sym(w, ntp__xw_str(w, "past_key_values.%d.%s", l, which),
+                                      NTP_ONNX_FLOAT, &s, ps);
+            out[no++] = value_info_sym(w, ntp__xw_str(w, "present.%d.%s", l, which), NTP_ONNX_FLOAT,
+                                       &s, ts);
+        }
+        l++;
+    }
+    *vin = in;
+    *vout = out;
+    *n_vin = ni;
+    *n_vout = no;
+    return w->failed ? ntp_ctx_status(w->ctx) : NTP_STATUS_OK;
+}
+
 static int32_t onnx_dtype(ntp_dtype t)
 {
     switch (t) {
@@ -428,6 +541,9 @@ static ntp_status build(ntp_xw *w, bool network_only, Onnx__ModelProto *m)
     }
     if ((st = plan(w, network_only, skip, ins, &n_ins, outs, &n_outs)))
         goto done;
+    bool decoder = decoder_layers(g) > 0;
+    if (decoder && (st = decoder_plan(w, skip, outs, &n_outs)))
+        goto done;
     /* Every IR tensor keeps its name. */
     for (int i = 0; i < g->n_tensors; i++)
         if (!ntp__onnx_names_put(w->names, g->tensors[i].name, 1)) {
@@ -463,14 +579,17 @@ static ntp_status build(ntp_xw *w, bool network_only, Onnx__ModelProto *m)
     for (int i = 0; i < n_outs; i++)
         vout[i] =
             value_info(w, g->tensors[outs[i]].name, NTP_ONNX_FLOAT, &g->tensors[outs[i]].shape);
+    size_t n_vin = (size_t)n_ins, n_vout = (size_t)n_outs;
+    if (decoder && (st = decoder_values(w, ins, n_ins, outs[0], &vin, &n_vin, &vout, &n_vout)))
+        goto done;
     gp->name = ntp__xw_str(w, "%s", g->name);
     gp->n_node = w->n_nodes;
     gp->node = w->nodes;
     gp->n_initializer = w->n_inits;
     gp->initializer = w->inits;
-    gp->n_input = (size_t)n_ins;
+    gp->n_input = n_vin;
     gp->input = vin;
-    gp->n_output = (size_t)n_outs;
+    gp->n_output = n_vout;
     gp->output = vout;
     Onnx__OperatorSetIdProto *os = ntp__xw_mem(w, sizeof *os);
     Onnx__OperatorSetIdProto **osa = ntp__xw_mem(w, sizeof *osa);

@@ -86,6 +86,7 @@ static const char *const foldable[] = {
     "Tanh",
     "Erf",
     "Clip",
+    "Trilu",
 };
 
 bool ntp__onnx_foldable(const char *op_type)
@@ -910,6 +911,34 @@ static ntp_status fold_range(ntp_onnx_importer *x)
     return ntp__onnx_out_const(x, 0, y);
 }
 
+/* Trilu: the lower (upper=0: j <= i + k) or upper (j >= i + k) triangle
+ * of the last two dims, the rest zero (exporters' causal masks). */
+static ntp_status fold_trilu(ntp_onnx_importer *x)
+{
+    const tens *a, *kt = NULL;
+    ntp_status st;
+    if ((st = need(x, 0, &a)) || (ntp__onnx_has_in(x, 1) && (st = need(x, 1, &kt))))
+        return st;
+    if (a->shape.ndim < 2)
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "the input has rank %d, below 2",
+                             a->shape.ndim);
+    int64_t k = kt && kt->n > 0 ? ntp__onnx_get_i(kt, 0) : 0;
+    bool upper = ntp__onnx_attr_i(x, "upper", 1) != 0;
+    int64_t R = a->shape.dim[a->shape.ndim - 2], C = a->shape.dim[a->shape.ndim - 1];
+    tens *y = new_tensor(x, a->dtype, &a->shape, &st);
+    if (!y)
+        return st;
+    for (int64_t j = 0; j < y->n; j++) {
+        int64_t c = j % C, r = (j / C) % R;
+        bool keep = upper ? c - r >= k : c - r <= k;
+        if (y->i)
+            y->i[j] = keep ? a->i[j] : 0;
+        else
+            y->f[j] = keep ? a->f[j] : 0.0f;
+    }
+    return ntp__onnx_out_const(x, 0, y);
+}
+
 static ntp_status fold_constant_of_shape(ntp_onnx_importer *x)
 {
     const tens *s;
@@ -1198,6 +1227,8 @@ ntp_status ntp__onnx_fold(ntp_onnx_importer *x)
         return fold_where(x);
     if (!strcmp(op, "Clip"))
         return fold_clip(x);
+    if (!strcmp(op, "Trilu"))
+        return fold_trilu(x);
     if (!strncmp(op, "Reduce", 6))
         return fold_reduce(x, op);
     if (is_compare(op) || !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") ||

@@ -193,6 +193,10 @@ typedef struct ntp_onnx_importer {
     const Onnx__NodeProto *np;
     const char *node_name; /* its name, or a made-up one */
     int node_index;
+    /* A decoder with past key/values (onnx-kv.c): its layers, and the
+     * `past` param's value. */
+    int kv_layers;
+    int64_t kv_past;
 } ntp_onnx_importer;
 
 /* A mapper turns the current node (x->np) into IR nodes. */
@@ -321,5 +325,20 @@ static inline bool ntp__onnx_axis(int64_t axis, int r, int64_t *out)
     *out = axis;
     return true;
 }
+
+/* --- decoders with past key/values (onnx-kv.c) -------------------------------- */
+
+/* Before the values are built: recognise past_key_values inputs, rename
+ * input_ids/position_ids to tokens/positions (i32) and their sequence dim
+ * to seq_len, fix the past dim, drop the present outputs. */
+ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x);
+/* Before the inputs: the `past` param (from ntp_load_opts.set past=N). */
+ntp_status ntp__onnx_kv_params(ntp_onnx_importer *x);
+/* After mapping: each layer's attention over the cache as a kv_attention,
+ * the logits' fc as an lm_head. */
+ntp_status ntp__onnx_kv_rewrite(ntp_onnx_importer *x);
+/* After the outputs: an argmax of the logits (output next_token), the
+ * max_positions param. */
+ntp_status ntp__onnx_kv_outputs(ntp_onnx_importer *x);
 
 #endif

@@ -1371,19 +1371,27 @@ static ntp_status prune(ntp_onnx_importer *x)
     }
     for (int i = 0; i < g->n_outputs; i++)
         live_t[g->outputs[i]] = true;
-    /* Nodes were added in an order where producers come first. */
-    for (int i = nn - 1; i >= 0; i--) {
-        const ntp_node *n = &g->nodes[i];
-        for (int k = 0; k < n->n_out && !live_n[i]; k++)
-            live_n[i] = live_t[n->out[k]];
-        if (!live_n[i])
-            continue;
-        for (int k = 0; k < n->n_out; k++)
-            live_t[n->out[k]] = true;
-        for (int k = 0; k < n->n_in; k++)
-            live_t[n->in[k]] = true;
-        for (int k = 0; k < n->n_w; k++)
-            live_t[n->w[k]] = true;
+    /* Nodes were added in an order where producers come first, except the
+     * layers a rewrite added after mapping (onnx-kv.c): sweep until
+     * nothing changes (once more than the usual one pass). */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = nn - 1; i >= 0; i--) {
+            const ntp_node *n = &g->nodes[i];
+            if (live_n[i])
+                continue;
+            for (int k = 0; k < n->n_out && !live_n[i]; k++)
+                live_n[i] = live_t[n->out[k]];
+            if (!live_n[i])
+                continue;
+            changed = true;
+            for (int k = 0; k < n->n_out; k++)
+                live_t[n->out[k]] = true;
+            for (int k = 0; k < n->n_in; k++)
+                live_t[n->in[k]] = true;
+            for (int k = 0; k < n->n_w; k++)
+                live_t[n->w[k]] = true;
+        }
     }
     int t2 = 0, n2 = 0;
     for (int i = 0; i < nt; i++) {
@@ -1500,7 +1508,7 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
                           "supported",
                           x->src);
     ntp_status st;
-    if ((st = build_values(x)) || (st = check_supported(x)))
+    if ((st = ntp__onnx_kv_prepare(x)) || (st = build_values(x)) || (st = check_supported(x)))
         return st;
     int *order = malloc((x->gp->n_node + 1) * sizeof *order);
     if (!order)
@@ -1522,7 +1530,8 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
     /* The override was checked by the loader (load.c). */
     if (x->opts->set_precision)
         x->g->precision = x->opts->precision;
-    if ((st = make_inputs(x)) || (st = apply_binds(x, binds, n_binds))) {
+    if ((st = ntp__onnx_kv_params(x)) || (st = make_inputs(x)) ||
+        (st = apply_binds(x, binds, n_binds))) {
         free(order);
         return st;
     }
@@ -1553,7 +1562,8 @@ static ntp_status import(ntp_onnx_importer *x, const ntp_onnx_bind *binds, int n
             st = mp->map(x);
     }
     free(order);
-    if (st || (st = make_outputs(x)) || (st = prune(x)))
+    if (st || (st = ntp__onnx_kv_rewrite(x)) || (st = make_outputs(x)) ||
+        (st = ntp__onnx_kv_outputs(x)) || (st = prune(x)))
         return st;
     return ntp__graph_finalize(x->ctx, x->g, x->opts->max_memory);
 }

@@ -33,7 +33,7 @@ static ntp_status write_sweep_html(ntp_ctx *ctx, const void *arg, ntp_format fmt
     return ntp_report_write_generate_sweep_html(ctx, arg, f);
 }
 
-enum { OPT_VARY = 1000, OPT_HTML };
+enum { OPT_VARY = 1000, OPT_HTML, OPT_WEIGHT_DTYPE };
 
 int cmd_generate(int argc, char **argv);
 
@@ -73,11 +73,15 @@ int cmd_generate(int argc, char **argv)
         CLI_SET("static", 'A', "analyse only: per-phase FLOPs, bytes, roofline tokens/s",
                 &go.static_only),
         CLI_STR("save", 'S', "DIR", "write weights, prompt and logits as .npy into DIR", &save_dir),
-        CLI_OPT("vary", OPT_VARY, "NAME=V1,...",
-                "sweep: context, prompt, gen, batch, kv_dtype or a <param> (repeatable, full "
-                "factorial)"),
+        CLI_OPT(
+            "vary", OPT_VARY, "NAME=V1,...",
+            "sweep: context, prompt, gen, batch, kv_dtype, weight_dtype or a <param> (repeatable, full "
+            "factorial)"),
         CLI_STR("html", OPT_HTML, "FILE", "with --vary: also write an HTML report with charts",
                 &html),
+        CLI_OPT("weight-dtype", OPT_WEIGHT_DTYPE, "T",
+                "weights held as f32 (default), bf16 or i8 (weight-only, per-row scales; f32 "
+                "accumulation; --backend ref)"),
         CLI_OPT("format", 'f', "F", "table (default) or json"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
@@ -110,6 +114,14 @@ int cmd_generate(int argc, char **argv)
         case 'k':
             if (ntp_dtype_parse(optarg, &go.kv_dtype) != NTP_STATUS_OK) {
                 cli_error("--kv-dtype: expected f32, bf16, f16 or i8, got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case OPT_WEIGHT_DTYPE:
+            if (ntp_dtype_parse(optarg, &go.weight_dtype) != NTP_STATUS_OK ||
+                (go.weight_dtype != NTP_DTYPE_F32 && go.weight_dtype != NTP_DTYPE_BF16 &&
+                 go.weight_dtype != NTP_DTYPE_I8)) {
+                cli_error("--weight-dtype: expected f32, bf16 or i8, got '%s'", optarg);
                 goto out;
             }
             break;

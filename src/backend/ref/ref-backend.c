@@ -65,7 +65,22 @@ static size_t total_workspace(const ntp_kargs *k)
                 w = ntp__ref_size_add(
                     w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->in[i].shape), 1), 63) /
                            64 * 64);
+    /* Weights held as bf16 or int8 (ntp_exec_opts.weights_bf16,
+     * weights_i8) are widened too. */
+    for (int i = 0; i < k->n_w; i++)
+        if (k->w[i].dtype == NTP_DTYPE_BF16 || k->w[i].dtype == NTP_DTYPE_I8)
+            w = ntp__ref_size_add(
+                w, ntp__ref_size_add(ntp__ref_floats(ntp_shape_numel(&k->w[i].shape), 1), 63) / 64 *
+                       64);
     return w;
+}
+
+static bool widens_weights(const ntp_kargs *k)
+{
+    for (int i = 0; i < k->n_w; i++)
+        if (k->w[i].dtype == NTP_DTYPE_BF16 || k->w[i].dtype == NTP_DTYPE_I8)
+            return true;
+    return false;
 }
 
 static ntp_status ref_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
@@ -106,9 +121,31 @@ static ntp_status ref_execute(ntp_ctx *ctx, void *state, void *node_state, const
     ntp_kargs kk = *k;
     /* Only when some input needs widening: then the workspace is not NULL
      * (NULL + 0 is undefined behaviour). */
-    if (widens_inputs(k) && k->workspace) {
+    if ((widens_inputs(k) || widens_weights(k)) && k->workspace) {
         char *p = (char *)k->workspace + kernel_part(k);
-        for (int i = 0; i < k->n_in; i++) {
+        for (int i = 0; i < k->n_w; i++) {
+            if (k->w[i].dtype != NTP_DTYPE_BF16 && k->w[i].dtype != NTP_DTYPE_I8)
+                continue;
+            int64_t n = ntp_shape_numel(&k->w[i].shape);
+            float *dst = (float *)p;
+            if (k->w[i].dtype == NTP_DTYPE_BF16) {
+                const uint16_t *src = k->w[i].data;
+                for (int64_t j = 0; j < n; j++)
+                    dst[j] = ntp__bf16_to_f32(src[j]);
+            } else {
+                /* int8 values, then one f32 scale per row at the next
+                 * 4-byte boundary (exec.c's weight-only int8). */
+                const int8_t *q = k->w[i].data;
+                const float *sc = (const float *)((const char *)q + ((size_t)n + 3) / 4 * 4);
+                int64_t rows = k->w[i].shape.dim[0], per = n / (rows > 0 ? rows : 1);
+                for (int64_t j = 0; j < n; j++)
+                    dst[j] = (float)q[j] * sc[j / per];
+            }
+            kk.w[i].data = dst;
+            kk.w[i].dtype = NTP_DTYPE_F32;
+            p += ntp__ref_size_add(ntp__ref_floats(n, 1), 63) / 64 * 64;
+        }
+        for (int i = 0; i < k->n_in && widens_inputs(k); i++) {
             if (!needs_widening(&k->in[i]))
                 continue;
             int64_t n = ntp_shape_numel(&k->in[i].shape);

@@ -1,0 +1,77 @@
+"""Checks of a decoder ntprof exported to ONNX (tests/test_onnx_kv.sh).
+
+Usage: onnx_kv_check.py MODEL.onnx DIR [MODEL.onnx DIR ...]
+  For each: onnx.checker.check_model(full_check=True); the inputs and
+  outputs are the past-key-value layout (input_ids, position_ids,
+  past_key_values.{i}.key/.value in; logits, present.{i}.key/.value out);
+  then the model runs in numpy (onnx_np.py, float64): the prompt of
+  DIR/tokens.npy with empty past key/values, then one step per
+  DIR/logits_decode_<i>.npy with the presents fed back as the past and the
+  greedy token of ntprof's previous pass, and every pass's logits must
+  equal ntprof's (what `ntprof generate --save DIR` wrote) within 1e-4
+  relative (max |a-b| / max |b|). Exit 0, 1 on a difference, 77 without
+  onnx or numpy."""
+import glob
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+except ImportError as e:
+    print("skip: %s" % e)
+    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_np  # noqa: E402
+
+
+def check(path, d):
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    ins = [i.name for i in m.graph.input]
+    outs = [o.name for o in m.graph.output]
+    layers = sum(1 for n in ins if n.startswith("past_key_values.")) // 2
+    want_in = ["input_ids", "position_ids"] + ["past_key_values.%d.%s" % (l, kv)
+                                               for l in range(layers) for kv in ("key", "value")]
+    want_out = ["logits"] + ["present.%d.%s" % (l, kv) for l in range(layers)
+                             for kv in ("key", "value")]
+    if ins != want_in or outs != want_out or layers == 0:
+        print("%s: inputs %s, outputs %s" % (path, ins, outs))
+        return False
+    dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+            for i in m.graph.input}
+    tokens = np.load(d + "/tokens.npy").astype(np.int64)
+    B = tokens.shape[0]
+    past = {}
+    for l in range(layers):
+        for kv in ("key", "value"):
+            s = dims["past_key_values.%d.%s" % (l, kv)]
+            past["past_key_values.%d.%s" % (l, kv)] = np.zeros((B, s[1], 0, s[3]))
+    steps = len(glob.glob(d + "/logits_decode_*.npy"))
+    ids, start, ok, worst = tokens, 0, True, 0.0
+    for step in range(steps + 1):
+        S = ids.shape[1]
+        feeds = dict(past, input_ids=ids,
+                     position_ids=np.broadcast_to(np.arange(start, start + S), (B, S)).copy())
+        out = onnx_np.run(m, feeds)
+        name = "logits_prefill.npy" if step == 0 else "logits_decode_%d.npy" % (step - 1)
+        theirs = np.load(d + "/" + name).reshape(out["logits"].shape)
+        r = float(np.abs(out["logits"] - theirs).max() / np.abs(theirs).max())
+        worst = max(worst, r)
+        if r > 1e-4:
+            print("%s: %s differs by %.3g relative" % (path, name, r))
+            ok = False
+        for l in range(layers):
+            for kv in ("key", "value"):
+                past["past_key_values.%d.%s" % (l, kv)] = out["present.%d.%s" % (l, kv)]
+        start += S
+        ids = theirs[:, -1, :].argmax(-1).astype(np.int64)[:, None]
+    print("%s: checker passed, %d passes in numpy, worst relative difference %.3g"
+          % (path, steps + 1, worst))
+    return ok
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    results = [check(a[i], a[i + 1]) for i in range(0, len(a), 2)]
+    sys.exit(0 if all(results) else 1)

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Decoders with past key/values through ONNX (docs/onnx.md, "Decoders with
+# a key/value cache"), each against something ntprof did not compute:
+#  - import: a tiny decoder written in PyTorch (bench/decoder_onnx_kv.py,
+#    GPT-2 style and RoPE style), exported by torch.onnx with
+#    past_key_values inputs and present outputs; `ntprof generate` runs it
+#    with its own cache and PyTorch (its own cache, float64) must give the
+#    same logits for the prefill and every decode step, within 1e-4;
+#  - export: tiny-decoder and tiny-llama (grouped-query) exported by ntprof
+#    pass onnx.checker (full check), and run by a numpy interpreter of the
+#    ONNX operators (tests/support/onnx_np.py) through a prefill and decode
+#    steps with the presents fed back give generate's logits within 1e-4;
+#  - round trip: generate on the exported tiny-decoder gives the markup's
+#    logits;
+#  - refusals: a past-key-value model without position_ids, attention
+#    scaled otherwise than by 1/sqrt(head_dim).
+# Skipped (77) without torch or onnx in Debian's python3.
+# Usage: test_onnx_kv.sh <path-to-ntprof> <source-dir>
+. "$(dirname "$0")/support/cli-lib.sh" "$@"
+
+if ! $PY -c 'import torch, onnx, numpy' 2>/dev/null; then
+    echo "skip: $PY has no torch or onnx"
+    exit 77
+fi
+GEN=(generate -P 5 -G 4 -b 2 --no-db --backend ref)
+
+# Import: PyTorch's export, both styles, in one process (torch starts slowly).
+if $PY "$SRC/bench/decoder_onnx_kv.py" export "$T/gpt2.onnx" gpt2 "$T/rope.onnx" rope \
+    >"$T/export.log" 2>&1; then ok; else
+    bad "torch.onnx export failed"
+    cat "$T/export.log"
+fi
+for s in gpt2 rope; do
+    mkdir -p "$T/$s"
+    expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/$s.onnx" --save "$T/$s"
+done
+if $PY "$SRC/bench/decoder_onnx_kv.py" check "$T/gpt2.onnx" gpt2 "$T/gpt2" 4 \
+    "$T/rope.onnx" rope "$T/rope" 4 >"$T/check.log" 2>&1; then ok; else
+    bad "ntprof's logits on torch.onnx's decoders differ from PyTorch's"
+fi
+cat "$T/check.log"
+
+# Export: the checker and the numpy interpreter against generate's logits.
+for m in "models/tiny-decoder.xml td" "tests/data/tiny-llama.xml tl"; do
+    set -- $m
+    mkdir -p "$T/$2"
+    expect_exit 0 "$NTPROF" export "$SRC/$1" -o "$T/$2.onnx"
+    expect_exit 0 "$NTPROF" "${GEN[@]}" "$SRC/$1" --save "$T/$2"
+done
+if $PY "$SRC/tests/support/onnx_kv_check.py" "$T/td.onnx" "$T/td" "$T/tl.onnx" "$T/tl" \
+    >"$T/np.log" 2>&1; then ok; else
+    bad "the exported decoders fail the checker or differ from generate"
+fi
+cat "$T/np.log"
+
+# Round trip: the exported models, imported, give the markup's logits
+# (tiny-decoder bit for bit; tiny-llama's RMSNorm and RoPE come back as
+# their formulas, within 1e-5), with the markup's parameters: tiny-
+# decoder's tied head is one tensor again (29,568); tiny-llama's 21,664
+# gain its RoPE tables, which load as embeddings of the positions (cos and
+# sin for q and k in 2 layers: 8 x 64 positions x head_dim 8 = 4,096); its
+# weight bytes count the 5 RMSNorms' epsilons too (buffers, 20 bytes).
+for m in "td 29568 118272" "tl 25760 103060"; do
+    set -- $m
+    mkdir -p "$T/rt_$1"
+    expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/$1.onnx" --save "$T/rt_$1" -f json
+    if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["params"] != int(sys.argv[2]) or d["weight_bytes"] != int(sys.argv[3]))' "$T/out" "$2" "$3"; then ok; else
+        bad "$1: the round trip's params or weight bytes are not $2 and $3"
+    fi
+    if $PY - "$T/$1" "$T/rt_$1" <<'PYEOF'; then ok; else bad "$1: round trip logits differ"; fi
+import glob, os, sys
+import numpy as np
+a, b = sys.argv[1], sys.argv[2]
+names = sorted(os.path.basename(p) for p in glob.glob(a + "/logits_*.npy"))
+assert len(names) == 5, names
+for n in names:
+    x, y = np.load(a + "/" + n), np.load(b + "/" + n)
+    r = float(np.abs(x - y).max() / np.abs(x).max())
+    assert r <= (1e-5 if "tl" in a else 0), (n, r)
+assert (np.load(a + "/tokens.npy") == np.load(b + "/tokens.npy")).all()
+PYEOF
+done
+# Refusals, from the torch.onnx model edited: position_ids renamed, and the
+# scores divided by 2 instead of sqrt(8).
+if $PY - "$T/gpt2.onnx" "$T/nopos.onnx" "$T/scale.onnx" <<'PYEOF'; then ok; else bad "editing the model failed"; fi
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+src, nopos, scale = sys.argv[1:]
+m = onnx.load(src)
+for i in m.graph.input:
+    if i.name == "position_ids":
+        i.name = "pos"
+for n in m.graph.node:
+    for k, v in enumerate(n.input):
+        if v == "position_ids":
+            n.input[k] = "pos"
+onnx.save(m, nopos)
+m = onnx.load(src)
+consts = {n.output[0]: n for n in m.graph.node if n.op_type == "Constant"}
+edited = 0
+for n in m.graph.node:
+    c = consts.get(n.input[1]) if n.op_type == "Div" and len(n.input) > 1 else None
+    if c is not None:
+        v = numpy_helper.to_array(c.attribute[0].t)
+        if v.size == 1 and v.dtype.kind == "f" and abs(float(v) - 8 ** 0.5) < 1e-4:
+            c.attribute[0].t.CopyFrom(numpy_helper.from_array(np.array(2.0, v.dtype)))
+            edited += 1
+assert edited == 2, edited
+onnx.save(m, scale)
+PYEOF
+expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/nopos.onnx"
+expect_err "needs the inputs 'input_ids' and 'position_ids'"
+expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/scale.onnx"
+expect_err "past_key_values.0 is not in a form ntprof recognises: the scores are scaled by something other than 1/sqrt(head_dim)"
+finish test_onnx_kv
