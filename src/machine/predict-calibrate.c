@@ -305,7 +305,14 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         ro.iterations = o->quick ? 3 : 5;
         ro.min_time_s = o->quick ? 0.0 : 0.02;
         ro.accuracy = false;
+        /* In network conditions a fixed count of cold samples: --min-time
+         * counts the timed passes only, and a microsecond layer would
+         * need thousands of them, each after a flush. */
         ro.flush_bytes = flush_bytes;
+        if (flush_bytes > 0) {
+            ro.iterations = o->quick ? 3 : 10;
+            ro.min_time_s = 0;
+        }
         st = ntp_run(ctx, g, &ro, &r);
     }
     *seconds = 0;

@@ -615,8 +615,9 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
                 pred = ntp__predict_copy_ms(c, l->bytes);
             }
             if (!isfinite(pred)) {
-                snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s of unknown size",
-                         l->kind);
+                snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
+                         p->roofline_only ? "(no copies in a roofline-only estimate)"
+                                          : "of unknown size");
                 s->unpredicted_ms += l->time_ms.median;
                 continue;
             }
