@@ -523,9 +523,11 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
                     tf[k++] = t[i];
                 }
         }
-        /* Three terms need at least three samples. */
+        /* Three terms need at least three samples. The quick design's
+         * copies are all of one size: a fit on them extrapolates wildly
+         * (seconds for a megabyte), so copies stay at the bandwidth. */
         ntp_family_model *fm = &out->family[f];
-        if (!st && k >= NTP_PREDICT_TERMS &&
+        if (!st && k >= NTP_PREDICT_TERMS && !(opts->quick && f == NTP_PREDICT_FAMILY_COPY) &&
             ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
             fm->calibrated = true;
             fm->samples = k;
