@@ -14,6 +14,9 @@
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
+#        [--cache network|warm]
+#   --cache    how the calibration times each configuration (default
+#              network: caches written over before each pass, docs/predict.md)
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
@@ -27,6 +30,7 @@ calibrate=1
 models=
 keep=
 fast=0
+cache=network
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) backends=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --fast) fast=1; shift ;;
+    --cache) cache=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -77,6 +82,25 @@ sizes="512 1024 1536"
 [ "$fast" = 0 ] || sizes=512
 IFS=, read -r -a bes <<<"$backends"
 echo "load average at the start: $(cat /proc/loadavg)"
+# Calibrate first, ref before the others: the layers a backend hands to
+# ref (xnnpack's recurrent layers, oneDNN's unsupported ops) are predicted
+# with ref's calibration, so ref is calibrated even when --backends leaves
+# it out of the table.
+if [ "$calibrate" = 1 ]; then
+    cal_bes=(ref)
+    for be in "${bes[@]}"; do [ "$be" = ref ] || cal_bes+=("$be"); done
+    for be in "${cal_bes[@]}"; do
+        q=()
+        [ "$fast" = 0 ] || q=(--quick)
+        if ! nice "$ntprof" machine --calibrate --backend "$be" "${q[@]}" --cache "$cache" \
+            --db "$db" -o "$work/cal-$be.txt" 2>"$work/err"; then
+            printf '%-8s calibration failed: %s\n' "$be" "$(grep -v '^ntprof: warning' "$work/err" | head -1)"
+            touch "$work/calfail-$be"
+            continue
+        fi
+        grep -m1 '^timed with' "$work/cal-$be.txt" | sed "s/^/$be: /" || true
+    done
+fi
 printf '%-8s %-22s %10s %10s %8s %9s %9s %9s %12s\n' backend model "meas ms" "pred ms" e2e-err \
     "covered" "+-10%" "+-25%" "major +-25%"
 for be in "${bes[@]}"; do
@@ -84,15 +108,7 @@ for be in "${bes[@]}"; do
     run_args=(--warmup 2 --iterations 10 --min-time 0.5)
     [ "$be" != ref ] || run_args=(--warmup 1 --iterations 3 --min-time 0)
     [ "$fast" = 0 ] || run_args=(--warmup 1 --iterations 2 --min-time 0)
-    if [ "$calibrate" = 1 ]; then
-        q=()
-        [ "$fast" = 0 ] || q=(--quick)
-        if ! nice "$ntprof" machine --calibrate --backend "$be" "${q[@]}" --db "$db" \
-            -o "$work/cal-$be.txt" 2>"$work/err"; then
-            printf '%-8s calibration failed: %s\n' "$be" "$(grep -v '^ntprof: warning' "$work/err" | head -1)"
-            continue
-        fi
-    fi
+    if [ -e "$work/calfail-$be" ]; then continue; fi
     cases=()
     for f in "$models"/*.onnx; do cases+=("$(basename "$f" .onnx)|$f|"); done
     for h in $sizes; do

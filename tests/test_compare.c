@@ -655,11 +655,13 @@ static void test_fused_groups(void **state)
     t = capture(ctx, c, NTP_FORMAT_CSV);
     assert_non_null(strstr(t, ",speedup_lo,speedup_hi,verdict,base_share,other_share,members,"
                               "base_rows,other_rows,changes,other_type,base_backend,"
-                              "other_backend,base_impl,other_impl\n"));
+                              "other_backend,base_impl,other_impl,base_predicted_ms,"
+                              "base_prediction_error,other_predicted_ms,"
+                              "other_prediction_error\n"));
     assert_non_null(strstr(t, "\nA,B,layer,conv1,conv1,conv,fused,6,5.65,6.35,3,2.9,3.1,-3,2,"));
     assert_non_null(strstr(t, ",conv1;bn1;relu1,3,1,impl,conv,onednn,onednn,brg:avx512_core,"
-                              "gemm:jit\n"));
-    assert_non_null(strstr(t, ",,1,1,backend;impl,fc,onednn,ref,jit:avx512_core,ref\n"));
+                              "gemm:jit,,,,\n"));
+    assert_non_null(strstr(t, ",,1,1,backend;impl,fc,onednn,ref,jit:avx512_core,ref,,,,\n"));
     free(t);
 
     t = html_text(ctx, c);

@@ -174,6 +174,8 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_false(cal.family[NTP_PREDICT_FAMILY_CONV].calibrated);
     assert_string_equal(cal.backend, "ref");
     assert_string_equal(cal.precision, "f32");
+    /* The default: timed in network conditions, and recorded so. */
+    assert_string_equal(cal.cache, "network");
     assert_true(cal.peak_gflops == 50);
 
     ntp_graph *g = NULL;
@@ -228,6 +230,7 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_string_equal(back.machine_key, cal.machine_key);
     assert_string_equal(back.backend_version, cal.backend_version);
     assert_string_equal(back.calibrated_at, cal.calibrated_at);
+    assert_string_equal(back.cache, "network");
     assert_int_equal(back.n_levels, cal.n_levels);
     assert_true(back.levels[0].capacity_bytes == 2 * (256 << 10));
     for (int k = 0; k < NTP_PREDICT_TERMS; k++)
@@ -439,6 +442,150 @@ static void test_apply_by_hand(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* A layer handed to another backend is predicted with that backend's
+ * coefficients, or not at all: head asks for ref (backend=), the
+ * calibration is another backend's. fc under the main calibration: 1 us
+ * + 2 x compute + 0.5 x memory; under ref's: 3 us + 4 x compute. head:
+ * [10,16] x [16,16] + bias: 2*10*16*16 + 10*16 = 5280 FLOPs; traffic
+ * (256 + 16) * 4 + 640 + 640 = 2368 bytes: DRAM (L1 holds 1000). */
+static const char placed_xml[] = "<topology name=\"pl\" precision=\"f32\">"
+                                 "<input name=\"x\" shape=\"10,16\" dtype=\"f32\"/>"
+                                 "<fc name=\"head\" units=\"16\" backend=\"ref\"/>"
+                                 "<fc name=\"tail\" units=\"16\"/>"
+                                 "<transpose name=\"tr\"/>"
+                                 "</topology>";
+
+static void test_predict_placed(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
+                     0);
+    ntp_calibration cal, ref;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "mainbe");
+    hand_calibration(&ref);
+    ref.family[NTP_PREDICT_FAMILY_FC].coef[NTP_PREDICT_TERM_OVERHEAD] = 3e-6;
+    ref.family[NTP_PREDICT_FAMILY_FC].coef[NTP_PREDICT_TERM_COMPUTE] = 4;
+    ref.family[NTP_PREDICT_FAMILY_FC].coef[NTP_PREDICT_TERM_MEMORY] = 0;
+    double main_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double ref_fc = 3e-3 + 1e3 * 4 * 5280 / 10e9;
+
+    /* Without ref's calibration: head is n/a and says why, never priced
+     * with the main backend's fc. */
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_string_equal(p->layers[0].backend, "ref");
+    assert_true(isnan(p->layers[0].predicted_ms));
+    assert_string_equal(p->layers[0].note, "n/a: not calibrated for ref");
+    assert_string_equal(p->layers[1].backend, "mainbe");
+    assert_close(p->layers[1].predicted_ms, main_fc, 1e-12);
+    /* tr: copy has no fit in the calibration: a copy at the measured
+     * bandwidth, 640 bytes in and 640 out, beyond L1's 1000: DRAM's 10
+     * GB/s. */
+    assert_int_equal(p->layers[2].family, NTP_PREDICT_FAMILY_COPY);
+    assert_string_equal(p->layers[2].level, "DRAM");
+    assert_close(p->layers[2].predicted_ms, 1e3 * 1280 / 10e9, 1e-12);
+    assert_close(p->total_ms, main_fc + 1e3 * 1280 / 10e9, 1e-12);
+    assert_non_null(strstr(p->uncalibrated, "handed to ref"));
+    ntp_prediction_free(p);
+
+    /* With it: head under ref's coefficients. */
+    assert_int_equal(ntp_predict_placed(ctx, g, &cal, &ref, 1, &p), 0);
+    assert_close(p->layers[0].predicted_ms, ref_fc, 1e-12);
+    assert_string_equal(p->layers[0].note, "");
+    assert_close(p->layers[1].predicted_ms, main_fc, 1e-12);
+
+    /* Beside a run that placed tail on blas (no calibration) and added a
+     * reorder of 4000 bytes (DRAM, 10 GB/s: 4e-4 ms as a copy): tail's
+     * time is apart, head keeps ref's, the reorder is priced. */
+    static const char *const names[] = {"head", "tail", "tail_reorder", "tr"};
+    static const char *const kinds[] = {"layer", "layer", "reorder", "layer"};
+    static const char *const bes[] = {"ref", "blas", "blas", "mainbe"};
+    static const double ms[] = {0.010, 0.020, 0.001, 0.002};
+    ntp_layer_result rows[4];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 4; i++) {
+        rows[i].name = names[i];
+        rows[i].kind = kinds[i];
+        rows[i].backend = bes[i];
+        rows[i].time_ms.median = ms[i];
+    }
+    rows[2].bytes = 4000;
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = rows;
+    r.n_layers = 4;
+    r.end_to_end_ms.median = 0.04;
+    ntp_prediction_apply(p, &r, false);
+    assert_true(rows[0].predicted);
+    assert_close(rows[0].predicted_ms, ref_fc, 1e-12);
+    assert_false(rows[1].predicted);
+    assert_string_equal(rows[1].prediction_note, "n/a: not calibrated for blas");
+    assert_true(rows[2].predicted);
+    assert_close(rows[2].predicted_ms, 1e3 * 4000 / 10e9, 1e-12);
+    const ntp_run_prediction *s = &r.prediction;
+    assert_close(s->unpredicted_ms, 0.020, 1e-12);
+    double want = ref_fc + 1e3 * 4000 / 10e9 + 1e3 * 1280 / 10e9;
+    assert_close(s->predicted_ms, want, 1e-12);
+    assert_non_null(strstr(s->uncalibrated, "not calibrated for blas"));
+    assert_int_equal(s->n_compared, 3);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* Calibrated in network conditions, a layer's weights come from DRAM and
+ * its activations from the level they fit in. small (mlp_xml): weights
+ * (128 + 16) * 4 = 576 bytes at DRAM's 10 GB/s, input 128 + output 256 =
+ * 384 bytes at L1's 100 GB/s. A deconv is priced as a conv. */
+static const char deconv_xml[] = "<topology name=\"d\" precision=\"f32\">"
+                                 "<input name=\"x\" shape=\"1,4,8,8\" dtype=\"f32\"/>"
+                                 "<deconv name=\"up\" filters=\"2\" kernel=\"2\" stride=\"2\"/>"
+                                 "</topology>";
+
+static void test_predict_network_cache(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    const ntp_layer_prediction *l = &p->layers[0];
+    assert_string_equal(l->level, "L1");
+    assert_close(l->memory_ms, 1e3 * 0.5 * (576 / 10e9 + 384 / 100e9), 1e-12);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 1088 / 10e9) + l->memory_ms, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* deconv 4 -> 2 channels, kernel 2, stride 2, 8x8 -> 16x16: the
+     * analysis's FLOPs and bytes under conv's coefficients. */
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, deconv_xml, strlen(deconv_xml), "d", NULL, &g),
+                     0);
+    hand_calibration(&cal);
+    cal.family[NTP_PREDICT_FAMILY_CONV] = cal.family[NTP_PREDICT_FAMILY_FC];
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_int_equal(l->family, NTP_PREDICT_FAMILY_CONV);
+    ntp_analysis *a = NULL;
+    assert_int_equal(ntp_graph_analyze(ctx, g, &a), 0);
+    assert_true(a->layers[0].flops > 0);
+    assert_int_equal(l->flops, a->layers[0].flops);
+    assert_close(l->predicted_ms,
+                 1e-3 + 1e3 * (2 * (double)a->layers[0].flops / 10e9 +
+                               0.5 * (double)a->layers[0].traffic_bytes / 10e9),
+                 1e-12);
+    ntp_analysis_free(a);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +597,8 @@ int main(void)
         cmocka_unit_test(test_predict_rnn_terms),
         cmocka_unit_test(test_predict_precision_mismatch),
         cmocka_unit_test(test_apply_by_hand),
+        cmocka_unit_test(test_predict_placed),
+        cmocka_unit_test(test_predict_network_cache),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

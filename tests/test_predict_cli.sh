@@ -15,10 +15,15 @@ FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)
 # machine), and the calibration only divides by them.
 printf '{"peak_gflops":{"f32":50},"bandwidth_gbps":{"L2":100,"DRAM":20},
   "capacity_bytes":{"L2":1048576}}' >"$T/ceil.json"
+# --cache warm: network conditions write over twice the last-level cache
+# before every pass (test_predict times them with a 1 MB cache).
 expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref --threads 1 \
-    --ceilings "$T/ceil.json" --db "$DB"
+    --ceilings "$T/ceil.json" --db "$DB" --cache warm
 grep -q '^fc  *3 ' "$T/out" && ok || bad "calibration table: $(cat "$T/out")"
 grep -q '^conv  *- *not calibrated' "$T/out" && ok || bad "conv should be uncalibrated"
+grep -q '^timed with warm caches' "$T/out" && ok || bad "calibration: no cache mode: $(cat "$T/out")"
+expect_exit 2 "$NTPROF" machine --calibrate --cache hot --db "$DB"
+grep -q "cache expects network or warm, got 'hot'" "$T/err" && ok || bad "--cache: $(cat "$T/err")"
 
 expect_exit 0 "$NTPROF" predict --list --db "$DB"
 grep -q ' ref  *f32 ' "$T/out" && ok || bad "list: $(cat "$T/out")"
@@ -32,7 +37,11 @@ assert p["kind"] == "prediction" and not p["roofline_only"]
 fc = [l for l in p["layers"] if l["family"] == "fc"]
 assert fc and all(l["predicted_ms"] > 0 for l in fc), fc
 assert p["predicted_ms"] > 0 and math.isfinite(p["predicted_ms"])
-assert abs(sum(l["predicted_ms"] for l in fc) - p["predicted_ms"]) < 1e-9 * p["predicted_ms"]
+# memcpy, split and concat: copies at the measured bandwidth, uncalibrated.
+cp = [l for l in p["layers"] if l["family"] == "copy"]
+assert len(cp) == 3 and all(l["predicted_ms"] > 0 and l["overhead_ms"] == 0 for l in cp), cp
+total = sum(l["predicted_ms"] for l in fc + cp)
+assert abs(total - p["predicted_ms"]) < 1e-9 * p["predicted_ms"]
 PYEOF
 
 # Beside a run: the pred column and the summary; without the history the
@@ -83,6 +92,28 @@ want = {l["name"]: l["predicted_ms"] for l in a["layers"] if "predicted_ms" in l
 got = {l["name"]: l["base_predicted_ms"] for l in c["pairs"][0]["layers"]}
 assert want and all(got[k] == v for k, v in want.items()), (want, got)
 assert all(v is None for k, v in got.items() if k not in want), got
+PYEOF
+
+# compare's CSV carries the prediction columns the table and the HTML show.
+expect_exit 0 "$NTPROF" compare "$T/a.json" "$T/b.json" -f csv -o "$T/c.csv"
+$PY - "$T/a.json" "$T/b.json" "$T/c.csv" <<'PYEOF' && ok || bad "compare CSV"
+import csv, json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+rows = list(csv.DictReader(open(sys.argv[3])))
+e2e = [r for r in rows if r["kind"] == "end_to_end"][0]
+assert abs(float(e2e["base_predicted_ms"]) / a["prediction"]["predicted_ms"] - 1) < 1e-9, e2e
+assert abs(float(e2e["other_prediction_error"]) - b["prediction"]["error"]) < 1e-9, e2e
+pa = {l["name"]: l for l in a["layers"] if "predicted_ms" in l}
+for r in rows:
+    if r["kind"] != "layer":
+        continue
+    if r["name"] in pa:
+        l = pa[r["name"]]
+        assert abs(float(r["base_predicted_ms"]) - l["predicted_ms"]) <= 1e-9 * l["predicted_ms"], r
+        assert abs(float(r["base_prediction_error"]) - l["prediction_error"]) < 1e-9, r
+    else:
+        assert r["base_predicted_ms"] == "" and r["base_prediction_error"] == "", r
+assert pa
 PYEOF
 
 # Errors.

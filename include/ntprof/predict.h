@@ -46,7 +46,8 @@ extern "C" {
     F(ELTWISE,   "eltwise")    /* unary, binary, data movement */          \
     F(NORM,      "norm")       /* batchnorm, layernorm, softmax */          \
     F(RNN,       "rnn")        /* lstm, gru, rnn cells over a sequence */   \
-    F(ATTENTION, "attention")
+    F(ATTENTION, "attention")                                                \
+    F(COPY,      "copy")       /* concat, split, transpose, pad, slice */
 // clang-format on
 
 typedef enum ntp_predict_family {
@@ -57,7 +58,8 @@ typedef enum ntp_predict_family {
     /* Layers with no work of their own (reshape, flatten, dropout,
      * constant): predicted 0. */
     NTP_PREDICT_FAMILY_FREE = NTP_PREDICT_FAMILY_COUNT,
-    /* Layers no family covers (inlays, deconv): listed, not predicted. */
+    /* Layers no family covers (the mfcc and ctc_decode inlays): listed,
+     * not predicted. */
     NTP_PREDICT_FAMILY_NONE
 } ntp_predict_family;
 
@@ -105,6 +107,11 @@ typedef struct ntp_calibration {
         double gbps;
     } levels[NTP_PREDICT_MAX_LEVELS];
     ntp_family_model family[NTP_PREDICT_FAMILY_COUNT];
+    /* How each configuration was timed (ntp_calibrate_opts.cache): "warm"
+     * (alone, again and again: its data stays in cache) or "network" (its
+     * weights evicted and its input just written, as in a network); ""
+     * in a calibration made before the mode was recorded: warm. */
+    char cache[16];
 } ntp_calibration;
 
 typedef struct ntp_calibrate_opts {
@@ -121,7 +128,27 @@ typedef struct ntp_calibrate_opts {
      * default: NTP_CALIBRATE_REF_MAX_FLOPS on the slow reference backend,
      * no limit elsewhere; negative: no limit). */
     int64_t max_flops;
+    /* How each configuration is timed (docs/predict.md#calibration-in-
+     * network-conditions): NTP_CALIBRATE_NETWORK (the default) or
+     * NTP_CALIBRATE_WARM. */
+    int cache;
 } ntp_calibrate_opts;
+
+enum {
+    /* Before each timed pass the run writes over a buffer twice the
+     * last-level cache, at most NTP_CALIBRATE_MAX_FLUSH_BYTES
+     * (ntp_run_opts.flush_bytes: the layer's weights are evicted, as a
+     * network's other layers evict them), then a copy layer writes the
+     * configuration's input (found where a previous layer left it). */
+    NTP_CALIBRATE_NETWORK,
+    /* The configuration alone, again and again (its data stays in cache). */
+    NTP_CALIBRATE_WARM
+};
+
+/* The most a network-conditions calibration writes over before each
+ * pass: twice a 32 MiB last-level cache (a Zen 4/5 CCD's; a hypervisor may
+ * report a cache no CPU has). */
+#define NTP_CALIBRATE_MAX_FLUSH_BYTES (INT64_C(64) << 20)
 
 /* The reference backend's design keeps configurations up to 100 MFLOP:
  * its naive loops are linear in the work, and the full design would take
@@ -164,7 +191,19 @@ typedef struct ntp_layer_prediction {
     const char *level;                         /* the memory level its traffic fits in */
     double predicted_ms;                       /* NAN when its family is not calibrated */
     double compute_ms, memory_ms, overhead_ms; /* the three terms */
+    /* The backend that runs it: the calibration's, or the one the engine
+     * hands it to (ref, where the calibration's backend cannot run it; a
+     * layer's backend= attribute). Its time is under that backend's
+     * calibration (ntp_predict_placed), never the requested one's. */
+    const char *backend;
+    /* Why it is not predicted ("n/a: not calibrated for ref", "n/a: mfcc
+     * has no family (an inlay)"); "" when it is. */
+    char note[64];
 } ntp_layer_prediction;
+
+/* The calibrations a prediction holds: the requested backend's and those
+ * of the backends layers are handed to. */
+#define NTP_PREDICT_MAX_CALS 4
 
 typedef struct ntp_prediction {
     const char *topology;
@@ -178,11 +217,26 @@ typedef struct ntp_prediction {
      * ("" for none), and how many layers they cover. */
     char uncalibrated[256];
     int n_unpredicted;
+    /* cals[0] is cal; the others are those given to ntp_predict_placed.
+     * cal_ms[k * n_layers + i]: layer i's time under cals[k] (NAN where
+     * that calibration does not predict it), for a run that places a
+     * layer elsewhere than the prediction did. */
+    int n_cals;
+    ntp_calibration *cals;
+    double *cal_ms;
 } ntp_prediction;
 
 /* Predict every layer of g from cal, without running it. */
 NTP_API ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
                                ntp_prediction **out);
+/* The same, with the calibrations (same machine and precision) of other
+ * backends: a layer the engine hands to one of them (ref, where cal's
+ * backend cannot run it) is predicted with its coefficients; one handed to
+ * a backend without a calibration is not predicted and says so. At most
+ * NTP_PREDICT_MAX_CALS - 1 others; one of cal's backend is ignored. */
+NTP_API ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                                      const ntp_calibration *others, int n_others,
+                                      ntp_prediction **out);
 NTP_API void ntp_prediction_free(ntp_prediction *p);
 
 /* Prediction beside measurement: per matched layer, error =

@@ -84,6 +84,12 @@ typedef struct ntp_run_opts {
      * refuses a key it does not know; NULL: none. The torch backend's
      * memory_format=contiguous|channels_last (docs/frameworks.md). */
     const char *backend_options;
+    /* Before each measured pass (end to end and per layer), write over a
+     * buffer of this many bytes, outside the timed region: the caches
+     * then hold none of the topology's data, as between two passes of a
+     * larger network (the calibration's network conditions,
+     * docs/predict.md). 0: none. */
+    int64_t flush_bytes;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -146,6 +152,11 @@ typedef struct ntp_layer_result {
      * the latency a calibration predicted for this row, when `predicted`. */
     bool predicted;
     double predicted_ms;
+    /* Why a row is not predicted, "" when it is or there is no
+     * prediction: "n/a: not calibrated for ref" (the layer ran on a
+     * backend without a calibration), "n/a: mfcc has no family (an
+     * inlay)". */
+    char prediction_note[64];
 } ntp_layer_result;
 
 typedef struct ntp_marker_result {

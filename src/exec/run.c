@@ -212,6 +212,17 @@ bool ntp__rows_build(const ntp_exec *x, ntp_rows *w)
     return true;
 }
 
+/* Write every byte of buf (ntp_run_opts.flush_bytes): each write
+ * allocates its cache line and evicts another. The barrier keeps the
+ * compiler from dropping stores to a buffer nothing reads. */
+static void flush_caches(unsigned char *buf, int64_t bytes, int pass)
+{
+    if (!buf)
+        return;
+    memset(buf, pass & 0xff, (size_t)bytes);
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
 /* Interleaved measurement: an end-to-end iteration (nothing timed inside
  * it), then a per-layer iteration (a clock read around every row), and so
  * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
@@ -228,10 +239,17 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         progress(o, "warm-up", i + 1, o->warmup);
     }
     int cap = o->iterations > 16 ? o->iterations : 16, n = 0;
+    unsigned char *flush = NULL;
     double *e2e = malloc((size_t)cap * sizeof *e2e);
     double *lt = malloc((size_t)cap * (size_t)nl * sizeof *lt + 1);
     ntp_trace_iter *tr = o->keep_trace ? calloc((size_t)cap, sizeof *tr) : NULL;
     if (!e2e || !lt || (o->keep_trace && !tr)) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    /* ntp_run_opts.flush_bytes: written before each measured pass. */
+    flush = o->flush_bytes > 0 ? malloc((size_t)o->flush_bytes) : NULL;
+    if (o->flush_bytes > 0 && !flush) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
@@ -267,6 +285,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
                 goto fail;
             }
         }
+        flush_caches(flush, o->flush_bytes, n);
         double t0 = ntp__now_us();
         st = ntp__exec_steps(ctx, x, x->first_step, x->last_step);
         double t1 = ntp__now_us();
@@ -285,6 +304,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             }
         }
         double *row = &lt[(size_t)n * (size_t)nl];
+        flush_caches(flush, o->flush_bytes, n);
         t0 = ntp__now_us();
         const double layers_t0 = t0;
         for (int k = 0; k < nl; k++) {
@@ -318,6 +338,8 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             need = ceil(n * o->min_time_s / spent);
         progress(o, "measure", n, need > max_iters ? max_iters : need < n ? n : (int)need);
     }
+    free(flush);
+    flush = NULL;
     ntp__contention_end(&probe, &r->env.contention);
     getrusage(RUSAGE_SELF, &ru1);
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
@@ -329,6 +351,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     *iters_out = n;
     return NTP_STATUS_OK;
 fail:
+    free(flush);
     if (tr)
         for (int i = 0; i < n; i++) {
             free(tr[i].start_us);

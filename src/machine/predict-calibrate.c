@@ -9,6 +9,7 @@
  * 200-step sequence, depthwise, pooling, element-wise, normalisation,
  * LSTM and GRU cells over a sequence, and attention. The --quick design
  * keeps a few small configurations per family, for tests. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,10 +157,15 @@ static bool build_design(design *d)
                   IN4 "<input name=\"y\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
                       "<add name=\"L\" inputs=\"x,y\"/>",
                   c, hw, hw, c, hw, hw);
-        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false,
+        /* Data movement: concat, transpose (a channel shuffle's), split. */
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, q,
                   IN4 "<input name=\"y\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
                       "<concat name=\"L\" inputs=\"x,y\" axis=\"1\"/>",
                   c, hw, hw, c, hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, q, IN4 "<transpose name=\"L\" perm=\"0,2,3,1\"/>", c,
+                  hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, q, IN4 "<split name=\"L\" axis=\"1\" parts=\"2\"/>",
+                  c, hw, hw);
         ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 "<sigmoid name=\"L\"/>", c, hw, hw);
     }
     /* Normalisation. */
@@ -229,14 +235,46 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
     free(env);
 }
 
-/* Time one configuration: the median of layer L and its terms. */
-static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
-                              const ntp_calibration *cal, int64_t max_flops, double *seconds,
-                              ntp__pfeat *f, char *ran_on, size_t ran_len)
+/* The configuration's markup as a network would run it
+ * (NTP_CALIBRATE_NETWORK, network true): each input renamed ntp_NAME and
+ * copied by a relu named NAME, so that L finds its input where a previous
+ * layer just wrote it (the run writes over the caches before each pass,
+ * ntp_run_opts.flush_bytes: L's weights come from memory). Otherwise the
+ * configuration alone. false when the markup does not fit len. */
+static bool config_markup(const config *c, bool network, char *xml, size_t len)
 {
-    char xml[1024];
-    snprintf(xml, sizeof xml, "<topology name=\"calibrate\" precision=\"f32\">%s</topology>",
-             c->xml);
+    size_t u = (size_t)snprintf(xml, len, "<topology name=\"calibrate\" precision=\"f32\">");
+    if (!network) {
+        u += (size_t)snprintf(xml + u, u < len ? len - u : 0, "%s</topology>", c->xml);
+        return u < len;
+    }
+    const char *s = c->xml;
+    for (const char *in; (in = strstr(s, "<input name=\"")) != NULL;) {
+        const char *name = in + strlen("<input name=\""), *q = strchr(name, '"');
+        const char *end = q ? strstr(q, "/>") : NULL;
+        if (!end)
+            return false;
+        int nl = (int)(q - name);
+        u +=
+            (size_t)snprintf(xml + u, u < len ? len - u : 0,
+                             "%.*s<input name=\"ntp_%.*s%.*s<relu name=\"%.*s\" "
+                             "inputs=\"ntp_%.*s\"/>",
+                             (int)(in - s), s, nl, name, (int)(end + 2 - q), q, nl, name, nl, name);
+        s = end + 2;
+    }
+    u += (size_t)snprintf(xml + u, u < len ? len - u : 0, "%s</topology>", s);
+    return u < len;
+}
+
+/* Time one configuration: the median of layer L and its terms; with
+ * flush_bytes, in network conditions. */
+static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
+                              const ntp_calibration *cal, int64_t max_flops, int64_t flush_bytes,
+                              double *seconds, ntp__pfeat *f, char *ran_on, size_t ran_len)
+{
+    char xml[2048];
+    if (!config_markup(c, flush_bytes > 0, xml, sizeof xml))
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: markup too long: %s", c->xml);
     ntp_load_opts lo = {0};
     lo.set_precision = true;
     lo.precision = o->precision;
@@ -267,6 +305,14 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         ro.iterations = o->quick ? 3 : 5;
         ro.min_time_s = o->quick ? 0.0 : 0.02;
         ro.accuracy = false;
+        /* In network conditions a fixed count of cold samples: --min-time
+         * counts the timed passes only, and a microsecond layer would
+         * need thousands of them, each after a flush. */
+        ro.flush_bytes = flush_bytes;
+        if (flush_bytes > 0) {
+            ro.iterations = o->quick ? 3 : 10;
+            ro.min_time_s = 0;
+        }
         st = ntp_run(ctx, g, &ro, &r);
     }
     *seconds = 0;
@@ -281,6 +327,33 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     ntp_analysis_free(a);
     ntp_graph_free(g);
     return st;
+}
+
+int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal)
+{
+    /* One instance of the last level (what the calibration's threads
+     * share; the machine's description), else the largest cache level the
+     * ceilings measured. */
+    int64_t llc = 0;
+    int top = 0;
+    for (int i = 0; i < m->n_caches; i++)
+        if (strcmp(m->caches[i].type, "instruction") != 0 && m->caches[i].level >= top) {
+            int64_t b = m->caches[i].size_bytes;
+            llc = m->caches[i].level > top ? b : (b > llc ? b : llc);
+            top = m->caches[i].level;
+        }
+    for (int k = 0; llc <= 0 && k < cal->n_levels; k++)
+        if (cal->levels[k].capacity_bytes > llc)
+            llc = cal->levels[k].capacity_bytes;
+    if (llc <= 0)
+        llc = (int64_t)32 << 20;
+    /* Twice the cache, 4-byte aligned, at most NTP_CALIBRATE_MAX_FLUSH_BYTES:
+     * a hypervisor may report a cache no CPU has (this 2-vCPU VM: an L3 of
+     * 533 MB per CPU), and each pass writes the whole buffer. */
+    int64_t b = 2 * llc;
+    if (b > NTP_CALIBRATE_MAX_FLUSH_BYTES)
+        b = NTP_CALIBRATE_MAX_FLUSH_BYTES;
+    return (b + 3) / 4 * 4;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -334,7 +407,7 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
             if (!known)
                 return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
                                   "calibrate: unknown family '%s' (conv, conv1x1, depthwise, fc, "
-                                  "pool, eltwise, norm, rnn, attention)",
+                                  "pool, eltwise, norm, rnn, attention, copy)",
                                   t);
         }
     }
@@ -378,6 +451,16 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
                           "`ntprof machine --remeasure`",
                           out->precision);
 
+    if (opts->cache != NTP_CALIBRATE_NETWORK && opts->cache != NTP_CALIBRATE_WARM)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "calibrate: cache mode %d (expected NTP_CALIBRATE_NETWORK or "
+                          "NTP_CALIBRATE_WARM)",
+                          opts->cache);
+    int64_t flush_bytes =
+        opts->cache == NTP_CALIBRATE_NETWORK ? ntp__calibrate_flush_bytes(m, out) : 0;
+    snprintf(out->cache, sizeof out->cache, "%s",
+             opts->cache == NTP_CALIBRATE_NETWORK ? "network" : "warm");
+
     design d = {0};
     if (!build_design(&d)) {
         free(d.c);
@@ -408,8 +491,8 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         double s = 0;
         ntp__pfeat f;
         char ran_on[32] = "";
-        if (time_config(rctx, cf, opts, out, max_flops, &s, &f, ran_on, sizeof ran_on) !=
-            NTP_STATUS_OK) {
+        if (time_config(rctx, cf, opts, out, max_flops, flush_bytes, &s, &f, ran_on,
+                        sizeof ran_on) != NTP_STATUS_OK) {
             ntp_ctx_clear(rctx);
             continue;
         }
@@ -440,9 +523,11 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
                     tf[k++] = t[i];
                 }
         }
-        /* Three terms need at least three samples. */
+        /* Three terms need at least three samples. The quick design's
+         * copies are all of one size: a fit on them extrapolates wildly
+         * (seconds for a megabyte), so copies stay at the bandwidth. */
         ntp_family_model *fm = &out->family[f];
-        if (!st && k >= NTP_PREDICT_TERMS &&
+        if (!st && k >= NTP_PREDICT_TERMS && !(opts->quick && f == NTP_PREDICT_FAMILY_COPY) &&
             ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
             fm->calibrated = true;
             fm->samples = k;

@@ -21,6 +21,13 @@ ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
 /* Layer i's terms, from g's analysis a (same order). */
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
                            const ntp_calibration *cal, ntp__pfeat *out);
+/* A copy of `bytes` (read and written together) under cal: the copy
+ * family's coefficients, or the measured bandwidth of the level holding
+ * it where that family is not calibrated; NAN without a bandwidth. */
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes);
+/* The buffer a network-conditions calibration writes over before each
+ * pass: twice the last-level cache (m's, else the largest level of cal). */
+int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal);
 /* The ceilings' part of a calibration: peak at precision p, levels. */
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal);
 

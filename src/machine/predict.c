@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
 #include "graph/graph-impl.h"
@@ -63,14 +64,26 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
     case NTP_OP_CONSTANT: return NTP_PREDICT_FAMILY_FREE;
-    case NTP_OP_DECONV:
+    /* A transposed convolution does a convolution's work (its FLOPs and
+     * bytes, from the analysis) with the same kernels' blocking. */
+    case NTP_OP_DECONV: return NTP_PREDICT_FAMILY_CONV;
+    /* Data movement: each element read once and written once, no
+     * arithmetic; a channel shuffle is a transpose between two reshapes. */
+    case NTP_OP_CONCAT:
+    case NTP_OP_SPLIT:
+    case NTP_OP_TRANSPOSE:
+    case NTP_OP_PAD:
+    case NTP_OP_SLICE:
+    case NTP_OP_EXPAND:
+    case NTP_OP_EMBEDDING:
+    case NTP_OP_MEMCPY:
+    case NTP_OP_CONVERT: return NTP_PREDICT_FAMILY_COPY;
     case NTP_OP_MFCC:
     case NTP_OP_CTC_DECODE: return NTP_PREDICT_FAMILY_NONE;
     default: break;
     }
-    /* Everything else moves or maps tensors element by element: unary and
-     * binary ops, concat, split, transpose, pad, slice, reductions, resize,
-     * embedding lookups, conversions. */
+    /* Everything else maps tensors element by element: unary and binary
+     * ops, reductions, resize. */
     return NTP_PREDICT_FAMILY_ELTWISE;
 }
 
@@ -79,6 +92,20 @@ ntp_predict_family ntp__predict_family(const ntp_graph *g, int i)
     if (i < 0 || i >= g->n_nodes)
         return NTP_PREDICT_FAMILY_NONE;
     return family_of_op(g, &g->nodes[g->order[i]]);
+}
+
+/* The innermost level of cal holding `bytes`, and its bandwidth (GB/s). */
+static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *gbps)
+{
+    *gbps = 0;
+    for (int k = 0; k < cal->n_levels; k++) {
+        bool fits = cal->levels[k].capacity_bytes <= 0 || bytes <= cal->levels[k].capacity_bytes;
+        if (fits && cal->levels[k].gbps > 0) {
+            *gbps = cal->levels[k].gbps;
+            return cal->levels[k].name;
+        }
+    }
+    return "DRAM";
 }
 
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
@@ -101,19 +128,25 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
      * traffic (weights, inputs and outputs once). A recurrent layer's
      * re-reads hit the level its weights stay in, not the level their
      * sum over every step would need. */
-    out->level = "DRAM";
-    double gbps = 0;
-    for (int k = 0; k < cal->n_levels; k++) {
-        bool fits =
-            cal->levels[k].capacity_bytes <= 0 || l->traffic_bytes <= cal->levels[k].capacity_bytes;
-        if (fits && cal->levels[k].gbps > 0) {
-            out->level = cal->levels[k].name;
-            gbps = cal->levels[k].gbps;
-            break;
-        }
-    }
+    double gbps;
+    out->level = level_for(cal, l->traffic_bytes, &gbps);
     double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
+    /* Calibrated in network conditions (ntp_calibration.cache): a layer's
+     * weights come from DRAM, evicted by the rest of the network since
+     * its last pass, while its input and output sit in the level they fit
+     * in, where the layer before left them. */
+    if (l->n_parts == 0 && strcmp(cal->cache, "network") == 0 && l->weight_bytes > 0 &&
+        l->weight_bytes <= l->traffic_bytes) {
+        double dram, act;
+        level_for(cal, INT64_MAX, &dram);
+        out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] =
+            (dram > 0 ? (double)l->weight_bytes / (dram * 1e9) : 0) +
+            (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
+        return;
+    }
     if (l->n_parts == 0) {
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
@@ -272,31 +305,108 @@ void ntp_prediction_free(ntp_prediction *p)
     if (!p)
         return;
     free(p->layers);
+    free(p->cals);
+    free(p->cal_ms);
     free(p);
+}
+
+/* A family's coefficients under cal: the fitted ones; for data movement
+ * without a fit, a copy at the measured bandwidth (no overhead, memory
+ * 1); false when the family has neither. */
+static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double *coef)
+{
+    if ((int)f < 0 || f >= NTP_PREDICT_FAMILY_COUNT)
+        return false;
+    if (cal->family[f].calibrated) {
+        memcpy(coef, cal->family[f].coef, NTP_PREDICT_TERMS * sizeof *coef);
+        return true;
+    }
+    if (f != NTP_PREDICT_FAMILY_COPY || cal->n_levels == 0)
+        return false;
+    coef[NTP_PREDICT_TERM_OVERHEAD] = 0;
+    coef[NTP_PREDICT_TERM_COMPUTE] = 0;
+    coef[NTP_PREDICT_TERM_MEMORY] = 1;
+    return true;
+}
+
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes)
+{
+    double coef[NTP_PREDICT_TERMS], gbps;
+    level_for(cal, bytes, &gbps);
+    if (!(gbps > 0) || bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef))
+        return NAN;
+    return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] +
+                  coef[NTP_PREDICT_TERM_MEMORY] * (double)bytes / (gbps * 1e9));
+}
+
+/* Layer i's time and terms under cal (l's level, terms and time); false
+ * when cal's family for it has no coefficients. */
+static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool roofline,
+                        ntp_layer_prediction *l)
+{
+    double c[NTP_PREDICT_TERMS];
+    if (!family_coef(cal, f->family, c))
+        return false;
+    l->overhead_ms = 1e3 * c[NTP_PREDICT_TERM_OVERHEAD] * f->x[NTP_PREDICT_TERM_OVERHEAD];
+    l->compute_ms = 1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE];
+    l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] * f->x[NTP_PREDICT_TERM_MEMORY];
+    l->predicted_ms = l->overhead_ms + l->compute_ms + l->memory_ms;
+    /* The roofline-only estimate is the roofline's bound: the larger
+     * term, not their sum. */
+    if (roofline)
+        l->predicted_ms = fmax(l->compute_ms, l->memory_ms);
+    return true;
+}
+
+/* The backend the engine runs node n on when cal_backend is asked for
+ * (exec/plan.c's rule): the layer's own backend= attribute, else the
+ * requested backend where it supports the layer, else ref. A backend this
+ * build lacks (a colleague's calibration) is assumed to run everything. */
+static const char *placed_backend(const ntp_graph *g, const ntp_node *n, const char *cal_backend)
+{
+    if (n->backend)
+        return n->backend;
+    const ntp_backend_i *be = ntp__backend_find(cal_backend);
+    if (!be || ntp__be_supports(be, g, n, n->precision))
+        return cal_backend;
+    return "ref";
 }
 
 ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
                        ntp_prediction **out)
 {
+    return ntp_predict_placed(ctx, g, cal, NULL, 0, out);
+}
+
+ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                              const ntp_calibration *others, int n_others, ntp_prediction **out)
+{
     *out = NULL;
-    if (!g || !cal)
+    if (!g || !cal || n_others < 0 || (n_others > 0 && !others))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_predict: missing argument");
     /* A calibration prices one precision: its peak and its fitted
      * coefficients say nothing of another. */
-    if (cal->precision[0] && strcmp(ntp_dtype_name(g->precision), cal->precision) != 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "predict: the calibration (%s, %s) is for %s, the topology '%s' runs at "
-                          "%s; calibrate at %s (`ntprof machine --calibrate --precision %s`)",
-                          cal->backend, cal->machine_key, cal->precision, ntp_graph_name(g),
-                          ntp_dtype_name(g->precision), ntp_dtype_name(g->precision),
-                          ntp_dtype_name(g->precision));
+    for (int k = -1; k < n_others; k++) {
+        const ntp_calibration *c = k < 0 ? cal : &others[k];
+        if (c->precision[0] && strcmp(ntp_dtype_name(g->precision), c->precision) != 0)
+            return ntp__error(
+                ctx, NTP_STATUS_INVALID_ARGUMENT,
+                "predict: the calibration (%s, %s) is for %s, the topology '%s' runs at "
+                "%s; calibrate at %s (`ntprof machine --calibrate --precision %s`)",
+                c->backend, c->machine_key, c->precision, ntp_graph_name(g),
+                ntp_dtype_name(g->precision), ntp_dtype_name(g->precision),
+                ntp_dtype_name(g->precision));
+    }
     ntp_analysis *a = NULL;
     ntp_status st = ntp_graph_analyze(ctx, g, &a);
     if (st)
         return st;
     ntp_prediction *p = calloc(1, sizeof *p);
-    if (!p || !(p->layers = calloc((size_t)a->n_layers + 1, sizeof *p->layers))) {
-        free(p);
+    size_t nl = (size_t)a->n_layers;
+    if (!p || !(p->layers = calloc(nl + 1, sizeof *p->layers)) ||
+        !(p->cals = calloc(NTP_PREDICT_MAX_CALS, sizeof *p->cals)) ||
+        !(p->cal_ms = calloc(NTP_PREDICT_MAX_CALS * nl + 1, sizeof *p->cal_ms))) {
+        ntp_prediction_free(p);
         ntp_analysis_free(a);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -305,44 +415,79 @@ ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *
     p->cal = *cal;
     p->roofline_only = strcmp(cal->backend, "roofline") == 0;
     p->n_layers = a->n_layers;
+    p->cals[p->n_cals++] = *cal;
+    for (int k = 0; k < n_others && p->n_cals < NTP_PREDICT_MAX_CALS; k++) {
+        bool dup = false;
+        for (int j = 0; j < p->n_cals; j++)
+            dup |= strcmp(p->cals[j].backend, others[k].backend) == 0;
+        if (!dup)
+            p->cals[p->n_cals++] = others[k];
+    }
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
+    char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
         ntp_layer_prediction *l = &p->layers[i];
-        ntp__pfeat f;
-        ntp__predict_features(g, a, i, cal, &f);
+        const ntp_node *n = &g->nodes[g->order[i]];
+        /* Every calibration's time for the layer (a run may place it
+         * elsewhere), then the one of the backend it is placed on. */
+        ntp__pfeat f, fk;
+        int chosen = -1;
+        ntp__predict_features(g, a, i, &p->cals[0], &f);
+        l->backend =
+            p->roofline_only ? p->cals[0].backend : placed_backend(g, n, p->cals[0].backend);
+        for (int k = 0; k < p->n_cals; k++) {
+            ntp_layer_prediction t = {0};
+            ntp__predict_features(g, a, i, &p->cals[k], &fk);
+            bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
+                      layer_under(&fk, &p->cals[k], p->roofline_only, &t);
+            p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
+                                                    : ok ? t.predicted_ms
+                                                         : NAN;
+            if (strcmp(p->cals[k].backend, l->backend) == 0) {
+                chosen = k;
+                f = fk;
+                l->overhead_ms = t.overhead_ms;
+                l->compute_ms = t.compute_ms;
+                l->memory_ms = t.memory_ms;
+            }
+        }
+        /* Inside p's copy of the calibration: it lives with p. */
+        l->level = f.level;
         l->name = a->layers[i].name;
         l->type = a->layers[i].type;
         l->family = f.family;
         l->flops = f.flops;
         l->bytes = f.bytes;
-        l->level = f.level;
-        /* level points into cal: the copy inside p is the one to keep. */
-        for (int k = 0; k < cal->n_levels; k++)
-            if (f.level == cal->levels[k].name)
-                l->level = p->cal.levels[k].name;
+        if (chosen < 0)
+            l->level = "-";
         if (f.family == NTP_PREDICT_FAMILY_FREE) {
             l->predicted_ms = 0;
             continue;
         }
-        if (f.family == NTP_PREDICT_FAMILY_NONE || !cal->family[f.family].calibrated) {
-            l->predicted_ms = NAN;
-            p->n_unpredicted++;
-            missing[f.family] = true;
+        l->predicted_ms = chosen >= 0 ? p->cal_ms[(size_t)chosen * nl + (size_t)i] : NAN;
+        if (isfinite(l->predicted_ms)) {
+            p->total_ms += l->predicted_ms;
             continue;
         }
-        const double *c = cal->family[f.family].coef;
-        l->overhead_ms = 1e3 * c[NTP_PREDICT_TERM_OVERHEAD] * f.x[NTP_PREDICT_TERM_OVERHEAD];
-        l->compute_ms = 1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f.x[NTP_PREDICT_TERM_COMPUTE];
-        l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] * f.x[NTP_PREDICT_TERM_MEMORY];
-        l->predicted_ms = l->overhead_ms + l->compute_ms + l->memory_ms;
-        /* The roofline-only estimate is the roofline's bound: the larger
-         * term, not their sum. */
-        if (p->roofline_only)
-            l->predicted_ms = fmax(l->compute_ms, l->memory_ms);
-        p->total_ms += l->predicted_ms;
+        p->n_unpredicted++;
+        if (f.family == NTP_PREDICT_FAMILY_NONE) {
+            missing[f.family] = true;
+            snprintf(l->note, sizeof l->note, "n/a: %s has no family (an inlay)", l->type);
+        } else if (chosen < 0) {
+            snprintf(l->note, sizeof l->note, "n/a: not calibrated for %s", l->backend);
+            if (!strstr(not_cal, l->backend) &&
+                strlen(not_cal) + strlen(l->backend) + 3 < sizeof not_cal)
+                snprintf(not_cal + strlen(not_cal), sizeof not_cal - strlen(not_cal), "%s%s",
+                         not_cal[0] ? ", " : "", l->backend);
+        } else {
+            missing[f.family] = true;
+            snprintf(l->note, sizeof l->note, "n/a: %s not calibrated on %s",
+                     ntp_predict_family_name(f.family), l->backend);
+        }
     }
     /* Families a calibration could hold, then the layer types no family
-     * covers (deconv, the inlays), each once. */
+     * covers (the inlays), each once, then the backends layers are handed
+     * to without a calibration. */
     size_t u = 0;
     for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
         if (missing[f] && u < sizeof p->uncalibrated)
@@ -360,6 +505,9 @@ ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *
             u += (size_t)snprintf(p->uncalibrated + u, sizeof p->uncalibrated - u,
                                   "%s%s (no family)", u ? ", " : "", t);
     }
+    if (not_cal[0] && u < sizeof p->uncalibrated)
+        snprintf(p->uncalibrated + u, sizeof p->uncalibrated - u,
+                 "%slayers handed to %s (not calibrated)", u ? ", " : "", not_cal);
     /* Names and types are the graph's: the caller keeps g alive while p
      * is used, as with an analysis. The analysis itself goes. */
     for (int i = 0; i < a->n_layers; i++) {
@@ -388,6 +536,36 @@ static const ntp_layer_prediction *find_layer(const ntp_prediction *p, const cha
     return NULL;
 }
 
+/* Layer lp's time when it runs on `backend` (NULL: where the prediction
+ * placed it): under that backend's calibration; NAN, with *note saying
+ * why, where it has none. */
+static double layer_ms_on(const ntp_prediction *p, const ntp_layer_prediction *lp,
+                          const char *backend, char *note, size_t len)
+{
+    if (!backend || !lp->backend || strcmp(backend, lp->backend) == 0 || p->roofline_only) {
+        snprintf(note, len, "%s", lp->note);
+        return lp->predicted_ms;
+    }
+    if (lp->family == NTP_PREDICT_FAMILY_FREE)
+        return 0;
+    size_t i = (size_t)(lp - p->layers);
+    for (int k = 0; k < p->n_cals; k++)
+        if (strcmp(p->cals[k].backend, backend) == 0) {
+            double ms = p->cal_ms[(size_t)k * (size_t)p->n_layers + i];
+            if (!isfinite(ms))
+                snprintf(note, len, "n/a: %s not calibrated on %s",
+                         ntp_predict_family_name(lp->family), backend);
+            return ms;
+        }
+    snprintf(note, len, "n/a: not calibrated for %s", backend);
+    return NAN;
+}
+
+static double finite_or_0(double v)
+{
+    return isfinite(v) ? v : 0;
+}
+
 void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale)
 {
     ntp_run_prediction *s = &r->prediction;
@@ -411,31 +589,70 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
     for (int i = 0; i < r->n_layers; i++)
         if (r->layers[i].kind && strcmp(r->layers[i].kind, "layer") == 0)
             layer_sum += r->layers[i].time_ms.median;
+    /* The end-to-end prediction moves by what the run's placement changes:
+     * a layer that ran on another backend than the prediction placed it
+     * on takes that backend's time (or none); the backend's reorder and
+     * conversion rows are copies. */
+    double delta = 0;
     for (int i = 0; i < r->n_layers; i++) {
         ntp_layer_result *l = &r->layers[i];
         l->predicted = false;
-        if (!l->kind || strcmp(l->kind, "layer") != 0 || l->fused || !l->name)
+        l->prediction_note[0] = '\0';
+        if (!l->kind || l->fused || !l->name)
             continue;
-        const ntp_layer_prediction *lp = find_layer(p, l->name);
-        if (!lp)
+        bool copy_row = strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0;
+        if (!copy_row && strcmp(l->kind, "layer") != 0)
             continue;
-        if (!isfinite(lp->predicted_ms)) {
-            s->unpredicted_ms += l->time_ms.median;
-            continue;
-        }
-        /* Layers with no work of their own (reshape) are not compared:
-         * their few nanoseconds say nothing of the model. */
-        if (lp->family == NTP_PREDICT_FAMILY_FREE)
-            continue;
-        /* Layers the backend fused into this one (--fuse) are timed in
-         * it: their predictions join its own. */
-        double pred = lp->predicted_ms;
-        for (int k = 0; k < r->n_layers; k++) {
-            const ntp_layer_result *fl = &r->layers[k];
-            if (fl->fused && fl->fused_into && strcmp(fl->fused_into, l->name) == 0) {
-                const ntp_layer_prediction *fp = find_layer(p, fl->name);
-                if (fp && isfinite(fp->predicted_ms))
-                    pred += fp->predicted_ms;
+        double pred = NAN;
+        const ntp_layer_prediction *lp = copy_row ? NULL : find_layer(p, l->name);
+        if (copy_row) {
+            /* Its bytes are the source's and the destination's. */
+            if (!p->roofline_only) {
+                const ntp_calibration *c = &p->cals[0];
+                for (int k = 0; l->backend && k < p->n_cals; k++)
+                    if (strcmp(p->cals[k].backend, l->backend) == 0)
+                        c = &p->cals[k];
+                pred = ntp__predict_copy_ms(c, l->bytes);
+            }
+            if (!isfinite(pred)) {
+                snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
+                         p->roofline_only ? "(no copies in a roofline-only estimate)"
+                                          : "of unknown size");
+                s->unpredicted_ms += l->time_ms.median;
+                continue;
+            }
+            delta += pred;
+        } else {
+            if (!lp)
+                continue;
+            pred = layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
+            delta += finite_or_0(pred) - finite_or_0(lp->predicted_ms);
+            if (!isfinite(pred)) {
+                s->unpredicted_ms += l->time_ms.median;
+                if (lp->backend && l->backend && strcmp(lp->backend, l->backend) != 0 &&
+                    !strstr(s->uncalibrated, l->prediction_note + 5))
+                    snprintf(s->uncalibrated + strlen(s->uncalibrated),
+                             sizeof s->uncalibrated - strlen(s->uncalibrated), "%s%s",
+                             s->uncalibrated[0] ? ", " : "", l->prediction_note + 5);
+                continue;
+            }
+            /* Layers with no work of their own (reshape) are not compared:
+             * their few nanoseconds say nothing of the model. */
+            if (lp->family == NTP_PREDICT_FAMILY_FREE)
+                continue;
+            /* Layers the backend fused into this one (--fuse) are timed in
+             * it, on its backend: their predictions join its own. */
+            for (int k = 0; k < r->n_layers; k++) {
+                const ntp_layer_result *fl = &r->layers[k];
+                if (fl->fused && fl->fused_into && strcmp(fl->fused_into, l->name) == 0) {
+                    const ntp_layer_prediction *fp = find_layer(p, fl->name);
+                    if (!fp)
+                        continue;
+                    char ignored[64];
+                    double fms = layer_ms_on(p, fp, l->backend, ignored, sizeof ignored);
+                    pred += finite_or_0(fms);
+                    delta += finite_or_0(fms) - finite_or_0(fp->predicted_ms);
+                }
             }
         }
         l->predicted = true;
@@ -452,7 +669,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             }
         }
     }
-    s->predicted_ms = p->total_ms;
+    s->predicted_ms = p->total_ms + delta;
     s->measured_ms = r->end_to_end_ms.median;
     s->error = s->measured_ms > 0 ? (s->predicted_ms - s->measured_ms) / s->measured_ms : NAN;
     double covered = s->measured_ms - s->unpredicted_ms;
@@ -474,6 +691,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "ntprof_version", ntp__json_str(cal->ntprof_version));
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
+    ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
     json_t *lv = json_array();
     for (int i = 0; i < cal->n_levels; i++) {
@@ -532,6 +750,10 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     cal->threads = (int)get_num(j, "threads");
     cal->loadavg = get_num(j, "loadavg");
     cal->quick = json_is_true(json_object_get(j, "quick"));
+    /* Calibrations from before the mode was recorded timed warm. */
+    get_str(j, "cache", cal->cache, sizeof cal->cache);
+    if (!cal->cache[0])
+        snprintf(cal->cache, sizeof cal->cache, "warm");
     cal->peak_gflops = get_num(j, "peak_gflops");
     json_t *lv = json_object_get(j, "levels");
     size_t i;

@@ -588,6 +588,33 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_comparison *c, FILE *f)
 
 /* --- CSV ----------------------------------------------------------------------------------- */
 
+/* The prediction columns that end a row, as the table and the HTML show
+ * them: each side's predicted ms and its error against that side's
+ * measurement, empty where the side has no prediction (an end-to-end row
+ * takes its run's summary; a marker or a fused group has none). */
+static void csv_prediction(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
+                           const char *kind, const ntp_compare_row *r)
+{
+    for (int side = 0; side < 2; side++) {
+        const ntp_run_prediction *s = &c->runs[side ? p->other : p->base]->prediction;
+        double pr = NAN, err = NAN, m = 0;
+        if (strcmp(kind, "end_to_end") == 0) {
+            if (s->available) {
+                pr = s->predicted_ms;
+                err = s->error;
+            }
+        } else if (strcmp(kind, "layer") == 0 &&
+                   ntp__compare_side_pred(c, p, r, side == 1, &pr, &m)) {
+            err = (pr - m) / m;
+        }
+        ntp__csv_sep(f);
+        ntp__csv_num(f, pr);
+        ntp__csv_sep(f);
+        ntp__csv_num(f, err);
+    }
+    fputc('\n', f);
+}
+
 static void csv_row(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p, const char *kind,
                     const ntp_compare_row *r, bool both)
 {
@@ -631,7 +658,8 @@ static void csv_row(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
     /* Layer rows only: a fused group's layers and rows summed per side, and
      * what changed. */
     if (strcmp(kind, "layer") != 0) {
-        fputs(",,,,,,,,,\n", f);
+        fputs(",,,,,,,,,", f);
+        csv_prediction(f, c, p, kind, r);
         return;
     }
     char members[4096] = "";
@@ -659,7 +687,7 @@ static void csv_row(FILE *f, const ntp_comparison *c, const ntp_compare_pair *p,
         ntp__csv_sep(f);
         ntp__csv_str(f, sides[i]);
     }
-    fputc('\n', f);
+    csv_prediction(f, c, p, kind, r);
 }
 
 static void write_csv(const ntp_comparison *c, FILE *f)
@@ -667,7 +695,8 @@ static void write_csv(const ntp_comparison *c, FILE *f)
     fputs("base,other,kind,name,other_name,type,status,base_median_ms,base_ci95_lo_ms,"
           "base_ci95_hi_ms,other_median_ms,other_ci95_lo_ms,other_ci95_hi_ms,delta_ms,speedup,"
           "speedup_lo,speedup_hi,verdict,base_share,other_share,members,base_rows,other_rows,"
-          "changes,other_type,base_backend,other_backend,base_impl,other_impl\n",
+          "changes,other_type,base_backend,other_backend,base_impl,other_impl,base_predicted_ms,"
+          "base_prediction_error,other_predicted_ms,other_prediction_error\n",
           f);
     for (int i = 0; i < c->n_pairs; i++) {
         const ntp_compare_pair *p = &c->pairs[i];

@@ -306,8 +306,13 @@ static void layer_table(FILE *f, const ntp_run_result *r)
         ntp__html_num_cell(f, l->attainable_gflops, l->attainable_gflops <= 0);
         ntp__html_num_cell(f, 100 * l->roof_share, !placed || !(l->roof_share > 0));
         ceiling_cell(f, l->roof_ceiling);
-        if (pred)
+        if (pred && !l->predicted && l->prediction_note[0]) {
+            fputs("<td>n/a</td><td>", f);
+            ntp__html_text(f, l->prediction_note);
+            fputs("</td>", f);
+        } else if (pred) {
             ntp__html_pred_cells(f, l->predicted_ms, l->time_ms.median, l->predicted);
+        }
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n", f);

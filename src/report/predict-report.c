@@ -21,27 +21,33 @@ static void write_table(const ntp_prediction *p, FILE *f)
 {
     const ntp_calibration *c = &p->cal;
     ntp__put_linef(f, "topology %s, batch %" PRId64, p->topology ? p->topology : "?", p->batch);
-    if (p->roofline_only)
+    if (p->roofline_only) {
         ntp__put_linef(f,
                        "ROOFLINE-ONLY ESTIMATE for %s (peak %.4g GFLOP/s at %s): no calibration, "
                        "each layer at max(FLOPs / peak, bytes / bandwidth); see docs/predict.md "
                        "for its typical error",
                        c->machine_key, c->peak_gflops, c->precision);
-    else
+    } else {
         ntp__put_linef(f, "calibration: %s on %s (%s), %s, %d threads, %s%s", c->backend,
                        c->machine_key, c->backend_version, c->precision, c->threads,
                        c->calibrated_at, c->quick ? ", quick design" : "");
+        ntp__put_linef(f, "timed with %s caches", c->cache[0] ? c->cache : "warm");
+    }
+    for (int k = 1; k < p->n_cals; k++)
+        ntp__put_linef(f, "layers handed to %s: its calibration (%s), %s", p->cals[k].backend,
+                       p->cals[k].backend_version, p->cals[k].calibrated_at);
     fputc('\n', f);
-    static const int w[] = {24, 14, 10, 5, 10, 9, 9, 9};
-    static const char *const head[] = {"layer",   "type",    "family", "level",
-                                       "pred ms", "compute", "memory", "overhead"};
-    for (int i = 0; i < 8; i++) {
+    static const int w[] = {24, 14, 10, 5, 10, 9, 9, 9, 8};
+    static const char *const head[] = {"layer",   "type",   "family",   "level",  "pred ms",
+                                       "compute", "memory", "overhead", "backend"};
+    enum { NC = 9 };
+    for (int i = 0; i < NC; i++) {
         if (i)
             fputc(' ', f);
         ntp__put_cell(f, head[i], w[i], i >= 4);
     }
     fputc('\n', f);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < NC; i++) {
         if (i)
             fputc(' ', f);
         for (int k = 0; k < w[i]; k++)
@@ -59,11 +65,12 @@ static void write_table(const ntp_prediction *p, FILE *f)
                                fmt_ms(l->predicted_ms, a, sizeof a),
                                terms ? fmt_ms(l->compute_ms, b, sizeof b) : "-",
                                terms ? fmt_ms(l->memory_ms, cc, sizeof cc) : "-",
-                               terms ? fmt_ms(l->overhead_ms, d, sizeof d) : "-"};
-        for (int k = 0; k < 8; k++) {
+                               terms ? fmt_ms(l->overhead_ms, d, sizeof d) : "-",
+                               l->backend};
+        for (int k = 0; k < NC; k++) {
             if (k)
                 fputc(' ', f);
-            ntp__put_cell(f, cells[k] ? cells[k] : "", w[k], k >= 4);
+            ntp__put_cell(f, cells[k] ? cells[k] : "", w[k], k >= 4 && k < NC - 1);
         }
         fputc('\n', f);
     }
@@ -76,6 +83,25 @@ static void write_table(const ntp_prediction *p, FILE *f)
                        "not predicted: %d layer%s of families without a calibration (%s); "
                        "the total leaves them out",
                        p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated);
+    /* Why each n/a layer is not predicted, each reason once. */
+    for (int i = 0; i < p->n_layers; i++) {
+        const char *why = p->layers[i].note;
+        bool first = why[0] != '\0';
+        for (int k = 0; first && k < i; k++)
+            first = strcmp(p->layers[k].note, why) != 0;
+        if (!first)
+            continue;
+        char names[1024];
+        size_t u = 0;
+        names[0] = '\0';
+        for (int k = i; k < p->n_layers && u < sizeof names; k++)
+            if (strcmp(p->layers[k].note, why) == 0)
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
+                                      p->layers[k].name ? p->layers[k].name : "?");
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "%s: ", why);
+        ntp__put_wrapped(f, prefix, names);
+    }
 }
 
 static json_t *num_or_null(double v)
@@ -99,6 +125,11 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "precision", ntp__json_str(c->precision));
     ntp__jset(&ok, cal, "threads", json_integer(c->threads));
     ntp__jset(&ok, cal, "calibrated_at", ntp__json_str(c->calibrated_at));
+    ntp__jset(&ok, cal, "cache", json_string(c->cache[0] ? c->cache : "warm"));
+    json_t *also = json_array();
+    for (int k = 1; k < p->n_cals; k++)
+        ntp__jpush(&ok, also, ntp__json_str(p->cals[k].backend));
+    ntp__jset(&ok, cal, "handed_to", also);
     ntp__jset(&ok, root, "calibration", cal);
     json_t *layers = json_array();
     for (int i = 0; i < p->n_layers; i++) {
@@ -114,6 +145,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
         ntp__jset(&ok, o, "compute_ms", num_or_null(l->compute_ms));
         ntp__jset(&ok, o, "memory_ms", num_or_null(l->memory_ms));
         ntp__jset(&ok, o, "overhead_ms", num_or_null(l->overhead_ms));
+        ntp__jset(&ok, o, "backend", ntp__json_str(l->backend));
+        if (l->note[0])
+            ntp__jset(&ok, o, "note", json_string(l->note));
         ntp__jpush(&ok, layers, o);
     }
     ntp__jset(&ok, root, "layers", layers);
@@ -125,7 +159,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
 
 static void write_csv(const ntp_prediction *p, FILE *f)
 {
-    fputs("name,type,family,flops,bytes,level,predicted_ms,compute_ms,memory_ms,overhead_ms\n", f);
+    fputs("name,type,family,flops,bytes,level,predicted_ms,compute_ms,memory_ms,overhead_ms,"
+          "backend,note\n",
+          f);
     for (int i = 0; i < p->n_layers; i++) {
         const ntp_layer_prediction *l = &p->layers[i];
         ntp__csv_str(f, l->name);
@@ -147,6 +183,10 @@ static void write_csv(const ntp_prediction *p, FILE *f)
         ntp__csv_num(f, l->memory_ms);
         ntp__csv_sep(f);
         ntp__csv_num(f, l->overhead_ms);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->backend);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->note);
         fputc('\n', f);
     }
 }
@@ -183,6 +223,8 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
         ntp__put_linef(f, "calibration of %s on %s (%s), %s, %d threads, %s%s", c->backend,
                        c->machine_key, c->backend_version, c->precision, c->threads,
                        c->calibrated_at, c->quick ? ", quick design" : "");
+        ntp__put_linef(f, "timed with %s caches (docs/predict.md)",
+                       c->cache[0] ? c->cache : "warm");
         ntp__put_linef(f,
                        "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "
                        "bandwidth of the level the layer's traffic fits in (load %.2f)",

@@ -346,6 +346,9 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     json_t *pred = json_object_get(o, "predicted_ms");
     l->predicted = json_is_number(pred);
     l->predicted_ms = l->predicted ? json_number_value(pred) : 0;
+    json_t *note = json_object_get(o, "prediction_note");
+    if (json_is_string(note))
+        snprintf(l->prediction_note, sizeof l->prediction_note, "%s", json_string_value(note));
     if (!l->name && rd->st == NTP_STATUS_OK)
         fail(rd, NTP_STATUS_PARSE_ERROR, "'%s' is null", "name");
 }

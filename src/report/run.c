@@ -84,7 +84,7 @@ static void put_row(FILE *f, const char *const cells[N_COLS_ALL], const layout *
 static const char *fmt_pred(const ntp_layer_result *l, char *buf, size_t len)
 {
     if (!l->predicted || !(l->time_ms.median > 0))
-        return "-";
+        return l->prediction_note[0] ? "n/a" : "-";
     double e = 100.0 * (l->predicted_ms - l->time_ms.median) / l->time_ms.median;
     if (fabs(e) >= 999.5)
         snprintf(buf, len, "%s", e > 0 ? ">+999%" : "<-999%");
@@ -249,8 +249,9 @@ static void table_roofline(FILE *f, const ntp_roofline *rl)
 
 /* Device memory, only when an accelerator backend ran. */
 /* The prediction's summary under the table (docs/predict.md). */
-static void table_prediction(FILE *f, const ntp_run_prediction *p)
+static void table_prediction(FILE *f, const ntp_run_result *r)
 {
+    const ntp_run_prediction *p = &r->prediction;
     if (!p->available)
         return;
     ntp__put_linef(f,
@@ -268,6 +269,26 @@ static void table_prediction(FILE *f, const ntp_run_prediction *p)
                        p->n_major);
     if (p->uncalibrated[0])
         ntp__put_wrapped(f, "prediction: not predicted (family not calibrated): ", p->uncalibrated);
+    /* Why each "n/a" row is not predicted, each reason once with its
+     * layers. */
+    for (int i = 0; i < r->n_layers; i++) {
+        const char *why = r->layers[i].prediction_note;
+        bool first = why[0] != '\0';
+        for (int k = 0; first && k < i; k++)
+            first = strcmp(r->layers[k].prediction_note, why) != 0;
+        if (!first)
+            continue;
+        char names[1024];
+        size_t u = 0;
+        names[0] = '\0';
+        for (int k = i; k < r->n_layers && u < sizeof names; k++)
+            if (strcmp(r->layers[k].prediction_note, why) == 0)
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
+                                      r->layers[k].name ? r->layers[k].name : "?");
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "prediction %s: ", why);
+        ntp__put_wrapped(f, prefix, names);
+    }
     if (p->unpredicted_ms > 0 && isfinite(p->covered_error))
         ntp__put_linef(f,
                        "the layers not predicted took %.4g ms; without them the end-to-end "
@@ -652,7 +673,7 @@ static void write_table(const ntp_run_result *r, FILE *f)
         f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64 " major",
         r->memory.minor_faults, r->memory.major_faults);
     table_roofline(f, &r->roofline);
-    table_prediction(f, &r->prediction);
+    table_prediction(f, r);
     if (r->n_accuracy > 0)
         table_accuracy(f, r);
     for (int i = 0; i < r->n_warnings; i++)
@@ -734,6 +755,8 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
                       ? ntp__json_num((l->predicted_ms - l->time_ms.median) / l->time_ms.median)
                       : json_null());
     }
+    if (l->prediction_note[0])
+        ntp__jset(ok, o, "prediction_note", json_string(l->prediction_note));
     return o;
 }
 

@@ -10,7 +10,7 @@ int cmd_machine(int argc, char **argv);
 
 enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
 /* --calibrate (docs/predict.md) */
-enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES, OPT_CEILINGS };
+enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES, OPT_CEILINGS, OPT_CACHE };
 
 static ntp_status write_calibration(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -86,6 +86,9 @@ int cmd_machine(int argc, char **argv)
                 "--calibrate against these ceilings (JSON, docs/predict.md)\n"
                 "instead of measured ones",
                 &ceilings_file),
+        CLI_OPT("cache", OPT_CACHE, "MODE",
+                "--calibrate: network (default: each layer's weights\n"
+                "evicted, its input just written) or warm (alone, in cache)"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
         CLI_OPT("help", 'h', NULL, "this text"),
@@ -93,8 +96,20 @@ int cmd_machine(int argc, char **argv)
     };
     cli_getopt_state gs = {0};
     int opt;
+    const char *cache = NULL;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
+        case OPT_CACHE:
+            cache = optarg;
+            if (strcmp(optarg, "network") == 0) {
+                co.cache = NTP_CALIBRATE_NETWORK;
+            } else if (strcmp(optarg, "warm") == 0) {
+                co.cache = NTP_CALIBRATE_WARM;
+            } else {
+                cli_error("--cache expects network or warm, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
         case OPT_SECONDS:
             if (!cli_parse_double(optarg, 0.001, 600, &d)) {
                 cli_error("--seconds expects a time from 0.001 to 600, got '%s'", optarg);
@@ -122,8 +137,8 @@ int cmd_machine(int argc, char **argv)
         cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
         return CLI_USAGE;
     }
-    if (!calibrate && (co.backend || co.quick || co.families || ceilings_file)) {
-        cli_error("--backend, --quick, --families and --ceilings go with --calibrate");
+    if (!calibrate && (co.backend || co.quick || co.families || ceilings_file || cache)) {
+        cli_error("--backend, --quick, --families, --ceilings and --cache go with --calibrate");
         return CLI_USAGE;
     }
     if (remeasure && !measure) {

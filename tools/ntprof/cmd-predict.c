@@ -41,8 +41,24 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
     }
     if (!found)
         return false;
+    /* The calibrations of the other backends the run's layers ran on
+     * (ref, for the layers the backend hands to it): those layers are
+     * predicted with their coefficients, or say they have none. */
+    ntp_calibration others[NTP_PREDICT_MAX_CALS - 1];
+    int n_others = 0;
+    for (int i = 0; i < r->n_layers && n_others < NTP_PREDICT_MAX_CALS - 1; i++) {
+        const char *b = r->layers[i].backend;
+        bool seen = !b || strcmp(b, r->backend) == 0;
+        for (int k = 0; !seen && k < n_others; k++)
+            seen = strcmp(others[k].backend, b) == 0;
+        bool have = false;
+        if (!seen && ntp_store_find_calibration(ctx, db, b, ntp_dtype_name(r->precision),
+                                                &others[n_others], &have) != NTP_STATUS_OK)
+            ntp_ctx_clear(ctx);
+        n_others += !seen && have;
+    }
     ntp_prediction *p = NULL;
-    if (ntp_predict(ctx, g, &cal, &p) != NTP_STATUS_OK) {
+    if (ntp_predict_placed(ctx, g, &cal, others, n_others, &p) != NTP_STATUS_OK) {
         fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
                 ntp_ctx_errmsg(ctx));
         ntp_ctx_clear(ctx);
@@ -244,7 +260,19 @@ int cmd_predict(int argc, char **argv)
                         backend, cal.backend_version, ver, backend);
         }
     }
-    if (ntp_predict(ctx, g, &cal, &p) != NTP_STATUS_OK) {
+    /* The same machine's calibrations of the other backends at this
+     * precision: the layers a backend hands to one of them (ref) are
+     * predicted with its coefficients. */
+    ntp_calibration others[NTP_PREDICT_MAX_CALS - 1];
+    int n_others = 0;
+    for (int pass = 0; pass < 2; pass++) /* ref, every backend's fallback, first */
+        for (int i = 0; !ceilings && i < n_all && n_others < NTP_PREDICT_MAX_CALS - 1; i++)
+            if (strcmp(all[i].machine_key, cal.machine_key) == 0 &&
+                strcmp(all[i].backend, cal.backend) != 0 &&
+                (strcmp(all[i].backend, "ref") == 0) == (pass == 0) &&
+                strcmp(all[i].precision, cal.precision) == 0)
+                others[n_others++] = all[i];
+    if (ntp_predict_placed(ctx, g, &cal, others, n_others, &p) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
         goto done;
     }
