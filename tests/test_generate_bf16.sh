@@ -19,7 +19,8 @@
 #    dequantised values within 1e-4; against f32 within 16/254 (each weight
 #    moves by at most max|row| / 254, the same chain of 16) and above bf16's
 #    difference;
-#  - --vary weight_dtype=f32,bf16 sweeps it;
+#  - --vary weight_dtype=f32,bf16 sweeps it, and the roofline's bytes per
+#    decode step fall by exactly the weight bytes saved;
 #  - refused: bf16 weights on another backend, int8 weights.
 # Skipped (77) without torch.
 # Usage: test_generate_bf16.sh <path-to-ntprof> <source-dir>
@@ -87,6 +88,12 @@ expect_exit 0 "$NTPROF" generate "$SRC/tests/data/tiny-llama.xml" -P 2 -G 1 --no
 if $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"]; w=[x["result"]["weight_bytes"] for x in p]; sys.exit(w != [86656, 43328])' "$T/out"; then ok; else
     bad "--vary weight_dtype=f32,bf16: weight bytes are not 86,656 and 43,328"
     cat "$T/out"
+fi
+# The roofline reads the weights as held: tiny-llama reads each of its
+# weights once per decode step and shares none, so a step's bytes drop by
+# exactly the 43,328 bytes bf16 saves.
+if $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"]; b=[x["result"]["decode"]["bytes"] for x in p]; print("decode bytes per step", b); sys.exit(b[0] - b[1] != 43328)' "$T/out"; then ok; else
+    bad "--vary weight_dtype=f32,bf16: a decode step's bytes do not drop by the 43,328 weight bytes saved"
 fi
 expect_exit 1 "$NTPROF" generate "$SRC/tests/data/tiny-llama.xml" --no-db --vary weight_dtype=f32,f16
 expect_err "sweep axis weight_dtype: expected f32, bf16 or i8, got 'f16'"

@@ -295,22 +295,42 @@ static const float *logits_of(ntp_ctx *ctx, const ntp_exec *x, const ntp_graph *
     return slot_data(x, t);
 }
 
-/* The weights' bytes held at --weight-dtype bf16 or i8 (as exec.c stores
+/* A weight's bytes as held at --weight-dtype bf16 or i8 (as exec.c stores
  * them: every weight at bf16; matrices at int8 with an f32 scale per row,
- * vectors at f32), for --static. */
+ * vectors at f32); at f32, as analysed. */
+static int64_t held_bytes(const ntp_tensor *t, ntp_dtype wd)
+{
+    int64_t n = ntp_shape_numel(&t->shape);
+    if (wd == NTP_DTYPE_F32 || (t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER))
+        return ntp__tensor_bytes(t);
+    return wd == NTP_DTYPE_BF16                       ? 2 * n
+           : wd == NTP_DTYPE_I8 && t->shape.ndim >= 2 ? n + 4 * t->shape.dim[0]
+                                                      : 4 * n;
+}
+
+/* The weights' bytes held at --weight-dtype, for --static. */
 static int64_t weight_bytes_at(const ntp_graph *g, ntp_dtype wd)
 {
     int64_t b = 0;
     for (int i = 0; i < g->n_tensors; i++) {
         const ntp_tensor *t = &g->tensors[i];
-        if (t->kind != NTP_TENSOR_WEIGHT && t->kind != NTP_TENSOR_BUFFER)
-            continue;
-        int64_t n = ntp_shape_numel(&t->shape);
-        b += wd == NTP_DTYPE_BF16                       ? 2 * n
-             : wd == NTP_DTYPE_I8 && t->shape.ndim >= 2 ? n + 4 * t->shape.dim[0]
-                                                        : 4 * n;
+        if (t->kind == NTP_TENSOR_WEIGHT || t->kind == NTP_TENSOR_BUFFER)
+            b += held_bytes(t, wd);
     }
     return b;
+}
+
+/* What a layer's traffic gains (a negative number: saves) when its weights
+ * are held at --weight-dtype rather than as the analysis counted them: the
+ * roofline's bytes per pass are the bytes the kernels read. */
+static int64_t weight_traffic_delta(const ntp_graph *g, const ntp_node *n, ntp_dtype wd)
+{
+    int64_t d = 0;
+    for (int k = 0; k < n->n_w; k++) {
+        const ntp_tensor *t = &g->tensors[n->w[k]];
+        d += held_bytes(t, wd) - ntp__tensor_bytes(t);
+    }
+    return d;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -607,6 +627,8 @@ report:
         l->decode_flops = ad->layers[p].flops;
         l->prefill_bytes = ap->layers[p].traffic_bytes;
         l->decode_bytes = ad->layers[p].traffic_bytes;
+        l->prefill_bytes += weight_traffic_delta(s.gp, n, o->weight_dtype);
+        l->decode_bytes += weight_traffic_delta(s.gd, nd, o->weight_dtype);
         if (n->op == NTP_OP_KV_ATTENTION) {
             l->prefill_bytes += kv_traffic(s.gp, n, s.B, s.P, s.D, o->kv_dtype);
             l->decode_bytes += kv_traffic(s.gd, nd, s.B, 1, mid, o->kv_dtype);
