@@ -11,31 +11,10 @@
 # Usage: test_pg_sweep_restart_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
-PGUP=$SRC/scripts/local-postgres.sh
 MLP=$SRC/models/tiny-mlp.xml
 FAST=(--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)
 
-"$NTPROF" history --db postgresql://127.0.0.1:1/x >"$T/out" 2>"$T/err"
-if grep -q "built without PostgreSQL" "$T/err"; then
-    echo "skipped: this ntprof was built without libpq: $(cat "$T/err")"
-    exit 77
-fi
-PG_BINDIR=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-if [ -z "$PG_BINDIR" ] && ! command -v initdb >/dev/null; then
-    echo "skipped: no PostgreSQL server binaries (apt install postgresql)"
-    exit 77
-fi
-PSQL=${PG_BINDIR:+$PG_BINDIR/}psql
-
-trap '[ -n "${WATCH:-}" ] && kill "$WATCH" 2>/dev/null; [ -n "${PGDIR:-}" ] && "$PGUP" down "$PGDIR" >/dev/null 2>&1; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
-if ! "$PGUP" up >"$T/up" 2>&1; then
-    echo "FAIL: local-postgres.sh up:"
-    cat "$T/up"
-    exit 1
-fi
-PGDIR=$(sed -n 's/^dir: //p' "$T/up")
-URL=$(tail -1 "$T/up")
-SOCK=$(sed -n 's/^socket URL: //p' "$T/up")
+pg_server_up '[ -n "${WATCH:-}" ] && kill "$WATCH" 2>/dev/null'
 sql() { "$PSQL" -X -q -t -A -d "$SOCK" -c "$1" 2>/dev/null; }
 export TMPDIR=$T
 

@@ -1152,6 +1152,45 @@ static ntp_status need_image(reader *r, const dn_sect *s, int li)
     return NTP_STATUS_OK;
 }
 
+/* The previous layer as rows of features (as_flat), base naming what is
+ * added; *in_c the features per row. */
+static ntp_status flat_input(reader *r, const dn_sect *s, int li, const char *base, int *x,
+                             int64_t *in_c)
+{
+    ntp_status st = as_flat(r, s, li - 1, base, x);
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    *in_c = P->c * P->h * P->w;
+    return st;
+}
+
+/* After the steps (st: how they went), every step's state stacked into
+ * base_states as *all; frees states. */
+static ntp_status stack_states(reader *r, const dn_sect *s, const char *base, int *states,
+                               ntp_status st, int *all)
+{
+    if (!st) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "%s_states", base);
+        st = concat_all(r, s, nm, 0, states, (int)r->steps, all);
+    }
+    free(states);
+    return st;
+}
+
+/* A recurrent layer's output: rows of `output` features in tensor, from
+ * its nodes first..last. */
+static void flat_output(ntp_darknet_layer *L, int first, int last, int tensor, int64_t output,
+                        ntp_darknet_kind kind)
+{
+    L->node = first;
+    L->last = last;
+    L->tensor = tensor;
+    L->c = output;
+    L->h = L->w = 1;
+    L->flat = true;
+    L->kind = kind;
+}
+
 /* [rnn] and [crnn]: per step, state = input(x_t) + self(state) (+ the old
  * state with shortcut=1), each inner layer with the section's activation
  * (Darknet's default logistic) and batch norm; the output layer reads every
@@ -1191,9 +1230,8 @@ static ntp_status rnn_common(reader *r, const dn_sect *s, int li, ntp_darknet_la
         in_c = P->c;
         state = shp(4, r->batch, hidden, P->h, P->w);
     } else {
-        if ((st = as_flat(r, s, li - 1, base, &x)))
+        if ((st = flat_input(r, s, li, base, &x, &in_c)))
             return st;
-        in_c = P->c * P->h * P->w;
         hidden = output;
         state = shp(2, r->batch, output, 0, 0);
     }
@@ -1232,11 +1270,7 @@ static ntp_status rnn_common(reader *r, const dn_sect *s, int li, ntp_darknet_la
         states[t] = h;
     }
     int all = -1;
-    if (!st) {
-        snprintf(nm, sizeof nm, "%s_states", base);
-        st = concat_all(r, s, nm, 0, states, (int)r->steps, &all);
-    }
-    free(states);
+    st = stack_states(r, s, base, states, st, &all);
     snprintf(nm, sizeof nm, "%s_out", base);
     if (st || (st = unit_node(r, s, &uo, nm, &all, -1, -1, false, &node, &bn_node)))
         return st;
@@ -1278,11 +1312,10 @@ static ntp_status gru_layer(reader *r, const dn_sect *s, int li, ntp_darknet_lay
         return st;
     char base[32], nm[96];
     snprintf(base, sizeof base, "gru%d", li);
-    const ntp_darknet_layer *P = &r->layers[li - 1];
     int x;
-    if ((st = as_flat(r, s, li - 1, base, &x)))
+    int64_t in_c;
+    if ((st = flat_input(r, s, li, base, &x, &in_c)))
         return st;
-    int64_t in_c = P->c * P->h * P->w;
     const unit uu = {NTP_OP_FC, output, in_c, bn, NTP_OP_COUNT, "linear"},
                uw = {NTP_OP_FC, output, output, bn, NTP_OP_COUNT, "linear"};
     /* uz, ur, uh over all rows; their blocks follow wz, wr, wh in the file */
@@ -1352,11 +1385,7 @@ static ntp_status gru_layer(reader *r, const dn_sect *s, int li, ntp_darknet_lay
         states[t] = h;
     }
     int all = -1;
-    if (!st) {
-        snprintf(nm, sizeof nm, "%s_states", base);
-        st = concat_all(r, s, nm, 0, states, (int)r->steps, &all);
-    }
-    free(states);
+    st = stack_states(r, s, base, states, st, &all);
     if (st)
         return st;
     /* Darknet's file order: wz, wr, wh, uz, ur, uh. */
@@ -1364,14 +1393,8 @@ static ntp_status gru_layer(reader *r, const dn_sect *s, int li, ntp_darknet_lay
         add_block(L, NTP_DARKNET_BLOCK_FC, wn[k], wb[k], 0);
     for (int k = 0; k < 3; k++)
         add_block(L, NTP_DARKNET_BLOCK_FC, un[k], ub[k], 0);
-    L->node = un[0];
-    L->last = r->g->n_nodes - 1;
-    L->tensor = all;
-    L->c = output;
-    L->h = L->w = 1;
-    L->flat = true;
+    flat_output(L, un[0], r->g->n_nodes - 1, all, output, NTP_DARKNET_GRU);
     L->bn = bn;
-    L->kind = NTP_DARKNET_GRU;
     return NTP_STATUS_OK;
 }
 
@@ -1393,11 +1416,10 @@ static ntp_status lstm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
                           "not supported; expected batch_normalize=0");
     char base[32], nm[96];
     snprintf(base, sizeof base, "lstm%d", li);
-    const ntp_darknet_layer *P = &r->layers[li - 1];
     int x;
-    if ((st = as_flat(r, s, li - 1, base, &x)))
+    int64_t in_c;
+    if ((st = flat_input(r, s, li, base, &x, &in_c)))
         return st;
-    int64_t in_c = P->c * P->h * P->w;
     snprintf(nm, sizeof nm, "%s_seq", base);
     int ni = add_op(r, nm, NTP_OP_RESHAPE, s->line, &x, 1);
     if (ni < 0)
@@ -1431,13 +1453,7 @@ static ntp_status lstm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
         add_block(L, NTP_DARKNET_BLOCK_LSTM_W, li_node, -1, slot[k]);
     for (int k = 0; k < 4; k++)
         add_block(L, NTP_DARKNET_BLOCK_LSTM_U, li_node, -1, slot[k]);
-    L->node = li_node;
-    L->last = ni;
-    L->tensor = r->g->nodes[ni].out[0];
-    L->c = output;
-    L->h = L->w = 1;
-    L->flat = true;
-    L->kind = NTP_DARKNET_LSTM;
+    flat_output(L, li_node, ni, r->g->nodes[ni].out[0], output, NTP_DARKNET_LSTM);
     return NTP_STATUS_OK;
 }
 

@@ -2,6 +2,7 @@
  * generic writers of src/core/writers.c: the format names, shapes, thread
  * counts and device memory. */
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "report/report-impl.h"
@@ -71,4 +72,29 @@ json_t *ntp__device_memory_json(bool *ok, const ntp_memory_result *m)
     ntp__jset(ok, dev, "workspace_bytes", json_integer(m->device_workspace_bytes));
     ntp__jset(ok, dev, "peak_bytes", json_integer(m->device_peak_bytes));
     return dev;
+}
+
+void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
+                      const char *(*text)(const void *layers, int i, int what))
+{
+    for (int i = 0; i < n; i++) {
+        const char *why = text(layers, i, 0);
+        bool first = why[0] != '\0';
+        for (int k = 0; first && k < i; k++)
+            first = strcmp(text(layers, k, 0), why) != 0;
+        if (!first)
+            continue;
+        char names[1024];
+        size_t u = 0;
+        names[0] = '\0';
+        for (int k = i; k < n && u < sizeof names; k++)
+            if (strcmp(text(layers, k, 0), why) == 0) {
+                const char *name = text(layers, k, 1);
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
+                                      name ? name : "?");
+            }
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "%s%s: ", lead, why);
+        ntp__put_wrapped(f, prefix, names);
+    }
 }

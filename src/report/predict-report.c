@@ -9,12 +9,20 @@
 #include "core/writers-impl.h"
 #include "machine/predict-impl.h"
 #include "ntprof/predict.h"
+#include "report-impl.h"
 
 static const char *fmt_ms(double ms, char *buf, size_t len)
 {
     if (!isfinite(ms))
         return "n/a";
     return ntp__fit_number(ms, 9, 4, buf, len);
+}
+
+/* A predicted layer's note (what 0) or name (what 1), for ntp__put_reasons. */
+static const char *predict_layer_text(const void *layers, int i, int what)
+{
+    const ntp_layer_prediction *l = (const ntp_layer_prediction *)layers + i;
+    return what ? l->name : l->note;
 }
 
 static void write_table(const ntp_prediction *p, FILE *f)
@@ -84,24 +92,7 @@ static void write_table(const ntp_prediction *p, FILE *f)
                        "the total leaves them out",
                        p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated);
     /* Why each n/a layer is not predicted, each reason once. */
-    for (int i = 0; i < p->n_layers; i++) {
-        const char *why = p->layers[i].note;
-        bool first = why[0] != '\0';
-        for (int k = 0; first && k < i; k++)
-            first = strcmp(p->layers[k].note, why) != 0;
-        if (!first)
-            continue;
-        char names[1024];
-        size_t u = 0;
-        names[0] = '\0';
-        for (int k = i; k < p->n_layers && u < sizeof names; k++)
-            if (strcmp(p->layers[k].note, why) == 0)
-                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
-                                      p->layers[k].name ? p->layers[k].name : "?");
-        char prefix[96];
-        snprintf(prefix, sizeof prefix, "%s: ", why);
-        ntp__put_wrapped(f, prefix, names);
-    }
+    ntp__put_reasons(f, "", p->layers, p->n_layers, predict_layer_text);
 }
 
 static json_t *num_or_null(double v)

@@ -28,4 +28,11 @@ json_t *ntp__json_shape(const ntp_shape *s);
  * and peak bytes); the caller adds it only when ntp_memory_has_device. */
 json_t *ntp__device_memory_json(bool *ok, const ntp_memory_result *m);
 
+/* Each reason a layer is not predicted, once, with the layers it holds
+ * for: "<lead><note>: name, name, ...", wrapped. text(layers, i, 0) is
+ * layer i's note ("" when predicted), text(layers, i, 1) its name (NULL:
+ * "?"). */
+void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
+                      const char *(*text)(const void *layers, int i, int what));
+
 #endif

@@ -247,6 +247,14 @@ static void table_roofline(FILE *f, const ntp_roofline *rl)
                      "its bandwidth");
 }
 
+/* A run layer's prediction note (what 0) or name (what 1), for
+ * ntp__put_reasons. */
+static const char *run_layer_text(const void *layers, int i, int what)
+{
+    const ntp_layer_result *l = (const ntp_layer_result *)layers + i;
+    return what ? l->name : l->prediction_note;
+}
+
 /* Device memory, only when an accelerator backend ran. */
 /* The prediction's summary under the table (docs/predict.md). */
 static void table_prediction(FILE *f, const ntp_run_result *r)
@@ -271,24 +279,7 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
         ntp__put_wrapped(f, "prediction: not predicted (family not calibrated): ", p->uncalibrated);
     /* Why each "n/a" row is not predicted, each reason once with its
      * layers. */
-    for (int i = 0; i < r->n_layers; i++) {
-        const char *why = r->layers[i].prediction_note;
-        bool first = why[0] != '\0';
-        for (int k = 0; first && k < i; k++)
-            first = strcmp(r->layers[k].prediction_note, why) != 0;
-        if (!first)
-            continue;
-        char names[1024];
-        size_t u = 0;
-        names[0] = '\0';
-        for (int k = i; k < r->n_layers && u < sizeof names; k++)
-            if (strcmp(r->layers[k].prediction_note, why) == 0)
-                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
-                                      r->layers[k].name ? r->layers[k].name : "?");
-        char prefix[96];
-        snprintf(prefix, sizeof prefix, "prediction %s: ", why);
-        ntp__put_wrapped(f, prefix, names);
-    }
+    ntp__put_reasons(f, "prediction ", r->layers, r->n_layers, run_layer_text);
     if (p->unpredicted_ms > 0 && isfinite(p->covered_error))
         ntp__put_linef(f,
                        "the layers not predicted took %.4g ms; without them the end-to-end "

@@ -121,4 +121,11 @@ typedef struct ntp_optim {
 void ntp__train_update(const ntp_optim *o, int64_t t, double *p, const double *grad, double *m,
                        double *v, int64_t cnt);
 
+/* A memory plan's parts, in the reports' order: weights, gradients,
+ * optimizer_state, activations, workspace, other, then peak (the sum's
+ * high point); their JSON keys and values (src/train/train-report.c). */
+enum { NTP__TRAIN_MEM_PARTS = 7 };
+extern const char *const ntp__train_mem_keys[NTP__TRAIN_MEM_PARTS];
+void ntp__train_mem_values(const ntp_train_memory *m, int64_t v[NTP__TRAIN_MEM_PARTS]);
+
 #endif

@@ -6,10 +6,10 @@
 #include "core/writers-impl.h"
 #include "train-impl.h"
 
-static const char *const mem_keys[] = {
+const char *const ntp__train_mem_keys[NTP__TRAIN_MEM_PARTS] = {
     "weights", "gradients", "optimizer_state", "activations", "workspace", "other", "peak"};
 
-static void mem_values(const ntp_train_memory *m, int64_t v[7])
+void ntp__train_mem_values(const ntp_train_memory *m, int64_t v[NTP__TRAIN_MEM_PARTS])
 {
     v[0] = m->weights;
     v[1] = m->gradients;
@@ -24,24 +24,25 @@ static json_t *memory_json(bool *ok, const ntp_train_memory *m)
 {
     json_t *o = json_object();
     int64_t v[7];
-    mem_values(m, v);
+    ntp__train_mem_values(m, v);
     for (int i = 0; i < 7; i++)
-        ntp__jset(ok, o, mem_keys[i], json_integer(v[i]));
+        ntp__jset(ok, o, ntp__train_mem_keys[i], json_integer(v[i]));
     return o;
 }
 
 static void memory_table(FILE *f, const ntp_train_memory *m)
 {
     int64_t v[7];
-    mem_values(m, v);
+    ntp__train_mem_values(m, v);
     char b[32];
     fprintf(f, "\nmemory (bytes at the topology's precision)\n");
     for (int i = 0; i < 7; i++) {
         double share = m->peak > 0 ? 100.0 * (double)v[i] / (double)m->peak : 0.0;
         if (i == 6)
-            ntp__put_linef(f, "  %-16s %10s", mem_keys[i], ntp__human_bytes((double)v[i], b, 32));
+            ntp__put_linef(f, "  %-16s %10s", ntp__train_mem_keys[i],
+                           ntp__human_bytes((double)v[i], b, 32));
         else
-            ntp__put_linef(f, "  %-16s %10s  %5.1f%%", mem_keys[i],
+            ntp__put_linef(f, "  %-16s %10s  %5.1f%%", ntp__train_mem_keys[i],
                            ntp__human_bytes((double)v[i], b, 32), share);
     }
 }

@@ -127,19 +127,6 @@ static int64_t rss_diff(const ntp_train_result *r)
     return r->rss_peak_bytes - r->plan->engine_bytes;
 }
 
-static const char *const mem_keys[] = {"weights",     "gradients", "optimizer_state",
-                                       "activations", "workspace", "other"};
-
-static void mem_values(const ntp_train_memory *m, int64_t v[6])
-{
-    v[0] = m->weights;
-    v[1] = m->gradients;
-    v[2] = m->optimizer_state;
-    v[3] = m->activations;
-    v[4] = m->workspace;
-    v[5] = m->other;
-}
-
 static ntp_status write_json(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
 {
     bool ok = true;
@@ -181,10 +168,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
         ntp__jset(&ok, co, "step_median_ms", ntp__json_num(r->step.median));
         ntp__jset(&ok, co, "samples_per_s", ntp__json_num(r->samples_per_s));
         json_t *mem = json_object();
-        int64_t v[6];
-        mem_values(&r->plan->memory, v);
+        int64_t v[NTP__TRAIN_MEM_PARTS];
+        ntp__train_mem_values(&r->plan->memory, v);
         for (int i = 0; i < 6; i++)
-            ntp__jset(&ok, mem, mem_keys[i], json_integer(v[i]));
+            ntp__jset(&ok, mem, ntp__train_mem_keys[i], json_integer(v[i]));
         ntp__jset(&ok, mem, "peak", json_integer(r->plan->memory.peak));
         ntp__jset(&ok, co, "memory", mem);
         ntp__jset(&ok, co, "engine_planned_bytes", json_integer(r->plan->engine_bytes));
@@ -223,8 +210,8 @@ static ntp_status write_csv(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
         fputs(r ? ",ok," : ",failed,", f);
         ntp__csv_str(f, r ? "" : s->err[c] ? s->err[c] : "failed");
         if (r) {
-            int64_t v[6];
-            mem_values(&r->plan->memory, v);
+            int64_t v[NTP__TRAIN_MEM_PARTS];
+            ntp__train_mem_values(&r->plan->memory, v);
             fputc(',', f);
             ntp__csv_int(f, r->batch);
             fputc(',', f);

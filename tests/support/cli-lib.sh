@@ -80,3 +80,35 @@ slurm_cluster_up() {
     CLUSTER_DIR=$(dirname "$SLURM_CONF")
     export SLURM_CONF
 }
+
+# A PostgreSQL server of its own for the test (scripts/local-postgres.sh, in
+# a folder under /tmp that the unprivileged user it runs as when we are root
+# can reach): sets PGUP, PSQL, PGDIR (named on up's "dir:" line), URL (its
+# last line) and SOCK (the socket URL), and stops it on exit, first running
+# the shell command $1 where one is given. Skips the test (77) where this
+# ntprof has no libpq or no server binaries are installed; fails it where
+# the server does not start.
+pg_server_up() {
+    local bindir
+    PGUP=$SRC/scripts/local-postgres.sh
+    "$NTPROF" history --db postgresql://127.0.0.1:1/x >"$T/out" 2>"$T/err"
+    if grep -q "built without PostgreSQL" "$T/err"; then
+        echo "skipped: this ntprof was built without libpq: $(cat "$T/err")"
+        exit 77
+    fi
+    bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    if [ -z "$bindir" ] && ! command -v initdb >/dev/null; then
+        echo "skipped: no PostgreSQL server binaries (apt install postgresql)"
+        exit 77
+    fi
+    PSQL=${bindir:+$bindir/}psql
+    trap "${1:-:}"'; [ -n "${PGDIR:-}" ] && "$PGUP" down "$PGDIR" >/dev/null 2>&1; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+    if ! "$PGUP" up >"$T/up" 2>&1; then
+        echo "FAIL: local-postgres.sh up:"
+        cat "$T/up"
+        exit 1
+    fi
+    PGDIR=$(sed -n 's/^dir: //p' "$T/up")
+    URL=$(tail -1 "$T/up")
+    SOCK=$(sed -n 's/^socket URL: //p' "$T/up")
+}

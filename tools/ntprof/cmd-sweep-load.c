@@ -171,8 +171,7 @@ static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv
                     ntp_loadgen_sweep_row *row)
 {
     char report[PATH_MAX], log[PATH_MAX];
-    if (snprintf(report, sizeof report, "%s/config-%d.json", dir, c) >= (int)sizeof report ||
-        snprintf(log, sizeof log, "%s/config-%d.log", dir, c) >= (int)sizeof log) {
+    if (!sweep_paths(dir, c, report, log)) {
         snprintf(row->error, sizeof row->error, "the temporary directory's path is too long");
         return;
     }
@@ -199,46 +198,14 @@ static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv
         return;
     }
     unlink(report);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        execv(self, (char *const *)a.v);
-        fprintf(stderr, "ntprof: cannot run %s: %s\n", self, strerror(errno));
-        _exit(127);
-    }
+    pid_t pid = sweep_spawn(self, &a, log);
     free(a.v);
     if (pid < 0) {
         snprintf(row->error, sizeof row->error, "cannot start a process: %s", strerror(errno));
         return;
     }
-    sweep_child = pid;
-    double t0 = cli_now_s();
     int status = 0;
-    bool timed_out = false;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            status = -1;
-            break;
-        }
-        if (timeout > 0 && cli_now_s() - t0 > timeout) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            timed_out = true;
-            break;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    sweep_child = 0;
+    bool timed_out = sweep_wait(pid, timeout, &status);
     if (timed_out) {
         snprintf(row->error, sizeof row->error, "timed out after %g s", timeout);
     } else if (status != -1 && WIFEXITED(status) &&
@@ -251,15 +218,10 @@ static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv
     } else {
         /* The child's own one-line error: the last line of its log that is
          * not a warning. */
-        char line[1024] = "", last[1024] = "no message";
-        FILE *lf = fopen(log, "r");
-        while (lf && fgets(line, sizeof line, lf)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            if (line[0] && strncmp(line, "ntprof: warning:", 16) != 0)
-                snprintf(last, sizeof last, "%s", strncmp(line, "ntprof: ", 8) ? line : line + 8);
-        }
-        if (lf)
-            fclose(lf);
+        char last[1024];
+        sweep_last_line(log, last, sizeof last);
+        if (!last[0])
+            snprintf(last, sizeof last, "no message");
         if (status != -1 && WIFSIGNALED(status))
             snprintf(row->error, sizeof row->error, "killed by signal %d: %.400s", WTERMSIG(status),
                      last);
@@ -442,31 +404,10 @@ int sweep_load(int argc, char **argv)
             o += snprintf(rows[c].label + o, sizeof rows[c].label - (size_t)o, "%s%s=%s",
                           k ? " " : "", f[k].name, f[k].values[cfg[c][k]]);
     }
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
-        cli_error("cannot find the ntprof executable (/proc/self/exe): %s", strerror(errno));
+    char self[PATH_MAX], dir[PATH_MAX];
+    if (cli_sweep_prepare(keep, self, sizeof self, dir, sizeof dir) != CLI_OK) {
         rc = CLI_FAIL;
         goto out;
-    }
-    self[len] = '\0';
-    char dir[PATH_MAX];
-    if (keep) {
-        snprintf(dir, sizeof dir, "%s", keep);
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            cli_error("--keep %s: %s", keep, strerror(errno));
-            rc = CLI_FAIL;
-            goto out;
-        }
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/ntprof-sweep-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            cli_error("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
-                      strerror(errno));
-            rc = CLI_FAIL;
-            goto out;
-        }
     }
     /* Ctrl-C: the running configuration is interrupted (it reports the
      * queries so far), and no further one starts. */

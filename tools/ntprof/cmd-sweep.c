@@ -96,7 +96,7 @@ static bool push_config(argv_list *a, const ntp_sweep_config *cfg, char *batch, 
 
 /* The last non-empty line of a child's log, without the "ntprof: " every
  * CLI message starts with: the child's own one-line error. */
-static void last_line(const char *path, char *out, size_t len)
+void sweep_last_line(const char *path, char *out, size_t len)
 {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
@@ -141,14 +141,92 @@ bool sweep_push(argv_list *a, const char *s)
     return push(a, s);
 }
 
+int cli_sweep_prepare(const char *keep, char *self, size_t self_len, char *dir, size_t dir_len)
+{
+    ssize_t len = readlink("/proc/self/exe", self, self_len - 1);
+    if (len <= 0) {
+        cli_error("cannot find the ntprof executable (/proc/self/exe): %s", strerror(errno));
+        return CLI_FAIL;
+    }
+    self[len] = '\0';
+    if (keep) {
+        snprintf(dir, dir_len, "%s", keep);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            cli_error("--keep %s: %s", keep, strerror(errno));
+            return CLI_FAIL;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, dir_len, "%s/ntprof-sweep-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            cli_error("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                      strerror(errno));
+            return CLI_FAIL;
+        }
+    }
+    return CLI_OK;
+}
+
+bool sweep_paths(const char *dir, int c, char report[PATH_MAX], char log[PATH_MAX])
+{
+    return snprintf(report, PATH_MAX, "%s/config-%d.json", dir, c) < PATH_MAX &&
+           snprintf(log, PATH_MAX, "%s/config-%d.log", dir, c) < PATH_MAX;
+}
+
+pid_t sweep_spawn(const char *self, const argv_list *a, const char *log)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(self, (char *const *)a->v);
+        fprintf(stderr, "ntprof: cannot run %s: %s\n", self, strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+bool sweep_wait(pid_t pid, double timeout, int *status)
+{
+    sweep_child = pid;
+    double t0 = now_s();
+    bool timed_out = false;
+    *status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, status, timeout > 0 ? WNOHANG : 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            *status = -1;
+            break;
+        }
+        if (timeout > 0 && now_s() - t0 > timeout) {
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            timed_out = true;
+            break;
+        }
+        if (r == 0) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    sweep_child = 0;
+    return timed_out;
+}
+
 /* Run configuration c in a child; returns its report or records why not. */
 void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const char *file,
                    const argv_list *fixed, const char *dir, double timeout, char *state,
                    size_t state_len)
 {
     char report[PATH_MAX], log[PATH_MAX];
-    if (snprintf(report, sizeof report, "%s/config-%d.json", dir, c) >= (int)sizeof report ||
-        snprintf(log, sizeof log, "%s/config-%d.log", dir, c) >= (int)sizeof log) {
+    if (!sweep_paths(dir, c, report, log)) {
         ntp_sweep_set_error(ctx, sw, c, "the temporary directory's path is too long");
         snprintf(state, state_len, "failed: the temporary directory's path is too long");
         return;
@@ -173,21 +251,8 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
         return;
     }
     unlink(report);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        execv(self, (char *const *)a.v);
-        fprintf(stderr, "ntprof: cannot run %s: %s\n", self, strerror(errno));
-        _exit(127);
-    }
+    pid_t pid = sweep_spawn(self, &a, log);
     free(a.v);
-    sweep_child = pid > 0 ? pid : 0;
     if (pid < 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "cannot start a process: %s", strerror(errno));
@@ -195,29 +260,8 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
         snprintf(state, state_len, "failed: %s", msg);
         return;
     }
-    double t0 = now_s();
     int status = 0;
-    bool timed_out = false;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, timeout > 0 ? WNOHANG : 0);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            status = -1;
-            break;
-        }
-        if (timeout > 0 && now_s() - t0 > timeout) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            timed_out = true;
-            break;
-        }
-        if (r == 0) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    sweep_child = 0;
+    bool timed_out = sweep_wait(pid, timeout, &status);
     char msg[1024];
     if (timed_out) {
         snprintf(msg, sizeof msg, "timed out after %g s", timeout);
@@ -233,12 +277,12 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
         ntp_ctx_clear(ctx);
     } else if (status != -1 && WIFSIGNALED(status)) {
         char last[512];
-        last_line(log, last, sizeof last);
+        sweep_last_line(log, last, sizeof last);
         snprintf(msg, sizeof msg, "killed by signal %d (%s)%s%s", WTERMSIG(status),
                  strsignal(WTERMSIG(status)), last[0] ? ": " : "", last);
     } else {
         char last[900];
-        last_line(log, last, sizeof last);
+        sweep_last_line(log, last, sizeof last);
         snprintf(msg, sizeof msg, "exit %d: %s", status == -1 ? -1 : WEXITSTATUS(status),
                  last[0] ? last : "no message");
     }
@@ -685,31 +729,10 @@ int cmd_sweep(int argc, char **argv)
         goto done;
     }
 
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
-        cli_error("cannot find the ntprof executable (/proc/self/exe): %s", strerror(errno));
+    char self[PATH_MAX], dir[PATH_MAX];
+    if (cli_sweep_prepare(keep, self, sizeof self, dir, sizeof dir) != CLI_OK) {
         rc = CLI_FAIL;
         goto done;
-    }
-    self[len] = '\0';
-    char dir[PATH_MAX];
-    if (keep) {
-        snprintf(dir, sizeof dir, "%s", keep);
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            cli_error("--keep %s: %s", keep, strerror(errno));
-            rc = CLI_FAIL;
-            goto done;
-        }
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/ntprof-sweep-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            cli_error("cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
-                      strerror(errno));
-            rc = CLI_FAIL;
-            goto done;
-        }
     }
     int n = ntp_sweep_config_count(sw), failed = 0;
     if (use_db && db && ntp_store_is_url(db)) {

@@ -4,6 +4,7 @@
 #ifndef NTPROF_CMD_SWEEP_H
 #define NTPROF_CMD_SWEEP_H
 
+#include <limits.h>
 #include <sys/types.h>
 
 #include "cli.h"
@@ -16,6 +17,28 @@ typedef struct argv_list {
 } argv_list;
 
 bool sweep_push(argv_list *a, const char *s);
+
+/* Find this ntprof (/proc/self/exe) into self, and make the directory the
+ * configurations' reports and logs go in: --keep DIR (created if need be)
+ * or a new temporary one; CLI_OK, or CLI_FAIL having said why. */
+int cli_sweep_prepare(const char *keep, char *self, size_t self_len, char *dir, size_t dir_len);
+
+/* Configuration c's report DIR/config-C.json and log DIR/config-C.log;
+ * false when a path is too long. */
+bool sweep_paths(const char *dir, int c, char report[PATH_MAX], char log[PATH_MAX]);
+
+/* Start self with argv a in a child whose stdout and stderr go to log;
+ * its pid, or -1 with errno set. */
+pid_t sweep_spawn(const char *self, const argv_list *a, const char *log);
+
+/* Wait for child pid (sweep_child meanwhile), killing it after timeout
+ * seconds (<= 0: none); its wait status in *status (-1: lost). True when
+ * it timed out. */
+bool sweep_wait(pid_t pid, double timeout, int *status);
+
+/* The last non-empty, non-warning line of a child's log without its
+ * "ntprof: " prefix (empty when none), cut to len. */
+void sweep_last_line(const char *path, char *out, size_t len);
 
 /* Run configuration c of sw in a child `self run FILE <fixed> <config>
  * --format json -o DIR/config-C.json`, recording its result or error in
