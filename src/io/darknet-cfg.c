@@ -343,7 +343,7 @@ static ntp_status parse_act(reader *r, const dn_sect *s, const char *dflt, ntp_o
 static ntp_status activation(reader *r, const dn_sect *s, const char *base, const char *dflt,
                              int *t, int *last)
 {
-    ntp_op op;
+    ntp_op op = NTP_OP_COUNT; /* set by parse_act on success */
     const char *name;
     ntp_status st = parse_act(r, s, dflt, &op, &name);
     if (st)
@@ -1251,7 +1251,7 @@ static ntp_status rnn_common(reader *r, const dn_sect *s, int li, ntp_darknet_la
     if (!states)
         return oom(r);
     for (int t = 0; t < r->steps && !st; t++) {
-        int xt, sf = h;
+        int xt = -1, sf = h; /* xt: set by step_rows on success */
         if ((st = step_rows(r, s, step_name(r, nm, sizeof nm, base, "in", t), x, t, &xt)) ||
             (st = unit_node(r, s, &us, step_name(r, nm, sizeof nm, base, "self", t), &sf, self,
                             self_bn, t == 0 && r->steps > 1, &node, &bn_node)))
