@@ -9,9 +9,10 @@
  * The generator's cost is split: the issues that found the instance asleep
  * and woke it (a futex system call; a busy or polling instance is never
  * signalled) and the mean time of a wake; the rest is writing and
- * publishing the query (no lock). At 10k QPS it runs twice: with idle
- * instances polling (the default) and with them sleeping at once
- * (poll 0), so that every issue wakes one: the wake's share, measured.
+ * publishing the query (no lock). Every rate runs with idle instances
+ * polling for the margin (poll_us -1, opt-in), and 10k QPS once more with
+ * them sleeping at once (poll 0, the default), so that every issue wakes
+ * one: the wake's share, measured.
  *
  *   bench_load [QUERIES at 10k QPS (default 50000) [MARGIN_US (default:
  *              measured by the generator)]] */

@@ -87,8 +87,8 @@ typedef struct ntp_loadgen_opts {
     /* How long an idle instance polls the queue before it sleeps, so that
      * an arrival within it costs the generator no wake (a system call) and
      * the instance no wake-up latency. Only where the instances and the
-     * generator have cores of their own. Negative (the default): the run's
-     * margin, at most 200 µs; 0: never. */
+     * generator have cores of their own. Negative: the run's margin, at
+     * most 200 µs; 0 (the default): never (docs/load.md#generator-cost). */
     double poll_us;
 } ntp_loadgen_opts;
 
