@@ -338,17 +338,14 @@ int sweep_load(int argc, char **argv)
                 goto out;
             continue;
         case 'h':
-            cli_usage(stdout, opts, 25);
-            rc = CLI_OK;
-            goto out;
-        case CLI_OPT_BAD: goto out;
+        case CLI_OPT_BAD: rc = cli_option_end("sweep --load", opt, opts, 25); goto out;
         default: break;
         }
         int k = 0;
         while (k < N_PASS && pass[k].key != opt)
             k++;
         if (k == N_PASS) {
-            cli_error("see 'ntprof sweep --load --help'");
+            rc = cli_option_end("sweep --load", opt, opts, 25);
             goto out;
         }
         /* The child checks the value and names the option in its error. */
