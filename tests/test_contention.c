@@ -299,7 +299,8 @@ static void test_wait_policy_cli(void **state)
     if (strncmp(a + strlen(key), "passive", 7) == 0)
         assert_non_null(strstr(out, "OMP_WAIT_POLICY=PASSIVE"));
     else
-        assert_non_null(strstr(out, "\"wait_settings\": \"GOMP_SPINCOUNT=10000\""));
+        assert_non_null(strstr(out, "\"wait_settings\": "
+                                    "\"GOMP_SPINCOUNT=10000 OPENBLAS_THREAD_TIMEOUT=22\""));
     /* The user's own settings win over auto, and are reported. */
     snprintf(cmd, sizeof cmd,
              "env -u OMP_WAIT_POLICY -u OPENBLAS_THREAD_TIMEOUT -u "

@@ -432,7 +432,7 @@ NTP_API void ntp_contention_sample(double seconds, ntp_contention *out);
  * from the environment when they were loaded: `name` is the CLI's policy
  * ("spin", "passive", "auto: ..."), "environment" for settings of the
  * user's own, or "spin" for the runtimes' defaults; `settings` the
- * variables that were set ("GOMP_SPINCOUNT=10000"), "" for none. */
+ * variables that were set ("GOMP_SPINCOUNT=10000 OPENBLAS_THREAD_TIMEOUT=22"), "" for none. */
 NTP_API void ntp_wait_policy(const char **name, const char **settings);
 
 /* Names of the backends built into this library, comma-separated. */

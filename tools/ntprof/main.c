@@ -100,10 +100,17 @@ static const wait_policy wait_policies[] = {
     {"passive", "PASSIVE", NULL, "4"},
     /* Chosen at start (auto_policy): one of these two. Spinning 10,000
      * iterations (tens of microseconds) bridges the gaps between oneDNN's
-     * parallel regions on an idle machine as the default 300,000 does. */
+     * parallel regions on an idle machine as the default 300,000 does.
+     * OpenBLAS's workers poll from the moment the library loads: at its
+     * default 2^28 cycles (0.13 s at 2.1 GHz) a worker burned a CPU through
+     * the start of every run, whatever the backend, and a short run's
+     * counters summed it into its rows (a one-thread fc counted twice its
+     * wall time). 2^22 cycles (2 ms) ends that before the model is built
+     * and keeps the blas backend's idle speed (MobileNetV2: 1.01x, 2^20
+     * 1.04x; docs/run.md). */
     {"auto", NULL, NULL, NULL},
 };
-static const wait_policy auto_idle = {"auto: short spin", NULL, "10000", NULL};
+static const wait_policy auto_idle = {"auto: short spin", NULL, "10000", "22"};
 
 /* The policy named by --wait-policy P / --wait-policy=P in argv (removed
  * from it), or by NTPROF_WAIT_POLICY; "auto" when neither. NULL after a
