@@ -145,6 +145,13 @@ static const mcase cases[] = {
      * integer was undefined behaviour). */
     C("45-reshape-nan-shape", PARSE_ERROR,
       "@PATH@: node 'reshape' (Reshape, opset 6): 'shape' value nan is not an integer"),
+    /* Found by fuzz_onnx: Neg folded over INT64_MIN (undefined behaviour
+     * the sanitizer build stops at), a Range past int64. */
+    C("46-neg-int64-min", UNSUPPORTED,
+      "@PATH@: graph output 'y' is a constant INT64 tensor: ntprof's graphs compute "
+      "floating-point outputs"),
+    C("47-range-int64-overflow", INVALID_ARGUMENT,
+      "@PATH@: node 'range' (Range, opset 13): element 2 of the range is beyond int64"),
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -403,6 +403,16 @@ static ntp_status fold_binary(ntp_onnx_importer *x, const char *op)
     return ntp__onnx_out_const(x, 0, acc);
 }
 
+/* -v as ONNX runtimes compute it, in two's complement: -INT64_MIN is
+ * INT64_MIN (numpy's answer), not undefined behaviour. */
+static int64_t wrap_neg(int64_t v)
+{
+    uint64_t u = 0 - (uint64_t)v;
+    int64_t r;
+    memcpy(&r, &u, sizeof r);
+    return r;
+}
+
 static ntp_status fold_unary(ntp_onnx_importer *x, const char *op)
 {
     const tens *a;
@@ -415,9 +425,8 @@ static ntp_status fold_unary(ntp_onnx_importer *x, const char *op)
     for (int64_t j = 0; j < a->n; j++) {
         if (a->i && (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Identity") ||
                      !strcmp(op, "Dropout")))
-            y->i[j] = !strcmp(op, "Neg")                  ? -a->i[j]
-                      : !strcmp(op, "Abs") && a->i[j] < 0 ? -a->i[j]
-                                                          : a->i[j];
+            y->i[j] = !strcmp(op, "Neg") || (!strcmp(op, "Abs") && a->i[j] < 0) ? wrap_neg(a->i[j])
+                                                                                : a->i[j];
         else
             put(y, j, unary(op, ntp__onnx_get_f(a, j)));
     }
@@ -903,9 +912,14 @@ static ntp_status fold_range(ntp_onnx_importer *x)
     if (!y)
         return st;
     for (int64_t j = 0; j < y->n; j++) {
-        if (y->i)
-            y->i[j] = ntp__onnx_get_i(s, 0) + j * ntp__onnx_get_i(d, 0);
-        else
+        int64_t step;
+        if (y->i && (__builtin_mul_overflow(j, ntp__onnx_get_i(d, 0), &step) ||
+                     __builtin_add_overflow(ntp__onnx_get_i(s, 0), step, &y->i[j]))) {
+            ntp__onnx_tensor_free(y);
+            return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT,
+                                 "element %lld of the range is beyond int64", (long long)j);
+        }
+        if (!y->i)
             y->f[j] = (float)(start + (double)j * delta);
     }
     return ntp__onnx_out_const(x, 0, y);

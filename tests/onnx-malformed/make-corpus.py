@@ -247,6 +247,19 @@ def main():
         inits=[tensor("s", [2], raw=struct.pack("<2f", float("nan"), 4.0)),
                tensor("x", [1, 4], raw=four)],
         outputs=[vi("y", None)], opset=6))
+    # Found by fuzz_onnx: negating INT64_MIN while folding Neg (undefined
+    # behaviour; ONNX runtimes give INT64_MIN), and a Range whose elements
+    # pass int64 (refused).
+    save("46-neg-int64-min", model(
+        nodes=[node("Neg", ["p"], ["y"], "neg")],
+        inits=[tensor("p", [1], TensorProto.INT64, raw=struct.pack("<q", -(1 << 63)))],
+        outputs=[vi("y", None)]))
+    save("47-range-int64-overflow", model(
+        nodes=[node("Range", ["s", "l", "d"], ["y"], "range")],
+        inits=[tensor("s", [], TensorProto.INT64, raw=struct.pack("<q", -(1 << 63))),
+               tensor("l", [], TensorProto.INT64, raw=struct.pack("<q", (1 << 63) - 1)),
+               tensor("d", [], TensorProto.INT64, raw=struct.pack("<q", 1 << 62))],
+        outputs=[vi("y", None)]))
     with open("short.bin", "wb") as f:
         f.write(four[:8])
 
