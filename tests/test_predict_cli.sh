@@ -116,6 +116,29 @@ for r in rows:
 assert pa
 PYEOF
 
+# --place as `run --place` takes it: the layer on the backend named, with
+# that backend's calibration or n/a (none for onednn here); the run agrees.
+if "$NTPROF" run --help 2>&1 | grep -q onednn; then
+    expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$DB" --place fc2=onednn -f json \
+        -o "$T/pl.json"
+    expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --no-db --place fc2=onednn -f json \
+        -o "$T/pl-run.json"
+    $PY - "$T/pl.json" "$T/pl-run.json" <<'PYEOF' && ok || bad "predict --place"
+import json, sys
+p, r = (json.load(open(f)) for f in sys.argv[1:3])
+be = {l["name"]: l["backend"] for l in p["layers"] if l["kind"] == "layer"}
+run = {l["name"]: l["backend"] for l in r["layers"] if l["kind"] == "layer"}
+assert be == run, (be, run)
+fc2 = [l for l in p["layers"] if l["name"] == "fc2"][0]
+assert fc2["backend"] == "onednn" and fc2["note"] == "n/a: not calibrated for onednn", fc2
+PYEOF
+fi
+# The run refuses it the same way, with the same exit status.
+expect_exit 1 "$NTPROF" predict "$MLP" --backend ref --db "$DB" --place fc9=ref
+grep -q "has no layer 'fc9'; did you mean 'fc1'?" "$T/err" && ok || bad "--place: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" predict "$MLP" --backend ref --db "$DB" --place fc1
+grep -q "place expects LAYER=BACKEND, got 'fc1'" "$T/err" && ok || bad "--place: $(cat "$T/err")"
+
 # Errors.
 expect_exit 1 "$NTPROF" predict "$MLP" --backend onednn --db "$DB"
 grep -q "no calibration of backend 'onednn' at f32 for machine" "$T/err" && ok ||

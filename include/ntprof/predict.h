@@ -199,6 +199,15 @@ typedef struct ntp_layer_prediction {
     /* Why it is not predicted ("n/a: not calibrated for ref", "n/a: mfcc
      * has no family (an inlay)"); "" when it is. */
     char note[64];
+    /* A row a run adds besides the layers (ntp_prediction.copies): "reorder"
+     * (a backend's layout change) or "convert" (the engine's conversion
+     * between two backends' storage types); "layer" for a layer. */
+    const char *kind;
+    /* For a copy row: the layer (index into layers) it runs with, and
+     * whether before it (its inputs) or after it (its outputs); -1 for a
+     * row that stands for every reorder (unknown ones). */
+    int layer;
+    bool before;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those
@@ -224,7 +233,41 @@ typedef struct ntp_prediction {
     int n_cals;
     ntp_calibration *cals;
     double *cal_ms;
+    /* The rows a run adds besides its layers (ntp_predict_opts.reorders):
+     * the backend's reorders and the engine's conversions, named and sized
+     * as the run names and sizes them, each priced as a copy of its bytes
+     * under its backend's calibration and counted in total_ms (copies_ms of
+     * it). When they cannot be known (another machine's calibration, the
+     * plan could not be prepared, not asked for), one row named "reorders"
+     * with predicted_ms NAN and a note saying what is unknown. */
+    int n_copies;
+    ntp_layer_prediction *copies;
+    double copies_ms;
 } ntp_prediction;
+
+/* How ntp_predict_with predicts (ntp_predict_opts_default: all zero). */
+typedef struct ntp_predict_opts {
+    /* Calibrations of other backends, same machine and precision (as
+     * ntp_predict_placed's others). */
+    const ntp_calibration *others;
+    int n_others;
+    /* "LAYER=BACKEND" placements, as ntp_run_opts.place (the CLI's
+     * --place): each layer is predicted on the backend a run with the same
+     * backend and placements runs it on (unknown layers and backends are
+     * refused as a run refuses them). */
+    const char *const *place;
+    int n_place;
+    /* Learn the reorder and conversion rows a run adds (ntp_prediction.
+     * copies) by preparing the plan as a run does before its first pass
+     * (weights loaded, the backend's primitives created, nothing run): the
+     * layouts a backend such as oneDNN picks exist only then. Only for this
+     * machine's calibration of a backend built here. */
+    bool reorders;
+    /* The thread count the plan is prepared for (0: the calibration's). */
+    int threads;
+} ntp_predict_opts;
+
+NTP_API void ntp_predict_opts_default(ntp_predict_opts *o);
 
 /* Predict every layer of g from cal, without running it. */
 NTP_API ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
@@ -237,6 +280,9 @@ NTP_API ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calib
 NTP_API ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
                                       const ntp_calibration *others, int n_others,
                                       ntp_prediction **out);
+/* The same with options: placements as a run's, the reorder rows. */
+NTP_API ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                                    const ntp_predict_opts *o, ntp_prediction **out);
 NTP_API void ntp_prediction_free(ntp_prediction *p);
 
 /* Prediction beside measurement: per matched layer, error =

@@ -147,6 +147,16 @@ typedef struct ntp_exec_opts {
     bool weights_i8;
 } ntp_exec_opts;
 
+/* Where a plan with o would put each layer, without building it
+ * (ntprof predict): names[p] is the backend of execution position p, by
+ * the plan's rule (--place, backend=, the run's backend where it supports
+ * the layer, else ref), with o->place checked as a run checks it. No
+ * folding (o->fuse is not read). A backend that cannot run here (no GPU)
+ * is taken to run what it is asked to; o->backend NULL stands for a
+ * backend this build lacks, named backend_name, that runs every layer not
+ * placed elsewhere. */
+ntp_status ntp__exec_placement(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o,
+                               const char *backend_name, const char **names);
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */
 ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o);
 void ntp__exec_free(ntp_exec *x);

@@ -98,10 +98,64 @@ static ntp_status check_place(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_o
     return NTP_STATUS_OK;
 }
 
+/* The backend layer n runs on (docs/run.md): the one --place names, else
+ * its backend= attribute, else the run's backend where it supports n,
+ * else ref. strict (a run): a placed backend must be available here and
+ * run n, and a fallback to ref is warned about. Not strict
+ * (ntp__exec_placement, a prediction): a backend that cannot run on this
+ * machine (no GPU) is taken to run what it is asked to, and no warning is
+ * given; *out NULL then stands for o->backend when o->backend is NULL (a
+ * backend this build lacks, which runs everything not placed elsewhere). */
+static ntp_status node_backend(ntp_ctx *ctx, const ntp_graph *g, const ntp_node *n,
+                               const ntp_exec_opts *o, bool strict, const ntp_backend_i **out)
+{
+    const ntp_backend_i *ref = ntp__backend_find("ref");
+    const ntp_backend_i *be = o->backend;
+    char why[512], pbuf[256];
+    *out = NULL;
+    const char *want = placed(o, n, pbuf, sizeof pbuf);
+    if (!want)
+        want = n->backend;
+    if (want) {
+        be = ntp__backend_find(want);
+        if (!be)
+            return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                   "asks for backend '%s', which this build lacks (built: %s)",
+                                   want, ntp_backends());
+        if (!strict && !ntp__be_available(be, NULL, 0)) {
+            *out = be;
+            return NTP_STATUS_OK;
+        }
+        if (!ntp__be_available(be, why, sizeof why))
+            return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED, "backend '%s': %s", be->name,
+                                   why);
+        if (!ntp__be_supports(be, g, n, n->precision))
+            return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                   "asks for backend '%s', which cannot run it at %s", want,
+                                   ntp_dtype_name(n->precision));
+    } else if (!be || (!strict && !ntp__be_available(be, NULL, 0))) {
+        *out = be;
+        return NTP_STATUS_OK;
+    } else if (!ntp__be_supports(be, g, n, n->precision)) {
+        if (!ref || !ntp__be_supports(ref, g, n, n->precision))
+            return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                                   "no backend of this build can run it at %s",
+                                   ntp_dtype_name(n->precision));
+        /* An inlay (MFCC, CTC decoding, a copy) is a pipeline stage, not a
+         * network layer: running it on ref is the rule, which the
+         * report's backend column states, not a fallback to warn about. */
+        if (strict && ntp__op_kind(n->op) != NTP_OP_KIND_INLAY)
+            ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s", n->name,
+                      ntp__op_name(n->op), o->backend->name, ntp_dtype_name(n->precision));
+        be = ref;
+    }
+    *out = be;
+    return NTP_STATUS_OK;
+}
+
 static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
 {
     const ntp_graph *g = x->g;
-    const ntp_backend_i *ref = ntp__backend_find("ref");
     char why[512];
     /* A backend that cannot run on this machine (no GPU) is refused with
      * its reason, whether the run or a layer asks for it. */
@@ -114,49 +168,34 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
         return ntp_ctx_status(ctx);
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = node_at(g, p);
-        const ntp_backend_i *be = o->backend;
         /* A folded batch norm never runs: it goes with its layer, without
          * a fallback warning of its own. */
         if (x->fold[p] < 0) {
             x->node_be[p] = x->node_be[-1 - x->fold[p]];
             continue;
         }
-        char pbuf[256];
-        const char *want = placed(o, n, pbuf, sizeof pbuf);
-        if (!want)
-            want = n->backend;
-        if (want) {
-            be = ntp__backend_find(want);
-            if (!be)
-                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                                       "asks for backend '%s', which this build lacks (built: %s)",
-                                       want, ntp_backends());
-            if (!ntp__be_available(be, why, sizeof why))
-                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED, "backend '%s': %s",
-                                       be->name, why);
-            if (!ntp__be_supports(be, g, n, n->precision))
-                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                                       "asks for backend '%s', which cannot run it at %s", want,
-                                       ntp_dtype_name(n->precision));
-        } else if (!ntp__be_supports(be, g, n, n->precision)) {
-            if (!ref || !ntp__be_supports(ref, g, n, n->precision))
-                return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                                       "no backend of this build can run it at %s",
-                                       ntp_dtype_name(n->precision));
-            /* An inlay (MFCC, CTC decoding, a copy) is a pipeline stage, not a
-             * network layer: running it on ref is the rule, which the
-             * report's backend column states, not a fallback to warn about. */
-            if (ntp__op_kind(n->op) != NTP_OP_KIND_INLAY)
-                ntp__warn(ctx, "layer '%s' (%s) runs on ref: %s does not support it at %s", n->name,
-                          ntp__op_name(n->op), o->backend->name, ntp_dtype_name(n->precision));
-            be = ref;
-        }
+        const ntp_backend_i *be;
+        ntp_status st = node_backend(ctx, g, n, o, true, &be);
+        if (st)
+            return st;
         int b = add_backend(ctx, x, be);
         if (b < 0)
             return ntp_ctx_status(ctx);
         x->node_be[p] = b;
     }
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__exec_placement(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o,
+                               const char *backend_name, const char **names)
+{
+    ntp_status st = check_place(ctx, g, o);
+    for (int p = 0; !st && p < g->n_nodes; p++) {
+        const ntp_backend_i *be;
+        st = node_backend(ctx, g, node_at(g, p), o, false, &be);
+        names[p] = be ? be->name : backend_name;
+    }
+    return st;
 }
 
 static bool is_graph_output(const ntp_graph *g, int t)

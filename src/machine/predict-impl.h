@@ -25,6 +25,15 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
  * family's coefficients, or the measured bandwidth of the level holding
  * it where that family is not calibrated; NAN without a bandwidth. */
 double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes);
+/* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
+ * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
+void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);
+/* p's copy rows (ntp_prediction.copies, predict-layout.c): g's plan
+ * prepared with o's placements where o asks for it and this machine can
+ * (where[p]: each layer's backend), else one row saying what is unknown;
+ * their sum joins p->total_ms. */
+ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predict_opts *o,
+                               const char *const *where, ntp_prediction *p);
 /* The buffer a network-conditions calibration writes over before each
  * pass: twice the last-level cache (m's, else the largest level of cal). */
 int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal);

@@ -14,6 +14,7 @@
 #include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
+#include "exec/exec-impl.h"
 #include "graph/graph-impl.h"
 #include "ntprof/ntprof.h"
 #include "predict-impl.h"
@@ -307,6 +308,9 @@ void ntp_prediction_free(ntp_prediction *p)
     free(p->layers);
     free(p->cals);
     free(p->cal_ms);
+    for (int i = 0; i < p->n_copies; i++)
+        free((char *)p->copies[i].name);
+    free(p->copies);
     free(p);
 }
 
@@ -339,6 +343,22 @@ double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes)
                   coef[NTP_PREDICT_TERM_MEMORY] * (double)bytes / (gbps * 1e9));
 }
 
+void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
+{
+    double coef[NTP_PREDICT_TERMS], gbps;
+    l->family = NTP_PREDICT_FAMILY_COPY;
+    l->level = level_for(cal, l->bytes, &gbps);
+    l->compute_ms = 0;
+    l->overhead_ms = l->memory_ms = l->predicted_ms = NAN;
+    if (!(gbps > 0) || l->bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef)) {
+        snprintf(l->note, sizeof l->note, "n/a: a %s of unknown size", l->kind);
+        return;
+    }
+    l->overhead_ms = 1e3 * coef[NTP_PREDICT_TERM_OVERHEAD];
+    l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * (double)l->bytes / (gbps * 1e9);
+    l->predicted_ms = l->overhead_ms + l->memory_ms;
+}
+
 /* Layer i's time and terms under cal (l's level, terms and time); false
  * when cal's family for it has no coefficients. */
 static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool roofline,
@@ -358,18 +378,10 @@ static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool ro
     return true;
 }
 
-/* The backend the engine runs node n on when cal_backend is asked for
- * (exec/plan.c's rule): the layer's own backend= attribute, else the
- * requested backend where it supports the layer, else ref. A backend this
- * build lacks (a colleague's calibration) is assumed to run everything. */
-static const char *placed_backend(const ntp_graph *g, const ntp_node *n, const char *cal_backend)
+void ntp_predict_opts_default(ntp_predict_opts *o)
 {
-    if (n->backend)
-        return n->backend;
-    const ntp_backend_i *be = ntp__backend_find(cal_backend);
-    if (!be || ntp__be_supports(be, g, n, n->precision))
-        return cal_backend;
-    return "ref";
+    memset(o, 0, sizeof *o);
+    o->reorders = true;
 }
 
 ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
@@ -381,6 +393,18 @@ ntp_status ntp_predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *
 ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
                               const ntp_calibration *others, int n_others, ntp_prediction **out)
 {
+    ntp_predict_opts o = {.others = others, .n_others = n_others};
+    return ntp_predict_with(ctx, g, cal, &o, out);
+}
+
+ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                            const ntp_predict_opts *o, ntp_prediction **out)
+{
+    ntp_predict_opts none = {0};
+    if (!o)
+        o = &none;
+    const ntp_calibration *others = o->others;
+    int n_others = o->n_others;
     *out = NULL;
     if (!g || !cal || n_others < 0 || (n_others > 0 && !others))
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_predict: missing argument");
@@ -423,18 +447,37 @@ ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibr
         if (!dup)
             p->cals[p->n_cals++] = others[k];
     }
+    /* Each layer where a run with the same backend and placements puts it
+     * (exec/plan.c's rule, --place included). */
+    const char **where = calloc((size_t)g->n_nodes + 1, sizeof *where);
+    if (!where) {
+        ntp_prediction_free(p);
+        ntp_analysis_free(a);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!p->roofline_only) {
+        ntp_exec_opts eo = {.backend = ntp__backend_find(p->cals[0].backend),
+                            .place = o->place,
+                            .n_place = o->n_place};
+        if ((st = ntp__exec_placement(ctx, g, &eo, p->cals[0].backend, where))) {
+            free(where);
+            ntp_prediction_free(p);
+            ntp_analysis_free(a);
+            return st;
+        }
+    }
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
         ntp_layer_prediction *l = &p->layers[i];
-        const ntp_node *n = &g->nodes[g->order[i]];
+        l->kind = "layer";
+        l->layer = i;
         /* Every calibration's time for the layer (a run may place it
          * elsewhere), then the one of the backend it is placed on. */
         ntp__pfeat f, fk;
         int chosen = -1;
         ntp__predict_features(g, a, i, &p->cals[0], &f);
-        l->backend =
-            p->roofline_only ? p->cals[0].backend : placed_backend(g, n, p->cals[0].backend);
+        l->backend = p->roofline_only ? p->cals[0].backend : where[i];
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
             ntp__predict_features(g, a, i, &p->cals[k], &fk);
@@ -515,6 +558,14 @@ ntp_status ntp_predict_placed(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibr
         p->layers[i].type = ntp_graph_layer_type(g, i);
     }
     ntp_analysis_free(a);
+    /* The rows a run adds besides the layers: from the prepared plan, or
+     * one row saying what is unknown. */
+    if ((st = ntp__predict_copies(ctx, g, o, where, p))) {
+        free(where);
+        ntp_prediction_free(p);
+        return st;
+    }
+    free(where);
     *out = p;
     return NTP_STATUS_OK;
 }
@@ -669,7 +720,9 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             }
         }
     }
-    s->predicted_ms = p->total_ms + delta;
+    /* The run's own reorder and conversion rows replace those the
+     * prediction learned from its plan. */
+    s->predicted_ms = p->total_ms - p->copies_ms + delta;
     s->measured_ms = r->end_to_end_ms.median;
     s->error = s->measured_ms > 0 ? (s->predicted_ms - s->measured_ms) / s->measured_ms : NAN;
     double covered = s->measured_ms - s->unpredicted_ms;

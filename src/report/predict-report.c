@@ -3,6 +3,7 @@
  * CSV. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx-impl.h"
@@ -22,6 +23,37 @@ static const char *fmt_ms(double ms, char *buf, size_t len)
 static const char *predict_layer_text(const void *layers, int i, int what)
 {
     const ntp_layer_prediction *l = (const ntp_layer_prediction *)layers + i;
+    return what ? l->name : l->note;
+}
+
+/* Layers and copy rows in a run's order: each layer with its copies
+ * before and after it, then those of no layer (unknown ones). NULL when
+ * out of memory; *n the count. */
+static const ntp_layer_prediction **in_run_order(const ntp_prediction *p, int *n)
+{
+    const ntp_layer_prediction **r = calloc((size_t)(p->n_layers + p->n_copies) + 1, sizeof *r);
+    *n = 0;
+    if (!r)
+        return NULL;
+    for (int i = 0; i < p->n_layers; i++) {
+        for (int k = 0; k < p->n_copies; k++)
+            if (p->copies[k].layer == i && p->copies[k].before)
+                r[(*n)++] = &p->copies[k];
+        r[(*n)++] = &p->layers[i];
+        for (int k = 0; k < p->n_copies; k++)
+            if (p->copies[k].layer == i && !p->copies[k].before)
+                r[(*n)++] = &p->copies[k];
+    }
+    for (int k = 0; k < p->n_copies; k++)
+        if (p->copies[k].layer < 0 || p->copies[k].layer >= p->n_layers)
+            r[(*n)++] = &p->copies[k];
+    return r;
+}
+
+/* A row's note (what 0) or name (what 1), rows an array of pointers. */
+static const char *ordered_row_text(const void *rows, int i, int what)
+{
+    const ntp_layer_prediction *l = ((const ntp_layer_prediction *const *)rows)[i];
     return what ? l->name : l->note;
 }
 
@@ -62,8 +94,10 @@ static void write_table(const ntp_prediction *p, FILE *f)
             fputc('-', f);
     }
     fputc('\n', f);
-    for (int i = 0; i < p->n_layers; i++) {
-        const ntp_layer_prediction *l = &p->layers[i];
+    int n_rows = 0;
+    const ntp_layer_prediction **rows = in_run_order(p, &n_rows);
+    for (int i = 0; rows && i < n_rows; i++) {
+        const ntp_layer_prediction *l = rows[i];
         char a[32], b[32], cc[32], d[32];
         bool terms = isfinite(l->predicted_ms) && l->family != NTP_PREDICT_FAMILY_FREE;
         const char *cells[] = {l->name,
@@ -83,16 +117,29 @@ static void write_table(const ntp_prediction *p, FILE *f)
         fputc('\n', f);
     }
     fputc('\n', f);
-    ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
-                   p->n_layers - p->n_unpredicted,
-                   p->roofline_only ? " -- a roofline-only estimate" : "");
+    int n_copies = 0;
+    for (int k = 0; k < p->n_copies; k++)
+        n_copies += isfinite(p->copies[k].predicted_ms);
+    if (n_copies > 0)
+        ntp__put_linef(f,
+                       "predicted end to end: %.4g ms (sum of %d layers and %d reorder and "
+                       "conversion rows, %.4g ms, from the prepared plan)",
+                       p->total_ms, p->n_layers - p->n_unpredicted, n_copies, p->copies_ms);
+    else
+        ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
+                       p->n_layers - p->n_unpredicted,
+                       p->roofline_only ? " -- a roofline-only estimate" : "");
     if (p->uncalibrated[0])
         ntp__put_linef(f,
                        "not predicted: %d layer%s of families without a calibration (%s); "
                        "the total leaves them out",
                        p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated);
     /* Why each n/a layer is not predicted, each reason once. */
-    ntp__put_reasons(f, "", p->layers, p->n_layers, predict_layer_text);
+    if (rows)
+        ntp__put_reasons(f, "", rows, n_rows, ordered_row_text);
+    else
+        ntp__put_reasons(f, "", p->layers, p->n_layers, predict_layer_text);
+    free(rows);
 }
 
 static json_t *num_or_null(double v)
@@ -123,10 +170,15 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "handed_to", also);
     ntp__jset(&ok, root, "calibration", cal);
     json_t *layers = json_array();
-    for (int i = 0; i < p->n_layers; i++) {
-        const ntp_layer_prediction *l = &p->layers[i];
+    int n_rows = 0;
+    const ntp_layer_prediction **rows = in_run_order(p, &n_rows);
+    if (!rows)
+        ok = false;
+    for (int i = 0; rows && i < n_rows; i++) {
+        const ntp_layer_prediction *l = rows[i];
         json_t *o = json_object();
         ntp__jset(&ok, o, "name", ntp__json_str(l->name));
+        ntp__jset(&ok, o, "kind", json_string(l->kind ? l->kind : "layer"));
         ntp__jset(&ok, o, "type", ntp__json_str(l->type));
         ntp__jset(&ok, o, "family", json_string(ntp_predict_family_name(l->family)));
         ntp__jset(&ok, o, "flops", json_integer(l->flops));
@@ -141,8 +193,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
             ntp__jset(&ok, o, "note", json_string(l->note));
         ntp__jpush(&ok, layers, o);
     }
+    free(rows);
     ntp__jset(&ok, root, "layers", layers);
     ntp__jset(&ok, root, "predicted_ms", ntp__json_num(p->total_ms));
+    ntp__jset(&ok, root, "copies_ms", ntp__json_num(p->copies_ms));
     ntp__jset(&ok, root, "unpredicted_layers", json_integer(p->n_unpredicted));
     ntp__jset(&ok, root, "uncalibrated", ntp__json_str(p->uncalibrated));
     return ntp__json_finish(ctx, root, ok, f, "prediction");
@@ -151,10 +205,12 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
 static void write_csv(const ntp_prediction *p, FILE *f)
 {
     fputs("name,type,family,flops,bytes,level,predicted_ms,compute_ms,memory_ms,overhead_ms,"
-          "backend,note\n",
+          "backend,note,kind\n",
           f);
-    for (int i = 0; i < p->n_layers; i++) {
-        const ntp_layer_prediction *l = &p->layers[i];
+    int n_rows = 0;
+    const ntp_layer_prediction **rows = in_run_order(p, &n_rows);
+    for (int i = 0; rows && i < n_rows; i++) {
+        const ntp_layer_prediction *l = rows[i];
         ntp__csv_str(f, l->name);
         ntp__csv_sep(f);
         ntp__csv_str(f, l->type);
@@ -178,8 +234,11 @@ static void write_csv(const ntp_prediction *p, FILE *f)
         ntp__csv_str(f, l->backend);
         ntp__csv_sep(f);
         ntp__csv_str(f, l->note);
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->kind ? l->kind : "layer");
         fputc('\n', f);
     }
+    free(rows);
 }
 
 ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p, ntp_format fmt,

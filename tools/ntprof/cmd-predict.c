@@ -9,7 +9,15 @@
 
 int cmd_predict(int argc, char **argv);
 
-enum { OPT_MACHINE = 1000, OPT_BACKEND, OPT_CEILINGS, OPT_DB, OPT_LIST };
+enum {
+    OPT_MACHINE = 1000,
+    OPT_BACKEND,
+    OPT_CEILINGS,
+    OPT_DB,
+    OPT_LIST,
+    OPT_PLACE,
+    OPT_NO_REORDERS
+};
 
 static ntp_status write_prediction(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -114,7 +122,13 @@ int cmd_predict(int argc, char **argv)
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL, *machine = NULL, *backend = NULL, *ceilings = NULL, *db = NULL;
-    bool list = false;
+    bool list = false, no_reorders = false;
+    const char **places = calloc((size_t)argc + 1, sizeof *places);
+    int n_places = 0;
+    if (!places) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof predict MODEL [options]\n"
                  "       ntprof predict --list\n"
@@ -133,6 +147,11 @@ int cmd_predict(int argc, char **argv)
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_STR("ceilings", OPT_CEILINGS, "FILE",
                 "what-if: ceilings in JSON (docs/predict.md), a roofline-only estimate", &ceilings),
+        CLI_OPT("place", OPT_PLACE, "LAYER=BACKEND",
+                "predict LAYER on BACKEND, as `run --place` runs it\n"
+                "(repeatable)"),
+        CLI_SET("no-reorders", OPT_NO_REORDERS,
+                "do not prepare the plan to learn the backend's reorder rows", &no_reorders),
         CLI_STR("db", OPT_DB, "PATH", "the history database holding the calibrations", &db),
         CLI_SET("list", OPT_LIST, "list the stored calibrations", &list),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
@@ -153,11 +172,27 @@ int cmd_predict(int argc, char **argv)
             if (!cli_parse_format(optarg, &fmt))
                 goto out;
             break;
+        case OPT_PLACE:
+            if (!strchr(optarg, '=')) {
+                cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
+                goto out;
+            }
+            {
+                /* The backend's name as the build spells it, in place, as
+                 * `run --place` takes it. */
+                char *be = strchr(optarg, '=') + 1, canon[256];
+                const char *c = cli_backend_names(be, canon, sizeof canon);
+                if (c != be && strlen(c) == strlen(be))
+                    memcpy(be, c, strlen(c));
+            }
+            places[n_places++] = optarg;
+            break;
         default: rc = cli_option_end("predict", opt, opts, 25); goto out;
         }
     }
-    if (ceilings && (machine || backend)) {
-        cli_error("--ceilings is a roofline-only estimate: it takes no --machine or --backend");
+    if (ceilings && (machine || backend || n_places)) {
+        cli_error("--ceilings is a roofline-only estimate: it takes no --machine, --backend or "
+                  "--place");
         goto out;
     }
     ntp_ctx *ctx;
@@ -265,17 +300,32 @@ int cmd_predict(int argc, char **argv)
      * predicted with its coefficients. */
     ntp_calibration others[NTP_PREDICT_MAX_CALS - 1];
     int n_others = 0;
-    for (int pass = 0; pass < 2; pass++) /* ref, every backend's fallback, first */
-        for (int i = 0; !ceilings && i < n_all && n_others < NTP_PREDICT_MAX_CALS - 1; i++)
-            if (strcmp(all[i].machine_key, cal.machine_key) == 0 &&
+    /* ref (every backend's fallback) first, then the backends --place
+     * names, then the others. */
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; !ceilings && i < n_all && n_others < NTP_PREDICT_MAX_CALS - 1; i++) {
+            bool is_ref = strcmp(all[i].backend, "ref") == 0, is_placed = false;
+            for (int k = 0; k < n_places; k++)
+                is_placed |= strcmp(strchr(places[k], '=') + 1, all[i].backend) == 0;
+            int want = is_ref ? 0 : is_placed ? 1 : 2;
+            if (want == pass && strcmp(all[i].machine_key, cal.machine_key) == 0 &&
                 strcmp(all[i].backend, cal.backend) != 0 &&
-                (strcmp(all[i].backend, "ref") == 0) == (pass == 0) &&
                 strcmp(all[i].precision, cal.precision) == 0)
                 others[n_others++] = all[i];
-    if (ntp_predict_placed(ctx, g, &cal, others, n_others, &p) != NTP_STATUS_OK) {
+        }
+    ntp_predict_opts po;
+    ntp_predict_opts_default(&po);
+    po.others = others;
+    po.n_others = n_others;
+    po.place = places;
+    po.n_place = n_places;
+    po.reorders = !no_reorders;
+    if (ntp_predict_with(ctx, g, &cal, &po, &p) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
         goto done;
     }
+    /* The fallbacks the prepared plan warned about, as a run warns. */
+    cli_print_warnings(ctx);
     if (p->uncalibrated[0])
         fprintf(stderr,
                 "ntprof: warning: %d layer%s not predicted (not calibrated: %s); the total "
@@ -290,6 +340,7 @@ done:
     ntp_store_close(s);
     ntp_ctx_free(ctx);
 out:
+    free(places);
     cli_topo_free(&topo);
     return rc;
 }

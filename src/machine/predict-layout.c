@@ -1,0 +1,173 @@
+/* The rows a run adds besides its layers, before it runs
+ * (docs/predict.md#reorders-and-conversions): a backend's reorders
+ * (oneDNN's changes between its blocked layouts and plain ones) and the
+ * engine's conversions between two backends' storage types.
+ *
+ * oneDNN picks its layouts when its primitives are created (format_tag_any),
+ * from the shapes and this CPU's instruction set: no rule written here could
+ * restate that choice without drifting from it. So the prediction prepares
+ * the plan exactly as a run does before its first pass (same placement,
+ * weights loaded, primitives created, nothing executed) and reads the rows
+ * the run would time, with their bytes; each is priced as a copy under its
+ * backend's calibration. Where that cannot be done (another machine's
+ * calibration, a backend this build lacks, an int8 plan, which needs the
+ * run's calibration pass first) one row says what is unknown. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend-impl.h"
+#include "core/ctx-impl.h"
+#include "exec/exec-impl.h"
+#include "predict-impl.h"
+
+/* Whether a plan placed as `where` says can add rows besides its layers: a
+ * backend with sub-steps (oneDNN's reorders), or layers storing their
+ * activations in different types (the engine's conversions), or a backend
+ * this build lacks (it cannot be known). */
+static bool may_add_rows(const ntp_graph *g, const char *const *where)
+{
+    ntp_dtype first = NTP_DTYPE_F32;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ntp_backend_i *be = ntp__backend_find(where[i]);
+        if (!be || be->n_steps)
+            return true;
+        ntp_dtype t = ntp__be_storage_dtype(be, g->nodes[g->order[i]].precision);
+        if (i == 0)
+            first = t;
+        else if (t != first)
+            return true;
+    }
+    return false;
+}
+
+/* One row standing for every reorder and conversion, not predicted. */
+static ntp_status unknown_row(ntp_ctx *ctx, ntp_prediction *p, const char *note)
+{
+    ntp_layer_prediction *l = calloc(1, sizeof *l);
+    char *name = strdup("reorders");
+    if (!l || !name) {
+        free(l);
+        free(name);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    l->name = name;
+    l->type = "reorder";
+    l->kind = "reorder";
+    l->family = NTP_PREDICT_FAMILY_COPY;
+    l->level = "-";
+    l->backend = p->cals[0].backend;
+    l->predicted_ms = l->compute_ms = l->memory_ms = l->overhead_ms = NAN;
+    l->layer = -1;
+    snprintf(l->note, sizeof l->note, "%s", note);
+    p->copies = l;
+    p->n_copies = 1;
+    return NTP_STATUS_OK;
+}
+
+/* The calibration a copy row on `backend` is priced with: that backend's,
+ * else the requested one's (a copy is the machine's bandwidth; as
+ * ntp_prediction_apply prices a run's rows). */
+static const ntp_calibration *copy_cal(const ntp_prediction *p, const char *backend)
+{
+    for (int k = 0; backend && k < p->n_cals; k++)
+        if (strcmp(p->cals[k].backend, backend) == 0)
+            return &p->cals[k];
+    return &p->cals[0];
+}
+
+/* The reorder and conversion rows of a prepared plan x, in a run's order. */
+static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, ntp_prediction *p)
+{
+    if (!(p->copies = calloc((size_t)w->n + 1, sizeof *p->copies)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < w->n; k++) {
+        const ntp_step *stp = &x->steps[w->step[k]];
+        ntp_layer_prediction l = {0};
+        char name[512];
+        if (stp->kind == NTP_STEP_CONVERT) {
+            /* Named and sized as the run's row (exec/run.c's fill_rows). */
+            snprintf(name, sizeof name, "%s", stp->name ? stp->name : "convert");
+            l.kind = l.type = "convert";
+            l.bytes = x->slots[stp->src].bytes + x->slots[stp->dst].bytes;
+        } else if (stp->kind == NTP_STEP_NODE && w->sub[k] != stp->main_sub) {
+            const char *suffix = "", *type = "step";
+            int64_t bytes = 0;
+            ntp__be_step_info(x->be[stp->be], x->be_state[stp->be], stp->state, w->sub[k], &suffix,
+                              &type, &bytes);
+            if (!type || strcmp(type, "reorder") != 0)
+                continue;
+            snprintf(name, sizeof name, "%s%s", p->layers[stp->pos].name, suffix ? suffix : "");
+            l.kind = l.type = "reorder";
+            l.bytes = bytes;
+        } else {
+            continue;
+        }
+        l.backend = x->be[stp->be]->name;
+        l.layer = stp->pos;
+        l.before = stp->kind == NTP_STEP_CONVERT || w->sub[k] < stp->main_sub;
+        if (!(l.name = strdup(name)))
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        ntp__predict_copy_row(copy_cal(p, l.backend), &l);
+        if (isfinite(l.predicted_ms))
+            p->copies_ms += l.predicted_ms;
+        p->copies[p->n_copies++] = l;
+    }
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predict_opts *o,
+                               const char *const *where, ntp_prediction *p)
+{
+    const ntp_calibration *cal = &p->cals[0];
+    char note[64];
+    if (p->roofline_only)
+        return unknown_row(ctx, p, "n/a: no copies in a roofline-only estimate");
+    if (!may_add_rows(g, where))
+        return NTP_STATUS_OK; /* none can be added: nothing unknown */
+    char here[256];
+    ntp_machine_key(here, sizeof here);
+    const ntp_backend_i *be = ntp__backend_find(cal->backend);
+    if (strcmp(here, cal->machine_key) != 0) {
+        snprintf(note, sizeof note, "n/a: layouts %.16s picks on another machine", cal->backend);
+        return unknown_row(ctx, p, note);
+    }
+    if (!be || !ntp__be_available(be, NULL, 0)) {
+        snprintf(note, sizeof note, "n/a: layouts of %.16s, which cannot run here", cal->backend);
+        return unknown_row(ctx, p, note);
+    }
+    if (!o->reorders)
+        return unknown_row(ctx, p, "n/a: known once the plan is prepared");
+    if (g->precision == NTP_DTYPE_I8)
+        return unknown_row(ctx, p, "n/a: an i8 plan needs a run's calibration pass");
+    ntp_exec_opts eo = {.backend = be,
+                        .threads = o->threads > 0 ? o->threads : cal->threads,
+                        .seed = 1,
+                        .first = 0,
+                        .last = g->n_nodes - 1,
+                        .place = o->place,
+                        .n_place = o->n_place};
+    ntp_exec x = {0};
+    ntp_rows w = {0};
+    ntp_status st = ntp__exec_init(ctx, &x, g, &eo);
+    if (st) {
+        /* Not the prediction's failure: the layers stand, the rows are
+         * unknown, and the warning says why. */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        ntp__warn(ctx, "predict: the plan could not be prepared, so its reorders are unknown: %s",
+                  msg);
+        return unknown_row(ctx, p, "n/a: the plan could not be prepared");
+    }
+    if (!ntp__rows_build(&x, &w))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    else
+        st = read_rows(ctx, &x, &w, p);
+    ntp__rows_free(&w);
+    ntp__exec_free(&x);
+    if (!st)
+        p->total_ms += p->copies_ms;
+    return st;
+}

@@ -1,0 +1,320 @@
+/* A prediction placed and laid out as a run is (docs/predict.md): with
+ * --place entries, every layer of a prediction is on the backend a run with
+ * the same options runs it on (the run's backend column is the truth), a
+ * placement the run refuses is refused the same way, and the reorder and
+ * conversion rows the prediction learns from its prepared plan are the rows
+ * the run times, with the same names and bytes, each priced as a copy by
+ * the formula worked by hand. Without a way to know them (another machine's
+ * calibration, not asked) one n/a row says so and the total leaves them
+ * out. Needs oneDNN (exits 77 without it). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ntprof/ntprof.h"
+
+static void assert_close(double got, double want, double rel)
+{
+    if (!(fabs(got - want) <= rel * fabs(want))) {
+        print_error("got %.17g, want %.17g (relative tolerance %g)\n", got, want, rel);
+        fail();
+    }
+}
+
+/* Reflect padding has no oneDNN primitive (it falls back to ref); the
+ * convolutions take oneDNN's blocked layouts at 32 channels, so a layer
+ * put on ref between them needs reorders on each side. */
+static const char net_xml[] = "<topology name=\"lay\" precision=\"f32\" batch=\"1\">"
+                              "<input name=\"x\" shape=\"${batch},16,12,12\" dtype=\"f32\"/>"
+                              "<pad name=\"pad\" pads=\"0,0,1,1,0,0,1,1\" mode=\"reflect\"/>"
+                              "<conv name=\"c1\" filters=\"32\" kernel=\"3\"/>"
+                              "<relu name=\"r1\"/>"
+                              "<conv name=\"c2\" filters=\"32\" kernel=\"3\" pad=\"same\"/>"
+                              "<maxpool name=\"p1\" kernel=\"2\"/>"
+                              "<conv name=\"c3\" filters=\"32\" kernel=\"1\"/>"
+                              "<global_avgpool name=\"gap\"/>"
+                              "<flatten name=\"fl\"/>"
+                              "<fc name=\"fc\" units=\"10\"/>"
+                              "</topology>";
+
+/* Peak 100 GFLOP/s, an L2 of 64 KiB at 200 GB/s, DRAM at 20 GB/s; every
+ * family t = 1 us + compute + memory; onednn's copies t = 2 us + 3 x
+ * memory, ref's copies not fitted (the bandwidth alone). */
+static void hand_calibration(ntp_calibration *c, const char *backend, const char *machine)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->backend, sizeof c->backend, "%s", backend);
+    snprintf(c->precision, sizeof c->precision, "f32");
+    snprintf(c->machine_key, sizeof c->machine_key, "%s", machine);
+    snprintf(c->cache, sizeof c->cache, "warm");
+    c->peak_gflops = 100;
+    c->n_levels = 2;
+    snprintf(c->levels[0].name, sizeof c->levels[0].name, "L2");
+    c->levels[0].capacity_bytes = 65536;
+    c->levels[0].gbps = 200;
+    snprintf(c->levels[1].name, sizeof c->levels[1].name, "DRAM");
+    c->levels[1].gbps = 20;
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        if (f == NTP_PREDICT_FAMILY_COPY && strcmp(backend, "ref") == 0)
+            continue;
+        ntp_family_model *m = &c->family[f];
+        m->calibrated = true;
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+        m->coef[NTP_PREDICT_TERM_COMPUTE] = 1;
+        m->coef[NTP_PREDICT_TERM_MEMORY] = 1;
+    }
+    if (strcmp(backend, "ref") != 0) {
+        ntp_family_model *m = &c->family[NTP_PREDICT_FAMILY_COPY];
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 2e-6;
+        m->coef[NTP_PREDICT_TERM_MEMORY] = 3;
+    }
+}
+
+/* A copy of `bytes` under the hand calibration of `backend`, in ms. */
+static double hand_copy_ms(const char *backend, int64_t bytes)
+{
+    double gbps = bytes <= 65536 ? 200 : 20;
+    if (strcmp(backend, "ref") == 0)
+        return 1e3 * (double)bytes / (gbps * 1e9);
+    return 1e3 * (2e-6 + 3 * (double)bytes / (gbps * 1e9));
+}
+
+static ntp_graph *load(ntp_ctx *ctx)
+{
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, net_xml, strlen(net_xml), "lay", NULL, &g), 0);
+    return g;
+}
+
+static ntp_run_result *run_placed(ntp_ctx *ctx, const ntp_graph *g, const char *const *place,
+                                  int n_place)
+{
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = "onednn";
+    o.warmup = 0;
+    o.iterations = 1;
+    o.min_time_s = 0;
+    o.accuracy = false;
+    o.threads = 1;
+    o.place = place;
+    o.n_place = n_place;
+    ntp_run_result *r = NULL;
+    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK) {
+        print_error("run: %s\n", ntp_ctx_errmsg(ctx));
+        fail();
+    }
+    return r;
+}
+
+static ntp_prediction *predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                               const ntp_calibration *ref, const char *const *place, int n_place,
+                               bool reorders)
+{
+    ntp_predict_opts o;
+    ntp_predict_opts_default(&o);
+    o.others = ref;
+    o.n_others = 1;
+    o.place = place;
+    o.n_place = n_place;
+    o.reorders = reorders;
+    o.threads = 1;
+    ntp_prediction *p = NULL;
+    if (ntp_predict_with(ctx, g, cal, &o, &p) != NTP_STATUS_OK) {
+        print_error("predict: %s\n", ntp_ctx_errmsg(ctx));
+        fail();
+    }
+    return p;
+}
+
+static const ntp_layer_prediction *find(const ntp_layer_prediction *l, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(l[i].name, name) == 0)
+            return &l[i];
+    return NULL;
+}
+
+/* Each placement: the prediction's backend of every layer is the run's,
+ * and its copy rows are the run's reorder and conversion rows. */
+static void check_placement(const char *const *place, int n_place, int want_ref_layers)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx);
+    char here[256];
+    ntp_machine_key(here, sizeof here);
+    ntp_calibration cal, ref;
+    hand_calibration(&cal, "onednn", here);
+    hand_calibration(&ref, "ref", here);
+    ntp_run_result *r = run_placed(ctx, g, place, n_place);
+    ntp_prediction *p = predict(ctx, g, &cal, &ref, place, n_place, true);
+    int layers = 0, copies = 0, on_ref = 0;
+    double layer_sum = 0, copy_sum = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (strcmp(l->kind, "layer") == 0) {
+            const ntp_layer_prediction *lp = find(p->layers, p->n_layers, l->name);
+            assert_non_null(lp);
+            if (strcmp(lp->backend, l->backend) != 0) {
+                print_error("%s: predicted on %s, run on %s\n", l->name, lp->backend, l->backend);
+                fail();
+            }
+            on_ref += strcmp(l->backend, "ref") == 0;
+            layers++;
+        } else if (strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0) {
+            const ntp_layer_prediction *cp = find(p->copies, p->n_copies, l->name);
+            if (!cp) {
+                print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
+                fail();
+            }
+            assert_string_equal(cp->kind, l->kind);
+            assert_string_equal(cp->backend, l->backend);
+            assert_int_equal(cp->bytes, l->bytes);
+            assert_true(l->bytes > 0);
+            assert_close(cp->predicted_ms, hand_copy_ms(l->backend, l->bytes), 1e-12);
+            copy_sum += cp->predicted_ms;
+            copies++;
+        }
+    }
+    assert_int_equal(layers, p->n_layers);
+    assert_int_equal(on_ref, want_ref_layers);
+    /* No row of the prediction the run lacks, and at least one reorder:
+     * oneDNN's convolutions at 32 channels take blocked layouts. */
+    assert_int_equal(copies, p->n_copies);
+    assert_true(copies >= 1);
+    for (int i = 0; i < p->n_layers; i++)
+        if (isfinite(p->layers[i].predicted_ms))
+            layer_sum += p->layers[i].predicted_ms;
+    assert_close(p->copies_ms, copy_sum, 1e-12);
+    assert_close(p->total_ms, layer_sum + copy_sum, 1e-12);
+    /* Beside the run, the end-to-end prediction prices the run's own rows:
+     * the same rows, so the same total. */
+    ntp_prediction_apply(p, r, false);
+    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-9);
+    ntp_prediction_free(p);
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+static void test_default_placement(void **state)
+{
+    (void)state;
+    /* pad falls back to ref. */
+    check_placement(NULL, 0, 1);
+}
+
+static void test_place_middle_on_ref(void **state)
+{
+    (void)state;
+    static const char *const place[] = {"c2=ref", "fc=ref"};
+    check_placement(place, 2, 3);
+}
+
+static void test_place_last_entry_wins(void **state)
+{
+    (void)state;
+    /* The last entry for a layer wins: c1 ends on onednn, r1 on ref. */
+    static const char *const place[] = {"c1=ref", "r1=ref", "c1=onednn"};
+    check_placement(place, 3, 2);
+}
+
+/* What a run refuses, a prediction refuses, with the same message. */
+static void test_place_refused_alike(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx);
+    ntp_calibration cal;
+    hand_calibration(&cal, "onednn", "m");
+    static const char *const bad[][1] = {{"c9=ref"}, {"c1=nosuch"}, {"c1"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ntp_run_opts ro;
+        ntp_run_opts_default(&ro);
+        ro.backend = "onednn";
+        ro.place = bad[k];
+        ro.n_place = 1;
+        ntp_run_result *r = NULL;
+        ntp_status rs = ntp_run(ctx, g, &ro, &r);
+        assert_int_not_equal(rs, NTP_STATUS_OK);
+        char run_msg[1024];
+        snprintf(run_msg, sizeof run_msg, "%s", ntp_ctx_errmsg(ctx));
+        ntp_ctx_clear(ctx);
+        ntp_predict_opts po;
+        ntp_predict_opts_default(&po);
+        po.place = bad[k];
+        po.n_place = 1;
+        ntp_prediction *p = NULL;
+        assert_int_equal(ntp_predict_with(ctx, g, &cal, &po, &p), rs);
+        assert_null(p);
+        assert_string_equal(ntp_ctx_errmsg(ctx), run_msg);
+        ntp_ctx_clear(ctx);
+    }
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* Reorders that cannot be known: one n/a row, out of the total. */
+static void test_reorders_unknown(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx);
+    char here[256];
+    ntp_machine_key(here, sizeof here);
+    ntp_calibration cal, ref;
+    hand_calibration(&cal, "onednn", "a colleague's machine");
+    hand_calibration(&ref, "ref", "a colleague's machine");
+    static const struct {
+        const char *machine;
+        bool reorders;
+        const char *note;
+    } cases[] = {
+        {"a colleague's machine", true, "n/a: layouts onednn picks on another machine"},
+        {NULL, false, "n/a: known once the plan is prepared"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *m = cases[k].machine ? cases[k].machine : here;
+        snprintf(cal.machine_key, sizeof cal.machine_key, "%s", m);
+        snprintf(ref.machine_key, sizeof ref.machine_key, "%s", m);
+        ntp_prediction *p = predict(ctx, g, &cal, &ref, NULL, 0, cases[k].reorders);
+        assert_int_equal(p->n_copies, 1);
+        assert_string_equal(p->copies[0].name, "reorders");
+        assert_true(isnan(p->copies[0].predicted_ms));
+        assert_string_equal(p->copies[0].note, cases[k].note);
+        assert_true(p->copies_ms == 0);
+        double sum = 0;
+        for (int i = 0; i < p->n_layers; i++)
+            if (isfinite(p->layers[i].predicted_ms))
+                sum += p->layers[i].predicted_ms;
+        assert_close(p->total_ms, sum, 1e-12);
+        /* The placement is the run's all the same: pad on ref. */
+        assert_string_equal(p->layers[0].backend, "ref");
+        assert_string_equal(p->layers[1].backend, "onednn");
+        ntp_prediction_free(p);
+    }
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ntp_backend_usable("onednn", why, sizeof why)) {
+        printf("oneDNN is not usable here (%s): skipped\n", why);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_placement),     cmocka_unit_test(test_place_middle_on_ref),
+        cmocka_unit_test(test_place_last_entry_wins), cmocka_unit_test(test_place_refused_alike),
+        cmocka_unit_test(test_reorders_unknown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
