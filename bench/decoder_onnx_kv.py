@@ -7,16 +7,24 @@ logits [batch, seq, vocab] and present.{i}.key / .value (past and the new
 positions, concatenated on dim 2).
 
 Usage: decoder_onnx_kv.py export OUT.onnx STYLE [OUT.onnx STYLE ...]
-  STYLE gpt2 (learned positions, layer norm, GELU MLP, tied head) or
+  STYLE gpt2 (learned positions, layer norm, GELU MLP, tied head),
   rope (rotary embedding on the heads, RMSNorm written out, SiLU-gated
-  MLP, separate head).
+  MLP, separate head) or llama (rope's, with Hugging Face Llama's
+  grouped-query attention, 4 query heads on 2 key/value heads repeated by
+  repeat_kv's expand + reshape, and an attention_mask input [batch, past +
+  seq], 1 for a token and 0 for padding, that masks the keys as Hugging
+  Face's does, beside the causal mask).
 Usage: decoder_onnx_kv.py check OUT.onnx STYLE DIR GEN [OUT.onnx STYLE DIR GEN ...]
   DIR holds what `ntprof generate --save DIR` wrote from OUT.onnx
   (tokens.npy, logits_prefill.npy, logits_decode_<i>.npy): PyTorch runs the
   same prompt in one pass and GEN greedy steps with its own cache, and
   every pass's logits must agree within 1e-4 relative (max |a-b| / max
   |b|). The weights are the exported model's (the same seed). Exit 0 when
-  they agree, 1 otherwise, 77 without torch.
+  they agree, 1 otherwise, 77 without torch. For llama, DIR also holds
+  positions.npy and attention_mask.npy (the prompt's, [B, P]): PyTorch
+  feeds the same, the decode steps at the next positions with mask 1, and
+  the prefill's logits are compared at the tokens only (a padding row's
+  are nobody's), within 2e-6.
 """
 import math
 import sys
@@ -31,6 +39,19 @@ except ImportError as e:
 
 VOCAB, DIM, HEADS, LAYERS, MAXPOS = 40, 32, 4, 2, 64
 HD = DIM // HEADS
+KV_HEADS = 2  # llama style
+
+
+def kv_heads(style):
+    return KV_HEADS if style == "llama" else HEADS
+
+
+def repeat_kv(h, n_rep):  # Hugging Face Llama's
+    b, kvh, slen, hd = h.shape
+    if n_rep == 1:
+        return h
+    h = h[:, :, None, :, :].expand(b, kvh, n_rep, slen, hd)
+    return h.reshape(b, kvh * n_rep, slen, hd)
 
 
 class Tiny(torch.nn.Module):
@@ -54,7 +75,8 @@ class Tiny(torch.nn.Module):
             b.ln1 = torch.nn.LayerNorm(DIM)
             b.ln2 = torch.nn.LayerNorm(DIM)
             for n in ("q", "k", "v", "o"):
-                setattr(b, n, torch.nn.Linear(DIM, DIM, bias=style == "gpt2"))
+                out = DIM if n in ("q", "o") else kv_heads(style) * HD
+                setattr(b, n, torch.nn.Linear(DIM, out, bias=style == "gpt2"))
             b.up = torch.nn.Linear(DIM, 4 * DIM)
             b.down = torch.nn.Linear(4 * DIM, DIM)
             with torch.no_grad():
@@ -63,9 +85,9 @@ class Tiny(torch.nn.Module):
             self.blocks.append(b)
         self.lnf = torch.nn.LayerNorm(DIM)
 
-    def heads(self, x):  # [B, S, D] -> [B, H, S, hd]
-        B, S, _ = x.shape
-        return x.view(B, S, HEADS, HD).transpose(1, 2)
+    def heads(self, x):  # [B, S, H·hd] -> [B, H, S, hd]
+        B, S, D = x.shape
+        return x.view(B, S, D // HD, HD).transpose(1, 2)
 
     def rope(self, x, pos):  # x [B, H, S, hd], rotate-half form
         c, s = self.cos[pos].unsqueeze(1), self.sin[pos].unsqueeze(1)
@@ -73,6 +95,9 @@ class Tiny(torch.nn.Module):
         return x * c + torch.cat([-x2, x1], -1) * s
 
     def forward(self, input_ids, position_ids, *past):
+        mask = None
+        if self.style == "llama":  # (input_ids, attention_mask, position_ids, *past)
+            mask, position_ids, past = position_ids, past[0], past[1:]
         x = self.wte[input_ids]
         if self.style == "gpt2":
             x = x + self.wpe[position_ids]
@@ -87,9 +112,16 @@ class Tiny(torch.nn.Module):
             v = torch.cat([past[2 * i + 1], v], 2)
             present += [k, v]
             T = k.shape[2]
+            if mask is not None:
+                k, v = repeat_kv(k, HEADS // KV_HEADS), repeat_kv(v, HEADS // KV_HEADS)
             sc = q @ k.transpose(-1, -2) / math.sqrt(HD)
-            mask = torch.ones(S, T, dtype=torch.bool).tril(T - S)
-            sc = sc.masked_fill(~mask, float("-inf"))
+            causal = torch.ones(S, T, dtype=torch.bool).tril(T - S)
+            if mask is None:
+                sc = sc.masked_fill(~causal, float("-inf"))
+            else:
+                keep = causal[None, None, :, :] & mask[:, None, None, :].bool()
+                bias = torch.zeros(keep.shape, dtype=sc.dtype)
+                sc = sc + bias.masked_fill(~keep, torch.finfo(torch.float32).min)
             a = torch.softmax(sc, -1) @ v
             a = a.transpose(1, 2).reshape(x.shape)
             x = x + b.o(a)
@@ -107,11 +139,16 @@ def export(path, style):
     B, S, P = 1, 3, 2
     ids = torch.randint(0, VOCAB, (B, S))
     pos = torch.arange(P, P + S)[None, :]
-    past = [torch.randn(B, HEADS, P, HD) for _ in range(2 * LAYERS)]
+    past = [torch.randn(B, kv_heads(style), P, HD) for _ in range(2 * LAYERS)]
     names_in = ["input_ids", "position_ids"]
     names_out = ["logits"]
     dyn = {"input_ids": {0: "batch", 1: "seq"}, "position_ids": {0: "batch", 1: "seq"},
            "logits": {0: "batch", 1: "seq"}}
+    if style == "llama":
+        names_in = ["input_ids", "attention_mask", "position_ids"]
+        dyn["attention_mask"] = {0: "batch", 1: "total_length"}
+        past = [torch.ones(B, P + S, dtype=torch.long), pos] + past
+        pos = None
     for i in range(LAYERS):
         for kv in ("key", "value"):
             pi, po = "past_key_values.%d.%s" % (i, kv), "present.%d.%s" % (i, kv)
@@ -119,7 +156,8 @@ def export(path, style):
             names_out.append(po)
             dyn[pi] = {0: "batch", 2: "past_sequence_length"}
             dyn[po] = {0: "batch", 2: "total_length"}
-    torch.onnx.export(m, (ids, pos, *past), path, input_names=names_in, output_names=names_out,
+    args = (ids, pos, *past) if pos is not None else (ids, *past)
+    torch.onnx.export(m, args, path, input_names=names_in, output_names=names_out,
                       dynamic_axes=dyn, opset_version=14, do_constant_folding=True)
 
 
@@ -131,20 +169,37 @@ def check(path, style, d, gen):
     m = Tiny(style).double().eval()
     tokens = torch.as_tensor(np.load(d + "/tokens.npy")).long()
     B, P = tokens.shape
-    past = [torch.zeros(B, HEADS, 0, HD, dtype=torch.float64) for _ in range(2 * LAYERS)]
+    past = [torch.zeros(B, kv_heads(style), 0, HD, dtype=torch.float64)
+            for _ in range(2 * LAYERS)]
+    llama = style == "llama"
+    bound = 2e-6 if llama else 1e-4
+    if llama:
+        pos = torch.as_tensor(np.load(d + "/positions.npy")).long()
+        keep = torch.as_tensor(np.load(d + "/attention_mask.npy")).long()
+        mask = keep
     worst, ok = 0.0, True
     with torch.no_grad():
         ids, start = tokens, 0
         for step in range(gen + 1):
             S = ids.shape[1]
-            pos = torch.arange(start, start + S)[None, :].expand(B, S)
-            out = m(ids, pos, *past)
+            if llama:
+                if step > 0:
+                    pos = pos[:, -1:] + 1
+                    mask = torch.cat([mask, torch.ones(B, 1, dtype=torch.long)], 1)
+                out = m(ids, mask, pos, *past)
+            else:
+                pos = torch.arange(start, start + S)[None, :].expand(B, S)
+                out = m(ids, pos, *past)
             logits, past = out[0].numpy(), list(out[1:])
             name = "logits_prefill.npy" if step == 0 else "logits_decode_%d.npy" % (step - 1)
             theirs = np.load(d + "/" + name).reshape(logits.shape)
-            r = rel(theirs, logits)
+            if llama and step == 0:  # the tokens' rows only
+                rows = keep.numpy().astype(bool)
+                r = rel(theirs[rows], logits[rows])
+            else:
+                r = rel(theirs, logits)
             worst = max(worst, r)
-            if r > 1e-4:
+            if r > bound:
                 print("%s: %s differs by %.3g relative" % (path, name, r))
                 ok = False
             start += S

@@ -21,7 +21,9 @@
 #    difference;
 #  - --vary weight_dtype=f32,bf16 sweeps it, and the roofline's bytes per
 #    decode step fall by exactly the weight bytes saved;
-#  - refused: bf16 weights on another backend, int8 weights.
+#  - refused: bf16 weights run on another backend; --static prices them on
+#    any backend (it runs nothing): the weight bytes and a decode step's
+#    bytes are the reference backend's;
 # Skipped (77) without torch.
 # Usage: test_generate_bf16.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
@@ -46,7 +48,7 @@ params, wd = int(sys.argv[2]), sys.argv[3]
 if wd == "i8":  # the f32 run's weights give the shapes (the tied table once)
     want = 0
     for p in glob.glob(sys.argv[4] + "/*.npy"):
-        if p.endswith("tokens.npy") or "/logits_" in p:
+        if p.endswith(("/tokens.npy", "/positions.npy", "/attention_mask.npy")) or "/logits_" in p:
             continue
         a = np.load(p)
         want += a.size + 4 * a.shape[0] if a.ndim >= 2 else 4 * a.size
@@ -101,6 +103,29 @@ expect_err "sweep axis weight_dtype: expected f32, bf16 or i8, got 'f16'"
 expect_exit 1 "$NTPROF" generate "$SRC/models/tiny-decoder.xml" -P 2 -G 1 --no-db \
     --backend onednn --weight-dtype bf16
 grep -q "unknown backend" "$T/err" || expect_err "bf16 weights run on the reference backend only"
+# --static runs nothing, so any backend prices bf16 and i8 weights: the
+# same bytes as on the reference backend (oneDNN where built).
+for wd in bf16 i8; do
+    expect_exit 0 "$NTPROF" generate "$SRC/tests/data/tiny-llama.xml" --static --no-db \
+        --backend ref --weight-dtype $wd -f json
+    cp "$T/out" "$T/static_ref_$wd.json"
+    if "$NTPROF" generate "$SRC/tests/data/tiny-llama.xml" --static --no-db --backend onednn \
+        --weight-dtype $wd -f json >"$T/out" 2>"$T/err"; then
+        if $PY - "$T/out" "$T/static_ref_$wd.json" <<'PYEOF'; then ok; else bad "--static --weight-dtype $wd on onednn: bytes differ from ref's"; fi
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("static", a["backend"], a["weight_dtype"], a["weight_bytes"], a["decode"]["bytes"])
+assert a["backend"] == "onednn" and a["static"] is True, a["backend"]
+assert (a["weight_bytes"], a["decode"]["bytes"], a["prefill"]["bytes"]) == \
+    (b["weight_bytes"], b["decode"]["bytes"], b["prefill"]["bytes"])
+PYEOF
+    elif grep -q "unknown backend" "$T/err"; then
+        echo "onednn not built: --static on another backend not checked"
+    else
+        bad "--static --weight-dtype $wd refused on onednn"
+        cat "$T/err"
+    fi
+done
 # --static counts the weights as they would be held.
 expect_exit 0 "$NTPROF" generate "$SRC/tests/data/tiny-llama.xml" --static --no-db --backend ref \
     --weight-dtype i8 -f json

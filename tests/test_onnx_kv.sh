@@ -6,6 +6,12 @@
 #    past_key_values inputs and present outputs; `ntprof generate` runs it
 #    with its own cache and PyTorch (its own cache, float64) must give the
 #    same logits for the prefill and every decode step, within 1e-4;
+#  - the same for a Llama-style one (Hugging Face's repeat_kv for 4 query
+#    heads on 2 key/value heads, an attention_mask input) at batch 2 with
+#    the second prompt left-padded by 2 masked tokens (--pad 2): within
+#    2e-6, the prefill at the tokens' rows;
+#  - an import with the batch left symbolic warns once, naming the count
+#    of inputs (2 + 2 x layers);
 #  - export: tiny-decoder and tiny-llama (grouped-query) exported by ntprof
 #    pass onnx.checker (full check), and run by a numpy interpreter of the
 #    ONNX operators (tests/support/onnx_np.py) through a prefill and decode
@@ -26,7 +32,7 @@ GEN=(generate -P 5 -G 4 -b 2 --no-db --backend ref)
 
 # Import: PyTorch's export, both styles, in one process (torch starts slowly).
 if $PY "$SRC/bench/decoder_onnx_kv.py" export "$T/gpt2.onnx" gpt2 "$T/rope.onnx" rope \
-    >"$T/export.log" 2>&1; then ok; else
+    "$T/llama.onnx" llama >"$T/export.log" 2>&1; then ok; else
     bad "torch.onnx export failed"
     cat "$T/export.log"
 fi
@@ -34,8 +40,18 @@ for s in gpt2 rope; do
     mkdir -p "$T/$s"
     expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/$s.onnx" --save "$T/$s"
 done
+mkdir -p "$T/llama"
+expect_exit 0 "$NTPROF" "${GEN[@]}" "$T/llama.onnx" --pad 2 --save "$T/llama"
+if $PY - "$T/llama" <<'PYEOF'; then ok; else bad "--pad 2: the mask or positions saved are not as documented"; fi
+import sys
+import numpy as np
+d = sys.argv[1]
+m, p = np.load(d + "/attention_mask.npy"), np.load(d + "/positions.npy")
+assert m.tolist() == [[1] * 5, [0, 0, 1, 1, 1]], m
+assert p.tolist() == [[0, 1, 2, 3, 4], [0, 0, 0, 1, 2]], p
+PYEOF
 if $PY "$SRC/bench/decoder_onnx_kv.py" check "$T/gpt2.onnx" gpt2 "$T/gpt2" 4 \
-    "$T/rope.onnx" rope "$T/rope" 4 >"$T/check.log" 2>&1; then ok; else
+    "$T/rope.onnx" rope "$T/rope" 4 "$T/llama.onnx" llama "$T/llama" 4 >"$T/check.log" 2>&1; then ok; else
     bad "ntprof's logits on torch.onnx's decoders differ from PyTorch's"
 fi
 cat "$T/check.log"
@@ -114,4 +130,18 @@ expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/nopos.onnx"
 expect_err "needs the inputs 'input_ids' and 'position_ids'"
 expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/scale.onnx"
 expect_err "past_key_values.0 is not in a form ntprof recognises: the scores are scaled by something other than 1/sqrt(head_dim)"
+# Padding: a model without attention_mask, and no token left.
+expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/gpt2.onnx" --pad 2
+expect_err "padding needs a decoder with an 'attention_mask' input"
+expect_exit 1 "$NTPROF" "${GEN[@]}" "$T/llama.onnx" --pad 5
+expect_err "ntp_generate_opts.pad 5: expected 0 to the prompt length - 1 (4)"
+# The batch left symbolic: one warning for the import's 6 inputs (tokens,
+# positions, 2 x 2 past key/values), not one per input, and not again for
+# the decode pass's import.
+expect_exit 0 "$NTPROF" generate -P 3 -G 1 --no-db --backend ref --static "$T/rope.onnx"
+if [ "$(grep -c 'symbolic batch' "$T/err")" = 1 ] &&
+    grep -q "6 inputs have a symbolic batch dim ('tokens' dim 0, 'positions' dim 0, 'past_key_values.0.key' dim 0, ...): batch 1 assumed" "$T/err"; then ok; else
+    bad "the symbolic batch is not one warning naming 6 inputs"
+    cat "$T/err"
+fi
 finish test_onnx_kv

@@ -64,6 +64,12 @@ typedef struct ntp_generate_opts {
      * vectors f32), widened to f32 in the kernels, which accumulate in f32.
      * bf16 and i8 run on the reference backend only. */
     ntp_dtype weight_dtype;
+    /* Padding (a topology with an attention_mask input: an imported
+     * decoder, docs/onnx.md): the odd sequences of the batch have their
+     * first `pad` prompt tokens masked out (a left-padded batch of prompts
+     * of two lengths), their tokens' positions counted from the context;
+     * 0: none. At most prompt_len - 1, batch at least 2. */
+    int64_t pad;
 } ntp_generate_opts;
 
 /* Defaults: P 32, G 32, seed 1, f32 cache. */

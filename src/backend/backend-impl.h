@@ -39,6 +39,10 @@ typedef struct ntp_kv_state {
      * of head_dim values x is stored as round(x / s) with s = max|x| / 127
      * (ntp__i8_scale) and read back as q * s. NULL for other types. */
     float *k_scale, *v_scale;
+    /* Layers with a padding mask (a 4th input): per (sequence, position),
+     * [batch, capacity], 1 when the position holds a token, 0 padding no
+     * query attends to; written with the keys. NULL without a mask. */
+    uint8_t *keep;
     ntp_dtype dtype;
     int64_t batch, kv_heads, head_dim, capacity;
     int64_t len; /* positions cached before this pass */

@@ -77,7 +77,7 @@ static ntp_kv_state *kv_for(void *user, const ntp_graph *g, const ntp_node *n)
 }
 
 static ntp_status load_phase(ntp_ctx *ctx, const char *path, const ntp_generate_opts *o,
-                             int64_t seq, int64_t past, ntp_graph **out)
+                             int64_t seq, int64_t past, int64_t batch, ntp_graph **out)
 {
     const char **set = malloc(((size_t)o->n_set + 2) * sizeof *set);
     char a[64], b[64];
@@ -90,7 +90,7 @@ static ntp_status load_phase(ntp_ctx *ctx, const char *path, const ntp_generate_
     set[o->n_set] = a;
     set[o->n_set + 1] = b;
     ntp_load_opts lo = {
-        .set = set, .n_set = o->n_set + 2, .batch = o->batch, .max_memory = o->max_memory};
+        .set = set, .n_set = o->n_set + 2, .batch = batch, .max_memory = o->max_memory};
     ntp_status st = ntp_graph_load(ctx, path, &lo, out);
     free(set);
     return st;
@@ -141,6 +141,33 @@ bool ntp_graph_is_decoder(const ntp_graph *g)
            find_op(g, NTP_OP_KV_ATTENTION) >= 0;
 }
 
+/* --pad: the topology must take a padding mask (the input attention_mask,
+ * i32 [batch, seq_len], as an imported decoder does), and leave each
+ * padded sequence a token. */
+static ntp_status check_pad(ntp_ctx *ctx, const ntp_graph *g, const ntp_generate_opts *o, int64_t B,
+                            int mask_t)
+{
+    if (mask_t >= 0 && g->tensors[mask_t].dtype != NTP_DTYPE_I32)
+        return ntp__error(ctx, NTP_STATUS_GRAPH_ERROR, "%s: the input 'attention_mask' must be i32",
+                          g->source);
+    if (o->pad == 0)
+        return NTP_STATUS_OK;
+    if (o->pad < 0 || o->pad >= o->prompt_len)
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_generate_opts.pad",
+                              "%lld: expected 0 to the prompt length - 1 (%lld)", (long long)o->pad,
+                              (long long)(o->prompt_len - 1));
+    if (mask_t < 0)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: padding needs a decoder with an 'attention_mask' input "
+                          "(docs/decoders.md)",
+                          g->source);
+    if (B < 2)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "padding pads the odd sequences of the batch: batch %lld has none",
+                          (long long)B);
+    return NTP_STATUS_OK;
+}
+
 static int64_t param_int(const ntp_graph *g, const char *name, int64_t dflt)
 {
     for (int i = 0; i < g->n_params; i++)
@@ -172,6 +199,12 @@ static ntp_status alloc_cache(ntp_ctx *ctx, gen *s, ntp_dtype dt, int64_t cap, u
         c->capacity = cap;
         size_t bytes = (size_t)(s->B * c->kv_heads * cap * c->head_dim) * ntp_dtype_size(dt);
         size_t rows = (size_t)(s->B * c->kv_heads * cap);
+        if (n->n_in == 4) { /* a padding mask: the synthetic context holds tokens */
+            if (!(c->keep = calloc((size_t)(s->B * cap) + 1, 1)))
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            for (int64_t b = 0; b < s->B; b++)
+                memset(c->keep + b * cap, 1, (size_t)s->D);
+        }
         if (!(c->k = calloc(1, bytes + 1)) || !(c->v = calloc(1, bytes + 1)) ||
             (dt == NTP_DTYPE_I8 && (!(c->k_scale = calloc(rows + 1, sizeof(float))) ||
                                     !(c->v_scale = calloc(rows + 1, sizeof(float))))))
@@ -391,6 +424,7 @@ static void gen_free(gen *s)
             free(s->kv[i].v);
             free(s->kv[i].k_scale);
             free(s->kv[i].v_scale);
+            free(s->kv[i].keep);
         }
     free(s->kv);
     ntp_graph_free(s->gp);
@@ -426,7 +460,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s weights are not supported by generate; use f32, bf16 or i8",
                           ntp_dtype_name(o->weight_dtype));
-    if (o->weight_dtype != NTP_DTYPE_F32 && strcmp(be->name, "ref") != 0)
+    if (o->weight_dtype != NTP_DTYPE_F32 && strcmp(be->name, "ref") != 0 && !o->static_only)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s weights run on the reference backend only (--backend ref), not "
                           "on %s",
@@ -441,9 +475,13 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    if ((st = load_phase(ctx, path, o, s.P, s.D, &s.gp)) || (st = check_decoder(ctx, s.gp)))
+    if ((st = load_phase(ctx, path, o, s.P, s.D, o->batch, &s.gp)) ||
+        (st = check_decoder(ctx, s.gp)))
         goto done;
     s.B = s.gp->batch > 0 ? s.gp->batch : s.gp->tensors[find_input(s.gp, "tokens")].shape.dim[0];
+    int mask_t = find_input(s.gp, "attention_mask");
+    if ((st = check_pad(ctx, s.gp, o, s.B, mask_t)))
+        goto done;
     int64_t total_pos = s.D + s.P + s.G;
     int64_t maxpos = param_int(s.gp, "max_positions", INT64_MAX);
     if (total_pos > maxpos) {
@@ -471,7 +509,10 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         goto done;
     }
     int64_t mid = s.D + s.P + (s.G - 1) / 2;
-    if ((st = load_phase(ctx, path, o, 1, mid, &s.gd)) || (st = check_decoder(ctx, s.gd)) ||
+    /* The decode pass at the prefill's batch (a batch the import assumed
+     * is not warned about twice). */
+    int64_t dbatch = o->batch == 0 && param_int(s.gp, "batch", 0) > 0 ? s.B : o->batch;
+    if ((st = load_phase(ctx, path, o, 1, mid, dbatch, &s.gd)) || (st = check_decoder(ctx, s.gd)) ||
         (st = ntp_graph_analyze(ctx, s.gd, &ad)))
         goto done;
     if (s.gd->n_nodes != s.gp->n_nodes) {
@@ -516,19 +557,33 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
     eo.share_weights = &s.xp; /* one copy of the weights for both plans */
     if ((st = ntp__exec_init(ctx, &s.xd, s.gd, &eo)))
         goto done;
-    /* The prompt: tokens from the seed, at positions D .. D+P-1. */
+    /* The prompt: tokens from the seed, at positions D .. D+P-1; with
+     * --pad, the odd sequences' first `pad` tokens are padding (mask 0,
+     * position D) and their tokens count from D. */
     int32_t *ptok = slot_data(&s.xp, tok_t),
             *ppos = slot_data(&s.xp, find_input(s.gp, "positions"));
+    int32_t *pmask = mask_t >= 0 ? slot_data(&s.xp, mask_t) : NULL;
     uint64_t rs = o->seed * 0x2545f4914f6cdd1dull + 7;
     for (int64_t b = 0; b < s.B; b++)
         for (int64_t t = 0; t < s.P; t++) {
+            int64_t pad = b % 2 ? o->pad : 0;
             ptok[b * s.P + t] = (int32_t)(ntp__rng_next(&rs) % (uint64_t)s.V);
-            ppos[b * s.P + t] = (int32_t)(s.D + t);
+            ppos[b * s.P + t] = (int32_t)(s.D + (t < pad ? 0 : t - pad));
+            if (pmask)
+                pmask[b * s.P + t] = t >= pad;
         }
+    if (mask_t >= 0) {
+        int32_t *dmask = slot_data(&s.xd, find_input(s.gd, "attention_mask"));
+        for (int64_t b = 0; b < s.B; b++)
+            dmask[b] = 1;
+    }
     if (o->save_dir) {
         ntp_shape ts = {2, {s.B, s.P}};
         if ((st = save_weights(ctx, &s, o->save_dir)) ||
-            (st = save_npy(ctx, o->save_dir, "tokens", NTP_DTYPE_I32, &ts, ptok)))
+            (st = save_npy(ctx, o->save_dir, "tokens", NTP_DTYPE_I32, &ts, ptok)) ||
+            (st = save_npy(ctx, o->save_dir, "positions", NTP_DTYPE_I32, &ts, ppos)) ||
+            (pmask &&
+             (st = save_npy(ctx, o->save_dir, "attention_mask", NTP_DTYPE_I32, &ts, pmask))))
             goto done;
     }
     /* Prefill: one warm-up pass, the cache reset, one timed pass. */
@@ -560,7 +615,7 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
         progress(o, "decode", (int)i, (int)s.G);
         for (int64_t b = 0; b < s.B; b++) {
             dtok[b] = tok[b * (s.G + 1) + i];
-            dpos[b] = (int32_t)(s.D + s.P + i);
+            dpos[b] = (int32_t)(s.D + s.P + i - (b % 2 ? o->pad : 0));
         }
         if ((st = timed_pass(ctx, &s.xd, dec_ms, &r->step_ms[i])))
             goto done;

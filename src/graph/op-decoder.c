@@ -82,6 +82,20 @@ ntp_status ntp__shape_kv_attention(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
                         "for query %s",
                         shp(k, b1), shp(v, b2), (long long)q->dim[0], (long long)q->dim[1],
                         (long long)(kvh * hd), shp(q, b3));
+    if (n->n_in == 4) {
+        /* A padding mask of the new tokens (nonzero: a token; 0: padding
+         * no query may attend to), as ONNX decoders' attention_mask. */
+        if ((st = ntp__need_rank(ctx, g, n, 3, 2, 2, "[N,S] mask")))
+            return st;
+        const ntp_tensor *m = ntp__in(g, n, 3);
+        if (m->dtype != NTP_DTYPE_I32 && m->dtype != NTP_DTYPE_I64)
+            return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT,
+                            "mask '%s' must be integers (i32 or i64), got %s", m->name,
+                            ntp_dtype_name(m->dtype));
+        if (m->shape.dim[0] != q->dim[0] || m->shape.dim[1] != q->dim[1])
+            return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "mask %s does not match query %s [N,S,...]",
+                            shp(&m->shape, b1), shp(q, b2));
+    }
     ntp_shape s = *q;
     set_out(g, n, 0, &s);
     return NTP_STATUS_OK;

@@ -119,7 +119,7 @@
     /* Decoder transformers (docs/decoders.md). */                               \
     X(RMSNORM,         "rmsnorm",           LAYER, 1, 1, rmsnorm,           rmsnorm)     \
     X(ROPE,            "rope",              LAYER, 2, 2, rope,              rope)        \
-    X(KV_ATTENTION,    "kv_attention",      LAYER, 3, 3, kv_attention,      kv_attention) \
+    X(KV_ATTENTION,    "kv_attention",      LAYER, 3, 4, kv_attention,      kv_attention) \
     X(LM_HEAD,         "lm_head",           LAYER, 1, 1, lm_head,           lm_head)     \
     X(ARGMAX,          "argmax",            LAYER, 1, 1, argmax,            argmax)      \
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \

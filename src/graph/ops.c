@@ -100,6 +100,8 @@ ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
             const ntp_tensor *t = ntp__in(g, n, i);
             if (n->op == NTP_OP_ROPE && i == 1)
                 continue; /* rope's positions (op-decoder.c checks them) */
+            if (n->op == NTP_OP_KV_ATTENTION && i == 3)
+                continue; /* kv_attention's padding mask (op-decoder.c) */
             if (t->dtype == NTP_DTYPE_I32 || t->dtype == NTP_DTYPE_I64 || t->dtype == NTP_DTYPE_U8)
                 return ntp__node_error(ctx, g, n, NTP_STATUS_INVALID_ARGUMENT,
                                        "input '%s' is %s; this layer takes floating-point data",

@@ -166,6 +166,11 @@ static ntp_status rope(ntp_xw *w, const ntp_node *n)
  * shapes (query i, at position past + i, sees keys 0 .. past + i). */
 static ntp_status kv_attention(ntp_xw *w, const ntp_node *n)
 {
+    if (n->n_in == 4)
+        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: <kv_attention name='%s'> has a padding mask, which the export "
+                          "does not write",
+                          w->g->source, n->name);
     const ntp_shape *qs = &w->g->tensors[n->in[0]].shape;
     int64_t H = n->a.heads, KVH = n->a.kv_heads > 0 ? n->a.kv_heads : H, D = qs->dim[2];
     int64_t hd = D / H, rep = H / KVH;

@@ -197,6 +197,10 @@ typedef struct ntp_onnx_importer {
      * `past` param's value. */
     int kv_layers;
     int64_t kv_past;
+    /* Its attention_mask input (renamed attention_mask.total, a constant of
+     * ones at load time): the padding mask of the kv_attention layers. */
+    bool kv_mask;
+    int kv_mask_t; /* the [batch, seq_len] i32 input made for them, or -1 */
 } ntp_onnx_importer;
 
 /* A mapper turns the current node (x->np) into IR nodes. */
@@ -325,6 +329,9 @@ static inline bool ntp__onnx_axis(int64_t axis, int r, int64_t *out)
     *out = axis;
     return true;
 }
+
+/* A new IR tensor named after base (made unique; onnx-import.c). */
+int ntp__onnx_add_tensor(ntp_onnx_importer *x, const char *base, ntp_tensor_kind kind);
 
 /* --- decoders with past key/values (onnx-kv.c) -------------------------------- */
 

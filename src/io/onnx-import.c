@@ -477,6 +477,13 @@ ntp_status ntp__onnx_out_const(ntp_onnx_importer *x, int k, ntp_onnx_tensor *c)
 
 /* --- building IR nodes ----------------------------------------------------------------- */
 
+static int add_tensor(ntp_onnx_importer *x, const char *base, ntp_tensor_kind kind);
+
+int ntp__onnx_add_tensor(ntp_onnx_importer *x, const char *base, ntp_tensor_kind kind)
+{
+    return add_tensor(x, base, kind);
+}
+
 static int add_tensor(ntp_onnx_importer *x, const char *base, ntp_tensor_kind kind)
 {
     char name[512];
@@ -1139,10 +1146,15 @@ static ntp_dtype input_dtype(int32_t dt, bool *ok)
 static ntp_status make_inputs(ntp_onnx_importer *x)
 {
     bool batch_used = false;
+    /* Inputs whose batch was assumed 1: one warning for them all. */
+    int n_assumed = 0;
+    char assumed[256] = "", assumed_sym[64] = "batch";
     for (size_t i = 0; i < x->gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = x->gp->input[i];
         ntp_onnx_value *v = value_of(x, vi->name);
-        if (!v || v->init)
+        /* A constant given at load time (onnx-kv.c's stand-in for a decoder's
+         * attention_mask) is not a run-time input. */
+        if (!v || v->init || (v->c && !v->bound))
             continue;
         const Onnx__TypeProto *tp = vi->type;
         if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
@@ -1190,10 +1202,12 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
             }
             if (!found && batch) {
                 val = 1;
-                ntp__warn(x->ctx,
-                          "%s: input '%s' dim %d ('%s') is symbolic: batch 1 assumed "
-                          "(ntp_load_opts.batch or ntp_load_opts.set %s=N to choose)",
-                          x->src, vi->name, d, sym ? sym : "unnamed", sym ? sym : "batch");
+                if (n_assumed++ == 0 && sym)
+                    snprintf(assumed_sym, sizeof assumed_sym, "%s", sym);
+                size_t used = strlen(assumed);
+                if (n_assumed <= 3)
+                    snprintf(assumed + used, sizeof assumed - used, "%s'%s' dim %d",
+                             n_assumed > 1 ? ", " : "", vi->name, d);
                 found = true;
             }
             if (!found)
@@ -1237,6 +1251,12 @@ static ntp_status make_inputs(ntp_onnx_importer *x)
         in[x->g->n_inputs++] = t;
         v->tensor = t;
     }
+    if (n_assumed > 0)
+        ntp__warn(x->ctx,
+                  "%s: %d input%s %s a symbolic batch dim (%s%s): batch 1 assumed "
+                  "(ntp_load_opts.batch or ntp_load_opts.set %s=N to choose)",
+                  x->src, n_assumed, n_assumed == 1 ? "" : "s", n_assumed == 1 ? "has" : "have",
+                  assumed, n_assumed > 3 ? ", ..." : "", assumed_sym);
     if (x->opts->batch > 0 && !batch_used)
         return ntp__opt_error(x->ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_load_opts.batch",
                               "%lld: %s has no symbolic batch dim (its inputs have static "

@@ -23,8 +23,19 @@
  *     after it (output `next_token`).
  *
  * The mask between the scores and the softmax is taken as causal (what the
- * layout means) and is not read; a padding mask input (attention_mask) is
- * not supported. */
+ * layout means) and is not read. A padding mask input `attention_mask`
+ * ([batch, past + seq], Hugging Face's) is what the model's mask is built
+ * from: its ONNX value becomes a constant of ones ([batch, 1 + seq_len],
+ * the past being 1) so that the mask's computation folds away at load,
+ * and a new input `attention_mask` [batch, seq_len] (i32, the new tokens'
+ * part) is each kv_attention's 4th input, which the cache keeps.
+ *
+ * Grouped-query attention is recognised written either way: the queries
+ * grouped per key/value head (ntprof's export), or the keys and values
+ * repeated to the query heads as Hugging Face's repeat_kv does,
+ * Reshape(Expand(Unsqueeze(kv, 2), [N, KVH, rep, T, hd]), [N, KVH·rep, T,
+ * hd]): query head h reads kv head h / rep, which is kv_attention's
+ * grouping (a repeat in the other order, h % KVH, is refused). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,14 +119,29 @@ static bool rename_input(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const c
     return ok;
 }
 
+/* Rename graph input `vi` to `to` in the input and every node, its type
+ * kept. */
+static bool rename_keep(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const char *to)
+{
+    char *from = ntp__strdup(vi->name);
+    bool ok = from && set_str(&vi->name, to);
+    for (size_t i = 0; ok && i < gp->n_node; i++)
+        for (size_t k = 0; ok && k < gp->node[i]->n_input; k++)
+            if (gp->node[i]->input[k] && strcmp(gp->node[i]->input[k], from) == 0)
+                ok = set_str(&gp->node[i]->input[k], to);
+    free(from);
+    return ok;
+}
+
 ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x)
 {
     Onnx__GraphProto *gp = x->model->graph;
+    x->kv_mask_t = -1;
     if (!gp)
         return NTP_STATUS_OK;
     int layers = 0;
     char *seq = NULL, *past = NULL;
-    Onnx__ValueInfoProto *ids = NULL, *pos = NULL;
+    Onnx__ValueInfoProto *ids = NULL, *pos = NULL, *mask = NULL;
     for (size_t i = 0; i < gp->n_input; i++) {
         Onnx__ValueInfoProto *vi = gp->input[i];
         int l;
@@ -126,6 +152,8 @@ ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x)
             ids = vi;
         else if (strcmp(vi->name, "position_ids") == 0)
             pos = vi;
+        else if (strcmp(vi->name, "attention_mask") == 0)
+            mask = vi;
         if (!past_name(vi->name, &l, &isv))
             continue;
         const Onnx__TensorShapeProto *sp = input_shape(vi);
@@ -191,6 +219,19 @@ ntp_status ntp__onnx_kv_prepare(ntp_onnx_importer *x)
         st = oom(x);
         goto done;
     }
+    if (mask) {
+        const Onnx__TensorShapeProto *ms = input_shape(mask);
+        if (!ms || ms->n_dim != 2) {
+            st = ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
+                            "%s: input 'attention_mask' must be [batch, past + seq]", x->src);
+            goto done;
+        }
+        if (!rename_keep(gp, mask, "attention_mask.total")) {
+            st = oom(x);
+            goto done;
+        }
+        x->kv_mask = true;
+    }
     /* The present outputs are the cache, which generate keeps. */
     size_t k = 0;
     for (size_t i = 0; i < gp->n_output; i++) {
@@ -205,6 +246,71 @@ done:
     free(seq);
     free(past);
     return st;
+}
+
+/* The positive value ntp_load_opts.set gives `name`, else 0. */
+static int64_t set_int(const ntp_onnx_importer *x, const char *name)
+{
+    size_t len = strlen(name);
+    int64_t v = 0;
+    for (int i = 0; i < x->opts->n_set; i++) {
+        const char *s = x->opts->set[i];
+        if (s && strncmp(s, name, len) == 0 && s[len] == '=') {
+            long long a = strtoll(s + len + 1, NULL, 10);
+            v = a > 0 ? a : 0;
+        }
+    }
+    return v;
+}
+
+/* The model's attention_mask (renamed attention_mask.total) as ones of
+ * [batch, 1 + seq_len], the batch as make_inputs binds it: the padding
+ * is kv_attention's business, so the model's own mask computation folds
+ * to a constant (causal) at load time. */
+static ntp_status mask_constant(ntp_onnx_importer *x)
+{
+    int i = ntp__onnx_names_get(x->values, "attention_mask.total");
+    if (i < 0)
+        return NTP_STATUS_OK;
+    const Onnx__ValueInfoProto *vi = NULL;
+    for (size_t k = 0; k < x->gp->n_input; k++)
+        if (x->gp->input[k]->name && strcmp(x->gp->input[k]->name, "attention_mask.total") == 0)
+            vi = x->gp->input[k];
+    const Onnx__TensorShapeProto *sp = vi ? input_shape(vi) : NULL;
+    int64_t S = set_int(x, "seq_len"), B = 0;
+    if (S <= 0)
+        return ntp__error(x->ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "%s: a decoder with an attention_mask needs the tokens per pass: "
+                          "give ntp_load_opts.set seq_len=N",
+                          x->src);
+    if (sp && sp->n_dim == 2) {
+        const char *p = dim_param(sp, 0);
+        if (p)
+            B = set_int(x, p);
+        else if (sp->dim[0]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            B = sp->dim[0]->dim_value;
+    }
+    if (B <= 0)
+        B = x->opts->batch;
+    ntp_shape s = {2, {B > 0 ? B : 1, 1 + S}};
+    int32_t dt = vi && vi->type && vi->type->tensor_type && vi->type->tensor_type->has_elem_type
+                     ? vi->type->tensor_type->elem_type
+                     : NTP_ONNX_INT64;
+    ntp_onnx_tensor *c = ntp__onnx_tensor_new(dt, &s);
+    if (!c)
+        return oom(x);
+    for (int64_t k = 0; k < c->n; k++) {
+        if (c->f)
+            c->f[k] = 1;
+        else
+            c->i[k] = 1;
+    }
+    ntp_onnx_value *v = &x->v[i];
+    ntp__onnx_tensor_free(v->c);
+    v->c = c;
+    v->bound = false;
+    v->dtype = dt;
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp__onnx_kv_params(ntp_onnx_importer *x)
@@ -225,6 +331,9 @@ ntp_status ntp__onnx_kv_params(ntp_onnx_importer *x)
                               "ntp_load_opts.set %s: expected a non-negative integer", s);
         x->kv_past = v;
     }
+    ntp_status st;
+    if (x->kv_mask && (st = mask_constant(x)))
+        return st;
     char val[32];
     snprintf(val, sizeof val, "%lld", (long long)x->kv_past);
     ntp_param *p = realloc(x->g->params, ((size_t)x->g->n_params + 1) * sizeof *p);
@@ -321,6 +430,40 @@ static int cache_concat(ntp_onnx_importer *x, int l, bool value, int *past_t)
     return -1;
 }
 
+/* t is `all` [N, KVH, T, hd], or all repeated to the query heads as
+ * repeat_kv writes it: Reshape(Expand(Reshape(all, [N, KVH, 1, T, hd]),
+ * [N, KVH, rep, T, hd]), [N, KVH·rep, T, hd]) (query head h reads kv
+ * head h / rep). */
+static bool repeat_of(const ntp_graph *g, int t, int all)
+{
+    if (t == all)
+        return true;
+    int r2 = g->tensors[t].producer;
+    if (r2 < 0 || g->nodes[r2].op != NTP_OP_RESHAPE || g->nodes[r2].n_in != 1)
+        return false;
+    int e = g->tensors[g->nodes[r2].in[0]].producer;
+    if (e < 0 || g->nodes[e].op != NTP_OP_EXPAND || g->nodes[e].n_in != 1)
+        return false;
+    int r1 = g->tensors[g->nodes[e].in[0]].producer;
+    if (r1 < 0 || g->nodes[r1].op != NTP_OP_RESHAPE || g->nodes[r1].n_in != 1 ||
+        g->nodes[r1].in[0] != all)
+        return false;
+    const ntp_shape *a = &g->tensors[all].shape, *u = &g->tensors[g->nodes[r1].out[0]].shape,
+                    *x = &g->tensors[g->nodes[e].out[0]].shape, *y = &g->tensors[t].shape;
+    if (a->ndim != 4 || u->ndim != 5 || x->ndim != 5 || y->ndim != 4)
+        return false;
+    int64_t N = a->dim[0], KVH = a->dim[1], T = a->dim[2], hd = a->dim[3], rep = x->dim[2];
+    const int64_t want_u[5] = {N, KVH, 1, T, hd}, want_x[5] = {N, KVH, rep, T, hd},
+                  want_y[4] = {N, KVH * rep, T, hd};
+    for (int d = 0; d < 5; d++)
+        if (u->dim[d] != want_u[d] || x->dim[d] != want_x[d])
+            return false;
+    for (int d = 0; d < 4; d++)
+        if (y->dim[d] != want_y[d])
+            return false;
+    return true;
+}
+
 static ntp_status not_recognised(ntp_onnx_importer *x, int l, const char *what)
 {
     return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
@@ -346,11 +489,11 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
         const ntp_node *n = &g->nodes[i];
         if (n->op != NTP_OP_MATMUL || n->a.transpose_a)
             continue;
-        if (n->in[1] == kall && n->a.transpose_b)
+        if (n->a.transpose_b && repeat_of(g, n->in[1], kall))
             m1 = i;
         int p = g->tensors[n->in[1]].producer;
-        if (!n->a.transpose_b && p >= 0 && g->nodes[p].in[0] == kall &&
-            is_perm(&g->nodes[p], swap23, 4))
+        if (!n->a.transpose_b && p >= 0 && g->nodes[p].n_in >= 1 &&
+            repeat_of(g, g->nodes[p].in[0], kall) && is_perm(&g->nodes[p], swap23, 4))
             m1 = i;
     }
     if (m1 < 0)
@@ -395,7 +538,8 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
         return not_recognised(x, l, "no softmax of the scores");
     int m2 = -1;
     if (readers(g, g->nodes[sm].out[0], &m2) != 1 || g->nodes[m2].op != NTP_OP_MATMUL ||
-        g->nodes[m2].in[1] != vall || g->nodes[m2].a.transpose_a || g->nodes[m2].a.transpose_b)
+        !repeat_of(g, g->nodes[m2].in[1], vall) || g->nodes[m2].a.transpose_a ||
+        g->nodes[m2].a.transpose_b)
         return not_recognised(x, l, "the softmax's weights do not multiply the values");
     const ntp_shape *qs = &g->tensors[q].shape, *ks = &g->tensors[knew].shape;
     if (qs->ndim != 4 || ks->ndim != 4 || g->tensors[vnew].shape.ndim != 4)
@@ -403,6 +547,12 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
     int64_t N = qs->dim[0], H = qs->dim[1], S = qs->dim[2], hd = qs->dim[3], KVH = ks->dim[1];
     if (ks->dim[3] != hd || ks->dim[2] != S || ks->dim[0] != N)
         return not_recognised(x, l, "the keys' shape does not match the queries'");
+    if (KVH <= 0 || H % KVH)
+        return not_recognised(x, l, "the key/value heads do not divide the query heads");
+    /* Repeated keys and values must reach every query head. */
+    const ntp_shape *kr = &g->tensors[g->nodes[m2].in[1]].shape;
+    if (!grouped && kr->dim[1] != H)
+        return not_recognised(x, l, "the keys and values are not repeated to the query heads");
     double want = 1.0 / sqrt((double)hd);
     if (fabs(scale - want) > 1e-5 * want)
         return not_recognised(x, l,
@@ -433,8 +583,26 @@ static ntp_status rewrite_layer(ntp_onnx_importer *x, int l)
         (st = ntp__onnx_transpose(x, vnew, swap12, 4, "v_t", &vt)) ||
         (st = ntp__onnx_reshape(x, vt, &flat_kv, "v_flat", &vf)))
         return st;
-    int in[3] = {qf, kf, vf};
-    int ni = ntp__onnx_add_node(x, NTP_OP_KV_ATTENTION, "kv_attention", in, 3, 1);
+    /* The padding mask of the new tokens, one input for every layer. */
+    if (x->kv_mask && x->kv_mask_t < 0) {
+        int t = ntp__onnx_add_tensor(x, "attention_mask", NTP_TENSOR_INPUT);
+        int *ins =
+            t >= 0 ? realloc(x->g->inputs, ((size_t)x->g->n_inputs + 1) * sizeof *ins) : NULL;
+        if (!ins)
+            return oom(x);
+        g = x->g;
+        if (strcmp(g->tensors[t].name, "attention_mask") != 0)
+            return ntp__error(x->ctx, NTP_STATUS_UNSUPPORTED,
+                              "%s: a value of the model is already named 'attention_mask'", x->src);
+        g->inputs = ins;
+        ins[g->n_inputs++] = t;
+        g->tensors[t].shape = (ntp_shape){2, {N, S}};
+        g->tensors[t].dtype = NTP_DTYPE_I32;
+        g->tensors[t].layout = NTP_LAYOUT_ANY;
+        x->kv_mask_t = t;
+    }
+    int in[4] = {qf, kf, vf, x->kv_mask_t};
+    int ni = ntp__onnx_add_node(x, NTP_OP_KV_ATTENTION, "kv_attention", in, x->kv_mask ? 4 : 3, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     g = x->g;

@@ -33,7 +33,7 @@ static ntp_status write_sweep_html(ntp_ctx *ctx, const void *arg, ntp_format fmt
     return ntp_report_write_generate_sweep_html(ctx, arg, f);
 }
 
-enum { OPT_VARY = 1000, OPT_HTML, OPT_WEIGHT_DTYPE };
+enum { OPT_VARY = 1000, OPT_HTML, OPT_WEIGHT_DTYPE, OPT_PAD };
 
 int cmd_generate(int argc, char **argv);
 
@@ -81,7 +81,10 @@ int cmd_generate(int argc, char **argv)
                 &html),
         CLI_OPT("weight-dtype", OPT_WEIGHT_DTYPE, "T",
                 "weights held as f32 (default), bf16 or i8 (weight-only, per-row scales; f32 "
-                "accumulation; --backend ref)"),
+                "accumulation; runs on --backend ref, --static on any)"),
+        CLI_OPT("pad", OPT_PAD, "N",
+                "left-pad the odd sequences' prompts by N masked tokens (a model with an "
+                "attention_mask input)"),
         CLI_OPT("format", 'f', "F", "table (default) or json"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
@@ -124,6 +127,13 @@ int cmd_generate(int argc, char **argv)
                 cli_error("--weight-dtype: expected f32, bf16 or i8, got '%s'", optarg);
                 goto out;
             }
+            break;
+        case OPT_PAD:
+            if (!cli_parse_int(optarg, 0, INT32_MAX, &v)) {
+                cli_error("--pad: expected a non-negative integer, got '%s'", optarg);
+                goto out;
+            }
+            go.pad = v;
             break;
         case OPT_VARY:
             if (n_vary == NTP_GENERATE_SWEEP_MAX_AXES) {

@@ -10,7 +10,10 @@
  *           h / (heads / kv_heads)); with a cache (k->kv) the new keys and
  *           values are appended at positions len .. len+S-1 and query i
  *           sees positions 0 .. len+i; without one, only its own S tokens.
- *           Scores are scaled by 1/√hd. The cache is f32, bf16, f16 or i8
+ *           Scores are scaled by 1/√hd. An optional 4th input [N,S]
+ *           (i32/i64) masks padding: a 0 is a key no query sees (kept in
+ *           the cache's flags for later passes); a query that sees no key
+ *           gets 0. The cache is f32, bf16, f16 or i8
  *           (one scale per position and kv head, max|row| / 127), widened
  *           to f32 before the products.
  * lm_head   y = x · Wᵀ, W [vocab, D] (its own, or the token embedding's).
@@ -91,7 +94,7 @@ typedef struct kvgeom {
 
 static bool get_kvgeom(const ntp_kargs *k, kvgeom *g)
 {
-    if (k->n_in != 3 || k->n_out != 1)
+    if ((k->n_in != 3 && k->n_in != 4) || k->n_out != 1)
         return false;
     const ntp_shape *q = &k->in[0].shape, *ks = &k->in[1].shape, *vs = &k->in[2].shape;
     if (q->ndim != 3 || ks->ndim != 3 || vs->ndim != 3 || !ntp_shape_equal(ks, vs) ||
@@ -105,6 +108,9 @@ static bool get_kvgeom(const ntp_kargs *k, kvgeom *g)
         return false;
     g->hd = q->dim[2] / g->H;
     if (ks->dim[0] != g->N || ks->dim[1] != g->S || ks->dim[2] != g->KVH * g->hd)
+        return false;
+    if (k->n_in == 4 && (k->in[3].shape.ndim != 2 || k->in[3].shape.dim[0] != g->N ||
+                         k->in[3].shape.dim[1] != g->S))
         return false;
     g->L = g->S;
     if (k->kv) {
@@ -162,16 +168,38 @@ static void from_cache(float *dst, ntp_dtype t, const void *src, int64_t rows, i
         dst[i] = t == NTP_DTYPE_BF16 ? ntp__bf16_to_f32(s[i]) : ntp__f16_to_f32(s[i]);
 }
 
+/* Padding mask value t of the pass (i32 or i64): nonzero keeps the token. */
+static bool mask_keeps(const ntp_buf *m, int64_t t)
+{
+    return m->dtype == NTP_DTYPE_I32 ? ((const int32_t *)m->data)[t] != 0
+                                     : ((const int64_t *)m->data)[t] != 0;
+}
+
 static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    ntp_status st = ntp__ref_expect(ctx, k, 3, 0, 0, 1);
+    /* The padding mask, when there is one, is checked here; the rest as
+     * ever (f32). */
+    ntp_kargs k3 = *k;
+    const ntp_buf *mask = NULL;
+    if (k->n_in == 4) {
+        mask = &k->in[3];
+        if ((mask->dtype != NTP_DTYPE_I32 && mask->dtype != NTP_DTYPE_I64) || !mask->data)
+            return ntp__ref_error(ctx, k, NTP_STATUS_UNSUPPORTED,
+                                  "the padding mask is %s; the reference kernel reads i32 or i64",
+                                  ntp_dtype_name(mask->dtype));
+        if (k->kv && !k->kv->keep)
+            return ntp__ref_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
+                                  "a padding mask with a key/value cache that keeps none");
+        k3.n_in = 3;
+    }
+    ntp_status st = ntp__ref_expect(ctx, &k3, 3, 0, 0, 1);
     if (st)
         return st;
     kvgeom g;
     if (!get_kvgeom(k, &g))
         return bad_shape(ctx, k,
-                         "query [N,S,heads*hd], key and value [N,S,kv_heads*hd] and the cache's "
-                         "[N,kv_heads,capacity,hd] must agree");
+                         "query [N,S,heads*hd], key and value [N,S,kv_heads*hd], the mask [N,S] "
+                         "and the cache's [N,kv_heads,capacity,hd] must agree");
     ntp_kv_state *c = k->kv;
     int64_t past = c ? c->len : 0, L = past + g.S, hd = g.hd, group = g.H / g.KVH;
     if (c && (c->dtype != NTP_DTYPE_F32 && c->dtype != NTP_DTYPE_BF16 &&
@@ -194,6 +222,12 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
     const float *q = k->in[0].data, *kin = k->in[1].data, *vin = k->in[2].data;
     float *Y = k->out[0].data;
     int64_t qrow = g.H * hd, kvrow = g.KVH * hd;
+    /* Which keys hold tokens: the cache's flags (the new positions' written
+     * first), else the pass's mask. */
+    if (mask && c)
+        for (int64_t n = 0; n < g.N; n++)
+            for (int64_t t = 0; t < g.S; t++)
+                c->keep[n * c->capacity + past + t] = mask_keeps(mask, n * g.S + t);
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t kh = 0; kh < g.KVH; kh++) {
             const float *K, *V;
@@ -237,7 +271,21 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
                 for (int64_t i = 0; i < g.S; i++) {
                     for (int64_t j = past + i + 1; j < L; j++)
                         P[i * L + j] = -INFINITY;
-                    ntp__ref_softmax_strided(P + i * L, L, 1);
+                    bool any = true;
+                    if (mask) {
+                        any = false;
+                        for (int64_t j = 0; j <= past + i; j++) {
+                            bool kept = c ? c->keep[n * c->capacity + j] != 0
+                                          : mask_keeps(mask, n * g.S + j);
+                            if (!kept)
+                                P[i * L + j] = -INFINITY;
+                            any |= kept;
+                        }
+                    }
+                    if (any)
+                        ntp__ref_softmax_strided(P + i * L, L, 1);
+                    else /* a query with no token to see (left padding): 0 */
+                        memset(P + i * L, 0, (size_t)L * sizeof *P);
                 }
                 ntp__ref_gemm(false, false, g.S, hd, L, 1.0f, P, L, V, ld, 0.0f,
                               Y + n * g.S * qrow + h * hd, qrow);
