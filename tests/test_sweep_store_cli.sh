@@ -47,8 +47,11 @@ sweep_round_trip() {
     [ -n "$id" ] && ok || { bad "no sweep id in: $(cat "$T/out")"; return; }
     grep -q -- "--array=0-2%2 --job-name=ntprof-sweep-$id --exclusive --partition=lab --time=0:05 --output=/dev/null --account=x " \
         "$T/sbatch.log" && ok || bad "sbatch arguments: $(cat "$T/sbatch.log")"
-    # Task 0 runs; task 2 twice (a requeue), storing one run.
+    # Task 0 runs; task 2 twice (a requeue), storing one run. The store has
+    # no ceilings for task 0 and this machine's (measured quickly) for
+    # task 2, whose child reads them.
     expect_exit 0 "$NTPROF" sweep --task "$id:0" --db "$db"
+    expect_exit 0 "$NTPROF" machine --db "$db" --seconds 0.02 --no-gemm --format json -o "$T/m.json"
     expect_exit 0 "$NTPROF" sweep --task "$id:2" --db "$db"
     expect_exit 0 "$NTPROF" sweep --task "$id:2" --db "$db"
     expect_in_err "already has its result"
@@ -62,6 +65,19 @@ import json, sys
 cs = json.load(open(sys.argv[1]))["configurations"]
 assert [c["status"] for c in cs] == ["ok", "not run", "ok"], [c["status"] for c in cs]
 assert cs[2]["report"]["config"]["params"]["hidden"] == "32"
+PYEOF
+    $PY - "$T/rep.json" "$T/m.json" <<'PYEOF' && ok || bad "the tasks' runs and the store's ceilings"
+import json, sys
+cs = json.load(open(sys.argv[1]))["configurations"]
+c = json.load(open(sys.argv[2]))["ceilings"]
+# Before the ceilings were measured: no roofline (the table says why).
+assert "roofline" not in cs[0]["report"], cs[0]["report"]["roofline"]
+rl = cs[2]["report"]["roofline"]
+peak = [p["gflops"] for p in c["peaks"] if p["precision"] == "f32"][0]
+dram = [l["gbps"] for l in c["bandwidth"] if l["level"] == "DRAM"][0]
+assert abs(rl["peak_gflops"] - peak) <= 1e-9 * peak, (rl["peak_gflops"], peak)
+assert abs(rl["bandwidth_gbps"] - dram) <= 1e-9 * dram, (rl["bandwidth_gbps"], dram)
+assert rl["measured_at"] == c["measured_at"], (rl["measured_at"], c["measured_at"])
 PYEOF
     # Resume: options that differ from the sweep's are refused, nothing submitted.
     expect_exit 2 "$NTPROF" sweep --resume "$id" --db "$db" --partition other
@@ -123,6 +139,39 @@ PYEOF
 }
 
 sweep_round_trip "$T/s.db" signals
+
+# sq DB SQL: one statement through Python's sqlite3 (no sqlite3 tool needed).
+sq() {
+    $PY -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+rows = c.execute(sys.argv[2]).fetchall()
+c.commit()
+print("\n".join("|".join("" if v is None else str(v) for v in r) for r in rows))' "$@"
+}
+
+# A run the store refuses (an SQLite trigger standing in for a full disk):
+# the task keeps its report in its TMPDIR, says where and how to add it,
+# exits 1, and records the configuration as failed naming the file;
+# `history import` of the file adds the run. (On a real cluster and
+# PostgreSQL: tests/test_slurm_pg_cli.sh.)
+expect_exit 0 "$NTPROF" sweep "$MLP" --vary hidden=8 "${FAST[@]}" --db "$T/u.db" --executor slurm
+SID=$(sed -n 's/^sweep \([0-9]*\) submitted.*/\1/p' "$T/out")
+sq "$T/u.db" "CREATE TRIGGER refuse BEFORE INSERT ON runs BEGIN
+    SELECT RAISE(ABORT, 'no space left (test)'); END"
+expect_exit 1 "$NTPROF" sweep --task "$SID:0" --db "$T/u.db"
+KEPT=$(compgen -G "$T/tmp/ntprof-unrecorded-$SID-0-*.json")
+[ -n "$KEPT" ] && ok || bad "no kept report in $(ls "$T/tmp")"
+expect_in_err "no space left (test)"
+expect_in_err "not recorded; its report is kept as $(hostname):$KEPT (ntprof history import --db URL $KEPT)"
+[ "$(sq "$T/u.db" "SELECT state, message FROM sweep_tasks WHERE sweep_id = $SID")" = \
+    "failed|not recorded; report kept as $(hostname):$KEPT" ] && ok ||
+    bad "sweep_tasks: $(sq "$T/u.db" 'SELECT * FROM sweep_tasks')"
+expect_exit 1 "$NTPROF" sweep --report "$SID" --db "$T/u.db"
+expect_in_err "configuration 0 failed: hidden=8: not recorded; report kept as"
+sq "$T/u.db" "DROP TRIGGER refuse"
+expect_exit 0 "$NTPROF" history import --db "$T/u.db" "$KEPT"
+[ "$(sq "$T/u.db" "SELECT count(*) FROM runs WHERE json_extract(params, '$.hidden') = '8'")" = 1 ] &&
+    ok || bad "runs after the import: $(sq "$T/u.db" 'SELECT id, params FROM runs')"
 
 # PostgreSQL, where a server can be started.
 PGUP=$SRC/scripts/local-postgres.sh

@@ -121,6 +121,13 @@ void ntp__store_rollback(ntp_store *s);
 /* Sleep the next backoff step and connect again; false once the store's
  * retry time is spent. *waited_ms accumulates the time slept. */
 bool ntp__store_reconnect(ntp_store *s, int *waited_ms, int *attempts);
+/* After a failed statement: true when it failed because the connection
+ * was lost and the connection is made again (with the backoff above), so
+ * that the statement may be run again; `why` (why_len bytes) keeps the
+ * first loss's reason. False for any other failure. For statements that
+ * may run twice: reads, and writes whose second run changes nothing more
+ * (an upsert). */
+bool ntp__store_again(ntp_store *s, int *waited_ms, int *attempts, char *why, size_t why_len);
 
 /* The id of the run with this UUID, 0 when there is none. */
 ntp_status ntp__store_find_uuid(ntp_ctx *ctx, ntp_store *s, const char *uuid, int64_t *id);

@@ -218,7 +218,15 @@ ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings 
         return st;
     char key[256];
     ntp_machine_key(key, sizeof key);
-    st = ntp_store_load_ceilings(ctx, s, key, out, found);
+    /* The server restarting between the connection and the query (a
+     * sweep's children start while it may): read again once it is back. */
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    while ((st = ntp_store_load_ceilings(ctx, s, key, out, found)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the ceilings were read", waited, attempts, why);
     ntp_store_close(s);
     return st;
 }

@@ -127,7 +127,7 @@ static char *col_dup(ntp__stmt *q, int i)
     return t ? ntp__strdup(t) : NULL;
 }
 
-ntp_status ntp_store_sweep_get(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep_record **out)
+static ntp_status sweep_get_once(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep_record **out)
 {
     *out = NULL;
     ntp__stmt *q;
@@ -176,6 +176,23 @@ ntp_status ntp_store_sweep_get(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep
     return NTP_STATUS_OK;
 }
 
+/* A task reads its sweep and writes its row on a connection it opened
+ * before running its configuration (seconds to hours): a server restarted
+ * meanwhile is connected to again, as for the run's own write, rather than
+ * the task failing with its result unrecorded. */
+ntp_status ntp_store_sweep_get(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep_record **out)
+{
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    ntp_status st;
+    while ((st = sweep_get_once(ctx, s, id, out)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the sweep was read", waited, attempts, why);
+    return st;
+}
+
 ntp_status ntp_store_sweep_add_job(ntp_ctx *ctx, ntp_store *s, int64_t id, const char *job)
 {
     ntp__stmt *q;
@@ -197,9 +214,8 @@ ntp_status ntp_store_sweep_add_job(ntp_ctx *ctx, ntp_store *s, int64_t id, const
     return st;
 }
 
-ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
-                                    const ntp_sweep_task *t, ntp_sweep_task_write how,
-                                    bool *written)
+static ntp_status task_set_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, const ntp_sweep_task *t,
+                                ntp_sweep_task_write how, bool *written)
 {
     if (written)
         *written = false;
@@ -245,6 +261,23 @@ ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
     else if (written)
         *written = changed;
     ntp__db_finalize(q);
+    return st;
+}
+
+/* Run again on a new connection when the server went away: the upsert is
+ * the same whether its first run committed or not (its answer lost). */
+ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
+                                    const ntp_sweep_task *t, ntp_sweep_task_write how,
+                                    bool *written)
+{
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    ntp_status st;
+    while ((st = task_set_once(ctx, s, sweep, t, how, written)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the sweep's task was recorded", waited, attempts, why);
     return st;
 }
 

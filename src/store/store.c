@@ -192,6 +192,15 @@ bool ntp__store_reconnect(ntp_store *s, int *waited_ms, int *attempts)
     }
 }
 
+bool ntp__store_again(ntp_store *s, int *waited_ms, int *attempts, char *why, size_t why_len)
+{
+    if (!s->drv->lost || !s->drv->lost(s))
+        return false;
+    if (!why[0])
+        snprintf(why, why_len, "%s", s->err);
+    return ntp__store_reconnect(s, waited_ms, attempts);
+}
+
 ntp_status ntp__store_version(ntp_ctx *ctx, ntp_store *s, int *version)
 {
     bool tables;
@@ -313,12 +322,23 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
     ntp_status st = s->drv->open(ctx, s);
     if (st)
         goto fail;
+    /* The server may go away between the connection and the schema's
+     * check (a restart while a cluster's tasks start): both run again on
+     * a new connection. */
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
     if (!s->read_only) {
-        if ((st = migrate(ctx, s, target)))
+        while ((st = migrate(ctx, s, target)) &&
+               ntp__store_again(s, &waited, &attempts, why, sizeof why))
+            ;
+        if (st)
             goto fail;
     } else {
         int v;
-        if ((st = ntp__store_version(ctx, s, &v)))
+        while ((st = ntp__store_version(ctx, s, &v)) &&
+               ntp__store_again(s, &waited, &attempts, why, sizeof why))
+            ;
+        if (st)
             goto fail;
         if (v != NTP_STORE_SCHEMA_VERSION) {
             st = ntp__error(ctx, v == 0 ? NTP_STATUS_INVALID_ARGUMENT : NTP_STATUS_UNSUPPORTED,
@@ -331,6 +351,8 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
             goto fail;
         }
     }
+    if (attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the store was opened", waited, attempts, why);
     *out = s;
     return NTP_STATUS_OK;
 fail:

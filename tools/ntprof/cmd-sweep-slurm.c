@@ -439,6 +439,7 @@ static int wait_and_report(ntp_ctx *ctx, ntp_store *st, int64_t id, const char *
     ntp_sweep_record *r = NULL;
     if (ntp_store_sweep_get(ctx, st, id, &r) != NTP_STATUS_OK)
         return cli_fail(ctx);
+    cli_print_warnings(ctx); /* the server restarted while the array ran */
     reconcile(ctx, st, r, NULL);
     rc = report(ctx, st, r, a);
     ntp_sweep_record_free(r);
@@ -608,8 +609,12 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
     bool ok = true;
     for (int i = 0; ok && i < r->n_options; i++)
         ok = sweep_push(&fixed, r->options[i]);
-    /* The run is recorded here, with the sweep's id, not by the child. */
-    ok = ok && sweep_push(&fixed, "--no-db");
+    /* The run is recorded here, with the sweep's id, not by the child; the
+     * child reads the sweep's store (this machine's ceilings for the
+     * roofline, calibrations for the prediction), as a local sweep's
+     * children do. */
+    ok = ok && sweep_push(&fixed, "--db") && sweep_push(&fixed, db) &&
+         sweep_push(&fixed, "--no-record");
     clean_stale_task_dirs(r->id);
     snprintf(dir, sizeof dir, "%s/ntprof-task-%lld-%lld-%ld-XXXXXX", tmp_root(), (long long)r->id,
              (long long)index, (long)getpid());
@@ -662,6 +667,7 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
     if (ntp_store_sweep_task_set(ctx, st, r->id, &t, NTP_SWEEP_TASK_UNLESS_OK, NULL) !=
         NTP_STATUS_OK)
         rc = cli_fail(ctx);
+    cli_print_warnings(ctx); /* a lost connection re-established */
     fprintf(stderr, "ntprof: sweep %lld configuration %lld (%s): %s\n", (long long)r->id,
             (long long)index, ntp_sweep_config_label(sw, (int)index), state);
 out:
