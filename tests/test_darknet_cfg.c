@@ -79,6 +79,9 @@ static const char *kind_name(ntp_darknet_kind k)
     case NTP_DARKNET_LSTM: return "lstm";
     case NTP_DARKNET_CRNN: return "crnn";
     case NTP_DARKNET_LOCAL: return "local";
+    case NTP_DARKNET_DECONV: return "deconv";
+    case NTP_DARKNET_BATCHNORM: return "batchnorm";
+    case NTP_DARKNET_ACTIVATION: return "activation";
     }
     return "?";
 }
@@ -116,7 +119,7 @@ static void compare(const char *path, const dn_ref *ref, int n)
         int end = i + 1 < nl ? L[i + 1].first : g->n_nodes;
         for (int k = L[i].first; k < end; k++) {
             ntp_op op = g->nodes[k].op;
-            if (op != NTP_OP_CONV && op != NTP_OP_FC && op != NTP_OP_LSTM)
+            if (op != NTP_OP_CONV && op != NTP_OP_DECONV && op != NTP_OP_FC && op != NTP_OP_LSTM)
                 continue;
             ntp_cost c = {0};
             ntp__op_cost(g, &g->nodes[k], &c);
@@ -235,6 +238,9 @@ static const char *type_name(LAYER_TYPE t)
     case LSTM: return "lstm";
     case CRNN: return "crnn";
     case LOCAL: return "local";
+    case DECONVOLUTIONAL: return "deconv";
+    case BATCHNORM: return "batchnorm";
+    case ACTIVE: return "activation";
     default: return "other";
     }
 }
@@ -248,6 +254,8 @@ static long long layer_flops(const layer *l)
     case CONVOLUTIONAL:
         return 2LL * l->n * l->size * l->size * (l->c / l->groups) * l->out_h * l->out_w;
     case LOCAL: return 2LL * l->n * l->size * l->size * l->c * l->out_h * l->out_w;
+    /* every input pixel times the whole kernel (col2im drops the padding) */
+    case DECONVOLUTIONAL: return 2LL * l->n * l->size * l->size * l->c * l->h * l->w;
     case CONNECTED: return 2LL * l->inputs * l->outputs;
     case RNN:
     case CRNN:
@@ -408,7 +416,6 @@ static void forward(const char *cfg)
     int saved = dup(2), null = open("/dev/null", O_WRONLY);
     dup2(null, 2);
     network *net = parse_network_cfg((char *)cfg);
-    load_weights(net, wpath);
     /* Two libdarknet bugs: parse_network_cfg sizes the shared workspace in
      * bytes from each layer's workspace_size, which [local] gives in floats
      * (make_local_layer), and it never sees the inner convolutions of a
@@ -416,6 +423,13 @@ static void forward(const char *cfg)
     size_t need = 0;
     for (int i = 0; i < net->n; i++) {
         layer *l = &net->layers[i];
+        /* and two more: make_batchnorm_layer never allocates the x buffer
+         * forward_batchnorm_layer copies into, and a [deconvolutional]'s
+         * groups stay 0, by which load_convolutional_weights divides */
+        if (l->type == BATCHNORM && !l->x)
+            l->x = calloc((size_t)l->batch * l->outputs, sizeof(float));
+        if (l->type == DECONVOLUTIONAL)
+            l->groups = 1;
         size_t b = l->type == LOCAL ? l->workspace_size * sizeof(float) : l->workspace_size;
         if (l->type == CRNN) {
             const layer *sub[3] = {l->input_layer, l->self_layer, l->output_layer};
@@ -426,6 +440,7 @@ static void forward(const char *cfg)
     }
     free(net->workspace);
     net->workspace = calloc(1, need + sizeof(float));
+    load_weights(net, wpath);
     float *want = network_predict(net, in);
     fflush(stderr);
     dup2(saved, 2);
@@ -514,13 +529,17 @@ static void malformed(void)
          "to 0)"},
         {"width=8\n[net]\n", "1: 'width=8' comes before any section: expected [net] first"},
         {"[convolutional]\n", "1: [convolutional]: the first section must be [net]"},
-        {NET "[deconvolutional]\n",
-         "5: [deconvolutional] (layer 0): layer type 'deconvolutional' is not supported"},
+        {NET "[normalization]\n",
+         "5: [normalization] (layer 0): layer type 'normalization' is not supported"},
+        {NET "[deconvolutional]\nsize=1\npadding=4\n",
+         "5: [deconvolutional] (layer 0): padding 4 leaves no output of the 8x8 input with "
+         "size=1 and stride=1"},
+        {"[net]\ninputs=4\n[batchnorm]\n", "3: [batchnorm] (layer 0): expected an image input"},
+        {NET "[activation]\nactivation=ramp\n",
+         "6: [activation] (layer 0): 'activation': expected one of linear"},
         {NET "[local]\npad=1\nsize=5\n",
          "5: [local] (layer 0): pad=1 with size=5: Darknet's output size and its im2col "
          "disagree unless size=3"},
-        {NET "[lstm]\nbatch_normalize=1\n",
-         "6: [lstm] (layer 0): batch_normalize=1: a batch norm in each of the eight gates'"},
         {"[net]\ninputs=4\n[crnn]\n", "3: [crnn] (layer 0): expected an image input"},
         {NET "[maxpool\n", "5: expected a section header such as [convolutional], got '[maxpool'"},
         {NET "[maxpool]\nsize\n", "6: expected key=value or a [section], got 'size'"},
@@ -637,8 +656,9 @@ int main(int argc, char **argv)
     int files = bundled();
     printf("%d bundled .cfg files compared with libdarknet's recorded layers\n", files);
 #ifdef NTP_HAVE_DARKNET
-    static const char *const small[] = {"mixed.cfg", "connected.cfg", "rnn.cfg",
-                                        "gru.cfg",   "lstm.cfg",      "crnn.cfg"};
+    static const char *const small[] = {"mixed.cfg",   "connected.cfg", "rnn.cfg",
+                                        "gru.cfg",     "lstm.cfg",      "crnn.cfg",
+                                        "lstm-bn.cfg", "sections.cfg"};
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/darknet/%s", DATA, small[i]);

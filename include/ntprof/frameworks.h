@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include "ntprof/api.h"
 #include "ntprof/run.h"
+#include "ntprof/stats.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,30 @@ NTP_API ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_r
                                    const char *const *backends, int n,
                                    ntp_backend_comparison **out);
 NTP_API void ntp_backend_comparison_free(ntp_backend_comparison *c);
+
+/* The torch backend's whole-graph mode (docs/frameworks.md): the topology
+ * as one TorchScript module, frozen and optimised for inference, as a
+ * PyTorch deployment runs it, timed end to end. */
+typedef struct ntp_torch_script_result {
+    double build_ms; /* compile, torch::jit::freeze, optimize_for_inference */
+    int threads;     /* at::set_num_threads: opts->threads, 0 resolved */
+    int warmup;      /* forward() calls discarded */
+    int iterations;  /* forward() calls measured */
+    ntp_stats end_to_end_ms;
+    double latency_ms; /* median end-to-end */
+    /* Its outputs against the reference backend's on the same weights and
+     * inputs: the worst over the outputs. */
+    double max_abs_error, rel_l2;
+} ntp_torch_script_result;
+
+/* Build g as that module with opts' threads and seed (the weights every
+ * backend gets) and time its forward() on generated inputs as ntp_run
+ * times a pass (opts' warmup, iterations, min_time_s). Every layer must
+ * map to ATen at f32 and every input be f32, else the error names what
+ * does not; given inputs (opts->inputs) are refused; a build without the
+ * torch backend says so. */
+NTP_API ntp_status ntp_run_torch_script(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
+                                        ntp_torch_script_result *out);
 
 #ifdef __cplusplus
 }

@@ -1398,11 +1398,95 @@ static ntp_status gru_layer(reader *r, const dn_sect *s, int li, ntp_darknet_lay
     return NTP_STATUS_OK;
 }
 
+/* [lstm] with batch_normalize=1: each of the eight inner [connected]
+ * layers has a batch norm of its own (their biases are the norms' shifts),
+ * which ntprof's lstm op has not. So the cell is unrolled as
+ * forward_lstm_layer runs it: ui, uf, uo, ug over all rows; per step wi,
+ * wf, wo, wg on the state (the steps sharing their weights), i, f, o =
+ * σ(u + w), g = tanh(u + w), c = f⊙c + i⊙g (i⊙g at the first step, where c
+ * is zero), h = o⊙tanh(c). */
+static ntp_status lstm_unrolled(reader *r, const dn_sect *s, ntp_darknet_layer *L, const char *base,
+                                int x, int64_t in_c, int64_t output)
+{
+    ntp_status st;
+    char nm[96], part[16];
+    const unit uu = {NTP_OP_FC, output, in_c, true, NTP_OP_COUNT, "linear"},
+               uw = {NTP_OP_FC, output, output, true, NTP_OP_COUNT, "linear"};
+    /* Darknet's file order of the gates: i, f, o, g */
+    static const char *const gate[4] = {"i", "f", "o", "g"};
+    int u[4], un[4], ub[4], wn[4] = {-1, -1, -1, -1}, wb[4] = {-1, -1, -1, -1};
+    for (int k = 0; k < 4; k++) {
+        u[k] = x;
+        snprintf(nm, sizeof nm, "%s_u%s", base, gate[k]);
+        if ((st = unit_node(r, s, &uu, nm, &u[k], -1, -1, false, &un[k], &ub[k])))
+            return st;
+    }
+    int h, c = -1;
+    if ((st = zero_state(r, s, base, shp(2, r->batch, output, 0, 0), &h)))
+        return st;
+    int *states = step_tensors(r);
+    if (!states)
+        return oom(r);
+    bool own = r->steps > 1;
+    for (int t = 0; t < r->steps && !st; t++) {
+        int v[4] = {-1, -1, -1, -1}, node, bn_node, ig = -1, hc;
+        for (int k = 0; k < 4 && !st; k++) {
+            int ut = -1, w = h; /* ut: set by step_rows on success */
+            snprintf(part, sizeof part, "u%s", gate[k]);
+            if ((st = step_rows(r, s, step_name(r, nm, sizeof nm, base, part, t), u[k], t, &ut)))
+                break;
+            snprintf(part, sizeof part, "w%s", gate[k]);
+            if ((st = unit_node(r, s, &uw, step_name(r, nm, sizeof nm, base, part, t), &w, wn[k],
+                                wb[k], own && t == 0, &node, &bn_node)))
+                break;
+            if (t == 0) {
+                wn[k] = node;
+                wb[k] = bn_node;
+            }
+            snprintf(part, sizeof part, "%s_%s", gate[k], k == 3 ? "tanh" : "logistic");
+            if ((st = binary(r, s, step_name(r, nm, sizeof nm, base, gate[k], t), NTP_OP_ADD, ut, w,
+                             &v[k])) ||
+                (st = unary(r, s, step_name(r, nm, sizeof nm, base, part, t),
+                            k == 3 ? NTP_OP_TANH : NTP_OP_SIGMOID, &v[k])))
+                break;
+        }
+        if (st || (st = binary(r, s, step_name(r, nm, sizeof nm, base, "ig", t), NTP_OP_MUL, v[0],
+                               v[3], &ig)))
+            break;
+        if (t == 0) {
+            c = ig;
+        } else {
+            int fc = -1;
+            if ((st = binary(r, s, step_name(r, nm, sizeof nm, base, "fc", t), NTP_OP_MUL, v[1], c,
+                             &fc)) ||
+                (st = binary(r, s, step_name(r, nm, sizeof nm, base, "c", t), NTP_OP_ADD, fc, ig,
+                             &c)))
+                break;
+        }
+        hc = c;
+        if ((st = unary(r, s, step_name(r, nm, sizeof nm, base, "c_tanh", t), NTP_OP_TANH, &hc)) ||
+            (st = binary(r, s, step_name(r, nm, sizeof nm, base, "state", t), NTP_OP_MUL, v[2], hc,
+                         &h)))
+            break;
+        states[t] = h;
+    }
+    int all = -1;
+    if ((st = stack_states(r, s, base, states, st, &all)))
+        return st;
+    for (int k = 0; k < 4; k++)
+        add_block(L, NTP_DARKNET_BLOCK_FC, wn[k], wb[k], 0);
+    for (int k = 0; k < 4; k++)
+        add_block(L, NTP_DARKNET_BLOCK_FC, un[k], ub[k], 0);
+    flat_output(L, un[0], r->g->n_nodes - 1, all, output, NTP_DARKNET_LSTM);
+    L->bn = true;
+    return NTP_STATUS_OK;
+}
+
 /* [lstm] (forward_lstm_layer): the standard LSTM, f, i, o = σ(u·x + w·h),
  * g = tanh(u·x + w·h), c = f⊙c + i⊙g, h = o⊙tanh(c), with separate input and
  * recurrent biases: ntprof's lstm op over [steps, batch, inputs]. With
  * batch_normalize each inner layer has its own batch norm, which the op has
- * not: refused. */
+ * not: unrolled (lstm_unrolled). */
 static ntp_status lstm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
 {
     ntp_status st;
@@ -1410,16 +1494,14 @@ static ntp_status lstm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_la
     if ((st = get_int(r, s, "output", 1, 1, 1 << 30, &output)) ||
         (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
         return st;
-    if (bn)
-        return sect_error(r, s, find(s, "batch_normalize")->line, NTP_STATUS_UNSUPPORTED,
-                          "batch_normalize=1: a batch norm in each of the eight gates' layers is "
-                          "not supported; expected batch_normalize=0");
     char base[32], nm[96];
     snprintf(base, sizeof base, "lstm%d", li);
     int x;
     int64_t in_c;
     if ((st = flat_input(r, s, li, base, &x, &in_c)))
         return st;
+    if (bn)
+        return lstm_unrolled(r, s, L, base, x, in_c, output);
     snprintf(nm, sizeof nm, "%s_seq", base);
     int ni = add_op(r, nm, NTP_OP_RESHAPE, s->line, &x, 1);
     if (ni < 0)
@@ -1601,6 +1683,138 @@ static ntp_status local_layer(reader *r, const dn_sect *s, int li, ntp_darknet_l
     return NTP_STATUS_OK;
 }
 
+/* [deconvolutional] (forward_deconvolutional_layer): a transposed
+ * convolution. Darknet's weights are [c][filters][size][size], the layout
+ * of ntprof's deconv (ONNX's ConvTranspose); its output is (in - 1) x
+ * stride + size - 2 x padding, col2im dropping what falls in the padding.
+ * With batch_normalize the norm follows (the biases are its shift), then
+ * the activation (Darknet's default logistic). */
+static ntp_status deconv_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    int64_t filters, size, stride, pad, padding, bn;
+    if ((st = get_int(r, s, "filters", 1, 1, 1 << 20, &filters)) ||
+        (st = get_int(r, s, "size", 1, 1, 1024, &size)) ||
+        (st = get_int(r, s, "stride", 1, 1, 1024, &stride)) ||
+        (st = get_int(r, s, "pad", 0, 0, 1, &pad)) ||
+        (st = get_int(r, s, "padding", 0, 0, 1024, &padding)) ||
+        (st = get_int(r, s, "batch_normalize", 0, 0, 1, &bn)))
+        return st;
+    if (pad)
+        padding = size / 2;
+    int in;
+    if ((st = need_image(r, s, li)) || (st = as_4d(r, s, li - 1, &in)))
+        return st;
+    const ntp_darknet_layer *P = &r->layers[li - 1];
+    int64_t oh = (P->h - 1) * stride + size - 2 * padding,
+            ow = (P->w - 1) * stride + size - 2 * padding;
+    if (oh < 1 || ow < 1)
+        return sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                          "padding %lld leaves no output of the %lldx%lld input with size=%lld "
+                          "and stride=%lld",
+                          (long long)padding, (long long)P->w, (long long)P->h, (long long)size,
+                          (long long)stride);
+    snprintf(r->name, sizeof r->name, "deconv%d", li);
+    int ni = add_op(r, r->name, NTP_OP_DECONV, s->line, &in, 1);
+    if (ni < 0)
+        return oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->filters = filters;
+    a->n_kernel = a->n_stride = a->n_pad = 1;
+    a->kernel[0] = size;
+    a->stride[0] = stride;
+    a->pad[0] = padding;
+    a->pad_kind = NTP_PAD_EXPLICIT;
+    a->groups = 1;
+    a->bias = !bn;
+    L->node = L->last = ni;
+    int t = r->g->nodes[ni].out[0];
+    if ((bn && (st = add_bn(r, s->line, r->name, &t, &L->last, &L->bn_node))) ||
+        (st = activation(r, s, r->name, "logistic", &t, &L->last)))
+        return st;
+    add_block(L, NTP_DARKNET_BLOCK_CONV, ni, L->bn_node, 0);
+    L->tensor = t;
+    L->c = filters;
+    L->h = oh;
+    L->w = ow;
+    L->kind = NTP_DARKNET_DECONV;
+    L->bn = bn;
+    return NTP_STATUS_OK;
+}
+
+/* The previous layer's shape and output for a layer that keeps them
+ * ([batchnorm], [activation]): *L becomes a copy of it. */
+static const ntp_darknet_layer *same_shape(reader *r, int li, ntp_darknet_layer *L,
+                                           ntp_darknet_kind kind)
+{
+    int line = L->line, first = L->first;
+    *L = r->layers[li - 1];
+    L->line = line;
+    L->first = first;
+    L->n_blocks = 0;
+    L->node = L->bn_node = -1;
+    L->kind = kind;
+    L->bn = false;
+    return &r->layers[li - 1];
+}
+
+/* [batchnorm] (forward_batchnorm_layer): the previous layer's output
+ * normalised per channel with the rolling statistics, then scaled. Darknet
+ * neither saves nor loads a [batchnorm]'s biases (save_batchnorm_weights,
+ * load_batchnorm_weights: scales, means, variances), so at inference its
+ * shift is zero: here a zero "bias" made by the reader, which generated
+ * weights leave alone. */
+static ntp_status batchnorm_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_status st;
+    if ((st = need_image(r, s, li)))
+        return st;
+    const ntp_darknet_layer *P = same_shape(r, li, L, NTP_DARKNET_BATCHNORM);
+    char base[32];
+    snprintf(base, sizeof base, "batchnorm%d", li);
+    int t = P->tensor, bi = -1;
+    if ((st = add_bn(r, s->line, base, &t, &L->last, &bi)))
+        return st;
+    ntp_shape c = shp(1, P->c, 0, 0, 0);
+    if ((st = own_weight(r, bi, "scale", NTP_TENSOR_WEIGHT, c)) ||
+        (st = own_weight(r, bi, "bias", NTP_TENSOR_WEIGHT, c)) ||
+        (st = own_weight(r, bi, "mean", NTP_TENSOR_BUFFER, c)) ||
+        (st = own_weight(r, bi, "var", NTP_TENSOR_BUFFER, c)))
+        return st;
+    ntp_tensor *shift = &r->g->tensors[r->g->nodes[bi].w[1]];
+    shift->data = calloc((size_t)P->c, sizeof(float));
+    if (!shift->data)
+        return oom(r);
+    shift->data_dtype = NTP_DTYPE_F32;
+    L->node = L->bn_node = bi;
+    L->tensor = t;
+    add_block(L, NTP_DARKNET_BLOCK_BN, bi, bi, 0);
+    return NTP_STATUS_OK;
+}
+
+/* [activation] (forward_activation_layer): the previous layer's output
+ * through `activation`, Darknet's default here linear (a copy, which
+ * computes nothing: no layer). */
+static ntp_status activation_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
+{
+    ntp_op op = NTP_OP_COUNT; /* set by parse_act on success */
+    const char *name;
+    ntp_status st = parse_act(r, s, "linear", &op, &name);
+    if (st)
+        return st;
+    const ntp_darknet_layer *P = same_shape(r, li, L, NTP_DARKNET_ACTIVATION);
+    char base[32];
+    snprintf(base, sizeof base, "activation%d", li);
+    int t = P->tensor, last = -1;
+    const dn_opt *o = find(s, "activation");
+    if ((st = act_node(r, o ? o->line : s->line, base, name, op, &t, &last)))
+        return st;
+    if (last >= 0)
+        L->node = L->last = last;
+    L->tensor = t;
+    return NTP_STATUS_OK;
+}
+
 /* [yolo], [region], [detection], [cost]: the loss and the decoding of
  * boxes, outside the network's arithmetic. The layer passes its input
  * through; the detection heads' inputs are graph outputs. */
@@ -1668,6 +1882,10 @@ static const struct {
     {"lstm", NULL, "output,batch_normalize", lstm_layer},
     {"crnn", NULL, "output_filters,hidden_filters,activation,batch_normalize,shortcut", crnn_layer},
     {"local", NULL, "filters,size,stride,pad,activation", local_layer},
+    {"deconvolutional", "deconv", "filters,size,stride,pad,padding,batch_normalize,activation",
+     deconv_layer},
+    {"batchnorm", NULL, "", batchnorm_layer},
+    {"activation", NULL, "activation", activation_layer},
 };
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 

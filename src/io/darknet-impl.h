@@ -23,7 +23,10 @@ typedef enum ntp_darknet_kind {
     NTP_DARKNET_GRU,
     NTP_DARKNET_LSTM,
     NTP_DARKNET_CRNN,
-    NTP_DARKNET_LOCAL
+    NTP_DARKNET_LOCAL,
+    NTP_DARKNET_DECONV,
+    NTP_DARKNET_BATCHNORM,
+    NTP_DARKNET_ACTIVATION
 } ntp_darknet_kind;
 
 /* One block of a layer's parameters in a .weights file, in file order: a
@@ -34,7 +37,8 @@ typedef enum ntp_darknet_block_kind {
     NTP_DARKNET_BLOCK_FC,     /* biases, weights, (bn scales, means, variances) */
     NTP_DARKNET_BLOCK_LSTM_U, /* an [lstm] input gate: biases and weights into W and B */
     NTP_DARKNET_BLOCK_LSTM_W, /* an [lstm] recurrent gate: into R and B */
-    NTP_DARKNET_BLOCK_LOCAL   /* [local]: biases [F][L] (stored [L][F]), weights */
+    NTP_DARKNET_BLOCK_LOCAL,  /* [local]: biases [F][L] (stored [L][F]), weights */
+    NTP_DARKNET_BLOCK_BN      /* [batchnorm]: scales, means, variances (no biases) */
 } ntp_darknet_block_kind;
 
 typedef struct ntp_darknet_block {

@@ -9,7 +9,9 @@
  *   [connected]      biases[out]; weights[out][in]; with batch_normalize
  *                    scales[out], rolling_mean[out], rolling_variance[out]
  * and the recurrent layers one such block per inner layer, [local] its
- * biases [filters][positions] and weights [positions][filters][c][k][k]
+ * biases [filters][positions] and weights [positions][filters][c][k][k],
+ * [deconvolutional] a convolution's block (weights [c][n][size][size]),
+ * [batchnorm] its scales, rolling means and rolling variances
  * (darknet-impl.h's blocks, in Darknet's load_weights_upto order).
  * Every other supported layer has none. ntprof's tensors have the same
  * layouts (conv W [F, C/g, kh, kw], fc W [units, in]), so each block is
@@ -127,6 +129,10 @@ static ntp_status block_weights(wreader *w, int li, const ntp_darknet_layer *L,
             return st;
         return NTP_STATUS_OK;
     }
+    case NTP_DARKNET_BLOCK_BN:
+        /* load_batchnorm_weights: no biases; the norm's shift stays the
+         * zeros the reader gave it */
+        return norm(w, li, L, bn);
     }
     return NTP_STATUS_OK;
 }
