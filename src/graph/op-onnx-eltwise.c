@@ -6,6 +6,22 @@
 #include "op-common.h"
 #include "op-onnx-impl.h"
 
+static const ntp_onnx_params onnx_params[NTP_OP_COUNT] = {
+    [NTP_OP_ELU] = {"alpha", NULL, 1.0, 0.0},
+    [NTP_OP_CELU] = {"alpha", NULL, 1.0, 0.0},
+    [NTP_OP_THRESHOLDED_RELU] = {"alpha", NULL, 1.0, 0.0},
+    [NTP_OP_LEAKY_RELU] = {"alpha", NULL, 0.01, 0.0},
+    [NTP_OP_SELU] = {"alpha", "gamma", 1.67326319217681884765625, 1.05070102214813232421875},
+    [NTP_OP_HARD_SIGMOID] = {"alpha", "beta", 0.2, 0.5},
+    [NTP_OP_SHRINK] = {"lambd", "bias", 0.5, 0.0},
+};
+
+const ntp_onnx_params *ntp__onnx_params(ntp_op op)
+{
+    static const ntp_onnx_params none = {NULL, NULL, 0.0, 0.0};
+    return (unsigned)op < NTP_OP_COUNT ? &onnx_params[op] : &none;
+}
+
 /* prelu: a comparison and a multiplication per element; log_softmax:
  * softmax's 5 with the log folded into the subtraction, plus one log per
  * row; hardmax: one comparison. The plain unary ops' counts are in the op
@@ -26,17 +42,27 @@ void ntp__cost_onnx_hardmax(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 }
 
 /* Binary ops: one operation per output element per input after the first,
- * as add and mul count; pow is a transcendental (4); mean adds one division
- * per element; where one selection. */
+ * as add and mul count (sub, div, max, min); pow is a transcendental (4);
+ * mean adds one division per element; where one selection. Each is the
+ * op's cost column in the op table. */
 void ntp__cost_onnx_binary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    int64_t outs = numel(&ntp__cout(g, n, 0)->shape);
-    switch (n->op) {
-    case NTP_OP_POW: c->flops = smul(4, outs); break;
-    case NTP_OP_MEAN: c->flops = smul(n->n_in, outs); break;
-    case NTP_OP_WHERE: c->flops = outs; break;
-    default: c->flops = smul(n->n_in - 1, outs); break;
-    }
+    c->flops = smul(n->n_in - 1, numel(&ntp__cout(g, n, 0)->shape));
+}
+
+void ntp__cost_onnx_pow(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = smul(4, numel(&ntp__cout(g, n, 0)->shape));
+}
+
+void ntp__cost_onnx_mean(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = smul(n->n_in, numel(&ntp__cout(g, n, 0)->shape));
+}
+
+void ntp__cost_onnx_where(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = numel(&ntp__cout(g, n, 0)->shape);
 }
 
 /* Whether `w` broadcasts to `x` in one direction (ONNX's unidirectional
@@ -112,22 +138,53 @@ ntp_status ntp__shape_onnx_reduce(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     return NTP_STATUS_OK;
 }
 
-/* One operation per input element (the accumulation), plus per output: a
- * division for the mean, a square root or logarithm for l2 and log_sum; the
- * squares of l2 and sum_square and the exponentials of log_sum_exp per
- * input element. */
+/* One operation per input element (the accumulation: sum, max, min, prod),
+ * plus per output: a division for the mean, a square root or logarithm for
+ * l2 and log_sum; the squares of l2 and sum_square and the exponentials of
+ * log_sum_exp per input element. Each is the op's cost column in the op
+ * table. */
+static int64_t reduce_in(const ntp_graph *g, const ntp_node *n)
+{
+    return numel(&ntp__cin(g, n, 0)->shape);
+}
+static int64_t reduce_out(const ntp_graph *g, const ntp_node *n)
+{
+    return numel(&ntp__cout(g, n, 0)->shape);
+}
+
 void ntp__cost_onnx_reduce(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    int64_t in = numel(&ntp__cin(g, n, 0)->shape), out = numel(&ntp__cout(g, n, 0)->shape);
-    switch (n->op) {
-    case NTP_OP_REDUCE_MEAN: c->flops = sadd(in, out); break;
-    case NTP_OP_REDUCE_L1: c->flops = smul(2, in); break;
-    case NTP_OP_REDUCE_L2: c->flops = sadd(smul(2, in), out); break;
-    case NTP_OP_REDUCE_SUM_SQUARE: c->flops = smul(2, in); break;
-    case NTP_OP_REDUCE_LOG_SUM: c->flops = sadd(in, smul(4, out)); break;
-    case NTP_OP_REDUCE_LOG_SUM_EXP: c->flops = sadd(smul(6, in), smul(4, out)); break;
-    default: c->flops = in; break;
-    }
+    c->flops = reduce_in(g, n);
+}
+
+void ntp__cost_onnx_reduce_mean(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = sadd(reduce_in(g, n), reduce_out(g, n));
+}
+
+void ntp__cost_onnx_reduce_l1(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = smul(2, reduce_in(g, n));
+}
+
+void ntp__cost_onnx_reduce_l2(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = sadd(smul(2, reduce_in(g, n)), reduce_out(g, n));
+}
+
+void ntp__cost_onnx_reduce_sum_square(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = smul(2, reduce_in(g, n));
+}
+
+void ntp__cost_onnx_reduce_log_sum(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = sadd(reduce_in(g, n), smul(4, reduce_out(g, n)));
+}
+
+void ntp__cost_onnx_reduce_log_sum_exp(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    c->flops = sadd(smul(6, reduce_in(g, n)), smul(4, reduce_out(g, n)));
 }
 
 /* --- instancenorm, lrn ----------------------------------------------------------- */

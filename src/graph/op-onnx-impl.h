@@ -28,6 +28,15 @@ static inline double ntp__onnx_p2(const ntp_attrs *a)
     return a->value;
 }
 
+/* The ONNX names of those parameters and ONNX's defaults, one row an op in
+ * op-onnx-eltwise.c: what the import reads (a default where the model gives
+ * none) and the export writes, in that order. p1 NULL: the op has none. */
+typedef struct ntp_onnx_params {
+    const char *p1, *p2;
+    double d1, d2;
+} ntp_onnx_params;
+const ntp_onnx_params *ntp__onnx_params(ntp_op op);
+
 /* --- prelu: the slope's shape, a->shape[0..n_shape); n_shape == 0 means one
  * slope per channel ([C], dim 1 of the input). */
 

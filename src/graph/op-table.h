@@ -93,21 +93,21 @@
     X(HARDMAX,         "hardmax",           LAYER, 1, 1, softmax,           onnx_hardmax) \
     X(SUB,             "sub",               LAYER, 2, 2, binary,            onnx_binary) \
     X(DIV,             "div",               LAYER, 2, 2, binary,            onnx_binary) \
-    X(POW,             "pow",               LAYER, 2, 2, binary,            onnx_binary) \
+    X(POW,             "pow",               LAYER, 2, 2, binary,            onnx_pow) \
     X(MAX,             "max",               LAYER, 2, 8, binary,            onnx_binary) \
     X(MIN,             "min",               LAYER, 2, 8, binary,            onnx_binary) \
-    X(MEAN,            "mean",              LAYER, 2, 8, binary,            onnx_binary) \
-    X(WHERE,           "where",             LAYER, 3, 3, binary,            onnx_binary) \
-    X(REDUCE_MEAN,     "reduce_mean",       LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(MEAN,            "mean",              LAYER, 2, 8, binary,            onnx_mean) \
+    X(WHERE,           "where",             LAYER, 3, 3, binary,            onnx_where) \
+    X(REDUCE_MEAN,     "reduce_mean",       LAYER, 1, 1, onnx_reduce,       onnx_reduce_mean) \
     X(REDUCE_SUM,      "reduce_sum",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
     X(REDUCE_MAX,      "reduce_max",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
     X(REDUCE_MIN,      "reduce_min",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
     X(REDUCE_PROD,     "reduce_prod",       LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_L1,       "reduce_l1",         LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_L2,       "reduce_l2",         LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_LOG_SUM,  "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
+    X(REDUCE_L1,       "reduce_l1",         LAYER, 1, 1, onnx_reduce,       onnx_reduce_l1) \
+    X(REDUCE_L2,       "reduce_l2",         LAYER, 1, 1, onnx_reduce,       onnx_reduce_l2) \
+    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,       onnx_reduce_sum_square) \
+    X(REDUCE_LOG_SUM,  "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,       onnx_reduce_log_sum) \
+    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,       onnx_reduce_log_sum_exp) \
     X(INSTANCENORM,    "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm) \
     X(LRN,             "lrn",               LAYER, 1, 1, onnx_lrn,          onnx_lrn) \
     X(CONSTANT,        "constant",          LAYER, 0, 1, onnx_constant,     none) \

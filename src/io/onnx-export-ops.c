@@ -336,6 +336,36 @@ static const struct {
     {NTP_OP_PRELU, "PRelu"},
 };
 
+/* The attributes of the ops that simple() writes beyond their inputs and
+ * the element-wise parameters (ntp__onnx_params), one line an op. */
+static void attr_axis(const em *e, Onnx__NodeProto *o)
+{
+    ntp__xw_attr_i(e->w, o, "axis", e->n->a.axis);
+}
+static void attr_perm(const em *e, Onnx__NodeProto *o)
+{
+    ntp__xw_attr_ints(e->w, o, "perm", e->n->a.perm, e->n->a.n_perm);
+}
+static void attr_epsilon(const em *e, Onnx__NodeProto *o)
+{
+    ntp__xw_attr_f(e->w, o, "epsilon", e->n->a.epsilon);
+}
+static void attr_lrn(const em *e, Onnx__NodeProto *o)
+{
+    const ntp_attrs *a = &e->n->a;
+    ntp__xw_attr_i(e->w, o, "size", ntp__lrn_size(a));
+    ntp__xw_attr_f(e->w, o, "alpha", ntp__lrn_alpha(a));
+    ntp__xw_attr_f(e->w, o, "beta", ntp__lrn_beta(a));
+    ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
+}
+
+static void (*const simple_attrs[NTP_OP_COUNT])(const em *e, Onnx__NodeProto *o) = {
+    [NTP_OP_SOFTMAX] = attr_axis,         [NTP_OP_LOG_SOFTMAX] = attr_axis,
+    [NTP_OP_HARDMAX] = attr_axis,         [NTP_OP_CONCAT] = attr_axis,
+    [NTP_OP_FLATTEN] = attr_axis,         [NTP_OP_TRANSPOSE] = attr_perm,
+    [NTP_OP_INSTANCENORM] = attr_epsilon, [NTP_OP_LRN] = attr_lrn,
+};
+
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;
  * attributes after. */
 static ntp_status simple(const em *e, const char *op)
@@ -352,38 +382,13 @@ static ntp_status simple(const em *e, const char *op)
     if (n->op == NTP_OP_REDUCE_SUM && a->n_perm > 0)
         in[k++] = ntp__xw_i64(e->w, helper_name(e, "axes"), a->perm, a->n_perm);
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
-    switch (n->op) {
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU:
-    case NTP_OP_LEAKY_RELU: ntp__xw_attr_f(e->w, o, "alpha", a->alpha); break;
-    case NTP_OP_SELU:
-        ntp__xw_attr_f(e->w, o, "alpha", a->alpha);
-        ntp__xw_attr_f(e->w, o, "gamma", a->value);
-        break;
-    case NTP_OP_HARD_SIGMOID:
-        ntp__xw_attr_f(e->w, o, "alpha", a->alpha);
-        ntp__xw_attr_f(e->w, o, "beta", a->value);
-        break;
-    case NTP_OP_SHRINK:
-        ntp__xw_attr_f(e->w, o, "lambd", a->alpha);
-        ntp__xw_attr_f(e->w, o, "bias", a->value);
-        break;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_HARDMAX:
-    case NTP_OP_CONCAT:
-    case NTP_OP_FLATTEN: ntp__xw_attr_i(e->w, o, "axis", a->axis); break;
-    case NTP_OP_TRANSPOSE: ntp__xw_attr_ints(e->w, o, "perm", a->perm, a->n_perm); break;
-    case NTP_OP_INSTANCENORM: ntp__xw_attr_f(e->w, o, "epsilon", a->epsilon); break;
-    case NTP_OP_LRN:
-        ntp__xw_attr_i(e->w, o, "size", ntp__lrn_size(a));
-        ntp__xw_attr_f(e->w, o, "alpha", ntp__lrn_alpha(a));
-        ntp__xw_attr_f(e->w, o, "beta", ntp__lrn_beta(a));
-        ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
-        break;
-    default: break;
-    }
+    const ntp_onnx_params *p = ntp__onnx_params(n->op);
+    if (p->p1)
+        ntp__xw_attr_f(e->w, o, p->p1, ntp__onnx_p1(a));
+    if (p->p2)
+        ntp__xw_attr_f(e->w, o, p->p2, ntp__onnx_p2(a));
+    if (simple_attrs[n->op])
+        simple_attrs[n->op](e, o);
     if (reduce) {
         ntp__xw_attr_i(e->w, o, "keepdims", 1);
         if (n->op != NTP_OP_REDUCE_SUM && a->n_perm > 0)

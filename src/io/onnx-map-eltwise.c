@@ -35,25 +35,11 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     if (ni < 0)
         return st;
     ntp_attrs *a = &x->g->nodes[ni].a;
-    switch (op) {
-    case NTP_OP_ELU:
-    case NTP_OP_CELU:
-    case NTP_OP_THRESHOLDED_RELU: a->alpha = ntp__onnx_attr_f(x, "alpha", 1.0); break;
-    case NTP_OP_LEAKY_RELU: a->alpha = ntp__onnx_attr_f(x, "alpha", 0.01); break;
-    case NTP_OP_SELU:
-        a->alpha = ntp__onnx_attr_f(x, "alpha", 1.67326319217681884765625);
-        a->value = ntp__onnx_attr_f(x, "gamma", 1.05070102214813232421875);
-        break;
-    case NTP_OP_HARD_SIGMOID:
-        a->alpha = ntp__onnx_attr_f(x, "alpha", 0.2);
-        a->value = ntp__onnx_attr_f(x, "beta", 0.5);
-        break;
-    case NTP_OP_SHRINK:
-        a->alpha = ntp__onnx_attr_f(x, "lambd", 0.5);
-        a->value = ntp__onnx_attr_f(x, "bias", 0.0);
-        break;
-    default: break;
-    }
+    const ntp_onnx_params *p = ntp__onnx_params(op);
+    if (p->p1)
+        a->alpha = ntp__onnx_attr_f(x, p->p1, p->d1);
+    if (p->p2)
+        a->value = ntp__onnx_attr_f(x, p->p2, p->d2);
     return finish(x, ni);
 }
 

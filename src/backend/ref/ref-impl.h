@@ -38,6 +38,14 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k);
  * set) in ctx and return st. */
 #define ntp__ref_error(ctx, k, st, ...) ntp__be_kerror(ctx, NULL, k, st, __VA_ARGS__)
 
+/* A reference kernel. A family's file maps each of its ops to its kernel in
+ * a table indexed by op (one line an op, no switch over the op enum);
+ * ntp__ref_dispatch() runs the node's entry, and an op without one is an
+ * internal error naming the family ("not a <family> op"). */
+typedef ntp_status (*ntp_ref_kernel_fn)(ntp_ctx *ctx, const ntp_kargs *k);
+ntp_status ntp__ref_dispatch(ntp_ctx *ctx, const ntp_kargs *k,
+                             const ntp_ref_kernel_fn table[NTP_OP_COUNT], const char *family);
+
 /* Check the counts and dtypes of a kernel's operands: n_in inputs, at least
  * min_w and at most max_w weights, n_out outputs, all f32. */
 ntp_status ntp__ref_expect(ntp_ctx *ctx, const ntp_kargs *k, int n_in, int min_w, int max_w,

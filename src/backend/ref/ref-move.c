@@ -446,15 +446,23 @@ static ntp_status convert(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+static ntp_status concat(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return concat_split(ctx, k, true);
+}
+static ntp_status split(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return concat_split(ctx, k, false);
+}
+
+static const ntp_ref_kernel_fn kernels[NTP_OP_COUNT] = {
+    [NTP_OP_CONCAT] = concat, [NTP_OP_SPLIT] = split,         [NTP_OP_TRANSPOSE] = transpose,
+    [NTP_OP_PAD] = pad,       [NTP_OP_EMBEDDING] = embedding, [NTP_OP_CONVERT] = convert,
+    [NTP_OP_RESHAPE] = copy,  [NTP_OP_FLATTEN] = copy,        [NTP_OP_DROPOUT] = copy,
+    [NTP_OP_MEMCPY] = copy,
+};
+
 ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_CONCAT: return concat_split(ctx, k, true);
-    case NTP_OP_SPLIT: return concat_split(ctx, k, false);
-    case NTP_OP_TRANSPOSE: return transpose(ctx, k);
-    case NTP_OP_PAD: return pad(ctx, k);
-    case NTP_OP_EMBEDDING: return embedding(ctx, k);
-    case NTP_OP_CONVERT: return convert(ctx, k);
-    default: /* reshape, flatten, dropout, memcpy */ return copy(ctx, k);
-    }
+    return ntp__ref_dispatch(ctx, k, kernels, "data movement");
 }

@@ -84,18 +84,37 @@ static ntp_status bcast_init(ntp_ctx *ctx, const ntp_kargs *k, bcast *b)
     return NTP_STATUS_OK;
 }
 
-static double combine(ntp_op op, double a, double b)
+static double combine_add(double a, double b)
 {
-    switch (op) {
-    case NTP_OP_SUB: return a - b;
-    case NTP_OP_DIV: return a / b;
-    case NTP_OP_POW: return pow(a, b);
-    /* NaN wins, as numpy.maximum and numpy.minimum. */
-    case NTP_OP_MAX: return isnan(a) || a >= b ? a : b;
-    case NTP_OP_MIN: return isnan(a) || a <= b ? a : b;
-    default: return a + b; /* mean: the sum, divided at the end */
-    }
+    return a + b; /* mean: the sum, divided at the end */
 }
+static double combine_sub(double a, double b)
+{
+    return a - b;
+}
+static double combine_div(double a, double b)
+{
+    return a / b;
+}
+static double combine_pow(double a, double b)
+{
+    return pow(a, b);
+}
+/* NaN wins, as numpy.maximum and numpy.minimum. */
+static double combine_max(double a, double b)
+{
+    return isnan(a) || a >= b ? a : b;
+}
+static double combine_min(double a, double b)
+{
+    return isnan(a) || a <= b ? a : b;
+}
+
+/* How each binary op combines two values; where selects instead. */
+static double (*const combines[NTP_OP_COUNT])(double a, double b) = {
+    [NTP_OP_SUB] = combine_sub, [NTP_OP_DIV] = combine_div, [NTP_OP_POW] = combine_pow,
+    [NTP_OP_MAX] = combine_max, [NTP_OP_MIN] = combine_min, [NTP_OP_MEAN] = combine_add,
+};
 
 static ntp_status binary_op(ntp_ctx *ctx, const ntp_kargs *k)
 {
@@ -106,6 +125,9 @@ static ntp_status binary_op(ntp_ctx *ctx, const ntp_kargs *k)
     if (st || (st = bcast_init(ctx, k, &b)))
         return st;
     ntp_op op = k->node->op;
+    double (*combine)(double a, double b) = combines[op];
+    if (op != NTP_OP_WHERE && !combine)
+        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "not a binary op");
     int64_t n = ntp_shape_numel(b.y);
     float *y = k->out[0].data;
     for (int64_t j = 0; j < n; j++, bcast_next(&b)) {
@@ -119,7 +141,7 @@ static ntp_status binary_op(ntp_ctx *ctx, const ntp_kargs *k)
          * binary ONNX ops would be. */
         float acc = ((const float *)k->in[0].data)[b.off[0]];
         for (int i = 1; i < k->n_in; i++)
-            acc = (float)combine(op, acc, ((const float *)k->in[i].data)[b.off[i]]);
+            acc = (float)combine(acc, ((const float *)k->in[i].data)[b.off[i]]);
         y[j] = op == NTP_OP_MEAN ? (float)((double)acc / k->n_in) : acc;
     }
     return NTP_STATUS_OK;

@@ -15,40 +15,78 @@ static void strides_of(const ntp_shape *s, int64_t *st)
     }
 }
 
-static double reduce_init(ntp_op op)
+/* The reductions' arithmetic: the accumulator's start, one step per input
+ * element and the result from the accumulator. log_sum_exp's steps add
+ * exp(v - shift), shift being the maximum found by a first pass. */
+static double step_sum(double acc, double v, double shift)
 {
-    switch (op) {
-    case NTP_OP_REDUCE_PROD: return 1.0;
-    case NTP_OP_REDUCE_MAX: return -INFINITY;
-    case NTP_OP_REDUCE_MIN: return INFINITY;
-    default: return 0.0;
-    }
+    return acc + v;
+}
+static double step_prod(double acc, double v, double shift)
+{
+    return acc * v;
+}
+static double step_max(double acc, double v, double shift)
+{
+    return isnan(acc) || acc >= v ? acc : v;
+}
+static double step_min(double acc, double v, double shift)
+{
+    return isnan(acc) || acc <= v ? acc : v;
+}
+static double step_abs(double acc, double v, double shift)
+{
+    return acc + fabs(v);
+}
+static double step_square(double acc, double v, double shift)
+{
+    return acc + v * v;
+}
+static double step_exp(double acc, double v, double shift)
+{
+    return acc + exp(v - shift);
 }
 
-static double reduce_step(ntp_op op, double acc, double v, double shift)
+static double final_acc(double acc, int64_t count, double shift)
 {
-    switch (op) {
-    case NTP_OP_REDUCE_PROD: return acc * v;
-    case NTP_OP_REDUCE_MAX: return isnan(acc) || acc >= v ? acc : v;
-    case NTP_OP_REDUCE_MIN: return isnan(acc) || acc <= v ? acc : v;
-    case NTP_OP_REDUCE_L1: return acc + fabs(v);
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE: return acc + v * v;
-    case NTP_OP_REDUCE_LOG_SUM_EXP: return acc + exp(v - shift);
-    default: return acc + v; /* mean, sum, log_sum */
-    }
+    return acc;
+}
+static double final_mean(double acc, int64_t count, double shift)
+{
+    return acc / (double)count;
+}
+static double final_sqrt(double acc, int64_t count, double shift)
+{
+    return sqrt(acc);
+}
+static double final_log(double acc, int64_t count, double shift)
+{
+    return log(acc);
+}
+static double final_shift_log(double acc, int64_t count, double shift)
+{
+    return shift + log(acc);
 }
 
-static double reduce_final(ntp_op op, double acc, int64_t count, double shift)
-{
-    switch (op) {
-    case NTP_OP_REDUCE_MEAN: return acc / (double)count;
-    case NTP_OP_REDUCE_L2: return sqrt(acc);
-    case NTP_OP_REDUCE_LOG_SUM: return log(acc);
-    case NTP_OP_REDUCE_LOG_SUM_EXP: return shift + log(acc);
-    default: return acc;
-    }
-}
+typedef struct reducer {
+    double init;
+    double (*step)(double acc, double v, double shift);
+    double (*final)(double acc, int64_t count, double shift);
+} reducer;
+
+/* One line a reduction. */
+static const reducer reducers[NTP_OP_COUNT] = {
+    [NTP_OP_REDUCE_MEAN] = {0.0, step_sum, final_mean},
+    [NTP_OP_REDUCE_SUM] = {0.0, step_sum, final_acc},
+    [NTP_OP_REDUCE_MAX] = {-INFINITY, step_max, final_acc},
+    [NTP_OP_REDUCE_MIN] = {INFINITY, step_min, final_acc},
+    [NTP_OP_REDUCE_PROD] = {1.0, step_prod, final_acc},
+    [NTP_OP_REDUCE_L1] = {0.0, step_abs, final_acc},
+    [NTP_OP_REDUCE_L2] = {0.0, step_square, final_sqrt},
+    [NTP_OP_REDUCE_SUM_SQUARE] = {0.0, step_square, final_acc},
+    [NTP_OP_REDUCE_LOG_SUM] = {0.0, step_sum, final_log},
+    [NTP_OP_REDUCE_LOG_SUM_EXP] = {0.0, step_exp, final_shift_log},
+};
 
 /* Every output element walks the box of input elements that reduce into it
  * (the reduced dims), so no scratch is needed. log_sum_exp walks it twice:
@@ -89,6 +127,7 @@ static ntp_status reduce(ntp_ctx *ctx, const ntp_kargs *k)
             count *= in->dim[d];
         }
     ntp_op op = k->node->op;
+    const reducer *r = &reducers[op];
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
     int64_t n = ntp_shape_numel(out), oidx[NTP_MAX_DIMS] = {0};
@@ -98,11 +137,11 @@ static ntp_status reduce(ntp_ctx *ctx, const ntp_kargs *k)
             base += oidx[d] * ist[d];
         double shift = 0.0;
         for (int pass = op == NTP_OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
-            double acc = pass == 0 ? -INFINITY : reduce_init(op);
+            double acc = pass == 0 ? -INFINITY : r->init;
             int64_t ridx[NTP_MAX_DIMS] = {0}, off = base;
             for (int64_t c = 0; c < count; c++) {
                 double v = x[off];
-                acc = pass == 0 ? (acc >= v ? acc : v) : reduce_step(op, acc, v, shift);
+                acc = pass == 0 ? (acc >= v ? acc : v) : r->step(acc, v, shift);
                 for (int q = nr - 1; q >= 0; q--) {
                     int d = rd[q];
                     off += ist[d];
@@ -115,7 +154,7 @@ static ntp_status reduce(ntp_ctx *ctx, const ntp_kargs *k)
             if (pass == 0)
                 shift = isinf(acc) ? 0.0 : acc;
             else
-                y[j] = (float)reduce_final(op, acc, count, shift);
+                y[j] = (float)r->final(acc, count, shift);
         }
         for (int d = out->ndim - 1; d >= 0; d--) {
             if (++oidx[d] < out->dim[d])
@@ -205,11 +244,16 @@ static ntp_status lrn(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+static const ntp_ref_kernel_fn kernels[NTP_OP_COUNT] = {
+    [NTP_OP_REDUCE_MEAN] = reduce,        [NTP_OP_REDUCE_SUM] = reduce,
+    [NTP_OP_REDUCE_MAX] = reduce,         [NTP_OP_REDUCE_MIN] = reduce,
+    [NTP_OP_REDUCE_PROD] = reduce,        [NTP_OP_REDUCE_L1] = reduce,
+    [NTP_OP_REDUCE_L2] = reduce,          [NTP_OP_REDUCE_SUM_SQUARE] = reduce,
+    [NTP_OP_REDUCE_LOG_SUM] = reduce,     [NTP_OP_REDUCE_LOG_SUM_EXP] = reduce,
+    [NTP_OP_INSTANCENORM] = instancenorm, [NTP_OP_LRN] = lrn,
+};
+
 ntp_status ntp__ref_onnx_reduce(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_INSTANCENORM: return instancenorm(ctx, k);
-    case NTP_OP_LRN: return lrn(ctx, k);
-    default: return reduce(ctx, k);
-    }
+    return ntp__ref_dispatch(ctx, k, kernels, "reduction");
 }

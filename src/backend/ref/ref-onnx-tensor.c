@@ -262,12 +262,14 @@ static ntp_status resize(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+static const ntp_ref_kernel_fn kernels[NTP_OP_COUNT] = {
+    [NTP_OP_CONSTANT] = constant,
+    [NTP_OP_SLICE] = slice,
+    [NTP_OP_EXPAND] = expand,
+    [NTP_OP_RESIZE] = resize,
+};
+
 ntp_status ntp__ref_onnx_tensor(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_CONSTANT: return constant(ctx, k);
-    case NTP_OP_SLICE: return slice(ctx, k);
-    case NTP_OP_EXPAND: return expand(ctx, k);
-    default: return resize(ctx, k);
-    }
+    return ntp__ref_dispatch(ctx, k, kernels, "tensor");
 }

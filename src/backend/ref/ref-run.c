@@ -46,6 +46,16 @@ ntp_status ntp__ref_expect_weight(ntp_ctx *ctx, const ntp_kargs *k, int i, int64
     return NTP_STATUS_OK;
 }
 
+ntp_status ntp__ref_dispatch(ntp_ctx *ctx, const ntp_kargs *k,
+                             const ntp_ref_kernel_fn table[NTP_OP_COUNT], const char *family)
+{
+    ntp_op op = k->node->op;
+    ntp_ref_kernel_fn f = (unsigned)op < NTP_OP_COUNT ? table[op] : NULL;
+    if (!f)
+        return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "not a %s op", family);
+    return f(ctx, k);
+}
+
 size_t ntp__ref_floats(int64_t a, int64_t b)
 {
     int64_t n;
@@ -61,21 +71,24 @@ size_t ntp__ref_size_add(size_t a, size_t b)
     return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
 }
 
+/* The ops whose kernels need scratch, and how much; the others need none. */
+static size_t (*const workspaces[NTP_OP_COUNT])(const ntp_kargs *k) = {
+    [NTP_OP_CONV] = ntp__ref_conv_workspace,
+    [NTP_OP_DECONV] = ntp__ref_conv_workspace,
+    [NTP_OP_LSTM] = ntp__ref_rnn_workspace,
+    [NTP_OP_GRU] = ntp__ref_rnn_workspace,
+    [NTP_OP_RNN] = ntp__ref_rnn_workspace,
+    [NTP_OP_ATTENTION] = ntp__ref_attention_workspace,
+    [NTP_OP_MFCC] = ntp__mfcc_workspace,
+    [NTP_OP_CTC_DECODE] = ntp__ctc_workspace,
+    [NTP_OP_RESIZE] = ntp__ref_onnx_tensor_workspace,
+    [NTP_OP_KV_ATTENTION] = ntp__ref_decoder_workspace,
+};
+
 size_t ntp__ref_workspace(const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__ref_conv_workspace(k);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__ref_rnn_workspace(k);
-    case NTP_OP_ATTENTION: return ntp__ref_attention_workspace(k);
-    case NTP_OP_MFCC: return ntp__mfcc_workspace(k);
-    case NTP_OP_CTC_DECODE: return ntp__ctc_workspace(k);
-    case NTP_OP_RESIZE: return ntp__ref_onnx_tensor_workspace(k);
-    case NTP_OP_KV_ATTENTION: return ntp__ref_decoder_workspace(k);
-    default: return 0;
-    }
+    ntp_op op = k->node->op;
+    return (unsigned)op < NTP_OP_COUNT && workspaces[op] ? workspaces[op](k) : 0;
 }
 
 ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
