@@ -84,6 +84,38 @@ EOF
 expect_exit 0 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary batch=1,2 --steps 1
 grep -q "peak, planned against measured (resident-set high-water growth)" "$T/out" &&
     grep -q "^batch     2 |W" "$T/out" && ok || bad "sweep --train table"
+# The HTML page of a training sweep: memory by data structure per
+# configuration to one scale, every segment's bytes the JSON's.
+expect_exit 0 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary batch=1,8 --steps 1 \
+    --optimizer adam --format json -o "$T/ts.json" --html "$T/ts.html"
+"$PY" - "$T/ts.json" "$T/ts.html" <<'EOF' && ok || bad "sweep --train --html"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+h = open(sys.argv[2]).read()
+assert h.startswith("<!DOCTYPE html>") and h.rstrip().endswith("</html>")
+assert not re.search(r'<(script|img|link)[^>]*(src|href)=', h)  # nothing loaded
+seg = re.findall(r'<rect class="seg" data-config="(\d+)" data-part="([a-z_]+)" '
+                 r'data-bytes="(\d+)" x="[-\d.]+" y="[-\d.]+" width="([\d.]+)"', h)
+keys = ["weights", "gradients", "optimizer_state", "activations", "workspace", "other"]
+cfg = r["configurations"]
+assert len(cfg) == 2 and len(seg) == 6 * len(cfg), seg
+most = max(c["memory"]["peak"] for c in cfg)
+plot = 1000 - 200 - 90  # the bars' width at the largest peak
+for c in cfg:
+    m = c["memory"]
+    got = {p: int(b) for (i, p, b, w) in seg if int(i) == c["index"]}
+    assert got == {k: m[k] for k in keys}, (got, m)
+    assert m["optimizer_state"] == 2 * m["gradients"] > 0, m  # adam: two moments
+    pk = re.search(r'class="peak" data-config="%d" data-bytes="(\d+)"' % c["index"], h)
+    assert int(pk.group(1)) == m["peak"] == sum(m[k] for k in keys), (pk, m)
+    for (i, p, b, w) in seg:  # to one scale
+        if int(i) == c["index"]:
+            assert abs(float(w) - plot * int(b) / most) < 0.01, (p, b, w)
+# The table: one row per configuration with the peak's bytes.
+for c in cfg:
+    assert 'data-bytes="%d"' % c["engine_planned_bytes"] in h, c
+assert h.count('<svg class="chart"') == 2, "memory bars and planned against measured"
+EOF
 expect_exit 1 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary threads=1,2 --steps 1
 expect_in_err "a training sweep varies batch and the topology's params, not threads"
 expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --loss mse --vary batch=1,2
@@ -101,7 +133,8 @@ r = json.load(open(sys.argv[1]))
 assert r["backend"] == "onednn", r["backend"]
 by = {l["name"]: l.get("backward_by") for l in r["layers"]}
 assert by["conv2"] == "onednn" and by["fc"] == "onednn", by
-assert by["bn1"] == "ref" and by["relu1"] == "ref", by
+assert by["bn1"] == "onednn" and by["relu1"] == "onednn" and by["pool1"] == "onednn", by
+assert by["up"] == "ref", by  # a transposed convolution: no oneDNN backward here
 EOF
 fi
 expect_exit 1 "$NTPROF" train "$SRC/models/tiny-cnn.xml" --steps 1 --backend nosuch

@@ -211,6 +211,10 @@ NTP_API int ntp_train_sweep_failed(const ntp_train_sweep *s);
 NTP_API ntp_status ntp_train_sweep_write(ntp_ctx *ctx, const ntp_train_sweep *s, ntp_format fmt,
                                          FILE *f);
 NTP_API void ntp_train_sweep_free(ntp_train_sweep *s);
+/* The sweep as a self-contained HTML page (docs/train.md): the memory of
+ * each configuration by data structure as TBD draws it (stacked bars, to
+ * scale), the planned peak against the measured one, and the table. */
+NTP_API ntp_status ntp_train_sweep_write_html(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f);
 
 #ifdef __cplusplus
 }

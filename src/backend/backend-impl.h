@@ -144,18 +144,22 @@ typedef enum ntp_backend_kind {
     NTP_BACKEND_DEVICE,
 } ntp_backend_kind;
 
-/* One backward of a conv or fc layer for training (docs/train.md), in f32
- * and plain row-major layouts: x the layer's input, w its weight [F, ...]
- * (conv: [F, C/groups, k...]), dy the gradient of its output. mode 1
- * (backward-data) writes dx, the gradient of x; mode 2 (backward-weights)
- * writes dw and db (db NULL when the layer has no bias). Outputs are
- * overwritten, not accumulated. */
+/* One backward of a layer for training (docs/train.md), in f32 and plain
+ * row-major layouts: x the layer's input, w its weight [F, ...] (conv:
+ * [F, C/groups, k...]; batch and layer norm: the scale), dy the gradient of
+ * its output. mode 1 (backward-data) writes dx, the gradient of x; mode 2
+ * (backward-weights) writes dw and db (db NULL when the layer has no bias;
+ * batch and layer norm: the scale's and the shift's). Outputs are
+ * overwritten, not accumulated. The fields after db are read by the layers
+ * that need them: y the layer's output (softmax), mean and var the batch
+ * or row statistics of a norm (biased variance). */
 typedef struct ntp_backward_args {
     const ntp_graph *g;
     const ntp_node *n;
     int mode;
     const float *x, *w, *dy;
     float *dx, *dw, *db;
+    const float *y, *mean, *var;
 } ntp_backward_args;
 
 typedef struct ntp_backend_i {

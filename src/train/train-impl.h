@@ -128,4 +128,13 @@ enum { NTP__TRAIN_MEM_PARTS = 7 };
 extern const char *const ntp__train_mem_keys[NTP__TRAIN_MEM_PARTS];
 void ntp__train_mem_values(const ntp_train_memory *m, int64_t v[NTP__TRAIN_MEM_PARTS]);
 
+/* A training sweep's results (train-sweep.c; its HTML, train-html.c). */
+struct ntp_train_sweep {
+    const ntp_sweep *sw;
+    ntp_train_opts o;
+    int n;
+    ntp_train_result **res; /* [n], NULL where it failed */
+    char **err;             /* [n], the failure's one line */
+};
+
 #endif

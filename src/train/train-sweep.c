@@ -10,14 +10,6 @@
 #include "core/writers-impl.h"
 #include "train-impl.h"
 
-struct ntp_train_sweep {
-    const ntp_sweep *sw;
-    ntp_train_opts o;
-    int n;
-    ntp_train_result **res; /* [n], NULL where it failed */
-    char **err;             /* [n], the failure's one line */
-};
-
 void ntp_train_sweep_free(ntp_train_sweep *s)
 {
     if (!s)

@@ -612,50 +612,86 @@ static float *to_f32(const double *d, int64_t c)
     return f;
 }
 
+/* The f32 statistics a norm's backward reads from the saved state: the
+ * batch (or row) means and the biased variances, 1/inv² − ε. */
+static bool norm_stats(const ntp_trainer *t, const ntp_node *n, float **mean, float **var)
+{
+    int64_t c = ntp__train_saved_count(t->g, n) / 2;
+    const double *sv = t->s.saved[n - t->g->nodes];
+    *mean = to_f32(sv, c);
+    *var = malloc((size_t)c * sizeof **var + 1);
+    for (int64_t i = 0; *var && i < c; i++)
+        (*var)[i] = (float)(1.0 / (sv[c + i] * sv[c + i]) - n->a.epsilon);
+    return *mean && *var;
+}
+
 /* n's backward-data (mode 1: dx += the backend's) or backward-weights
  * (mode 2: dw, db =) on the backend, in f32, as ntp__train_backward_*
- * do on the reference engine. */
+ * do on the reference engine. The layer's input is given where its
+ * derivative reads it (every mode 2; mode 1 of all but conv and fc, whose
+ * backward-data reads the weight), its output where it reads that
+ * (softmax), a norm's statistics from its saved state. */
 static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n, int mode)
 {
     const ntp_graph *g = t->g;
     double *gx = t->s.grad[n->in[0]];
     if (mode == 1 ? !gx : !ntp__train_has_weights(g, n))
         return NTP_STATUS_OK;
+    bool dense = n->op == NTP_OP_CONV || n->op == NTP_OP_FC;
+    bool norm = n->op == NTP_OP_BATCHNORM || n->op == NTP_OP_LAYERNORM;
+    ntp_train_needs need = ntp__train_needs(g, n);
     int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
-    int64_t cw = ntp_shape_numel(&g->tensors[n->w[0]].shape);
+    int64_t cw = n->n_w > 0 ? ntp_shape_numel(&g->tensors[n->w[0]].shape) : 0;
     int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
-    ntp_backward_args a = {g, n, mode, NULL, NULL, NULL, NULL, NULL, NULL};
-    float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *out = NULL, *db = NULL;
+    ntp_backward_args a = {.g = g, .n = n, .mode = mode};
+    float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *y = NULL, *out = NULL;
+    float *db = NULL, *mean = NULL, *var = NULL;
     bool ok = dy != NULL;
+    if (ok && (mode == 2 || (need.input[0] && !dense)))
+        ok = (x = to_f32(t->s.val[n->in[0]], cx)) != NULL;
+    if (ok && cw > 0 && (mode == 1 || norm))
+        ok = (w = to_f32(t->s.val[n->w[0]], cw)) != NULL;
+    if (ok && need.output)
+        ok = (y = to_f32(t->s.val[n->out[0]], cy)) != NULL;
+    if (ok && norm)
+        ok = norm_stats(t, n, &mean, &var);
+    if (ok && mode == 1)
+        ok = (out = malloc((size_t)cx * 4 + 1)) != NULL;
+    if (ok && mode == 2)
+        ok = (out = malloc((size_t)cw * 4 + 1)) && (!cb || (db = malloc((size_t)cb * 4 + 1)));
+    a.x = x;
+    a.w = w;
+    a.y = y;
+    a.dy = dy;
+    a.mean = mean;
+    a.var = var;
     if (mode == 1) {
-        ok = ok && (w = to_f32(t->s.val[n->w[0]], cw)) && (out = malloc((size_t)cx * 4 + 1));
-        a.w = w;
         a.dx = out;
     } else {
-        ok = ok && (x = to_f32(t->s.val[n->in[0]], cx)) && (out = malloc((size_t)cw * 4 + 1)) &&
-             (!cb || (db = malloc((size_t)cb * 4 + 1)));
-        a.x = x;
         a.dw = out;
         a.db = db;
     }
-    a.dy = dy;
     ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
                        : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st && mode == 1)
         for (int64_t i = 0; i < cx; i++)
             gx[i] += out[i];
     if (!st && mode == 2) {
-        for (int64_t i = 0; i < cw; i++)
-            t->s.grad[n->w[0]][i] = out[i];
-        for (int64_t i = 0; i < cb; i++)
-            t->s.grad[n->w[1]][i] = db[i];
+        double *gw = t->s.grad[n->w[0]], *gb = cb ? t->s.grad[n->w[1]] : NULL;
+        for (int64_t i = 0; gw && i < cw; i++)
+            gw[i] = out[i];
+        for (int64_t i = 0; gb && i < cb; i++)
+            gb[i] = db[i];
     }
     free(dy);
     free(x);
     free(w);
+    free(y);
     free(out);
     free(db);
+    free(mean);
+    free(var);
     return st;
 }
 

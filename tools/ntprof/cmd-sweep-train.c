@@ -26,14 +26,19 @@ static ntp_status write_train_sweep(ntp_ctx *ctx, const void *arg, ntp_format fm
     return ntp_train_sweep_write(ctx, arg, fmt, f);
 }
 
+static ntp_status write_train_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_train_sweep_write_html(ctx, arg, f);
+}
+
 int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_load_opts *lo,
                 const ntp_train_opts *o, const argv_list *fixed, const sweep_train_args *a)
 {
     ntp_load_opts l = *lo;
     ntp_train_opts to = *o;
-    if (a->slurm || a->html || a->keep || a->timeout > 0) {
-        cli_error("sweep --train runs here, without --executor slurm, --html, --keep or "
-                  "--timeout");
+    if (a->slurm || a->keep || a->timeout > 0) {
+        cli_error("sweep --train runs here, without --executor slurm, --keep or --timeout");
         return CLI_USAGE;
     }
     for (int i = 0; i < fixed->n; i += 2) {
@@ -81,6 +86,8 @@ int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_l
         rc = CLI_FAIL;
     } else {
         rc = cli_write_output(ctx, a->output, write_train_sweep, ts, a->fmt);
+        if (rc == CLI_OK && a->html)
+            rc = cli_write_output(ctx, a->html, write_train_html, ts, NTP_FORMAT_TABLE);
         if (rc == CLI_OK && failed > 0)
             fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n",
                     failed, n);

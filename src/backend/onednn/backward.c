@@ -1,11 +1,23 @@
-/* Training backward on oneDNN (docs/train.md): convolution backward data
- * and backward weights (1-3 spatial dims, stride, padding, dilation,
- * groups) and inner product backward data and weights, in f32 and plain
- * row-major layouts (ntp_backward_args). The first call for a layer and
- * phase builds its forward hint, the backward primitive and its memory
- * objects, and keeps them in the backend's state; later calls (the next
- * steps) set the memory objects' data handles and run it on the backend's
- * stream. The first step's time thus includes the primitive's creation. */
+/* Training backward on oneDNN (docs/train.md), in f32 and plain row-major
+ * layouts (ntp_backward_args): convolution backward data and backward
+ * weights (1-3 spatial dims, stride, padding, dilation, groups), inner
+ * product backward data and weights, pooling (max and average, global
+ * too), the element-wise activations, softmax and log-softmax, and batch
+ * and layer normalisation (the backward with the scale's and shift's
+ * gradients). The first call for a layer and phase builds its
+ * forward hint, the backward primitive and its memory objects, and keeps
+ * them in the backend's state; later calls (the next steps) set the memory
+ * objects' data handles and run it on the backend's stream. The first
+ * step's time thus includes the primitive's creation.
+ *
+ * Max pooling's backward reads the forward's workspace (where each window's
+ * maximum was); the trainer's forward ran on its reference engine, so the
+ * backward-data call runs oneDNN's forward-training pooling on the layer's
+ * input first, for the workspace, and its time includes it. oneDNN 2.6
+ * has neither a weights-only backward for the norms nor (on the CPU) a
+ * backward-data with a scale: each phase runs the whole backward (prop
+ * kind backward) and keeps its part, the rest going to scratch memory of
+ * its own. */
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +25,23 @@
 #include "core/ctx-impl.h"
 #include "onednn-impl.h"
 
-/* One layer's backward primitive for one phase, with its memory objects
- * in the order of its arguments. */
+/* Where a memory object's data handle comes from at each call: one of
+ * ntp_backward_args' buffers, or its own allocation (a workspace, a
+ * scratch output). */
+enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR };
+enum { ODNN_BWD_MEMS = 10 };
+
+/* One layer's backward primitive for one phase, its memory objects and
+ * its arguments; fwd, when set, runs first (max pooling's workspace). */
 struct odnn_bwd {
     const ntp_node *n;
     int mode;
-    dnnl_primitive_t prim;
-    int n_args;
-    dnnl_exec_arg_t args[4];
+    dnnl_primitive_t fwd, prim;
+    int n_mem;
+    dnnl_memory_t mem[ODNN_BWD_MEMS];
+    int handle[ODNN_BWD_MEMS];
+    int n_fargs, n_args;
+    dnnl_exec_arg_t fargs[ODNN_BWD_MEMS], args[ODNN_BWD_MEMS];
 };
 
 /* A failed dnnl call, as one line naming the layer. */
@@ -32,22 +53,111 @@ static ntp_status fail(ntp_ctx *ctx, const ntp_backward_args *a, dnnl_status_t s
                            "onednn backward: %s failed: dnnl_%s", what, dnnl_status2str(st));
 }
 
-bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
+/* The families of layers with a backward here. */
+typedef enum bwd_kind {
+    BK_NONE,
+    BK_CONV,
+    BK_FC,
+    BK_POOL,
+    BK_ELTWISE,
+    BK_SOFTMAX,
+    BK_BNORM,
+    BK_LNORM,
+} bwd_kind;
+
+/* The activations whose oneDNN backward matches the reference engine's
+ * derivative everywhere, kinks included (relu'(0) = 0; a clipped relu
+ * passes on (0, max], as oneDNN's clip does). Clip and hardswish take
+ * their kinks differently and stay on ref. */
+static bool eltwise_has_backward(ntp_op op)
 {
-    if (n->op == NTP_OP_FC)
-        return n->n_in == 1 && n->n_w >= 1;
-    if (n->op != NTP_OP_CONV || n->n_in != 1 || n->n_w < 1)
-        return false;
-    int nd = g->tensors[n->in[0]].shape.ndim;
-    return nd >= 3 && nd <= 5;
+    switch (op) {
+    case NTP_OP_RELU:
+    case NTP_OP_LEAKY_RELU:
+    case NTP_OP_SIGMOID:
+    case NTP_OP_TANH:
+    case NTP_OP_GELU:
+    case NTP_OP_SILU:
+    case NTP_OP_SOFTPLUS:
+    case NTP_OP_EXP:
+    case NTP_OP_NEG:
+    case NTP_OP_ABS: return true;
+    default: return false;
+    }
 }
 
-/* The descriptors of one layer: src, weights, bias, dst, and for a conv
- * its geometry (oneDNN counts dilation from 0). */
+static bwd_kind kind_of(ntp_op op)
+{
+    switch (op) {
+    case NTP_OP_CONV: return BK_CONV;
+    case NTP_OP_FC: return BK_FC;
+    case NTP_OP_MAXPOOL:
+    case NTP_OP_AVGPOOL:
+    case NTP_OP_GLOBAL_MAXPOOL:
+    case NTP_OP_GLOBAL_AVGPOOL: return BK_POOL;
+    case NTP_OP_SOFTMAX:
+    case NTP_OP_LOG_SOFTMAX: return BK_SOFTMAX;
+    case NTP_OP_BATCHNORM: return BK_BNORM;
+    case NTP_OP_LAYERNORM: return BK_LNORM;
+    default: return eltwise_has_backward(op) ? BK_ELTWISE : BK_NONE;
+    }
+}
+
+/* The layer norm's rows and row length: the dims from its axis on. */
+static void lnorm_rows(const ntp_shape *xs, const ntp_node *n, int64_t *R, int64_t *D)
+{
+    int64_t axis = n->a.axis < 0 ? n->a.axis + xs->ndim : n->a.axis;
+    *D = 1;
+    for (int d = (int)axis; d < xs->ndim; d++)
+        *D *= xs->dim[d];
+    *R = ntp_shape_numel(xs) / *D;
+}
+
+bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
+{
+    if (n->n_in != 1 || n->n_out != 1)
+        return false;
+    const ntp_shape *xs = &g->tensors[n->in[0]].shape;
+    int nd = xs->ndim;
+    dnnl_dims_t k, st, dl, pl, pr;
+    switch (kind_of(n->op)) {
+    case BK_FC: return n->n_w >= 1;
+    case BK_CONV: return n->n_w >= 1 && nd >= 3 && nd <= 5;
+    case BK_POOL:
+        if (nd < 3 || nd > 5 || !ntp__dnnl_pool_geometry(g, n, k, st, dl, pl, pr))
+            return false;
+        /* The reference engine dilates average windows too; oneDNN's
+         * geometry only max pooling's. */
+        for (int d = 0; n->op == NTP_OP_AVGPOOL && d < nd - 2; d++)
+            if (n->a.dilation[d] > 1)
+                return false;
+        return true;
+    case BK_ELTWISE: return nd >= 1 && nd <= DNNL_MAX_NDIMS;
+    case BK_SOFTMAX: {
+        int64_t axis = n->a.axis < 0 ? n->a.axis + nd : n->a.axis;
+        return nd >= 1 && nd <= DNNL_MAX_NDIMS && axis >= 0 && axis < nd;
+    }
+    case BK_BNORM: return n->n_w >= 2 && nd >= 2 && nd <= 5;
+    case BK_LNORM: {
+        int64_t axis = n->a.axis < 0 ? n->a.axis + nd : n->a.axis;
+        return n->n_w >= 2 && nd >= 1 && axis >= 0 && axis < nd;
+    }
+    default: return false;
+    }
+}
+
+/* The descriptors of one layer: src (its input), weights (a norm's
+ * scale), bias, dst (its output), stat (a norm's mean and variance), and
+ * the geometry of a conv or a pooling (oneDNN counts dilation from 0). */
 typedef struct bwd_desc {
-    dnnl_memory_desc_t src, wei, bias, dst;
-    bool conv, has_bias;
-    dnnl_dims_t strides, dil, pl, pr;
+    bwd_kind kind;
+    dnnl_memory_desc_t src, wei, bias, dst, stat;
+    bool has_bias;
+    dnnl_dims_t kernel, strides, dil, pl, pr;
+    dnnl_alg_kind_t alg;
+    float alpha, beta, eps;
+    int axis;
+    unsigned flags;
 } bwd_desc;
 
 static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
@@ -57,8 +167,12 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
     const ntp_shape *xs = &g->tensors[n->in[0]].shape, *ys = &g->tensors[n->out[0]].shape;
     dnnl_status_t st;
     memset(d, 0, sizeof *d);
+    d->kind = kind_of(n->op);
     d->has_bias = n->n_w > 1;
-    if (n->op == NTP_OP_FC) {
+    d->eps = (float)n->a.epsilon;
+    d->flags = dnnl_use_scale | dnnl_use_shift;
+    switch (d->kind) {
+    case BK_FC: {
         int64_t K = xs->dim[xs->ndim - 1], F = n->a.units, R = ntp_shape_numel(xs) / K;
         int64_t sd[2] = {R, K}, wd[2] = {F, K}, dd[2] = {R, F}, bd[1] = {F};
         if ((st = ntp__dnnl_plain_dims(&d->src, 2, sd, dnnl_f32)) ||
@@ -67,87 +181,278 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
             return st;
         return d->has_bias ? ntp__dnnl_plain_dims(&d->bias, 1, bd, dnnl_f32) : dnnl_success;
     }
-    d->conv = true;
-    int nk = xs->ndim - 2;
-    int64_t G = n->a.groups > 0 ? n->a.groups : 1, C = xs->dim[1], F = ys->dim[1];
-    int64_t wd[6], nw = 0;
-    if (G > 1)
-        wd[nw++] = G;
-    wd[nw++] = F / G;
-    wd[nw++] = C / G;
-    for (int i = 0; i < nk; i++) {
-        int64_t k = n->a.kernel[i], s = n->a.stride[i], dl = n->a.dilation[i];
-        wd[nw++] = k;
-        d->strides[i] = s;
-        d->dil[i] = dl - 1;
-        d->pl[i] = n->a.pad[i];
-        /* The end padding the output's size implies. */
-        d->pr[i] = (ys->dim[2 + i] - 1) * s + (k - 1) * dl + 1 - xs->dim[2 + i] - d->pl[i];
+    case BK_CONV: {
+        int nk = xs->ndim - 2;
+        int64_t G = n->a.groups > 0 ? n->a.groups : 1, C = xs->dim[1], F = ys->dim[1];
+        int64_t wd[6], nw = 0;
+        if (G > 1)
+            wd[nw++] = G;
+        wd[nw++] = F / G;
+        wd[nw++] = C / G;
+        for (int i = 0; i < nk; i++) {
+            int64_t k = n->a.kernel[i], s = n->a.stride[i], dl = n->a.dilation[i];
+            wd[nw++] = k;
+            d->strides[i] = s;
+            d->dil[i] = dl - 1;
+            d->pl[i] = n->a.pad[i];
+            /* The end padding the output's size implies. */
+            d->pr[i] = (ys->dim[2 + i] - 1) * s + (k - 1) * dl + 1 - xs->dim[2 + i] - d->pl[i];
+        }
+        int64_t bd[1] = {F};
+        if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)) ||
+            (st = ntp__dnnl_plain_dims(&d->wei, (int)nw, wd, dnnl_f32)) ||
+            (st = ntp__dnnl_plain_md(&d->dst, ys, dnnl_f32)))
+            return st;
+        return d->has_bias ? ntp__dnnl_plain_dims(&d->bias, 1, bd, dnnl_f32) : dnnl_success;
     }
-    int64_t bd[1] = {F};
-    if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)) ||
-        (st = ntp__dnnl_plain_dims(&d->wei, (int)nw, wd, dnnl_f32)) ||
-        (st = ntp__dnnl_plain_md(&d->dst, ys, dnnl_f32)))
-        return st;
-    return d->has_bias ? ntp__dnnl_plain_dims(&d->bias, 1, bd, dnnl_f32) : dnnl_success;
+    case BK_POOL:
+        if (!ntp__dnnl_pool_geometry(g, n, d->kernel, d->strides, d->dil, d->pl, d->pr))
+            return dnnl_unimplemented;
+        if (n->op == NTP_OP_MAXPOOL || n->op == NTP_OP_GLOBAL_MAXPOOL)
+            d->alg = dnnl_pooling_max;
+        else if (n->op == NTP_OP_AVGPOOL && n->a.count_include_pad)
+            d->alg = dnnl_pooling_avg_include_padding;
+        else
+            d->alg = dnnl_pooling_avg_exclude_padding;
+        if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)))
+            return st;
+        return ntp__dnnl_plain_md(&d->dst, ys, dnnl_f32);
+    case BK_ELTWISE:
+        if (!ntp__dnnl_eltwise_alg(n, &d->alg, &d->alpha, &d->beta))
+            return dnnl_unimplemented;
+        return ntp__dnnl_plain_md(&d->src, xs, dnnl_f32);
+    case BK_SOFTMAX:
+        d->axis = (int)(n->a.axis < 0 ? n->a.axis + xs->ndim : n->a.axis);
+        return ntp__dnnl_plain_md(&d->src, xs, dnnl_f32);
+    case BK_BNORM: {
+        int64_t cd[1] = {xs->dim[1]};
+        if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)) ||
+            (st = ntp__dnnl_plain_dims(&d->wei, 1, cd, dnnl_f32)))
+            return st;
+        return ntp__dnnl_plain_dims(&d->stat, 1, cd, dnnl_f32);
+    }
+    case BK_LNORM: {
+        int64_t R, D;
+        lnorm_rows(xs, n, &R, &D);
+        int64_t sd[2] = {R, D}, wd[1] = {D}, rd[1] = {R};
+        if ((st = ntp__dnnl_plain_dims(&d->src, 2, sd, dnnl_f32)) ||
+            (st = ntp__dnnl_plain_dims(&d->wei, 1, wd, dnnl_f32)))
+            return st;
+        return ntp__dnnl_plain_dims(&d->stat, 1, rd, dnnl_f32);
+    }
+    default: return dnnl_unimplemented;
+    }
 }
 
-/* The forward training descriptor, the hint of both backward ones. */
-static dnnl_status_t forward_pd(odnn_state *s, const bwd_desc *d, dnnl_primitive_desc_t *pd)
+/* The op descriptors oneDNN takes, by kind. */
+typedef union bwd_op_desc {
+    dnnl_convolution_desc_t conv;
+    dnnl_inner_product_desc_t ip;
+    dnnl_pooling_v2_desc_t pool;
+    dnnl_eltwise_desc_t elt;
+    dnnl_softmax_desc_t sm;
+    dnnl_logsoftmax_desc_t lsm;
+    dnnl_batch_normalization_desc_t bn;
+    dnnl_layer_normalization_desc_t ln;
+} bwd_op_desc;
+
+/* The forward training descriptor, the hint of every backward one. */
+static dnnl_status_t forward_pd(odnn_state *s, const ntp_node *n, const bwd_desc *d,
+                                dnnl_primitive_desc_t *pd)
 {
-    dnnl_status_t st;
-    if (d->conv) {
-        dnnl_convolution_desc_t cd;
+    bwd_op_desc od;
+    dnnl_status_t st = dnnl_unimplemented;
+    const dnnl_prop_kind_t fw = dnnl_forward_training;
+    switch (d->kind) {
+    case BK_CONV:
         st = dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_training, dnnl_convolution_direct, &d->src, &d->wei,
-            d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
-        return st ? st : dnnl_primitive_desc_create(pd, &cd, NULL, s->eng, NULL);
+            &od.conv, fw, dnnl_convolution_direct, &d->src, &d->wei, d->has_bias ? &d->bias : NULL,
+            &d->dst, d->strides, d->dil, d->pl, d->pr);
+        break;
+    case BK_FC:
+        st = dnnl_inner_product_forward_desc_init(&od.ip, fw, &d->src, &d->wei,
+                                                  d->has_bias ? &d->bias : NULL, &d->dst);
+        break;
+    case BK_POOL:
+        st = dnnl_pooling_v2_forward_desc_init(&od.pool, fw, d->alg, &d->src, &d->dst, d->strides,
+                                               d->kernel, d->dil, d->pl, d->pr);
+        break;
+    case BK_ELTWISE:
+        st = dnnl_eltwise_forward_desc_init(&od.elt, fw, d->alg, &d->src, d->alpha, d->beta);
+        break;
+    case BK_SOFTMAX:
+        st = n->op == NTP_OP_LOG_SOFTMAX
+                 ? dnnl_logsoftmax_forward_desc_init(&od.lsm, fw, &d->src, d->axis)
+                 : dnnl_softmax_forward_desc_init(&od.sm, fw, &d->src, d->axis);
+        break;
+    case BK_BNORM:
+        st = dnnl_batch_normalization_forward_desc_init(&od.bn, fw, &d->src, d->eps, d->flags);
+        break;
+    case BK_LNORM:
+        st = dnnl_layer_normalization_forward_desc_init(&od.ln, fw, &d->src, &d->stat, d->eps,
+                                                        d->flags);
+        break;
+    default: break;
     }
-    dnnl_inner_product_desc_t id;
-    st = dnnl_inner_product_forward_desc_init(&id, dnnl_forward_training, &d->src, &d->wei,
-                                              d->has_bias ? &d->bias : NULL, &d->dst);
-    return st ? st : dnnl_primitive_desc_create(pd, &id, NULL, s->eng, NULL);
+    return st ? st : dnnl_primitive_desc_create(pd, &od, NULL, s->eng, NULL);
 }
 
-static dnnl_status_t backward_pd(odnn_state *s, const bwd_desc *d, int mode,
+static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_desc *d, int mode,
                                  const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *pd)
 {
-    dnnl_status_t st;
-    if (d->conv) {
-        dnnl_convolution_desc_t cd;
+    bwd_op_desc od;
+    dnnl_status_t st = dnnl_unimplemented;
+    /* Norms: oneDNN 2.6 has no backward-data with a scale (unimplemented
+     * on the CPU), so both phases run the whole backward. */
+    const dnnl_prop_kind_t prop = dnnl_backward;
+    switch (d->kind) {
+    case BK_CONV:
         st = mode == 1
                  ? dnnl_dilated_convolution_backward_data_desc_init(
-                       &cd, dnnl_convolution_direct, &d->src, &d->wei, &d->dst, d->strides, d->dil,
-                       d->pl, d->pr)
+                       &od.conv, dnnl_convolution_direct, &d->src, &d->wei, &d->dst, d->strides,
+                       d->dil, d->pl, d->pr)
                  : dnnl_dilated_convolution_backward_weights_desc_init(
-                       &cd, dnnl_convolution_direct, &d->src, &d->wei,
+                       &od.conv, dnnl_convolution_direct, &d->src, &d->wei,
                        d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
-        return st ? st : dnnl_primitive_desc_create(pd, &cd, NULL, s->eng, hint);
+        break;
+    case BK_FC:
+        st = mode == 1
+                 ? dnnl_inner_product_backward_data_desc_init(&od.ip, &d->src, &d->wei, &d->dst)
+                 : dnnl_inner_product_backward_weights_desc_init(
+                       &od.ip, &d->src, &d->wei, d->has_bias ? &d->bias : NULL, &d->dst);
+        break;
+    case BK_POOL:
+        st = dnnl_pooling_v2_backward_desc_init(&od.pool, d->alg, &d->src, &d->dst, d->strides,
+                                                d->kernel, d->dil, d->pl, d->pr);
+        break;
+    case BK_ELTWISE:
+        st = dnnl_eltwise_backward_desc_init(&od.elt, d->alg, &d->src, &d->src, d->alpha, d->beta);
+        break;
+    case BK_SOFTMAX:
+        st = n->op == NTP_OP_LOG_SOFTMAX
+                 ? dnnl_logsoftmax_backward_desc_init(&od.lsm, &d->src, &d->src, d->axis)
+                 : dnnl_softmax_backward_desc_init(&od.sm, &d->src, &d->src, d->axis);
+        break;
+    case BK_BNORM:
+        st = dnnl_batch_normalization_backward_desc_init(&od.bn, prop, &d->src, &d->src, d->eps,
+                                                         d->flags);
+        break;
+    case BK_LNORM:
+        st = dnnl_layer_normalization_backward_desc_init(&od.ln, prop, &d->src, &d->src, &d->stat,
+                                                         d->eps, d->flags);
+        break;
+    default: break;
     }
-    dnnl_inner_product_desc_t id;
-    st = mode == 1 ? dnnl_inner_product_backward_data_desc_init(&id, &d->src, &d->wei, &d->dst)
-                   : dnnl_inner_product_backward_weights_desc_init(
-                         &id, &d->src, &d->wei, d->has_bias ? &d->bias : NULL, &d->dst);
-    return st ? st : dnnl_primitive_desc_create(pd, &id, NULL, s->eng, hint);
+    return st ? st : dnnl_primitive_desc_create(pd, &od, NULL, s->eng, hint);
 }
-
-/* One memory argument of the backward primitive. */
-typedef struct bwd_io {
-    int arg;
-    const dnnl_memory_desc_t *md;
-    void *ptr;
-} bwd_io;
 
 void ntp__odnn_backward_release(odnn_state *s)
 {
     for (int i = 0; i < s->n_bwd; i++) {
         dnnl_primitive_destroy(s->bwd[i].prim);
-        for (int k = 0; k < s->bwd[i].n_args; k++)
-            dnnl_memory_destroy(s->bwd[i].args[k].memory);
+        dnnl_primitive_destroy(s->bwd[i].fwd);
+        for (int k = 0; k < s->bwd[i].n_mem; k++)
+            dnnl_memory_destroy(s->bwd[i].mem[k]);
     }
     free(s->bwd);
     s->bwd = NULL;
     s->n_bwd = 0;
+}
+
+/* A memory object of e for descriptor md, its handle from h (H_OWN:
+ * allocated here); its index, or -1 with *st set. */
+static int add_mem(odnn_state *s, struct odnn_bwd *e, const dnnl_memory_desc_t *md, int h,
+                   dnnl_status_t *st)
+{
+    if (*st)
+        return -1;
+    if (e->n_mem == ODNN_BWD_MEMS) {
+        *st = dnnl_runtime_error;
+        return -1;
+    }
+    *st = dnnl_memory_create(&e->mem[e->n_mem], md, s->eng,
+                             h == H_OWN ? DNNL_MEMORY_ALLOCATE : DNNL_MEMORY_NONE);
+    if (*st)
+        return -1;
+    e->handle[e->n_mem] = h;
+    return e->n_mem++;
+}
+
+/* Argument `arg` of the backward primitive (or of the forward, fwd) is
+ * memory m. */
+static void add_arg(struct odnn_bwd *e, bool fwd, int arg, int m)
+{
+    if (m < 0)
+        return;
+    if (fwd)
+        e->fargs[e->n_fargs++] = (dnnl_exec_arg_t){arg, e->mem[m]};
+    else
+        e->args[e->n_args++] = (dnnl_exec_arg_t){arg, e->mem[m]};
+}
+
+/* The memory objects and arguments of each kind and phase. Data:
+ * diff_src from diff_dst and what the layer's derivative reads; weights:
+ * diff_weights and diff_bias (a norm's diff_scale and diff_shift). */
+static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
+                          const_dnnl_primitive_desc_t fpd, struct odnn_bwd *e)
+{
+    dnnl_status_t st = dnnl_success;
+    bool own_dst = d->kind == BK_CONV || d->kind == BK_FC || d->kind == BK_POOL;
+    add_arg(e, false, DNNL_ARG_DIFF_DST, add_mem(s, e, own_dst ? &d->dst : &d->src, H_DY, &st));
+    switch (d->kind) {
+    case BK_CONV:
+    case BK_FC:
+        if (mode == 1) {
+            add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d->wei, H_W, &st));
+            add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX, &st));
+        } else {
+            add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
+            add_arg(e, false, DNNL_ARG_DIFF_WEIGHTS, add_mem(s, e, &d->wei, H_DW, &st));
+            if (d->has_bias)
+                add_arg(e, false, DNNL_ARG_DIFF_BIAS, add_mem(s, e, &d->bias, H_DB, &st));
+        }
+        break;
+    case BK_POOL: {
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX, &st));
+        if (d->alg != dnnl_pooling_max)
+            break;
+        const dnnl_memory_desc_t *ws =
+            dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
+        if (!ws || dnnl_memory_desc_get_size(ws) == 0)
+            return st ? st : dnnl_unimplemented;
+        int w = add_mem(s, e, ws, H_OWN, &st);
+        add_arg(e, true, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
+        add_arg(e, true, DNNL_ARG_DST, add_mem(s, e, &d->dst, H_OWN, &st));
+        add_arg(e, true, DNNL_ARG_WORKSPACE, w);
+        add_arg(e, false, DNNL_ARG_WORKSPACE, w);
+        break;
+    }
+    case BK_ELTWISE:
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX, &st));
+        break;
+    case BK_SOFTMAX:
+        add_arg(e, false, DNNL_ARG_DST, add_mem(s, e, &d->src, H_Y, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX, &st));
+        break;
+    case BK_BNORM:
+    case BK_LNORM:
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
+        add_arg(e, false, DNNL_ARG_MEAN, add_mem(s, e, &d->stat, H_MEAN, &st));
+        add_arg(e, false, DNNL_ARG_VARIANCE, add_mem(s, e, &d->stat, H_VAR, &st));
+        add_arg(e, false, DNNL_ARG_SCALE, add_mem(s, e, &d->wei, H_W, &st));
+        /* oneDNN asks for the shift, which no gradient reads: scratch. */
+        add_arg(e, false, DNNL_ARG_SHIFT, add_mem(s, e, &d->wei, H_OWN, &st));
+        /* Each phase keeps its part; the other part goes to scratch. */
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, mode == 1 ? H_DX : H_OWN, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SCALE,
+                add_mem(s, e, &d->wei, mode == 2 ? H_DW : H_OWN, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SHIFT,
+                add_mem(s, e, &d->wei, mode == 2 ? H_DB : H_OWN, &st));
+        break;
+    default: st = dnnl_unimplemented; break;
+    }
+    return st;
 }
 
 /* Build layer a->n's primitive for phase a->mode into *e. */
@@ -156,52 +461,57 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
     bwd_desc d;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
     const char *what = "describing the layer";
+    memset(e, 0, sizeof *e);
+    e->n = a->n;
+    e->mode = a->mode;
     dnnl_status_t st = describe(a, &d);
     if (!st) {
         what = "the forward hint";
-        st = forward_pd(s, &d, &fpd);
+        st = forward_pd(s, a->n, &d, &fpd);
     }
     if (!st) {
         what = a->mode == 1 ? "the backward-data primitive descriptor"
                             : "the backward-weights primitive descriptor";
-        st = backward_pd(s, &d, a->mode, fpd, &bpd);
+        st = backward_pd(s, a->n, &d, a->mode, fpd, &bpd);
     }
-    /* Data: diff_src from weights and diff_dst; weights: diff_weights and
-     * diff_bias from src and diff_dst. The handles are set at each call. */
-    bwd_io io[4] = {{DNNL_ARG_DIFF_DST, &d.dst, NULL}};
-    int n_io = 1;
-    if (a->mode == 1) {
-        io[n_io++] = (bwd_io){DNNL_ARG_WEIGHTS, &d.wei, NULL};
-        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_SRC, &d.src, NULL};
-    } else {
-        io[n_io++] = (bwd_io){DNNL_ARG_SRC, &d.src, NULL};
-        io[n_io++] = (bwd_io){DNNL_ARG_DIFF_WEIGHTS, &d.wei, NULL};
-        if (d.has_bias)
-            io[n_io++] = (bwd_io){DNNL_ARG_DIFF_BIAS, &d.bias, NULL};
-    }
-    memset(e, 0, sizeof *e);
-    e->n = a->n;
-    e->mode = a->mode;
-    for (int i = 0; i < n_io && !st; i++) {
+    if (!st) {
         what = "dnnl_memory_create";
-        st = dnnl_memory_create(&e->args[i].memory, io[i].md, s->eng, DNNL_MEMORY_NONE);
-        e->args[i].arg = io[i].arg;
-        e->n_args += st == dnnl_success;
+        st = wire(s, &d, a->mode, fpd, e);
     }
     if (!st) {
         what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&e->prim, bpd);
     }
+    if (!st && e->n_fargs > 0)
+        st = dnnl_primitive_create(&e->fwd, fpd);
     if (bpd)
         dnnl_primitive_desc_destroy(bpd);
     if (fpd)
         dnnl_primitive_desc_destroy(fpd);
     if (st) {
-        for (int k = 0; k < e->n_args; k++)
-            dnnl_memory_destroy(e->args[k].memory);
+        dnnl_primitive_destroy(e->prim);
+        for (int k = 0; k < e->n_mem; k++)
+            dnnl_memory_destroy(e->mem[k]);
         return fail(ctx, a, st, what);
     }
     return NTP_STATUS_OK;
+}
+
+/* The buffer of a's that handle h names. */
+static void *handle_ptr(const ntp_backward_args *a, int h)
+{
+    switch (h) {
+    case H_X: return (void *)a->x;
+    case H_W: return (void *)a->w;
+    case H_DY: return (void *)a->dy;
+    case H_DX: return a->dx;
+    case H_DW: return a->dw;
+    case H_DB: return a->db;
+    case H_Y: return (void *)a->y;
+    case H_MEAN: return (void *)a->mean;
+    case H_VAR: return (void *)a->var;
+    default: return NULL;
+    }
 }
 
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
@@ -223,17 +533,18 @@ ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
     }
     dnnl_status_t st = dnnl_success;
     const char *what = "dnnl_memory_set_data_handle";
-    for (int k = 0; k < e->n_args && !st; k++) {
-        void *p = NULL;
-        switch (e->args[k].arg) {
-        case DNNL_ARG_DIFF_DST: p = (void *)a->dy; break;
-        case DNNL_ARG_WEIGHTS: p = (void *)a->w; break;
-        case DNNL_ARG_DIFF_SRC: p = a->dx; break;
-        case DNNL_ARG_SRC: p = (void *)a->x; break;
-        case DNNL_ARG_DIFF_WEIGHTS: p = a->dw; break;
-        default: p = a->db; break;
-        }
-        st = dnnl_memory_set_data_handle(e->args[k].memory, p);
+    for (int k = 0; k < e->n_mem && !st; k++) {
+        if (e->handle[k] == H_OWN)
+            continue;
+        void *p = handle_ptr(a, e->handle[k]);
+        if (!p)
+            return ntp__node_error(ctx, a->g, a->n, NTP_STATUS_INTERNAL,
+                                   "onednn backward: a buffer the layer reads was not given");
+        st = dnnl_memory_set_data_handle(e->mem[k], p);
+    }
+    if (!st && e->fwd) {
+        what = "the forward's dnnl_primitive_execute (max pooling's workspace)";
+        st = dnnl_primitive_execute(e->fwd, s->stream, e->n_fargs, e->fargs);
     }
     if (!st) {
         what = "dnnl_primitive_execute";

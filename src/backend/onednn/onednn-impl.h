@@ -245,6 +245,11 @@ bool ntp__dnnl_matmul_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_matmul_build(odnn_build *b);
 bool ntp__dnnl_pool_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_pool_build(odnn_build *b);
+/* The geometry pool_build gives oneDNN (training's backward reuses it):
+ * kernel, strides, dilation (from 0) and both paddings per spatial dim;
+ * false where pool_supports is. */
+bool ntp__dnnl_pool_geometry(const ntp_graph *g, const ntp_node *n, dnnl_dim_t *kernel,
+                             dnnl_dim_t *strides, dnnl_dim_t *dil, dnnl_dim_t *pl, dnnl_dim_t *pr);
 bool ntp__dnnl_norm_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_norm_build(odnn_build *b);
 bool ntp__dnnl_eltwise_supports(const ntp_graph *g, const ntp_node *n);

@@ -71,6 +71,23 @@ bool ntp__dnnl_pool_supports(const ntp_graph *g, const ntp_node *n)
     return !(n->op == NTP_OP_AVGPOOL && n->a.count_include_pad && p.extended);
 }
 
+bool ntp__dnnl_pool_geometry(const ntp_graph *g, const ntp_node *n, dnnl_dim_t *kernel,
+                             dnnl_dim_t *strides, dnnl_dim_t *dil, dnnl_dim_t *pl, dnnl_dim_t *pr)
+{
+    pdims p;
+    if (!ntp__dnnl_pool_supports(g, n) ||
+        !pool_dims(n, &g->tensors[n->in[0]].shape, &g->tensors[n->out[0]].shape, &p))
+        return false;
+    for (int d = 0; d < p.nk; d++) {
+        kernel[d] = p.kernel[d];
+        strides[d] = p.strides[d];
+        dil[d] = p.dil[d];
+        pl[d] = p.pl[d];
+        pr[d] = p.pr[d];
+    }
+    return true;
+}
+
 ntp_status ntp__dnnl_pool_build(odnn_build *b)
 {
     ntp_kargs *k = b->k;
