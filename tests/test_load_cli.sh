@@ -10,9 +10,10 @@ M="$SRC/models/serve-delay.xml"
 export XDG_DATA_HOME="$T/xdg"
 Q=(-B ref --duration 0 --warmup 1)
 
-# schema FILE: the report validates against schema/load.schema.json.
+# schema FILE [SCHEMA]: the report validates against schema/SCHEMA
+# (default load.schema.json).
 schema() {
-    $PY - "$SRC/schema/load.schema.json" "$1" <<'PYEOF' && ok || bad "schema: $1"
+    $PY - "$SRC/schema/${2:-load.schema.json}" "$1" <<'PYEOF' && ok || bad "schema: $1"
 import json, sys, jsonschema
 s = json.load(open(sys.argv[1]))
 cls = jsonschema.validators.validator_for(s)
@@ -145,7 +146,36 @@ $PY -c 'import sqlite3, sys; q = lambda p: sqlite3.connect(p).execute("SELECT ti
 # a time around the baseline, each the figures of its own load run.
 SW=(-s base_us=100 --scenario server --latency-bound 50 "${Q[@]}" --min-queries 100 --no-db)
 expect_exit 0 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,1000 --vary instances=1,2 \
-    -f json -o "$T/sw.json"
+    -f json -o "$T/sw.json" --html "$T/sw.html"
+schema "$T/sw.json" load_sweep.schema.json
+# The schema holds every field: the report less any one of them, at the top
+# or in a configuration (its latencies and generator included), fails it.
+$PY - "$SRC/schema/load_sweep.schema.json" "$T/sw.json" <<'PYEOF' && ok || bad "load_sweep schema lets a missing field pass"
+import copy, json, sys, jsonschema
+s = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+v = jsonschema.validators.validator_for(s)(s)
+assert v.is_valid(r)
+paths = [(k,) for k in r]
+c = r["configurations"][0]
+for k in c:
+    paths.append(("configurations", 0, k))
+    if isinstance(c[k], dict):
+        paths += [("configurations", 0, k, j) for j in c[k]]
+assert len(paths) >= 25, len(paths)
+for p in paths:
+    if p == ("configurations", 0, "load_run_id"):
+        continue  # present only when the sweep was recorded
+    x = copy.deepcopy(r); o = x
+    for k in p[:-1]:
+        o = o[k]
+    del o[p[-1]]
+    assert not v.is_valid(x), ("passes without", p)
+# A failed configuration is its label and error only.
+x = copy.deepcopy(r); x["configurations"][0] = {"configuration": "qps=1", "error": "exit 2: bad"}
+assert v.is_valid(x)
+x["configurations"][0]["valid"] = True
+assert not v.is_valid(x)
+PYEOF
 $PY - "$T/sw.json" <<'PYEOF' && ok || bad "sweep --load JSON"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -163,8 +193,9 @@ for r, qps, inst in zip(c, (500, 1000, 500), (1, 1, 2)):
     assert 0 < r["qps_achieved"] < 2 * qps, r
 PYEOF
 # Every combination, a <param> among the factors; a bad value fails its row only.
-expect_exit 0 "$NTPROF" sweep "$M" --load --scenario single-stream "${Q[@]}" --min-queries 20 \
-    --no-db --vary base_us=100,300 --vary max-batch=1,2 --design full -f csv -o "$T/sw.csv"
+expect_exit 0 "$NTPROF" sweep "$M" --load --scenario single-stream "${Q[@]}" --min-queries 64 \
+    --no-db --vary base_us=100,300 --vary max-batch=1,2 --design full -f csv -o "$T/sw.csv" \
+    --html "$T/sw-csv.html"
 $PY - "$T/sw.csv" <<'PYEOF' && ok || bad "sweep --load CSV"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -178,10 +209,127 @@ expect_exit 0 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,-1 -o "$T/sw
 grep -q 'qps=-1 .*failed: .*--qps' "$T/swbad.txt" && grep -q '^qps=500 ' "$T/swbad.txt" && ok ||
     bad "a failed configuration's row: $(cat "$T/swbad.txt")"
 expect_in_err "1 of 2 configurations failed"
+expect_exit 0 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,-1 -f json -o "$T/swbad.json" \
+    --html "$T/swbad.html"
+schema "$T/swbad.json" load_sweep.schema.json
+$PY -c 'import json,sys; c=json.load(open(sys.argv[1]))["configurations"]; assert c[0]["error"] is None and c[1]["error"].startswith("exit 2: ") and len(c[1]) == 2, c' "$T/swbad.json" && ok || bad "a failed configuration's JSON"
+# The sweep's HTML (docs/load.md#sweeps): self-contained; a row per
+# configuration and a p99 and a p50 point per completed one, each the
+# report's value; invalid runs marked, failed ones in the table only. The
+# server sweep's 100 queries cannot claim a p99 (all invalid); the
+# single-stream sweep's 64 can claim its p90 (all valid); the third page
+# has a failed configuration.
+sweep_html_check() {
+    $PY - "$1" "$2" "$3" <<'PYEOF' && ok || bad "sweep html: $1"
+import csv, html, json, re, sys
+h = open(sys.argv[1]).read(); want_valid = sys.argv[3]
+if sys.argv[2].endswith(".csv"):
+    conf = []
+    for r in csv.DictReader(open(sys.argv[2])):
+        if r["error"]:
+            conf.append({"configuration": r["configuration"], "error": r["error"]}); continue
+        num = lambda k: float(r[k]) if r[k] != "" else None
+        conf.append({"configuration": r["configuration"], "error": None, "scenario": r["scenario"],
+                     "instances": int(r["instances"]), "threads_per_instance": int(r["threads_per_instance"]),
+                     "max_batch": int(r["max_batch"]), "qps_offered": num("qps_offered"),
+                     "qps_achieved": num("qps_achieved"), "samples_per_s": num("samples_per_s"),
+                     "queries": int(r["queries"]), "valid": r["valid"] == "true", "max_qps": num("max_qps"),
+                     "latency_ms": {k: num(k + "_ms") for k in ("p50", "p90", "p99", "mean", "max")},
+                     "generator": {k: num(k) for k in ("overhead_us", "lateness_mean_us", "lateness_p99_us", "qps_drawn")}})
+    tol = 1e-9  # CSV: 10 significant digits
+else:
+    conf = json.load(open(sys.argv[2]))["configurations"]
+    tol = 1e-12
+same = lambda a, b: abs(a - b) <= tol * max(1, abs(b))
+assert h.startswith("<!DOCTYPE html>") and not re.search(r'(src|href)="(https?:)?//', h)
+t = re.search(r'<table id="configurations">(.*?)</table>', h, re.S).group(1)
+rows = re.findall(r'<tr class="config" data-c="(\d+)"><td class="l">([^<]*)</td>(.*?)</tr>', t)
+assert [int(r[0]) for r in rows] == list(range(len(conf))), (len(rows), len(conf))
+pts = re.findall(r'<circle class="pt (p99|p50)( invalid)?" data-c="(\d+)" data-x="([^"]+)" data-y="([^"]+)"', h)
+marks = set(int(c) for c in re.findall(r'class="invalid-mark" data-c="(\d+)"', h))
+done = [i for i, c in enumerate(conf) if c["error"] is None]
+assert sorted(int(p[2]) for p in pts) == sorted(done * 2), (pts, done)
+for (i, label, cells), c in zip(rows, conf):
+    i = int(i)
+    assert html.unescape(label) == c["configuration"], (label, c["configuration"])
+    if c["error"] is not None:
+        assert "failed: " in cells and i not in marks, cells
+        continue
+    v = [float(x) for x in re.findall(r'data-v="([^"]+)"', cells)]
+    L, G = c["latency_ms"], c["generator"]
+    w = [c["instances"], c["threads_per_instance"], c["max_batch"], c["qps_offered"], c["qps_achieved"],
+         c["samples_per_s"], c["queries"], L["p50"], L["p90"], L["p99"], L["mean"], L["max"],
+         c["max_qps"], G["overhead_us"], G["lateness_mean_us"], G["lateness_p99_us"], G["qps_drawn"]]
+    w = [x for x in w if x is not None]  # "-" cells carry no data-v
+    assert len(v) == len(w) and all(same(a, b) for a, b in zip(v, w)), (c["configuration"], v, w)
+    assert cells.endswith(">%s</td>" % ("yes" if c["valid"] else "no")), cells[-40:]
+    assert c["valid"] == (want_valid == "valid"), (c["configuration"], c["valid"], want_valid)
+    assert (i in marks) == (not c["valid"]), (i, marks)
+    for p in pts:
+        if int(p[2]) == i:
+            assert bool(p[1]) == (not c["valid"]), p
+            assert same(float(p[3]), c["qps_achieved"]), (p, c["qps_achieved"])
+            assert same(float(p[4]), L[p[0]]), (p, L)
+assert h.count('<svg class="chart" id="latency-qps"') == 1
+PYEOF
+}
+sweep_html_check "$T/sw.html" "$T/sw.json" invalid
+sweep_html_check "$T/sw-csv.html" "$T/sw.csv" valid
+sweep_html_check "$T/swbad.html" "$T/swbad.json" invalid
+expect_exit 1 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=1,2 -o "$T/same.html" \
+    --html "$T/same.html"
+expect_in_err "same.html"
 expect_exit 2 "$NTPROF" sweep "$M" --load "${SW[@]}" --qps 100 --vary qps=500,1000
 expect_err "--vary qps and --qps both set qps; give one"
 expect_exit 2 "$NTPROF" sweep "$M" --load "${SW[@]}" --vary qps=500,500
 expect_err "--vary qps: the value '500' is given twice"
+
+# A load sweep is recorded as one sweep (docs/load.md#sweeps): each
+# configuration's load run, its report byte for byte, linked to the sweep
+# with its label; a failed one with its error; history lists it.
+expect_exit 0 "$NTPROF" sweep "$M" --load -s base_us=100 --scenario server --latency-bound 50 \
+    "${Q[@]}" --min-queries 50 --db "$T/sw.db" --vary qps=500,1000,-1 -f json -o "$T/swdb.json"
+expect_in_err "recorded as load sweep 1 in $T/sw.db"
+schema "$T/swdb.json" load_sweep.schema.json
+expect_exit 0 "$NTPROF" history --db "$T/sw.db" --load-sweeps -f json -o "$T/hs.json"
+expect_exit 0 "$NTPROF" history --db "$T/sw.db" --load -f json -o "$T/hl2.json"
+$PY - "$T/swdb.json" "$T/hs.json" "$T/hl2.json" "$T/sw.db" <<'PYEOF' && ok || bad "the load sweep in the history"
+import json, sqlite3, sys
+sw, hs, hl = (json.load(open(f)) for f in sys.argv[1:4])
+assert hs["kind"] == "load_sweep_history" and len(hs["load_sweeps"]) == 1, hs
+s = hs["load_sweeps"][0]
+assert s["id"] == 1 and s["design"] == "ofat" and s["n_configs"] == 3 and s["source"].endswith("/serve-delay.xml"), s
+cs = s["configurations"]
+assert [c["index"] for c in cs] == [0, 1, 2], cs
+assert [c["configuration"] for c in cs] == [c["configuration"] for c in sw["configurations"]], cs
+runs = {r["id"]: r for r in hl["load_runs"]}
+assert len(runs) == 2, sorted(runs)
+for c, r in zip(cs, sw["configurations"]):
+    if r["error"] is not None:
+        assert c["state"] == "failed" and c["load_run_id"] is None and c["error"] == r["error"], c
+        assert "load_run_id" not in r
+        continue
+    assert c["state"] == "ok" and c["error"] is None and c["load_run_id"] == r["load_run_id"], (c, r)
+    e = runs[c["load_run_id"]]
+    for k in ("scenario", "queries", "qps_offered", "qps_achieved", "valid", "max_batch", "instances"):
+        assert e[k] == r[k], (k, e[k], r[k])
+    for k in ("p50", "p90", "p99", "max", "mean"):
+        assert e["latency_ms"][k] == r["latency_ms"][k], (k, e["latency_ms"], r["latency_ms"])
+db = sqlite3.connect(sys.argv[4])
+assert db.execute("SELECT kind, executor FROM sweeps").fetchall() == [("load", "local")]
+opts = json.loads(db.execute("SELECT run_options FROM sweeps").fetchone()[0])
+assert "--db" not in opts and "--no-db" not in opts and "--scenario" in opts, opts
+for (rep,) in db.execute("SELECT report FROM load_runs"):
+    j = json.loads(rep)
+    assert j["kind"] == "load" and not j["interrupted"], j["kind"]
+PYEOF
+expect_exit 0 "$NTPROF" history --db "$T/sw.db"
+grep -q "^load sweeps" "$T/out" && grep -q "^load sweep 1 " "$T/out" &&
+    [ "$(grep -cE '^ +[0-9]+ +[0-9]+ ok +qps=' "$T/out")" = 2 ] && grep -q ' failed qps=-1: exit 2' "$T/out" &&
+    ok || bad "history's table lacks the load sweep: $(cat "$T/out")"
+# --no-db: the sweeps above recorded nothing in the default history.
+expect_exit 0 "$NTPROF" history --load-sweeps -f csv -o "$T/hsd.csv"
+[ "$(wc -l <"$T/hsd.csv")" = 1 ] && ok || bad "--no-db sweeps were recorded: $(cat "$T/hsd.csv")"
 
 # Bad input: one line each, saying why.
 expect_exit 2 "$NTPROF" load "$M" --scenario server --qps 0 --latency-bound 5

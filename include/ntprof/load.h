@@ -273,6 +273,8 @@ typedef struct ntp_loadgen_sweep_row {
     /* The generator's quality: cost per query, lateness mean and p99 (µs),
      * and the rate the drawn arrivals offered. */
     double overhead_us, lateness_mean_us, lateness_p99_us, qps_drawn;
+    /* Its load run in the history when the sweep was recorded (0: not). */
+    int64_t load_run_id;
 } ntp_loadgen_sweep_row;
 
 /* Fill row (its label kept) from a load report written by
@@ -283,6 +285,23 @@ NTP_API ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path,
  * configuration) or CSV (a row per configuration). */
 NTP_API ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
                                            const char *source, ntp_format fmt, FILE *f);
+/* Record configuration `index` of load sweep `sweep` (ntp_store_add_load_sweep)
+ * in s: a failed row (error set) as failed with its error; a completed one
+ * as the load run of its JSON report at `report` (stored byte for byte,
+ * as `ntprof load` stores it), whose id goes to row->load_run_id. */
+NTP_API ntp_status ntp_loadgen_sweep_record(ntp_ctx *ctx, ntp_store *s, int64_t sweep, int index,
+                                            const char *report, ntp_loadgen_sweep_row *row);
+/* Recorded load sweeps (ntp_store_list_load_sweeps) as `ntprof history
+ * --load-sweeps` lists them: a table (a heading per sweep, a line per
+ * configuration), JSON (kind "load_sweep_history": the sweeps with their
+ * configurations) or CSV (a row per configuration). */
+NTP_API ntp_status ntp_loadgen_write_sweep_history(ntp_ctx *ctx, const ntp_load_sweep_task *t,
+                                                   int n, ntp_format fmt, FILE *f);
+/* A self-contained HTML page of the rows: p99 and p50 of each configuration
+ * against its achieved QPS (invalid runs marked) and a table of every
+ * configuration; each number also in a data-v attribute (docs/load.md#sweeps). */
+NTP_API ntp_status ntp_loadgen_write_sweep_html(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows,
+                                                int n, const char *source, FILE *f);
 
 #ifdef __cplusplus
 }

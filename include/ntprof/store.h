@@ -30,7 +30,7 @@ extern "C" {
 /* The schema version this library writes (PRAGMA user_version; the
  * schema_version table on PostgreSQL). Older
  * databases are migrated on open; a newer one is refused. */
-#define NTP_STORE_SCHEMA_VERSION 7
+#define NTP_STORE_SCHEMA_VERSION 8
 
 typedef struct ntp_store ntp_store;
 
@@ -137,6 +137,41 @@ NTP_API ntp_status ntp_store_add_load(ntp_ctx *ctx, ntp_store *s, const ntp_load
  * newest first. Free with free(). */
 NTP_API ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
                                         ntp_load_entry **out, int *n);
+
+/* --- load sweeps (ntprof sweep --load, docs/load.md#sweeps) -------------------------------- */
+
+/* One configuration of a recorded load sweep, with its sweep's design (a
+ * sweeps row of kind 'load'): its label ("qps=500 instances=2"), its state
+ * ("ok" or "failed"), its load run (0: none) and why it failed. */
+typedef struct ntp_load_sweep_task {
+    int64_t sweep;
+    char created_at[32]; /* the sweep's, ISO 8601 UTC */
+    char source[512];
+    char design[8]; /* ofat or full */
+    int n_configs;
+    int index;
+    char state[16];
+    char label[256];
+    int64_t load_run_id;
+    char message[512];
+} ntp_load_sweep_task;
+
+/* Record a load sweep's design (executor "local"): the factors as typed
+ * ("NAME=V1,V2,..."), the load options every configuration got; *id (may
+ * be NULL) receives its id. */
+NTP_API ntp_status ntp_store_add_load_sweep(ntp_ctx *ctx, ntp_store *s, const char *source,
+                                            const char *design, const char *const *factors,
+                                            int n_factors, const char *const *options,
+                                            int n_options, int n_configs, int64_t *id);
+/* Record configuration t->index of load sweep `sweep` (t's state, label,
+ * load_run_id and message; the sweep fields are ignored). */
+NTP_API ntp_status ntp_store_add_load_sweep_task(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
+                                                 const ntp_load_sweep_task *t);
+/* Every configuration of every load sweep, newest sweep first, each
+ * sweep's by index (none in a history older than schema 8). Free *out
+ * with free(). */
+NTP_API ntp_status ntp_store_list_load_sweeps(ntp_ctx *ctx, ntp_store *s, ntp_load_sweep_task **out,
+                                              int *n);
 
 /* Whether db names a PostgreSQL database (postgresql:// or postgres://)
  * rather than an SQLite file. */

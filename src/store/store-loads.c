@@ -1,6 +1,7 @@
 /* Load runs (ntprof load, docs/load.md#history): one load_runs row per run,
  * its headline figures in columns and its JSON report whole. The row is
  * filled by the load layer, which sits above the store. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,148 @@ ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_fi
     }
     if (!st && rc != NTP__STEP_DONE && rc != NTP__STEP_ROW)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list load runs");
+    ntp__db_finalize(q);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *n = count;
+    return NTP_STATUS_OK;
+}
+
+/* --- load sweeps (ntprof sweep --load, docs/load.md#sweeps) ------------------------------- */
+
+static char *strings_json(const char *const *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_string(v[i] ? v[i] : "")) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return s;
+}
+
+ntp_status ntp_store_add_load_sweep(ntp_ctx *ctx, ntp_store *s, const char *source,
+                                    const char *design, const char *const *factors, int n_factors,
+                                    const char *const *options, int n_options, int n_configs,
+                                    int64_t *id)
+{
+    if (!s || !source || !design || (n_factors > 0 && !factors) || (n_options > 0 && !options))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_add_load_sweep: no store or an incomplete sweep");
+    if (s->read_only)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
+                          s->display);
+    char *f = strings_json(factors, n_factors), *o = strings_json(options, n_options);
+    ntp_status st = NTP_STATUS_OK;
+    ntp__stmt *q = NULL;
+    if (!f || !o) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    q = ntp__db_prepare(s, "INSERT INTO sweeps (source, design, factors, run_options, n_configs,"
+                           " executor, kind) VALUES (?,?,?,?,?,'local','load') RETURNING id");
+    if (!q) {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the load sweep");
+        goto out;
+    }
+    ntp__db_text(q, 1, source);
+    ntp__db_text(q, 2, design);
+    ntp__db_text(q, 3, f);
+    ntp__db_text(q, 4, o);
+    ntp__db_int(q, 5, n_configs);
+    if (ntp__db_step(q) != NTP__STEP_ROW) {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the load sweep");
+        goto out;
+    }
+    if (id)
+        *id = ntp__db_col_int(q, 0);
+    if (ntp__db_step(q) != NTP__STEP_DONE)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the load sweep");
+out:
+    ntp__db_finalize(q);
+    free(f);
+    free(o);
+    return st;
+}
+
+ntp_status ntp_store_add_load_sweep_task(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
+                                         const ntp_load_sweep_task *t)
+{
+    if (!s || !t)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_add_load_sweep_task: no store or task");
+    ntp__stmt *q = ntp__db_prepare(s, "INSERT INTO sweep_tasks (sweep_id, idx, state, label,"
+                                      " load_run_id, message) VALUES (?,?,?,?,?,?)");
+    if (!q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the load sweep");
+    ntp__db_int(q, 1, sweep);
+    ntp__db_int(q, 2, t->index);
+    ntp__db_text(q, 3, t->state);
+    ntp__db_text(q, 4, t->label);
+    if (t->load_run_id > 0)
+        ntp__db_int(q, 5, t->load_run_id);
+    else
+        ntp__db_null(q, 5);
+    if (t->message[0])
+        ntp__db_text(q, 6, t->message);
+    else
+        ntp__db_null(q, 6);
+    ntp_status st = NTP_STATUS_OK;
+    if (ntp__db_step(q) != NTP__STEP_DONE)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the load sweep");
+    ntp__db_finalize(q);
+    return st;
+}
+
+ntp_status ntp_store_list_load_sweeps(ntp_ctx *ctx, ntp_store *s, ntp_load_sweep_task **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    int version = 0;
+    ntp_status st = ntp__store_version(ctx, s, &version);
+    if (st)
+        return st;
+    if (version < 8)
+        return NTP_STATUS_OK; /* an older history, not migrated by reading: none */
+    ntp__stmt *q = ntp__db_prepare(
+        s, "SELECT w.id, w.created_at, w.source, w.design, w.n_configs, t.idx, t.state, t.label,"
+           " t.load_run_id, t.message FROM sweeps w JOIN sweep_tasks t ON t.sweep_id = w.id"
+           " WHERE w.kind = 'load' ORDER BY w.id DESC, t.idx");
+    if (!q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list load sweeps");
+    ntp_load_sweep_task *v = NULL;
+    int cap = 0, count = 0;
+    ntp__step rc;
+    while ((rc = ntp__db_step(q)) == NTP__STEP_ROW) {
+        if (count == cap) {
+            cap = cap ? 2 * cap : 64;
+            ntp_load_sweep_task *p = realloc(v, (size_t)cap * sizeof *p);
+            if (!p) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            v = p;
+        }
+        ntp_load_sweep_task *t = &v[count++];
+        memset(t, 0, sizeof *t);
+        t->sweep = ntp__db_col_int(q, 0);
+        ntp__db_col_str(q, 1, t->created_at, sizeof t->created_at);
+        ntp__db_col_str(q, 2, t->source, sizeof t->source);
+        ntp__db_col_str(q, 3, t->design, sizeof t->design);
+        t->n_configs = (int)ntp__db_col_int(q, 4);
+        t->index = (int)ntp__db_col_int(q, 5);
+        ntp__db_col_str(q, 6, t->state, sizeof t->state);
+        ntp__db_col_str(q, 7, t->label, sizeof t->label);
+        t->load_run_id = ntp__db_col_int(q, 8);
+        ntp__db_col_str(q, 9, t->message, sizeof t->message);
+    }
+    if (!st && rc != NTP__STEP_DONE && rc != NTP__STEP_ROW)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot list load sweeps");
     ntp__db_finalize(q);
     if (st) {
         free(v);

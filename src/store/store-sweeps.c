@@ -127,6 +127,24 @@ static char *col_dup(ntp__stmt *q, int i)
     return t ? ntp__strdup(t) : NULL;
 }
 
+/* Whether sweep id is a load sweep (schema 8: sweeps.kind 'load'), whose
+ * configurations are load runs, not runs to resume or report. */
+static bool is_load_sweep(ntp_store *s, int64_t id)
+{
+    int version = 0;
+    bool tables;
+    if (!s->drv->version(s, &version, &tables) || version < 8)
+        return false;
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT kind FROM sweeps WHERE id = ?");
+    if (!q)
+        return false;
+    ntp__db_int(q, 1, id);
+    bool load = ntp__db_step(q) == NTP__STEP_ROW && ntp__db_col_text(q, 0) &&
+                strcmp(ntp__db_col_text(q, 0), "load") == 0;
+    ntp__db_finalize(q);
+    return load;
+}
+
 static ntp_status sweep_get_once(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep_record **out)
 {
     *out = NULL;
@@ -168,6 +186,11 @@ static ntp_status sweep_get_once(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_swe
                         "strings",
                         s->display, (long long)id);
     ntp__db_finalize(q);
+    if (!st && is_load_sweep(s, id))
+        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                        "history %s: sweep %lld is a load sweep (ntprof sweep --load); `ntprof "
+                        "history --load-sweeps` lists it",
+                        s->display, (long long)id);
     if (st) {
         ntp_sweep_record_free(r);
         return st;

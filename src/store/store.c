@@ -125,6 +125,13 @@ static const char *const migrations[] = {
     "  machine TEXT, load_average REAL,"
     "  report BLOB NOT NULL);"
     "CREATE INDEX load_runs_by_topology ON load_runs(topology, id);",
+    /* 7 -> 8: load sweeps (ntprof sweep --load, docs/load.md#sweeps): a
+     * sweep's kind ('run', or 'load' for a sweep of load runs), and for a
+     * load sweep's configuration its label and its load run. */
+    "ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';"
+    "ALTER TABLE sweep_tasks ADD COLUMN label TEXT;"
+    "ALTER TABLE sweep_tasks ADD COLUMN load_run_id INTEGER"
+    "  REFERENCES load_runs(id) ON DELETE SET NULL;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -10,7 +10,7 @@ int cmd_history(int argc, char **argv);
 int cmd_history_copy(int argc, char **argv);   /* cmd-history-copy.c */
 int cmd_history_import(int argc, char **argv); /* cmd-history-copy.c */
 
-enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW, OPT_LOAD };
+enum { OPT_DB = 1000, OPT_TOPOLOGY, OPT_BACKEND, OPT_SINCE, OPT_SHOW, OPT_LOAD, OPT_LOAD_SWEEPS };
 
 typedef struct list_arg {
     const ntp_history_entry *e;
@@ -35,19 +35,37 @@ static ntp_status write_loads(ntp_ctx *ctx, const void *arg, ntp_format fmt, FIL
     return ntp_loadgen_write_history(ctx, a->e, a->n, fmt, f);
 }
 
+/* Load sweeps (ntprof sweep --load): with --load-sweeps alone, or last in a
+ * table. */
+typedef struct sweeps_arg {
+    const ntp_load_sweep_task *t;
+    int n;
+} sweeps_arg;
+
+static ntp_status write_sweeps(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const sweeps_arg *a = arg;
+    return ntp_loadgen_write_sweep_history(ctx, a->t, a->n, fmt, f);
+}
+
 typedef struct both_arg {
     list_arg runs;
     loads_arg loads;
+    sweeps_arg sweeps;
 } both_arg;
 
 static ntp_status write_both(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const both_arg *a = arg;
     ntp_status st = ntp_report_write_history(ctx, a->runs.e, a->runs.n, fmt, f);
-    if (st || a->loads.n == 0)
+    if (!st && a->loads.n > 0) {
+        fputs("\nload runs (ntprof load; --load lists them alone)\n", f);
+        st = ntp_loadgen_write_history(ctx, a->loads.e, a->loads.n, fmt, f);
+    }
+    if (st || a->sweeps.n == 0)
         return st;
-    fputs("\nload runs (ntprof load; --load lists them alone)\n", f);
-    return ntp_loadgen_write_history(ctx, a->loads.e, a->loads.n, fmt, f);
+    fputs("\nload sweeps (ntprof sweep --load; --load-sweeps lists them alone)\n", f);
+    return ntp_loadgen_write_sweep_history(ctx, a->sweeps.t, a->sweeps.n, fmt, f);
 }
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
@@ -76,7 +94,7 @@ int cmd_history(int argc, char **argv)
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *db = NULL, *output = NULL;
     int64_t show = 0;
-    bool loads = false;
+    bool loads = false, load_sweeps = false;
     const cli_option opts[] = {
         CLI_HELP("usage: ntprof history [options]\n"
                  "       ntprof history copy --from DB --to DB\n"
@@ -101,6 +119,12 @@ int cmd_history(int argc, char **argv)
                 "list the load runs (`ntprof load`) instead; a table\n"
                 "of the runs lists them after the runs",
                 &loads),
+        CLI_SET("load-sweeps", OPT_LOAD_SWEEPS,
+                "list the load sweeps (`ntprof sweep --load`), each\n"
+                "configuration with its load run, instead (the\n"
+                "filters do not apply); a table of the runs lists\n"
+                "them last",
+                &load_sweeps),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write to FILE (written only on success)", &output),
         CLI_OPT("help", 'h', NULL, "this text"),
@@ -145,8 +169,10 @@ int cmd_history(int argc, char **argv)
     if (!ntp_store_is_url(db) && access(db, F_OK) != 0 && !show) {
         list_arg none = {NULL, 0};
         loads_arg no_loads = {NULL, 0};
-        rc = loads ? cli_write_output(ctx, output, write_loads, &no_loads, fmt)
-                   : cli_write_output(ctx, output, write_list, &none, fmt);
+        sweeps_arg no_sweeps = {NULL, 0};
+        rc = load_sweeps ? cli_write_output(ctx, output, write_sweeps, &no_sweeps, fmt)
+             : loads     ? cli_write_output(ctx, output, write_loads, &no_loads, fmt)
+                         : cli_write_output(ctx, output, write_list, &none, fmt);
         goto out;
     }
     ntp_store *s = NULL;
@@ -168,25 +194,39 @@ int cmd_history(int argc, char **argv)
         else
             rc = cli_write_output(ctx, output, write_run, r, fmt);
         ntp_run_result_free(r);
+    } else if (load_sweeps) {
+        ntp_load_sweep_task *t = NULL;
+        int nt = 0;
+        if (ntp_store_list_load_sweeps(ctx, s, &t, &nt) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+        } else {
+            sweeps_arg a = {t, nt};
+            rc = cli_write_output(ctx, output, write_sweeps, &a, fmt);
+        }
+        free(t);
     } else {
+        ntp_load_sweep_task *t = NULL;
+        int nt = 0;
         ntp_history_entry *e = NULL;
         ntp_load_entry *le = NULL;
         int n = 0, nl = 0;
         bool table = fmt == NTP_FORMAT_TABLE;
         if ((!loads && ntp_store_list(ctx, s, &filter, &e, &n) != NTP_STATUS_OK) ||
             ((loads || table) &&
-             ntp_store_list_loads(ctx, s, &filter, &le, &nl) != NTP_STATUS_OK)) {
+             ntp_store_list_loads(ctx, s, &filter, &le, &nl) != NTP_STATUS_OK) ||
+            (!loads && table && ntp_store_list_load_sweeps(ctx, s, &t, &nt) != NTP_STATUS_OK)) {
             rc = ntp_ctx_status(ctx) == NTP_STATUS_INVALID_ARGUMENT ? (cli_fail(ctx), CLI_USAGE)
                                                                     : cli_fail(ctx);
         } else if (loads) {
             loads_arg a = {le, nl};
             rc = cli_write_output(ctx, output, write_loads, &a, fmt);
         } else {
-            both_arg a = {{e, n}, {le, nl}};
+            both_arg a = {{e, n}, {le, nl}, {t, nt}};
             rc = cli_write_output(ctx, output, write_both, &a, fmt);
         }
         free(e);
         free(le);
+        free(t);
     }
     ntp_store_close(s);
 out:

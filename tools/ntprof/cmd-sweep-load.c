@@ -34,7 +34,8 @@ enum {
     OPT_L_BATCH_TIMEOUT,
     OPT_L_NO_PIN,
     OPT_L_DB,
-    OPT_L_NO_DB
+    OPT_L_NO_DB,
+    OPT_L_HTML
 };
 
 /* The options every configuration gets, as `ntprof load` spells them. */
@@ -61,8 +62,6 @@ static const struct {
     {'s', "--set", true},
     {'p', "--precision", true},
     {'M', "--max-memory", true},
-    {OPT_L_DB, "--db", true},
-    {OPT_L_NO_DB, "--no-db", false},
 };
 enum { N_PASS = sizeof pass / sizeof pass[0] };
 
@@ -231,6 +230,59 @@ static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv
     }
 }
 
+/* Record the sweep's design in the history before anything runs: the
+ * factors as typed, the options every configuration gets. A shared store
+ * (a URL) that cannot be reached fails the sweep; a local one warns, and
+ * the sweep runs unrecorded (docs/history.md). */
+static int record_open(ntp_ctx *ctx, const char *db, const char *file, const factor *f, int nf,
+                       bool full, const argv_list *fixed, int n, ntp_store **store, int64_t *id)
+{
+    char specs[MAX_FACTORS][4096];
+    const char *fs[MAX_FACTORS];
+    for (int k = 0; k < nf; k++) {
+        int o = snprintf(specs[k], sizeof specs[k], "%s=", f[k].name);
+        for (int v = 0; v < f[k].n && o < (int)sizeof specs[k]; v++)
+            o += snprintf(specs[k] + o, sizeof specs[k] - (size_t)o, "%s%s", v ? "," : "",
+                          f[k].values[v]);
+        fs[k] = specs[k];
+    }
+    char abs[PATH_MAX];
+    const char *source = realpath(file, abs) ? abs : file;
+    /* The options less the children's --no-db (the last one). */
+    int n_opt = fixed->n > 0 ? fixed->n - 1 : 0;
+    if (ntp_store_open(ctx, db, NTP_STORE_CREATE, store) == NTP_STATUS_OK &&
+        ntp_store_add_load_sweep(ctx, *store, source, full ? "full" : "ofat", fs, nf,
+                                 (const char *const *)fixed->v, n_opt, n, id) == NTP_STATUS_OK)
+        return CLI_OK;
+    ntp_store_close(*store);
+    *store = NULL;
+    if (ntp_store_is_url(db)) {
+        cli_error("%s", ntp_ctx_errmsg(ctx));
+        return CLI_FAIL;
+    }
+    fprintf(stderr, "ntprof: warning: %s; the sweep is not recorded (--db PATH or --no-db)\n",
+            ntp_ctx_errmsg(ctx));
+    ntp_ctx_clear(ctx);
+    return CLI_OK;
+}
+
+/* Record configuration c (its load run and its row in the sweep); a store
+ * that fails stops the recording with a warning, and the sweep goes on. */
+static void record_one(ntp_ctx *ctx, ntp_store **store, const char *db, int64_t sweep,
+                       const char *dir, int c, ntp_loadgen_sweep_row *row)
+{
+    char report[PATH_MAX], log[PATH_MAX];
+    if (!*store || !sweep_paths(dir, c, report, log))
+        return;
+    if (ntp_loadgen_sweep_record(ctx, *store, sweep, c, report, row) == NTP_STATUS_OK)
+        return;
+    fprintf(stderr, "ntprof: warning: %s; load sweep %lld in %s is recorded up to %s\n",
+            ntp_ctx_errmsg(ctx), (long long)sweep, db, row->label);
+    ntp_ctx_clear(ctx);
+    ntp_store_close(*store);
+    *store = NULL;
+}
+
 typedef struct sweep_out {
     const ntp_loadgen_sweep_row *rows;
     int n;
@@ -243,6 +295,13 @@ static ntp_status write_rows(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
     return ntp_loadgen_write_sweep(ctx, o->rows, o->n, o->source, fmt, f);
 }
 
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const sweep_out *o = arg;
+    (void)fmt;
+    return ntp_loadgen_write_sweep_html(ctx, o->rows, o->n, o->source, f);
+}
+
 int sweep_load(int argc, char **argv)
 {
     argv_list fixed = {0};
@@ -251,7 +310,10 @@ int sweep_load(int argc, char **argv)
     bool full = false;
     double timeout = 0;
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *keep = NULL;
+    const char *output = NULL, *keep = NULL, *html = NULL, *db = NULL;
+    bool use_db = true;
+    ntp_store *store = NULL;
+    int64_t sweep_id = 0;
     ntp_loadgen_sweep_row *rows = NULL;
     int(*cfg)[MAX_FACTORS] = NULL;
     ntp_ctx *ctx = NULL;
@@ -304,6 +366,10 @@ int sweep_load(int argc, char **argv)
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
                 &output),
+        CLI_STR("html", OPT_L_HTML, "FILE",
+                "also write a self-contained HTML report: latency against\n"
+                "achieved QPS, and every configuration",
+                &html),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -341,6 +407,15 @@ int sweep_load(int argc, char **argv)
         case CLI_OPT_BAD: rc = cli_option_end("sweep --load", opt, opts, 25); goto out;
         default: break;
         }
+        /* The sweep records the runs itself (record_open); the children do not. */
+        if (opt == OPT_L_DB) {
+            db = optarg;
+            continue;
+        }
+        if (opt == OPT_L_NO_DB) {
+            use_db = false;
+            continue;
+        }
         int k = 0;
         while (k < N_PASS && pass[k].key != opt)
             k++;
@@ -354,6 +429,8 @@ int sweep_load(int argc, char **argv)
     }
     if (!cli_want_files("sweep --load", argc, argv, 1, "a topology FILE"))
         goto out;
+    if (!sweep_push(&fixed, "--no-db"))
+        goto oom;
     if (nf == 0) {
         cli_error("sweep --load needs at least one --vary NAME=V1,V2,...");
         goto out;
@@ -384,6 +461,20 @@ int sweep_load(int argc, char **argv)
         rc = CLI_FAIL;
         goto out;
     }
+    if (!(ctx = cli_ctx_new()))
+        goto oom;
+    char db_path[PATH_MAX];
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE},
+                                    cli_db_output(ctx, db, use_db, db_path, sizeof db_path)};
+    db = outs[2].path;
+    if (use_db && !db)
+        fprintf(stderr, "ntprof: warning: %s; the sweep is not recorded\n", ntp_ctx_errmsg(ctx));
+    ntp_ctx_clear(ctx);
+    if (cli_check_outputs(ctx, outs, 3, (const char *const[]){file}, 1) != CLI_OK) {
+        rc = CLI_FAIL;
+        goto out;
+    }
     enum { MAX_CONFIGS = 4096 };
     cfg = calloc(MAX_CONFIGS, sizeof *cfg);
     if (!cfg)
@@ -393,7 +484,7 @@ int sweep_load(int argc, char **argv)
         cli_error("the sweep has more than %d configurations", MAX_CONFIGS);
         goto out;
     }
-    if (!(rows = calloc((size_t)n, sizeof *rows)) || !(ctx = cli_ctx_new()))
+    if (!(rows = calloc((size_t)n, sizeof *rows)))
         goto oom;
     for (int c = 0; c < n; c++) {
         int o = 0;
@@ -403,6 +494,11 @@ int sweep_load(int argc, char **argv)
     }
     char self[PATH_MAX], dir[PATH_MAX];
     if (cli_sweep_prepare(keep, self, sizeof self, dir, sizeof dir) != CLI_OK) {
+        rc = CLI_FAIL;
+        goto out;
+    }
+    if (use_db && db &&
+        record_open(ctx, db, file, f, nf, full, &fixed, n, &store, &sweep_id) != CLI_OK) {
         rc = CLI_FAIL;
         goto out;
     }
@@ -418,6 +514,7 @@ int sweep_load(int argc, char **argv)
         if (prog.tty)
             cli_progress_show(&prog, "sweep", c, n, rows[c].label);
         run_one(ctx, self, file, &fixed, f, nf, cfg[c], dir, c, timeout, &rows[c]);
+        record_one(ctx, &store, db, sweep_id, dir, c, &rows[c]);
         ran++;
         failed += rows[c].error[0] != '\0';
         if (!prog.tty) {
@@ -431,6 +528,12 @@ int sweep_load(int argc, char **argv)
     }
     cli_progress_clear(&prog);
     sigaction(SIGINT, &old_int, NULL);
+    if (store)
+        fprintf(stderr,
+                "ntprof: recorded as load sweep %lld in %s (ntprof history --load-sweeps)\n",
+                (long long)sweep_id, db);
+    ntp_store_close(store);
+    store = NULL;
     if (!keep)
         sweep_clean_dir(dir, n);
     sweep_out so = {rows, ran, file};
@@ -441,6 +544,8 @@ int sweep_load(int argc, char **argv)
         goto out;
     }
     rc = cli_write_output(ctx, output, write_rows, &so, fmt);
+    if (rc == CLI_OK && html)
+        rc = cli_write_output(ctx, html, write_html, &so, NTP_FORMAT_TABLE);
     if (rc == CLI_OK && failed > 0)
         fprintf(stderr, "ntprof: warning: %d of %d configurations failed (see the table)\n", failed,
                 ran);
@@ -449,6 +554,7 @@ int sweep_load(int argc, char **argv)
         rc = 130;
     }
 out:
+    ntp_store_close(store);
     for (int k = 0; k < nf; k++)
         free(f[k].spec);
     free(fixed.v);
