@@ -159,6 +159,10 @@ ntp_status ntp__exec_placement(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_
                                const char *backend_name, const char **names);
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */
 ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o);
+/* The plan other backends' outputs are compared with: the whole graph on
+ * the reference backend, with the run's threads, seed and given inputs. */
+ntp_status ntp__exec_init_ref(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g,
+                              const ntp_run_opts *opts);
 void ntp__exec_free(ntp_exec *x);
 /* Run steps [from, to] once, whole (no sub-step timing). */
 ntp_status ntp__exec_steps(ntp_ctx *ctx, ntp_exec *x, int from, int to);

@@ -175,18 +175,7 @@ static ntp_status outs_from_ref(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_
 {
     memset(o, 0, sizeof *o);
     ntp_exec x;
-    ntp_exec_opts eo;
-    memset(&eo, 0, sizeof eo);
-    eo.backend = ntp__backend_find("ref");
-    eo.threads = opts->threads;
-    eo.seed = opts->seed;
-    eo.inputs = opts->inputs;
-    eo.n_inputs = opts->n_inputs;
-    eo.first = 0;
-    eo.last = g->n_nodes - 1;
-    if (!eo.backend)
-        return ntp__error(ctx, NTP_STATUS_INTERNAL, "no reference backend in this build");
-    ntp_status st = ntp__exec_init(ctx, &x, g, &eo);
+    ntp_status st = ntp__exec_init_ref(ctx, &x, g, opts);
     if (st)
         return st;
     if ((st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1)) == NTP_STATUS_OK) {

@@ -818,6 +818,25 @@ fail:
     return st;
 }
 
+ntp_status ntp__exec_init_ref(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g,
+                              const ntp_run_opts *opts)
+{
+    ntp_exec_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.backend = ntp__backend_find("ref");
+    eo.threads = opts->threads;
+    eo.seed = opts->seed;
+    eo.inputs = opts->inputs;
+    eo.n_inputs = opts->n_inputs;
+    eo.first = 0;
+    eo.last = g->n_nodes - 1;
+    if (!eo.backend) {
+        memset(x, 0, sizeof *x);
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "no reference backend in this build");
+    }
+    return ntp__exec_init(ctx, x, g, &eo);
+}
+
 void ntp__exec_free(ntp_exec *x)
 {
     if (!x->g)

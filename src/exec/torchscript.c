@@ -47,16 +47,7 @@ static ntp_status ref_outputs(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_op
                               float *const *ref)
 {
     ntp_exec x;
-    ntp_exec_opts eo;
-    memset(&eo, 0, sizeof eo);
-    eo.backend = ntp__backend_find("ref");
-    eo.threads = opts->threads;
-    eo.seed = opts->seed;
-    eo.first = 0;
-    eo.last = g->n_nodes - 1;
-    if (!eo.backend)
-        return ntp__error(ctx, NTP_STATUS_INTERNAL, "no reference backend in this build");
-    ntp_status st = ntp__exec_init(ctx, &x, g, &eo);
+    ntp_status st = ntp__exec_init_ref(ctx, &x, g, opts);
     if (st)
         return st;
     st = ntp__exec_steps(ctx, &x, 0, x.n_steps - 1);

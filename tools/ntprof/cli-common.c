@@ -173,6 +173,21 @@ const char *cli_backend_names(const char *list, char *buf, size_t len)
     return buf;
 }
 
+bool cli_place_arg(char *arg)
+{
+    if (!strchr(arg, '=')) {
+        cli_error("--place expects LAYER=BACKEND, got '%s'", arg);
+        return false;
+    }
+    /* The backend's name as the build spells it, in place (a
+     * case-insensitive match has the same length). */
+    char *be = strchr(arg, '=') + 1, canon[256];
+    const char *c = cli_backend_names(be, canon, sizeof canon);
+    if (c != be && strlen(c) == strlen(be))
+        memcpy(be, c, strlen(c));
+    return true;
+}
+
 int cli_topo_option(cli_topo_opts *o, int opt, const char *arg)
 {
     switch (opt) {

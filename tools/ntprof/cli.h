@@ -155,6 +155,9 @@ bool cli_parse_double(const char *s, double lo, double hi, double *out);
  * that matches none is kept for the library's error and suggestion.
  * Returns buf, or list itself when buf is too small. */
 const char *cli_backend_names(const char *list, char *buf, size_t len);
+/* A --place LAYER=BACKEND argument checked for its '=' (false after the
+ * error line) and its backend spelled as the build spells it, in place. */
+bool cli_place_arg(char *arg);
 
 /* Write a report through a callback into -o FILE (atomically) or stdout. */
 typedef ntp_status (*cli_writer)(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f);

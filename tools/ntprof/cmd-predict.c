@@ -173,18 +173,8 @@ int cmd_predict(int argc, char **argv)
                 goto out;
             break;
         case OPT_PLACE:
-            if (!strchr(optarg, '=')) {
-                cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
+            if (!cli_place_arg(optarg))
                 goto out;
-            }
-            {
-                /* The backend's name as the build spells it, in place, as
-                 * `run --place` takes it. */
-                char *be = strchr(optarg, '=') + 1, canon[256];
-                const char *c = cli_backend_names(be, canon, sizeof canon);
-                if (c != be && strlen(c) == strlen(be))
-                    memcpy(be, c, strlen(c));
-            }
             places[n_places++] = optarg;
             break;
         default: rc = cli_option_end("predict", opt, opts, 25); goto out;

@@ -344,18 +344,8 @@ int cmd_run(int argc, char **argv)
             run_uuid = optarg;
             break;
         case OPT_PLACE:
-            if (!strchr(optarg, '=')) {
-                cli_error("--place expects LAYER=BACKEND, got '%s'", optarg);
+            if (!cli_place_arg(optarg))
                 goto out;
-            }
-            {
-                /* The backend's name as the build spells it, in place (a
-                 * case-insensitive match has the same length). */
-                char *be = strchr(optarg, '=') + 1, canon[256];
-                const char *c = cli_backend_names(be, canon, sizeof canon);
-                if (c != be && strlen(c) == strlen(be))
-                    memcpy(be, c, strlen(c));
-            }
             places[n_places++] = optarg;
             break;
         default: rc = cli_option_end("run", opt, opts, RUN_HELP_COL); goto out;
