@@ -348,13 +348,15 @@ static ntp_status open_db(ntp_ctx *ctx, const char *path, ntp_store_mode mode, i
         if (st)
             goto fail;
         if (v != NTP_STORE_SCHEMA_VERSION) {
-            st = ntp__error(ctx, v == 0 ? NTP_STATUS_INVALID_ARGUMENT : NTP_STATUS_UNSUPPORTED,
-                            "history %s: %s (schema version %d, this ntprof uses %d)", s->display,
-                            v == 0 ? "not an ntprof history"
-                            : v < NTP_STORE_SCHEMA_VERSION
-                                ? "an older history; open it once for writing to migrate it"
-                                : "a newer history than this ntprof reads",
-                            v, NTP_STORE_SCHEMA_VERSION);
+            st = ntp__error(
+                ctx, v == 0 ? NTP_STATUS_INVALID_ARGUMENT : NTP_STATUS_UNSUPPORTED,
+                "history %s: %s (schema version %d, this ntprof uses %d)", s->display,
+                v == 0 ? "not an ntprof history"
+                : v < NTP_STORE_SCHEMA_VERSION
+                    ? "an older history; a command that writes to it (ntprof run, machine or "
+                      "sweep with this store) migrates it"
+                    : "a newer history than this ntprof reads",
+                v, NTP_STORE_SCHEMA_VERSION);
             goto fail;
         }
     }
