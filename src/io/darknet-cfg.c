@@ -1820,14 +1820,7 @@ static ntp_status activation_layer(reader *r, const dn_sect *s, int li, ntp_dark
  * through; the detection heads' inputs are graph outputs. */
 static ntp_status passthrough_layer(reader *r, int li, ntp_darknet_layer *L, bool head)
 {
-    int line = L->line, first = L->first;
-    *L = r->layers[li - 1];
-    L->line = line;
-    L->first = first;
-    L->n_blocks = 0;
-    L->node = L->bn_node = -1;
-    L->kind = NTP_DARKNET_PASSTHROUGH;
-    L->bn = false;
+    same_shape(r, li, L, NTP_DARKNET_PASSTHROUGH);
     if (head) {
         int *o = realloc(r->outs, ((size_t)r->n_outs + 1) * sizeof *o);
         if (!o)

@@ -102,23 +102,6 @@ static const char *dim_param(const Onnx__TensorShapeProto *sp, size_t d)
     return sp->dim[d]->dim_param;
 }
 
-/* Rename graph input `from` to `to` (i32), in the input and every node. */
-static bool rename_input(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const char *to)
-{
-    char *from = ntp__strdup(vi->name);
-    bool ok = from && set_str(&vi->name, to);
-    for (size_t i = 0; ok && i < gp->n_node; i++)
-        for (size_t k = 0; ok && k < gp->node[i]->n_input; k++)
-            if (gp->node[i]->input[k] && strcmp(gp->node[i]->input[k], from) == 0)
-                ok = set_str(&gp->node[i]->input[k], to);
-    free(from);
-    if (ok && vi->type && vi->type->tensor_type) {
-        vi->type->tensor_type->elem_type = NTP_ONNX_INT32;
-        vi->type->tensor_type->has_elem_type = true;
-    }
-    return ok;
-}
-
 /* Rename graph input `vi` to `to` in the input and every node, its type
  * kept. */
 static bool rename_keep(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const char *to)
@@ -130,6 +113,17 @@ static bool rename_keep(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const ch
             if (gp->node[i]->input[k] && strcmp(gp->node[i]->input[k], from) == 0)
                 ok = set_str(&gp->node[i]->input[k], to);
     free(from);
+    return ok;
+}
+
+/* Rename graph input `vi` to `to`, as rename_keep, and make it i32. */
+static bool rename_input(Onnx__GraphProto *gp, Onnx__ValueInfoProto *vi, const char *to)
+{
+    bool ok = rename_keep(gp, vi, to);
+    if (ok && vi->type && vi->type->tensor_type) {
+        vi->type->tensor_type->elem_type = NTP_ONNX_INT32;
+        vi->type->tensor_type->has_elem_type = true;
+    }
     return ok;
 }
 
