@@ -163,24 +163,11 @@ float ntp__round_i8(float x, float scale)
     return ntp__dequantize_i8(ntp__quantize_i8(x, scale), scale);
 }
 
-ntp_status ntp__emulate_storage(float *x, int64_t n, ntp_dtype t, const float *scales,
-                                int64_t n_scales, int64_t channel_stride)
+/* i8 storage of ntp__emulate_storage: one scale for all of x, one given, or
+ * one per channel of channel_stride elements. */
+static ntp_status emulate_i8(float *x, int64_t n, const float *scales, int64_t n_scales,
+                             int64_t channel_stride)
 {
-    if (n < 0 || (n > 0 && !x))
-        return NTP_STATUS_INVALID_ARGUMENT;
-    switch (t) {
-    case NTP_DTYPE_F32: return NTP_STATUS_OK;
-    case NTP_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = ntp__round_bf16(x[i]);
-        return NTP_STATUS_OK;
-    case NTP_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = ntp__round_f16(x[i]);
-        return NTP_STATUS_OK;
-    case NTP_DTYPE_I8: break;
-    default: return NTP_STATUS_INVALID_ARGUMENT;
-    }
     if (!scales) {
         float s = ntp__i8_scale(x, n);
         for (int64_t i = 0; i < n; i++)
@@ -207,4 +194,29 @@ ntp_status ntp__emulate_storage(float *x, int64_t n, ntp_dtype t, const float *s
             p[i] = ntp__round_i8(p[i], scales[c]);
     }
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp__emulate_storage(float *x, int64_t n, ntp_dtype t, const float *scales,
+                                int64_t n_scales, int64_t channel_stride)
+{
+    if (n < 0 || (n > 0 && !x))
+        return NTP_STATUS_INVALID_ARGUMENT;
+    switch (t) {
+    case NTP_DTYPE_F32: return NTP_STATUS_OK;
+    case NTP_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = ntp__round_bf16(x[i]);
+        return NTP_STATUS_OK;
+    case NTP_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = ntp__round_f16(x[i]);
+        return NTP_STATUS_OK;
+    case NTP_DTYPE_I8: return emulate_i8(x, n, scales, n_scales, channel_stride);
+    /* Integer tensors hold indices, never a rounded activation. */
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
+    }
+    return NTP_STATUS_INVALID_ARGUMENT;
 }

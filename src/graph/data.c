@@ -139,7 +139,12 @@ ntp_status ntp__gen_input(ntp_ctx *ctx, const ntp_graph *g, int ti, void *data, 
             case NTP_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)v; break;
             case NTP_DTYPE_I64: ((int64_t *)data)[i] = v; break;
             case NTP_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)v; break;
-            default: ((int8_t *)data)[i] = (int8_t)v; break;
+            case NTP_DTYPE_I8: ((int8_t *)data)[i] = (int8_t)v; break;
+            /* Not index types: the test above keeps them out. */
+            case NTP_DTYPE_F32:
+            case NTP_DTYPE_BF16:
+            case NTP_DTYPE_F16:
+            case NTP_DTYPE_COUNT: break;
             }
         }
         return NTP_STATUS_OK;
