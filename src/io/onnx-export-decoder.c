@@ -111,7 +111,7 @@ static int64_t max_positions(const ntp_graph *g)
 
 /* Rotate-half rotary embedding: x·cos + [-x2, x1]·sin per head, cos and
  * sin tables [max_positions, head_dim] gathered at the positions. */
-static ntp_status rope(ntp_xw *w, const ntp_node *n)
+static ntp_status rope(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
     const ntp_shape *xs = &w->g->tensors[n->in[0]].shape;
     int64_t hd = n->a.head_dim, half = hd / 2, D = xs->dim[2], P = max_positions(w->g);
@@ -164,7 +164,7 @@ static ntp_status rope(ntp_xw *w, const ntp_node *n)
 /* Causal attention over the cache: present = Concat(past, new) on dim 2,
  * scores of the queries against every position, the mask built from the
  * shapes (query i, at position past + i, sees keys 0 .. past + i). */
-static ntp_status kv_attention(ntp_xw *w, const ntp_node *n)
+static ntp_status kv_attention(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
     if (n->n_in == 4)
         return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
@@ -270,15 +270,19 @@ static ntp_status lm_head(ntp_xw *w, const ntp_node *n, float *const *wd)
     return NTP_STATUS_OK;
 }
 
+/* The decoder ops' emitters, by op (the other ops are not decoder ops). */
+static ntp_status (*const emit_decoder[NTP_OP_COUNT])(ntp_xw *w, const ntp_node *n,
+                                                      float *const *wd) = {
+    [NTP_OP_RMSNORM] = rmsnorm,
+    [NTP_OP_ROPE] = rope,
+    [NTP_OP_KV_ATTENTION] = kv_attention,
+    [NTP_OP_LM_HEAD] = lm_head,
+};
+
 ntp_status ntp__xw_emit_decoder(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
-    switch (n->op) {
-    case NTP_OP_RMSNORM: return rmsnorm(w, n, wd);
-    case NTP_OP_ROPE: return rope(w, n);
-    case NTP_OP_KV_ATTENTION: return kv_attention(w, n);
-    case NTP_OP_LM_HEAD: return lm_head(w, n, wd);
-    default:
-        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "%s: <%s name='%s'> has no ONNX operator",
-                          w->g->source, ntp__op_name(n->op), n->name);
-    }
+    if (n->op >= 0 && n->op < NTP_OP_COUNT && emit_decoder[n->op])
+        return emit_decoder[n->op](w, n, wd);
+    return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "%s: <%s name='%s'> has no ONNX operator",
+                      w->g->source, ntp__op_name(n->op), n->name);
 }

@@ -299,43 +299,6 @@ static ntp_status rnn(const em *e)
 
 /* --- the rest ------------------------------------------------------------------------------ */
 
-/* Ops that are one ONNX node of their own, beyond the unary element-wise
- * ops, whose ONNX operators are in the op table (NTP_UNARY_TABLE). */
-static const struct {
-    ntp_op op;
-    const char *onnx;
-} direct[] = {
-    {NTP_OP_DROPOUT, "Dropout"},
-    {NTP_OP_MEMCPY, "Identity"},
-    {NTP_OP_GLOBAL_MAXPOOL, "GlobalMaxPool"},
-    {NTP_OP_GLOBAL_AVGPOOL, "GlobalAveragePool"},
-    {NTP_OP_SOFTMAX, "Softmax"},
-    {NTP_OP_LOG_SOFTMAX, "LogSoftmax"},
-    {NTP_OP_HARDMAX, "Hardmax"},
-    {NTP_OP_SUB, "Sub"},
-    {NTP_OP_DIV, "Div"},
-    {NTP_OP_POW, "Pow"},
-    {NTP_OP_MAX, "Max"},
-    {NTP_OP_MIN, "Min"},
-    {NTP_OP_MEAN, "Mean"},
-    {NTP_OP_CONCAT, "Concat"},
-    {NTP_OP_FLATTEN, "Flatten"},
-    {NTP_OP_TRANSPOSE, "Transpose"},
-    {NTP_OP_INSTANCENORM, "InstanceNormalization"},
-    {NTP_OP_LRN, "LRN"},
-    {NTP_OP_REDUCE_MEAN, "ReduceMean"},
-    {NTP_OP_REDUCE_SUM, "ReduceSum"},
-    {NTP_OP_REDUCE_MAX, "ReduceMax"},
-    {NTP_OP_REDUCE_MIN, "ReduceMin"},
-    {NTP_OP_REDUCE_PROD, "ReduceProd"},
-    {NTP_OP_REDUCE_L1, "ReduceL1"},
-    {NTP_OP_REDUCE_L2, "ReduceL2"},
-    {NTP_OP_REDUCE_SUM_SQUARE, "ReduceSumSquare"},
-    {NTP_OP_REDUCE_LOG_SUM, "ReduceLogSum"},
-    {NTP_OP_REDUCE_LOG_SUM_EXP, "ReduceLogSumExp"},
-    {NTP_OP_PRELU, "PRelu"},
-};
-
 /* The attributes of the ops that simple() writes beyond their inputs and
  * the element-wise parameters (ntp__onnx_params), one line an op. */
 static void attr_axis(const em *e, Onnx__NodeProto *o)
@@ -421,19 +384,111 @@ static ntp_status resize(const em *e)
     return NTP_STATUS_OK;
 }
 
+/* The unary element-wise ops that no ONNX operator is one to one: a pattern
+ * of nodes the reader maps back. */
+static ntp_status relu_max(const em *e)
+{
+    /* A relu with a ceiling (the others are Relu): Clip(0, max), which the
+     * reader maps back to relu. */
+    const char *in[3] = {in_name(e, 0), ntp__xw_scalar(e->w, helper_name(e, "min"), 0.0f),
+                         ntp__xw_scalar(e->w, helper_name(e, "max"), (float)e->n->a.max)};
+    node(e, "Clip", NULL, 3, in, out_name(e, 0));
+    return NTP_STATUS_OK;
+}
+
+static ntp_status clip(const em *e)
+{
+    const ntp_attrs *a = &e->n->a;
+    const char *in[3] = {
+        in_name(e, 0),
+        isinf(a->min) ? "" : ntp__xw_scalar(e->w, helper_name(e, "min"), (float)a->min),
+        isinf(a->max) ? "" : ntp__xw_scalar(e->w, helper_name(e, "max"), (float)a->max)};
+    node(e, "Clip", NULL, isinf(a->max) ? 2 : 3, in, out_name(e, 0));
+    return NTP_STATUS_OK;
+}
+
+static ntp_status gelu(const em *e)
+{
+    /* 0.5·x·(1 + erf(x/√2)), as PyTorch exports it; the reader maps the
+     * pattern back to gelu. */
+    const char *d = tmp(e, "div"), *f = tmp(e, "erf"), *p = tmp(e, "add"), *m = tmp(e, "mul");
+    node2(e, "Div", "div", in_name(e, 0),
+          ntp__xw_scalar(e->w, helper_name(e, "sqrt2"), 1.41421353816986083984375f), d);
+    node1(e, "Erf", "erf", d, f);
+    node2(e, "Add", "add", f, ntp__xw_scalar(e->w, helper_name(e, "one"), 1.0f), p);
+    node2(e, "Mul", "mul", in_name(e, 0), p, m);
+    node2(e, "Mul", NULL, m, ntp__xw_scalar(e->w, helper_name(e, "half"), 0.5f), out_name(e, 0));
+    return NTP_STATUS_OK;
+}
+
+static ntp_status silu(const em *e)
+{
+    const char *s = tmp(e, "sigmoid");
+    node1(e, "Sigmoid", "sigmoid", in_name(e, 0), s);
+    node2(e, "Mul", NULL, in_name(e, 0), s, out_name(e, 0));
+    return NTP_STATUS_OK;
+}
+
+static ntp_status no_onnx(const em *e)
+{
+    return ntp__error(e->w->ctx, NTP_STATUS_UNSUPPORTED, "%s: <%s name='%s'> has no ONNX operator",
+                      e->g->source, ntp__op_name(e->n->op), e->n->name);
+}
+
+static ntp_status (*const unary_pattern[NTP_OP_COUNT])(const em *e) = {
+    [NTP_OP_RELU] = relu_max,
+    [NTP_OP_CLIP] = clip,
+    [NTP_OP_GELU] = gelu,
+    [NTP_OP_SILU] = silu,
+};
+
+/* A unary element-wise op with an ONNX operator of its own (NTP_UNARY_TABLE)
+ * is that operator; a relu with a ceiling, and the ops without one, are the
+ * pattern above or have none. */
+static ntp_status unary(const em *e)
+{
+    const char *onnx = ntp__op_unary_onnx(e->n->op);
+    if (onnx && !(e->n->op == NTP_OP_RELU && e->n->a.has_max))
+        return simple(e, onnx);
+    return unary_pattern[e->n->op] ? unary_pattern[e->n->op](e) : no_onnx(e);
+}
+
 ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
     em e = {.w = w, .g = w->g, .n = n, .wd = wd};
     const ntp_attrs *a = &n->a;
-    /* A unary element-wise op with an ONNX operator of its own is that
-     * operator; a relu with a ceiling is a Clip (below). */
-    const char *unary = ntp__op_unary_onnx(n->op);
-    if (unary && !(n->op == NTP_OP_RELU && a->has_max))
-        return simple(&e, unary);
-    for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
-        if (direct[i].op == n->op)
-            return simple(&e, direct[i].onnx);
     switch (n->op) {
+        NTP_UNARY_CASES return unary(&e);
+    /* Ops that are one ONNX node of their own. */
+    case NTP_OP_DROPOUT: return simple(&e, "Dropout");
+    case NTP_OP_MEMCPY: return simple(&e, "Identity");
+    case NTP_OP_GLOBAL_MAXPOOL: return simple(&e, "GlobalMaxPool");
+    case NTP_OP_GLOBAL_AVGPOOL: return simple(&e, "GlobalAveragePool");
+    case NTP_OP_SOFTMAX: return simple(&e, "Softmax");
+    case NTP_OP_LOG_SOFTMAX: return simple(&e, "LogSoftmax");
+    case NTP_OP_HARDMAX: return simple(&e, "Hardmax");
+    case NTP_OP_SUB: return simple(&e, "Sub");
+    case NTP_OP_DIV: return simple(&e, "Div");
+    case NTP_OP_POW: return simple(&e, "Pow");
+    case NTP_OP_MAX: return simple(&e, "Max");
+    case NTP_OP_MIN: return simple(&e, "Min");
+    case NTP_OP_MEAN: return simple(&e, "Mean");
+    case NTP_OP_CONCAT: return simple(&e, "Concat");
+    case NTP_OP_FLATTEN: return simple(&e, "Flatten");
+    case NTP_OP_TRANSPOSE: return simple(&e, "Transpose");
+    case NTP_OP_INSTANCENORM: return simple(&e, "InstanceNormalization");
+    case NTP_OP_LRN: return simple(&e, "LRN");
+    case NTP_OP_REDUCE_MEAN: return simple(&e, "ReduceMean");
+    case NTP_OP_REDUCE_SUM: return simple(&e, "ReduceSum");
+    case NTP_OP_REDUCE_MAX: return simple(&e, "ReduceMax");
+    case NTP_OP_REDUCE_MIN: return simple(&e, "ReduceMin");
+    case NTP_OP_REDUCE_PROD: return simple(&e, "ReduceProd");
+    case NTP_OP_REDUCE_L1: return simple(&e, "ReduceL1");
+    case NTP_OP_REDUCE_L2: return simple(&e, "ReduceL2");
+    case NTP_OP_REDUCE_SUM_SQUARE: return simple(&e, "ReduceSumSquare");
+    case NTP_OP_REDUCE_LOG_SUM: return simple(&e, "ReduceLogSum");
+    case NTP_OP_REDUCE_LOG_SUM_EXP: return simple(&e, "ReduceLogSumExp");
+    case NTP_OP_PRELU: return simple(&e, "PRelu");
     case NTP_OP_FC: return fc(&e);
     case NTP_OP_MATMUL: return matmul(&e);
     case NTP_OP_ATTENTION: return attention(&e);
@@ -477,43 +532,6 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         Onnx__NodeProto *o = node(&e, "LayerNormalization", NULL, 3, in, out_name(&e, 0));
         ntp__xw_attr_i(w, o, "axis", a->axis);
         ntp__xw_attr_f(w, o, "epsilon", a->epsilon);
-        return NTP_STATUS_OK;
-    }
-    case NTP_OP_RELU:
-        /* With a ceiling (the others are Relu, above): Clip(0, max), which
-         * the reader maps back to relu. */
-        {
-            const char *in[3] = {in_name(&e, 0), ntp__xw_scalar(w, helper_name(&e, "min"), 0.0f),
-                                 ntp__xw_scalar(w, helper_name(&e, "max"), (float)a->max)};
-            node(&e, "Clip", NULL, 3, in, out_name(&e, 0));
-        }
-        return NTP_STATUS_OK;
-    case NTP_OP_CLIP: {
-        const char *in[3] = {
-            in_name(&e, 0),
-            isinf(a->min) ? "" : ntp__xw_scalar(w, helper_name(&e, "min"), (float)a->min),
-            isinf(a->max) ? "" : ntp__xw_scalar(w, helper_name(&e, "max"), (float)a->max)};
-        node(&e, "Clip", NULL, isinf(a->max) ? 2 : 3, in, out_name(&e, 0));
-        return NTP_STATUS_OK;
-    }
-    case NTP_OP_GELU: {
-        /* 0.5·x·(1 + erf(x/√2)), as PyTorch exports it; the reader maps the
-         * pattern back to gelu. */
-        const char *d = tmp(&e, "div"), *f = tmp(&e, "erf"), *p = tmp(&e, "add"),
-                   *m = tmp(&e, "mul");
-        node2(&e, "Div", "div", in_name(&e, 0),
-              ntp__xw_scalar(w, helper_name(&e, "sqrt2"), 1.41421353816986083984375f), d);
-        node1(&e, "Erf", "erf", d, f);
-        node2(&e, "Add", "add", f, ntp__xw_scalar(w, helper_name(&e, "one"), 1.0f), p);
-        node2(&e, "Mul", "mul", in_name(&e, 0), p, m);
-        node2(&e, "Mul", NULL, m, ntp__xw_scalar(w, helper_name(&e, "half"), 0.5f),
-              out_name(&e, 0));
-        return NTP_STATUS_OK;
-    }
-    case NTP_OP_SILU: {
-        const char *s = tmp(&e, "sigmoid");
-        node1(&e, "Sigmoid", "sigmoid", in_name(&e, 0), s);
-        node2(&e, "Mul", NULL, in_name(&e, 0), s, out_name(&e, 0));
         return NTP_STATUS_OK;
     }
     case NTP_OP_ADD:
@@ -625,8 +643,12 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: <convert name='%s'> to %s has no ONNX operator", w->g->source,
                           n->name, a->has_to_dtype ? ntp_dtype_name(a->to_dtype) : "a layout");
-    default:
-        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED, "%s: <%s name='%s'> has no ONNX operator",
-                          w->g->source, ntp__op_name(n->op), n->name);
+    /* Ops with no ONNX operator. */
+    case NTP_OP_MFCC:
+    case NTP_OP_CTC_DECODE:
+    case NTP_OP_ARGMAX:
+    case NTP_OP_DELAY:
+    case NTP_OP_COUNT: break;
     }
+    return no_onnx(&e);
 }

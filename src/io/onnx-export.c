@@ -448,8 +448,13 @@ static int32_t onnx_dtype(ntp_dtype t)
     case NTP_DTYPE_I32: return NTP_ONNX_INT32;
     case NTP_DTYPE_I8: return NTP_ONNX_INT8;
     case NTP_DTYPE_U8: return NTP_ONNX_UINT8;
-    default: return NTP_ONNX_FLOAT;
+    /* Reduced-precision staging has no meaning in the exported model. */
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_BF16:
+    case NTP_DTYPE_F16:
+    case NTP_DTYPE_COUNT: break;
     }
+    return NTP_ONNX_FLOAT;
 }
 
 /* Weights of node n: the model's data or the seed's, f32 (owned by w). */
