@@ -31,8 +31,13 @@ static bool from_f32(void *dst, ntp_dtype t, const float *src, int64_t n, float 
             ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]);
         return true;
     case NTP_DTYPE_I8: ntp__quantize_i8_n(dst, src, n, scale); return true;
-    default: return false;
+    /* Integer tensors are never stored from f32. */
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return false;
 }
 
 /* Read n values of storage type t as f32. */
@@ -55,8 +60,13 @@ static bool to_f32(float *dst, ntp_dtype t, const void *src, int64_t n, float sc
         for (int64_t i = 0; i < n; i++)
             dst[i] = ntp__dequantize_i8(((const int8_t *)src)[i], scale);
         return true;
-    default: return false;
+    /* Integer tensors are never read as f32 here. */
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return false;
 }
 
 /* Emulate reduced-precision weights on f32 storage: bf16 and f16 round each

@@ -888,7 +888,12 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
                 st = sum_into_markers(&I, "papi:", "papi");
             break;
         case NTP_TOOL_NVTX: st = pass_nvtx(&I, jobs[j].segs, jobs[j].n); break;
-        default: st = pass_launch(&I, &jobs[j].t, jobs[j].segs, jobs[j].n); break;
+        /* The tools that launch a process around the run. */
+        case NTP_TOOL_NONE:
+        case NTP_TOOL_PERF_STAT:
+        case NTP_TOOL_PERF_RECORD:
+        case NTP_TOOL_CALLGRIND:
+        case NTP_TOOL_CACHEGRIND: st = pass_launch(&I, &jobs[j].t, jobs[j].segs, jobs[j].n); break;
         }
     }
     if (st)

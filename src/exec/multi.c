@@ -158,7 +158,10 @@ static ntp_status outs_from_dir(ntp_ctx *ctx, const ntp_graph *g, const char *di
             case NTP_DTYPE_I64: v[j] = (double)((const int64_t *)a.data)[j]; break;
             case NTP_DTYPE_U8: v[j] = ((const uint8_t *)a.data)[j]; break;
             case NTP_DTYPE_I8: v[j] = ((const int8_t *)a.data)[j]; break;
-            default: v[j] = NAN; break;
+            /* Outputs are written as f32 or an integer type, never these. */
+            case NTP_DTYPE_BF16:
+            case NTP_DTYPE_F16:
+            case NTP_DTYPE_COUNT: v[j] = NAN; break;
             }
         o->v[i] = v;
         o->count[i] = n;
