@@ -278,7 +278,11 @@ static ntp_status pb_to_npy(ntp_ctx *ctx, const char *path, ntp_onnx_tensor *t, 
             case NTP_DTYPE_I32: ((int32_t *)out->data)[k] = (int32_t)t->i[k]; break;
             case NTP_DTYPE_I64: ((int64_t *)out->data)[k] = t->i[k]; break;
             case NTP_DTYPE_I8: ((int8_t *)out->data)[k] = (int8_t)t->i[k]; break;
-            default: ((uint8_t *)out->data)[k] = (uint8_t)t->i[k]; break;
+            case NTP_DTYPE_U8: ((uint8_t *)out->data)[k] = (uint8_t)t->i[k]; break;
+            /* f32 was handed over above; no ONNX type above is read as bf16. */
+            case NTP_DTYPE_F32:
+            case NTP_DTYPE_BF16:
+            case NTP_DTYPE_COUNT: break;
             }
     }
     ntp__onnx_tensor_free_data(t);

@@ -267,7 +267,10 @@ static ntp_status check_tree(reader *r, xmlNodePtr el, int depth)
     if ((st = check_attr_names(r, el)) != NTP_STATUS_OK)
         return st;
     for (xmlNodePtr c = el->children; c; c = c->next) {
-        switch (c->type) {
+        /* libxml2's node types are its own and differ between its versions
+         * (XML_DOCB_DOCUMENT_NODE comes and goes), so this switch names the
+         * ones that matter and leaves the rest to default: over an int. */
+        switch ((int)c->type) {
         case XML_ELEMENT_NODE:
             if (!container)
                 return ntp__error(r->ctx, NTP_STATUS_PARSE_ERROR,

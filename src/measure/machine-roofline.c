@@ -23,8 +23,14 @@ static const char *peak_name(ntp_dtype p)
     case NTP_DTYPE_BF16: return "bf16";
     case NTP_DTYPE_I8:
     case NTP_DTYPE_U8: return "i8";
-    default: return "f32";
+    /* f16 has a kernel of its own nowhere; integer indices are not math. */
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_F16:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return "f32";
 }
 
 const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p)
@@ -159,8 +165,14 @@ static ntp_gpu_math row_math(ntp_dtype p, const char *impl)
     switch (p) {
     case NTP_DTYPE_F16: return NTP_GPU_MATH_F16;
     case NTP_DTYPE_BF16: return NTP_GPU_MATH_BF16;
-    default: return impl && strstr(impl, ":tf32") ? NTP_GPU_MATH_TF32 : NTP_GPU_MATH_F32;
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_I8:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return impl && strstr(impl, ":tf32") ? NTP_GPU_MATH_TF32 : NTP_GPU_MATH_F32;
 }
 
 static bool is_copy(const char *type, bool *h2d)
