@@ -80,11 +80,41 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_MEMCPY:
     case NTP_OP_CONVERT: return NTP_PREDICT_FAMILY_COPY;
     case NTP_OP_MFCC:
-    case NTP_OP_CTC_DECODE: return NTP_PREDICT_FAMILY_NONE;
-    default: break;
+    case NTP_OP_CTC_DECODE:
+        return NTP_PREDICT_FAMILY_NONE;
+        /* Ops that map tensors element by element: unary and binary ops,
+         * reductions, resize. The decoder ops, argmax and delay have no family
+         * of their own yet and are predicted as element-wise too. */
+        NTP_UNARY_CASES
+    case NTP_OP_ADD:
+    case NTP_OP_MUL:
+    case NTP_OP_PRELU:
+    case NTP_OP_SUB:
+    case NTP_OP_DIV:
+    case NTP_OP_POW:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
+    case NTP_OP_MEAN:
+    case NTP_OP_WHERE:
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+    case NTP_OP_REDUCE_LOG_SUM:
+    case NTP_OP_REDUCE_LOG_SUM_EXP:
+    case NTP_OP_RESIZE:
+    case NTP_OP_RMSNORM:
+    case NTP_OP_ROPE:
+    case NTP_OP_KV_ATTENTION:
+    case NTP_OP_LM_HEAD:
+    case NTP_OP_ARGMAX:
+    case NTP_OP_DELAY: return NTP_PREDICT_FAMILY_ELTWISE;
+    case NTP_OP_COUNT: break;
     }
-    /* Everything else maps tensors element by element: unary and binary
-     * ops, reductions, resize. */
     return NTP_PREDICT_FAMILY_ELTWISE;
 }
 
