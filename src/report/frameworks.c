@@ -457,6 +457,7 @@ ntp_status ntp_report_write_backend_comparison(ntp_ctx *ctx, const ntp_backend_c
     switch (fmt) {
     case NTP_FORMAT_JSON: return write_json(ctx, c, f);
     case NTP_FORMAT_CSV: return write_csv(ctx, c, f);
-    default: return write_table(ctx, c, f);
+    case NTP_FORMAT_TABLE: break;
     }
+    return write_table(ctx, c, f);
 }
