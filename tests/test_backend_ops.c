@@ -245,7 +245,10 @@ static double tolerance(ntp_dtype p, const char *op)
             if (strcmp(coarser[i], op) == 0)
                 return 2;
         return 1;
-    default: fail_msg("no tolerance for precision %s", ntp_dtype_name(p));
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: fail_msg("no tolerance for precision %s", ntp_dtype_name(p));
     }
     return 0;
 }
@@ -324,7 +327,11 @@ static void store(const float *src, int64_t n, ntp_dtype t, float scale, void *d
         case NTP_DTYPE_F16: ((uint16_t *)dst)[i] = ntp__f32_to_f16(src[i]); break;
         case NTP_DTYPE_I8: ((int8_t *)dst)[i] = ntp__quantize_i8(src[i], scale); break;
         case NTP_DTYPE_I32: ((int32_t *)dst)[i] = (int32_t)src[i]; break;
-        default: ((float *)dst)[i] = src[i]; break;
+        /* f32; the driver's cases have no other storage type. */
+        case NTP_DTYPE_F32:
+        case NTP_DTYPE_U8:
+        case NTP_DTYPE_I64:
+        case NTP_DTYPE_COUNT: ((float *)dst)[i] = src[i]; break;
         }
 }
 
@@ -334,8 +341,14 @@ static float load(const void *src, int64_t i, ntp_dtype t, float scale)
     case NTP_DTYPE_BF16: return ntp__bf16_to_f32(((const uint16_t *)src)[i]);
     case NTP_DTYPE_F16: return ntp__f16_to_f32(((const uint16_t *)src)[i]);
     case NTP_DTYPE_I8: return ntp__dequantize_i8(((const int8_t *)src)[i], scale);
-    default: return ((const float *)src)[i];
+    /* f32; the driver's outputs have no other storage type. */
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return ((const float *)src)[i];
 }
 
 /* Poison an output before a run. Pattern 0 is NaN in float storage (and
@@ -349,7 +362,12 @@ static void poison(void *p, int64_t n, ntp_dtype t, int pattern)
         case NTP_DTYPE_BF16: ((uint16_t *)p)[i] = pattern ? 0x4321 : 0x7FC0; break;
         case NTP_DTYPE_F16: ((uint16_t *)p)[i] = pattern ? 0x4321 : 0x7E00; break;
         case NTP_DTYPE_I8: ((int8_t *)p)[i] = pattern ? 0x55 : -128; break;
-        default: ((float *)p)[i] = pattern ? 1234.5f : NAN; break;
+        /* f32; the driver's outputs have no other storage type. */
+        case NTP_DTYPE_F32:
+        case NTP_DTYPE_U8:
+        case NTP_DTYPE_I32:
+        case NTP_DTYPE_I64:
+        case NTP_DTYPE_COUNT: ((float *)p)[i] = pattern ? 1234.5f : NAN; break;
         }
 }
 
@@ -358,9 +376,16 @@ static bool is_poison(const void *p, int64_t i, ntp_dtype t)
     switch (t) {
     case NTP_DTYPE_BF16: return isnan(ntp__bf16_to_f32(((const uint16_t *)p)[i]));
     case NTP_DTYPE_F16: return isnan(ntp__f16_to_f32(((const uint16_t *)p)[i]));
-    case NTP_DTYPE_I8: return false; /* found by the second run */
-    default: return isnan(((const float *)p)[i]);
+    case NTP_DTYPE_I8:
+        return false; /* found by the second run */
+    /* f32; the driver's outputs have no other storage type. */
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return isnan(((const float *)p)[i]);
 }
 
 /* The case's data in f32: inputs and weights. */
