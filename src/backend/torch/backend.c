@@ -90,63 +90,73 @@ static bool torch_available(char *why, size_t len)
 
 /* --- the mapping --------------------------------------------------------------------- */
 
+/* PyTorch's function of each unary element-wise op it runs (relu and clip,
+ * whose bounds choose the function, in unary_fn). The others — selu,
+ * hard_sigmoid, thresholded_relu, shrink, softsign — have ONNX's
+ * parameters, which PyTorch's functions fix or lack. */
+static const struct {
+    bool mapped;
+    ntp_torch_fn fn;
+} unary_fns[NTP_OP_COUNT] = {
+    [NTP_OP_LEAKY_RELU] = {true, NTP_TORCH_FN_LEAKY_RELU},
+    [NTP_OP_SIGMOID] = {true, NTP_TORCH_FN_SIGMOID},
+    [NTP_OP_TANH] = {true, NTP_TORCH_FN_TANH},
+    [NTP_OP_GELU] = {true, NTP_TORCH_FN_GELU},
+    [NTP_OP_SILU] = {true, NTP_TORCH_FN_SILU},
+    [NTP_OP_HARDSWISH] = {true, NTP_TORCH_FN_HARDSWISH},
+    [NTP_OP_ABS] = {true, NTP_TORCH_FN_ABS},
+    [NTP_OP_NEG] = {true, NTP_TORCH_FN_NEG},
+    [NTP_OP_EXP] = {true, NTP_TORCH_FN_EXP},
+    [NTP_OP_LOG] = {true, NTP_TORCH_FN_LOG},
+    [NTP_OP_SQRT] = {true, NTP_TORCH_FN_SQRT},
+    [NTP_OP_RECIPROCAL] = {true, NTP_TORCH_FN_RECIPROCAL},
+    [NTP_OP_ERF] = {true, NTP_TORCH_FN_ERF},
+    [NTP_OP_FLOOR] = {true, NTP_TORCH_FN_FLOOR},
+    [NTP_OP_CEIL] = {true, NTP_TORCH_FN_CEIL},
+    [NTP_OP_ROUND] = {true, NTP_TORCH_FN_ROUND},
+    [NTP_OP_SIGN] = {true, NTP_TORCH_FN_SIGN},
+    [NTP_OP_SIN] = {true, NTP_TORCH_FN_SIN},
+    [NTP_OP_COS] = {true, NTP_TORCH_FN_COS},
+    [NTP_OP_TAN] = {true, NTP_TORCH_FN_TAN},
+    [NTP_OP_ASIN] = {true, NTP_TORCH_FN_ASIN},
+    [NTP_OP_ACOS] = {true, NTP_TORCH_FN_ACOS},
+    [NTP_OP_ATAN] = {true, NTP_TORCH_FN_ATAN},
+    [NTP_OP_SINH] = {true, NTP_TORCH_FN_SINH},
+    [NTP_OP_COSH] = {true, NTP_TORCH_FN_COSH},
+    [NTP_OP_ASINH] = {true, NTP_TORCH_FN_ASINH},
+    [NTP_OP_ACOSH] = {true, NTP_TORCH_FN_ACOSH},
+    [NTP_OP_ATANH] = {true, NTP_TORCH_FN_ATANH},
+    [NTP_OP_SOFTPLUS] = {true, NTP_TORCH_FN_SOFTPLUS},
+    [NTP_OP_ELU] = {true, NTP_TORCH_FN_ELU},
+    [NTP_OP_CELU] = {true, NTP_TORCH_FN_CELU},
+    [NTP_OP_MISH] = {true, NTP_TORCH_FN_MISH},
+    [NTP_OP_LOG_SIGMOID] = {true, NTP_TORCH_FN_LOG_SIGMOID},
+};
+
 static bool unary_fn(const ntp_node *n, ntp_torch_layer *l)
 {
     l->min = -INFINITY;
     l->max = INFINITY;
-    switch (n->op) {
-    case NTP_OP_RELU:
-        if (n->a.has_max) {
-            l->fn = NTP_TORCH_FN_CLAMP;
-            l->min = 0;
-            l->max = n->a.max;
-        } else {
-            l->fn = NTP_TORCH_FN_RELU;
-        }
+    if (n->op == NTP_OP_RELU && n->a.has_max) {
+        l->fn = NTP_TORCH_FN_CLAMP;
+        l->min = 0;
+        l->max = n->a.max;
         return true;
-    case NTP_OP_CLIP:
+    }
+    if (n->op == NTP_OP_RELU) {
+        l->fn = NTP_TORCH_FN_RELU;
+        return true;
+    }
+    if (n->op == NTP_OP_CLIP) {
         l->fn = NTP_TORCH_FN_CLAMP;
         l->min = n->a.min;
         l->max = n->a.max;
         return true;
-    case NTP_OP_LEAKY_RELU: l->fn = NTP_TORCH_FN_LEAKY_RELU; return true;
-    case NTP_OP_SIGMOID: l->fn = NTP_TORCH_FN_SIGMOID; return true;
-    case NTP_OP_TANH: l->fn = NTP_TORCH_FN_TANH; return true;
-    case NTP_OP_GELU: l->fn = NTP_TORCH_FN_GELU; return true;
-    case NTP_OP_SILU: l->fn = NTP_TORCH_FN_SILU; return true;
-    case NTP_OP_HARDSWISH: l->fn = NTP_TORCH_FN_HARDSWISH; return true;
-    case NTP_OP_ABS: l->fn = NTP_TORCH_FN_ABS; return true;
-    case NTP_OP_NEG: l->fn = NTP_TORCH_FN_NEG; return true;
-    case NTP_OP_EXP: l->fn = NTP_TORCH_FN_EXP; return true;
-    case NTP_OP_LOG: l->fn = NTP_TORCH_FN_LOG; return true;
-    case NTP_OP_SQRT: l->fn = NTP_TORCH_FN_SQRT; return true;
-    case NTP_OP_RECIPROCAL: l->fn = NTP_TORCH_FN_RECIPROCAL; return true;
-    case NTP_OP_ERF: l->fn = NTP_TORCH_FN_ERF; return true;
-    case NTP_OP_FLOOR: l->fn = NTP_TORCH_FN_FLOOR; return true;
-    case NTP_OP_CEIL: l->fn = NTP_TORCH_FN_CEIL; return true;
-    case NTP_OP_ROUND: l->fn = NTP_TORCH_FN_ROUND; return true;
-    case NTP_OP_SIGN: l->fn = NTP_TORCH_FN_SIGN; return true;
-    case NTP_OP_SIN: l->fn = NTP_TORCH_FN_SIN; return true;
-    case NTP_OP_COS: l->fn = NTP_TORCH_FN_COS; return true;
-    case NTP_OP_TAN: l->fn = NTP_TORCH_FN_TAN; return true;
-    case NTP_OP_ASIN: l->fn = NTP_TORCH_FN_ASIN; return true;
-    case NTP_OP_ACOS: l->fn = NTP_TORCH_FN_ACOS; return true;
-    case NTP_OP_ATAN: l->fn = NTP_TORCH_FN_ATAN; return true;
-    case NTP_OP_SINH: l->fn = NTP_TORCH_FN_SINH; return true;
-    case NTP_OP_COSH: l->fn = NTP_TORCH_FN_COSH; return true;
-    case NTP_OP_ASINH: l->fn = NTP_TORCH_FN_ASINH; return true;
-    case NTP_OP_ACOSH: l->fn = NTP_TORCH_FN_ACOSH; return true;
-    case NTP_OP_ATANH: l->fn = NTP_TORCH_FN_ATANH; return true;
-    case NTP_OP_SOFTPLUS: l->fn = NTP_TORCH_FN_SOFTPLUS; return true;
-    case NTP_OP_ELU: l->fn = NTP_TORCH_FN_ELU; return true;
-    case NTP_OP_CELU: l->fn = NTP_TORCH_FN_CELU; return true;
-    case NTP_OP_MISH: l->fn = NTP_TORCH_FN_MISH; return true;
-    case NTP_OP_LOG_SIGMOID: l->fn = NTP_TORCH_FN_LOG_SIGMOID; return true;
-    default:
-        /* selu, hard_sigmoid, thresholded_relu, shrink, softsign: ONNX's
-         * parameters, which PyTorch's functions fix or lack. */
-        return false;
     }
+    if ((unsigned)n->op >= NTP_OP_COUNT || !unary_fns[n->op].mapped)
+        return false;
+    l->fn = unary_fns[n->op].fn;
+    return true;
 }
 
 static void set_shape(ntp_torch_tensor *t, const ntp_shape *s)
@@ -315,16 +325,49 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
         l->heads = a->heads;
         l->causal = a->causal;
         return r == 3;
-    default:
-        if (ntp__op_is_unary(n->op) && n->op != NTP_OP_DROPOUT && n->op != NTP_OP_MEMCPY) {
-            l->op = NTP_TORCH_UNARY;
-            return unary_fn(n, l);
-        }
-        /* pad, split, embedding, the ONNX reductions and tensor ops, lrn,
-         * instancenorm, prelu (PyTorch's slope is per channel, ONNX's
-         * broadcasts), hardmax, where, pow, mean, the inlays. */
-        return false;
+        NTP_UNARY_CASES
+        l->op = NTP_TORCH_UNARY;
+        return unary_fn(n, l);
+    /* pad, split, embedding, the ONNX reductions and tensor ops, lrn,
+     * instancenorm, prelu (PyTorch's slope is per channel, ONNX's
+     * broadcasts), hardmax, where, pow, mean, the inlays, the decoder ops:
+     * on the reference backend. */
+    case NTP_OP_SPLIT:
+    case NTP_OP_PAD:
+    case NTP_OP_EMBEDDING:
+    case NTP_OP_MFCC:
+    case NTP_OP_CTC_DECODE:
+    case NTP_OP_CONVERT:
+    case NTP_OP_PRELU:
+    case NTP_OP_HARDMAX:
+    case NTP_OP_POW:
+    case NTP_OP_MEAN:
+    case NTP_OP_WHERE:
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+    case NTP_OP_REDUCE_LOG_SUM:
+    case NTP_OP_REDUCE_LOG_SUM_EXP:
+    case NTP_OP_INSTANCENORM:
+    case NTP_OP_LRN:
+    case NTP_OP_CONSTANT:
+    case NTP_OP_SLICE:
+    case NTP_OP_EXPAND:
+    case NTP_OP_RESIZE:
+    case NTP_OP_RMSNORM:
+    case NTP_OP_ROPE:
+    case NTP_OP_KV_ATTENTION:
+    case NTP_OP_LM_HEAD:
+    case NTP_OP_ARGMAX:
+    case NTP_OP_DELAY:
+    case NTP_OP_COUNT: break;
     }
+    return false;
 }
 
 static bool torch_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)

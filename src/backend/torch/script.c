@@ -107,14 +107,13 @@ static const char *unary_name(ntp_torch_fn f)
 
 static const char *binary_name(ntp_torch_op op)
 {
-    switch (op) {
-    case NTP_TORCH_MUL: return "mul";
-    case NTP_TORCH_SUB: return "sub";
-    case NTP_TORCH_DIV: return "div";
-    case NTP_TORCH_MAXIMUM: return "maximum";
-    case NTP_TORCH_MINIMUM: return "minimum";
-    default: return "add";
-    }
+    static const char *const names[] = {
+        [NTP_TORCH_ADD] = "add", [NTP_TORCH_MUL] = "mul",         [NTP_TORCH_SUB] = "sub",
+        [NTP_TORCH_DIV] = "div", [NTP_TORCH_MAXIMUM] = "maximum", [NTP_TORCH_MINIMUM] = "minimum",
+    };
+    if ((unsigned)op < sizeof names / sizeof names[0] && names[op])
+        return names[op];
+    return "add";
 }
 
 /* The module being written: its source, its buffers. */
