@@ -149,12 +149,47 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
     case NTP_OP_CONVERT:
     case NTP_OP_TRANSPOSE:
     case NTP_OP_SPLIT:
-    case NTP_OP_PAD: bd = 0; break;
-    default:
-        /* Element-wise: the derivative (about as costly as the function)
-         * and the product with dy. */
-        bd = ntp__op_is_unary(n->op) ? (ntp__op_unary_flops(n->op) + 1) * out : fwd;
+    case NTP_OP_PAD:
+        bd = 0;
         break;
+        /* Element-wise: the derivative (about as costly as the function) and
+         * the product with dy. */
+        NTP_UNARY_CASES bd = (ntp__op_unary_flops(n->op) + 1) * out;
+        break;
+    /* The others: as much as the forward. */
+    case NTP_OP_MFCC:
+    case NTP_OP_CTC_DECODE:
+    case NTP_OP_PRELU:
+    case NTP_OP_HARDMAX:
+    case NTP_OP_DIV:
+    case NTP_OP_POW:
+    case NTP_OP_MAX:
+    case NTP_OP_MIN:
+    case NTP_OP_MEAN:
+    case NTP_OP_WHERE:
+    case NTP_OP_REDUCE_MEAN:
+    case NTP_OP_REDUCE_SUM:
+    case NTP_OP_REDUCE_MAX:
+    case NTP_OP_REDUCE_MIN:
+    case NTP_OP_REDUCE_PROD:
+    case NTP_OP_REDUCE_L1:
+    case NTP_OP_REDUCE_L2:
+    case NTP_OP_REDUCE_SUM_SQUARE:
+    case NTP_OP_REDUCE_LOG_SUM:
+    case NTP_OP_REDUCE_LOG_SUM_EXP:
+    case NTP_OP_INSTANCENORM:
+    case NTP_OP_LRN:
+    case NTP_OP_CONSTANT:
+    case NTP_OP_SLICE:
+    case NTP_OP_EXPAND:
+    case NTP_OP_RESIZE:
+    case NTP_OP_RMSNORM:
+    case NTP_OP_ROPE:
+    case NTP_OP_KV_ATTENTION:
+    case NTP_OP_LM_HEAD:
+    case NTP_OP_ARGMAX:
+    case NTP_OP_DELAY:
+    case NTP_OP_COUNT: bd = fwd; break;
     }
     flops[NTP_TRAIN_FORWARD] = fwd;
     flops[NTP_TRAIN_BACKWARD_DATA] = data ? bd : 0;

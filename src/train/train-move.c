@@ -191,13 +191,18 @@ static void deconv(ntp_train_state *s, const ntp_node *n, int mode)
         }
 }
 
+/* The kernels of this file, by op. */
+static void (*const movers[NTP_OP_COUNT])(ntp_train_state *s, const ntp_node *n, int mode) = {
+    [NTP_OP_TRANSPOSE] = transpose,
+    [NTP_OP_SPLIT] = split,
+    [NTP_OP_PAD] = pad,
+    [NTP_OP_DECONV] = deconv,
+};
+
 bool ntp__train_move(ntp_train_state *s, const ntp_node *n, int mode)
 {
-    switch (n->op) {
-    case NTP_OP_TRANSPOSE: transpose(s, n, mode); return true;
-    case NTP_OP_SPLIT: split(s, n, mode); return true;
-    case NTP_OP_PAD: pad(s, n, mode); return true;
-    case NTP_OP_DECONV: deconv(s, n, mode); return true;
-    default: return false;
-    }
+    if ((unsigned)n->op >= NTP_OP_COUNT || !movers[n->op])
+        return false;
+    movers[n->op](s, n, mode);
+    return true;
 }

@@ -22,106 +22,141 @@ static int64_t cnt(const ntp_tensor *t)
     return ntp_shape_numel(&t->shape);
 }
 
+/* The ops with training kernels (forward and backward in double). */
+static const bool supported[NTP_OP_COUNT] = {
+    [NTP_OP_FC] = true,
+    [NTP_OP_MATMUL] = true,
+    [NTP_OP_CONV] = true,
+    [NTP_OP_MAXPOOL] = true,
+    [NTP_OP_AVGPOOL] = true,
+    [NTP_OP_GLOBAL_MAXPOOL] = true,
+    [NTP_OP_GLOBAL_AVGPOOL] = true,
+    [NTP_OP_BATCHNORM] = true,
+    [NTP_OP_LAYERNORM] = true,
+    [NTP_OP_RELU] = true,
+    [NTP_OP_LEAKY_RELU] = true,
+    [NTP_OP_SIGMOID] = true,
+    [NTP_OP_TANH] = true,
+    [NTP_OP_GELU] = true,
+    [NTP_OP_SILU] = true,
+    [NTP_OP_HARDSWISH] = true,
+    [NTP_OP_CLIP] = true,
+    [NTP_OP_SOFTPLUS] = true,
+    [NTP_OP_EXP] = true,
+    [NTP_OP_NEG] = true,
+    [NTP_OP_ABS] = true,
+    [NTP_OP_SOFTMAX] = true,
+    [NTP_OP_LOG_SOFTMAX] = true,
+    [NTP_OP_ADD] = true,
+    [NTP_OP_SUB] = true,
+    [NTP_OP_MUL] = true,
+    [NTP_OP_CONCAT] = true,
+    [NTP_OP_RESHAPE] = true,
+    [NTP_OP_FLATTEN] = true,
+    [NTP_OP_DROPOUT] = true,
+    [NTP_OP_EMBEDDING] = true,
+    [NTP_OP_MEMCPY] = true,
+    [NTP_OP_CONVERT] = true,
+    [NTP_OP_LSTM] = true,
+    [NTP_OP_GRU] = true,
+    [NTP_OP_RNN] = true,
+    [NTP_OP_MFCC] = true,
+    [NTP_OP_TRANSPOSE] = true,
+    [NTP_OP_SPLIT] = true,
+    [NTP_OP_PAD] = true,
+    [NTP_OP_DECONV] = true,
+    [NTP_OP_ATTENTION] = true,
+};
+
 bool ntp__train_supported(ntp_op op)
 {
-    switch (op) {
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_CONV:
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_HARDSWISH:
-    case NTP_OP_CLIP:
-    case NTP_OP_SOFTPLUS:
-    case NTP_OP_EXP:
-    case NTP_OP_NEG:
-    case NTP_OP_ABS:
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_ADD:
-    case NTP_OP_SUB:
-    case NTP_OP_MUL:
-    case NTP_OP_CONCAT:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_EMBEDDING:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT:
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN:
-    case NTP_OP_MFCC:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT:
-    case NTP_OP_PAD:
-    case NTP_OP_DECONV:
-    case NTP_OP_ATTENTION: return true;
-    default: return false;
-    }
+    return (unsigned)op < NTP_OP_COUNT && supported[op];
 }
+
+/* What a layer's backward reads of its forward, by op (the zero value: its
+ * first input, when it trains at all). */
+typedef enum train_need {
+    NEED_INPUT0,
+    NEED_INPUTS,  /* products: every input */
+    NEED_OUTPUT,  /* softmax: its output */
+    NEED_NOTHING, /* linear in its input, or a copy */
+} train_need;
+
+static const train_need needs[NTP_OP_COUNT] = {
+    [NTP_OP_MATMUL] = NEED_INPUTS,
+    [NTP_OP_MUL] = NEED_INPUTS,
+    [NTP_OP_ATTENTION] = NEED_INPUTS,
+    [NTP_OP_SOFTMAX] = NEED_OUTPUT,
+    [NTP_OP_LOG_SOFTMAX] = NEED_OUTPUT,
+    [NTP_OP_AVGPOOL] = NEED_NOTHING,
+    [NTP_OP_GLOBAL_AVGPOOL] = NEED_NOTHING,
+    [NTP_OP_ADD] = NEED_NOTHING,
+    [NTP_OP_SUB] = NEED_NOTHING,
+    [NTP_OP_CONCAT] = NEED_NOTHING,
+    [NTP_OP_RESHAPE] = NEED_NOTHING,
+    [NTP_OP_FLATTEN] = NEED_NOTHING,
+    [NTP_OP_DROPOUT] = NEED_NOTHING,
+    [NTP_OP_MEMCPY] = NEED_NOTHING,
+    [NTP_OP_CONVERT] = NEED_NOTHING,
+    [NTP_OP_MFCC] = NEED_NOTHING,
+    [NTP_OP_TRANSPOSE] = NEED_NOTHING,
+    [NTP_OP_SPLIT] = NEED_NOTHING,
+    [NTP_OP_PAD] = NEED_NOTHING,
+};
 
 ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
 {
     ntp_train_needs r;
     memset(&r, 0, sizeof r);
-    switch (n->op) {
-    case NTP_OP_MATMUL:
-    case NTP_OP_MUL:
-    case NTP_OP_ATTENTION:
+    switch ((unsigned)n->op < NTP_OP_COUNT ? needs[n->op] : NEED_INPUT0) {
+    case NEED_INPUTS:
         for (int i = 0; i < n->n_in; i++)
             r.input[i] = true;
         break;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX: r.output = true; break;
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-    case NTP_OP_ADD:
-    case NTP_OP_SUB:
-    case NTP_OP_CONCAT:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT:
-    case NTP_OP_MFCC:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT:
-    case NTP_OP_PAD: break;
-    default: r.input[0] = ntp__train_supported(n->op); break;
+    case NEED_OUTPUT: r.output = true; break;
+    case NEED_NOTHING: break;
+    case NEED_INPUT0: r.input[0] = ntp__train_supported(n->op); break;
     }
     (void)g;
     return r;
 }
 
-int64_t ntp__train_saved_count(const ntp_graph *g, const ntp_node *n)
+static int64_t batchnorm_saved(const ntp_graph *g, const ntp_node *n)
+{
+    return 2 * g->tensors[n->in[0]].shape.dim[1];
+}
+
+static int64_t layernorm_saved(const ntp_graph *g, const ntp_node *n)
 {
     const ntp_tensor *x = &g->tensors[n->in[0]];
-    switch (n->op) {
-    case NTP_OP_BATCHNORM: return 2 * x->shape.dim[1];
-    case NTP_OP_LAYERNORM: {
-        int64_t axis = n->a.axis < 0 ? n->a.axis + x->shape.ndim : n->a.axis, D = 1;
-        for (int d = (int)axis; d < x->shape.ndim; d++)
-            D *= x->shape.dim[d];
-        return 2 * (cnt(x) / D);
-    }
-    case NTP_OP_DROPOUT: return cnt(x);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__train_rnn_saved(g, n);
-    case NTP_OP_ATTENTION: return ntp__train_attention_saved(g, n);
-    default: return 0;
-    }
+    int64_t axis = n->a.axis < 0 ? n->a.axis + x->shape.ndim : n->a.axis, D = 1;
+    for (int d = (int)axis; d < x->shape.ndim; d++)
+        D *= x->shape.dim[d];
+    return 2 * (cnt(x) / D);
+}
+
+static int64_t dropout_saved(const ntp_graph *g, const ntp_node *n)
+{
+    return cnt(&g->tensors[n->in[0]]);
+}
+
+/* Values a layer keeps beyond its tensors for its backward, by op (none
+ * where NULL). */
+static int64_t (*const saved[NTP_OP_COUNT])(const ntp_graph *g, const ntp_node *n) = {
+    [NTP_OP_BATCHNORM] = batchnorm_saved,
+    [NTP_OP_LAYERNORM] = layernorm_saved,
+    [NTP_OP_DROPOUT] = dropout_saved,
+    [NTP_OP_LSTM] = ntp__train_rnn_saved,
+    [NTP_OP_GRU] = ntp__train_rnn_saved,
+    [NTP_OP_RNN] = ntp__train_rnn_saved,
+    [NTP_OP_ATTENTION] = ntp__train_attention_saved,
+};
+
+int64_t ntp__train_saved_count(const ntp_graph *g, const ntp_node *n)
+{
+    if ((unsigned)n->op >= NTP_OP_COUNT || !saved[n->op])
+        return 0;
+    return saved[n->op](g, n);
 }
 
 bool ntp__train_has_weights(const ntp_graph *g, const ntp_node *n)
@@ -568,66 +603,110 @@ static double sigm(double x)
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
-/* f(x) and, into *df, f'(x). At a kink the derivative is PyTorch's: relu'(0)
- * = 0, clip passes the gradient on [min, max]. */
+static double relu_(const ntp_attrs *a, double x, double *df)
+{
+    if (a->has_max && x > a->max) {
+        *df = 0.0;
+        return a->max;
+    }
+    *df = x > 0 ? 1.0 : 0.0;
+    return x > 0 ? x : 0.0;
+}
+static double leaky_relu_(const ntp_attrs *a, double x, double *df)
+{
+    double al = (double)(float)a->alpha;
+    *df = x > 0 ? 1.0 : al;
+    return x > 0 ? x : al * x;
+}
+static double sigmoid_(const ntp_attrs *a, double x, double *df)
+{
+    double sg = sigm(x);
+    *df = sg * (1.0 - sg);
+    return sg;
+}
+static double tanh_(const ntp_attrs *a, double x, double *df)
+{
+    double t = tanh(x);
+    *df = 1.0 - t * t;
+    return t;
+}
+static double gelu_(const ntp_attrs *a, double x, double *df)
+{
+    double cdf = 0.5 * (1.0 + erf(x * 0.70710678118654752440));
+    *df = cdf + x * exp(-0.5 * x * x) * 0.39894228040143267794;
+    return x * cdf;
+}
+static double silu_(const ntp_attrs *a, double x, double *df)
+{
+    double sg = sigm(x);
+    *df = sg * (1.0 + x * (1.0 - sg));
+    return x * sg;
+}
+static double hardswish_(const ntp_attrs *a, double x, double *df)
+{
+    if (x <= -3.0) {
+        *df = 0.0;
+        return 0.0;
+    }
+    if (x >= 3.0) {
+        *df = 1.0;
+        return x;
+    }
+    *df = (2.0 * x + 3.0) / 6.0;
+    return x * (x + 3.0) / 6.0;
+}
+static double clip_(const ntp_attrs *a, double x, double *df)
+{
+    double lo = (float)a->min, hi = (float)a->max;
+    *df = x >= lo && x <= hi ? 1.0 : 0.0;
+    return x < lo ? lo : x > hi ? hi : x;
+}
+static double softplus_(const ntp_attrs *a, double x, double *df)
+{
+    *df = sigm(x);
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+static double exp_(const ntp_attrs *a, double x, double *df)
+{
+    *df = exp(x);
+    return *df;
+}
+static double neg_(const ntp_attrs *a, double x, double *df)
+{
+    *df = -1.0;
+    return -x;
+}
+static double abs_(const ntp_attrs *a, double x, double *df)
+{
+    *df = x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+    return fabs(x);
+}
+
+/* f(x) and, into *df, f'(x), of the element-wise ops with training
+ * kernels. At a kink the derivative is PyTorch's: relu'(0) = 0, clip
+ * passes the gradient on [min, max]. */
+static double (*const unary_fns[NTP_OP_COUNT])(const ntp_attrs *a, double x, double *df) = {
+    [NTP_OP_RELU] = relu_,
+    [NTP_OP_LEAKY_RELU] = leaky_relu_,
+    [NTP_OP_SIGMOID] = sigmoid_,
+    [NTP_OP_TANH] = tanh_,
+    [NTP_OP_GELU] = gelu_,
+    [NTP_OP_SILU] = silu_,
+    [NTP_OP_HARDSWISH] = hardswish_,
+    [NTP_OP_CLIP] = clip_,
+    [NTP_OP_SOFTPLUS] = softplus_,
+    [NTP_OP_EXP] = exp_,
+    [NTP_OP_NEG] = neg_,
+    [NTP_OP_ABS] = abs_,
+};
+
 static double unary(const ntp_node *n, double x, double *df)
 {
-    const ntp_attrs *a = &n->a;
-    switch (n->op) {
-    case NTP_OP_RELU:
-        if (a->has_max && x > a->max) {
-            *df = 0.0;
-            return a->max;
-        }
-        *df = x > 0 ? 1.0 : 0.0;
-        return x > 0 ? x : 0.0;
-    case NTP_OP_LEAKY_RELU: {
-        double al = (double)(float)a->alpha;
-        *df = x > 0 ? 1.0 : al;
-        return x > 0 ? x : al * x;
+    if ((unsigned)n->op >= NTP_OP_COUNT || !unary_fns[n->op]) {
+        *df = 0.0;
+        return 0.0;
     }
-    case NTP_OP_SIGMOID: {
-        double sg = sigm(x);
-        *df = sg * (1.0 - sg);
-        return sg;
-    }
-    case NTP_OP_TANH: {
-        double t = tanh(x);
-        *df = 1.0 - t * t;
-        return t;
-    }
-    case NTP_OP_GELU: {
-        double cdf = 0.5 * (1.0 + erf(x * 0.70710678118654752440));
-        *df = cdf + x * exp(-0.5 * x * x) * 0.39894228040143267794;
-        return x * cdf;
-    }
-    case NTP_OP_SILU: {
-        double sg = sigm(x);
-        *df = sg * (1.0 + x * (1.0 - sg));
-        return x * sg;
-    }
-    case NTP_OP_HARDSWISH:
-        if (x <= -3.0) {
-            *df = 0.0;
-            return 0.0;
-        }
-        if (x >= 3.0) {
-            *df = 1.0;
-            return x;
-        }
-        *df = (2.0 * x + 3.0) / 6.0;
-        return x * (x + 3.0) / 6.0;
-    case NTP_OP_CLIP: {
-        double lo = (float)a->min, hi = (float)a->max;
-        *df = x >= lo && x <= hi ? 1.0 : 0.0;
-        return x < lo ? lo : x > hi ? hi : x;
-    }
-    case NTP_OP_SOFTPLUS: *df = sigm(x); return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-    case NTP_OP_EXP: *df = exp(x); return *df;
-    case NTP_OP_NEG: *df = -1.0; return -x;
-    case NTP_OP_ABS: *df = x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; return fabs(x);
-    default: *df = 0.0; return 0.0;
-    }
+    return unary_fns[n->op](&n->a, x, df);
 }
 
 static void eltwise(ntp_train_state *s, const ntp_node *n, int mode)
@@ -857,46 +936,54 @@ static ntp_status mfcc(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, int 
 
 /* --- dispatch ----------------------------------------------------------------- */
 
+/* The kernels of this file, by op; embedding and mfcc, which can fail, and
+ * train-move.c's are called by name; the other ops with training kernels
+ * are element-wise. */
+static void (*const kernels[NTP_OP_COUNT])(ntp_train_state *s, const ntp_node *n, int mode) = {
+    [NTP_OP_FC] = fc,
+    [NTP_OP_MATMUL] = matmul,
+    [NTP_OP_CONV] = conv,
+    [NTP_OP_MAXPOOL] = pool,
+    [NTP_OP_AVGPOOL] = pool,
+    [NTP_OP_GLOBAL_MAXPOOL] = global_pool,
+    [NTP_OP_GLOBAL_AVGPOOL] = global_pool,
+    [NTP_OP_BATCHNORM] = batchnorm,
+    [NTP_OP_LAYERNORM] = layernorm,
+    [NTP_OP_SOFTMAX] = softmax,
+    [NTP_OP_LOG_SOFTMAX] = softmax,
+    [NTP_OP_ADD] = binary,
+    [NTP_OP_SUB] = binary,
+    [NTP_OP_MUL] = binary,
+    [NTP_OP_CONCAT] = concat,
+    [NTP_OP_RESHAPE] = copy,
+    [NTP_OP_FLATTEN] = copy,
+    [NTP_OP_MEMCPY] = copy,
+    [NTP_OP_CONVERT] = copy,
+    [NTP_OP_DROPOUT] = dropout,
+    [NTP_OP_LSTM] = ntp__train_rnn,
+    [NTP_OP_GRU] = ntp__train_rnn,
+    [NTP_OP_RNN] = ntp__train_rnn,
+    [NTP_OP_ATTENTION] = ntp__train_attention,
+};
+
 static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, int mode)
 {
-    switch (n->op) {
-    case NTP_OP_FC: fc(s, n, mode); break;
-    case NTP_OP_MATMUL: matmul(s, n, mode); break;
-    case NTP_OP_CONV: conv(s, n, mode); break;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL: pool(s, n, mode); break;
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: global_pool(s, n, mode); break;
-    case NTP_OP_BATCHNORM: batchnorm(s, n, mode); break;
-    case NTP_OP_LAYERNORM: layernorm(s, n, mode); break;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX: softmax(s, n, mode); break;
-    case NTP_OP_ADD:
-    case NTP_OP_SUB:
-    case NTP_OP_MUL: binary(s, n, mode); break;
-    case NTP_OP_CONCAT: concat(s, n, mode); break;
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT: copy(s, n, mode); break;
-    case NTP_OP_DROPOUT: dropout(s, n, mode); break;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: ntp__train_rnn(s, n, mode); break;
-    case NTP_OP_ATTENTION: ntp__train_attention(s, n, mode); break;
-    case NTP_OP_EMBEDDING: return embedding(ctx, s, n, mode);
-    case NTP_OP_MFCC: return mfcc(ctx, s, n, mode);
-    default:
-        if (ntp__train_move(s, n, mode))
-            break;
-        if (ntp__train_supported(n->op)) {
-            eltwise(s, n, mode);
-            break;
-        }
-        return ntp__node_error(ctx, s->g, n, NTP_STATUS_UNSUPPORTED, "%s has no training kernel",
-                               ntp__op_name(n->op));
+    if (n->op == NTP_OP_EMBEDDING)
+        return embedding(ctx, s, n, mode);
+    if (n->op == NTP_OP_MFCC)
+        return mfcc(ctx, s, n, mode);
+    if ((unsigned)n->op < NTP_OP_COUNT && kernels[n->op]) {
+        kernels[n->op](s, n, mode);
+        return NTP_STATUS_OK;
     }
-    return NTP_STATUS_OK;
+    if (ntp__train_move(s, n, mode))
+        return NTP_STATUS_OK;
+    if (ntp__train_supported(n->op)) {
+        eltwise(s, n, mode);
+        return NTP_STATUS_OK;
+    }
+    return ntp__node_error(ctx, s->g, n, NTP_STATUS_UNSUPPORTED, "%s has no training kernel",
+                           ntp__op_name(n->op));
 }
 
 ntp_status ntp__train_forward(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n)

@@ -139,7 +139,10 @@ static void to_double(double *d, const void *src, ntp_dtype dt, int64_t n)
         case NTP_DTYPE_I64: d[i] = (double)((const int64_t *)src)[i]; break;
         case NTP_DTYPE_U8: d[i] = ((const uint8_t *)src)[i]; break;
         case NTP_DTYPE_I8: d[i] = ((const int8_t *)src)[i]; break;
-        default: d[i] = 0.0; break;
+        /* Not a type of an input array (.npy f16 is read as f32 first). */
+        case NTP_DTYPE_BF16:
+        case NTP_DTYPE_F16:
+        case NTP_DTYPE_COUNT: d[i] = 0.0; break;
         }
 }
 
