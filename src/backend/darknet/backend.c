@@ -74,18 +74,53 @@ static bool dnb_available(char *why, size_t len)
     return false;
 }
 
+/* The Darknet section that runs each op this backend runs (DN_NONE: the
+ * others, which stay on the reference backend). */
+typedef enum dn_section {
+    DN_NONE,
+    DN_CONVOLUTIONAL,
+    DN_CONNECTED,
+    DN_MAXPOOL,
+    DN_AVGPOOL,
+    DN_BATCHNORM,
+    DN_ACTIVATION,
+    DN_SOFTMAX,
+    DN_SHORTCUT,
+    DN_ROUTE,
+    DN_UPSAMPLE,
+} dn_section;
+
+static const dn_section sections[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = DN_CONVOLUTIONAL,    [NTP_OP_FC] = DN_CONNECTED,
+    [NTP_OP_MAXPOOL] = DN_MAXPOOL,       [NTP_OP_GLOBAL_AVGPOOL] = DN_AVGPOOL,
+    [NTP_OP_BATCHNORM] = DN_BATCHNORM,   [NTP_OP_RELU] = DN_ACTIVATION,
+    [NTP_OP_LEAKY_RELU] = DN_ACTIVATION, [NTP_OP_SIGMOID] = DN_ACTIVATION,
+    [NTP_OP_TANH] = DN_ACTIVATION,       [NTP_OP_ELU] = DN_ACTIVATION,
+    [NTP_OP_SOFTMAX] = DN_SOFTMAX,       [NTP_OP_ADD] = DN_SHORTCUT,
+    [NTP_OP_CONCAT] = DN_ROUTE,          [NTP_OP_RESIZE] = DN_UPSAMPLE,
+};
+
+static dn_section section_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? sections[op] : DN_NONE;
+}
+
+/* Darknet's activation of each unary op it has. */
+static const char *const acts[NTP_OP_COUNT] = {
+    [NTP_OP_RELU] = "relu", [NTP_OP_LEAKY_RELU] = "leaky", [NTP_OP_SIGMOID] = "logistic",
+    [NTP_OP_TANH] = "tanh", [NTP_OP_ELU] = "elu",
+};
+
 /* Darknet's activation name for a unary op; NULL when it has none that
- * matches ntprof's definition. */
+ * matches ntprof's definition (a relu with a ceiling; Darknet's leaky
+ * slope is 0.1 and its elu's alpha 1). */
 static const char *act_name(const ntp_node *n)
 {
-    switch (n->op) {
-    case NTP_OP_RELU: return n->a.has_max ? NULL : "relu";
-    case NTP_OP_LEAKY_RELU: return fabs(n->a.alpha - 0.1) < 1e-7 ? "leaky" : NULL;
-    case NTP_OP_SIGMOID: return "logistic";
-    case NTP_OP_TANH: return "tanh";
-    case NTP_OP_ELU: return fabs(n->a.alpha - 1.0) < 1e-7 ? "elu" : NULL;
-    default: return NULL;
-    }
+    if ((unsigned)n->op >= NTP_OP_COUNT || (n->op == NTP_OP_RELU && n->a.has_max) ||
+        (n->op == NTP_OP_LEAKY_RELU && !(fabs(n->a.alpha - 0.1) < 1e-7)) ||
+        (n->op == NTP_OP_ELU && !(fabs(n->a.alpha - 1.0) < 1e-7)))
+        return NULL;
+    return acts[n->op];
 }
 
 static bool is4d(const ntp_shape *s)
@@ -120,28 +155,24 @@ static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
             return false;
     const ntp_shape *in = &ntp__cin(g, n, 0)->shape, *out = &ntp__cout(g, n, 0)->shape;
     const ntp_attrs *a = &n->a;
-    switch (n->op) {
-    case NTP_OP_CONV:
+    switch (section_of(n->op)) {
+    case DN_CONVOLUTIONAL:
         return is4d(in) && a->nk == 2 && a->kernel[0] == a->kernel[1] &&
                a->stride[0] == a->stride[1] && a->dilation[0] == 1 && a->dilation[1] == 1 &&
                a->pad[0] == a->pad[1] && a->pad[0] == a->pad[2] && a->pad[0] == a->pad[3];
-    case NTP_OP_FC: return in->ndim == 2;
-    case NTP_OP_MAXPOOL: return is4d(in) && maxpool_padding(g, n) >= 0;
-    case NTP_OP_GLOBAL_AVGPOOL: return is4d(in);
-    case NTP_OP_BATCHNORM:
+    case DN_CONNECTED: return in->ndim == 2;
+    case DN_MAXPOOL: return is4d(in) && maxpool_padding(g, n) >= 0;
+    case DN_AVGPOOL: return is4d(in);
+    case DN_BATCHNORM:
         /* Darknet's epsilon is fixed (sqrt(var) + 1e-6): only a layer whose
          * own epsilon is that small computes the same, to ~1e-5 relative. */
         return (is4d(in) || in->ndim == 2) && a->epsilon <= 1e-5;
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_ELU: return act_name(n) != NULL;
-    case NTP_OP_SOFTMAX: return in->ndim == 2 && (a->axis == -1 || a->axis == 1);
-    case NTP_OP_ADD:
+    case DN_ACTIVATION: return act_name(n) != NULL;
+    case DN_SOFTMAX: return in->ndim == 2 && (a->axis == -1 || a->axis == 1);
+    case DN_SHORTCUT:
         return n->n_in == 2 && is4d(in) && ntp_shape_equal(in, &ntp__cin(g, n, 1)->shape) &&
                ntp_shape_equal(in, out);
-    case NTP_OP_CONCAT:
+    case DN_ROUTE:
         if (!is4d(in) || (a->axis != 1 && a->axis != -3))
             return false;
         for (int i = 1; i < n->n_in; i++) {
@@ -151,7 +182,7 @@ static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
                 return false;
         }
         return true;
-    case NTP_OP_RESIZE: {
+    case DN_UPSAMPLE: {
         if (!is4d(in) || a->resize.mode != NTP_RESIZE_NEAREST ||
             a->resize.coord != NTP_RESIZE_ASYMMETRIC || a->resize.nearest != NTP_RESIZE_FLOOR ||
             in->dim[0] != out->dim[0] || in->dim[1] != out->dim[1])
@@ -159,8 +190,9 @@ static bool dnb_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         int64_t s = out->dim[2] / in->dim[2];
         return s >= 1 && out->dim[2] == s * in->dim[2] && out->dim[3] == s * in->dim[3];
     }
-    default: return false;
+    case DN_NONE: break;
     }
+    return false;
 }
 
 /* --fuse: a Darknet [convolutional] or [connected] layer applies its own
@@ -211,28 +243,28 @@ static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
     /* --fuse: the activation folded into a convolution or connected layer
      * is that layer's own, as in Darknet's networks (dnb_fusable). */
     const char *act = k->n_fused ? act_name(k->fused[0]) : "linear";
-    switch (n->op) {
-    case NTP_OP_CONV:
+    switch (section_of(n->op)) {
+    case DN_CONVOLUTIONAL:
         put(cfg, len,
             "[convolutional]\nfilters=%lld\nsize=%lld\nstride=%lld\npadding=%lld\ngroups=%lld\n"
             "activation=%s\n",
             (long long)a->filters, (long long)a->kernel[0], (long long)a->stride[0],
             (long long)a->pad[0], (long long)a->groups, act);
         break;
-    case NTP_OP_FC:
+    case DN_CONNECTED:
         put(cfg, len, "[connected]\noutput=%lld\nactivation=%s\n", (long long)a->units, act);
         break;
-    case NTP_OP_MAXPOOL:
+    case DN_MAXPOOL:
         put(cfg, len, "[maxpool]\nsize=%lld\nstride=%lld\npadding=%lld\n", (long long)a->kernel[0],
             (long long)a->stride[0], (long long)maxpool_padding(k->g, n));
         break;
-    case NTP_OP_GLOBAL_AVGPOOL: put(cfg, len, "[avgpool]\n"); break;
-    case NTP_OP_BATCHNORM: put(cfg, len, "[batchnorm]\n"); break;
-    case NTP_OP_SOFTMAX: put(cfg, len, "[softmax]\n"); break;
-    case NTP_OP_RESIZE:
+    case DN_AVGPOOL: put(cfg, len, "[avgpool]\n"); break;
+    case DN_BATCHNORM: put(cfg, len, "[batchnorm]\n"); break;
+    case DN_SOFTMAX: put(cfg, len, "[softmax]\n"); break;
+    case DN_UPSAMPLE:
         put(cfg, len, "[upsample]\nstride=%lld\n", (long long)(out->dim[2] / in->dim[2]));
         break;
-    case NTP_OP_ADD:
+    case DN_SHORTCUT:
         /* layer 0: a placeholder whose output execute points at input 1 */
         put(cfg, len,
             "[convolutional]\nfilters=%lld\nsize=1\nactivation=linear\n"
@@ -240,7 +272,7 @@ static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
             (long long)in->dim[1]);
         *main = 1;
         break;
-    case NTP_OP_CONCAT:
+    case DN_ROUTE:
         for (int i = 0; i < k->n_in; i++)
             put(cfg, len, "[convolutional]\nfilters=%lld\nsize=1\nactivation=linear\n",
                 (long long)k->in[i].shape.dim[1]);
@@ -250,7 +282,9 @@ static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
         put(cfg, len, "\n");
         *main = k->n_in;
         break;
-    default: put(cfg, len, "[activation]\nactivation=%s\n", act_name(n)); break;
+    /* Only a supported layer gets here (dnb_supports). */
+    case DN_ACTIVATION:
+    case DN_NONE: put(cfg, len, "[activation]\nactivation=%s\n", act_name(n)); break;
     }
 }
 
@@ -327,16 +361,16 @@ static ntp_status dnb_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **no
             (long long)(ntp_shape_numel(&k->out[0].shape) / k->out[0].shape.dim[0]));
     }
     const ntp_node *n = k->node;
-    switch (n->op) {
-    case NTP_OP_CONV:
+    switch (section_of(n->op)) {
+    case DN_CONVOLUTIONAL:
         fill(l->weights, &k->w[0], l->nweights);
         fill(l->biases, n->a.bias ? &k->w[1] : NULL, l->n);
         break;
-    case NTP_OP_FC:
+    case DN_CONNECTED:
         fill(l->weights, &k->w[0], (int64_t)l->inputs * l->outputs);
         fill(l->biases, n->a.bias ? &k->w[1] : NULL, l->outputs);
         break;
-    case NTP_OP_BATCHNORM:
+    case DN_BATCHNORM:
         /* forward_batchnorm_layer keeps a copy of its input in l.x, which
          * make_batchnorm_layer does not allocate (only a convolution with
          * batch_normalize does): give it one; free_layer frees it. */
@@ -350,7 +384,15 @@ static ntp_status dnb_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **no
         fill(l->rolling_mean, &k->w[2], l->c);
         fill(l->rolling_variance, &k->w[3], l->c);
         break;
-    default: break;
+    /* No weights. */
+    case DN_NONE:
+    case DN_MAXPOOL:
+    case DN_AVGPOOL:
+    case DN_ACTIVATION:
+    case DN_SOFTMAX:
+    case DN_SHORTCUT:
+    case DN_ROUTE:
+    case DN_UPSAMPLE: break;
     }
     if (main > 0) {
         nd->shadow = malloc((size_t)net->n * sizeof *nd->shadow);
