@@ -215,9 +215,12 @@ static int bundled(void)
 /* --- 2. live against libdarknet ---------------------------------------------- */
 
 #ifdef NTP_HAVE_DARKNET
+/* libdarknet's LAYER_TYPE differs between its forks and versions, so the
+ * switches over it name the types that matter and leave the rest to
+ * default: over an int. */
 static const char *type_name(LAYER_TYPE t)
 {
-    switch (t) {
+    switch ((int)t) {
     case CONVOLUTIONAL: return "conv";
     case CONNECTED: return "connected";
     case MAXPOOL: return "max";
@@ -250,7 +253,7 @@ static const char *type_name(LAYER_TYPE t)
  * convolutions only). */
 static long long layer_flops(const layer *l)
 {
-    switch (l->type) {
+    switch ((int)l->type) {
     case CONVOLUTIONAL:
         return 2LL * l->n * l->size * l->size * (l->c / l->groups) * l->out_h * l->out_w;
     case LOCAL: return 2LL * l->n * l->size * l->size * l->c * l->out_h * l->out_w;
