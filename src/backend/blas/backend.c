@@ -44,6 +44,50 @@ void ntp__blas_gemv(int64_t m, int64_t n, float alpha, const float *a, int64_t l
                 beta, y, 1);
 }
 
+/* --- families ----------------------------------------------------------------- */
+
+/* The run functions that have one step take the step number too. */
+static ntp_status dense_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step)
+{
+    (void)step;
+    return ntp__blas_dense_run(ctx, k, nd);
+}
+static ntp_status rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step)
+{
+    (void)step;
+    return ntp__blas_rnn_run(ctx, k, nd);
+}
+static ntp_status eltwise_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step)
+{
+    (void)step;
+    return ntp__blas_eltwise_run(ctx, k, nd);
+}
+
+static const blasb_family conv = {ntp__blas_conv_supports, ntp__blas_conv_prepare,
+                                  ntp__blas_conv_run};
+static const blasb_family dense = {ntp__blas_dense_supports, ntp__blas_dense_prepare, dense_run};
+static const blasb_family rnn = {ntp__blas_rnn_supports, ntp__blas_rnn_prepare, rnn_run};
+static const blasb_family eltwise = {ntp__blas_eltwise_supports, ntp__blas_eltwise_prepare,
+                                     eltwise_run};
+
+/* The family of each op this backend runs; the others (NULL) stay on the
+ * reference backend. Every unary element-wise op runs on its reference
+ * function (eltwise.c). */
+#define BLASB_UNARY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = &eltwise,
+static const blasb_family *const families[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = &conv,         [NTP_OP_DECONV] = &conv,      [NTP_OP_FC] = &dense,
+    [NTP_OP_MATMUL] = &dense,      [NTP_OP_ATTENTION] = &dense,  [NTP_OP_LSTM] = &rnn,
+    [NTP_OP_GRU] = &rnn,           [NTP_OP_RNN] = &rnn,          [NTP_OP_SOFTMAX] = &eltwise,
+    [NTP_OP_BATCHNORM] = &eltwise, [NTP_OP_ADD] = &eltwise,      [NTP_OP_MUL] = &eltwise,
+    [NTP_OP_DROPOUT] = &eltwise,   [NTP_OP_RESHAPE] = &eltwise,  [NTP_OP_FLATTEN] = &eltwise,
+    [NTP_OP_MEMCPY] = &eltwise,    NTP_UNARY_TABLE(BLASB_UNARY_)};
+#undef BLASB_UNARY_
+
+static const blasb_family *family(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? families[op] : NULL;
+}
+
 /* --- support ---------------------------------------------------------------- */
 
 static bool blas_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
@@ -54,17 +98,8 @@ static bool blas_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     for (int i = 0; i < n->n_in; i++)
         if (ntp__cin(g, n, i)->dtype != NTP_DTYPE_F32)
             return false;
-    switch (n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__blas_conv_supports(g, n);
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION: return ntp__blas_dense_supports(g, n);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__blas_rnn_supports(g, n);
-    default: return ntp__blas_eltwise_supports(g, n);
-    }
+    const blasb_family *f = family(n->op);
+    return f && f->supports(g, n);
 }
 
 static ntp_dtype blas_storage(ntp_dtype p)
@@ -120,18 +155,10 @@ static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     /* Another plan of this process may have changed OpenBLAS's pool size. */
     if (s && openblas_get_num_threads() != s->threads)
         openblas_set_num_threads(s->threads);
-    ntp_status st;
-    switch (k->node->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: st = ntp__blas_conv_prepare(ctx, k, nd); break;
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION: st = ntp__blas_dense_prepare(ctx, k, nd); break;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: st = ntp__blas_rnn_prepare(ctx, k, nd); break;
-    default: st = ntp__blas_eltwise_prepare(ctx, k, nd); break;
-    }
+    const blasb_family *fam = family(k->node->op);
+    ntp_status st =
+        fam ? fam->prepare(ctx, k, nd)
+            : ntp__blas_error(ctx, k, NTP_STATUS_INTERNAL, "not an op this backend runs");
     /* The folded layers, applied in order after the head's result. */
     for (int f = 0; f < k->n_fused && !st; f++) {
         nd->post[f].node = k->fused[f];
@@ -157,17 +184,10 @@ static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
 
 static ntp_status run_step(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step)
 {
-    switch (k->node->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__blas_conv_run(ctx, k, nd, step);
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION: return ntp__blas_dense_run(ctx, k, nd);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__blas_rnn_run(ctx, k, nd);
-    default: return ntp__blas_eltwise_run(ctx, k, nd);
-    }
+    const blasb_family *f = family(k->node->op);
+    if (!f)
+        return ntp__blas_error(ctx, k, NTP_STATUS_INTERNAL, "not an op this backend runs");
+    return f->run(ctx, k, nd, step);
 }
 
 static ntp_status blas_execute(ntp_ctx *ctx, void *state, void *node_state, const ntp_kargs *k)
@@ -242,21 +262,15 @@ static bool blas_fusable(const ntp_graph *g, const ntp_node *head, int n_fused,
     if (head->op != NTP_OP_CONV && head->op != NTP_OP_DECONV && head->op != NTP_OP_FC &&
         head->op != NTP_OP_MATMUL)
         return false;
-    switch (next->op) {
-        NTP_UNARY_CASES /* the reference functions, applied in place */
-            return true;
-    case NTP_OP_ADD:
-    case NTP_OP_MUL: {
-        if (next->n_in != 2)
-            return false;
-        const ntp_shape *ys = &ntp__cout(g, next, 0)->shape;
-        return ntp_shape_equal(&ntp__cin(g, next, 0)->shape, ys) &&
-               ntp_shape_equal(&ntp__cin(g, next, 1)->shape, ys) &&
-               ntp__cin(g, next, 0)->dtype == NTP_DTYPE_F32 &&
-               ntp__cin(g, next, 1)->dtype == NTP_DTYPE_F32;
-    }
-    default: return false;
-    }
+    if (ntp__op_is_unary(next->op)) /* the reference functions, applied in place */
+        return true;
+    if ((next->op != NTP_OP_ADD && next->op != NTP_OP_MUL) || next->n_in != 2)
+        return false;
+    const ntp_shape *ys = &ntp__cout(g, next, 0)->shape;
+    return ntp_shape_equal(&ntp__cin(g, next, 0)->shape, ys) &&
+           ntp_shape_equal(&ntp__cin(g, next, 1)->shape, ys) &&
+           ntp__cin(g, next, 0)->dtype == NTP_DTYPE_F32 &&
+           ntp__cin(g, next, 1)->dtype == NTP_DTYPE_F32;
 }
 
 const ntp_backend_i ntp__backend_blas = {

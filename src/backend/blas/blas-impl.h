@@ -107,6 +107,13 @@ void ntp__blas_softmax(float *x, int64_t len, int64_t stride);
 /* Apply the folded layers of a group to its result k->out[0]. */
 void ntp__blas_post_ops(const ntp_kargs *k, const blasb_node *nd);
 
+/* A family's three functions; backend.c maps each op it runs to one. */
+typedef struct blasb_family {
+    bool (*supports)(const ntp_graph *g, const ntp_node *n);
+    ntp_status (*prepare)(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *nd);
+    ntp_status (*run)(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step);
+} blasb_family;
+
 extern const ntp_backend_i ntp__backend_blas;
 
 #endif

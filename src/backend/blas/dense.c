@@ -43,12 +43,12 @@ static bool attention_supports(const ntp_graph *g, const ntp_node *n)
 
 bool ntp__blas_dense_supports(const ntp_graph *g, const ntp_node *n)
 {
-    switch (n->op) {
-    case NTP_OP_FC: return fc_supports(g, n);
-    case NTP_OP_MATMUL: return matmul_supports(g, n);
-    case NTP_OP_ATTENTION: return attention_supports(g, n);
-    default: return false;
-    }
+    static bool (*const supports[NTP_OP_COUNT])(const ntp_graph *, const ntp_node *) = {
+        [NTP_OP_FC] = fc_supports,
+        [NTP_OP_MATMUL] = matmul_supports,
+        [NTP_OP_ATTENTION] = attention_supports,
+    };
+    return (unsigned)n->op < NTP_OP_COUNT && supports[n->op] && supports[n->op](g, n);
 }
 
 /* --- geometry of attention ------------------------------------------------- */
@@ -269,18 +269,33 @@ static ntp_status attention(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+static ntp_status fc_run(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    (void)ctx;
+    fc(k);
+    return NTP_STATUS_OK;
+}
+
+static ntp_status matmul_run(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    (void)ctx;
+    matmul(k);
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp__blas_dense_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd)
 {
-    switch (k->node->op) {
-    case NTP_OP_FC: fc(k); break;
-    case NTP_OP_MATMUL: matmul(k); break;
-    default: {
-        ntp_status st = attention(ctx, k);
-        if (st)
-            return st;
-        break;
-    }
-    }
+    static ntp_status (*const runs[NTP_OP_COUNT])(ntp_ctx *, const ntp_kargs *) = {
+        [NTP_OP_FC] = fc_run,
+        [NTP_OP_MATMUL] = matmul_run,
+        [NTP_OP_ATTENTION] = attention,
+    };
+    ntp_op op = k->node->op;
+    if ((unsigned)op >= NTP_OP_COUNT || !runs[op])
+        return ntp__blas_error(ctx, k, NTP_STATUS_INTERNAL, "not a dense op");
+    ntp_status st = runs[op](ctx, k);
+    if (st)
+        return st;
     ntp__blas_post_ops(k, nd);
     return NTP_STATUS_OK;
 }

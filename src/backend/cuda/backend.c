@@ -32,18 +32,23 @@ ntp_status ntp__cuda_dnn(ntp_ctx *ctx, const ntp_kargs *k, cudnnStatus_t e, cons
 
 static const char *blas_status_name(cublasStatus_t e)
 {
-    switch (e) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    default: return "unknown cuBLAS status";
-    }
+    static const struct {
+        cublasStatus_t e;
+        const char *name;
+    } names[] = {
+#define CUDAB_NAME_(v) {v, #v}
+        CUDAB_NAME_(CUBLAS_STATUS_NOT_INITIALIZED), CUDAB_NAME_(CUBLAS_STATUS_ALLOC_FAILED),
+        CUDAB_NAME_(CUBLAS_STATUS_INVALID_VALUE),   CUDAB_NAME_(CUBLAS_STATUS_ARCH_MISMATCH),
+        CUDAB_NAME_(CUBLAS_STATUS_MAPPING_ERROR),   CUDAB_NAME_(CUBLAS_STATUS_EXECUTION_FAILED),
+        CUDAB_NAME_(CUBLAS_STATUS_INTERNAL_ERROR),  CUDAB_NAME_(CUBLAS_STATUS_NOT_SUPPORTED),
+        CUDAB_NAME_(CUBLAS_STATUS_LICENSE_ERROR),
+#undef CUDAB_NAME_
+    };
+    /* A table, not a switch: cuBLAS adds values of its own. */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].e == e)
+            return names[i].name;
+    return "unknown cuBLAS status";
 }
 
 ntp_status ntp__cuda_blas(ntp_ctx *ctx, const ntp_kargs *k, cublasStatus_t e, const char *what)
@@ -119,6 +124,21 @@ static bool cuda_available(char *why, size_t len)
 
 /* --- support ------------------------------------------------------------------------- */
 
+/* Which family's file runs an op: misc.c (0) for every op not named here,
+ * which decides by its own table what it runs. */
+typedef enum cudab_family { CUDAB_MISC, CUDAB_CONV, CUDAB_DENSE, CUDAB_RNN } cudab_family;
+
+static const cudab_family families[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = CUDAB_CONV,    [NTP_OP_DECONV] = CUDAB_CONV,     [NTP_OP_FC] = CUDAB_DENSE,
+    [NTP_OP_MATMUL] = CUDAB_DENSE, [NTP_OP_ATTENTION] = CUDAB_DENSE, [NTP_OP_LSTM] = CUDAB_RNN,
+    [NTP_OP_GRU] = CUDAB_RNN,      [NTP_OP_RNN] = CUDAB_RNN,
+};
+
+static cudab_family family(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? families[op] : CUDAB_MISC;
+}
+
 static bool is_precision(ntp_dtype p)
 {
     return p == NTP_DTYPE_F32 || p == NTP_DTYPE_F16 || p == NTP_DTYPE_BF16;
@@ -135,17 +155,13 @@ static bool cuda_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         if (!ntp__cuda_float_type(t) && n->op != NTP_OP_EMBEDDING)
             return false;
     }
-    switch (n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__cuda_conv_supports(g, n);
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION: return ntp__cuda_dense_supports(g, n);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__cuda_rnn_supports(g, n, p);
-    default: return ntp__cuda_misc_supports(g, n, p);
+    switch (family(n->op)) {
+    case CUDAB_CONV: return ntp__cuda_conv_supports(g, n);
+    case CUDAB_DENSE: return ntp__cuda_dense_supports(g, n);
+    case CUDAB_RNN: return ntp__cuda_rnn_supports(g, n, p);
+    case CUDAB_MISC: return ntp__cuda_misc_supports(g, n, p);
     }
+    return false;
 }
 
 /* Activations and weights are stored in the precision's own type on the
@@ -340,16 +356,11 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     s->nodes[s->n_nodes++] = nd;
     ntp_status st = ntp__cuda_plan_io(ctx, s, k, nd);
     if (!st) {
-        switch (k->node->op) {
-        case NTP_OP_CONV:
-        case NTP_OP_DECONV: st = ntp__cuda_conv_prepare(ctx, s, k, nd); break;
-        case NTP_OP_FC:
-        case NTP_OP_MATMUL:
-        case NTP_OP_ATTENTION: st = ntp__cuda_dense_prepare(ctx, s, k, nd); break;
-        case NTP_OP_LSTM:
-        case NTP_OP_GRU:
-        case NTP_OP_RNN: st = ntp__cuda_rnn_prepare(ctx, s, k, nd); break;
-        default: st = ntp__cuda_misc_prepare(ctx, s, k, nd); break;
+        switch (family(k->node->op)) {
+        case CUDAB_CONV: st = ntp__cuda_conv_prepare(ctx, s, k, nd); break;
+        case CUDAB_DENSE: st = ntp__cuda_dense_prepare(ctx, s, k, nd); break;
+        case CUDAB_RNN: st = ntp__cuda_rnn_prepare(ctx, s, k, nd); break;
+        case CUDAB_MISC: st = ntp__cuda_misc_prepare(ctx, s, k, nd); break;
         }
     }
     if (!st && k->n_fused > 0) {

@@ -116,30 +116,44 @@ static ntp_status conv_run(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, const n
 
 static const char *fwd_name(cudnnConvolutionFwdAlgo_t a)
 {
-    switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    default: return "fwd";
-    }
+    /* A table, not a switch: cuDNN adds algorithms of its own. */
+    static const struct {
+        cudnnConvolutionFwdAlgo_t a;
+        const char *name;
+    } names[] = {
+        {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, "implicit_gemm"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "implicit_precomp_gemm"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, "gemm"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, "direct"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_FFT, "fft"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, "fft_tiling"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, "winograd"},
+        {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].a == a)
+            return names[i].name;
+    return "fwd";
 }
 
 static const char *bwd_name(cudnnConvolutionBwdDataAlgo_t a)
 {
-    switch (a) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "bwd_data_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "bwd_data_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "bwd_data_fft";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "bwd_data_fft_tiling";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "bwd_data_winograd";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "bwd_data_winograd_nonfused";
-    default: return "bwd_data";
-    }
+    /* A table, not a switch: cuDNN adds algorithms of its own. */
+    static const struct {
+        cudnnConvolutionBwdDataAlgo_t a;
+        const char *name;
+    } names[] = {
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "bwd_data_0"},
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "bwd_data_1"},
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "bwd_data_fft"},
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "bwd_data_fft_tiling"},
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "bwd_data_winograd"},
+        {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "bwd_data_winograd_nonfused"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].a == a)
+            return names[i].name;
+    return "bwd_data";
 }
 
 static const char *math_name(cudnnMathType_t m, ntp_dtype t)

@@ -29,7 +29,19 @@
 #include "core/ctx-impl.h"
 #include "cuda-impl.h"
 
-typedef enum { D_FC, D_MATMUL, D_ATTN } dense_kind;
+/* What a layer of this family is; D_NONE for an op of another family. */
+typedef enum { D_NONE, D_FC, D_MATMUL, D_ATTN } dense_kind;
+
+static const dense_kind dense_kinds[NTP_OP_COUNT] = {
+    [NTP_OP_FC] = D_FC,
+    [NTP_OP_MATMUL] = D_MATMUL,
+    [NTP_OP_ATTENTION] = D_ATTN,
+};
+
+static dense_kind kind_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? dense_kinds[op] : D_NONE;
+}
 
 typedef struct dense_priv {
     dense_kind kind;
@@ -92,13 +104,13 @@ bool ntp__cuda_dense_supports(const ntp_graph *g, const ntp_node *n)
     for (int d = 0; d < y->ndim; d++)
         if (!fits(y->dim[d]))
             return false;
-    switch (n->op) {
-    case NTP_OP_FC: {
+    switch (kind_of(n->op)) {
+    case D_FC: {
         const ntp_shape *x = &ntp__cin(g, n, 0)->shape;
         int64_t rows = ntp_shape_numel(x) / x->dim[x->ndim - 1];
         return n->n_in == 1 && fits(rows) && fits(x->dim[x->ndim - 1]);
     }
-    case NTP_OP_MATMUL: {
+    case D_MATMUL: {
         if (n->n_in != 2)
             return false;
         const ntp_shape *a = &ntp__cin(g, n, 0)->shape, *b = &ntp__cin(g, n, 1)->shape;
@@ -108,7 +120,7 @@ bool ntp__cuda_dense_supports(const ntp_graph *g, const ntp_node *n)
         int64_t K = n->a.transpose_a ? a->dim[a->ndim - 2] : a->dim[a->ndim - 1];
         return fits(K) && batch_stride(a, y, M * K) >= 0 && batch_stride(b, y, K * N) >= 0;
     }
-    case NTP_OP_ATTENTION: {
+    case D_ATTN: {
         if (n->n_in != 1 && n->n_in != 3)
             return false;
         const ntp_shape *q = &ntp__cin(g, n, 0)->shape;
@@ -117,8 +129,9 @@ bool ntp__cuda_dense_supports(const ntp_graph *g, const ntp_node *n)
         int64_t skv = n->n_in == 3 ? ntp__cin(g, n, 1)->shape.dim[1] : q->dim[1];
         return fits(q->dim[0] * n->a.heads) && fits(skv) && (!n->a.causal || skv == q->dim[1]);
     }
-    default: return false;
+    case D_NONE: return false;
     }
+    return false;
 }
 
 static cublasComputeType_t compute_type(const cudab_state *s, ntp_dtype t)
@@ -310,8 +323,8 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
     const char *ct = p->t == NTP_DTYPE_F32 ? (s->tf32 ? "tf32" : "f32") : ntp_dtype_name(p->t);
     const ntp_shape *y = &k->out[0].shape;
     ntp_status st;
-    switch (n->op) {
-    case NTP_OP_FC: {
+    switch (kind_of(n->op)) {
+    case D_FC: {
         const ntp_shape *x = &k->in[0].shape;
         p->kind = D_FC;
         p->k = x->dim[x->ndim - 1];
@@ -328,7 +341,7 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
         snprintf(nd->impl, sizeof nd->impl, "cublas:gemm_ex:%s", ct);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_MATMUL: {
+    case D_MATMUL: {
         const ntp_shape *a = &k->in[0].shape, *b = &k->in[1].shape;
         p->kind = D_MATMUL;
         p->ta = n->a.transpose_a;
@@ -348,7 +361,8 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
                  p->batch > 1 ? "strided_batched_ex" : "ex", ct);
         return NTP_STATUS_OK;
     }
-    default: {
+    case D_NONE: return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "not a dense op");
+    case D_ATTN: {
         const ntp_shape *q = &k->in[0].shape;
         p->kind = D_ATTN;
         p->N = q->dim[0];
@@ -390,4 +404,5 @@ ntp_status ntp__cuda_dense_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, c
         return NTP_STATUS_OK;
     }
     }
+    return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "not a dense op");
 }

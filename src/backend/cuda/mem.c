@@ -33,8 +33,10 @@ cudnnDataType_t ntp__cuda_dnn_type(ntp_dtype t)
     case NTP_DTYPE_U8: return CUDNN_DATA_UINT8;
     case NTP_DTYPE_I32: return CUDNN_DATA_INT32;
     case NTP_DTYPE_I64: return CUDNN_DATA_INT64;
-    default: return CUDNN_DATA_FLOAT;
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_COUNT: break;
     }
+    return CUDNN_DATA_FLOAT;
 }
 
 cudaDataType_t ntp__cuda_blas_type(ntp_dtype t)
@@ -43,8 +45,13 @@ cudaDataType_t ntp__cuda_blas_type(ntp_dtype t)
     case NTP_DTYPE_F16: return CUDA_R_16F;
     case NTP_DTYPE_BF16: return CUDA_R_16BF;
     case NTP_DTYPE_I8: return CUDA_R_8I;
-    default: return CUDA_R_32F;
+    case NTP_DTYPE_F32:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return CUDA_R_32F;
 }
 
 cudak_type ntp__cuda_k_type(ntp_dtype t)
@@ -302,8 +309,13 @@ static bool as_f32(const ntp_buf *w, float *dst, int64_t n)
         for (int64_t i = 0; i < n; i++)
             dst[i] = ntp__bf16_to_f32(((const uint16_t *)w->data)[i]);
         return true;
-    default: return false;
+    case NTP_DTYPE_I8:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return false;
 }
 
 ntp_status ntp__cuda_upload_weights(ntp_ctx *ctx, cudab_state *s, const ntp_kargs *k,

@@ -103,6 +103,53 @@ static void misc_free(cudab_node *nd)
     nd->priv = NULL;
 }
 
+/* The ops of this family by what prepares them; MISC_ACT (0) for every
+ * other op: a unary element-wise op act_map maps, or none. */
+typedef enum misc_op {
+    MISC_ACT,
+    MISC_POOL,
+    MISC_GPOOL,
+    MISC_BATCHNORM,
+    MISC_LAYERNORM,
+    MISC_SOFTMAX,
+    MISC_BINARY,
+    MISC_CONCAT_SPLIT,
+    MISC_COPY,
+    MISC_TRANSPOSE,
+    MISC_PAD,
+    MISC_EMBEDDING
+} misc_op;
+
+static const misc_op misc_ops[NTP_OP_COUNT] = {
+    [NTP_OP_MAXPOOL] = MISC_POOL,
+    [NTP_OP_AVGPOOL] = MISC_POOL,
+    [NTP_OP_GLOBAL_MAXPOOL] = MISC_GPOOL,
+    [NTP_OP_GLOBAL_AVGPOOL] = MISC_GPOOL,
+    [NTP_OP_BATCHNORM] = MISC_BATCHNORM,
+    [NTP_OP_LAYERNORM] = MISC_LAYERNORM,
+    [NTP_OP_SOFTMAX] = MISC_SOFTMAX,
+    [NTP_OP_ADD] = MISC_BINARY,
+    [NTP_OP_MUL] = MISC_BINARY,
+    [NTP_OP_SUB] = MISC_BINARY,
+    [NTP_OP_DIV] = MISC_BINARY,
+    [NTP_OP_MAX] = MISC_BINARY,
+    [NTP_OP_MIN] = MISC_BINARY,
+    [NTP_OP_CONCAT] = MISC_CONCAT_SPLIT,
+    [NTP_OP_SPLIT] = MISC_CONCAT_SPLIT,
+    [NTP_OP_RESHAPE] = MISC_COPY,
+    [NTP_OP_FLATTEN] = MISC_COPY,
+    [NTP_OP_DROPOUT] = MISC_COPY,
+    [NTP_OP_MEMCPY] = MISC_COPY,
+    [NTP_OP_TRANSPOSE] = MISC_TRANSPOSE,
+    [NTP_OP_PAD] = MISC_PAD,
+    [NTP_OP_EMBEDDING] = MISC_EMBEDDING,
+};
+
+static misc_op misc_op_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? misc_ops[op] : MISC_ACT;
+}
+
 /* Where an element-wise function's parameters a and b come from. */
 typedef enum act_param {
     ACT_NONE,    /* none */
@@ -193,49 +240,38 @@ bool ntp__cuda_misc_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     if (x->ndim > CUDAK_MAX_DIMS || y->ndim > CUDAK_MAX_DIMS)
         return false;
     cudak_post act;
-    switch (n->op) {
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-        return n->n_out == 1 && x->ndim >= 3 && x->ndim <= 5 && n->a.nk == x->ndim - 2;
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-    case NTP_OP_BATCHNORM: return n->n_out == 1 && x->ndim >= (n->op == NTP_OP_BATCHNORM ? 2 : 3);
-    case NTP_OP_LAYERNORM: {
+    switch (misc_op_of(n->op)) {
+    case MISC_POOL: return n->n_out == 1 && x->ndim >= 3 && x->ndim <= 5 && n->a.nk == x->ndim - 2;
+    case MISC_GPOOL:
+    case MISC_BATCHNORM: return n->n_out == 1 && x->ndim >= (n->op == NTP_OP_BATCHNORM ? 2 : 3);
+    case MISC_LAYERNORM: {
         int64_t ax = norm_axis(n->a.axis, x->ndim);
         return ax >= 0 && ax < x->ndim && n->n_w == 2;
     }
-    case NTP_OP_SOFTMAX: {
+    case MISC_SOFTMAX: {
         int64_t ax = norm_axis(n->a.axis, x->ndim);
         return ax >= 0 && ax < x->ndim;
     }
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN: {
+    case MISC_BINARY: {
         int64_t st[NTP_MAX_DIMS];
         for (int i = 0; i < n->n_in; i++)
             if (!bcast_strides(&ntp__cin(g, n, i)->shape, y, st))
                 return false;
         return n->n_out == 1;
     }
-    case NTP_OP_CONCAT:
-    case NTP_OP_SPLIT: return n->a.axis >= 0 && n->a.axis < x->ndim;
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_TRANSPOSE: return n->n_out == 1 && ntp_shape_numel(x) == ntp_shape_numel(y);
-    case NTP_OP_PAD:
+    case MISC_CONCAT_SPLIT: return n->a.axis >= 0 && n->a.axis < x->ndim;
+    case MISC_COPY:
+    case MISC_TRANSPOSE: return n->n_out == 1 && ntp_shape_numel(x) == ntp_shape_numel(y);
+    case MISC_PAD:
         return n->a.n_pads == 2 * x->ndim && n->a.pad_mode >= NTP_PADMODE_CONSTANT &&
                n->a.pad_mode <= NTP_PADMODE_EDGE;
-    case NTP_OP_EMBEDDING: {
+    case MISC_EMBEDDING: {
         ntp_dtype it = ntp__cin(g, n, 0)->dtype;
         return (it == NTP_DTYPE_I32 || it == NTP_DTYPE_I64) && n->n_w == 1;
     }
-    default: (void)p; return ntp__cuda_act_fn(n, &act);
+    case MISC_ACT: (void)p; return ntp__cuda_act_fn(n, &act);
     }
+    return false;
 }
 
 /* --- run ---------------------------------------------------------------------------- */
@@ -627,13 +663,11 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
                                    ntp_dtype_name(k->in[i].dtype), ntp_dtype_name(p->t));
     const ntp_shape *xs = &k->in[0].shape, *ys = &k->out[0].shape;
     size_t es = ntp_dtype_size(p->t);
-    switch (n->op) {
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return prepare_pool(ctx, s, k, nd, p);
-    case NTP_OP_BATCHNORM: return prepare_affine(ctx, s, k, nd, p);
-    case NTP_OP_LAYERNORM: {
+    switch (misc_op_of(n->op)) {
+    case MISC_POOL:
+    case MISC_GPOOL: return prepare_pool(ctx, s, k, nd, p);
+    case MISC_BATCHNORM: return prepare_affine(ctx, s, k, nd, p);
+    case MISC_LAYERNORM: {
         int64_t ax = norm_axis(n->a.axis, xs->ndim);
         p->len = 1;
         for (int d = (int)ax; d < xs->ndim; d++)
@@ -644,7 +678,7 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         snprintf(nd->impl, sizeof nd->impl, "cuda:layernorm_kernel");
         return ntp__cuda_upload_weights(ctx, s, k, nd, true);
     }
-    case NTP_OP_SOFTMAX: {
+    case MISC_SOFTMAX: {
         int64_t ax = norm_axis(n->a.axis, xs->ndim);
         p->len = xs->dim[ax];
         p->inner = 1;
@@ -661,14 +695,8 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         snprintf(nd->impl, sizeof nd->impl, "cudnn:softmax_accurate");
         return ntp__cuda_desc(ctx, k, &p->x, p->t, 4, d4, NULL);
     }
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN: return prepare_binary(ctx, s, k, nd, p);
-    case NTP_OP_CONCAT:
-    case NTP_OP_SPLIT: {
+    case MISC_BINARY: return prepare_binary(ctx, s, k, nd, p);
+    case MISC_CONCAT_SPLIT: {
         int64_t ax = n->a.axis, inner = 1;
         const ntp_shape *whole = n->op == NTP_OP_CONCAT ? ys : xs;
         for (int d = (int)ax + 1; d < whole->ndim; d++)
@@ -686,14 +714,11 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         snprintf(nd->impl, sizeof nd->impl, "cuda:memcpy2d");
         return NTP_STATUS_OK;
     }
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
+    case MISC_COPY:
         p->kind = M_COPY;
         snprintf(nd->impl, sizeof nd->impl, "cuda:memcpy");
         return NTP_STATUS_OK;
-    case NTP_OP_TRANSPOSE: {
+    case MISC_TRANSPOSE: {
         int64_t st[NTP_MAX_DIMS], acc = 1;
         for (int d = xs->ndim - 1; d >= 0; d--) {
             st[d] = acc;
@@ -712,7 +737,7 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         snprintf(nd->impl, sizeof nd->impl, "cuda:gather_kernel");
         return NTP_STATUS_OK;
     }
-    case NTP_OP_PAD:
+    case MISC_PAD:
         p->nd = xs->ndim;
         for (int d = 0; d < xs->ndim; d++) {
             p->in_dims[d] = xs->dim[d];
@@ -726,7 +751,7 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         p->kind = M_PAD;
         snprintf(nd->impl, sizeof nd->impl, "cuda:pad_kernel");
         return NTP_STATUS_OK;
-    case NTP_OP_EMBEDDING:
+    case MISC_EMBEDDING:
         if (k->n_w != 1 || k->w[0].shape.ndim != 2 || k->w[0].dtype != p->t)
             return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "embedding table");
         p->vocab = k->w[0].shape.dim[0];
@@ -735,11 +760,12 @@ ntp_status ntp__cuda_misc_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cu
         p->kind = M_EMBEDDING;
         snprintf(nd->impl, sizeof nd->impl, "cuda:embedding_kernel");
         return ntp__cuda_upload_weights(ctx, s, k, nd, false);
-    default:
+    case MISC_ACT:
         if (!ntp__cuda_act_fn(n, &p->act))
             return ntp__cuda_error(ctx, k, NTP_STATUS_UNSUPPORTED, "no CUDA implementation");
         p->kind = M_ACT;
         snprintf(nd->impl, sizeof nd->impl, "cuda:eltwise_kernel");
         return NTP_STATUS_OK;
     }
+    return ntp__cuda_error(ctx, k, NTP_STATUS_INTERNAL, "not an op of this family");
 }

@@ -22,60 +22,99 @@ static bool native_int8(ntp_op op)
     return op == NTP_OP_CONV || op == NTP_OP_DECONV || op == NTP_OP_FC || op == NTP_OP_MATMUL;
 }
 
+static bool lm_head_supports(const ntp_graph *g, const ntp_node *n)
+{
+    /* An inner product without bias. At f32 only: a tied head shares the
+     * token embedding's table, which the reference backend holds in f32
+     * (docs/decoders.md). */
+    return ntp__dnnl_matmul_supports(g, n) && n->precision == NTP_DTYPE_F32;
+}
+
+/* The element-wise layers, and the build of a layer of no family. */
+static ntp_status eltwise_build(odnn_build *b)
+{
+    if (ntp__dnnl_eltwise_supports(b->k->g, b->n) || b->k->g == NULL)
+        return ntp__dnnl_eltwise_build(b);
+    return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "no oneDNN implementation of this layer");
+}
+
+/* A family: whether it runs a layer, and building the layer's primitives. */
+typedef struct odnn_family {
+    bool (*supports)(const ntp_graph *g, const ntp_node *n);
+    ntp_status (*build)(odnn_build *b);
+} odnn_family;
+
+static const odnn_family conv = {ntp__dnnl_conv_supports, ntp__dnnl_conv_build};
+static const odnn_family matmul = {ntp__dnnl_matmul_supports, ntp__dnnl_matmul_build};
+static const odnn_family lm_head = {lm_head_supports, ntp__dnnl_matmul_build};
+static const odnn_family pool = {ntp__dnnl_pool_supports, ntp__dnnl_pool_build};
+static const odnn_family norm = {ntp__dnnl_norm_supports, ntp__dnnl_norm_build};
+static const odnn_family reduce = {ntp__dnnl_reduce_supports, ntp__dnnl_reduce_build};
+static const odnn_family eltwise = {ntp__dnnl_eltwise_supports, eltwise_build};
+static const odnn_family binary = {ntp__dnnl_binary_supports, ntp__dnnl_binary_build};
+static const odnn_family concat = {ntp__dnnl_concat_supports, ntp__dnnl_concat_build};
+static const odnn_family rnn = {ntp__dnnl_rnn_supports, ntp__dnnl_rnn_build};
+static const odnn_family attention = {ntp__dnnl_attention_supports, ntp__dnnl_attention_build};
+static const odnn_family move = {ntp__dnnl_move_supports, ntp__dnnl_move_build};
+
+/* The family of each op this backend runs. The others (NULL): pad,
+ * convert, embedding, the inlays (mfcc, ctc_decode) and the ONNX ops
+ * without a oneDNN primitive stay on the reference backend. */
+#define ODNN_UNARY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = &eltwise,
+static const odnn_family *const families[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = &conv,
+    [NTP_OP_DECONV] = &conv,
+    [NTP_OP_FC] = &matmul,
+    [NTP_OP_MATMUL] = &matmul,
+    [NTP_OP_LM_HEAD] = &lm_head,
+    [NTP_OP_MAXPOOL] = &pool,
+    [NTP_OP_AVGPOOL] = &pool,
+    [NTP_OP_GLOBAL_MAXPOOL] = &pool,
+    [NTP_OP_GLOBAL_AVGPOOL] = &pool,
+    [NTP_OP_BATCHNORM] = &norm,
+    [NTP_OP_LAYERNORM] = &norm,
+    [NTP_OP_LRN] = &norm,
+    [NTP_OP_REDUCE_MEAN] = &reduce,
+    [NTP_OP_REDUCE_SUM] = &reduce,
+    [NTP_OP_REDUCE_MAX] = &reduce,
+    [NTP_OP_REDUCE_MIN] = &reduce,
+    [NTP_OP_REDUCE_PROD] = &reduce,
+    [NTP_OP_REDUCE_L1] = &reduce,
+    [NTP_OP_REDUCE_L2] = &reduce,
+    [NTP_OP_REDUCE_SUM_SQUARE] = &reduce,
+    [NTP_OP_PRELU] = &eltwise,
+    [NTP_OP_LOG_SOFTMAX] = &eltwise,
+    [NTP_OP_SOFTMAX] = &eltwise,
+    [NTP_OP_ADD] = &binary,
+    [NTP_OP_MUL] = &binary,
+    [NTP_OP_SUB] = &binary,
+    [NTP_OP_DIV] = &binary,
+    [NTP_OP_MAX] = &binary,
+    [NTP_OP_MIN] = &binary,
+    [NTP_OP_CONCAT] = &concat,
+    [NTP_OP_LSTM] = &rnn,
+    [NTP_OP_GRU] = &rnn,
+    [NTP_OP_RNN] = &rnn,
+    [NTP_OP_ATTENTION] = &attention,
+    [NTP_OP_RESHAPE] = &move,
+    [NTP_OP_FLATTEN] = &move,
+    [NTP_OP_DROPOUT] = &move,
+    [NTP_OP_MEMCPY] = &move,
+    [NTP_OP_TRANSPOSE] = &move,
+    [NTP_OP_SPLIT] = &move,
+    NTP_UNARY_TABLE(ODNN_UNARY_) /* by eltwise.c's mapping */
+};
+#undef ODNN_UNARY_
+
+static const odnn_family *family(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? families[op] : NULL;
+}
+
 static bool family_supports(const ntp_graph *g, const ntp_node *n)
 {
-    switch (n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__dnnl_conv_supports(g, n);
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL: return ntp__dnnl_matmul_supports(g, n);
-    case NTP_OP_LM_HEAD:
-        /* An inner product without bias. At f32 only: a tied head shares
-         * the token embedding's table, which the reference backend holds
-         * in f32 (docs/decoders.md). */
-        return ntp__dnnl_matmul_supports(g, n) && n->precision == NTP_DTYPE_F32;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return ntp__dnnl_pool_supports(g, n);
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
-    case NTP_OP_LRN: return ntp__dnnl_norm_supports(g, n);
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-        return ntp__dnnl_reduce_supports(g, n);
-        NTP_UNARY_CASES /* by eltwise.c's mapping */
-            case NTP_OP_PRELU : case NTP_OP_LOG_SOFTMAX : case NTP_OP_SOFTMAX
-            : return ntp__dnnl_eltwise_supports(g, n);
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN: return ntp__dnnl_binary_supports(g, n);
-    case NTP_OP_CONCAT: return ntp__dnnl_concat_supports(g, n);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__dnnl_rnn_supports(g, n);
-    case NTP_OP_ATTENTION: return ntp__dnnl_attention_supports(g, n);
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT: return ntp__dnnl_move_supports(g, n);
-    default:
-        /* pad, convert, embedding, the inlays (mfcc, ctc_decode) and the
-         * ONNX ops without a oneDNN primitive stay on the reference
-         * backend. */
-        return false;
-    }
+    const odnn_family *f = family(n->op);
+    return f && f->supports(g, n);
 }
 
 static bool onednn_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
@@ -94,8 +133,14 @@ static bool onednn_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
          * bf16 and f16 the error is below the precision's own rounding. */
         return n->op != NTP_OP_LOG;
     case NTP_DTYPE_I8: return !native_int8(n->op) || ntp__dnnl_dtype_ok(n->op, dnnl_s8);
-    default: return ntp__dnnl_dtype_ok(n->op, ntp__dnnl_dt(p));
+    case NTP_DTYPE_BF16:
+    case NTP_DTYPE_F16:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return ntp__dnnl_dtype_ok(n->op, ntp__dnnl_dt(p));
 }
 
 /* Activations and weights are stored in the precision's own type; at i8
@@ -159,49 +204,10 @@ static ntp_status track_graph(ntp_ctx *ctx, odnn_state *s, const ntp_graph *g)
 
 static ntp_status build(odnn_build *b)
 {
-    switch (b->n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__dnnl_conv_build(b);
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL:
-    case NTP_OP_LM_HEAD: return ntp__dnnl_matmul_build(b);
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return ntp__dnnl_pool_build(b);
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
-    case NTP_OP_LRN: return ntp__dnnl_norm_build(b);
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE: return ntp__dnnl_reduce_build(b);
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN: return ntp__dnnl_binary_build(b);
-    case NTP_OP_CONCAT: return ntp__dnnl_concat_build(b);
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return ntp__dnnl_rnn_build(b);
-    case NTP_OP_ATTENTION: return ntp__dnnl_attention_build(b);
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT: return ntp__dnnl_move_build(b);
-    default:
-        if (ntp__dnnl_eltwise_supports(b->k->g, b->n) || b->k->g == NULL)
-            return ntp__dnnl_eltwise_build(b);
-        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "no oneDNN implementation of this layer");
-    }
+    /* A layer of no family goes where the element-wise ones go, which
+     * refuses it unless it has no graph. */
+    const odnn_family *f = family(b->n->op);
+    return f ? f->build(b) : eltwise_build(b);
 }
 
 static ntp_status onednn_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,

@@ -65,42 +65,27 @@ typedef enum bwd_kind {
     BK_LNORM,
 } bwd_kind;
 
-/* The activations whose oneDNN backward matches the reference engine's
- * derivative everywhere, kinks included (relu'(0) = 0; a clipped relu
- * passes on (0, max], as oneDNN's clip does). Clip and hardswish take
+/* The family of each op with a backward here; BK_NONE (0) for the others.
+ * The activations are those whose oneDNN backward matches the reference
+ * engine's derivative everywhere, kinks included (relu'(0) = 0; a clipped
+ * relu passes on (0, max], as oneDNN's clip does). Clip and hardswish take
  * their kinks differently and stay on ref. */
-static bool eltwise_has_backward(ntp_op op)
-{
-    switch (op) {
-    case NTP_OP_RELU:
-    case NTP_OP_LEAKY_RELU:
-    case NTP_OP_SIGMOID:
-    case NTP_OP_TANH:
-    case NTP_OP_GELU:
-    case NTP_OP_SILU:
-    case NTP_OP_SOFTPLUS:
-    case NTP_OP_EXP:
-    case NTP_OP_NEG:
-    case NTP_OP_ABS: return true;
-    default: return false;
-    }
-}
+static const bwd_kind kinds[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = BK_CONV,           [NTP_OP_FC] = BK_FC,
+    [NTP_OP_MAXPOOL] = BK_POOL,        [NTP_OP_AVGPOOL] = BK_POOL,
+    [NTP_OP_GLOBAL_MAXPOOL] = BK_POOL, [NTP_OP_GLOBAL_AVGPOOL] = BK_POOL,
+    [NTP_OP_SOFTMAX] = BK_SOFTMAX,     [NTP_OP_LOG_SOFTMAX] = BK_SOFTMAX,
+    [NTP_OP_BATCHNORM] = BK_BNORM,     [NTP_OP_LAYERNORM] = BK_LNORM,
+    [NTP_OP_RELU] = BK_ELTWISE,        [NTP_OP_LEAKY_RELU] = BK_ELTWISE,
+    [NTP_OP_SIGMOID] = BK_ELTWISE,     [NTP_OP_TANH] = BK_ELTWISE,
+    [NTP_OP_GELU] = BK_ELTWISE,        [NTP_OP_SILU] = BK_ELTWISE,
+    [NTP_OP_SOFTPLUS] = BK_ELTWISE,    [NTP_OP_EXP] = BK_ELTWISE,
+    [NTP_OP_NEG] = BK_ELTWISE,         [NTP_OP_ABS] = BK_ELTWISE,
+};
 
 static bwd_kind kind_of(ntp_op op)
 {
-    switch (op) {
-    case NTP_OP_CONV: return BK_CONV;
-    case NTP_OP_FC: return BK_FC;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return BK_POOL;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX: return BK_SOFTMAX;
-    case NTP_OP_BATCHNORM: return BK_BNORM;
-    case NTP_OP_LAYERNORM: return BK_LNORM;
-    default: return eltwise_has_backward(op) ? BK_ELTWISE : BK_NONE;
-    }
+    return (unsigned)op < NTP_OP_COUNT ? kinds[op] : BK_NONE;
 }
 
 /* The layer norm's rows and row length: the dims from its axis on. */
@@ -142,8 +127,9 @@ bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
         int64_t axis = n->a.axis < 0 ? n->a.axis + nd : n->a.axis;
         return n->n_w >= 2 && nd >= 1 && axis >= 0 && axis < nd;
     }
-    default: return false;
+    case BK_NONE: return false;
     }
+    return false;
 }
 
 /* The descriptors of one layer: src (its input), weights (a norm's
@@ -240,8 +226,9 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
             return st;
         return ntp__dnnl_plain_dims(&d->stat, 1, rd, dnnl_f32);
     }
-    default: return dnnl_unimplemented;
+    case BK_NONE: return dnnl_unimplemented;
     }
+    return dnnl_unimplemented;
 }
 
 /* The op descriptors oneDNN takes, by kind. */
@@ -292,7 +279,7 @@ static dnnl_status_t forward_pd(odnn_state *s, const ntp_node *n, const bwd_desc
         st = dnnl_layer_normalization_forward_desc_init(&od.ln, fw, &d->src, &d->stat, d->eps,
                                                         d->flags);
         break;
-    default: break;
+    case BK_NONE: break;
     }
     return st ? st : dnnl_primitive_desc_create(pd, &od, NULL, s->eng, NULL);
 }
@@ -341,7 +328,7 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
         st = dnnl_layer_normalization_backward_desc_init(&od.ln, prop, &d->src, &d->src, &d->stat,
                                                          d->eps, d->flags);
         break;
-    default: break;
+    case BK_NONE: break;
     }
     return st ? st : dnnl_primitive_desc_create(pd, &od, NULL, s->eng, hint);
 }
@@ -450,7 +437,7 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
         add_arg(e, false, DNNL_ARG_DIFF_SHIFT,
                 add_mem(s, e, &d->wei, mode == 2 ? H_DB : H_OWN, &st));
         break;
-    default: st = dnnl_unimplemented; break;
+    case BK_NONE: st = dnnl_unimplemented; break;
     }
     return st;
 }

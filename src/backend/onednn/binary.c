@@ -54,17 +54,11 @@ bool ntp__dnnl_binary_supports(const ntp_graph *g, const ntp_node *n)
     return f >= 0;
 }
 
-static dnnl_alg_kind_t binary_alg(ntp_op op)
-{
-    switch (op) {
-    case NTP_OP_MUL: return dnnl_binary_mul;
-    case NTP_OP_SUB: return dnnl_binary_sub;
-    case NTP_OP_DIV: return dnnl_binary_div;
-    case NTP_OP_MAX: return dnnl_binary_max;
-    case NTP_OP_MIN: return dnnl_binary_min;
-    default: return dnnl_binary_add;
-    }
-}
+/* oneDNN's algorithm for each binary op this backend runs. */
+static const dnnl_alg_kind_t binary_algs[NTP_OP_COUNT] = {
+    [NTP_OP_ADD] = dnnl_binary_add, [NTP_OP_MUL] = dnnl_binary_mul, [NTP_OP_SUB] = dnnl_binary_sub,
+    [NTP_OP_DIV] = dnnl_binary_div, [NTP_OP_MAX] = dnnl_binary_max, [NTP_OP_MIN] = dnnl_binary_min,
+};
 
 ntp_status ntp__dnnl_binary_build(odnn_build *b)
 {
@@ -79,7 +73,10 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
     int f = full_input(in, k->n_in, y);
     if (k->n_in < 2 || f < 0)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "no input has the output's shape");
-    dnnl_alg_kind_t alg = binary_alg(b->n->op);
+    /* backend.c sends only the ops with a row here. */
+    dnnl_alg_kind_t alg = binary_algs[b->n->op];
+    if (alg == dnnl_alg_kind_undef)
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "not a binary op");
     dnnl_memory_desc_t md0;
     ntp_status s;
     dnnl_status_t st;

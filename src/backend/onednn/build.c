@@ -37,8 +37,10 @@ dnnl_data_type_t ntp__dnnl_dt(ntp_dtype t)
     case NTP_DTYPE_I8: return dnnl_s8;
     case NTP_DTYPE_U8: return dnnl_u8;
     case NTP_DTYPE_I32: return dnnl_s32;
-    default: return dnnl_data_type_undef;
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT: break;
     }
+    return dnnl_data_type_undef;
 }
 
 dnnl_status_t ntp__dnnl_plain_dims(dnnl_memory_desc_t *md, int nd, const int64_t *dims,
@@ -518,7 +520,11 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out)
         for (int64_t j = 0; j < n; j++)
             f[j] = ntp__f16_to_f32(((const uint16_t *)w->data)[j]);
         break;
-    default:
+    case NTP_DTYPE_I8:
+    case NTP_DTYPE_U8:
+    case NTP_DTYPE_I32:
+    case NTP_DTYPE_I64:
+    case NTP_DTYPE_COUNT:
         free(f);
         /* int8 weights are quantised here, per output channel, from the
          * real values; pre-quantised weights come without their scales. */

@@ -191,9 +191,13 @@ static ntp_status lrn(odnn_build *b)
 
 ntp_status ntp__dnnl_norm_build(odnn_build *b)
 {
-    switch (b->n->op) {
-    case NTP_OP_BATCHNORM: return batchnorm(b);
-    case NTP_OP_LRN: return lrn(b);
-    default: return layernorm(b);
-    }
+    static ntp_status (*const builders[NTP_OP_COUNT])(odnn_build *) = {
+        [NTP_OP_BATCHNORM] = batchnorm,
+        [NTP_OP_LAYERNORM] = layernorm,
+        [NTP_OP_LRN] = lrn,
+    };
+    ntp_op op = b->n->op;
+    if ((unsigned)op >= NTP_OP_COUNT || !builders[op])
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "not a normalisation op");
+    return builders[op](b);
 }

@@ -13,6 +13,49 @@
 
 #include "onednn-impl.h"
 
+/* The small primitive that stands for each op's family in probe();
+ * PROBE_ELTWISE (0) for the activations, data movement and the rest. */
+typedef enum probe_kind {
+    PROBE_ELTWISE,
+    PROBE_CONV,
+    PROBE_DECONV,
+    PROBE_FC,
+    PROBE_MATMUL,
+    PROBE_POOL,
+    PROBE_BATCHNORM,
+    PROBE_LAYERNORM,
+    PROBE_SOFTMAX,
+    PROBE_BINARY,
+    PROBE_RNN
+} probe_kind;
+
+static const probe_kind probes[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = PROBE_CONV,
+    [NTP_OP_DECONV] = PROBE_DECONV,
+    [NTP_OP_FC] = PROBE_FC,
+    [NTP_OP_MATMUL] = PROBE_MATMUL,
+    [NTP_OP_ATTENTION] = PROBE_MATMUL,
+    [NTP_OP_MAXPOOL] = PROBE_POOL,
+    [NTP_OP_AVGPOOL] = PROBE_POOL,
+    [NTP_OP_GLOBAL_MAXPOOL] = PROBE_POOL,
+    [NTP_OP_GLOBAL_AVGPOOL] = PROBE_POOL,
+    [NTP_OP_BATCHNORM] = PROBE_BATCHNORM,
+    [NTP_OP_LAYERNORM] = PROBE_LAYERNORM,
+    [NTP_OP_SOFTMAX] = PROBE_SOFTMAX,
+    [NTP_OP_LOG_SOFTMAX] = PROBE_SOFTMAX,
+    [NTP_OP_ADD] = PROBE_BINARY,
+    [NTP_OP_MUL] = PROBE_BINARY,
+    [NTP_OP_CONCAT] = PROBE_BINARY,
+    [NTP_OP_LSTM] = PROBE_RNN,
+    [NTP_OP_GRU] = PROBE_RNN,
+    [NTP_OP_RNN] = PROBE_RNN,
+};
+
+static probe_kind probe_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? probes[op] : PROBE_ELTWISE;
+}
+
 /* Build a small primitive of the family of `op` at type t; true if oneDNN
  * has an implementation. */
 static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
@@ -38,20 +81,20 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&c, 4, act, t, dnnl_format_tag_any);
-    switch (op) {
-    case NTP_OP_CONV:
+    switch (probe_of(op)) {
+    case PROBE_CONV:
         dnnl_memory_desc_init_by_tag(&w, 4, wd, wt, dnnl_format_tag_any);
         st = dnnl_convolution_forward_desc_init(&d.conv, dnnl_forward_inference,
                                                 dnnl_convolution_direct, &a, &w, NULL, &c, one, pad,
                                                 pad);
         break;
-    case NTP_OP_DECONV:
+    case PROBE_DECONV:
         dnnl_memory_desc_init_by_tag(&w, 4, wd, wt, dnnl_format_tag_any);
         st = dnnl_deconvolution_forward_desc_init(&d.deconv, dnnl_forward_inference,
                                                   dnnl_deconvolution_direct, &a, &w, NULL, &c, one,
                                                   pad, pad);
         break;
-    case NTP_OP_FC: {
+    case PROBE_FC: {
         dnnl_dims_t x = {4, 32}, wk = {16, 32}, y = {4, 16}, b = {16};
         dnnl_memory_desc_init_by_tag(&a, 2, x, t, dnnl_ab);
         dnnl_memory_desc_init_by_tag(&w, 2, wk, wt, dnnl_format_tag_any);
@@ -60,8 +103,7 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
         st = dnnl_inner_product_forward_desc_init(&d.ip, dnnl_forward_inference, &a, &w, &bias, &c);
         break;
     }
-    case NTP_OP_MATMUL:
-    case NTP_OP_ATTENTION: {
+    case PROBE_MATMUL: {
         dnnl_dims_t x = {2, 4, 32}, wk = {2, 32, 16}, y = {2, 4, 16};
         dnnl_memory_desc_init_by_tag(&a, 3, x, t, dnnl_abc);
         dnnl_memory_desc_init_by_tag(&w, 3, wk, wt, dnnl_abc);
@@ -69,10 +111,7 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
         st = dnnl_matmul_desc_init(&d.mm, &a, &w, NULL, &c);
         break;
     }
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: {
+    case PROBE_POOL: {
         /* Pooling takes its source as it is (format_tag_any is refused
          * there, which once sent every bf16 pooling to the reference
          * backend); the channels-last layout is the one a convolution
@@ -87,37 +126,32 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
                                                &a, &c, k2, k2, dil0, pad0, pad0);
         break;
     }
-    case NTP_OP_BATCHNORM:
+    case PROBE_BATCHNORM:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
         st = dnnl_batch_normalization_forward_desc_init(&d.bn, dnnl_forward_inference, &a, 1e-5f,
                                                         dnnl_use_global_stats | dnnl_use_scale |
                                                             dnnl_use_shift);
         break;
-    case NTP_OP_LAYERNORM: {
+    case PROBE_LAYERNORM: {
         dnnl_dims_t x = {4, 32};
         dnnl_memory_desc_init_by_tag(&a, 2, x, t, dnnl_ab);
         st = dnnl_layer_normalization_forward_desc_init(&d.ln, dnnl_forward_inference, &a, NULL,
                                                         1e-5f, dnnl_use_scale | dnnl_use_shift);
         break;
     }
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
+    case PROBE_SOFTMAX:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
         dnnl_memory_desc_init_by_tag(&c, 4, act, t, dnnl_nchw);
         st = dnnl_softmax_v2_forward_desc_init(
             &d.sm, dnnl_forward_inference,
             op == NTP_OP_SOFTMAX ? dnnl_softmax_accurate : dnnl_softmax_log, &a, &c, 3);
         break;
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_CONCAT:
+    case PROBE_BINARY:
         dnnl_memory_desc_init_by_tag(&a, 4, act, t, dnnl_nchw);
         dnnl_memory_desc_init_by_tag(&c, 4, act, t, dnnl_nchw);
         st = dnnl_binary_desc_init(&d.bin, dnnl_binary_add, &a, &a, &c);
         break;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: {
+    case PROBE_RNN: {
         dnnl_dims_t x = {3, 2, 8}, wl = {1, 1, 8, 4, 8}, wi = {1, 1, 8, 4, 8}, y = {3, 2, 8};
         int g = op == NTP_OP_LSTM ? 4 : op == NTP_OP_GRU ? 3 : 1;
         wl[3] = wi[3] = g;
@@ -145,7 +179,7 @@ static bool probe(dnnl_engine_t eng, ntp_op op, dnnl_data_type_t t)
                 &a, NULL, &w, &wi_md, &bias, &c, NULL, 0, 0.f, 0.f);
         break;
     }
-    default: {
+    case PROBE_ELTWISE: {
         /* Activations: an eltwise with the op's own algorithm, since
          * oneDNN's support differs between algorithms (2.6 rounds f32
          * only: its eltwise descriptor refuses round at bf16 with

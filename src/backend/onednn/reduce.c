@@ -7,29 +7,30 @@
  * the reference backend. */
 #include "onednn-impl.h"
 
+/* oneDNN's reduction for each reduction op, and its p where it is a norm;
+ * the ops without a row (alg 0, dnnl_alg_kind_undef) have none. */
+static const struct {
+    dnnl_alg_kind_t alg;
+    float p;
+} reductions[NTP_OP_COUNT] = {
+    [NTP_OP_REDUCE_MEAN] = {dnnl_reduction_mean, 0.0f},
+    [NTP_OP_REDUCE_SUM] = {dnnl_reduction_sum, 0.0f},
+    [NTP_OP_REDUCE_MAX] = {dnnl_reduction_max, 0.0f},
+    [NTP_OP_REDUCE_MIN] = {dnnl_reduction_min, 0.0f},
+    [NTP_OP_REDUCE_PROD] = {dnnl_reduction_mul, 0.0f},
+    [NTP_OP_REDUCE_L1] = {dnnl_reduction_norm_lp_sum, 1.0f},
+    [NTP_OP_REDUCE_L2] = {dnnl_reduction_norm_lp_sum, 2.0f},
+    [NTP_OP_REDUCE_SUM_SQUARE] = {dnnl_reduction_norm_lp_power_p_sum, 2.0f},
+};
+
 static bool reduce_alg(ntp_op op, dnnl_alg_kind_t *alg, float *p)
 {
     *p = 0.0f;
-    switch (op) {
-    case NTP_OP_REDUCE_MEAN: *alg = dnnl_reduction_mean; return true;
-    case NTP_OP_REDUCE_SUM: *alg = dnnl_reduction_sum; return true;
-    case NTP_OP_REDUCE_MAX: *alg = dnnl_reduction_max; return true;
-    case NTP_OP_REDUCE_MIN: *alg = dnnl_reduction_min; return true;
-    case NTP_OP_REDUCE_PROD: *alg = dnnl_reduction_mul; return true;
-    case NTP_OP_REDUCE_L1:
-        *alg = dnnl_reduction_norm_lp_sum;
-        *p = 1.0f;
-        return true;
-    case NTP_OP_REDUCE_L2:
-        *alg = dnnl_reduction_norm_lp_sum;
-        *p = 2.0f;
-        return true;
-    case NTP_OP_REDUCE_SUM_SQUARE:
-        *alg = dnnl_reduction_norm_lp_power_p_sum;
-        *p = 2.0f;
-        return true;
-    default: return false;
-    }
+    if ((unsigned)op >= NTP_OP_COUNT || reductions[op].alg == dnnl_alg_kind_undef)
+        return false;
+    *alg = reductions[op].alg;
+    *p = reductions[op].p;
+    return true;
 }
 
 bool ntp__dnnl_reduce_supports(const ntp_graph *g, const ntp_node *n)

@@ -11,22 +11,33 @@
 
 #include "onednn-impl.h"
 
+/* How each data-movement op this backend runs is built. */
+typedef enum move_kind { MOVE_NONE, MOVE_COPY, MOVE_TRANSPOSE, MOVE_SPLIT } move_kind;
+
+static const move_kind moves[NTP_OP_COUNT] = {
+    [NTP_OP_RESHAPE] = MOVE_COPY, [NTP_OP_FLATTEN] = MOVE_COPY,        [NTP_OP_DROPOUT] = MOVE_COPY,
+    [NTP_OP_MEMCPY] = MOVE_COPY,  [NTP_OP_TRANSPOSE] = MOVE_TRANSPOSE, [NTP_OP_SPLIT] = MOVE_SPLIT,
+};
+
+static move_kind move_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? moves[op] : MOVE_NONE;
+}
+
 bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n)
 {
     const ntp_shape *x = &g->tensors[n->in[0]].shape;
-    switch (n->op) {
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY: return true;
-    case NTP_OP_TRANSPOSE: return x->ndim >= 1 && x->ndim <= DNNL_MAX_NDIMS;
-    case NTP_OP_SPLIT: {
+    switch (move_of(n->op)) {
+    case MOVE_COPY: return true;
+    case MOVE_TRANSPOSE: return x->ndim >= 1 && x->ndim <= DNNL_MAX_NDIMS;
+    case MOVE_SPLIT: {
         int r = x->ndim;
         int64_t axis = n->a.axis < 0 ? n->a.axis + r : n->a.axis;
         return axis >= 0 && axis < r && n->n_out <= NTP_MAX_OUTPUTS;
     }
-    default: return false;
+    case MOVE_NONE: return false;
     }
+    return false;
 }
 
 /* Scale of storage `t` at this layer: calibrated for s8, else 1. */
@@ -178,9 +189,11 @@ ntp_status ntp__dnnl_move_build(odnn_build *b)
 {
     if (b->k->n_in != 1)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "data movement with %d inputs", b->k->n_in);
-    switch (b->n->op) {
-    case NTP_OP_TRANSPOSE: return transpose(b);
-    case NTP_OP_SPLIT: return split(b);
-    default: return copy_layer(b);
+    switch (move_of(b->n->op)) {
+    case MOVE_TRANSPOSE: return transpose(b);
+    case MOVE_SPLIT: return split(b);
+    case MOVE_COPY:
+    case MOVE_NONE: break;
     }
+    return copy_layer(b);
 }

@@ -334,13 +334,9 @@ static ntp_status argmax(ntp_ctx *ctx, const ntp_kargs *k)
 
 ntp_status ntp__ref_decoder(ntp_ctx *ctx, const ntp_kargs *k)
 {
-    switch (k->node->op) {
-    case NTP_OP_RMSNORM: return rmsnorm(ctx, k);
-    case NTP_OP_ROPE: return rope(ctx, k);
-    case NTP_OP_KV_ATTENTION: return kv_attention(ctx, k);
-    case NTP_OP_LM_HEAD: return lm_head(ctx, k);
-    case NTP_OP_ARGMAX: return argmax(ctx, k);
-    default: break;
-    }
-    return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "not a decoder op");
+    static const ntp_ref_kernel_fn kernels[NTP_OP_COUNT] = {
+        [NTP_OP_RMSNORM] = rmsnorm, [NTP_OP_ROPE] = rope,     [NTP_OP_KV_ATTENTION] = kv_attention,
+        [NTP_OP_LM_HEAD] = lm_head, [NTP_OP_ARGMAX] = argmax,
+    };
+    return ntp__ref_dispatch(ctx, k, kernels, "decoder");
 }

@@ -314,8 +314,9 @@ static double load(const void *p, ntp_dtype t, int64_t i)
     case NTP_DTYPE_U8: return ((const uint8_t *)p)[i];
     case NTP_DTYPE_I32: return ((const int32_t *)p)[i];
     case NTP_DTYPE_I64: return (double)((const int64_t *)p)[i];
-    default: return 0.0;
+    case NTP_DTYPE_COUNT: break;
     }
+    return 0.0;
 }
 
 /* v rounded half to even and saturated to [lo, hi]; NaN gives 0. */
@@ -342,7 +343,9 @@ static void store(void *p, ntp_dtype t, int64_t i, double v, ntp_dtype through)
         case NTP_DTYPE_U8: f = (float)to_int(v, 0.0, 255.0); break;
         case NTP_DTYPE_I32: f = (float)to_int(v, (double)INT32_MIN, (double)INT32_MAX); break;
         case NTP_DTYPE_I64: f = (float)to_int(v, -0x1p63, 0x1p63); break;
-        default: break; /* f32; i8 is quantised over the whole tensor after */
+        case NTP_DTYPE_F32:
+        case NTP_DTYPE_I8: /* i8 is quantised over the whole tensor after */
+        case NTP_DTYPE_COUNT: break;
         }
         ((float *)p)[i] = f;
         break;
@@ -360,7 +363,7 @@ static void store(void *p, ntp_dtype t, int64_t i, double v, ntp_dtype through)
         ((int64_t *)p)[i] = r >= 0x1p63 ? INT64_MAX : (int64_t)r;
         break;
     }
-    default: break;
+    case NTP_DTYPE_COUNT: break;
     }
 }
 

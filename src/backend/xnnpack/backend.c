@@ -37,18 +37,63 @@ bool ntp__xnn_available(void)
     return init_ok;
 }
 
+/* The f16 operator that stands for each op's family in probe_f16();
+ * PROBE_NONE for the ops that have none. */
+typedef enum probe_kind {
+    PROBE_NONE,
+    PROBE_FC,
+    PROBE_CONV,
+    PROBE_BATCHNORM,
+    PROBE_DECONV,
+    PROBE_MAXPOOL,
+    PROBE_GAP,
+    PROBE_CLAMP,
+    PROBE_LEAKY_RELU,
+    PROBE_HARDSWISH,
+    PROBE_ADD,
+    PROBE_MUL,
+    PROBE_PAD,
+    PROBE_COPY
+} probe_kind;
+
+static const probe_kind probes[NTP_OP_COUNT] = {
+    [NTP_OP_FC] = PROBE_FC,
+    [NTP_OP_CONV] = PROBE_CONV,
+    [NTP_OP_BATCHNORM] = PROBE_BATCHNORM,
+    [NTP_OP_DECONV] = PROBE_DECONV,
+    [NTP_OP_MAXPOOL] = PROBE_MAXPOOL,
+    [NTP_OP_GLOBAL_MAXPOOL] = PROBE_MAXPOOL,
+    [NTP_OP_GLOBAL_AVGPOOL] = PROBE_GAP,
+    [NTP_OP_RELU] = PROBE_CLAMP,
+    [NTP_OP_CLIP] = PROBE_CLAMP,
+    [NTP_OP_LEAKY_RELU] = PROBE_LEAKY_RELU,
+    [NTP_OP_HARDSWISH] = PROBE_HARDSWISH,
+    [NTP_OP_ADD] = PROBE_ADD,
+    [NTP_OP_MUL] = PROBE_MUL,
+    [NTP_OP_PAD] = PROBE_PAD,
+    [NTP_OP_DROPOUT] = PROBE_COPY,
+    [NTP_OP_MEMCPY] = PROBE_COPY,
+    [NTP_OP_RESHAPE] = PROBE_COPY,
+    [NTP_OP_FLATTEN] = PROBE_COPY,
+};
+
+static probe_kind probe_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? probes[op] : PROBE_NONE;
+}
+
 /* Create a small f16 operator of the family of `op`: true when this CPU
  * has f16 kernels for it (XNNPACK answers unsupported_hardware otherwise). */
 static bool probe_f16(ntp_op op)
 {
     static const uint16_t w[64]; /* zeros: weights and biases of the probes */
     xnn_operator_t o = NULL;
-    enum xnn_status st;
-    switch (op) {
-    case NTP_OP_FC:
+    enum xnn_status st = xnn_status_unsupported_parameter;
+    switch (probe_of(op)) {
+    case PROBE_FC:
         st = xnn_create_fully_connected_nc_f16(4, 4, 4, 4, w, w, -INFINITY, INFINITY, 0, &o);
         break;
-    case NTP_OP_CONV:
+    case PROBE_CONV:
         st = xnn_create_convolution2d_nhwc_f16(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 4, 4, 4, 4, w, w,
                                                -INFINITY, INFINITY, 0, &o);
         if (st == xnn_status_success) {
@@ -59,34 +104,29 @@ static bool probe_f16(ntp_op op)
                                                    w, -INFINITY, INFINITY, 0, &o);
         }
         break;
-    case NTP_OP_BATCHNORM:
+    case PROBE_BATCHNORM:
         st = xnn_create_convolution2d_nhwc_f16(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 4, 1, 1, 4, 4, w, w,
                                                -INFINITY, INFINITY, 0, &o);
         break;
-    case NTP_OP_DECONV:
+    case PROBE_DECONV:
         st = xnn_create_deconvolution2d_nhwc_f16(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 4, 4, 4, 4, w, w,
                                                  -INFINITY, INFINITY, 0, &o);
         break;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
+    case PROBE_MAXPOOL:
         st = xnn_create_max_pooling2d_nhwc_f16(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 4, 4, 4, -INFINITY,
                                                INFINITY, 0, &o);
         break;
-    case NTP_OP_GLOBAL_AVGPOOL:
+    case PROBE_GAP:
         st = xnn_create_global_average_pooling_nwc_f16(4, 4, 4, -INFINITY, INFINITY, 0, &o);
         break;
-    case NTP_OP_RELU:
-    case NTP_OP_CLIP: st = xnn_create_clamp_nc_f16(4, 4, 4, 0.0f, 6.0f, 0, &o); break;
-    case NTP_OP_LEAKY_RELU: st = xnn_create_leaky_relu_nc_f16(4, 4, 4, 0.1f, 0, &o); break;
-    case NTP_OP_HARDSWISH: st = xnn_create_hardswish_nc_f16(4, 4, 4, 0, &o); break;
-    case NTP_OP_ADD: st = xnn_create_add_nd_f16(-INFINITY, INFINITY, 0, &o); break;
-    case NTP_OP_MUL: st = xnn_create_multiply_nd_f16(-INFINITY, INFINITY, 0, &o); break;
-    case NTP_OP_PAD: st = xnn_create_constant_pad_nd_x16(w, 0, &o); break;
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN: st = xnn_create_copy_nc_x16(4, 4, 4, 0, &o); break;
-    default:
+    case PROBE_CLAMP: st = xnn_create_clamp_nc_f16(4, 4, 4, 0.0f, 6.0f, 0, &o); break;
+    case PROBE_LEAKY_RELU: st = xnn_create_leaky_relu_nc_f16(4, 4, 4, 0.1f, 0, &o); break;
+    case PROBE_HARDSWISH: st = xnn_create_hardswish_nc_f16(4, 4, 4, 0, &o); break;
+    case PROBE_ADD: st = xnn_create_add_nd_f16(-INFINITY, INFINITY, 0, &o); break;
+    case PROBE_MUL: st = xnn_create_multiply_nd_f16(-INFINITY, INFINITY, 0, &o); break;
+    case PROBE_PAD: st = xnn_create_constant_pad_nd_x16(w, 0, &o); break;
+    case PROBE_COPY: st = xnn_create_copy_nc_x16(4, 4, 4, 0, &o); break;
+    case PROBE_NONE:
         /* avgpool, sigmoid, softmax: no f16 operator in this snapshot. */
         return false;
     }
@@ -112,29 +152,57 @@ static bool f16_ok(ntp_op op)
 
 /* --- support ---------------------------------------------------------------- */
 
+/* Which file's functions an op goes to; XF_NONE for the ops this backend
+ * leaves to others. */
+typedef enum xnnb_family { XF_NONE, XF_CONV, XF_FC, XF_POOL, XF_ELTWISE } xnnb_family;
+
+#define XNNB_UNARY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = XF_ELTWISE,
+static const xnnb_family families[NTP_OP_COUNT] = {
+    [NTP_OP_CONV] = XF_CONV,
+    [NTP_OP_DECONV] = XF_CONV,
+    [NTP_OP_FC] = XF_FC,
+    [NTP_OP_MAXPOOL] = XF_POOL,
+    [NTP_OP_AVGPOOL] = XF_POOL,
+    [NTP_OP_GLOBAL_MAXPOOL] = XF_POOL,
+    [NTP_OP_GLOBAL_AVGPOOL] = XF_POOL,
+    [NTP_OP_SOFTMAX] = XF_ELTWISE,
+    [NTP_OP_ADD] = XF_ELTWISE,
+    [NTP_OP_MUL] = XF_ELTWISE,
+    [NTP_OP_BATCHNORM] = XF_ELTWISE,
+    [NTP_OP_PAD] = XF_ELTWISE,
+    [NTP_OP_DROPOUT] = XF_ELTWISE,
+    [NTP_OP_MEMCPY] = XF_ELTWISE,
+    [NTP_OP_RESHAPE] = XF_ELTWISE,
+    [NTP_OP_FLATTEN] = XF_ELTWISE,
+    [NTP_OP_PRELU] = XF_ELTWISE,
+    [NTP_OP_SUB] = XF_ELTWISE,
+    [NTP_OP_DIV] = XF_ELTWISE,
+    [NTP_OP_MAX] = XF_ELTWISE,
+    [NTP_OP_MIN] = XF_ELTWISE,
+    NTP_UNARY_TABLE(XNNB_UNARY_) /* by eltwise.c's mapping */
+};
+#undef XNNB_UNARY_
+
+static xnnb_family family(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? families[op] : XF_NONE;
+}
+
 static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
-    switch (n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__xnn_conv_supports(g, n, f16);
-    case NTP_OP_FC: return ntp__xnn_fc_supports(g, n, f16);
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        return ntp__xnn_pool_supports(g, n, f16);
-        NTP_UNARY_CASES /* by eltwise.c's mapping */
-            case NTP_OP_SOFTMAX : case NTP_OP_ADD : case NTP_OP_MUL : case NTP_OP_BATCHNORM
-            : case NTP_OP_PAD : case NTP_OP_DROPOUT : case NTP_OP_MEMCPY : case NTP_OP_RESHAPE
-            : case NTP_OP_FLATTEN : case NTP_OP_PRELU : case NTP_OP_SUB : case NTP_OP_DIV
-            : case NTP_OP_MAX : case NTP_OP_MIN : return ntp__xnn_eltwise_supports(g, n, f16);
-    default:
+    switch (family(n->op)) {
+    case XF_CONV: return ntp__xnn_conv_supports(g, n, f16);
+    case XF_FC: return ntp__xnn_fc_supports(g, n, f16);
+    case XF_POOL: return ntp__xnn_pool_supports(g, n, f16);
+    case XF_ELTWISE: return ntp__xnn_eltwise_supports(g, n, f16); /* by eltwise.c's mapping */
+    case XF_NONE:
         /* Not in this snapshot: matmul, recurrent layers, attention,
          * layernorm, tanh, gelu, silu, concat, split, transpose, embedding,
          * reflect/edge padding, 3-d layers, the ONNX ops other than the
          * ones above, and the inlays. */
         return false;
     }
+    return false;
 }
 
 static bool xnnpack_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
@@ -199,16 +267,14 @@ static void xnnpack_release(void *state)
 
 static ntp_status build(xnnb_build *b)
 {
-    switch (b->n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: return ntp__xnn_conv_build(b);
-    case NTP_OP_FC: return ntp__xnn_fc_build(b);
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return ntp__xnn_pool_build(b);
-    default: return ntp__xnn_eltwise_build(b);
+    switch (family(b->n->op)) {
+    case XF_CONV: return ntp__xnn_conv_build(b);
+    case XF_FC: return ntp__xnn_fc_build(b);
+    case XF_POOL: return ntp__xnn_pool_build(b);
+    case XF_ELTWISE:
+    case XF_NONE: break;
     }
+    return ntp__xnn_eltwise_build(b);
 }
 
 /* The output range of the activations folded into the group. */
@@ -371,15 +437,9 @@ static bool xnnpack_fusable(const ntp_graph *g, const ntp_node *head, int n_fuse
 {
     if (!g || !head || !next || n_fused != 0 || next->precision != head->precision)
         return false;
-    switch (head->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-    case NTP_OP_FC:
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_ADD:
-    case NTP_OP_MUL: break;
-    default: return false;
-    }
+    if (head->op != NTP_OP_CONV && head->op != NTP_OP_DECONV && head->op != NTP_OP_FC &&
+        head->op != NTP_OP_BATCHNORM && head->op != NTP_OP_ADD && head->op != NTP_OP_MUL)
+        return false;
     return next->op == NTP_OP_RELU || next->op == NTP_OP_CLIP;
 }
 

@@ -335,11 +335,28 @@ static enum xnn_status setup_f16(const xnnb_call *c, pthreadpool_t pool, const v
     case XNNB_FN_PAD:
         return xnn_setup_constant_pad_nd_x16(c->op, c->nd_x, c->shape_x, c->pre, c->post, x, y,
                                              pool);
-    default:
-        /* Average pooling, the NCW global average, sigmoid and softmax have
-         * no f16 operator in this snapshot; supports() keeps them off f16. */
-        return xnn_status_unsupported_parameter;
+    case XNNB_FN_AVGPOOL:
+    case XNNB_FN_GAP_NCW:
+    case XNNB_FN_SIGMOID:
+    case XNNB_FN_SOFTMAX:
+    case XNNB_FN_ABS:
+    case XNNB_FN_NEG:
+    case XNNB_FN_SQRT:
+    case XNNB_FN_FLOOR:
+    case XNNB_FN_CEIL:
+    case XNNB_FN_ROUND:
+    case XNNB_FN_ELU:
+    case XNNB_FN_PRELU:
+    case XNNB_FN_SUB:
+    case XNNB_FN_DIV:
+    case XNNB_FN_MAX:
+    case XNNB_FN_MIN:
+        /* Average pooling, the NCW global average, sigmoid, softmax and the
+         * ONNX ops have no f16 operator in this snapshot; supports() keeps
+         * them off f16. */
+        break;
     }
+    return xnn_status_unsupported_parameter;
 }
 
 static ntp_status run_error(ntp_ctx *ctx, const ntp_kargs *k, const char *what, enum xnn_status st)

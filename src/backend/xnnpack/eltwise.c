@@ -93,6 +93,48 @@ static const struct unary_op {
                       "bankers_rounding_nc"},
 };
 
+/* How the ops that are not a plain mapping above run; ELT_NONE for the
+ * ops this family does not run (and the mapped ones). */
+typedef enum elt_kind {
+    ELT_NONE,
+    ELT_CLAMP, /* relu, clip */
+    ELT_COPY,  /* dropout (identity at inference), memcpy, reshape, flatten */
+    ELT_LEAKY_RELU,
+    ELT_ELU,
+    ELT_SOFTMAX,
+    ELT_BATCHNORM,
+    ELT_PAD,
+    ELT_PRELU,
+    ELT_BINARY_F32, /* sub, div, max, min: f32 only */
+    ELT_BINARY      /* add, mul */
+} elt_kind;
+
+static const elt_kind elt_kinds[NTP_OP_COUNT] = {
+    [NTP_OP_RELU] = ELT_CLAMP,
+    [NTP_OP_CLIP] = ELT_CLAMP,
+    [NTP_OP_DROPOUT] = ELT_COPY,
+    [NTP_OP_MEMCPY] = ELT_COPY,
+    [NTP_OP_RESHAPE] = ELT_COPY,
+    [NTP_OP_FLATTEN] = ELT_COPY,
+    [NTP_OP_LEAKY_RELU] = ELT_LEAKY_RELU,
+    [NTP_OP_ELU] = ELT_ELU,
+    [NTP_OP_SOFTMAX] = ELT_SOFTMAX,
+    [NTP_OP_BATCHNORM] = ELT_BATCHNORM,
+    [NTP_OP_PAD] = ELT_PAD,
+    [NTP_OP_PRELU] = ELT_PRELU,
+    [NTP_OP_SUB] = ELT_BINARY_F32,
+    [NTP_OP_DIV] = ELT_BINARY_F32,
+    [NTP_OP_MAX] = ELT_BINARY_F32,
+    [NTP_OP_MIN] = ELT_BINARY_F32,
+    [NTP_OP_ADD] = ELT_BINARY,
+    [NTP_OP_MUL] = ELT_BINARY,
+};
+
+static elt_kind kind_of(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? elt_kinds[op] : ELT_NONE;
+}
+
 bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     const ntp_tensor *x = ntp__cin(g, n, 0), *y = ntp__cout(g, n, 0);
@@ -100,32 +142,24 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
         return false;
     if (unary_ops[n->op].f32)
         return !f16 || unary_ops[n->op].f16;
-    switch (n->op) {
-    case NTP_OP_RELU:
-    case NTP_OP_CLIP:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN: return true;
-    case NTP_OP_LEAKY_RELU: return isfinite(n->a.alpha);
-    case NTP_OP_SOFTMAX:
+    switch (kind_of(n->op)) {
+    case ELT_CLAMP:
+    case ELT_COPY: return true;
+    case ELT_LEAKY_RELU: return isfinite(n->a.alpha);
+    case ELT_SOFTMAX:
         return !f16 && x->shape.ndim >= 1 &&
                norm_axis(n->a.axis, x->shape.ndim) == x->shape.ndim - 1;
-    case NTP_OP_BATCHNORM: return x->shape.ndim >= 2 && x->shape.ndim <= 4 && n->n_w == 4;
-    case NTP_OP_PAD:
+    case ELT_BATCHNORM: return x->shape.ndim >= 2 && x->shape.ndim <= 4 && n->n_w == 4;
+    case ELT_PAD:
         return n->a.pad_mode == NTP_PADMODE_CONSTANT && x->shape.ndim >= 1 &&
                x->shape.ndim <= XNN_MAX_TENSOR_DIMS;
-    case NTP_OP_ELU: return !f16 && isfinite(n->a.alpha);
-    case NTP_OP_PRELU: return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN:
+    case ELT_ELU: return !f16 && isfinite(n->a.alpha);
+    case ELT_PRELU: return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
+    case ELT_BINARY_F32:
         if (f16)
             return false;
         /* fall through */
-    case NTP_OP_ADD:
-    case NTP_OP_MUL: {
+    case ELT_BINARY: {
         if (y->shape.ndim > XNN_MAX_TENSOR_DIMS || n->n_in < 2)
             return false;
         for (int i = 0; i < n->n_in; i++) {
@@ -140,8 +174,9 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
         return broadcast(&ntp__cin(g, n, 0)->shape, &ntp__cin(g, n, 1)->shape, &s01) &&
                (n->n_in == 2 || ntp_shape_equal(&s01, &y->shape));
     }
-    default: return false;
+    case ELT_NONE: return false;
     }
+    return false;
 }
 
 /* An element-wise unary operator over the whole tensor, in the layout its
@@ -154,8 +189,8 @@ static ntp_status unary(xnnb_build *b)
     uint32_t fl = ntp__xnn_flags(b);
     xnn_operator_t op = NULL;
     enum xnn_status xs = xnn_status_unsupported_parameter;
-    xnnb_fn fn;
-    const char *name;
+    xnnb_fn fn = XNNB_FN_COPY; /* every kind below sets both */
+    const char *name = "";
     bool plain = b->n->op == NTP_OP_RESHAPE || b->n->op == NTP_OP_FLATTEN;
     const struct unary_op *u = &unary_ops[b->n->op];
     if (u->f32) {
@@ -164,9 +199,8 @@ static ntp_status unary(xnnb_build *b)
         name = u->name;
         xs = b->f16 && u->f16 ? u->f16(n, n, n, fl, &op) : u->f32(n, n, n, fl, &op);
     } else
-        switch (b->n->op) {
-        case NTP_OP_RELU:
-        case NTP_OP_CLIP: {
+        switch (kind_of(b->n->op)) {
+        case ELT_CLAMP: {
             float lo = b->n->op == NTP_OP_RELU ? 0.0f : (float)a->min;
             float hi =
                 b->n->op == NTP_OP_RELU ? (a->has_max ? (float)a->max : INFINITY) : (float)a->max;
@@ -181,19 +215,27 @@ static ntp_status unary(xnnb_build *b)
                         : xnn_create_clamp_nc_f32(n, n, n, lo, hi, fl, &op);
             break;
         }
-        case NTP_OP_LEAKY_RELU:
+        case ELT_LEAKY_RELU:
             fn = XNNB_FN_LEAKY_RELU;
             name = "leaky_relu_nc";
             xs = b->f16 ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->alpha, fl, &op)
                         : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
             break;
-        case NTP_OP_ELU:
+        case ELT_ELU:
             fn = XNNB_FN_ELU;
             name = "elu_nc";
             xs = xnn_create_elu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
             break;
-        default:
-            /* dropout (identity at inference), memcpy, reshape, flatten. */
+        case ELT_COPY:
+        case ELT_NONE:
+        case ELT_SOFTMAX:
+        case ELT_BATCHNORM:
+        case ELT_PAD:
+        case ELT_PRELU:
+        case ELT_BINARY_F32:
+        case ELT_BINARY:
+            /* dropout (identity at inference), memcpy, reshape, flatten;
+             * the others have builders of their own. */
             fn = XNNB_FN_COPY;
             name = b->f16 ? "copy_nc_x16" : "copy_nc_x32";
             xs = b->f16 ? xnn_create_copy_nc_x16(n, n, n, fl, &op)
@@ -325,7 +367,32 @@ static ntp_status binary(xnnb_build *b)
         case XNNB_FN_SUB: xs = xnn_create_subtract_nd_f32(lo, hi, fl, &op); break;
         case XNNB_FN_DIV: xs = xnn_create_divide_nd_f32(lo, hi, fl, &op); break;
         case XNNB_FN_MAX: xs = xnn_create_maximum_nd_f32(fl, &op); break;
-        default: xs = xnn_create_minimum_nd_f32(fl, &op); break;
+        case XNNB_FN_MIN: xs = xnn_create_minimum_nd_f32(fl, &op); break;
+        case XNNB_FN_CONV:
+        case XNNB_FN_DECONV:
+        case XNNB_FN_FC:
+        case XNNB_FN_MAXPOOL:
+        case XNNB_FN_AVGPOOL:
+        case XNNB_FN_GAP_NWC:
+        case XNNB_FN_GAP_NCW:
+        case XNNB_FN_CLAMP:
+        case XNNB_FN_LEAKY_RELU:
+        case XNNB_FN_SIGMOID:
+        case XNNB_FN_HARDSWISH:
+        case XNNB_FN_SOFTMAX:
+        case XNNB_FN_COPY:
+        case XNNB_FN_PAD:
+        case XNNB_FN_ABS:
+        case XNNB_FN_NEG:
+        case XNNB_FN_SQRT:
+        case XNNB_FN_FLOOR:
+        case XNNB_FN_CEIL:
+        case XNNB_FN_ROUND:
+        case XNNB_FN_ELU:
+        case XNNB_FN_PRELU:
+            /* fn is one of the binary ones above. */
+            xs = xnn_status_invalid_parameter;
+            break;
         }
         char what[48];
         snprintf(what, sizeof what, "creating %s", name);
@@ -477,17 +544,18 @@ static ntp_status prelu(xnnb_build *b)
 
 ntp_status ntp__xnn_eltwise_build(xnnb_build *b)
 {
-    switch (b->n->op) {
-    case NTP_OP_PRELU: return prelu(b);
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN: return binary(b);
-    case NTP_OP_SOFTMAX: return softmax(b);
-    case NTP_OP_ADD:
-    case NTP_OP_MUL: return binary(b);
-    case NTP_OP_BATCHNORM: return batchnorm(b);
-    case NTP_OP_PAD: return pad(b);
-    default: return unary(b);
+    switch (kind_of(b->n->op)) {
+    case ELT_PRELU: return prelu(b);
+    case ELT_BINARY_F32:
+    case ELT_BINARY: return binary(b);
+    case ELT_SOFTMAX: return softmax(b);
+    case ELT_BATCHNORM: return batchnorm(b);
+    case ELT_PAD: return pad(b);
+    case ELT_NONE: /* the mapped unary ops */
+    case ELT_CLAMP:
+    case ELT_COPY:
+    case ELT_LEAKY_RELU:
+    case ELT_ELU: break;
     }
+    return unary(b);
 }

@@ -86,27 +86,42 @@ static bool get_pgeom(const ntp_node *n, const ntp_shape *x, const ntp_shape *y,
     return true;
 }
 
+static bool spatial_supports(const ntp_node *n, const ntp_shape *x, const ntp_shape *y, bool f16)
+{
+    pgeom p;
+    /* No f16 average pooling in this snapshot. */
+    return get_pgeom(n, x, y, &p) && !(f16 && n->op == NTP_OP_AVGPOOL);
+}
+
+static bool global_supports(const ntp_node *n, const ntp_shape *x, const ntp_shape *y, bool f16)
+{
+    if (x->ndim != 3 && x->ndim != 4)
+        return false;
+    int64_t h = x->ndim == 4 ? x->dim[2] : 1, w = x->dim[x->ndim - 1];
+    return h <= (int64_t)UINT32_MAX && w <= (int64_t)UINT32_MAX;
+}
+
+static ntp_status spatial_pool(xnnb_build *b);
+static ntp_status global_avg(xnnb_build *b);
+static ntp_status global_max(xnnb_build *b);
+
+/* Each pooling op's check and builder; the other ops have none. */
+static const struct {
+    bool (*supports)(const ntp_node *n, const ntp_shape *x, const ntp_shape *y, bool f16);
+    ntp_status (*build)(xnnb_build *b);
+} pools[NTP_OP_COUNT] = {
+    [NTP_OP_MAXPOOL] = {spatial_supports, spatial_pool},
+    [NTP_OP_AVGPOOL] = {spatial_supports, spatial_pool},
+    [NTP_OP_GLOBAL_AVGPOOL] = {global_supports, global_avg},
+    [NTP_OP_GLOBAL_MAXPOOL] = {global_supports, global_max},
+};
+
 bool ntp__xnn_pool_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     const ntp_shape *x = &ntp__cin(g, n, 0)->shape, *y = &ntp__cout(g, n, 0)->shape;
-    if (n->n_in != 1 || n->n_out != 1)
+    if (n->n_in != 1 || n->n_out != 1 || (unsigned)n->op >= NTP_OP_COUNT || !pools[n->op].supports)
         return false;
-    switch (n->op) {
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL: {
-        pgeom p;
-        /* No f16 average pooling in this snapshot. */
-        return get_pgeom(n, x, y, &p) && !(f16 && n->op == NTP_OP_AVGPOOL);
-    }
-    case NTP_OP_GLOBAL_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL: {
-        if (x->ndim != 3 && x->ndim != 4)
-            return false;
-        int64_t h = x->ndim == 4 ? x->dim[2] : 1, w = x->dim[x->ndim - 1];
-        return h <= (int64_t)UINT32_MAX && w <= (int64_t)UINT32_MAX;
-    }
-    default: return false;
-    }
+    return pools[n->op].supports(n, x, y, f16);
 }
 
 static ntp_status spatial_pool(xnnb_build *b)
@@ -236,9 +251,7 @@ static ntp_status global_max(xnnb_build *b)
 
 ntp_status ntp__xnn_pool_build(xnnb_build *b)
 {
-    switch (b->n->op) {
-    case NTP_OP_GLOBAL_AVGPOOL: return global_avg(b);
-    case NTP_OP_GLOBAL_MAXPOOL: return global_max(b);
-    default: return spatial_pool(b);
-    }
+    if ((unsigned)b->n->op >= NTP_OP_COUNT || !pools[b->n->op].build)
+        return ntp__xnn_fail(b, NTP_STATUS_INTERNAL, "not a pooling op");
+    return pools[b->n->op].build(b);
 }
