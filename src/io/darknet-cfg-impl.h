@@ -41,6 +41,7 @@ typedef struct reader {
 ntp_status ntp__dn_sect_error(reader *r, const dn_sect *s, int line, ntp_status st, const char *fmt,
                               ...) __attribute__((format(printf, 5, 6)));
 ntp_status ntp__dn_oom(reader *r);
+bool ntp__dn_grow(void **p, int *cap, int need, size_t size);
 const dn_opt *ntp__dn_find(const dn_sect *s, const char *key);
 ntp_status ntp__dn_get_int(reader *r, const dn_sect *s, const char *key, int64_t dflt, int64_t lo,
                            int64_t hi, int64_t *out);
@@ -66,6 +67,8 @@ ntp_status ntp__dn_concat_all(reader *r, const dn_sect *s, const char *base, int
 void ntp__dn_add_block(ntp_darknet_layer *L, ntp_darknet_block_kind kind, int node, int bn_node,
                        int gate);
 ntp_status ntp__dn_need_image(reader *r, const dn_sect *s, int li);
+ntp_status ntp__dn_scale(reader *r, int line, const char *name, ntp_op op, float v, int *t,
+                         int *last);
 
 /* Sections (darknet-layers.c). */
 ntp_status ntp__dn_conv_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L);

@@ -36,7 +36,7 @@ ntp_status ntp__dn_oom(reader *r)
     return ntp__error(r->ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", r->src);
 }
 
-static bool grow(void **p, int *cap, int need, size_t size)
+bool ntp__dn_grow(void **p, int *cap, int need, size_t size)
 {
     if (need <= *cap)
         return true;
@@ -80,7 +80,7 @@ static ntp_status parse_text(reader *r, char *text)
                                   "%s:%d: expected a section header such as [convolutional], "
                                   "got '%.64s'",
                                   r->src, line, l);
-            if (!grow((void **)&r->s, &r->cap_s, r->n_s + 1, sizeof *r->s))
+            if (!ntp__dn_grow((void **)&r->s, &r->cap_s, r->n_s + 1, sizeof *r->s))
                 return ntp__dn_oom(r);
             dn_sect *s = &r->s[r->n_s++];
             memset(s, 0, sizeof *s);
@@ -101,7 +101,7 @@ static ntp_status parse_text(reader *r, char *text)
                               "%s:%d: '%.64s' comes before any section: expected [net] first",
                               r->src, line, l);
         dn_sect *s = &r->s[r->n_s - 1];
-        if (!grow((void **)&s->opts, &s->cap_opts, s->n_opts + 1, sizeof *s->opts))
+        if (!ntp__dn_grow((void **)&s->opts, &s->cap_opts, s->n_opts + 1, sizeof *s->opts))
             return ntp__dn_oom(r);
         *eq = '\0';
         dn_opt *o = &s->opts[s->n_opts++];
@@ -255,7 +255,7 @@ int ntp__dn_add_op(reader *r, const char *name, ntp_op op, int line, const int *
 }
 
 static const char *const activations =
-    "linear, leaky, relu, logistic, tanh, elu, selu, mish, swish";
+    "linear, leaky, relu, logistic, tanh, elu, selu, mish, swish, ramp";
 
 /* Darknet's activation names onto ops; linear is none (NTP_OP_COUNT). */
 static bool parse_activation(const char *s, ntp_op *op)
@@ -267,6 +267,7 @@ static bool parse_activation(const char *s, ntp_op *op)
         {"linear", NTP_OP_COUNT},     {"leaky", NTP_OP_LEAKY_RELU}, {"relu", NTP_OP_RELU},
         {"logistic", NTP_OP_SIGMOID}, {"tanh", NTP_OP_TANH},        {"elu", NTP_OP_ELU},
         {"selu", NTP_OP_SELU},        {"mish", NTP_OP_MISH},        {"swish", NTP_OP_SILU},
+        {"ramp", NTP_OP_RELU}, /* and + 0.1x: act_node */
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strcmp(s, map[i].name) == 0) {
@@ -290,6 +291,53 @@ ntp_status ntp__dn_act_node(reader *r, int line, const char *base, const char *n
         return ntp__dn_oom(r);
     if (op == NTP_OP_LEAKY_RELU)
         r->g->nodes[ni].a.alpha = 0.1; /* Darknet's leaky slope */
+    int x = *t;
+    *t = r->g->nodes[ni].out[0];
+    *last = ni;
+    if (strcmp(name, "ramp") != 0)
+        return NTP_STATUS_OK;
+    /* Darknet's ramp_activate: x*(x>0) + .1*x, the relu plus 0.1 x. */
+    ntp_status st;
+    int relu = *t;
+    snprintf(nm, sizeof nm, "%s_ramp_x", base);
+    if ((st = ntp__dn_scale(r, line, nm, NTP_OP_MUL, 0.1f, &x, last)))
+        return st;
+    snprintf(nm, sizeof nm, "%s_ramp_add", base);
+    const int ins[2] = {relu, x};
+    if ((ni = ntp__dn_add_op(r, nm, NTP_OP_ADD, line, ins, 2)) < 0)
+        return ntp__dn_oom(r);
+    *t = r->g->nodes[ni].out[0];
+    *last = ni;
+    return NTP_STATUS_OK;
+}
+
+/* Tensor *t times (NTP_OP_MUL) or over (NTP_OP_DIV) the constant v, as
+ * "NAME" reading the [1] constant "NAME_k"; *t and *last become its. */
+ntp_status ntp__dn_scale(reader *r, int line, const char *name, ntp_op op, float v, int *t,
+                         int *last)
+{
+    char nm[112];
+    snprintf(nm, sizeof nm, "%s_k", name);
+    int ci = ntp__dn_add_op(r, nm, NTP_OP_CONSTANT, line, NULL, 0);
+    if (ci < 0)
+        return ntp__dn_oom(r);
+    ntp_attrs *a = &r->g->nodes[ci].a;
+    a->n_shape = 1;
+    a->shape[0] = 1;
+    a->constant.trainable = false;
+    ntp_status st =
+        ntp__dn_own_weight(r, ci, "value", NTP_TENSOR_BUFFER, ntp__dn_shp(1, 1, 0, 0, 0));
+    if (st)
+        return st;
+    ntp_tensor *k = &r->g->tensors[r->g->nodes[ci].w[0]];
+    if (!(k->data = malloc(sizeof(float))))
+        return ntp__dn_oom(r);
+    *(float *)k->data = v;
+    k->data_dtype = NTP_DTYPE_F32;
+    const int ins[2] = {*t, r->g->nodes[ci].out[0]};
+    int ni = ntp__dn_add_op(r, name, op, line, ins, 2);
+    if (ni < 0)
+        return ntp__dn_oom(r);
     *t = r->g->nodes[ni].out[0];
     *last = ni;
     return NTP_STATUS_OK;

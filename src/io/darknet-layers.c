@@ -3,6 +3,7 @@
  * [local], [deconvolutional], [batchnorm], [activation] and the heads),
  * each onto ntprof layers, keeping Darknet's shape rules (docs/darknet.md;
  * the reader: darknet-cfg.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,10 +224,6 @@ ntp_status ntp__dn_shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darkn
     if (!o)
         return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
                                   "'from': expected the layer to add, such as from=-3");
-    if (alpha != 1 || beta != 1)
-        return ntp__dn_sect_error(
-            r, s, s->line, NTP_STATUS_UNSUPPORTED,
-            "alpha=%g, beta=%g: only the plain sum (alpha=1, beta=1) is supported", alpha, beta);
     int k = 0, ins[2]; /* k: set by layer_ref on success (gcc -O3 cannot see it) */
     if ((st = ntp__dn_layer_ref(r, s, o->line, "from", (long)from, li, &k)) ||
         (st = ntp__dn_as_4d(r, s, li - 1, &ins[0])) || (st = ntp__dn_as_4d(r, s, k, &ins[1])))
@@ -276,6 +273,23 @@ ntp_status ntp__dn_shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darkn
             a->value = 0;
             ins[1] = r->g->nodes[pi].out[0];
         }
+    }
+    /* shortcut_cpu: out = alpha * out + beta * from, on the first min(c)
+     * channels only: the others keep the previous layer's values unscaled. */
+    if (alpha != 1 && F->c < P->c)
+        return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                                  "alpha=%g with layer %d's %lld channels into %lld: Darknet "
+                                  "scales only the first %lld; expected alpha=1 there",
+                                  alpha, k, (long long)F->c, (long long)P->c, (long long)F->c);
+    const double scale[2] = {alpha, beta};
+    for (int i = 0; i < 2; i++) {
+        if (scale[i] == 1)
+            continue;
+        char nm[96];
+        int unused;
+        snprintf(nm, sizeof nm, "shortcut%d_%s", li, i ? "beta" : "alpha");
+        if ((st = ntp__dn_scale(r, s->line, nm, NTP_OP_MUL, (float)scale[i], &ins[i], &unused)))
+            return st;
     }
     snprintf(r->name, sizeof r->name, "shortcut%d", li);
     int ni = ntp__dn_add_op(r, r->name, NTP_OP_ADD, s->line, ins, 2);
@@ -373,6 +387,70 @@ ntp_status ntp__dn_dropout_layer(reader *r, const dn_sect *s, int li, ntp_darkne
     return NTP_STATUS_OK;
 }
 
+/* A WordTree file ([softmax] tree=, Darknet's read_tree): one "NAME PARENT"
+ * per line; each run of lines with the same parent is one group, softmaxed
+ * on its own. *sizes (malloc'd) gets the groups' sizes (an empty first
+ * group, as Darknet counts one when the first parent is not -1, is left
+ * out), *n_groups their count and *n the lines. */
+static ntp_status read_tree(reader *r, const dn_sect *s, const dn_opt *o, int64_t **sizes,
+                            int *n_groups, int64_t *n)
+{
+    FILE *f = fopen(o->val, "r");
+    char alt[4096];
+    const char *slash = strrchr(r->src, '/');
+    if (!f && o->val[0] != '/' && slash) {
+        snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - r->src), r->src, o->val);
+        f = fopen(alt, "r");
+    }
+    if (!f)
+        return ntp__dn_sect_error(r, s, o->line, NTP_STATUS_IO_ERROR,
+                                  "'tree': cannot open %.256s: %s", o->val, strerror(errno));
+    int64_t *sz = NULL, run = 0;
+    int cap = 0, ng = 0, line = 0;
+    long last = -1;
+    ntp_status st = NTP_STATUS_OK;
+    char buf[512];
+    *n = 0;
+    while (!st && fgets(buf, sizeof buf, f)) {
+        line++;
+        char id[256];
+        long parent = -1;
+        if (sscanf(buf, "%255s %ld", id, &parent) < 1)
+            continue;
+        if (parent != last) {
+            if (run > 0 && (ng < cap || ntp__dn_grow((void **)&sz, &cap, ng + 1, sizeof *sz)))
+                sz[ng++] = run;
+            else if (run > 0)
+                st = ntp__dn_oom(r);
+            run = 0;
+            last = parent;
+        }
+        run++;
+        ++*n;
+    }
+    fclose(f);
+    if (!st && run > 0) {
+        if (ntp__dn_grow((void **)&sz, &cap, ng + 1, sizeof *sz))
+            sz[ng++] = run;
+        else
+            st = ntp__dn_oom(r);
+    }
+    if (!st && ng == 0)
+        st = ntp__dn_sect_error(r, s, o->line, NTP_STATUS_PARSE_ERROR,
+                                "'tree': %.256s holds no classes: expected NAME PARENT lines",
+                                o->val);
+    if (st) {
+        free(sz);
+        return st;
+    }
+    *sizes = sz;
+    *n_groups = ng;
+    return NTP_STATUS_OK;
+}
+
+/* [softmax] (forward_softmax_layer): over each image's outputs, divided by
+ * `temperature` first; with `tree=`, over each group of the WordTree on its
+ * own (slices, a softmax each, concatenated). */
 ntp_status ntp__dn_softmax_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
 {
     ntp_status st;
@@ -381,12 +459,17 @@ ntp_status ntp__dn_softmax_layer(reader *r, const dn_sect *s, int li, ntp_darkne
     if ((st = ntp__dn_get_int(r, s, "groups", 1, 1, INT32_MAX, &groups)) ||
         (st = ntp__dn_get_float(r, s, "temperature", 1, &temp)))
         return st;
-    if (groups != 1 || temp != 1 || ntp__dn_find(s, "tree") || ntp__dn_find(s, "spatial"))
+    if (groups != 1 || ntp__dn_find(s, "spatial"))
         return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
-                                  "only a plain softmax over each image's outputs is supported: "
-                                  "expected groups=1, temperature=1, no tree, no spatial");
+                                  "only a softmax over each image's outputs is supported: "
+                                  "expected groups=1, no spatial");
+    if (!(temp > 0))
+        return ntp__dn_sect_error(r, s, ntp__dn_find(s, "temperature")->line,
+                                  NTP_STATUS_UNSUPPORTED,
+                                  "temperature=%g: expected a positive temperature", temp);
     const ntp_darknet_layer *P = &r->layers[li - 1];
-    int t = P->tensor;
+    int64_t inputs = P->c * P->h * P->w;
+    int t = P->tensor, last = -1;
     if (!P->flat) {
         snprintf(r->name, sizeof r->name, "softmax%d_flatten", li);
         int fi = ntp__dn_add_op(r, r->name, NTP_OP_FLATTEN, s->line, &t, 1);
@@ -395,14 +478,79 @@ ntp_status ntp__dn_softmax_layer(reader *r, const dn_sect *s, int li, ntp_darkne
         r->g->nodes[fi].a.axis = 1;
         t = r->g->nodes[fi].out[0];
     }
-    snprintf(r->name, sizeof r->name, "softmax%d", li);
-    int ni = ntp__dn_add_op(r, r->name, NTP_OP_SOFTMAX, s->line, &t, 1);
-    if (ni < 0)
+    if (temp != 1) {
+        snprintf(r->name, sizeof r->name, "softmax%d_temperature", li);
+        if ((st = ntp__dn_scale(r, s->line, r->name, NTP_OP_DIV, (float)temp, &t, &last)))
+            return st;
+    }
+    const dn_opt *tree = ntp__dn_find(s, "tree");
+    int64_t *sizes = NULL, n = 0;
+    int n_groups = 1;
+    if (tree) {
+        if ((st = read_tree(r, s, tree, &sizes, &n_groups, &n)))
+            return st;
+        if (n != inputs) {
+            free(sizes);
+            return ntp__dn_sect_error(r, s, tree->line, NTP_STATUS_SHAPE_ERROR,
+                                      "'tree': %.256s has %lld classes, the input %lld: expected "
+                                      "one class per input",
+                                      tree->val, (long long)n, (long long)inputs);
+        }
+    }
+    int *parts = malloc((size_t)n_groups * sizeof *parts);
+    if (!parts) {
+        free(sizes);
         return ntp__dn_oom(r);
-    r->g->nodes[ni].a.axis = -1;
-    L->node = L->last = ni;
-    L->tensor = r->g->nodes[ni].out[0];
-    L->c = P->c * P->h * P->w;
+    }
+    int64_t off = 0;
+    bool ok = true;
+    for (int gi = 0; gi < n_groups && ok; gi++) {
+        int x = t;
+        if (tree) {
+            snprintf(r->name, sizeof r->name, "softmax%d_g%d", li, gi);
+            int si = ntp__dn_add_op(r, r->name, NTP_OP_SLICE, s->line, &x, 1);
+            if (!(ok = si >= 0))
+                break;
+            ntp_attrs *a = &r->g->nodes[si].a;
+            a->n_pads = a->n_perm = a->n_shape = 1;
+            a->pads[0] = off;
+            a->pads[NTP_SLICE_ENDS] = off + sizes[gi];
+            a->perm[0] = 1;
+            a->shape[0] = 1;
+            x = r->g->nodes[si].out[0];
+            off += sizes[gi];
+            snprintf(r->name, sizeof r->name, "softmax%d_%d", li, gi);
+        } else {
+            snprintf(r->name, sizeof r->name, "softmax%d", li);
+        }
+        int ni = ntp__dn_add_op(r, r->name, NTP_OP_SOFTMAX, s->line, &x, 1);
+        if (!(ok = ni >= 0))
+            break;
+        r->g->nodes[ni].a.axis = -1;
+        parts[gi] = r->g->nodes[ni].out[0];
+        last = ni;
+        if (gi == 0)
+            L->node = ni;
+    }
+    free(sizes);
+    if (!ok) {
+        free(parts);
+        return ntp__dn_oom(r);
+    }
+    st = NTP_STATUS_OK;
+    if (tree) {
+        snprintf(r->name, sizeof r->name, "softmax%d", li);
+        st = ntp__dn_concat_all(r, s, r->name, 1, parts, n_groups, &t);
+        last = r->g->n_nodes - 1;
+    } else {
+        t = parts[0];
+    }
+    free(parts);
+    if (st)
+        return st;
+    L->last = last;
+    L->tensor = t;
+    L->c = inputs;
     L->h = L->w = 1;
     L->flat = true;
     L->kind = NTP_DARKNET_SOFTMAX;
@@ -419,11 +567,40 @@ ntp_status ntp__dn_reorg_layer(reader *r, const dn_sect *s, int li, ntp_darknet_
     int64_t stride;
     if ((st = ntp__dn_get_int(r, s, "stride", 1, 1, 1024, &stride)))
         return st;
-    if (ntp__dn_find(s, "reverse") || ntp__dn_find(s, "flatten") || ntp__dn_find(s, "extra"))
-        return ntp__dn_sect_error(
-            r, s, s->line, NTP_STATUS_UNSUPPORTED,
-            "only the forward reorg is supported: expected no reverse, flatten "
-            "or extra");
+    int64_t extra;
+    if ((st = ntp__dn_get_int(r, s, "extra", 0, 0, 1 << 20, &extra)))
+        return st;
+    if (ntp__dn_find(s, "reverse") || ntp__dn_find(s, "flatten"))
+        return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_UNSUPPORTED,
+                                  "only the forward reorg and extra= are supported: expected no "
+                                  "reverse or flatten");
+    if (extra > 0) {
+        /* forward_reorg_layer with extra: each image's inputs copied, then
+         * `extra` values Darknet never writes (zero): a flat [N, inputs +
+         * extra], its out_c, out_h, out_w 0. stride is not used. */
+        int x;
+        snprintf(r->name, sizeof r->name, "reorg%d", li);
+        if ((st = ntp__dn_as_flat(r, s, li - 1, r->name, &x)))
+            return st;
+        snprintf(r->name, sizeof r->name, "reorg%d_extra", li);
+        int pi = ntp__dn_add_op(r, r->name, NTP_OP_PAD, s->line, &x, 1);
+        if (pi < 0)
+            return ntp__dn_oom(r);
+        ntp_attrs *a = &r->g->nodes[pi].a;
+        a->n_pads = 4;
+        memset(a->pads, 0, sizeof a->pads);
+        a->pads[2 + 1] = extra;
+        a->pad_mode = NTP_PADMODE_CONSTANT;
+        a->value = 0;
+        const ntp_darknet_layer *P = &r->layers[li - 1];
+        L->node = L->last = pi;
+        L->tensor = r->g->nodes[pi].out[0];
+        L->c = P->c * P->h * P->w + extra;
+        L->h = L->w = 1;
+        L->flat = true;
+        L->kind = NTP_DARKNET_REORG;
+        return NTP_STATUS_OK;
+    }
     int t;
     if ((st = ntp__dn_as_4d(r, s, li - 1, &t)))
         return st;
