@@ -565,6 +565,58 @@ static void test_onednn_backward(void **state)
                        "</topology>";
     const char *const by4[] = {"gmp", "onednn", "fc", "onednn"};
     onednn_vs_ref(gmax, by4, 4);
+    /* Matmul of two activations: transposed B, transposed A, both, none;
+     * a B shared over the batch (2-d, its gradient over the batch folded
+     * into the rows), plain and transposed; an A broadcast over the batch
+     * stays on ref. */
+    const char *mm = "<topology name='mm' precision='f32' batch='2'>"
+                     "<input name='x' shape='2,3,4' dtype='f32'/>"
+                     "<input name='z' shape='3,4' dtype='f32'/>"
+                     "<input name='z2' shape='6,4' dtype='f32'/>"
+                     "<fc name='q' units='5'/><fc name='k' inputs='x' units='5'/>"
+                     "<matmul name='s' inputs='q,k' transpose_b='true'/><tanh name='t'/>"
+                     "<fc name='v' inputs='x' units='6'/>"
+                     "<matmul name='c' inputs='t,v'/>"
+                     "<matmul name='ct' inputs='v,t' transpose_a='true'/>"
+                     "<matmul name='tt' inputs='v,t' transpose_a='true' transpose_b='true'/>"
+                     "<fc name='wz' inputs='z' units='6'/><fc name='w2' inputs='z2' units='2'/>"
+                     "<matmul name='f' inputs='c,wz' transpose_b='true'/>"
+                     "<matmul name='g' inputs='c,w2'/>"
+                     "<matmul name='ba' inputs='wz,v' transpose_b='true'/>"
+                     "<flatten name='f1' inputs='f'/><flatten name='f2' inputs='g'/>"
+                     "<flatten name='f3' inputs='tt'/><flatten name='f4' inputs='ct'/>"
+                     "<flatten name='f5' inputs='ba'/>"
+                     "<concat name='cat' inputs='f1,f2,f3,f4,f5' axis='1'/>"
+                     "<fc name='out' units='3'/>"
+                     "</topology>";
+    const char *const by5[] = {"s",  "onednn", "c",  "onednn", "ct", "onednn",
+                               "tt", "onednn", "f",  "onednn", "g",  "onednn",
+                               "ba", "ref",    "wz", "onednn", "w2", "onednn"};
+    onednn_vs_ref(mm, by5, 18);
+    /* Transposed convolutions: stride, padding with output padding and
+     * groups, dilation in 1-d; one whose output padding exceeds its end
+     * padding stays on ref. */
+    const char *dc = "<topology name='dc' precision='f32' batch='2'>"
+                     "<input name='x' shape='2,4,3,5' dtype='f32'/>"
+                     "<conv name='c' filters='3' kernel='1'/>"
+                     "<deconv name='d1' filters='3' kernel='2' stride='2'/>"
+                     "<deconv name='d2' filters='6' kernel='3' stride='2' pad='1' "
+                     "output_padding='1' groups='3'/>"
+                     "<deconv name='d3' filters='2' kernel='2' stride='3' output_padding='1' "
+                     "bias='false'/>"
+                     "<global_avgpool name='gap'/><flatten name='fl'/><fc name='fc' units='3'/>"
+                     "</topology>";
+    const char *const by6[] = {"d1", "onednn", "d2", "onednn", "d3", "ref"};
+    onednn_vs_ref(dc, by6, 6);
+    const char *dc1 = "<topology name='dc1' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,3,7' dtype='f32'/>"
+                      "<conv name='c' filters='4' kernel='1'/>"
+                      "<deconv name='d' filters='4' kernel='3' dilation='2' stride='2' pad='1' "
+                      "groups='2' bias='false'/>"
+                      "<flatten name='fl'/><fc name='fc' units='3'/>"
+                      "</topology>";
+    const char *const by7[] = {"d", "onednn"};
+    onednn_vs_ref(dc1, by7, 2);
 }
 
 /* Data movement and the transposed convolution: transpose, reflect pad,

@@ -85,7 +85,7 @@ typedef struct ntp_train_opts {
      * follows is padding, any value); NULL: each row ends at its first -1. */
     const char *target_lengths;
     /* The backend whose backward primitives run the layers it has them for
-     * ("onednn": conv and fc, in f32); every other layer, and every
+     * ("onednn": docs/train.md lists them, in f32); every other layer, and every
      * forward, runs on the reference engine. NULL or "ref": all of it. */
     const char *backend;
 } ntp_train_opts;
@@ -215,6 +215,14 @@ NTP_API void ntp_train_sweep_free(ntp_train_sweep *s);
  * each configuration by data structure as TBD draws it (stacked bars, to
  * scale), the planned peak against the measured one, and the table. */
 NTP_API ntp_status ntp_train_sweep_write_html(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f);
+/* One training run as a self-contained HTML page (docs/train.md): its
+ * memory by data structure as the sweep's page draws it, the planned peak
+ * against the measured one, and the median time of every layer's phases. */
+NTP_API ntp_status ntp_train_result_write_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f);
+/* A training plan as a self-contained HTML page: its memory by data
+ * structure and the FLOPs of every layer's phases; `model` titles it. */
+NTP_API ntp_status ntp_train_plan_write_html(ntp_ctx *ctx, const ntp_train_plan *p,
+                                             const char *model, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -160,6 +160,10 @@ typedef struct ntp_backward_args {
     const float *x, *w, *dy;
     float *dx, *dw, *db;
     const float *y, *mean, *var;
+    /* A layer with two inputs (matmul): x2 the second and, in mode 1, dx2
+     * its gradient; dx or dx2 NULL where that input takes no gradient. */
+    const float *x2;
+    float *dx2;
 } ntp_backward_args;
 
 typedef struct ntp_backend_i {

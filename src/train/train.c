@@ -638,9 +638,12 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
 {
     const ntp_graph *g = t->g;
     double *gx = t->s.grad[n->in[0]];
-    if (mode == 1 ? !gx : !ntp__train_has_weights(g, n))
+    /* A matmul's second input and its gradient (mode 1 gives both). */
+    bool two = n->op == NTP_OP_MATMUL && n->n_in == 2;
+    double *gx2 = two ? t->s.grad[n->in[1]] : NULL;
+    if (mode == 1 ? !gx && !gx2 : !ntp__train_has_weights(g, n))
         return NTP_STATUS_OK;
-    bool dense = n->op == NTP_OP_CONV || n->op == NTP_OP_FC;
+    bool dense = n->op == NTP_OP_CONV || n->op == NTP_OP_FC || n->op == NTP_OP_DECONV;
     bool norm = n->op == NTP_OP_BATCHNORM || n->op == NTP_OP_LAYERNORM;
     ntp_train_needs need = ntp__train_needs(g, n);
     int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
@@ -649,8 +652,12 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
     ntp_backward_args a = {.g = g, .n = n, .mode = mode};
     float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *y = NULL, *out = NULL;
-    float *db = NULL, *mean = NULL, *var = NULL;
+    float *db = NULL, *mean = NULL, *var = NULL, *x2 = NULL, *out2 = NULL;
+    int64_t cx2 = two ? ntp_shape_numel(&g->tensors[n->in[1]].shape) : 0;
     bool ok = dy != NULL;
+    if (ok && two && mode == 1)
+        ok = (x2 = to_f32(t->s.val[n->in[1]], cx2)) &&
+             (!gx2 || (out2 = malloc((size_t)cx2 * 4 + 1)));
     if (ok && (mode == 2 || (need.input[0] && !dense)))
         ok = (x = to_f32(t->s.val[n->in[0]], cx)) != NULL;
     if (ok && cw > 0 && (mode == 1 || norm))
@@ -669,17 +676,20 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     a.dy = dy;
     a.mean = mean;
     a.var = var;
+    a.x2 = x2;
+    a.dx2 = out2;
     if (mode == 1) {
-        a.dx = out;
+        a.dx = gx ? out : NULL;
     } else {
         a.dw = out;
         a.db = db;
     }
     ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
                        : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    if (!st && mode == 1)
-        for (int64_t i = 0; i < cx; i++)
-            gx[i] += out[i];
+    for (int64_t i = 0; !st && mode == 1 && gx && i < cx; i++)
+        gx[i] += out[i];
+    for (int64_t i = 0; !st && gx2 && i < cx2; i++)
+        gx2[i] += out2[i];
     if (!st && mode == 2) {
         double *gw = t->s.grad[n->w[0]], *gb = cb ? t->s.grad[n->w[1]] : NULL;
         for (int64_t i = 0; gw && i < cw; i++)
@@ -695,6 +705,8 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     free(db);
     free(mean);
     free(var);
+    free(x2);
+    free(out2);
     return st;
 }
 

@@ -10,7 +10,19 @@ static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt
     return ntp_train_plan_write(ctx, arg, fmt, f);
 }
 
-enum { OPT_TRAIN = 256, OPT_LOSS, OPT_OPTIMIZER };
+typedef struct train_html_arg {
+    const ntp_train_plan *p;
+    const char *model;
+} train_html_arg;
+
+static ntp_status write_train_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const train_html_arg *x = arg;
+    (void)fmt;
+    return ntp_train_plan_write_html(ctx, x->p, x->model, f);
+}
+
+enum { OPT_TRAIN = 256, OPT_LOSS, OPT_OPTIMIZER, OPT_TRAIN_HTML };
 
 /* Decoder topologies: the per-phase split (docs/decoders.md). */
 enum { OPT_PROMPT_LEN = 300, OPT_GEN_LEN, OPT_CONTEXT_DEPTH, OPT_KV_DTYPE, OPT_PHASE_DB };
@@ -114,7 +126,7 @@ int cmd_analyze(int argc, char **argv)
 {
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL;
+    const char *output = NULL, *train_html = NULL;
     bool train = false;
     ntp_train_opts to;
     ntp_train_opts_init(&to);
@@ -140,6 +152,10 @@ int cmd_analyze(int argc, char **argv)
                 &train),
         CLI_OPT("loss", OPT_LOSS, "L", "with --train: cross_entropy (default), mse or ctc"),
         CLI_OPT("optimizer", OPT_OPTIMIZER, "O", "with --train: sgd (default), momentum, adam"),
+        CLI_STR("html", OPT_TRAIN_HTML, "FILE",
+                "with --train: also a self-contained HTML page\n(memory by data structure, "
+                "FLOPs per layer and phase)",
+                &train_html),
         CLI_OPT("prompt-len", OPT_PROMPT_LEN, "N",
                 "decoders: prefill tokens (default: the topology's seq_len)"),
         CLI_OPT("gen-len", OPT_GEN_LEN, "N", "decoders: decode steps (default 32)"),
@@ -181,10 +197,16 @@ int cmd_analyze(int argc, char **argv)
         default: rc = cli_option_end("analyze", opt, opts, 25); goto out;
         }
     }
+    if (train_html && !train) {
+        cli_error("--html is for analyze --train");
+        rc = CLI_USAGE;
+        goto out;
+    }
     ntp_ctx *ctx;
     ntp_load_opts lo;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    if ((rc = cli_begin_topology_command("analyze", "a topology FILE", argc, argv, &topo, outs, 1,
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--html", train_html, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("analyze", "a topology FILE", argc, argv, &topo, outs, 2,
                                          &ctx, &lo)) != CLI_OK)
         goto out;
     ntp_graph *g = NULL;
@@ -198,6 +220,9 @@ int cmd_analyze(int argc, char **argv)
         } else {
             cli_print_warnings(ctx);
             rc = cli_write_output(ctx, output, write_train_plan, tp, fmt);
+            const train_html_arg ha = {tp, ntp_graph_name(g)};
+            if (rc == CLI_OK && train_html)
+                rc = cli_write_output(ctx, train_html, write_train_html, &ha, NTP_FORMAT_TABLE);
         }
         ntp_train_plan_free(tp);
     } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||

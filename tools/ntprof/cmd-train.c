@@ -19,6 +19,7 @@ enum {
     OPT_INPUT_LENGTHS,
     OPT_TARGET_LENGTHS,
     OPT_BACKEND,
+    OPT_HTML,
 };
 
 int cmd_train(int argc, char **argv);
@@ -33,11 +34,17 @@ static ntp_status write_result(ntp_ctx *ctx, const void *arg, ntp_format fmt, FI
     return ntp_train_result_write(ctx, arg, fmt, f);
 }
 
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    (void)fmt;
+    return ntp_train_result_write_html(ctx, arg, f);
+}
+
 int cmd_train(int argc, char **argv)
 {
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *save = NULL;
+    const char *output = NULL, *save = NULL, *html = NULL;
     const char **inputs = NULL;
     int n_inputs = 0;
     ntp_train_opts to;
@@ -67,7 +74,8 @@ int cmd_train(int argc, char **argv)
         CLI_OPT("dropout", OPT_DROPOUT, "P", "drop probability of dropout layers (default 0.5)"),
         CLI_OPT("steps", OPT_STEPS, "N", "training steps (default 10)"),
         CLI_STR("backend", OPT_BACKEND, "NAME",
-                "run conv and fc backward on NAME's primitives\n(onednn; default ref)",
+                "run the backward of the layers NAME has primitives\nfor on them (onednn; "
+                "default ref)",
                 &to.backend),
         CLI_OPT("seed", OPT_SEED, "N", "weights, inputs, labels and masks (default 1)"),
         CLI_STR("save-weights", OPT_SAVE, "DIR",
@@ -76,6 +84,10 @@ int cmd_train(int argc, char **argv)
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the report to FILE (written only on success)",
                 &output),
+        CLI_STR("html", OPT_HTML, "FILE",
+                "also write a self-contained HTML page: memory by\ndata structure, time per "
+                "layer and phase",
+                &html),
         CLI_OPT("help", 'h', NULL, "this text"),
         CLI_OPT_END,
     };
@@ -155,8 +167,9 @@ int cmd_train(int argc, char **argv)
     }
     ntp_ctx *ctx;
     ntp_load_opts lo;
-    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE}};
-    if ((rc = cli_begin_topology_command("train", "a topology FILE", argc, argv, &topo, outs, 1,
+    const ntp_output_path outs[] = {{"-o", output, NTP_OUTPUT_FILE},
+                                    {"--html", html, NTP_OUTPUT_FILE}};
+    if ((rc = cli_begin_topology_command("train", "a topology FILE", argc, argv, &topo, outs, 2,
                                          &ctx, &lo)) != CLI_OK)
         goto out;
     /* The library's own budget check counts inference memory: training's
@@ -192,6 +205,8 @@ int cmd_train(int argc, char **argv)
         cli_progress_clear(&prog);
         cli_print_warnings(ctx);
         rc = cli_write_output(ctx, output, write_result, res, fmt);
+        if (rc == CLI_OK && html)
+            rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
     }
     ntp_train_result_free(res);
     ntp_trainer_free(tr);

@@ -1,7 +1,11 @@
 /* Training backward on oneDNN (docs/train.md), in f32 and plain row-major
- * layouts (ntp_backward_args): convolution backward data and backward
- * weights (1-3 spatial dims, stride, padding, dilation, groups), inner
- * product backward data and weights, pooling (max and average, global
+ * layouts (ntp_backward_args): convolution and transposed convolution
+ * backward data and backward weights (1-3 spatial dims, stride, padding,
+ * dilation, groups), inner product backward data and weights, matmul
+ * (both inputs' gradients as two matmul primitives over strided views:
+ * dA = dC·Bᵀ, dB = Aᵀ·dC, the transposes as strides; a B shared over the
+ * batch takes its gradient as one product over the batch folded into the
+ * rows), pooling (max and average, global
  * too), the element-wise activations, softmax and log-softmax, and batch
  * and layer normalisation (the backward with the scale's and shift's
  * gradients). The first call for a layer and phase builds its
@@ -28,7 +32,7 @@
 /* Where a memory object's data handle comes from at each call: one of
  * ntp_backward_args' buffers, or its own allocation (a workspace, a
  * scratch output). */
-enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR };
+enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR, H_X2, H_DX2 };
 enum { ODNN_BWD_MEMS = 10 };
 
 /* One layer's backward primitive for one phase, its memory objects and
@@ -63,6 +67,8 @@ typedef enum bwd_kind {
     BK_SOFTMAX,
     BK_BNORM,
     BK_LNORM,
+    BK_DECONV,
+    BK_MATMUL,
 } bwd_kind;
 
 /* The family of each op with a backward here; BK_NONE (0) for the others.
@@ -81,6 +87,7 @@ static const bwd_kind kinds[NTP_OP_COUNT] = {
     [NTP_OP_GELU] = BK_ELTWISE,        [NTP_OP_SILU] = BK_ELTWISE,
     [NTP_OP_SOFTPLUS] = BK_ELTWISE,    [NTP_OP_EXP] = BK_ELTWISE,
     [NTP_OP_NEG] = BK_ELTWISE,         [NTP_OP_ABS] = BK_ELTWISE,
+    [NTP_OP_DECONV] = BK_DECONV,       [NTP_OP_MATMUL] = BK_MATMUL,
 };
 
 static bwd_kind kind_of(ntp_op op)
@@ -98,8 +105,66 @@ static void lnorm_rows(const ntp_shape *xs, const ntp_node *n, int64_t *R, int64
     *R = ntp_shape_numel(xs) / *D;
 }
 
+/* A matmul's operands as its backward reads them: A, B and C at C's rank r
+ * (leading 1s), every batch dim of A C's; B's all C's or all 1 (shared
+ * over the batch: then, with more than one batch, the batch folds into
+ * the rows of A and C, rank 2, which needs an A that is not transposed).
+ * Other broadcasts stay on ref. */
+typedef struct mm_geom {
+    int r;
+    int64_t a[DNNL_MAX_NDIMS], b[DNNL_MAX_NDIMS], c[DNNL_MAX_NDIMS];
+} mm_geom;
+
+static bool mm_geometry(const ntp_graph *g, const ntp_node *n, mm_geom *m)
+{
+    const ntp_shape *as = &g->tensors[n->in[0]].shape, *bs = &g->tensors[n->in[1]].shape;
+    const ntp_shape *cs = &g->tensors[n->out[0]].shape;
+    int r = cs->ndim;
+    if (r < 2 || r > DNNL_MAX_NDIMS || as->ndim < 2 || as->ndim > r || bs->ndim < 2 || bs->ndim > r)
+        return false;
+    int64_t batch = 1;
+    bool b_full = true, b_shared = true;
+    for (int i = 0; i < r; i++) {
+        m->a[i] = i < r - as->ndim ? 1 : as->dim[i - (r - as->ndim)];
+        m->b[i] = i < r - bs->ndim ? 1 : bs->dim[i - (r - bs->ndim)];
+        m->c[i] = cs->dim[i];
+        if (i >= r - 2)
+            continue;
+        batch *= m->c[i];
+        if (m->a[i] != m->c[i])
+            return false;
+        b_full = b_full && m->b[i] == m->c[i];
+        b_shared = b_shared && m->b[i] == 1;
+    }
+    m->r = r;
+    if (b_full || batch == 1)
+        return true;
+    if (!b_shared || n->a.transpose_a)
+        return false;
+    int64_t rows = batch * m->c[r - 2];
+    m->a[0] = rows;
+    m->a[1] = m->a[r - 1];
+    m->c[0] = rows;
+    m->c[1] = m->c[r - 1];
+    m->b[0] = m->b[r - 2];
+    m->b[1] = m->b[r - 1];
+    m->r = 2;
+    return true;
+}
+
+/* The end padding of a conv (or a deconv, whose dst is the bigger side)
+ * in spatial dim i: what the bigger side's size implies. */
+static int64_t end_pad(const ntp_node *n, int i, int64_t small, int64_t big)
+{
+    int64_t k = n->a.kernel[i], s = n->a.stride[i], dl = n->a.dilation[i];
+    return (small - 1) * s + (k - 1) * dl + 1 - big - n->a.pad[i];
+}
+
 bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
 {
+    mm_geom mm;
+    if (n->op == NTP_OP_MATMUL)
+        return n->n_in == 2 && n->n_out == 1 && mm_geometry(g, n, &mm);
     if (n->n_in != 1 || n->n_out != 1)
         return false;
     const ntp_shape *xs = &g->tensors[n->in[0]].shape;
@@ -108,6 +173,17 @@ bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
     switch (kind_of(n->op)) {
     case BK_FC: return n->n_w >= 1;
     case BK_CONV: return n->n_w >= 1 && nd >= 3 && nd <= 5;
+    case BK_DECONV: {
+        /* An output padding beyond the end padding would need a negative
+         * end padding: ref. */
+        const ntp_shape *ys = &g->tensors[n->out[0]].shape;
+        if (n->n_w < 1 || nd < 3 || nd > 5)
+            return false;
+        for (int i = 0; i < nd - 2; i++)
+            if (end_pad(n, i, xs->dim[2 + i], ys->dim[2 + i]) < 0)
+                return false;
+        return true;
+    }
     case BK_POOL:
         if (nd < 3 || nd > 5 || !ntp__dnnl_pool_geometry(g, n, k, st, dl, pl, pr))
             return false;
@@ -144,9 +220,65 @@ typedef struct bwd_desc {
     float alpha, beta, eps;
     int axis;
     unsigned flags;
+    int h_src, h_wei, h_dst; /* matmul: where its three memories come from */
 } bwd_desc;
 
-static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
+/* A matmul operand of rank r, stored row-major with dims `dims`, as oneDNN
+ * reads it: transposed (the last two dims swapped, as strides) or not. */
+static dnnl_status_t mm_view(dnnl_memory_desc_t *md, int r, const int64_t *dims, bool tr)
+{
+    dnnl_dims_t d, st;
+    int64_t stride = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        d[i] = dims[i];
+        st[i] = stride;
+        stride *= dims[i];
+    }
+    if (tr) {
+        int64_t t = d[r - 2], u = st[r - 2];
+        d[r - 2] = d[r - 1];
+        st[r - 2] = st[r - 1];
+        d[r - 1] = t;
+        st[r - 1] = u;
+    }
+    return dnnl_memory_desc_init_by_strides(md, r, d, dnnl_f32, st);
+}
+
+/* A matmul's backward as a product src·wei = dst: mode 1 the gradient of
+ * A (dA = dC·Bᵀ; transposed A: Aᵀ's gradient B·dCᵀ), mode 3 that of B
+ * (dB = Aᵀ·dC; transposed B: dCᵀ·A). */
+static dnnl_status_t describe_matmul(const ntp_backward_args *a, int mode, bwd_desc *d)
+{
+    mm_geom m;
+    if (!mm_geometry(a->g, a->n, &m))
+        return dnnl_unimplemented;
+    bool ta = a->n->a.transpose_a, tb = a->n->a.transpose_b;
+    dnnl_status_t st;
+    const int64_t *P, *Q;
+    bool tp, tq;
+    if (mode == 1) {
+        P = ta ? m.b : m.c;
+        tp = ta ? tb : false;
+        Q = ta ? m.c : m.b;
+        tq = ta ? true : !tb;
+        d->h_src = ta ? H_X2 : H_DY;
+        d->h_wei = ta ? H_DY : H_X2;
+        d->h_dst = H_DX;
+    } else {
+        P = tb ? m.c : m.a;
+        tp = tb ? true : !ta;
+        Q = tb ? m.a : m.c;
+        tq = tb ? ta : false;
+        d->h_src = tb ? H_DY : H_X;
+        d->h_wei = tb ? H_X : H_DY;
+        d->h_dst = H_DX2;
+    }
+    if ((st = mm_view(&d->src, m.r, P, tp)) || (st = mm_view(&d->wei, m.r, Q, tq)))
+        return st;
+    return mm_view(&d->dst, m.r, mode == 1 ? m.a : m.b, false);
+}
+
+static dnnl_status_t describe(const ntp_backward_args *a, int mode, bwd_desc *d)
 {
     const ntp_graph *g = a->g;
     const ntp_node *n = a->n;
@@ -157,6 +289,8 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
     d->has_bias = n->n_w > 1;
     d->eps = (float)n->a.epsilon;
     d->flags = dnnl_use_scale | dnnl_use_shift;
+    if (d->kind == BK_MATMUL)
+        return describe_matmul(a, mode, d);
     switch (d->kind) {
     case BK_FC: {
         int64_t K = xs->dim[xs->ndim - 1], F = n->a.units, R = ntp_shape_numel(xs) / K;
@@ -187,6 +321,37 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
         int64_t bd[1] = {F};
         if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)) ||
             (st = ntp__dnnl_plain_dims(&d->wei, (int)nw, wd, dnnl_f32)) ||
+            (st = ntp__dnnl_plain_md(&d->dst, ys, dnnl_f32)))
+            return st;
+        return d->has_bias ? ntp__dnnl_plain_dims(&d->bias, 1, bd, dnnl_f32) : dnnl_success;
+    }
+    case BK_DECONV: {
+        /* ONNX's W [C, F/G, k...] is oneDNN's [G, F/G, C/G, k...] with
+         * the two channel dims' strides swapped. */
+        int nk = xs->ndim - 2;
+        int64_t G = n->a.groups > 0 ? n->a.groups : 1, C = xs->dim[1], F = ys->dim[1], ks = 1;
+        dnnl_dims_t wd, ws;
+        int nw = G > 1 ? 3 : 2;
+        for (int i = nk - 1; i >= 0; i--) {
+            wd[nw + i] = n->a.kernel[i];
+            ws[nw + i] = ks;
+            ks *= n->a.kernel[i];
+            d->strides[i] = n->a.stride[i];
+            d->dil[i] = n->a.dilation[i] - 1;
+            d->pl[i] = n->a.pad[i];
+            d->pr[i] = end_pad(n, i, xs->dim[2 + i], ys->dim[2 + i]);
+        }
+        wd[nw - 2] = F / G;
+        ws[nw - 2] = ks;
+        wd[nw - 1] = C / G;
+        ws[nw - 1] = (F / G) * ks;
+        if (G > 1) {
+            wd[0] = G;
+            ws[0] = (C / G) * (F / G) * ks;
+        }
+        int64_t bd[1] = {F};
+        if ((st = ntp__dnnl_plain_md(&d->src, xs, dnnl_f32)) ||
+            (st = dnnl_memory_desc_init_by_strides(&d->wei, nw + nk, wd, dnnl_f32, ws)) ||
             (st = ntp__dnnl_plain_md(&d->dst, ys, dnnl_f32)))
             return st;
         return d->has_bias ? ntp__dnnl_plain_dims(&d->bias, 1, bd, dnnl_f32) : dnnl_success;
@@ -234,6 +399,8 @@ static dnnl_status_t describe(const ntp_backward_args *a, bwd_desc *d)
 /* The op descriptors oneDNN takes, by kind. */
 typedef union bwd_op_desc {
     dnnl_convolution_desc_t conv;
+    dnnl_deconvolution_desc_t deconv;
+    dnnl_matmul_desc_t mm;
     dnnl_inner_product_desc_t ip;
     dnnl_pooling_v2_desc_t pool;
     dnnl_eltwise_desc_t elt;
@@ -255,6 +422,11 @@ static dnnl_status_t forward_pd(odnn_state *s, const ntp_node *n, const bwd_desc
         st = dnnl_dilated_convolution_forward_desc_init(
             &od.conv, fw, dnnl_convolution_direct, &d->src, &d->wei, d->has_bias ? &d->bias : NULL,
             &d->dst, d->strides, d->dil, d->pl, d->pr);
+        break;
+    case BK_DECONV:
+        st = dnnl_dilated_deconvolution_forward_desc_init(
+            &od.deconv, fw, dnnl_deconvolution_direct, &d->src, &d->wei,
+            d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
         break;
     case BK_FC:
         st = dnnl_inner_product_forward_desc_init(&od.ip, fw, &d->src, &d->wei,
@@ -302,6 +474,16 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
                        &od.conv, dnnl_convolution_direct, &d->src, &d->wei,
                        d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
         break;
+    case BK_DECONV:
+        st = mode == 1
+                 ? dnnl_dilated_deconvolution_backward_data_desc_init(
+                       &od.deconv, dnnl_deconvolution_direct, &d->src, &d->wei, &d->dst, d->strides,
+                       d->dil, d->pl, d->pr)
+                 : dnnl_dilated_deconvolution_backward_weights_desc_init(
+                       &od.deconv, dnnl_deconvolution_direct, &d->src, &d->wei,
+                       d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
+        break;
+    case BK_MATMUL: st = dnnl_matmul_desc_init(&od.mm, &d->src, &d->wei, NULL, &d->dst); break;
     case BK_FC:
         st = mode == 1
                  ? dnnl_inner_product_backward_data_desc_init(&od.ip, &d->src, &d->wei, &d->dst)
@@ -384,10 +566,18 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
                           const_dnnl_primitive_desc_t fpd, struct odnn_bwd *e)
 {
     dnnl_status_t st = dnnl_success;
-    bool own_dst = d->kind == BK_CONV || d->kind == BK_FC || d->kind == BK_POOL;
+    if (d->kind == BK_MATMUL) {
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d->src, d->h_src, &st));
+        add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d->wei, d->h_wei, &st));
+        add_arg(e, false, DNNL_ARG_DST, add_mem(s, e, &d->dst, d->h_dst, &st));
+        return st;
+    }
+    bool own_dst =
+        d->kind == BK_CONV || d->kind == BK_FC || d->kind == BK_POOL || d->kind == BK_DECONV;
     add_arg(e, false, DNNL_ARG_DIFF_DST, add_mem(s, e, own_dst ? &d->dst : &d->src, H_DY, &st));
     switch (d->kind) {
     case BK_CONV:
+    case BK_DECONV:
     case BK_FC:
         if (mode == 1) {
             add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d->wei, H_W, &st));
@@ -442,28 +632,30 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
     return st;
 }
 
-/* Build layer a->n's primitive for phase a->mode into *e. */
-static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a, struct odnn_bwd *e)
+/* Build layer a->n's primitive for phase `mode` (a->mode; 3: a matmul's
+ * second input's gradient) into *e. */
+static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a, int mode,
+                        struct odnn_bwd *e)
 {
     bwd_desc d;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
     const char *what = "describing the layer";
     memset(e, 0, sizeof *e);
     e->n = a->n;
-    e->mode = a->mode;
-    dnnl_status_t st = describe(a, &d);
-    if (!st) {
+    e->mode = mode;
+    dnnl_status_t st = describe(a, mode, &d);
+    if (!st && d.kind != BK_MATMUL) { /* a matmul's backward is a matmul: no hint */
         what = "the forward hint";
         st = forward_pd(s, a->n, &d, &fpd);
     }
     if (!st) {
-        what = a->mode == 1 ? "the backward-data primitive descriptor"
-                            : "the backward-weights primitive descriptor";
-        st = backward_pd(s, a->n, &d, a->mode, fpd, &bpd);
+        what = mode == 2 ? "the backward-weights primitive descriptor"
+                         : "the backward-data primitive descriptor";
+        st = backward_pd(s, a->n, &d, mode, fpd, &bpd);
     }
     if (!st) {
         what = "dnnl_memory_create";
-        st = wire(s, &d, a->mode, fpd, e);
+        st = wire(s, &d, mode, fpd, e);
     }
     if (!st) {
         what = "dnnl_primitive_create";
@@ -497,23 +689,25 @@ static void *handle_ptr(const ntp_backward_args *a, int h)
     case H_Y: return (void *)a->y;
     case H_MEAN: return (void *)a->mean;
     case H_VAR: return (void *)a->var;
+    case H_X2: return (void *)a->x2;
+    case H_DX2: return a->dx2;
     default: return NULL;
     }
 }
 
-ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
+/* Run layer a->n's primitive for phase `mode`, built at its first call. */
+static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a, int mode)
 {
-    odnn_state *s = state;
     struct odnn_bwd *e = NULL;
     for (int i = 0; i < s->n_bwd && !e; i++)
-        if (s->bwd[i].n == a->n && s->bwd[i].mode == a->mode)
+        if (s->bwd[i].n == a->n && s->bwd[i].mode == mode)
             e = &s->bwd[i];
     if (!e) {
         struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
         if (!grown)
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "onednn backward: out of memory");
         s->bwd = grown;
-        ntp_status r = build(ctx, s, a, &s->bwd[s->n_bwd]);
+        ntp_status r = build(ctx, s, a, mode, &s->bwd[s->n_bwd]);
         if (r)
             return r;
         e = &s->bwd[s->n_bwd++];
@@ -542,4 +736,19 @@ ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
         st = dnnl_stream_wait(s->stream);
     }
     return st ? fail(ctx, a, st, what) : NTP_STATUS_OK;
+}
+
+ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
+{
+    odnn_state *s = state;
+    if (a->n->op != NTP_OP_MATMUL)
+        return run_phase(ctx, s, a, a->mode);
+    /* A matmul has no weights: its backward-data gives both inputs'
+     * gradients, each where it is asked for. */
+    ntp_status st = NTP_STATUS_OK;
+    if (a->mode == 1 && a->dx)
+        st = run_phase(ctx, s, a, 1);
+    if (!st && a->mode == 1 && a->dx2)
+        st = run_phase(ctx, s, a, 3);
+    return st;
 }
