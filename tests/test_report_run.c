@@ -534,25 +534,26 @@ static void test_csv(void **state)
                         "ci95_hi_ms,cv,share,flops,bytes,gflops,gbps,intensity,prepare_ms,"
                         "workspace_bytes,impl,attainable_gflops,roof_share,roof_ceiling,"
                         "attainable_gbps,device_weight_bytes,device_activation_bytes,"
-                        "device_workspace_bytes,device_peak_bytes,fuse_note,fuse");
-    static char head[40][128], row[40][128];
-    int nh = csv_split(lines[0], head, 40);
-    assert_int_equal(nh, 40);
+                        "device_workspace_bytes,device_peak_bytes,fuse_note,fuse,warmup,"
+                        "max_abs_error,rel_l2");
+    static char head[48][128], row[48][128];
+    int nh = csv_split(lines[0], head, 48);
+    assert_int_equal(nh, 43);
     for (int i = 1; i < n; i++) {
-        int nf = csv_split(lines[i], row, 40);
+        int nf = csv_split(lines[i], row, 48);
         if (nf != nh)
             fail_msg("row %d has %d fields, the header %d: %s", i, nf, nh, lines[i]);
     }
     assert_string_equal(lines[1], "layer,conv1,conv,ref,false,false,,2x16x32x32,,,50,1.5,1.25,"
                                   "1.625,2,2.25,2.5,0.375,1.375,1.875,0.25,0.5,3000000000,"
-                                  "600000000,2000,400,5,0.75,4096,,,,,,,,,,,");
-    csv_split(lines[2], row, 40);
+                                  "600000000,2000,400,5,0.75,4096,,,,,,,,,,,,,,");
+    csv_split(lines[2], row, 48);
     assert_string_equal(row[column(head, nh, "fused")], "true");
     assert_string_equal(row[column(head, nh, "fused_into")], "conv1");
-    csv_split(lines[3], row, 40);
+    csv_split(lines[3], row, 48);
     assert_string_equal(row[column(head, nh, "name")], ODD_NAME);
     assert_string_equal(row[column(head, nh, "median_ms")], "0.75");
-    csv_split(lines[5], row, 40);
+    csv_split(lines[5], row, 48);
     assert_string_equal(row[column(head, nh, "kind")], "marker");
     assert_string_equal(row[column(head, nh, "name")], "body");
     assert_string_equal(row[column(head, nh, "first")], "0");
@@ -561,7 +562,7 @@ static void test_csv(void **state)
     assert_string_equal(row[column(head, nh, "flops")], "3000032832");
     assert_string_equal(row[column(head, nh, "gflops")], "1000");
     assert_string_equal(row[column(head, nh, "type")], "");
-    csv_split(lines[7], row, 40);
+    csv_split(lines[7], row, 48);
     assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
     assert_string_equal(row[column(head, nh, "name")], "tiny-run");
     assert_string_equal(row[column(head, nh, "backend")], "ref");
@@ -702,19 +703,19 @@ static void test_fusion_and_impl(void **state)
     free(text);
 
     text = capture(fx, write_run, NTP_FORMAT_CSV);
-    static char head[40][128], row[40][128];
+    static char head[48][128], row[48][128];
     char *save = NULL, *line = strtok_r(text, "\n", &save);
-    int nh = csv_split(line, head, 40);
+    int nh = csv_split(line, head, 48);
     for (int i = 0; i < 3; i++)
         line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh); /* the mul row */
+    assert_int_equal(csv_split(line, row, 48), nh); /* the mul row */
     assert_string_equal(row[column(head, nh, "impl")], "gemm:jit");
     assert_string_equal(row[column(head, nh, "fuse_note")],
                         "fusion declined: mul + add would run on ref:any");
     assert_string_equal(row[column(head, nh, "fuse")], "");
     for (int i = 0; i < 4; i++)
         line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
     assert_string_equal(row[column(head, nh, "fuse")], "true");
     free(text);
@@ -922,20 +923,20 @@ static void test_roofline_and_accuracy(void **state)
     free(text);
 
     text = capture(fx, write_run, NTP_FORMAT_CSV);
-    static char head[40][128], row[40][128];
+    static char head[48][128], row[48][128];
     char *save = NULL, *line = strtok_r(text, "\n", &save);
-    int nh = csv_split(line, head, 40);
+    int nh = csv_split(line, head, 48);
     line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "impl")], "gemm:avx2");
     assert_string_equal(row[column(head, nh, "attainable_gflops")], "2500");
     assert_string_equal(row[column(head, nh, "roof_share")], "0.8");
     line = strtok_r(NULL, "\n", &save); /* relu1, not placed */
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "roof_share")], "");
     for (int i = 0; i < 3; i++)
         line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "kind")], "marker");
     assert_string_equal(row[column(head, nh, "roof_share")], "0.4");
     free(text);
@@ -1115,23 +1116,23 @@ static void test_gpu_rows_and_device_memory(void **state)
     free(text);
 
     text = capture(fx, write_run, NTP_FORMAT_CSV);
-    static char head[40][128], row[40][128];
+    static char head[48][128], row[48][128];
     char *save = NULL, *line = strtok_r(text, "\n", &save);
-    int nh = csv_split(line, head, 40);
+    int nh = csv_split(line, head, 48);
     line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "roof_ceiling")], "gpu f16");
     assert_string_equal(row[column(head, nh, "device_peak_bytes")], "");
     line = strtok_r(NULL, "\n", &save);
     line = strtok_r(NULL, "\n", &save); /* the h2d copy */
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "attainable_gflops")], "");
     assert_string_equal(row[column(head, nh, "attainable_gbps")], "0.002048");
     assert_string_equal(row[column(head, nh, "roof_share")], "0.5");
     assert_string_equal(row[column(head, nh, "roof_ceiling")], "gpu h2d");
     for (int i = 0; i < 4; i++)
         line = strtok_r(NULL, "\n", &save);
-    assert_int_equal(csv_split(line, row, 40), nh);
+    assert_int_equal(csv_split(line, row, 48), nh);
     assert_string_equal(row[column(head, nh, "kind")], "end_to_end");
     assert_string_equal(row[column(head, nh, "device_weight_bytes")], "102760448");
     assert_string_equal(row[column(head, nh, "device_activation_bytes")], "25165824");
@@ -1363,6 +1364,81 @@ static void test_trace_without_timings(void **state)
     fclose(f);
 }
 
+/* --torch-script's figure (ntp_run_result.torch_script) in every format,
+ * each value where docs/report-format.md puts it, the same in all three,
+ * and read back. */
+static void test_torch_script(void **state)
+{
+    fixture *fx = *state;
+    ntp_torch_script_result s = {.build_ms = 131.25,
+                                 .threads = 2,
+                                 .warmup = 3,
+                                 .iterations = 50,
+                                 .end_to_end_ms = stats(2.0, 50),
+                                 .latency_ms = 3.0,
+                                 .max_abs_error = 2.5e-6,
+                                 .rel_l2 = 4.25e-7};
+    fx->r.torch_script = &s;
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_t *root = parse(text), *o = json_object_get(root, "torch_script");
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "threads")), 2);
+    assert_int_equal(json_integer_value(json_object_get(o, "warmup")), 3);
+    assert_int_equal(json_integer_value(json_object_get(o, "iterations")), 50);
+    assert_true(num(o, "build_ms") == 131.25);
+    assert_true(num(o, "latency_ms") == 3.0);
+    assert_true(num(o, "max_abs_error") == 2.5e-6);
+    assert_true(num(o, "rel_l2") == 4.25e-7);
+    check_stats(json_object_get(o, "end_to_end"), 2.0);
+    /* The schema knows it: a negative deviation is refused. */
+    json_object_set_new(o, "rel_l2", json_real(-1));
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+    json_decref(root);
+    ntp_run_result *back = NULL;
+    assert_int_equal(ntp_run_result_parse(fx->ctx, text, strlen(text), "t.json", &back),
+                     NTP_STATUS_OK);
+    assert_non_null(back->torch_script);
+    const ntp_torch_script_result *b = back->torch_script;
+    assert_true(b->build_ms == s.build_ms && b->latency_ms == s.latency_ms);
+    assert_true(b->threads == 2 && b->warmup == 3 && b->iterations == 50);
+    assert_true(b->max_abs_error == s.max_abs_error && b->rel_l2 == s.rel_l2);
+    assert_memory_equal(&b->end_to_end_ms, &s.end_to_end_ms, sizeof s.end_to_end_ms);
+    ntp_run_result_free(back);
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_CSV);
+    char *lines[16] = {0};
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 16;
+         l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    /* Header, 4 layers, 2 markers, end to end, then the module's row. */
+    assert_int_equal(n, 1 + N_LAYERS + 2 + 2);
+    static char head[48][128], row[48][128];
+    int nh = csv_split(lines[0], head, 48);
+    assert_int_equal(csv_split(lines[7], row, 48), nh);
+    assert_string_equal(row[column(head, nh, "warmup")], "3"); /* the eager run's */
+    assert_string_equal(row[column(head, nh, "rel_l2")], "");
+    assert_int_equal(csv_split(lines[8], row, 48), nh);
+    assert_string_equal(lines[8], "torch_script,tiny-run,,torch,,,,,,,50,3,2.5,3.25,4,4.5,5,0.75,"
+                                  "2.75,3.75,0.25,1,3001532832,,1000.510944,,,131.25,,,,,,,,,,,"
+                                  ",,3,2.5e-06,4.25e-07");
+    free(text);
+
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(
+        text, "\nTorchScript (one module: torch::jit::freeze, optimize_for_inference; 2 threads)\n"
+              "  build 131.2 ms (compile, freeze, optimise); 3 warmup + 50 measured iterations\n"
+              "  end to end median 3 ms (95% CI 2.75..3.75; p90 4, cv 0.250)\n"
+              "  eager (per layer, the run above) 6 ms: script / eager 0.500\n"
+              "  outputs vs ref: max abs error 2.5e-06, rel L2 4.25e-07\n"));
+    free(text);
+    fx->r.torch_script = NULL;
+}
+
 static void test_bad_arguments(void **state)
 {
     fixture *fx = *state;
@@ -1393,6 +1469,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torch_script, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,9 +108,10 @@ typedef struct ntp_torch_script_result {
 /* Build g as that module with opts' threads and seed (the weights every
  * backend gets) and time its forward() on generated inputs as ntp_run
  * times a pass (opts' warmup, iterations, min_time_s). Every layer must
- * map to ATen at f32 and every input be f32, else the error names what
- * does not; given inputs (opts->inputs) are refused; a build without the
- * torch backend says so. */
+ * map to ATen at f32 (embeddings as torch.embedding) and every input be
+ * f32, i32 or i64 (integers passed as int64, as nn.Embedding takes them),
+ * else the error names what does not; given inputs (opts->inputs) are
+ * refused; a build without the torch backend says so. */
 NTP_API ntp_status ntp_run_torch_script(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
                                         ntp_torch_script_result *out);
 

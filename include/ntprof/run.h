@@ -90,6 +90,12 @@ typedef struct ntp_run_opts {
      * larger network (the calibration's network conditions,
      * docs/predict.md). 0: none. */
     int64_t flush_bytes;
+    /* After the run, the topology also as one TorchScript module, timed end
+     * to end (ntp_run_torch_script, include/ntprof/frameworks.h) into
+     * ntp_run_result.torch_script: the torch backend only, the whole
+     * topology (no only_marker) on generated inputs (no `inputs`). Its
+     * progress phase is "TorchScript". */
+    bool torch_script;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -405,6 +411,9 @@ typedef struct ntp_run_result {
     char **owned;
     ntp_roofline roofline;
     ntp_run_prediction prediction;
+    /* ntp_run_opts.torch_script's figure (include/ntprof/frameworks.h);
+     * NULL when not asked. Owned by the result. */
+    struct ntp_torch_script_result *torch_script;
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */

@@ -24,6 +24,7 @@
 #include "exec-impl.h"
 #include "measure/counters-impl.h"
 #include "measure/measure-impl.h"
+#include "ntprof/frameworks.h"
 #include "ntprof/machine.h"
 
 /* Below this many microseconds of measured time per figure, the clock's own
@@ -137,6 +138,7 @@ void ntp_run_result_free(ntp_run_result *r)
     free(r->markers);
     free(r->param_names);
     free(r->param_values);
+    free(r->torch_script);
     ntp__instrument_free(r);
     free(r);
 }
@@ -676,6 +678,9 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->save_outputs_dir && last != g->n_nodes - 1)
         return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.save_outputs_dir",
                               "needs the whole topology to run; drop ntp_run_opts.only_marker");
+    if (opts->torch_script && (strcmp(be->name, "torch") != 0 || opts->only_marker))
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.torch_script",
+                              "needs the torch backend and the whole topology (no only_marker)");
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;
@@ -761,6 +766,16 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->accuracy && g->precision != NTP_DTYPE_F32 && last == g->n_nodes - 1 &&
         (progress(opts, "accuracy", 0, 0), st = accuracy(ctx, g, &x, &eo, r)))
         goto done;
+    /* The whole-graph mode after the eager figures (src/exec/torchscript.c). */
+    if (opts->torch_script) {
+        progress(opts, "TorchScript", 0, 0);
+        if (!(r->torch_script = calloc(1, sizeof *r->torch_script))) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        if ((st = ntp_run_torch_script(ctx, g, opts, r->torch_script)))
+            goto done;
+    }
     for (int s = 0; s < x.n_steps; s++)
         r->prepare_ms += x.steps[s].prepare_ms;
     r->memory.weight_bytes = x.weight_bytes;

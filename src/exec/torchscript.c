@@ -32,7 +32,6 @@ ntp_status ntp_run_torch_script(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_
 }
 #else
 #include "backend/torch/torch-impl.h"
-#include "graph/gen-impl.h"
 
 static double now_ms(void)
 {
@@ -142,22 +141,17 @@ ntp_status ntp_run_torch_script(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_
                           NTP_TORCH_MAX_IO, NTP_TORCH_MAX_IO);
     for (int i = 0; i < g->n_inputs; i++) {
         const ntp_tensor *t = &g->tensors[g->inputs[i]];
-        if (t->dtype != NTP_DTYPE_F32)
+        if (t->dtype != NTP_DTYPE_F32 && t->dtype != NTP_DTYPE_I32 && t->dtype != NTP_DTYPE_I64)
             return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                              "the TorchScript mode takes f32 inputs; '%s' is %s", t->name,
-                              ntp_dtype_name(t->dtype));
+                              "the TorchScript mode takes f32, i32 and i64 inputs; '%s' is %s",
+                              t->name, ntp_dtype_name(t->dtype));
     }
     out->threads = opts->threads > 0 ? opts->threads : all_cpus();
     float *in[NTP_TORCH_MAX_IO] = {0}, *y[NTP_TORCH_MAX_IO] = {0}, *ref[NTP_TORCH_MAX_IO] = {0};
     ntp_torch_script *ts = NULL;
     ntp_status st = NTP_STATUS_OK;
-    for (int i = 0; i < g->n_inputs && !st; i++) {
-        int64_t n = ntp_shape_numel(&g->tensors[g->inputs[i]].shape);
-        if (!(in[i] = malloc((size_t)n * sizeof(float) + 4)))
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        else
-            st = ntp__gen_input(ctx, g, g->inputs[i], in[i], opts->seed);
-    }
+    for (int i = 0; i < g->n_inputs && !st; i++)
+        st = ntp__torch_script_input(ctx, g, i, opts->seed, &in[i]);
     for (int i = 0; i < g->n_outputs && !st; i++) {
         int64_t n = ntp_shape_numel(&g->tensors[g->outputs[i]].shape);
         y[i] = malloc((size_t)n * sizeof(float) + 4);

@@ -19,6 +19,7 @@
 #include "core/ctx-impl.h"
 #include "io/file-impl.h"
 #include "report-impl.h"
+#include "ntprof/frameworks.h"
 
 /* Parse state: the result being filled, and where we are for messages. */
 typedef struct reader {
@@ -428,6 +429,33 @@ static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
     p->run_threads = (int)opt_num(o, "run_threads", 0);
 }
 
+/* The optional TorchScript figure (ntp_run_opts.torch_script). */
+static void read_torch_script(reader *rd, json_t *o)
+{
+    if (!json_is_object(o))
+        return;
+    ntp_torch_script_result *s = calloc(1, sizeof *s);
+    if (!s) {
+        fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
+        return;
+    }
+    rd->r->torch_script = s;
+    snprintf(rd->where, sizeof rd->where, "torch_script");
+    s->threads = (int)get_int(rd, o, "threads");
+    s->warmup = (int)get_int(rd, o, "warmup");
+    s->iterations = (int)get_int(rd, o, "iterations");
+    s->build_ms = get_num(rd, o, "build_ms");
+    s->latency_ms = get_num(rd, o, "latency_ms");
+    s->max_abs_error = get_num(rd, o, "max_abs_error");
+    s->rel_l2 = get_num(rd, o, "rel_l2");
+    json_t *e = need(rd, o, "end_to_end");
+    if (e) {
+        snprintf(rd->where, sizeof rd->where, "torch_script.end_to_end");
+        get_stats(rd, e, &s->end_to_end_ms);
+    }
+    rd->where[0] = '\0';
+}
+
 static void read_roofline(json_t *o, ntp_roofline *rl)
 {
     memset(rl, 0, sizeof *rl);
@@ -610,6 +638,7 @@ static void read_root(reader *rd, json_t *root)
     read_roofline(json_object_get(root, "roofline"), &r->roofline);
     read_prediction(rd, json_object_get(root, "prediction"), &r->prediction);
     read_accuracy(rd, json_object_get(root, "accuracy"));
+    read_torch_script(rd, json_object_get(root, "torch_script"));
     (void)ok;
 }
 

@@ -9,6 +9,7 @@
 #include "core/ctx-impl.h"
 #include "measure/counters-impl.h"
 #include "report-impl.h"
+#include "ntprof/frameworks.h"
 
 /* GB/s of `bytes` moved in `ms` milliseconds (decimal GB, like GFLOP/s). */
 static double rate_g(int64_t amount, double ms)
@@ -572,6 +573,29 @@ static json_t *placement_json(bool *ok, const ntp_run_result *r)
     return o;
 }
 
+/* ntp_run_opts.torch_script's figure, after the eager one (docs/frameworks.md). */
+static void table_torch_script(FILE *f, const ntp_run_result *r)
+{
+    const ntp_torch_script_result *s = r->torch_script;
+    const ntp_stats *e = &s->end_to_end_ms;
+    fputc('\n', f);
+    ntp__put_linef(f,
+                   "TorchScript (one module: torch::jit::freeze, optimize_for_inference; "
+                   "%d thread%s)",
+                   s->threads, s->threads == 1 ? "" : "s");
+    ntp__put_linef(f,
+                   "  build %.1f ms (compile, freeze, optimise); %d warmup + %d measured "
+                   "iterations",
+                   s->build_ms, s->warmup, s->iterations);
+    ntp__put_linef(f, "  end to end median %.4g ms (95%% CI %.4g..%.4g; p90 %.4g, cv %.3f)",
+                   e->median, e->ci95_lo, e->ci95_hi, e->p90, e->cv);
+    if (r->latency_ms > 0)
+        ntp__put_linef(f, "  eager (per layer, the run above) %.4g ms: script / eager %.3f",
+                       r->latency_ms, s->latency_ms / r->latency_ms);
+    ntp__put_linef(f, "  outputs vs ref: max abs error %.3g, rel L2 %.3g", s->max_abs_error,
+                   s->rel_l2);
+}
+
 static void write_table(const ntp_run_result *r, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
@@ -667,6 +691,8 @@ static void write_table(const ntp_run_result *r, FILE *f)
     table_prediction(f, r);
     if (r->n_accuracy > 0)
         table_accuracy(f, r);
+    if (r->torch_script)
+        table_torch_script(f, r);
     for (int i = 0; i < r->n_warnings; i++)
         ntp__put_wrapped(f, "warning: ", r->warnings[i]);
 }
@@ -1026,6 +1052,21 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
         }
         ntp__jset(&ok, root, "prediction", o);
     }
+    if (r->torch_script) {
+        const ntp_torch_script_result *s = r->torch_script;
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "threads", json_integer(s->threads));
+        ntp__jset(&ok, o, "warmup", json_integer(s->warmup));
+        ntp__jset(&ok, o, "iterations", json_integer(s->iterations));
+        ntp__jset(&ok, o, "build_ms", ntp__json_num(s->build_ms));
+        json_t *e = json_object();
+        stats_fields(&ok, e, &s->end_to_end_ms);
+        ntp__jset(&ok, o, "end_to_end", e);
+        ntp__jset(&ok, o, "latency_ms", ntp__json_num(s->latency_ms));
+        ntp__jset(&ok, o, "max_abs_error", ntp__json_num(s->max_abs_error));
+        ntp__jset(&ok, o, "rel_l2", ntp__json_num(s->rel_l2));
+        ntp__jset(&ok, root, "torch_script", o);
+    }
     return ntp__json_finish(ctx, root, ok, f, "run");
 }
 
@@ -1036,7 +1077,7 @@ static const char csv_header[] =
     "mean_ms,p90_ms,p99_ms,max_ms,stddev_ms,ci95_lo_ms,ci95_hi_ms,cv,share,flops,bytes,gflops,"
     "gbps,intensity,prepare_ms,workspace_bytes,impl,attainable_gflops,roof_share,roof_ceiling,"
     "attainable_gbps,device_weight_bytes,device_activation_bytes,device_workspace_bytes,"
-    "device_peak_bytes,fuse_note,fuse\n";
+    "device_peak_bytes,fuse_note,fuse,warmup,max_abs_error,rel_l2\n";
 
 static void csv_stats(FILE *f, const ntp_stats *s)
 {
@@ -1066,6 +1107,30 @@ static void csv_roof(FILE *f, double attainable, double attainable_gbps, double 
     ntp__csv_sep(f);
     if (attainable_gbps > 0)
         ntp__csv_num(f, attainable_gbps);
+}
+
+/* ntp_run_opts.torch_script's row: the module's pass, its build (compile,
+ * freeze, optimise) as prepare_ms, its outputs' deviation from ref. */
+static void csv_torch_script(const ntp_run_result *r, FILE *f)
+{
+    const ntp_torch_script_result *s = r->torch_script;
+    fputs("torch_script,", f);
+    ntp__csv_str(f, r->topology);
+    fputs(",,torch,,,,,,,", f); /* type, inlay .. last */
+    csv_stats(f, &s->end_to_end_ms);
+    fputs(",1,", f);
+    ntp__csv_int(f, r->flops);
+    fputs(",,", f); /* bytes */
+    ntp__csv_num(f, rate_g(r->flops, s->end_to_end_ms.median));
+    fputs(",,,", f); /* gbps, intensity */
+    ntp__csv_num(f, s->build_ms);
+    fputs(",,,,,,,,,,,,,", f); /* workspace_bytes .. fuse */
+    ntp__csv_int(f, s->warmup);
+    ntp__csv_sep(f);
+    ntp__csv_num(f, s->max_abs_error);
+    ntp__csv_sep(f);
+    ntp__csv_num(f, s->rel_l2);
+    fputc('\n', f);
 }
 
 static void write_csv(const ntp_run_result *r, FILE *f)
@@ -1112,7 +1177,7 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         fputs(",,,,", f); /* device memory: the end-to-end row only */
         ntp__csv_sep(f);
         ntp__csv_str(f, l->fuse_note);
-        fputs(",\n", f); /* fuse: the end-to-end row only */
+        fputs(",,,,\n", f); /* fuse, warmup, deviation: the end-to-end rows only */
     }
     for (int i = 0; i < r->n_markers; i++) {
         const ntp_marker_result *m = &r->markers[i];
@@ -1138,7 +1203,7 @@ static void write_csv(const ntp_run_result *r, FILE *f)
         ntp__csv_num(f, ratio(m->flops, m->bytes));
         fputs(",,,", f); /* prepare_ms, workspace_bytes, impl: layer rows only */
         csv_roof(f, m->attainable_gflops, 0, m->roof_share, m->roof_ceiling);
-        fputs(",,,,,,\n", f); /* device memory, fuse_note, fuse: not for segments */
+        fputs(",,,,,,,,,\n", f); /* device memory .. rel_l2: not for segments */
     }
     fputs("end_to_end,", f);
     ntp__csv_str(f, r->topology);
@@ -1173,7 +1238,11 @@ static void write_csv(const ntp_run_result *r, FILE *f)
     }
     fputs(",,", f); /* fuse_note: layer rows only */
     ntp__csv_bool(f, r->fused);
-    fputc('\n', f);
+    ntp__csv_sep(f);
+    ntp__csv_int(f, r->warmup);
+    fputs(",,\n", f); /* max_abs_error, rel_l2: the torch_script row */
+    if (r->torch_script)
+        csv_torch_script(r, f);
 }
 
 ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_format fmt, FILE *f)

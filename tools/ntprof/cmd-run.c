@@ -167,27 +167,6 @@ static ntp_status run_once(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
     return st;
 }
 
-/* --torch-script: the whole-graph mode after the eager report, on stdout. */
-static int run_torch_script(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro,
-                            cli_progress *prog, const ntp_run_result *eager)
-{
-    ntp_torch_script_result s;
-    cli_progress_show(prog, "TorchScript module: build and time", 0, 1, NULL);
-    ntp_status st = ntp_run_torch_script(ctx, g, ro, &s);
-    cli_progress_clear(prog);
-    if (st != NTP_STATUS_OK)
-        return cli_fail(ctx);
-    printf("\nTorchScript (one module: torch::jit::freeze, optimize_for_inference; %d thread%s)\n",
-           s.threads, s.threads == 1 ? "" : "s");
-    printf("  build %.1f ms; end to end median %.3f ms over %d iterations (p90 %.3f, cv %.3f)\n",
-           s.build_ms, s.latency_ms, s.iterations, s.end_to_end_ms.p90, s.end_to_end_ms.cv);
-    if (eager->latency_ms > 0)
-        printf("  eager (per layer, the run above) %.3f ms: script / eager %.3f\n",
-               eager->latency_ms, s.latency_ms / eager->latency_ms);
-    printf("  outputs vs ref: max abs error %.3g, rel L2 %.3g\n", s.max_abs_error, s.rel_l2);
-    return CLI_OK;
-}
-
 int cmd_run(int argc, char **argv)
 {
     cli_topo_opts topo = {.math_modes = true};
@@ -242,7 +221,8 @@ int cmd_run(int argc, char **argv)
         CLI_SET("torch-script", OPT_TORCH_SCRIPT,
                 "with --backend torch: also run the topology as one\n"
                 "TorchScript module, frozen and optimised for inference,\n"
-                "timed end to end after the report (docs/frameworks.md)",
+                "timed end to end after the eager run, in the report\n"
+                "(table, JSON and CSV; docs/frameworks.md)",
                 &torch_script),
         CLI_OPT("input", 'i', "[NAME=]FILE", "a graph input from a .npy file (repeatable)"),
         CLI_STR("save-outputs", OPT_SAVE, "DIR", "write every graph output as DIR/output_<i>.npy",
@@ -370,18 +350,19 @@ int cmd_run(int argc, char **argv)
                   "per-layer run");
         goto out;
     }
-    if (torch_script && n_inputs > 0) {
-        cli_error("--torch-script runs the module on generated inputs: -i is not taken with it");
+    if (torch_script && ro.only_marker) {
+        cli_error("--torch-script times the whole topology: --only is not taken with it");
         goto out;
     }
-    if (torch_script && co.fmt != NTP_FORMAT_TABLE) {
-        cli_error("--torch-script: its figures follow the table report; -f json and csv do not "
-                  "carry them");
+    if (torch_script && n_inputs > 0) {
+        cli_error("--torch-script runs the module on generated inputs: -i is not taken with it");
         goto out;
     }
     /* Under --tool, ntprof re-runs itself under perf or valgrind; in that
      * child the parent does the reporting (docs/counters.md). */
     bool tool_child = ntp_run_tool_child(&ro);
+    /* The module timed after the eager run, into its report (every format). */
+    ro.torch_script = torch_script && !tool_child;
     ntp_ctx *ctx = cli_ctx_new();
     if (!ctx) {
         rc = CLI_FAIL;
@@ -478,8 +459,6 @@ int cmd_run(int argc, char **argv)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
         if (rc == CLI_OK && html)
             rc = cli_write_output(ctx, html, write_html, res, NTP_FORMAT_TABLE);
-        if (rc == CLI_OK && torch_script)
-            rc = run_torch_script(ctx, g, &ro, &prog, res);
         if (rc == CLI_OK && use_db && db && record) {
             /* The run's warnings are out; what follows is the store's (a
              * lost connection retried). */

@@ -466,6 +466,27 @@ static ntp_status node_weights(ntp_ctx *ctx, script *s, const ntp_graph *g, cons
     return NTP_STATUS_OK;
 }
 
+/* A table lookup as nn.Embedding runs it: torch.embedding on the int64
+ * ids (the module's integer inputs are LongTensors, ntp__torch_script_run),
+ * its table [vocab, units] a buffer. The eager mode leaves it to ref. */
+static ntp_status embedding(ntp_ctx *ctx, script *s, const ntp_graph *g, const ntp_node *n,
+                            uint64_t seed)
+{
+    float *w[NTP_TORCH_MAX_IO] = {0};
+    ntp_dtype ids = g->tensors[n->in[0]].dtype;
+    if (n->n_in != 1 || n->n_w != 1 || (ids != NTP_DTYPE_I32 && ids != NTP_DTYPE_I64))
+        return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
+                               "embedding takes one i32 or i64 input and one table here");
+    ntp_status st = node_weights(ctx, s, g, n, seed, w);
+    if (st)
+        return st;
+    const ntp_shape *sh = &g->tensors[n->w[0]].shape;
+    ntp_torch_tensor t = {.data = w[0], .ndim = 2, .dim = {sh->dim[0], sh->dim[1]}};
+    put(&s->src, "    t%d = torch.embedding(self.p%d, t%d)\n", n->out[0], add_param(s, &t),
+        n->in[0]);
+    return NTP_STATUS_OK;
+}
+
 static void script_clear(script *s)
 {
     for (int i = 0; i < s->n_owned; i++)
@@ -503,6 +524,10 @@ ntp_status ntp__torch_script_build(ntp_ctx *ctx, const ntp_graph *g, int threads
     for (int p = 0; p < g->n_nodes && !st; p++) {
         const ntp_node *n = &g->nodes[g->order[p]];
         ntp_torch_layer l;
+        if (n->op == NTP_OP_EMBEDDING && n->precision == NTP_DTYPE_F32) {
+            st = embedding(ctx, s, g, n, seed);
+            continue;
+        }
         if (!ntp__torch_fill(g, n, &l) || n->precision != NTP_DTYPE_F32) {
             st = ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                  "%s has no ATen mapping at %s; the TorchScript mode needs every "
@@ -545,6 +570,36 @@ const char *ntp__torch_script_source(const ntp_torch_script *ts)
     return ts->s.src.s;
 }
 
+/* Graph input i as the module takes it, into *buf: the values every
+ * backend gets from the seed; an integer input (token ids) widened to
+ * int64, the LongTensor nn.Embedding takes, once and outside the timing. */
+ntp_status ntp__torch_script_input(ntp_ctx *ctx, const ntp_graph *g, int i, uint64_t seed,
+                                   float **buf)
+{
+    const ntp_tensor *t = &g->tensors[g->inputs[i]];
+    int64_t n = ntp_shape_numel(&t->shape);
+    bool i32 = t->dtype == NTP_DTYPE_I32;
+    void *gen = malloc((size_t)n * (t->dtype == NTP_DTYPE_F32 ? 4 : 8) + 8);
+    int64_t *wide = i32 ? malloc((size_t)n * sizeof *wide + 8) : NULL;
+    ntp_status st = !gen || (i32 && !wide)
+                        ? ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory")
+                        : ntp__gen_input(ctx, g, g->inputs[i], gen, seed);
+    if (!st && i32) {
+        const int32_t *ids = gen;
+        for (int64_t j = 0; j < n; j++)
+            wide[j] = ids[j];
+        free(gen);
+        gen = wide;
+        wide = NULL;
+    }
+    free(wide);
+    if (st)
+        free(gen);
+    else
+        *buf = gen;
+    return st;
+}
+
 ntp_status ntp__torch_script_run(ntp_ctx *ctx, ntp_torch_script *ts, const ntp_graph *g,
                                  float *const *in, float *const *out)
 {
@@ -554,7 +609,9 @@ ntp_status ntp__torch_script_run(ntp_ctx *ctx, ntp_torch_script *ts, const ntp_g
                           "torch script: more than %d inputs or outputs", NTP_TORCH_MAX_IO);
     for (int i = 0; i < g->n_inputs; i++) {
         const ntp_shape *sh = &g->tensors[g->inputs[i]].shape;
-        ti[i] = (ntp_torch_tensor){.data = in[i], .ndim = sh->ndim};
+        ti[i] = (ntp_torch_tensor){.data = in[i],
+                                   .ndim = sh->ndim,
+                                   .int64 = g->tensors[g->inputs[i]].dtype != NTP_DTYPE_F32};
         memcpy(ti[i].dim, sh->dim, (size_t)sh->ndim * sizeof sh->dim[0]);
     }
     for (int i = 0; i < g->n_outputs; i++) {

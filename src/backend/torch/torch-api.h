@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NTP_TORCH_API_VERSION 1
+#define NTP_TORCH_API_VERSION 2
 #define NTP_TORCH_MAX_DIMS 8
 #define NTP_TORCH_MAX_IO 8
 
@@ -100,6 +100,9 @@ typedef struct ntp_torch_tensor {
     float *data;
     int ndim;
     int64_t dim[NTP_TORCH_MAX_DIMS];
+    /* The whole-graph mode's integer inputs (token ids): data holds
+     * int64_t, a LongTensor as nn.Embedding takes. */
+    bool int64;
 } ntp_torch_tensor;
 
 /* One layer, as prepare sees it. */

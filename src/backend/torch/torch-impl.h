@@ -31,8 +31,13 @@ ntp_status ntp__torch_script_build(ntp_ctx *ctx, const ntp_graph *g, int threads
                                    ntp_torch_script **out);
 /* The TorchScript source of forward(), for messages and docs. */
 const char *ntp__torch_script_source(const ntp_torch_script *ts);
-/* One forward pass: in[i] holds graph input i (f32), out[i] receives
- * graph output i. */
+/* Graph input i as ntp__torch_script_run takes it, into *buf (malloc'd;
+ * the caller frees it): the values every backend gets from the seed, an
+ * integer input widened to int64. */
+ntp_status ntp__torch_script_input(ntp_ctx *ctx, const ntp_graph *g, int i, uint64_t seed,
+                                   float **buf);
+/* One forward pass: in[i] holds graph input i (f32; an integer input as
+ * int64_t, whatever its dtype), out[i] receives graph output i. */
 ntp_status ntp__torch_script_run(ntp_ctx *ctx, ntp_torch_script *ts, const ntp_graph *g,
                                  float *const *in, float *const *out);
 void ntp__torch_script_free(ntp_torch_script *ts);

@@ -87,7 +87,8 @@ std::vector<int64_t> dims(const ntp_torch_tensor &t)
 
 at::Tensor wrap(const ntp_torch_tensor &t, float *data)
 {
-    return at::from_blob(data, dims(t), at::TensorOptions().dtype(at::kFloat));
+    return at::from_blob(data, dims(t),
+                         at::TensorOptions().dtype(t.int64 ? at::kLong : at::kFloat));
 }
 
 at::MemoryFormat format_for(const State *s, int64_t ndim)
