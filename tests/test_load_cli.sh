@@ -331,6 +331,35 @@ grep -q "^load sweeps" "$T/out" && grep -q "^load sweep 1 " "$T/out" &&
 expect_exit 0 "$NTPROF" history --load-sweeps -f csv -o "$T/hsd.csv"
 [ "$(wc -l <"$T/hsd.csv")" = 1 ] && ok || bad "--no-db sweeps were recorded: $(cat "$T/hsd.csv")"
 
+# history copy takes a load sweep along with its load runs, once: into a
+# history that already holds other load runs, so the ids move, and each
+# configuration must still point to its own run (the same report).
+expect_exit 0 "$NTPROF" history copy --from "$T/h.db" --to "$T/swc.db"
+expect_exit 0 "$NTPROF" history copy --from "$T/sw.db" --to "$T/swc.db"
+grep -q '^2 load runs copied, 0 already present' "$T/out" && grep -q '^1 sweep copied, 0 already present' "$T/out" &&
+    ok || bad "sweep copy: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" history copy --from "$T/sw.db" --to "$T/swc.db"
+grep -q '^0 sweeps copied, 1 already present' "$T/out" && ok || bad "sweep copy again: $(cat "$T/out")"
+$PY - "$T/sw.db" "$T/swc.db" <<'PYEOF' && ok || bad "the copied load sweep"
+import sqlite3, sys
+a, b = (sqlite3.connect(p) for p in sys.argv[1:3])
+cols = "created_at, source, design, factors, run_options, n_configs, executor, submit, jobs, kind"
+sa, sb = (d.execute(f"SELECT id, {cols} FROM sweeps").fetchall() for d in (a, b))
+assert len(sa) == 1 and len(sb) == 1 and sa[0][1:] == sb[0][1:] and sa[0][1:][-1] == "load", (sa, sb)
+q = ("SELECT t.idx, t.state, t.job, t.message, t.updated_at, t.label, t.run_id, l.time, l.report "
+     "FROM sweep_tasks t LEFT JOIN load_runs l ON l.id = t.load_run_id WHERE t.sweep_id = ? ORDER BY t.idx")
+ta, tb = a.execute(q, (sa[0][0],)).fetchall(), b.execute(q, (sb[0][0],)).fetchall()
+assert len(ta) == 3 and ta == tb, (ta, tb)
+assert [t[1] for t in ta] == ["ok", "ok", "failed"] and ta[2][7] is None and ta[0][8] is not None, ta
+ids = lambda d: [r[0] for r in d.execute("SELECT load_run_id FROM sweep_tasks ORDER BY idx")]
+assert ids(a)[:2] == [1, 2] and ids(b)[:2] == [3, 4] and ids(b)[2] is None, (ids(a), ids(b))
+assert b.execute("SELECT count(*) FROM load_runs").fetchone()[0] == 4
+PYEOF
+expect_exit 0 "$NTPROF" history --db "$T/sw.db" --load-sweeps -f csv -o "$T/hs1.csv"
+expect_exit 0 "$NTPROF" history --db "$T/swc.db" --load-sweeps -f csv -o "$T/hs2.csv"
+[ "$(cut -d, -f2-8 "$T/hs1.csv" | sed 1d)" = "$(cut -d, -f2-8 "$T/hs2.csv" | sed 1d)" ] && ok ||
+    bad "the copied load sweep's listing differs: $(diff "$T/hs1.csv" "$T/hs2.csv" | head -5)"
+
 # Bad input: one line each, saying why.
 expect_exit 2 "$NTPROF" load "$M" --scenario server --qps 0 --latency-bound 5
 expect_err "--qps expects a positive number of queries per second, got '0'"

@@ -116,6 +116,31 @@ expect_exit 0 "$NTPROF" history --db "$URL" --load -f json -o "$T/pgl.json"
 expect_exit 0 "$NTPROF" history --db "$T/lite-load.db" --load -f json -o "$T/ll.json"
 cmp -s "$T/pgl.json" "$T/ll.json" && ok || bad "the load listings differ: $(diff "$T/pgl.json" "$T/ll.json" | head -5)"
 
+# A load sweep recorded in PostgreSQL, copied to SQLite with its load runs
+# (each configuration pointing to its own run's copy) and back, once.
+expect_exit 0 "$NTPROF" sweep "$SRC/models/serve-delay.xml" --load --scenario single-stream -B ref \
+    --duration 0 --warmup 1 --min-queries 20 --vary base_us=50,100 --db "$URL" -o "$T/pgsw.txt"
+expect_exit 0 "$NTPROF" history copy --from "$URL" --to "$T/lite-load.db"
+grep -q '^2 load runs copied, 2 already present' "$T/out" && grep -q '^1 sweep copied, 0 already present' "$T/out" &&
+    ok || bad "load sweep copy to SQLite: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" history copy --from "$T/lite-load.db" --to "$URL"
+grep -q '^0 sweeps copied, 1 already present' "$T/out" && ok || bad "load sweep copy back: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" history --db "$URL" --load-sweeps -f json -o "$T/pgs.json"
+expect_exit 0 "$NTPROF" history --db "$T/lite-load.db" --load-sweeps -f json -o "$T/ls.json"
+$PY - "$T/pgs.json" "$T/ls.json" "$T/pgl.json" "$T/lite-load.db" <<'PYEOF' && ok || bad "the copied load sweep differs"
+import json, sqlite3, sys
+pg, li = (json.load(open(f))["load_sweeps"] for f in sys.argv[1:3])
+assert len(pg) == 1 and len(li) == 1, (pg, li)
+strip = lambda s: {k: v for k, v in s.items() if k not in ("id", "configurations")}
+assert strip(pg[0]) == strip(li[0]), (pg, li)
+cs = lambda s: [(c["index"], c["state"], c["configuration"]) for c in s["configurations"]]
+assert cs(pg[0]) == cs(li[0]) and [c[1] for c in cs(li[0])] == ["ok", "ok"], (pg, li)
+db = sqlite3.connect(sys.argv[4])
+for c in li[0]["configurations"]:
+    rep = json.loads(db.execute("SELECT report FROM load_runs WHERE id = ?", (c["load_run_id"],)).fetchone()[0])
+    assert rep["kind"] == "load" and rep["scenario"] == "single-stream", rep["kind"]
+PYEOF
+
 # Bad input: one line naming the host and why; nothing measured, nothing written.
 PORT=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' <<<"$URL")
 DEAD=1

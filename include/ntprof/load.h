@@ -208,6 +208,13 @@ typedef struct ntp_loadgen_result {
     int64_t wakes;
     double wake_us;
     double poll_us;
+    /* The CPU the generator's timing costs, per issued query, µs: the
+     * issuing thread's spin from its sleep's end to each deadline
+     * (server), and the instances' polling of the queue (all of them
+     * together; server idle instances poll from the margin before each
+     * arrival until it comes, docs/load.md#generator-cost). */
+    double generator_spin_us;
+    double instance_poll_us;
 } ntp_loadgen_result;
 
 /* Serve the topology at `path` (loaded with `load`, NULL for defaults; the

@@ -184,6 +184,12 @@ typedef struct ntp_store_copy_stats {
     int64_t machines_copied;
     int64_t loads_copied;  /* load runs added (ntprof load; schema 7) */
     int64_t loads_present; /* load runs `to` already held (same time and report) */
+    /* Sweeps (schema 6; load sweeps, schema 8) added, with their tasks,
+     * whose runs and load runs point to `to`'s copies; and those `to`
+     * already held (created at the same time with the same source, design,
+     * factors and options). */
+    int64_t sweeps_copied;
+    int64_t sweeps_present;
 } ntp_store_copy_stats;
 
 /* Merge every run of `from` into `to` (either driver, in either
@@ -191,7 +197,8 @@ typedef struct ntp_store_copy_stats {
  * its report byte for byte, skipping runs `to` already holds by UUID (a
  * run stored before UUIDs existed gets one derived from its report, the
  * same in every store). Machines `to` has no ceilings for are copied too,
- * and load runs `to` lacks (the same time and report, byte for byte).
+ * and load runs `to` lacks (the same time and report, byte for byte), and
+ * sweeps `to` lacks, run and load sweeps, with their tasks.
  * Each run is one transaction in `to`: an interrupted copy, run again,
  * completes. */
 NTP_API ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to,

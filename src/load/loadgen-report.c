@@ -82,6 +82,10 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
                    "               %lld of %lld issues woke a sleeping instance, %.2f us each; "
                    "idle instances poll %g us",
                    (long long)r->wakes, (long long)r->queries, r->wake_us, r->poll_us);
+    ntp__put_linef(f,
+                   "               CPU spent spinning per query: generator %.2f us, "
+                   "instances polling %.2f us",
+                   r->generator_spin_us, r->instance_poll_us);
     if (r->scenario == NTP_LOADGEN_SERVER) {
         ntp__put_linef(f, "               lateness mean %.2f us, p99 %.2f us, max %.1f us",
                        r->lateness_us, r->lateness_p99_us, r->lateness_max_us);
@@ -215,6 +219,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
     ntp__jset(&ok, gen, "wakes", jint(r->wakes));
     ntp__jset(&ok, gen, "wake_us", ntp__json_num(r->wake_us));
     ntp__jset(&ok, gen, "poll_us", ntp__json_num(r->poll_us));
+    ntp__jset(&ok, gen, "spin_cpu_us", ntp__json_num(r->generator_spin_us));
+    ntp__jset(&ok, gen, "poll_cpu_us", ntp__json_num(r->instance_poll_us));
     ntp__jset(&ok, root, "generator", gen);
     json_t *m = json_object();
     ntp__jset(&ok, m, "cpu_model", ntp__json_str(r->cpu_model));

@@ -25,7 +25,18 @@
  * multi-stream) or to withdraw samples (offline, interrupted). An idle
  * worker pinned to cores of its own polls for up to poll_ns before it
  * sleeps (the run's margin, at most 200 us), so that arrivals close
- * together cost neither a wake nor the instance's wake-up latency. */
+ * together cost neither a wake nor the instance's wake-up latency.
+ *
+ * Server arrivals are known in advance, so a polling worker need not sleep
+ * through one: the generator posts the next arrival's deadline (`next_ns`)
+ * after each issue, and an idle worker sleeps (a timed futex wait, its
+ * timer slack at 1 ns) only to the run's margin before it, then polls
+ * until the query comes, for at most the margin plus poll_ns past the
+ * deadline. The query so finds the instance spinning and is handed over
+ * by a store, without a system call; a wake-up that comes late still
+ * counts the worker in `sleepers`, so the generator wakes it as before.
+ * The CPU this costs is measured: the workers' polling time and the
+ * generator's own spin to each deadline, per query, in the report. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -121,7 +132,8 @@ typedef struct lg_instance {
     int n_cpus;
     int cpu[64]; /* pinned to these, n_cpus 0: not pinned */
     int64_t busy_ns;
-    double *warm_ms; /* [max_batch][runs] */
+    int64_t poll_spent_ns; /* time spent polling the queue (CPU, spinning) */
+    double *warm_ms;       /* [max_batch][runs] */
     int warm_runs;
     pthread_t thread;
     ntp_ctx *ctx;
@@ -145,6 +157,7 @@ typedef struct lg {
     _Atomic uint32_t seq;    /* futex word: raised at each publication, close, failure */
     _Atomic int sleepers;    /* workers asleep on seq, or about to be */
     _Atomic int64_t poll_ns; /* an idle pinned worker's poll before it sleeps */
+    _Atomic int64_t next_ns; /* server: the next arrival's deadline; 0: none known */
     atomic_bool closed;      /* no more arrivals */
     atomic_bool failed;
     char errmsg[512];
@@ -165,8 +178,9 @@ typedef struct lg {
     /* Its sleeps (server): how late each woke past its target, ns. */
     int32_t *oversleep;
     int64_t n_sleep, late_wakes;
-    int gen_cpu;     /* the issuing thread's CPU while it issues; -1: not pinned */
-    int64_t spin_ns; /* the sleep-then-spin margin of this run */
+    int gen_cpu;         /* the issuing thread's CPU while it issues; -1: not pinned */
+    int64_t spin_ns;     /* the sleep-then-spin margin of this run */
+    int64_t gen_spin_ns; /* the generator's time spinning to its deadlines */
 } lg;
 
 static lg_query *Q(lg *L, int64_t i)
@@ -228,23 +242,54 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* An idle worker, mu not held: poll up to poll_ns for samples past `seen`
- * or the close. Returns whether something came. */
-static bool poll_for_work(lg *L, int64_t seen)
+/* An idle worker, mu not held: poll up to poll_ns (or, when the next
+ * server arrival is known, to poll_ns past its deadline) for samples past
+ * `seen` or the close; the time polled is added to the instance's
+ * poll_spent_ns. Returns whether something came. */
+static bool poll_for_work(lg_instance *in, int64_t seen)
 {
+    lg *L = in->L;
     int64_t poll = atomic_load_explicit(&L->poll_ns, memory_order_relaxed);
     if (poll <= 0)
         return false;
-    int64_t end = now_ns() + poll;
+    int64_t t = now_ns(), end = t + poll;
+    int64_t next = atomic_load_explicit(&L->next_ns, memory_order_relaxed);
+    if (next > 0 && next - L->spin_ns > t)
+        return false; /* sleep to the margin before it first: wait_ahead */
+    if (next > 0 && next + poll > end)
+        end = next + poll;
+    bool got = false;
+    int64_t u = t;
     do {
         for (int k = 0; k < 64; k++) {
             if (atomic_load_explicit(&L->published, memory_order_acquire) != seen ||
-                atomic_load_explicit(&L->closed, memory_order_relaxed))
-                return true;
+                atomic_load_explicit(&L->closed, memory_order_relaxed)) {
+                got = true;
+                break;
+            }
             cpu_relax();
         }
-    } while (now_ns() < end);
-    return false;
+        if (got)
+            break;
+        u = now_ns();
+        /* The generator posted a later arrival (this worker came back
+         * before it had): sleep to the margin before that one instead. */
+        int64_t n2 = atomic_load_explicit(&L->next_ns, memory_order_relaxed);
+        if (n2 != next && n2 > 0 && n2 - L->spin_ns > u)
+            break;
+    } while (u < end);
+    in->poll_spent_ns += (got ? now_ns() : u) - t;
+    return got;
+}
+
+/* An idle polling worker that found nothing: when the next server arrival
+ * is further than the margin away, sleep to the margin before it (a timed
+ * futex wait, woken early by any publication), else until woken. */
+static void wait_ahead(lg *L, int64_t seen)
+{
+    int64_t next = atomic_load_explicit(&L->next_ns, memory_order_relaxed);
+    int64_t dl = next > 0 ? next - L->spin_ns : 0;
+    wait_for_work(L, seen, dl > now_ns() ? dl : 0);
 }
 
 static void fail_locked(lg *L, ntp_status st, const char *msg)
@@ -311,6 +356,8 @@ static void *worker(void *arg)
     lg_instance *in = arg;
     lg *L = in->L;
     pin_self(in);
+    /* Its timed sleeps (wait_ahead) end when asked, not up to 50 us later. */
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (L->warm) {
         warm_up(in);
         return NULL;
@@ -328,8 +375,10 @@ static void *worker(void *arg)
             if (atomic_load(&L->closed))
                 break; /* closed and drained */
             pthread_mutex_unlock(&L->mu);
-            if (!may_poll || !poll_for_work(L, pub))
+            if (!may_poll)
                 wait_for_work(L, pub, 0);
+            else if (!poll_for_work(in, pub))
+                wait_ahead(L, pub);
             pthread_mutex_lock(&L->mu);
             continue;
         }
@@ -453,17 +502,21 @@ static void issue(lg *L, int64_t i, int samples, int64_t sched, int64_t issued)
 /* Sleep to spin_ns before the absolute deadline, then spin to it. Returns
  * how late the sleep woke past its target (ns), -1 when it did not sleep
  * (the deadline was nearer than the margin). */
-static int64_t wait_until(int64_t deadline, int64_t spin_ns)
+static int64_t wait_until(int64_t deadline, int64_t spin_ns, int64_t *spun_ns)
 {
     int64_t t = now_ns(), over = -1;
     if (deadline - t > spin_ns) {
         struct timespec ts = ts_of(deadline - spin_ns);
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        over = now_ns() - (deadline - spin_ns);
+        t = now_ns();
+        over = t - (deadline - spin_ns);
     }
-    while (now_ns() < deadline)
-        ;
+    int64_t u = t;
+    while (u < deadline)
+        u = now_ns();
+    if (spun_ns)
+        *spun_ns += u - t;
     return over;
 }
 
@@ -539,9 +592,11 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
 {
     int64_t spin = L->spin_ns;
     int64_t last_prog = now_ns();
+    if (n > 0)
+        atomic_store_explicit(&L->next_ns, L->t0_ns + at[0], memory_order_relaxed);
     for (int64_t i = 0; i < n && !stopped(L); i++) {
         int64_t deadline = L->t0_ns + at[i];
-        int64_t over = wait_until(deadline, spin);
+        int64_t over = wait_until(deadline, spin, &L->gen_spin_ns);
         int64_t t = now_ns();
         if (over >= 0) {
             if (L->oversleep)
@@ -552,6 +607,9 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
         if (atomic_load_explicit(&L->failed, memory_order_relaxed))
             break;
         issue(L, i, 1, deadline, t);
+        /* The next deadline, for an idle instance to wake ahead of it. */
+        atomic_store_explicit(&L->next_ns, i + 1 < n ? L->t0_ns + at[i + 1] : 0,
+                              memory_order_relaxed);
         int64_t t2 = now_ns();
         L->overhead_ns += t2 - t;
         L->late_ns += t - deadline;
@@ -606,7 +664,7 @@ static void gen_stream(lg *L, int samples, double duration_s, int64_t min_q)
 static void gen_offline(lg *L, int64_t n)
 {
     int64_t t = L->t0_ns;
-    wait_until(t, L->spin_ns);
+    wait_until(t, L->spin_ns, NULL);
     t = now_ns();
     for (int64_t i = 0; i < n; i++)
         put_query(L, i, 1, L->t0_ns, t);
@@ -663,6 +721,7 @@ static void reset(lg *L)
     atomic_store(&L->taken, 0);
     atomic_store(&L->sleepers, 0);
     atomic_store(&L->poll_ns, 0);
+    atomic_store(&L->next_ns, 0);
     atomic_store(&L->closed, false);
     L->n_wake = L->wake_ns = 0;
     L->n_q = L->completed = 0;
@@ -671,8 +730,9 @@ static void reset(lg *L)
     L->max_depth = 0;
     L->overhead_ns = L->late_ns = L->late_max_ns = L->n_issue = 0;
     L->n_sleep = L->late_wakes = 0;
+    L->gen_spin_ns = 0;
     for (int i = 0; i < L->n_inst; i++)
-        L->inst[i].busy_ns = 0;
+        L->inst[i].busy_ns = L->inst[i].poll_spent_ns = 0;
 }
 
 static bool push_warning(ntp_loadgen_result *r, const char *fmt, ...)
@@ -742,7 +802,7 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     switch (o->scenario) {
     case NTP_LOADGEN_SINGLE_STREAM:
     case NTP_LOADGEN_MULTI_STREAM:
-        wait_until(L->t0_ns, L->spin_ns);
+        wait_until(L->t0_ns, L->spin_ns, NULL);
         gen_stream(L, o->scenario == NTP_LOADGEN_SINGLE_STREAM ? 1 : o->samples_per_query, dur,
                    o->min_queries);
         break;
@@ -839,6 +899,11 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
     r->generator_cpu = pinned_gen ? L->gen_cpu : -1;
     r->timer_slack_ns = slack_set ? 1 : old_slack;
     r->margin_us = (double)L->spin_ns / 1e3;
+    int64_t polled = 0;
+    for (int i = 0; i < L->n_inst; i++)
+        polled += L->inst[i].poll_spent_ns;
+    r->generator_spin_us = L->n_issue ? (double)L->gen_spin_ns / (double)L->n_issue / 1e3 : 0;
+    r->instance_poll_us = L->n_issue ? (double)polled / (double)L->n_issue / 1e3 : 0;
     if (o->scenario == NTP_LOADGEN_SERVER && L->n_issue) {
         r->lateness_us = (double)L->late_ns / (double)L->n_issue / 1e3;
         r->lateness_max_us = (double)L->late_max_ns / 1e3;

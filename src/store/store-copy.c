@@ -358,6 +358,230 @@ static ntp_status copy_loads(ntp_ctx *ctx, ntp_store *from, ntp_store *to, int64
     return st;
 }
 
+/* --- sweeps (schema 6; their kind, labels and load runs: schema 8) ------------------------- */
+
+/* Bind src's current row to ins (prepare_insert with `skip`), the columns
+ * named in over[] bound to vals[] (an id: 0 or less binds NULL). */
+static void bind_row_ids(ntp__stmt *ins, ntp__stmt *src, const char *skip, const char *const *over,
+                         const int64_t *vals, int n_over)
+{
+    const ntp__store_driver *d = src->s->drv;
+    int n = d->column_count(src), k = 1;
+    for (int i = 0; i < n; i++) {
+        const char *c = d->column_name(src, i);
+        if (skip && strcmp(c, skip) == 0)
+            continue;
+        int j = 0;
+        while (j < n_over && strcmp(c, over[j]) != 0)
+            j++;
+        if (j < n_over) {
+            if (vals[j] > 0)
+                ntp__db_int(ins, k++, vals[j]);
+            else
+                ntp__db_null(ins, k++);
+            continue;
+        }
+        switch (d->column_type(src, i)) {
+        case NTP__COL_NULL: ntp__db_null(ins, k++); break;
+        case NTP__COL_INT: ntp__db_int(ins, k++, d->column_int64(src, i)); break;
+        case NTP__COL_FLOAT: ntp__db_double(ins, k++, d->column_double(src, i)); break;
+        case NTP__COL_TEXT: ntp__db_text(ins, k++, d->column_text(src, i)); break;
+        case NTP__COL_BLOB: {
+            size_t len;
+            const void *b = d->column_blob(src, i, &len);
+            ntp__db_blob(ins, k++, b, len);
+            break;
+        }
+        }
+    }
+}
+
+static int column_of(ntp__stmt *q, const char *name)
+{
+    const ntp__store_driver *d = q->s->drv;
+    for (int i = 0; i < d->column_count(q); i++)
+        if (strcmp(d->column_name(q, i), name) == 0)
+            return i;
+    return -1;
+}
+
+/* The id in `to` of run `id` of `from` (by its UUID, derived or stored:
+ * runs[] sorted by id); 0 when `to` has none. */
+static ntp_status map_run(ntp_ctx *ctx, ntp_store *to, const run_ref *runs, int64_t n, int64_t id,
+                          int64_t *out)
+{
+    *out = 0;
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (runs[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || runs[lo].id != id)
+        return NTP_STATUS_OK;
+    return ntp__store_find_uuid(ctx, to, runs[lo].uuid, out);
+}
+
+/* The id in `to` of load run `id` of `from` (the same time and report,
+ * as copy_loads matches them); 0 when `to` has none. */
+static ntp_status map_load(ntp_ctx *ctx, ntp_store *from, ntp_store *to, int64_t id, int64_t *out)
+{
+    *out = 0;
+    ntp__stmt *q = ntp__db_prepare(from, "SELECT time, report FROM load_runs WHERE id = ?");
+    if (!q)
+        return ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the load runs");
+    ntp__db_int(q, 1, id);
+    ntp_status st = NTP_STATUS_OK;
+    ntp__step rc = ntp__db_step(q);
+    if (rc == NTP__STEP_ROW) {
+        ntp__stmt *h = ntp__db_prepare(
+            to, "SELECT id FROM load_runs WHERE time = ? AND report = ? ORDER BY id LIMIT 1");
+        if (!h) {
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the load runs");
+        } else {
+            size_t len;
+            const void *b = from->drv->column_blob(q, 1, &len);
+            ntp__db_text(h, 1, ntp__db_col_text(q, 0));
+            ntp__db_blob(h, 2, b, len);
+            ntp__step r2 = ntp__db_step(h);
+            if (r2 == NTP__STEP_ROW)
+                *out = ntp__db_col_int(h, 0);
+            else if (r2 == NTP__STEP_ERROR)
+                st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the load runs");
+            ntp__db_finalize(h);
+        }
+    } else if (rc == NTP__STEP_ERROR) {
+        st = ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the load runs");
+    }
+    ntp__db_finalize(q);
+    return st;
+}
+
+/* Sweep `id` (src's current row) into `to` with its tasks, their runs and
+ * load runs mapped to `to`'s ids (copied before), in one transaction. */
+static ntp_status copy_one_sweep(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp__stmt *src,
+                                 int64_t id, const run_ref *runs, int64_t n_runs)
+{
+    ntp_status st = ntp__store_begin(ctx, to);
+    if (st)
+        return st;
+    int64_t nid = 0;
+    ntp__stmt *ins = prepare_insert(to, src, "sweeps", "id", true);
+    if (!ins) {
+        st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot prepare");
+    } else {
+        bind_row(ins, src, "id", NULL, 0, NULL);
+        if (ntp__db_step(ins) != NTP__STEP_ROW)
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot copy a sweep");
+        else
+            nid = ntp__db_col_int(ins, 0);
+    }
+    ntp__db_finalize(ins);
+    ins = NULL;
+    ntp__stmt *t =
+        st ? NULL
+           : ntp__db_prepare(from, "SELECT * FROM sweep_tasks WHERE sweep_id = ? ORDER BY idx");
+    if (!st && !t)
+        st = ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the sweep tasks");
+    if (t)
+        ntp__db_int(t, 1, id);
+    ntp__step rc = NTP__STEP_DONE;
+    int run_col = -1, load_col = -1;
+    while (!st && (rc = ntp__db_step(t)) == NTP__STEP_ROW) {
+        if (!ins) {
+            run_col = column_of(t, "run_id");
+            load_col = column_of(t, "load_run_id");
+            if (!(ins = prepare_insert(to, t, "sweep_tasks", NULL, false))) {
+                st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot prepare");
+                break;
+            }
+        }
+        int64_t vals[3] = {nid, 0, 0};
+        if (run_col >= 0 && from->drv->column_type(t, run_col) == NTP__COL_INT)
+            st = map_run(ctx, to, runs, n_runs, from->drv->column_int64(t, run_col), &vals[1]);
+        if (!st && load_col >= 0 && from->drv->column_type(t, load_col) == NTP__COL_INT)
+            st = map_load(ctx, from, to, from->drv->column_int64(t, load_col), &vals[2]);
+        if (st)
+            break;
+        static const char *const over[] = {"sweep_id", "run_id", "load_run_id"};
+        ntp__db_reset(ins);
+        bind_row_ids(ins, t, NULL, over, vals, 3);
+        if (ntp__db_step(ins) != NTP__STEP_DONE)
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot copy a sweep task");
+    }
+    if (!st && rc == NTP__STEP_ERROR)
+        st = ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the sweep tasks");
+    ntp__db_finalize(ins);
+    ntp__db_finalize(t);
+    if (st) {
+        ntp__store_rollback(to);
+        return st;
+    }
+    return ntp__store_commit(ctx, to);
+}
+
+/* Sweeps `to` lacks, oldest first: one is the same as one of `to` created
+ * at the same time from the same source, design, factors and options, so
+ * copying twice stores it once. A `from` older than schema 6 has none. */
+static ntp_status copy_sweeps(ntp_ctx *ctx, ntp_store *from, ntp_store *to, const run_ref *runs,
+                              int64_t n_runs, int64_t *copied, int64_t *present)
+{
+    int version = 0;
+    ntp_status st = ntp__store_version(ctx, from, &version);
+    if (st || version < 6)
+        return st;
+    ntp__stmt *src = ntp__db_prepare(from, "SELECT * FROM sweeps ORDER BY id");
+    if (!src)
+        return ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the sweeps");
+    ntp__stmt *have = ntp__db_prepare(to, "SELECT count(*) FROM sweeps WHERE created_at = ? AND "
+                                          "source = ? AND design = ? AND factors = ? AND "
+                                          "run_options = ?");
+    if (!have)
+        st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the sweeps");
+    static const char *const key[] = {"created_at", "source", "design", "factors", "run_options"};
+    int col[5] = {-1, -1, -1, -1, -1};
+    int id_col = -1;
+    ntp__step rc = NTP__STEP_DONE;
+    while (!st && (rc = ntp__db_step(src)) == NTP__STEP_ROW) {
+        if (id_col < 0) {
+            id_col = column_of(src, "id");
+            for (int i = 0; i < 5; i++)
+                if ((col[i] = column_of(src, key[i])) < 0)
+                    id_col = -1;
+            if (id_col < 0) {
+                st = ntp__error(ctx, NTP_STATUS_INTERNAL,
+                                "history %s: sweeps lacks the columns that identify a sweep",
+                                from->display);
+                break;
+            }
+        }
+        ntp__db_reset(have);
+        for (int i = 0; i < 5; i++)
+            ntp__db_text(have, i + 1, ntp__db_col_text(src, col[i]));
+        int64_t n = 0;
+        if (ntp__db_step(have) == NTP__STEP_ROW)
+            n = ntp__db_col_int(have, 0);
+        else
+            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the sweeps");
+        if (st)
+            break;
+        if (n > 0) {
+            ++*present;
+            continue;
+        }
+        st = copy_one_sweep(ctx, from, to, src, ntp__db_col_int(src, id_col), runs, n_runs);
+        if (!st)
+            ++*copied;
+    }
+    if (!st && rc == NTP__STEP_ERROR)
+        st = ntp__store_error(ctx, from, NTP_STATUS_INTERNAL, "cannot read the sweeps");
+    ntp__db_finalize(have);
+    ntp__db_finalize(src);
+    return st;
+}
+
 ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp_store_copy_stats *stats)
 {
     ntp_store_copy_stats none;
@@ -409,10 +633,12 @@ ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp_stor
         else
             stats->runs_copied++;
     }
-    free(runs);
     if (!st)
         st = copy_machines(ctx, from, to, &stats->machines_copied);
     if (!st)
         st = copy_loads(ctx, from, to, &stats->loads_copied, &stats->loads_present);
+    if (!st)
+        st = copy_sweeps(ctx, from, to, runs, n, &stats->sweeps_copied, &stats->sweeps_present);
+    free(runs);
     return st;
 }

@@ -69,6 +69,8 @@ int cmd_history_copy(int argc, char **argv)
                st.machines_copied == 1 ? "" : "s");
         printf("%" PRId64 " load run%s copied, %" PRId64 " already present\n", st.loads_copied,
                st.loads_copied == 1 ? "" : "s", st.loads_present);
+        printf("%" PRId64 " sweep%s copied, %" PRId64 " already present\n", st.sweeps_copied,
+               st.sweeps_copied == 1 ? "" : "s", st.sweeps_present);
     }
     ntp_store_close(a);
     ntp_store_close(b);
