@@ -408,6 +408,7 @@ static int report(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const 
             }
         }
     }
+    cli_print_warnings(ctx); /* a lost connection re-established for a read */
     if (ok == 0) {
         write_sweep(ctx, sw, NTP_FORMAT_TABLE, stderr);
         cli_error("sweep %lld: no configuration has a result", (long long)r->id);
