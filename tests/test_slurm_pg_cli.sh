@@ -10,7 +10,7 @@
 #  - a run the store refuses (a trigger standing in for a full disk): the
 #    task keeps its report in its TMPDIR, records the configuration as
 #    failed naming the file, --wait reports it, and `history import` of
-#    that file adds exactly that run.
+#    that file adds exactly that run and marks the task done.
 # Skips (77) where Slurm, munge or PostgreSQL is missing, the cluster does
 # not start (not root, ...) or ntprof was built without libpq.
 # Usage: test_slurm_pg_cli.sh <path-to-ntprof> <source-dir>
@@ -113,6 +113,10 @@ PYEOF
 sql 'DROP TRIGGER refuse ON runs'
 expect_exit 0 "$NTPROF" history import --db "$URL" "$KEPT"
 [ "$(hidden)" = '1 2 3' ] && ok || bad "after the import: $(hidden), want 1 2 3"
+# The import marked configuration 1's task done with that run.
+TASK1=$(sql "SELECT t.state || ':' || (r.params::json->>'hidden') FROM sweep_tasks t
+             JOIN runs r ON r.id = t.run_id WHERE t.idx = 1")
+[ "$TASK1" = 'ok:2' ] && ok || bad "task 1 after the import: '$TASK1', want ok:2"
 # No task directory is left behind.
 compgen -G "$T/tmp/ntprof-task-*" >/dev/null && bad "left behind: $(ls "$T/tmp")" || ok
 

@@ -12,6 +12,9 @@
 #  - a task stopped by SIGTERM (Slurm's time limit, scancel) removes its
 #    temporary directory itself; one killed by SIGKILL leaves it, and
 #    --resume removes it;
+#  - a run the store refuses is kept with its sweep's task, and `history
+#    import` of it marks that task done (only in the store holding that
+#    sweep), so --resume does not run it again (SQLite and PostgreSQL);
 #  - on PostgreSQL also: a calibration written (`machine --calibrate`)
 #    and read back (`predict`, and `run` beside it), and `compare --machine`
 #    giving the same comparison as on SQLite.
@@ -154,6 +157,7 @@ print("\n".join("|".join("" if v is None else str(v) for v in r) for r in rows))
 # exits 1, and records the configuration as failed naming the file;
 # `history import` of the file adds the run. (On a real cluster and
 # PostgreSQL: tests/test_slurm_pg_cli.sh.)
+: >"$T/sbatch.log"
 expect_exit 0 "$NTPROF" sweep "$MLP" --vary hidden=8 "${FAST[@]}" --db "$T/u.db" --executor slurm
 SID=$(sed -n 's/^sweep \([0-9]*\) submitted.*/\1/p' "$T/out")
 sq "$T/u.db" "CREATE TRIGGER refuse BEFORE INSERT ON runs BEGIN
@@ -169,9 +173,56 @@ expect_in_err "not recorded; its report is kept as $(hostname):$KEPT (ntprof his
 expect_exit 1 "$NTPROF" sweep --report "$SID" --db "$T/u.db"
 expect_in_err "configuration 0 failed: hidden=8: not recorded; report kept as"
 sq "$T/u.db" "DROP TRIGGER refuse"
-expect_exit 0 "$NTPROF" history import --db "$T/u.db" "$KEPT"
+# imported_task DB QUERY SID KEPT: the kept report names its sweep's task,
+# and importing it marks that task done, so that --resume does not run it
+# again, but only in the store that holds that sweep: a copy naming
+# another creation time (another store's sweep of the same id) and a
+# store without the sweep import the run and leave the tasks alone.
+# QUERY is a function running one SQL statement on DB. Needs the
+# stand-in sbatch's log to hold the sweep's one submission.
+imported_task() {
+    local db=$1 q=$2 sid=$3 kept=$4
+    $PY - "$kept" "$sid" "$T/other-sweep.json" <<'PYEOF' && ok || bad "the kept report's sweep"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["sweep"]
+assert s["id"] == int(sys.argv[2]) and s["index"] == 0, s
+assert len(s["created_at"]) == 20 and s["created_at"].endswith("Z"), s
+s["created_at"] = "2000-01-01T00:00:00Z"
+json.dump(r, open(sys.argv[3], "w"))
+PYEOF
+    expect_exit 0 "$NTPROF" history import --db "$db" "$T/other-sweep.json"
+    expect_in_err "belongs to sweep $sid created 2000-01-01T00:00:00Z, configuration 0; this history's sweep $sid was created"
+    local run
+    run=$(sed -n 's/^.*: run \([0-9]*\)$/\1/p' "$T/out")
+    [ -n "$run" ] && ok || bad "no run id in: $(cat "$T/out")"
+    [ "$($q "SELECT state FROM sweep_tasks WHERE sweep_id = $sid")" = failed ] && ok ||
+        bad "another sweep's report marked the task: $($q 'SELECT * FROM sweep_tasks')"
+    # The real one: the run already stored (by its UUID), the task marked.
+    expect_exit 0 "$NTPROF" history import --db "$db" "$kept"
+    grep -qxF "$kept: run $run (sweep $sid configuration 0 done)" "$T/out" && ok ||
+        bad "import's output: $(cat "$T/out")"
+    [ "$($q "SELECT state, run_id, message FROM sweep_tasks WHERE sweep_id = $sid")" = \
+        "ok|$run|recorded by ntprof history import" ] && ok ||
+        bad "sweep_tasks after the import: $($q 'SELECT * FROM sweep_tasks')"
+    expect_exit 0 "$NTPROF" sweep --resume "$sid" --db "$db"
+    expect_in_err "sweep $sid: nothing to resume"
+    [ "$(wc -l <"$T/sbatch.log")" = 1 ] && ok || bad "--resume submitted: $(cat "$T/sbatch.log")"
+    expect_exit 0 "$NTPROF" sweep --report "$sid" --db "$db" --format json -o "$T/ri.json"
+    $PY -c 'import json,sys; c=json.load(open(sys.argv[1]))["configurations"]; assert [x["status"] for x in c] == ["ok"] and c[0]["report"]["config"]["params"]["hidden"] == "8", c' \
+        "$T/ri.json" && ok || bad "the report after the import"
+    # Again: nothing more is marked; a store without the sweep only warns.
+    expect_exit 0 "$NTPROF" history import --db "$db" "$kept"
+    grep -qxF "$kept: run $run" "$T/out" && ok || bad "import's output again: $(cat "$T/out")"
+    expect_exit 0 "$NTPROF" history import --db "$T/no-sweep-$sid.db" "$kept"
+    expect_in_err "belongs to sweep $sid (created "
+    expect_in_err "which this history does not hold; no sweep's task is marked"
+}
+squ() { sq "$T/u.db" "$1"; }
+imported_task "$T/u.db" squ "$SID" "$KEPT"
 [ "$(sq "$T/u.db" "SELECT count(*) FROM runs WHERE json_extract(params, '$.hidden') = '8'")" = 1 ] &&
     ok || bad "runs after the import: $(sq "$T/u.db" 'SELECT id, params FROM runs')"
+rm -f "$KEPT"
 
 # PostgreSQL, where a server can be started.
 PGUP=$SRC/scripts/local-postgres.sh
@@ -188,6 +239,52 @@ else
     trap '"$PGUP" down "$PGDIR" >/dev/null 2>&1; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
     URL=$(tail -1 "$T/up")
     sweep_round_trip "$URL"
+
+    # A run the server refuses (a trigger), kept, and its import marking
+    # the task done.
+    PSQL=${PG_BINDIR:+$PG_BINDIR/}psql
+    SOCK=$(sed -n 's/^socket URL: //p' "$T/up")
+    pq() { "$PSQL" -X -q -t -A -d "$SOCK" -c "$1" 2>/dev/null; }
+    : >"$T/sbatch.log"
+    expect_exit 0 "$NTPROF" sweep "$MLP" --vary hidden=8 "${FAST[@]}" --db "$URL" --executor slurm
+    PSID=$(sed -n 's/^sweep \([0-9]*\) submitted.*/\1/p' "$T/out")
+    pq "CREATE FUNCTION refuse() RETURNS trigger AS \$\$ BEGIN
+        RAISE EXCEPTION 'no space left (test)'; END \$\$ LANGUAGE plpgsql;
+        CREATE TRIGGER refuse BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION refuse()"
+    expect_exit 1 "$NTPROF" sweep --task "$PSID:0" --db "$URL"
+    expect_in_err "no space left (test)"
+    PKEPT=$(compgen -G "$T/tmp/ntprof-unrecorded-$PSID-0-*.json")
+    [ -n "$PKEPT" ] && ok || bad "no kept report in $(ls "$T/tmp")"
+    [ "$(pq "SELECT state FROM sweep_tasks WHERE sweep_id = $PSID")" = failed ] && ok ||
+        bad "sweep_tasks: $(pq 'SELECT * FROM sweep_tasks')"
+    pq 'DROP TRIGGER refuse ON runs'
+    imported_task "$URL" pq "$PSID" "$PKEPT"
+
+    # The reads of `sweep --report`/`--wait` (the tasks, each run's report)
+    # and a run's calibration read: the connection lost under each (the
+    # server ending the session, as a restart does, once) is made again and
+    # the read done. The table is put behind a view whose first row read
+    # ends the reading session.
+    pq "CREATE SEQUENCE kills; CREATE FUNCTION kill_once() RETURNS boolean AS \$\$ BEGIN
+        IF nextval('kills') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+        RETURN true; END \$\$ LANGUAGE plpgsql VOLATILE"
+    # behind TABLE / unbehind TABLE: the table under a view killing once / back.
+    behind() { pq "ALTER SEQUENCE kills RESTART; ALTER TABLE $1 RENAME TO $1_t;
+                   CREATE VIEW $1 AS SELECT * FROM $1_t WHERE kill_once()"; }
+    unbehind() { pq "DROP VIEW $1; ALTER TABLE $1_t RENAME TO $1"; }
+    expect_exit 0 "$NTPROF" sweep --report "$PSID" --db "$URL" --format json -o "$T/rk0.json"
+    for table in sweep_tasks runs; do
+        behind $table
+        expect_exit 0 "$NTPROF" sweep --report "$PSID" --db "$URL" --format json -o "$T/rk.json"
+        unbehind $table
+        [ "$(pq 'SELECT last_value FROM kills')" -ge 2 ] && ok || bad "$table: the view was not read"
+        expect_in_err "the connection was lost ("
+        case $table in
+        sweep_tasks) expect_in_err "; the sweep's tasks were read after 1 attempt over" ;;
+        runs) expect_in_err "; the run was read after 1 attempt over" ;;
+        esac
+        cmp -s "$T/rk.json" "$T/rk0.json" && ok || bad "$table: the report differs from the one before"
+    done
 
     # A calibration written and read back.
     printf '{"peak_gflops":{"f32":50},"bandwidth_gbps":{"L2":100,"DRAM":20},
@@ -207,6 +304,16 @@ else
     [ "$(grep -c ' ref  *f32 ' "$T/out")" = 1 ] && ok || bad "calibrated twice, listed: $(cat "$T/out")"
     expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$URL"
     grep -q ' pred$' "$T/out" && ok || bad "run with a PostgreSQL calibration has no pred column"
+    # The calibration read when the connection is lost under it (above).
+    behind calibrations
+    # (JSON to a file: with a table on stdout, the run's table shows its
+    # own warnings and the store's are not printed.)
+    expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$URL" --no-record --format json \
+        -o "$T/rc.json"
+    unbehind calibrations
+    expect_in_err "; the calibrations were read after 1 attempt over"
+    $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["prediction"]; assert p["predicted_ms"] > 0 and not p["roofline_only"], p' \
+        "$T/rc.json" && ok || bad "run after a lost calibration read has no calibrated prediction"
 
     # compare --machine: the same comparison as from SQLite.
     for n in a b; do

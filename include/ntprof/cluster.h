@@ -80,6 +80,15 @@ NTP_API ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t 
 /* Every row of sweep `sweep`, by index. Free *out with free(). */
 NTP_API ntp_status ntp_store_sweep_tasks(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
                                          ntp_sweep_task **out, int *n);
+/* After `history import` stored r as run run_id: when r is the report a
+ * Slurm task kept because the store refused its run (r->sweep_id > 0),
+ * mark that task "ok" with run_id, so `sweep --resume` does not run it
+ * again and `--report` shows it. *marked (may be NULL) says whether it was
+ * marked: not when the history holds no sweep of that id created at the
+ * report's time (another store's sweep; a warning says so), nor when the
+ * task already has its result. */
+NTP_API ntp_status ntp_store_sweep_task_import(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
+                                               int64_t run_id, bool *marked);
 
 /* --- Slurm (src/cluster/slurm.c) ------------------------------------------------------------
  * Slurm is driven through its commands (sbatch, scontrol, sacct), whose

@@ -414,6 +414,13 @@ typedef struct ntp_run_result {
     /* ntp_run_opts.torch_script's figure (include/ntprof/frameworks.h);
      * NULL when not asked. Owned by the result. */
     struct ntp_torch_script_result *torch_script;
+    /* The Slurm sweep task this run belongs to, in the report a task keeps
+     * when the store refused the run (docs/cluster.md): `ntprof history
+     * import` marks that task done. sweep_id 0: none. */
+    int64_t sweep_id;
+    int sweep_index;
+    char sweep_created_at[32]; /* the sweep's created_at in its store */
+    char sweep_job[32];        /* the Slurm job that ran it ("12_3") */
 } ntp_run_result;
 
 /* Build g on the chosen backend, run and measure it. */

@@ -456,6 +456,27 @@ static void read_torch_script(reader *rd, json_t *o)
     rd->where[0] = '\0';
 }
 
+/* The Slurm sweep task of a kept report (schema: "sweep"); absent: none. */
+static void read_sweep(reader *rd, json_t *o, ntp_run_result *r)
+{
+    if (!o)
+        return;
+    json_t *id = json_object_get(o, "id"), *index = json_object_get(o, "index");
+    json_t *created = json_object_get(o, "created_at"), *job = json_object_get(o, "job");
+    if (!json_is_object(o) || !json_is_integer(id) || json_integer_value(id) < 1 ||
+        !json_is_integer(index) || json_integer_value(index) < 0 ||
+        json_integer_value(index) > INT32_MAX || !json_is_string(created) ||
+        (job && !json_is_string(job))) {
+        fail(rd, NTP_STATUS_PARSE_ERROR, "%s",
+             "'sweep' is not an object of id (from 1), index (from 0), created_at and job");
+        return;
+    }
+    r->sweep_id = (int64_t)json_integer_value(id);
+    r->sweep_index = (int)json_integer_value(index);
+    snprintf(r->sweep_created_at, sizeof r->sweep_created_at, "%s", json_string_value(created));
+    snprintf(r->sweep_job, sizeof r->sweep_job, "%s", job ? json_string_value(job) : "");
+}
+
 static void read_roofline(json_t *o, ntp_roofline *rl)
 {
     memset(rl, 0, sizeof *rl);
@@ -639,6 +660,7 @@ static void read_root(reader *rd, json_t *root)
     read_prediction(rd, json_object_get(root, "prediction"), &r->prediction);
     read_accuracy(rd, json_object_get(root, "accuracy"));
     read_torch_script(rd, json_object_get(root, "torch_script"));
+    read_sweep(rd, json_object_get(root, "sweep"), r);
     (void)ok;
 }
 

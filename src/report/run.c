@@ -1067,6 +1067,15 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
         ntp__jset(&ok, o, "rel_l2", ntp__json_num(s->rel_l2));
         ntp__jset(&ok, root, "torch_script", o);
     }
+    if (r->sweep_id > 0) {
+        json_t *o = json_object();
+        ntp__jset(&ok, o, "id", json_integer(r->sweep_id));
+        ntp__jset(&ok, o, "index", json_integer(r->sweep_index));
+        ntp__jset(&ok, o, "created_at", ntp__json_str(r->sweep_created_at));
+        if (r->sweep_job[0])
+            ntp__jset(&ok, o, "job", ntp__json_str(r->sweep_job));
+        ntp__jset(&ok, root, "sweep", o);
+    }
     return ntp__json_finish(ctx, root, ok, f, "run");
 }
 

@@ -145,7 +145,16 @@ ntp_status ntp_store_find_calibration(ntp_ctx *ctx, const char *path, const char
         return st;
     char key[256];
     ntp_machine_key(key, sizeof key);
-    st = ntp_store_load_calibration(ctx, s, key, backend, precision, out, found);
+    /* As ntp_store_find_ceilings: the server restarting between the
+     * connection and the query is read again once it is back. */
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    while ((st = ntp_store_load_calibration(ctx, s, key, backend, precision, out, found)) !=
+               NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the calibrations were read", waited, attempts, why);
     ntp_store_close(s);
     return st;
 }

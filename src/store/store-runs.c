@@ -483,7 +483,7 @@ ntp_status ntp_store_count(ntp_ctx *ctx, ntp_store *s, int64_t *n)
                                : ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot count runs");
 }
 
-ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json)
+static ntp_status get_report_once(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json)
 {
     *json = NULL;
     ntp__stmt *q = ntp__db_prepare(s, "SELECT report FROM runs WHERE id = ?");
@@ -512,6 +512,21 @@ ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **j
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a run");
     }
     ntp__db_finalize(q);
+    return st;
+}
+
+/* The sweep's report (`--wait`, `--report`) reads its runs one by one on
+ * one connection: a server restarted meanwhile is connected to again. */
+ntp_status ntp_store_get_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **json)
+{
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    ntp_status st;
+    while ((st = get_report_once(ctx, s, id, json)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the run was read", waited, attempts, why);
     return st;
 }
 

@@ -11,6 +11,7 @@
 #include "core/ctx-impl.h"
 #include "store-impl.h"
 #include "ntprof/cluster.h"
+#include "ntprof/run.h"
 
 static char *json_strings(char *const *v, int n)
 {
@@ -304,8 +305,8 @@ ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
     return st;
 }
 
-ntp_status ntp_store_sweep_tasks(ntp_ctx *ctx, ntp_store *s, int64_t sweep, ntp_sweep_task **out,
-                                 int *n)
+static ntp_status sweep_tasks_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, ntp_sweep_task **out,
+                                   int *n)
 {
     *out = NULL;
     *n = 0;
@@ -348,4 +349,61 @@ ntp_status ntp_store_sweep_tasks(ntp_ctx *ctx, ntp_store *s, int64_t sweep, ntp_
     *out = v;
     *n = m;
     return NTP_STATUS_OK;
+}
+
+/* `sweep --wait` reads the rows every few seconds for as long as the array
+ * runs, and --resume and --report read them too: a server restarted
+ * meanwhile is connected to again. */
+ntp_status ntp_store_sweep_tasks(ntp_ctx *ctx, ntp_store *s, int64_t sweep, ntp_sweep_task **out,
+                                 int *n)
+{
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    ntp_status st;
+    while ((st = sweep_tasks_once(ctx, s, sweep, out, n)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the sweep's tasks were read", waited, attempts, why);
+    return st;
+}
+
+ntp_status ntp_store_sweep_task_import(ntp_ctx *ctx, ntp_store *s, const ntp_run_result *r,
+                                       int64_t run_id, bool *marked)
+{
+    if (marked)
+        *marked = false;
+    if (!s || !r || run_id <= 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_sweep_task_import: no store, result or run id");
+    if (r->sweep_id <= 0)
+        return NTP_STATUS_OK;
+    ntp_sweep_record *rec;
+    ntp_status st = ntp_store_sweep_get(ctx, s, r->sweep_id, &rec);
+    if (st == NTP_STATUS_UNKNOWN_NAME) {
+        ntp_ctx_clear(ctx);
+        ntp__warn(ctx,
+                  "history %s: run %lld belongs to sweep %lld (created %s), which this history "
+                  "does not hold; no sweep's task is marked",
+                  s->display, (long long)run_id, (long long)r->sweep_id, r->sweep_created_at);
+        return NTP_STATUS_OK;
+    }
+    if (st)
+        return st;
+    if (strcmp(rec->created_at, r->sweep_created_at) != 0 || r->sweep_index >= rec->n_configs) {
+        ntp__warn(ctx,
+                  "history %s: run %lld belongs to sweep %lld created %s, configuration %d; this "
+                  "history's sweep %lld was created %s with %d configurations (another store's "
+                  "sweep): its tasks are left as they are",
+                  s->display, (long long)run_id, (long long)r->sweep_id, r->sweep_created_at,
+                  r->sweep_index, (long long)rec->id, rec->created_at, rec->n_configs);
+        ntp_sweep_record_free(rec);
+        return NTP_STATUS_OK;
+    }
+    ntp_sweep_record_free(rec);
+    ntp_sweep_task t = {.index = r->sweep_index, .run_id = run_id};
+    snprintf(t.state, sizeof t.state, "ok");
+    snprintf(t.job, sizeof t.job, "%s", r->sweep_job);
+    snprintf(t.message, sizeof t.message, "recorded by ntprof history import");
+    return ntp_store_sweep_task_set(ctx, s, r->sweep_id, &t, NTP_SWEEP_TASK_UNLESS_OK, marked);
 }

@@ -138,14 +138,28 @@ int cmd_history_import(int argc, char **argv)
         cli_error("out of memory");
         rc = CLI_FAIL;
     }
+    /* A report a Slurm task kept (the store refused its run) also marks
+     * its sweep's task done, so `sweep --resume` does not run it again. */
+    bool *marked = calloc((size_t)n, sizeof *marked);
+    if (rc == CLI_OK && !marked) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+    }
     for (int i = 0; i < n && rc == CLI_OK; i++)
-        if (ntp_store_add_run(ctx, s, runs[i], &ids[i]) != NTP_STATUS_OK)
+        if (ntp_store_add_run(ctx, s, runs[i], &ids[i]) != NTP_STATUS_OK ||
+            ntp_store_sweep_task_import(ctx, s, runs[i], ids[i], &marked[i]) != NTP_STATUS_OK)
             rc = cli_fail(ctx);
     if (rc == CLI_OK) {
         cli_print_warnings(ctx);
-        for (int i = 0; i < n; i++)
-            printf("%s: run %" PRId64 "\n", argv[optind + i], ids[i]);
+        for (int i = 0; i < n; i++) {
+            printf("%s: run %" PRId64, argv[optind + i], ids[i]);
+            if (marked[i])
+                printf(" (sweep %" PRId64 " configuration %d done)", runs[i]->sweep_id,
+                       runs[i]->sweep_index);
+            putchar('\n');
+        }
     }
+    free(marked);
     free(ids);
     ntp_store_close(s);
     for (int i = 0; runs && i < n; i++)

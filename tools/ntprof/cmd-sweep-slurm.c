@@ -408,6 +408,7 @@ static int report(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const 
             }
         }
     }
+    cli_print_warnings(ctx); /* a lost connection re-established for a read */
     if (ok == 0) {
         write_sweep(ctx, sw, NTP_FORMAT_TABLE, stderr);
         cli_error("sweep %lld: no configuration has a result", (long long)r->id);
@@ -547,6 +548,35 @@ static int open_sweep(ntp_ctx *ctx, const char *id_text, const char *db_opt, cha
     return CLI_OK;
 }
 
+/* The report of a run the store refused, kept as `kept` with the task it
+ * belongs to (the report's "sweep"), so that `history import` marks the
+ * task done. False when it cannot be written (the child's report, renamed,
+ * is kept instead: importable, though the task stays failed). */
+static bool keep_report(ntp_ctx *ctx, const ntp_run_result *res, const ntp_sweep_record *r,
+                        const ntp_sweep_task *t, const char *kept)
+{
+    ntp_run_result with = *res; /* a shallow copy, only written */
+    with.sweep_id = r->id;
+    with.sweep_index = t->index;
+    snprintf(with.sweep_created_at, sizeof with.sweep_created_at, "%s", r->created_at);
+    snprintf(with.sweep_job, sizeof with.sweep_job, "%s", t->job);
+    ntp_output *o;
+    if (ntp_output_open(ctx, kept, &o) != NTP_STATUS_OK) {
+        ntp_ctx_clear(ctx);
+        return false;
+    }
+    if (ntp_report_write_run(ctx, &with, NTP_FORMAT_JSON, ntp_output_file(o)) != NTP_STATUS_OK) {
+        ntp_output_abort(o);
+        ntp_ctx_clear(ctx);
+        return false;
+    }
+    if (ntp_output_commit(ctx, o) != NTP_STATUS_OK) {
+        ntp_ctx_clear(ctx);
+        return false;
+    }
+    return true;
+}
+
 int sweep_slurm_task(const char *spec, const char *db_opt)
 {
     char id_text[32];
@@ -642,7 +672,7 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
             snprintf(from, sizeof from, "%s/config-%lld.json", dir, (long long)index);
             snprintf(kept, sizeof kept, "%s/ntprof-unrecorded-%lld-%lld-%ld.json", tmp_root(),
                      (long long)r->id, (long long)index, (long)getpid());
-            if (rename(from, kept) == 0) {
+            if (keep_report(ctx, res, r, &t, kept) || rename(from, kept) == 0) {
                 fprintf(stderr,
                         "ntprof: sweep %lld configuration %lld: not recorded; its report is kept "
                         "as %s:%s (ntprof history import --db URL %s)\n",
