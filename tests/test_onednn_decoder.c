@@ -8,7 +8,8 @@
  * (batch 2, the second sequence's first 2 prompt tokens masked) after a
  * synthetic context; multi-head GPT-2-style attention without a mask; an
  * i8 and a bf16 cache (both backends convert the same way). The
- * kv_attention layers must be placed on oneDNN (the per-layer backend). */
+ * kv_attention and rmsnorm layers must be placed on oneDNN (the per-layer
+ * backend). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,13 +108,14 @@ static void compare(const char *model, int64_t batch, int64_t pad, int64_t conte
             print_message("%s: %s\n", backends[i], ntp_ctx_errmsg(ctx));
         assert_int_equal(st, NTP_STATUS_OK);
     }
-    /* Every kv_attention layer ran on oneDNN. */
+    /* Every kv_attention and rmsnorm layer ran on oneDNN. */
     int attn = 0;
-    for (int l = 0; l < r[1]->n_layers; l++)
-        if (strcmp(r[1]->layers[l].type, "kv_attention") == 0) {
+    for (int l = 0; l < r[1]->n_layers; l++) {
+        bool attention = strcmp(r[1]->layers[l].type, "kv_attention") == 0;
+        if (attention || strcmp(r[1]->layers[l].type, "rmsnorm") == 0)
             assert_string_equal(r[1]->layers[l].backend, "onednn");
-            attn++;
-        }
+        attn += attention;
+    }
     assert_int_equal(attn, 2);
     double e = rel_err(dirs[1], dirs[0], "logits_prefill");
     print_message("prefill logits: onednn vs ref %.3g\n", e);

@@ -66,6 +66,7 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_ATTENTION: return ntp__dnnl_attention_supports(g, n);
     case NTP_OP_KV_ATTENTION:
         return ntp__dnnl_kv_attention_supports(g, n) && n->precision == NTP_DTYPE_F32;
+    case NTP_OP_RMSNORM: return ntp__dnnl_rmsnorm_supports(g, n) && n->precision == NTP_DTYPE_F32;
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:
@@ -194,6 +195,7 @@ static ntp_status build(odnn_build *b)
     case NTP_OP_RNN: return ntp__dnnl_rnn_build(b);
     case NTP_OP_ATTENTION: return ntp__dnnl_attention_build(b);
     case NTP_OP_KV_ATTENTION: return ntp__dnnl_kv_attention_build(b);
+    case NTP_OP_RMSNORM: return ntp__dnnl_rmsnorm_build(b);
     case NTP_OP_RESHAPE:
     case NTP_OP_FLATTEN:
     case NTP_OP_DROPOUT:

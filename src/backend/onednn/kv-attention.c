@@ -387,3 +387,99 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
     }
     return NTP_STATUS_OK;
 }
+
+/* rmsnorm (docs/decoders.md) at f32, from oneDNN pieces (2.6 has no RMS
+ * normalisation): s = x² (eltwise square), r = (mean(s) + eps)^-1/2 (a
+ * mean reduction over the last dim with linear and pow post-ops), y = x · r
+ * · scale (a binary mul broadcast over the rows with the scale as a binary
+ * mul post-op). The reference kernel sums in double; these in f32. */
+bool ntp__dnnl_rmsnorm_supports(const ntp_graph *g, const ntp_node *n)
+{
+    const ntp_shape *x = &g->tensors[n->in[0]].shape;
+    return n->n_in == 1 && n->n_w == 1 && x->ndim >= 1 && x->dim[x->ndim - 1] > 0;
+}
+
+ntp_status ntp__dnnl_rmsnorm_build(odnn_build *b)
+{
+    ntp_kargs *k = b->k;
+    if (k->n_in != 1 || k->n_out != 1 || k->n_w != 1 || b->cdt != dnnl_f32)
+        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "rmsnorm runs at f32 only");
+    const ntp_shape *xs = &k->in[0].shape;
+    int64_t D = xs->dim[xs->ndim - 1], rows = ntp_shape_numel(xs) / D;
+    if (ntp_shape_numel(&k->w[0].shape) != D || ntp_shape_numel(&k->out[0].shape) != rows * D)
+        return ntp__dnnl_fail(b, NTP_STATUS_SHAPE_ERROR, "inconsistent rmsnorm arguments");
+    dnnl_dims_t xd = {rows, D}, rd = {rows, 1}, sd = {1, D};
+    dnnl_memory_desc_t xm, rm, sm, plain;
+    dnnl_memory_desc_init_by_tag(&xm, 2, xd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&rm, 2, rd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&sm, 2, sd, dnnl_f32, dnnl_ab);
+    ntp__dnnl_plain_md(&plain, &k->out[0].shape, dnnl_f32);
+    float *scale = NULL;
+    int x, x2, sq, r, sc, y, y2;
+    ntp_status s;
+    dnnl_status_t st;
+    if ((s = ntp__dnnl_weight_f32(b, 0, &scale)))
+        return s;
+    s = ntp__dnnl_pack(b, scale, &sm, &sm, NULL, 0, 0, &sc);
+    free(scale);
+    if (s || (s = ntp__dnnl_plain_input(b, 0, dnnl_f32, &x)) ||
+        (s = ntp__dnnl_alias(b, x, &xm, &x2)) || (s = ntp__dnnl_ws_mem(b, &xm, &sq)) ||
+        (s = ntp__dnnl_ws_mem(b, &rm, &r)) || (s = ntp__dnnl_output(b, 0, &plain, 1.0f, &y)) ||
+        (s = ntp__dnnl_alias(b, y, &xm, &y2)))
+        return s;
+    /* s = x² */
+    dnnl_eltwise_desc_t ed;
+    dnnl_primitive_desc_t pd;
+    if ((st = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_square, &xm,
+                                             0.0f, 0.0f)))
+        return ntp__dnnl_error(b, st, "rmsnorm square");
+    int a2[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, m2[2] = {x2, sq};
+    if ((s = ntp__dnnl_pd(b, &pd, &ed, NULL, "rmsnorm square")) ||
+        (s = ntp__dnnl_step(b, pd, ":square", NULL, 2, a2, m2)))
+        return s;
+    /* r = (mean(s) + eps)^-1/2 */
+    dnnl_reduction_desc_t rdsc;
+    if ((st = dnnl_reduction_desc_init(&rdsc, dnnl_reduction_mean, &xm, &rm, 0.0f, 0.0f)))
+        return ntp__dnnl_error(b, st, "rmsnorm mean");
+    dnnl_primitive_attr_t attr;
+    dnnl_post_ops_t po;
+    if ((s = ntp__dnnl_attr(b, &attr)))
+        return s;
+    if ((st = dnnl_post_ops_create(&po)))
+        return ntp__dnnl_error(b, st, "dnnl_post_ops_create");
+    st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, (float)b->n->a.epsilon);
+    if (st == dnnl_success)
+        st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_pow, 1.0f, -0.5f);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "rmsnorm post-ops");
+    m2[0] = sq;
+    m2[1] = r;
+    if ((s = ntp__dnnl_pd(b, &pd, &rdsc, attr, "rmsnorm mean")) ||
+        (s = ntp__dnnl_step(b, pd, ":mean", NULL, 2, a2, m2)))
+        return s;
+    /* y = x · r · scale */
+    dnnl_binary_desc_t bd;
+    if ((st = dnnl_binary_desc_init(&bd, dnnl_binary_mul, &xm, &rm, &xm)))
+        return ntp__dnnl_error(b, st, "rmsnorm product");
+    if ((s = ntp__dnnl_attr(b, &attr)))
+        return s;
+    if ((st = dnnl_post_ops_create(&po)))
+        return ntp__dnnl_error(b, st, "dnnl_post_ops_create");
+    st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &sm);
+    if (st == dnnl_success)
+        st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    if (st != dnnl_success)
+        return ntp__dnnl_error(b, st, "rmsnorm scale post-op");
+    int a4[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST,
+                 DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1};
+    int m4[4] = {x2, r, y2, sc};
+    if ((s = ntp__dnnl_pd(b, &pd, &bd, attr, "rmsnorm product")) ||
+        (s = ntp__dnnl_step(b, pd, "", NULL, 4, a4, m4)))
+        return s;
+    ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
+}

@@ -282,6 +282,9 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b);
  * the cache's capacity with a mask, the cache written by a host step. */
 bool ntp__dnnl_kv_attention_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_kv_attention_build(odnn_build *b);
+/* rmsnorm at f32 from oneDNN's square, mean reduction and binary mul. */
+bool ntp__dnnl_rmsnorm_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_rmsnorm_build(odnn_build *b);
 bool ntp__dnnl_reduce_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_reduce_build(odnn_build *b);
 bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
