@@ -24,9 +24,25 @@ Usage: decoder_torch.py speed LAYERS CONTEXT STEPS
   GPT-2 small's shape with random weights in float32: times a prefill of
   CONTEXT tokens and STEPS decode steps after it (the speed comparison of
   docs/decoders.md).
+
+Usage: decoder_torch.py compare NTPROF ROUNDS CONTEXT STEPS [LAYERS [THREADS]]
+  The speed comparison of issue 18 in one run, interleaved: each round
+  runs `NTPROF generate models/gpt2-small.xml --backend onednn -P CONTEXT
+  -G STEPS -b 1` (GPT-2 small, random weights; prefill of CONTEXT tokens,
+  then STEPS decode steps at a CONTEXT-token context) and the same
+  prefill and steps on this PyTorch GPT-2 in float32 (loaded once), the
+  order alternating from round to round. Both use THREADS threads (default:
+  torch's count). Prints each round's ratios ntprof / PyTorch of prefill
+  tokens/s and of decode tokens/s (1 / the mean step, as generate's), and
+  for each the median ratio with a distribution-free 95% interval (order
+  statistics of the rounds, binomial; at least 6 rounds). LAYERS (default
+  12) shrinks the model for a smoke run. Exit 0, 2 on bad usage, 77
+  without torch.
 """
+import json
 import math
 import os
+import subprocess
 import sys
 import time
 
@@ -151,7 +167,7 @@ def check(d, style, heads, kv_heads, gen):
     return 0 if worst <= 1e-4 else 1
 
 
-def speed(layers, context, steps):
+def gpt2_weights(layers):
     torch.manual_seed(0)
     D, V = 768, 50257
     w = {"wte.table": torch.randn(V, D) * 0.02, "wpe.table": torch.randn(1024, D) * 0.01,
@@ -164,6 +180,11 @@ def speed(layers, context, steps):
             w[p + n + ".b"] = torch.zeros(o)
         for n in ("ln_1", "ln_2"):
             w[p + n + ".gamma"], w[p + n + ".beta"] = torch.ones(D), torch.zeros(D)
+    return w, V
+
+
+def speed(layers, context, steps):
+    w, V = gpt2_weights(layers)
     with torch.no_grad():
         m = Decoder(w, "gpt2", 12, 12, dtype=torch.float32)
         tokens = torch.randint(0, V, (1, context))
@@ -185,7 +206,93 @@ def speed(layers, context, steps):
     return 0
 
 
+def torch_round(m, V, context, steps):
+    """One prefill of `context` tokens and `steps` decode steps on a fresh
+    cache: (prefill tokens/s, decode tokens/s = 1 / mean step)."""
+    m.cache = [[None, None] for _ in range(m.layers)]
+    with torch.no_grad():
+        tokens = torch.randint(0, V, (1, context))
+        t0 = time.perf_counter()
+        logits = m.forward(tokens, 0)
+        nxt = logits[:, -1].argmax(-1)
+        t1 = time.perf_counter()
+        total = 0.0
+        for i in range(steps):
+            a = time.perf_counter()
+            logits = m.forward(nxt[:, None], context + i)
+            nxt = logits[:, -1].argmax(-1)
+            total += time.perf_counter() - a
+    return context / (t1 - t0), steps / total
+
+
+def ntprof_round(exe, layers, context, steps, threads):
+    cmd = [exe, "generate", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                         "models", "gpt2-small.xml"),
+           "--backend", "onednn", "-P", str(context), "-G", str(steps), "-b", "1",
+           "--threads", str(threads), "--no-db", "-f", "json", "--set", "layers=%d" % layers]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:  # the fallback warnings are kept quiet, an error is not
+        sys.stderr.write(r.stderr.decode())
+        raise SystemExit("%s failed (exit %d)" % (" ".join(cmd), r.returncode))
+    d = json.loads(r.stdout)
+    return d["prefill_tokens_per_s"], d["decode_tokens_per_s"]
+
+
+def median_interval(x):
+    """Median of x and a distribution-free interval of at least 95% for it:
+    the order statistics x(k), x(n-1-k) with the largest k such that
+    P(Binomial(n, 1/2) <= k) <= 2.5%."""
+    x = sorted(x)
+    n = len(x)
+    med = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
+    k, cum = -1, 0.0
+    while True:
+        cum += math.comb(n, k + 1) / 2.0 ** n
+        if cum > 0.025:
+            break
+        k += 1
+    if k < 0:
+        return med, None, None
+    return med, x[k], x[n - 1 - k]
+
+
+def compare(exe, rounds, context, steps, layers, threads):
+    w, V = gpt2_weights(layers)
+    m = Decoder(w, "gpt2", 12, 12, dtype=torch.float32)
+    torch.set_num_threads(threads)
+    torch_round(m, V, min(context, 16), 1)  # warm-up (ntprof warms up inside generate)
+    print("GPT-2 small%s, batch 1, prefill %d tokens, %d decode steps at a %d-token context, "
+          "%d threads; torch %s, ntprof --backend onednn"
+          % ("" if layers == 12 else " (%d layers)" % layers, context, steps, context, threads,
+             torch.__version__))
+    print("%5s %12s %12s %12s %12s %8s %8s" % ("round", "ntp pre t/s", "torch pre", "ntp dec t/s",
+                                               "torch dec", "pre x", "dec x"))
+    rp, rd = [], []
+    for r in range(rounds):
+        if r % 2 == 0:
+            a = ntprof_round(exe, layers, context, steps, threads)
+            b = torch_round(m, V, context, steps)
+        else:
+            b = torch_round(m, V, context, steps)
+            a = ntprof_round(exe, layers, context, steps, threads)
+        rp.append(a[0] / b[0])
+        rd.append(a[1] / b[1])
+        print("%5d %12.1f %12.1f %12.1f %12.1f %8.3f %8.3f"
+              % (r + 1, a[0], b[0], a[1], b[1], rp[-1], rd[-1]), flush=True)
+    for name, x in (("prefill", rp), ("decode", rd)):
+        med, lo, hi = median_interval(x)
+        ci = ("95%% interval [%.3f, %.3f]" % (lo, hi)) if lo is not None else \
+            "no 95%% interval with %d rounds (6 at least)" % len(x)
+        print("%s tokens/s, ntprof / PyTorch: median %.3f over %d rounds, %s"
+              % (name, med, len(x), ci))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) in (6, 7, 8) and sys.argv[1] == "compare":
+        a = sys.argv
+        sys.exit(compare(a[2], int(a[3]), int(a[4]), int(a[5]), int(a[6]) if len(a) > 6 else 12,
+                         int(a[7]) if len(a) > 7 else torch.get_num_threads()))
     if len(sys.argv) >= 7 and sys.argv[1] == "check" and (len(sys.argv) - 2) % 5 == 0:
         # Several checks in one process (importing torch takes seconds); a
         # DIR written "!DIR" must fail the check.

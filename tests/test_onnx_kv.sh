@@ -83,6 +83,10 @@ for m in "td 29568 118272" "tl 25760 103060"; do
     if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["params"] != int(sys.argv[2]) or d["weight_bytes"] != int(sys.argv[3]))' "$T/out" "$2" "$3"; then ok; else
         bad "$1: the round trip's params or weight bytes are not $2 and $3"
     fi
+    # The export's ArgMax (next_token) comes back as the one argmax.
+    if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); a=[l["name"] for l in d["layers"] if l["type"] == "argmax"]; sys.exit(a != ["next_token"])' "$T/out"; then ok; else
+        bad "$1: the round trip has not exactly one argmax, next_token"
+    fi
     if $PY - "$T/$1" "$T/rt_$1" <<'PYEOF'; then ok; else bad "$1: round trip logits differ"; fi
 import glob, os, sys
 import numpy as np
@@ -144,4 +148,29 @@ if [ "$(grep -c 'symbolic batch' "$T/err")" = 1 ] &&
     bad "the symbolic batch is not one warning naming 6 inputs"
     cat "$T/err"
 fi
+# ArgMax on import: over the last axis without keepdims, an argmax; over
+# another axis, of the last largest, or keeping the axis (ONNX's default),
+# refused, naming why.
+if $PY - "$T" <<'PYEOF'; then ok; else bad "writing the ArgMax models failed"; fi
+import sys
+import onnx
+from onnx import TensorProto, helper as h
+for name, attrs in (("ok", {"axis": 1, "keepdims": 0}), ("keep", {"axis": 1}),
+                    ("axis0", {"axis": 0, "keepdims": 0}),
+                    ("last", {"axis": -1, "keepdims": 0, "select_last_index": 1})):
+    g = h.make_graph([h.make_node("ArgMax", ["x"], ["y"], **attrs)], name,
+                     [h.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7])],
+                     [h.make_tensor_value_info("y", TensorProto.INT64, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    onnx.save(m, "%s/argmax_%s.onnx" % (sys.argv[1], name))
+PYEOF
+expect_exit 0 "$NTPROF" analyze "$T/argmax_ok.onnx"
+if grep -q "argmax" "$T/out"; then ok; else bad "ArgMax did not import as an argmax"; fi
+expect_exit 1 "$NTPROF" analyze "$T/argmax_keep.onnx"
+expect_err "keepdims 1 (the default): the IR's argmax drops the axis"
+expect_exit 1 "$NTPROF" analyze "$T/argmax_axis0.onnx"
+expect_err "ArgMax over axis 0 of 2: the IR's argmax takes the last axis"
+expect_exit 1 "$NTPROF" analyze "$T/argmax_last.onnx"
+expect_err "select_last_index 1: the IR's argmax takes the first largest"
+
 finish test_onnx_kv

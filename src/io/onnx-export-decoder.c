@@ -12,7 +12,7 @@
  * seq_len and past are symbolic, so one model runs the prefill (past 0)
  * and every decode step: the attention's shapes come from Reshape's 0 and
  * -1, the causal mask from the shapes (Range, Greater, Where). The argmax
- * (the greedy choice) is left to the runtime. rmsnorm and rope are their
+ * (the greedy choice) of the logits is ArgMax, output next_token. rmsnorm and rope are their
  * formulas; grouped-query attention multiplies the queries of each key/value
  * head as one block (Reshape to [N, kv_heads, rep·S, hd], the mask tiled),
  * so no key is copied. */
@@ -270,6 +270,20 @@ static ntp_status lm_head(ntp_xw *w, const ntp_node *n, float *const *wd)
     return NTP_STATUS_OK;
 }
 
+/* The greedy choice: ArgMax over the last axis without keeping it, the
+ * first largest winning (select_last_index 0), as the IR's argmax. ONNX
+ * leaves a NaN's place open; the IR's argmax never picks one. */
+static ntp_status argmax(ntp_xw *w, const ntp_node *n, float *const *wd)
+{
+    (void)wd;
+    const char *in[1] = {tname(w, n->in[0])};
+    Onnx__NodeProto *p = nd(w, n, "ArgMax", NULL, 1, in, tname(w, n->out[0]));
+    ntp__xw_attr_i(w, p, "axis", -1);
+    ntp__xw_attr_i(w, p, "keepdims", 0);
+    ntp__xw_attr_i(w, p, "select_last_index", 0);
+    return NTP_STATUS_OK;
+}
+
 /* The decoder ops' emitters, by op (the other ops are not decoder ops). */
 static ntp_status (*const emit_decoder[NTP_OP_COUNT])(ntp_xw *w, const ntp_node *n,
                                                       float *const *wd) = {
@@ -277,6 +291,7 @@ static ntp_status (*const emit_decoder[NTP_OP_COUNT])(ntp_xw *w, const ntp_node 
     [NTP_OP_ROPE] = rope,
     [NTP_OP_KV_ATTENTION] = kv_attention,
     [NTP_OP_LM_HEAD] = lm_head,
+    [NTP_OP_ARGMAX] = argmax,
 };
 
 ntp_status ntp__xw_emit_decoder(ntp_xw *w, const ntp_node *n, float *const *wd)

@@ -25,6 +25,7 @@ typedef struct ntp_xw {
      * and the kv_attention layers written so far. */
     const char **tname;
     int kv_layer;
+    int next_token; /* the argmax of the logits' output tensor, or -1 */
 } ntp_xw;
 
 /* Zeroed memory the message owns; NULL (and w->failed) when it runs out. */

@@ -622,7 +622,8 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
     case NTP_OP_RMSNORM:
     case NTP_OP_ROPE:
     case NTP_OP_KV_ATTENTION:
-    case NTP_OP_LM_HEAD: return ntp__xw_emit_decoder(w, n, wd);
+    case NTP_OP_LM_HEAD:
+    case NTP_OP_ARGMAX: return ntp__xw_emit_decoder(w, n, wd);
     case NTP_OP_CONVERT:
         /* To f32 (from integer inputs) is a Cast; a layout change a
          * Transpose. Reduced-precision staging has no ONNX meaning. */
@@ -646,7 +647,6 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
     /* Ops with no ONNX operator. */
     case NTP_OP_MFCC:
     case NTP_OP_CTC_DECODE:
-    case NTP_OP_ARGMAX:
     case NTP_OP_DELAY:
     case NTP_OP_COUNT: break;
     }

@@ -349,7 +349,9 @@ static Onnx__ValueInfoProto *value_info_sym(ntp_xw *w, const char *name, int32_t
  * written as input_ids and position_ids (INT64, their batch and sequence
  * dims symbolic), the lm_head's output as logits, each kv_attention adds
  * past_key_values.<i>.key/.value inputs and present.<i>.key/.value
- * outputs, and the argmax is left out. Returns the number of
+ * outputs, and an argmax of the logits is written as ArgMax with the
+ * output next_token (INT64, [batch, seq_len]), after the presents.
+ * Returns the number of
  * kv_attention layers (0: not a decoder). */
 static int decoder_layers(const ntp_graph *g)
 {
@@ -372,12 +374,20 @@ static ntp_status decoder_plan(ntp_xw *w, bool *skip, int *outs, int *n_outs)
         else if (strcmp(nm, "positions") == 0)
             w->tname[g->inputs[i]] = "position_ids";
     }
+    int next = -1;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op == NTP_OP_ARGMAX)
-            skip[i] = true;
         if (g->nodes[i].op == NTP_OP_LM_HEAD)
             lm = g->nodes[i].out[0];
     }
+    /* The greedy choice: an argmax of the logits is written as ArgMax, its
+     * output next_token; any other argmax is left out. */
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NTP_OP_ARGMAX) {
+            if (lm >= 0 && g->nodes[i].in[0] == lm && next < 0)
+                next = g->nodes[i].out[0];
+            else
+                skip[i] = true;
+        }
     if (lm < 0)
         return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: a decoder exports with its lm_head's output as logits, and this "
@@ -393,6 +403,12 @@ static ntp_status decoder_plan(ntp_xw *w, bool *skip, int *outs, int *n_outs)
                                           : "logits",
                                  1))
             return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    w->next_token = next;
+    if (next >= 0) {
+        w->tname[next] = "next_token";
+        if (!ntp__onnx_names_put(w->names, "next_token", 1))
+            return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
     return NTP_STATUS_OK;
 }
 
@@ -403,7 +419,7 @@ static ntp_status decoder_values(ntp_xw *w, const int *ins, int n_ins, int lm,
     const ntp_graph *g = w->g;
     int L = decoder_layers(g);
     Onnx__ValueInfoProto **in = ntp__xw_mem(w, (size_t)(n_ins + 2 * L + 1) * sizeof *in);
-    Onnx__ValueInfoProto **out = ntp__xw_mem(w, (size_t)(1 + 2 * L + 1) * sizeof *out);
+    Onnx__ValueInfoProto **out = ntp__xw_mem(w, (size_t)(2 + 2 * L + 1) * sizeof *out);
     if (!in || !out)
         return ntp_ctx_status(w->ctx);
     size_t ni = 0, no = 0;
@@ -434,6 +450,9 @@ static ntp_status decoder_values(ntp_xw *w, const int *ins, int n_ins, int lm,
         }
         l++;
     }
+    if (w->next_token >= 0) /* INT64, as ONNX's ArgMax gives */
+        out[no++] =
+            value_info_sym(w, "next_token", NTP_ONNX_INT64, &g->tensors[w->next_token].shape, seq);
     *vin = in;
     *vout = out;
     *n_vin = ni;
@@ -581,9 +600,13 @@ static ntp_status build(ntp_xw *w, bool network_only, Onnx__ModelProto *m)
                             onnx_dtype(t->kind == NTP_TENSOR_INPUT ? t->dtype : NTP_DTYPE_F32),
                             &t->shape);
     }
-    for (int i = 0; i < n_outs; i++)
-        vout[i] =
-            value_info(w, g->tensors[outs[i]].name, NTP_ONNX_FLOAT, &g->tensors[outs[i]].shape);
+    for (int i = 0; i < n_outs; i++) {
+        /* ArgMax writes INT64 (the IR's argmax i32). */
+        int pr = g->tensors[outs[i]].producer;
+        bool am = pr >= 0 && g->nodes[pr].op == NTP_OP_ARGMAX;
+        vout[i] = value_info(w, g->tensors[outs[i]].name, am ? NTP_ONNX_INT64 : NTP_ONNX_FLOAT,
+                             &g->tensors[outs[i]].shape);
+    }
     size_t n_vin = (size_t)n_ins, n_vout = (size_t)n_outs;
     if (decoder && (st = decoder_values(w, ins, n_ins, outs[0], &vin, &n_vin, &vout, &n_vout)))
         goto done;

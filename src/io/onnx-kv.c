@@ -686,12 +686,21 @@ ntp_status ntp__onnx_kv_rewrite(ntp_onnx_importer *x)
     return NTP_STATUS_OK;
 }
 
+static ntp_status set_max_positions(ntp_onnx_importer *x);
+
 ntp_status ntp__onnx_kv_outputs(ntp_onnx_importer *x)
 {
     if (x->kv_layers == 0)
         return NTP_STATUS_OK;
     ntp_graph *g = x->g;
     int lt = tensor_of(x, "logits");
+    /* A model with its own ArgMax of the logits (ntprof's export) keeps
+     * it; otherwise one is added. */
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NTP_OP_ARGMAX && g->nodes[i].in[0] == lt)
+            for (int k = 0; k < g->n_outputs; k++)
+                if (g->outputs[k] == g->nodes[i].out[0])
+                    return set_max_positions(x);
     static const Onnx__NodeProto none = ONNX__NODE_PROTO__INIT;
     x->np = &none;
     x->node_name = "next_token";
@@ -707,7 +716,13 @@ ntp_status ntp__onnx_kv_outputs(ntp_onnx_importer *x)
         return oom(x);
     g->outputs = o;
     o[g->n_outputs++] = g->nodes[ni].out[0];
-    /* The longest context: the smallest table the positions index. */
+    return set_max_positions(x);
+}
+
+/* The longest context: the smallest table the positions index. */
+static ntp_status set_max_positions(ntp_onnx_importer *x)
+{
+    ntp_graph *g = x->g;
     int pt = tensor_of(x, "positions");
     int64_t maxpos = 0;
     for (int i = 0; i < g->n_nodes && pt >= 0; i++)

@@ -151,6 +151,38 @@ static ntp_status map_softmax(ntp_onnx_importer *x)
     return ntp__onnx_out_tensor(x, 0, out);
 }
 
+/* ArgMax over the last axis without keeping it, the first largest winning
+ * (select_last_index 0): the IR's argmax (i32 indices where ONNX's are
+ * INT64; a decoder's greedy choice, docs/decoders.md), as ntprof's export
+ * writes it. */
+static ntp_status map_argmax(ntp_onnx_importer *x)
+{
+    int in;
+    ntp_status st = ntp__onnx_in_tensor(x, 0, &in);
+    if (st)
+        return st;
+    ntp_shape s = x->g->tensors[in].shape;
+    int64_t axis = ntp__onnx_attr_i(x, "axis", 0), ax;
+    if (s.ndim == 0 || !ntp__onnx_axis(axis, s.ndim, &ax))
+        return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range",
+                             (long long)axis);
+    if (ax != s.ndim - 1)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "ArgMax over axis %lld of %d: the IR's argmax takes the last axis",
+                             (long long)axis, s.ndim);
+    if (ntp__onnx_attr_i(x, "select_last_index", 0) != 0)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "select_last_index 1: the IR's argmax takes the first largest");
+    if (ntp__onnx_attr_i(x, "keepdims", 1) != 0)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "keepdims 1 (the default): the IR's argmax drops the axis, and its "
+                             "i32 indices do not reshape");
+    int ni = ntp__onnx_add_node(x, NTP_OP_ARGMAX, NULL, &in, 1, 1);
+    if (ni < 0)
+        return ntp_ctx_status(x->ctx);
+    return finish(x, ni);
+}
+
 /* --- binary ops ------------------------------------------------------------------------ */
 
 /* A bias add after a bias-free fc or conv folds into it: the MatMul + Add
@@ -374,5 +406,6 @@ const ntp_onnx_map ntp__onnx_map_eltwise[] = {
     {"ReduceSumSquare", map_reduce, NULL, "axes,keepdims"},
     {"ReduceLogSum", map_reduce, NULL, "axes,keepdims"},
     {"ReduceLogSumExp", map_reduce, NULL, "axes,keepdims"},
+    {"ArgMax", map_argmax, NULL, "axis,keepdims,select_last_index"},
     {NULL, NULL, NULL, NULL},
 };

@@ -3,7 +3,8 @@
 Usage: onnx_kv_check.py MODEL.onnx DIR [MODEL.onnx DIR ...]
   For each: onnx.checker.check_model(full_check=True); the inputs and
   outputs are the past-key-value layout (input_ids, position_ids,
-  past_key_values.{i}.key/.value in; logits, present.{i}.key/.value out);
+  past_key_values.{i}.key/.value in; logits, present.{i}.key/.value,
+  next_token out: the greedy choice, an ArgMax of the logits, INT64);
   then the model runs in numpy (onnx_np.py, float64): the prompt of
   DIR/tokens.npy with empty past key/values, then one step per
   DIR/logits_decode_<i>.npy with the presents fed back as the past and the
@@ -34,7 +35,7 @@ def check(path, d):
     want_in = ["input_ids", "position_ids"] + ["past_key_values.%d.%s" % (l, kv)
                                                for l in range(layers) for kv in ("key", "value")]
     want_out = ["logits"] + ["present.%d.%s" % (l, kv) for l in range(layers)
-                             for kv in ("key", "value")]
+                             for kv in ("key", "value")] + ["next_token"]
     if ins != want_in or outs != want_out or layers == 0:
         print("%s: inputs %s, outputs %s" % (path, ins, outs))
         return False
@@ -65,7 +66,15 @@ def check(path, d):
             for kv in ("key", "value"):
                 past["past_key_values.%d.%s" % (l, kv)] = out["present.%d.%s" % (l, kv)]
         start += S
+        nt = out["next_token"]
+        if nt.dtype != np.int64 or nt.shape != out["logits"].shape[:2] or \
+                (nt != out["logits"].argmax(-1)).any():
+            print("%s: next_token is not the logits' argmax: %s" % (path, nt))
+            ok = False
         ids = theirs[:, -1, :].argmax(-1).astype(np.int64)[:, None]
+        if (nt[:, -1] != ids[:, 0]).any():
+            print("%s: next_token %s, ntprof chose %s" % (path, nt[:, -1], ids[:, 0]))
+            ok = False
     print("%s: checker passed, %d passes in numpy, worst relative difference %.3g"
           % (path, steps + 1, worst))
     return ok

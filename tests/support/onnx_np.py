@@ -101,6 +101,11 @@ def run(model, feeds, dtype=np.float64):
             y = np.where(x[0], x[1], x[2])
         elif op == "Tile":
             y = np.tile(x[0], x[1].tolist())
+        elif op == "ArgMax":
+            assert a.get("select_last_index", 0) == 0
+            y = np.argmax(x[0], axis=a.get("axis", 0)).astype(np.int64)
+            if a.get("keepdims", 1):
+                y = np.expand_dims(y, a.get("axis", 0))
         else:
             raise NotImplementedError("operator %s" % op)
         env[n.output[0]] = y

@@ -30,6 +30,17 @@ static bool lm_head_supports(const ntp_graph *g, const ntp_node *n)
     return ntp__dnnl_matmul_supports(g, n) && n->precision == NTP_DTYPE_F32;
 }
 
+/* The decoder's attention over its KV cache and RMSNorm, at f32 only. */
+static bool kv_attention_supports(const ntp_graph *g, const ntp_node *n)
+{
+    return ntp__dnnl_kv_attention_supports(g, n) && n->precision == NTP_DTYPE_F32;
+}
+
+static bool rmsnorm_supports(const ntp_graph *g, const ntp_node *n)
+{
+    return ntp__dnnl_rmsnorm_supports(g, n) && n->precision == NTP_DTYPE_F32;
+}
+
 /* The element-wise layers, and the build of a layer of no family. */
 static ntp_status eltwise_build(odnn_build *b)
 {
@@ -56,6 +67,8 @@ static const odnn_family concat = {ntp__dnnl_concat_supports, ntp__dnnl_concat_b
 static const odnn_family rnn = {ntp__dnnl_rnn_supports, ntp__dnnl_rnn_build};
 static const odnn_family attention = {ntp__dnnl_attention_supports, ntp__dnnl_attention_build};
 static const odnn_family move = {ntp__dnnl_move_supports, ntp__dnnl_move_build};
+static const odnn_family kv_attention = {kv_attention_supports, ntp__dnnl_kv_attention_build};
+static const odnn_family rmsnorm = {rmsnorm_supports, ntp__dnnl_rmsnorm_build};
 
 /* The family of each op this backend runs. The others (NULL): pad,
  * convert, embedding, the inlays (mfcc, ctc_decode) and the ONNX ops
@@ -96,6 +109,8 @@ static const odnn_family *const families[NTP_OP_COUNT] = {
     [NTP_OP_GRU] = &rnn,
     [NTP_OP_RNN] = &rnn,
     [NTP_OP_ATTENTION] = &attention,
+    [NTP_OP_KV_ATTENTION] = &kv_attention,
+    [NTP_OP_RMSNORM] = &rmsnorm,
     [NTP_OP_RESHAPE] = &move,
     [NTP_OP_FLATTEN] = &move,
     [NTP_OP_DROPOUT] = &move,

@@ -236,6 +236,21 @@ ntp_status ntp__dnnl_step(odnn_build *b, const_dnnl_primitive_desc_t pd, const c
     return NTP_STATUS_OK;
 }
 
+ntp_status ntp__dnnl_host_step(odnn_build *b, odnn_host_fn fn, void *data, const char *suffix)
+{
+    odnn_node *nd = b->nd;
+    if (nd->n_steps == ODNN_MAX_STEPS) {
+        free(data);
+        return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "too many steps or arguments");
+    }
+    odnn_step *s = &nd->steps[nd->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->host = fn;
+    s->host_data = data;
+    snprintf(s->suffix, sizeof s->suffix, "%s", suffix ? suffix : "");
+    return NTP_STATUS_OK;
+}
+
 void ntp__dnnl_set_main(odnn_build *b, const_dnnl_primitive_desc_t pd)
 {
     odnn_node *nd = b->nd;
@@ -537,7 +552,7 @@ ntp_status ntp__dnnl_weight_f32(odnn_build *b, int i, float **out)
     return NTP_STATUS_OK;
 }
 
-static void *bound_ptr(const odnn_node *nd, const odnn_mem *m, const ntp_kargs *k)
+void *ntp__dnnl_bound_ptr(const odnn_node *nd, const odnn_mem *m, const ntp_kargs *k)
 {
     switch (m->bind) {
     case ODNN_BIND_IN: return (char *)k->in[m->idx].data + m->off;
@@ -546,6 +561,7 @@ static void *bound_ptr(const odnn_node *nd, const odnn_mem *m, const ntp_kargs *
     case ODNN_BIND_WS: return (char *)k->workspace + m->off;
     case ODNN_BIND_SCRATCH: return (char *)k->workspace + nd->scratch_off;
     case ODNN_BIND_OWN: return m->own;
+    case ODNN_BIND_KV: return k->kv ? (char *)(m->idx ? k->kv->v : k->kv->k) + m->off : NULL;
     }
     return NULL;
 }
@@ -554,12 +570,14 @@ ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const 
                               int step)
 {
     const odnn_step *sp = &nd->steps[step];
+    if (sp->host)
+        return sp->host(ctx, nd, sp, k);
     dnnl_exec_arg_t args[ODNN_MAX_ARGS];
     dnnl_status_t st = dnnl_success;
     for (int a = 0; a < sp->n_args && st == dnnl_success; a++) {
         odnn_mem *m = &nd->mems[sp->mem[a]];
         if (m->bind != ODNN_BIND_OWN)
-            st = dnnl_memory_set_data_handle(m->m, bound_ptr(nd, m, k));
+            st = dnnl_memory_set_data_handle(m->m, ntp__dnnl_bound_ptr(nd, m, k));
         args[a].arg = sp->arg[a];
         args[a].memory = m->m;
     }
@@ -605,9 +623,11 @@ void ntp__dnnl_node_free(odnn_node *nd)
 {
     if (!nd)
         return;
-    for (int i = 0; i < nd->n_steps; i++)
+    for (int i = 0; i < nd->n_steps; i++) {
         if (nd->steps[i].prim)
             dnnl_primitive_destroy(nd->steps[i].prim);
+        free(nd->steps[i].host_data);
+    }
     for (int i = 0; i < nd->n_mems; i++) {
         if (nd->mems[i].m)
             dnnl_memory_destroy(nd->mems[i].m);

@@ -44,8 +44,16 @@ typedef enum odnn_bind {
     ODNN_BIND_POST,    /* k->post_in[idx].data */
     ODNN_BIND_WS,      /* k->workspace + off */
     ODNN_BIND_SCRATCH, /* k->workspace + the node's scratchpad offset */
-    ODNN_BIND_OWN      /* a buffer the node owns (packed weights, masks) */
+    ODNN_BIND_OWN,     /* a buffer the node owns (packed weights, masks) */
+    ODNN_BIND_KV       /* k->kv's keys (idx 0) or values (idx 1) + off */
 } odnn_bind;
+
+struct odnn_node;
+struct odnn_step;
+/* A step the host runs between primitives (kv_attention's cache append and
+ * mask, kv-attention.c), with its own data. */
+typedef ntp_status (*odnn_host_fn)(ntp_ctx *ctx, const struct odnn_node *nd,
+                                   const struct odnn_step *sp, const ntp_kargs *k);
 
 typedef struct odnn_mem {
     dnnl_memory_t m;
@@ -62,6 +70,8 @@ typedef struct odnn_step {
     int mem[ODNN_MAX_ARGS]; /* index into odnn_node.mems */
     char suffix[48];        /* row name suffix; "" for the main step */
     const char *type;       /* row type: "reorder", or NULL for the layer's own */
+    odnn_host_fn host;      /* a host step (prim NULL), or NULL */
+    void *host_data;        /* its data, freed with the node */
 } odnn_step;
 
 /* Backend-wide state, one per execution plan. */
@@ -174,6 +184,10 @@ ntp_status ntp__dnnl_own_mem(odnn_build *b, const dnnl_memory_desc_t *md, int *i
  * the workspace. suffix "" and type NULL mark the main step. */
 ntp_status ntp__dnnl_step(odnn_build *b, const_dnnl_primitive_desc_t pd, const char *suffix,
                           const char *type, int n, const int *args, const int *mems);
+/* Add a host step running fn with data (malloc'd; the node frees it). */
+ntp_status ntp__dnnl_host_step(odnn_build *b, odnn_host_fn fn, void *data, const char *suffix);
+/* Where memory m of the node points during this execute. */
+void *ntp__dnnl_bound_ptr(const odnn_node *nd, const odnn_mem *m, const ntp_kargs *k);
 /* Make this step the main one and take its implementation name. */
 void ntp__dnnl_set_main(odnn_build *b, const_dnnl_primitive_desc_t pd);
 
@@ -264,6 +278,13 @@ bool ntp__dnnl_rnn_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_rnn_build(odnn_build *b);
 bool ntp__dnnl_attention_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_attention_build(odnn_build *b);
+/* kv_attention (docs/decoders.md) at f32: oneDNN matmuls and softmax over
+ * the cache's capacity with a mask, the cache written by a host step. */
+bool ntp__dnnl_kv_attention_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_kv_attention_build(odnn_build *b);
+/* rmsnorm at f32 from oneDNN's square, mean reduction and binary mul. */
+bool ntp__dnnl_rmsnorm_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__dnnl_rmsnorm_build(odnn_build *b);
 bool ntp__dnnl_reduce_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_reduce_build(odnn_build *b);
 bool ntp__dnnl_move_supports(const ntp_graph *g, const ntp_node *n);
