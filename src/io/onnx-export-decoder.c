@@ -287,11 +287,8 @@ static ntp_status argmax(ntp_xw *w, const ntp_node *n, float *const *wd)
 /* The decoder ops' emitters, by op (the other ops are not decoder ops). */
 static ntp_status (*const emit_decoder[NTP_OP_COUNT])(ntp_xw *w, const ntp_node *n,
                                                       float *const *wd) = {
-    [NTP_OP_RMSNORM] = rmsnorm,
-    [NTP_OP_ROPE] = rope,
-    [NTP_OP_KV_ATTENTION] = kv_attention,
-    [NTP_OP_LM_HEAD] = lm_head,
-    [NTP_OP_ARGMAX] = argmax,
+    [NTP_OP_RMSNORM] = rmsnorm, [NTP_OP_ROPE] = rope,     [NTP_OP_KV_ATTENTION] = kv_attention,
+    [NTP_OP_LM_HEAD] = lm_head, [NTP_OP_ARGMAX] = argmax,
 };
 
 ntp_status ntp__xw_emit_decoder(ntp_xw *w, const ntp_node *n, float *const *wd)

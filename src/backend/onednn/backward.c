@@ -203,6 +203,7 @@ bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
         int64_t axis = n->a.axis < 0 ? n->a.axis + nd : n->a.axis;
         return n->n_w >= 2 && nd >= 1 && axis >= 0 && axis < nd;
     }
+    case BK_MATMUL: /* handled before the switch */
     case BK_NONE: return false;
     }
     return false;
@@ -391,6 +392,7 @@ static dnnl_status_t describe(const ntp_backward_args *a, int mode, bwd_desc *d)
             return st;
         return ntp__dnnl_plain_dims(&d->stat, 1, rd, dnnl_f32);
     }
+    case BK_MATMUL: /* described by describe_matmul */
     case BK_NONE: return dnnl_unimplemented;
     }
     return dnnl_unimplemented;
@@ -451,6 +453,7 @@ static dnnl_status_t forward_pd(odnn_state *s, const ntp_node *n, const bwd_desc
         st = dnnl_layer_normalization_forward_desc_init(&od.ln, fw, &d->src, &d->stat, d->eps,
                                                         d->flags);
         break;
+    case BK_MATMUL: /* no forward hint: its backward is a matmul */
     case BK_NONE: break;
     }
     return st ? st : dnnl_primitive_desc_create(pd, &od, NULL, s->eng, NULL);
@@ -627,6 +630,7 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
         add_arg(e, false, DNNL_ARG_DIFF_SHIFT,
                 add_mem(s, e, &d->wei, mode == 2 ? H_DB : H_OWN, &st));
         break;
+    case BK_MATMUL: /* wired before the switch */
     case BK_NONE: st = dnnl_unimplemented; break;
     }
     return st;
