@@ -157,8 +157,10 @@ static int model_inputs(const char *model, char names[MAX_IO][256], bool *tensor
 }
 
 /* Compare output i with its expected .pb. */
-static bool compare(const char *exp_path, const float *got, const ntp_shape *gs, char *why,
-                    size_t wlen, bool *unsupported)
+/* Output `got` (f32, or i32 data: an index such as argmax's, compared
+ * exactly with an integer expectation) against the expected .pb. */
+static bool compare(const char *exp_path, const void *got, ntp_dtype gdt, const ntp_shape *gs,
+                    char *why, size_t wlen, bool *unsupported)
 {
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_onnx_tensor e;
@@ -171,9 +173,14 @@ static bool compare(const char *exp_path, const float *got, const ntp_shape *gs,
         return false;
     }
     ntp_ctx_free(ctx);
-    if (!ntp__onnx_is_float(e.dtype)) {
+    bool index = gdt == NTP_DTYPE_I32;
+    if (!ntp__onnx_is_float(e.dtype) && !index) {
         snprintf(why, wlen, "expected output is %s", ntp__onnx_dtype_name(e.dtype));
         *unsupported = true;
+        goto done;
+    }
+    if (index && ntp__onnx_is_float(e.dtype)) {
+        snprintf(why, wlen, "output is i32, expected %s", ntp__onnx_dtype_name(e.dtype));
         goto done;
     }
     /* A scalar is [1] in the IR when a reshape produced it. */
@@ -187,8 +194,16 @@ static bool compare(const char *exp_path, const float *got, const ntp_shape *gs,
                  ntp_shape_str(&e.shape, b, sizeof b));
         goto done;
     }
-    for (int64_t k = 0; k < e.n; k++) {
-        double y = got[k], w = e.f[k];
+    for (int64_t k = 0; index && k < e.n; k++) {
+        int64_t y = ((const int32_t *)got)[k], w = ntp__onnx_get_i(&e, k);
+        if (y != w) {
+            snprintf(why, wlen, "element %lld is %lld, expected %lld", (long long)k, (long long)y,
+                     (long long)w);
+            goto done;
+        }
+    }
+    for (int64_t k = 0; !index && k < e.n; k++) {
+        double y = ((const float *)got)[k], w = e.f[k];
         bool same = (isnan(y) && isnan(w)) || y == w || fabs(y - w) <= ATOL + RTOL * fabs(w);
         if (!same) {
             snprintf(why, wlen, "element %lld is %.9g, expected %.9g", (long long)k, y, w);
@@ -274,10 +289,11 @@ static int run_set(const char *dir, const char *model, const char *set, char *wh
                 char exp_path[1100], w2[400];
                 snprintf(exp_path, sizeof exp_path, "%s/%s/output_%d.pb", dir, set, i);
                 bool unsup;
-                if (!buf || !ntp__exec_output(&x, i, buf, &dt) || dt != NTP_DTYPE_F32) {
-                    snprintf(why, wlen, "output %d cannot be read as f32", i);
+                if (!buf || !ntp__exec_output(&x, i, buf, &dt) ||
+                    (dt != NTP_DTYPE_F32 && dt != NTP_DTYPE_I32)) {
+                    snprintf(why, wlen, "output %d cannot be read as f32 or i32", i);
                     result = FAILED;
-                } else if (!compare(exp_path, buf, &s, w2, sizeof w2, &unsup)) {
+                } else if (!compare(exp_path, buf, dt, &s, w2, sizeof w2, &unsup)) {
                     snprintf(why, wlen, "output %d ('%s'): %s [%d layers on %s: %s]", i,
                              ntp_graph_output_name(g, i), w2, *on_be, backend->name, ops);
                     result = unsup ? UNSUPPORTED : FAILED;

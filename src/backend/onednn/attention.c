@@ -17,6 +17,7 @@
  * product rather than to Q first as PyTorch does; the two differ by
  * rounding only. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "onednn-impl.h"
@@ -86,24 +87,32 @@ static ntp_status project(odnn_build *b, int src, int dst, int64_t rows, int64_t
     return NTP_STATUS_OK;
 }
 
-/* A matmul step src x wei -> dst over [N, heads, ...] views. */
-static ntp_status batched(odnn_build *b, int src, int wei, int dst, float scale, int mask,
-                          const char *suffix)
+/* A matmul step src x wei -> dst over views of any rank oneDNN's matmul
+ * takes (wei's batch dims of 1 broadcast), scaled, plus `mask` (a memory
+ * index, or -1) added as a binary post-op; `main` makes it the layer's main
+ * primitive. `op` names the layer in errors ("attention", "kv_attention"). */
+ntp_status ntp__dnnl_matmul_step(odnn_build *b, const char *op, int src, int wei, int dst,
+                                 float scale, int mask, const char *suffix, bool main)
 {
+    char what[64];
     const dnnl_memory_desc_t *sm, *wm, *dm;
     dnnl_memory_get_memory_desc(b->nd->mems[src].m, &sm);
     dnnl_memory_get_memory_desc(b->nd->mems[wei].m, &wm);
     dnnl_memory_get_memory_desc(b->nd->mems[dst].m, &dm);
     dnnl_matmul_desc_t d;
     dnnl_status_t st = dnnl_matmul_desc_init(&d, sm, wm, NULL, dm);
-    if (st != dnnl_success)
-        return ntp__dnnl_error(b, st, "attention matmul descriptor");
+    if (st != dnnl_success) {
+        snprintf(what, sizeof what, "%s matmul descriptor", op);
+        return ntp__dnnl_error(b, st, what);
+    }
     dnnl_primitive_attr_t attr;
     ntp_status s = ntp__dnnl_attr(b, &attr);
     if (s)
         return s;
-    if (scale != 1.0f && (st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale)))
-        return ntp__dnnl_error(b, st, "attention scale");
+    if (scale != 1.0f && (st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale))) {
+        snprintf(what, sizeof what, "%s scale", op);
+        return ntp__dnnl_error(b, st, what);
+    }
     int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, 0};
     int mems[4] = {src, wei, dst, mask};
     int n = 3;
@@ -122,9 +131,13 @@ static ntp_status batched(odnn_build *b, int src, int wei, int dst, float scale,
         args[n++] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
     }
     dnnl_primitive_desc_t pd;
-    if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "attention matmul")))
+    snprintf(what, sizeof what, "%s matmul", op);
+    if ((s = ntp__dnnl_pd(b, &pd, &d, attr, what)) ||
+        (s = ntp__dnnl_step(b, pd, suffix, NULL, n, args, mems)))
         return s;
-    return ntp__dnnl_step(b, pd, suffix, NULL, n, args, mems);
+    if (main)
+        ntp__dnnl_set_main(b, pd);
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp__dnnl_attention_build(odnn_build *b)
@@ -213,7 +226,8 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
                 for (int64_t j = 0; j < Skv; j++)
                     m[i * Skv + j] = j > i ? -INFINITY : 0.0f;
         }
-        if ((s = batched(b, q, kt, p, (float)(1.0 / sqrt((double)hd)), mask, ":scores")))
+        if ((s = ntp__dnnl_matmul_step(b, "attention", q, kt, p, (float)(1.0 / sqrt((double)hd)),
+                                       mask, ":scores", false)))
             goto done;
         dnnl_softmax_v2_desc_t sd;
         dnnl_status_t st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
@@ -240,7 +254,7 @@ ntp_status ntp__dnnl_attention_build(odnn_build *b)
         int v, c, cview, y, yview;
         if ((s = view4(b, qkv[2], col[2], vd, vst, &v)) || (s = ntp__dnnl_ws_mem(b, &cm, &c)) ||
             (s = view4(b, c, 0, cd, cst, &cview)) ||
-            (s = batched(b, p, v, cview, 1.0f, -1, ":context")))
+            (s = ntp__dnnl_matmul_step(b, "attention", p, v, cview, 1.0f, -1, ":context", false)))
             goto done;
         dnnl_memory_desc_t plain;
         ntp__dnnl_plain_md(&plain, &k->out[0].shape, b->cdt);

@@ -204,34 +204,6 @@ static ntp_status view5(odnn_build *b, int base, size_t off, const int64_t *dims
     return ntp__dnnl_mem(b, &md, m->bind, m->idx, m->off + off, idx);
 }
 
-/* dst = src x wei (5-d, broadcast over wei's group dim), scaled. */
-static ntp_status matmul5(odnn_build *b, int src, int wei, int dst, float scale, const char *suffix,
-                          bool main)
-{
-    const dnnl_memory_desc_t *sm, *wm, *dm;
-    dnnl_memory_get_memory_desc(b->nd->mems[src].m, &sm);
-    dnnl_memory_get_memory_desc(b->nd->mems[wei].m, &wm);
-    dnnl_memory_get_memory_desc(b->nd->mems[dst].m, &dm);
-    dnnl_matmul_desc_t d;
-    dnnl_status_t st = dnnl_matmul_desc_init(&d, sm, wm, NULL, dm);
-    if (st != dnnl_success)
-        return ntp__dnnl_error(b, st, "kv_attention matmul descriptor");
-    dnnl_primitive_attr_t attr;
-    ntp_status s = ntp__dnnl_attr(b, &attr);
-    if (s)
-        return s;
-    if (scale != 1.0f && (st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale)))
-        return ntp__dnnl_error(b, st, "kv_attention scale");
-    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, mems[3] = {src, wei, dst};
-    dnnl_primitive_desc_t pd;
-    if ((s = ntp__dnnl_pd(b, &pd, &d, attr, "kv_attention matmul")) ||
-        (s = ntp__dnnl_step(b, pd, suffix, NULL, 3, args, mems)))
-        return s;
-    if (main)
-        ntp__dnnl_set_main(b, pd);
-    return NTP_STATUS_OK;
-}
-
 /* scores += mask, broadcast over the heads: a binary primitive (a mask
  * post-op on the 5-d matmul falls to oneDNN 2.6's reference matmul). */
 static ntp_status add_mask(odnn_build *b, int p, int mask)
@@ -366,7 +338,8 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
     if ((s = view5(b, h->q, 0, qd, qst, &q)) || (s = view5(b, kbase, 0, ktd, kst, &kt)) ||
         (s = view5(b, vbase, 0, vd, vst, &v)) || (s = ntp__dnnl_ws_mem(b, &pm, &p)) ||
         (s = view5(b, y, 0, qd, qst, &cview)) ||
-        (s = matmul5(b, q, kt, p, (float)(1.0 / sqrt((double)hd)), "", true)) ||
+        (s = ntp__dnnl_matmul_step(b, "kv_attention", q, kt, p, (float)(1.0 / sqrt((double)hd)), -1,
+                                   "", true)) ||
         (s = add_mask(b, p, h->mask)))
         return s;
     if ((st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference, dnnl_softmax_accurate,
@@ -375,7 +348,7 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
     smems[0] = smems[1] = p;
     if ((s = ntp__dnnl_pd(b, &spd, &sd, NULL, "kv_attention softmax")) ||
         (s = ntp__dnnl_step(b, spd, ":softmax", NULL, 2, sargs, smems)) ||
-        (s = matmul5(b, p, v, cview, 1.0f, ":context", false)))
+        (s = ntp__dnnl_matmul_step(b, "kv_attention", p, v, cview, 1.0f, -1, ":context", false)))
         return s;
     if (has_mask) {
         kv_host **ref = malloc(sizeof *ref);

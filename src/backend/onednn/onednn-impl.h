@@ -143,6 +143,10 @@ typedef struct odnn_build {
 /* --- build.c: memory, steps, reorders, errors ----------------------------- */
 /* Record "<op name='layer'>: what: dnnl status" and return BACKEND_ERROR. */
 ntp_status ntp__dnnl_error(odnn_build *b, dnnl_status_t st, const char *what);
+/* A (batched) matmul step src x wei -> dst, scaled, with an optional mask
+ * post-op (attention.c; attention and kv_attention). */
+ntp_status ntp__dnnl_matmul_step(odnn_build *b, const char *op, int src, int wei, int dst,
+                                 float scale, int mask, const char *suffix, bool main);
 /* Record a message about the layer with status st. */
 ntp_status ntp__dnnl_fail(odnn_build *b, ntp_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
