@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
+#include "support/npy.h"
 
 #define TINY NTP_SOURCE_DIR "/models/tiny-decoder.xml"
 #define LLAMA NTP_SOURCE_DIR "/tests/data/tiny-llama.xml"
@@ -139,51 +140,6 @@ static void test_weights_once(void **state)
     ntp_ctx_free(ctx);
 }
 
-/* A float32 .npy file's values (version 1 header); *n gets their count. */
-static float *read_npy(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char head[10];
-    assert_int_equal(fread(head, 1, 10, f), 10);
-    assert_int_equal(head[6], 1);
-    size_t hl = (size_t)head[8] | (size_t)head[9] << 8;
-    char hdr[4096];
-    assert_true(hl < sizeof hdr);
-    assert_int_equal(fread(hdr, 1, hl, f), hl);
-    hdr[hl] = 0;
-    assert_non_null(strstr(hdr, "'<f4'"));
-    long at = ftell(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)(ftell(f) - at) / sizeof(float);
-    fseek(f, at, SEEK_SET);
-    float *v = malloc(*n * sizeof *v + 1);
-    assert_non_null(v);
-    assert_int_equal(fread(v, sizeof *v, *n, f), *n);
-    fclose(f);
-    return v;
-}
-
-/* max |a - b| / max |b| over a file both runs saved. */
-static double rel_err(const char *da, const char *db, const char *name)
-{
-    char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s/%s.npy", da, name);
-    snprintf(pb, sizeof pb, "%s/%s.npy", db, name);
-    size_t na, nb;
-    float *a = read_npy(pa, &na), *b = read_npy(pb, &nb);
-    assert_int_equal(na, nb);
-    double d = 0, m = 0;
-    for (size_t i = 0; i < na; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        d = e > d ? e : d;
-        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
-    }
-    free(a);
-    free(b);
-    return d / m;
-}
-
 static void rm_dir(const char *dir)
 {
     char cmd[600];
@@ -229,8 +185,8 @@ static void test_i8_cache(void **state)
     assert_int_equal(r[0]->kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
     /* Decode's cache traffic at i8: bytes per token x (past + 2) per step. */
     assert_true(r[1]->decode.bytes < r[0]->decode.bytes);
-    double e8 = rel_err(dirs[1], dirs[0], "logits_prefill");
-    double e16 = rel_err(dirs[2], dirs[0], "logits_prefill");
+    double e8 = test_npy_rel_err(dirs[1], dirs[0], "logits_prefill");
+    double e16 = test_npy_rel_err(dirs[2], dirs[0], "logits_prefill");
     print_message("logits rel error vs f32 cache: i8 %.3g, bf16 %.3g\n", e8, e16);
     assert_true(e8 > 0 && e8 < 4.0 / 254.0);
     assert_true(e8 > e16);
@@ -244,7 +200,7 @@ static void test_i8_cache(void **state)
             break;
         char name[64];
         snprintf(name, sizeof name, "logits_decode_%lld", (long long)i);
-        double e = rel_err(dirs[1], dirs[0], name);
+        double e = test_npy_rel_err(dirs[1], dirs[0], name);
         assert_true(e > 0 && e < 4.0 / 254.0);
     }
     for (int i = 0; i < 3; i++) {

@@ -24,54 +24,11 @@
 
 #include "backend/backend-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/npy.h"
 
 #define TINY NTP_SOURCE_DIR "/models/tiny-decoder.xml"
 #define LLAMA NTP_SOURCE_DIR "/tests/data/tiny-llama.xml"
 #define LLAMA_MASK NTP_SOURCE_DIR "/tests/data/tiny-llama-mask.xml"
-
-static float *read_npy(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char head[10];
-    assert_int_equal(fread(head, 1, 10, f), 10);
-    size_t hl = (size_t)head[8] | (size_t)head[9] << 8;
-    char hdr[4096];
-    assert_true(hl < sizeof hdr);
-    assert_int_equal(fread(hdr, 1, hl, f), hl);
-    hdr[hl] = 0;
-    assert_non_null(strstr(hdr, "'<f4'"));
-    long at = ftell(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)(ftell(f) - at) / sizeof(float);
-    fseek(f, at, SEEK_SET);
-    float *v = malloc(*n * sizeof *v + 1);
-    assert_non_null(v);
-    assert_int_equal(fread(v, sizeof *v, *n, f), *n);
-    fclose(f);
-    return v;
-}
-
-/* max |a - b| / max |b| over a file both runs saved. */
-static double rel_err(const char *da, const char *db, const char *name)
-{
-    char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s/%s.npy", da, name);
-    snprintf(pb, sizeof pb, "%s/%s.npy", db, name);
-    size_t na, nb;
-    float *a = read_npy(pa, &na), *b = read_npy(pb, &nb);
-    assert_int_equal(na, nb);
-    assert_true(na > 0);
-    double d = 0, m = 0;
-    for (size_t i = 0; i < na; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        d = e > d || isnan(e) ? e : d;
-        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
-    }
-    free(a);
-    free(b);
-    return d / m;
-}
 
 static void rm_dir(const char *dir)
 {
@@ -117,7 +74,7 @@ static void compare(const char *model, int64_t batch, int64_t pad, int64_t conte
         attn += attention;
     }
     assert_int_equal(attn, 2);
-    double e = rel_err(dirs[1], dirs[0], "logits_prefill");
+    double e = test_npy_rel_err(dirs[1], dirs[0], "logits_prefill");
     print_message("prefill logits: onednn vs ref %.3g\n", e);
     assert_true(e <= 1e-5);
     assert_memory_equal(r[0]->tokens, r[1]->tokens,
@@ -125,7 +82,7 @@ static void compare(const char *model, int64_t batch, int64_t pad, int64_t conte
     for (int64_t i = 0; i < G; i++) {
         char name[64];
         snprintf(name, sizeof name, "logits_decode_%lld", (long long)i);
-        e = rel_err(dirs[1], dirs[0], name);
+        e = test_npy_rel_err(dirs[1], dirs[0], name);
         print_message("decode step %lld logits: onednn vs ref %.3g\n", (long long)i, e);
         assert_true(e <= 1e-5);
     }

@@ -61,6 +61,25 @@ static ntp__stmt *prepare_insert(ntp_store *to, ntp__stmt *src, const char *tabl
     return q;
 }
 
+/* Bind column i of src's current row, as it is typed there, to
+ * parameter k of ins. */
+static void bind_column(ntp__stmt *ins, int k, ntp__stmt *src, int i)
+{
+    const ntp__store_driver *d = src->s->drv;
+    switch (d->column_type(src, i)) {
+    case NTP__COL_NULL: ntp__db_null(ins, k); break;
+    case NTP__COL_INT: ntp__db_int(ins, k, d->column_int64(src, i)); break;
+    case NTP__COL_FLOAT: ntp__db_double(ins, k, d->column_double(src, i)); break;
+    case NTP__COL_TEXT: ntp__db_text(ins, k, d->column_text(src, i)); break;
+    case NTP__COL_BLOB: {
+        size_t len;
+        const void *b = d->column_blob(src, i, &len);
+        ntp__db_blob(ins, k, b, len);
+        break;
+    }
+    }
+}
+
 /* Bind src's current row to ins (made by prepare_insert with the same
  * skip), with column `over` bound to the integer over_int or, when
  * over_text is not NULL, that text. */
@@ -80,18 +99,7 @@ static void bind_row(ntp__stmt *ins, ntp__stmt *src, const char *skip, const cha
                 ntp__db_int(ins, k++, over_int);
             continue;
         }
-        switch (d->column_type(src, i)) {
-        case NTP__COL_NULL: ntp__db_null(ins, k++); break;
-        case NTP__COL_INT: ntp__db_int(ins, k++, d->column_int64(src, i)); break;
-        case NTP__COL_FLOAT: ntp__db_double(ins, k++, d->column_double(src, i)); break;
-        case NTP__COL_TEXT: ntp__db_text(ins, k++, d->column_text(src, i)); break;
-        case NTP__COL_BLOB: {
-            size_t len;
-            const void *b = d->column_blob(src, i, &len);
-            ntp__db_blob(ins, k++, b, len);
-            break;
-        }
-        }
+        bind_column(ins, k++, src, i);
     }
 }
 
@@ -381,18 +389,7 @@ static void bind_row_ids(ntp__stmt *ins, ntp__stmt *src, const char *skip, const
                 ntp__db_null(ins, k++);
             continue;
         }
-        switch (d->column_type(src, i)) {
-        case NTP__COL_NULL: ntp__db_null(ins, k++); break;
-        case NTP__COL_INT: ntp__db_int(ins, k++, d->column_int64(src, i)); break;
-        case NTP__COL_FLOAT: ntp__db_double(ins, k++, d->column_double(src, i)); break;
-        case NTP__COL_TEXT: ntp__db_text(ins, k++, d->column_text(src, i)); break;
-        case NTP__COL_BLOB: {
-            size_t len;
-            const void *b = d->column_blob(src, i, &len);
-            ntp__db_blob(ins, k++, b, len);
-            break;
-        }
-        }
+        bind_column(ins, k++, src, i);
     }
 }
 
