@@ -92,8 +92,9 @@ class Decoder:
         B, S, H, hd = q.shape
         L = k.shape[1]
         rep = H // self.kv_heads
-        k = k.repeat_interleave(rep, dim=2)
-        v = v.repeat_interleave(rep, dim=2)
+        if rep > 1:  # grouped-query: each KV head serves `rep` query heads
+            k = k.repeat_interleave(rep, dim=2)
+            v = v.repeat_interleave(rep, dim=2)
         s = torch.einsum("bshd,bthd->bhst", q, k) / math.sqrt(hd)
         qi = torch.arange(S)[:, None] + past
         kj = torch.arange(L)[None, :]
