@@ -242,6 +242,18 @@ static ntp_status list_runs(ntp_ctx *ctx, ntp_store *from, run_ref **out, int64_
 }
 
 /* Machines whose ceilings `to` lacks, with their GPUs. */
+/* The count that `have` (a bound SELECT count(*)) returns into *n; `what`
+ * is the error's message when it returns no row. */
+static ntp_status count_of(ntp_ctx *ctx, ntp_store *to, ntp__stmt *have, const char *what,
+                           int64_t *n)
+{
+    *n = 0;
+    if (ntp__db_step(have) != NTP__STEP_ROW)
+        return ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, what);
+    *n = ntp__db_col_int(have, 0);
+    return NTP_STATUS_OK;
+}
+
 static ntp_status copy_machines(ntp_ctx *ctx, ntp_store *from, ntp_store *to, int64_t *copied)
 {
     ntp__stmt *src = ntp__db_prepare(from, "SELECT * FROM machines ORDER BY key");
@@ -265,10 +277,7 @@ static ntp_status copy_machines(ntp_ctx *ctx, ntp_store *from, ntp_store *to, in
             st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the machines");
         } else {
             ntp__db_text(have, 1, key);
-            if (ntp__db_step(have) == NTP__STEP_ROW)
-                n = ntp__db_col_int(have, 0);
-            else
-                st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the machines");
+            st = count_of(ctx, to, have, "cannot read the machines", &n);
             ntp__db_finalize(have);
         }
         if (!st && n == 0 && !(st = ntp__store_begin(ctx, to))) {
@@ -336,12 +345,8 @@ static ntp_status copy_loads(ntp_ctx *ctx, ntp_store *from, ntp_store *to, int64
         ntp__db_reset(have);
         ntp__db_text(have, 1, ntp__db_col_text(src, time_col));
         ntp__db_blob(have, 2, report, len);
-        int64_t n = 0;
-        if (ntp__db_step(have) == NTP__STEP_ROW)
-            n = ntp__db_col_int(have, 0);
-        else
-            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the load runs");
-        if (st)
+        int64_t n;
+        if ((st = count_of(ctx, to, have, "cannot read the load runs", &n)))
             break;
         if (n > 0) {
             ++*present;
@@ -557,12 +562,8 @@ static ntp_status copy_sweeps(ntp_ctx *ctx, ntp_store *from, ntp_store *to, cons
         ntp__db_reset(have);
         for (int i = 0; i < 5; i++)
             ntp__db_text(have, i + 1, ntp__db_col_text(src, col[i]));
-        int64_t n = 0;
-        if (ntp__db_step(have) == NTP__STEP_ROW)
-            n = ntp__db_col_int(have, 0);
-        else
-            st = ntp__store_error(ctx, to, NTP_STATUS_INTERNAL, "cannot read the sweeps");
-        if (st)
+        int64_t n;
+        if ((st = count_of(ctx, to, have, "cannot read the sweeps", &n)))
             break;
         if (n > 0) {
             ++*present;
