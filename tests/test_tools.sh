@@ -36,6 +36,10 @@ PERF=$(command -v perf || ls /usr/bin/perf_[0-9]* 2>/dev/null | tail -1)
 [ -n "$PERF" ] && ok || bad "perf is missing: install linux-perf (scripts/deps.sh)"
 command -v valgrind >/dev/null && ok || bad "valgrind is missing: install valgrind (scripts/deps.sh)"
 command -v papi_avail >/dev/null && ok || bad "papi_avail is missing: install papi-tools (scripts/deps.sh)"
+# PyTorch is the truth of several tests, which skip without it: a machine that
+# lacks it would pass the suite without judging what they check.
+/usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null && ok ||
+    bad "PyTorch is missing: install python3-torch python3-torchvision (scripts/deps.sh)"
 # valgrind cannot run a binary built with AddressSanitizer (-DNTP_SANITIZE=ON).
 ASAN=0
 if ldd "$NTPROF" 2>/dev/null | grep -q libasan || nm "$NTPROF" 2>/dev/null | grep -q __asan_init; then
