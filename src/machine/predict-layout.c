@@ -147,7 +147,8 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
                         .first = 0,
                         .last = g->n_nodes - 1,
                         .place = o->place,
-                        .n_place = o->n_place};
+                        .n_place = o->n_place,
+                        .fuse = o->fuse};
     ntp_exec x = {0};
     ntp_rows w = {0};
     ntp_status st = ntp__exec_init(ctx, &x, g, &eo);
