@@ -112,6 +112,10 @@ typedef struct ntp_calibration {
      * weights evicted and its input just written, as in a network); ""
      * in a calibration made before the mode was recorded: warm. */
     char cache[16];
+    /* The instruction-set flags of the machine calibrated (ntp_env's
+     * cpu_flags: "avx2 fma avx512f ..."), which the layouts a backend picks
+     * depend on; "" in a calibration made before they were recorded. */
+    char cpu_flags[256];
 } ntp_calibration;
 
 typedef struct ntp_calibrate_opts {
@@ -251,6 +255,10 @@ typedef struct ntp_prediction {
      * many layers are fused into another. */
     bool fused;
     int n_fused;
+    /* Where the copy rows come from when the calibration is another
+     * machine's: this machine's plan, and why the other machine's may
+     * differ (its ISA or its backend's version); "" otherwise. */
+    char copies_note[256];
 } ntp_prediction;
 
 /* How ntp_predict_with predicts (ntp_predict_opts_default: all zero). */

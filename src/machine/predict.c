@@ -883,6 +883,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
+    ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
     json_t *lv = json_array();
     for (int i = 0; i < cal->n_levels; i++) {
@@ -945,6 +946,8 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     get_str(j, "cache", cal->cache, sizeof cal->cache);
     if (!cal->cache[0])
         snprintf(cal->cache, sizeof cal->cache, "warm");
+    /* "" in calibrations from before the ISA was recorded: unknown. */
+    get_str(j, "cpu_flags", cal->cpu_flags, sizeof cal->cpu_flags);
     cal->peak_gflops = get_num(j, "peak_gflops");
     json_t *lv = json_object_get(j, "levels");
     size_t i;

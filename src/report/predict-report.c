@@ -130,6 +130,8 @@ static void write_table(const ntp_prediction *p, FILE *f)
         ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
                        p->n_layers - p->n_unpredicted,
                        p->roofline_only ? " -- a roofline-only estimate" : "");
+    if (p->copies_note[0])
+        ntp__put_linef(f, "%s", p->copies_note);
     if (p->fused)
         ntp__put_linef(f,
                        "fused as `run --fuse` runs it: %d layer%s fused into the layer before "
@@ -170,6 +172,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "threads", json_integer(c->threads));
     ntp__jset(&ok, cal, "calibrated_at", ntp__json_str(c->calibrated_at));
     ntp__jset(&ok, cal, "cache", json_string(c->cache[0] ? c->cache : "warm"));
+    ntp__jset(&ok, cal, "cpu_flags", json_string(c->cpu_flags));
     json_t *also = json_array();
     for (int k = 1; k < p->n_cals; k++)
         ntp__jpush(&ok, also, ntp__json_str(p->cals[k].backend));
@@ -205,6 +208,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, root, "layers", layers);
     ntp__jset(&ok, root, "predicted_ms", ntp__json_num(p->total_ms));
     ntp__jset(&ok, root, "copies_ms", ntp__json_num(p->copies_ms));
+    if (p->copies_note[0])
+        ntp__jset(&ok, root, "copies_note", json_string(p->copies_note));
     ntp__jset(&ok, root, "unpredicted_layers", json_integer(p->n_unpredicted));
     ntp__jset(&ok, root, "fused", json_boolean(p->fused));
     ntp__jset(&ok, root, "fused_layers", json_integer(p->n_fused));
