@@ -125,18 +125,22 @@ static void write_table(const ntp_prediction *p, FILE *f)
         ntp__put_linef(f,
                        "predicted end to end: %.4g ms (sum of %d layers and %d reorder and "
                        "conversion rows, %.4g ms, from the prepared plan)",
-                       p->total_ms, p->n_layers - p->n_unpredicted, n_copies, p->copies_ms);
+                       p->total_ms, p->n_layers - p->n_unpredicted - p->n_fused, n_copies,
+                       p->copies_ms);
     else
         ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
-                       p->n_layers - p->n_unpredicted,
+                       p->n_layers - p->n_unpredicted - p->n_fused,
                        p->roofline_only ? " -- a roofline-only estimate" : "");
     if (p->copies_note[0])
-        ntp__put_linef(f, "%s", p->copies_note);
-    if (p->fused)
-        ntp__put_linef(f,
-                       "fused as `run --fuse` runs it: %d layer%s fused into the layer before "
-                       "(kind fused), each group priced in its head's row as its fused kernel",
-                       p->n_fused, p->n_fused == 1 ? "" : "s");
+        ntp__put_wrapped(f, "", p->copies_note);
+    if (p->fused) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "%d layer%s fused into the layer before them (kind fused), each group priced in "
+                 "its head's row as its fused kernel",
+                 p->n_fused, p->n_fused == 1 ? "" : "s");
+        ntp__put_wrapped(f, "fused as `run --fuse` runs it: ", text);
+    }
     if (p->uncalibrated[0])
         ntp__put_linef(f,
                        "not predicted: %d layer%s of families without a calibration (%s); "
