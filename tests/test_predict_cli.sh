@@ -3,7 +3,8 @@
 # one family stored in the history, `ntprof predict` from it (table, JSON),
 # the run report with the prediction beside the measurement and without a
 # calibration unchanged, and the one-line errors: no calibration for the
-# backend, an unknown machine, --calibrate's options without it.
+# backend, an unknown machine, --calibrate's options without it; --fuse
+# as the run fuses.
 # Usage: test_predict_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
@@ -133,6 +134,26 @@ fc2 = [l for l in p["layers"] if l["name"] == "fc2"][0]
 assert fc2["backend"] == "onednn" and fc2["note"] == "n/a: not calibrated for onednn", fc2
 PYEOF
 fi
+# --fuse as `run --fuse` fuses: on ref, the batch norms folded into their
+# convs (the engine's rule, for every backend); the rows name for name.
+CNN=$SRC/models/tiny-cnn.xml
+expect_exit 0 "$NTPROF" predict "$CNN" --backend ref --db "$DB" --fuse -f json -o "$T/fz.json"
+expect_exit 0 "$NTPROF" run "$CNN" "${FAST[@]}" --fuse --db "$DB" -f json -o "$T/fz-run.json"
+$PY - "$T/fz.json" "$T/fz-run.json" <<'PYEOF' && ok || bad "predict --fuse"
+import json, sys
+p, r = (json.load(open(f)) for f in sys.argv[1:3])
+want = {l["name"]: (l["kind"], l.get("fused_into")) for l in r["layers"]
+        if l["kind"] in ("layer", "fused")}
+got = {l["name"]: (l["kind"], l.get("fused_into")) for l in p["layers"]
+       if l["kind"] in ("layer", "fused")}
+assert got == want, (got, want)
+assert p["fused"] and p["fused_layers"] == 2 and want["bn1"] == ("fused", "conv1"), p
+# Beside the fused run, no fused row is predicted apart from its head.
+assert all("predicted_ms" not in l for l in r["layers"] if l["kind"] == "fused"), r["layers"]
+PYEOF
+expect_exit 2 "$NTPROF" predict "$MLP" --ceilings "$T/ceil.json" --fuse
+grep -q "takes no --machine, --backend, --place or --fuse" "$T/err" && ok || bad "--fuse: $(cat "$T/err")"
+
 # The run refuses it the same way, with the same exit status.
 expect_exit 1 "$NTPROF" predict "$MLP" --backend ref --db "$DB" --place fc9=ref
 grep -q "has no layer 'fc9'; did you mean 'fc1'?" "$T/err" && ok || bad "--place: $(cat "$T/err")"

@@ -4,9 +4,10 @@
  * placement the run refuses is refused the same way, and the reorder and
  * conversion rows the prediction learns from its prepared plan are the rows
  * the run times, with the same names and bytes, each priced as a copy by
- * the formula worked by hand. Without a way to know them (another machine's
- * calibration, not asked) one n/a row says so and the total leaves them
- * out. Needs oneDNN (exits 77 without it). */
+ * the formula worked by hand. Another machine's calibration prices this
+ * machine's rows with its coefficients and says whether its layouts may
+ * differ. Without a way to know them (not asked) one n/a row says so and
+ * the total leaves them out. Needs oneDNN (exits 77 without it). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -261,6 +262,78 @@ static void test_place_refused_alike(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Another machine's calibration: the rows are this machine's plan's, the
+ * run's name for name, priced with that machine's copy coefficients (5 us
+ * + 2 x memory, not this one's); the prediction says whether its layouts
+ * are the same (same ISA and oneDNN version) or may differ, and why. */
+static void test_reorders_other_machine(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx);
+    ntp_env env;
+    ntp_env_collect(&env);
+    ntp_run_result *r = run_placed(ctx, g, NULL, 0);
+    static const struct {
+        int isa; /* 0: this machine's, 1: another, 2: not recorded */
+        const char *note;
+    } cases[] = {
+        {0, "(same ISA and onednn version: the same layouts)"},
+        {1, "onednn's layouts there may differ: its ISA ("},
+        {2, "onednn's layouts there may differ: its ISA was not recorded"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ntp_calibration cal, ref;
+        hand_calibration(&cal, "onednn", "a colleague's machine");
+        hand_calibration(&ref, "ref", "a colleague's machine");
+        ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_COPY];
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 5e-6;
+        m->coef[NTP_PREDICT_TERM_MEMORY] = 2;
+        ntp_predict_backend_version("onednn", cal.backend_version, sizeof cal.backend_version);
+        snprintf(cal.cpu_flags, sizeof cal.cpu_flags, "%.255s",
+                 cases[k].isa == 0                      ? env.cpu_flags
+                 : strcmp(env.cpu_flags, "sse4_2") != 0 ? "sse4_2"
+                                                        : "sse4_2 avx2");
+        if (cases[k].isa == 2)
+            cal.cpu_flags[0] = '\0';
+        ntp_prediction *p = predict(ctx, g, &cal, &ref, NULL, 0, true);
+        int copies = 0;
+        double sum = 0;
+        for (int i = 0; i < r->n_layers; i++) {
+            const ntp_layer_result *l = &r->layers[i];
+            if (strcmp(l->kind, "reorder") != 0 && strcmp(l->kind, "convert") != 0)
+                continue;
+            const ntp_layer_prediction *cp = find(p->copies, p->n_copies, l->name);
+            if (!cp) {
+                print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
+                fail();
+            }
+            assert_int_equal(cp->bytes, l->bytes);
+            /* ref's rows under ref's calibration (the bandwidth alone). */
+            double gbps = l->bytes <= 65536 ? 200 : 20;
+            double want = strcmp(l->backend, "ref") == 0
+                              ? hand_copy_ms("ref", l->bytes)
+                              : 1e3 * (5e-6 + 2 * (double)l->bytes / (gbps * 1e9));
+            assert_close(cp->predicted_ms, want, 1e-12);
+            assert_string_equal(cp->note, "");
+            sum += cp->predicted_ms;
+            copies++;
+        }
+        assert_true(copies >= 1);
+        assert_int_equal(copies, p->n_copies);
+        assert_close(p->copies_ms, sum, 1e-12);
+        if (!strstr(p->copies_note, cases[k].note)) {
+            print_error("copies_note '%s' lacks '%s'\n", p->copies_note, cases[k].note);
+            fail();
+        }
+        ntp_ctx_clear_warnings(ctx);
+        ntp_prediction_free(p);
+    }
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* Reorders that cannot be known: one n/a row, out of the total. */
 static void test_reorders_unknown(void **state)
 {
@@ -277,7 +350,7 @@ static void test_reorders_unknown(void **state)
         bool reorders;
         const char *note;
     } cases[] = {
-        {"a colleague's machine", true, "n/a: layouts onednn picks on another machine"},
+        {"a colleague's machine", false, "n/a: known once the plan is prepared"},
         {NULL, false, "n/a: known once the plan is prepared"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -314,7 +387,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_placement),     cmocka_unit_test(test_place_middle_on_ref),
         cmocka_unit_test(test_place_last_entry_wins), cmocka_unit_test(test_place_refused_alike),
-        cmocka_unit_test(test_reorders_unknown),
+        cmocka_unit_test(test_reorders_unknown),      cmocka_unit_test(test_reorders_other_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,6 +112,10 @@ typedef struct ntp_calibration {
      * weights evicted and its input just written, as in a network); ""
      * in a calibration made before the mode was recorded: warm. */
     char cache[16];
+    /* The instruction-set flags of the machine calibrated (ntp_env's
+     * cpu_flags: "avx2 fma avx512f ..."), which the layouts a backend picks
+     * depend on; "" in a calibration made before they were recorded. */
+    char cpu_flags[256];
 } ntp_calibration;
 
 typedef struct ntp_calibrate_opts {
@@ -208,6 +212,10 @@ typedef struct ntp_layer_prediction {
      * row that stands for every reorder (unknown ones). */
     int layer;
     bool before;
+    /* A layer a run with --fuse folds into another (ntp_predict_opts.fuse):
+     * the head's name, kind "fused", predicted 0, its work priced in the
+     * head's row as the fused kernel does it; NULL otherwise. */
+    const char *fused_into;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those
@@ -243,6 +251,14 @@ typedef struct ntp_prediction {
     int n_copies;
     ntp_layer_prediction *copies;
     double copies_ms;
+    /* Predicted as `run --fuse` runs it (ntp_predict_opts.fuse), and how
+     * many layers are fused into another. */
+    bool fused;
+    int n_fused;
+    /* Where the copy rows come from when the calibration is another
+     * machine's: this machine's plan, and why the other machine's may
+     * differ (its ISA or its backend's version); "" otherwise. */
+    char copies_note[256];
 } ntp_prediction;
 
 /* How ntp_predict_with predicts (ntp_predict_opts_default: all zero). */
@@ -265,6 +281,14 @@ typedef struct ntp_predict_opts {
     bool reorders;
     /* The thread count the plan is prepared for (0: the calibration's). */
     int threads;
+    /* Predict the plan a run with fuse (ntp_run_opts.fuse, --fuse) runs:
+     * the same groups by the engine's rule (batch norms folded into the
+     * layer's weights, the post-ops each backend fuses), each group priced
+     * as its head's family with the work of the fused kernel: the head's
+     * FLOPs and traffic plus each post-op's FLOPs, weights and other
+     * operand, the chain's intermediate results never written; a folded
+     * batch norm costs nothing. Not with a roofline-only calibration. */
+    bool fuse;
 } ntp_predict_opts;
 
 NTP_API void ntp_predict_opts_default(ntp_predict_opts *o);

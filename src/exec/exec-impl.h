@@ -157,6 +157,16 @@ typedef struct ntp_exec_opts {
  * placed elsewhere. */
 ntp_status ntp__exec_placement(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o,
                                const char *backend_name, const char **names);
+/* The groups a plan with o would run, without building it (ntprof predict
+ * --fuse): the same folding and fusion rule as ntp__exec_init. names[p] is
+ * the backend of position p, as ntp__exec_placement gives it; a batch norm
+ * folded into its layer takes the layer's (as in a run). head_of[p] is the
+ * position of the head of p's group (p when alone), fold[p] as
+ * ntp_exec.fold. Batch norms fold with o->fuse or o->fold_only, post-ops
+ * follow with o->fuse; a layer on a backend this build lacks (names[p]
+ * unknown) heads no chain, its rule being unknown. */
+ntp_status ntp__exec_groups(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o,
+                            const char **names, int *head_of, int *fold);
 /* Build the plan; on failure it is freed. Warnings (fallbacks) go to ctx. */
 ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const ntp_exec_opts *o);
 /* The plan other backends' outputs are compared with: the whole graph on

@@ -322,7 +322,9 @@ static void fuse(ntp_exec *x, bool post_ops)
             x->head_of[last = x->fold[h]] = h;
         const ntp_backend_i *be = x->be[x->node_be[h]];
         const ntp_node *head = node_at(g, h);
-        if (!post_ops || head->n_out != 1)
+        /* A backend this build lacks (a prediction's, ntp__exec_groups):
+         * its rule is unknown, so nothing follows its layers. */
+        if (!post_ops || !be || head->n_out != 1)
             continue;
         int n_fused = 0;
         while (n_fused < NTP_MAX_FUSED) {
@@ -348,6 +350,50 @@ static void fuse(ntp_exec *x, bool post_ops)
             x->head_of[q] = h;
         }
     }
+}
+
+ntp_status ntp__exec_groups(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opts *o,
+                            const char **names, int *head_of, int *fold)
+{
+    ntp_exec t;
+    memset(&t, 0, sizeof t);
+    t.g = t.src_g = g;
+    t.fold = fold;
+    t.head_of = head_of;
+    memset(fold, 0, (size_t)g->n_nodes * sizeof *fold);
+    if (!(t.node_be = calloc((size_t)g->n_nodes + 1, sizeof *t.node_be)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    ntp_status st = NTP_STATUS_OK;
+    if (o->fuse || o->fold_only)
+        st = fold_graph(ctx, &t, o);
+    /* Each position's backend as the placement named it, interned as
+     * place() does; a folded batch norm goes with its layer, as in a run. */
+    for (int p = 0; !st && p < g->n_nodes; p++) {
+        if (fold[p] < 0) {
+            names[p] = names[-1 - fold[p]];
+            t.node_be[p] = t.node_be[-1 - fold[p]];
+            continue;
+        }
+        const ntp_backend_i *be = names[p] ? ntp__backend_find(names[p]) : NULL;
+        int b = 0;
+        while (b < t.n_be && t.be[b] != be)
+            b++;
+        if (b == t.n_be) {
+            if (t.n_be == NTP_MAX_BACKENDS) {
+                st = ntp__error(ctx, NTP_STATUS_UNSUPPORTED, "more than %d backends in one run",
+                                NTP_MAX_BACKENDS);
+                break;
+            }
+            t.be[t.n_be++] = be;
+        }
+        t.node_be[p] = b;
+    }
+    if (!st)
+        fuse(&t, o->fuse);
+    free(t.node_be);
+    if (t.own_g)
+        ntp_graph_free(t.own_g);
+    return st;
 }
 
 static int new_slot(ntp_ctx *ctx, ntp_exec *x, int t, ntp_dtype dtype)

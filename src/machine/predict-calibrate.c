@@ -429,6 +429,7 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
                                                       : 0;
     ntp__calibration_ceilings(c, opts->precision, out);
     snprintf(out->machine_key, sizeof out->machine_key, "%s", m->key);
+    snprintf(out->cpu_flags, sizeof out->cpu_flags, "%.255s", m->cpu_flags);
     snprintf(out->backend, sizeof out->backend, "%s", backend);
     ntp_predict_backend_version(backend, out->backend_version, sizeof out->backend_version);
     snprintf(out->precision, sizeof out->precision, "%s", ntp_dtype_name(opts->precision));

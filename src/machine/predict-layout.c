@@ -9,9 +9,13 @@
  * the plan exactly as a run does before its first pass (same placement,
  * weights loaded, primitives created, nothing executed) and reads the rows
  * the run would time, with their bytes; each is priced as a copy under its
- * backend's calibration. Where that cannot be done (another machine's
- * calibration, a backend this build lacks, an int8 plan, which needs the
- * run's calibration pass first) one row says what is unknown. */
+ * backend's calibration. For another machine's calibration the plan is
+ * this machine's, priced with that machine's coefficients: the layouts are
+ * the same where the instruction set and the backend's version are, and
+ * the prediction says so where they are not (or are not recorded). Where
+ * no plan can be prepared (a backend this build lacks or this machine
+ * cannot run, an int8 plan, which needs the run's calibration pass first)
+ * one row says what is unknown. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +121,36 @@ static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, 
     return NTP_STATUS_OK;
 }
 
+/* For a calibration of another machine: where this machine's plan stands
+ * for that machine's, and why its rows may differ there (the backend picks
+ * its layouts from the shapes, its version and the instruction set). */
+static void other_machine_note(const ntp_calibration *cal, char *buf, size_t len)
+{
+    ntp_env env;
+    ntp_env_collect(&env);
+    char ver[192], why[192];
+    ntp_predict_backend_version(cal->backend, ver, sizeof ver);
+    why[0] = '\0';
+    if (!cal->cpu_flags[0])
+        snprintf(why, sizeof why, "its ISA was not recorded (a calibration from before it was)");
+    else if (strcmp(cal->cpu_flags, env.cpu_flags) != 0)
+        snprintf(why, sizeof why, "its ISA (%.60s) is not this one's (%.60s)", cal->cpu_flags,
+                 env.cpu_flags);
+    else if (strcmp(cal->backend_version, ver) != 0)
+        snprintf(why, sizeof why, "it ran %.16s %.40s, this one %.40s", cal->backend,
+                 cal->backend_version, ver);
+    if (why[0])
+        snprintf(buf, len,
+                 "reorder rows of this machine's plan, priced with that machine's calibration; "
+                 "%.16s's layouts there may differ: %s",
+                 cal->backend, why);
+    else
+        snprintf(buf, len,
+                 "reorder rows of this machine's plan, priced with that machine's calibration "
+                 "(same ISA and %.16s version: the same layouts)",
+                 cal->backend);
+}
+
 ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predict_opts *o,
                                const char *const *where, ntp_prediction *p)
 {
@@ -129,10 +163,6 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
     char here[256];
     ntp_machine_key(here, sizeof here);
     const ntp_backend_i *be = ntp__backend_find(cal->backend);
-    if (strcmp(here, cal->machine_key) != 0) {
-        snprintf(note, sizeof note, "n/a: layouts %.16s picks on another machine", cal->backend);
-        return unknown_row(ctx, p, note);
-    }
     if (!be || !ntp__be_available(be, NULL, 0)) {
         snprintf(note, sizeof note, "n/a: layouts of %.16s, which cannot run here", cal->backend);
         return unknown_row(ctx, p, note);
@@ -147,7 +177,8 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
                         .first = 0,
                         .last = g->n_nodes - 1,
                         .place = o->place,
-                        .n_place = o->n_place};
+                        .n_place = o->n_place,
+                        .fuse = o->fuse};
     ntp_exec x = {0};
     ntp_rows w = {0};
     ntp_status st = ntp__exec_init(ctx, &x, g, &eo);
@@ -169,5 +200,10 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
     ntp__exec_free(&x);
     if (!st)
         p->total_ms += p->copies_ms;
+    if (!st && strcmp(here, cal->machine_key) != 0 && p->n_copies > 0) {
+        other_machine_note(cal, p->copies_note, sizeof p->copies_note);
+        if (strstr(p->copies_note, "may differ"))
+            ntp__warn(ctx, "predict: %s", p->copies_note);
+    }
     return st;
 }

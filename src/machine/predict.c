@@ -139,12 +139,12 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
-void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
-                           const ntp_calibration *cal, ntp__pfeat *out)
+/* The terms of work l of family fam under cal's ceilings. */
+static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
+                        ntp__pfeat *out)
 {
-    const ntp_layer_cost *l = &a->layers[i];
     memset(out, 0, sizeof *out);
-    out->family = ntp__predict_family(g, i);
+    out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
     /* A recurrent layer's traffic re-reads its recurrent weights at every
@@ -195,6 +195,54 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
         else
             out->x[NTP_PREDICT_TERM_MEMORY] += m;
     }
+}
+
+void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
+                           const ntp_calibration *cal, ntp__pfeat *out)
+{
+    features_of(ntp__predict_family(g, i), &a->layers[i], cal, out);
+}
+
+/* The work of the group headed at position h (--fuse) as its fused kernel
+ * does it: the head's FLOPs and traffic, plus each post-op's FLOPs, its
+ * weights and its other operand (a residual add's), and the chain's last
+ * result written once: the intermediate results never reach memory. A
+ * batch norm folded into the head's weights does no work at run time; it
+ * gives a head without a bias one (one of its four [C] vectors). The work
+ * of a layer alone is its analysis's. */
+static void group_cost(const ntp_graph *g, const ntp_analysis *a, const int *head_of,
+                       const int *fold, int h, ntp_layer_cost *out)
+{
+    *out = a->layers[h];
+    const ntp_node *head = &g->nodes[g->order[h]];
+    int prev = h, n = 0;
+    for (int q = h + 1; head_of && q < a->n_layers; q++) {
+        if (head_of[q] != h)
+            continue;
+        const ntp_node *c = &g->nodes[g->order[q]];
+        const ntp_layer_cost *lc = &a->layers[q];
+        if (fold[q] < 0) {
+            if (head->n_w < 2)
+                out->weight_bytes += lc->weight_bytes / 4;
+        } else {
+            int chain = g->nodes[g->order[prev]].out[0];
+            out->flops += lc->flops;
+            out->weight_bytes += lc->weight_bytes;
+            for (int k = 0; k < c->n_in; k++)
+                if (c->in[k] != chain)
+                    out->input_bytes += ntp__tensor_bytes(ntp__cin(g, c, k));
+        }
+        out->output_bytes = lc->output_bytes;
+        prev = q;
+        n++;
+    }
+    if (n == 0)
+        return;
+    out->traffic_bytes = out->weight_bytes + out->input_bytes + out->output_bytes;
+    out->intensity = out->traffic_bytes > 0 ? (double)out->flops / (double)out->traffic_bytes : 0;
+    /* A recurrent layer's parts describe it alone (no backend fuses into
+     * one); a group is priced by its totals. */
+    out->n_parts = 0;
 }
 
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal)
@@ -485,32 +533,62 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp_analysis_free(a);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    if (!p->roofline_only) {
+    /* With fuse, the groups a run with --fuse makes (exec/plan.c's rule):
+     * head_of[i] is the head of layer i's group, fold[i] as the plan's. */
+    int *head_of = NULL, *fold = NULL;
+    if (o->fuse && p->roofline_only)
+        st = ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_predict_opts.fuse",
+                            "a roofline-only estimate has no backend whose fusion to follow");
+    else if (o->fuse && (!(head_of = calloc((size_t)g->n_nodes + 1, sizeof *head_of)) ||
+                         !(fold = calloc((size_t)g->n_nodes + 1, sizeof *fold))))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st && !p->roofline_only) {
         ntp_exec_opts eo = {.backend = ntp__backend_find(p->cals[0].backend),
                             .place = o->place,
-                            .n_place = o->n_place};
-        if ((st = ntp__exec_placement(ctx, g, &eo, p->cals[0].backend, where))) {
-            free(where);
-            ntp_prediction_free(p);
-            ntp_analysis_free(a);
-            return st;
-        }
+                            .n_place = o->n_place,
+                            .fuse = o->fuse};
+        st = ntp__exec_placement(ctx, g, &eo, p->cals[0].backend, where);
+        if (!st && o->fuse)
+            st = ntp__exec_groups(ctx, g, &eo, where, head_of, fold);
     }
+    if (st) {
+        free(head_of);
+        free(fold);
+        free(where);
+        ntp_prediction_free(p);
+        ntp_analysis_free(a);
+        return st;
+    }
+    p->fused = o->fuse;
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
         ntp_layer_prediction *l = &p->layers[i];
         l->kind = "layer";
         l->layer = i;
+        l->backend = p->roofline_only ? p->cals[0].backend : where[i];
+        /* A layer fused into another (--fuse) has no time of its own, as
+         * in the run: its work is in its head's row. */
+        if (head_of && head_of[i] != i) {
+            l->kind = "fused";
+            l->fused_into = ntp_graph_layer_name(g, head_of[i]);
+            l->family = ntp__predict_family(g, i);
+            l->level = "-";
+            p->n_fused++;
+            continue;
+        }
         /* Every calibration's time for the layer (a run may place it
-         * elsewhere), then the one of the backend it is placed on. */
+         * elsewhere), then the one of the backend it is placed on; a
+         * group's head for the group's work. */
+        ntp_layer_cost work;
+        group_cost(g, a, head_of, fold, i, &work);
+        ntp_predict_family fam = ntp__predict_family(g, i);
         ntp__pfeat f, fk;
         int chosen = -1;
-        ntp__predict_features(g, a, i, &p->cals[0], &f);
-        l->backend = p->roofline_only ? p->cals[0].backend : where[i];
+        features_of(fam, &work, &p->cals[0], &f);
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
-            ntp__predict_features(g, a, i, &p->cals[k], &fk);
+            features_of(fam, &work, &p->cals[k], &fk);
             bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
                       layer_under(&fk, &p->cals[k], p->roofline_only, &t);
             p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
@@ -590,12 +668,14 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     ntp_analysis_free(a);
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
-    if ((st = ntp__predict_copies(ctx, g, o, where, p))) {
-        free(where);
+    st = ntp__predict_copies(ctx, g, o, where, p);
+    free(head_of);
+    free(fold);
+    free(where);
+    if (st) {
         ntp_prediction_free(p);
         return st;
     }
-    free(where);
     *out = p;
     return NTP_STATUS_OK;
 }
@@ -706,7 +786,34 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         } else {
             if (!lp)
                 continue;
-            pred = layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
+            /* The layers fused into this row in the run and in the
+             * prediction (ntp_predict_opts.fuse): a group predicted as the
+             * run ran it is priced whole, as its fused kernel; one the
+             * prediction made otherwise has no prediction. */
+            int run_members = 0, pred_members = 0, shared = 0;
+            for (int k = 0; k < r->n_layers; k++) {
+                const ntp_layer_result *fl = &r->layers[k];
+                if (!fl->fused || !fl->fused_into || strcmp(fl->fused_into, l->name) != 0)
+                    continue;
+                const ntp_layer_prediction *fp = find_layer(p, fl->name);
+                run_members++;
+                shared += fp && fp->fused_into && strcmp(fp->fused_into, l->name) == 0;
+            }
+            for (int k = 0; k < p->n_layers; k++)
+                pred_members +=
+                    p->layers[k].fused_into && strcmp(p->layers[k].fused_into, l->name) == 0;
+            if (lp->fused_into) {
+                pred = NAN;
+                snprintf(l->prediction_note, sizeof l->prediction_note,
+                         "n/a: predicted fused into %.36s", lp->fused_into);
+            } else if (pred_members > 0 && (shared != pred_members || run_members != shared)) {
+                pred = NAN;
+                snprintf(l->prediction_note, sizeof l->prediction_note,
+                         "n/a: fused otherwise than predicted");
+            } else {
+                pred =
+                    layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
+            }
             delta += finite_or_0(pred) - finite_or_0(lp->predicted_ms);
             if (!isfinite(pred)) {
                 s->unpredicted_ms += l->time_ms.median;
@@ -722,8 +829,9 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             if (lp->family == NTP_PREDICT_FAMILY_FREE)
                 continue;
             /* Layers the backend fused into this one (--fuse) are timed in
-             * it, on its backend: their predictions join its own. */
-            for (int k = 0; k < r->n_layers; k++) {
+             * it, on its backend: a prediction of the unfused topology adds
+             * their predictions to its own. */
+            for (int k = 0; pred_members == 0 && k < r->n_layers; k++) {
                 const ntp_layer_result *fl = &r->layers[k];
                 if (fl->fused && fl->fused_into && strcmp(fl->fused_into, l->name) == 0) {
                     const ntp_layer_prediction *fp = find_layer(p, fl->name);
@@ -775,6 +883,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
+    ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
     json_t *lv = json_array();
     for (int i = 0; i < cal->n_levels; i++) {
@@ -837,6 +946,8 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     get_str(j, "cache", cal->cache, sizeof cal->cache);
     if (!cal->cache[0])
         snprintf(cal->cache, sizeof cal->cache, "warm");
+    /* "" in calibrations from before the ISA was recorded: unknown. */
+    get_str(j, "cpu_flags", cal->cpu_flags, sizeof cal->cpu_flags);
     cal->peak_gflops = get_num(j, "peak_gflops");
     json_t *lv = json_object_get(j, "levels");
     size_t i;

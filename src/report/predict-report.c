@@ -99,12 +99,13 @@ static void write_table(const ntp_prediction *p, FILE *f)
     for (int i = 0; rows && i < n_rows; i++) {
         const ntp_layer_prediction *l = rows[i];
         char a[32], b[32], cc[32], d[32];
-        bool terms = isfinite(l->predicted_ms) && l->family != NTP_PREDICT_FAMILY_FREE;
+        bool fused = l->fused_into != NULL;
+        bool terms = isfinite(l->predicted_ms) && l->family != NTP_PREDICT_FAMILY_FREE && !fused;
         const char *cells[] = {l->name,
                                l->type,
                                ntp_predict_family_name(l->family),
                                l->level,
-                               fmt_ms(l->predicted_ms, a, sizeof a),
+                               fused ? "fused" : fmt_ms(l->predicted_ms, a, sizeof a),
                                terms ? fmt_ms(l->compute_ms, b, sizeof b) : "-",
                                terms ? fmt_ms(l->memory_ms, cc, sizeof cc) : "-",
                                terms ? fmt_ms(l->overhead_ms, d, sizeof d) : "-",
@@ -124,11 +125,22 @@ static void write_table(const ntp_prediction *p, FILE *f)
         ntp__put_linef(f,
                        "predicted end to end: %.4g ms (sum of %d layers and %d reorder and "
                        "conversion rows, %.4g ms, from the prepared plan)",
-                       p->total_ms, p->n_layers - p->n_unpredicted, n_copies, p->copies_ms);
+                       p->total_ms, p->n_layers - p->n_unpredicted - p->n_fused, n_copies,
+                       p->copies_ms);
     else
         ntp__put_linef(f, "predicted end to end: %.4g ms (sum of %d layers)%s", p->total_ms,
-                       p->n_layers - p->n_unpredicted,
+                       p->n_layers - p->n_unpredicted - p->n_fused,
                        p->roofline_only ? " -- a roofline-only estimate" : "");
+    if (p->copies_note[0])
+        ntp__put_wrapped(f, "", p->copies_note);
+    if (p->fused) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "%d layer%s fused into the layer before them (kind fused), each group priced in "
+                 "its head's row as its fused kernel",
+                 p->n_fused, p->n_fused == 1 ? "" : "s");
+        ntp__put_wrapped(f, "fused as `run --fuse` runs it: ", text);
+    }
     if (p->uncalibrated[0])
         ntp__put_linef(f,
                        "not predicted: %d layer%s of families without a calibration (%s); "
@@ -164,6 +176,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "threads", json_integer(c->threads));
     ntp__jset(&ok, cal, "calibrated_at", ntp__json_str(c->calibrated_at));
     ntp__jset(&ok, cal, "cache", json_string(c->cache[0] ? c->cache : "warm"));
+    ntp__jset(&ok, cal, "cpu_flags", json_string(c->cpu_flags));
     json_t *also = json_array();
     for (int k = 1; k < p->n_cals; k++)
         ntp__jpush(&ok, also, ntp__json_str(p->cals[k].backend));
@@ -191,13 +204,19 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
         ntp__jset(&ok, o, "backend", ntp__json_str(l->backend));
         if (l->note[0])
             ntp__jset(&ok, o, "note", json_string(l->note));
+        if (l->fused_into)
+            ntp__jset(&ok, o, "fused_into", ntp__json_str(l->fused_into));
         ntp__jpush(&ok, layers, o);
     }
     free(rows);
     ntp__jset(&ok, root, "layers", layers);
     ntp__jset(&ok, root, "predicted_ms", ntp__json_num(p->total_ms));
     ntp__jset(&ok, root, "copies_ms", ntp__json_num(p->copies_ms));
+    if (p->copies_note[0])
+        ntp__jset(&ok, root, "copies_note", json_string(p->copies_note));
     ntp__jset(&ok, root, "unpredicted_layers", json_integer(p->n_unpredicted));
+    ntp__jset(&ok, root, "fused", json_boolean(p->fused));
+    ntp__jset(&ok, root, "fused_layers", json_integer(p->n_fused));
     ntp__jset(&ok, root, "uncalibrated", ntp__json_str(p->uncalibrated));
     return ntp__json_finish(ctx, root, ok, f, "prediction");
 }
@@ -205,7 +224,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
 static void write_csv(const ntp_prediction *p, FILE *f)
 {
     fputs("name,type,family,flops,bytes,level,predicted_ms,compute_ms,memory_ms,overhead_ms,"
-          "backend,note,kind\n",
+          "backend,note,kind,fused_into\n",
           f);
     int n_rows = 0;
     const ntp_layer_prediction **rows = in_run_order(p, &n_rows);
@@ -236,6 +255,8 @@ static void write_csv(const ntp_prediction *p, FILE *f)
         ntp__csv_str(f, l->note);
         ntp__csv_sep(f);
         ntp__csv_str(f, l->kind ? l->kind : "layer");
+        ntp__csv_sep(f);
+        ntp__csv_str(f, l->fused_into ? l->fused_into : "");
         fputc('\n', f);
     }
     free(rows);

@@ -198,7 +198,8 @@ int cmd_run(int argc, char **argv);
  * holds this machine's calibration of r's backend and precision, fill r's
  * predicted times; false (a warning printed on a history problem) when
  * not. */
-bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r);
+bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r,
+                           const char *const *place, int n_place);
 
 /* The start every command that reads one topology FILE shares, called after
  * its option loop (cmd-analyze.c, cmd-convert.c, cmd-export.c,

@@ -16,7 +16,8 @@ enum {
     OPT_DB,
     OPT_LIST,
     OPT_PLACE,
-    OPT_NO_REORDERS
+    OPT_NO_REORDERS,
+    OPT_FUSE
 };
 
 static ntp_status write_prediction(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
@@ -34,7 +35,8 @@ static const char *default_backend(char *buf, size_t len)
     return buf;
 }
 
-bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r)
+bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r,
+                           const char *const *place, int n_place)
 {
     if (!db || !r || !r->backend)
         return false;
@@ -65,8 +67,18 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
             ntp_ctx_clear(ctx);
         n_others += !seen && have;
     }
+    /* Placed and fused as the run was; the run's own reorder rows are
+     * priced (ntp_prediction_apply), so the plan is not prepared again. */
+    ntp_predict_opts po;
+    ntp_predict_opts_default(&po);
+    po.others = others;
+    po.n_others = n_others;
+    po.place = place;
+    po.n_place = n_place;
+    po.fuse = r->fused;
+    po.reorders = false;
     ntp_prediction *p = NULL;
-    if (ntp_predict_placed(ctx, g, &cal, others, n_others, &p) != NTP_STATUS_OK) {
+    if (ntp_predict_with(ctx, g, &cal, &po, &p) != NTP_STATUS_OK) {
         fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
                 ntp_ctx_errmsg(ctx));
         ntp_ctx_clear(ctx);
@@ -122,7 +134,7 @@ int cmd_predict(int argc, char **argv)
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL, *machine = NULL, *backend = NULL, *ceilings = NULL, *db = NULL;
-    bool list = false, no_reorders = false;
+    bool list = false, no_reorders = false, fuse = false;
     const char **places = calloc((size_t)argc + 1, sizeof *places);
     int n_places = 0;
     if (!places) {
@@ -150,6 +162,10 @@ int cmd_predict(int argc, char **argv)
         CLI_OPT("place", OPT_PLACE, "LAYER=BACKEND",
                 "predict LAYER on BACKEND, as `run --place` runs it\n"
                 "(repeatable)"),
+        CLI_SET("fuse", OPT_FUSE,
+                "predict the fused plan `run --fuse` runs (its groups, each\n"
+                "priced as its fused kernel)",
+                &fuse),
         CLI_SET("no-reorders", OPT_NO_REORDERS,
                 "do not prepare the plan to learn the backend's reorder rows", &no_reorders),
         CLI_STR("db", OPT_DB, "PATH", "the history database holding the calibrations", &db),
@@ -180,9 +196,9 @@ int cmd_predict(int argc, char **argv)
         default: rc = cli_option_end("predict", opt, opts, 25); goto out;
         }
     }
-    if (ceilings && (machine || backend || n_places)) {
-        cli_error("--ceilings is a roofline-only estimate: it takes no --machine, --backend or "
-                  "--place");
+    if (ceilings && (machine || backend || n_places || fuse)) {
+        cli_error("--ceilings is a roofline-only estimate: it takes no --machine, --backend, "
+                  "--place or --fuse");
         goto out;
     }
     ntp_ctx *ctx;
@@ -310,6 +326,7 @@ int cmd_predict(int argc, char **argv)
     po.place = places;
     po.n_place = n_places;
     po.reorders = !no_reorders;
+    po.fuse = fuse;
     if (ntp_predict_with(ctx, g, &cal, &po, &p) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
         goto done;

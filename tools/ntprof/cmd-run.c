@@ -452,7 +452,7 @@ int cmd_run(int argc, char **argv)
         if (run_uuid)
             snprintf(res->env.run_uuid, sizeof res->env.run_uuid, "%s", run_uuid);
         if (use_db && db)
-            cli_attach_prediction(ctx, db, g, res);
+            cli_attach_prediction(ctx, db, g, res, places, n_places);
         cli_report_warnings(ctx, fmt == NTP_FORMAT_TABLE && !output);
         rc = cli_write_output(ctx, output, write_run, res, fmt);
         if (rc == CLI_OK && trace)
