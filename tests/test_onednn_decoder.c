@@ -133,6 +133,16 @@ static void test_buckets_gqa_padding(void **state)
     compare(LLAMA_MASK, 2, 2, 12, 3, 6, NTP_DTYPE_F32);
 }
 
+/* A cache widened into an f32 copy (i8, f16) across buckets: capacity
+ * 10 + 4 + 10 = 24, buckets 16 and 24; the prefill (context 14) and the
+ * steps at 15 and 16 run bucket 16, the steps at 17 .. 24 bucket 24. */
+static void test_buckets_widened_cache(void **state)
+{
+    (void)state;
+    compare(LLAMA, 2, 0, 10, 4, 10, NTP_DTYPE_I8);
+    compare(LLAMA, 1, 0, 10, 4, 10, NTP_DTYPE_F16);
+}
+
 static void test_i8_and_bf16_cache(void **state)
 {
     (void)state;
@@ -150,7 +160,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gqa_padding_mask),    cmocka_unit_test(test_gqa_long_padding),
         cmocka_unit_test(test_multi_head_no_mask),  cmocka_unit_test(test_buckets_multi_head),
-        cmocka_unit_test(test_buckets_gqa_padding), cmocka_unit_test(test_i8_and_bf16_cache),
+        cmocka_unit_test(test_buckets_gqa_padding), cmocka_unit_test(test_buckets_widened_cache),
+        cmocka_unit_test(test_i8_and_bf16_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
