@@ -7,7 +7,9 @@
  * query heads on 2 key/value heads) with a padding mask and left padding
  * (batch 2, the second sequence's first 2 prompt tokens masked) after a
  * synthetic context; multi-head GPT-2-style attention without a mask; an
- * i8 and a bf16 cache (both backends convert the same way). The
+ * i8 and a bf16 cache (both backends convert the same way); passes whose
+ * context crosses the boundaries of oneDNN's context buckets (16, 32, ...,
+ * the capacity: kv-attention.c builds its primitives per bucket). The
  * kv_attention and rmsnorm layers must be placed on oneDNN (the per-layer
  * backend). */
 #include <math.h>
@@ -113,6 +115,34 @@ static void test_multi_head_no_mask(void **state)
     compare(TINY, 1, 0, 4, 6, 4, NTP_DTYPE_F32);
 }
 
+/* Context buckets. Capacity 10 + 4 + 30 = 44: the prefill (S = 4, context
+ * 14) runs bucket 16, the decode steps (contexts 15 .. 44) buckets 16, 32
+ * and 44, crossing two boundaries. */
+static void test_buckets_multi_head(void **state)
+{
+    (void)state;
+    compare(TINY, 1, 0, 10, 4, 30, NTP_DTYPE_F32);
+}
+
+/* With a padding mask and grouped-query heads: capacity 12 + 3 + 6 = 21,
+ * buckets 16 and 21; the prefill (context 15) and the first step (16) run
+ * bucket 16, the next steps (17 .. 21) bucket 21. */
+static void test_buckets_gqa_padding(void **state)
+{
+    (void)state;
+    compare(LLAMA_MASK, 2, 2, 12, 3, 6, NTP_DTYPE_F32);
+}
+
+/* A cache widened into an f32 copy (i8, f16) across buckets: capacity
+ * 10 + 4 + 10 = 24, buckets 16 and 24; the prefill (context 14) and the
+ * steps at 15 and 16 run bucket 16, the steps at 17 .. 24 bucket 24. */
+static void test_buckets_widened_cache(void **state)
+{
+    (void)state;
+    compare(LLAMA, 2, 0, 10, 4, 10, NTP_DTYPE_I8);
+    compare(LLAMA, 1, 0, 10, 4, 10, NTP_DTYPE_F16);
+}
+
 static void test_i8_and_bf16_cache(void **state)
 {
     (void)state;
@@ -128,9 +158,9 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gqa_padding_mask),
-        cmocka_unit_test(test_gqa_long_padding),
-        cmocka_unit_test(test_multi_head_no_mask),
+        cmocka_unit_test(test_gqa_padding_mask),    cmocka_unit_test(test_gqa_long_padding),
+        cmocka_unit_test(test_multi_head_no_mask),  cmocka_unit_test(test_buckets_multi_head),
+        cmocka_unit_test(test_buckets_gqa_padding), cmocka_unit_test(test_buckets_widened_cache),
         cmocka_unit_test(test_i8_and_bf16_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -570,6 +570,8 @@ ntp_status ntp__dnnl_run_step(ntp_ctx *ctx, odnn_state *s, odnn_node *nd, const 
                               int step)
 {
     const odnn_step *sp = &nd->steps[step];
+    if (sp->gate && *sp->gate != sp->gate_val)
+        return NTP_STATUS_OK;
     if (sp->host)
         return sp->host(ctx, nd, sp, k);
     dnnl_exec_arg_t args[ODNN_MAX_ARGS];

@@ -4,17 +4,17 @@
  *
  *   ":append"   host: the new keys and values written into the cache at
  *               positions len .. len+S-1 (converted to its type; i8 with a
- *               scale per row), the padding flags kept, and the additive
- *               mask [N|1, 1, 1, S, L] of this pass filled: 0 where query i
- *               sees key j (j <= len+i, the key holds a token), -inf
- *               elsewhere. A cache of another type than f32 is widened
- *               into an f32 copy of its first len+S positions (the rest
- *               zero).
+ *               scale per row), the padding flags kept, the context bucket
+ *               of this pass chosen (below) and its additive mask
+ *               [N|1, 1, 1, S, lb] filled: 0 where query i sees key j
+ *               (j <= len+i, the key holds a token), -inf elsewhere. A
+ *               cache of another type than f32 is widened into an f32 copy
+ *               of its first len+S positions (zero up to lb).
  *   ""          scores P = Q·Kᵀ / √hd: a 5-d batched matmul over
  *               [N, kv_heads, heads/kv_heads] reading Q through a strided
  *               view of its [N, S, heads·hd] input and K through a view of
- *               the cache [N, kv_heads, capacity, hd] broadcast over the
- *               query heads of its group
+ *               the cache [N, kv_heads, capacity, hd] (its first lb
+ *               positions) broadcast over the query heads of its group
  *   ":mask"     P += the mask, a binary add broadcast over the heads (as a
  *               post-op of the 5-d matmul, oneDNN 2.6 picks its reference
  *               matmul, ref:any; apart, both are JIT kernels)
@@ -25,13 +25,16 @@
  *               gets 0 (its mask row was left at 0, so the softmax stayed
  *               finite)
  *
- * The primitives are built once for the cache's capacity L, since the
- * cache's length changes from pass to pass and oneDNN 2.6's softmax takes
- * no runtime dimensions: every pass attends over all L positions, those
- * beyond len+i masked out, so a decode step costs the capacity's work, not
- * the context's. The cache is zero beyond what was written (calloc), so
- * the masked products stay finite. Without a cache (a plain run) L = S and
- * the keys and values are read from the inputs. */
+ * Context buckets: oneDNN 2.6's softmax and binary take no runtime
+ * dimensions, so the four primitives (scores, mask, softmax, context) are
+ * built at prepare for each of a few context lengths lb (kv_buckets():
+ * powers of two from 16, the capacity L the last), and a pass of context
+ * c = len+S runs those of the smallest lb >= c, the positions c .. lb-1
+ * masked: fewer than 2c positions (or 16), rather than the capacity. The
+ * other buckets' steps are skipped (odnn_step.gate). The cache holds finite
+ * values beyond what was written (calloc, or earlier passes), so the
+ * masked products stay finite. Without a cache (a plain run) L = S, one
+ * bucket, and the keys and values are read from the inputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,15 +44,44 @@
 #include "core/numeric-impl.h"
 #include "onednn-impl.h"
 
+/* At most this many context buckets (ODNN_MAX_STEPS bounds the steps: 4
+ * per bucket). */
+#define KV_MAX_BUCKETS 12
+/* The smallest bucket, in positions. */
+#define KV_MIN_BUCKET 16
+
 typedef struct kv_host {
     int64_t N, S, H, KVH, hd, L;
     int q, kin, vin;  /* input memories (plain f32) */
     int kw, vw;       /* f32 copies of a non-f32 cache, or -1 */
-    int mask;         /* the additive mask (owned) */
+    int mask;         /* the additive mask, [N|1, 1, 1, S, lb] of this pass */
     int out;          /* the output as the context matmul writes it */
     bool mask_per_n;  /* a padding mask: one mask per sequence */
     uint8_t *visible; /* [N, S]: the query sees some key (owned by the mask step) */
+    int nb;           /* context buckets: primitives for lb[0] < lb[1] < ... = L */
+    int64_t lb[KV_MAX_BUCKETS];
+    int active; /* the bucket this pass runs (the steps' gate) */
 } kv_host;
+
+/* The context lengths primitives are built for: powers of two from
+ * KV_MIN_BUCKET (larger when L would need more than KV_MAX_BUCKETS of
+ * them), the first at least S (a pass attends over at least its own S
+ * positions), the last the capacity L. A pass over a context of c
+ * positions runs the smallest bucket >= c: fewer than 2c positions, or
+ * KV_MIN_BUCKET. */
+static int kv_buckets(int64_t S, int64_t L, int64_t *lb)
+{
+    int64_t b = KV_MIN_BUCKET;
+    while ((L + b - 1) / b > ((int64_t)1 << (KV_MAX_BUCKETS - 2)))
+        b *= 2;
+    while (b < S)
+        b *= 2;
+    int n = 0;
+    for (; b < L; b *= 2)
+        lb[n++] = b;
+    lb[n++] = L;
+    return n;
+}
 
 bool ntp__dnnl_kv_attention_supports(const ntp_graph *g, const ntp_node *n)
 {
@@ -97,7 +129,7 @@ static float from_cache(const void *src, ntp_dtype t, int64_t i, float scale)
 
 static ntp_status append(ntp_ctx *ctx, const odnn_node *nd, const odnn_step *sp, const ntp_kargs *k)
 {
-    const kv_host *h = sp->host_data;
+    kv_host *h = sp->host_data;
     ntp_kv_state *c = k->kv;
     int64_t N = h->N, S = h->S, KVH = h->KVH, hd = h->hd, L = h->L;
     int64_t past = c ? c->len : 0, kvrow = KVH * hd;
@@ -121,6 +153,15 @@ static ntp_status append(ntp_ctx *ctx, const odnn_node *nd, const odnn_step *sp,
         if (c->dtype == NTP_DTYPE_I8 && (!c->k_scale || !c->v_scale))
             return host_error(ctx, k, NTP_STATUS_INVALID_ARGUMENT,
                               "an i8 key/value cache without its scales");
+    }
+    /* The bucket of this pass's context: the smallest that holds it. */
+    int64_t ctx_len = past + S;
+    int bk = 0;
+    while (bk < h->nb - 1 && h->lb[bk] < ctx_len)
+        bk++;
+    h->active = bk;
+    int64_t LB = h->lb[bk];
+    if (c) {
         const float *kin = ntp__dnnl_bound_ptr(nd, &nd->mems[h->kin], k);
         const float *vin = ntp__dnnl_bound_ptr(nd, &nd->mems[h->vin], k);
         size_t esz = ntp_dtype_size(c->dtype);
@@ -140,11 +181,11 @@ static ntp_status append(ntp_ctx *ctx, const odnn_node *nd, const odnn_step *sp,
             for (int64_t n = 0; n < N; n++)
                 for (int64_t t = 0; t < S; t++)
                     c->keep[n * L + past + t] = mask_keeps(pm, n * S + t);
-        if (h->kw >= 0) { /* widen the cache's first past+S rows, zero the rest */
+        if (h->kw >= 0) { /* widen the cache's first past+S rows, zero the bucket's rest */
             float *kw = ntp__dnnl_bound_ptr(nd, &nd->mems[h->kw], k);
             float *vw = ntp__dnnl_bound_ptr(nd, &nd->mems[h->vw], k);
             for (int64_t r = 0; r < N * KVH; r++) {
-                for (int64_t p = 0; p < L; p++) {
+                for (int64_t p = 0; p < LB; p++) {
                     int64_t row = r * L + p;
                     for (int64_t d = 0; d < hd; d++) {
                         bool in = p < past + S;
@@ -159,14 +200,14 @@ static ntp_status append(ntp_ctx *ctx, const odnn_node *nd, const odnn_step *sp,
             }
         }
     }
-    /* The additive mask of this pass. */
-    float *m = nd->mems[h->mask].own;
+    /* The additive mask of this pass, [N|1, 1, 1, S, LB]. */
+    float *m = ntp__dnnl_bound_ptr(nd, &nd->mems[h->mask], k);
     int64_t NM = h->mask_per_n ? N : 1;
     for (int64_t n = 0; n < NM; n++)
         for (int64_t i = 0; i < S; i++) {
-            float *row = m + (n * S + i) * L;
+            float *row = m + (n * S + i) * LB;
             bool any = false;
-            for (int64_t j = 0; j < L; j++) {
+            for (int64_t j = 0; j < LB; j++) {
                 bool see = j <= past + i;
                 if (see && pm)
                     see = c ? c->keep[n * L + j] != 0 : mask_keeps(pm, n * S + j);
@@ -175,7 +216,7 @@ static ntp_status append(ntp_ctx *ctx, const odnn_node *nd, const odnn_step *sp,
             }
             h->visible[n * S + i] = any;
             if (!any) /* no key: keep the softmax finite, zeroed by :fixup */
-                memset(row, 0, (size_t)L * sizeof *row);
+                memset(row, 0, (size_t)LB * sizeof *row);
         }
     return NTP_STATUS_OK;
 }
@@ -305,22 +346,25 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
         memcpy(kst, a, sizeof a);
         memcpy(vst, v, sizeof v);
     }
-    /* The additive mask, filled by :append. */
+    /* Per context bucket lb: the additive mask [N|1, 1, 1, S, lb] and the
+     * scores [N, kv_heads, heads/kv_heads, S, lb], views of one workspace
+     * region each, sized for the largest bucket (L). */
+    h->nb = kv_buckets(S, L, h->lb);
+    int mws, pws, y;
     {
-        dnnl_dims_t md = {h->mask_per_n ? N : 1, 1, 1, S, L};
-        dnnl_memory_desc_t mm;
+        dnnl_dims_t md = {h->mask_per_n ? N : 1, 1, 1, S, L}, pd = {N, KVH, rep, S, L};
+        dnnl_memory_desc_t mm, pm;
         dnnl_memory_desc_init_by_tag(&mm, 5, md, dnnl_f32, dnnl_abcde);
-        if ((s = ntp__dnnl_own_mem(b, &mm, &h->mask))) {
+        dnnl_memory_desc_init_by_tag(&pm, 5, pd, dnnl_f32, dnnl_abcde);
+        if ((s = ntp__dnnl_ws_mem(b, &mm, &mws)) || (s = ntp__dnnl_ws_mem(b, &pm, &pws))) {
             free(h);
             return s;
         }
     }
+    h->mask = mws;
     dnnl_dims_t qd = {N, KVH, rep, S, hd}, qst = {S * H * hd, rep * hd, hd, H * hd, 1};
-    dnnl_dims_t ktd = {N, KVH, 1, hd, L}, vd = {N, KVH, 1, L, hd};
-    dnnl_dims_t pd = {N, KVH, rep, S, L};
-    int q, kt, v, p, cview, y;
-    dnnl_memory_desc_t pm, plain;
-    dnnl_memory_desc_init_by_tag(&pm, 5, pd, dnnl_f32, dnnl_abcde);
+    int q, cview;
+    dnnl_memory_desc_t plain;
     ntp__dnnl_plain_md(&plain, &k->out[0].shape, dnnl_f32);
     if ((s = ntp__dnnl_output(b, 0, &plain, 1.0f, &y))) {
         free(h);
@@ -329,27 +373,43 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
     h->out = y;
     bool has_mask = h->mask_per_n;
     /* From here the node owns h. */
-    if ((s = ntp__dnnl_host_step(b, append, h, ":append")))
+    if ((s = ntp__dnnl_host_step(b, append, h, ":append")) ||
+        (s = view5(b, h->q, 0, qd, qst, &q)) || (s = view5(b, y, 0, qd, qst, &cview)))
         return s;
-    dnnl_softmax_v2_desc_t sd;
-    dnnl_primitive_desc_t spd;
-    dnnl_status_t st;
-    int sargs[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, smems[2];
-    if ((s = view5(b, h->q, 0, qd, qst, &q)) || (s = view5(b, kbase, 0, ktd, kst, &kt)) ||
-        (s = view5(b, vbase, 0, vd, vst, &v)) || (s = ntp__dnnl_ws_mem(b, &pm, &p)) ||
-        (s = view5(b, y, 0, qd, qst, &cview)) ||
-        (s = ntp__dnnl_matmul_step(b, "kv_attention", q, kt, p, (float)(1.0 / sqrt((double)hd)), -1,
-                                   "", true)) ||
-        (s = add_mask(b, p, h->mask)))
-        return s;
-    if ((st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference, dnnl_softmax_accurate,
-                                                &pm, &pm, 4)))
-        return ntp__dnnl_error(b, st, "kv_attention softmax descriptor");
-    smems[0] = smems[1] = p;
-    if ((s = ntp__dnnl_pd(b, &spd, &sd, NULL, "kv_attention softmax")) ||
-        (s = ntp__dnnl_step(b, spd, ":softmax", NULL, 2, sargs, smems)) ||
-        (s = ntp__dnnl_matmul_step(b, "kv_attention", p, v, cview, 1.0f, -1, ":context", false)))
-        return s;
+    for (int bk = 0; bk < h->nb; bk++) {
+        int64_t LB = h->lb[bk];
+        dnnl_dims_t ktd = {N, KVH, 1, hd, LB}, vd = {N, KVH, 1, LB, hd};
+        dnnl_dims_t pd = {N, KVH, rep, S, LB},
+                    pst = {KVH * rep * S * LB, rep * S * LB, S * LB, LB, 1};
+        dnnl_dims_t md = {h->mask_per_n ? N : 1, 1, 1, S, LB};
+        dnnl_dims_t mst = {S * LB, S * LB, S * LB, LB, 1};
+        int kt, v, p, mask, first = b->nd->n_steps;
+        dnnl_memory_desc_t pm;
+        dnnl_memory_desc_init_by_tag(&pm, 5, pd, dnnl_f32, dnnl_abcde);
+        dnnl_softmax_v2_desc_t sd;
+        dnnl_primitive_desc_t spd;
+        dnnl_status_t st;
+        int sargs[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, smems[2];
+        if ((s = view5(b, kbase, 0, ktd, kst, &kt)) || (s = view5(b, vbase, 0, vd, vst, &v)) ||
+            (s = view5(b, pws, 0, pd, pst, &p)) || (s = view5(b, mws, 0, md, mst, &mask)) ||
+            (s = ntp__dnnl_matmul_step(b, "kv_attention", q, kt, p, (float)(1.0 / sqrt((double)hd)),
+                                       -1, "", bk == h->nb - 1)) ||
+            (s = add_mask(b, p, mask)))
+            return s;
+        if ((st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                                    dnnl_softmax_accurate, &pm, &pm, 4)))
+            return ntp__dnnl_error(b, st, "kv_attention softmax descriptor");
+        smems[0] = smems[1] = p;
+        if ((s = ntp__dnnl_pd(b, &spd, &sd, NULL, "kv_attention softmax")) ||
+            (s = ntp__dnnl_step(b, spd, ":softmax", NULL, 2, sargs, smems)) ||
+            (s = ntp__dnnl_matmul_step(b, "kv_attention", p, v, cview, 1.0f, -1, ":context",
+                                       false)))
+            return s;
+        for (int i = first; i < b->nd->n_steps; i++) {
+            b->nd->steps[i].gate = &h->active;
+            b->nd->steps[i].gate_val = bk;
+        }
+    }
     if (has_mask) {
         kv_host **ref = malloc(sizeof *ref);
         if (!ref)

@@ -32,10 +32,10 @@
 
 #include "backend/backend-impl.h"
 
-#define ODNN_MAX_MEMS 96
-#define ODNN_MAX_STEPS 40
+#define ODNN_MAX_MEMS 128
+#define ODNN_MAX_STEPS 56
 #define ODNN_MAX_ARGS 16
-#define ODNN_MAX_PDS 64
+#define ODNN_MAX_PDS 96
 
 /* What a memory object's data handle points at, set at every execute. */
 typedef enum odnn_bind {
@@ -72,6 +72,10 @@ typedef struct odnn_step {
     const char *type;       /* row type: "reorder", or NULL for the layer's own */
     odnn_host_fn host;      /* a host step (prim NULL), or NULL */
     void *host_data;        /* its data, freed with the node */
+    /* A step of one variant among several (kv_attention's context buckets):
+     * it runs only while *gate == gate_val; NULL: always. */
+    const int *gate;
+    int gate_val;
 } odnn_step;
 
 /* Backend-wide state, one per execution plan. */
