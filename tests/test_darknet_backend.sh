@@ -100,4 +100,20 @@ PYEOF
     ) && ok || bad "$cfg: $got"
     [ "$got" = "$want" ] && ok || bad "$cfg: Darknet's sections ran '$got', expected '$want'"
 done
+# Three sequences at once: Darknet's batch is the sequences, its rows step-major
+# as ntprof's (steps x batch).
+for cfg in rnn gru crnn; do
+    expect_exit 0 "$NTPROF" run "$SRC/tests/data/darknet/$cfg.cfg" --backend darknet,ref \
+        --batch 3 "${QUICK[@]}"
+    got=$($PY - "$T/out" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = [x for x in d["backends"] if x["backend"] == "darknet"][0]
+assert b["rel_l2"] < 1e-5, "rel L2 %g >= 1e-5" % b["rel_l2"]
+print(sum((l.get("impl") or "").startswith("darknet:forward_") for l in b["report"]["layers"]))
+PYEOF
+    ) && ok || bad "$cfg --batch 3: $got"
+    case $cfg in rnn | gru) want=2 ;; crnn) want=3 ;; esac
+    [ "$got" = "$want" ] && ok || bad "$cfg --batch 3: $got sections on Darknet's forward, expected $want"
+done
 finish
