@@ -67,7 +67,7 @@ PYEOF
 # differing in the order of the sums and in the batch norm's epsilon. Each
 # section is one row (its last layer's) with Darknet's forward as its
 # implementation and every other layer of the section fused into it.
-for cfg in rnn gru lstm crnn lstm-bn; do
+for cfg in rnn gru lstm crnn lstm-bn flat-sections; do
     expect_exit 0 "$NTPROF" run "$SRC/tests/data/darknet/$cfg.cfg" --backend darknet,ref \
         "${QUICK[@]}"
     case $cfg in
@@ -77,6 +77,8 @@ for cfg in rnn gru lstm crnn lstm-bn; do
         # and crnn.cfg's two [local] sections, by forward_local_layer
         crnn) want="crnn0_out_leaky:forward_crnn_layer local1_image:forward_local_layer local2_leaky:forward_local_layer" ;;
         lstm-bn) want="lstm0_states_cat0:forward_lstm_layer" ;;
+        # after a [connected], which Darknet hands on as a 1x1 image
+        flat-sections) want="local1_leaky:forward_local_layer crnn3_out_leaky:forward_crnn_layer" ;;
     esac
     got=$($PY - "$T/out" <<'PYEOF'
 import json, sys

@@ -468,8 +468,9 @@ static ntp_status unit_prepare(ntp_ctx *ctx, ntp_kargs *k, void **node_state)
     if (in->ndim == 4)
         put(cfg, len, "width=%lld\nheight=%lld\nchannels=%lld\n", (long long)in->dim[3],
             (long long)in->dim[2], (long long)in->dim[1]);
-    else
-        put(cfg, len, "inputs=%lld\n", (long long)(ntp_shape_numel(in) / rows));
+    else /* rows of features: a 1x1 image, as Darknet sees a [connected]'s output */
+        put(cfg, len, "width=1\nheight=1\nchannels=%lld\n",
+            (long long)(ntp_shape_numel(in) / rows));
     put(cfg, len, "%s", k->unit->text);
     network *net = build(ctx, k, cfg);
     free(cfg);
