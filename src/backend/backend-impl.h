@@ -112,6 +112,14 @@ typedef struct ntp_kargs {
     /* kv_attention: the layer's cache, or NULL (attention over the pass's
      * own tokens only, as in a plain `run`). */
     ntp_kv_state *kv;
+    /* A framework unit (ntp_unit, the backend's supports_unit said yes):
+     * the step runs the unit's layers g->order[pos .. last] as one. in[0]
+     * is the one tensor they read from outside, out[0] the last layer's
+     * output; node is the first layer and w its weights only: the unit's
+     * parameters are its slices, read from unit_w[tensor] (f32 data, valid
+     * during prepare, per tensor of k->g). NULL for an ordinary step. */
+    const ntp_unit *unit;
+    const void *const *unit_w;
 } ntp_kargs;
 
 /* Options only accelerators read (docs/gpu.md); a host backend ignores
@@ -203,6 +211,12 @@ typedef struct ntp_backend_i {
     /* May `next` be folded into the group that `head` leads (already holding
      * `n_fused` layers)? NULL: no fusion. */
     bool (*fusable)(const ntp_graph *g, const ntp_node *head, int n_fused, const ntp_node *next);
+    /* Can this backend run unit u (ntp_unit: a framework's section that
+     * the graph also holds as ordinary layers) as one step at precision p?
+     * The engine then gives it the unit whole (ntp_kargs.unit) when the
+     * run's backend is this one and no layer of it is placed elsewhere.
+     * NULL: no units. */
+    bool (*supports_unit)(const ntp_graph *g, const ntp_unit *u, ntp_dtype p);
     /* The implementation chosen for a prepared node ("brg:avx512_core_amx_bf16"),
      * shown per layer in reports. NULL: the backend's name. */
     const char *(*impl_name)(void *state, void *node_state);
@@ -289,6 +303,8 @@ void ntp__be_release_node(const ntp_backend_i *be, void *state, void *node_state
 void ntp__be_release(const ntp_backend_i *be, void *state);
 bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *head, int n_fused,
                      const ntp_node *next);
+bool ntp__be_supports_unit(const ntp_backend_i *be, const ntp_graph *g, const ntp_unit *u,
+                           ntp_dtype p);
 /* The implementation a prepared node runs, interned: the pointer stays
  * valid for the life of the process (a report keeps it after the plan is
  * freed). The backend's name when the backend does not say. */

@@ -74,6 +74,12 @@ bool ntp__be_fusable(const ntp_backend_i *be, const ntp_graph *g, const ntp_node
     return be->fusable && be->fusable(g, head, n_fused, next);
 }
 
+bool ntp__be_supports_unit(const ntp_backend_i *be, const ntp_graph *g, const ntp_unit *u,
+                           ntp_dtype p)
+{
+    return be->supports_unit && be->supports_unit(g, u, p);
+}
+
 const char *ntp__be_impl_name(const ntp_backend_i *be, void *state, void *node_state)
 {
     const char *n = be->impl_name ? be->impl_name(state, node_state) : NULL;

@@ -58,6 +58,9 @@ typedef struct ntp_step {
     int in_slot[NTP_MAX_INPUTS], out_slot[NTP_MAX_OUTPUTS], post_slot[NTP_MAX_FUSED];
     /* FUSED: step index of the group's head */
     int head;
+    /* NODE: execution position of the group's first layer (pos, but for
+     * a unit: exec-impl.h's unit_of). */
+    int first;
     /* NODE: execution position of the group's last layer (pos when
      * alone). A group's layers need not be adjacent: a layer joins it when
      * it is the only reader of the group's result and its other operand
@@ -80,6 +83,12 @@ typedef struct ntp_exec {
     void *be_state[NTP_MAX_BACKENDS];
     int *node_be; /* per position */
     int *head_of; /* per position: position of its group's head (itself if none) */
+    /* Per position: the index of the framework unit (ntp_unit) the run's
+     * backend runs it in, or -1. A unit is one NODE step at its first
+     * position (unit_in: the one tensor it reads from outside) and FUSED
+     * steps for the others, up to unit_last. */
+    int *unit_of;
+    int *unit_in, *unit_last; /* per unit */
     ntp_step *steps;
     int n_steps, cap_steps;
     int *pos_step; /* per position: its step */

@@ -153,6 +153,77 @@ static ntp_status node_backend(ntp_ctx *ctx, const ntp_graph *g, const ntp_node 
     return NTP_STATUS_OK;
 }
 
+/* Can the run's backend take unit u whole (exec-impl.h)? Its layers must
+ * read one tensor from outside, let nothing outside read what they make
+ * but the last layer's output (the unit's last layer runs last of them),
+ * and none may be placed on a backend of its own (backend= or --place).
+ * They need not be consecutive in execution order: the unit runs at its
+ * last layer's position, after whatever made its input. *ext gets the
+ * tensor read from outside. */
+static bool unit_claimable(const ntp_graph *g, const ntp_exec_opts *o, const ntp_unit *u, int *ext)
+{
+    if (!o->backend || !ntp__be_supports_unit(o->backend, g, u, g->precision) || u->first < 0 ||
+        u->last >= g->n_nodes || u->first > u->last)
+        return false;
+    for (int i = u->first; i <= u->last; i++)
+        if (g->position[i] > g->position[u->last])
+            return false;
+    if (g->nodes[u->last].n_out != 1)
+        return false;
+    /* reads inside the unit of what it makes, against every read of it */
+    int64_t inside = 0, all = 0;
+    char pbuf[256];
+    *ext = -1;
+    for (int i = u->first; i <= u->last; i++) {
+        const ntp_node *n = &g->nodes[i];
+        if (n->backend || placed(o, n, pbuf, sizeof pbuf) || n->precision != g->precision)
+            return false;
+        for (int k = 0; k < n->n_in; k++) {
+            int pr = g->tensors[n->in[k]].producer;
+            if (pr >= u->first && pr <= u->last) {
+                inside++;
+            } else if (*ext < 0 || *ext == n->in[k]) {
+                *ext = n->in[k];
+            } else {
+                return false;
+            }
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            if (i == u->last)
+                continue;
+            if (g->tensors[n->out[k]].is_output)
+                return false;
+            all += g->tensors[n->out[k]].n_consumers;
+        }
+    }
+    return *ext >= 0 && inside == all;
+}
+
+/* The units the run's backend takes whole (before batch norms are folded:
+ * a unit's are not). */
+static void claim_units(ntp_exec *x, const ntp_exec_opts *o)
+{
+    const ntp_graph *g = x->g;
+    for (int p = 0; p < g->n_nodes; p++)
+        x->unit_of[p] = -1;
+    for (int i = 0; i < g->n_units; i++) {
+        const ntp_unit *u = &g->units[i];
+        int ext;
+        x->unit_in[i] = x->unit_last[i] = -1;
+        if (!unit_claimable(g, o, u, &ext))
+            continue;
+        bool free_ = true;
+        for (int n = u->first; n <= u->last; n++)
+            free_ = free_ && x->unit_of[g->position[n]] < 0;
+        if (!free_)
+            continue;
+        for (int n = u->first; n <= u->last; n++)
+            x->unit_of[g->position[n]] = i;
+        x->unit_in[i] = ext;
+        x->unit_last[i] = g->position[u->last];
+    }
+}
+
 static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
 {
     const ntp_graph *g = x->g;
@@ -168,6 +239,12 @@ static ntp_status place(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
         return ntp_ctx_status(ctx);
     for (int p = 0; p < g->n_nodes; p++) {
         const ntp_node *n = node_at(g, p);
+        /* A unit's layers run on the run's backend (claim_units), which
+         * runs the unit whole: no fallback for its parts. */
+        if (x->unit_of[p] >= 0) {
+            x->node_be[p] = 0;
+            continue;
+        }
         /* A folded batch norm never runs: it goes with its layer, without
          * a fallback warning of its own. */
         if (x->fold[p] < 0) {
@@ -266,8 +343,8 @@ static ntp_status fold_graph(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o)
     const ntp_graph *g = x->src_g;
     int n = 0;
     for (int h = 0; h < g->n_nodes; h++) {
-        int q = foldable(g, o, h);
-        if (q > h) {
+        int q = x->unit_of[h] < 0 ? foldable(g, o, h) : -1;
+        if (q > h && x->unit_of[q] < 0) {
             x->fold[h] = q;
             x->fold[q] = -1 - h;
             n++;
@@ -314,8 +391,12 @@ static void fuse(ntp_exec *x, bool post_ops)
     const ntp_graph *g = x->g;
     for (int p = 0; p < g->n_nodes; p++)
         x->head_of[p] = p;
+    /* A unit is one group, run at its last layer's position. */
+    for (int p = 0; p < g->n_nodes; p++)
+        if (x->unit_of[p] >= 0)
+            x->head_of[p] = x->unit_last[x->unit_of[p]];
     for (int h = 0; h < g->n_nodes; h++) {
-        if (x->head_of[h] != h || x->fold[h] < 0)
+        if (x->head_of[h] != h || x->fold[h] < 0 || x->unit_of[h] >= 0)
             continue;
         int last = h;
         if (x->fold[h] > 0)
@@ -330,7 +411,7 @@ static void fuse(ntp_exec *x, bool post_ops)
         while (n_fused < NTP_MAX_FUSED) {
             int t = node_at(g, last)->out[0];
             int q = reader_of(g, t, last + 1);
-            if (q < 0 || x->head_of[q] != q || x->fold[q] != 0)
+            if (q < 0 || x->head_of[q] != q || x->fold[q] != 0 || x->unit_of[q] >= 0)
                 break;
             const ntp_node *c = node_at(g, q);
             if (c->n_out != 1 || x->node_be[q] != x->node_be[h])
@@ -438,6 +519,7 @@ static ntp_step *new_step(ntp_ctx *ctx, ntp_exec *x, ntp_step_kind kind, int pos
     s->pos = pos;
     s->be = be;
     s->head = -1;
+    s->first = pos;
     s->n_sub = 1;
     return s;
 }
@@ -479,6 +561,44 @@ static void set_buf(const ntp_exec *x, int slot, ntp_buf *b)
     b->dtype = s->dtype;
 }
 
+/* The step of a unit (exec-impl.h) whose last layer is at position p:
+ * it reads the unit's outside tensor and writes that layer's output. */
+static ntp_status unit_step(ntp_ctx *ctx, ntp_exec *x, int p)
+{
+    const ntp_graph *g = x->g;
+    const ntp_node *n = node_at(g, p);
+    int u = x->unit_of[p], b = x->node_be[p], t = x->unit_in[u];
+    int in = slot_for(ctx, x, t, expected_dtype(x, b, n, &g->tensors[t]), p, b);
+    if (in < 0)
+        return ntp_ctx_status(ctx);
+    ntp_step *st = new_step(ctx, x, NTP_STEP_NODE, p, b);
+    if (!st)
+        return ntp_ctx_status(ctx);
+    x->pos_step[p] = x->n_steps - 1;
+    st->last = p;
+    for (int q = p; q >= 0; q--)
+        if (x->unit_of[q] == u)
+            st->first = q;
+    ntp_kargs *k = &st->k;
+    const ntp_node *tail = n;
+    k->g = g;
+    k->node = n;
+    k->unit = &g->units[u];
+    k->threads = x->threads;
+    k->n_in = 1;
+    k->n_w = n->n_w;
+    k->n_out = 1;
+    st->in_slot[0] = in;
+    set_buf(x, in, &k->in[0]);
+    int o = tail->out[0];
+    if ((x->tslot[o] = new_slot(ctx, x, o, produced_dtype(x, b, &g->tensors[o]))) < 0)
+        return ntp_ctx_status(ctx);
+    st->out_slot[0] = x->tslot[o];
+    set_buf(x, x->tslot[o], &k->out[0]);
+    k->out_bytes[0] = x->slots[x->tslot[o]].bytes;
+    return NTP_STATUS_OK;
+}
+
 static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
 {
     const ntp_graph *g = x->g;
@@ -496,6 +616,11 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
                 return ntp_ctx_status(ctx);
             st->head = x->pos_step[x->head_of[p]];
             x->pos_step[p] = x->n_steps - 1;
+            continue;
+        }
+        if (x->unit_of[p] >= 0) {
+            if (unit_step(ctx, x, p))
+                return ntp_ctx_status(ctx);
             continue;
         }
         /* The group's other layers, in chain order: a folded batch norm,
@@ -568,6 +693,10 @@ static ntp_status build_steps(ntp_ctx *ctx, ntp_exec *x)
                 k->out_scale[i] = x->scales[tail->out[i]];
         }
     }
+    /* A unit's step comes at its last layer, after its other layers'. */
+    for (int i = 0; i < x->n_steps; i++)
+        if (x->steps[i].kind == NTP_STEP_FUSED)
+            x->steps[i].head = x->pos_step[x->head_of[x->steps[i].pos]];
     return NTP_STATUS_OK;
 }
 
@@ -732,6 +861,8 @@ static ntp_status prepare_all(ntp_ctx *ctx, ntp_exec *x)
             st->k.w[i].shape = t->shape;
             st->k.w[i].dtype = ntp__exec_weight_dtype(x, st->be, t);
         }
+        if (st->k.unit)
+            st->k.unit_w = (const void *const *)x->wdata;
         double t0 = ntp__now_us();
         ntp_status rc = ntp__be_prepare(be, ctx, x->be_state[st->be], &st->k, &st->state, &st->ws);
         st->prepare_ms = (ntp__now_us() - t0) / 1000.0;
@@ -799,14 +930,18 @@ ntp_status ntp__exec_init(ntp_ctx *ctx, ntp_exec *x, const ntp_graph *g, const n
     x->wdata = calloc((size_t)nt + 1, sizeof *x->wdata);
     x->wborrowed = calloc((size_t)nt + 1, sizeof *x->wborrowed);
     x->fold = calloc((size_t)nn + 1, sizeof *x->fold);
+    x->unit_of = calloc((size_t)nn + 1, sizeof *x->unit_of);
+    x->unit_in = calloc((size_t)g->n_units + 1, sizeof *x->unit_in);
+    x->unit_last = calloc((size_t)g->n_units + 1, sizeof *x->unit_last);
     ntp_status st;
     if (!x->node_be || !x->head_of || !x->pos_step || !x->tslot || !x->layouts || !x->wdata ||
-        !x->wborrowed || !x->fold) {
+        !x->wborrowed || !x->fold || !x->unit_of || !x->unit_in || !x->unit_last) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory building '%s'", g->name);
         goto fail;
     }
     for (int i = 0; i < nt; i++)
         x->tslot[i] = -1;
+    claim_units(x, o);
     if ((o->fuse || o->fold_only) && (st = fold_graph(ctx, x, o)))
         goto fail;
     g = x->g;
@@ -911,6 +1046,9 @@ void ntp__exec_free(ntp_exec *x)
     free(x->wdata);
     free(x->wborrowed);
     free(x->fold);
+    free(x->unit_of);
+    free(x->unit_in);
+    free(x->unit_last);
     if (x->own_g)
         ntp_graph_free(x->own_g);
     memset(x, 0, sizeof *x);

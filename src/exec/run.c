@@ -426,10 +426,11 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
          * as the topology is written (a batch norm folded into the
          * weights included). */
         L->flops = c->flops;
-        L->bytes = c->input_bytes + c->weight_bytes;
+        /* a unit (exec-impl.h) reads its one outside tensor */
+        L->bytes = (st->k.unit ? x->slots[st->in_slot[0]].bytes : c->input_bytes) + c->weight_bytes;
         int last = st->last;
-        for (int p = st->pos + 1; p <= last; p++) {
-            if (x->head_of[p] != st->pos)
+        for (int p = st->first; p <= last; p++) {
+            if (p == st->pos || x->head_of[p] != st->pos)
                 continue; /* a layer between two of the group's */
             L->flops += a->layers[p].flops;
             L->bytes += a->layers[p].weight_bytes;

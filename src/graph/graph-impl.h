@@ -200,6 +200,28 @@ typedef struct ntp_marker {
     int line;
 } ntp_marker;
 
+/* A span of layers that a framework backend may run as one unit of its own
+ * (docs/darknet.md: a Darknet recurrent section, which the .cfg reader
+ * unrolls into ntprof layers for every other backend). `text` is the
+ * section as the framework reads it, `first` .. `last` the node indices of
+ * its layers (the reader adds them consecutively; `last` writes the
+ * section's output), `steps` the sequence length it runs over, and
+ * `slices` its parameters in the framework's own order: n values of
+ * tensor `tensor`'s f32 data from value `at` on. */
+typedef struct ntp_unit_slice {
+    int tensor;
+    int64_t at, n;
+} ntp_unit_slice;
+
+typedef struct ntp_unit {
+    char *kind; /* the framework that reads `text`: "darknet" */
+    char *text;
+    int first, last;
+    int64_t steps;
+    int n_slices;
+    ntp_unit_slice *slices;
+} ntp_unit;
+
 typedef struct ntp_param {
     char *name;
     char *value; /* final value after overrides */
@@ -222,6 +244,8 @@ struct ntp_graph {
     int n_markers;
     ntp_param *params;
     int n_params;
+    ntp_unit *units; /* framework units (ntp_unit), none in most graphs */
+    int n_units;
     /* The batch, set by the loader: the markup's param "batch", an ONNX
      * model's batch-like input dim (the value of its "batch" param); 0 when
      * the topology has none. */

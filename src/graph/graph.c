@@ -44,6 +44,12 @@ void ntp_graph_free(ntp_graph *g)
         free(g->params[i].name);
         free(g->params[i].value);
     }
+    for (int i = 0; i < g->n_units; i++) {
+        free(g->units[i].kind);
+        free(g->units[i].text);
+        free(g->units[i].slices);
+    }
+    free(g->units);
     free(g->tensors);
     free(g->nodes);
     free(g->inputs);
@@ -558,6 +564,20 @@ ntp_status ntp__graph_clone(ntp_ctx *ctx, const ntp_graph *g, ntp_dtype p, ntp_g
         if (!(c->params[i].name = ntp__strdup(g->params[i].name)) ||
             !(c->params[i].value = ntp__strdup(g->params[i].value)))
             goto oom;
+    }
+    if (g->n_units > 0 && !(c->units = calloc((size_t)g->n_units, sizeof *c->units)))
+        goto oom;
+    for (int i = 0; i < g->n_units; i++) {
+        const ntp_unit *u = &g->units[i];
+        ntp_unit *v = &c->units[i];
+        *v = *u;
+        v->kind = v->text = NULL;
+        v->slices = NULL;
+        c->n_units = i + 1;
+        if (!(v->kind = ntp__strdup(u->kind)) || !(v->text = ntp__strdup(u->text)) ||
+            !(v->slices = malloc(((size_t)u->n_slices + 1) * sizeof *v->slices)))
+            goto oom;
+        memcpy(v->slices, u->slices, (size_t)u->n_slices * sizeof *v->slices);
     }
     *out = c;
     return NTP_STATUS_OK;

@@ -562,6 +562,68 @@ static const struct {
 };
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
+/* A recurrent or [local] section is also recorded whole (ntp_unit), for a backend
+ * that runs Darknet's own layer (src/backend/darknet): the section's text
+ * as the .cfg gives it, its nodes and its weights in Darknet's order. The
+ * other backends run the unrolled nodes. After ntp__graph_finalize: the
+ * lstm op's weights are declared by its shape inference. */
+static ntp_status add_unit(reader *r, const dn_sect *s, const ntp_darknet_layer *L)
+{
+    ntp_graph *g = r->g;
+    ntp_unit *us = realloc(g->units, ((size_t)g->n_units + 1) * sizeof *us);
+    if (!us)
+        return ntp__dn_oom(r);
+    g->units = us;
+    ntp_unit *u = &us[g->n_units];
+    memset(u, 0, sizeof *u);
+    size_t len = strlen(s->type) + 4;
+    for (int i = 0; i < s->n_opts; i++)
+        len += strlen(s->opts[i].key) + strlen(s->opts[i].val) + 2;
+    u->kind = ntp__strdup("darknet");
+    u->text = malloc(len);
+    /* [local]'s biases are [F][positions] in the file, [positions][F] in
+     * the grouped convolution: one slice per value */
+    int64_t cap = 1;
+    for (int b = 0; b < L->n_blocks; b++)
+        cap += L->blocks[b].kind == NTP_DARKNET_BLOCK_LOCAL
+                   ? ntp_shape_numel(&g->tensors[g->nodes[L->blocks[b].node].w[1]].shape) + 1
+                   : NTP_DARKNET_MAX_SLICES;
+    u->slices = malloc((size_t)cap * sizeof *u->slices);
+    if (!u->kind || !u->text || !u->slices) {
+        free(u->kind);
+        free(u->text);
+        free(u->slices);
+        return ntp__dn_oom(r);
+    }
+    size_t at = (size_t)snprintf(u->text, len, "[%s]\n", s->type);
+    for (int i = 0; i < s->n_opts; i++)
+        at += (size_t)snprintf(u->text + at, len - at, "%s=%s\n", s->opts[i].key, s->opts[i].val);
+    u->first = L->first;
+    u->last = L->last;
+    u->steps = r->steps;
+    for (int b = 0; b < L->n_blocks; b++) {
+        const ntp_darknet_block *bk = &L->blocks[b];
+        if (bk->kind == NTP_DARKNET_BLOCK_LOCAL) {
+            const ntp_node *n = &g->nodes[bk->node];
+            int64_t pos = n->a.groups, F = ntp_shape_numel(&g->tensors[n->w[1]].shape) / pos;
+            for (int64_t f = 0; f < F; f++)
+                for (int64_t p = 0; p < pos; p++)
+                    u->slices[u->n_slices++] =
+                        (ntp_unit_slice){.tensor = n->w[1], .at = p * F + f, .n = 1};
+            u->slices[u->n_slices++] = (ntp_unit_slice){
+                .tensor = n->w[0], .at = 0, .n = ntp_shape_numel(&g->tensors[n->w[0]].shape)};
+            continue;
+        }
+        ntp_darknet_slice sl[NTP_DARKNET_MAX_SLICES];
+        int ns = ntp__darknet_block_slices(g, bk, sl);
+        for (int i = 0; i < ns; i++)
+            u->slices[u->n_slices++] =
+                (ntp_unit_slice){.tensor = sl[i].tensor, .at = sl[i].at, .n = sl[i].n};
+    }
+    g->n_units++;
+    return NTP_STATUS_OK;
+}
+
 static ntp_status layer(reader *r, int li)
 {
     const dn_sect *s = &r->s[li + 1];
@@ -579,7 +641,13 @@ static ntp_status layer(reader *r, int li)
         ntp_status st;
         if (sections[i].keys && (st = check_keys(r, s, sections[i].keys)))
             return st;
-        return sections[i].fn(r, s, li, L);
+        if ((st = sections[i].fn(r, s, li, L)))
+            return st;
+        L->unit = (L->kind == NTP_DARKNET_RNN || L->kind == NTP_DARKNET_GRU ||
+                   L->kind == NTP_DARKNET_LSTM || L->kind == NTP_DARKNET_CRNN ||
+                   L->kind == NTP_DARKNET_LOCAL) &&
+                  L->last == r->g->n_nodes - 1 && L->first <= L->last;
+        return NTP_STATUS_OK;
     }
     if (!strcmp(t, "net") || !strcmp(t, "network"))
         return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_PARSE_ERROR,
@@ -850,6 +918,9 @@ static ntp_status build(reader *r)
     }
     if ((st = ntp__graph_finalize(r->ctx, g, r->opts->max_memory)))
         return st;
+    for (int li = 0; li < r->n_layers; li++)
+        if (r->layers[li].unit && (st = add_unit(r, &r->s[li + 1], &r->layers[li])))
+            return st;
     if (r->weights)
         return ntp__darknet_read_weights(r->ctx, g, r->layers, r->n_layers, r->weights);
     return NTP_STATUS_OK;

@@ -63,9 +63,26 @@ typedef struct ntp_darknet_layer {
     bool bn;         /* batch_normalize=1 */
     int64_t steps;   /* [net] time_steps: the tensor's first dim is steps x batch */
     int first;       /* the first node the layer added (g->n_nodes before it) */
+    bool unit;       /* a recurrent section recorded whole (ntp_unit), nodes first..last */
     int n_blocks;    /* its parameter blocks in a .weights file */
     ntp_darknet_block blocks[NTP_DARKNET_MAX_BLOCKS];
 } ntp_darknet_layer;
+
+/* One run of a block's values in a .weights file: n values of tensor
+ * `tensor`'s f32 data from value `at` on. */
+typedef struct ntp_darknet_slice {
+    int tensor;
+    int64_t at, n;
+    const char *what; /* "biases", "weights", "scales", ... */
+} ntp_darknet_slice;
+
+#define NTP_DARKNET_MAX_SLICES 5
+
+/* The values of block b in the order Darknet's load_weights reads them
+ * (darknet-weights.c); how many slices. [local]'s block, whose biases are
+ * permuted, has none. */
+int ntp__darknet_block_slices(const ntp_graph *g, const ntp_darknet_block *b,
+                              ntp_darknet_slice out[NTP_DARKNET_MAX_SLICES]);
 
 /* Load a .cfg file. With `layers`, *layers (malloc'd, free() it) gets one
  * entry per Darknet layer and *n_layers their count. `opts->set` may hold

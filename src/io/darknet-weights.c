@@ -70,14 +70,55 @@ static ntp_status block(wreader *w, int li, const ntp_darknet_layer *L, int t, c
     return read_into(w, li, L, t, 0, ntp_shape_numel(&w->g->tensors[t].shape), NULL, what);
 }
 
-static ntp_status norm(wreader *w, int li, const ntp_darknet_layer *L, const ntp_node *bn)
+/* The values of block b in Darknet's file order (darknet-impl.h). */
+int ntp__darknet_block_slices(const ntp_graph *g, const ntp_darknet_block *b,
+                              ntp_darknet_slice out[NTP_DARKNET_MAX_SLICES])
 {
-    ntp_status st;
-    if ((st = block(w, li, L, bn->w[0], "scales")) ||
-        (st = block(w, li, L, bn->w[2], "rolling means")) ||
-        (st = block(w, li, L, bn->w[3], "rolling variances")))
-        return st;
-    return NTP_STATUS_OK;
+    const ntp_node *n = &g->nodes[b->node];
+    const ntp_node *bn = b->bn_node >= 0 ? &g->nodes[b->bn_node] : NULL;
+    int k = 0;
+#define SLICE(t, at_, n_, what_) \
+    (out[k++] = (ntp_darknet_slice){.tensor = (t), .at = (at_), .n = (n_), .what = (what_)})
+#define WHOLE(t, what_) SLICE(t, 0, ntp_shape_numel(&g->tensors[t].shape), what_)
+    /* biases: the node's own "b", or with batch_normalize the norm's shift */
+    int bias = bn ? bn->w[1] : n->w[1];
+    switch (b->kind) {
+    case NTP_DARKNET_BLOCK_CONV:
+    case NTP_DARKNET_BLOCK_FC:
+        WHOLE(bias, "biases");
+        if (b->kind == NTP_DARKNET_BLOCK_FC)
+            WHOLE(n->w[0], "weights");
+        if (bn) {
+            WHOLE(bn->w[0], "scales");
+            WHOLE(bn->w[2], "rolling means");
+            WHOLE(bn->w[3], "rolling variances");
+        }
+        if (b->kind == NTP_DARKNET_BLOCK_CONV)
+            WHOLE(n->w[0], "weights");
+        break;
+    case NTP_DARKNET_BLOCK_LSTM_U:
+    case NTP_DARKNET_BLOCK_LSTM_W: {
+        /* one gate's [connected]: H biases into B (input ones first, then
+         * the recurrent ones), then H x in weights into the gate's rows of
+         * W [1, 4H, I] or R [1, 4H, H] */
+        bool u = b->kind == NTP_DARKNET_BLOCK_LSTM_U;
+        int64_t H = n->a.units, in = g->tensors[n->w[u ? 0 : 1]].shape.dim[2];
+        SLICE(n->w[2], (u ? 0 : 4 * H) + b->gate * H, H, "biases");
+        SLICE(n->w[u ? 0 : 1], b->gate * H * in, H * in, "weights");
+        break;
+    }
+    case NTP_DARKNET_BLOCK_BN:
+        /* load_batchnorm_weights: no biases; the norm's shift stays the
+         * zeros the reader gave it */
+        WHOLE(bn->w[0], "scales");
+        WHOLE(bn->w[2], "rolling means");
+        WHOLE(bn->w[3], "rolling variances");
+        break;
+    case NTP_DARKNET_BLOCK_LOCAL: break; /* biases in another order: block_weights */
+    }
+#undef WHOLE
+#undef SLICE
+    return k;
 }
 
 /* One block (darknet-impl.h) in Darknet's order. */
@@ -85,34 +126,8 @@ static ntp_status block_weights(wreader *w, int li, const ntp_darknet_layer *L,
                                 const ntp_darknet_block *b)
 {
     const ntp_node *n = &w->g->nodes[b->node];
-    const ntp_node *bn = b->bn_node >= 0 ? &w->g->nodes[b->bn_node] : NULL;
     ntp_status st;
-    /* biases: the node's own "b", or with batch_normalize the norm's shift */
-    int bias = bn ? bn->w[1] : n->w[1];
-    switch (b->kind) {
-    case NTP_DARKNET_BLOCK_CONV:
-        if ((st = block(w, li, L, bias, "biases")) || (bn && (st = norm(w, li, L, bn))) ||
-            (st = block(w, li, L, n->w[0], "weights")))
-            return st;
-        return NTP_STATUS_OK;
-    case NTP_DARKNET_BLOCK_FC:
-        if ((st = block(w, li, L, bias, "biases")) || (st = block(w, li, L, n->w[0], "weights")) ||
-            (bn && (st = norm(w, li, L, bn))))
-            return st;
-        return NTP_STATUS_OK;
-    case NTP_DARKNET_BLOCK_LSTM_U:
-    case NTP_DARKNET_BLOCK_LSTM_W: {
-        /* one gate's [connected]: H biases into B (input ones first, then
-         * the recurrent ones), then H x in weights into the gate's rows of
-         * W [1, 4H, I] or R [1, 4H, H] */
-        bool u = b->kind == NTP_DARKNET_BLOCK_LSTM_U;
-        int64_t H = n->a.units, in = w->g->tensors[n->w[u ? 0 : 1]].shape.dim[2];
-        if ((st = read_into(w, li, L, n->w[2], (u ? 0 : 4 * H) + b->gate * H, H, NULL, "biases")) ||
-            (st = read_into(w, li, L, n->w[u ? 0 : 1], b->gate * H * in, H * in, NULL, "weights")))
-            return st;
-        return NTP_STATUS_OK;
-    }
-    case NTP_DARKNET_BLOCK_LOCAL: {
+    if (b->kind == NTP_DARKNET_BLOCK_LOCAL) {
         /* biases per output value [F][positions]; the grouped convolution's
          * are [positions][F]; the weights are in Darknet's order already */
         const ntp_tensor *bt = &w->g->tensors[n->w[1]];
@@ -129,11 +144,11 @@ static ntp_status block_weights(wreader *w, int li, const ntp_darknet_layer *L,
             return st;
         return NTP_STATUS_OK;
     }
-    case NTP_DARKNET_BLOCK_BN:
-        /* load_batchnorm_weights: no biases; the norm's shift stays the
-         * zeros the reader gave it */
-        return norm(w, li, L, bn);
-    }
+    ntp_darknet_slice sl[NTP_DARKNET_MAX_SLICES];
+    int ns = ntp__darknet_block_slices(w->g, b, sl);
+    for (int i = 0; i < ns; i++)
+        if ((st = read_into(w, li, L, sl[i].tensor, sl[i].at, sl[i].n, NULL, sl[i].what)))
+            return st;
     return NTP_STATUS_OK;
 }
 

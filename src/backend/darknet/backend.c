@@ -42,6 +42,7 @@ static struct {
     char why[256];
     network *(*parse)(char *);
     void (*free_net)(network *);
+    void (*load)(network *, char *); /* load_weights: units only (NULL: none) */
 } dn;
 
 static bool dn_open(void)
@@ -56,6 +57,7 @@ static bool dn_open(void)
     }
     dn.parse = (network * (*)(char *)) dlsym(h, "parse_network_cfg");
     dn.free_net = (void (*)(network *))dlsym(h, "free_network");
+    dn.load = (void (*)(network *, char *))dlsym(h, "load_weights");
     if (!dn.parse || !dn.free_net) {
         snprintf(dn.why, sizeof dn.why, "%s lacks parse_network_cfg or free_network",
                  NTP_DARKNET_SONAME);
@@ -208,10 +210,64 @@ static bool dnb_fusable(const ntp_graph *g, const ntp_node *head, int n_fused, c
            act_name(next) != NULL;
 }
 
+/* The Darknet layers that run a recurrent section whole (ntp_unit: the
+ * .cfg reader records each [rnn], [gru], [lstm] and [crnn] with its text
+ * and its weights in Darknet's order, and unrolls it for the other
+ * backends). */
+typedef enum dn_unit {
+    DN_UNIT_NONE,
+    DN_UNIT_RNN,
+    DN_UNIT_GRU,
+    DN_UNIT_LSTM,
+    DN_UNIT_CRNN,
+    DN_UNIT_LOCAL,
+} dn_unit;
+
+static dn_unit unit_kind(const ntp_unit *u)
+{
+    static const struct {
+        const char *head;
+        dn_unit kind;
+    } heads[] = {{"[rnn]\n", DN_UNIT_RNN},
+                 {"[gru]\n", DN_UNIT_GRU},
+                 {"[lstm]\n", DN_UNIT_LSTM},
+                 {"[crnn]\n", DN_UNIT_CRNN},
+                 {"[local]\n", DN_UNIT_LOCAL}};
+    if (!u || !u->kind || !u->text || strcmp(u->kind, "darknet") != 0)
+        return DN_UNIT_NONE;
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        if (strncmp(u->text, heads[i].head, strlen(heads[i].head)) == 0)
+            return heads[i].kind;
+    return DN_UNIT_NONE;
+}
+
+/* Darknet's forward function that runs each unit, the name its row shows. */
+static const char *unit_impl(dn_unit k)
+{
+    switch (k) {
+    case DN_UNIT_RNN: return "darknet:forward_rnn_layer";
+    case DN_UNIT_GRU: return "darknet:forward_gru_layer";
+    case DN_UNIT_LSTM: return "darknet:forward_lstm_layer";
+    case DN_UNIT_CRNN: return "darknet:forward_crnn_layer";
+    case DN_UNIT_LOCAL: return "darknet:forward_local_layer";
+    case DN_UNIT_NONE: break;
+    }
+    return NULL;
+}
+
+static bool dnb_supports_unit(const ntp_graph *g, const ntp_unit *u, ntp_dtype p)
+{
+    (void)g;
+    return p == NTP_DTYPE_F32 && dn_open() && dn.load && u->steps >= 1 &&
+           unit_kind(u) != DN_UNIT_NONE;
+}
+
 typedef struct dnb_node {
     network *net;
     int main;      /* the layer that is the node */
     layer *shadow; /* a copy of net->layers for [route]/[shortcut] inputs */
+    dn_unit unit;  /* a recurrent section run whole, or DN_UNIT_NONE */
+    void *ws;      /* [crnn]: a workspace for its inner convolutions */
 } dnb_node;
 
 /* Append a section to the generated .cfg. */
@@ -288,6 +344,28 @@ static void gen_cfg(const ntp_kargs *k, char *cfg, size_t len, int *main)
     }
 }
 
+/* Darknet prints while it builds a network and loads weights: keep its
+ * lines off the terminal (the library prints nothing). */
+static int quiet(void)
+{
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0)
+        dup2(null, 2);
+    if (null >= 0)
+        close(null);
+    return saved;
+}
+
+static void unquiet(int saved)
+{
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+}
+
 /* parse_network_cfg on `cfg`, with the lines Darknet prints while it builds
  * the network kept off the terminal (the library prints nothing). */
 static network *build(ntp_ctx *ctx, const ntp_kargs *k, const char *cfg)
@@ -306,18 +384,9 @@ static network *build(ntp_ctx *ctx, const ntp_kargs *k, const char *cfg)
         ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR, "cannot write a temporary .cfg");
         return NULL;
     }
-    fflush(stderr);
-    int saved = dup(2), null = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && null >= 0)
-        dup2(null, 2);
+    int saved = quiet();
     network *net = dn.parse(path);
-    fflush(stderr);
-    if (saved >= 0) {
-        dup2(saved, 2);
-        close(saved);
-    }
-    if (null >= 0)
-        close(null);
+    unquiet(saved);
     unlink(path);
     return net;
 }
@@ -330,11 +399,173 @@ static void fill(float *dst, const ntp_buf *src, int64_t n)
         memset(dst, 0, (size_t)n * sizeof *dst);
 }
 
+/* The unit's weights as a Darknet .weights file (version 0.2: three
+ * int32 and an 8-byte count of images seen, then its slices in the order
+ * Darknet's load_weights reads them), loaded by load_weights itself: the
+ * inner layers get their weights as Darknet puts them. */
+static ntp_status unit_weights(ntp_ctx *ctx, const ntp_kargs *k, network *net)
+{
+    char path[] = "/tmp/ntprof-darknet-weights-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR,
+                              "cannot create a temporary .weights file");
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(path);
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR,
+                              "cannot write a temporary .weights file");
+    }
+    const int32_t head[3] = {0, 2, 0};
+    const uint64_t seen = 0;
+    bool ok = fwrite(head, sizeof head, 1, f) == 1 && fwrite(&seen, sizeof seen, 1, f) == 1;
+    const ntp_unit *u = k->unit;
+    for (int i = 0; ok && i < u->n_slices; i++) {
+        const ntp_unit_slice *sl = &u->slices[i];
+        const float *d = k->unit_w[sl->tensor];
+        if (!d || k->g->tensors[sl->tensor].dtype != NTP_DTYPE_F32 ||
+            sl->at + sl->n > ntp_shape_numel(&k->g->tensors[sl->tensor].shape)) {
+            fclose(f);
+            unlink(path);
+            return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_INTERNAL,
+                                  "weight '%s' of the section is not f32 data of %lld values",
+                                  k->g->tensors[sl->tensor].name, (long long)(sl->at + sl->n));
+        }
+        ok = fwrite(d + sl->at, sizeof *d, (size_t)sl->n, f) == (size_t)sl->n;
+    }
+    ok = fclose(f) == 0 && ok;
+    if (ok) {
+        int saved = quiet();
+        dn.load(net, path);
+        unquiet(saved);
+    }
+    unlink(path);
+    if (!ok)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_IO_ERROR,
+                              "cannot write a temporary .weights file");
+    return NTP_STATUS_OK;
+}
+
+/* A recurrent section as Darknet's own layer: a network of that one
+ * section (its .cfg text as the file gives it) over the unit's time steps,
+ * with ntprof's weights loaded in Darknet's order. */
+static ntp_status unit_prepare(ntp_ctx *ctx, ntp_kargs *k, void **node_state)
+{
+    const ntp_shape *in = &k->in[0].shape;
+    int64_t T = k->unit->steps, rows = in->dim[0];
+    if (in->ndim < 2 || rows % T != 0)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_BACKEND_ERROR,
+                              "the section's input has %lld rows, not a multiple of its %lld "
+                              "time steps",
+                              (long long)rows, (long long)T);
+    size_t len = strlen(k->unit->text) + 256;
+    char *cfg = malloc(len);
+    if (!cfg)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    /* Darknet's batch is the sequences; its layers see batch x time_steps */
+    snprintf(cfg, len, "[net]\nbatch=%lld\ntime_steps=%lld\n", (long long)(rows / T), (long long)T);
+    if (in->ndim == 4)
+        put(cfg, len, "width=%lld\nheight=%lld\nchannels=%lld\n", (long long)in->dim[3],
+            (long long)in->dim[2], (long long)in->dim[1]);
+    else /* rows of features: a 1x1 image, as Darknet sees a [connected]'s output */
+        put(cfg, len, "width=1\nheight=1\nchannels=%lld\n",
+            (long long)(ntp_shape_numel(in) / rows));
+    put(cfg, len, "%s", k->unit->text);
+    network *net = build(ctx, k, cfg);
+    free(cfg);
+    if (!net)
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_BACKEND_ERROR,
+                              "parse_network_cfg failed on the section");
+    dnb_node *nd = calloc(1, sizeof *nd);
+    if (!nd) {
+        dn.free_net(net);
+        return ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    nd->net = net;
+    nd->unit = unit_kind(k->unit);
+    net->train = 0;
+    layer *l = &net->layers[0];
+    ntp_status st = NTP_STATUS_OK;
+    /* a recurrent layer's batch is the sequences, over l->steps; a
+     * [local]'s is every row (steps 0) */
+    int steps = l->steps > 1 ? l->steps : 1;
+    if (net->n != 1 || (int64_t)l->outputs * l->batch * steps != ntp_shape_numel(&k->out[0].shape))
+        st = ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_BACKEND_ERROR,
+                            "Darknet's section has %d outputs per row over %d x %d rows, ntprof "
+                            "expects %lld values",
+                            l->outputs, l->batch, steps,
+                            (long long)ntp_shape_numel(&k->out[0].shape));
+    /* parse_network_cfg never sizes the workspace for a [crnn]'s inner
+     * convolutions (they are not in net->layers), and takes a [local]'s
+     * workspace_size, which is in floats, for bytes: give them one. */
+    if (!st && (nd->unit == DN_UNIT_CRNN || nd->unit == DN_UNIT_LOCAL)) {
+        size_t need = nd->unit == DN_UNIT_LOCAL ? l->workspace_size * sizeof(float) : 0;
+        const layer *inner[3] = {l->input_layer, l->self_layer, l->output_layer};
+        for (int i = 0; nd->unit == DN_UNIT_CRNN && i < 3; i++)
+            if (inner[i] && inner[i]->workspace_size > need)
+                need = inner[i]->workspace_size;
+        if (!(nd->ws = calloc(1, need + sizeof(float))))
+            st = ntp__be_kerror(ctx, "darknet", k, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!st)
+        st = unit_weights(ctx, k, net);
+    if (st) {
+        dn.free_net(net);
+        free(nd->ws);
+        free(nd);
+        return st;
+    }
+    *node_state = nd;
+    return NTP_STATUS_OK;
+}
+
+/* One call of the section's forward, from a zero state as ntprof's every
+ * pass starts (Darknet keeps the state from one call to the next at
+ * inference: cleared here, inside the timed call, a memset of one step's
+ * state), its output written into ntprof's buffer. */
+static void unit_execute(dnb_node *nd, const ntp_kargs *k)
+{
+    network net = *nd->net;
+    net.input = k->in[0].data;
+    net.train = 0;
+    if (nd->ws)
+        net.workspace = nd->ws;
+    layer l = net.layers[0];
+    size_t state = (size_t)l.outputs * (size_t)l.batch * sizeof(float);
+    switch (nd->unit) {
+    case DN_UNIT_RNN:
+    case DN_UNIT_CRNN: {
+        /* the output is the inner output layer's, stepped through by the
+         * forward's own copy of it */
+        if (nd->unit == DN_UNIT_CRNN)
+            state = (size_t)l.hidden * (size_t)l.batch * sizeof(float);
+        memset(l.state, 0, state);
+        float *own = l.output_layer->output;
+        l.output_layer->output = k->out[0].data;
+        l.forward(l, net);
+        l.output_layer->output = own;
+        return;
+    }
+    case DN_UNIT_GRU: memset(l.state, 0, state); break;
+    case DN_UNIT_LSTM:
+        memset(l.c_cpu, 0, state);
+        memset(l.h_cpu, 0, state);
+        break;
+    case DN_UNIT_LOCAL: break; /* no state */
+    case DN_UNIT_NONE: return;
+    }
+    l.output = k->out[0].data;
+    l.forward(l, net);
+}
+
 static ntp_status dnb_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **node_state,
                               size_t *workspace)
 {
     (void)state;
     *workspace = 0;
+    if (k->unit)
+        return unit_prepare(ctx, k, node_state);
     char cfg[4096];
     int main;
     gen_cfg(k, cfg, sizeof cfg, &main);
@@ -412,6 +643,10 @@ static ntp_status dnb_execute(ntp_ctx *ctx, void *state, void *node_state, const
     (void)ctx;
     (void)state;
     dnb_node *nd = node_state;
+    if (nd->unit != DN_UNIT_NONE) {
+        unit_execute(nd, k);
+        return NTP_STATUS_OK;
+    }
     network net = *nd->net;
     layer l = net.layers[nd->main];
     l.output = k->out[0].data;
@@ -438,7 +673,15 @@ static void dnb_release_node(void *state, void *node_state)
         return;
     dn.free_net(nd->net);
     free(nd->shadow);
+    free(nd->ws);
     free(nd);
+}
+
+static const char *dnb_impl_name(void *state, void *node_state)
+{
+    (void)state;
+    const dnb_node *nd = node_state;
+    return nd ? unit_impl(nd->unit) : NULL;
 }
 
 const ntp_backend_i ntp__backend_darknet = {
@@ -453,5 +696,7 @@ const ntp_backend_i ntp__backend_darknet = {
     .execute = dnb_execute,
     .release_node = dnb_release_node,
     .fusable = dnb_fusable,
+    .supports_unit = dnb_supports_unit,
+    .impl_name = dnb_impl_name,
     .available = dnb_available,
 };
