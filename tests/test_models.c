@@ -980,6 +980,62 @@ static void test_every_op_covered(void **state)
             fail_msg("no bundled model uses '%s'", ntp__op_name((ntp_op)op));
 }
 
+/* The op table's class columns agree with each other: a unary op (a row
+ * in NTP_UNARY_TABLE) is of the unary class in every column; an emitter
+ * that writes the table's ONNX operator has one; and no two ops share an
+ * ONNX operator, since the import finds an op by it. */
+static void test_op_table_columns(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NTP_OP_COUNT; i++) {
+        ntp_op op = (ntp_op)i;
+        const char *name = ntp__op_name(op), *onnx = ntp__op_onnx_name(op);
+        bool unary = ntp__op_is_unary(op);
+        if (unary != (ntp__op_onnx(op) == NTP_OP_ONNX_UNARY) ||
+            unary != (ntp__op_torch(op) == NTP_OP_TORCH_UNARY) ||
+            unary != (ntp__op_backward(op) == NTP_OP_BACKWARD_UNARY))
+            fail_msg("%s: unary in some class columns only", name);
+        switch (ntp__op_onnx(op)) {
+        case NTP_OP_ONNX_SIMPLE:
+        case NTP_OP_ONNX_REDUCE:
+        case NTP_OP_ONNX_REDUCE_AXES_IN:
+        case NTP_OP_ONNX_NARY:
+        case NTP_OP_ONNX_CONV:
+        case NTP_OP_ONNX_POOL:
+        case NTP_OP_ONNX_BATCHNORM:
+        case NTP_OP_ONNX_LAYERNORM:
+        case NTP_OP_ONNX_WHERE:
+        case NTP_OP_ONNX_SPLIT:
+        case NTP_OP_ONNX_RESHAPE:
+        case NTP_OP_ONNX_PAD:
+        case NTP_OP_ONNX_EMBEDDING:
+        case NTP_OP_ONNX_RNN:
+        case NTP_OP_ONNX_SLICE:
+        case NTP_OP_ONNX_EXPAND:
+        case NTP_OP_ONNX_RESIZE:
+            if (!onnx)
+                fail_msg("%s: its ONNX emitter writes the table's operator, which is NULL", name);
+            break;
+        case NTP_OP_ONNX_NONE:
+        case NTP_OP_ONNX_UNARY:
+        case NTP_OP_ONNX_FC:
+        case NTP_OP_ONNX_MATMUL:
+        case NTP_OP_ONNX_ATTENTION:
+        case NTP_OP_ONNX_CONSTANT:
+        case NTP_OP_ONNX_DECODER:
+        case NTP_OP_ONNX_CONVERT:
+            if (onnx)
+                fail_msg("%s: ONNX operator %s, which its emitter does not write", name, onnx);
+            break;
+        }
+        for (int j = 0; onnx && j < i; j++) {
+            const char *other = ntp__op_onnx_name((ntp_op)j);
+            if (other && !strcmp(other, onnx))
+                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, onnx);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1004,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_tinyllama),
         cmocka_unit_test(test_tiny_decoder),
         cmocka_unit_test(test_every_op_covered),
+        cmocka_unit_test(test_op_table_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

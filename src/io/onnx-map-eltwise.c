@@ -234,19 +234,26 @@ static ntp_status legacy_operand(ntp_onnx_importer *x, int t0, int *t1)
     return ntp__onnx_reshape(x, *t1, &to, "align", t1);
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean. Variadic ones with more
- * inputs than a layer takes are chained. */
+/* The op whose ONNX operator (op-table.h) is op_type; NTP_OP_COUNT if none. */
+static ntp_op op_of_onnx(const char *op_type)
+{
+    for (int op = 0; op < NTP_OP_COUNT; op++) {
+        const char *o = ntp__op_onnx_name((ntp_op)op);
+        if (o && !strcmp(o, op_type))
+            return (ntp_op)op;
+    }
+    return NTP_OP_COUNT;
+}
+
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean: the op of that ONNX
+ * operator in the op table (Sum is add). Variadic ones with more inputs
+ * than a layer takes are chained. */
 static ntp_status map_binary(ntp_onnx_importer *x)
 {
     const char *t = x->np->op_type;
-    ntp_op op = !strcmp(t, "Add") || !strcmp(t, "Sum") ? NTP_OP_ADD
-                : !strcmp(t, "Mul")                    ? NTP_OP_MUL
-                : !strcmp(t, "Sub")                    ? NTP_OP_SUB
-                : !strcmp(t, "Div")                    ? NTP_OP_DIV
-                : !strcmp(t, "Pow")                    ? NTP_OP_POW
-                : !strcmp(t, "Max")                    ? NTP_OP_MAX
-                : !strcmp(t, "Min")                    ? NTP_OP_MIN
-                                                       : NTP_OP_MEAN;
+    ntp_op op = !strcmp(t, "Sum") ? NTP_OP_ADD : op_of_onnx(t);
+    if (op == NTP_OP_COUNT)
+        return ntp__onnx_err(x, NTP_STATUS_INTERNAL, "no op of the op table is %s", t);
     int n = (int)x->np->n_input;
     ntp_status st;
     if (n < 1)
