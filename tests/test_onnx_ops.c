@@ -27,7 +27,7 @@ static void unary(ntp_op op, double p1, double p2, const float *x, const float *
     rh_case c;
     rh_init(&c, op);
     c.node.a.alpha = p1;
-    c.node.a.value = p2;
+    c.node.a.gamma = p2;
     rh_in(&c, RH_SHAPE(n), x);
     float *y = rh_out(&c, RH_SHAPE(n));
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);

@@ -153,7 +153,8 @@ typedef struct ntp_attrs {
     bool ceil_mode;
     bool count_include_pad;
     int64_t axis;    /* softmax, concat, split, flatten, layernorm */
-    double alpha;    /* leaky_relu slope */
+    double alpha;    /* leaky_relu slope; the ONNX element-wise ops' first parameter */
+    double gamma;    /* their second: selu's gamma, hard_sigmoid's beta, shrink's bias */
     double min, max; /* clip; relu with max (clipped relu) */
     bool has_max;
     double epsilon; /* batchnorm, layernorm */

@@ -39,7 +39,7 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     if (p->p1)
         a->alpha = ntp__onnx_attr_f(x, p->p1, p->d1);
     if (p->p2)
-        a->value = ntp__onnx_attr_f(x, p->p2, p->d2);
+        a->gamma = ntp__onnx_attr_f(x, p->p2, p->d2);
     return finish(x, ni);
 }
 
