@@ -136,7 +136,9 @@
     X(LM_HEAD,           "lm_head",           LAYER, 1, 1, lm_head,          lm_head,                ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
     X(ARGMAX,            "argmax",            LAYER, 1, 1, argmax,           argmax,                 ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
-    X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   ELTWISE,    FORWARD,  NONE,          NONE,          NULL)
+    X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
+    /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
+    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod")
 // clang-format on
 
 /* The values of the PREDICT column: predict's families (ntprof/predict.h),

@@ -322,11 +322,21 @@ static void attr_lrn(const em *e, Onnx__NodeProto *o)
     ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
 }
 
+static void attr_fmod(const em *e, Onnx__NodeProto *o)
+{
+    ntp__xw_attr_i(e->w, o, "fmod", 1);
+}
+
 static void (*const simple_attrs[NTP_OP_COUNT])(const em *e, Onnx__NodeProto *o) = {
-    [NTP_OP_SOFTMAX] = attr_axis,         [NTP_OP_LOG_SOFTMAX] = attr_axis,
-    [NTP_OP_HARDMAX] = attr_axis,         [NTP_OP_CONCAT] = attr_axis,
-    [NTP_OP_FLATTEN] = attr_axis,         [NTP_OP_TRANSPOSE] = attr_perm,
-    [NTP_OP_INSTANCENORM] = attr_epsilon, [NTP_OP_LRN] = attr_lrn,
+    [NTP_OP_SOFTMAX] = attr_axis,
+    [NTP_OP_LOG_SOFTMAX] = attr_axis,
+    [NTP_OP_HARDMAX] = attr_axis,
+    [NTP_OP_CONCAT] = attr_axis,
+    [NTP_OP_FLATTEN] = attr_axis,
+    [NTP_OP_TRANSPOSE] = attr_perm,
+    [NTP_OP_INSTANCENORM] = attr_epsilon,
+    [NTP_OP_LRN] = attr_lrn,
+    [NTP_OP_FMOD] = attr_fmod,
 };
 
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;

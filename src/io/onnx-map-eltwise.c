@@ -245,7 +245,7 @@ static ntp_op op_of_onnx(const char *op_type)
     return NTP_OP_COUNT;
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean: the op of that ONNX
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod: the op of that ONNX
  * operator in the op table (Sum is add). Variadic ones with more inputs
  * than a layer takes are chained. */
 static ntp_status map_binary(ntp_onnx_importer *x)
@@ -254,6 +254,11 @@ static ntp_status map_binary(ntp_onnx_importer *x)
     ntp_op op = !strcmp(t, "Sum") ? NTP_OP_ADD : op_of_onnx(t);
     if (op == NTP_OP_COUNT)
         return ntp__onnx_err(x, NTP_STATUS_INTERNAL, "no op of the op table is %s", t);
+    /* Mod with fmod=0 is an integer modulo (the sign of the divisor), which
+     * ONNX allows on integers only. */
+    if (op == NTP_OP_FMOD && ntp__onnx_attr_i(x, "fmod", 0) != 1)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "fmod=0 (an integer modulo); the IR's fmod is fmod=1");
     int n = (int)x->np->n_input;
     ntp_status st;
     if (n < 1)
@@ -402,6 +407,7 @@ const ntp_onnx_map ntp__onnx_map_eltwise[] = {
     {"Min", map_binary, NULL, LEGACY},
     {"Sum", map_binary, NULL, LEGACY},
     {"Mean", map_binary, NULL, LEGACY},
+    {"Mod", map_binary, NULL, "fmod"},
     {"Where", map_where, NULL, ""},
     {"ReduceMean", map_reduce, NULL, "axes,keepdims"},
     {"ReduceSum", map_reduce, NULL, "axes,keepdims,noop_with_empty_axes"},
