@@ -184,6 +184,7 @@ static const op_case cases[] = {
     {"sub", "broadcast first operand", "<input name='a' shape='4'/><input name='b' shape='3,4'/><sub name='L' inputs='a,b'/>", DOM_ANY},
     {"div", "", "<input name='a' shape='2,3,4'/><input name='b' shape='2,3,4'/><div name='L' inputs='a,b'/>", DOM_AWAY_LAST},
     {"pow", "", "<input name='a' shape='3,5'/><input name='b' shape='3,5'/><pow name='L' inputs='a,b'/>", DOM_POS_FIRST},
+    {"fmod", "broadcast", "<input name='a' shape='2,3,4'/><input name='b' shape='3,1'/><fmod name='L' inputs='a,b'/>", DOM_AWAY_LAST},
     {"max", "3 inputs", "<input name='a' shape='2,6'/><input name='b' shape='2,6'/><input name='c' shape='6'/><max name='L' inputs='a,b,c'/>", DOM_ANY},
     {"min", "", "<input name='a' shape='2,6'/><input name='b' shape='2,6'/><min name='L' inputs='a,b'/>", DOM_ANY},
     {"mean", "3 inputs", "<input name='a' shape='2,6'/><input name='b' shape='2,6'/><input name='c' shape='2,6'/><mean name='L' inputs='a,b,c'/>", DOM_ANY},
@@ -791,8 +792,8 @@ static const char *const act_ops[] = {"relu",
                                       "prelu",
                                       NULL};
 static const char *const softmax_ops[] = {"softmax", "log_softmax", "hardmax", NULL};
-static const char *const binary_ops[] = {"add", "mul", "sub",  "div",   "pow",
-                                         "max", "min", "mean", "where", NULL};
+static const char *const binary_ops[] = {"add", "mul",  "sub",   "div",  "pow", "max",
+                                         "min", "mean", "where", "fmod", NULL};
 static const char *const reduce_ops[] = {
     "reduce_mean",    "reduce_sum",         "reduce_max", "reduce_min",
     "reduce_prod",    "reduce_l1",          "reduce_l2",  "reduce_sum_square",

@@ -630,7 +630,7 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "instancenorm")->params, 8);
     /* 16 params and the 1 buffer value, 4 bytes each. */
     assert_i64(m.a->weight_bytes, 17 * 4);
-    assert_i64(m.a->n_layers, 67);
+    assert_i64(m.a->n_layers, 68);
     check_input(&m, 0, "x", "[2,4,6,6]", NTP_DTYPE_F32);
     assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[2,4,6,6]");
@@ -677,6 +677,8 @@ static void test_tiny_ops(void **state)
     /* Binary: pow 4 per element, where 1, max of 8 inputs 7, mean of 6
      * inputs 6 (5 additions and a division). */
     assert_i64(layer(&m, "pow")->flops, 4 * 288);
+    /* fmod: one per element, as the other binary ops (sub, div). */
+    assert_i64(layer(&m, "fmod")->flops, 288);
     assert_i64(layer(&m, "where")->flops, 288);
     assert_i64(layer(&m, "trig")->flops, 7 * 288);
     assert_i64(layer(&m, "rounding")->flops, 6 * 288);
@@ -708,8 +710,8 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "expand")->flops, 0);
     /* The whole model, family by family in units of 288 FLOPs:
      *   rounding      sub 1, abs neg floor ceil round sign 6, mean of 6: 6   = 13
-     *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div 3,
-     *                 mish 11, log_sigmoid 6, mean of 5: 5                   = 45
+     *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div fmod
+     *                 4, mish 11, log_sigmoid 6, mean of 6: 6                = 47
      *   trig          10 functions x 4, softsign 3, max of 8: 7              = 50
      *   activations   softplus 6 elu 5 selu 6 celu 5 hard_sigmoid 3
      *                 thresholded_relu 2 shrink 3 prelu 2, min of 8: 7       = 39
@@ -720,9 +722,9 @@ static void test_tiny_ops(void **state)
      *   norms         instancenorm 8, lrn 13                                 = 21
      *   resampling    linear 8, cubic 32                                     = 40
      *   output        mean of 8: 8, add 1                                    =  9
-     * 252 x 288 = 72,576, plus the mean's 8 divisions, l2's 48 square roots
-     * and log_sum_exp's 8 logarithms (32): 72,664. */
-    assert_i64(m.a->flops, 252 * 288 + 8 + 48 + 32);
+     * 254 x 288 = 73,152, plus the mean's 8 divisions, l2's 48 square roots
+     * and log_sum_exp's 8 logarithms (32): 73,240. */
+    assert_i64(m.a->flops, 254 * 288 + 8 + 48 + 32);
     model_free(&m);
 
     /* The batch is a param: the nearest-neighbour sizes follow it. */
@@ -808,14 +810,15 @@ static void test_tiny_ops_runs_finite(void **state)
         }
     }
     ntp__exec_free(&x);
-    assert_i64(checked, 67);
+    assert_i64(checked, 68);
 
     const int64_t n = 288;
     const float *c = tensor_of(g, outs, "centered", n), *lg = tensor_of(g, outs, "log", n),
                 *as = tensor_of(g, outs, "asinh", n), *ac = tensor_of(g, outs, "acosh", n),
                 *hm = tensor_of(g, outs, "hardmax", n), *ls = tensor_of(g, outs, "log_softmax", n),
                 *ng = tensor_of(g, outs, "neg", n), *wh = tensor_of(g, outs, "where", n),
-                *rp = tensor_of(g, outs, "reduce_prod", 72), *out = tensor_of(g, outs, "out", n);
+                *rp = tensor_of(g, outs, "reduce_prod", 72), *out = tensor_of(g, outs, "out", n),
+                *co = tensor_of(g, outs, "cosh", n), *fm = tensor_of(g, outs, "fmod", n);
     for (int64_t i = 0; i < n; i++) {
         /* Each function is rounded once to f32 after the inner one was:
          * log(exp(c)) and asinh(sinh(c)) are c within a few ulps of the
@@ -829,6 +832,8 @@ static void test_tiny_ops_runs_finite(void **state)
         if (hm[i] != 0.0f && hm[i] != 1.0f)
             fail_msg("hardmax[%lld] is %.9g, expected 0 or 1", (long long)i, (double)hm[i]);
         check_close("where", i, wh[i], hm[i] != 0.0f ? ls[i] : ng[i], 0.0);
+        /* fmod is exact: C's fmod of the f32 operands, the sign of c. */
+        check_close("fmod(c, cosh(c))", i, fm[i], fmod(c[i], co[i]), 0.0);
     }
     /* One 1 per (sample, position) across the 4 channels. */
     for (int b = 0; b < 2; b++)
@@ -858,7 +863,7 @@ static void test_tiny_ops_runs_finite(void **state)
     ntp_run_result *r = NULL;
     if (ntp_run(m.ctx, g, &ro, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(m.ctx));
-    assert_i64(r->n_layers, 67);
+    assert_i64(r->n_layers, 68);
     for (int i = 0; i < r->n_layers; i++)
         assert_string_equal(r->layers[i].backend, "ref");
     ntp_run_result_free(r);
@@ -980,6 +985,62 @@ static void test_every_op_covered(void **state)
             fail_msg("no bundled model uses '%s'", ntp__op_name((ntp_op)op));
 }
 
+/* The op table's class columns agree with each other: a unary op (a row
+ * in NTP_UNARY_TABLE) is of the unary class in every column; an emitter
+ * that writes the table's ONNX operator has one; and no two ops share an
+ * ONNX operator, since the import finds an op by it. */
+static void test_op_table_columns(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NTP_OP_COUNT; i++) {
+        ntp_op op = (ntp_op)i;
+        const char *name = ntp__op_name(op), *onnx = ntp__op_onnx_name(op);
+        bool unary = ntp__op_is_unary(op);
+        if (unary != (ntp__op_onnx(op) == NTP_OP_ONNX_UNARY) ||
+            unary != (ntp__op_torch(op) == NTP_OP_TORCH_UNARY) ||
+            unary != (ntp__op_backward(op) == NTP_OP_BACKWARD_UNARY))
+            fail_msg("%s: unary in some class columns only", name);
+        switch (ntp__op_onnx(op)) {
+        case NTP_OP_ONNX_SIMPLE:
+        case NTP_OP_ONNX_REDUCE:
+        case NTP_OP_ONNX_REDUCE_AXES_IN:
+        case NTP_OP_ONNX_NARY:
+        case NTP_OP_ONNX_CONV:
+        case NTP_OP_ONNX_POOL:
+        case NTP_OP_ONNX_BATCHNORM:
+        case NTP_OP_ONNX_LAYERNORM:
+        case NTP_OP_ONNX_WHERE:
+        case NTP_OP_ONNX_SPLIT:
+        case NTP_OP_ONNX_RESHAPE:
+        case NTP_OP_ONNX_PAD:
+        case NTP_OP_ONNX_EMBEDDING:
+        case NTP_OP_ONNX_RNN:
+        case NTP_OP_ONNX_SLICE:
+        case NTP_OP_ONNX_EXPAND:
+        case NTP_OP_ONNX_RESIZE:
+            if (!onnx)
+                fail_msg("%s: its ONNX emitter writes the table's operator, which is NULL", name);
+            break;
+        case NTP_OP_ONNX_NONE:
+        case NTP_OP_ONNX_UNARY:
+        case NTP_OP_ONNX_FC:
+        case NTP_OP_ONNX_MATMUL:
+        case NTP_OP_ONNX_ATTENTION:
+        case NTP_OP_ONNX_CONSTANT:
+        case NTP_OP_ONNX_DECODER:
+        case NTP_OP_ONNX_CONVERT:
+            if (onnx)
+                fail_msg("%s: ONNX operator %s, which its emitter does not write", name, onnx);
+            break;
+        }
+        for (int j = 0; onnx && j < i; j++) {
+            const char *other = ntp__op_onnx_name((ntp_op)j);
+            if (other && !strcmp(other, onnx))
+                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, onnx);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1004,6 +1065,7 @@ int main(void)
         cmocka_unit_test(test_tinyllama),
         cmocka_unit_test(test_tiny_decoder),
         cmocka_unit_test(test_every_op_covered),
+        cmocka_unit_test(test_op_table_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

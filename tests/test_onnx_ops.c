@@ -27,7 +27,7 @@ static void unary(ntp_op op, double p1, double p2, const float *x, const float *
     rh_case c;
     rh_init(&c, op);
     c.node.a.alpha = p1;
-    c.node.a.value = p2;
+    c.node.a.gamma = p2;
     rh_in(&c, RH_SHAPE(n), x);
     float *y = rh_out(&c, RH_SHAPE(n));
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
@@ -206,6 +206,14 @@ static void test_binary_broadcast(void **state)
     binary(NTP_OP_MAX, a, b, (const float[]){2, 2, 3, 4, 5, 6});
     binary(NTP_OP_MIN, a, b, (const float[]){1, 0.5f, -1, 2, 0.5f, -1});
     binary(NTP_OP_MEAN, a, b, (const float[]){1.5f, 1.25f, 1, 3, 2.75f, 2.5f});
+    /* fmod: the sign of the dividend (not the divisor's, as Python's %: the
+     * first row), truncated, not rounded (not IEEE remainder: the second),
+     * NaN for a zero divisor; the values of numpy.fmod on these float32s
+     * (1.24). */
+    const float fa[6] = {-4.3f, 7.2f, 5, 5.5f, -5.5f, 8}, fb[3] = {2.1f, -3.4f, 0};
+    binary(NTP_OP_FMOD, fa, fb,
+           (const float[]){-0.10000038146972656f, 0.39999961853027344f, NAN, 1.3000001907348633f,
+                           -2.0999999046325684f, NAN});
     /* NaN wins in max and min, as numpy.maximum. */
     const float n[3] = {NAN, 0, 0};
     binary(NTP_OP_MAX, a, n, (const float[]){NAN, 2, 3, NAN, 5, 6});

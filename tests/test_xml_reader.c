@@ -897,7 +897,7 @@ static void test_attrs_own_fields(void **state)
     assert_false(a.constant.trainable);
     assert_true(a.bias);
     PARSE_OK(NTP_OP_SHRINK, &a, &n_out, {"bias", "0.25"});
-    assert_true(a.value == 0.25 && a.alpha == 0.5 && a.bias);
+    assert_true(a.gamma == 0.25 && a.alpha == 0.5 && a.bias && a.value == 0.0);
 }
 
 /* Every op-specific attribute the reader accepts is documented in

@@ -15,13 +15,36 @@
 #include "op-table.h"
 
 typedef enum ntp_op {
-#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co) NTP_OP_##e,
+#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on) NTP_OP_##e,
     NTP_OP_TABLE(NTP_OP_ENUM_)
 #undef NTP_OP_ENUM_
         NTP_OP_COUNT
 } ntp_op;
 
 typedef enum ntp_op_kind { NTP_OP_KIND_LAYER, NTP_OP_KIND_INLAY } ntp_op_kind;
+
+/* The op table's class columns (op-table.h): data the upper layers select
+ * their code by, with a switch over the class. */
+typedef enum ntp_op_predict {
+#define NTP_OP_PREDICT_ENUM_(c) NTP_OP_PREDICT_##c,
+    NTP_OP_PREDICT_CLASSES(NTP_OP_PREDICT_ENUM_)
+#undef NTP_OP_PREDICT_ENUM_
+} ntp_op_predict;
+typedef enum ntp_op_backward {
+#define NTP_OP_BACKWARD_ENUM_(c) NTP_OP_BACKWARD_##c,
+    NTP_OP_BACKWARD_CLASSES(NTP_OP_BACKWARD_ENUM_)
+#undef NTP_OP_BACKWARD_ENUM_
+} ntp_op_backward;
+typedef enum ntp_op_torch {
+#define NTP_OP_TORCH_ENUM_(c) NTP_OP_TORCH_##c,
+    NTP_OP_TORCH_CLASSES(NTP_OP_TORCH_ENUM_)
+#undef NTP_OP_TORCH_ENUM_
+} ntp_op_torch;
+typedef enum ntp_op_onnx {
+#define NTP_OP_ONNX_ENUM_(c) NTP_OP_ONNX_##c,
+    NTP_OP_ONNX_CLASSES(NTP_OP_ONNX_ENUM_)
+#undef NTP_OP_ONNX_ENUM_
+} ntp_op_onnx;
 
 #define NTP_MAX_INPUTS 8
 #define NTP_MAX_WEIGHTS 8
@@ -130,7 +153,8 @@ typedef struct ntp_attrs {
     bool ceil_mode;
     bool count_include_pad;
     int64_t axis;    /* softmax, concat, split, flatten, layernorm */
-    double alpha;    /* leaky_relu slope */
+    double alpha;    /* leaky_relu slope; the ONNX element-wise ops' first parameter */
+    double gamma;    /* their second: selu's gamma, hard_sigmoid's beta, shrink's bias */
     double min, max; /* clip; relu with max (clipped relu) */
     bool has_max;
     double epsilon; /* batchnorm, layernorm */
@@ -258,6 +282,14 @@ const char *ntp__op_name(ntp_op op);
 ntp_op_kind ntp__op_kind(ntp_op op);
 int ntp__op_min_inputs(ntp_op op);
 int ntp__op_max_inputs(ntp_op op);
+/* The class columns: predict's family, the backward FLOPs' class, the torch
+ * backend's ATen operator, the ONNX exporter's emitter and its ONNX operator
+ * (NULL: none of its own). */
+ntp_op_predict ntp__op_predict(ntp_op op);
+ntp_op_backward ntp__op_backward(ntp_op op);
+ntp_op_torch ntp__op_torch(ntp_op op);
+ntp_op_onnx ntp__op_onnx(ntp_op op);
+const char *ntp__op_onnx_name(ntp_op op);
 /* Look an op up by markup element name; returns NTP_OP_COUNT if unknown. */
 ntp_op ntp__op_from_name(const char *name);
 /* The unary element-wise family (NTP_UNARY_TABLE in op-table.h): whether op
@@ -288,7 +320,7 @@ void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
  * docs/analysis.md): their count, 0 for any other node. */
 int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts);
 
-#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co)                            \
+#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on)        \
     ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \
     void ntp__cost_##co(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
 NTP_OP_TABLE(NTP_OP_DECL_)

@@ -235,15 +235,15 @@ static const ntp_attr_decl alpha1_attrs[] = {
 };
 static const ntp_attr_decl selu_attrs[] = {
     A_FLOAT("alpha", alpha, ANY, DFLT(1.67326319217681884765625)),
-    A_FLOAT("gamma", value, ANY, DFLT(1.05070102214813232421875)),
+    A_FLOAT("gamma", gamma, ANY, DFLT(1.05070102214813232421875)),
 };
 static const ntp_attr_decl hard_sigmoid_attrs[] = {
     A_FLOAT("alpha", alpha, ANY, DFLT(0.2)),
-    A_FLOAT("beta", value, ANY, DFLT(0.5)),
+    A_FLOAT("beta", gamma, ANY, DFLT(0.5)),
 };
 static const ntp_attr_decl shrink_attrs[] = {
     A_FLOAT("lambd", alpha, NONNEG, DFLT(0.5)),
-    A_FLOAT("bias", value, ANY, DFLT(0)),
+    A_FLOAT("bias", gamma, ANY, DFLT(0)),
 };
 static const ntp_attr_decl prelu_attrs[] = {
     A_SPECIAL("shared", shape, n_shape, SHARED, .write = NTP_WRITE_SPECIAL),

@@ -5,7 +5,7 @@
  * Resize and lrn have their own structs in ntp_attrs' union (graph-impl.h).
  * The other ops keep their attributes in the shared fields whose meaning
  * fits (axes in the axis list `perm`, steps and sizes in the dim list
- * `shape`, the element-wise parameters in `alpha` and `value`); op-attrs.h
+ * `shape`, the element-wise parameters in `alpha` and `gamma`); op-attrs.h
  * says which markup attribute fills which field. The accessors below are
  * the one place that says which field holds what; readers, writers, shape
  * functions and kernels go through them. */
@@ -18,14 +18,15 @@
  *   elu, celu, thresholded_relu: alpha
  *   selu: alpha, gamma            hard_sigmoid: alpha, beta
  *   shrink: lambd, bias
- * The first parameter is a->alpha, the second a->value. */
+ * The first parameter is a->alpha, the second a->gamma (a field of its own:
+ * `value` is pad's constant). */
 static inline double ntp__onnx_p1(const ntp_attrs *a)
 {
     return a->alpha;
 }
 static inline double ntp__onnx_p2(const ntp_attrs *a)
 {
-    return a->value;
+    return a->gamma;
 }
 
 /* The ONNX names of those parameters and ONNX's defaults, one row an op in

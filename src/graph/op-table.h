@@ -1,16 +1,29 @@
 /* The op table: every layer type and inlay is declared here once.
  *
- * X(ENUM, "element", KIND, MIN_IN, MAX_IN, SHAPE, COST)
+ * X(ENUM, "element", KIND, MIN_IN, MAX_IN, SHAPE, COST,
+ *   PREDICT, BACKWARD, TORCH, ONNX, "Onnx")
  *   ENUM     suffix of the enum value NTP_OP_<ENUM>
  *   element  the markup element name, also the `type` shown in reports
  *   KIND     LAYER or INLAY (a non-network pipeline stage)
  *   MIN_IN, MAX_IN  number of activation inputs accepted
  *   SHAPE    ntp__shape_<SHAPE>: infers output shapes, declares weights
  *   COST     ntp__cost_<COST>: MACs and FLOPs
+ *   PREDICT  the family `predict` fits it with (NTP_OP_PREDICT_CLASSES)
+ *   BACKWARD how `analyze --train` counts its backward FLOPs
+ *            (NTP_OP_BACKWARD_CLASSES)
+ *   TORCH    the ATen operator the torch backend runs it as, NONE where it
+ *            stays on the reference backend (NTP_OP_TORCH_CLASSES)
+ *   ONNX     how the ONNX exporter writes it (NTP_OP_ONNX_CLASSES), and
+ *   Onnx     the ONNX operator that emitter writes, NULL where the emitter
+ *            needs none (a unary op's is in NTP_UNARY_TABLE)
  *
- * The enum, the name table and both dispatch tables are generated from this
- * list (src/graph/ops.c), so they cannot drift apart. New ops go at the end,
- * so that the values of the others stay as they are.
+ * The enum, the name table and the dispatch tables are generated from this
+ * list (src/graph/ops.c), so they cannot drift apart. The last four columns
+ * are data that the upper layers' code selects by (machine/predict.c,
+ * train/train-math.c, backend/torch/backend.c, io/onnx-export-ops.c), each
+ * with a switch over the class, not over the op: an op of a class that
+ * exists (another binary op, another reduction) needs no case anywhere.
+ * New ops go at the end, so that the values of the others stay as they are.
  *
  * A unary element-wise op (y[i] = f(x[i]), one input, no weights) also has a
  * row in NTP_UNARY_TABLE below, which is all that its kernels, its cost and
@@ -20,110 +33,160 @@
 
 // clang-format off
 #define NTP_OP_TABLE(X)                                                 \
-    X(FC,             "fc",             LAYER, 1, 1, fc,        fc)        \
-    X(MATMUL,         "matmul",         LAYER, 2, 2, matmul,    matmul)    \
-    X(CONV,           "conv",           LAYER, 1, 1, conv,      conv)      \
-    X(DECONV,         "deconv",         LAYER, 1, 1, deconv,    deconv)    \
-    X(MAXPOOL,        "maxpool",        LAYER, 1, 1, pool,      pool)      \
-    X(AVGPOOL,        "avgpool",        LAYER, 1, 1, pool,      pool)      \
-    X(GLOBAL_MAXPOOL, "global_maxpool", LAYER, 1, 1, gpool,     gpool)     \
-    X(GLOBAL_AVGPOOL, "global_avgpool", LAYER, 1, 1, gpool,     gpool)     \
-    X(BATCHNORM,      "batchnorm",      LAYER, 1, 1, batchnorm, batchnorm) \
-    X(LAYERNORM,      "layernorm",      LAYER, 1, 1, layernorm, layernorm) \
-    X(RELU,           "relu",           LAYER, 1, 1, unary,     unary)     \
-    X(LEAKY_RELU,     "leaky_relu",     LAYER, 1, 1, unary,     unary)     \
-    X(SIGMOID,        "sigmoid",        LAYER, 1, 1, unary,     unary)     \
-    X(TANH,           "tanh",           LAYER, 1, 1, unary,     unary)     \
-    X(GELU,           "gelu",           LAYER, 1, 1, unary,     unary)     \
-    X(SILU,           "silu",           LAYER, 1, 1, unary,     unary)     \
-    X(HARDSWISH,      "hardswish",      LAYER, 1, 1, unary,     unary)     \
-    X(CLIP,           "clip",           LAYER, 1, 1, unary,     unary)     \
-    X(SOFTMAX,        "softmax",        LAYER, 1, 1, softmax,   softmax)   \
-    X(ADD,            "add",            LAYER, 2, 8, binary,    binary)    \
-    X(MUL,            "mul",            LAYER, 2, 8, binary,    binary)    \
-    X(CONCAT,         "concat",         LAYER, 1, 8, concat,    move)      \
-    X(SPLIT,          "split",          LAYER, 1, 1, split,     move)      \
-    X(RESHAPE,        "reshape",        LAYER, 1, 1, reshape,   none)      \
-    X(FLATTEN,        "flatten",        LAYER, 1, 1, flatten,   none)      \
-    X(TRANSPOSE,      "transpose",      LAYER, 1, 1, transpose, move)      \
-    X(PAD,            "pad",            LAYER, 1, 1, pad,       move)      \
-    X(EMBEDDING,      "embedding",      LAYER, 1, 1, embedding, move)      \
-    X(DROPOUT,        "dropout",        LAYER, 1, 1, unary,     none)      \
-    X(LSTM,           "lstm",           LAYER, 1, 1, rnn,       rnn)       \
-    X(GRU,            "gru",            LAYER, 1, 1, rnn,       rnn)       \
-    X(RNN,            "rnn",            LAYER, 1, 1, rnn,       rnn)       \
-    X(ATTENTION,      "attention",      LAYER, 1, 3, attention, attention) \
-    X(MFCC,           "mfcc",           INLAY, 1, 1, mfcc,      mfcc)      \
-    X(CTC_DECODE,     "ctc_decode",     INLAY, 1, 1, ctc,       ctc)       \
-    X(MEMCPY,         "memcpy",         INLAY, 1, 1, unary,     move)      \
-    X(CONVERT,        "convert",        INLAY, 1, 1, convert,   move)      \
+    X(FC,                "fc",                LAYER, 1, 1, fc,               fc,                     FC,         GEMM,     LINEAR,        FC,            NULL) \
+    X(MATMUL,            "matmul",            LAYER, 2, 2, matmul,           matmul,                 FC,         MATMUL,   MATMUL,        MATMUL,        NULL) \
+    X(CONV,              "conv",              LAYER, 1, 1, conv,             conv,                   CONV_KERNEL, GEMM,     CONV,          CONV,          "Conv") \
+    X(DECONV,            "deconv",            LAYER, 1, 1, deconv,           deconv,                 CONV,       GEMM,     DECONV,        CONV,          "ConvTranspose") \
+    X(MAXPOOL,           "maxpool",           LAYER, 1, 1, pool,             pool,                   POOL,       POOL,     MAXPOOL,       POOL,          "MaxPool") \
+    X(AVGPOOL,           "avgpool",           LAYER, 1, 1, pool,             pool,                   POOL,       POOL,     AVGPOOL,       POOL,          "AveragePool") \
+    X(GLOBAL_MAXPOOL,    "global_maxpool",    LAYER, 1, 1, gpool,            gpool,                  POOL,       POOL,     GLOBAL_MAXPOOL, SIMPLE,        "GlobalMaxPool") \
+    X(GLOBAL_AVGPOOL,    "global_avgpool",    LAYER, 1, 1, gpool,            gpool,                  POOL,       POOL,     GLOBAL_AVGPOOL, SIMPLE,        "GlobalAveragePool") \
+    X(BATCHNORM,         "batchnorm",         LAYER, 1, 1, batchnorm,        batchnorm,              NORM,       NORM,     BATCHNORM,     BATCHNORM,     "BatchNormalization") \
+    X(LAYERNORM,         "layernorm",         LAYER, 1, 1, layernorm,        layernorm,              NORM,       NORM,     LAYERNORM,     LAYERNORM,     "LayerNormalization") \
+    X(RELU,              "relu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LEAKY_RELU,        "leaky_relu",        LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIGMOID,           "sigmoid",           LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(TANH,              "tanh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(GELU,              "gelu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SILU,              "silu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(HARDSWISH,         "hardswish",         LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CLIP,              "clip",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTMAX,           "softmax",           LAYER, 1, 1, softmax,          softmax,                NORM,       SOFTMAX,  SOFTMAX,       SIMPLE,        "Softmax") \
+    X(ADD,               "add",               LAYER, 2, 8, binary,           binary,                 ELTWISE,    SUM,      ADD,           NARY,          "Add") \
+    X(MUL,               "mul",               LAYER, 2, 8, binary,           binary,                 ELTWISE,    PRODUCT,  MUL,           NARY,          "Mul") \
+    X(CONCAT,            "concat",            LAYER, 1, 8, concat,           move,                   COPY,       MOVE,     CAT,           SIMPLE,        "Concat") \
+    X(SPLIT,             "split",             LAYER, 1, 1, split,            move,                   COPY,       MOVE,     NONE,          SPLIT,         "Split") \
+    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   FREE,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
+    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
+    X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
+    X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   COPY,       MOVE,     NONE,          PAD,           "Pad") \
+    X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   COPY,       EMBEDDING, NONE,          EMBEDDING,     "Gather") \
+    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
+    X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      LSTM,          RNN,           "LSTM") \
+    X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      GRU,           RNN,           "GRU") \
+    X(RNN,               "rnn",               LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      RNN,           RNN,           "RNN") \
+    X(ATTENTION,         "attention",         LAYER, 1, 3, attention,        attention,              ATTENTION,  ATTENTION, ATTENTION,     ATTENTION,     NULL) \
+    X(MFCC,              "mfcc",              INLAY, 1, 1, mfcc,             mfcc,                   NONE,       FORWARD,  NONE,          NONE,          NULL) \
+    X(CTC_DECODE,        "ctc_decode",        INLAY, 1, 1, ctc,              ctc,                    NONE,       FORWARD,  NONE,          NONE,          NULL) \
+    X(MEMCPY,            "memcpy",            INLAY, 1, 1, unary,            move,                   COPY,       MOVE,     RESHAPE,       SIMPLE,        "Identity") \
+    X(CONVERT,           "convert",           INLAY, 1, 1, convert,          move,                   COPY,       MOVE,     NONE,          CONVERT,       NULL) \
     /* Added for ONNX models (docs/ops.md, "Ops added for ONNX"). */   \
-    X(ABS,             "abs",               LAYER, 1, 1, unary,             unary)      \
-    X(NEG,             "neg",               LAYER, 1, 1, unary,             unary)      \
-    X(EXP,             "exp",               LAYER, 1, 1, unary,             unary)      \
-    X(LOG,             "log",               LAYER, 1, 1, unary,             unary)      \
-    X(SQRT,            "sqrt",              LAYER, 1, 1, unary,             unary)      \
-    X(RECIPROCAL,      "reciprocal",        LAYER, 1, 1, unary,             unary)      \
-    X(ERF,             "erf",               LAYER, 1, 1, unary,             unary)      \
-    X(FLOOR,           "floor",             LAYER, 1, 1, unary,             unary)      \
-    X(CEIL,            "ceil",              LAYER, 1, 1, unary,             unary)      \
-    X(ROUND,           "round",             LAYER, 1, 1, unary,             unary)      \
-    X(SIGN,            "sign",              LAYER, 1, 1, unary,             unary)      \
-    X(SIN,             "sin",               LAYER, 1, 1, unary,             unary)      \
-    X(COS,             "cos",               LAYER, 1, 1, unary,             unary)      \
-    X(TAN,             "tan",               LAYER, 1, 1, unary,             unary)      \
-    X(ASIN,            "asin",              LAYER, 1, 1, unary,             unary)      \
-    X(ACOS,            "acos",              LAYER, 1, 1, unary,             unary)      \
-    X(ATAN,            "atan",              LAYER, 1, 1, unary,             unary)      \
-    X(SINH,            "sinh",              LAYER, 1, 1, unary,             unary)      \
-    X(COSH,            "cosh",              LAYER, 1, 1, unary,             unary)      \
-    X(ASINH,           "asinh",             LAYER, 1, 1, unary,             unary)      \
-    X(ACOSH,           "acosh",             LAYER, 1, 1, unary,             unary)      \
-    X(ATANH,           "atanh",             LAYER, 1, 1, unary,             unary)      \
-    X(SOFTPLUS,        "softplus",          LAYER, 1, 1, unary,             unary)      \
-    X(SOFTSIGN,        "softsign",          LAYER, 1, 1, unary,             unary)      \
-    X(ELU,             "elu",               LAYER, 1, 1, unary,             unary)      \
-    X(SELU,            "selu",              LAYER, 1, 1, unary,             unary)      \
-    X(CELU,            "celu",              LAYER, 1, 1, unary,             unary)      \
-    X(HARD_SIGMOID,    "hard_sigmoid",      LAYER, 1, 1, unary,             unary)      \
-    X(THRESHOLDED_RELU, "thresholded_relu",  LAYER, 1, 1, unary,             unary)      \
-    X(SHRINK,          "shrink",            LAYER, 1, 1, unary,             unary)      \
-    X(PRELU,           "prelu",             LAYER, 1, 1, onnx_prelu,        onnx_prelu) \
-    X(LOG_SOFTMAX,     "log_softmax",       LAYER, 1, 1, softmax,           onnx_log_softmax) \
-    X(HARDMAX,         "hardmax",           LAYER, 1, 1, softmax,           onnx_hardmax) \
-    X(SUB,             "sub",               LAYER, 2, 2, binary,            onnx_binary) \
-    X(DIV,             "div",               LAYER, 2, 2, binary,            onnx_binary) \
-    X(POW,             "pow",               LAYER, 2, 2, binary,            onnx_pow) \
-    X(MAX,             "max",               LAYER, 2, 8, binary,            onnx_binary) \
-    X(MIN,             "min",               LAYER, 2, 8, binary,            onnx_binary) \
-    X(MEAN,            "mean",              LAYER, 2, 8, binary,            onnx_mean) \
-    X(WHERE,           "where",             LAYER, 3, 3, binary,            onnx_where) \
-    X(REDUCE_MEAN,     "reduce_mean",       LAYER, 1, 1, onnx_reduce,       onnx_reduce_mean) \
-    X(REDUCE_SUM,      "reduce_sum",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_MAX,      "reduce_max",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_MIN,      "reduce_min",        LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_PROD,     "reduce_prod",       LAYER, 1, 1, onnx_reduce,       onnx_reduce) \
-    X(REDUCE_L1,       "reduce_l1",         LAYER, 1, 1, onnx_reduce,       onnx_reduce_l1) \
-    X(REDUCE_L2,       "reduce_l2",         LAYER, 1, 1, onnx_reduce,       onnx_reduce_l2) \
-    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,       onnx_reduce_sum_square) \
-    X(REDUCE_LOG_SUM,  "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,       onnx_reduce_log_sum) \
-    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,       onnx_reduce_log_sum_exp) \
-    X(INSTANCENORM,    "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm) \
-    X(LRN,             "lrn",               LAYER, 1, 1, onnx_lrn,          onnx_lrn) \
-    X(CONSTANT,        "constant",          LAYER, 0, 1, onnx_constant,     none) \
-    X(SLICE,           "slice",             LAYER, 1, 1, onnx_slice,        move) \
-    X(EXPAND,          "expand",            LAYER, 1, 1, onnx_expand,       move) \
-    X(RESIZE,          "resize",            LAYER, 1, 1, onnx_resize,       onnx_resize) \
-    X(MISH,            "mish",              LAYER, 1, 1, unary,             unary)       \
-    X(LOG_SIGMOID,     "log_sigmoid",       LAYER, 1, 1, unary,             unary)      \
+    X(ABS,               "abs",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(NEG,               "neg",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(EXP,               "exp",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LOG,               "log",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SQRT,              "sqrt",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(RECIPROCAL,        "reciprocal",        LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ERF,               "erf",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(FLOOR,             "floor",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CEIL,              "ceil",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ROUND,             "round",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIGN,              "sign",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIN,               "sin",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(COS,               "cos",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(TAN,               "tan",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ASIN,              "asin",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ACOS,              "acos",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ATAN,              "atan",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SINH,              "sinh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(COSH,              "cosh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ASINH,             "asinh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ACOSH,             "acosh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ATANH,             "atanh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTPLUS,          "softplus",          LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTSIGN,          "softsign",          LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ELU,               "elu",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SELU,              "selu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CELU,              "celu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(HARD_SIGMOID,      "hard_sigmoid",      LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(THRESHOLDED_RELU,  "thresholded_relu",  LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SHRINK,            "shrink",            LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(PRELU,             "prelu",             LAYER, 1, 1, onnx_prelu,       onnx_prelu,             ELTWISE,    FORWARD,  NONE,          SIMPLE,        "PRelu") \
+    X(LOG_SOFTMAX,       "log_softmax",       LAYER, 1, 1, softmax,          onnx_log_softmax,       NORM,       SOFTMAX,  LOG_SOFTMAX,   SIMPLE,        "LogSoftmax") \
+    X(HARDMAX,           "hardmax",           LAYER, 1, 1, softmax,          onnx_hardmax,           NORM,       FORWARD,  NONE,          SIMPLE,        "Hardmax") \
+    X(SUB,               "sub",               LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    SUM,      SUB,           SIMPLE,        "Sub") \
+    X(DIV,               "div",               LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    FORWARD,  DIV,           SIMPLE,        "Div") \
+    X(POW,               "pow",               LAYER, 2, 2, binary,           onnx_pow,               ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Pow") \
+    X(MAX,               "max",               LAYER, 2, 8, binary,           onnx_binary,            ELTWISE,    FORWARD,  MAXIMUM,       SIMPLE,        "Max") \
+    X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            ELTWISE,    FORWARD,  MINIMUM,       SIMPLE,        "Min") \
+    X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_mean,              ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mean") \
+    X(WHERE,             "where",             LAYER, 3, 3, binary,           onnx_where,             ELTWISE,    FORWARD,  NONE,          WHERE,         "Where") \
+    X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMean") \
+    X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
+    X(REDUCE_MAX,        "reduce_max",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMax") \
+    X(REDUCE_MIN,        "reduce_min",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMin") \
+    X(REDUCE_PROD,       "reduce_prod",       LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceProd") \
+    X(REDUCE_L1,         "reduce_l1",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l1,         ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL1"             ) \
+    X(REDUCE_L2,         "reduce_l2",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l2,         ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL2"             ) \
+    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,      onnx_reduce_sum_square, ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceSumSquare") \
+    X(REDUCE_LOG_SUM,    "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum,    ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSum") \
+    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum_exp, ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSumExp") \
+    X(INSTANCENORM,      "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm,              NORM,       FORWARD,  NONE,          SIMPLE,        "InstanceNormalization") \
+    X(LRN,               "lrn",               LAYER, 1, 1, onnx_lrn,         onnx_lrn,               NORM,       FORWARD,  NONE,          SIMPLE,        "LRN") \
+    X(CONSTANT,          "constant",          LAYER, 0, 1, onnx_constant,    none,                   FREE,       FORWARD,  NONE,          CONSTANT,      NULL) \
+    X(SLICE,             "slice",             LAYER, 1, 1, onnx_slice,       move,                   COPY,       FORWARD,  NONE,          SLICE,         "Slice") \
+    X(EXPAND,            "expand",            LAYER, 1, 1, onnx_expand,      move,                   COPY,       FORWARD,  NONE,          EXPAND,        "Expand") \
+    X(RESIZE,            "resize",            LAYER, 1, 1, onnx_resize,      onnx_resize,            ELTWISE,    FORWARD,  NONE,          RESIZE,        "Resize") \
+    X(MISH,              "mish",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LOG_SIGMOID,       "log_sigmoid",       LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
     /* Decoder transformers (docs/decoders.md). */                               \
-    X(RMSNORM,         "rmsnorm",           LAYER, 1, 1, rmsnorm,           rmsnorm)     \
-    X(ROPE,            "rope",              LAYER, 2, 2, rope,              rope)        \
-    X(KV_ATTENTION,    "kv_attention",      LAYER, 3, 4, kv_attention,      kv_attention) \
-    X(LM_HEAD,         "lm_head",           LAYER, 1, 1, lm_head,           lm_head)     \
-    X(ARGMAX,          "argmax",            LAYER, 1, 1, argmax,            argmax)      \
+    X(RMSNORM,           "rmsnorm",           LAYER, 1, 1, rmsnorm,          rmsnorm,                ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(ROPE,              "rope",              LAYER, 2, 2, rope,             rope,                   ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(KV_ATTENTION,      "kv_attention",      LAYER, 3, 4, kv_attention,     kv_attention,           ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(LM_HEAD,           "lm_head",           LAYER, 1, 1, lm_head,          lm_head,                ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(ARGMAX,            "argmax",            LAYER, 1, 1, argmax,           argmax,                 ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
-    X(DELAY,           "delay",             LAYER, 1, 1, delay,             none)
+    X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
+    /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
+    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod")
+// clang-format on
+
+/* The values of the PREDICT column: predict's families (ntprof/predict.h),
+ * and CONV_KERNEL, a convolution whose family its kernel and groups decide
+ * (conv, conv1x1 or depthwise). */
+// clang-format off
+#define NTP_OP_PREDICT_CLASSES(P) \
+    P(CONV_KERNEL) P(CONV) P(FC) P(POOL) P(ELTWISE) P(NORM) P(RNN) P(ATTENTION) \
+    P(COPY) P(FREE) P(NONE)
+// clang-format on
+
+/* The values of the BACKWARD column (train/train-math.c says what each
+ * counts): GEMM (fc, conv, deconv: dX and dW, each the forward's MACs),
+ * MATMUL, EMBEDDING, ATTENTION, RNN, NORM (batch/layer norm), SOFTMAX, POOL,
+ * SUM (one dy per input), PRODUCT (the other inputs' product per input),
+ * DROPOUT, MOVE (data movement: none), UNARY (the derivative and the product
+ * with dy) and FORWARD (as much as the forward). */
+// clang-format off
+#define NTP_OP_BACKWARD_CLASSES(B) \
+    B(GEMM) B(MATMUL) B(EMBEDDING) B(ATTENTION) B(RNN) B(NORM) B(SOFTMAX) B(POOL) \
+    B(SUM) B(PRODUCT) B(DROPOUT) B(MOVE) B(UNARY) B(FORWARD)
+// clang-format on
+
+/* The values of the TORCH column: the ATen operator (backend/torch), or NONE.
+ * RNN is rnn_tanh or rnn_relu by the layer's activation. */
+// clang-format off
+#define NTP_OP_TORCH_CLASSES(T) \
+    T(NONE) T(CONV) T(DECONV) T(LINEAR) T(MATMUL) T(MAXPOOL) T(AVGPOOL) \
+    T(GLOBAL_MAXPOOL) T(GLOBAL_AVGPOOL) T(BATCHNORM) T(LAYERNORM) T(UNARY) T(SOFTMAX) \
+    T(LOG_SOFTMAX) T(ADD) T(MUL) T(SUB) T(DIV) T(MAXIMUM) T(MINIMUM) T(CAT) T(RESHAPE) \
+    T(PERMUTE) T(LSTM) T(GRU) T(RNN) T(ATTENTION)
+// clang-format on
+
+/* The values of the ONNX column, the exporter's emitters (io/onnx-export-ops.c):
+ * SIMPLE, one node of the Onnx operator reading the layer's inputs and then
+ * its weights, with the op's attributes; REDUCE, a reduction with keepdims
+ * and its axes as an attribute, REDUCE_AXES_IN with them as an input
+ * (ReduceSum since opset 13); UNARY, NTP_UNARY_TABLE's operator or a pattern;
+ * NARY, the Onnx operator on two inputs, more folded (Sum for add, a chain
+ * for mul); CONV and POOL, the Onnx operator with the spatial attributes;
+ * DECODER, the decoder ops' emitter (onnx-export-decoder.c); NONE, no ONNX
+ * operator (refused); the others an emitter of their own. */
+// clang-format off
+#define NTP_OP_ONNX_CLASSES(O) \
+    O(NONE) O(SIMPLE) O(REDUCE) O(REDUCE_AXES_IN) O(UNARY) O(NARY) O(FC) O(MATMUL) \
+    O(ATTENTION) O(CONV) O(POOL) O(BATCHNORM) O(LAYERNORM) O(WHERE) O(SPLIT) O(RESHAPE) \
+    O(PAD) O(EMBEDDING) O(RNN) O(CONSTANT) O(SLICE) O(EXPAND) O(RESIZE) O(DECODER) \
+    O(CONVERT)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):

@@ -9,11 +9,26 @@ typedef struct op_info {
     int min_in, max_in;
     ntp_shape_fn shape;
     ntp_cost_fn cost;
+    ntp_op_predict predict;
+    ntp_op_backward backward;
+    ntp_op_torch torch;
+    ntp_op_onnx onnx;
+    const char *onnx_name;
 } op_info;
 
 static const op_info ops[] = {
-#define NTP_OP_INFO_(e, s, k, mi, ma, sh, co) \
-    [NTP_OP_##e] = {s, NTP_OP_KIND_##k, mi, ma, ntp__shape_##sh, ntp__cost_##co},
+#define NTP_OP_INFO_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on) \
+    [NTP_OP_##e] = {s,                                            \
+                    NTP_OP_KIND_##k,                              \
+                    mi,                                           \
+                    ma,                                           \
+                    ntp__shape_##sh,                              \
+                    ntp__cost_##co,                               \
+                    NTP_OP_PREDICT_##pr,                          \
+                    NTP_OP_BACKWARD_##bw,                         \
+                    NTP_OP_TORCH_##tc,                            \
+                    NTP_OP_ONNX_##ox,                             \
+                    on},
     NTP_OP_TABLE(NTP_OP_INFO_)
 #undef NTP_OP_INFO_
 };
@@ -35,6 +50,27 @@ int ntp__op_min_inputs(ntp_op op)
 int ntp__op_max_inputs(ntp_op op)
 {
     return ops[op].max_in;
+}
+
+ntp_op_predict ntp__op_predict(ntp_op op)
+{
+    return ops[op].predict;
+}
+ntp_op_backward ntp__op_backward(ntp_op op)
+{
+    return ops[op].backward;
+}
+ntp_op_torch ntp__op_torch(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? ops[op].torch : NTP_OP_TORCH_NONE;
+}
+ntp_op_onnx ntp__op_onnx(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? ops[op].onnx : NTP_OP_ONNX_NONE;
+}
+const char *ntp__op_onnx_name(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT ? ops[op].onnx_name : NULL;
 }
 
 ntp_op ntp__op_from_name(const char *name)

@@ -257,7 +257,7 @@ static ntp_status attention(const em *e)
 static ntp_status rnn(const em *e)
 {
     const ntp_attrs *a = &e->n->a;
-    const char *op = e->n->op == NTP_OP_LSTM ? "LSTM" : e->n->op == NTP_OP_GRU ? "GRU" : "RNN";
+    const char *op = ntp__op_onnx_name(e->n->op);
     int64_t dirs = a->direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1, H = a->units;
     const char *in[4] = {in_name(e, 0), weight(e, 0, NULL), weight(e, 1, NULL),
                          a->bias ? weight(e, 2, NULL) : ""};
@@ -322,15 +322,26 @@ static void attr_lrn(const em *e, Onnx__NodeProto *o)
     ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
 }
 
+static void attr_fmod(const em *e, Onnx__NodeProto *o)
+{
+    ntp__xw_attr_i(e->w, o, "fmod", 1);
+}
+
 static void (*const simple_attrs[NTP_OP_COUNT])(const em *e, Onnx__NodeProto *o) = {
-    [NTP_OP_SOFTMAX] = attr_axis,         [NTP_OP_LOG_SOFTMAX] = attr_axis,
-    [NTP_OP_HARDMAX] = attr_axis,         [NTP_OP_CONCAT] = attr_axis,
-    [NTP_OP_FLATTEN] = attr_axis,         [NTP_OP_TRANSPOSE] = attr_perm,
-    [NTP_OP_INSTANCENORM] = attr_epsilon, [NTP_OP_LRN] = attr_lrn,
+    [NTP_OP_SOFTMAX] = attr_axis,
+    [NTP_OP_LOG_SOFTMAX] = attr_axis,
+    [NTP_OP_HARDMAX] = attr_axis,
+    [NTP_OP_CONCAT] = attr_axis,
+    [NTP_OP_FLATTEN] = attr_axis,
+    [NTP_OP_TRANSPOSE] = attr_perm,
+    [NTP_OP_INSTANCENORM] = attr_epsilon,
+    [NTP_OP_LRN] = attr_lrn,
+    [NTP_OP_FMOD] = attr_fmod,
 };
 
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;
- * attributes after. */
+ * attributes after. A reduction (emitter REDUCE or REDUCE_AXES_IN) keeps its
+ * dims and gives its axes as an attribute or an input. */
 static ntp_status simple(const em *e, const char *op)
 {
     const ntp_node *n = e->n;
@@ -341,8 +352,9 @@ static ntp_status simple(const em *e, const char *op)
         in[k++] = in_name(e, i);
     for (int i = 0; i < n->n_w; i++)
         in[k++] = weight(e, i, NULL);
-    bool reduce = n->op >= NTP_OP_REDUCE_MEAN && n->op <= NTP_OP_REDUCE_LOG_SUM_EXP;
-    if (n->op == NTP_OP_REDUCE_SUM && a->n_perm > 0)
+    ntp_op_onnx how = ntp__op_onnx(n->op);
+    bool reduce = how == NTP_OP_ONNX_REDUCE || how == NTP_OP_ONNX_REDUCE_AXES_IN;
+    if (how == NTP_OP_ONNX_REDUCE_AXES_IN && a->n_perm > 0)
         in[k++] = ntp__xw_i64(e->w, helper_name(e, "axes"), a->perm, a->n_perm);
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
     const ntp_onnx_params *p = ntp__onnx_params(n->op);
@@ -354,7 +366,7 @@ static ntp_status simple(const em *e, const char *op)
         simple_attrs[n->op](e, o);
     if (reduce) {
         ntp__xw_attr_i(e->w, o, "keepdims", 1);
-        if (n->op != NTP_OP_REDUCE_SUM && a->n_perm > 0)
+        if (how == NTP_OP_ONNX_REDUCE && a->n_perm > 0)
             ntp__xw_attr_ints(e->w, o, "axes", a->perm, a->n_perm);
     }
     return NTP_STATUS_OK;
@@ -457,91 +469,61 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
     em e = {.w = w, .g = w->g, .n = n, .wd = wd};
     const ntp_attrs *a = &n->a;
-    switch (n->op) {
-        NTP_UNARY_CASES return unary(&e);
-    /* Ops that are one ONNX node of their own. */
-    case NTP_OP_DROPOUT: return simple(&e, "Dropout");
-    case NTP_OP_MEMCPY: return simple(&e, "Identity");
-    case NTP_OP_GLOBAL_MAXPOOL: return simple(&e, "GlobalMaxPool");
-    case NTP_OP_GLOBAL_AVGPOOL: return simple(&e, "GlobalAveragePool");
-    case NTP_OP_SOFTMAX: return simple(&e, "Softmax");
-    case NTP_OP_LOG_SOFTMAX: return simple(&e, "LogSoftmax");
-    case NTP_OP_HARDMAX: return simple(&e, "Hardmax");
-    case NTP_OP_SUB: return simple(&e, "Sub");
-    case NTP_OP_DIV: return simple(&e, "Div");
-    case NTP_OP_POW: return simple(&e, "Pow");
-    case NTP_OP_MAX: return simple(&e, "Max");
-    case NTP_OP_MIN: return simple(&e, "Min");
-    case NTP_OP_MEAN: return simple(&e, "Mean");
-    case NTP_OP_CONCAT: return simple(&e, "Concat");
-    case NTP_OP_FLATTEN: return simple(&e, "Flatten");
-    case NTP_OP_TRANSPOSE: return simple(&e, "Transpose");
-    case NTP_OP_INSTANCENORM: return simple(&e, "InstanceNormalization");
-    case NTP_OP_LRN: return simple(&e, "LRN");
-    case NTP_OP_REDUCE_MEAN: return simple(&e, "ReduceMean");
-    case NTP_OP_REDUCE_SUM: return simple(&e, "ReduceSum");
-    case NTP_OP_REDUCE_MAX: return simple(&e, "ReduceMax");
-    case NTP_OP_REDUCE_MIN: return simple(&e, "ReduceMin");
-    case NTP_OP_REDUCE_PROD: return simple(&e, "ReduceProd");
-    case NTP_OP_REDUCE_L1: return simple(&e, "ReduceL1");
-    case NTP_OP_REDUCE_L2: return simple(&e, "ReduceL2");
-    case NTP_OP_REDUCE_SUM_SQUARE: return simple(&e, "ReduceSumSquare");
-    case NTP_OP_REDUCE_LOG_SUM: return simple(&e, "ReduceLogSum");
-    case NTP_OP_REDUCE_LOG_SUM_EXP: return simple(&e, "ReduceLogSumExp");
-    case NTP_OP_PRELU: return simple(&e, "PRelu");
-    case NTP_OP_FC: return fc(&e);
-    case NTP_OP_MATMUL: return matmul(&e);
-    case NTP_OP_ATTENTION: return attention(&e);
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV: {
+    /* By the op's emitter (op-table.h, ONNX) and its ONNX operator. */
+    const char *op = ntp__op_onnx_name(n->op);
+    switch (ntp__op_onnx(n->op)) {
+    case NTP_OP_ONNX_UNARY: return unary(&e);
+    case NTP_OP_ONNX_SIMPLE:
+    case NTP_OP_ONNX_REDUCE:
+    case NTP_OP_ONNX_REDUCE_AXES_IN: return simple(&e, op);
+    case NTP_OP_ONNX_FC: return fc(&e);
+    case NTP_OP_ONNX_MATMUL: return matmul(&e);
+    case NTP_OP_ONNX_ATTENTION: return attention(&e);
+    case NTP_OP_ONNX_CONV: {
         const char *in[3] = {in_name(&e, 0), weight(&e, 0, NULL),
                              a->bias ? weight(&e, 1, NULL) : ""};
-        Onnx__NodeProto *o = node(&e, n->op == NTP_OP_CONV ? "Conv" : "ConvTranspose", NULL,
-                                  a->bias ? 3 : 2, in, out_name(&e, 0));
+        Onnx__NodeProto *o = node(&e, op, NULL, a->bias ? 3 : 2, in, out_name(&e, 0));
         spatial(&e, o, true);
         ntp__xw_attr_i(w, o, "group", a->groups);
-        if (n->op == NTP_OP_DECONV)
+        if (!strcmp(op, "ConvTranspose"))
             ntp__xw_attr_ints(w, o, "output_padding", a->output_padding, a->nk);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL: {
-        bool is_max = n->op == NTP_OP_MAXPOOL;
-        Onnx__NodeProto *o =
-            node1(&e, is_max ? "MaxPool" : "AveragePool", NULL, in_name(&e, 0), out_name(&e, 0));
+    case NTP_OP_ONNX_POOL: {
+        bool is_max = !strcmp(op, "MaxPool");
+        Onnx__NodeProto *o = node1(&e, op, NULL, in_name(&e, 0), out_name(&e, 0));
         spatial(&e, o, is_max);
         ntp__xw_attr_i(w, o, "ceil_mode", a->ceil_mode);
         if (!is_max)
             ntp__xw_attr_i(w, o, "count_include_pad", a->count_include_pad);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_BATCHNORM: {
+    case NTP_OP_ONNX_BATCHNORM: {
         const char *in[5] = {in_name(&e, 0), weight(&e, 0, NULL), weight(&e, 1, NULL),
                              weight(&e, 2, NULL), weight(&e, 3, NULL)};
-        ntp__xw_attr_f(w, node(&e, "BatchNormalization", NULL, 5, in, out_name(&e, 0)), "epsilon",
-                       a->epsilon);
+        ntp__xw_attr_f(w, node(&e, op, NULL, 5, in, out_name(&e, 0)), "epsilon", a->epsilon);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_LAYERNORM: {
+    case NTP_OP_ONNX_LAYERNORM: {
         /* ONNX's Scale and B have the normalised dims' shape. */
         const ntp_shape *s = in_shape(&e, 0);
         ntp_shape ns = {0};
         for (int d = (int)a->axis; d < s->ndim; d++)
             ns.dim[ns.ndim++] = s->dim[d];
         const char *in[3] = {in_name(&e, 0), weight(&e, 0, &ns), weight(&e, 1, &ns)};
-        Onnx__NodeProto *o = node(&e, "LayerNormalization", NULL, 3, in, out_name(&e, 0));
+        Onnx__NodeProto *o = node(&e, op, NULL, 3, in, out_name(&e, 0));
         ntp__xw_attr_i(w, o, "axis", a->axis);
         ntp__xw_attr_f(w, o, "epsilon", a->epsilon);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_ADD:
-    case NTP_OP_MUL: {
+    case NTP_OP_ONNX_NARY: {
+        /* Two inputs: the operator; more: Sum for Add, else a chain. */
         const char *in[NTP_MAX_INPUTS];
         for (int i = 0; i < n->n_in; i++)
             in[i] = in_name(&e, i);
-        if (n->n_in == 2 || n->op == NTP_OP_ADD) {
-            node(&e, n->n_in == 2 ? (n->op == NTP_OP_ADD ? "Add" : "Mul") : "Sum", NULL, n->n_in,
-                 in, out_name(&e, 0));
+        bool add = !strcmp(op, "Add");
+        if (n->n_in == 2 || add) {
+            node(&e, n->n_in == 2 ? op : "Sum", NULL, n->n_in, in, out_name(&e, 0));
             return NTP_STATUS_OK;
         }
         const char *acc = in[0];
@@ -549,58 +531,55 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
             char what[16];
             snprintf(what, sizeof what, "mul%d", i);
             const char *o = i == n->n_in - 1 ? out_name(&e, 0) : tmp(&e, what);
-            node2(&e, "Mul", i == n->n_in - 1 ? NULL : what, acc, in[i], o);
+            node2(&e, op, i == n->n_in - 1 ? NULL : what, acc, in[i], o);
             acc = o;
         }
         return NTP_STATUS_OK;
     }
-    case NTP_OP_WHERE: {
+    case NTP_OP_ONNX_WHERE: {
         /* The IR's condition is a float (non-zero is true); ONNX's a bool. */
         const char *c = tmp(&e, "condition");
         ntp__xw_attr_i(w, node1(&e, "Cast", "condition", in_name(&e, 0), c), "to", NTP_ONNX_BOOL);
         const char *in[3] = {c, in_name(&e, 1), in_name(&e, 2)};
-        node(&e, "Where", NULL, 3, in, out_name(&e, 0));
+        node(&e, op, NULL, 3, in, out_name(&e, 0));
         return NTP_STATUS_OK;
     }
-    case NTP_OP_SPLIT: {
+    case NTP_OP_ONNX_SPLIT: {
         const char *in[2] = {in_name(&e, 0),
                              ntp__xw_i64(w, helper_name(&e, "split"), a->sizes, a->n_sizes)};
         const char *outs[NTP_MAX_OUTPUTS];
         for (int i = 0; i < n->n_out; i++)
             outs[i] = out_name(&e, i);
-        Onnx__NodeProto *o = ntp__xw_node(w, "Split", n->name, 2, in, n->n_out, outs);
+        Onnx__NodeProto *o = ntp__xw_node(w, op, n->name, 2, in, n->n_out, outs);
         ntp__xw_attr_i(w, o, "axis", a->axis);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_RESHAPE:
+    case NTP_OP_ONNX_RESHAPE:
         reshape(&e, NULL, in_name(&e, 0), out_shape(&e, 0), out_name(&e, 0));
         return NTP_STATUS_OK;
-    case NTP_OP_PAD: {
+    case NTP_OP_ONNX_PAD: {
         const char *in[3] = {in_name(&e, 0),
                              ntp__xw_i64(w, helper_name(&e, "pads"), a->pads, a->n_pads),
                              ntp__xw_scalar(w, helper_name(&e, "value"), (float)a->value)};
-        Onnx__NodeProto *o = node(&e, "Pad", NULL, 3, in, out_name(&e, 0));
+        Onnx__NodeProto *o = node(&e, op, NULL, 3, in, out_name(&e, 0));
         ntp__xw_attr_s(w, o, "mode",
                        a->pad_mode == NTP_PADMODE_REFLECT ? "reflect"
                        : a->pad_mode == NTP_PADMODE_EDGE  ? "edge"
                                                           : "constant");
         return NTP_STATUS_OK;
     }
-    case NTP_OP_EMBEDDING: {
-        ntp__xw_attr_i(
-            w, node2(&e, "Gather", NULL, weight(&e, 0, NULL), in_name(&e, 0), out_name(&e, 0)),
-            "axis", 0);
+    case NTP_OP_ONNX_EMBEDDING: {
+        ntp__xw_attr_i(w, node2(&e, op, NULL, weight(&e, 0, NULL), in_name(&e, 0), out_name(&e, 0)),
+                       "axis", 0);
         return NTP_STATUS_OK;
     }
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return rnn(&e);
-    case NTP_OP_CONSTANT: {
+    case NTP_OP_ONNX_RNN: return rnn(&e);
+    case NTP_OP_ONNX_CONSTANT: {
         /* The value itself: an initializer named after the output. */
         ntp__xw_f32(w, out_name(&e, 0), wd[0], out_shape(&e, 0));
         return NTP_STATUS_OK;
     }
-    case NTP_OP_SLICE: {
+    case NTP_OP_ONNX_SLICE: {
         int k = a->n_pads;
         int64_t axes[NTP_MAX_DIMS], steps[NTP_MAX_DIMS];
         for (int i = 0; i < k; i++) {
@@ -611,20 +590,16 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
                              ntp__xw_i64(w, helper_name(&e, "ends"), a->pads + NTP_SLICE_ENDS, k),
                              ntp__xw_i64(w, helper_name(&e, "axes"), axes, k),
                              ntp__xw_i64(w, helper_name(&e, "steps"), steps, k)};
-        node(&e, "Slice", NULL, 5, in, out_name(&e, 0));
+        node(&e, op, NULL, 5, in, out_name(&e, 0));
         return NTP_STATUS_OK;
     }
-    case NTP_OP_EXPAND:
-        node2(&e, "Expand", NULL, in_name(&e, 0),
+    case NTP_OP_ONNX_EXPAND:
+        node2(&e, op, NULL, in_name(&e, 0),
               ntp__xw_i64(w, helper_name(&e, "shape"), a->shape, a->n_shape), out_name(&e, 0));
         return NTP_STATUS_OK;
-    case NTP_OP_RESIZE: return resize(&e);
-    case NTP_OP_RMSNORM:
-    case NTP_OP_ROPE:
-    case NTP_OP_KV_ATTENTION:
-    case NTP_OP_LM_HEAD:
-    case NTP_OP_ARGMAX: return ntp__xw_emit_decoder(w, n, wd);
-    case NTP_OP_CONVERT:
+    case NTP_OP_ONNX_RESIZE: return resize(&e);
+    case NTP_OP_ONNX_DECODER: return ntp__xw_emit_decoder(w, n, wd);
+    case NTP_OP_ONNX_CONVERT:
         /* To f32 (from integer inputs) is a Cast; a layout change a
          * Transpose. Reduced-precision staging has no ONNX meaning. */
         if (a->has_to_dtype && a->to_dtype == NTP_DTYPE_F32 && !a->has_to_layout) {
@@ -645,10 +620,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
                           "%s: <convert name='%s'> to %s has no ONNX operator", w->g->source,
                           n->name, a->has_to_dtype ? ntp_dtype_name(a->to_dtype) : "a layout");
     /* Ops with no ONNX operator. */
-    case NTP_OP_MFCC:
-    case NTP_OP_CTC_DECODE:
-    case NTP_OP_DELAY:
-    case NTP_OP_COUNT: break;
+    case NTP_OP_ONNX_NONE: break;
     }
     return no_onnx(&e);
 }

@@ -39,7 +39,7 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     if (p->p1)
         a->alpha = ntp__onnx_attr_f(x, p->p1, p->d1);
     if (p->p2)
-        a->value = ntp__onnx_attr_f(x, p->p2, p->d2);
+        a->gamma = ntp__onnx_attr_f(x, p->p2, p->d2);
     return finish(x, ni);
 }
 
@@ -234,19 +234,31 @@ static ntp_status legacy_operand(ntp_onnx_importer *x, int t0, int *t1)
     return ntp__onnx_reshape(x, *t1, &to, "align", t1);
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean. Variadic ones with more
- * inputs than a layer takes are chained. */
+/* The op whose ONNX operator (op-table.h) is op_type; NTP_OP_COUNT if none. */
+static ntp_op op_of_onnx(const char *op_type)
+{
+    for (int op = 0; op < NTP_OP_COUNT; op++) {
+        const char *o = ntp__op_onnx_name((ntp_op)op);
+        if (o && !strcmp(o, op_type))
+            return (ntp_op)op;
+    }
+    return NTP_OP_COUNT;
+}
+
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod: the op of that ONNX
+ * operator in the op table (Sum is add). Variadic ones with more inputs
+ * than a layer takes are chained. */
 static ntp_status map_binary(ntp_onnx_importer *x)
 {
     const char *t = x->np->op_type;
-    ntp_op op = !strcmp(t, "Add") || !strcmp(t, "Sum") ? NTP_OP_ADD
-                : !strcmp(t, "Mul")                    ? NTP_OP_MUL
-                : !strcmp(t, "Sub")                    ? NTP_OP_SUB
-                : !strcmp(t, "Div")                    ? NTP_OP_DIV
-                : !strcmp(t, "Pow")                    ? NTP_OP_POW
-                : !strcmp(t, "Max")                    ? NTP_OP_MAX
-                : !strcmp(t, "Min")                    ? NTP_OP_MIN
-                                                       : NTP_OP_MEAN;
+    ntp_op op = !strcmp(t, "Sum") ? NTP_OP_ADD : op_of_onnx(t);
+    if (op == NTP_OP_COUNT)
+        return ntp__onnx_err(x, NTP_STATUS_INTERNAL, "no op of the op table is %s", t);
+    /* Mod with fmod=0 is an integer modulo (the sign of the divisor), which
+     * ONNX allows on integers only. */
+    if (op == NTP_OP_FMOD && ntp__onnx_attr_i(x, "fmod", 0) != 1)
+        return ntp__onnx_err(x, NTP_STATUS_UNSUPPORTED,
+                             "fmod=0 (an integer modulo); the IR's fmod is fmod=1");
     int n = (int)x->np->n_input;
     ntp_status st;
     if (n < 1)
@@ -395,6 +407,7 @@ const ntp_onnx_map ntp__onnx_map_eltwise[] = {
     {"Min", map_binary, NULL, LEGACY},
     {"Sum", map_binary, NULL, LEGACY},
     {"Mean", map_binary, NULL, LEGACY},
+    {"Mod", map_binary, NULL, "fmod"},
     {"Where", map_where, NULL, ""},
     {"ReduceMean", map_reduce, NULL, "axes,keepdims"},
     {"ReduceSum", map_reduce, NULL, "axes,keepdims,noop_with_empty_axes"},

@@ -31,10 +31,17 @@ const char *ntp_predict_family_name(ntp_predict_family f)
     return f == NTP_PREDICT_FAMILY_FREE ? "free" : "none";
 }
 
+/* An op's family is its op-table column (op-table.h, PREDICT); a
+ * convolution's depends on its kernel and groups. A transposed convolution
+ * does a convolution's work (its FLOPs and bytes, from the analysis) with
+ * the same kernels' blocking; data movement (concat, split, transpose, pad,
+ * slice, ...) reads each element once and writes it once, no arithmetic; the
+ * decoder ops, argmax and delay have no family of their own yet and are
+ * predicted as element-wise. */
 static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
 {
-    switch (n->op) {
-    case NTP_OP_CONV: {
+    switch (ntp__op_predict(n->op)) {
+    case NTP_OP_PREDICT_CONV_KERNEL: {
         const ntp_tensor *in = n->n_in > 0 ? &g->tensors[n->in[0]] : NULL;
         int64_t cin = in && in->shape.ndim > 1 ? in->shape.dim[1] : 0;
         if (n->a.groups > 1 && n->a.groups == cin)
@@ -44,76 +51,16 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
             one &= n->a.kernel[k] == 1;
         return one && n->a.groups <= 1 ? NTP_PREDICT_FAMILY_CONV1X1 : NTP_PREDICT_FAMILY_CONV;
     }
-    case NTP_OP_FC:
-    case NTP_OP_MATMUL: return NTP_PREDICT_FAMILY_FC;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: return NTP_PREDICT_FAMILY_POOL;
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
-    case NTP_OP_INSTANCENORM:
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
-    case NTP_OP_HARDMAX:
-    case NTP_OP_LRN: return NTP_PREDICT_FAMILY_NORM;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: return NTP_PREDICT_FAMILY_RNN;
-    case NTP_OP_ATTENTION: return NTP_PREDICT_FAMILY_ATTENTION;
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_CONSTANT: return NTP_PREDICT_FAMILY_FREE;
-    /* A transposed convolution does a convolution's work (its FLOPs and
-     * bytes, from the analysis) with the same kernels' blocking. */
-    case NTP_OP_DECONV: return NTP_PREDICT_FAMILY_CONV;
-    /* Data movement: each element read once and written once, no
-     * arithmetic; a channel shuffle is a transpose between two reshapes. */
-    case NTP_OP_CONCAT:
-    case NTP_OP_SPLIT:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_PAD:
-    case NTP_OP_SLICE:
-    case NTP_OP_EXPAND:
-    case NTP_OP_EMBEDDING:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT: return NTP_PREDICT_FAMILY_COPY;
-    case NTP_OP_MFCC:
-    case NTP_OP_CTC_DECODE:
-        return NTP_PREDICT_FAMILY_NONE;
-        /* Ops that map tensors element by element: unary and binary ops,
-         * reductions, resize. The decoder ops, argmax and delay have no family
-         * of their own yet and are predicted as element-wise too. */
-        NTP_UNARY_CASES
-    case NTP_OP_ADD:
-    case NTP_OP_MUL:
-    case NTP_OP_PRELU:
-    case NTP_OP_SUB:
-    case NTP_OP_DIV:
-    case NTP_OP_POW:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN:
-    case NTP_OP_MEAN:
-    case NTP_OP_WHERE:
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-    case NTP_OP_REDUCE_LOG_SUM:
-    case NTP_OP_REDUCE_LOG_SUM_EXP:
-    case NTP_OP_RESIZE:
-    case NTP_OP_RMSNORM:
-    case NTP_OP_ROPE:
-    case NTP_OP_KV_ATTENTION:
-    case NTP_OP_LM_HEAD:
-    case NTP_OP_ARGMAX:
-    case NTP_OP_DELAY: return NTP_PREDICT_FAMILY_ELTWISE;
-    case NTP_OP_COUNT: break;
+    case NTP_OP_PREDICT_CONV: return NTP_PREDICT_FAMILY_CONV;
+    case NTP_OP_PREDICT_FC: return NTP_PREDICT_FAMILY_FC;
+    case NTP_OP_PREDICT_POOL: return NTP_PREDICT_FAMILY_POOL;
+    case NTP_OP_PREDICT_ELTWISE: return NTP_PREDICT_FAMILY_ELTWISE;
+    case NTP_OP_PREDICT_NORM: return NTP_PREDICT_FAMILY_NORM;
+    case NTP_OP_PREDICT_RNN: return NTP_PREDICT_FAMILY_RNN;
+    case NTP_OP_PREDICT_ATTENTION: return NTP_PREDICT_FAMILY_ATTENTION;
+    case NTP_OP_PREDICT_COPY: return NTP_PREDICT_FAMILY_COPY;
+    case NTP_OP_PREDICT_FREE: return NTP_PREDICT_FAMILY_FREE;
+    case NTP_OP_PREDICT_NONE: return NTP_PREDICT_FAMILY_NONE;
     }
     return NTP_PREDICT_FAMILY_ELTWISE;
 }

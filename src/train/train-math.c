@@ -85,17 +85,16 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
     for (int k = 0; k < n->n_w; k++)
         if (g->tensors[n->w[k]].kind == NTP_TENSOR_WEIGHT)
             params += ntp_shape_numel(&g->tensors[n->w[k]].shape);
-    switch (n->op) {
-    case NTP_OP_FC:
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV:
+    /* By the op's backward class (op-table.h, BACKWARD). */
+    switch (ntp__op_backward(n->op)) {
+    case NTP_OP_BACKWARD_GEMM:
         /* dX = Wᵀ·dY and dW = dY·Xᵀ are each as many MACs as Y = W·X. */
         bd = 2 * c.macs;
         bw = 2 * c.macs + (n->a.bias ? out : 0);
         break;
-    case NTP_OP_MATMUL: bd = 4 * c.macs; break;
-    case NTP_OP_EMBEDDING: bw = out; break;
-    case NTP_OP_ATTENTION: {
+    case NTP_OP_BACKWARD_MATMUL: bd = 4 * c.macs; break;
+    case NTP_OP_BACKWARD_EMBEDDING: bw = out; break;
+    case NTP_OP_BACKWARD_ATTENTION: {
         /* Backward-data: dC = dY·Wo, the scores' and context's gradients
          * (twice the forward's S·S_kv·D work) and dX through the three
          * projections; backward-weights: the four weight gradients, as
@@ -108,9 +107,7 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
         bw = 2 * proj + (n->n_w == 4 ? N * (2 * S + 2 * Skv) * D : 0);
         break;
     }
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN: {
+    case NTP_OP_BACKWARD_RNN: {
         /* The walk back through time (dh₋₁ = dG·R and the gates'
          * derivatives: about the forward's recurrent and element-wise
          * work) plus dX = dG·W go to backward-data; dW, dR (as many MACs
@@ -123,73 +120,26 @@ void ntp__train_flops(const ntp_graph *g, const ntp_node *n, bool data, ntp_opti
         bw = 2 * c.macs + (n->a.bias ? 2 * steps * G * n->a.units : 0);
         break;
     }
-    case NTP_OP_BATCHNORM:
-    case NTP_OP_LAYERNORM:
+    case NTP_OP_BACKWARD_NORM:
         /* x̂ again, Σdy and Σdy·x̂ (weights); then dx per element (data). */
         bw = 5 * in;
         bd = 5 * in;
         break;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX: bd = 4 * out; break;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL: bd = fwd > in ? fwd : in; break;
-    case NTP_OP_ADD:
-    case NTP_OP_SUB: bd = out * n->n_in; break;
-    case NTP_OP_MUL: bd = out * n->n_in * n->n_in; break;
-    case NTP_OP_DROPOUT:
+    case NTP_OP_BACKWARD_SOFTMAX: bd = 4 * out; break;
+    case NTP_OP_BACKWARD_POOL: bd = fwd > in ? fwd : in; break;
+    case NTP_OP_BACKWARD_SUM: bd = out * n->n_in; break;
+    case NTP_OP_BACKWARD_PRODUCT: bd = out * n->n_in * n->n_in; break;
+    case NTP_OP_BACKWARD_DROPOUT:
         fwd = out;
         bd = out;
         break;
-    case NTP_OP_CONCAT:
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_MEMCPY:
-    case NTP_OP_CONVERT:
-    case NTP_OP_TRANSPOSE:
-    case NTP_OP_SPLIT:
-    case NTP_OP_PAD:
-        bd = 0;
-        break;
+    case NTP_OP_BACKWARD_MOVE: bd = 0; break;
+    case NTP_OP_BACKWARD_UNARY:
         /* Element-wise: the derivative (about as costly as the function) and
          * the product with dy. */
-        NTP_UNARY_CASES bd = (ntp__op_unary_flops(n->op) + 1) * out;
+        bd = (ntp__op_unary_flops(n->op) + 1) * out;
         break;
-    /* The others: as much as the forward. */
-    case NTP_OP_MFCC:
-    case NTP_OP_CTC_DECODE:
-    case NTP_OP_PRELU:
-    case NTP_OP_HARDMAX:
-    case NTP_OP_DIV:
-    case NTP_OP_POW:
-    case NTP_OP_MAX:
-    case NTP_OP_MIN:
-    case NTP_OP_MEAN:
-    case NTP_OP_WHERE:
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-    case NTP_OP_REDUCE_LOG_SUM:
-    case NTP_OP_REDUCE_LOG_SUM_EXP:
-    case NTP_OP_INSTANCENORM:
-    case NTP_OP_LRN:
-    case NTP_OP_CONSTANT:
-    case NTP_OP_SLICE:
-    case NTP_OP_EXPAND:
-    case NTP_OP_RESIZE:
-    case NTP_OP_RMSNORM:
-    case NTP_OP_ROPE:
-    case NTP_OP_KV_ATTENTION:
-    case NTP_OP_LM_HEAD:
-    case NTP_OP_ARGMAX:
-    case NTP_OP_DELAY:
-    case NTP_OP_COUNT: bd = fwd; break;
+    case NTP_OP_BACKWARD_FORWARD: bd = fwd; break;
     }
     flops[NTP_TRAIN_FORWARD] = fwd;
     flops[NTP_TRAIN_BACKWARD_DATA] = data ? bd : 0;

@@ -1,6 +1,6 @@
 /* Reference kernels of the element-wise ops added for ONNX models: prelu,
- * log_softmax, hardmax, and the broadcasting sub, div, pow, max, min, mean
- * and where. (Their unary math and activations are ref-eltwise.c's, from
+ * log_softmax, hardmax, and the broadcasting sub, div, pow, max, min, mean,
+ * fmod and where. (Their unary math and activations are ref-eltwise.c's, from
  * the op table.)
  *
  * As in ref-eltwise.c, functions are evaluated in double and rounded once to
@@ -100,6 +100,12 @@ static double combine_pow(double a, double b)
 {
     return pow(a, b);
 }
+/* C's fmod: a - b·trunc(a/b), exact, with the sign of a (ONNX's Mod with
+ * fmod=1, torch.fmod); NaN where b is 0. */
+static double combine_fmod(double a, double b)
+{
+    return fmod(a, b);
+}
 /* NaN wins, as numpy.maximum and numpy.minimum. */
 static double combine_max(double a, double b)
 {
@@ -112,8 +118,9 @@ static double combine_min(double a, double b)
 
 /* How each binary op combines two values; where selects instead. */
 static double (*const combines[NTP_OP_COUNT])(double a, double b) = {
-    [NTP_OP_SUB] = combine_sub, [NTP_OP_DIV] = combine_div, [NTP_OP_POW] = combine_pow,
-    [NTP_OP_MAX] = combine_max, [NTP_OP_MIN] = combine_min, [NTP_OP_MEAN] = combine_add,
+    [NTP_OP_SUB] = combine_sub,   [NTP_OP_DIV] = combine_div, [NTP_OP_POW] = combine_pow,
+    [NTP_OP_MAX] = combine_max,   [NTP_OP_MIN] = combine_min, [NTP_OP_MEAN] = combine_add,
+    [NTP_OP_FMOD] = combine_fmod,
 };
 
 static ntp_status binary_op(ntp_ctx *ctx, const ntp_kargs *k)

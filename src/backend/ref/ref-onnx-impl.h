@@ -8,7 +8,7 @@
 #include "ref-impl.h"
 
 /* ref-onnx-eltwise.c: prelu, log_softmax, hardmax, sub, div, pow, max, min,
- * mean, where. */
+ * mean, where, fmod. */
 ntp_status ntp__ref_onnx_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-onnx-reduce.c: the reductions, instancenorm, lrn. */
 ntp_status ntp__ref_onnx_reduce(ntp_ctx *ctx, const ntp_kargs *k);
@@ -22,7 +22,7 @@ size_t ntp__ref_onnx_tensor_workspace(const ntp_kargs *k);
 #define NTP_REF_ONNX_ELTWISE_CASES                                                     \
     case NTP_OP_PRELU: case NTP_OP_LOG_SOFTMAX: case NTP_OP_HARDMAX: case NTP_OP_SUB:    \
     case NTP_OP_DIV: case NTP_OP_POW: case NTP_OP_MAX: case NTP_OP_MIN: case NTP_OP_MEAN: \
-    case NTP_OP_WHERE
+    case NTP_OP_WHERE: case NTP_OP_FMOD
 // clang-format on
 // clang-format off
 #define NTP_REF_ONNX_REDUCE_CASES                                                        \

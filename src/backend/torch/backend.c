@@ -253,65 +253,61 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
     l->alpha = a->alpha;
     l->epsilon = a->epsilon;
     int r = l->in[0].ndim;
-    switch (n->op) {
-    case NTP_OP_CONV:
-    case NTP_OP_DECONV:
-        l->op = n->op == NTP_OP_CONV ? NTP_TORCH_CONV : NTP_TORCH_DECONV;
+    /* By the op's ATen operator (op-table.h, TORCH). */
+    switch (ntp__op_torch(n->op)) {
+    case NTP_OP_TORCH_CONV:
+    case NTP_OP_TORCH_DECONV: {
+        bool conv = ntp__op_torch(n->op) == NTP_OP_TORCH_CONV;
+        l->op = conv ? NTP_TORCH_CONV : NTP_TORCH_DECONV;
         l->groups = a->groups;
-        if (!spatial(g, n, l, n->op == NTP_OP_CONV) || r != l->nk + 2)
-            return false;
-        return true;
-    case NTP_OP_FC: l->op = NTP_TORCH_LINEAR; return true;
-    case NTP_OP_MATMUL:
+        return spatial(g, n, l, conv) && r == l->nk + 2;
+    }
+    case NTP_OP_TORCH_LINEAR: l->op = NTP_TORCH_LINEAR; return true;
+    case NTP_OP_TORCH_MATMUL:
         l->op = NTP_TORCH_MATMUL;
         l->transpose_a = a->transpose_a;
         l->transpose_b = a->transpose_b;
         return true;
-    case NTP_OP_MAXPOOL:
-    case NTP_OP_AVGPOOL:
-        l->op = n->op == NTP_OP_MAXPOOL ? NTP_TORCH_MAXPOOL : NTP_TORCH_AVGPOOL;
+    case NTP_OP_TORCH_MAXPOOL:
+    case NTP_OP_TORCH_AVGPOOL:
+        l->op =
+            ntp__op_torch(n->op) == NTP_OP_TORCH_MAXPOOL ? NTP_TORCH_MAXPOOL : NTP_TORCH_AVGPOOL;
         l->ceil_mode = a->ceil_mode;
         l->count_include_pad = a->count_include_pad;
         return spatial(g, n, l, false) && pool_ok(g, n, l);
-    case NTP_OP_GLOBAL_MAXPOOL:
-    case NTP_OP_GLOBAL_AVGPOOL:
-        l->op =
-            n->op == NTP_OP_GLOBAL_MAXPOOL ? NTP_TORCH_GLOBAL_MAXPOOL : NTP_TORCH_GLOBAL_AVGPOOL;
-        return r >= 3;
-    case NTP_OP_BATCHNORM: l->op = NTP_TORCH_BATCHNORM; return r >= 2 && n->n_w == 4;
-    case NTP_OP_LAYERNORM:
+    case NTP_OP_TORCH_GLOBAL_MAXPOOL: l->op = NTP_TORCH_GLOBAL_MAXPOOL; return r >= 3;
+    case NTP_OP_TORCH_GLOBAL_AVGPOOL: l->op = NTP_TORCH_GLOBAL_AVGPOOL; return r >= 3;
+    case NTP_OP_TORCH_BATCHNORM: l->op = NTP_TORCH_BATCHNORM; return r >= 2 && n->n_w == 4;
+    case NTP_OP_TORCH_LAYERNORM:
         l->op = NTP_TORCH_LAYERNORM;
         if (l->axis < 0)
             l->axis += r;
         return l->axis >= 0 && l->axis < r && n->n_w == 2;
-    case NTP_OP_SOFTMAX:
-    case NTP_OP_LOG_SOFTMAX:
-        l->op = n->op == NTP_OP_SOFTMAX ? NTP_TORCH_SOFTMAX : NTP_TORCH_LOG_SOFTMAX;
+    case NTP_OP_TORCH_SOFTMAX: l->op = NTP_TORCH_SOFTMAX; return l->axis >= -r && l->axis < r;
+    case NTP_OP_TORCH_LOG_SOFTMAX:
+        l->op = NTP_TORCH_LOG_SOFTMAX;
         return l->axis >= -r && l->axis < r;
-    case NTP_OP_ADD: l->op = NTP_TORCH_ADD; return true;
-    case NTP_OP_MUL: l->op = NTP_TORCH_MUL; return true;
-    case NTP_OP_SUB: l->op = NTP_TORCH_SUB; return true;
-    case NTP_OP_DIV: l->op = NTP_TORCH_DIV; return true;
-    case NTP_OP_MAX: l->op = NTP_TORCH_MAXIMUM; return true;
-    case NTP_OP_MIN: l->op = NTP_TORCH_MINIMUM; return true;
-    case NTP_OP_CONCAT: l->op = NTP_TORCH_CAT; return l->axis >= -r && l->axis < r;
-    case NTP_OP_RESHAPE:
-    case NTP_OP_FLATTEN:
-    case NTP_OP_DROPOUT:
-    case NTP_OP_MEMCPY: l->op = NTP_TORCH_RESHAPE; return n->n_in == 1;
-    case NTP_OP_TRANSPOSE:
+    case NTP_OP_TORCH_ADD: l->op = NTP_TORCH_ADD; return true;
+    case NTP_OP_TORCH_MUL: l->op = NTP_TORCH_MUL; return true;
+    case NTP_OP_TORCH_SUB: l->op = NTP_TORCH_SUB; return true;
+    case NTP_OP_TORCH_DIV: l->op = NTP_TORCH_DIV; return true;
+    case NTP_OP_TORCH_MAXIMUM: l->op = NTP_TORCH_MAXIMUM; return true;
+    case NTP_OP_TORCH_MINIMUM: l->op = NTP_TORCH_MINIMUM; return true;
+    case NTP_OP_TORCH_CAT: l->op = NTP_TORCH_CAT; return l->axis >= -r && l->axis < r;
+    case NTP_OP_TORCH_RESHAPE: l->op = NTP_TORCH_RESHAPE; return n->n_in == 1;
+    case NTP_OP_TORCH_PERMUTE:
         l->op = NTP_TORCH_PERMUTE;
         l->n_perm = a->n_perm;
         for (int d = 0; d < a->n_perm && d < NTP_TORCH_MAX_DIMS; d++)
             l->perm[d] = a->perm[d];
         return a->n_perm == r;
-    case NTP_OP_LSTM:
-    case NTP_OP_GRU:
-    case NTP_OP_RNN:
-        l->op = n->op == NTP_OP_LSTM             ? NTP_TORCH_LSTM
-                : n->op == NTP_OP_GRU            ? NTP_TORCH_GRU
-                : a->rnn_act == NTP_RNN_ACT_RELU ? NTP_TORCH_RNN_RELU
-                                                 : NTP_TORCH_RNN_TANH;
+    case NTP_OP_TORCH_LSTM:
+    case NTP_OP_TORCH_GRU:
+    case NTP_OP_TORCH_RNN:
+        l->op = ntp__op_torch(n->op) == NTP_OP_TORCH_LSTM  ? NTP_TORCH_LSTM
+                : ntp__op_torch(n->op) == NTP_OP_TORCH_GRU ? NTP_TORCH_GRU
+                : a->rnn_act == NTP_RNN_ACT_RELU           ? NTP_TORCH_RNN_RELU
+                                                           : NTP_TORCH_RNN_TANH;
         l->hidden = a->units;
         l->bidirectional = a->direction == NTP_DIR_BIDIRECTIONAL;
         l->merge_sum = a->merge == NTP_MERGE_SUM;
@@ -320,52 +316,17 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
          * sequence, runs it forward and flips the output back. */
         l->reverse = a->direction == NTP_DIR_REVERSE;
         return r == 3 && n->n_w == (a->bias ? 3 : 2);
-    case NTP_OP_ATTENTION:
+    case NTP_OP_TORCH_ATTENTION:
         l->op = NTP_TORCH_ATTENTION;
         l->heads = a->heads;
         l->causal = a->causal;
         return r == 3;
-        NTP_UNARY_CASES
-        l->op = NTP_TORCH_UNARY;
-        return unary_fn(n, l);
+    case NTP_OP_TORCH_UNARY: l->op = NTP_TORCH_UNARY; return unary_fn(n, l);
     /* pad, split, embedding, the ONNX reductions and tensor ops, lrn,
      * instancenorm, prelu (PyTorch's slope is per channel, ONNX's
      * broadcasts), hardmax, where, pow, mean, the inlays, the decoder ops:
      * on the reference backend. */
-    case NTP_OP_SPLIT:
-    case NTP_OP_PAD:
-    case NTP_OP_EMBEDDING:
-    case NTP_OP_MFCC:
-    case NTP_OP_CTC_DECODE:
-    case NTP_OP_CONVERT:
-    case NTP_OP_PRELU:
-    case NTP_OP_HARDMAX:
-    case NTP_OP_POW:
-    case NTP_OP_MEAN:
-    case NTP_OP_WHERE:
-    case NTP_OP_REDUCE_MEAN:
-    case NTP_OP_REDUCE_SUM:
-    case NTP_OP_REDUCE_MAX:
-    case NTP_OP_REDUCE_MIN:
-    case NTP_OP_REDUCE_PROD:
-    case NTP_OP_REDUCE_L1:
-    case NTP_OP_REDUCE_L2:
-    case NTP_OP_REDUCE_SUM_SQUARE:
-    case NTP_OP_REDUCE_LOG_SUM:
-    case NTP_OP_REDUCE_LOG_SUM_EXP:
-    case NTP_OP_INSTANCENORM:
-    case NTP_OP_LRN:
-    case NTP_OP_CONSTANT:
-    case NTP_OP_SLICE:
-    case NTP_OP_EXPAND:
-    case NTP_OP_RESIZE:
-    case NTP_OP_RMSNORM:
-    case NTP_OP_ROPE:
-    case NTP_OP_KV_ATTENTION:
-    case NTP_OP_LM_HEAD:
-    case NTP_OP_ARGMAX:
-    case NTP_OP_DELAY:
-    case NTP_OP_COUNT: break;
+    case NTP_OP_TORCH_NONE: break;
     }
     return false;
 }
