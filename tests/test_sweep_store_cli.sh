@@ -15,6 +15,8 @@
 #  - a run the store refuses is kept with its sweep's task, and `history
 #    import` of it marks that task done (only in the store holding that
 #    sweep), so --resume does not run it again (SQLite and PostgreSQL);
+#  - a load sweep's tasks (sweep --load --executor slurm) and its report
+#    from the store (SQLite and PostgreSQL);
 #  - on PostgreSQL also: a calibration written (`machine --calibrate`)
 #    and read back (`predict`, and `run` beside it), and `compare --machine`
 #    giving the same comparison as on SQLite.
@@ -38,6 +40,13 @@ cp "$T/bin/scontrol" "$T/bin/sacct"
 chmod +x "$T/bin/"*
 export PATH="$T/bin:$PATH" TMPDIR="$T/tmp"
 
+# This machine's ceilings, measured once (quickly, one thread) into a
+# store of their own and copied (`history copy`) into each store the round
+# trip below runs on when it wants them there: the measurement is the
+# test's longest step, and two stores need only one.
+expect_exit 0 "$NTPROF" machine --db "$T/m.db" --seconds 0.02 --no-gemm --threads 1 \
+    --format json -o "$T/m.json"
+
 # sweep_round_trip DB [signals]: the checks above that need only a store;
 # with "signals", the tasks' temporary directories too (once is enough).
 sweep_round_trip() {
@@ -51,10 +60,10 @@ sweep_round_trip() {
     grep -q -- "--array=0-2%2 --job-name=ntprof-sweep-$id --exclusive --partition=lab --time=0:05 --output=/dev/null --account=x " \
         "$T/sbatch.log" && ok || bad "sbatch arguments: $(cat "$T/sbatch.log")"
     # Task 0 runs; task 2 twice (a requeue), storing one run. The store has
-    # no ceilings for task 0 and this machine's (measured quickly) for
-    # task 2, whose child reads them.
+    # no ceilings for task 0 and this machine's (measured above) for task
+    # 2, whose child reads them.
     expect_exit 0 "$NTPROF" sweep --task "$id:0" --db "$db"
-    expect_exit 0 "$NTPROF" machine --db "$db" --seconds 0.02 --no-gemm --format json -o "$T/m.json"
+    expect_exit 0 "$NTPROF" history copy --from "$T/m.db" --to "$db"
     expect_exit 0 "$NTPROF" sweep --task "$id:2" --db "$db"
     expect_exit 0 "$NTPROF" sweep --task "$id:2" --db "$db"
     expect_in_err "already has its result"
@@ -141,7 +150,43 @@ PYEOF
     compgen -G "$T/tmp/ntprof-task-$id2-*" >/dev/null && bad "SIGTERM left $(ls "$T/tmp")" || ok
 }
 
+# load_round_trip DB: a load sweep's array (docs/load.md#sweeps-on-slurm)
+# with its tasks run by hand: a configuration run twice records one load
+# run, the failing one keeps its child's error, and the report is built
+# from the store (its load run read back). The real cluster, against a
+# local sweep: tests/test_slurm_load_cli.sh.
+load_round_trip() {
+    local db=$1 id
+    : >"$T/sbatch.log"
+    expect_exit 0 "$NTPROF" sweep "$SRC/models/serve-delay.xml" --load -s base_us=100 \
+        --scenario server --latency-bound 50 -B ref --duration 0 --warmup 1 --min-queries 50 \
+        --vary qps=500,-1 --db "$db" --executor slurm --partition lab
+    id=$(sed -n 's/^load sweep \([0-9]*\) submitted as Slurm job 4242 .*/\1/p' "$T/out")
+    [ -n "$id" ] && ok || { bad "no load sweep id in: $(cat "$T/out")"; return; }
+    grep -q -- "--array=0-1 --job-name=ntprof-sweep-$id --exclusive --partition=lab " \
+        "$T/sbatch.log" && ok || bad "load sweep's sbatch arguments: $(cat "$T/sbatch.log")"
+    expect_exit 0 "$NTPROF" sweep --task "$id:0" --db "$db"
+    expect_exit 0 "$NTPROF" sweep --task "$id:0" --db "$db"
+    expect_in_err "already has its result"
+    expect_exit 1 "$NTPROF" sweep --task "$id:1" --db "$db"
+    expect_in_err "(qps=-1): failed: exit 2: --qps expects a positive number"
+    expect_exit 0 "$NTPROF" sweep --report "$id" --db "$db" --format json -o "$T/lr.json"
+    expect_in_err "1 of 2 configurations have no result (see the table; ntprof sweep --resume $id)"
+    expect_exit 0 "$NTPROF" history --db "$db" --load --format json -o "$T/hl.json"
+    $PY - "$T/lr.json" "$T/hl.json" <<'PYEOF' && ok || bad "the load sweep's report from the store"
+import json, sys
+cs = json.load(open(sys.argv[1]))["configurations"]
+runs = json.load(open(sys.argv[2]))["load_runs"]
+assert [c["configuration"] for c in cs] == ["qps=500", "qps=-1"], cs
+assert len(runs) == 1, runs  # the task run twice recorded once
+assert cs[0]["error"] is None and cs[0]["load_run_id"] == runs[0]["id"], (cs[0], runs)
+assert cs[0]["qps_offered"] == 500 and cs[0]["latency_ms"]["p99"] == runs[0]["latency_ms"]["p99"], cs[0]
+assert cs[1]["error"].startswith("exit 2: --qps expects a positive number"), cs[1]
+PYEOF
+}
+
 sweep_round_trip "$T/s.db" signals
+load_round_trip "$T/s.db"
 
 # sq DB SQL: one statement through Python's sqlite3 (no sqlite3 tool needed).
 sq() {
@@ -226,7 +271,8 @@ rm -f "$KEPT"
 
 # PostgreSQL, where a server can be started.
 PGUP=$SRC/scripts/local-postgres.sh
-"$NTPROF" history --db postgresql://127.0.0.1:1/x >"$T/out" 2>"$T/err"
+# (Whether libpq is built: a refused connection, not retried for 15 s.)
+NTP_DB_RETRY_MS=0 "$NTPROF" history --db postgresql://127.0.0.1:1/x >"$T/out" 2>"$T/err"
 PG_BINDIR=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if grep -q "built without PostgreSQL" "$T/err"; then
     echo "PostgreSQL part skipped: this ntprof was built without libpq"
@@ -239,6 +285,7 @@ else
     trap '"$PGUP" down "$PGDIR" >/dev/null 2>&1; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
     URL=$(tail -1 "$T/up")
     sweep_round_trip "$URL"
+    load_round_trip "$URL"
 
     # A run the server refuses (a trigger), kept, and its import marking
     # the task done.

@@ -37,16 +37,21 @@ typedef struct ntp_sweep_record {
     char **options; /* the `ntprof run` options every configuration gets */
     int n_options;
     int n_configs;
-    char *executor; /* "slurm" */
+    char *executor; /* "slurm" ("local": a local load sweep's record) */
     char *submit;   /* JSON: how it was submitted (may be NULL) */
     char *jobs;     /* the Slurm job ids submitted, space separated ("" before any) */
+    /* "run" (a configuration is `ntprof run`, its result a run) or "load"
+     * (`ntprof sweep --load`: a configuration is `ntprof load`, its result
+     * a load run, and factors/options are the load sweep's); "" when
+     * recording means "run". */
+    char kind[8];
 } ntp_sweep_record;
 
 /* Record rec (its id and created_at are ignored); *id receives the new id. */
 NTP_API ntp_status ntp_store_sweep_add(ntp_ctx *ctx, ntp_store *s, const ntp_sweep_record *rec,
                                        int64_t *id);
-/* Sweep `id`; UNKNOWN_NAME when the store has none. Free with
- * ntp_sweep_record_free. */
+/* Sweep `id`, of either kind (its `kind` says which); UNKNOWN_NAME when
+ * the store has none. Free with ntp_sweep_record_free. */
 NTP_API ntp_status ntp_store_sweep_get(ntp_ctx *ctx, ntp_store *s, int64_t id,
                                        ntp_sweep_record **out);
 NTP_API void ntp_sweep_record_free(ntp_sweep_record *r);
@@ -60,6 +65,10 @@ typedef struct ntp_sweep_task {
     int64_t run_id;    /* the run in the store when ok, else 0 */
     char job[32];      /* the Slurm job that ran it ("12_3") */
     char message[512]; /* why it failed */
+    /* A load sweep's configuration: its load run when ok (else 0), and its
+     * label ("qps=500 instances=2"; "" leaves a row's label as it is). */
+    int64_t load_run_id;
+    char label[256];
 } ntp_sweep_task;
 
 typedef enum ntp_sweep_task_write {

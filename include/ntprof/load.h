@@ -288,6 +288,10 @@ typedef struct ntp_loadgen_sweep_row {
  * ntp_loadgen_write(..., NTP_FORMAT_JSON, ...) at `path`. */
 NTP_API ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path,
                                               ntp_loadgen_sweep_row *row);
+/* The same from the report's text (a load run's report as the store keeps
+ * it: ntp_store_load_report), named `what` in errors. */
+NTP_API ntp_status ntp_loadgen_sweep_row_parse(ntp_ctx *ctx, const char *report, const char *what,
+                                               ntp_loadgen_sweep_row *row);
 /* The rows as a table, JSON (kind "load_sweep": source and one object per
  * configuration) or CSV (a row per configuration). */
 NTP_API ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
@@ -298,6 +302,12 @@ NTP_API ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep
  * as `ntprof load` stores it), whose id goes to row->load_run_id. */
 NTP_API ntp_status ntp_loadgen_sweep_record(ntp_ctx *ctx, ntp_store *s, int64_t sweep, int index,
                                             const char *report, ntp_loadgen_sweep_row *row);
+/* Record the load report at `report` (ntprof load's JSON) in s as a load
+ * run, byte for byte as `ntprof load` records it; *id receives its id, or
+ * 0 when the run was interrupted, which is not recorded (as `ntprof load`
+ * records none). What a Slurm load sweep's task does with its run. */
+NTP_API ntp_status ntp_loadgen_record_report(ntp_ctx *ctx, ntp_store *s, const char *report,
+                                             int64_t *id);
 /* Recorded load sweeps (ntp_store_list_load_sweeps) as `ntprof history
  * --load-sweeps` lists them: a table (a heading per sweep, a line per
  * configuration), JSON (kind "load_sweep_history": the sweeps with their

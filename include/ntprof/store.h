@@ -138,6 +138,11 @@ NTP_API ntp_status ntp_store_add_load(ntp_ctx *ctx, ntp_store *s, const ntp_load
 NTP_API ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_filter *f,
                                         ntp_load_entry **out, int *n);
 
+/* Load run `id`'s JSON report as recorded, NUL-terminated, into *report
+ * (free with free()); UNKNOWN_NAME when the store has no such load run. A
+ * connection lost under the read is made again, as for the other reads. */
+NTP_API ntp_status ntp_store_load_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **report);
+
 /* --- load sweeps (ntprof sweep --load, docs/load.md#sweeps) -------------------------------- */
 
 /* One configuration of a recorded load sweep, with its sweep's design (a

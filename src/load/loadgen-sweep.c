@@ -19,16 +19,14 @@ static double num_at(json_t *o, const char *a, const char *b)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path, ntp_loadgen_sweep_row *row)
+/* Fill row from the load report j (taken), named `what` in errors. */
+static ntp_status row_from_json(ntp_ctx *ctx, json_t *j, const char *what,
+                                ntp_loadgen_sweep_row *row)
 {
     char label[sizeof row->label];
     snprintf(label, sizeof label, "%s", row->label);
     memset(row, 0, sizeof *row);
     snprintf(row->label, sizeof row->label, "%s", label);
-    json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
-    if (!j)
-        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", path, e.line, e.text);
     json_t *kind = json_object_get(j, "kind");
     json_t *sc = json_object_get(j, "scenario");
     if (!json_is_string(kind) || strcmp(json_string_value(kind), "load") != 0 ||
@@ -36,7 +34,7 @@ ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path, ntp_loadge
         json_decref(j);
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
                           "%s: expected a load report (\"kind\": \"load\" with a \"scenario\")",
-                          path);
+                          what);
     }
     snprintf(row->scenario, sizeof row->scenario, "%s", json_string_value(sc));
     double inst = num_at(j, "instances", NULL), tpi = num_at(j, "threads_per_instance", NULL),
@@ -63,8 +61,31 @@ ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path, ntp_loadge
     json_decref(j);
     if (!isfinite(row->qps_achieved) || !isfinite(row->p50_ms))
         return ntp__error(ctx, NTP_STATUS_PARSE_ERROR,
-                          "%s: a load report without qps_achieved or latency_ms.p50", path);
+                          "%s: a load report without qps_achieved or latency_ms.p50", what);
     return NTP_STATUS_OK;
+}
+
+ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path, ntp_loadgen_sweep_row *row)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", path, e.line, e.text);
+    return row_from_json(ctx, j, path, row);
+}
+
+ntp_status ntp_loadgen_sweep_row_parse(ntp_ctx *ctx, const char *report, const char *what,
+                                       ntp_loadgen_sweep_row *row)
+{
+    if (!report || !row)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_sweep_row_parse: no report or row");
+    json_error_t e;
+    json_t *j = json_loads(report, 0, &e);
+    if (!j)
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", what ? what : "load report",
+                          e.line, e.text);
+    return row_from_json(ctx, j, what ? what : "load report", row);
 }
 
 static bool failed(const ntp_loadgen_sweep_row *r)
@@ -288,6 +309,40 @@ static ntp_status read_text(ntp_ctx *ctx, const char *path, char **out)
     return NTP_STATUS_OK;
 }
 
+ntp_status ntp_loadgen_record_report(ntp_ctx *ctx, ntp_store *s, const char *report, int64_t *id)
+{
+    if (!id)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_record_report: no id");
+    *id = 0;
+    if (!s || !report)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_loadgen_record_report: no store or report");
+    char *text;
+    ntp_status st = read_text(ctx, report, &text);
+    if (st)
+        return st;
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    if (!j) {
+        free(text);
+        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", report, e.line, e.text);
+    }
+    if (json_is_true(json_object_get(j, "interrupted"))) {
+        /* As `ntprof load` does, an interrupted run is not recorded. */
+        json_decref(j);
+        free(text);
+        return NTP_STATUS_OK;
+    }
+    ntp_load_entry le;
+    entry_from_json(j, &le);
+    char source[4096];
+    str_at(j, "source", NULL, source, sizeof source);
+    json_decref(j);
+    st = ntp_store_add_load(ctx, s, &le, source[0] ? source : NULL, text, id);
+    free(text);
+    return st;
+}
+
 ntp_status ntp_loadgen_sweep_record(ntp_ctx *ctx, ntp_store *s, int64_t sweep, int index,
                                     const char *report, ntp_loadgen_sweep_row *row)
 {
@@ -304,34 +359,15 @@ ntp_status ntp_loadgen_sweep_record(ntp_ctx *ctx, ntp_store *s, int64_t sweep, i
         snprintf(t.message, sizeof t.message, "%s", row->error);
         return ntp_store_add_load_sweep_task(ctx, s, sweep, &t);
     }
-    char *text;
-    ntp_status st = read_text(ctx, report, &text);
+    int64_t id = 0;
+    ntp_status st = ntp_loadgen_record_report(ctx, s, report, &id);
     if (st)
         return st;
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    if (!j) {
-        free(text);
-        return ntp__error(ctx, NTP_STATUS_PARSE_ERROR, "%s:%d: %s", report, e.line, e.text);
-    }
-    if (json_is_true(json_object_get(j, "interrupted"))) {
-        /* As `ntprof load` does, an interrupted run is not recorded. */
-        json_decref(j);
-        free(text);
+    if (id == 0) {
         snprintf(t.state, sizeof t.state, "failed");
         snprintf(t.message, sizeof t.message, "interrupted; its load run is not recorded");
         return ntp_store_add_load_sweep_task(ctx, s, sweep, &t);
     }
-    ntp_load_entry le;
-    entry_from_json(j, &le);
-    char source[4096];
-    str_at(j, "source", NULL, source, sizeof source);
-    json_decref(j);
-    int64_t id = 0;
-    st = ntp_store_add_load(ctx, s, &le, source[0] ? source : NULL, text, &id);
-    free(text);
-    if (st)
-        return st;
     row->load_run_id = id;
     snprintf(t.state, sizeof t.state, "ok");
     t.load_run_id = id;

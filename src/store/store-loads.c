@@ -129,6 +129,55 @@ ntp_status ntp_store_list_loads(ntp_ctx *ctx, ntp_store *s, const ntp_history_fi
     return NTP_STATUS_OK;
 }
 
+static ntp_status load_report_once(ntp_ctx *ctx, ntp_store *s, int64_t id, char **report)
+{
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT report FROM load_runs WHERE id = ?");
+    if (!q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a load run");
+    ntp__db_int(q, 1, id);
+    ntp__step rc = ntp__db_step(q);
+    ntp_status st = NTP_STATUS_OK;
+    if (rc == NTP__STEP_ROW) {
+        size_t len = 0;
+        const void *b = s->drv->column_blob(q, 0, &len);
+        char *t = malloc(len + 1);
+        if (!t) {
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+        } else {
+            if (len > 0)
+                memcpy(t, b, len);
+            t[len] = '\0';
+            *report = t;
+        }
+    } else if (rc == NTP__STEP_DONE) {
+        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                        "history %s: no load run %lld (`ntprof history --load` lists them)",
+                        s->display, (long long)id);
+    } else {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read a load run");
+    }
+    ntp__db_finalize(q);
+    return st;
+}
+
+ntp_status ntp_store_load_report(ntp_ctx *ctx, ntp_store *s, int64_t id, char **report)
+{
+    if (!report)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_store_load_report: no report");
+    *report = NULL;
+    if (!s)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_store_load_report: no store");
+    int waited = 0, attempts = 0;
+    char why[sizeof s->err] = "";
+    ntp_status st;
+    while ((st = load_report_once(ctx, s, id, report)) != NTP_STATUS_OK &&
+           ntp__store_again(s, &waited, &attempts, why, sizeof why))
+        ;
+    if (st == NTP_STATUS_OK && attempts > 0)
+        ntp__store_retry_warn(ctx, s, "the load run was read", waited, attempts, why);
+    return st;
+}
+
 /* --- load sweeps (ntprof sweep --load, docs/load.md#sweeps) ------------------------------- */
 
 static char *strings_json(const char *const *v, int n)

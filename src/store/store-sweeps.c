@@ -75,7 +75,7 @@ ntp_status ntp_store_sweep_add(ntp_ctx *ctx, ntp_store *s, const ntp_sweep_recor
     }
     if (!(q = ntp__db_prepare(s,
                               "INSERT INTO sweeps (source, design, factors, run_options, n_configs,"
-                              " executor, submit) VALUES (?,?,?,?,?,?,?) RETURNING id"))) {
+                              " executor, submit, kind) VALUES (?,?,?,?,?,?,?,?) RETURNING id"))) {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the sweep");
         goto out;
     }
@@ -89,6 +89,7 @@ ntp_status ntp_store_sweep_add(ntp_ctx *ctx, ntp_store *s, const ntp_sweep_recor
         ntp__db_text(q, 7, rec->submit);
     else
         ntp__db_null(q, 7);
+    ntp__db_text(q, 8, rec->kind[0] ? rec->kind : "run");
     if (ntp__db_step(q) != NTP__STEP_ROW) {
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot record the sweep");
         goto out;
@@ -128,22 +129,23 @@ static char *col_dup(ntp__stmt *q, int i)
     return t ? ntp__strdup(t) : NULL;
 }
 
-/* Whether sweep id is a load sweep (schema 8: sweeps.kind 'load'), whose
- * configurations are load runs, not runs to resume or report. */
-static bool is_load_sweep(ntp_store *s, int64_t id)
+/* Sweep id's kind into kind: "load" for a load sweep (schema 8:
+ * sweeps.kind), whose configurations are load runs; "run" otherwise (and
+ * in a history older than schema 8). */
+static void sweep_kind(ntp_store *s, int64_t id, char *kind, size_t len)
 {
+    snprintf(kind, len, "run");
     int version = 0;
     bool tables;
     if (!s->drv->version(s, &version, &tables) || version < 8)
-        return false;
+        return;
     ntp__stmt *q = ntp__db_prepare(s, "SELECT kind FROM sweeps WHERE id = ?");
     if (!q)
-        return false;
+        return;
     ntp__db_int(q, 1, id);
-    bool load = ntp__db_step(q) == NTP__STEP_ROW && ntp__db_col_text(q, 0) &&
-                strcmp(ntp__db_col_text(q, 0), "load") == 0;
+    if (ntp__db_step(q) == NTP__STEP_ROW && ntp__db_col_text(q, 0))
+        snprintf(kind, len, "%s", ntp__db_col_text(q, 0));
     ntp__db_finalize(q);
-    return load;
 }
 
 static ntp_status sweep_get_once(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_sweep_record **out)
@@ -187,11 +189,8 @@ static ntp_status sweep_get_once(ntp_ctx *ctx, ntp_store *s, int64_t id, ntp_swe
                         "strings",
                         s->display, (long long)id);
     ntp__db_finalize(q);
-    if (!st && is_load_sweep(s, id))
-        st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                        "history %s: sweep %lld is a load sweep (ntprof sweep --load); `ntprof "
-                        "history --load-sweeps` lists it",
-                        s->display, (long long)id);
+    if (!st)
+        sweep_kind(s, id, r->kind, sizeof r->kind);
     if (st) {
         ntp_sweep_record_free(r);
         return st;
@@ -247,16 +246,20 @@ static ntp_status task_set_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, const
      * when it is not ok (a task's write) or still running (the
      * scheduler's word about a task that died before writing). */
     const char *sql = how == NTP_SWEEP_TASK_UNLESS_OK
-                          ? "INSERT INTO sweep_tasks (sweep_id, idx, state, run_id, job, message)"
-                            " VALUES (?,?,?,?,?,?) ON CONFLICT (sweep_id, idx) DO UPDATE SET"
+                          ? "INSERT INTO sweep_tasks (sweep_id, idx, state, run_id, job, message,"
+                            " load_run_id, label) VALUES (?,?,?,?,?,?,?,?)"
+                            " ON CONFLICT (sweep_id, idx) DO UPDATE SET"
                             " state = excluded.state, run_id = excluded.run_id, job = excluded.job,"
-                            " message = excluded.message,"
+                            " message = excluded.message, load_run_id = excluded.load_run_id,"
+                            " label = COALESCE(excluded.label, sweep_tasks.label),"
                             " updated_at = strftime('%Y-%m-%dT%H:%M:%SZ','now')"
                             " WHERE sweep_tasks.state <> 'ok' RETURNING idx"
-                          : "INSERT INTO sweep_tasks (sweep_id, idx, state, run_id, job, message)"
-                            " VALUES (?,?,?,?,?,?) ON CONFLICT (sweep_id, idx) DO UPDATE SET"
+                          : "INSERT INTO sweep_tasks (sweep_id, idx, state, run_id, job, message,"
+                            " load_run_id, label) VALUES (?,?,?,?,?,?,?,?)"
+                            " ON CONFLICT (sweep_id, idx) DO UPDATE SET"
                             " state = excluded.state, run_id = excluded.run_id, job = excluded.job,"
-                            " message = excluded.message,"
+                            " message = excluded.message, load_run_id = excluded.load_run_id,"
+                            " label = COALESCE(excluded.label, sweep_tasks.label),"
                             " updated_at = strftime('%Y-%m-%dT%H:%M:%SZ','now')"
                             " WHERE sweep_tasks.state = 'running' RETURNING idx";
     ntp__stmt *q;
@@ -274,6 +277,11 @@ static ntp_status task_set_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, const
         ntp__db_text(q, 6, t->message);
     else
         ntp__db_null(q, 6);
+    if (t->load_run_id > 0)
+        ntp__db_int(q, 7, t->load_run_id);
+    else
+        ntp__db_null(q, 7);
+    ntp__db_text(q, 8, t->label[0] ? t->label : NULL);
     /* RETURNING gives a row when the row was inserted or replaced. */
     ntp_status st = NTP_STATUS_OK;
     ntp__step rc = ntp__db_step(q);
@@ -311,7 +319,8 @@ static ntp_status sweep_tasks_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, nt
     *out = NULL;
     *n = 0;
     ntp__stmt *q;
-    if (!(q = ntp__db_prepare(s, "SELECT idx, state, run_id, job, message FROM sweep_tasks"
+    if (!(q = ntp__db_prepare(s, "SELECT idx, state, run_id, job, message, load_run_id, label"
+                                 " FROM sweep_tasks"
                                  " WHERE sweep_id = ? ORDER BY idx")))
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the sweep's tasks");
     ntp__db_int(q, 1, sweep);
@@ -338,6 +347,8 @@ static ntp_status sweep_tasks_once(ntp_ctx *ctx, ntp_store *s, int64_t sweep, nt
         snprintf(t->job, sizeof t->job, "%s", x ? x : "");
         x = ntp__db_col_text(q, 4);
         snprintf(t->message, sizeof t->message, "%s", x ? x : "");
+        t->load_run_id = ntp__db_col_int(q, 5);
+        ntp__db_col_str(q, 6, t->label, sizeof t->label);
     }
     if (!st && rc != NTP__STEP_DONE)
         st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the sweep's tasks");
@@ -390,7 +401,8 @@ ntp_status ntp_store_sweep_task_import(ntp_ctx *ctx, ntp_store *s, const ntp_run
     }
     if (st)
         return st;
-    if (strcmp(rec->created_at, r->sweep_created_at) != 0 || r->sweep_index >= rec->n_configs) {
+    if (strcmp(rec->created_at, r->sweep_created_at) != 0 || r->sweep_index >= rec->n_configs ||
+        strcmp(rec->kind, "run") != 0) {
         ntp__warn(ctx,
                   "history %s: run %lld belongs to sweep %lld created %s, configuration %d; this "
                   "history's sweep %lld was created %s with %d configurations (another store's "

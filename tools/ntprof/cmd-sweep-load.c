@@ -5,7 +5,10 @@
  * quality) is read back from that report. Factors are the load options
  * (qps, instances, threads-per-instance, max-batch, batch-timeout-us,
  * samples-per-query, latency-bound, scenario, backend, precision) or any
- * <param> of the topology. */
+ * <param> of the topology. With --executor slurm each configuration is an
+ * array task instead (sweep_load_task, run by `ntprof sweep --task`), its
+ * load run written to the store, and the report built from the store
+ * (sweep_load_report), the same as a local one's. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -35,7 +38,14 @@ enum {
     OPT_L_NO_PIN,
     OPT_L_DB,
     OPT_L_NO_DB,
-    OPT_L_HTML
+    OPT_L_HTML,
+    OPT_L_EXECUTOR,
+    OPT_L_MAX_PARALLEL,
+    OPT_L_SBATCH_ARG,
+    OPT_L_SHARED,
+    OPT_L_WAIT,
+    OPT_PARTITION,
+    OPT_TIME
 };
 
 /* The options every configuration gets, as `ntprof load` spells them. */
@@ -154,6 +164,81 @@ static int expand(const factor *f, int nf, bool full, int (*cfg)[MAX_FACTORS], i
     return n;
 }
 
+/* The configurations of a load sweep: its factors, each configuration as
+ * value indices per factor, and their labels ("qps=200 instances=2"). */
+typedef struct load_design {
+    factor f[MAX_FACTORS];
+    int nf, n;
+    int (*cfg)[MAX_FACTORS];
+} load_design;
+
+enum { MAX_CONFIGS = 4096 };
+
+static void design_free(load_design *d)
+{
+    for (int k = 0; k < d->nf; k++)
+        free(d->f[k].spec);
+    free(d->cfg);
+    memset(d, 0, sizeof *d);
+}
+
+/* Expand d's factors (parsed into d->f, d->nf); false having said why. */
+static bool design_expand(load_design *d, bool full)
+{
+    if (!(d->cfg = calloc(MAX_CONFIGS, sizeof *d->cfg))) {
+        cli_error("out of memory");
+        return false;
+    }
+    d->n = expand(d->f, d->nf, full, d->cfg, MAX_CONFIGS);
+    if (d->n < 0) {
+        cli_error("the sweep has more than %d configurations", MAX_CONFIGS);
+        return false;
+    }
+    return true;
+}
+
+static void design_label(const load_design *d, int c, char *label, size_t len)
+{
+    size_t o = 0;
+    label[0] = '\0';
+    for (int k = 0; k < d->nf && o < len; k++) {
+        int w = snprintf(label + o, len - o, "%s%s=%s", k ? " " : "", d->f[k].name,
+                         d->f[k].values[d->cfg[c][k]]);
+        o += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* The configurations of recorded load sweep r, expanded as when it was
+ * submitted; false having said why. */
+static bool design_from_record(const ntp_sweep_record *r, load_design *d)
+{
+    memset(d, 0, sizeof *d);
+    if (r->n_factors < 1 || r->n_factors > MAX_FACTORS) {
+        cli_error("load sweep %lld: %d factors recorded (1 to %d expected)", (long long)r->id,
+                  r->n_factors, MAX_FACTORS);
+        return false;
+    }
+    for (int k = 0; k < r->n_factors; k++) {
+        if (!parse_factor(r->factors[k], &d->f[k])) {
+            d->nf = k + 1;
+            design_free(d);
+            return false;
+        }
+        d->nf = k + 1;
+    }
+    if (!design_expand(d, strcmp(r->design, "full") == 0)) {
+        design_free(d);
+        return false;
+    }
+    if (d->n != r->n_configs) {
+        cli_error("load sweep %lld: its factors give %d configurations, the sweep has %d",
+                  (long long)r->id, d->n, r->n_configs);
+        design_free(d);
+        return false;
+    }
+    return true;
+}
+
 static volatile sig_atomic_t stop_sweep;
 
 static void on_signal(int sig)
@@ -230,6 +315,17 @@ static void run_one(ntp_ctx *ctx, const char *self, const char *file, const argv
     }
 }
 
+/* The factors as typed ("NAME=V1,V2,..."), as the store keeps them. */
+static void factor_specs(const factor *f, int nf, char specs[][4096], const char **fs)
+{
+    for (int k = 0; k < nf; k++) {
+        int o = snprintf(specs[k], 4096, "%s=", f[k].name);
+        for (int v = 0; v < f[k].n && o < 4096; v++)
+            o += snprintf(specs[k] + o, 4096 - (size_t)o, "%s%s", v ? "," : "", f[k].values[v]);
+        fs[k] = specs[k];
+    }
+}
+
 /* Record the sweep's design in the history before anything runs: the
  * factors as typed, the options every configuration gets. A shared store
  * (a URL) that cannot be reached fails the sweep; a local one warns, and
@@ -239,13 +335,7 @@ static int record_open(ntp_ctx *ctx, const char *db, const char *file, const fac
 {
     char specs[MAX_FACTORS][4096];
     const char *fs[MAX_FACTORS];
-    for (int k = 0; k < nf; k++) {
-        int o = snprintf(specs[k], sizeof specs[k], "%s=", f[k].name);
-        for (int v = 0; v < f[k].n && o < (int)sizeof specs[k]; v++)
-            o += snprintf(specs[k] + o, sizeof specs[k] - (size_t)o, "%s%s", v ? "," : "",
-                          f[k].values[v]);
-        fs[k] = specs[k];
-    }
+    factor_specs(f, nf, specs, fs);
     char abs[PATH_MAX];
     const char *source = realpath(file, abs) ? abs : file;
     /* The options less the children's --no-db (the last one). */
@@ -289,6 +379,204 @@ typedef struct sweep_out {
     const char *source;
 } sweep_out;
 
+static ntp_status write_rows(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f);
+static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f);
+
+/* --- --executor slurm (docs/load.md#sweeps-on-slurm) ---------------------------------------
+ * The sweep is recorded as kind "load", executor "slurm", and submitted as
+ * one array by the Slurm executor (cmd-sweep-slurm.c), which follows it,
+ * reconciles Slurm's word on its tasks and resumes it as it does a run
+ * sweep's; what differs is here: a task runs `ntprof load`, records a load
+ * run, and the report is the local load sweep's, built from the store. */
+
+/* Record the design (options less the children's --no-db) and submit. */
+static int submit_slurm(ntp_ctx *ctx, const char *file, const load_design *d, bool full,
+                        const argv_list *fixed, const sweep_slurm_args *a)
+{
+    char specs[MAX_FACTORS][4096], source[PATH_MAX];
+    const char *fs[MAX_FACTORS];
+    factor_specs(d->f, d->nf, specs, fs);
+    if (!realpath(file, source)) {
+        cli_error("%s: %s", file, strerror(errno));
+        return CLI_FAIL;
+    }
+    ntp_sweep_record rec = {
+        .source = source,
+        .design = full ? "full" : "ofat",
+        .factors = (char **)fs,
+        .n_factors = d->nf,
+        .options = (char **)fixed->v,
+        .n_options = fixed->n > 0 ? fixed->n - 1 : 0,
+        .n_configs = d->n,
+        .kind = "load",
+    };
+    return sweep_slurm_start(ctx, &rec, a);
+}
+
+bool sweep_load_label(const ntp_sweep_record *r, int c, char *label, size_t len)
+{
+    load_design d;
+    if (!design_from_record(r, &d))
+        return false;
+    design_label(&d, c, label, len);
+    design_free(&d);
+    return true;
+}
+
+int sweep_load_task(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const char *dir,
+                    ntp_sweep_task *t)
+{
+    int c = t->index, rc = CLI_OK;
+    long long id = (long long)r->id;
+    load_design d;
+    argv_list fixed = {0};
+    ntp_loadgen_sweep_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.label, sizeof row.label, "%s", t->label);
+    char self[PATH_MAX], report[PATH_MAX], log[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = '\0';
+    if (!design_from_record(r, &d)) {
+        snprintf(row.error, sizeof row.error, "load sweep %lld: its factors cannot be expanded",
+                 id);
+    } else {
+        /* The children record nothing, as a local load sweep's do; the
+         * load run is recorded here, under the sweep. */
+        bool ok = true;
+        for (int i = 0; ok && i < r->n_options; i++)
+            ok = sweep_push(&fixed, r->options[i]);
+        if (!ok || !sweep_push(&fixed, "--no-db"))
+            snprintf(row.error, sizeof row.error, "out of memory");
+        else
+            run_one(ctx, self, r->source, &fixed, d.f, d.nf, d.cfg[c], dir, c, 0, &row);
+        design_free(&d);
+    }
+    free(fixed.v);
+    if (row.error[0]) {
+        snprintf(t->state, sizeof t->state, "failed");
+        snprintf(t->message, sizeof t->message, "%s", row.error);
+        rc = CLI_FAIL;
+    } else if (!sweep_paths(dir, c, report, log) ||
+               ntp_loadgen_record_report(ctx, st, report, &t->load_run_id) != NTP_STATUS_OK) {
+        /* Retried and still refused: the report is kept outside the task's
+         * directory, and the task says where, in its log and (should the
+         * store answer again) in the sweep's record of it. */
+        char buf[1024], words[1024], kept[PATH_MAX + 64], host[128] = "", parent[PATH_MAX];
+        snprintf(words, sizeof words, "%s", cli_message(ntp_ctx_errmsg(ctx), buf, sizeof buf));
+        ntp_ctx_clear(ctx);
+        gethostname(host, sizeof host - 1);
+        snprintf(parent, sizeof parent, "%s", dir);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(kept, sizeof kept, "%s/ntprof-unrecorded-%lld-%d-%ld.json", parent, id, c,
+                 (long)getpid());
+        snprintf(t->state, sizeof t->state, "failed");
+        if (rename(report, kept) == 0) {
+            cli_error("load sweep %lld configuration %d: not recorded: %s; its report is kept as "
+                      "%s:%s",
+                      id, c, words, host, kept);
+            snprintf(t->message, sizeof t->message, "not recorded; report kept as %.64s:%.400s",
+                     host, kept);
+        } else {
+            cli_error("load sweep %lld configuration %d: not recorded: %s", id, c, words);
+            snprintf(t->message, sizeof t->message, "not recorded: %.480s", words);
+        }
+        t->load_run_id = 0;
+        rc = CLI_FAIL;
+    } else if (t->load_run_id == 0) {
+        snprintf(t->state, sizeof t->state, "failed");
+        snprintf(t->message, sizeof t->message, "interrupted; its load run is not recorded");
+        rc = CLI_FAIL;
+    } else {
+        snprintf(t->state, sizeof t->state, "ok");
+    }
+    if (ntp_store_sweep_task_set(ctx, st, r->id, t, NTP_SWEEP_TASK_UNLESS_OK, NULL) !=
+        NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    }
+    cli_print_warnings(ctx); /* a lost connection re-established */
+    if (strcmp(t->state, "ok") == 0)
+        fprintf(stderr,
+                "ntprof: load sweep %lld configuration %d (%s): ok, load run %lld, p99 "
+                "%.4g ms, %.4g QPS\n",
+                id, c, t->label, (long long)t->load_run_id, row.p99_ms, row.qps_achieved);
+    else
+        fprintf(stderr, "ntprof: load sweep %lld configuration %d (%s): failed: %s\n", id, c,
+                t->label, t->message);
+    return rc;
+}
+
+int sweep_load_report(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r,
+                      const sweep_slurm_args *a)
+{
+    load_design d;
+    if (!design_from_record(r, &d))
+        return CLI_FAIL;
+    int n = r->n_configs, m = 0, ok = 0, rc = CLI_OK;
+    long long id = (long long)r->id;
+    ntp_sweep_task *t = NULL;
+    ntp_loadgen_sweep_row *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    for (int c = 0; c < n; c++) {
+        design_label(&d, c, rows[c].label, sizeof rows[c].label);
+        snprintf(rows[c].error, sizeof rows[c].error, "not run");
+    }
+    if (ntp_store_sweep_tasks(ctx, st, r->id, &t, &m) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+        goto out;
+    }
+    for (int i = 0; i < m; i++) {
+        ntp_loadgen_sweep_row *row = t[i].index >= 0 && t[i].index < n ? &rows[t[i].index] : NULL;
+        if (!row || strcmp(t[i].state, "running") == 0)
+            continue;
+        if (strcmp(t[i].state, "ok") != 0 || t[i].load_run_id <= 0) {
+            snprintf(row->error, sizeof row->error, "%s",
+                     t[i].message[0] ? t[i].message : t[i].state);
+            continue;
+        }
+        char *text = NULL, what[64];
+        snprintf(what, sizeof what, "load run %lld", (long long)t[i].load_run_id);
+        if (ntp_store_load_report(ctx, st, t[i].load_run_id, &text) != NTP_STATUS_OK ||
+            ntp_loadgen_sweep_row_parse(ctx, text, what, row) != NTP_STATUS_OK) {
+            free(text);
+            rc = cli_fail(ctx);
+            goto out;
+        }
+        free(text);
+        row->load_run_id = t[i].load_run_id;
+        ok++;
+    }
+    cli_print_warnings(ctx); /* a lost connection re-established for a read */
+    sweep_out so = {rows, n, r->source};
+    if (ok == 0) {
+        write_rows(ctx, &so, NTP_FORMAT_TABLE, stderr);
+        cli_error("load sweep %lld: no configuration has a result", id);
+        rc = CLI_FAIL;
+        goto out;
+    }
+    rc = cli_write_output(ctx, a->output, write_rows, &so, a->fmt);
+    if (rc == CLI_OK && a->html)
+        rc = cli_write_output(ctx, a->html, write_html, &so, NTP_FORMAT_TABLE);
+    if (rc == CLI_OK && ok < n && strcmp(r->executor, "slurm") == 0)
+        fprintf(stderr,
+                "ntprof: warning: %d of %d configurations have no result (see the table; "
+                "ntprof sweep --resume %lld)\n",
+                n - ok, n, id);
+    else if (rc == CLI_OK && ok < n)
+        fprintf(stderr, "ntprof: warning: %d of %d configurations have no result (see the table)\n",
+                n - ok, n);
+out:
+    free(t);
+    free(rows);
+    design_free(&d);
+    return rc;
+}
+
 static ntp_status write_rows(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const sweep_out *o = arg;
@@ -305,9 +593,13 @@ static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
 int sweep_load(int argc, char **argv)
 {
     argv_list fixed = {0};
-    factor f[MAX_FACTORS];
-    int nf = 0;
+    load_design d = {0};
+    factor *f = d.f;
     bool full = false;
+    /* --executor slurm: one array task per configuration (cmd-sweep-slurm.c). */
+    bool slurm = false;
+    const char *sbatch_args[64];
+    sweep_slurm_args sl = {0};
     double timeout = 0;
     ntp_format fmt = NTP_FORMAT_TABLE;
     const char *output = NULL, *keep = NULL, *html = NULL, *db = NULL;
@@ -315,7 +607,6 @@ int sweep_load(int argc, char **argv)
     ntp_store *store = NULL;
     int64_t sweep_id = 0;
     ntp_loadgen_sweep_row *rows = NULL;
-    int(*cfg)[MAX_FACTORS] = NULL;
     ntp_ctx *ctx = NULL;
     int rc = CLI_USAGE;
     const cli_option opts[] = {
@@ -362,6 +653,21 @@ int sweep_load(int argc, char **argv)
         CLI_OPT("max-memory", 'M', "SIZE", NULL),
         CLI_OPT("db", OPT_L_DB, "PATH", NULL),
         CLI_OPT("no-db", OPT_L_NO_DB, NULL, NULL),
+        CLI_HELP("executor (docs/load.md#sweeps-on-slurm; `ntprof sweep --resume ID` and\n"
+                 "`--report ID` then take the sweep's ID, without --load):\n"),
+        CLI_OPT("executor", OPT_L_EXECUTOR, "E",
+                "local (default: a process per configuration here)\n"
+                "or slurm (one job array; docs/cluster.md)"),
+        CLI_STR("partition", OPT_PARTITION, "P", "slurm: the partition", &sl.slurm.partition),
+        CLI_STR("time", OPT_TIME, "T", "slurm: each task's time limit (sbatch --time)",
+                &sl.slurm.time),
+        CLI_OPT("max-parallel", OPT_L_MAX_PARALLEL, "N", "slurm: at most N tasks at once"),
+        CLI_OPT("sbatch-arg", OPT_L_SBATCH_ARG, "ARG",
+                "slurm: one more sbatch argument (repeatable)"),
+        CLI_OPT("shared", OPT_L_SHARED, NULL,
+                "slurm: share nodes between tasks (default:\n"
+                "--exclusive, one task per node)"),
+        CLI_OPT("wait", OPT_L_WAIT, NULL, "slurm: follow the array and write the report"),
         CLI_HELP("output:\n"),
         CLI_OPT("format", 'f', "F", "table (default), json or csv"),
         CLI_STR("output", 'o', "FILE", "write the table to FILE (written only on success)",
@@ -379,13 +685,38 @@ int sweep_load(int argc, char **argv)
         switch (opt) {
         case OPT_L_LOAD: continue;
         case OPT_L_VARY:
-            if (nf == MAX_FACTORS) {
+            if (d.nf == MAX_FACTORS) {
                 cli_error("at most %d --vary options with --load", MAX_FACTORS);
                 goto out;
             }
-            if (!parse_factor(optarg, &f[nf++]))
+            if (!parse_factor(optarg, &f[d.nf++]))
                 goto out;
             continue;
+        case OPT_L_EXECUTOR:
+            if (strcmp(optarg, "slurm") != 0 && strcmp(optarg, "local") != 0) {
+                cli_error("--executor expects local or slurm, got '%s'", optarg);
+                goto out;
+            }
+            slurm = strcmp(optarg, "slurm") == 0;
+            continue;
+        case OPT_L_MAX_PARALLEL: {
+            int64_t v;
+            if (!cli_parse_int(optarg, 1, 1000000, &v)) {
+                cli_error("--max-parallel expects a positive integer, got '%s'", optarg);
+                goto out;
+            }
+            sl.slurm.max_parallel = (int)v;
+            continue;
+        }
+        case OPT_L_SBATCH_ARG:
+            if (sl.slurm.n_extra == 64) {
+                cli_error("at most 64 --sbatch-arg options");
+                goto out;
+            }
+            sbatch_args[sl.slurm.n_extra++] = optarg;
+            continue;
+        case OPT_L_SHARED: sl.slurm.shared = true; continue;
+        case OPT_L_WAIT: sl.wait = true; continue;
         case OPT_L_DESIGN:
             if (strcmp(optarg, "full") != 0 && strcmp(optarg, "ofat") != 0) {
                 cli_error("--design expects ofat or full, got '%s'", optarg);
@@ -431,12 +762,26 @@ int sweep_load(int argc, char **argv)
         goto out;
     if (!sweep_push(&fixed, "--no-db"))
         goto oom;
-    if (nf == 0) {
+    if (d.nf == 0) {
         cli_error("sweep --load needs at least one --vary NAME=V1,V2,...");
         goto out;
     }
+    if (!slurm && (sl.wait || sl.slurm.partition || sl.slurm.time || sl.slurm.max_parallel ||
+                   sl.slurm.n_extra || sl.slurm.shared)) {
+        cli_error("--wait, --partition, --time, --max-parallel, --sbatch-arg and --shared "
+                  "need --executor slurm");
+        goto out;
+    }
+    if (slurm && timeout > 0) {
+        cli_error("--timeout is the local executor's; with --executor slurm give --time");
+        goto out;
+    }
+    if (slurm && !use_db) {
+        cli_error("--executor slurm records the sweep in a store; drop --no-db");
+        goto out;
+    }
     /* A factor is varied or given to every configuration, not both. */
-    for (int k = 0; k < nf; k++) {
+    for (int k = 0; k < d.nf; k++) {
         for (int j = 0; j < k; j++)
             if (strcmp(f[j].name, f[k].name) == 0) {
                 cli_error("--vary %s is given twice", f[k].name);
@@ -475,30 +820,30 @@ int sweep_load(int argc, char **argv)
         rc = CLI_FAIL;
         goto out;
     }
-    enum { MAX_CONFIGS = 4096 };
-    cfg = calloc(MAX_CONFIGS, sizeof *cfg);
-    if (!cfg)
-        goto oom;
-    int n = expand(f, nf, full, cfg, MAX_CONFIGS);
-    if (n < 0) {
-        cli_error("the sweep has more than %d configurations", MAX_CONFIGS);
+    if (!design_expand(&d, full))
+        goto out;
+    int n = d.n;
+    if (slurm) {
+        sl.slurm.extra = sbatch_args;
+        sl.slurm.output = keep;
+        sl.db = db;
+        sl.fmt = fmt;
+        sl.output = output;
+        sl.html = html;
+        rc = submit_slurm(ctx, file, &d, full, &fixed, &sl);
         goto out;
     }
     if (!(rows = calloc((size_t)n, sizeof *rows)))
         goto oom;
-    for (int c = 0; c < n; c++) {
-        int o = 0;
-        for (int k = 0; k < nf; k++)
-            o += snprintf(rows[c].label + o, sizeof rows[c].label - (size_t)o, "%s%s=%s",
-                          k ? " " : "", f[k].name, f[k].values[cfg[c][k]]);
-    }
+    for (int c = 0; c < n; c++)
+        design_label(&d, c, rows[c].label, sizeof rows[c].label);
     char self[PATH_MAX], dir[PATH_MAX];
     if (cli_sweep_prepare(keep, self, sizeof self, dir, sizeof dir) != CLI_OK) {
         rc = CLI_FAIL;
         goto out;
     }
     if (use_db && db &&
-        record_open(ctx, db, file, f, nf, full, &fixed, n, &store, &sweep_id) != CLI_OK) {
+        record_open(ctx, db, file, f, d.nf, full, &fixed, n, &store, &sweep_id) != CLI_OK) {
         rc = CLI_FAIL;
         goto out;
     }
@@ -513,7 +858,7 @@ int sweep_load(int argc, char **argv)
     for (int c = 0; c < n && !stop_sweep; c++) {
         if (prog.tty)
             cli_progress_show(&prog, "sweep", c, n, rows[c].label);
-        run_one(ctx, self, file, &fixed, f, nf, cfg[c], dir, c, timeout, &rows[c]);
+        run_one(ctx, self, file, &fixed, f, d.nf, d.cfg[c], dir, c, timeout, &rows[c]);
         record_one(ctx, &store, db, sweep_id, dir, c, &rows[c]);
         ran++;
         failed += rows[c].error[0] != '\0';
@@ -555,10 +900,8 @@ int sweep_load(int argc, char **argv)
     }
 out:
     ntp_store_close(store);
-    for (int k = 0; k < nf; k++)
-        free(f[k].spec);
+    design_free(&d);
     free(fixed.v);
-    free(cfg);
     free(rows);
     ntp_ctx_free(ctx);
     return rc;

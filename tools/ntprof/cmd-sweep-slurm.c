@@ -1,10 +1,9 @@
-/* ntprof sweep --executor slurm (docs/cluster.md#slurm): the sweep's
- * design goes into the store, one sbatch --array runs a configuration per
- * task (`ntprof sweep --task ID:N`, which writes its result to the store
- * under the sweep's id), --wait follows the array through scontrol, and
- * the report is built from the store. --resume ID resubmits only the
- * configurations with no result; --report ID writes the report as the
- * store has it now. */
+/* ntprof sweep --executor slurm (docs/cluster.md#slurm), run sweeps and
+ * load sweeps (--load) alike: the sweep's design goes into the store, one sbatch --array runs a
+ * configuration per task (`ntprof sweep --task ID:N`, which writes its result to the store under
+ * the sweep's id), --wait follows the array through scontrol, and the report is built from the
+ * store. --resume ID resubmits only the configurations with no result; --report ID writes the
+ * report as the store has it now. */
 #include <errno.h>
 #include <dirent.h>
 #include <limits.h>
@@ -376,6 +375,8 @@ static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
  * or why it has none. */
 static int report(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const sweep_slurm_args *a)
 {
+    if (strcmp(r->kind, "load") == 0)
+        return sweep_load_report(ctx, st, r, a);
     ntp_graph *g = NULL;
     ntp_sweep *sw = NULL;
     ntp_sweep_task *t = NULL;
@@ -451,17 +452,33 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
                        const char *const *vary, int n_vary, const argv_list *fixed,
                        const sweep_slurm_args *a)
 {
-    char db[PATH_MAX], source[PATH_MAX];
-    if (!store_location(ctx, a->db, db, sizeof db))
-        return CLI_FAIL;
+    char source[PATH_MAX];
     if (!realpath(file, source)) {
         cli_error("%s: %s", file, strerror(errno));
         return CLI_FAIL;
     }
+    ntp_sweep_record rec = {
+        .source = source,
+        .design = (char *)design,
+        .factors = (char **)vary,
+        .n_factors = n_vary,
+        .options = (char **)fixed->v,
+        .n_options = fixed->n,
+        .n_configs = ntp_sweep_config_count(sw),
+        .kind = "run",
+    };
+    return sweep_slurm_start(ctx, &rec, a);
+}
+
+int sweep_slurm_start(ntp_ctx *ctx, const ntp_sweep_record *design, const sweep_slurm_args *a)
+{
+    char db[PATH_MAX];
+    if (!store_location(ctx, a->db, db, sizeof db))
+        return CLI_FAIL;
     ntp_store *st = NULL;
     if (ntp_store_open(ctx, db, NTP_STORE_CREATE, &st) != NTP_STATUS_OK)
         return cli_fail(ctx);
-    int n = ntp_sweep_config_count(sw);
+    int n = design->n_configs;
     /* How it is submitted is kept with it, for --resume; --keep as an
      * absolute path. */
     ntp_slurm_opts kept = a->slurm;
@@ -481,17 +498,9 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
         ntp_store_close(st);
         return CLI_FAIL;
     }
-    ntp_sweep_record rec = {
-        .source = source,
-        .design = (char *)design,
-        .factors = (char **)vary,
-        .n_factors = n_vary,
-        .options = (char **)fixed->v,
-        .n_options = fixed->n,
-        .n_configs = n,
-        .executor = "slurm",
-        .submit = submit_json,
-    };
+    ntp_sweep_record rec = *design;
+    rec.executor = "slurm";
+    rec.submit = submit_json;
     int64_t id = 0;
     int rc = CLI_OK;
     int *idx = malloc((size_t)n * sizeof *idx);
@@ -511,12 +520,13 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
     char job[32];
     if ((rc = submit(ctx, st, &rec, db, idx, n, a, job, sizeof job)) != CLI_OK)
         goto out;
-    fprintf(stderr, "ntprof: sweep %lld: %d configurations submitted as Slurm job %s\n",
+    const char *what = strcmp(rec.kind, "load") == 0 ? "load sweep" : "sweep";
+    fprintf(stderr, "ntprof: %s %lld: %d configurations submitted as Slurm job %s\n", what,
             (long long)id, n, job);
     if (!a->wait) {
-        printf("sweep %lld submitted as Slurm job %s (%d configurations); "
+        printf("%s %lld submitted as Slurm job %s (%d configurations); "
                "ntprof sweep --report %lld%s%s shows it\n",
-               (long long)id, job, n, (long long)id, a->db ? " --db " : "", a->db ? db : "");
+               what, (long long)id, job, n, (long long)id, a->db ? " --db " : "", a->db ? db : "");
         goto out;
     }
     rc = wait_and_report(ctx, st, id, job, n, a);
@@ -577,6 +587,89 @@ static bool keep_report(ntp_ctx *ctx, const ntp_run_result *res, const ntp_sweep
     return true;
 }
 
+/* The run sweep's part of a task: configuration t->index of r, run in a
+ * child with its files in dir, its run recorded in st under the sweep and
+ * t written with how it went. */
+static int task_run(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const char *db,
+                    const char *dir, ntp_sweep_task *t)
+{
+    int index = t->index, rc = CLI_OK;
+    ntp_graph *g = NULL;
+    ntp_sweep *sw = NULL;
+    argv_list fixed = {0};
+    if (!rebuild(ctx, r, &g, &sw, t->message, sizeof t->message)) {
+        cli_error("%s", t->message);
+        rc = CLI_FAIL;
+        snprintf(t->state, sizeof t->state, "failed");
+        if (ntp_store_sweep_task_set(ctx, st, r->id, t, NTP_SWEEP_TASK_UNLESS_OK, NULL))
+            cli_fail(ctx);
+        goto out;
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < r->n_options; i++)
+        ok = sweep_push(&fixed, r->options[i]);
+    /* The run is recorded here, with the sweep's id, not by the child; the
+     * child reads the sweep's store (this machine's ceilings for the
+     * roofline, calibrations for the prediction), as a local sweep's
+     * children do. */
+    ok = ok && sweep_push(&fixed, "--db") && sweep_push(&fixed, db) &&
+         sweep_push(&fixed, "--no-record");
+    if (!ok) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    char self[PATH_MAX], state[1200];
+    self_exe(self, sizeof self);
+    sweep_run_one(ctx, sw, index, self, r->source, &fixed, dir, 0, state, sizeof state);
+    const ntp_run_result *res = ntp_sweep_result(sw, index);
+    if (res) {
+        if (ntp_store_add_run(ctx, st, res, &t->run_id) != NTP_STATUS_OK) {
+            /* Retried and still refused: the report is kept outside the
+             * task's directory for `history import`, and the task says
+             * where, in its log and (should the store answer again) in
+             * the sweep's record of it. */
+            rc = cli_fail(ctx);
+            char kept[PATH_MAX + 64], from[PATH_MAX + 32], host[128] = "";
+            gethostname(host, sizeof host - 1);
+            snprintf(from, sizeof from, "%s/config-%d.json", dir, index);
+            snprintf(kept, sizeof kept, "%s/ntprof-unrecorded-%lld-%d-%ld.json", tmp_root(),
+                     (long long)r->id, index, (long)getpid());
+            if (keep_report(ctx, res, r, t, kept) || rename(from, kept) == 0) {
+                fprintf(stderr,
+                        "ntprof: sweep %lld configuration %d: not recorded; its report is kept "
+                        "as %s:%s (ntprof history import --db URL %s)\n",
+                        (long long)r->id, index, host, kept, kept);
+                snprintf(t->state, sizeof t->state, "failed");
+                /* A long path is cut; the task's log has it whole. */
+                snprintf(t->message, sizeof t->message, "not recorded; report kept as %.64s:%.400s",
+                         host, kept);
+                ntp_ctx_clear(ctx);
+                if (ntp_store_sweep_task_set(ctx, st, r->id, t, NTP_SWEEP_TASK_UNLESS_OK, NULL))
+                    ntp_ctx_clear(ctx); /* the store is still away: the log says it */
+            }
+            goto out;
+        }
+        snprintf(t->state, sizeof t->state, "ok");
+    } else {
+        snprintf(t->state, sizeof t->state, "failed");
+        const char *e = ntp_sweep_error(sw, index);
+        snprintf(t->message, sizeof t->message, "%s", e ? e : "failed");
+        rc = CLI_FAIL;
+    }
+    if (ntp_store_sweep_task_set(ctx, st, r->id, t, NTP_SWEEP_TASK_UNLESS_OK, NULL) !=
+        NTP_STATUS_OK)
+        rc = cli_fail(ctx);
+    cli_print_warnings(ctx); /* a lost connection re-established */
+    fprintf(stderr, "ntprof: sweep %lld configuration %d (%s): %s\n", (long long)r->id, index,
+            ntp_sweep_config_label(sw, index), state);
+out:
+    free(fixed.v);
+    ntp_sweep_free(sw);
+    ntp_graph_free(g);
+    return rc;
+}
+
 int sweep_slurm_task(const char *spec, const char *db_opt)
 {
     char id_text[32];
@@ -600,18 +693,28 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
         ntp_ctx_free(ctx);
         return rc;
     }
-    ntp_graph *g = NULL;
-    ntp_sweep *sw = NULL;
-    argv_list fixed = {0};
     char dir[PATH_MAX] = "";
     ntp_sweep_task t = {.index = (int)index};
     const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
+    bool load = strcmp(r->kind, "load") == 0;
     if (aj && at)
         snprintf(t.job, sizeof t.job, "%s_%s", aj, at);
+    if (strcmp(r->executor, "slurm") != 0) {
+        cli_error("sweep %lld ran here (executor %s); --task runs a Slurm sweep's configuration",
+                  (long long)r->id, r->executor);
+        rc = CLI_USAGE;
+        goto out;
+    }
     if (index >= r->n_configs) {
         cli_error("sweep %lld has %d configurations; there is no %lld", (long long)r->id,
                   r->n_configs, (long long)index);
         rc = CLI_USAGE;
+        goto out;
+    }
+    /* A load sweep's row carries its configuration's label from the start,
+     * as a local load sweep's does. */
+    if (load && !sweep_load_label(r, (int)index, t.label, sizeof t.label)) {
+        rc = CLI_FAIL;
         goto out;
     }
     /* Mark it running; a configuration that already has its result (the
@@ -628,85 +731,21 @@ int sweep_slurm_task(const char *spec, const char *db_opt)
                 (long long)r->id, (long long)index);
         goto out;
     }
-    if (!rebuild(ctx, r, &g, &sw, t.message, sizeof t.message)) {
-        cli_error("%s", t.message);
-        rc = CLI_FAIL;
-        snprintf(t.state, sizeof t.state, "failed");
-        if (ntp_store_sweep_task_set(ctx, st, r->id, &t, NTP_SWEEP_TASK_UNLESS_OK, NULL))
-            cli_fail(ctx);
-        goto out;
-    }
-    bool ok = true;
-    for (int i = 0; ok && i < r->n_options; i++)
-        ok = sweep_push(&fixed, r->options[i]);
-    /* The run is recorded here, with the sweep's id, not by the child; the
-     * child reads the sweep's store (this machine's ceilings for the
-     * roofline, calibrations for the prediction), as a local sweep's
-     * children do. */
-    ok = ok && sweep_push(&fixed, "--db") && sweep_push(&fixed, db) &&
-         sweep_push(&fixed, "--no-record");
     clean_stale_task_dirs(r->id);
     snprintf(dir, sizeof dir, "%s/ntprof-task-%lld-%lld-%ld-XXXXXX", tmp_root(), (long long)r->id,
              (long long)index, (long)getpid());
-    if (!ok || !mkdtemp(dir)) {
-        cli_error("cannot create a temporary directory: %s",
-                  ok ? strerror(errno) : "out of memory");
+    if (!mkdtemp(dir)) {
+        cli_error("cannot create a temporary directory: %s", strerror(errno));
         dir[0] = '\0';
         rc = CLI_FAIL;
         goto out;
     }
-    char self[PATH_MAX], state[1200];
-    self_exe(self, sizeof self);
     catch_stop(dir, (int)index);
-    sweep_run_one(ctx, sw, (int)index, self, r->source, &fixed, dir, 0, state, sizeof state);
-    const ntp_run_result *res = ntp_sweep_result(sw, (int)index);
-    if (res) {
-        if (ntp_store_add_run(ctx, st, res, &t.run_id) != NTP_STATUS_OK) {
-            /* Retried and still refused: the report is kept outside the
-             * task's directory for `history import`, and the task says
-             * where, in its log and (should the store answer again) in
-             * the sweep's record of it. */
-            rc = cli_fail(ctx);
-            char kept[PATH_MAX + 64], from[PATH_MAX + 32], host[128] = "";
-            gethostname(host, sizeof host - 1);
-            snprintf(from, sizeof from, "%s/config-%lld.json", dir, (long long)index);
-            snprintf(kept, sizeof kept, "%s/ntprof-unrecorded-%lld-%lld-%ld.json", tmp_root(),
-                     (long long)r->id, (long long)index, (long)getpid());
-            if (keep_report(ctx, res, r, &t, kept) || rename(from, kept) == 0) {
-                fprintf(stderr,
-                        "ntprof: sweep %lld configuration %lld: not recorded; its report is kept "
-                        "as %s:%s (ntprof history import --db URL %s)\n",
-                        (long long)r->id, (long long)index, host, kept, kept);
-                snprintf(t.state, sizeof t.state, "failed");
-                /* A long path is cut; the task's log has it whole. */
-                snprintf(t.message, sizeof t.message, "not recorded; report kept as %.64s:%.400s",
-                         host, kept);
-                ntp_ctx_clear(ctx);
-                if (ntp_store_sweep_task_set(ctx, st, r->id, &t, NTP_SWEEP_TASK_UNLESS_OK, NULL))
-                    ntp_ctx_clear(ctx); /* the store is still away: the log says it */
-            }
-            goto out;
-        }
-        snprintf(t.state, sizeof t.state, "ok");
-    } else {
-        snprintf(t.state, sizeof t.state, "failed");
-        const char *e = ntp_sweep_error(sw, (int)index);
-        snprintf(t.message, sizeof t.message, "%s", e ? e : "failed");
-        rc = CLI_FAIL;
-    }
-    if (ntp_store_sweep_task_set(ctx, st, r->id, &t, NTP_SWEEP_TASK_UNLESS_OK, NULL) !=
-        NTP_STATUS_OK)
-        rc = cli_fail(ctx);
-    cli_print_warnings(ctx); /* a lost connection re-established */
-    fprintf(stderr, "ntprof: sweep %lld configuration %lld (%s): %s\n", (long long)r->id,
-            (long long)index, ntp_sweep_config_label(sw, (int)index), state);
+    rc = load ? sweep_load_task(ctx, st, r, dir, &t) : task_run(ctx, st, r, db, dir, &t);
 out:
     if (dir[0])
         remove_dir(dir);
     release_stop();
-    free(fixed.v);
-    ntp_sweep_free(sw);
-    ntp_graph_free(g);
     ntp_sweep_record_free(r);
     ntp_store_close(st);
     ntp_ctx_free(ctx);
@@ -806,6 +845,13 @@ int sweep_slurm_resume(const char *id_text, const sweep_slurm_args *a)
     if (!live || !have || !idx) {
         cli_error("out of memory");
         rc = CLI_FAIL;
+        goto out;
+    }
+    if (strcmp(r->executor, "slurm") != 0) {
+        cli_error("sweep %lld ran here (executor %s); --resume resubmits a Slurm sweep "
+                  "(--executor slurm)",
+                  (long long)r->id, r->executor);
+        rc = CLI_USAGE;
         goto out;
     }
     if ((rc = resume_options(ctx, r, a, &eff, &mem)) != CLI_OK)

@@ -77,6 +77,12 @@ typedef struct sweep_slurm_args {
 int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char *design,
                        const char *const *vary, int n_vary, const argv_list *fixed,
                        const sweep_slurm_args *a);
+/* Record sweep `design` (source, design, factors, options, n_configs,
+ * kind; the rest is filled here) in the store as a Slurm sweep and submit
+ * it as one array; with --wait, follow it and write the report. What
+ * sweep_slurm_submit does for a run sweep and sweep_load for a load
+ * sweep. */
+int sweep_slurm_start(ntp_ctx *ctx, const ntp_sweep_record *design, const sweep_slurm_args *a);
 /* ntprof sweep --task ID:INDEX: run one configuration of a recorded sweep
  * and write its result to the store. */
 int sweep_slurm_task(const char *spec, const char *db);
@@ -84,6 +90,21 @@ int sweep_slurm_task(const char *spec, const char *db);
  * report of a recorded sweep as the store has it now. */
 int sweep_slurm_resume(const char *id, const sweep_slurm_args *a);
 int sweep_slurm_report(const char *id, const sweep_slurm_args *a);
+
+/* A Slurm load sweep's pieces (cmd-sweep-load.c), which the Slurm
+ * executor calls for a sweep of kind "load":
+ * - the label of configuration c of r ("qps=200 instances=2"); false
+ *   having said why (the record's factors do not expand as recorded);
+ * - a task's own part: configuration t->index run as `ntprof load` in a
+ *   child with its files in dir, its load run recorded in st, and t
+ *   written (state, load run, error);
+ * - the report of the sweep as the store has it (each configuration's
+ *   load run, or why it has none), as the local load sweep writes it. */
+bool sweep_load_label(const ntp_sweep_record *r, int c, char *label, size_t len);
+int sweep_load_task(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, const char *dir,
+                    ntp_sweep_task *t);
+int sweep_load_report(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r,
+                      const sweep_slurm_args *a);
 
 /* ntprof sweep --train (cmd-sweep-train.c): training over sw's
  * configurations in this process, with memory per configuration; `fixed`
