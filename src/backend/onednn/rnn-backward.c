@@ -90,7 +90,8 @@ struct odnn_rbwd {
     dnnl_primitive_t fwd, bwd, re[R_COUNT];
     dnnl_memory_t mem[M_COUNT];
     bool own[M_COUNT]; /* created here (the others alias one of these) */
-    void *dx_scratch;  /* M_DX's own buffer, for a call without dx */
+    float *dx_scratch; /* M_DX's buffer for a call without dx (oneDNN frees
+                        * a memory's own buffer when its handle is set) */
     int n_fargs, n_bargs;
     dnnl_exec_arg_t fargs[12], bargs[24];
 };
@@ -246,6 +247,7 @@ static void release_one(struct odnn_rbwd *e)
     for (int k = 0; k < M_COUNT; k++)
         if (e->own[k])
             dnnl_memory_destroy(e->mem[k]);
+    free(e->dx_scratch);
 }
 
 void ntp__odnn_rnn_backward_release(odnn_state *s)
@@ -298,7 +300,9 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
             new_mem(s, e, M_CT, &m.ct, true, &st);
         if (ws && dnnl_memory_desc_get_size(ws) > 0)
             new_mem(s, e, M_WS, ws, true, &st);
-        new_mem(s, e, M_DX, &m.x, true, &st);
+        new_mem(s, e, M_DX, &m.x, false, &st);
+        if (!st && !(e->dx_scratch = malloc((size_t)(e->g.T * e->g.N * e->g.I) * sizeof(float))))
+            st = dnnl_out_of_memory;
         new_mem(s, e, M_DWL, &m.wl, true, &st);
         new_mem(s, e, M_DWI, &m.wi, true, &st);
         chosen_mem(s, e, M_DWL_B, M_DWL, ntp__dnnl_arg_md(bpd, DNNL_ARG_DIFF_WEIGHTS_LAYER), &st);
@@ -315,8 +319,6 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
             new_mem(s, e, M_CI, &m.ct, true, &st);
             new_mem(s, e, M_DCI, &m.ct, true, &st);
         }
-        if (!st)
-            st = dnnl_memory_get_data_handle(e->mem[M_DX], &e->dx_scratch);
     }
     for (int r = 0; r < R_COUNT && !st; r++) {
         if (e->mem[re_to[r]] == e->mem[re_from[r]])
