@@ -210,6 +210,25 @@ assert "backward_data" in ly["lstm"] and "backward_weights" in ly["lstm"], ly["l
 assert "backward_data" not in ly["mfcc"] and "backward_data" not in ly["fc1"]
 assert ly["loss"]["type"] == "ctc", ly["loss"]
 EOF
+# DeepSpeech's bidirectional LSTM (and every other layer with a backward)
+# on oneDNN: the losses of three SGD steps equal the reference engine's
+# (f32 against double).
+if "$NTPROF" run --help 2>&1 | grep -q 'built: [a-z,]*onednn'; then
+    expect_exit 0 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 \
+        --set time_steps=12 --batch 2 --loss ctc --steps 3 --format json
+    cp "$T/out" "$T/ds-ref.json"
+    expect_exit 0 "$NTPROF" train "$SRC/models/deepspeech.xml" --set n_hidden=8 \
+        --set time_steps=12 --batch 2 --loss ctc --steps 3 --backend onednn --format json
+    "$PY" - "$T/ds-ref.json" "$T/out" <<'EOF' && ok || bad "deepspeech ctc, backward on onednn"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+by = {l["name"]: l.get("backward_by") for l in b["layers"]}
+assert by["lstm"] == "onednn" and by["fc4"] == "onednn" and by["fc1"] == "onednn", by
+assert len(a["losses"]) == len(b["losses"]) == 3
+for x, y in zip(a["losses"], b["losses"]):
+    assert abs(x - y) <= 1e-5 * abs(x), (a["losses"], b["losses"])
+EOF
+fi
 expect_exit 2 "$NTPROF" train --optimizer adagrad "$SRC/models/alexnet.xml"
 expect_err "--optimizer expects sgd, momentum or adam, got 'adagrad'"
 

@@ -172,6 +172,13 @@ typedef struct ntp_backward_args {
      * its gradient; dx or dx2 NULL where that input takes no gradient. */
     const float *x2;
     float *dx2;
+    /* A recurrent layer (lstm, gru, rnn; ONNX layouts and gate orders): w
+     * its W [dirs, G·H, I], r its R [dirs, G·H, H], b its B [dirs, 2·G·H]
+     * (NULL: no bias). Its backward is one call (mode 1) that writes dx
+     * (NULL where the input takes no gradient), dw, dr and db (each NULL
+     * where that weight takes no gradient). */
+    const float *r, *b;
+    float *dr;
 } ntp_backward_args;
 
 typedef struct ntp_backend_i {

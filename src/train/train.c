@@ -710,6 +710,60 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     return st;
 }
 
+static bool recurrent(const ntp_node *n)
+{
+    return n->op == NTP_OP_LSTM || n->op == NTP_OP_GRU || n->op == NTP_OP_RNN;
+}
+
+/* A recurrent layer's backward on the backend, in f32: one call gives dX
+ * (added into the input's gradient) and dW, dR and dB (written), from the
+ * layer's input, weights and output gradient (the backend runs its own
+ * forward for what it keeps of the steps). */
+static ntp_status backend_rnn_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
+{
+    const ntp_graph *g = t->g;
+    double *gx = t->s.grad[n->in[0]];
+    int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
+    int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
+    int64_t cw[3] = {0, 0, 0};
+    float *x = to_f32(t->s.val[n->in[0]], cx), *dy = to_f32(t->s.grad[n->out[0]], cy);
+    float *w[3] = {NULL, NULL, NULL}, *dw[3] = {NULL, NULL, NULL};
+    float *dx = gx ? malloc((size_t)cx * sizeof *dx + 1) : NULL;
+    bool ok = x && dy && (!gx || dx) && n->n_w >= 2 && n->n_w <= 3;
+    for (int k = 0; ok && k < n->n_w; k++) {
+        cw[k] = ntp_shape_numel(&g->tensors[n->w[k]].shape);
+        ok = (w[k] = to_f32(t->s.val[n->w[k]], cw[k])) != NULL &&
+             (!t->s.grad[n->w[k]] || (dw[k] = malloc((size_t)cw[k] * sizeof **dw + 1)));
+    }
+    ntp_backward_args a = {.g = g,
+                           .n = n,
+                           .mode = 1,
+                           .x = x,
+                           .w = w[0],
+                           .r = w[1],
+                           .b = w[2],
+                           .dy = dy,
+                           .dx = dx,
+                           .dw = dw[0],
+                           .dr = dw[1],
+                           .db = dw[2]};
+    ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
+                       : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; !st && dx && i < cx; i++)
+        gx[i] += dx[i];
+    for (int k = 0; !st && k < n->n_w; k++)
+        for (int64_t i = 0; dw[k] && i < cw[k]; i++)
+            t->s.grad[n->w[k]][i] = dw[k][i];
+    free(x);
+    free(dy);
+    free(dx);
+    for (int k = 0; k < 3; k++) {
+        free(w[k]);
+        free(dw[k]);
+    }
+    return st;
+}
+
 /* Forward and loss; with backward also every gradient. times[phase][pos]
  * (L+1 rows, the loss last) gets each part's microseconds when not NULL. */
 ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
@@ -758,6 +812,16 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         const ntp_node *n = &g->nodes[g->order[i]];
         if (!t->needs[n->out[0]] || g->order[i] == t->tg.fused_node)
             continue;
+        if (on_backend(t, n) && recurrent(n)) {
+            /* One call: its time is backward-data's, or backward-weights'
+             * where the input takes no gradient (as the reference walk's). */
+            ntp_status st = NTP_STATUS_OK;
+            int ph = t->s.grad[n->in[0]] ? NTP_TRAIN_BACKWARD_DATA : NTP_TRAIN_BACKWARD_WEIGHTS;
+            TIME_(ph, i, st = backend_rnn_backward(ctx, t, n));
+            if (st)
+                return st;
+            continue;
+        }
         if (on_backend(t, n)) {
             ntp_status st = NTP_STATUS_OK;
             TIME_(NTP_TRAIN_BACKWARD_DATA, i, st = backend_backward(ctx, t, n, 1));

@@ -8,7 +8,8 @@
  * rows), pooling (max and average, global
  * too), the element-wise activations, softmax and log-softmax, and batch
  * and layer normalisation (the backward with the scale's and shift's
- * gradients). The first call for a layer and phase builds its
+ * gradients); the recurrent layers' backward is in rnn-backward.c. The
+ * first call for a layer and phase builds its
  * forward hint, the backward primitive and its memory objects, and keeps
  * them in the backend's state; later calls (the next steps) set the memory
  * objects' data handles and run it on the backend's stream. The first
@@ -163,6 +164,8 @@ static int64_t end_pad(const ntp_node *n, int i, int64_t small, int64_t big)
 bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
 {
     mm_geom mm;
+    if (n->op == NTP_OP_LSTM || n->op == NTP_OP_GRU || n->op == NTP_OP_RNN)
+        return ntp__odnn_rnn_supports_backward(g, n);
     if (n->op == NTP_OP_MATMUL)
         return n->n_in == 2 && n->n_out == 1 && mm_geometry(g, n, &mm);
     if (n->n_in != 1 || n->n_out != 1)
@@ -529,6 +532,7 @@ void ntp__odnn_backward_release(odnn_state *s)
     free(s->bwd);
     s->bwd = NULL;
     s->n_bwd = 0;
+    ntp__odnn_rnn_backward_release(s);
 }
 
 /* A memory object of e for descriptor md, its handle from h (H_OWN:
@@ -745,6 +749,8 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
 {
     odnn_state *s = state;
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+        return ntp__odnn_rnn_backward(ctx, s, a);
     if (a->n->op != NTP_OP_MATMUL)
         return run_phase(ctx, s, a, a->mode);
     /* A matmul has no weights: its backward-data gives both inputs'

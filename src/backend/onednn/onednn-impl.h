@@ -93,6 +93,9 @@ typedef struct odnn_state {
      * first call and kept (backward.c). */
     struct odnn_bwd *bwd;
     int n_bwd;
+    /* The recurrent layers' (rnn-backward.c), one per layer. */
+    struct odnn_rbwd *rbwd;
+    int n_rbwd;
 } odnn_state;
 
 /* What prepare builds for one layer or fusion group. */
@@ -284,6 +287,9 @@ bool ntp__dnnl_concat_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_concat_build(odnn_build *b);
 bool ntp__dnnl_rnn_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_rnn_build(odnn_build *b);
+/* oneDNN's gate g is ONNX's gate map[g] (LSTM: ONNX i, o, f, c against
+ * oneDNN's i, f, c, o; GRU's z, r, h are oneDNN's u, r, o; RNN one gate). */
+const int *ntp__dnnl_rnn_gate_map(ntp_op op);
 bool ntp__dnnl_attention_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__dnnl_attention_build(odnn_build *b);
 /* kv_attention (docs/decoders.md) at f32: oneDNN matmuls and softmax over
@@ -344,5 +350,9 @@ bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
 /* Free the backward primitives s keeps. */
 void ntp__odnn_backward_release(odnn_state *s);
+/* --- rnn-backward.c: lstm, gru and rnn backward through time -------------- */
+bool ntp__odnn_rnn_supports_backward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a);
+void ntp__odnn_rnn_backward_release(odnn_state *s);
 
 #endif

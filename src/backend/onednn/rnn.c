@@ -37,6 +37,11 @@ typedef struct rgeom {
 static const int lstm_map[4] = {0, 2, 3, 1}; /* oneDNN gate <- ONNX gate */
 static const int same_map[4] = {0, 1, 2, 3};
 
+const int *ntp__dnnl_rnn_gate_map(ntp_op op)
+{
+    return op == NTP_OP_LSTM ? lstm_map : same_map;
+}
+
 /* ONNX [D, G·H, cols] -> ldgoi [1, D, G, H, cols] with oneDNN's gate order. */
 static void regate(const rgeom *g, const int *map, const float *src, int64_t cols, float *dst)
 {
@@ -187,9 +192,8 @@ ntp_status ntp__dnnl_rnn_build(odnn_build *b)
     const dnnl_memory_desc_t *hi = g.last ? &hi_md : NULL;
     dnnl_rnn_desc_t d;
     dnnl_status_t st;
-    const int *map = same_map;
+    const int *map = ntp__dnnl_rnn_gate_map(n->op);
     if (n->op == NTP_OP_LSTM) {
-        map = lstm_map;
         st = dnnl_lstm_forward_desc_init(&d, dnnl_forward_inference, dir, &x_md, NULL, NULL, &wl_md,
                                          &wi_md, bias, &y_md, hi, g.last ? &ci_md : NULL, 0);
     } else if (n->op == NTP_OP_GRU) {
