@@ -442,10 +442,18 @@ ntp_status ntp__exec_groups(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
     t.fold = fold;
     t.head_of = head_of;
     memset(fold, 0, (size_t)g->n_nodes * sizeof *fold);
-    if (!(t.node_be = calloc((size_t)g->n_nodes + 1, sizeof *t.node_be)))
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    t.node_be = calloc((size_t)g->n_nodes + 1, sizeof *t.node_be);
+    t.unit_of = calloc((size_t)g->n_nodes + 1, sizeof *t.unit_of);
+    t.unit_in = calloc((size_t)g->n_units + 1, sizeof *t.unit_in);
+    t.unit_last = calloc((size_t)g->n_units + 1, sizeof *t.unit_last);
     ntp_status st = NTP_STATUS_OK;
-    if (o->fuse || o->fold_only)
+    if (!t.node_be || !t.unit_of || !t.unit_in || !t.unit_last)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    /* The units the run's backend takes whole are groups of their own, as
+     * in a run (claim_units). */
+    if (!st)
+        claim_units(&t, o);
+    if (!st && (o->fuse || o->fold_only))
         st = fold_graph(ctx, &t, o);
     /* Each position's backend as the placement named it, interned as
      * place() does; a folded batch norm goes with its layer, as in a run. */
@@ -472,6 +480,9 @@ ntp_status ntp__exec_groups(ntp_ctx *ctx, const ntp_graph *g, const ntp_exec_opt
     if (!st)
         fuse(&t, o->fuse);
     free(t.node_be);
+    free(t.unit_of);
+    free(t.unit_in);
+    free(t.unit_last);
     if (t.own_g)
         ntp_graph_free(t.own_g);
     return st;
