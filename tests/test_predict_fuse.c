@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
+#include "support/predict-hand.h"
 
 static void assert_close(double got, double want, double rel)
 {
@@ -47,42 +48,6 @@ static const char net_xml[] =
     "<fc name=\"fc\" units=\"10\"/>"
     "<relu name=\"r3\"/>"
     "</topology>";
-
-/* Peak 100 GFLOP/s, an L2 of 64 KiB at 200 GB/s, DRAM at 20 GB/s; every
- * family t = 1 us + compute + memory, copies t = 2 us + 3 x memory. */
-static void hand_calibration(ntp_calibration *c, const char *backend, const char *machine)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->backend, sizeof c->backend, "%s", backend);
-    snprintf(c->precision, sizeof c->precision, "f32");
-    snprintf(c->machine_key, sizeof c->machine_key, "%s", machine);
-    snprintf(c->cache, sizeof c->cache, "warm");
-    c->peak_gflops = 100;
-    c->n_levels = 2;
-    snprintf(c->levels[0].name, sizeof c->levels[0].name, "L2");
-    c->levels[0].capacity_bytes = 65536;
-    c->levels[0].gbps = 200;
-    snprintf(c->levels[1].name, sizeof c->levels[1].name, "DRAM");
-    c->levels[1].gbps = 20;
-    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
-        ntp_family_model *m = &c->family[f];
-        m->calibrated = true;
-        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
-        m->coef[NTP_PREDICT_TERM_COMPUTE] = 1;
-        m->coef[NTP_PREDICT_TERM_MEMORY] = 1;
-    }
-    ntp_family_model *m = &c->family[NTP_PREDICT_FAMILY_COPY];
-    m->coef[NTP_PREDICT_TERM_OVERHEAD] = 2e-6;
-    m->coef[NTP_PREDICT_TERM_COMPUTE] = 0;
-    m->coef[NTP_PREDICT_TERM_MEMORY] = 3;
-}
-
-/* A layer of `flops` and `bytes` of traffic under the hand calibration. */
-static double hand_ms(int64_t flops, int64_t bytes)
-{
-    double gbps = bytes <= 65536 ? 200 : 20;
-    return 1e3 * (1e-6 + (double)flops / 100e9 + (double)bytes / (gbps * 1e9));
-}
 
 static ntp_graph *load(ntp_ctx *ctx)
 {
@@ -115,8 +80,8 @@ static ntp_prediction *predict(ntp_ctx *ctx, const ntp_graph *g, bool fuse)
     char here[256];
     ntp_machine_key(here, sizeof here);
     ntp_calibration cal, ref;
-    hand_calibration(&cal, "onednn", here);
-    hand_calibration(&ref, "ref", here);
+    test_hand_calibration(&cal, "onednn", here, true);
+    test_hand_calibration(&ref, "ref", here, true);
     ntp_predict_opts o;
     ntp_predict_opts_default(&o);
     o.others = &ref;
@@ -129,14 +94,6 @@ static ntp_prediction *predict(ntp_ctx *ctx, const ntp_graph *g, bool fuse)
         fail();
     }
     return p;
-}
-
-static const ntp_layer_prediction *find(const ntp_layer_prediction *l, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(l[i].name, name) == 0)
-            return &l[i];
-    return NULL;
 }
 
 static const ntp_layer_cost *cost(const ntp_analysis *a, const char *name)
@@ -162,7 +119,7 @@ static void test_rows_as_run(void **state)
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         if (strcmp(l->kind, "layer") == 0 || strcmp(l->kind, "fused") == 0) {
-            const ntp_layer_prediction *lp = find(p->layers, p->n_layers, l->name);
+            const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
             assert_non_null(lp);
             if (strcmp(lp->kind, l->kind) != 0 || strcmp(lp->backend, l->backend) != 0) {
                 print_error("%s: predicted %s on %s, run %s on %s\n", l->name, lp->kind,
@@ -179,7 +136,7 @@ static void test_rows_as_run(void **state)
             }
             layers++;
         } else if (strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0) {
-            const ntp_layer_prediction *cp = find(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -200,7 +157,7 @@ static void test_rows_as_run(void **state)
         const ntp_layer_result *l = &r->layers[i];
         if (strcmp(l->kind, "layer") != 0)
             continue;
-        const ntp_layer_prediction *lp = find(p->layers, p->n_layers, l->name);
+        const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
         if (lp->family == NTP_PREDICT_FAMILY_FREE)
             continue;
         if (!l->predicted) {
@@ -241,23 +198,24 @@ static void test_groups_by_hand(void **state)
         {"fc", {"r3", NULL}, 128 + 1320 + 40},
     };
     for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
-        const ntp_layer_prediction *lp = find(p->layers, p->n_layers, groups[k].head);
+        const ntp_layer_prediction *lp =
+            test_find_prediction(p->layers, p->n_layers, groups[k].head);
         assert_non_null(lp);
         int64_t flops = cost(a, groups[k].head)->flops;
         for (int j = 0; j < 2 && groups[k].post[j]; j++)
             flops += cost(a, groups[k].post[j])->flops;
         assert_int_equal(lp->bytes, groups[k].bytes);
         assert_int_equal(lp->flops, flops);
-        assert_close(lp->predicted_ms, hand_ms(flops, groups[k].bytes), 1e-12);
+        assert_close(lp->predicted_ms, test_hand_ms(flops, groups[k].bytes), 1e-12);
     }
     /* bn1 has no time of its own, and no family's coefficients price it. */
-    const ntp_layer_prediction *bn = find(p->layers, p->n_layers, "bn1");
+    const ntp_layer_prediction *bn = test_find_prediction(p->layers, p->n_layers, "bn1");
     assert_string_equal(bn->kind, "fused");
     assert_string_equal(bn->fused_into, "c1");
     assert_true(bn->predicted_ms == 0);
     /* The unfused prediction of c1 is c1 alone. */
     ntp_prediction *u = predict(ctx, g, false);
-    const ntp_layer_prediction *c1 = find(u->layers, u->n_layers, "c1");
+    const ntp_layer_prediction *c1 = test_find_prediction(u->layers, u->n_layers, "c1");
     assert_int_equal(c1->bytes, cost(a, "c1")->traffic_bytes);
     assert_false(u->fused);
     assert_int_equal(u->n_fused, 0);
@@ -305,7 +263,7 @@ static void test_roofline_refused(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load(ctx);
     ntp_calibration cal;
-    hand_calibration(&cal, "roofline", "what-if: box");
+    test_hand_calibration(&cal, "roofline", "what-if: box", true);
     ntp_predict_opts o;
     ntp_predict_opts_default(&o);
     o.fuse = true;

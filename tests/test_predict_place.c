@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
+#include "support/predict-hand.h"
 
 static void assert_close(double got, double want, double rel)
 {
@@ -44,48 +45,6 @@ static const char net_xml[] = "<topology name=\"lay\" precision=\"f32\" batch=\"
                               "<flatten name=\"fl\"/>"
                               "<fc name=\"fc\" units=\"10\"/>"
                               "</topology>";
-
-/* Peak 100 GFLOP/s, an L2 of 64 KiB at 200 GB/s, DRAM at 20 GB/s; every
- * family t = 1 us + compute + memory; onednn's copies t = 2 us + 3 x
- * memory, ref's copies not fitted (the bandwidth alone). */
-static void hand_calibration(ntp_calibration *c, const char *backend, const char *machine)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->backend, sizeof c->backend, "%s", backend);
-    snprintf(c->precision, sizeof c->precision, "f32");
-    snprintf(c->machine_key, sizeof c->machine_key, "%s", machine);
-    snprintf(c->cache, sizeof c->cache, "warm");
-    c->peak_gflops = 100;
-    c->n_levels = 2;
-    snprintf(c->levels[0].name, sizeof c->levels[0].name, "L2");
-    c->levels[0].capacity_bytes = 65536;
-    c->levels[0].gbps = 200;
-    snprintf(c->levels[1].name, sizeof c->levels[1].name, "DRAM");
-    c->levels[1].gbps = 20;
-    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
-        if (f == NTP_PREDICT_FAMILY_COPY && strcmp(backend, "ref") == 0)
-            continue;
-        ntp_family_model *m = &c->family[f];
-        m->calibrated = true;
-        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
-        m->coef[NTP_PREDICT_TERM_COMPUTE] = 1;
-        m->coef[NTP_PREDICT_TERM_MEMORY] = 1;
-    }
-    if (strcmp(backend, "ref") != 0) {
-        ntp_family_model *m = &c->family[NTP_PREDICT_FAMILY_COPY];
-        m->coef[NTP_PREDICT_TERM_OVERHEAD] = 2e-6;
-        m->coef[NTP_PREDICT_TERM_MEMORY] = 3;
-    }
-}
-
-/* A copy of `bytes` under the hand calibration of `backend`, in ms. */
-static double hand_copy_ms(const char *backend, int64_t bytes)
-{
-    double gbps = bytes <= 65536 ? 200 : 20;
-    if (strcmp(backend, "ref") == 0)
-        return 1e3 * (double)bytes / (gbps * 1e9);
-    return 1e3 * (2e-6 + 3 * (double)bytes / (gbps * 1e9));
-}
 
 static ntp_graph *load(ntp_ctx *ctx)
 {
@@ -135,14 +94,6 @@ static ntp_prediction *predict(ntp_ctx *ctx, const ntp_graph *g, const ntp_calib
     return p;
 }
 
-static const ntp_layer_prediction *find(const ntp_layer_prediction *l, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(l[i].name, name) == 0)
-            return &l[i];
-    return NULL;
-}
-
 /* Each placement: the prediction's backend of every layer is the run's,
  * and its copy rows are the run's reorder and conversion rows. */
 static void check_placement(const char *const *place, int n_place, int want_ref_layers)
@@ -152,8 +103,8 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
     char here[256];
     ntp_machine_key(here, sizeof here);
     ntp_calibration cal, ref;
-    hand_calibration(&cal, "onednn", here);
-    hand_calibration(&ref, "ref", here);
+    test_hand_calibration(&cal, "onednn", here, true);
+    test_hand_calibration(&ref, "ref", here, false);
     ntp_run_result *r = run_placed(ctx, g, place, n_place);
     ntp_prediction *p = predict(ctx, g, &cal, &ref, place, n_place, true);
     int layers = 0, copies = 0, on_ref = 0;
@@ -161,7 +112,7 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         if (strcmp(l->kind, "layer") == 0) {
-            const ntp_layer_prediction *lp = find(p->layers, p->n_layers, l->name);
+            const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
             assert_non_null(lp);
             if (strcmp(lp->backend, l->backend) != 0) {
                 print_error("%s: predicted on %s, run on %s\n", l->name, lp->backend, l->backend);
@@ -170,7 +121,7 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
             on_ref += strcmp(l->backend, "ref") == 0;
             layers++;
         } else if (strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0) {
-            const ntp_layer_prediction *cp = find(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -179,7 +130,8 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
             assert_string_equal(cp->backend, l->backend);
             assert_int_equal(cp->bytes, l->bytes);
             assert_true(l->bytes > 0);
-            assert_close(cp->predicted_ms, hand_copy_ms(l->backend, l->bytes), 1e-12);
+            assert_close(cp->predicted_ms,
+                         test_hand_copy_ms(strcmp(l->backend, "ref") != 0, l->bytes), 1e-12);
             copy_sum += cp->predicted_ms;
             copies++;
         }
@@ -234,7 +186,7 @@ static void test_place_refused_alike(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = load(ctx);
     ntp_calibration cal;
-    hand_calibration(&cal, "onednn", "m");
+    test_hand_calibration(&cal, "onednn", "m", true);
     static const char *const bad[][1] = {{"c9=ref"}, {"c1=nosuch"}, {"c1"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         ntp_run_opts ro;
@@ -284,8 +236,8 @@ static void test_reorders_other_machine(void **state)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         ntp_calibration cal, ref;
-        hand_calibration(&cal, "onednn", "a colleague's machine");
-        hand_calibration(&ref, "ref", "a colleague's machine");
+        test_hand_calibration(&cal, "onednn", "a colleague's machine", true);
+        test_hand_calibration(&ref, "ref", "a colleague's machine", false);
         ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_COPY];
         m->coef[NTP_PREDICT_TERM_OVERHEAD] = 5e-6;
         m->coef[NTP_PREDICT_TERM_MEMORY] = 2;
@@ -303,7 +255,7 @@ static void test_reorders_other_machine(void **state)
             const ntp_layer_result *l = &r->layers[i];
             if (strcmp(l->kind, "reorder") != 0 && strcmp(l->kind, "convert") != 0)
                 continue;
-            const ntp_layer_prediction *cp = find(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -312,7 +264,7 @@ static void test_reorders_other_machine(void **state)
             /* ref's rows under ref's calibration (the bandwidth alone). */
             double gbps = l->bytes <= 65536 ? 200 : 20;
             double want = strcmp(l->backend, "ref") == 0
-                              ? hand_copy_ms("ref", l->bytes)
+                              ? test_hand_copy_ms(false, l->bytes)
                               : 1e3 * (5e-6 + 2 * (double)l->bytes / (gbps * 1e9));
             assert_close(cp->predicted_ms, want, 1e-12);
             assert_string_equal(cp->note, "");
@@ -343,8 +295,8 @@ static void test_reorders_unknown(void **state)
     char here[256];
     ntp_machine_key(here, sizeof here);
     ntp_calibration cal, ref;
-    hand_calibration(&cal, "onednn", "a colleague's machine");
-    hand_calibration(&ref, "ref", "a colleague's machine");
+    test_hand_calibration(&cal, "onednn", "a colleague's machine", true);
+    test_hand_calibration(&ref, "ref", "a colleague's machine", false);
     static const struct {
         const char *machine;
         bool reorders;
