@@ -598,7 +598,7 @@ int sweep_load(int argc, char **argv)
     bool full = false;
     /* --executor slurm: one array task per configuration (cmd-sweep-slurm.c). */
     bool slurm = false;
-    const char *sbatch_args[64];
+    const char *sbatch_args[SWEEP_MAX_SBATCH_ARGS];
     sweep_slurm_args sl = {0};
     double timeout = 0;
     ntp_format fmt = NTP_FORMAT_TABLE;
@@ -693,27 +693,16 @@ int sweep_load(int argc, char **argv)
                 goto out;
             continue;
         case OPT_L_EXECUTOR:
-            if (strcmp(optarg, "slurm") != 0 && strcmp(optarg, "local") != 0) {
-                cli_error("--executor expects local or slurm, got '%s'", optarg);
+            if (!sweep_slurm_option(SWEEP_OPT_EXECUTOR, optarg, &sl, sbatch_args, &slurm))
                 goto out;
-            }
-            slurm = strcmp(optarg, "slurm") == 0;
             continue;
-        case OPT_L_MAX_PARALLEL: {
-            int64_t v;
-            if (!cli_parse_int(optarg, 1, 1000000, &v)) {
-                cli_error("--max-parallel expects a positive integer, got '%s'", optarg);
+        case OPT_L_MAX_PARALLEL:
+            if (!sweep_slurm_option(SWEEP_OPT_MAX_PARALLEL, optarg, &sl, sbatch_args, &slurm))
                 goto out;
-            }
-            sl.slurm.max_parallel = (int)v;
             continue;
-        }
         case OPT_L_SBATCH_ARG:
-            if (sl.slurm.n_extra == 64) {
-                cli_error("at most 64 --sbatch-arg options");
+            if (!sweep_slurm_option(SWEEP_OPT_SBATCH_ARG, optarg, &sl, sbatch_args, &slurm))
                 goto out;
-            }
-            sbatch_args[sl.slurm.n_extra++] = optarg;
             continue;
         case OPT_L_SHARED: sl.slurm.shared = true; continue;
         case OPT_L_WAIT: sl.wait = true; continue;

@@ -470,6 +470,36 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
     return sweep_slurm_start(ctx, &rec, a);
 }
 
+bool sweep_slurm_option(sweep_slurm_opt which, const char *arg, sweep_slurm_args *a,
+                        const char **sbatch_args, bool *slurm)
+{
+    int64_t v;
+    switch (which) {
+    case SWEEP_OPT_EXECUTOR:
+        if (strcmp(arg, "slurm") != 0 && strcmp(arg, "local") != 0) {
+            cli_error("--executor expects local or slurm, got '%s'", arg);
+            return false;
+        }
+        *slurm = strcmp(arg, "slurm") == 0;
+        return true;
+    case SWEEP_OPT_MAX_PARALLEL:
+        if (!cli_parse_int(arg, 1, 1000000, &v)) {
+            cli_error("--max-parallel expects a positive integer, got '%s'", arg);
+            return false;
+        }
+        a->slurm.max_parallel = (int)v;
+        return true;
+    case SWEEP_OPT_SBATCH_ARG:
+        if (a->slurm.n_extra == SWEEP_MAX_SBATCH_ARGS) {
+            cli_error("at most %d --sbatch-arg options", SWEEP_MAX_SBATCH_ARGS);
+            return false;
+        }
+        sbatch_args[a->slurm.n_extra++] = arg;
+        return true;
+    }
+    return false;
+}
+
 int sweep_slurm_start(ntp_ctx *ctx, const ntp_sweep_record *design, const sweep_slurm_args *a)
 {
     char db[PATH_MAX];

@@ -374,7 +374,7 @@ int cmd_sweep(int argc, char **argv)
     /* --executor slurm and the commands on recorded sweeps. */
     bool slurm = false;
     const char *task = NULL, *resume = NULL, *report_id = NULL;
-    const char *sbatch_args[64];
+    const char *sbatch_args[SWEEP_MAX_SBATCH_ARGS];
     sweep_slurm_args sa = {0};
     /* --train: training over the configurations. */
     bool train = false, train_opt = false;
@@ -478,27 +478,16 @@ int cmd_sweep(int argc, char **argv)
             }
             continue;
         case OPT_EXECUTOR:
-            if (strcmp(optarg, "slurm") != 0 && strcmp(optarg, "local") != 0) {
-                cli_error("--executor expects local or slurm, got '%s'", optarg);
+            if (!sweep_slurm_option(SWEEP_OPT_EXECUTOR, optarg, &sa, sbatch_args, &slurm))
                 goto out;
-            }
-            slurm = strcmp(optarg, "slurm") == 0;
             continue;
-        case OPT_MAX_PARALLEL: {
-            int64_t v;
-            if (!cli_parse_int(optarg, 1, 1000000, &v)) {
-                cli_error("--max-parallel expects a positive integer, got '%s'", optarg);
+        case OPT_MAX_PARALLEL:
+            if (!sweep_slurm_option(SWEEP_OPT_MAX_PARALLEL, optarg, &sa, sbatch_args, &slurm))
                 goto out;
-            }
-            sa.slurm.max_parallel = (int)v;
             continue;
-        }
         case OPT_SBATCH_ARG:
-            if (sa.slurm.n_extra == 64) {
-                cli_error("at most 64 --sbatch-arg options");
+            if (!sweep_slurm_option(SWEEP_OPT_SBATCH_ARG, optarg, &sa, sbatch_args, &slurm))
                 goto out;
-            }
-            sbatch_args[sa.slurm.n_extra++] = optarg;
             continue;
         case OPT_TRAIN: train = true; continue;
         case OPT_TRAIN_LOSS:

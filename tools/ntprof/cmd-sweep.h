@@ -71,6 +71,18 @@ typedef struct sweep_slurm_args {
     int n_run_opts;
 } sweep_slurm_args;
 
+/* The Slurm options every sweep kind takes that need parsing: --executor
+ * (into *slurm), --max-parallel and --sbatch-arg (into a; sbatch_args holds
+ * SWEEP_MAX_SBATCH_ARGS). False having said why. */
+#define SWEEP_MAX_SBATCH_ARGS 64
+typedef enum sweep_slurm_opt {
+    SWEEP_OPT_EXECUTOR,
+    SWEEP_OPT_MAX_PARALLEL,
+    SWEEP_OPT_SBATCH_ARG,
+} sweep_slurm_opt;
+bool sweep_slurm_option(sweep_slurm_opt which, const char *arg, sweep_slurm_args *a,
+                        const char **sbatch_args, bool *slurm);
+
 /* Record the expanded sweep sw of `file` in the store and submit it as one
  * array; with --wait, follow it and write the report. `fixed` are the run
  * options every configuration gets (no --db), `vary` the factors. */
