@@ -152,6 +152,12 @@ static const mcase cases[] = {
       "floating-point outputs"),
     C("47-range-int64-overflow", INVALID_ARGUMENT,
       "@PATH@: node 'range' (Range, opset 13): element 2 of the range is beyond int64"),
+    /* Found by fuzz_onnx: a folded Range read its empty delta past its
+     * end; a folded Clip's min holding two values. */
+    C("48-range-empty-delta", INVALID_ARGUMENT,
+      "@PATH@: node 'range' (Range, opset 13): delta must be a scalar, got 0 values"),
+    C("49-clip-two-min", INVALID_ARGUMENT,
+      "@PATH@: node 'clip' (Clip, opset 13): min must be a scalar, got 2 values"),
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -209,6 +209,19 @@ static ntp_status need(ntp_onnx_importer *x, int k, const tens **c)
     return st;
 }
 
+/* Input k as a scalar, ONNX's 0-d or one-element tensor: an empty or
+ * longer one has no value to read (fuzz_onnx found a Range with an empty
+ * delta read past its end). Optional (in) where `optional`. */
+static ntp_status scalar(ntp_onnx_importer *x, int k, const char *what, bool optional,
+                         const tens **c)
+{
+    ntp_status st = optional ? in(x, k, c) : need(x, k, c);
+    if (st == NTP_STATUS_OK && *c && (*c)->n != 1)
+        return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "%s must be a scalar, got %lld values",
+                             what, (long long)(*c)->n);
+    return st;
+}
+
 /* Integer list from a 0-d or 1-d constant. */
 static ntp_status int_list(ntp_onnx_importer *x, const tens *c, const char *what, int64_t *v,
                            int max, int *n)
@@ -437,7 +450,8 @@ static ntp_status fold_clip(ntp_onnx_importer *x)
 {
     const tens *a, *lo = NULL, *hi = NULL;
     ntp_status st;
-    if ((st = need(x, 0, &a)) || (st = in(x, 1, &lo)) || (st = in(x, 2, &hi)))
+    if ((st = need(x, 0, &a)) || (st = scalar(x, 1, "min", true, &lo)) ||
+        (st = scalar(x, 2, "max", true, &hi)))
         return st;
     double l = lo ? ntp__onnx_get_f(lo, 0) : ntp__onnx_attr_f(x, "min", -INFINITY);
     double h = hi ? ntp__onnx_get_f(hi, 0) : ntp__onnx_attr_f(x, "max", INFINITY);
@@ -900,7 +914,8 @@ static ntp_status fold_range(ntp_onnx_importer *x)
 {
     const tens *s, *l, *d;
     ntp_status st;
-    if ((st = need(x, 0, &s)) || (st = need(x, 1, &l)) || (st = need(x, 2, &d)))
+    if ((st = scalar(x, 0, "start", false, &s)) || (st = scalar(x, 1, "limit", false, &l)) ||
+        (st = scalar(x, 2, "delta", false, &d)))
         return st;
     double start = ntp__onnx_get_f(s, 0), limit = ntp__onnx_get_f(l, 0),
            delta = ntp__onnx_get_f(d, 0);

@@ -260,6 +260,19 @@ def main():
                tensor("l", [], TensorProto.INT64, raw=struct.pack("<q", (1 << 63) - 1)),
                tensor("d", [], TensorProto.INT64, raw=struct.pack("<q", 1 << 62))],
         outputs=[vi("y", None)]))
+    # Found by fuzz_onnx: a Range whose delta is empty was read past its
+    # end while folding; a Clip's min or max must hold one value too.
+    save("48-range-empty-delta", model(
+        nodes=[node("Range", ["s", "l", "d"], ["y"], "range")],
+        inits=[tensor("s", [], TensorProto.INT64, raw=struct.pack("<q", 0)),
+               tensor("l", [], TensorProto.INT64, raw=struct.pack("<q", 4)),
+               tensor("d", [0], TensorProto.INT64, raw=b"")],
+        outputs=[vi("y", None)]))
+    save("49-clip-two-min", model(
+        nodes=[node("Clip", ["a", "lo"], ["y"], "clip")],
+        inits=[tensor("a", [2], raw=struct.pack("<2f", 1.0, 2.0)),
+               tensor("lo", [2], raw=struct.pack("<2f", 0.0, 0.5))],
+        outputs=[vi("y", None)]))
     with open("short.bin", "wb") as f:
         f.write(four[:8])
 
