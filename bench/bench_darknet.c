@@ -72,7 +72,7 @@ static int bench(const char *cfg, int rounds, bool fuse)
     size_t n_in = (size_t)net->w * net->h * net->c;
     float *x = malloc(n_in * sizeof *x);
     for (size_t i = 0; i < n_in; i++)
-        x[i] = (float)rand() / RAND_MAX;
+        x[i] = (float)((double)rand() / RAND_MAX);
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_load_opts lo = {.batch = 1, .max_memory = -1};
     ntp_graph *g = NULL;
