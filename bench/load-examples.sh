@@ -21,8 +21,8 @@ run() {
     "$NTPROF" load "$M" -B ref "$@" --no-db -f json -o "$T/$name.json"
 }
 run single-stream --scenario single-stream --duration 1 --min-queries 100
-run multi-stream --scenario multi-stream -q 4 --max-batch 4 --duration 1 --min-queries 100
-run server --scenario server --qps 300 --latency-bound 5 --duration 1 --min-queries 200
+run multi-stream --scenario multi-stream -q 4 --max-batch 4 --duration 1 --min-queries 700
+run server --scenario server --qps 300 --latency-bound 5 --duration 1 --min-queries 700
 run offline --scenario offline -s per_sample_us=100 --max-batch 4 --duration 0.3 --min-queries 100
 /usr/bin/python3 - "$T" <<'EOF'
 import json, sys, os
