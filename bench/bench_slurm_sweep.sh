@@ -11,8 +11,11 @@
 # scripts/local-postgres.sh, as a lab's shared store: the local sweep then
 # writes on one kept connection, each array task on its own), or both (the
 # three measures on each, six in all).
+# MEASURES (default local,exclusive,shared) picks which of the three are
+# taken: `local,exclusive` gives the two figures issue 20 names (the array
+# against the local sweep) in about two thirds of the time.
 # Needs root (slurmd) and slurm-wlm + munge; prints why not otherwise.
-# Usage: bench/bench_slurm_sweep.sh <path-to-ntprof> [N] [sqlite|pg|both]
+# Usage: bench/bench_slurm_sweep.sh <path-to-ntprof> [N] [sqlite|pg|both] [MEASURES]
 set -euo pipefail
 NTPROF=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 N=${2:-200}
@@ -22,6 +25,15 @@ case "$STORE" in sqlite | pg | both) ;; *)
     exit 2
     ;;
 esac
+MEASURES=,${4:-local,exclusive,shared},
+for m in ${MEASURES//,/ }; do
+    case "$m" in local | exclusive | shared) ;; *)
+        echo "bench_slurm_sweep: MEASURES is a comma-separated list of local, exclusive and shared, not '$m'" >&2
+        exit 2
+        ;;
+    esac
+done
+want() { [ "${MEASURES#*,$1,}" != "$MEASURES" ]; }
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
 CLUSTER=
@@ -63,9 +75,9 @@ measure() {
 }
 echo "sweep of $N tiny-mlp configurations ($(nproc) CPUs)"
 if [ "$STORE" != pg ]; then
-    measure local --db "$T/local.db"
-    measure slurm-exclusive --db "$T/slurm.db" --executor slurm --wait
-    measure slurm-shared --db "$T/slurm.db" --executor slurm --wait --shared
+    if want local; then measure local --db "$T/local.db"; fi
+    if want exclusive; then measure slurm-exclusive --db "$T/slurm.db" --executor slurm --wait; fi
+    if want shared; then measure slurm-shared --db "$T/slurm.db" --executor slurm --wait --shared; fi
 fi
 if [ "$STORE" != sqlite ]; then
     bash "$SRC/scripts/local-postgres.sh" up >"$T/pg.up" 2>&1 || {
@@ -75,18 +87,19 @@ if [ "$STORE" != sqlite ]; then
     }
     PGDIR=$(sed -n 's/^dir: //p' "$T/pg.up")
     URL=$(tail -n 1 "$T/pg.up")
-    measure pg-local --db "$URL"
-    measure pg-slurm-excl --db "$URL" --executor slurm --wait
-    measure pg-slurm-shared --db "$URL" --executor slurm --wait --shared
+    if want local; then measure pg-local --db "$URL"; fi
+    if want exclusive; then measure pg-slurm-excl --db "$URL" --executor slurm --wait; fi
+    if want shared; then measure pg-slurm-shared --db "$URL" --executor slurm --wait --shared; fi
 fi
-awk '{ t[$1] = $2 } END {
+awk 'function r(a, b) { return (a in t) && (b in t) ? sprintf("%.2fx", t[a] / t[b]) : "n/a" }
+{ t[$1] = $2 } END {
     if ("local" in t)
-        printf "slurm-exclusive / local: %.2fx   slurm-shared / local: %.2fx\n",
-            t["slurm-exclusive"] / t["local"], t["slurm-shared"] / t["local"]
+        printf "slurm-exclusive / local: %s   slurm-shared / local: %s\n",
+            r("slurm-exclusive", "local"), r("slurm-shared", "local")
     if ("pg-local" in t)
-        printf "PostgreSQL: slurm-exclusive / local: %.2fx   slurm-shared / local: %.2fx\n",
-            t["pg-slurm-excl"] / t["pg-local"], t["pg-slurm-shared"] / t["pg-local"]
+        printf "PostgreSQL: slurm-exclusive / local: %s   slurm-shared / local: %s\n",
+            r("pg-slurm-excl", "pg-local"), r("pg-slurm-shared", "pg-local")
     if ("local" in t && "pg-local" in t)
-        printf "PostgreSQL / SQLite: local %.2fx   slurm-exclusive %.2fx   slurm-shared %.2fx\n",
-            t["pg-local"] / t["local"], t["pg-slurm-excl"] / t["slurm-exclusive"],
-            t["pg-slurm-shared"] / t["slurm-shared"] }' "$T/summary"
+        printf "PostgreSQL / SQLite: local %s   slurm-exclusive %s   slurm-shared %s\n",
+            r("pg-local", "local"), r("pg-slurm-excl", "slurm-exclusive"),
+            r("pg-slurm-shared", "slurm-shared") }' "$T/summary"

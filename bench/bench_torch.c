@@ -17,10 +17,17 @@
  * and the ratios eager/pytorch (target: within 10%) and script/pytorch,
  * then one verdict line per model and mode: the per-round ratio's median
  * and its 95% interval, and whether that interval lies within 10%.
+ * Before the rounds, each model's outputs are checked once against the
+ * reference backend's (eager and script, relative L2 within 1e-4: the
+ * issue's second half of fidelity); --no-check leaves that out (the
+ * reference backend's pass takes tens of seconds on BERT-base and
+ * DeepSpeech). --heap kept runs PyTorch only with its heap kept (the run
+ * the target is against), not also with glibc's default malloc.
  * The load average is printed before and after: on a shared machine the
  * ratios are what to read, not the absolute times.
  *
  *   bench_torch [--threads T] [--rounds R] [--iterations N] [--models LIST]
+ *               [--heap kept|both] [--no-check]
  * LIST: a comma-separated subset of resnet50, mobilenetv2, bert, deepspeech. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +49,8 @@ typedef struct model {
 
 /* DeepSpeech without its MFCC and CTC inlays, as pytorch_bench.py's
  * DeepSpeech is: the acoustic model on its [steps, batch, 494] features.
- * BERT's ids are i32 and its embeddings run on ref in the eager mode;
- * the TorchScript mode takes them as int64 (torch.embedding, as
+ * BERT's ids are i32: the eager mode looks them up with at::embedding, the
+ * TorchScript mode takes them as int64 (torch.embedding, as
  * nn.Embedding). */
 static const model models[] = {
     {"resnet50", "models/resnet50.xml", {NULL}, 0},
@@ -168,6 +175,51 @@ static void verdict(const char *key, const char *mode, const double *ratio, int 
            st.ci95_hi, n);
 }
 
+/* One line: a mode's outputs against the reference backend's. */
+static void print_check(const char *key, const char *mode, double rel_l2, double max_abs)
+{
+    if (rel_l2 < 0) {
+        printf("outputs %-12s %-6s n/a (nothing compared)\n", key, mode);
+        return;
+    }
+    printf("outputs %-12s %-6s rel L2 vs ref %.2g, max abs %.2g: %s\n", key, mode, rel_l2, max_abs,
+           rel_l2 <= 1e-4 ? "within 1e-4" : "NOT within 1e-4");
+}
+
+/* The outputs of both modes against the reference backend's on the same
+ * weights and inputs (the seed), once per model: the eager backend
+ * through ntp_run_compare (ref run once, unmeasured, for its outputs), the
+ * TorchScript module through ntp_run_torch_script (which runs ref too). */
+static void check_outputs(ntp_ctx *ctx, const ntp_graph *g, const char *key, int threads,
+                          bool script)
+{
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.threads = threads;
+    o.warmup = 0;
+    o.iterations = 1;
+    o.min_time_s = 0;
+    o.accuracy = false;
+    const char *const be[] = {"torch"};
+    ntp_backend_comparison *c = NULL;
+    if (ntp_run_compare(ctx, g, &o, be, 1, &c) != NTP_STATUS_OK) {
+        printf("outputs %-12s eager  n/a: %s\n", key, ntp_ctx_errmsg(ctx));
+    } else {
+        print_check(key, "eager", c->runs[0].rel_l2, c->runs[0].max_abs_error);
+        ntp_backend_comparison_free(c);
+    }
+    ntp_ctx_clear_warnings(ctx);
+    if (!script)
+        return;
+    ntp_torch_script_result ts;
+    if (ntp_run_torch_script(ctx, g, &o, &ts) != NTP_STATUS_OK)
+        printf("outputs %-12s script n/a: %s\n", key, ntp_ctx_errmsg(ctx));
+    else
+        print_check(key, "script", ts.rel_l2, ts.max_abs_error);
+    ntp_ctx_clear_warnings(ctx);
+    fflush(stdout);
+}
+
 typedef struct script_run {
     ntp_torch_script *ts;
     float *in[8], *out[8];
@@ -237,6 +289,7 @@ int main(int argc, char **argv)
 {
     int threads = 2, rounds = 6, iterations = 10;
     const char *only = "resnet50,mobilenetv2,bert,deepspeech";
+    bool check = true, both_heaps = true;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -246,9 +299,14 @@ int main(int argc, char **argv)
             iterations = atoi(argv[++i]);
         else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--no-check") == 0)
+            check = false;
+        else if (strcmp(argv[i], "--heap") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "kept") == 0 || strcmp(argv[i + 1], "both") == 0))
+            both_heaps = strcmp(argv[++i], "both") == 0;
         else {
             fprintf(stderr, "usage: bench_torch [--threads T] [--rounds R] [--iterations N] "
-                            "[--models LIST]\n");
+                            "[--models LIST] [--heap kept|both] [--no-check]\n");
             return 2;
         }
     }
@@ -263,6 +321,8 @@ int main(int argc, char **argv)
     (void)now_ms;
     (void)run_pytorch;
     (void)only;
+    (void)check;
+    (void)both_heaps;
     printf("torch backend: not built (libtorch-dev not found at configure time)\n");
     return 0;
 #else
@@ -291,20 +351,25 @@ int main(int argc, char **argv)
         }
         script_run s;
         bool have_script = script_open(ctx, g, threads, &s);
+        if (check)
+            check_outputs(ctx, g, models[m].key, threads, have_script);
         double eager[50] = {0}, script[50] = {0}, py[50] = {0}, pk[50] = {0}, prepare = 0;
         double ratio[50] = {0}, sratio[50] = {0}; /* per round, against the heap kept */
         int ne = 0, ns = 0, np = 0, nk = 0, nr = 0, nsr = 0;
         for (int r = 0; r < rounds; r++) {
             double e = run_eager(ctx, g, threads, iterations, &prepare);
             double sc = have_script ? script_time(ctx, g, &s, iterations) : 0;
-            double p = run_pytorch(&models[m], threads, iterations, false);
+            double p = both_heaps ? run_pytorch(&models[m], threads, iterations, false) : 0;
             double k = run_pytorch(&models[m], threads, iterations, true);
             char sc_round[32] = "n/a";
             if (have_script)
                 snprintf(sc_round, sizeof sc_round, "%.2f ms", sc);
-            printf("  %s round %d: eager %.2f ms, script %s, pytorch %.2f ms, pytorch with its "
+            char py_round[32] = "not run (--heap kept)";
+            if (both_heaps)
+                snprintf(py_round, sizeof py_round, "%.2f ms", p);
+            printf("  %s round %d: eager %.2f ms, script %s, pytorch %s, pytorch with its "
                    "heap kept %.2f ms\n",
-                   models[m].key, r + 1, e, sc_round, p, k);
+                   models[m].key, r + 1, e, sc_round, py_round, k);
             fflush(stdout);
             if (e > 0)
                 eager[ne++] = e;
@@ -324,9 +389,12 @@ int main(int argc, char **argv)
         char sc_txt[64] = "     n/a";
         if (have_script)
             snprintf(sc_txt, sizeof sc_txt, "%8.2f ms (build %.0f ms)", ms, s.build_ms);
-        printf("%-12s eager %8.2f ms (prepare %.0f ms)  script %s  pytorch %8.2f ms  pytorch, "
+        char py_txt[64] = "     n/a";
+        if (both_heaps)
+            snprintf(py_txt, sizeof py_txt, "%8.2f ms", mp);
+        printf("%-12s eager %8.2f ms (prepare %.0f ms)  script %s  pytorch %s  pytorch, "
                "heap kept %8.2f ms\n",
-               models[m].key, me, prepare, sc_txt, mp, mk);
+               models[m].key, me, prepare, sc_txt, py_txt, mk);
         /* The target is against PyTorch with its heap kept: ntprof's
          * activations are planned before it measures (see run_pytorch). */
         if (mk > 0 && me > 0)

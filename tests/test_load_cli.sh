@@ -47,6 +47,11 @@ expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario server --qps 1000 \
     --latency-bound 50 "${Q[@]}" --min-queries 200 -f json -o "$T/sv.json"
 schema "$T/sv.json"
 $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["queries"] == 200 and r["qps_offered"] == 1000 and r["generator"]["lateness_mean_us"] is not None, r' "$T/sv.json" && ok || bad "server report"
+# --poll-us reaches the generator: a pinned instance (a spare CPU for the
+# generator) polls that long, and the report says so; unpinned, nothing polls.
+expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario server --qps 1000 \
+    --latency-bound 50 "${Q[@]}" --min-queries 50 --poll-us 37 -f json -o "$T/poll.json"
+$PY -c 'import json,sys; g=json.load(open(sys.argv[1]))["generator"]; assert g["poll_us"] == (37 if g["cpu"] is not None else 0), g' "$T/poll.json" && ok || bad "--poll-us 37 not in the report"
 # 200 queries cannot claim a p99: early stopping says how many it needs.
 $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r["validity"]; assert not v["early_stopping"] and v["early_stopping_queries_needed"] >= 459 and not r["valid"], v' "$T/sv.json" && ok || bad "server: too short for its p99"
 expect_exit 0 "$NTPROF" load "$M" -s base_us=100 --scenario offline --max-batch 8 "${Q[@]}" \
@@ -369,6 +374,8 @@ expect_exit 2 "$NTPROF" load "$M" --scenario server --latency-bound 5
 expect_err "the server scenario needs --qps"
 expect_exit 2 "$NTPROF" load "$M"
 expect_err "load needs --scenario"
+expect_exit 2 "$NTPROF" load "$M" --scenario server --qps 10 --latency-bound 5 --poll-us -1
+expect_err "--poll-us expects microseconds (0 to 1e6) or auto, got '-1'"
 expect_exit 2 "$NTPROF" load "$M" --scenario servr
 expect_err "--scenario expects single-stream, multi-stream, server or offline, got 'servr'"
 expect_exit 1 "$NTPROF" load "$M" -s base_us=2000 --scenario server --qps 10 --latency-bound 1 \

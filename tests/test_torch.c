@@ -171,6 +171,53 @@ static void test_script(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The eager mode runs an <embedding> as nn.Embedding.forward does,
+ * at::embedding on the i32 ids: BERT's three lookups on torch (none left to
+ * ref), the outputs the reference backend's within 1e-4. */
+static void test_embedding(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    const char *set[] = {"layers=1", "seq_len=16"};
+    ntp_graph *g = test_load_model(ctx, "bert-base.xml", set, 2, NULL);
+    char ref[512], dir[512];
+    snprintf(ref, sizeof ref, "%s/embedding-ref", test_tmpdir);
+    snprintf(dir, sizeof dir, "%s/embedding-torch", test_tmpdir);
+    test_run_ref_save(ctx, g, ref);
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = "torch";
+    o.warmup = 0;
+    o.iterations = 1;
+    o.min_time_s = 0;
+    o.threads = 1;
+    o.accuracy = false;
+    o.save_outputs_dir = dir;
+    ntp_run_result *r = NULL;
+    if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
+        fail_msg("torch run: %s", ntp_ctx_errmsg(ctx));
+    int lookups = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *L = &r->layers[i];
+        if (!L->type || strcmp(L->type, "embedding") != 0)
+            continue;
+        printf("  %s: %s, %s\n", L->name, L->backend ? L->backend : "(none)",
+               L->impl ? L->impl : "(none)");
+        assert_non_null(L->backend);
+        assert_string_equal(L->backend, "torch");
+        assert_non_null(L->impl);
+        assert_string_equal(L->impl, "aten::embedding");
+        lookups++;
+    }
+    assert_int_equal(lookups, 3);
+    ntp_run_result_free(r);
+    double e = test_compare_outputs(ctx, g, dir, ref);
+    printf("  outputs vs ref: worst rel_l2 %.2e (tolerance 1e-4)\n", e);
+    assert_true(e <= 1e-4);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* A misspelt key is refused naming the key and the backend's options;
  * another backend's entries are left alone. */
 static void test_options(void **state)
@@ -219,8 +266,9 @@ int main(void)
         printf("torch backend not usable here (%s): skipped\n", why);
         return 77;
     }
-    struct CMUnitTest tests[N_MODELS + 2] = {[N_MODELS] = cmocka_unit_test(test_options),
-                                             [N_MODELS + 1] = cmocka_unit_test(test_script)};
+    struct CMUnitTest tests[N_MODELS + 3] = {[N_MODELS] = cmocka_unit_test(test_options),
+                                             [N_MODELS + 1] = cmocka_unit_test(test_script),
+                                             [N_MODELS + 2] = cmocka_unit_test(test_embedding)};
     test_model_tests(tests, models, N_MODELS, check_model);
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 #endif

@@ -60,7 +60,7 @@
     X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
     X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
     X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   COPY,       MOVE,     NONE,          PAD,           "Pad") \
-    X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   COPY,       EMBEDDING, NONE,          EMBEDDING,     "Gather") \
+    X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   COPY,       EMBEDDING, EMBEDDING,     EMBEDDING,     "Gather") \
     X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
     X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      LSTM,          RNN,           "LSTM") \
     X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      GRU,           RNN,           "GRU") \
@@ -169,7 +169,7 @@
     T(NONE) T(CONV) T(DECONV) T(LINEAR) T(MATMUL) T(MAXPOOL) T(AVGPOOL) \
     T(GLOBAL_MAXPOOL) T(GLOBAL_AVGPOOL) T(BATCHNORM) T(LAYERNORM) T(UNARY) T(SOFTMAX) \
     T(LOG_SOFTMAX) T(ADD) T(MUL) T(SUB) T(DIV) T(MAXIMUM) T(MINIMUM) T(CAT) T(RESHAPE) \
-    T(PERMUTE) T(LSTM) T(GRU) T(RNN) T(ATTENTION)
+    T(PERMUTE) T(LSTM) T(GRU) T(RNN) T(ATTENTION) T(EMBEDDING)
 // clang-format on
 
 /* The values of the ONNX column, the exporter's emitters (io/onnx-export-ops.c):

@@ -18,6 +18,7 @@ enum {
     OPT_MIN_QUERIES,
     OPT_TIMEOUT,
     OPT_NO_PIN,
+    OPT_POLL,
     /* HTML and the history */
     OPT_HTML,
     OPT_DB,
@@ -102,6 +103,10 @@ int cmd_load(int argc, char **argv)
                 &lo.max_batch, 1, 256, "1 to 256"),
         CLI_OPT("batch-timeout-us", OPT_TIMEOUT, "U",
                 "how long a partial batch waits for more (default 0)"),
+        CLI_OPT("poll-us", OPT_POLL, "US|auto",
+                "an idle pinned instance polls the queue this long\n"
+                "before it sleeps (auto: the run's margin, at most\n"
+                "200 us; default 0: never; docs/load.md#generator-cost)"),
         CLI_HELP("topology:\n"),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
         CLI_OPT("precision", 'p', "P", "f32, bf16 or f16"),
@@ -181,6 +186,16 @@ int cmd_load(int argc, char **argv)
                 goto out;
             }
             lo.batch_timeout_us = d;
+            break;
+        case OPT_POLL:
+            if (strcmp(optarg, "auto") == 0) {
+                lo.poll_us = -1;
+            } else if (!cli_parse_double(optarg, 0, 1e6, &d)) {
+                cli_error("--poll-us expects microseconds (0 to 1e6) or auto, got '%s'", optarg);
+                goto out;
+            } else {
+                lo.poll_us = d;
+            }
             break;
         default: rc = cli_option_end("load", opt, opts, LOAD_HELP_COL); goto out;
         }

@@ -35,6 +35,7 @@ enum {
     OPT_L_MIN_QUERIES,
     OPT_L_SEED,
     OPT_L_BATCH_TIMEOUT,
+    OPT_L_POLL,
     OPT_L_NO_PIN,
     OPT_L_DB,
     OPT_L_NO_DB,
@@ -69,6 +70,7 @@ static const struct {
     {OPT_L_NO_PIN, "--no-pin", false},
     {'m', "--max-batch", true},
     {OPT_L_BATCH_TIMEOUT, "--batch-timeout-us", true},
+    {OPT_L_POLL, "--poll-us", true},
     {'s', "--set", true},
     {'p', "--precision", true},
     {'M', "--max-memory", true},
@@ -632,7 +634,8 @@ int sweep_load(int argc, char **argv)
         CLI_HELP("options given to every configuration (`ntprof load --help`; not also varied):\n"
                  "  --scenario S  --qps X  --latency-bound MS  --find-max-qps  -q N  --duration S\n"
                  "  --min-queries N  --seed N  -w N  -B NAME  -I N  -t T  --no-pin  -m B\n"
-                 "  --batch-timeout-us U  -s NAME=VALUE  -p P  -M SIZE  --db PATH  --no-db\n"),
+                 "  --batch-timeout-us U  --poll-us US  -s NAME=VALUE  -p P  -M SIZE  --db PATH\n"
+                 "  --no-db\n"),
         CLI_OPT("scenario", OPT_L_SCENARIO, "S", NULL),
         CLI_OPT("qps", OPT_L_QPS, "X", NULL),
         CLI_OPT("latency-bound", OPT_L_BOUND, "MS", NULL),
@@ -648,6 +651,7 @@ int sweep_load(int argc, char **argv)
         CLI_OPT("no-pin", OPT_L_NO_PIN, NULL, NULL),
         CLI_OPT("max-batch", 'm', "B", NULL),
         CLI_OPT("batch-timeout-us", OPT_L_BATCH_TIMEOUT, "U", NULL),
+        CLI_OPT("poll-us", OPT_L_POLL, "US", NULL),
         CLI_OPT("set", 's', "NAME=VALUE", NULL),
         CLI_OPT("precision", 'p', "P", NULL),
         CLI_OPT("max-memory", 'M', "SIZE", NULL),

@@ -239,9 +239,15 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
     l->n_out = n->n_out;
     for (int i = 0; i < n->n_in; i++) {
         const ntp_tensor *t = ntp__cin(g, n, i);
-        if (t->dtype != NTP_DTYPE_F32 || t->shape.ndim > NTP_TORCH_MAX_DIMS)
+        /* f32, but an embedding's ids: int32 or int64, as at::embedding
+         * takes them. */
+        bool ids = i == 0 && ntp__op_torch(n->op) == NTP_OP_TORCH_EMBEDDING &&
+                   (t->dtype == NTP_DTYPE_I32 || t->dtype == NTP_DTYPE_I64);
+        if ((t->dtype != NTP_DTYPE_F32 && !ids) || t->shape.ndim > NTP_TORCH_MAX_DIMS)
             return false;
         set_shape(&l->in[i], &t->shape);
+        l->in[i].int32 = ids && t->dtype == NTP_DTYPE_I32;
+        l->in[i].int64 = ids && t->dtype == NTP_DTYPE_I64;
     }
     for (int i = 0; i < n->n_w; i++)
         set_shape(&l->w[i], &g->tensors[n->w[i]].shape);
@@ -322,7 +328,12 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
         l->causal = a->causal;
         return r == 3;
     case NTP_OP_TORCH_UNARY: l->op = NTP_TORCH_UNARY; return unary_fn(n, l);
-    /* pad, split, embedding, the ONNX reductions and tensor ops, lrn,
+    case NTP_OP_TORCH_EMBEDDING:
+        /* nn.Embedding.forward: at::embedding(table [vocab, units], ids). */
+        l->op = NTP_TORCH_EMBEDDING;
+        return n->n_in == 1 && n->n_w == 1 && (l->in[0].int32 || l->in[0].int64) &&
+               l->w[0].ndim == 2 && ntp__cout(g, n, 0)->dtype == NTP_DTYPE_F32;
+    /* pad, split, the ONNX reductions and tensor ops, lrn,
      * instancenorm, prelu (PyTorch's slope is per channel, ONNX's
      * broadcasts), hardmax, where, pow, mean, the inlays, the decoder ops:
      * on the reference backend. */
@@ -376,6 +387,7 @@ const char *ntp__torch_op_name(const ntp_torch_layer *l)
     case NTP_TORCH_RNN_TANH: return "aten::rnn_tanh";
     case NTP_TORCH_RNN_RELU: return "aten::rnn_relu";
     case NTP_TORCH_ATTENTION: return "aten::linear+matmul+softmax";
+    case NTP_TORCH_EMBEDDING: return "aten::embedding";
     }
     return "torch";
 }

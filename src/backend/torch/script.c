@@ -399,6 +399,11 @@ static void layer(script *s, const ntp_graph *g, const ntp_node *n, const ntp_to
         }
         return;
     }
+    case NTP_TORCH_EMBEDDING:
+        /* nn.Embedding.forward; the module's integer inputs are int64
+         * (ntp__torch_script_input). */
+        put(b, "torch.embedding(self.p%d, t%d)\n", p[0], x);
+        return;
     case NTP_TORCH_ATTENTION: {
         int64_t N = l->in[0].dim[0], S = l->in[0].dim[1], D = l->in[0].dim[2];
         int64_t Skv = n->n_in == 3 ? l->in[1].dim[1] : S, h = l->heads, hd = D / h;
@@ -466,27 +471,6 @@ static ntp_status node_weights(ntp_ctx *ctx, script *s, const ntp_graph *g, cons
     return NTP_STATUS_OK;
 }
 
-/* A table lookup as nn.Embedding runs it: torch.embedding on the int64
- * ids (the module's integer inputs are LongTensors, ntp__torch_script_run),
- * its table [vocab, units] a buffer. The eager mode leaves it to ref. */
-static ntp_status embedding(ntp_ctx *ctx, script *s, const ntp_graph *g, const ntp_node *n,
-                            uint64_t seed)
-{
-    float *w[NTP_TORCH_MAX_IO] = {0};
-    ntp_dtype ids = g->tensors[n->in[0]].dtype;
-    if (n->n_in != 1 || n->n_w != 1 || (ids != NTP_DTYPE_I32 && ids != NTP_DTYPE_I64))
-        return ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
-                               "embedding takes one i32 or i64 input and one table here");
-    ntp_status st = node_weights(ctx, s, g, n, seed, w);
-    if (st)
-        return st;
-    const ntp_shape *sh = &g->tensors[n->w[0]].shape;
-    ntp_torch_tensor t = {.data = w[0], .ndim = 2, .dim = {sh->dim[0], sh->dim[1]}};
-    put(&s->src, "    t%d = torch.embedding(self.p%d, t%d)\n", n->out[0], add_param(s, &t),
-        n->in[0]);
-    return NTP_STATUS_OK;
-}
-
 static void script_clear(script *s)
 {
     for (int i = 0; i < s->n_owned; i++)
@@ -524,10 +508,6 @@ ntp_status ntp__torch_script_build(ntp_ctx *ctx, const ntp_graph *g, int threads
     for (int p = 0; p < g->n_nodes && !st; p++) {
         const ntp_node *n = &g->nodes[g->order[p]];
         ntp_torch_layer l;
-        if (n->op == NTP_OP_EMBEDDING && n->precision == NTP_DTYPE_F32) {
-            st = embedding(ctx, s, g, n, seed);
-            continue;
-        }
         if (!ntp__torch_fill(g, n, &l) || n->precision != NTP_DTYPE_F32) {
             st = ntp__node_error(ctx, g, n, NTP_STATUS_UNSUPPORTED,
                                  "%s has no ATen mapping at %s; the TorchScript mode needs every "

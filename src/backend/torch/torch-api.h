@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NTP_TORCH_API_VERSION 2
+#define NTP_TORCH_API_VERSION 3
 #define NTP_TORCH_MAX_DIMS 8
 #define NTP_TORCH_MAX_IO 8
 
@@ -53,6 +53,7 @@ typedef enum ntp_torch_op {
     NTP_TORCH_RNN_TANH,       /* at::rnn_tanh */
     NTP_TORCH_RNN_RELU,       /* at::rnn_relu */
     NTP_TORCH_ATTENTION,      /* at::linear, at::matmul, at::softmax */
+    NTP_TORCH_EMBEDDING,      /* at::embedding on int32 or int64 ids (nn.Embedding) */
 } ntp_torch_op;
 
 /* The element-wise function of NTP_TORCH_UNARY. */
@@ -100,9 +101,11 @@ typedef struct ntp_torch_tensor {
     float *data;
     int ndim;
     int64_t dim[NTP_TORCH_MAX_DIMS];
-    /* The whole-graph mode's integer inputs (token ids): data holds
-     * int64_t, a LongTensor as nn.Embedding takes. */
-    bool int64;
+    /* Integer tensors (token ids): data holds int64_t (the whole-graph
+     * mode's inputs, a LongTensor as nn.Embedding takes; an i64 graph
+     * tensor) or int32_t (an eager embedding's i32 ids, an IntTensor,
+     * which at::embedding takes as well). */
+    bool int64, int32;
 } ntp_torch_tensor;
 
 /* One layer, as prepare sees it. */

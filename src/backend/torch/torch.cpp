@@ -88,7 +88,9 @@ std::vector<int64_t> dims(const ntp_torch_tensor &t)
 at::Tensor wrap(const ntp_torch_tensor &t, float *data)
 {
     return at::from_blob(data, dims(t),
-                         at::TensorOptions().dtype(t.int64 ? at::kLong : at::kFloat));
+                         at::TensorOptions().dtype(t.int64   ? at::kLong
+                                                   : t.int32 ? at::kInt
+                                                             : at::kFloat));
 }
 
 at::MemoryFormat format_for(const State *s, int64_t ndim)
@@ -372,6 +374,7 @@ at::Tensor run(const State *s, const Node *nd, const std::vector<at::Tensor> &in
     case NTP_TORCH_RNN_RELU: return rnn(nd, x);
     case NTP_TORCH_ATTENTION:
         return in.size() == 3 ? attention(nd, in[0], in[1], in[2]) : attention(nd, x, x, x);
+    case NTP_TORCH_EMBEDDING: return at::embedding(nd->w[0], x);
     }
     (void)s;
     throw std::runtime_error("unknown operator");
