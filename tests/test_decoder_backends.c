@@ -1,4 +1,4 @@
-/* The decoder ops (docs/decoders.md) on the BLAS and XNNPACK
+/* The decoder ops (docs/decoders.md) on the BLAS, XNNPACK and CUDA
  * backends against the reference backend through ntp_generate: the same
  * weights, prompt and synthetic context (seed 1), the logits of the
  * prefill pass and of every decode step saved as .npy and compared as
@@ -11,6 +11,9 @@
  *   xnnpack  lm_head (fully_connected_nc); the other decoder ops fall back
  *            to the reference backend: Debian's XNNPACK has no operator for
  *            them
+ *   cuda     rmsnorm, rope, kv_attention (its kernels, the cache mirrored
+ *            on the device), lm_head (cuBLAS), argmax; skipped without a
+ *            usable GPU
  * Cases: multi-head GPT-2-style attention without a mask (tiny-decoder,
  * tied head) after a synthetic context; grouped-query attention (4 query
  * heads on 2) with a padding mask and left padding by 2 and by 5 (queries
@@ -40,6 +43,7 @@ static const struct {
 } natives[] = {
     {"blas", (const char *const[]){"rmsnorm", "rope", "kv_attention", "lm_head", "argmax", NULL}},
     {"xnnpack", (const char *const[]){"lm_head", NULL}},
+    {"cuda", (const char *const[]){"rmsnorm", "rope", "kv_attention", "lm_head", "argmax", NULL}},
 };
 
 static bool native(const char *backend, const char *type)
@@ -151,16 +155,23 @@ static void test_xnnpack(void **state)
     cases("xnnpack");
 }
 
+static void test_cuda(void **state)
+{
+    (void)state;
+    cases("cuda");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blas),
         cmocka_unit_test(test_xnnpack),
+        cmocka_unit_test(test_cuda),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (rc == 0 && ran == 0) {
-        printf("no backend of blas, xnnpack is usable here: skipped\n");
+        printf("no backend of blas, xnnpack, cuda is usable here: skipped\n");
         return 77;
     }
     return rc;
