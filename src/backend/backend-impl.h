@@ -46,6 +46,12 @@ typedef struct ntp_kv_state {
     ntp_dtype dtype;
     int64_t batch, kv_heads, head_dim, capacity;
     int64_t len; /* positions cached before this pass */
+    /* A backend's copy of the cache in its own memory (the CUDA backend's
+     * on the GPU, src/backend/cuda/decoder.c), made by the first pass that
+     * runs the layer there; the host's arrays above stay the cache every
+     * backend reads. Freed with the cache by mirror_free. NULL: none. */
+    void *mirror;
+    void (*mirror_free)(void *mirror);
 } ntp_kv_state;
 
 /* Everything a kernel needs to run one node (or one fusion group).

@@ -420,6 +420,8 @@ static void gen_free(gen *s)
     ntp__exec_free(&s->xd);
     if (s->kv && s->gp)
         for (int i = 0; i < s->gp->n_nodes; i++) {
+            if (s->kv[i].mirror_free)
+                s->kv[i].mirror_free(s->kv[i].mirror);
             free(s->kv[i].k);
             free(s->kv[i].v);
             free(s->kv[i].k_scale);

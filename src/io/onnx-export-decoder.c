@@ -16,6 +16,7 @@
  * formulas; grouped-query attention multiplies the queries of each key/value
  * head as one block (Reshape to [N, kv_heads, rep·S, hd], the mask tiled),
  * so no key is copied. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,14 +164,15 @@ static ntp_status rope(ntp_xw *w, const ntp_node *n, float *const *wd)
 
 /* Causal attention over the cache: present = Concat(past, new) on dim 2,
  * scores of the queries against every position, the mask built from the
- * shapes (query i, at position past + i, sees keys 0 .. past + i). */
+ * shapes (query i, at position past + i, sees keys 0 .. past + i). With a
+ * padding mask (a 4th input), the model's input attention_mask [batch,
+ * past + seq_len] (Hugging Face's: 1 a token, 0 padding) adds
+ * (1 - mask) · -FLT_MAX (-3.4e38) to every query's score of a padded key,
+ * as Hugging Face's models do: a query that sees a token gives it no
+ * weight, and one that sees only padding (a padded query, which no token
+ * reads) averages it, where the IR's kernels give 0. */
 static ntp_status kv_attention(ntp_xw *w, const ntp_node *n, float *const *wd)
 {
-    if (n->n_in == 4)
-        return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
-                          "%s: <kv_attention name='%s'> has a padding mask, which the export "
-                          "does not write",
-                          w->g->source, n->name);
     const ntp_shape *qs = &w->g->tensors[n->in[0]].shape;
     int64_t H = n->a.heads, KVH = n->a.kv_heads > 0 ? n->a.kv_heads : H, D = qs->dim[2];
     int64_t hd = D / H, rep = H / KVH;
@@ -229,7 +231,20 @@ static ntp_status kv_attention(ntp_xw *w, const ntp_node *n, float *const *wd)
         int64_t reps[2] = {rep, 1};
         mask = op2(w, n, "Tile", "mask_grouped", mask, i64(w, n, "mask_reps", reps, 2));
     }
-    const char *p = op1(w, n, "Softmax", "weights", op2(w, n, "Add", "masked", scaled, mask));
+    const char *masked = op2(w, n, "Add", "masked", scaled, mask);
+    if (n->n_in == 4) {
+        /* [N, T] -> (1 - mask) · min, [N, 1, 1, T], over every head. */
+        const char *f = op1(w, n, "Cast", "keep_f", tname(w, n->in[3]));
+        ntp__xw_attr_i(w, w->nodes[w->n_nodes - 1], "to", NTP_ONNX_FLOAT);
+        const char *one_f = ntp__xw_scalar(w, ntp__xw_str(w, "%.400s/one_f", n->name), 1.0f);
+        const char *fmin = ntp__xw_scalar(w, ntp__xw_str(w, "%.400s/pad_bias", n->name), -FLT_MAX);
+        const char *bias =
+            op2(w, n, "Mul", "pad_bias_nt", op2(w, n, "Sub", "padded", one_f, f), fmin);
+        int64_t ax12[2] = {1, 2};
+        bias = op2(w, n, "Unsqueeze", "pad_bias_4d", bias, i64(w, n, "pad_axes", ax12, 2));
+        masked = op2(w, n, "Add", "padding_masked", masked, bias);
+    }
+    const char *p = op1(w, n, "Softmax", "weights", masked);
     ntp__xw_attr_i(w, w->nodes[w->n_nodes - 1], "axis", -1);
     const char *ctx = op2(w, n, "MatMul", "context", p, vall);
     if (rep > 1) {

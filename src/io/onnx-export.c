@@ -373,6 +373,8 @@ static ntp_status decoder_plan(ntp_xw *w, bool *skip, int *outs, int *n_outs)
             w->tname[g->inputs[i]] = "input_ids";
         else if (strcmp(nm, "positions") == 0)
             w->tname[g->inputs[i]] = "position_ids";
+        else if (strcmp(nm, "attention_mask") == 0) /* the kv_attention layers' padding mask */
+            w->tname[g->inputs[i]] = "attention_mask";
     }
     int next = -1;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -396,10 +398,11 @@ static ntp_status decoder_plan(ntp_xw *w, bool *skip, int *outs, int *n_outs)
     w->tname[lm] = "logits";
     *n_outs = 0;
     outs[(*n_outs)++] = lm;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!ntp__onnx_names_put(w->names,
                                  i == 0   ? "input_ids"
                                  : i == 1 ? "position_ids"
+                                 : i == 2 ? "attention_mask"
                                           : "logits",
                                  1))
             return ntp__error(w->ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -424,12 +427,16 @@ static ntp_status decoder_values(ntp_xw *w, const int *ins, int n_ins, int lm,
         return ntp_ctx_status(w->ctx);
     size_t ni = 0, no = 0;
     const char *seq[2] = {"batch", "seq_len"}, *lseq[3] = {"batch", "seq_len", NULL};
+    /* The padding mask is Hugging Face's: over the past and the new tokens. */
+    const char *total[2] = {"batch", "total"};
     for (int i = 0; i < n_ins; i++) {
         const ntp_tensor *t = &g->tensors[ins[i]];
         bool ids = w->tname[ins[i]] != NULL;
-        in[ni++] = ids && t->shape.ndim == 2
-                       ? value_info_sym(w, w->tname[ins[i]], NTP_ONNX_INT64, &t->shape, seq)
-                       : value_info(w, t->name, onnx_dtype(t->dtype), &t->shape);
+        bool mask = ids && strcmp(w->tname[ins[i]], "attention_mask") == 0;
+        in[ni++] =
+            ids && t->shape.ndim == 2
+                ? value_info_sym(w, w->tname[ins[i]], NTP_ONNX_INT64, &t->shape, mask ? total : seq)
+                : value_info(w, t->name, onnx_dtype(t->dtype), &t->shape);
     }
     out[no++] = value_info_sym(w, "logits", NTP_ONNX_FLOAT, &g->tensors[lm].shape, lseq);
     int l = 0;

@@ -99,6 +99,12 @@ def run(model, feeds, dtype=np.float64):
             y = np.greater(x[0], x[1])
         elif op == "Where":
             y = np.where(x[0], x[1], x[2])
+        elif op == "Cast":
+            to = a["to"]
+            kinds = {1: dtype, 11: dtype, 6: np.int32, 7: np.int64, 9: np.bool_}
+            if to not in kinds:
+                raise NotImplementedError("Cast to %d" % to)
+            y = x[0].astype(kinds[to])
         elif op == "Tile":
             y = np.tile(x[0], x[1].tolist())
         elif op == "ArgMax":

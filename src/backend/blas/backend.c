@@ -69,18 +69,35 @@ static const blasb_family dense = {ntp__blas_dense_supports, ntp__blas_dense_pre
 static const blasb_family rnn = {ntp__blas_rnn_supports, ntp__blas_rnn_prepare, rnn_run};
 static const blasb_family eltwise = {ntp__blas_eltwise_supports, ntp__blas_eltwise_prepare,
                                      eltwise_run};
+static const blasb_family decoder = {ntp__blas_decoder_supports, ntp__blas_decoder_prepare,
+                                     ntp__blas_decoder_run};
 
 /* The family of each op this backend runs; the others (NULL) stay on the
  * reference backend. Every unary element-wise op runs on its reference
  * function (eltwise.c). */
 #define BLASB_UNARY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = &eltwise,
-static const blasb_family *const families[NTP_OP_COUNT] = {
-    [NTP_OP_CONV] = &conv,         [NTP_OP_DECONV] = &conv,      [NTP_OP_FC] = &dense,
-    [NTP_OP_MATMUL] = &dense,      [NTP_OP_ATTENTION] = &dense,  [NTP_OP_LSTM] = &rnn,
-    [NTP_OP_GRU] = &rnn,           [NTP_OP_RNN] = &rnn,          [NTP_OP_SOFTMAX] = &eltwise,
-    [NTP_OP_BATCHNORM] = &eltwise, [NTP_OP_ADD] = &eltwise,      [NTP_OP_MUL] = &eltwise,
-    [NTP_OP_DROPOUT] = &eltwise,   [NTP_OP_RESHAPE] = &eltwise,  [NTP_OP_FLATTEN] = &eltwise,
-    [NTP_OP_MEMCPY] = &eltwise,    NTP_UNARY_TABLE(BLASB_UNARY_)};
+static const blasb_family *const families[NTP_OP_COUNT] = {[NTP_OP_CONV] = &conv,
+                                                           [NTP_OP_DECONV] = &conv,
+                                                           [NTP_OP_FC] = &dense,
+                                                           [NTP_OP_MATMUL] = &dense,
+                                                           [NTP_OP_ATTENTION] = &dense,
+                                                           [NTP_OP_LSTM] = &rnn,
+                                                           [NTP_OP_GRU] = &rnn,
+                                                           [NTP_OP_RNN] = &rnn,
+                                                           [NTP_OP_SOFTMAX] = &eltwise,
+                                                           [NTP_OP_BATCHNORM] = &eltwise,
+                                                           [NTP_OP_ADD] = &eltwise,
+                                                           [NTP_OP_MUL] = &eltwise,
+                                                           [NTP_OP_DROPOUT] = &eltwise,
+                                                           [NTP_OP_RESHAPE] = &eltwise,
+                                                           [NTP_OP_FLATTEN] = &eltwise,
+                                                           [NTP_OP_MEMCPY] = &eltwise,
+                                                           [NTP_OP_RMSNORM] = &decoder,
+                                                           [NTP_OP_ROPE] = &decoder,
+                                                           [NTP_OP_KV_ATTENTION] = &decoder,
+                                                           [NTP_OP_LM_HEAD] = &decoder,
+                                                           [NTP_OP_ARGMAX] = &decoder,
+                                                           NTP_UNARY_TABLE(BLASB_UNARY_)};
 #undef BLASB_UNARY_
 
 static const blasb_family *family(ntp_op op)
@@ -95,10 +112,12 @@ static bool blas_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     if (!g || !n || (unsigned)n->op >= NTP_OP_COUNT || p != NTP_DTYPE_F32 || n->n_in < 1 ||
         n->n_out != 1)
         return false;
-    for (int i = 0; i < n->n_in; i++)
-        if (ntp__cin(g, n, i)->dtype != NTP_DTYPE_F32)
-            return false;
     const blasb_family *f = family(n->op);
+    /* Data is f32; the decoder ops' index inputs (rope's positions, the
+     * padding mask of kv_attention) are checked by their family. */
+    for (int i = 0; i < n->n_in; i++)
+        if (ntp__cin(g, n, i)->dtype != NTP_DTYPE_F32 && !(f == &decoder && i > 0))
+            return false;
     return f && f->supports(g, n);
 }
 
@@ -145,8 +164,9 @@ static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     *workspace = 0;
     if (!k->node)
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "blas: kernel arguments without a node");
+    const blasb_family *fam = family(k->node->op);
     for (int i = 0; i < k->n_in; i++)
-        if (k->in[i].dtype != NTP_DTYPE_F32)
+        if (k->in[i].dtype != NTP_DTYPE_F32 && !(fam == &decoder && i > 0))
             return ntp__blas_error(ctx, k, NTP_STATUS_UNSUPPORTED, "input %d is stored as %s", i,
                                    ntp_dtype_name(k->in[i].dtype));
     blasb_node *nd = calloc(1, sizeof *nd);
@@ -155,7 +175,6 @@ static ntp_status blas_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     /* Another plan of this process may have changed OpenBLAS's pool size. */
     if (s && openblas_get_num_threads() != s->threads)
         openblas_set_num_threads(s->threads);
-    const blasb_family *fam = family(k->node->op);
     ntp_status st =
         fam ? fam->prepare(ctx, k, nd)
             : ntp__blas_error(ctx, k, NTP_STATUS_INTERNAL, "not an op this backend runs");

@@ -20,6 +20,8 @@
  *            (SGEMV at batch 1) per step, followed by the cell update.
  *   attention  the q/k/v projections of all rows as one SGEMM, per head
  *            SGEMMs for scores and context, one SGEMM for the output.
+ *   kv_attention, lm_head  the reference kernels with their products on
+ *            SGEMM (decoder.c); rmsnorm, rope and argmax their loops.
  *
  * Where im2col and col2im have their own pass over all images they are
  * sub-steps with rows of their own (":im2col", ":col2im"), so a report shows
@@ -95,6 +97,11 @@ ntp_status ntp__blas_dense_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_nod
 bool ntp__blas_rnn_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__blas_rnn_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *nd);
 ntp_status ntp__blas_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd);
+
+/* rmsnorm, rope, kv_attention, lm_head, argmax (decoder.c) */
+bool ntp__blas_decoder_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__blas_decoder_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *nd);
+ntp_status ntp__blas_decoder_run(ntp_ctx *ctx, const ntp_kargs *k, const blasb_node *nd, int step);
 
 bool ntp__blas_eltwise_supports(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__blas_eltwise_prepare(ntp_ctx *ctx, const ntp_kargs *k, blasb_node *nd);

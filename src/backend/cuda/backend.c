@@ -1,8 +1,8 @@
 /* The CUDA backend's method table (docs/gpu.md): the device probe, the
  * backend-wide state (stream, cuDNN and cuBLAS handles, events), prepare
  * and execute with their host<->device sub-steps, event timing, and graph
- * replay. The layer families are in conv.c, dense.c, rnn.c and misc.c;
- * device memory in mem.c; the kernels in kernels.cu. */
+ * replay. The layer families are in conv.c, dense.c, rnn.c, misc.c and
+ * decoder.c; device memory in mem.c; the kernels in kernels.cu. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,12 +126,22 @@ static bool cuda_available(char *why, size_t len)
 
 /* Which family's file runs an op: misc.c (0) for every op not named here,
  * which decides by its own table what it runs. */
-typedef enum cudab_family { CUDAB_MISC, CUDAB_CONV, CUDAB_DENSE, CUDAB_RNN } cudab_family;
+typedef enum cudab_family {
+    CUDAB_MISC,
+    CUDAB_CONV,
+    CUDAB_DENSE,
+    CUDAB_RNN,
+    CUDAB_DECODER
+} cudab_family;
 
 static const cudab_family families[NTP_OP_COUNT] = {
-    [NTP_OP_CONV] = CUDAB_CONV,    [NTP_OP_DECONV] = CUDAB_CONV,     [NTP_OP_FC] = CUDAB_DENSE,
-    [NTP_OP_MATMUL] = CUDAB_DENSE, [NTP_OP_ATTENTION] = CUDAB_DENSE, [NTP_OP_LSTM] = CUDAB_RNN,
-    [NTP_OP_GRU] = CUDAB_RNN,      [NTP_OP_RNN] = CUDAB_RNN,
+    [NTP_OP_CONV] = CUDAB_CONV,       [NTP_OP_DECONV] = CUDAB_CONV,
+    [NTP_OP_FC] = CUDAB_DENSE,        [NTP_OP_MATMUL] = CUDAB_DENSE,
+    [NTP_OP_ATTENTION] = CUDAB_DENSE, [NTP_OP_LSTM] = CUDAB_RNN,
+    [NTP_OP_GRU] = CUDAB_RNN,         [NTP_OP_RNN] = CUDAB_RNN,
+    [NTP_OP_LM_HEAD] = CUDAB_DENSE,   [NTP_OP_RMSNORM] = CUDAB_DECODER,
+    [NTP_OP_ROPE] = CUDAB_DECODER,    [NTP_OP_KV_ATTENTION] = CUDAB_DECODER,
+    [NTP_OP_ARGMAX] = CUDAB_DECODER,
 };
 
 static cudab_family family(ntp_op op)
@@ -150,9 +160,13 @@ static bool cuda_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
         return false;
     if (!cuda_available(NULL, 0))
         return false;
+    /* Data is a float type; an embedding's indices and the decoder ops'
+     * (rope's positions, kv_attention's padding mask) are checked by their
+     * family. */
     for (int i = 0; i < n->n_in; i++) {
         ntp_dtype t = ntp__cin(g, n, i)->dtype;
-        if (!ntp__cuda_float_type(t) && n->op != NTP_OP_EMBEDDING)
+        if (!ntp__cuda_float_type(t) && n->op != NTP_OP_EMBEDDING &&
+            !(family(n->op) == CUDAB_DECODER && i > 0))
             return false;
     }
     switch (family(n->op)) {
@@ -160,6 +174,7 @@ static bool cuda_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p)
     case CUDAB_DENSE: return ntp__cuda_dense_supports(g, n);
     case CUDAB_RNN: return ntp__cuda_rnn_supports(g, n, p);
     case CUDAB_MISC: return ntp__cuda_misc_supports(g, n, p);
+    case CUDAB_DECODER: return ntp__cuda_decoder_supports(g, n);
     }
     return false;
 }
@@ -361,6 +376,7 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
         case CUDAB_DENSE: st = ntp__cuda_dense_prepare(ctx, s, k, nd); break;
         case CUDAB_RNN: st = ntp__cuda_rnn_prepare(ctx, s, k, nd); break;
         case CUDAB_MISC: st = ntp__cuda_misc_prepare(ctx, s, k, nd); break;
+        case CUDAB_DECODER: st = ntp__cuda_decoder_prepare(ctx, s, k, nd); break;
         }
     }
     if (!st && k->n_fused > 0) {
@@ -377,7 +393,7 @@ static ntp_status cuda_prepare(ntp_ctx *ctx, void *state, ntp_kargs *k, void **n
     /* Sub-steps: copies in, the layer, copies out. */
     bool h2d = false, d2h = false;
     const ntp_node *tail = k->n_fused > 0 ? k->fused[k->n_fused - 1] : k->node;
-    nd->replay_ok = true;
+    nd->replay_ok = !nd->host_state;
     for (int i = 0; i < k->n_in; i++)
         if (nd->in[i].staged) {
             h2d = true;

@@ -98,8 +98,9 @@ typedef struct cudab_node {
     size_t ws; /* device workspace bytes */
     /* Sub-steps: [h2d], main, [d2h]. */
     int n_steps, main_step, h2d_step, d2h_step;
-    bool replay_ok; /* may run inside a captured graph */
-    bool pinned;    /* its host buffers are page-locked */
+    bool replay_ok;  /* may run inside a captured graph */
+    bool host_state; /* set by prepare: its run does host work (never replayed) */
+    bool pinned;     /* its host buffers are page-locked */
     char impl[96];
     cudab_run_fn run;
     cudab_free_fn free_priv;
@@ -218,6 +219,10 @@ ntp_status ntp__cuda_rnn_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cud
 /* The ONNX gate that feeds cuDNN's linear layer `lin` (0 .. gates-1) of
  * an LSTM (i,o,f,c -> i,f,c,o) or GRU (z,r,h -> r,z,h); identity for rnn. */
 int ntp__cuda_rnn_onnx_gate(ntp_op op, int lin);
+
+/* rmsnorm, rope, kv_attention, argmax (decoder.c) */
+bool ntp__cuda_decoder_supports(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__cuda_decoder_prepare(ntp_ctx *ctx, cudab_state *s, ntp_kargs *k, cudab_node *nd);
 
 /* pooling, norms, activations, softmax, binary, data movement, embedding */
 bool ntp__cuda_misc_supports(const ntp_graph *g, const ntp_node *n, ntp_dtype p);

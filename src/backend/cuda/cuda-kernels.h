@@ -4,7 +4,7 @@
  * layers and tensor arithmetic; these few kernels cover what they lack or
  * restrict (GELU, hard-swish and the other activations, layer normalisation,
  * numpy broadcasting where neither operand has the output's shape, gathers,
- * padding, permutations, bf16 everywhere) and the epilogue that applies a
+ * padding, permutations, bf16 everywhere, the decoder ops) and the epilogue that applies a
  * layer's bias, a batch normalisation folded to a per-channel affine, and
  * the layers folded into a group (--fuse) in one pass.
  *
@@ -141,6 +141,57 @@ int ntp__cudak_pool(void *stream, cudak_type t, const cudak_pool *g, const void 
  * types have the same size). */
 int ntp__cudak_convert(void *stream, cudak_type from, cudak_type to, const void *x, void *y,
                        int64_t n);
+
+/* --- decoder ops (docs/decoders.md; the reference kernels' arithmetic) --- */
+
+/* y = x / sqrt(mean(x²) + eps) · scale over rows of D (scale f32 [D]). */
+int ntp__cudak_rmsnorm(void *stream, cudak_type t, const void *x, void *y, int64_t rows, int64_t D,
+                       const float *scale, float eps);
+
+/* Rotary embedding, "rotate half" form, of rows of C = heads · hd values at
+ * positions pos[row] (i32, or i64 when pos64); angles in double. */
+int ntp__cudak_rope(void *stream, cudak_type t, const void *x, const void *pos, int pos64, void *y,
+                    int64_t rows, int64_t C, int64_t hd, double theta);
+
+/* y[r] = the index of the first largest of row r (C values); a NaN never
+ * wins over a number. */
+int ntp__cudak_argmax(void *stream, cudak_type t, const void *x, int32_t *y, int64_t rows,
+                      int64_t C);
+
+/* The key/value cache's element type on the device. */
+typedef enum cudak_cache {
+    CUDAK_CACHE_F32,
+    CUDAK_CACHE_F16,
+    CUDAK_CACHE_BF16,
+    CUDAK_CACHE_I8
+} cudak_cache;
+
+/* One kv_attention pass: S new queries [N, S, H·hd] after `past` cached
+ * positions; k and v [N, KVH, L, hd] in type ct (NULL: no cache, the keys
+ * and values are the pass's own [N, S, KVH·hd] and L is S), ks and vs the
+ * i8 rows' scales [N, KVH, L]; mask [N, S] (i32, or i64 when mask64) or
+ * NULL; keep [N, L], the positions that hold a token, kept with a cache
+ * and a mask. */
+typedef struct cudak_kv {
+    int64_t N, S, H, KVH, hd, L, past;
+    cudak_cache ct;
+    void *k, *v;
+    float *ks, *vs;
+    uint8_t *keep;
+    const void *mask;
+    int mask64;
+    float scale; /* 1 / sqrt(hd) */
+} cudak_kv;
+
+/* Write the pass's keys and values (type t) into the cache at positions
+ * past .. past+S-1 (i8: a scale per row), and the mask's flags into keep. */
+int ntp__cudak_kv_append(void *stream, cudak_type t, const void *kin, const void *vin,
+                         const cudak_kv *g);
+
+/* y [N, S, H·hd] = causal, grouped-query attention; scores is a workspace
+ * of N·H·S·(past + S) floats. */
+int ntp__cudak_kv_attention(void *stream, cudak_type t, const void *q, const void *kin,
+                            const void *vin, const cudak_kv *g, float *scores, void *y);
 
 /* Can this device run the kernels of this build? 0 when it can, else the
  * cudaError_t (cudaErrorNoKernelImageForDevice on an architecture the

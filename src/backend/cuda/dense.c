@@ -34,6 +34,7 @@ typedef enum { D_NONE, D_FC, D_MATMUL, D_ATTN } dense_kind;
 
 static const dense_kind dense_kinds[NTP_OP_COUNT] = {
     [NTP_OP_FC] = D_FC,
+    [NTP_OP_LM_HEAD] = D_FC, /* x·Wᵀ of vocab units, no bias (docs/decoders.md) */
     [NTP_OP_MATMUL] = D_MATMUL,
     [NTP_OP_ATTENTION] = D_ATTN,
 };

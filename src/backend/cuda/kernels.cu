@@ -548,3 +548,322 @@ extern "C" int ntp__cudak_probe(void)
     cudaFuncAttributes attr;
     return (int)cudaFuncGetAttributes(&attr, (const void *)epilogue_k<float>);
 }
+
+/* --- decoder ops (docs/decoders.md) ----------------------------------------------------
+ *
+ * The reference kernels' arithmetic (ref-decoder.c), one block per row or
+ * per query: rmsnorm's sum of squares and rope's angles as the reference
+ * computes them (angles and their sines in double), kv_attention's scores
+ * in f32 with the softmax's maximum and sum over the block. */
+
+namespace {
+
+/* The cache's element c of a row with scale sc (i8), widened to f32. */
+__device__ float ld_cache(cudak_cache ct, const void *p, int64_t i, float sc)
+{
+    switch (ct) {
+    case CUDAK_CACHE_F16: return __half2float(((const __half *)p)[i]);
+    case CUDAK_CACHE_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case CUDAK_CACHE_I8: return (float)((const int8_t *)p)[i] * sc;
+    case CUDAK_CACHE_F32: break;
+    }
+    return ((const float *)p)[i];
+}
+
+__device__ bool mask_at(const void *m, int mask64, int64_t i)
+{
+    return mask64 ? ((const int64_t *)m)[i] != 0 : ((const int32_t *)m)[i] != 0;
+}
+
+template <typename T>
+__global__ void rmsnorm_k(const T *x, T *y, int64_t D, const float *scale, float eps)
+{
+    const T *xr = x + (int64_t)blockIdx.x * D;
+    T *yr = y + (int64_t)blockIdx.x * D;
+    float s = 0.0f;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+        float v = io<T>::ld(xr, i);
+        s += v * v;
+    }
+    float inv = rsqrtf(block_reduce(s, false) / (float)D + eps);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+        io<T>::st(yr, i, io<T>::ld(xr, i) * inv * scale[i]);
+}
+
+/* One thread per (row, head, i < hd/2): the pair (i, i + hd/2) turns by
+ * pos · theta^(-2i/hd). */
+template <typename T>
+__global__ void rope_k(const T *x, const void *pos, int pos64, T *y, int64_t rows, int64_t C,
+                       int64_t hd, double theta)
+{
+    int64_t half = hd / 2, n = rows * (C / 2);
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = e / (C / 2), rest = e % (C / 2), h0 = (rest / half) * hd, i = rest % half;
+        double p = pos64 ? (double)((const int64_t *)pos)[r] : (double)((const int32_t *)pos)[r];
+        double ang = p * pow(theta, -2.0 * (double)i / (double)hd);
+        double c = cos(ang), s = sin(ang);
+        int64_t a = r * C + h0 + i, b = a + half;
+        double x1 = io<T>::ld(x, a), x2 = io<T>::ld(x, b);
+        io<T>::st(y, a, (float)(x1 * c - x2 * s));
+        io<T>::st(y, b, (float)(x2 * c + x1 * s));
+    }
+}
+
+/* The first largest of a row; a NaN never wins over a number. */
+__device__ bool argmax_better(float v, int64_t i, float bv, int64_t bi)
+{
+    if (bi < 0)
+        return i >= 0;
+    if (i < 0)
+        return false;
+    if (isnan(bv) != isnan(v))
+        return isnan(bv);
+    if (!isnan(v) && v != bv)
+        return v > bv;
+    return i < bi;
+}
+
+template <typename T> __global__ void argmax_k(const T *x, int32_t *y, int64_t C)
+{
+    __shared__ float sv[kThreads];
+    __shared__ int64_t si[kThreads];
+    const T *xr = x + (int64_t)blockIdx.x * C;
+    float bv = 0.0f;
+    int64_t bi = -1;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+        float v = io<T>::ld(xr, j);
+        if (argmax_better(v, j, bv, bi)) {
+            bv = v;
+            bi = j;
+        }
+    }
+    sv[threadIdx.x] = bv;
+    si[threadIdx.x] = bi;
+    __syncthreads();
+    for (unsigned o = blockDim.x / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o && argmax_better(sv[threadIdx.x + o], si[threadIdx.x + o],
+                                             sv[threadIdx.x], si[threadIdx.x])) {
+            sv[threadIdx.x] = sv[threadIdx.x + o];
+            si[threadIdx.x] = si[threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        y[blockIdx.x] = (int32_t)(si[0] < 0 ? 0 : si[0]);
+}
+
+/* One block per new row (sequence n, kv head g, token t): its keys and
+ * values converted into the cache at position past + t (i8: the row's
+ * scale max|x| / 127 over its finite values, 1 for a row of zeros, then
+ * round-half-even(x / s) in [-127, 127] with the division in double, as
+ * ntp__quantize_i8), and with a padding mask the position's flag. */
+template <typename T> __global__ void kv_append_k(const T *kin, const T *vin, cudak_kv g)
+{
+    int64_t row = blockIdx.x, t = row % g.S, nk = row / g.S, kh = nk % g.KVH, n = nk / g.KVH;
+    int64_t src = (n * g.S + t) * g.KVH * g.hd + kh * g.hd;
+    int64_t crow = (n * g.KVH + kh) * g.L + g.past + t, dst = crow * g.hd;
+    for (int side = 0; side < 2; side++) {
+        const T *x = side ? vin : kin;
+        void *c = side ? g.v : g.k;
+        if (g.ct == CUDAK_CACHE_I8) {
+            float m = 0.0f;
+            for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x) {
+                float a = fabsf(io<T>::ld(x, src + d));
+                if (isfinite(a))
+                    m = fmaxf(m, a);
+            }
+            m = block_reduce(m, true);
+            float sc = m > 0.0f ? m / 127.0f : 1.0f;
+            for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x) {
+                float v = io<T>::ld(x, src + d);
+                double q = isnan(v) ? 0.0 : rint((double)v / (double)sc);
+                q = q > 127.0 ? 127.0 : q < -127.0 ? -127.0 : q;
+                ((int8_t *)c)[dst + d] = (int8_t)q;
+            }
+            if (threadIdx.x == 0)
+                (side ? g.vs : g.ks)[crow] = sc;
+            continue;
+        }
+        for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x) {
+            float v = io<T>::ld(x, src + d);
+            if (g.ct == CUDAK_CACHE_F32)
+                ((float *)c)[dst + d] = v;
+            else if (g.ct == CUDAK_CACHE_F16)
+                ((__half *)c)[dst + d] = __float2half_rn(v);
+            else
+                ((__nv_bfloat16 *)c)[dst + d] = __float2bfloat16_rn(v);
+        }
+    }
+    if (g.keep && g.mask && kh == 0 && threadIdx.x == 0)
+        g.keep[n * g.L + g.past + t] = mask_at(g.mask, g.mask64, n * g.S + t) ? 1 : 0;
+}
+
+/* One block per query (sequence n, head h, new token i): it sees keys
+ * 0 .. past + i (and, with a padding mask, only those that hold a token),
+ * from the cache when there is one, else from the pass's own k and v.
+ * The scores go to the row's slice of `scores` (past + S floats), then the
+ * softmax, then y = P·V. A query that sees no key gets 0. The query is
+ * staged in shared memory (hd floats). */
+template <typename T>
+__global__ void kv_attention_k(const T *q, const T *kin, const T *vin, cudak_kv g, float *scores,
+                               T *y)
+{
+    extern __shared__ float qs[];
+    int64_t b = blockIdx.x, i = b % g.S, nh = b / g.S, h = nh % g.H, n = nh / g.H;
+    int64_t kh = h / (g.H / g.KVH), ctx = g.past + i + 1, span = g.past + g.S;
+    const T *qr = q + (n * g.S + i) * g.H * g.hd + h * g.hd;
+    float *p = scores + b * span;
+    for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x)
+        qs[d] = io<T>::ld(qr, d);
+    __syncthreads();
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < ctx; j += blockDim.x) {
+        bool kept = true;
+        if (g.mask)
+            kept = g.keep ? g.keep[n * g.L + j] != 0 : mask_at(g.mask, g.mask64, n * g.S + j);
+        float s = -INFINITY;
+        if (kept) {
+            float acc = 0.0f;
+            if (g.k) {
+                int64_t row = (n * g.KVH + kh) * g.L + j;
+                float sc = g.ks ? g.ks[row] : 1.0f;
+                for (int64_t d = 0; d < g.hd; d++)
+                    acc += qs[d] * ld_cache(g.ct, g.k, row * g.hd + d, sc);
+            } else {
+                const T *kr = kin + (n * g.S + j) * g.KVH * g.hd + kh * g.hd;
+                for (int64_t d = 0; d < g.hd; d++)
+                    acc += qs[d] * io<T>::ld(kr, d);
+            }
+            s = acc * g.scale;
+        }
+        p[j] = s;
+        m = fmaxf(m, s);
+    }
+    m = block_reduce(m, true);
+    T *yr = y + (n * g.S + i) * g.H * g.hd + h * g.hd;
+    if (m == -INFINITY) { /* no key to see (left padding): 0 */
+        for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x)
+            io<T>::st(yr, d, 0.0f);
+        return;
+    }
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < ctx; j += blockDim.x) {
+        float e = expf(p[j] - m);
+        p[j] = e;
+        sum += e;
+    }
+    sum = block_reduce(sum, false); /* its barriers also publish p[] to the block */
+    float inv = 1.0f / sum;
+    for (int64_t d = threadIdx.x; d < g.hd; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < ctx; j++) {
+            float v;
+            if (g.v) {
+                int64_t row = (n * g.KVH + kh) * g.L + j;
+                v = ld_cache(g.ct, g.v, row * g.hd + d, g.vs ? g.vs[row] : 1.0f);
+            } else {
+                v = io<T>::ld(vin, (n * g.S + j) * g.KVH * g.hd + kh * g.hd + d);
+            }
+            acc += p[j] * v;
+        }
+        io<T>::st(yr, d, acc * inv);
+    }
+}
+
+template <typename T>
+int launch_rmsnorm(cudaStream_t s, const void *x, void *y, int64_t rows, int64_t D,
+                   const float *scale, float eps)
+{
+    rmsnorm_k<T><<<(unsigned)rows, kThreads, 0, s>>>((const T *)x, (T *)y, D, scale, eps);
+    return last_error();
+}
+
+template <typename T>
+int launch_rope(cudaStream_t s, const void *x, const void *pos, int pos64, void *y, int64_t rows,
+                int64_t C, int64_t hd, double theta)
+{
+    rope_k<T><<<blocks_for(rows * (C / 2)), kThreads, 0, s>>>((const T *)x, pos, pos64, (T *)y,
+                                                              rows, C, hd, theta);
+    return last_error();
+}
+
+template <typename T>
+int launch_argmax(cudaStream_t s, const void *x, int32_t *y, int64_t rows, int64_t C)
+{
+    argmax_k<T><<<(unsigned)rows, kThreads, 0, s>>>((const T *)x, y, C);
+    return last_error();
+}
+
+template <typename T>
+int launch_kv_append(cudaStream_t s, const void *kin, const void *vin, const cudak_kv *g)
+{
+    kv_append_k<T>
+        <<<(unsigned)(g->N * g->KVH * g->S), 64, 0, s>>>((const T *)kin, (const T *)vin, *g);
+    return last_error();
+}
+
+template <typename T>
+int launch_kv_attention(cudaStream_t s, const void *q, const void *kin, const void *vin,
+                        const cudak_kv *g, float *scores, void *y)
+{
+    kv_attention_k<T><<<(unsigned)(g->N * g->H * g->S), 128, (size_t)g->hd * sizeof(float), s>>>(
+        (const T *)q, (const T *)kin, (const T *)vin, *g, scores, (T *)y);
+    return last_error();
+}
+
+} // namespace
+
+extern "C" int ntp__cudak_rmsnorm(void *stream, cudak_type t, const void *x, void *y, int64_t rows,
+                                  int64_t D, const float *scale, float eps)
+{
+    if (rows <= 0 || D <= 0)
+        return 0;
+    if (rows > 0x7fffffff)
+        return (int)cudaErrorInvalidConfiguration;
+    return NTP_CUDAK_DISPATCH(t, launch_rmsnorm, (cudaStream_t)stream, x, y, rows, D, scale, eps);
+}
+
+extern "C" int ntp__cudak_rope(void *stream, cudak_type t, const void *x, const void *pos,
+                               int pos64, void *y, int64_t rows, int64_t C, int64_t hd,
+                               double theta)
+{
+    if (rows <= 0 || C <= 0)
+        return 0;
+    if (hd < 2 || hd % 2 || C % hd)
+        return (int)cudaErrorInvalidValue;
+    return NTP_CUDAK_DISPATCH(t, launch_rope, (cudaStream_t)stream, x, pos, pos64, y, rows, C, hd,
+                              theta);
+}
+
+extern "C" int ntp__cudak_argmax(void *stream, cudak_type t, const void *x, int32_t *y,
+                                 int64_t rows, int64_t C)
+{
+    if (rows <= 0 || C <= 0)
+        return 0;
+    if (rows > 0x7fffffff)
+        return (int)cudaErrorInvalidConfiguration;
+    return NTP_CUDAK_DISPATCH(t, launch_argmax, (cudaStream_t)stream, x, y, rows, C);
+}
+
+extern "C" int ntp__cudak_kv_append(void *stream, cudak_type t, const void *kin, const void *vin,
+                                    const cudak_kv *g)
+{
+    if (!g->k || g->N * g->KVH * g->S <= 0)
+        return 0;
+    if (g->N * g->KVH * g->S > 0x7fffffff)
+        return (int)cudaErrorInvalidConfiguration;
+    return NTP_CUDAK_DISPATCH(t, launch_kv_append, (cudaStream_t)stream, kin, vin, g);
+}
+
+extern "C" int ntp__cudak_kv_attention(void *stream, cudak_type t, const void *q, const void *kin,
+                                       const void *vin, const cudak_kv *g, float *scores, void *y)
+{
+    if (g->N * g->H * g->S <= 0)
+        return 0;
+    if (g->N * g->H * g->S > 0x7fffffff || g->hd * (int64_t)sizeof(float) > 48 * 1024 ||
+        g->H % g->KVH)
+        return (int)cudaErrorInvalidConfiguration;
+    return NTP_CUDAK_DISPATCH(t, launch_kv_attention, (cudaStream_t)stream, q, kin, vin, g, scores,
+                              y);
+}

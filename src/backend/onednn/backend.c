@@ -30,15 +30,19 @@ static bool lm_head_supports(const ntp_graph *g, const ntp_node *n)
     return ntp__dnnl_matmul_supports(g, n) && n->precision == NTP_DTYPE_F32;
 }
 
-/* The decoder's attention over its KV cache and RMSNorm, at f32 only. */
+/* The decoder's attention over its KV cache and RMSNorm, at f32 and bf16:
+ * at bf16 their inputs are reordered to f32 and their output back, the
+ * primitives between at f32 (kv-attention.c). */
 static bool kv_attention_supports(const ntp_graph *g, const ntp_node *n)
 {
-    return ntp__dnnl_kv_attention_supports(g, n) && n->precision == NTP_DTYPE_F32;
+    return ntp__dnnl_kv_attention_supports(g, n) &&
+           (n->precision == NTP_DTYPE_F32 || n->precision == NTP_DTYPE_BF16);
 }
 
 static bool rmsnorm_supports(const ntp_graph *g, const ntp_node *n)
 {
-    return ntp__dnnl_rmsnorm_supports(g, n) && n->precision == NTP_DTYPE_F32;
+    return ntp__dnnl_rmsnorm_supports(g, n) &&
+           (n->precision == NTP_DTYPE_F32 || n->precision == NTP_DTYPE_BF16);
 }
 
 /* The element-wise layers, and the build of a layer of no family. */

@@ -1,6 +1,10 @@
 /* kv_attention (docs/decoders.md) on oneDNN at f32: causal attention of S
  * new queries over a key/value cache, grouped-query heads, an optional
- * padding mask. The steps, one row in reports:
+ * padding mask. At bf16 (--precision bf16) the same steps run at f32
+ * between a reorder of each input to f32 (oneDNN reorders, rows of their
+ * own) and one of the output back to bf16, as oneDNN's own normalisations
+ * compute bf16 data in f32; the cache keeps its own type (--kv-dtype).
+ * The steps, one row in reports:
  *
  *   ":append"   host: the new keys and values written into the cache at
  *               positions len .. len+S-1 (converted to its type; i8 with a
@@ -269,8 +273,9 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
 {
     ntp_kargs *k = b->k;
     const ntp_node *node = b->n;
-    if ((k->n_in != 3 && k->n_in != 4) || k->n_out != 1 || b->cdt != dnnl_f32)
-        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "kv_attention runs at f32 only");
+    if ((k->n_in != 3 && k->n_in != 4) || k->n_out != 1 ||
+        (b->cdt != dnnl_f32 && b->cdt != dnnl_bf16))
+        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "kv_attention runs at f32 and bf16 only");
     const ntp_shape *qs = &k->in[0].shape, *ks = &k->in[1].shape;
     int64_t N = qs->dim[0], S = qs->dim[1], H = node->a.heads;
     int64_t KVH = node->a.kv_heads > 0 ? node->a.kv_heads : H;
@@ -421,9 +426,9 @@ ntp_status ntp__dnnl_kv_attention_build(odnn_build *b)
     return NTP_STATUS_OK;
 }
 
-/* rmsnorm (docs/decoders.md) at f32, from oneDNN pieces (2.6 has no RMS
- * normalisation): s = x² (eltwise square), r = (mean(s) + eps)^-1/2 (a
- * mean reduction over the last dim with linear and pow post-ops), y = x · r
+/* rmsnorm (docs/decoders.md) at f32 (bf16: between reorders, as
+ * kv_attention), from oneDNN pieces (2.6 has no RMS normalisation): s = x² (eltwise square), r =
+ * (mean(s) + eps)^-1/2 (a mean reduction over the last dim with linear and pow post-ops), y = x · r
  * · scale (a binary mul broadcast over the rows with the scale as a binary
  * mul post-op). The reference kernel sums in double; these in f32. */
 bool ntp__dnnl_rmsnorm_supports(const ntp_graph *g, const ntp_node *n)
@@ -435,8 +440,8 @@ bool ntp__dnnl_rmsnorm_supports(const ntp_graph *g, const ntp_node *n)
 ntp_status ntp__dnnl_rmsnorm_build(odnn_build *b)
 {
     ntp_kargs *k = b->k;
-    if (k->n_in != 1 || k->n_out != 1 || k->n_w != 1 || b->cdt != dnnl_f32)
-        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "rmsnorm runs at f32 only");
+    if (k->n_in != 1 || k->n_out != 1 || k->n_w != 1 || (b->cdt != dnnl_f32 && b->cdt != dnnl_bf16))
+        return ntp__dnnl_fail(b, NTP_STATUS_UNSUPPORTED, "rmsnorm runs at f32 and bf16 only");
     const ntp_shape *xs = &k->in[0].shape;
     int64_t D = xs->dim[xs->ndim - 1], rows = ntp_shape_numel(xs) / D;
     if (ntp_shape_numel(&k->w[0].shape) != D || ntp_shape_numel(&k->out[0].shape) != rows * D)

@@ -175,7 +175,7 @@ static bool mask_keeps(const ntp_buf *m, int64_t t)
                                      : ((const int64_t *)m->data)[t] != 0;
 }
 
-static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
+static ntp_status kv_attention_on(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
 {
     /* The padding mask, when there is one, is checked here; the rest as
      * ever (f32). */
@@ -267,7 +267,7 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
             }
             for (int64_t h = kh * group; h < (kh + 1) * group; h++) {
                 const float *Q = q + n * g.S * qrow + h * hd;
-                ntp__ref_gemm(false, true, g.S, L, hd, scale, Q, qrow, K, ld, 0.0f, P, L);
+                gemm(false, true, g.S, L, hd, scale, Q, qrow, K, ld, 0.0f, P, L);
                 for (int64_t i = 0; i < g.S; i++) {
                     for (int64_t j = past + i + 1; j < L; j++)
                         P[i * L + j] = -INFINITY;
@@ -287,14 +287,14 @@ static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
                     else /* a query with no token to see (left padding): 0 */
                         memset(P + i * L, 0, (size_t)L * sizeof *P);
                 }
-                ntp__ref_gemm(false, false, g.S, hd, L, 1.0f, P, L, V, ld, 0.0f,
-                              Y + n * g.S * qrow + h * hd, qrow);
+                gemm(false, false, g.S, hd, L, 1.0f, P, L, V, ld, 0.0f, Y + n * g.S * qrow + h * hd,
+                     qrow);
             }
         }
     return NTP_STATUS_OK;
 }
 
-static ntp_status lm_head(ntp_ctx *ctx, const ntp_kargs *k)
+static ntp_status lm_head_on(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
 {
     ntp_status st = ntp__ref_expect(ctx, k, 1, 1, 1, 1);
     if (st)
@@ -306,8 +306,7 @@ static ntp_status lm_head(ntp_ctx *ctx, const ntp_kargs *k)
         return st;
     if (ntp_shape_numel(&k->out[0].shape) != rows * V)
         return bad_shape(ctx, k, "output is not [..., vocab]");
-    ntp__ref_gemm(false, true, rows, V, D, 1.0f, k->in[0].data, D, k->w[0].data, D, 0.0f,
-                  k->out[0].data, V);
+    gemm(false, true, rows, V, D, 1.0f, k->in[0].data, D, k->w[0].data, D, 0.0f, k->out[0].data, V);
     return NTP_STATUS_OK;
 }
 
@@ -332,6 +331,16 @@ static ntp_status argmax(ntp_ctx *ctx, const ntp_kargs *k)
     return NTP_STATUS_OK;
 }
 
+static ntp_status kv_attention(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return kv_attention_on(ctx, k, ntp__ref_gemm);
+}
+
+static ntp_status lm_head(ntp_ctx *ctx, const ntp_kargs *k)
+{
+    return lm_head_on(ctx, k, ntp__ref_gemm);
+}
+
 ntp_status ntp__ref_decoder(ntp_ctx *ctx, const ntp_kargs *k)
 {
     static const ntp_ref_kernel_fn kernels[NTP_OP_COUNT] = {
@@ -339,4 +348,13 @@ ntp_status ntp__ref_decoder(ntp_ctx *ctx, const ntp_kargs *k)
         [NTP_OP_LM_HEAD] = lm_head, [NTP_OP_ARGMAX] = argmax,
     };
     return ntp__ref_dispatch(ctx, k, kernels, "decoder");
+}
+
+ntp_status ntp__ref_decoder_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm)
+{
+    if (k->node->op == NTP_OP_KV_ATTENTION)
+        return kv_attention_on(ctx, k, gemm);
+    if (k->node->op == NTP_OP_LM_HEAD)
+        return lm_head_on(ctx, k, gemm);
+    return ntp__ref_decoder(ctx, k);
 }

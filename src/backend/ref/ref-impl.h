@@ -173,6 +173,9 @@ size_t ntp__ref_attention_workspace(const ntp_kargs *k);
 /* ref-decoder.c: rmsnorm, rope, kv_attention, lm_head, argmax. */
 ntp_status ntp__ref_decoder(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_decoder_workspace(const ntp_kargs *k);
+/* ntp__ref_decoder with kv_attention's and lm_head's products on gemm (a
+ * backend's own: blas runs these kernels on SGEMM). */
+ntp_status ntp__ref_decoder_run(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm);
 
 /* Size helpers for workspaces: a * b floats in bytes, SIZE_MAX on overflow
  * or a negative factor. */

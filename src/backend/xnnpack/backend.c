@@ -58,6 +58,7 @@ typedef enum probe_kind {
 
 static const probe_kind probes[NTP_OP_COUNT] = {
     [NTP_OP_FC] = PROBE_FC,
+    [NTP_OP_LM_HEAD] = PROBE_FC,
     [NTP_OP_CONV] = PROBE_CONV,
     [NTP_OP_BATCHNORM] = PROBE_BATCHNORM,
     [NTP_OP_DECONV] = PROBE_DECONV,
@@ -161,6 +162,7 @@ static const xnnb_family families[NTP_OP_COUNT] = {
     [NTP_OP_CONV] = XF_CONV,
     [NTP_OP_DECONV] = XF_CONV,
     [NTP_OP_FC] = XF_FC,
+    [NTP_OP_LM_HEAD] = XF_FC, /* an fc of vocab units, no bias */
     [NTP_OP_MAXPOOL] = XF_POOL,
     [NTP_OP_AVGPOOL] = XF_POOL,
     [NTP_OP_GLOBAL_MAXPOOL] = XF_POOL,
@@ -198,6 +200,8 @@ static bool family_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case XF_NONE:
         /* Not in this snapshot: matmul, recurrent layers, attention,
          * layernorm, tanh, gelu, silu, concat, split, transpose, embedding,
+         * the decoder ops but lm_head (no RMS normalisation, rotary
+         * embedding, attention or argmax operator in Debian's XNNPACK),
          * reflect/edge padding, 3-d layers, the ONNX ops other than the
          * ones above, and the inlays. */
         return false;

@@ -86,11 +86,18 @@ bool ntp__xnn_conv_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     return get_cgeom(n, &ntp__cin(g, n, 0)->shape, &ntp__cout(g, n, 0)->shape, &c);
 }
 
+/* An fc's output units; an lm_head (docs/decoders.md) is an fc of `vocab`
+ * units without a bias, its weight [vocab, D] its own or the embedding's. */
+static int64_t fc_units(const ntp_node *n)
+{
+    return n->op == NTP_OP_LM_HEAD ? n->a.vocab : n->a.units;
+}
+
 bool ntp__xnn_fc_supports(const ntp_graph *g, const ntp_node *n, bool f16)
 {
     (void)f16;
     const ntp_shape *x = &ntp__cin(g, n, 0)->shape;
-    return n->n_in == 1 && n->n_w >= 1 && x->ndim >= 1 && n->a.units > 0;
+    return n->n_in == 1 && n->n_w >= 1 && x->ndim >= 1 && fc_units(n) > 0;
 }
 
 /* ONNX weights to XNNPACK's [G][Fg][kh][kw][Cg]. */
@@ -198,7 +205,7 @@ ntp_status ntp__xnn_fc_build(xnnb_build *b)
 {
     ntp_kargs *k = b->k;
     const ntp_shape *x = &k->in[0].shape;
-    int64_t K = x->dim[x->ndim - 1], units = b->n->a.units;
+    int64_t K = x->dim[x->ndim - 1], units = fc_units(b->n);
     int64_t rows = K > 0 ? ntp_shape_numel(x) / K : 0;
     if (ntp_shape_numel(&k->w[0].shape) != units * K ||
         ntp_shape_numel(&k->out[0].shape) != rows * units)
