@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "machine/predict-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/tmpdir.h"
 
@@ -586,6 +587,128 @@ static void test_predict_network_cache(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Corrections per implementation (docs/predict.md#implementations), worked
+ * by hand. fc under hand_calibration: 1 us + 2 x compute + 0.5 x memory.
+ * Samples (terms 1, compute, memory; time):
+ *   "a": (1, 1e-6, 0) model 3 us, ran 6 us; (1, 2e-6, 0) model 5, ran 10:
+ *        twice the model both times, scale 2;
+ *   "b": (1, 3e-6, 0) model 7 us, ran 28; (1, 1e-6, 0) model 3, ran 0.75:
+ *        x4 and x1/4, geometric mean 1;
+ *   "c": one sample, no correction;
+ *   norm (calibrated: 1 us + memory) ran only "x": one kernel, none. */
+static void test_impl_corrections(void **state)
+{
+    (void)state;
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_family_model *nm = &cal.family[NTP_PREDICT_FAMILY_NORM];
+    nm->calibrated = true;
+    nm->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+    nm->coef[NTP_PREDICT_TERM_MEMORY] = 1;
+    const double X[] = {1, 1e-6, 0,    1, 2e-6, 0, 1,    3e-6, 0, 1,   1e-6,
+                        0, 1,    4e-6, 0, 1,    0, 2e-6, 1,    0, 3e-6};
+    const double t[] = {6e-6, 10e-6, 28e-6, 0.75e-6, 20e-6, 5e-6, 9e-6};
+    const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_NORM,
+                                      NTP_PREDICT_FAMILY_NORM};
+    const char *const impl[] = {"a", "a", "b", "b", "c", "x", "x"};
+    ntp__calibrate_impl_corrections(X, t, fam, impl, 7, &cal);
+    assert_int_equal(cal.n_impls, 2);
+    assert_int_equal(cal.impls[0].family, NTP_PREDICT_FAMILY_FC);
+    assert_string_equal(cal.impls[0].impl, "a");
+    assert_int_equal(cal.impls[0].samples, 2);
+    assert_close(cal.impls[0].scale, 2, 1e-12);
+    assert_string_equal(cal.impls[1].impl, "b");
+    assert_close(cal.impls[1].scale, 1, 1e-12);
+
+    /* The reorder model and the corrections survive the history's JSON. */
+    cal.reorder.calibrated = true;
+    cal.reorder.samples = 9;
+    cal.reorder.coef[NTP_PREDICT_TERM_OVERHEAD] = 4e-6;
+    cal.reorder.coef[NTP_PREDICT_TERM_MEMORY] = 2.5;
+    json_t *j = ntp__calibration_json(&cal);
+    assert_non_null(j);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    assert_true(back.reorder.calibrated);
+    assert_int_equal(back.reorder.samples, 9);
+    assert_close(back.reorder.coef[NTP_PREDICT_TERM_OVERHEAD], 4e-6, 1e-12);
+    assert_close(back.reorder.coef[NTP_PREDICT_TERM_MEMORY], 2.5, 1e-12);
+    assert_int_equal(back.n_impls, 2);
+    assert_string_equal(back.impls[0].impl, "a");
+    assert_close(back.impls[0].scale, 2, 1e-12);
+    /* A reorder row takes the reorder model, a conversion the copy
+     * family's bandwidth: 4096 bytes sit in DRAM (L1 holds 1000). */
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder"), 1e3 * (4e-6 + 2.5 * 4096 / 10e9),
+                 1e-12);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "convert"), 1e3 * 4096 / 10e9, 1e-12);
+
+    /* Beside a run: small (fc) ran "ref" with a correction of 3, big ran a
+     * kernel without one. */
+    hand_calibration(&cal);
+    cal.n_impls = 1;
+    cal.impls[0].family = NTP_PREDICT_FAMILY_FC;
+    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref");
+    cal.impls[0].samples = 2;
+    cal.impls[0].scale = 3;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    /* No plan prepared: the kernels are unknown, nothing corrected. */
+    double ps = 1e-3 + 1e3 * (2 * 1088 / 10e9 + 0.5 * 960 / 100e9);
+    double pb = 1e-3 + 1e3 * (2 * 33792 / 10e9 + 0.5 * 21760 / 10e9);
+    assert_null(p->layers[0].impl);
+    assert_close(p->layers[0].predicted_ms, ps, 1e-12);
+    static const char *const names[] = {"small", "act", "big", "view"};
+    static const char *const impls[] = {"ref", "ref", "gemm:other", "ref"};
+    ntp_layer_result rows[4];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 4; i++) {
+        rows[i].name = names[i];
+        rows[i].kind = "layer";
+        rows[i].backend = "ref";
+        rows[i].impl = impls[i];
+        rows[i].time_ms.median = 0.01;
+    }
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = rows;
+    r.n_layers = 4;
+    r.end_to_end_ms.median = 0.05;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(rows[2].predicted_ms, pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    ntp_prediction_free(p);
+
+    /* The plan prepared (ntp_predict_opts.reorders): each layer names the
+     * kernel the reference backend runs it with ("ref"), and small takes
+     * the correction without a run. */
+    ntp_predict_opts o;
+    ntp_predict_opts_default(&o);
+    o.threads = 1;
+    assert_int_equal(ntp_predict_with(ctx, g, &cal, &o, &p), 0);
+    assert_non_null(p->layers[0].impl);
+    assert_string_equal(p->layers[0].impl, "ref");
+    assert_close(p->layers[0].correction, 3, 1e-12);
+    assert_close(p->layers[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(p->layers[2].predicted_ms, 3 * pb, 1e-12);
+    assert_close(p->total_ms, 3 * (ps + pb), 1e-12);
+    assert_int_equal(p->n_copies, 0);
+    /* Beside a run whose big ran another kernel: its correction undone. */
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(rows[2].predicted_ms, pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_apply_by_hand),
         cmocka_unit_test(test_predict_placed),
         cmocka_unit_test(test_predict_network_cache),
+        cmocka_unit_test(test_impl_corrections),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

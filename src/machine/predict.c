@@ -358,14 +358,36 @@ static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double
     return true;
 }
 
-double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes)
+/* A copy row's coefficients under cal: a layout change (kind "reorder")
+ * takes the reorder model fitted on the calibration's own reorder rows
+ * where there is one; otherwise, and for the engine's conversions, the
+ * copy family's (or the bandwidth alone). */
+static bool copy_coef(const ntp_calibration *cal, const char *kind, double *coef)
+{
+    if (kind && strcmp(kind, "reorder") == 0 && cal->reorder.calibrated) {
+        memcpy(coef, cal->reorder.coef, NTP_PREDICT_TERMS * sizeof *coef);
+        return true;
+    }
+    return family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef);
+}
+
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind)
 {
     double coef[NTP_PREDICT_TERMS], gbps;
     level_for(cal, bytes, &gbps);
-    if (!(gbps > 0) || bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef))
+    if (!(gbps > 0) || bytes <= 0 || !copy_coef(cal, kind, coef))
         return NAN;
     return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] +
                   coef[NTP_PREDICT_TERM_MEMORY] * (double)bytes / (gbps * 1e9));
+}
+
+void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x)
+{
+    double gbps;
+    level_for(cal, bytes, &gbps);
+    x[NTP_PREDICT_TERM_OVERHEAD] = 1;
+    x[NTP_PREDICT_TERM_COMPUTE] = 0;
+    x[NTP_PREDICT_TERM_MEMORY] = gbps > 0 ? (double)bytes / (gbps * 1e9) : 0;
 }
 
 void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
@@ -374,14 +396,24 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
     l->family = NTP_PREDICT_FAMILY_COPY;
     l->level = level_for(cal, l->bytes, &gbps);
     l->compute_ms = 0;
+    l->correction = 1;
     l->overhead_ms = l->memory_ms = l->predicted_ms = NAN;
-    if (!(gbps > 0) || l->bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef)) {
+    if (!(gbps > 0) || l->bytes <= 0 || !copy_coef(cal, l->kind, coef)) {
         snprintf(l->note, sizeof l->note, "n/a: a %s of unknown size", l->kind);
         return;
     }
     l->overhead_ms = 1e3 * coef[NTP_PREDICT_TERM_OVERHEAD];
     l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * (double)l->bytes / (gbps * 1e9);
     l->predicted_ms = l->overhead_ms + l->memory_ms;
+}
+
+double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl)
+{
+    for (int k = 0; impl && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, impl) == 0 &&
+            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
+            return cal->impls[k].scale;
+    return 1;
 }
 
 /* Layer i's time and terms under cal (l's level, terms and time); false
@@ -401,6 +433,41 @@ static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool ro
     if (roofline)
         l->predicted_ms = fmax(l->compute_ms, l->memory_ms);
     return true;
+}
+
+/* The calibration among p's of the backend `backend`; -1 for none. */
+static int cal_index(const ntp_prediction *p, const char *backend)
+{
+    for (int k = 0; backend && k < p->n_cals; k++)
+        if (strcmp(p->cals[k].backend, backend) == 0)
+            return k;
+    return -1;
+}
+
+/* Each layer whose implementation the prepared plan named (read_rows in
+ * predict-layout.c) takes its calibration's correction for it: the
+ * family's terms scaled by it, the total moved by the difference. */
+static void correct_for_impls(ntp_prediction *p)
+{
+    size_t nl = (size_t)p->n_layers;
+    for (int i = 0; i < p->n_layers; i++) {
+        ntp_layer_prediction *l = &p->layers[i];
+        int k = cal_index(p, l->backend);
+        if (!l->impl || k < 0 || p->roofline_only || !isfinite(l->predicted_ms) ||
+            l->family >= NTP_PREDICT_FAMILY_COUNT)
+            continue;
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl);
+        if (s == 1)
+            continue;
+        double was = l->predicted_ms;
+        l->correction = s;
+        l->predicted_ms *= s;
+        l->overhead_ms *= s;
+        l->compute_ms *= s;
+        l->memory_ms *= s;
+        p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
+        p->total_ms += l->predicted_ms - was;
+    }
 }
 
 void ntp_predict_opts_default(ntp_predict_opts *o)
@@ -513,6 +580,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp_layer_prediction *l = &p->layers[i];
         l->kind = "layer";
         l->layer = i;
+        l->correction = 1;
         l->backend = p->roofline_only ? p->cals[0].backend : where[i];
         /* A layer fused into another (--fuse) has no time of its own, as
          * in the run: its work is in its head's row. */
@@ -616,6 +684,8 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
     st = ntp__predict_copies(ctx, g, o, where, p);
+    if (!st)
+        correct_for_impls(p);
     free(head_of);
     free(fold);
     free(where);
@@ -669,6 +739,22 @@ static double layer_ms_on(const ntp_prediction *p, const ntp_layer_prediction *l
     return NAN;
 }
 
+/* Layer lp's time pred (under the calibration of the backend row l ran
+ * on) corrected for the implementation the run chose (l->impl) instead of
+ * the one the prediction's plan named, if any: a run's prediction is made
+ * without preparing the plan again. */
+static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *lp,
+                          const ntp_layer_result *l, double pred)
+{
+    const char *backend = l->backend ? l->backend : lp->backend;
+    int k = cal_index(p, backend);
+    if (!isfinite(pred) || k < 0 || p->roofline_only || lp->family >= NTP_PREDICT_FAMILY_COUNT)
+        return pred;
+    bool own = !lp->backend || strcmp(lp->backend, backend) == 0;
+    double base = own && lp->correction > 0 ? pred / lp->correction : pred;
+    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl);
+}
+
 static double finite_or_0(double v)
 {
     return isfinite(v) ? v : 0;
@@ -720,7 +806,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
                 for (int k = 0; l->backend && k < p->n_cals; k++)
                     if (strcmp(p->cals[k].backend, l->backend) == 0)
                         c = &p->cals[k];
-                pred = ntp__predict_copy_ms(c, l->bytes);
+                pred = ntp__predict_copy_ms(c, l->bytes, l->kind);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
@@ -760,6 +846,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             } else {
                 pred =
                     layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
+                pred = run_impl_ms(p, lp, l, pred);
             }
             delta += finite_or_0(pred) - finite_or_0(lp->predicted_ms);
             if (!isfinite(pred)) {
@@ -856,6 +943,29 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, fam, ntp_predict_family_name((ntp_predict_family)f), x);
     }
     ntp__jset(&ok, o, "families", fam);
+    /* The reorder rows' model and the corrections per implementation;
+     * absent in calibrations from before them (read as none). */
+    if (cal->reorder.calibrated) {
+        const ntp_family_model *m = &cal->reorder;
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "samples", json_integer(m->samples));
+        ntp__jset(&ok, x, "overhead_s", json_real(m->coef[NTP_PREDICT_TERM_OVERHEAD]));
+        ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
+        ntp__jset(&ok, x, "median_error", json_real(m->median_error));
+        ntp__jset(&ok, x, "max_error", json_real(m->max_error));
+        ntp__jset(&ok, o, "reorder", x);
+    }
+    json_t *im = json_array();
+    for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
+        const ntp_impl_correction *c = &cal->impls[k];
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "family", ntp__json_str(ntp_predict_family_name(c->family)));
+        ntp__jset(&ok, x, "impl", ntp__json_str(c->impl));
+        ntp__jset(&ok, x, "samples", json_integer(c->samples));
+        ntp__jset(&ok, x, "scale", json_real(c->scale));
+        ntp__jpush(&ok, im, x);
+    }
+    ntp__jset(&ok, o, "impl_corrections", im);
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -921,6 +1031,36 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
         m->median_error = get_num(x, "median_error");
         m->max_error = get_num(x, "max_error");
+    }
+    json_t *r = json_object_get(j, "reorder");
+    if (json_is_object(r)) {
+        ntp_family_model *m = &cal->reorder;
+        m->calibrated = true;
+        m->samples = (int)get_num(r, "samples");
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(r, "overhead_s");
+        m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(r, "memory");
+        m->median_error = get_num(r, "median_error");
+        m->max_error = get_num(r, "max_error");
+    }
+    json_t *c;
+    json_array_foreach(json_object_get(j, "impl_corrections"), i, c)
+    {
+        if (cal->n_impls >= NTP_PREDICT_MAX_IMPLS)
+            break;
+        char name[16];
+        get_str(c, "family", name, sizeof name);
+        int f = 0;
+        while (f < NTP_PREDICT_FAMILY_COUNT &&
+               strcmp(name, ntp_predict_family_name((ntp_predict_family)f)) != 0)
+            f++;
+        double scale = get_num(c, "scale");
+        if (f == NTP_PREDICT_FAMILY_COUNT || !(scale > 0))
+            continue;
+        ntp_impl_correction *ic = &cal->impls[cal->n_impls++];
+        ic->family = (ntp_predict_family)f;
+        get_str(c, "impl", ic->impl, sizeof ic->impl);
+        ic->samples = (int)get_num(c, "samples");
+        ic->scale = scale;
     }
     return true;
 }
