@@ -622,6 +622,27 @@ static void test_impl_corrections(void **state)
     assert_string_equal(cal.impls[1].impl, "b");
     assert_close(cal.impls[1].scale, 1, 1e-12);
 
+    /* A recurrent layer's kernel is corrected per level its weights sit
+     * in: one kernel at two levels gets two corrections. */
+    char key[48];
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "DRAM", key, sizeof key);
+    assert_string_equal(key, "ref@DRAM");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "ref", "DRAM", key, sizeof key);
+    assert_string_equal(key, "ref");
+    ntp_calibration rc;
+    hand_calibration(&rc);
+    rc.family[NTP_PREDICT_FAMILY_RNN] = rc.family[NTP_PREDICT_FAMILY_FC];
+    const ntp_predict_family rf[] = {NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN,
+                                     NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN};
+    const char *const rk[] = {"ref@L1", "ref@L1", "ref@DRAM", "ref@DRAM"};
+    /* Models 3, 5, 7, 3 us; ran 3, 5 (x1) and 14, 6 (x2). */
+    const double rt[] = {3e-6, 5e-6, 14e-6, 6e-6};
+    ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
+    assert_int_equal(rc.n_impls, 2);
+    assert_close(rc.impls[0].scale, 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "DRAM"), 2, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "L2"), 1, 1e-12);
+
     /* The reorder model and the corrections survive the history's JSON. */
     cal.reorder.calibrated = true;
     cal.reorder.samples = 9;

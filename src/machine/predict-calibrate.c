@@ -701,7 +701,7 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         memcpy(&X[n * NTP_PREDICT_TERMS], f.x, sizeof f.x);
         t[n] = s;
         fam[n] = cf->family;
-        snprintf(impl[n], sizeof impl[n], "%s", tm.impl);
+        ntp__predict_impl_key(cf->family, tm.impl, f.level, impl[n], sizeof impl[n]);
         n++;
     }
     if (opts->progress && !st)

@@ -407,10 +407,28 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
     l->predicted_ms = l->overhead_ms + l->memory_ms;
 }
 
-double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl)
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
+                           size_t len)
 {
-    for (int k = 0; impl && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
-        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, impl) == 0 &&
+    /* A recurrent layer's time is its recurrent weights' re-reads, whose
+     * speed against the level's triad differs from level to level (a
+     * matrix-vector product reads, the triad also writes): its kernel is
+     * corrected per level those weights sit in. */
+    if (f == NTP_PREDICT_FAMILY_RNN && level && level[0])
+        snprintf(buf, len, "%.36s@%.8s", impl ? impl : "", level);
+    else
+        snprintf(buf, len, "%s", impl ? impl : "");
+}
+
+double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
+                               const char *level)
+{
+    if (!impl || !impl[0])
+        return 1;
+    char key[48];
+    ntp__predict_impl_key(f, impl, level, key, sizeof key);
+    for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
             cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
             return cal->impls[k].scale;
     return 1;
@@ -456,7 +474,7 @@ static void correct_for_impls(ntp_prediction *p)
         if (!l->impl || k < 0 || p->roofline_only || !isfinite(l->predicted_ms) ||
             l->family >= NTP_PREDICT_FAMILY_COUNT)
             continue;
-        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl);
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->level);
         if (s == 1)
             continue;
         double was = l->predicted_ms;
@@ -752,7 +770,9 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
         return pred;
     bool own = !lp->backend || strcmp(lp->backend, backend) == 0;
     double base = own && lp->correction > 0 ? pred / lp->correction : pred;
-    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl);
+    /* The level is the prediction's under its own calibration; under
+     * another backend's the same ceilings give the same level. */
+    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->level);
 }
 
 static double finite_or_0(double v)
