@@ -86,9 +86,12 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
-/* The terms of work l of family fam under cal's ceilings. */
+/* The terms of work l of family fam under cal's ceilings. `reuse` is what
+ * the network touches between two uses of a layer's weights (every layer's
+ * weights and outputs, network_reuse): in network conditions the weights
+ * come from the level that holds it. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
-                        ntp__pfeat *out)
+                        int64_t reuse, ntp__pfeat *out)
 {
     memset(out, 0, sizeof *out);
     out->family = fam;
@@ -111,13 +114,16 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
     /* Calibrated in network conditions (ntp_calibration.cache): a layer's
-     * weights come from DRAM, evicted by the rest of the network since
-     * its last pass, while its input and output sit in the level they fit
-     * in, where the layer before left them. */
+     * weights come from the level holding everything the rest of the
+     * network touches since its last pass (DRAM in the calibration, whose
+     * runs write over the caches; a network's own weights and outputs in a
+     * prediction: a small network keeps its weights in the last-level
+     * cache), while its input and output sit in the level they fit in,
+     * where the layer before left them. */
     if (l->n_parts == 0 && strcmp(cal->cache, "network") == 0 && l->weight_bytes > 0 &&
         l->weight_bytes <= l->traffic_bytes) {
         double dram, act;
-        level_for(cal, INT64_MAX, &dram);
+        level_for(cal, reuse, &dram);
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
@@ -147,7 +153,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
                            const ntp_calibration *cal, ntp__pfeat *out)
 {
-    features_of(ntp__predict_family(g, i), &a->layers[i], cal, out);
+    /* A calibration's configuration: its caches written over first. */
+    features_of(ntp__predict_family(g, i), &a->layers[i], cal, INT64_MAX, out);
 }
 
 /* The work of the group headed at position h (--fuse) as its fused kernel
@@ -453,6 +460,17 @@ static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool ro
     return true;
 }
 
+/* What a pass of g touches between two uses of one layer's weights: every
+ * layer's weights and output (a reshape's is a view of its input). */
+static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
+{
+    int64_t b = 0;
+    for (int i = 0; i < a->n_layers; i++)
+        if (ntp__predict_family(g, i) != NTP_PREDICT_FAMILY_FREE)
+            b += a->layers[i].weight_bytes + a->layers[i].output_bytes;
+    return b;
+}
+
 /* The calibration among p's of the backend `backend`; -1 for none. */
 static int cal_index(const ntp_prediction *p, const char *backend)
 {
@@ -592,6 +610,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         return st;
     }
     p->fused = o->fuse;
+    int64_t reuse = network_reuse(g, a);
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
@@ -618,10 +637,10 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp_predict_family fam = ntp__predict_family(g, i);
         ntp__pfeat f, fk;
         int chosen = -1;
-        features_of(fam, &work, &p->cals[0], &f);
+        features_of(fam, &work, &p->cals[0], reuse, &f);
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
-            features_of(fam, &work, &p->cals[k], &fk);
+            features_of(fam, &work, &p->cals[k], reuse, &fk);
             bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
                       layer_under(&fk, &p->cals[k], p->roofline_only, &t);
             p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
