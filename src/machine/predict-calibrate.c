@@ -38,7 +38,7 @@ typedef struct config {
      * network (oneDNN: blocked, or NHWC off its channel block), which picks
      * its kernel. */
     int conv_fed;
-    char xml[512];
+    char xml[1024];
 } config;
 
 typedef struct design {
@@ -222,6 +222,32 @@ static bool build_design(design *d)
         for (int k = k0; k < d->n; k++)
             d->c[k].conv_fed = c;
     }
+    /* ShuffleNet's channel shuffle (a 5-d transpose between two views)
+     * and DenseNet's concats of many inputs (a dense block's growth of 32
+     * channels a layer): data movement of other strides and per-input
+     * costs than the 4-d transposes and two-input concats above. */
+    static const int shuffle[][2] = {{116, 28}, {232, 14}, {464, 7}};
+    for (size_t i = 0; i < sizeof shuffle / sizeof shuffle[0]; i++) {
+        int c = shuffle[i][0], hw = shuffle[i][1];
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  IN4 "<reshape name=\"v\" shape=\"1,2,%d,%d,%d\"/>"
+                      "<transpose name=\"L\" perm=\"0,2,1,3,4\"/>",
+                  c, hw, hw, c / 2, hw, hw);
+    }
+    static const int many[][2] = {{6, 28}, {8, 14}};
+    for (size_t i = 0; i < sizeof many / sizeof many[0]; i++) {
+        char ins[900], names[200];
+        size_t u = 0, v = 0;
+        for (int k = 0; k < many[i][0]; k++) {
+            u += (size_t)snprintf(ins + u, sizeof ins - u,
+                                  "<input name=\"x%d\" shape=\"1,32,%d,%d\" dtype=\"f32\"/>", k,
+                                  many[i][1], many[i][1]);
+            v += (size_t)snprintf(names + v, sizeof names - v, "%sx%d", k ? "," : "", k);
+        }
+        ok &= u < sizeof ins && v < sizeof names &&
+              add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  "%s<concat name=\"L\" inputs=\"%s\" axis=\"1\"/>", ins, names);
+    }
     static const int rows[][2] = {{1, 1000},   {64, 512}, {1536, 128}, {128, 768},
                                   {200, 2048}, {16, 512}, {4, 16}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -351,7 +377,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
                               timed *tm)
 {
     memset(tm, 0, sizeof *tm);
-    char xml[2048];
+    char xml[4096];
     if (!config_markup(c, flush_bytes > 0, xml, sizeof xml))
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: markup too long: %s", c->xml);
     ntp_load_opts lo = {0};
@@ -661,6 +687,7 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, done = 0;
     bool handed[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
+    bool ran_here[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
     /* The runs have a context of their own: a configuration the backend
      * cannot run is left out of the fit, not the caller's error. */
     ntp_ctx *rctx = st ? NULL : ntp_ctx_init();
@@ -677,11 +704,13 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         ntp__pfeat f;
         char ran_on[32] = "";
         timed tm;
-        /* Once a family's configuration was handed to another backend
-         * (XNNPACK's recurrent layers run on ref), its larger ones would
-         * be too, timed at ref's pace for nothing: held to ref's budget. */
+        /* Once a family's configuration was handed to another backend and
+         * none has run on this one (XNNPACK's recurrent layers run on
+         * ref), its larger ones would be handed too, timed at ref's pace
+         * for nothing: held to ref's budget. */
         int64_t budget = max_flops;
-        if (handed[cf->family] && (budget <= 0 || budget > NTP_CALIBRATE_REF_MAX_FLOPS))
+        if (handed[cf->family] && !ran_here[cf->family] &&
+            (budget <= 0 || budget > NTP_CALIBRATE_REF_MAX_FLOPS))
             budget = NTP_CALIBRATE_REF_MAX_FLOPS;
         if (time_config(rctx, cf, opts, out, budget, flush_bytes, &s, &f, ran_on, sizeof ran_on,
                         &tm) != NTP_STATUS_OK) {
@@ -694,8 +723,10 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         }
         /* A layer the engine had to hand to another backend says nothing
          * of this one. */
-        if (s > 0 && strcmp(ran_on, backend) != 0)
-            handed[cf->family] = true;
+        if (s > 0) {
+            handed[cf->family] |= strcmp(ran_on, backend) != 0;
+            ran_here[cf->family] |= strcmp(ran_on, backend) == 0;
+        }
         if (!(s > 0) || strcmp(ran_on, backend) != 0)
             continue;
         memcpy(&X[n * NTP_PREDICT_TERMS], f.x, sizeof f.x);
