@@ -16,7 +16,10 @@
  *
  * where peak is the machine's compute ceiling at the precision, level the
  * innermost memory level the layer's traffic fits in, and overhead, a, b
- * are non-negative (least squares on relative error). */
+ * are non-negative (least squares on relative error); the kernel the
+ * backend picks for a layer scales its family's time by that kernel's
+ * correction (ntp_calibration.impls), and a backend's reorder rows have
+ * a model of their own (ntp_calibration.reorder). */
 #ifndef NTPROF_PREDICT_H
 #define NTPROF_PREDICT_H
 

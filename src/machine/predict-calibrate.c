@@ -1,7 +1,9 @@
 /* Calibrating the latency model: a designed set of single-layer
  * topologies per op family, each timed through the public ntp_run on the
  * chosen backend and precision (as the machine's GEMM ceiling is), then a
- * non-negative least-squares fit per family (predict-fit.c).
+ * non-negative least-squares fit per family (predict-fit.c), a model of
+ * the backend's reorder rows those runs timed, and a correction per
+ * implementation the runs named (docs/predict.md#implementations).
  *
  * The design spans the shapes real models have: convolutions by kernel
  * size, stride, groups and channel counts from the stem to the last
