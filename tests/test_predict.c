@@ -748,6 +748,43 @@ static void test_impl_corrections(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The refit: two kernels of one family, one four times the other on the
+ * same shape t = 1 us + 2 x compute + 0.5 x memory. A fit over the mix
+ * follows neither; refitted on times divided by each kernel's correction,
+ * the family takes the shape and the corrections the factor: every sample
+ * predicted exactly, and "b" corrected 4 times "a". */
+static void test_impl_refit(void **state)
+{
+    (void)state;
+    const double X[] = {1, 1e-6, 2e-6, 1, 3e-6, 1e-6, 1, 5e-6, 0,
+                        1, 2e-6, 0,    1, 4e-6, 3e-6, 1, 6e-6, 1e-6};
+    double t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (i < 3 ? 1 : 4) * (1e-6 + 2 * X[3 * i + 1] + 0.5 * X[3 * i + 2]);
+    const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC};
+    const char *const impl[] = {"a", "a", "a", "b", "b", "b"};
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_FC];
+    assert_true(ntp_predict_fit(X, t, 6, 3, m->coef));
+    ntp__calibrate_impl_corrections(X, t, fam, impl, 6, &cal);
+    assert_int_equal(cal.n_impls, 2);
+    assert_true(ntp__calibrate_refit(X, t, fam, impl, 6, &cal));
+    assert_int_equal(cal.n_impls, 2);
+    double sa = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "a");
+    double sb = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "b");
+    assert_close(sb / sa, 4, 1e-6);
+    for (int i = 0; i < 6; i++) {
+        double p = 0;
+        for (int a = 0; a < 3; a++)
+            p += m->coef[a] * X[3 * i + a];
+        assert_close(p * (i < 3 ? sa : sb), t[i], 1e-6);
+    }
+    assert_true(m->median_error < 1e-6 && m->max_error < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_predict_placed),
         cmocka_unit_test(test_predict_network_cache),
         cmocka_unit_test(test_impl_corrections),
+        cmocka_unit_test(test_impl_refit),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -38,6 +38,8 @@ void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *l
  * runs, at `level` (ntp_calibration.impls); 1 where cal has none. */
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *level);
+/* The same for a key ntp__predict_impl_key made. */
+double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
  * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
 void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);
@@ -57,6 +59,14 @@ int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibrat
 void ntp__calibrate_impl_corrections(const double *X, const double *t,
                                      const ntp_predict_family *fam, const char *const *impl, int n,
                                      ntp_calibration *cal);
+/* Refit each family whose kernels have corrections on its samples' times
+ * divided by their kernel's correction, and correct again, in rounds: the
+ * family's shape is fitted on comparable samples, not on a mix of kernels
+ * several times apart. Then each family's fit quality as a prediction uses
+ * it, corrections applied. Samples as ntp__calibrate_impl_corrections's
+ * (impl: the keys); false when out of memory. */
+bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_family *fam,
+                          const char *const *impl, int n, ntp_calibration *cal);
 /* The ceilings' part of a calibration: peak at precision p, levels. */
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal);
 

@@ -434,7 +434,12 @@ double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f,
         return 1;
     char key[48];
     ntp__predict_impl_key(f, impl, level, key, sizeof key);
-    for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+    return ntp__predict_key_scale(cal, f, key);
+}
+
+double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key)
+{
+    for (int k = 0; key && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
         if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
             cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
             return cal->impls[k].scale;
