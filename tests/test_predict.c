@@ -776,6 +776,9 @@ static void test_impl_refit(void **state)
     double sa = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "a");
     double sb = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "b");
     assert_close(sb / sa, 4, 1e-6);
+    /* Anchored: the corrections' geometric mean over the samples is 1
+     * (three of each), the factor in the coefficients: 0.5 and 2. */
+    assert_close(sa * sb, 1, 1e-9);
     for (int i = 0; i < 6; i++) {
         double p = 0;
         for (int a = 0; a < 3; a++)

@@ -200,11 +200,13 @@ static bool build_design(design *d)
         ok &= add(d, NTP_PREDICT_FAMILY_NORM, sz[i][0] <= 16, IN4 "<batchnorm name=\"L\"/>",
                   sz[i][0], sz[i][1], sz[i][1]);
     /* The same families reading a conv's output, on and off the 16-channel
-     * block (ShuffleNetV2's branches at 24, 58, 116, 232 channels): the
-     * kernels a network runs them with, which the relu-fed ones above do
-     * not (docs/predict.md#implementations). */
-    static const int fed[][2] = {{24, 56}, {58, 28},  {116, 14}, {232, 7},
-                                 {64, 56}, {128, 28}, {256, 14}};
+     * block (ShuffleNetV2's branches at 24, 58, 116, 232 channels, each at
+     * two sizes: oneDNN picks its kernel by the channels' divisibility, and
+     * a kernel needs two samples for a correction): the kernels a network
+     * runs them with, which the relu-fed ones above do not
+     * (docs/predict.md#implementations). */
+    static const int fed[][2] = {{24, 56},  {58, 28},  {116, 14}, {232, 7},  {58, 14},
+                                 {116, 28}, {232, 14}, {64, 56},  {128, 28}, {256, 14}};
     for (size_t i = 0; i < sizeof fed / sizeof fed[0]; i++) {
         int c = fed[i][0], hw = fed[i][1], k0 = d->n;
         bool off = c % 16 != 0;
@@ -567,6 +569,33 @@ void ntp__calibrate_impl_corrections(const double *X, const double *t,
     }
 }
 
+/* A family's coefficients and its kernels' corrections are known only up
+ * to a common factor (coefficients x k, corrections / k predict the same):
+ * each round moves the geometric mean of the corrections over the family's
+ * samples (1 for a sample without one) into the coefficients, so the rounds
+ * cannot drift to vanishing coefficients and huge corrections. */
+static void anchor_corrections(const ntp_predict_family *fam, const char *const *impl, int n,
+                               ntp_calibration *cal)
+{
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        double logs = 0;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (fam[i] == (ntp_predict_family)f) {
+                logs += log(ntp__predict_key_scale(cal, fam[i], impl[i]));
+                k++;
+            }
+        if (k == 0 || logs == 0 || !cal->family[f].calibrated)
+            continue;
+        double g = exp(logs / k);
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            cal->family[f].coef[a] *= g;
+        for (int c = 0; c < cal->n_impls; c++)
+            if (cal->impls[c].family == (ntp_predict_family)f)
+                cal->impls[c].scale /= g;
+    }
+}
+
 bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_family *fam,
                           const char *const *impl, int n, ntp_calibration *cal)
 {
@@ -600,6 +629,7 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
                 memcpy(m->coef, c, sizeof c);
         }
         ntp__calibrate_impl_corrections(X, t, fam, impl, n, cal);
+        anchor_corrections(fam, impl, n, cal);
     }
     /* The fit quality of each family as predictions use it. */
     for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
