@@ -7,20 +7,33 @@
 # on the calibrated machine and prints per model the measured and predicted
 # end-to-end latency, the error (and the error without the layers no family
 # covers), the shares of layers within +-10% and +-25%, and the share of
-# layers over 1% of the time within +-25%; then per backend the two
-# targets' figures. Run it on a quiet machine: under load it measures the
-# contention, not the model. On a quiet 2-core machine: 1 min 12 s for
-# onednn, 1 min 48 s for xnnpack and ref (2026-11-25).
+# layers over 1% of the time within +-25%; then per backend each target of
+# issue 21 with its verdict (MET or MISSED):
+#   - end to end within +-10% on at least 90% of the models;
+#   - within +-25% on at least 80% of the layers over 1% of the time: the
+#     rows of kind "layer" (a fused group's head counts once; reorder and
+#     convert rows are not layers) whose median exceeds 1% of the measured
+#     end-to-end median, a layer without a prediction (mfcc) counting as
+#     missed;
+# and the layers over 1% it misses by most, with their kernels. Run it on a
+# quiet machine: under load it measures the contention, not the model (it
+# says so when the load average at the start exceeds half the CPUs). On a
+# quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
+# the calibration's design has grown by about 50 configurations since).
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
-#        [--cache network|warm]
+#        [--cache network|warm] [--only NAME,...]
 #   --cache    how the calibration times each configuration (default
 #              network: caches written over before each pass, docs/predict.md)
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
 #   --keep DIR keep the run reports (JSON) there
+#   --only     run only these models (resnet18, squeezenet1_1,
+#              shufflenet_v2_x1_0, densenet121, deepspeech-h512,
+#              deepspeech-h1024, deepspeech-h1536); the verdicts are then
+#              over that subset only
 set -euo pipefail
 ntprof=${1:?usage: predict-accuracy.sh NTPROF [options]}
 shift
@@ -31,6 +44,7 @@ models=
 keep=
 fast=0
 cache=network
+only=
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) backends=$2; shift 2 ;;
@@ -40,6 +54,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=$2; shift 2 ;;
     --fast) fast=1; shift ;;
     --cache) cache=$2; shift 2 ;;
+    --only) only=,$2,; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -64,6 +79,13 @@ fi
 # depend on their values; pretrained weights are not needed offline).
 tv_models="resnet18 squeezenet1_1 shufflenet_v2_x1_0 densenet121"
 [ "$fast" = 0 ] || tv_models="resnet18 squeezenet1_1"
+if [ -n "$only" ]; then
+    keep_tv=
+    for m in $tv_models; do
+        if [[ $only == *,$m,* ]]; then keep_tv="$keep_tv $m"; fi
+    done
+    tv_models=$keep_tv
+fi
 # shellcheck disable=SC2086
 /usr/bin/python3 - "$models" $tv_models <<'PY'
 import os, sys, torch, torchvision.models as m
@@ -81,7 +103,11 @@ PY
 sizes="512 1024 1536"
 [ "$fast" = 0 ] || sizes=512
 IFS=, read -r -a bes <<<"$backends"
+load0=$(cut -d' ' -f1 /proc/loadavg)
 echo "load average at the start: $(cat /proc/loadavg)"
+if awk -v l="$load0" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+    echo "WARNING: load average $load0 on $(nproc) CPUs: not a quiet machine; the figures measure the contention"
+fi
 # Calibrate first, ref before the others: the layers a backend hands to
 # ref (xnnpack's recurrent layers, oneDNN's unsupported ops) are predicted
 # with ref's calibration, so ref is calibrated even when --backends leaves
@@ -110,8 +136,9 @@ for be in "${bes[@]}"; do
     [ "$fast" = 0 ] || run_args=(--warmup 1 --iterations 2 --min-time 0)
     if [ -e "$work/calfail-$be" ]; then continue; fi
     cases=()
-    for f in "$models"/*.onnx; do cases+=("$(basename "$f" .onnx)|$f|"); done
+    for m in $tv_models; do cases+=("$m|$models/$m.onnx|"); done
     for h in $sizes; do
+        if [ -n "$only" ] && [[ $only != *,deepspeech-h$h,* ]]; then continue; fi
         cases+=("deepspeech-h$h|$here/models/deepspeech.xml|--set n_hidden=$h --set time_steps=100")
     done
     for c in "${cases[@]}"; do
@@ -144,15 +171,54 @@ print(f"{be:<8} {name:<22} {p['measured_ms']:10.3f} {p['predicted_ms']:10.3f} "
       + ("" if not p["uncalibrated"] else f"  not predicted: {p['uncalibrated']}")
       + ("  STALE" if p["stale"] else "")
       + ("  THREADS DIFFER" if p.get("threads_differ") else ""))
+# The issue's per-layer target, counted strictly from the rows: layers
+# (not reorder or convert rows; a fused head once) over 1% of the measured
+# end-to-end median; one without a prediction counts as missed. Layers
+# with no work (reshape: neither predicted nor given a note) are left out.
+e2e = r["end_to_end"]["median_ms"]
+major = []
+for l in r["layers"]:
+    if l.get("kind") != "layer" or not l.get("median_ms") or l["median_ms"] <= 0.01 * e2e:
+        continue
+    if "predicted_ms" not in l and "prediction_note" not in l:
+        continue
+    err = l.get("prediction_error")
+    major.append({"model": name, "layer": l["name"], "impl": l.get("impl") or "",
+                  "measured_ms": l["median_ms"], "predicted_ms": l.get("predicted_ms"),
+                  "error": err, "note": l.get("prediction_note", "")})
 with open(sys.argv[4], "a") as f:
-    f.write(f"{p['error']} {p['major_layers_within_25']} {p['major_layers']}\n")
+    f.write(json.dumps({"model": name, "error": p["error"], "major": major}) + "\n")
 PY
     done
     if [ -s "$work/sum-$be" ]; then
-        awk -v be="$be" '{ n++; if ($1 <= 0.10 && $1 >= -0.10) ok++; mw += $2; m += $3 }
-            END { printf "%-8s targets: end to end within +-10%% on %d of %d models (%.0f%%, target 90%%); " \
-                  "layers over 1%% within +-25%%: %d of %d (%.0f%%, target 80%%)\n",
-                  be, ok, n, n ? 100 * ok / n : 0, mw, m, m ? 100 * mw / m : 0 }' "$work/sum-$be"
+        /usr/bin/python3 - "$work/sum-$be" "$be" <<'PY'
+import json, sys
+be = sys.argv[2]
+models = [json.loads(line) for line in open(sys.argv[1])]
+n = len(models)
+ok = sum(1 for m in models if m["error"] is not None and abs(m["error"]) <= 0.10)
+major = [l for m in models for l in m["major"]]
+within = [l for l in major if l["error"] is not None and abs(l["error"]) <= 0.25]
+unpred = sum(1 for l in major if l["predicted_ms"] is None)
+def verdict(share, target):
+    return "MET" if share >= target else "MISSED"
+s1 = ok / n if n else 0
+s2 = len(within) / len(major) if major else 0
+print(f"{be:<8} target 1, end to end within +-10% on >= 90% of the models: "
+      f"{ok} of {n} ({100 * s1:.0f}%): {verdict(s1, 0.90)}")
+print(f"{be:<8} target 2, layers over 1% of the time within +-25% on >= 80%: "
+      f"{len(within)} of {len(major)} ({100 * s2:.0f}%, {unpred} not predicted counted as "
+      f"missed): {verdict(s2, 0.80)}")
+worst = sorted((l for l in major if l not in within),
+               key=lambda l: -abs((l["predicted_ms"] or 0) - l["measured_ms"]))[:8]
+if worst:
+    print(f"{be:<8} layers over 1% missed by most (model, layer, kernel, measured, predicted, error):")
+for l in worst:
+    pred = "n/a" if l["predicted_ms"] is None else f"{l['predicted_ms']:.3f}"
+    err = l["note"] if l["error"] is None else f"{100 * l['error']:+.0f}%"
+    print(f"         {l['model']:<20} {l['layer'][:28]:<28} {l['impl'][:26]:<26} "
+          f"{l['measured_ms']:9.3f} {pred:>9} {err}")
+PY
     fi
 done
 echo "load average at the end: $(cat /proc/loadavg)"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "machine/predict-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/tmpdir.h"
 
@@ -561,6 +562,24 @@ static void test_predict_network_cache(void **state)
     assert_close(l->memory_ms, 1e3 * 0.5 * (576 / 10e9 + 384 / 100e9), 1e-12);
     assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 1088 / 10e9) + l->memory_ms, 1e-12);
     ntp_prediction_free(p);
+
+    /* A network small enough for a cache keeps its weights there: a pass
+     * touches every layer's weights and output, small 576 + 256, act 256,
+     * big 17408 + 4096 (view's output is its input) = 22592 bytes. An L2
+     * of 32768 bytes at 50 GB/s holds them: small's weights come from it;
+     * one of 20000 does not: from DRAM as above. */
+    cal.n_levels = 3;
+    cal.levels[2] = cal.levels[1];
+    snprintf(cal.levels[1].name, sizeof cal.levels[1].name, "L2");
+    cal.levels[1].capacity_bytes = 32768;
+    cal.levels[1].gbps = 50;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * (576 / 50e9 + 384 / 100e9), 1e-12);
+    ntp_prediction_free(p);
+    cal.levels[1].capacity_bytes = 20000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * (576 / 10e9 + 384 / 100e9), 1e-12);
+    ntp_prediction_free(p);
     ntp_graph_free(g);
 
     /* deconv 4 -> 2 channels, kernel 2, stride 2, 8x8 -> 16x16: the
@@ -586,6 +605,189 @@ static void test_predict_network_cache(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Corrections per implementation (docs/predict.md#implementations), worked
+ * by hand. fc under hand_calibration: 1 us + 2 x compute + 0.5 x memory.
+ * Samples (terms 1, compute, memory; time):
+ *   "a": (1, 1e-6, 0) model 3 us, ran 6 us; (1, 2e-6, 0) model 5, ran 10:
+ *        twice the model both times, scale 2;
+ *   "b": (1, 3e-6, 0) model 7 us, ran 28; (1, 1e-6, 0) model 3, ran 0.75:
+ *        x4 and x1/4, geometric mean 1;
+ *   "c": one sample, no correction;
+ *   norm (calibrated: 1 us + memory) ran only "x": one kernel, none. */
+static void test_impl_corrections(void **state)
+{
+    (void)state;
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_family_model *nm = &cal.family[NTP_PREDICT_FAMILY_NORM];
+    nm->calibrated = true;
+    nm->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+    nm->coef[NTP_PREDICT_TERM_MEMORY] = 1;
+    const double X[] = {1, 1e-6, 0,    1, 2e-6, 0, 1,    3e-6, 0, 1,   1e-6,
+                        0, 1,    4e-6, 0, 1,    0, 2e-6, 1,    0, 3e-6};
+    const double t[] = {6e-6, 10e-6, 28e-6, 0.75e-6, 20e-6, 5e-6, 9e-6};
+    const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_NORM,
+                                      NTP_PREDICT_FAMILY_NORM};
+    const char *const impl[] = {"a", "a", "b", "b", "c", "x", "x"};
+    ntp__calibrate_impl_corrections(X, t, fam, impl, 7, &cal);
+    assert_int_equal(cal.n_impls, 2);
+    assert_int_equal(cal.impls[0].family, NTP_PREDICT_FAMILY_FC);
+    assert_string_equal(cal.impls[0].impl, "a");
+    assert_int_equal(cal.impls[0].samples, 2);
+    assert_close(cal.impls[0].scale, 2, 1e-12);
+    assert_string_equal(cal.impls[1].impl, "b");
+    assert_close(cal.impls[1].scale, 1, 1e-12);
+
+    /* A recurrent layer's kernel is corrected per level its weights sit
+     * in: one kernel at two levels gets two corrections. */
+    char key[48];
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "DRAM", key, sizeof key);
+    assert_string_equal(key, "ref@DRAM");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "ref", "DRAM", key, sizeof key);
+    assert_string_equal(key, "ref");
+    ntp_calibration rc;
+    hand_calibration(&rc);
+    rc.family[NTP_PREDICT_FAMILY_RNN] = rc.family[NTP_PREDICT_FAMILY_FC];
+    const ntp_predict_family rf[] = {NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN,
+                                     NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN};
+    const char *const rk[] = {"ref@L1", "ref@L1", "ref@DRAM", "ref@DRAM"};
+    /* Models 3, 5, 7, 3 us; ran 3, 5 (x1) and 14, 6 (x2). */
+    const double rt[] = {3e-6, 5e-6, 14e-6, 6e-6};
+    ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
+    assert_int_equal(rc.n_impls, 2);
+    assert_close(rc.impls[0].scale, 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "DRAM"), 2, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "L2"), 1, 1e-12);
+
+    /* The reorder model and the corrections survive the history's JSON. */
+    cal.reorder.calibrated = true;
+    cal.reorder.samples = 9;
+    cal.reorder.coef[NTP_PREDICT_TERM_OVERHEAD] = 4e-6;
+    cal.reorder.coef[NTP_PREDICT_TERM_MEMORY] = 2.5;
+    json_t *j = ntp__calibration_json(&cal);
+    assert_non_null(j);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    assert_true(back.reorder.calibrated);
+    assert_int_equal(back.reorder.samples, 9);
+    assert_close(back.reorder.coef[NTP_PREDICT_TERM_OVERHEAD], 4e-6, 1e-12);
+    assert_close(back.reorder.coef[NTP_PREDICT_TERM_MEMORY], 2.5, 1e-12);
+    assert_int_equal(back.n_impls, 2);
+    assert_string_equal(back.impls[0].impl, "a");
+    assert_close(back.impls[0].scale, 2, 1e-12);
+    /* A reorder row takes the reorder model, a conversion the copy
+     * family's bandwidth: 4096 bytes sit in DRAM (L1 holds 1000). */
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder"), 1e3 * (4e-6 + 2.5 * 4096 / 10e9),
+                 1e-12);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "convert"), 1e3 * 4096 / 10e9, 1e-12);
+
+    /* Beside a run: small (fc) ran "ref" with a correction of 3, big ran a
+     * kernel without one. */
+    hand_calibration(&cal);
+    cal.n_impls = 1;
+    cal.impls[0].family = NTP_PREDICT_FAMILY_FC;
+    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref");
+    cal.impls[0].samples = 2;
+    cal.impls[0].scale = 3;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    /* No plan prepared: the kernels are unknown, nothing corrected. */
+    double ps = 1e-3 + 1e3 * (2 * 1088 / 10e9 + 0.5 * 960 / 100e9);
+    double pb = 1e-3 + 1e3 * (2 * 33792 / 10e9 + 0.5 * 21760 / 10e9);
+    assert_null(p->layers[0].impl);
+    assert_close(p->layers[0].predicted_ms, ps, 1e-12);
+    static const char *const names[] = {"small", "act", "big", "view"};
+    static const char *const impls[] = {"ref", "ref", "gemm:other", "ref"};
+    ntp_layer_result rows[4];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 4; i++) {
+        rows[i].name = names[i];
+        rows[i].kind = "layer";
+        rows[i].backend = "ref";
+        rows[i].impl = impls[i];
+        rows[i].time_ms.median = 0.01;
+    }
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = rows;
+    r.n_layers = 4;
+    r.end_to_end_ms.median = 0.05;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(rows[2].predicted_ms, pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    ntp_prediction_free(p);
+
+    /* The plan prepared (ntp_predict_opts.reorders): each layer names the
+     * kernel the reference backend runs it with ("ref"), and small takes
+     * the correction without a run. */
+    ntp_predict_opts o;
+    ntp_predict_opts_default(&o);
+    o.threads = 1;
+    assert_int_equal(ntp_predict_with(ctx, g, &cal, &o, &p), 0);
+    assert_non_null(p->layers[0].impl);
+    assert_string_equal(p->layers[0].impl, "ref");
+    assert_close(p->layers[0].correction, 3, 1e-12);
+    assert_close(p->layers[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(p->layers[2].predicted_ms, 3 * pb, 1e-12);
+    assert_close(p->total_ms, 3 * (ps + pb), 1e-12);
+    assert_int_equal(p->n_copies, 0);
+    /* Beside a run whose big ran another kernel: its correction undone. */
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
+    assert_close(rows[2].predicted_ms, pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The refit: two kernels of one family, one four times the other on the
+ * same shape t = 1 us + 2 x compute + 0.5 x memory. A fit over the mix
+ * follows neither; refitted on times divided by each kernel's correction,
+ * the family takes the shape and the corrections the factor: every sample
+ * predicted exactly, and "b" corrected 4 times "a". */
+static void test_impl_refit(void **state)
+{
+    (void)state;
+    const double X[] = {1, 1e-6, 2e-6, 1, 3e-6, 1e-6, 1, 5e-6, 0,
+                        1, 2e-6, 0,    1, 4e-6, 3e-6, 1, 6e-6, 1e-6};
+    double t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (i < 3 ? 1 : 4) * (1e-6 + 2 * X[3 * i + 1] + 0.5 * X[3 * i + 2]);
+    const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
+                                      NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC};
+    const char *const impl[] = {"a", "a", "a", "b", "b", "b"};
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_FC];
+    assert_true(ntp_predict_fit(X, t, 6, 3, m->coef));
+    ntp__calibrate_impl_corrections(X, t, fam, impl, 6, &cal);
+    assert_int_equal(cal.n_impls, 2);
+    assert_true(ntp__calibrate_refit(X, t, fam, impl, 6, &cal));
+    assert_int_equal(cal.n_impls, 2);
+    double sa = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "a");
+    double sb = ntp__predict_key_scale(&cal, NTP_PREDICT_FAMILY_FC, "b");
+    assert_close(sb / sa, 4, 1e-6);
+    /* Anchored: the corrections' geometric mean over the samples is 1
+     * (three of each), the factor in the coefficients: 0.5 and 2. */
+    assert_close(sa * sb, 1, 1e-9);
+    for (int i = 0; i < 6; i++) {
+        double p = 0;
+        for (int a = 0; a < 3; a++)
+            p += m->coef[a] * X[3 * i + a];
+        assert_close(p * (i < 3 ? sa : sb), t[i], 1e-6);
+    }
+    assert_true(m->median_error < 1e-6 && m->max_error < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +801,8 @@ int main(void)
         cmocka_unit_test(test_apply_by_hand),
         cmocka_unit_test(test_predict_placed),
         cmocka_unit_test(test_predict_network_cache),
+        cmocka_unit_test(test_impl_corrections),
+        cmocka_unit_test(test_impl_refit),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

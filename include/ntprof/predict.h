@@ -16,7 +16,10 @@
  *
  * where peak is the machine's compute ceiling at the precision, level the
  * innermost memory level the layer's traffic fits in, and overhead, a, b
- * are non-negative (least squares on relative error). */
+ * are non-negative (least squares on relative error); the kernel the
+ * backend picks for a layer scales its family's time by that kernel's
+ * correction (ntp_calibration.impls), and a backend's reorder rows have
+ * a model of their own (ntp_calibration.reorder). */
 #ifndef NTPROF_PREDICT_H
 #define NTPROF_PREDICT_H
 
@@ -87,6 +90,21 @@ typedef struct ntp_family_model {
 
 #define NTP_PREDICT_MAX_LEVELS 6
 
+/* A backend picks one of several kernels for a layer (oneDNN's batch norm:
+ * bnorm_jit on a blocked input, nspc_bnorm on NHWC, ncsp_bnorm on NCHW), and
+ * they differ by several times where the family's roofline terms do not.
+ * A correction scales the family's time for the layers run by one
+ * implementation: the geometric mean of measured / family-model time over
+ * the calibration's samples that ran it (docs/predict.md#implementations). */
+#define NTP_PREDICT_MAX_IMPLS 48
+
+typedef struct ntp_impl_correction {
+    ntp_predict_family family;
+    char impl[48]; /* the run's `impl` ("nspc_bnorm:any") */
+    int samples;
+    double scale; /* multiplies the family's predicted time */
+} ntp_impl_correction;
+
 typedef struct ntp_calibration {
     char machine_key[256];
     char backend[32];
@@ -116,6 +134,14 @@ typedef struct ntp_calibration {
      * cpu_flags: "avx2 fma avx512f ..."), which the layouts a backend picks
      * depend on; "" in a calibration made before they were recorded. */
     char cpu_flags[256];
+    /* A backend's layout changes (run rows of kind "reorder": oneDNN's
+     * blocked/plain reorders, XNNPACK's NCHW/NHWC transposes), fitted on
+     * the reorder rows the calibration's runs timed: overhead + memory x
+     * bytes / bandwidth(level). Not calibrated: priced as the copy family. */
+    ntp_family_model reorder;
+    /* Per implementation, the correction of its family's time. */
+    int n_impls;
+    ntp_impl_correction impls[NTP_PREDICT_MAX_IMPLS];
 } ntp_calibration;
 
 typedef struct ntp_calibrate_opts {
@@ -216,6 +242,11 @@ typedef struct ntp_layer_prediction {
      * the head's name, kind "fused", predicted 0, its work priced in the
      * head's row as the fused kernel does it; NULL otherwise. */
     const char *fused_into;
+    /* The implementation the prepared plan chose for the layer (NULL where
+     * no plan was prepared) and the correction applied to its family's
+     * time for it (1: none; ntp_calibration.impls). */
+    const char *impl;
+    double correction;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those

@@ -1,7 +1,9 @@
 /* Calibrating the latency model: a designed set of single-layer
  * topologies per op family, each timed through the public ntp_run on the
  * chosen backend and precision (as the machine's GEMM ceiling is), then a
- * non-negative least-squares fit per family (predict-fit.c).
+ * non-negative least-squares fit per family (predict-fit.c), a model of
+ * the backend's reorder rows those runs timed, and a correction per
+ * implementation the runs named (docs/predict.md#implementations).
  *
  * The design spans the shapes real models have: convolutions by kernel
  * size, stride, groups and channel counts from the stem to the last
@@ -33,7 +35,12 @@ void ntp_calibrate_opts_default(ntp_calibrate_opts *o)
 typedef struct config {
     ntp_predict_family family;
     bool quick;
-    char xml[512];
+    /* The channels of a 1x1 conv that makes each input (0: a relu, or
+     * nothing when timed warm): the layout a layer after a conv reads in a
+     * network (oneDNN: blocked, or NHWC off its channel block), which picks
+     * its kernel. */
+    int conv_fed;
+    char xml[1024];
 } config;
 
 typedef struct design {
@@ -56,6 +63,7 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
     config *c = &d->c[d->n++];
     c->family = f;
     c->quick = quick;
+    c->conv_fed = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->xml, sizeof c->xml, fmt, ap);
@@ -113,10 +121,29 @@ static bool build_design(design *d)
                 dw[i][0], dw[i][1], dw[i][1], dw[i][0], dw[i][2], dw[i][3], dw[i][2] / 2, dw[i][0]);
     /* Fully connected: M (rows), K (in), N (out). */
     static const int fc[][3] = {
-        {1, 512, 1000},  {1, 2048, 1000}, {1, 4096, 4096}, {1, 1024, 1024},   {16, 1024, 1024},
-        {64, 512, 512},  {200, 494, 512}, {200, 512, 512}, {200, 1024, 1024}, {8, 768, 3072},
-        {128, 768, 768}, {4, 256, 256},   {1, 256, 29},    {200, 2048, 29},   {32, 4096, 1024},
-        {1, 1024, 1000}, {2, 16, 8},      {8, 64, 32},     {4, 32, 16},
+        {1, 512, 1000},
+        {1, 2048, 1000},
+        {1, 4096, 4096},
+        {1, 1024, 1024},
+        {16, 1024, 1024},
+        {64, 512, 512},
+        {200, 494, 512},
+        {200, 512, 512},
+        {200, 1024, 1024},
+        {8, 768, 3072},
+        {128, 768, 768},
+        {4, 256, 256},
+        {1, 256, 29},
+        {200, 2048, 29},
+        {32, 4096, 1024},
+        {1, 1024, 1000},
+        {2, 16, 8},
+        {8, 64, 32},
+        {4, 32, 16},
+        /* Weights of 4 to 16 MB read once by a 100-row sequence. */
+        {100, 2048, 2048},
+        {100, 3072, 1280},
+        {100, 494, 1280},
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_FC, fc[i][1] <= 64,
@@ -172,6 +199,59 @@ static bool build_design(design *d)
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_NORM, sz[i][0] <= 16, IN4 "<batchnorm name=\"L\"/>",
                   sz[i][0], sz[i][1], sz[i][1]);
+    /* The same families reading a conv's output, on and off the 16-channel
+     * block (ShuffleNetV2's branches at 24, 58, 116, 232 channels, each at
+     * two sizes: oneDNN picks its kernel by the channels' divisibility, and
+     * a kernel needs two samples for a correction): the kernels a network
+     * runs them with, which the relu-fed ones above do not
+     * (docs/predict.md#implementations). */
+    static const int fed[][2] = {{24, 56},  {58, 28},  {116, 14}, {232, 7},  {58, 14},
+                                 {116, 28}, {232, 14}, {64, 56},  {128, 28}, {256, 14}};
+    for (size_t i = 0; i < sizeof fed / sizeof fed[0]; i++) {
+        int c = fed[i][0], hw = fed[i][1], k0 = d->n;
+        bool off = c % 16 != 0;
+        ok &= add(d, NTP_PREDICT_FAMILY_NORM, false, IN4 "<batchnorm name=\"L\"/>", c, hw, hw);
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 "<relu name=\"L\"/>", c, hw, hw);
+        if (off) {
+            ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                      IN4 "<input name=\"y\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
+                          "<concat name=\"L\" inputs=\"x,y\" axis=\"1\"/>",
+                      c, hw, hw, c, hw, hw);
+            ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                      IN4 "<split name=\"L\" axis=\"1\" parts=\"2\"/>", c, hw, hw);
+        }
+        if (hw >= 28)
+            ok &= add(d, NTP_PREDICT_FAMILY_POOL, false,
+                      IN4 "<maxpool name=\"L\" kernel=\"3\" stride=\"2\" pad=\"1\"/>", c, hw, hw);
+        for (int k = k0; k < d->n; k++)
+            d->c[k].conv_fed = c;
+    }
+    /* ShuffleNet's channel shuffle (a 5-d transpose between two views)
+     * and DenseNet's concats of many inputs (a dense block's growth of 32
+     * channels a layer): data movement of other strides and per-input
+     * costs than the 4-d transposes and two-input concats above. */
+    static const int shuffle[][2] = {{116, 28}, {232, 14}, {464, 7}};
+    for (size_t i = 0; i < sizeof shuffle / sizeof shuffle[0]; i++) {
+        int c = shuffle[i][0], hw = shuffle[i][1];
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  IN4 "<reshape name=\"v\" shape=\"1,2,%d,%d,%d\"/>"
+                      "<transpose name=\"L\" perm=\"0,2,1,3,4\"/>",
+                  c, hw, hw, c / 2, hw, hw);
+    }
+    static const int many[][2] = {{6, 28}, {8, 14}};
+    for (size_t i = 0; i < sizeof many / sizeof many[0]; i++) {
+        char ins[900], names[200];
+        size_t u = 0, v = 0;
+        for (int k = 0; k < many[i][0]; k++) {
+            u += (size_t)snprintf(ins + u, sizeof ins - u,
+                                  "<input name=\"x%d\" shape=\"1,32,%d,%d\" dtype=\"f32\"/>", k,
+                                  many[i][1], many[i][1]);
+            v += (size_t)snprintf(names + v, sizeof names - v, "%sx%d", k ? "," : "", k);
+        }
+        ok &= u < sizeof ins && v < sizeof names &&
+              add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  "%s<concat name=\"L\" inputs=\"%s\" axis=\"1\"/>", ins, names);
+    }
     static const int rows[][2] = {{1, 1000},   {64, 512}, {1536, 128}, {128, 768},
                                   {200, 2048}, {16, 512}, {4, 16}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -183,20 +263,32 @@ static bool build_design(design *d)
                   rows[i][0], rows[i][1]);
     }
     /* Recurrent layers: op, steps, batch, input size, hidden size. */
+    /* The last rows: recurrent weights past the last-level cache (37.7 MB
+     * per direction at hidden 1536), read from memory at every step, and
+     * bidirectional layers (both directions' weights live at once); the
+     * small ones fit the reference backend's budget. */
     static const struct {
         const char *op;
         int t, n, d, h;
+        bool bi;
     } rnn[] = {
-        {"lstm", 50, 1, 256, 256}, {"lstm", 100, 1, 512, 512}, {"lstm", 20, 1, 1024, 1024},
-        {"lstm", 50, 4, 128, 128}, {"lstm", 100, 1, 494, 256}, {"gru", 50, 1, 256, 256},
-        {"gru", 100, 1, 512, 512}, {"gru", 20, 4, 256, 512},   {"lstm", 5, 2, 8, 16},
-        {"gru", 5, 2, 8, 16},      {"lstm", 200, 1, 256, 256}, {"lstm", 50, 1, 2048, 512},
+        {"lstm", 50, 1, 256, 256, 0},   {"lstm", 100, 1, 512, 512, 0},
+        {"lstm", 20, 1, 1024, 1024, 0}, {"lstm", 50, 4, 128, 128, 0},
+        {"lstm", 100, 1, 494, 256, 0},  {"gru", 50, 1, 256, 256, 0},
+        {"gru", 100, 1, 512, 512, 0},   {"gru", 20, 4, 256, 512, 0},
+        {"lstm", 5, 2, 8, 16, 0},       {"gru", 5, 2, 8, 16, 0},
+        {"lstm", 200, 1, 256, 256, 0},  {"lstm", 50, 1, 2048, 512, 0},
+        {"lstm", 40, 1, 1280, 1280, 0}, {"lstm", 20, 1, 2048, 2048, 0},
+        {"gru", 20, 1, 1792, 1792, 0},  {"lstm", 50, 1, 1024, 1024, 1},
+        {"lstm", 50, 1, 512, 512, 1},   {"lstm", 3, 1, 1280, 1280, 0},
+        {"lstm", 4, 1, 768, 768, 1},
     };
     for (size_t i = 0; i < sizeof rnn / sizeof rnn[0]; i++)
-        ok &=
-            add(d, NTP_PREDICT_FAMILY_RNN, rnn[i].d <= 16,
-                "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/><%s name=\"L\" units=\"%d\"/>",
-                rnn[i].t, rnn[i].n, rnn[i].d, rnn[i].op, rnn[i].h);
+        ok &= add(d, NTP_PREDICT_FAMILY_RNN, rnn[i].d <= 16,
+                  "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/><%s name=\"L\" "
+                  "units=\"%d\"%s/>",
+                  rnn[i].t, rnn[i].n, rnn[i].d, rnn[i].op, rnn[i].h,
+                  rnn[i].bi ? " direction=\"bidirectional\" merge=\"concat\"" : "");
     /* Attention: batch, sequence, model dimension, heads. */
     static const int att[][4] = {{1, 128, 768, 12}, {1, 64, 256, 4},  {4, 32, 128, 4},
                                  {1, 256, 512, 8},  {1, 512, 256, 4}, {2, 128, 384, 6},
@@ -239,15 +331,20 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
  * (NTP_CALIBRATE_NETWORK, network true): each input renamed ntp_NAME and
  * copied by a relu named NAME, so that L finds its input where a previous
  * layer just wrote it (the run writes over the caches before each pass,
- * ntp_run_opts.flush_bytes: L's weights come from memory). Otherwise the
- * configuration alone. false when the markup does not fit len. */
+ * ntp_run_opts.flush_bytes: L's weights come from memory). A conv-fed
+ * configuration's inputs are made by a 1x1 conv instead, in either mode:
+ * the layout a conv hands on is the point. Otherwise the configuration
+ * alone. false when the markup does not fit len. */
 static bool config_markup(const config *c, bool network, char *xml, size_t len)
 {
     size_t u = (size_t)snprintf(xml, len, "<topology name=\"calibrate\" precision=\"f32\">");
-    if (!network) {
+    if (!network && !c->conv_fed) {
         u += (size_t)snprintf(xml + u, u < len ? len - u : 0, "%s</topology>", c->xml);
         return u < len;
     }
+    char maker[64] = "<relu";
+    if (c->conv_fed)
+        snprintf(maker, sizeof maker, "<conv filters=\"%d\" kernel=\"1\"", c->conv_fed);
     const char *s = c->xml;
     for (const char *in; (in = strstr(s, "<input name=\"")) != NULL;) {
         const char *name = in + strlen("<input name=\""), *q = strchr(name, '"');
@@ -255,24 +352,36 @@ static bool config_markup(const config *c, bool network, char *xml, size_t len)
         if (!end)
             return false;
         int nl = (int)(q - name);
-        u +=
-            (size_t)snprintf(xml + u, u < len ? len - u : 0,
-                             "%.*s<input name=\"ntp_%.*s%.*s<relu name=\"%.*s\" "
-                             "inputs=\"ntp_%.*s\"/>",
-                             (int)(in - s), s, nl, name, (int)(end + 2 - q), q, nl, name, nl, name);
+        u += (size_t)snprintf(xml + u, u < len ? len - u : 0,
+                              "%.*s<input name=\"ntp_%.*s%.*s%s name=\"%.*s\" "
+                              "inputs=\"ntp_%.*s\"/>",
+                              (int)(in - s), s, nl, name, (int)(end + 2 - q), q, maker, nl, name,
+                              nl, name);
         s = end + 2;
     }
     u += (size_t)snprintf(xml + u, u < len ? len - u : 0, "%s</topology>", s);
     return u < len;
 }
 
+/* What one configuration's run gave besides L's time: the kernel L ran
+ * with, and the run's reorder rows (bytes, seconds), samples of the
+ * backend's layout changes. */
+typedef struct timed {
+    char impl[48];
+    int n_reorders;
+    int64_t reorder_bytes[16];
+    double reorder_s[16];
+} timed;
+
 /* Time one configuration: the median of layer L and its terms; with
  * flush_bytes, in network conditions. */
 static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
                               const ntp_calibration *cal, int64_t max_flops, int64_t flush_bytes,
-                              double *seconds, ntp__pfeat *f, char *ran_on, size_t ran_len)
+                              double *seconds, ntp__pfeat *f, char *ran_on, size_t ran_len,
+                              timed *tm)
 {
-    char xml[2048];
+    memset(tm, 0, sizeof *tm);
+    char xml[4096];
     if (!config_markup(c, flush_bytes > 0, xml, sizeof xml))
         return ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: markup too long: %s", c->xml);
     ntp_load_opts lo = {0};
@@ -321,6 +430,16 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         if (l->name && strcmp(l->name, "L") == 0 && l->kind && strcmp(l->kind, "layer") == 0) {
             *seconds = l->time_ms.median / 1e3;
             snprintf(ran_on, ran_len, "%s", l->backend ? l->backend : "");
+            snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
+        }
+        /* Every layout change of the run is a sample of the backend's,
+         * whichever layer it ran with: a reorder is a copy whatever
+         * follows it. Rows of another backend are left out. */
+        if (l->kind && strcmp(l->kind, "reorder") == 0 && l->bytes > 0 && l->time_ms.median > 0 &&
+            l->backend && strcmp(l->backend, cal->backend) == 0 &&
+            tm->n_reorders < (int)(sizeof tm->reorder_s / sizeof tm->reorder_s[0])) {
+            tm->reorder_bytes[tm->n_reorders] = l->bytes;
+            tm->reorder_s[tm->n_reorders++] = l->time_ms.median / 1e3;
         }
     }
     ntp_run_result_free(r);
@@ -360,6 +479,179 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* m's fit quality on n samples (X, t): median and largest relative error. */
+static void fit_quality(const double *X, const double *t, int n, ntp_family_model *m)
+{
+    double *err = calloc((size_t)n + 1, sizeof *err);
+    m->max_error = 0;
+    for (int i = 0; i < n; i++) {
+        double p = 0;
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            p += m->coef[a] * X[i * NTP_PREDICT_TERMS + a];
+        double e = fabs(p - t[i]) / t[i];
+        if (err)
+            err[i] = e;
+        m->max_error = fmax(m->max_error, e);
+    }
+    if (err && n > 0) {
+        qsort(err, (size_t)n, sizeof *err, cmp_double);
+        m->median_error = n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2;
+    }
+    free(err);
+}
+
+/* The reorder model: overhead + memory x bytes / bandwidth, on the
+ * reorder rows every configuration's run timed (XNNPACK's NCHW/NHWC
+ * changes around each layer, oneDNN's blocked/plain ones). Fitted only
+ * over a spread of sizes (the largest at least four times the smallest):
+ * one size would extrapolate wildly, as the quick copies did. */
+static void fit_reorders(const double *RX, const double *rt, int nr, ntp_family_model *m)
+{
+    memset(m, 0, sizeof *m);
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < nr; i++) {
+        lo = fmin(lo, RX[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY]);
+        hi = fmax(hi, RX[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY]);
+    }
+    if (nr < NTP_PREDICT_TERMS || !(hi >= 4 * lo) ||
+        !ntp_predict_fit(RX, rt, nr, NTP_PREDICT_TERMS, m->coef))
+        return;
+    m->calibrated = true;
+    m->samples = nr;
+    fit_quality(RX, rt, nr, m);
+}
+
+void ntp__calibrate_impl_corrections(const double *X, const double *t,
+                                     const ntp_predict_family *fam, const char *const *impl, int n,
+                                     ntp_calibration *cal)
+{
+    cal->n_impls = 0;
+    for (int i = 0; i < n; i++) {
+        ntp_predict_family f = fam[i];
+        const ntp_family_model *m = &cal->family[f];
+        if (!impl[i][0] || f >= NTP_PREDICT_FAMILY_COUNT || !m->calibrated)
+            continue;
+        /* Each (family, implementation) once, at its first sample; a family
+         * whose samples all ran one kernel needs no correction: its fit is
+         * that kernel's. */
+        bool seen = false, other = false;
+        for (int k = 0; k < n; k++) {
+            seen |= k < i && fam[k] == f && strcmp(impl[k], impl[i]) == 0;
+            other |= fam[k] == f && strcmp(impl[k], impl[i]) != 0;
+        }
+        if (seen || !other)
+            continue;
+        /* The geometric mean of measured / fitted over its samples: a
+         * factor, so each sample weighs as in the relative-error fit. */
+        double logs = 0;
+        int k_n = 0;
+        for (int k = 0; k < n; k++) {
+            if (fam[k] != f || strcmp(impl[k], impl[i]) != 0)
+                continue;
+            double p = 0;
+            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                p += m->coef[a] * X[k * NTP_PREDICT_TERMS + a];
+            if (p > 0 && t[k] > 0) {
+                logs += log(t[k] / p);
+                k_n++;
+            }
+        }
+        /* One sample is no kernel's behaviour: left at the family's. */
+        if (k_n < 2 || cal->n_impls >= NTP_PREDICT_MAX_IMPLS)
+            continue;
+        ntp_impl_correction *c = &cal->impls[cal->n_impls++];
+        c->family = f;
+        snprintf(c->impl, sizeof c->impl, "%s", impl[i]);
+        c->samples = k_n;
+        c->scale = exp(logs / k_n);
+    }
+}
+
+/* A family's coefficients and its kernels' corrections are known only up
+ * to a common factor (coefficients x k, corrections / k predict the same):
+ * each round moves the geometric mean of the corrections over the family's
+ * samples (1 for a sample without one) into the coefficients, so the rounds
+ * cannot drift to vanishing coefficients and huge corrections. */
+static void anchor_corrections(const ntp_predict_family *fam, const char *const *impl, int n,
+                               ntp_calibration *cal)
+{
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        double logs = 0;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (fam[i] == (ntp_predict_family)f) {
+                logs += log(ntp__predict_key_scale(cal, fam[i], impl[i]));
+                k++;
+            }
+        if (k == 0 || logs == 0 || !cal->family[f].calibrated)
+            continue;
+        double g = exp(logs / k);
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            cal->family[f].coef[a] *= g;
+        for (int c = 0; c < cal->n_impls; c++)
+            if (cal->impls[c].family == (ntp_predict_family)f)
+                cal->impls[c].scale /= g;
+    }
+}
+
+bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_family *fam,
+                          const char *const *impl, int n, ntp_calibration *cal)
+{
+    double *Xf = calloc((size_t)n * NTP_PREDICT_TERMS + 1, sizeof *Xf);
+    double *tf = calloc((size_t)n + 1, sizeof *tf);
+    if (!Xf || !tf) {
+        free(Xf);
+        free(tf);
+        return false;
+    }
+    /* Each round refits on the last round's corrections; the corrections
+     * are then taken again from the new fit. With exact data two kernels
+     * apart by a factor converge in a few rounds; eight is ample. */
+    for (int round = 0; round < 8 && cal->n_impls > 0; round++) {
+        for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+            ntp_family_model *m = &cal->family[f];
+            bool corrected = false;
+            for (int k = 0; k < cal->n_impls; k++)
+                corrected |= cal->impls[k].family == (ntp_predict_family)f;
+            if (!m->calibrated || !corrected)
+                continue;
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (fam[i] == (ntp_predict_family)f) {
+                    memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
+                           NTP_PREDICT_TERMS * sizeof *X);
+                    tf[k++] = t[i] / ntp__predict_key_scale(cal, fam[i], impl[i]);
+                }
+            double c[NTP_PREDICT_TERMS];
+            if (k >= NTP_PREDICT_TERMS && ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, c))
+                memcpy(m->coef, c, sizeof c);
+        }
+        ntp__calibrate_impl_corrections(X, t, fam, impl, n, cal);
+        anchor_corrections(fam, impl, n, cal);
+    }
+    /* The fit quality of each family as predictions use it. */
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        ntp_family_model *m = &cal->family[f];
+        int k = 0;
+        for (int i = 0; m->calibrated && i < n; i++)
+            if (fam[i] == (ntp_predict_family)f) {
+                double p = 0;
+                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                    p += m->coef[a] * X[i * NTP_PREDICT_TERMS + a];
+                p *= ntp__predict_key_scale(cal, fam[i], impl[i]);
+                tf[k++] = fabs(p - t[i]) / t[i];
+            }
+        if (k == 0)
+            continue;
+        qsort(tf, (size_t)k, sizeof *tf, cmp_double);
+        m->max_error = tf[k - 1];
+        m->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
+    }
+    free(Xf);
+    free(tf);
+    return true;
 }
 
 static bool family_wanted(const char *list, ntp_predict_family f)
@@ -473,10 +765,18 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
     double *X = calloc((size_t)d.n * NTP_PREDICT_TERMS, sizeof *X);
     double *t = calloc((size_t)d.n, sizeof *t);
     ntp_predict_family *fam = calloc((size_t)d.n, sizeof *fam);
+    char(*impl)[48] = calloc((size_t)d.n, sizeof *impl);
+    /* The reorder rows' samples: at most 16 a configuration. */
+    size_t rcap = (size_t)d.n * 16;
+    double *RX = calloc(rcap * NTP_PREDICT_TERMS, sizeof *RX);
+    double *rt = calloc(rcap, sizeof *rt);
+    int nr = 0;
     ntp_status st = NTP_STATUS_OK;
-    if (!X || !t || !fam)
+    if (!X || !t || !fam || !impl || !RX || !rt)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, done = 0;
+    bool handed[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
+    bool ran_here[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
     /* The runs have a context of their own: a configuration the backend
      * cannot run is left out of the fit, not the caller's error. */
     ntp_ctx *rctx = st ? NULL : ntp_ctx_init();
@@ -492,18 +792,36 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         double s = 0;
         ntp__pfeat f;
         char ran_on[32] = "";
-        if (time_config(rctx, cf, opts, out, max_flops, flush_bytes, &s, &f, ran_on,
-                        sizeof ran_on) != NTP_STATUS_OK) {
+        timed tm;
+        /* Once a family's configuration was handed to another backend and
+         * none has run on this one (XNNPACK's recurrent layers run on
+         * ref), its larger ones would be handed too, timed at ref's pace
+         * for nothing: held to ref's budget. */
+        int64_t budget = max_flops;
+        if (handed[cf->family] && !ran_here[cf->family] &&
+            (budget <= 0 || budget > NTP_CALIBRATE_REF_MAX_FLOPS))
+            budget = NTP_CALIBRATE_REF_MAX_FLOPS;
+        if (time_config(rctx, cf, opts, out, budget, flush_bytes, &s, &f, ran_on, sizeof ran_on,
+                        &tm) != NTP_STATUS_OK) {
             ntp_ctx_clear(rctx);
             continue;
         }
+        for (int k = 0; k < tm.n_reorders && (size_t)nr < rcap; k++) {
+            ntp__predict_copy_terms(out, tm.reorder_bytes[k], &RX[nr * NTP_PREDICT_TERMS]);
+            rt[nr++] = tm.reorder_s[k];
+        }
         /* A layer the engine had to hand to another backend says nothing
          * of this one. */
+        if (s > 0) {
+            handed[cf->family] |= strcmp(ran_on, backend) != 0;
+            ran_here[cf->family] |= strcmp(ran_on, backend) == 0;
+        }
         if (!(s > 0) || strcmp(ran_on, backend) != 0)
             continue;
         memcpy(&X[n * NTP_PREDICT_TERMS], f.x, sizeof f.x);
         t[n] = s;
         fam[n] = cf->family;
+        ntp__predict_impl_key(cf->family, tm.impl, f.level, impl[n], sizeof impl[n]);
         n++;
     }
     if (opts->progress && !st)
@@ -546,9 +864,25 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         free(tf);
         free(err);
     }
+    if (!st && !opts->quick)
+        fit_reorders(RX, rt, nr, &out->reorder);
+    const char **names = st ? NULL : calloc((size_t)n + 1, sizeof *names);
+    for (int i = 0; names && i < n; i++)
+        names[i] = impl[i];
+    if (names) {
+        ntp__calibrate_impl_corrections(X, t, fam, names, n, out);
+        if (!ntp__calibrate_refit(X, t, fam, names, n, out))
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    } else if (!st) {
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    free(names);
     free(X);
     free(t);
     free(fam);
+    free(impl);
+    free(RX);
+    free(rt);
     free(d.c);
     if (!st) {
         bool any = false;

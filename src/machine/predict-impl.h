@@ -21,10 +21,25 @@ ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
 /* Layer i's terms, from g's analysis a (same order). */
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
                            const ntp_calibration *cal, ntp__pfeat *out);
-/* A copy of `bytes` (read and written together) under cal: the copy
- * family's coefficients, or the measured bandwidth of the level holding
- * it where that family is not calibrated; NAN without a bandwidth. */
-double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes);
+/* A copy of `bytes` (read and written together) under cal: a reorder row
+ * (kind "reorder") under the reorder model where cal has one, else the
+ * copy family's coefficients, or the measured bandwidth of the level
+ * holding it where that family is not calibrated; NAN without a bandwidth. */
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind);
+/* The terms of a copy of `bytes` under cal (1, 0, bytes / bandwidth of the
+ * level holding them): a reorder row's sample in a calibration. */
+void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x);
+/* The key a correction is stored under: the implementation's name, and
+ * for a recurrent layer "NAME@LEVEL" with the level its recurrent weights
+ * sit in (its features' level). */
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
+                           size_t len);
+/* The correction of family f's time for layers that implementation impl
+ * runs, at `level` (ntp_calibration.impls); 1 where cal has none. */
+double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
+                               const char *level);
+/* The same for a key ntp__predict_impl_key made. */
+double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
  * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
 void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);
@@ -37,6 +52,21 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
 /* The buffer a network-conditions calibration writes over before each
  * pass: twice the last-level cache (m's, else the largest level of cal). */
 int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal);
+/* cal's corrections per implementation (ntp_calibration.impls) from its n
+ * samples: terms X (row-major, NTP_PREDICT_TERMS a row), times t, family
+ * and implementation of each, under cal's fitted families. A family whose
+ * samples all ran one kernel, and a kernel with one sample, get none. */
+void ntp__calibrate_impl_corrections(const double *X, const double *t,
+                                     const ntp_predict_family *fam, const char *const *impl, int n,
+                                     ntp_calibration *cal);
+/* Refit each family whose kernels have corrections on its samples' times
+ * divided by their kernel's correction, and correct again, in rounds: the
+ * family's shape is fitted on comparable samples, not on a mix of kernels
+ * several times apart. Then each family's fit quality as a prediction uses
+ * it, corrections applied. Samples as ntp__calibrate_impl_corrections's
+ * (impl: the keys); false when out of memory. */
+bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_family *fam,
+                          const char *const *impl, int n, ntp_calibration *cal);
 /* The ceilings' part of a calibration: peak at precision p, levels. */
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal);
 

@@ -95,6 +95,13 @@ static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, 
             snprintf(name, sizeof name, "%s", stp->name ? stp->name : "convert");
             l.kind = l.type = "convert";
             l.bytes = x->slots[stp->src].bytes + x->slots[stp->dst].bytes;
+        } else if (stp->kind == NTP_STEP_NODE && w->sub[k] == stp->main_sub) {
+            /* The layer's own row: the kernel the backend chose for it,
+             * whose correction the layer takes (correct_for_impls). The
+             * name is interned by the engine: it outlives the plan. */
+            if (stp->pos >= 0 && stp->pos < p->n_layers)
+                p->layers[stp->pos].impl = ntp__exec_impl(x, w->step[k]);
+            continue;
         } else if (stp->kind == NTP_STEP_NODE && w->sub[k] != stp->main_sub) {
             const char *suffix = "", *type = "step";
             int64_t bytes = 0;
@@ -158,19 +165,27 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
     char note[64];
     if (p->roofline_only)
         return unknown_row(ctx, p, "n/a: no copies in a roofline-only estimate");
-    if (!may_add_rows(g, where))
+    /* The plan is also prepared where no row can arise but the
+     * calibrations correct their families per implementation: the plan
+     * names each layer's kernel. Where it cannot be prepared, only rows
+     * that may exist are unknown. */
+    bool rows = may_add_rows(g, where), impls = false;
+    for (int k = 0; k < p->n_cals; k++)
+        impls |= p->cals[k].n_impls > 0;
+    if (!rows && !impls)
         return NTP_STATUS_OK; /* none can be added: nothing unknown */
     char here[256];
     ntp_machine_key(here, sizeof here);
     const ntp_backend_i *be = ntp__backend_find(cal->backend);
     if (!be || !ntp__be_available(be, NULL, 0)) {
         snprintf(note, sizeof note, "n/a: layouts of %.16s, which cannot run here", cal->backend);
-        return unknown_row(ctx, p, note);
+        return rows ? unknown_row(ctx, p, note) : NTP_STATUS_OK;
     }
     if (!o->reorders)
-        return unknown_row(ctx, p, "n/a: known once the plan is prepared");
+        return rows ? unknown_row(ctx, p, "n/a: known once the plan is prepared") : NTP_STATUS_OK;
     if (g->precision == NTP_DTYPE_I8)
-        return unknown_row(ctx, p, "n/a: an i8 plan needs a run's calibration pass");
+        return rows ? unknown_row(ctx, p, "n/a: an i8 plan needs a run's calibration pass")
+                    : NTP_STATUS_OK;
     ntp_exec_opts eo = {.backend = be,
                         .threads = o->threads > 0 ? o->threads : cal->threads,
                         .seed = 1,
@@ -188,9 +203,11 @@ ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predi
         char msg[512];
         snprintf(msg, sizeof msg, "%s", ntp_ctx_errmsg(ctx));
         ntp_ctx_clear(ctx);
-        ntp__warn(ctx, "predict: the plan could not be prepared, so its reorders are unknown: %s",
+        ntp__warn(ctx,
+                  "predict: the plan could not be prepared, so its reorders and kernels are "
+                  "unknown: %s",
                   msg);
-        return unknown_row(ctx, p, "n/a: the plan could not be prepared");
+        return rows ? unknown_row(ctx, p, "n/a: the plan could not be prepared") : NTP_STATUS_OK;
     }
     if (!ntp__rows_build(&x, &w))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");

@@ -86,9 +86,12 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
-/* The terms of work l of family fam under cal's ceilings. */
+/* The terms of work l of family fam under cal's ceilings. `reuse` is what
+ * the network touches between two uses of a layer's weights (every layer's
+ * weights and outputs, network_reuse): in network conditions the weights
+ * come from the level that holds it. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
-                        ntp__pfeat *out)
+                        int64_t reuse, ntp__pfeat *out)
 {
     memset(out, 0, sizeof *out);
     out->family = fam;
@@ -111,13 +114,16 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
     /* Calibrated in network conditions (ntp_calibration.cache): a layer's
-     * weights come from DRAM, evicted by the rest of the network since
-     * its last pass, while its input and output sit in the level they fit
-     * in, where the layer before left them. */
+     * weights come from the level holding everything the rest of the
+     * network touches since its last pass (DRAM in the calibration, whose
+     * runs write over the caches; a network's own weights and outputs in a
+     * prediction: a small network keeps its weights in the last-level
+     * cache), while its input and output sit in the level they fit in,
+     * where the layer before left them. */
     if (l->n_parts == 0 && strcmp(cal->cache, "network") == 0 && l->weight_bytes > 0 &&
         l->weight_bytes <= l->traffic_bytes) {
         double dram, act;
-        level_for(cal, INT64_MAX, &dram);
+        level_for(cal, reuse, &dram);
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
@@ -147,7 +153,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
                            const ntp_calibration *cal, ntp__pfeat *out)
 {
-    features_of(ntp__predict_family(g, i), &a->layers[i], cal, out);
+    /* A calibration's configuration: its caches written over first. */
+    features_of(ntp__predict_family(g, i), &a->layers[i], cal, INT64_MAX, out);
 }
 
 /* The work of the group headed at position h (--fuse) as its fused kernel
@@ -358,14 +365,36 @@ static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double
     return true;
 }
 
-double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes)
+/* A copy row's coefficients under cal: a layout change (kind "reorder")
+ * takes the reorder model fitted on the calibration's own reorder rows
+ * where there is one; otherwise, and for the engine's conversions, the
+ * copy family's (or the bandwidth alone). */
+static bool copy_coef(const ntp_calibration *cal, const char *kind, double *coef)
+{
+    if (kind && strcmp(kind, "reorder") == 0 && cal->reorder.calibrated) {
+        memcpy(coef, cal->reorder.coef, NTP_PREDICT_TERMS * sizeof *coef);
+        return true;
+    }
+    return family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef);
+}
+
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind)
 {
     double coef[NTP_PREDICT_TERMS], gbps;
     level_for(cal, bytes, &gbps);
-    if (!(gbps > 0) || bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef))
+    if (!(gbps > 0) || bytes <= 0 || !copy_coef(cal, kind, coef))
         return NAN;
     return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] +
                   coef[NTP_PREDICT_TERM_MEMORY] * (double)bytes / (gbps * 1e9));
+}
+
+void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x)
+{
+    double gbps;
+    level_for(cal, bytes, &gbps);
+    x[NTP_PREDICT_TERM_OVERHEAD] = 1;
+    x[NTP_PREDICT_TERM_COMPUTE] = 0;
+    x[NTP_PREDICT_TERM_MEMORY] = gbps > 0 ? (double)bytes / (gbps * 1e9) : 0;
 }
 
 void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
@@ -374,14 +403,47 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
     l->family = NTP_PREDICT_FAMILY_COPY;
     l->level = level_for(cal, l->bytes, &gbps);
     l->compute_ms = 0;
+    l->correction = 1;
     l->overhead_ms = l->memory_ms = l->predicted_ms = NAN;
-    if (!(gbps > 0) || l->bytes <= 0 || !family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef)) {
+    if (!(gbps > 0) || l->bytes <= 0 || !copy_coef(cal, l->kind, coef)) {
         snprintf(l->note, sizeof l->note, "n/a: a %s of unknown size", l->kind);
         return;
     }
     l->overhead_ms = 1e3 * coef[NTP_PREDICT_TERM_OVERHEAD];
     l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * (double)l->bytes / (gbps * 1e9);
     l->predicted_ms = l->overhead_ms + l->memory_ms;
+}
+
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
+                           size_t len)
+{
+    /* A recurrent layer's time is its recurrent weights' re-reads, whose
+     * speed against the level's triad differs from level to level (a
+     * matrix-vector product reads, the triad also writes): its kernel is
+     * corrected per level those weights sit in. */
+    if (f == NTP_PREDICT_FAMILY_RNN && level && level[0])
+        snprintf(buf, len, "%.36s@%.8s", impl ? impl : "", level);
+    else
+        snprintf(buf, len, "%s", impl ? impl : "");
+}
+
+double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
+                               const char *level)
+{
+    if (!impl || !impl[0])
+        return 1;
+    char key[48];
+    ntp__predict_impl_key(f, impl, level, key, sizeof key);
+    return ntp__predict_key_scale(cal, f, key);
+}
+
+double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key)
+{
+    for (int k = 0; key && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
+            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
+            return cal->impls[k].scale;
+    return 1;
 }
 
 /* Layer i's time and terms under cal (l's level, terms and time); false
@@ -401,6 +463,52 @@ static bool layer_under(const ntp__pfeat *f, const ntp_calibration *cal, bool ro
     if (roofline)
         l->predicted_ms = fmax(l->compute_ms, l->memory_ms);
     return true;
+}
+
+/* What a pass of g touches between two uses of one layer's weights: every
+ * layer's weights and output (a reshape's is a view of its input). */
+static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
+{
+    int64_t b = 0;
+    for (int i = 0; i < a->n_layers; i++)
+        if (ntp__predict_family(g, i) != NTP_PREDICT_FAMILY_FREE)
+            b += a->layers[i].weight_bytes + a->layers[i].output_bytes;
+    return b;
+}
+
+/* The calibration among p's of the backend `backend`; -1 for none. */
+static int cal_index(const ntp_prediction *p, const char *backend)
+{
+    for (int k = 0; backend && k < p->n_cals; k++)
+        if (strcmp(p->cals[k].backend, backend) == 0)
+            return k;
+    return -1;
+}
+
+/* Each layer whose implementation the prepared plan named (read_rows in
+ * predict-layout.c) takes its calibration's correction for it: the
+ * family's terms scaled by it, the total moved by the difference. */
+static void correct_for_impls(ntp_prediction *p)
+{
+    size_t nl = (size_t)p->n_layers;
+    for (int i = 0; i < p->n_layers; i++) {
+        ntp_layer_prediction *l = &p->layers[i];
+        int k = cal_index(p, l->backend);
+        if (!l->impl || k < 0 || p->roofline_only || !isfinite(l->predicted_ms) ||
+            l->family >= NTP_PREDICT_FAMILY_COUNT)
+            continue;
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->level);
+        if (s == 1)
+            continue;
+        double was = l->predicted_ms;
+        l->correction = s;
+        l->predicted_ms *= s;
+        l->overhead_ms *= s;
+        l->compute_ms *= s;
+        l->memory_ms *= s;
+        p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
+        p->total_ms += l->predicted_ms - was;
+    }
 }
 
 void ntp_predict_opts_default(ntp_predict_opts *o)
@@ -507,12 +615,14 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         return st;
     }
     p->fused = o->fuse;
+    int64_t reuse = network_reuse(g, a);
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
         ntp_layer_prediction *l = &p->layers[i];
         l->kind = "layer";
         l->layer = i;
+        l->correction = 1;
         l->backend = p->roofline_only ? p->cals[0].backend : where[i];
         /* A layer fused into another (--fuse) has no time of its own, as
          * in the run: its work is in its head's row. */
@@ -532,10 +642,10 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp_predict_family fam = ntp__predict_family(g, i);
         ntp__pfeat f, fk;
         int chosen = -1;
-        features_of(fam, &work, &p->cals[0], &f);
+        features_of(fam, &work, &p->cals[0], reuse, &f);
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
-            features_of(fam, &work, &p->cals[k], &fk);
+            features_of(fam, &work, &p->cals[k], reuse, &fk);
             bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
                       layer_under(&fk, &p->cals[k], p->roofline_only, &t);
             p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
@@ -616,6 +726,8 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
     st = ntp__predict_copies(ctx, g, o, where, p);
+    if (!st)
+        correct_for_impls(p);
     free(head_of);
     free(fold);
     free(where);
@@ -669,6 +781,24 @@ static double layer_ms_on(const ntp_prediction *p, const ntp_layer_prediction *l
     return NAN;
 }
 
+/* Layer lp's time pred (under the calibration of the backend row l ran
+ * on) corrected for the implementation the run chose (l->impl) instead of
+ * the one the prediction's plan named, if any: a run's prediction is made
+ * without preparing the plan again. */
+static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *lp,
+                          const ntp_layer_result *l, double pred)
+{
+    const char *backend = l->backend ? l->backend : lp->backend;
+    int k = cal_index(p, backend);
+    if (!isfinite(pred) || k < 0 || p->roofline_only || lp->family >= NTP_PREDICT_FAMILY_COUNT)
+        return pred;
+    bool own = !lp->backend || strcmp(lp->backend, backend) == 0;
+    double base = own && lp->correction > 0 ? pred / lp->correction : pred;
+    /* The level is the prediction's under its own calibration; under
+     * another backend's the same ceilings give the same level. */
+    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->level);
+}
+
 static double finite_or_0(double v)
 {
     return isfinite(v) ? v : 0;
@@ -720,7 +850,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
                 for (int k = 0; l->backend && k < p->n_cals; k++)
                     if (strcmp(p->cals[k].backend, l->backend) == 0)
                         c = &p->cals[k];
-                pred = ntp__predict_copy_ms(c, l->bytes);
+                pred = ntp__predict_copy_ms(c, l->bytes, l->kind);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
@@ -760,6 +890,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             } else {
                 pred =
                     layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
+                pred = run_impl_ms(p, lp, l, pred);
             }
             delta += finite_or_0(pred) - finite_or_0(lp->predicted_ms);
             if (!isfinite(pred)) {
@@ -856,6 +987,29 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, fam, ntp_predict_family_name((ntp_predict_family)f), x);
     }
     ntp__jset(&ok, o, "families", fam);
+    /* The reorder rows' model and the corrections per implementation;
+     * absent in calibrations from before them (read as none). */
+    if (cal->reorder.calibrated) {
+        const ntp_family_model *m = &cal->reorder;
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "samples", json_integer(m->samples));
+        ntp__jset(&ok, x, "overhead_s", json_real(m->coef[NTP_PREDICT_TERM_OVERHEAD]));
+        ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
+        ntp__jset(&ok, x, "median_error", json_real(m->median_error));
+        ntp__jset(&ok, x, "max_error", json_real(m->max_error));
+        ntp__jset(&ok, o, "reorder", x);
+    }
+    json_t *im = json_array();
+    for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
+        const ntp_impl_correction *c = &cal->impls[k];
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "family", ntp__json_str(ntp_predict_family_name(c->family)));
+        ntp__jset(&ok, x, "impl", ntp__json_str(c->impl));
+        ntp__jset(&ok, x, "samples", json_integer(c->samples));
+        ntp__jset(&ok, x, "scale", json_real(c->scale));
+        ntp__jpush(&ok, im, x);
+    }
+    ntp__jset(&ok, o, "impl_corrections", im);
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -921,6 +1075,36 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
         m->median_error = get_num(x, "median_error");
         m->max_error = get_num(x, "max_error");
+    }
+    json_t *r = json_object_get(j, "reorder");
+    if (json_is_object(r)) {
+        ntp_family_model *m = &cal->reorder;
+        m->calibrated = true;
+        m->samples = (int)get_num(r, "samples");
+        m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(r, "overhead_s");
+        m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(r, "memory");
+        m->median_error = get_num(r, "median_error");
+        m->max_error = get_num(r, "max_error");
+    }
+    json_t *c;
+    json_array_foreach(json_object_get(j, "impl_corrections"), i, c)
+    {
+        if (cal->n_impls >= NTP_PREDICT_MAX_IMPLS)
+            break;
+        char name[16];
+        get_str(c, "family", name, sizeof name);
+        int f = 0;
+        while (f < NTP_PREDICT_FAMILY_COUNT &&
+               strcmp(name, ntp_predict_family_name((ntp_predict_family)f)) != 0)
+            f++;
+        double scale = get_num(c, "scale");
+        if (f == NTP_PREDICT_FAMILY_COUNT || !(scale > 0))
+            continue;
+        ntp_impl_correction *ic = &cal->impls[cal->n_impls++];
+        ic->family = (ntp_predict_family)f;
+        get_str(c, "impl", ic->impl, sizeof ic->impl);
+        ic->samples = (int)get_num(c, "samples");
+        ic->scale = scale;
     }
     return true;
 }

@@ -206,6 +206,12 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
             ntp__jset(&ok, o, "note", json_string(l->note));
         if (l->fused_into)
             ntp__jset(&ok, o, "fused_into", ntp__json_str(l->fused_into));
+        /* The kernel the prepared plan chose, and the correction its
+         * family's time took for it (docs/predict.md#implementations). */
+        if (l->impl)
+            ntp__jset(&ok, o, "impl", ntp__json_str(l->impl));
+        if (l->correction > 0 && l->correction != 1)
+            ntp__jset(&ok, o, "impl_correction", json_real(l->correction));
         ntp__jpush(&ok, layers, o);
     }
     free(rows);
@@ -304,9 +310,16 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
         ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s", "family", "samples", "overhead us",
                        "compute", "memory", "med err", "max err");
     }
-    for (int k = 0; k < NTP_PREDICT_FAMILY_COUNT; k++) {
-        const ntp_family_model *m = &c->family[k];
-        const char *name = ntp_predict_family_name((ntp_predict_family)k);
+    /* The families, then the reorder rows' model (a row of its own:
+     * "reorder", not a family of layers). */
+    for (int k = 0; k <= NTP_PREDICT_FAMILY_COUNT; k++) {
+        bool rows = k == NTP_PREDICT_FAMILY_COUNT;
+        const ntp_family_model *m = rows ? &c->reorder : &c->family[k];
+        const char *name = rows ? "reorder" : ntp_predict_family_name((ntp_predict_family)k);
+        if (rows && !m->calibrated && fmt != NTP_FORMAT_CSV) {
+            ntp__put_linef(f, "%-10s %7s %11s", name, "-", "not fitted: copy family's");
+            continue;
+        }
         if (fmt == NTP_FORMAT_CSV) {
             if (!m->calibrated)
                 continue;
@@ -338,6 +351,14 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                            m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
                            100 * m->median_error, 100 * m->max_error);
         }
+    }
+    if (fmt != NTP_FORMAT_CSV && c->n_impls > 0) {
+        fputc('\n', f);
+        ntp__put_linef(f, "corrections per implementation (x the family's time, docs/predict.md):");
+        for (int k = 0; k < c->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+            ntp__put_linef(f, "  %-10s %-36s %5.2f  (%d samples)",
+                           ntp_predict_family_name(c->impls[k].family), c->impls[k].impl,
+                           c->impls[k].scale, c->impls[k].samples);
     }
     return ntp__check_stream(ctx, f, "calibration");
 }

@@ -49,6 +49,22 @@ double test_hand_copy_ms(bool fitted, int64_t bytes)
     return 1e3 * (2e-6 + 3 * (double)bytes / (gbps * 1e9));
 }
 
+void test_hand_reorder(ntp_calibration *c)
+{
+    ntp_family_model *m = &c->reorder;
+    memset(m, 0, sizeof *m);
+    m->calibrated = true;
+    m->samples = 3;
+    m->coef[NTP_PREDICT_TERM_OVERHEAD] = 5e-6;
+    m->coef[NTP_PREDICT_TERM_MEMORY] = 4;
+}
+
+double test_hand_reorder_ms(int64_t bytes)
+{
+    double gbps = bytes <= 65536 ? 200 : 20;
+    return 1e3 * (5e-6 + 4 * (double)bytes / (gbps * 1e9));
+}
+
 const ntp_layer_prediction *test_find_prediction(const ntp_layer_prediction *l, int n,
                                                  const char *name)
 {

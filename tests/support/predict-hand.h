@@ -23,6 +23,11 @@ double test_hand_ms(int64_t flops, int64_t bytes);
 /* A copy of `bytes` under it, in ms: fitted (fit_copies) or not. */
 double test_hand_copy_ms(bool fitted, int64_t bytes);
 
+/* A reorder row of `bytes` under the reorder model test_hand_reorder sets
+ * (t = 5 us + 4 x memory), in ms. */
+void test_hand_reorder(ntp_calibration *c);
+double test_hand_reorder_ms(int64_t bytes);
+
 /* The row of the prediction's layers named `name`, or NULL. */
 const ntp_layer_prediction *test_find_prediction(const ntp_layer_prediction *l, int n,
                                                  const char *name);
