@@ -15,13 +15,20 @@
 #include "op-table.h"
 
 typedef enum ntp_op {
-#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on) NTP_OP_##e,
+#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co, in, pr, bw, tc, ox, on) NTP_OP_##e,
     NTP_OP_TABLE(NTP_OP_ENUM_)
 #undef NTP_OP_ENUM_
         NTP_OP_COUNT
 } ntp_op;
 
 typedef enum ntp_op_kind { NTP_OP_KIND_LAYER, NTP_OP_KIND_INLAY } ntp_op_kind;
+
+/* How an op's weights are generated (the op table's INIT column). */
+typedef enum ntp_op_init {
+#define NTP_OP_INIT_ENUM_(c) NTP_OP_INIT_##c,
+    NTP_OP_INIT_CLASSES(NTP_OP_INIT_ENUM_)
+#undef NTP_OP_INIT_ENUM_
+} ntp_op_init;
 
 /* The op table's class columns (op-table.h): data the upper layers select
  * their code by, with a switch over the class. */
@@ -282,6 +289,8 @@ const char *ntp__op_name(ntp_op op);
 ntp_op_kind ntp__op_kind(ntp_op op);
 int ntp__op_min_inputs(ntp_op op);
 int ntp__op_max_inputs(ntp_op op);
+/* How the weight generator fills op's weights (INIT). */
+ntp_op_init ntp__op_init(ntp_op op);
 /* The class columns: predict's family, the backward FLOPs' class, the torch
  * backend's ATen operator, the ONNX exporter's emitter and its ONNX operator
  * (NULL: none of its own). */
@@ -320,7 +329,7 @@ void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
  * docs/analysis.md): their count, 0 for any other node. */
 int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts);
 
-#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on)        \
+#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co, in, pr, bw, tc, ox, on)    \
     ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \
     void ntp__cost_##co(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
 NTP_OP_TABLE(NTP_OP_DECL_)
