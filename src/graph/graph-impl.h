@@ -125,7 +125,23 @@ typedef struct ntp_resize_attrs {
     double cubic_a; /* the cubic coefficient */
     bool exclude_outside;
     double extrapolation; /* value of samples outside the input */
+    /* Per-dim scales as exact rationals scale_num[d] / scale_den[d]
+     * (n_scales = rank), or n_scales 0 when the sizes are given (in the
+     * shared dim list `shape`, op-onnx-impl.h). */
+    int n_scales;
+    int64_t scale_num[NTP_MAX_DIMS], scale_den[NTP_MAX_DIMS];
 } ntp_resize_attrs;
+
+/* ONNX's Slice as given: n starts and ends (1..rank values each), on
+ * n_axes axes (0: the first n), with n_steps steps (0: all 1). */
+typedef struct ntp_slice_attrs {
+    int n;
+    int64_t starts[NTP_MAX_DIMS], ends[NTP_MAX_DIMS];
+    int n_axes;
+    int64_t axes[NTP_MAX_DIMS];
+    int n_steps;
+    int64_t steps[NTP_MAX_DIMS];
+} ntp_slice_attrs;
 
 typedef struct ntp_lrn_attrs {
     int64_t size; /* channels summed over */
@@ -172,7 +188,7 @@ typedef struct ntp_attrs {
     int n_sizes;
     int64_t sizes[NTP_MAX_OUTPUTS]; /* split sizes */
     int n_pads;
-    int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end */
+    int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end (only) */
     int pad_mode;                   /* NTP_PADMODE_* */
     double value;                   /* pad constant */
     int64_t vocab;                  /* embedding rows */
@@ -206,6 +222,7 @@ typedef struct ntp_attrs {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */
         ntp_lrn_attrs lrn;           /* NTP_OP_LRN */
         ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
+        ntp_slice_attrs slice;       /* NTP_OP_SLICE */
     };
 } ntp_attrs;
 

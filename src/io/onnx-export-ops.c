@@ -382,7 +382,7 @@ static ntp_status resize(const em *e)
     } else {
         float sc[NTP_MAX_DIMS];
         for (int d = 0; d < r; d++)
-            sc[d] = (float)((double)a->pads[d] / (double)a->pads[NTP_RESIZE_DEN + d]);
+            sc[d] = (float)((double)a->resize.scale_num[d] / (double)a->resize.scale_den[d]);
         ntp_shape s = {1, {r}};
         in[2] = ntp__xw_f32_copy(e->w, helper_name(e, "scales"), sc, &s);
     }
@@ -580,14 +580,16 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return NTP_STATUS_OK;
     }
     case NTP_OP_ONNX_SLICE: {
-        int k = a->n_pads;
+        const ntp_slice_attrs *sl = &a->slice;
+        int k = sl->n;
         int64_t axes[NTP_MAX_DIMS], steps[NTP_MAX_DIMS];
         for (int i = 0; i < k; i++) {
-            axes[i] = a->n_perm ? a->perm[i] : i;
-            steps[i] = a->n_shape ? a->shape[i] : 1;
+            axes[i] = sl->n_axes ? sl->axes[i] : i;
+            steps[i] = sl->n_steps ? sl->steps[i] : 1;
         }
-        const char *in[5] = {in_name(&e, 0), ntp__xw_i64(w, helper_name(&e, "starts"), a->pads, k),
-                             ntp__xw_i64(w, helper_name(&e, "ends"), a->pads + NTP_SLICE_ENDS, k),
+        const char *in[5] = {in_name(&e, 0),
+                             ntp__xw_i64(w, helper_name(&e, "starts"), sl->starts, k),
+                             ntp__xw_i64(w, helper_name(&e, "ends"), sl->ends, k),
                              ntp__xw_i64(w, helper_name(&e, "axes"), axes, k),
                              ntp__xw_i64(w, helper_name(&e, "steps"), steps, k)};
         node(&e, op, NULL, 5, in, out_name(&e, 0));
