@@ -241,9 +241,7 @@ static void reduce(ntp_op op, int n_axes, const int64_t *axes, ntp_shape out, co
 {
     rh_case c;
     rh_init(&c, op);
-    c.node.a.n_perm = n_axes;
-    for (int i = 0; i < n_axes; i++)
-        c.node.a.perm[i] = axes[i];
+    ntp__reduce_set(&c.node.a, n_axes, axes);
     rh_in(&c, RH_SHAPE(2, 3), (const float[]){1, 2, 3, 4, 5, 6});
     float *y = rh_out(&c, out);
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);

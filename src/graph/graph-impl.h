@@ -132,6 +132,13 @@ typedef struct ntp_resize_attrs {
     int64_t scale_num[NTP_MAX_DIMS], scale_den[NTP_MAX_DIMS];
 } ntp_resize_attrs;
 
+/* A reduction's axes (n_axes 0: every axis), normalised to 0..rank-1 by
+ * shape inference. */
+typedef struct ntp_reduce_attrs {
+    int n_axes;
+    int64_t axes[NTP_MAX_DIMS];
+} ntp_reduce_attrs;
+
 /* ONNX's Slice as given: n starts and ends (1..rank values each), on
  * n_axes axes (0: the first n), with n_steps steps (0: all 1). */
 typedef struct ntp_slice_attrs {
@@ -223,6 +230,7 @@ typedef struct ntp_attrs {
         ntp_lrn_attrs lrn;           /* NTP_OP_LRN */
         ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
         ntp_slice_attrs slice;       /* NTP_OP_SLICE */
+        ntp_reduce_attrs reduce;     /* NTP_OP_REDUCE_* */
     };
 } ntp_attrs;
 

@@ -249,7 +249,8 @@ static const ntp_attr_decl prelu_attrs[] = {
     A_SPECIAL("shared", shape, n_shape, SHARED, .write = NTP_WRITE_SPECIAL),
 };
 static const ntp_attr_decl reduce_attrs[] = {
-    A_INTS("axes", perm, n_perm, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT, IF_ANY),
+    A_INTS("axes", reduce.axes, reduce.n_axes, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT,
+           IF_ANY),
 };
 static const ntp_attr_decl lrn_attrs[] = {
     A_INT("size", lrn.size, 1, REQ),

@@ -2,11 +2,11 @@
  * attribute storage and the index arithmetic that shape inference and the
  * reference kernels share, so the two cannot disagree.
  *
- * Slice, resize, lrn and constant have their own structs in ntp_attrs'
- * union (graph-impl.h), tagged by the node's op. The other ops keep their
- * attributes in the shared fields whose meaning fits (a reduction's axes in
- * the axis list `perm`, shapes and sizes in the dim list `shape`, the
- * element-wise parameters in `alpha` and `gamma`); op-attrs.h
+ * Slice, the reductions, resize, lrn and constant have their own structs
+ * in ntp_attrs' union (graph-impl.h), tagged by the node's op. The other
+ * ops keep their attributes in the shared fields whose meaning fits
+ * (shapes and sizes in the dim list `shape`, the element-wise parameters in
+ * `alpha` and `gamma`); op-attrs.h
  * says which markup attribute fills which field. The accessors below are
  * the one place that says which field holds what; readers, writers, shape
  * functions and kernels go through them. */
@@ -46,16 +46,22 @@ const ntp_onnx_params *ntp__onnx_params(ntp_op op);
  * scalar); a->constant.trainable says whether the value is a trainable
  * weight (true) or a buffer (false). */
 
-/* --- reductions: axes in a->perm[0..n_perm), n_perm == 0 meaning every axis.
- * The output keeps the reduced dims as 1 (ONNX keepdims=1); a reader that
- * wants them dropped adds a reshape. */
+/* --- reductions: axes in a->reduce (graph-impl.h), n_axes == 0 meaning
+ * every axis. The output keeps the reduced dims as 1 (ONNX keepdims=1); a
+ * reader that wants them dropped adds a reshape. */
 static inline int ntp__reduce_n_axes(const ntp_attrs *a)
 {
-    return a->n_perm;
+    return a->reduce.n_axes;
 }
 static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a)
 {
-    return a->perm;
+    return a->reduce.axes;
+}
+static inline void ntp__reduce_set(ntp_attrs *a, int n, const int64_t *axes)
+{
+    a->reduce.n_axes = n;
+    for (int i = 0; i < n; i++)
+        a->reduce.axes[i] = axes[i];
 }
 
 /* --- lrn: a->lrn (graph-impl.h). */

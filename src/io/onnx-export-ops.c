@@ -354,8 +354,9 @@ static ntp_status simple(const em *e, const char *op)
         in[k++] = weight(e, i, NULL);
     ntp_op_onnx how = ntp__op_onnx(n->op);
     bool reduce = how == NTP_OP_ONNX_REDUCE || how == NTP_OP_ONNX_REDUCE_AXES_IN;
-    if (how == NTP_OP_ONNX_REDUCE_AXES_IN && a->n_perm > 0)
-        in[k++] = ntp__xw_i64(e->w, helper_name(e, "axes"), a->perm, a->n_perm);
+    if (how == NTP_OP_ONNX_REDUCE_AXES_IN && ntp__reduce_n_axes(a) > 0)
+        in[k++] =
+            ntp__xw_i64(e->w, helper_name(e, "axes"), ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
     const ntp_onnx_params *p = ntp__onnx_params(n->op);
     if (p->p1)
@@ -366,8 +367,8 @@ static ntp_status simple(const em *e, const char *op)
         simple_attrs[n->op](e, o);
     if (reduce) {
         ntp__xw_attr_i(e->w, o, "keepdims", 1);
-        if (how == NTP_OP_ONNX_REDUCE && a->n_perm > 0)
-            ntp__xw_attr_ints(e->w, o, "axes", a->perm, a->n_perm);
+        if (how == NTP_OP_ONNX_REDUCE && ntp__reduce_n_axes(a) > 0)
+            ntp__xw_attr_ints(e->w, o, "axes", ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     }
     return NTP_STATUS_OK;
 }

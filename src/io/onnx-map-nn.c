@@ -299,9 +299,7 @@ static ntp_status reduce_mean(ntp_onnx_importer *x, int a, const int64_t *axes, 
     int ni = ntp__onnx_add_node(x, NTP_OP_REDUCE_MEAN, suffix, &a, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.n_perm = na;
-    for (int i = 0; i < na; i++)
-        x->g->nodes[ni].a.perm[i] = axes[i];
+    ntp__reduce_set(&x->g->nodes[ni].a, na, axes);
     ntp_status st = ntp__onnx_infer(x, ni);
     if (!st)
         *out = x->g->nodes[ni].out[0];
