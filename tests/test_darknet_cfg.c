@@ -552,6 +552,48 @@ static void malformed(void)
     }
 }
 
+/* A bad ntp_load_opts.set value names the option by its API name, as a part
+ * the CLI words as its --set (docs/architecture.md: the library speaks no
+ * CLI), with the file as a part of its own. */
+static void set_errors(void)
+{
+    static const struct {
+        const char *text, *set, *want;
+    } cases[] = {
+        {NET "[maxpool]\n", "batch=x", "batch=x: expected a positive integer"},
+        {NET "[maxpool]\n", "width=0", "width=0: expected a positive integer"},
+        {NET "[maxpool]\n", "size=3",
+         "size=3: a Darknet .cfg takes batch, width, height, channels and weights=FILE.weights"},
+        {"[net]\ninputs=4\n[connected]\noutput=2\n", "height=4",
+         "height: this network's input is a vector (inputs=4), not an image"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *path = write_tmp(cases[i].text, ".cfg");
+        ntp_ctx *ctx = ntp_ctx_init();
+        const char *sets[] = {cases[i].set};
+        ntp_load_opts o = {.max_memory = -1, .set = sets, .n_set = 1};
+        ntp_graph *g = NULL;
+        ntp_status st = ntp_graph_load(ctx, path, &o, &g);
+        char want[512];
+        snprintf(want, sizeof want, "%s: ntp_load_opts.set %s", path, cases[i].want);
+        const char *got = st ? ntp_ctx_errmsg(ctx) : "loaded";
+        CHECK(st != NTP_STATUS_OK && strcmp(got, want) == 0,
+              "set case %zu:\n  expected '%s'\n  got      '%s'", i, want, got);
+        const char *opt = ntp_ctx_error_part(ctx, NTP_ERROR_OPTION);
+        const char *file = ntp_ctx_error_part(ctx, NTP_ERROR_FILE);
+        const char *text = ntp_ctx_error_part(ctx, NTP_ERROR_TEXT);
+        CHECK(opt && strcmp(opt, "ntp_load_opts.set") == 0, "set case %zu: option part '%s'", i,
+              opt ? opt : "(none)");
+        CHECK(file && strcmp(file, path) == 0, "set case %zu: file part '%s'", i,
+              file ? file : "(none)");
+        CHECK(text && strcmp(text, cases[i].want) == 0 && !strstr(text, "--"),
+              "set case %zu: text part '%s'", i, text ? text : "(none)");
+        ntp_graph_free(g);
+        ntp_ctx_free(ctx);
+        unlink(path);
+    }
+}
+
 /* --- 4. a .weights file ----------------------------------------------------- */
 
 /* conv (bn) 2 filters 1x1 on 3 channels, then connected 2 -> 3: the values
@@ -663,6 +705,7 @@ int main(int argc, char **argv)
     printf("libdarknet not linked: the live comparison is skipped\n");
 #endif
     malformed();
+    set_errors();
     weights();
     if (failures)
         printf("%d failures\n", failures);

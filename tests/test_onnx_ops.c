@@ -241,9 +241,7 @@ static void reduce(ntp_op op, int n_axes, const int64_t *axes, ntp_shape out, co
 {
     rh_case c;
     rh_init(&c, op);
-    c.node.a.n_perm = n_axes;
-    for (int i = 0; i < n_axes; i++)
-        c.node.a.perm[i] = axes[i];
+    ntp__reduce_set(&c.node.a, n_axes, axes);
     rh_in(&c, RH_SHAPE(2, 3), (const float[]){1, 2, 3, 4, 5, 6});
     float *y = rh_out(&c, out);
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
@@ -328,17 +326,7 @@ static void slice(const int64_t *starts, const int64_t *ends, const int64_t *axe
 {
     rh_case c;
     rh_init(&c, NTP_OP_SLICE);
-    c.node.a.n_pads = n;
-    c.node.a.n_perm = axes ? n : 0;
-    c.node.a.n_shape = steps ? n : 0;
-    for (int i = 0; i < n; i++) {
-        c.node.a.pads[i] = starts[i];
-        c.node.a.pads[NTP_SLICE_ENDS + i] = ends[i];
-        if (axes)
-            c.node.a.perm[i] = axes[i];
-        if (steps)
-            c.node.a.shape[i] = steps[i];
-    }
+    ntp__slice_set(&c.node.a, n, starts, ends, axes, steps);
     rh_in(&c, RH_SHAPE(2, 5), (const float[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     float *y = rh_out(&c, out);
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);
@@ -361,9 +349,9 @@ static void test_slice(void **state)
     /* An empty slice is refused by the shape function's arithmetic. */
     ntp_attrs a;
     ntp__attrs_default(&a);
-    a.n_pads = 1;
-    a.pads[0] = 3;
-    a.pads[NTP_SLICE_ENDS] = 3;
+    a.slice.n = 1;
+    a.slice.starts[0] = 3;
+    a.slice.ends[0] = 3;
     int64_t st[NTP_MAX_DIMS], sp[NTP_MAX_DIMS];
     ntp_shape in = RH_SHAPE(4), out;
     assert_non_null(ntp__slice_resolve(&a, &in, false, st, sp, &out));
@@ -393,10 +381,10 @@ static void resize(int mode, int coord, const float *want)
     a->resize.coord = coord;
     a->resize.nearest = NTP_RESIZE_ROUND_PREFER_FLOOR;
     a->resize.cubic_a = -0.75;
-    a->n_pads = 4;
+    a->resize.n_scales = 4;
     for (int d = 0; d < 4; d++) {
-        a->pads[d] = d < 2 ? 1 : 2;
-        a->pads[NTP_RESIZE_DEN + d] = 1;
+        a->resize.scale_num[d] = d < 2 ? 1 : 2;
+        a->resize.scale_den[d] = 1;
     }
     rh_in(&c, RH_SHAPE(1, 1, 2, 2), (const float[]){1, 2, 3, 4});
     float *y = rh_out(&c, RH_SHAPE(1, 1, 4, 4));

@@ -269,6 +269,31 @@ static void test_refusals(void **state)
                   "<fc name='o' units='3'/></topology>");
     assert_int_equal(ntp_train_plan_make(ctx, g, NULL, &p), NTP_STATUS_SHAPE_ERROR);
     assert_non_null(strstr(ntp_ctx_errmsg(ctx), "cross_entropy needs an output [batch, classes]"));
+    /* The library names the API, never the CLI's flags (cli-messages.c
+     * words these as --loss mse, --input, --input-lengths). */
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "(use NTP_LOSS_MSE)"));
+    assert_null(strstr(ntp_ctx_errmsg(ctx), "--"));
+    ntp_graph_free(g);
+    g = load(ctx, "<topology name='r' precision='f32' batch='2'>"
+                  "<input name='x' shape='2,3' dtype='f32'/>"
+                  "<fc name='o' units='3'/></topology>");
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    const char *inputs[] = {"x"};
+    o.inputs = inputs;
+    o.n_inputs = 1;
+    ntp_trainer *t = NULL;
+    assert_int_equal(ntp_trainer_new(ctx, g, &o, &t), NTP_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(ntp_ctx_errmsg(ctx),
+                        "ntp_train_opts.inputs expects NAME=FILE.npy, got 'x'");
+    assert_string_equal(ntp_ctx_error_part(ctx, NTP_ERROR_OPTION), "ntp_train_opts.inputs");
+    ntp_train_opts_init(&o);
+    o.input_lengths = "lengths.npy";
+    assert_int_equal(ntp_trainer_new(ctx, g, &o, &t), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx),
+                           ": ntp_train_opts.input_lengths and ntp_train_opts.target_lengths are "
+                           "for NTP_LOSS_CTC, not cross_entropy"));
+    assert_null(t);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
 }

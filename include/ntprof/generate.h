@@ -145,8 +145,10 @@ NTP_API void ntp_generate_result_free(ntp_generate_result *r);
 /* The report as a table or as JSON (keys in docs/decoders.md: ttft_ms,
  * tpot_ms {p50, p90, p99, mean}, prefill_tokens_per_s,
  * decode_tokens_per_s, kv_bytes_per_token, ...). */
-NTP_API ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f);
-NTP_API ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_generate_table(ntp_ctx *ctx, const ntp_generate_result *r,
+                                                   FILE *f);
+NTP_API ntp_status ntp_report_write_generate_json(ntp_ctx *ctx, const ntp_generate_result *r,
+                                                  FILE *f);
 
 /* KV cache bytes per token of one sequence for the topology g: 2 x the sum
  * over kv_attention layers of kv_heads x head_dim, times the bytes of
@@ -194,10 +196,10 @@ NTP_API void ntp_generate_sweep_free(ntp_generate_sweep *s);
  * decode tokens/s, the roofline's decode tokens/s. JSON: {"model",
  * "static", "axes": [...], "points": [{"values": {...}, "result": <the
  * generate report>}]}. */
-NTP_API ntp_status ntp_generate_sweep_write_table(ntp_ctx *ctx, const ntp_generate_sweep *s,
-                                                  FILE *f);
-NTP_API ntp_status ntp_generate_sweep_write_json(ntp_ctx *ctx, const ntp_generate_sweep *s,
-                                                 FILE *f);
+NTP_API ntp_status ntp_report_write_generate_sweep_table(ntp_ctx *ctx, const ntp_generate_sweep *s,
+                                                         FILE *f);
+NTP_API ntp_status ntp_report_write_generate_sweep_json(ntp_ctx *ctx, const ntp_generate_sweep *s,
+                                                        FILE *f);
 /* A self-contained HTML page (docs/html.md's building blocks): against the
  * `context` axis (else the first), for each combination of the others,
  * TPOT (measured p50 with p50..p99 whiskers; static: the roofline's, n/a

@@ -235,18 +235,18 @@ NTP_API int64_t ntp_loadgen_min_passing(int64_t over, double p, double c);
 /* Reports (docs/load.md): a table for a terminal, JSON (kind "load",
  * schema/load.schema.json) or CSV (a summary row, then one row per query),
  * written to f; the caller makes f atomic (ntp_output_open). */
-NTP_API ntp_status ntp_loadgen_write(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_format fmt,
-                                     FILE *f);
+NTP_API ntp_status ntp_report_write_load(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_format fmt,
+                                         FILE *f);
 /* A Chrome trace (chrome://tracing, Perfetto): per query one span on its
  * instance's track from arrival to completion, with its phases (queued,
  * batched, computed) nested in it. */
-NTP_API ntp_status ntp_loadgen_write_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_load_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
 /* A self-contained HTML page (docs/load.md#reports): the figures, the
  * latency distribution (a histogram and the latency at each percentile)
  * and, after a QPS search, p50 and p99 against the offered QPS with the
  * bound. Every figure shown also carries its exact value in a data-v
  * attribute. */
-NTP_API ntp_status ntp_loadgen_write_html(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_load_html(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f);
 
 /* --- the history (docs/load.md#history) ----------------------------------------------- */
 
@@ -258,8 +258,8 @@ NTP_API ntp_status ntp_loadgen_record(ntp_ctx *ctx, const char *db, const ntp_lo
                                       int64_t *id);
 /* Load runs as `ntprof history` lists them: a table, JSON (kind
  * "load_history") or CSV. */
-NTP_API ntp_status ntp_loadgen_write_history(ntp_ctx *ctx, const ntp_load_entry *e, int n,
-                                             ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_report_write_load_history(ntp_ctx *ctx, const ntp_load_entry *e, int n,
+                                                 ntp_format fmt, FILE *f);
 
 /* --- sweeps of load runs (ntprof sweep --load, docs/load.md#sweeps) ----------------------- */
 
@@ -285,7 +285,7 @@ typedef struct ntp_loadgen_sweep_row {
 } ntp_loadgen_sweep_row;
 
 /* Fill row (its label kept) from a load report written by
- * ntp_loadgen_write(..., NTP_FORMAT_JSON, ...) at `path`. */
+ * ntp_report_write_load(..., NTP_FORMAT_JSON, ...) at `path`. */
 NTP_API ntp_status ntp_loadgen_sweep_row_read(ntp_ctx *ctx, const char *path,
                                               ntp_loadgen_sweep_row *row);
 /* The same from the report's text (a load run's report as the store keeps
@@ -294,8 +294,8 @@ NTP_API ntp_status ntp_loadgen_sweep_row_parse(ntp_ctx *ctx, const char *report,
                                                ntp_loadgen_sweep_row *row);
 /* The rows as a table, JSON (kind "load_sweep": source and one object per
  * configuration) or CSV (a row per configuration). */
-NTP_API ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
-                                           const char *source, ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_report_write_load_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows,
+                                               int n, const char *source, ntp_format fmt, FILE *f);
 /* Record configuration `index` of load sweep `sweep` (ntp_store_add_load_sweep)
  * in s: a failed row (error set) as failed with its error; a completed one
  * as the load run of its JSON report at `report` (stored byte for byte,
@@ -312,13 +312,13 @@ NTP_API ntp_status ntp_loadgen_record_report(ntp_ctx *ctx, ntp_store *s, const c
  * --load-sweeps` lists them: a table (a heading per sweep, a line per
  * configuration), JSON (kind "load_sweep_history": the sweeps with their
  * configurations) or CSV (a row per configuration). */
-NTP_API ntp_status ntp_loadgen_write_sweep_history(ntp_ctx *ctx, const ntp_load_sweep_task *t,
-                                                   int n, ntp_format fmt, FILE *f);
+NTP_API ntp_status ntp_report_write_load_sweep_history(ntp_ctx *ctx, const ntp_load_sweep_task *t,
+                                                       int n, ntp_format fmt, FILE *f);
 /* A self-contained HTML page of the rows: p99 and p50 of each configuration
  * against its achieved QPS (invalid runs marked) and a table of every
  * configuration; each number also in a data-v attribute (docs/load.md#sweeps). */
-NTP_API ntp_status ntp_loadgen_write_sweep_html(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows,
-                                                int n, const char *source, FILE *f);
+NTP_API ntp_status ntp_report_write_load_sweep_html(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows,
+                                                    int n, const char *source, FILE *f);
 
 #ifdef __cplusplus
 }

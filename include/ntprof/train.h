@@ -140,8 +140,8 @@ NTP_API ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const n
                                        ntp_train_plan **out);
 NTP_API void ntp_train_plan_free(ntp_train_plan *p);
 /* Table or JSON (docs/train.md); CSV gives the per-layer rows. */
-NTP_API ntp_status ntp_train_plan_write(ntp_ctx *ctx, const ntp_train_plan *p, ntp_format fmt,
-                                        FILE *f);
+NTP_API ntp_status ntp_report_write_train_plan(ntp_ctx *ctx, const ntp_train_plan *p,
+                                               ntp_format fmt, FILE *f);
 
 typedef struct ntp_train_layer {
     const char *name; /* owned by the graph; "loss" for the loss row */
@@ -190,7 +190,7 @@ NTP_API ntp_status ntp_trainer_save_weights(ntp_ctx *ctx, const ntp_trainer *t, 
 NTP_API void ntp_trainer_free(ntp_trainer *t);
 NTP_API void ntp_train_result_free(ntp_train_result *r);
 /* Table, JSON (with a "memory" object) or CSV (per-layer rows). */
-NTP_API ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt,
+NTP_API ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt,
                                           FILE *f);
 
 /* A training sweep (ntprof sweep --train, docs/train.md): training over
@@ -208,21 +208,22 @@ NTP_API ntp_status ntp_train_sweep_run(ntp_ctx *ctx, const ntp_sweep *sw, const 
 /* How many configurations failed. */
 NTP_API int ntp_train_sweep_failed(const ntp_train_sweep *s);
 /* Table (with a TBD-style memory bar per configuration), JSON or CSV. */
-NTP_API ntp_status ntp_train_sweep_write(ntp_ctx *ctx, const ntp_train_sweep *s, ntp_format fmt,
-                                         FILE *f);
+NTP_API ntp_status ntp_report_write_train_sweep(ntp_ctx *ctx, const ntp_train_sweep *s,
+                                                ntp_format fmt, FILE *f);
 NTP_API void ntp_train_sweep_free(ntp_train_sweep *s);
 /* The sweep as a self-contained HTML page (docs/train.md): the memory of
  * each configuration by data structure as TBD draws it (stacked bars, to
  * scale), the planned peak against the measured one, and the table. */
-NTP_API ntp_status ntp_train_sweep_write_html(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f);
+NTP_API ntp_status ntp_report_write_train_sweep_html(ntp_ctx *ctx, const ntp_train_sweep *s,
+                                                     FILE *f);
 /* One training run as a self-contained HTML page (docs/train.md): its
  * memory by data structure as the sweep's page draws it, the planned peak
  * against the measured one, and the median time of every layer's phases. */
-NTP_API ntp_status ntp_train_result_write_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f);
+NTP_API ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f);
 /* A training plan as a self-contained HTML page: its memory by data
  * structure and the FLOPs of every layer's phases; `model` titles it. */
-NTP_API ntp_status ntp_train_plan_write_html(ntp_ctx *ctx, const ntp_train_plan *p,
-                                             const char *model, FILE *f);
+NTP_API ntp_status ntp_report_write_train_plan_html(ntp_ctx *ctx, const ntp_train_plan *p,
+                                                    const char *model, FILE *f);
 
 #ifdef __cplusplus
 }

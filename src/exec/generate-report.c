@@ -59,7 +59,7 @@ void ntp__generate_phases_table(FILE *f, const ntp_generate_result *r)
     phase_line(f, "decode", &r->decode, r->roofline_note);
 }
 
-ntp_status ntp_generate_write_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+ntp_status ntp_report_write_generate_table(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
 {
     ntp__generate_phases_table(f, r);
     ntp__put_line(f, "");
@@ -181,7 +181,7 @@ static json_t *result_json(bool *okp, const ntp_generate_result *r)
     return root;
 }
 
-ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
+ntp_status ntp_report_write_generate_json(ntp_ctx *ctx, const ntp_generate_result *r, FILE *f)
 {
     bool ok = true;
     json_t *root = result_json(&ok, r);
@@ -192,7 +192,7 @@ ntp_status ntp_generate_write_json(ntp_ctx *ctx, const ntp_generate_result *r, F
 
 /* Static sweeps show what analysis gives; measured ones the times (the
  * table stays within 99 columns for two axes). */
-ntp_status ntp_generate_sweep_write_table(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
+ntp_status ntp_report_write_generate_sweep_table(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
 {
     ntp__put_linef(f, "generate sweep of %s: %d points%s", s->model_path, s->n_points,
                    s->static_only ? " (static: analysed, not run)" : "");
@@ -232,7 +232,7 @@ ntp_status ntp_generate_sweep_write_table(ntp_ctx *ctx, const ntp_generate_sweep
                      : NTP_STATUS_OK;
 }
 
-ntp_status ntp_generate_sweep_write_json(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
+ntp_status ntp_report_write_generate_sweep_json(ntp_ctx *ctx, const ntp_generate_sweep *s, FILE *f)
 {
     bool ok = true;
     json_t *root = json_object();

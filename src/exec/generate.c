@@ -463,10 +463,12 @@ ntp_status ntp_generate(ntp_ctx *ctx, const char *path, const ntp_generate_opts 
                           "%s weights are not supported by generate; use f32, bf16 or i8",
                           ntp_dtype_name(o->weight_dtype));
     if (o->weight_dtype != NTP_DTYPE_F32 && strcmp(be->name, "ref") != 0 && !o->static_only)
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "%s weights run on the reference backend only (--backend ref), not "
-                          "on %s",
-                          ntp_dtype_name(o->weight_dtype), be->name);
+        return ntp__error(
+            ctx, NTP_STATUS_UNSUPPORTED,
+            "%s weights run on the reference backend only (ntp_generate_opts.backend ref), "
+            "not "
+            "on %s",
+            ntp_dtype_name(o->weight_dtype), be->name);
     gen s = {.P = o->prompt_len, .G = o->gen_len, .D = o->context_depth};
     ntp_generate_result *r = calloc(1, sizeof *r);
     double *pre_ms = NULL, *dec_ms = NULL, *sorted = NULL;

@@ -43,32 +43,15 @@ static int64_t fan_in(const ntp_shape *s)
     return f > 0 ? f : 1;
 }
 
-/* How an op's weights are generated: one initialiser per op, declared in
- * op_init below; an op not listed gets the default (LeCun normal weights,
- * small uniform biases). */
-typedef enum weight_init {
-    INIT_DEFAULT,     /* LeCun normal for weights (2+ dims), U(+-1/sqrt(fan_in)) for biases */
-    INIT_NORM_STATS,  /* batch-norm scale, shift, mean, variance of a trained network */
-    INIT_SCALE_SHIFT, /* a normalisation's scale near 1 and small shift */
-    INIT_RECURRENT,   /* PyTorch's recurrent U(-1/sqrt(H), 1/sqrt(H)) */
-    INIT_NORMAL       /* N(0, 1): embedding tables */
-} weight_init;
-
-static const weight_init op_init[NTP_OP_COUNT] = {
-    [NTP_OP_BATCHNORM] = INIT_NORM_STATS, [NTP_OP_LAYERNORM] = INIT_SCALE_SHIFT,
-    [NTP_OP_LSTM] = INIT_RECURRENT,       [NTP_OP_GRU] = INIT_RECURRENT,
-    [NTP_OP_RNN] = INIT_RECURRENT,        [NTP_OP_EMBEDDING] = INIT_NORMAL,
-    [NTP_OP_RMSNORM] = INIT_SCALE_SHIFT,
-};
-
+/* Each op's initialiser is its INIT column in the op table (op-table.h). */
 void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, uint64_t seed)
 {
     for (int k = 0; k < n->n_w; k++) {
         const ntp_tensor *t = &g->tensors[n->w[k]];
         int64_t cnt = ntp_shape_numel(&t->shape);
         uint64_t s = stream_seed(seed, t->name);
-        switch (op_init[n->op]) {
-        case INIT_NORM_STATS:
+        switch (ntp__op_init(n->op)) {
+        case NTP_OP_INIT_NORM_STATS:
             /* Statistics of a trained network: scales near 1, small shifts,
              * positive variances. */
             if (k == 0)
@@ -78,21 +61,21 @@ void ntp__gen_weights(const ntp_graph *g, const ntp_node *n, float *const *w, ui
             else
                 fill_uniform(w[k], cnt, -0.1f, 0.1f, &s);
             break;
-        case INIT_SCALE_SHIFT:
+        case NTP_OP_INIT_SCALE_SHIFT:
             if (k == 0)
                 fill_uniform(w[k], cnt, 0.8f, 1.2f, &s);
             else
                 fill_uniform(w[k], cnt, -0.1f, 0.1f, &s);
             break;
-        case INIT_RECURRENT: {
+        case NTP_OP_INIT_RECURRENT: {
             /* Every weight and bias in U(-1/sqrt(H), 1/sqrt(H)) keeps the
              * recurrence stable. */
             float b = 1.0f / sqrtf((float)n->a.units);
             fill_uniform(w[k], cnt, -b, b, &s);
             break;
         }
-        case INIT_NORMAL: fill_normal(w[k], cnt, 1.0f, &s); break;
-        case INIT_DEFAULT:
+        case NTP_OP_INIT_NORMAL: fill_normal(w[k], cnt, 1.0f, &s); break;
+        case NTP_OP_INIT_DEFAULT:
             if (t->shape.ndim >= 2) {
                 /* LeCun normal: variance 1/fan_in keeps the scale of
                  * activations through stacks of linear layers. */

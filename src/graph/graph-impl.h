@@ -15,13 +15,20 @@
 #include "op-table.h"
 
 typedef enum ntp_op {
-#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on) NTP_OP_##e,
+#define NTP_OP_ENUM_(e, s, k, mi, ma, sh, co, in, pr, bw, tc, ox, on) NTP_OP_##e,
     NTP_OP_TABLE(NTP_OP_ENUM_)
 #undef NTP_OP_ENUM_
         NTP_OP_COUNT
 } ntp_op;
 
 typedef enum ntp_op_kind { NTP_OP_KIND_LAYER, NTP_OP_KIND_INLAY } ntp_op_kind;
+
+/* How an op's weights are generated (the op table's INIT column). */
+typedef enum ntp_op_init {
+#define NTP_OP_INIT_ENUM_(c) NTP_OP_INIT_##c,
+    NTP_OP_INIT_CLASSES(NTP_OP_INIT_ENUM_)
+#undef NTP_OP_INIT_ENUM_
+} ntp_op_init;
 
 /* The op table's class columns (op-table.h): data the upper layers select
  * their code by, with a switch over the class. */
@@ -118,7 +125,30 @@ typedef struct ntp_resize_attrs {
     double cubic_a; /* the cubic coefficient */
     bool exclude_outside;
     double extrapolation; /* value of samples outside the input */
+    /* Per-dim scales as exact rationals scale_num[d] / scale_den[d]
+     * (n_scales = rank), or n_scales 0 when the sizes are given (in the
+     * shared dim list `shape`, op-onnx-impl.h). */
+    int n_scales;
+    int64_t scale_num[NTP_MAX_DIMS], scale_den[NTP_MAX_DIMS];
 } ntp_resize_attrs;
+
+/* A reduction's axes (n_axes 0: every axis), normalised to 0..rank-1 by
+ * shape inference. */
+typedef struct ntp_reduce_attrs {
+    int n_axes;
+    int64_t axes[NTP_MAX_DIMS];
+} ntp_reduce_attrs;
+
+/* ONNX's Slice as given: n starts and ends (1..rank values each), on
+ * n_axes axes (0: the first n), with n_steps steps (0: all 1). */
+typedef struct ntp_slice_attrs {
+    int n;
+    int64_t starts[NTP_MAX_DIMS], ends[NTP_MAX_DIMS];
+    int n_axes;
+    int64_t axes[NTP_MAX_DIMS];
+    int n_steps;
+    int64_t steps[NTP_MAX_DIMS];
+} ntp_slice_attrs;
 
 typedef struct ntp_lrn_attrs {
     int64_t size; /* channels summed over */
@@ -165,7 +195,7 @@ typedef struct ntp_attrs {
     int n_sizes;
     int64_t sizes[NTP_MAX_OUTPUTS]; /* split sizes */
     int n_pads;
-    int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end */
+    int64_t pads[2 * NTP_MAX_DIMS]; /* pad op: begin per dim, then end (only) */
     int pad_mode;                   /* NTP_PADMODE_* */
     double value;                   /* pad constant */
     int64_t vocab;                  /* embedding rows */
@@ -199,6 +229,8 @@ typedef struct ntp_attrs {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */
         ntp_lrn_attrs lrn;           /* NTP_OP_LRN */
         ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
+        ntp_slice_attrs slice;       /* NTP_OP_SLICE */
+        ntp_reduce_attrs reduce;     /* NTP_OP_REDUCE_* */
     };
 } ntp_attrs;
 
@@ -282,6 +314,8 @@ const char *ntp__op_name(ntp_op op);
 ntp_op_kind ntp__op_kind(ntp_op op);
 int ntp__op_min_inputs(ntp_op op);
 int ntp__op_max_inputs(ntp_op op);
+/* How the weight generator fills op's weights (INIT). */
+ntp_op_init ntp__op_init(ntp_op op);
 /* The class columns: predict's family, the backward FLOPs' class, the torch
  * backend's ATen operator, the ONNX exporter's emitter and its ONNX operator
  * (NULL: none of its own). */
@@ -320,7 +354,7 @@ void ntp__op_cost(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
  * docs/analysis.md): their count, 0 for any other node. */
 int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts);
 
-#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on)        \
+#define NTP_OP_DECL_(e, s, k, mi, ma, sh, co, in, pr, bw, tc, ox, on)    \
     ntp_status ntp__shape_##sh(ntp_ctx *ctx, ntp_graph *g, ntp_node *n); \
     void ntp__cost_##co(const ntp_graph *g, const ntp_node *n, ntp_cost *c);
 NTP_OP_TABLE(NTP_OP_DECL_)

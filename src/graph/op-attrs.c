@@ -249,7 +249,8 @@ static const ntp_attr_decl prelu_attrs[] = {
     A_SPECIAL("shared", shape, n_shape, SHARED, .write = NTP_WRITE_SPECIAL),
 };
 static const ntp_attr_decl reduce_attrs[] = {
-    A_INTS("axes", perm, n_perm, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT, IF_ANY),
+    A_INTS("axes", reduce.axes, reduce.n_axes, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT,
+           IF_ANY),
 };
 static const ntp_attr_decl lrn_attrs[] = {
     A_INT("size", lrn.size, 1, REQ),
@@ -264,23 +265,24 @@ static const ntp_attr_decl constant_attrs[] = {
            .flags = NTP_ATTR_REQUIRED | NTP_ATTR_BATCH),
     A_BOOL("trainable", constant.trainable, DFLT(1)),
 };
-/* Starts in pads[0..n), ends in pads[NTP_SLICE_ENDS..) (op-onnx-impl.h). */
+/* Starts and ends share their count (op-onnx-impl.h). */
 static const ntp_attr_decl slice_attrs[] = {
-    A_SPECIAL("starts", pads, n_pads, STARTS, .write = NTP_WRITE_SPECIAL,
+    A_SPECIAL("starts", slice.starts, slice.n, STARTS, .write = NTP_WRITE_SPECIAL,
               .flags = NTP_ATTR_REQUIRED | NTP_ATTR_BATCH),
-    A_SPECIAL("ends", pads, n_pads, ENDS, .write = NTP_WRITE_SPECIAL,
+    A_SPECIAL("ends", slice.ends, slice.n, ENDS, .write = NTP_WRITE_SPECIAL,
               .flags = NTP_ATTR_REQUIRED | NTP_ATTR_BATCH),
-    A_INTS("axes", perm, n_perm, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT, IF_ANY),
-    A_INTS("steps", shape, n_shape, INT64_MIN, MAXD, .check = NTP_CHECK_NONZERO, IF_ANY),
+    A_INTS("axes", slice.axes, slice.n_axes, INT64_MIN, MAXD, .check = NTP_CHECK_DISTINCT, IF_ANY),
+    A_INTS("steps", slice.steps, slice.n_steps, INT64_MIN, MAXD, .check = NTP_CHECK_NONZERO,
+           IF_ANY),
 };
 static const ntp_attr_decl expand_attrs[] = {
     A_INTS("shape", shape, n_shape, 1, MAXD, .flags = NTP_ATTR_REQUIRED | NTP_ATTR_BATCH),
 };
 /* Exactly one of sizes and scales (finish()); scales are kept as exact
- * rationals in pads (op-onnx-impl.h). */
+ * rationals (op-onnx-impl.h). */
 static const ntp_attr_decl resize_attrs[] = {
     A_INTS("sizes", shape, n_shape, 1, MAXD, .write = NTP_WRITE_IF_ANY, BATCH),
-    A_SPECIAL("scales", pads, n_pads, SCALES, .write = NTP_WRITE_SPECIAL),
+    A_SPECIAL("scales", resize.scale_num, resize.n_scales, SCALES, .write = NTP_WRITE_SPECIAL),
     A_ENUM("mode", resize.mode, ntp__resize_mode_names, DFLT(NTP_RESIZE_NEAREST)),
     A_ENUM("coordinates", resize.coord, ntp__resize_coord_names, DFLT(NTP_RESIZE_HALF_PIXEL)),
     A_ENUM("nearest", resize.nearest, ntp__resize_nearest_names,

@@ -125,13 +125,13 @@ ntp_status ntp__shape_onnx_reduce(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
     }
     for (int i = 0; i < na; i++) {
         int64_t ax;
-        if (!norm_axis(n->a.perm[i], s->ndim, &ax))
+        if (!norm_axis(n->a.reduce.axes[i], s->ndim, &ax))
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is out of range for rank %d",
-                            (long long)n->a.perm[i], s->ndim);
+                            (long long)n->a.reduce.axes[i], s->ndim);
         if (seen[ax])
             return NODE_ERR(NTP_STATUS_SHAPE_ERROR, "axis %lld is given twice", (long long)ax);
         seen[ax] = true;
-        n->a.perm[i] = ax;
+        n->a.reduce.axes[i] = ax;
         out.dim[ax] = 1;
     }
     set_out(g, n, 0, &out);

@@ -2,10 +2,11 @@
  * attribute storage and the index arithmetic that shape inference and the
  * reference kernels share, so the two cannot disagree.
  *
- * Resize and lrn have their own structs in ntp_attrs' union (graph-impl.h).
- * The other ops keep their attributes in the shared fields whose meaning
- * fits (axes in the axis list `perm`, steps and sizes in the dim list
- * `shape`, the element-wise parameters in `alpha` and `gamma`); op-attrs.h
+ * Slice, the reductions, resize, lrn and constant have their own structs
+ * in ntp_attrs' union (graph-impl.h), tagged by the node's op. The other
+ * ops keep their attributes in the shared fields whose meaning fits
+ * (shapes and sizes in the dim list `shape`, the element-wise parameters in
+ * `alpha` and `gamma`); op-attrs.h
  * says which markup attribute fills which field. The accessors below are
  * the one place that says which field holds what; readers, writers, shape
  * functions and kernels go through them. */
@@ -45,16 +46,22 @@ const ntp_onnx_params *ntp__onnx_params(ntp_op op);
  * scalar); a->constant.trainable says whether the value is a trainable
  * weight (true) or a buffer (false). */
 
-/* --- reductions: axes in a->perm[0..n_perm), n_perm == 0 meaning every axis.
- * The output keeps the reduced dims as 1 (ONNX keepdims=1); a reader that
- * wants them dropped adds a reshape. */
+/* --- reductions: axes in a->reduce (graph-impl.h), n_axes == 0 meaning
+ * every axis. The output keeps the reduced dims as 1 (ONNX keepdims=1); a
+ * reader that wants them dropped adds a reshape. */
 static inline int ntp__reduce_n_axes(const ntp_attrs *a)
 {
-    return a->n_perm;
+    return a->reduce.n_axes;
 }
 static inline const int64_t *ntp__reduce_axes(const ntp_attrs *a)
 {
-    return a->perm;
+    return a->reduce.axes;
+}
+static inline void ntp__reduce_set(ntp_attrs *a, int n, const int64_t *axes)
+{
+    a->reduce.n_axes = n;
+    for (int i = 0; i < n; i++)
+        a->reduce.axes[i] = axes[i];
 }
 
 /* --- lrn: a->lrn (graph-impl.h). */
@@ -75,11 +82,22 @@ static inline double ntp__lrn_bias(const ntp_attrs *a)
     return a->lrn.bias;
 }
 
-/* --- slice: ONNX's starts, ends, axes and steps as given (n values each):
- * starts in a->pads[0..n), ends in a->pads[NTP_MAX_DIMS..NTP_MAX_DIMS+n)
- * with n = a->n_pads; axes in a->perm[0..n_perm) (n_perm == 0: the first n
- * axes); steps in a->shape[0..n_shape) (n_shape == 0: all 1). */
-#define NTP_SLICE_ENDS NTP_MAX_DIMS
+/* --- slice: ONNX's starts, ends, axes and steps as given, in a->slice
+ * (graph-impl.h). Set them: n starts and ends, axes NULL for the first n,
+ * steps NULL for all 1. */
+static inline void ntp__slice_set(ntp_attrs *a, int n, const int64_t *starts, const int64_t *ends,
+                                  const int64_t *axes, const int64_t *steps)
+{
+    a->slice.n = n;
+    a->slice.n_axes = axes ? n : 0;
+    a->slice.n_steps = steps ? n : 0;
+    for (int i = 0; i < n; i++) {
+        a->slice.starts[i] = starts[i];
+        a->slice.ends[i] = ends[i];
+        a->slice.axes[i] = axes ? axes[i] : 0;
+        a->slice.steps[i] = steps ? steps[i] : 0;
+    }
+}
 
 /* Resolve a slice against input shape `in` as ONNX does (negative indices
  * count from the end, then clamp; steps may be negative). Writes per-dim
@@ -94,10 +112,9 @@ const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool all
 
 /* --- resize ------------------------------------------------------------------
  * Output sizes in a->shape[0..n_shape) when given; otherwise per-dim scales
- * as exact rationals, numerator in a->pads[d] and denominator in
- * a->pads[NTP_MAX_DIMS + d] (a->n_pads = rank), and the output size is
- * floor(in * scale). The mode, coordinate transformation, nearest
- * rounding, cubic coefficient, exclude_outside and extrapolation value are
+ * as exact rationals a->resize.scale_num[d] / a->resize.scale_den[d]
+ * (a->resize.n_scales = rank), and the output size is floor(in * scale). The mode, coordinate
+ * transformation, nearest rounding, cubic coefficient, exclude_outside and extrapolation value are
  * in a->resize (graph-impl.h). */
 enum { NTP_RESIZE_NEAREST, NTP_RESIZE_LINEAR, NTP_RESIZE_CUBIC };
 enum {
@@ -137,7 +154,6 @@ static inline double ntp__resize_extrapolation(const ntp_attrs *a)
 {
     return a->resize.extrapolation;
 }
-#define NTP_RESIZE_DEN NTP_MAX_DIMS
 
 /* The scale of dim d of a resize from `in` to `out`: the given rational
  * when there is one, else out / in. */

@@ -32,12 +32,13 @@ ntp_status ntp__shape_onnx_constant(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool allow_empty,
                                int64_t *start, int64_t *step, ntp_shape *out)
 {
-    int n = a->n_pads, r = in->ndim;
+    const ntp_slice_attrs *sl = &a->slice;
+    int n = sl->n, r = in->ndim;
     if (n < 1 || n > r)
         return "needs 1 to rank 'starts' and 'ends'";
-    if (a->n_perm != 0 && a->n_perm != n)
+    if (sl->n_axes != 0 && sl->n_axes != n)
         return "'axes' must have as many values as 'starts'";
-    if (a->n_shape != 0 && a->n_shape != n)
+    if (sl->n_steps != 0 && sl->n_steps != n)
         return "'steps' must have as many values as 'starts'";
     *out = *in;
     bool seen[NTP_MAX_DIMS] = {false};
@@ -46,7 +47,7 @@ const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool all
         step[d] = 1;
     }
     for (int i = 0; i < n; i++) {
-        int64_t ax = a->n_perm ? a->perm[i] : i;
+        int64_t ax = sl->n_axes ? sl->axes[i] : i;
         if (ax < 0)
             ax += r;
         if (ax < 0 || ax >= r)
@@ -54,8 +55,8 @@ const char *ntp__slice_resolve(const ntp_attrs *a, const ntp_shape *in, bool all
         if (seen[ax])
             return "an axis is given twice";
         seen[ax] = true;
-        int64_t dim = in->dim[ax], s = a->pads[i], e = a->pads[NTP_SLICE_ENDS + i];
-        int64_t st = a->n_shape ? a->shape[i] : 1;
+        int64_t dim = in->dim[ax], s = sl->starts[i], e = sl->ends[i];
+        int64_t st = sl->n_steps ? sl->steps[i] : 1;
         if (st == 0)
             return "a step is 0";
         if (st == INT64_MIN)
@@ -157,10 +158,10 @@ const char *ntp__resize_shape(const ntp_attrs *a, const ntp_shape *in, ntp_shape
         }
         return NULL;
     }
-    if (a->n_pads != r)
+    if (a->resize.n_scales != r)
         return "needs 'sizes' or 'scales' with one value per input dim";
     for (int d = 0; d < r; d++) {
-        int64_t num = a->pads[d], den = a->pads[NTP_RESIZE_DEN + d], p;
+        int64_t num = a->resize.scale_num[d], den = a->resize.scale_den[d], p;
         if (num <= 0 || den <= 0)
             return "'scales' must be positive";
         if (!ntp__mul_ok(in->dim[d], num, &p))
@@ -174,8 +175,8 @@ const char *ntp__resize_shape(const ntp_attrs *a, const ntp_shape *in, ntp_shape
 
 double ntp__resize_scale(const ntp_attrs *a, const ntp_shape *in, const ntp_shape *out, int d)
 {
-    if (a->n_shape == 0 && a->n_pads == in->ndim)
-        return (double)a->pads[d] / (double)a->pads[NTP_RESIZE_DEN + d];
+    if (a->n_shape == 0 && a->resize.n_scales == in->ndim)
+        return (double)a->resize.scale_num[d] / (double)a->resize.scale_den[d];
     return (double)out->dim[d] / (double)in->dim[d];
 }
 

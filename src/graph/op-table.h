@@ -1,6 +1,6 @@
 /* The op table: every layer type and inlay is declared here once.
  *
- * X(ENUM, "element", KIND, MIN_IN, MAX_IN, SHAPE, COST,
+ * X(ENUM, "element", KIND, MIN_IN, MAX_IN, SHAPE, COST, INIT,
  *   PREDICT, BACKWARD, TORCH, ONNX, "Onnx")
  *   ENUM     suffix of the enum value NTP_OP_<ENUM>
  *   element  the markup element name, also the `type` shown in reports
@@ -8,6 +8,8 @@
  *   MIN_IN, MAX_IN  number of activation inputs accepted
  *   SHAPE    ntp__shape_<SHAPE>: infers output shapes, declares weights
  *   COST     ntp__cost_<COST>: MACs and FLOPs
+ *   INIT     how its weights are generated (NTP_OP_INIT_CLASSES,
+ *            src/graph/data.c); DEFAULT for an op without weights
  *   PREDICT  the family `predict` fits it with (NTP_OP_PREDICT_CLASSES)
  *   BACKWARD how `analyze --train` counts its backward FLOPs
  *            (NTP_OP_BACKWARD_CLASSES)
@@ -33,112 +35,123 @@
 
 // clang-format off
 #define NTP_OP_TABLE(X)                                                 \
-    X(FC,                "fc",                LAYER, 1, 1, fc,               fc,                     FC,         GEMM,     LINEAR,        FC,            NULL) \
-    X(MATMUL,            "matmul",            LAYER, 2, 2, matmul,           matmul,                 FC,         MATMUL,   MATMUL,        MATMUL,        NULL) \
-    X(CONV,              "conv",              LAYER, 1, 1, conv,             conv,                   CONV_KERNEL, GEMM,     CONV,          CONV,          "Conv") \
-    X(DECONV,            "deconv",            LAYER, 1, 1, deconv,           deconv,                 CONV,       GEMM,     DECONV,        CONV,          "ConvTranspose") \
-    X(MAXPOOL,           "maxpool",           LAYER, 1, 1, pool,             pool,                   POOL,       POOL,     MAXPOOL,       POOL,          "MaxPool") \
-    X(AVGPOOL,           "avgpool",           LAYER, 1, 1, pool,             pool,                   POOL,       POOL,     AVGPOOL,       POOL,          "AveragePool") \
-    X(GLOBAL_MAXPOOL,    "global_maxpool",    LAYER, 1, 1, gpool,            gpool,                  POOL,       POOL,     GLOBAL_MAXPOOL, SIMPLE,        "GlobalMaxPool") \
-    X(GLOBAL_AVGPOOL,    "global_avgpool",    LAYER, 1, 1, gpool,            gpool,                  POOL,       POOL,     GLOBAL_AVGPOOL, SIMPLE,        "GlobalAveragePool") \
-    X(BATCHNORM,         "batchnorm",         LAYER, 1, 1, batchnorm,        batchnorm,              NORM,       NORM,     BATCHNORM,     BATCHNORM,     "BatchNormalization") \
-    X(LAYERNORM,         "layernorm",         LAYER, 1, 1, layernorm,        layernorm,              NORM,       NORM,     LAYERNORM,     LAYERNORM,     "LayerNormalization") \
-    X(RELU,              "relu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(LEAKY_RELU,        "leaky_relu",        LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SIGMOID,           "sigmoid",           LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(TANH,              "tanh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(GELU,              "gelu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SILU,              "silu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(HARDSWISH,         "hardswish",         LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(CLIP,              "clip",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SOFTMAX,           "softmax",           LAYER, 1, 1, softmax,          softmax,                NORM,       SOFTMAX,  SOFTMAX,       SIMPLE,        "Softmax") \
-    X(ADD,               "add",               LAYER, 2, 8, binary,           binary,                 ELTWISE,    SUM,      ADD,           NARY,          "Add") \
-    X(MUL,               "mul",               LAYER, 2, 8, binary,           binary,                 ELTWISE,    PRODUCT,  MUL,           NARY,          "Mul") \
-    X(CONCAT,            "concat",            LAYER, 1, 8, concat,           move,                   COPY,       MOVE,     CAT,           SIMPLE,        "Concat") \
-    X(SPLIT,             "split",             LAYER, 1, 1, split,            move,                   COPY,       MOVE,     NONE,          SPLIT,         "Split") \
-    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   FREE,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
-    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
-    X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
-    X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   COPY,       MOVE,     NONE,          PAD,           "Pad") \
-    X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   COPY,       EMBEDDING, EMBEDDING,     EMBEDDING,     "Gather") \
-    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
-    X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      LSTM,          RNN,           "LSTM") \
-    X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      GRU,           RNN,           "GRU") \
-    X(RNN,               "rnn",               LAYER, 1, 1, rnn,              rnn,                    RNN,        RNN,      RNN,           RNN,           "RNN") \
-    X(ATTENTION,         "attention",         LAYER, 1, 3, attention,        attention,              ATTENTION,  ATTENTION, ATTENTION,     ATTENTION,     NULL) \
-    X(MFCC,              "mfcc",              INLAY, 1, 1, mfcc,             mfcc,                   NONE,       FORWARD,  NONE,          NONE,          NULL) \
-    X(CTC_DECODE,        "ctc_decode",        INLAY, 1, 1, ctc,              ctc,                    NONE,       FORWARD,  NONE,          NONE,          NULL) \
-    X(MEMCPY,            "memcpy",            INLAY, 1, 1, unary,            move,                   COPY,       MOVE,     RESHAPE,       SIMPLE,        "Identity") \
-    X(CONVERT,           "convert",           INLAY, 1, 1, convert,          move,                   COPY,       MOVE,     NONE,          CONVERT,       NULL) \
+    X(FC,                "fc",                LAYER, 1, 1, fc,               fc,                     DEFAULT,     FC,         GEMM,     LINEAR,        FC,            NULL) \
+    X(MATMUL,            "matmul",            LAYER, 2, 2, matmul,           matmul,                 DEFAULT,     FC,         MATMUL,   MATMUL,        MATMUL,        NULL) \
+    X(CONV,              "conv",              LAYER, 1, 1, conv,             conv,                   DEFAULT,     CONV_KERNEL, GEMM,     CONV,          CONV,          "Conv") \
+    X(DECONV,            "deconv",            LAYER, 1, 1, deconv,           deconv,                 DEFAULT,     CONV,       GEMM,     DECONV,        CONV,          "ConvTranspose") \
+    X(MAXPOOL,           "maxpool",           LAYER, 1, 1, pool,             pool,                   DEFAULT,     POOL,       POOL,     MAXPOOL,       POOL,          "MaxPool") \
+    X(AVGPOOL,           "avgpool",           LAYER, 1, 1, pool,             pool,                   DEFAULT,     POOL,       POOL,     AVGPOOL,       POOL,          "AveragePool") \
+    X(GLOBAL_MAXPOOL,    "global_maxpool",    LAYER, 1, 1, gpool,            gpool,                  DEFAULT,     POOL,       POOL,     GLOBAL_MAXPOOL, SIMPLE,        "GlobalMaxPool") \
+    X(GLOBAL_AVGPOOL,    "global_avgpool",    LAYER, 1, 1, gpool,            gpool,                  DEFAULT,     POOL,       POOL,     GLOBAL_AVGPOOL, SIMPLE,        "GlobalAveragePool") \
+    X(BATCHNORM,         "batchnorm",         LAYER, 1, 1, batchnorm,        batchnorm,              NORM_STATS,  NORM,       NORM,     BATCHNORM,     BATCHNORM,     "BatchNormalization") \
+    X(LAYERNORM,         "layernorm",         LAYER, 1, 1, layernorm,        layernorm,              SCALE_SHIFT, NORM,       NORM,     LAYERNORM,     LAYERNORM,     "LayerNormalization") \
+    X(RELU,              "relu",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LEAKY_RELU,        "leaky_relu",        LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIGMOID,           "sigmoid",           LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(TANH,              "tanh",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(GELU,              "gelu",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SILU,              "silu",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(HARDSWISH,         "hardswish",         LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CLIP,              "clip",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTMAX,           "softmax",           LAYER, 1, 1, softmax,          softmax,                DEFAULT,     NORM,       SOFTMAX,  SOFTMAX,       SIMPLE,        "Softmax") \
+    X(ADD,               "add",               LAYER, 2, 8, binary,           binary,                 DEFAULT,     ELTWISE,    SUM,      ADD,           NARY,          "Add") \
+    X(MUL,               "mul",               LAYER, 2, 8, binary,           binary,                 DEFAULT,     ELTWISE,    PRODUCT,  MUL,           NARY,          "Mul") \
+    X(CONCAT,            "concat",            LAYER, 1, 8, concat,           move,                   DEFAULT,     COPY,       MOVE,     CAT,           SIMPLE,        "Concat") \
+    X(SPLIT,             "split",             LAYER, 1, 1, split,            move,                   DEFAULT,     COPY,       MOVE,     NONE,          SPLIT,         "Split") \
+    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
+    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
+    X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   DEFAULT,     COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
+    X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   DEFAULT,     COPY,       MOVE,     NONE,          PAD,           "Pad") \
+    X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   NORMAL,      COPY,       EMBEDDING, EMBEDDING,     EMBEDDING,     "Gather") \
+    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   DEFAULT,     FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
+    X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      LSTM,          RNN,           "LSTM") \
+    X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      GRU,           RNN,           "GRU") \
+    X(RNN,               "rnn",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      RNN,           RNN,           "RNN") \
+    X(ATTENTION,         "attention",         LAYER, 1, 3, attention,        attention,              DEFAULT,     ATTENTION,  ATTENTION, ATTENTION,     ATTENTION,     NULL) \
+    X(MFCC,              "mfcc",              INLAY, 1, 1, mfcc,             mfcc,                   DEFAULT,     NONE,       FORWARD,  NONE,          NONE,          NULL) \
+    X(CTC_DECODE,        "ctc_decode",        INLAY, 1, 1, ctc,              ctc,                    DEFAULT,     NONE,       FORWARD,  NONE,          NONE,          NULL) \
+    X(MEMCPY,            "memcpy",            INLAY, 1, 1, unary,            move,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       SIMPLE,        "Identity") \
+    X(CONVERT,           "convert",           INLAY, 1, 1, convert,          move,                   DEFAULT,     COPY,       MOVE,     NONE,          CONVERT,       NULL) \
     /* Added for ONNX models (docs/ops.md, "Ops added for ONNX"). */   \
-    X(ABS,               "abs",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(NEG,               "neg",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(EXP,               "exp",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(LOG,               "log",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SQRT,              "sqrt",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(RECIPROCAL,        "reciprocal",        LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ERF,               "erf",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(FLOOR,             "floor",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(CEIL,              "ceil",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ROUND,             "round",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SIGN,              "sign",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SIN,               "sin",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(COS,               "cos",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(TAN,               "tan",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ASIN,              "asin",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ACOS,              "acos",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ATAN,              "atan",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SINH,              "sinh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(COSH,              "cosh",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ASINH,             "asinh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ACOSH,             "acosh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ATANH,             "atanh",             LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SOFTPLUS,          "softplus",          LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SOFTSIGN,          "softsign",          LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(ELU,               "elu",               LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SELU,              "selu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(CELU,              "celu",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(HARD_SIGMOID,      "hard_sigmoid",      LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(THRESHOLDED_RELU,  "thresholded_relu",  LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(SHRINK,            "shrink",            LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(PRELU,             "prelu",             LAYER, 1, 1, onnx_prelu,       onnx_prelu,             ELTWISE,    FORWARD,  NONE,          SIMPLE,        "PRelu") \
-    X(LOG_SOFTMAX,       "log_softmax",       LAYER, 1, 1, softmax,          onnx_log_softmax,       NORM,       SOFTMAX,  LOG_SOFTMAX,   SIMPLE,        "LogSoftmax") \
-    X(HARDMAX,           "hardmax",           LAYER, 1, 1, softmax,          onnx_hardmax,           NORM,       FORWARD,  NONE,          SIMPLE,        "Hardmax") \
-    X(SUB,               "sub",               LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    SUM,      SUB,           SIMPLE,        "Sub") \
-    X(DIV,               "div",               LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    FORWARD,  DIV,           SIMPLE,        "Div") \
-    X(POW,               "pow",               LAYER, 2, 2, binary,           onnx_pow,               ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Pow") \
-    X(MAX,               "max",               LAYER, 2, 8, binary,           onnx_binary,            ELTWISE,    FORWARD,  MAXIMUM,       SIMPLE,        "Max") \
-    X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            ELTWISE,    FORWARD,  MINIMUM,       SIMPLE,        "Min") \
-    X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_mean,              ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mean") \
-    X(WHERE,             "where",             LAYER, 3, 3, binary,           onnx_where,             ELTWISE,    FORWARD,  NONE,          WHERE,         "Where") \
-    X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMean") \
-    X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
-    X(REDUCE_MAX,        "reduce_max",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMax") \
-    X(REDUCE_MIN,        "reduce_min",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMin") \
-    X(REDUCE_PROD,       "reduce_prod",       LAYER, 1, 1, onnx_reduce,      onnx_reduce,            ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceProd") \
-    X(REDUCE_L1,         "reduce_l1",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l1,         ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL1"             ) \
-    X(REDUCE_L2,         "reduce_l2",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l2,         ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL2"             ) \
-    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,      onnx_reduce_sum_square, ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceSumSquare") \
-    X(REDUCE_LOG_SUM,    "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum,    ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSum") \
-    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum_exp, ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSumExp") \
-    X(INSTANCENORM,      "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm,              NORM,       FORWARD,  NONE,          SIMPLE,        "InstanceNormalization") \
-    X(LRN,               "lrn",               LAYER, 1, 1, onnx_lrn,         onnx_lrn,               NORM,       FORWARD,  NONE,          SIMPLE,        "LRN") \
-    X(CONSTANT,          "constant",          LAYER, 0, 1, onnx_constant,    none,                   FREE,       FORWARD,  NONE,          CONSTANT,      NULL) \
-    X(SLICE,             "slice",             LAYER, 1, 1, onnx_slice,       move,                   COPY,       FORWARD,  NONE,          SLICE,         "Slice") \
-    X(EXPAND,            "expand",            LAYER, 1, 1, onnx_expand,      move,                   COPY,       FORWARD,  NONE,          EXPAND,        "Expand") \
-    X(RESIZE,            "resize",            LAYER, 1, 1, onnx_resize,      onnx_resize,            ELTWISE,    FORWARD,  NONE,          RESIZE,        "Resize") \
-    X(MISH,              "mish",              LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
-    X(LOG_SIGMOID,       "log_sigmoid",       LAYER, 1, 1, unary,            unary,                  ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ABS,               "abs",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(NEG,               "neg",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(EXP,               "exp",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LOG,               "log",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SQRT,              "sqrt",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(RECIPROCAL,        "reciprocal",        LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ERF,               "erf",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(FLOOR,             "floor",             LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CEIL,              "ceil",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ROUND,             "round",             LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIGN,              "sign",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SIN,               "sin",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(COS,               "cos",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(TAN,               "tan",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ASIN,              "asin",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ACOS,              "acos",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ATAN,              "atan",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SINH,              "sinh",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(COSH,              "cosh",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ASINH,             "asinh",             LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ACOSH,             "acosh",             LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ATANH,             "atanh",             LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTPLUS,          "softplus",          LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SOFTSIGN,          "softsign",          LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(ELU,               "elu",               LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SELU,              "selu",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(CELU,              "celu",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(HARD_SIGMOID,      "hard_sigmoid",      LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(THRESHOLDED_RELU,  "thresholded_relu",  LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(SHRINK,            "shrink",            LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(PRELU,             "prelu",             LAYER, 1, 1, onnx_prelu,       onnx_prelu,             DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "PRelu") \
+    X(LOG_SOFTMAX,       "log_softmax",       LAYER, 1, 1, softmax,          onnx_log_softmax,       DEFAULT,     NORM,       SOFTMAX,  LOG_SOFTMAX,   SIMPLE,        "LogSoftmax") \
+    X(HARDMAX,           "hardmax",           LAYER, 1, 1, softmax,          onnx_hardmax,           DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "Hardmax") \
+    X(SUB,               "sub",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    SUM,      SUB,           SIMPLE,        "Sub") \
+    X(DIV,               "div",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  DIV,           SIMPLE,        "Div") \
+    X(POW,               "pow",               LAYER, 2, 2, binary,           onnx_pow,               DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Pow") \
+    X(MAX,               "max",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MAXIMUM,       SIMPLE,        "Max") \
+    X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MINIMUM,       SIMPLE,        "Min") \
+    X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_mean,              DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mean") \
+    X(WHERE,             "where",             LAYER, 3, 3, binary,           onnx_where,             DEFAULT,     ELTWISE,    FORWARD,  NONE,          WHERE,         "Where") \
+    X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMean") \
+    X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
+    X(REDUCE_MAX,        "reduce_max",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMax") \
+    X(REDUCE_MIN,        "reduce_min",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMin") \
+    X(REDUCE_PROD,       "reduce_prod",       LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceProd") \
+    X(REDUCE_L1,         "reduce_l1",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l1,         DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL1"             ) \
+    X(REDUCE_L2,         "reduce_l2",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l2,         DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL2"             ) \
+    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,      onnx_reduce_sum_square, DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceSumSquare") \
+    X(REDUCE_LOG_SUM,    "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum,    DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSum") \
+    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum_exp, DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSumExp") \
+    X(INSTANCENORM,      "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm,              DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "InstanceNormalization") \
+    X(LRN,               "lrn",               LAYER, 1, 1, onnx_lrn,         onnx_lrn,               DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "LRN") \
+    X(CONSTANT,          "constant",          LAYER, 0, 1, onnx_constant,    none,                   DEFAULT,     FREE,       FORWARD,  NONE,          CONSTANT,      NULL) \
+    X(SLICE,             "slice",             LAYER, 1, 1, onnx_slice,       move,                   DEFAULT,     COPY,       FORWARD,  NONE,          SLICE,         "Slice") \
+    X(EXPAND,            "expand",            LAYER, 1, 1, onnx_expand,      move,                   DEFAULT,     COPY,       FORWARD,  NONE,          EXPAND,        "Expand") \
+    X(RESIZE,            "resize",            LAYER, 1, 1, onnx_resize,      onnx_resize,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          RESIZE,        "Resize") \
+    X(MISH,              "mish",              LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
+    X(LOG_SIGMOID,       "log_sigmoid",       LAYER, 1, 1, unary,            unary,                  DEFAULT,     ELTWISE,    UNARY,    UNARY,         UNARY,         NULL) \
     /* Decoder transformers (docs/decoders.md). */                               \
-    X(RMSNORM,           "rmsnorm",           LAYER, 1, 1, rmsnorm,          rmsnorm,                ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
-    X(ROPE,              "rope",              LAYER, 2, 2, rope,             rope,                   ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
-    X(KV_ATTENTION,      "kv_attention",      LAYER, 3, 4, kv_attention,     kv_attention,           ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
-    X(LM_HEAD,           "lm_head",           LAYER, 1, 1, lm_head,          lm_head,                ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
-    X(ARGMAX,            "argmax",            LAYER, 1, 1, argmax,           argmax,                 ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(RMSNORM,           "rmsnorm",           LAYER, 1, 1, rmsnorm,          rmsnorm,                SCALE_SHIFT, ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(ROPE,              "rope",              LAYER, 2, 2, rope,             rope,                   DEFAULT,     ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(KV_ATTENTION,      "kv_attention",      LAYER, 3, 4, kv_attention,     kv_attention,           DEFAULT,     ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(LM_HEAD,           "lm_head",           LAYER, 1, 1, lm_head,          lm_head,                DEFAULT,     ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
+    X(ARGMAX,            "argmax",            LAYER, 1, 1, argmax,           argmax,                 DEFAULT,     ELTWISE,    FORWARD,  NONE,          DECODER,       NULL) \
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
-    X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
+    X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   DEFAULT,     ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
     /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
-    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod")
+    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod")
+// clang-format on
+
+/* The values of the INIT column: how ntp__gen_weights (src/graph/data.c)
+ * fills an op's weights. DEFAULT: LeCun normal for weights of 2 or more
+ * dims, U(+-1/sqrt(fan_in)) for biases; NORM_STATS: batch-norm scale,
+ * shift, mean and variance of a trained network; SCALE_SHIFT: a
+ * normalisation's scale near 1 and small shift; RECURRENT: PyTorch's
+ * U(-1/sqrt(H), 1/sqrt(H)); NORMAL: N(0, 1), for embedding tables. */
+// clang-format off
+#define NTP_OP_INIT_CLASSES(I) \
+    I(DEFAULT) I(NORM_STATS) I(SCALE_SHIFT) I(RECURRENT) I(NORMAL)
 // clang-format on
 
 /* The values of the PREDICT column: predict's families (ntprof/predict.h),

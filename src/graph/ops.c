@@ -9,6 +9,7 @@ typedef struct op_info {
     int min_in, max_in;
     ntp_shape_fn shape;
     ntp_cost_fn cost;
+    ntp_op_init init;
     ntp_op_predict predict;
     ntp_op_backward backward;
     ntp_op_torch torch;
@@ -17,17 +18,18 @@ typedef struct op_info {
 } op_info;
 
 static const op_info ops[] = {
-#define NTP_OP_INFO_(e, s, k, mi, ma, sh, co, pr, bw, tc, ox, on) \
-    [NTP_OP_##e] = {s,                                            \
-                    NTP_OP_KIND_##k,                              \
-                    mi,                                           \
-                    ma,                                           \
-                    ntp__shape_##sh,                              \
-                    ntp__cost_##co,                               \
-                    NTP_OP_PREDICT_##pr,                          \
-                    NTP_OP_BACKWARD_##bw,                         \
-                    NTP_OP_TORCH_##tc,                            \
-                    NTP_OP_ONNX_##ox,                             \
+#define NTP_OP_INFO_(e, s, k, mi, ma, sh, co, in, pr, bw, tc, ox, on) \
+    [NTP_OP_##e] = {s,                                                \
+                    NTP_OP_KIND_##k,                                  \
+                    mi,                                               \
+                    ma,                                               \
+                    ntp__shape_##sh,                                  \
+                    ntp__cost_##co,                                   \
+                    NTP_OP_INIT_##in,                                 \
+                    NTP_OP_PREDICT_##pr,                              \
+                    NTP_OP_BACKWARD_##bw,                             \
+                    NTP_OP_TORCH_##tc,                                \
+                    NTP_OP_ONNX_##ox,                                 \
                     on},
     NTP_OP_TABLE(NTP_OP_INFO_)
 #undef NTP_OP_INFO_
@@ -50,6 +52,11 @@ int ntp__op_min_inputs(ntp_op op)
 int ntp__op_max_inputs(ntp_op op)
 {
     return ops[op].max_in;
+}
+
+ntp_op_init ntp__op_init(ntp_op op)
+{
+    return ops[op].init;
 }
 
 ntp_op_predict ntp__op_predict(ntp_op op)

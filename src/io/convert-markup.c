@@ -207,15 +207,17 @@ static void write_special(const mw *w, const ntp_node *n, const ntp_attr_decl *d
         else
             ints(w, d->name, a->shape, a2 ? a2->shape : NULL, a->n_shape);
     } else if (d->parse == NTP_PARSE_STARTS || d->parse == NTP_PARSE_ENDS) {
-        int off = d->parse == NTP_PARSE_ENDS ? NTP_SLICE_ENDS : 0;
-        ints(w, d->name, a->pads + off, a2 ? a2->pads + off : NULL, a->n_pads);
+        bool ends = d->parse == NTP_PARSE_ENDS;
+        ints(w, d->name, ends ? a->slice.ends : a->slice.starts,
+             a2 ? (ends ? a2->slice.ends : a2->slice.starts) : NULL, a->slice.n);
     } else if (d->parse == NTP_PARSE_SCALES && a->n_shape == 0) {
         /* Resize by scales (by sizes when n_shape > 0: the sizes row). */
         fprintf(w->f, " %s=\"", d->name);
-        for (int k = 0; k < a->n_pads; k++) {
+        for (int k = 0; k < a->resize.n_scales; k++) {
             if (k)
                 fputc(',', w->f);
-            num(w->f, (double)(float)((double)a->pads[k] / (double)a->pads[NTP_RESIZE_DEN + k]));
+            num(w->f,
+                (double)(float)((double)a->resize.scale_num[k] / (double)a->resize.scale_den[k]));
         }
         fputc('"', w->f);
     }

@@ -669,7 +669,11 @@ static const char *const net_keys =
     "aspect,saturation,exposure,hue,policy,burn_in,power,step,scale,steps,scales,gamma,"
     "max_batches,flip,seen,mask";
 
-/* A --set override of a [net] key, or NULL. */
+/* Where a bad ntp_load_opts.set value is reported: the file and the option,
+ * which the CLI words as its --set. */
+#define SET_OPTION(r) (&(ntp__where){.file = (r)->src, .option = "ntp_load_opts.set"})
+
+/* An ntp_load_opts.set override of a [net] key, or NULL. */
 static const char *net_override(reader *r, const char *key)
 {
     size_t n = strlen(key);
@@ -697,10 +701,10 @@ static ntp_status read_net(reader *r)
         for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++)
             known |= n == strlen(ok[k]) && strncmp(r->opts->set[i], ok[k], n) == 0;
         if (!known)
-            return ntp__error(r->ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "%s: --set %s: a Darknet .cfg takes batch, width, height, channels "
-                              "and weights=FILE.weights",
-                              r->src, r->opts->set[i]);
+            return ntp__error_at(r->ctx, NTP_STATUS_UNKNOWN_NAME, SET_OPTION(r),
+                                 "%s: a Darknet .cfg takes batch, width, height, channels and "
+                                 "weights=FILE.weights",
+                                 r->opts->set[i]);
     }
     if ((st = check_keys(r, s, net_keys)))
         return st;
@@ -714,19 +718,17 @@ static ntp_status read_net(reader *r)
                 !ntp__dn_find(s, "channels");
     for (int k = 0; k < 3 && text; k++)
         if (net_override(r, keys[k]))
-            return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "%s: --set %s: this network's input is a vector (inputs=%lld), "
-                              "not an image",
-                              r->src, keys[k], (long long)inputs);
+            return ntp__error_at(r->ctx, NTP_STATUS_INVALID_ARGUMENT, SET_OPTION(r),
+                                 "%s: this network's input is a vector (inputs=%lld), not an image",
+                                 keys[k], (long long)inputs);
     for (int k = 0; k < 3 && !text; k++) {
         const char *v = net_override(r, keys[k]);
         if (v) {
             char *end;
             long long x = strtoll(v, &end, 10);
             if (end == v || *end || x < 1 || x > 1 << 20)
-                return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                                  "%s: --set %s=%s: expected a positive integer", r->src, keys[k],
-                                  v);
+                return ntp__error_at(r->ctx, NTP_STATUS_INVALID_ARGUMENT, SET_OPTION(r),
+                                     "%s=%s: expected a positive integer", keys[k], v);
             dim[k] = x;
             continue;
         }
@@ -750,8 +752,8 @@ static ntp_status read_net(reader *r)
         char *end;
         long long x = strtoll(b, &end, 10);
         if (end == b || *end || x < 1 || x > INT32_MAX)
-            return ntp__error(r->ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "%s: --set batch=%s: expected a positive integer", r->src, b);
+            return ntp__error_at(r->ctx, NTP_STATUS_INVALID_ARGUMENT, SET_OPTION(r),
+                                 "batch=%s: expected a positive integer", b);
         r->batch = x;
     }
     /* Darknet's batch is steps x batch rows, step-major (parse_net_options). */

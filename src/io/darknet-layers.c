@@ -249,15 +249,9 @@ ntp_status ntp__dn_shortcut_layer(reader *r, const dn_sect *s, int li, ntp_darkn
             int si = ntp__dn_add_op(r, nm, NTP_OP_SLICE, s->line, &ins[1], 1);
             if (si < 0)
                 return ntp__dn_oom(r);
-            ntp_attrs *a = &r->g->nodes[si].a;
-            a->n_pads = a->n_perm = a->n_shape = 3;
-            const int64_t ends[3] = {minc, F->h, F->w}, steps[3] = {1, stride, stride};
-            for (int d = 0; d < 3; d++) {
-                a->pads[d] = 0;
-                a->pads[NTP_SLICE_ENDS + d] = ends[d];
-                a->perm[d] = d + 1;
-                a->shape[d] = steps[d];
-            }
+            const int64_t starts[3] = {0, 0, 0}, ends[3] = {minc, F->h, F->w}, axes[3] = {1, 2, 3},
+                          steps[3] = {1, stride, stride};
+            ntp__slice_set(&r->g->nodes[si].a, 3, starts, ends, axes, steps);
             ins[1] = r->g->nodes[si].out[0];
         }
         if (minc < P->c) {
@@ -511,12 +505,8 @@ ntp_status ntp__dn_softmax_layer(reader *r, const dn_sect *s, int li, ntp_darkne
             int si = ntp__dn_add_op(r, r->name, NTP_OP_SLICE, s->line, &x, 1);
             if (!(ok = si >= 0))
                 break;
-            ntp_attrs *a = &r->g->nodes[si].a;
-            a->n_pads = a->n_perm = a->n_shape = 1;
-            a->pads[0] = off;
-            a->pads[NTP_SLICE_ENDS] = off + sizes[gi];
-            a->perm[0] = 1;
-            a->shape[0] = 1;
+            const int64_t start = off, end = off + sizes[gi], axis = 1, step = 1;
+            ntp__slice_set(&r->g->nodes[si].a, 1, &start, &end, &axis, &step);
             x = r->g->nodes[si].out[0];
             off += sizes[gi];
             snprintf(r->name, sizeof r->name, "softmax%d_%d", li, gi);
@@ -664,16 +654,9 @@ ntp_status ntp__dn_crop_layer(reader *r, const dn_sect *s, int li, ntp_darknet_l
     int ni = ntp__dn_add_op(r, r->name, NTP_OP_SLICE, s->line, &in, 1);
     if (ni < 0)
         return ntp__dn_oom(r);
-    ntp_attrs *a = &r->g->nodes[ni].a;
     int64_t dh = (P->h - ch) / 2, dw = (P->w - cw) / 2;
-    a->n_pads = a->n_perm = 2;
-    a->n_shape = 0;
-    a->pads[0] = dh;
-    a->pads[1] = dw;
-    a->pads[NTP_SLICE_ENDS + 0] = dh + ch;
-    a->pads[NTP_SLICE_ENDS + 1] = dw + cw;
-    a->perm[0] = 2;
-    a->perm[1] = 3;
+    const int64_t starts[2] = {dh, dw}, ends[2] = {dh + ch, dw + cw}, axes[2] = {2, 3};
+    ntp__slice_set(&r->g->nodes[ni].a, 2, starts, ends, axes, NULL);
     L->node = L->last = ni;
     L->tensor = r->g->nodes[ni].out[0];
     L->c = P->c;
@@ -748,16 +731,11 @@ ntp_status ntp__dn_local_layer(reader *r, const dn_sect *s, int li, ntp_darknet_
             free(cols);
             return ntp__dn_oom(r);
         }
-        ntp_attrs *a = &r->g->nodes[ni].a;
         int64_t ky = k / size, kx = k % size;
-        a->n_pads = a->n_perm = a->n_shape = 2;
-        a->pads[0] = ky;
-        a->pads[1] = kx;
-        a->pads[NTP_SLICE_ENDS + 0] = ky + (oh - 1) * stride + 1;
-        a->pads[NTP_SLICE_ENDS + 1] = kx + (ow - 1) * stride + 1;
-        a->perm[0] = 2;
-        a->perm[1] = 3;
-        a->shape[0] = a->shape[1] = stride;
+        const int64_t starts[2] = {ky, kx},
+                      ends[2] = {ky + (oh - 1) * stride + 1, kx + (ow - 1) * stride + 1},
+                      axes[2] = {2, 3}, steps[2] = {stride, stride};
+        ntp__slice_set(&r->g->nodes[ni].a, 2, starts, ends, axes, steps);
         cols[k] = r->g->nodes[ni].out[0];
     }
     snprintf(nm, sizeof nm, "%s_cols", base);

@@ -124,12 +124,8 @@ static ntp_status step_rows(reader *r, const dn_sect *s, const char *name, int a
     int ni = ntp__dn_add_op(r, name, NTP_OP_SLICE, s->line, &all, 1);
     if (ni < 0)
         return ntp__dn_oom(r);
-    ntp_attrs *a = &r->g->nodes[ni].a;
-    a->n_pads = a->n_perm = 1;
-    a->n_shape = 0;
-    a->pads[0] = step * r->batch;
-    a->pads[NTP_SLICE_ENDS] = (step + 1) * r->batch;
-    a->perm[0] = 0;
+    const int64_t start = step * r->batch, end = (step + 1) * r->batch, axis = 0;
+    ntp__slice_set(&r->g->nodes[ni].a, 1, &start, &end, &axis, NULL);
     *t = r->g->nodes[ni].out[0];
     return NTP_STATUS_OK;
 }

@@ -354,8 +354,9 @@ static ntp_status simple(const em *e, const char *op)
         in[k++] = weight(e, i, NULL);
     ntp_op_onnx how = ntp__op_onnx(n->op);
     bool reduce = how == NTP_OP_ONNX_REDUCE || how == NTP_OP_ONNX_REDUCE_AXES_IN;
-    if (how == NTP_OP_ONNX_REDUCE_AXES_IN && a->n_perm > 0)
-        in[k++] = ntp__xw_i64(e->w, helper_name(e, "axes"), a->perm, a->n_perm);
+    if (how == NTP_OP_ONNX_REDUCE_AXES_IN && ntp__reduce_n_axes(a) > 0)
+        in[k++] =
+            ntp__xw_i64(e->w, helper_name(e, "axes"), ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
     const ntp_onnx_params *p = ntp__onnx_params(n->op);
     if (p->p1)
@@ -366,8 +367,8 @@ static ntp_status simple(const em *e, const char *op)
         simple_attrs[n->op](e, o);
     if (reduce) {
         ntp__xw_attr_i(e->w, o, "keepdims", 1);
-        if (how == NTP_OP_ONNX_REDUCE && a->n_perm > 0)
-            ntp__xw_attr_ints(e->w, o, "axes", a->perm, a->n_perm);
+        if (how == NTP_OP_ONNX_REDUCE && ntp__reduce_n_axes(a) > 0)
+            ntp__xw_attr_ints(e->w, o, "axes", ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     }
     return NTP_STATUS_OK;
 }
@@ -382,7 +383,7 @@ static ntp_status resize(const em *e)
     } else {
         float sc[NTP_MAX_DIMS];
         for (int d = 0; d < r; d++)
-            sc[d] = (float)((double)a->pads[d] / (double)a->pads[NTP_RESIZE_DEN + d]);
+            sc[d] = (float)((double)a->resize.scale_num[d] / (double)a->resize.scale_den[d]);
         ntp_shape s = {1, {r}};
         in[2] = ntp__xw_f32_copy(e->w, helper_name(e, "scales"), sc, &s);
     }
@@ -580,14 +581,16 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return NTP_STATUS_OK;
     }
     case NTP_OP_ONNX_SLICE: {
-        int k = a->n_pads;
+        const ntp_slice_attrs *sl = &a->slice;
+        int k = sl->n;
         int64_t axes[NTP_MAX_DIMS], steps[NTP_MAX_DIMS];
         for (int i = 0; i < k; i++) {
-            axes[i] = a->n_perm ? a->perm[i] : i;
-            steps[i] = a->n_shape ? a->shape[i] : 1;
+            axes[i] = sl->n_axes ? sl->axes[i] : i;
+            steps[i] = sl->n_steps ? sl->steps[i] : 1;
         }
-        const char *in[5] = {in_name(&e, 0), ntp__xw_i64(w, helper_name(&e, "starts"), a->pads, k),
-                             ntp__xw_i64(w, helper_name(&e, "ends"), a->pads + NTP_SLICE_ENDS, k),
+        const char *in[5] = {in_name(&e, 0),
+                             ntp__xw_i64(w, helper_name(&e, "starts"), sl->starts, k),
+                             ntp__xw_i64(w, helper_name(&e, "ends"), sl->ends, k),
                              ntp__xw_i64(w, helper_name(&e, "axes"), axes, k),
                              ntp__xw_i64(w, helper_name(&e, "steps"), steps, k)};
         node(&e, op, NULL, 5, in, out_name(&e, 0));

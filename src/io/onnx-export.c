@@ -553,7 +553,8 @@ static ntp_status plan(ntp_xw *w, bool network_only, bool *skip, int *ins, int *
                           g->source, names, n_inlays == 1 ? "s" : "ve",
                           network_only ? " (only a leading mfcc and a trailing ctc_decode can be "
                                          "left out)"
-                                       : "; --network-only exports the network between a leading "
+                                       : "; ntp_onnx_export_opts.network_only exports the network "
+                                         "between a leading "
                                          "mfcc and a trailing ctc_decode");
     return NTP_STATUS_OK;
 }

@@ -814,7 +814,7 @@ static ntp_status fold_slice(ntp_onnx_importer *x)
     if (x->opset < 10) {
         if ((ns = ntp__onnx_attr_ints(x, "starts", starts, NTP_MAX_DIMS)) < 0 ||
             (ne = ntp__onnx_attr_ints(x, "ends", ends, NTP_MAX_DIMS)) < 0 ||
-            (at.n_perm = ntp__onnx_attr_ints(x, "axes", at.perm, NTP_MAX_DIMS)) < 0)
+            (at.slice.n_axes = ntp__onnx_attr_ints(x, "axes", at.slice.axes, NTP_MAX_DIMS)) < 0)
             return ntp_ctx_status(x->ctx);
     } else {
         const tens *s, *e, *ax, *stp;
@@ -825,16 +825,17 @@ static ntp_status fold_slice(ntp_onnx_importer *x)
             return ntp__onnx_err(x, NTP_STATUS_GRAPH_ERROR, "needs starts and ends");
         if ((st = int_list(x, s, "starts", starts, NTP_MAX_DIMS, &ns)) ||
             (st = int_list(x, e, "ends", ends, NTP_MAX_DIMS, &ne)) ||
-            (ax && (st = int_list(x, ax, "axes", at.perm, NTP_MAX_DIMS, &at.n_perm))) ||
-            (stp && (st = int_list(x, stp, "steps", at.shape, NTP_MAX_DIMS, &at.n_shape))))
+            (ax && (st = int_list(x, ax, "axes", at.slice.axes, NTP_MAX_DIMS, &at.slice.n_axes))) ||
+            (stp &&
+             (st = int_list(x, stp, "steps", at.slice.steps, NTP_MAX_DIMS, &at.slice.n_steps))))
             return st;
     }
     if (ns != ne)
         return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "starts and ends differ in length");
-    at.n_pads = ns;
+    at.slice.n = ns;
     for (int i = 0; i < ns; i++) {
-        at.pads[i] = starts[i];
-        at.pads[NTP_SLICE_ENDS + i] = ends[i];
+        at.slice.starts[i] = starts[i];
+        at.slice.ends[i] = ends[i];
     }
     int64_t start[NTP_MAX_DIMS], step[NTP_MAX_DIMS], ist[NTP_MAX_DIMS];
     ntp_shape ys;
@@ -1047,13 +1048,10 @@ static ntp_status fold_split(ntp_onnx_importer *x)
     for (int k = 0; k < n; k++) {
         ntp_attrs sa;
         ntp__attrs_default(&sa);
-        sa.n_pads = 1;
-        sa.n_perm = 1;
-        sa.perm[0] = axis;
         if (sizes[k] < 0 || sizes[k] > dim - at)
             return ntp__onnx_err(x, NTP_STATUS_SHAPE_ERROR, "bad split sizes");
-        sa.pads[0] = at;
-        sa.pads[NTP_SLICE_ENDS] = at + sizes[k];
+        const int64_t start1 = at, end1 = at + sizes[k], axis1 = axis;
+        ntp__slice_set(&sa, 1, &start1, &end1, &axis1, NULL);
         at += sizes[k];
         int64_t start[NTP_MAX_DIMS], step[NTP_MAX_DIMS], ist[NTP_MAX_DIMS];
         ntp_shape ys;

@@ -355,9 +355,7 @@ static ntp_status map_reduce(ntp_onnx_importer *x)
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_node *n = &x->g->nodes[ni];
-    n->a.n_perm = na;
-    for (int i = 0; i < na; i++)
-        n->a.perm[i] = axes[i];
+    ntp__reduce_set(&n->a, na, axes);
     if ((st = ntp__onnx_infer(x, ni)))
         return st;
     int out = x->g->nodes[ni].out[0];
@@ -365,7 +363,7 @@ static ntp_status map_reduce(ntp_onnx_importer *x)
         const ntp_shape *s = &x->g->tensors[in].shape;
         bool red[NTP_MAX_DIMS] = {false};
         for (int i = 0; i < na; i++)
-            red[x->g->nodes[ni].a.perm[i]] = true;
+            red[ntp__reduce_axes(&x->g->nodes[ni].a)[i]] = true;
         ntp_shape to = {0};
         for (int d = 0; d < s->ndim; d++)
             if (na > 0 && !red[d])

@@ -299,9 +299,7 @@ static ntp_status reduce_mean(ntp_onnx_importer *x, int a, const int64_t *axes, 
     int ni = ntp__onnx_add_node(x, NTP_OP_REDUCE_MEAN, suffix, &a, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.n_perm = na;
-    for (int i = 0; i < na; i++)
-        x->g->nodes[ni].a.perm[i] = axes[i];
+    ntp__reduce_set(&x->g->nodes[ni].a, na, axes);
     ntp_status st = ntp__onnx_infer(x, ni);
     if (!st)
         *out = x->g->nodes[ni].out[0];
@@ -684,15 +682,8 @@ static ntp_status rnn_slice(ntp_onnx_importer *x, int t, int64_t lo, int64_t clo
     int ni = ntp__onnx_add_node(x, NTP_OP_SLICE, suffix, &t, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    ntp_attrs *a = &x->g->nodes[ni].a;
-    a->n_pads = 2;
-    a->n_perm = 2;
-    a->perm[0] = 0;
-    a->perm[1] = 2;
-    a->pads[0] = lo;
-    a->pads[NTP_SLICE_ENDS] = lo + 1;
-    a->pads[1] = clo;
-    a->pads[NTP_SLICE_ENDS + 1] = chi;
+    const int64_t starts[2] = {lo, clo}, ends[2] = {lo + 1, chi}, axes[2] = {0, 2};
+    ntp__slice_set(&x->g->nodes[ni].a, 2, starts, ends, axes, NULL);
     ntp_status st = ntp__onnx_infer(x, ni);
     if (!st)
         *out = x->g->nodes[ni].out[0];

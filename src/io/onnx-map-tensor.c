@@ -395,17 +395,7 @@ static ntp_status slice_node(ntp_onnx_importer *x, int in, const int64_t *starts
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_attrs *a = &x->g->nodes[ni].a;
-    a->n_pads = n;
-    a->n_perm = axes ? n : 0;
-    a->n_shape = steps ? n : 0;
-    for (int i = 0; i < n; i++) {
-        a->pads[i] = starts[i];
-        a->pads[NTP_SLICE_ENDS + i] = ends[i];
-        if (axes)
-            a->perm[i] = axes[i];
-        if (steps)
-            a->shape[i] = steps[i];
-    }
+    ntp__slice_set(a, n, starts, ends, axes, steps);
     int64_t start[NTP_MAX_DIMS], step[NTP_MAX_DIMS];
     ntp_shape ys;
     const char *why = ntp__slice_resolve(a, &x->g->tensors[in].shape, false, start, step, &ys);
@@ -758,9 +748,10 @@ static ntp_status map_resize(ntp_onnx_importer *x)
     a->n_shape = nz;
     for (int i = 0; i < nz; i++)
         a->shape[i] = sizes[i];
-    a->n_pads = ns;
+    a->resize.n_scales = ns;
     for (int i = 0; i < ns; i++)
-        if (!ntp__resize_scale_rational(scales[i], &a->pads[i], &a->pads[NTP_RESIZE_DEN + i]))
+        if (!ntp__resize_scale_rational(scales[i], &a->resize.scale_num[i],
+                                        &a->resize.scale_den[i]))
             return ntp__onnx_err(x, NTP_STATUS_INVALID_ARGUMENT, "scale %g is not positive",
                                  scales[i]);
     return finish(x, ni);

@@ -372,13 +372,13 @@ static ntp_status parse_special(ntp_op op, const ntp_attr_decl *d, const char *v
         if ((st = ntp__xml_parse_int_list(v, INT64_MIN, NTP_MAX_DIMS, vals, &n, err, errlen)) !=
             NTP_STATUS_OK)
             return st;
-        if (given(s, op, starts ? "ends" : "starts") && n != a->n_pads)
+        if (given(s, op, starts ? "ends" : "starts") && n != a->slice.n)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "'starts' and 'ends' must have as many values (got %d and %d)",
-                        starts ? n : a->n_pads, starts ? a->n_pads : n);
+                        starts ? n : a->slice.n, starts ? a->slice.n : n);
         for (int i = 0; i < n; i++)
-            a->pads[(starts ? 0 : NTP_SLICE_ENDS) + i] = vals[i];
-        a->n_pads = n;
+            (starts ? a->slice.starts : a->slice.ends)[i] = vals[i];
+        a->slice.n = n;
         return NTP_STATUS_OK;
     }
     case NTP_PARSE_SCALES: {
@@ -387,10 +387,11 @@ static ntp_status parse_special(ntp_op op, const ntp_attr_decl *d, const char *v
         if ((st = parse_float_list(v, NTP_MAX_DIMS, sc, &n, err, errlen)) != NTP_STATUS_OK)
             return st;
         for (int i = 0; i < n; i++)
-            if (!ntp__resize_scale_rational(sc[i], &a->pads[i], &a->pads[NTP_RESIZE_DEN + i]))
+            if (!ntp__resize_scale_rational(sc[i], &a->resize.scale_num[i],
+                                            &a->resize.scale_den[i]))
                 return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                             "expected positive scales, got " QFMT, QARG(v));
-        a->n_pads = n;
+        a->resize.n_scales = n;
         return NTP_STATUS_OK;
     }
     case NTP_PARSE_NONE: break;
@@ -626,12 +627,12 @@ static ntp_status finish(ntp_op op, const seen *s, ntp_attrs *a, int *n_out, cha
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,
                         "missing attribute 'to' or 'layout' (at least one is required)");
     } else if (op == NTP_OP_SLICE) {
-        if (given(s, op, "axes") && a->n_perm != a->n_pads)
+        if (given(s, op, "axes") && a->slice.n_axes != a->slice.n)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'axes' has %d values, 'starts' %d",
-                        a->n_perm, a->n_pads);
-        if (given(s, op, "steps") && a->n_shape != a->n_pads)
+                        a->slice.n_axes, a->slice.n);
+        if (given(s, op, "steps") && a->slice.n_steps != a->slice.n)
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR, "'steps' has %d values, 'starts' %d",
-                        a->n_shape, a->n_pads);
+                        a->slice.n_steps, a->slice.n);
     } else if (op == NTP_OP_RESIZE) {
         if (given(s, op, "sizes") == given(s, op, "scales"))
             return errf(err, errlen, NTP_STATUS_PARSE_ERROR,

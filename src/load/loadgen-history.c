@@ -46,7 +46,7 @@ ntp_status ntp_loadgen_record(ntp_ctx *ctx, const char *db, const ntp_loadgen_re
     FILE *m = open_memstream(&json, &len);
     if (!m)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for the load report");
-    ntp_status st = ntp_loadgen_write(ctx, r, NTP_FORMAT_JSON, m);
+    ntp_status st = ntp_report_write_load(ctx, r, NTP_FORMAT_JSON, m);
     if (fclose(m) != 0 && !st)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for the load report");
     ntp_store *s = NULL;
@@ -186,12 +186,12 @@ static void loads_csv(const ntp_load_entry *e, int n, FILE *f)
     }
 }
 
-ntp_status ntp_loadgen_write_history(ntp_ctx *ctx, const ntp_load_entry *e, int n, ntp_format fmt,
-                                     FILE *f)
+ntp_status ntp_report_write_load_history(ntp_ctx *ctx, const ntp_load_entry *e, int n,
+                                         ntp_format fmt, FILE *f)
 {
     if ((n > 0 && !e) || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_write_history: no entries or stream");
+                          "ntp_report_write_load_history: no entries or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE: loads_table(e, n, f); return ntp__check_stream(ctx, f, "load history");
     case NTP_FORMAT_JSON: return loads_json(ctx, e, n, f);

@@ -144,7 +144,7 @@ static void search(FILE *f, const ntp_loadgen_result *r)
     fputs("</table>\n", f);
 }
 
-ntp_status ntp_loadgen_write_html(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
+ntp_status ntp_report_write_load_html(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
 {
     int64_t n = r->queries;
     double *lat = malloc(((size_t)n + 1) * sizeof *lat);

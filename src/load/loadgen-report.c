@@ -280,7 +280,7 @@ static ntp_status write_csv(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
     return ntp__check_stream(ctx, f, "load CSV");
 }
 
-ntp_status ntp_loadgen_write(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_load(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_format fmt, FILE *f)
 {
     switch (fmt) {
     case NTP_FORMAT_TABLE: return write_table(ctx, r, f);
@@ -296,7 +296,7 @@ ntp_status ntp_loadgen_write(ntp_ctx *ctx, const ntp_loadgen_result *r, ntp_form
  * to the start of the batch's computation) and computed. Spans of
  * different queries on one instance overlap under load: the viewer stacks
  * them. */
-ntp_status ntp_loadgen_write_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
+ntp_status ntp_report_write_load_trace(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
 {
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     fprintf(

@@ -227,12 +227,12 @@ static void table(FILE *f, const ntp_loadgen_sweep_row *rows, int n)
     fputs("</table></div>\n", f);
 }
 
-ntp_status ntp_loadgen_write_sweep_html(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
-                                        const char *source, FILE *f)
+ntp_status ntp_report_write_load_sweep_html(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
+                                            const char *source, FILE *f)
 {
     if ((n > 0 && !rows) || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_write_sweep_html: no rows or stream");
+                          "ntp_report_write_load_sweep_html: no rows or stream");
     int failed = 0, invalid = 0, shown = 0;
     for (int i = 0; i < n; i++) {
         failed += rows[i].error[0] != '\0';

@@ -226,12 +226,12 @@ static void sweep_csv(const ntp_loadgen_sweep_row *rows, int n, FILE *f)
     }
 }
 
-ntp_status ntp_loadgen_write_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
-                                   const char *source, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_load_sweep(ntp_ctx *ctx, const ntp_loadgen_sweep_row *rows, int n,
+                                       const char *source, ntp_format fmt, FILE *f)
 {
     if ((n > 0 && !rows) || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_write_sweep: no rows or stream");
+                          "ntp_report_write_load_sweep: no rows or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE: sweep_table(rows, n, f); return ntp__check_stream(ctx, f, "load sweep");
     case NTP_FORMAT_JSON: return sweep_json(ctx, rows, n, source, f);
@@ -460,12 +460,12 @@ static void history_csv(const ntp_load_sweep_task *t, int n, FILE *f)
     }
 }
 
-ntp_status ntp_loadgen_write_sweep_history(ntp_ctx *ctx, const ntp_load_sweep_task *t, int n,
-                                           ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_load_sweep_history(ntp_ctx *ctx, const ntp_load_sweep_task *t, int n,
+                                               ntp_format fmt, FILE *f)
 {
     if ((n > 0 && !t) || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_loadgen_write_sweep_history: no sweeps or stream");
+                          "ntp_report_write_load_sweep_history: no sweeps or stream");
     switch (fmt) {
     case NTP_FORMAT_TABLE:
         history_table(t, n, f);

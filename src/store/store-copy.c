@@ -592,8 +592,10 @@ ntp_status ntp_store_copy(ntp_ctx *ctx, ntp_store *from, ntp_store *to, ntp_stor
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
                           to->display);
     if (strcmp(from->path, to->path) == 0)
-        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "history copy: --from and --to are the same store (%s)", to->display);
+        return ntp__error(
+            ctx, NTP_STATUS_INVALID_ARGUMENT,
+            "history copy: ntp_store_copy.from and ntp_store_copy.to are the same store (%s)",
+            to->display);
     run_ref *runs;
     int64_t n;
     ntp_status st = list_runs(ctx, from, &runs, &n);

@@ -197,11 +197,11 @@ static void memory_part(FILE *f, const mem_row *rows, int n)
     memory_table(f, rows, n);
 }
 
-ntp_status ntp_train_sweep_write_html(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
+ntp_status ntp_report_write_train_sweep_html(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
 {
     if (!s || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_train_sweep_write_html: no training sweep");
+                          "ntp_report_write_train_sweep_html: no training sweep");
     mem_row *rows = calloc((size_t)s->n + 1, sizeof *rows);
     if (!rows)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "training sweep page: out of memory");
@@ -256,11 +256,11 @@ static void layer_cells(FILE *f, int i, const char *name, const char *type)
     fputs("</td>", f);
 }
 
-ntp_status ntp_train_result_write_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f)
+ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f)
 {
     if (!r || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_train_result_write_html: no training result");
+                          "ntp_report_write_train_html: no training result");
     const mem_row row = {r->model, r->plan, r, NULL};
     ntp__html_begin(f, "ntprof training");
     fputs("<h1>Training</h1>\n<p class=\"meta\">", f);
@@ -295,12 +295,12 @@ ntp_status ntp_train_result_write_html(ntp_ctx *ctx, const ntp_train_result *r, 
     return ntp__check_stream(ctx, f, "html");
 }
 
-ntp_status ntp_train_plan_write_html(ntp_ctx *ctx, const ntp_train_plan *p, const char *model,
-                                     FILE *f)
+ntp_status ntp_report_write_train_plan_html(ntp_ctx *ctx, const ntp_train_plan *p,
+                                            const char *model, FILE *f)
 {
     if (!p || !f)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                          "ntp_train_plan_write_html: no training plan");
+                          "ntp_report_write_train_plan_html: no training plan");
     const char *label = model ? model : "plan";
     const mem_row row = {label, p, NULL, NULL};
     ntp__html_begin(f, "ntprof training plan");

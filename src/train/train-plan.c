@@ -34,9 +34,10 @@ void ntp__train_grad_flags(const ntp_graph *g, bool *needs)
 ntp_status ntp__train_check(ntp_ctx *ctx, const ntp_graph *g)
 {
     if (g->precision != NTP_DTYPE_F32)
-        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "%s: training runs at f32, the topology is %s (drop --precision)",
-                          g->source, ntp_dtype_name(g->precision));
+        return ntp__error(
+            ctx, NTP_STATUS_UNSUPPORTED,
+            "%s: training runs at f32, the topology is %s (drop ntp_load_opts.precision)",
+            g->source, ntp_dtype_name(g->precision));
     /* Every such layer is named, in one line. */
     size_t cap = 256, len = 0;
     char *list = malloc(cap);
@@ -97,7 +98,7 @@ ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, nt
     if (prod && prod->op == NTP_OP_CTC_DECODE && loss != NTP_LOSS_CTC)
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: output '%s' is the transcript of ctc_decode '%s'; train it with "
-                          "--loss ctc",
+                          "NTP_LOSS_CTC",
                           g->source, o->name, prod->name);
     if (loss == NTP_LOSS_CTC) {
         /* The logits: the decoder's input, or the input of a final
@@ -136,7 +137,7 @@ ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, nt
         if (s->ndim != 2 || s->dim[1] < 2)
             return ntp__error(ctx, NTP_STATUS_SHAPE_ERROR,
                               "%s: cross_entropy needs an output [batch, classes] with 2 or more "
-                              "classes; '%s' is %s (use --loss mse)",
+                              "classes; '%s' is %s (use NTP_LOSS_MSE)",
                               g->source, g->tensors[t->logits].name, ntp_shape_str(s, b, sizeof b));
         t->rows = s->dim[0];
         t->classes = s->dim[1];

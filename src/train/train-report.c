@@ -55,7 +55,8 @@ static json_t *flops_json(bool *ok, const int64_t *fl)
     return o;
 }
 
-ntp_status ntp_train_plan_write(ntp_ctx *ctx, const ntp_train_plan *p, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_train_plan(ntp_ctx *ctx, const ntp_train_plan *p, ntp_format fmt,
+                                       FILE *f)
 {
     if (fmt == NTP_FORMAT_JSON) {
         bool ok = true;
@@ -147,7 +148,7 @@ static json_t *stats_json(bool *ok, const ntp_stats *s)
     return o;
 }
 
-ntp_status ntp_train_result_write(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt, FILE *f)
 {
     if (fmt == NTP_FORMAT_JSON) {
         bool ok = true;

@@ -228,7 +228,8 @@ static ntp_status write_csv(ntp_ctx *ctx, const ntp_train_sweep *s, FILE *f)
     return ntp__check_stream(ctx, f, "training sweep");
 }
 
-ntp_status ntp_train_sweep_write(ntp_ctx *ctx, const ntp_train_sweep *s, ntp_format fmt, FILE *f)
+ntp_status ntp_report_write_train_sweep(ntp_ctx *ctx, const ntp_train_sweep *s, ntp_format fmt,
+                                        FILE *f)
 {
     if (fmt == NTP_FORMAT_JSON)
         return write_json(ctx, s, f);

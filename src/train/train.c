@@ -183,17 +183,17 @@ static ntp_status load_inputs(ntp_ctx *ctx, ntp_trainer *t)
     for (int k = 0; k < t->o.n_inputs; k++) {
         const char *spec = t->o.inputs[k], *eq = strchr(spec, '=');
         if (!eq)
-            return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                              "--input expects NAME=FILE.npy, got '%s'", spec);
+            return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_train_opts.inputs",
+                                  "expects NAME=FILE.npy, got '%s'", spec);
         bool found = false;
         for (int i = 0; i < g->n_inputs; i++)
             if (strlen(g->tensors[g->inputs[i]].name) == (size_t)(eq - spec) &&
                 !strncmp(g->tensors[g->inputs[i]].name, spec, (size_t)(eq - spec)))
                 found = true;
         if (!found)
-            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "--input %s: the model has no input '%.*s'", spec, (int)(eq - spec),
-                              spec);
+            return ntp__opt_error(ctx, NTP_STATUS_UNKNOWN_NAME, "ntp_train_opts.inputs",
+                                  "%s: the model has no input '%.*s'", spec, (int)(eq - spec),
+                                  spec);
     }
     for (int i = 0; i < g->n_inputs; i++) {
         int ti = g->inputs[i];
@@ -456,15 +456,18 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
                          t->o.eps > 0 ? t->o.eps : 1e-8};
     ntp_status st;
     if ((t->o.input_lengths || t->o.target_lengths) && t->o.loss != NTP_LOSS_CTC) {
-        st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "%s: --input-lengths and --target-lengths are for --loss ctc, not %s",
-                        g->source, ntp_loss_name(t->o.loss));
+        st =
+            ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                       "%s: ntp_train_opts.input_lengths and ntp_train_opts.target_lengths are for "
+                       "NTP_LOSS_CTC, not %s",
+                       g->source, ntp_loss_name(t->o.loss));
         goto fail;
     }
     if (t->o.target_lengths && !t->o.labels) {
         st = ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
-                        "%s: --target-lengths %s needs the --labels they measure", g->source,
-                        t->o.target_lengths);
+                        "%s: ntp_train_opts.target_lengths %s needs the ntp_train_opts.labels they "
+                        "measure",
+                        g->source, t->o.target_lengths);
         goto fail;
     }
     if ((st = ntp_train_plan_make(ctx, g, &t->o, &t->plan)) ||

@@ -31,6 +31,18 @@ static const struct {
     {"ntp_load_opts.set", "--set"},
     {"ntp_load_opts.batch", "--batch"},
     {"ntp_load_opts.precision", "--precision"},
+    /* ntprof train (docs/train.md) */
+    {"ntp_train_opts.inputs", "--input"},
+    {"ntp_train_opts.labels", "--labels"},
+    {"ntp_train_opts.input_lengths", "--input-lengths"},
+    {"ntp_train_opts.target_lengths", "--target-lengths"},
+    {"NTP_LOSS_CTC", "--loss ctc"},
+    {"NTP_LOSS_MSE", "--loss mse"},
+    {"ntp_generate_opts.backend", "--backend"},
+    {"ntp_onnx_export_opts.network_only", "--network-only"},
+    /* ntprof history copy */
+    {"ntp_store_copy.from", "--from"},
+    {"ntp_store_copy.to", "--to"},
     {"ntp_history_filter.since", "--since"},
     {"ntp_history_filter.limit", "--limit"},
     {"ntp_sweep_add_factor", "--vary"},

@@ -7,7 +7,7 @@
 
 static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_train_plan_write(ctx, arg, fmt, f);
+    return ntp_report_write_train_plan(ctx, arg, fmt, f);
 }
 
 typedef struct train_html_arg {
@@ -19,7 +19,7 @@ static ntp_status write_train_html(ntp_ctx *ctx, const void *arg, ntp_format fmt
 {
     const train_html_arg *x = arg;
     (void)fmt;
-    return ntp_train_plan_write_html(ctx, x->p, x->model, f);
+    return ntp_report_write_train_plan_html(ctx, x->p, x->model, f);
 }
 
 enum { OPT_TRAIN = 256, OPT_LOSS, OPT_OPTIMIZER, OPT_TRAIN_HTML };

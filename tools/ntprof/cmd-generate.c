@@ -16,15 +16,15 @@ static ntp_status write_gen(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE 
 {
     const ntp_generate_result *r = arg;
     if (fmt == NTP_FORMAT_JSON)
-        return ntp_generate_write_json(ctx, r, f);
-    return ntp_generate_write_table(ctx, r, f);
+        return ntp_report_write_generate_json(ctx, r, f);
+    return ntp_report_write_generate_table(ctx, r, f);
 }
 
 static ntp_status write_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     if (fmt == NTP_FORMAT_JSON)
-        return ntp_generate_sweep_write_json(ctx, arg, f);
-    return ntp_generate_sweep_write_table(ctx, arg, f);
+        return ntp_report_write_generate_sweep_json(ctx, arg, f);
+    return ntp_report_write_generate_sweep_table(ctx, arg, f);
 }
 
 static ntp_status write_sweep_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)

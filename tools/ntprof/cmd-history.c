@@ -32,7 +32,7 @@ typedef struct loads_arg {
 static ntp_status write_loads(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const loads_arg *a = arg;
-    return ntp_loadgen_write_history(ctx, a->e, a->n, fmt, f);
+    return ntp_report_write_load_history(ctx, a->e, a->n, fmt, f);
 }
 
 /* Load sweeps (ntprof sweep --load): with --load-sweeps alone, or last in a
@@ -45,7 +45,7 @@ typedef struct sweeps_arg {
 static ntp_status write_sweeps(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const sweeps_arg *a = arg;
-    return ntp_loadgen_write_sweep_history(ctx, a->t, a->n, fmt, f);
+    return ntp_report_write_load_sweep_history(ctx, a->t, a->n, fmt, f);
 }
 
 typedef struct both_arg {
@@ -60,12 +60,12 @@ static ntp_status write_both(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE
     ntp_status st = ntp_report_write_history(ctx, a->runs.e, a->runs.n, fmt, f);
     if (!st && a->loads.n > 0) {
         fputs("\nload runs (ntprof load; --load lists them alone)\n", f);
-        st = ntp_loadgen_write_history(ctx, a->loads.e, a->loads.n, fmt, f);
+        st = ntp_report_write_load_history(ctx, a->loads.e, a->loads.n, fmt, f);
     }
     if (st || a->sweeps.n == 0)
         return st;
     fputs("\nload sweeps (ntprof sweep --load; --load-sweeps lists them alone)\n", f);
-    return ntp_loadgen_write_sweep_history(ctx, a->sweeps.t, a->sweeps.n, fmt, f);
+    return ntp_report_write_load_sweep_history(ctx, a->sweeps.t, a->sweeps.n, fmt, f);
 }
 
 static ntp_status write_run(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)

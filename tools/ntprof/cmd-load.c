@@ -43,19 +43,19 @@ static void load_progress(void *user, const char *phase, int64_t done, int64_t t
 
 static ntp_status write_report(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_loadgen_write(ctx, arg, fmt, f);
+    return ntp_report_write_load(ctx, arg, fmt, f);
 }
 
 static ntp_status write_trace(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_loadgen_write_trace(ctx, arg, f);
+    return ntp_report_write_load_trace(ctx, arg, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_loadgen_write_html(ctx, arg, f);
+    return ntp_report_write_load_html(ctx, arg, f);
 }
 
 int cmd_load(int argc, char **argv)

@@ -582,14 +582,14 @@ out:
 static ntp_status write_rows(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const sweep_out *o = arg;
-    return ntp_loadgen_write_sweep(ctx, o->rows, o->n, o->source, fmt, f);
+    return ntp_report_write_load_sweep(ctx, o->rows, o->n, o->source, fmt, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     const sweep_out *o = arg;
     (void)fmt;
-    return ntp_loadgen_write_sweep_html(ctx, o->rows, o->n, o->source, f);
+    return ntp_report_write_load_sweep_html(ctx, o->rows, o->n, o->source, f);
 }
 
 int sweep_load(int argc, char **argv)

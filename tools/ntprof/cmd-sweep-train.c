@@ -23,13 +23,13 @@ static void on_done(void *user, int c, int n, const char *label, const char *sta
 
 static ntp_status write_train_sweep(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_train_sweep_write(ctx, arg, fmt, f);
+    return ntp_report_write_train_sweep(ctx, arg, fmt, f);
 }
 
 static ntp_status write_train_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_train_sweep_write_html(ctx, arg, f);
+    return ntp_report_write_train_sweep_html(ctx, arg, f);
 }
 
 int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_load_opts *lo,
@@ -81,7 +81,7 @@ int sweep_train(ntp_ctx *ctx, const ntp_sweep *sw, const char *file, const ntp_l
     cli_progress_clear(&prog);
     int n = ntp_sweep_config_count(sw), failed = ntp_train_sweep_failed(ts), rc;
     if (failed == n) {
-        ntp_train_sweep_write(ctx, ts, NTP_FORMAT_TABLE, stderr);
+        ntp_report_write_train_sweep(ctx, ts, NTP_FORMAT_TABLE, stderr);
         cli_error("every configuration failed");
         rc = CLI_FAIL;
     } else {

@@ -31,13 +31,13 @@ static void on_step(void *user, int step, int steps)
 
 static ntp_status write_result(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
-    return ntp_train_result_write(ctx, arg, fmt, f);
+    return ntp_report_write_train(ctx, arg, fmt, f);
 }
 
 static ntp_status write_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
     (void)fmt;
-    return ntp_train_result_write_html(ctx, arg, f);
+    return ntp_report_write_train_html(ctx, arg, f);
 }
 
 int cmd_train(int argc, char **argv)

@@ -23,7 +23,6 @@
  * backward-data with a scale: each phase runs the whole backward (prop
  * kind backward) and keeps its part, the rest going to scratch memory of
  * its own. */
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,10 +51,7 @@ struct odnn_bwd {
 /* A failed dnnl call, as one line naming the layer. */
 static ntp_status fail(ntp_ctx *ctx, const ntp_backward_args *a, dnnl_status_t st, const char *what)
 {
-    return ntp__node_error(ctx, a->g, a->n,
-                           st == dnnl_out_of_memory ? NTP_STATUS_OUT_OF_MEMORY
-                                                    : NTP_STATUS_BACKEND_ERROR,
-                           "onednn backward: %s failed: dnnl_%s", what, dnnl_status2str(st));
+    return ntp__dnnl_status_error(ctx, "onednn backward", a->g, a->n, st, what);
 }
 
 /* The families of layers with a backward here. */
@@ -727,8 +723,8 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
             continue;
         void *p = handle_ptr(a, e->handle[k]);
         if (!p)
-            return ntp__node_error(ctx, a->g, a->n, NTP_STATUS_INTERNAL,
-                                   "onednn backward: a buffer the layer reads was not given");
+            return ntp__be_error(ctx, "onednn backward", a->g, a->n, NTP_STATUS_INTERNAL,
+                                 "a buffer the layer reads was not given");
         st = dnnl_memory_set_data_handle(e->mem[k], p);
     }
     if (!st && e->fwd) {

@@ -22,10 +22,16 @@ ntp_status ntp__dnnl_fail(odnn_build *b, ntp_status st, const char *fmt, ...)
     return r;
 }
 
-ntp_status ntp__dnnl_error(odnn_build *b, dnnl_status_t st, const char *what)
+ntp_status ntp__dnnl_status_error(ntp_ctx *ctx, const char *who, const ntp_graph *g,
+                                  const ntp_node *n, dnnl_status_t st, const char *what)
 {
     ntp_status s = st == dnnl_out_of_memory ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_BACKEND_ERROR;
-    return ntp__dnnl_fail(b, s, "%s failed: dnnl_%s", what, dnnl_status2str(st));
+    return ntp__be_error(ctx, who, g, n, s, "%s failed: dnnl_%s", what, dnnl_status2str(st));
+}
+
+ntp_status ntp__dnnl_error(odnn_build *b, dnnl_status_t st, const char *what)
+{
+    return ntp__dnnl_status_error(b->ctx, "onednn", b->k->g, b->n, st, what);
 }
 
 dnnl_data_type_t ntp__dnnl_dt(ntp_dtype t)

@@ -150,6 +150,11 @@ typedef struct odnn_build {
 /* --- build.c: memory, steps, reorders, errors ----------------------------- */
 /* Record "<op name='layer'>: what: dnnl status" and return BACKEND_ERROR. */
 ntp_status ntp__dnnl_error(odnn_build *b, dnnl_status_t st, const char *what);
+/* The same outside a build (training's backward): "<op name='layer'>: who:
+ * what failed: dnnl_status" through the engine's ntp__be_error, with
+ * OUT_OF_MEMORY for dnnl_out_of_memory and BACKEND_ERROR otherwise. */
+ntp_status ntp__dnnl_status_error(ntp_ctx *ctx, const char *who, const ntp_graph *g,
+                                  const ntp_node *n, dnnl_status_t st, const char *what);
 /* A (batched) matmul step src x wei -> dst, scaled, with an optional mask
  * post-op (attention.c; attention and kv_attention). */
 ntp_status ntp__dnnl_matmul_step(odnn_build *b, const char *op, int src, int wei, int dst,

@@ -34,7 +34,6 @@
  *
  * oneDNN accumulates the weight gradients into diff_weights and diff_bias:
  * they are zeroed before every call. */
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,10 +134,7 @@ bool ntp__odnn_rnn_supports_backward(const ntp_graph *gr, const ntp_node *n)
 
 static ntp_status fail(ntp_ctx *ctx, const ntp_backward_args *a, dnnl_status_t st, const char *what)
 {
-    return ntp__node_error(
-        ctx, a->g, a->n,
-        st == dnnl_out_of_memory ? NTP_STATUS_OUT_OF_MEMORY : NTP_STATUS_BACKEND_ERROR,
-        "onednn recurrent backward: %s failed: dnnl_%s", what, dnnl_status2str(st));
+    return ntp__dnnl_status_error(ctx, "onednn recurrent backward", a->g, a->n, st, what);
 }
 
 /* The descriptors both primitives are made of. */
@@ -482,8 +478,8 @@ ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backwar
         e = &s->rbwd[s->n_rbwd++];
     }
     if (!a->x || !a->w || !a->r || !a->dy)
-        return ntp__node_error(ctx, a->g, a->n, NTP_STATUS_INTERNAL,
-                               "onednn backward: a buffer the layer reads was not given");
+        return ntp__be_error(ctx, "onednn backward", a->g, a->n, NTP_STATUS_INTERNAL,
+                             "a buffer the layer reads was not given");
     const rb_geom *g = &e->g;
     const int *map = ntp__dnnl_rnn_gate_map(a->n->op);
     float *wl = buf(e, M_WL), *wi = buf(e, M_WI), *bias = buf(e, M_BIAS);
