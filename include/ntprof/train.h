@@ -88,6 +88,9 @@ typedef struct ntp_train_opts {
      * ("onednn": docs/train.md lists them, in f32); every other layer, and every
      * forward, runs on the reference engine. NULL or "ref": all of it. */
     const char *backend;
+    /* Threads of that backend's primitives (0: all cores); the reference
+     * engine runs on one. */
+    int threads;
 } ntp_train_opts;
 
 /* Zero everything and set the defaults: cross_entropy, sgd, 10 steps,

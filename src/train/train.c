@@ -488,7 +488,7 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     }
     if (t->o.backend && strcmp(t->o.backend, "ref") != 0) {
         char why[256] = "";
-        ntp_backend_opts bo = {.precision = NTP_DTYPE_F32};
+        ntp_backend_opts bo = {.precision = NTP_DTYPE_F32, .threads = t->o.threads};
         if (!(t->be = ntp__backend_find(t->o.backend))) {
             st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
                             "backend '%s' is not built here; built: %s", t->o.backend,

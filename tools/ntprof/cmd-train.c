@@ -77,6 +77,10 @@ int cmd_train(int argc, char **argv)
                 "run the backward of the layers NAME has primitives\nfor on them (onednn; "
                 "default ref)",
                 &to.backend),
+        CLI_NUM("threads", 't', "N",
+                "threads of the backend's backward (default 0: all\ncores; the reference "
+                "engine runs on one)",
+                &to.threads, 0, 4096, "a number of threads (0: all cores)"),
         CLI_OPT("seed", OPT_SEED, "N", "weights, inputs, labels and masks (default 1)"),
         CLI_STR("save-weights", OPT_SAVE, "DIR",
                 "write each weight after training as DIR/<name>.npy", &save),
