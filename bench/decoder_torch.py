@@ -46,6 +46,8 @@ import subprocess
 import sys
 import time
 
+from interleave import verdict
+
 try:
     import numpy as np
     import torch
@@ -239,24 +241,6 @@ def ntprof_round(exe, layers, context, steps, threads):
     return d["prefill_tokens_per_s"], d["decode_tokens_per_s"]
 
 
-def median_interval(x):
-    """Median of x and a distribution-free interval of at least 95% for it:
-    the order statistics x(k), x(n-1-k) with the largest k such that
-    P(Binomial(n, 1/2) <= k) <= 2.5%."""
-    x = sorted(x)
-    n = len(x)
-    med = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
-    k, cum = -1, 0.0
-    while True:
-        cum += math.comb(n, k + 1) / 2.0 ** n
-        if cum > 0.025:
-            break
-        k += 1
-    if k < 0:
-        return med, None, None
-    return med, x[k], x[n - 1 - k]
-
-
 def compare(exe, rounds, context, steps, layers, threads):
     w, V = gpt2_weights(layers)
     m = Decoder(w, "gpt2", 12, 12, dtype=torch.float32)
@@ -281,11 +265,7 @@ def compare(exe, rounds, context, steps, layers, threads):
         print("%5d %12.1f %12.1f %12.1f %12.1f %8.3f %8.3f"
               % (r + 1, a[0], b[0], a[1], b[1], rp[-1], rd[-1]), flush=True)
     for name, x in (("prefill", rp), ("decode", rd)):
-        med, lo, hi = median_interval(x)
-        ci = ("95%% interval [%.3f, %.3f]" % (lo, hi)) if lo is not None else \
-            "no 95%% interval with %d rounds (6 at least)" % len(x)
-        print("%s tokens/s, ntprof / PyTorch: median %.3f over %d rounds, %s"
-              % (name, med, len(x), ci))
+        print(verdict("%s tokens/s, ntprof / PyTorch" % name, x))
     return 0
 
 

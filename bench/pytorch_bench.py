@@ -18,29 +18,20 @@ Weights are random (timing does not depend on their values). bf16 runs use
 torch.autocast('cpu', dtype=torch.bfloat16), PyTorch's own mixed-precision
 path. Prints one line per run:  RESULT <model> <precision> <median ms>
 and, for a model it cannot run, RESULT <model> <precision> n/a <reason>.
---heap default runs under glibc's default malloc settings (see HEAP_KEPT).
+--heap default runs under glibc's default malloc settings (see interleave.HEAP_KEPT).
 """
 import argparse
-import os
 import statistics
 import sys
 import time
 
-# glibc's malloc settings under which freed memory stays in the process
-# (--heap kept, the default). PyTorch's eager mode allocates every activation
-# and frees it after its consumer; with glibc's defaults each one above the
-# mmap threshold is a fresh mapping whose pages fault in again on every pass,
-# and on a virtual machine a fresh page can cost tens of microseconds
-# (MobileNetV2 b1, 1 thread, on this project's VMs: 80 ms per pass, 14 ms with
-# the heap kept). ntprof plans its activations before it measures, so the
-# like-for-like comparison keeps PyTorch's heap too. glibc reads these when
-# the process starts, so the script runs itself again with them set.
-HEAP_KEPT = {"MALLOC_MMAP_THRESHOLD_": "4294967296", "MALLOC_TRIM_THRESHOLD_": "4294967296",
-             "MALLOC_TOP_PAD_": "536870912"}
-if "default" not in [v.split("=")[-1] for v in sys.argv if v.startswith("--heap")] + \
-        [sys.argv[i + 1] for i, v in enumerate(sys.argv[:-1]) if v == "--heap"] and \
-        any(os.environ.get(k) != v for k, v in HEAP_KEPT.items()):
-    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **HEAP_KEPT))
+from interleave import keep_heap
+
+# PyTorch's timings keep freed memory in the process (interleave.HEAP_KEPT
+# says why); --heap default runs under glibc's own settings. The bench's
+# importers (train_torch_compare.py) choose for themselves.
+if __name__ == "__main__":
+    keep_heap(sys.argv)
 
 try:
     import torch
@@ -139,7 +130,7 @@ def main():
     ap.add_argument("--models", default="resnet50,mobilenetv2,bert,deepspeech")
     ap.add_argument("--precisions", default="f32,bf16")
     ap.add_argument("--heap", choices=("kept", "default"), default="kept",
-                    help="kept: glibc malloc keeps freed memory (see HEAP_KEPT); "
+                    help="kept: glibc malloc keeps freed memory (see interleave.HEAP_KEPT); "
                     "default: glibc's own settings")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)

@@ -1,6 +1,9 @@
-"""Build the end-to-end training cases of test_train_torch.sh with PyTorch.
+"""Build the end-to-end training cases of test_train_cli.sh and
+test_train_torchvision.sh with PyTorch, and compare ntprof's weights.
 
 usage: train_torch.py DIR
+       train_torch.py DIR torchvision
+       train_torch.py compare DIR CASE...
 
 Writes, for a small CNN (conv, batch norm, relu, max pool, grouped conv,
 global average pool, linear; cross-entropy), an MLP (linear, tanh,
@@ -13,8 +16,25 @@ bidirectional LSTM, two linears into 29 classes; CTC, blank 28):
   DIR/<case>-<opt>/<name>.npy  PyTorch's weights after training: one SGD
                              step (lr 0.1) and three Adam steps (lr 0.01),
                              batch norm in training mode
+
+With `torchvision`, the cases are torchvision's ResNet-18 and MobileNetV2
+(10 classes, 32 x 32 inputs, batch 4 and 8; MobileNetV2's classifier dropout
+left out, as p = 0 would make it, since ONNX's training-mode Dropout is
+not imported), trained by PyTorch in float64: at f32, PyTorch's own
+weights after one step of these deep nets already differ from its float64
+ones by more than 1e-4 (measured on ResNet-18 at 2 x 3 x 64 x 64: 1.5e-4
+beyond the bound, where ntprof's double engine matched float64 within it).
+Adam takes lr 0.001 (PyTorch's default) here: at 0.01 three steps of
+these nets at batch 4 are chaotic (batch norm over 4 values at 1 x 1):
+moving batch norm's epsilon by 2.6e-13 relative moved MobileNetV2's
+weights by 2%.
+
+`compare` checks DIR/got-<case>-<opt>/ (what ntprof saved) against
+DIR/<case>-<opt>/: every weight and running statistic within 1e-4
+relative (+1e-7); exit 0 when all agree, 1 otherwise.
 """
 import copy
+import importlib.util
 import os
 import sys
 
@@ -81,6 +101,42 @@ def ctc_loss(out, y):
     T, N, C = out.shape
     return nn.functional.ctc_loss(out.log_softmax(2), y.clamp(min=0), torch.full((N,), T),
                                   (y >= 0).sum(1), blank=C - 1)
+
+
+def torchvision_cases():
+    import torchvision
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 32, 32)
+    y = torch.tensor([3, 7, 0, 9], dtype=torch.int64)
+    yield "resnet18", torchvision.models.resnet18(num_classes=10), x, y, nn.CrossEntropyLoss()
+    # Batch 8: at batch 4 its last batch norms (over 4 values at 1 x 1)
+    # leave three Adam steps 2.2e-7 past the bound.
+    m = torchvision.models.mobilenet_v2(num_classes=10)
+    m.classifier[0] = nn.Identity()
+    x = torch.randn(8, 3, 32, 32)
+    y = torch.tensor([3, 7, 0, 9, 1, 2, 5, 4], dtype=torch.int64)
+    yield "mobilenetv2", m, x, y, nn.CrossEntropyLoss()
+
+
+
+def compare(d, names):
+    bad = 0
+    for name in names:  # CASE (both optimizers) or CASE:OPT
+        case, _, one = name.partition(":")
+        for opt in [one] if one else ("sgd", "adam"):
+            want = os.path.join(d, case + "-" + opt)
+            got = os.path.join(d, "got-" + case + "-" + opt)
+            files = sorted(os.listdir(want))
+            assert len(files) >= 6, files
+            for f in files:
+                a, b = np.load(os.path.join(want, f)), np.load(os.path.join(got, f))
+                assert a.shape == b.shape, (case, opt, f, a.shape, b.shape)
+                err = np.abs(a - b) - 1e-4 * np.abs(a) - 1e-7
+                if err.max() > 0:
+                    print("%s %s %s: differs by %.3g, largest value %.3g"
+                          % (case, opt, f, np.abs(a - b).max(), np.abs(a).max()))
+                    bad += 1
+    return 1 if bad else 0
 
 
 def rows(x, f):
@@ -154,7 +210,15 @@ def onnx_layout(kind, mod):
 
 
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3:]))
     out = sys.argv[1]
+    if len(sys.argv) == 3 and sys.argv[2] == "torchvision":
+        if importlib.util.find_spec("torchvision") is None:
+            print("torchvision is not importable: skipped")
+            sys.exit(77)
+        train(out, torchvision_cases(), torch.float64, 0.001)
+        return
     # Labels the CLI must refuse: a class out of range, the wrong shape.
     np.save(os.path.join(out, "bad-range.npy"), np.array([0, 1, 9, 2]))
     np.save(os.path.join(out, "bad-shape.npy"), np.array([0, 1]))
@@ -166,7 +230,13 @@ def main():
     # columns); 2 frames for [3, 3], which needs 3.
     np.save(os.path.join(out, "ctc-il-long.npy"), np.array([8, 7]))
     np.save(os.path.join(out, "ctc-il-short.npy"), np.array([2, 7]))
-    for name, model, x, y, loss_fn in cases():
+    train(out, cases(), torch.float32, 0.01)
+
+
+def train(out, all_cases, dtype, adam_lr):
+    """Export each case, then train copies of it in dtype (one SGD step of
+    lr 0.1, three Adam steps of adam_lr) and save their weights as f32."""
+    for name, model, x, y, loss_fn in all_cases:
         # Exported in training mode so that batch norm stays a layer of its
         # own (an eval export folds it into the convolution); from a copy,
         # since tracing runs the model and moves its running statistics.
@@ -187,20 +257,20 @@ def main():
                 np.save(os.path.join(out, name + "-" + k + ".npy"), v)
         for opt_name, make, steps in (
             ("sgd", lambda p: torch.optim.SGD(p, lr=0.1), 1),
-            ("adam", lambda p: torch.optim.Adam(p, lr=0.01), 3),
+            ("adam", lambda p: torch.optim.Adam(p, lr=adam_lr), 3),
         ):
-            m = copy.deepcopy(model)
+            m = copy.deepcopy(model).to(dtype)
             m.train()
             opt = make(m.parameters())
             for _ in range(steps):
                 opt.zero_grad()
-                loss_fn(m(x), y).backward()
+                loss_fn(m(x.to(dtype)), y).backward()
                 opt.step()
             d = os.path.join(out, name + "-" + opt_name)
             os.makedirs(d, exist_ok=True)
             for k, v in m.state_dict().items():
-                if v.dtype == torch.float32 and "_l0" not in k:
-                    np.save(os.path.join(d, k + ".npy"), v.detach().numpy())
+                if v.is_floating_point() and "_l0" not in k:
+                    np.save(os.path.join(d, k + ".npy"), v.detach().float().numpy())
             if recurrent:
                 for kind, wn, rn, bn, mod in onnx_names(os.path.join(out, name + ".onnx"), model):
                     mod_after = dict(m.named_modules())[

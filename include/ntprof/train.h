@@ -88,6 +88,15 @@ typedef struct ntp_train_opts {
      * ("onednn": docs/train.md lists them, in f32); every other layer, and every
      * forward, runs on the reference engine. NULL or "ref": all of it. */
     const char *backend;
+    /* Threads of that backend's primitives (0: all cores); the reference
+     * engine runs on one. */
+    int threads;
+    /* NTP_DTYPE_F32 (0, the default) or NTP_DTYPE_BF16: mixed precision
+     * (docs/train.md): feature maps and their gradients stored in bf16, the
+     * weight matrices read as bf16 copies of fp32 master weights, which the
+     * optimizer updates in fp32; the result then also carries the same steps
+     * at f32 (losses_f32). */
+    ntp_dtype precision;
 } ntp_train_opts;
 
 /* Zero everything and set the defaults: cross_entropy, sgd, 10 steps,
@@ -151,6 +160,10 @@ typedef struct ntp_train_layer {
     /* Who ran its backward: the backend's name, "ref" (its fallback), or
      * NULL when it has none. */
     const char *backward_by;
+    /* bf16 mixed precision: "bf16" where its backward ran the backend's
+     * bf16 primitive, "f32" where it computed on the bf16 values in f32 (or
+     * double, on ref); NULL at f32 or without a backward. */
+    const char *backward_precision;
 } ntp_train_layer;
 
 typedef struct ntp_train_result {
@@ -172,6 +185,10 @@ typedef struct ntp_train_result {
      * then, through the run; -1 where /proc/self/status cannot tell. */
     int64_t rss_peak_bytes;
     const char *backend; /* the backward backend asked for ("ref" when none) */
+    ntp_dtype precision; /* f32, or bf16 (mixed precision) */
+    /* bf16: the loss of each step of the same training at f32 (same weights,
+     * inputs, labels and masks), [steps]; NULL at f32. */
+    double *losses_f32;
 } ntp_train_result;
 
 typedef struct ntp_trainer ntp_trainer;

@@ -185,6 +185,11 @@ typedef struct ntp_backward_args {
      * where that weight takes no gradient). */
     const float *r, *b;
     float *dr;
+    /* bf16 mixed precision (conv and fc, asked for only where the backend
+     * supports the layer at bf16): x, w and dy hold bf16 values; the
+     * backend runs its bf16 primitive on them and still writes f32 dx, dw
+     * and db. */
+    bool bf16;
 } ntp_backward_args;
 
 typedef struct ntp_backend_i {

@@ -256,6 +256,69 @@ static void layer_cells(FILE *f, int i, const char *name, const char *type)
     fputs("</td>", f);
 }
 
+/* The loss of every step as a line (and a point per step), and, for a
+ * bf16 mixed-precision run, the same steps at f32 beside it. Each point
+ * carries its curve, step and loss as the JSON writes them (data-loss,
+ * 15 significant digits). */
+static void loss_chart(FILE *f, const ntp_train_result *r)
+{
+    const double W = 1000, H = 260, left = 70, right = 20, top = 12, bottom = 40;
+    const double *curve[2] = {r->losses, r->losses_f32};
+    const char *name[2] = {ntp_dtype_name(r->precision), "f32"};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; curve[c] && k < r->steps; k++)
+            if (isfinite(curve[c][k])) {
+                lo = fmin(lo, curve[c][k]);
+                hi = fmax(hi, curve[c][k]);
+            }
+    if (!(lo <= hi))
+        return;
+    if (hi - lo < 1e-12 * fmax(1.0, fabs(hi)))
+        hi = lo + fmax(1e-6, 1e-3 * fabs(lo));
+    double pw = W - left - right, ph = H - top - bottom;
+    double xs = r->steps > 1 ? pw / (r->steps - 1) : 0.0;
+    fputs("<h2>Loss per step</h2>\n", f);
+    fprintf(f,
+            "<svg class=\"chart\" id=\"train-loss\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+            "height=\"%.0f\" role=\"img\">\n",
+            W, H, W, H);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left - 6, top + 4,
+            hi);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", left - 6,
+            top + ph + 4, lo);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step 1 to %d</text>\n",
+            left + pw / 2, H - 8, r->steps);
+    for (int c = 0; c < 2; c++) {
+        if (!curve[c])
+            continue;
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+                ntp__html_color(c));
+        for (int k = 0; k < r->steps; k++)
+            if (isfinite(curve[c][k]))
+                fprintf(f, "%.2f,%.2f ", left + k * xs, top + ph * (hi - curve[c][k]) / (hi - lo));
+        fputs("\"/>\n", f);
+        for (int k = 0; k < r->steps; k++) {
+            if (!isfinite(curve[c][k]))
+                continue;
+            fprintf(f,
+                    "<circle class=\"loss\" data-curve=\"%s\" data-step=\"%d\" "
+                    "data-loss=\"%.15g\" cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\"><title>",
+                    name[c], k + 1, curve[c][k], left + k * xs,
+                    top + ph * (hi - curve[c][k]) / (hi - lo), ntp__html_color(c));
+            ntp__html_textf(f, "%s, step %d: loss %.6g", name[c], k + 1, curve[c][k]);
+            fputs("</title></circle>\n", f);
+        }
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\">",
+                left + 10 + c * 200, H - 22, ntp__html_color(c), left + 26 + c * 200, H - 12);
+        ntp__html_text(f, c == 0 && r->losses_f32 ? "bf16 mixed precision" : name[c]);
+        fputs("</text>\n", f);
+    }
+    fputs("</svg>\n", f);
+}
+
 ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, FILE *f)
 {
     if (!r || !f)
@@ -272,6 +335,7 @@ ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, 
                     r->step.median, r->samples_per_s);
     fputs("</p>\n", f);
     memory_part(f, &row, 1);
+    loss_chart(f, r);
     fputs("<h2>Time per layer and phase</h2>\n<p class=\"note\">The median milliseconds of "
           "each phase of a step over the steps; share is the layer's part of the median step; "
           "backward by names who ran its backward.</p>\n",

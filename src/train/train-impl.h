@@ -43,6 +43,10 @@ typedef struct ntp_train_target {
 } ntp_train_target;
 ntp_status ntp__train_target(ntp_ctx *ctx, const ntp_graph *g, ntp_loss loss, ntp_train_target *t);
 
+/* Whether bf16 mixed precision reads w as a bf16 copy of its fp32 master:
+ * a trainable matrix (rank 2 and up); vectors stay fp32. */
+bool ntp__train_bf16_copy(const ntp_tensor *w);
+
 /* Which tensors carry a gradient (needs[n_tensors]): activations that
  * depend on a trainable weight. Graph inputs and constants never do. */
 void ntp__train_grad_flags(const ntp_graph *g, bool *needs);

@@ -159,6 +159,11 @@ static bool runs_backward(const ntp_graph *g, const bool *needs, const ntp_node 
  * takes one (and the loss's input), optimizer state per weight, saved
  * state per layer, the labels and the CTC scratch (for labels of T/2
  * symbols, the generated ones' longest). */
+bool ntp__train_bf16_copy(const ntp_tensor *w)
+{
+    return w->kind == NTP_TENSOR_WEIGHT && w->shape.ndim >= 2;
+}
+
 static int64_t engine_doubles(const ntp_graph *g, const ntp_train_opts *o,
                               const ntp_train_target *tg, const bool *needs)
 {
@@ -170,6 +175,8 @@ static int64_t engine_doubles(const ntp_graph *g, const ntp_train_opts *o,
         int64_t c = ntp_shape_numel(&g->tensors[t].shape);
         bool w = g->tensors[t].kind == NTP_TENSOR_WEIGHT;
         d += c + (w ? per_weight * c : needs[t] || t == tg->logits ? c : 0);
+        if (o->precision == NTP_DTYPE_BF16 && ntp__train_bf16_copy(&g->tensors[t]))
+            d += c; /* its fp32 master beside its bf16 copy */
     }
     for (int i = 0; i < g->n_nodes; i++)
         d += ntp__train_saved_count(g, &g->nodes[i]);
@@ -194,6 +201,10 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     }
     ntp_train_target tg;
     ntp_status st;
+    if (o->precision != NTP_DTYPE_F32 && o->precision != NTP_DTYPE_BF16)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "%s: training runs at f32 or bf16 (mixed precision), not %s", g->source,
+                          ntp_dtype_name(o->precision));
     if ((st = ntp__train_check(ctx, g)) || (st = ntp__train_target(ctx, g, o->loss, &tg)))
         return st;
     int L = g->n_nodes, nt = g->n_tensors;
@@ -209,7 +220,11 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory planning training");
         goto done;
     }
-    p->precision = g->precision;
+    /* Mixed precision: feature maps and their gradients in bf16; weights,
+     * gradients, optimizer state, saved state and the loss's scratch in
+     * fp32, plus a bf16 copy of each weight matrix. */
+    bool bf16 = o->precision == NTP_DTYPE_BF16;
+    p->precision = bf16 ? NTP_DTYPE_BF16 : g->precision;
     p->batch = g->batch;
     p->loss = o->loss;
     p->optimizer = o->optimizer;
@@ -223,6 +238,8 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         if (x->kind != NTP_TENSOR_ACTIVATION && x->kind != NTP_TENSOR_INPUT)
             continue;
         size[t] = ntp__tensor_bytes(x);
+        if (bf16 && x->dtype == NTP_DTYPE_F32)
+            size[t] /= 2;
         birth[t] = death[t] = x->producer >= 0 ? g->position[x->producer] : 0;
         if (t == tg.out || t == tg.logits)
             death[t] = L;
@@ -269,7 +286,7 @@ ntp_status ntp_train_plan_make(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         for (int k = 0; k < n->n_w; k++) {
             const ntp_tensor *w = &g->tensors[n->w[k]];
             int64_t b = ntp__tensor_bytes(w);
-            m->weights += b;
+            m->weights += b + (bf16 && ntp__train_bf16_copy(w) ? b / 2 : 0);
             if (w->kind != NTP_TENSOR_WEIGHT)
                 continue;
             m->gradients += b;

@@ -1,5 +1,6 @@
 /* Training plans and results as tables, JSON and CSV (docs/train.md). */
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/ctx-impl.h"
@@ -148,6 +149,15 @@ static json_t *stats_json(bool *ok, const ntp_stats *s)
     return o;
 }
 
+/* The largest |loss - f32 loss| over the steps of a mixed-precision run. */
+static double max_loss_gap(const ntp_train_result *r)
+{
+    double m = 0.0;
+    for (int k = 0; r->losses_f32 && k < r->steps; k++)
+        m = fmax(m, fabs(r->losses[k] - r->losses_f32[k]));
+    return m;
+}
+
 ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_format fmt, FILE *f)
 {
     if (fmt == NTP_FORMAT_JSON) {
@@ -165,6 +175,13 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
         for (int k = 0; k < r->steps; k++)
             ntp__jpush(&ok, losses, ntp__json_num(r->losses[k]));
         ntp__jset(&ok, root, "losses", losses);
+        ntp__jset(&ok, root, "precision", ntp__json_str(ntp_dtype_name(r->precision)));
+        if (r->losses_f32) {
+            json_t *l32 = json_array();
+            for (int k = 0; k < r->steps; k++)
+                ntp__jpush(&ok, l32, ntp__json_num(r->losses_f32[k]));
+            ntp__jset(&ok, root, "losses_f32", l32);
+        }
         ntp__jset(&ok, root, "memory", memory_json(&ok, &r->plan->memory));
         ntp__jset(&ok, root, "allocated_bytes", json_integer(r->allocated_bytes));
         ntp__jset(&ok, root, "engine_planned_bytes", json_integer(r->plan->engine_bytes));
@@ -182,6 +199,8 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
             ntp__jset(&ok, o, "flops", flops_json(&ok, r->plan->layers[i].flops));
             if (l->backward_by)
                 ntp__jset(&ok, o, "backward_by", ntp__json_str(l->backward_by));
+            if (l->backward_precision)
+                ntp__jset(&ok, o, "backward_precision", ntp__json_str(l->backward_precision));
             ntp__jpush(&ok, layers, o);
         }
         ntp__jset(&ok, root, "layers", layers);
@@ -251,6 +270,11 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
     ntp__put_linef(
         f, "throughput: %.3g samples/s; loss %.6g after the first forward, %.6g at the last",
         r->samples_per_s, r->losses[0], r->losses[r->steps - 1]);
+    if (r->losses_f32)
+        ntp__put_linef(f,
+                       "bf16 mixed precision; the same steps at f32: loss %.6g first, %.6g "
+                       "last; largest difference %.3g",
+                       r->losses_f32[0], r->losses_f32[r->steps - 1], max_loss_gap(r));
     memory_table(f, &r->plan->memory);
     char ab[32];
     ntp__put_linef(f, "  (the reference engine holds %s in doubles)",

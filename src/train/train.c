@@ -10,6 +10,7 @@
 #endif
 
 #include "core/ctx-impl.h"
+#include "core/numeric-impl.h"
 #include "core/rng-impl.h"
 #include "backend/backend-impl.h"
 #include "core/writers-impl.h"
@@ -88,7 +89,81 @@ struct ntp_trainer {
     int64_t rss_base;        /* resident bytes when the trainer started, -1: unknown */
     const ntp_backend_i *be; /* backward primitives (opts.backend), or NULL */
     void *be_state;
+    /* bf16 mixed precision: the fp32 master of each weight matrix, whose
+     * bf16 copy is its val; NULL elsewhere and at f32. */
+    double **master;
 };
+
+/* --- bf16 mixed precision (docs/train.md) ----------------------------------- */
+
+static double *dalloc(ntp_trainer *t, int64_t n);
+
+static bool mixed(const ntp_trainer *t)
+{
+    return t->o.precision == NTP_DTYPE_BF16;
+}
+
+static void round_bf16(double *x, int64_t n)
+{
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = ntp__round_bf16((float)x[i]);
+}
+
+static void round_f32(double *x, int64_t n)
+{
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = (float)x[i];
+}
+
+static int64_t numel(const ntp_trainer *t, int i)
+{
+    return ntp_shape_numel(&t->g->tensors[i].shape);
+}
+
+/* The values as mixed precision stores them after loading: weights and
+ * buffers in fp32, each weight matrix's master kept and its val rounded to
+ * bf16; f32 graph inputs in bf16, but an MFCC's audio (preprocessing runs
+ * in f32). */
+static ntp_status mixed_start(ntp_ctx *ctx, ntp_trainer *t)
+{
+    const ntp_graph *g = t->g;
+    if (!(t->master = calloc((size_t)g->n_tensors + 1, sizeof *t->master)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < g->n_tensors; i++) {
+        const ntp_tensor *x = &g->tensors[i];
+        int64_t c = numel(t, i);
+        if (x->kind == NTP_TENSOR_WEIGHT || x->kind == NTP_TENSOR_BUFFER)
+            round_f32(t->s.val[i], c);
+        if (ntp__train_bf16_copy(x)) {
+            if (!(t->master[i] = dalloc(t, c)))
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            memcpy(t->master[i], t->s.val[i], (size_t)c * sizeof(double));
+            round_bf16(t->s.val[i], c);
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        int ti = g->inputs[i];
+        bool audio = false;
+        for (int k = 0; k < g->n_nodes; k++)
+            audio |= g->nodes[k].op == NTP_OP_MFCC && g->nodes[k].in[0] == ti;
+        if (g->tensors[ti].dtype == NTP_DTYPE_F32 && !audio)
+            round_bf16(t->s.val[ti], numel(t, ti));
+    }
+    return NTP_STATUS_OK;
+}
+
+/* After n's forward: its feature maps stored in bf16, its buffers (batch
+ * norm's running statistics) in fp32. */
+static void mixed_after_forward(ntp_trainer *t, const ntp_node *n)
+{
+    const ntp_graph *g = t->g;
+    for (int k = 0; k < n->n_out; k++)
+        if (g->tensors[n->out[k]].dtype == NTP_DTYPE_F32)
+            round_bf16(t->s.val[n->out[k]], numel(t, n->out[k]));
+    for (int k = 0; k < n->n_w; k++)
+        if (g->tensors[n->w[k]].kind == NTP_TENSOR_BUFFER)
+            round_f32(t->s.val[n->w[k]], numel(t, n->w[k]));
+}
 
 /* A "Vm...:  N kB" line of /proc/self/status in bytes, -1 if absent. */
 static int64_t proc_status_bytes(const char *key)
@@ -491,7 +566,7 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     }
     if (t->o.backend && strcmp(t->o.backend, "ref") != 0) {
         char why[256] = "";
-        ntp_backend_opts bo = {.precision = NTP_DTYPE_F32};
+        ntp_backend_opts bo = {.precision = NTP_DTYPE_F32, .threads = t->o.threads};
         if (!(t->be = ntp__backend_find(t->o.backend))) {
             st = ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
                             "backend '%s' is not built here; built: %s", t->o.backend,
@@ -548,7 +623,8 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
         if (c && !(t->s.saved[i] = dalloc(t, c)))
             goto oom;
     }
-    if ((st = load_weights(ctx, t)) || (st = load_inputs(ctx, t)) || (st = load_labels(ctx, t)))
+    if ((st = load_weights(ctx, t)) || (st = load_inputs(ctx, t)) || (st = load_labels(ctx, t)) ||
+        (mixed(t) && (st = mixed_start(ctx, t))))
         goto fail;
     *out = t;
     return NTP_STATUS_OK;
@@ -579,6 +655,8 @@ void ntp_trainer_free(ntp_trainer *t)
             free(t->m[i]);
         if (t->v)
             free(t->v[i]);
+        if (t->master)
+            free(t->master[i]);
     }
     for (int i = 0; t->s.saved && i < t->g->n_nodes; i++)
         free(t->s.saved[i]);
@@ -587,6 +665,7 @@ void ntp_trainer_free(ntp_trainer *t)
     free(t->s.saved);
     free(t->m);
     free(t->v);
+    free(t->master);
     free(t->needs);
     free(t->labels);
     free(t->ctc_scratch);
@@ -616,6 +695,15 @@ static float *to_f32(const double *d, int64_t c)
     for (int64_t i = 0; f && i < c; i++)
         f[i] = (float)d[i];
     return f;
+}
+
+/* Whether n's backward runs the backend's bf16 primitive: in mixed
+ * precision, a conv or an fc the backend supports at bf16 (oneDNN 2.6: from
+ * AVX512_CORE on; elsewhere its f32 primitive on the bf16 values). */
+static bool bf16_backward(const ntp_trainer *t, const ntp_node *n)
+{
+    return mixed(t) && (n->op == NTP_OP_CONV || n->op == NTP_OP_FC) && on_backend(t, n) &&
+           ntp__be_supports(t->be, t->g, n, NTP_DTYPE_BF16);
 }
 
 /* The f32 statistics a norm's backward reads from the saved state: the
@@ -653,7 +741,7 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     int64_t cw = n->n_w > 0 ? ntp_shape_numel(&g->tensors[n->w[0]].shape) : 0;
     int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
-    ntp_backward_args a = {.g = g, .n = n, .mode = mode};
+    ntp_backward_args a = {.g = g, .n = n, .mode = mode, .bf16 = bf16_backward(t, n)};
     float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *y = NULL, *out = NULL;
     float *db = NULL, *mean = NULL, *var = NULL, *x2 = NULL, *out2 = NULL;
     int64_t cx2 = two ? ntp_shape_numel(&g->tensors[n->in[1]].shape) : 0;
@@ -794,6 +882,8 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         TIME_(NTP_TRAIN_FORWARD, i, st = ntp__train_forward(ctx, &t->s, &g->nodes[g->order[i]]));
         if (st)
             return st;
+        if (mixed(t))
+            mixed_after_forward(t, &g->nodes[g->order[i]]);
     }
     double scratch = 0.0, *dx = t->s.grad[t->tg.logits];
     if (!dx && !(dx = t->s.grad[t->tg.logits] =
@@ -815,6 +905,10 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         const ntp_node *n = &g->nodes[g->order[i]];
         if (!t->needs[n->out[0]] || g->order[i] == t->tg.fused_node)
             continue;
+        /* Mixed precision: the gradient of each output, complete now,
+         * stored in bf16 as the feature map is. */
+        for (int k = 0; mixed(t) && k < n->n_out; k++)
+            round_bf16(t->s.grad[n->out[k]], numel(t, n->out[k]));
         if (on_backend(t, n) && recurrent(n)) {
             /* One call: its time is backward-data's, or backward-weights'
              * where the input takes no gradient (as the reference walk's). */
@@ -853,13 +947,49 @@ void ntp__trainer_update(ntp_trainer *t, double *times)
         double t0 = times ? ntp__now_us() : 0.0;
         for (int k = 0; k < n->n_w; k++) {
             int w = n->w[k];
-            if (g->tensors[w].kind == NTP_TENSOR_WEIGHT)
-                ntp__train_update(&t->opt, t->t, t->s.val[w], t->s.grad[w], t->m[w], t->v[w],
-                                  ntp_shape_numel(&g->tensors[w].shape));
+            if (g->tensors[w].kind != NTP_TENSOR_WEIGHT)
+                continue;
+            int64_t c = ntp_shape_numel(&g->tensors[w].shape);
+            if (!mixed(t)) {
+                ntp__train_update(&t->opt, t->t, t->s.val[w], t->s.grad[w], t->m[w], t->v[w], c);
+                continue;
+            }
+            /* Mixed precision: an fp32 step of the fp32 master (a
+             * vector's val is its own master), then its bf16 copy. */
+            double *p = t->master[w] ? t->master[w] : t->s.val[w];
+            round_f32(t->s.grad[w], c);
+            ntp__train_update(&t->opt, t->t, p, t->s.grad[w], t->m[w], t->v[w], c);
+            round_f32(p, c);
+            round_f32(t->m[w], c);
+            round_f32(t->v[w], c);
+            for (int64_t j = 0; t->master[w] && j < c; j++)
+                t->s.val[w][j] = ntp__round_bf16((float)p[j]);
         }
         if (times)
             times[NTP_TRAIN_UPDATE * (L + 1) + i] = ntp__now_us() - t0;
     }
+}
+
+/* Mixed precision's reference: the same training at f32 (same weights,
+ * inputs, labels and dropout masks, from the same options), after this
+ * run's measurements; its losses go beside the run's. */
+static ntp_status f32_twin(ntp_ctx *ctx, const ntp_trainer *t, ntp_train_result *r)
+{
+    ntp_train_opts o = t->o;
+    o.precision = NTP_DTYPE_F32;
+    o.progress = NULL;
+    ntp_trainer *twin = NULL;
+    ntp_train_result *tr = NULL;
+    ntp_status st = ntp_trainer_new(ctx, t->g, &o, &twin);
+    if (!st)
+        st = ntp_trainer_run(ctx, twin, &tr);
+    if (!st) {
+        r->losses_f32 = tr->losses;
+        tr->losses = NULL;
+    }
+    ntp_train_result_free(tr);
+    ntp_trainer_free(twin);
+    return st;
 }
 
 ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
@@ -899,6 +1029,7 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
     int64_t hwm = t->rss_base >= 0 ? proc_status_bytes("VmHWM") : -1;
     r->rss_peak_bytes = hwm >= 0 ? hwm - t->rss_base : -1;
     r->backend = t->be ? t->be->name : "ref";
+    r->precision = t->o.precision;
     ntp_stats_compute(steps, (size_t)S, &r->step);
     r->samples_per_s = r->step.median > 0 ? (double)r->batch / (r->step.median / 1000.0) : 0.0;
     r->n_layers = rows;
@@ -918,6 +1049,8 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
             ly->has[NTP_TRAIN_UPDATE] = ntp__train_has_weights(g, n);
             if (bwd)
                 ly->backward_by = on_backend(t, n) ? t->be->name : "ref";
+            if (bwd && mixed(t))
+                ly->backward_precision = bf16_backward(t, n) ? "bf16" : "f32";
         }
         for (int ph = 0; ph < NTP_TRAIN_PHASE_COUNT; ph++) {
             for (int k = 0; k < S; k++)
@@ -938,6 +1071,8 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
     *r->plan = *t->plan;
     r->plan->layers = keep;
     memcpy(keep, t->plan->layers, (size_t)rows * sizeof *keep);
+    if (mixed(t))
+        st = f32_twin(ctx, t, r);
 done:
     free(times);
     free(steps);
@@ -955,6 +1090,7 @@ void ntp_train_result_free(ntp_train_result *r)
     if (!r)
         return;
     free(r->losses);
+    free(r->losses_f32);
     free(r->layers);
     ntp_train_plan_free(r->plan);
     free(r);
@@ -976,8 +1112,9 @@ ntp_status ntp_trainer_save_weights(ntp_ctx *ctx, const ntp_trainer *t, const ch
             free(path);
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         }
+        const double *src = t->master && t->master[i] ? t->master[i] : t->s.val[i];
         for (int64_t j = 0; j < c; j++)
-            f[j] = (float)t->s.val[i][j];
+            f[j] = (float)src[j];
         snprintf(path, len, "%s/%s.npy", dir, w->name);
         /* A name may hold '/' (ONNX scopes): it stays one file in dir. */
         for (char *q = path + strlen(dir) + 1; *q; q++)

@@ -214,6 +214,11 @@ int cmd_analyze(int argc, char **argv)
     if (train) {
         ntp_train_plan *tp = NULL;
         lo.max_memory = -1; /* the plan shows what training needs */
+        /* --precision bf16 plans mixed precision over the f32 topology. */
+        if (lo.set_precision) {
+            to.precision = lo.precision;
+            lo.set_precision = false;
+        }
         if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
             ntp_train_plan_make(ctx, g, &to, &tp) != NTP_STATUS_OK) {
             rc = cli_fail(ctx);

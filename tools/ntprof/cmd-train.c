@@ -77,6 +77,13 @@ int cmd_train(int argc, char **argv)
                 "run the backward of the layers NAME has primitives\nfor on them (onednn; "
                 "default ref)",
                 &to.backend),
+        CLI_NUM("threads", 't', "N",
+                "threads of the backend's backward (default 0: all\ncores; the reference "
+                "engine runs on one)",
+                &to.threads, 0, 4096, "a number of threads (0: all cores)"),
+        CLI_OPT("precision", 'p', "P",
+                "f32 (default) or bf16: mixed precision (bf16 feature\nmaps and copies of "
+                "fp32 master weights; the f32 losses\nof the same steps beside)"),
         CLI_OPT("seed", OPT_SEED, "N", "weights, inputs, labels and masks (default 1)"),
         CLI_STR("save-weights", OPT_SAVE, "DIR",
                 "write each weight after training as DIR/<name>.npy", &save),
@@ -180,6 +187,12 @@ int cmd_train(int argc, char **argv)
         to.max_memory = pages > 0 && page > 0 ? (int64_t)pages * page : -1;
     }
     lo.max_memory = -1;
+    /* --precision bf16 is mixed precision over the f32 topology
+     * (docs/train.md); the trainer refuses f16 and i8 with one line. */
+    if (lo.set_precision) {
+        to.precision = lo.precision;
+        lo.set_precision = false;
+    }
     if (save && access(save, W_OK) != 0) {
         cli_error("--save-weights %s: not a writable directory", save);
         ntp_ctx_free(ctx);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "core/numeric-impl.h"
 #include "onednn-impl.h"
 
 /* Where a memory object's data handle comes from at each call: one of
@@ -46,6 +47,10 @@ struct odnn_bwd {
     int handle[ODNN_BWD_MEMS];
     int n_fargs, n_args;
     dnnl_exec_arg_t fargs[ODNN_BWD_MEMS], args[ODNN_BWD_MEMS];
+    /* bf16 (mixed precision): the bf16 copy of each f32 buffer a bf16
+     * memory reads (x, w, dy), converted at every call; NULL elsewhere. */
+    uint16_t *cvt[ODNN_BWD_MEMS];
+    int64_t cvt_n[ODNN_BWD_MEMS];
 };
 
 /* A failed dnnl call, as one line naming the layer. */
@@ -214,6 +219,10 @@ bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n)
 typedef struct bwd_desc {
     bwd_kind kind;
     dnnl_memory_desc_t src, wei, bias, dst, stat;
+    /* diff_src and diff_weights: src and wei, but f32 where those are bf16
+     * (a->bf16: conv and fc read bf16 and write f32 gradients). */
+    dnnl_memory_desc_t dsrc, dwei;
+    bool bf16;
     bool has_bias;
     dnnl_dims_t kernel, strides, dil, pl, pr;
     dnnl_alg_kind_t alg;
@@ -278,7 +287,7 @@ static dnnl_status_t describe_matmul(const ntp_backward_args *a, int mode, bwd_d
     return mm_view(&d->dst, m.r, mode == 1 ? m.a : m.b, false);
 }
 
-static dnnl_status_t describe(const ntp_backward_args *a, int mode, bwd_desc *d)
+static dnnl_status_t describe_f32(const ntp_backward_args *a, int mode, bwd_desc *d)
 {
     const ntp_graph *g = a->g;
     const ntp_node *n = a->n;
@@ -397,6 +406,23 @@ static dnnl_status_t describe(const ntp_backward_args *a, int mode, bwd_desc *d)
     return dnnl_unimplemented;
 }
 
+/* The layer's descriptors; with a->bf16 a conv's or an fc's src, weights
+ * and dst (diff_dst) are bf16, as oneDNN's bf16 training takes them, and
+ * its diff_src, diff_weights and bias f32. */
+static dnnl_status_t describe(const ntp_backward_args *a, int mode, bwd_desc *d)
+{
+    dnnl_status_t st = describe_f32(a, mode, d);
+    d->dsrc = d->src;
+    d->dwei = d->wei;
+    if (!st && a->bf16) {
+        if (d->kind != BK_CONV && d->kind != BK_FC)
+            return dnnl_unimplemented;
+        d->bf16 = true;
+        d->src.data_type = d->wei.data_type = d->dst.data_type = dnnl_bf16;
+    }
+    return st;
+}
+
 /* The op descriptors oneDNN takes, by kind. */
 typedef union bwd_op_desc {
     dnnl_convolution_desc_t conv;
@@ -470,10 +496,10 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
     case BK_CONV:
         st = mode == 1
                  ? dnnl_dilated_convolution_backward_data_desc_init(
-                       &od.conv, dnnl_convolution_direct, &d->src, &d->wei, &d->dst, d->strides,
+                       &od.conv, dnnl_convolution_direct, &d->dsrc, &d->wei, &d->dst, d->strides,
                        d->dil, d->pl, d->pr)
                  : dnnl_dilated_convolution_backward_weights_desc_init(
-                       &od.conv, dnnl_convolution_direct, &d->src, &d->wei,
+                       &od.conv, dnnl_convolution_direct, &d->src, &d->dwei,
                        d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
         break;
     case BK_DECONV:
@@ -488,9 +514,9 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
     case BK_MATMUL: st = dnnl_matmul_desc_init(&od.mm, &d->src, &d->wei, NULL, &d->dst); break;
     case BK_FC:
         st = mode == 1
-                 ? dnnl_inner_product_backward_data_desc_init(&od.ip, &d->src, &d->wei, &d->dst)
+                 ? dnnl_inner_product_backward_data_desc_init(&od.ip, &d->dsrc, &d->wei, &d->dst)
                  : dnnl_inner_product_backward_weights_desc_init(
-                       &od.ip, &d->src, &d->wei, d->has_bias ? &d->bias : NULL, &d->dst);
+                       &od.ip, &d->src, &d->dwei, d->has_bias ? &d->bias : NULL, &d->dst);
         break;
     case BK_POOL:
         st = dnnl_pooling_v2_backward_desc_init(&od.pool, d->alg, &d->src, &d->dst, d->strides,
@@ -522,8 +548,10 @@ void ntp__odnn_backward_release(odnn_state *s)
     for (int i = 0; i < s->n_bwd; i++) {
         dnnl_primitive_destroy(s->bwd[i].prim);
         dnnl_primitive_destroy(s->bwd[i].fwd);
-        for (int k = 0; k < s->bwd[i].n_mem; k++)
+        for (int k = 0; k < s->bwd[i].n_mem; k++) {
             dnnl_memory_destroy(s->bwd[i].mem[k]);
+            free(s->bwd[i].cvt[k]);
+        }
     }
     free(s->bwd);
     s->bwd = NULL;
@@ -546,6 +574,13 @@ static int add_mem(odnn_state *s, struct odnn_bwd *e, const dnnl_memory_desc_t *
                              h == H_OWN ? DNNL_MEMORY_ALLOCATE : DNNL_MEMORY_NONE);
     if (*st)
         return -1;
+    if (md->data_type == dnnl_bf16 && h != H_OWN) {
+        e->cvt_n[e->n_mem] = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(uint16_t));
+        if (!(e->cvt[e->n_mem] = malloc((size_t)e->cvt_n[e->n_mem] * sizeof(uint16_t) + 1))) {
+            *st = dnnl_out_of_memory;
+            return -1;
+        }
+    }
     e->handle[e->n_mem] = h;
     return e->n_mem++;
 }
@@ -584,10 +619,10 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
     case BK_FC:
         if (mode == 1) {
             add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d->wei, H_W, &st));
-            add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX, &st));
+            add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->dsrc, H_DX, &st));
         } else {
             add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
-            add_arg(e, false, DNNL_ARG_DIFF_WEIGHTS, add_mem(s, e, &d->wei, H_DW, &st));
+            add_arg(e, false, DNNL_ARG_DIFF_WEIGHTS, add_mem(s, e, &d->dwei, H_DW, &st));
             if (d->has_bias)
                 add_arg(e, false, DNNL_ARG_DIFF_BIAS, add_mem(s, e, &d->bias, H_DB, &st));
         }
@@ -673,8 +708,10 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
         dnnl_primitive_desc_destroy(fpd);
     if (st) {
         dnnl_primitive_destroy(e->prim);
-        for (int k = 0; k < e->n_mem; k++)
+        for (int k = 0; k < e->n_mem; k++) {
             dnnl_memory_destroy(e->mem[k]);
+            free(e->cvt[k]);
+        }
         return fail(ctx, a, st, what);
     }
     return NTP_STATUS_OK;
@@ -725,6 +762,11 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
         if (!p)
             return ntp__be_error(ctx, "onednn backward", a->g, a->n, NTP_STATUS_INTERNAL,
                                  "a buffer the layer reads was not given");
+        if (e->cvt[k]) { /* a bf16 memory: the f32 buffer's values as bf16 */
+            for (int64_t i = 0; i < e->cvt_n[k]; i++)
+                e->cvt[k][i] = ntp__f32_to_bf16(((const float *)p)[i]);
+            p = e->cvt[k];
+        }
         st = dnnl_memory_set_data_handle(e->mem[k], p);
     }
     if (!st && e->fwd) {
