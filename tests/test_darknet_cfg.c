@@ -528,10 +528,13 @@ static void heads(const char *cfg, int side)
                 bool w = !strcmp(sl[k].what, "weights");
                 bool pos = !strcmp(sl[k].what, "scales") || strstr(sl[k].what, "variances");
                 float a = w ? sqrtf(3.0f * (float)units / (float)sl[k].n) : 0.1f;
+                float *vals = malloc((size_t)sl[k].n * sizeof *vals);
                 for (int64_t v = 0; v < sl[k].n; v++) {
-                    float u = UNIT(), val = pos ? 0.5f + u : a * (2.0f * u - 1.0f);
-                    fwrite(&val, sizeof val, 1, f);
+                    float u = UNIT();
+                    vals[v] = pos ? 0.5f + u : a * (2.0f * u - 1.0f);
                 }
+                fwrite(vals, sizeof *vals, (size_t)sl[k].n, f);
+                free(vals);
             }
         }
     fclose(f);
