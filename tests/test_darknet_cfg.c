@@ -27,11 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/darknet-impl.h"
 #include "io/io-impl.h"
 #include "ntprof/ntprof.h"
+#include "ntprof/onnx.h"
 
 #ifdef NTP_HAVE_DARKNET
 #include "darknet.h"
@@ -454,6 +456,190 @@ static void forward(const char *cfg)
     ntp_ctx_free(ctx);
 }
 
+/* Run g once on the reference backend with the input in inpath, its
+ * outputs written to dir/output_<i>.npy. */
+static bool ref_outputs(ntp_ctx *ctx, ntp_graph *g, const char *inpath, const char *dir)
+{
+    const char *inputs[] = {inpath};
+    ntp_run_opts ro;
+    ntp_run_opts_default(&ro);
+    ro.backend = "ref";
+    ro.warmup = 0;
+    ro.iterations = 1;
+    ro.min_time_s = 0;
+    ro.threads = 1;
+    ro.accuracy = false;
+    ro.inputs = inputs;
+    ro.n_inputs = 1;
+    ro.save_outputs_dir = dir;
+    ntp_run_result *res = NULL;
+    bool ok = ntp_run(ctx, g, &ro, &res) == NTP_STATUS_OK;
+    ntp_run_result_free(res);
+    return ok;
+}
+
+/* The detection heads ([yolo], [region]: darknet_head) on a bundled YOLO
+ * at side x side pixels, against what libdarknet's forward gives each head
+ * layer (network_predict returns the last one's): ntprof's outputs are the
+ * heads' in order. The .weights file is written for the network from its
+ * blocks (ntp__darknet_block_slices): weights uniform in +-sqrt(3 / fan-in),
+ * biases and means in +-0.1, scales and variances in [0.5, 1.5], so that
+ * the activations stay near 1 through all the layers and the heads'
+ * logistic and softmax see values that are not saturated. Darknet parses
+ * the .cfg at its own size and is resized (resize_network) to side x side,
+ * ntprof reads it with --set width= and height=. Both compute the
+ * convolutions in f32 in other orders: each head within 1e-5 relative L2
+ * and 1e-5 absolute of Darknet's; the outputs are in (0, 1) but for w and
+ * h. */
+static void heads(const char *cfg, int side)
+{
+    char wpath[] = "/tmp/ntp-dn-head-XXXXXX";
+    int fd = mkstemp(wpath);
+    char sw[32], sh[32], set[96];
+    snprintf(sw, sizeof sw, "width=%d", side);
+    snprintf(sh, sizeof sh, "height=%d", side);
+    snprintf(set, sizeof set, "weights=%s", wpath);
+    const char *sets[] = {sw, sh, set};
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_load_opts o = {.max_memory = -1, .set = sets, .n_set = 2};
+    ntp_graph *g = NULL;
+    ntp_darknet_layer *L = NULL;
+    int nl = 0;
+    if (ntp__darknet_load_file(ctx, cfg, &o, &g, &L, &nl) != NTP_STATUS_OK) {
+        CHECK(0, "%s: %s", cfg, ntp_ctx_errmsg(ctx));
+        ntp_ctx_free(ctx);
+        close(fd);
+        unlink(wpath);
+        return;
+    }
+    FILE *f = fdopen(fd, "wb");
+    int32_t head[3] = {0, 2, 0};
+    uint64_t seen = 0;
+    fwrite(head, sizeof head, 1, f);
+    fwrite(&seen, 8, 1, f);
+    uint32_t x = 4242;
+#define UNIT() (x = x * 1664525u + 1013904223u, (float)(x >> 8) / (float)(1u << 24))
+    for (int i = 0; i < nl; i++)
+        for (int b = 0; b < L[i].n_blocks; b++) {
+            ntp_darknet_slice sl[NTP_DARKNET_MAX_SLICES];
+            int ns = ntp__darknet_block_slices(g, &L[i].blocks[b], sl);
+            int64_t units = sl[0].n;
+            for (int k = 0; k < ns; k++) {
+                bool w = !strcmp(sl[k].what, "weights");
+                bool pos = !strcmp(sl[k].what, "scales") || strstr(sl[k].what, "variances");
+                float a = w ? sqrtf(3.0f * (float)units / (float)sl[k].n) : 0.1f;
+                float *vals = malloc((size_t)sl[k].n * sizeof *vals);
+                for (int64_t v = 0; v < sl[k].n; v++) {
+                    float u = UNIT();
+                    vals[v] = pos ? 0.5f + u : a * (2.0f * u - 1.0f);
+                }
+                fwrite(vals, sizeof *vals, (size_t)sl[k].n, f);
+                free(vals);
+            }
+        }
+    fclose(f);
+    free(L);
+    ntp_graph_free(g);
+    g = NULL;
+    o.n_set = 3;
+    if (ntp_graph_load(ctx, cfg, &o, &g) != NTP_STATUS_OK) {
+        CHECK(0, "%s: %s", cfg, ntp_ctx_errmsg(ctx));
+        ntp_ctx_free(ctx);
+        unlink(wpath);
+        return;
+    }
+    const ntp_tensor *it = &g->tensors[g->inputs[0]];
+    int64_t n_in = ntp_shape_numel(&it->shape);
+    float *in = malloc((size_t)n_in * sizeof *in);
+    for (int64_t i = 0; i < n_in; i++)
+        in[i] = UNIT();
+#undef UNIT
+    char dir[] = "/tmp/ntp-dn-out-XXXXXX", inpath[128];
+    if (!mkdtemp(dir))
+        abort();
+    snprintf(inpath, sizeof inpath, "%s/in.npy", dir);
+    CHECK(ntp__npy_write(ctx, inpath, NTP_DTYPE_F32, &it->shape, in) == NTP_STATUS_OK, "%s",
+          ntp_ctx_errmsg(ctx));
+    /* ntprof's reference backend on the .cfg, and on the .cfg exported as
+     * ONNX (the heads as Slice, Sigmoid, Softmax and Concat) and read back */
+    char onnxpath[160], onnxdir[160];
+    snprintf(onnxpath, sizeof onnxpath, "%s/model.onnx", dir);
+    snprintf(onnxdir, sizeof onnxdir, "%s/onnx", dir);
+    ntp_graph *og = NULL;
+    bool ran = ref_outputs(ctx, g, inpath, dir);
+    CHECK(ran, "%s: ntprof run: %s", cfg, ntp_ctx_errmsg(ctx));
+    bool ran_onnx =
+        mkdir(onnxdir, 0700) == 0 &&
+        ntp_graph_export_onnx(ctx, g, onnxpath, NULL) == NTP_STATUS_OK &&
+        ntp_graph_load(ctx, onnxpath, &(ntp_load_opts){.max_memory = -1}, &og) == NTP_STATUS_OK &&
+        ref_outputs(ctx, og, inpath, onnxdir);
+    CHECK(ran_onnx, "%s: exported as ONNX: %s", cfg, ntp_ctx_errmsg(ctx));
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    network *net = parse_network_cfg((char *)cfg);
+    resize_network(net, side, side);
+    load_weights(net, wpath);
+    network_predict(net, in);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(null);
+    int k = 0;
+    for (int i = 0; i < net->n && ran; i++) {
+        const layer *l = &net->layers[i];
+        if (l->type != YOLO && l->type != REGION)
+            continue;
+        for (int from = 0; from < 2; from++) {
+            if (from == 1 && !ran_onnx)
+                break;
+            char outpath[200];
+            snprintf(outpath, sizeof outpath, "%s/output_%d.npy", from ? onnxdir : dir, k);
+            ntp_npy got = {0};
+            if (ntp__npy_read(ctx, outpath, &got) != NTP_STATUS_OK) {
+                CHECK(0, "%s: layer %d: ntprof has no output %d: %s", cfg, i, k,
+                      ntp_ctx_errmsg(ctx));
+                continue;
+            }
+            int64_t n = ntp_shape_numel(&got.shape), want = (int64_t)l->outputs * l->batch;
+            CHECK(n == want, "%s: layer %d: ntprof's output %d has %lld values, Darknet's %lld",
+                  cfg, i, k, (long long)n, (long long)want);
+            double d2 = 0, r2 = 0, dmax = 0;
+            const float *y = got.data;
+            for (int64_t v = 0; v < n && v < want; v++) {
+                double d = fabs((double)y[v] - l->output[v]);
+                d2 += d * d;
+                r2 += (double)l->output[v] * l->output[v];
+                dmax = d > dmax ? d : dmax;
+            }
+            double rel = sqrt(d2 / (r2 > 0 ? r2 : 1));
+            const char *what = from ? "exported as ONNX" : "from the .cfg";
+            CHECK(rel < 1e-5 && dmax < 1e-5 && r2 > 0,
+                  "%s: layer %d: ntprof's output %d (%s) is %g relative L2 (%g at most) from "
+                  "Darknet's",
+                  cfg, i, k, what, rel, dmax);
+            printf("%s at %dx%d, %s: layer %d (%s): %lld outputs, %.2g relative L2, %.2g at most "
+                   "from Darknet's\n",
+                   cfg, side, side, what, i, l->type == YOLO ? "yolo" : "region", (long long)n, rel,
+                   dmax);
+            ntp__npy_free(&got);
+            unlink(outpath);
+        }
+        k++;
+    }
+    CHECK(k == g->n_outputs, "%s: %d heads in Darknet, %d outputs in ntprof", cfg, k, g->n_outputs);
+    free_network(net);
+    free(in);
+    unlink(inpath);
+    unlink(onnxpath);
+    rmdir(onnxdir);
+    rmdir(dir);
+    unlink(wpath);
+    ntp_graph_free(og);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* --golden FILE...: the table lines for these .cfg files, from libdarknet. */
 static int golden(int argc, char **argv)
 {
@@ -525,6 +711,14 @@ static void malformed(void)
          "5: [local] (layer 0): pad=1 with size=5: Darknet's output size and its im2col "
          "disagree unless size=3"},
         {"[net]\ninputs=4\n[crnn]\n", "3: [crnn] (layer 0): expected an image input"},
+        {NET "[convolutional]\nfilters=21\nsize=1\n[yolo]\nmask=0,1\nclasses=5\nnum=3\n",
+         "8: [yolo] (layer 1): expected 20 channels in, 2 anchors x (4 coords + 1 + 5 classes); "
+         "the layer before gives 21"},
+        {NET "[convolutional]\nfilters=20\nsize=1\n[yolo]\nmask=0,x\n",
+         "9: [yolo] (layer 1): 'mask': expected anchor indices separated by commas, got '0,x'"},
+        {NET "[convolutional]\nfilters=10\nsize=1\n[region]\nclasses=4\nnum=2\n",
+         "8: [region] (layer 1): expected 18 channels in, 2 anchors x (4 coords + 1 + 4 classes); "
+         "the layer before gives 10"},
         {NET "[maxpool\n", "5: expected a section header such as [convolutional], got '[maxpool'"},
         {NET "[maxpool]\nsize\n", "6: expected key=value or a [section], got 'size'"},
         {"[net]\nwidth=8\nheight=8\n[maxpool]\n",
@@ -666,6 +860,11 @@ int main(int argc, char **argv)
 #ifdef NTP_HAVE_DARKNET
     if (argc > 1 && strcmp(argv[1], "--golden") == 0)
         return golden(argc - 2, argv + 2);
+    if (argc > 2 && strcmp(argv[1], "--heads") == 0) {
+        for (int a = 3; a < argc; a++)
+            heads(argv[a], atoi(argv[2]));
+        return failures ? 1 : 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--forward") == 0) {
         for (int a = 2; a < argc; a++)
             forward(argv[a]);
@@ -701,6 +900,8 @@ int main(int argc, char **argv)
     if (chdir(cwd) != 0)
         abort();
     live(BUNDLED "/yolov3-tiny.cfg");
+    heads(BUNDLED "/yolov3-tiny.cfg", 64);
+    heads(BUNDLED "/yolov2-tiny.cfg", 64);
 #else
     printf("libdarknet not linked: the live comparison is skipped\n");
 #endif

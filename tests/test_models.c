@@ -630,7 +630,7 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "instancenorm")->params, 8);
     /* 16 params and the 1 buffer value, 4 bytes each. */
     assert_i64(m.a->weight_bytes, 17 * 4);
-    assert_i64(m.a->n_layers, 68);
+    assert_i64(m.a->n_layers, 69);
     check_input(&m, 0, "x", "[2,4,6,6]", NTP_DTYPE_F32);
     assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[2,4,6,6]");
@@ -679,6 +679,7 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "pow")->flops, 4 * 288);
     /* fmod: one per element, as the other binary ops (sub, div). */
     assert_i64(layer(&m, "fmod")->flops, 288);
+    assert_i64(layer(&m, "darknet_head")->flops, 3 * 288);
     assert_i64(layer(&m, "where")->flops, 288);
     assert_i64(layer(&m, "trig")->flops, 7 * 288);
     assert_i64(layer(&m, "rounding")->flops, 6 * 288);
@@ -711,7 +712,8 @@ static void test_tiny_ops(void **state)
     /* The whole model, family by family in units of 288 FLOPs:
      *   rounding      sub 1, abs neg floor ceil round sign 6, mean of 6: 6   = 13
      *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div fmod
-     *                 4, mish 11, log_sigmoid 6, mean of 6: 6                = 47
+     *                 4, mish 11, log_sigmoid 6, darknet_head 3 (the
+     *                 logistic on 3 of its 4 channels), mean of 7: 7         = 51
      *   trig          10 functions x 4, softsign 3, max of 8: 7              = 50
      *   activations   softplus 6 elu 5 selu 6 celu 5 hard_sigmoid 3
      *                 thresholded_relu 2 shrink 3 prelu 2, min of 8: 7       = 39
@@ -722,9 +724,9 @@ static void test_tiny_ops(void **state)
      *   norms         instancenorm 8, lrn 13                                 = 21
      *   resampling    linear 8, cubic 32                                     = 40
      *   output        mean of 8: 8, add 1                                    =  9
-     * 254 x 288 = 73,152, plus the mean's 8 divisions, l2's 48 square roots
-     * and log_sum_exp's 8 logarithms (32): 73,240. */
-    assert_i64(m.a->flops, 254 * 288 + 8 + 48 + 32);
+     * 258 x 288 = 74,304, plus the mean's 8 divisions, l2's 48 square roots
+     * and log_sum_exp's 8 logarithms (32): 74,392. */
+    assert_i64(m.a->flops, 258 * 288 + 8 + 48 + 32);
     model_free(&m);
 
     /* The batch is a param: the nearest-neighbour sizes follow it. */
@@ -810,7 +812,7 @@ static void test_tiny_ops_runs_finite(void **state)
         }
     }
     ntp__exec_free(&x);
-    assert_i64(checked, 68);
+    assert_i64(checked, 69);
 
     const int64_t n = 288;
     const float *c = tensor_of(g, outs, "centered", n), *lg = tensor_of(g, outs, "log", n),
@@ -863,7 +865,7 @@ static void test_tiny_ops_runs_finite(void **state)
     ntp_run_result *r = NULL;
     if (ntp_run(m.ctx, g, &ro, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(m.ctx));
-    assert_i64(r->n_layers, 68);
+    assert_i64(r->n_layers, 69);
     for (int i = 0; i < r->n_layers; i++)
         assert_string_equal(r->layers[i].backend, "ref");
     ntp_run_result_free(r);
@@ -1028,6 +1030,7 @@ static void test_op_table_columns(void **state)
         case NTP_OP_ONNX_ATTENTION:
         case NTP_OP_ONNX_CONSTANT:
         case NTP_OP_ONNX_DECODER:
+        case NTP_OP_ONNX_DARKNET_HEAD:
         case NTP_OP_ONNX_CONVERT:
             if (onnx)
                 fail_msg("%s: ONNX operator %s, which its emitter does not write", name, onnx);

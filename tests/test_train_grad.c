@@ -131,6 +131,28 @@ static void test_conv1d_globalmax(void **state)
     assert_true(check_fd(xml, NTP_LOSS_MSE, 10) > 20);
 }
 
+/* Darknet's heads (darknet_head), each on a conv's [2,16,3,3] output: a
+ * [yolo] (2 anchors of 3 classes: logistic and copied channels) and two
+ * [region]s with softmax over 3 classes, one with the background (the
+ * softmax takes the objectness's channel too), each differentiated. */
+static void test_darknet_heads(void **state)
+{
+    (void)state;
+    const char *xml = "<topology name='dh' precision='f32' batch='2'>"
+                      "<input name='x' shape='2,3,3,3' dtype='f32'/>"
+                      "<conv name='c1' inputs='x' filters='16' kernel='1'/>"
+                      "<darknet_head name='yolo' anchors='2' classes='3'/>"
+                      "<conv name='c2' inputs='x' filters='16' kernel='1'/>"
+                      "<darknet_head name='region' head='region' anchors='2' classes='3' "
+                      "softmax='true'/>"
+                      "<conv name='c3' inputs='x' filters='16' kernel='1'/>"
+                      "<darknet_head name='region_bg' head='region' anchors='2' classes='3' "
+                      "softmax='true' background='true'/>"
+                      "<add name='sum' inputs='yolo,region,region_bg'/>"
+                      "</topology>";
+    assert_true(check_fd(xml, NTP_LOSS_MSE, 12) > 40);
+}
+
 static void test_eltwise_norm(void **state)
 {
     (void)state;
@@ -803,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_conv_net),
         cmocka_unit_test(test_conv1d_globalmax),
         cmocka_unit_test(test_eltwise_norm),
+        cmocka_unit_test(test_darknet_heads),
         cmocka_unit_test(test_matmul_softmax_axis),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_hand_fc),

@@ -20,7 +20,8 @@ typedef struct ntp_onnx_export_opts {
      * 0 means 1, the run's default. A model's own weights are written as
      * they are. */
     uint64_t seed;
-    /* Inlays (mfcc, ctc_decode) have no ONNX operator: without this the
+    /* Inlays (mfcc, ctc_decode) have no ONNX operator (darknet_head is
+     * written as Slice, Sigmoid, Softmax and Concat): without this the
      * export refuses them, naming them; with it, a leading mfcc and a
      * trailing ctc_decode are left out and the network between them is
      * exported, its input the features and its output the logits. */

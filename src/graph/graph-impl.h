@@ -112,6 +112,7 @@ static inline int64_t ntp__pad_src(int64_t o, int64_t pb, int64_t n, int mode)
     return i < n ? i : period - i;
 }
 enum { NTP_CTC_GREEDY, NTP_CTC_BEAM };
+enum { NTP_HEAD_YOLO, NTP_HEAD_REGION };
 enum { NTP_RNN_ACT_TANH, NTP_RNN_ACT_RELU };
 
 /* Attributes that only one op family has, each family in its own struct.
@@ -224,6 +225,12 @@ typedef struct ntp_attrs {
     double theta;
     bool tied;
     int64_t delay_us; /* delay: microseconds busy-waited */
+    /* darknet_head: Darknet's [yolo] or [region] at inference (NTP_HEAD_*),
+     * its anchors per cell, classes and box coordinates, and [region]'s
+     * softmax over the classes and background flag */
+    int head;
+    int64_t anchors, classes, coords;
+    bool head_softmax, background;
     /* Tagged by the node's op. */
     union {
         ntp_resize_attrs resize;     /* NTP_OP_RESIZE */

@@ -14,6 +14,7 @@ const char *const ntp__merge_names[2] = {"concat", "sum"};
 const char *const ntp__sequence_names[2] = {"full", "last"};
 const char *const ntp__rnn_act_names[2] = {"tanh", "relu"};
 const char *const ntp__ctc_names[2] = {"greedy", "beam"};
+const char *const ntp__head_names[2] = {"yolo", "region"};
 
 /* One declaration per macro. The trailing arguments are designated
  * initialisers for the optional columns: .check, .write, .flags, .has and
@@ -222,6 +223,15 @@ static const ntp_attr_decl ctc_attrs[] = {
     A_INT("beam_width", beam_width, 1, DFLT(16)),
     A_STRING("alphabet", alphabet, IF_ANY, .dflt_s = ntp__default_alphabet),
 };
+/* Darknet's defaults: parse_yolo's and parse_region's. */
+static const ntp_attr_decl darknet_head_attrs[] = {
+    A_ENUM("head", head, ntp__head_names, DFLT(NTP_HEAD_YOLO)),
+    A_INT("anchors", anchors, 1, DFLT(1)),
+    A_INT("classes", classes, 0, DFLT(20)),
+    A_INT("coords", coords, 2, DFLT(4)),
+    A_BOOL("softmax", head_softmax),
+    A_BOOL("background", background),
+};
 /* At least one of to and layout is required (finish()). */
 static const ntp_attr_decl convert_attrs[] = {
     A_DTYPE("to", to_dtype, .has = OFF(has_to_dtype), .write = NTP_WRITE_IF_HAS),
@@ -355,6 +365,7 @@ static const attr_set op_sets[NTP_OP_COUNT] = {
     [NTP_OP_MFCC] = SET(mfcc_attrs),
     [NTP_OP_CTC_DECODE] = SET(ctc_attrs),
     [NTP_OP_CONVERT] = SET(convert_attrs),
+    [NTP_OP_DARKNET_HEAD] = SET(darknet_head_attrs),
     [NTP_OP_ELU] = SET(alpha1_attrs),
     [NTP_OP_CELU] = SET(alpha1_attrs),
     [NTP_OP_THRESHOLDED_RELU] = SET(alpha1_attrs),

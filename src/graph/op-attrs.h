@@ -126,5 +126,6 @@ extern const char *const ntp__merge_names[2];     /* NTP_MERGE_* */
 extern const char *const ntp__sequence_names[2];  /* full, last */
 extern const char *const ntp__rnn_act_names[2];   /* NTP_RNN_ACT_* */
 extern const char *const ntp__ctc_names[2];       /* NTP_CTC_* */
+extern const char *const ntp__head_names[2];      /* NTP_HEAD_* */
 
 #endif

@@ -1,4 +1,4 @@
-/* Shapes and costs of inlays: MFCC front end and CTC decoder. */
+/* Shapes and costs of inlays: MFCC front end, CTC decoder, Darknet heads. */
 #include <math.h>
 #include <string.h>
 
@@ -81,4 +81,46 @@ void ntp__cost_ctc(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
     int64_t base = smul(5, numel(&ntp__cin(g, n, 0)->shape));
     c->flops = n->a.decode == NTP_CTC_BEAM ? smul(base, n->a.beam_width) : base;
+}
+
+/* Darknet's [yolo] and [region] at inference: the head's input
+ * [N, anchors x (coords + 1 + classes), H, W], each anchor's block of
+ * channels x, y, (w, h, ...), objectness, classes; the output is the same
+ * shape (docs/darknet.md). */
+ntp_status ntp__shape_darknet_head(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
+{
+    ntp_status st = ntp__need_rank(ctx, g, n, 0, 4, 4, "[N,C,H,W]");
+    if (st)
+        return st;
+    const ntp_attrs *a = &n->a;
+    const ntp_shape *s = &ntp__in(g, n, 0)->shape;
+    if (a->head == NTP_HEAD_YOLO && (a->coords != 4 || a->head_softmax || a->background))
+        return NODE_ERR(NTP_STATUS_INVALID_ARGUMENT,
+                        "head yolo has 4 coords and neither softmax nor background");
+    int64_t per = a->coords + 1 + a->classes;
+    if (s->dim[1] != smul(a->anchors, per)) {
+        char b[NTP_SHAPE_STR_MAX];
+        return NODE_ERR(NTP_STATUS_SHAPE_ERROR,
+                        "input %s has %lld channels; %lld anchors x (%lld coords + 1 + %lld "
+                        "classes) = %lld",
+                        shp(s, b), (long long)s->dim[1], (long long)a->anchors,
+                        (long long)a->coords, (long long)a->classes,
+                        (long long)smul(a->anchors, per));
+    }
+    ntp_shape out = *s;
+    set_out(g, n, 0, &out);
+    return NTP_STATUS_OK;
+}
+
+/* Per anchor and cell: the logistic (4 FLOPs, as sigmoid's) on x, y, the
+ * objectness (not with [region]'s background) and the classes, or with
+ * [region]'s softmax the softmax's 5 per class. */
+void ntp__cost_darknet_head(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
+{
+    const ntp_attrs *a = &n->a;
+    const ntp_shape *s = &ntp__cout(g, n, 0)->shape;
+    int64_t logistic = 2 + (a->background ? 0 : 1) + (a->head_softmax ? 0 : a->classes);
+    int64_t per = 4 * logistic + (a->head_softmax ? 5 * (a->classes + (a->background ? 1 : 0)) : 0);
+    int64_t cells = smul(smul(s->dim[0], a->anchors), smul(s->dim[2], s->dim[3]));
+    c->flops = smul(cells, per);
 }

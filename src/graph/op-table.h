@@ -140,7 +140,9 @@
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
     X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   DEFAULT,     ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
     /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
-    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod")
+    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod") \
+    /* Darknet's [yolo] and [region] at inference (docs/darknet.md). */ \
+    X(DARKNET_HEAD,      "darknet_head",      INLAY, 1, 1, darknet_head,     darknet_head,           DEFAULT,     NONE,       FORWARD,  NONE,          DARKNET_HEAD,  NULL)
 // clang-format on
 
 /* The values of the INIT column: how ntp__gen_weights (src/graph/data.c)
@@ -192,14 +194,15 @@
  * (ReduceSum since opset 13); UNARY, NTP_UNARY_TABLE's operator or a pattern;
  * NARY, the Onnx operator on two inputs, more folded (Sum for add, a chain
  * for mul); CONV and POOL, the Onnx operator with the spatial attributes;
- * DECODER, the decoder ops' emitter (onnx-export-decoder.c); NONE, no ONNX
+ * DECODER, the decoder ops' emitter (onnx-export-decoder.c); DARKNET_HEAD,
+ * Sigmoid and Softmax on Slices, concatenated; NONE, no ONNX
  * operator (refused); the others an emitter of their own. */
 // clang-format off
 #define NTP_OP_ONNX_CLASSES(O) \
     O(NONE) O(SIMPLE) O(REDUCE) O(REDUCE_AXES_IN) O(UNARY) O(NARY) O(FC) O(MATMUL) \
     O(ATTENTION) O(CONV) O(POOL) O(BATCHNORM) O(LAYERNORM) O(WHERE) O(SPLIT) O(RESHAPE) \
     O(PAD) O(EMBEDDING) O(RNN) O(CONSTANT) O(SLICE) O(EXPAND) O(RESIZE) O(DECODER) \
-    O(CONVERT)
+    O(CONVERT) O(DARKNET_HEAD)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):

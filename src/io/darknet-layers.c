@@ -941,9 +941,9 @@ ntp_status ntp__dn_activation_layer(reader *r, const dn_sect *s, int li, ntp_dar
     return NTP_STATUS_OK;
 }
 
-/* [yolo], [region], [detection], [cost]: the loss and the decoding of
- * boxes, outside the network's arithmetic. The layer passes its input
- * through; the detection heads' inputs are graph outputs. */
+/* [detection], a [region] with a WordTree, [cost]: the loss and the
+ * decoding of boxes, outside the network's arithmetic. The layer passes
+ * its input through; a detection head's input is a graph output. */
 static ntp_status passthrough_layer(reader *r, int li, ntp_darknet_layer *L, bool head)
 {
     same_shape(r, li, L, NTP_DARKNET_PASSTHROUGH);
@@ -957,11 +957,83 @@ static ntp_status passthrough_layer(reader *r, int li, ntp_darknet_layer *L, boo
     return NTP_STATUS_OK;
 }
 
-/* A detection head: the layer before it is a network output. */
+/* [yolo] and [region] (forward_yolo_layer, forward_region_layer at
+ * inference): the box decoding's activations on the head, a darknet_head
+ * inlay whose output is a network output, as network_predict returns it.
+ * A [region] with a WordTree (tree=, softmax_tree: yolo9000) stays a
+ * pass-through, its input the output. A [detection] (YOLOv1) is one: at
+ * inference forward_detection_layer copies its input, and only with
+ * softmax=1 (no bundled .cfg) takes a softmax over each cell's classes,
+ * which is not done here (a warning says so; docs/darknet.md). */
 ntp_status ntp__dn_head_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)
 {
-    (void)s;
-    return passthrough_layer(r, li, L, true);
+    bool yolo = !strcmp(s->type, "yolo"), region = !strcmp(s->type, "region");
+    const dn_opt *sm = ntp__dn_find(s, "softmax");
+    if (!(yolo || region) && sm && strcmp(sm->val, "0") != 0)
+        /* forward_detection_layer's only arithmetic at inference */
+        ntp__warn(r->ctx,
+                  "%s:%d: [detection] (layer %d): softmax=%s is not applied: the output is the "
+                  "layer's input, without Darknet's softmax over the classes of each cell",
+                  r->src, sm->line, li, sm->val);
+    if (!(yolo || region) || (region && ntp__dn_find(s, "tree")))
+        return passthrough_layer(r, li, L, true);
+    ntp_status st;
+    int64_t classes, num, coords = 4, softmax = 0, background = 0;
+    if ((st = ntp__dn_get_int(r, s, "classes", 20, 0, 1 << 20, &classes)) ||
+        (st = ntp__dn_get_int(r, s, "num", 1, 1, 1 << 20, &num)))
+        return st;
+    if (region && ((st = ntp__dn_get_int(r, s, "coords", 4, 2, 1 << 20, &coords)) ||
+                   (st = ntp__dn_get_int(r, s, "softmax", 0, 0, 1, &softmax)) ||
+                   (st = ntp__dn_get_int(r, s, "background", 0, 0, 1, &background))))
+        return st;
+    const dn_opt *mask = yolo ? ntp__dn_find(s, "mask") : NULL;
+    if (mask) {
+        /* parse_yolo_mask: the anchors this head uses, one per entry */
+        num = 0;
+        for (const char *p = mask->val; *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || (*end && *end != ','))
+                return ntp__dn_sect_error(r, s, mask->line, NTP_STATUS_PARSE_ERROR,
+                                          "'mask': expected anchor indices separated by commas, "
+                                          "got '%s'",
+                                          mask->val);
+            num++;
+            p = *end ? end + 1 : end;
+        }
+    }
+    if ((st = ntp__dn_need_image(r, s, li)))
+        return st;
+    int t;
+    if ((st = ntp__dn_as_4d(r, s, li - 1, &t)))
+        return st;
+    const ntp_darknet_layer *P = same_shape(r, li, L, NTP_DARKNET_PASSTHROUGH);
+    if (P->c != num * (coords + 1 + classes))
+        return ntp__dn_sect_error(r, s, s->line, NTP_STATUS_SHAPE_ERROR,
+                                  "expected %lld channels in, %lld anchors x (%lld coords + 1 + "
+                                  "%lld classes); the layer before gives %lld",
+                                  (long long)(num * (coords + 1 + classes)), (long long)num,
+                                  (long long)coords, (long long)classes, (long long)P->c);
+    snprintf(r->name, sizeof r->name, "%s%d", s->type, li);
+    int ni = ntp__dn_add_op(r, r->name, NTP_OP_DARKNET_HEAD, s->line, &t, 1);
+    if (ni < 0)
+        return ntp__dn_oom(r);
+    ntp_attrs *a = &r->g->nodes[ni].a;
+    a->head = yolo ? NTP_HEAD_YOLO : NTP_HEAD_REGION;
+    a->anchors = num;
+    a->classes = classes;
+    a->coords = coords;
+    a->head_softmax = softmax;
+    a->background = background;
+    L->node = L->last = ni;
+    L->tensor = r->g->nodes[ni].out[0];
+    L->flat = false;
+    int *o = realloc(r->outs, ((size_t)r->n_outs + 1) * sizeof *o);
+    if (!o)
+        return ntp__dn_oom(r);
+    r->outs = o;
+    r->outs[r->n_outs++] = L->tensor;
+    return NTP_STATUS_OK;
 }
 
 ntp_status ntp__dn_cost_layer(reader *r, const dn_sect *s, int li, ntp_darknet_layer *L)

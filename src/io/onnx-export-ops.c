@@ -448,6 +448,70 @@ static ntp_status no_onnx(const em *e)
                       e->g->source, ntp__op_name(e->n->op), e->n->name);
 }
 
+/* --- Darknet's heads ------------------------------------------------------------------ */
+
+/* darknet_head (ref-darknet.c): per anchor, the channels x, y through a
+ * Sigmoid, w, h as they are, the objectness and classes through a Sigmoid
+ * (or [region]'s Softmax over the classes, on axis 1: per cell), each a
+ * Slice of the input on the channel axis; one Concat puts them back in
+ * order. */
+static ntp_status darknet_head(const em *e)
+{
+    const ntp_attrs *a = &e->n->a;
+    int64_t per = a->coords + 1 + a->classes, c = a->coords;
+    bool obj = !a->background;
+    /* The pieces of one anchor: [from, to) and the operator, NULL: none. */
+    struct {
+        int64_t from, to;
+        const char *op;
+    } p[5];
+    int np = 0;
+#define PIECE(f, t, o) (p[np].from = (f), p[np].to = (t), p[np++].op = (o))
+    PIECE(0, 2, "Sigmoid");
+    if (c > 2)
+        PIECE(2, c, NULL);
+    if (obj)
+        PIECE(c, c + 1, "Sigmoid");
+    else if (!a->head_softmax)
+        PIECE(c, c + 1, NULL);
+    if (a->head_softmax)
+        PIECE(c + obj, per, "Softmax");
+    else if (a->classes > 0)
+        PIECE(c + 1, per, "Sigmoid");
+#undef PIECE
+    int64_t n_parts = a->anchors * np;
+    if (n_parts > INT32_MAX / 2)
+        return no_onnx(e);
+    const char **parts = ntp__xw_mem(e->w, (size_t)n_parts * sizeof *parts);
+    if (!parts)
+        return ntp_ctx_status(e->w->ctx);
+    const int64_t axis[1] = {1};
+    const char *axes = ntp__xw_i64(e->w, helper_name(e, "axes"), axis, 1);
+    for (int64_t i = 0; i < a->anchors; i++)
+        for (int k = 0; k < np; k++) {
+            char what[96];
+            int64_t from = i * per + p[k].from, to = i * per + p[k].to;
+            snprintf(what, sizeof what, "a%lld_%lld", (long long)i, (long long)p[k].from);
+            const char *in[4] = {in_name(e, 0),
+                                 ntp__xw_i64(e->w, helper_name(e, "starts"), &from, 1),
+                                 ntp__xw_i64(e->w, helper_name(e, "ends"), &to, 1), axes};
+            const char *sl = tmp(e, what);
+            node(e, "Slice", what, 4, in, sl);
+            if (p[k].op) {
+                char w2[112];
+                snprintf(w2, sizeof w2, "%s_%s", what, p[k].op);
+                const char *o = tmp(e, w2);
+                Onnx__NodeProto *nd = node1(e, p[k].op, w2, sl, o);
+                if (p[k].op[1] == 'o') /* Softmax: over the classes of each cell */
+                    ntp__xw_attr_i(e->w, nd, "axis", 1);
+                sl = o;
+            }
+            parts[i * np + k] = sl;
+        }
+    ntp__xw_attr_i(e->w, node(e, "Concat", NULL, (int)n_parts, parts, out_name(e, 0)), "axis", 1);
+    return NTP_STATUS_OK;
+}
+
 static ntp_status (*const unary_pattern[NTP_OP_COUNT])(const em *e) = {
     [NTP_OP_RELU] = relu_max,
     [NTP_OP_CLIP] = clip,
@@ -622,6 +686,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         return ntp__error(w->ctx, NTP_STATUS_UNSUPPORTED,
                           "%s: <convert name='%s'> to %s has no ONNX operator", w->g->source,
                           n->name, a->has_to_dtype ? ntp_dtype_name(a->to_dtype) : "a layout");
+    case NTP_OP_ONNX_DARKNET_HEAD: return darknet_head(&e);
     /* Ops with no ONNX operator. */
     case NTP_OP_ONNX_NONE: break;
     }

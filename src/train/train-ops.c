@@ -66,6 +66,7 @@ static const bool supported[NTP_OP_COUNT] = {
     [NTP_OP_PAD] = true,
     [NTP_OP_DECONV] = true,
     [NTP_OP_ATTENTION] = true,
+    [NTP_OP_DARKNET_HEAD] = true,
 };
 
 bool ntp__train_supported(ntp_op op)
@@ -83,25 +84,16 @@ typedef enum train_need {
 } train_need;
 
 static const train_need needs[NTP_OP_COUNT] = {
-    [NTP_OP_MATMUL] = NEED_INPUTS,
-    [NTP_OP_MUL] = NEED_INPUTS,
-    [NTP_OP_ATTENTION] = NEED_INPUTS,
-    [NTP_OP_SOFTMAX] = NEED_OUTPUT,
-    [NTP_OP_LOG_SOFTMAX] = NEED_OUTPUT,
-    [NTP_OP_AVGPOOL] = NEED_NOTHING,
-    [NTP_OP_GLOBAL_AVGPOOL] = NEED_NOTHING,
-    [NTP_OP_ADD] = NEED_NOTHING,
-    [NTP_OP_SUB] = NEED_NOTHING,
-    [NTP_OP_CONCAT] = NEED_NOTHING,
-    [NTP_OP_RESHAPE] = NEED_NOTHING,
-    [NTP_OP_FLATTEN] = NEED_NOTHING,
-    [NTP_OP_DROPOUT] = NEED_NOTHING,
-    [NTP_OP_MEMCPY] = NEED_NOTHING,
-    [NTP_OP_CONVERT] = NEED_NOTHING,
-    [NTP_OP_MFCC] = NEED_NOTHING,
-    [NTP_OP_TRANSPOSE] = NEED_NOTHING,
-    [NTP_OP_SPLIT] = NEED_NOTHING,
-    [NTP_OP_PAD] = NEED_NOTHING,
+    [NTP_OP_MATMUL] = NEED_INPUTS,      [NTP_OP_MUL] = NEED_INPUTS,
+    [NTP_OP_ATTENTION] = NEED_INPUTS,   [NTP_OP_SOFTMAX] = NEED_OUTPUT,
+    [NTP_OP_LOG_SOFTMAX] = NEED_OUTPUT, [NTP_OP_DARKNET_HEAD] = NEED_OUTPUT,
+    [NTP_OP_AVGPOOL] = NEED_NOTHING,    [NTP_OP_GLOBAL_AVGPOOL] = NEED_NOTHING,
+    [NTP_OP_ADD] = NEED_NOTHING,        [NTP_OP_SUB] = NEED_NOTHING,
+    [NTP_OP_CONCAT] = NEED_NOTHING,     [NTP_OP_RESHAPE] = NEED_NOTHING,
+    [NTP_OP_FLATTEN] = NEED_NOTHING,    [NTP_OP_DROPOUT] = NEED_NOTHING,
+    [NTP_OP_MEMCPY] = NEED_NOTHING,     [NTP_OP_CONVERT] = NEED_NOTHING,
+    [NTP_OP_MFCC] = NEED_NOTHING,       [NTP_OP_TRANSPOSE] = NEED_NOTHING,
+    [NTP_OP_SPLIT] = NEED_NOTHING,      [NTP_OP_PAD] = NEED_NOTHING,
 };
 
 ntp_train_needs ntp__train_needs(const ntp_graph *g, const ntp_node *n)
@@ -765,6 +757,56 @@ static void softmax(ntp_train_state *s, const ntp_node *n, int mode)
         }
 }
 
+/* darknet_head (ref-darknet.c): per image and anchor a block of
+ * coords + 1 + classes channels; the logistic on x, y, the objectness (not
+ * with background) and the classes (not with softmax, which takes a softmax
+ * over each cell's classes, with background the objectness's channel
+ * first), the other channels copied. The backward reads the output. */
+static void darknet_head(ntp_train_state *s, const ntp_node *n, int mode)
+{
+    const ntp_attrs *a = &n->a;
+    const ntp_shape *sh = &T_(0)->shape;
+    int64_t per = a->coords + 1 + a->classes, cells = sh->dim[2] * sh->dim[3];
+    bool obj = !a->background, soft = a->head_softmax;
+    int64_t sm_from = a->coords + obj;
+    const double *x = s->val[n->in[0]];
+    double *y = s->val[n->out[0]], *dy = s->grad[n->out[0]];
+    double *dx = mode ? s->grad[n->in[0]] : NULL;
+    for (int64_t b = 0; b < sh->dim[0] * a->anchors; b++) {
+        int64_t base = b * per * cells;
+        for (int64_t e = 0; e < (soft ? sm_from : per); e++) {
+            bool lg = e < 2 || (e == a->coords && obj) || (e > a->coords && !soft);
+            for (int64_t c = 0; c < cells; c++) {
+                int64_t j = base + e * cells + c;
+                if (mode == 0)
+                    y[j] = lg ? 1.0 / (1.0 + exp(-x[j])) : x[j];
+                else
+                    dx[j] += lg ? dy[j] * y[j] * (1.0 - y[j]) : dy[j];
+            }
+        }
+        for (int64_t c = 0; soft && c < cells; c++) {
+            int64_t j0 = base + sm_from * cells + c, len = per - sm_from;
+            double mx = -INFINITY, sum = 0.0, dot = 0.0;
+            for (int64_t k = 0; k < len; k++) {
+                int64_t j = j0 + k * cells;
+                if (mode == 0)
+                    mx = x[j] > mx ? x[j] : mx;
+                else
+                    dot += dy[j] * y[j];
+            }
+            for (int64_t k = 0; k < len && mode == 0; k++)
+                sum += exp(x[j0 + k * cells] - mx);
+            for (int64_t k = 0; k < len; k++) {
+                int64_t j = j0 + k * cells;
+                if (mode == 0)
+                    y[j] = exp(x[j] - mx) / sum;
+                else
+                    dx[j] += y[j] * (dy[j] - dot);
+            }
+        }
+    }
+}
+
 /* Strides of `in` aligned to the dims of `out`, 0 where in broadcasts. */
 static void bcast_strides(const ntp_shape *in, const ntp_shape *out, int64_t *st)
 {
@@ -964,6 +1006,7 @@ static void (*const kernels[NTP_OP_COUNT])(ntp_train_state *s, const ntp_node *n
     [NTP_OP_GRU] = ntp__train_rnn,
     [NTP_OP_RNN] = ntp__train_rnn,
     [NTP_OP_ATTENTION] = ntp__train_attention,
+    [NTP_OP_DARKNET_HEAD] = darknet_head,
 };
 
 static ntp_status dispatch(ntp_ctx *ctx, ntp_train_state *s, const ntp_node *n, int mode)

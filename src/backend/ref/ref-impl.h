@@ -138,6 +138,8 @@ ntp_status ntp__ref_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
 ntp_status ntp__ref_move(ntp_ctx *ctx, const ntp_kargs *k);
 /* delay: busy-waits its `us`, then copies its input to its output. */
 ntp_status ntp__ref_delay(ntp_ctx *ctx, const ntp_kargs *k);
+/* ref-darknet.c: darknet_head, Darknet's [yolo] and [region] at inference. */
+ntp_status ntp__ref_darknet_head(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-rnn.c: lstm, gru, rnn. */
 ntp_status ntp__ref_rnn(ntp_ctx *ctx, const ntp_kargs *k);
 size_t ntp__ref_rnn_workspace(const ntp_kargs *k);

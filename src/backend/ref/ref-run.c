@@ -146,6 +146,7 @@ ntp_status ntp__ref_run(ntp_ctx *ctx, const ntp_kargs *k)
     case NTP_OP_LM_HEAD:
     case NTP_OP_ARGMAX: return ntp__ref_decoder(ctx, k);
     case NTP_OP_DELAY: return ntp__ref_delay(ctx, k);
+    case NTP_OP_DARKNET_HEAD: return ntp__ref_darknet_head(ctx, k);
     case NTP_OP_COUNT: break;
     }
     return ntp__ref_error(ctx, k, NTP_STATUS_INTERNAL, "no reference kernel for op %d",
