@@ -111,6 +111,17 @@ for p in pts:
     assert r["kv_bytes_per_token"] == per and r["kv_bytes_total"] == per * (d + 8), p
 PYEOF
 grep -c '<svg class="chart"' "$T/sw.html" | grep -qx 4 && ok || bad "sweep HTML charts"
+# ntprof sweep --generate is the same sweep: the same points, byte for byte
+# (a static sweep has no timings); without --vary it is refused.
+expect_exit 0 "$NTPROF" sweep "$TINY" --generate -P 4 -G 4 --static --no-db --vary context=0,20,50 \
+    --vary kv_dtype=f32,i8 -f json -o "$T/sw2.json"
+$PY - "$T/sw.json" "$T/sw2.json" <<'PYEOF' && ok || bad "sweep --generate JSON"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["axes"] == b["axes"] and a["points"] == b["points"] and len(b["points"]) == 6
+PYEOF
+expect_exit 2 "$NTPROF" sweep "$TINY" --generate -P 4 -G 4 --static --no-db
+expect_err "sweep --generate needs at least one --vary"
 expect_exit 0 "$NTPROF" generate "$TINY" -P 2 -G 2 "${FAST[@]}" --vary context=0,4
 grep -q "TPOT p50" "$T/out" && ok || bad "measured sweep table"
 expect_exit 2 "$NTPROF" generate "$TINY" --html "$T/x.html" "${FAST[@]}"

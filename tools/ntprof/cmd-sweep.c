@@ -354,12 +354,47 @@ static void sweep_record(ntp_ctx *ctx, sweep_recorder *rec, ntp_sweep *sw, int c
     ntp_ctx_clear(ctx);
 }
 
+/* ntprof sweep FILE --generate --vary ...: a decoder's generation over
+ * configurations is `ntprof generate --vary` (docs/decoders.md): its points
+ * are two plans and a cache driven in a loop in this process, with a report
+ * of their own (TTFT, TPOT, tokens/s per phase), not `ntprof run` children.
+ * The same words reach it, less --generate; a sweep with nothing to vary is
+ * refused here, as the run sweep refuses it. */
+static int sweep_generate(int argc, char **argv, int at)
+{
+    bool varied = false;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--vary") == 0 || strncmp(argv[i], "--vary=", 7) == 0 ||
+            strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            varied = true;
+    if (!varied) {
+        cli_error("sweep --generate needs at least one --vary NAME=V1,V2,...");
+        return CLI_USAGE;
+    }
+    char **args = malloc((size_t)argc * sizeof *args);
+    if (!args) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    int n = 0;
+    for (int i = 0; i < argc; i++)
+        if (i != at)
+            args[n++] = argv[i];
+    int rc = cmd_generate(n, args);
+    free(args);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
-    /* Load runs (cmd-sweep-load.c): options of their own. */
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    /* Load runs (cmd-sweep-load.c) and decoder generation: options of
+     * their own. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--load") == 0)
             return sweep_load(argc, argv);
+        if (strcmp(argv[i], "--generate") == 0)
+            return sweep_generate(argc, argv, i);
+    }
     argv_list fixed = {0};
     sweep_recorder rec = {0};
     const char *vary[64];
@@ -389,7 +424,8 @@ int cmd_sweep(int argc, char **argv)
                  "tabulates every configuration's end-to-end figures with their spread. NAME is\n"
                  "backend, precision, batch, threads or any <param> of the topology.\n"
                  "With --load, load runs over QPS, instances, max batch... instead\n"
-                 "('ntprof sweep --load --help').\n"
+                 "('ntprof sweep --load --help'); with --generate, a decoder's prefill and\n"
+                 "decode over context, batch, kv_heads, KV dtype... ('ntprof generate --help').\n"
                  "\n"
                  "sweep:\n"),
         CLI_OPT("vary", OPT_VARY, "NAME=V1,...",

@@ -58,6 +58,9 @@ void sweep_clean_dir(const char *dir, int n);
  * (cmd-sweep-load.c). */
 int sweep_load(int argc, char **argv);
 
+/* ntprof generate (cmd-generate.c), which sweep --generate runs. */
+int cmd_generate(int argc, char **argv);
+
 /* --executor slurm and its commands (cmd-sweep-slurm.c). */
 typedef struct sweep_slurm_args {
     ntp_slurm_opts slurm;
