@@ -30,7 +30,7 @@
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
-#include "support/npy.h"
+#include "support/gen-pair.h"
 
 #define TINY NTP_SOURCE_DIR "/models/tiny-decoder.xml"
 #define LLAMA NTP_SOURCE_DIR "/tests/data/tiny-llama.xml"
@@ -56,13 +56,6 @@ static bool native(const char *backend, const char *type)
     return false;
 }
 
-static void rm_dir(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-}
-
 /* Generate on ref and on `backend`; the logits of the prefill and of the
  * G steps agree within 1e-5 and so do the tokens. Returns false (nothing
  * checked) when the backend is not usable here. */
@@ -74,59 +67,20 @@ static bool compare(const char *backend, const char *model, int64_t batch, int64
         print_message("%s: not usable here (%s): skipped\n", backend, why);
         return false;
     }
-    ntp_ctx *ctx = ntp_ctx_init();
-    const char *backends[2] = {"ref", backend};
-    char dirs[2][64];
-    ntp_generate_result *r[2] = {NULL};
-    for (int i = 0; i < 2; i++) {
-        snprintf(dirs[i], sizeof dirs[i], "/tmp/ntp-dec-be-XXXXXX");
-        assert_non_null(mkdtemp(dirs[i]));
-        ntp_generate_opts o;
-        ntp_generate_opts_default(&o);
-        o.backend = backends[i];
-        o.threads = 2;
-        o.batch = batch;
-        o.pad = pad;
-        o.context_depth = context;
-        o.prompt_len = P;
-        o.gen_len = G;
-        o.kv_dtype = kv;
-        o.save_dir = dirs[i];
-        ntp_status st = ntp_generate(ctx, model, &o, &r[i]);
-        if (st)
-            print_message("%s: %s\n", backends[i], ntp_ctx_errmsg(ctx));
-        assert_int_equal(st, NTP_STATUS_OK);
-    }
+    test_gen_pair p;
+    test_gen_pair_run(&p, backend, model, batch, pad, context, P, G, kv);
     int natives_seen = 0;
-    for (int l = 0; l < r[1]->n_layers; l++)
-        if (native(backend, r[1]->layers[l].type)) {
-            if (strcmp(r[1]->layers[l].backend, backend) != 0)
-                print_message("%s (%s) ran on %s\n", r[1]->layers[l].name, r[1]->layers[l].type,
-                              r[1]->layers[l].backend);
-            assert_string_equal(r[1]->layers[l].backend, backend);
+    for (int l = 0; l < p.r[1]->n_layers; l++)
+        if (native(backend, p.r[1]->layers[l].type)) {
+            if (strcmp(p.r[1]->layers[l].backend, backend) != 0)
+                print_message("%s (%s) ran on %s\n", p.r[1]->layers[l].name, p.r[1]->layers[l].type,
+                              p.r[1]->layers[l].backend);
+            assert_string_equal(p.r[1]->layers[l].backend, backend);
             natives_seen++;
         }
     assert_true(natives_seen >= 1);
-    double e = test_npy_rel_err(dirs[1], dirs[0], "logits_prefill");
-    print_message("%s: prefill logits vs ref %.3g\n", backend, e);
-    assert_true(e <= 1e-5);
-    assert_memory_equal(r[0]->tokens, r[1]->tokens,
-                        (size_t)(batch * (G + 1)) * sizeof *r[0]->tokens);
-    double worst = 0;
-    for (int64_t i = 0; i < G; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "logits_decode_%lld", (long long)i);
-        e = test_npy_rel_err(dirs[1], dirs[0], name);
-        worst = e > worst ? e : worst;
-        assert_true(e <= 1e-5);
-    }
-    print_message("%s: decode logits vs ref, worst of %lld steps %.3g\n", backend, (long long)G,
-                  worst);
-    for (int i = 0; i < 2; i++) {
-        rm_dir(dirs[i]);
-        ntp_generate_result_free(r[i]);
-    }
-    ntp_ctx_free(ctx);
+    (void)test_gen_pair_check(&p, backend, 1e-5);
+    test_gen_pair_free(&p);
     return true;
 }
 

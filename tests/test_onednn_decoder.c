@@ -26,73 +26,30 @@
 
 #include "backend/backend-impl.h"
 #include "ntprof/ntprof.h"
-#include "support/npy.h"
+#include "support/gen-pair.h"
 
 #define TINY NTP_SOURCE_DIR "/models/tiny-decoder.xml"
 #define LLAMA NTP_SOURCE_DIR "/tests/data/tiny-llama.xml"
 #define LLAMA_MASK NTP_SOURCE_DIR "/tests/data/tiny-llama-mask.xml"
-
-static void rm_dir(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-}
 
 /* Generate on ref and on oneDNN with the same options; the logits of the
  * prefill and of the G steps agree within 1e-5 and so do the tokens. */
 static void compare(const char *model, int64_t batch, int64_t pad, int64_t context, int64_t P,
                     int64_t G, ntp_dtype kv)
 {
-    ntp_ctx *ctx = ntp_ctx_init();
-    const char *backends[2] = {"ref", "onednn"};
-    char dirs[2][64];
-    ntp_generate_result *r[2] = {NULL};
-    for (int i = 0; i < 2; i++) {
-        snprintf(dirs[i], sizeof dirs[i], "/tmp/ntp-odnn-dec-XXXXXX");
-        assert_non_null(mkdtemp(dirs[i]));
-        ntp_generate_opts o;
-        ntp_generate_opts_default(&o);
-        o.backend = backends[i];
-        o.threads = 2;
-        o.batch = batch;
-        o.pad = pad;
-        o.context_depth = context;
-        o.prompt_len = P;
-        o.gen_len = G;
-        o.kv_dtype = kv;
-        o.save_dir = dirs[i];
-        ntp_status st = ntp_generate(ctx, model, &o, &r[i]);
-        if (st)
-            print_message("%s: %s\n", backends[i], ntp_ctx_errmsg(ctx));
-        assert_int_equal(st, NTP_STATUS_OK);
-    }
+    test_gen_pair p;
+    test_gen_pair_run(&p, "onednn", model, batch, pad, context, P, G, kv);
     /* Every kv_attention and rmsnorm layer ran on oneDNN. */
     int attn = 0;
-    for (int l = 0; l < r[1]->n_layers; l++) {
-        bool attention = strcmp(r[1]->layers[l].type, "kv_attention") == 0;
-        if (attention || strcmp(r[1]->layers[l].type, "rmsnorm") == 0)
-            assert_string_equal(r[1]->layers[l].backend, "onednn");
+    for (int l = 0; l < p.r[1]->n_layers; l++) {
+        bool attention = strcmp(p.r[1]->layers[l].type, "kv_attention") == 0;
+        if (attention || strcmp(p.r[1]->layers[l].type, "rmsnorm") == 0)
+            assert_string_equal(p.r[1]->layers[l].backend, "onednn");
         attn += attention;
     }
     assert_int_equal(attn, 2);
-    double e = test_npy_rel_err(dirs[1], dirs[0], "logits_prefill");
-    print_message("prefill logits: onednn vs ref %.3g\n", e);
-    assert_true(e <= 1e-5);
-    assert_memory_equal(r[0]->tokens, r[1]->tokens,
-                        (size_t)(batch * (G + 1)) * sizeof *r[0]->tokens);
-    for (int64_t i = 0; i < G; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "logits_decode_%lld", (long long)i);
-        e = test_npy_rel_err(dirs[1], dirs[0], name);
-        print_message("decode step %lld logits: onednn vs ref %.3g\n", (long long)i, e);
-        assert_true(e <= 1e-5);
-    }
-    for (int i = 0; i < 2; i++) {
-        rm_dir(dirs[i]);
-        ntp_generate_result_free(r[i]);
-    }
-    ntp_ctx_free(ctx);
+    (void)test_gen_pair_check(&p, "onednn", 1e-5);
+    test_gen_pair_free(&p);
 }
 
 static void test_gqa_padding_mask(void **state)
