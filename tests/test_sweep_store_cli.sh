@@ -101,20 +101,33 @@ PYEOF
     expect_exit 2 "$NTPROF" sweep --resume "$id" --db "$db" --iterations 9
     expect_err "--resume runs the sweep's own run options (--iterations 3 --warmup 1 --min-time 0 --no-accuracy --backend ref)"
     [ "$(wc -l <"$T/sbatch.log")" = 1 ] && ok || bad "a refused resume submitted: $(cat "$T/sbatch.log")"
-    # A task killed outright leaves its directory; --resume removes it.
+    # A task killed outright leaves its directory; --resume removes it. On
+    # a sweep of its own whose configuration runs 5 s (--min-time 5), so the
+    # kill comes while its child runs however fast the machine: the sweep
+    # above's configurations take some 30 ms, and on a quiet machine the
+    # task had finished (directory removed, result stored) before the kill.
+    # Its submissions go to a log of their own: the job numbers below stay.
     local task
     if [ -n "$signals" ]; then
-        "$NTPROF" sweep --task "$id:1" --db "$db" >/dev/null 2>&1 &
+        local idk child
+        cp "$T/sbatch.log" "$T/sbatch.keep"
+        expect_exit 0 "$NTPROF" sweep "$MLP" --vary hidden=8 --iterations 3 --warmup 1 \
+            --min-time 5 --no-accuracy --backend ref --db "$db" --executor slurm
+        idk=$(sed -n 's/^sweep \([0-9]*\) submitted.*/\1/p' "$T/out")
+        "$NTPROF" sweep --task "$idk:0" --db "$db" >/dev/null 2>&1 &
         task=$!
         for _ in $(seq 1 100); do
-            compgen -G "$T/tmp/ntprof-task-$id-1-*" >/dev/null && break
+            pgrep -P "$task" >/dev/null && compgen -G "$T/tmp/ntprof-task-$idk-0-*" >/dev/null && break
             sleep 0.05
         done
-        local child
         child=$(pgrep -P "$task" | head -n 1)
         kill -9 "$task" ${child:+"$child"}
         wait "$task" 2>/dev/null
-        compgen -G "$T/tmp/ntprof-task-$id-1-*" >/dev/null && ok || bad "no directory left by the killed task"
+        compgen -G "$T/tmp/ntprof-task-$idk-0-*" >/dev/null && ok || bad "no directory left by the killed task"
+        expect_exit 0 "$NTPROF" sweep --resume "$idk" --db "$db"
+        expect_in_err "1 of 1 configurations resubmitted"
+        compgen -G "$T/tmp/ntprof-task-$idk-*" >/dev/null && bad "--resume left $(ls "$T/tmp")" || ok
+        mv "$T/sbatch.keep" "$T/sbatch.log"
     fi
     # The sweep's own options, --time changed; the same --partition typed again is fine.
     expect_exit 0 "$NTPROF" sweep --resume "$id" --db "$db" --partition lab --time 0:10 "${FAST[@]}"
