@@ -68,6 +68,8 @@ static const op_case cases[] = {
     {"matmul", "transpose_b, 2-d", "<input name='a' shape='6,16'/><input name='b' shape='9,16'/><matmul name='L' inputs='a,b' transpose_b='true'/>", DOM_ANY},
     {"matmul", "transpose_a", "<input name='a' shape='3,7,6'/><input name='b' shape='3,7,5'/><matmul name='L' inputs='a,b' transpose_a='true'/>", DOM_ANY},
     {"conv", "3x3 pad 1", "<input name='x' shape='2,3,9,9'/><conv name='L' filters='8' kernel='3' pad='1'/>", DOM_ANY},
+    {"conv", "1x1 stride 2 (a ResNet downsample)", "<input name='x' shape='1,8,9,9'/><conv name='L' filters='6' kernel='1' stride='2'/>", DOM_ANY},
+    {"conv", "1x1 pad 1", "<input name='x' shape='1,4,5,5'/><conv name='L' filters='3' kernel='1' pad='1'/>", DOM_ANY},
     {"conv", "stride 2, asymmetric pad", "<input name='x' shape='1,4,10,11'/><conv name='L' filters='6' kernel='3' stride='2' pad='0,1,2,1'/>", DOM_ANY},
     {"conv", "grouped, dilation 2, no bias", "<input name='x' shape='1,8,12,12'/><conv name='L' filters='12' kernel='3' dilation='2' pad='2' groups='4' bias='false'/>", DOM_ANY},
     {"conv", "depthwise", "<input name='x' shape='2,16,7,7'/><conv name='L' filters='16' kernel='3' pad='1' depthwise='true'/>", DOM_ANY},
