@@ -173,7 +173,8 @@ for (i, name, typ, cells), l in zip(rows, r["layers"]):
             timed += 1
         else:
             assert v == "", (name, ph, v)
-    assert ('<td class="l">%s</td>' % l.get("backward_by", "-")) in cells, (name, cells)
+    assert ('<td class="l">%s</td><td class="l">%s</td>'
+            % (l.get("forward_by", "-"), l.get("backward_by", "-"))) in cells, (name, cells)
 assert timed >= 2 * len(rows), timed
 h, p, rows = page(sys.argv[4], sys.argv[3])
 assert p["memory"]["optimizer_state"] == p["memory"]["gradients"] > 0  # momentum
