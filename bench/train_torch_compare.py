@@ -169,7 +169,7 @@ def main():
     ratios = {c.name: [] for c in cases}
     bare = {c.name: [] for c in cases}
     print("%-11s %5s %12s %12s %8s %s" % ("model", "round", "ntprof smp/s", "torch smp/s",
-                                          "ratio", "(ntprof on oneDNN / ref backward layers)"))
+                                          "ratio", "(ntprof layers on oneDNN / ref: forward; backward)"))
     for r in range(a.rounds):
         for c in cases:
             nt_args = c.nt_args + ["--backend", "onednn", "--threads", str(a.threads),
@@ -182,14 +182,16 @@ def main():
                 nt_ms, d = ntprof_round(a.ntprof, nt_args)
             ratios[c.name].append(pt_ms / nt_ms)
             by = [l.get("backward_by") for l in d["layers"]]
+            fby = [l.get("forward_by") for l in d["layers"]]
             extra = ""
             if c.note:
                 pre = c.note(d)
                 bare[c.name].append(pt_ms / max(nt_ms - pre, 1e-9))
                 extra = ", MFCC forward %.1f ms of %.1f" % (pre, nt_ms)
-            print("%-11s %5d %12.3f %12.3f %8.3f (%d / %d%s)"
+            print("%-11s %5d %12.3f %12.3f %8.3f (%d / %d; %d / %d%s)"
                   % (c.name, r + 1, c.batch * 1000.0 / nt_ms, c.batch * 1000.0 / pt_ms,
-                     ratios[c.name][-1], by.count("onednn"), by.count("ref"), extra), flush=True)
+                     ratios[c.name][-1], fby.count("onednn"), fby.count("ref"),
+                     by.count("onednn"), by.count("ref"), extra), flush=True)
     for c in cases:
         print(verdict("%s samples/s, ntprof / PyTorch" % c.name, ratios[c.name]))
         if bare[c.name]:

@@ -173,7 +173,8 @@ for (i, name, typ, cells), l in zip(rows, r["layers"]):
             timed += 1
         else:
             assert v == "", (name, ph, v)
-    assert ('<td class="l">%s</td>' % l.get("backward_by", "-")) in cells, (name, cells)
+    assert ('<td class="l">%s</td><td class="l">%s</td>'
+            % (l.get("forward_by", "-"), l.get("backward_by", "-"))) in cells, (name, cells)
 assert timed >= 2 * len(rows), timed
 h, p, rows = page(sys.argv[4], sys.argv[3])
 assert p["memory"]["optimizer_state"] == p["memory"]["gradients"] > 0  # momentum
@@ -205,6 +206,11 @@ by = {l["name"]: l.get("backward_by") for l in r["layers"]}
 assert by["conv2"] == "onednn" and by["fc"] == "onednn", by
 assert by["bn1"] == "onednn" and by["relu1"] == "onednn" and by["pool1"] == "onednn", by
 assert by["up"] == "onednn", by  # a transposed convolution
+# The forward too (f32), but for the layers left on ref (docs/train.md).
+fby = {l["name"]: l.get("forward_by") for l in r["layers"]}
+for n in ("conv1", "bn1", "relu1", "pool1", "conv2", "act2", "residual", "up", "fc"):
+    assert fby[n] == "onednn", (n, fby)
+assert fby["to_float"] == "ref" and fby["pad"] == "ref", fby
 EOF
 fi
 # bf16 mixed precision against f32 (docs/train.md), 20 SGD steps on
@@ -315,6 +321,8 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 by = {l["name"]: l.get("backward_by") for l in b["layers"]}
 assert by["lstm"] == "onednn" and by["fc4"] == "onednn" and by["fc1"] == "onednn", by
+fby = {l["name"]: l.get("forward_by") for l in b["layers"]}
+assert fby["lstm"] == "onednn" and fby["fc1"] == "onednn" and fby["mfcc"] == "ref", fby
 assert len(a["losses"]) == len(b["losses"]) == 3
 for x, y in zip(a["losses"], b["losses"]):
     assert abs(x - y) <= 1e-5 * abs(x), (a["losses"], b["losses"])

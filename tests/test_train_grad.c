@@ -21,6 +21,7 @@
 ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
                                bool input_grads, ntp_trainer **out);
 ntp_train_state *ntp__trainer_state(ntp_trainer *t);
+void ntp__trainer_ref_forward(ntp_trainer *t);
 ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
                              double *times);
 void ntp__trainer_update(ntp_trainer *t, double *times);
@@ -502,6 +503,8 @@ static void onednn_vs_ref_loss(const char *xml, ntp_loss lossk, bool input_grads
         ntp_status st = ntp__trainer_new_ex(ctx, g, &o, input_grads, &t[k]);
         if (st)
             fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
+        /* The backward against the reference's on the same forward. */
+        ntp__trainer_ref_forward(t[k]);
         if (ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL))
             fail_msg("pass: %s", ntp_ctx_errmsg(ctx));
         /* Again: oneDNN's primitives, kept from the first pass, run on
@@ -673,6 +676,127 @@ static void test_onednn_backward(void **state)
     onednn_vs_ref(dc1, by7, 2);
 }
 
+/* Forward and backward on oneDNN against the reference engine: `steps`
+ * SGD steps (lr 0.05) of xml on each; every step's loss within 2e-6
+ * relative and every weight and buffer after them (batch norm's running
+ * statistics too) within 2e-6 of its tensor's largest value. f32's unit
+ * roundoff u is 6e-8; the sums here (up to 400 terms: a batch norm over
+ * 4 x 10 x 10) err by about sqrt(n)·u = 1.2e-6 at worst in practice, and
+ * 2e-6 is 33u (observed: 2.5e-8 for the loss, 7.9e-8 for the weights of
+ * the CNN below). forward_by names each layer's engine. */
+static void forward_vs_ref(const char *xml, ntp_loss lossk, const char *const *by, int n_by)
+{
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, xml);
+    ntp_trainer *t[2] = {NULL, NULL};
+    ntp_train_result *r[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        ntp_train_opts o;
+        ntp_train_opts_init(&o);
+        o.backend = k ? "onednn" : NULL;
+        o.loss = lossk;
+        o.steps = 3;
+        o.lr = 0.05;
+        o.dropout = 0.2;
+        if (ntp_trainer_new(ctx, g, &o, &t[k]) || ntp_trainer_run(ctx, t[k], &r[k]))
+            fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
+    }
+    double worst = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double a = r[0]->losses[i], b = r[1]->losses[i];
+        if (fabs(a - b) > 2e-6 * fabs(a))
+            fail_msg("%s step %d: loss on onednn %.9g, ref %.9g", g->name, i, b, a);
+        worst = fmax(worst, fabs(a - b) / fabs(a));
+    }
+    /* f32 did run: no forward in double gives the same bits. */
+    assert_true(r[0]->losses[0] != r[1]->losses[0]);
+    ntp_train_state *a = ntp__trainer_state(t[0]), *b = ntp__trainer_state(t[1]);
+    int compared = 0;
+    double wworst = 0.0;
+    for (int ti = 0; ti < g->n_tensors; ti++) {
+        const ntp_tensor *x = &g->tensors[ti];
+        if (x->kind != NTP_TENSOR_WEIGHT && x->kind != NTP_TENSOR_BUFFER)
+            continue;
+        int64_t n = ntp_shape_numel(&x->shape);
+        double most = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            most = fmax(most, fabs(a->val[ti][i]));
+        for (int64_t i = 0; i < n; i++) {
+            double d = fabs(a->val[ti][i] - b->val[ti][i]);
+            wworst = fmax(wworst, d / most);
+            if (d > 2e-6 * most)
+                fail_msg("%s[%lld] after 3 steps: onednn %.9g, ref %.9g (largest %.3g)", x->name,
+                         (long long)i, b->val[ti][i], a->val[ti][i], most);
+        }
+        compared++;
+    }
+    print_message("%s: loss within %.2g relative, weights within %.2g of their largest\n", g->name,
+                  worst, wworst);
+    assert_true(compared >= 6);
+    for (int k = 0; k < n_by; k += 2) {
+        int i = 0;
+        while (i < r[1]->n_layers && strcmp(r[1]->layers[i].name, by[k]) != 0)
+            i++;
+        assert_true(i < r[1]->n_layers);
+        assert_string_equal(r[1]->layers[i].forward_by, by[k + 1]);
+        assert_string_equal(r[0]->layers[i].forward_by, "ref");
+    }
+    for (int k = 0; k < 2; k++) {
+        ntp_train_result_free(r[k]);
+        ntp_trainer_free(t[k]);
+    }
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* A residual CNN (conv, batch norm in training mode, relu, max pooling
+ * whose workspace feeds its backward, a residual add, a concat, flatten,
+ * fc, clip) with a dropout and a reflect pad between that fall back to
+ * the reference forward; then recurrent layers (a bidirectional LSTM
+ * whose forward's workspace feeds its backward, a GRU summing its
+ * directions' last states, a ReLU RNN). Batch norm in inference mode (the
+ * running statistics, 0 and 1 at the start) gives a first loss of 3.60
+ * for the reference's 1.65 (checked by making it so). */
+static void test_onednn_forward(void **state)
+{
+    (void)state;
+    if (!strstr(ntp_backends(), "onednn")) {
+        print_message("oneDNN is not built here: skipped\n");
+        skip();
+    }
+    const char *cnn = "<topology name='resfwd' precision='f32' batch='4'>"
+                      "<input name='x' shape='4,3,10,10' dtype='f32'/>"
+                      "<conv name='c1' filters='8' kernel='3' pad='1'/>"
+                      "<batchnorm name='bn1'/><relu name='r1'/>"
+                      "<maxpool name='mp' kernel='3' stride='2' pad='1'/>"
+                      "<conv name='c2' filters='8' kernel='3' pad='1' bias='false'/>"
+                      "<batchnorm name='bn2'/>"
+                      "<add name='res' inputs='bn2,mp'/><relu name='r2'/>"
+                      "<conv name='c3' inputs='r2' filters='4' kernel='1'/>"
+                      "<concat name='cat' inputs='r2,c3' axis='1'/>"
+                      "<dropout name='dp'/><pad name='pd' pads='0,0,1,1,0,0,1,1' mode='reflect'/>"
+                      "<conv name='c4' filters='6' kernel='3' stride='2'/><batchnorm name='bn4'/>"
+                      "<clip name='cl' min='-1' max='2'/>"
+                      "<global_avgpool name='gap'/><flatten name='fl'/>"
+                      "<fc name='fc' units='5'/>"
+                      "</topology>";
+    const char *const by[] = {"c1",     "onednn", "bn1",    "onednn", "r1",     "onednn", "mp",
+                              "onednn", "c2",     "onednn", "res",    "onednn", "cat",    "onednn",
+                              "dp",     "ref",    "pd",     "ref",    "c4",     "onednn", "cl",
+                              "onednn", "gap",    "onednn", "fl",     "onednn", "fc",     "onednn"};
+    forward_vs_ref(cnn, NTP_LOSS_CROSS_ENTROPY, by, (int)(sizeof by / sizeof *by));
+    const char *rec = "<topology name='recfwd' precision='f32' batch='3'>"
+                      "<input name='x' shape='6,3,4' dtype='f32'/>"
+                      "<lstm name='l' units='4' direction='bidirectional'/>"
+                      "<rnn name='r' units='3' activation='relu'/>"
+                      "<gru name='g' units='3' direction='bidirectional' merge='sum' "
+                      "sequence='last'/>"
+                      "<fc name='o' units='3'/>"
+                      "</topology>";
+    const char *const by2[] = {"l", "onednn", "r", "onednn", "g", "onednn", "o", "onednn"};
+    forward_vs_ref(rec, NTP_LOSS_CROSS_ENTROPY, by2, 8);
+}
+
 /* The recurrent layers on oneDNN's RNN backward primitives (forward
  * training for the workspace, then dnnl_lstm_backward, dnnl_lbr_gru_backward,
  * dnnl_vanilla_rnn_backward): every direction (forward, reverse,
@@ -835,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_recurrent),
         cmocka_unit_test(test_ctc),
         cmocka_unit_test(test_onednn_backward),
+        cmocka_unit_test(test_onednn_forward),
         cmocka_unit_test(test_onednn_rnn_backward),
         cmocka_unit_test(test_move_deconv),
         cmocka_unit_test(test_attention),

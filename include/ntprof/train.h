@@ -160,6 +160,9 @@ typedef struct ntp_train_layer {
     /* Who ran its backward: the backend's name, "ref" (its fallback), or
      * NULL when it has none. */
     const char *backward_by;
+    /* Who ran its forward: the backend's name (its forward-training
+     * primitives, in f32) or "ref"; NULL for the loss row. */
+    const char *forward_by;
     /* bf16 mixed precision: "bf16" where its backward ran the backend's
      * bf16 primitive, "f32" where it computed on the bf16 values in f32 (or
      * double, on ref); NULL at f32 or without a backward. */

@@ -192,6 +192,23 @@ typedef struct ntp_backward_args {
     bool bf16;
 } ntp_backward_args;
 
+/* One forward of a layer in training mode (docs/train.md), in f32 and
+ * plain row-major layouts: reads in[] (the layer's inputs) and w[] (its
+ * weights as the node lists them: a conv's W and bias, a norm's scale and
+ * shift), writes out (its output). A batch or layer norm normalises with
+ * the batch's (the row's) own statistics and writes them to mean and var
+ * (the biased variance); it leaves the running statistics to the caller.
+ * What the layer's backward reads from its forward (max pooling's
+ * workspace) the backend keeps until that backward. */
+typedef struct ntp_train_fwd_args {
+    const ntp_graph *g;
+    const ntp_node *n;
+    const float *in[NTP_MAX_INPUTS];
+    const float *w[NTP_MAX_WEIGHTS];
+    float *out;
+    float *mean, *var;
+} ntp_train_fwd_args;
+
 typedef struct ntp_backend_i {
     int api_version;  /* NTP_BACKEND_API_VERSION */
     const char *name; /* "ref", "onednn", ... */
@@ -281,6 +298,11 @@ typedef struct ntp_backend_i {
      * NULL: none. */
     bool (*supports_backward)(const ntp_graph *g, const ntp_node *n);
     ntp_status (*backward)(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+    /* Has the backend a training forward for layer n (ntp_train_fwd_args)?
+     * The trainer runs every other layer's forward on its reference
+     * engine. NULL: none. */
+    bool (*supports_train_forward)(const ntp_graph *g, const ntp_node *n);
+    ntp_status (*train_forward)(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a);
 } ntp_backend_i;
 
 /* The reference backend's priority. The registry's order today: onednn,
@@ -348,6 +370,10 @@ bool ntp__be_is_device(const ntp_backend_i *be);
 bool ntp__be_supports_backward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
                             const ntp_backward_args *a);
+/* Training: whether be has a training forward for n, and running it. */
+bool ntp__be_supports_train_forward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__be_train_forward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
+                                 const ntp_train_fwd_args *a);
 
 /* The first registered device backend (by priority), or NULL when this
  * build has none. */

@@ -213,3 +213,14 @@ ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
 {
     return be->backward(ctx, state, a);
 }
+
+bool ntp__be_supports_train_forward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n)
+{
+    return be->supports_train_forward && be->train_forward && be->supports_train_forward(g, n);
+}
+
+ntp_status ntp__be_train_forward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
+                                 const ntp_train_fwd_args *a)
+{
+    return be->train_forward(ctx, state, a);
+}

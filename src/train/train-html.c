@@ -213,7 +213,7 @@ ntp_status ntp_report_write_train_sweep_html(ntp_ctx *ctx, const ntp_train_sweep
     }
     ntp__html_begin(f, "ntprof training sweep");
     fputs("<h1>Training memory</h1>\n<p class=\"meta\">", f);
-    ntp__html_textf(f, "%s · loss %s · optimizer %s · backward %s · %d of %d configurations ran",
+    ntp__html_textf(f, "%s · loss %s · optimizer %s · backend %s · %d of %d configurations ran",
                     ntp_sweep_source(s->sw), ntp_loss_name(s->o.loss),
                     ntp_optimizer_name(s->o.optimizer), s->o.backend ? s->o.backend : "ref", ran,
                     s->n);
@@ -328,7 +328,7 @@ ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, 
     ntp__html_begin(f, "ntprof training");
     fputs("<h1>Training</h1>\n<p class=\"meta\">", f);
     ntp__html_textf(f,
-                    "%s · batch %lld · %d steps · loss %s · optimizer %s (lr %g) · backward %s · "
+                    "%s · batch %lld · %d steps · loss %s · optimizer %s (lr %g) · backend %s · "
                     "step %.4g ms (median) · %.4g samples/s",
                     r->model, (long long)r->batch, r->steps, ntp_loss_name(r->loss),
                     ntp_optimizer_name(r->optimizer), r->lr, r->backend ? r->backend : "ref",
@@ -338,9 +338,10 @@ ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, 
     loss_chart(f, r);
     fputs("<h2>Time per layer and phase</h2>\n<p class=\"note\">The median milliseconds of "
           "each phase of a step over the steps; share is the layer's part of the median step; "
-          "backward by names who ran its backward.</p>\n",
+          "forward by and backward by name who ran its forward and its backward.</p>\n",
           f);
-    phase_header(f, "<th>share %</th><th class=\"l\">backward by</th>");
+    phase_header(f, "<th>share %</th><th class=\"l\">forward by</th><th "
+                    "class=\"l\">backward by</th>");
     for (int i = 0; i < r->n_layers; i++) {
         const ntp_train_layer *l = &r->layers[i];
         double sum = 0.0;
@@ -351,6 +352,8 @@ ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_result *r, 
         }
         ntp__html_num_cell(f, r->step.median > 0 ? 100.0 * sum / r->step.median : NAN, false);
         fputs("<td class=\"l\">", f);
+        ntp__html_text(f, l->forward_by ? l->forward_by : "-");
+        fputs("</td><td class=\"l\">", f);
         ntp__html_text(f, l->backward_by ? l->backward_by : "-");
         fputs("</td></tr>\n", f);
     }

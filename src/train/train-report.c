@@ -197,6 +197,8 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
                     ntp__jset(&ok, o, ntp_train_phase_name((ntp_train_phase)ph),
                               stats_json(&ok, &l->phase[ph]));
             ntp__jset(&ok, o, "flops", flops_json(&ok, r->plan->layers[i].flops));
+            if (l->forward_by)
+                ntp__jset(&ok, o, "forward_by", ntp__json_str(l->forward_by));
             if (l->backward_by)
                 ntp__jset(&ok, o, "backward_by", ntp__json_str(l->backward_by));
             if (l->backward_precision)
@@ -234,11 +236,11 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
     bool by = r->backend && strcmp(r->backend, "ref") != 0;
     if (by)
         ntp__put_linef(f,
-                       "backward on %s where it has the layer's primitives (bwd by), the "
-                       "rest and every forward on the reference engine",
+                       "forward and backward on %s where it has the layer's primitives (fwd "
+                       "by, bwd by), the rest on the reference engine",
                        r->backend);
     fprintf(f, "\nmedian ms per step        %-14s %9s %9s %9s %9s %6s%s\n", "type", "forward",
-            "bwd-data", "bwd-wts", "update", "share", by ? "  bwd by" : "");
+            "bwd-data", "bwd-wts", "update", "share", by ? "  fwd by  bwd by" : "");
     double total = r->step.median;
     char b[NTP_TRAIN_PHASE_COUNT][16];
     for (int i = 0; i < r->n_layers; i++) {
@@ -257,8 +259,9 @@ ntp_status ntp_report_write_train(ntp_ctx *ctx, const ntp_train_result *r, ntp_f
             fprintf(f, " %9s", b[ph]);
         }
         fprintf(f, " %5.1f%%", total > 0 ? 100.0 * sum / total : 0.0);
-        if (by && l->backward_by)
-            fprintf(f, "  %s", l->backward_by);
+        if (by)
+            fprintf(f, "  %-6s  %s", l->forward_by ? l->forward_by : "-",
+                    l->backward_by ? l->backward_by : "-");
         fputc('\n', f);
     }
     fputc('\n', f);

@@ -92,7 +92,21 @@ struct ntp_trainer {
     /* bf16 mixed precision: the fp32 master of each weight matrix, whose
      * bf16 copy is its val; NULL elsewhere and at f32. */
     double **master;
+    /* The backend's forward (docs/train.md): fwd_be[node] says whether it
+     * runs the node's forward (in f32). Each tensor's values live in
+     * s.val (double) and, once a backend layer has read or written them,
+     * in f32[tensor]; fresh[tensor] says which of the two hold its current
+     * values (FRESH_D, FRESH_F), and the other is brought up to date only
+     * where a layer of the other engine reads it. ref_forward keeps every
+     * forward on ref (the backward tests, whose forward must be the
+     * reference's). */
+    bool *fwd_be;
+    float **f32;
+    unsigned char *fresh;
+    bool ref_forward;
 };
+
+enum { FRESH_D = 1, FRESH_F = 2 };
 
 /* --- bf16 mixed precision (docs/train.md) ----------------------------------- */
 
@@ -500,6 +514,177 @@ static ntp_status load_labels(ntp_ctx *ctx, ntp_trainer *t)
     return st;
 }
 
+/* --- the backend's forward (docs/train.md) ---------------------------------- */
+
+static bool copy_op(const ntp_node *n)
+{
+    return n->op == NTP_OP_RESHAPE || n->op == NTP_OP_FLATTEN || n->op == NTP_OP_MEMCPY;
+}
+
+/* Which layers' forward runs on the backend: at f32, those it has a
+ * training forward for, every input and output f32; and the copies
+ * (reshape, flatten, memcpy) of a tensor such a layer made, which move its
+ * f32 values on. A CTC decoder the loss replaces does not run. */
+static void plan_forward(ntp_trainer *t)
+{
+    const ntp_graph *g = t->g;
+    if (!t->be || mixed(t))
+        return;
+    bool *made = calloc((size_t)g->n_tensors + 1, sizeof *made);
+    if (!made)
+        return; /* every forward on ref: slower, not wrong */
+    for (int i = 0; i < g->n_nodes; i++) {
+        int ni = g->order[i];
+        const ntp_node *n = &g->nodes[ni];
+        bool f32 = n->n_out == 1 && g->tensors[n->out[0]].dtype == NTP_DTYPE_F32;
+        for (int k = 0; k < n->n_in; k++)
+            f32 = f32 && g->tensors[n->in[k]].dtype == NTP_DTYPE_F32;
+        bool be = f32 && ni != t->tg.fused_node &&
+                  (copy_op(n) ? n->n_in == 1 && made[n->in[0]]
+                              : ntp__be_supports_train_forward(t->be, g, n));
+        t->fwd_be[ni] = be;
+        if (be)
+            made[n->out[0]] = true;
+    }
+    free(made);
+}
+
+/* Tensor i's values in f32 (converted from its doubles unless they are
+ * there already); NULL when out of memory. */
+static float *want_f32(ntp_trainer *t, int i)
+{
+    int64_t c = numel(t, i);
+    if (!t->f32[i]) {
+        if (!(t->f32[i] = malloc((size_t)c * sizeof(float) + 1)))
+            return NULL;
+        t->allocated += c * (int64_t)sizeof(float);
+        t->fresh[i] &= (unsigned char)~FRESH_F;
+    }
+    if (!(t->fresh[i] & FRESH_F)) {
+        const double *d = t->s.val[i];
+        float *f = t->f32[i];
+        for (int64_t j = 0; j < c; j++)
+            f[j] = (float)d[j];
+        t->fresh[i] |= FRESH_F;
+    }
+    return t->f32[i];
+}
+
+/* Tensor i's doubles, brought up to date from its f32 values where a
+ * backend layer made them. */
+static void want_double(ntp_trainer *t, int i)
+{
+    if (t->fresh[i] & FRESH_D)
+        return;
+    int64_t c = numel(t, i);
+    const float *f = t->f32[i];
+    double *d = t->s.val[i];
+    for (int64_t j = 0; j < c; j++)
+        d[j] = f[j];
+    t->fresh[i] |= FRESH_D;
+}
+
+/* What a reference kernel of n reads as doubles: every input (forward),
+ * or the values its backward reads (ntp__train_needs, as the planner keeps
+ * them). */
+static void want_node_double(ntp_trainer *t, const ntp_node *n, bool backward)
+{
+    ntp_train_needs need = ntp__train_needs(t->g, n);
+    for (int k = 0; k < n->n_in; k++)
+        if (!backward || need.input[k])
+            want_double(t, n->in[k]);
+    for (int k = 0; backward && need.output && k < n->n_out; k++)
+        want_double(t, n->out[k]);
+}
+
+/* n's forward on the reference engine, from its inputs' doubles. */
+static ntp_status ref_forward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
+{
+    want_node_double(t, n, false);
+    ntp_status st = ntp__train_forward(ctx, &t->s, n);
+    for (int k = 0; k < n->n_out; k++)
+        t->fresh[n->out[k]] = FRESH_D;
+    return st;
+}
+
+/* n's backward-data on the reference engine, which reads doubles (its
+ * backward-weights runs after it, so they are there for it too). */
+static void ref_backward_data(ntp_trainer *t, const ntp_node *n)
+{
+    want_node_double(t, n, true);
+    ntp__train_backward_data(&t->s, n);
+}
+
+/* n's forward on the backend, in f32; a norm's batch (row) statistics go
+ * to its saved state as the reference keeps them (mean, 1/σ), and batch
+ * norm moves its running statistics as the reference does (PyTorch's
+ * momentum 0.1, unbiased variance). */
+static ntp_status backend_forward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
+{
+    const ntp_graph *g = t->g;
+    int y = n->out[0];
+    ntp_train_fwd_args a = {.g = g, .n = n};
+    for (int k = 0; k < n->n_in; k++)
+        if (!(a.in[k] = want_f32(t, n->in[k])))
+            goto oom;
+    if (copy_op(n)) {
+        float *o = t->f32[y] ? t->f32[y] : want_f32(t, y);
+        if (!o)
+            goto oom;
+        memcpy(o, a.in[0], (size_t)numel(t, y) * sizeof(float));
+        t->fresh[y] = FRESH_F;
+        return NTP_STATUS_OK;
+    }
+    for (int k = 0; k < n->n_w; k++)
+        if (!(a.w[k] = want_f32(t, n->w[k])))
+            goto oom;
+    if (!t->f32[y] && !want_f32(t, y))
+        goto oom;
+    a.out = t->f32[y];
+    bool bn = n->op == NTP_OP_BATCHNORM, ln = n->op == NTP_OP_LAYERNORM;
+    int64_t c = bn || ln ? ntp__train_saved_count(g, n) / 2 : 0;
+    float *stat = c ? malloc((size_t)(2 * c) * sizeof *stat + 1) : NULL;
+    if (c && !stat)
+        goto oom;
+    a.mean = stat;
+    a.var = stat ? stat + c : NULL;
+    ntp_status st = ntp__be_train_forward(t->be, ctx, t->be_state, &a);
+    if (!st) {
+        t->fresh[y] = FRESH_F;
+        double *sv = t->s.saved[n - g->nodes];
+        for (int64_t i = 0; i < c; i++) {
+            sv[i] = stat[i];
+            sv[c + i] = 1.0 / sqrt((double)stat[c + i] + n->a.epsilon);
+        }
+    }
+    if (!st && bn) {
+        const ntp_shape *xs = &g->tensors[n->in[0]].shape;
+        double M = (double)(ntp_shape_numel(xs) / c);
+        double *rm = t->s.val[n->w[2]], *rv = t->s.val[n->w[3]];
+        for (int64_t i = 0; i < c; i++) {
+            double var = stat[c + i];
+            rm[i] = (1.0 - 0.1) * rm[i] + 0.1 * (double)stat[i];
+            rv[i] = (1.0 - 0.1) * rv[i] + 0.1 * (M > 1 ? var * M / (M - 1.0) : var);
+        }
+        t->fresh[n->w[2]] = t->fresh[n->w[3]] = FRESH_D;
+    }
+    free(stat);
+    return st;
+oom:
+    return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory for the f32 values");
+}
+
+/* Every forward on the reference engine (internal: tests/test_train_grad.c
+ * checks the backend's backward against the reference's on the same
+ * forward). */
+void ntp__trainer_ref_forward(ntp_trainer *t);
+void ntp__trainer_ref_forward(ntp_trainer *t)
+{
+    t->ref_forward = true;
+    for (int i = 0; t->fwd_be && i < t->g->n_nodes; i++)
+        t->fwd_be[i] = false;
+}
+
 ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
                                bool input_grads, ntp_trainer **out);
 
@@ -590,8 +775,13 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     t->m = calloc((size_t)nt + 1, sizeof *t->m);
     t->v = calloc((size_t)nt + 1, sizeof *t->v);
     t->needs = calloc((size_t)nt + 1, sizeof *t->needs);
-    if (!t->s.val || !t->s.grad || !t->s.saved || !t->m || !t->v || !t->needs)
+    t->f32 = calloc((size_t)nt + 1, sizeof *t->f32);
+    t->fresh = malloc((size_t)nt + 1);
+    t->fwd_be = calloc((size_t)g->n_nodes + 1, sizeof *t->fwd_be);
+    if (!t->s.val || !t->s.grad || !t->s.saved || !t->m || !t->v || !t->needs || !t->f32 ||
+        !t->fresh || !t->fwd_be)
         goto oom;
+    memset(t->fresh, FRESH_D, (size_t)nt + 1);
     ntp__train_grad_flags(g, t->needs);
     if (input_grads) {
         /* Gradients of the inputs too (the finite-difference tests). */
@@ -626,6 +816,7 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     if ((st = load_weights(ctx, t)) || (st = load_inputs(ctx, t)) || (st = load_labels(ctx, t)) ||
         (mixed(t) && (st = mixed_start(ctx, t))))
         goto fail;
+    plan_forward(t);
     *out = t;
     return NTP_STATUS_OK;
 oom:
@@ -657,6 +848,8 @@ void ntp_trainer_free(ntp_trainer *t)
             free(t->v[i]);
         if (t->master)
             free(t->master[i]);
+        if (t->f32)
+            free(t->f32[i]);
     }
     for (int i = 0; t->s.saved && i < t->g->n_nodes; i++)
         free(t->s.saved[i]);
@@ -666,6 +859,9 @@ void ntp_trainer_free(ntp_trainer *t)
     free(t->m);
     free(t->v);
     free(t->master);
+    free(t->fwd_be);
+    free(t->f32);
+    free(t->fresh);
     free(t->needs);
     free(t->labels);
     free(t->ctc_scratch);
@@ -742,19 +938,21 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
     ntp_backward_args a = {.g = g, .n = n, .mode = mode, .bf16 = bf16_backward(t, n)};
-    float *dy = to_f32(t->s.grad[n->out[0]], cy), *x = NULL, *w = NULL, *y = NULL, *out = NULL;
-    float *db = NULL, *mean = NULL, *var = NULL, *x2 = NULL, *out2 = NULL;
+    /* The values it reads are the tensors' f32 values, converted only
+     * where the reference engine made them (want_f32). */
+    float *dy = to_f32(t->s.grad[n->out[0]], cy), *out = NULL;
+    const float *x = NULL, *w = NULL, *y = NULL, *x2 = NULL;
+    float *db = NULL, *mean = NULL, *var = NULL, *out2 = NULL;
     int64_t cx2 = two ? ntp_shape_numel(&g->tensors[n->in[1]].shape) : 0;
     bool ok = dy != NULL;
     if (ok && two && mode == 1)
-        ok = (x2 = to_f32(t->s.val[n->in[1]], cx2)) &&
-             (!gx2 || (out2 = malloc((size_t)cx2 * 4 + 1)));
+        ok = (x2 = want_f32(t, n->in[1])) && (!gx2 || (out2 = malloc((size_t)cx2 * 4 + 1)));
     if (ok && (mode == 2 || (need.input[0] && !dense)))
-        ok = (x = to_f32(t->s.val[n->in[0]], cx)) != NULL;
+        ok = (x = want_f32(t, n->in[0])) != NULL;
     if (ok && cw > 0 && (mode == 1 || norm))
-        ok = (w = to_f32(t->s.val[n->w[0]], cw)) != NULL;
+        ok = (w = want_f32(t, n->w[0])) != NULL;
     if (ok && need.output)
-        ok = (y = to_f32(t->s.val[n->out[0]], cy)) != NULL;
+        ok = (y = want_f32(t, n->out[0])) != NULL;
     if (ok && norm)
         ok = norm_stats(t, n, &mean, &var);
     if (ok && mode == 1)
@@ -789,14 +987,10 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
             gb[i] = db[i];
     }
     free(dy);
-    free(x);
-    free(w);
-    free(y);
     free(out);
     free(db);
     free(mean);
     free(var);
-    free(x2);
     free(out2);
     return st;
 }
@@ -817,13 +1011,13 @@ static ntp_status backend_rnn_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_n
     int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
     int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cw[3] = {0, 0, 0};
-    float *x = to_f32(t->s.val[n->in[0]], cx), *dy = to_f32(t->s.grad[n->out[0]], cy);
-    float *w[3] = {NULL, NULL, NULL}, *dw[3] = {NULL, NULL, NULL};
+    const float *x = want_f32(t, n->in[0]), *w[3] = {NULL, NULL, NULL};
+    float *dy = to_f32(t->s.grad[n->out[0]], cy), *dw[3] = {NULL, NULL, NULL};
     float *dx = gx ? malloc((size_t)cx * sizeof *dx + 1) : NULL;
     bool ok = x && dy && (!gx || dx) && n->n_w >= 2 && n->n_w <= 3;
     for (int k = 0; ok && k < n->n_w; k++) {
         cw[k] = ntp_shape_numel(&g->tensors[n->w[k]].shape);
-        ok = (w[k] = to_f32(t->s.val[n->w[k]], cw[k])) != NULL &&
+        ok = (w[k] = want_f32(t, n->w[k])) != NULL &&
              (!t->s.grad[n->w[k]] || (dw[k] = malloc((size_t)cw[k] * sizeof **dw + 1)));
     }
     ntp_backward_args a = {.g = g,
@@ -845,13 +1039,10 @@ static ntp_status backend_rnn_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_n
     for (int k = 0; !st && k < n->n_w; k++)
         for (int64_t i = 0; dw[k] && i < cw[k]; i++)
             t->s.grad[n->w[k]][i] = dw[k][i];
-    free(x);
     free(dy);
     free(dx);
-    for (int k = 0; k < 3; k++) {
-        free(w[k]);
+    for (int k = 0; k < 3; k++)
         free(dw[k]);
-    }
     return st;
 }
 
@@ -879,7 +1070,12 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         /* A CTC decoder the loss replaces does not run. */
         if (g->order[i] == t->tg.fused_node && g->nodes[g->order[i]].op == NTP_OP_CTC_DECODE)
             continue;
-        TIME_(NTP_TRAIN_FORWARD, i, st = ntp__train_forward(ctx, &t->s, &g->nodes[g->order[i]]));
+        const ntp_node *n = &g->nodes[g->order[i]];
+        if (t->fwd_be[g->order[i]]) {
+            TIME_(NTP_TRAIN_FORWARD, i, st = backend_forward(ctx, t, n));
+        } else {
+            TIME_(NTP_TRAIN_FORWARD, i, st = ref_forward(ctx, t, n));
+        }
         if (st)
             return st;
         if (mixed(t))
@@ -889,6 +1085,7 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
     if (!dx && !(dx = t->s.grad[t->tg.logits] =
                      dalloc(t, ntp_shape_numel(&g->tensors[t->tg.logits].shape))))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    want_double(t, t->tg.logits);
     if (t->o.loss == NTP_LOSS_CTC)
         TIME_(NTP_TRAIN_FORWARD, L,
               scratch =
@@ -928,7 +1125,7 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
                 return st;
             continue;
         }
-        TIME_(NTP_TRAIN_BACKWARD_DATA, i, ntp__train_backward_data(&t->s, n));
+        TIME_(NTP_TRAIN_BACKWARD_DATA, i, ref_backward_data(t, n));
         TIME_(NTP_TRAIN_BACKWARD_WEIGHTS, i, ntp__train_backward_weights(&t->s, n));
     }
 #undef TIME_
@@ -950,6 +1147,7 @@ void ntp__trainer_update(ntp_trainer *t, double *times)
             if (g->tensors[w].kind != NTP_TENSOR_WEIGHT)
                 continue;
             int64_t c = ntp_shape_numel(&g->tensors[w].shape);
+            t->fresh[w] = FRESH_D;
             if (!mixed(t)) {
                 ntp__train_update(&t->opt, t->t, t->s.val[w], t->s.grad[w], t->m[w], t->v[w], c);
                 continue;
@@ -1047,6 +1245,7 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
             ly->has[NTP_TRAIN_BACKWARD_DATA] = bwd && data;
             ly->has[NTP_TRAIN_BACKWARD_WEIGHTS] = bwd && ntp__train_has_weights(g, n);
             ly->has[NTP_TRAIN_UPDATE] = ntp__train_has_weights(g, n);
+            ly->forward_by = t->fwd_be[g->order[i]] ? t->be->name : "ref";
             if (bwd)
                 ly->backward_by = on_backend(t, n) ? t->be->name : "ref";
             if (bwd && mixed(t))

@@ -435,4 +435,6 @@ const ntp_backend_i ntp__backend_onednn = {
     /* Training (backward.c). */
     .supports_backward = ntp__odnn_supports_backward,
     .backward = ntp__odnn_backward,
+    .supports_train_forward = ntp__odnn_supports_train_forward,
+    .train_forward = ntp__odnn_train_forward,
 };

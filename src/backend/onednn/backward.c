@@ -33,14 +33,20 @@
 /* Where a memory object's data handle comes from at each call: one of
  * ntp_backward_args' buffers, or its own allocation (a workspace, a
  * scratch output). */
-enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR, H_X2, H_DX2 };
-enum { ODNN_BWD_MEMS = 10 };
+enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR, H_X2, H_DX2, H_FWS };
+/* The training forward's (mode 0): input k, weight k, its output and a
+ * norm's statistics. */
+enum { H_FIN = 32, H_FW = 48, H_FOUT = 64, H_FMEAN, H_FVAR };
+enum { ODNN_BWD_MEMS = 16 };
 
-/* One layer's backward primitive for one phase, its memory objects and
- * its arguments; fwd, when set, runs first (max pooling's workspace). */
+/* One layer's backward primitive for one phase (mode 1 data, 2 weights, 3
+ * a matmul's second input; 0 the training forward), its memory objects and
+ * its arguments; fwd, when set, runs first (max pooling's workspace when
+ * the forward ran elsewhere). ws: the forward's workspace memory, -1 none. */
 struct odnn_bwd {
     const ntp_node *n;
     int mode;
+    int ws;
     dnnl_primitive_t fwd, prim;
     int n_mem;
     dnnl_memory_t mem[ODNN_BWD_MEMS];
@@ -597,6 +603,15 @@ static void add_arg(struct odnn_bwd *e, bool fwd, int arg, int m)
         e->args[e->n_args++] = (dnnl_exec_arg_t){arg, e->mem[m]};
 }
 
+/* Layer n's primitive for phase mode, or NULL when not built yet. */
+static struct odnn_bwd *find_entry(odnn_state *s, const ntp_node *n, int mode)
+{
+    for (int i = 0; i < s->n_bwd; i++)
+        if (s->bwd[i].n == n && s->bwd[i].mode == mode)
+            return &s->bwd[i];
+    return NULL;
+}
+
 /* The memory objects and arguments of each kind and phase. Data:
  * diff_src from diff_dst and what the layer's derivative reads; weights:
  * diff_weights and diff_bias (a norm's diff_scale and diff_shift). */
@@ -635,6 +650,17 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
             dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
         if (!ws || dnnl_memory_desc_get_size(ws) == 0)
             return st ? st : dnnl_unimplemented;
+        /* The training forward ran on oneDNN: its workspace, as it left it. */
+        const struct odnn_bwd *f = find_entry(s, e->n, 0);
+        if (f && f->ws >= 0) {
+            const dnnl_memory_desc_t *fws = NULL;
+            if (!st)
+                st = dnnl_memory_get_memory_desc(f->mem[f->ws], &fws);
+            if (!st && dnnl_memory_desc_equal(fws, ws)) {
+                add_arg(e, false, DNNL_ARG_WORKSPACE, add_mem(s, e, ws, H_FWS, &st));
+                break;
+            }
+        }
         int w = add_mem(s, e, ws, H_OWN, &st);
         add_arg(e, true, DNNL_ARG_SRC, add_mem(s, e, &d->src, H_X, &st));
         add_arg(e, true, DNNL_ARG_DST, add_mem(s, e, &d->dst, H_OWN, &st));
@@ -682,6 +708,7 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
     memset(e, 0, sizeof *e);
     e->n = a->n;
     e->mode = mode;
+    e->ws = -1;
     dnnl_status_t st = describe(a, mode, &d);
     if (!st && d.kind != BK_MATMUL) { /* a matmul's backward is a matmul: no hint */
         what = "the forward hint";
@@ -739,10 +766,7 @@ static void *handle_ptr(const ntp_backward_args *a, int h)
 /* Run layer a->n's primitive for phase `mode`, built at its first call. */
 static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a, int mode)
 {
-    struct odnn_bwd *e = NULL;
-    for (int i = 0; i < s->n_bwd && !e; i++)
-        if (s->bwd[i].n == a->n && s->bwd[i].mode == mode)
-            e = &s->bwd[i];
+    struct odnn_bwd *e = find_entry(s, a->n, mode);
     if (!e) {
         struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
         if (!grown)
@@ -759,6 +783,12 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
         if (e->handle[k] == H_OWN)
             continue;
         void *p = handle_ptr(a, e->handle[k]);
+        if (e->handle[k] == H_FWS) { /* the training forward's workspace */
+            const struct odnn_bwd *f = find_entry(s, a->n, 0);
+            p = NULL;
+            if (f && f->ws >= 0 && (st = dnnl_memory_get_data_handle(f->mem[f->ws], &p)))
+                break;
+        }
         if (!p)
             return ntp__be_error(ctx, "onednn backward", a->g, a->n, NTP_STATUS_INTERNAL,
                                  "a buffer the layer reads was not given");
@@ -799,4 +829,249 @@ ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
     if (!st && a->mode == 1 && a->dx2)
         st = run_phase(ctx, s, a, 3);
     return st;
+}
+
+/* --- the training forward ------------------------------------------------------ */
+
+/* A binary layer oneDNN's binary primitive runs here: two inputs, the
+ * first of the output's shape, the second the same or broadcast (dims of
+ * 1, right-aligned). */
+static bool binary_fits(const ntp_graph *g, const ntp_node *n)
+{
+    if (n->n_in != 2 || n->n_out != 1)
+        return false;
+    const ntp_shape *y = &g->tensors[n->out[0]].shape, *a = &g->tensors[n->in[0]].shape;
+    const ntp_shape *b = &g->tensors[n->in[1]].shape;
+    if (!ntp_shape_equal(a, y) || b->ndim > y->ndim || y->ndim < 1 || y->ndim > DNNL_MAX_NDIMS)
+        return false;
+    for (int d = 0; d < b->ndim; d++) {
+        int64_t yd = y->dim[d + y->ndim - b->ndim];
+        if (b->dim[d] != yd && b->dim[d] != 1)
+            return false;
+    }
+    return true;
+}
+
+static dnnl_alg_kind_t binary_alg(ntp_op op)
+{
+    return op == NTP_OP_ADD   ? dnnl_binary_add
+           : op == NTP_OP_SUB ? dnnl_binary_sub
+           : op == NTP_OP_MUL ? dnnl_binary_mul
+                              : dnnl_alg_kind_undef;
+}
+
+bool ntp__odnn_supports_train_forward(const ntp_graph *g, const ntp_node *n)
+{
+    dnnl_alg_kind_t alg;
+    float al, be;
+    if (binary_alg(n->op) != dnnl_alg_kind_undef)
+        return binary_fits(g, n);
+    if (n->op == NTP_OP_CONCAT) {
+        const ntp_shape *y = &g->tensors[n->out[0]].shape;
+        int64_t axis = n->a.axis < 0 ? n->a.axis + y->ndim : n->a.axis;
+        return n->n_in >= 1 && n->n_in < ODNN_BWD_MEMS && y->ndim >= 1 &&
+               y->ndim <= DNNL_MAX_NDIMS && axis >= 0 && axis < y->ndim;
+    }
+    /* Clip and hardswish: the forward matches the reference's (only
+     * their derivatives' kinks differ, so their backward stays on ref). */
+    if (n->op == NTP_OP_CLIP || n->op == NTP_OP_HARDSWISH)
+        return n->n_in == 1 && n->n_out == 1 && ntp__dnnl_eltwise_alg(n, &alg, &al, &be) &&
+               g->tensors[n->in[0]].shape.ndim <= DNNL_MAX_NDIMS;
+    /* The recurrent layers too: ntp__odnn_supports_backward sends them
+     * to rnn-backward.c's. */
+    return ntp__odnn_supports_backward(g, n);
+}
+
+/* The buffer of a's that forward handle h names. */
+static void *fwd_ptr(const ntp_train_fwd_args *a, int h)
+{
+    if (h >= H_FIN && h < H_FIN + NTP_MAX_INPUTS)
+        return (void *)a->in[h - H_FIN];
+    if (h >= H_FW && h < H_FW + NTP_MAX_WEIGHTS)
+        return (void *)a->w[h - H_FW];
+    switch (h) {
+    case H_FOUT: return a->out;
+    case H_FMEAN: return a->mean;
+    case H_FVAR: return a->var;
+    default: return NULL;
+    }
+}
+
+/* A matmul's forward: C = op(A)·op(B) over strided views, with a B shared
+ * over the batch folded as its backward folds it. */
+static dnnl_status_t matmul_forward_pd(odnn_state *s, const ntp_graph *g, const ntp_node *n,
+                                       bwd_desc *d, dnnl_primitive_desc_t *pd)
+{
+    mm_geom m;
+    dnnl_matmul_desc_t od;
+    dnnl_status_t st;
+    if (!mm_geometry(g, n, &m))
+        return dnnl_unimplemented;
+    if ((st = mm_view(&d->src, m.r, m.a, n->a.transpose_a)) ||
+        (st = mm_view(&d->wei, m.r, m.b, n->a.transpose_b)) ||
+        (st = mm_view(&d->dst, m.r, m.c, false)) ||
+        (st = dnnl_matmul_desc_init(&od, &d->src, &d->wei, NULL, &d->dst)))
+        return st;
+    return dnnl_primitive_desc_create(pd, &od, NULL, s->eng, NULL);
+}
+
+/* Build layer a->n's training forward into *e. */
+static ntp_status build_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd_args *a,
+                                struct odnn_bwd *e)
+{
+    const ntp_graph *g = a->g;
+    const ntp_node *n = a->n;
+    ntp_backward_args ba = {.g = g, .n = n};
+    bwd_desc d;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *what = "describing the layer";
+    memset(e, 0, sizeof *e);
+    memset(&d, 0, sizeof d);
+    e->n = n;
+    e->mode = 0;
+    e->ws = -1;
+    dnnl_status_t st = dnnl_success;
+    const dnnl_memory_desc_t *dst = NULL;
+    if (n->op == NTP_OP_CONCAT) {
+        const ntp_shape *y = &g->tensors[n->out[0]].shape;
+        int axis = (int)(n->a.axis < 0 ? n->a.axis + y->ndim : n->a.axis);
+        dnnl_memory_desc_t src[NTP_MAX_INPUTS];
+        for (int i = 0; i < n->n_in && !st; i++)
+            st = ntp__dnnl_plain_md(&src[i], &g->tensors[n->in[i]].shape, dnnl_f32);
+        if (!st)
+            st = ntp__dnnl_plain_md(&d.dst, y, dnnl_f32);
+        what = "the concat primitive descriptor";
+        if (!st)
+            st = dnnl_concat_primitive_desc_create(&pd, &d.dst, n->n_in, axis, src, NULL, s->eng);
+        for (int i = 0; i < n->n_in; i++)
+            add_arg(e, false, DNNL_ARG_MULTIPLE_SRC + i, add_mem(s, e, &src[i], H_FIN + i, &st));
+        dst = &d.dst;
+    } else if (binary_alg(n->op) != dnnl_alg_kind_undef) {
+        const ntp_shape *y = &g->tensors[n->out[0]].shape, *b = &g->tensors[n->in[1]].shape;
+        int64_t bd[DNNL_MAX_NDIMS];
+        for (int i = 0; i < y->ndim; i++)
+            bd[i] = i < y->ndim - b->ndim ? 1 : b->dim[i - (y->ndim - b->ndim)];
+        dnnl_binary_desc_t od;
+        if (!(st = ntp__dnnl_plain_md(&d.src, y, dnnl_f32)) &&
+            !(st = ntp__dnnl_plain_dims(&d.wei, y->ndim, bd, dnnl_f32)) &&
+            !(st = dnnl_binary_desc_init(&od, binary_alg(n->op), &d.src, &d.wei, &d.src))) {
+            what = "the binary primitive descriptor";
+            st = dnnl_primitive_desc_create(&pd, &od, NULL, s->eng, NULL);
+        }
+        add_arg(e, false, DNNL_ARG_SRC_0, add_mem(s, e, &d.src, H_FIN, &st));
+        add_arg(e, false, DNNL_ARG_SRC_1, add_mem(s, e, &d.wei, H_FIN + 1, &st));
+        dst = &d.src;
+    } else if (n->op == NTP_OP_MATMUL) {
+        what = "the matmul primitive descriptor";
+        st = matmul_forward_pd(s, g, n, &d, &pd);
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d.src, H_FIN, &st));
+        add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d.wei, H_FIN + 1, &st));
+        dst = &d.dst;
+    } else if (n->op == NTP_OP_CLIP || n->op == NTP_OP_HARDSWISH) {
+        dnnl_eltwise_desc_t od;
+        if (!ntp__dnnl_eltwise_alg(n, &d.alg, &d.alpha, &d.beta))
+            st = dnnl_unimplemented;
+        if (!st && !(st = ntp__dnnl_plain_md(&d.src, &g->tensors[n->in[0]].shape, dnnl_f32)) &&
+            !(st = dnnl_eltwise_forward_desc_init(&od, dnnl_forward_training, d.alg, &d.src,
+                                                  d.alpha, d.beta))) {
+            what = "the eltwise primitive descriptor";
+            st = dnnl_primitive_desc_create(&pd, &od, NULL, s->eng, NULL);
+        }
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d.src, H_FIN, &st));
+        dst = &d.src;
+    } else {
+        /* The backward's own descriptors, in forward training. */
+        st = describe_f32(&ba, 1, &d);
+        if (!st) {
+            what = "the forward-training primitive descriptor";
+            st = forward_pd(s, n, &d, &pd);
+        }
+        add_arg(e, false, DNNL_ARG_SRC, add_mem(s, e, &d.src, H_FIN, &st));
+        switch (d.kind) {
+        case BK_CONV:
+        case BK_DECONV:
+        case BK_FC:
+            add_arg(e, false, DNNL_ARG_WEIGHTS, add_mem(s, e, &d.wei, H_FW, &st));
+            if (d.has_bias)
+                add_arg(e, false, DNNL_ARG_BIAS, add_mem(s, e, &d.bias, H_FW + 1, &st));
+            dst = &d.dst;
+            break;
+        case BK_POOL: {
+            dst = &d.dst;
+            const dnnl_memory_desc_t *ws =
+                pd ? dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0) : NULL;
+            if (!st && ws && dnnl_memory_desc_get_size(ws) > 0) {
+                e->ws = add_mem(s, e, ws, H_OWN, &st);
+                add_arg(e, false, DNNL_ARG_WORKSPACE, e->ws);
+            }
+            break;
+        }
+        case BK_BNORM:
+        case BK_LNORM:
+            add_arg(e, false, DNNL_ARG_SCALE, add_mem(s, e, &d.wei, H_FW, &st));
+            add_arg(e, false, DNNL_ARG_SHIFT, add_mem(s, e, &d.wei, H_FW + 1, &st));
+            add_arg(e, false, DNNL_ARG_MEAN, add_mem(s, e, &d.stat, H_FMEAN, &st));
+            add_arg(e, false, DNNL_ARG_VARIANCE, add_mem(s, e, &d.stat, H_FVAR, &st));
+            dst = &d.src;
+            break;
+        case BK_ELTWISE:
+        case BK_SOFTMAX: dst = &d.src; break;
+        case BK_MATMUL:
+        case BK_NONE: st = st ? st : dnnl_unimplemented; break;
+        }
+    }
+    if (dst)
+        add_arg(e, false, DNNL_ARG_DST, add_mem(s, e, dst, H_FOUT, &st));
+    if (!st) {
+        what = "dnnl_primitive_create";
+        st = dnnl_primitive_create(&e->prim, pd);
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (st) {
+        for (int k = 0; k < e->n_mem; k++)
+            dnnl_memory_destroy(e->mem[k]);
+        return ntp__dnnl_status_error(ctx, "onednn training forward", g, n, st, what);
+    }
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a)
+{
+    odnn_state *s = state;
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+        return ntp__odnn_rnn_forward(ctx, s, a);
+    struct odnn_bwd *e = find_entry(s, a->n, 0);
+    if (!e) {
+        struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
+        if (!grown)
+            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
+                              "onednn training forward: out of memory");
+        s->bwd = grown;
+        ntp_status r = build_forward(ctx, s, a, &s->bwd[s->n_bwd]);
+        if (r)
+            return r;
+        e = &s->bwd[s->n_bwd++];
+    }
+    dnnl_status_t st = dnnl_success;
+    const char *what = "dnnl_memory_set_data_handle";
+    for (int k = 0; k < e->n_mem && !st; k++) {
+        if (e->handle[k] == H_OWN)
+            continue;
+        void *p = fwd_ptr(a, e->handle[k]);
+        if (!p)
+            return ntp__be_error(ctx, "onednn training forward", a->g, a->n, NTP_STATUS_INTERNAL,
+                                 "a buffer the layer reads or writes was not given");
+        st = dnnl_memory_set_data_handle(e->mem[k], p);
+    }
+    if (!st) {
+        what = "dnnl_primitive_execute";
+        st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
+    }
+    if (!st) {
+        what = "dnnl_stream_wait";
+        st = dnnl_stream_wait(s->stream);
+    }
+    return st ? ntp__dnnl_status_error(ctx, "onednn training forward", a->g, a->n, st, what)
+              : NTP_STATUS_OK;
 }

@@ -353,11 +353,18 @@ extern const ntp_backend_i ntp__backend_onednn;
 /* --- backward.c: training backward (docs/train.md) ------------------------ */
 bool ntp__odnn_supports_backward(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+/* Training forward (forward-training primitives, the same descriptors as
+ * the backward's; binary add, concat; backward.c). */
+bool ntp__odnn_supports_train_forward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a);
 /* Free the backward primitives s keeps. */
 void ntp__odnn_backward_release(odnn_state *s);
 /* --- rnn-backward.c: lstm, gru and rnn backward through time -------------- */
 bool ntp__odnn_rnn_supports_backward(const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a);
+/* Their training forward: the forward-training primitive the backward
+ * reads the workspace of (then skipping its own run). */
+ntp_status ntp__odnn_rnn_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd_args *a);
 void ntp__odnn_rnn_backward_release(odnn_state *s);
 
 #endif

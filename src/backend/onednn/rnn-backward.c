@@ -93,6 +93,9 @@ struct odnn_rbwd {
                         * a memory's own buffer when its handle is set) */
     int n_fargs, n_bargs;
     dnnl_exec_arg_t fargs[12], bargs[24];
+    /* The training forward ran (ntp__odnn_rnn_forward): its workspace and
+     * output are there for the backward, which then skips its own. */
+    bool fwd_done;
 };
 
 static bool recurrent(ntp_op op)
@@ -461,43 +464,125 @@ static dnnl_status_t run_prim(odnn_state *s, dnnl_primitive_t p, dnnl_memory_t f
     return dnnl_primitive_execute(p, s->stream, 2, args);
 }
 
+/* Layer a->n's primitives, built at the first call. */
+static ntp_status entry(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
+                        struct odnn_rbwd **out)
+{
+    for (int i = 0; i < s->n_rbwd; i++)
+        if (s->rbwd[i].n == a->n) {
+            *out = &s->rbwd[i];
+            return NTP_STATUS_OK;
+        }
+    struct odnn_rbwd *grown = realloc(s->rbwd, (size_t)(s->n_rbwd + 1) * sizeof *grown);
+    if (!grown)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "onednn backward: out of memory");
+    s->rbwd = grown;
+    ntp_status r = build(ctx, s, a, &s->rbwd[s->n_rbwd]);
+    if (r)
+        return r;
+    *out = &s->rbwd[s->n_rbwd++];
+    return NTP_STATUS_OK;
+}
+
+/* The weights in oneDNN's gate order (w, r, b as ONNX lays them out; b
+ * NULL: none) and a zero initial state. */
+static bool set_weights(struct odnn_rbwd *e, ntp_op op, const float *w, const float *r,
+                        const float *b)
+{
+    const rb_geom *g = &e->g;
+    const int *map = ntp__dnnl_rnn_gate_map(op);
+    float *wl = buf(e, M_WL), *wi = buf(e, M_WI), *bias = buf(e, M_BIAS);
+    if (!wl || !wi || !bias)
+        return false;
+    regate(g, map, w, wl, g->I, true);
+    regate(g, map, r, wi, g->H, true);
+    if (b)
+        to_bias(g, op, map, b, bias);
+    else
+        zero(e, M_BIAS);
+    zero(e, M_HI);
+    if (e->mem[M_CI])
+        zero(e, M_CI);
+    return true;
+}
+
+ntp_status ntp__odnn_rnn_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd_args *a)
+{
+    ntp_backward_args ba = {.g = a->g, .n = a->n};
+    struct odnn_rbwd *e = NULL;
+    ntp_status r = entry(ctx, s, &ba, &e);
+    if (r)
+        return r;
+    if (!a->in[0] || !a->w[0] || !a->w[1] || !a->out)
+        return ntp__be_error(ctx, "onednn training forward", a->g, a->n, NTP_STATUS_INTERNAL,
+                             "a buffer the layer reads or writes was not given");
+    const rb_geom *g = &e->g;
+    e->fwd_done = false;
+    const char *what = "dnnl_memory_get_data_handle";
+    dnnl_status_t st = set_weights(e, a->n->op, a->w[0], a->w[1], a->n->n_w > 2 ? a->w[2] : NULL)
+                           ? dnnl_success
+                           : dnnl_runtime_error;
+    if (!st) {
+        what = "dnnl_memory_set_data_handle";
+        st = dnnl_memory_set_data_handle(e->mem[M_X], (void *)a->in[0]);
+    }
+    for (int k = R_WL_F; k <= R_WI_F && !st; k++) {
+        what = "a weights reorder";
+        st = run_prim(s, e->re[k], e->mem[re_from[k]], e->mem[re_to[k]]);
+    }
+    if (!st) {
+        what = "the forward-training dnnl_primitive_execute";
+        st = dnnl_primitive_execute(e->fwd, s->stream, e->n_fargs, e->fargs);
+    }
+    if (!st) {
+        what = "dnnl_stream_wait";
+        st = dnnl_stream_wait(s->stream);
+    }
+    const float *y = st ? NULL : buf(e, g->last ? M_HT : M_Y);
+    if (!st && !y)
+        st = dnnl_runtime_error;
+    if (st)
+        return ntp__dnnl_status_error(ctx, "onednn training forward", a->g, a->n, st, what);
+    if (!g->last) {
+        /* dst_layer [T, N, C]: the layer's output (a sum already summed). */
+        memcpy(a->out, y, (size_t)(g->T * g->N * g->C) * sizeof *a->out);
+    } else {
+        /* dst_iter [D, N, H]: each direction's final state, concatenated
+         * or summed into [N, C]. */
+        for (int64_t b = 0; b < g->N; b++)
+            for (int64_t h = 0; h < g->C; h++) {
+                float v = 0.0f;
+                for (int64_t d = 0; d < g->D; d++)
+                    if (g->sum || h / g->H == d)
+                        v += y[(d * g->N + b) * g->H + h % g->H];
+                a->out[b * g->C + h] = v;
+            }
+    }
+    e->fwd_done = true;
+    return NTP_STATUS_OK;
+}
+
 ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a)
 {
     struct odnn_rbwd *e = NULL;
-    for (int i = 0; i < s->n_rbwd && !e; i++)
-        if (s->rbwd[i].n == a->n)
-            e = &s->rbwd[i];
-    if (!e) {
-        struct odnn_rbwd *grown = realloc(s->rbwd, (size_t)(s->n_rbwd + 1) * sizeof *grown);
-        if (!grown)
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "onednn backward: out of memory");
-        s->rbwd = grown;
-        ntp_status r = build(ctx, s, a, &s->rbwd[s->n_rbwd]);
-        if (r)
-            return r;
-        e = &s->rbwd[s->n_rbwd++];
-    }
+    ntp_status r = entry(ctx, s, a, &e);
+    if (r)
+        return r;
     if (!a->x || !a->w || !a->r || !a->dy)
         return ntp__be_error(ctx, "onednn backward", a->g, a->n, NTP_STATUS_INTERNAL,
                              "a buffer the layer reads was not given");
     const rb_geom *g = &e->g;
     const int *map = ntp__dnnl_rnn_gate_map(a->n->op);
-    float *wl = buf(e, M_WL), *wi = buf(e, M_WI), *bias = buf(e, M_BIAS);
     float *dwl = buf(e, M_DWL), *dwi = buf(e, M_DWI), *db = buf(e, M_DB);
-    if (!wl || !wi || !bias || !dwl || !dwi || !db)
+    /* After the training forward, its workspace stands (the weights and
+     * input it read are these); else this call runs it. */
+    bool fwd = !e->fwd_done;
+    e->fwd_done = false;
+    if (!dwl || !dwi || !db || (fwd && !set_weights(e, a->n->op, a->w, a->r, a->b)))
         return fail(ctx, a, dnnl_runtime_error, "dnnl_memory_get_data_handle");
-    regate(g, map, a->w, wl, g->I, true);
-    regate(g, map, a->r, wi, g->H, true);
-    if (a->b)
-        to_bias(g, a->n->op, map, a->b, bias);
-    else
-        zero(e, M_BIAS);
     zero(e, M_DWL_B);
     zero(e, M_DWI_B);
     zero(e, M_DB);
-    zero(e, M_HI);
-    if (e->mem[M_CI])
-        zero(e, M_CI);
     const char *what = "dnnl_memory_set_data_handle";
     dnnl_status_t st = dnnl_memory_set_data_handle(e->mem[M_X], (void *)a->x);
     if (!st)
@@ -514,11 +599,11 @@ ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backwar
     } else if (!st) {
         st = dnnl_memory_set_data_handle(e->mem[M_DY], (void *)a->dy);
     }
-    for (int r = R_WL_F; r <= R_WI_B && !st; r++) {
+    for (int k = fwd ? R_WL_F : R_WL_B; k <= R_WI_B && !st; k++) {
         what = "a weights reorder";
-        st = run_prim(s, e->re[r], e->mem[re_from[r]], e->mem[re_to[r]]);
+        st = run_prim(s, e->re[k], e->mem[re_from[k]], e->mem[re_to[k]]);
     }
-    if (!st) {
+    if (!st && fwd) {
         what = "the forward-training dnnl_primitive_execute (the workspace)";
         st = dnnl_primitive_execute(e->fwd, s->stream, e->n_fargs, e->fargs);
     }
@@ -526,9 +611,9 @@ ntp_status ntp__odnn_rnn_backward(ntp_ctx *ctx, odnn_state *s, const ntp_backwar
         what = "the backward dnnl_primitive_execute";
         st = dnnl_primitive_execute(e->bwd, s->stream, e->n_bargs, e->bargs);
     }
-    for (int r = R_DWL; r <= R_DWI && !st; r++) {
+    for (int k = R_DWL; k <= R_DWI && !st; k++) {
         what = "a gradient reorder";
-        st = run_prim(s, e->re[r], e->mem[re_from[r]], e->mem[re_to[r]]);
+        st = run_prim(s, e->re[k], e->mem[re_from[k]], e->mem[re_to[k]]);
     }
     if (!st) {
         what = "dnnl_stream_wait";
