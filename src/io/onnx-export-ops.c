@@ -299,8 +299,22 @@ static ntp_status rnn(const em *e)
 
 /* --- the rest ------------------------------------------------------------------------------ */
 
+/* The node's attributes that map one to one onto its fields (the ONNX
+ * attribute table, graph/op-onnx-impl.h), in the table's order. */
+static void write_attrs(const em *e, Onnx__NodeProto *o)
+{
+    int n;
+    const ntp_onnx_attr *d = ntp__onnx_attrs(e->n->op, &n);
+    for (int i = 0; i < n; i++)
+        switch (d[i].type) {
+        case NTP_ONNX_ATTR_FLOAT:
+            ntp__xw_attr_f(e->w, o, d[i].name, ntp__onnx_attr_get_f(&e->n->a, &d[i]));
+            break;
+        }
+}
+
 /* The attributes of the ops that simple() writes beyond their inputs and
- * the element-wise parameters (ntp__onnx_params), one line an op. */
+ * those of the ONNX attribute table, one line an op. */
 static void attr_axis(const em *e, Onnx__NodeProto *o)
 {
     ntp__xw_attr_i(e->w, o, "axis", e->n->a.axis);
@@ -358,11 +372,7 @@ static ntp_status simple(const em *e, const char *op)
         in[k++] =
             ntp__xw_i64(e->w, helper_name(e, "axes"), ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
-    const ntp_onnx_params *p = ntp__onnx_params(n->op);
-    if (p->p1)
-        ntp__xw_attr_f(e->w, o, p->p1, ntp__onnx_p1(a));
-    if (p->p2)
-        ntp__xw_attr_f(e->w, o, p->p2, ntp__onnx_p2(a));
+    write_attrs(e, o);
     if (simple_attrs[n->op])
         simple_attrs[n->op](e, o);
     if (reduce) {
