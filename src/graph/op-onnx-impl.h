@@ -26,7 +26,9 @@
  * export (io/onnx-export-ops.c) writes them, so the two agree; what does
  * not map one to one stays in the op's mapper and emitter. */
 typedef enum ntp_onnx_attr_type {
-    NTP_ONNX_ATTR_FLOAT /* a double */
+    NTP_ONNX_ATTR_FLOAT, /* a double; ONNX FLOAT (an INT read as its value) */
+    NTP_ONNX_ATTR_INT,   /* an int64_t; ONNX INT */
+    NTP_ONNX_ATTR_BOOL   /* a bool; ONNX INT, nonzero true, written 0 or 1 */
 } ntp_onnx_attr_type;
 
 typedef struct ntp_onnx_attr {
@@ -46,6 +48,22 @@ static inline double ntp__onnx_attr_get_f(const ntp_attrs *a, const ntp_onnx_att
 static inline void ntp__onnx_attr_set_f(ntp_attrs *a, const ntp_onnx_attr *d, double v)
 {
     *(double *)(void *)((char *)a + d->field) = v;
+}
+static inline int64_t ntp__onnx_attr_get_i(const ntp_attrs *a, const ntp_onnx_attr *d)
+{
+    return *(const int64_t *)(const void *)((const char *)a + d->field);
+}
+static inline void ntp__onnx_attr_set_i(ntp_attrs *a, const ntp_onnx_attr *d, int64_t v)
+{
+    *(int64_t *)(void *)((char *)a + d->field) = v;
+}
+static inline bool ntp__onnx_attr_get_b(const ntp_attrs *a, const ntp_onnx_attr *d)
+{
+    return *(const bool *)(const void *)((const char *)a + d->field);
+}
+static inline void ntp__onnx_attr_set_b(ntp_attrs *a, const ntp_onnx_attr *d, bool v)
+{
+    *(bool *)(void *)((char *)a + d->field) = v;
 }
 
 /* --- element-wise parameters: in the op's struct (graph-impl.h)

@@ -80,6 +80,12 @@ void ntp__onnx_read_attrs(const ntp_onnx_importer *x, ntp_attrs *a, ntp_op op)
         case NTP_ONNX_ATTR_FLOAT:
             ntp__onnx_attr_set_f(a, &d[i], ntp__onnx_attr_f(x, d[i].name, d[i].dflt));
             break;
+        case NTP_ONNX_ATTR_INT:
+            ntp__onnx_attr_set_i(a, &d[i], ntp__onnx_attr_i(x, d[i].name, (int64_t)d[i].dflt));
+            break;
+        case NTP_ONNX_ATTR_BOOL:
+            ntp__onnx_attr_set_b(a, &d[i], ntp__onnx_attr_i(x, d[i].name, (int64_t)d[i].dflt) != 0);
+            break;
         }
 }
 
