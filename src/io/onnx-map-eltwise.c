@@ -287,6 +287,9 @@ static ntp_status map_binary(ntp_onnx_importer *x)
         int ni = ntp__onnx_add_node(x, op, used == n ? NULL : suffix, args, take, 1);
         if (ni < 0)
             return ntp_ctx_status(x->ctx);
+        /* Attributes of the ONNX attribute table (none of today's binary
+         * ops has one; a new one needs only its rows). */
+        ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, op);
         if ((st = ntp__onnx_infer(x, ni)))
             return st;
         acc = x->g->nodes[ni].out[0];
