@@ -26,8 +26,14 @@ static void unary(ntp_op op, double p1, double p2, const float *x, const float *
 {
     rh_case c;
     rh_init(&c, op);
-    c.node.a.alpha = p1;
-    c.node.a.gamma = p2;
+    /* p1 and p2 are the op's ONNX parameters in ONNX's order, as the
+     * ONNX attribute table stores them (selu's alpha and gamma, ...). */
+    int np;
+    const ntp_onnx_attr *d = ntp__onnx_attrs(op, &np);
+    if (np > 0)
+        ntp__onnx_attr_set_f(&c.node.a, &d[0], p1);
+    if (np > 1)
+        ntp__onnx_attr_set_f(&c.node.a, &d[1], p2);
     rh_in(&c, RH_SHAPE(n), x);
     float *y = rh_out(&c, RH_SHAPE(n));
     assert_int_equal(rh_run(&c, test_ctx), NTP_STATUS_OK);

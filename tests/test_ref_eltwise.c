@@ -50,7 +50,7 @@ static void test_leaky_relu_and_clip(void **state)
     (void)state;
     ntp_attrs a;
     ntp__attrs_default(&a);
-    a.alpha = 0.25;
+    a.leaky_relu.slope = 0.25;
     const float x[3] = {-2, 0, 3}, leaky[3] = {-0.5f, 0, 3};
     unary(NTP_OP_LEAKY_RELU, &a, x, leaky, 3, 0.0f);
     ntp__attrs_default(&a);

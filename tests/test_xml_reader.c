@@ -631,9 +631,9 @@ static void test_attrs_scalar_ops(void **state)
     assert_true(isinf(a.min) && a.min < 0);
     assert_float_equal(a.max, 6.5, 0.0);
     PARSE_OK(NTP_OP_LEAKY_RELU, &a, &n_out, {"alpha", "0.2"});
-    assert_float_equal(a.alpha, 0.2, 0.0);
+    assert_float_equal(a.leaky_relu.slope, 0.2, 0.0);
     parse_none(NTP_OP_LEAKY_RELU, &a, &n_out);
-    assert_float_equal(a.alpha, 0.01, 0.0);
+    assert_float_equal(a.leaky_relu.slope, 0.01, 0.0);
     PARSE_OK(NTP_OP_BATCHNORM, &a, &n_out, {"epsilon", "1e-3"});
     assert_float_equal(a.epsilon, 1e-3, 0.0);
     PARSE_OK(NTP_OP_LAYERNORM, &a, &n_out, {"axis", "-2"});
@@ -897,7 +897,7 @@ static void test_attrs_own_fields(void **state)
     assert_false(a.constant.trainable);
     assert_true(a.bias);
     PARSE_OK(NTP_OP_SHRINK, &a, &n_out, {"bias", "0.25"});
-    assert_true(a.gamma == 0.25 && a.alpha == 0.5 && a.bias && a.value == 0.0);
+    assert_true(a.shrink.bias == 0.25 && a.shrink.lambd == 0.5 && a.bias && a.value == 0.0);
 }
 
 /* Every op-specific attribute the reader accepts is documented in

@@ -156,6 +156,33 @@ typedef struct ntp_lrn_attrs {
     double alpha, beta, bias;
 } ntp_lrn_attrs;
 
+/* The unary element-wise ops' parameters, one struct per family, each field
+ * named for what it is (the markup and ONNX name it in parentheses). Their
+ * ONNX names and defaults are in the ONNX attribute table (op-onnx-impl.h). */
+typedef struct ntp_leaky_relu_attrs {
+    double slope; /* y = slope * x below 0 (alpha) */
+} ntp_leaky_relu_attrs;
+
+typedef struct ntp_elu_attrs {
+    double alpha; /* elu: alpha * (e^x - 1) below 0; celu: alpha * (e^(x/alpha) - 1) */
+} ntp_elu_attrs;
+
+typedef struct ntp_selu_attrs {
+    double alpha, gamma; /* gamma * alpha * (e^x - 1) up to 0, gamma * x above */
+} ntp_selu_attrs;
+
+typedef struct ntp_hard_sigmoid_attrs {
+    double slope, offset; /* max(0, min(1, slope * x + offset)) (alpha, beta) */
+} ntp_hard_sigmoid_attrs;
+
+typedef struct ntp_thresholded_relu_attrs {
+    double threshold; /* x above the threshold, 0 elsewhere (alpha) */
+} ntp_thresholded_relu_attrs;
+
+typedef struct ntp_shrink_attrs {
+    double lambd, bias; /* x + bias below -lambd, x - bias above lambd, 0 between */
+} ntp_shrink_attrs;
+
 typedef struct ntp_constant_attrs {
     bool trainable; /* the value is a weight (true) or a buffer */
 } ntp_constant_attrs;
@@ -184,8 +211,6 @@ typedef struct ntp_attrs {
     bool ceil_mode;
     bool count_include_pad;
     int64_t axis;    /* softmax, concat, split, flatten, layernorm */
-    double alpha;    /* leaky_relu slope; the ONNX element-wise ops' first parameter */
-    double gamma;    /* their second: selu's gamma, hard_sigmoid's beta, shrink's bias */
     double min, max; /* clip; relu with max (clipped relu) */
     bool has_max;
     double epsilon; /* batchnorm, layernorm */
@@ -233,11 +258,17 @@ typedef struct ntp_attrs {
     bool head_softmax, background;
     /* Tagged by the node's op. */
     union {
-        ntp_resize_attrs resize;     /* NTP_OP_RESIZE */
-        ntp_lrn_attrs lrn;           /* NTP_OP_LRN */
-        ntp_constant_attrs constant; /* NTP_OP_CONSTANT */
-        ntp_slice_attrs slice;       /* NTP_OP_SLICE */
-        ntp_reduce_attrs reduce;     /* NTP_OP_REDUCE_* */
+        ntp_resize_attrs resize;                     /* NTP_OP_RESIZE */
+        ntp_lrn_attrs lrn;                           /* NTP_OP_LRN */
+        ntp_constant_attrs constant;                 /* NTP_OP_CONSTANT */
+        ntp_slice_attrs slice;                       /* NTP_OP_SLICE */
+        ntp_reduce_attrs reduce;                     /* NTP_OP_REDUCE_* */
+        ntp_leaky_relu_attrs leaky_relu;             /* NTP_OP_LEAKY_RELU */
+        ntp_elu_attrs elu;                           /* NTP_OP_ELU, NTP_OP_CELU */
+        ntp_selu_attrs selu;                         /* NTP_OP_SELU */
+        ntp_hard_sigmoid_attrs hard_sigmoid;         /* NTP_OP_HARD_SIGMOID */
+        ntp_thresholded_relu_attrs thresholded_relu; /* NTP_OP_THRESHOLDED_RELU */
+        ntp_shrink_attrs shrink;                     /* NTP_OP_SHRINK */
     };
 } ntp_attrs;
 

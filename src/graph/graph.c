@@ -97,7 +97,6 @@ void ntp__attrs_default(ntp_attrs *a)
     }
     a->groups = 1;
     a->axis = -1;
-    a->alpha = 0.01;
     a->epsilon = 1e-5;
     a->direction = NTP_DIR_FORWARD;
     a->merge = NTP_MERGE_CONCAT;

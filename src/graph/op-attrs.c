@@ -141,7 +141,7 @@ static const ntp_attr_decl relu_attrs[] = {
     A_FLOAT("max", max, POSITIVE, .has = OFF(has_max), .write = NTP_WRITE_IF_HAS),
 };
 static const ntp_attr_decl leaky_attrs[] = {
-    A_FLOAT("alpha", alpha, ANY, DFLT(0.01)),
+    A_FLOAT("alpha", leaky_relu.slope, ANY, DFLT(0.01)),
 };
 /* At least one of min and max is required (finish()). */
 static const ntp_attr_decl clip_attrs[] = {
@@ -239,21 +239,24 @@ static const ntp_attr_decl convert_attrs[] = {
 };
 
 /* Ops added for ONNX models, with ONNX's defaults (docs/ops.md). The
- * element-wise parameters are `alpha` and `value` (op-onnx-impl.h). */
-static const ntp_attr_decl alpha1_attrs[] = {
-    A_FLOAT("alpha", alpha, ANY, DFLT(1.0)),
+ * element-wise parameters are in their op's struct (graph-impl.h). */
+static const ntp_attr_decl elu_attrs[] = {
+    A_FLOAT("alpha", elu.alpha, ANY, DFLT(1.0)),
+};
+static const ntp_attr_decl thresholded_relu_attrs[] = {
+    A_FLOAT("alpha", thresholded_relu.threshold, ANY, DFLT(1.0)),
 };
 static const ntp_attr_decl selu_attrs[] = {
-    A_FLOAT("alpha", alpha, ANY, DFLT(1.67326319217681884765625)),
-    A_FLOAT("gamma", gamma, ANY, DFLT(1.05070102214813232421875)),
+    A_FLOAT("alpha", selu.alpha, ANY, DFLT(1.67326319217681884765625)),
+    A_FLOAT("gamma", selu.gamma, ANY, DFLT(1.05070102214813232421875)),
 };
 static const ntp_attr_decl hard_sigmoid_attrs[] = {
-    A_FLOAT("alpha", alpha, ANY, DFLT(0.2)),
-    A_FLOAT("beta", gamma, ANY, DFLT(0.5)),
+    A_FLOAT("alpha", hard_sigmoid.slope, ANY, DFLT(0.2)),
+    A_FLOAT("beta", hard_sigmoid.offset, ANY, DFLT(0.5)),
 };
 static const ntp_attr_decl shrink_attrs[] = {
-    A_FLOAT("lambd", alpha, NONNEG, DFLT(0.5)),
-    A_FLOAT("bias", gamma, ANY, DFLT(0)),
+    A_FLOAT("lambd", shrink.lambd, NONNEG, DFLT(0.5)),
+    A_FLOAT("bias", shrink.bias, ANY, DFLT(0)),
 };
 static const ntp_attr_decl prelu_attrs[] = {
     A_SPECIAL("shared", shape, n_shape, SHARED, .write = NTP_WRITE_SPECIAL),
@@ -366,9 +369,9 @@ static const attr_set op_sets[NTP_OP_COUNT] = {
     [NTP_OP_CTC_DECODE] = SET(ctc_attrs),
     [NTP_OP_CONVERT] = SET(convert_attrs),
     [NTP_OP_DARKNET_HEAD] = SET(darknet_head_attrs),
-    [NTP_OP_ELU] = SET(alpha1_attrs),
-    [NTP_OP_CELU] = SET(alpha1_attrs),
-    [NTP_OP_THRESHOLDED_RELU] = SET(alpha1_attrs),
+    [NTP_OP_ELU] = SET(elu_attrs),
+    [NTP_OP_CELU] = SET(elu_attrs),
+    [NTP_OP_THRESHOLDED_RELU] = SET(thresholded_relu_attrs),
     [NTP_OP_SELU] = SET(selu_attrs),
     [NTP_OP_HARD_SIGMOID] = SET(hard_sigmoid_attrs),
     [NTP_OP_SHRINK] = SET(shrink_attrs),

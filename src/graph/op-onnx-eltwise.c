@@ -6,22 +6,6 @@
 #include "op-common.h"
 #include "op-onnx-impl.h"
 
-static const ntp_onnx_params onnx_params[NTP_OP_COUNT] = {
-    [NTP_OP_ELU] = {"alpha", NULL, 1.0, 0.0},
-    [NTP_OP_CELU] = {"alpha", NULL, 1.0, 0.0},
-    [NTP_OP_THRESHOLDED_RELU] = {"alpha", NULL, 1.0, 0.0},
-    [NTP_OP_LEAKY_RELU] = {"alpha", NULL, 0.01, 0.0},
-    [NTP_OP_SELU] = {"alpha", "gamma", 1.67326319217681884765625, 1.05070102214813232421875},
-    [NTP_OP_HARD_SIGMOID] = {"alpha", "beta", 0.2, 0.5},
-    [NTP_OP_SHRINK] = {"lambd", "bias", 0.5, 0.0},
-};
-
-const ntp_onnx_params *ntp__onnx_params(ntp_op op)
-{
-    static const ntp_onnx_params none = {NULL, NULL, 0.0, 0.0};
-    return (unsigned)op < NTP_OP_COUNT ? &onnx_params[op] : &none;
-}
-
 /* prelu: a comparison and a multiplication per element; log_softmax:
  * softmax's 5 with the log folded into the subtraction, plus one log per
  * row; hardmax: one comparison. The plain unary ops' counts are in the op

@@ -1,43 +1,79 @@
 /* The ops added for ONNX models (docs/ops.md, "Ops added for ONNX"): their
- * attribute storage and the index arithmetic that shape inference and the
- * reference kernels share, so the two cannot disagree.
+ * attribute storage, the ONNX attributes that map one to one onto it, and
+ * the index arithmetic that shape inference and the reference kernels
+ * share, so the two cannot disagree.
  *
- * Slice, the reductions, resize, lrn and constant have their own structs
- * in ntp_attrs' union (graph-impl.h), tagged by the node's op. The other
- * ops keep their attributes in the shared fields whose meaning fits
- * (shapes and sizes in the dim list `shape`, the element-wise parameters in
- * `alpha` and `gamma`); op-attrs.h
- * says which markup attribute fills which field. The accessors below are
- * the one place that says which field holds what; readers, writers, shape
- * functions and kernels go through them. */
+ * Slice, the reductions, resize, lrn, constant and the parameterised unary
+ * ops (leaky_relu, elu and celu, selu, hard_sigmoid, thresholded_relu,
+ * shrink) have their own structs in ntp_attrs' union (graph-impl.h), tagged
+ * by the node's op. The other ops keep their attributes in the shared
+ * fields whose meaning fits (shapes and sizes in the dim list `shape`);
+ * op-attrs.h says which markup attribute fills which field. The accessors
+ * below are the one place that says which field holds what; readers,
+ * writers, shape functions and kernels go through them. */
 #ifndef NTPROF_OP_ONNX_IMPL_H
 #define NTPROF_OP_ONNX_IMPL_H
 
+#include <stddef.h>
+
 #include "graph-impl.h"
 
-/* --- element-wise parameters ----------------------------------------------------
- *   elu, celu, thresholded_relu: alpha
- *   selu: alpha, gamma            hard_sigmoid: alpha, beta
- *   shrink: lambd, bias
- * The first parameter is a->alpha, the second a->gamma (a field of its own:
- * `value` is pad's constant). */
-static inline double ntp__onnx_p1(const ntp_attrs *a)
+/* --- ONNX attributes that map one to one onto a field ---------------------------
+ * One row per attribute (op-onnx-attrs.c), an op's rows in the order the
+ * exporter writes them: the ONNX name, the field's type and offset in
+ * ntp_attrs, and ONNX's default, which the import stores where the model
+ * gives none. The import (io/onnx-map-*.c) reads an op's rows and the
+ * export (io/onnx-export-ops.c) writes them, so the two agree; what does
+ * not map one to one stays in the op's mapper and emitter. */
+typedef enum ntp_onnx_attr_type {
+    NTP_ONNX_ATTR_FLOAT, /* a double; ONNX FLOAT (an INT read as its value) */
+    NTP_ONNX_ATTR_INT,   /* an int64_t; ONNX INT */
+    NTP_ONNX_ATTR_BOOL   /* a bool; ONNX INT, nonzero true, written 0 or 1 */
+} ntp_onnx_attr_type;
+
+typedef struct ntp_onnx_attr {
+    const char *name;
+    ntp_onnx_attr_type type;
+    size_t field; /* offsetof(ntp_attrs, ...) */
+    double dflt;
+} ntp_onnx_attr;
+
+/* Op's rows and their count (none: NULL and 0). */
+const ntp_onnx_attr *ntp__onnx_attrs(ntp_op op, int *n);
+
+static inline double ntp__onnx_attr_get_f(const ntp_attrs *a, const ntp_onnx_attr *d)
 {
-    return a->alpha;
+    return *(const double *)(const void *)((const char *)a + d->field);
 }
-static inline double ntp__onnx_p2(const ntp_attrs *a)
+static inline void ntp__onnx_attr_set_f(ntp_attrs *a, const ntp_onnx_attr *d, double v)
 {
-    return a->gamma;
+    *(double *)(void *)((char *)a + d->field) = v;
+}
+static inline int64_t ntp__onnx_attr_get_i(const ntp_attrs *a, const ntp_onnx_attr *d)
+{
+    return *(const int64_t *)(const void *)((const char *)a + d->field);
+}
+static inline void ntp__onnx_attr_set_i(ntp_attrs *a, const ntp_onnx_attr *d, int64_t v)
+{
+    *(int64_t *)(void *)((char *)a + d->field) = v;
+}
+static inline bool ntp__onnx_attr_get_b(const ntp_attrs *a, const ntp_onnx_attr *d)
+{
+    return *(const bool *)(const void *)((const char *)a + d->field);
+}
+static inline void ntp__onnx_attr_set_b(ntp_attrs *a, const ntp_onnx_attr *d, bool v)
+{
+    *(bool *)(void *)((char *)a + d->field) = v;
 }
 
-/* The ONNX names of those parameters and ONNX's defaults, one row an op in
- * op-onnx-eltwise.c: what the import reads (a default where the model gives
- * none) and the export writes, in that order. p1 NULL: the op has none. */
-typedef struct ntp_onnx_params {
-    const char *p1, *p2;
-    double d1, d2;
-} ntp_onnx_params;
-const ntp_onnx_params *ntp__onnx_params(ntp_op op);
+/* --- element-wise parameters: in the op's struct (graph-impl.h)
+ *   leaky_relu: slope (ONNX alpha)      elu, celu: alpha
+ *   selu: alpha, gamma                  hard_sigmoid: slope, offset (alpha, beta)
+ *   thresholded_relu: threshold (alpha) shrink: lambd, bias
+ * A kernel for one op reads its struct; a backend that maps several ops to
+ * a primitive with a parameter reads "the op's parameter i" here, the i-th
+ * ONNX attribute row of the op (0 where it has fewer). */
+double ntp__unary_param(const ntp_attrs *a, ntp_op op, int i);
 
 /* --- prelu: the slope's shape, a->shape[0..n_shape); n_shape == 0 means one
  * slope per channel ([C], dim 1 of the input). */

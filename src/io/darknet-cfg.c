@@ -290,7 +290,7 @@ ntp_status ntp__dn_act_node(reader *r, int line, const char *base, const char *n
     if (ni < 0)
         return ntp__dn_oom(r);
     if (op == NTP_OP_LEAKY_RELU)
-        r->g->nodes[ni].a.alpha = 0.1; /* Darknet's leaky slope */
+        r->g->nodes[ni].a.leaky_relu.slope = 0.1; /* Darknet's leaky slope */
     int x = *t;
     *t = r->g->nodes[ni].out[0];
     *last = ni;

@@ -299,8 +299,28 @@ static ntp_status rnn(const em *e)
 
 /* --- the rest ------------------------------------------------------------------------------ */
 
+/* The node's attributes that map one to one onto its fields (the ONNX
+ * attribute table, graph/op-onnx-impl.h), in the table's order. */
+static void write_attrs(const em *e, Onnx__NodeProto *o)
+{
+    int n;
+    const ntp_onnx_attr *d = ntp__onnx_attrs(e->n->op, &n);
+    for (int i = 0; i < n; i++)
+        switch (d[i].type) {
+        case NTP_ONNX_ATTR_FLOAT:
+            ntp__xw_attr_f(e->w, o, d[i].name, ntp__onnx_attr_get_f(&e->n->a, &d[i]));
+            break;
+        case NTP_ONNX_ATTR_INT:
+            ntp__xw_attr_i(e->w, o, d[i].name, ntp__onnx_attr_get_i(&e->n->a, &d[i]));
+            break;
+        case NTP_ONNX_ATTR_BOOL:
+            ntp__xw_attr_i(e->w, o, d[i].name, ntp__onnx_attr_get_b(&e->n->a, &d[i]));
+            break;
+        }
+}
+
 /* The attributes of the ops that simple() writes beyond their inputs and
- * the element-wise parameters (ntp__onnx_params), one line an op. */
+ * those of the ONNX attribute table, one line an op. */
 static void attr_axis(const em *e, Onnx__NodeProto *o)
 {
     ntp__xw_attr_i(e->w, o, "axis", e->n->a.axis);
@@ -309,34 +329,14 @@ static void attr_perm(const em *e, Onnx__NodeProto *o)
 {
     ntp__xw_attr_ints(e->w, o, "perm", e->n->a.perm, e->n->a.n_perm);
 }
-static void attr_epsilon(const em *e, Onnx__NodeProto *o)
-{
-    ntp__xw_attr_f(e->w, o, "epsilon", e->n->a.epsilon);
-}
-static void attr_lrn(const em *e, Onnx__NodeProto *o)
-{
-    const ntp_attrs *a = &e->n->a;
-    ntp__xw_attr_i(e->w, o, "size", ntp__lrn_size(a));
-    ntp__xw_attr_f(e->w, o, "alpha", ntp__lrn_alpha(a));
-    ntp__xw_attr_f(e->w, o, "beta", ntp__lrn_beta(a));
-    ntp__xw_attr_f(e->w, o, "bias", ntp__lrn_bias(a));
-}
-
 static void attr_fmod(const em *e, Onnx__NodeProto *o)
 {
     ntp__xw_attr_i(e->w, o, "fmod", 1);
 }
 
 static void (*const simple_attrs[NTP_OP_COUNT])(const em *e, Onnx__NodeProto *o) = {
-    [NTP_OP_SOFTMAX] = attr_axis,
-    [NTP_OP_LOG_SOFTMAX] = attr_axis,
-    [NTP_OP_HARDMAX] = attr_axis,
-    [NTP_OP_CONCAT] = attr_axis,
-    [NTP_OP_FLATTEN] = attr_axis,
-    [NTP_OP_TRANSPOSE] = attr_perm,
-    [NTP_OP_INSTANCENORM] = attr_epsilon,
-    [NTP_OP_LRN] = attr_lrn,
-    [NTP_OP_FMOD] = attr_fmod,
+    [NTP_OP_SOFTMAX] = attr_axis, [NTP_OP_LOG_SOFTMAX] = attr_axis, [NTP_OP_HARDMAX] = attr_axis,
+    [NTP_OP_CONCAT] = attr_axis,  [NTP_OP_TRANSPOSE] = attr_perm,   [NTP_OP_FMOD] = attr_fmod,
 };
 
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;
@@ -358,11 +358,7 @@ static ntp_status simple(const em *e, const char *op)
         in[k++] =
             ntp__xw_i64(e->w, helper_name(e, "axes"), ntp__reduce_axes(a), ntp__reduce_n_axes(a));
     Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
-    const ntp_onnx_params *p = ntp__onnx_params(n->op);
-    if (p->p1)
-        ntp__xw_attr_f(e->w, o, p->p1, ntp__onnx_p1(a));
-    if (p->p2)
-        ntp__xw_attr_f(e->w, o, p->p2, ntp__onnx_p2(a));
+    write_attrs(e, o);
     if (simple_attrs[n->op])
         simple_attrs[n->op](e, o);
     if (reduce) {
@@ -549,7 +545,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
                              a->bias ? weight(&e, 1, NULL) : ""};
         Onnx__NodeProto *o = node(&e, op, NULL, a->bias ? 3 : 2, in, out_name(&e, 0));
         spatial(&e, o, true);
-        ntp__xw_attr_i(w, o, "group", a->groups);
+        write_attrs(&e, o); /* group */
         if (!strcmp(op, "ConvTranspose"))
             ntp__xw_attr_ints(w, o, "output_padding", a->output_padding, a->nk);
         return NTP_STATUS_OK;
@@ -558,15 +554,13 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         bool is_max = !strcmp(op, "MaxPool");
         Onnx__NodeProto *o = node1(&e, op, NULL, in_name(&e, 0), out_name(&e, 0));
         spatial(&e, o, is_max);
-        ntp__xw_attr_i(w, o, "ceil_mode", a->ceil_mode);
-        if (!is_max)
-            ntp__xw_attr_i(w, o, "count_include_pad", a->count_include_pad);
+        write_attrs(&e, o); /* ceil_mode, count_include_pad */
         return NTP_STATUS_OK;
     }
     case NTP_OP_ONNX_BATCHNORM: {
         const char *in[5] = {in_name(&e, 0), weight(&e, 0, NULL), weight(&e, 1, NULL),
                              weight(&e, 2, NULL), weight(&e, 3, NULL)};
-        ntp__xw_attr_f(w, node(&e, op, NULL, 5, in, out_name(&e, 0)), "epsilon", a->epsilon);
+        write_attrs(&e, node(&e, op, NULL, 5, in, out_name(&e, 0))); /* epsilon */
         return NTP_STATUS_OK;
     }
     case NTP_OP_ONNX_LAYERNORM: {
@@ -578,7 +572,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
         const char *in[3] = {in_name(&e, 0), weight(&e, 0, &ns), weight(&e, 1, &ns)};
         Onnx__NodeProto *o = node(&e, op, NULL, 3, in, out_name(&e, 0));
         ntp__xw_attr_i(w, o, "axis", a->axis);
-        ntp__xw_attr_f(w, o, "epsilon", a->epsilon);
+        write_attrs(&e, o); /* epsilon */
         return NTP_STATUS_OK;
     }
     case NTP_OP_ONNX_NARY: {

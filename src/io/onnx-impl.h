@@ -239,6 +239,10 @@ const char *ntp__onnx_attr_s(const ntp_onnx_importer *x, const char *name, const
  * when it has more than max values or the wrong type). */
 int ntp__onnx_attr_ints(ntp_onnx_importer *x, const char *name, int64_t *vals, int max);
 int ntp__onnx_attr_floats(ntp_onnx_importer *x, const char *name, double *vals, int max);
+/* The current node's attributes that map one to one onto op's fields (the
+ * ONNX attribute table, graph/op-onnx-impl.h) into *a, ONNX's default where
+ * the node gives none. */
+void ntp__onnx_read_attrs(const ntp_onnx_importer *x, ntp_attrs *a, ntp_op op);
 
 /* Inputs and outputs of the current node. */
 bool ntp__onnx_has_in(const ntp_onnx_importer *x, int k);

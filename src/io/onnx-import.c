@@ -71,6 +71,24 @@ double ntp__onnx_attr_f(const ntp_onnx_importer *x, const char *name, double dfl
     return a && a->has_i ? (double)a->i : dflt;
 }
 
+void ntp__onnx_read_attrs(const ntp_onnx_importer *x, ntp_attrs *a, ntp_op op)
+{
+    int n;
+    const ntp_onnx_attr *d = ntp__onnx_attrs(op, &n);
+    for (int i = 0; i < n; i++)
+        switch (d[i].type) {
+        case NTP_ONNX_ATTR_FLOAT:
+            ntp__onnx_attr_set_f(a, &d[i], ntp__onnx_attr_f(x, d[i].name, d[i].dflt));
+            break;
+        case NTP_ONNX_ATTR_INT:
+            ntp__onnx_attr_set_i(a, &d[i], ntp__onnx_attr_i(x, d[i].name, (int64_t)d[i].dflt));
+            break;
+        case NTP_ONNX_ATTR_BOOL:
+            ntp__onnx_attr_set_b(a, &d[i], ntp__onnx_attr_i(x, d[i].name, (int64_t)d[i].dflt) != 0);
+            break;
+        }
+}
+
 const char *ntp__onnx_attr_s(const ntp_onnx_importer *x, const char *name, const char *dflt,
                              char *buf, size_t len)
 {

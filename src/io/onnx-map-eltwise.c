@@ -25,8 +25,8 @@ static ntp_status finish(ntp_onnx_importer *x, int ni)
     return st ? st : ntp__onnx_out_tensor(x, 0, x->g->nodes[ni].out[0]);
 }
 
-/* Unary element-wise ops (the op table's ONNX column), with ONNX's defaults
- * for their parameters. */
+/* Unary element-wise ops (the op table's ONNX column), their parameters by
+ * the ONNX attribute table, with ONNX's defaults. */
 static ntp_status map_unary(ntp_onnx_importer *x)
 {
     ntp_op op = ntp__op_unary_from_onnx(x->np->op_type);
@@ -34,12 +34,7 @@ static ntp_status map_unary(ntp_onnx_importer *x)
     int ni = unary_node(x, op, &st);
     if (ni < 0)
         return st;
-    ntp_attrs *a = &x->g->nodes[ni].a;
-    const ntp_onnx_params *p = ntp__onnx_params(op);
-    if (p->p1)
-        a->alpha = ntp__onnx_attr_f(x, p->p1, p->d1);
-    if (p->p2)
-        a->gamma = ntp__onnx_attr_f(x, p->p2, p->d2);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, op);
     return finish(x, ni);
 }
 
@@ -292,6 +287,9 @@ static ntp_status map_binary(ntp_onnx_importer *x)
         int ni = ntp__onnx_add_node(x, op, used == n ? NULL : suffix, args, take, 1);
         if (ni < 0)
             return ntp_ctx_status(x->ctx);
+        /* Attributes of the ONNX attribute table (none of today's binary
+         * ops has one; a new one needs only its rows). */
+        ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, op);
         if ((st = ntp__onnx_infer(x, ni)))
             return st;
         acc = x->g->nodes[ni].out[0];

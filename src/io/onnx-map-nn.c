@@ -116,15 +116,15 @@ static ntp_status map_conv(ntp_onnx_importer *x)
                              "input rank %d and weight rank %d do not "
                              "make a convolution",
                              xs.ndim, ws.ndim);
-    int64_t group = ntp__onnx_attr_i(x, "group", 1);
-    int ni = ntp__onnx_add_node(x, transposed ? NTP_OP_DECONV : NTP_OP_CONV, NULL, &in, 1, 1);
+    ntp_op kind = transposed ? NTP_OP_DECONV : NTP_OP_CONV;
+    int ni = ntp__onnx_add_node(x, kind, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     ntp_attrs *a = &x->g->nodes[ni].a;
     if ((st = spatial(x, a, nk, ws.dim + 2)))
         return st;
-    a->groups = group;
-    a->filters = transposed ? ws.dim[1] * group : ws.dim[0];
+    ntp__onnx_read_attrs(x, a, kind); /* group */
+    a->filters = transposed ? ws.dim[1] * a->groups : ws.dim[0];
     a->bias = bv != NULL;
     if (transposed) {
         int64_t op[NTP_MAX_DIMS], os[NTP_MAX_DIMS];
@@ -196,8 +196,7 @@ static ntp_status map_pool(ntp_onnx_importer *x)
         ntp_attrs *a = &x->g->nodes[ni].a;
         if ((st = spatial(x, a, x->g->tensors[in].shape.ndim - 2, NULL)))
             return st;
-        a->ceil_mode = ntp__onnx_attr_i(x, "ceil_mode", 0) != 0;
-        a->count_include_pad = ntp__onnx_attr_i(x, "count_include_pad", 0) != 0;
+        ntp__onnx_read_attrs(x, a, op); /* ceil_mode, count_include_pad */
         /* The IR's pools follow PyTorch: padding at most half the window. */
         for (int d = 0; a->pad_kind == NTP_PAD_EXPLICIT && d < a->n_pad; d++) {
             int64_t k = d % (a->n_pad / 2), ext = a->dilation[k] * (a->kernel[k] - 1) + 1;
@@ -240,7 +239,7 @@ static ntp_status map_batchnorm(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_BATCHNORM, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, NTP_OP_BATCHNORM);
     const ntp_shape *xs = &x->g->tensors[in].shape;
     ntp_shape c = {1, {xs->ndim >= 2 ? xs->dim[1] : 1}};
     for (int k = 0; k < 4; k++)
@@ -260,7 +259,7 @@ static ntp_status map_instancenorm(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_INSTANCENORM, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, NTP_OP_INSTANCENORM);
     const ntp_shape *xs = &x->g->tensors[in].shape;
     ntp_shape c = {1, {xs->ndim >= 2 ? xs->dim[1] : 1}};
     if ((st = ntp__onnx_add_weight_value(x, ni, sv, &c)) ||
@@ -351,7 +350,7 @@ static ntp_status map_layernorm(ntp_onnx_importer *x)
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
     x->g->nodes[ni].a.axis = axis;
-    x->g->nodes[ni].a.epsilon = ntp__onnx_attr_f(x, "epsilon", 1e-5);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, NTP_OP_LAYERNORM);
     if ((st = flat_param(x, ni, 1, d, 1.0f)) || (st = flat_param(x, ni, 2, d, 0.0f)) ||
         (st = finish(x, ni)))
         return st;
@@ -386,11 +385,7 @@ static ntp_status map_lrn(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_LRN, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    ntp_attrs *a = &x->g->nodes[ni].a;
-    a->lrn.size = ntp__onnx_attr_i(x, "size", 0);
-    a->lrn.alpha = ntp__onnx_attr_f(x, "alpha", 1e-4);
-    a->lrn.beta = ntp__onnx_attr_f(x, "beta", 0.75);
-    a->lrn.bias = ntp__onnx_attr_f(x, "bias", 1.0);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, NTP_OP_LRN);
     return finish(x, ni);
 }
 

@@ -202,7 +202,7 @@ static ntp_status map_flatten(ntp_onnx_importer *x)
     int ni = ntp__onnx_add_node(x, NTP_OP_FLATTEN, NULL, &in, 1, 1);
     if (ni < 0)
         return ntp_ctx_status(x->ctx);
-    x->g->nodes[ni].a.axis = ntp__onnx_attr_i(x, "axis", 1);
+    ntp__onnx_read_attrs(x, &x->g->nodes[ni].a, NTP_OP_FLATTEN);
     return finish(x, ni);
 }
 

@@ -606,7 +606,7 @@ static double relu_(const ntp_attrs *a, double x, double *df)
 }
 static double leaky_relu_(const ntp_attrs *a, double x, double *df)
 {
-    double al = (double)(float)a->alpha;
+    double al = (double)(float)a->leaky_relu.slope;
     *df = x > 0 ? 1.0 : al;
     return x > 0 ? x : al * x;
 }

@@ -153,7 +153,7 @@ static misc_op misc_op_of(ntp_op op)
 /* Where an element-wise function's parameters a and b come from. */
 typedef enum act_param {
     ACT_NONE,    /* none */
-    ACT_ALPHA,   /* a = the node's alpha */
+    ACT_PARAM,   /* a = the op's parameter (ntp__unary_param 0) */
     ACT_MIN_MAX, /* a = min, b = max (clip) */
     ACT_CEILING  /* relu: a ceiling makes it RELU_MAX with b = max */
 } act_param;
@@ -166,7 +166,7 @@ static const struct {
     act_param param;
 } act_map[NTP_OP_COUNT] = {
     [NTP_OP_RELU] = {CUDAK_RELU, ACT_CEILING},
-    [NTP_OP_LEAKY_RELU] = {CUDAK_LEAKY_RELU, ACT_ALPHA},
+    [NTP_OP_LEAKY_RELU] = {CUDAK_LEAKY_RELU, ACT_PARAM},
     [NTP_OP_SIGMOID] = {CUDAK_SIGMOID, ACT_NONE},
     [NTP_OP_TANH] = {CUDAK_TANH, ACT_NONE},
     [NTP_OP_GELU] = {CUDAK_GELU, ACT_NONE},
@@ -181,7 +181,7 @@ static const struct {
     [NTP_OP_RECIPROCAL] = {CUDAK_RECIPROCAL, ACT_NONE},
     [NTP_OP_ERF] = {CUDAK_ERF, ACT_NONE},
     [NTP_OP_SOFTPLUS] = {CUDAK_SOFTPLUS, ACT_NONE},
-    [NTP_OP_ELU] = {CUDAK_ELU, ACT_ALPHA},
+    [NTP_OP_ELU] = {CUDAK_ELU, ACT_PARAM},
     [NTP_OP_MISH] = {CUDAK_MISH, ACT_NONE},
     [NTP_OP_LOG_SIGMOID] = {CUDAK_LOG_SIGMOID, ACT_NONE},
 };
@@ -195,7 +195,7 @@ bool ntp__cuda_act_fn(const ntp_node *n, cudak_post *p)
     p->fn = act_map[n->op].fn;
     switch (act_map[n->op].param) {
     case ACT_NONE: break;
-    case ACT_ALPHA: p->a = (float)ntp__onnx_p1(a); break;
+    case ACT_PARAM: p->a = (float)ntp__unary_param(a, n->op, 0); break;
     case ACT_MIN_MAX:
         p->a = (float)a->min;
         p->b = (float)a->max;

@@ -119,8 +119,8 @@ static const char *const acts[NTP_OP_COUNT] = {
 static const char *act_name(const ntp_node *n)
 {
     if ((unsigned)n->op >= NTP_OP_COUNT || (n->op == NTP_OP_RELU && n->a.has_max) ||
-        (n->op == NTP_OP_LEAKY_RELU && !(fabs(n->a.alpha - 0.1) < 1e-7)) ||
-        (n->op == NTP_OP_ELU && !(fabs(n->a.alpha - 1.0) < 1e-7)))
+        (n->op == NTP_OP_LEAKY_RELU && !(fabs(n->a.leaky_relu.slope - 0.1) < 1e-7)) ||
+        (n->op == NTP_OP_ELU && !(fabs(n->a.elu.alpha - 1.0) < 1e-7)))
         return NULL;
     return acts[n->op];
 }

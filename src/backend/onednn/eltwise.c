@@ -16,13 +16,14 @@
  * softmax and log_softmax run on the plain tensor along their axis. */
 #include <stdlib.h>
 
+#include "graph/op-onnx-impl.h"
 #include "onednn-impl.h"
 
 /* Where alpha and beta come from: the row's constants, or the node's
  * attributes. */
 typedef enum param_from {
     FROM_ROW,     /* alpha and beta as given */
-    FROM_ALPHA,   /* alpha = the node's alpha */
+    FROM_PARAM,   /* alpha = the op's parameter (ntp__unary_param 0) */
     FROM_MIN_MAX, /* alpha = min, beta = max (clip) */
     FROM_CEILING  /* relu: a ceiling makes it eltwise_clip [0, max] */
 } param_from;
@@ -36,7 +37,7 @@ typedef struct unary_map {
 /* op -> oneDNN eltwise algorithm: one line per op this backend runs. */
 static const unary_map unary_maps[NTP_OP_COUNT] = {
     [NTP_OP_RELU] = {dnnl_eltwise_relu, 0.0f, 0.0f, FROM_CEILING},
-    [NTP_OP_LEAKY_RELU] = {dnnl_eltwise_relu, 0.0f, 0.0f, FROM_ALPHA},
+    [NTP_OP_LEAKY_RELU] = {dnnl_eltwise_relu, 0.0f, 0.0f, FROM_PARAM},
     [NTP_OP_SIGMOID] = {dnnl_eltwise_logistic, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_TANH] = {dnnl_eltwise_tanh, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_GELU] = {dnnl_eltwise_gelu_erf, 0.0f, 0.0f, FROM_ROW},
@@ -51,7 +52,7 @@ static const unary_map unary_maps[NTP_OP_COUNT] = {
     [NTP_OP_RECIPROCAL] = {dnnl_eltwise_pow, 1.0f, -1.0f, FROM_ROW},
     [NTP_OP_ROUND] = {dnnl_eltwise_round, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_SOFTPLUS] = {dnnl_eltwise_soft_relu, 0.0f, 0.0f, FROM_ROW},
-    [NTP_OP_ELU] = {dnnl_eltwise_elu, 0.0f, 0.0f, FROM_ALPHA},
+    [NTP_OP_ELU] = {dnnl_eltwise_elu, 0.0f, 0.0f, FROM_PARAM},
     [NTP_OP_MISH] = {dnnl_eltwise_mish, 0.0f, 0.0f, FROM_ROW},
     [NTP_OP_LOG_SIGMOID] = {dnnl_eltwise_logsigmoid, 0.0f, 0.0f, FROM_ROW},
 };
@@ -67,7 +68,7 @@ bool ntp__dnnl_eltwise_alg(const ntp_node *n, dnnl_alg_kind_t *alg, float *alpha
     *beta = m->beta;
     switch (m->from) {
     case FROM_ROW: break;
-    case FROM_ALPHA: *alpha = (float)a->alpha; break;
+    case FROM_PARAM: *alpha = (float)ntp__unary_param(a, n->op, 0); break;
     case FROM_MIN_MAX:
         *alpha = (float)a->min;
         *beta = (float)a->max;

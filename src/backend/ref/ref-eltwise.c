@@ -37,7 +37,7 @@ static double ref_relu(double x, ATTRS)
 /* The slope is rounded to f32 first, as the layer's parameter is. */
 static double ref_leaky_relu(double x, ATTRS)
 {
-    return x >= 0.0 ? x : (double)(float)a->alpha * x;
+    return x >= 0.0 ? x : (double)(float)a->leaky_relu.slope * x;
 }
 static double ref_sigmoid(double x, ATTRS)
 {
@@ -168,30 +168,30 @@ static double ref_softsign(double x, ATTRS)
 }
 static double ref_elu(double x, ATTRS)
 {
-    return x < 0 ? ntp__onnx_p1(a) * expm1(x) : x;
+    return x < 0 ? a->elu.alpha * expm1(x) : x;
 }
 static double ref_selu(double x, ATTRS)
 {
-    double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
-    return x <= 0 ? p2 * (p1 * exp(x) - p1) : p2 * x;
+    double al = a->selu.alpha, ga = a->selu.gamma;
+    return x <= 0 ? ga * (al * exp(x) - al) : ga * x;
 }
 static double ref_celu(double x, ATTRS)
 {
-    double p1 = ntp__onnx_p1(a);
-    return fmax(0.0, x) + fmin(0.0, p1 * expm1(x / p1));
+    double al = a->elu.alpha;
+    return fmax(0.0, x) + fmin(0.0, al * expm1(x / al));
 }
 static double ref_hard_sigmoid(double x, ATTRS)
 {
-    return fmax(0.0, fmin(1.0, ntp__onnx_p1(a) * x + ntp__onnx_p2(a)));
+    return fmax(0.0, fmin(1.0, a->hard_sigmoid.slope * x + a->hard_sigmoid.offset));
 }
 static double ref_thresholded_relu(double x, ATTRS)
 {
-    return x > ntp__onnx_p1(a) ? x : 0.0;
+    return x > a->thresholded_relu.threshold ? x : 0.0;
 }
 static double ref_shrink(double x, ATTRS)
 {
-    double p1 = ntp__onnx_p1(a), p2 = ntp__onnx_p2(a);
-    return x < -p1 ? x + p2 : x > p1 ? x - p2 : 0.0;
+    double la = a->shrink.lambd, bi = a->shrink.bias;
+    return x < -la ? x + bi : x > la ? x - bi : 0.0;
 }
 /* x·tanh(softplus(x)), softplus without overflow: mish(-1000) is -0. */
 static double ref_mish(double x, ATTRS)

@@ -18,6 +18,7 @@
 
 #include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
+#include "graph/op-onnx-impl.h"
 #include "torch-impl.h"
 
 /* --- the module ---------------------------------------------------------------------- */
@@ -256,7 +257,7 @@ bool ntp__torch_fill(const ntp_graph *g, const ntp_node *n, ntp_torch_layer *l)
         return false;
     l->bias = a->bias;
     l->axis = a->axis;
-    l->alpha = a->alpha;
+    l->alpha = ntp__unary_param(a, n->op, 0); /* leaky_relu's slope, elu's and celu's alpha */
     l->epsilon = a->epsilon;
     int r = l->in[0].ndim;
     /* By the op's ATen operator (op-table.h, TORCH). */

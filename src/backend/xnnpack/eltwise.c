@@ -145,7 +145,7 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     switch (kind_of(n->op)) {
     case ELT_CLAMP:
     case ELT_COPY: return true;
-    case ELT_LEAKY_RELU: return isfinite(n->a.alpha);
+    case ELT_LEAKY_RELU: return isfinite(n->a.leaky_relu.slope);
     case ELT_SOFTMAX:
         return !f16 && x->shape.ndim >= 1 &&
                norm_axis(n->a.axis, x->shape.ndim) == x->shape.ndim - 1;
@@ -153,7 +153,7 @@ bool ntp__xnn_eltwise_supports(const ntp_graph *g, const ntp_node *n, bool f16)
     case ELT_PAD:
         return n->a.pad_mode == NTP_PADMODE_CONSTANT && x->shape.ndim >= 1 &&
                x->shape.ndim <= XNN_MAX_TENSOR_DIMS;
-    case ELT_ELU: return !f16 && isfinite(n->a.alpha);
+    case ELT_ELU: return !f16 && isfinite(n->a.elu.alpha);
     case ELT_PRELU: return !f16 && n->n_w == 1 && prelu_channels(g, n) > 0;
     case ELT_BINARY_F32:
         if (f16)
@@ -218,13 +218,14 @@ static ntp_status unary(xnnb_build *b)
         case ELT_LEAKY_RELU:
             fn = XNNB_FN_LEAKY_RELU;
             name = "leaky_relu_nc";
-            xs = b->f16 ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->alpha, fl, &op)
-                        : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
+            xs = b->f16
+                     ? xnn_create_leaky_relu_nc_f16(n, n, n, (float)a->leaky_relu.slope, fl, &op)
+                     : xnn_create_leaky_relu_nc_f32(n, n, n, (float)a->leaky_relu.slope, fl, &op);
             break;
         case ELT_ELU:
             fn = XNNB_FN_ELU;
             name = "elu_nc";
-            xs = xnn_create_elu_nc_f32(n, n, n, (float)a->alpha, fl, &op);
+            xs = xnn_create_elu_nc_f32(n, n, n, (float)a->elu.alpha, fl, &op);
             break;
         case ELT_COPY:
         case ELT_NONE:
