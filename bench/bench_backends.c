@@ -76,12 +76,13 @@ static int by_delta(const void *a, const void *b)
 /* The layers where backend `slow` loses most against backend `fast`. */
 static void explain(const ntp_backend_comparison *c, int slow, int fast, double total_gap)
 {
-    const ntp_backend_run *s = &c->runs[slow], *f = &c->runs[fast];
-    gap *g = malloc((size_t)c->n_layers * sizeof *g + 1);
+    const ntp_backend_run *s = ntp_backend_comparison_run(c, slow),
+                          *f = ntp_backend_comparison_run(c, fast);
+    gap *g = malloc((size_t)ntp_backend_comparison_layer_count(c) * sizeof *g + 1);
     if (!g)
         return;
     double sub = 0, fallback = 0;
-    for (int l = 0; l < c->n_layers; l++) {
+    for (int l = 0; l < ntp_backend_comparison_layer_count(c); l++) {
         double a = s->layers[l].ms > 0 ? s->layers[l].ms : 0,
                b = f->layers[l].ms > 0 ? f->layers[l].ms : 0;
         g[l] = (gap){l, a - b};
@@ -89,20 +90,22 @@ static void explain(const ntp_backend_comparison *c, int slow, int fast, double 
         if (s->layers[l].ran_on && strcmp(s->layers[l].ran_on, s->backend) != 0)
             fallback += a;
     }
-    qsort(g, (size_t)c->n_layers, sizeof *g, by_delta);
+    qsort(g, (size_t)ntp_backend_comparison_layer_count(c), sizeof *g, by_delta);
     printf(
         "    %s vs %s: %.2f ms slower; of %s's time, %.2f ms in its own extra rows (reorders,\n"
         "    im2col/col2im), %.2f ms in layers it left to another backend, %.2f ms in %d conversions.\n",
         s->backend, f->backend, total_gap, s->backend, sub, fallback, s->convert_ms, s->n_convert);
     printf("    %-26s %-10s %9s %9s %9s  %s\n", "layer", "type", s->backend, f->backend, "extra",
            "where / how");
-    for (int i = 0; i < 8 && i < c->n_layers && g[i].delta > 0; i++) {
+    for (int i = 0; i < 8 && i < ntp_backend_comparison_layer_count(c) && g[i].delta > 0; i++) {
         const ntp_backend_layer *a = &s->layers[g[i].layer], *b = &f->layers[g[i].layer];
         char how[160];
         snprintf(how, sizeof how, "%s%s%s", a->ran_on ? a->ran_on : "-", a->impl ? ": " : "",
                  a->impl ? a->impl : "");
-        printf("    %-26.26s %-10.10s %9.3f %9.3f %9.3f  %.60s\n", c->layer_names[g[i].layer],
-               c->layer_types[g[i].layer], a->ms, b->ms > 0 ? b->ms : 0, a->sub_ms, how);
+        printf("    %-26.26s %-10.10s %9.3f %9.3f %9.3f  %.60s\n",
+               ntp_backend_comparison_layer_name(c, g[i].layer),
+               ntp_backend_comparison_layer_type(c, g[i].layer), a->ms, b->ms > 0 ? b->ms : 0,
+               a->sub_ms, how);
     }
     free(g);
 }
@@ -197,9 +200,9 @@ int main(int argc, char **argv)
         ntp_ctx_clear_warnings(ctx);
         double best = INFINITY;
         int fastest = 0;
-        for (int i = 0; i < c->n_runs; i++)
-            if (score(&c->runs[i], md->markers) < best) {
-                best = score(&c->runs[i], md->markers);
+        for (int i = 0; i < ntp_backend_comparison_run_count(c); i++)
+            if (score(ntp_backend_comparison_run(c, i), md->markers) < best) {
+                best = score(ntp_backend_comparison_run(c, i), md->markers);
                 fastest = i;
             }
         /* The interval belongs to the end-to-end median printed beside it;
@@ -209,8 +212,8 @@ int main(int argc, char **argv)
         printf("   %-9s %10s %21s %10s %7s %10s %9s %8s %10s\n", "backend", "e2e ms",
                "95% interval", md->markers ? "network ms" : "", "ratio", "prepare ms", "own/back",
                "fused", "rel L2");
-        for (int i = 0; i < c->n_runs; i++) {
-            const ntp_backend_run *r = &c->runs[i];
+        for (int i = 0; i < ntp_backend_comparison_run_count(c); i++) {
+            const ntp_backend_run *r = ntp_backend_comparison_run(c, i);
             double s = score(r, md->markers), ratio = best > 0 ? s / best : 0;
             char rel[32];
             if (r->rel_l2 < 0)
@@ -227,8 +230,8 @@ int main(int argc, char **argv)
             log_ratio[i] += log(ratio);
             counted[i]++;
         }
-        for (int i = 0; i < c->n_runs; i++) {
-            const ntp_backend_run *r = &c->runs[i];
+        for (int i = 0; i < ntp_backend_comparison_run_count(c); i++) {
+            const ntp_backend_run *r = ntp_backend_comparison_run(c, i);
             bool ours = strcmp(r->backend, "xnnpack") == 0 || strcmp(r->backend, "blas") == 0;
             if (ours && score(r, md->markers) >= 1.5 * best)
                 explain(c, i, fastest, score(r, md->markers) - best);

@@ -205,7 +205,8 @@ static void check_outputs(ntp_ctx *ctx, const ntp_graph *g, const char *key, int
     if (ntp_run_compare(ctx, g, &o, be, 1, &c) != NTP_STATUS_OK) {
         printf("outputs %-12s eager  n/a: %s\n", key, ntp_ctx_errmsg(ctx));
     } else {
-        print_check(key, "eager", c->runs[0].rel_l2, c->runs[0].max_abs_error);
+        print_check(key, "eager", ntp_backend_comparison_run(c, 0)->rel_l2,
+                    ntp_backend_comparison_run(c, 0)->max_abs_error);
         ntp_backend_comparison_free(c);
     }
     ntp_ctx_clear_warnings(ctx);

@@ -166,10 +166,10 @@ static void test_alignment(void **state)
     const ntp_run_result *runs[2] = {&a.r, &b.r};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    assert_int_equal(c->n_pairs, 1);
-    assert_string_equal(c->labels[0], "A");
-    assert_string_equal(c->labels[1], "B");
-    const ntp_compare_pair *p = &c->pairs[0];
+    assert_int_equal(ntp_comparison_pair_count(c), 1);
+    assert_string_equal(ntp_comparison_label(c, 0), "A");
+    assert_string_equal(ntp_comparison_label(c, 1), "B");
+    const ntp_compare_pair *p = ntp_comparison_pair(c, 0);
     assert_int_equal(p->n_rows, 6);
 
     const ntp_compare_row *r = find(p, "conv1");
@@ -251,9 +251,14 @@ static void test_duplicates_and_many(void **state)
     const char *labels[3] = {"first", "second", "third"};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, labels, 3, &c), NTP_STATUS_OK);
-    assert_int_equal(c->n_pairs, 2);
-    assert_string_equal(c->labels[2], "third");
-    const ntp_compare_pair *p = &c->pairs[0];
+    assert_int_equal(ntp_comparison_pair_count(c), 2);
+    assert_int_equal(ntp_comparison_run_count(c), 3);
+    assert_ptr_equal(ntp_comparison_run(c, 1), &b.r);
+    assert_string_equal(ntp_comparison_label(c, 2), "third");
+    assert_null(ntp_comparison_label(c, 3));
+    assert_null(ntp_comparison_run(c, -1));
+    assert_null(ntp_comparison_pair(c, 2));
+    const ntp_compare_pair *p = ntp_comparison_pair(c, 0);
     assert_string_equal(p->rows[0].name, "x");
     assert_int_equal(p->rows[0].base_index, 2);
     assert_int_equal(p->rows[0].other_index, 2);
@@ -262,9 +267,11 @@ static void test_duplicates_and_many(void **state)
         assert_int_equal(p->rows[i].align, NTP_ALIGN_MATCHED);
     assert_int_equal(p->n_diffs, 0);
     /* A run against itself: every row the same. */
-    for (int i = 0; i < c->pairs[1].n_rows; i++) {
-        assert_int_equal(c->pairs[1].rows[i].verdict, NTP_VERDICT_SAME);
-        assert_float_equal(c->pairs[1].rows[i].speedup, 1.0, 1e-12);
+    const ntp_compare_pair *self = ntp_comparison_pair(c, 1);
+    assert_int_equal(self->other, 2);
+    for (int i = 0; i < self->n_rows; i++) {
+        assert_int_equal(self->rows[i].verdict, NTP_VERDICT_SAME);
+        assert_float_equal(self->rows[i].speedup, 1.0, 1e-12);
     }
     ntp_comparison_free(c);
     assert_int_equal(ntp_compare(ctx, runs, NULL, 1, &c), NTP_STATUS_INVALID_ARGUMENT);
@@ -289,10 +296,10 @@ static void test_duplicates_and_many(void **state)
     b.r.layers = lb;
     b.r.n_layers = N;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    assert_int_equal(c->pairs[0].n_rows, N);
-    assert_string_equal(c->pairs[0].rows[0].name, "L77");
-    assert_int_equal(c->pairs[0].rows[0].other_index, N - 1 - 77);
-    assert_int_equal(c->pairs[0].rows[0].verdict, NTP_VERDICT_SLOWER);
+    assert_int_equal(ntp_comparison_pair(c, 0)->n_rows, N);
+    assert_string_equal(ntp_comparison_pair(c, 0)->rows[0].name, "L77");
+    assert_int_equal(ntp_comparison_pair(c, 0)->rows[0].other_index, N - 1 - 77);
+    assert_int_equal(ntp_comparison_pair(c, 0)->rows[0].verdict, NTP_VERDICT_SLOWER);
     ntp_comparison_free(c);
     free(la);
     free(lb);
@@ -523,7 +530,7 @@ static void test_fused_groups(void **state)
     const ntp_run_result *runs[2] = {&a.r, &b.r};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    const ntp_compare_pair *p = &c->pairs[0];
+    const ntp_compare_pair *p = ntp_comparison_pair(c, 0);
     /* One row for conv1 + bn1 + relu1, then fc and head. */
     assert_int_equal(p->n_rows, 3);
     assert_int_equal(p->n_fused_groups, 1);
@@ -679,7 +686,7 @@ static void test_fused_groups(void **state)
      * the sum of the same layers, half as fast. */
     const ntp_run_result *rev[2] = {&b.r, &a.r};
     assert_int_equal(ntp_compare(ctx, rev, NULL, 2, &c), NTP_STATUS_OK);
-    p = &c->pairs[0];
+    p = ntp_comparison_pair(c, 0);
     assert_int_equal(p->n_rows, 3);
     g = find_status(p, NTP_ALIGN_FUSED, 0);
     assert_int_equal(g->base_rows, 1);
@@ -711,7 +718,7 @@ static void test_fused_groups_differ(void **state)
     const ntp_run_result *runs[2] = {&a.r, &b.r};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    const ntp_compare_pair *p = &c->pairs[0];
+    const ntp_compare_pair *p = ntp_comparison_pair(c, 0);
     assert_int_equal(p->n_rows, 3);
     const ntp_compare_row *g = find_status(p, NTP_ALIGN_FUSED, 0);
     assert_int_equal(g->n_members, 3);
@@ -727,7 +734,7 @@ static void test_fused_groups_differ(void **state)
     /* The same fusion in both: the group's time against the group's. */
     fused_run(&a);
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    p = &c->pairs[0];
+    p = ntp_comparison_pair(c, 0);
     g = find_status(p, NTP_ALIGN_FUSED, 0);
     assert_int_equal(g->base_rows, 1);
     assert_int_equal(g->other_rows, 1);
@@ -742,7 +749,7 @@ static void test_fused_groups_differ(void **state)
     a.layers[2].fused_into = "gone";
     unfused_run(&b);
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    p = &c->pairs[0];
+    p = ntp_comparison_pair(c, 0);
     assert_int_equal(p->n_fused_groups, 2);
     for (int k = 0; k < 2; k++) {
         g = find_status(p, NTP_ALIGN_FUSED, k);
@@ -830,7 +837,7 @@ static void test_real_fused_runs(void **state)
     const ntp_run_result *runs[2] = {A, B};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    const ntp_compare_pair *p = &c->pairs[0];
+    const ntp_compare_pair *p = ntp_comparison_pair(c, 0);
     assert_true(p->n_fused_groups > 0);
     check_no_fused_time(p, A, B);
     bool found_fuse = false;
@@ -1008,8 +1015,8 @@ static void test_read_back(void **state)
     const ntp_run_result *runs[2] = {&a.r, r};
     ntp_comparison *c;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
-    assert_int_equal(c->pairs[0].n_diffs, 0);
-    assert_int_equal(c->pairs[0].end_to_end.verdict, NTP_VERDICT_SAME);
+    assert_int_equal(ntp_comparison_pair(c, 0)->n_diffs, 0);
+    assert_int_equal(ntp_comparison_pair(c, 0)->end_to_end.verdict, NTP_VERDICT_SAME);
     ntp_comparison_free(c);
     ntp_run_result_free(r);
     free(text);

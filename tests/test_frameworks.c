@@ -79,17 +79,17 @@ static ntp_backend_comparison *compare(const ntp_graph *g, const ntp_run_opts *o
 
 static const ntp_backend_run *run_of(const ntp_backend_comparison *c, const char *backend)
 {
-    for (int i = 0; i < c->n_runs; i++)
-        if (strcmp(c->runs[i].backend, backend) == 0)
-            return &c->runs[i];
+    for (int i = 0; i < ntp_backend_comparison_run_count(c); i++)
+        if (strcmp(ntp_backend_comparison_run(c, i)->backend, backend) == 0)
+            return ntp_backend_comparison_run(c, i);
     fail_msg("no run of %s", backend);
     return NULL;
 }
 
 static int layer_index(const ntp_backend_comparison *c, const char *name)
 {
-    for (int l = 0; l < c->n_layers; l++)
-        if (strcmp(c->layer_names[l], name) == 0)
+    for (int l = 0; l < ntp_backend_comparison_layer_count(c); l++)
+        if (strcmp(ntp_backend_comparison_layer_name(c, l), name) == 0)
             return l;
     fail_msg("no layer %s", name);
     return -1;
@@ -110,9 +110,12 @@ static void test_tiny_cnn_side_by_side(void **state)
     quick(&o);
     const char *be[] = {"xnnpack", "blas", "ref"};
     ntp_backend_comparison *c = compare(g, &o, be, 3);
-    assert_int_equal(c->n_runs, 3);
-    assert_int_equal(c->n_layers, ntp_graph_layer_count(g));
-    assert_string_equal(c->reference, "ref");
+    assert_int_equal(ntp_backend_comparison_run_count(c), 3);
+    assert_int_equal(ntp_backend_comparison_layer_count(c), ntp_graph_layer_count(g));
+    assert_string_equal(ntp_backend_comparison_reference(c), "ref");
+    assert_null(ntp_backend_comparison_run(c, 3));
+    assert_null(ntp_backend_comparison_layer_name(c, -1));
+    assert_null(ntp_backend_comparison_layer_type(c, ntp_graph_layer_count(g)));
     const ntp_backend_run *x = run_of(c, "xnnpack"), *b = run_of(c, "blas"), *r = run_of(c, "ref");
     /* The reference against itself: exactly nothing. */
     assert_int_equal(r->n_deviation, 1);
@@ -128,11 +131,11 @@ static void test_tiny_cnn_side_by_side(void **state)
         assert_string_equal(e->deviation[0].output, "fc");
     }
     assert_int_equal(x->layers_fallback, 3);
-    assert_int_equal(x->layers_own, c->n_layers - 3);
+    assert_int_equal(x->layers_own, ntp_backend_comparison_layer_count(c) - 3);
     assert_int_equal(b->layers_fallback, 7);
-    assert_int_equal(b->layers_own, c->n_layers - 7);
+    assert_int_equal(b->layers_own, ntp_backend_comparison_layer_count(c) - 7);
     assert_int_equal(r->layers_fallback, 0);
-    assert_int_equal(r->layers_own, c->n_layers);
+    assert_int_equal(r->layers_own, ntp_backend_comparison_layer_count(c));
     assert_string_equal(x->layers[layer_index(c, "pooled")].ran_on, "ref");
     assert_string_equal(b->layers[layer_index(c, "pool1")].ran_on, "ref");
     /* conv1 reads the plain graph input: a reorder on XNNPACK, an im2col
@@ -143,12 +146,12 @@ static void test_tiny_cnn_side_by_side(void **state)
     assert_int_equal(r->layers[conv1].sub_rows, 0);
     assert_string_equal(b->layers[conv1].impl, "openblas:im2col+sgemm");
     /* Every row is on exactly one layer or among the conversions. */
-    for (int i = 0; i < c->n_runs; i++) {
-        const ntp_backend_run *e = &c->runs[i];
+    for (int i = 0; i < ntp_backend_comparison_run_count(c); i++) {
+        const ntp_backend_run *e = ntp_backend_comparison_run(c, i);
         double rows = 0, folded = e->convert_ms;
         for (int k = 0; k < e->result->n_layers; k++)
             rows += e->result->layers[k].time_ms.median;
-        for (int l = 0; l < c->n_layers; l++) {
+        for (int l = 0; l < ntp_backend_comparison_layer_count(c); l++) {
             assert_true(e->layers[l].ms >= 0);
             folded += e->layers[l].ms;
         }
@@ -156,11 +159,12 @@ static void test_tiny_cnn_side_by_side(void **state)
             fail_msg("%s: rows sum to %.9g ms, layers to %.9g", e->backend, rows, folded);
     }
     double best = INFINITY;
-    for (int i = 0; i < c->n_runs; i++)
-        if (c->runs[i].result->end_to_end_ms.median < best)
-            best = c->runs[i].result->end_to_end_ms.median;
-    assert_true(c->runs[c->fastest].speed_ratio == 1.0);
-    assert_true(c->runs[c->fastest].result->end_to_end_ms.median == best);
+    for (int i = 0; i < ntp_backend_comparison_run_count(c); i++)
+        if (ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median < best)
+            best = ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median;
+    const ntp_backend_run *fast = ntp_backend_comparison_run(c, ntp_backend_comparison_fastest(c));
+    assert_true(fast->speed_ratio == 1.0);
+    assert_true(fast->result->end_to_end_ms.median == best);
     ntp_backend_comparison_free(c);
     ntp_graph_free(g);
 }
@@ -179,12 +183,14 @@ static void test_reference_not_listed(void **state)
     quick(&o);
     const char *with[] = {"blas", "ref"}, *without[] = {"blas"};
     ntp_backend_comparison *a = compare(g, &o, with, 2), *b = compare(g, &o, without, 1);
-    assert_int_equal(b->n_runs, 1);
-    assert_string_equal(b->reference, "ref");
-    assert_int_equal(b->runs[0].n_deviation, a->runs[0].n_deviation);
-    assert_true(b->runs[0].rel_l2 == a->runs[0].rel_l2);
-    assert_true(b->runs[0].max_abs_error == a->runs[0].max_abs_error);
-    assert_true(b->runs[0].rel_l2 > 0); /* a GEMM does not round like the reference */
+    assert_int_equal(ntp_backend_comparison_run_count(b), 1);
+    assert_string_equal(ntp_backend_comparison_reference(b), "ref");
+    const ntp_backend_run *ra = ntp_backend_comparison_run(a, 0),
+                          *rb = ntp_backend_comparison_run(b, 0);
+    assert_int_equal(rb->n_deviation, ra->n_deviation);
+    assert_true(rb->rel_l2 == ra->rel_l2);
+    assert_true(rb->max_abs_error == ra->max_abs_error);
+    assert_true(rb->rel_l2 > 0); /* a GEMM does not round like the reference */
     ntp_backend_comparison_free(a);
     ntp_backend_comparison_free(b);
     ntp_graph_free(g);
@@ -210,7 +216,7 @@ static void test_fused_partial_and_saved(void **state)
     const char *be[] = {"xnnpack", "ref"};
     ntp_backend_comparison *c = compare(g, &o, be, 2);
     const ntp_backend_run *x = run_of(c, "xnnpack");
-    assert_true(c->fused);
+    assert_true(ntp_backend_comparison_run(c, 0)->result->fused);
     assert_true(x->layers_fused > 0);
     int relu3 = layer_index(c, "relu3");
     assert_string_equal(x->layers[relu3].fused_into, "residual");
@@ -225,11 +231,12 @@ static void test_fused_partial_and_saved(void **state)
     quick(&o);
     o.only_marker = "block";
     c = compare(g, &o, be, 2);
+    assert_null(ntp_backend_comparison_reference(c)); /* a partial run: no outputs compared */
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(c->runs[i].n_deviation, 0);
-        assert_true(c->runs[i].max_abs_error < 0);
-        assert_true(c->runs[i].layers[layer_index(c, "conv1")].ms < 0);
-        assert_true(c->runs[i].layers[layer_index(c, "conv2")].ms >= 0);
+        assert_int_equal(ntp_backend_comparison_run(c, i)->n_deviation, 0);
+        assert_true(ntp_backend_comparison_run(c, i)->max_abs_error < 0);
+        assert_true(ntp_backend_comparison_run(c, i)->layers[layer_index(c, "conv1")].ms < 0);
+        assert_true(ntp_backend_comparison_run(c, i)->layers[layer_index(c, "conv2")].ms >= 0);
     }
     ntp_backend_comparison_free(c);
     ntp_graph_free(g);
@@ -363,12 +370,12 @@ static void test_writers(void **state)
         /* JSON carries 15 significant digits. */
         double got =
             json_real_value(json_object_get(json_object_get(r, "end_to_end_ms"), "median"));
-        double want = c->runs[i].result->end_to_end_ms.median;
+        double want = ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median;
         if (fabs(got - want) > 1e-13 * want)
             fail_msg("%s end-to-end: JSON %.17g, result %.17g", be[i], got, want);
     }
     json_t *layers = json_object_get(root, "layers");
-    assert_int_equal(json_array_size(layers), (size_t)c->n_layers);
+    assert_int_equal(json_array_size(layers), (size_t)ntp_backend_comparison_layer_count(c));
     json_t *l0 = json_object_get(json_object_get(json_array_get(layers, 2), "backends"), "ref");
     assert_string_equal(json_string_value(json_object_get(l0, "ran_on")), "ref");
     json_decref(root);
@@ -379,7 +386,7 @@ static void test_writers(void **state)
     int lines = 0;
     for (const char *p = text; *p; p++)
         lines += *p == '\n';
-    assert_int_equal(lines, 1 + n * (c->n_layers + 2));
+    assert_int_equal(lines, 1 + n * (ntp_backend_comparison_layer_count(c) + 2));
     assert_true(strncmp(text, "backend,layer,type,ran_on,impl,median_ms", 40) == 0);
     free(text);
     ntp_backend_comparison_free(c);

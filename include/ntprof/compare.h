@@ -105,23 +105,29 @@ typedef struct ntp_compare_pair {
     int n_markers;
     ntp_compare_row *markers; /* marker segments aligned by name, in base order */
     int n_diffs;
-    char **diffs;              /* "backend: ref -> onednn": topology, configuration and hardware */
-    int n_fused_groups;        /* rows with NTP_ALIGN_FUSED */
-    int n_changed;             /* rows with changes */
-    const char **member_store; /* internal: the rows' members point into it */
+    char **diffs;       /* "backend: ref -> onednn": topology, configuration and hardware */
+    int n_fused_groups; /* rows with NTP_ALIGN_FUSED */
+    int n_changed;      /* rows with changes */
 } ntp_compare_pair;
 
-typedef struct ntp_comparison {
-    int n_runs;
-    const ntp_run_result *const *runs; /* borrowed: keep them alive */
-    char **labels;                     /* one per run: a file name, "run 12", ... */
-    int n_pairs;                       /* n_runs - 1 */
-    ntp_compare_pair *pairs;
-} ntp_comparison;
+/* What ntp_compare found: opaque; it owns its pairs, their rows and the
+ * labels, and borrows the runs (keep them alive until ntp_comparison_free). */
+typedef struct ntp_comparison ntp_comparison;
 
 /* Compare runs[1..n-1] with runs[0]. labels may be NULL ("A", "B", ...). */
 NTP_API ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs,
                                const char *const *labels, int n, ntp_comparison **out);
+/* The runs compared, as given (run 0 the base), and their labels: a file
+ * name, "run 12", or "A", "B", ... Run i of 0 .. count - 1; NULL for any
+ * other i. */
+NTP_API int ntp_comparison_run_count(const ntp_comparison *c);
+NTP_API const ntp_run_result *ntp_comparison_run(const ntp_comparison *c, int i);
+NTP_API const char *ntp_comparison_label(const ntp_comparison *c, int i);
+/* The base run against each other run: pair i compares run i + 1 with
+ * run 0 (run count - 1 pairs); NULL for any other i. The pair is valid
+ * until ntp_comparison_free. */
+NTP_API int ntp_comparison_pair_count(const ntp_comparison *c);
+NTP_API const ntp_compare_pair *ntp_comparison_pair(const ntp_comparison *c, int i);
 NTP_API void ntp_comparison_free(ntp_comparison *c);
 
 #ifdef __cplusplus

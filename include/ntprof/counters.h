@@ -26,16 +26,18 @@ typedef struct ntp_counter_info {
     const char *reason;
 } ntp_counter_info;
 
-typedef struct ntp_counter_list {
-    int n;
-    ntp_counter_info *items;
-    struct ntp_counter_store *store; /* owns the strings; internal */
-} ntp_counter_list;
+/* What ntp_counters_probe found: an opaque list that owns its items and
+ * their strings (valid until ntp_counter_list_free). */
+typedef struct ntp_counter_list ntp_counter_list;
 
 /* Probe this machine: open every event once on the calling thread, look for
  * the tools' binaries and ask them their versions. Takes a fraction of a
  * second (it starts perf and valgrind to ask). */
 NTP_API ntp_status ntp_counters_probe(ntp_ctx *ctx, ntp_counter_list **out);
+/* The items, in the order `ntprof counters` lists them: sets, events,
+ * libraries, tools. Item i of 0 .. count - 1; NULL for any other i. */
+NTP_API int ntp_counter_list_count(const ntp_counter_list *l);
+NTP_API const ntp_counter_info *ntp_counter_list_item(const ntp_counter_list *l, int i);
 NTP_API void ntp_counter_list_free(ntp_counter_list *l);
 
 #ifdef __cplusplus

@@ -55,25 +55,11 @@ typedef struct ntp_backend_run {
     ntp_backend_layer *layers; /* n_layers, in execution order */
 } ntp_backend_run;
 
-typedef struct ntp_backend_comparison {
-    const char *topology;
-    const char *source;
-    ntp_dtype precision;
-    int64_t batch;
-    int threads;
-    uint64_t seed;
-    bool fused;
-    /* The backend whose outputs are the oracle: "ref". When "ref" is not
-     * among the runs it is still run once, unmeasured, for its outputs. */
-    const char *reference;
-    int n_runs;
-    ntp_backend_run *runs; /* in the order asked for */
-    int fastest;           /* index of the lowest median end-to-end */
-    int n_layers;
-    const char **layer_names; /* execution order */
-    const char **layer_types;
-    struct ntp_backend_store *store; /* owns the strings; internal */
-} ntp_backend_comparison;
+/* What ntp_run_compare found: opaque; it owns each backend's run (and its
+ * result) and every string, until ntp_backend_comparison_free. The
+ * configuration every backend ran (topology, precision, batch, threads,
+ * seed, fusion) is each run's result's. */
+typedef struct ntp_backend_comparison ntp_backend_comparison;
 
 /* Split "onednn,xnnpack,blas,ref" into names: at most max, pointing into
  * buf (a copy of list of buflen bytes). Empty names, repeated names and
@@ -88,6 +74,21 @@ NTP_API ntp_status ntp_backend_list_parse(ntp_ctx *ctx, const char *list, char *
 NTP_API ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,
                                    const char *const *backends, int n,
                                    ntp_backend_comparison **out);
+/* The backends' runs, in the order asked for: run i of 0 .. count - 1;
+ * NULL for any other i. */
+NTP_API int ntp_backend_comparison_run_count(const ntp_backend_comparison *c);
+NTP_API const ntp_backend_run *ntp_backend_comparison_run(const ntp_backend_comparison *c, int i);
+/* The index of the run with the lowest median end-to-end. */
+NTP_API int ntp_backend_comparison_fastest(const ntp_backend_comparison *c);
+/* The backend whose outputs are the oracle: "ref" (when "ref" is not among
+ * the runs it is still run once, unmeasured, for its outputs); NULL when
+ * outputs were not compared (a partial run). */
+NTP_API const char *ntp_backend_comparison_reference(const ntp_backend_comparison *c);
+/* The topology's layers, in execution order: each run's `layers` has one
+ * entry per layer. Layer l of 0 .. count - 1; NULL for any other l. */
+NTP_API int ntp_backend_comparison_layer_count(const ntp_backend_comparison *c);
+NTP_API const char *ntp_backend_comparison_layer_name(const ntp_backend_comparison *c, int l);
+NTP_API const char *ntp_backend_comparison_layer_type(const ntp_backend_comparison *c, int l);
 NTP_API void ntp_backend_comparison_free(ntp_backend_comparison *c);
 
 /* The torch backend's whole-graph mode (docs/frameworks.md): the topology

@@ -405,10 +405,11 @@ typedef struct ntp_run_result {
     int counter_threads;
     int n_counter_notes;
     const char **counter_notes;
-    struct ntp_counter_store *counter_store; /* owns the above; internal */
-    /* Strings the result owns (row names of added steps); internal. */
-    int n_owned;
-    char **owned;
+    /* What the result owns besides its arrays (the counting pass's names
+     * and notes, the row names of added steps, a read report's strings),
+     * and whether a counting pass ran: the library's, opaque, freed by
+     * ntp_run_result_free. NULL in a result the caller fills in. */
+    struct ntp_run_owned *owned;
     ntp_roofline roofline;
     ntp_run_prediction prediction;
     /* ntp_run_opts.torch_script's figure (include/ntprof/frameworks.h);

@@ -818,8 +818,9 @@ ntp_status ntp__instrument(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const n
         snprintf(I.balance_src, sizeof I.balance_src,
                  "heuristic balance, no measured machine ceilings");
     }
-    if (!(r->counter_store = I.s = ntp__store_new()))
+    if (!(I.s = ntp__run_store(r)))
         return oom(ctx);
+    r->owned->counted = true;
     I.rows = calloc((size_t)r->n_layers + 1, sizeof *I.rows);
     I.marks = calloc((size_t)r->n_markers + 1, sizeof *I.marks);
     job jobs[NTP_MAX_JOBS];
@@ -926,8 +927,6 @@ void ntp__instrument_free(ntp_run_result *r)
     free(r->counter_notes);
     r->counter_notes = NULL;
     r->n_counter_notes = 0;
-    ntp__store_free(r->counter_store);
-    r->counter_store = NULL;
 }
 
 bool ntp_run_tool_child(ntp_run_opts *o)

@@ -22,6 +22,7 @@
 #include "core/ctx-impl.h"
 #include "exec-impl.h"
 #include "io/io-impl.h"
+#include "multi-impl.h"
 #include "ntprof/frameworks.h"
 
 #define MAX_COMPARED 16
@@ -48,6 +49,41 @@ static const char *keep(ntp_backend_comparison *c, const char *s)
     if (d)
         st->s[st->n++] = d;
     return d;
+}
+
+int ntp_backend_comparison_run_count(const ntp_backend_comparison *c)
+{
+    return c ? c->n_runs : 0;
+}
+
+const ntp_backend_run *ntp_backend_comparison_run(const ntp_backend_comparison *c, int i)
+{
+    return c && i >= 0 && i < c->n_runs ? &c->runs[i] : NULL;
+}
+
+int ntp_backend_comparison_fastest(const ntp_backend_comparison *c)
+{
+    return c ? c->fastest : -1;
+}
+
+const char *ntp_backend_comparison_reference(const ntp_backend_comparison *c)
+{
+    return c ? c->reference : NULL;
+}
+
+int ntp_backend_comparison_layer_count(const ntp_backend_comparison *c)
+{
+    return c ? c->n_layers : 0;
+}
+
+const char *ntp_backend_comparison_layer_name(const ntp_backend_comparison *c, int l)
+{
+    return c && l >= 0 && l < c->n_layers ? c->layer_names[l] : NULL;
+}
+
+const char *ntp_backend_comparison_layer_type(const ntp_backend_comparison *c, int l)
+{
+    return c && l >= 0 && l < c->n_layers ? c->layer_types[l] : NULL;
 }
 
 void ntp_backend_comparison_free(ntp_backend_comparison *c)

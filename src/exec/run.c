@@ -128,9 +128,6 @@ void ntp_run_result_free(ntp_run_result *r)
         free(r->trace[i].start_us);
         free(r->trace[i].end_us);
     }
-    for (int i = 0; i < r->n_owned; i++)
-        free(r->owned[i]);
-    free(r->owned);
     free(r->accuracy);
     free(r->warnings);
     free(r->trace);
@@ -140,6 +137,7 @@ void ntp_run_result_free(ntp_run_result *r)
     free(r->param_values);
     free(r->torch_script);
     ntp__instrument_free(r);
+    ntp__run_owned_free(r);
     free(r);
 }
 
@@ -169,13 +167,8 @@ static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marke
 
 static const char *own(ntp_run_result *r, const char *s)
 {
-    char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
-    if (!o)
-        return NULL;
-    r->owned = o;
-    if (!(o[r->n_owned] = ntp__strdup(s)))
-        return NULL;
-    return o[r->n_owned++];
+    ntp_counter_store *st = ntp__run_store(r);
+    return st ? ntp__store_str(st, s) : NULL;
 }
 
 void ntp__rows_free(ntp_rows *w)

@@ -47,6 +47,18 @@ const char *ntp__store_printf(ntp_counter_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ntp__store_free(ntp_counter_store *s);
 
+/* What a run result owns (ntp_run_result.owned, opaque in include/ntprof/run.h). */
+struct ntp_run_owned {
+    ntp_counter_store *store; /* strings and blocks the result owns */
+    bool counted;             /* a counting pass ran: the report has its section */
+};
+/* r's store, made on first use; NULL when out of memory. */
+ntp_counter_store *ntp__run_store(ntp_run_result *r);
+/* Did a counting pass (counters or a tool) run for r? */
+bool ntp__run_counted(const ntp_run_result *r);
+/* Free what r owns (not r). */
+void ntp__run_owned_free(ntp_run_result *r);
+
 /* --- events ------------------------------------------------------------------- */
 #define NTP_MAX_CEVENTS 64
 #define NTP_CNAME 96

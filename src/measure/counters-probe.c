@@ -19,6 +19,13 @@
 #endif
 #endif
 
+/* The list ntp_counters_probe returns (include/ntprof/counters.h). */
+struct ntp_counter_list {
+    int n;
+    ntp_counter_info *items;
+    ntp_counter_store *store; /* owns the strings */
+};
+
 typedef struct probe {
     ntp_counter_list *l;
     int cap;
@@ -240,6 +247,16 @@ ntp_status ntp_counters_probe(ntp_ctx *ctx, ntp_counter_list **out)
     }
     *out = l;
     return NTP_STATUS_OK;
+}
+
+int ntp_counter_list_count(const ntp_counter_list *l)
+{
+    return l ? l->n : 0;
+}
+
+const ntp_counter_info *ntp_counter_list_item(const ntp_counter_list *l, int i)
+{
+    return l && i >= 0 && i < l->n ? &l->items[i] : NULL;
 }
 
 void ntp_counter_list_free(ntp_counter_list *l)

@@ -40,7 +40,7 @@ void ntp__counters_json(bool *ok, struct json_t *row, const ntp_counter_value *v
 
 void ntp__counters_json_run(bool *ok, struct json_t *root, const ntp_run_result *r)
 {
-    if (!r->counter_store)
+    if (!ntp__run_counted(r))
         return;
     json_t *o = json_object();
     ntp__jset(ok, o, "counters", ntp__json_str(r->counters));
@@ -107,7 +107,7 @@ static void table_row(FILE *f, const char *name, const ntp_counter_value *v, int
 
 void ntp__counters_table(FILE *f, const ntp_run_result *r)
 {
-    if (!r->counter_store)
+    if (!ntp__run_counted(r))
         return;
     char head[512];
     snprintf(head, sizeof head,

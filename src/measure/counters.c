@@ -78,6 +78,29 @@ void ntp__store_free(ntp_counter_store *s)
     free(s);
 }
 
+ntp_counter_store *ntp__run_store(ntp_run_result *r)
+{
+    if (!r->owned && !(r->owned = calloc(1, sizeof *r->owned)))
+        return NULL;
+    if (!r->owned->store)
+        r->owned->store = ntp__store_new();
+    return r->owned->store;
+}
+
+bool ntp__run_counted(const ntp_run_result *r)
+{
+    return r->owned && r->owned->counted;
+}
+
+void ntp__run_owned_free(ntp_run_result *r)
+{
+    if (!r->owned)
+        return;
+    ntp__store_free(r->owned->store);
+    free(r->owned);
+    r->owned = NULL;
+}
+
 /* --- event names ----------------------------------------------------------------- */
 
 #define HWC(cache, op, res)                                             \

@@ -280,7 +280,7 @@ static void note(ntp_run_result *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    const char *s = ntp__store_str(r->counter_store, buf);
+    const char *s = ntp__store_str(ntp__run_store(r), buf);
     const char **p =
         s ? realloc(r->counter_notes, (size_t)(r->n_counter_notes + 1) * sizeof *p) : NULL;
     if (!p)
@@ -297,7 +297,7 @@ static ntp_status fold(ntp_ctx *ctx, ntp_run_result *r, ntp_marker_result *m,
                                                  "ncu:dram_throughput", "ncu:achieved_occupancy"};
     int n = m->n_counters + NTP_NCU_N + 1;
     ntp_counter_value *v = calloc((size_t)n, sizeof *v);
-    if (!v || !ntp__store_keep(r->counter_store, v))
+    if (!v || !ntp__store_keep(ntp__run_store(r), v))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (m->n_counters)
         memcpy(v, m->counters, (size_t)m->n_counters * sizeof *v);
@@ -347,8 +347,9 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
     const char *marker = tool[strlen(name)] == ':' ? tool + strlen(name) + 1 : r->only_marker;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return ntp__error(ctx, NTP_STATUS_IO_ERROR, "%s: %s", dir, strerror(errno));
-    if (!r->counter_store && !(r->counter_store = ntp__store_new()))
+    if (!ntp__run_store(r))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    r->owned->counted = true;
     int na = 0;
     while (argv[na])
         na++;
@@ -443,7 +444,7 @@ ntp_status ntp_run_gpu_tool(ntp_ctx *ctx, ntp_run_result *r, const char *tool,
              out);
     }
     if (!st && !r->tool)
-        r->tool = ntp__store_str(r->counter_store, tool);
+        r->tool = ntp__store_str(ntp__run_store(r), tool);
     for (int i = 0; i < no; i++)
         free(own[i]);
     free(own);

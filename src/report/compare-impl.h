@@ -4,6 +4,16 @@
 
 #include "report-impl.h"
 
+/* The comparison ntp_compare returns (opaque in include/ntprof/compare.h). */
+struct ntp_comparison {
+    int n_runs;
+    const ntp_run_result *const *runs; /* borrowed: the caller keeps them alive */
+    char **labels;                     /* one per run */
+    int n_pairs;                       /* n_runs - 1 */
+    ntp_compare_pair *pairs;
+    const char ***member_store; /* per pair: its rows' members point into it */
+};
+
 /* Fill the figures of a row from the two timings (either may be NULL for
  * an absent side) and their shares. */
 void ntp__compare_fill(ntp_compare_row *row, const ntp_stats *base, const ntp_stats *other,

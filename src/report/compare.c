@@ -315,13 +315,12 @@ static bool groups_build(groups *G, const ntp_run_result *A, const ntp_run_resul
 /* One row for the fused group whose root is `root`: each side's timed rows
  * summed, its layers named. */
 static void emit_group(const ntp_run_result *A, const ntp_run_result *B, const groups *G, int root,
-                       const int *match_b, ntp_compare_pair *p, int *n_members,
-                       ntp_compare_row *row)
+                       const int *match_b, const char **store, int *n_members, ntp_compare_row *row)
 {
     int na = A->n_layers;
     stats_sum sa = {0}, sb = {0};
     int head_a = -1, head_b = -1, first_a = -1, first_b = -1;
-    const char **members = &p->member_store[*n_members];
+    const char **members = &store[*n_members];
     int nm = 0;
     for (int k = G->first[root]; k >= 0; k = G->next[k]) {
         if (k < na) {
@@ -365,19 +364,21 @@ static void emit_group(const ntp_run_result *A, const ntp_run_result *B, const g
                 head_b >= 0 ? &B->layers[head_b] : NULL);
 }
 
+/* The rows of p from the layers of A and B; the fused groups' member
+ * names go in *store (na + nb entries, the caller frees it). */
 static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_run_result *B,
-                               ntp_compare_pair *p)
+                               ntp_compare_pair *p, const char ***store)
 {
     int na = A->n_layers, nb = B->n_layers;
     int *match_a = malloc(((size_t)na + 1) * sizeof *match_a);
     int *match_b = malloc(((size_t)nb + 1) * sizeof *match_b);
     bool *renamed = calloc((size_t)na + 1, sizeof *renamed);
     p->rows = calloc((size_t)na + (size_t)nb + 1, sizeof *p->rows);
-    p->member_store = calloc((size_t)na + (size_t)nb + 1, sizeof *p->member_store);
+    *store = calloc((size_t)na + (size_t)nb + 1, sizeof **store);
     name_index ix = {0}, ixa = {0};
     groups G = {0};
     ntp_status st = NTP_STATUS_OK;
-    if (!match_a || !match_b || !renamed || !p->rows || !p->member_store || !index_build(&ix, B)) {
+    if (!match_a || !match_b || !renamed || !p->rows || !*store || !index_build(&ix, B)) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
@@ -434,7 +435,7 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
             if (G.grouped[root]) {
                 if (G.emitted[root] < 0) {
                     G.emitted[root] = n;
-                    emit_group(A, B, &G, root, match_b, p, &n_members, &p->rows[n++]);
+                    emit_group(A, B, &G, root, match_b, *store, &n_members, &p->rows[n++]);
                 }
                 continue;
             }
@@ -466,7 +467,7 @@ static ntp_status align_layers(ntp_ctx *ctx, const ntp_run_result *A, const ntp_
             if (G.grouped[root]) {
                 if (G.emitted[root] < 0) {
                     G.emitted[root] = n;
-                    emit_group(A, B, &G, root, match_b, p, &n_members, &p->rows[n++]);
+                    emit_group(A, B, &G, root, match_b, *store, &n_members, &p->rows[n++]);
                 }
                 continue;
             }
@@ -630,6 +631,31 @@ static bool differences(const ntp_run_result *A, const ntp_run_result *B, ntp_co
 
 /* --- the comparison --------------------------------------------------------------------- */
 
+int ntp_comparison_run_count(const ntp_comparison *c)
+{
+    return c ? c->n_runs : 0;
+}
+
+const ntp_run_result *ntp_comparison_run(const ntp_comparison *c, int i)
+{
+    return c && i >= 0 && i < c->n_runs ? c->runs[i] : NULL;
+}
+
+const char *ntp_comparison_label(const ntp_comparison *c, int i)
+{
+    return c && i >= 0 && i < c->n_runs ? c->labels[i] : NULL;
+}
+
+int ntp_comparison_pair_count(const ntp_comparison *c)
+{
+    return c ? c->n_pairs : 0;
+}
+
+const ntp_compare_pair *ntp_comparison_pair(const ntp_comparison *c, int i)
+{
+    return c && i >= 0 && i < c->n_pairs ? &c->pairs[i] : NULL;
+}
+
 void ntp_comparison_free(ntp_comparison *c)
 {
     if (!c)
@@ -638,7 +664,7 @@ void ntp_comparison_free(ntp_comparison *c)
         ntp_compare_pair *p = &c->pairs[i];
         free(p->rows);
         free(p->markers);
-        free(p->member_store);
+        free(c->member_store[i]);
         for (int k = 0; k < p->n_diffs; k++)
             free(p->diffs[k]);
         free(p->diffs);
@@ -647,6 +673,7 @@ void ntp_comparison_free(ntp_comparison *c)
         free(c->labels[i]);
     free(c->labels);
     free(c->pairs);
+    free(c->member_store);
     free(c);
 }
 
@@ -666,8 +693,9 @@ ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs, const ch
     c->runs = runs;
     c->labels = calloc((size_t)n, sizeof *c->labels);
     c->pairs = calloc((size_t)n - 1, sizeof *c->pairs);
+    c->member_store = calloc((size_t)n - 1, sizeof *c->member_store);
     ntp_status st = NTP_STATUS_OK;
-    if (!c->labels || !c->pairs) {
+    if (!c->labels || !c->pairs || !c->member_store) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
@@ -695,7 +723,8 @@ ntp_status ntp_compare(ntp_ctx *ctx, const ntp_run_result *const *runs, const ch
         ntp__compare_fill(&p->end_to_end, &A->end_to_end_ms, &B->end_to_end_ms, 1, 1);
         p->throughput_ratio =
             A->throughput > 0 && isfinite(B->throughput) ? B->throughput / A->throughput : 0;
-        if ((st = align_layers(ctx, A, B, p)) || (st = align_markers(ctx, A, B, p)))
+        if ((st = align_layers(ctx, A, B, p, &c->member_store[k - 1])) ||
+            (st = align_markers(ctx, A, B, p)))
             goto fail;
         if (!differences(A, B, p)) {
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");

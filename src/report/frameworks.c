@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "exec/multi-impl.h"
 #include "ntprof/frameworks.h"
 #include "report-impl.h"
 

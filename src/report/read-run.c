@@ -18,6 +18,7 @@
 
 #include "core/ctx-impl.h"
 #include "io/file-impl.h"
+#include "measure/counters-impl.h"
 #include "report-impl.h"
 #include "ntprof/frameworks.h"
 
@@ -46,28 +47,15 @@ static bool fail(reader *rd, ntp_status st, const char *fmt, ...)
     return false;
 }
 
-/* Keep a copy of s in the result. ntp_run_result_free frees `owned`; the
- * array grows to the next power of two so n strings cost O(n) copies. */
+/* Keep a copy of s in the result (its store, freed by ntp_run_result_free). */
 static const char *keep(reader *rd, const char *s)
 {
     if (!s)
         return NULL;
-    ntp_run_result *r = rd->r;
-    int n = r->n_owned;
-    if (n == 0 || (n & (n - 1)) == 0) {
-        char **o = realloc(r->owned, (size_t)(n ? 2 * n : 8) * sizeof *o);
-        if (!o) {
-            fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
-            return NULL;
-        }
-        r->owned = o;
-    }
-    char *c = ntp__strdup(s);
-    if (!c) {
+    ntp_counter_store *st = ntp__run_store(rd->r);
+    const char *c = st ? ntp__store_str(st, s) : NULL;
+    if (!c)
         fail(rd, NTP_STATUS_OUT_OF_MEMORY, "%s", "out of memory");
-        return NULL;
-    }
-    r->owned[r->n_owned++] = c;
     return c;
 }
 

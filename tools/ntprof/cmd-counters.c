@@ -28,6 +28,14 @@ static void wrapped(const char *text, int indent, int first_col)
 
 /* Declared here and in main.c's command table (cli.h belongs to the CLI's
  * owner). */
+/* o is an event that cannot be counted for the same reason as it (both
+ * shown: --all, or not another PMU's). */
+static bool same_na(const ntp_counter_info *o, const ntp_counter_info *it, bool all)
+{
+    return !strcmp(o->kind, "event") && !o->available && (all || !strchr(o->name, '/')) &&
+           !strcmp(o->reason, it->reason);
+}
+
 int cmd_counters(int argc, char **argv);
 
 int cmd_counters(int argc, char **argv)
@@ -64,14 +72,15 @@ int cmd_counters(int argc, char **argv)
         ntp_ctx_free(ctx);
         return rc;
     }
+    int n = ntp_counter_list_count(l);
     static const char *const kinds[] = {"set", "event", "library", "tool"};
     static const char *const titles[] = {"counter sets (--counters)", "events (--counters)",
                                          "libraries", "tools (--tool)"};
     for (int k = 0; k < 4; k++) {
         printf("%s%s:\n", k ? "\n" : "", titles[k]);
         int hidden = 0;
-        for (int i = 0; i < l->n; i++) {
-            const ntp_counter_info *it = &l->items[i];
+        for (int i = 0; i < n; i++) {
+            const ntp_counter_info *it = ntp_counter_list_item(l, i);
             if (strcmp(it->kind, kinds[k]) != 0)
                 continue;
             /* Other PMUs' events are many; by default one line says so. */
@@ -91,25 +100,23 @@ int cmd_counters(int argc, char **argv)
                 snprintf(line, sizeof line, "%s", it->reason ? it->reason : "not available");
             wrapped(line, 32, col);
         }
-        for (int i = 0; k == 1 && i < l->n; i++) {
-            const ntp_counter_info *it = &l->items[i];
+        for (int i = 0; k == 1 && i < n; i++) {
+            const ntp_counter_info *it = ntp_counter_list_item(l, i);
             if (strcmp(it->kind, "event") != 0 || it->available || (!all && strchr(it->name, '/')))
                 continue;
             bool seen = false;
             for (int j = 0; j < i && !seen; j++)
-                seen = !strcmp(l->items[j].kind, "event") && !l->items[j].available &&
-                       (all || !strchr(l->items[j].name, '/')) &&
-                       !strcmp(l->items[j].reason, it->reason);
+                seen = same_na(ntp_counter_list_item(l, j), it, all);
             if (seen)
                 continue;
             char line[8192];
             size_t u = 0;
-            for (int j = i; j < l->n && u < sizeof line; j++)
-                if (!strcmp(l->items[j].kind, "event") && !l->items[j].available &&
-                    (all || !strchr(l->items[j].name, '/')) &&
-                    !strcmp(l->items[j].reason, it->reason))
-                    u += (size_t)snprintf(line + u, sizeof line - u, "%s%s", u ? ", " : "",
-                                          l->items[j].name);
+            for (int j = i; j < n && u < sizeof line; j++) {
+                const ntp_counter_info *o = ntp_counter_list_item(l, j);
+                if (same_na(o, it, all))
+                    u +=
+                        (size_t)snprintf(line + u, sizeof line - u, "%s%s", u ? ", " : "", o->name);
+            }
             printf("  n/a:");
             wrapped(line, 8, 6);
             printf("       because: ");

@@ -62,14 +62,14 @@ static ntp_status write_comparison(ntp_ctx *ctx, const void *arg, ntp_format fmt
 static int write_each(ntp_ctx *ctx, const ntp_backend_comparison *c, const char *path, cli_writer w,
                       ntp_format fmt)
 {
-    for (int i = 0; i < c->n_runs; i++) {
+    for (int i = 0; i < ntp_backend_comparison_run_count(c); i++) {
         char buf[4096];
-        const char *p = expand(path, c->runs[i].backend, buf, sizeof buf);
+        const char *p = expand(path, ntp_backend_comparison_run(c, i)->backend, buf, sizeof buf);
         if (!p) {
             cli_error("%s: path too long", path);
             return CLI_FAIL;
         }
-        int rc = cli_write_output(ctx, p, w, c->runs[i].result, fmt);
+        int rc = cli_write_output(ctx, p, w, ntp_backend_comparison_run(c, i)->result, fmt);
         if (rc != CLI_OK)
             return rc;
     }
@@ -114,11 +114,12 @@ int cli_run_backends(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *ro, c
         rc = write_each(ctx, c, trace, write_trace, NTP_FORMAT_JSON);
     if (rc == CLI_OK && html)
         rc = write_each(ctx, c, html, write_html, NTP_FORMAT_TABLE);
-    for (int i = 0; rc == CLI_OK && db && i < c->n_runs; i++)
-        if (ntp_store_record_run(ctx, db, c->runs[i].result, NULL) != NTP_STATUS_OK) {
+    for (int i = 0; rc == CLI_OK && db && i < ntp_backend_comparison_run_count(c); i++)
+        if (ntp_store_record_run(ctx, db, ntp_backend_comparison_run(c, i)->result, NULL) !=
+            NTP_STATUS_OK) {
             fprintf(stderr,
                     "ntprof: warning: %s; the %s run was not recorded (--db PATH or --no-db)\n",
-                    ntp_ctx_errmsg(ctx), c->runs[i].backend);
+                    ntp_ctx_errmsg(ctx), ntp_backend_comparison_run(c, i)->backend);
             break;
         }
     ntp_backend_comparison_free(c);
