@@ -612,6 +612,19 @@ static struct odnn_bwd *find_entry(odnn_state *s, const ntp_node *n, int mode)
     return NULL;
 }
 
+/* Room for one more primitive in s's table, or NULL (ctx says why, in the
+ * words of `what`): the caller builds into it, then counts it. */
+static struct odnn_bwd *grow_entries(ntp_ctx *ctx, odnn_state *s, const char *what)
+{
+    struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
+    if (!grown) {
+        (void)ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "%s: out of memory", what);
+        return NULL;
+    }
+    s->bwd = grown;
+    return &s->bwd[s->n_bwd];
+}
+
 /* The memory objects and arguments of each kind and phase. Data:
  * diff_src from diff_dst and what the layer's derivative reads; weights:
  * diff_weights and diff_bias (a norm's diff_scale and diff_shift). */
@@ -768,11 +781,10 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
 {
     struct odnn_bwd *e = find_entry(s, a->n, mode);
     if (!e) {
-        struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
-        if (!grown)
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "onednn backward: out of memory");
-        s->bwd = grown;
-        ntp_status r = build(ctx, s, a, mode, &s->bwd[s->n_bwd]);
+        struct odnn_bwd *slot = grow_entries(ctx, s, "onednn backward");
+        if (!slot)
+            return NTP_STATUS_OUT_OF_MEMORY;
+        ntp_status r = build(ctx, s, a, mode, slot);
         if (r)
             return r;
         e = &s->bwd[s->n_bwd++];
@@ -1043,12 +1055,10 @@ ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fw
         return ntp__odnn_rnn_forward(ctx, s, a);
     struct odnn_bwd *e = find_entry(s, a->n, 0);
     if (!e) {
-        struct odnn_bwd *grown = realloc(s->bwd, (size_t)(s->n_bwd + 1) * sizeof *grown);
-        if (!grown)
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
-                              "onednn training forward: out of memory");
-        s->bwd = grown;
-        ntp_status r = build_forward(ctx, s, a, &s->bwd[s->n_bwd]);
+        struct odnn_bwd *slot = grow_entries(ctx, s, "onednn training forward");
+        if (!slot)
+            return NTP_STATUS_OUT_OF_MEMORY;
+        ntp_status r = build_forward(ctx, s, a, slot);
         if (r)
             return r;
         e = &s->bwd[s->n_bwd++];
