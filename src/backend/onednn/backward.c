@@ -20,9 +20,9 @@
  * backward-data call runs oneDNN's forward-training pooling on the layer's
  * input first, for the workspace, and its time includes it. oneDNN 2.6
  * has neither a weights-only backward for the norms nor (on the CPU) a
- * backward-data with a scale: each phase runs the whole backward (prop
- * kind backward) and keeps its part, the rest going to scratch memory of
- * its own. */
+ * backward-data with a scale: a norm runs the whole backward (prop kind
+ * backward) once, for whichever of diff_src, diff_scale and diff_shift the
+ * caller gives, the others going to scratch memory of its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +38,9 @@ enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR, H_X2, H_DX2,
  * norm's statistics. */
 enum { H_FIN = 32, H_FW = 48, H_FOUT = 64, H_FMEAN, H_FVAR };
 enum { ODNN_BWD_MEMS = 16 };
+/* A handle with H_OPT: the caller's buffer where it gives one, else
+ * scratch memory of the primitive's own (a norm's outputs). */
+enum { H_OPT = 0x100 };
 
 /* One layer's backward primitive for one phase (mode 1 data, 2 weights, 3
  * a matmul's second input; 0 the training forward), its memory objects and
@@ -57,6 +60,9 @@ struct odnn_bwd {
      * memory reads (x, w, dy), converted at every call; NULL elsewhere. */
     uint16_t *cvt[ODNN_BWD_MEMS];
     int64_t cvt_n[ODNN_BWD_MEMS];
+    /* The scratch of an H_OPT memory, allocated here (oneDNN would free a
+     * buffer of its own once a handle replaced it). */
+    void *own[ODNN_BWD_MEMS];
 };
 
 /* A failed dnnl call, as one line naming the layer. */
@@ -496,7 +502,7 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
     bwd_op_desc od;
     dnnl_status_t st = dnnl_unimplemented;
     /* Norms: oneDNN 2.6 has no backward-data with a scale (unimplemented
-     * on the CPU), so both phases run the whole backward. */
+     * on the CPU), so the whole backward runs, once for both phases. */
     const dnnl_prop_kind_t prop = dnnl_backward;
     switch (d->kind) {
     case BK_CONV:
@@ -557,6 +563,7 @@ void ntp__odnn_backward_release(odnn_state *s)
         for (int k = 0; k < s->bwd[i].n_mem; k++) {
             dnnl_memory_destroy(s->bwd[i].mem[k]);
             free(s->bwd[i].cvt[k]);
+            free(s->bwd[i].own[k]);
         }
     }
     free(s->bwd);
@@ -580,7 +587,13 @@ static int add_mem(odnn_state *s, struct odnn_bwd *e, const dnnl_memory_desc_t *
                              h == H_OWN ? DNNL_MEMORY_ALLOCATE : DNNL_MEMORY_NONE);
     if (*st)
         return -1;
-    if (md->data_type == dnnl_bf16 && h != H_OWN) {
+    if (h & H_OPT) {
+        if (!(e->own[e->n_mem] = malloc(dnnl_memory_desc_get_size(md) + 1))) {
+            dnnl_memory_destroy(e->mem[e->n_mem]);
+            *st = dnnl_out_of_memory;
+            return -1;
+        }
+    } else if (md->data_type == dnnl_bf16 && h != H_OWN) {
         e->cvt_n[e->n_mem] = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(uint16_t));
         if (!(e->cvt[e->n_mem] = malloc((size_t)e->cvt_n[e->n_mem] * sizeof(uint16_t) + 1))) {
             *st = dnnl_out_of_memory;
@@ -697,12 +710,11 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
         add_arg(e, false, DNNL_ARG_SCALE, add_mem(s, e, &d->wei, H_W, &st));
         /* oneDNN asks for the shift, which no gradient reads: scratch. */
         add_arg(e, false, DNNL_ARG_SHIFT, add_mem(s, e, &d->wei, H_OWN, &st));
-        /* Each phase keeps its part; the other part goes to scratch. */
-        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, mode == 1 ? H_DX : H_OWN, &st));
-        add_arg(e, false, DNNL_ARG_DIFF_SCALE,
-                add_mem(s, e, &d->wei, mode == 2 ? H_DW : H_OWN, &st));
-        add_arg(e, false, DNNL_ARG_DIFF_SHIFT,
-                add_mem(s, e, &d->wei, mode == 2 ? H_DB : H_OWN, &st));
+        /* One call gives all three; what the caller does not ask for
+         * goes to scratch. */
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX | H_OPT, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SCALE, add_mem(s, e, &d->wei, H_DW | H_OPT, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SHIFT, add_mem(s, e, &d->wei, H_DB | H_OPT, &st));
         break;
     case BK_MATMUL: /* wired before the switch */
     case BK_NONE: st = dnnl_unimplemented; break;
@@ -751,6 +763,7 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
         for (int k = 0; k < e->n_mem; k++) {
             dnnl_memory_destroy(e->mem[k]);
             free(e->cvt[k]);
+            free(e->own[k]);
         }
         return fail(ctx, a, st, what);
     }
@@ -794,7 +807,9 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
     for (int k = 0; k < e->n_mem && !st; k++) {
         if (e->handle[k] == H_OWN)
             continue;
-        void *p = handle_ptr(a, e->handle[k]);
+        void *p = handle_ptr(a, e->handle[k] & ~H_OPT);
+        if (!p && (e->handle[k] & H_OPT))
+            p = e->own[k];
         if (e->handle[k] == H_FWS) { /* the training forward's workspace */
             const struct odnn_bwd *f = find_entry(s, a->n, 0);
             p = NULL;
@@ -831,6 +846,10 @@ ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
     odnn_state *s = state;
     if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
         return ntp__odnn_rnn_backward(ctx, s, a);
+    /* A norm: one primitive for both phases (each output where given). */
+    bwd_kind k = kind_of(a->n->op);
+    if (k == BK_BNORM || k == BK_LNORM)
+        return run_phase(ctx, s, a, 1);
     if (a->n->op != NTP_OP_MATMUL)
         return run_phase(ctx, s, a, a->mode);
     /* A matmul has no weights: its backward-data gives both inputs'
