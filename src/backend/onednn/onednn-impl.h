@@ -93,6 +93,10 @@ typedef struct odnn_state {
      * first call and kept (backward.c). */
     struct odnn_bwd *bwd;
     int n_bwd;
+    /* Where their blocked copies of plain buffers live during one call
+     * (the calls run one at a time): grown to the largest call's need. */
+    void *arena;
+    size_t arena_bytes;
     /* The recurrent layers' (rnn-backward.c), one per layer. */
     struct odnn_rbwd *rbwd;
     int n_rbwd;
