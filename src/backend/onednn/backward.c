@@ -71,6 +71,7 @@ struct odnn_bwd {
     dnnl_primitive_t re[ODNN_BWD_MEMS];
     dnnl_memory_t re_from[ODNN_BWD_MEMS], re_to[ODNN_BWD_MEMS];
     bool re_out[ODNN_BWD_MEMS];
+    bool re_first[ODNN_BWD_MEMS]; /* an input reordered to the arena's start */
     dnnl_memory_t tmp[ODNN_BWD_MEMS];
     size_t tmp_off[ODNN_BWD_MEMS], tmp_bytes;
 };
@@ -611,6 +612,7 @@ void ntp__odnn_backward_release(odnn_state *s)
     free(s->arena);
     s->arena = NULL;
     s->arena_bytes = 0;
+    s->held = false;
     ntp__odnn_rnn_backward_release(s);
 }
 
@@ -800,6 +802,7 @@ static dnnl_status_t bridge(odnn_state *s, struct odnn_bwd *e, const_dnnl_primit
         if (!st && !(st = dnnl_primitive_create(&e->re[e->n_re], rpd))) {
             e->re_from[e->n_re] = out ? tmp : e->args[i].memory;
             e->re_to[e->n_re] = out ? e->args[i].memory : tmp;
+            e->re_first[e->n_re] = !out && e->n_tmp == 1;
             e->re_out[e->n_re++] = out;
             e->args[i].memory = tmp;
         }
@@ -811,19 +814,26 @@ static dnnl_status_t bridge(odnn_state *s, struct odnn_bwd *e, const_dnnl_primit
 
 /* The primitive of entry e with its reorders (bridge): the blocked
  * memories placed in the arena, the inputs reordered in, the primitive,
- * the outputs reordered back. */
+ * the outputs reordered back. The input reordered to the arena's start is
+ * left out where the call before, the backward-data of the same layer
+ * (a backward-weights reads the same diff_dst), left it there. */
 static dnnl_status_t execute(odnn_state *s, struct odnn_bwd *e)
 {
     dnnl_status_t st = dnnl_success;
+    bool held = s->held && s->held_n == e->n && e->mode == 2;
+    s->held = false;
     if (e->tmp_bytes > s->arena_bytes) {
         free(s->arena);
         s->arena_bytes = 0;
+        held = false;
         if (!(s->arena = aligned_alloc(64, e->tmp_bytes)))
             return dnnl_out_of_memory;
         s->arena_bytes = e->tmp_bytes;
     }
     for (int k = 0; k < e->n_tmp && !st; k++)
         st = dnnl_memory_set_data_handle(e->tmp[k], (char *)s->arena + e->tmp_off[k]);
+    void *first = NULL;
+    const dnnl_memory_desc_t *first_md = NULL;
     for (int pass = 0; pass < 3 && !st; pass++) {
         if (pass == 1) {
             st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
@@ -831,9 +841,22 @@ static dnnl_status_t execute(odnn_state *s, struct odnn_bwd *e)
         }
         for (int k = 0; k < e->n_re && !st; k++) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->re_from[k]}, {DNNL_ARG_TO, e->re_to[k]}};
-            if (e->re_out[k] == (pass == 2))
+            if (e->re_out[k] != (pass == 2))
+                continue;
+            if (e->re_first[k] &&
+                (st = dnnl_memory_get_data_handle(e->re_from[k], &first)) == dnnl_success &&
+                (st = dnnl_memory_get_memory_desc(e->re_to[k], &first_md)) == dnnl_success &&
+                held && s->held_src == first && dnnl_memory_desc_equal(&s->held_md, first_md))
+                continue;
+            if (!st)
                 st = dnnl_primitive_execute(e->re[k], s->stream, 2, ra);
         }
+    }
+    if (!st && first && first_md && e->mode == 1) {
+        s->held = true;
+        s->held_n = e->n;
+        s->held_src = first;
+        s->held_md = *first_md;
     }
     return st;
 }
@@ -968,8 +991,10 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
 {
     odnn_state *s = state;
-    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN) {
+        s->held = false; /* a call that is not execute()'s */
         return ntp__odnn_rnn_backward(ctx, s, a);
+    }
     /* A norm: one primitive for both phases (each output where given). */
     bwd_kind k = kind_of(a->n->op);
     if (k == BK_BNORM || k == BK_LNORM)
@@ -1202,8 +1227,10 @@ static ntp_status build_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd
 ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a)
 {
     odnn_state *s = state;
-    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN) {
+        s->held = false;
         return ntp__odnn_rnn_forward(ctx, s, a);
+    }
     struct odnn_bwd *e = find_entry(s, a->n, 0);
     if (!e) {
         struct odnn_bwd *slot = grow_entries(ctx, s, "onednn training forward");
