@@ -166,7 +166,9 @@ typedef enum ntp_backend_kind {
  * batch and layer norm: the scale's and the shift's). Outputs are
  * overwritten, not accumulated. The fields after db are read by the layers
  * that need them: y the layer's output (softmax), mean and var the batch
- * or row statistics of a norm (biased variance). */
+ * or row statistics of a norm (biased variance). A batch or layer norm
+ * gives all three in one call, in either mode: dx, dw and db where each is
+ * not NULL (the trainer asks for them together in mode 1). */
 typedef struct ntp_backward_args {
     const ntp_graph *g;
     const ntp_node *n;

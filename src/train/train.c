@@ -104,9 +104,20 @@ struct ntp_trainer {
     float **f32;
     unsigned char *fresh;
     bool ref_forward;
+    /* The activations' gradients (docs/train.md): each sum lives in
+     * s.grad (double) or in gf32 (f32), as gst says (G_D, G_F), or is
+     * still zero (G_ZERO: nothing added this pass, neither cleared). A
+     * backend's backward reads and writes f32, the reference's double;
+     * each converts only where the other engine left the gradient.
+     * scratch: a backend's contribution to a sum begun already. */
+    float **gf32;
+    unsigned char *gst;
+    float *scratch[2];
+    int64_t scratch_n[2];
 };
 
 enum { FRESH_D = 1, FRESH_F = 2 };
+enum { G_ZERO, G_D, G_F };
 
 /* --- bf16 mixed precision (docs/train.md) ----------------------------------- */
 
@@ -584,6 +595,96 @@ static void want_double(ntp_trainer *t, int i)
     t->fresh[i] |= FRESH_D;
 }
 
+/* Tensor i's gradient as doubles (its sum so far; zeroed if nothing was
+ * added yet). Every activation gradient a pass made is double after it
+ * (grad_sync). */
+static double *want_grad_double(ntp_trainer *t, int i)
+{
+    double *d = t->s.grad[i];
+    int64_t c = numel(t, i);
+    if (!d || t->gst[i] == G_D)
+        return d;
+    if (t->gst[i] == G_ZERO) {
+        memset(d, 0, (size_t)c * sizeof *d);
+    } else {
+        const float *f = t->gf32[i];
+        for (int64_t j = 0; j < c; j++)
+            d[j] = f[j];
+    }
+    t->gst[i] = G_D;
+    return d;
+}
+
+static float *grad_f32_buffer(ntp_trainer *t, int i)
+{
+    if (!t->gf32[i]) {
+        int64_t c = numel(t, i);
+        if (!(t->gf32[i] = malloc((size_t)c * sizeof(float) + 1)))
+            return NULL;
+        t->allocated += c * (int64_t)sizeof(float);
+    }
+    return t->gf32[i];
+}
+
+/* Tensor i's gradient in f32 (its sum so far, as want_grad_double);
+ * NULL when out of memory. */
+static float *want_grad_f32(ntp_trainer *t, int i)
+{
+    float *f = grad_f32_buffer(t, i);
+    int64_t c = numel(t, i);
+    if (!f || t->gst[i] == G_F)
+        return f;
+    if (t->gst[i] == G_ZERO) {
+        memset(f, 0, (size_t)c * sizeof *f);
+    } else {
+        const double *d = t->s.grad[i];
+        for (int64_t j = 0; j < c; j++)
+            f[j] = (float)d[j];
+    }
+    t->gst[i] = G_F;
+    return f;
+}
+
+/* Where a backend writes (=) its contribution to tensor i's gradient: the
+ * f32 gradient itself while nothing was added to it, else scratch slot k
+ * (0 or 1), which grad_added then adds in. NULL when out of memory. */
+static float *grad_out(ntp_trainer *t, int i, int k)
+{
+    if (t->gst[i] == G_ZERO) {
+        float *f = grad_f32_buffer(t, i);
+        if (f)
+            t->gst[i] = G_F;
+        return f;
+    }
+    int64_t c = numel(t, i);
+    if (t->scratch_n[k] < c) {
+        free(t->scratch[k]);
+        t->scratch_n[k] = 0;
+        if (!(t->scratch[k] = malloc((size_t)c * sizeof(float) + 1)))
+            return NULL;
+        t->scratch_n[k] = c;
+    }
+    return t->scratch[k];
+}
+
+/* The contribution p (from grad_out) added into tensor i's gradient, in
+ * the precision the sum is kept in. */
+static void grad_added(ntp_trainer *t, int i, const float *p)
+{
+    int64_t c = numel(t, i);
+    if (p == t->gf32[i])
+        return;
+    if (t->gst[i] == G_F) {
+        float *f = t->gf32[i];
+        for (int64_t j = 0; j < c; j++)
+            f[j] += p[j];
+    } else {
+        double *d = t->s.grad[i];
+        for (int64_t j = 0; j < c; j++)
+            d[j] += p[j];
+    }
+}
+
 /* What a reference kernel of n reads as doubles: every input (forward),
  * or the values its backward reads (ntp__train_needs, as the planner keeps
  * them). */
@@ -612,7 +713,46 @@ static ntp_status ref_forward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
 static void ref_backward_data(ntp_trainer *t, const ntp_node *n)
 {
     want_node_double(t, n, true);
+    for (int k = 0; k < n->n_out; k++)
+        want_grad_double(t, n->out[k]);
+    for (int k = 0; k < n->n_in; k++)
+        want_grad_double(t, n->in[k]);
     ntp__train_backward_data(&t->s, n);
+}
+
+/* An add of two inputs of the output's shape passes its f32 output
+ * gradient on to both, as the reference's dx += dy does in double. */
+static bool add_passes(const ntp_trainer *t, const ntp_node *n)
+{
+    const ntp_graph *g = t->g;
+    if (n->op != NTP_OP_ADD || n->n_in != 2 || n->n_out != 1 || mixed(t) ||
+        t->gst[n->out[0]] != G_F)
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (!ntp_shape_equal(&g->tensors[n->in[k]].shape, &g->tensors[n->out[0]].shape))
+            return false;
+    return true;
+}
+
+static ntp_status add_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
+{
+    const float *dy = t->gf32[n->out[0]];
+    int64_t c = numel(t, n->out[0]);
+    for (int k = 0; k < 2; k++) {
+        int i = n->in[k];
+        if (!t->s.grad[i])
+            continue;
+        if (t->gst[i] == G_ZERO) {
+            float *f = grad_f32_buffer(t, i);
+            if (!f)
+                return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+            memcpy(f, dy, (size_t)c * sizeof *f);
+            t->gst[i] = G_F;
+        } else {
+            grad_added(t, i, dy);
+        }
+    }
+    return NTP_STATUS_OK;
 }
 
 /* n's forward on the backend, in f32; a norm's batch (row) statistics go
@@ -778,9 +918,12 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     t->f32 = calloc((size_t)nt + 1, sizeof *t->f32);
     t->fresh = malloc((size_t)nt + 1);
     t->fwd_be = calloc((size_t)g->n_nodes + 1, sizeof *t->fwd_be);
+    t->gf32 = calloc((size_t)nt + 1, sizeof *t->gf32);
+    t->gst = malloc((size_t)nt + 1);
     if (!t->s.val || !t->s.grad || !t->s.saved || !t->m || !t->v || !t->needs || !t->f32 ||
-        !t->fresh || !t->fwd_be)
+        !t->fresh || !t->fwd_be || !t->gf32 || !t->gst)
         goto oom;
+    memset(t->gst, G_D, (size_t)nt + 1);
     memset(t->fresh, FRESH_D, (size_t)nt + 1);
     ntp__train_grad_flags(g, t->needs);
     if (input_grads) {
@@ -850,6 +993,8 @@ void ntp_trainer_free(ntp_trainer *t)
             free(t->master[i]);
         if (t->f32)
             free(t->f32[i]);
+        if (t->gf32)
+            free(t->gf32[i]);
     }
     for (int i = 0; t->s.saved && i < t->g->n_nodes; i++)
         free(t->s.saved[i]);
@@ -862,6 +1007,10 @@ void ntp_trainer_free(ntp_trainer *t)
     free(t->fwd_be);
     free(t->f32);
     free(t->fresh);
+    free(t->gf32);
+    free(t->gst);
+    free(t->scratch[0]);
+    free(t->scratch[1]);
     free(t->needs);
     free(t->labels);
     free(t->ctc_scratch);
@@ -933,20 +1082,25 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     bool dense = n->op == NTP_OP_CONV || n->op == NTP_OP_FC || n->op == NTP_OP_DECONV;
     bool norm = n->op == NTP_OP_BATCHNORM || n->op == NTP_OP_LAYERNORM;
     ntp_train_needs need = ntp__train_needs(g, n);
-    int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
     int64_t cw = n->n_w > 0 ? ntp_shape_numel(&g->tensors[n->w[0]].shape) : 0;
-    int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cb = n->n_w > 1 ? ntp_shape_numel(&g->tensors[n->w[1]].shape) : 0;
+    /* A norm's one backward call gives the weights' gradients with the
+     * input's: in mode 1 where the input takes a gradient, else in mode 2. */
+    bool weights = mode == 2 || (norm && ntp__train_has_weights(g, n));
+    if (norm && mode == 2 && gx)
+        return NTP_STATUS_OK;
     ntp_backward_args a = {.g = g, .n = n, .mode = mode, .bf16 = bf16_backward(t, n)};
     /* The values it reads are the tensors' f32 values, converted only
-     * where the reference engine made them (want_f32). */
-    float *dy = to_f32(t->s.grad[n->out[0]], cy), *out = NULL;
+     * where the reference engine made them (want_f32); the output's
+     * gradient likewise (want_grad_f32). The input gradients it gives go
+     * straight into the inputs' f32 gradients where nothing was added to
+     * them yet (grad_out). */
+    const float *dy = want_grad_f32(t, n->out[0]);
     const float *x = NULL, *w = NULL, *y = NULL, *x2 = NULL;
-    float *db = NULL, *mean = NULL, *var = NULL, *out2 = NULL;
-    int64_t cx2 = two ? ntp_shape_numel(&g->tensors[n->in[1]].shape) : 0;
+    float *dx = NULL, *dw = NULL, *db = NULL, *mean = NULL, *var = NULL, *dx2 = NULL;
     bool ok = dy != NULL;
     if (ok && two && mode == 1)
-        ok = (x2 = want_f32(t, n->in[1])) && (!gx2 || (out2 = malloc((size_t)cx2 * 4 + 1)));
+        ok = (x2 = want_f32(t, n->in[1])) && (!gx2 || (dx2 = grad_out(t, n->in[1], 1)));
     if (ok && (mode == 2 || (need.input[0] && !dense)))
         ok = (x = want_f32(t, n->in[0])) != NULL;
     if (ok && cw > 0 && (mode == 1 || norm))
@@ -955,10 +1109,12 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
         ok = (y = want_f32(t, n->out[0])) != NULL;
     if (ok && norm)
         ok = norm_stats(t, n, &mean, &var);
-    if (ok && mode == 1)
-        ok = (out = malloc((size_t)cx * 4 + 1)) != NULL;
-    if (ok && mode == 2)
-        ok = (out = malloc((size_t)cw * 4 + 1)) && (!cb || (db = malloc((size_t)cb * 4 + 1)));
+    if (ok && mode == 1 && gx)
+        ok = (dx = grad_out(t, n->in[0], 0)) != NULL;
+    /* The weights' f32 gradients: buffers kept from step to step (a
+     * weight's gst stays G_D: the double holds its gradient). */
+    if (ok && weights)
+        ok = (dw = grad_f32_buffer(t, n->w[0])) && (!cb || (db = grad_f32_buffer(t, n->w[1])));
     a.x = x;
     a.w = w;
     a.y = y;
@@ -966,32 +1122,25 @@ static ntp_status backend_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node 
     a.mean = mean;
     a.var = var;
     a.x2 = x2;
-    a.dx2 = out2;
-    if (mode == 1) {
-        a.dx = gx ? out : NULL;
-    } else {
-        a.dw = out;
-        a.db = db;
-    }
+    a.dx2 = dx2;
+    a.dx = dx;
+    a.dw = dw;
+    a.db = db;
     ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
                        : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; !st && mode == 1 && gx && i < cx; i++)
-        gx[i] += out[i];
-    for (int64_t i = 0; !st && gx2 && i < cx2; i++)
-        gx2[i] += out2[i];
-    if (!st && mode == 2) {
+    if (!st && dx)
+        grad_added(t, n->in[0], dx);
+    if (!st && dx2)
+        grad_added(t, n->in[1], dx2);
+    if (!st && weights) {
         double *gw = t->s.grad[n->w[0]], *gb = cb ? t->s.grad[n->w[1]] : NULL;
         for (int64_t i = 0; gw && i < cw; i++)
-            gw[i] = out[i];
+            gw[i] = dw[i];
         for (int64_t i = 0; gb && i < cb; i++)
             gb[i] = db[i];
     }
-    free(dy);
-    free(out);
-    free(db);
     free(mean);
     free(var);
-    free(out2);
     return st;
 }
 
@@ -1008,12 +1157,11 @@ static ntp_status backend_rnn_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_n
 {
     const ntp_graph *g = t->g;
     double *gx = t->s.grad[n->in[0]];
-    int64_t cx = ntp_shape_numel(&g->tensors[n->in[0]].shape);
-    int64_t cy = ntp_shape_numel(&g->tensors[n->out[0]].shape);
     int64_t cw[3] = {0, 0, 0};
     const float *x = want_f32(t, n->in[0]), *w[3] = {NULL, NULL, NULL};
-    float *dy = to_f32(t->s.grad[n->out[0]], cy), *dw[3] = {NULL, NULL, NULL};
-    float *dx = gx ? malloc((size_t)cx * sizeof *dx + 1) : NULL;
+    const float *dy = want_grad_f32(t, n->out[0]);
+    float *dw[3] = {NULL, NULL, NULL};
+    float *dx = gx ? grad_out(t, n->in[0], 0) : NULL;
     bool ok = x && dy && (!gx || dx) && n->n_w >= 2 && n->n_w <= 3;
     for (int k = 0; ok && k < n->n_w; k++) {
         cw[k] = ntp_shape_numel(&g->tensors[n->w[k]].shape);
@@ -1034,24 +1182,22 @@ static ntp_status backend_rnn_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_n
                            .db = dw[2]};
     ntp_status st = ok ? ntp__be_backward(t->be, ctx, t->be_state, &a)
                        : ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; !st && dx && i < cx; i++)
-        gx[i] += dx[i];
+    if (!st && dx)
+        grad_added(t, n->in[0], dx);
     for (int k = 0; !st && k < n->n_w; k++)
         for (int64_t i = 0; dw[k] && i < cw[k]; i++)
             t->s.grad[n->w[k]][i] = dw[k][i];
-    free(dy);
-    free(dx);
     for (int k = 0; k < 3; k++)
         free(dw[k]);
     return st;
 }
 
 /* Forward and loss; with backward also every gradient. times[phase][pos]
- * (L+1 rows, the loss last) gets each part's microseconds when not NULL. */
-ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
-                             double *times);
-ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
-                             double *times)
+ * (L+1 rows, the loss last) gets each part's microseconds when not NULL.
+ * The activations' gradients are left in f32 or double (gst); the
+ * optimizer reads only the weights', which are always double. */
+static ntp_status trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                               double *times)
 {
     const ntp_graph *g = t->g;
     int L = g->n_nodes;
@@ -1062,9 +1208,11 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         if (times)                                               \
             times[(ph) * (L + 1) + (pos)] = ntp__now_us() - t0_; \
     } while (0)
+    /* The activations' gradients start at zero, cleared only where a
+     * layer reads or adds to one (want_grad_*, grad_out). */
     for (int i = 0; i < g->n_tensors; i++)
         if (t->s.grad[i] && g->tensors[i].kind != NTP_TENSOR_WEIGHT)
-            memset(t->s.grad[i], 0, (size_t)ntp_shape_numel(&g->tensors[i].shape) * sizeof(double));
+            t->gst[i] = G_ZERO;
     for (int i = 0; i < L; i++) {
         ntp_status st = NTP_STATUS_OK;
         /* A CTC decoder the loss replaces does not run. */
@@ -1086,6 +1234,7 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
                      dalloc(t, ntp_shape_numel(&g->tensors[t->tg.logits].shape))))
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     want_double(t, t->tg.logits);
+    want_grad_double(t, t->tg.logits);
     if (t->o.loss == NTP_LOSS_CTC)
         TIME_(NTP_TRAIN_FORWARD, L,
               scratch =
@@ -1105,7 +1254,7 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
         /* Mixed precision: the gradient of each output, complete now,
          * stored in bf16 as the feature map is. */
         for (int k = 0; mixed(t) && k < n->n_out; k++)
-            round_bf16(t->s.grad[n->out[k]], numel(t, n->out[k]));
+            round_bf16(want_grad_double(t, n->out[k]), numel(t, n->out[k]));
         if (on_backend(t, n) && recurrent(n)) {
             /* One call: its time is backward-data's, or backward-weights'
              * where the input takes no gradient (as the reference walk's). */
@@ -1125,11 +1274,31 @@ ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double
                 return st;
             continue;
         }
+        if (add_passes(t, n)) {
+            ntp_status st = NTP_STATUS_OK;
+            TIME_(NTP_TRAIN_BACKWARD_DATA, i, st = add_backward(ctx, t, n));
+            if (st)
+                return st;
+            continue;
+        }
         TIME_(NTP_TRAIN_BACKWARD_DATA, i, ref_backward_data(t, n));
         TIME_(NTP_TRAIN_BACKWARD_WEIGHTS, i, ntp__train_backward_weights(&t->s, n));
     }
 #undef TIME_
     return NTP_STATUS_OK;
+}
+
+/* trainer_pass with every activation gradient it made as doubles after
+ * it (internal: tests/test_train_grad.c reads them). */
+ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                             double *times);
+ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
+                             double *times)
+{
+    ntp_status st = trainer_pass(ctx, t, backward, loss, times);
+    for (int i = 0; !st && i < t->g->n_tensors; i++)
+        want_grad_double(t, i);
+    return st;
 }
 
 /* The optimizer over every trainable weight; times as above. */
@@ -1210,7 +1379,7 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
         double *tk = times + (size_t)k * NTP_TRAIN_PHASE_COUNT * (size_t)rows;
         double t0 = ntp__now_us();
         t->s.step = (uint64_t)k;
-        if ((st = ntp__trainer_pass(ctx, t, true, &r->losses[k], tk)))
+        if ((st = trainer_pass(ctx, t, true, &r->losses[k], tk)))
             goto done;
         ntp__trainer_update(t, tk);
         steps[k] = (ntp__now_us() - t0) / 1000.0;

@@ -20,9 +20,9 @@
  * backward-data call runs oneDNN's forward-training pooling on the layer's
  * input first, for the workspace, and its time includes it. oneDNN 2.6
  * has neither a weights-only backward for the norms nor (on the CPU) a
- * backward-data with a scale: each phase runs the whole backward (prop
- * kind backward) and keeps its part, the rest going to scratch memory of
- * its own. */
+ * backward-data with a scale: a norm runs the whole backward (prop kind
+ * backward) once, for whichever of diff_src, diff_scale and diff_shift the
+ * caller gives, the others going to scratch memory of its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +38,9 @@ enum { H_OWN, H_X, H_W, H_DY, H_DX, H_DW, H_DB, H_Y, H_MEAN, H_VAR, H_X2, H_DX2,
  * norm's statistics. */
 enum { H_FIN = 32, H_FW = 48, H_FOUT = 64, H_FMEAN, H_FVAR };
 enum { ODNN_BWD_MEMS = 16 };
+/* A handle with H_OPT: the caller's buffer where it gives one, else
+ * scratch memory of the primitive's own (a norm's outputs). */
+enum { H_OPT = 0x100 };
 
 /* One layer's backward primitive for one phase (mode 1 data, 2 weights, 3
  * a matmul's second input; 0 the training forward), its memory objects and
@@ -57,6 +60,20 @@ struct odnn_bwd {
      * memory reads (x, w, dy), converted at every call; NULL elsewhere. */
     uint16_t *cvt[ODNN_BWD_MEMS];
     int64_t cvt_n[ODNN_BWD_MEMS];
+    /* The scratch of an H_OPT memory, allocated here (oneDNN would free a
+     * buffer of its own once a handle replaced it). */
+    void *own[ODNN_BWD_MEMS];
+    /* A conv's blocked layouts (bridge): reorder k copies re_from into
+     * re_to, before the primitive (an input into its blocked memory) or
+     * after it (re_out: an output back into the caller's plain buffer).
+     * The blocked memories, tmp, lie in the state's arena at tmp_off. */
+    int n_re, n_tmp;
+    dnnl_primitive_t re[ODNN_BWD_MEMS];
+    dnnl_memory_t re_from[ODNN_BWD_MEMS], re_to[ODNN_BWD_MEMS];
+    bool re_out[ODNN_BWD_MEMS];
+    bool re_first[ODNN_BWD_MEMS]; /* an input reordered to the arena's start */
+    dnnl_memory_t tmp[ODNN_BWD_MEMS];
+    size_t tmp_off[ODNN_BWD_MEMS], tmp_bytes;
 };
 
 /* A failed dnnl call, as one line naming the layer. */
@@ -443,18 +460,40 @@ typedef union bwd_op_desc {
     dnnl_layer_normalization_desc_t ln;
 } bwd_op_desc;
 
+/* A conv's descriptors with the layouts left to oneDNN (format_tag_any):
+ * its blocked formats run its direct (jit) kernels, where plain ones take
+ * im2col and a gemm. bridge() reorders the plain buffers in and out. */
+static dnnl_status_t any_layouts(const bwd_desc *d, bwd_desc *a)
+{
+    *a = *d;
+    const dnnl_memory_desc_t *from[4] = {&d->src, &d->wei, &d->dst, &d->dsrc};
+    dnnl_memory_desc_t *to[4] = {&a->src, &a->wei, &a->dst, &a->dsrc};
+    dnnl_status_t st = dnnl_success;
+    for (int i = 0; i < 4 && !st; i++)
+        st = dnnl_memory_desc_init_by_tag(to[i], from[i]->ndims, from[i]->dims, from[i]->data_type,
+                                          dnnl_format_tag_any);
+    a->dwei = d->dwei;
+    if (!st)
+        st = dnnl_memory_desc_init_by_tag(&a->dwei, d->dwei.ndims, d->dwei.dims, d->dwei.data_type,
+                                          dnnl_format_tag_any);
+    return st;
+}
+
 /* The forward training descriptor, the hint of every backward one. */
 static dnnl_status_t forward_pd(odnn_state *s, const ntp_node *n, const bwd_desc *d,
                                 dnnl_primitive_desc_t *pd)
 {
     bwd_op_desc od;
+    bwd_desc any;
     dnnl_status_t st = dnnl_unimplemented;
     const dnnl_prop_kind_t fw = dnnl_forward_training;
     switch (d->kind) {
     case BK_CONV:
+        if ((st = any_layouts(d, &any)))
+            break;
         st = dnnl_dilated_convolution_forward_desc_init(
-            &od.conv, fw, dnnl_convolution_direct, &d->src, &d->wei, d->has_bias ? &d->bias : NULL,
-            &d->dst, d->strides, d->dil, d->pl, d->pr);
+            &od.conv, fw, dnnl_convolution_direct, &any.src, &any.wei,
+            d->has_bias ? &d->bias : NULL, &any.dst, d->strides, d->dil, d->pl, d->pr);
         break;
     case BK_DECONV:
         st = dnnl_dilated_deconvolution_forward_desc_init(
@@ -494,19 +533,22 @@ static dnnl_status_t backward_pd(odnn_state *s, const ntp_node *n, const bwd_des
                                  const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *pd)
 {
     bwd_op_desc od;
+    bwd_desc any;
     dnnl_status_t st = dnnl_unimplemented;
     /* Norms: oneDNN 2.6 has no backward-data with a scale (unimplemented
-     * on the CPU), so both phases run the whole backward. */
+     * on the CPU), so the whole backward runs, once for both phases. */
     const dnnl_prop_kind_t prop = dnnl_backward;
     switch (d->kind) {
     case BK_CONV:
+        if ((st = any_layouts(d, &any)))
+            break;
         st = mode == 1
                  ? dnnl_dilated_convolution_backward_data_desc_init(
-                       &od.conv, dnnl_convolution_direct, &d->dsrc, &d->wei, &d->dst, d->strides,
+                       &od.conv, dnnl_convolution_direct, &any.dsrc, &any.wei, &any.dst, d->strides,
                        d->dil, d->pl, d->pr)
                  : dnnl_dilated_convolution_backward_weights_desc_init(
-                       &od.conv, dnnl_convolution_direct, &d->src, &d->dwei,
-                       d->has_bias ? &d->bias : NULL, &d->dst, d->strides, d->dil, d->pl, d->pr);
+                       &od.conv, dnnl_convolution_direct, &any.src, &any.dwei,
+                       d->has_bias ? &d->bias : NULL, &any.dst, d->strides, d->dil, d->pl, d->pr);
         break;
     case BK_DECONV:
         st = mode == 1
@@ -557,11 +599,20 @@ void ntp__odnn_backward_release(odnn_state *s)
         for (int k = 0; k < s->bwd[i].n_mem; k++) {
             dnnl_memory_destroy(s->bwd[i].mem[k]);
             free(s->bwd[i].cvt[k]);
+            free(s->bwd[i].own[k]);
         }
+        for (int k = 0; k < s->bwd[i].n_re; k++)
+            dnnl_primitive_destroy(s->bwd[i].re[k]);
+        for (int k = 0; k < s->bwd[i].n_tmp; k++)
+            dnnl_memory_destroy(s->bwd[i].tmp[k]);
     }
     free(s->bwd);
     s->bwd = NULL;
     s->n_bwd = 0;
+    free(s->arena);
+    s->arena = NULL;
+    s->arena_bytes = 0;
+    s->held = false;
     ntp__odnn_rnn_backward_release(s);
 }
 
@@ -580,7 +631,13 @@ static int add_mem(odnn_state *s, struct odnn_bwd *e, const dnnl_memory_desc_t *
                              h == H_OWN ? DNNL_MEMORY_ALLOCATE : DNNL_MEMORY_NONE);
     if (*st)
         return -1;
-    if (md->data_type == dnnl_bf16 && h != H_OWN) {
+    if (h & H_OPT) {
+        if (!(e->own[e->n_mem] = malloc(dnnl_memory_desc_get_size(md) + 1))) {
+            dnnl_memory_destroy(e->mem[e->n_mem]);
+            *st = dnnl_out_of_memory;
+            return -1;
+        }
+    } else if (md->data_type == dnnl_bf16 && h != H_OWN) {
         e->cvt_n[e->n_mem] = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(uint16_t));
         if (!(e->cvt[e->n_mem] = malloc((size_t)e->cvt_n[e->n_mem] * sizeof(uint16_t) + 1))) {
             *st = dnnl_out_of_memory;
@@ -697,15 +754,109 @@ static dnnl_status_t wire(odnn_state *s, const bwd_desc *d, int mode,
         add_arg(e, false, DNNL_ARG_SCALE, add_mem(s, e, &d->wei, H_W, &st));
         /* oneDNN asks for the shift, which no gradient reads: scratch. */
         add_arg(e, false, DNNL_ARG_SHIFT, add_mem(s, e, &d->wei, H_OWN, &st));
-        /* Each phase keeps its part; the other part goes to scratch. */
-        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, mode == 1 ? H_DX : H_OWN, &st));
-        add_arg(e, false, DNNL_ARG_DIFF_SCALE,
-                add_mem(s, e, &d->wei, mode == 2 ? H_DW : H_OWN, &st));
-        add_arg(e, false, DNNL_ARG_DIFF_SHIFT,
-                add_mem(s, e, &d->wei, mode == 2 ? H_DB : H_OWN, &st));
+        /* One call gives all three; what the caller does not ask for
+         * goes to scratch. */
+        add_arg(e, false, DNNL_ARG_DIFF_SRC, add_mem(s, e, &d->src, H_DX | H_OPT, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SCALE, add_mem(s, e, &d->wei, H_DW | H_OPT, &st));
+        add_arg(e, false, DNNL_ARG_DIFF_SHIFT, add_mem(s, e, &d->wei, H_DB | H_OPT, &st));
         break;
     case BK_MATMUL: /* wired before the switch */
     case BK_NONE: st = dnnl_unimplemented; break;
+    }
+    return st;
+}
+
+/* Whether exec argument `arg` is one the primitive writes. */
+static bool writes_arg(int arg, bool fwd)
+{
+    return arg == DNNL_ARG_DIFF_SRC || arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_BIAS ||
+           (fwd && arg == DNNL_ARG_DST);
+}
+
+/* Where primitive pd wants another layout than the caller's plain buffer
+ * (a conv's blocked formats), the argument becomes a memory of that layout
+ * in the arena, with a reorder from the buffer before the primitive (an
+ * input) or back into it after (an output). */
+static dnnl_status_t bridge(odnn_state *s, struct odnn_bwd *e, const_dnnl_primitive_desc_t pd,
+                            bool fwd)
+{
+    dnnl_status_t st = dnnl_success;
+    for (int i = 0; i < e->n_args && !st; i++) {
+        const dnnl_memory_desc_t *want =
+            dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, e->args[i].arg);
+        const dnnl_memory_desc_t *have = NULL;
+        if (!want || (st = dnnl_memory_get_memory_desc(e->args[i].memory, &have)) ||
+            dnnl_memory_desc_equal(want, have))
+            continue;
+        if (e->n_tmp == ODNN_BWD_MEMS)
+            return dnnl_runtime_error;
+        bool out = writes_arg(e->args[i].arg, fwd);
+        dnnl_primitive_desc_t rpd = NULL;
+        if ((st = dnnl_memory_create(&e->tmp[e->n_tmp], want, s->eng, DNNL_MEMORY_NONE)))
+            break;
+        dnnl_memory_t tmp = e->tmp[e->n_tmp];
+        e->tmp_off[e->n_tmp++] = e->tmp_bytes;
+        e->tmp_bytes += (dnnl_memory_desc_get_size(want) + 63) / 64 * 64;
+        st = dnnl_reorder_primitive_desc_create(&rpd, out ? want : have, s->eng, out ? have : want,
+                                                s->eng, NULL);
+        if (!st && !(st = dnnl_primitive_create(&e->re[e->n_re], rpd))) {
+            e->re_from[e->n_re] = out ? tmp : e->args[i].memory;
+            e->re_to[e->n_re] = out ? e->args[i].memory : tmp;
+            e->re_first[e->n_re] = !out && e->n_tmp == 1;
+            e->re_out[e->n_re++] = out;
+            e->args[i].memory = tmp;
+        }
+        if (rpd)
+            dnnl_primitive_desc_destroy(rpd);
+    }
+    return st;
+}
+
+/* The primitive of entry e with its reorders (bridge): the blocked
+ * memories placed in the arena, the inputs reordered in, the primitive,
+ * the outputs reordered back. The input reordered to the arena's start is
+ * left out where the call before, the backward-data of the same layer
+ * (a backward-weights reads the same diff_dst), left it there. */
+static dnnl_status_t execute(odnn_state *s, struct odnn_bwd *e)
+{
+    dnnl_status_t st = dnnl_success;
+    bool held = s->held && s->held_n == e->n && e->mode == 2;
+    s->held = false;
+    if (e->tmp_bytes > s->arena_bytes) {
+        free(s->arena);
+        s->arena_bytes = 0;
+        held = false;
+        if (!(s->arena = aligned_alloc(64, e->tmp_bytes)))
+            return dnnl_out_of_memory;
+        s->arena_bytes = e->tmp_bytes;
+    }
+    for (int k = 0; k < e->n_tmp && !st; k++)
+        st = dnnl_memory_set_data_handle(e->tmp[k], (char *)s->arena + e->tmp_off[k]);
+    void *first = NULL;
+    const dnnl_memory_desc_t *first_md = NULL;
+    for (int pass = 0; pass < 3 && !st; pass++) {
+        if (pass == 1) {
+            st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
+            continue;
+        }
+        for (int k = 0; k < e->n_re && !st; k++) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->re_from[k]}, {DNNL_ARG_TO, e->re_to[k]}};
+            if (e->re_out[k] != (pass == 2))
+                continue;
+            if (e->re_first[k] &&
+                (st = dnnl_memory_get_data_handle(e->re_from[k], &first)) == dnnl_success &&
+                (st = dnnl_memory_get_memory_desc(e->re_to[k], &first_md)) == dnnl_success &&
+                held && s->held_src == first && dnnl_memory_desc_equal(&s->held_md, first_md))
+                continue;
+            if (!st)
+                st = dnnl_primitive_execute(e->re[k], s->stream, 2, ra);
+        }
+    }
+    if (!st && first && first_md && e->mode == 1) {
+        s->held = true;
+        s->held_n = e->n;
+        s->held_src = first;
+        s->held_md = *first_md;
     }
     return st;
 }
@@ -736,6 +887,10 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
         what = "dnnl_memory_create";
         st = wire(s, &d, mode, fpd, e);
     }
+    if (!st && d.kind == BK_CONV) {
+        what = "the reorders to the convolution's layouts";
+        st = bridge(s, e, bpd, false);
+    }
     if (!st) {
         what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&e->prim, bpd);
@@ -751,7 +906,12 @@ static ntp_status build(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args *a,
         for (int k = 0; k < e->n_mem; k++) {
             dnnl_memory_destroy(e->mem[k]);
             free(e->cvt[k]);
+            free(e->own[k]);
         }
+        for (int k = 0; k < e->n_re; k++)
+            dnnl_primitive_destroy(e->re[k]);
+        for (int k = 0; k < e->n_tmp; k++)
+            dnnl_memory_destroy(e->tmp[k]);
         return fail(ctx, a, st, what);
     }
     return NTP_STATUS_OK;
@@ -794,7 +954,9 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
     for (int k = 0; k < e->n_mem && !st; k++) {
         if (e->handle[k] == H_OWN)
             continue;
-        void *p = handle_ptr(a, e->handle[k]);
+        void *p = handle_ptr(a, e->handle[k] & ~H_OPT);
+        if (!p && (e->handle[k] & H_OPT))
+            p = e->own[k];
         if (e->handle[k] == H_FWS) { /* the training forward's workspace */
             const struct odnn_bwd *f = find_entry(s, a->n, 0);
             p = NULL;
@@ -817,7 +979,7 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
     }
     if (!st) {
         what = "dnnl_primitive_execute";
-        st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
+        st = execute(s, e);
     }
     if (!st) {
         what = "dnnl_stream_wait";
@@ -829,8 +991,14 @@ static ntp_status run_phase(ntp_ctx *ctx, odnn_state *s, const ntp_backward_args
 ntp_status ntp__odnn_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a)
 {
     odnn_state *s = state;
-    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN) {
+        s->held = false; /* a call that is not execute()'s */
         return ntp__odnn_rnn_backward(ctx, s, a);
+    }
+    /* A norm: one primitive for both phases (each output where given). */
+    bwd_kind k = kind_of(a->n->op);
+    if (k == BK_BNORM || k == BK_LNORM)
+        return run_phase(ctx, s, a, 1);
     if (a->n->op != NTP_OP_MATMUL)
         return run_phase(ctx, s, a, a->mode);
     /* A matmul has no weights: its backward-data gives both inputs'
@@ -1034,6 +1202,10 @@ static ntp_status build_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd
     }
     if (dst)
         add_arg(e, false, DNNL_ARG_DST, add_mem(s, e, dst, H_FOUT, &st));
+    if (!st && d.kind == BK_CONV) {
+        what = "the reorders to the convolution's layouts";
+        st = bridge(s, e, pd, true);
+    }
     if (!st) {
         what = "dnnl_primitive_create";
         st = dnnl_primitive_create(&e->prim, pd);
@@ -1043,6 +1215,10 @@ static ntp_status build_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd
     if (st) {
         for (int k = 0; k < e->n_mem; k++)
             dnnl_memory_destroy(e->mem[k]);
+        for (int k = 0; k < e->n_re; k++)
+            dnnl_primitive_destroy(e->re[k]);
+        for (int k = 0; k < e->n_tmp; k++)
+            dnnl_memory_destroy(e->tmp[k]);
         return ntp__dnnl_status_error(ctx, "onednn training forward", g, n, st, what);
     }
     return NTP_STATUS_OK;
@@ -1051,8 +1227,10 @@ static ntp_status build_forward(ntp_ctx *ctx, odnn_state *s, const ntp_train_fwd
 ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a)
 {
     odnn_state *s = state;
-    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN)
+    if (a->n->op == NTP_OP_LSTM || a->n->op == NTP_OP_GRU || a->n->op == NTP_OP_RNN) {
+        s->held = false;
         return ntp__odnn_rnn_forward(ctx, s, a);
+    }
     struct odnn_bwd *e = find_entry(s, a->n, 0);
     if (!e) {
         struct odnn_bwd *slot = grow_entries(ctx, s, "onednn training forward");
@@ -1076,7 +1254,7 @@ ntp_status ntp__odnn_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fw
     }
     if (!st) {
         what = "dnnl_primitive_execute";
-        st = dnnl_primitive_execute(e->prim, s->stream, e->n_args, e->args);
+        st = execute(s, e);
     }
     if (!st) {
         what = "dnnl_stream_wait";

@@ -93,6 +93,18 @@ typedef struct odnn_state {
      * first call and kept (backward.c). */
     struct odnn_bwd *bwd;
     int n_bwd;
+    /* Where their blocked copies of plain buffers live during one call
+     * (the calls run one at a time): grown to the largest call's need. */
+    void *arena;
+    size_t arena_bytes;
+    /* What the arena's start holds after the last call: layer held_n's
+     * input held_src reordered to held_md (held false: nothing known).
+     * A conv's backward-weights, right after its backward-data, finds its
+     * diff_dst there. */
+    bool held;
+    const struct ntp_node *held_n;
+    const void *held_src;
+    dnnl_memory_desc_t held_md;
     /* The recurrent layers' (rnn-backward.c), one per layer. */
     struct odnn_rbwd *rbwd;
     int n_rbwd;
