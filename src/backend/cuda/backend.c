@@ -843,4 +843,6 @@ const ntp_backend_i ntp__backend_cuda = {
     .device_memory = cuda_device_memory,
     .supports_backward = ntp__cuda_supports_backward,
     .backward = ntp__cuda_backward,
+    .supports_train_forward = ntp__cuda_supports_train_forward,
+    .train_forward = ntp__cuda_train_forward,
 };

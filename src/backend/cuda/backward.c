@@ -1,8 +1,9 @@
-/* Training backward on the CUDA backend (docs/train.md, docs/gpu.md), in
- * f32 and plain row-major layouts, with the contract of ntp_backward_args:
- * host buffers in, host buffers out, one synchronous call per layer and
- * phase. Each call copies what the layer reads to the device, runs cuDNN
- * or cuBLAS on the backend's stream, copies the gradients back and waits.
+/* Training backward (and forward) on the CUDA backend (docs/train.md,
+ * docs/gpu.md), in f32 and plain row-major layouts, with the contract of
+ * ntp_backward_args: host buffers in, host buffers out, one synchronous
+ * call per layer and phase. Each call copies what the layer reads to the
+ * device, runs cuDNN or cuBLAS on the backend's stream, copies the
+ * gradients back and waits.
  *
  *   conv       cudnnConvolutionBackwardData (mode 1), BackwardFilter and
  *              BackwardBias (mode 2); grouped and depthwise through the
@@ -26,6 +27,13 @@
  *              (elu has none: the trainer has no elu at all).
  *   softmax, log_softmax  cudnnSoftmaxBackward (accurate / log, channel
  *              mode over an [outer, axis, inner, 1] view) from the output.
+ *
+ * The training forward (train_forward) of the same layers uses the same
+ * descriptors: cudnnConvolutionForward and cudnnAddTensor for the bias,
+ * the GEMM of fc and matmul, cudnnPoolingForward, cudnnActivationForward,
+ * cudnnSoftmaxForward, and for batch norm
+ * cudnnBatchNormalizationForwardTraining, whose saved mean and
+ * 1/√(var+ε) give the trainer the batch's mean and biased variance.
  *
  * A layer's descriptors and algorithms are built at its first call and
  * kept in the state; the device buffers (one per role: x, w, dy, ...) and
@@ -75,7 +83,7 @@ static tb_kind kind_of(ntp_op op)
 }
 
 /* The shared device buffers, by role. */
-enum { B_X, B_W, B_DY, B_Y, B_DX, B_DW, B_DB, B_MEAN, B_INV, B_X2, B_DX2, B_WS, B_COUNT };
+enum { B_X, B_W, B_B, B_DY, B_Y, B_DX, B_DW, B_DB, B_MEAN, B_INV, B_X2, B_DX2, B_WS, B_COUNT };
 
 /* One layer's descriptors and algorithms, built at its first call. */
 typedef struct tb_layer {
@@ -88,7 +96,8 @@ typedef struct tb_layer {
     cudnnActivationDescriptor_t act;
     cudnnConvolutionBwdDataAlgo_t data_algo;
     cudnnConvolutionBwdFilterAlgo_t filter_algo;
-    size_t data_ws, filter_ws;
+    cudnnConvolutionFwdAlgo_t fwd_algo; /* the training forward's */
+    size_t data_ws, filter_ws, fwd_ws;
     bool bias;
     /* fc: rows, K, F; matmul (below) */
     int64_t R, K, F;
@@ -397,8 +406,9 @@ static ntp_status channel_desc(ntp_ctx *ctx, const ntp_kargs *k, cudnnTensorDesc
 
 /* The conv's descriptors (as conv.c's forward, 1-d as 2-d of height 1,
  * cuDNN's symmetric padding being the begin padding: conv_fits) and the
- * first backward-data and backward-filter algorithms that cuDNN's
- * heuristics rank, deterministic ones first, whose workspace fits. */
+ * first backward-data, backward-filter and forward (the training
+ * forward's) algorithms that cuDNN's heuristics rank, deterministic ones
+ * first, whose workspace fits. */
 static ntp_status build_conv(ntp_ctx *ctx, cudab_state *s, const ntp_backward_args *a,
                              const ntp_kargs *k, tb_layer *l)
 {
@@ -497,6 +507,30 @@ static ntp_status build_conv(ntp_ctx *ctx, cudab_state *s, const ntp_backward_ar
     if (!found)
         return ntp__be_error(ctx, "cuda backward", g, n, NTP_STATUS_UNSUPPORTED,
                              "cuDNN has no backward-filter algorithm for this convolution");
+    cudnnConvolutionFwdAlgoPerf_t wp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    got = 0;
+    if ((e = cudnnGetConvolutionForwardAlgorithm_v7(s->dnn, l->x, l->w, l->conv, l->y,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, wp)) !=
+        CUDNN_STATUS_SUCCESS)
+        return dnn_fail(ctx, a, e, "forward algorithm search");
+    found = false;
+    for (int pass = 0; pass < 2 && !found; pass++)
+        for (int i = 0; i < got && !found; i++) {
+            size_t need = 0;
+            if (wp[i].status != CUDNN_STATUS_SUCCESS ||
+                (pass == 0 && wp[i].determinism != CUDNN_DETERMINISTIC))
+                continue;
+            if (cudnnGetConvolutionForwardWorkspaceSize(
+                    s->dnn, l->x, l->w, l->conv, l->y, wp[i].algo, &need) != CUDNN_STATUS_SUCCESS ||
+                need > CUDAB_CONV_WS_MAX)
+                continue;
+            l->fwd_algo = wp[i].algo;
+            l->fwd_ws = need;
+            found = true;
+        }
+    if (!found)
+        return ntp__be_error(ctx, "cuda backward", g, n, NTP_STATUS_UNSUPPORTED,
+                             "cuDNN has no forward algorithm for this convolution");
     return NTP_STATUS_OK;
 }
 
@@ -951,5 +985,141 @@ ntp_status ntp__cuda_backward(ntp_ctx *ctx, void *state, const ntp_backward_args
     cudaError_t e = cudaStreamSynchronize(s->stream);
     if (!st && e != cudaSuccess)
         st = rt_fail(ctx, a, e, "running the backward");
+    return st;
+}
+
+/* --- the training forward ------------------------------------------------------------ */
+
+/* The layers whose training forward runs here: those with a backward here
+ * (the same descriptors), batch norm writing the batch's statistics. */
+bool ntp__cuda_supports_train_forward(const ntp_graph *g, const ntp_node *n)
+{
+    return ntp__cuda_supports_backward(g, n);
+}
+
+/* y = x·Wᵀ (+ b), conv (+ b), the pooling, the activation, softmax or
+ * C = op(A)·op(B) into the shared buffer of role B_Y. */
+static ntp_status forward_layer(ntp_ctx *ctx, cudab_state *s, const ntp_backward_args *b,
+                                const ntp_train_fwd_args *a, tb_layer *l, void **y)
+{
+    void *x, *w, *bias, *ws, *x2;
+    ntp_status st;
+    cudnnStatus_t e = CUDNN_STATUS_SUCCESS;
+    bool has_bias = a->n->n_w > 1 && a->w[1];
+    if ((st = upload(ctx, s, b, B_X, a->in[0], l->nx, &x)) ||
+        (st = want_buf(ctx, s, b, B_Y, l->ny * 4, y)))
+        return st;
+    switch (l->kind) {
+    case TB_CONV:
+        if ((st = upload(ctx, s, b, B_W, a->w[0], l->nw, &w)) ||
+            (st = want_buf(ctx, s, b, B_WS, (int64_t)l->fwd_ws, &ws)))
+            return st;
+        e = cudnnConvolutionForward(s->dnn, &one, l->x, x, l->w, w, l->conv, l->fwd_algo, ws,
+                                    l->fwd_ws, &zero, l->y, *y);
+        if (e == CUDNN_STATUS_SUCCESS && has_bias) {
+            int64_t F = a->g->tensors[a->n->out[0]].shape.dim[1];
+            if ((st = upload(ctx, s, b, B_B, a->w[1], F, &bias)))
+                return st;
+            e = cudnnAddTensor(s->dnn, &one, l->c, bias, &one, l->y, *y);
+        }
+        return e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : dnn_fail(ctx, b, e, "convolution");
+    case TB_FC:
+        if ((st = upload(ctx, s, b, B_W, a->w[0], l->nw, &w)) ||
+            (st = gemm(ctx, s, b, false, true, l->R, l->F, l->K, x, l->K, 0, w, l->K, 0, *y, l->F,
+                       0, 1)))
+            return st;
+        if (has_bias) {
+            if ((st = upload(ctx, s, b, B_B, a->w[1], l->F, &bias)))
+                return st;
+            e = cudnnAddTensor(s->dnn, &one, l->c, bias, &one, l->y, *y);
+        }
+        return e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : dnn_fail(ctx, b, e, "bias");
+    case TB_MATMUL:
+        if ((st = upload(ctx, s, b, B_X2, a->in[1], l->nx2, &x2)))
+            return st;
+        return gemm(ctx, s, b, l->ta, l->tb, l->M, l->N, l->Km, x, l->lda, l->sa, x2, l->ldb, l->sb,
+                    *y, l->N, l->M * l->N, l->batch);
+    case TB_POOL: e = cudnnPoolingForward(s->dnn, l->pool, &one, l->x, x, &zero, l->y, *y); break;
+    case TB_ACT: e = cudnnActivationForward(s->dnn, l->act, &one, l->x, x, &zero, l->x, *y); break;
+    case TB_SOFTMAX:
+        e = cudnnSoftmaxForward(
+            s->dnn, a->n->op == NTP_OP_LOG_SOFTMAX ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+            CUDNN_SOFTMAX_MODE_CHANNEL, &one, l->x, x, &zero, l->x, *y);
+        break;
+    case TB_BNORM: /* forward_bnorm */
+    case TB_NONE:
+        return ntp__be_error(ctx, "cuda forward", a->g, a->n, NTP_STATUS_INTERNAL,
+                             "no forward kind");
+    }
+    return e == CUDNN_STATUS_SUCCESS ? NTP_STATUS_OK : dnn_fail(ctx, b, e, "forward");
+}
+
+/* Batch norm in training mode: cudnnBatchNormalizationForwardTraining with
+ * the batch's statistics; it saves the mean and 1/√(var+ε), and the
+ * trainer takes the biased variance, var = 1/inv² − ε. The running
+ * statistics are the trainer's business (none asked for here). */
+static ntp_status forward_bnorm(ntp_ctx *ctx, cudab_state *s, const ntp_backward_args *b,
+                                const ntp_train_fwd_args *a, tb_layer *l, void **y)
+{
+    void *x, *scale, *shift, *mean, *inv;
+    ntp_status st;
+    int64_t C = l->F;
+    if (a->n->n_w < 2 || !a->w[0] || !a->w[1] || !a->mean || !a->var)
+        return missing(ctx, b, "scale, shift or statistics");
+    if ((st = upload(ctx, s, b, B_X, a->in[0], l->nx, &x)) ||
+        (st = upload(ctx, s, b, B_W, a->w[0], C, &scale)) ||
+        (st = upload(ctx, s, b, B_B, a->w[1], C, &shift)) ||
+        (st = want_buf(ctx, s, b, B_Y, l->nx * 4, y)) ||
+        (st = want_buf(ctx, s, b, B_MEAN, C * 4, &mean)) ||
+        (st = want_buf(ctx, s, b, B_INV, C * 4, &inv)))
+        return st;
+    cudnnStatus_t e = cudnnBatchNormalizationForwardTraining(
+        s->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l->x, x, l->x, *y, l->c, scale, shift, 1.0,
+        NULL, NULL, a->n->a.epsilon, mean, inv);
+    if (e != CUDNN_STATUS_SUCCESS)
+        return dnn_fail(ctx, b, e, "batch normalization forward training");
+    if ((st = download(ctx, s, b, a->mean, mean, C)) || (st = download(ctx, s, b, a->var, inv, C)))
+        return st;
+    cudaError_t ce = cudaStreamSynchronize(s->stream);
+    if (ce != cudaSuccess)
+        return rt_fail(ctx, b, ce, "batch normalization forward training");
+    for (int64_t c = 0; c < C; c++) {
+        double iv = a->var[c];
+        a->var[c] = (float)(1.0 / (iv * iv) - a->n->a.epsilon);
+    }
+    return NTP_STATUS_OK;
+}
+
+ntp_status ntp__cuda_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a)
+{
+    cudab_state *s = state;
+    if (!s || !a || !a->g || !a->n)
+        return ntp__error(ctx, NTP_STATUS_INTERNAL, "cuda forward: no state or no layer");
+    if (!ntp__cuda_supports_train_forward(a->g, a->n))
+        return ntp__be_error(ctx, "cuda forward", a->g, a->n, NTP_STATUS_UNSUPPORTED,
+                             "no training forward for this %s here", ntp__op_name(a->n->op));
+    for (int i = 0; i < a->n->n_in; i++)
+        if (!a->in[i])
+            return ntp__be_error(ctx, "cuda forward", a->g, a->n, NTP_STATUS_INTERNAL,
+                                 "input %d was not given", i);
+    if (!a->out || (a->n->n_w > 0 && !a->w[0]))
+        return ntp__be_error(ctx, "cuda forward", a->g, a->n, NTP_STATUS_INTERNAL,
+                             "no output or no weight given");
+    if (!s->train && !(s->train = calloc(1, sizeof *s->train)))
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "cuda forward: out of memory");
+    /* The layer's descriptors are its backward's (built by whichever
+     * comes first); b carries the layer for them and for the errors. */
+    ntp_backward_args b = {.g = a->g, .n = a->n};
+    tb_layer *l = NULL;
+    void *y = NULL;
+    ntp_status st = find_layer(ctx, s, &b, &l);
+    if (!st)
+        st = l->kind == TB_BNORM ? forward_bnorm(ctx, s, &b, a, l, &y)
+                                 : forward_layer(ctx, s, &b, a, l, &y);
+    if (!st)
+        st = download(ctx, s, &b, a->out, y, l->ny);
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (!st && e != cudaSuccess)
+        st = rt_fail(ctx, &b, e, "running the forward");
     return st;
 }

@@ -246,8 +246,12 @@ const float *ntp__cuda_weight_f32(const cudab_node *nd, int i);
 bool ntp__cuda_supports_backward(const ntp_graph *g, const ntp_node *n);
 /* One layer's backward, synchronously: host buffers in and out. */
 ntp_status ntp__cuda_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
-/* Free what the backward kept (descriptors, device buffers); nothing when
- * none ran. */
+/* The training forward of the same layers (batch norm with the batch's
+ * statistics), synchronously: host buffers in and out. */
+bool ntp__cuda_supports_train_forward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__cuda_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a);
+/* Free what the backward and the forward kept (descriptors, device
+ * buffers); nothing when none ran. */
 void ntp__cuda_train_release(cudab_state *s);
 
 extern const ntp_backend_i ntp__backend_cuda;
