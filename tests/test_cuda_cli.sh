@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU side of the CLI (docs/gpu.md) as a user meets it: without a GPU
-# (or without the toolkit) `--backend cuda` and --place LAYER=cuda fail with
-# one line and exit 1, writing nothing; --place is checked; --tool ncu and
-# --tool nsys are refused with one line when Nsight is not installed, and
-# with stand-ins for ncu and nsys (NTP_NCU, NTP_NSYS) the run is re-executed
-# under them with an NVTX range per row, ncu's CSV is folded into the
-# marker's counters and nsys's timeline is named in the notes. With a GPU,
-# a run on cuda has its copy rows and device memory.
+# (or without the toolkit) `--backend cuda`, --place LAYER=cuda and `train
+# --backend cuda` fail with one line and exit 1, writing nothing; --place
+# is checked; --tool ncu and --tool nsys are refused with one line when
+# Nsight is not installed, and with stand-ins for ncu and nsys (NTP_NCU,
+# NTP_NSYS) the run is re-executed under them with an NVTX range per row,
+# ncu's CSV is folded into the marker's counters and nsys's timeline is
+# named in the notes. With a GPU, a run on cuda has its copy rows and
+# device memory.
 # Usage: test_cuda_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
@@ -37,6 +38,14 @@ if [ "$DEVICE" = no ]; then
         expect_err "<fc name='fc1'>: backend 'cuda': no CUDA device ("
     else
         expect_err "--place fc1=cuda: unknown backend 'cuda'"
+    fi
+    # Training on cuda (its backward through cuDNN and cuBLAS) is refused
+    # the same way, before any step.
+    expect_exit 1 "$NTPROF" train "$MLP" --backend cuda --steps 1
+    if [ "$BUILT" = yes ]; then
+        expect_err "ntprof: backend 'cuda': no CUDA device (cudaGetDeviceCount: "
+    else
+        expect_err "backend 'cuda' is not built here"
     fi
 fi
 

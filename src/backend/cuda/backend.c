@@ -2,7 +2,8 @@
  * backend-wide state (stream, cuDNN and cuBLAS handles, events), prepare
  * and execute with their host<->device sub-steps, event timing, and graph
  * replay. The layer families are in conv.c, dense.c, rnn.c, misc.c and
- * decoder.c; device memory in mem.c; the kernels in kernels.cu. */
+ * decoder.c; device memory in mem.c; the kernels in kernels.cu; the
+ * training backward in backward.c. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,7 @@ static void cuda_release(void *state)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
+    ntp__cuda_train_release(s);
     drop_graphs(s);
     ntp__cuda_unbind(s);
     ntp__cuda_free(s, s->blas_ws, (int64_t)CUDAB_BLAS_WS);
@@ -839,4 +841,8 @@ const ntp_backend_i ntp__backend_cuda = {
     .available = cuda_available,
     .elapsed_ms = cuda_elapsed_ms,
     .device_memory = cuda_device_memory,
+    .supports_backward = ntp__cuda_supports_backward,
+    .backward = ntp__cuda_backward,
+    .supports_train_forward = ntp__cuda_supports_train_forward,
+    .train_forward = ntp__cuda_train_forward,
 };

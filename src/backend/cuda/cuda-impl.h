@@ -161,6 +161,9 @@ typedef struct cudab_state {
      * no context of its own), and an error kept for the next call. */
     ntp_ctx *warn_ctx;
     ntp_status sticky;
+    /* Training (backward.c): per-layer descriptors and the shared device
+     * buffers of the backward; NULL until the first backward. */
+    struct cudab_tstate *train;
 } cudab_state;
 
 /* --- errors (backend.c) ---------------------------------------------------------- */
@@ -237,6 +240,19 @@ ntp_status ntp__cuda_epilogue(ntp_ctx *ctx, cudab_state *s, cudab_node *nd, cons
                               int64_t inner);
 /* The bias pointer of a layer's weight i as uploaded (f32), or NULL. */
 const float *ntp__cuda_weight_f32(const cudab_node *nd, int i);
+
+/* --- training (backward.c, docs/train.md) ----------------------------------------- */
+/* The layers with a backward here (a device present, f32 tensors). */
+bool ntp__cuda_supports_backward(const ntp_graph *g, const ntp_node *n);
+/* One layer's backward, synchronously: host buffers in and out. */
+ntp_status ntp__cuda_backward(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+/* The training forward of the same layers (batch norm with the batch's
+ * statistics), synchronously: host buffers in and out. */
+bool ntp__cuda_supports_train_forward(const ntp_graph *g, const ntp_node *n);
+ntp_status ntp__cuda_train_forward(ntp_ctx *ctx, void *state, const ntp_train_fwd_args *a);
+/* Free what the backward and the forward kept (descriptors, device
+ * buffers); nothing when none ran. */
+void ntp__cuda_train_release(cudab_state *s);
 
 extern const ntp_backend_i ntp__backend_cuda;
 
