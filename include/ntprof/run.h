@@ -92,10 +92,15 @@ typedef struct ntp_run_opts {
     int64_t flush_bytes;
     /* After the run, the topology also as one TorchScript module, timed end
      * to end (ntp_run_torch_script, include/ntprof/frameworks.h) into
-     * ntp_run_result.torch_script: the torch backend only, the whole
+     * ntp_run_result_torch_script: the torch backend only, the whole
      * topology (no only_marker) on generated inputs (no `inputs`). Its
      * progress phase is "TorchScript". */
     bool torch_script;
+    /* The run's identity (ntp_env.run_uuid), a UUID such as
+     * 0f8fad5b-d9cb-469f-a165-70867728950e chosen by the caller (a
+     * cluster's task, docs/cluster.md); NULL: a random one. ntp_run_compare
+     * gives each backend's run its own. */
+    const char *run_uuid;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
