@@ -54,11 +54,11 @@ static const model models[] = {
 /* The time a backend is ranked by. */
 static double score(const ntp_backend_run *r, bool markers)
 {
-    if (!markers || r->result->n_markers == 0)
-        return r->result->end_to_end_ms.median;
+    if (!markers || ntp_run_result_marker_count(r->result) == 0)
+        return ntp_run_result_end_to_end_ms(r->result)->median;
     double s = 0;
-    for (int m = 0; m < r->result->n_markers; m++)
-        s += r->result->markers[m].time_ms.median;
+    for (int m = 0; m < ntp_run_result_marker_count(r->result); m++)
+        s += ntp_run_result_marker(r->result, m)->time_ms.median;
     return s;
 }
 
@@ -224,9 +224,11 @@ int main(int argc, char **argv)
             if (md->markers)
                 snprintf(net, sizeof net, "%.3f", s);
             printf("   %-9s %10.3f   [%8.3f, %8.3f] %10s %6.2fx %10.1f %5d/%-3d %8d %10s\n",
-                   r->backend, r->result->end_to_end_ms.median, r->result->end_to_end_ms.ci95_lo,
-                   r->result->end_to_end_ms.ci95_hi, net, ratio, r->result->prepare_ms,
-                   r->layers_own, r->layers_fallback, r->layers_fused, rel);
+                   r->backend, ntp_run_result_end_to_end_ms(r->result)->median,
+                   ntp_run_result_end_to_end_ms(r->result)->ci95_lo,
+                   ntp_run_result_end_to_end_ms(r->result)->ci95_hi, net, ratio,
+                   ntp_run_result_prepare_ms(r->result), r->layers_own, r->layers_fallback,
+                   r->layers_fused, rel);
             log_ratio[i] += log(ratio);
             counted[i]++;
         }

@@ -90,20 +90,23 @@ static ntp_status run_once(ntp_ctx *ctx, const model *m, int batch, const char *
     st = ntp_run(ctx, g, &o, &r);
     if (!st) {
         double copies = 0;
-        for (int i = 0; i < r->n_layers; i++)
-            if (strcmp(r->layers[i].type, "h2d") == 0 || strcmp(r->layers[i].type, "d2h") == 0)
-                copies += r->layers[i].time_ms.median;
+        for (int i = 0; i < ntp_run_result_layer_count(r); i++)
+            if (strcmp(ntp_run_result_layer(r, i)->type, "h2d") == 0 ||
+                strcmp(ntp_run_result_layer(r, i)->type, "d2h") == 0)
+                copies += ntp_run_result_layer(r, i)->time_ms.median;
         if (graph) {
-            out->graph = r->end_to_end_ms.median - copies;
+            out->graph = ntp_run_result_end_to_end_ms(r)->median - copies;
         } else {
-            out->e2e = r->end_to_end_ms.median;
-            out->network = r->end_to_end_ms.median - copies;
+            out->e2e = ntp_run_result_end_to_end_ms(r)->median;
+            out->network = ntp_run_result_end_to_end_ms(r)->median - copies;
             /* The slowest row's implementation, to see what ran. */
             int slow = 0;
-            for (int i = 1; i < r->n_layers; i++)
-                if (r->layers[i].time_ms.median > r->layers[slow].time_ms.median)
+            for (int i = 1; i < ntp_run_result_layer_count(r); i++)
+                if (ntp_run_result_layer(r, i)->time_ms.median >
+                    ntp_run_result_layer(r, slow)->time_ms.median)
                     slow = i;
-            snprintf(out->impl, sizeof out->impl, "%s", r->n_layers ? r->layers[slow].impl : "");
+            snprintf(out->impl, sizeof out->impl, "%s",
+                     ntp_run_result_layer_count(r) ? ntp_run_result_layer(r, slow)->impl : "");
         }
         ntp_run_result_free(r);
     }

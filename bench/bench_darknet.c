@@ -104,13 +104,13 @@ static int bench(const char *cfg, int rounds, bool fuse)
             fprintf(stderr, "%s\n", ntp_ctx_errmsg(ctx));
             return 1;
         }
-        nt[r] = res->end_to_end_ms.median;
+        nt[r] = ntp_run_result_end_to_end_ms(res)->median;
         ratio[r] = nt[r] / ((dn[2 * r] + dn[2 * r + 1]) / 2);
         own = fallback = 0;
-        for (int i = 0; i < res->n_layers; i++) {
-            if (res->layers[i].fused || !res->layers[i].backend)
+        for (int i = 0; i < ntp_run_result_layer_count(res); i++) {
+            if (ntp_run_result_layer(res, i)->fused || !ntp_run_result_layer(res, i)->backend)
                 continue;
-            if (strcmp(res->layers[i].backend, "darknet") == 0)
+            if (strcmp(ntp_run_result_layer(res, i)->backend, "darknet") == 0)
                 own++;
             else
                 fallback++;

@@ -157,20 +157,21 @@ done:
 /* Rows worth reading when a target is missed: the slowest ones. */
 static void print_top_rows(const ntp_run_result *r, int n)
 {
-    int *idx = malloc((size_t)r->n_layers * sizeof *idx);
+    int *idx = malloc((size_t)ntp_run_result_layer_count(r) * sizeof *idx);
     if (!idx)
         return;
-    for (int i = 0; i < r->n_layers; i++)
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++)
         idx[i] = i;
-    for (int i = 0; i < r->n_layers && i < n; i++)
-        for (int j = i + 1; j < r->n_layers; j++)
-            if (r->layers[idx[j]].time_ms.median > r->layers[idx[i]].time_ms.median) {
+    for (int i = 0; i < ntp_run_result_layer_count(r) && i < n; i++)
+        for (int j = i + 1; j < ntp_run_result_layer_count(r); j++)
+            if (ntp_run_result_layer(r, idx[j])->time_ms.median >
+                ntp_run_result_layer(r, idx[i])->time_ms.median) {
                 int t = idx[i];
                 idx[i] = idx[j];
                 idx[j] = t;
             }
-    for (int i = 0; i < r->n_layers && i < n; i++) {
-        const ntp_layer_result *L = &r->layers[idx[i]];
+    for (int i = 0; i < ntp_run_result_layer_count(r) && i < n; i++) {
+        const ntp_layer_result *L = ntp_run_result_layer(r, idx[i]);
         printf("      %-34s %-10s %-8s %8.3f ms %5.1f%% %7.1f GFLOP/s  %s\n", L->name, L->type,
                L->backend ? L->backend : "-", L->time_ms.median, 100 * L->share, L->gflops,
                L->impl ? L->impl : "");
@@ -209,16 +210,16 @@ static void run_ntprof(const model *m, int prec, int threads, int iterations, re
         snprintf(res->note, sizeof res->note, "%s", ntp_ctx_errmsg(ctx));
         goto done;
     }
-    res->ms = r->end_to_end_ms.median;
+    res->ms = ntp_run_result_end_to_end_ms(r)->median;
     if (m->markers) {
         res->ms = 0;
-        for (int i = 0; i < r->n_markers; i++)
-            res->ms += r->markers[i].time_ms.median;
+        for (int i = 0; i < ntp_run_result_marker_count(r); i++)
+            res->ms += ntp_run_result_marker(r, i)->time_ms.median;
     }
-    res->rows = r->n_layers;
+    res->rows = ntp_run_result_layer_count(r);
     int64_t flops = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *L = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *L = ntp_run_result_layer(r, i);
         bool on = L->backend && strcmp(L->backend, "onednn") == 0;
         bool layer = !L->kind || strcmp(L->kind, "layer") == 0;
         res->on_onednn += on && layer;
@@ -229,7 +230,9 @@ static void run_ntprof(const model *m, int prec, int threads, int iterations, re
             res->reorder_ms += L->time_ms.median;
         if (L->kind && strcmp(L->kind, "convert") == 0)
             res->convert_ms += L->time_ms.median;
-        if (!m->markers || (i >= r->markers[0].first && i <= r->markers[r->n_markers - 1].last))
+        if (!m->markers ||
+            (i >= ntp_run_result_marker(r, 0)->first &&
+             i <= ntp_run_result_marker(r, ntp_run_result_marker_count(r) - 1)->last))
             flops += L->flops;
         static const char *const heavy[] = {"conv",      "deconv", "fc",  "matmul",
                                             "attention", "lstm",   "gru", "rnn"};

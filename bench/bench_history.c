@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "measure/run-result-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/bench-run.h"
 

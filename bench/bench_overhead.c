@@ -31,10 +31,13 @@ static int bench(const char *model, const char *const *set, int n_set, int itera
     } else {
         printf("%-12s on %-7s %4d rows  e2e %9.3f ms [%8.3f, %8.3f]  layer sum %9.3f ms  "
                "overhead %+6.2f%% (target < 1%%: %s)  %+7.3f us/layer (target < 2 us: %s)\n",
-               model, r->backend, r->n_layers, r->end_to_end_ms.median, r->end_to_end_ms.ci95_lo,
-               r->end_to_end_ms.ci95_hi, r->layer_sum_ms.median, 100 * r->overhead_fraction,
-               r->overhead_fraction < 0.01 ? "met" : "missed", r->overhead_per_layer_us,
-               r->overhead_per_layer_us < 2.0 ? "met" : "missed");
+               model, ntp_run_result_backend(r), ntp_run_result_layer_count(r),
+               ntp_run_result_end_to_end_ms(r)->median, ntp_run_result_end_to_end_ms(r)->ci95_lo,
+               ntp_run_result_end_to_end_ms(r)->ci95_hi, ntp_run_result_layer_sum_ms(r)->median,
+               100 * ntp_run_result_overhead_fraction(r),
+               ntp_run_result_overhead_fraction(r) < 0.01 ? "met" : "missed",
+               ntp_run_result_overhead_per_layer_us(r),
+               ntp_run_result_overhead_per_layer_us(r) < 2.0 ? "met" : "missed");
     }
     ntp_run_result_free(r);
     ntp_graph_free(g);

@@ -69,14 +69,14 @@ static void describe(const ntp_run_result *r, cell *c)
 {
     c->own = c->layers = 0;
     int top[3] = {-1, -1, -1};
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *L = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *L = ntp_run_result_layer(r, i);
         if (!L->inlay && (strcmp(L->kind, "layer") == 0 || strcmp(L->kind, "fused") == 0)) {
             c->layers++;
             c->own += L->backend && strcmp(L->backend, "onednn") == 0;
         }
         for (int k = 0; k < 3; k++)
-            if (top[k] < 0 || L->time_ms.median > r->layers[top[k]].time_ms.median) {
+            if (top[k] < 0 || L->time_ms.median > ntp_run_result_layer(r, top[k])->time_ms.median) {
                 for (int m = 2; m > k; m--)
                     top[m] = top[m - 1];
                 top[k] = i;
@@ -85,7 +85,7 @@ static void describe(const ntp_run_result *r, cell *c)
     }
     size_t u = 0;
     for (int k = 0; k < 3 && top[k] >= 0 && u < sizeof c->slowest; k++) {
-        const ntp_layer_result *L = &r->layers[top[k]];
+        const ntp_layer_result *L = ntp_run_result_layer(r, top[k]);
         u += (size_t)snprintf(c->slowest + u, sizeof c->slowest - u, "%s%s %.3g ms (%s %s%s%s)",
                               k ? "; " : "", L->name, L->time_ms.median, L->kind,
                               L->backend ? L->backend : "?", L->impl ? " " : "",
@@ -127,11 +127,14 @@ static int bench_model(const char *label, const char *file, int rounds, int iter
                 return 1;
             }
             cell *c = &cells[p];
-            c->ms[rd] = r->end_to_end_ms.median;
+            c->ms[rd] = ntp_run_result_end_to_end_ms(r)->median;
             if (rd == 0) {
-                c->rel_l2 = r->n_accuracy ? r->accuracy[0].rel_l2 : 0;
-                c->top1 = r->n_accuracy ? r->accuracy[0].top1 : 1;
-                c->top5 = r->n_accuracy ? r->accuracy[0].top5 : 1;
+                c->rel_l2 =
+                    ntp_run_result_accuracy_count(r) ? ntp_run_result_accuracy(r, 0)->rel_l2 : 0;
+                c->top1 =
+                    ntp_run_result_accuracy_count(r) ? ntp_run_result_accuracy(r, 0)->top1 : 1;
+                c->top5 =
+                    ntp_run_result_accuracy_count(r) ? ntp_run_result_accuracy(r, 0)->top5 : 1;
                 describe(r, c);
             }
             ntp_run_result_free(r);

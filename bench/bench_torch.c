@@ -141,8 +141,8 @@ static double run_eager(ntp_ctx *ctx, const ntp_graph *g, int threads, int itera
         printf("  eager: %s\n", ntp_ctx_errmsg(ctx));
         return 0;
     }
-    double ms = r->latency_ms;
-    *prepare_ms = r->prepare_ms;
+    double ms = ntp_run_result_latency_ms(r);
+    *prepare_ms = ntp_run_result_prepare_ms(r);
     ntp_run_result_free(r);
     ntp_ctx_clear_warnings(ctx);
     return ms;

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "measure/run-result-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/models.h"
 

@@ -195,8 +195,8 @@ static ntp_run_result *run_small(ntp_ctx *ctx, ntp_graph **gp)
 
 static bool has_contention_warning(const ntp_run_result *r)
 {
-    for (int i = 0; i < r->n_warnings; i++)
-        if (strncmp(r->warnings[i], "other processes used ", 21) == 0)
+    for (int i = 0; i < ntp_run_result_warning_count(r); i++)
+        if (strncmp(ntp_run_result_warning(r, i), "other processes used ", 21) == 0)
             return true;
     return false;
 }
@@ -213,7 +213,7 @@ static void test_busy_neighbours(void **state)
     ntp_graph *g = NULL;
     ntp_run_result *r = run_small(ctx, &g);
     stop_busy();
-    const ntp_contention *c = &r->env.contention;
+    const ntp_contention *c = &ntp_run_result_env(r)->contention;
     printf("busy: other %.1f%%, steal %.1f%%, own %.1f%% of %d CPUs over %.2f s, load %.2f\n",
            100 * c->other, 100 * c->steal, 100 * c->own, c->cpus, c->window_s, c->load_average);
     assert_true(c->measured);
@@ -347,7 +347,7 @@ static int quiet(void)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = NULL;
     ntp_run_result *r = run_small(ctx, &g);
-    const ntp_contention *c = &r->env.contention;
+    const ntp_contention *c = &ntp_run_result_env(r)->contention;
     printf("quiet run: other %.1f%%, steal %.1f%%, own %.1f%% over %.2f s\n", 100 * c->other,
            100 * c->steal, 100 * c->own, c->window_s);
     int rc = 0;

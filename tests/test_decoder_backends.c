@@ -70,12 +70,13 @@ static bool compare(const char *backend, const char *model, int64_t batch, int64
     test_gen_pair p;
     test_gen_pair_run(&p, backend, model, batch, pad, context, P, G, kv);
     int natives_seen = 0;
-    for (int l = 0; l < p.r[1]->n_layers; l++)
-        if (native(backend, p.r[1]->layers[l].type)) {
-            if (strcmp(p.r[1]->layers[l].backend, backend) != 0)
-                print_message("%s (%s) ran on %s\n", p.r[1]->layers[l].name, p.r[1]->layers[l].type,
-                              p.r[1]->layers[l].backend);
-            assert_string_equal(p.r[1]->layers[l].backend, backend);
+    for (int l = 0; l < ntp_generate_result_layer_count(p.r[1]); l++)
+        if (native(backend, ntp_generate_result_layer(p.r[1], l)->type)) {
+            if (strcmp(ntp_generate_result_layer(p.r[1], l)->backend, backend) != 0)
+                print_message("%s (%s) ran on %s\n", ntp_generate_result_layer(p.r[1], l)->name,
+                              ntp_generate_result_layer(p.r[1], l)->type,
+                              ntp_generate_result_layer(p.r[1], l)->backend);
+            assert_string_equal(ntp_generate_result_layer(p.r[1], l)->backend, backend);
             natives_seen++;
         }
     assert_true(natives_seen >= 1);

@@ -149,8 +149,8 @@ static void test_tiny_cnn_side_by_side(void **state)
     for (int i = 0; i < ntp_backend_comparison_run_count(c); i++) {
         const ntp_backend_run *e = ntp_backend_comparison_run(c, i);
         double rows = 0, folded = e->convert_ms;
-        for (int k = 0; k < e->result->n_layers; k++)
-            rows += e->result->layers[k].time_ms.median;
+        for (int k = 0; k < ntp_run_result_layer_count(e->result); k++)
+            rows += ntp_run_result_layer(e->result, k)->time_ms.median;
         for (int l = 0; l < ntp_backend_comparison_layer_count(c); l++) {
             assert_true(e->layers[l].ms >= 0);
             folded += e->layers[l].ms;
@@ -160,11 +160,11 @@ static void test_tiny_cnn_side_by_side(void **state)
     }
     double best = INFINITY;
     for (int i = 0; i < ntp_backend_comparison_run_count(c); i++)
-        if (ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median < best)
-            best = ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median;
+        if (ntp_run_result_end_to_end_ms(ntp_backend_comparison_run(c, i)->result)->median < best)
+            best = ntp_run_result_end_to_end_ms(ntp_backend_comparison_run(c, i)->result)->median;
     const ntp_backend_run *fast = ntp_backend_comparison_run(c, ntp_backend_comparison_fastest(c));
     assert_true(fast->speed_ratio == 1.0);
-    assert_true(fast->result->end_to_end_ms.median == best);
+    assert_true(ntp_run_result_end_to_end_ms(fast->result)->median == best);
     ntp_backend_comparison_free(c);
     ntp_graph_free(g);
 }
@@ -216,7 +216,7 @@ static void test_fused_partial_and_saved(void **state)
     const char *be[] = {"xnnpack", "ref"};
     ntp_backend_comparison *c = compare(g, &o, be, 2);
     const ntp_backend_run *x = run_of(c, "xnnpack");
-    assert_true(ntp_backend_comparison_run(c, 0)->result->fused);
+    assert_true(ntp_run_result_fused(ntp_backend_comparison_run(c, 0)->result));
     assert_true(x->layers_fused > 0);
     int relu3 = layer_index(c, "relu3");
     assert_string_equal(x->layers[relu3].fused_into, "residual");
@@ -370,7 +370,8 @@ static void test_writers(void **state)
         /* JSON carries 15 significant digits. */
         double got =
             json_real_value(json_object_get(json_object_get(r, "end_to_end_ms"), "median"));
-        double want = ntp_backend_comparison_run(c, i)->result->end_to_end_ms.median;
+        double want =
+            ntp_run_result_end_to_end_ms(ntp_backend_comparison_run(c, i)->result)->median;
         if (fabs(got - want) > 1e-13 * want)
             fail_msg("%s end-to-end: JSON %.17g, result %.17g", be[i], got, want);
     }

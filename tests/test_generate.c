@@ -64,23 +64,48 @@ static void test_roofline(void **state)
     o.ceilings = &c;
     ntp_generate_result *run = NULL, *stat = NULL, *again = NULL;
     assert_int_equal(ntp_generate(ctx, TINY, &o, &run), NTP_STATUS_OK);
-    check_phase(&run->prefill, 6, true);
-    check_phase(&run->decode, 1, true);
-    assert_null(run->roofline_note);
+    check_phase(ntp_generate_result_prefill(run), 6, true);
+    check_phase(ntp_generate_result_decode(run), 1, true);
+    assert_null(ntp_generate_result_roofline_note(run));
     o.static_only = true;
     assert_int_equal(ntp_generate(ctx, TINY, &o, &stat), NTP_STATUS_OK);
-    check_phase(&stat->prefill, 6, false);
-    check_phase(&stat->decode, 1, false);
+    check_phase(ntp_generate_result_prefill(stat), 6, false);
+    check_phase(ntp_generate_result_decode(stat), 1, false);
     /* The static split is the run's, FLOP for FLOP and byte for byte. */
-    assert_int_equal(stat->prefill.flops, run->prefill.flops);
-    assert_int_equal(stat->decode.bytes, run->decode.bytes);
-    assert_int_equal(stat->kv_bytes_per_token, 2 * 2 * 4 * 8 * 4);
+    assert_int_equal(ntp_generate_result_prefill(stat)->flops,
+                     ntp_generate_result_prefill(run)->flops);
+    assert_int_equal(ntp_generate_result_decode(stat)->bytes,
+                     ntp_generate_result_decode(run)->bytes);
+    assert_int_equal(ntp_generate_result_kv_bytes_per_token(stat), 2 * 2 * 4 * 8 * 4);
     /* Decode is one token against the weights: far lower intensity. */
-    assert_true(run->decode.intensity < run->prefill.intensity / 2);
+    assert_true(ntp_generate_result_decode(run)->intensity <
+                ntp_generate_result_prefill(run)->intensity / 2);
     /* Greedy decoding is deterministic for a seed. */
     o.static_only = false;
     assert_int_equal(ntp_generate(ctx, TINY, &o, &again), NTP_STATUS_OK);
-    assert_memory_equal(run->tokens, again->tokens, 5 * sizeof *run->tokens);
+    assert_memory_equal(ntp_generate_result_tokens(run), ntp_generate_result_tokens(again),
+                        5 * sizeof *ntp_generate_result_tokens(run));
+    /* The accessors: what was asked, the documented sum, rows in range only. */
+    assert_string_equal(ntp_generate_result_backend(run), "ref");
+    assert_int_equal(ntp_generate_result_prompt_len(run), 6);
+    assert_int_equal(ntp_generate_result_gen_len(run), 4);
+    assert_true(ntp_generate_result_static_only(stat));
+    assert_false(ntp_generate_result_static_only(run));
+    assert_int_equal(ntp_generate_result_memory_bytes(run),
+                     ntp_generate_result_weight_bytes(run) + ntp_generate_result_arena_bytes(run) +
+                         ntp_generate_result_kv_bytes_total(run));
+    assert_int_equal(ntp_generate_result_arena_bytes(stat), 0);
+    const double *steps = ntp_generate_result_step_ms(run);
+    for (int i = 0; i < 4; i++)
+        assert_true(steps[i] > 0);
+    int n = ntp_generate_result_layer_count(run);
+    assert_true(n > 0);
+    assert_non_null(ntp_generate_result_layer(run, n - 1));
+    assert_null(ntp_generate_result_layer(run, n));
+    assert_null(ntp_generate_result_layer(run, -1));
+    assert_int_equal(ntp_generate_result_layer_count(NULL), 0);
+    assert_null(ntp_generate_result_prefill(NULL));
+    assert_null(ntp_generate_result_tokens(NULL));
     ntp_generate_result_free(run);
     ntp_generate_result_free(stat);
     ntp_generate_result_free(again);
@@ -127,13 +152,15 @@ static void test_weights_once(void **state)
         o.gen_len = 2;
         ntp_generate_result *r = NULL, *st = NULL;
         assert_int_equal(ntp_generate(ctx, m[i].path, &o, &r), NTP_STATUS_OK);
-        assert_int_equal(r->params, m[i].params);
-        assert_int_equal(r->weight_bytes, m[i].params * 4);
-        assert_true(r->arena_bytes > 0);
-        assert_int_equal(r->memory_bytes, r->weight_bytes + r->arena_bytes + r->kv_bytes_total);
+        assert_int_equal(ntp_generate_result_params(r), m[i].params);
+        assert_int_equal(ntp_generate_result_weight_bytes(r), m[i].params * 4);
+        assert_true(ntp_generate_result_arena_bytes(r) > 0);
+        assert_int_equal(ntp_generate_result_memory_bytes(r),
+                         ntp_generate_result_weight_bytes(r) + ntp_generate_result_arena_bytes(r) +
+                             ntp_generate_result_kv_bytes_total(r));
         o.static_only = true;
         assert_int_equal(ntp_generate(ctx, m[i].path, &o, &st), NTP_STATUS_OK);
-        assert_int_equal(st->weight_bytes, m[i].params * 4);
+        assert_int_equal(ntp_generate_result_weight_bytes(st), m[i].params * 4);
         ntp_generate_result_free(r);
         ntp_generate_result_free(st);
     }
@@ -180,11 +207,11 @@ static void test_i8_cache(void **state)
         assert_int_equal(ntp_generate(ctx, LLAMA, &o, &r[i]), NTP_STATUS_OK);
     }
     /* tiny-llama: 2 layers, 2 kv heads of 8. */
-    assert_int_equal(r[1]->kv_bytes_per_token, 2 * 2 * 2 * (8 + 4));
-    assert_int_equal(r[1]->kv_bytes_total, 96 * 2 * (5 + 12 + 4));
-    assert_int_equal(r[0]->kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
+    assert_int_equal(ntp_generate_result_kv_bytes_per_token(r[1]), 2 * 2 * 2 * (8 + 4));
+    assert_int_equal(ntp_generate_result_kv_bytes_total(r[1]), 96 * 2 * (5 + 12 + 4));
+    assert_int_equal(ntp_generate_result_kv_bytes_per_token(r[0]), 2 * 2 * 2 * 8 * 4);
     /* Decode's cache traffic at i8: bytes per token x (past + 2) per step. */
-    assert_true(r[1]->decode.bytes < r[0]->decode.bytes);
+    assert_true(ntp_generate_result_decode(r[1])->bytes < ntp_generate_result_decode(r[0])->bytes);
     double e8 = test_npy_rel_err(dirs[1], dirs[0], "logits_prefill");
     double e16 = test_npy_rel_err(dirs[2], dirs[0], "logits_prefill");
     print_message("logits rel error vs f32 cache: i8 %.3g, bf16 %.3g\n", e8, e16);
@@ -195,7 +222,8 @@ static void test_i8_cache(void **state)
     for (int64_t i = 0; i < 4; i++) {
         bool same = true;
         for (int b = 0; b < 2; b++)
-            same = same && r[0]->tokens[b * 5 + i] == r[1]->tokens[b * 5 + i];
+            same = same && ntp_generate_result_tokens(r[0])[b * 5 + i] ==
+                               ntp_generate_result_tokens(r[1])[b * 5 + i];
         if (!same)
             break;
         char name[64];
@@ -234,14 +262,20 @@ static void test_sweep_static(void **state)
         for (int k = 0; k < 3; k++) {
             const ntp_generate_result *r = s->points[c * 3 + k].r;
             assert_string_equal(s->points[c * 3 + k].value[0], c == 0 ? "0" : c == 1 ? "16" : "40");
-            assert_int_equal(r->context_depth, ctxs[c]);
-            assert_int_equal(r->kv_bytes_per_token, per[k]);
-            assert_int_equal(r->kv_bytes_total, per[k] * (ctxs[c] + 6 + 5));
+            assert_int_equal(ntp_generate_result_context_depth(r), ctxs[c]);
+            assert_int_equal(ntp_generate_result_kv_bytes_per_token(r), per[k]);
+            assert_int_equal(ntp_generate_result_kv_bytes_total(r), per[k] * (ctxs[c] + 6 + 5));
             if (c > 0) {
                 const ntp_generate_result *r0 = s->points[k].r;
-                assert_int_equal(r->decode.flops - r0->decode.flops, 2 * 4 * (4 * 8 + 5) * ctxs[c]);
-                assert_int_equal(r->decode.bytes - r0->decode.bytes, per[k] * ctxs[c]);
-                assert_int_equal(r->prefill.bytes - r0->prefill.bytes, per[k] * ctxs[c]);
+                assert_int_equal(ntp_generate_result_decode(r)->flops -
+                                     ntp_generate_result_decode(r0)->flops,
+                                 2 * 4 * (4 * 8 + 5) * ctxs[c]);
+                assert_int_equal(ntp_generate_result_decode(r)->bytes -
+                                     ntp_generate_result_decode(r0)->bytes,
+                                 per[k] * ctxs[c]);
+                assert_int_equal(ntp_generate_result_prefill(r)->bytes -
+                                     ntp_generate_result_prefill(r0)->bytes,
+                                 per[k] * ctxs[c]);
             }
         }
     /* The HTML: one group per cache type, each with its KV and bytes
@@ -265,7 +299,8 @@ static void test_sweep_static(void **state)
     const char *vh[] = {"kv_heads=1,2,4", "context=0,30"};
     assert_int_equal(ntp_generate_sweep_run(ctx, LLAMA, &o, vh, 2, &s), NTP_STATUS_OK);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(s->points[i].r->kv_bytes_per_token, 2 * 2 * (1 << (i / 2)) * 8 * 4);
+        assert_int_equal(ntp_generate_result_kv_bytes_per_token(s->points[i].r),
+                         2 * 2 * (1 << (i / 2)) * 8 * 4);
     f = open_memstream(&buf, &len);
     assert_int_equal(ntp_report_write_generate_sweep_html(ctx, s, f), NTP_STATUS_OK);
     fclose(f);

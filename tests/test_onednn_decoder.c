@@ -41,10 +41,10 @@ static void compare(const char *model, int64_t batch, int64_t pad, int64_t conte
     test_gen_pair_run(&p, "onednn", model, batch, pad, context, P, G, kv);
     /* Every kv_attention and rmsnorm layer ran on oneDNN. */
     int attn = 0;
-    for (int l = 0; l < p.r[1]->n_layers; l++) {
-        bool attention = strcmp(p.r[1]->layers[l].type, "kv_attention") == 0;
-        if (attention || strcmp(p.r[1]->layers[l].type, "rmsnorm") == 0)
-            assert_string_equal(p.r[1]->layers[l].backend, "onednn");
+    for (int l = 0; l < ntp_generate_result_layer_count(p.r[1]); l++) {
+        bool attention = strcmp(ntp_generate_result_layer(p.r[1], l)->type, "kv_attention") == 0;
+        if (attention || strcmp(ntp_generate_result_layer(p.r[1], l)->type, "rmsnorm") == 0)
+            assert_string_equal(ntp_generate_result_layer(p.r[1], l)->backend, "onednn");
         attn += attention;
     }
     assert_int_equal(attn, 2);

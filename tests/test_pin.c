@@ -90,8 +90,8 @@ static void test_pin_covers_existing_threads(void **state)
 
 static bool has_warning(const ntp_run_result *r, const char *text)
 {
-    for (int i = 0; i < r->n_warnings; i++)
-        if (strstr(r->warnings[i], text))
+    for (int i = 0; i < ntp_run_result_warning_count(r); i++)
+        if (strstr(ntp_run_result_warning(r, i), text))
             return true;
     return false;
 }
@@ -107,7 +107,8 @@ static void test_threads_oversubscribed_warned(void **state)
     char want[64];
     snprintf(want, sizeof want, "%d threads on %d CPU", 4 * ncpu, ncpu);
     if (!has_warning(r, want) || !has_warning(r, "oversubscribed"))
-        fail_msg("no warning '%s ... oversubscribed' among %d warnings", want, r->n_warnings);
+        fail_msg("no warning '%s ... oversubscribed' among %d warnings", want,
+                 ntp_run_result_warning_count(r));
     ntp_run_result_free(r);
     /* As many threads as CPUs, and 0 (all cores), are not warned about. */
     r = run_tiny(ctx, NULL, ncpu);

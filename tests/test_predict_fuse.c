@@ -116,8 +116,8 @@ static void test_rows_as_run(void **state)
     ntp_prediction *p = predict(ctx, g, true);
     assert_true(p->fused);
     int layers = 0, fused = 0, copies = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *l = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") == 0 || strcmp(l->kind, "fused") == 0) {
             const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
             assert_non_null(lp);
@@ -153,8 +153,8 @@ static void test_rows_as_run(void **state)
     /* Beside the run: each head row takes its group's prediction whole,
      * and the end-to-end prediction is the prediction's. */
     ntp_prediction_apply(p, r, false);
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *l = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") != 0)
             continue;
         const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
@@ -166,7 +166,7 @@ static void test_rows_as_run(void **state)
         }
         assert_close(l->predicted_ms, lp->predicted_ms, 1e-12);
     }
-    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-9);
+    assert_close(ntp_run_result_prediction(r)->predicted_ms, p->total_ms, 1e-9);
     ntp_prediction_free(p);
     ntp_run_result_free(r);
     ntp_graph_free(g);
@@ -237,8 +237,8 @@ static void test_fused_prediction_unfused_run(void **state)
     ntp_run_result *r = run(ctx, g, false);
     ntp_prediction *p = predict(ctx, g, true);
     ntp_prediction_apply(p, r, false);
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *l = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->name, "bn1") == 0 || strcmp(l->name, "r2") == 0) {
             assert_false(l->predicted);
             assert_non_null(strstr(l->prediction_note, "n/a: predicted fused into c"));
@@ -249,7 +249,7 @@ static void test_fused_prediction_unfused_run(void **state)
             assert_true(l->predicted);
         }
     }
-    assert_true(r->prediction.unpredicted_ms > 0);
+    assert_true(ntp_run_result_prediction(r)->unpredicted_ms > 0);
     ntp_prediction_free(p);
     ntp_run_result_free(r);
     ntp_graph_free(g);

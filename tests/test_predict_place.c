@@ -112,8 +112,8 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
     ntp_prediction *p = predict(ctx, g, &cal, &ref, place, n_place, true);
     int layers = 0, copies = 0, on_ref = 0;
     double layer_sum = 0, copy_sum = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *l = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") == 0) {
             const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
             assert_non_null(lp);
@@ -157,7 +157,7 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
     /* Beside the run, the end-to-end prediction prices the run's own rows:
      * the same rows, so the same total. */
     ntp_prediction_apply(p, r, false);
-    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-9);
+    assert_close(ntp_run_result_prediction(r)->predicted_ms, p->total_ms, 1e-9);
     ntp_prediction_free(p);
     ntp_run_result_free(r);
     ntp_graph_free(g);
@@ -258,8 +258,8 @@ static void test_reorders_other_machine(void **state)
         ntp_prediction *p = predict(ctx, g, &cal, &ref, NULL, 0, true);
         int copies = 0;
         double sum = 0;
-        for (int i = 0; i < r->n_layers; i++) {
-            const ntp_layer_result *l = &r->layers[i];
+        for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+            const ntp_layer_result *l = ntp_run_result_layer(r, i);
             if (strcmp(l->kind, "reorder") != 0 && strcmp(l->kind, "convert") != 0)
                 continue;
             const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);

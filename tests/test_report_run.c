@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "measure/run-result-impl.h"
 #include "ntprof/ntprof.h"
 
 #define N_LAYERS 4
@@ -1439,6 +1440,49 @@ static void test_torch_script(void **state)
     fx->r.torch_script = NULL;
 }
 
+static ntp_status write_task(fixture *fx, FILE *f, ntp_format fmt)
+{
+    (void)fmt;
+    ntp_sweep_record rec = {.id = 12, .created_at = "2026-12-02T07:00:00Z"};
+    ntp_sweep_task t = {.index = 3, .job = "12_3"};
+    return ntp_report_write_run_sweep_task(fx->ctx, &fx->r, &rec, &t, f);
+}
+
+/* A Slurm task's kept report: the run's JSON marked with the sweep and the
+ * task, read back through the accessors; the result itself unchanged. */
+static void test_sweep_task(void **state)
+{
+    fixture *fx = *state;
+    char *text = capture(fx, write_task, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    ntp_run_result *back = NULL;
+    assert_int_equal(ntp_run_result_parse(fx->ctx, text, strlen(text), "k.json", &back),
+                     NTP_STATUS_OK);
+    assert_int_equal(ntp_run_result_sweep_id(back), 12);
+    assert_int_equal(ntp_run_result_sweep_index(back), 3);
+    assert_string_equal(ntp_run_result_sweep_created_at(back), "2026-12-02T07:00:00Z");
+    assert_string_equal(ntp_run_result_sweep_job(back), "12_3");
+    assert_string_equal(ntp_run_result_topology(back), "tiny-run");
+    assert_int_equal(ntp_run_result_layer_count(back), N_LAYERS);
+    ntp_run_result_free(back);
+    free(text);
+    assert_int_equal(fx->r.sweep_id, 0);
+    assert_string_equal(fx->r.sweep_job, "");
+    /* Without the sweep: no "sweep" object, and no accessor invents one. */
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_null(strstr(text, "\"sweep\""));
+    assert_int_equal(ntp_run_result_parse(fx->ctx, text, strlen(text), "r.json", &back),
+                     NTP_STATUS_OK);
+    assert_int_equal(ntp_run_result_sweep_id(back), 0);
+    ntp_run_result_free(back);
+    free(text);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run_sweep_task(fx->ctx, &fx->r, NULL, NULL, f),
+                     NTP_STATUS_INVALID_ARGUMENT);
+    fclose(f);
+}
+
 static void test_bad_arguments(void **state)
 {
     fixture *fx = *state;
@@ -1470,6 +1514,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torch_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_task, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

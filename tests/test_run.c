@@ -193,41 +193,111 @@ static void test_result_figures(void **state)
     o.keep_trace = true;
     ntp_run_result *r = NULL;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
-    assert_int_equal(r->n_layers, ntp_graph_layer_count(g));
-    assert_true(r->iterations >= 7);
-    assert_string_equal(r->backend, "ref");
-    assert_int_equal(r->batch, 2);
-    check_stats(&r->end_to_end_ms, (size_t)r->iterations);
+    assert_int_equal(ntp_run_result_layer_count(r), ntp_graph_layer_count(g));
+    assert_true(ntp_run_result_iterations(r) >= 7);
+    assert_string_equal(ntp_run_result_backend(r), "ref");
+    assert_int_equal(ntp_run_result_batch(r), 2);
+    check_stats(ntp_run_result_end_to_end_ms(r), (size_t)ntp_run_result_iterations(r));
     double share = 0;
     int64_t flops = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        check_stats(&r->layers[i].time_ms, (size_t)r->iterations);
-        assert_string_equal(r->layers[i].name, ntp_graph_layer_name(g, i));
-        assert_int_equal(r->layers[i].flops, an->layers[i].flops);
-        share += r->layers[i].share;
-        flops += r->layers[i].flops;
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        check_stats(&ntp_run_result_layer(r, i)->time_ms, (size_t)ntp_run_result_iterations(r));
+        assert_string_equal(ntp_run_result_layer(r, i)->name, ntp_graph_layer_name(g, i));
+        assert_int_equal(ntp_run_result_layer(r, i)->flops, an->layers[i].flops);
+        share += ntp_run_result_layer(r, i)->share;
+        flops += ntp_run_result_layer(r, i)->flops;
     }
     assert_float_equal(share, 1.0, 1e-9);
-    assert_int_equal(r->flops, flops);
-    assert_int_equal(r->n_markers, 1);
-    assert_string_equal(r->markers[0].name, "body");
+    assert_int_equal(ntp_run_result_flops(r), flops);
+    assert_int_equal(ntp_run_result_marker_count(r), 1);
+    assert_string_equal(ntp_run_result_marker(r, 0)->name, "body");
     int64_t mflops = 0;
-    for (int i = r->markers[0].first; i <= r->markers[0].last; i++)
-        mflops += r->layers[i].flops;
-    assert_int_equal(r->markers[0].flops, mflops);
-    assert_true(isfinite(r->overhead_fraction));
-    assert_true(r->throughput > 0);
-    assert_int_equal(r->n_trace, r->iterations);
-    for (int i = 0; i < r->n_trace; i++)
-        for (int l = 0; l < r->n_layers; l++) {
-            assert_true(r->trace[i].end_us[l] >= r->trace[i].start_us[l]);
+    for (int i = ntp_run_result_marker(r, 0)->first; i <= ntp_run_result_marker(r, 0)->last; i++)
+        mflops += ntp_run_result_layer(r, i)->flops;
+    assert_int_equal(ntp_run_result_marker(r, 0)->flops, mflops);
+    assert_true(isfinite(ntp_run_result_overhead_fraction(r)));
+    assert_true(ntp_run_result_throughput(r) > 0);
+    assert_int_equal(ntp_run_result_trace_count(r), ntp_run_result_iterations(r));
+    for (int i = 0; i < ntp_run_result_trace_count(r); i++)
+        for (int l = 0; l < ntp_run_result_layer_count(r); l++) {
+            assert_true(ntp_run_result_trace(r, i)->end_us[l] >=
+                        ntp_run_result_trace(r, i)->start_us[l]);
             if (l > 0)
-                assert_true(r->trace[i].start_us[l] >= r->trace[i].end_us[l - 1]);
+                assert_true(ntp_run_result_trace(r, i)->start_us[l] >=
+                            ntp_run_result_trace(r, i)->end_us[l - 1]);
         }
-    assert_true(r->memory.arena_bytes > 0);
-    assert_true(r->memory.peak_rss_bytes > 0);
+    assert_true(ntp_run_result_memory(r)->arena_bytes > 0);
+    assert_true(ntp_run_result_memory(r)->peak_rss_bytes > 0);
     ntp_run_result_free(r);
     ntp_analysis_free(an);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The accessors answer what the options asked for, NULL or 0 outside the
+ * result, and ntp_run_opts.run_uuid names the run (checked by the library). */
+static void test_result_accessors(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = test_load_model(ctx, "tiny-mlp.xml", NULL, 0, NULL);
+    ntp_run_opts o;
+    quick_opts(&o);
+    o.seed = 42;
+    o.threads = 1;
+    o.run_uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    ntp_run_result *r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    assert_string_equal(ntp_run_result_env(r)->run_uuid, o.run_uuid);
+    assert_string_equal(ntp_run_result_topology(r), "tiny-mlp");
+    assert_non_null(strstr(ntp_run_result_source(r), "tiny-mlp.xml"));
+    assert_int_equal(ntp_run_result_precision(r), NTP_DTYPE_F32);
+    assert_int_equal(ntp_run_result_seed(r), 42);
+    assert_int_equal(ntp_run_result_threads(r), 1);
+    assert_int_equal(ntp_run_result_warmup(r), 1);
+    assert_true(ntp_run_result_iterations(r) >= 5);
+    assert_false(ntp_run_result_fused(r));
+    assert_null(ntp_run_result_only_marker(r));
+    assert_null(ntp_run_result_torch_script(r));
+    assert_int_equal(ntp_run_result_sweep_id(r), 0);
+    assert_true(ntp_run_result_latency_ms(r) == ntp_run_result_end_to_end_ms(r)->median);
+    /* tiny-mlp's params: batch (2) and hidden (32), in the topology's order. */
+    int np = ntp_run_result_param_count(r);
+    assert_true(np >= 2);
+    bool hidden = false;
+    for (int i = 0; i < np; i++)
+        if (strcmp(ntp_run_result_param_name(r, i), "hidden") == 0)
+            hidden = strcmp(ntp_run_result_param_value(r, i), "32") == 0;
+    assert_true(hidden);
+    /* f32: nothing compared; no trace asked for. */
+    assert_int_equal(ntp_run_result_accuracy_count(r), 0);
+    assert_null(ntp_run_result_accuracy_baseline(r));
+    assert_int_equal(ntp_run_result_trace_count(r), 0);
+    int n = ntp_run_result_layer_count(r);
+    assert_non_null(ntp_run_result_layer(r, n - 1));
+    assert_null(ntp_run_result_layer(r, n));
+    assert_null(ntp_run_result_layer(r, -1));
+    assert_null(ntp_run_result_marker(r, ntp_run_result_marker_count(r)));
+    assert_null(ntp_run_result_warning(r, ntp_run_result_warning_count(r)));
+    assert_null(ntp_run_result_param_name(r, np));
+    assert_null(ntp_run_result_trace(r, 0));
+    assert_null(ntp_run_result_accuracy(r, 0));
+    assert_null(ntp_run_result_counter_note(r, 0));
+    assert_int_equal(ntp_run_result_layer_count(NULL), 0);
+    assert_null(ntp_run_result_topology(NULL));
+    assert_null(ntp_run_result_end_to_end_ms(NULL));
+    assert_null(ntp_run_result_env(NULL));
+    ntp_run_result_free(r);
+    /* Another UUID gives another identity; a malformed one is refused. */
+    o.run_uuid = "1f8fad5b-d9cb-469f-a165-70867728950e";
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
+    assert_string_equal(ntp_run_result_env(r)->run_uuid, o.run_uuid);
+    ntp_run_result_free(r);
+    o.run_uuid = "0F8FAD5B-d9cb-469f-a165-70867728950e";
+    r = NULL;
+    assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_INVALID_ARGUMENT);
+    assert_null(r);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "ntp_run_opts.run_uuid"));
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
 }
@@ -244,9 +314,9 @@ static void test_only_marker(void **state)
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
     int first, last;
     ntp_graph_marker_range(g, 0, &first, &last);
-    assert_int_equal(r->n_layers, last - first + 1);
-    assert_string_equal(r->layers[0].name, "fc1");
-    assert_string_equal(r->layers[r->n_layers - 1].name, "skip");
+    assert_int_equal(ntp_run_result_layer_count(r), last - first + 1);
+    assert_string_equal(ntp_run_result_layer(r, 0)->name, "fc1");
+    assert_string_equal(ntp_run_result_layer(r, ntp_run_result_layer_count(r) - 1)->name, "skip");
     ntp_run_result_free(r);
 
     o.only_marker = "bdy";
@@ -303,13 +373,14 @@ static void test_deepspeech_segments(void **state)
     ntp_run_result *r = NULL;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
     bool seen_lstm = false;
-    for (int i = 0; i < r->n_markers; i++)
-        if (strstr(r->markers[i].name, "lstm")) {
+    for (int i = 0; i < ntp_run_result_marker_count(r); i++)
+        if (strstr(ntp_run_result_marker(r, i)->name, "lstm")) {
             seen_lstm = true;
-            assert_true(r->markers[i].share > 0.0 && r->markers[i].share < 1.0);
+            assert_true(ntp_run_result_marker(r, i)->share > 0.0 &&
+                        ntp_run_result_marker(r, i)->share < 1.0);
         }
     assert_true(seen_lstm);
-    assert_true(r->n_markers >= 3);
+    assert_true(ntp_run_result_marker_count(r) >= 3);
     ntp_run_result_free(r);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -318,8 +389,8 @@ static void test_deepspeech_segments(void **state)
 static int count_kind(const ntp_run_result *r, const char *kind)
 {
     int n = 0;
-    for (int i = 0; i < r->n_layers; i++)
-        n += strcmp(r->layers[i].kind, kind) == 0;
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++)
+        n += strcmp(ntp_run_result_layer(r, i)->kind, kind) == 0;
     return n;
 }
 
@@ -347,13 +418,13 @@ static void test_placement_conversions(void **state)
     int layers = count_kind(r, "layer");
     assert_int_equal(layers, 3);
     const char *fc1_backend = NULL;
-    for (int i = 0; i < r->n_layers; i++) {
-        if (strcmp(r->layers[i].name, "t") == 0)
-            assert_string_equal(r->layers[i].backend, "ref");
-        if (strcmp(r->layers[i].name, "fc1") == 0)
-            fc1_backend = r->layers[i].backend;
-        if (strcmp(r->layers[i].kind, "convert") == 0)
-            assert_non_null(strchr(r->layers[i].name, '>')); /* "tensor:from>to" */
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        if (strcmp(ntp_run_result_layer(r, i)->name, "t") == 0)
+            assert_string_equal(ntp_run_result_layer(r, i)->backend, "ref");
+        if (strcmp(ntp_run_result_layer(r, i)->name, "fc1") == 0)
+            fc1_backend = ntp_run_result_layer(r, i)->backend;
+        if (strcmp(ntp_run_result_layer(r, i)->kind, "convert") == 0)
+            assert_non_null(strchr(ntp_run_result_layer(r, i)->name, '>')); /* "tensor:from>to" */
     }
     assert_non_null(fc1_backend);
     if (strcmp(fc1_backend, "ref") == 0) {
@@ -366,8 +437,9 @@ static void test_placement_conversions(void **state)
         assert_int_equal(count_kind(r, "convert"), 3);
     }
     /* The reduced-precision run is compared with f32. */
-    assert_int_equal(r->n_accuracy, 1);
-    assert_true(r->accuracy[0].rel_l2 > 0 && r->accuracy[0].rel_l2 < 0.1);
+    assert_int_equal(ntp_run_result_accuracy_count(r), 1);
+    assert_true(ntp_run_result_accuracy(r, 0)->rel_l2 > 0 &&
+                ntp_run_result_accuracy(r, 0)->rel_l2 < 0.1);
     ntp_run_result_free(r);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -403,10 +475,10 @@ static void test_fusion_rows(void **state)
     o.save_outputs_dir = b;
     assert_int_equal(ntp_run(ctx, g, &o, &r), NTP_STATUS_OK);
     int fused = count_kind(r, "fused");
-    for (int i = 0; i < r->n_layers; i++)
-        if (r->layers[i].fused)
-            assert_non_null(r->layers[i].fused_into);
-    if (strcmp(r->backend, "ref") == 0)
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++)
+        if (ntp_run_result_layer(r, i)->fused)
+            assert_non_null(ntp_run_result_layer(r, i)->fused_into);
+    if (strcmp(ntp_run_result_backend(r), "ref") == 0)
         assert_int_equal(fused, 0); /* the reference backend never fuses */
     else
         assert_true(fused >= 2); /* r1 into c1; res and r2 into c2 */
@@ -431,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_bf16_outputs_are_bf16_values),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_result_figures),
+        cmocka_unit_test(test_result_accessors),
         cmocka_unit_test(test_only_marker),
         cmocka_unit_test(test_input_errors),
         cmocka_unit_test(test_deepspeech_segments),

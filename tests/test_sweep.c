@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "measure/run-result-impl.h"
 #include "ntprof/ntprof.h"
 
 typedef struct fixture {

@@ -57,8 +57,8 @@ static int run_torch(ntp_ctx *ctx, const ntp_graph *g, const char *options, bool
         fail_msg("torch run: %s", ntp_ctx_errmsg(ctx));
     int on = 0;
     *aten = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *L = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *L = ntp_run_result_layer(r, i);
         /* Batch norms folded by --fuse are rows without an operator. */
         if (!L->backend || strcmp(L->backend, "torch") != 0 || L->fused)
             continue;
@@ -69,7 +69,7 @@ static int run_torch(ntp_ctx *ctx, const ntp_graph *g, const char *options, bool
             printf("    row '%s' on torch: impl %s\n", L->name, L->impl ? L->impl : "(none)");
     }
     printf("    torch%s%s: %d rows, %d on torch\n", options ? " " : "", options ? options : "",
-           r->n_layers, on);
+           ntp_run_result_layer_count(r), on);
     ntp_run_result_free(r);
     ntp_ctx_clear_warnings(ctx);
     return on;
@@ -197,8 +197,8 @@ static void test_embedding(void **state)
     if (ntp_run(ctx, g, &o, &r) != NTP_STATUS_OK)
         fail_msg("torch run: %s", ntp_ctx_errmsg(ctx));
     int lookups = 0;
-    for (int i = 0; i < r->n_layers; i++) {
-        const ntp_layer_result *L = &r->layers[i];
+    for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
+        const ntp_layer_result *L = ntp_run_result_layer(r, i);
         if (!L->type || strcmp(L->type, "embedding") != 0)
             continue;
         printf("  %s: %s, %s\n", L->name, L->backend ? L->backend : "(none)",

@@ -533,15 +533,23 @@ static void onednn_vs_ref_loss(const char *xml, ntp_loss lossk, bool input_grads
     assert_true(compared >= 6);
     ntp_train_result *r = NULL;
     assert_int_equal(ntp_trainer_run(ctx, t[1], &r), NTP_STATUS_OK);
-    assert_string_equal(r->backend, "onednn");
+    assert_string_equal(ntp_train_result_backend(r), "onednn");
     for (int k = 0; k < n_by; k += 2) {
         int i = 0;
-        while (i < r->n_layers && strcmp(r->layers[i].name, by[k]) != 0)
+        while (i < ntp_train_result_layer_count(r) &&
+               strcmp(ntp_train_result_layer(r, i)->name, by[k]) != 0)
             i++;
-        assert_true(i < r->n_layers);
-        assert_non_null(r->layers[i].backward_by);
-        assert_string_equal(r->layers[i].backward_by, by[k + 1]);
+        assert_true(i < ntp_train_result_layer_count(r));
+        assert_non_null(ntp_train_result_layer(r, i)->backward_by);
+        assert_string_equal(ntp_train_result_layer(r, i)->backward_by, by[k + 1]);
     }
+    /* The accessors' range: rows 0 .. count - 1 only, nothing from NULL. */
+    assert_null(ntp_train_result_layer(r, ntp_train_result_layer_count(r)));
+    assert_null(ntp_train_result_layer(r, -1));
+    assert_int_equal(ntp_train_result_layer_count(NULL), 0);
+    assert_null(ntp_train_result_losses(NULL));
+    assert_null(ntp_train_result_losses_f32(r)); /* f32: no f32 twin */
+    assert_non_null(ntp_train_result_step(r));
     ntp_train_result_free(r);
     ntp_trainer_free(t[0]);
     ntp_trainer_free(t[1]);
@@ -703,13 +711,13 @@ static void forward_vs_ref(const char *xml, ntp_loss lossk, const char *const *b
     }
     double worst = 0.0;
     for (int i = 0; i < 3; i++) {
-        double a = r[0]->losses[i], b = r[1]->losses[i];
+        double a = ntp_train_result_losses(r[0])[i], b = ntp_train_result_losses(r[1])[i];
         if (fabs(a - b) > 2e-6 * fabs(a))
             fail_msg("%s step %d: loss on onednn %.9g, ref %.9g", g->name, i, b, a);
         worst = fmax(worst, fabs(a - b) / fabs(a));
     }
     /* f32 did run: no forward in double gives the same bits. */
-    assert_true(r[0]->losses[0] != r[1]->losses[0]);
+    assert_true(ntp_train_result_losses(r[0])[0] != ntp_train_result_losses(r[1])[0]);
     ntp_train_state *a = ntp__trainer_state(t[0]), *b = ntp__trainer_state(t[1]);
     int compared = 0;
     double wworst = 0.0;
@@ -735,11 +743,12 @@ static void forward_vs_ref(const char *xml, ntp_loss lossk, const char *const *b
     assert_true(compared >= 6);
     for (int k = 0; k < n_by; k += 2) {
         int i = 0;
-        while (i < r[1]->n_layers && strcmp(r[1]->layers[i].name, by[k]) != 0)
+        while (i < ntp_train_result_layer_count(r[1]) &&
+               strcmp(ntp_train_result_layer(r[1], i)->name, by[k]) != 0)
             i++;
-        assert_true(i < r[1]->n_layers);
-        assert_string_equal(r[1]->layers[i].forward_by, by[k + 1]);
-        assert_string_equal(r[0]->layers[i].forward_by, "ref");
+        assert_true(i < ntp_train_result_layer_count(r[1]));
+        assert_string_equal(ntp_train_result_layer(r[1], i)->forward_by, by[k + 1]);
+        assert_string_equal(ntp_train_result_layer(r[0], i)->forward_by, "ref");
     }
     for (int k = 0; k < 2; k++) {
         ntp_train_result_free(r[k]);

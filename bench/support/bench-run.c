@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "measure/run-result-impl.h"
 #include "support/bench-run.h"
 
 double bench_now_s(void)

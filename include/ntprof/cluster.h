@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ntprof/api.h"
 #include "ntprof/status.h"
 #include "ntprof/store.h"
@@ -89,6 +90,13 @@ NTP_API ntp_status ntp_store_sweep_task_set(ntp_ctx *ctx, ntp_store *s, int64_t 
 /* Every row of sweep `sweep`, by index. Free *out with free(). */
 NTP_API ntp_status ntp_store_sweep_tasks(ntp_ctx *ctx, ntp_store *s, int64_t sweep,
                                          ntp_sweep_task **out, int *n);
+/* Run report r as JSON (ntp_report_write_run), marked as task t of sweep
+ * rec (the report's "sweep": id, index, created_at, job): the report a
+ * Slurm task keeps when the store refuses its run, which `history import`
+ * then attributes to the task (ntp_store_sweep_task_import). r is not changed. */
+NTP_API ntp_status ntp_report_write_run_sweep_task(ntp_ctx *ctx, const ntp_run_result *r,
+                                                   const ntp_sweep_record *rec,
+                                                   const ntp_sweep_task *t, FILE *f);
 /* After `history import` stored r as run run_id: when r is the report a
  * Slurm task kept because the store refused its run (r->sweep_id > 0),
  * mark that task "ok" with run_id, so `sweep --resume` does not run it

@@ -103,36 +103,64 @@ typedef struct ntp_generate_phase {
     const char *bound; /* "compute" or "memory" by the roofline; NULL: n/a */
 } ntp_generate_phase;
 
-typedef struct ntp_generate_result {
-    char *model;
-    const char *backend;
-    int64_t batch, prompt_len, gen_len, context_depth, max_positions;
-    bool static_only; /* analysed, not run: every time is 0 */
-    ntp_dtype kv_dtype;
-    int64_t params;
-    int threads;
-    double ttft_ms; /* the prefill pass, which yields the first token */
-    double tpot_p50_ms, tpot_p90_ms, tpot_p99_ms, tpot_mean_ms;
-    double prefill_tokens_per_s, decode_tokens_per_s; /* batch included */
-    /* 2 x layers x kv_heads x head_dim x bytes, per token of one sequence;
-     * the total for batch x (context + prompt + generated) positions. */
-    int64_t kv_bytes_per_token, kv_bytes_total;
-    int kv_layers;
-    ntp_generate_phase prefill, decode;
-    const char *roofline_note; /* why shares are n/a; NULL when known */
-    int n_layers;
-    ntp_generate_layer *layers;
-    int32_t *tokens; /* [batch, gen_len + 1]: the token prefill chose, then each step's */
-    double *step_ms; /* [gen_len] */
-    /* Memory: the weights as the engine holds them, once (the decode plan
-     * borrows the prefill plan's: weight_bytes = params x the bytes of the
-     * storage type at f32 and bf16/f16 storage); the activation arenas of
-     * both plans; memory_bytes = weights + arenas + kv_bytes_total. A
-     * backend's own packed copies of weights (oneDNN's blocked layouts)
-     * are not in it. Static: the weights by analysis, arenas 0. */
-    int64_t weight_bytes, arena_bytes, memory_bytes;
-    ntp_dtype weight_dtype; /* as ntp_generate_opts */
-} ntp_generate_result;
+/* What ntp_generate found: opaque, read through the accessors below, which
+ * answer NULL or 0 for a NULL result or an index out of range; what they
+ * return lives as long as the result (ntp_generate_result_free). */
+typedef struct ntp_generate_result ntp_generate_result;
+
+/* The topology's name, and the backend that ran it. */
+NTP_API const char *ntp_generate_result_model(const ntp_generate_result *r);
+NTP_API const char *ntp_generate_result_backend(const ntp_generate_result *r);
+/* The shape of the run: sequences, prompt tokens, decode steps, positions
+ * cached before the prompt, and the model's limit. */
+NTP_API int64_t ntp_generate_result_batch(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_prompt_len(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_gen_len(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_context_depth(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_max_positions(const ntp_generate_result *r);
+/* Analysed, not run: every time is 0. */
+NTP_API bool ntp_generate_result_static_only(const ntp_generate_result *r);
+NTP_API ntp_dtype ntp_generate_result_kv_dtype(const ntp_generate_result *r);
+/* The weights' storage, as ntp_generate_opts.weight_dtype. */
+NTP_API ntp_dtype ntp_generate_result_weight_dtype(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_params(const ntp_generate_result *r);
+NTP_API int ntp_generate_result_threads(const ntp_generate_result *r);
+/* The prefill pass, which yields the first token. */
+NTP_API double ntp_generate_result_ttft_ms(const ntp_generate_result *r);
+/* Time per output token over the decode steps: p50, p90, p99 and mean. */
+NTP_API double ntp_generate_result_tpot_p50_ms(const ntp_generate_result *r);
+NTP_API double ntp_generate_result_tpot_p90_ms(const ntp_generate_result *r);
+NTP_API double ntp_generate_result_tpot_p99_ms(const ntp_generate_result *r);
+NTP_API double ntp_generate_result_tpot_mean_ms(const ntp_generate_result *r);
+/* Tokens per second of each phase, batch included. */
+NTP_API double ntp_generate_result_prefill_tokens_per_s(const ntp_generate_result *r);
+NTP_API double ntp_generate_result_decode_tokens_per_s(const ntp_generate_result *r);
+/* KV cache: 2 x layers x kv_heads x head_dim x bytes per token of one
+ * sequence; the total for batch x (context + prompt + generated)
+ * positions; the layers that keep one. */
+NTP_API int64_t ntp_generate_result_kv_bytes_per_token(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_kv_bytes_total(const ntp_generate_result *r);
+NTP_API int ntp_generate_result_kv_layers(const ntp_generate_result *r);
+/* Each phase's figures and its place on the roofline. */
+NTP_API const ntp_generate_phase *ntp_generate_result_prefill(const ntp_generate_result *r);
+NTP_API const ntp_generate_phase *ntp_generate_result_decode(const ntp_generate_result *r);
+/* Why the shares are n/a; NULL when the ceilings are known. */
+NTP_API const char *ntp_generate_result_roofline_note(const ntp_generate_result *r);
+/* Per-layer rows of both phases, in execution order. */
+NTP_API int ntp_generate_result_layer_count(const ntp_generate_result *r);
+NTP_API const ntp_generate_layer *ntp_generate_result_layer(const ntp_generate_result *r, int i);
+/* The tokens, [batch, gen_len + 1] row-major: the one prefill chose, then
+ * each step's; zeros when static_only. */
+NTP_API const int32_t *ntp_generate_result_tokens(const ntp_generate_result *r);
+/* Each decode step's time, [gen_len]; zeros when static_only. */
+NTP_API const double *ntp_generate_result_step_ms(const ntp_generate_result *r);
+/* Memory: the weights as the engine holds them (once: the decode plan
+ * borrows the prefill plan's), both plans' activation arenas, and
+ * weights + arenas + kv_bytes_total. Static: the weights by analysis,
+ * arenas 0. A backend's own packed copies are not counted. */
+NTP_API int64_t ntp_generate_result_weight_bytes(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_arena_bytes(const ntp_generate_result *r);
+NTP_API int64_t ntp_generate_result_memory_bytes(const ntp_generate_result *r);
 
 /* Run prefill and decode on the topology at `path`. Refused before
  * anything is allocated: prompt + context + generation beyond the model's

@@ -92,10 +92,15 @@ typedef struct ntp_run_opts {
     int64_t flush_bytes;
     /* After the run, the topology also as one TorchScript module, timed end
      * to end (ntp_run_torch_script, include/ntprof/frameworks.h) into
-     * ntp_run_result.torch_script: the torch backend only, the whole
+     * ntp_run_result_torch_script: the torch backend only, the whole
      * topology (no only_marker) on generated inputs (no `inputs`). Its
      * progress phase is "TorchScript". */
     bool torch_script;
+    /* The run's identity (ntp_env.run_uuid), a UUID such as
+     * 0f8fad5b-d9cb-469f-a165-70867728950e chosen by the caller (a
+     * cluster's task, docs/cluster.md); NULL: a random one. ntp_run_compare
+     * gives each backend's run its own. */
+    const char *run_uuid;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -354,75 +359,93 @@ typedef struct ntp_run_prediction {
     int calibration_threads, run_threads;
 } ntp_run_prediction;
 
-typedef struct ntp_run_result {
-    const char *topology;
-    const char *source;
-    const char *backend;
-    ntp_dtype precision;
-    int64_t batch; /* the value of param "batch", 0 if none */
-    int threads;
-    uint64_t seed;
-    int warmup;
-    int iterations; /* measured iterations of the end-to-end pass */
-    const char *only_marker;
-    int n_params;
-    const char **param_names;
-    const char **param_values;
+/* What ntp_run (or ntp_run_result_load) found: opaque, read through the
+ * accessors below; it owns its rows, strings and arrays until
+ * ntp_run_result_free. A string or row returned is valid as long as the
+ * result. An index out of range gives NULL (0 for a count). */
+typedef struct ntp_run_result ntp_run_result;
+struct ntp_torch_script_result;
 
-    bool fused; /* --fuse */
-    /* The thread pools' wait policy (ntp_wait_policy). */
-    const char *wait_policy;
-    const char *wait_settings;
-    int n_layers;             /* rows: layers and the steps between them */
-    ntp_layer_result *layers; /* execution order; only the --only range */
-    int n_markers;
-    ntp_marker_result *markers;
-    ntp_stats end_to_end_ms; /* from the pass without per-layer timing */
-    ntp_stats layer_sum_ms;  /* per-iteration sum of layer times */
-    /* (median layer sum - median end-to-end) / median end-to-end: the cost
-     * of timing every layer. */
-    double overhead_fraction;
-    double overhead_per_layer_us;
-    double throughput; /* samples per second: batch / median e2e */
-    double latency_ms; /* median end-to-end */
-    double prepare_ms; /* all layers' prepare */
-    int64_t flops;
-    ntp_memory_result memory;
-    ntp_env env;
-    int n_warnings;
-    char **warnings; /* noisy or too short runs, fallbacks */
-    int n_trace;
-    ntp_trace_iter *trace; /* when keep_trace */
-    int n_accuracy;        /* one per graph output, for reduced precisions */
-    ntp_accuracy *accuracy;
-    const char *accuracy_baseline; /* "f32 on onednn" */
-    /* The counting pass (docs/counters.md): what was asked, how many
-     * iterations and threads were counted, and notes (n/a reasons that hold
-     * for the whole run, files the tools left). */
-    const char *counters;
-    const char *tool;
-    int counter_iterations;
-    int counter_threads;
-    int n_counter_notes;
-    const char **counter_notes;
-    /* What the result owns besides its arrays (the counting pass's names
-     * and notes, the row names of added steps, a read report's strings),
-     * and whether a counting pass ran: the library's, opaque, freed by
-     * ntp_run_result_free. NULL in a result the caller fills in. */
-    struct ntp_run_owned *owned;
-    ntp_roofline roofline;
-    ntp_run_prediction prediction;
-    /* ntp_run_opts.torch_script's figure (include/ntprof/frameworks.h);
-     * NULL when not asked. Owned by the result. */
-    struct ntp_torch_script_result *torch_script;
-    /* The Slurm sweep task this run belongs to, in the report a task keeps
-     * when the store refused the run (docs/cluster.md): `ntprof history
-     * import` marks that task done. sweep_id 0: none. */
-    int64_t sweep_id;
-    int sweep_index;
-    char sweep_created_at[32]; /* the sweep's created_at in its store */
-    char sweep_job[32];        /* the Slurm job that ran it ("12_3") */
-} ntp_run_result;
+/* The topology's name and the file it was loaded from. */
+NTP_API const char *ntp_run_result_topology(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_source(const ntp_run_result *r);
+/* The backend asked for (the default's name when none was). */
+NTP_API const char *ntp_run_result_backend(const ntp_run_result *r);
+NTP_API ntp_dtype ntp_run_result_precision(const ntp_run_result *r);
+/* The value of param "batch", 0 if none. */
+NTP_API int64_t ntp_run_result_batch(const ntp_run_result *r);
+NTP_API int ntp_run_result_threads(const ntp_run_result *r);
+NTP_API uint64_t ntp_run_result_seed(const ntp_run_result *r);
+NTP_API int ntp_run_result_warmup(const ntp_run_result *r);
+/* Measured iterations of the end-to-end pass. */
+NTP_API int ntp_run_result_iterations(const ntp_run_result *r);
+/* The marker whose layers alone were measured (--only), NULL: all. */
+NTP_API const char *ntp_run_result_only_marker(const ntp_run_result *r);
+/* The topology's params as run: name and value of param i. */
+NTP_API int ntp_run_result_param_count(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_param_name(const ntp_run_result *r, int i);
+NTP_API const char *ntp_run_result_param_value(const ntp_run_result *r, int i);
+/* Whether backends were let fuse layers (ntp_run_opts.fuse). */
+NTP_API bool ntp_run_result_fused(const ntp_run_result *r);
+/* The thread pools' wait policy and its settings (ntp_wait_policy). */
+NTP_API const char *ntp_run_result_wait_policy(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_wait_settings(const ntp_run_result *r);
+/* Rows, in execution order (only the only_marker range): layers and the
+ * steps between them. */
+NTP_API int ntp_run_result_layer_count(const ntp_run_result *r);
+NTP_API const ntp_layer_result *ntp_run_result_layer(const ntp_run_result *r, int i);
+/* Marker segments over the rows. */
+NTP_API int ntp_run_result_marker_count(const ntp_run_result *r);
+NTP_API const ntp_marker_result *ntp_run_result_marker(const ntp_run_result *r, int i);
+/* The pass without per-layer timing, and the per-iteration sum of the layer times. */
+NTP_API const ntp_stats *ntp_run_result_end_to_end_ms(const ntp_run_result *r);
+NTP_API const ntp_stats *ntp_run_result_layer_sum_ms(const ntp_run_result *r);
+/* (median layer sum - median end-to-end) / median end-to-end: the cost of
+ * timing every layer, and that cost per row in µs. */
+NTP_API double ntp_run_result_overhead_fraction(const ntp_run_result *r);
+NTP_API double ntp_run_result_overhead_per_layer_us(const ntp_run_result *r);
+/* Samples per second: batch / median end-to-end. */
+NTP_API double ntp_run_result_throughput(const ntp_run_result *r);
+/* The median end-to-end latency. */
+NTP_API double ntp_run_result_latency_ms(const ntp_run_result *r);
+/* Every layer's prepare (primitive creation, weight packing). */
+NTP_API double ntp_run_result_prepare_ms(const ntp_run_result *r);
+NTP_API int64_t ntp_run_result_flops(const ntp_run_result *r);
+NTP_API const ntp_memory_result *ntp_run_result_memory(const ntp_run_result *r);
+NTP_API const ntp_env *ntp_run_result_env(const ntp_run_result *r);
+/* Warnings: noisy or too short runs, fallbacks, contention. */
+NTP_API int ntp_run_result_warning_count(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_warning(const ntp_run_result *r, int i);
+/* Per-iteration layer timestamps (ntp_run_opts.keep_trace), one per row. */
+NTP_API int ntp_run_result_trace_count(const ntp_run_result *r);
+NTP_API const ntp_trace_iter *ntp_run_result_trace(const ntp_run_result *r, int i);
+/* A reduced-precision run's distance from f32, one per graph output, and
+ * what it was compared with ("f32 on onednn"; NULL: not compared). */
+NTP_API int ntp_run_result_accuracy_count(const ntp_run_result *r);
+NTP_API const ntp_accuracy *ntp_run_result_accuracy(const ntp_run_result *r, int i);
+NTP_API const char *ntp_run_result_accuracy_baseline(const ntp_run_result *r);
+/* The counting pass (docs/counters.md): the counters and tool asked for
+ * (NULL: none), its iterations and threads, and its notes (n/a reasons
+ * for the whole run, files the tools left). */
+NTP_API const char *ntp_run_result_counters(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_tool(const ntp_run_result *r);
+NTP_API int ntp_run_result_counter_iterations(const ntp_run_result *r);
+NTP_API int ntp_run_result_counter_threads(const ntp_run_result *r);
+NTP_API int ntp_run_result_counter_note_count(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_counter_note(const ntp_run_result *r, int i);
+/* The ceilings the rows were placed against (ntp_roofline_apply). */
+NTP_API const ntp_roofline *ntp_run_result_roofline(const ntp_run_result *r);
+/* Predicted against measured (ntp_prediction_apply). */
+NTP_API const ntp_run_prediction *ntp_run_result_prediction(const ntp_run_result *r);
+/* ntp_run_opts.torch_script's figure (include/ntprof/frameworks.h); NULL when not asked. */
+NTP_API const struct ntp_torch_script_result *ntp_run_result_torch_script(const ntp_run_result *r);
+/* The Slurm sweep task the run belongs to (docs/cluster.md), in a report a
+ * task kept when the store refused the run: the sweep's id (0: none), the
+ * task's index, the sweep's created_at and the Slurm job ("12_3"). */
+NTP_API int64_t ntp_run_result_sweep_id(const ntp_run_result *r);
+NTP_API int ntp_run_result_sweep_index(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_sweep_created_at(const ntp_run_result *r);
+NTP_API const char *ntp_run_result_sweep_job(const ntp_run_result *r);
 
 /* Build g on the chosen backend, run and measure it. */
 NTP_API ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts,

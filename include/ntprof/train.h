@@ -169,30 +169,38 @@ typedef struct ntp_train_layer {
     const char *backward_precision;
 } ntp_train_layer;
 
-typedef struct ntp_train_result {
-    const char *model;
-    int steps;
-    int64_t batch;
-    ntp_loss loss;
-    ntp_optimizer optimizer;
-    double lr;
-    ntp_stats step;       /* milliseconds per step */
-    double samples_per_s; /* batch / median step time */
-    double *losses;       /* the loss after each step's forward, [steps] */
-    ntp_train_plan *plan;
-    int64_t allocated_bytes; /* what the engine held (doubles) */
-    int n_layers;            /* as the plan's rows */
-    ntp_train_layer *layers;
-    /* Measured: the growth of the process's resident-set high-water mark
-     * (Linux VmHWM, reset when the trainer starts) over its resident set
-     * then, through the run; -1 where /proc/self/status cannot tell. */
-    int64_t rss_peak_bytes;
-    const char *backend; /* the backward backend asked for ("ref" when none) */
-    ntp_dtype precision; /* f32, or bf16 (mixed precision) */
-    /* bf16: the loss of each step of the same training at f32 (same weights,
-     * inputs, labels and masks), [steps]; NULL at f32. */
-    double *losses_f32;
-} ntp_train_result;
+/* What training found: opaque, read through the accessors below, which
+ * answer NULL or 0 for a NULL result or an index out of range; what they
+ * return lives as long as the result (ntp_train_result_free). */
+typedef struct ntp_train_result ntp_train_result;
+
+/* The topology's name, the steps run and the batch. */
+NTP_API const char *ntp_train_result_model(const ntp_train_result *r);
+NTP_API int ntp_train_result_steps(const ntp_train_result *r);
+NTP_API int64_t ntp_train_result_batch(const ntp_train_result *r);
+NTP_API ntp_loss ntp_train_result_loss(const ntp_train_result *r);
+NTP_API ntp_optimizer ntp_train_result_optimizer(const ntp_train_result *r);
+NTP_API double ntp_train_result_lr(const ntp_train_result *r);
+/* Milliseconds per step, and batch / the median step time. */
+NTP_API const ntp_stats *ntp_train_result_step(const ntp_train_result *r);
+NTP_API double ntp_train_result_samples_per_s(const ntp_train_result *r);
+/* The loss after each step's forward, [steps]. */
+NTP_API const double *ntp_train_result_losses(const ntp_train_result *r);
+/* bf16: the losses of the same training at f32, [steps]; NULL at f32. */
+NTP_API const double *ntp_train_result_losses_f32(const ntp_train_result *r);
+/* The memory plan the training ran with. */
+NTP_API const ntp_train_plan *ntp_train_result_plan(const ntp_train_result *r);
+/* What the engine held (doubles). */
+NTP_API int64_t ntp_train_result_allocated_bytes(const ntp_train_result *r);
+/* The growth of the process's resident-set high-water mark through the
+ * run (Linux VmHWM); -1 where /proc/self/status cannot tell. */
+NTP_API int64_t ntp_train_result_rss_peak_bytes(const ntp_train_result *r);
+/* Per-layer rows, as the plan's. */
+NTP_API int ntp_train_result_layer_count(const ntp_train_result *r);
+NTP_API const ntp_train_layer *ntp_train_result_layer(const ntp_train_result *r, int i);
+/* The backward backend asked for ("ref" when none), and f32 or bf16 (mixed precision). */
+NTP_API const char *ntp_train_result_backend(const ntp_train_result *r);
+NTP_API ntp_dtype ntp_train_result_precision(const ntp_train_result *r);
 
 typedef struct ntp_trainer ntp_trainer;
 

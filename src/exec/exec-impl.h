@@ -30,6 +30,7 @@
 
 #include "backend/backend-impl.h"
 #include "ntprof/run.h"
+#include "measure/run-result-impl.h"
 
 #define NTP_MAX_BACKENDS 8
 

@@ -18,6 +18,7 @@
 #include "core/rng-impl.h"
 #include "core/writers-impl.h"
 #include "exec-impl.h"
+#include "generate-impl.h"
 #include "io/io-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/generate.h"

@@ -582,6 +582,7 @@ ntp_status ntp_run_compare(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts 
             ref_index = i;
         ntp_run_opts o = base;
         o.backend = backends[i];
+        o.run_uuid = NULL; /* one identity cannot name several runs */
         char dir[4200];
         o.save_outputs_dir = NULL;
         if (whole) {

@@ -141,6 +141,19 @@ void ntp_run_result_free(ntp_run_result *r)
     free(r);
 }
 
+/* A UUID in its canonical form: 8-4-4-4-12 lowercase hex digits. */
+static bool valid_uuid(const char *u)
+{
+    if (strlen(u) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? u[i] != '-' : !((u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f')))
+            return false;
+    }
+    return true;
+}
+
 static ntp_status find_range(ntp_ctx *ctx, const ntp_graph *g, const char *marker, int *first,
                              int *last)
 {
@@ -675,6 +688,11 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->torch_script && (strcmp(be->name, "torch") != 0 || opts->only_marker))
         return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.torch_script",
                               "needs the torch backend and the whole topology (no only_marker)");
+    if (opts->run_uuid && !valid_uuid(opts->run_uuid))
+        return ntp__opt_error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_run_opts.run_uuid",
+                              "expects a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e, "
+                              "got '%s'",
+                              opts->run_uuid);
     if (opts->pin && (st = pin_cpus(ctx, opts->pin)))
         return st;
     ntp_analysis *a = NULL;
@@ -745,6 +763,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         r->param_values[i] = g->params[i].value;
     }
     ntp_env_collect(&r->env);
+    if (opts->run_uuid)
+        snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%s", opts->run_uuid);
     fill_rows(g, &x, a, &w, r);
     if ((st = measure(ctx, &x, &w, opts, r, &e2e, &lt, &n)))
         goto done;

@@ -7,6 +7,7 @@
 
 #include "ntprof/analyze.h"
 #include "ntprof/predict.h"
+#include "measure/run-result-impl.h"
 
 /* One layer's terms under a calibration's ceilings. */
 typedef struct ntp__pfeat {

@@ -28,6 +28,7 @@
 #include "core/ctx-impl.h"
 #include "ntprof/counters.h"
 #include "ntprof/run.h"
+#include "measure/run-result-impl.h"
 
 /* --- strings and blocks a result owns ------------------------------------- */
 /* A result's counters, names and reasons are allocated here and freed with
@@ -47,7 +48,7 @@ const char *ntp__store_printf(ntp_counter_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ntp__store_free(ntp_counter_store *s);
 
-/* What a run result owns (ntp_run_result.owned, opaque in include/ntprof/run.h). */
+/* What a run result owns (ntp_run_result.owned, src/measure/run-result-impl.h). */
 struct ntp_run_owned {
     ntp_counter_store *store; /* strings and blocks the result owns */
     bool counted;             /* a counting pass ran: the report has its section */

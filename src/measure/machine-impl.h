@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ntprof/machine.h"
+#include "measure/run-result-impl.h"
 
 /* "CPU model|logical CPUs|hostname": the key ceilings are cached under. The
  * same machine gives the same key in ntp_machine_describe and in a run's

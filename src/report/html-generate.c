@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "exec/generate-impl.h"
 #include "html-impl.h"
 #include "ntprof/generate.h"
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "ntprof/ntprof.h"
+#include "measure/run-result-impl.h"
 
 /* The tables, CSV and JSON writers shared with the other layers. */
 #include "core/writers-impl.h"

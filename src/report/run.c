@@ -9,6 +9,7 @@
 #include "core/ctx-impl.h"
 #include "measure/counters-impl.h"
 #include "report-impl.h"
+#include "ntprof/cluster.h"
 #include "ntprof/frameworks.h"
 
 /* GB/s of `bytes` moved in `ms` milliseconds (decimal GB, like GFLOP/s). */
@@ -1267,4 +1268,19 @@ ntp_status ntp_report_write_run(ntp_ctx *ctx, const ntp_run_result *r, ntp_forma
     case NTP_FORMAT_CSV: write_csv(r, f); return ntp__check_stream(ctx, f, "run");
     }
     return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "unknown report format %d", (int)fmt);
+}
+
+ntp_status ntp_report_write_run_sweep_task(ntp_ctx *ctx, const ntp_run_result *r,
+                                           const ntp_sweep_record *rec, const ntp_sweep_task *t,
+                                           FILE *f)
+{
+    if (!r || !rec || !t)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_run_sweep_task: missing result, sweep or task");
+    ntp_run_result with = *r; /* a shallow copy, only written */
+    with.sweep_id = rec->id;
+    with.sweep_index = t->index;
+    snprintf(with.sweep_created_at, sizeof with.sweep_created_at, "%s", rec->created_at);
+    snprintf(with.sweep_job, sizeof with.sweep_job, "%s", t->job);
+    return ntp_report_write_run(ctx, &with, NTP_FORMAT_JSON, f);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "ntprof/store.h"
+#include "measure/run-result-impl.h"
 
 typedef struct ntp__stmt ntp__stmt;
 typedef struct ntp__store_driver ntp__store_driver;

@@ -16,6 +16,33 @@
 #include "graph/graph-impl.h"
 #include "ntprof/train.h"
 
+/* The training result, opaque in include/ntprof/train.h (accessors in
+ * src/train/train-result.c). */
+struct ntp_train_result {
+    const char *model;
+    int steps;
+    int64_t batch;
+    ntp_loss loss;
+    ntp_optimizer optimizer;
+    double lr;
+    ntp_stats step;       /* milliseconds per step */
+    double samples_per_s; /* batch / median step time */
+    double *losses;       /* the loss after each step's forward, [steps] */
+    ntp_train_plan *plan;
+    int64_t allocated_bytes; /* what the engine held (doubles) */
+    int n_layers;            /* as the plan's rows */
+    ntp_train_layer *layers;
+    /* Measured: the growth of the process's resident-set high-water mark
+     * (Linux VmHWM, reset when the trainer starts) over its resident set
+     * then, through the run; -1 where /proc/self/status cannot tell. */
+    int64_t rss_peak_bytes;
+    const char *backend; /* the backward backend asked for ("ref" when none) */
+    ntp_dtype precision; /* f32, or bf16 (mixed precision) */
+    /* bf16: the loss of each step of the same training at f32 (same weights,
+     * inputs, labels and masks), [steps]; NULL at f32. */
+    double *losses_f32;
+};
+
 /* What one layer's backward needs kept from its forward. */
 typedef struct ntp_train_needs {
     bool input[NTP_MAX_INPUTS]; /* the value of input i */

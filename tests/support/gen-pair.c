@@ -44,8 +44,9 @@ double test_gen_pair_check(const test_gen_pair *p, const char *label, double tol
     double e = test_npy_rel_err(p->dirs[1], p->dirs[0], "logits_prefill");
     print_message("%s: prefill logits vs ref %.3g\n", label, e);
     assert_true(e <= tol);
-    assert_memory_equal(p->r[0]->tokens, p->r[1]->tokens,
-                        (size_t)(p->batch * (p->gen_len + 1)) * sizeof *p->r[0]->tokens);
+    assert_memory_equal(ntp_generate_result_tokens(p->r[0]), ntp_generate_result_tokens(p->r[1]),
+                        (size_t)(p->batch * (p->gen_len + 1)) *
+                            sizeof *ntp_generate_result_tokens(p->r[0]));
     double worst = e, worst_step = 0;
     for (int64_t i = 0; i < p->gen_len; i++) {
         char name[64];

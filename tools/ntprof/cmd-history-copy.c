@@ -154,8 +154,8 @@ int cmd_history_import(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             printf("%s: run %" PRId64, argv[optind + i], ids[i]);
             if (marked[i])
-                printf(" (sweep %" PRId64 " configuration %d done)", runs[i]->sweep_id,
-                       runs[i]->sweep_index);
+                printf(" (sweep %" PRId64 " configuration %d done)",
+                       ntp_run_result_sweep_id(runs[i]), ntp_run_result_sweep_index(runs[i]));
             putchar('\n');
         }
     }

@@ -38,12 +38,13 @@ static const char *default_backend(char *buf, size_t len)
 bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r,
                            const char *const *place, int n_place)
 {
-    if (!db || !r || !r->backend)
+    const char *backend = ntp_run_result_backend(r);
+    const char *precision = ntp_dtype_name(ntp_run_result_precision(r));
+    if (!db || !r || !backend)
         return false;
     ntp_calibration cal;
     bool found = false;
-    if (ntp_store_find_calibration(ctx, db, r->backend, ntp_dtype_name(r->precision), &cal,
-                                   &found) != NTP_STATUS_OK) {
+    if (ntp_store_find_calibration(ctx, db, backend, precision, &cal, &found) != NTP_STATUS_OK) {
         fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
                 ntp_ctx_errmsg(ctx));
         ntp_ctx_clear(ctx);
@@ -56,14 +57,14 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
      * predicted with their coefficients, or say they have none. */
     ntp_calibration others[NTP_PREDICT_MAX_CALS - 1];
     int n_others = 0;
-    for (int i = 0; i < r->n_layers && n_others < NTP_PREDICT_MAX_CALS - 1; i++) {
-        const char *b = r->layers[i].backend;
-        bool seen = !b || strcmp(b, r->backend) == 0;
+    for (int i = 0; i < ntp_run_result_layer_count(r) && n_others < NTP_PREDICT_MAX_CALS - 1; i++) {
+        const char *b = ntp_run_result_layer(r, i)->backend;
+        bool seen = !b || strcmp(b, backend) == 0;
         for (int k = 0; !seen && k < n_others; k++)
             seen = strcmp(others[k].backend, b) == 0;
         bool have = false;
-        if (!seen && ntp_store_find_calibration(ctx, db, b, ntp_dtype_name(r->precision),
-                                                &others[n_others], &have) != NTP_STATUS_OK)
+        if (!seen && ntp_store_find_calibration(ctx, db, b, precision, &others[n_others], &have) !=
+                         NTP_STATUS_OK)
             ntp_ctx_clear(ctx);
         n_others += !seen && have;
     }
@@ -75,7 +76,7 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
     po.n_others = n_others;
     po.place = place;
     po.n_place = n_place;
-    po.fuse = r->fused;
+    po.fuse = ntp_run_result_fused(r);
     po.reorders = false;
     ntp_prediction *p = NULL;
     if (ntp_predict_with(ctx, g, &cal, &po, &p) != NTP_STATUS_OK) {
@@ -85,7 +86,7 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
         return false;
     }
     char ver[192];
-    ntp_predict_backend_version(r->backend, ver, sizeof ver);
+    ntp_predict_backend_version(backend, ver, sizeof ver);
     ntp_prediction_apply(p, r, strcmp(ver, cal.backend_version) != 0);
     ntp_prediction_free(p);
     return true;

@@ -173,7 +173,7 @@ int cmd_run(int argc, char **argv)
     ntp_run_opts ro;
     ntp_run_opts_default(&ro);
     cli_run_opts co = {0};
-    const char *output = NULL, *db = NULL, *html = NULL, *run_uuid = NULL;
+    const char *output = NULL, *db = NULL, *html = NULL;
     bool use_db = true;
     bool record = true;        /* --no-record: the history read, the run not added */
     bool torch_script = false; /* --torch-script */
@@ -321,7 +321,7 @@ int cmd_run(int argc, char **argv)
                           optarg);
                 goto out;
             }
-            run_uuid = optarg;
+            ro.run_uuid = optarg;
             break;
         case OPT_PLACE:
             if (!cli_place_arg(optarg))
@@ -449,8 +449,6 @@ int cmd_run(int argc, char **argv)
     } else if (gtool && (rc = run_gpu_tool(ctx, res, gtool, ro.tool_dir, argc, argv)) != CLI_OK) {
         /* the tool's one-line error is out */
     } else {
-        if (run_uuid)
-            snprintf(res->env.run_uuid, sizeof res->env.run_uuid, "%s", run_uuid);
         if (use_db && db)
             cli_attach_prediction(ctx, db, g, res, places, n_places);
         cli_report_warnings(ctx, fmt == NTP_FORMAT_TABLE && !output);

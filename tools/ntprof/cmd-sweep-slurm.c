@@ -595,17 +595,12 @@ static int open_sweep(ntp_ctx *ctx, const char *id_text, const char *db_opt, cha
 static bool keep_report(ntp_ctx *ctx, const ntp_run_result *res, const ntp_sweep_record *r,
                         const ntp_sweep_task *t, const char *kept)
 {
-    ntp_run_result with = *res; /* a shallow copy, only written */
-    with.sweep_id = r->id;
-    with.sweep_index = t->index;
-    snprintf(with.sweep_created_at, sizeof with.sweep_created_at, "%s", r->created_at);
-    snprintf(with.sweep_job, sizeof with.sweep_job, "%s", t->job);
     ntp_output *o;
     if (ntp_output_open(ctx, kept, &o) != NTP_STATUS_OK) {
         ntp_ctx_clear(ctx);
         return false;
     }
-    if (ntp_report_write_run(ctx, &with, NTP_FORMAT_JSON, ntp_output_file(o)) != NTP_STATUS_OK) {
+    if (ntp_report_write_run_sweep_task(ctx, res, r, t, ntp_output_file(o)) != NTP_STATUS_OK) {
         ntp_output_abort(o);
         ntp_ctx_clear(ctx);
         return false;

@@ -269,7 +269,8 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
         ntp_run_result *r = NULL;
         if (ntp_run_result_load(ctx, report, &r) == NTP_STATUS_OK) {
             ntp_sweep_set_result(sw, c, r);
-            snprintf(state, state_len, "ok, median %.4g ms", r->end_to_end_ms.median);
+            snprintf(state, state_len, "ok, median %.4g ms",
+                     ntp_run_result_end_to_end_ms(r)->median);
             return;
         }
         char words[sizeof msg];
