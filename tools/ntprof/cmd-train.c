@@ -74,8 +74,8 @@ int cmd_train(int argc, char **argv)
         CLI_OPT("dropout", OPT_DROPOUT, "P", "drop probability of dropout layers (default 0.5)"),
         CLI_OPT("steps", OPT_STEPS, "N", "training steps (default 10)"),
         CLI_STR("backend", OPT_BACKEND, "NAME",
-                "run the backward of the layers NAME has primitives\nfor on them (onednn; "
-                "default ref)",
+                "run the forward and backward of the layers NAME has\nprimitives for on them "
+                "(onednn, cuda; default ref)",
                 &to.backend),
         CLI_NUM("threads", 't', "N",
                 "threads of the backend's backward (default 0: all\ncores; the reference "
