@@ -165,6 +165,10 @@ static void test_calibrate_quick_roundtrip(void **state)
     o.threads = 1;
     o.quick = true;
     o.families = "fc";
+    ntp_calibration_sample *samples = NULL;
+    int n_samples = -1;
+    o.samples = &samples;
+    o.n_samples = &n_samples;
     ntp_calibration cal;
     assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), 0);
     const ntp_family_model *fc = &cal.family[NTP_PREDICT_FAMILY_FC];
@@ -241,6 +245,72 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_int_equal(
         ntp_store_load_calibration(ctx, s, cal.machine_key, "onednn", "f32", &back, &found), 0);
     assert_false(found);
+
+    /* The samples: the three fc configurations the quick design times
+     * (2x16 -> 8, 8x64 -> 32, 4x32 -> 16), with their FLOPs (M N (2 K + 1):
+     * the products, sums and bias) and
+     * their times, kept in the history in the order timed. */
+    static const int64_t want_flops[] = {2 * 8 * 33, 8 * 32 * 129, 4 * 16 * 65};
+    int layers = 0;
+    for (int i = 0; i < n_samples; i++) {
+        if (strcmp(samples[i].kind, "layer") != 0)
+            continue;
+        assert_true(layers < 3);
+        assert_int_equal(samples[i].family, NTP_PREDICT_FAMILY_FC);
+        assert_string_equal(samples[i].ran_on, "ref");
+        assert_true(samples[i].median_s > 0);
+        assert_true(samples[i].ci95_lo_s <= samples[i].median_s &&
+                    samples[i].median_s <= samples[i].ci95_hi_s);
+        assert_int_equal(samples[i].flops, want_flops[layers]);
+        /* The compute term is the FLOPs over the 50 GFLOP/s peak. */
+        assert_close(samples[i].x[NTP_PREDICT_TERM_COMPUTE], (double)want_flops[layers] / 50e9,
+                     1e-12);
+        layers++;
+    }
+    assert_int_equal(layers, 3);
+    assert_int_equal(ntp_store_save_calibration_samples(ctx, s, &cal, samples, n_samples), 0);
+    ntp_calibration_sample *kept = NULL;
+    int n_kept = 0;
+    assert_int_equal(
+        ntp_store_load_calibration_samples(ctx, s, cal.machine_key, "ref", "f32", &kept, &n_kept),
+        0);
+    assert_int_equal(n_kept, n_samples);
+    for (int i = 0; i < n_kept; i++) {
+        assert_string_equal(kept[i].config, samples[i].config);
+        assert_string_equal(kept[i].impl, samples[i].impl);
+        assert_true(kept[i].median_s == samples[i].median_s);
+    }
+    /* Refitted from the history, without timing, an unchanged model gives
+     * the coefficients the calibration stored, to the last bit. */
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, s, cal.machine_key, "ref", "f32", &back, &found), 0);
+    assert_true(found);
+    ntp_calibration re;
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, n_kept, &re), 0);
+    assert_true(re.family[NTP_PREDICT_FAMILY_FC].calibrated);
+    assert_int_equal(re.family[NTP_PREDICT_FAMILY_FC].samples, 3);
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_true(re.family[NTP_PREDICT_FAMILY_FC].coef[k] == fc->coef[k]);
+    assert_true(re.family[NTP_PREDICT_FAMILY_FC].median_error == fc->median_error);
+    assert_string_equal(re.calibrated_at, cal.calibrated_at);
+    assert_true(re.refitted_at[0] != '\0');
+    /* Times made by hand from chosen coefficients (2 us, compute 3, memory
+     * 0.5) on the samples' terms: the refit recovers them. */
+    static const double chosen[NTP_PREDICT_TERMS] = {2e-6, 3, 0.5};
+    for (int i = 0; i < n_kept; i++) {
+        kept[i].median_s = 0;
+        for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+            kept[i].median_s += chosen[k] * kept[i].x[k];
+    }
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, n_kept, &re), 0);
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_close(re.family[NTP_PREDICT_FAMILY_FC].coef[k], chosen[k], 1e-9);
+    /* No samples (a calibration from before they were kept): said so. */
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, 0, &re), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "has no samples"));
+    ntp_ctx_clear(ctx);
+    free(kept);
+    free(samples);
     ntp_store_close(s);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);

@@ -368,6 +368,8 @@ static bool config_markup(const config *c, bool network, char *xml, size_t len)
  * backend's layout changes. */
 typedef struct timed {
     char impl[48];
+    double ci95_lo_s, ci95_hi_s;
+    int n;
     int n_reorders;
     int64_t reorder_bytes[16];
     double reorder_s[16];
@@ -429,6 +431,9 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         const ntp_layer_result *l = &r->layers[i];
         if (l->name && strcmp(l->name, "L") == 0 && l->kind && strcmp(l->kind, "layer") == 0) {
             *seconds = l->time_ms.median / 1e3;
+            tm->ci95_lo_s = l->time_ms.ci95_lo / 1e3;
+            tm->ci95_hi_s = l->time_ms.ci95_hi / 1e3;
+            tm->n = (int)l->time_ms.n;
             snprintf(ran_on, ran_len, "%s", l->backend ? l->backend : "");
             snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
         }
@@ -654,6 +659,172 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
     return true;
 }
 
+/* The fit of a calibration from its samples, the same whether they were
+ * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
+ * family on the layers its backend ran, the reorder model on the reorder
+ * rows, then the corrections per implementation. cal has its ceilings and
+ * no fit yet. */
+static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int ns,
+                              ntp_calibration *cal)
+{
+    double *X = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *X);
+    double *t = calloc((size_t)ns + 1, sizeof *t);
+    ntp_predict_family *fam = calloc((size_t)ns + 1, sizeof *fam);
+    char(*impl)[48] = calloc((size_t)ns + 1, sizeof *impl);
+    double *RX = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *RX);
+    double *rt = calloc((size_t)ns + 1, sizeof *rt);
+    const char **names = calloc((size_t)ns + 1, sizeof *names);
+    double *Xf = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *Xf);
+    double *tf = calloc((size_t)ns + 1, sizeof *tf);
+    double *err = calloc((size_t)ns + 1, sizeof *err);
+    ntp_status st = NTP_STATUS_OK;
+    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err)
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    int n = 0, nr = 0;
+    for (int i = 0; !st && i < ns; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        if (strcmp(x->kind, "reorder") == 0) {
+            memcpy(&RX[nr * NTP_PREDICT_TERMS], x->x, sizeof x->x);
+            rt[nr++] = x->median_s;
+        } else if (strcmp(x->kind, "layer") == 0 && x->median_s > 0 &&
+                   strcmp(x->ran_on, cal->backend) == 0 && x->family < NTP_PREDICT_FAMILY_COUNT) {
+            memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
+            t[n] = x->median_s;
+            fam[n] = x->family;
+            ntp__predict_impl_key(x->family, x->impl, x->level, impl[n], sizeof impl[n]);
+            names[n] = impl[n];
+            n++;
+        }
+    }
+    for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (fam[i] == (ntp_predict_family)f) {
+                memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
+                       NTP_PREDICT_TERMS * sizeof *X);
+                tf[k++] = t[i];
+            }
+        /* Three terms need at least three samples. The quick design's
+         * copies are all of one size: a fit on them extrapolates wildly
+         * (seconds for a megabyte), so copies stay at the bandwidth. */
+        ntp_family_model *fm = &cal->family[f];
+        if (k >= NTP_PREDICT_TERMS && !(cal->quick && f == NTP_PREDICT_FAMILY_COPY) &&
+            ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
+            fm->calibrated = true;
+            fm->samples = k;
+            for (int i = 0; i < k; i++) {
+                double p = 0;
+                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                    p += fm->coef[a] * Xf[i * NTP_PREDICT_TERMS + a];
+                err[i] = fabs(p - tf[i]) / tf[i];
+                fm->max_error = fmax(fm->max_error, err[i]);
+            }
+            qsort(err, (size_t)k, sizeof *err, cmp_double);
+            fm->median_error = k % 2 ? err[k / 2] : (err[k / 2 - 1] + err[k / 2]) / 2;
+        }
+    }
+    if (!st && !cal->quick)
+        fit_reorders(RX, rt, nr, &cal->reorder);
+    if (!st) {
+        ntp__calibrate_impl_corrections(X, t, fam, names, n, cal);
+        if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
+            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    free(X);
+    free(t);
+    free(fam);
+    free(impl);
+    free(RX);
+    free(rt);
+    free(names);
+    free(Xf);
+    free(tf);
+    free(err);
+    return st;
+}
+
+/* A layer sample's terms by this ntprof's model under cal's ceilings: its
+ * configuration loaded as it was timed and analysed, without running it.
+ * false (the stored terms stand) where the markup no longer loads. */
+static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
+{
+    config c = {.family = x->family, .conv_fed = x->conv_fed};
+    snprintf(c.xml, sizeof c.xml, "%s", x->config);
+    char xml[4096];
+    if (!config_markup(&c, strcmp(cal->cache, "network") == 0, xml, sizeof xml))
+        return false;
+    ntp_ctx *ctx = ntp_ctx_init();
+    if (!ctx)
+        return false;
+    ntp_load_opts lo = {0};
+    lo.set_precision = ntp_dtype_parse(cal->precision, &lo.precision) == NTP_STATUS_OK;
+    ntp_graph *g = NULL;
+    ntp_analysis *a = NULL;
+    bool ok =
+        ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "calibrate", &lo, &g) == NTP_STATUS_OK &&
+        ntp_graph_analyze(ctx, g, &a) == NTP_STATUS_OK;
+    int li = ok ? ntp_graph_layer_find(g, "L") : -1;
+    if (li >= 0) {
+        ntp__pfeat f;
+        ntp__predict_features(g, a, li, cal, &f);
+        snprintf(x->level, sizeof x->level, "%s", f.level ? f.level : "");
+        x->flops = f.flops;
+        x->bytes = f.bytes;
+        memcpy(x->x, f.x, sizeof x->x);
+    }
+    ntp_analysis_free(a);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return li >= 0;
+}
+
+ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
+                                 const ntp_calibration_sample *samples, int n, ntp_calibration *out)
+{
+    if (!cal || !out || (n > 0 && !samples) || n < 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_calibration_refit: missing argument");
+    if (n == 0)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "refit: the %s %s calibration of %s has no samples (made before they "
+                          "were kept); run `ntprof machine --calibrate` again",
+                          cal->backend, cal->precision, cal->machine_key);
+    ntp_calibration_sample *S = malloc((size_t)n * sizeof *S);
+    if (!S)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    memcpy(S, samples, (size_t)n * sizeof *S);
+    ntp_calibration c = *cal;
+    memset(c.family, 0, sizeof c.family);
+    memset(&c.reorder, 0, sizeof c.reorder);
+    memset(c.impls, 0, sizeof c.impls);
+    c.n_impls = 0;
+    snprintf(c.ntprof_version, sizeof c.ntprof_version, "%s", ntp_version());
+    time_t now = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&now, &utc))
+        strftime(c.refitted_at, sizeof c.refitted_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    /* Terms by this ntprof's model; a reorder row's from its bytes. */
+    for (int i = 0; i < n; i++) {
+        if (strcmp(S[i].kind, "reorder") == 0)
+            ntp__predict_copy_terms(&c, S[i].bytes, S[i].x);
+        else
+            sample_terms(&c, &S[i]);
+    }
+    ntp_status st = fit_samples(ctx, S, n, &c);
+    free(S);
+    if (st)
+        return st;
+    bool any = false;
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+        any |= c.family[f].calibrated;
+    if (!any)
+        return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
+                          "refit: no family of the %s %s calibration has enough samples",
+                          cal->backend, cal->precision);
+    *out = c;
+    return NTP_STATUS_OK;
+}
+
 static bool family_wanted(const char *list, ntp_predict_family f)
 {
     if (!list)
@@ -681,6 +852,10 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         opts = &def;
     }
     memset(out, 0, sizeof *out);
+    if (opts->samples && opts->n_samples) {
+        *opts->samples = NULL;
+        *opts->n_samples = 0;
+    }
     if (!m || !c)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_calibrate: missing argument");
     if (!ntp_dtype_is_precision(opts->precision))
@@ -762,19 +937,15 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
     int total = 0;
     for (int i = 0; i < d.n; i++)
         total += (!opts->quick || d.c[i].quick) && family_wanted(opts->families, d.c[i].family);
-    double *X = calloc((size_t)d.n * NTP_PREDICT_TERMS, sizeof *X);
-    double *t = calloc((size_t)d.n, sizeof *t);
-    ntp_predict_family *fam = calloc((size_t)d.n, sizeof *fam);
-    char(*impl)[48] = calloc((size_t)d.n, sizeof *impl);
-    /* The reorder rows' samples: at most 16 a configuration. */
-    size_t rcap = (size_t)d.n * 16;
-    double *RX = calloc(rcap * NTP_PREDICT_TERMS, sizeof *RX);
-    double *rt = calloc(rcap, sizeof *rt);
-    int nr = 0;
+    /* Every timing, a layer's and its run's reorder rows (at most 16 a
+     * configuration): the fit below reads only these, as a refit does. */
+    size_t cap = (size_t)d.n * 17;
+    ntp_calibration_sample *S = calloc(cap, sizeof *S);
+    int n = 0;
     ntp_status st = NTP_STATUS_OK;
-    if (!X || !t || !fam || !impl || !RX || !rt)
+    if (!S)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    int n = 0, done = 0;
+    int done = 0;
     bool handed[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
     bool ran_here[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
     /* The runs have a context of their own: a configuration the backend
@@ -806,84 +977,53 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
             ntp_ctx_clear(rctx);
             continue;
         }
-        for (int k = 0; k < tm.n_reorders && (size_t)nr < rcap; k++) {
-            ntp__predict_copy_terms(out, tm.reorder_bytes[k], &RX[nr * NTP_PREDICT_TERMS]);
-            rt[nr++] = tm.reorder_s[k];
+        for (int k = 0; k < tm.n_reorders && (size_t)n < cap; k++) {
+            ntp_calibration_sample *x = &S[n++];
+            snprintf(x->kind, sizeof x->kind, "reorder");
+            x->family = cf->family;
+            snprintf(x->config, sizeof x->config, "%s", cf->xml);
+            x->conv_fed = cf->conv_fed;
+            snprintf(x->ran_on, sizeof x->ran_on, "%s", backend);
+            x->bytes = tm.reorder_bytes[k];
+            ntp__predict_copy_terms(out, x->bytes, x->x);
+            x->median_s = tm.reorder_s[k];
         }
         /* A layer the engine had to hand to another backend says nothing
-         * of this one. */
+         * of this one: kept, not fitted. */
         if (s > 0) {
             handed[cf->family] |= strcmp(ran_on, backend) != 0;
             ran_here[cf->family] |= strcmp(ran_on, backend) == 0;
         }
-        if (!(s > 0) || strcmp(ran_on, backend) != 0)
+        if (!(s > 0) || (size_t)n >= cap)
             continue;
-        memcpy(&X[n * NTP_PREDICT_TERMS], f.x, sizeof f.x);
-        t[n] = s;
-        fam[n] = cf->family;
-        ntp__predict_impl_key(cf->family, tm.impl, f.level, impl[n], sizeof impl[n]);
-        n++;
+        ntp_calibration_sample *x = &S[n++];
+        snprintf(x->kind, sizeof x->kind, "layer");
+        x->family = cf->family;
+        snprintf(x->config, sizeof x->config, "%s", cf->xml);
+        x->conv_fed = cf->conv_fed;
+        snprintf(x->ran_on, sizeof x->ran_on, "%s", ran_on);
+        snprintf(x->impl, sizeof x->impl, "%s", tm.impl);
+        snprintf(x->level, sizeof x->level, "%s", f.level ? f.level : "");
+        x->flops = f.flops;
+        x->bytes = f.bytes;
+        memcpy(x->x, f.x, sizeof x->x);
+        x->median_s = s;
+        x->ci95_lo_s = tm.ci95_lo_s;
+        x->ci95_hi_s = tm.ci95_hi_s;
+        x->n = tm.n;
     }
     if (opts->progress && !st)
         opts->progress(opts->progress_user, total, total, "fit");
     ntp_ctx_free(rctx);
-    for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
-        double *Xf = calloc((size_t)n * NTP_PREDICT_TERMS + 1, sizeof *Xf);
-        double *tf = calloc((size_t)n + 1, sizeof *tf);
-        double *err = calloc((size_t)n + 1, sizeof *err);
-        int k = 0;
-        if (!Xf || !tf || !err) {
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        } else {
-            for (int i = 0; i < n; i++)
-                if (fam[i] == (ntp_predict_family)f) {
-                    memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
-                           NTP_PREDICT_TERMS * sizeof *X);
-                    tf[k++] = t[i];
-                }
-        }
-        /* Three terms need at least three samples. The quick design's
-         * copies are all of one size: a fit on them extrapolates wildly
-         * (seconds for a megabyte), so copies stay at the bandwidth. */
-        ntp_family_model *fm = &out->family[f];
-        if (!st && k >= NTP_PREDICT_TERMS && !(opts->quick && f == NTP_PREDICT_FAMILY_COPY) &&
-            ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
-            fm->calibrated = true;
-            fm->samples = k;
-            for (int i = 0; i < k; i++) {
-                double p = 0;
-                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                    p += fm->coef[a] * Xf[i * NTP_PREDICT_TERMS + a];
-                err[i] = fabs(p - tf[i]) / tf[i];
-                fm->max_error = fmax(fm->max_error, err[i]);
-            }
-            qsort(err, (size_t)k, sizeof *err, cmp_double);
-            fm->median_error = k % 2 ? err[k / 2] : (err[k / 2 - 1] + err[k / 2]) / 2;
-        }
-        free(Xf);
-        free(tf);
-        free(err);
-    }
-    if (!st && !opts->quick)
-        fit_reorders(RX, rt, nr, &out->reorder);
-    const char **names = st ? NULL : calloc((size_t)n + 1, sizeof *names);
-    for (int i = 0; names && i < n; i++)
-        names[i] = impl[i];
-    if (names) {
-        ntp__calibrate_impl_corrections(X, t, fam, names, n, out);
-        if (!ntp__calibrate_refit(X, t, fam, names, n, out))
-            st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    } else if (!st) {
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    }
-    free(names);
-    free(X);
-    free(t);
-    free(fam);
-    free(impl);
-    free(RX);
-    free(rt);
     free(d.c);
+    if (!st)
+        st = fit_samples(ctx, S, n, out);
+    if (!st && opts->samples && opts->n_samples) {
+        *opts->samples = S;
+        *opts->n_samples = n;
+        S = NULL;
+    }
+    free(S);
     if (!st) {
         bool any = false;
         for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)

@@ -958,6 +958,8 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "threads", json_integer(cal->threads));
     ntp__jset(&ok, o, "calibrated_at", ntp__json_str(cal->calibrated_at));
     ntp__jset(&ok, o, "ntprof_version", ntp__json_str(cal->ntprof_version));
+    if (cal->refitted_at[0])
+        ntp__jset(&ok, o, "refitted_at", ntp__json_str(cal->refitted_at));
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
@@ -1040,6 +1042,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     get_str(j, "precision", cal->precision, sizeof cal->precision);
     get_str(j, "calibrated_at", cal->calibrated_at, sizeof cal->calibrated_at);
     get_str(j, "ntprof_version", cal->ntprof_version, sizeof cal->ntprof_version);
+    get_str(j, "refitted_at", cal->refitted_at, sizeof cal->refitted_at);
     cal->threads = (int)get_num(j, "threads");
     cal->loadavg = get_num(j, "loadavg");
     cal->quick = json_is_true(json_object_get(j, "quick"));
