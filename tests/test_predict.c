@@ -713,10 +713,14 @@ static void test_impl_corrections(void **state)
     /* A recurrent layer's kernel is corrected per level its weights sit
      * in: one kernel at two levels gets two corrections. */
     char key[48];
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "DRAM", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM", key, sizeof key);
     assert_string_equal(key, "ref@DRAM");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "ref", "DRAM", key, sizeof key);
-    assert_string_equal(key, "ref");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
+                          sizeof key);
+    assert_string_equal(key, "brgemm:avx512_core");
+    /* The reference backend's one name covers a loop per op. */
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
+    assert_string_equal(key, "ref:maxpool");
     ntp_calibration rc;
     hand_calibration(&rc);
     rc.family[NTP_PREDICT_FAMILY_RNN] = rc.family[NTP_PREDICT_FAMILY_FC];
@@ -728,8 +732,10 @@ static void test_impl_corrections(void **state)
     ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
     assert_int_equal(rc.n_impls, 2);
     assert_close(rc.impls[0].scale, 1, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "DRAM"), 2, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "L2"), 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM"), 2,
+                 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 1,
+                 1e-12);
 
     /* The reorder model and the corrections survive the history's JSON. */
     cal.reorder.calibrated = true;
@@ -754,12 +760,12 @@ static void test_impl_corrections(void **state)
                  1e-12);
     assert_close(ntp__predict_copy_ms(&back, 4096, "convert"), 1e3 * 4096 / 10e9, 1e-12);
 
-    /* Beside a run: small (fc) ran "ref" with a correction of 3, big ran a
-     * kernel without one. */
+    /* Beside a run: small (fc) ran "ref", whose correction for an fc is
+     * stored as "ref:fc" (3), big ran a kernel without one. */
     hand_calibration(&cal);
     cal.n_impls = 1;
     cal.impls[0].family = NTP_PREDICT_FAMILY_FC;
-    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref");
+    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref:fc");
     cal.impls[0].samples = 2;
     cal.impls[0].scale = 3;
     ntp_ctx *ctx = ntp_ctx_init();

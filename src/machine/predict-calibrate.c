@@ -659,6 +659,21 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
     return true;
 }
 
+/* The op of a configuration's layer L, from its markup (the element
+ * named "L": "<maxpool name=\"L\" ..."); "" where there is none. */
+static void config_op(const char *xml, char *op, size_t len)
+{
+    op[0] = '\0';
+    const char *l = strstr(xml, " name=\"L\"");
+    if (!l)
+        return;
+    const char *b = l;
+    while (b > xml && b[-1] != '<')
+        b--;
+    if (b > xml)
+        snprintf(op, len, "%.*s", (int)(l - b), b);
+}
+
 /* The fit of a calibration from its samples, the same whether they were
  * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
  * family on the layers its backend ran, the reorder model on the reorder
@@ -691,7 +706,9 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
             memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
             t[n] = x->median_s;
             fam[n] = x->family;
-            ntp__predict_impl_key(x->family, x->impl, x->level, impl[n], sizeof impl[n]);
+            char op[32];
+            config_op(x->config, op, sizeof op);
+            ntp__predict_impl_key(x->family, x->impl, op, x->level, impl[n], sizeof impl[n]);
             names[n] = impl[n];
             n++;
         }

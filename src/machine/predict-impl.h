@@ -29,15 +29,17 @@ double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const cha
 /* The terms of a copy of `bytes` under cal (1, 0, bytes / bandwidth of the
  * level holding them): a reorder row's sample in a calibration. */
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x);
-/* The key a correction is stored under: the implementation's name, and
- * for a recurrent layer "NAME@LEVEL" with the level its recurrent weights
- * sit in (its features' level). */
-void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
-                           size_t len);
-/* The correction of family f's time for layers that implementation impl
- * runs, at `level` (ntp_calibration.impls); 1 where cal has none. */
+/* The key a correction is stored under: the implementation's name; for
+ * a recurrent layer "NAME@LEVEL" with the level its recurrent weights sit
+ * in (its features' level); for the reference backend's "ref", "ref:OP"
+ * with the layer's op (op: its type's name, "maxpool"). */
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
+                           const char *level, char *buf, size_t len);
+/* The correction of family f's time for layers of op `op` that
+ * implementation impl runs, at `level` (ntp_calibration.impls); 1 where
+ * cal has none. */
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *level);
+                               const char *op, const char *level);
 /* The same for a key ntp__predict_impl_key made. */
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,

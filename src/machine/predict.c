@@ -414,8 +414,8 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
     l->predicted_ms = l->overhead_ms + l->memory_ms;
 }
 
-void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
-                           size_t len)
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
+                           const char *level, char *buf, size_t len)
 {
     /* A recurrent layer's time is its recurrent weights' re-reads, whose
      * speed against the level's triad differs from level to level (a
@@ -423,17 +423,22 @@ void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *l
      * corrected per level those weights sit in. */
     if (f == NTP_PREDICT_FAMILY_RNN && level && level[0])
         snprintf(buf, len, "%.36s@%.8s", impl ? impl : "", level);
+    /* The reference backend names every kernel "ref", but runs a loop of
+     * its own per op (a max pooling's window against a global average's
+     * sum, a batch norm's against a softmax's): its kernel is the op. */
+    else if (impl && strcmp(impl, "ref") == 0 && op && op[0])
+        snprintf(buf, len, "ref:%.40s", op);
     else
         snprintf(buf, len, "%s", impl ? impl : "");
 }
 
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *level)
+                               const char *op, const char *level)
 {
     if (!impl || !impl[0])
         return 1;
     char key[48];
-    ntp__predict_impl_key(f, impl, level, key, sizeof key);
+    ntp__predict_impl_key(f, impl, op, level, key, sizeof key);
     return ntp__predict_key_scale(cal, f, key);
 }
 
@@ -497,7 +502,7 @@ static void correct_for_impls(ntp_prediction *p)
         if (!l->impl || k < 0 || p->roofline_only || !isfinite(l->predicted_ms) ||
             l->family >= NTP_PREDICT_FAMILY_COUNT)
             continue;
-        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->level);
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->type, l->level);
         if (s == 1)
             continue;
         double was = l->predicted_ms;
@@ -796,7 +801,7 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     double base = own && lp->correction > 0 ? pred / lp->correction : pred;
     /* The level is the prediction's under its own calibration; under
      * another backend's the same ceilings give the same level. */
-    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->level);
+    return base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
 }
 
 static double finite_or_0(double v)
