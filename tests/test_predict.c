@@ -416,9 +416,35 @@ static void test_predict_rnn_terms(void **state)
     assert_int_equal(l->flops, 35840);
     assert_int_equal(l->bytes, 2880 + 41600);
     assert_string_equal(l->level, "L1");
-    assert_close(l->compute_ms, 1e3 * 2 * 11520 / 100e9, 1e-12);
-    assert_close(l->memory_ms, 1e3 * 0.5 * 41600 / 100e9, 1e-12);
-    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 4.16e-7), 1e-12);
+    /* The input GEMM (11520 FLOPs; input 320 + W 2048 + B 512 = 2880 B, in
+     * L1) under the fc family's coefficients: 1 us + 2 x 115.2 ns + 0.5 x
+     * 28.8 ns. The recurrent part (24320 FLOPs; R 4096 B read 10 times +
+     * output 640 = 41600 B, R held in L1: twice 4096 fits its 10000) under
+     * the rnn family's: 1 us + 2 x 243.2 ns + 0.5 x 416 ns. */
+    double in = 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 2.88e-8);
+    assert_close(l->input_gemm_ms, in, 1e-12);
+    assert_close(l->compute_ms, in + 1e3 * 2 * 2.432e-7, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-7, 1e-12);
+    assert_close(l->overhead_ms, 1e-3, 1e-12);
+    assert_close(l->predicted_ms, in + 1e-3 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
+    ntp_prediction_free(p);
+    /* R must fit in half the level (what its triad ran at): at a capacity
+     * of 8000 its 4096 B are read from DRAM at every step (10 GB/s), the
+     * input GEMM's 2880 B still from L1. */
+    cal.levels[0].capacity_bytes = 8000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_string_equal(l->level, "DRAM");
+    assert_close(l->input_gemm_ms, in, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-6, 1e-12);
+    ntp_prediction_free(p);
+    /* Without an fc fit the input GEMM's terms join the rnn family's. */
+    cal.levels[0].capacity_bytes = 10000;
+    cal.family[NTP_PREDICT_FAMILY_FC].calibrated = false;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, 0, 1e-12);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -710,11 +736,13 @@ static void test_impl_corrections(void **state)
     assert_string_equal(cal.impls[1].impl, "b");
     assert_close(cal.impls[1].scale, 1, 1e-12);
 
-    /* A recurrent layer's kernel is corrected per level its weights sit
-     * in: one kernel at two levels gets two corrections. */
+    /* A recurrent layer's level is in its memory term's bandwidth, not in
+     * its kernel's key: one correction per kernel (ref's per op). */
     char key[48];
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM", key, sizeof key);
-    assert_string_equal(key, "ref@DRAM");
+    assert_string_equal(key, "ref:lstm");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", "DRAM", key, sizeof key);
+    assert_string_equal(key, "brgemm");
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
                           sizeof key);
     assert_string_equal(key, "brgemm:avx512_core");
@@ -726,7 +754,7 @@ static void test_impl_corrections(void **state)
     rc.family[NTP_PREDICT_FAMILY_RNN] = rc.family[NTP_PREDICT_FAMILY_FC];
     const ntp_predict_family rf[] = {NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN,
                                      NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN};
-    const char *const rk[] = {"ref@L1", "ref@L1", "ref@DRAM", "ref@DRAM"};
+    const char *const rk[] = {"ref:gru", "ref:gru", "ref:lstm", "ref:lstm"};
     /* Models 3, 5, 7, 3 us; ran 3, 5 (x1) and 14, 6 (x2). */
     const double rt[] = {3e-6, 5e-6, 14e-6, 6e-6};
     ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
@@ -734,7 +762,9 @@ static void test_impl_corrections(void **state)
     assert_close(rc.impls[0].scale, 1, 1e-12);
     assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM"), 2,
                  1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 1,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 2,
+                 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", "DRAM"), 1,
                  1e-12);
 
     /* The reorder model and the corrections survive the history's JSON. */

@@ -218,6 +218,11 @@ typedef struct ntp_calibration_sample {
     /* The measured median, its 95% interval, and the timed passes. */
     double median_s, ci95_lo_s, ci95_hi_s;
     int n;
+    /* A recurrent layer's input GEMM as the fc family prices it: (1,
+     * flops / peak, bytes / bandwidth) in seconds (x then holds its
+     * recurrent part alone); 0 for every other layer. Not stored: the
+     * terms are recomputed from the configuration when read back. */
+    double x_in[NTP_PREDICT_TERMS];
 } ntp_calibration_sample;
 
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
@@ -291,6 +296,10 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* A recurrent layer's input GEMM, priced with the fc family's
+     * coefficients (part of compute_ms; the correction is not applied to
+     * it); 0 for every other layer. */
+    double input_gemm_ms;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those

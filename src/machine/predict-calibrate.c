@@ -692,6 +692,60 @@ static void config_op(const char *xml, char *op, size_t len)
         snprintf(op, len, "%.*s", (int)(l - b), b);
 }
 
+/* The rnn family, once every other family and its corrections are fitted
+ * (fit_samples): a recurrent layer's input GEMM (its terms XI) is priced
+ * with the fc family's final coefficients, and the family is fitted on
+ * the rest of each sample's time, its recurrent part (t, changed in
+ * place; at least a tenth of the measured time, where the fc's price
+ * exceeds it), then the corrections again, per level of the recurrent
+ * weights. Without an fc fit the input GEMM's compute and memory terms
+ * join the family's own (X), as a prediction does then. The family's fit
+ * quality is then that of the layer's whole time. */
+static bool fit_recurrent(double *X, const double *XI, double *t, double *off,
+                          const ntp_predict_family *fam, const char *const *names, int n,
+                          double *Xf, double *tf, ntp_calibration *cal)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        off[i] = 0;
+        if (fam[i] != NTP_PREDICT_FAMILY_RNN)
+            continue;
+        ntp__pfeat f = {.family = NTP_PREDICT_FAMILY_RNN};
+        memcpy(f.x, &X[i * NTP_PREDICT_TERMS], sizeof f.x);
+        memcpy(f.xin, &XI[i * NTP_PREDICT_TERMS], sizeof f.xin);
+        off[i] = ntp__predict_input_gemm_s(cal, &f);
+        memcpy(&X[i * NTP_PREDICT_TERMS], f.x, sizeof f.x);
+        double whole = t[i];
+        t[i] = fmax(whole - off[i], 0.1 * whole);
+        off[i] = whole - t[i];
+        memcpy(&Xf[k * NTP_PREDICT_TERMS], f.x, sizeof f.x);
+        tf[k++] = t[i];
+    }
+    ntp_family_model *fm = &cal->family[NTP_PREDICT_FAMILY_RNN];
+    if (k < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
+        return true;
+    fm->calibrated = true;
+    fm->samples = k;
+    ntp__calibrate_impl_corrections(X, t, fam, names, n, cal);
+    if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
+        return false;
+    /* The fit quality of the whole layer: input GEMM and recurrent part. */
+    k = 0;
+    for (int i = 0; i < n; i++) {
+        if (fam[i] != NTP_PREDICT_FAMILY_RNN)
+            continue;
+        double p = 0;
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            p += fm->coef[a] * X[i * NTP_PREDICT_TERMS + a];
+        p = p * ntp__predict_key_scale(cal, fam[i], names[i]) + off[i];
+        tf[k++] = fabs(p - (t[i] + off[i])) / (t[i] + off[i]);
+    }
+    qsort(tf, (size_t)k, sizeof *tf, cmp_double);
+    fm->max_error = tf[k - 1];
+    fm->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
+    return true;
+}
+
 /* The fit of a calibration from its samples, the same whether they were
  * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
  * family on the layers its backend ran, the reorder model on the reorder
@@ -710,8 +764,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     double *Xf = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *Xf);
     double *tf = calloc((size_t)ns + 1, sizeof *tf);
     double *err = calloc((size_t)ns + 1, sizeof *err);
+    double *XI = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XI);
+    double *off = calloc((size_t)ns + 1, sizeof *off);
     ntp_status st = NTP_STATUS_OK;
-    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err)
+    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !XI || !off)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, nr = 0;
     for (int i = 0; !st && i < ns; i++) {
@@ -722,6 +778,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         } else if (strcmp(x->kind, "layer") == 0 && x->median_s > 0 &&
                    strcmp(x->ran_on, cal->backend) == 0 && x->family < NTP_PREDICT_FAMILY_COUNT) {
             memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
+            memcpy(&XI[n * NTP_PREDICT_TERMS], x->x_in, sizeof x->x_in);
             t[n] = x->median_s;
             fam[n] = x->family;
             char op[32];
@@ -733,6 +790,8 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     }
     for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
         int k = 0;
+        if (f == NTP_PREDICT_FAMILY_RNN)
+            continue; /* after the fc family: fit_recurrent */
         for (int i = 0; i < n; i++)
             if (fam[i] == (ntp_predict_family)f) {
                 memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
@@ -765,6 +824,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    if (!st && !fit_recurrent(X, XI, t, off, fam, names, n, Xf, tf, cal))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    free(XI);
+    free(off);
     free(X);
     free(t);
     free(fam);
@@ -806,6 +869,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         x->flops = f.flops;
         x->bytes = f.bytes;
         memcpy(x->x, f.x, sizeof x->x);
+        memcpy(x->x_in, f.xin, sizeof x->x_in);
     }
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -1042,6 +1106,7 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         x->flops = f.flops;
         x->bytes = f.bytes;
         memcpy(x->x, f.x, sizeof x->x);
+        memcpy(x->x_in, f.xin, sizeof x->x_in);
         x->median_s = s;
         x->ci95_lo_s = tm.ci95_lo_s;
         x->ci95_hi_s = tm.ci95_hi_s;
