@@ -720,7 +720,7 @@ static void test_lstm_parts(void **state)
     assert_int_equal(ntp_roofline_dominant_part(l->parts, 0, 100, 20), -1);
     /* With the input GEMM far larger (a long input, small state) it
      * dominates instead. */
-    ntp_cost_part big[2] = {{"input GEMM", 100000, 1000}, {"recurrent GEMV", 400, 360}};
+    ntp_cost_part big[2] = {{"input GEMM", 100000, 1000, 0}, {"recurrent GEMV", 400, 360, 40}};
     assert_int_equal(ntp_roofline_dominant_part(big, 2, 100, 20), 0);
 
     /* Placed in a run: the row's bound comes from its parts. */

@@ -165,6 +165,10 @@ static void test_calibrate_quick_roundtrip(void **state)
     o.threads = 1;
     o.quick = true;
     o.families = "fc";
+    ntp_calibration_sample *samples = NULL;
+    int n_samples = -1;
+    o.samples = &samples;
+    o.n_samples = &n_samples;
     ntp_calibration cal;
     assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), 0);
     const ntp_family_model *fc = &cal.family[NTP_PREDICT_FAMILY_FC];
@@ -241,6 +245,72 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_int_equal(
         ntp_store_load_calibration(ctx, s, cal.machine_key, "onednn", "f32", &back, &found), 0);
     assert_false(found);
+
+    /* The samples: the three fc configurations the quick design times
+     * (2x16 -> 8, 8x64 -> 32, 4x32 -> 16), with their FLOPs (M N (2 K + 1):
+     * the products, sums and bias) and
+     * their times, kept in the history in the order timed. */
+    static const int64_t want_flops[] = {2 * 8 * 33, 8 * 32 * 129, 4 * 16 * 65};
+    int layers = 0;
+    for (int i = 0; i < n_samples; i++) {
+        if (strcmp(samples[i].kind, "layer") != 0)
+            continue;
+        assert_true(layers < 3);
+        assert_int_equal(samples[i].family, NTP_PREDICT_FAMILY_FC);
+        assert_string_equal(samples[i].ran_on, "ref");
+        assert_true(samples[i].median_s > 0);
+        assert_true(samples[i].ci95_lo_s <= samples[i].median_s &&
+                    samples[i].median_s <= samples[i].ci95_hi_s);
+        assert_int_equal(samples[i].flops, want_flops[layers]);
+        /* The compute term is the FLOPs over the 50 GFLOP/s peak. */
+        assert_close(samples[i].x[NTP_PREDICT_TERM_COMPUTE], (double)want_flops[layers] / 50e9,
+                     1e-12);
+        layers++;
+    }
+    assert_int_equal(layers, 3);
+    assert_int_equal(ntp_store_save_calibration_samples(ctx, s, &cal, samples, n_samples), 0);
+    ntp_calibration_sample *kept = NULL;
+    int n_kept = 0;
+    assert_int_equal(
+        ntp_store_load_calibration_samples(ctx, s, cal.machine_key, "ref", "f32", &kept, &n_kept),
+        0);
+    assert_int_equal(n_kept, n_samples);
+    for (int i = 0; i < n_kept; i++) {
+        assert_string_equal(kept[i].config, samples[i].config);
+        assert_string_equal(kept[i].impl, samples[i].impl);
+        assert_true(kept[i].median_s == samples[i].median_s);
+    }
+    /* Refitted from the history, without timing, an unchanged model gives
+     * the coefficients the calibration stored, to the last bit. */
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, s, cal.machine_key, "ref", "f32", &back, &found), 0);
+    assert_true(found);
+    ntp_calibration re;
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, n_kept, &re), 0);
+    assert_true(re.family[NTP_PREDICT_FAMILY_FC].calibrated);
+    assert_int_equal(re.family[NTP_PREDICT_FAMILY_FC].samples, 3);
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_true(re.family[NTP_PREDICT_FAMILY_FC].coef[k] == fc->coef[k]);
+    assert_true(re.family[NTP_PREDICT_FAMILY_FC].median_error == fc->median_error);
+    assert_string_equal(re.calibrated_at, cal.calibrated_at);
+    assert_true(re.refitted_at[0] != '\0');
+    /* Times made by hand from chosen coefficients (2 us, compute 3, memory
+     * 0.5) on the samples' terms: the refit recovers them. */
+    static const double chosen[NTP_PREDICT_TERMS] = {2e-6, 3, 0.5};
+    for (int i = 0; i < n_kept; i++) {
+        kept[i].median_s = 0;
+        for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+            kept[i].median_s += chosen[k] * kept[i].x[k];
+    }
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, n_kept, &re), 0);
+    for (int k = 0; k < NTP_PREDICT_TERMS; k++)
+        assert_close(re.family[NTP_PREDICT_FAMILY_FC].coef[k], chosen[k], 1e-9);
+    /* No samples (a calibration from before they were kept): said so. */
+    assert_int_equal(ntp_calibration_refit(ctx, &back, kept, 0, &re), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "has no samples"));
+    ntp_ctx_clear(ctx);
+    free(kept);
+    free(samples);
     ntp_store_close(s);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -346,9 +416,35 @@ static void test_predict_rnn_terms(void **state)
     assert_int_equal(l->flops, 35840);
     assert_int_equal(l->bytes, 2880 + 41600);
     assert_string_equal(l->level, "L1");
-    assert_close(l->compute_ms, 1e3 * 2 * 11520 / 100e9, 1e-12);
-    assert_close(l->memory_ms, 1e3 * 0.5 * 41600 / 100e9, 1e-12);
-    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 4.16e-7), 1e-12);
+    /* The input GEMM (11520 FLOPs; input 320 + W 2048 + B 512 = 2880 B, in
+     * L1) under the fc family's coefficients: 1 us + 2 x 115.2 ns + 0.5 x
+     * 28.8 ns. The recurrent part (24320 FLOPs; R 4096 B read 10 times +
+     * output 640 = 41600 B, R held in L1: twice 4096 fits its 10000) under
+     * the rnn family's: 1 us + 2 x 243.2 ns + 0.5 x 416 ns. */
+    double in = 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 2.88e-8);
+    assert_close(l->input_gemm_ms, in, 1e-12);
+    assert_close(l->compute_ms, in + 1e3 * 2 * 2.432e-7, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-7, 1e-12);
+    assert_close(l->overhead_ms, 1e-3, 1e-12);
+    assert_close(l->predicted_ms, in + 1e-3 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
+    ntp_prediction_free(p);
+    /* R must fit in half the level (what its triad ran at): at a capacity
+     * of 8000 its 4096 B are read from DRAM at every step (10 GB/s), the
+     * input GEMM's 2880 B still from L1. */
+    cal.levels[0].capacity_bytes = 8000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_string_equal(l->level, "DRAM");
+    assert_close(l->input_gemm_ms, in, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-6, 1e-12);
+    ntp_prediction_free(p);
+    /* Without an fc fit the input GEMM's terms join the rnn family's. */
+    cal.levels[0].capacity_bytes = 10000;
+    cal.family[NTP_PREDICT_FAMILY_FC].calibrated = false;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, 0, 1e-12);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -640,26 +736,36 @@ static void test_impl_corrections(void **state)
     assert_string_equal(cal.impls[1].impl, "b");
     assert_close(cal.impls[1].scale, 1, 1e-12);
 
-    /* A recurrent layer's kernel is corrected per level its weights sit
-     * in: one kernel at two levels gets two corrections. */
+    /* A recurrent layer's level is in its memory term's bandwidth, not in
+     * its kernel's key: one correction per kernel (ref's per op). */
     char key[48];
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "DRAM", key, sizeof key);
-    assert_string_equal(key, "ref@DRAM");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "ref", "DRAM", key, sizeof key);
-    assert_string_equal(key, "ref");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM", key, sizeof key);
+    assert_string_equal(key, "ref:lstm");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", "DRAM", key, sizeof key);
+    assert_string_equal(key, "brgemm");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
+                          sizeof key);
+    assert_string_equal(key, "brgemm:avx512_core");
+    /* The reference backend's one name covers a loop per op. */
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
+    assert_string_equal(key, "ref:maxpool");
     ntp_calibration rc;
     hand_calibration(&rc);
     rc.family[NTP_PREDICT_FAMILY_RNN] = rc.family[NTP_PREDICT_FAMILY_FC];
     const ntp_predict_family rf[] = {NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN,
                                      NTP_PREDICT_FAMILY_RNN, NTP_PREDICT_FAMILY_RNN};
-    const char *const rk[] = {"ref@L1", "ref@L1", "ref@DRAM", "ref@DRAM"};
+    const char *const rk[] = {"ref:gru", "ref:gru", "ref:lstm", "ref:lstm"};
     /* Models 3, 5, 7, 3 us; ran 3, 5 (x1) and 14, 6 (x2). */
     const double rt[] = {3e-6, 5e-6, 14e-6, 6e-6};
     ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
     assert_int_equal(rc.n_impls, 2);
     assert_close(rc.impls[0].scale, 1, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "DRAM"), 2, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "L2"), 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM"), 2,
+                 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 2,
+                 1e-12);
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", "DRAM"), 1,
+                 1e-12);
 
     /* The reorder model and the corrections survive the history's JSON. */
     cal.reorder.calibrated = true;
@@ -684,12 +790,12 @@ static void test_impl_corrections(void **state)
                  1e-12);
     assert_close(ntp__predict_copy_ms(&back, 4096, "convert"), 1e3 * 4096 / 10e9, 1e-12);
 
-    /* Beside a run: small (fc) ran "ref" with a correction of 3, big ran a
-     * kernel without one. */
+    /* Beside a run: small (fc) ran "ref", whose correction for an fc is
+     * stored as "ref:fc" (3), big ran a kernel without one. */
     hand_calibration(&cal);
     cal.n_impls = 1;
     cal.impls[0].family = NTP_PREDICT_FAMILY_FC;
-    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref");
+    snprintf(cal.impls[0].impl, sizeof cal.impls[0].impl, "ref:fc");
     cal.impls[0].samples = 2;
     cal.impls[0].scale = 3;
     ntp_ctx *ctx = ntp_ctx_init();

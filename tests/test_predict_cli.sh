@@ -26,6 +26,26 @@ grep -q '^timed with warm caches' "$T/out" && ok || bad "calibration: no cache m
 expect_exit 2 "$NTPROF" machine --calibrate --cache hot --db "$DB"
 grep -q "cache expects network or warm, got 'hot'" "$T/err" && ok || bad "--cache: $(cat "$T/err")"
 
+# --refit: the stored samples fitted again without timing give the stored
+# fit; without samples or a calibration, one line saying what to do.
+expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$DB" -f json -o "$T/refit.json"
+$PY - "$T/refit.json" "$DB" <<'PYEOF' && ok || bad "refit: $(cat "$T/err")"
+import json, sqlite3, sys
+r = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+stored = json.loads(model)
+assert r["refitted_at"] and stored["refitted_at"] == r["refitted_at"], (r, stored)
+assert r["families"]["fc"]["samples"] == 3, r["families"]
+n = db.execute("SELECT count(*) FROM calibration_samples WHERE backend = 'ref' AND kind = 'layer'"
+               " AND family = 'fc' AND median_s > 0").fetchone()[0]
+assert n == 3, n
+PYEOF
+expect_exit 1 "$NTPROF" machine --refit --backend onednn --db "$DB"
+grep -q "no onednn f32 calibration of this machine" "$T/err" && ok || bad "refit: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --refit --quick --db "$DB"
+grep -q "refit fits the stored samples again" "$T/err" && ok || bad "refit: $(cat "$T/err")"
+
 expect_exit 0 "$NTPROF" predict --list --db "$DB"
 grep -q ' ref  *f32 ' "$T/out" && ok || bad "list: $(cat "$T/out")"
 

@@ -28,6 +28,10 @@ typedef struct ntp_cost_part {
     const char *name; /* "input GEMM", "recurrent GEMV" (static strings) */
     int64_t flops;
     int64_t bytes; /* the part's traffic, re-reads included */
+    /* What the part reads again at every step and keeps between steps: one
+     * direction's recurrent weights (the directions run one after the
+     * other); 0 for a part read once. */
+    int64_t resident_bytes;
 } ntp_cost_part;
 
 typedef struct ntp_layer_cost {

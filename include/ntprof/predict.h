@@ -113,6 +113,9 @@ typedef struct ntp_calibration {
     int threads;
     char calibrated_at[32]; /* ISO 8601 UTC */
     char ntprof_version[32];
+    /* When ntp_calibration_refit fitted it again from the stored samples
+     * (ISO 8601 UTC; calibrated_at stays the timing's); "" if never. */
+    char refitted_at[32];
     double loadavg; /* 1-minute load average when it started */
     bool quick;     /* the --quick design (tests) */
     /* The ceilings the terms divide by: compute peak at the precision and
@@ -162,6 +165,11 @@ typedef struct ntp_calibrate_opts {
      * network-conditions): NTP_CALIBRATE_NETWORK (the default) or
      * NTP_CALIBRATE_WARM. */
     int cache;
+    /* Where not NULL, every configuration the calibration timed, as
+     * *samples (n_samples of them; free with free()): what
+     * ntp_calibration_refit fits again without timing. */
+    struct ntp_calibration_sample **samples;
+    int *n_samples;
 } ntp_calibrate_opts;
 
 enum {
@@ -185,6 +193,38 @@ enum {
  * tens of minutes there. */
 #define NTP_CALIBRATE_REF_MAX_FLOPS INT64_C(100000000)
 
+/* One timing a calibration made (docs/predict.md#samples): a layer L of a
+ * configuration of the design, or a reorder row its run timed. The
+ * history keeps them beside the calibration, so that the model can be
+ * fitted again, by a later ntprof, without timing anything. */
+typedef struct ntp_calibration_sample {
+    /* "layer" (the configuration's layer L) or "reorder" (a layout change
+     * of the backend that ran in the same run). */
+    char kind[8];
+    ntp_predict_family family; /* the configuration's */
+    /* The configuration's markup (its inputs and layer L), and the
+     * channels of the 1x1 conv that makes each input (0: none): with the
+     * calibration's cache mode, the topology that was timed. */
+    char config[1024];
+    int conv_fed;
+    char ran_on[32]; /* the backend that ran L (a handed layer: not the calibrated one) */
+    char impl[48];   /* the kernel that ran L, as the run names it */
+    /* The roofline's terms when it was timed: its memory level, FLOPs and
+     * bytes, and x = (1, flops / peak, bytes / bandwidth) in seconds; a
+     * reorder row's bytes, read and written. */
+    char level[8];
+    int64_t flops, bytes;
+    double x[NTP_PREDICT_TERMS];
+    /* The measured median, its 95% interval, and the timed passes. */
+    double median_s, ci95_lo_s, ci95_hi_s;
+    int n;
+    /* A recurrent layer's input GEMM as the fc family prices it: (1,
+     * flops / peak, bytes / bandwidth) in seconds (x then holds its
+     * recurrent part alone); 0 for every other layer. Not stored: the
+     * terms are recomputed from the configuration when read back. */
+    double x_in[NTP_PREDICT_TERMS];
+} ntp_calibration_sample;
+
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
 
 /* Time the design on m (this machine) and fit each family against the
@@ -192,6 +232,15 @@ NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
 NTP_API ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
                                  const ntp_calibrate_opts *opts, ntp_calibration *out);
 
+/* Fit cal's families, reorder model and corrections again from its n
+ * samples (ntp_store_load_calibration_samples) without timing: each
+ * layer's terms recomputed from its configuration under cal's ceilings
+ * by this ntprof's model (the stored terms where the markup no longer
+ * loads), then the fit ntp_calibrate makes. out is cal with the new fit;
+ * on unchanged code, the fit ntp_calibrate stored. */
+NTP_API ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
+                                         const ntp_calibration_sample *samples, int n,
+                                         ntp_calibration *out);
 /* The version of the library backend `name` runs on, as a calibration
  * records it ("3.4.1" for onednn, ntprof's own for ref). */
 NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);
@@ -247,6 +296,10 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* A recurrent layer's input GEMM, priced with the fc family's
+     * coefficients (part of compute_ms; the correction is not applied to
+     * it); 0 for every other layer. */
+    double input_gemm_ms;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those
@@ -364,6 +417,17 @@ NTP_API ntp_status ntp_store_load_calibration(ntp_ctx *ctx, ntp_store *s, const 
 NTP_API ntp_status ntp_store_find_calibration(ntp_ctx *ctx, const char *path, const char *backend,
                                               const char *precision, ntp_calibration *out,
                                               bool *found);
+/* A calibration's samples (ntp_calibrate_opts.samples), replacing those
+ * stored for the same machine, backend and precision; and read back, in
+ * the order they were timed (*n 0 where there are none: a calibration
+ * made before they were kept). Free *out with free(). */
+NTP_API ntp_status ntp_store_save_calibration_samples(ntp_ctx *ctx, ntp_store *s,
+                                                      const ntp_calibration *cal,
+                                                      const ntp_calibration_sample *samples, int n);
+NTP_API ntp_status ntp_store_load_calibration_samples(ntp_ctx *ctx, ntp_store *s,
+                                                      const char *machine_key, const char *backend,
+                                                      const char *precision,
+                                                      ntp_calibration_sample **out, int *n);
 /* Every calibration stored (machine, backend, precision, date), newest
  * first; free *out with free(). */
 NTP_API ntp_status ntp_store_list_calibrations(ntp_ctx *ctx, ntp_store *s, ntp_calibration **out,

@@ -67,9 +67,10 @@ int ntp__cost_parts(const ntp_graph *g, const ntp_node *n, ntp_cost_part *parts)
     int64_t out_bytes = 0;
     for (int k = 0; k < n->n_out; k++)
         out_bytes = sadd(out_bytes, ntp__tensor_bytes(ntp__cout(g, n, k)));
-    parts[0] = (ntp_cost_part){"input GEMM", in_flops, in_bytes};
+    int64_t r_bytes = R ? ntp__tensor_bytes(R) : 0;
+    parts[0] = (ntp_cost_part){"input GEMM", in_flops, in_bytes, 0};
     parts[1] = (ntp_cost_part){"recurrent GEMV", c.flops - in_flops,
-                               sadd(smul(T, R ? ntp__tensor_bytes(R) : 0), out_bytes)};
+                               sadd(smul(T, r_bytes), out_bytes), r_bytes / dirs};
     return 2;
 }
 

@@ -15,6 +15,9 @@ typedef struct ntp__pfeat {
     int64_t flops, bytes;
     const char *level;           /* static or the calibration's */
     double x[NTP_PREDICT_TERMS]; /* 1, flops / peak, bytes / bandwidth: seconds */
+    /* A recurrent layer's input GEMM under the fc family's terms (x is then
+     * its recurrent part alone); 0 for every other layer. */
+    double xin[NTP_PREDICT_TERMS];
 } ntp__pfeat;
 
 /* The family of layer i (execution order) of g. */
@@ -22,6 +25,10 @@ ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
 /* Layer i's terms, from g's analysis a (same order). */
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
                            const ntp_calibration *cal, ntp__pfeat *out);
+/* The input GEMM of recurrent layer f under cal, priced with the fc
+ * family's coefficients (seconds); 0 for another layer, and where cal has
+ * no fc fit, whose input-GEMM terms then join f's own. */
+double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f);
 /* A copy of `bytes` (read and written together) under cal: a reorder row
  * (kind "reorder") under the reorder model where cal has one, else the
  * copy family's coefficients, or the measured bandwidth of the level
@@ -30,15 +37,18 @@ double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const cha
 /* The terms of a copy of `bytes` under cal (1, 0, bytes / bandwidth of the
  * level holding them): a reorder row's sample in a calibration. */
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x);
-/* The key a correction is stored under: the implementation's name, and
- * for a recurrent layer "NAME@LEVEL" with the level its recurrent weights
- * sit in (its features' level). */
-void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *level, char *buf,
-                           size_t len);
-/* The correction of family f's time for layers that implementation impl
- * runs, at `level` (ntp_calibration.impls); 1 where cal has none. */
+/* The key a correction is stored under: the implementation's name; for
+ * the reference backend's "ref", "ref:OP" with the layer's op (op: its
+ * type's name, "maxpool"). `level` is unused: a recurrent layer's level is
+ * in its memory term's bandwidth (calibrations of before kept "NAME@LEVEL"
+ * keys, which no longer match: refit them). */
+void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
+                           const char *level, char *buf, size_t len);
+/* The correction of family f's time for layers of op `op` that
+ * implementation impl runs, at `level` (ntp_calibration.impls); 1 where
+ * cal has none. */
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *level);
+                               const char *op, const char *level);
 /* The same for a key ntp__predict_impl_key made. */
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,

@@ -158,3 +158,140 @@ ntp_status ntp_store_find_calibration(ntp_ctx *ctx, const char *path, const char
     ntp_store_close(s);
     return st;
 }
+
+/* --- samples (docs/predict.md#samples) ------------------------------------------------------- */
+
+ntp_status ntp_store_save_calibration_samples(ntp_ctx *ctx, ntp_store *s,
+                                              const ntp_calibration *cal,
+                                              const ntp_calibration_sample *samples, int n)
+{
+    if (!s || !cal || n < 0 || (n > 0 && !samples))
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_save_calibration_samples: missing argument");
+    if (s->read_only)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT, "history %s: opened read-only",
+                          s->display);
+    ntp_status st = ntp__store_begin(ctx, s);
+    if (st)
+        return st;
+    ntp__stmt *q = ntp__db_prepare(s, "DELETE FROM calibration_samples WHERE machine = ? AND"
+                                      " backend = ? AND precision = ?");
+    if (!q) {
+        ntp__store_rollback(s);
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot prepare");
+    }
+    ntp__db_text(q, 1, cal->machine_key);
+    ntp__db_text(q, 2, cal->backend);
+    ntp__db_text(q, 3, cal->precision);
+    bool ok = ntp__db_step(q) == NTP__STEP_DONE;
+    ntp__db_finalize(q);
+    q = ok ? ntp__db_prepare(s, "INSERT INTO calibration_samples (machine, backend, precision,"
+                                " idx, kind, family, config, conv_fed, ran_on, impl, level,"
+                                " flops, bytes, x_overhead, x_compute, x_memory, median_s,"
+                                " ci95_lo_s, ci95_hi_s, n)"
+                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+           : NULL;
+    for (int i = 0; q && ok && i < n; i++) {
+        const ntp_calibration_sample *x = &samples[i];
+        ntp__db_reset(q);
+        ntp__db_text(q, 1, cal->machine_key);
+        ntp__db_text(q, 2, cal->backend);
+        ntp__db_text(q, 3, cal->precision);
+        ntp__db_int(q, 4, i);
+        ntp__db_text(q, 5, x->kind);
+        ntp__db_text(q, 6, ntp_predict_family_name(x->family));
+        ntp__db_text(q, 7, x->config);
+        ntp__db_int(q, 8, x->conv_fed);
+        ntp__db_text(q, 9, x->ran_on);
+        ntp__db_text(q, 10, x->impl);
+        ntp__db_text(q, 11, x->level);
+        ntp__db_int(q, 12, x->flops);
+        ntp__db_int(q, 13, x->bytes);
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            ntp__db_double(q, 14 + a, x->x[a]);
+        ntp__db_double(q, 17, x->median_s);
+        ntp__db_double(q, 18, x->ci95_lo_s);
+        ntp__db_double(q, 19, x->ci95_hi_s);
+        ntp__db_int(q, 20, x->n);
+        ok = ntp__db_step(q) == NTP__STEP_DONE;
+    }
+    if (!q || !ok) {
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot save the calibration's samples");
+        ntp__db_finalize(q);
+        ntp__store_rollback(s);
+        return st;
+    }
+    ntp__db_finalize(q);
+    return ntp__store_commit(ctx, s);
+}
+
+ntp_status ntp_store_load_calibration_samples(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
+                                              const char *backend, const char *precision,
+                                              ntp_calibration_sample **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s || !machine_key || !backend || !precision)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_store_load_calibration_samples: missing argument");
+    ntp__stmt *q = ntp__db_prepare(s, "SELECT kind, family, config, conv_fed, ran_on, impl, level,"
+                                      " flops, bytes, x_overhead, x_compute, x_memory, median_s,"
+                                      " ci95_lo_s, ci95_hi_s, n FROM calibration_samples"
+                                      " WHERE machine = ? AND backend = ? AND precision = ?"
+                                      " ORDER BY idx");
+    if (!q)
+        return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the samples");
+    ntp__db_text(q, 1, machine_key);
+    ntp__db_text(q, 2, backend);
+    ntp__db_text(q, 3, precision);
+    ntp_calibration_sample *v = NULL;
+    int cap = 0, k = 0, rc = NTP__STEP_DONE;
+    ntp_status st = NTP_STATUS_OK;
+    while (!st && (rc = ntp__db_step(q)) == NTP__STEP_ROW) {
+        if (k == cap) {
+            int nc = cap ? 2 * cap : 256;
+            ntp_calibration_sample *w = realloc(v, (size_t)nc * sizeof *w);
+            if (!w) {
+                st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            v = w;
+            cap = nc;
+        }
+        ntp_calibration_sample *x = &v[k];
+        memset(x, 0, sizeof *x);
+        ntp__db_col_str(q, 0, x->kind, sizeof x->kind);
+        char fam[32];
+        ntp__db_col_str(q, 1, fam, sizeof fam);
+        x->family = NTP_PREDICT_FAMILY_COUNT;
+        for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+            if (strcmp(fam, ntp_predict_family_name((ntp_predict_family)f)) == 0)
+                x->family = (ntp_predict_family)f;
+        ntp__db_col_str(q, 2, x->config, sizeof x->config);
+        x->conv_fed = (int)ntp__db_col_int(q, 3);
+        ntp__db_col_str(q, 4, x->ran_on, sizeof x->ran_on);
+        ntp__db_col_str(q, 5, x->impl, sizeof x->impl);
+        ntp__db_col_str(q, 6, x->level, sizeof x->level);
+        x->flops = ntp__db_col_int(q, 7);
+        x->bytes = ntp__db_col_int(q, 8);
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            x->x[a] = ntp__db_col_double(q, 9 + a);
+        x->median_s = ntp__db_col_double(q, 12);
+        x->ci95_lo_s = ntp__db_col_double(q, 13);
+        x->ci95_hi_s = ntp__db_col_double(q, 14);
+        x->n = (int)ntp__db_col_int(q, 15);
+        /* A family this ntprof does not know (a later one's): not refitted. */
+        if (x->family < NTP_PREDICT_FAMILY_COUNT)
+            k++;
+    }
+    if (!st && rc != NTP__STEP_DONE)
+        st = ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the samples");
+    ntp__db_finalize(q);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *n = k;
+    return NTP_STATUS_OK;
+}

@@ -132,6 +132,18 @@ static const char *const migrations[] = {
     "ALTER TABLE sweep_tasks ADD COLUMN label TEXT;"
     "ALTER TABLE sweep_tasks ADD COLUMN load_run_id INTEGER"
     "  REFERENCES load_runs(id) ON DELETE SET NULL;",
+    /* 8 -> 9: a calibration's samples (docs/predict.md#samples): every
+     * configuration it timed, with the terms and the measured median, in
+     * the order timed, so that `ntprof machine --refit` fits the model
+     * again without timing. Replaced with the calibration. */
+    "CREATE TABLE calibration_samples ("
+    "  machine TEXT NOT NULL, backend TEXT NOT NULL, precision TEXT NOT NULL,"
+    "  idx INTEGER NOT NULL, kind TEXT NOT NULL, family TEXT NOT NULL,"
+    "  config TEXT NOT NULL, conv_fed INTEGER NOT NULL, ran_on TEXT, impl TEXT,"
+    "  level TEXT, flops INTEGER, bytes INTEGER,"
+    "  x_overhead REAL, x_compute REAL, x_memory REAL,"
+    "  median_s REAL NOT NULL, ci95_lo_s REAL, ci95_hi_s REAL, n INTEGER,"
+    "  PRIMARY KEY (machine, backend, precision, idx)) WITHOUT ROWID;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -10,7 +10,15 @@ int cmd_machine(int argc, char **argv);
 
 enum { OPT_REMEASURE = 1000, OPT_NO_MEASURE, OPT_SECONDS, OPT_NO_GEMM, OPT_DB, OPT_NO_DB };
 /* --calibrate (docs/predict.md) */
-enum { OPT_CALIBRATE = 1100, OPT_BACKEND, OPT_QUICK, OPT_FAMILIES, OPT_CEILINGS, OPT_CACHE };
+enum {
+    OPT_CALIBRATE = 1100,
+    OPT_BACKEND,
+    OPT_QUICK,
+    OPT_FAMILIES,
+    OPT_CEILINGS,
+    OPT_CACHE,
+    OPT_REFIT
+};
 
 static ntp_status write_calibration(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -42,6 +50,49 @@ static void warn_db(ntp_ctx *ctx)
     ntp_ctx_clear(ctx);
 }
 
+/* --refit: this machine's stored calibration of co's backend and
+ * precision fitted again from its stored samples, stored in its place. */
+static int refit_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_info *m,
+                             const ntp_calibrate_opts *co, const char *output, ntp_format fmt)
+{
+    char backend[32];
+    snprintf(backend, sizeof backend, "%s", co->backend ? co->backend : ntp_backends());
+    char *comma = strchr(backend, ',');
+    if (comma)
+        *comma = '\0';
+    const char *precision = ntp_dtype_name(co->precision);
+    if (!db) {
+        cli_error("--refit needs the history database (--db PATH)");
+        return CLI_FAIL;
+    }
+    ntp_store *s = NULL;
+    if (ntp_store_open(ctx, db, NTP_STORE_CREATE, &s) != NTP_STATUS_OK)
+        return cli_fail(ctx);
+    ntp_calibration cal, out;
+    bool found = false;
+    ntp_calibration_sample *samples = NULL;
+    int n = 0, rc = CLI_OK;
+    if (ntp_store_load_calibration(ctx, s, m->key, backend, precision, &cal, &found) !=
+        NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    } else if (!found) {
+        cli_error("no %s %s calibration of this machine in %s; run `ntprof machine --calibrate "
+                  "--backend %s`",
+                  backend, precision, db, backend);
+        rc = CLI_FAIL;
+    } else if (ntp_store_load_calibration_samples(ctx, s, m->key, backend, precision, &samples,
+                                                  &n) != NTP_STATUS_OK ||
+               ntp_calibration_refit(ctx, &cal, samples, n, &out) != NTP_STATUS_OK ||
+               ntp_store_save_calibration(ctx, s, &out) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    } else {
+        rc = cli_write_output(ctx, output, write_calibration, &out, fmt);
+    }
+    free(samples);
+    ntp_store_close(s);
+    return rc;
+}
+
 int cmd_machine(int argc, char **argv)
 {
     ntp_machine_opts mo;
@@ -51,7 +102,7 @@ int cmd_machine(int argc, char **argv)
     bool remeasure = false, measure = true, use_db = true;
     ntp_calibrate_opts co;
     ntp_calibrate_opts_default(&co);
-    bool calibrate = false;
+    bool calibrate = false, refit = false;
     const char *ceilings_file = NULL;
     double d;
     const cli_option opts[] = {
@@ -77,9 +128,13 @@ int cmd_machine(int argc, char **argv)
                 "time a designed set of layers and fit a latency model per op\n"
                 "family for `ntprof predict` (docs/predict.md)",
                 &calibrate),
-        CLI_STR("backend", OPT_BACKEND, "NAME", "--calibrate: the backend (default: the default)",
-                &co.backend),
-        CLI_OPT("precision", 'p', "P", "--calibrate: f32 (default), bf16, f16 or i8"),
+        CLI_SET("refit", OPT_REFIT,
+                "fit the stored calibration again from its stored samples,\n"
+                "without timing (docs/predict.md#samples)",
+                &refit),
+        CLI_STR("backend", OPT_BACKEND, "NAME",
+                "--calibrate, --refit: the backend (default: the default)", &co.backend),
+        CLI_OPT("precision", 'p', "P", "--calibrate, --refit: f32 (default), bf16, f16 or i8"),
         CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
         CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
         CLI_STR("ceilings", OPT_CEILINGS, "FILE",
@@ -137,7 +192,14 @@ int cmd_machine(int argc, char **argv)
         cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
         return CLI_USAGE;
     }
-    if (!calibrate && (co.backend || co.quick || co.families || ceilings_file || cache)) {
+    if (refit &&
+        (calibrate || co.quick || co.families || ceilings_file || cache || remeasure || !use_db)) {
+        cli_error("--refit fits the stored samples again: it goes with --backend, --precision "
+                  "and --db only");
+        return CLI_USAGE;
+    }
+    if (!calibrate &&
+        (co.quick || co.families || ceilings_file || cache || (co.backend && !refit))) {
         cli_error("--backend, --quick, --families, --ceilings and --cache go with --calibrate");
         return CLI_USAGE;
     }
@@ -173,6 +235,10 @@ int cmd_machine(int argc, char **argv)
             db = path;
         else
             warn_db(ctx);
+    }
+    if (refit) {
+        rc = refit_calibration(ctx, db, &m, &co, output, fmt);
+        goto out;
     }
     if (use_db && db) {
         /* Only a measurement needs to write; describing reads what exists. */
@@ -222,6 +288,10 @@ int cmd_machine(int argc, char **argv)
         co.progress = calibrate_progress;
         co.progress_user = &prog;
         ntp_calibration cal;
+        ntp_calibration_sample *samples = NULL;
+        int n_samples = 0;
+        co.samples = &samples;
+        co.n_samples = &n_samples;
         ntp_status cst = ntp_calibrate(ctx, &m, &c, &co, &cal);
         cli_progress_clear(&prog);
         if (cst != NTP_STATUS_OK) {
@@ -235,8 +305,11 @@ int cmd_machine(int argc, char **argv)
                     cal.loadavg, m.pus);
         if (!s)
             fprintf(stderr, "ntprof: warning: the calibration is not stored (no history)\n");
-        else if (ntp_store_save_calibration(ctx, s, &cal) != NTP_STATUS_OK)
+        else if (ntp_store_save_calibration(ctx, s, &cal) != NTP_STATUS_OK ||
+                 ntp_store_save_calibration_samples(ctx, s, &cal, samples, n_samples) !=
+                     NTP_STATUS_OK)
             warn_db(ctx);
+        free(samples);
         rc = cli_write_output(ctx, output, write_calibration, &cal, fmt);
         goto out;
     }
