@@ -2,9 +2,9 @@
  * input is an SQLite database, opened read-only the way `ntprof history`,
  * `compare --db` and the ceilings cache open one (the same schema check),
  * then listed (with and without filters), counted, and every run in it read
- * back as its JSON report and as a result, and this machine's ceilings and
- * calibration looked up (tests/test_store_fuzz.sh runs it briefly in CI;
- * seeds in fuzz/corpus/store/, tokens in fuzz/store.dict).
+ * back as its JSON report and as a result, this machine's ceilings and
+ * calibration looked up, and every stored calibration's samples read (tests/test_store_fuzz.sh runs
+ * it briefly in CI; seeds in fuzz/corpus/store/, tokens in fuzz/store.dict).
  *
  * The input is opened in memory (ntp__store_open_image: SQLite reads its
  * own copy of the bytes, with no file, journal or lock), so each input
@@ -87,6 +87,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)ntp_store_load_ceilings(store_ctx, s, store_machine_key, &c, &found);
     ntp_calibration cal;
     (void)ntp_store_load_calibration(store_ctx, s, store_machine_key, "ref", "f32", &cal, &found);
+    /* Every calibration the input holds, whatever machine made it, and
+     * each one's samples (the rows `machine --refit` fits again). */
+    ntp_calibration *cals = NULL;
+    int n_cals = 0;
+    if (ntp_store_list_calibrations(store_ctx, s, &cals, &n_cals) == NTP_STATUS_OK) {
+        for (int i = 0; i < n_cals && i < 4; i++) {
+            ntp_calibration_sample *smp = NULL;
+            int n_smp = 0;
+            if (ntp_store_load_calibration_samples(store_ctx, s, cals[i].machine_key,
+                                                   cals[i].backend, cals[i].precision, &smp,
+                                                   &n_smp) == NTP_STATUS_OK)
+                free(smp);
+        }
+        free(cals);
+    }
     ntp_store_close(s);
     ntp_ctx_clear(store_ctx);
     ntp_ctx_clear_warnings(store_ctx);
