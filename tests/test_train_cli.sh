@@ -187,6 +187,71 @@ assert sum(int(x) for x in re.findall(r'data-flops="(\d+)"', h)) == p["step_flop
 EOF
 expect_exit 2 "$NTPROF" analyze "$T/net.xml" --html "$T/x.html"
 expect_err "--html is for analyze --train"
+# analyze --train --batch LIST: a plan per batch, nothing run. Each
+# batch's figures are those of analyze --train --batch N alone; the page
+# draws one TBD bar per batch with the sweep's code, every segment the
+# JSON's bytes; CSV and the table a row per batch.
+for n in 1 3 8; do
+    expect_exit 0 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --optimizer adam \
+        --batch $n --format json -o "$T/b$n.json"
+done
+expect_exit 0 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --optimizer adam \
+    --batch 1,3,8 --format json -o "$T/bl.json" --html "$T/bl.html"
+expect_exit 0 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --optimizer adam \
+    --batch 1,3,8 --format csv -o "$T/bl.csv"
+expect_exit 0 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --optimizer adam \
+    --batch 1,3,8
+cp "$T/out" "$T/bl.txt"
+"$PY" - "$T" <<'EOF' && ok || bad "analyze --train --batch LIST"
+import csv, json, re, sys
+T = sys.argv[1]
+r = json.load(open(T + "/bl.json"))
+assert r["kind"] == "train_plans" and r["optimizer"] == "adam", r
+assert [p["batch"] for p in r["plans"]] == [1, 3, 8], r["plans"]
+for p in r["plans"]:
+    one = json.load(open("%s/b%d.json" % (T, p["batch"])))
+    assert p["memory"] == one["memory"], (p["batch"], p["memory"], one["memory"])
+    assert p["flops"] == one["flops"] and p["step_flops"] == one["step_flops"], p["batch"]
+m = [p["memory"] for p in r["plans"]]
+for k in ("weights", "gradients", "optimizer_state"):  # the model's, whatever the batch
+    assert m[0][k] == m[1][k] == m[2][k] > 0, (k, m)
+assert m[0]["activations"] < m[1]["activations"] < m[2]["activations"], m
+assert m[0]["peak"] < m[1]["peak"] < m[2]["peak"], m
+rows = list(csv.DictReader(open(T + "/bl.csv")))
+assert [int(x["batch"]) for x in rows] == [1, 3, 8], rows
+for x, p in zip(rows, r["plans"]):
+    assert {k: int(x[k]) for k in p["memory"]} == p["memory"], (x, p)
+    assert int(x["step_flops"]) == p["step_flops"], (x, p)
+t = open(T + "/bl.txt").read()
+assert len(re.findall(r"^batch=\d+ ", t, re.M)) == 3, t
+assert len(re.findall(r"^batch +\d+ \|W", t, re.M)) == 3, t
+h = open(T + "/bl.html").read()
+assert h.startswith("<!DOCTYPE html>") and h.rstrip().endswith("</html>")
+assert not re.search(r'<(script|img|link)[^>]*(src|href)=', h)
+seg = re.findall(r'<rect class="seg" data-config="(\d+)" data-part="([a-z_]+)" '
+                 r'data-bytes="(\d+)" x="[-\d.]+" y="[-\d.]+" width="([\d.]+)"', h)
+keys = ["weights", "gradients", "optimizer_state", "activations", "workspace", "other"]
+assert len(seg) == 6 * 3, seg
+most = m[2]["peak"]
+for c, mm in enumerate(m):
+    got = {p: int(b) for (i, p, b, w) in seg if int(i) == c}
+    assert got == {k: mm[k] for k in keys}, (got, mm)
+    pk = re.search(r'class="peak" data-config="%d" data-bytes="(\d+)"' % c, h)
+    assert int(pk.group(1)) == mm["peak"], (pk, mm)
+    for (i, p, b, w) in seg:  # to one scale
+        if int(i) == c:
+            assert abs(float(w) - 710 * int(b) / most) < 0.01, (p, b, w)
+assert h.count('<svg class="chart"') == 1, "a plan measures nothing"
+assert h.count(">batch=") >= 3, "each bar named by its batch"
+EOF
+expect_exit 2 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --batch 0,8
+expect_err "ntprof: --batch 0,8: '0' is not a positive integer"
+expect_exit 2 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --batch 1,,2
+expect_err "ntprof: --batch 1,,2: '' is not a positive integer"
+expect_exit 2 "$NTPROF" analyze --train "$SRC/models/tiny-cnn.xml" --batch 8,8
+expect_err "ntprof: --batch 8,8: '8' given twice"
+expect_exit 2 "$NTPROF" analyze "$SRC/models/tiny-cnn.xml" --batch 1,8
+expect_err "ntprof: --batch 1,8: a list of batches is for analyze --train; give one N"
 expect_exit 1 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --train --vary threads=1,2 --steps 1
 expect_in_err "a training sweep varies batch and the topology's params, not threads"
 expect_exit 2 "$NTPROF" sweep "$SRC/models/tiny-mlp.xml" --loss mse --vary batch=1,2

@@ -151,6 +151,12 @@ NTP_API void ntp_train_plan_free(ntp_train_plan *p);
 /* Table or JSON (docs/train.md); CSV gives the per-layer rows. */
 NTP_API ntp_status ntp_report_write_train_plan(ntp_ctx *ctx, const ntp_train_plan *p,
                                                ntp_format fmt, FILE *f);
+/* The plans of one model at several batch sizes (analyze --train --batch
+ * LIST): table (memory by data structure, a row per plan, and TBD's
+ * figure as text bars), JSON ({"kind": "train_plans", ..., "plans": [...]})
+ * or CSV (a row per plan); `model` names the model. */
+NTP_API ntp_status ntp_report_write_train_plans(ntp_ctx *ctx, const ntp_train_plan *const *plans,
+                                                int n, const char *model, ntp_format fmt, FILE *f);
 
 typedef struct ntp_train_layer {
     const char *name; /* owned by the graph; "loss" for the loss row */
@@ -252,6 +258,11 @@ NTP_API ntp_status ntp_report_write_train_html(ntp_ctx *ctx, const ntp_train_res
  * structure and the FLOPs of every layer's phases; `model` titles it. */
 NTP_API ntp_status ntp_report_write_train_plan_html(ntp_ctx *ctx, const ntp_train_plan *p,
                                                     const char *model, FILE *f);
+/* The same plans as one page: TBD's stacked bar per batch, to one scale,
+ * drawn by the sweep page's code, and the table of every figure. */
+NTP_API ntp_status ntp_report_write_train_plans_html(ntp_ctx *ctx,
+                                                     const ntp_train_plan *const *plans, int n,
+                                                     const char *model, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -395,3 +395,34 @@ ntp_status ntp_report_write_train_plan_html(ntp_ctx *ctx, const ntp_train_plan *
     ntp__html_end(f);
     return ntp__check_stream(ctx, f, "html");
 }
+
+ntp_status ntp_report_write_train_plans_html(ntp_ctx *ctx, const ntp_train_plan *const *plans,
+                                             int n, const char *model, FILE *f)
+{
+    if (!plans || n < 1 || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_train_plans_html: no training plans");
+    mem_row *rows = calloc((size_t)n, sizeof *rows);
+    char(*labels)[32] = calloc((size_t)n, sizeof *labels);
+    if (!rows || !labels) {
+        free(rows);
+        free(labels);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "training plans page: out of memory");
+    }
+    for (int c = 0; c < n; c++) {
+        snprintf(labels[c], sizeof labels[c], "batch=%lld", (long long)plans[c]->batch);
+        rows[c] = (mem_row){labels[c], plans[c], NULL, NULL};
+    }
+    const ntp_train_plan *p0 = plans[0];
+    ntp__html_begin(f, "ntprof training plans");
+    fputs("<h1>Training memory by batch</h1>\n<p class=\"meta\">", f);
+    ntp__html_textf(f, "%s · %d batch sizes · %s · loss %s · optimizer %s · planned, not run",
+                    model ? model : "plan", n, ntp_dtype_name(p0->precision),
+                    ntp_loss_name(p0->loss), ntp_optimizer_name(p0->optimizer));
+    fputs("</p>\n", f);
+    memory_part(f, rows, n);
+    free(rows);
+    free(labels);
+    ntp__html_end(f);
+    return ntp__check_stream(ctx, f, "html");
+}

@@ -158,6 +158,17 @@ void ntp__train_update(const ntp_optim *o, int64_t t, double *p, const double *g
 enum { NTP__TRAIN_MEM_PARTS = 7 };
 extern const char *const ntp__train_mem_keys[NTP__TRAIN_MEM_PARTS];
 void ntp__train_mem_values(const ntp_train_memory *m, int64_t v[NTP__TRAIN_MEM_PARTS]);
+/* One configuration's memory as the text reports show it: its label and
+ * its plan (NULL: it failed, err says why). */
+typedef struct ntp__train_mem_row {
+    const char *label;
+    const ntp_train_plan *plan;
+    const char *err;
+} ntp__train_mem_row;
+/* The memory-by-data-structure table of rows, a row each, then TBD's
+ * figure as text bars scaled to the largest peak (sweep --train and
+ * analyze --train --batch LIST). */
+void ntp__train_mem_text(FILE *f, const ntp__train_mem_row *rows, int n);
 
 /* A training sweep's results (train-sweep.c; its HTML, train-html.c). */
 struct ntp_train_sweep {

@@ -1,6 +1,7 @@
 /* Training plans and results as tables, JSON and CSV (docs/train.md). */
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx-impl.h"
@@ -46,6 +47,58 @@ static void memory_table(FILE *f, const ntp_train_memory *m)
             ntp__put_linef(f, "  %-16s %10s  %5.1f%%", ntp__train_mem_keys[i],
                            ntp__human_bytes((double)v[i], b, 32), share);
     }
+}
+
+void ntp__train_mem_text(FILE *f, const ntp__train_mem_row *rows, int n)
+{
+    fprintf(f, "\nmemory by data structure (planned, at the topology's precision)\n");
+    fprintf(f, "%-22s %6s %10s %10s %10s %10s %10s %10s %6s\n", "configuration", "batch", "weights",
+            "gradients", "optimizer", "activations", "wksp+other", "peak", "act%");
+    int64_t most = 0;
+    for (int c = 0; c < n; c++)
+        if (rows[c].plan && rows[c].plan->memory.peak > most)
+            most = rows[c].plan->memory.peak;
+    char b[6][32];
+    for (int c = 0; c < n; c++) {
+        ntp__put_cell(f, rows[c].label, 22, false);
+        if (!rows[c].plan) {
+            fprintf(f, " failed: %s\n", rows[c].err ? rows[c].err : "failed");
+            continue;
+        }
+        const ntp_train_memory *m = &rows[c].plan->memory;
+        fprintf(f, " %6lld %10s %10s %10s %10s %10s %10s %5.1f%%\n", (long long)rows[c].plan->batch,
+                ntp__human_bytes((double)m->weights, b[0], 32),
+                ntp__human_bytes((double)m->gradients, b[1], 32),
+                ntp__human_bytes((double)m->optimizer_state, b[2], 32),
+                ntp__human_bytes((double)m->activations, b[3], 32),
+                ntp__human_bytes((double)(m->workspace + m->other), b[4], 32),
+                ntp__human_bytes((double)m->peak, b[5], 32),
+                m->peak > 0 ? 100.0 * (double)m->activations / (double)m->peak : 0.0);
+    }
+    /* TBD's figure: each peak a bar of 60 columns at the largest. */
+    fputc('\n', f);
+    for (int c = 0; c < n; c++) {
+        if (!rows[c].plan || most <= 0)
+            continue;
+        const ntp_train_memory *m = &rows[c].plan->memory;
+        int64_t part[4] = {m->weights, m->gradients, m->optimizer_state,
+                           m->activations + m->workspace + m->other};
+        const char sym[4] = {'W', 'G', 'O', 'A'};
+        char bar[64];
+        int k = 0;
+        double acc = 0.0;
+        for (int i = 0; i < 4; i++) {
+            acc += (double)part[i];
+            int upto = (int)(60.0 * acc / (double)most + 0.5);
+            while (k < upto && k < 60)
+                bar[k++] = sym[i];
+        }
+        bar[k] = '\0';
+        fprintf(f, "batch %5lld |%-60s| %s\n", (long long)rows[c].plan->batch, bar,
+                ntp__human_bytes((double)m->peak, b[0], 32));
+    }
+    fprintf(f, "             W weights  G gradients  O optimizer state  A activations, "
+               "workspace, other\n");
 }
 
 static json_t *flops_json(bool *ok, const int64_t *fl)
@@ -130,6 +183,79 @@ ntp_status ntp_report_write_train_plan(ntp_ctx *ctx, const ntp_train_plan *p, nt
                    p->forward_flops > 0 ? (double)p->step_flops / (double)p->forward_flops : 0.0);
     memory_table(f, &p->memory);
     return ntp__check_stream(ctx, f, "training plan");
+}
+
+ntp_status ntp_report_write_train_plans(ntp_ctx *ctx, const ntp_train_plan *const *plans, int n,
+                                        const char *model, ntp_format fmt, FILE *f)
+{
+    if (!plans || n < 1 || !f)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "ntp_report_write_train_plans: no training plans");
+    const ntp_train_plan *p0 = plans[0];
+    if (fmt == NTP_FORMAT_JSON) {
+        bool ok = true;
+        json_t *root = json_object(), *rows = json_array();
+        ntp__jset(&ok, root, "kind", ntp__json_str("train_plans"));
+        ntp__jset(&ok, root, "model", ntp__json_str(model ? model : ""));
+        ntp__jset(&ok, root, "precision", ntp__json_str(ntp_dtype_name(p0->precision)));
+        ntp__jset(&ok, root, "loss", ntp__json_str(ntp_loss_name(p0->loss)));
+        ntp__jset(&ok, root, "optimizer", ntp__json_str(ntp_optimizer_name(p0->optimizer)));
+        for (int c = 0; c < n; c++) {
+            json_t *o = json_object();
+            ntp__jset(&ok, o, "batch", json_integer(plans[c]->batch));
+            ntp__jset(&ok, o, "memory", memory_json(&ok, &plans[c]->memory));
+            ntp__jset(&ok, o, "flops", flops_json(&ok, plans[c]->flops));
+            ntp__jset(&ok, o, "step_flops", json_integer(plans[c]->step_flops));
+            ntp__jset(&ok, o, "engine_planned_bytes", json_integer(plans[c]->engine_bytes));
+            ntp__jpush(&ok, rows, o);
+        }
+        ntp__jset(&ok, root, "plans", rows);
+        return ntp__json_finish(ctx, root, ok, f, "training plans");
+    }
+    if (fmt == NTP_FORMAT_CSV) {
+        fputs("batch", f);
+        for (int k = 0; k < NTP__TRAIN_MEM_PARTS; k++)
+            fprintf(f, ",%s", ntp__train_mem_keys[k]);
+        fputs(",step_flops,engine_planned_bytes\n", f);
+        for (int c = 0; c < n; c++) {
+            int64_t v[NTP__TRAIN_MEM_PARTS];
+            ntp__train_mem_values(&plans[c]->memory, v);
+            ntp__csv_int(f, plans[c]->batch);
+            for (int k = 0; k < NTP__TRAIN_MEM_PARTS; k++) {
+                fputc(',', f);
+                ntp__csv_int(f, v[k]);
+            }
+            fputc(',', f);
+            ntp__csv_int(f, plans[c]->step_flops);
+            fputc(',', f);
+            ntp__csv_int(f, plans[c]->engine_bytes);
+            fputc('\n', f);
+        }
+        return ntp__check_stream(ctx, f, "training plans");
+    }
+    ntp__train_mem_row *rows = calloc((size_t)n, sizeof *rows);
+    char(*labels)[32] = calloc((size_t)n, sizeof *labels);
+    if (!rows || !labels) {
+        free(rows);
+        free(labels);
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "training plans: out of memory");
+    }
+    for (int c = 0; c < n; c++) {
+        snprintf(labels[c], sizeof labels[c], "batch=%lld", (long long)plans[c]->batch);
+        rows[c] = (ntp__train_mem_row){labels[c], plans[c], NULL};
+    }
+    ntp__put_linef(f, "training plans of %s: %s, loss %s, optimizer %s", model ? model : "a model",
+                   ntp_dtype_name(p0->precision), ntp_loss_name(p0->loss),
+                   ntp_optimizer_name(p0->optimizer));
+    ntp__train_mem_text(f, rows, n);
+    char b[32];
+    fputc('\n', f);
+    for (int c = 0; c < n; c++)
+        ntp__put_linef(f, "batch %lld: step %s FLOPs", (long long)plans[c]->batch,
+                       ntp__human_count((double)plans[c]->step_flops, b, 32));
+    free(rows);
+    free(labels);
+    return ntp__check_stream(ctx, f, "training plans");
 }
 
 static json_t *stats_json(bool *ok, const ntp_stats *s)

@@ -238,56 +238,15 @@ ntp_status ntp_report_write_train_sweep(ntp_ctx *ctx, const ntp_train_sweep *s, 
     const ntp_sweep *sw = s->sw;
     ntp__put_linef(f, "training sweep of %s: loss %s, optimizer %s", ntp_sweep_source(sw),
                    ntp_loss_name(s->o.loss), ntp_optimizer_name(s->o.optimizer));
-    fprintf(f, "\nmemory by data structure (planned, at the topology's precision)\n");
-    fprintf(f, "%-22s %6s %10s %10s %10s %10s %10s %10s %6s\n", "configuration", "batch", "weights",
-            "gradients", "optimizer", "activations", "wksp+other", "peak", "act%");
-    int64_t most = 0;
+    ntp__train_mem_row *rows = calloc((size_t)s->n + 1, sizeof *rows);
+    if (!rows)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "training sweep: out of memory");
     for (int c = 0; c < s->n; c++)
-        if (s->res[c] && s->res[c]->plan->memory.peak > most)
-            most = s->res[c]->plan->memory.peak;
+        rows[c] = (ntp__train_mem_row){ntp_sweep_config_label(sw, c),
+                                       s->res[c] ? s->res[c]->plan : NULL, s->err[c]};
+    ntp__train_mem_text(f, rows, s->n);
+    free(rows);
     char b[8][32];
-    for (int c = 0; c < s->n; c++) {
-        const ntp_train_result *r = s->res[c];
-        ntp__put_cell(f, ntp_sweep_config_label(sw, c), 22, false);
-        if (!r) {
-            fprintf(f, " failed: %s\n", s->err[c] ? s->err[c] : "failed");
-            continue;
-        }
-        const ntp_train_memory *m = &r->plan->memory;
-        fprintf(f, " %6lld %10s %10s %10s %10s %10s %10s %5.1f%%\n", (long long)r->batch,
-                ntp__human_bytes((double)m->weights, b[0], 32),
-                ntp__human_bytes((double)m->gradients, b[1], 32),
-                ntp__human_bytes((double)m->optimizer_state, b[2], 32),
-                ntp__human_bytes((double)m->activations, b[3], 32),
-                ntp__human_bytes((double)(m->workspace + m->other), b[4], 32),
-                ntp__human_bytes((double)m->peak, b[5], 32),
-                m->peak > 0 ? 100.0 * (double)m->activations / (double)m->peak : 0.0);
-    }
-    /* TBD's figure: each peak a bar of 60 columns at the largest. */
-    fputc('\n', f);
-    for (int c = 0; c < s->n; c++) {
-        const ntp_train_result *r = s->res[c];
-        if (!r || most <= 0)
-            continue;
-        const ntp_train_memory *m = &r->plan->memory;
-        int64_t part[4] = {m->weights, m->gradients, m->optimizer_state,
-                           m->activations + m->workspace + m->other};
-        const char sym[4] = {'W', 'G', 'O', 'A'};
-        char bar[64];
-        int k = 0;
-        double acc = 0.0;
-        for (int i = 0; i < 4; i++) {
-            acc += (double)part[i];
-            int upto = (int)(60.0 * acc / (double)most + 0.5);
-            while (k < upto && k < 60)
-                bar[k++] = sym[i];
-        }
-        bar[k] = '\0';
-        fprintf(f, "batch %5lld |%-60s| %s\n", (long long)r->batch, bar,
-                ntp__human_bytes((double)m->peak, b[0], 32));
-    }
-    fprintf(f, "             W weights  G gradients  O optimizer state  A activations, "
-               "workspace, other\n");
     fprintf(f, "\npeak, planned against measured (resident-set high-water growth)\n");
     fprintf(f, "%-22s %10s %12s %12s %12s %12s %8s %10s %10s\n", "configuration", "planned",
             "engine plan", "allocated", "measured", "difference", "diff%", "step ms", "samples/s");

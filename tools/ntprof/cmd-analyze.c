@@ -10,6 +10,92 @@ static ntp_status write_train_plan(ntp_ctx *ctx, const void *arg, ntp_format fmt
     return ntp_report_write_train_plan(ctx, arg, fmt, f);
 }
 
+typedef struct train_plans_arg {
+    const ntp_train_plan *const *plans;
+    int n;
+    const char *model;
+} train_plans_arg;
+
+static ntp_status write_train_plans(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const train_plans_arg *x = arg;
+    return ntp_report_write_train_plans(ctx, x->plans, x->n, x->model, fmt, f);
+}
+
+static ntp_status write_train_plans_html(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    const train_plans_arg *x = arg;
+    (void)fmt;
+    return ntp_report_write_train_plans_html(ctx, x->plans, x->n, x->model, f);
+}
+
+/* analyze --train --batch LIST: a plan per batch, nothing run. The list
+ * is read by the sweep's own parser (`sweep --vary batch=LIST`), so it
+ * is refused with the same words; g is the topology loaded at its own
+ * batch. */
+static int train_batches(ntp_ctx *ctx, const char *path, const ntp_graph *g, ntp_load_opts lo,
+                         const ntp_train_opts *to, const char *list, const char *output,
+                         const char *html, ntp_format fmt)
+{
+    char spec[4096];
+    ntp_sweep *sw = NULL;
+    if ((size_t)snprintf(spec, sizeof spec, "batch=%s", list) >= sizeof spec) {
+        cli_error("--batch: a list of at most %zu characters", sizeof spec - 7);
+        return CLI_USAGE;
+    }
+    if (ntp_sweep_init(ctx, g, path, NTP_SWEEP_OFAT, &sw) != NTP_STATUS_OK)
+        return cli_fail(ctx);
+    if (ntp_sweep_add_factor(ctx, sw, spec) != NTP_STATUS_OK) {
+        /* The parser's words less its "batch: " (this is --batch). */
+        const char *text = ntp_ctx_error_part(ctx, NTP_ERROR_TEXT);
+        if (!text)
+            text = ntp_ctx_errmsg(ctx);
+        if (strncmp(text, "batch: ", 7) == 0)
+            text += 7;
+        cli_error("--batch %s: %s", list, text);
+        ntp_sweep_free(sw);
+        return CLI_USAGE;
+    }
+    int rc = CLI_OK, n = 0;
+    if (ntp_sweep_expand(ctx, sw) != NTP_STATUS_OK)
+        rc = cli_fail(ctx);
+    int count = rc == CLI_OK ? ntp_sweep_config_count(sw) : 0;
+    ntp_graph **gs = calloc((size_t)count + 1, sizeof *gs);
+    ntp_train_plan **plans = calloc((size_t)count + 1, sizeof *plans);
+    if (rc == CLI_OK && (!gs || !plans)) {
+        cli_error("out of memory");
+        rc = CLI_FAIL;
+    }
+    /* Each batch's graph lives until its plan is written (the plan names
+     * its layers from it). */
+    for (; rc == CLI_OK && n < count; n++) {
+        ntp_sweep_config cfg;
+        if (ntp_sweep_config_get(ctx, sw, n, &cfg) != NTP_STATUS_OK) {
+            rc = cli_fail(ctx);
+            break;
+        }
+        lo.batch = cfg.batch;
+        if (ntp_graph_load(ctx, path, &lo, &gs[n]) != NTP_STATUS_OK ||
+            ntp_train_plan_make(ctx, gs[n], to, &plans[n]) != NTP_STATUS_OK)
+            rc = cli_fail(ctx);
+    }
+    if (rc == CLI_OK) {
+        cli_print_warnings(ctx);
+        const train_plans_arg a = {(const ntp_train_plan *const *)plans, n, ntp_graph_name(g)};
+        rc = cli_write_output(ctx, output, write_train_plans, &a, fmt);
+        if (rc == CLI_OK && html)
+            rc = cli_write_output(ctx, html, write_train_plans_html, &a, NTP_FORMAT_TABLE);
+    }
+    for (int i = 0; i < count && gs && plans; i++) {
+        ntp_train_plan_free(plans[i]);
+        ntp_graph_free(gs[i]);
+    }
+    free(plans);
+    free(gs);
+    ntp_sweep_free(sw);
+    return rc;
+}
+
 typedef struct train_html_arg {
     const ntp_train_plan *p;
     const char *model;
@@ -126,7 +212,7 @@ int cmd_analyze(int argc, char **argv)
 {
     cli_topo_opts topo = {0};
     ntp_format fmt = NTP_FORMAT_TABLE;
-    const char *output = NULL, *train_html = NULL;
+    const char *output = NULL, *train_html = NULL, *batch_list = NULL;
     bool train = false;
     ntp_train_opts to;
     ntp_train_opts_init(&to);
@@ -139,7 +225,9 @@ int cmd_analyze(int argc, char **argv)
                  "intensity of every layer, without running anything.\n"
                  "\n"),
         CLI_OPT("set", 's', "NAME=VALUE", "override a <param> (repeatable)"),
-        CLI_OPT("batch", 'b', "N", "shorthand for --set batch=N"),
+        CLI_OPT("batch", 'b', "N",
+                "shorthand for --set batch=N; with --train a list N1,N2,...\n"
+                "plans each batch (one TBD memory bar each)"),
         CLI_OPT("precision", 'p', "P", "f32, bf16, f16 or i8 (bytes are counted at P)"),
         CLI_OPT("max-memory", 'M', "SIZE",
                 "refuse topologies needing more (default: physical RAM)"),
@@ -170,6 +258,12 @@ int cmd_analyze(int argc, char **argv)
     cli_getopt_state gs = {0};
     int opt, rc = CLI_USAGE;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
+        if (opt == 'b' && strchr(optarg, ',')) {
+            batch_list = optarg; /* read once --train is known */
+            continue;
+        }
+        if (opt == 'b')
+            batch_list = NULL; /* the last --batch holds */
         int r = cli_topo_option(&topo, opt, optarg);
         if (r == 0)
             r = phase_option(&po, opt, optarg);
@@ -197,6 +291,11 @@ int cmd_analyze(int argc, char **argv)
         default: rc = cli_option_end("analyze", opt, opts, 25); goto out;
         }
     }
+    if (batch_list && !train) {
+        cli_error("--batch %s: a list of batches is for analyze --train; give one N", batch_list);
+        rc = CLI_USAGE;
+        goto out;
+    }
     if (train_html && !train) {
         cli_error("--html is for analyze --train");
         rc = CLI_USAGE;
@@ -219,8 +318,14 @@ int cmd_analyze(int argc, char **argv)
             to.precision = lo.precision;
             lo.set_precision = false;
         }
-        if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
-            ntp_train_plan_make(ctx, g, &to, &tp) != NTP_STATUS_OK) {
+        if (batch_list) {
+            if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK)
+                rc = cli_fail(ctx);
+            else
+                rc = train_batches(ctx, argv[optind], g, lo, &to, batch_list, output, train_html,
+                                   fmt);
+        } else if (ntp_graph_load(ctx, argv[optind], &lo, &g) != NTP_STATUS_OK ||
+                   ntp_train_plan_make(ctx, g, &to, &tp) != NTP_STATUS_OK) {
             rc = cli_fail(ctx);
         } else {
             cli_print_warnings(ctx);
