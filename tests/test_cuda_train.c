@@ -30,14 +30,8 @@
 
 #include "backend/backend-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/train-vs-ref.h"
 #include "train/train-impl.h"
-
-ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
-                               bool input_grads, ntp_trainer **out);
-ntp_train_state *ntp__trainer_state(ntp_trainer *t);
-void ntp__trainer_ref_forward(ntp_trainer *t);
-ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
-                             double *times);
 
 static ntp_graph *load(ntp_ctx *ctx, const char *xml)
 {
@@ -50,66 +44,11 @@ static ntp_graph *load(ntp_ctx *ctx, const char *xml)
     return g;
 }
 
-/* One backward pass of xml on ref and on cuda, from the reference's
- * forward on both, twice (the second reuses the descriptors and buffers
- * the first built); every gradient compared; then `by` (name, engine
- * pairs) checked against the layers of a training run on cuda. */
+/* Each backward against the reference engine's (tv_backend_vs_ref), with
+ * the layers' `bwd by` checked on a training run on cuda. */
 static void cuda_vs_ref(const char *xml, const char *const *by, int n_by)
 {
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load(ctx, xml);
-    ntp_trainer *t[2] = {NULL, NULL};
-    double loss[2];
-    for (int k = 0; k < 2; k++) {
-        ntp_train_opts o;
-        ntp_train_opts_init(&o);
-        o.backend = k ? "cuda" : NULL;
-        if (ntp__trainer_new_ex(ctx, g, &o, true, &t[k]))
-            fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
-        ntp__trainer_ref_forward(t[k]);
-        if (ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL))
-            fail_msg("pass: %s", ntp_ctx_errmsg(ctx));
-        if (ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL))
-            fail_msg("second pass: %s", ntp_ctx_errmsg(ctx));
-    }
-    assert_true(loss[0] == loss[1]); /* the forward is the reference's in both */
-    ntp_train_state *a = ntp__trainer_state(t[0]), *b = ntp__trainer_state(t[1]);
-    int compared = 0;
-    for (int ti = 0; ti < g->n_tensors; ti++) {
-        if (!a->grad[ti])
-            continue;
-        assert_non_null(b->grad[ti]);
-        int64_t n = ntp_shape_numel(&g->tensors[ti].shape);
-        double most = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            most = fmax(most, fabs(a->grad[ti][i]));
-        for (int64_t i = 0; i < n; i++)
-            if (!(fabs(a->grad[ti][i] - b->grad[ti][i]) <= 1e-5 * most + 1e-8))
-                fail_msg("%s: %s grad[%lld]: cuda %.9g, ref %.9g (largest %.3g)", g->name,
-                         g->tensors[ti].name, (long long)i, b->grad[ti][i], a->grad[ti][i], most);
-        compared += most > 1e-4;
-    }
-    assert_true(compared >= 4);
-    ntp_train_result *r = NULL;
-    if (ntp_trainer_run(ctx, t[1], &r))
-        fail_msg("run: %s", ntp_ctx_errmsg(ctx));
-    assert_string_equal(r->backend, "cuda");
-    for (int k = 0; k < n_by; k += 2) {
-        int i = 0;
-        while (i < r->n_layers && strcmp(r->layers[i].name, by[k]) != 0)
-            i++;
-        if (i == r->n_layers)
-            fail_msg("%s: no layer '%s'", g->name, by[k]);
-        assert_non_null(r->layers[i].backward_by);
-        if (strcmp(r->layers[i].backward_by, by[k + 1]) != 0)
-            fail_msg("%s: layer '%s' backward on %s, expected %s", g->name, by[k],
-                     r->layers[i].backward_by, by[k + 1]);
-    }
-    ntp_train_result_free(r);
-    ntp_trainer_free(t[0]);
-    ntp_trainer_free(t[1]);
-    ntp_graph_free(g);
-    ntp_ctx_free(ctx);
+    tv_backend_vs_ref("cuda", xml, NTP_LOSS_CROSS_ENTROPY, true, 4, by, n_by, NULL);
 }
 
 /* Convolutions (stride 2 with an end padding below its begin, which

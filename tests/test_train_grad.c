@@ -16,14 +16,9 @@
 #include <cmocka.h>
 
 #include "ntprof/ntprof.h"
+#include "support/train-vs-ref.h"
 #include "train/train-impl.h"
 
-ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train_opts *o,
-                               bool input_grads, ntp_trainer **out);
-ntp_train_state *ntp__trainer_state(ntp_trainer *t);
-void ntp__trainer_ref_forward(ntp_trainer *t);
-ntp_status ntp__trainer_pass(ntp_ctx *ctx, ntp_trainer *t, bool backward, double *loss,
-                             double *times);
 void ntp__trainer_update(ntp_trainer *t, double *times);
 
 static ntp_graph *load(ntp_ctx *ctx, const char *xml)
@@ -488,73 +483,22 @@ static void test_ctc(void **state)
  * equals the reference engine's double within f32 rounding (1e-5 of the
  * tensor's largest, + 1e-8). The layers without a oneDNN backward fall
  * back to ref, and the result says which ran each layer. */
-static void onednn_vs_ref_loss(const char *xml, ntp_loss lossk, bool input_grads,
-                               const char *const *by, int n_by)
+/* The accessors' range on a training result: rows 0 .. count - 1 only,
+ * nothing from NULL; an f32 run has no f32 twin of its losses. */
+static void check_accessors(const ntp_train_result *r)
 {
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = load(ctx, xml);
-    ntp_trainer *t[2] = {NULL, NULL};
-    double loss[2];
-    for (int k = 0; k < 2; k++) {
-        ntp_train_opts o;
-        ntp_train_opts_init(&o);
-        o.loss = lossk;
-        o.backend = k ? "onednn" : NULL;
-        ntp_status st = ntp__trainer_new_ex(ctx, g, &o, input_grads, &t[k]);
-        if (st)
-            fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
-        /* The backward against the reference's on the same forward. */
-        ntp__trainer_ref_forward(t[k]);
-        if (ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL))
-            fail_msg("pass: %s", ntp_ctx_errmsg(ctx));
-        /* Again: oneDNN's primitives, kept from the first pass, run on
-         * the same values (no update between). */
-        assert_int_equal(ntp__trainer_pass(ctx, t[k], true, &loss[k], NULL), NTP_STATUS_OK);
-    }
-    assert_true(loss[0] == loss[1]); /* the forward is the reference's in both */
-    ntp_train_state *a = ntp__trainer_state(t[0]), *b = ntp__trainer_state(t[1]);
-    int compared = 0;
-    for (int ti = 0; ti < g->n_tensors; ti++) {
-        if (!a->grad[ti])
-            continue;
-        assert_non_null(b->grad[ti]);
-        int64_t n = ntp_shape_numel(&g->tensors[ti].shape);
-        double most = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            most = fmax(most, fabs(a->grad[ti][i]));
-        /* A gradient that is 0 in exact arithmetic (a bias before batch
-         * norm) is f32 rounding on oneDNN: the 1e-8 floor. */
-        for (int64_t i = 0; i < n; i++)
-            if (fabs(a->grad[ti][i] - b->grad[ti][i]) > 1e-5 * most + 1e-8)
-                fail_msg("%s: %s grad[%lld]: onednn %.9g, ref %.9g (largest %.3g)", g->name,
-                         g->tensors[ti].name, (long long)i, b->grad[ti][i], a->grad[ti][i], most);
-        compared += most > 1e-4;
-    }
-    assert_true(compared >= 6);
-    ntp_train_result *r = NULL;
-    assert_int_equal(ntp_trainer_run(ctx, t[1], &r), NTP_STATUS_OK);
-    assert_string_equal(ntp_train_result_backend(r), "onednn");
-    for (int k = 0; k < n_by; k += 2) {
-        int i = 0;
-        while (i < ntp_train_result_layer_count(r) &&
-               strcmp(ntp_train_result_layer(r, i)->name, by[k]) != 0)
-            i++;
-        assert_true(i < ntp_train_result_layer_count(r));
-        assert_non_null(ntp_train_result_layer(r, i)->backward_by);
-        assert_string_equal(ntp_train_result_layer(r, i)->backward_by, by[k + 1]);
-    }
-    /* The accessors' range: rows 0 .. count - 1 only, nothing from NULL. */
     assert_null(ntp_train_result_layer(r, ntp_train_result_layer_count(r)));
     assert_null(ntp_train_result_layer(r, -1));
     assert_int_equal(ntp_train_result_layer_count(NULL), 0);
     assert_null(ntp_train_result_losses(NULL));
-    assert_null(ntp_train_result_losses_f32(r)); /* f32: no f32 twin */
+    assert_null(ntp_train_result_losses_f32(r));
     assert_non_null(ntp_train_result_step(r));
-    ntp_train_result_free(r);
-    ntp_trainer_free(t[0]);
-    ntp_trainer_free(t[1]);
-    ntp_graph_free(g);
-    ntp_ctx_free(ctx);
+}
+
+static void onednn_vs_ref_loss(const char *xml, ntp_loss lossk, bool input_grads,
+                               const char *const *by, int n_by)
+{
+    tv_backend_vs_ref("onednn", xml, lossk, input_grads, 6, by, n_by, check_accessors);
 }
 
 static void onednn_vs_ref(const char *xml, const char *const *by, int n_by)
