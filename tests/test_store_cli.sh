@@ -144,4 +144,33 @@ for l in r["layers"]:
 assert placed >= 3, placed
 PYEOF
 
+# A history of the previous schema (8: no calibration samples) holding these
+# ceilings: the run that records migrates it before it reads, so the first
+# run already has its roofline (it used to warn "an older history" and run
+# without one, then migrate when recording). A run that fails to load its
+# topology still migrates (as recording would), and `history` reads it.
+cp "$DB" "$T/v8.db"
+$PY - "$T/v8.db" <<'PYEOF' && ok || bad "making a schema-8 history"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA journal_mode = DELETE")
+c.execute("DROP TABLE calibration_samples")
+c.execute("PRAGMA user_version = 8")
+c.commit()
+c.close()
+PYEOF
+expect_exit 1 "$NTPROF" history --db "$T/v8.db"
+expect_in_err "an older history"
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$T/v8.db" --format json -o "$T/r8.json"
+grep -q "older history" "$T/err" && bad "the recording run read the old schema: $(cat "$T/err")" || ok
+$PY - "$T/r8.json" "$T/v8.db" <<'PYEOF' && ok || bad "roofline on the first run after a schema change"
+import json, sqlite3, sys
+r = json.load(open(sys.argv[1]))
+assert r.get("roofline") and r["roofline"]["peak_gflops"] > 0, r.get("roofline")
+c = sqlite3.connect(sys.argv[2])
+assert c.execute("PRAGMA user_version").fetchone()[0] > 8
+assert c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'calibration_samples'").fetchone()[0] == 1
+PYEOF
+expect_exit 0 "$NTPROF" history --db "$T/v8.db"
+
 finish

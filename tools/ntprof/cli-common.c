@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <getopt.h>
 
@@ -276,6 +277,24 @@ ntp_output_path cli_db_output(ntp_ctx *ctx, const char *db, bool use_db, char *b
     else if (ntp_store_default_path(ctx, buf, len) == NTP_STATUS_OK)
         o.path = buf; /* else the error stays in ctx for the caller's warning */
     return o;
+}
+
+void cli_db_migrate(ntp_ctx *ctx, const char *db)
+{
+    ntp_store *s;
+    if (!db || ntp_store_is_url(db) || access(db, F_OK) != 0)
+        return;
+    /* Read-only first: a current history is not touched (no journal
+     * mode set, nothing written by a run that then fails). Unsupported
+     * is an older or a newer schema: the writer migrates the first and
+     * refuses the second, which the read that follows reports. */
+    ntp_status st = ntp_store_open(ctx, db, NTP_STORE_READ_ONLY, &s);
+    if (st == NTP_STATUS_UNSUPPORTED)
+        st = ntp_store_open(ctx, db, NTP_STORE_CREATE, &s);
+    if (st == NTP_STATUS_OK)
+        ntp_store_close(s);
+    else
+        ntp_ctx_clear(ctx);
 }
 
 int cli_write_output(ntp_ctx *ctx, const char *path, cli_writer w, const void *arg, ntp_format fmt)

@@ -172,6 +172,14 @@ int cli_check_outputs(ntp_ctx *ctx, const ntp_output_path *outs, int n_out,
  * in buf), and no path with --no-db or when there is no default (the
  * reason left in ctx). */
 ntp_output_path cli_db_output(ntp_ctx *ctx, const char *db, bool use_db, char *buf, size_t len);
+/* Before a command that will record reads the history at db (ceilings,
+ * calibrations): an existing SQLite history of an older schema is migrated
+ * now, as the recording would migrate it, so that what is read first is
+ * read (opened read-only, an older history is refused). A missing file is
+ * not created, a URL is left to the reader (it opens a shared store for
+ * writing), and a history that cannot be written is left as it is: the
+ * read that follows says why. */
+void cli_db_migrate(ntp_ctx *ctx, const char *db);
 
 /* Progress on a terminal (cli-progress.c): one line on stderr, redrawn in
  * place, shown only when stderr is a terminal; nothing otherwise. */

@@ -408,6 +408,8 @@ int cmd_run(int argc, char **argv)
     /* A shared store (a URL) that cannot be reached fails the run before
      * anything is measured: a cluster's task must not look done. */
     bool shared_db = use_db && db && ntp_store_is_url(db) && !tool_child;
+    if (use_db && record && !tool_child)
+        cli_db_migrate(ctx, db);
     if (use_db && db &&
         ntp_store_find_ceilings(ctx, db, &ceilings, &have_ceilings) != NTP_STATUS_OK) {
         if (shared_db) {
