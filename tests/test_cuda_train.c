@@ -253,6 +253,50 @@ static void test_forward(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Mixed precision on CUDA: conv and fc run their backward on the GPU as
+ * f32 kernels reading the bf16 values (the backward does not honour
+ * ntp_backward_args.bf16), so each reports an f32 backward, where oneDNN's
+ * bf16 primitives report bf16 (test_train_cli). */
+static void test_mixed_label(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = load(ctx, "<topology name='mix' precision='f32' batch='4'>"
+                             "<input name='x' shape='4,3,8,8' dtype='f32'/>"
+                             "<conv name='c1' filters='4' kernel='3' pad='1'/><relu name='r1'/>"
+                             "<flatten name='fl'/><fc name='fc' units='5'/></topology>");
+    const ntp_backend_i *be = ntp__backend_find("cuda");
+    ntp_train_opts o;
+    ntp_train_opts_init(&o);
+    o.backend = "cuda";
+    o.steps = 1;
+    o.precision = NTP_DTYPE_BF16;
+    ntp_trainer *t = NULL;
+    ntp_train_result *r = NULL;
+    if (ntp_trainer_new(ctx, g, &o, &t) || ntp_trainer_run(ctx, t, &r))
+        fail_msg("trainer: %s", ntp_ctx_errmsg(ctx));
+    int seen = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const char *name = r->layers[i].name;
+        if (strcmp(name, "c1") != 0 && strcmp(name, "fc") != 0)
+            continue;
+        int k = ntp__graph_find_node(g, name);
+        assert_true(k >= 0);
+        const ntp_node *n = &g->nodes[k];
+        assert_true(ntp__be_supports_backward(be, g, n));
+        assert_false(ntp__be_backward_bf16(be, g, n));
+        assert_string_equal(r->layers[i].backward_by, "cuda");
+        assert_non_null(r->layers[i].backward_precision);
+        assert_string_equal(r->layers[i].backward_precision, "f32");
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    ntp_train_result_free(r);
+    ntp_trainer_free(t);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* Without a device: `train --backend cuda` is refused with the probe's
  * reason, on one line, and the backend claims no layer's backward or
  * training forward. */
@@ -304,7 +348,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_fc),      cmocka_unit_test(test_pooling),
         cmocka_unit_test(test_norm_softmax), cmocka_unit_test(test_matmul),
-        cmocka_unit_test(test_forward),
+        cmocka_unit_test(test_forward),      cmocka_unit_test(test_mixed_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

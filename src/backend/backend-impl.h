@@ -300,6 +300,11 @@ typedef struct ntp_backend_i {
      * NULL: none. */
     bool (*supports_backward)(const ntp_graph *g, const ntp_node *n);
     ntp_status (*backward)(ntp_ctx *ctx, void *state, const ntp_backward_args *a);
+    /* In mixed precision, a conv's and an fc's backward runs the backend's
+     * bf16 primitives where supports() takes the layer at bf16 (it honours
+     * ntp_backward_args.bf16). false: its f32 kernels read the bf16
+     * values, and the trainer reports that backward as f32. */
+    bool backward_bf16;
     /* Has the backend a training forward for layer n (ntp_train_fwd_args)?
      * The trainer runs every other layer's forward on its reference
      * engine. NULL: none. */
@@ -370,6 +375,10 @@ bool ntp__be_is_device(const ntp_backend_i *be);
 /* Training: whether be has a backward for n (false when the slot is
  * NULL), and running it. */
 bool ntp__be_supports_backward(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n);
+/* Whether n's backward on be runs bf16 primitives in mixed precision: a
+ * conv or an fc be has a backward for and supports at bf16, on a backend
+ * whose backward honours ntp_backward_args.bf16 (backward_bf16). */
+bool ntp__be_backward_bf16(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n);
 ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
                             const ntp_backward_args *a);
 /* Training: whether be has a training forward for n, and running it. */

@@ -208,6 +208,12 @@ bool ntp__be_supports_backward(const ntp_backend_i *be, const ntp_graph *g, cons
     return be->supports_backward && be->backward && be->supports_backward(g, n);
 }
 
+bool ntp__be_backward_bf16(const ntp_backend_i *be, const ntp_graph *g, const ntp_node *n)
+{
+    return be->backward_bf16 && (n->op == NTP_OP_CONV || n->op == NTP_OP_FC) &&
+           ntp__be_supports_backward(be, g, n) && ntp__be_supports(be, g, n, NTP_DTYPE_BF16);
+}
+
 ntp_status ntp__be_backward(const ntp_backend_i *be, ntp_ctx *ctx, void *state,
                             const ntp_backward_args *a)
 {

@@ -1043,12 +1043,12 @@ static float *to_f32(const double *d, int64_t c)
 }
 
 /* Whether n's backward runs the backend's bf16 primitive: in mixed
- * precision, a conv or an fc the backend supports at bf16 (oneDNN 2.6: from
- * AVX512_CORE on; elsewhere its f32 primitive on the bf16 values). */
+ * precision, a conv or an fc the backend runs at bf16 (oneDNN 2.6: from
+ * AVX512_CORE on; elsewhere, and on CUDA, the f32 kernels on the bf16
+ * values). */
 static bool bf16_backward(const ntp_trainer *t, const ntp_node *n)
 {
-    return mixed(t) && (n->op == NTP_OP_CONV || n->op == NTP_OP_FC) && on_backend(t, n) &&
-           ntp__be_supports(t->be, t->g, n, NTP_DTYPE_BF16);
+    return mixed(t) && on_backend(t, n) && ntp__be_backward_bf16(t->be, t->g, n);
 }
 
 /* The f32 statistics a norm's backward reads from the saved state: the

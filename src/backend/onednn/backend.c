@@ -434,6 +434,7 @@ const ntp_backend_i ntp__backend_onednn = {
     .execute_step = onednn_execute_step,
     /* Training (backward.c). */
     .supports_backward = ntp__odnn_supports_backward,
+    .backward_bf16 = true,
     .backward = ntp__odnn_backward,
     .supports_train_forward = ntp__odnn_supports_train_forward,
     .train_forward = ntp__odnn_train_forward,
