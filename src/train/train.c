@@ -742,12 +742,13 @@ static ntp_status add_backward(ntp_ctx *ctx, ntp_trainer *t, const ntp_node *n)
         int i = n->in[k];
         if (!t->s.grad[i])
             continue;
+        /* The first contribution is written where grad_out puts it (the
+         * f32 gradient itself); a later one is added from dy directly. */
         if (t->gst[i] == G_ZERO) {
-            float *f = grad_f32_buffer(t, i);
+            float *f = grad_out(t, i, 0);
             if (!f)
                 return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
             memcpy(f, dy, (size_t)c * sizeof *f);
-            t->gst[i] = G_F;
         } else {
             grad_added(t, i, dy);
         }
