@@ -427,6 +427,40 @@ static void test_predict_rnn_terms(void **state)
     assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-7, 1e-12);
     assert_close(l->overhead_ms, 1e-3, 1e-12);
     assert_close(l->predicted_ms, in + 1e-3 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
+    /* A kernel that multiplies each step's input by W with the recurrent
+     * product (oneDNN's brgemm cell) reads W and B (2560 B) at each of the
+     * 10 steps with R: 2880 + 41600 + 9 x 2560 = 67520 B, every FLOP
+     * (35840) under the rnn family, at the level one direction's W, B and
+     * R (6656 B) stay in: twice that is past L1's 10000, so DRAM. */
+    double merged = l->predicted_ms;
+    double step = 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 6.752e-6);
+    assert_close(l->rnn.merged_ms, merged, 1e-12);
+    assert_close(l->rnn.merged_input_gemm_ms, in, 1e-12);
+    assert_close(l->rnn.per_step_ms, step, 1e-12);
+    /* Beside a run, the kernel the run chose picks one, with its
+     * correction on the whole of a per-step layer and on the recurrent
+     * part alone of a merged one. */
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_RNN, .impl = "brgemm", .samples = 2, .scale = 1.5};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_RNN, .impl = "ref:lstm", .samples = 2, .scale = 3};
+    cal.n_impls = 2;
+    ntp_prediction_free(p);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    ntp_layer_result row = {.name = "rec", .kind = "layer", .impl = "brgemm"};
+    row.time_ms.median = 0.01;
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = &row;
+    r.n_layers = 1;
+    r.threads = 1;
+    r.end_to_end_ms.median = 0.01;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(row.predicted_ms, 1.5 * step, 1e-12);
+    row.impl = "ref";
+    ntp_prediction_apply(p, &r, false);
+    assert_close(row.predicted_ms, in + 3 * (merged - in), 1e-12);
+    cal.n_impls = 0;
     ntp_prediction_free(p);
     /* R must fit in half the level (what its triad ran at): at a capacity
      * of 8000 its 4096 B are read from DRAM at every step (10 GB/s), the

@@ -300,6 +300,16 @@ typedef struct ntp_layer_prediction {
      * coefficients (part of compute_ms; the correction is not applied to
      * it); 0 for every other layer. */
     double input_gemm_ms;
+    /* A recurrent layer under its backend's calibration, uncorrected, by
+     * how a kernel runs its input GEMM: once over the sequence (merged_ms,
+     * that GEMM merged_input_gemm_ms of it, under the fc family), or with
+     * the recurrent product at every step, the input weights read again at
+     * each (per_step_ms: oneDNN's brgemm cell). The plan's or the run's
+     * kernel picks one (docs/predict.md, recurrent layers); 0 for every
+     * other layer. */
+    struct {
+        double merged_ms, merged_input_gemm_ms, per_step_ms;
+    } rnn;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those

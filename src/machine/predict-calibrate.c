@@ -417,7 +417,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     if (!st && li < 0)
         st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: no layer L in %s", c->xml);
     if (!st)
-        ntp__predict_features(g, a, li, cal, f);
+        ntp__predict_features(g, a, li, cal, NULL, f);
     /* Over the budget: left out, not timed (*seconds stays 0). */
     if (!st && max_flops > 0 && f->flops > max_flops) {
         *seconds = 0;
@@ -465,6 +465,10 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
             tm->reorder_s[tm->n_reorders++] = l->time_ms.median / 1e3;
         }
     }
+    /* A recurrent layer's terms as the kernel that ran it runs its input
+     * GEMM (ntp__predict_rnn_per_step). */
+    if (!st && ntp__predict_rnn_per_step(tm->impl))
+        ntp__predict_features(g, a, li, cal, tm->impl, f);
     ntp_run_result_free(r);
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -864,7 +868,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
     int li = ok ? ntp_graph_layer_find(g, "L") : -1;
     if (li >= 0) {
         ntp__pfeat f;
-        ntp__predict_features(g, a, li, cal, &f);
+        ntp__predict_features(g, a, li, cal, x->impl, &f);
         snprintf(x->level, sizeof x->level, "%s", f.level ? f.level : "");
         x->flops = f.flops;
         x->bytes = f.bytes;
