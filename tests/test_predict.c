@@ -484,6 +484,64 @@ static void test_predict_rnn_terms(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The inlays have a family each, fitted on the design's timings of them
+ * (docs/predict.md). MFCC of 720 samples, window 400, hop 160: 3 frames of
+ * 5 x 512 x 9 (the FFT) + 3 x 400 + 2 x 26 x 257 + 2 x 26 x 26 = 38956
+ * FLOPs, 116868 in all; traffic 2880 + 312 = 3192 B, past L1's 1000: DRAM
+ * (10 GB/s). CTC beam decoding of [10, 1, 29] with a beam of 4: 5 x 290 x
+ * 4 = 5800 FLOPs, 1160 + 40 = 1200 B, DRAM. At 10 GFLOP/s and fc's
+ * coefficients (1 us, 2, 0.5). */
+static const char mfcc_xml[] =
+    "<topology name=\"i\" precision=\"f32\"><input name=\"a\" shape=\"1,720\" dtype=\"f32\"/>"
+    "<mfcc name=\"m\" sample_rate=\"16000\" window=\"400\" hop=\"160\" fft=\"512\" "
+    "mel_bands=\"26\" coefficients=\"26\" context=\"0\"/></topology>";
+static const char ctc_xml[] =
+    "<topology name=\"c\" precision=\"f32\"><input name=\"z\" shape=\"10,1,29\" dtype=\"f32\"/>"
+    "<ctc_decode name=\"d\" mode=\"beam\" beam_width=\"4\"/></topology>";
+
+static void test_predict_inlays(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    static const struct {
+        const char *xml;
+        ntp_predict_family family;
+        int64_t flops, bytes;
+        double ms;
+    } cases[] = {
+        {mfcc_xml, NTP_PREDICT_FAMILY_MFCC, 116868, 3192,
+         1e3 * (1e-6 + 2 * 116868 / 10e9 + 0.5 * 3192 / 10e9)},
+        {ctc_xml, NTP_PREDICT_FAMILY_CTC, 5800, 1200,
+         1e3 * (1e-6 + 2 * 5800 / 10e9 + 0.5 * 1200 / 10e9)},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ntp_graph *g = NULL;
+        assert_int_equal(
+            ntp_graph_load_xml_memory(ctx, cases[c].xml, strlen(cases[c].xml), "i", NULL, &g), 0);
+        /* Without the family: not predicted, and said so. */
+        cal.family[cases[c].family].calibrated = false;
+        ntp_prediction *p = NULL;
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        assert_int_equal(p->layers[0].family, cases[c].family);
+        assert_false(isfinite(p->layers[0].predicted_ms));
+        assert_non_null(strstr(p->uncalibrated, ntp_predict_family_name(cases[c].family)));
+        ntp_prediction_free(p);
+        cal.family[cases[c].family] = cal.family[NTP_PREDICT_FAMILY_FC];
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        const ntp_layer_prediction *l = &p->layers[0];
+        assert_int_equal(l->flops, cases[c].flops);
+        assert_int_equal(l->bytes, cases[c].bytes);
+        assert_string_equal(l->level, "DRAM");
+        assert_close(l->predicted_ms, cases[c].ms, 1e-12);
+        assert_close(p->total_ms, cases[c].ms, 1e-12);
+        ntp_prediction_free(p);
+        ntp_graph_free(g);
+    }
+    ntp_ctx_free(ctx);
+}
+
 /* A calibration prices one precision: a bf16 topology against an f32
  * calibration is refused, naming both. */
 static void test_predict_precision_mismatch(void **state)
@@ -937,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_quick_roundtrip),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_inlays),
         cmocka_unit_test(test_predict_precision_mismatch),
         cmocka_unit_test(test_apply_by_hand),
         cmocka_unit_test(test_predict_placed),

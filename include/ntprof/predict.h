@@ -50,7 +50,9 @@ extern "C" {
     F(NORM,      "norm")       /* batchnorm, layernorm, softmax */          \
     F(RNN,       "rnn")        /* lstm, gru, rnn cells over a sequence */   \
     F(ATTENTION, "attention")                                                \
-    F(COPY,      "copy")       /* concat, split, transpose, pad, slice */
+    F(COPY,      "copy")       /* concat, split, transpose, pad, slice */  \
+    F(MFCC,      "mfcc")       /* the mfcc inlay */                         \
+    F(CTC,       "ctc_decode") /* the ctc_decode inlay */
 // clang-format on
 
 typedef enum ntp_predict_family {
@@ -61,8 +63,8 @@ typedef enum ntp_predict_family {
     /* Layers with no work of their own (reshape, flatten, dropout,
      * constant): predicted 0. */
     NTP_PREDICT_FAMILY_FREE = NTP_PREDICT_FAMILY_COUNT,
-    /* Layers no family covers (the mfcc and ctc_decode inlays): listed,
-     * not predicted. */
+    /* Layers no family covers (an op of class NONE; none has it since the
+     * inlays have their family): listed, not predicted. */
     NTP_PREDICT_FAMILY_NONE
 } ntp_predict_family;
 

@@ -316,6 +316,28 @@ static bool build_design(design *d)
                   "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/>"
                   "<attention name=\"L\" heads=\"%d\"/>",
                   att[i][0], att[i][1], att[i][2], att[i][3]);
+    /* The inlays, which every backend hands to ref: MFCC by frames and its
+     * parameters (window, hop, FFT size, mel bands, coefficients, context;
+     * DeepSpeech's 400, 160, 512, 26, 26, 9 at three lengths), CTC decoding
+     * of [T, 1, 29] logits by steps and beam width. Their FLOPs count an
+     * FFT per frame and the beam's candidates per step (ops.md), so the
+     * family's fit prices them from their parameters. */
+    static const int mf[][7] = {{100, 400, 160, 512, 26, 26, 9}, {200, 400, 160, 512, 26, 26, 9},
+                                {400, 400, 160, 512, 26, 26, 9}, {100, 800, 320, 1024, 40, 13, 0},
+                                {50, 256, 128, 256, 20, 13, 5},  {300, 400, 160, 512, 40, 20, 0}};
+    for (size_t i = 0; i < sizeof mf / sizeof mf[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_MFCC, mf[i][0] <= 100,
+                  "<input name=\"x\" shape=\"1,%d\" dtype=\"f32\"/><mfcc name=\"L\" "
+                  "sample_rate=\"16000\" window=\"%d\" hop=\"%d\" fft=\"%d\" "
+                  "mel_bands=\"%d\" coefficients=\"%d\" context=\"%d\"/>",
+                  (mf[i][0] - 1) * mf[i][2] + mf[i][1], mf[i][1], mf[i][2], mf[i][3], mf[i][4],
+                  mf[i][5], mf[i][6]);
+    static const int ctc[][2] = {{100, 16}, {200, 16}, {100, 64}, {400, 4}, {50, 1}, {300, 32}};
+    for (size_t i = 0; i < sizeof ctc / sizeof ctc[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_CTC, ctc[i][0] <= 100,
+                  "<input name=\"x\" shape=\"%d,1,29\" dtype=\"f32\"/>"
+                  "<ctc_decode name=\"L\" mode=\"beam\" beam_width=\"%d\"/>",
+                  ctc[i][0], ctc[i][1]);
     return ok;
 }
 

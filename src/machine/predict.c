@@ -59,6 +59,8 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_PREDICT_RNN: return NTP_PREDICT_FAMILY_RNN;
     case NTP_OP_PREDICT_ATTENTION: return NTP_PREDICT_FAMILY_ATTENTION;
     case NTP_OP_PREDICT_COPY: return NTP_PREDICT_FAMILY_COPY;
+    case NTP_OP_PREDICT_MFCC: return NTP_PREDICT_FAMILY_MFCC;
+    case NTP_OP_PREDICT_CTC: return NTP_PREDICT_FAMILY_CTC;
     case NTP_OP_PREDICT_FREE: return NTP_PREDICT_FAMILY_FREE;
     case NTP_OP_PREDICT_NONE: return NTP_PREDICT_FAMILY_NONE;
     }
@@ -809,7 +811,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         p->n_unpredicted++;
         if (f.family == NTP_PREDICT_FAMILY_NONE) {
             missing[f.family] = true;
-            snprintf(l->note, sizeof l->note, "n/a: %s has no family (an inlay)", l->type);
+            snprintf(l->note, sizeof l->note, "n/a: %s has no family", l->type);
         } else if (chosen < 0) {
             snprintf(l->note, sizeof l->note, "n/a: not calibrated for %s", l->backend);
             if (!strstr(not_cal, l->backend) &&
