@@ -58,12 +58,12 @@
     X(MUL,               "mul",               LAYER, 2, 8, binary,           binary,                 DEFAULT,     ELTWISE,    PRODUCT,  MUL,           NARY,          "Mul") \
     X(CONCAT,            "concat",            LAYER, 1, 8, concat,           move,                   DEFAULT,     COPY,       MOVE,     CAT,           SIMPLE,        "Concat") \
     X(SPLIT,             "split",             LAYER, 1, 1, split,            move,                   DEFAULT,     COPY,       MOVE,     NONE,          SPLIT,         "Split") \
-    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
-    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
+    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
+    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
     X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   DEFAULT,     COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
     X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   DEFAULT,     COPY,       MOVE,     NONE,          PAD,           "Pad") \
     X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   NORMAL,      COPY,       EMBEDDING, EMBEDDING,     EMBEDDING,     "Gather") \
-    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   DEFAULT,     FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
+    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   DEFAULT,     COPY,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
     X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      LSTM,          RNN,           "LSTM") \
     X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      GRU,           RNN,           "GRU") \
     X(RNN,               "rnn",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      RNN,           RNN,           "RNN") \

@@ -208,6 +208,11 @@ static bool build_design(design *d)
         ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
                   IN4 "<slice name=\"L\" starts=\"0\" ends=\"%d\" axes=\"1\"/>", c, hw, hw, c / 2);
         ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 "<sigmoid name=\"L\"/>", c, hw, hw);
+        /* A reshape (ShuffleNet's view before its channel shuffle): every
+         * backend copies it (ref's memcpy, oneDNN's reorder into a plain
+         * output, XNNPACK's copy_nc), with a kernel of its own. */
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  IN4 "<reshape name=\"L\" shape=\"1,2,%d,%d,%d\"/>", c, hw, hw, c / 2, hw, hw);
     }
     /* Normalisation. */
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
@@ -237,6 +242,10 @@ static bool build_design(design *d)
                       c, hw, hw, c, hw, hw);
             ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
                       IN4 "<split name=\"L\" axis=\"1\" parts=\"2\"/>", c, hw, hw);
+            /* A reshape of a conv's output: oneDNN writes its blocked or
+             * NHWC layout plain. */
+            ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                      IN4 "<reshape name=\"L\" shape=\"1,2,%d,%d,%d\"/>", c, hw, hw, c / 2, hw, hw);
         }
         if (hw >= 28)
             ok &= add(d, NTP_PREDICT_FAMILY_POOL, false,

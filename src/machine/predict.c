@@ -560,7 +560,8 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
 }
 
 /* What a pass of g touches between two uses of one layer's weights: every
- * layer's weights and output (a reshape's is a view of its input). */
+ * layer's weights and output (a reshape's too: every backend copies it),
+ * but a constant's, whose data is counted where it is read. */
 static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
 {
     int64_t b = 0;
