@@ -118,14 +118,15 @@ static void test_predict_formula(void **state)
     assert_int_equal(b->bytes, 21760);
     assert_string_equal(b->level, "DRAM");
     assert_close(b->predicted_ms, 1e-3 + 1e3 * (2 * 33792 / 10e9 + 0.5 * 21760 / 10e9), 1e-12);
-    /* relu is eltwise, not calibrated: listed, not predicted; reshape is
-     * free. */
+    /* relu is eltwise, not calibrated: listed, not predicted. The reshape
+     * is a copy (every backend copies it): without a copy fit at the
+     * bandwidth alone, its input and output (4096 B each) from DRAM. */
     assert_true(isnan(p->layers[1].predicted_ms));
-    assert_int_equal(p->layers[3].family, NTP_PREDICT_FAMILY_FREE);
-    assert_true(p->layers[3].predicted_ms == 0);
+    assert_int_equal(p->layers[3].family, NTP_PREDICT_FAMILY_COPY);
+    assert_close(p->layers[3].predicted_ms, 1e3 * 8192 / 10e9, 1e-12);
     assert_int_equal(p->n_unpredicted, 1);
     assert_string_equal(p->uncalibrated, "eltwise");
-    assert_close(p->total_ms, s->predicted_ms + b->predicted_ms, 1e-12);
+    assert_close(p->total_ms, s->predicted_ms + b->predicted_ms + 1e3 * 8192 / 10e9, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -203,11 +204,11 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_int_equal(ntp_run(ctx, g, &ro, &r), 0);
     ntp_prediction_apply(p, r, false);
     assert_true(r->prediction.available);
-    assert_int_equal(r->prediction.n_compared, 2);
+    assert_int_equal(r->prediction.n_compared, 3);
     int predicted = 0;
     for (int i = 0; i < r->n_layers; i++)
         predicted += r->layers[i].predicted;
-    assert_int_equal(predicted, 2);
+    assert_int_equal(predicted, 3);
     assert_close(r->prediction.predicted_ms, p->total_ms, 1e-12);
     assert_string_equal(r->prediction.uncalibrated, "eltwise");
     char *buf = NULL;
@@ -427,6 +428,40 @@ static void test_predict_rnn_terms(void **state)
     assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-7, 1e-12);
     assert_close(l->overhead_ms, 1e-3, 1e-12);
     assert_close(l->predicted_ms, in + 1e-3 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
+    /* A kernel that multiplies each step's input by W with the recurrent
+     * product (oneDNN's brgemm cell) reads W and B (2560 B) at each of the
+     * 10 steps with R: 2880 + 41600 + 9 x 2560 = 67520 B, every FLOP
+     * (35840) under the rnn family, at the level one direction's W, B and
+     * R (6656 B) stay in: twice that is past L1's 10000, so DRAM. */
+    double merged = l->predicted_ms;
+    double step = 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 6.752e-6);
+    assert_close(l->rnn.merged_ms, merged, 1e-12);
+    assert_close(l->rnn.merged_input_gemm_ms, in, 1e-12);
+    assert_close(l->rnn.per_step_ms, step, 1e-12);
+    /* Beside a run, the kernel the run chose picks one, with its
+     * correction on the whole of a per-step layer and on the recurrent
+     * part alone of a merged one. */
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_RNN, .impl = "brgemm", .samples = 2, .scale = 1.5};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_RNN, .impl = "ref:lstm", .samples = 2, .scale = 3};
+    cal.n_impls = 2;
+    ntp_prediction_free(p);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    ntp_layer_result row = {.name = "rec", .kind = "layer", .impl = "brgemm"};
+    row.time_ms.median = 0.01;
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = &row;
+    r.n_layers = 1;
+    r.threads = 1;
+    r.end_to_end_ms.median = 0.01;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(row.predicted_ms, 1.5 * step, 1e-12);
+    row.impl = "ref";
+    ntp_prediction_apply(p, &r, false);
+    assert_close(row.predicted_ms, in + 3 * (merged - in), 1e-12);
+    cal.n_impls = 0;
     ntp_prediction_free(p);
     /* R must fit in half the level (what its triad ran at): at a capacity
      * of 8000 its 4096 B are read from DRAM at every step (10 GB/s), the
@@ -447,6 +482,64 @@ static void test_predict_rnn_terms(void **state)
     assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The inlays have a family each, fitted on the design's timings of them
+ * (docs/predict.md). MFCC of 720 samples, window 400, hop 160: 3 frames of
+ * 5 x 512 x 9 (the FFT) + 3 x 400 + 2 x 26 x 257 + 2 x 26 x 26 = 38956
+ * FLOPs, 116868 in all; traffic 2880 + 312 = 3192 B, past L1's 1000: DRAM
+ * (10 GB/s). CTC beam decoding of [10, 1, 29] with a beam of 4: 5 x 290 x
+ * 4 = 5800 FLOPs, 1160 + 40 = 1200 B, DRAM. At 10 GFLOP/s and fc's
+ * coefficients (1 us, 2, 0.5). */
+static const char mfcc_xml[] =
+    "<topology name=\"i\" precision=\"f32\"><input name=\"a\" shape=\"1,720\" dtype=\"f32\"/>"
+    "<mfcc name=\"m\" sample_rate=\"16000\" window=\"400\" hop=\"160\" fft=\"512\" "
+    "mel_bands=\"26\" coefficients=\"26\" context=\"0\"/></topology>";
+static const char ctc_xml[] =
+    "<topology name=\"c\" precision=\"f32\"><input name=\"z\" shape=\"10,1,29\" dtype=\"f32\"/>"
+    "<ctc_decode name=\"d\" mode=\"beam\" beam_width=\"4\"/></topology>";
+
+static void test_predict_inlays(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    static const struct {
+        const char *xml;
+        ntp_predict_family family;
+        int64_t flops, bytes;
+        double ms;
+    } cases[] = {
+        {mfcc_xml, NTP_PREDICT_FAMILY_MFCC, 116868, 3192,
+         1e3 * (1e-6 + 2 * 116868 / 10e9 + 0.5 * 3192 / 10e9)},
+        {ctc_xml, NTP_PREDICT_FAMILY_CTC, 5800, 1200,
+         1e3 * (1e-6 + 2 * 5800 / 10e9 + 0.5 * 1200 / 10e9)},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ntp_graph *g = NULL;
+        assert_int_equal(
+            ntp_graph_load_xml_memory(ctx, cases[c].xml, strlen(cases[c].xml), "i", NULL, &g), 0);
+        /* Without the family: not predicted, and said so. */
+        cal.family[cases[c].family].calibrated = false;
+        ntp_prediction *p = NULL;
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        assert_int_equal(p->layers[0].family, cases[c].family);
+        assert_false(isfinite(p->layers[0].predicted_ms));
+        assert_non_null(strstr(p->uncalibrated, ntp_predict_family_name(cases[c].family)));
+        ntp_prediction_free(p);
+        cal.family[cases[c].family] = cal.family[NTP_PREDICT_FAMILY_FC];
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        const ntp_layer_prediction *l = &p->layers[0];
+        assert_int_equal(l->flops, cases[c].flops);
+        assert_int_equal(l->bytes, cases[c].bytes);
+        assert_string_equal(l->level, "DRAM");
+        assert_close(l->predicted_ms, cases[c].ms, 1e-12);
+        assert_close(p->total_ms, cases[c].ms, 1e-12);
+        ntp_prediction_free(p);
+        ntp_graph_free(g);
+    }
     ntp_ctx_free(ctx);
 }
 
@@ -488,6 +581,8 @@ static void test_apply_by_hand(void **state)
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     double ps = p->layers[0].predicted_ms, pb = p->layers[2].predicted_ms;
+    double pv = p->layers[3].predicted_ms;
+    assert_close(pv, 1e3 * 8192 / 10e9, 1e-12);
     static const char *const names[] = {"small", "act", "big", "view"};
     static const double ms[] = {0.010, 0.004, 0.020, 0.0001};
     ntp_layer_result rows[4];
@@ -507,16 +602,16 @@ static void test_apply_by_hand(void **state)
     const ntp_run_prediction *s = &r.prediction;
     assert_true(s->available);
     assert_close(s->unpredicted_ms, 0.004, 1e-12);
-    assert_close(s->predicted_ms, ps + pb, 1e-12);
-    assert_close(s->error, (ps + pb - 0.05) / 0.05, 1e-9);
-    assert_close(s->covered_error, (ps + pb - 0.046) / 0.046, 1e-9);
+    assert_close(s->predicted_ms, ps + pb + pv, 1e-12);
+    assert_close(s->error, (ps + pb + pv - 0.05) / 0.05, 1e-9);
+    assert_close(s->covered_error, (ps + pb + pv - 0.046) / 0.046, 1e-9);
     assert_true(s->threads_differ);
     assert_int_equal(s->calibration_threads, 2);
     assert_int_equal(s->run_threads, 1);
-    /* small and big compared, act not predicted, view free. */
-    assert_int_equal(s->n_compared, 2);
-    assert_true(rows[0].predicted && rows[2].predicted);
-    assert_false(rows[1].predicted || rows[3].predicted);
+    /* small, big and view compared, act not predicted. */
+    assert_int_equal(s->n_compared, 3);
+    assert_true(rows[0].predicted && rows[2].predicted && rows[3].predicted);
+    assert_false(rows[1].predicted);
     ntp_prediction_free(p);
 
     /* With eltwise calibrated (2 us per layer, nothing else) and relu fused
@@ -533,7 +628,7 @@ static void test_apply_by_hand(void **state)
     assert_false(rows[1].predicted);
     assert_true(s->unpredicted_ms == 0);
     assert_false(s->threads_differ);
-    assert_close(s->predicted_ms, ps + pb + 2e-3, 1e-12);
+    assert_close(s->predicted_ms, ps + pb + pv + 2e-3, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -806,6 +901,8 @@ static void test_impl_corrections(void **state)
     /* No plan prepared: the kernels are unknown, nothing corrected. */
     double ps = 1e-3 + 1e3 * (2 * 1088 / 10e9 + 0.5 * 960 / 100e9);
     double pb = 1e-3 + 1e3 * (2 * 33792 / 10e9 + 0.5 * 21760 / 10e9);
+    /* view, a copy without a copy fit or a correction (ref:reshape). */
+    double pv = 1e3 * 8192 / 10e9;
     assert_null(p->layers[0].impl);
     assert_close(p->layers[0].predicted_ms, ps, 1e-12);
     static const char *const names[] = {"small", "act", "big", "view"};
@@ -827,7 +924,7 @@ static void test_impl_corrections(void **state)
     ntp_prediction_apply(p, &r, false);
     assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(rows[2].predicted_ms, pb, 1e-12);
-    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb + pv, 1e-12);
     ntp_prediction_free(p);
 
     /* The plan prepared (ntp_predict_opts.reorders): each layer names the
@@ -842,13 +939,13 @@ static void test_impl_corrections(void **state)
     assert_close(p->layers[0].correction, 3, 1e-12);
     assert_close(p->layers[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(p->layers[2].predicted_ms, 3 * pb, 1e-12);
-    assert_close(p->total_ms, 3 * (ps + pb), 1e-12);
+    assert_close(p->total_ms, 3 * (ps + pb) + pv, 1e-12);
     assert_int_equal(p->n_copies, 0);
     /* Beside a run whose big ran another kernel: its correction undone. */
     ntp_prediction_apply(p, &r, false);
     assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(rows[2].predicted_ms, pb, 1e-12);
-    assert_close(r.prediction.predicted_ms, 3 * ps + pb, 1e-12);
+    assert_close(r.prediction.predicted_ms, 3 * ps + pb + pv, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -903,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_quick_roundtrip),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_inlays),
         cmocka_unit_test(test_predict_precision_mismatch),
         cmocka_unit_test(test_apply_by_hand),
         cmocka_unit_test(test_predict_placed),

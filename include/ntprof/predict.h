@@ -50,7 +50,9 @@ extern "C" {
     F(NORM,      "norm")       /* batchnorm, layernorm, softmax */          \
     F(RNN,       "rnn")        /* lstm, gru, rnn cells over a sequence */   \
     F(ATTENTION, "attention")                                                \
-    F(COPY,      "copy")       /* concat, split, transpose, pad, slice */
+    F(COPY,      "copy")       /* concat, split, transpose, pad, slice */  \
+    F(MFCC,      "mfcc")       /* the mfcc inlay */                         \
+    F(CTC,       "ctc_decode") /* the ctc_decode inlay */
 // clang-format on
 
 typedef enum ntp_predict_family {
@@ -61,8 +63,8 @@ typedef enum ntp_predict_family {
     /* Layers with no work of their own (reshape, flatten, dropout,
      * constant): predicted 0. */
     NTP_PREDICT_FAMILY_FREE = NTP_PREDICT_FAMILY_COUNT,
-    /* Layers no family covers (the mfcc and ctc_decode inlays): listed,
-     * not predicted. */
+    /* Layers no family covers (an op of class NONE; none has it since the
+     * inlays have their family): listed, not predicted. */
     NTP_PREDICT_FAMILY_NONE
 } ntp_predict_family;
 
@@ -300,6 +302,16 @@ typedef struct ntp_layer_prediction {
      * coefficients (part of compute_ms; the correction is not applied to
      * it); 0 for every other layer. */
     double input_gemm_ms;
+    /* A recurrent layer under its backend's calibration, uncorrected, by
+     * how a kernel runs its input GEMM: once over the sequence (merged_ms,
+     * that GEMM merged_input_gemm_ms of it, under the fc family), or with
+     * the recurrent product at every step, the input weights read again at
+     * each (per_step_ms: oneDNN's brgemm cell). The plan's or the run's
+     * kernel picks one (docs/predict.md, recurrent layers); 0 for every
+     * other layer. */
+    struct {
+        double merged_ms, merged_input_gemm_ms, per_step_ms;
+    } rnn;
 } ntp_layer_prediction;
 
 /* The calibrations a prediction holds: the requested backend's and those

@@ -58,18 +58,18 @@
     X(MUL,               "mul",               LAYER, 2, 8, binary,           binary,                 DEFAULT,     ELTWISE,    PRODUCT,  MUL,           NARY,          "Mul") \
     X(CONCAT,            "concat",            LAYER, 1, 8, concat,           move,                   DEFAULT,     COPY,       MOVE,     CAT,           SIMPLE,        "Concat") \
     X(SPLIT,             "split",             LAYER, 1, 1, split,            move,                   DEFAULT,     COPY,       MOVE,     NONE,          SPLIT,         "Split") \
-    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
-    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   DEFAULT,     FREE,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
+    X(RESHAPE,           "reshape",           LAYER, 1, 1, reshape,          none,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       RESHAPE,       "Reshape") \
+    X(FLATTEN,           "flatten",           LAYER, 1, 1, flatten,          none,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       SIMPLE,        "Flatten") \
     X(TRANSPOSE,         "transpose",         LAYER, 1, 1, transpose,        move,                   DEFAULT,     COPY,       MOVE,     PERMUTE,       SIMPLE,        "Transpose") \
     X(PAD,               "pad",               LAYER, 1, 1, pad,              move,                   DEFAULT,     COPY,       MOVE,     NONE,          PAD,           "Pad") \
     X(EMBEDDING,         "embedding",         LAYER, 1, 1, embedding,        move,                   NORMAL,      COPY,       EMBEDDING, EMBEDDING,     EMBEDDING,     "Gather") \
-    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   DEFAULT,     FREE,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
+    X(DROPOUT,           "dropout",           LAYER, 1, 1, unary,            none,                   DEFAULT,     COPY,       DROPOUT,  RESHAPE,       SIMPLE,        "Dropout") \
     X(LSTM,              "lstm",              LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      LSTM,          RNN,           "LSTM") \
     X(GRU,               "gru",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      GRU,           RNN,           "GRU") \
     X(RNN,               "rnn",               LAYER, 1, 1, rnn,              rnn,                    RECURRENT,   RNN,        RNN,      RNN,           RNN,           "RNN") \
     X(ATTENTION,         "attention",         LAYER, 1, 3, attention,        attention,              DEFAULT,     ATTENTION,  ATTENTION, ATTENTION,     ATTENTION,     NULL) \
-    X(MFCC,              "mfcc",              INLAY, 1, 1, mfcc,             mfcc,                   DEFAULT,     NONE,       FORWARD,  NONE,          NONE,          NULL) \
-    X(CTC_DECODE,        "ctc_decode",        INLAY, 1, 1, ctc,              ctc,                    DEFAULT,     NONE,       FORWARD,  NONE,          NONE,          NULL) \
+    X(MFCC,              "mfcc",              INLAY, 1, 1, mfcc,             mfcc,                   DEFAULT,     MFCC,       FORWARD,  NONE,          NONE,          NULL) \
+    X(CTC_DECODE,        "ctc_decode",        INLAY, 1, 1, ctc,              ctc,                    DEFAULT,     CTC,        FORWARD,  NONE,          NONE,          NULL) \
     X(MEMCPY,            "memcpy",            INLAY, 1, 1, unary,            move,                   DEFAULT,     COPY,       MOVE,     RESHAPE,       SIMPLE,        "Identity") \
     X(CONVERT,           "convert",           INLAY, 1, 1, convert,          move,                   DEFAULT,     COPY,       MOVE,     NONE,          CONVERT,       NULL) \
     /* Added for ONNX models (docs/ops.md, "Ops added for ONNX"). */   \
@@ -162,7 +162,7 @@
 // clang-format off
 #define NTP_OP_PREDICT_CLASSES(P) \
     P(CONV_KERNEL) P(CONV) P(FC) P(POOL) P(ELTWISE) P(NORM) P(RNN) P(ATTENTION) \
-    P(COPY) P(FREE) P(NONE)
+    P(COPY) P(MFCC) P(CTC) P(FREE) P(NONE)
 // clang-format on
 
 /* The values of the BACKWARD column (train/train-math.c says what each

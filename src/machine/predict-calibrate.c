@@ -208,6 +208,11 @@ static bool build_design(design *d)
         ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
                   IN4 "<slice name=\"L\" starts=\"0\" ends=\"%d\" axes=\"1\"/>", c, hw, hw, c / 2);
         ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 "<sigmoid name=\"L\"/>", c, hw, hw);
+        /* A reshape (ShuffleNet's view before its channel shuffle): every
+         * backend copies it (ref's memcpy, oneDNN's reorder into a plain
+         * output, XNNPACK's copy_nc), with a kernel of its own. */
+        ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                  IN4 "<reshape name=\"L\" shape=\"1,2,%d,%d,%d\"/>", c, hw, hw, c / 2, hw, hw);
     }
     /* Normalisation. */
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
@@ -237,6 +242,10 @@ static bool build_design(design *d)
                       c, hw, hw, c, hw, hw);
             ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
                       IN4 "<split name=\"L\" axis=\"1\" parts=\"2\"/>", c, hw, hw);
+            /* A reshape of a conv's output: oneDNN writes its blocked or
+             * NHWC layout plain. */
+            ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
+                      IN4 "<reshape name=\"L\" shape=\"1,2,%d,%d,%d\"/>", c, hw, hw, c / 2, hw, hw);
         }
         if (hw >= 28)
             ok &= add(d, NTP_PREDICT_FAMILY_POOL, false,
@@ -316,6 +325,28 @@ static bool build_design(design *d)
                   "<input name=\"x\" shape=\"%d,%d,%d\" dtype=\"f32\"/>"
                   "<attention name=\"L\" heads=\"%d\"/>",
                   att[i][0], att[i][1], att[i][2], att[i][3]);
+    /* The inlays, which every backend hands to ref: MFCC by frames and its
+     * parameters (window, hop, FFT size, mel bands, coefficients, context;
+     * DeepSpeech's 400, 160, 512, 26, 26, 9 at three lengths), CTC decoding
+     * of [T, 1, 29] logits by steps and beam width. Their FLOPs count an
+     * FFT per frame and the beam's candidates per step (ops.md), so the
+     * family's fit prices them from their parameters. */
+    static const int mf[][7] = {{100, 400, 160, 512, 26, 26, 9}, {200, 400, 160, 512, 26, 26, 9},
+                                {400, 400, 160, 512, 26, 26, 9}, {100, 800, 320, 1024, 40, 13, 0},
+                                {50, 256, 128, 256, 20, 13, 5},  {300, 400, 160, 512, 40, 20, 0}};
+    for (size_t i = 0; i < sizeof mf / sizeof mf[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_MFCC, mf[i][0] <= 100,
+                  "<input name=\"x\" shape=\"1,%d\" dtype=\"f32\"/><mfcc name=\"L\" "
+                  "sample_rate=\"16000\" window=\"%d\" hop=\"%d\" fft=\"%d\" "
+                  "mel_bands=\"%d\" coefficients=\"%d\" context=\"%d\"/>",
+                  (mf[i][0] - 1) * mf[i][2] + mf[i][1], mf[i][1], mf[i][2], mf[i][3], mf[i][4],
+                  mf[i][5], mf[i][6]);
+    static const int ctc[][2] = {{100, 16}, {200, 16}, {100, 64}, {400, 4}, {50, 1}, {300, 32}};
+    for (size_t i = 0; i < sizeof ctc / sizeof ctc[0]; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_CTC, ctc[i][0] <= 100,
+                  "<input name=\"x\" shape=\"%d,1,29\" dtype=\"f32\"/>"
+                  "<ctc_decode name=\"L\" mode=\"beam\" beam_width=\"%d\"/>",
+                  ctc[i][0], ctc[i][1]);
     return ok;
 }
 
@@ -417,7 +448,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     if (!st && li < 0)
         st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: no layer L in %s", c->xml);
     if (!st)
-        ntp__predict_features(g, a, li, cal, f);
+        ntp__predict_features(g, a, li, cal, NULL, f);
     /* Over the budget: left out, not timed (*seconds stays 0). */
     if (!st && max_flops > 0 && f->flops > max_flops) {
         *seconds = 0;
@@ -465,6 +496,10 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
             tm->reorder_s[tm->n_reorders++] = l->time_ms.median / 1e3;
         }
     }
+    /* A recurrent layer's terms as the kernel that ran it runs its input
+     * GEMM (ntp__predict_rnn_per_step). */
+    if (!st && ntp__predict_rnn_per_step(tm->impl))
+        ntp__predict_features(g, a, li, cal, tm->impl, f);
     ntp_run_result_free(r);
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -864,7 +899,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
     int li = ok ? ntp_graph_layer_find(g, "L") : -1;
     if (li >= 0) {
         ntp__pfeat f;
-        ntp__predict_features(g, a, li, cal, &f);
+        ntp__predict_features(g, a, li, cal, x->impl, &f);
         snprintf(x->level, sizeof x->level, "%s", f.level ? f.level : "");
         x->flops = f.flops;
         x->bytes = f.bytes;

@@ -22,9 +22,15 @@ typedef struct ntp__pfeat {
 
 /* The family of layer i (execution order) of g. */
 ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
-/* Layer i's terms, from g's analysis a (same order). */
+/* Layer i's terms, from g's analysis a (same order), as implementation
+ * impl runs it (NULL: unknown; it decides only how a recurrent layer's
+ * input GEMM is priced, ntp__predict_rnn_per_step). */
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
-                           const ntp_calibration *cal, ntp__pfeat *out);
+                           const ntp_calibration *cal, const char *impl, ntp__pfeat *out);
+/* Whether a recurrent layer's kernel impl multiplies each step's input by
+ * the input weights at every step, with the recurrent product (oneDNN's
+ * brgemm cell), instead of one input GEMM over the sequence. */
+bool ntp__predict_rnn_per_step(const char *impl);
 /* The input GEMM of recurrent layer f under cal, priced with the fc
  * family's coefficients (seconds); 0 for another layer, and where cal has
  * no fc fit, whose input-GEMM terms then join f's own. */

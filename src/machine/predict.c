@@ -59,6 +59,8 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_PREDICT_RNN: return NTP_PREDICT_FAMILY_RNN;
     case NTP_OP_PREDICT_ATTENTION: return NTP_PREDICT_FAMILY_ATTENTION;
     case NTP_OP_PREDICT_COPY: return NTP_PREDICT_FAMILY_COPY;
+    case NTP_OP_PREDICT_MFCC: return NTP_PREDICT_FAMILY_MFCC;
+    case NTP_OP_PREDICT_CTC: return NTP_PREDICT_FAMILY_CTC;
     case NTP_OP_PREDICT_FREE: return NTP_PREDICT_FAMILY_FREE;
     case NTP_OP_PREDICT_NONE: return NTP_PREDICT_FAMILY_NONE;
     }
@@ -86,12 +88,47 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
+bool ntp__predict_rnn_per_step(const char *impl)
+{
+    /* oneDNN's brgemm RNN cell multiplies the step's input by the input
+     * weights W and the hidden state by R in one batch of small GEMMs, at
+     * every step: W is read again at every step with R, the input GEMM is
+     * not one GEMM over the sequence. Its samples show it (2026-12-02, the
+     * Zen 4 VM, docs/predict.md): a step of x[50,1,2048] into 512 units
+     * took 0.46 ms: 46 GB/s for W (16.8 MB) and R (4.2 MB), between the
+     * L3's triad and memory's, where R alone (which the L3 holds) would
+     * have moved at 9 GB/s, a third of memory's. oneDNN's ref GRU and
+     * ntprof's ref run one GEMM over the sequence first. */
+    return impl && strncmp(impl, "brgemm", 6) == 0;
+}
+
+/* A recurrent layer's shape as its parts need it: T steps, its directions
+ * and its input's bytes (the input GEMM's bytes less them are W's). */
+typedef struct rnn_shape {
+    int64_t T, dirs, x_bytes;
+} rnn_shape;
+
+static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
+{
+    rnn_shape r = {0, 1, 0};
+    const ntp_node *n = &g->nodes[g->order[i]];
+    if (n->op != NTP_OP_LSTM && n->op != NTP_OP_GRU && n->op != NTP_OP_RNN)
+        return r;
+    const ntp_tensor *x = ntp__cin(g, n, 0);
+    r.T = x->shape.ndim > 0 ? x->shape.dim[0] : 0;
+    r.dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
+    r.x_bytes = ntp__tensor_bytes(x);
+    return r;
+}
+
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
  * weights and outputs, network_reuse): in network conditions the weights
- * come from the level that holds it. */
+ * come from the level that holds it. A recurrent layer's shape rs and
+ * whether its kernel reads W at every step (per_step,
+ * ntp__predict_rnn_per_step) pick how its input GEMM is priced. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
-                        int64_t reuse, ntp__pfeat *out)
+                        int64_t reuse, const rnn_shape *rs, bool per_step, ntp__pfeat *out)
 {
     memset(out, 0, sizeof *out);
     out->family = fam;
@@ -146,6 +183,21 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * roof that bounds it (the GEMV at batch 1 memory-bound, so its FLOPs
      * are not priced at the GEMM peak). */
     const ntp_cost_part *in = &l->parts[0], *rec = &l->parts[l->n_parts - 1];
+    /* A kernel that multiplies each step's input by W with the recurrent
+     * product (per_step) reads W and R at every step: one computation of
+     * the rnn family's, its traffic W and R at every step, the input and
+     * the output once, at the level one direction's W and R stay in (in
+     * half of it, as R alone below). */
+    if (per_step && l->n_parts > 1 && rs && rs->T > 0 && rs->dirs > 0) {
+        int64_t w = in->bytes > rs->x_bytes ? in->bytes - rs->x_bytes : 0;
+        int64_t res = w / rs->dirs + rec->resident_bytes;
+        double gs;
+        out->bytes = in->bytes + rec->bytes + (rs->T - 1) * w;
+        out->level = level_for(cal, 2 * res, &gs);
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(in->flops + rec->flops) / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] = gs > 0 ? (double)out->bytes / (gs * 1e9) : 0;
+        return;
+    }
     double gin;
     level_for(cal, in->bytes, &gin);
     if (l->n_parts > 1) {
@@ -185,10 +237,12 @@ double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
 }
 
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
-                           const ntp_calibration *cal, ntp__pfeat *out)
+                           const ntp_calibration *cal, const char *impl, ntp__pfeat *out)
 {
     /* A calibration's configuration: its caches written over first. */
-    features_of(ntp__predict_family(g, i), &a->layers[i], cal, INT64_MAX, out);
+    rnn_shape rs = rnn_shape_of(g, i);
+    features_of(ntp__predict_family(g, i), &a->layers[i], cal, INT64_MAX, &rs,
+                ntp__predict_rnn_per_step(impl), out);
 }
 
 /* The work of the group headed at position h (--fuse) as its fused kernel
@@ -506,7 +560,8 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
 }
 
 /* What a pass of g touches between two uses of one layer's weights: every
- * layer's weights and output (a reshape's is a view of its input). */
+ * layer's weights and output (a reshape's too: every backend copies it),
+ * but a constant's, whose data is counted where it is read. */
 static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
 {
     int64_t b = 0;
@@ -527,8 +582,11 @@ static int cal_index(const ntp_prediction *p, const char *backend)
 
 /* Each layer whose implementation the prepared plan named (read_rows in
  * predict-layout.c) takes its calibration's correction for it: the
- * family's terms scaled by it, the total moved by the difference. */
-static void correct_for_impls(ntp_prediction *p)
+ * family's terms scaled by it, the total moved by the difference. A
+ * recurrent layer whose kernel reads W at every step is priced so first
+ * (its terms from g's analysis a, ntp__predict_rnn_per_step). */
+static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_analysis *a,
+                              int64_t reuse)
 {
     size_t nl = (size_t)p->n_layers;
     for (int i = 0; i < p->n_layers; i++) {
@@ -537,6 +595,24 @@ static void correct_for_impls(ntp_prediction *p)
         if (!l->impl || k < 0 || p->roofline_only || !isfinite(l->predicted_ms) ||
             l->family >= NTP_PREDICT_FAMILY_COUNT)
             continue;
+        ntp__pfeat fs;
+        ntp_layer_prediction t = {0};
+        rnn_shape rs = rnn_shape_of(g, l->layer);
+        if (l->family == NTP_PREDICT_FAMILY_RNN && l->rnn.per_step_ms > 0 &&
+            ntp__predict_rnn_per_step(l->impl) && l->layer >= 0 && l->layer < a->n_layers) {
+            features_of(l->family, &a->layers[l->layer], &p->cals[k], reuse, &rs, true, &fs);
+            if (layer_under(&fs, &p->cals[k], false, &t)) {
+                p->total_ms += t.predicted_ms - l->predicted_ms;
+                l->predicted_ms = t.predicted_ms;
+                l->overhead_ms = t.overhead_ms;
+                l->compute_ms = t.compute_ms;
+                l->memory_ms = t.memory_ms;
+                l->input_gemm_ms = 0;
+                l->level = fs.level;
+                l->bytes = fs.bytes;
+                p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
+            }
+        }
         double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->type, l->level);
         if (s == 1)
             continue;
@@ -684,10 +760,11 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp_predict_family fam = ntp__predict_family(g, i);
         ntp__pfeat f, fk;
         int chosen = -1;
-        features_of(fam, &work, &p->cals[0], reuse, &f);
+        rnn_shape rs = rnn_shape_of(g, i);
+        features_of(fam, &work, &p->cals[0], reuse, &rs, false, &f);
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
-            features_of(fam, &work, &p->cals[k], reuse, &fk);
+            features_of(fam, &work, &p->cals[k], reuse, &rs, false, &fk);
             bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
                       layer_under(&fk, &p->cals[k], p->roofline_only, &t);
             p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
@@ -700,6 +777,18 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
                 l->compute_ms = t.compute_ms;
                 l->memory_ms = t.memory_ms;
                 l->input_gemm_ms = t.input_gemm_ms;
+                /* A recurrent layer both ways a kernel runs its input
+                 * GEMM: which one is known from the plan's or the run's
+                 * kernel (correct_for_impls, run_impl_ms). */
+                ntp__pfeat fs;
+                ntp_layer_prediction ts = {0};
+                features_of(fam, &work, &p->cals[k], reuse, &rs, true, &fs);
+                if (ok && fam == NTP_PREDICT_FAMILY_RNN && work.n_parts > 1 &&
+                    layer_under(&fs, &p->cals[k], p->roofline_only, &ts)) {
+                    l->rnn.merged_ms = t.predicted_ms;
+                    l->rnn.merged_input_gemm_ms = t.input_gemm_ms;
+                    l->rnn.per_step_ms = ts.predicted_ms;
+                }
             }
         }
         /* Inside p's copy of the calibration: it lives with p. */
@@ -723,7 +812,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         p->n_unpredicted++;
         if (f.family == NTP_PREDICT_FAMILY_NONE) {
             missing[f.family] = true;
-            snprintf(l->note, sizeof l->note, "n/a: %s has no family (an inlay)", l->type);
+            snprintf(l->note, sizeof l->note, "n/a: %s has no family", l->type);
         } else if (chosen < 0) {
             snprintf(l->note, sizeof l->note, "n/a: not calibrated for %s", l->backend);
             if (!strstr(not_cal, l->backend) &&
@@ -765,12 +854,12 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         p->layers[i].name = ntp_graph_layer_name(g, i);
         p->layers[i].type = ntp_graph_layer_type(g, i);
     }
-    ntp_analysis_free(a);
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
     st = ntp__predict_copies(ctx, g, o, where, p);
     if (!st)
-        correct_for_impls(p);
+        correct_for_impls(p, g, a, reuse);
+    ntp_analysis_free(a);
     free(head_of);
     free(fold);
     free(where);
@@ -836,7 +925,16 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     if (!isfinite(pred) || k < 0 || p->roofline_only || lp->family >= NTP_PREDICT_FAMILY_COUNT)
         return pred;
     bool own = !lp->backend || strcmp(lp->backend, backend) == 0;
-    /* A recurrent layer's input GEMM is not corrected. */
+    /* A recurrent layer as the run's kernel runs its input GEMM (at every
+     * step, or once over the sequence), whichever the prediction's plan
+     * named; its input GEMM is not corrected. */
+    if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
+        double sc = ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
+        if (ntp__predict_rnn_per_step(l->impl))
+            return lp->rnn.per_step_ms * sc;
+        double gemm = lp->rnn.merged_input_gemm_ms;
+        return gemm + (lp->rnn.merged_ms - gemm) * sc;
+    }
     double in = own ? lp->input_gemm_ms : 0;
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
     /* The level is the prediction's under its own calibration; under

@@ -201,6 +201,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
         ntp__jset(&ok, o, "compute_ms", num_or_null(l->compute_ms));
         ntp__jset(&ok, o, "memory_ms", num_or_null(l->memory_ms));
         ntp__jset(&ok, o, "overhead_ms", num_or_null(l->overhead_ms));
+        /* A recurrent layer's input GEMM, priced with the fc family's
+         * coefficients and counted in compute_ms (docs/predict.md). */
+        if (l->input_gemm_ms > 0)
+            ntp__jset(&ok, o, "input_gemm_ms", json_real(l->input_gemm_ms));
         ntp__jset(&ok, o, "backend", ntp__json_str(l->backend));
         if (l->note[0])
             ntp__jset(&ok, o, "note", json_string(l->note));
