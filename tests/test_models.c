@@ -987,6 +987,15 @@ static void test_every_op_covered(void **state)
             fail_msg("no bundled model uses '%s'", ntp__op_name((ntp_op)op));
 }
 
+/* The ONNX operator an op is, from whichever table gives it. */
+static const char *any_onnx(ntp_op op)
+{
+    const char *o = ntp__op_onnx_name(op);
+    if (!o)
+        o = ntp__op_unary_onnx(op);
+    return o ? o : ntp__op_binary_onnx(op);
+}
+
 /* The op table's class columns agree with each other: a unary op (a row
  * in NTP_UNARY_TABLE) is of the unary class in every column; an emitter
  * that writes the table's ONNX operator has one; and no two ops share an
@@ -1002,6 +1011,11 @@ static void test_op_table_columns(void **state)
             unary != (ntp__op_torch(op) == NTP_OP_TORCH_UNARY) ||
             unary != (ntp__op_backward(op) == NTP_OP_BACKWARD_UNARY))
             fail_msg("%s: unary in some class columns only", name);
+        /* A binary op (a row in NTP_BINARY_TABLE) is written by the binary
+         * emitter, which writes that table's operator, and only it is. */
+        if (ntp__op_is_binary(op) != (ntp__op_onnx(op) == NTP_OP_ONNX_BINARY) ||
+            (ntp__op_is_binary(op) && !ntp__op_binary_onnx(op)))
+            fail_msg("%s: binary in one of NTP_BINARY_TABLE and the ONNX column only", name);
         switch (ntp__op_onnx(op)) {
         case NTP_OP_ONNX_SIMPLE:
         case NTP_OP_ONNX_REDUCE:
@@ -1025,6 +1039,7 @@ static void test_op_table_columns(void **state)
             break;
         case NTP_OP_ONNX_NONE:
         case NTP_OP_ONNX_UNARY:
+        case NTP_OP_ONNX_BINARY:
         case NTP_OP_ONNX_FC:
         case NTP_OP_ONNX_MATMUL:
         case NTP_OP_ONNX_ATTENTION:
@@ -1036,10 +1051,11 @@ static void test_op_table_columns(void **state)
                 fail_msg("%s: ONNX operator %s, which its emitter does not write", name, onnx);
             break;
         }
-        for (int j = 0; onnx && j < i; j++) {
-            const char *other = ntp__op_onnx_name((ntp_op)j);
-            if (other && !strcmp(other, onnx))
-                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, onnx);
+        const char *own = any_onnx(op);
+        for (int j = 0; own && j < i; j++) {
+            const char *other = any_onnx((ntp_op)j);
+            if (other && !strcmp(other, own))
+                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, own);
         }
     }
 }
