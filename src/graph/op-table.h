@@ -144,7 +144,9 @@
     /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
     X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL) \
     /* Darknet's [yolo] and [region] at inference (docs/darknet.md). */ \
-    X(DARKNET_HEAD,      "darknet_head",      INLAY, 1, 1, darknet_head,     darknet_head,           DEFAULT,     NONE,       FORWARD,  NONE,          DARKNET_HEAD,  NULL)
+    X(DARKNET_HEAD,      "darknet_head",      INLAY, 1, 1, darknet_head,     darknet_head,           DEFAULT,     NONE,       FORWARD,  NONE,          DARKNET_HEAD,  NULL) \
+    /* ONNX's Greater: a > b, 1 or 0 (ONNX's bool). */ \
+    X(GREATER,           "greater",           LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL)
 // clang-format on
 
 /* The values of the INIT column: how ntp__gen_weights (src/graph/data.c)
@@ -316,7 +318,8 @@
     B(MAX,  max,  "Max",  NTP_ONNX_LEGACY_,                 true,  SAME, 1, 0) \
     B(MIN,  min,  "Min",  NTP_ONNX_LEGACY_,                 true,  SAME, 1, 0) \
     B(MEAN, add,  "Mean", NTP_ONNX_LEGACY_,                 true,  SAME, 1, 1) \
-    B(FMOD, fmod, "Mod",  "fmod",                           false, SAME, 1, 0)
+    B(FMOD, fmod, "Mod",  "fmod",                           false, SAME, 1, 0) \
+    B(GREATER, greater, "Greater", "broadcast,axis",        false, PREDICATE, 1, 0)
 // clang-format on
 
 #define NTP_BINARY_CASE_(e, fn, onnx, attrs, commutes, out, flops, post) case NTP_OP_##e:

@@ -43,6 +43,7 @@ static const dnnl_alg_kind_t binary_algs[NTP_OP_COUNT] = {
     [NTP_OP_DIV] = dnnl_binary_div,
     [NTP_OP_MAX] = dnnl_binary_max,
     [NTP_OP_MIN] = dnnl_binary_min,
+    [NTP_OP_GREATER] = dnnl_binary_gt,
 };
 // clang-format on
 

@@ -119,6 +119,12 @@ static double ref_binary_min(double a, double b)
     return isnan(a) || a <= b ? a : b;
 }
 
+/* a > b: 1 or 0 (false where either is NaN, as numpy.greater). */
+static double ref_binary_greater(double a, double b)
+{
+    return a > b ? 1.0 : 0.0;
+}
+
 /* How each binary op combines two values, from the table; where selects
  * instead. */
 static double (*const combines[NTP_OP_COUNT])(double a, double b) = {
