@@ -49,24 +49,27 @@ static int bench(double qps, int64_t queries, double spin_us, double poll_us)
         ntp_ctx_free(ctx);
         return 1;
     }
+    ntp_loadgen_generator g = ntp_loadgen_result_generator(r);
+    ntp_loadgen_latency lat = ntp_loadgen_result_latency_ms(r);
+    int64_t nq = nq;
     printf("%7.0f QPS offered, %7.0f achieved (drawn %.0f), %lld queries: generator %.2f "
            "us/query (target < 5), lateness mean %.2f us (target < 20), p99 %.2f us, max %.1f "
            "us; margin %g us, sleeps woke %.2f us late (p99 %.2f), %lld of %lld past the "
            "deadline; issuing thread on CPU %d (-1: not pinned), timer slack %lld ns; latency "
            "p50 %.3f ms, p99 %.3f ms; load average %.2f, other processes %.0f%% of %d CPUs\n",
-           qps, r->qps_achieved, r->qps_drawn, (long long)r->queries, r->overhead_us,
-           r->lateness_us, r->lateness_p99_us, r->lateness_max_us, r->margin_us,
-           r->oversleep_mean_us, r->oversleep_p99_us, (long long)r->late_wakes,
-           (long long)r->sleeps, r->generator_cpu, (long long)r->timer_slack_ns, r->latency_ms.p50,
-           r->latency_ms.p99, r->load_average, 100 * r->contention.other, r->cpus);
-    double wake_share = r->queries ? (double)r->wakes * r->wake_us / (double)r->queries : 0;
+           qps, ntp_loadgen_result_qps_achieved(r), g.qps_drawn, (long long)nq, g.overhead_us,
+           g.lateness_us, g.lateness_p99_us, g.lateness_max_us, g.margin_us, g.oversleep_mean_us,
+           g.oversleep_p99_us, (long long)g.late_wakes, (long long)g.sleeps, g.generator_cpu,
+           (long long)g.timer_slack_ns, lat.p50, lat.p99, ntp_loadgen_result_load_average(r),
+           100 * ntp_loadgen_result_contention(r)->other, ntp_loadgen_result_cpus(r));
+    double wake_share = nq ? (double)g.wakes * g.wake_us / (double)nq : 0;
     printf("        generator per query %.2f us = publishing %.2f us + waking %.2f us (%lld of "
            "%lld issues woke the sleeping instance, %.2f us a wake); instances poll %g us\n",
-           r->overhead_us, r->overhead_us - wake_share, wake_share, (long long)r->wakes,
-           (long long)r->queries, r->wake_us, r->poll_us);
+           g.overhead_us, g.overhead_us - wake_share, wake_share, (long long)g.wakes, (long long)nq,
+           g.wake_us, g.poll_us);
     printf("        CPU spent spinning per query: generator %.2f us (to each deadline), "
            "instances %.2f us (polling the queue from the margin before each arrival)\n",
-           r->generator_spin_us, r->instance_poll_us);
+           g.generator_spin_us, g.instance_poll_us);
     ntp_loadgen_result_free(r);
     ntp_ctx_free(ctx);
     return 0;

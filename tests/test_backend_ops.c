@@ -845,6 +845,29 @@ static void run_generic_unary_cases(ntp_ctx *ctx, tally *t)
     }
 }
 
+/* A binary element-wise op of the op table (NTP_BINARY_TABLE) without cases
+ * of its own above gets a generic one in the binary family: a [2, 3, 4]
+ * input and a [3, 1] one broadcast against it, both from N(0, 1). A new op
+ * is tested on every backend that maps it without an edit here; an op
+ * defined on part of the line (pow, fmod) needs a case above with its
+ * domain. */
+static void run_generic_binary_cases(ntp_ctx *ctx, tally *t)
+{
+    for (int op = 0; op < NTP_OP_COUNT; op++) {
+        const char *name = ntp__op_name((ntp_op)op);
+        if (!ntp__op_is_binary((ntp_op)op) || has_case(name))
+            continue;
+        char body[192];
+        snprintf(body, sizeof body,
+                 "<input name='a' shape='2,3,4'/><input name='b' shape='3,1'/>"
+                 "<%s name='L' inputs='a,b'/>",
+                 name);
+        op_case c = {name, "generic", body, DOM_ANY};
+        for (size_t p = 0; p < sizeof precisions / sizeof precisions[0]; p++)
+            run_case(ctx, &c, precisions[p], t);
+    }
+}
+
 /* Every case of a family at every precision. */
 static void run_family(const char *const *ops)
 {
@@ -859,6 +882,8 @@ static void run_family(const char *const *ops)
     }
     if (ops == act_ops)
         run_generic_unary_cases(ctx, &t);
+    if (ops == binary_ops)
+        run_generic_binary_cases(ctx, &t);
     ntp_ctx_free(ctx);
     printf("family of %s: %d passed, %d skipped, %d failed\n", ops[0], t.passed, t.skipped,
            t.failed);
@@ -875,8 +900,9 @@ static void test_every_op_has_cases(void **state)
         if (op == NTP_OP_MFCC || op == NTP_OP_CTC_DECODE || op == NTP_OP_DARKNET_HEAD)
             continue; /* inlays with their own tests (test_mfcc, test_ctc; darknet_head:
                        * test_darknet_cfg against libdarknet), run on ref by every backend */
-        /* The generic case covers a unary element-wise op. */
-        bool found = ntp__op_is_unary((ntp_op)op) || has_case(ntp__op_name((ntp_op)op));
+        /* The generic cases cover a unary or binary element-wise op. */
+        bool found = ntp__op_is_unary((ntp_op)op) || ntp__op_is_binary((ntp_op)op) ||
+                     has_case(ntp__op_name((ntp_op)op));
         if (!found)
             fail_msg("op %s has no conformance case", ntp__op_name((ntp_op)op));
     }

@@ -88,7 +88,7 @@ static ntp_loadgen_result *serve(ntp_loadgen_scenario sc, const char *const *set
         exit(1);
     }
     ntp_ctx_free(ctx);
-    skip_if_busy(&r->contention, ntp_loadgen_scenario_name(sc));
+    skip_if_busy(ntp_loadgen_result_contention(r), ntp_loadgen_scenario_name(sc));
     return r;
 }
 
@@ -97,12 +97,13 @@ static ntp_loadgen_result *serve(ntp_loadgen_scenario sc, const char *const *set
 static double lindley_mean(const ntp_loadgen_result *r, double s)
 {
     double d = -1e300, sum = 0;
-    for (int64_t k = 0; k < r->queries; k++) {
-        double a = r->q[k].scheduled_us / 1e3;
+    int64_t n = ntp_loadgen_result_queries(r);
+    for (int64_t k = 0; k < n; k++) {
+        double a = ntp_loadgen_result_query(r, k)->scheduled_us / 1e3;
         d = (a > d ? a : d) + s;
         sum += d - a;
     }
-    return sum / (double)r->queries;
+    return sum / (double)n;
 }
 
 /* The same arrivals and the run's own service times (done - start of each
@@ -112,12 +113,14 @@ static double lindley_mean(const ntp_loadgen_result *r, double s)
 static double lindley_own_mean(const ntp_loadgen_result *r)
 {
     double d = -1e300, sum = 0;
-    for (int64_t k = 0; k < r->queries; k++) {
-        double a = r->q[k].scheduled_us / 1e3;
-        d = (a > d ? a : d) + (r->q[k].done_us - r->q[k].start_us) / 1e3;
+    int64_t n = ntp_loadgen_result_queries(r);
+    for (int64_t k = 0; k < n; k++) {
+        const ntp_loadgen_query *q = ntp_loadgen_result_query(r, k);
+        double a = q->scheduled_us / 1e3;
+        d = (a > d ? a : d) + (q->done_us - q->start_us) / 1e3;
         sum += d - a;
     }
-    return sum / (double)r->queries;
+    return sum / (double)n;
 }
 
 int main(void)
@@ -133,9 +136,9 @@ int main(void)
      * rho = 0.3, where the check is about the queue. */
     const char *const md1[] = {"base_us=2000"};
     ntp_loadgen_result *r = serve(NTP_LOADGEN_SINGLE_STREAM, md1, 1, 0, 300, 1);
-    double s = r->latency_ms.mean;
+    double s = ntp_loadgen_result_latency_ms(r).mean;
     printf("service time S = %.4f ms (single-stream mean of %lld; p99 %.4f)\n", s,
-           (long long)r->queries, r->latency_ms.p99);
+           (long long)ntp_loadgen_result_queries(r), ntp_loadgen_result_latency_ms(r).p99);
     CHECK(s >= 2.0 && s < 2.2, "S = %.4f ms for a 2000 us delay", s);
     ntp_loadgen_result_free(r);
 
@@ -152,18 +155,22 @@ int main(void)
          * formula when every service takes S, and charges a stall to the
          * server, where it happened, rather than to the generator. */
         double m1 = 0, m2 = 0, lat = 0, smax = 0;
-        for (int64_t k = 0; k < r->queries; k++) {
-            double sk = (r->q[k].done_us - r->q[k].start_us) / 1e3;
+        int64_t nq = ntp_loadgen_result_queries(r);
+        ntp_loadgen_generator g = ntp_loadgen_result_generator(r);
+        ntp_loadgen_latency lms = ntp_loadgen_result_latency_ms(r);
+        for (int64_t k = 0; k < nq; k++) {
+            const ntp_loadgen_query *q = ntp_loadgen_result_query(r, k);
+            double sk = (q->done_us - q->start_us) / 1e3;
             m1 += sk;
             m2 += sk * sk;
             smax = sk > smax ? sk : smax;
-            lat += (r->q[k].done_us - r->q[k].scheduled_us) / 1e3;
+            lat += (q->done_us - q->scheduled_us) / 1e3;
         }
-        m1 /= (double)r->queries;
-        m2 /= (double)r->queries;
-        lat /= (double)r->queries;
-        double lambda = r->qps_drawn / 1e3, rho_m = lambda * m1;
-        double mean = r->latency_ms.mean;
+        m1 /= (double)nq;
+        m2 /= (double)nq;
+        lat /= (double)nq;
+        double lambda = g.qps_drawn / 1e3, rho_m = lambda * m1;
+        double mean = lms.mean;
         double theory = rho_m < 1 ? m1 + lambda * m2 / (2 * (1 - rho_m)) : INFINITY;
         double md1_s = s + rho * s / (2 * (1 - rho));
         double own = lindley_own_mean(r), path = lindley_mean(r, s);
@@ -171,10 +178,10 @@ int main(void)
                "max %.3f ms: rho %.3f, M/G/1 %.4f ms (%+.1f%%); the same arrivals and services "
                "through an ideal server %.4f ms (%+.1f%%); M/D/1 with the single-stream S %.4f ms "
                "(%+.1f%%); p99 %.4f ms; lateness mean %.1f us, p99 %.1f us; load average %.2f\n",
-               rho, (long long)r->queries, qps, mean, m1, sqrt(fmax(m2 - m1 * m1, 0)) / m1, smax,
-               rho_m, theory, 100 * (mean / theory - 1), own, 100 * (mean / own - 1), md1_s,
-               100 * (mean / md1_s - 1), r->latency_ms.p99, r->lateness_us, r->lateness_p99_us,
-               r->load_average);
+               rho, (long long)nq, qps, mean, m1, sqrt(fmax(m2 - m1 * m1, 0)) / m1, smax, rho_m,
+               theory, 100 * (mean / theory - 1), own, 100 * (mean / own - 1), md1_s,
+               100 * (mean / md1_s - 1), lms.p99, g.lateness_us, g.lateness_p99_us,
+               ntp_loadgen_result_load_average(r));
         CHECK(fabs(lat / mean - 1) < 1e-9, "rho %.1f: reported mean %.6f ms, queries' own %.6f ms",
               rho, mean, lat);
         CHECK(m1 >= 2.0 && m1 < 2.2, "rho %.1f: services of a 2000 us delay average %.4f ms", rho,
@@ -188,19 +195,19 @@ int main(void)
         CHECK(mean / own - 1 <= 0.08,
               "rho %.1f: mean %.4f ms, the same arrivals and services through an ideal server "
               "%.4f ms (%+.1f%%); generator lateness mean %.1f us, p99 %.1f us",
-              rho, mean, own, 100 * (mean / own - 1), r->lateness_us, r->lateness_p99_us);
-        double drawn = (double)(r->queries - 1) / (r->q[r->queries - 1].scheduled_us / 1e6);
-        CHECK(fabs(r->qps_drawn / drawn - 1) < 1e-6, "rho %.1f: qps_drawn %.3f, arrivals %.3f", rho,
-              r->qps_drawn, drawn);
+              rho, mean, own, 100 * (mean / own - 1), g.lateness_us, g.lateness_p99_us);
+        double drawn = (double)(nq - 1) / (ntp_loadgen_result_query(r, nq - 1)->scheduled_us / 1e6);
+        CHECK(fabs(g.qps_drawn / drawn - 1) < 1e-6, "rho %.1f: qps_drawn %.3f, arrivals %.3f", rho,
+              g.qps_drawn, drawn);
         /* The arrivals are Poisson at the rate asked: their own sample path
          * through an exact M/D/1 server is close to the formula. */
         CHECK(fabs(path / md1_s - 1) <= 0.08,
               "rho %.1f: the arrivals' ideal mean %.4f ms, "
               "theory %.4f ms",
               rho, path, md1_s);
-        CHECK(r->queries == n[i], "rho %.1f: %lld queries, asked %lld", rho, (long long)r->queries,
+        CHECK(nq == n[i], "rho %.1f: %lld queries, asked %lld", rho, (long long)nq,
               (long long)n[i]);
-        p99[i] = r->latency_ms.p99;
+        p99[i] = lms.p99;
         ntp_loadgen_result_free(r);
     }
     CHECK(p99[0] < p99[1] && p99[1] < p99[2], "p99 not increasing with rho: %.4f %.4f %.4f", p99[0],
@@ -211,15 +218,18 @@ int main(void)
     ntp_loadgen_result *b1 = serve(NTP_LOADGEN_OFFLINE, bat, 2, 0, 300, 1);
     ntp_loadgen_result *b4 = serve(NTP_LOADGEN_OFFLINE, bat, 2, 0, 600, 4);
     double want = (4.0 / (1000 + 4 * 250)) / (1.0 / (1000 + 250));
-    double got = b4->samples_per_s / b1->samples_per_s;
+    double got = ntp_loadgen_result_samples_per_s(b4) / ntp_loadgen_result_samples_per_s(b1);
     printf(
         "offline: %.1f samples/s at max batch 1, %.1f at max batch 4: x%.3f, theory x%.3f; "
         "batches of 4: %lld of %lld\n",
-        b1->samples_per_s, b4->samples_per_s, got, want, (long long)b4->batch_hist[4],
-        (long long)(b4->batch_hist[1] + b4->batch_hist[2] + b4->batch_hist[3] + b4->batch_hist[4]));
+        ntp_loadgen_result_samples_per_s(b1), ntp_loadgen_result_samples_per_s(b4), got, want,
+        (long long)ntp_loadgen_result_batch_count(b4, 4),
+        (long long)(ntp_loadgen_result_batch_count(b4, 1) + ntp_loadgen_result_batch_count(b4, 2) +
+                    ntp_loadgen_result_batch_count(b4, 3) + ntp_loadgen_result_batch_count(b4, 4)));
     CHECK(fabs(got / want - 1) <= 0.10, "batching x%.3f, theory x%.3f", got, want);
-    CHECK(b4->batch_hist[4] == 150, "offline 600 samples at max batch 4: %lld full batches",
-          (long long)b4->batch_hist[4]);
+    CHECK(ntp_loadgen_result_batch_count(b4, 4) == 150,
+          "offline 600 samples at max batch 4: %lld full batches",
+          (long long)ntp_loadgen_result_batch_count(b4, 4));
     ntp_loadgen_result_free(b1);
     ntp_loadgen_result_free(b4);
     if (failures)

@@ -166,16 +166,17 @@ static void test_oversubscribed_warns(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_loadgen_result *r = NULL;
     assert_int_equal(ntp_loadgen_run(ctx, MODEL, &lo, &o, &r), NTP_STATUS_OK);
-    assert_false(r->pinned);
+    assert_false(ntp_loadgen_result_pinned(r));
     bool seen = false;
-    for (int i = 0; i < r->n_warnings; i++)
-        seen = seen || strstr(r->warnings[i], "64 instances x 1 threads = 64 threads") != NULL;
+    for (int i = 0; i < ntp_loadgen_result_warning_count(r); i++)
+        seen = seen || strstr(ntp_loadgen_result_warning(r, i),
+                              "64 instances x 1 threads = 64 threads") != NULL;
     assert_true(seen);
     /* Too short for its p90: 20 queries, and early stopping says 64. */
-    assert_false(r->early_stopping_met);
-    assert_int_equal(r->early_stopping_needed, 64);
-    assert_false(r->valid);
-    assert_true(r->queries >= 20);
+    assert_false(ntp_loadgen_result_validity(r).early_stopping_met);
+    assert_int_equal(ntp_loadgen_result_validity(r).early_stopping_needed, 64);
+    assert_false(ntp_loadgen_result_validity(r).valid);
+    assert_true(ntp_loadgen_result_queries(r) >= 20);
     ntp_loadgen_result_free(r);
     ntp_ctx_free(ctx);
 }
@@ -195,9 +196,94 @@ static void test_stop(void **state)
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_loadgen_result *r = NULL;
     assert_int_equal(ntp_loadgen_run(ctx, MODEL, &lo, &o, &r), NTP_STATUS_OK);
-    assert_true(r->interrupted);
-    assert_false(r->valid);
-    assert_int_equal(r->queries, 0);
+    assert_true(ntp_loadgen_result_interrupted(r));
+    assert_false(ntp_loadgen_result_validity(r).valid);
+    assert_int_equal(ntp_loadgen_result_queries(r), 0);
+    ntp_loadgen_result_free(r);
+    ntp_ctx_free(ctx);
+}
+
+/* The accessors against each other and against the queries' own records:
+ * the samples of the queries, of the batches and the total agree; the
+ * percentiles are LoadGen's (floor(n p)) of the queries' own latencies;
+ * NULL and indices out of range answer 0 or NULL. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void test_accessors(void **state)
+{
+    (void)state;
+    const char *set[] = {"base_us=50", "per_sample_us=10"};
+    ntp_load_opts lo = with(set, 2);
+    ntp_loadgen_opts o = quick(NTP_LOADGEN_MULTI_STREAM);
+    o.samples_per_query = 3;
+    o.max_batch = 4;
+    o.seed = 5;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_loadgen_result *r = NULL;
+    assert_int_equal(ntp_loadgen_run(ctx, MODEL, &lo, &o, &r), NTP_STATUS_OK);
+    assert_int_equal(ntp_loadgen_result_scenario(r), NTP_LOADGEN_MULTI_STREAM);
+    assert_string_equal(ntp_loadgen_result_backend(r), "ref");
+    assert_int_equal(ntp_loadgen_result_instances(r), 1);
+    assert_int_equal(ntp_loadgen_result_max_batch(r), 4);
+    assert_int_equal(ntp_loadgen_result_samples_per_query(r), 3);
+    assert_int_equal(ntp_loadgen_result_seed(r), 5);
+    assert_int_equal(ntp_loadgen_result_min_queries(r), 20);
+    assert_false(ntp_loadgen_result_interrupted(r));
+
+    int64_t n = ntp_loadgen_result_queries(r);
+    assert_true(n >= 20 && n < 4096);
+    double lat[4096];
+    int64_t samples = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const ntp_loadgen_query *q = ntp_loadgen_result_query(r, i);
+        assert_non_null(q);
+        assert_int_equal(q->samples, 3);
+        samples += q->samples;
+        lat[i] = (q->done_us - q->scheduled_us) / 1e3;
+    }
+    assert_null(ntp_loadgen_result_query(r, n));
+    assert_null(ntp_loadgen_result_query(r, -1));
+    assert_int_equal(ntp_loadgen_result_samples(r), samples);
+    int64_t batched = 0;
+    for (int b = 0; b <= 4; b++)
+        batched += b * ntp_loadgen_result_batch_count(r, b);
+    assert_int_equal(batched, samples);
+    assert_int_equal(ntp_loadgen_result_batch_count(r, 5), 0);
+
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    ntp_loadgen_latency l = ntp_loadgen_result_latency_ms(r);
+    assert_float_equal(l.min, lat[0], 1e-9);
+    assert_float_equal(l.p50, lat[n / 2], 1e-9);
+    assert_float_equal(l.p99, lat[(int64_t)((double)n * 0.99)], 1e-9);
+    assert_float_equal(l.max, lat[n - 1], 1e-9);
+    assert_float_equal(ntp_loadgen_result_percentile(r), 0.99, 0);
+    assert_float_equal(ntp_loadgen_result_metric_ms(r), l.p99, 0);
+
+    ntp_loadgen_validity v = ntp_loadgen_result_validity(r);
+    assert_false(v.early_stopping_met); /* 20 queries; the p99 needs 662 */
+    assert_int_equal(v.early_stopping_needed, 662);
+    assert_false(v.valid);
+    double u = ntp_loadgen_result_utilisation(r, 0);
+    assert_true(u > 0 && u <= 1);
+    assert_float_equal(ntp_loadgen_result_utilisation(r, 1), 0, 0);
+    int nd = ntp_loadgen_result_depth_count(r);
+    assert_true(nd > 0);
+    assert_true(ntp_loadgen_result_depth(r, 0) >= 1);
+    assert_int_equal(ntp_loadgen_result_depth(r, nd), 0);
+    assert_null(ntp_loadgen_result_point(r, 0)); /* no search */
+    assert_non_null(ntp_loadgen_result_contention(r));
+    assert_null(ntp_loadgen_result_warning(r, ntp_loadgen_result_warning_count(r)));
+
+    assert_null(ntp_loadgen_result_topology(NULL));
+    assert_int_equal(ntp_loadgen_result_queries(NULL), 0);
+    assert_null(ntp_loadgen_result_query(NULL, 0));
+    assert_null(ntp_loadgen_result_contention(NULL));
+    assert_float_equal(ntp_loadgen_result_latency_ms(NULL).max, 0, 0);
+    assert_int_equal(ntp_loadgen_result_generator(NULL).wakes, 0);
     ntp_loadgen_result_free(r);
     ntp_ctx_free(ctx);
 }
@@ -208,7 +294,7 @@ int main(void)
         cmocka_unit_test(test_min_passing), cmocka_unit_test(test_early_stopping_estimate),
         cmocka_unit_test(test_percentile),  cmocka_unit_test(test_scenario_names),
         cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_oversubscribed_warns),
-        cmocka_unit_test(test_stop),
+        cmocka_unit_test(test_stop),        cmocka_unit_test(test_accessors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

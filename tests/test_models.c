@@ -630,7 +630,7 @@ static void test_tiny_ops(void **state)
     assert_i64(layer(&m, "instancenorm")->params, 8);
     /* 16 params and the 1 buffer value, 4 bytes each. */
     assert_i64(m.a->weight_bytes, 17 * 4);
-    assert_i64(m.a->n_layers, 69);
+    assert_i64(m.a->n_layers, 70);
     check_input(&m, 0, "x", "[2,4,6,6]", NTP_DTYPE_F32);
     assert_i64(ntp_graph_output_count(m.g), 1);
     check_output_shape(&m, 0, "[2,4,6,6]");
@@ -677,8 +677,10 @@ static void test_tiny_ops(void **state)
     /* Binary: pow 4 per element, where 1, max of 8 inputs 7, mean of 6
      * inputs 6 (5 additions and a division). */
     assert_i64(layer(&m, "pow")->flops, 4 * 288);
-    /* fmod: one per element, as the other binary ops (sub, div). */
+    /* fmod and greater: one per element, as the other binary ops (sub,
+     * div). */
     assert_i64(layer(&m, "fmod")->flops, 288);
+    assert_i64(layer(&m, "greater")->flops, 288);
     assert_i64(layer(&m, "darknet_head")->flops, 3 * 288);
     assert_i64(layer(&m, "where")->flops, 288);
     assert_i64(layer(&m, "trig")->flops, 7 * 288);
@@ -712,8 +714,8 @@ static void test_tiny_ops(void **state)
     /* The whole model, family by family in units of 288 FLOPs:
      *   rounding      sub 1, abs neg floor ceil round sign 6, mean of 6: 6   = 13
      *   exponentials  exp log cosh pow erf 5 x 4, sqrt reciprocal div fmod
-     *                 4, mish 11, log_sigmoid 6, darknet_head 3 (the
-     *                 logistic on 3 of its 4 channels), mean of 7: 7         = 51
+     *                 greater 5, mish 11, log_sigmoid 6, darknet_head 3 (the
+     *                 logistic on 3 of its 4 channels), mean of 8: 8         = 53
      *   trig          10 functions x 4, softsign 3, max of 8: 7              = 50
      *   activations   softplus 6 elu 5 selu 6 celu 5 hard_sigmoid 3
      *                 thresholded_relu 2 shrink 3 prelu 2, min of 8: 7       = 39
@@ -724,9 +726,9 @@ static void test_tiny_ops(void **state)
      *   norms         instancenorm 8, lrn 13                                 = 21
      *   resampling    linear 8, cubic 32                                     = 40
      *   output        mean of 8: 8, add 1                                    =  9
-     * 258 x 288 = 74,304, plus the mean's 8 divisions, l2's 48 square roots
-     * and log_sum_exp's 8 logarithms (32): 74,392. */
-    assert_i64(m.a->flops, 258 * 288 + 8 + 48 + 32);
+     * 260 x 288 = 74,880, plus the mean's 8 divisions, l2's 48 square roots
+     * and log_sum_exp's 8 logarithms (32): 74,968. */
+    assert_i64(m.a->flops, 260 * 288 + 8 + 48 + 32);
     model_free(&m);
 
     /* The batch is a param: the nearest-neighbour sizes follow it. */
@@ -812,7 +814,7 @@ static void test_tiny_ops_runs_finite(void **state)
         }
     }
     ntp__exec_free(&x);
-    assert_i64(checked, 69);
+    assert_i64(checked, 70);
 
     const int64_t n = 288;
     const float *c = tensor_of(g, outs, "centered", n), *lg = tensor_of(g, outs, "log", n),
@@ -820,7 +822,9 @@ static void test_tiny_ops_runs_finite(void **state)
                 *hm = tensor_of(g, outs, "hardmax", n), *ls = tensor_of(g, outs, "log_softmax", n),
                 *ng = tensor_of(g, outs, "neg", n), *wh = tensor_of(g, outs, "where", n),
                 *rp = tensor_of(g, outs, "reduce_prod", 72), *out = tensor_of(g, outs, "out", n),
-                *co = tensor_of(g, outs, "cosh", n), *fm = tensor_of(g, outs, "fmod", n);
+                *co = tensor_of(g, outs, "cosh", n), *fm = tensor_of(g, outs, "fmod", n),
+                *gt = tensor_of(g, outs, "greater", n), *off = tensor_of(g, outs, "offset", 4);
+    int64_t greater_ones = 0;
     for (int64_t i = 0; i < n; i++) {
         /* Each function is rounded once to f32 after the inner one was:
          * log(exp(c)) and asinh(sinh(c)) are c within a few ulps of the
@@ -836,7 +840,15 @@ static void test_tiny_ops_runs_finite(void **state)
         check_close("where", i, wh[i], hm[i] != 0.0f ? ls[i] : ng[i], 0.0);
         /* fmod is exact: C's fmod of the f32 operands, the sign of c. */
         check_close("fmod(c, cosh(c))", i, fm[i], fmod(c[i], co[i]), 0.0);
+        /* greater: c against its channel's offset ([1,4,1,1] broadcast
+         * over [2,4,6,6]), 1 or 0. */
+        check_close("greater(c, offset)", i, gt[i], c[i] > off[(i / 36) % 4] ? 1.0 : 0.0, 0.0);
+        greater_ones += gt[i] == 1.0f;
     }
+    /* Both answers occur, so the check above judges both. */
+    if (greater_ones == 0 || greater_ones == n)
+        fail_msg("greater is %lld of %lld times 1: one answer only", (long long)greater_ones,
+                 (long long)n);
     /* One 1 per (sample, position) across the 4 channels. */
     for (int b = 0; b < 2; b++)
         for (int p = 0; p < 36; p++) {
@@ -865,7 +877,7 @@ static void test_tiny_ops_runs_finite(void **state)
     ntp_run_result *r = NULL;
     if (ntp_run(m.ctx, g, &ro, &r) != NTP_STATUS_OK)
         fail_msg("run: %s", ntp_ctx_errmsg(m.ctx));
-    assert_i64(r->n_layers, 69);
+    assert_i64(r->n_layers, 70);
     for (int i = 0; i < r->n_layers; i++)
         assert_string_equal(r->layers[i].backend, "ref");
     ntp_run_result_free(r);
@@ -987,6 +999,15 @@ static void test_every_op_covered(void **state)
             fail_msg("no bundled model uses '%s'", ntp__op_name((ntp_op)op));
 }
 
+/* The ONNX operator an op is, from whichever table gives it. */
+static const char *any_onnx(ntp_op op)
+{
+    const char *o = ntp__op_onnx_name(op);
+    if (!o)
+        o = ntp__op_unary_onnx(op);
+    return o ? o : ntp__op_binary_onnx(op);
+}
+
 /* The op table's class columns agree with each other: a unary op (a row
  * in NTP_UNARY_TABLE) is of the unary class in every column; an emitter
  * that writes the table's ONNX operator has one; and no two ops share an
@@ -1002,6 +1023,11 @@ static void test_op_table_columns(void **state)
             unary != (ntp__op_torch(op) == NTP_OP_TORCH_UNARY) ||
             unary != (ntp__op_backward(op) == NTP_OP_BACKWARD_UNARY))
             fail_msg("%s: unary in some class columns only", name);
+        /* A binary op (a row in NTP_BINARY_TABLE) is written by the binary
+         * emitter, which writes that table's operator, and only it is. */
+        if (ntp__op_is_binary(op) != (ntp__op_onnx(op) == NTP_OP_ONNX_BINARY) ||
+            (ntp__op_is_binary(op) && !ntp__op_binary_onnx(op)))
+            fail_msg("%s: binary in one of NTP_BINARY_TABLE and the ONNX column only", name);
         switch (ntp__op_onnx(op)) {
         case NTP_OP_ONNX_SIMPLE:
         case NTP_OP_ONNX_REDUCE:
@@ -1025,6 +1051,7 @@ static void test_op_table_columns(void **state)
             break;
         case NTP_OP_ONNX_NONE:
         case NTP_OP_ONNX_UNARY:
+        case NTP_OP_ONNX_BINARY:
         case NTP_OP_ONNX_FC:
         case NTP_OP_ONNX_MATMUL:
         case NTP_OP_ONNX_ATTENTION:
@@ -1036,10 +1063,11 @@ static void test_op_table_columns(void **state)
                 fail_msg("%s: ONNX operator %s, which its emitter does not write", name, onnx);
             break;
         }
-        for (int j = 0; onnx && j < i; j++) {
-            const char *other = ntp__op_onnx_name((ntp_op)j);
-            if (other && !strcmp(other, onnx))
-                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, onnx);
+        const char *own = any_onnx(op);
+        for (int j = 0; own && j < i; j++) {
+            const char *other = any_onnx((ntp_op)j);
+            if (other && !strcmp(other, own))
+                fail_msg("%s and %s are both ONNX %s", ntp__op_name((ntp_op)j), name, own);
         }
     }
 }

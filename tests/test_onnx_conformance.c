@@ -158,7 +158,8 @@ static int model_inputs(const char *model, char names[MAX_IO][256], bool *tensor
 
 /* Compare output i with its expected .pb. */
 /* Output `got` (f32, or i32 data: an index such as argmax's, compared
- * exactly with an integer expectation) against the expected .pb. */
+ * exactly with an integer expectation; f32 1 or 0 against a bool) against
+ * the expected .pb. */
 static bool compare(const char *exp_path, const void *got, ntp_dtype gdt, const ntp_shape *gs,
                     char *why, size_t wlen, bool *unsupported)
 {
@@ -174,7 +175,10 @@ static bool compare(const char *exp_path, const void *got, ntp_dtype gdt, const 
     }
     ntp_ctx_free(ctx);
     bool index = gdt == NTP_DTYPE_I32;
-    if (!ntp__onnx_is_float(e.dtype) && !index) {
+    /* A predicate (a comparison's output) is ONNX's bool and the IR's 1 or 0
+     * in float: compared exactly. */
+    bool truth = e.dtype == NTP_ONNX_BOOL && gdt == NTP_DTYPE_F32;
+    if (!ntp__onnx_is_float(e.dtype) && !index && !truth) {
         snprintf(why, wlen, "expected output is %s", ntp__onnx_dtype_name(e.dtype));
         *unsupported = true;
         goto done;
@@ -202,7 +206,15 @@ static bool compare(const char *exp_path, const void *got, ntp_dtype gdt, const 
             goto done;
         }
     }
-    for (int64_t k = 0; !index && k < e.n; k++) {
+    for (int64_t k = 0; truth && k < e.n; k++) {
+        float y = ((const float *)got)[k], w = ntp__onnx_get_i(&e, k) ? 1.0f : 0.0f;
+        if (y != w) {
+            snprintf(why, wlen, "element %lld is %.9g, expected %s", (long long)k, y,
+                     w != 0 ? "true (1)" : "false (0)");
+            goto done;
+        }
+    }
+    for (int64_t k = 0; !index && !truth && k < e.n; k++) {
         double y = ((const float *)got)[k], w = e.f[k];
         bool same = (isnan(y) && isnan(w)) || y == w || fabs(y - w) <= ATOL + RTOL * fabs(w);
         if (!same) {

@@ -224,6 +224,11 @@ static void test_binary_broadcast(void **state)
     const float n[3] = {NAN, 0, 0};
     binary(NTP_OP_MAX, a, n, (const float[]){NAN, 2, 3, NAN, 5, 6});
     binary(NTP_OP_MIN, a, n, (const float[]){NAN, 0, 0, NAN, 0, 0});
+    /* greater: 1 or 0, strict (equal values are 0), 0 against NaN; the
+     * values of numpy.greater (1.24) as float32. */
+    binary(NTP_OP_GREATER, a, b, (const float[]){0, 1, 1, 1, 1, 1});
+    binary(NTP_OP_GREATER, a, n, (const float[]){0, 1, 1, 0, 1, 1});
+    binary(NTP_OP_GREATER, a, (const float[]){1, 5, 3}, (const float[]){0, 0, 0, 1, 0, 1});
 }
 
 /* where: condition [2, 1] (non-zero true) broadcast against x [2, 2] and a

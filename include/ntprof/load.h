@@ -119,103 +119,142 @@ typedef struct ntp_loadgen_point {
 
 #define NTP_LOADGEN_MAX_POINTS 32
 
-typedef struct ntp_loadgen_result {
-    char *topology;
-    char *source;
-    char *backend;
-    ntp_loadgen_scenario scenario;
-    int instances, threads_per_instance, max_batch, samples_per_query;
-    double batch_timeout_us;
-    bool pinned;
-    uint64_t seed;
-    double duration_s; /* the minimums asked for */
-    int64_t min_queries;
-    double latency_bound_ms;
-    /* Figures of the run. */
-    int64_t queries;
-    int64_t samples;
-    double elapsed_s;    /* first arrival to last completion */
-    double qps_offered;  /* server: asked; others: achieved */
-    double qps_achieved; /* queries completed / elapsed */
-    double samples_per_s;
-    /* Per query, from arrival to completion: p50 p90 p95 p99 p99.9 max mean. */
-    struct {
-        double p50, p90, p95, p99, p999, max, mean, min;
-    } latency_ms;
-    double percentile;    /* the scenario's: 0.90, 0.99 */
-    double metric_ms;     /* the latency at that percentile */
-    double service_ms[2]; /* unloaded latency of one batch of 1, and of max_batch */
-    double prepare_ms;    /* every plan of every instance, once */
-    /* Validity, as LoadGen judges it. */
-    bool valid;
-    bool min_duration_met, min_queries_met, bound_met;
-    bool early_stopping_met;
-    /* Early stopping (a binomial bound at 99% confidence): the queries the
-     * run would need for its percentile (LoadGen's "need to process at
-     * least" / "would need N more"); the percentile's upper estimate. */
+/* The latency of the queries, from arrival to completion, ms. */
+typedef struct ntp_loadgen_latency {
+    double p50, p90, p95, p99, p999, max, mean, min;
+} ntp_loadgen_latency;
+
+/* Whether a run is valid, as LoadGen judges it, and its early stopping (a
+ * binomial bound at 99% confidence). */
+typedef struct ntp_loadgen_validity {
+    bool valid;              /* every condition below that applies */
+    bool min_duration_met;   /* ntp_loadgen_opts.duration_s */
+    bool min_queries_met;    /* ntp_loadgen_opts.min_queries */
+    bool bound_met;          /* server: the p99 within latency_bound_ms */
+    bool early_stopping_met; /* enough queries to claim the percentile */
+    /* The queries the run would need for its percentile (LoadGen's "need
+     * to process at least" / "would need N more"); the percentile's upper
+     * estimate, ms. */
     int64_t early_stopping_needed;
     double early_stopping_ms;
     int64_t overlatency; /* server: queries above the bound */
-    /* How the queue behaved. */
-    int64_t *batch_hist; /* [max_batch + 1]: batches of each size */
-    int n_depth;         /* queue depth sampled at every arrival */
-    double *depth_t_s;   /* arrival time */
-    int *depth;          /* samples waiting, that one included */
-    int max_depth;
-    double *utilisation; /* per instance: share of elapsed spent computing */
-    /* The generator's own cost: mean time to issue a query (queueing it and
-     * waking an instance) and mean lateness of issues against their
-     * scheduled arrivals (server), µs. */
+} ntp_loadgen_validity;
+
+/* The generator's own cost and quality (docs/load.md#arrivals,
+ * #generator-cost), µs unless named otherwise. */
+typedef struct ntp_loadgen_generator {
+    /* Mean time to issue a query (queueing it and waking an instance). */
     double overhead_us;
-    double lateness_us, lateness_max_us;
-    bool interrupted; /* opts.stop was set: the queries so far */
-    /* --find-max-qps: the largest valid QPS and the points tried. */
-    bool searched;
-    double max_qps;
-    int n_points;
-    ntp_loadgen_point points[NTP_LOADGEN_MAX_POINTS];
-    /* Every query, in issue order. */
-    ntp_loadgen_query *q;
-    double load_average; /* 1-minute, at the start */
-    /* What other processes took from this process's CPUs during the run
-     * (docs/run.md#contention); distorted: the figures may not hold. */
-    ntp_contention contention;
-    char cpu_model[128];
-    int cpus; /* CPUs this process may use */
-    int n_warnings;
-    char **warnings;
-    /* The generator's quality (server; docs/load.md#arrivals): lateness of
-     * issues against their scheduled arrivals, p99 (mean and max above);
-     * the sleep-then-spin margin used; how far past its target (the
-     * deadline less the margin) each sleep woke, mean and p99, and how many
-     * sleeps woke past the deadline itself; the CPU the issuing thread was
-     * pinned to (-1: not pinned, no spare CPU beside the instances') and
-     * its timer slack while issuing (ns; the default is 50 µs). */
-    double lateness_p99_us;
+    /* Server: lateness of issues against their scheduled arrivals, mean,
+     * max and p99. */
+    double lateness_us, lateness_max_us, lateness_p99_us;
+    /* The sleep-then-spin margin used; how far past its target (the
+     * deadline less the margin) each sleep woke, mean and p99; the sleeps,
+     * and those that woke past the deadline itself. */
     double margin_us;
     double oversleep_mean_us, oversleep_p99_us;
     int64_t sleeps, late_wakes;
+    /* The CPU the issuing thread was pinned to (-1: not pinned) and its
+     * timer slack while issuing (ns; the default is 50 µs). */
     int generator_cpu;
     int64_t timer_slack_ns;
-    /* The arrivals as drawn (server): their count over the last arrival's
-     * time, the rate the sample path offered (qps_offered is the asked). */
+    /* Server: the arrivals as drawn, their count over the last arrival's
+     * time (qps_offered is the asked). */
     double qps_drawn;
-    /* Of the generator's cost (overhead_us): the issues that found an
-     * instance asleep and woke it (a system call; a busy instance is never
-     * signalled), and the mean time of those wakes, µs; how long an idle
-     * instance polls the queue before it sleeps (0: it does not, for want
-     * of cores of its own beside the generator's), µs. */
+    /* The issues that found an instance asleep and woke it, and the mean
+     * time of those wakes; how long an idle instance polls the queue
+     * before it sleeps (0: it does not). */
     int64_t wakes;
     double wake_us;
     double poll_us;
-    /* The CPU the generator's timing costs, per issued query, µs: the
-     * issuing thread's spin from its sleep's end to each deadline
-     * (server), and the instances' polling of the queue (all of them
-     * together; server idle instances poll from the margin before each
-     * arrival until it comes, docs/load.md#generator-cost). */
+    /* The CPU the timing costs per issued query: the issuing thread's spin
+     * to each deadline (server), the instances' polling of the queue. */
     double generator_spin_us;
     double instance_poll_us;
-} ntp_loadgen_result;
+} ntp_loadgen_generator;
+
+/* What ntp_loadgen_run measured: opaque, read through the accessors below
+ * and freed with ntp_loadgen_result_free. Each accessor takes NULL or an
+ * index out of range and answers NULL, 0 (false for a flag, a zeroed
+ * record for a group); a string or record returned lives as long as r. */
+typedef struct ntp_loadgen_result ntp_loadgen_result;
+
+/* The run's settings: the topology's name and file, the backend. */
+NTP_API const char *ntp_loadgen_result_topology(const ntp_loadgen_result *r);
+NTP_API const char *ntp_loadgen_result_source(const ntp_loadgen_result *r);
+NTP_API const char *ntp_loadgen_result_backend(const ntp_loadgen_result *r);
+/* The scenario (single-stream for NULL). */
+NTP_API ntp_loadgen_scenario ntp_loadgen_result_scenario(const ntp_loadgen_result *r);
+/* ntp_loadgen_opts' instances, threads_per_instance, max_batch, samples_per_query. */
+NTP_API int ntp_loadgen_result_instances(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_threads_per_instance(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_max_batch(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_samples_per_query(const ntp_loadgen_result *r);
+/* ntp_loadgen_opts.batch_timeout_us. */
+NTP_API double ntp_loadgen_result_batch_timeout_us(const ntp_loadgen_result *r);
+/* Whether the instances' threads were pinned to cores of their own. */
+NTP_API bool ntp_loadgen_result_pinned(const ntp_loadgen_result *r);
+NTP_API uint64_t ntp_loadgen_result_seed(const ntp_loadgen_result *r);
+/* The minimums asked for: duration (s) and queries; the server's bound (ms). */
+NTP_API double ntp_loadgen_result_duration_s(const ntp_loadgen_result *r);
+NTP_API int64_t ntp_loadgen_result_min_queries(const ntp_loadgen_result *r);
+NTP_API double ntp_loadgen_result_latency_bound_ms(const ntp_loadgen_result *r);
+
+/* Completed queries and their samples. */
+NTP_API int64_t ntp_loadgen_result_queries(const ntp_loadgen_result *r);
+NTP_API int64_t ntp_loadgen_result_samples(const ntp_loadgen_result *r);
+/* First arrival to last completion, s. */
+NTP_API double ntp_loadgen_result_elapsed_s(const ntp_loadgen_result *r);
+/* Server: the QPS asked; the other scenarios: the achieved. */
+NTP_API double ntp_loadgen_result_qps_offered(const ntp_loadgen_result *r);
+/* Queries and samples completed per second of elapsed. */
+NTP_API double ntp_loadgen_result_qps_achieved(const ntp_loadgen_result *r);
+NTP_API double ntp_loadgen_result_samples_per_s(const ntp_loadgen_result *r);
+/* Per query, from arrival to completion, ms. */
+NTP_API ntp_loadgen_latency ntp_loadgen_result_latency_ms(const ntp_loadgen_result *r);
+/* The scenario's percentile (0.90, 0.99) and the latency at it, ms. */
+NTP_API double ntp_loadgen_result_percentile(const ntp_loadgen_result *r);
+NTP_API double ntp_loadgen_result_metric_ms(const ntp_loadgen_result *r);
+/* Unloaded latency of one batch, ms: i 0 a batch of 1, i 1 of max_batch. */
+NTP_API double ntp_loadgen_result_service_ms(const ntp_loadgen_result *r, int i);
+/* Every plan of every instance, prepared once, ms. */
+NTP_API double ntp_loadgen_result_prepare_ms(const ntp_loadgen_result *r);
+/* Validity and early stopping. */
+NTP_API ntp_loadgen_validity ntp_loadgen_result_validity(const ntp_loadgen_result *r);
+
+/* The batches of `size` samples (0 .. max_batch) that ran. */
+NTP_API int64_t ntp_loadgen_result_batch_count(const ntp_loadgen_result *r, int size);
+/* The queue depth, sampled at every arrival: how many samples, and at
+ * sample i the samples waiting (that one included) and the arrival's time
+ * (s since the start). */
+NTP_API int ntp_loadgen_result_depth_count(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_depth(const ntp_loadgen_result *r, int i);
+NTP_API double ntp_loadgen_result_depth_time_s(const ntp_loadgen_result *r, int i);
+NTP_API int ntp_loadgen_result_max_depth(const ntp_loadgen_result *r);
+/* Instance i's share of elapsed spent computing (0 .. instances - 1). */
+NTP_API double ntp_loadgen_result_utilisation(const ntp_loadgen_result *r, int i);
+/* The generator's cost and quality. */
+NTP_API ntp_loadgen_generator ntp_loadgen_result_generator(const ntp_loadgen_result *r);
+/* ntp_loadgen_opts.stop was set: the figures are of the queries so far. */
+NTP_API bool ntp_loadgen_result_interrupted(const ntp_loadgen_result *r);
+/* find_max_qps: whether it searched, the largest valid QPS, the points tried. */
+NTP_API bool ntp_loadgen_result_searched(const ntp_loadgen_result *r);
+NTP_API double ntp_loadgen_result_max_qps(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_point_count(const ntp_loadgen_result *r);
+NTP_API const ntp_loadgen_point *ntp_loadgen_result_point(const ntp_loadgen_result *r, int i);
+/* Completed query i in issue order, 0 .. queries - 1. */
+NTP_API const ntp_loadgen_query *ntp_loadgen_result_query(const ntp_loadgen_result *r, int64_t i);
+/* The 1-minute load average at the start. */
+NTP_API double ntp_loadgen_result_load_average(const ntp_loadgen_result *r);
+/* What other processes took from this process's CPUs during the run
+ * (docs/run.md#contention). */
+NTP_API const ntp_contention *ntp_loadgen_result_contention(const ntp_loadgen_result *r);
+/* The CPU's model and how many CPUs this process may use. */
+NTP_API const char *ntp_loadgen_result_cpu_model(const ntp_loadgen_result *r);
+NTP_API int ntp_loadgen_result_cpus(const ntp_loadgen_result *r);
+/* Warnings about the run (its figures may not hold, a fallback). */
+NTP_API int ntp_loadgen_result_warning_count(const ntp_loadgen_result *r);
+NTP_API const char *ntp_loadgen_result_warning(const ntp_loadgen_result *r, int i);
 
 /* Serve the topology at `path` (loaded with `load`, NULL for defaults; the
  * param "batch" is set to each batch size 1..max_batch in turn, so a model

@@ -373,6 +373,18 @@ const char *ntp__op_unary_onnx_attrs(ntp_op op);
 int ntp__op_unary_flops(ntp_op op);
 /* The unary op whose ONNX operator is op_type; NTP_OP_COUNT if none. */
 ntp_op ntp__op_unary_from_onnx(const char *op_type);
+/* The binary element-wise family (NTP_BINARY_TABLE): whether op is one, its
+ * ONNX operator and the ONNX attributes the import understands, whether it
+ * commutes, whether its output is a predicate (1 or 0; ONNX's bool), and its
+ * FLOPs per output element with n_in inputs. */
+bool ntp__op_is_binary(ntp_op op);
+const char *ntp__op_binary_onnx(ntp_op op);
+const char *ntp__op_binary_onnx_attrs(ntp_op op);
+bool ntp__op_binary_commutes(ntp_op op);
+bool ntp__op_binary_predicate(ntp_op op);
+int64_t ntp__op_binary_flops(ntp_op op, int n_in);
+/* The binary op whose ONNX operator is op_type; NTP_OP_COUNT if none. */
+ntp_op ntp__op_binary_from_onnx(const char *op_type);
 
 /* Shape inference for one node: reads its input tensors' shapes and its
  * attributes, sets its output tensors' shapes and dtypes and declares its

@@ -25,23 +25,12 @@ void ntp__cost_onnx_hardmax(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
     c->flops = numel(&ntp__cout(g, n, 0)->shape);
 }
 
-/* Binary ops: one operation per output element per input after the first,
- * as add and mul count (sub, div, max, min); pow is a transcendental (4);
- * mean adds one division per element; where one selection. Each is the
- * op's cost column in the op table. */
+/* The binary family's ops (sub, div, pow, max, min, mean, fmod, ...): the
+ * FLOPs per output element of their row in NTP_BINARY_TABLE, per input
+ * after the first and once (mean's division); where: one selection. */
 void ntp__cost_onnx_binary(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
 {
-    c->flops = smul(n->n_in - 1, numel(&ntp__cout(g, n, 0)->shape));
-}
-
-void ntp__cost_onnx_pow(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
-{
-    c->flops = smul(4, numel(&ntp__cout(g, n, 0)->shape));
-}
-
-void ntp__cost_onnx_mean(const ntp_graph *g, const ntp_node *n, ntp_cost *c)
-{
-    c->flops = smul(n->n_in, numel(&ntp__cout(g, n, 0)->shape));
+    c->flops = smul(ntp__op_binary_flops(n->op, n->n_in), numel(&ntp__cout(g, n, 0)->shape));
 }
 
 void ntp__cost_onnx_where(const ntp_graph *g, const ntp_node *n, ntp_cost *c)

@@ -17,7 +17,8 @@
  *            stays on the reference backend (NTP_OP_TORCH_CLASSES)
  *   ONNX     how the ONNX exporter writes it (NTP_OP_ONNX_CLASSES), and
  *   Onnx     the ONNX operator that emitter writes, NULL where the emitter
- *            needs none (a unary op's is in NTP_UNARY_TABLE)
+ *            needs none (a unary or binary op's is in NTP_UNARY_TABLE or
+ *            NTP_BINARY_TABLE)
  *
  * The enum, the name table and the dispatch tables are generated from this
  * list (src/graph/ops.c), so they cannot drift apart. The last four columns
@@ -29,7 +30,8 @@
  *
  * A unary element-wise op (y[i] = f(x[i]), one input, no weights) also has a
  * row in NTP_UNARY_TABLE below, which is all that its kernels, its cost and
- * its ONNX mapping need: docs/ops.md, "Adding an element-wise op". */
+ * its ONNX mapping need: docs/ops.md, "Adding an element-wise op". A binary
+ * one (y = f(a, b) with numpy broadcasting) has a row in NTP_BINARY_TABLE. */
 #ifndef NTPROF_OP_TABLE_H
 #define NTPROF_OP_TABLE_H
 
@@ -106,12 +108,12 @@
     X(PRELU,             "prelu",             LAYER, 1, 1, onnx_prelu,       onnx_prelu,             DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "PRelu") \
     X(LOG_SOFTMAX,       "log_softmax",       LAYER, 1, 1, softmax,          onnx_log_softmax,       DEFAULT,     NORM,       SOFTMAX,  LOG_SOFTMAX,   SIMPLE,        "LogSoftmax") \
     X(HARDMAX,           "hardmax",           LAYER, 1, 1, softmax,          onnx_hardmax,           DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "Hardmax") \
-    X(SUB,               "sub",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    SUM,      SUB,           SIMPLE,        "Sub") \
-    X(DIV,               "div",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  DIV,           SIMPLE,        "Div") \
-    X(POW,               "pow",               LAYER, 2, 2, binary,           onnx_pow,               DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Pow") \
-    X(MAX,               "max",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MAXIMUM,       SIMPLE,        "Max") \
-    X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MINIMUM,       SIMPLE,        "Min") \
-    X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_mean,              DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mean") \
+    X(SUB,               "sub",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    SUM,      SUB,           BINARY,        NULL) \
+    X(DIV,               "div",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  DIV,           BINARY,        NULL) \
+    X(POW,               "pow",               LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL) \
+    X(MAX,               "max",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MAXIMUM,       BINARY,        NULL) \
+    X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MINIMUM,       BINARY,        NULL) \
+    X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL) \
     X(WHERE,             "where",             LAYER, 3, 3, binary,           onnx_where,             DEFAULT,     ELTWISE,    FORWARD,  NONE,          WHERE,         "Where") \
     X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMean") \
     X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
@@ -140,9 +142,11 @@
     /* Calibration and test layers (docs/ops.md, "delay"; docs/load.md). */ \
     X(DELAY,             "delay",             LAYER, 1, 1, delay,            none,                   DEFAULT,     ELTWISE,    FORWARD,  NONE,          NONE,          NULL) \
     /* ONNX's Mod with fmod=1: C's fmod, the sign of the dividend. */ \
-    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          SIMPLE,        "Mod") \
+    X(FMOD,              "fmod",              LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL) \
     /* Darknet's [yolo] and [region] at inference (docs/darknet.md). */ \
-    X(DARKNET_HEAD,      "darknet_head",      INLAY, 1, 1, darknet_head,     darknet_head,           DEFAULT,     NONE,       FORWARD,  NONE,          DARKNET_HEAD,  NULL)
+    X(DARKNET_HEAD,      "darknet_head",      INLAY, 1, 1, darknet_head,     darknet_head,           DEFAULT,     NONE,       FORWARD,  NONE,          DARKNET_HEAD,  NULL) \
+    /* ONNX's Greater: a > b, 1 or 0 (ONNX's bool). */ \
+    X(GREATER,           "greater",           LAYER, 2, 2, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL)
 // clang-format on
 
 /* The values of the INIT column: how ntp__gen_weights (src/graph/data.c)
@@ -192,6 +196,7 @@
  * its weights, with the op's attributes; REDUCE, a reduction with keepdims
  * and its axes as an attribute, REDUCE_AXES_IN with them as an input
  * (ReduceSum since opset 13); UNARY, NTP_UNARY_TABLE's operator or a pattern;
+ * BINARY, NTP_BINARY_TABLE's operator (a predicate's bool cast to float);
  * NARY, the Onnx operator on two inputs, more folded (Sum for add, a chain
  * for mul); CONV and POOL, the Onnx operator with the spatial attributes;
  * DECODER, the decoder ops' emitter (onnx-export-decoder.c); DARKNET_HEAD,
@@ -202,7 +207,7 @@
     O(NONE) O(SIMPLE) O(REDUCE) O(REDUCE_AXES_IN) O(UNARY) O(NARY) O(FC) O(MATMUL) \
     O(ATTENTION) O(CONV) O(POOL) O(BATCHNORM) O(LAYERNORM) O(WHERE) O(SPLIT) O(RESHAPE) \
     O(PAD) O(EMBEDDING) O(RNN) O(CONSTANT) O(SLICE) O(EXPAND) O(RESIZE) O(DECODER) \
-    O(CONVERT) O(DARKNET_HEAD)
+    O(CONVERT) O(DARKNET_HEAD) O(BINARY)
 // clang-format on
 
 /* The unary element-wise ops (kernel family "unary"):
@@ -273,5 +278,51 @@
  * op (no `default:`, so that the compiler names an op a switch misses). */
 #define NTP_UNARY_CASE_(e, fn, onnx, attrs, flops) case NTP_OP_##e:
 #define NTP_UNARY_CASES NTP_UNARY_TABLE(NTP_UNARY_CASE_)
+
+/* The binary element-wise ops (kernel family "binary": y = f(a, b), with
+ * ONNX's multidirectional (numpy) broadcasting of every input to the
+ * output's shape, inputs folded left to right where the op takes more than
+ * two, as a chain of two-input ONNX nodes would):
+ *
+ * B(ENUM, fn, "Onnx", "onnx attributes", COMMUTES, OUT, FLOPS, POST)
+ *   ENUM     the op, declared in NTP_OP_TABLE with shape `binary`, cost
+ *            `onnx_binary` and ONNX emitter BINARY
+ *   fn       its reference function: ref_binary_<fn>(double a, double b) in
+ *            src/backend/ref/ref-onnx-eltwise.c, evaluated in double and
+ *            rounded to f32 after each input (a missing one fails to
+ *            compile)
+ *   Onnx     the ONNX operator it is, for import and export
+ *   onnx attributes  the ONNX attributes the import understands (an unknown
+ *            one makes the node unsupported)
+ *   COMMUTES whether f(a, b) = f(b, a): a backend that broadcasts only its
+ *            second source may swap the inputs of one that commutes
+ *   OUT      the output's type: SAME, the inputs' (float); PREDICATE, a
+ *            truth value: ONNX's bool, the IR's 1 or 0 in float (as
+ *            where's condition reads it), so the export casts it to float
+ *   FLOPS    floating-point operations per output element per input after
+ *            the first (docs/ops.md), and
+ *   POST     those per output element once the inputs are folded (mean's
+ *            division by the input count)
+ *
+ * Backends run an op of the family by mapping it to their own primitive
+ * (oneDNN's binary algorithm, binary_algs[] in onednn/binary.c); an op a
+ * backend does not map stays on the reference backend. Add and mul, which
+ * fuse a bias and an activation and have kernels of their own on every
+ * backend, are not rows of it. */
+#define NTP_ONNX_BCAST_ "broadcast,axis,"
+// clang-format off
+#define NTP_BINARY_TABLE(B)                                                                            \
+    B(SUB,  sub,  "Sub",  NTP_ONNX_BCAST_ NTP_ONNX_LEGACY_, false, SAME, 1, 0) \
+    B(DIV,  div,  "Div",  NTP_ONNX_BCAST_ NTP_ONNX_LEGACY_, false, SAME, 1, 0) \
+    B(POW,  pow,  "Pow",  "broadcast,axis",                 false, SAME, 4, 0) \
+    B(MAX,  max,  "Max",  NTP_ONNX_LEGACY_,                 true,  SAME, 1, 0) \
+    B(MIN,  min,  "Min",  NTP_ONNX_LEGACY_,                 true,  SAME, 1, 0) \
+    B(MEAN, add,  "Mean", NTP_ONNX_LEGACY_,                 true,  SAME, 1, 1) \
+    B(FMOD, fmod, "Mod",  "fmod",                           false, SAME, 1, 0) \
+    B(GREATER, greater, "Greater", "broadcast,axis",        false, PREDICATE, 1, 0)
+// clang-format on
+
+#define NTP_BINARY_CASE_(e, fn, onnx, attrs, commutes, out, flops, post) case NTP_OP_##e:
+#define NTP_BINARY_CASES NTP_BINARY_TABLE(NTP_BINARY_CASE_)
 
 #endif

@@ -127,6 +127,58 @@ ntp_op ntp__op_unary_from_onnx(const char *op_type)
     return NTP_OP_COUNT;
 }
 
+/* The binary element-wise family, from NTP_BINARY_TABLE. An op without a
+ * row has a zero entry (is_binary false). */
+typedef struct binary_info {
+    bool is_binary, commutes, predicate;
+    const char *onnx, *onnx_attrs;
+    int flops, post;
+} binary_info;
+
+#define NTP_BINARY_OUT_SAME false
+#define NTP_BINARY_OUT_PREDICATE true
+static const binary_info binary_ops[NTP_OP_COUNT] = {
+#define NTP_BINARY_INFO_(e, fn, onnx, attrs, commutes, out, flops, post) \
+    [NTP_OP_##e] = {true, commutes, NTP_BINARY_OUT_##out, onnx, attrs, flops, post},
+    NTP_BINARY_TABLE(NTP_BINARY_INFO_)
+#undef NTP_BINARY_INFO_
+};
+
+bool ntp__op_is_binary(ntp_op op)
+{
+    return (unsigned)op < NTP_OP_COUNT && binary_ops[op].is_binary;
+}
+const char *ntp__op_binary_onnx(ntp_op op)
+{
+    return ntp__op_is_binary(op) ? binary_ops[op].onnx : NULL;
+}
+const char *ntp__op_binary_onnx_attrs(ntp_op op)
+{
+    return ntp__op_is_binary(op) ? binary_ops[op].onnx_attrs : "";
+}
+bool ntp__op_binary_commutes(ntp_op op)
+{
+    return ntp__op_is_binary(op) && binary_ops[op].commutes;
+}
+bool ntp__op_binary_predicate(ntp_op op)
+{
+    return ntp__op_is_binary(op) && binary_ops[op].predicate;
+}
+int64_t ntp__op_binary_flops(ntp_op op, int n_in)
+{
+    if (!ntp__op_is_binary(op))
+        return 0;
+    return (int64_t)binary_ops[op].flops * (n_in - 1) + binary_ops[op].post;
+}
+
+ntp_op ntp__op_binary_from_onnx(const char *op_type)
+{
+    for (int i = 0; i < NTP_OP_COUNT; i++)
+        if (binary_ops[i].onnx && strcmp(binary_ops[i].onnx, op_type) == 0)
+            return (ntp_op)i;
+    return NTP_OP_COUNT;
+}
+
 ntp_status ntp__op_infer_shape(ntp_ctx *ctx, ntp_graph *g, ntp_node *n)
 {
     const op_info *oi = &ops[n->op];

@@ -342,7 +342,28 @@ static void (*const simple_attrs[NTP_OP_COUNT])(const em *e, Onnx__NodeProto *o)
 /* Ops that are one ONNX node reading the layer's inputs, then its weights;
  * attributes after. A reduction (emitter REDUCE or REDUCE_AXES_IN) keeps its
  * dims and gives its axes as an attribute or an input. */
+static ntp_status simple_to(const em *e, const char *op, const char *out);
+
 static ntp_status simple(const em *e, const char *op)
+{
+    return simple_to(e, op, out_name(e, 0));
+}
+
+/* An op of the binary family (NTP_BINARY_TABLE) is its ONNX operator; a
+ * predicate's bool is cast to the float the IR's tensor is. */
+static ntp_status binary(const em *e)
+{
+    const char *op = ntp__op_binary_onnx(e->n->op);
+    if (!ntp__op_binary_predicate(e->n->op))
+        return simple(e, op);
+    const char *t = tmp(e, "predicate");
+    ntp_status st = simple_to(e, op, t);
+    if (!st)
+        ntp__xw_attr_i(e->w, node1(e, "Cast", "float", t, out_name(e, 0)), "to", NTP_ONNX_FLOAT);
+    return st;
+}
+
+static ntp_status simple_to(const em *e, const char *op, const char *out)
 {
     const ntp_node *n = e->n;
     const ntp_attrs *a = &n->a;
@@ -357,7 +378,7 @@ static ntp_status simple(const em *e, const char *op)
     if (how == NTP_OP_ONNX_REDUCE_AXES_IN && ntp__reduce_n_axes(a) > 0)
         in[k++] =
             ntp__xw_i64(e->w, helper_name(e, "axes"), ntp__reduce_axes(a), ntp__reduce_n_axes(a));
-    Onnx__NodeProto *o = node(e, op, NULL, k, in, out_name(e, 0));
+    Onnx__NodeProto *o = node(e, op, NULL, k, in, out);
     write_attrs(e, o);
     if (simple_attrs[n->op])
         simple_attrs[n->op](e, o);
@@ -534,6 +555,7 @@ ntp_status ntp__xw_emit(ntp_xw *w, const ntp_node *n, float *const *wd)
     const char *op = ntp__op_onnx_name(n->op);
     switch (ntp__op_onnx(n->op)) {
     case NTP_OP_ONNX_UNARY: return unary(&e);
+    case NTP_OP_ONNX_BINARY: return binary(&e);
     case NTP_OP_ONNX_SIMPLE:
     case NTP_OP_ONNX_REDUCE:
     case NTP_OP_ONNX_REDUCE_AXES_IN: return simple(&e, op);

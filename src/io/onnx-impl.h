@@ -220,9 +220,10 @@ extern const ntp_onnx_map ntp__onnx_map_nn[];
 extern const ntp_onnx_map ntp__onnx_map_tensor[];
 extern const ntp_onnx_map ntp__onnx_map_eltwise[];
 const ntp_onnx_map *ntp__onnx_find_map(const char *op_type);
-/* The mapper of a unary element-wise op by its ONNX operator (op-table.h's
- * NTP_UNARY_TABLE), NULL if none; ntp__onnx_find_map() looks there last. */
-const ntp_onnx_map *ntp__onnx_find_unary_map(const char *op_type);
+/* The mapper of a unary or binary element-wise op by its ONNX operator
+ * (op-table.h's NTP_UNARY_TABLE and NTP_BINARY_TABLE), NULL if none;
+ * ntp__onnx_find_map() looks there last. */
+const ntp_onnx_map *ntp__onnx_find_family_map(const char *op_type);
 
 /* Errors about the current node: "SRC: node 'n' (Conv, opset 11): ...". */
 ntp_status ntp__onnx_err(ntp_onnx_importer *x, ntp_status st, const char *fmt, ...)

@@ -719,7 +719,7 @@ const ntp_onnx_map *ntp__onnx_find_map(const char *op_type)
         for (const ntp_onnx_map *m = tables[t]; m->op_type; m++)
             if (strcmp(m->op_type, op_type) == 0)
                 return m;
-    return ntp__onnx_find_unary_map(op_type);
+    return ntp__onnx_find_family_map(op_type);
 }
 
 /* Whether name is in the comma-separated list. */

@@ -229,9 +229,13 @@ static ntp_status legacy_operand(ntp_onnx_importer *x, int t0, int *t1)
     return ntp__onnx_reshape(x, *t1, &to, "align", t1);
 }
 
-/* The op whose ONNX operator (op-table.h) is op_type; NTP_OP_COUNT if none. */
+/* The op whose ONNX operator is op_type: a binary op's (NTP_BINARY_TABLE)
+ * or add's and mul's (NTP_OP_TABLE); NTP_OP_COUNT if none. */
 static ntp_op op_of_onnx(const char *op_type)
 {
+    ntp_op b = ntp__op_binary_from_onnx(op_type);
+    if (b < NTP_OP_COUNT)
+        return b;
     for (int op = 0; op < NTP_OP_COUNT; op++) {
         const char *o = ntp__op_onnx_name((ntp_op)op);
         if (o && !strcmp(o, op_type))
@@ -240,9 +244,10 @@ static ntp_op op_of_onnx(const char *op_type)
     return NTP_OP_COUNT;
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod: the op of that ONNX
- * operator in the op table (Sum is add). Variadic ones with more inputs
- * than a layer takes are chained. */
+/* Add, Mul, Sum and the binary family (NTP_BINARY_TABLE: Sub, Div, Pow,
+ * Max, Min, Mean, Mod, ...): the op of that ONNX operator in the op tables
+ * (Sum is add). Variadic ones with more inputs than a layer takes are
+ * chained. */
 static ntp_status map_binary(ntp_onnx_importer *x)
 {
     const char *t = x->np->op_type;
@@ -372,8 +377,9 @@ static ntp_status map_reduce(ntp_onnx_importer *x)
     return ntp__onnx_out_tensor(x, 0, out);
 }
 
-/* The unary element-wise ops' mappers, one per op with an ONNX operator in
- * the op table, which also gives the attributes each understands. */
+/* The unary and binary element-wise ops' mappers, one per op with an ONNX
+ * operator in its family's table, which also gives the attributes each
+ * understands. */
 static const ntp_onnx_map unary_maps[NTP_OP_COUNT] = {
 #define NTP_ONNX_UNARY_MAP_(e, fn, onnx, attrs, flops) \
     [NTP_OP_##e] = {onnx, map_unary, NULL, attrs},
@@ -381,10 +387,20 @@ static const ntp_onnx_map unary_maps[NTP_OP_COUNT] = {
 #undef NTP_ONNX_UNARY_MAP_
 };
 
-const ntp_onnx_map *ntp__onnx_find_unary_map(const char *op_type)
+static const ntp_onnx_map binary_maps[NTP_OP_COUNT] = {
+#define NTP_ONNX_BINARY_MAP_(e, fn, onnx, attrs, commutes, out, flops, post) \
+    [NTP_OP_##e] = {onnx, map_binary, NULL, attrs},
+    NTP_BINARY_TABLE(NTP_ONNX_BINARY_MAP_)
+#undef NTP_ONNX_BINARY_MAP_
+};
+
+const ntp_onnx_map *ntp__onnx_find_family_map(const char *op_type)
 {
     ntp_op op = ntp__op_unary_from_onnx(op_type);
-    return op < NTP_OP_COUNT ? &unary_maps[op] : NULL;
+    if (op < NTP_OP_COUNT)
+        return &unary_maps[op];
+    op = ntp__op_binary_from_onnx(op_type);
+    return op < NTP_OP_COUNT ? &binary_maps[op] : NULL;
 }
 
 #define LEGACY "consumed_inputs"
@@ -395,15 +411,8 @@ const ntp_onnx_map ntp__onnx_map_eltwise[] = {
     {"LogSoftmax", map_softmax, NULL, "axis"},
     {"Hardmax", map_softmax, NULL, "axis"},
     {"Add", map_binary, NULL, "broadcast,axis," LEGACY},
-    {"Sub", map_binary, NULL, "broadcast,axis," LEGACY},
     {"Mul", map_binary, NULL, "broadcast,axis," LEGACY},
-    {"Div", map_binary, NULL, "broadcast,axis," LEGACY},
-    {"Pow", map_binary, NULL, "broadcast,axis"},
-    {"Max", map_binary, NULL, LEGACY},
-    {"Min", map_binary, NULL, LEGACY},
     {"Sum", map_binary, NULL, LEGACY},
-    {"Mean", map_binary, NULL, LEGACY},
-    {"Mod", map_binary, NULL, "fmod"},
     {"Where", map_where, NULL, ""},
     {"ReduceMean", map_reduce, NULL, "axes,keepdims"},
     {"ReduceSum", map_reduce, NULL, "axes,keepdims,noop_with_empty_axes"},

@@ -9,6 +9,7 @@
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
 #include "loadgen-impl.h"
+#include "loadgen-result-impl.h"
 #include "ntprof/store.h"
 
 void ntp_loadgen_entry(const ntp_loadgen_result *r, ntp_load_entry *e)

@@ -12,6 +12,7 @@
 
 #include "core/ctx-impl.h"
 #include "loadgen-impl.h"
+#include "loadgen-result-impl.h"
 #include "report/html-impl.h"
 
 #define HIST_BINS 20

@@ -8,6 +8,7 @@
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
 #include "loadgen-impl.h"
+#include "loadgen-result-impl.h"
 
 static const char *yes(bool b)
 {

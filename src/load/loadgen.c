@@ -57,6 +57,7 @@
 #include "core/rng-impl.h"
 #include "exec/exec-impl.h"
 #include "loadgen-impl.h"
+#include "loadgen-result-impl.h"
 #include "measure/measure-impl.h"
 
 #define CHUNK_BITS 14

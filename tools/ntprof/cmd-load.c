@@ -264,8 +264,8 @@ int cmd_load(int argc, char **argv)
     } else {
         cli_print_warnings(ctx);
         if (fmt != NTP_FORMAT_TABLE || output)
-            for (int i = 0; i < res->n_warnings; i++)
-                fprintf(stderr, "ntprof: warning: %s\n", res->warnings[i]);
+            for (int i = 0; i < ntp_loadgen_result_warning_count(res); i++)
+                fprintf(stderr, "ntprof: warning: %s\n", ntp_loadgen_result_warning(res, i));
         rc = cli_write_output(ctx, output, write_report, res, fmt);
         if (rc == CLI_OK && trace)
             rc = cli_write_output(ctx, trace, write_trace, res, NTP_FORMAT_JSON);
@@ -274,11 +274,11 @@ int cmd_load(int argc, char **argv)
         /* The history keeps whole runs: an interrupted one is not recorded.
          * A shared store (a URL) that fails fails the command; a local one
          * warns (docs/history.md). */
-        if (rc == CLI_OK && use_db && db && !res->interrupted &&
+        if (rc == CLI_OK && use_db && db && !ntp_loadgen_result_interrupted(res) &&
             ntp_loadgen_record(ctx, db, res, NULL) != NTP_STATUS_OK)
             rc = cli_record_failed(ctx, db);
         /* An interrupted run reports what it has, and says it was cut short. */
-        if (rc == CLI_OK && res->interrupted)
+        if (rc == CLI_OK && ntp_loadgen_result_interrupted(res))
             rc = 130;
     }
     ntp_loadgen_result_free(res);

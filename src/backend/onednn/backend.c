@@ -78,6 +78,7 @@ static const odnn_family rmsnorm = {rmsnorm_supports, ntp__dnnl_rmsnorm_build};
  * convert, embedding, the inlays (mfcc, ctc_decode) and the ONNX ops
  * without a oneDNN primitive stay on the reference backend. */
 #define ODNN_UNARY_(e, fn, onnx, attrs, flops) [NTP_OP_##e] = &eltwise,
+#define ODNN_BINARY_(e, fn, onnx, attrs, commutes, out, flops, post) [NTP_OP_##e] = &binary,
 static const odnn_family *const families[NTP_OP_COUNT] = {
     [NTP_OP_CONV] = &conv,
     [NTP_OP_DECONV] = &conv,
@@ -104,10 +105,6 @@ static const odnn_family *const families[NTP_OP_COUNT] = {
     [NTP_OP_SOFTMAX] = &eltwise,
     [NTP_OP_ADD] = &binary,
     [NTP_OP_MUL] = &binary,
-    [NTP_OP_SUB] = &binary,
-    [NTP_OP_DIV] = &binary,
-    [NTP_OP_MAX] = &binary,
-    [NTP_OP_MIN] = &binary,
     [NTP_OP_CONCAT] = &concat,
     [NTP_OP_LSTM] = &rnn,
     [NTP_OP_GRU] = &rnn,
@@ -121,9 +118,11 @@ static const odnn_family *const families[NTP_OP_COUNT] = {
     [NTP_OP_MEMCPY] = &move,
     [NTP_OP_TRANSPOSE] = &move,
     [NTP_OP_SPLIT] = &move,
-    NTP_UNARY_TABLE(ODNN_UNARY_) /* by eltwise.c's mapping */
+    NTP_UNARY_TABLE(ODNN_UNARY_)   /* by eltwise.c's mapping */
+    NTP_BINARY_TABLE(ODNN_BINARY_) /* by binary.c's mapping */
 };
 #undef ODNN_UNARY_
+#undef ODNN_BINARY_
 
 static const odnn_family *family(ntp_op op)
 {

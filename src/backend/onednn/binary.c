@@ -1,5 +1,6 @@
-/* add, mul, max and min of 2 to 8 inputs, sub and div of two, with numpy
- * broadcasting, on oneDNN's binary primitive.
+/* add, mul, max and min of 2 to 8 inputs, sub and div of two (the ops with
+ * an algorithm in binary_algs[]), with numpy broadcasting, on oneDNN's
+ * binary primitive.
  *
  * oneDNN's binary broadcasts its second source only, so the first source
  * is an input that already has the output's shape; the others are folded
@@ -31,11 +32,26 @@ static int full_input(const ntp_shape *const *in, int n_in, const ntp_shape *y)
     return -1;
 }
 
+/* oneDNN's algorithm for each binary op this backend runs, one line an op:
+ * add and mul, and the binary family's ops (NTP_BINARY_TABLE) it maps; the
+ * family's others stay on the reference backend. */
+// clang-format off
+static const dnnl_alg_kind_t binary_algs[NTP_OP_COUNT] = {
+    [NTP_OP_ADD] = dnnl_binary_add,
+    [NTP_OP_MUL] = dnnl_binary_mul,
+    [NTP_OP_SUB] = dnnl_binary_sub,
+    [NTP_OP_DIV] = dnnl_binary_div,
+    [NTP_OP_MAX] = dnnl_binary_max,
+    [NTP_OP_MIN] = dnnl_binary_min,
+    [NTP_OP_GREATER] = dnnl_binary_gt,
+};
+// clang-format on
+
 bool ntp__dnnl_binary_supports(const ntp_graph *g, const ntp_node *n)
 {
     const ntp_shape *y = &g->tensors[n->out[0]].shape;
     const ntp_shape *in[NTP_MAX_INPUTS];
-    if (n->n_in < 2 || y->ndim > DNNL_MAX_NDIMS)
+    if (binary_algs[n->op] == dnnl_alg_kind_undef || n->n_in < 2 || y->ndim > DNNL_MAX_NDIMS)
         return false;
     for (int i = 0; i < n->n_in; i++) {
         in[i] = &g->tensors[n->in[i]].shape;
@@ -48,17 +64,13 @@ bool ntp__dnnl_binary_supports(const ntp_graph *g, const ntp_node *n)
                 return false;
     }
     int f = full_input(in, n->n_in, y);
-    /* sub and div do not commute: their first operand must be the full one. */
-    if ((n->op == NTP_OP_SUB || n->op == NTP_OP_DIV) && (n->n_in != 2 || f != 0))
+    /* An op that does not commute (sub, div: NTP_BINARY_TABLE) takes its
+     * first operand as the full one. */
+    bool commutes = n->op == NTP_OP_ADD || n->op == NTP_OP_MUL || ntp__op_binary_commutes(n->op);
+    if (!commutes && (n->n_in != 2 || f != 0))
         return false;
     return f >= 0;
 }
-
-/* oneDNN's algorithm for each binary op this backend runs. */
-static const dnnl_alg_kind_t binary_algs[NTP_OP_COUNT] = {
-    [NTP_OP_ADD] = dnnl_binary_add, [NTP_OP_MUL] = dnnl_binary_mul, [NTP_OP_SUB] = dnnl_binary_sub,
-    [NTP_OP_DIV] = dnnl_binary_div, [NTP_OP_MAX] = dnnl_binary_max, [NTP_OP_MIN] = dnnl_binary_min,
-};
 
 ntp_status ntp__dnnl_binary_build(odnn_build *b)
 {
@@ -73,7 +85,7 @@ ntp_status ntp__dnnl_binary_build(odnn_build *b)
     int f = full_input(in, k->n_in, y);
     if (k->n_in < 2 || f < 0)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "no input has the output's shape");
-    /* backend.c sends only the ops with a row here. */
+    /* ntp__dnnl_binary_supports admits only the ops with a row. */
     dnnl_alg_kind_t alg = binary_algs[b->n->op];
     if (alg == dnnl_alg_kind_undef)
         return ntp__dnnl_fail(b, NTP_STATUS_INTERNAL, "not a binary op");

@@ -1,7 +1,8 @@
 /* Reference kernels of the element-wise ops added for ONNX models: prelu,
- * log_softmax, hardmax, and the broadcasting sub, div, pow, max, min, mean,
- * fmod and where. (Their unary math and activations are ref-eltwise.c's, from
- * the op table.)
+ * log_softmax, hardmax, where, and the broadcasting binary family
+ * (NTP_BINARY_TABLE: sub, div, pow, max, min, mean, fmod, ...), whose scalar
+ * functions are here. (Their unary math and activations are ref-eltwise.c's,
+ * from the op table.)
  *
  * As in ref-eltwise.c, functions are evaluated in double and rounded once to
  * f32, so the reference is within half an ulp of the exact value. */
@@ -84,43 +85,52 @@ static ntp_status bcast_init(ntp_ctx *ctx, const ntp_kargs *k, bcast *b)
     return NTP_STATUS_OK;
 }
 
-static double combine_add(double a, double b)
+/* The binary family's scalar functions, ref_binary_<fn> of NTP_BINARY_TABLE
+ * (graph/op-table.h), in double. */
+static double ref_binary_add(double a, double b)
 {
     return a + b; /* mean: the sum, divided at the end */
 }
-static double combine_sub(double a, double b)
+static double ref_binary_sub(double a, double b)
 {
     return a - b;
 }
-static double combine_div(double a, double b)
+static double ref_binary_div(double a, double b)
 {
     return a / b;
 }
-static double combine_pow(double a, double b)
+static double ref_binary_pow(double a, double b)
 {
     return pow(a, b);
 }
 /* C's fmod: a - b·trunc(a/b), exact, with the sign of a (ONNX's Mod with
  * fmod=1, torch.fmod); NaN where b is 0. */
-static double combine_fmod(double a, double b)
+static double ref_binary_fmod(double a, double b)
 {
     return fmod(a, b);
 }
 /* NaN wins, as numpy.maximum and numpy.minimum. */
-static double combine_max(double a, double b)
+static double ref_binary_max(double a, double b)
 {
     return isnan(a) || a >= b ? a : b;
 }
-static double combine_min(double a, double b)
+static double ref_binary_min(double a, double b)
 {
     return isnan(a) || a <= b ? a : b;
 }
 
-/* How each binary op combines two values; where selects instead. */
+/* a > b: 1 or 0 (false where either is NaN, as numpy.greater). */
+static double ref_binary_greater(double a, double b)
+{
+    return a > b ? 1.0 : 0.0;
+}
+
+/* How each binary op combines two values, from the table; where selects
+ * instead. */
 static double (*const combines[NTP_OP_COUNT])(double a, double b) = {
-    [NTP_OP_SUB] = combine_sub,   [NTP_OP_DIV] = combine_div, [NTP_OP_POW] = combine_pow,
-    [NTP_OP_MAX] = combine_max,   [NTP_OP_MIN] = combine_min, [NTP_OP_MEAN] = combine_add,
-    [NTP_OP_FMOD] = combine_fmod,
+#define REF_BINARY_(e, fn, onnx, attrs, commutes, out, flops, post) [NTP_OP_##e] = ref_binary_##fn,
+    NTP_BINARY_TABLE(REF_BINARY_)
+#undef REF_BINARY_
 };
 
 static ntp_status binary_op(ntp_ctx *ctx, const ntp_kargs *k)

@@ -7,8 +7,8 @@
 
 #include "ref-impl.h"
 
-/* ref-onnx-eltwise.c: prelu, log_softmax, hardmax, sub, div, pow, max, min,
- * mean, where, fmod. */
+/* ref-onnx-eltwise.c: prelu, log_softmax, hardmax, where and the binary
+ * family (NTP_BINARY_TABLE). */
 ntp_status ntp__ref_onnx_eltwise(ntp_ctx *ctx, const ntp_kargs *k);
 /* ref-onnx-reduce.c: the reductions, instancenorm, lrn. */
 ntp_status ntp__ref_onnx_reduce(ntp_ctx *ctx, const ntp_kargs *k);
@@ -20,9 +20,8 @@ size_t ntp__ref_onnx_tensor_workspace(const ntp_kargs *k);
  * lists every op, so that the compiler flags an op without a kernel). */
 // clang-format off
 #define NTP_REF_ONNX_ELTWISE_CASES                                                     \
-    case NTP_OP_PRELU: case NTP_OP_LOG_SOFTMAX: case NTP_OP_HARDMAX: case NTP_OP_SUB:    \
-    case NTP_OP_DIV: case NTP_OP_POW: case NTP_OP_MAX: case NTP_OP_MIN: case NTP_OP_MEAN: \
-    case NTP_OP_WHERE: case NTP_OP_FMOD
+    case NTP_OP_PRELU: case NTP_OP_LOG_SOFTMAX: case NTP_OP_HARDMAX: NTP_BINARY_CASES     \
+    case NTP_OP_WHERE
 // clang-format on
 // clang-format off
 #define NTP_REF_ONNX_REDUCE_CASES                                                        \
