@@ -209,7 +209,17 @@ static void test_calibrate_quick_roundtrip(void **state)
     for (int i = 0; i < r->n_layers; i++)
         predicted += r->layers[i].predicted;
     assert_int_equal(predicted, 3);
-    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-12);
+    /* The run's rows name their kernel ("ref"): each fc takes the
+     * correction of the loop its rows run (ref:gemv below 4 rows, ref:fc
+     * from 4, as the quick design's three fc configurations are keyed). */
+    double corrected = p->total_ms;
+    for (int i = 0; i < p->n_layers; i++)
+        if (p->layers[i].family == NTP_PREDICT_FAMILY_FC)
+            corrected += p->layers[i].predicted_ms *
+                         (ntp__predict_impl_scale(&cal, NTP_PREDICT_FAMILY_FC, "ref",
+                                                  p->layers[i].kernel_op, p->layers[i].level) -
+                          1);
+    assert_close(r->prediction.predicted_ms, corrected, 1e-12);
     assert_string_equal(r->prediction.uncalibrated, "eltwise");
     char *buf = NULL;
     size_t len = 0;
@@ -841,6 +851,13 @@ static void test_impl_corrections(void **state)
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
                           sizeof key);
     assert_string_equal(key, "brgemm:avx512_core");
+    /* ref's fc runs ntp__ref_gemm's dot products below 4 rows and its
+     * packed loop from 4: a kernel each. */
+    assert_string_equal(ntp__predict_kernel_op("fc", 1), "gemv");
+    assert_string_equal(ntp__predict_kernel_op("fc", 3), "gemv");
+    assert_string_equal(ntp__predict_kernel_op("fc", 4), "fc");
+    assert_string_equal(ntp__predict_kernel_op("fc", 100), "fc");
+    assert_string_equal(ntp__predict_kernel_op("maxpool", 1), "maxpool");
     /* The reference backend's one name covers a loop per op. */
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
     assert_string_equal(key, "ref:maxpool");
@@ -946,6 +963,32 @@ static void test_impl_corrections(void **state)
     assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(rows[2].predicted_ms, pb, 1e-12);
     assert_close(r.prediction.predicted_ms, 3 * ps + pb + pv, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* At 2 rows the same fc runs ntp__ref_gemm's dot products: the plan's
+     * "ref" takes the correction keyed "ref:gemv" (0.5), not ref:fc's 3;
+     * a run's row likewise. */
+    static const char gemv_xml[] = "<topology name=\"v\" precision=\"f32\">"
+                                   "<input name=\"x\" shape=\"2,8\" dtype=\"f32\"/>"
+                                   "<fc name=\"small\" units=\"16\"/></topology>";
+    cal.n_impls = 2;
+    cal.impls[1] = cal.impls[0];
+    snprintf(cal.impls[1].impl, sizeof cal.impls[1].impl, "ref:gemv");
+    cal.impls[1].scale = 0.5;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, gemv_xml, strlen(gemv_xml), "v", NULL, &g), 0);
+    assert_int_equal(ntp_predict_with(ctx, g, &cal, &o, &p), 0);
+    /* 2 x 8 x 16 x 2 + 2 x 16 (bias) = 544 FLOPs; 64 + 512 + 64 + 128 =
+     * 768 B in L1. */
+    double pg = 1e-3 + 1e3 * (2 * 544 / 10e9 + 0.5 * 768 / 100e9);
+    assert_string_equal(p->layers[0].kernel_op, "gemv");
+    assert_close(p->layers[0].correction, 0.5, 1e-12);
+    assert_close(p->layers[0].predicted_ms, 0.5 * pg, 1e-12);
+    rows[0].time_ms.median = 0.01;
+    r.n_layers = 1;
+    r.end_to_end_ms.median = 0.01;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 0.5 * pg, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);

@@ -298,6 +298,11 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* The loop a reference kernel runs for the layer, which keys its
+     * correction ("ref:OP"): its type, or "gemv" for an fc of fewer than
+     * 4 rows (ntp__ref_gemm's dot products; 4 rows and more run its packed
+     * loop); NULL: its type. */
+    const char *kernel_op;
     /* A recurrent layer's input GEMM, priced with the fc family's
      * coefficients (part of compute_ms; the correction is not applied to
      * it); 0 for every other layer. */

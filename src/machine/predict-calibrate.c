@@ -727,6 +727,31 @@ static void config_op(const char *xml, char *op, size_t len)
         snprintf(op, len, "%.*s", (int)(l - b), b);
 }
 
+/* The rows of a configuration's input (the first shape in its markup):
+ * its elements over its last dim; 0 where the markup has none. */
+static int64_t config_rows(const char *xml)
+{
+    const char *s = strstr(xml, " shape=\"");
+    if (!s)
+        return 0;
+    s += 8;
+    int64_t rows = 1, last = 0;
+    while (*s >= '0' && *s <= '9') {
+        char *end;
+        long long d = strtoll(s, &end, 10);
+        if (end == s || d <= 0 || d > ((int64_t)1 << 40))
+            return 0;
+        if (last > 0) {
+            if (rows > ((int64_t)1 << 40) / last)
+                return 0;
+            rows *= last;
+        }
+        last = d;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return last > 0 && *s == '"' ? rows : 0;
+}
+
 /* The rnn family, once every other family and its corrections are fitted
  * (fit_samples): a recurrent layer's input GEMM (its terms XI) is priced
  * with the fc family's final coefficients, and the family is fitted on
@@ -818,7 +843,9 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
             fam[n] = x->family;
             char op[32];
             config_op(x->config, op, sizeof op);
-            ntp__predict_impl_key(x->family, x->impl, op, x->level, impl[n], sizeof impl[n]);
+            /* ref's fc by its loop: the configuration's rows (the layer's). */
+            const char *kop = ntp__predict_kernel_op(op, config_rows(x->config));
+            ntp__predict_impl_key(x->family, x->impl, kop, x->level, impl[n], sizeof impl[n]);
             names[n] = impl[n];
             n++;
         }

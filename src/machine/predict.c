@@ -228,6 +228,10 @@ double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
         double s = 0;
         for (int a = 0; a < NTP_PREDICT_TERMS; a++)
             s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
+        /* The reference backend runs it as an fc of T x N rows: its packed
+         * loop, with that loop's correction (ntp__predict_kernel_op). */
+        if (strcmp(cal->backend, "ref") == 0)
+            s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
         return s;
     }
     f->x[NTP_PREDICT_TERM_COMPUTE] += f->xin[NTP_PREDICT_TERM_COMPUTE];
@@ -516,6 +520,27 @@ void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *o
         snprintf(buf, len, "%s", impl ? impl : "");
 }
 
+const char *ntp__predict_kernel_op(const char *op, int64_t rows)
+{
+    /* ntp__ref_gemm's GEMM_MR: below it, a product by a transposed B (an
+     * fc's weights) is dot products of contiguous rows, no packing. */
+    if (op && strcmp(op, "fc") == 0 && rows > 0 && rows < 4)
+        return "gemv";
+    return op;
+}
+
+const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i)
+{
+    const char *op = ntp_graph_layer_type(g, i);
+    if (!op || strcmp(op, "fc") != 0 || i < 0 || i >= g->n_nodes)
+        return op;
+    const ntp_node *n = &g->nodes[g->order[i]];
+    const ntp_tensor *x = n->n_in > 0 ? ntp__cin(g, n, 0) : NULL;
+    if (!x || x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] <= 0)
+        return op;
+    return ntp__predict_kernel_op(op, ntp_shape_numel(&x->shape) / x->shape.dim[x->shape.ndim - 1]);
+}
+
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *op, const char *level)
 {
@@ -571,6 +596,12 @@ static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
     return b;
 }
 
+/* The op layer l's correction is keyed by (ntp_layer_prediction.kernel_op). */
+static const char *layer_op(const ntp_layer_prediction *l)
+{
+    return l->kernel_op ? l->kernel_op : l->type;
+}
+
 /* The calibration among p's of the backend `backend`; -1 for none. */
 static int cal_index(const ntp_prediction *p, const char *backend)
 {
@@ -613,7 +644,7 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
                 p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
             }
         }
-        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->type, l->level);
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, layer_op(l), l->level);
         if (s == 1)
             continue;
         /* A recurrent layer's input GEMM is the fc family's: the
@@ -853,6 +884,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     for (int i = 0; i < a->n_layers; i++) {
         p->layers[i].name = ntp_graph_layer_name(g, i);
         p->layers[i].type = ntp_graph_layer_type(g, i);
+        p->layers[i].kernel_op = ntp__predict_layer_kernel_op(g, i);
     }
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
@@ -929,7 +961,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
      * step, or once over the sequence), whichever the prediction's plan
      * named; its input GEMM is not corrected. */
     if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
-        double sc = ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
+        double sc =
+            ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp), lp->level);
         if (ntp__predict_rnn_per_step(l->impl))
             return lp->rnn.per_step_ms * sc;
         double gemm = lp->rnn.merged_input_gemm_ms;
@@ -939,8 +972,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
     /* The level is the prediction's under its own calibration; under
      * another backend's the same ceilings give the same level. */
-    return in +
-           base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
+    return in + base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
+                                               lp->level);
 }
 
 static double finite_or_0(double v)
