@@ -420,6 +420,9 @@ static void test_predict_rnn_terms(void **state)
     cal.peak_gflops = 100;
     cal.levels[0].capacity_bytes = 10000;
     cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
+    /* A backend other than ref: its recurrent part is the rnn family's
+     * (the reference backend's, priced as its loops, is below). */
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     const ntp_layer_prediction *l = &p->layers[0];
@@ -490,6 +493,36 @@ static void test_predict_rnn_terms(void **state)
     l = &p->layers[0];
     assert_close(l->input_gemm_ms, 0, 1e-12);
     assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
+    ntp_prediction_free(p);
+
+    /* The reference backend runs the recurrent product at each step but
+     * the first as an fc of N = 1 row by R (ref-rnn.c): 9 calls of 2 x 64
+     * x 16 = 2048 FLOPs over R (4096 B) and the state and gates (4 x (16 +
+     * 64) = 320 B), R at the level it fits in (L1 holds 4096 of its
+     * 10000), priced with the fc family's coefficients: 9 x 1 us + 2 x
+     * 184.32 ns + 0.5 x 397.44 ns. The rnn family keeps the cell: 24320 -
+     * 18432 = 5888 FLOPs and the output's 640 B, 1 us + 2 x 58.88 ns + 0.5
+     * x 6.4 ns. */
+    cal.family[NTP_PREDICT_FAMILY_FC].calibrated = true;
+    snprintf(cal.backend, sizeof cal.backend, "ref");
+    double prod = 1e3 * (9e-6 + 2 * 1.8432e-7 + 0.5 * 3.9744e-7);
+    double cellp = 1e3 * (1e-6 + 2 * 5.888e-8 + 0.5 * 6.4e-9);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, in + prod, 1e-12);
+    assert_close(l->predicted_ms, in + prod + cellp, 1e-12);
+    ntp_prediction_free(p);
+    /* With the fc loops' corrections: the input GEMM (10 rows) the packed
+     * loop's (ref:fc), the product of 1 row the dot products' (ref:gemv). */
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_FC, .impl = "ref:fc", .samples = 2, .scale = 2};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_FC, .impl = "ref:gemv", .samples = 2, .scale = 0.5};
+    cal.n_impls = 2;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, 2 * in + 0.5 * prod, 1e-12);
+    assert_close(l->predicted_ms, 2 * in + 0.5 * prod + cellp, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);

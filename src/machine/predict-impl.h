@@ -18,6 +18,12 @@ typedef struct ntp__pfeat {
     /* A recurrent layer's input GEMM under the fc family's terms (x is then
      * its recurrent part alone); 0 for every other layer. */
     double xin[NTP_PREDICT_TERMS];
+    /* On the reference backend, a recurrent layer's recurrent product
+     * under the fc family's terms: (T - 1) x directions calls of an fc of
+     * N rows over one direction's R, summed (overhead: the calls), at the
+     * level R stays in; x is then the cell alone. rec_rows: N. */
+    double xrec[NTP_PREDICT_TERMS];
+    int64_t rec_rows;
 } ntp__pfeat;
 
 /* The family of layer i (execution order) of g. */

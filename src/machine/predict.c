@@ -106,11 +106,14 @@ bool ntp__predict_rnn_per_step(const char *impl)
  * and its input's bytes (the input GEMM's bytes less them are W's). */
 typedef struct rnn_shape {
     int64_t T, dirs, x_bytes;
+    /* Batch rows N, units H, gates G and the element's bytes: the
+     * recurrent product's shape (N x H by H x G·H at every step). */
+    int64_t N, H, G, esize;
 } rnn_shape;
 
 static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
 {
-    rnn_shape r = {0, 1, 0};
+    rnn_shape r = {0, 1, 0, 0, 0, 0, 0};
     const ntp_node *n = &g->nodes[g->order[i]];
     if (n->op != NTP_OP_LSTM && n->op != NTP_OP_GRU && n->op != NTP_OP_RNN)
         return r;
@@ -118,6 +121,11 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
     r.T = x->shape.ndim > 0 ? x->shape.dim[0] : 0;
     r.dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
     r.x_bytes = ntp__tensor_bytes(x);
+    r.N = x->shape.ndim > 1 ? x->shape.dim[1] : 0;
+    r.H = n->a.units;
+    r.G = n->op == NTP_OP_LSTM ? 4 : n->op == NTP_OP_GRU ? 3 : 1;
+    int64_t numel = ntp_shape_numel(&x->shape);
+    r.esize = numel > 0 ? r.x_bytes / numel : 0;
     return r;
 }
 
@@ -215,6 +223,32 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->level = level_for(cal, 2 * res, &grec);
     out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)rec->flops / peak : 0;
     out->x[NTP_PREDICT_TERM_MEMORY] = grec > 0 ? (double)rec->bytes / (grec * 1e9) : 0;
+    /* The reference backend (ref-rnn.c) runs the recurrent product, at
+     * each step but the first (the state starts at zero) and for each
+     * direction, as one call of ntp__ref_gemm over N rows by one
+     * direction's R: an fc of N rows (its dot-product loop at batch 1),
+     * priced with the fc family's coefficients and that loop's correction
+     * (ntp__predict_input_gemm_s), R read at every call from the level it
+     * stays in. The rnn family keeps the cell (the rest of the FLOPs) and
+     * the output, and its fixed cost. */
+    int64_t calls = rs ? rs->dirs * (rs->T - 1) : 0;
+    if (l->n_parts > 1 && strcmp(cal->backend, "ref") == 0 && calls > 0 && rs->N > 0 && rs->H > 0 &&
+        rs->esize > 0) {
+        int64_t gh = rs->G * rs->H;
+        int64_t pf = 2 * rs->N * gh * rs->H, pb = res + rs->esize * rs->N * (rs->H + gh);
+        int64_t cell_flops = rec->flops - calls * pf;
+        int64_t cell_bytes = rec->bytes - rs->T * rs->dirs * res;
+        out->rec_rows = rs->N;
+        out->xrec[NTP_PREDICT_TERM_OVERHEAD] = (double)calls;
+        out->xrec[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(calls * pf) / peak : 0;
+        double g1;
+        level_for(cal, res, &g1);
+        out->xrec[NTP_PREDICT_TERM_MEMORY] = g1 > 0 ? (double)(calls * pb) / (g1 * 1e9) : 0;
+        out->x[NTP_PREDICT_TERM_COMPUTE] =
+            peak > 0 && cell_flops > 0 ? (double)cell_flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] =
+            grec > 0 && cell_bytes > 0 ? (double)cell_bytes / (grec * 1e9) : 0;
+    }
 }
 
 /* The input GEMM of a recurrent layer f under cal: the fc family's time
@@ -225,18 +259,26 @@ double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
     if (f->family != NTP_PREDICT_FAMILY_RNN || !(f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0))
         return 0;
     if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
-        double s = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        double s = 0, r = 0;
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++) {
             s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
+            r += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xrec[a];
+        }
         /* The reference backend runs it as an fc of T x N rows: its packed
-         * loop, with that loop's correction (ntp__predict_kernel_op). */
-        if (strcmp(cal->backend, "ref") == 0)
+         * loop, with that loop's correction (ntp__predict_kernel_op); its
+         * recurrent product (xrec) as fcs of N rows, with theirs. */
+        if (strcmp(cal->backend, "ref") == 0) {
+            char key[48];
             s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
-        return s;
+            snprintf(key, sizeof key, "ref:%s", ntp__predict_kernel_op("fc", f->rec_rows));
+            r *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, key);
+        }
+        return s + r;
     }
-    f->x[NTP_PREDICT_TERM_COMPUTE] += f->xin[NTP_PREDICT_TERM_COMPUTE];
-    f->x[NTP_PREDICT_TERM_MEMORY] += f->xin[NTP_PREDICT_TERM_MEMORY];
+    for (int a = NTP_PREDICT_TERM_COMPUTE; a < NTP_PREDICT_TERMS; a++)
+        f->x[a] += f->xin[a] + f->xrec[a];
     memset(f->xin, 0, sizeof f->xin);
+    memset(f->xrec, 0, sizeof f->xrec);
     return 0;
 }
 
