@@ -209,7 +209,17 @@ static void test_calibrate_quick_roundtrip(void **state)
     for (int i = 0; i < r->n_layers; i++)
         predicted += r->layers[i].predicted;
     assert_int_equal(predicted, 3);
-    assert_close(r->prediction.predicted_ms, p->total_ms, 1e-12);
+    /* The run's rows name their kernel ("ref"): each fc takes the
+     * correction of the loop its rows run (ref:gemv below 4 rows, ref:fc
+     * from 4, as the quick design's three fc configurations are keyed). */
+    double corrected = p->total_ms;
+    for (int i = 0; i < p->n_layers; i++)
+        if (p->layers[i].family == NTP_PREDICT_FAMILY_FC)
+            corrected += p->layers[i].predicted_ms *
+                         (ntp__predict_impl_scale(&cal, NTP_PREDICT_FAMILY_FC, "ref",
+                                                  p->layers[i].kernel_op, p->layers[i].level) -
+                          1);
+    assert_close(r->prediction.predicted_ms, corrected, 1e-12);
     assert_string_equal(r->prediction.uncalibrated, "eltwise");
     char *buf = NULL;
     size_t len = 0;
@@ -410,6 +420,9 @@ static void test_predict_rnn_terms(void **state)
     cal.peak_gflops = 100;
     cal.levels[0].capacity_bytes = 10000;
     cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
+    /* A backend other than ref: its recurrent part is the rnn family's
+     * (the reference backend's, priced as its loops, is below). */
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     const ntp_layer_prediction *l = &p->layers[0];
@@ -480,6 +493,36 @@ static void test_predict_rnn_terms(void **state)
     l = &p->layers[0];
     assert_close(l->input_gemm_ms, 0, 1e-12);
     assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
+    ntp_prediction_free(p);
+
+    /* The reference backend runs the recurrent product at each step but
+     * the first as an fc of N = 1 row by R (ref-rnn.c): 9 calls of 2 x 64
+     * x 16 = 2048 FLOPs over R (4096 B) and the state and gates (4 x (16 +
+     * 64) = 320 B), R at the level it fits in (L1 holds 4096 of its
+     * 10000), priced with the fc family's coefficients: 9 x 1 us + 2 x
+     * 184.32 ns + 0.5 x 397.44 ns. The rnn family keeps the cell: 24320 -
+     * 18432 = 5888 FLOPs and the output's 640 B, 1 us + 2 x 58.88 ns + 0.5
+     * x 6.4 ns. */
+    cal.family[NTP_PREDICT_FAMILY_FC].calibrated = true;
+    snprintf(cal.backend, sizeof cal.backend, "ref");
+    double prod = 1e3 * (9e-6 + 2 * 1.8432e-7 + 0.5 * 3.9744e-7);
+    double cellp = 1e3 * (1e-6 + 2 * 5.888e-8 + 0.5 * 6.4e-9);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, in + prod, 1e-12);
+    assert_close(l->predicted_ms, in + prod + cellp, 1e-12);
+    ntp_prediction_free(p);
+    /* With the fc loops' corrections: the input GEMM (10 rows) the packed
+     * loop's (ref:fc), the product of 1 row the dot products' (ref:gemv). */
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_FC, .impl = "ref:fc", .samples = 2, .scale = 2};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_FC, .impl = "ref:gemv", .samples = 2, .scale = 0.5};
+    cal.n_impls = 2;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, 2 * in + 0.5 * prod, 1e-12);
+    assert_close(l->predicted_ms, 2 * in + 0.5 * prod + cellp, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -841,6 +884,13 @@ static void test_impl_corrections(void **state)
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
                           sizeof key);
     assert_string_equal(key, "brgemm:avx512_core");
+    /* ref's fc runs ntp__ref_gemm's dot products below 4 rows and its
+     * packed loop from 4: a kernel each. */
+    assert_string_equal(ntp__predict_kernel_op("fc", 1), "gemv");
+    assert_string_equal(ntp__predict_kernel_op("fc", 3), "gemv");
+    assert_string_equal(ntp__predict_kernel_op("fc", 4), "fc");
+    assert_string_equal(ntp__predict_kernel_op("fc", 100), "fc");
+    assert_string_equal(ntp__predict_kernel_op("maxpool", 1), "maxpool");
     /* The reference backend's one name covers a loop per op. */
     ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
     assert_string_equal(key, "ref:maxpool");
@@ -946,6 +996,32 @@ static void test_impl_corrections(void **state)
     assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(rows[2].predicted_ms, pb, 1e-12);
     assert_close(r.prediction.predicted_ms, 3 * ps + pb + pv, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* At 2 rows the same fc runs ntp__ref_gemm's dot products: the plan's
+     * "ref" takes the correction keyed "ref:gemv" (0.5), not ref:fc's 3;
+     * a run's row likewise. */
+    static const char gemv_xml[] = "<topology name=\"v\" precision=\"f32\">"
+                                   "<input name=\"x\" shape=\"2,8\" dtype=\"f32\"/>"
+                                   "<fc name=\"small\" units=\"16\"/></topology>";
+    cal.n_impls = 2;
+    cal.impls[1] = cal.impls[0];
+    snprintf(cal.impls[1].impl, sizeof cal.impls[1].impl, "ref:gemv");
+    cal.impls[1].scale = 0.5;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, gemv_xml, strlen(gemv_xml), "v", NULL, &g), 0);
+    assert_int_equal(ntp_predict_with(ctx, g, &cal, &o, &p), 0);
+    /* 2 x 8 x 16 x 2 + 2 x 16 (bias) = 544 FLOPs; 64 + 512 + 64 + 128 =
+     * 768 B in L1. */
+    double pg = 1e-3 + 1e3 * (2 * 544 / 10e9 + 0.5 * 768 / 100e9);
+    assert_string_equal(p->layers[0].kernel_op, "gemv");
+    assert_close(p->layers[0].correction, 0.5, 1e-12);
+    assert_close(p->layers[0].predicted_ms, 0.5 * pg, 1e-12);
+    rows[0].time_ms.median = 0.01;
+    r.n_layers = 1;
+    r.end_to_end_ms.median = 0.01;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 0.5 * pg, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);

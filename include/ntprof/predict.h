@@ -225,6 +225,12 @@ typedef struct ntp_calibration_sample {
      * recurrent part alone); 0 for every other layer. Not stored: the
      * terms are recomputed from the configuration when read back. */
     double x_in[NTP_PREDICT_TERMS];
+    /* On the reference backend, a recurrent layer's recurrent product as
+     * the fc family prices it: (T - 1) x directions calls of an fc of N
+     * rows over R (ntp__ref_gemm's loop), summed the same way; x then holds
+     * the cell alone. 0 otherwise; not stored, as x_in. */
+    double x_rec[NTP_PREDICT_TERMS];
+    int64_t rec_rows; /* N: the rows of each call of x_rec */
 } ntp_calibration_sample;
 
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);
@@ -298,9 +304,16 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* The loop a reference kernel runs for the layer, which keys its
+     * correction ("ref:OP"): its type, or "gemv" for an fc of fewer than
+     * 4 rows (ntp__ref_gemm's dot products; 4 rows and more run its packed
+     * loop); NULL: its type. */
+    const char *kernel_op;
     /* A recurrent layer's input GEMM, priced with the fc family's
      * coefficients (part of compute_ms; the correction is not applied to
-     * it); 0 for every other layer. */
+     * it), and under the reference backend's calibration its recurrent
+     * product too, as the fc calls ref runs at every step; 0 for every
+     * other layer. */
     double input_gemm_ms;
     /* A recurrent layer under its backend's calibration, uncorrected, by
      * how a kernel runs its input GEMM: once over the sequence (merged_ms,

@@ -727,6 +727,31 @@ static void config_op(const char *xml, char *op, size_t len)
         snprintf(op, len, "%.*s", (int)(l - b), b);
 }
 
+/* The rows of a configuration's input (the first shape in its markup):
+ * its elements over its last dim; 0 where the markup has none. */
+static int64_t config_rows(const char *xml)
+{
+    const char *s = strstr(xml, " shape=\"");
+    if (!s)
+        return 0;
+    s += 8;
+    int64_t rows = 1, last = 0;
+    while (*s >= '0' && *s <= '9') {
+        char *end;
+        long long d = strtoll(s, &end, 10);
+        if (end == s || d <= 0 || d > ((int64_t)1 << 40))
+            return 0;
+        if (last > 0) {
+            if (rows > ((int64_t)1 << 40) / last)
+                return 0;
+            rows *= last;
+        }
+        last = d;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return last > 0 && *s == '"' ? rows : 0;
+}
+
 /* The rnn family, once every other family and its corrections are fitted
  * (fit_samples): a recurrent layer's input GEMM (its terms XI) is priced
  * with the fc family's final coefficients, and the family is fitted on
@@ -736,9 +761,10 @@ static void config_op(const char *xml, char *op, size_t len)
  * weights. Without an fc fit the input GEMM's compute and memory terms
  * join the family's own (X), as a prediction does then. The family's fit
  * quality is then that of the layer's whole time. */
-static bool fit_recurrent(double *X, const double *XI, double *t, double *off,
-                          const ntp_predict_family *fam, const char *const *names, int n,
-                          double *Xf, double *tf, ntp_calibration *cal)
+static bool fit_recurrent(double *X, const double *XI, const double *XR, const int64_t *rows,
+                          double *t, double *off, const ntp_predict_family *fam,
+                          const char *const *names, int n, double *Xf, double *tf,
+                          ntp_calibration *cal)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -748,6 +774,8 @@ static bool fit_recurrent(double *X, const double *XI, double *t, double *off,
         ntp__pfeat f = {.family = NTP_PREDICT_FAMILY_RNN};
         memcpy(f.x, &X[i * NTP_PREDICT_TERMS], sizeof f.x);
         memcpy(f.xin, &XI[i * NTP_PREDICT_TERMS], sizeof f.xin);
+        memcpy(f.xrec, &XR[i * NTP_PREDICT_TERMS], sizeof f.xrec);
+        f.rec_rows = rows[i];
         off[i] = ntp__predict_input_gemm_s(cal, &f);
         memcpy(&X[i * NTP_PREDICT_TERMS], f.x, sizeof f.x);
         double whole = t[i];
@@ -800,9 +828,12 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     double *tf = calloc((size_t)ns + 1, sizeof *tf);
     double *err = calloc((size_t)ns + 1, sizeof *err);
     double *XI = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XI);
+    double *XR = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XR);
+    int64_t *rows = calloc((size_t)ns + 1, sizeof *rows);
     double *off = calloc((size_t)ns + 1, sizeof *off);
     ntp_status st = NTP_STATUS_OK;
-    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !XI || !off)
+    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !XI || !off ||
+        !XR || !rows)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, nr = 0;
     for (int i = 0; !st && i < ns; i++) {
@@ -814,11 +845,15 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
                    strcmp(x->ran_on, cal->backend) == 0 && x->family < NTP_PREDICT_FAMILY_COUNT) {
             memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
             memcpy(&XI[n * NTP_PREDICT_TERMS], x->x_in, sizeof x->x_in);
+            memcpy(&XR[n * NTP_PREDICT_TERMS], x->x_rec, sizeof x->x_rec);
+            rows[n] = x->rec_rows;
             t[n] = x->median_s;
             fam[n] = x->family;
             char op[32];
             config_op(x->config, op, sizeof op);
-            ntp__predict_impl_key(x->family, x->impl, op, x->level, impl[n], sizeof impl[n]);
+            /* ref's fc by its loop: the configuration's rows (the layer's). */
+            const char *kop = ntp__predict_kernel_op(op, config_rows(x->config));
+            ntp__predict_impl_key(x->family, x->impl, kop, x->level, impl[n], sizeof impl[n]);
             names[n] = impl[n];
             n++;
         }
@@ -859,9 +894,11 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    if (!st && !fit_recurrent(X, XI, t, off, fam, names, n, Xf, tf, cal))
+    if (!st && !fit_recurrent(X, XI, XR, rows, t, off, fam, names, n, Xf, tf, cal))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     free(XI);
+    free(XR);
+    free(rows);
     free(off);
     free(X);
     free(t);
@@ -905,6 +942,8 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         x->bytes = f.bytes;
         memcpy(x->x, f.x, sizeof x->x);
         memcpy(x->x_in, f.xin, sizeof x->x_in);
+        memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
+        x->rec_rows = f.rec_rows;
     }
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -1142,6 +1181,8 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         x->bytes = f.bytes;
         memcpy(x->x, f.x, sizeof x->x);
         memcpy(x->x_in, f.xin, sizeof x->x_in);
+        memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
+        x->rec_rows = f.rec_rows;
         x->median_s = s;
         x->ci95_lo_s = tm.ci95_lo_s;
         x->ci95_hi_s = tm.ci95_hi_s;

@@ -18,6 +18,12 @@ typedef struct ntp__pfeat {
     /* A recurrent layer's input GEMM under the fc family's terms (x is then
      * its recurrent part alone); 0 for every other layer. */
     double xin[NTP_PREDICT_TERMS];
+    /* On the reference backend, a recurrent layer's recurrent product
+     * under the fc family's terms: (T - 1) x directions calls of an fc of
+     * N rows over one direction's R, summed (overhead: the calls), at the
+     * level R stays in; x is then the cell alone. rec_rows: N. */
+    double xrec[NTP_PREDICT_TERMS];
+    int64_t rec_rows;
 } ntp__pfeat;
 
 /* The family of layer i (execution order) of g. */
@@ -50,6 +56,14 @@ void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *
  * keys, which no longer match: refit them). */
 void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
                            const char *level, char *buf, size_t len);
+/* The op a reference kernel's correction is keyed by for a layer of op
+ * `op` whose input has `rows` rows (its elements over its last dim):
+ * "gemv" for an fc of 1 to 3 rows, whose product ntp__ref_gemm runs as
+ * dot products of contiguous rows (the loop of a recurrent step at batch
+ * 1), else op: at 4 rows and more it packs the weights' panels. */
+const char *ntp__predict_kernel_op(const char *op, int64_t rows);
+/* The same for layer i (execution order) of g. */
+const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i);
 /* The correction of family f's time for layers of op `op` that
  * implementation impl runs, at `level` (ntp_calibration.impls); 1 where
  * cal has none. */

@@ -106,11 +106,14 @@ bool ntp__predict_rnn_per_step(const char *impl)
  * and its input's bytes (the input GEMM's bytes less them are W's). */
 typedef struct rnn_shape {
     int64_t T, dirs, x_bytes;
+    /* Batch rows N, units H, gates G and the element's bytes: the
+     * recurrent product's shape (N x H by H x G·H at every step). */
+    int64_t N, H, G, esize;
 } rnn_shape;
 
 static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
 {
-    rnn_shape r = {0, 1, 0};
+    rnn_shape r = {0, 1, 0, 0, 0, 0, 0};
     const ntp_node *n = &g->nodes[g->order[i]];
     if (n->op != NTP_OP_LSTM && n->op != NTP_OP_GRU && n->op != NTP_OP_RNN)
         return r;
@@ -118,6 +121,11 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
     r.T = x->shape.ndim > 0 ? x->shape.dim[0] : 0;
     r.dirs = n->a.direction == NTP_DIR_BIDIRECTIONAL ? 2 : 1;
     r.x_bytes = ntp__tensor_bytes(x);
+    r.N = x->shape.ndim > 1 ? x->shape.dim[1] : 0;
+    r.H = n->a.units;
+    r.G = n->op == NTP_OP_LSTM ? 4 : n->op == NTP_OP_GRU ? 3 : 1;
+    int64_t numel = ntp_shape_numel(&x->shape);
+    r.esize = numel > 0 ? r.x_bytes / numel : 0;
     return r;
 }
 
@@ -215,6 +223,32 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->level = level_for(cal, 2 * res, &grec);
     out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)rec->flops / peak : 0;
     out->x[NTP_PREDICT_TERM_MEMORY] = grec > 0 ? (double)rec->bytes / (grec * 1e9) : 0;
+    /* The reference backend (ref-rnn.c) runs the recurrent product, at
+     * each step but the first (the state starts at zero) and for each
+     * direction, as one call of ntp__ref_gemm over N rows by one
+     * direction's R: an fc of N rows (its dot-product loop at batch 1),
+     * priced with the fc family's coefficients and that loop's correction
+     * (ntp__predict_input_gemm_s), R read at every call from the level it
+     * stays in. The rnn family keeps the cell (the rest of the FLOPs) and
+     * the output, and its fixed cost. */
+    int64_t calls = rs ? rs->dirs * (rs->T - 1) : 0;
+    if (l->n_parts > 1 && strcmp(cal->backend, "ref") == 0 && calls > 0 && rs->N > 0 && rs->H > 0 &&
+        rs->esize > 0) {
+        int64_t gh = rs->G * rs->H;
+        int64_t pf = 2 * rs->N * gh * rs->H, pb = res + rs->esize * rs->N * (rs->H + gh);
+        int64_t cell_flops = rec->flops - calls * pf;
+        int64_t cell_bytes = rec->bytes - rs->T * rs->dirs * res;
+        out->rec_rows = rs->N;
+        out->xrec[NTP_PREDICT_TERM_OVERHEAD] = (double)calls;
+        out->xrec[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(calls * pf) / peak : 0;
+        double g1;
+        level_for(cal, res, &g1);
+        out->xrec[NTP_PREDICT_TERM_MEMORY] = g1 > 0 ? (double)(calls * pb) / (g1 * 1e9) : 0;
+        out->x[NTP_PREDICT_TERM_COMPUTE] =
+            peak > 0 && cell_flops > 0 ? (double)cell_flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] =
+            grec > 0 && cell_bytes > 0 ? (double)cell_bytes / (grec * 1e9) : 0;
+    }
 }
 
 /* The input GEMM of a recurrent layer f under cal: the fc family's time
@@ -225,14 +259,26 @@ double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
     if (f->family != NTP_PREDICT_FAMILY_RNN || !(f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0))
         return 0;
     if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
-        double s = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        double s = 0, r = 0;
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++) {
             s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
-        return s;
+            r += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xrec[a];
+        }
+        /* The reference backend runs it as an fc of T x N rows: its packed
+         * loop, with that loop's correction (ntp__predict_kernel_op); its
+         * recurrent product (xrec) as fcs of N rows, with theirs. */
+        if (strcmp(cal->backend, "ref") == 0) {
+            char key[48];
+            s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
+            snprintf(key, sizeof key, "ref:%s", ntp__predict_kernel_op("fc", f->rec_rows));
+            r *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, key);
+        }
+        return s + r;
     }
-    f->x[NTP_PREDICT_TERM_COMPUTE] += f->xin[NTP_PREDICT_TERM_COMPUTE];
-    f->x[NTP_PREDICT_TERM_MEMORY] += f->xin[NTP_PREDICT_TERM_MEMORY];
+    for (int a = NTP_PREDICT_TERM_COMPUTE; a < NTP_PREDICT_TERMS; a++)
+        f->x[a] += f->xin[a] + f->xrec[a];
     memset(f->xin, 0, sizeof f->xin);
+    memset(f->xrec, 0, sizeof f->xrec);
     return 0;
 }
 
@@ -516,6 +562,27 @@ void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *o
         snprintf(buf, len, "%s", impl ? impl : "");
 }
 
+const char *ntp__predict_kernel_op(const char *op, int64_t rows)
+{
+    /* ntp__ref_gemm's GEMM_MR: below it, a product by a transposed B (an
+     * fc's weights) is dot products of contiguous rows, no packing. */
+    if (op && strcmp(op, "fc") == 0 && rows > 0 && rows < 4)
+        return "gemv";
+    return op;
+}
+
+const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i)
+{
+    const char *op = ntp_graph_layer_type(g, i);
+    if (!op || strcmp(op, "fc") != 0 || i < 0 || i >= g->n_nodes)
+        return op;
+    const ntp_node *n = &g->nodes[g->order[i]];
+    const ntp_tensor *x = n->n_in > 0 ? ntp__cin(g, n, 0) : NULL;
+    if (!x || x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] <= 0)
+        return op;
+    return ntp__predict_kernel_op(op, ntp_shape_numel(&x->shape) / x->shape.dim[x->shape.ndim - 1]);
+}
+
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *op, const char *level)
 {
@@ -571,6 +638,12 @@ static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
     return b;
 }
 
+/* The op layer l's correction is keyed by (ntp_layer_prediction.kernel_op). */
+static const char *layer_op(const ntp_layer_prediction *l)
+{
+    return l->kernel_op ? l->kernel_op : l->type;
+}
+
 /* The calibration among p's of the backend `backend`; -1 for none. */
 static int cal_index(const ntp_prediction *p, const char *backend)
 {
@@ -613,7 +686,7 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
                 p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
             }
         }
-        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, l->type, l->level);
+        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, layer_op(l), l->level);
         if (s == 1)
             continue;
         /* A recurrent layer's input GEMM is the fc family's: the
@@ -853,6 +926,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     for (int i = 0; i < a->n_layers; i++) {
         p->layers[i].name = ntp_graph_layer_name(g, i);
         p->layers[i].type = ntp_graph_layer_type(g, i);
+        p->layers[i].kernel_op = ntp__predict_layer_kernel_op(g, i);
     }
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
@@ -929,7 +1003,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
      * step, or once over the sequence), whichever the prediction's plan
      * named; its input GEMM is not corrected. */
     if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
-        double sc = ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
+        double sc =
+            ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp), lp->level);
         if (ntp__predict_rnn_per_step(l->impl))
             return lp->rnn.per_step_ms * sc;
         double gemm = lp->rnn.merged_input_gemm_ms;
@@ -939,8 +1014,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
     /* The level is the prediction's under its own calibration; under
      * another backend's the same ceilings give the same level. */
-    return in +
-           base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, lp->type, lp->level);
+    return in + base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
+                                               lp->level);
 }
 
 static double finite_or_0(double v)
