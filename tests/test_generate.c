@@ -255,18 +255,45 @@ static void test_sweep_static(void **state)
     const char *vary[] = {"context=0,16,40", "kv_dtype=f32,i8,bf16"};
     ntp_generate_sweep *s = NULL;
     assert_int_equal(ntp_generate_sweep_run(ctx, TINY, &o, vary, 2, &s), NTP_STATUS_OK);
-    assert_int_equal(s->n_points, 9);
+    assert_int_equal(ntp_generate_sweep_point_count(s), 9);
+    /* The axes as given, in order, and their range. */
+    assert_string_equal(ntp_generate_sweep_model_path(s), TINY);
+    assert_true(ntp_generate_sweep_static_only(s));
+    assert_int_equal(ntp_generate_sweep_axis_count(s), 2);
+    assert_string_equal(ntp_generate_sweep_axis(s, 0), "context");
+    assert_string_equal(ntp_generate_sweep_axis(s, 1), "kv_dtype");
+    assert_null(ntp_generate_sweep_axis(s, 2));
+    assert_int_equal(ntp_generate_sweep_value_count(s, 0), 3);
+    assert_int_equal(ntp_generate_sweep_value_count(s, 1), 3);
+    assert_int_equal(ntp_generate_sweep_value_count(s, 2), 0);
+    assert_string_equal(ntp_generate_sweep_value(s, 0, 2), "40");
+    assert_string_equal(ntp_generate_sweep_value(s, 1, 1), "i8");
+    assert_null(ntp_generate_sweep_value(s, 1, 3));
+    assert_null(ntp_generate_sweep_value(s, 2, 0));
+    assert_null(ntp_generate_sweep_point(s, -1));
+    assert_null(ntp_generate_sweep_point(s, 9));
+    assert_string_equal(ntp_generate_sweep_point(s, 5)->value[1], "bf16");
+    assert_null(ntp_generate_sweep_model_path(NULL));
+    assert_int_equal(ntp_generate_sweep_axis_count(NULL), 0);
+    assert_null(ntp_generate_sweep_axis(NULL, 0));
+    assert_int_equal(ntp_generate_sweep_value_count(NULL, 0), 0);
+    assert_null(ntp_generate_sweep_value(NULL, 0, 0));
+    assert_int_equal(ntp_generate_sweep_point_count(NULL), 0);
+    assert_null(ntp_generate_sweep_point(NULL, 0));
+    assert_false(ntp_generate_sweep_static_only(NULL));
     const int64_t per[3] = {2 * 2 * 4 * 8 * 4, 2 * 2 * 4 * (8 + 4), 2 * 2 * 4 * 8 * 2};
     const int64_t ctxs[3] = {0, 16, 40};
     for (int c = 0; c < 3; c++)
         for (int k = 0; k < 3; k++) {
-            const ntp_generate_result *r = s->points[c * 3 + k].r;
-            assert_string_equal(s->points[c * 3 + k].value[0], c == 0 ? "0" : c == 1 ? "16" : "40");
+            const ntp_generate_result *r = ntp_generate_sweep_point(s, c * 3 + k)->r;
+            assert_string_equal(ntp_generate_sweep_point(s, c * 3 + k)->value[0], c == 0   ? "0"
+                                                                                  : c == 1 ? "16"
+                                                                                           : "40");
             assert_int_equal(ntp_generate_result_context_depth(r), ctxs[c]);
             assert_int_equal(ntp_generate_result_kv_bytes_per_token(r), per[k]);
             assert_int_equal(ntp_generate_result_kv_bytes_total(r), per[k] * (ctxs[c] + 6 + 5));
             if (c > 0) {
-                const ntp_generate_result *r0 = s->points[k].r;
+                const ntp_generate_result *r0 = ntp_generate_sweep_point(s, k)->r;
                 assert_int_equal(ntp_generate_result_decode(r)->flops -
                                      ntp_generate_result_decode(r0)->flops,
                                  2 * 4 * (4 * 8 + 5) * ctxs[c]);
@@ -299,7 +326,7 @@ static void test_sweep_static(void **state)
     const char *vh[] = {"kv_heads=1,2,4", "context=0,30"};
     assert_int_equal(ntp_generate_sweep_run(ctx, LLAMA, &o, vh, 2, &s), NTP_STATUS_OK);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(ntp_generate_result_kv_bytes_per_token(s->points[i].r),
+        assert_int_equal(ntp_generate_result_kv_bytes_per_token(ntp_generate_sweep_point(s, i)->r),
                          2 * 2 * (1 << (i / 2)) * 8 * 4);
     f = open_memstream(&buf, &len);
     assert_int_equal(ntp_report_write_generate_sweep_html(ctx, s, f), NTP_STATUS_OK);

@@ -114,12 +114,12 @@ static void test_rows_as_run(void **state)
     ntp_graph *g = load(ctx);
     ntp_run_result *r = run(ctx, g, true);
     ntp_prediction *p = predict(ctx, g, true);
-    assert_true(p->fused);
+    assert_true(ntp_prediction_fused(p));
     int layers = 0, fused = 0, copies = 0;
     for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
         const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") == 0 || strcmp(l->kind, "fused") == 0) {
-            const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
+            const ntp_layer_prediction *lp = test_find_prediction(p, false, l->name);
             assert_non_null(lp);
             if (strcmp(lp->kind, l->kind) != 0 || strcmp(lp->backend, l->backend) != 0) {
                 print_error("%s: predicted %s on %s, run %s on %s\n", l->name, lp->kind,
@@ -136,7 +136,7 @@ static void test_rows_as_run(void **state)
             }
             layers++;
         } else if (strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0) {
-            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p, true, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -145,11 +145,11 @@ static void test_rows_as_run(void **state)
             copies++;
         }
     }
-    assert_int_equal(layers, p->n_layers);
-    assert_int_equal(copies, p->n_copies);
+    assert_int_equal(layers, ntp_prediction_layer_count(p));
+    assert_int_equal(copies, ntp_prediction_copy_count(p));
     /* bn1 and r1 into c1, a2 and r2 into c2, r3 into fc. */
     assert_int_equal(fused, 5);
-    assert_int_equal(p->n_fused, 5);
+    assert_int_equal(ntp_prediction_fused_layers(p), 5);
     /* Beside the run: each head row takes its group's prediction whole,
      * and the end-to-end prediction is the prediction's. */
     ntp_prediction_apply(p, r, false);
@@ -157,7 +157,7 @@ static void test_rows_as_run(void **state)
         const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") != 0)
             continue;
-        const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
+        const ntp_layer_prediction *lp = test_find_prediction(p, false, l->name);
         if (lp->family == NTP_PREDICT_FAMILY_FREE)
             continue;
         if (!l->predicted) {
@@ -166,7 +166,7 @@ static void test_rows_as_run(void **state)
         }
         assert_close(l->predicted_ms, lp->predicted_ms, 1e-12);
     }
-    assert_close(ntp_run_result_prediction(r)->predicted_ms, p->total_ms, 1e-9);
+    assert_close(ntp_run_result_prediction(r)->predicted_ms, ntp_prediction_total_ms(p), 1e-9);
     ntp_prediction_free(p);
     ntp_run_result_free(r);
     ntp_graph_free(g);
@@ -198,8 +198,7 @@ static void test_groups_by_hand(void **state)
         {"fc", {"r3", NULL}, 128 + 1320 + 40},
     };
     for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
-        const ntp_layer_prediction *lp =
-            test_find_prediction(p->layers, p->n_layers, groups[k].head);
+        const ntp_layer_prediction *lp = test_find_prediction(p, false, groups[k].head);
         assert_non_null(lp);
         int64_t flops = cost(a, groups[k].head)->flops;
         for (int j = 0; j < 2 && groups[k].post[j]; j++)
@@ -209,16 +208,16 @@ static void test_groups_by_hand(void **state)
         assert_close(lp->predicted_ms, test_hand_ms(flops, groups[k].bytes), 1e-12);
     }
     /* bn1 has no time of its own, and no family's coefficients price it. */
-    const ntp_layer_prediction *bn = test_find_prediction(p->layers, p->n_layers, "bn1");
+    const ntp_layer_prediction *bn = test_find_prediction(p, false, "bn1");
     assert_string_equal(bn->kind, "fused");
     assert_string_equal(bn->fused_into, "c1");
     assert_true(bn->predicted_ms == 0);
     /* The unfused prediction of c1 is c1 alone. */
     ntp_prediction *u = predict(ctx, g, false);
-    const ntp_layer_prediction *c1 = test_find_prediction(u->layers, u->n_layers, "c1");
+    const ntp_layer_prediction *c1 = test_find_prediction(u, false, "c1");
     assert_int_equal(c1->bytes, cost(a, "c1")->traffic_bytes);
-    assert_false(u->fused);
-    assert_int_equal(u->n_fused, 0);
+    assert_false(ntp_prediction_fused(u));
+    assert_int_equal(ntp_prediction_fused_layers(u), 0);
     ntp_prediction_free(u);
     ntp_prediction_free(p);
     ntp_analysis_free(a);

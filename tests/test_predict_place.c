@@ -115,7 +115,7 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
     for (int i = 0; i < ntp_run_result_layer_count(r); i++) {
         const ntp_layer_result *l = ntp_run_result_layer(r, i);
         if (strcmp(l->kind, "layer") == 0) {
-            const ntp_layer_prediction *lp = test_find_prediction(p->layers, p->n_layers, l->name);
+            const ntp_layer_prediction *lp = test_find_prediction(p, false, l->name);
             assert_non_null(lp);
             if (strcmp(lp->backend, l->backend) != 0) {
                 print_error("%s: predicted on %s, run on %s\n", l->name, lp->backend, l->backend);
@@ -124,7 +124,7 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
             on_ref += strcmp(l->backend, "ref") == 0;
             layers++;
         } else if (strcmp(l->kind, "reorder") == 0 || strcmp(l->kind, "convert") == 0) {
-            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p, true, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -143,21 +143,21 @@ static void check_placement(const char *const *place, int n_place, int want_ref_
             copies++;
         }
     }
-    assert_int_equal(layers, p->n_layers);
+    assert_int_equal(layers, ntp_prediction_layer_count(p));
     assert_int_equal(on_ref, want_ref_layers);
     /* No row of the prediction the run lacks, and at least one reorder:
      * oneDNN's convolutions at 32 channels take blocked layouts. */
-    assert_int_equal(copies, p->n_copies);
+    assert_int_equal(copies, ntp_prediction_copy_count(p));
     assert_true(copies >= 1);
-    for (int i = 0; i < p->n_layers; i++)
-        if (isfinite(p->layers[i].predicted_ms))
-            layer_sum += p->layers[i].predicted_ms;
-    assert_close(p->copies_ms, copy_sum, 1e-12);
-    assert_close(p->total_ms, layer_sum + copy_sum, 1e-12);
+    for (int i = 0; i < ntp_prediction_layer_count(p); i++)
+        if (isfinite(ntp_prediction_layer(p, i)->predicted_ms))
+            layer_sum += ntp_prediction_layer(p, i)->predicted_ms;
+    assert_close(ntp_prediction_copies_ms(p), copy_sum, 1e-12);
+    assert_close(ntp_prediction_total_ms(p), layer_sum + copy_sum, 1e-12);
     /* Beside the run, the end-to-end prediction prices the run's own rows:
      * the same rows, so the same total. */
     ntp_prediction_apply(p, r, false);
-    assert_close(ntp_run_result_prediction(r)->predicted_ms, p->total_ms, 1e-9);
+    assert_close(ntp_run_result_prediction(r)->predicted_ms, ntp_prediction_total_ms(p), 1e-9);
     ntp_prediction_free(p);
     ntp_run_result_free(r);
     ntp_graph_free(g);
@@ -262,7 +262,7 @@ static void test_reorders_other_machine(void **state)
             const ntp_layer_result *l = ntp_run_result_layer(r, i);
             if (strcmp(l->kind, "reorder") != 0 && strcmp(l->kind, "convert") != 0)
                 continue;
-            const ntp_layer_prediction *cp = test_find_prediction(p->copies, p->n_copies, l->name);
+            const ntp_layer_prediction *cp = test_find_prediction(p, true, l->name);
             if (!cp) {
                 print_error("the run's %s row %s is not predicted\n", l->kind, l->name);
                 fail();
@@ -279,10 +279,11 @@ static void test_reorders_other_machine(void **state)
             copies++;
         }
         assert_true(copies >= 1);
-        assert_int_equal(copies, p->n_copies);
-        assert_close(p->copies_ms, sum, 1e-12);
-        if (!strstr(p->copies_note, cases[k].note)) {
-            print_error("copies_note '%s' lacks '%s'\n", p->copies_note, cases[k].note);
+        assert_int_equal(copies, ntp_prediction_copy_count(p));
+        assert_close(ntp_prediction_copies_ms(p), sum, 1e-12);
+        if (!strstr(ntp_prediction_copies_note(p), cases[k].note)) {
+            print_error("copies_note '%s' lacks '%s'\n", ntp_prediction_copies_note(p),
+                        cases[k].note);
             fail();
         }
         ntp_ctx_clear_warnings(ctx);
@@ -317,19 +318,19 @@ static void test_reorders_unknown(void **state)
         snprintf(cal.machine_key, sizeof cal.machine_key, "%s", m);
         snprintf(ref.machine_key, sizeof ref.machine_key, "%s", m);
         ntp_prediction *p = predict(ctx, g, &cal, &ref, NULL, 0, cases[k].reorders);
-        assert_int_equal(p->n_copies, 1);
-        assert_string_equal(p->copies[0].name, "reorders");
-        assert_true(isnan(p->copies[0].predicted_ms));
-        assert_string_equal(p->copies[0].note, cases[k].note);
-        assert_true(p->copies_ms == 0);
+        assert_int_equal(ntp_prediction_copy_count(p), 1);
+        assert_string_equal(ntp_prediction_copy(p, 0)->name, "reorders");
+        assert_true(isnan(ntp_prediction_copy(p, 0)->predicted_ms));
+        assert_string_equal(ntp_prediction_copy(p, 0)->note, cases[k].note);
+        assert_true(ntp_prediction_copies_ms(p) == 0);
         double sum = 0;
-        for (int i = 0; i < p->n_layers; i++)
-            if (isfinite(p->layers[i].predicted_ms))
-                sum += p->layers[i].predicted_ms;
-        assert_close(p->total_ms, sum, 1e-12);
+        for (int i = 0; i < ntp_prediction_layer_count(p); i++)
+            if (isfinite(ntp_prediction_layer(p, i)->predicted_ms))
+                sum += ntp_prediction_layer(p, i)->predicted_ms;
+        assert_close(ntp_prediction_total_ms(p), sum, 1e-12);
         /* The placement is the run's all the same: pad on ref. */
-        assert_string_equal(p->layers[0].backend, "ref");
-        assert_string_equal(p->layers[1].backend, "onednn");
+        assert_string_equal(ntp_prediction_layer(p, 0)->backend, "ref");
+        assert_string_equal(ntp_prediction_layer(p, 1)->backend, "onednn");
         ntp_prediction_free(p);
     }
     ntp_graph_free(g);

@@ -199,16 +199,23 @@ typedef struct ntp_generate_point {
     ntp_generate_result *r;
 } ntp_generate_point;
 
-typedef struct ntp_generate_sweep {
-    char *model_path;
-    int n_axes;
-    char *axis[NTP_GENERATE_SWEEP_MAX_AXES];
-    int n_values[NTP_GENERATE_SWEEP_MAX_AXES];
-    char **values[NTP_GENERATE_SWEEP_MAX_AXES];
-    int n_points; /* the last axis varies fastest */
-    ntp_generate_point *points;
-    bool static_only;
-} ntp_generate_sweep;
+/* A sweep: an opaque handle (ntp_generate_sweep_run), read through the
+ * accessors below, which answer NULL, 0 or false for a NULL sweep or an
+ * index out of range; freed with ntp_generate_sweep_free. */
+typedef struct ntp_generate_sweep ntp_generate_sweep;
+
+/* The model file swept. */
+NTP_API const char *ntp_generate_sweep_model_path(const ntp_generate_sweep *s);
+/* The axes in the order given: axis a's name, and its values. */
+NTP_API int ntp_generate_sweep_axis_count(const ntp_generate_sweep *s);
+NTP_API const char *ntp_generate_sweep_axis(const ntp_generate_sweep *s, int a);
+NTP_API int ntp_generate_sweep_value_count(const ntp_generate_sweep *s, int a);
+NTP_API const char *ntp_generate_sweep_value(const ntp_generate_sweep *s, int a, int v);
+/* The points of the full factorial, the last axis varying fastest. */
+NTP_API int ntp_generate_sweep_point_count(const ntp_generate_sweep *s);
+NTP_API const ntp_generate_point *ntp_generate_sweep_point(const ntp_generate_sweep *s, int i);
+/* Whether every point was analysed, not run (ntp_generate_opts.static_only). */
+NTP_API bool ntp_generate_sweep_static_only(const ntp_generate_sweep *s);
 
 /* Refused before running anything: a malformed axis, an axis given twice,
  * a kv_dtype value that is not a cache type, more than 4096 points. A

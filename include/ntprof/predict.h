@@ -331,44 +331,45 @@ typedef struct ntp_layer_prediction {
  * of the backends layers are handed to. */
 #define NTP_PREDICT_MAX_CALS 4
 
-typedef struct ntp_prediction {
-    const char *topology;
-    int64_t batch;
-    ntp_calibration cal;
-    bool roofline_only; /* from ceilings alone (--ceilings) */
-    int n_layers;
-    ntp_layer_prediction *layers;
-    double total_ms; /* sum of the predicted layers */
-    /* Families the model needed that the calibration lacks, comma-separated
-     * ("" for none), and how many layers they cover. */
-    char uncalibrated[256];
-    int n_unpredicted;
-    /* cals[0] is cal; the others are those given to ntp_predict_placed.
-     * cal_ms[k * n_layers + i]: layer i's time under cals[k] (NAN where
-     * that calibration does not predict it), for a run that places a
-     * layer elsewhere than the prediction did. */
-    int n_cals;
-    ntp_calibration *cals;
-    double *cal_ms;
-    /* The rows a run adds besides its layers (ntp_predict_opts.reorders):
-     * the backend's reorders and the engine's conversions, named and sized
-     * as the run names and sizes them, each priced as a copy of its bytes
-     * under its backend's calibration and counted in total_ms (copies_ms of
-     * it). When they cannot be known (another machine's calibration, the
-     * plan could not be prepared, not asked for), one row named "reorders"
-     * with predicted_ms NAN and a note saying what is unknown. */
-    int n_copies;
-    ntp_layer_prediction *copies;
-    double copies_ms;
-    /* Predicted as `run --fuse` runs it (ntp_predict_opts.fuse), and how
-     * many layers are fused into another. */
-    bool fused;
-    int n_fused;
-    /* Where the copy rows come from when the calibration is another
-     * machine's: this machine's plan, and why the other machine's may
-     * differ (its ISA or its backend's version); "" otherwise. */
-    char copies_note[256];
-} ntp_prediction;
+/* A prediction: an opaque handle (ntp_predict), read through the accessors
+ * below, which answer NULL, 0 or false for a NULL prediction or an index
+ * out of range; freed with ntp_prediction_free. */
+typedef struct ntp_prediction ntp_prediction;
+
+/* The topology's name, and its batch. */
+NTP_API const char *ntp_prediction_topology(const ntp_prediction *p);
+NTP_API int64_t ntp_prediction_batch(const ntp_prediction *p);
+/* The requested backend's calibration it was predicted from. */
+NTP_API const ntp_calibration *ntp_prediction_calibration(const ntp_prediction *p);
+/* Whether it comes from ceilings alone (--ceilings, ntp_calibration_roofline). */
+NTP_API bool ntp_prediction_roofline_only(const ntp_prediction *p);
+/* One row per layer of the graph, in execution order. */
+NTP_API int ntp_prediction_layer_count(const ntp_prediction *p);
+NTP_API const ntp_layer_prediction *ntp_prediction_layer(const ntp_prediction *p, int i);
+/* The sum of the predicted rows, layers and copies (copies_ms of it). */
+NTP_API double ntp_prediction_total_ms(const ntp_prediction *p);
+/* Families the model needed that the calibration lacks, comma-separated
+ * ("" for none), and how many layers they leave unpredicted. */
+NTP_API const char *ntp_prediction_uncalibrated(const ntp_prediction *p);
+NTP_API int ntp_prediction_unpredicted(const ntp_prediction *p);
+/* The rows a run adds besides its layers (ntp_predict_opts.reorders): the
+ * backend's reorders and the engine's conversions, named and sized as the
+ * run names and sizes them, each priced as a copy of its bytes under its
+ * backend's calibration and counted in the total (copies_ms). When they
+ * cannot be known (another machine's calibration, the plan could not be
+ * prepared, not asked for), one row named "reorders" with predicted_ms NAN
+ * and a note saying what is unknown. */
+NTP_API int ntp_prediction_copy_count(const ntp_prediction *p);
+NTP_API const ntp_layer_prediction *ntp_prediction_copy(const ntp_prediction *p, int i);
+NTP_API double ntp_prediction_copies_ms(const ntp_prediction *p);
+/* Where the copy rows come from when the calibration is another machine's:
+ * this machine's plan, and why the other machine's may differ (its ISA or
+ * its backend's version); "" otherwise. */
+NTP_API const char *ntp_prediction_copies_note(const ntp_prediction *p);
+/* Whether it is predicted as `run --fuse` runs it (ntp_predict_opts.fuse),
+ * and how many layers are fused into another. */
+NTP_API bool ntp_prediction_fused(const ntp_prediction *p);
+NTP_API int ntp_prediction_fused_layers(const ntp_prediction *p);
 
 /* How ntp_predict_with predicts (ntp_predict_opts_default: all zero). */
 typedef struct ntp_predict_opts {

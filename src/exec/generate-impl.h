@@ -10,6 +10,19 @@
 #include "core/writers-impl.h"
 #include "ntprof/generate.h"
 
+/* A generate sweep, opaque in include/ntprof/generate.h (accessors in
+ * src/exec/generate-sweep.c). */
+struct ntp_generate_sweep {
+    char *model_path;
+    int n_axes;
+    char *axis[NTP_GENERATE_SWEEP_MAX_AXES];
+    int n_values[NTP_GENERATE_SWEEP_MAX_AXES];
+    char **values[NTP_GENERATE_SWEEP_MAX_AXES];
+    int n_points; /* the last axis varies fastest */
+    ntp_generate_point *points;
+    bool static_only;
+};
+
 /* The generate result, opaque in include/ntprof/generate.h (accessors in
  * src/exec/generate-result.c). */
 struct ntp_generate_result {

@@ -1,13 +1,14 @@
 /* ntp_generate_sweep_run: generate over the full factorial of a few axes
  * (generate.h, docs/decoders.md). Each point is one ntp_generate in this
  * process: a static point allocates nothing, and a measured one frees its
- * plans and cache before the next starts. */
+ * plans and cache before the next starts. The sweep is opaque to callers:
+ * its accessors are at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx-impl.h"
-#include "ntprof/generate.h"
+#include "exec/generate-impl.h"
 
 #define MAX_POINTS 4096
 
@@ -211,4 +212,44 @@ done:
     free(bufs);
     ntp_generate_sweep_free(s);
     return st;
+}
+
+const char *ntp_generate_sweep_model_path(const ntp_generate_sweep *s)
+{
+    return s ? s->model_path : NULL;
+}
+
+int ntp_generate_sweep_axis_count(const ntp_generate_sweep *s)
+{
+    return s ? s->n_axes : 0;
+}
+
+const char *ntp_generate_sweep_axis(const ntp_generate_sweep *s, int a)
+{
+    return s && a >= 0 && a < s->n_axes ? s->axis[a] : NULL;
+}
+
+int ntp_generate_sweep_value_count(const ntp_generate_sweep *s, int a)
+{
+    return s && a >= 0 && a < s->n_axes ? s->n_values[a] : 0;
+}
+
+const char *ntp_generate_sweep_value(const ntp_generate_sweep *s, int a, int v)
+{
+    return s && a >= 0 && a < s->n_axes && v >= 0 && v < s->n_values[a] ? s->values[a][v] : NULL;
+}
+
+int ntp_generate_sweep_point_count(const ntp_generate_sweep *s)
+{
+    return s ? s->n_points : 0;
+}
+
+const ntp_generate_point *ntp_generate_sweep_point(const ntp_generate_sweep *s, int i)
+{
+    return s && i >= 0 && i < s->n_points ? &s->points[i] : NULL;
+}
+
+bool ntp_generate_sweep_static_only(const ntp_generate_sweep *s)
+{
+    return s ? s->static_only : false;
 }

@@ -1,5 +1,7 @@
-/* Prediction internals shared by the calibration, the prediction and the
- * history (predict.c, predict-calibrate.c, src/store/store-calib.c). */
+/* Prediction internals shared by the calibration, the prediction, its
+ * report and the history (predict.c, predict-calibrate.c,
+ * src/report/predict-report.c, src/store/store-calib.c); the prediction's
+ * own definition is prediction-impl.h. */
 #ifndef NTP_MACHINE_PREDICT_IMPL_H
 #define NTP_MACHINE_PREDICT_IMPL_H
 
@@ -8,6 +10,7 @@
 #include "ntprof/analyze.h"
 #include "ntprof/predict.h"
 #include "measure/run-result-impl.h"
+#include "machine/prediction-impl.h"
 
 /* One layer's terms under a calibration's ceilings. */
 typedef struct ntp__pfeat {

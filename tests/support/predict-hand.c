@@ -65,11 +65,15 @@ double test_hand_reorder_ms(int64_t bytes)
     return 1e3 * (5e-6 + 4 * (double)bytes / (gbps * 1e9));
 }
 
-const ntp_layer_prediction *test_find_prediction(const ntp_layer_prediction *l, int n,
+const ntp_layer_prediction *test_find_prediction(const ntp_prediction *p, bool copies,
                                                  const char *name)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(l[i].name, name) == 0)
-            return &l[i];
+    int n = copies ? ntp_prediction_copy_count(p) : ntp_prediction_layer_count(p);
+    for (int i = 0; i < n; i++) {
+        const ntp_layer_prediction *l =
+            copies ? ntp_prediction_copy(p, i) : ntp_prediction_layer(p, i);
+        if (strcmp(l->name, name) == 0)
+            return l;
+    }
     return NULL;
 }

@@ -28,8 +28,9 @@ double test_hand_copy_ms(bool fitted, int64_t bytes);
 void test_hand_reorder(ntp_calibration *c);
 double test_hand_reorder_ms(int64_t bytes);
 
-/* The row of the prediction's layers named `name`, or NULL. */
-const ntp_layer_prediction *test_find_prediction(const ntp_layer_prediction *l, int n,
+/* The row of p's layers (or, with copies, of its copy rows) named `name`,
+ * or NULL. */
+const ntp_layer_prediction *test_find_prediction(const ntp_prediction *p, bool copies,
                                                  const char *name);
 
 #endif

@@ -334,12 +334,13 @@ int cmd_predict(int argc, char **argv)
     }
     /* The fallbacks the prepared plan warned about, as a run warns. */
     cli_print_warnings(ctx);
-    if (p->uncalibrated[0])
+    int n_unpredicted = ntp_prediction_unpredicted(p);
+    if (ntp_prediction_uncalibrated(p)[0])
         fprintf(stderr,
                 "ntprof: warning: %d layer%s not predicted (not calibrated: %s); the total "
                 "leaves %s out\n",
-                p->n_unpredicted, p->n_unpredicted == 1 ? "" : "s", p->uncalibrated,
-                p->n_unpredicted == 1 ? "it" : "them");
+                n_unpredicted, n_unpredicted == 1 ? "" : "s", ntp_prediction_uncalibrated(p),
+                n_unpredicted == 1 ? "it" : "them");
     rc = cli_write_output(ctx, output, write_prediction, p, fmt);
 done:
     ntp_prediction_free(p);
