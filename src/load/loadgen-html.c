@@ -191,10 +191,10 @@ ntp_status ntp_report_write_load_html(ntp_ctx *ctx, const ntp_loadgen_result *r,
     row(f, "mean", "latency mean", r->latency_ms.mean, "ms");
     if (sv) {
         row(f, "latency_bound_ms", "latency bound (p99)", r->latency_bound_ms, "ms");
-        row(f, "lateness_mean_us", "generator lateness, mean", r->lateness_us, "us");
-        row(f, "lateness_p99_us", "generator lateness, p99", r->lateness_p99_us, "us");
+        row(f, "lateness_mean_us", "generator lateness, mean", r->gen.lateness_us, "us");
+        row(f, "lateness_p99_us", "generator lateness, p99", r->gen.lateness_p99_us, "us");
     }
-    row(f, "overhead_us", "generator cost per query", r->overhead_us, "us");
+    row(f, "overhead_us", "generator cost per query", r->gen.overhead_us, "us");
     fputs("</table>\n", f);
     if (n > 0) {
         histogram(f, r, lat, n);

@@ -30,7 +30,7 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
     ntp__put_line(f, "");
     if (r->scenario == NTP_LOADGEN_SERVER)
         ntp__put_linef(f, "  offered      %10.1f queries/s (arrivals drawn at %.1f)",
-                       r->qps_offered, r->qps_drawn);
+                       r->qps_offered, r->gen.qps_drawn);
     ntp__put_linef(f, "  achieved     %10.1f queries/s, %.1f samples/s", r->qps_achieved,
                    r->samples_per_s);
     ntp__put_linef(f, "  queries      %10lld (%lld samples) in %.3f s", (long long)r->queries,
@@ -78,26 +78,26 @@ static ntp_status write_table(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f
         n += snprintf(line + n, sizeof line - (size_t)n, " %.0f%%", 100 * r->utilisation[i]);
     ntp__put_line(f, line);
     ntp__put_linef(f, "  queue depth  max %d samples", r->max_depth);
-    ntp__put_linef(f, "  generator    %.2f us per query issued%s", r->overhead_us, "");
+    ntp__put_linef(f, "  generator    %.2f us per query issued%s", r->gen.overhead_us, "");
     ntp__put_linef(f,
                    "               %lld of %lld issues woke a sleeping instance, %.2f us each; "
                    "idle instances poll %g us",
-                   (long long)r->wakes, (long long)r->queries, r->wake_us, r->poll_us);
+                   (long long)r->gen.wakes, (long long)r->queries, r->gen.wake_us, r->gen.poll_us);
     ntp__put_linef(f,
                    "               CPU spent spinning per query: generator %.2f us, "
                    "instances polling %.2f us",
-                   r->generator_spin_us, r->instance_poll_us);
+                   r->gen.generator_spin_us, r->gen.instance_poll_us);
     if (r->scenario == NTP_LOADGEN_SERVER) {
         ntp__put_linef(f, "               lateness mean %.2f us, p99 %.2f us, max %.1f us",
-                       r->lateness_us, r->lateness_p99_us, r->lateness_max_us);
+                       r->gen.lateness_us, r->gen.lateness_p99_us, r->gen.lateness_max_us);
         ntp__put_linef(f, "               margin %g us; sleeps overslept %.2f us mean, %.2f us p99",
-                       r->margin_us, r->oversleep_mean_us, r->oversleep_p99_us);
+                       r->gen.margin_us, r->gen.oversleep_mean_us, r->gen.oversleep_p99_us);
         char cpu[32] = "not pinned";
-        if (r->generator_cpu >= 0)
-            snprintf(cpu, sizeof cpu, "on CPU %d", r->generator_cpu);
+        if (r->gen.generator_cpu >= 0)
+            snprintf(cpu, sizeof cpu, "on CPU %d", r->gen.generator_cpu);
         ntp__put_linef(f, "               %lld of %lld sleeps past the deadline; %s, slack %lld ns",
-                       (long long)r->late_wakes, (long long)r->sleeps, cpu,
-                       (long long)r->timer_slack_ns);
+                       (long long)r->gen.late_wakes, (long long)r->gen.sleeps, cpu,
+                       (long long)r->gen.timer_slack_ns);
     }
     ntp__put_linef(f, "  machine      %s, %d CPUs, load average %.2f", r->cpu_model, r->cpus,
                    r->load_average);
@@ -200,28 +200,31 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_loadgen_result *r, FILE *f)
     ntp__jset(&ok, root, "queue_depth", depth);
     ntp__jset(&ok, root, "max_queue_depth", json_integer(r->max_depth));
     json_t *gen = json_object();
-    ntp__jset(&ok, gen, "overhead_us", ntp__json_num(r->overhead_us));
+    ntp__jset(&ok, gen, "overhead_us", ntp__json_num(r->gen.overhead_us));
     ntp__jset(&ok, gen, "lateness_mean_us",
-              r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->lateness_us) : json_null());
+              r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->gen.lateness_us) : json_null());
     ntp__jset(&ok, gen, "lateness_max_us",
-              r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->lateness_max_us) : json_null());
+              r->scenario == NTP_LOADGEN_SERVER ? ntp__json_num(r->gen.lateness_max_us)
+                                                : json_null());
     bool sv = r->scenario == NTP_LOADGEN_SERVER;
-    ntp__jset(&ok, gen, "lateness_p99_us", sv ? ntp__json_num(r->lateness_p99_us) : json_null());
-    ntp__jset(&ok, gen, "margin_us", ntp__json_num(r->margin_us));
+    ntp__jset(&ok, gen, "lateness_p99_us",
+              sv ? ntp__json_num(r->gen.lateness_p99_us) : json_null());
+    ntp__jset(&ok, gen, "margin_us", ntp__json_num(r->gen.margin_us));
     ntp__jset(&ok, gen, "oversleep_mean_us",
-              sv ? ntp__json_num(r->oversleep_mean_us) : json_null());
-    ntp__jset(&ok, gen, "oversleep_p99_us", sv ? ntp__json_num(r->oversleep_p99_us) : json_null());
-    ntp__jset(&ok, gen, "sleeps", jint(r->sleeps));
-    ntp__jset(&ok, gen, "late_wakes", jint(r->late_wakes));
+              sv ? ntp__json_num(r->gen.oversleep_mean_us) : json_null());
+    ntp__jset(&ok, gen, "oversleep_p99_us",
+              sv ? ntp__json_num(r->gen.oversleep_p99_us) : json_null());
+    ntp__jset(&ok, gen, "sleeps", jint(r->gen.sleeps));
+    ntp__jset(&ok, gen, "late_wakes", jint(r->gen.late_wakes));
     ntp__jset(&ok, gen, "cpu",
-              r->generator_cpu >= 0 ? json_integer(r->generator_cpu) : json_null());
-    ntp__jset(&ok, gen, "timer_slack_ns", jint(r->timer_slack_ns));
-    ntp__jset(&ok, gen, "qps_drawn", sv ? ntp__json_num(r->qps_drawn) : json_null());
-    ntp__jset(&ok, gen, "wakes", jint(r->wakes));
-    ntp__jset(&ok, gen, "wake_us", ntp__json_num(r->wake_us));
-    ntp__jset(&ok, gen, "poll_us", ntp__json_num(r->poll_us));
-    ntp__jset(&ok, gen, "spin_cpu_us", ntp__json_num(r->generator_spin_us));
-    ntp__jset(&ok, gen, "poll_cpu_us", ntp__json_num(r->instance_poll_us));
+              r->gen.generator_cpu >= 0 ? json_integer(r->gen.generator_cpu) : json_null());
+    ntp__jset(&ok, gen, "timer_slack_ns", jint(r->gen.timer_slack_ns));
+    ntp__jset(&ok, gen, "qps_drawn", sv ? ntp__json_num(r->gen.qps_drawn) : json_null());
+    ntp__jset(&ok, gen, "wakes", jint(r->gen.wakes));
+    ntp__jset(&ok, gen, "wake_us", ntp__json_num(r->gen.wake_us));
+    ntp__jset(&ok, gen, "poll_us", ntp__json_num(r->gen.poll_us));
+    ntp__jset(&ok, gen, "spin_cpu_us", ntp__json_num(r->gen.generator_spin_us));
+    ntp__jset(&ok, gen, "poll_cpu_us", ntp__json_num(r->gen.instance_poll_us));
     ntp__jset(&ok, root, "generator", gen);
     json_t *m = json_object();
     ntp__jset(&ok, m, "cpu_model", ntp__json_str(r->cpu_model));

@@ -52,11 +52,9 @@ struct ntp_loadgen_result {
     int *depth;          /* samples waiting, that one included */
     int max_depth;
     double *utilisation; /* per instance: share of elapsed spent computing */
-    /* The generator's own cost: mean time to issue a query (queueing it and
-     * waking an instance) and mean lateness of issues against their
-     * scheduled arrivals (server), µs. */
-    double overhead_us;
-    double lateness_us, lateness_max_us;
+    /* The generator's own cost and quality (ntp_loadgen_generator says
+     * what each figure is; docs/load.md#arrivals, #generator-cost). */
+    ntp_loadgen_generator gen;
     bool interrupted; /* opts.stop was set: the queries so far */
     /* --find-max-qps: the largest valid QPS and the points tried. */
     bool searched;
@@ -73,37 +71,6 @@ struct ntp_loadgen_result {
     int cpus; /* CPUs this process may use */
     int n_warnings;
     char **warnings;
-    /* The generator's quality (server; docs/load.md#arrivals): lateness of
-     * issues against their scheduled arrivals, p99 (mean and max above);
-     * the sleep-then-spin margin used; how far past its target (the
-     * deadline less the margin) each sleep woke, mean and p99, and how many
-     * sleeps woke past the deadline itself; the CPU the issuing thread was
-     * pinned to (-1: not pinned, no spare CPU beside the instances') and
-     * its timer slack while issuing (ns; the default is 50 µs). */
-    double lateness_p99_us;
-    double margin_us;
-    double oversleep_mean_us, oversleep_p99_us;
-    int64_t sleeps, late_wakes;
-    int generator_cpu;
-    int64_t timer_slack_ns;
-    /* The arrivals as drawn (server): their count over the last arrival's
-     * time, the rate the sample path offered (qps_offered is the asked). */
-    double qps_drawn;
-    /* Of the generator's cost (overhead_us): the issues that found an
-     * instance asleep and woke it (a system call; a busy instance is never
-     * signalled), and the mean time of those wakes, µs; how long an idle
-     * instance polls the queue before it sleeps (0: it does not, for want
-     * of cores of its own beside the generator's), µs. */
-    int64_t wakes;
-    double wake_us;
-    double poll_us;
-    /* The CPU the generator's timing costs, per issued query, µs: the
-     * issuing thread's spin from its sleep's end to each deadline
-     * (server), and the instances' polling of the queue (all of them
-     * together; server idle instances poll from the margin before each
-     * arrival until it comes, docs/load.md#generator-cost). */
-    double generator_spin_us;
-    double instance_poll_us;
 };
 
 #endif

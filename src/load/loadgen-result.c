@@ -175,25 +175,7 @@ double ntp_loadgen_result_utilisation(const ntp_loadgen_result *r, int i)
 
 ntp_loadgen_generator ntp_loadgen_result_generator(const ntp_loadgen_result *r)
 {
-    if (!r)
-        return (ntp_loadgen_generator){0};
-    return (ntp_loadgen_generator){.overhead_us = r->overhead_us,
-                                   .lateness_us = r->lateness_us,
-                                   .lateness_max_us = r->lateness_max_us,
-                                   .lateness_p99_us = r->lateness_p99_us,
-                                   .margin_us = r->margin_us,
-                                   .oversleep_mean_us = r->oversleep_mean_us,
-                                   .oversleep_p99_us = r->oversleep_p99_us,
-                                   .sleeps = r->sleeps,
-                                   .late_wakes = r->late_wakes,
-                                   .generator_cpu = r->generator_cpu,
-                                   .timer_slack_ns = r->timer_slack_ns,
-                                   .qps_drawn = r->qps_drawn,
-                                   .wakes = r->wakes,
-                                   .wake_us = r->wake_us,
-                                   .poll_us = r->poll_us,
-                                   .generator_spin_us = r->generator_spin_us,
-                                   .instance_poll_us = r->instance_poll_us};
+    return r ? r->gen : (ntp_loadgen_generator){0};
 }
 
 bool ntp_loadgen_result_interrupted(const ntp_loadgen_result *r)

@@ -892,33 +892,33 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
         r->n_depth = (int)L->n_depth;
     }
     r->max_depth = L->max_depth;
-    r->overhead_us = L->n_issue ? (double)L->overhead_ns / (double)L->n_issue / 1e3 : 0;
-    r->wakes = L->n_wake;
-    r->wake_us = L->n_wake ? (double)L->wake_ns / (double)L->n_wake / 1e3 : 0;
-    r->poll_us =
+    r->gen.overhead_us = L->n_issue ? (double)L->overhead_ns / (double)L->n_issue / 1e3 : 0;
+    r->gen.wakes = L->n_wake;
+    r->gen.wake_us = L->n_wake ? (double)L->wake_ns / (double)L->n_wake / 1e3 : 0;
+    r->gen.poll_us =
         L->gen_cpu >= 0 && L->inst[0].n_cpus > 0 ? (double)atomic_load(&L->poll_ns) / 1e3 : 0;
-    r->generator_cpu = pinned_gen ? L->gen_cpu : -1;
-    r->timer_slack_ns = slack_set ? 1 : old_slack;
-    r->margin_us = (double)L->spin_ns / 1e3;
+    r->gen.generator_cpu = pinned_gen ? L->gen_cpu : -1;
+    r->gen.timer_slack_ns = slack_set ? 1 : old_slack;
+    r->gen.margin_us = (double)L->spin_ns / 1e3;
     int64_t polled = 0;
     for (int i = 0; i < L->n_inst; i++)
         polled += L->inst[i].poll_spent_ns;
-    r->generator_spin_us = L->n_issue ? (double)L->gen_spin_ns / (double)L->n_issue / 1e3 : 0;
-    r->instance_poll_us = L->n_issue ? (double)polled / (double)L->n_issue / 1e3 : 0;
+    r->gen.generator_spin_us = L->n_issue ? (double)L->gen_spin_ns / (double)L->n_issue / 1e3 : 0;
+    r->gen.instance_poll_us = L->n_issue ? (double)polled / (double)L->n_issue / 1e3 : 0;
     if (o->scenario == NTP_LOADGEN_SERVER && L->n_issue) {
-        r->lateness_us = (double)L->late_ns / (double)L->n_issue / 1e3;
-        r->lateness_max_us = (double)L->late_max_ns / 1e3;
+        r->gen.lateness_us = (double)L->late_ns / (double)L->n_issue / 1e3;
+        r->gen.lateness_max_us = (double)L->late_max_ns / 1e3;
         /* The p99s: of the completed queries' issues, and of the sleeps. */
         double *late = malloc(((size_t)n + 1) * sizeof *late);
         if (late) {
             for (int64_t i = 0; i < n; i++)
                 late[i] = r->q[i].issued_us - r->q[i].scheduled_us;
             ntp__lg_sort(late, n);
-            r->lateness_p99_us = ntp__lg_percentile(late, n, 0.99);
+            r->gen.lateness_p99_us = ntp__lg_percentile(late, n, 0.99);
             free(late);
         }
-        r->sleeps = L->n_sleep;
-        r->late_wakes = L->late_wakes;
+        r->gen.sleeps = L->n_sleep;
+        r->gen.late_wakes = L->late_wakes;
         if (L->oversleep && L->n_sleep > 0) {
             double *ov = malloc((size_t)L->n_sleep * sizeof *ov);
             if (ov) {
@@ -926,13 +926,13 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
                 for (int64_t i = 0; i < L->n_sleep; i++)
                     s += ov[i] = (double)L->oversleep[i] / 1e3;
                 ntp__lg_sort(ov, L->n_sleep);
-                r->oversleep_mean_us = s / (double)L->n_sleep;
-                r->oversleep_p99_us = ntp__lg_percentile(ov, L->n_sleep, 0.99);
+                r->gen.oversleep_mean_us = s / (double)L->n_sleep;
+                r->gen.oversleep_p99_us = ntp__lg_percentile(ov, L->n_sleep, 0.99);
                 free(ov);
             }
         }
         double last = n_planned > 0 && at_last > 0 ? (double)at_last / 1e9 : 0;
-        r->qps_drawn = last > 0 ? (double)(n_planned - 1) / last : 0;
+        r->gen.qps_drawn = last > 0 ? (double)(n_planned - 1) / last : 0;
     }
 
     /* Validity, as LoadGen judges it (docs/load.md#validity). */
