@@ -57,6 +57,20 @@ static void note(ntp_store *s)
     note_text(s, s->conn ? PQerrorMessage(conn_of(s)) : "no connection");
 }
 
+/* A failed command's message: the result's, or where libpq returned no
+ * result (the command could not be sent: the server went away) or one
+ * without a message, the connection's. Without it a lost connection read
+ * "unknown error", which is not taken for transient, and a sweep's task
+ * failed instead of waiting for the server's restart. */
+static void note_result(ntp_store *s, const PGresult *r)
+{
+    const char *m = r ? PQresultErrorMessage(r) : NULL;
+    if (!m || !*m)
+        note(s);
+    else
+        note_text(s, m);
+}
+
 /* --- translation --------------------------------------------------------------------------- */
 
 typedef struct sbuf {
@@ -206,7 +220,7 @@ static bool session(ntp_store *s)
     PGresult *r = PQexec(conn_of(s), "SET default_transaction_read_only = on");
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
     if (!ok)
-        note_text(s, PQresultErrorMessage(r));
+        note_result(s, r);
     PQclear(r);
     return ok;
 }
@@ -271,7 +285,7 @@ static bool run(ntp_store *s, const char *sql)
     ExecStatusType t = PQresultStatus(r);
     bool ok = t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK;
     if (!ok)
-        note_text(s, PQresultErrorMessage(r));
+        note_result(s, r);
     PQclear(r);
     return ok;
 }
@@ -393,7 +407,7 @@ static ntp__step pq_step(ntp__stmt *base)
                               q->lens, q->fmts, 0);
         ExecStatusType t = PQresultStatus(q->res);
         if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
-            note_text(s, q->res ? PQresultErrorMessage(q->res) : PQerrorMessage(conn_of(s)));
+            note_result(s, q->res);
             clear_result(q);
             return NTP__STEP_ERROR;
         }
@@ -524,7 +538,7 @@ static bool one_int(ntp_store *s, const char *sql, int *out)
     if (ok)
         *out = atoi(PQgetvalue(r, 0, 0));
     else
-        note_text(s, PQresultErrorMessage(r));
+        note_result(s, r);
     PQclear(r);
     return ok;
 }
@@ -557,7 +571,7 @@ static bool pq_version(ntp_store *s, int *version, bool *has_tables)
         exists = atoi(PQgetvalue(r, 0, 0));
         *has_tables = atoi(PQgetvalue(r, 0, 1)) > 0;
     } else {
-        note_text(s, PQresultErrorMessage(r));
+        note_result(s, r);
     }
     PQclear(r);
     if (ok && exists)
