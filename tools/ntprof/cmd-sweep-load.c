@@ -759,16 +759,8 @@ int sweep_load(int argc, char **argv)
         cli_error("sweep --load needs at least one --vary NAME=V1,V2,...");
         goto out;
     }
-    if (!slurm && (sl.wait || sl.slurm.partition || sl.slurm.time || sl.slurm.max_parallel ||
-                   sl.slurm.n_extra || sl.slurm.shared)) {
-        cli_error("--wait, --partition, --time, --max-parallel, --sbatch-arg and --shared "
-                  "need --executor slurm");
+    if (!sweep_slurm_check(slurm, &sl, timeout))
         goto out;
-    }
-    if (slurm && timeout > 0) {
-        cli_error("--timeout is the local executor's; with --executor slurm give --time");
-        goto out;
-    }
     if (slurm && !use_db) {
         cli_error("--executor slurm records the sweep in a store; drop --no-db");
         goto out;

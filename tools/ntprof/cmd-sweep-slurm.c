@@ -470,6 +470,21 @@ int sweep_slurm_submit(ntp_ctx *ctx, ntp_sweep *sw, const char *file, const char
     return sweep_slurm_start(ctx, &rec, a);
 }
 
+bool sweep_slurm_check(bool slurm, const sweep_slurm_args *a, double timeout)
+{
+    if (!slurm && (a->wait || a->slurm.partition || a->slurm.time || a->slurm.max_parallel ||
+                   a->slurm.n_extra || a->slurm.shared)) {
+        cli_error("--wait, --partition, --time, --max-parallel, --sbatch-arg and --shared "
+                  "need --executor slurm");
+        return false;
+    }
+    if (slurm && timeout > 0) {
+        cli_error("--timeout is the local executor's; with --executor slurm give --time");
+        return false;
+    }
+    return true;
+}
+
 bool sweep_slurm_option(sweep_slurm_opt which, const char *arg, sweep_slurm_args *a,
                         const char **sbatch_args, bool *slurm)
 {

@@ -651,16 +651,8 @@ int cmd_sweep(int argc, char **argv)
         free(typed.v);
         goto out;
     }
-    if (!slurm && (sa.wait || sa.slurm.partition || sa.slurm.time || sa.slurm.max_parallel ||
-                   sa.slurm.n_extra || sa.slurm.shared)) {
-        cli_error("--wait, --partition, --time, --max-parallel, --sbatch-arg and --shared "
-                  "need --executor slurm");
+    if (!sweep_slurm_check(slurm, &sa, timeout))
         goto out;
-    }
-    if (slurm && timeout > 0) {
-        cli_error("--timeout is the local executor's; with --executor slurm give --time");
-        goto out;
-    }
     if (train_opt && !train) {
         cli_error("--loss, --optimizer, --lr and --steps are for sweep --train");
         goto out;

@@ -85,6 +85,10 @@ typedef enum sweep_slurm_opt {
 } sweep_slurm_opt;
 bool sweep_slurm_option(sweep_slurm_opt which, const char *arg, sweep_slurm_args *a,
                         const char **sbatch_args, bool *slurm);
+/* The executors' options agree: the Slurm ones (--wait, --partition, ...)
+ * need --executor slurm, and the local one (--timeout) refuses it. False
+ * having said which. */
+bool sweep_slurm_check(bool slurm, const sweep_slurm_args *a, double timeout);
 
 /* Record the expanded sweep sw of `file` in the store and submit it as one
  * array; with --wait, follow it and write the report. `fixed` are the run
