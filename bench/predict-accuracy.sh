@@ -28,9 +28,13 @@
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
-#        [--cache network|warm] [--only NAME,...]
+#        [--cache network|warm] [--passes N] [--only NAME,...]
 #   --cache    how the calibration times each configuration (default
 #              network: caches written over before each pass, docs/predict.md)
+#   --passes N the calibration's passes over its design, interleaved, each
+#              configuration keeping the median of its per-pass medians
+#              (`ntprof machine --calibrate --passes`; default the CLI's: 3,
+#              1 with --fast); each pass takes a calibration's time
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
@@ -51,6 +55,7 @@ keep=
 fast=0
 cache=network
 only=
+passes=
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) backends=$2; shift 2 ;;
@@ -61,6 +66,7 @@ while [ $# -gt 0 ]; do
     --fast) fast=1; shift ;;
     --cache) cache=$2; shift 2 ;;
     --only) only=,$2,; shift 2 ;;
+    --passes) passes=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -124,6 +130,7 @@ if [ "$calibrate" = 1 ]; then
     for be in "${cal_bes[@]}"; do
         q=()
         [ "$fast" = 0 ] || q=(--quick)
+        [ -z "$passes" ] || q+=(--passes "$passes")
         if ! nice "$ntprof" machine --calibrate --backend "$be" "${q[@]}" --cache "$cache" \
             --db "$db" -o "$work/cal-$be.txt" 2>"$work/err"; then
             printf '%-8s calibration failed: %s\n' "$be" "$(grep -v '^ntprof: warning' "$work/err" | head -1)"

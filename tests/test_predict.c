@@ -2,8 +2,10 @@
  * hand-computed coefficients, a prediction from a hand-made calibration
  * against the formula on the analysis's figures, a quick calibration of
  * one family on the reference backend that predicts finite positive
- * times and round-trips through the history, the prediction placed
- * beside a run, and the errors for bad inputs. */
+ * times and round-trips through the history, the passes over the design
+ * (interleaved, each configuration's median of its per-pass medians, kept
+ * where it ran in most passes) with a timing source of known values, the
+ * prediction placed beside a run, and the errors for bad inputs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
