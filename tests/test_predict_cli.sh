@@ -38,6 +38,8 @@ expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref 
     --ceilings "$T/ceil.json" --db "$T/passes.db" --cache warm --passes 3
 grep -q '^timed with warm caches, 3 passes over the design' "$T/out" && ok ||
     bad "passes in the table: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" predict --list --db "$T/passes.db"
+grep -q ' ref  *f32 .* quick 3 passes$' "$T/out" && ok || bad "list: $(cat "$T/out")"
 cp "$T/passes.db" "$T/v9.db"
 $PY - "$T/passes.db" "$T/v9.db" <<'PYEOF' && ok || bad "passes in the history"
 import json, sqlite3, sys
