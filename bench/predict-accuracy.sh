@@ -34,7 +34,10 @@
 #   --passes N the calibration's passes over its design, interleaved, each
 #              configuration keeping the median of its per-pass medians
 #              (`ntprof machine --calibrate --passes`; default the CLI's: 3,
-#              1 with --fast); each pass takes a calibration's time
+#              1 with --fast); each pass takes a calibration's time. With
+#              more than one, it prints each calibration's spread between
+#              passes: (highest - lowest per-pass median) / median, over its
+#              layer samples
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
@@ -139,6 +142,23 @@ if [ "$calibrate" = 1 ]; then
         fi
         grep -m1 '^timed with' "$work/cal-$be.txt" | sed "s/^/$be: /" || true
     done
+    # How far the machine's speed moved each configuration between the
+    # passes: (highest - lowest per-pass median) / the median kept, over
+    # the layer samples of each calibration (docs/predict.md#passes).
+    /usr/bin/python3 - "$db" <<'PY' || true
+import sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+for be, prec in db.execute("SELECT DISTINCT backend, precision FROM calibration_samples"):
+    rows = db.execute("SELECT (pass_max_s - pass_min_s) / median_s, passes FROM calibration_samples"
+                      " WHERE backend = ? AND precision = ? AND kind = 'layer' AND median_s > 0",
+                      (be, prec)).fetchall()
+    sp = sorted(r[0] for r in rows)
+    if not sp or max(r[1] for r in rows) < 2:
+        continue
+    print(f"{be}: spread between passes, (max - min) / median over {len(sp)} layer samples: "
+          f"median {100 * statistics.median(sp):.1f}%, p90 {100 * sp[int(0.9 * (len(sp) - 1))]:.1f}%, "
+          f"max {100 * sp[-1]:.1f}%")
+PY
 fi
 printf '%-8s %-22s %10s %10s %8s %9s %9s %9s %12s\n' backend model "meas ms" "pred ms" e2e-err \
     "covered" "+-10%" "+-25%" "major +-25%"

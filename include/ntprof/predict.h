@@ -1,7 +1,7 @@
 /* ntprof: per-layer latency predicted without running (docs/predict.md).
  *
  *   ntp_calibration cal;
- *   ntp_calibrate(ctx, &machine, &ceilings, &opts, &cal);   // a minute or two
+ *   ntp_calibrate(ctx, &machine, &ceilings, &opts, &cal);   // minutes: 3 passes
  *   ntp_store_save_calibration(ctx, db, &cal);
  *   ...
  *   ntp_prediction *p;
