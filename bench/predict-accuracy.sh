@@ -28,9 +28,16 @@
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
-#        [--cache network|warm] [--only NAME,...]
+#        [--cache network|warm] [--passes N] [--only NAME,...]
 #   --cache    how the calibration times each configuration (default
 #              network: caches written over before each pass, docs/predict.md)
+#   --passes N the calibration's passes over its design, interleaved, each
+#              configuration keeping the median of its per-pass medians
+#              (`ntprof machine --calibrate --passes`; default the CLI's: 3,
+#              1 with --fast); each pass takes a calibration's time. With
+#              more than one, it prints each calibration's spread between
+#              passes: (highest - lowest per-pass median) / median, over its
+#              layer samples
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
@@ -51,6 +58,7 @@ keep=
 fast=0
 cache=network
 only=
+passes=
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) backends=$2; shift 2 ;;
@@ -61,6 +69,7 @@ while [ $# -gt 0 ]; do
     --fast) fast=1; shift ;;
     --cache) cache=$2; shift 2 ;;
     --only) only=,$2,; shift 2 ;;
+    --passes) passes=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -124,6 +133,7 @@ if [ "$calibrate" = 1 ]; then
     for be in "${cal_bes[@]}"; do
         q=()
         [ "$fast" = 0 ] || q=(--quick)
+        [ -z "$passes" ] || q+=(--passes "$passes")
         if ! nice "$ntprof" machine --calibrate --backend "$be" "${q[@]}" --cache "$cache" \
             --db "$db" -o "$work/cal-$be.txt" 2>"$work/err"; then
             printf '%-8s calibration failed: %s\n' "$be" "$(grep -v '^ntprof: warning' "$work/err" | head -1)"
@@ -132,6 +142,23 @@ if [ "$calibrate" = 1 ]; then
         fi
         grep -m1 '^timed with' "$work/cal-$be.txt" | sed "s/^/$be: /" || true
     done
+    # How far the machine's speed moved each configuration between the
+    # passes: (highest - lowest per-pass median) / the median kept, over
+    # the layer samples of each calibration (docs/predict.md#passes).
+    /usr/bin/python3 - "$db" <<'PY' || true
+import sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+for be, prec in db.execute("SELECT DISTINCT backend, precision FROM calibration_samples"):
+    rows = db.execute("SELECT (pass_max_s - pass_min_s) / median_s, passes FROM calibration_samples"
+                      " WHERE backend = ? AND precision = ? AND kind = 'layer' AND median_s > 0",
+                      (be, prec)).fetchall()
+    sp = sorted(r[0] for r in rows)
+    if not sp or max(r[1] for r in rows) < 2:
+        continue
+    print(f"{be}: spread between passes, (max - min) / median over {len(sp)} layer samples: "
+          f"median {100 * statistics.median(sp):.1f}%, p90 {100 * sp[int(0.9 * (len(sp) - 1))]:.1f}%, "
+          f"max {100 * sp[-1]:.1f}%")
+PY
 fi
 printf '%-8s %-22s %10s %10s %8s %9s %9s %9s %12s\n' backend model "meas ms" "pred ms" e2e-err \
     "covered" "+-10%" "+-25%" "major +-25%"

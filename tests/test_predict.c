@@ -2,8 +2,10 @@
  * hand-computed coefficients, a prediction from a hand-made calibration
  * against the formula on the analysis's figures, a quick calibration of
  * one family on the reference backend that predicts finite positive
- * times and round-trips through the history, the prediction placed
- * beside a run, and the errors for bad inputs. */
+ * times and round-trips through the history, the passes over the design
+ * (interleaved, each configuration's median of its per-pass medians, kept
+ * where it ran in most passes) with a timing source of known values, the
+ * prediction placed beside a run, and the errors for bad inputs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,8 +182,10 @@ static void test_calibrate_quick_roundtrip(void **state)
     assert_false(cal.family[NTP_PREDICT_FAMILY_CONV].calibrated);
     assert_string_equal(cal.backend, "ref");
     assert_string_equal(cal.precision, "f32");
-    /* The default: timed in network conditions, and recorded so. */
+    /* The default: timed in network conditions, and recorded so; one pass
+     * with the quick design. */
     assert_string_equal(cal.cache, "network");
+    assert_int_equal(cal.passes, 1);
     assert_true(cal.peak_gflops == 50);
 
     ntp_graph *g = NULL;
@@ -273,6 +277,9 @@ static void test_calibrate_quick_roundtrip(void **state)
         assert_true(samples[i].ci95_lo_s <= samples[i].median_s &&
                     samples[i].median_s <= samples[i].ci95_hi_s);
         assert_int_equal(samples[i].flops, want_flops[layers]);
+        assert_int_equal(samples[i].passes, 1);
+        assert_true(samples[i].pass_min_s == samples[i].median_s &&
+                    samples[i].pass_max_s == samples[i].median_s);
         /* The compute term is the FLOPs over the 50 GFLOP/s peak. */
         assert_close(samples[i].x[NTP_PREDICT_TERM_COMPUTE], (double)want_flops[layers] / 50e9,
                      1e-12);
@@ -324,6 +331,198 @@ static void test_calibrate_quick_roundtrip(void **state)
     free(samples);
     ntp_store_close(s);
     ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* A timing source with known values for the passes (ntp__calibrate_with):
+ * it records the order it is called in, and gives configuration k in pass
+ * p the time (k + 1) x base[p] ms, with a 95% interval of +-10% and 10 + p
+ * timed iterations. The last configuration fails in passes 0, 2 and 4
+ * (it ran in 2 of 5: dropped), the one before it in passes 0 and 2 (3 of
+ * 5: kept, over those 3). Configuration 0 has a reorder row of 4096
+ * bytes taking base[p] us in every pass, and one of 8192 bytes in passes
+ * 0 and 1 only (2 of 5: dropped). */
+typedef struct fake_runs {
+    int calls, max_config;
+    int pass[512], config[512];
+    int fail_last; /* configurations counted by a first call (set after it) */
+} fake_runs;
+
+static const double fake_base[5] = {1, 9, 3, 5, 2}; /* median 3; mean 4, first 1 */
+
+static bool fake_run(void *user, int pass, int config, const char *xml, ntp__calibrate_timed *t)
+{
+    fake_runs *fr = user;
+    assert_non_null(strstr(xml, "name=\"L\""));
+    if (fr->calls < 512) {
+        fr->pass[fr->calls] = pass;
+        fr->config[fr->calls] = config;
+    }
+    fr->calls++;
+    if (config > fr->max_config)
+        fr->max_config = config;
+    int k = fr->fail_last; /* the number of configurations, when known */
+    if (k > 0 && config == k - 1 && (pass == 0 || pass == 2 || pass == 4))
+        return false;
+    if (k > 0 && config == k - 2 && (pass == 0 || pass == 2))
+        return false;
+    double s = (config + 1) * fake_base[pass % 5] * 1e-3;
+    t->s = s;
+    t->ci95_lo_s = 0.9 * s;
+    t->ci95_hi_s = 1.1 * s;
+    t->n = 10 + pass;
+    snprintf(t->ran_on, sizeof t->ran_on, "ref");
+    snprintf(t->impl, sizeof t->impl, "ref");
+    if (config == 0) {
+        t->reorder_bytes[0] = 4096;
+        t->reorder_s[0] = fake_base[pass % 5] * 1e-6;
+        t->n_reorders = 1;
+        if (pass < 2) {
+            t->reorder_bytes[1] = 8192;
+            t->reorder_s[1] = 1e-3;
+            t->n_reorders = 2;
+        }
+    }
+    return true;
+}
+
+static void test_calibrate_passes(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    memset(&m, 0, sizeof m);
+    ntp_machine_key(m.key, sizeof m.key);
+    m.pus = 1;
+    ntp_ceilings c;
+    hand_ceilings(&c);
+    ntp_calibrate_opts o;
+    ntp_calibrate_opts_default(&o);
+    o.backend = "ref";
+    o.threads = 1;
+    o.quick = true;
+    o.cache = NTP_CALIBRATE_WARM;
+    o.families = "fc,pool";
+    ntp_calibration cal;
+    /* One pass to count the configurations (every one runs). */
+    fake_runs fr = {0};
+    o.passes = 1;
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, fake_run, &fr, &cal), 0);
+    assert_int_equal(cal.passes, 1);
+    int K = fr.max_config + 1;
+    assert_int_equal(fr.calls, K);
+    assert_true(K >= 5); /* 3 fc, then pools: the last two are pools */
+
+    /* Five passes, interleaved: pass-major, every configuration once a
+     * pass, in the same order. */
+    memset(&fr, 0, sizeof fr);
+    fr.fail_last = K;
+    o.passes = 5;
+    ntp_calibration_sample *S = NULL;
+    int n = 0;
+    o.samples = &S;
+    o.n_samples = &n;
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, fake_run, &fr, &cal), 0);
+    assert_int_equal(cal.passes, 5);
+    assert_int_equal(fr.calls, 5 * K);
+    for (int i = 0; i < fr.calls; i++) {
+        assert_int_equal(fr.pass[i], i / K);
+        assert_int_equal(fr.config[i], i % K);
+    }
+    /* Samples in design order: configuration 0's reorder row, then a layer
+     * per configuration but the last. */
+    int layers = 0, reorders = 0;
+    for (int i = 0; i < n; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        if (strcmp(x->kind, "reorder") == 0) {
+            /* base over the five passes, in us: 1 9 3 5 2, median 3. */
+            assert_int_equal(x->bytes, 4096);
+            assert_int_equal(x->passes, 5);
+            assert_close(x->median_s, 3e-6, 1e-12);
+            assert_close(x->pass_min_s, 1e-6, 1e-12);
+            assert_close(x->pass_max_s, 9e-6, 1e-12);
+            assert_int_equal(layers, 0);
+            reorders++;
+            continue;
+        }
+        int k = layers++;
+        double f = k + 1;
+        if (k < K - 2) {
+            assert_int_equal(x->passes, 5);
+            assert_close(x->median_s, 3e-3 * f, 1e-12);
+            assert_close(x->pass_min_s, 1e-3 * f, 1e-12);
+            assert_close(x->pass_max_s, 9e-3 * f, 1e-12);
+            assert_close(x->ci95_lo_s, 0.9 * 3e-3 * f, 1e-12);
+            assert_close(x->ci95_hi_s, 1.1 * 3e-3 * f, 1e-12);
+            assert_int_equal(x->n, 10 + 11 + 12 + 13 + 14);
+        } else {
+            /* Ran in passes 1, 3 and 4: 9, 5 and 2, median 5. */
+            assert_int_equal(x->passes, 3);
+            assert_close(x->median_s, 5e-3 * f, 1e-12);
+            assert_close(x->pass_min_s, 2e-3 * f, 1e-12);
+            assert_close(x->pass_max_s, 9e-3 * f, 1e-12);
+            assert_int_equal(x->n, 11 + 13 + 14);
+        }
+        assert_string_equal(x->ran_on, "ref");
+    }
+    assert_int_equal(reorders, 1);
+    assert_int_equal(layers, K - 1);
+    assert_true(cal.family[NTP_PREDICT_FAMILY_FC].calibrated);
+    assert_int_equal(cal.family[NTP_PREDICT_FAMILY_FC].samples, 3);
+
+    /* The history keeps the passes and their spread. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/passes.db", test_tmpdir);
+    ntp_store *st = NULL;
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &st), 0);
+    assert_int_equal(ntp_store_save_calibration(ctx, st, &cal), 0);
+    assert_int_equal(ntp_store_save_calibration_samples(ctx, st, &cal, S, n), 0);
+    ntp_calibration back;
+    bool found = false;
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, st, cal.machine_key, "ref", "f32", &back, &found), 0);
+    assert_true(found);
+    assert_int_equal(back.passes, 5);
+    ntp_calibration_sample *kept = NULL;
+    int n_kept = 0;
+    assert_int_equal(
+        ntp_store_load_calibration_samples(ctx, st, cal.machine_key, "ref", "f32", &kept, &n_kept),
+        0);
+    assert_int_equal(n_kept, n);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(kept[i].passes, S[i].passes);
+        assert_true(kept[i].pass_min_s == S[i].pass_min_s);
+        assert_true(kept[i].pass_max_s == S[i].pass_max_s);
+        assert_true(kept[i].median_s == S[i].median_s);
+    }
+    free(kept);
+    ntp_store_close(st);
+    free(S);
+    o.samples = NULL;
+    o.n_samples = NULL;
+
+    /* The full design's default is 3 passes; a configuration over the
+     * reference backend's FLOP budget is never run, in any pass. */
+    memset(&fr, 0, sizeof fr);
+    o.quick = false;
+    o.families = "fc";
+    o.passes = 0;
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, fake_run, &fr, &cal), 0);
+    assert_int_equal(cal.passes, NTP_CALIBRATE_PASSES);
+    assert_true(fr.calls % 3 == 0 && fr.calls > 0);
+    int per = fr.calls / 3;
+    for (int i = 0; i < fr.calls; i++) {
+        assert_int_equal(fr.pass[i], i / per);
+        assert_int_equal(fr.config[i], fr.config[i % per]);
+    }
+    assert_true(fr.max_config + 1 > per); /* some left out by the budget */
+
+    /* Out of range: one line naming the bounds. */
+    o.passes = NTP_CALIBRATE_MAX_PASSES + 1;
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "10 passes (expected 1 to 9)"));
+    o.passes = -1;
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), NTP_STATUS_INVALID_ARGUMENT);
     ntp_ctx_free(ctx);
 }
 
@@ -1074,6 +1273,7 @@ int main(void)
         cmocka_unit_test(test_fit_non_negative),
         cmocka_unit_test(test_predict_formula),
         cmocka_unit_test(test_calibrate_quick_roundtrip),
+        cmocka_unit_test(test_calibrate_passes),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
         cmocka_unit_test(test_predict_inlays),

@@ -4,7 +4,8 @@
 # the run report with the prediction beside the measurement and without a
 # calibration unchanged, and the one-line errors: no calibration for the
 # backend, an unknown machine, --calibrate's options without it; --fuse
-# as the run fuses.
+# as the run fuses; --passes recorded with each sample's spread, its bounds,
+# and a schema-9 history's samples migrated as one pass.
 # Usage: test_predict_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
@@ -22,9 +23,56 @@ expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref 
     --ceilings "$T/ceil.json" --db "$DB" --cache warm
 grep -q '^fc  *3 ' "$T/out" && ok || bad "calibration table: $(cat "$T/out")"
 grep -q '^conv  *- *not calibrated' "$T/out" && ok || bad "conv should be uncalibrated"
-grep -q '^timed with warm caches' "$T/out" && ok || bad "calibration: no cache mode: $(cat "$T/out")"
+grep -q '^timed with warm caches, 1 pass over the design' "$T/out" && ok ||
+    bad "calibration: no cache mode or passes: $(cat "$T/out")"
 expect_exit 2 "$NTPROF" machine --calibrate --cache hot --db "$DB"
 grep -q "cache expects network or warm, got 'hot'" "$T/err" && ok || bad "--cache: $(cat "$T/err")"
+
+# --passes: the design timed 3 times, interleaved. The calibration records
+# its passes; each sample ran in all 3 (3 timed iterations each with
+# --quick: 9), its median between the lowest and highest of the passes.
+# Out of range, or without --calibrate: one line. A history of schema 9
+# (samples without passes) is migrated by --refit: one pass each, the
+# median its own spread.
+expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref --threads 1 \
+    --ceilings "$T/ceil.json" --db "$T/passes.db" --cache warm --passes 3
+grep -q '^timed with warm caches, 3 passes over the design' "$T/out" && ok ||
+    bad "passes in the table: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" predict --list --db "$T/passes.db"
+grep -q ' ref  *f32 .* quick 3 passes$' "$T/out" && ok || bad "list: $(cat "$T/out")"
+cp "$T/passes.db" "$T/v9.db"
+$PY - "$T/passes.db" "$T/v9.db" <<'PYEOF' && ok || bad "passes in the history"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+assert json.loads(model)["passes"] == 3, model
+rows = db.execute("SELECT kind, passes, pass_min_s, median_s, pass_max_s, n FROM"
+                  " calibration_samples WHERE kind = 'layer'").fetchall()
+assert len(rows) == 3, rows
+for kind, passes, lo, med, hi, n in rows:
+    assert passes == 3 and n == 9 and 0 < lo <= med <= hi, (passes, lo, med, hi, n)
+v9 = sqlite3.connect(sys.argv[2])
+for col in ("passes", "pass_min_s", "pass_max_s"):
+    v9.execute(f"ALTER TABLE calibration_samples DROP COLUMN {col}")
+v9.execute("PRAGMA user_version = 9")
+v9.commit()
+PYEOF
+expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$T/v9.db"
+$PY - "$T/v9.db" <<'PYEOF' && ok || bad "schema 9 samples migrated: $(cat "$T/err")"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA user_version").fetchone()[0] >= 10
+rows = db.execute("SELECT passes, pass_min_s, median_s, pass_max_s FROM calibration_samples").fetchall()
+assert rows and all(p == 1 and lo == m == hi for p, lo, m, hi in rows), rows
+PYEOF
+for bad_n in 0 10 x; do
+    expect_exit 2 "$NTPROF" machine --calibrate --passes "$bad_n" --db "$T/passes.db"
+    grep -q "^ntprof: --passes expects a number of passes from 1 to 9, got '$bad_n'\$" "$T/err" &&
+        [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "--passes $bad_n: $(cat "$T/err")"
+done
+expect_exit 2 "$NTPROF" machine --passes 2 --db "$T/passes.db"
+grep -q "passes, --ceilings and --cache go with --calibrate" "$T/err" && ok ||
+    bad "--passes without --calibrate: $(cat "$T/err")"
 
 # --refit: the stored samples fitted again without timing give the stored
 # fit; without samples or a calibration, one line saying what to do.

@@ -1,7 +1,7 @@
 /* ntprof: per-layer latency predicted without running (docs/predict.md).
  *
  *   ntp_calibration cal;
- *   ntp_calibrate(ctx, &machine, &ceilings, &opts, &cal);   // a minute or two
+ *   ntp_calibrate(ctx, &machine, &ceilings, &opts, &cal);   // minutes: 3 passes
  *   ntp_store_save_calibration(ctx, db, &cal);
  *   ...
  *   ntp_prediction *p;
@@ -120,6 +120,10 @@ typedef struct ntp_calibration {
     char refitted_at[32];
     double loadavg; /* 1-minute load average when it started */
     bool quick;     /* the --quick design (tests) */
+    /* The passes over the design (ntp_calibrate_opts.passes): each sample's
+     * time is the median of its per-pass medians; 1 in a calibration made
+     * before passes were recorded (it timed each configuration once). */
+    int passes;
     /* The ceilings the terms divide by: compute peak at the precision and
      * each memory level with the bytes of traffic it holds (DRAM: 0, any). */
     double peak_gflops;
@@ -172,7 +176,19 @@ typedef struct ntp_calibrate_opts {
      * ntp_calibration_refit fits again without timing. */
     struct ntp_calibration_sample **samples;
     int *n_samples;
+    /* Passes over the design, 1 to NTP_CALIBRATE_MAX_PASSES (0: the
+     * default, NTP_CALIBRATE_PASSES, or 1 with quick): every configuration
+     * timed once, then every one again, ..., so that a slow phase of the
+     * machine falls on different configurations in each pass; each
+     * configuration keeps the median of its per-pass medians, and only if
+     * it ran in a majority of the passes (docs/predict.md#passes). */
+    int passes;
 } ntp_calibrate_opts;
+
+/* The passes a calibration of the full design makes by default, and the
+ * most it accepts (each pass takes the time of a whole calibration). */
+#define NTP_CALIBRATE_PASSES 3
+#define NTP_CALIBRATE_MAX_PASSES 9
 
 enum {
     /* Before each timed pass the run writes over a buffer twice the
@@ -217,9 +233,18 @@ typedef struct ntp_calibration_sample {
     char level[8];
     int64_t flops, bytes;
     double x[NTP_PREDICT_TERMS];
-    /* The measured median, its 95% interval, and the timed passes. */
+    /* The measured median, its 95% interval, and the timed iterations.
+     * Over several passes (ntp_calibrate_opts.passes): the median of the
+     * per-pass medians, the medians of the per-pass interval bounds, and
+     * the iterations of every pass it ran in, summed. */
     double median_s, ci95_lo_s, ci95_hi_s;
     int n;
+    /* The passes whose timing the median is over (those it ran in: more
+     * than half of the calibration's), and the lowest and highest of their
+     * medians: the spread the machine's speed made across the passes. A
+     * sample stored before passes were kept: 1, and the median twice. */
+    int passes;
+    double pass_min_s, pass_max_s;
     /* A recurrent layer's input GEMM as the fc family prices it: (1,
      * flops / peak, bytes / bandwidth) in seconds (x then holds its
      * recurrent part alone); 0 for every other layer. Not stored: the

@@ -30,7 +30,7 @@ extern "C" {
 /* The schema version this library writes (PRAGMA user_version; the
  * schema_version table on PostgreSQL). Older
  * databases are migrated on open; a newer one is refused. */
-#define NTP_STORE_SCHEMA_VERSION 9
+#define NTP_STORE_SCHEMA_VERSION 10
 
 typedef struct ntp_store ntp_store;
 

@@ -412,24 +412,21 @@ static bool config_markup(const config *c, bool network, char *xml, size_t len)
     return u < len;
 }
 
-/* What one configuration's run gave besides L's time: the kernel L ran
- * with, and the run's reorder rows (bytes, seconds), samples of the
- * backend's layout changes. */
-typedef struct timed {
-    char impl[48];
-    double ci95_lo_s, ci95_hi_s;
-    int n;
-    int n_reorders;
-    int64_t reorder_bytes[16];
-    double reorder_s[16];
-} timed;
+/* Where a configuration's run comes from: the engine (fn NULL), or a
+ * stand-in (tests), told the pass and the configuration's index. */
+typedef struct run_source {
+    ntp__calibrate_runner fn;
+    void *user;
+    int pass, config;
+} run_source;
 
-/* Time one configuration: the median of layer L and its terms; with
- * flush_bytes, in network conditions. */
+/* Time one configuration once (one pass): the median of layer L, its
+ * kernel and the run's reorder rows into *tm, L's terms into *f; with
+ * flush_bytes, in network conditions. Over the FLOP budget it is not run
+ * (tm->left_out). */
 static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
                               const ntp_calibration *cal, int64_t max_flops, int64_t flush_bytes,
-                              double *seconds, ntp__pfeat *f, char *ran_on, size_t ran_len,
-                              timed *tm)
+                              const run_source *rn, ntp__pfeat *f, ntp__calibrate_timed *tm)
 {
     memset(tm, 0, sizeof *tm);
     char xml[4096];
@@ -449,14 +446,19 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: no layer L in %s", c->xml);
     if (!st)
         ntp__predict_features(g, a, li, cal, NULL, f);
-    /* Over the budget: left out, not timed (*seconds stays 0). */
+    /* Over the budget: left out, not timed. */
     if (!st && max_flops > 0 && f->flops > max_flops) {
-        *seconds = 0;
+        tm->left_out = true;
         ntp_analysis_free(a);
         ntp_graph_free(g);
         return NTP_STATUS_OK;
     }
-    if (!st) {
+    if (!st && rn->fn) {
+        if (!rn->fn(rn->user, rn->pass, rn->config, c->xml, tm)) {
+            memset(tm, 0, sizeof *tm);
+            st = ntp__error(ctx, NTP_STATUS_INTERNAL, "calibrate: the run failed");
+        }
+    } else if (!st) {
         ntp_run_opts ro;
         ntp_run_opts_default(&ro);
         ro.backend = o->backend;
@@ -475,15 +477,14 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         }
         st = ntp_run(ctx, g, &ro, &r);
     }
-    *seconds = 0;
-    for (int i = 0; !st && i < r->n_layers; i++) {
+    for (int i = 0; !st && r && i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
         if (l->name && strcmp(l->name, "L") == 0 && l->kind && strcmp(l->kind, "layer") == 0) {
-            *seconds = l->time_ms.median / 1e3;
+            tm->s = l->time_ms.median / 1e3;
             tm->ci95_lo_s = l->time_ms.ci95_lo / 1e3;
             tm->ci95_hi_s = l->time_ms.ci95_hi / 1e3;
             tm->n = (int)l->time_ms.n;
-            snprintf(ran_on, ran_len, "%s", l->backend ? l->backend : "");
+            snprintf(tm->ran_on, sizeof tm->ran_on, "%s", l->backend ? l->backend : "");
             snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
         }
         /* Every layout change of the run is a sample of the backend's,
@@ -491,7 +492,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
          * follows it. Rows of another backend are left out. */
         if (l->kind && strcmp(l->kind, "reorder") == 0 && l->bytes > 0 && l->time_ms.median > 0 &&
             l->backend && strcmp(l->backend, cal->backend) == 0 &&
-            tm->n_reorders < (int)(sizeof tm->reorder_s / sizeof tm->reorder_s[0])) {
+            tm->n_reorders < NTP__CALIBRATE_MAX_REORDERS) {
             tm->reorder_bytes[tm->n_reorders] = l->bytes;
             tm->reorder_s[tm->n_reorders++] = l->time_ms.median / 1e3;
         }
@@ -1016,8 +1017,97 @@ static bool family_wanted(const char *list, ntp_predict_family f)
     return false;
 }
 
+/* The median of v[0..n) (n > 0; sorts v): the mean of the two middle
+ * values for an even n. */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Configuration k's passes merged into samples (its reorder rows, then its
+ * layer), appended to S (*n of cap): T[p] its timing in pass p (s 0: it did
+ * not run in that pass), f its terms. A configuration, or a reorder row,
+ * is kept only where it ran in more than half of the passes: one that
+ * failed in most is not a measurement of this backend. Its time is the
+ * median of the per-pass medians; its kernel and backend are those of the
+ * first pass it ran in, whose reorder rows are matched in the others by
+ * position and bytes. */
+static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
+                         const ntp__pfeat *f, const ntp_calibration *cal, ntp_calibration_sample *S,
+                         int *n, size_t cap)
+{
+    double v[NTP_CALIBRATE_MAX_PASSES], lo[NTP_CALIBRATE_MAX_PASSES], hi[NTP_CALIBRATE_MAX_PASSES];
+    int ran = 0, first = -1, iters = 0;
+    for (int p = 0; p < passes; p++)
+        if (T[p].s > 0) {
+            if (first < 0)
+                first = p;
+            lo[ran] = T[p].ci95_lo_s;
+            hi[ran] = T[p].ci95_hi_s;
+            iters += T[p].n;
+            v[ran++] = T[p].s;
+        }
+    if (2 * ran <= passes)
+        return;
+    const ntp__calibrate_timed *t0 = &T[first];
+    for (int k = 0; k < t0->n_reorders && (size_t)*n < cap; k++) {
+        double rv[NTP_CALIBRATE_MAX_PASSES];
+        int nr = 0;
+        for (int p = 0; p < passes; p++)
+            if (T[p].s > 0 && T[p].n_reorders > k && T[p].reorder_bytes[k] == t0->reorder_bytes[k])
+                rv[nr++] = T[p].reorder_s[k];
+        if (2 * nr <= passes)
+            continue;
+        ntp_calibration_sample *x = &S[(*n)++];
+        snprintf(x->kind, sizeof x->kind, "reorder");
+        x->family = cf->family;
+        snprintf(x->config, sizeof x->config, "%s", cf->xml);
+        x->conv_fed = cf->conv_fed;
+        snprintf(x->ran_on, sizeof x->ran_on, "%s", cal->backend);
+        x->bytes = t0->reorder_bytes[k];
+        ntp__predict_copy_terms(cal, x->bytes, x->x);
+        x->median_s = median_of(rv, nr);
+        x->pass_min_s = rv[0];
+        x->pass_max_s = rv[nr - 1];
+        x->passes = nr;
+    }
+    if ((size_t)*n >= cap)
+        return;
+    ntp_calibration_sample *x = &S[(*n)++];
+    snprintf(x->kind, sizeof x->kind, "layer");
+    x->family = cf->family;
+    snprintf(x->config, sizeof x->config, "%s", cf->xml);
+    x->conv_fed = cf->conv_fed;
+    snprintf(x->ran_on, sizeof x->ran_on, "%s", t0->ran_on);
+    snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
+    snprintf(x->level, sizeof x->level, "%s", f->level ? f->level : "");
+    x->flops = f->flops;
+    x->bytes = f->bytes;
+    memcpy(x->x, f->x, sizeof x->x);
+    memcpy(x->x_in, f->xin, sizeof x->x_in);
+    memcpy(x->x_rec, f->xrec, sizeof x->x_rec);
+    x->rec_rows = f->rec_rows;
+    x->median_s = median_of(v, ran);
+    x->pass_min_s = v[0];
+    x->pass_max_s = v[ran - 1];
+    x->passes = ran;
+    /* Each bound the median over the passes, as the time: each pass's
+     * interval holds its median, so the median bounds hold the median. */
+    x->ci95_lo_s = median_of(lo, ran);
+    x->ci95_hi_s = median_of(hi, ran);
+    x->n = iters;
+}
+
 ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
                          const ntp_calibrate_opts *opts, ntp_calibration *out)
+{
+    return ntp__calibrate_with(ctx, m, c, opts, NULL, NULL, out);
+}
+
+ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                               const ntp_calibrate_opts *opts, ntp__calibrate_runner runner,
+                               void *user, ntp_calibration *out)
 {
     ntp_calibrate_opts def;
     if (!opts) {
@@ -1101,22 +1191,37 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
         opts->cache == NTP_CALIBRATE_NETWORK ? ntp__calibrate_flush_bytes(m, out) : 0;
     snprintf(out->cache, sizeof out->cache, "%s",
              opts->cache == NTP_CALIBRATE_NETWORK ? "network" : "warm");
+    int passes = opts->passes != 0 ? opts->passes : opts->quick ? 1 : NTP_CALIBRATE_PASSES;
+    if (passes < 1 || passes > NTP_CALIBRATE_MAX_PASSES)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "calibrate: %d passes (expected 1 to %d)", opts->passes,
+                          NTP_CALIBRATE_MAX_PASSES);
+    out->passes = passes;
 
     design d = {0};
     if (!build_design(&d)) {
         free(d.c);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    /* The configurations selected, in design order. */
     int total = 0;
-    for (int i = 0; i < d.n; i++)
-        total += (!opts->quick || d.c[i].quick) && family_wanted(opts->families, d.c[i].family);
-    /* Every timing, a layer's and its run's reorder rows (at most 16 a
-     * configuration): the fit below reads only these, as a refit does. */
-    size_t cap = (size_t)d.n * 17;
+    int *sel = calloc((size_t)d.n + 1, sizeof *sel);
+    for (int i = 0; sel && i < d.n; i++)
+        if ((!opts->quick || d.c[i].quick) && family_wanted(opts->families, d.c[i].family))
+            sel[total++] = i;
+    /* Every timing of every pass, then merged per configuration
+     * (merge_passes) into a layer and its run's reorder rows (at most 16
+     * a configuration): the fit below reads only these, as a refit does. */
+    const int P = passes;
+    size_t cap = (size_t)d.n * (NTP__CALIBRATE_MAX_REORDERS + 1);
     ntp_calibration_sample *S = calloc(cap, sizeof *S);
+    ntp__calibrate_timed *T = calloc((size_t)total * (size_t)P + 1, sizeof *T);
+    ntp__pfeat *F = calloc((size_t)total + 1, sizeof *F);
+    int64_t *budgets = calloc((size_t)total + 1, sizeof *budgets);
+    bool *left_out = calloc((size_t)total + 1, sizeof *left_out);
     int n = 0;
     ntp_status st = NTP_STATUS_OK;
-    if (!S)
+    if (!S || !sel || !T || !F || !budgets || !left_out)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int done = 0;
     bool handed[NTP_PREDICT_FAMILY_COUNT + 1] = {false};
@@ -1126,70 +1231,74 @@ ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceil
     ntp_ctx *rctx = st ? NULL : ntp_ctx_init();
     if (!st && !rctx)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; !st && i < d.n; i++) {
-        const config *cf = &d.c[i];
-        if ((opts->quick && !cf->quick) || !family_wanted(opts->families, cf->family))
-            continue;
-        if (opts->progress)
-            opts->progress(opts->progress_user, done, total, ntp_predict_family_name(cf->family));
-        done++;
-        double s = 0;
-        ntp__pfeat f;
-        char ran_on[32] = "";
-        timed tm;
-        /* Once a family's configuration was handed to another backend and
-         * none has run on this one (XNNPACK's recurrent layers run on
-         * ref), its larger ones would be handed too, timed at ref's pace
-         * for nothing: held to ref's budget. */
-        int64_t budget = max_flops;
-        if (handed[cf->family] && !ran_here[cf->family] &&
-            (budget <= 0 || budget > NTP_CALIBRATE_REF_MAX_FLOPS))
-            budget = NTP_CALIBRATE_REF_MAX_FLOPS;
-        if (time_config(rctx, cf, opts, out, budget, flush_bytes, &s, &f, ran_on, sizeof ran_on,
-                        &tm) != NTP_STATUS_OK) {
-            ntp_ctx_clear(rctx);
-            continue;
+    /* Interleaved: every configuration once, then every one again, so that
+     * a slow phase of the machine (this VM's speed moves from minute to
+     * minute) falls on different configurations in each pass, never on
+     * all the timings of one. */
+    for (int p = 0; !st && p < P; p++)
+        for (int k = 0; !st && k < total; k++) {
+            const config *cf = &d.c[sel[k]];
+            if (opts->progress) {
+                char label[48];
+                if (P > 1)
+                    snprintf(label, sizeof label, "pass %d/%d: %s", p + 1, P,
+                             ntp_predict_family_name(cf->family));
+                else
+                    snprintf(label, sizeof label, "%s", ntp_predict_family_name(cf->family));
+                opts->progress(opts->progress_user, done, total * P, label);
+            }
+            done++;
+            /* Left out by the budget in the first pass: in every pass. */
+            if (left_out[k])
+                continue;
+            /* Once a family's configuration was handed to another backend
+             * and none has run on this one (XNNPACK's recurrent layers run
+             * on ref), its larger ones would be handed too, timed at ref's
+             * pace for nothing: held to ref's budget. Decided in the first
+             * pass, kept in the others. */
+            if (p == 0) {
+                int64_t budget = max_flops;
+                if (handed[cf->family] && !ran_here[cf->family] &&
+                    (budget <= 0 || budget > NTP_CALIBRATE_REF_MAX_FLOPS))
+                    budget = NTP_CALIBRATE_REF_MAX_FLOPS;
+                budgets[k] = budget;
+            }
+            ntp__pfeat f;
+            ntp__calibrate_timed *tm = &T[(size_t)k * (size_t)P + (size_t)p];
+            run_source rn = {runner, user, p, k};
+            if (time_config(rctx, cf, opts, out, budgets[k], flush_bytes, &rn, &f, tm) !=
+                NTP_STATUS_OK) {
+                memset(tm, 0, sizeof *tm);
+                ntp_ctx_clear(rctx);
+                continue;
+            }
+            if (tm->left_out) {
+                left_out[k] = true;
+                continue;
+            }
+            /* A layer the engine had to hand to another backend says
+             * nothing of this one: kept, not fitted. */
+            if (tm->s > 0) {
+                handed[cf->family] |= strcmp(tm->ran_on, backend) != 0;
+                ran_here[cf->family] |= strcmp(tm->ran_on, backend) == 0;
+                /* The terms of the first pass it ran in (the kernel's,
+                 * for a recurrent layer), as its kernel is. */
+                bool seen = false;
+                for (int q = 0; q < p; q++)
+                    seen |= T[(size_t)k * (size_t)P + (size_t)q].s > 0;
+                if (!seen)
+                    F[k] = f;
+            }
         }
-        for (int k = 0; k < tm.n_reorders && (size_t)n < cap; k++) {
-            ntp_calibration_sample *x = &S[n++];
-            snprintf(x->kind, sizeof x->kind, "reorder");
-            x->family = cf->family;
-            snprintf(x->config, sizeof x->config, "%s", cf->xml);
-            x->conv_fed = cf->conv_fed;
-            snprintf(x->ran_on, sizeof x->ran_on, "%s", backend);
-            x->bytes = tm.reorder_bytes[k];
-            ntp__predict_copy_terms(out, x->bytes, x->x);
-            x->median_s = tm.reorder_s[k];
-        }
-        /* A layer the engine had to hand to another backend says nothing
-         * of this one: kept, not fitted. */
-        if (s > 0) {
-            handed[cf->family] |= strcmp(ran_on, backend) != 0;
-            ran_here[cf->family] |= strcmp(ran_on, backend) == 0;
-        }
-        if (!(s > 0) || (size_t)n >= cap)
-            continue;
-        ntp_calibration_sample *x = &S[n++];
-        snprintf(x->kind, sizeof x->kind, "layer");
-        x->family = cf->family;
-        snprintf(x->config, sizeof x->config, "%s", cf->xml);
-        x->conv_fed = cf->conv_fed;
-        snprintf(x->ran_on, sizeof x->ran_on, "%s", ran_on);
-        snprintf(x->impl, sizeof x->impl, "%s", tm.impl);
-        snprintf(x->level, sizeof x->level, "%s", f.level ? f.level : "");
-        x->flops = f.flops;
-        x->bytes = f.bytes;
-        memcpy(x->x, f.x, sizeof x->x);
-        memcpy(x->x_in, f.xin, sizeof x->x_in);
-        memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
-        x->rec_rows = f.rec_rows;
-        x->median_s = s;
-        x->ci95_lo_s = tm.ci95_lo_s;
-        x->ci95_hi_s = tm.ci95_hi_s;
-        x->n = tm.n;
-    }
+    for (int k = 0; !st && k < total; k++)
+        merge_passes(&d.c[sel[k]], &T[(size_t)k * (size_t)P], P, &F[k], out, S, &n, cap);
     if (opts->progress && !st)
-        opts->progress(opts->progress_user, total, total, "fit");
+        opts->progress(opts->progress_user, total * P, total * P, "fit");
+    free(sel);
+    free(T);
+    free(F);
+    free(budgets);
+    free(left_out);
     ntp_ctx_free(rctx);
     free(d.c);
     if (!st)

@@ -83,6 +83,34 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);
  * their sum joins p->total_ms. */
 ntp_status ntp__predict_copies(ntp_ctx *ctx, const ntp_graph *g, const ntp_predict_opts *o,
                                const char *const *where, ntp_prediction *p);
+/* What one pass's run of a configuration gave: layer L's median (0: not
+ * timed), its 95% interval and timed iterations, the backend that ran it
+ * and its kernel, and the run's reorder rows of the calibrated backend
+ * (bytes, seconds), samples of its layout changes. */
+#define NTP__CALIBRATE_MAX_REORDERS 16
+typedef struct ntp__calibrate_timed {
+    double s, ci95_lo_s, ci95_hi_s;
+    int n;
+    char ran_on[32];
+    char impl[48];
+    int n_reorders;
+    int64_t reorder_bytes[NTP__CALIBRATE_MAX_REORDERS];
+    double reorder_s[NTP__CALIBRATE_MAX_REORDERS];
+    bool left_out; /* over the FLOP budget: never run, in any pass */
+} ntp__calibrate_timed;
+/* A stand-in for a configuration's run (tests: a timing source whose
+ * values are known): called where ntp_calibrate would run configuration
+ * `config` (its index among those selected, in design order; xml its
+ * markup) in pass `pass` (from 0), it fills t's timing fields; false: the
+ * run failed (left out of that pass). */
+typedef bool (*ntp__calibrate_runner)(void *user, int pass, int config, const char *xml,
+                                      ntp__calibrate_timed *t);
+/* ntp_calibrate with each run replaced by runner (NULL: the real runs):
+ * the design, the passes, the features, the merging and the fit as they
+ * are. */
+ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
+                               const ntp_calibrate_opts *opts, ntp__calibrate_runner runner,
+                               void *user, ntp_calibration *out);
 /* The buffer a network-conditions calibration writes over before each
  * pass: twice the last-level cache (m's, else the largest level of cal). */
 int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal);

@@ -1181,6 +1181,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, o, "refitted_at", ntp__json_str(cal->refitted_at));
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
+    ntp__jset(&ok, o, "passes", json_integer(cal->passes > 0 ? cal->passes : 1));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
@@ -1265,6 +1266,11 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     cal->threads = (int)get_num(j, "threads");
     cal->loadavg = get_num(j, "loadavg");
     cal->quick = json_is_true(json_object_get(j, "quick"));
+    /* Calibrations from before passes were recorded timed each
+     * configuration once. */
+    cal->passes = (int)get_num(j, "passes");
+    if (cal->passes < 1)
+        cal->passes = 1;
     /* Calibrations from before the mode was recorded timed warm. */
     get_str(j, "cache", cal->cache, sizeof cal->cache);
     if (!cal->cache[0])

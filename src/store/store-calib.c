@@ -188,8 +188,8 @@ ntp_status ntp_store_save_calibration_samples(ntp_ctx *ctx, ntp_store *s,
     q = ok ? ntp__db_prepare(s, "INSERT INTO calibration_samples (machine, backend, precision,"
                                 " idx, kind, family, config, conv_fed, ran_on, impl, level,"
                                 " flops, bytes, x_overhead, x_compute, x_memory, median_s,"
-                                " ci95_lo_s, ci95_hi_s, n)"
-                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                                " ci95_lo_s, ci95_hi_s, n, passes, pass_min_s, pass_max_s)"
+                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
            : NULL;
     for (int i = 0; q && ok && i < n; i++) {
         const ntp_calibration_sample *x = &samples[i];
@@ -213,6 +213,10 @@ ntp_status ntp_store_save_calibration_samples(ntp_ctx *ctx, ntp_store *s,
         ntp__db_double(q, 18, x->ci95_lo_s);
         ntp__db_double(q, 19, x->ci95_hi_s);
         ntp__db_int(q, 20, x->n);
+        /* A sample made by hand without passes: one timing. */
+        ntp__db_int(q, 21, x->passes > 0 ? x->passes : 1);
+        ntp__db_double(q, 22, x->passes > 0 ? x->pass_min_s : x->median_s);
+        ntp__db_double(q, 23, x->passes > 0 ? x->pass_max_s : x->median_s);
         ok = ntp__db_step(q) == NTP__STEP_DONE;
     }
     if (!q || !ok) {
@@ -236,7 +240,8 @@ ntp_status ntp_store_load_calibration_samples(ntp_ctx *ctx, ntp_store *s, const 
                           "ntp_store_load_calibration_samples: missing argument");
     ntp__stmt *q = ntp__db_prepare(s, "SELECT kind, family, config, conv_fed, ran_on, impl, level,"
                                       " flops, bytes, x_overhead, x_compute, x_memory, median_s,"
-                                      " ci95_lo_s, ci95_hi_s, n FROM calibration_samples"
+                                      " ci95_lo_s, ci95_hi_s, n, passes, pass_min_s, pass_max_s"
+                                      " FROM calibration_samples"
                                       " WHERE machine = ? AND backend = ? AND precision = ?"
                                       " ORDER BY idx");
     if (!q)
@@ -280,6 +285,9 @@ ntp_status ntp_store_load_calibration_samples(ntp_ctx *ctx, ntp_store *s, const 
         x->ci95_lo_s = ntp__db_col_double(q, 13);
         x->ci95_hi_s = ntp__db_col_double(q, 14);
         x->n = (int)ntp__db_col_int(q, 15);
+        x->passes = (int)ntp__db_col_int(q, 16);
+        x->pass_min_s = ntp__db_col_double(q, 17);
+        x->pass_max_s = ntp__db_col_double(q, 18);
         /* A family this ntprof does not know (a later one's): not refitted. */
         if (x->family < NTP_PREDICT_FAMILY_COUNT)
             k++;

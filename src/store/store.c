@@ -144,6 +144,14 @@ static const char *const migrations[] = {
     "  x_overhead REAL, x_compute REAL, x_memory REAL,"
     "  median_s REAL NOT NULL, ci95_lo_s REAL, ci95_hi_s REAL, n INTEGER,"
     "  PRIMARY KEY (machine, backend, precision, idx)) WITHOUT ROWID;",
+    /* 9 -> 10: a sample's passes (docs/predict.md#passes): how many of the
+     * calibration's interleaved passes its median is over, and the lowest
+     * and highest of their medians. A sample kept before was one timing:
+     * one pass, its median both. */
+    "ALTER TABLE calibration_samples ADD COLUMN passes INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE calibration_samples ADD COLUMN pass_min_s REAL;"
+    "ALTER TABLE calibration_samples ADD COLUMN pass_max_s REAL;"
+    "UPDATE calibration_samples SET pass_min_s = median_s, pass_max_s = median_s;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == NTP_STORE_SCHEMA_VERSION,
                "one migration per schema version");

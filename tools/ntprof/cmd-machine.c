@@ -17,8 +17,12 @@ enum {
     OPT_FAMILIES,
     OPT_CEILINGS,
     OPT_CACHE,
-    OPT_REFIT
+    OPT_REFIT,
+    OPT_PASSES
 };
+
+/* --passes's message names the bound. */
+_Static_assert(NTP_CALIBRATE_MAX_PASSES == 9, "--passes expects 1 to 9");
 
 static ntp_status write_calibration(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
 {
@@ -137,6 +141,10 @@ int cmd_machine(int argc, char **argv)
         CLI_OPT("precision", 'p', "P", "--calibrate, --refit: f32 (default), bf16, f16 or i8"),
         CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
         CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
+        CLI_NUM("passes", OPT_PASSES, "N",
+                "--calibrate: time the design N times, interleaved, and keep\n"
+                "each layer's median (default 3; 1 with --quick)",
+                &co.passes, 1, NTP_CALIBRATE_MAX_PASSES, "a number of passes from 1 to 9"),
         CLI_STR("ceilings", OPT_CEILINGS, "FILE",
                 "--calibrate against these ceilings (JSON, docs/predict.md)\n"
                 "instead of measured ones",
@@ -192,15 +200,16 @@ int cmd_machine(int argc, char **argv)
         cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
         return CLI_USAGE;
     }
-    if (refit &&
-        (calibrate || co.quick || co.families || ceilings_file || cache || remeasure || !use_db)) {
+    if (refit && (calibrate || co.quick || co.families || co.passes || ceilings_file || cache ||
+                  remeasure || !use_db)) {
         cli_error("--refit fits the stored samples again: it goes with --backend, --precision "
                   "and --db only");
         return CLI_USAGE;
     }
-    if (!calibrate &&
-        (co.quick || co.families || ceilings_file || cache || (co.backend && !refit))) {
-        cli_error("--backend, --quick, --families, --ceilings and --cache go with --calibrate");
+    if (!calibrate && (co.quick || co.families || co.passes || ceilings_file || cache ||
+                       (co.backend && !refit))) {
+        cli_error("--backend, --quick, --families, --passes, --ceilings and --cache go with "
+                  "--calibrate");
         return CLI_USAGE;
     }
     if (remeasure && !measure) {
