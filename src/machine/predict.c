@@ -132,7 +132,7 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
 /* A convolution as ref-conv.c runs it: calls GEMMs (one per image and
  * group) of M x N by depth K (W_g [M, K] by the column matrix [K, N], N
  * the output positions), each after an im2col that writes the column
- * matrix (col_floats), but for a 1x1 convolution of stride 1 without
+ * matrix, but for a 1x1 convolution of stride 1 without
  * padding (pointwise), whose input is its column matrix. x_floats: one
  * group's input; w_bytes: all the weights; esize: an element's bytes.
  * calls is 0 for any other layer. */
