@@ -742,6 +742,87 @@ static const char ctc_xml[] =
     "<topology name=\"c\" precision=\"f32\"><input name=\"z\" shape=\"10,1,29\" dtype=\"f32\"/>"
     "<ctc_decode name=\"d\" mode=\"beam\" beam_width=\"4\"/></topology>";
 
+/* Two grouped convolutions (groups 2): 3x3 with padding 1, then 1x1 of
+ * stride 1 (pointwise), 4 channels of 4x4 each. */
+static const char conv_xml[] =
+    "<topology name=\"c\" precision=\"f32\"><input name=\"x\" shape=\"1,4,4,4\" dtype=\"f32\"/>"
+    "<conv name=\"c3\" filters=\"4\" kernel=\"3\" pad=\"1\" groups=\"2\"/>"
+    "<conv name=\"c1\" filters=\"4\" kernel=\"1\" groups=\"2\"/></topology>";
+
+/* ref's convolution as ref-conv.c runs it (docs/predict.md, lowered
+ * convolutions), by hand: hand_calibration's fc (1 us + 2 x compute + 0.5
+ * x memory, peak 10 GFLOP/s, L1 of 1400 B at 100 GB/s, DRAM 10 GB/s), ref:fc
+ * corrected x1.5, the copy family 3 x memory, the conv family 2 us + 1.25
+ * x its GEMMs + 2 x its im2col. */
+static void test_predict_ref_conv(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, conv_xml, strlen(conv_xml), "c", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.levels[0].capacity_bytes = 1400;
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_FC, .impl = "ref:fc", .samples = 2, .scale = 1.5};
+    cal.n_impls = 1;
+    ntp_family_model *cp = &cal.family[NTP_PREDICT_FAMILY_COPY];
+    cp->calibrated = true;
+    cp->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+    cp->coef[NTP_PREDICT_TERM_MEMORY] = 3;
+    ntp_family_model *cv = &cal.family[NTP_PREDICT_FAMILY_CONV];
+    cv->calibrated = true;
+    cv->coef[NTP_PREDICT_TERM_OVERHEAD] = 2e-6;
+    cv->coef[NTP_PREDICT_TERM_COMPUTE] = 1.25;
+    cv->coef[NTP_PREDICT_TERM_MEMORY] = 2;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_int_equal(p->n_layers, 2);
+    /* c3: 2 calls (one per group) of ntp__ref_gemm(false, false, M 2, N
+     * 16, K 2 x 9 = 18): the packed loop, padded to 4 x 64 x 20, 10240
+     * FLOPs a call: 2.048 us of compute. W (4 x 18 floats, 288 B) at the
+     * level the layer's traffic fits in (L1); each call's column matrix
+     * (18 x 16 floats, 1152 B) and output (128 B) at the level they fit
+     * in with W_g (144 B) and the group's input (128 B): 1552 B, DRAM.
+     * memory 288 / 100e9 + 2 x 1280 / 10e9 = 258.88 ns. The GEMMs: (1 us +
+     * 2 x 2.048 us + 0.5 x 258.88 ns) x 1.5 = 7.83816 us. The im2col
+     * writes and reads each column matrix: 2 x 2 x 1152 B in L1 (1280 B
+     * with the input), 46.08 ns, x 3 = 138.24 ns. */
+    const ntp_layer_prediction *l = &p->layers[0];
+    assert_int_equal(l->family, NTP_PREDICT_FAMILY_CONV);
+    double gemm = (1e-6 + 2 * 2.048e-6 + 0.5 * 2.5888e-7) * 1.5, im2col = 3 * 4.608e-8;
+    assert_close(l->overhead_ms, 1e3 * 2e-6, 1e-12);
+    assert_close(l->compute_ms, 1e3 * 1.25 * gemm, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 2 * im2col, 1e-12);
+    assert_close(l->predicted_ms, 1e3 * (2e-6 + 1.25 * gemm + 2 * im2col), 1e-12);
+    assert_close(l->input_gemm_ms, 0, 1e-12);
+    /* c1: pointwise, no im2col: 2 calls of M 2, N 16, K 2, padded 4 x 64
+     * x 4 = 2048 FLOPs, 409.6 ns; W 32 B and each call's input (128 B)
+     * and output (128 B), all in L1: 5.44 ns. (1 us + 819.2 ns + 2.72 ns)
+     * x 1.5 = 2.73288 us. */
+    double gemm1 = (1e-6 + 2 * 4.096e-7 + 0.5 * 5.44e-9) * 1.5;
+    assert_close(p->layers[1].memory_ms, 0, 1e-12);
+    assert_close(p->layers[1].predicted_ms, 1e3 * (2e-6 + 1.25 * gemm1), 1e-12);
+    ntp_prediction_free(p);
+
+    /* Another backend's convolutions keep the conv family's own terms:
+     * its coefficients on c3's FLOPs and traffic. */
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    ntp_analysis *a = NULL;
+    assert_int_equal(ntp_graph_analyze(ctx, g, &a), 0);
+    double gb;
+    gb = a->layers[0].traffic_bytes <= 1400 ? 100e9 : 10e9;
+    assert_close(p->layers[0].predicted_ms,
+                 1e3 * (2e-6 + 1.25 * (double)a->layers[0].flops / 10e9 +
+                        2 * (double)a->layers[0].traffic_bytes / gb),
+                 1e-12);
+    ntp_analysis_free(a);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 static void test_predict_inlays(void **state)
 {
     (void)state;
@@ -1276,6 +1357,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_passes),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_ref_conv),
         cmocka_unit_test(test_predict_inlays),
         cmocka_unit_test(test_predict_precision_mismatch),
         cmocka_unit_test(test_apply_by_hand),

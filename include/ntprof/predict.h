@@ -256,6 +256,10 @@ typedef struct ntp_calibration_sample {
      * the cell alone. 0 otherwise; not stored, as x_in. */
     double x_rec[NTP_PREDICT_TERMS];
     int64_t rec_rows; /* N: the rows of each call of x_rec */
+    /* On the reference backend, a convolution's im2col copy under the copy
+     * family's terms (its GEMMs are then in x_in, under the fc family's);
+     * 0 otherwise; not stored, as x_in. */
+    double x_copy[NTP_PREDICT_TERMS];
 } ntp_calibration_sample;
 
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);

@@ -810,6 +810,58 @@ static bool fit_recurrent(double *X, const double *XI, const double *XR, const i
     return true;
 }
 
+/* Whether family f's samples are convolutions the reference backend
+ * lowers (their GEMMs' terms in XI): fitted after the fc family. */
+static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_predict_family f)
+{
+    if (f == NTP_PREDICT_FAMILY_RNN)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (fam[i] == f && XI[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_OVERHEAD] > 0)
+            return true;
+    return false;
+}
+
+/* The convolution families ref lowers (lowered), once the fc family and
+ * its corrections are fitted: each sample's terms become its GEMMs' time
+ * under the fc family and its im2col's under the copy family
+ * (ntp__predict_input_gemm_s, X changed in place), and the family is
+ * fitted on them: its fixed cost and how much of each part the samples
+ * show. Then the corrections again. */
+static bool fit_lowered(double *X, const double *XI, const double *XC, const double *t,
+                        const ntp_predict_family *fam, const char *const *names, int n, double *Xf,
+                        double *tf, ntp_calibration *cal)
+{
+    bool any = false;
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        if (!lowered(XI, fam, n, (ntp_predict_family)f))
+            continue;
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (fam[i] != (ntp_predict_family)f)
+                continue;
+            ntp__pfeat p = {.family = fam[i]};
+            memcpy(p.x, &X[i * NTP_PREDICT_TERMS], sizeof p.x);
+            memcpy(p.xin, &XI[i * NTP_PREDICT_TERMS], sizeof p.xin);
+            memcpy(p.xcp, &XC[i * NTP_PREDICT_TERMS], sizeof p.xcp);
+            ntp__predict_input_gemm_s(cal, &p);
+            memcpy(&X[i * NTP_PREDICT_TERMS], p.x, sizeof p.x);
+            memcpy(&Xf[k * NTP_PREDICT_TERMS], p.x, sizeof p.x);
+            tf[k++] = t[i];
+        }
+        ntp_family_model *fm = &cal->family[f];
+        if (k < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
+            continue;
+        fm->calibrated = true;
+        fm->samples = k;
+        any = true;
+    }
+    if (!any)
+        return true;
+    ntp__calibrate_impl_corrections(X, t, fam, names, n, cal);
+    return ntp__calibrate_refit(X, t, fam, names, n, cal);
+}
+
 /* The fit of a calibration from its samples, the same whether they were
  * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
  * family on the layers its backend ran, the reorder model on the reorder
@@ -830,11 +882,12 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     double *err = calloc((size_t)ns + 1, sizeof *err);
     double *XI = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XI);
     double *XR = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XR);
+    double *XC = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XC);
     int64_t *rows = calloc((size_t)ns + 1, sizeof *rows);
     double *off = calloc((size_t)ns + 1, sizeof *off);
     ntp_status st = NTP_STATUS_OK;
     if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !XI || !off ||
-        !XR || !rows)
+        !XR || !XC || !rows)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, nr = 0;
     for (int i = 0; !st && i < ns; i++) {
@@ -847,6 +900,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
             memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
             memcpy(&XI[n * NTP_PREDICT_TERMS], x->x_in, sizeof x->x_in);
             memcpy(&XR[n * NTP_PREDICT_TERMS], x->x_rec, sizeof x->x_rec);
+            memcpy(&XC[n * NTP_PREDICT_TERMS], x->x_copy, sizeof x->x_copy);
             rows[n] = x->rec_rows;
             t[n] = x->median_s;
             fam[n] = x->family;
@@ -861,8 +915,8 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     }
     for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
         int k = 0;
-        if (f == NTP_PREDICT_FAMILY_RNN)
-            continue; /* after the fc family: fit_recurrent */
+        if (f == NTP_PREDICT_FAMILY_RNN || lowered(XI, fam, n, (ntp_predict_family)f))
+            continue; /* after the fc family: fit_recurrent, fit_lowered */
         for (int i = 0; i < n; i++)
             if (fam[i] == (ntp_predict_family)f) {
                 memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
@@ -895,10 +949,13 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    if (!st && !fit_lowered(X, XI, XC, t, fam, names, n, Xf, tf, cal))
+        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st && !fit_recurrent(X, XI, XR, rows, t, off, fam, names, n, Xf, tf, cal))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     free(XI);
     free(XR);
+    free(XC);
     free(rows);
     free(off);
     free(X);
@@ -945,6 +1002,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         memcpy(x->x_in, f.xin, sizeof x->x_in);
         memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
         x->rec_rows = f.rec_rows;
+        memcpy(x->x_copy, f.xcp, sizeof x->x_copy);
     }
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -1088,6 +1146,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     memcpy(x->x_in, f->xin, sizeof x->x_in);
     memcpy(x->x_rec, f->xrec, sizeof x->x_rec);
     x->rec_rows = f->rec_rows;
+    memcpy(x->x_copy, f->xcp, sizeof x->x_copy);
     x->median_s = median_of(v, ran);
     x->pass_min_s = v[0];
     x->pass_max_s = v[ran - 1];

@@ -27,6 +27,12 @@ typedef struct ntp__pfeat {
      * level R stays in; x is then the cell alone. rec_rows: N. */
     double xrec[NTP_PREDICT_TERMS];
     int64_t rec_rows;
+    /* On the reference backend, a convolution as ref-conv.c runs it: its
+     * GEMMs (one per image and group) under the fc family's terms in xin,
+     * its im2col copy under the copy family's in xcp (x keeps the conv
+     * family's own roofline terms until ntp__predict_input_gemm_s prices
+     * them, docs/predict.md). */
+    double xcp[NTP_PREDICT_TERMS];
 } ntp__pfeat;
 
 /* The family of layer i (execution order) of g. */
@@ -42,7 +48,11 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
 bool ntp__predict_rnn_per_step(const char *impl);
 /* The input GEMM of recurrent layer f under cal, priced with the fc
  * family's coefficients (seconds); 0 for another layer, and where cal has
- * no fc fit, whose input-GEMM terms then join f's own. */
+ * no fc fit, whose input-GEMM terms then join f's own. A convolution that
+ * ref lowers (xin set) gets its terms priced in place instead, and 0 is
+ * returned: x becomes (1, its GEMMs' seconds under the fc family and
+ * ref:fc's correction, its im2col's under the copy family), which the
+ * conv family's coefficients weigh; without an fc fit x stays its own. */
 double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f);
 /* A copy of `bytes` (read and written together) under cal: a reorder row
  * (kind "reorder") under the reorder model where cal has one, else the

@@ -129,6 +129,56 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
     return r;
 }
 
+/* A convolution as ref-conv.c runs it: calls GEMMs (one per image and
+ * group) of M x N by depth K (W_g [M, K] by the column matrix [K, N], N
+ * the output positions), each after an im2col that writes the column
+ * matrix, but for a 1x1 convolution of stride 1 without
+ * padding (pointwise), whose input is its column matrix. x_floats: one
+ * group's input; w_bytes: all the weights; esize: an element's bytes.
+ * calls is 0 for any other layer. */
+typedef struct conv_shape {
+    int64_t calls, M, N, K, x_floats, w_bytes, esize;
+    bool pointwise;
+} conv_shape;
+
+static conv_shape conv_shape_of(const ntp_graph *g, int i)
+{
+    conv_shape c = {0};
+    const ntp_node *n = &g->nodes[g->order[i]];
+    if (n->op != NTP_OP_CONV || n->n_in < 1 || n->n_out < 1 || n->a.groups <= 0)
+        return c;
+    const ntp_tensor *x = ntp__cin(g, n, 0), *y = ntp__cout(g, n, 0);
+    int nk = x->shape.ndim - 2;
+    if (nk < 1 || nk > 3 || y->shape.ndim != x->shape.ndim || n->a.nk != nk ||
+        x->shape.dim[1] % n->a.groups || y->shape.dim[1] % n->a.groups)
+        return c;
+    int64_t in_sz = 1, out_sz = 1, k_sz = 1, numel = ntp_shape_numel(&x->shape);
+    c.pointwise = true;
+    for (int j = 0; j < nk; j++) {
+        in_sz *= x->shape.dim[2 + j];
+        out_sz *= y->shape.dim[2 + j];
+        k_sz *= n->a.kernel[j];
+        c.pointwise &= n->a.kernel[j] == 1 && n->a.stride[j] == 1 && n->a.pad[j] == 0 &&
+                       x->shape.dim[2 + j] == y->shape.dim[2 + j];
+    }
+    c.esize = numel > 0 ? ntp__tensor_bytes(x) / numel : 0;
+    if (in_sz <= 0 || out_sz <= 0 || k_sz <= 0 || c.esize <= 0)
+        return c;
+    int64_t cg = x->shape.dim[1] / n->a.groups;
+    c.calls = x->shape.dim[0] * n->a.groups;
+    c.M = y->shape.dim[1] / n->a.groups;
+    c.N = out_sz;
+    c.K = cg * k_sz;
+    c.x_floats = cg * in_sz;
+    c.w_bytes = c.esize * y->shape.dim[1] * c.K;
+    return c;
+}
+
+static int64_t round_up(int64_t v, int64_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
  * weights and outputs, network_reuse): in network conditions the weights
@@ -136,12 +186,46 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
  * whether its kernel reads W at every step (per_step,
  * ntp__predict_rnn_per_step) pick how its input GEMM is priced. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
-                        int64_t reuse, const rnn_shape *rs, bool per_step, ntp__pfeat *out)
+                        int64_t reuse, const rnn_shape *rs, bool per_step, const conv_shape *cs,
+                        ntp__pfeat *out)
 {
     memset(out, 0, sizeof *out);
     out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
+    /* The reference backend (ref-conv.c) runs a convolution as calls
+     * GEMMs, ntp__ref_gemm(false, false, M, N, K): B (the column matrix)
+     * is not transposed, so every call takes the packed loop, which
+     * multiplies 4-row by 64-column tiles 4 deep, zero-padded: its work is
+     * the padded product's. Its terms are an fc's of M rows, N units and
+     * depth K (xin, priced with the fc family's coefficients and ref:fc's
+     * correction): the weights from where the network leaves them, the
+     * column matrix and the output at the level one call's working set
+     * fits in. Its im2col (but a pointwise convolution's) writes each
+     * column matrix from the input and reads it back: twice its bytes,
+     * priced as a copy (xcp). Only the conv family's layers (kernels over
+     * 1, dense or grouped): ref runs a pointwise and a depthwise
+     * convolution the same way, but their samples do not follow the fc
+     * family's price (docs/predict.md), and keep their own terms. */
+    if (fam == NTP_PREDICT_FAMILY_CONV && cs && cs->calls > 0 && strcmp(cal->backend, "ref") == 0 &&
+        cal->peak_gflops > 0) {
+        double peak = cal->peak_gflops * 1e9, gw, ga, gc;
+        int64_t col = cs->esize * cs->K * cs->N, yb = cs->esize * cs->M * cs->N;
+        int64_t xb = cs->pointwise ? 0 : cs->esize * cs->x_floats;
+        level_for(cal, strcmp(cal->cache, "network") == 0 ? reuse : l->traffic_bytes, &gw);
+        level_for(cal, col + yb + xb + cs->esize * cs->M * cs->K, &ga);
+        level_for(cal, col + xb, &gc);
+        double padded = 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
+                        (double)round_up(cs->K, 4);
+        out->xin[NTP_PREDICT_TERM_OVERHEAD] = 1;
+        out->xin[NTP_PREDICT_TERM_COMPUTE] = (double)cs->calls * padded / peak;
+        out->xin[NTP_PREDICT_TERM_MEMORY] =
+            (gw > 0 ? (double)cs->w_bytes / (gw * 1e9) : 0) +
+            (ga > 0 ? (double)cs->calls * (double)(col + yb) / (ga * 1e9) : 0);
+        if (!cs->pointwise)
+            out->xcp[NTP_PREDICT_TERM_MEMORY] =
+                gc > 0 ? (double)cs->calls * 2.0 * (double)col / (gc * 1e9) : 0;
+    }
     /* A recurrent layer's traffic re-reads its recurrent weights at every
      * step: its parts' bytes, not its minimal traffic. */
     if (l->n_parts > 0) {
@@ -251,11 +335,35 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     }
 }
 
+static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double *coef);
+
 /* The input GEMM of a recurrent layer f under cal: the fc family's time
  * for its terms (seconds); where cal has no fc fit, 0, and its compute and
  * memory terms join the rnn family's (the model before the split). */
 double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
 {
+    if (f->family != NTP_PREDICT_FAMILY_RNN && f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0) {
+        /* A convolution ref lowers: x becomes its GEMMs' and its im2col's
+         * seconds, which the conv family's coefficients weigh. */
+        double c[NTP_PREDICT_TERMS];
+        if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
+            double s = 0, cp = 0;
+            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
+            s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
+            if (family_coef(cal, NTP_PREDICT_FAMILY_COPY, c))
+                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                    cp += c[a] * f->xcp[a];
+            else
+                cp = f->xcp[NTP_PREDICT_TERM_MEMORY];
+            f->x[NTP_PREDICT_TERM_OVERHEAD] = 1;
+            f->x[NTP_PREDICT_TERM_COMPUTE] = s;
+            f->x[NTP_PREDICT_TERM_MEMORY] = cp;
+        }
+        memset(f->xin, 0, sizeof f->xin);
+        memset(f->xcp, 0, sizeof f->xcp);
+        return 0;
+    }
     if (f->family != NTP_PREDICT_FAMILY_RNN || !(f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0))
         return 0;
     if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
@@ -287,8 +395,9 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
 {
     /* A calibration's configuration: its caches written over first. */
     rnn_shape rs = rnn_shape_of(g, i);
+    conv_shape cs = conv_shape_of(g, i);
     features_of(ntp__predict_family(g, i), &a->layers[i], cal, INT64_MAX, &rs,
-                ntp__predict_rnn_per_step(impl), out);
+                ntp__predict_rnn_per_step(impl), &cs, out);
 }
 
 /* The work of the group headed at position h (--fuse) as its fused kernel
@@ -673,7 +782,7 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
         rnn_shape rs = rnn_shape_of(g, l->layer);
         if (l->family == NTP_PREDICT_FAMILY_RNN && l->rnn.per_step_ms > 0 &&
             ntp__predict_rnn_per_step(l->impl) && l->layer >= 0 && l->layer < a->n_layers) {
-            features_of(l->family, &a->layers[l->layer], &p->cals[k], reuse, &rs, true, &fs);
+            features_of(l->family, &a->layers[l->layer], &p->cals[k], reuse, &rs, true, NULL, &fs);
             if (layer_under(&fs, &p->cals[k], false, &t)) {
                 p->total_ms += t.predicted_ms - l->predicted_ms;
                 l->predicted_ms = t.predicted_ms;
@@ -834,10 +943,11 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         ntp__pfeat f, fk;
         int chosen = -1;
         rnn_shape rs = rnn_shape_of(g, i);
-        features_of(fam, &work, &p->cals[0], reuse, &rs, false, &f);
+        conv_shape cs = conv_shape_of(g, i);
+        features_of(fam, &work, &p->cals[0], reuse, &rs, false, &cs, &f);
         for (int k = 0; k < p->n_cals; k++) {
             ntp_layer_prediction t = {0};
-            features_of(fam, &work, &p->cals[k], reuse, &rs, false, &fk);
+            features_of(fam, &work, &p->cals[k], reuse, &rs, false, &cs, &fk);
             bool ok = fk.family < NTP_PREDICT_FAMILY_COUNT &&
                       layer_under(&fk, &p->cals[k], p->roofline_only, &t);
             p->cal_ms[(size_t)k * nl + (size_t)i] = fk.family == NTP_PREDICT_FAMILY_FREE ? 0
@@ -855,7 +965,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
                  * kernel (correct_for_impls, run_impl_ms). */
                 ntp__pfeat fs;
                 ntp_layer_prediction ts = {0};
-                features_of(fam, &work, &p->cals[k], reuse, &rs, true, &fs);
+                features_of(fam, &work, &p->cals[k], reuse, &rs, true, &cs, &fs);
                 if (ok && fam == NTP_PREDICT_FAMILY_RNN && work.n_parts > 1 &&
                     layer_under(&fs, &p->cals[k], p->roofline_only, &ts)) {
                     l->rnn.merged_ms = t.predicted_ms;
