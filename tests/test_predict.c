@@ -875,14 +875,14 @@ static void test_impl_corrections(void **state)
     assert_close(cal.impls[1].scale, 1, 1e-12);
 
     /* A recurrent layer's level is in its memory term's bandwidth, not in
-     * its kernel's key: one correction per kernel (ref's per op). */
+     * its kernel's key (which takes no level): one correction per kernel
+     * (ref's per op). */
     char key[48];
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", NULL, key, sizeof key);
     assert_string_equal(key, "ref:lstm");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", "DRAM", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", NULL, key, sizeof key);
     assert_string_equal(key, "brgemm");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
-                          sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", NULL, key, sizeof key);
     assert_string_equal(key, "brgemm:avx512_core");
     /* ref's fc runs ntp__ref_gemm's dot products below 4 rows and its
      * packed loop from 4: a kernel each. */
@@ -892,7 +892,7 @@ static void test_impl_corrections(void **state)
     assert_string_equal(ntp__predict_kernel_op("fc", 100), "fc");
     assert_string_equal(ntp__predict_kernel_op("maxpool", 1), "maxpool");
     /* The reference backend's one name covers a loop per op. */
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", NULL, key, sizeof key);
     assert_string_equal(key, "ref:maxpool");
     ntp_calibration rc;
     hand_calibration(&rc);
@@ -905,11 +905,11 @@ static void test_impl_corrections(void **state)
     ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
     assert_int_equal(rc.n_impls, 2);
     assert_close(rc.impls[0].scale, 1, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM"), 2,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", NULL), 2,
                  1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 2,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "plain"), 2,
                  1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", "DRAM"), 1,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", NULL), 1,
                  1e-12);
 
     /* The reorder model and the corrections survive the history's JSON. */
@@ -1067,6 +1067,50 @@ static void test_impl_refit(void **state)
     assert_true(m->median_error < 1e-6 && m->max_error < 1e-6);
 }
 
+/* A kernel keyed by its source's layout (docs/predict.md#implementations):
+ * NAME/LAYOUT, the reference backend's "ref:OP/LAYOUT", a sample's impl
+ * carrying its layout ("k/nspc"); a calibration made before layouts were
+ * recorded keeps the name alone, which a layer of any layout takes where
+ * its own key is not stored. */
+static void test_impl_key_layout(void **state)
+{
+    (void)state;
+    char key[64];
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "jit:avx512_core", "maxpool", "nspc", key,
+                          sizeof key);
+    assert_string_equal(key, "jit:avx512_core/nspc");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "jit:avx512_core/plain", "maxpool", NULL, key,
+                          sizeof key);
+    assert_string_equal(key, "jit:avx512_core/plain");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref/plain", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "ref:maxpool/plain");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "ref:maxpool");
+    /* A slash that is no layout is the name's. */
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "a/b", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "a/b");
+
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.n_impls = 2;
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_POOL, .impl = "k", .samples = 2, .scale = 3};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_POOL, .impl = "k/nspc", .samples = 2, .scale = 2};
+    const ntp_predict_family P = NTP_PREDICT_FAMILY_POOL;
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "nspc"), 2, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k/nspc", "maxpool", NULL), 2, 1e-12);
+    /* Not stored with its layout: the name's (an old calibration's). */
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "plain"), 3, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 3, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "other", "maxpool", "nspc"), 1, 1e-12);
+    /* A calibration with layouts only: a layout it never ran, none. */
+    cal.impls[0] = cal.impls[1];
+    cal.n_impls = 1;
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "blocked"), 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 1, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1083,6 +1127,7 @@ int main(void)
         cmocka_unit_test(test_predict_network_cache),
         cmocka_unit_test(test_impl_corrections),
         cmocka_unit_test(test_impl_refit),
+        cmocka_unit_test(test_impl_key_layout),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
