@@ -1111,6 +1111,67 @@ static void test_impl_key_layout(void **state)
     assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 1, 1e-12);
 }
 
+/* `machine --refit` of oneDNN samples stored before layouts were: three
+ * max poolings fed the graph's plain input and the same three fed by a
+ * 1x1 conv (conv_fed), each four times slower plain, all named
+ * "jit:avx512_core". Where the calibration's 1x1 convs ran a brgemm kernel
+ * (which writes nhwc alone) the conv-fed ones are keyed "/nspc", the
+ * others "/plain", and their corrections are four apart; without one the
+ * conv-fed ones keep the name alone. */
+static void test_refit_old_layouts(void **state)
+{
+    (void)state;
+    static const char *const shapes[] = {"1,16,32,32", "1,16,64,64", "1,16,8,8"};
+    ntp_calibration_sample s[7];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 6; i++) {
+        ntp_calibration_sample *x = &s[i];
+        snprintf(x->kind, sizeof x->kind, "layer");
+        x->family = NTP_PREDICT_FAMILY_POOL;
+        snprintf(x->config, sizeof x->config,
+                 "<input name=\"x\" shape=\"%s\" dtype=\"f32\"/>"
+                 "<maxpool name=\"L\" kernel=\"2\" stride=\"2\"/>",
+                 shapes[i % 3]);
+        x->conv_fed = i < 3 ? 0 : 16;
+        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
+        snprintf(x->impl, sizeof x->impl, "jit:avx512_core");
+        /* The same layer each way: plain 4 times the conv-fed. */
+        x->median_s = (i < 3 ? 4 : 1) * (1 + i % 3) * 1e-5;
+    }
+    ntp_calibration_sample *c = &s[6];
+    snprintf(c->kind, sizeof c->kind, "layer");
+    c->family = NTP_PREDICT_FAMILY_CONV1X1;
+    snprintf(c->config, sizeof c->config,
+             "<input name=\"x\" shape=\"1,16,8,8\" dtype=\"f32\"/>"
+             "<conv name=\"L\" filters=\"16\" kernel=\"1\"/>");
+    snprintf(c->ran_on, sizeof c->ran_on, "onednn");
+    snprintf(c->impl, sizeof c->impl, "brgconv_1x1:avx512_core");
+    c->median_s = 1e-5;
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    snprintf(cal.cache, sizeof cal.cache, "warm");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_calibration re;
+    const ntp_predict_family P = NTP_PREDICT_FAMILY_POOL;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, s, 7, &re), 0);
+    assert_int_equal(re.n_impls, 2);
+    double sp = ntp__predict_key_scale(&re, P, "jit:avx512_core/plain");
+    double sn = ntp__predict_key_scale(&re, P, "jit:avx512_core/nspc");
+    assert_close(sp / sn, 4, 1e-6);
+    /* A network's layers read nspc after a conv, plain off the input. */
+    assert_close(ntp__predict_impl_scale(&re, P, "jit:avx512_core", "maxpool", "nspc"), sn, 1e-12);
+    assert_close(ntp__predict_impl_scale(&re, P, "jit:avx512_core", "maxpool", "plain"), sp, 1e-12);
+    /* No brgemm 1x1 conv: the conv-fed layout is not known. */
+    snprintf(c->impl, sizeof c->impl, "jit_1x1:avx512_core");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, s, 7, &re), 0);
+    assert_int_equal(re.n_impls, 2);
+    assert_close(ntp__predict_key_scale(&re, P, "jit:avx512_core/plain") /
+                     ntp__predict_key_scale(&re, P, "jit:avx512_core"),
+                 4, 1e-6);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1128,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_impl_corrections),
         cmocka_unit_test(test_impl_refit),
         cmocka_unit_test(test_impl_key_layout),
+        cmocka_unit_test(test_refit_old_layouts),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
