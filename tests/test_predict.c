@@ -1155,14 +1155,14 @@ static void test_impl_corrections(void **state)
     assert_close(cal.impls[1].scale, 1, 1e-12);
 
     /* A recurrent layer's level is in its memory term's bandwidth, not in
-     * its kernel's key: one correction per kernel (ref's per op). */
+     * its kernel's key (which takes no level): one correction per kernel
+     * (ref's per op). */
     char key[48];
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "ref", "lstm", NULL, key, sizeof key);
     assert_string_equal(key, "ref:lstm");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", "DRAM", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_RNN, "brgemm", "lstm", NULL, key, sizeof key);
     assert_string_equal(key, "brgemm");
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", "DRAM", key,
-                          sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_FC, "brgemm:avx512_core", "fc", NULL, key, sizeof key);
     assert_string_equal(key, "brgemm:avx512_core");
     /* ref's fc runs ntp__ref_gemm's dot products below 4 rows and its
      * packed loop from 4: a kernel each. */
@@ -1172,7 +1172,7 @@ static void test_impl_corrections(void **state)
     assert_string_equal(ntp__predict_kernel_op("fc", 100), "fc");
     assert_string_equal(ntp__predict_kernel_op("maxpool", 1), "maxpool");
     /* The reference backend's one name covers a loop per op. */
-    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", "L2", key, sizeof key);
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", NULL, key, sizeof key);
     assert_string_equal(key, "ref:maxpool");
     ntp_calibration rc;
     hand_calibration(&rc);
@@ -1185,11 +1185,11 @@ static void test_impl_corrections(void **state)
     ntp__calibrate_impl_corrections(X, rt, rf, rk, 4, &rc);
     assert_int_equal(rc.n_impls, 2);
     assert_close(rc.impls[0].scale, 1, 1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "DRAM"), 2,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", NULL), 2,
                  1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "L2"), 2,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "lstm", "plain"), 2,
                  1e-12);
-    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", "DRAM"), 1,
+    assert_close(ntp__predict_impl_scale(&rc, NTP_PREDICT_FAMILY_RNN, "ref", "gru", NULL), 1,
                  1e-12);
 
     /* The reorder model and the corrections survive the history's JSON. */
@@ -1347,6 +1347,111 @@ static void test_impl_refit(void **state)
     assert_true(m->median_error < 1e-6 && m->max_error < 1e-6);
 }
 
+/* A kernel keyed by its source's layout (docs/predict.md#implementations):
+ * NAME/LAYOUT, the reference backend's "ref:OP/LAYOUT", a sample's impl
+ * carrying its layout ("k/nspc"); a calibration made before layouts were
+ * recorded keeps the name alone, which a layer of any layout takes where
+ * its own key is not stored. */
+static void test_impl_key_layout(void **state)
+{
+    (void)state;
+    char key[64];
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "jit:avx512_core", "maxpool", "nspc", key,
+                          sizeof key);
+    assert_string_equal(key, "jit:avx512_core/nspc");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "jit:avx512_core/plain", "maxpool", NULL, key,
+                          sizeof key);
+    assert_string_equal(key, "jit:avx512_core/plain");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref/plain", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "ref:maxpool/plain");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "ref", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "ref:maxpool");
+    /* A slash that is no layout is the name's. */
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_POOL, "a/b", "maxpool", NULL, key, sizeof key);
+    assert_string_equal(key, "a/b");
+
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.n_impls = 2;
+    cal.impls[0] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_POOL, .impl = "k", .samples = 2, .scale = 3};
+    cal.impls[1] = (ntp_impl_correction){
+        .family = NTP_PREDICT_FAMILY_POOL, .impl = "k/nspc", .samples = 2, .scale = 2};
+    const ntp_predict_family P = NTP_PREDICT_FAMILY_POOL;
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "nspc"), 2, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k/nspc", "maxpool", NULL), 2, 1e-12);
+    /* Not stored with its layout: the name's (an old calibration's). */
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "plain"), 3, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 3, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "other", "maxpool", "nspc"), 1, 1e-12);
+    /* A calibration with layouts only: a layout it never ran, none. */
+    cal.impls[0] = cal.impls[1];
+    cal.n_impls = 1;
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", "blocked"), 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 1, 1e-12);
+}
+
+/* `machine --refit` of oneDNN samples stored before layouts were: three
+ * max poolings fed the graph's plain input and the same three fed by a
+ * 1x1 conv (conv_fed), each four times slower plain, all named
+ * "jit:avx512_core". Where the calibration's 1x1 convs ran a brgemm kernel
+ * (which writes nhwc alone) the conv-fed ones are keyed "/nspc", the
+ * others "/plain", and their corrections are four apart; without one the
+ * conv-fed ones keep the name alone. */
+static void test_refit_old_layouts(void **state)
+{
+    (void)state;
+    static const char *const shapes[] = {"1,16,32,32", "1,16,64,64", "1,16,8,8"};
+    ntp_calibration_sample s[7];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 6; i++) {
+        ntp_calibration_sample *x = &s[i];
+        snprintf(x->kind, sizeof x->kind, "layer");
+        x->family = NTP_PREDICT_FAMILY_POOL;
+        snprintf(x->config, sizeof x->config,
+                 "<input name=\"x\" shape=\"%s\" dtype=\"f32\"/>"
+                 "<maxpool name=\"L\" kernel=\"2\" stride=\"2\"/>",
+                 shapes[i % 3]);
+        x->conv_fed = i < 3 ? 0 : 16;
+        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
+        snprintf(x->impl, sizeof x->impl, "jit:avx512_core");
+        /* The same layer each way: plain 4 times the conv-fed. */
+        x->median_s = (i < 3 ? 4 : 1) * (1 + i % 3) * 1e-5;
+    }
+    ntp_calibration_sample *c = &s[6];
+    snprintf(c->kind, sizeof c->kind, "layer");
+    c->family = NTP_PREDICT_FAMILY_CONV1X1;
+    snprintf(c->config, sizeof c->config,
+             "<input name=\"x\" shape=\"1,16,8,8\" dtype=\"f32\"/>"
+             "<conv name=\"L\" filters=\"16\" kernel=\"1\"/>");
+    snprintf(c->ran_on, sizeof c->ran_on, "onednn");
+    snprintf(c->impl, sizeof c->impl, "brgconv_1x1:avx512_core");
+    c->median_s = 1e-5;
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    snprintf(cal.cache, sizeof cal.cache, "warm");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_calibration re;
+    const ntp_predict_family P = NTP_PREDICT_FAMILY_POOL;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, s, 7, &re), 0);
+    assert_int_equal(re.n_impls, 2);
+    double sp = ntp__predict_key_scale(&re, P, "jit:avx512_core/plain");
+    double sn = ntp__predict_key_scale(&re, P, "jit:avx512_core/nspc");
+    assert_close(sp / sn, 4, 1e-6);
+    /* A network's layers read nspc after a conv, plain off the input. */
+    assert_close(ntp__predict_impl_scale(&re, P, "jit:avx512_core", "maxpool", "nspc"), sn, 1e-12);
+    assert_close(ntp__predict_impl_scale(&re, P, "jit:avx512_core", "maxpool", "plain"), sp, 1e-12);
+    /* No brgemm 1x1 conv: the conv-fed layout is not known. */
+    snprintf(c->impl, sizeof c->impl, "jit_1x1:avx512_core");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, s, 7, &re), 0);
+    assert_int_equal(re.n_impls, 2);
+    assert_close(ntp__predict_key_scale(&re, P, "jit:avx512_core/plain") /
+                     ntp__predict_key_scale(&re, P, "jit:avx512_core"),
+                 4, 1e-6);
+    ntp_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1365,6 +1470,8 @@ int main(void)
         cmocka_unit_test(test_predict_network_cache),
         cmocka_unit_test(test_impl_corrections),
         cmocka_unit_test(test_impl_refit),
+        cmocka_unit_test(test_impl_key_layout),
+        cmocka_unit_test(test_refit_old_layouts),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

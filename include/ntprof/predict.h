@@ -333,6 +333,11 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* The layout of the source that kernel reads ("plain", "blocked",
+     * "nspc", "strided"; ntp_layer_result.src_layout), which keys the correction
+     * with impl; NULL where no plan was prepared or the backend does not
+     * say. */
+    const char *src_layout;
     /* The loop a reference kernel runs for the layer, which keys its
      * correction ("ref:OP"): its type, or "gemv" for an fc of fewer than
      * 4 rows (ntp__ref_gemm's dot products; 4 rows and more run its packed

@@ -118,6 +118,10 @@ typedef struct ntp_layer_result {
     const char *kind;
     const char *backend; /* the backend that ran it */
     const char *impl;    /* the implementation it chose ("brg:avx512_core_amx") */
+    /* The layout of the source its implementation read, where the backend
+     * says ("plain", "blocked", "nspc", "strided": oneDNN); NULL otherwise. With
+     * impl it keys a prediction's correction (docs/predict.md). */
+    const char *src_layout;
     /* Why the backend did not fuse this layer with its neighbours under
      * --fuse ("fusion declined: ..."), owned by the result; NULL when
      * there is nothing to say. */

@@ -257,6 +257,14 @@ typedef struct ntp_backend_i {
     /* The implementation chosen for a prepared node ("brg:avx512_core_amx_bf16"),
      * shown per layer in reports. NULL: the backend's name. */
     const char *(*impl_name)(void *state, void *node_state);
+    /* The layout of the source memory the node's main primitive reads:
+     * "plain" (the graph's row-major layout), "blocked" (inner blocks, as
+     * nChw16c), "nspc" (channels last, nhwc) or "strided" (any other). A
+     * backend may run one kernel name at several speeds by it (oneDNN's
+     * pooling on a conv's nhwc output against plain NCHW): a prediction keys its
+     * correction by both (docs/predict.md#implementations). A static
+     * string; NULL (or the member NULL): not known. */
+    const char *(*src_layout)(void *state, void *node_state);
     /* Why a fusion the engine asked for was declined, in part or whole
      * ("add not fused: fused would run x64:gemm:jit"), shown per layer as
      * its fuse_note. NULL, or a NULL answer: nothing was declined. */
@@ -356,6 +364,10 @@ bool ntp__be_supports_unit(const ntp_backend_i *be, const ntp_graph *g, const nt
  * valid for the life of the process (a report keeps it after the plan is
  * freed). The backend's name when the backend does not say. */
 const char *ntp__be_impl_name(const ntp_backend_i *be, void *state, void *node_state);
+/* The layout of a prepared node's source ("plain", "blocked", "nspc",
+ * "strided");
+ * NULL when the backend does not say. A static string. */
+const char *ntp__be_src_layout(const ntp_backend_i *be, void *state, void *node_state);
 /* Why a requested fusion was declined; NULL when nothing was. */
 const char *ntp__be_fuse_note(const ntp_backend_i *be, void *state, void *node_state);
 /* How many timed sub-steps a node has (1 and *main_step 0 by default). */

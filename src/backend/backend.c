@@ -87,6 +87,12 @@ const char *ntp__be_impl_name(const ntp_backend_i *be, void *state, void *node_s
     return kept ? kept : be->name;
 }
 
+const char *ntp__be_src_layout(const ntp_backend_i *be, void *state, void *node_state)
+{
+    const char *l = be->src_layout ? be->src_layout(state, node_state) : NULL;
+    return l && *l ? l : NULL;
+}
+
 const char *ntp__be_fuse_note(const ntp_backend_i *be, void *state, void *node_state)
 {
     const char *n = be->fuse_note ? be->fuse_note(state, node_state) : NULL;

@@ -208,6 +208,9 @@ ntp_status ntp__exec_load_folded(ntp_ctx *ctx, ntp_exec *x, int pos, int be, uin
 ntp_status ntp__exec_load_inputs(ntp_ctx *ctx, ntp_exec *x, const ntp_exec_opts *o);
 /* The implementation name of a NODE step. */
 const char *ntp__exec_impl(const ntp_exec *x, int step);
+/* The layout of a NODE step's source, as its backend reports it
+ * (ntp__be_src_layout); NULL for other steps or when not known. */
+const char *ntp__exec_src_layout(const ntp_exec *x, int step);
 /* The backend's reason for a fusion it declined at that step, or NULL. */
 const char *ntp__exec_fuse_note(const ntp_exec *x, int step);
 

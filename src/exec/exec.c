@@ -495,6 +495,14 @@ const char *ntp__exec_fuse_note(const ntp_exec *x, int s)
     return ntp__be_fuse_note(x->be[st->be], x->be_state[st->be], st->state);
 }
 
+const char *ntp__exec_src_layout(const ntp_exec *x, int s)
+{
+    const ntp_step *st = &x->steps[s];
+    if (st->kind != NTP_STEP_NODE)
+        return NULL;
+    return ntp__be_src_layout(x->be[st->be], x->be_state[st->be], st->state);
+}
+
 const char *ntp__exec_impl(const ntp_exec *x, int s)
 {
     const ntp_step *st = &x->steps[s];

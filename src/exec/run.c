@@ -384,6 +384,9 @@ static void fill_rows(const ntp_graph *g, const ntp_exec *x, const ntp_analysis 
         L->impl = own(r, ntp__exec_impl(x, w->step[k]));
         if (!L->impl)
             L->impl = x->be[st->be]->name;
+        /* A static string. On the layer's own row: a reorder row's source
+         * is another. */
+        L->src_layout = w->sub[k] == st->main_sub ? ntp__exec_src_layout(x, w->step[k]) : NULL;
         /* On the layer's own row, not on its reorder rows. */
         const char *note = w->sub[k] == st->main_sub ? ntp__exec_fuse_note(x, w->step[k]) : NULL;
         L->fuse_note = note ? own(r, note) : NULL;

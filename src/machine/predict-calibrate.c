@@ -485,7 +485,13 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
             tm->ci95_hi_s = l->time_ms.ci95_hi / 1e3;
             tm->n = (int)l->time_ms.n;
             snprintf(tm->ran_on, sizeof tm->ran_on, "%s", l->backend ? l->backend : "");
-            snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
+            /* With the layout its source was read in, where the
+             * backend says: the key of its correction. */
+            if (l->src_layout)
+                snprintf(tm->impl, sizeof tm->impl, "%.38s/%s", l->impl ? l->impl : "",
+                         l->src_layout);
+            else
+                snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
         }
         /* Every layout change of the run is a sample of the backend's,
          * whichever layer it ran with: a reorder is a copy whatever
@@ -728,6 +734,31 @@ static void config_op(const char *xml, char *op, size_t len)
         snprintf(op, len, "%.*s", (int)(l - b), b);
 }
 
+/* The layout of the source a sample's kernel read, for its correction's
+ * key: NULL where its impl carries it ("jit:avx512_core/nspc", every
+ * sample a oneDNN calibration has taken since layouts were recorded) or
+ * where it is not known. A oneDNN sample stored before says it through
+ * conv_fed, for the families whose primitive reads its input in the
+ * layout it comes in (pooling, eltwise, batch norm, the copies: oneDNN's
+ * ntp__dnnl_follow_md): relu-fed, the graph's plain input; made by a 1x1
+ * conv, that conv's output, channels last (nspc) where the calibration's
+ * 1x1 convs ran a brgemm kernel (`brg_nspc`: oneDNN's brgemm convolutions
+ * read and write nhwc alone), else not known (an older conv kernel
+ * writes nChw16c, nChw8c or nhwc by the ISA and the channels). A conv, an
+ * fc or a recurrent layer picks its own source layout: not known. */
+static const char *sample_layout(const ntp_calibration_sample *x, bool brg_nspc)
+{
+    size_t n;
+    if (ntp__predict_layout_of(x->impl, &n) || strcmp(x->ran_on, "onednn") != 0)
+        return NULL;
+    if (x->family != NTP_PREDICT_FAMILY_POOL && x->family != NTP_PREDICT_FAMILY_ELTWISE &&
+        x->family != NTP_PREDICT_FAMILY_NORM && x->family != NTP_PREDICT_FAMILY_COPY)
+        return NULL;
+    if (x->conv_fed == 0)
+        return "plain";
+    return brg_nspc ? "nspc" : NULL;
+}
+
 /* The rows of a configuration's input (the first shape in its markup):
  * its elements over its last dim; 0 where the markup has none. */
 static int64_t config_rows(const char *xml)
@@ -890,6 +921,12 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         !XR || !XC || !rows)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, nr = 0;
+    /* Samples stored before layouts were: whether the 1x1 conv that makes
+     * a conv-fed input ran a brgemm kernel (sample_layout). */
+    bool brg_nspc = false;
+    for (int i = 0; i < ns; i++)
+        brg_nspc |= S[i].family == NTP_PREDICT_FAMILY_CONV1X1 && strcmp(S[i].kind, "layer") == 0 &&
+                    strcmp(S[i].ran_on, "onednn") == 0 && strncmp(S[i].impl, "brgconv", 7) == 0;
     for (int i = 0; !st && i < ns; i++) {
         const ntp_calibration_sample *x = &S[i];
         if (strcmp(x->kind, "reorder") == 0) {
@@ -908,7 +945,8 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
             config_op(x->config, op, sizeof op);
             /* ref's fc by its loop: the configuration's rows (the layer's). */
             const char *kop = ntp__predict_kernel_op(op, config_rows(x->config));
-            ntp__predict_impl_key(x->family, x->impl, kop, x->level, impl[n], sizeof impl[n]);
+            ntp__predict_impl_key(x->family, x->impl, kop, sample_layout(x, brg_nspc), impl[n],
+                                  sizeof impl[n]);
             names[n] = impl[n];
             n++;
         }

@@ -64,11 +64,19 @@ double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const cha
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x);
 /* The key a correction is stored under: the implementation's name; for
  * the reference backend's "ref", "ref:OP" with the layer's op (op: its
- * type's name, "maxpool"). `level` is unused: a recurrent layer's level is
- * in its memory term's bandwidth (calibrations of before kept "NAME@LEVEL"
- * keys, which no longer match: refit them). */
+ * type's name, "maxpool"); then, where the layout of the source it read
+ * is known, "/LAYOUT" ("jit:avx512_core/blocked": oneDNN runs one kernel
+ * name on plain NCHW and on a conv's blocked output at several times
+ * apart). layout NULL: the one impl carries ("NAME/LAYOUT", a calibration
+ * sample's), if any; "": none. (Calibrations of before kept "NAME@LEVEL"
+ * keys, which no longer match: refit them.) */
 void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
-                           const char *level, char *buf, size_t len);
+                           const char *layout, char *buf, size_t len);
+/* The layout an implementation's name carries after its last '/' (a
+ * calibration sample's "jit:avx512_core/nspc"): "plain", "blocked", "nspc"
+ * or "strided", and *name_len the name's length before it; NULL (and the
+ * whole length) where it carries none. */
+const char *ntp__predict_layout_of(const char *impl, size_t *name_len);
 /* The op a reference kernel's correction is keyed by for a layer of op
  * `op` whose input has `rows` rows (its elements over its last dim):
  * "gemv" for an fc of 1 to 3 rows, whose product ntp__ref_gemm runs as
@@ -78,10 +86,12 @@ const char *ntp__predict_kernel_op(const char *op, int64_t rows);
 /* The same for layer i (execution order) of g. */
 const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i);
 /* The correction of family f's time for layers of op `op` that
- * implementation impl runs, at `level` (ntp_calibration.impls); 1 where
- * cal has none. */
+ * implementation impl runs reading its source in `layout` (NULL or "":
+ * not known; ntp_calibration.impls): the key with the layout, else (a
+ * calibration made before layouts were recorded) the name alone; 1 where
+ * cal has neither. */
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *op, const char *level);
+                               const char *op, const char *layout);
 /* The same for a key ntp__predict_impl_key made. */
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,

@@ -99,8 +99,12 @@ static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, 
             /* The layer's own row: the kernel the backend chose for it,
              * whose correction the layer takes (correct_for_impls). The
              * name is interned by the engine: it outlives the plan. */
-            if (stp->pos >= 0 && stp->pos < p->n_layers)
+            if (stp->pos >= 0 && stp->pos < p->n_layers) {
                 p->layers[stp->pos].impl = ntp__exec_impl(x, w->step[k]);
+                /* The layout its primitive reads (a static string): with
+                 * the kernel, the key of its correction. */
+                p->layers[stp->pos].src_layout = ntp__exec_src_layout(x, w->step[k]);
+            }
             continue;
         } else if (stp->kind == NTP_STEP_NODE && w->sub[k] != stp->main_sub) {
             const char *suffix = "", *type = "step";

@@ -657,18 +657,44 @@ void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
     l->predicted_ms = l->overhead_ms + l->memory_ms;
 }
 
+const char *ntp__predict_layout_of(const char *impl, size_t *name_len)
+{
+    static const char *const layouts[] = {"plain", "blocked", "nspc", "strided"};
+    size_t n = impl ? strlen(impl) : 0;
+    *name_len = n;
+    const char *slash = impl ? strrchr(impl, '/') : NULL;
+    for (size_t i = 0; slash && i < sizeof layouts / sizeof *layouts; i++)
+        if (strcmp(slash + 1, layouts[i]) == 0) {
+            *name_len = (size_t)(slash - impl);
+            return layouts[i];
+        }
+    return NULL;
+}
+
 void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
-                           const char *level, char *buf, size_t len)
+                           const char *layout, char *buf, size_t len)
 {
     (void)f;
-    (void)level;
+    /* A sample's kernel carries its layout ("jit:avx512_core/blocked"). */
+    size_t n;
+    const char *in = ntp__predict_layout_of(impl, &n);
+    if (!layout)
+        layout = in;
+    char tail[16] = "";
+    if (layout && layout[0]) {
+        snprintf(tail, sizeof tail, "/%.12s", layout);
+        /* The name as a sample keeps it (predict-calibrate.c's
+         * time_config): the key fits a correction's 48 bytes. */
+        if (n > 38)
+            n = 38;
+    }
     /* The reference backend names every kernel "ref", but runs a loop of
      * its own per op (a max pooling's window against a global average's
      * sum, a batch norm's against a softmax's): its kernel is the op. */
-    if (impl && strcmp(impl, "ref") == 0 && op && op[0])
-        snprintf(buf, len, "ref:%.40s", op);
+    if (impl && n == 3 && strncmp(impl, "ref", 3) == 0 && op && op[0])
+        snprintf(buf, len, "ref:%.40s%s", op, tail);
     else
-        snprintf(buf, len, "%s", impl ? impl : "");
+        snprintf(buf, len, "%.*s%s", (int)(n < 200 ? n : 200), impl ? impl : "", tail);
 }
 
 const char *ntp__predict_kernel_op(const char *op, int64_t rows)
@@ -692,23 +718,48 @@ const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i)
     return ntp__predict_kernel_op(op, ntp_shape_numel(&x->shape) / x->shape.dim[x->shape.ndim - 1]);
 }
 
+/* cal's correction for key under family f; false where it has none. */
+static bool key_find(const ntp_calibration *cal, ntp_predict_family f, const char *key, double *s)
+{
+    for (int k = 0; key && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
+            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale)) {
+            *s = cal->impls[k].scale;
+            return true;
+        }
+    return false;
+}
+
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *op, const char *level)
+                               const char *op, const char *layout)
 {
     if (!impl || !impl[0])
         return 1;
-    char key[48];
-    ntp__predict_impl_key(f, impl, op, level, key, sizeof key);
-    return ntp__predict_key_scale(cal, f, key);
+    char key[80];
+    double s = 1;
+    ntp__predict_impl_key(f, impl, op, layout, key, sizeof key);
+    if (key_find(cal, f, key, &s))
+        return s;
+    /* A calibration made before kernels were keyed by their source's
+     * layout (or a sample whose backend did not say) keeps the name
+     * alone: the layer takes that. */
+    size_t n;
+    const char *in = ntp__predict_layout_of(impl, &n);
+    if ((layout && layout[0]) || in) {
+        char bare[80];
+        snprintf(bare, sizeof bare, "%.*s", (int)(n < 70 ? n : 70), impl);
+        ntp__predict_impl_key(f, bare, op, "", key, sizeof key);
+        if (key_find(cal, f, key, &s))
+            return s;
+    }
+    return 1;
 }
 
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key)
 {
-    for (int k = 0; key && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
-        if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
-            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
-            return cal->impls[k].scale;
-    return 1;
+    double s = 1;
+    key_find(cal, f, key, &s);
+    return s;
 }
 
 /* Layer i's time and terms under cal (l's level, terms and time); false
@@ -795,7 +846,8 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
                 p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
             }
         }
-        double s = ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, layer_op(l), l->level);
+        double s =
+            ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, layer_op(l), l->src_layout);
         if (s == 1)
             continue;
         /* A recurrent layer's input GEMM is the fc family's: the
@@ -1114,7 +1166,7 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
      * named; its input GEMM is not corrected. */
     if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
         double sc =
-            ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp), lp->level);
+            ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp), l->src_layout);
         if (ntp__predict_rnn_per_step(l->impl))
             return lp->rnn.per_step_ms * sc;
         double gemm = lp->rnn.merged_input_gemm_ms;
@@ -1122,10 +1174,9 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     }
     double in = own ? lp->input_gemm_ms : 0;
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
-    /* The level is the prediction's under its own calibration; under
-     * another backend's the same ceilings give the same level. */
+    /* Keyed by the kernel the run chose and the layout it read. */
     return in + base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
-                                               lp->level);
+                                               l->src_layout);
 }
 
 static double finite_or_0(double v)

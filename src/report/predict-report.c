@@ -215,6 +215,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
          * family's time took for it (docs/predict.md#implementations). */
         if (l->impl)
             ntp__jset(&ok, o, "impl", ntp__json_str(l->impl));
+        if (l->src_layout)
+            ntp__jset(&ok, o, "src_layout", ntp__json_str(l->src_layout));
         if (l->correction > 0 && l->correction != 1)
             ntp__jset(&ok, o, "impl_correction", json_real(l->correction));
         ntp__jpush(&ok, layers, o);

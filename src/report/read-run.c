@@ -330,6 +330,7 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     l->kind = json_is_string(kind) ? keep(rd, json_string_value(kind)) : row_kind(l);
     l->impl = json_is_string(impl) ? keep(rd, json_string_value(impl)) : NULL;
     l->fuse_note = opt_str(rd, o, "fuse_note");
+    l->src_layout = opt_str(rd, o, "src_layout");
     /* The prediction beside the measurement (docs/predict.md), when the
      * run had a calibration. */
     json_t *pred = json_object_get(o, "predicted_ms");

@@ -749,6 +749,8 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
     ntp__jset(ok, o, "kind", ntp__json_str(row_kind(l)));
     ntp__jset(ok, o, "backend", ntp__json_str(l->backend));
     ntp__jset(ok, o, "impl", ntp__json_str(l->impl));
+    if (l->src_layout)
+        ntp__jset(ok, o, "src_layout", ntp__json_str(l->src_layout));
     ntp__jset(ok, o, "fuse_note", ntp__json_str(l->fuse_note));
     ntp__jset(ok, o, "inlay", json_boolean(l->inlay));
     ntp__jset(ok, o, "fused", json_boolean(l->fused));

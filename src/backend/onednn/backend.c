@@ -321,6 +321,13 @@ static const char *onednn_impl_name(void *state, void *node_state)
     return nd && nd->impl[0] ? nd->impl : "onednn";
 }
 
+static const char *onednn_src_layout(void *state, void *node_state)
+{
+    (void)state;
+    odnn_node *nd = node_state;
+    return nd ? nd->src_layout : NULL;
+}
+
 static const char *onednn_fuse_note(void *state, void *node_state)
 {
     (void)state;
@@ -427,6 +434,7 @@ const ntp_backend_i ntp__backend_onednn = {
     .release = onednn_release,
     .fusable = onednn_fusable,
     .impl_name = onednn_impl_name,
+    .src_layout = onednn_src_layout,
     .fuse_note = onednn_fuse_note,
     .n_steps = onednn_n_steps,
     .step_info = onednn_step_info,

@@ -265,6 +265,23 @@ void ntp__dnnl_set_main(odnn_build *b, const_dnnl_primitive_desc_t pd)
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
         impl = "onednn";
     snprintf(nd->impl, sizeof nd->impl, "%s", impl);
+    /* The layout its source is read in: one kernel name runs plain NCHW
+     * and a conv's blocked output at several times apart. */
+    nd->src_layout = ntp__dnnl_md_layout(ntp__dnnl_query(pd, dnnl_query_src_md, 0));
+}
+
+const char *ntp__dnnl_md_layout(const dnnl_memory_desc_t *md)
+{
+    if (!md || md->format_kind != dnnl_blocked || md->ndims < 1)
+        return NULL;
+    if (md->format_desc.blocking.inner_nblks > 0)
+        return "blocked";
+    if (ntp__dnnl_md_is_plain(md))
+        return "plain";
+    /* Channels last (nhwc, what a brgemm conv writes): the channel dim
+     * is the innermost. */
+    const dnnl_dims_t *st = &md->format_desc.blocking.strides;
+    return md->ndims >= 3 && (*st)[1] == 1 ? "nspc" : "strided";
 }
 
 ntp_status ntp__dnnl_act_scale(odnn_build *b, ntp_dtype storage, float calibrated, int which,

@@ -123,9 +123,10 @@ typedef struct odnn_node {
     int n_rows, main_row;
     int row_first[ODNN_MAX_STEPS], row_last[ODNN_MAX_STEPS];
     char impl[160];
-    char fuse_note[128]; /* a declined fusion's reason; "" when none */
-    size_t ws_used;      /* intermediates, bump-allocated */
-    size_t scratch_off;  /* scratchpad region after them */
+    const char *src_layout; /* the main primitive's source: "plain", "blocked", ... */
+    char fuse_note[128];    /* a declined fusion's reason; "" when none */
+    size_t ws_used;         /* intermediates, bump-allocated */
+    size_t scratch_off;     /* scratchpad region after them */
     size_t scratch_bytes;
     int weight_reorders;                         /* weights reordered at prepare (tests check it) */
     int threads;                                 /* the count the primitives were created for */
@@ -185,6 +186,10 @@ dnnl_status_t ntp__dnnl_plain_dims(dnnl_memory_desc_t *md, int nd, const int64_t
 bool ntp__dnnl_md_with_dt(const dnnl_memory_desc_t *md, dnnl_data_type_t dt,
                           dnnl_memory_desc_t *out);
 bool ntp__dnnl_md_is_plain(const dnnl_memory_desc_t *md);
+/* md's layout for a prediction's key: "blocked" (inner blocks, nChw16c),
+ * "plain" (ntp__dnnl_md_is_plain), "nspc" (channels last, nhwc), "strided"
+ * (any other); NULL for none or an opaque one. */
+const char *ntp__dnnl_md_layout(const dnnl_memory_desc_t *md);
 /* An attribute with a user scratchpad, destroyed with the build. */
 ntp_status ntp__dnnl_attr(odnn_build *b, dnnl_primitive_attr_t *attr);
 /* Create a primitive descriptor (destroyed with the build). */
