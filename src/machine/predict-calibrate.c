@@ -1121,6 +1121,19 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* x, zeroed by the caller, named: its kind, cf's family, markup and feed,
+ * and the backend it ran on. */
+static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char *kind,
+                                           const config *cf, const char *ran_on)
+{
+    snprintf(x->kind, sizeof x->kind, "%s", kind);
+    x->family = cf->family;
+    snprintf(x->config, sizeof x->config, "%s", cf->xml);
+    x->conv_fed = cf->conv_fed;
+    snprintf(x->ran_on, sizeof x->ran_on, "%s", ran_on);
+    return x;
+}
+
 /* Configuration k's passes merged into samples (its reorder rows, then its
  * layer), appended to S (*n of cap): T[p] its timing in pass p (s 0: it did
  * not run in that pass), f its terms. A configuration, or a reorder row,
@@ -1155,12 +1168,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
                 rv[nr++] = T[p].reorder_s[k];
         if (2 * nr <= passes)
             continue;
-        ntp_calibration_sample *x = &S[(*n)++];
-        snprintf(x->kind, sizeof x->kind, "reorder");
-        x->family = cf->family;
-        snprintf(x->config, sizeof x->config, "%s", cf->xml);
-        x->conv_fed = cf->conv_fed;
-        snprintf(x->ran_on, sizeof x->ran_on, "%s", cal->backend);
+        ntp_calibration_sample *x = sample_head(&S[(*n)++], "reorder", cf, cal->backend);
         x->bytes = t0->reorder_bytes[k];
         ntp__predict_copy_terms(cal, x->bytes, x->x);
         x->median_s = median_of(rv, nr);
@@ -1170,12 +1178,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     }
     if ((size_t)*n >= cap)
         return;
-    ntp_calibration_sample *x = &S[(*n)++];
-    snprintf(x->kind, sizeof x->kind, "layer");
-    x->family = cf->family;
-    snprintf(x->config, sizeof x->config, "%s", cf->xml);
-    x->conv_fed = cf->conv_fed;
-    snprintf(x->ran_on, sizeof x->ran_on, "%s", t0->ran_on);
+    ntp_calibration_sample *x = sample_head(&S[(*n)++], "layer", cf, t0->ran_on);
     snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
     snprintf(x->level, sizeof x->level, "%s", f->level ? f->level : "");
     x->flops = f->flops;
