@@ -16,11 +16,13 @@
 #     end-to-end median, a layer without a prediction (mfcc) counting as
 #     missed;
 # and the layers over 1% it misses by most, with their kernels. Every model
-# is measured twice, interleaved (all models once, then all again): it prints
-# each model's two end-to-end medians and their difference, and their median
-# over the models as the measurement's noise floor beside the +-10% target
-# (the verdict line says when the floor reaches it: the target cannot then
-# be judged); the figures are the first pass's. Run it on a
+# is measured in --rounds rounds, interleaved (all models once, then all
+# again, ...): a model's figures are its medians over the rounds (end to end
+# and per row), and it prints each model's end-to-end medians per round and
+# their spread, (highest - lowest) / median, and the median spread over the
+# models as the measurement's noise floor beside the +-10% target (the
+# verdict line says when the floor reaches it: the target cannot then be
+# judged). Run it on a
 # quiet machine: under load it measures the contention, not the model (it
 # says so when the load average at the start exceeds half the CPUs). On a
 # quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
@@ -28,7 +30,7 @@
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
-#        [--cache network|warm] [--passes N] [--only NAME,...]
+#        [--cache network|warm] [--passes N] [--rounds N] [--only NAME,...]
 #   --cache    how the calibration times each configuration (default
 #              network: caches written over before each pass, docs/predict.md)
 #   --passes N the calibration's passes over its design, interleaved, each
@@ -38,11 +40,13 @@
 #              more than one, it prints each calibration's spread between
 #              passes: (highest - lowest per-pass median) / median, over its
 #              layer samples
+#   --rounds N how many times each model is run, interleaved (default 3;
+#              1 gives no noise floor); each round takes the models' time
 #   --fast     two models, one DeepSpeech size, onednn only unless
 #              --backends says otherwise, a --quick calibration: checks the
 #              script in a minute, its figures mean nothing
 #   --keep DIR keep the run reports (JSON) there: BACKEND-MODEL.json (first
-#              pass), BACKEND-MODEL-2.json (second)
+#              round), BACKEND-MODEL-K.json (round K)
 #   --only     run only these models (resnet18, squeezenet1_1,
 #              shufflenet_v2_x1_0, densenet121, deepspeech-h512,
 #              deepspeech-h1024, deepspeech-h1536); the verdicts are then
@@ -59,6 +63,7 @@ fast=0
 cache=network
 only=
 passes=
+rounds=3
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) backends=$2; shift 2 ;;
@@ -70,9 +75,13 @@ while [ $# -gt 0 ]; do
     --cache) cache=$2; shift 2 ;;
     --only) only=,$2,; shift 2 ;;
     --passes) passes=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
+case $rounds in
+'' | *[!0-9]* | 0) echo "--rounds must be a whole number of at least 1, not '$rounds'" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -174,90 +183,105 @@ for be in "${bes[@]}"; do
         if [ -n "$only" ] && [[ $only != *,deepspeech-h$h,* ]]; then continue; fi
         cases+=("deepspeech-h$h|$here/models/deepspeech.xml|--set n_hidden=$h --set time_steps=100")
     done
-    # Every model twice, interleaved (all once, then all again): the
-    # run-to-run difference of the same model is the measurement's own
-    # noise, printed per model after the table; the figures are the first
-    # pass's.
-    for pass in 1 2; do
+    # Every model in each of --rounds rounds, interleaved (all once, then
+    # all again, ...): a slow phase of the machine falls on different
+    # models, each model's figures are its medians over the rounds, and the
+    # spread of a model's rounds is the measurement's own noise, printed
+    # per model after the table.
+    for round in $(seq "$rounds"); do
     for c in "${cases[@]}"; do
         IFS='|' read -r name path extra <<<"$c"
-        out=$work/run-$be-$name-$pass.json
-        [ -z "$keep" ] || { [ "$pass" = 1 ] && out=$keep/$be-$name.json || out=$keep/$be-$name-2.json; }
+        out=$work/run-$be-$name-$round.json
+        if [ -n "$keep" ]; then
+            out=$keep/$be-$name-$round.json
+            [ "$round" != 1 ] || out=$keep/$be-$name.json
+        fi
         # shellcheck disable=SC2086
         if ! nice "$ntprof" run "$path" --backend "$be" --db "$db" "${run_args[@]}" $extra \
             -f json -o "$out" 2>"$work/err"; then
-            printf '%-8s %-22s failed: %s\n' "$be" "$name" "$(head -1 "$work/err")"
+            printf '%-8s %-22s round %d failed: %s\n' "$be" "$name" "$round" "$(head -1 "$work/err")"
+            rm -f "$out"
             continue
         fi
-        if [ "$pass" = 2 ]; then
-            first=$work/run-$be-$name-1.json
-            [ -z "$keep" ] || first=$keep/$be-$name.json
-            [ -s "$first" ] || continue
-            /usr/bin/python3 - "$first" "$out" "$name" "$work/noise-$be" <<'PY'
-import json, sys
-a, b = (json.load(open(p))["end_to_end"]["median_ms"] for p in sys.argv[1:3])
-with open(sys.argv[4], "a") as f:
-    f.write(json.dumps({"model": sys.argv[3], "first": a, "second": b,
-                        "diff": abs(b - a) / ((a + b) / 2) if a + b > 0 else 0}) + "\n")
-PY
-            continue
-        fi
-        /usr/bin/python3 - "$out" "$be" "$name" "$work/sum-$be" <<'PY'
-import json, math, sys
-r = json.load(open(sys.argv[1]))
-be, name = sys.argv[2], sys.argv[3]
-p = r.get("prediction")
-if not p:
-    print(f"{be:<8} {name:<22} no calibration for this backend")
-    sys.exit(0)
-def pct(a, b):
-    return f"{100 * a / b:.0f}%" if b else "-"
-cov = p.get("covered_error")
-cov = f"{100 * cov:+.1f}%" if isinstance(cov, (int, float)) else "-"
-n = p["layers_compared"]
-print(f"{be:<8} {name:<22} {p['measured_ms']:10.3f} {p['predicted_ms']:10.3f} "
-      f"{100 * p['error']:+7.1f}% {cov:>9} {pct(p['layers_within_10'], n):>9} "
-      f"{pct(p['layers_within_25'], n):>9} "
-      f"{p['major_layers_within_25']:>4}/{p['major_layers']:<4}"
-      + ("" if not p["uncalibrated"] else f"  not predicted: {p['uncalibrated']}")
-      + ("  STALE" if p["stale"] else "")
-      + ("  THREADS DIFFER" if p.get("threads_differ") else ""))
-# The issue's per-layer target, counted strictly from the rows: layers
-# (not reorder or convert rows; a fused head once) over 1% of the measured
-# end-to-end median; one without a prediction counts as missed. Layers
-# with no work (reshape: neither predicted nor given a note) are left out.
-e2e = r["end_to_end"]["median_ms"]
-major = []
-for l in r["layers"]:
-    if l.get("kind") != "layer" or not l.get("median_ms") or l["median_ms"] <= 0.01 * e2e:
-        continue
-    if "predicted_ms" not in l and "prediction_note" not in l:
-        continue
-    err = l.get("prediction_error")
-    major.append({"model": name, "layer": l["name"], "impl": l.get("impl") or "",
-                  "measured_ms": l["median_ms"], "predicted_ms": l.get("predicted_ms"),
-                  "error": err, "note": l.get("prediction_note", "")})
-with open(sys.argv[4], "a") as f:
-    f.write(json.dumps({"model": name, "error": p["error"], "major": major}) + "\n")
-PY
+        printf '%s\t%s\n' "$name" "$out" >>"$work/runs-$be"
     done
     done
-    if [ -s "$work/sum-$be" ]; then
-        touch "$work/noise-$be"
-        /usr/bin/python3 - "$work/sum-$be" "$be" "$work/noise-$be" <<'PY'
+    [ -s "$work/runs-$be" ] || continue
+    /usr/bin/python3 - "$work/runs-$be" "$be" <<'PY'
 import json, statistics, sys
 be = sys.argv[2]
-models = [json.loads(line) for line in open(sys.argv[1])]
-noise = [json.loads(line) for line in open(sys.argv[3])]
-# The measurement's own noise: the same model measured twice, interleaved
-# with the others; its median over the models is the floor below which a
-# prediction's error cannot be told from the measurement's.
+runs = {}
+for line in open(sys.argv[1]):
+    name, path = line.rstrip("\n").split("\t")
+    runs.setdefault(name, []).append(json.load(open(path)))
+med = statistics.median
+def pct(a, b):
+    return f"{100 * a / b:.0f}%" if b else "-"
+models, noise = [], []
+for name, rs in runs.items():
+    ps = [r.get("prediction") for r in rs]
+    if not all(ps):
+        print(f"{be:<8} {name:<22} no calibration for this backend")
+        continue
+    # A model's figures are its medians over the rounds: end to end, and
+    # each row's median (the rows are the same plan in every round).
+    e2es = [r["end_to_end"]["median_ms"] for r in rs]
+    meas = med(e2es)
+    pred = med(p["predicted_ms"] for p in ps)
+    unpred = med(p.get("unpredicted_ms", 0) for p in ps)
+    err = (pred - meas) / meas if meas > 0 else None
+    covered = meas - unpred
+    cov = f"{100 * ((pred - covered) / covered):+.1f}%" if unpred > 0 and covered > 0 else (
+        f"{100 * err:+.1f}%" if err is not None else "-")
+    rows = rs[0]["layers"]
+    same = all(len(r["layers"]) == len(rows) and
+               all(a["name"] == b["name"] for a, b in zip(r["layers"], rows)) for r in rs)
+    if not same:
+        print(f"{be:<8} {name:<22} the rounds' rows differ: figures from round 1 only")
+        rs = rs[:1]
+    lmed = [med(r["layers"][i].get("median_ms") or 0 for r in rs) for i in range(len(rows))]
+    # Rows compared as the run compares them: every row with a prediction.
+    comp = [(rows[i]["predicted_ms"], lmed[i]) for i in range(len(rows))
+            if rows[i].get("predicted_ms") is not None and lmed[i] > 0]
+    w10 = sum(1 for p_, m in comp if abs(p_ - m) / m <= 0.10)
+    w25 = sum(1 for p_, m in comp if abs(p_ - m) / m <= 0.25)
+    # The issue's per-layer target, counted strictly from the rows: layers
+    # (not reorder or convert rows; a fused head once) over 1% of the
+    # measured end-to-end median; one without a prediction counts as
+    # missed. Layers with no work (reshape: neither predicted nor given a
+    # note) are left out.
+    major = []
+    for i, l in enumerate(rows):
+        if l.get("kind") != "layer" or lmed[i] <= 0.01 * meas:
+            continue
+        if "predicted_ms" not in l and "prediction_note" not in l:
+            continue
+        pl = l.get("predicted_ms")
+        major.append({"model": name, "layer": l["name"], "impl": l.get("impl") or "",
+                      "measured_ms": lmed[i], "predicted_ms": pl,
+                      "error": None if pl is None else (pl - lmed[i]) / lmed[i],
+                      "note": l.get("prediction_note", "")})
+    mw = sum(1 for l in major if l["error"] is not None and abs(l["error"]) <= 0.25)
+    p0 = ps[0]
+    print(f"{be:<8} {name:<22} {meas:10.3f} {pred:10.3f} "
+          f"{100 * err:+7.1f}% {cov:>9} {pct(w10, len(comp)):>9} {pct(w25, len(comp)):>9} "
+          f"{mw:>4}/{len(major):<4}"
+          + ("" if not p0["uncalibrated"] else f"  not predicted: {p0['uncalibrated']}")
+          + ("  STALE" if p0["stale"] else "")
+          + ("  THREADS DIFFER" if p0.get("threads_differ") else ""))
+    models.append({"model": name, "error": err, "major": major})
+    if len(e2es) > 1:
+        noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas})
+# The measurement's own noise: the same model measured in each round,
+# interleaved with the others; the median over the models of a model's
+# spread between its rounds, (highest - lowest) / median, is the floor
+# below which a prediction's error cannot be told from the measurement's.
 for x in noise:
-    print(f"{be:<8} {x['model']:<22} measured twice: {x['first']:10.3f} {x['second']:10.3f} ms, "
-          f"run-to-run difference {100 * x['diff']:.1f}%")
-floor = statistics.median(x["diff"] for x in noise) if noise else None
+    print(f"{be:<8} {x['model']:<22} rounds: " + " ".join(f"{v:.3f}" for v in x["e2e"])
+          + f" ms, spread {100 * x['spread']:.1f}%")
+floor = med(x["spread"] for x in noise) if noise else None
 if floor is not None:
-    print(f"{be:<8} noise floor (median run-to-run difference over {len(noise)} models): "
+    print(f"{be:<8} noise floor (median spread between rounds over {len(noise)} models): "
           f"{100 * floor:.1f}%, beside the +-10% end-to-end target")
 n = len(models)
 ok = sum(1 for m in models if m["error"] is not None and abs(m["error"]) <= 0.10)
@@ -268,7 +292,7 @@ def verdict(share, target):
     return "MET" if share >= target else "MISSED"
 s1 = ok / n if n else 0
 s2 = len(within) / len(major) if major else 0
-# A target whose tolerance the measurement's own run-to-run difference
+# A target whose tolerance the measurement's own spread between rounds
 # reaches cannot be judged: the error is then the measurement's as much as
 # the model's.
 judge = "" if floor is None else (
@@ -284,11 +308,10 @@ worst = sorted((l for l in major if l not in within),
 if worst:
     print(f"{be:<8} layers over 1% missed by most (model, layer, kernel, measured, predicted, error):")
 for l in worst:
-    pred = "n/a" if l["predicted_ms"] is None else f"{l['predicted_ms']:.3f}"
-    err = l["note"] if l["error"] is None else f"{100 * l['error']:+.0f}%"
+    pr = "n/a" if l["predicted_ms"] is None else f"{l['predicted_ms']:.3f}"
+    er = l["note"] if l["error"] is None else f"{100 * l['error']:+.0f}%"
     print(f"         {l['model']:<20} {l['layer'][:28]:<28} {l['impl'][:26]:<26} "
-          f"{l['measured_ms']:9.3f} {pred:>9} {err}")
+          f"{l['measured_ms']:9.3f} {pr:>9} {er}")
 PY
-    fi
 done
 echo "load average at the end: $(cat /proc/loadavg)"
