@@ -3,12 +3,14 @@
 anything (docs/predict.md#samples).
 
 Takes the history database of a quiet calibration (with its samples) and
-the run reports bench/predict-accuracy.sh --keep DIR kept (BACKEND-MODEL.json),
+the run reports bench/predict-accuracy.sh --keep DIR kept (BACKEND-MODEL.json,
+and BACKEND-MODEL-K.json for its round K),
 works on a copy of the database (the original is never written), refits
 each backend's calibration from its samples with this ntprof's model
 (`ntprof machine --refit`, unless --no-refit), predicts every model with
 `ntprof predict` and compares with the measured per-layer and end-to-end
-medians of the kept runs. It prints what bench/predict-accuracy.sh prints
+medians of the kept runs, each the median over the model's rounds, as the
+accuracy script counts them. It prints what bench/predict-accuracy.sh prints
 for the issue's two targets, per backend:
   - end to end within +-10% on at least 90% of the models;
   - within +-25% on at least 80% of the layers over 1% of the measured end
@@ -26,7 +28,9 @@ Usage: bench/predict-offline.py NTPROF --db CALIB.db --runs DIR [--models DIR]
 import argparse
 import json
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,20 +91,25 @@ def main():
                     return 1
         only = set(a.only.split(",")) if a.only else None
         print(f"{'backend':<8} {'model':<22} {'meas ms':>10} {'pred ms':>10} {'e2e-err':>8} "
-              f"{'(run)':>8} {'major +-25%':>12} {'2nd meas':>9} {'2nd err':>8}")
+              f"{'(run)':>8} {'major +-25%':>12} {'rounds':>6} {'spread':>7}")
         for be in bes:
             runs = sorted(f for f in os.listdir(a.runs)
                           if f.startswith(be + "-") and f.endswith(".json"))
-            # BACKEND-MODEL-2.json is the second measurement of MODEL
-            # (predict-accuracy.sh measures every model twice).
-            names = [f[len(be) + 1:-5] for f in runs if not f.endswith("-2.json")]
+            # BACKEND-MODEL-K.json is round K's measurement of MODEL
+            # (predict-accuracy.sh --rounds; BACKEND-MODEL.json round 1's).
+            names = [f[len(be) + 1:-5] for f in runs if not re.search(r"-[0-9]+\.json$", f)]
             if only:
                 names = [n for n in names if n in only]
             export(models, [n for n in names if n in TV])
             n_ok = n_models = 0
             major_all = []
             for name in names:
-                run = json.load(open(os.path.join(a.runs, f"{be}-{name}.json")))
+                rounds = [json.load(open(os.path.join(a.runs, f"{be}-{name}.json")))]
+                k = 2
+                while os.path.exists(os.path.join(a.runs, f"{be}-{name}-{k}.json")):
+                    rounds.append(json.load(open(os.path.join(a.runs, f"{be}-{name}-{k}.json"))))
+                    k += 1
+                run = rounds[0]
                 r = subprocess.run([a.ntprof, "predict"] + model_args(name, models) +
                                    ["--backend", be, "--db", db, "-f", "json"],
                                    capture_output=True, text=True)
@@ -109,7 +118,11 @@ def main():
                     continue
                 p = json.loads(r.stdout)
                 pred = {l["name"]: l for l in p["layers"] if l.get("kind", "layer") == "layer"}
-                e2e = run["end_to_end"]["median_ms"]
+                # Each figure the median over the rounds (a row by its name).
+                e2es = [r["end_to_end"]["median_ms"] for r in rounds]
+                e2e = statistics.median(e2es)
+                spread = (max(e2es) - min(e2es)) / e2e if e2e > 0 else 0
+                by_name = [{l["name"]: l.get("median_ms") or 0 for l in r["layers"]} for r in rounds]
                 total = p["predicted_ms"]
                 err = (total - e2e) / e2e
                 run_err = (run.get("prediction") or {}).get("error")
@@ -117,30 +130,26 @@ def main():
                 n_ok += abs(err) <= 0.10
                 major = []
                 for l in run["layers"]:
-                    if l.get("kind") != "layer" or not l.get("median_ms"):
+                    lm = statistics.median(b.get(l["name"], 0) for b in by_name)
+                    if l.get("kind") != "layer" or not lm:
                         continue
-                    if l["median_ms"] <= 0.01 * e2e:
+                    if lm <= 0.01 * e2e:
                         continue
                     q = pred.get(l["name"])
                     if q is not None and q.get("family") == "free":
                         continue
                     pm = q.get("predicted_ms") if q else None
-                    e = (pm - l["median_ms"]) / l["median_ms"] if isinstance(pm, float) else None
+                    e = (pm - lm) / lm if isinstance(pm, float) else None
                     major.append({"model": name, "layer": l["name"], "impl": l.get("impl") or "",
-                                  "family": q.get("family") if q else "", "measured": l["median_ms"],
+                                  "family": q.get("family") if q else "", "measured": lm,
                                   "predicted": pm, "error": e})
                 good = sum(1 for m in major if m["error"] is not None and abs(m["error"]) <= 0.25)
                 major_all += major
                 rs = f"{100 * run_err:+.1f}%" if isinstance(run_err, float) else "-"
-                # The second measurement, where kept: the same prediction
-                # against it, beside the first (the noise floor).
-                second = os.path.join(a.runs, f"{be}-{name}-2.json")
-                m2 = e2 = ""
-                if os.path.exists(second):
-                    e2e2 = json.load(open(second))["end_to_end"]["median_ms"]
-                    m2, e2 = f"{e2e2:9.3f}", f"{100 * (total - e2e2) / e2e2:+7.1f}%"
+                # The spread of the model's rounds, (max - min) / median:
+                # the measurement's own noise beside the error.
                 print(f"{be:<8} {name:<22} {e2e:10.3f} {total:10.3f} {100 * err:+7.1f}% {rs:>8} "
-                      f"{good:>5}/{len(major):<5} {m2:>9} {e2:>8}")
+                      f"{good:>5}/{len(major):<5} {len(rounds):>6} {100 * spread:6.1f}%")
             if not n_models:
                 continue
             good = sum(1 for m in major_all if m["error"] is not None and abs(m["error"]) <= 0.25)
