@@ -808,7 +808,7 @@ static bool fit_recurrent(double *X, const double *XI, const double *XR, const i
         memcpy(f.xin, &XI[i * NTP_PREDICT_TERMS], sizeof f.xin);
         memcpy(f.xrec, &XR[i * NTP_PREDICT_TERMS], sizeof f.xrec);
         f.rec_rows = rows[i];
-        off[i] = ntp__predict_input_gemm_s(cal, &f);
+        off[i] = ntp__predict_rnn_input_gemm_s(cal, &f);
         memcpy(&X[i * NTP_PREDICT_TERMS], f.x, sizeof f.x);
         double whole = t[i];
         t[i] = fmax(whole - off[i], 0.1 * whole);
@@ -856,7 +856,7 @@ static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_
 /* The convolution families ref lowers (lowered), once the fc family and
  * its corrections are fitted: each sample's terms become its GEMMs' time
  * under the fc family and its im2col's under the copy family
- * (ntp__predict_input_gemm_s, X changed in place), and the family is
+ * (ntp__predict_lowered_conv_terms, X changed in place), and the family is
  * fitted on them: its fixed cost and how much of each part the samples
  * show. Then the corrections again. */
 static bool fit_lowered(double *X, const double *XI, const double *XC, const double *t,
@@ -875,7 +875,7 @@ static bool fit_lowered(double *X, const double *XI, const double *XC, const dou
             memcpy(p.x, &X[i * NTP_PREDICT_TERMS], sizeof p.x);
             memcpy(p.xin, &XI[i * NTP_PREDICT_TERMS], sizeof p.xin);
             memcpy(p.xcp, &XC[i * NTP_PREDICT_TERMS], sizeof p.xcp);
-            ntp__predict_input_gemm_s(cal, &p);
+            ntp__predict_lowered_conv_terms(cal, &p);
             memcpy(&X[i * NTP_PREDICT_TERMS], p.x, sizeof p.x);
             memcpy(&Xf[k * NTP_PREDICT_TERMS], p.x, sizeof p.x);
             tf[k++] = t[i];
