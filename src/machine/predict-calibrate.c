@@ -784,63 +784,6 @@ static int64_t config_rows(const char *xml)
     return last > 0 && *s == '"' ? rows : 0;
 }
 
-/* The rnn family, once every other family and its corrections are fitted
- * (fit_samples): a recurrent layer's input GEMM (its terms XI) is priced
- * with the fc family's final coefficients, and the family is fitted on
- * the rest of each sample's time, its recurrent part (t, changed in
- * place; at least a tenth of the measured time, where the fc's price
- * exceeds it), then the corrections again, per level of the recurrent
- * weights. Without an fc fit the input GEMM's compute and memory terms
- * join the family's own (X), as a prediction does then. The family's fit
- * quality is then that of the layer's whole time. */
-static bool fit_recurrent(double *X, const double *XI, const double *XR, const int64_t *rows,
-                          double *t, double *off, const ntp_predict_family *fam,
-                          const char *const *names, int n, double *Xf, double *tf,
-                          ntp_calibration *cal)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        off[i] = 0;
-        if (fam[i] != NTP_PREDICT_FAMILY_RNN)
-            continue;
-        ntp__pfeat f = {.family = NTP_PREDICT_FAMILY_RNN};
-        memcpy(f.x, &X[i * NTP_PREDICT_TERMS], sizeof f.x);
-        memcpy(f.xin, &XI[i * NTP_PREDICT_TERMS], sizeof f.xin);
-        memcpy(f.xrec, &XR[i * NTP_PREDICT_TERMS], sizeof f.xrec);
-        f.rec_rows = rows[i];
-        off[i] = ntp__predict_input_gemm_s(cal, &f);
-        memcpy(&X[i * NTP_PREDICT_TERMS], f.x, sizeof f.x);
-        double whole = t[i];
-        t[i] = fmax(whole - off[i], 0.1 * whole);
-        off[i] = whole - t[i];
-        memcpy(&Xf[k * NTP_PREDICT_TERMS], f.x, sizeof f.x);
-        tf[k++] = t[i];
-    }
-    ntp_family_model *fm = &cal->family[NTP_PREDICT_FAMILY_RNN];
-    if (k < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
-        return true;
-    fm->calibrated = true;
-    fm->samples = k;
-    ntp__calibrate_impl_corrections(X, t, fam, names, n, cal);
-    if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
-        return false;
-    /* The fit quality of the whole layer: input GEMM and recurrent part. */
-    k = 0;
-    for (int i = 0; i < n; i++) {
-        if (fam[i] != NTP_PREDICT_FAMILY_RNN)
-            continue;
-        double p = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-            p += fm->coef[a] * X[i * NTP_PREDICT_TERMS + a];
-        p = p * ntp__predict_key_scale(cal, fam[i], names[i]) + off[i];
-        tf[k++] = fabs(p - (t[i] + off[i])) / (t[i] + off[i]);
-    }
-    qsort(tf, (size_t)k, sizeof *tf, cmp_double);
-    fm->max_error = tf[k - 1];
-    fm->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
-    return true;
-}
-
 /* Whether family f's samples are convolutions the reference backend
  * lowers (their GEMMs' terms in XI): fitted after the fc family. */
 static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_predict_family f)
@@ -853,44 +796,85 @@ static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_
     return false;
 }
 
-/* The convolution families ref lowers (lowered), once the fc family and
- * its corrections are fitted: each sample's terms become its GEMMs' time
- * under the fc family and its im2col's under the copy family
- * (ntp__predict_input_gemm_s, X changed in place), and the family is
- * fitted on them: its fixed cost and how much of each part the samples
- * show. Then the corrections again. */
-static bool fit_lowered(double *X, const double *XI, const double *XC, const double *t,
-                        const ntp_predict_family *fam, const char *const *names, int n, double *Xf,
-                        double *tf, ntp_calibration *cal)
+/* The families part of whose layers' work the fc family prices, fitted
+ * once it and its corrections are (fit_samples): the convolutions ref
+ * lowers (lowered) and the rnn family, each family f with fit[f] set.
+ * Every sample of them is priced as a prediction prices it: a lowered
+ * convolution's terms become its GEMMs' time under the fc family and its
+ * im2col's under the copy family (ntp__predict_lowered_conv_terms); a
+ * recurrent layer's input GEMM is priced with the fc family's final
+ * coefficients (ntp__predict_rnn_input_gemm_s) and taken off its time, at
+ * least a tenth of which stays (off: what was taken off; 0 for a
+ * convolution), and without an fc fit its compute and memory terms join
+ * the family's own. X and t are changed in place. Each family is fitted
+ * on what remains (its fixed cost and how much of each part the samples
+ * show; a recurrent layer's recurrent part), then the corrections again;
+ * each family's fit quality is that of the layer's whole time. */
+static bool fit_priced_by_fc(double *X, const double *XI, const double *XR, const double *XC,
+                             const int64_t *rows, double *t, double *off,
+                             const ntp_predict_family *fam, const char *const *names, int n,
+                             const bool *fit, double *Xf, double *tf, ntp_calibration *cal)
 {
-    bool any = false;
+    for (int i = 0; i < n; i++) {
+        off[i] = 0;
+        if (!fit[fam[i]])
+            continue;
+        ntp__pfeat p = {.family = fam[i], .rec_rows = rows[i]};
+        memcpy(p.x, &X[i * NTP_PREDICT_TERMS], sizeof p.x);
+        memcpy(p.xin, &XI[i * NTP_PREDICT_TERMS], sizeof p.xin);
+        memcpy(p.xrec, &XR[i * NTP_PREDICT_TERMS], sizeof p.xrec);
+        memcpy(p.xcp, &XC[i * NTP_PREDICT_TERMS], sizeof p.xcp);
+        ntp__predict_lowered_conv_terms(cal, &p);
+        off[i] = ntp__predict_rnn_input_gemm_s(cal, &p);
+        memcpy(&X[i * NTP_PREDICT_TERMS], p.x, sizeof p.x);
+        double whole = t[i];
+        t[i] = fmax(whole - off[i], 0.1 * whole);
+        off[i] = whole - t[i];
+    }
+    bool fitted[NTP_PREDICT_FAMILY_COUNT] = {false}, any = false;
     for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
-        if (!lowered(XI, fam, n, (ntp_predict_family)f))
+        if (!fit[f])
             continue;
         int k = 0;
-        for (int i = 0; i < n; i++) {
-            if (fam[i] != (ntp_predict_family)f)
-                continue;
-            ntp__pfeat p = {.family = fam[i]};
-            memcpy(p.x, &X[i * NTP_PREDICT_TERMS], sizeof p.x);
-            memcpy(p.xin, &XI[i * NTP_PREDICT_TERMS], sizeof p.xin);
-            memcpy(p.xcp, &XC[i * NTP_PREDICT_TERMS], sizeof p.xcp);
-            ntp__predict_input_gemm_s(cal, &p);
-            memcpy(&X[i * NTP_PREDICT_TERMS], p.x, sizeof p.x);
-            memcpy(&Xf[k * NTP_PREDICT_TERMS], p.x, sizeof p.x);
-            tf[k++] = t[i];
-        }
+        for (int i = 0; i < n; i++)
+            if (fam[i] == (ntp_predict_family)f) {
+                memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
+                       NTP_PREDICT_TERMS * sizeof *X);
+                tf[k++] = t[i];
+            }
         ntp_family_model *fm = &cal->family[f];
         if (k < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
             continue;
         fm->calibrated = true;
         fm->samples = k;
-        any = true;
+        fitted[f] = any = true;
     }
     if (!any)
         return true;
     ntp__calibrate_impl_corrections(X, t, fam, names, n, cal);
-    return ntp__calibrate_refit(X, t, fam, names, n, cal);
+    if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
+        return false;
+    /* The fit quality of the whole layer: a recurrent layer's input GEMM
+     * and recurrent part. */
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        if (!fitted[f])
+            continue;
+        ntp_family_model *fm = &cal->family[f];
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (fam[i] != (ntp_predict_family)f)
+                continue;
+            double p = 0;
+            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                p += fm->coef[a] * X[i * NTP_PREDICT_TERMS + a];
+            p = p * ntp__predict_key_scale(cal, fam[i], names[i]) + off[i];
+            tf[k++] = fabs(p - (t[i] + off[i])) / (t[i] + off[i]);
+        }
+        qsort(tf, (size_t)k, sizeof *tf, cmp_double);
+        fm->max_error = tf[k - 1];
+        fm->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
+    }
+    return true;
 }
 
 /* The fit of a calibration from its samples, the same whether they were
@@ -954,7 +938,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
         int k = 0;
         if (f == NTP_PREDICT_FAMILY_RNN || lowered(XI, fam, n, (ntp_predict_family)f))
-            continue; /* after the fc family: fit_recurrent, fit_lowered */
+            continue; /* after the fc family: fit_priced_by_fc */
         for (int i = 0; i < n; i++)
             if (fam[i] == (ntp_predict_family)f) {
                 memcpy(&Xf[k * NTP_PREDICT_TERMS], &X[i * NTP_PREDICT_TERMS],
@@ -987,9 +971,14 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         if (!ntp__calibrate_refit(X, t, fam, names, n, cal))
             st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    if (!st && !fit_lowered(X, XI, XC, t, fam, names, n, Xf, tf, cal))
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    if (!st && !fit_recurrent(X, XI, XR, rows, t, off, fam, names, n, Xf, tf, cal))
+    /* The convolutions ref lowers, then the recurrent layers, each after
+     * the corrections of what was fitted before them. */
+    bool conv[NTP_PREDICT_FAMILY_COUNT] = {false}, rnn[NTP_PREDICT_FAMILY_COUNT] = {false};
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+        conv[f] = lowered(XI, fam, n, (ntp_predict_family)f);
+    rnn[NTP_PREDICT_FAMILY_RNN] = true;
+    if (!st && (!fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, conv, Xf, tf, cal) ||
+                !fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     free(XI);
     free(XR);

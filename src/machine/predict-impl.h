@@ -30,8 +30,8 @@ typedef struct ntp__pfeat {
     /* On the reference backend, a convolution as ref-conv.c runs it: its
      * GEMMs (one per image and group) under the fc family's terms in xin,
      * its im2col copy under the copy family's in xcp (x keeps the conv
-     * family's own roofline terms until ntp__predict_input_gemm_s prices
-     * them, docs/predict.md). */
+     * family's own roofline terms until ntp__predict_lowered_conv_terms
+     * prices them, docs/predict.md). */
     double xcp[NTP_PREDICT_TERMS];
 } ntp__pfeat;
 
@@ -47,13 +47,16 @@ void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
  * brgemm cell), instead of one input GEMM over the sequence. */
 bool ntp__predict_rnn_per_step(const char *impl);
 /* The input GEMM of recurrent layer f under cal, priced with the fc
- * family's coefficients (seconds); 0 for another layer, and where cal has
- * no fc fit, whose input-GEMM terms then join f's own. A convolution that
- * ref lowers (xin set) gets its terms priced in place instead, and 0 is
- * returned: x becomes (1, its GEMMs' seconds under the fc family and
- * ref:fc's correction, its im2col's under the copy family), which the
- * conv family's coefficients weigh; without an fc fit x stays its own. */
-double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f);
+ * family's coefficients (seconds; on ref, with its recurrent product and
+ * their loops' corrections); 0 for another layer, and where cal has no fc
+ * fit, whose input-GEMM terms then join f's own. */
+double ntp__predict_rnn_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f);
+/* A convolution that ref lowers (xin set; no other layer) gets its terms
+ * priced in place: x becomes (1, its GEMMs' seconds under the fc family
+ * and ref:fc's correction, its im2col's under the copy family), which the
+ * conv family's coefficients weigh; without an fc fit x stays its own.
+ * xin and xcp are cleared. */
+void ntp__predict_lowered_conv_terms(const ntp_calibration *cal, ntp__pfeat *f);
 /* A copy of `bytes` (read and written together) under cal: a reorder row
  * (kind "reorder") under the reorder model where cal has one, else the
  * copy family's coefficients, or the measured bandwidth of the level

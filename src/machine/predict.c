@@ -312,7 +312,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * direction, as one call of ntp__ref_gemm over N rows by one
      * direction's R: an fc of N rows (its dot-product loop at batch 1),
      * priced with the fc family's coefficients and that loop's correction
-     * (ntp__predict_input_gemm_s), R read at every call from the level it
+     * (ntp__predict_rnn_input_gemm_s), R read at every call from the level it
      * stays in. The rnn family keeps the cell (the rest of the FLOPs) and
      * the output, and its fixed cost. */
     int64_t calls = rs ? rs->dirs * (rs->T - 1) : 0;
@@ -337,57 +337,64 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
 
 static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double *coef);
 
+/* Terms x under the fc family's coefficients (seconds; cal's fc family
+ * fitted), times the correction stored under key where key is not NULL:
+ * the price of a GEMM that a recurrent layer or a lowered convolution
+ * runs as an fc would. */
+static double fc_price_s(const ntp_calibration *cal, const double *x, const char *key)
+{
+    double s = 0;
+    for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * x[a];
+    return key ? s * ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, key) : s;
+}
+
 /* The input GEMM of a recurrent layer f under cal: the fc family's time
  * for its terms (seconds); where cal has no fc fit, 0, and its compute and
  * memory terms join the rnn family's (the model before the split). */
-double ntp__predict_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
+double ntp__predict_rnn_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
 {
-    if (f->family != NTP_PREDICT_FAMILY_RNN && f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0) {
-        /* A convolution ref lowers: x becomes its GEMMs' and its im2col's
-         * seconds, which the conv family's coefficients weigh. */
-        double c[NTP_PREDICT_TERMS];
-        if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
-            double s = 0, cp = 0;
-            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
-            s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
-            if (family_coef(cal, NTP_PREDICT_FAMILY_COPY, c))
-                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                    cp += c[a] * f->xcp[a];
-            else
-                cp = f->xcp[NTP_PREDICT_TERM_MEMORY];
-            f->x[NTP_PREDICT_TERM_OVERHEAD] = 1;
-            f->x[NTP_PREDICT_TERM_COMPUTE] = s;
-            f->x[NTP_PREDICT_TERM_MEMORY] = cp;
-        }
-        memset(f->xin, 0, sizeof f->xin);
-        memset(f->xcp, 0, sizeof f->xcp);
-        return 0;
-    }
     if (f->family != NTP_PREDICT_FAMILY_RNN || !(f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0))
         return 0;
     if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
-        double s = 0, r = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++) {
-            s += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xin[a];
-            r += cal->family[NTP_PREDICT_FAMILY_FC].coef[a] * f->xrec[a];
-        }
         /* The reference backend runs it as an fc of T x N rows: its packed
          * loop, with that loop's correction (ntp__predict_kernel_op); its
          * recurrent product (xrec) as fcs of N rows, with theirs. */
+        const char *in = NULL, *rec = NULL;
+        char key[48];
         if (strcmp(cal->backend, "ref") == 0) {
-            char key[48];
-            s *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, "ref:fc");
             snprintf(key, sizeof key, "ref:%s", ntp__predict_kernel_op("fc", f->rec_rows));
-            r *= ntp__predict_key_scale(cal, NTP_PREDICT_FAMILY_FC, key);
+            in = "ref:fc";
+            rec = key;
         }
-        return s + r;
+        return fc_price_s(cal, f->xin, in) + fc_price_s(cal, f->xrec, rec);
     }
     for (int a = NTP_PREDICT_TERM_COMPUTE; a < NTP_PREDICT_TERMS; a++)
         f->x[a] += f->xin[a] + f->xrec[a];
     memset(f->xin, 0, sizeof f->xin);
     memset(f->xrec, 0, sizeof f->xrec);
     return 0;
+}
+
+/* A convolution ref lowers (xin set): x becomes its GEMMs' and its
+ * im2col's seconds, which the conv family's coefficients weigh. */
+void ntp__predict_lowered_conv_terms(const ntp_calibration *cal, ntp__pfeat *f)
+{
+    if (f->family == NTP_PREDICT_FAMILY_RNN || !(f->xin[NTP_PREDICT_TERM_OVERHEAD] > 0))
+        return;
+    if (cal->family[NTP_PREDICT_FAMILY_FC].calibrated) {
+        double c[NTP_PREDICT_TERMS], cp = 0;
+        if (family_coef(cal, NTP_PREDICT_FAMILY_COPY, c))
+            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+                cp += c[a] * f->xcp[a];
+        else
+            cp = f->xcp[NTP_PREDICT_TERM_MEMORY];
+        f->x[NTP_PREDICT_TERM_OVERHEAD] = 1;
+        f->x[NTP_PREDICT_TERM_COMPUTE] = fc_price_s(cal, f->xin, "ref:fc");
+        f->x[NTP_PREDICT_TERM_MEMORY] = cp;
+    }
+    memset(f->xin, 0, sizeof f->xin);
+    memset(f->xcp, 0, sizeof f->xcp);
 }
 
 void ntp__predict_features(const ntp_graph *g, const ntp_analysis *a, int i,
@@ -770,10 +777,12 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
     double c[NTP_PREDICT_TERMS];
     if (!family_coef(cal, f0->family, c))
         return false;
-    /* A recurrent layer's input GEMM under the fc family's coefficients,
-     * in the compute term (it is the compute-bound part). */
+    /* A convolution ref lowers: its terms are its GEMMs' and im2col's
+     * seconds. A recurrent layer's input GEMM under the fc family's
+     * coefficients, in the compute term (it is the compute-bound part). */
     ntp__pfeat fv = *f0, *f = &fv;
-    l->input_gemm_ms = 1e3 * ntp__predict_input_gemm_s(cal, f);
+    ntp__predict_lowered_conv_terms(cal, f);
+    l->input_gemm_ms = 1e3 * ntp__predict_rnn_input_gemm_s(cal, f);
     l->overhead_ms = 1e3 * c[NTP_PREDICT_TERM_OVERHEAD] * f->x[NTP_PREDICT_TERM_OVERHEAD];
     l->compute_ms =
         1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE] + l->input_gemm_ms;
