@@ -21,11 +21,11 @@
  * timed passes), and its timed rounds at most. */
 #define PROBE_BUDGET_S 0.05
 #define PROBE_MAX_ROUNDS 8
-/* Most of a probe's time is the first touch of its arrays (page faults,
- * a few GB/s): 128 MiB, the DRAM working set of a machine whose last-level
- * caches hold at most 32 MiB, takes about 35 ms of the budget. A larger
- * working set is cut to this, which may then sit partly in a large cache
- * and read high, never low (docs/run.md#contention). */
+/* Most of a probe's time is the first touch of its arrays (page faults),
+ * which the budget cannot stop: a working set larger than this (the DRAM
+ * set of a machine whose last-level caches hold more than 64 MiB) is cut
+ * to it, and may then sit partly in a large cache and read high, never
+ * low (docs/run.md#the-memory-bus). */
 #define PROBE_MAX_BYTES ((int64_t)256 << 20)
 
 static const char NO_CEILINGS[] = "no ceilings for this machine (run ntprof machine)";
