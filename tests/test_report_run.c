@@ -983,6 +983,26 @@ static void set_gpu(fixture *fx)
 /* Ceilings a row ran above (or measured under load) make the roofline
  * unreliable: the JSON says so and why, as the warnings do, and a report
  * read back keeps it (compare reads reports). */
+/* A report written to a temporary file and read back (ntp_run_result_load). */
+static ntp_run_result *load_text(const char *text)
+{
+    char path[] = "/tmp/ntp-test-bandwidth-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_run_result *back = NULL;
+    ntp_status st = ntp_run_result_load(ctx, path, &back);
+    unlink(path);
+    if (st != NTP_STATUS_OK)
+        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
+    ntp_ctx_free(ctx);
+    return back;
+}
+
 static void test_roofline_unreliable(void **state)
 {
     fixture *fx = *state;
@@ -1009,24 +1029,11 @@ static void test_roofline_unreliable(void **state)
     free(bad);
     json_decref(root);
     /* Read back. */
-    char path[] = "/tmp/ntp-test-roofline-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_run_result *back = NULL;
-    ntp_status st = ntp_run_result_load(ctx, path, &back);
-    unlink(path);
-    if (st != NTP_STATUS_OK)
-        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
+    ntp_run_result *back = load_text(text);
     assert_true(back->roofline.available);
     assert_true(back->roofline.unreliable);
     assert_string_equal(back->roofline.stale_reason, "layer conv1 ran at 137% of the f32 peak");
     ntp_run_result_free(back);
-    ntp_ctx_free(ctx);
     free(text);
 }
 
@@ -1481,26 +1488,6 @@ static void test_sweep_task(void **state)
     assert_int_equal(ntp_report_write_run_sweep_task(fx->ctx, &fx->r, NULL, NULL, f),
                      NTP_STATUS_INVALID_ARGUMENT);
     fclose(f);
-}
-
-/* A report written to a temporary file and read back (ntp_run_result_load). */
-static ntp_run_result *load_text(const char *text)
-{
-    char path[] = "/tmp/ntp-test-bandwidth-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_run_result *back = NULL;
-    ntp_status st = ntp_run_result_load(ctx, path, &back);
-    unlink(path);
-    if (st != NTP_STATUS_OK)
-        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
-    ntp_ctx_free(ctx);
-    return back;
 }
 
 /* environment.contention.bandwidth (docs/report-format.md): written,
