@@ -10,7 +10,7 @@ string(APPEND NTP_PC_REQUIRES " hwloc")
 # The FMA and triad micro-kernels measure the hardware, not the compiler:
 # at -O0 (Debug) their accumulators would live in memory and the loops would
 # time store forwarding. They are compiled at -O2 in every build type.
-set_source_files_properties(${CMAKE_SOURCE_DIR}/src/machine/machine-kernels.c
+set_source_files_properties(${CMAKE_SOURCE_DIR}/src/measure/machine-kernels.c
                             PROPERTIES COMPILE_OPTIONS "-O2")
 
 # Every `ntprof run` records itself in the history under $XDG_DATA_HOME. No

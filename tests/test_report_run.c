@@ -983,6 +983,26 @@ static void set_gpu(fixture *fx)
 /* Ceilings a row ran above (or measured under load) make the roofline
  * unreliable: the JSON says so and why, as the warnings do, and a report
  * read back keeps it (compare reads reports). */
+/* A report written to a temporary file and read back (ntp_run_result_load). */
+static ntp_run_result *load_text(const char *text)
+{
+    char path[] = "/tmp/ntp-test-bandwidth-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_run_result *back = NULL;
+    ntp_status st = ntp_run_result_load(ctx, path, &back);
+    unlink(path);
+    if (st != NTP_STATUS_OK)
+        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
+    ntp_ctx_free(ctx);
+    return back;
+}
+
 static void test_roofline_unreliable(void **state)
 {
     fixture *fx = *state;
@@ -1009,24 +1029,11 @@ static void test_roofline_unreliable(void **state)
     free(bad);
     json_decref(root);
     /* Read back. */
-    char path[] = "/tmp/ntp-test-roofline-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_run_result *back = NULL;
-    ntp_status st = ntp_run_result_load(ctx, path, &back);
-    unlink(path);
-    if (st != NTP_STATUS_OK)
-        fail_msg("reading the report back: %s", ntp_ctx_errmsg(ctx));
+    ntp_run_result *back = load_text(text);
     assert_true(back->roofline.available);
     assert_true(back->roofline.unreliable);
     assert_string_equal(back->roofline.stale_reason, "layer conv1 ran at 137% of the f32 peak");
     ntp_run_result_free(back);
-    ntp_ctx_free(ctx);
     free(text);
 }
 
@@ -1483,6 +1490,155 @@ static void test_sweep_task(void **state)
     fclose(f);
 }
 
+/* environment.contention.bandwidth (docs/report-format.md): written,
+ * valid, read back field by field; a report without it (older) reads as
+ * not probed and writes none again; a probe that did not run says why. */
+static void test_bandwidth_check(void **state)
+{
+    fixture *fx = *state;
+    ntp_contention *c = &fx->r.env.contention;
+    c->measured = true;
+    c->window_s = 1.5;
+    c->cpus = 2;
+    c->other = 0.25;
+    c->resolution = 0.0125;
+    c->load_average = 0.75;
+    ntp_bandwidth_check *b = &c->bandwidth;
+    b->measured = true;
+    b->before_gbps = 14.25;
+    b->after_gbps = 10.75;
+    b->working_set_bytes = 134217600;
+    b->threads = 2;
+    b->cost_s = 0.0875;
+    b->ceiling_gbps = 20.5;
+    b->ceiling_min_gbps = 17.25;
+    b->before_share = 14.25 / 20.5;
+    b->after_share = 10.75 / 20.5;
+    b->low = true;
+
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    json_t *root = parse(text);
+    json_t *bo = json_object_get(
+        json_object_get(json_object_get(root, "environment"), "contention"), "bandwidth");
+    assert_non_null(bo);
+    assert_true(json_is_true(json_object_get(bo, "measured")));
+    assert_float_equal(num(bo, "before_gbps"), 14.25, 1e-12);
+    assert_float_equal(num(bo, "after_gbps"), 10.75, 1e-12);
+    assert_float_equal(num(bo, "ceiling_gbps"), 20.5, 1e-12);
+    assert_float_equal(num(bo, "ceiling_min_gbps"), 17.25, 1e-12);
+    assert_float_equal(num(bo, "before_share"), 14.25 / 20.5, 1e-12);
+    assert_float_equal(num(bo, "after_share"), 10.75 / 20.5, 1e-12);
+    assert_float_equal(num(bo, "low_share"), 0.8, 1e-12);
+    assert_float_equal(num(bo, "cost_s"), 0.0875, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(bo, "working_set_bytes")), 134217600);
+    assert_int_equal(json_integer_value(json_object_get(bo, "threads")), 2);
+    assert_true(json_is_true(json_object_get(bo, "low")));
+    assert_null(json_object_get(bo, "share_reason"));
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    /* The schema is strict about it. */
+    json_object_set_new(bo, "before_gbps", json_string("fast"));
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+
+    ntp_run_result *back = load_text(text);
+    const ntp_bandwidth_check *rb = &back->env.contention.bandwidth;
+    assert_true(rb->measured && rb->low);
+    assert_float_equal(rb->before_gbps, 14.25, 1e-12);
+    assert_float_equal(rb->after_gbps, 10.75, 1e-12);
+    assert_float_equal(rb->ceiling_gbps, 20.5, 1e-12);
+    assert_float_equal(rb->ceiling_min_gbps, 17.25, 1e-12);
+    assert_float_equal(rb->before_share, 14.25 / 20.5, 1e-12);
+    assert_float_equal(rb->after_share, 10.75 / 20.5, 1e-12);
+    assert_float_equal(rb->cost_s, 0.0875, 1e-12);
+    assert_int_equal(rb->working_set_bytes, 134217600);
+    assert_int_equal(rb->threads, 2);
+    assert_string_equal(rb->reason, "");
+    ntp_run_result_free(back);
+
+    /* The table's header line. */
+    char *table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    /* (The header wraps its lines at the terminal's width.) */
+    if (!strstr(table, "memory bandwidth: 14.2 GB/s before, 10.8 after: 70% and 52% of this"))
+        fail_msg("no bandwidth line in the header:\n%s", table);
+    assert_null(strstr(table, "memory bandwidth read low"));
+    free(table);
+    /* Beside a prediction, the low share is a note: the error of a
+     * memory-bound layer may be the machine's (docs/predict.md). */
+    fx->r.prediction.available = true;
+    snprintf(fx->r.prediction.calibration, sizeof fx->r.prediction.calibration, "test");
+    static const char note[] = "memory bandwidth read low around this run (52% of this";
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: memory bandwidth read low around this run (52% of this"))
+        fail_msg("no bandwidth note beside the prediction:\n%s", table);
+    free(table);
+    char *html = capture(fx, write_html, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(html, note));
+    free(html);
+    b->low = false;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "memory bandwidth read low"));
+    free(table);
+    fx->r.prediction.available = false;
+
+    /* Without ceilings: shares null with their reason, read back as n/a. */
+    b->ceiling_gbps = b->ceiling_min_gbps = 0;
+    b->before_share = b->after_share = -1;
+    b->low = false;
+    snprintf(b->share_reason, sizeof b->share_reason,
+             "no ceilings for this machine (run ntprof machine)");
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    back = load_text(text);
+    rb = &back->env.contention.bandwidth;
+    assert_true(rb->measured && !rb->low);
+    assert_true(rb->before_share == -1 && rb->after_share == -1 && rb->ceiling_gbps == 0);
+    assert_string_equal(rb->share_reason, "no ceilings for this machine (run ntprof machine)");
+    ntp_run_result_free(back);
+
+    /* Skipped: measured false and why. */
+    memset(b, 0, sizeof *b);
+    snprintf(b->reason, sizeof b->reason, "off (ntp_run_opts.bandwidth_probe)");
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    back = load_text(text);
+    rb = &back->env.contention.bandwidth;
+    assert_false(rb->measured);
+    assert_string_equal(rb->reason, "off (ntp_run_opts.bandwidth_probe)");
+    ntp_run_result_free(back);
+
+    /* An older report, without the field: reads, not probed, and is
+     * written without it again. */
+    json_decref(root);
+    root = parse(text);
+    json_object_del(json_object_get(json_object_get(root, "environment"), "contention"),
+                    "bandwidth");
+    char *old = json_dumps(root, 0);
+    back = load_text(old);
+    rb = &back->env.contention.bandwidth;
+    assert_false(rb->measured);
+    assert_string_equal(rb->reason, "");
+    assert_true(back->env.contention.measured);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(ntp_report_write_run(fx->ctx, back, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    long n = ftell(f);
+    char *again = calloc(1, (size_t)n + 1);
+    assert_non_null(again);
+    rewind(f);
+    assert_int_equal(fread(again, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    assert_null(strstr(again, "\"bandwidth\""));
+    assert_non_null(strstr(again, "\"contention\""));
+    free(again);
+    ntp_run_result_free(back);
+    free(old);
+    json_decref(root);
+    free(text);
+}
+
 static void test_bad_arguments(void **state)
 {
     fixture *fx = *state;
@@ -1513,6 +1669,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_overlapping_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bandwidth_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torch_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_task, setup, teardown),
     };

@@ -30,6 +30,16 @@ typedef struct ntp_counter_value {
     const char *reason; /* why n/a, NULL when available */
 } ntp_counter_value;
 
+/* When a run probes the memory bus (ntp_run_opts.bandwidth_probe). AUTO
+ * probes when min_time_s is at least NTP_BANDWIDTH_PROBE_MIN_TIME_S, so
+ * that the probes (at most about 2 x 50 ms) stay a small part of the run. */
+typedef enum ntp_bandwidth_probe {
+    NTP_BANDWIDTH_PROBE_AUTO = 0,
+    NTP_BANDWIDTH_PROBE_ON,
+    NTP_BANDWIDTH_PROBE_OFF
+} ntp_bandwidth_probe;
+#define NTP_BANDWIDTH_PROBE_MIN_TIME_S 0.5
+
 typedef struct ntp_run_opts {
     const char *backend;     /* NULL: the default backend */
     int warmup;              /* iterations run and discarded first */
@@ -101,6 +111,10 @@ typedef struct ntp_run_opts {
      * cluster's task, docs/cluster.md); NULL: a random one. ntp_run_compare
      * gives each backend's run its own. */
     const char *run_uuid;
+    /* The DRAM bandwidth probe around the measured window
+     * (docs/run.md#contention); AUTO (0): when min_time_s is at least
+     * NTP_BANDWIDTH_PROBE_MIN_TIME_S. */
+    ntp_bandwidth_probe bandwidth_probe;
 } ntp_run_opts;
 
 /* Set the defaults: warmup 3, iterations 10, min_time 1 s, seed 1,
@@ -224,6 +238,36 @@ static inline bool ntp_memory_has_device(const ntp_memory_result *m)
            m->device_workspace_bytes > 0 || m->device_peak_bytes > 0;
 }
 
+/* The memory bus around a run's measured window (docs/run.md#contention):
+ * a short DRAM triad before the warm-up and after the last measured
+ * iteration, as a share of this machine's stored DRAM triad ceiling. The
+ * CPU counters cannot see another guest or process that uses only the
+ * memory bus; this can, at the two ends of the window. */
+typedef struct ntp_bandwidth_check {
+    bool measured; /* false: not probed; `reason` says why */
+    char reason[128];
+    double before_gbps;        /* the probe before the warm-up; 0: it did not run */
+    double after_gbps;         /* the probe after the last measured iteration; 0: it did not run */
+    int64_t working_set_bytes; /* the three arrays of all threads */
+    int threads;
+    double cost_s; /* wall time of both probes: the instrument's overhead */
+    /* The stored DRAM triad ceiling (ntp_run_opts.ceilings: the best of its
+     * rounds) and its worst round; 0: no ceilings. */
+    double ceiling_gbps;
+    double ceiling_min_gbps;
+    /* before_gbps and after_gbps / ceiling_gbps; -1: n/a (share_reason). */
+    double before_share;
+    double after_share;
+    char share_reason[96];
+    /* A probe read below both the ceiling's worst round and
+     * NTP_BANDWIDTH_LOW_SHARE of the ceiling: the run warned. */
+    bool low;
+} ntp_bandwidth_check;
+
+/* How low a bandwidth probe may read, as a share of the DRAM triad
+ * ceiling, before a run warns (and below the ceiling's worst round too). */
+#define NTP_BANDWIDTH_LOW_SHARE 0.80
+
 /* What other processes and the hypervisor took from this run's CPUs while
  * it was measured (docs/run.md#contention), from /proc/stat's counters of
  * the CPUs the run may use against this process's own CPU time. */
@@ -243,6 +287,8 @@ typedef struct ntp_contention {
     /* other + steal - resolution >= NTP_CONTENTION_THRESHOLD: the run
      * warned that its figures may be distorted. */
     bool distorted;
+    /* The memory bus before and after the window (ntp_run only). */
+    ntp_bandwidth_check bandwidth;
 } ntp_contention;
 
 /* The share of the CPU that other processes and steal may take before a

@@ -240,6 +240,12 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
 {
     int nl = w->n;
     ntp_status st;
+    /* The memory bus before the warm-up, never between timed iterations:
+     * the probe would empty the caches the next one finds
+     * (docs/run.md#contention). */
+    ntp_bandwidth_check bw;
+    ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
+    ntp__bandwidth_before(&bw);
     progress(o, "warm-up", 0, o->warmup);
     for (int i = 0; i < o->warmup; i++) {
         if ((st = ntp__exec_steps(ctx, x, x->first_step, x->last_step)))
@@ -352,6 +358,9 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     getrusage(RUSAGE_SELF, &ru1);
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
+    /* After the window's own counts: the probe's arrays fault in pages. */
+    ntp__bandwidth_after(&bw);
+    r->env.contention.bandwidth = bw;
     r->trace = tr;
     r->n_trace = tr ? n : 0;
     *e2e_out = e2e;
@@ -820,8 +829,10 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
                     100 * r->end_to_end_ms.cv, 100 * noise);
     /* Contention is warned about whatever the spread: a run slowed evenly
      * by a busy neighbour varies little. */
-    char busy[256];
+    char busy[320];
     if (ntp__contention_warning(&r->env.contention, busy, sizeof busy))
+        add_warning(r, "%s", busy);
+    if (ntp__bandwidth_warning(&r->env.contention.bandwidth, busy, sizeof busy))
         add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)

@@ -34,133 +34,9 @@ void ntp_machine_opts_default(ntp_machine_opts *o)
     o->gemm = true;
 }
 
-/* --- a team of pinned threads ---------------------------------------------------------- */
-
-typedef struct team team;
-typedef void (*team_fn)(team *tm, int id);
-
-struct team {
-    int n;
-    int cpus[CPU_SETSIZE];
-    pthread_barrier_t barrier;
-    team_fn fn;
-    void *arg;
-    atomic_bool failed; /* a worker could not allocate */
-    /* Workers wait for `go` before touching the barrier, so a team whose
-     * last thread failed to start can be sent home instead of waiting at
-     * a barrier that would never open. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int go; /* 0 wait, 1 run, -1 abandon */
-};
-
-typedef struct worker {
-    team *tm;
-    int id;
-} worker;
-
-static void *worker_main(void *p)
-{
-    worker *w = p;
-    team *tm = w->tm;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(tm->cpus[w->id], &set);
-    /* Pinning may be refused (a restricted container); the measurement
-     * then runs unpinned, which can only make it look lower. */
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    pthread_mutex_lock(&tm->mu);
-    while (tm->go == 0)
-        pthread_cond_wait(&tm->cv, &tm->mu);
-    int go = tm->go;
-    pthread_mutex_unlock(&tm->mu);
-    if (go > 0)
-        tm->fn(tm, w->id);
-    return NULL;
-}
-
-/* The CPUs this process may run on, at most `limit` of them (0: all). */
-static int team_cpus(team *tm, int limit)
-{
-    cpu_set_t set;
-    tm->n = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        for (int c = 0; c < CPU_SETSIZE && (limit <= 0 || tm->n < limit); c++)
-            if (CPU_ISSET(c, &set))
-                tm->cpus[tm->n++] = c;
-    }
-    if (tm->n == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE && (limit <= 0 || tm->n < limit);
-             c++)
-            tm->cpus[tm->n++] = c;
-    }
-    return tm->n;
-}
-
-static void team_release(team *tm, int go)
-{
-    pthread_mutex_lock(&tm->mu);
-    tm->go = go;
-    pthread_cond_broadcast(&tm->cv);
-    pthread_mutex_unlock(&tm->mu);
-}
-
-static ntp_status team_run(ntp_ctx *ctx, team *tm, team_fn fn, void *arg)
-{
-    tm->fn = fn;
-    tm->arg = arg;
-    tm->failed = false;
-    tm->go = 0;
-    pthread_t *th = calloc((size_t)tm->n, sizeof *th);
-    worker *ws = calloc((size_t)tm->n, sizeof *ws);
-    if (!th || !ws) {
-        free(th);
-        free(ws);
-        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    }
-    if (pthread_barrier_init(&tm->barrier, NULL, (unsigned)tm->n) != 0) {
-        free(th);
-        free(ws);
-        return ntp__error(ctx, NTP_STATUS_INTERNAL, "machine: cannot create a barrier");
-    }
-    pthread_mutex_init(&tm->mu, NULL);
-    pthread_cond_init(&tm->cv, NULL);
-    /* Worker 0 runs on this thread, so a team of one starts nothing. */
-    int started = 1;
-    for (int i = 1; i < tm->n; i++) {
-        ws[i] = (worker){tm, i};
-        if (pthread_create(&th[i], NULL, worker_main, &ws[i]) != 0)
-            break;
-        started++;
-    }
-    ntp_status st = NTP_STATUS_OK;
-    if (started < tm->n) {
-        team_release(tm, -1);
-        st = ntp__error(ctx, NTP_STATUS_INTERNAL, "machine: cannot start %d threads", tm->n);
-    } else {
-        team_release(tm, 1);
-        cpu_set_t old, set;
-        bool restore = sched_getaffinity(0, sizeof old, &old) == 0;
-        CPU_ZERO(&set);
-        CPU_SET(tm->cpus[0], &set);
-        sched_setaffinity(0, sizeof set, &set);
-        fn(tm, 0);
-        if (restore)
-            sched_setaffinity(0, sizeof old, &old);
-    }
-    for (int i = 1; i < started; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&tm->barrier);
-    pthread_mutex_destroy(&tm->mu);
-    pthread_cond_destroy(&tm->cv);
-    free(th);
-    free(ws);
-    if (st == NTP_STATUS_OK && tm->failed)
-        st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY,
-                        "machine: out of memory for the triad arrays");
-    return st;
-}
+/* The team of pinned threads and the triad's rounds are in measure/triad.c,
+ * which a run's bandwidth probe shares. */
+typedef ntp__team team;
 
 /* --- the load around a measurement ---------------------------------------------------- */
 
@@ -187,9 +63,7 @@ static double other_busy(const ntp__contention_probe *p)
  * its ceiling untrustworthy: with every CPU running a kernel thread, any
  * other runnable process takes time from one of them. */
 #define CONTENDED_OTHER 0.10
-/* A round counts as clean when every thread had at least this share of
- * its wall time on a CPU. */
-#define CLEAN_RATIO 0.95
+#define CLEAN_RATIO NTP__TRIAD_CLEAN_RATIO
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -301,7 +175,7 @@ static ntp_status fma_measure(ntp_ctx *ctx, team *tm, bool smt, ntp_isa isa, ntp
     }
     ntp__contention_probe probe;
     ntp__contention_begin(&probe);
-    ntp_status st = team_run(ctx, tm, fma_worker, &j);
+    ntp_status st = ntp__team_run(ctx, tm, fma_worker, &j);
     double other = other_busy(&probe);
     free(j.ratio);
     free(j.rate);
@@ -342,7 +216,7 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
     team *one = calloc(1, sizeof *one);
     if (!one)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    team_cpus(one, 1);
+    ntp__team_cpus(one, 1);
     ntp_status st = NTP_STATUS_OK;
     for (int p = 0; p < NTP_KPREC_COUNT && c->n_peaks < NTP_MACHINE_MAX_PEAKS && !st; p++) {
         /* The best instruction set that has a kernel for p (AVX-512
@@ -430,55 +304,6 @@ static void check_ratios(ntp_ceilings *c)
 
 /* --- bandwidth ----------------------------------------------------------------------------- */
 
-typedef struct triad_job {
-    ntp_isa isa;
-    int64_t n; /* doubles per array per thread */
-    int reps;  /* passes per round */
-    double t0;
-    double secs[ROUNDS];
-    bool clean[ROUNDS];
-    double *ratio;
-} triad_job;
-
-static void triad_worker(team *tm, int id)
-{
-    triad_job *j = tm->arg;
-    size_t bytes = (size_t)j->n * sizeof(double);
-    /* Each thread allocates and first touches its own arrays, so they live
-     * on its NUMA node and in its caches. */
-    double *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes),
-           *c = aligned_alloc(64, bytes);
-    bool ok = a && b && c;
-    if (!ok)
-        tm->failed = true;
-    for (int64_t i = 0; ok && i < j->n; i++) {
-        a[i] = 0;
-        b[i] = 1.0;
-        c[i] = 2.0;
-    }
-    for (int r = 0; r < ROUNDS + 1; r++) {
-        pthread_barrier_wait(&tm->barrier);
-        if (id == 0)
-            j->t0 = ntp__now_us();
-        double w0 = ntp__now_us(), c0 = cputime_s(CLOCK_THREAD_CPUTIME_ID);
-        if (ok && !tm->failed)
-            ntp__triad_run(j->isa, a, b, c, j->n, j->reps);
-        double w = (ntp__now_us() - w0) / 1e6, cpu = cputime_s(CLOCK_THREAD_CPUTIME_ID) - c0;
-        if (r > 0)
-            j->ratio[id * ROUNDS + r - 1] = w > 0 ? cpu / w : 0;
-        pthread_barrier_wait(&tm->barrier);
-        /* Round 0 warms the caches and the TLB; it is not counted. */
-        if (id == 0 && r > 0) {
-            j->secs[r - 1] = (ntp__now_us() - j->t0) / 1e6;
-            j->clean[r - 1] = true;
-            for (int t = 0; t < tm->n; t++)
-                j->clean[r - 1] &= j->ratio[t * ROUNDS + r - 1] >= CLEAN_RATIO;
-        }
-    }
-    free(a);
-    free(b);
-    free(c);
-}
 /* The capacity one thread may use of a data/unified cache at `level`:
  * its instance's size shared among the threads that run under it. */
 static int64_t cache_share(const ntp_machine_info *m, int level, int threads)
@@ -500,39 +325,30 @@ static int64_t cache_share(const ntp_machine_info *m, int level, int threads)
 static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *o, const char *name,
                                 int64_t per_thread_bytes, ntp_ceilings *c)
 {
-    triad_job j = {.isa = ntp__isa_best()};
-    j.n = per_thread_bytes / 24;
-    j.n -= j.n % 8;
-    if (j.n < 64)
-        j.n = 64;
+    int64_t n = ntp__triad_elems(per_thread_bytes);
     /* Passes per round for about seconds / ROUNDS at a guessed 10 GB/s per
      * thread in DRAM and faster in caches: close enough, rounds only need
      * to be long against the clock and the barrier. */
-    double pass_s = 24.0 * (double)j.n / 10e9;
+    double pass_s = 24.0 * (double)n / 10e9;
     double want = o->seconds / ROUNDS / pass_s;
-    j.reps = want < 1 ? 1 : want > 1e7 ? 10000000 : (int)want;
+    int reps = want < 1 ? 1 : want > 1e7 ? 10000000 : (int)want;
     double best = 0;
     ntp_ceiling_spread sp = {0};
     /* A second attempt when the first read as contended. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!(j.ratio = calloc((size_t)tm->n * ROUNDS, sizeof *j.ratio)))
-            return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         ntp__contention_probe probe;
         ntp__contention_begin(&probe);
-        ntp_status st = team_run(ctx, tm, triad_worker, &j);
+        ntp__triad_rounds tr;
+        ntp_status st = ntp__triad_measure(ctx, tm, per_thread_bytes, reps, true, ROUNDS, 0, &tr);
         double other = other_busy(&probe);
-        free(j.ratio);
-        j.ratio = NULL;
         if (st)
             return st;
-        double gbps[ROUNDS], b = 0;
+        double b = 0;
         bool any_clean = false;
-        for (int r = 0; r < ROUNDS; r++) {
-            gbps[r] = j.secs[r] > 0 ? 24.0 * (double)j.n * j.reps * tm->n / j.secs[r] / 1e9 : 0;
-            any_clean |= j.clean[r];
-        }
+        for (int r = 0; r < tr.rounds; r++)
+            any_clean |= tr.clean[r];
         ntp_ceiling_spread s = {0};
-        spread_of(gbps, j.clean, ROUNDS, &b, &s);
+        spread_of(tr.gbps, tr.clean, tr.rounds, &b, &s);
         s.other_busy = other;
         s.contended = !any_clean || s.other_busy > CONTENDED_OTHER;
         if (attempt == 0 || b > best) {
@@ -547,7 +363,7 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
     int i = c->n_levels++;
     ntp_bandwidth *bw = &c->levels[i];
     snprintf(bw->level, sizeof bw->level, "%s", name);
-    bw->working_set_bytes = 24 * j.n * tm->n;
+    bw->working_set_bytes = 24 * n * tm->n;
     bw->gbps = best;
     c->level_spread[i] = sp;
     if (sp.contended)
@@ -577,11 +393,7 @@ static ntp_status measure_bandwidth(ntp_ctx *ctx, team *tm, const ntp_machine_in
     }
     /* DRAM: four times every last-level cache together, at least 128 MiB,
      * and no more than an eighth of memory. */
-    int64_t total = 4 * llc_total;
-    if (total < ((int64_t)128 << 20))
-        total = (int64_t)128 << 20;
-    if (m->memory_bytes > 0 && total > m->memory_bytes / 8)
-        total = m->memory_bytes / 8;
+    int64_t total = ntp__triad_dram_bytes(llc_total, m->memory_bytes);
     return measure_level(ctx, tm, o, "DRAM", total / tm->n, c);
 }
 
@@ -769,7 +581,7 @@ ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
     team *tm = calloc(1, sizeof *tm);
     if (!tm)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    team_cpus(tm, opts->threads);
+    ntp__team_cpus(tm, opts->threads);
     snprintf(out->machine_key, sizeof out->machine_key, "%s", m->key);
     snprintf(out->ntprof_version, sizeof out->ntprof_version, "%s", ntp_version());
     out->threads = tm->n;

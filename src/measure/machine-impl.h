@@ -3,9 +3,13 @@
 #define NTPROF_MACHINE_IMPL_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ntprof/context.h"
 #include "ntprof/machine.h"
 #include "measure/run-result-impl.h"
 
@@ -64,6 +68,67 @@ void ntp__clock_chain(int64_t iters);
  * write-allocate traffic not counted). */
 double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, int64_t n,
                       int reps);
+
+/* --- pinned teams and the triad's rounds (triad.c) ------------------------------------ */
+
+/* A team of threads, one pinned to each CPU it holds; worker 0 is the
+ * calling thread. A job's function runs on every worker and synchronises
+ * its rounds with `barrier`. */
+typedef struct ntp__team ntp__team;
+typedef void (*ntp__team_fn)(ntp__team *tm, int id);
+struct ntp__team {
+    int n;
+    int cpus[CPU_SETSIZE];
+    pthread_barrier_t barrier;
+    ntp__team_fn fn;
+    void *arg;
+    atomic_bool failed; /* a worker could not allocate */
+    /* Workers wait for `go` before touching the barrier, so a team whose
+     * last thread failed to start can be sent home instead of waiting at
+     * a barrier that would never open. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go; /* 0 wait, 1 run, -1 abandon */
+};
+/* The CPUs this process may run on, at most `limit` of them (0: all):
+ * tm->n. */
+int ntp__team_cpus(ntp__team *tm, int limit);
+/* Run fn on every worker of tm; OUT_OF_MEMORY when a worker set `failed`. */
+ntp_status ntp__team_run(ntp_ctx *ctx, ntp__team *tm, ntp__team_fn fn, void *arg);
+
+/* A round counts as clean when every thread had at least this share of
+ * its wall time on a CPU. */
+#define NTP__TRIAD_CLEAN_RATIO 0.95
+#define NTP__TRIAD_MAX_ROUNDS 16
+
+/* The rounds of one triad measurement: GB/s of each timed round (all
+ * threads, STREAM's 24 bytes per element) and whether it was clean. */
+typedef struct ntp__triad_rounds {
+    int rounds;
+    double gbps[NTP__TRIAD_MAX_ROUNDS];
+    bool clean[NTP__TRIAD_MAX_ROUNDS];
+    int64_t n;     /* doubles per array per thread */
+    int threads;   /* tm->n */
+    double wall_s; /* the whole measurement, allocation and warm-up included */
+} ntp__triad_rounds;
+/* Doubles per array of a triad whose three arrays take per_thread_bytes:
+ * a multiple of 8, at least 64. */
+int64_t ntp__triad_elems(int64_t per_thread_bytes);
+/* The triad on every thread of tm, each over its own three arrays of
+ * ntp__triad_elems(per_thread_bytes) doubles, allocated and first touched
+ * by that thread: with `warm`, one warm-up round (not counted; it brings
+ * an array that fits a cache level into it), then timed rounds of
+ * `reps` passes each, up to max_rounds (at most NTP__TRIAD_MAX_ROUNDS);
+ * with budget_s > 0 it stops after the first timed round that ends past
+ * budget_s of wall time since the call. Both the machine's bandwidth
+ * ceilings (machine-measure.c) and a run's bandwidth probe (bandwidth.c)
+ * measure with it. */
+ntp_status ntp__triad_measure(ntp_ctx *ctx, ntp__team *tm, int64_t per_thread_bytes, int reps,
+                              bool warm, int max_rounds, double budget_s, ntp__triad_rounds *out);
+/* The DRAM level's total working set (ntprof machine's rule): four times
+ * every last-level cache together, at least 128 MiB, at most an eighth of
+ * memory (memory_bytes <= 0: no cap). */
+int64_t ntp__triad_dram_bytes(int64_t llc_total_bytes, int64_t memory_bytes);
 
 /* A marker segment's traffic for the roofline: its rows' bytes, with each
  * recurrent row's parts (re-reads of the recurrent weights) instead of its

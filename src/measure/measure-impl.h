@@ -58,4 +58,31 @@ void ntp__contention_end(const ntp__contention_probe *p, ntp_contention *out);
  * ..."), into buf; false (buf empty) when the window is not distorted. */
 bool ntp__contention_warning(const ntp_contention *c, char *buf, size_t len);
 
+/* --- the memory bus around a window (bandwidth.c) ------------------------------------- */
+
+struct ntp_ceilings;
+/* Whether and how a run probes (docs/run.md#contention): b's working set
+ * and threads from the ceilings' DRAM triad (c, NULL: none; then ntprof
+ * machine's rule and every CPU this process may use), or measured false
+ * with the reason it is skipped. */
+void ntp__bandwidth_plan(const struct ntp_ceilings *c, ntp_bandwidth_probe mode, double min_time_s,
+                         ntp_bandwidth_check *b);
+/* The probe before the warm-up, and the one after the last measured
+ * iteration followed by the judgement. Each takes at most about 50 ms
+ * (b->cost_s adds them up); a failure clears measured and says why. */
+void ntp__bandwidth_before(ntp_bandwidth_check *b);
+void ntp__bandwidth_after(ntp_bandwidth_check *b);
+/* The judgement, pure: from b's GB/s and ceiling figures, the shares (-1
+ * where n/a, share_reason saying why when there is no ceiling) and `low`:
+ * a probe below both the ceiling's worst round and NTP_BANDWIDTH_LOW_SHARE
+ * of the ceiling. */
+void ntp__bandwidth_judge(ntp_bandwidth_check *b);
+/* The warning a low probe adds to a run ("memory bandwidth was ..."), into
+ * buf; false (buf empty) when neither probe read low. */
+bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len);
+/* The report header's line ("14.1 GB/s before, 10.9 after: 70% and 54% of
+ * this machine's DRAM triad (20.1 GB/s); ..."), or "n/a (reason)"; false
+ * when there is nothing to say (a report from before the probe). */
+bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len);
+
 #endif

@@ -22,6 +22,22 @@ void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len)
              p->threads_differ ? "; calibrated at another thread count" : "");
 }
 
+bool ntp__prediction_bandwidth_note(const ntp_run_result *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const ntp_bandwidth_check *b = &r->env.contention.bandwidth;
+    if (!r->prediction.available || !b->measured || !b->low)
+        return false;
+    double share = b->before_share;
+    if (b->after_share >= 0 && (share < 0 || b->after_share < share))
+        share = b->after_share;
+    snprintf(buf, len,
+             "memory bandwidth read low around this run (%.0f%% of this machine's DRAM triad): "
+             "a memory-bound layer's error may be the machine's, not the model's",
+             100 * share);
+    return true;
+}
+
 /* The row of run r at index i when it is one predicted layer row. */
 static const ntp_layer_result *predicted_row(const ntp_run_result *r, int i)
 {
@@ -129,6 +145,12 @@ void ntp__html_prediction_run(FILE *f, const ntp_run_result *r)
         return;
     fputs("<h2>Prediction beside measurement</h2>\n", f);
     ntp__html_prediction_card(f, p, NULL);
+    char note[256];
+    if (ntp__prediction_bandwidth_note(r, note, sizeof note)) {
+        fputs("<p class=\"warn\">", f);
+        ntp__html_text(f, note);
+        fputs("</p>\n", f);
+    }
     /* The layers the model misses by the most milliseconds. */
     ranked *k = calloc((size_t)r->n_layers + 1, sizeof *k);
     if (!k)

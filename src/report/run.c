@@ -8,6 +8,7 @@
 
 #include "core/ctx-impl.h"
 #include "measure/counters-impl.h"
+#include "measure/measure-impl.h"
 #include "report-impl.h"
 #include "ntprof/cluster.h"
 #include "ntprof/frameworks.h"
@@ -287,6 +288,9 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
                        "the layers not predicted took %.4g ms; without them the end-to-end "
                        "error is %+.1f%%",
                        p->unpredicted_ms, 100.0 * p->covered_error);
+    char note[256];
+    if (ntp__prediction_bandwidth_note(r, note, sizeof note))
+        ntp__put_wrapped(f, "prediction: ", note);
     if (p->threads_differ)
         ntp__put_linef(f,
                        "prediction: THREADS DIFFER: calibrated at %d threads, run at %d; "
@@ -505,6 +509,8 @@ static void table_environment(FILE *f, const ntp_run_result *r)
         snprintf(text, sizeof text, "n/a (%s)", c->reason[0] ? c->reason : "not measured");
     }
     ntp__put_wrapped(f, "contention: ", text);
+    if (ntp__bandwidth_line(&c->bandwidth, text, sizeof text))
+        ntp__put_wrapped(f, "memory bandwidth: ", text);
 }
 
 /* Where the layers ran: how many of the (non-inlay) layers the chosen
@@ -884,6 +890,34 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     }
     ntp__jset(ok, ct, "load_average_start",
               c->load_average >= 0 ? ntp__json_num(c->load_average) : json_null());
+    /* A report read back from before the bandwidth probe has none. */
+    const ntp_bandwidth_check *b = &c->bandwidth;
+    if (b->measured || b->reason[0]) {
+        json_t *bo = json_object();
+        ntp__jset(ok, bo, "measured", json_boolean(b->measured));
+        if (b->measured) {
+            ntp__jset(ok, bo, "before_gbps", ntp__json_num(b->before_gbps));
+            ntp__jset(ok, bo, "after_gbps", ntp__json_num(b->after_gbps));
+            ntp__jset(ok, bo, "working_set_bytes", json_integer(b->working_set_bytes));
+            ntp__jset(ok, bo, "threads", json_integer(b->threads));
+            ntp__jset(ok, bo, "cost_s", ntp__json_num(b->cost_s));
+            bool ceil = b->ceiling_gbps > 0;
+            ntp__jset(ok, bo, "ceiling_gbps", ceil ? ntp__json_num(b->ceiling_gbps) : json_null());
+            ntp__jset(ok, bo, "ceiling_min_gbps",
+                      ceil ? ntp__json_num(b->ceiling_min_gbps) : json_null());
+            ntp__jset(ok, bo, "before_share",
+                      b->before_share >= 0 ? ntp__json_num(b->before_share) : json_null());
+            ntp__jset(ok, bo, "after_share",
+                      b->after_share >= 0 ? ntp__json_num(b->after_share) : json_null());
+            if (b->share_reason[0])
+                ntp__jset(ok, bo, "share_reason", ntp__json_str(b->share_reason));
+            ntp__jset(ok, bo, "low_share", ntp__json_num(NTP_BANDWIDTH_LOW_SHARE));
+            ntp__jset(ok, bo, "low", json_boolean(b->low));
+        } else {
+            ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
+        }
+        ntp__jset(ok, ct, "bandwidth", bo);
+    }
     ntp__jset(ok, o, "contention", ct);
     return o;
 }

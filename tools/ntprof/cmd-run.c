@@ -25,6 +25,7 @@ enum { OPT_PLACE = 1200, OPT_CUDA_GRAPH, OPT_BACKEND_OPTIONS };
 enum { OPT_RUN_UUID = 1300 };
 enum { OPT_NO_RECORD = 1400 };
 enum { OPT_TORCH_SCRIPT = 1500 };
+enum { OPT_BANDWIDTH_PROBE = 1600 };
 
 /* A UUID as ntprof writes them: 8-4-4-4-12 lowercase hex digits. */
 static bool valid_uuid(const char *u)
@@ -239,6 +240,10 @@ int cmd_run(int argc, char **argv)
                 &ro.only_marker),
         CLI_OPT("noise-cv", OPT_NOISE, "X",
                 "warn when the coefficient of variation exceeds X (0.05)"),
+        CLI_OPT("bandwidth-probe", OPT_BANDWIDTH_PROBE, "WHEN",
+                "time a DRAM triad before and after the measured window:\n"
+                "auto (when --min-time is at least 0.5), on, off\n"
+                "(docs/run.md#contention)"),
         CLI_UNSET("no-accuracy", OPT_NO_ACCURACY,
                   "skip the f32 comparison of bf16, f16 and i8 runs", &ro.accuracy),
         CLI_HELP("counters and tools (a separate pass after the timing; docs/counters.md):\n"),
@@ -306,6 +311,18 @@ int cmd_run(int argc, char **argv)
                 goto out;
             }
             ro.min_time_s = d;
+            break;
+        case OPT_BANDWIDTH_PROBE:
+            if (strcmp(optarg, "auto") == 0)
+                ro.bandwidth_probe = NTP_BANDWIDTH_PROBE_AUTO;
+            else if (strcmp(optarg, "on") == 0)
+                ro.bandwidth_probe = NTP_BANDWIDTH_PROBE_ON;
+            else if (strcmp(optarg, "off") == 0)
+                ro.bandwidth_probe = NTP_BANDWIDTH_PROBE_OFF;
+            else {
+                cli_error("--bandwidth-probe expects auto, on or off, got '%s'", optarg);
+                goto out;
+            }
             break;
         case OPT_NOISE:
             if (!cli_parse_double(optarg, 0, 10, &d) || d == 0) {

@@ -1,0 +1,234 @@
+/* The memory bus around a run's measured window (docs/run.md#contention).
+ *
+ * The CPU counters of contention.c see other processes and the
+ * hypervisor's steal, not a neighbour that shares only the memory bus: on a
+ * virtual machine another guest can halve this one's DRAM bandwidth while
+ * every CPU reads idle. So a run times a short DRAM triad, the one its
+ * machine's ceilings were measured with (triad.c), before the warm-up and
+ * after the last measured iteration, and compares each with the stored
+ * DRAM triad ceiling. Never between timed iterations: it would empty the
+ * caches the next iteration finds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "machine-impl.h"
+#include "measure-impl.h"
+#include "ntprof/context.h"
+
+/* Wall time one probe may take (allocation, first touch, warm-up and its
+ * timed passes), and its timed rounds at most. */
+#define PROBE_BUDGET_S 0.05
+#define PROBE_MAX_ROUNDS 8
+/* Most of a probe's time is the first touch of its arrays (page faults),
+ * which the budget cannot stop: a working set larger than this (the DRAM
+ * set of a machine whose last-level caches hold more than 64 MiB) is cut
+ * to it, and may then sit partly in a large cache and read high, never
+ * low (docs/run.md#the-memory-bus). */
+#define PROBE_MAX_BYTES ((int64_t)256 << 20)
+
+static const char NO_CEILINGS[] = "no ceilings for this machine (run ntprof machine)";
+
+void ntp__bandwidth_judge(ntp_bandwidth_check *b)
+{
+    b->before_share = b->after_share = -1;
+    b->low = false;
+    if (!b->measured)
+        return;
+    if (!(b->ceiling_gbps > 0)) {
+        if (!b->share_reason[0])
+            snprintf(b->share_reason, sizeof b->share_reason, "%s", NO_CEILINGS);
+        return;
+    }
+    b->share_reason[0] = '\0';
+    if (b->before_gbps > 0)
+        b->before_share = b->before_gbps / b->ceiling_gbps;
+    if (b->after_gbps > 0)
+        b->after_share = b->after_gbps / b->ceiling_gbps;
+    /* The ceiling is the best of its rounds; its worst round says how low
+     * a clean measurement of this machine went. Low is below both. */
+    double floor = NTP_BANDWIDTH_LOW_SHARE * b->ceiling_gbps;
+    if (b->ceiling_min_gbps > 0 && b->ceiling_min_gbps < floor)
+        floor = b->ceiling_min_gbps;
+    b->low = (b->before_gbps > 0 && b->before_gbps < floor) ||
+             (b->after_gbps > 0 && b->after_gbps < floor);
+}
+
+bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!b->measured || !b->low || !(b->ceiling_gbps > 0))
+        return false;
+    /* The lower of the probes that ran names the figure. */
+    bool after = b->after_share >= 0 && (b->before_share < 0 || b->after_share < b->before_share);
+    double share = after ? b->after_share : b->before_share;
+    double gbps = after ? b->after_gbps : b->before_gbps;
+    snprintf(buf, len,
+             "memory bandwidth was %.0f%% of this machine's DRAM triad %s the measured window "
+             "(%.1f of %.1f GB/s): another guest or process is using the memory bus; "
+             "bandwidth-bound layers may read slow",
+             100 * share, after ? "after" : "before", gbps, b->ceiling_gbps);
+    return true;
+}
+
+bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!b->measured) {
+        if (!b->reason[0])
+            return false;
+        snprintf(buf, len, "n/a (%s)", b->reason);
+        return true;
+    }
+    char share[192];
+    if (b->before_share >= 0 && b->after_share >= 0)
+        snprintf(share, sizeof share,
+                 ": %.0f%% and %.0f%% of this machine's DRAM triad (%.1f GB/s)",
+                 100 * b->before_share, 100 * b->after_share, b->ceiling_gbps);
+    else
+        snprintf(share, sizeof share, "; share n/a: %s",
+                 b->share_reason[0] ? b->share_reason : NO_CEILINGS);
+    snprintf(buf, len,
+             "%.1f GB/s before, %.1f after%s; the probes took %.0f ms (%d thread%s over %.0f MiB)",
+             b->before_gbps, b->after_gbps, share, 1e3 * b->cost_s, b->threads,
+             b->threads == 1 ? "" : "s", (double)b->working_set_bytes / (1 << 20));
+    return true;
+}
+
+/* The DRAM triad's ceiling and worst round in c; false when c has none. */
+static bool dram_ceiling(const ntp_ceilings *c, double *gbps, double *min, int64_t *ws)
+{
+    for (int i = c ? c->n_levels - 1 : -1; i >= 0; i--)
+        if (strcmp(c->levels[i].level, "DRAM") == 0 && c->levels[i].gbps > 0) {
+            *gbps = c->levels[i].gbps;
+            *min = c->level_spread[i].min;
+            *ws = c->levels[i].working_set_bytes;
+            return true;
+        }
+    return false;
+}
+
+/* The size of CPU 0's outermost data or unified cache in sysfs (what
+ * hwloc reads for ntprof machine; the C library's sysconf may report the
+ * whole package's on a virtual machine), in bytes; 0 when unknown. */
+static int64_t llc_bytes(void)
+{
+    int64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96], text[32];
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool ok = fscanf(f, "%d", &level) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (!ok || !(f = fopen(path, "r")))
+            continue;
+        ok = fgets(text, sizeof text, f) && strncmp(text, "Instruction", 11) != 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        long kib = 0;
+        if (!ok || level < best_level || !(f = fopen(path, "r")))
+            continue;
+        if (fscanf(f, "%ldK", &kib) == 1 && kib > 0) {
+            best = (int64_t)kib * 1024;
+            best_level = level;
+        }
+        fclose(f);
+    }
+    return best;
+}
+
+/* Without ceilings: ntprof machine's DRAM working set from the last-level
+ * cache (one instance) and physical memory. */
+static int64_t default_working_set(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t mem = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    return ntp__triad_dram_bytes(llc_bytes(), mem);
+}
+
+void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double min_time_s,
+                         ntp_bandwidth_check *b)
+{
+    memset(b, 0, sizeof *b);
+    b->before_share = b->after_share = -1;
+    if (mode == NTP_BANDWIDTH_PROBE_OFF) {
+        snprintf(b->reason, sizeof b->reason, "off (ntp_run_opts.bandwidth_probe)");
+        return;
+    }
+    if (mode == NTP_BANDWIDTH_PROBE_AUTO && min_time_s < NTP_BANDWIDTH_PROBE_MIN_TIME_S) {
+        snprintf(b->reason, sizeof b->reason,
+                 "skipped: min_time_s %.3g s is below %.3g s, and the probes take about "
+                 "%.0f ms",
+                 min_time_s, NTP_BANDWIDTH_PROBE_MIN_TIME_S, 2 * PROBE_BUDGET_S * 1e3);
+        return;
+    }
+    ntp__team tm;
+    int avail = ntp__team_cpus(&tm, 0);
+    if (dram_ceiling(c, &b->ceiling_gbps, &b->ceiling_min_gbps, &b->working_set_bytes)) {
+        b->threads = c->threads > 0 && c->threads < avail ? c->threads : avail;
+    } else {
+        b->working_set_bytes = default_working_set();
+        b->threads = avail;
+        if (c)
+            snprintf(b->share_reason, sizeof b->share_reason,
+                     "the machine's ceilings have no DRAM triad");
+    }
+    if (b->working_set_bytes > PROBE_MAX_BYTES)
+        b->working_set_bytes = PROBE_MAX_BYTES;
+    b->measured = true;
+}
+
+/* One probe: the best round of the triad over the plan's working set (of
+ * the clean rounds when any), in GB/s; 0 and b's reason on failure. */
+static double probe(ntp_bandwidth_check *b)
+{
+    ntp__team *tm = calloc(1, sizeof *tm);
+    ntp_ctx *ctx = ntp_ctx_init();
+    double best = 0;
+    if (!tm || !ctx) {
+        snprintf(b->reason, sizeof b->reason, "out of memory");
+        b->measured = false;
+    } else {
+        ntp__team_cpus(tm, b->threads);
+        ntp__triad_rounds tr;
+        double t0 = ntp__now_us();
+        ntp_status st = ntp__triad_measure(ctx, tm, b->working_set_bytes / tm->n, 1, false,
+                                           PROBE_MAX_ROUNDS, PROBE_BUDGET_S, &tr);
+        b->cost_s += (ntp__now_us() - t0) / 1e6;
+        if (st) {
+            snprintf(b->reason, sizeof b->reason, "%s", ntp_ctx_errmsg(ctx));
+            b->measured = false;
+        }
+        double clean = 0, any = 0;
+        for (int r = 0; !st && r < tr.rounds; r++) {
+            if (tr.gbps[r] > any)
+                any = tr.gbps[r];
+            if (tr.clean[r] && tr.gbps[r] > clean)
+                clean = tr.gbps[r];
+        }
+        best = clean > 0 ? clean : any;
+        b->threads = tm->n;
+    }
+    ntp_ctx_free(ctx);
+    free(tm);
+    return best;
+}
+
+void ntp__bandwidth_before(ntp_bandwidth_check *b)
+{
+    if (b->measured)
+        b->before_gbps = probe(b);
+}
+
+void ntp__bandwidth_after(ntp_bandwidth_check *b)
+{
+    if (b->measured)
+        b->after_gbps = probe(b);
+    ntp__bandwidth_judge(b);
+}

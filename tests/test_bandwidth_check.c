@@ -1,0 +1,296 @@
+/* The memory bus around a run (docs/run.md#contention): the judgement of
+ * the bandwidth probes on hand-made figures (shares, the threshold from
+ * the ceiling's worst round and 80%, the n/a cases, the warning and the
+ * header's words), when a run probes, and (with the argument "live", its
+ * own ctest) a real run's probes against a DRAM ceiling measured in the
+ * same process with the same function, ntp__triad_measure. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "measure/machine-impl.h"
+#include "measure/measure-impl.h"
+#include "ntprof/ntprof.h"
+
+/* A check as a run fills it: measured, with both probes and a ceiling. */
+static ntp_bandwidth_check check(double before, double after, double ceiling, double worst)
+{
+    ntp_bandwidth_check b;
+    memset(&b, 0, sizeof b);
+    b.measured = true;
+    b.before_gbps = before;
+    b.after_gbps = after;
+    b.ceiling_gbps = ceiling;
+    b.ceiling_min_gbps = worst;
+    b.working_set_bytes = (int64_t)128 << 20;
+    b.threads = 2;
+    b.cost_s = 0.083;
+    return b;
+}
+
+static void test_judge(void **state)
+{
+    (void)state;
+    char msg[320];
+    /* 14.2 and 10.8 of 20 GB/s: 71% and 54%. The ceiling's worst round
+     * was 17 (85%): low is below 16, 80% of the ceiling, the lower of the
+     * two. After reads low. */
+    ntp_bandwidth_check b = check(14.2, 10.8, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_float_equal(b.before_share, 0.71, 1e-12);
+    assert_float_equal(b.after_share, 0.54, 1e-12);
+    assert_true(b.low);
+    assert_string_equal(b.share_reason, "");
+    assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_string_equal(msg, "memory bandwidth was 54% of this machine's DRAM triad after the "
+                             "measured window (10.8 of 20.0 GB/s): another guest or process is "
+                             "using the memory bus; bandwidth-bound layers may read slow");
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_string_equal(msg, "14.2 GB/s before, 10.8 after: 71% and 54% of this machine's DRAM "
+                             "triad (20.0 GB/s); the probes took 83 ms (2 threads over 128 MiB)");
+
+    /* The lower probe names the figure: before this time. */
+    b = check(9.0, 15.0, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.low);
+    assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "was 45% of this machine's DRAM triad before the measured window "
+                                "(9.0 of 20.0 GB/s)"));
+
+    /* A ceiling whose rounds went as low as 12 (60%): 70% is within what a
+     * clean round of this machine read, 11 (55%) is below it. */
+    b = check(14.0, 15.0, 20.0, 12.0);
+    ntp__bandwidth_judge(&b);
+    assert_false(b.low);
+    assert_false(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_string_equal(msg, "");
+    b = check(14.0, 11.0, 20.0, 12.0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.low);
+
+    /* Without a worst round (ceilings stored without their spread): 80%
+     * alone, strictly below. */
+    b = check(16.0, 16.0, 20.0, 0);
+    ntp__bandwidth_judge(&b);
+    assert_false(b.low);
+    b = check(16.0, 15.9, 20.0, 0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.low);
+    /* Above the ceiling (a probe that sat partly in a cache) is not low. */
+    b = check(30.0, 25.0, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_false(b.low);
+    assert_float_equal(b.before_share, 1.5, 1e-12);
+
+    /* No ceilings: the GB/s stand, the shares are n/a and say why. */
+    b = check(14.1, 10.8, 0, 0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.before_share == -1 && b.after_share == -1);
+    assert_false(b.low);
+    assert_string_equal(b.share_reason, "no ceilings for this machine (run ntprof machine)");
+    assert_false(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_string_equal(msg, "14.1 GB/s before, 10.8 after; share n/a: no ceilings for this "
+                             "machine (run ntprof machine); the probes took 83 ms (2 threads "
+                             "over 128 MiB)");
+    /* ... and a reason the plan gave stays. */
+    b = check(14.1, 10.8, 0, 0);
+    snprintf(b.share_reason, sizeof b.share_reason, "the machine's ceilings have no DRAM triad");
+    ntp__bandwidth_judge(&b);
+    assert_string_equal(b.share_reason, "the machine's ceilings have no DRAM triad");
+
+    /* Not measured: nothing judged, the reason in the header. */
+    b = check(0, 0, 20.0, 17.0);
+    b.measured = false;
+    snprintf(b.reason, sizeof b.reason, "off (ntp_run_opts.bandwidth_probe)");
+    ntp__bandwidth_judge(&b);
+    assert_false(b.low);
+    assert_true(b.before_share == -1 && b.after_share == -1);
+    assert_false(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_string_equal(msg, "n/a (off (ntp_run_opts.bandwidth_probe))");
+    /* A report from before the probe: nothing to say at all. */
+    memset(&b, 0, sizeof b);
+    assert_false(ntp__bandwidth_line(&b, msg, sizeof msg));
+}
+
+static void test_plan(void **state)
+{
+    (void)state;
+    ntp_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.threads = 1;
+    c.n_levels = 2;
+    snprintf(c.levels[0].level, sizeof c.levels[0].level, "L3");
+    c.levels[0].gbps = 100;
+    c.levels[0].working_set_bytes = 16 << 20;
+    snprintf(c.levels[1].level, sizeof c.levels[1].level, "DRAM");
+    c.levels[1].gbps = 20;
+    c.levels[1].working_set_bytes = (int64_t)128 << 20;
+    c.level_spread[1].min = 17;
+    ntp_bandwidth_check b;
+
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_OFF, 10, &b);
+    assert_false(b.measured);
+    assert_string_equal(b.reason, "off (ntp_run_opts.bandwidth_probe)");
+    /* auto skips a run whose window may be shorter than the probes, and
+     * says so; on probes it anyway. */
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_AUTO, 0.1, &b);
+    assert_false(b.measured);
+    assert_string_equal(b.reason, "skipped: min_time_s 0.1 s is below 0.5 s, and the probes take "
+                                  "about 100 ms");
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_AUTO, 0.5, &b);
+    assert_true(b.measured);
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_ON, 0, &b);
+    assert_true(b.measured);
+    /* The DRAM level's working set, threads and ceiling, not the L3's. */
+    assert_true(b.ceiling_gbps == 20 && b.ceiling_min_gbps == 17);
+    assert_int_equal(b.working_set_bytes, (int64_t)128 << 20);
+    assert_int_equal(b.threads, 1);
+    /* A working set too large to touch within the budget is cut. */
+    c.levels[1].working_set_bytes = (int64_t)1 << 30;
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_ON, 0, &b);
+    assert_int_equal(b.working_set_bytes, (int64_t)256 << 20);
+    /* Ceilings without a DRAM triad, and none: measured, share n/a. */
+    c.n_levels = 1;
+    ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_ON, 0, &b);
+    assert_true(b.measured);
+    assert_true(b.ceiling_gbps == 0);
+    assert_string_equal(b.share_reason, "the machine's ceilings have no DRAM triad");
+    assert_true(b.working_set_bytes >= (int64_t)128 << 20);
+    ntp__bandwidth_plan(NULL, NTP_BANDWIDTH_PROBE_ON, 0, &b);
+    assert_true(b.measured);
+    assert_string_equal(b.share_reason, "");
+    assert_true(b.threads >= 1);
+}
+
+/* --- live: a run's probes against a ceiling measured here ------------------------------ */
+
+static const char topology[] = "<topology name=\"bw\" batch=\"1\">"
+                               "<input name=\"x\" shape=\"${batch},64\" dtype=\"f32\"/>"
+                               "<fc name=\"fc\" units=\"64\"/></topology>";
+
+/* The share of the CPUs others took over half a second; -1 unknown. */
+static double others(void)
+{
+    ntp__contention_probe p;
+    ntp__contention_begin(&p);
+    struct timespec nap = {0, 500000000};
+    nanosleep(&nap, NULL);
+    ntp_contention c;
+    ntp__contention_end(&p, &c);
+    return c.measured ? c.other + c.steal : -1;
+}
+
+static int live(void)
+{
+    /* The ceiling as ntprof machine measures its DRAM level: every CPU,
+     * 128 MiB, a warm-up round and seven rounds, the best. */
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp__team *tm = calloc(1, sizeof *tm);
+    if (!ctx || !tm)
+        return 1;
+    ntp__team_cpus(tm, 0);
+    int64_t ws = (int64_t)128 << 20;
+    ntp__triad_rounds tr;
+    if (ntp__triad_measure(ctx, tm, ws / tm->n, 1, true, 7, 0, &tr) != NTP_STATUS_OK) {
+        printf("FAIL: the ceiling: %s\n", ntp_ctx_errmsg(ctx));
+        return 1;
+    }
+    ntp_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.threads = tm->n;
+    c.n_levels = 1;
+    snprintf(c.levels[0].level, sizeof c.levels[0].level, "DRAM");
+    c.levels[0].working_set_bytes = 24 * tr.n * tm->n;
+    c.level_spread[0].min = tr.gbps[0];
+    for (int r = 0; r < tr.rounds; r++) {
+        if (tr.gbps[r] > c.levels[0].gbps)
+            c.levels[0].gbps = tr.gbps[r];
+        if (tr.gbps[r] < c.level_spread[0].min)
+            c.level_spread[0].min = tr.gbps[r];
+    }
+    free(tm);
+
+    ntp_graph *g = NULL;
+    ntp_run_result *r = NULL;
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = "ref";
+    o.warmup = 1;
+    o.iterations = 3;
+    o.min_time_s = 0;
+    o.accuracy = false;
+    o.ceilings = &c;
+    o.bandwidth_probe = NTP_BANDWIDTH_PROBE_ON;
+    if (ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "bw", NULL, &g) ||
+        ntp_run(ctx, g, &o, &r)) {
+        printf("FAIL: the run: %s\n", ntp_ctx_errmsg(ctx));
+        return 1;
+    }
+    const ntp_bandwidth_check *b = &ntp_run_result_env(r)->contention.bandwidth;
+    double ceil = c.levels[0].gbps;
+    printf("ceiling %.2f GB/s (worst round %.2f) over %lld bytes on %d threads; probes %.2f and "
+           "%.2f GB/s (%.0f%% and %.0f%%) over %lld bytes on %d threads in %.0f ms\n",
+           ceil, c.level_spread[0].min, (long long)c.levels[0].working_set_bytes, c.threads,
+           b->before_gbps, b->after_gbps, 100 * b->before_share, 100 * b->after_share,
+           (long long)b->working_set_bytes, b->threads, 1e3 * b->cost_s);
+    int rc = 0;
+    if (!b->measured) {
+        printf("FAIL: not measured: %s\n", b->reason);
+        rc = 1;
+    } else if (b->working_set_bytes != c.levels[0].working_set_bytes || b->threads != c.threads ||
+               b->ceiling_gbps != ceil || fabs(b->before_share - b->before_gbps / ceil) > 1e-12 ||
+               fabs(b->after_share - b->after_gbps / ceil) > 1e-12) {
+        printf("FAIL: the probes did not use the ceiling's working set, threads and figure\n");
+        rc = 1;
+    } else {
+        /* The same function over the same arrays: within a factor that
+         * only a broken probe (a cache-sized set, bytes miscounted by a
+         * pass or a thread) leaves. */
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            double v = i ? b->after_gbps : b->before_gbps;
+            if (!(v > 0.05 * ceil && v < 3 * ceil)) {
+                double busy = others();
+                if (busy < 0 || busy >= 0.10) {
+                    printf("SKIP: the machine is busy (others %.0f%%)\n", 100 * busy);
+                    rc = 77;
+                } else {
+                    printf("FAIL: %s probe %.2f GB/s outside (0.05x, 3x) of %.2f\n",
+                           i ? "after" : "before", v, ceil);
+                    rc = 1;
+                }
+            }
+        }
+        /* The probe's cost is reported and bounded: 50 ms each plus one
+         * round past it; a loaded machine may stretch it. */
+        if (rc == 0 && !(b->cost_s > 0)) {
+            printf("FAIL: no cost reported\n");
+            rc = 1;
+        }
+    }
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "live") == 0)
+        return live();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
