@@ -147,7 +147,7 @@ static void test_plan(void **state)
     ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_AUTO, 0.1, &b);
     assert_false(b.measured);
     assert_string_equal(b.reason, "skipped: min_time_s 0.1 s is below 0.5 s, and the probes take "
-                                  "about 100 ms");
+                                  "about 0.3 s");
     ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_AUTO, 0.5, &b);
     assert_true(b.measured);
     ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_ON, 0, &b);
@@ -220,6 +220,9 @@ static int live(void)
             c.level_spread[0].min = tr.gbps[r];
     }
     free(tm);
+    /* The run's peak resident set must not hold the probe's arrays: the
+     * high-water mark set back after the ceiling's own arrays. */
+    int64_t base = ntp__rss_peak_reset() ? ntp__rss_peak_bytes() : 0;
 
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
@@ -275,6 +278,14 @@ static int live(void)
          * round past it; a loaded machine may stretch it. */
         if (rc == 0 && !(b->cost_s > 0)) {
             printf("FAIL: no cost reported\n");
+            rc = 1;
+        }
+        /* A 64x64 fc adds far less than half the probe's 128 MiB. */
+        int64_t peak = ntp_run_result_memory(r)->peak_rss_bytes;
+        printf("peak resident set %.1f MiB, %.1f MiB before the run\n", peak / 1048576.0,
+               base / 1048576.0);
+        if (rc == 0 && base > 0 && !(peak > 0 && peak < base + ws / 2)) {
+            printf("FAIL: the peak resident set holds the probe's arrays\n");
             rc = 1;
         }
     }

@@ -215,9 +215,11 @@ typedef struct ntp_memory_result {
      * an int8 backend quantises (0 when none). */
     int64_t weight_bytes;
     int64_t weight_copy_bytes;
-    int64_t arena_bytes;                /* planned activation arena */
-    int64_t workspace_bytes;            /* largest per-layer workspace */
-    int64_t peak_rss_bytes;             /* process peak resident set */
+    int64_t arena_bytes;     /* planned activation arena */
+    int64_t workspace_bytes; /* largest per-layer workspace */
+    /* Process peak resident set, without the bandwidth probe's arrays
+     * where /proc lets its high-water mark be set back (docs/run.md). */
+    int64_t peak_rss_bytes;
     int64_t minor_faults, major_faults; /* during the measured iterations */
     /* Device memory of accelerator backends (docs/gpu.md), 0 without one:
      * weights, activations (buffers of internal tensors and staging at

@@ -245,7 +245,13 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
      * (docs/run.md#contention). */
     ntp_bandwidth_check bw;
     ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
+    /* The probe's arrays are not the run's memory: the peak before it,
+     * and the high-water mark set back after each probe (ntp_run keeps the
+     * larger; when /proc cannot set it back, the process's peak, probe
+     * included, as getrusage tells it). */
+    int64_t peak = ntp__rss_peak_bytes();
     ntp__bandwidth_before(&bw);
+    bool peak_ok = peak > 0 && (!bw.measured || ntp__rss_peak_reset());
     progress(o, "warm-up", 0, o->warmup);
     for (int i = 0; i < o->warmup; i++) {
         if ((st = ntp__exec_steps(ctx, x, x->first_step, x->last_step)))
@@ -359,7 +365,10 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
     /* After the window's own counts: the probe's arrays fault in pages. */
+    int64_t window_peak = ntp__rss_peak_bytes();
     ntp__bandwidth_after(&bw);
+    peak_ok = peak_ok && window_peak > 0 && (!bw.measured || ntp__rss_peak_reset());
+    r->memory.peak_rss_bytes = peak_ok ? (peak > window_peak ? peak : window_peak) : 0;
     r->env.contention.bandwidth = bw;
     r->trace = tr;
     r->n_trace = tr ? n : 0;
@@ -816,9 +825,17 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         r->memory.device_workspace_bytes += dws;
         r->memory.device_peak_bytes += dp;
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    /* measure() kept the peak without its bandwidth probes; what came
+     * since counts too. */
+    int64_t hwm = ntp__rss_peak_bytes();
+    if (r->memory.peak_rss_bytes > 0 && hwm > 0) {
+        if (hwm > r->memory.peak_rss_bytes)
+            r->memory.peak_rss_bytes = hwm;
+    } else {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    }
     for (size_t i = warn0; i < ntp_ctx_warning_count(ctx); i++)
         add_warning(r, "%s", ntp_ctx_warning(ctx, i));
     double noise = opts->noise_cv > 0 ? opts->noise_cv : NTP_DEFAULT_NOISE_CV;

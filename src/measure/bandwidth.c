@@ -17,8 +17,10 @@
 #include "measure-impl.h"
 #include "ntprof/context.h"
 
-/* Wall time one probe may take (allocation, first touch, warm-up and its
- * timed passes), and its timed rounds at most. */
+/* Wall time one probe's timed rounds may take (after the first touch of
+ * its arrays and a warm-up round, as the ceiling was measured: without
+ * them a single round read the cache's share of the arrays, up to 1.5x
+ * the ceiling), and its timed rounds at most; the best round is kept. */
 #define PROBE_BUDGET_S 0.05
 #define PROBE_MAX_ROUNDS 8
 /* Most of a probe's time is the first touch of its arrays (page faults),
@@ -164,8 +166,8 @@ void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double
     if (mode == NTP_BANDWIDTH_PROBE_AUTO && min_time_s < NTP_BANDWIDTH_PROBE_MIN_TIME_S) {
         snprintf(b->reason, sizeof b->reason,
                  "skipped: min_time_s %.3g s is below %.3g s, and the probes take about "
-                 "%.0f ms",
-                 min_time_s, NTP_BANDWIDTH_PROBE_MIN_TIME_S, 2 * PROBE_BUDGET_S * 1e3);
+                 "0.3 s",
+                 min_time_s, NTP_BANDWIDTH_PROBE_MIN_TIME_S);
         return;
     }
     ntp__team tm;
@@ -198,7 +200,7 @@ static double probe(ntp_bandwidth_check *b)
         ntp__team_cpus(tm, b->threads);
         ntp__triad_rounds tr;
         double t0 = ntp__now_us();
-        ntp_status st = ntp__triad_measure(ctx, tm, b->working_set_bytes / tm->n, 1, false,
+        ntp_status st = ntp__triad_measure(ctx, tm, b->working_set_bytes / tm->n, 1, true,
                                            PROBE_MAX_ROUNDS, PROBE_BUDGET_S, &tr);
         b->cost_s += (ntp__now_us() - t0) / 1e6;
         if (st) {
@@ -231,4 +233,28 @@ void ntp__bandwidth_after(ntp_bandwidth_check *b)
     if (b->measured)
         b->after_gbps = probe(b);
     ntp__bandwidth_judge(b);
+}
+
+int64_t ntp__rss_peak_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[128];
+    long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib > 0 ? (int64_t)kib * 1024 : 0;
+}
+
+bool ntp__rss_peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return false;
+    bool ok = fputs("5", f) >= 0;
+    ok &= fclose(f) == 0;
+    return ok;
 }

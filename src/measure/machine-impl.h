@@ -120,7 +120,8 @@ int64_t ntp__triad_elems(int64_t per_thread_bytes);
  * an array that fits a cache level into it), then timed rounds of
  * `reps` passes each, up to max_rounds (at most NTP__TRIAD_MAX_ROUNDS);
  * with budget_s > 0 it stops after the first timed round that ends past
- * budget_s of wall time since the call. Both the machine's bandwidth
+ * budget_s of wall time since the first timed round began (the first
+ * touch and the warm-up are not in the budget). Both the machine's bandwidth
  * ceilings (machine-measure.c) and a run's bandwidth probe (bandwidth.c)
  * measure with it. */
 ntp_status ntp__triad_measure(ntp_ctx *ctx, ntp__team *tm, int64_t per_thread_bytes, int reps,

@@ -72,6 +72,12 @@ void ntp__bandwidth_plan(const struct ntp_ceilings *c, ntp_bandwidth_probe mode,
  * (b->cost_s adds them up); a failure clears measured and says why. */
 void ntp__bandwidth_before(ntp_bandwidth_check *b);
 void ntp__bandwidth_after(ntp_bandwidth_check *b);
+/* The process's resident-set high-water mark (VmHWM), in bytes; 0 when
+ * /proc cannot tell. ntp__rss_peak_reset sets it back to the current
+ * resident set (/proc/self/clear_refs, Linux 4.0), so that a probe's
+ * arrays do not stay in the run's peak; false when it cannot. */
+int64_t ntp__rss_peak_bytes(void);
+bool ntp__rss_peak_reset(void);
 /* The judgement, pure: from b's GB/s and ceiling figures, the shares (-1
  * where n/a, share_reason saying why when there is no ceiling) and `low`:
  * a probe below both the ceiling's worst round and NTP_BANDWIDTH_LOW_SHARE
