@@ -5,6 +5,7 @@
  * A layer's terms come from the static analysis (its FLOPs and minimal
  * traffic, a recurrent layer's parts with their re-reads) and the
  * calibration's ceilings; its family picks the fitted coefficients. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1421,11 +1422,25 @@ static double get_num(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* A whole number in [lo, hi] (0 when absent or not a number, as get_num);
+ * *bad when it is one out of that range: a stored figure past int64_t
+ * would be undefined to convert (found by fuzz_store). */
+static int64_t get_int(json_t *o, const char *key, int64_t lo, int64_t hi, bool *bad)
+{
+    double d = get_num(o, key);
+    if (!(d >= (double)lo && d <= (double)hi)) {
+        *bad = true;
+        return 0;
+    }
+    return (int64_t)d;
+}
+
 bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
 {
     memset(cal, 0, sizeof *cal);
     if (!json_is_object(j) || !json_is_object(json_object_get(j, "families")))
         return false;
+    bool bad = false;
     get_str(j, "machine", cal->machine_key, sizeof cal->machine_key);
     get_str(j, "backend", cal->backend, sizeof cal->backend);
     get_str(j, "backend_version", cal->backend_version, sizeof cal->backend_version);
@@ -1433,12 +1448,12 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     get_str(j, "calibrated_at", cal->calibrated_at, sizeof cal->calibrated_at);
     get_str(j, "ntprof_version", cal->ntprof_version, sizeof cal->ntprof_version);
     get_str(j, "refitted_at", cal->refitted_at, sizeof cal->refitted_at);
-    cal->threads = (int)get_num(j, "threads");
+    cal->threads = (int)get_int(j, "threads", 0, INT_MAX, &bad);
     cal->loadavg = get_num(j, "loadavg");
     cal->quick = json_is_true(json_object_get(j, "quick"));
     /* Calibrations from before passes were recorded timed each
      * configuration once. */
-    cal->passes = (int)get_num(j, "passes");
+    cal->passes = (int)get_int(j, "passes", 0, INT_MAX, &bad);
     if (cal->passes < 1)
         cal->passes = 1;
     /* Calibrations from before the mode was recorded timed warm. */
@@ -1457,7 +1472,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
             break;
         int k = cal->n_levels++;
         get_str(l, "level", cal->levels[k].name, sizeof cal->levels[k].name);
-        cal->levels[k].capacity_bytes = (int64_t)get_num(l, "capacity_bytes");
+        cal->levels[k].capacity_bytes = get_int(l, "capacity_bytes", 0, (int64_t)1 << 62, &bad);
         cal->levels[k].gbps = get_num(l, "gbps");
     }
     json_t *fam = json_object_get(j, "families");
@@ -1467,7 +1482,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
             continue;
         ntp_family_model *m = &cal->family[f];
         m->calibrated = true;
-        m->samples = (int)get_num(x, "samples");
+        m->samples = (int)get_int(x, "samples", 0, INT_MAX, &bad);
         m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(x, "overhead_s");
         m->coef[NTP_PREDICT_TERM_COMPUTE] = get_num(x, "compute");
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
@@ -1478,7 +1493,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     if (json_is_object(r)) {
         ntp_family_model *m = &cal->reorder;
         m->calibrated = true;
-        m->samples = (int)get_num(r, "samples");
+        m->samples = (int)get_int(r, "samples", 0, INT_MAX, &bad);
         m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(r, "overhead_s");
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(r, "memory");
         m->median_error = get_num(r, "median_error");
@@ -1501,8 +1516,8 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         ntp_impl_correction *ic = &cal->impls[cal->n_impls++];
         ic->family = (ntp_predict_family)f;
         get_str(c, "impl", ic->impl, sizeof ic->impl);
-        ic->samples = (int)get_num(c, "samples");
+        ic->samples = (int)get_int(c, "samples", 0, INT_MAX, &bad);
         ic->scale = scale;
     }
-    return true;
+    return !bad;
 }
