@@ -5,7 +5,9 @@
  * own ctest) a real run's probes against a DRAM ceiling measured in the
  * same process with the same function, ntp__triad_measure. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,10 +87,11 @@ static void test_judge(void **state)
     b = check(16.0, 15.9, 20.0, 0);
     ntp__bandwidth_judge(&b);
     assert_true(b.low);
-    /* Above the ceiling (a probe that sat partly in a cache) is not low. */
+    /* Above the ceiling is not low: it is high (test_judge_high). */
     b = check(30.0, 25.0, 20.0, 17.0);
     ntp__bandwidth_judge(&b);
     assert_false(b.low);
+    assert_true(b.high);
     assert_float_equal(b.before_share, 1.5, 1e-12);
 
     /* No ceilings: the GB/s stand, the shares are n/a and say why. */
@@ -121,6 +124,96 @@ static void test_judge(void **state)
     /* A report from before the probe: nothing to say at all. */
     memset(&b, 0, sizeof b);
     assert_false(ntp__bandwidth_line(&b, msg, sizeof msg));
+}
+
+/* A probe above 1.25x the ceiling: the ceiling is stale (measured on a
+ * busier bus, or another machine's), not the bus fast. */
+static void test_judge_high(void **state)
+{
+    (void)state;
+    char msg[400];
+    /* 24.9 of 20 GB/s is 1.245x: within what the ceiling allows. */
+    ntp_bandwidth_check b = check(24.9, 20.0, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_false(b.high);
+    assert_false(b.low);
+    assert_false(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+    assert_string_equal(msg, "");
+    /* 25.1 after is 1.255x: high, and the warning names the higher probe. */
+    b = check(24.0, 25.1, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.high);
+    assert_false(b.low);
+    assert_true(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+    assert_string_equal(msg, "a bandwidth probe read 25.1 GB/s after the measured window, 1.3x "
+                             "this machine's stored DRAM triad ceiling (20.0 GB/s): the ceiling "
+                             "was measured on a busier memory bus or is another machine's, and "
+                             "shares of it overstate the bus (ntprof machine --remeasure)");
+    /* The low warning stays its own: nothing read low. */
+    assert_false(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    /* One probe high, the other low: both judged, both said. */
+    b = check(30.0, 10.0, 20.0, 17.0);
+    ntp__bandwidth_judge(&b);
+    assert_true(b.high && b.low);
+    assert_true(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "read 30.0 GB/s before the measured window, 1.5x"));
+    assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "was 50% of this machine's DRAM triad after"));
+    /* A working set the plan cut to 256 MiB may sit partly in a large
+     * cache: a high reading there says nothing of the ceiling. */
+    b = check(40.0, 40.0, 20.0, 17.0);
+    b.working_set_bytes = (int64_t)256 << 20;
+    ntp__bandwidth_judge(&b);
+    assert_false(b.high);
+    assert_false(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+    /* A contended probe's rounds are mistimed either way: not high. */
+    b = check(40.0, 22.0, 20.0, 17.0);
+    b.before_contended = true;
+    ntp__bandwidth_judge(&b);
+    assert_false(b.high);
+    b.after_gbps = 26.0;
+    ntp__bandwidth_judge(&b);
+    assert_true(b.high);
+    assert_true(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "read 26.0 GB/s after the measured window, 1.3x"));
+    /* No ceiling: no share, nothing high. */
+    b = check(40.0, 40.0, 0, 0);
+    ntp__bandwidth_judge(&b);
+    assert_false(b.high);
+    assert_false(ntp__bandwidth_ceiling_warning(&b, msg, sizeof msg));
+}
+
+/* A probe none of whose rounds had its threads on their CPUs read the
+ * CPUs' contention too: the warning and the header say so. */
+static void test_contended(void **state)
+{
+    (void)state;
+    char msg[400];
+    ntp_bandwidth_check b = check(14.2, 10.8, 20.0, 17.0);
+    b.after_contended = true;
+    ntp__bandwidth_judge(&b);
+    assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_string_equal(msg, "memory bandwidth was 54% of this machine's DRAM triad after the "
+                             "measured window (10.8 of 20.0 GB/s): other processes shared the "
+                             "CPUs while the probe ran (its threads were descheduled in every "
+                             "round), so the reading is theirs as much as the memory bus's; "
+                             "bandwidth-bound layers may read slow");
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_string_equal(msg, "14.2 GB/s before, 10.8 after: 71% and 54% of this machine's DRAM "
+                             "triad (20.0 GB/s); the probe after shared the CPUs with other "
+                             "processes; the probes took 83 ms (2 threads over 128 MiB)");
+    /* The warning follows the probe it names: before was clean. */
+    b = check(9.0, 15.0, 20.0, 17.0);
+    b.after_contended = true;
+    ntp__bandwidth_judge(&b);
+    assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "(9.0 of 20.0 GB/s): another guest or process is using"));
+    b.before_contended = true;
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "; both probes shared the CPUs with other processes;"));
+    b.after_contended = false;
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "; the probe before shared the CPUs with other processes;"));
 }
 
 static void test_plan(void **state)
@@ -175,6 +268,18 @@ static void test_plan(void **state)
 
 /* --- live: a run's probes against a ceiling measured here ------------------------------ */
 
+/* Spinners that keep every CPU busy twice over, in this process: a probe
+ * run beside them has its threads off their CPUs in every round. */
+static atomic_bool spin_stop;
+static void *spin(void *arg)
+{
+    (void)arg;
+    volatile unsigned long x = 0;
+    while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+        x++;
+    return NULL;
+}
+
 static const char topology[] = "<topology name=\"bw\" batch=\"1\">"
                                "<input name=\"x\" shape=\"${batch},64\" dtype=\"f32\"/>"
                                "<fc name=\"fc\" units=\"64\"/></topology>";
@@ -219,6 +324,10 @@ static int live(void)
         if (tr.gbps[r] < c.level_spread[0].min)
             c.level_spread[0].min = tr.gbps[r];
     }
+    int clean = 0;
+    for (int r = 0; r < tr.rounds; r++)
+        clean += tr.clean[r];
+    printf("ceiling: %d of %d rounds clean\n", clean, tr.rounds);
     free(tm);
     /* The run's peak resident set must not hold the probe's arrays: the
      * high-water mark set back after the ceiling's own arrays. */
@@ -280,6 +389,39 @@ static int live(void)
             printf("FAIL: no cost reported\n");
             rc = 1;
         }
+        /* A probe on a quiet machine has a round with its threads on
+         * their CPUs; beside two spinners per CPU it has none. */
+        if (rc == 0 && (b->before_contended || b->after_contended)) {
+            double busy = others();
+            if (busy < 0 || busy >= 0.10) {
+                printf("SKIP: the machine is busy (others %.0f%%)\n", 100 * busy);
+                rc = 77;
+            } else {
+                printf("FAIL: a probe on a quiet machine read contended\n");
+                rc = 1;
+            }
+        }
+        if (rc == 0) {
+            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+            int ns = ncpu > 0 && ncpu < 64 ? 2 * (int)ncpu : 4, started = 0;
+            pthread_t th[128];
+            atomic_store(&spin_stop, false);
+            while (started < ns && pthread_create(&th[started], NULL, spin, NULL) == 0)
+                started++;
+            ntp_bandwidth_check busy = *b;
+            busy.before_contended = false;
+            ntp__bandwidth_before(&busy);
+            atomic_store(&spin_stop, true);
+            for (int i = 0; i < started; i++)
+                pthread_join(th[i], NULL);
+            printf("beside %d spinners: %.2f GB/s, contended %s\n", started, busy.before_gbps,
+                   busy.before_contended ? "yes" : "no");
+            if (started < ns || !busy.measured || !busy.before_contended) {
+                printf("FAIL: a probe beside %d of %d spinners did not read contended\n", started,
+                       ns);
+                rc = 1;
+            }
+        }
         /* A 64x64 fc adds far less than half the probe's 128 MiB. */
         int64_t peak = ntp_run_result_memory(r)->peak_rss_bytes;
         printf("peak resident set %.1f MiB, %.1f MiB before the run\n", peak / 1048576.0,
@@ -301,6 +443,8 @@ int main(int argc, char **argv)
         return live();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_judge_high),
+        cmocka_unit_test(test_contended),
         cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1515,6 +1515,7 @@ static void test_bandwidth_check(void **state)
     b->before_share = 14.25 / 20.5;
     b->after_share = 10.75 / 20.5;
     b->low = true;
+    b->after_contended = true;
 
     char *text = capture(fx, write_run, NTP_FORMAT_JSON);
     json_t *root = parse(text);
@@ -1533,6 +1534,10 @@ static void test_bandwidth_check(void **state)
     assert_int_equal(json_integer_value(json_object_get(bo, "working_set_bytes")), 134217600);
     assert_int_equal(json_integer_value(json_object_get(bo, "threads")), 2);
     assert_true(json_is_true(json_object_get(bo, "low")));
+    assert_float_equal(num(bo, "high_share"), 1.25, 1e-12);
+    assert_true(json_is_false(json_object_get(bo, "high")));
+    assert_true(json_is_false(json_object_get(bo, "before_contended")));
+    assert_true(json_is_true(json_object_get(bo, "after_contended")));
     assert_null(json_object_get(bo, "share_reason"));
     assert_int_equal(validate(text, "report.schema.json"), 0);
     /* The schema is strict about it. */
@@ -1543,7 +1548,8 @@ static void test_bandwidth_check(void **state)
 
     ntp_run_result *back = load_text(text);
     const ntp_bandwidth_check *rb = &back->env.contention.bandwidth;
-    assert_true(rb->measured && rb->low);
+    assert_true(rb->measured && rb->low && !rb->high);
+    assert_true(!rb->before_contended && rb->after_contended);
     assert_float_equal(rb->before_gbps, 14.25, 1e-12);
     assert_float_equal(rb->after_gbps, 10.75, 1e-12);
     assert_float_equal(rb->ceiling_gbps, 20.5, 1e-12);
@@ -1579,6 +1585,24 @@ static void test_bandwidth_check(void **state)
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_null(strstr(table, "memory bandwidth read low"));
     free(table);
+    /* A probe well above the ceiling: the note blames the stored ceilings,
+     * and high reads back. */
+    b->before_gbps = 27.5;
+    b->before_share = 27.5 / 20.5;
+    b->high = true;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: memory bandwidth read 1.3x the stored DRAM triad ceiling"))
+        fail_msg("no stale-ceiling note beside the prediction:\n%s", table);
+    free(table);
+    char *json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    back = load_text(json);
+    assert_true(back->env.contention.bandwidth.high);
+    ntp_run_result_free(back);
+    free(json);
+    b->high = false;
+    b->before_gbps = 14.25;
+    b->before_share = 14.25 / 20.5;
     fx->r.prediction.available = false;
 
     /* Without ceilings: shares null with their reason, read back as n/a. */

@@ -264,11 +264,25 @@ typedef struct ntp_bandwidth_check {
     /* A probe read below both the ceiling's worst round and
      * NTP_BANDWIDTH_LOW_SHARE of the ceiling: the run warned. */
     bool low;
+    /* A probe read above NTP_BANDWIDTH_HIGH_SHARE of the ceiling: the
+     * stored ceiling was measured on a busier memory bus or is another
+     * machine's, and a share against it says too much: the run warned. */
+    bool high;
+    /* No timed round of that probe had every thread on its CPU (a thread's
+     * CPU time under 95% of the round's wall time): other processes shared
+     * the CPUs while it ran, and its reading is theirs as much as the
+     * bus's. */
+    bool before_contended;
+    bool after_contended;
 } ntp_bandwidth_check;
 
 /* How low a bandwidth probe may read, as a share of the DRAM triad
  * ceiling, before a run warns (and below the ceiling's worst round too). */
 #define NTP_BANDWIDTH_LOW_SHARE 0.80
+/* How high a probe may read before the ceiling it is judged against is
+ * taken for stale: the ceiling is the best of its rounds, so a clean
+ * machine reads at most about it. */
+#define NTP_BANDWIDTH_HIGH_SHARE 1.25
 
 /* What other processes and the hypervisor took from this run's CPUs while
  * it was measured (docs/run.md#contention), from /proc/stat's counters of

@@ -851,6 +851,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         add_warning(r, "%s", busy);
     if (ntp__bandwidth_warning(&r->env.contention.bandwidth, busy, sizeof busy))
         add_warning(r, "%s", busy);
+    if (ntp__bandwidth_ceiling_warning(&r->env.contention.bandwidth, busy, sizeof busy))
+        add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)
         add_warning(r,

@@ -35,7 +35,7 @@ static const char NO_CEILINGS[] = "no ceilings for this machine (run ntprof mach
 void ntp__bandwidth_judge(ntp_bandwidth_check *b)
 {
     b->before_share = b->after_share = -1;
-    b->low = false;
+    b->low = b->high = false;
     if (!b->measured)
         return;
     if (!(b->ceiling_gbps > 0)) {
@@ -55,6 +55,16 @@ void ntp__bandwidth_judge(ntp_bandwidth_check *b)
         floor = b->ceiling_min_gbps;
     b->low = (b->before_gbps > 0 && b->before_gbps < floor) ||
              (b->after_gbps > 0 && b->after_gbps < floor);
+    /* Above the ceiling by more than its rounds go: the ceiling, not the
+     * bus, is what is off. Low stays judged: a reading below too low a
+     * ceiling is lower still against the right one. A working set cut to
+     * PROBE_MAX_BYTES may sit partly in a large cache and read high
+     * whatever the ceiling: not judged. Nor is a contended probe: with its
+     * threads off their CPUs its rounds are mistimed either way. */
+    double top = NTP_BANDWIDTH_HIGH_SHARE * b->ceiling_gbps;
+    b->high =
+        b->working_set_bytes < PROBE_MAX_BYTES && ((!b->before_contended && b->before_gbps > top) ||
+                                                   (!b->after_contended && b->after_gbps > top));
 }
 
 bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
@@ -66,11 +76,35 @@ bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
     bool after = b->after_share >= 0 && (b->before_share < 0 || b->after_share < b->before_share);
     double share = after ? b->after_share : b->before_share;
     double gbps = after ? b->after_gbps : b->before_gbps;
+    /* A probe whose threads were off their CPUs in every round read the
+     * CPUs' contention too: the bus is then not the only suspect. */
+    bool shared = after ? b->after_contended : b->before_contended;
     snprintf(buf, len,
              "memory bandwidth was %.0f%% of this machine's DRAM triad %s the measured window "
-             "(%.1f of %.1f GB/s): another guest or process is using the memory bus; "
-             "bandwidth-bound layers may read slow",
-             100 * share, after ? "after" : "before", gbps, b->ceiling_gbps);
+             "(%.1f of %.1f GB/s): %s; bandwidth-bound layers may read slow",
+             100 * share, after ? "after" : "before", gbps, b->ceiling_gbps,
+             shared ? "other processes shared the CPUs while the probe ran (its threads were "
+                      "descheduled in every round), so the reading is theirs as much as the "
+                      "memory bus's"
+                    : "another guest or process is using the memory bus");
+    return true;
+}
+
+bool ntp__bandwidth_ceiling_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!b->measured || !b->high || !(b->ceiling_gbps > 0))
+        return false;
+    double before = b->before_contended ? 0 : b->before_gbps;
+    double after_gbps = b->after_contended ? 0 : b->after_gbps;
+    bool after = after_gbps > before;
+    double gbps = after ? after_gbps : before;
+    snprintf(buf, len,
+             "a bandwidth probe read %.1f GB/s %s the measured window, %.1fx this machine's "
+             "stored DRAM triad ceiling (%.1f GB/s): the ceiling was measured on a busier "
+             "memory bus or is another machine's, and shares of it overstate the bus "
+             "(ntprof machine --remeasure)",
+             gbps, after ? "after" : "before", gbps / b->ceiling_gbps, b->ceiling_gbps);
     return true;
 }
 
@@ -91,9 +125,18 @@ bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len)
     else
         snprintf(share, sizeof share, "; share n/a: %s",
                  b->share_reason[0] ? b->share_reason : NO_CEILINGS);
+    /* Which probe read with its threads off their CPUs in every round. */
+    const char *shared = b->before_contended && b->after_contended ? "both probes"
+                         : b->before_contended                     ? "the probe before"
+                         : b->after_contended                      ? "the probe after"
+                                                                   : NULL;
+    char cpus[96] = "";
+    if (shared)
+        snprintf(cpus, sizeof cpus, "; %s shared the CPUs with other processes", shared);
     snprintf(buf, len,
-             "%.1f GB/s before, %.1f after%s; the probes took %.0f ms (%d thread%s over %.0f MiB)",
-             b->before_gbps, b->after_gbps, share, 1e3 * b->cost_s, b->threads,
+             "%.1f GB/s before, %.1f after%s%s; the probes took %.0f ms (%d thread%s over %.0f "
+             "MiB)",
+             b->before_gbps, b->after_gbps, share, cpus, 1e3 * b->cost_s, b->threads,
              b->threads == 1 ? "" : "s", (double)b->working_set_bytes / (1 << 20));
     return true;
 }
@@ -187,8 +230,9 @@ void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double
 }
 
 /* One probe: the best round of the triad over the plan's working set (of
- * the clean rounds when any), in GB/s; 0 and b's reason on failure. */
-static double probe(ntp_bandwidth_check *b)
+ * the clean rounds when any; *contended when none was clean), in GB/s; 0
+ * and b's reason on failure. */
+static double probe(ntp_bandwidth_check *b, bool *contended)
 {
     ntp__team *tm = calloc(1, sizeof *tm);
     ntp_ctx *ctx = ntp_ctx_init();
@@ -215,6 +259,7 @@ static double probe(ntp_bandwidth_check *b)
                 clean = tr.gbps[r];
         }
         best = clean > 0 ? clean : any;
+        *contended = !st && tr.rounds > 0 && !(clean > 0);
         b->threads = tm->n;
     }
     ntp_ctx_free(ctx);
@@ -225,13 +270,13 @@ static double probe(ntp_bandwidth_check *b)
 void ntp__bandwidth_before(ntp_bandwidth_check *b)
 {
     if (b->measured)
-        b->before_gbps = probe(b);
+        b->before_gbps = probe(b, &b->before_contended);
 }
 
 void ntp__bandwidth_after(ntp_bandwidth_check *b)
 {
     if (b->measured)
-        b->after_gbps = probe(b);
+        b->after_gbps = probe(b, &b->after_contended);
     ntp__bandwidth_judge(b);
 }
 

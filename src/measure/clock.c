@@ -1,6 +1,9 @@
 /* The clock every measurement in ntprof reads. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "measure-impl.h"
 
@@ -53,4 +56,25 @@ double ntp__clock_overhead_ns(void)
     }
     qsort(per_read, NTP_TRIALS, sizeof per_read[0], cmp_double);
     return per_read[NTP_TRIALS / 2];
+}
+
+double ntp__thread_run_delay_s(void)
+{
+    /* "run time, run-queue wait, timeslices" in ns (Linux 2.6.23, with
+     * CONFIG_SCHED_INFO; /proc/thread-self since 3.17). The wait is added
+     * when the thread gets its CPU back, so a read while running counts
+     * every wait that ended before it. */
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[96];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    unsigned long long run, wait;
+    if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+        return -1;
+    return (double)wait / 1e9;
 }

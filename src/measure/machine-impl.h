@@ -97,7 +97,8 @@ int ntp__team_cpus(ntp__team *tm, int limit);
 ntp_status ntp__team_run(ntp_ctx *ctx, ntp__team *tm, ntp__team_fn fn, void *arg);
 
 /* A round counts as clean when every thread had at least this share of
- * its wall time on a CPU. */
+ * its wall time on a CPU, and (the triad, where the kernel tells) waited
+ * for one for at most the rest of the round's wall time. */
 #define NTP__TRIAD_CLEAN_RATIO 0.95
 #define NTP__TRIAD_MAX_ROUNDS 16
 

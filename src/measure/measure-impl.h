@@ -16,6 +16,13 @@ double ntp__now_us(void);
 /* Median cost of one ntp__now_ns() call in nanoseconds, measured now over
  * many back-to-back reads. Takes about a millisecond. */
 double ntp__clock_overhead_ns(void);
+/* Seconds the calling thread has spent runnable but waiting for a CPU
+ * since it started (the kernel's run_delay, /proc/thread-self/schedstat);
+ * -1 when the kernel does not tell. Differences over an interval say how
+ * long other threads kept this one off its CPU, waits to wake included,
+ * which its CPU time over the interval's wall time cannot see outside the
+ * interval. About 10 us a read. */
+double ntp__thread_run_delay_s(void);
 
 /* --- contention (contention.c) ----------------------------------------------------- */
 
@@ -79,13 +86,18 @@ void ntp__bandwidth_after(ntp_bandwidth_check *b);
 int64_t ntp__rss_peak_bytes(void);
 bool ntp__rss_peak_reset(void);
 /* The judgement, pure: from b's GB/s and ceiling figures, the shares (-1
- * where n/a, share_reason saying why when there is no ceiling) and `low`:
- * a probe below both the ceiling's worst round and NTP_BANDWIDTH_LOW_SHARE
- * of the ceiling. */
+ * where n/a, share_reason saying why when there is no ceiling), `low`: a
+ * probe below both the ceiling's worst round and NTP_BANDWIDTH_LOW_SHARE
+ * of the ceiling, and `high`: a probe above NTP_BANDWIDTH_HIGH_SHARE of
+ * it over a working set the plan did not cut. */
 void ntp__bandwidth_judge(ntp_bandwidth_check *b);
 /* The warning a low probe adds to a run ("memory bandwidth was ..."), into
  * buf; false (buf empty) when neither probe read low. */
 bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len);
+/* The warning a high probe adds ("a bandwidth probe read ... the ceiling
+ * was measured on a busier memory bus or is another machine's"), into buf;
+ * false (buf empty) when neither probe read high. */
+bool ntp__bandwidth_ceiling_warning(const ntp_bandwidth_check *b, char *buf, size_t len);
 /* The report header's line ("14.1 GB/s before, 10.9 after: 70% and 54% of
  * this machine's DRAM triad (20.1 GB/s); ..."), or "n/a (reason)"; false
  * when there is nothing to say (a report from before the probe). */

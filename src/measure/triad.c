@@ -138,11 +138,13 @@ typedef struct triad_job {
     double budget_us; /* 0: none */
     double start_us;  /* the first timed round's start, for the budget */
     double t0;
+    double *span; /* [2 * thread]: this round's start and end on the thread, us */
     int rounds;
     bool stop;
     double secs[NTP__TRIAD_MAX_ROUNDS];
     bool clean[NTP__TRIAD_MAX_ROUNDS];
     double *ratio; /* [thread * NTP__TRIAD_MAX_ROUNDS + round] */
+    double *delay; /* [thread * NTP__TRIAD_MAX_ROUNDS + round]: s on a run queue, -1 unknown */
 } triad_job;
 
 static double thread_cpu_s(void)
@@ -184,6 +186,9 @@ static void triad_worker(ntp__team *tm, int id)
         c[i] = 2.0;
     }
     for (int r = j->first;; r++) {
+        /* Read before the round's barrier: the wait to wake from it counts
+         * (a thread that gets its CPU late stretches the round). */
+        double d0 = ntp__thread_run_delay_s();
         pthread_barrier_wait(&tm->barrier);
         if (id == 0) {
             j->t0 = ntp__now_us();
@@ -195,19 +200,38 @@ static void triad_worker(ntp__team *tm, int id)
         double w0 = ntp__now_us(), c0 = thread_cpu_s();
         if (ok && !tm->failed)
             ntp__triad_run(j->isa, a, b, c, j->n, j->reps);
-        double w = (ntp__now_us() - w0) / 1e6, cpu = thread_cpu_s() - c0;
-        if (r > 0)
+        double w1 = ntp__now_us(), cpu = thread_cpu_s() - c0, w = (w1 - w0) / 1e6;
+        j->span[2 * id] = w0;
+        j->span[2 * id + 1] = w1;
+        double d1 = ntp__thread_run_delay_s();
+        if (r > 0) {
             j->ratio[id * NTP__TRIAD_MAX_ROUNDS + r - 1] = w > 0 ? cpu / w : 0;
+            j->delay[id * NTP__TRIAD_MAX_ROUNDS + r - 1] = d0 >= 0 && d1 >= 0 ? d1 - d0 : -1;
+        }
         pthread_barrier_wait(&tm->barrier);
         /* Round 0 warms the caches and the TLB; it is not counted. */
         if (id == 0) {
             double now = ntp__now_us();
             if (r > 0) {
-                j->secs[r - 1] = (now - j->t0) / 1e6;
+                /* From the first thread's start to the last one's end: a
+                 * thread that started late stretches the round, as it
+                 * would stretch a layer. */
+                double lo = j->span[0], hi = j->span[1];
+                for (int t = 1; t < tm->n; t++) {
+                    lo = j->span[2 * t] < lo ? j->span[2 * t] : lo;
+                    hi = j->span[2 * t + 1] > hi ? j->span[2 * t + 1] : hi;
+                }
+                double secs = (hi - lo) / 1e6;
+                j->secs[r - 1] = secs;
+                /* Clean: every thread on its CPU for its share of the
+                 * round's work, and kept off it for at most the rest of
+                 * the round (waits to start and to finish included). */
                 j->clean[r - 1] = true;
-                for (int t = 0; t < tm->n; t++)
-                    j->clean[r - 1] &=
-                        j->ratio[t * NTP__TRIAD_MAX_ROUNDS + r - 1] >= NTP__TRIAD_CLEAN_RATIO;
+                for (int t = 0; t < tm->n; t++) {
+                    int k = t * NTP__TRIAD_MAX_ROUNDS + r - 1;
+                    j->clean[r - 1] &= j->ratio[k] >= NTP__TRIAD_CLEAN_RATIO &&
+                                       !(j->delay[k] > (1 - NTP__TRIAD_CLEAN_RATIO) * secs);
+                }
                 j->rounds = r;
             }
             j->stop = tm->failed || r >= j->max_rounds ||
@@ -243,10 +267,19 @@ ntp_status ntp__triad_measure(ntp_ctx *ctx, ntp__team *tm, int64_t per_thread_by
                                                                       : max_rounds,
                    .budget_us = budget_s > 0 ? budget_s * 1e6 : 0,
                    .start_us = ntp__now_us()};
-    if (!(j.ratio = calloc((size_t)tm->n * NTP__TRIAD_MAX_ROUNDS, sizeof *j.ratio)))
+    j.ratio = calloc((size_t)tm->n * NTP__TRIAD_MAX_ROUNDS, sizeof *j.ratio);
+    j.delay = calloc((size_t)tm->n * NTP__TRIAD_MAX_ROUNDS, sizeof *j.delay);
+    j.span = calloc((size_t)tm->n * 2, sizeof *j.span);
+    if (!j.ratio || !j.delay || !j.span) {
+        free(j.ratio);
+        free(j.delay);
+        free(j.span);
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
     ntp_status st = ntp__team_run(ctx, tm, triad_worker, &j);
     free(j.ratio);
+    free(j.delay);
+    free(j.span);
     out->wall_s = (ntp__now_us() - j.start_us) / 1e6;
     out->n = j.n;
     out->threads = tm->n;

@@ -26,8 +26,17 @@ bool ntp__prediction_bandwidth_note(const ntp_run_result *r, char *buf, size_t l
 {
     buf[0] = '\0';
     const ntp_bandwidth_check *b = &r->env.contention.bandwidth;
-    if (!r->prediction.available || !b->measured || !b->low)
+    if (!r->prediction.available || !b->measured || !(b->low || b->high))
         return false;
+    if (!b->low) {
+        double gbps = b->after_gbps > b->before_gbps ? b->after_gbps : b->before_gbps;
+        snprintf(buf, len,
+                 "memory bandwidth read %.1fx the stored DRAM triad ceiling around this run: "
+                 "the ceilings, and a calibration measured beside them, may be another "
+                 "machine's or a busier bus's; a memory-bound layer's error may be theirs",
+                 gbps / b->ceiling_gbps);
+        return true;
+    }
     double share = b->before_share;
     if (b->after_share >= 0 && (share < 0 || b->after_share < share))
         share = b->after_share;

@@ -203,6 +203,9 @@ static void read_bandwidth(json_t *o, ntp_bandwidth_check *b)
     b->before_share = opt_num(o, "before_share", -1);
     b->after_share = opt_num(o, "after_share", -1);
     b->low = json_is_true(json_object_get(o, "low"));
+    b->high = json_is_true(json_object_get(o, "high"));
+    b->before_contended = json_is_true(json_object_get(o, "before_contended"));
+    b->after_contended = json_is_true(json_object_get(o, "after_contended"));
     json_t *why = json_object_get(o, "reason");
     snprintf(b->reason, sizeof b->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
     why = json_object_get(o, "share_reason");

@@ -913,6 +913,10 @@ static json_t *env_json(bool *ok, const ntp_env *e)
                 ntp__jset(ok, bo, "share_reason", ntp__json_str(b->share_reason));
             ntp__jset(ok, bo, "low_share", ntp__json_num(NTP_BANDWIDTH_LOW_SHARE));
             ntp__jset(ok, bo, "low", json_boolean(b->low));
+            ntp__jset(ok, bo, "high_share", ntp__json_num(NTP_BANDWIDTH_HIGH_SHARE));
+            ntp__jset(ok, bo, "high", json_boolean(b->high));
+            ntp__jset(ok, bo, "before_contended", json_boolean(b->before_contended));
+            ntp__jset(ok, bo, "after_contended", json_boolean(b->after_contended));
         } else {
             ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
         }
