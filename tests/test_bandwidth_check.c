@@ -21,6 +21,7 @@
 
 #include "measure/machine-impl.h"
 #include "measure/measure-impl.h"
+#include "support/busy.h"
 #include "ntprof/ntprof.h"
 
 /* A check as a run fills it: measured, with both probes and a ceiling. */
@@ -284,18 +285,6 @@ static const char topology[] = "<topology name=\"bw\" batch=\"1\">"
                                "<input name=\"x\" shape=\"${batch},64\" dtype=\"f32\"/>"
                                "<fc name=\"fc\" units=\"64\"/></topology>";
 
-/* The share of the CPUs others took over half a second; -1 unknown. */
-static double others(void)
-{
-    ntp__contention_probe p;
-    ntp__contention_begin(&p);
-    struct timespec nap = {0, 500000000};
-    nanosleep(&nap, NULL);
-    ntp_contention c;
-    ntp__contention_end(&p, &c);
-    return c.measured ? c.other + c.steal : -1;
-}
-
 static int live(void)
 {
     /* The ceiling as ntprof machine measures its DRAM level: every CPU,
@@ -331,7 +320,7 @@ static int live(void)
     free(tm);
     /* The run's peak resident set must not hold the probe's arrays: the
      * high-water mark set back after the ceiling's own arrays. */
-    int64_t base = ntp__rss_peak_reset() ? ntp__rss_peak_bytes() : 0;
+    int64_t base = ntp__rss_hwm_reset() ? ntp__rss_status_bytes("VmHWM") : 0;
 
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
@@ -372,7 +361,7 @@ static int live(void)
         for (int i = 0; i < 2 && rc == 0; i++) {
             double v = i ? b->after_gbps : b->before_gbps;
             if (!(v > 0.05 * ceil && v < 3 * ceil)) {
-                double busy = others();
+                double busy = test_others_busy(NULL);
                 if (busy < 0 || busy >= 0.10) {
                     printf("SKIP: the machine is busy (others %.0f%%)\n", 100 * busy);
                     rc = 77;
@@ -392,7 +381,7 @@ static int live(void)
         /* A probe on a quiet machine has a round with its threads on
          * their CPUs; beside two spinners per CPU it has none. */
         if (rc == 0 && (b->before_contended || b->after_contended)) {
-            double busy = others();
+            double busy = test_others_busy(NULL);
             if (busy < 0 || busy >= 0.10) {
                 printf("SKIP: the machine is busy (others %.0f%%)\n", 100 * busy);
                 rc = 77;

@@ -22,6 +22,7 @@
 
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/busy.h"
 #include "support/models.h"
 
 /* Two CPUs, ticks as the kernel writes them: user nice system idle iowait
@@ -315,25 +316,11 @@ static void test_wait_policy_cli(void **state)
     assert_non_null(strstr(out, "--wait-policy expects spin, passive or auto, got 'sleepy'"));
 }
 
-/* Sample the machine for half a second while this process sleeps: the
- * share other processes take, or -1 when it cannot be read. */
-static double idle_check(double *load)
-{
-    ntp__contention_probe p;
-    ntp__contention_begin(&p);
-    struct timespec nap = {0, 500000000};
-    nanosleep(&nap, NULL);
-    ntp_contention c;
-    ntp__contention_end(&p, &c);
-    *load = c.load_average;
-    return c.measured ? c.other + c.steal : -1;
-}
-
 /* Exit 77 (skipped) when the machine is busy: the quiet case cannot be
  * shown on it. */
 static int quiet(void)
 {
-    double load, other = idle_check(&load);
+    double load, other = test_others_busy(&load);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     printf("before: others %.1f%%, load average %.2f on %ld CPUs\n", 100 * other, load, cpus);
     if (other < 0) {
@@ -353,7 +340,7 @@ static int quiet(void)
     int rc = 0;
     if (!c->measured || c->distorted || has_contention_warning(r)) {
         /* Somebody started working meanwhile? */
-        double after = idle_check(&load);
+        double after = test_others_busy(&load);
         if (after >= 0.05) {
             printf("SKIP: the machine became busy during the run (others %.0f%%)\n", 100 * after);
             rc = 77;

@@ -801,6 +801,18 @@ static void test_table(void **state)
     assert_null(strstr(text, "accuracy"));
     free(text);
 
+    /* A peak /proc could not tell is n/a with why, not 0 B; the line
+     * wraps under its prefix. */
+    int64_t peak = fx->r.memory.peak_rss_bytes;
+    fx->r.memory.peak_rss_bytes = 0;
+    text = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(text, "memory: weights 102 MB, arena 12.3 MB, workspace 65.5 kB, "
+                                 "peak RSS n/a (/proc/self could not read or\n        set back "
+                                 "the resident set's high-water mark)\n"));
+    assert_null(strstr(text, "peak RSS 0"));
+    free(text);
+    fx->r.memory.peak_rss_bytes = peak;
+
     /* Outside the interval the overhead is a measurement, with its sign. */
     fx->r.layer_sum_ms.median = 8.0;
     fx->r.overhead_fraction = (8.0 - 6.0) / 6.0;

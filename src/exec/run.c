@@ -236,7 +236,8 @@ static void flush_caches(unsigned char *buf, int64_t bytes, int pass)
  * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
  * in ms. */
 static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const ntp_run_opts *o,
-                          ntp_run_result *r, double **e2e_out, double **lt_out, int *iters_out)
+                          ntp__rss_meter *mem, ntp_run_result *r, double **e2e_out, double **lt_out,
+                          int *iters_out)
 {
     int nl = w->n;
     ntp_status st;
@@ -245,13 +246,13 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
      * (docs/run.md#contention). */
     ntp_bandwidth_check bw;
     ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
-    /* The probe's arrays are not the run's memory: the peak before it,
-     * and the high-water mark set back after each probe (ntp_run keeps the
-     * larger; when /proc cannot set it back, the process's peak, probe
-     * included, as getrusage tells it). */
-    int64_t peak = ntp__rss_peak_bytes();
+    /* The probe's arrays are not the run's memory: left out of its peak
+     * (0, n/a, when /proc cannot set the mark back after them). */
+    if (bw.measured)
+        ntp__rss_meter_exclude_begin(mem);
     ntp__bandwidth_before(&bw);
-    bool peak_ok = peak > 0 && (!bw.measured || ntp__rss_peak_reset());
+    if (bw.measured)
+        ntp__rss_meter_exclude_end(mem);
     progress(o, "warm-up", 0, o->warmup);
     for (int i = 0; i < o->warmup; i++) {
         if ((st = ntp__exec_steps(ctx, x, x->first_step, x->last_step)))
@@ -365,10 +366,11 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
     /* After the window's own counts: the probe's arrays fault in pages. */
-    int64_t window_peak = ntp__rss_peak_bytes();
+    if (bw.measured)
+        ntp__rss_meter_exclude_begin(mem);
     ntp__bandwidth_after(&bw);
-    peak_ok = peak_ok && window_peak > 0 && (!bw.measured || ntp__rss_peak_reset());
-    r->memory.peak_rss_bytes = peak_ok ? (peak > window_peak ? peak : window_peak) : 0;
+    if (bw.measured)
+        ntp__rss_meter_exclude_end(mem);
     r->env.contention.bandwidth = bw;
     r->trace = tr;
     r->n_trace = tr ? n : 0;
@@ -753,6 +755,11 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
+    /* The run's peak resident set from here: what the process held
+     * before (the graph, the libraries) and what the run adds, not an
+     * earlier run's peak (docs/run.md#the-memory-bus). */
+    ntp__rss_meter mem;
+    ntp__rss_meter_start(&mem);
     progress(opts, "prepare", 0, 0);
     if (g->precision == NTP_DTYPE_I8 && (st = calibrate(ctx, g, &eo, &scales)))
         goto done;
@@ -787,7 +794,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->run_uuid)
         snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%s", opts->run_uuid);
     fill_rows(g, &x, a, &w, r);
-    if ((st = measure(ctx, &x, &w, opts, r, &e2e, &lt, &n)))
+    if ((st = measure(ctx, &x, &w, opts, &mem, r, &e2e, &lt, &n)))
         goto done;
     r->iterations = n;
     summarise(g, &x, &w, e2e, lt, n, r);
@@ -825,17 +832,9 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
         r->memory.device_workspace_bytes += dws;
         r->memory.device_peak_bytes += dp;
     }
-    /* measure() kept the peak without its bandwidth probes; what came
-     * since counts too. */
-    int64_t hwm = ntp__rss_peak_bytes();
-    if (r->memory.peak_rss_bytes > 0 && hwm > 0) {
-        if (hwm > r->memory.peak_rss_bytes)
-            r->memory.peak_rss_bytes = hwm;
-    } else {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        r->memory.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
-    }
+    /* Without the bandwidth probes; 0 (n/a) when /proc could not tell:
+     * getrusage's ru_maxrss would hold the probes and earlier runs. */
+    r->memory.peak_rss_bytes = ntp__rss_meter_peak(&mem);
     for (size_t i = warn0; i < ntp_ctx_warning_count(ctx); i++)
         add_warning(r, "%s", ntp_ctx_warning(ctx, i));
     double noise = opts->noise_cv > 0 ? opts->noise_cv : NTP_DEFAULT_NOISE_CV;

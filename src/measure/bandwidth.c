@@ -279,27 +279,3 @@ void ntp__bandwidth_after(ntp_bandwidth_check *b)
         b->after_gbps = probe(b, &b->after_contended);
     ntp__bandwidth_judge(b);
 }
-
-int64_t ntp__rss_peak_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[128];
-    long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib > 0 ? (int64_t)kib * 1024 : 0;
-}
-
-bool ntp__rss_peak_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return false;
-    bool ok = fputs("5", f) >= 0;
-    ok &= fclose(f) == 0;
-    return ok;
-}

@@ -65,6 +65,40 @@ void ntp__contention_end(const ntp__contention_probe *p, ntp_contention *out);
  * ..."), into buf; false (buf empty) when the window is not distorted. */
 bool ntp__contention_warning(const ntp_contention *c, char *buf, size_t len);
 
+/* --- the resident set over a measured stretch (rss.c) -------------------------------- */
+
+/* A field of /proc/self/status in kB ("VmHWM", "VmRSS"), in bytes; -1
+ * when /proc cannot tell. */
+int64_t ntp__rss_status_bytes(const char *key);
+/* Set the high-water mark back to the current resident set
+ * (/proc/self/clear_refs, Linux 4.0); false when it cannot. */
+bool ntp__rss_hwm_reset(void);
+/* The peak resident set of a stretch of this process with intervals left
+ * out (an instrument's own arrays):
+ *
+ *     ntp__rss_meter m;
+ *     ntp__rss_meter_start(&m);          // the mark set back to now
+ *     ...                                // counts
+ *     ntp__rss_meter_exclude_begin(&m);  // the mark so far kept
+ *     ...                                // left out
+ *     ntp__rss_meter_exclude_end(&m);    // the mark set back again
+ *     int64_t peak = ntp__rss_meter_peak(&m);
+ *
+ * The peak is the process's whole resident set at its highest, what was
+ * resident at the start included (m.base); 0 (n/a) when /proc could not
+ * read or set back the mark at any step, never a figure that holds what
+ * was to be left out or what came before the start. The mark is the
+ * process's: starting a meter sets back any other reader's. */
+typedef struct ntp__rss_meter {
+    int64_t base; /* resident bytes at the start; -1 unknown */
+    int64_t peak; /* the highest mark read so far */
+    bool ok;      /* every step so far read or set back the mark */
+} ntp__rss_meter;
+void ntp__rss_meter_start(ntp__rss_meter *m);
+void ntp__rss_meter_exclude_begin(ntp__rss_meter *m);
+void ntp__rss_meter_exclude_end(ntp__rss_meter *m);
+int64_t ntp__rss_meter_peak(ntp__rss_meter *m);
+
 /* --- the memory bus around a window (bandwidth.c) ------------------------------------- */
 
 struct ntp_ceilings;
@@ -79,12 +113,6 @@ void ntp__bandwidth_plan(const struct ntp_ceilings *c, ntp_bandwidth_probe mode,
  * (b->cost_s adds them up); a failure clears measured and says why. */
 void ntp__bandwidth_before(ntp_bandwidth_check *b);
 void ntp__bandwidth_after(ntp_bandwidth_check *b);
-/* The process's resident-set high-water mark (VmHWM), in bytes; 0 when
- * /proc cannot tell. ntp__rss_peak_reset sets it back to the current
- * resident set (/proc/self/clear_refs, Linux 4.0), so that a probe's
- * arrays do not stay in the run's peak; false when it cannot. */
-int64_t ntp__rss_peak_bytes(void);
-bool ntp__rss_peak_reset(void);
 /* The judgement, pure: from b's GB/s and ceiling figures, the shares (-1
  * where n/a, share_reason saying why when there is no ceiling), `low`: a
  * probe below both the ceiling's worst round and NTP_BANDWIDTH_LOW_SHARE

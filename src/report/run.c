@@ -685,11 +685,18 @@ static void write_table(const ntp_run_result *r, FILE *f)
         snprintf(copies, sizeof copies, " (+ %s f32 copies)",
                  ntp__human_bytes((double)r->memory.weight_copy_bytes, e, sizeof e));
     }
-    ntp__put_linef(f, "memory: weights %s%s, arena %s, workspace %s, peak RSS %s",
-                   ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a), copies,
-                   ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
-                   ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c),
-                   ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d));
+    /* 0: /proc could not read or set back the high-water mark (a peak
+     * with the bandwidth probes or earlier runs in it would mislead). */
+    const char *peak = r->memory.peak_rss_bytes > 0
+                           ? ntp__human_bytes((double)r->memory.peak_rss_bytes, d, sizeof d)
+                           : "n/a (/proc/self could not read or set back the resident set's "
+                             "high-water mark)";
+    char line[320];
+    snprintf(line, sizeof line, "weights %s%s, arena %s, workspace %s, peak RSS %s",
+             ntp__human_bytes((double)r->memory.weight_bytes, a, sizeof a), copies,
+             ntp__human_bytes((double)r->memory.arena_bytes, b, sizeof b),
+             ntp__human_bytes((double)r->memory.workspace_bytes, c, sizeof c), peak);
+    ntp__put_wrapped(f, "memory: ", line);
     table_device_memory(f, &r->memory);
     ntp__put_linef(
         f, "page faults during the measured iterations: %" PRId64 " minor, %" PRId64 " major",

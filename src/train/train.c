@@ -5,9 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "core/ctx-impl.h"
 #include "core/numeric-impl.h"
@@ -86,7 +83,7 @@ struct ntp_trainer {
     int64_t t;           /* optimizer steps taken */
     int64_t allocated;
     double last_loss;
-    int64_t rss_base;        /* resident bytes when the trainer started, -1: unknown */
+    ntp__rss_meter rss;      /* the peak resident set since the trainer started */
     const ntp_backend_i *be; /* backward primitives (opts.backend), or NULL */
     void *be_state;
     /* bf16 mixed precision: the fp32 master of each weight matrix, whose
@@ -188,39 +185,6 @@ static void mixed_after_forward(ntp_trainer *t, const ntp_node *n)
     for (int k = 0; k < n->n_w; k++)
         if (g->tensors[n->w[k]].kind == NTP_TENSOR_BUFFER)
             round_f32(t->s.val[n->w[k]], numel(t, n->w[k]));
-}
-
-/* A "Vm...:  N kB" line of /proc/self/status in bytes, -1 if absent. */
-static int64_t proc_status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long long kb = -1;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n) && line[n] == ':' && sscanf(line + n + 1, "%lld", &kb) == 1)
-            break;
-    fclose(f);
-    return kb >= 0 ? (int64_t)kb * 1024 : -1;
-}
-
-/* Start measuring the peak: give freed heap pages back (glibc), reset the
- * high-water mark to the resident set (writing 5 to clear_refs, Linux 4.0
- * on), and return the resident set; -1 when the mark cannot be reset, as
- * an earlier peak would then hide this one. */
-static int64_t rss_start(void)
-{
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    bool ok = fputs("5", f) >= 0;
-    ok = fclose(f) == 0 && ok;
-    return ok ? proc_status_bytes("VmRSS") : -1;
 }
 
 static double *dalloc(ntp_trainer *t, int64_t n)
@@ -837,7 +801,7 @@ ntp_status ntp__trainer_new_ex(ntp_ctx *ctx, const ntp_graph *g, const ntp_train
     if (!t)
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     t->g = g;
-    t->rss_base = rss_start();
+    ntp__rss_meter_start(&t->rss);
     if (o)
         t->o = *o;
     else
@@ -1394,8 +1358,8 @@ ntp_status ntp_trainer_run(ntp_ctx *ctx, ntp_trainer *t, ntp_train_result **out)
     r->optimizer = t->o.optimizer;
     r->lr = t->opt.lr;
     r->allocated_bytes = t->allocated;
-    int64_t hwm = t->rss_base >= 0 ? proc_status_bytes("VmHWM") : -1;
-    r->rss_peak_bytes = hwm >= 0 ? hwm - t->rss_base : -1;
+    int64_t hwm = ntp__rss_meter_peak(&t->rss);
+    r->rss_peak_bytes = hwm > 0 ? hwm - t->rss.base : -1;
     r->backend = t->be ? t->be->name : "ref";
     r->precision = t->o.precision;
     ntp_stats_compute(steps, (size_t)S, &r->step);
