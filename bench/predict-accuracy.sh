@@ -15,7 +15,11 @@
 #     convert rows are not layers) whose median exceeds 1% of the measured
 #     end-to-end median, a layer without a prediction (mfcc) counting as
 #     missed;
-# and the layers over 1% it misses by most, with their kernels. Every model
+# and the layers over 1% it misses by most, with their kernels; then a
+# recheck of the calibration right after the runs (ntprof machine
+# --recheck: now / calibrated over 16 of its configurations, and whether it
+# still holds within 10%), so that a calibration made in another phase of
+# the machine than the runs is seen as such. Every model
 # is measured in --rounds rounds, interleaved (all models once, then all
 # again, ...): a model's figures are its medians over the rounds (end to end
 # and per row), and it prints each model's end-to-end medians per round and
@@ -313,5 +317,22 @@ for l in worst:
     print(f"         {l['model']:<20} {l['layer'][:28]:<28} {l['impl'][:26]:<26} "
           f"{l['measured_ms']:9.3f} {pr:>9} {er}")
 PY
+    # Whether the calibration still described the machine when the models
+    # ran: some of its configurations timed again right after them
+    # (docs/predict.md#recheck), a few seconds.
+    if "$ntprof" machine --recheck --backend "$be" --db "$db" -f json \
+        -o "$work/recheck-$be.json" 2>"$work/err"; then
+        /usr/bin/python3 - "$work/recheck-$be.json" "$be" <<'PY'
+import json, sys
+r, be = json.load(open(sys.argv[1])), sys.argv[2]
+q = r["ratio"]
+fig = "no configuration ran" if q is None else (
+    f"now / calibrated {q['median']:.2f} (95% CI {q['ci95'][0]:.2f}..{q['ci95'][1]:.2f}) over "
+    f"{q['n']} configurations")
+print(f"{be:<8} recheck after the runs: {fig}: {r['verdict']}")
+PY
+    else
+        printf '%-8s recheck after the runs: %s\n' "$be" "$(head -1 "$work/err")"
+    fi
 done
 echo "load average at the end: $(cat /proc/loadavg)"

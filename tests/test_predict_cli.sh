@@ -5,7 +5,7 @@
 # calibration unchanged, and the one-line errors: no calibration for the
 # backend, an unknown machine, --calibrate's options without it; --fuse
 # as the run fuses; --passes recorded with each sample's spread, its bounds,
-# and a schema-9 history's samples migrated as one pass.
+# and a schema-9 history's samples migrated as one pass; --recheck.
 # Usage: test_predict_cli.sh <path-to-ntprof> <source-dir>
 . "$(dirname "$0")/support/cli-lib.sh" "$@"
 
@@ -93,6 +93,50 @@ expect_exit 1 "$NTPROF" machine --refit --backend onednn --db "$DB"
 grep -q "no onednn f32 calibration of this machine" "$T/err" && ok || bad "refit: $(cat "$T/err")"
 expect_exit 2 "$NTPROF" machine --refit --quick --db "$DB"
 grep -q "refit fits the stored samples again" "$T/err" && ok || bad "refit: $(cat "$T/err")"
+
+# --recheck (docs/predict.md#recheck): a calibration's configurations
+# timed again now, each row's ratio its own now / stored, the stored times
+# the calibration's samples, the median over the rows; the quick design's
+# microsecond samples are too short to recheck: one line saying so.
+expect_exit 0 "$NTPROF" machine --calibrate --families pool --backend ref --threads 1 \
+    --ceilings "$T/ceil.json" --db "$T/pool.db" --cache warm --passes 1
+expect_exit 0 "$NTPROF" machine --recheck --backend ref --db "$T/pool.db" --configs 4 -f json \
+    -o "$T/recheck.json"
+$PY - "$T/recheck.json" "$T/pool.db" <<'PYEOF' && ok || bad "recheck: $(cat "$T/recheck.json")"
+import json, sqlite3, statistics, sys
+r = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+stored = {m for (m,) in db.execute("SELECT median_s FROM calibration_samples WHERE kind = 'layer'")}
+assert r["kind"] == "calibration_recheck" and r["backend"] == "ref" and r["cache"] == "warm", r
+assert len(r["rows"]) == 4, r["rows"]
+for w in r["rows"]:
+    assert w["family"] == "pool" and w["stored_s"] >= 50e-6, w
+    assert any(abs(w["stored_s"] - m) <= 1e-9 * m for m in stored), w
+    assert w["now_s"] > 0 and abs(w["ratio"] - w["now_s"] / w["stored_s"]) < 1e-9, w
+ratios = [w["ratio"] for w in r["rows"]]
+assert abs(r["ratio"]["median"] - statistics.median(ratios)) < 1e-9, r["ratio"]
+assert r["ratio"]["ci95"] == [min(ratios), max(ratios)], r["ratio"]  # under 6 rows: min..max
+m = r["ratio"]["median"]
+assert r["verdict"] == ("holds" if 0.9 <= m <= 1.1 else "moved" if min(ratios) > 1.1 or
+                        max(ratios) < 0.9 else "unclear"), r
+PYEOF
+expect_exit 0 "$NTPROF" machine --recheck --backend ref --db "$T/pool.db" --configs 2
+grep -q '^now / then: median [0-9.]* (95% CI [0-9.]*\.\.[0-9.]*) over 2 configurations$' "$T/out" &&
+    grep -q '^verdict: ' "$T/out" && ok || bad "recheck table: $(cat "$T/out")"
+expect_exit 1 "$NTPROF" machine --recheck --backend ref --db "$DB"
+grep -q "recheck: the ref f32 calibration has no sample of at least 50 us that its backend ran" \
+    "$T/err" && ok || bad "recheck of a quick calibration: $(cat "$T/err")"
+expect_exit 1 "$NTPROF" machine --recheck --backend xnnpack --precision bf16 --db "$DB"
+grep -q "no xnnpack bf16 calibration of this machine in .*--backend xnnpack --precision bf16\`" \
+    "$T/err" && ok || bad "recheck without a calibration: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --recheck --quick --db "$DB"
+grep -q "recheck times the stored calibration's configurations again" "$T/err" && ok ||
+    bad "--recheck --quick: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --recheck --configs 65 --db "$DB"
+grep -q "configs expects a number of configurations from 1 to 64, got '65'" "$T/err" && ok ||
+    bad "--configs 65: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --configs 4 --db "$DB"
+grep -q "configs goes with --recheck" "$T/err" && ok || bad "--configs alone: $(cat "$T/err")"
 
 expect_exit 0 "$NTPROF" predict --list --db "$DB"
 grep -q ' ref  *f32 ' "$T/out" && ok || bad "list: $(cat "$T/out")"

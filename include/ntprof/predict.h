@@ -278,6 +278,77 @@ NTP_API ntp_status ntp_calibrate(ntp_ctx *ctx, const ntp_machine_info *m, const 
 NTP_API ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
                                          const ntp_calibration_sample *samples, int n,
                                          ntp_calibration *out);
+/* --- a stored calibration against the machine now (docs/predict.md#recheck) ------------- */
+
+/* The configurations a recheck times by default, and the most it takes. */
+#define NTP_RECHECK_CONFIGS 16
+#define NTP_RECHECK_MAX 64
+/* Samples shorter than this are left out: their medians move with a
+ * thread pool's wake-up more than with the machine's speed. */
+#define NTP_RECHECK_MIN_S 50e-6
+/* How far now / stored may be from 1 (either way) before the calibration
+ * is taken not to hold now. */
+#define NTP_RECHECK_TOLERANCE 0.10
+
+typedef enum ntp_recheck_verdict {
+    NTP_RECHECK_HOLDS,   /* the median ratio within the tolerance */
+    NTP_RECHECK_MOVED,   /* its 95% interval wholly outside it */
+    NTP_RECHECK_UNCLEAR, /* the median outside, the interval reaching in */
+    NTP_RECHECK_NONE     /* nothing could be timed again */
+} ntp_recheck_verdict;
+
+typedef struct ntp_recheck_row {
+    int sample; /* its index among the samples given */
+    ntp_predict_family family;
+    char impl[48];     /* the kernel the calibration recorded */
+    char now_impl[48]; /* the kernel that ran it now ("" when it failed) */
+    char what[72];     /* "conv 3x3 s1 1x512x7x7 -> 512" as the markup says */
+    double stored_s;   /* the calibration's median */
+    double now_s;      /* the median timed now; 0 when the run failed */
+    double ratio;      /* now_s / stored_s; 0 when it failed */
+} ntp_recheck_row;
+
+typedef struct ntp_recheck {
+    /* The calibration held against the machine. */
+    char machine_key[256];
+    char backend[32];
+    char precision[8];
+    char calibrated_at[32];
+    char cache[16];
+    int passes;
+    /* When, under what load, and how long it took. */
+    char checked_at[32];
+    double loadavg;
+    double wall_s;
+    int n_rows;
+    ntp_recheck_row rows[NTP_RECHECK_MAX];
+    int n_timed; /* rows with a ratio */
+    /* now / stored over the timed rows: the median and its 95% interval
+     * (order statistics; min..max under 6 rows). Above 1: the machine is
+     * slower now than when calibrated, and a prediction from it reads low
+     * by about that much. */
+    double ratio_median, ratio_ci95_lo, ratio_ci95_hi;
+    ntp_recheck_verdict verdict;
+} ntp_recheck;
+
+typedef struct ntp_recheck_opts {
+    int configs; /* 0: NTP_RECHECK_CONFIGS; at most NTP_RECHECK_MAX */
+    void (*progress)(void *user, int done, int total, const char *label);
+    void *progress_user;
+} ntp_recheck_opts;
+
+/* Time again, one pass each and as the calibration timed them (its cache
+ * mode, threads and precision), configurations picked evenly from cal's n
+ * layer samples (ntp_store_load_calibration_samples) in order of family
+ * and time: those its backend ran, of at least NTP_RECHECK_MIN_S; and
+ * compare. Seconds, not minutes: whether a stored calibration still
+ * describes the machine now (a VM's speed moves between minutes). opts
+ * NULL: the defaults. Fails when cal has no such samples. */
+NTP_API ntp_status ntp_calibration_recheck(ntp_ctx *ctx, const ntp_machine_info *m,
+                                           const ntp_calibration *cal,
+                                           const ntp_calibration_sample *samples, int n,
+                                           const ntp_recheck_opts *opts, ntp_recheck *out);
+
 /* The version of the library backend `name` runs on, as a calibration
  * records it ("3.4.1" for onednn, ntprof's own for ref). */
 NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);
@@ -498,6 +569,9 @@ NTP_API ntp_status ntp_store_list_calibrations(ntp_ctx *ctx, ntp_store *s, ntp_c
 /* A calibration's families and fit as a table, JSON or CSV. */
 NTP_API ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c,
                                                 ntp_format fmt, FILE *f);
+/* A recheck (ntp_calibration_recheck) as a table, JSON or CSV. */
+NTP_API ntp_status ntp_report_write_recheck(ntp_ctx *ctx, const ntp_recheck *r, ntp_format fmt,
+                                            FILE *f);
 /* A prediction as a table, JSON or CSV (docs/predict.md). */
 NTP_API ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p,
                                                ntp_format fmt, FILE *f);

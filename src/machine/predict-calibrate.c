@@ -513,6 +513,27 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     return st;
 }
 
+ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
+                                      const ntp_calibration *cal, const ntp_calibration_sample *s,
+                                      ntp__calibrate_runner runner, void *user, int index,
+                                      ntp__calibrate_timed *tm)
+{
+    config c = {.family = s->family, .quick = cal->quick, .conv_fed = s->conv_fed};
+    snprintf(c.xml, sizeof c.xml, "%s", s->config);
+    ntp_calibrate_opts o;
+    ntp_calibrate_opts_default(&o);
+    o.backend = cal->backend;
+    o.threads = cal->threads;
+    o.quick = cal->quick;
+    if (ntp_dtype_parse(cal->precision, &o.precision) != NTP_STATUS_OK)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "recheck: the calibration's precision '%s' is not one", cal->precision);
+    int64_t flush = strcmp(cal->cache, "network") == 0 ? ntp__calibrate_flush_bytes(m, cal) : 0;
+    run_source rn = {runner, user, 0, index};
+    ntp__pfeat f;
+    return time_config(ctx, &c, &o, cal, 0, flush, &rn, &f, tm);
+}
+
 int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal)
 {
     /* One instance of the last level (what the calibration's threads

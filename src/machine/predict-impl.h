@@ -134,6 +134,20 @@ typedef bool (*ntp__calibrate_runner)(void *user, int pass, int config, const ch
 ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const ntp_ceilings *c,
                                const ntp_calibrate_opts *opts, ntp__calibrate_runner runner,
                                void *user, ntp_calibration *out);
+/* Time sample s's configuration once now, as cal's calibration timed it
+ * (its cache mode, threads, precision and design), through runner when not
+ * NULL (called with pass 0 and config index): the layer's median and kernel
+ * into *tm (tm->s 0 when it did not run). */
+ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
+                                      const ntp_calibration *cal, const ntp_calibration_sample *s,
+                                      ntp__calibrate_runner runner, void *user, int index,
+                                      ntp__calibrate_timed *tm);
+/* ntp_calibration_recheck with each run replaced by runner (tests). */
+ntp_status ntp__calibration_recheck_with(ntp_ctx *ctx, const ntp_machine_info *m,
+                                         const ntp_calibration *cal,
+                                         const ntp_calibration_sample *samples, int n,
+                                         const ntp_recheck_opts *opts, ntp__calibrate_runner runner,
+                                         void *user, ntp_recheck *out);
 /* The buffer a network-conditions calibration writes over before each
  * pass: twice the last-level cache (m's, else the largest level of cal). */
 int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibration *cal);

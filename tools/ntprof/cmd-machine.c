@@ -18,7 +18,9 @@ enum {
     OPT_CEILINGS,
     OPT_CACHE,
     OPT_REFIT,
-    OPT_PASSES
+    OPT_PASSES,
+    OPT_RECHECK,
+    OPT_CONFIGS
 };
 
 /* --passes's message names the bound. */
@@ -54,10 +56,23 @@ static void warn_db(ntp_ctx *ctx)
     ntp_ctx_clear(ctx);
 }
 
-/* --refit: this machine's stored calibration of co's backend and
- * precision fitted again from its stored samples, stored in its place. */
-static int refit_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_info *m,
-                             const ntp_calibrate_opts *co, const char *output, ntp_format fmt)
+static void recheck_progress(void *user, int done, int total, const char *label)
+{
+    cli_progress_show(user, "rechecking", done, total, label);
+}
+
+static ntp_status write_recheck(ntp_ctx *ctx, const void *arg, ntp_format fmt, FILE *f)
+{
+    return ntp_report_write_recheck(ctx, arg, fmt, f);
+}
+
+/* --refit and --recheck: this machine's stored calibration of co's backend
+ * and precision and its samples. --refit fits them again and stores the
+ * fit in its place; --recheck times some again now and says how far the
+ * machine moved (docs/predict.md#recheck). */
+static int stored_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_info *m,
+                              const ntp_calibrate_opts *co, bool recheck, int configs,
+                              const char *output, ntp_format fmt)
 {
     char backend[32];
     snprintf(backend, sizeof backend, "%s", co->backend ? co->backend : ntp_backends());
@@ -66,11 +81,13 @@ static int refit_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_inf
         *comma = '\0';
     const char *precision = ntp_dtype_name(co->precision);
     if (!db) {
-        cli_error("--refit needs the history database (--db PATH)");
+        cli_error("%s needs the history database (--db PATH)", recheck ? "--recheck" : "--refit");
         return CLI_FAIL;
     }
     ntp_store *s = NULL;
-    if (ntp_store_open(ctx, db, NTP_STORE_CREATE, &s) != NTP_STATUS_OK)
+    /* A recheck writes nothing: the store is only read. */
+    if (ntp_store_open(ctx, db, recheck ? NTP_STORE_READ_ONLY : NTP_STORE_CREATE, &s) !=
+        NTP_STATUS_OK)
         return cli_fail(ctx);
     ntp_calibration cal, out;
     bool found = false;
@@ -81,12 +98,32 @@ static int refit_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_inf
         rc = cli_fail(ctx);
     } else if (!found) {
         cli_error("no %s %s calibration of this machine in %s; run `ntprof machine --calibrate "
-                  "--backend %s`",
-                  backend, precision, db, backend);
+                  "--backend %s%s%s`",
+                  backend, precision, db, backend,
+                  co->precision == NTP_DTYPE_F32 ? "" : " --precision ",
+                  co->precision == NTP_DTYPE_F32 ? "" : precision);
         rc = CLI_FAIL;
     } else if (ntp_store_load_calibration_samples(ctx, s, m->key, backend, precision, &samples,
-                                                  &n) != NTP_STATUS_OK ||
-               ntp_calibration_refit(ctx, &cal, samples, n, &out) != NTP_STATUS_OK ||
+                                                  &n) != NTP_STATUS_OK) {
+        rc = cli_fail(ctx);
+    } else if (recheck) {
+        ntp_recheck *r = malloc(sizeof *r);
+        cli_progress prog;
+        cli_progress_init(&prog);
+        ntp_recheck_opts ro = {
+            .configs = configs, .progress = recheck_progress, .progress_user = &prog};
+        if (!r) {
+            cli_error("out of memory");
+            rc = CLI_FAIL;
+        } else if (ntp_calibration_recheck(ctx, m, &cal, samples, n, &ro, r) != NTP_STATUS_OK) {
+            cli_progress_clear(&prog);
+            rc = cli_fail(ctx);
+        } else {
+            cli_progress_clear(&prog);
+            rc = cli_write_output(ctx, output, write_recheck, r, fmt);
+        }
+        free(r);
+    } else if (ntp_calibration_refit(ctx, &cal, samples, n, &out) != NTP_STATUS_OK ||
                ntp_store_save_calibration(ctx, s, &out) != NTP_STATUS_OK) {
         rc = cli_fail(ctx);
     } else {
@@ -106,7 +143,8 @@ int cmd_machine(int argc, char **argv)
     bool remeasure = false, measure = true, use_db = true;
     ntp_calibrate_opts co;
     ntp_calibrate_opts_default(&co);
-    bool calibrate = false, refit = false;
+    bool calibrate = false, refit = false, recheck = false;
+    int configs = 0;
     const char *ceilings_file = NULL;
     double d;
     const cli_option opts[] = {
@@ -136,9 +174,17 @@ int cmd_machine(int argc, char **argv)
                 "fit the stored calibration again from its stored samples,\n"
                 "without timing (docs/predict.md#samples)",
                 &refit),
+        CLI_SET("recheck", OPT_RECHECK,
+                "time some of the stored calibration's configurations again\n"
+                "now and say whether it still holds (docs/predict.md#recheck)",
+                &recheck),
+        CLI_NUM("configs", OPT_CONFIGS, "N", "--recheck: configurations to time again (default 16)",
+                &configs, 1, NTP_RECHECK_MAX, "a number of configurations from 1 to 64"),
         CLI_STR("backend", OPT_BACKEND, "NAME",
-                "--calibrate, --refit: the backend (default: the default)", &co.backend),
-        CLI_OPT("precision", 'p', "P", "--calibrate, --refit: f32 (default), bf16, f16 or i8"),
+                "--calibrate, --refit, --recheck: the backend (default: the\ndefault)",
+                &co.backend),
+        CLI_OPT("precision", 'p', "P",
+                "--calibrate, --refit, --recheck: f32 (default), bf16, f16 or i8"),
         CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
         CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
         CLI_NUM("passes", OPT_PASSES, "N",
@@ -206,8 +252,18 @@ int cmd_machine(int argc, char **argv)
                   "and --db only");
         return CLI_USAGE;
     }
+    if (recheck && (calibrate || refit || co.quick || co.families || co.passes || ceilings_file ||
+                    cache || remeasure || !use_db)) {
+        cli_error("--recheck times the stored calibration's configurations again: it goes with "
+                  "--backend, --precision, --configs and --db only");
+        return CLI_USAGE;
+    }
+    if (configs && !recheck) {
+        cli_error("--configs goes with --recheck");
+        return CLI_USAGE;
+    }
     if (!calibrate && (co.quick || co.families || co.passes || ceilings_file || cache ||
-                       (co.backend && !refit))) {
+                       (co.backend && !refit && !recheck))) {
         cli_error("--backend, --quick, --families, --passes, --ceilings and --cache go with "
                   "--calibrate");
         return CLI_USAGE;
@@ -245,8 +301,8 @@ int cmd_machine(int argc, char **argv)
         else
             warn_db(ctx);
     }
-    if (refit) {
-        rc = refit_calibration(ctx, db, &m, &co, output, fmt);
+    if (refit || recheck) {
+        rc = stored_calibration(ctx, db, &m, &co, recheck, configs, output, fmt);
         goto out;
     }
     if (use_db && db) {
