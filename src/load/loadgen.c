@@ -448,7 +448,18 @@ static void *worker(void *arg)
 
 /* --- the generator ------------------------------------------------------------------- */
 
-static void record_depth(lg *L, int64_t t)
+/* Samples published and not yet taken by an instance. */
+static int64_t waiting_now(lg *L)
+{
+    return atomic_load_explicit(&L->published, memory_order_relaxed) -
+           atomic_load_explicit(&L->taken, memory_order_relaxed);
+}
+
+/* The depth, in samples, an arrival at t finds, its own included:
+ * `waiting` is read by the caller before the arrival is published (an
+ * idle instance may take it at once, and a depth read after that would
+ * leave it out). */
+static void record_depth(lg *L, int64_t t, int64_t waiting)
 {
     if (L->n_depth == L->cap_depth) {
         int64_t cap = L->cap_depth ? 2 * L->cap_depth : 1024;
@@ -462,8 +473,6 @@ static void record_depth(lg *L, int64_t t)
         L->cap_depth = cap;
     }
     L->depth_t[L->n_depth] = (double)(t - L->t0_ns) / 1e9;
-    int64_t waiting = atomic_load_explicit(&L->published, memory_order_relaxed) -
-                      atomic_load_explicit(&L->taken, memory_order_relaxed);
     int depth = (int)(waiting < INT32_MAX ? waiting : INT32_MAX);
     L->depth[L->n_depth++] = depth;
     if (depth > L->max_depth)
@@ -607,6 +616,7 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
         }
         if (atomic_load_explicit(&L->failed, memory_order_relaxed))
             break;
+        int64_t waiting = waiting_now(L) + 1;
         issue(L, i, 1, deadline, t);
         /* The next deadline, for an idle instance to wake ahead of it. */
         atomic_store_explicit(&L->next_ns, i + 1 < n ? L->t0_ns + at[i + 1] : 0,
@@ -620,7 +630,7 @@ static void gen_server(lg *L, const int64_t *at, int64_t n)
         /* The depth log and progress only where the next arrival leaves
          * room for them. */
         if (i + 1 < n && L->t0_ns + at[i + 1] - t2 > 20000) {
-            record_depth(L, t);
+            record_depth(L, t, waiting);
             if (t2 - last_prog > 100000000) {
                 progress(L, "run", i + 1, n);
                 last_prog = t2;
@@ -642,9 +652,10 @@ static void gen_stream(lg *L, int samples, double duration_s, int64_t min_q)
             break;
         if (atomic_load(&L->failed))
             break;
+        int64_t waiting = waiting_now(L) + samples;
         issue(L, i, samples, t, t);
         int64_t t2 = now_ns();
-        record_depth(L, t);
+        record_depth(L, t, waiting);
         L->overhead_ns += t2 - t;
         L->n_issue++;
         pthread_mutex_lock(&L->mu);
@@ -670,7 +681,7 @@ static void gen_offline(lg *L, int64_t n)
     for (int64_t i = 0; i < n; i++)
         put_query(L, i, 1, L->t0_ns, t);
     atomic_store(&L->published, n);
-    record_depth(L, t);
+    record_depth(L, t, n);
     wake_workers(L);
     pthread_mutex_lock(&L->mu);
     while (L->completed < L->n_q && !L->failed) {
