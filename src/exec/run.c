@@ -757,7 +757,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     }
     /* The run's peak resident set from here: what the process held
      * before (the graph, the libraries) and what the run adds, not an
-     * earlier run's peak (docs/run.md#the-memory-bus). */
+     * earlier run's peak (docs/run.md#memory). */
     ntp__rss_meter mem;
     ntp__rss_meter_start(&mem);
     progress(opts, "prepare", 0, 0);
