@@ -138,6 +138,12 @@ grep -q "recheck: the ref f32 calibration has no sample of at least 50 us that i
 expect_exit 1 "$NTPROF" machine --recheck --backend xnnpack --precision bf16 --db "$DB"
 grep -q "no xnnpack bf16 calibration of this machine in .*--backend xnnpack --precision bf16\`" \
     "$T/err" && ok || bad "recheck without a calibration: $(cat "$T/err")"
+expect_exit 0 "$NTPROF" machine --recheck --backend ref --families pool,fc --db "$T/pool.db" \
+    --configs 3
+[ "$(grep -c '^pool ' "$T/out")" = 3 ] && ok || bad "recheck --families: $(cat "$T/out")"
+expect_exit 1 "$NTPROF" machine --recheck --backend ref --families conv --db "$T/pool.db"
+grep -q "has no sample of conv of at least 50 us" "$T/err" && ok ||
+    bad "recheck --families conv: $(cat "$T/err")"
 expect_exit 2 "$NTPROF" machine --recheck --quick --db "$DB"
 grep -q "recheck times the stored calibration's configurations again" "$T/err" && ok ||
     bad "--recheck --quick: $(cat "$T/err")"

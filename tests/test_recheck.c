@@ -264,6 +264,42 @@ static void test_verdicts(void **state)
     assert_non_null(strstr(buf, "\"now_s\": null"));
 }
 
+/* A family alone: the whole-machine figure may hide it (two rows of 16). */
+static void test_families(void **state)
+{
+    world *w = *state;
+    fixture *f = &w->f;
+    ntp_recheck *r = &w->r;
+    stand_in *si = &w->si;
+    for (int i = 0; i < NTP_RECHECK_MAX; i++)
+        si->factor[i] = 2.0;
+    ntp_recheck_opts o = {.families = "pool"};
+    assert_int_equal(
+        ntp__calibration_recheck_with(w->ctx, &f->m, &f->cal, f->s, f->n, &o, runner, si, r),
+        NTP_STATUS_OK);
+    /* The two pools of 2 and 4 ms, and nothing else. */
+    assert_int_equal(r->n_rows, 2);
+    assert_int_equal(r->rows[0].family, NTP_PREDICT_FAMILY_POOL);
+    assert_int_equal(r->rows[1].family, NTP_PREDICT_FAMILY_POOL);
+    assert_float_equal(r->rows[0].stored_s, 2e-3, 1e-15);
+    assert_float_equal(r->rows[1].stored_s, 4e-3, 1e-15);
+    assert_float_equal(r->ratio_median, 2.0, 1e-12);
+    /* A family without samples, and a name that is none. */
+    o.families = "conv";
+    assert_int_equal(
+        ntp__calibration_recheck_with(w->ctx, &f->m, &f->cal, f->s, f->n, &o, runner, si, r),
+        NTP_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(ntp_ctx_errmsg(w->ctx), "has no sample of conv of at least 50 us"));
+    ntp_ctx_clear(w->ctx);
+    o.families = "pool,convv";
+    assert_int_equal(
+        ntp__calibration_recheck_with(w->ctx, &f->m, &f->cal, f->s, f->n, &o, runner, si, r),
+        NTP_STATUS_UNKNOWN_NAME);
+    assert_string_equal(ntp_ctx_errmsg(w->ctx),
+                        "recheck: unknown family 'convv' (conv, conv1x1, depthwise, fc, pool, "
+                        "eltwise, norm, rnn, attention, copy)");
+}
+
 static void test_refusals(void **state)
 {
     world *w = *state;
@@ -293,6 +329,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_selection_and_ratios, world_up, world_down),
         cmocka_unit_test_setup_teardown(test_verdicts, world_up, world_down),
+        cmocka_unit_test_setup_teardown(test_families, world_up, world_down),
         cmocka_unit_test_setup_teardown(test_refusals, world_up, world_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

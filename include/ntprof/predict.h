@@ -333,6 +333,9 @@ typedef struct ntp_recheck {
 
 typedef struct ntp_recheck_opts {
     int configs; /* 0: NTP_RECHECK_CONFIGS; at most NTP_RECHECK_MAX */
+    /* Only these families' samples (NULL: all), comma-separated names:
+     * a family the whole-machine figure may hide (two of 16 rows). */
+    const char *families;
     void (*progress)(void *user, int done, int total, const char *label);
     void *progress_user;
 } ntp_recheck_opts;

@@ -1105,7 +1105,28 @@ ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
     return NTP_STATUS_OK;
 }
 
-static bool family_wanted(const char *list, ntp_predict_family f)
+ntp_status ntp__calibrate_check_families(ntp_ctx *ctx, const char *list, const char *who)
+{
+    if (!list)
+        return NTP_STATUS_OK;
+    /* Every name must be a family: a typo would select nothing. */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool known = false;
+        for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+            known |= strcmp(t, ntp_predict_family_name((ntp_predict_family)f)) == 0;
+        if (!known)
+            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
+                              "%s: unknown family '%s' (conv, conv1x1, depthwise, fc, pool, "
+                              "eltwise, norm, rnn, attention, copy)",
+                              who, t);
+    }
+    return NTP_STATUS_OK;
+}
+
+bool ntp__calibrate_family_wanted(const char *list, ntp_predict_family f)
 {
     if (!list)
         return true;
@@ -1235,22 +1256,9 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "calibrate: '%s' is not a compute precision",
                           ntp_dtype_name(opts->precision));
-    if (opts->families) {
-        /* Every name must be a family: a typo would calibrate nothing. */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", opts->families);
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            bool known = false;
-            for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
-                known |= strcmp(t, ntp_predict_family_name((ntp_predict_family)f)) == 0;
-            if (!known)
-                return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                                  "calibrate: unknown family '%s' (conv, conv1x1, depthwise, fc, "
-                                  "pool, eltwise, norm, rnn, attention, copy)",
-                                  t);
-        }
-    }
+    ntp_status fst = ntp__calibrate_check_families(ctx, opts->families, "calibrate");
+    if (fst)
+        return fst;
     const char *backend = opts->backend;
     if (!backend) {
         static char first[32];
@@ -1317,7 +1325,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     int total = 0;
     int *sel = calloc((size_t)d.n + 1, sizeof *sel);
     for (int i = 0; sel && i < d.n; i++)
-        if ((!opts->quick || d.c[i].quick) && family_wanted(opts->families, d.c[i].family))
+        if ((!opts->quick || d.c[i].quick) &&
+            ntp__calibrate_family_wanted(opts->families, d.c[i].family))
             sel[total++] = i;
     /* Every timing of every pass, then merged per configuration
      * (merge_passes) into a layer and its run's reorder rows (at most 16

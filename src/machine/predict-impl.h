@@ -142,6 +142,11 @@ ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
                                       const ntp_calibration *cal, const ntp_calibration_sample *s,
                                       ntp__calibrate_runner runner, void *user, int index,
                                       ntp__calibrate_timed *tm);
+/* Whether family f is in the comma-separated list (NULL: every family),
+ * and the check that every name in it is a family (who: the message's
+ * prefix, "calibrate"). */
+bool ntp__calibrate_family_wanted(const char *list, ntp_predict_family f);
+ntp_status ntp__calibrate_check_families(ntp_ctx *ctx, const char *list, const char *who);
 /* ntp_calibration_recheck with each run replaced by runner (tests). */
 ntp_status ntp__calibration_recheck_with(ntp_ctx *ctx, const ntp_machine_info *m,
                                          const ntp_calibration *cal,

@@ -85,6 +85,10 @@ ntp_status ntp__calibration_recheck_with(ntp_ctx *ctx, const ntp_machine_info *m
     if (want > NTP_RECHECK_MAX)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "recheck: %d configurations (expected 1 to %d)", want, NTP_RECHECK_MAX);
+    const char *families = opts ? opts->families : NULL;
+    ntp_status fst = ntp__calibrate_check_families(ctx, families, "recheck");
+    if (fst)
+        return fst;
     snprintf(out->machine_key, sizeof out->machine_key, "%s", cal->machine_key);
     snprintf(out->backend, sizeof out->backend, "%s", cal->backend);
     snprintf(out->precision, sizeof out->precision, "%s", cal->precision);
@@ -102,16 +106,18 @@ ntp_status ntp__calibration_recheck_with(ntp_ctx *ctx, const ntp_machine_info *m
     for (int i = 0; i < n; i++) {
         const ntp_calibration_sample *s = &samples[i];
         if (strcmp(s->kind, "layer") == 0 && strcmp(s->ran_on, cal->backend) == 0 &&
-            s->median_s >= NTP_RECHECK_MIN_S && s->config[0])
+            s->median_s >= NTP_RECHECK_MIN_S && s->config[0] &&
+            ntp__calibrate_family_wanted(families, s->family))
             e[ne++] = (pick){i, s->family, s->median_s};
     }
     if (ne == 0) {
         free(e);
         return ntp__error(ctx, NTP_STATUS_UNSUPPORTED,
-                          "recheck: the %s %s calibration has no sample of at least %.0f us that "
-                          "its backend ran (one made before samples were kept has none); run "
-                          "`ntprof machine --calibrate --backend %s`",
-                          cal->backend, cal->precision, NTP_RECHECK_MIN_S * 1e6, cal->backend);
+                          "recheck: the %s %s calibration has no sample%s%s of at least %.0f us "
+                          "that its backend ran (one made before samples were kept has none); "
+                          "run `ntprof machine --calibrate --backend %s`",
+                          cal->backend, cal->precision, families ? " of " : "",
+                          families ? families : "", NTP_RECHECK_MIN_S * 1e6, cal->backend);
     }
     qsort(e, (size_t)ne, sizeof *e, by_family_time);
     int k = want < ne ? want : ne;

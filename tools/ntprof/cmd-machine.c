@@ -110,8 +110,10 @@ static int stored_calibration(ntp_ctx *ctx, const char *db, const ntp_machine_in
         ntp_recheck *r = malloc(sizeof *r);
         cli_progress prog;
         cli_progress_init(&prog);
-        ntp_recheck_opts ro = {
-            .configs = configs, .progress = recheck_progress, .progress_user = &prog};
+        ntp_recheck_opts ro = {.configs = configs,
+                               .families = co->families,
+                               .progress = recheck_progress,
+                               .progress_user = &prog};
         if (!r) {
             cli_error("out of memory");
             rc = CLI_FAIL;
@@ -186,7 +188,8 @@ int cmd_machine(int argc, char **argv)
         CLI_OPT("precision", 'p', "P",
                 "--calibrate, --refit, --recheck: f32 (default), bf16, f16 or i8"),
         CLI_SET("quick", OPT_QUICK, "--calibrate: a few small configurations (tests)", &co.quick),
-        CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate: only these families", &co.families),
+        CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate, --recheck: only these families",
+                &co.families),
         CLI_NUM("passes", OPT_PASSES, "N",
                 "--calibrate: time the design N times, interleaved, and keep\n"
                 "each layer's median (default 3; 1 with --quick)",
@@ -252,18 +255,18 @@ int cmd_machine(int argc, char **argv)
                   "and --db only");
         return CLI_USAGE;
     }
-    if (recheck && (calibrate || refit || co.quick || co.families || co.passes || ceilings_file ||
-                    cache || remeasure || !use_db)) {
+    if (recheck && (calibrate || refit || co.quick || co.passes || ceilings_file || cache ||
+                    remeasure || !use_db)) {
         cli_error("--recheck times the stored calibration's configurations again: it goes with "
-                  "--backend, --precision, --configs and --db only");
+                  "--backend, --precision, --families, --configs and --db only");
         return CLI_USAGE;
     }
     if (configs && !recheck) {
         cli_error("--configs goes with --recheck");
         return CLI_USAGE;
     }
-    if (!calibrate && (co.quick || co.families || co.passes || ceilings_file || cache ||
-                       (co.backend && !refit && !recheck))) {
+    if (!calibrate && (co.quick || (co.families && !recheck) || co.passes || ceilings_file ||
+                       cache || (co.backend && !refit && !recheck))) {
         cli_error("--backend, --quick, --families, --passes, --ceilings and --cache go with "
                   "--calibrate");
         return CLI_USAGE;
