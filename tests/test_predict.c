@@ -418,12 +418,14 @@ static void test_calibrate_passes(void **state)
     memset(&fr, 0, sizeof fr);
     fr.fail_last = K;
     o.passes = 5;
+    o.keep = NTP_CALIBRATE_KEEP_MEDIAN;
     ntp_calibration_sample *S = NULL;
     int n = 0;
     o.samples = &S;
     o.n_samples = &n;
     assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, fake_run, &fr, &cal), 0);
     assert_int_equal(cal.passes, 5);
+    assert_string_equal(cal.keep, "median");
     assert_int_equal(fr.calls, 5 * K);
     for (int i = 0; i < fr.calls; i++) {
         assert_int_equal(fr.pass[i], i / K);
@@ -498,8 +500,67 @@ static void test_calibrate_passes(void **state)
     free(kept);
     ntp_store_close(st);
     free(S);
+
+    /* The default keeps each configuration's fastest pass as it was timed:
+     * base 1 (pass 0, 10 iterations), and for the one that ran in passes
+     * 1, 3 and 4 (9, 5, 2) pass 4's 2 over 14 iterations; the spread is
+     * the same. The history keeps which. */
+    memset(&fr, 0, sizeof fr);
+    fr.fail_last = K;
+    ntp_calibrate_opts_default(&o);
+    assert_int_equal(o.keep, NTP_CALIBRATE_KEEP_FASTEST);
+    o.backend = "ref";
+    o.threads = 1;
+    o.quick = true;
+    o.cache = NTP_CALIBRATE_WARM;
+    o.families = "fc,pool";
+    o.passes = 5;
+    o.samples = &S;
+    o.n_samples = &n;
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, fake_run, &fr, &cal), 0);
+    assert_string_equal(cal.keep, "fastest");
+    layers = reorders = 0;
+    for (int i = 0; i < n; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        if (strcmp(x->kind, "reorder") == 0) {
+            assert_close(x->median_s, 1e-6, 1e-12);
+            assert_close(x->pass_max_s, 9e-6, 1e-12);
+            reorders++;
+            continue;
+        }
+        double f = ++layers;
+        double t = (layers - 1 < K - 2 ? 1e-3 : 2e-3) * f;
+        assert_close(x->median_s, t, 1e-12);
+        assert_close(x->pass_min_s, t, 1e-12);
+        assert_close(x->pass_max_s, 9e-3 * f, 1e-12);
+        assert_close(x->ci95_lo_s, 0.9 * t, 1e-12);
+        assert_close(x->ci95_hi_s, 1.1 * t, 1e-12);
+        assert_int_equal(x->n, layers - 1 < K - 2 ? 10 : 14);
+    }
+    assert_int_equal(reorders, 1);
+    assert_int_equal(layers, K - 1);
+    assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &st), 0);
+    assert_int_equal(ntp_store_save_calibration(ctx, st, &cal), 0);
+    assert_int_equal(
+        ntp_store_load_calibration(ctx, st, cal.machine_key, "ref", "f32", &back, &found), 0);
+    assert_true(found);
+    assert_string_equal(back.keep, "fastest");
+    ntp_store_close(st);
+    free(S);
     o.samples = NULL;
     o.n_samples = NULL;
+
+    /* The names, and a value that is neither. */
+    int kp = -1;
+    assert_true(ntp_calibrate_keep_parse("median", &kp));
+    assert_int_equal(kp, NTP_CALIBRATE_KEEP_MEDIAN);
+    assert_false(ntp_calibrate_keep_parse("min", &kp));
+    assert_int_equal(kp, NTP_CALIBRATE_KEEP_MEDIAN);
+    assert_null(ntp_calibrate_keep_name(7));
+    o.keep = 7;
+    assert_int_equal(ntp_calibrate(ctx, &m, &c, &o, &cal), NTP_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ntp_ctx_errmsg(ctx), "keep 7"));
+    o.keep = NTP_CALIBRATE_KEEP_FASTEST;
 
     /* The full design's default is 3 passes; a configuration over the
      * reference backend's FLOP budget is never run, in any pass. */

@@ -29,28 +29,37 @@ expect_exit 2 "$NTPROF" machine --calibrate --cache hot --db "$DB"
 grep -q "cache expects network or warm, got 'hot'" "$T/err" && ok || bad "--cache: $(cat "$T/err")"
 
 # --passes: the design timed 3 times, interleaved. The calibration records
-# its passes; each sample ran in all 3 (3 timed iterations each with
-# --quick: 9), its median between the lowest and highest of the passes.
+# its passes and which it kept; each sample ran in all 3, and keeps its
+# fastest (its 3 timed iterations with --quick), or with --keep-pass median
+# the median of the three (9 iterations) between the lowest and highest.
 # Out of range, or without --calibrate: one line. A history of schema 9
 # (samples without passes) is migrated by --refit: one pass each, the
 # median its own spread.
 expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref --threads 1 \
     --ceilings "$T/ceil.json" --db "$T/passes.db" --cache warm --passes 3
-grep -q '^timed with warm caches, 3 passes over the design' "$T/out" && ok ||
-    bad "passes in the table: $(cat "$T/out")"
+grep -q "^timed with warm caches, 3 passes over the design, each layer's fastest kept" "$T/out" &&
+    ok || bad "passes in the table: $(cat "$T/out")"
 expect_exit 0 "$NTPROF" predict --list --db "$T/passes.db"
-grep -q ' ref  *f32 .* quick 3 passes$' "$T/out" && ok || bad "list: $(cat "$T/out")"
+grep -q ' ref  *f32 .* quick 3 passes (fastest kept)$' "$T/out" && ok || bad "list: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref --threads 1 \
+    --ceilings "$T/ceil.json" --db "$T/median.db" --cache warm --passes 3 --keep-pass median
+grep -q "^timed with warm caches, 3 passes over the design, each layer's median kept" "$T/out" &&
+    ok || bad "median kept in the table: $(cat "$T/out")"
 cp "$T/passes.db" "$T/v9.db"
-$PY - "$T/passes.db" "$T/v9.db" <<'PYEOF' && ok || bad "passes in the history"
+$PY - "$T/passes.db" "$T/v9.db" "$T/median.db" <<'PYEOF' && ok || bad "passes in the history"
 import json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
-assert json.loads(model)["passes"] == 3, model
-rows = db.execute("SELECT kind, passes, pass_min_s, median_s, pass_max_s, n FROM"
-                  " calibration_samples WHERE kind = 'layer'").fetchall()
-assert len(rows) == 3, rows
-for kind, passes, lo, med, hi, n in rows:
-    assert passes == 3 and n == 9 and 0 < lo <= med <= hi, (passes, lo, med, hi, n)
+for path, keep in ((sys.argv[1], "fastest"), (sys.argv[3], "median")):
+    db = sqlite3.connect(path)
+    (model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+    assert json.loads(model)["passes"] == 3 and json.loads(model)["keep"] == keep, model
+    rows = db.execute("SELECT kind, passes, pass_min_s, median_s, pass_max_s, n FROM"
+                      " calibration_samples WHERE kind = 'layer'").fetchall()
+    assert len(rows) == 3, rows
+    for kind, passes, lo, med, hi, n in rows:
+        if keep == "fastest":
+            assert passes == 3 and n == 3 and 0 < lo == med <= hi, (passes, lo, med, hi, n)
+        else:
+            assert passes == 3 and n == 9 and 0 < lo <= med <= hi, (passes, lo, med, hi, n)
 v9 = sqlite3.connect(sys.argv[2])
 for col in ("passes", "pass_min_s", "pass_max_s"):
     v9.execute(f"ALTER TABLE calibration_samples DROP COLUMN {col}")
@@ -71,8 +80,14 @@ for bad_n in 0 10 x; do
         [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "--passes $bad_n: $(cat "$T/err")"
 done
 expect_exit 2 "$NTPROF" machine --passes 2 --db "$T/passes.db"
-grep -q "passes, --ceilings and --cache go with --calibrate" "$T/err" && ok ||
+grep -q "passes, --keep-pass, --ceilings and --cache go with --calibrate" "$T/err" && ok ||
     bad "--passes without --calibrate: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --calibrate --keep-pass min --db "$T/passes.db"
+grep -q "^ntprof: --keep-pass expects fastest or median, got 'min'\$" "$T/err" &&
+    [ "$(wc -l <"$T/err")" = 1 ] && ok || bad "--keep-pass min: $(cat "$T/err")"
+expect_exit 2 "$NTPROF" machine --refit --keep-pass median --db "$T/passes.db"
+grep -q "^ntprof: --refit fits the stored samples again" "$T/err" && ok ||
+    bad "--keep-pass with --refit: $(cat "$T/err")"
 
 # --refit: the stored samples fitted again without timing give the stored
 # fit; without samples or a calibration, one line saying what to do.

@@ -120,10 +120,15 @@ typedef struct ntp_calibration {
     char refitted_at[32];
     double loadavg; /* 1-minute load average when it started */
     bool quick;     /* the --quick design (tests) */
-    /* The passes over the design (ntp_calibrate_opts.passes): each sample's
-     * time is the median of its per-pass medians; 1 in a calibration made
-     * before passes were recorded (it timed each configuration once). */
+    /* The passes over the design (ntp_calibrate_opts.passes); 1 in a
+     * calibration made before passes were recorded (it timed each
+     * configuration once). */
     int passes;
+    /* Which pass each sample's time is (ntp_calibrate_opts.keep):
+     * "fastest" (the pass with the lowest median) or "median" (the median
+     * of the per-pass medians, and every calibration made before this was
+     * recorded). */
+    char keep[8];
     /* The ceilings the terms divide by: compute peak at the precision and
      * each memory level with the bytes of traffic it holds (DRAM: 0, any). */
     double peak_gflops;
@@ -179,11 +184,25 @@ typedef struct ntp_calibrate_opts {
     /* Passes over the design, 1 to NTP_CALIBRATE_MAX_PASSES (0: the
      * default, NTP_CALIBRATE_PASSES, or 1 with quick): every configuration
      * timed once, then every one again, ..., so that a slow phase of the
-     * machine falls on different configurations in each pass; each
-     * configuration keeps the median of its per-pass medians, and only if
-     * it ran in a majority of the passes (docs/predict.md#passes). */
+     * machine falls on different configurations in each pass; a
+     * configuration is kept only if it ran in a majority of the passes
+     * (docs/predict.md#passes). */
     int passes;
+    /* Which of a configuration's passes its sample keeps: its fastest
+     * (NTP_CALIBRATE_KEEP_FASTEST, the default) or the median of the
+     * per-pass medians (NTP_CALIBRATE_KEEP_MEDIAN). */
+    int keep;
 } ntp_calibrate_opts;
+
+/* ntp_calibrate_opts.keep. A slow phase of a shared machine (another
+ * tenant on the memory bus, a CPU taken away) only ever adds time, and on
+ * the VMs measured it outlasted a pass: the fastest pass is the closest to
+ * the machine's own speed (docs/predict.md#passes). */
+enum { NTP_CALIBRATE_KEEP_FASTEST, NTP_CALIBRATE_KEEP_MEDIAN };
+/* "fastest" / "median"; NULL for another value. */
+NTP_API const char *ntp_calibrate_keep_name(int keep);
+/* The value a name names; false (k untouched) for any other text. */
+NTP_API bool ntp_calibrate_keep_parse(const char *name, int *keep);
 
 /* The passes a calibration of the full design makes by default, and the
  * most it accepts (each pass takes the time of a whole calibration). */
@@ -234,13 +253,15 @@ typedef struct ntp_calibration_sample {
     int64_t flops, bytes;
     double x[NTP_PREDICT_TERMS];
     /* The measured median, its 95% interval, and the timed iterations.
-     * Over several passes (ntp_calibrate_opts.passes): the median of the
-     * per-pass medians, the medians of the per-pass interval bounds, and
-     * the iterations of every pass it ran in, summed. */
+     * Over several passes (ntp_calibrate_opts.passes), with the fastest
+     * kept: the median, interval and iterations of the pass with the
+     * lowest median; with the median kept: the median of the per-pass
+     * medians, the medians of the per-pass interval bounds, and the
+     * iterations of every pass it ran in, summed. */
     double median_s, ci95_lo_s, ci95_hi_s;
     int n;
-    /* The passes whose timing the median is over (those it ran in: more
-     * than half of the calibration's), and the lowest and highest of their
+    /* The passes it ran in (more than half of the calibration's; the
+     * time is one of them or their median), and the lowest and highest of their
      * medians: the spread the machine's speed made across the passes. A
      * sample stored before passes were kept: 1, and the median twice. */
     int passes;
@@ -303,7 +324,7 @@ typedef struct ntp_recheck_row {
     char impl[48];     /* the kernel the calibration recorded */
     char now_impl[48]; /* the kernel that ran it now ("" when it failed) */
     char what[72];     /* "conv 3x3 s1 1x512x7x7 -> 512" as the markup says */
-    double stored_s;   /* the calibration's median */
+    double stored_s;   /* the calibration's time (its kept pass's median) */
     double now_s;      /* the median timed now; 0 when the run failed */
     double ratio;      /* now_s / stored_s; 0 when it failed */
 } ntp_recheck_row;
@@ -316,6 +337,7 @@ typedef struct ntp_recheck {
     char calibrated_at[32];
     char cache[16];
     int passes;
+    char keep[8]; /* the pass each stored time is: "fastest" or "median" */
     /* When, under what load, and how long it took. */
     char checked_at[32];
     double loadavg;

@@ -28,6 +28,24 @@ void ntp_calibrate_opts_default(ntp_calibrate_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->precision = NTP_DTYPE_F32;
+    o->keep = NTP_CALIBRATE_KEEP_FASTEST;
+}
+
+const char *ntp_calibrate_keep_name(int keep)
+{
+    return keep == NTP_CALIBRATE_KEEP_FASTEST  ? "fastest"
+           : keep == NTP_CALIBRATE_KEEP_MEDIAN ? "median"
+                                               : NULL;
+}
+
+bool ntp_calibrate_keep_parse(const char *name, int *keep)
+{
+    for (int k = NTP_CALIBRATE_KEEP_FASTEST; name && k <= NTP_CALIBRATE_KEEP_MEDIAN; k++)
+        if (strcmp(name, ntp_calibrate_keep_name(k)) == 0) {
+            *keep = k;
+            return true;
+        }
+    return false;
 }
 
 /* One configuration: a family, the markup of its input(s) and layer
@@ -1169,20 +1187,24 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
  * layer), appended to S (*n of cap): T[p] its timing in pass p (s 0: it did
  * not run in that pass), f its terms. A configuration, or a reorder row,
  * is kept only where it ran in more than half of the passes: one that
- * failed in most is not a measurement of this backend. Its time is the
- * median of the per-pass medians; its kernel and backend are those of the
- * first pass it ran in, whose reorder rows are matched in the others by
- * position and bytes. */
+ * failed in most is not a measurement of this backend. Its time is its
+ * fastest pass's median (cal->keep "fastest") or the median of the
+ * per-pass medians; its kernel and backend are those of the first pass it
+ * ran in, whose reorder rows are matched in the others by position and
+ * bytes. */
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
                          const ntp__pfeat *f, const ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
 {
     double v[NTP_CALIBRATE_MAX_PASSES], lo[NTP_CALIBRATE_MAX_PASSES], hi[NTP_CALIBRATE_MAX_PASSES];
-    int ran = 0, first = -1, iters = 0;
+    int ran = 0, first = -1, fastest = -1, iters = 0;
+    const bool keep_fastest = strcmp(cal->keep, "fastest") == 0;
     for (int p = 0; p < passes; p++)
         if (T[p].s > 0) {
             if (first < 0)
                 first = p;
+            if (fastest < 0 || T[p].s < T[fastest].s)
+                fastest = p;
             lo[ran] = T[p].ci95_lo_s;
             hi[ran] = T[p].ci95_hi_s;
             iters += T[p].n;
@@ -1203,6 +1225,8 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
         x->bytes = t0->reorder_bytes[k];
         ntp__predict_copy_terms(cal, x->bytes, x->x);
         x->median_s = median_of(rv, nr);
+        if (keep_fastest)
+            x->median_s = rv[0];
         x->pass_min_s = rv[0];
         x->pass_max_s = rv[nr - 1];
         x->passes = nr;
@@ -1223,6 +1247,14 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     x->pass_min_s = v[0];
     x->pass_max_s = v[ran - 1];
     x->passes = ran;
+    if (keep_fastest) {
+        /* The fastest pass as it was timed: its median and interval. */
+        x->median_s = T[fastest].s;
+        x->ci95_lo_s = T[fastest].ci95_lo_s;
+        x->ci95_hi_s = T[fastest].ci95_hi_s;
+        x->n = T[fastest].n;
+        return;
+    }
     /* Each bound the median over the passes, as the time: each pass's
      * interval holds its median, so the median bounds hold the median. */
     x->ci95_lo_s = median_of(lo, ran);
@@ -1315,6 +1347,13 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                           "calibrate: %d passes (expected 1 to %d)", opts->passes,
                           NTP_CALIBRATE_MAX_PASSES);
     out->passes = passes;
+    const char *keep = ntp_calibrate_keep_name(opts->keep);
+    if (!keep)
+        return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
+                          "calibrate: keep %d (expected NTP_CALIBRATE_KEEP_FASTEST or "
+                          "NTP_CALIBRATE_KEEP_MEDIAN)",
+                          opts->keep);
+    snprintf(out->keep, sizeof out->keep, "%s", keep);
 
     design d = {0};
     if (!build_design(&d)) {

@@ -95,6 +95,7 @@ ntp_status ntp__calibration_recheck_with(ntp_ctx *ctx, const ntp_machine_info *m
     snprintf(out->calibrated_at, sizeof out->calibrated_at, "%s", cal->calibrated_at);
     snprintf(out->cache, sizeof out->cache, "%s", cal->cache[0] ? cal->cache : "warm");
     out->passes = cal->passes > 0 ? cal->passes : 1;
+    snprintf(out->keep, sizeof out->keep, "%s", cal->keep[0] ? cal->keep : "median");
 
     /* The layers this backend ran, long enough to time; in order of
      * family and time, then picked evenly: every family in proportion to

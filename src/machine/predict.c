@@ -1353,6 +1353,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "loadavg", json_real(cal->loadavg));
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
     ntp__jset(&ok, o, "passes", json_integer(cal->passes > 0 ? cal->passes : 1));
+    ntp__jset(&ok, o, "keep", json_string(cal->keep[0] ? cal->keep : "median"));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
@@ -1456,6 +1457,13 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     cal->passes = (int)get_int(j, "passes", 0, INT_MAX, &bad);
     if (cal->passes < 1)
         cal->passes = 1;
+    /* Calibrations from before the kept pass was recorded kept the median
+     * of the passes (one pass: its own). */
+    get_str(j, "keep", cal->keep, sizeof cal->keep);
+    if (!cal->keep[0])
+        snprintf(cal->keep, sizeof cal->keep, "median");
+    else if (!ntp_calibrate_keep_parse(cal->keep, &(int){0}))
+        bad = true;
     /* Calibrations from before the mode was recorded timed warm. */
     get_str(j, "cache", cal->cache, sizeof cal->cache);
     if (!cal->cache[0])

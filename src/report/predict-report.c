@@ -177,6 +177,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "calibrated_at", ntp__json_str(c->calibrated_at));
     ntp__jset(&ok, cal, "cache", json_string(c->cache[0] ? c->cache : "warm"));
     ntp__jset(&ok, cal, "passes", json_integer(c->passes > 0 ? c->passes : 1));
+    ntp__jset(&ok, cal, "keep", json_string(c->keep[0] ? c->keep : "median"));
     ntp__jset(&ok, cal, "cpu_flags", json_string(c->cpu_flags));
     json_t *also = json_array();
     for (int k = 1; k < p->n_cals; k++)
@@ -308,8 +309,11 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                        c->machine_key, c->backend_version, c->precision, c->threads,
                        c->calibrated_at, c->quick ? ", quick design" : "");
         int passes = c->passes > 0 ? c->passes : 1;
-        ntp__put_linef(f, "timed with %s caches, %d pass%s over the design (docs/predict.md)",
-                       c->cache[0] ? c->cache : "warm", passes, passes == 1 ? "" : "es");
+        ntp__put_linef(f, "timed with %s caches, %d pass%s over the design%s (docs/predict.md)",
+                       c->cache[0] ? c->cache : "warm", passes, passes == 1 ? "" : "es",
+                       passes == 1                       ? ""
+                       : strcmp(c->keep, "fastest") == 0 ? ", each layer's fastest kept"
+                                                         : ", each layer's median kept");
         ntp__put_linef(f,
                        "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "
                        "bandwidth of the level the layer's traffic fits in (load %.2f)",

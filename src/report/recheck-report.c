@@ -56,6 +56,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_recheck *r, FILE *f)
     ntp__jset(&ok, o, "calibrated_at", ntp__json_str(r->calibrated_at));
     ntp__jset(&ok, o, "cache", ntp__json_str(r->cache));
     ntp__jset(&ok, o, "passes", json_integer(r->passes));
+    ntp__jset(&ok, o, "keep", ntp__json_str(r->keep[0] ? r->keep : "median"));
     ntp__jset(&ok, o, "checked_at", ntp__json_str(r->checked_at));
     ntp__jset(&ok, o, "loadavg", r->loadavg >= 0 ? ntp__json_num(r->loadavg) : json_null());
     ntp__jset(&ok, o, "wall_s", ntp__json_num(r->wall_s));
@@ -125,9 +126,13 @@ ntp_status ntp_report_write_recheck(ntp_ctx *ctx, const ntp_recheck *r, ntp_form
         return ntp__check_stream(ctx, f, "recheck");
     }
     char head[512];
-    snprintf(head, sizeof head, "the %s %s calibration of %s (calibrated %s, %s caches, %d pass%s)",
-             r->backend, r->precision, r->machine_key, r->calibrated_at, r->cache, r->passes,
-             r->passes == 1 ? "" : "es");
+    snprintf(head, sizeof head,
+             "the %s %s calibration of %s (calibrated %s, %s caches, %d pass%s%s)", r->backend,
+             r->precision, r->machine_key, r->calibrated_at, r->cache, r->passes,
+             r->passes == 1 ? "" : "es",
+             r->passes == 1                    ? ""
+             : strcmp(r->keep, "fastest") == 0 ? ", the fastest kept"
+                                               : ", the median kept");
     ntp__put_wrapped(f, "recheck of ", head);
     char load[32] = "n/a";
     if (r->loadavg >= 0)

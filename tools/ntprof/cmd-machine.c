@@ -17,6 +17,7 @@ enum {
     OPT_FAMILIES,
     OPT_CEILINGS,
     OPT_CACHE,
+    OPT_KEEP_PASS,
     OPT_REFIT,
     OPT_PASSES,
     OPT_RECHECK,
@@ -191,9 +192,12 @@ int cmd_machine(int argc, char **argv)
         CLI_STR("families", OPT_FAMILIES, "LIST", "--calibrate, --recheck: only these families",
                 &co.families),
         CLI_NUM("passes", OPT_PASSES, "N",
-                "--calibrate: time the design N times, interleaved, and keep\n"
-                "each layer's median (default 3; 1 with --quick)",
+                "--calibrate: time the design N times, interleaved (default 3;\n"
+                "1 with --quick)",
                 &co.passes, 1, NTP_CALIBRATE_MAX_PASSES, "a number of passes from 1 to 9"),
+        CLI_OPT("keep-pass", OPT_KEEP_PASS, "WHICH",
+                "--calibrate: the pass each layer keeps: fastest (default:\n"
+                "a slow phase only adds time) or median"),
         CLI_STR("ceilings", OPT_CEILINGS, "FILE",
                 "--calibrate against these ceilings (JSON, docs/predict.md)\n"
                 "instead of measured ones",
@@ -208,7 +212,7 @@ int cmd_machine(int argc, char **argv)
     };
     cli_getopt_state gs = {0};
     int opt;
-    const char *cache = NULL;
+    const char *cache = NULL, *keep_pass = NULL;
     while ((opt = cli_getopt(argc, argv, opts, &gs)) != -1) {
         switch (opt) {
         case OPT_CACHE:
@@ -219,6 +223,13 @@ int cmd_machine(int argc, char **argv)
                 co.cache = NTP_CALIBRATE_WARM;
             } else {
                 cli_error("--cache expects network or warm, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case OPT_KEEP_PASS:
+            keep_pass = optarg;
+            if (!ntp_calibrate_keep_parse(optarg, &co.keep)) {
+                cli_error("--keep-pass expects fastest or median, got '%s'", optarg);
                 return CLI_USAGE;
             }
             break;
@@ -249,14 +260,14 @@ int cmd_machine(int argc, char **argv)
         cli_error("--calibrate needs the ceilings: it does not go with --no-measure");
         return CLI_USAGE;
     }
-    if (refit && (calibrate || co.quick || co.families || co.passes || ceilings_file || cache ||
-                  remeasure || !use_db)) {
+    if (refit && (calibrate || co.quick || co.families || co.passes || keep_pass || ceilings_file ||
+                  cache || remeasure || !use_db)) {
         cli_error("--refit fits the stored samples again: it goes with --backend, --precision "
                   "and --db only");
         return CLI_USAGE;
     }
-    if (recheck && (calibrate || refit || co.quick || co.passes || ceilings_file || cache ||
-                    remeasure || !use_db)) {
+    if (recheck && (calibrate || refit || co.quick || co.passes || keep_pass || ceilings_file ||
+                    cache || remeasure || !use_db)) {
         cli_error("--recheck times the stored calibration's configurations again: it goes with "
                   "--backend, --precision, --families, --configs and --db only");
         return CLI_USAGE;
@@ -265,10 +276,10 @@ int cmd_machine(int argc, char **argv)
         cli_error("--configs goes with --recheck");
         return CLI_USAGE;
     }
-    if (!calibrate && (co.quick || (co.families && !recheck) || co.passes || ceilings_file ||
-                       cache || (co.backend && !refit && !recheck))) {
-        cli_error("--backend, --quick, --families, --passes, --ceilings and --cache go with "
-                  "--calibrate");
+    if (!calibrate && (co.quick || (co.families && !recheck) || co.passes || keep_pass ||
+                       ceilings_file || cache || (co.backend && !refit && !recheck))) {
+        cli_error("--backend, --quick, --families, --passes, --keep-pass, --ceilings and --cache "
+                  "go with --calibrate");
         return CLI_USAGE;
     }
     if (remeasure && !measure) {

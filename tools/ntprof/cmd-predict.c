@@ -126,9 +126,10 @@ static void list_calibrations(const ntp_calibration *all, int n)
     if (n == 0)
         printf("no calibrations stored; run `ntprof machine --calibrate`\n");
     for (int i = 0; i < n; i++) {
-        char passes[32] = "";
+        char passes[48] = "";
         if (all[i].passes > 1)
-            snprintf(passes, sizeof passes, " %d passes", all[i].passes);
+            snprintf(passes, sizeof passes, " %d passes (%s kept)", all[i].passes,
+                     all[i].keep[0] ? all[i].keep : "median");
         printf("%s  %-8s %-5s %s  (%s)%s%s\n", all[i].calibrated_at, all[i].backend,
                all[i].precision, all[i].machine_key, all[i].backend_version,
                all[i].quick ? " quick" : "", passes);
