@@ -19,6 +19,7 @@
 
 #include "machine/predict-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/predict-hand.h"
 #include "support/tmpdir.h"
 
 static void assert_close(double got, double want, double rel)
@@ -1180,6 +1181,43 @@ static void test_predict_network_cache(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* A reduction's compute term is its outputs, one operation each at the
+ * peak, not its additions (docs/predict.md#reductions): under the hand
+ * calibration (1 us + compute + memory, 100 GFLOP/s, an L2 of 64 KiB at
+ * 200 GB/s), a mean over 8x8 of 64 channels writes 64 values and moves
+ * 64 x 64 x 4 + 64 x 4 = 16640 bytes, in L2. */
+static void test_predict_reduce(void **state)
+{
+    (void)state;
+    static const char xml[] = "<topology name=\"r\" precision=\"f32\">"
+                              "<input name=\"x\" shape=\"1,64,8,8\" dtype=\"f32\"/>"
+                              "<reduce_mean name=\"m\" axes=\"2,3\"/></topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "r", NULL, &g), 0);
+    ntp_calibration cal;
+    test_hand_calibration(&cal, "ref", "m", false);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    const ntp_layer_prediction *l = test_find_prediction(p, false, "m");
+    assert_non_null(l);
+    assert_int_equal(l->family, NTP_PREDICT_FAMILY_REDUCE);
+    assert_string_equal(l->level, "L2");
+    assert_close(l->compute_ms, 1e3 * 64 / 100e9, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 16640 / 200e9, 1e-12);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * (64 / 100e9 + 16640 / 200e9), 1e-12);
+    ntp_prediction_free(p);
+    /* A calibration without the family (made before it had one) lists the
+     * layer as not calibrated instead of pricing it as another family. */
+    cal.family[NTP_PREDICT_FAMILY_REDUCE].calibrated = false;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_string_equal(ntp_prediction_uncalibrated(p), "reduce");
+    assert_int_equal(ntp_prediction_unpredicted(p), 1);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* Corrections per implementation (docs/predict.md#implementations), worked
  * by hand. fc under hand_calibration: 1 us + 2 x compute + 0.5 x memory.
  * Samples (terms 1, compute, memory; time):
@@ -1529,6 +1567,7 @@ int main(void)
         cmocka_unit_test(test_apply_by_hand),
         cmocka_unit_test(test_predict_placed),
         cmocka_unit_test(test_predict_network_cache),
+        cmocka_unit_test(test_predict_reduce),
         cmocka_unit_test(test_impl_corrections),
         cmocka_unit_test(test_impl_refit),
         cmocka_unit_test(test_impl_key_layout),

@@ -46,6 +46,7 @@ extern "C" {
     F(DEPTHWISE, "depthwise")  /* groups = input channels */                \
     F(FC,        "fc")         /* fc and matmul */                          \
     F(POOL,      "pool")       /* max/avg pooling, global pooling */        \
+    F(REDUCE,    "reduce")     /* reduce_mean, _sum, _max, ... over axes */ \
     F(ELTWISE,   "eltwise")    /* unary, binary, data movement */          \
     F(NORM,      "norm")       /* batchnorm, layernorm, softmax */          \
     F(RNN,       "rnn")        /* lstm, gru, rnn cells over a sequence */   \

@@ -115,16 +115,16 @@
     X(MIN,               "min",               LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  MINIMUM,       BINARY,        NULL) \
     X(MEAN,              "mean",              LAYER, 2, 8, binary,           onnx_binary,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          BINARY,        NULL) \
     X(WHERE,             "where",             LAYER, 3, 3, binary,           onnx_where,             DEFAULT,     ELTWISE,    FORWARD,  NONE,          WHERE,         "Where") \
-    X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMean") \
-    X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
-    X(REDUCE_MAX,        "reduce_max",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMax") \
-    X(REDUCE_MIN,        "reduce_min",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceMin") \
-    X(REDUCE_PROD,       "reduce_prod",       LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceProd") \
-    X(REDUCE_L1,         "reduce_l1",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l1,         DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL1"             ) \
-    X(REDUCE_L2,         "reduce_l2",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l2,         DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceL2"             ) \
-    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,      onnx_reduce_sum_square, DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceSumSquare") \
-    X(REDUCE_LOG_SUM,    "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum,    DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSum") \
-    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum_exp, DEFAULT,     ELTWISE,    FORWARD,  NONE,          REDUCE,        "ReduceLogSumExp") \
+    X(REDUCE_MEAN,       "reduce_mean",       LAYER, 1, 1, onnx_reduce,      onnx_reduce_mean,       DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceMean") \
+    X(REDUCE_SUM,        "reduce_sum",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE_AXES_IN, "ReduceSum") \
+    X(REDUCE_MAX,        "reduce_max",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceMax") \
+    X(REDUCE_MIN,        "reduce_min",        LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceMin") \
+    X(REDUCE_PROD,       "reduce_prod",       LAYER, 1, 1, onnx_reduce,      onnx_reduce,            DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceProd") \
+    X(REDUCE_L1,         "reduce_l1",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l1,         DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceL1"             ) \
+    X(REDUCE_L2,         "reduce_l2",         LAYER, 1, 1, onnx_reduce,      onnx_reduce_l2,         DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceL2"             ) \
+    X(REDUCE_SUM_SQUARE, "reduce_sum_square", LAYER, 1, 1, onnx_reduce,      onnx_reduce_sum_square, DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceSumSquare") \
+    X(REDUCE_LOG_SUM,    "reduce_log_sum",    LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum,    DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceLogSum") \
+    X(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", LAYER, 1, 1, onnx_reduce,      onnx_reduce_log_sum_exp, DEFAULT,     REDUCE,     FORWARD,  NONE,          REDUCE,        "ReduceLogSumExp") \
     X(INSTANCENORM,      "instancenorm",      LAYER, 1, 1, onnx_instancenorm, layernorm,              DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "InstanceNormalization") \
     X(LRN,               "lrn",               LAYER, 1, 1, onnx_lrn,         onnx_lrn,               DEFAULT,     NORM,       FORWARD,  NONE,          SIMPLE,        "LRN") \
     X(CONSTANT,          "constant",          LAYER, 0, 1, onnx_constant,    none,                   DEFAULT,     FREE,       FORWARD,  NONE,          CONSTANT,      NULL) \
@@ -165,8 +165,8 @@
  * (conv, conv1x1 or depthwise). */
 // clang-format off
 #define NTP_OP_PREDICT_CLASSES(P) \
-    P(CONV_KERNEL) P(CONV) P(FC) P(POOL) P(ELTWISE) P(NORM) P(RNN) P(ATTENTION) \
-    P(COPY) P(MFCC) P(CTC) P(FREE) P(NONE)
+    P(CONV_KERNEL) P(CONV) P(FC) P(POOL) P(REDUCE) P(ELTWISE) P(NORM) P(RNN) \
+    P(ATTENTION) P(COPY) P(MFCC) P(CTC) P(FREE) P(NONE)
 // clang-format on
 
 /* The values of the BACKWARD column (train/train-math.c says what each

@@ -55,6 +55,7 @@ static ntp_predict_family family_of_op(const ntp_graph *g, const ntp_node *n)
     case NTP_OP_PREDICT_CONV: return NTP_PREDICT_FAMILY_CONV;
     case NTP_OP_PREDICT_FC: return NTP_PREDICT_FAMILY_FC;
     case NTP_OP_PREDICT_POOL: return NTP_PREDICT_FAMILY_POOL;
+    case NTP_OP_PREDICT_REDUCE: return NTP_PREDICT_FAMILY_REDUCE;
     case NTP_OP_PREDICT_ELTWISE: return NTP_PREDICT_FAMILY_ELTWISE;
     case NTP_OP_PREDICT_NORM: return NTP_PREDICT_FAMILY_NORM;
     case NTP_OP_PREDICT_RNN: return NTP_PREDICT_FAMILY_RNN;
@@ -259,6 +260,20 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->x[NTP_PREDICT_TERM_MEMORY] =
             (dram > 0 ? (double)l->weight_bytes / (dram * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
+        return;
+    }
+    /* A reduction's kernel pays for every output it writes more than for
+     * its additions: oneDNN's over H and W of a plain tensor took about
+     * 0.13 us an output channel whether it summed 49 or 196 values
+     * (2026-12-03, the AVX2 EPYC), which its FLOPs over the peak cannot
+     * follow. Its compute term counts one operation per output element at
+     * the peak (the fit scales it); its memory term is the traffic's. */
+    if (fam == NTP_PREDICT_FAMILY_REDUCE && l->n_parts == 0) {
+        double outs = 1;
+        for (int k = 0; k < l->output_shape.ndim; k++)
+            outs *= (double)l->output_shape.dim[k];
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? outs / peak : 0;
+        out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
         return;
     }
     if (l->n_parts == 0) {
