@@ -297,7 +297,7 @@ static void test_families(void **state)
         NTP_STATUS_UNKNOWN_NAME);
     assert_string_equal(ntp_ctx_errmsg(w->ctx),
                         "recheck: unknown family 'convv' (conv, conv1x1, depthwise, fc, pool, "
-                        "eltwise, norm, rnn, attention, copy)");
+                        "reduce, eltwise, norm, rnn, attention, copy, mfcc, ctc_decode)");
 }
 
 static void test_refusals(void **state)

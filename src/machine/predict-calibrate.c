@@ -1158,11 +1158,17 @@ ntp_status ntp__calibrate_check_families(ntp_ctx *ctx, const char *list, const c
         bool known = false;
         for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
             known |= strcmp(t, ntp_predict_family_name((ntp_predict_family)f)) == 0;
-        if (!known)
-            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME,
-                              "%s: unknown family '%s' (conv, conv1x1, depthwise, fc, pool, "
-                              "eltwise, norm, rnn, attention, copy)",
-                              who, t);
+        if (!known) {
+            /* The names the table has, so the message cannot fall behind. */
+            char names[256];
+            size_t u = 0;
+            names[0] = '\0';
+            for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT && u < sizeof names; f++)
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", f ? ", " : "",
+                                      ntp_predict_family_name((ntp_predict_family)f));
+            return ntp__error(ctx, NTP_STATUS_UNKNOWN_NAME, "%s: unknown family '%s' (%s)", who, t,
+                              names);
+        }
     }
     return NTP_STATUS_OK;
 }
