@@ -45,10 +45,10 @@ if(NTP_FUZZ)
     add_link_options(-fsanitize=address,undefined)
     # ... but the micro-kernels that measure the ceilings: a coverage
     # counter incremented in memory every iteration chains the iterations
-    # through store forwarding (about 6 cycles), and AVX2's 4-chain int8
-    # kernel then read 129 GOP/s where 6 chains read 189 (test_machine's
-    # test_kernels_saturate; cmake/ntp-analysis.cmake compiles it at -O2
-    # for the same reason).
+    # through store forwarding (about 6 cycles), and AVX2's int8 kernel
+    # (then 4 chains in C) read 129 GOP/s where 6 chains read 189
+    # (test_machine's test_kernels_saturate; cmake/ntp-analysis.cmake
+    # compiles it at -O2 for the same reason).
     set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/measure/machine-kernels.c APPEND PROPERTY
                  COMPILE_OPTIONS -fno-sanitize=fuzzer-no-link)
     # One harness per input format (fuzz/fuzz_*.c; docs in SECURITY.md).

@@ -129,15 +129,15 @@ bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p)
 
 /* Chain counts per register file. zmm: 32 registers, two hold the
  * operands: 16 chains cover two pipes of latency up to 8, 28 is what
- * fits. ymm (AVX2): 16 registers: 12 and 14. The AVX2 int8 sequence needs
- * two registers per chain: 4 and 6. Scalar: 8 and 12. */
+ * fits. ymm (AVX2): 16 registers: 12 and 14. The AVX2 int8 sequence (in
+ * asm, one register a chain and four shared): 8 and 12. Scalar: 8 and 12. */
 enum {
     Z_PEAK = 16,
     Z_MORE = 28,
     Y_PEAK = 12,
     Y_MORE = 14,
-    YI_PEAK = 4,
-    YI_MORE = 6,
+    YI_PEAK = 8,
+    YI_MORE = 12,
     S_PEAK = 8,
     S_MORE = 12
 };
@@ -292,18 +292,31 @@ KERNEL(f64_ym, T256, R14, __m256d, D, S, , __m256d, _mm256_setzero_pd(), A, FIN_
  * accumulates: u8 x s8 products summed in pairs to s16 (vpmaddubsw),
  * widened to s32 by a multiply-add with ones (vpmaddwd), then added. Only
  * the 32 MACs (64 operations) count, one "instruction" here being the
- * three. Each chain has inputs of its own, and they pass through an empty
- * asm every iteration: otherwise the compiler would compute the products
- * once and only repeat the additions. The products do not depend on the
- * accumulators, so the multiplier ports, not latency, bound the loop. */
-#define KERNEL_CONSTS const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
-#define D(i) __m256i a##i = _mm256_set1_epi32((i)*1000), x##i = _mm256_set1_epi8((char)(i + 1));
-#define S(i) a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(_mm256_maddubs_epi16(x##i, y), ones));
+ * three. The products do not depend on the accumulators, so the multiplier
+ * ports, not latency, bound the loop, and nothing but the instructions
+ * themselves may stand in the loop: written in C (the inputs made opaque
+ * so no product was hoisted), GCC added a register copy per chain and
+ * needed a register per chain for its input, and the 4-chain kernel read
+ * anywhere from 92 to 187 GOP/s from one run to the next on an AVX2 EPYC,
+ * 6 chains sometimes faster (CI failed on it), sometimes slower. Each step
+ * is therefore one asm statement, the three instructions and nothing else,
+ * with one scratch register shared by every chain (renaming separates
+ * them): 4 chains read 150-179, 8 and 12 chains 176-185 GOP/s on the same
+ * machine, interleaved. */
+#define KERNEL_CONSTS                                                                             \
+    const __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1); \
+    __m256i t;
+#define D(i) __m256i a##i = _mm256_set1_epi32((i)*1000);
+#define S(i)                                           \
+    __asm__ volatile("vpmaddubsw %[y], %[x], %[t]\n\t" \
+                     "vpmaddwd %[o], %[t], %[t]\n\t"   \
+                     "vpaddd %[t], %[a], %[a]"         \
+                     : [a] "+x"(a##i), [t] "=&x"(t)    \
+                     : [x] "x"(x), [y] "x"(y), [o] "x"(ones));
 #define A(i) s = _mm256_add_epi32(s, a##i);
-#define XO(i) __asm__ volatile("" : "+v"(x##i));
-KERNEL(i8_y1, T256, R1, __m256i, D, S, R1(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
-KERNEL(i8_yp, T256, R4, __m256i, D, S, R4(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
-KERNEL(i8_ym, T256, R6, __m256i, D, S, R6(XO), __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_y1, T256, R1, __m256i, D, S, , __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_yp, T256, R8, __m256i, D, S, , __m256i, _mm256_setzero_si256(), A, FIN_I256)
+KERNEL(i8_ym, T256, R12, __m256i, D, S, , __m256i, _mm256_setzero_si256(), A, FIN_I256)
 #undef KERNEL_CONSTS
 #undef D
 #undef S
