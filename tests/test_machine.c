@@ -437,6 +437,26 @@ static void test_kernels(void **state)
             assert_true(isfinite(sink));
             assert_true(sink != 0);
         }
+    /* The AVX2 int8 kernel (three instructions in asm) computes what its
+     * instructions define, the unsigned bytes (3) by the signed (-2):
+     * vpmaddubsw gives 3 x -2 + 3 x -2 = -12 per 16-bit lane, vpmaddwd
+     * with ones -24 per 32-bit lane, which vpaddd adds to chain i's start,
+     * 1000 i, at every iteration. The sink is lanes 0 and 7 of the chains'
+     * sum: 2 x sum over i < w of (1000 i - 24 n). Operands swapped (3
+     * signed, 254 unsigned) would add +1524 an iteration. */
+    if (ntp__fma_supported(NTP_ISA_AVX2, NTP_KPREC_I8) &&
+        strcmp(ntp__fma_insn(NTP_ISA_AVX2, NTP_KPREC_I8), "vpmaddubsw+vpmaddwd+vpaddd ymm") == 0) {
+        const ntp_kchains which[] = {NTP_KCHAINS_ONE, NTP_KCHAINS_PEAK, NTP_KCHAINS_MORE};
+        for (int k = 0; k < 3; k++) {
+            int w = ntp__fma_chains(NTP_ISA_AVX2, NTP_KPREC_I8, which[k]);
+            double sink = 0, want = 0;
+            for (int i = 0; i < w; i++)
+                want += 2.0 * (1000.0 * i - 24.0 * 1000);
+            ntp__fma_run_chains(NTP_ISA_AVX2, NTP_KPREC_I8, which[k], 1000, &sink);
+            printf("avx2 i8, %d chains: sink %.0f, hand-computed %.0f\n", w, sink, want);
+            assert_float_equal(sink, want, 0);
+        }
+    }
     /* A kernel that does not exist here does nothing. */
     double sink;
     if (!ntp__fma_supported(NTP_ISA_AVX512, NTP_KPREC_BF16))
