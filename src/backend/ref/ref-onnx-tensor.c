@@ -26,14 +26,30 @@ static void strides_of(const ntp_shape *s, int64_t *st)
     }
 }
 
-/* out[i] = in[base + sum(idx[d] * istride[d])] over the output shape. */
+/* out[i] = in[base + sum(idx[d] * istride[d])] over the output shape.
+ * The innermost dims the input holds contiguously (stride 1, each outer
+ * one the product of those inside; a dim of 1 whatever its stride) are
+ * copied as runs of that length, one memcpy each: a channel split of a
+ * batch-1 NCHW tensor is one run. Element by element, the index carry
+ * cost more than the copy (ShuffleNetV2's 58-channel 28x28 split: 85 us,
+ * 1.7 ns an element). */
 static void strided_copy(const float *in, float *out, const ntp_shape *os, int64_t base,
                          const int64_t *istride)
 {
-    int64_t n = ntp_shape_numel(os), idx[NTP_MAX_DIMS] = {0}, off = base;
-    for (int64_t j = 0; j < n; j++) {
-        out[j] = in[off];
-        for (int d = os->ndim - 1; d >= 0; d--) {
+    int64_t n = ntp_shape_numel(os), run = 1, idx[NTP_MAX_DIMS] = {0}, off = base;
+    int nd = os->ndim;
+    if (n <= 0)
+        return;
+    while (nd > 0 && (os->dim[nd - 1] == 1 || istride[nd - 1] == run)) {
+        run *= os->dim[nd - 1];
+        nd--;
+    }
+    for (int64_t j = 0; j < n; j += run) {
+        if (run == 1)
+            out[j] = in[off];
+        else
+            memcpy(out + j, in + off, (size_t)run * sizeof *out);
+        for (int d = nd - 1; d >= 0; d--) {
             idx[d]++;
             off += istride[d];
             if (idx[d] < os->dim[d])
