@@ -276,6 +276,47 @@ fc2 = [l for l in p["layers"] if l["name"] == "fc2"][0]
 assert fc2["backend"] == "onednn" and fc2["note"] == "n/a: not calibrated for onednn", fc2
 PYEOF
 fi
+# A stale calibration: ref's version names its kernels' revision (ref's
+# kernels are ntprof's code), so a calibration of ref recorded before
+# ("ntprof 0.1.0") is stale, whether ref runs the model or is handed a
+# layer by another backend; a backend the prediction does not use is not
+# checked.
+expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$DB"
+grep -q 'stale' "$T/err" && bad "a fresh calibration called stale: $(cat "$T/err")" || ok
+cp "$DB" "$T/stale.db"
+$PY - "$T/stale.db" <<'PYEOF' && ok || bad "stale: rewriting the version"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+m = json.loads(model)
+assert m["backend_version"].startswith("ntprof ") and ", ref kernels " in m["backend_version"], m
+m["backend_version"] = m["backend_version"].split(",")[0]
+db.execute("UPDATE calibrations SET model = ?, backend_version = ? WHERE backend = 'ref'",
+           (json.dumps(m), m["backend_version"]))
+db.commit()
+PYEOF
+expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$T/stale.db"
+grep -q "stale calibration: ref was calibrated with ntprof [0-9.]* and is now ntprof [0-9.]*, ref kernels " \
+    "$T/err" && ok || bad "stale ref: $(cat "$T/err")"
+if "$NTPROF" run --help 2>&1 | grep -q onednn; then
+    expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend onednn --threads 1 \
+        --ceilings "$T/ceil.json" --db "$T/stale.db" --cache warm
+    expect_exit 0 "$NTPROF" predict "$MLP" --backend onednn --db "$T/stale.db"
+    grep -q 'stale' "$T/err" && bad "ref unused, yet stale: $(cat "$T/err")" || ok
+    expect_exit 0 "$NTPROF" predict "$MLP" --backend onednn --db "$T/stale.db" --place fc2=ref
+    grep -q "stale calibration: ref was calibrated with" "$T/err" && ok ||
+        bad "stale ref handed fc2: $(cat "$T/err")"
+    expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]/ref/onednn}" --db "$T/stale.db" --place fc2=ref \
+        -f json -o "$T/stale-run.json"
+    $PY - "$T/stale-run.json" <<'PYEOF' && ok || bad "run beside a stale ref"
+import json, sys
+r = json.load(open(sys.argv[1]))
+fc2 = [l for l in r["layers"] if l["name"] == "fc2"][0]
+assert fc2["backend"] == "ref" and "predicted_ms" in fc2, fc2
+assert r["prediction"]["stale"] is True, r["prediction"]
+PYEOF
+fi
+
 # --fuse as `run --fuse` fuses: on ref, the batch norms folded into their
 # convs (the engine's rule, for every backend); the rows name for name.
 CNN=$SRC/models/tiny-cnn.xml

@@ -111,7 +111,7 @@ typedef struct ntp_impl_correction {
 typedef struct ntp_calibration {
     char machine_key[256];
     char backend[32];
-    char backend_version[192]; /* the library's version; ntprof's for ref */
+    char backend_version[192]; /* the library's version; ntprof's and its kernels' for ref */
     char precision[8];         /* "f32", "bf16", ... */
     int threads;
     char calibrated_at[32]; /* ISO 8601 UTC */
@@ -376,7 +376,8 @@ NTP_API ntp_status ntp_calibration_recheck(ntp_ctx *ctx, const ntp_machine_info 
                                            const ntp_recheck_opts *opts, ntp_recheck *out);
 
 /* The version of the library backend `name` runs on, as a calibration
- * records it ("3.4.1" for onednn, ntprof's own for ref). */
+ * records it ("oneDNN 2.6.3" for onednn; for ref, ntprof's own with the
+ * revision of its kernels, "ntprof 0.1.0, ref kernels 2026-12-04"). */
 NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);
 
 /* Non-negative least squares on relative error: the coefficients

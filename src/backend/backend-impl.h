@@ -325,6 +325,13 @@ typedef struct ntp_backend_i {
  * (a GPU is asked for by name, never picked by default). */
 #define NTP_BACKEND_PRIORITY_REF 100
 
+/* The reference kernels' revision, in the version a calibration of ref
+ * records ("ntprof 0.1.0, ref kernels 2026-12-04"): ref's kernels are
+ * ntprof's own code, so ntprof's release does not tell a change in their
+ * speed. Move it when a kernel's speed changes: a calibration of ref made
+ * before is then reported stale (docs/predict.md#bad-input). */
+#define NTP_REF_KERNELS_REVISION "2026-12-04"
+
 /* Registered backends, highest priority first (src/backend/registry.c). */
 int ntp__backend_count(void);
 const ntp_backend_i *ntp__backend_get(int i);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
@@ -401,6 +402,10 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
     snprintf(buf, len, "ntprof %s", ntp_version());
     if (!backend)
         return;
+    if (strcmp(backend, "ref") == 0) {
+        snprintf(buf, len, "ntprof %s, ref kernels %s", ntp_version(), NTP_REF_KERNELS_REVISION);
+        return;
+    }
     const char *want = NULL;
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
         if (strcmp(backend, libs[i].backend) == 0)

@@ -35,6 +35,28 @@ static const char *default_backend(char *buf, size_t len)
     return buf;
 }
 
+/* The first of cal and others whose backend's version here is no longer
+ * the one it recorded, among those p prices layers with (cal always, an
+ * other where p hands it a layer: ref's calibration prices the slices
+ * XNNPACK hands to ref); NULL when none. ver gets its version now. */
+static const ntp_calibration *stale_calibration(const ntp_prediction *p, const ntp_calibration *cal,
+                                                const ntp_calibration *others, int n_others,
+                                                char *ver, size_t len)
+{
+    for (int k = -1; k < n_others; k++) {
+        const ntp_calibration *c = k < 0 ? cal : &others[k];
+        bool used = k < 0;
+        for (int i = 0; !used && i < ntp_prediction_layer_count(p); i++) {
+            const char *b = ntp_prediction_layer(p, i)->backend;
+            used = b && strcmp(b, c->backend) == 0;
+        }
+        ntp_predict_backend_version(c->backend, ver, len);
+        if (used && strcmp(ver, c->backend_version) != 0)
+            return c;
+    }
+    return NULL;
+}
+
 bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp_run_result *r,
                            const char *const *place, int n_place)
 {
@@ -86,8 +108,8 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
         return false;
     }
     char ver[192];
-    ntp_predict_backend_version(backend, ver, sizeof ver);
-    ntp_prediction_apply(p, r, strcmp(ver, cal.backend_version) != 0);
+    ntp_prediction_apply(p, r,
+                         stale_calibration(p, &cal, others, n_others, ver, sizeof ver) != NULL);
     ntp_prediction_free(p);
     return true;
 }
@@ -256,6 +278,7 @@ int cmd_predict(int argc, char **argv)
     cli_print_warnings(ctx);
     ntp_dtype prec = ntp_graph_precision(g);
     ntp_calibration cal;
+    bool here_machine = false; /* cal is this machine's: its versions can be checked */
     if (ceilings) {
         ntp_ceilings c;
         if (ntp_ceilings_read_whatif(ctx, ceilings, &c) != NTP_STATUS_OK) {
@@ -298,15 +321,7 @@ int cmd_predict(int argc, char **argv)
                     ntp_dtype_name(prec));
             goto done;
         }
-        if (strcmp(key, here) == 0) {
-            char ver[192];
-            ntp_predict_backend_version(backend, ver, sizeof ver);
-            if (strcmp(ver, cal.backend_version) != 0)
-                fprintf(stderr,
-                        "ntprof: warning: stale calibration: %s was calibrated with %s and is "
-                        "now %s; run `ntprof machine --calibrate --backend %s` again\n",
-                        backend, cal.backend_version, ver, backend);
-        }
+        here_machine = strcmp(key, here) == 0;
     }
     /* The same machine's calibrations of the other backends at this
      * precision: the layers a backend hands to one of them (ref) are
@@ -340,6 +355,14 @@ int cmd_predict(int argc, char **argv)
     }
     /* The fallbacks the prepared plan warned about, as a run warns. */
     cli_print_warnings(ctx);
+    char ver[192];
+    const ntp_calibration *stale =
+        here_machine ? stale_calibration(p, &cal, others, n_others, ver, sizeof ver) : NULL;
+    if (stale)
+        fprintf(stderr,
+                "ntprof: warning: stale calibration: %s was calibrated with %s and is now %s; "
+                "run `ntprof machine --calibrate --backend %s` again\n",
+                stale->backend, stale->backend_version, ver, stale->backend);
     int n_unpredicted = ntp_prediction_unpredicted(p);
     if (ntp_prediction_uncalibrated(p)[0])
         fprintf(stderr,
