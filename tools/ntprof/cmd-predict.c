@@ -50,8 +50,12 @@ static const ntp_calibration *stale_calibration(const ntp_prediction *p, const n
             const char *b = ntp_prediction_layer(p, i)->backend;
             used = b && strcmp(b, c->backend) == 0;
         }
+        /* A library backend's version is read from the environment
+         * (ntp_env_collect): only for the calibrations p uses. */
+        if (!used)
+            continue;
         ntp_predict_backend_version(c->backend, ver, len);
-        if (used && strcmp(ver, c->backend_version) != 0)
+        if (strcmp(ver, c->backend_version) != 0)
             return c;
     }
     return NULL;
