@@ -1032,6 +1032,26 @@ static const char placed_xml[] = "<topology name=\"pl\" precision=\"f32\">"
                                  "<transpose name=\"tr\"/>"
                                  "</topology>";
 
+/* A run of four rows (names, kinds, backends, medians), row `reorder` a
+ * reorder of 4000 bytes, 0.04 ms end to end. */
+static void run_rows(ntp_layer_result rows[4], ntp_run_result *r, const char *const names[4],
+                     const char *const kinds[4], const char *const bes[4], const double ms[4],
+                     int reorder)
+{
+    memset(rows, 0, 4 * sizeof *rows);
+    for (int i = 0; i < 4; i++) {
+        rows[i].name = names[i];
+        rows[i].kind = kinds[i];
+        rows[i].backend = bes[i];
+        rows[i].time_ms.median = ms[i];
+    }
+    rows[reorder].bytes = 4000;
+    memset(r, 0, sizeof *r);
+    r->layers = rows;
+    r->n_layers = 4;
+    r->end_to_end_ms.median = 0.04;
+}
+
 static void test_predict_placed(void **state)
 {
     (void)state;
@@ -1082,19 +1102,8 @@ static void test_predict_placed(void **state)
     static const char *const bes[] = {"ref", "blas", "blas", "mainbe"};
     static const double ms[] = {0.010, 0.020, 0.001, 0.002};
     ntp_layer_result rows[4];
-    memset(rows, 0, sizeof rows);
-    for (int i = 0; i < 4; i++) {
-        rows[i].name = names[i];
-        rows[i].kind = kinds[i];
-        rows[i].backend = bes[i];
-        rows[i].time_ms.median = ms[i];
-    }
-    rows[2].bytes = 4000;
     ntp_run_result r;
-    memset(&r, 0, sizeof r);
-    r.layers = rows;
-    r.n_layers = 4;
-    r.end_to_end_ms.median = 0.04;
+    run_rows(rows, &r, names, kinds, bes, ms, 2);
     ntp_prediction_apply(p, &r, false);
     assert_true(rows[0].predicted);
     assert_close(rows[0].predicted_ms, ref_fc, 1e-12);
@@ -1108,6 +1117,120 @@ static void test_predict_placed(void **state)
     assert_close(s->predicted_ms, want, 1e-12);
     assert_non_null(strstr(s->uncalibrated, "not calibrated for blas"));
     assert_int_equal(s->n_compared, 3);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* The wake of a backend's threads (docs/predict.md#waking-the-threads).
+ * Fitted: the median of each wake sample's time less its twin's (the same
+ * markup without the ref layer): 50 - 20, 40 - 14 and 36 - 5 us, median
+ * 30 us; a wake sample without a twin, or run on another backend, counts
+ * for nothing. Priced: tail (after head, on ref) pays it, tr (after tail,
+ * on the same backend) does not; beside a run it goes to the first row
+ * after the handed layer, tail's reorder row where it has one. */
+#define WAKE_IN(c, hw) "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>"
+#define WAKE_REF "<relu name=\"h\" backend=\"ref\"/>"
+
+static void test_wake(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    static const struct {
+        const char *kind, *config, *ran_on;
+        double us;
+    } in[] = {
+        {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},
+        {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},
+        {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5},
+        {"wake", WAKE_IN(64, 56) WAKE_REF "<relu name=\"L\"/>", "mainbe", 50},
+        {"wake", WAKE_IN(128, 28) WAKE_REF "<relu name=\"L\"/>", "mainbe", 40},
+        {"wake", WAKE_IN(256, 14) WAKE_REF "<relu name=\"L\"/>", "mainbe", 36},
+        {"wake", WAKE_IN(512, 7) WAKE_REF "<relu name=\"L\"/>", "mainbe", 90},
+        {"wake", WAKE_IN(64, 56) WAKE_REF "<relu name=\"L\"/>", "ref", 900},
+    };
+    const int n = (int)(sizeof in / sizeof in[0]);
+    ntp_calibration_sample S[8];
+    memset(S, 0, sizeof S);
+    for (int i = 0; i < n; i++) {
+        snprintf(S[i].kind, sizeof S[i].kind, "%s", in[i].kind);
+        snprintf(S[i].config, sizeof S[i].config, "%s", in[i].config);
+        snprintf(S[i].ran_on, sizeof S[i].ran_on, "%s", in[i].ran_on);
+        S[i].family = NTP_PREDICT_FAMILY_ELTWISE;
+        S[i].median_s = in[i].us * 1e-6;
+        S[i].passes = 1;
+    }
+    ntp_calibration cal, fit;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "mainbe");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.wake_samples, 3);
+    assert_close(fit.wake_s, 30e-6, 1e-12);
+    /* Kept through the store's JSON; absent where not measured. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    assert_int_equal(back.wake_samples, 3);
+    assert_close(back.wake_s, 30e-6, 1e-15);
+    j = ntp__calibration_json(&cal);
+    assert_null(json_object_get(j, "wake"));
+    json_decref(j);
+    /* Without twins: not measured. */
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, 3, &fit), 0);
+    assert_int_equal(fit.wake_samples, 0);
+    assert_true(fit.wake_s == 0);
+
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
+                     0);
+    ntp_calibration ref;
+    hand_calibration(&ref);
+    cal.wake_s = 5e-6;
+    cal.wake_samples = 4;
+    /* ref's own wake is never paid: nothing runs before head. */
+    ref.wake_s = 7e-6;
+    ref.wake_samples = 4;
+    double main_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double ref_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double tr = 1e3 * 1280 / 10e9;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict_placed(ctx, g, &cal, &ref, 1, &p), 0);
+    assert_true(p->layers[0].wake_ms == 0);
+    assert_close(p->layers[0].predicted_ms, ref_fc, 1e-12);
+    assert_close(p->layers[1].wake_ms, 5e-3, 1e-12);
+    assert_close(p->layers[1].predicted_ms, main_fc + 5e-3, 1e-12);
+    assert_true(p->layers[2].wake_ms == 0);
+    assert_close(p->layers[2].predicted_ms, tr, 1e-12);
+    assert_close(p->total_ms - p->copies_ms, ref_fc + main_fc + 5e-3 + tr, 1e-12);
+
+    /* Beside a run with a reorder of 4000 bytes before tail: the reorder
+     * row pays the wake, tail does not. */
+    static const char *const names[] = {"head", "tail_reorder", "tail", "tr"};
+    static const char *const kinds[] = {"layer", "reorder", "layer", "layer"};
+    static const char *const bes[] = {"ref", "mainbe", "mainbe", "mainbe"};
+    static const double ms[] = {0.01, 0.01, 0.01, 0.01};
+    ntp_layer_result rows[4];
+    ntp_run_result r;
+    run_rows(rows, &r, names, kinds, bes, ms, 1);
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, ref_fc, 1e-12);
+    assert_close(rows[1].predicted_ms, 1e3 * 4000 / 10e9 + 5e-3, 1e-12);
+    assert_close(rows[2].predicted_ms, main_fc, 1e-12);
+    assert_close(rows[3].predicted_ms, tr, 1e-12);
+    assert_close(r.prediction.predicted_ms, ref_fc + 1e3 * 4000 / 10e9 + 5e-3 + main_fc + tr,
+                 1e-12);
+    /* Without the reorder, tail pays it; run all on ref, nothing does. */
+    rows[1] = rows[2];
+    rows[2] = rows[3];
+    r.n_layers = 3;
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[1].predicted_ms, main_fc + 5e-3, 1e-12);
+    assert_close(rows[2].predicted_ms, tr, 1e-12);
+    assert_close(r.prediction.predicted_ms, ref_fc + main_fc + 5e-3 + tr, 1e-12);
+    rows[1].backend = rows[2].backend = "ref";
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[1].predicted_ms, ref_fc, 1e-12);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -1572,6 +1695,7 @@ int main(void)
         cmocka_unit_test(test_impl_refit),
         cmocka_unit_test(test_impl_key_layout),
         cmocka_unit_test(test_refit_old_layouts),
+        cmocka_unit_test(test_wake),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

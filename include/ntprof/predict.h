@@ -154,6 +154,15 @@ typedef struct ntp_calibration {
      * the reorder rows the calibration's runs timed: overhead + memory x
      * bytes / bandwidth(level). Not calibrated: priced as the copy family. */
     ntp_family_model reorder;
+    /* The wake of the backend's threads (docs/predict.md#waking-the-threads):
+     * what a row of this backend costs more when the row before it ran on
+     * another backend (a layer handed to ref), its pool's workers having
+     * gone to sleep meanwhile; the median over the calibration's "wake"
+     * samples of a layer after a ref layer less the same layer alone, in
+     * seconds. 0 with wake_samples 0: not measured (ref itself, --quick, a
+     * calibration made before it was). */
+    double wake_s;
+    int wake_samples;
     /* Per implementation, the correction of its family's time. */
     int n_impls;
     ntp_impl_correction impls[NTP_PREDICT_MAX_IMPLS];
@@ -447,6 +456,9 @@ typedef struct ntp_layer_prediction {
      * product too, as the fc calls ref runs at every step; 0 for every
      * other layer. */
     double input_gemm_ms;
+    /* The wake of its backend's threads (ntp_calibration.wake_s), part of
+     * predicted_ms: the layer runs after one placed on another backend. */
+    double wake_ms;
     /* A recurrent layer under its backend's calibration, uncorrected, by
      * how a kernel runs its input GEMM: once over the sequence (merged_ms,
      * that GEMM merged_input_gemm_ms of it, under the fc family), or with

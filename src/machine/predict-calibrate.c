@@ -92,6 +92,15 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
 
 #define IN4 "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
 
+/* The layer a "wake" configuration puts on ref before its layer L: the
+ * same configuration without it is in the design too (its twin). */
+#define WAKE_MARK "<relu name=\"h\" backend=\"ref\"/>"
+
+static bool is_wake(const char *xml)
+{
+    return strstr(xml, WAKE_MARK) != NULL;
+}
+
 static bool build_design(design *d)
 {
     bool ok = true;
@@ -256,6 +265,12 @@ static bool build_design(design *d)
         ok &= add(d, NTP_PREDICT_FAMILY_COPY, false,
                   IN4 "<reshape name=\"L\" shape=\"1,2,%d,%d,%d\"/>", c, hw, hw, c / 2, hw, hw);
     }
+    /* A relu right after a layer handed to ref (docs/predict.md#waking-
+     * the-threads): beside the relu alone above, the wake of the backend's
+     * threads, which sleep while ref runs. */
+    for (size_t i = 1; i < 5; i++)
+        ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 WAKE_MARK "<relu name=\"L\"/>",
+                  sz[i][0], sz[i][1], sz[i][1]);
     /* Normalisation. */
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_NORM, sz[i][0] <= 16, IN4 "<batchnorm name=\"L\"/>",
@@ -944,6 +959,35 @@ static bool fit_priced_by_fc(double *X, const double *XI, const double *XR, cons
     return true;
 }
 
+/* The wake of the backend's threads: the median over its wake samples of
+ * the time a layer took right after a layer ref ran, less the time its
+ * twin (the same configuration without that layer) took; at least 0. w
+ * holds ns values. Unmeasured (0, no samples) without a pair. */
+static double median_of(double *v, int n);
+
+static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_calibration *cal)
+{
+    char twin[sizeof S->config];
+    int k = 0;
+    for (int i = 0; i < ns; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        const char *mark = strstr(x->config, WAKE_MARK);
+        if (strcmp(x->kind, "wake") != 0 || !mark || !(x->median_s > 0) ||
+            strcmp(x->ran_on, cal->backend) != 0)
+            continue;
+        snprintf(twin, sizeof twin, "%.*s%s", (int)(mark - x->config), x->config,
+                 mark + strlen(WAKE_MARK));
+        for (int j = 0; j < ns; j++)
+            if (strcmp(S[j].kind, "layer") == 0 && S[j].median_s > 0 &&
+                strcmp(S[j].ran_on, cal->backend) == 0 && strcmp(S[j].config, twin) == 0) {
+                w[k++] = x->median_s - S[j].median_s;
+                break;
+            }
+    }
+    cal->wake_samples = k;
+    cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
+}
+
 /* The fit of a calibration from its samples, the same whether they were
  * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
  * family on the layers its backend ran, the reorder model on the reorder
@@ -1047,6 +1091,8 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     if (!st && (!fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, conv, Xf, tf, cal) ||
                 !fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!st)
+        fit_wake(S, ns, tf, cal);
     free(XI);
     free(XR);
     free(XC);
@@ -1122,6 +1168,8 @@ ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
     ntp_calibration c = *cal;
     memset(c.family, 0, sizeof c.family);
     memset(&c.reorder, 0, sizeof c.reorder);
+    c.wake_s = 0;
+    c.wake_samples = 0;
     memset(c.impls, 0, sizeof c.impls);
     c.n_impls = 0;
     snprintf(c.ntprof_version, sizeof c.ntprof_version, "%s", ntp_version());
@@ -1247,7 +1295,10 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     if (2 * ran <= passes)
         return;
     const ntp__calibrate_timed *t0 = &T[first];
-    for (int k = 0; k < t0->n_reorders && (size_t)*n < cap; k++) {
+    /* A wake configuration's rows are not layout changes of the fit's
+     * kind: its first may carry the wake. */
+    const bool wake = is_wake(cf->xml);
+    for (int k = 0; !wake && k < t0->n_reorders && (size_t)*n < cap; k++) {
         double rv[NTP_CALIBRATE_MAX_PASSES];
         int nr = 0;
         for (int p = 0; p < passes; p++)
@@ -1267,7 +1318,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     }
     if ((size_t)*n >= cap)
         return;
-    ntp_calibration_sample *x = sample_head(&S[(*n)++], "layer", cf, t0->ran_on);
+    ntp_calibration_sample *x = sample_head(&S[(*n)++], wake ? "wake" : "layer", cf, t0->ran_on);
     snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
     snprintf(x->level, sizeof x->level, "%s", f->level ? f->level : "");
     x->flops = f->flops;
@@ -1399,7 +1450,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     int *sel = calloc((size_t)d.n + 1, sizeof *sel);
     for (int i = 0; sel && i < d.n; i++)
         if ((!opts->quick || d.c[i].quick) &&
-            ntp__calibrate_family_wanted(opts->families, d.c[i].family))
+            ntp__calibrate_family_wanted(opts->families, d.c[i].family) &&
+            !(is_wake(d.c[i].xml) && strcmp(backend, "ref") == 0))
             sel[total++] = i;
     /* Every timing of every pass, then merged per configuration
      * (merge_passes) into a layer and its run's reorder rows (at most 16

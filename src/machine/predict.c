@@ -888,6 +888,59 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
     }
 }
 
+/* A layer placed on another backend than the layer run before it pays
+ * its backend's wake (ntp_calibration.wake_s; docs/predict.md#waking-the-
+ * threads): its threads slept while the other backend ran. Layers with no
+ * work of their own and fused ones run nothing. */
+static void add_wakes(ntp_prediction *p)
+{
+    const char *prev = NULL;
+    for (int i = 0; !p->roofline_only && i < p->n_layers; i++) {
+        ntp_layer_prediction *l = &p->layers[i];
+        if (!l->kind || strcmp(l->kind, "layer") != 0 || l->family == NTP_PREDICT_FAMILY_FREE ||
+            !l->backend)
+            continue;
+        int k = cal_index(p, l->backend);
+        if (prev && strcmp(prev, l->backend) != 0 && k >= 0 && p->cals[k].wake_s > 0 &&
+            isfinite(l->predicted_ms)) {
+            /* On its first row: a reorder or conversion before it, where
+             * the plan has one on its backend. */
+            ntp_layer_prediction *w = l;
+            for (int c = 0; w == l && c < p->n_copies; c++)
+                if (p->copies[c].layer == i && p->copies[c].before && p->copies[c].backend &&
+                    strcmp(p->copies[c].backend, l->backend) == 0 &&
+                    isfinite(p->copies[c].predicted_ms))
+                    w = &p->copies[c];
+            w->wake_ms = p->cals[k].wake_s * 1e3;
+            w->predicted_ms += w->wake_ms;
+            p->total_ms += w->wake_ms;
+            if (w != l)
+                p->copies_ms += w->wake_ms;
+        }
+        prev = l->backend;
+    }
+}
+
+/* Beside a run: the wake row i of r pays, where the row run before it ran
+ * on another backend (its first row after a handed layer: a reorder row
+ * where the layer has one). */
+static double run_wake_ms(const ntp_prediction *p, const ntp_run_result *r, int i)
+{
+    const char *b = r->layers[i].backend;
+    int k = b ? cal_index(p, b) : -1;
+    if (p->roofline_only || k < 0 || !(p->cals[k].wake_s > 0))
+        return 0;
+    for (int j = i - 1; j >= 0; j--) {
+        const ntp_layer_result *q = &r->layers[j];
+        if (q->fused || !q->kind ||
+            (strcmp(q->kind, "layer") != 0 && strcmp(q->kind, "reorder") != 0 &&
+             strcmp(q->kind, "convert") != 0))
+            continue;
+        return q->backend && strcmp(q->backend, b) != 0 ? p->cals[k].wake_s * 1e3 : 0;
+    }
+    return 0;
+}
+
 void ntp_predict_opts_default(ntp_predict_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -1118,8 +1171,10 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     /* The rows a run adds besides the layers: from the prepared plan, or
      * one row saying what is unknown. */
     st = ntp__predict_copies(ctx, g, o, where, p);
-    if (!st)
+    if (!st) {
         correct_for_impls(p, g, a, reuse);
+        add_wakes(p);
+    }
     ntp_analysis_free(a);
     free(head_of);
     free(fold);
@@ -1255,7 +1310,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
                 for (int k = 0; l->backend && k < p->n_cals; k++)
                     if (strcmp(p->cals[k].backend, l->backend) == 0)
                         c = &p->cals[k];
-                pred = ntp__predict_copy_ms(c, l->bytes, l->kind);
+                pred = ntp__predict_copy_ms(c, l->bytes, l->kind) + run_wake_ms(p, r, i);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
@@ -1295,7 +1350,10 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
             } else {
                 pred =
                     layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
-                pred = run_impl_ms(p, lp, l, pred);
+                /* The wake where the run, not the prediction, has one. */
+                if (!l->backend || !lp->backend || strcmp(l->backend, lp->backend) == 0)
+                    pred -= lp->wake_ms;
+                pred = run_impl_ms(p, lp, l, pred) + run_wake_ms(p, r, i);
             }
             delta += finite_or_0(pred) - finite_or_0(lp->predicted_ms);
             if (!isfinite(pred)) {
@@ -1407,6 +1465,13 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "median_error", json_real(m->median_error));
         ntp__jset(&ok, x, "max_error", json_real(m->max_error));
         ntp__jset(&ok, o, "reorder", x);
+    }
+    /* The wake of the backend's threads; absent where not measured. */
+    if (cal->wake_samples > 0) {
+        json_t *x = json_object();
+        ntp__jset(&ok, x, "samples", json_integer(cal->wake_samples));
+        ntp__jset(&ok, x, "seconds", json_real(cal->wake_s));
+        ntp__jset(&ok, o, "wake", x);
     }
     json_t *im = json_array();
     for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
@@ -1521,6 +1586,13 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(r, "memory");
         m->median_error = get_num(r, "median_error");
         m->max_error = get_num(r, "max_error");
+    }
+    json_t *w = json_object_get(j, "wake");
+    if (json_is_object(w)) {
+        cal->wake_samples = (int)get_int(w, "samples", 0, INT_MAX, &bad);
+        cal->wake_s = get_num(w, "seconds");
+        if (!(cal->wake_s >= 0 && cal->wake_s < 1))
+            bad = true;
     }
     json_t *c;
     json_array_foreach(json_object_get(j, "impl_corrections"), i, c)

@@ -207,6 +207,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
          * coefficients and counted in compute_ms (docs/predict.md). */
         if (l->input_gemm_ms > 0)
             ntp__jset(&ok, o, "input_gemm_ms", json_real(l->input_gemm_ms));
+        if (l->wake_ms > 0)
+            ntp__jset(&ok, o, "wake_ms", json_real(l->wake_ms));
         ntp__jset(&ok, o, "backend", ntp__json_str(l->backend));
         if (l->note[0])
             ntp__jset(&ok, o, "note", json_string(l->note));
@@ -364,6 +366,12 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                            100 * m->median_error, 100 * m->max_error);
         }
     }
+    /* The wake of the backend's threads after a handed layer. */
+    if (fmt != NTP_FORMAT_CSV && c->wake_samples > 0)
+        ntp__put_linef(f,
+                       "%-10s %7d %11.2f  a row after a layer on another backend "
+                       "(its threads' wake; docs/predict.md)",
+                       "wake", c->wake_samples, 1e6 * c->wake_s);
     if (fmt != NTP_FORMAT_CSV && c->n_impls > 0) {
         fputc('\n', f);
         ntp__put_linef(f, "corrections per implementation (x the family's time, docs/predict.md):");
