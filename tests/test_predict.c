@@ -1130,7 +1130,7 @@ static void test_predict_placed(void **state)
  * on the same backend) does not; beside a run it goes to the first row
  * after the handed layer, tail's reorder row where it has one. */
 #define WAKE_IN(c, hw) "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>"
-#define WAKE_REF "<relu name=\"h\" backend=\"ref\"/>"
+#define WAKE_REF "<transpose name=\"h\" perm=\"0,1,3,2\" backend=\"ref\"/>"
 
 static void test_wake(void **state)
 {
