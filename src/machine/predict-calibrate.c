@@ -960,12 +960,12 @@ static bool fit_priced_by_fc(double *X, const double *XI, const double *XR, cons
     return true;
 }
 
+static double median_of(double *v, int n);
+
 /* The wake of the backend's threads: the median over its wake samples of
  * the time a layer took right after a layer ref ran, less the time its
  * twin (the same configuration without that layer) took; at least 0. w
  * holds ns values. Unmeasured (0, no samples) without a pair. */
-static double median_of(double *v, int n);
-
 static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_calibration *cal)
 {
     char twin[sizeof S->config];

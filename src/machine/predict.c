@@ -1204,13 +1204,20 @@ static const ntp_layer_prediction *find_layer(const ntp_prediction *p, const cha
     return NULL;
 }
 
+/* Whether a row run on `backend` (NULL: not said) runs where the
+ * prediction placed layer lp: lp's own prediction then stands for it. */
+static bool placed_as_predicted(const ntp_layer_prediction *lp, const char *backend)
+{
+    return !backend || !lp->backend || strcmp(backend, lp->backend) == 0;
+}
+
 /* Layer lp's time when it runs on `backend` (NULL: where the prediction
  * placed it): under that backend's calibration; NAN, with *note saying
  * why, where it has none. */
 static double layer_ms_on(const ntp_prediction *p, const ntp_layer_prediction *lp,
                           const char *backend, char *note, size_t len)
 {
-    if (!backend || !lp->backend || strcmp(backend, lp->backend) == 0 || p->roofline_only) {
+    if (placed_as_predicted(lp, backend) || p->roofline_only) {
         snprintf(note, len, "%s", lp->note);
         return lp->predicted_ms;
     }
@@ -1240,7 +1247,7 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     int k = cal_index(p, backend);
     if (!isfinite(pred) || k < 0 || p->roofline_only || lp->family >= NTP_PREDICT_FAMILY_COUNT)
         return pred;
-    bool own = !lp->backend || strcmp(lp->backend, backend) == 0;
+    bool own = placed_as_predicted(lp, l->backend);
     /* A recurrent layer as the run's kernel runs its input GEMM (at every
      * step, or once over the sequence), whichever the prediction's plan
      * named; its input GEMM is not corrected. */
@@ -1351,7 +1358,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
                 pred =
                     layer_ms_on(p, lp, l->backend, l->prediction_note, sizeof l->prediction_note);
                 /* The wake where the run, not the prediction, has one. */
-                if (!l->backend || !lp->backend || strcmp(l->backend, lp->backend) == 0)
+                if (placed_as_predicted(lp, l->backend))
                     pred -= lp->wake_ms;
                 pred = run_impl_ms(p, lp, l, pred) + run_wake_ms(p, r, i);
             }
