@@ -785,7 +785,111 @@ static void test_predict_rnn_terms(void **state)
     assert_close(l->input_gemm_ms, 2 * in + 0.5 * prod, 1e-12);
     assert_close(l->predicted_ms, 2 * in + 0.5 * prod + cellp, 1e-12);
     ntp_prediction_free(p);
+    /* With ref's dot-product loop timed by size (ntp_calibration.gemv),
+     * the product goes at the rate interpolated at R's 4096 B between 8
+     * GB/s at 1000 B and 4 at 16000, in the logarithm of the size:
+     * ln(4.096) / ln(16) = 0.50855 of the way, 5.965784 GB/s; 9 calls of
+     * 1 row x 4096 B, 6.179238 us, instead of the fc family's price. */
+    cal.n_gemv = 2;
+    cal.gemv[0] = (ntp_gemv_rate){1000, 8};
+    cal.gemv[1] = (ntp_gemv_rate){16000, 4};
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_close(l->input_gemm_ms, 2 * in + 6.179238e-3, 1e-6);
+    assert_close(l->predicted_ms, 2 * in + 6.179238e-3 + cellp, 1e-6);
+    ntp_prediction_free(p);
+    /* The cell's traffic comes from the level one step's gates and state
+     * fit in (4 x (64 + 2 x 16) = 384 B: L1), not R's: with an L1 of 5000
+     * bytes R's 4096 B are read from DRAM (twice them must fit), the cell's
+     * 640 B still at L1's 100 GB/s. */
+    cal.levels[0].capacity_bytes = 5000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    l = &p->layers[0];
+    assert_string_equal(l->level, "DRAM");
+    assert_close(l->predicted_ms, 2 * in + 6.179238e-3 + cellp, 1e-6);
+    ntp_prediction_free(p);
+    cal.levels[0].capacity_bytes = 10000;
+    /* Another backend's calibration has no such loop: its rnn family. */
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].input_gemm_ms, in, 1e-12);
+    ntp_prediction_free(p);
     ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* ref's dot-product loop by size (ntp_calibration.gemv): the rate of each
+ * "step" sample ref ran (one row of H by an LSTM's R, timed warm), its
+ * bytes (weights, bias, input and output: 4 x (KN + K + 2N)) over its
+ * time: 4212736 B in 0.2 ms, 21.06368 GB/s; 16814080 B in 1 ms,
+ * 16.81408; 37804032 B in 2.5 ms, 15.1216128. Not a layer sample of the
+ * same shape, nor a step run on another backend (the layer samples are
+ * the fc family's, which a refit needs). */
+#define GEMV_FC(k, n) \
+    "<input name=\"x\" shape=\"1," #k "\" dtype=\"f32\"/><fc name=\"L\" units=\"" #n "\"/>"
+
+static void test_gemv_rate(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    static const struct {
+        const char *kind, *config, *ran_on;
+        double ms;
+    } in[] = {
+        {"step", GEMV_FC(1536, 6144), "ref", 2.5},  {"step", GEMV_FC(512, 2048), "ref", 0.2},
+        {"step", GEMV_FC(1024, 4096), "ref", 1.0},  {"layer", GEMV_FC(768, 3072), "ref", 0.01},
+        {"step", GEMV_FC(768, 3072), "blas", 0.01}, {"layer", GEMV_FC(512, 1000), "ref", 0.1},
+        {"layer", GEMV_FC(256, 29), "ref", 0.003},
+    };
+    const int n = (int)(sizeof in / sizeof in[0]);
+    ntp_calibration_sample S[7];
+    memset(S, 0, sizeof S);
+    for (int i = 0; i < n; i++) {
+        snprintf(S[i].kind, sizeof S[i].kind, "%s", in[i].kind);
+        snprintf(S[i].config, sizeof S[i].config, "%s", in[i].config);
+        snprintf(S[i].ran_on, sizeof S[i].ran_on, "%s", in[i].ran_on);
+        S[i].family = NTP_PREDICT_FAMILY_FC;
+        S[i].median_s = in[i].ms * 1e-3;
+        S[i].passes = 1;
+    }
+    ntp_calibration cal, fit;
+    hand_calibration(&cal);
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.n_gemv, 3);
+    assert_int_equal(fit.gemv[0].bytes, 4212736);
+    assert_close(fit.gemv[0].gbps, 21.06368, 1e-12);
+    assert_int_equal(fit.gemv[1].bytes, 16814080);
+    assert_close(fit.gemv[1].gbps, 16.81408, 1e-12);
+    assert_int_equal(fit.gemv[2].bytes, 37804032);
+    assert_close(fit.gemv[2].gbps, 15.1216128, 1e-12);
+    /* Interpolated in the logarithm of the size: at the geometric mean of
+     * the first two (8416250 B) the mean of their rates, 18.93888; below
+     * the first and past the last, theirs. */
+    assert_close(ntp__predict_gemv_gbps(&fit, 8416250), 18.93888, 1e-6);
+    assert_close(ntp__predict_gemv_gbps(&fit, 1000), 21.06368, 1e-12);
+    assert_close(ntp__predict_gemv_gbps(&fit, INT64_C(1) << 32), 15.1216128, 1e-12);
+    assert_true(ntp__predict_gemv_gbps(&cal, 1000) == 0);
+    /* Kept through the store's JSON, absent where not measured; a stored
+     * curve out of order is refused. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.n_gemv, 3);
+    assert_int_equal(back.gemv[2].bytes, 37804032);
+    assert_close(back.gemv[2].gbps, 15.1216128, 1e-15);
+    json_t *gv = json_object_get(j, "gemv");
+    json_object_set_new(json_array_get(gv, 2), "bytes", json_integer(1000));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    j = ntp__calibration_json(&cal);
+    assert_null(json_object_get(j, "gemv"));
+    json_decref(j);
+    /* Another backend's calibration has none, its steps timed or not. */
+    snprintf(cal.backend, sizeof cal.backend, "blas");
+    for (int i = 0; i < n; i++)
+        snprintf(S[i].ran_on, sizeof S[i].ran_on, "blas");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.n_gemv, 0);
     ntp_ctx_free(ctx);
 }
 
@@ -1696,6 +1800,7 @@ int main(void)
         cmocka_unit_test(test_impl_key_layout),
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),
+        cmocka_unit_test(test_gemv_rate),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

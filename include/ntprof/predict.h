@@ -100,6 +100,8 @@ typedef struct ntp_family_model {
  * implementation: the geometric mean of measured / family-model time over
  * the calibration's samples that ran it (docs/predict.md#implementations). */
 #define NTP_PREDICT_MAX_IMPLS 48
+/* The sizes of weights ref's dot-product loop was timed at (ntp_calibration.gemv). */
+#define NTP_PREDICT_MAX_GEMV 12
 
 typedef struct ntp_impl_correction {
     ntp_predict_family family;
@@ -107,6 +109,12 @@ typedef struct ntp_impl_correction {
     int samples;
     double scale; /* multiplies the family's predicted time */
 } ntp_impl_correction;
+
+/* One size of weights ref's dot-product loop was timed at, and its rate. */
+typedef struct ntp_gemv_rate {
+    int64_t bytes;
+    double gbps;
+} ntp_gemv_rate;
 
 typedef struct ntp_calibration {
     char machine_key[256];
@@ -163,6 +171,17 @@ typedef struct ntp_calibration {
      * calibration made before it was). */
     double wake_s;
     int wake_samples;
+    /* The reference backend's dot-product loop (ntp__ref_gemm below four
+     * rows: a batch-1 fc, a recurrent step's product) by the size of the
+     * weights it reads: its rate, bytes over the median time, of each fc of
+     * one row the calibration timed, by bytes ascending (one point per
+     * size; docs/predict.md#recurrent-layers). The loop, not a cache
+     * level, bounds it, and it slows past the TLB's reach (20 GB/s at 4
+     * MB, 16 at 64 MB on the Zen 4 VM): a recurrent layer's product is
+     * priced at the rate interpolated at its R's size. n_gemv 0: none (a
+     * backend other than ref, --quick, a calibration made before). */
+    int n_gemv;
+    ntp_gemv_rate gemv[NTP_PREDICT_MAX_GEMV];
     /* Per implementation, the correction of its family's time. */
     int n_impls;
     ntp_impl_correction impls[NTP_PREDICT_MAX_IMPLS];
@@ -286,7 +305,8 @@ typedef struct ntp_calibration_sample {
      * rows over R (ntp__ref_gemm's loop), summed the same way; x then holds
      * the cell alone. 0 otherwise; not stored, as x_in. */
     double x_rec[NTP_PREDICT_TERMS];
-    int64_t rec_rows; /* N: the rows of each call of x_rec */
+    int64_t rec_rows;   /* N: the rows of each call of x_rec */
+    int64_t rec_weight; /* the bytes of R (one direction's) each call reads */
     /* On the reference backend, a convolution's im2col copy under the copy
      * family's terms (its GEMMs are then in x_in, under the fc family's);
      * 0 otherwise; not stored, as x_in. */

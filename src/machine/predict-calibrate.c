@@ -59,6 +59,10 @@ typedef struct config {
      * network (oneDNN: blocked, or NHWC off its channel block), which picks
      * its kernel. */
     int conv_fed;
+    /* A recurrent step's product on ref (sample kind "step", fit_gemv):
+     * timed warm whatever the cache mode, as a recurrent layer re-reads
+     * its R at every step from the cache it stays in. */
+    bool step;
     char xml[1024];
 } config;
 
@@ -83,6 +87,7 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
     c->family = f;
     c->quick = quick;
     c->conv_fed = 0;
+    c->step = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->xml, sizeof c->xml, fmt, ap);
@@ -186,6 +191,18 @@ static bool build_design(design *d)
         ok &= add(d, NTP_PREDICT_FAMILY_FC, fc[i][1] <= 64,
                   "<input name=\"x\" shape=\"%d,%d\" dtype=\"f32\"/><fc name=\"L\" units=\"%d\"/>",
                   fc[i][0], fc[i][1], fc[i][2]);
+    /* ref's recurrent step: one row of H by an LSTM's R (4H x H) of 256 to
+     * 1536 units, 1 to 38 MB, timed warm (config.step): its dot-product
+     * loop at the shape and sizes it runs at in a recurrent layer
+     * (ntp_calibration.gemv, fit_gemv). */
+    static const int step[] = {256, 512, 768, 1024, 1280, 1536};
+    for (size_t i = 0; i < sizeof step / sizeof step[0]; i++) {
+        ok &= add(d, NTP_PREDICT_FAMILY_FC, false,
+                  "<input name=\"x\" shape=\"1,%d\" dtype=\"f32\"/><fc name=\"L\" units=\"%d\"/>",
+                  step[i], 4 * step[i]);
+        if (ok)
+            d->c[d->n - 1].step = true;
+    }
     /* Pooling: op, channels, spatial size, kernel, stride (0: global). */
     static const struct {
         const char *op;
@@ -580,7 +597,10 @@ ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
                                       ntp__calibrate_runner runner, void *user, int index,
                                       ntp__calibrate_timed *tm)
 {
-    config c = {.family = s->family, .quick = cal->quick, .conv_fed = s->conv_fed};
+    config c = {.family = s->family,
+                .quick = cal->quick,
+                .conv_fed = s->conv_fed,
+                .step = strcmp(s->kind, "step") == 0};
     snprintf(c.xml, sizeof c.xml, "%s", s->config);
     ntp_calibrate_opts o;
     ntp_calibrate_opts_default(&o);
@@ -590,7 +610,8 @@ ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
     if (ntp_dtype_parse(cal->precision, &o.precision) != NTP_STATUS_OK)
         return ntp__error(ctx, NTP_STATUS_INVALID_ARGUMENT,
                           "recheck: the calibration's precision '%s' is not one", cal->precision);
-    int64_t flush = strcmp(cal->cache, "network") == 0 ? ntp__calibrate_flush_bytes(m, cal) : 0;
+    int64_t flush =
+        strcmp(cal->cache, "network") == 0 && !c.step ? ntp__calibrate_flush_bytes(m, cal) : 0;
     run_source rn = {runner, user, 0, index};
     ntp__pfeat f;
     return time_config(ctx, &c, &o, cal, 0, flush, &rn, &f, tm);
@@ -869,12 +890,13 @@ static int64_t config_rows(const char *xml)
 
 /* Whether family f's samples are convolutions the reference backend
  * lowers (their GEMMs' terms in XI): fitted after the fc family. */
-static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_predict_family f)
+static bool lowered(const ntp_calibration_sample *S, const int *from, const ntp_predict_family *fam,
+                    int n, ntp_predict_family f)
 {
     if (f == NTP_PREDICT_FAMILY_RNN)
         return false;
     for (int i = 0; i < n; i++)
-        if (fam[i] == f && XI[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_OVERHEAD] > 0)
+        if (fam[i] == f && S[from[i]].x_in[NTP_PREDICT_TERM_OVERHEAD] > 0)
             return true;
     return false;
 }
@@ -889,24 +911,25 @@ static bool lowered(const double *XI, const ntp_predict_family *fam, int n, ntp_
  * coefficients (ntp__predict_rnn_input_gemm_s) and taken off its time, at
  * least a tenth of which stays (off: what was taken off; 0 for a
  * convolution), and without an fc fit its compute and memory terms join
- * the family's own. X and t are changed in place. Each family is fitted
+ * the family's own. Sample i is S[from[i]], its terms X[i], its time
+ * t[i]; X and t are changed in place. Each family is fitted
  * on what remains (its fixed cost and how much of each part the samples
  * show; a recurrent layer's recurrent part), then the corrections again;
  * each family's fit quality is that of the layer's whole time. */
-static bool fit_priced_by_fc(double *X, const double *XI, const double *XR, const double *XC,
-                             const int64_t *rows, double *t, double *off,
-                             const ntp_predict_family *fam, const char *const *names, int n,
-                             const bool *fit, double *Xf, double *tf, ntp_calibration *cal)
+static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const int *from, double *t,
+                             double *off, const ntp_predict_family *fam, const char *const *names,
+                             int n, const bool *fit, double *Xf, double *tf, ntp_calibration *cal)
 {
     for (int i = 0; i < n; i++) {
         off[i] = 0;
         if (!fit[fam[i]])
             continue;
-        ntp__pfeat p = {.family = fam[i], .rec_rows = rows[i]};
+        const ntp_calibration_sample *x = &S[from[i]];
+        ntp__pfeat p = {.family = fam[i], .rec_rows = x->rec_rows, .rec_weight = x->rec_weight};
         memcpy(p.x, &X[i * NTP_PREDICT_TERMS], sizeof p.x);
-        memcpy(p.xin, &XI[i * NTP_PREDICT_TERMS], sizeof p.xin);
-        memcpy(p.xrec, &XR[i * NTP_PREDICT_TERMS], sizeof p.xrec);
-        memcpy(p.xcp, &XC[i * NTP_PREDICT_TERMS], sizeof p.xcp);
+        memcpy(p.xin, x->x_in, sizeof p.xin);
+        memcpy(p.xrec, x->x_rec, sizeof p.xrec);
+        memcpy(p.xcp, x->x_copy, sizeof p.xcp);
         ntp__predict_lowered_conv_terms(cal, &p);
         off[i] = ntp__predict_rnn_input_gemm_s(cal, &p);
         memcpy(&X[i * NTP_PREDICT_TERMS], p.x, sizeof p.x);
@@ -989,6 +1012,48 @@ static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
     cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
 }
 
+static int cmp_gemv(const void *a, const void *b);
+
+/* The rate of ref's dot-product loop by the size of its weights
+ * (ntp_calibration.gemv): each "step" sample ref ran (one row of H by an
+ * LSTM's R, timed warm: config.step), its bytes over its median time, by
+ * bytes ascending (several of one size: their median). Not for another
+ * backend, nor the quick design (which has none). */
+static void fit_gemv(const ntp_calibration_sample *S, int ns, ntp_calibration *cal)
+{
+    cal->n_gemv = 0;
+    if (strcmp(cal->backend, "ref") != 0)
+        return;
+    for (int i = 0; i < ns && cal->n_gemv < NTP_PREDICT_MAX_GEMV; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        if (strcmp(x->kind, "step") != 0 || strcmp(x->ran_on, "ref") != 0 || !(x->median_s > 0) ||
+            x->bytes <= 0)
+            continue;
+        cal->gemv[cal->n_gemv].bytes = x->bytes;
+        cal->gemv[cal->n_gemv++].gbps = (double)x->bytes / x->median_s / 1e9;
+    }
+    qsort(cal->gemv, (size_t)cal->n_gemv, sizeof cal->gemv[0], cmp_gemv);
+    int k = 0;
+    for (int i = 0; i < cal->n_gemv;) {
+        int j = i;
+        double r[NTP_PREDICT_MAX_GEMV];
+        while (j < cal->n_gemv && cal->gemv[j].bytes == cal->gemv[i].bytes) {
+            r[j - i] = cal->gemv[j].gbps;
+            j++;
+        }
+        cal->gemv[k].bytes = cal->gemv[i].bytes;
+        cal->gemv[k++].gbps = median_of(r, j - i);
+        i = j;
+    }
+    cal->n_gemv = k >= 2 ? k : 0;
+}
+
+static int cmp_gemv(const void *a, const void *b)
+{
+    const ntp_gemv_rate *x = a, *y = b;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
 /* The fit of a calibration from its samples, the same whether they were
  * just timed (ntp_calibrate) or read back (ntp_calibration_refit): each
  * family on the layers its backend ran, the reorder model on the reorder
@@ -1007,14 +1072,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     double *Xf = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *Xf);
     double *tf = calloc((size_t)ns + 1, sizeof *tf);
     double *err = calloc((size_t)ns + 1, sizeof *err);
-    double *XI = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XI);
-    double *XR = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XR);
-    double *XC = calloc((size_t)ns * NTP_PREDICT_TERMS + 1, sizeof *XC);
-    int64_t *rows = calloc((size_t)ns + 1, sizeof *rows);
+    int *from = calloc((size_t)ns + 1, sizeof *from);
     double *off = calloc((size_t)ns + 1, sizeof *off);
     ntp_status st = NTP_STATUS_OK;
-    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !XI || !off ||
-        !XR || !XC || !rows)
+    if (!X || !t || !fam || !impl || !RX || !rt || !names || !Xf || !tf || !err || !from || !off)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     int n = 0, nr = 0;
     /* Samples stored before layouts were: whether the 1x1 conv that makes
@@ -1031,10 +1092,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
         } else if (strcmp(x->kind, "layer") == 0 && x->median_s > 0 &&
                    strcmp(x->ran_on, cal->backend) == 0 && x->family < NTP_PREDICT_FAMILY_COUNT) {
             memcpy(&X[n * NTP_PREDICT_TERMS], x->x, sizeof x->x);
-            memcpy(&XI[n * NTP_PREDICT_TERMS], x->x_in, sizeof x->x_in);
-            memcpy(&XR[n * NTP_PREDICT_TERMS], x->x_rec, sizeof x->x_rec);
-            memcpy(&XC[n * NTP_PREDICT_TERMS], x->x_copy, sizeof x->x_copy);
-            rows[n] = x->rec_rows;
+            from[n] = i;
             t[n] = x->median_s;
             fam[n] = x->family;
             char op[32];
@@ -1049,7 +1107,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     }
     for (int f = 0; !st && f < NTP_PREDICT_FAMILY_COUNT; f++) {
         int k = 0;
-        if (f == NTP_PREDICT_FAMILY_RNN || lowered(XI, fam, n, (ntp_predict_family)f))
+        if (f == NTP_PREDICT_FAMILY_RNN || lowered(S, from, fam, n, (ntp_predict_family)f))
             continue; /* after the fc family: fit_priced_by_fc */
         for (int i = 0; i < n; i++)
             if (fam[i] == (ntp_predict_family)f) {
@@ -1087,17 +1145,16 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
      * the corrections of what was fitted before them. */
     bool conv[NTP_PREDICT_FAMILY_COUNT] = {false}, rnn[NTP_PREDICT_FAMILY_COUNT] = {false};
     for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
-        conv[f] = lowered(XI, fam, n, (ntp_predict_family)f);
+        conv[f] = lowered(S, from, fam, n, (ntp_predict_family)f);
     rnn[NTP_PREDICT_FAMILY_RNN] = true;
-    if (!st && (!fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, conv, Xf, tf, cal) ||
-                !fit_priced_by_fc(X, XI, XR, XC, rows, t, off, fam, names, n, rnn, Xf, tf, cal)))
+    if (!st)
+        fit_gemv(S, ns, cal);
+    if (!st && (!fit_priced_by_fc(X, S, from, t, off, fam, names, n, conv, Xf, tf, cal) ||
+                !fit_priced_by_fc(X, S, from, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st)
         fit_wake(S, ns, tf, cal);
-    free(XI);
-    free(XR);
-    free(XC);
-    free(rows);
+    free(from);
     free(off);
     free(X);
     free(t);
@@ -1117,10 +1174,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
  * false (the stored terms stand) where the markup no longer loads. */
 static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
 {
-    config c = {.family = x->family, .conv_fed = x->conv_fed};
+    config c = {.family = x->family, .conv_fed = x->conv_fed, .step = strcmp(x->kind, "step") == 0};
     snprintf(c.xml, sizeof c.xml, "%s", x->config);
     char xml[4096];
-    if (!config_markup(&c, strcmp(cal->cache, "network") == 0, xml, sizeof xml))
+    if (!config_markup(&c, strcmp(cal->cache, "network") == 0 && !c.step, xml, sizeof xml))
         return false;
     ntp_ctx *ctx = ntp_ctx_init();
     if (!ctx)
@@ -1143,6 +1200,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         memcpy(x->x_in, f.xin, sizeof x->x_in);
         memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
         x->rec_rows = f.rec_rows;
+        x->rec_weight = f.rec_weight;
         memcpy(x->x_copy, f.xcp, sizeof x->x_copy);
     }
     ntp_analysis_free(a);
@@ -1171,6 +1229,7 @@ ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
     memset(&c.reorder, 0, sizeof c.reorder);
     c.wake_s = 0;
     c.wake_samples = 0;
+    c.n_gemv = 0;
     memset(c.impls, 0, sizeof c.impls);
     c.n_impls = 0;
     snprintf(c.ntprof_version, sizeof c.ntprof_version, "%s", ntp_version());
@@ -1299,7 +1358,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     /* A wake configuration's rows are not layout changes of the fit's
      * kind: its first may carry the wake. */
     const bool wake = is_wake(cf->xml);
-    for (int k = 0; !wake && k < t0->n_reorders && (size_t)*n < cap; k++) {
+    for (int k = 0; !wake && !cf->step && k < t0->n_reorders && (size_t)*n < cap; k++) {
         double rv[NTP_CALIBRATE_MAX_PASSES];
         int nr = 0;
         for (int p = 0; p < passes; p++)
@@ -1319,7 +1378,11 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     }
     if ((size_t)*n >= cap)
         return;
-    ntp_calibration_sample *x = sample_head(&S[(*n)++], wake ? "wake" : "layer", cf, t0->ran_on);
+    ntp_calibration_sample *x = sample_head(&S[(*n)++],
+                                            wake       ? "wake"
+                                            : cf->step ? "step"
+                                                       : "layer",
+                                            cf, t0->ran_on);
     snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
     snprintf(x->level, sizeof x->level, "%s", f->level ? f->level : "");
     x->flops = f->flops;
@@ -1328,6 +1391,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     memcpy(x->x_in, f->xin, sizeof x->x_in);
     memcpy(x->x_rec, f->xrec, sizeof x->x_rec);
     x->rec_rows = f->rec_rows;
+    x->rec_weight = f->rec_weight;
     memcpy(x->x_copy, f->xcp, sizeof x->x_copy);
     x->median_s = median_of(v, ran);
     x->pass_min_s = v[0];
@@ -1452,7 +1516,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     for (int i = 0; sel && i < d.n; i++)
         if ((!opts->quick || d.c[i].quick) &&
             ntp__calibrate_family_wanted(opts->families, d.c[i].family) &&
-            !(is_wake(d.c[i].xml) && strcmp(backend, "ref") == 0))
+            !(is_wake(d.c[i].xml) && strcmp(backend, "ref") == 0) &&
+            !(d.c[i].step && strcmp(backend, "ref") != 0))
             sel[total++] = i;
     /* Every timing of every pass, then merged per configuration
      * (merge_passes) into a layer and its run's reorder rows (at most 16
@@ -1511,8 +1576,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
             ntp__pfeat f;
             ntp__calibrate_timed *tm = &T[(size_t)k * (size_t)P + (size_t)p];
             run_source rn = {runner, user, p, k};
-            if (time_config(rctx, cf, opts, out, budgets[k], flush_bytes, &rn, &f, tm) !=
-                NTP_STATUS_OK) {
+            if (time_config(rctx, cf, opts, out, budgets[k], cf->step ? 0 : flush_bytes, &rn, &f,
+                            tm) != NTP_STATUS_OK) {
                 memset(tm, 0, sizeof *tm);
                 ntp_ctx_clear(rctx);
                 continue;

@@ -24,9 +24,11 @@ typedef struct ntp__pfeat {
     /* On the reference backend, a recurrent layer's recurrent product
      * under the fc family's terms: (T - 1) x directions calls of an fc of
      * N rows over one direction's R, summed (overhead: the calls), at the
-     * level R stays in; x is then the cell alone. rec_rows: N. */
+     * level R stays in; x is then the cell alone. rec_rows: N;
+     * rec_weight: R's bytes, one direction's, which each call reads (the
+     * size its loop's rate is interpolated at, ntp_calibration.gemv). */
     double xrec[NTP_PREDICT_TERMS];
-    int64_t rec_rows;
+    int64_t rec_rows, rec_weight;
     /* On the reference backend, a convolution as ref-conv.c runs it: its
      * GEMMs (one per image and group) under the fc family's terms in xin,
      * its im2col copy under the copy family's in xcp (x keeps the conv
@@ -51,6 +53,11 @@ bool ntp__predict_rnn_per_step(const char *impl);
  * their loops' corrections); 0 for another layer, and where cal has no fc
  * fit, whose input-GEMM terms then join f's own. */
 double ntp__predict_rnn_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f);
+/* The rate of ref's dot-product loop over `bytes` of weights under cal
+ * (GB/s): its calibrated points (ntp_calibration.gemv) interpolated
+ * linearly in the logarithm of the size, the nearest one's beyond them; 0
+ * where cal has none. */
+double ntp__predict_gemv_gbps(const ntp_calibration *cal, int64_t bytes);
 /* A convolution that ref lowers (xin set; no other layer) gets its terms
  * priced in place: x becomes (1, its GEMMs' seconds under the fc family
  * and ref:fc's correction, its im2col's under the copy family), which the

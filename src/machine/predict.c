@@ -339,6 +339,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         int64_t cell_flops = rec->flops - calls * pf;
         int64_t cell_bytes = rec->bytes - rs->T * rs->dirs * res;
         out->rec_rows = rs->N;
+        out->rec_weight = res;
         out->xrec[NTP_PREDICT_TERM_OVERHEAD] = (double)calls;
         out->xrec[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(calls * pf) / peak : 0;
         double g1;
@@ -346,8 +347,13 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->xrec[NTP_PREDICT_TERM_MEMORY] = g1 > 0 ? (double)(calls * pb) / (g1 * 1e9) : 0;
         out->x[NTP_PREDICT_TERM_COMPUTE] =
             peak > 0 && cell_flops > 0 ? (double)cell_flops / peak : 0;
+        /* The cell's traffic (the gates the products wrote, the state,
+         * the output) from the level one step's gates and state fit in,
+         * not R's. */
+        double gc;
+        level_for(cal, rs->esize * rs->N * (gh + 2 * rs->H), &gc);
         out->x[NTP_PREDICT_TERM_MEMORY] =
-            grec > 0 && cell_bytes > 0 ? (double)cell_bytes / (grec * 1e9) : 0;
+            gc > 0 && cell_bytes > 0 ? (double)cell_bytes / (gc * 1e9) : 0;
     }
 }
 
@@ -379,7 +385,16 @@ double ntp__predict_rnn_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
         const char *in = NULL, *rec = NULL;
         char key[48];
         if (strcmp(cal->backend, "ref") == 0) {
-            snprintf(key, sizeof key, "ref:%s", ntp__predict_kernel_op("fc", f->rec_rows));
+            const char *op = ntp__predict_kernel_op("fc", f->rec_rows);
+            /* Its dot-product loop at the rate the calibration measured at
+             * R's size, once per row (the loop takes each row's dot
+             * products in turn): the loop, not R's level, bounds it. */
+            double g = strcmp(op, "gemv") == 0 ? ntp__predict_gemv_gbps(cal, f->rec_weight) : 0;
+            if (g > 0)
+                return fc_price_s(cal, f->xin, "ref:fc") +
+                       f->xrec[NTP_PREDICT_TERM_OVERHEAD] * (double)(f->rec_rows * f->rec_weight) /
+                           (g * 1e9);
+            snprintf(key, sizeof key, "ref:%s", op);
             in = "ref:fc";
             rec = key;
         }
@@ -390,6 +405,22 @@ double ntp__predict_rnn_input_gemm_s(const ntp_calibration *cal, ntp__pfeat *f)
     memset(f->xin, 0, sizeof f->xin);
     memset(f->xrec, 0, sizeof f->xrec);
     return 0;
+}
+
+double ntp__predict_gemv_gbps(const ntp_calibration *cal, int64_t bytes)
+{
+    int n = cal->n_gemv < NTP_PREDICT_MAX_GEMV ? cal->n_gemv : NTP_PREDICT_MAX_GEMV;
+    if (n <= 0 || bytes <= 0)
+        return 0;
+    if (bytes <= cal->gemv[0].bytes)
+        return cal->gemv[0].gbps;
+    for (int k = 1; k < n; k++)
+        if (bytes <= cal->gemv[k].bytes) {
+            double a = log((double)cal->gemv[k - 1].bytes), b = log((double)cal->gemv[k].bytes);
+            double w = (log((double)bytes) - a) / (b - a);
+            return cal->gemv[k - 1].gbps + w * (cal->gemv[k].gbps - cal->gemv[k - 1].gbps);
+        }
+    return cal->gemv[n - 1].gbps;
 }
 
 /* A convolution ref lowers (xin set): x becomes its GEMMs' and its
@@ -1480,6 +1511,17 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "seconds", json_real(cal->wake_s));
         ntp__jset(&ok, o, "wake", x);
     }
+    /* ref's dot-product loop by size; absent where not measured. */
+    if (cal->n_gemv > 0) {
+        json_t *gv = json_array();
+        for (int k = 0; k < cal->n_gemv && k < NTP_PREDICT_MAX_GEMV; k++) {
+            json_t *x = json_object();
+            ntp__jset(&ok, x, "bytes", json_integer(cal->gemv[k].bytes));
+            ntp__jset(&ok, x, "gbps", json_real(cal->gemv[k].gbps));
+            ntp__jpush(&ok, gv, x);
+        }
+        ntp__jset(&ok, o, "gemv", gv);
+    }
     json_t *im = json_array();
     for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
         const ntp_impl_correction *c = &cal->impls[k];
@@ -1602,6 +1644,18 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
             bad = true;
     }
     json_t *c;
+    json_array_foreach(json_object_get(j, "gemv"), i, c)
+    {
+        if (cal->n_gemv >= NTP_PREDICT_MAX_GEMV)
+            break;
+        int64_t b = get_int(c, "bytes", 1, INT64_MAX, &bad);
+        double g = get_num(c, "gbps");
+        /* By size ascending, each rate a rate: interpolation needs both. */
+        if (!(g > 0 && isfinite(g)) || (cal->n_gemv > 0 && b <= cal->gemv[cal->n_gemv - 1].bytes))
+            bad = true;
+        cal->gemv[cal->n_gemv].bytes = b;
+        cal->gemv[cal->n_gemv++].gbps = g;
+    }
     json_array_foreach(json_object_get(j, "impl_corrections"), i, c)
     {
         if (cal->n_impls >= NTP_PREDICT_MAX_IMPLS)

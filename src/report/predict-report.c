@@ -372,6 +372,17 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                        "%-10s %7d %11.2f  a row after a layer on another backend "
                        "(its threads' wake; docs/predict.md)",
                        "wake", c->wake_samples, 1e6 * c->wake_s);
+    /* ref's dot-product loop by the size of R, a recurrent step's. */
+    if (fmt != NTP_FORMAT_CSV && c->n_gemv > 0) {
+        char rates[512], head[32];
+        size_t u = (size_t)snprintf(rates, sizeof rates,
+                                    "a recurrent step's product on ref, GB/s by R's size:");
+        for (int k = 0; k < c->n_gemv && k < NTP_PREDICT_MAX_GEMV && u < sizeof rates; k++)
+            u += (size_t)snprintf(rates + u, sizeof rates - u, "%s %.3g MB %.1f", k ? "," : "",
+                                  (double)c->gemv[k].bytes / 1e6, c->gemv[k].gbps);
+        snprintf(head, sizeof head, "%-10s %7d  ", "step", c->n_gemv);
+        ntp__put_wrapped(f, head, rates);
+    }
     if (fmt != NTP_FORMAT_CSV && c->n_impls > 0) {
         fputc('\n', f);
         ntp__put_linef(f, "corrections per implementation (x the family's time, docs/predict.md):");
