@@ -1344,11 +1344,10 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         if (copy_row) {
             /* Its bytes are the source's and the destination's. */
             if (!p->roofline_only) {
-                const ntp_calibration *c = &p->cals[0];
-                for (int k = 0; l->backend && k < p->n_cals; k++)
-                    if (strcmp(p->cals[k].backend, l->backend) == 0)
-                        c = &p->cals[k];
-                pred = ntp__predict_copy_ms(c, l->bytes, l->kind) + run_wake_ms(p, r, i);
+                /* Its backend's calibration, else the first's. */
+                int k = cal_index(p, l->backend);
+                pred = ntp__predict_copy_ms(&p->cals[k >= 0 ? k : 0], l->bytes, l->kind) +
+                       run_wake_ms(p, r, i);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
