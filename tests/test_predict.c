@@ -706,9 +706,12 @@ static void test_predict_rnn_terms(void **state)
      * product (oneDNN's brgemm cell) reads W and B (2560 B) at each of the
      * 10 steps with R: 2880 + 41600 + 9 x 2560 = 67520 B, every FLOP
      * (35840) under the rnn family, at the level one direction's W, B and
-     * R (6656 B) stay in: twice that is past L1's 10000, so DRAM. */
+     * R (6656 B) stay in: twice that is past L1's 10000, which holds
+     * 10000 / 13312 = 0.7512 of it, the rest read from DRAM: 67520 x
+     * (0.7512 / 100 + 0.2488 / 10) ns = 2.18710 us. */
     double merged = l->predicted_ms;
-    double step = 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 6.752e-6);
+    double step = 1e-3 + 1e3 * (2 * 3.584e-7 +
+                                0.5 * 67520 * (10000.0 / 13312 / 100 + 3312.0 / 13312 / 10) * 1e-9);
     assert_close(l->rnn.merged_ms, merged, 1e-12);
     assert_close(l->rnn.merged_input_gemm_ms, in, 1e-12);
     assert_close(l->rnn.per_step_ms, step, 1e-12);
@@ -738,14 +741,21 @@ static void test_predict_rnn_terms(void **state)
     cal.n_impls = 0;
     ntp_prediction_free(p);
     /* R must fit in half the level (what its triad ran at): at a capacity
-     * of 8000 its 4096 B are read from DRAM at every step (10 GB/s), the
-     * input GEMM's 2880 B still from L1. */
+     * of 8000 twice its 4096 B do not, L1 holds 8000 / 8192 of them and
+     * the rest is read from DRAM at every step: 41600 x (0.9765625 / 100 +
+     * 0.0234375 / 10) ns = 0.50375 us; the input GEMM's 2880 B still from
+     * L1. At a capacity of 800, 0.09765625 of R is held: 41600 x
+     * (0.0009765625 + 0.090234375) ns = 3.794375 us, near DRAM's 4.16. */
     cal.levels[0].capacity_bytes = 8000;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     l = &p->layers[0];
     assert_string_equal(l->level, "DRAM");
     assert_close(l->input_gemm_ms, in, 1e-12);
-    assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-6, 1e-12);
+    assert_close(l->memory_ms, 1e3 * 0.5 * 5.0375e-7, 1e-12);
+    ntp_prediction_free(p);
+    cal.levels[0].capacity_bytes = 800;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * 3.794375e-6, 1e-12);
     ntp_prediction_free(p);
     /* Without an fc fit the input GEMM's terms join the rnn family's. */
     cal.levels[0].capacity_bytes = 10000;

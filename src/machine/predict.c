@@ -90,6 +90,27 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
+/* The bandwidth at which a working set of `bytes`, read again and again,
+ * is read under cal: the level it fits in; past a cache level (the largest
+ * it does not fit in) the share of it that level still holds, its capacity
+ * over the working set, at that level's bandwidth and the rest at the next
+ * level's (the time per byte a weighted mean). *name: the level it does
+ * not fit in, the one most of it comes from. */
+static double reread_gbps(const ntp_calibration *cal, int64_t bytes, const char **name)
+{
+    double g;
+    *name = level_for(cal, bytes, &g);
+    for (int k = 1; k < cal->n_levels; k++) {
+        const int64_t c = cal->levels[k - 1].capacity_bytes;
+        if (strcmp(cal->levels[k].name, *name) != 0 || c <= 0 || bytes <= c ||
+            !(cal->levels[k - 1].gbps > 0) || !(g > 0))
+            continue;
+        double f = (double)c / (double)bytes;
+        return 1 / (f / cal->levels[k - 1].gbps + (1 - f) / g);
+    }
+    return g;
+}
+
 bool ntp__predict_rnn_per_step(const char *impl)
 {
     /* oneDNN's brgemm RNN cell multiplies the step's input by the input
@@ -301,7 +322,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         int64_t res = w / rs->dirs + rec->resident_bytes;
         double gs;
         out->bytes = in->bytes + rec->bytes + (rs->T - 1) * w;
-        out->level = level_for(cal, 2 * res, &gs);
+        gs = reread_gbps(cal, 2 * res, &out->level);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(in->flops + rec->flops) / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = gs > 0 ? (double)out->bytes / (gs * 1e9) : 0;
         return;
@@ -320,7 +341,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * (within the L3's 33.6 MB) ran at the DRAM triad's speed. */
     double grec;
     int64_t res = rec->resident_bytes > 0 ? rec->resident_bytes : l->traffic_bytes;
-    out->level = level_for(cal, 2 * res, &grec);
+    grec = reread_gbps(cal, 2 * res, &out->level);
     out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)rec->flops / peak : 0;
     out->x[NTP_PREDICT_TERM_MEMORY] = grec > 0 ? (double)rec->bytes / (grec * 1e9) : 0;
     /* The reference backend (ref-rnn.c) runs the recurrent product, at
