@@ -925,6 +925,42 @@ static const char conv_xml[] =
     "<conv name=\"c3\" filters=\"4\" kernel=\"3\" pad=\"1\" groups=\"2\"/>"
     "<conv name=\"c1\" filters=\"4\" kernel=\"1\" groups=\"2\"/></topology>";
 
+/* oneDNN's convolutions leave out the taps that fall in the padding
+ * (docs/predict.md): c3's 3x3 taps with padding 1 on 4x4 land inside at
+ * 2, 3, 3 and 2 of each row's and column's four output positions, 10 of
+ * 12 a dimension, 100 of 144 in all; its compute term on onednn counts
+ * that share of its multiply-adds' FLOPs and all of its bias's. */
+static void test_predict_conv_padding(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, conv_xml, strlen(conv_xml), "c", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.family[NTP_PREDICT_FAMILY_CONV] = cal.family[NTP_PREDICT_FAMILY_FC];
+    cal.family[NTP_PREDICT_FAMILY_CONV1X1] = cal.family[NTP_PREDICT_FAMILY_FC];
+    double compute[2][2];
+    static const char *const be[] = {"xnnpack", "onednn"};
+    for (int b = 0; b < 2; b++) {
+        snprintf(cal.backend, sizeof cal.backend, "%s", be[b]);
+        ntp_prediction *p = NULL;
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        assert_int_equal(p->layers[0].family, NTP_PREDICT_FAMILY_CONV);
+        compute[b][0] = p->layers[0].compute_ms;
+        compute[b][1] = p->layers[1].compute_ms;
+        ntp_prediction_free(p);
+    }
+    /* 2 x 4 x 2 x 9 x 16 + 4 x 16 (the bias) = 2368 FLOPs at 10 GFLOP/s,
+     * times 2. */
+    assert_close(compute[0][0], 1e3 * 2 * 2368 / 10e9, 1e-12);
+    assert_close(compute[1][0], 1e3 * 2 * (2304.0 * 100 / 144 + 64) / 10e9, 1e-12);
+    /* The pointwise convolution has no padding. */
+    assert_close(compute[1][1], compute[0][1], 1e-12);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* ref's convolution as ref-conv.c runs it (docs/predict.md, lowered
  * convolutions), by hand: hand_calibration's fc (1 us + 2 x compute + 0.5
  * x memory, peak 10 GFLOP/s, L1 of 1400 B at 100 GB/s, DRAM 10 GB/s), ref:fc
@@ -982,8 +1018,9 @@ static void test_predict_ref_conv(void **state)
     ntp_prediction_free(p);
 
     /* Another backend's convolutions keep the conv family's own terms:
-     * its coefficients on c3's FLOPs and traffic. */
-    snprintf(cal.backend, sizeof cal.backend, "onednn");
+     * its coefficients on c3's FLOPs and traffic (XNNPACK computes the
+     * padding's taps: test_predict_conv_padding). */
+    snprintf(cal.backend, sizeof cal.backend, "xnnpack");
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     ntp_analysis *a = NULL;
     assert_int_equal(ntp_graph_analyze(ctx, g, &a), 0);
@@ -1811,6 +1848,7 @@ int main(void)
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),
         cmocka_unit_test(test_gemv_rate),
+        cmocka_unit_test(test_predict_conv_padding),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -162,11 +162,15 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
 typedef struct conv_shape {
     int64_t calls, M, N, K, x_floats, w_bytes, esize;
     bool pointwise;
+    /* The share of its multiply-adds whose input tap falls inside the
+     * input, not in its padding (1 without padding): the work of a kernel
+     * that leaves the padding's taps out. */
+    double valid;
 } conv_shape;
 
 static conv_shape conv_shape_of(const ntp_graph *g, int i)
 {
-    conv_shape c = {0};
+    conv_shape c = {.valid = 1};
     const ntp_node *n = &g->nodes[g->order[i]];
     if (n->op != NTP_OP_CONV || n->n_in < 1 || n->n_out < 1 || n->a.groups <= 0)
         return c;
@@ -183,6 +187,17 @@ static conv_shape conv_shape_of(const ntp_graph *g, int i)
         k_sz *= n->a.kernel[j];
         c.pointwise &= n->a.kernel[j] == 1 && n->a.stride[j] == 1 && n->a.pad[j] == 0 &&
                        x->shape.dim[2 + j] == y->shape.dim[2 + j];
+        /* Each output position's taps along this dimension that land in
+         * the input: the dimensions' shares multiply. */
+        int64_t h = x->shape.dim[2 + j], o = y->shape.dim[2 + j], k = n->a.kernel[j], in = 0;
+        int64_t d = n->a.dilation[j] > 0 ? n->a.dilation[j] : 1;
+        for (int64_t p = 0; p < o && o * k <= 1 << 20; p++)
+            for (int64_t t = 0; t < k; t++) {
+                int64_t at = p * n->a.stride[j] - n->a.pad[j] + t * d;
+                in += at >= 0 && at < h;
+            }
+        if (o > 0 && k > 0 && o * k <= 1 << 20)
+            c.valid *= (double)in / (double)(o * k);
     }
     c.esize = numel > 0 ? ntp__tensor_bytes(x) / numel : 0;
     if (in_sz <= 0 || out_sz <= 0 || k_sz <= 0 || c.esize <= 0)
@@ -216,6 +231,16 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
+    /* oneDNN's convolutions (brgconv, jit) leave out the taps that fall in
+     * the padding: their compute term leaves out those multiply-adds
+     * (conv_shape.valid; docs/predict.md#padding-onednn-leaves-out), the
+     * bias's and fused post-ops' FLOPs stay. A 3x3 convolution on 7x7
+     * does 82% of its multiply-adds. */
+    double work = (double)l->flops;
+    if (fam == NTP_PREDICT_FAMILY_CONV && cs && cs->calls > 0 &&
+        strcmp(cal->backend, "onednn") == 0)
+        work -= (1 - cs->valid) * 2.0 * (double)cs->calls * (double)cs->M * (double)cs->N *
+                (double)cs->K;
     /* The reference backend (ref-conv.c) runs a convolution as calls
      * GEMMs, ntp__ref_gemm(false, false, M, N, K): B (the column matrix)
      * is not transposed, so every call takes the packed loop, which
@@ -277,7 +302,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         double dram, act;
         level_for(cal, reuse, &dram);
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
-        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
             (dram > 0 ? (double)l->weight_bytes / (dram * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
@@ -298,7 +323,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         return;
     }
     if (l->n_parts == 0) {
-        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)out->flops / peak : 0;
+        out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
         return;
     }
