@@ -828,6 +828,27 @@ static void test_predict_rnn_terms(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* A calibration sample of one pass as a refit reads it back: its kind,
+ * markup, backend and time (in `unit` seconds). */
+typedef struct sample_spec {
+    const char *kind, *config, *ran_on;
+    double t;
+} sample_spec;
+
+static void samples_of(ntp_calibration_sample *S, const sample_spec *in, int n,
+                       ntp_predict_family f, double unit)
+{
+    memset(S, 0, (size_t)n * sizeof *S);
+    for (int i = 0; i < n; i++) {
+        snprintf(S[i].kind, sizeof S[i].kind, "%s", in[i].kind);
+        snprintf(S[i].config, sizeof S[i].config, "%s", in[i].config);
+        snprintf(S[i].ran_on, sizeof S[i].ran_on, "%s", in[i].ran_on);
+        S[i].family = f;
+        S[i].median_s = in[i].t * unit;
+        S[i].passes = 1;
+    }
+}
+
 /* ref's dot-product loop by size (ntp_calibration.gemv): the rate of each
  * "step" sample ref ran (one row of H by an LSTM's R, timed warm), its
  * bytes (weights, bias, input and output: 4 x (KN + K + 2N)) over its
@@ -842,10 +863,7 @@ static void test_gemv_rate(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
-    static const struct {
-        const char *kind, *config, *ran_on;
-        double ms;
-    } in[] = {
+    static const sample_spec in[] = {
         {"step", GEMV_FC(1536, 6144), "ref", 2.5},  {"step", GEMV_FC(512, 2048), "ref", 0.2},
         {"step", GEMV_FC(1024, 4096), "ref", 1.0},  {"layer", GEMV_FC(768, 3072), "ref", 0.01},
         {"step", GEMV_FC(768, 3072), "blas", 0.01}, {"layer", GEMV_FC(512, 1000), "ref", 0.1},
@@ -853,15 +871,7 @@ static void test_gemv_rate(void **state)
     };
     const int n = (int)(sizeof in / sizeof in[0]);
     ntp_calibration_sample S[7];
-    memset(S, 0, sizeof S);
-    for (int i = 0; i < n; i++) {
-        snprintf(S[i].kind, sizeof S[i].kind, "%s", in[i].kind);
-        snprintf(S[i].config, sizeof S[i].config, "%s", in[i].config);
-        snprintf(S[i].ran_on, sizeof S[i].ran_on, "%s", in[i].ran_on);
-        S[i].family = NTP_PREDICT_FAMILY_FC;
-        S[i].median_s = in[i].ms * 1e-3;
-        S[i].passes = 1;
-    }
+    samples_of(S, in, n, NTP_PREDICT_FAMILY_FC, 1e-3);
     ntp_calibration cal, fit;
     hand_calibration(&cal);
     assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
@@ -1287,10 +1297,7 @@ static void test_wake(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
-    static const struct {
-        const char *kind, *config, *ran_on;
-        double us;
-    } in[] = {
+    static const sample_spec in[] = {
         {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},
         {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},
         {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5},
@@ -1302,15 +1309,7 @@ static void test_wake(void **state)
     };
     const int n = (int)(sizeof in / sizeof in[0]);
     ntp_calibration_sample S[8];
-    memset(S, 0, sizeof S);
-    for (int i = 0; i < n; i++) {
-        snprintf(S[i].kind, sizeof S[i].kind, "%s", in[i].kind);
-        snprintf(S[i].config, sizeof S[i].config, "%s", in[i].config);
-        snprintf(S[i].ran_on, sizeof S[i].ran_on, "%s", in[i].ran_on);
-        S[i].family = NTP_PREDICT_FAMILY_ELTWISE;
-        S[i].median_s = in[i].us * 1e-6;
-        S[i].passes = 1;
-    }
+    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
     ntp_calibration cal, fit;
     hand_calibration(&cal);
     snprintf(cal.backend, sizeof cal.backend, "mainbe");
