@@ -161,6 +161,27 @@ PYEOF
     local rc=$?
     [ "$rc" = 143 ] && ok || bad "a task stopped by SIGTERM exited $rc (want 143: the signal)"
     compgen -G "$T/tmp/ntprof-task-$id2-*" >/dev/null && bad "SIGTERM left $(ls "$T/tmp")" || ok
+    # Slurm signals every process of a task (its time limit, scancel): the
+    # configuration's process may die of it before the task is told. The
+    # task then stops by the same signal and writes no failure of its own
+    # ("killed by signal 15"), so that the sweep records Slurm's word
+    # (TIMEOUT, CANCELLED) as test_slurm_timeout_cli expects.
+    "$NTPROF" sweep --task "$id2:0" --db "$db" >/dev/null 2>&1 &
+    task=$!
+    local child=
+    for _ in $(seq 1 100); do
+        child=$(pgrep -P "$task" | head -n 1)
+        [ -n "$child" ] && compgen -G "$T/tmp/ntprof-task-$id2-0-*" >/dev/null && break
+        sleep 0.05
+    done
+    sleep 0.2
+    kill -TERM "$child"
+    wait "$task"
+    rc=$?
+    [ "$rc" = 143 ] && ok || bad "a task whose configuration was stopped by SIGTERM exited $rc (want 143)"
+    [ "$(sq "$db" "SELECT state FROM sweep_tasks WHERE sweep_id = $id2")" != failed ] && ok ||
+        bad "the task wrote its own failure: $(sq "$db" "SELECT * FROM sweep_tasks WHERE sweep_id = $id2")"
+    compgen -G "$T/tmp/ntprof-task-$id2-*" >/dev/null && bad "SIGTERM left $(ls "$T/tmp")" || ok
 }
 
 # load_round_trip DB: a load sweep's array (docs/load.md#sweeps-on-slurm)
@@ -198,9 +219,6 @@ assert cs[1]["error"].startswith("exit 2: --qps expects a positive number"), cs[
 PYEOF
 }
 
-sweep_round_trip "$T/s.db" signals
-load_round_trip "$T/s.db"
-
 # sq DB SQL: one statement through Python's sqlite3 (no sqlite3 tool needed).
 sq() {
     $PY -c 'import sqlite3, sys
@@ -209,6 +227,9 @@ rows = c.execute(sys.argv[2]).fetchall()
 c.commit()
 print("\n".join("|".join("" if v is None else str(v) for v in r) for r in rows))' "$@"
 }
+
+sweep_round_trip "$T/s.db" signals
+load_round_trip "$T/s.db"
 
 # A run the store refuses (an SQLite trigger standing in for a full disk):
 # the task keeps its report in its TMPDIR, says where and how to add it,

@@ -451,6 +451,7 @@ int sweep_load_task(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, cons
             snprintf(row.error, sizeof row.error, "out of memory");
         else
             run_one(ctx, self, r->source, &fixed, d.f, d.nf, d.cfg[c], dir, c, 0, &row);
+        sweep_stop_with_child(); /* stopped with its configuration */
         design_free(&d);
     }
     free(fixed.v);

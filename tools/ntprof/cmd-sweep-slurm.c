@@ -662,6 +662,7 @@ static int task_run(ntp_ctx *ctx, ntp_store *st, const ntp_sweep_record *r, cons
     char self[PATH_MAX], state[1200];
     self_exe(self, sizeof self);
     sweep_run_one(ctx, sw, index, self, r->source, &fixed, dir, 0, state, sizeof state);
+    sweep_stop_with_child(); /* stopped with its configuration: on_stop */
     const ntp_run_result *res = ntp_sweep_result(sw, index);
     if (res) {
         if (ntp_store_add_run(ctx, st, res, &t->run_id) != NTP_STATUS_OK) {

@@ -191,6 +191,8 @@ pid_t sweep_spawn(const char *self, const argv_list *a, const char *log)
     return pid;
 }
 
+int sweep_child_signal;
+
 bool sweep_wait(pid_t pid, double timeout, int *status)
 {
     sweep_child = pid;
@@ -217,7 +219,15 @@ bool sweep_wait(pid_t pid, double timeout, int *status)
         }
     }
     sweep_child = 0;
+    sweep_child_signal = *status != -1 && WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
     return timed_out;
+}
+
+void sweep_stop_with_child(void)
+{
+    int sig = sweep_child_signal;
+    if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+        raise(sig);
 }
 
 /* Run configuration c in a child; returns its report or records why not. */

@@ -50,6 +50,17 @@ void sweep_run_one(ntp_ctx *ctx, ntp_sweep *sw, int c, const char *self, const c
 /* The child sweep_run_one is waiting for (0: none), for a signal handler
  * that must stop it before removing its files. */
 extern volatile pid_t sweep_child;
+/* The signal that ended the last child sweep_wait waited for (0: it
+ * exited). */
+extern int sweep_child_signal;
+/* Where that signal is one that stops a task (SIGTERM, SIGINT, SIGHUP),
+ * raise it here: Slurm stops a task (its time limit, scancel) by
+ * signalling every process of it, and the configuration may die of it
+ * before this process is told. A Slurm task then stops as it would have
+ * (its handler removes its files), writing no failure of its own, and the
+ * sweep records Slurm's word on why (TIMEOUT, CANCELLED), not "killed by
+ * signal 15". */
+void sweep_stop_with_child(void);
 
 /* Remove what sweep_run_one left in a temporary directory. */
 void sweep_clean_dir(const char *dir, int n);
