@@ -1012,7 +1012,11 @@ static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
     cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
 }
 
-static int cmp_gemv(const void *a, const void *b);
+static int cmp_gemv(const void *a, const void *b)
+{
+    const ntp_gemv_rate *x = a, *y = b;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
 
 /* The rate of ref's dot-product loop by the size of its weights
  * (ntp_calibration.gemv): each "step" sample ref ran (one row of H by an
@@ -1046,12 +1050,6 @@ static void fit_gemv(const ntp_calibration_sample *S, int ns, ntp_calibration *c
         i = j;
     }
     cal->n_gemv = k >= 2 ? k : 0;
-}
-
-static int cmp_gemv(const void *a, const void *b)
-{
-    const ntp_gemv_rate *x = a, *y = b;
-    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
 }
 
 /* The fit of a calibration from its samples, the same whether they were

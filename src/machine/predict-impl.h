@@ -104,6 +104,10 @@ double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f,
                                const char *op, const char *layout);
 /* The same for a key ntp__predict_impl_key made. */
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
+/* The calibration a copy row on `backend` is priced with: that backend's,
+ * else the requested one's (a copy is the machine's bandwidth), in a
+ * prediction's rows and beside a run's. */
+const ntp_calibration *ntp__predict_copy_cal(const ntp_prediction *p, const char *backend);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
  * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
 void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);

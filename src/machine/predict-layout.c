@@ -70,17 +70,6 @@ static ntp_status unknown_row(ntp_ctx *ctx, ntp_prediction *p, const char *note)
     return NTP_STATUS_OK;
 }
 
-/* The calibration a copy row on `backend` is priced with: that backend's,
- * else the requested one's (a copy is the machine's bandwidth; as
- * ntp_prediction_apply prices a run's rows). */
-static const ntp_calibration *copy_cal(const ntp_prediction *p, const char *backend)
-{
-    for (int k = 0; backend && k < p->n_cals; k++)
-        if (strcmp(p->cals[k].backend, backend) == 0)
-            return &p->cals[k];
-    return &p->cals[0];
-}
-
 /* The reorder and conversion rows of a prepared plan x, in a run's order. */
 static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, ntp_prediction *p)
 {
@@ -124,7 +113,7 @@ static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, 
         l.before = stp->kind == NTP_STEP_CONVERT || w->sub[k] < stp->main_sub;
         if (!(l.name = strdup(name)))
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        ntp__predict_copy_row(copy_cal(p, l.backend), &l);
+        ntp__predict_copy_row(ntp__predict_copy_cal(p, l.backend), &l);
         if (isfinite(l.predicted_ms))
             p->copies_ms += l.predicted_ms;
         p->copies[p->n_copies++] = l;

@@ -1281,6 +1281,12 @@ static const ntp_layer_prediction *find_layer(const ntp_prediction *p, const cha
     return NULL;
 }
 
+const ntp_calibration *ntp__predict_copy_cal(const ntp_prediction *p, const char *backend)
+{
+    int k = cal_index(p, backend);
+    return &p->cals[k >= 0 ? k : 0];
+}
+
 /* Whether a row run on `backend` (NULL: not said) runs where the
  * prediction placed layer lp: lp's own prediction then stands for it. */
 static bool placed_as_predicted(const ntp_layer_prediction *lp, const char *backend)
@@ -1300,17 +1306,16 @@ static double layer_ms_on(const ntp_prediction *p, const ntp_layer_prediction *l
     }
     if (lp->family == NTP_PREDICT_FAMILY_FREE)
         return 0;
-    size_t i = (size_t)(lp - p->layers);
-    for (int k = 0; k < p->n_cals; k++)
-        if (strcmp(p->cals[k].backend, backend) == 0) {
-            double ms = p->cal_ms[(size_t)k * (size_t)p->n_layers + i];
-            if (!isfinite(ms))
-                snprintf(note, len, "n/a: %s not calibrated on %s",
-                         ntp_predict_family_name(lp->family), backend);
-            return ms;
-        }
-    snprintf(note, len, "n/a: not calibrated for %s", backend);
-    return NAN;
+    int k = cal_index(p, backend);
+    if (k < 0) {
+        snprintf(note, len, "n/a: not calibrated for %s", backend);
+        return NAN;
+    }
+    double ms = p->cal_ms[(size_t)k * (size_t)p->n_layers + (size_t)(lp - p->layers)];
+    if (!isfinite(ms))
+        snprintf(note, len, "n/a: %s not calibrated on %s", ntp_predict_family_name(lp->family),
+                 backend);
+    return ms;
 }
 
 /* Layer lp's time pred (under the calibration of the backend row l ran
@@ -1390,10 +1395,9 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         if (copy_row) {
             /* Its bytes are the source's and the destination's. */
             if (!p->roofline_only) {
-                /* Its backend's calibration, else the first's. */
-                int k = cal_index(p, l->backend);
-                pred = ntp__predict_copy_ms(&p->cals[k >= 0 ? k : 0], l->bytes, l->kind) +
-                       run_wake_ms(p, r, i);
+                pred =
+                    ntp__predict_copy_ms(ntp__predict_copy_cal(p, l->backend), l->bytes, l->kind) +
+                    run_wake_ms(p, r, i);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,
