@@ -220,17 +220,6 @@ bool ntp__rows_build(const ntp_exec *x, ntp_rows *w)
     return true;
 }
 
-/* Write every byte of buf (ntp_run_opts.flush_bytes): each write
- * allocates its cache line and evicts another. The barrier keeps the
- * compiler from dropping stores to a buffer nothing reads. */
-static void flush_caches(unsigned char *buf, int64_t bytes, int pass)
-{
-    if (!buf)
-        return;
-    memset(buf, pass & 0xff, (size_t)bytes);
-    __asm__ __volatile__("" : : "r"(buf) : "memory");
-}
-
 /* Interleaved measurement: an end-to-end iteration (nothing timed inside
  * it), then a per-layer iteration (a clock read around every row), and so
  * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
@@ -306,7 +295,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
                 goto fail;
             }
         }
-        flush_caches(flush, o->flush_bytes, n);
+        ntp__flush_caches(flush, o->flush_bytes, n);
         double t0 = ntp__now_us();
         st = ntp__exec_steps(ctx, x, x->first_step, x->last_step);
         double t1 = ntp__now_us();
@@ -325,7 +314,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
             }
         }
         double *row = &lt[(size_t)n * (size_t)nl];
-        flush_caches(flush, o->flush_bytes, n);
+        ntp__flush_caches(flush, o->flush_bytes, n);
         t0 = ntp__now_us();
         const double layers_t0 = t0;
         for (int k = 0; k < nl; k++) {

@@ -24,6 +24,13 @@ double ntp__clock_overhead_ns(void);
  * interval. About 10 us a read. */
 double ntp__thread_run_delay_s(void);
 
+/* Write over bytes of buf (ntp_run_opts.flush_bytes, flush.c), one store
+ * per NTP__FLUSH_STRIDE bytes, each with pass's low byte: every line
+ * written allocates in the caches and evicts another, so that data read
+ * before is read again from memory. Outside any timed region. */
+#define NTP__FLUSH_STRIDE 64
+void ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass);
+
 /* --- contention (contention.c) ----------------------------------------------------- */
 
 #include <sched.h>
