@@ -151,7 +151,7 @@ PYEOF
     id2=$(sed -n 's/^sweep \([0-9]*\) submitted.*/\1/p' "$T/out")
     "$NTPROF" sweep --task "$id2:0" --db "$db" >/dev/null 2>&1 &
     task=$!
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 400); do
         pgrep -P "$task" >/dev/null && compgen -G "$T/tmp/ntprof-task-$id2-0-*" >/dev/null && break
         sleep 0.05
     done
@@ -169,16 +169,21 @@ PYEOF
     "$NTPROF" sweep --task "$id2:0" --db "$db" >/dev/null 2>&1 &
     task=$!
     local child=
-    for _ in $(seq 1 100); do
+    # Up to 20 s for the child to start: under the suite's parallel load
+    # the task's own start can take seconds.
+    for _ in $(seq 1 400); do
         child=$(pgrep -P "$task" | head -n 1)
         [ -n "$child" ] && compgen -G "$T/tmp/ntprof-task-$id2-0-*" >/dev/null && break
         sleep 0.05
     done
     sleep 0.2
+    local how
+    how=$(ps -o pid=,args= -p "$child" 2>&1)
     kill -TERM "$child"
     wait "$task"
     rc=$?
-    [ "$rc" = 143 ] && ok || bad "a task whose configuration was stopped by SIGTERM exited $rc (want 143)"
+    [ "$rc" = 143 ] && ok ||
+        bad "a task whose configuration was stopped by SIGTERM exited $rc (want 143); its child: ${how:-none found}"
     [ "$(sq "$db" "SELECT state FROM sweep_tasks WHERE sweep_id = $id2")" != failed ] && ok ||
         bad "the task wrote its own failure: $(sq "$db" "SELECT * FROM sweep_tasks WHERE sweep_id = $id2")"
     compgen -G "$T/tmp/ntprof-task-$id2-*" >/dev/null && bad "SIGTERM left $(ls "$T/tmp")" || ok
