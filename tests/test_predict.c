@@ -1413,10 +1413,12 @@ static void test_predict_network_cache(void **state)
     ntp_prediction_free(p);
 
     /* A network small enough for a cache keeps its weights there: a pass
-     * touches every layer's weights and output, small 576 + 256, act 256,
-     * big 17408 + 4096 (view's output is its input) = 22592 bytes. An L2
-     * of 32768 bytes at 50 GB/s holds them: small's weights come from it;
-     * one of 20000 does not: from DRAM as above. */
+     * touches every layer's weights, small's 576 and big's 17408, and the
+     * activations' arena, the 8832 bytes the liveness planner lays out
+     * (ntp_analysis.peak_activation_bytes): 26816 bytes. An L2 of 32768
+     * bytes at 50 GB/s holds them: small's weights come from it; one of
+     * 20000 does not: from DRAM as above; nor one of 24000, which would
+     * hold the weights and every layer's output (22592 bytes). */
     cal.n_levels = 3;
     cal.levels[2] = cal.levels[1];
     snprintf(cal.levels[1].name, sizeof cal.levels[1].name, "L2");
@@ -1426,6 +1428,10 @@ static void test_predict_network_cache(void **state)
     assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * (576 / 50e9 + 384 / 100e9), 1e-12);
     ntp_prediction_free(p);
     cal.levels[1].capacity_bytes = 20000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * (576 / 10e9 + 384 / 100e9), 1e-12);
+    ntp_prediction_free(p);
+    cal.levels[1].capacity_bytes = 24000;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     assert_close(p->layers[0].memory_ms, 1e3 * 0.5 * (576 / 10e9 + 384 / 100e9), 1e-12);
     ntp_prediction_free(p);
