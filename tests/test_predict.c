@@ -1283,6 +1283,106 @@ static void test_predict_placed(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* An input of 1 x c x hw x hw, and a layer ref runs (a wake's mark). */
+#define WAKE_IN(c, hw) "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>"
+#define WAKE_REF "<transpose name=\"h\" perm=\"0,1,3,2\" backend=\"ref\"/>"
+
+/* A layer's cold start (docs/predict.md#a-layers-cold-start). Fitted per
+ * family: the median of each layer sample's time less its warm twin's
+ * (the same markup timed without the flush): 20 - 16, 14 - 10 and 5 - 4
+ * us, median 4 us; a warm sample without a twin, or run on another
+ * backend, counts for nothing; a twin faster warm than cold: 0. Priced:
+ * mlp_xml's pass touches 26816 bytes (test_predict_network_cache); with
+ * an L2 of 32768 bytes at 50 GB/s it stays there, and a layer pays
+ * DRAM's 10 GB/s over the L2's 50, a fifth, of the cold start inside its
+ * overhead: small's fc overhead 1 us - 4/5 x 0.8 us = 0.36 us. From DRAM
+ * (an L2 of 20000 bytes), or in a warm calibration, the whole 1 us; the
+ * overhead never goes below 0. */
+static void test_cold(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    static const sample_spec in[] = {
+        {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},
+        {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},
+        {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5},
+        {"warm", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 16},
+        {"warm", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 10},
+        {"warm", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 4},
+        {"warm", WAKE_IN(512, 7) "<relu name=\"L\"/>", "mainbe", 1},
+        {"warm", WAKE_IN(64, 56) "<relu name=\"L\"/>", "ref", 2},
+    };
+    const int n = (int)(sizeof in / sizeof in[0]);
+    ntp_calibration_sample S[8];
+    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
+    ntp_calibration cal, fit;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "mainbe");
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    const ntp_family_model *m = &fit.family[NTP_PREDICT_FAMILY_ELTWISE];
+    assert_int_equal(m->cold_samples, 3);
+    assert_close(m->cold_s, 4e-6, 1e-12);
+    assert_int_equal(fit.family[NTP_PREDICT_FAMILY_FC].cold_samples, 0);
+    /* Kept through the store's JSON; absent where not measured. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    assert_int_equal(back.family[NTP_PREDICT_FAMILY_ELTWISE].cold_samples, 3);
+    assert_close(back.family[NTP_PREDICT_FAMILY_ELTWISE].cold_s, 4e-6, 1e-15);
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, 3, &fit), 0);
+    assert_int_equal(fit.family[NTP_PREDICT_FAMILY_ELTWISE].cold_samples, 0);
+    assert_true(fit.family[NTP_PREDICT_FAMILY_ELTWISE].cold_s == 0);
+    j = ntp__calibration_json(&fit);
+    json_t *fam = json_object_get(json_object_get(j, "families"), "eltwise");
+    assert_non_null(fam);
+    assert_null(json_object_get(fam, "cold_s"));
+    json_decref(j);
+    /* Warm twins slower than their layers (1 us each): measured, 0. */
+    samples_of(S, in, 6, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
+    for (int i = 3; i < 6; i++)
+        S[i].median_s = S[i - 3].median_s + 1e-6;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, 6, &fit), 0);
+    assert_int_equal(fit.family[NTP_PREDICT_FAMILY_ELTWISE].cold_samples, 3);
+    assert_true(fit.family[NTP_PREDICT_FAMILY_ELTWISE].cold_s == 0);
+
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    hand_calibration(&cal);
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    cal.n_levels = 3;
+    cal.levels[2] = cal.levels[1];
+    snprintf(cal.levels[1].name, sizeof cal.levels[1].name, "L2");
+    cal.levels[1].capacity_bytes = 32768;
+    cal.levels[1].gbps = 50;
+    cal.family[NTP_PREDICT_FAMILY_FC].cold_s = 0.8e-6;
+    cal.family[NTP_PREDICT_FAMILY_FC].cold_samples = 2;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].overhead_ms, 0.36e-3, 1e-12);
+    assert_close(p->layers[0].predicted_ms,
+                 p->layers[0].overhead_ms + p->layers[0].compute_ms + p->layers[0].memory_ms,
+                 1e-12);
+    ntp_prediction_free(p);
+    cal.family[NTP_PREDICT_FAMILY_FC].cold_s = 2e-6;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_true(p->layers[0].overhead_ms == 0);
+    ntp_prediction_free(p);
+    cal.family[NTP_PREDICT_FAMILY_FC].cold_s = 0.8e-6;
+    cal.levels[1].capacity_bytes = 20000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].overhead_ms, 1e-3, 1e-12);
+    ntp_prediction_free(p);
+    cal.levels[1].capacity_bytes = 32768;
+    snprintf(cal.cache, sizeof cal.cache, "warm");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].overhead_ms, 1e-3, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* The wake of a backend's threads (docs/predict.md#waking-the-threads).
  * Fitted: the median of each wake sample's time less its twin's (the same
  * markup without the ref layer): 50 - 20, 40 - 14 and 36 - 5 us, median
@@ -1290,8 +1390,6 @@ static void test_predict_placed(void **state)
  * for nothing. Priced: tail (after head, on ref) pays it, tr (after tail,
  * on the same backend) does not; beside a run it goes to the first row
  * after the handed layer, tail's reorder row where it has one. */
-#define WAKE_IN(c, hw) "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>"
-#define WAKE_REF "<transpose name=\"h\" perm=\"0,1,3,2\" backend=\"ref\"/>"
 
 static void test_wake(void **state)
 {
@@ -1852,6 +1950,7 @@ int main(void)
         cmocka_unit_test(test_impl_key_layout),
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),
+        cmocka_unit_test(test_cold),
         cmocka_unit_test(test_gemv_rate),
         cmocka_unit_test(test_predict_conv_padding),
     };

@@ -89,6 +89,15 @@ typedef struct ntp_family_model {
     /* Fit quality on the calibration's own samples: median and largest
      * |predicted - measured| / measured. */
     double median_error, max_error;
+    /* The cold start in network conditions (docs/predict.md#a-layers-cold-
+     * start): what a small layer of the family took more after the caches
+     * were written over than warm, its code and its backend's state read
+     * back from memory; the median over its cold_samples pairs, in
+     * seconds, at least 0, and inside the overhead. A network that keeps
+     * its state in a cache pays less of it. 0 with cold_samples 0: not
+     * measured (warm calibrations, --quick, one made before). */
+    double cold_s;
+    int cold_samples;
 } ntp_family_model;
 
 #define NTP_PREDICT_MAX_LEVELS 6

@@ -63,6 +63,11 @@ typedef struct config {
      * timed warm whatever the cache mode, as a recurrent layer re-reads
      * its R at every step from the cache it stays in. */
     bool step;
+    /* The warm twin of a small configuration (sample kind "warm",
+     * fit_cold): the same markup timed without writing over the caches
+     * first, so that the difference is what a layer pays for finding its
+     * code and its backend's state evicted, not its data's traffic. */
+    bool warm;
     char xml[1024];
 } config;
 
@@ -88,6 +93,7 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
     c->quick = quick;
     c->conv_fed = 0;
     c->step = false;
+    c->warm = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->xml, sizeof c->xml, fmt, ap);
@@ -422,6 +428,21 @@ static bool build_design(design *d)
                   "<input name=\"x\" shape=\"%d,1,29\" dtype=\"f32\"/>"
                   "<ctc_decode name=\"L\" mode=\"beam\" beam_width=\"%d\"/>",
                   ctc[i][0], ctc[i][1]);
+    /* The warm twins (config.warm) of the quick design's small layers of
+     * each family but the recurrent ones and the inlays, whose time is
+     * their work's: their code and state evicted cost a network that keeps
+     * them in a cache less (fit_cold, docs/predict.md#a-layers-cold-start). */
+    for (int i = 0, n0 = d->n; ok && i < n0; i++) {
+        config c = d->c[i];
+        if (!c.quick || c.step || is_wake(c.xml) || c.family == NTP_PREDICT_FAMILY_RNN ||
+            c.family == NTP_PREDICT_FAMILY_MFCC || c.family == NTP_PREDICT_FAMILY_CTC)
+            continue;
+        ok = add(d, c.family, false, "%s", c.xml);
+        if (ok) {
+            d->c[d->n - 1].conv_fed = c.conv_fed;
+            d->c[d->n - 1].warm = true;
+        }
+    }
     return ok;
 }
 
@@ -501,7 +522,8 @@ typedef struct run_source {
 
 /* Time one configuration once (one pass): the median of layer L, its
  * kernel and the run's reorder rows into *tm, L's terms into *f; with
- * flush_bytes, in network conditions. Over the FLOP budget it is not run
+ * flush_bytes, in network conditions (a warm twin, config.warm: the same
+ * markup, the caches not written over). Over the FLOP budget it is not run
  * (tm->left_out). */
 static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate_opts *o,
                               const ntp_calibration *cal, int64_t max_flops, int64_t flush_bytes,
@@ -549,7 +571,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         /* In network conditions a fixed count of cold samples: --min-time
          * counts the timed passes only, and a microsecond layer would
          * need thousands of them, each after a flush. */
-        ro.flush_bytes = flush_bytes;
+        ro.flush_bytes = c->warm ? 0 : flush_bytes;
         if (flush_bytes > 0) {
             ro.iterations = o->quick ? 3 : 10;
             ro.min_time_s = 0;
@@ -600,7 +622,8 @@ ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
     config c = {.family = s->family,
                 .quick = cal->quick,
                 .conv_fed = s->conv_fed,
-                .step = strcmp(s->kind, "step") == 0};
+                .step = strcmp(s->kind, "step") == 0,
+                .warm = strcmp(s->kind, "warm") == 0};
     snprintf(c.xml, sizeof c.xml, "%s", s->config);
     ntp_calibrate_opts o;
     ntp_calibrate_opts_default(&o);
@@ -1012,6 +1035,31 @@ static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
     cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
 }
 
+/* Each family's cold start (ntp_family_model.cold_s): the median over its
+ * "warm" samples of the time its twin in network conditions (the "layer"
+ * sample of the same markup) took more; at least 0. w holds ns values. */
+static void fit_cold(const ntp_calibration_sample *S, int ns, double *w, ntp_calibration *cal)
+{
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
+        int k = 0;
+        for (int i = 0; i < ns; i++) {
+            const ntp_calibration_sample *x = &S[i];
+            if (x->family != (ntp_predict_family)f || strcmp(x->kind, "warm") != 0 ||
+                !(x->median_s > 0) || strcmp(x->ran_on, cal->backend) != 0)
+                continue;
+            for (int j = 0; j < ns; j++)
+                if (strcmp(S[j].kind, "layer") == 0 && S[j].median_s > 0 &&
+                    S[j].conv_fed == x->conv_fed && strcmp(S[j].ran_on, cal->backend) == 0 &&
+                    strcmp(S[j].config, x->config) == 0) {
+                    w[k++] = S[j].median_s - x->median_s;
+                    break;
+                }
+        }
+        cal->family[f].cold_samples = k;
+        cal->family[f].cold_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
+    }
+}
+
 static int cmp_gemv(const void *a, const void *b)
 {
     const ntp_gemv_rate *x = a, *y = b;
@@ -1150,8 +1198,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     if (!st && (!fit_priced_by_fc(X, S, from, t, off, fam, names, n, conv, Xf, tf, cal) ||
                 !fit_priced_by_fc(X, S, from, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-    if (!st)
+    if (!st) {
         fit_wake(S, ns, tf, cal);
+        fit_cold(S, ns, tf, cal);
+    }
     free(from);
     free(off);
     free(X);
@@ -1172,7 +1222,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
  * false (the stored terms stand) where the markup no longer loads. */
 static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
 {
-    config c = {.family = x->family, .conv_fed = x->conv_fed, .step = strcmp(x->kind, "step") == 0};
+    config c = {.family = x->family,
+                .conv_fed = x->conv_fed,
+                .step = strcmp(x->kind, "step") == 0,
+                .warm = strcmp(x->kind, "warm") == 0};
     snprintf(c.xml, sizeof c.xml, "%s", x->config);
     char xml[4096];
     if (!config_markup(&c, strcmp(cal->cache, "network") == 0 && !c.step, xml, sizeof xml))
@@ -1356,7 +1409,8 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     /* A wake configuration's rows are not layout changes of the fit's
      * kind: its first may carry the wake. */
     const bool wake = is_wake(cf->xml);
-    for (int k = 0; !wake && !cf->step && k < t0->n_reorders && (size_t)*n < cap; k++) {
+    for (int k = 0; !wake && !cf->step && !cf->warm && k < t0->n_reorders && (size_t)*n < cap;
+         k++) {
         double rv[NTP_CALIBRATE_MAX_PASSES];
         int nr = 0;
         for (int p = 0; p < passes; p++)
@@ -1379,6 +1433,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     ntp_calibration_sample *x = sample_head(&S[(*n)++],
                                             wake       ? "wake"
                                             : cf->step ? "step"
+                                            : cf->warm ? "warm"
                                                        : "layer",
                                             cf, t0->ran_on);
     snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
@@ -1515,7 +1570,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
         if ((!opts->quick || d.c[i].quick) &&
             ntp__calibrate_family_wanted(opts->families, d.c[i].family) &&
             !(is_wake(d.c[i].xml) && strcmp(backend, "ref") == 0) &&
-            !(d.c[i].step && strcmp(backend, "ref") != 0))
+            !(d.c[i].step && strcmp(backend, "ref") != 0) && !(d.c[i].warm && flush_bytes == 0))
             sel[total++] = i;
     /* Every timing of every pass, then merged per configuration
      * (merge_passes) into a layer and its run's reorder rows (at most 16

@@ -35,6 +35,12 @@ typedef struct ntp__pfeat {
      * family's own roofline terms until ntp__predict_lowered_conv_terms
      * prices them, docs/predict.md). */
     double xcp[NTP_PREDICT_TERMS];
+    /* The share of its family's cold start (ntp_family_model.cold_s) the
+     * layer does not pay: 1 - DRAM's bandwidth over that of the level
+     * holding what the network touches between two of its passes (its
+     * code and state are read back from there); 0 in the calibration,
+     * whose runs write over the caches, and in a warm calibration. */
+    double cold_share;
 } ntp__pfeat;
 
 /* The family of layer i (execution order) of g. */

@@ -231,6 +231,12 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
+    if (strcmp(cal->cache, "network") == 0) {
+        double near, far;
+        level_for(cal, reuse, &near);
+        level_for(cal, INT64_MAX, &far);
+        out->cold_share = near > 0 && far > 0 ? fmax(0, 1 - far / near) : 0;
+    }
     /* oneDNN's convolutions (brgconv, jit) leave out the taps that fall in
      * the padding: their compute term leaves out those multiply-adds
      * (conv_shape.valid; docs/predict.md#padding-onednn-leaves-out), the
@@ -876,7 +882,12 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
     ntp__pfeat fv = *f0, *f = &fv;
     ntp__predict_lowered_conv_terms(cal, f);
     l->input_gemm_ms = 1e3 * ntp__predict_rnn_input_gemm_s(cal, f);
-    l->overhead_ms = 1e3 * c[NTP_PREDICT_TERM_OVERHEAD] * f->x[NTP_PREDICT_TERM_OVERHEAD];
+    /* The cold start a network that keeps its state in a cache does not
+     * pay (docs/predict.md#a-layers-cold-start). */
+    double overhead = c[NTP_PREDICT_TERM_OVERHEAD];
+    if (f->cold_share > 0)
+        overhead = fmax(0, overhead - f->cold_share * cal->family[f->family].cold_s);
+    l->overhead_ms = 1e3 * overhead * f->x[NTP_PREDICT_TERM_OVERHEAD];
     l->compute_ms =
         1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE] + l->input_gemm_ms;
     l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] * f->x[NTP_PREDICT_TERM_MEMORY];
@@ -1541,6 +1552,10 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
         ntp__jset(&ok, x, "median_error", json_real(m->median_error));
         ntp__jset(&ok, x, "max_error", json_real(m->max_error));
+        if (m->cold_samples > 0) {
+            ntp__jset(&ok, x, "cold_s", json_real(m->cold_s));
+            ntp__jset(&ok, x, "cold_samples", json_integer(m->cold_samples));
+        }
         ntp__jset(&ok, fam, ntp_predict_family_name((ntp_predict_family)f), x);
     }
     ntp__jset(&ok, o, "families", fam);
@@ -1677,6 +1692,10 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
         m->median_error = get_num(x, "median_error");
         m->max_error = get_num(x, "max_error");
+        m->cold_samples = (int)get_int(x, "cold_samples", 0, INT_MAX, &bad);
+        m->cold_s = m->cold_samples > 0 ? get_num(x, "cold_s") : 0;
+        if (!(m->cold_s >= 0 && m->cold_s < 1))
+            bad = true;
     }
     json_t *r = json_object_get(j, "reorder");
     if (json_is_object(r)) {
