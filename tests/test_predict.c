@@ -1286,6 +1286,14 @@ static void test_predict_placed(void **state)
 /* An input of 1 x c x hw x hw, and a layer ref runs (a wake's mark). */
 #define WAKE_IN(c, hw) "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>"
 #define WAKE_REF "<transpose name=\"h\" perm=\"0,1,3,2\" backend=\"ref\"/>"
+/* Three relu layers timed on mainbe: 20, 14 and 5 us (test_cold's and
+ * test_wake's twins). */
+// clang-format off
+#define RELU_LAYERS                                                    \
+    {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},    \
+    {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},   \
+    {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5}
+// clang-format on
 
 /* A layer's cold start (docs/predict.md#a-layers-cold-start). Fitted per
  * family: the median of each layer sample's time less its warm twin's
@@ -1303,9 +1311,7 @@ static void test_cold(void **state)
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
     static const sample_spec in[] = {
-        {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},
-        {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},
-        {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5},
+        RELU_LAYERS,
         {"warm", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 16},
         {"warm", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 10},
         {"warm", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 4},
@@ -1390,15 +1396,12 @@ static void test_cold(void **state)
  * for nothing. Priced: tail (after head, on ref) pays it, tr (after tail,
  * on the same backend) does not; beside a run it goes to the first row
  * after the handed layer, tail's reorder row where it has one. */
-
 static void test_wake(void **state)
 {
     (void)state;
     ntp_ctx *ctx = ntp_ctx_init();
     static const sample_spec in[] = {
-        {"layer", WAKE_IN(64, 56) "<relu name=\"L\"/>", "mainbe", 20},
-        {"layer", WAKE_IN(128, 28) "<relu name=\"L\"/>", "mainbe", 14},
-        {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5},
+        RELU_LAYERS,
         {"wake", WAKE_IN(64, 56) WAKE_REF "<relu name=\"L\"/>", "mainbe", 50},
         {"wake", WAKE_IN(128, 28) WAKE_REF "<relu name=\"L\"/>", "mainbe", 40},
         {"wake", WAKE_IN(256, 14) WAKE_REF "<relu name=\"L\"/>", "mainbe", 36},
