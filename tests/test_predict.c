@@ -1295,6 +1295,18 @@ static void test_predict_placed(void **state)
     {"layer", WAKE_IN(256, 14) "<relu name=\"L\"/>", "mainbe", 5}
 // clang-format on
 
+/* in (n of them, eltwise, us) as samples S, refitted into *fit from a
+ * hand calibration *cal of backend "mainbe" timed with cache mode cache. */
+static void refit_mainbe(ntp_ctx *ctx, const sample_spec *in, int n, const char *cache,
+                         ntp_calibration_sample *S, ntp_calibration *cal, ntp_calibration *fit)
+{
+    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
+    hand_calibration(cal);
+    snprintf(cal->backend, sizeof cal->backend, "mainbe");
+    snprintf(cal->cache, sizeof cal->cache, "%s", cache);
+    assert_int_equal(ntp_calibration_refit(ctx, cal, S, n, fit), 0);
+}
+
 /* A layer's cold start (docs/predict.md#a-layers-cold-start). Fitted per
  * family: the median of each layer sample's time less its warm twin's
  * (the same markup timed without the flush): 20 - 16, 14 - 10 and 5 - 4
@@ -1320,12 +1332,8 @@ static void test_cold(void **state)
     };
     const int n = (int)(sizeof in / sizeof in[0]);
     ntp_calibration_sample S[8];
-    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
     ntp_calibration cal, fit;
-    hand_calibration(&cal);
-    snprintf(cal.backend, sizeof cal.backend, "mainbe");
-    snprintf(cal.cache, sizeof cal.cache, "network");
-    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    refit_mainbe(ctx, in, n, "network", S, &cal, &fit);
     const ntp_family_model *m = &fit.family[NTP_PREDICT_FAMILY_ELTWISE];
     assert_int_equal(m->cold_samples, 3);
     assert_close(m->cold_s, 4e-6, 1e-12);
@@ -1410,11 +1418,8 @@ static void test_wake(void **state)
     };
     const int n = (int)(sizeof in / sizeof in[0]);
     ntp_calibration_sample S[8];
-    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
     ntp_calibration cal, fit;
-    hand_calibration(&cal);
-    snprintf(cal.backend, sizeof cal.backend, "mainbe");
-    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    refit_mainbe(ctx, in, n, "", S, &cal, &fit);
     assert_int_equal(fit.wake_samples, 3);
     assert_close(fit.wake_s, 30e-6, 1e-12);
     /* Kept through the store's JSON; absent where not measured. */
