@@ -614,17 +614,25 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
     return st;
 }
 
+/* The configuration a stored sample was timed as: its family, markup and
+ * input, and its kind's way of timing (config.step, config.warm). */
+static config config_of_sample(const ntp_calibration_sample *x, bool quick)
+{
+    config c = {.family = x->family,
+                .quick = quick,
+                .conv_fed = x->conv_fed,
+                .step = strcmp(x->kind, "step") == 0,
+                .warm = strcmp(x->kind, "warm") == 0};
+    snprintf(c.xml, sizeof c.xml, "%s", x->config);
+    return c;
+}
+
 ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
                                       const ntp_calibration *cal, const ntp_calibration_sample *s,
                                       ntp__calibrate_runner runner, void *user, int index,
                                       ntp__calibrate_timed *tm)
 {
-    config c = {.family = s->family,
-                .quick = cal->quick,
-                .conv_fed = s->conv_fed,
-                .step = strcmp(s->kind, "step") == 0,
-                .warm = strcmp(s->kind, "warm") == 0};
-    snprintf(c.xml, sizeof c.xml, "%s", s->config);
+    config c = config_of_sample(s, cal->quick);
     ntp_calibrate_opts o;
     ntp_calibrate_opts_default(&o);
     o.backend = cal->backend;
@@ -1008,6 +1016,20 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
 
 static double median_of(double *v, int n);
 
+/* The "layer" sample of markup xml (and of input conv_fed; any where
+ * negative) that backend ran: the twin a wake or warm sample is measured
+ * against; NULL where none. */
+static const ntp_calibration_sample *layer_twin(const ntp_calibration_sample *S, int ns,
+                                                const char *backend, const char *xml, int conv_fed)
+{
+    for (int j = 0; j < ns; j++)
+        if (strcmp(S[j].kind, "layer") == 0 && S[j].median_s > 0 &&
+            (conv_fed < 0 || S[j].conv_fed == conv_fed) && strcmp(S[j].ran_on, backend) == 0 &&
+            strcmp(S[j].config, xml) == 0)
+            return &S[j];
+    return NULL;
+}
+
 /* The wake of the backend's threads: the median over its wake samples of
  * the time a layer took right after a layer ref ran, less the time its
  * twin (the same configuration without that layer) took; at least 0. w
@@ -1024,12 +1046,9 @@ static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
             continue;
         snprintf(twin, sizeof twin, "%.*s%s", (int)(mark - x->config), x->config,
                  mark + strlen(WAKE_MARK));
-        for (int j = 0; j < ns; j++)
-            if (strcmp(S[j].kind, "layer") == 0 && S[j].median_s > 0 &&
-                strcmp(S[j].ran_on, cal->backend) == 0 && strcmp(S[j].config, twin) == 0) {
-                w[k++] = x->median_s - S[j].median_s;
-                break;
-            }
+        const ntp_calibration_sample *y = layer_twin(S, ns, cal->backend, twin, -1);
+        if (y)
+            w[k++] = x->median_s - y->median_s;
     }
     cal->wake_samples = k;
     cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
@@ -1047,13 +1066,10 @@ static void fit_cold(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
             if (x->family != (ntp_predict_family)f || strcmp(x->kind, "warm") != 0 ||
                 !(x->median_s > 0) || strcmp(x->ran_on, cal->backend) != 0)
                 continue;
-            for (int j = 0; j < ns; j++)
-                if (strcmp(S[j].kind, "layer") == 0 && S[j].median_s > 0 &&
-                    S[j].conv_fed == x->conv_fed && strcmp(S[j].ran_on, cal->backend) == 0 &&
-                    strcmp(S[j].config, x->config) == 0) {
-                    w[k++] = S[j].median_s - x->median_s;
-                    break;
-                }
+            const ntp_calibration_sample *y =
+                layer_twin(S, ns, cal->backend, x->config, x->conv_fed);
+            if (y)
+                w[k++] = y->median_s - x->median_s;
         }
         cal->family[f].cold_samples = k;
         cal->family[f].cold_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
@@ -1222,11 +1238,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
  * false (the stored terms stand) where the markup no longer loads. */
 static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
 {
-    config c = {.family = x->family,
-                .conv_fed = x->conv_fed,
-                .step = strcmp(x->kind, "step") == 0,
-                .warm = strcmp(x->kind, "warm") == 0};
-    snprintf(c.xml, sizeof c.xml, "%s", x->config);
+    config c = config_of_sample(x, false);
     char xml[4096];
     if (!config_markup(&c, strcmp(cal->cache, "network") == 0 && !c.step, xml, sizeof xml))
         return false;

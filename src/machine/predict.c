@@ -231,11 +231,15 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
-    if (strcmp(cal->cache, "network") == 0) {
-        double near, far;
-        level_for(cal, reuse, &near);
+    /* The bandwidth of the level holding what the network touches between
+     * two of a layer's passes: its weights' and its cold start's. */
+    const bool network = strcmp(cal->cache, "network") == 0;
+    double reuse_gbps;
+    level_for(cal, reuse, &reuse_gbps);
+    if (network) {
+        double far;
         level_for(cal, INT64_MAX, &far);
-        out->cold_share = near > 0 && far > 0 ? fmax(0, 1 - far / near) : 0;
+        out->cold_share = reuse_gbps > 0 && far > 0 ? fmax(0, 1 - far / reuse_gbps) : 0;
     }
     /* oneDNN's convolutions (brgconv, jit) leave out the taps that fall in
      * the padding: their compute term leaves out those multiply-adds
@@ -266,7 +270,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         double peak = cal->peak_gflops * 1e9, gw, ga, gc;
         int64_t col = cs->esize * cs->K * cs->N, yb = cs->esize * cs->M * cs->N;
         int64_t xb = cs->pointwise ? 0 : cs->esize * cs->x_floats;
-        level_for(cal, strcmp(cal->cache, "network") == 0 ? reuse : l->traffic_bytes, &gw);
+        level_for(cal, network ? reuse : l->traffic_bytes, &gw);
         level_for(cal, col + yb + xb + cs->esize * cs->M * cs->K, &ga);
         level_for(cal, col + xb, &gc);
         double padded = 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
@@ -303,14 +307,12 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * prediction: a small network keeps its weights in the last-level
      * cache), while its input and output sit in the level they fit in,
      * where the layer before left them. */
-    if (l->n_parts == 0 && strcmp(cal->cache, "network") == 0 && l->weight_bytes > 0 &&
-        l->weight_bytes <= l->traffic_bytes) {
-        double dram, act;
-        level_for(cal, reuse, &dram);
+    if (l->n_parts == 0 && network && l->weight_bytes > 0 && l->weight_bytes <= l->traffic_bytes) {
+        double act;
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
-            (dram > 0 ? (double)l->weight_bytes / (dram * 1e9) : 0) +
+            (reuse_gbps > 0 ? (double)l->weight_bytes / (reuse_gbps * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
         return;
     }
