@@ -60,6 +60,47 @@ static void test_leaky_relu_and_clip(void **state)
     unary(NTP_OP_CLIP, &a, xc, clip, 4, 0.0f);
 }
 
+/* relu and leaky relu run a masked loop, not the op table's (ref-eltwise.c):
+ * the edges ONNX's max(0, x) and x < 0 ? alpha x : x give, bit for bit.
+ * relu: NaN stays NaN, -0 and -inf give +0, +inf and the smallest
+ * subnormal stay. Leaky relu (alpha 0.25): -0 stays -0 (not < 0), -8 gives
+ * -2, -inf stays -inf, NaN stays NaN. */
+static void test_relu_edges(void **state)
+{
+    (void)state;
+    const float den = 1.40129846e-45f;
+    const float x[7] = {NAN, -0.0f, INFINITY, -INFINITY, den, -den, 3.0f};
+    const float relu[7] = {NAN, 0.0f, INFINITY, 0.0f, den, 0.0f, 3.0f};
+    const float leaky[7] = {NAN, -0.0f, INFINITY, -INFINITY, den, -0.0f, 3.0f};
+    const float xl[2] = {-8.0f, 1e30f}, leaky2[2] = {-2.0f, 1e30f};
+    float y[7];
+    ntp_attrs a;
+    ntp__attrs_default(&a);
+    assert_true(ntp__ref_unary(NTP_OP_RELU, &a, x, y, 7));
+    for (int i = 0; i < 7; i++) {
+        uint32_t got, want;
+        memcpy(&got, &y[i], sizeof got);
+        memcpy(&want, &relu[i], sizeof want);
+        if (isnan(relu[i]))
+            assert_true(isnan(y[i]));
+        else
+            assert_int_equal(got, want);
+    }
+    a.leaky_relu.slope = 0.25;
+    assert_true(ntp__ref_unary(NTP_OP_LEAKY_RELU, &a, x, y, 7));
+    for (int i = 0; i < 7; i++) {
+        uint32_t got, want;
+        memcpy(&got, &y[i], sizeof got);
+        memcpy(&want, &leaky[i], sizeof want);
+        if (isnan(leaky[i]))
+            assert_true(isnan(y[i]));
+        else
+            assert_int_equal(got, want);
+    }
+    assert_true(ntp__ref_unary(NTP_OP_LEAKY_RELU, &a, xl, y, 2));
+    assert_true(y[0] == leaky2[0] && y[1] == leaky2[1]);
+}
+
 static void test_sigmoid_tanh(void **state)
 {
     (void)state;
@@ -286,6 +327,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_leaky_relu_and_clip),
+        cmocka_unit_test(test_relu_edges),
         cmocka_unit_test(test_sigmoid_tanh),
         cmocka_unit_test(test_gelu_silu_hardswish),
         cmocka_unit_test(test_mish),
