@@ -23,6 +23,10 @@ expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend ref 
     --ceilings "$T/ceil.json" --db "$DB" --cache warm
 grep -q '^fc  *3 ' "$T/out" && ok || bad "calibration table: $(cat "$T/out")"
 grep -q '^conv  *- *not calibrated' "$T/out" && ok || bad "conv should be uncalibrated"
+# The cold start's column: "-" where no warm twin fitted one (a warm or
+# quick calibration times none); in CSV an empty last field.
+grep -q '^family .* cold us$' "$T/out" && grep -q '^fc  *3 .* -$' "$T/out" && ok ||
+    bad "calibration table: no cold start column: $(cat "$T/out")"
 grep -q '^timed with warm caches, 1 pass over the design' "$T/out" && ok ||
     bad "calibration: no cache mode or passes: $(cat "$T/out")"
 expect_exit 2 "$NTPROF" machine --calibrate --cache hot --db "$DB"
@@ -91,6 +95,9 @@ grep -q "^ntprof: --refit fits the stored samples again" "$T/err" && ok ||
 
 # --refit: the stored samples fitted again without timing give the stored
 # fit; without samples or a calibration, one line saying what to do.
+expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$DB" -f csv -o "$T/refit.csv"
+head -1 "$T/refit.csv" | grep -q ',median_error,max_error,cold_start_us$' &&
+    grep -q ',fc,3,.*,$' "$T/refit.csv" && ok || bad "refit CSV: $(cat "$T/refit.csv")"
 expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$DB" -f json -o "$T/refit.json"
 $PY - "$T/refit.json" "$DB" <<'PYEOF' && ok || bad "refit: $(cat "$T/err")"
 import json, sqlite3, sys

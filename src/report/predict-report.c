@@ -304,7 +304,7 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
     }
     if (fmt == NTP_FORMAT_CSV) {
         fputs("machine,backend,backend_version,precision,threads,calibrated_at,family,samples,"
-              "overhead_us,compute,memory,median_error,max_error\n",
+              "overhead_us,compute,memory,median_error,max_error,cold_start_us\n",
               f);
     } else {
         ntp__put_linef(f, "calibration of %s on %s (%s), %s, %d threads, %s%s", c->backend,
@@ -321,8 +321,8 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                        "bandwidth of the level the layer's traffic fits in (load %.2f)",
                        c->peak_gflops, c->loadavg);
         fputc('\n', f);
-        ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s", "family", "samples", "overhead us",
-                       "compute", "memory", "med err", "max err");
+        ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s %8s", "family", "samples", "overhead us",
+                       "compute", "memory", "med err", "max err", "cold us");
     }
     /* The families, then the reorder rows' model (a row of its own:
      * "reorder", not a family of layers). */
@@ -356,14 +356,23 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                 ntp__csv_sep(f);
                 ntp__csv_num(f, v[i]);
             }
+            /* The cold start (fit_cold), empty where no warm twin fitted it. */
+            ntp__csv_sep(f);
+            if (m->cold_samples > 0)
+                ntp__csv_num(f, 1e6 * m->cold_s);
             fputc('\n', f);
         } else if (!m->calibrated) {
             ntp__put_linef(f, "%-10s %7s %11s", name, "-", "not calibrated");
         } else {
-            ntp__put_linef(f, "%-10s %7d %11.2f %9.3g %9.3g %8.1f%% %8.1f%%", name, m->samples,
+            /* The cold start: what a layer pays over its warm twin after the
+             * flush (docs/predict.md#a-layers-cold-start), "-" unfitted. */
+            char cold[16] = "-";
+            if (m->cold_samples > 0)
+                snprintf(cold, sizeof cold, "%.2f", 1e6 * m->cold_s);
+            ntp__put_linef(f, "%-10s %7d %11.2f %9.3g %9.3g %8.1f%% %8.1f%% %8s", name, m->samples,
                            1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
                            m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
-                           100 * m->median_error, 100 * m->max_error);
+                           100 * m->median_error, 100 * m->max_error, cold);
         }
     }
     /* The wake of the backend's threads after a handed layer. */
