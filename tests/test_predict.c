@@ -971,6 +971,45 @@ static void test_predict_conv_padding(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* ref's depthwise convolution as ref-conv.c runs it: one GEMM a group,
+ * in the packed loop's padded tiles (docs/predict.md). 8 channels of 14x14,
+ * 3x3, padding 1: 8 calls of M 1, N 196, K 9, padded to 4 x 256 x 12:
+ * 8 x 2 x 4 x 256 x 12 = 196608 FLOPs, not the 2 x 8 x 196 x 9 = 28224
+ * the layer multiplies and adds (and 1568 for the bias). With the
+ * depthwise family at 1 us + 2 x compute, peak 10 GFLOP/s: 39.3216 us of
+ * compute. On another backend the layer's own FLOPs. */
+static void test_predict_ref_depthwise(void **state)
+{
+    (void)state;
+    static const char xml[] =
+        "<topology name=\"d\" precision=\"f32\"><input name=\"x\" shape=\"1,8,14,14\" "
+        "dtype=\"f32\"/><conv name=\"dw\" filters=\"8\" kernel=\"3\" pad=\"1\" "
+        "groups=\"8\"/></topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "d", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    ntp_family_model *dw = &cal.family[NTP_PREDICT_FAMILY_DEPTHWISE];
+    dw->calibrated = true;
+    dw->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
+    dw->coef[NTP_PREDICT_TERM_COMPUTE] = 2;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_int_equal(p->n_layers, 1);
+    assert_int_equal(p->layers[0].family, NTP_PREDICT_FAMILY_DEPTHWISE);
+    assert_int_equal(p->layers[0].flops, 28224 + 1568);
+    assert_close(p->layers[0].compute_ms, 1e3 * 2 * 196608 / 10e9, 1e-12);
+    assert_close(p->layers[0].predicted_ms, 1e3 * (1e-6 + 2 * 196608 / 10e9), 1e-12);
+    ntp_prediction_free(p);
+    snprintf(cal.backend, sizeof cal.backend, "xnnpack");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].compute_ms, 1e3 * 2 * (28224 + 1568) / 10e9, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* ref's convolution as ref-conv.c runs it (docs/predict.md, lowered
  * convolutions), by hand: hand_calibration's fc (1 us + 2 x compute + 0.5
  * x memory, peak 10 GFLOP/s, L1 of 1400 B at 100 GB/s, DRAM 10 GB/s), ref:fc
@@ -1947,6 +1986,7 @@ int main(void)
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
         cmocka_unit_test(test_predict_ref_conv),
+        cmocka_unit_test(test_predict_ref_depthwise),
         cmocka_unit_test(test_predict_inlays),
         cmocka_unit_test(test_predict_precision_mismatch),
         cmocka_unit_test(test_apply_by_hand),

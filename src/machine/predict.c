@@ -251,6 +251,18 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         strcmp(cal->backend, "onednn") == 0)
         work -= (1 - cs->valid) * 2.0 * (double)cs->calls * (double)cs->M * (double)cs->N *
                 (double)cs->K;
+    /* ref runs a depthwise convolution as one GEMM a group (ref-conv.c):
+     * one filter's row by the group's column matrix, in the packed loop's
+     * tiles of 4 rows by 64 columns 4 deep, zero-padded. Its work is the
+     * padded product's, 4 rows for the one and 12 deep for a 3x3 kernel's
+     * 9 taps, a 14x14 output's 196 columns padded to 256: the multiply-adds
+     * alone priced the 14x14 and 7x7 samples 14% to 33% under their time
+     * and the 112x112 ones up to 25% over (2026-12-04, the Zen 4 VM;
+     * docs/predict.md). Its memory term stays its traffic's. */
+    if (fam == NTP_PREDICT_FAMILY_DEPTHWISE && l->n_parts == 0 && cs && cs->calls > 0 &&
+        strcmp(cal->backend, "ref") == 0)
+        work = (double)cs->calls * 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
+               (double)round_up(cs->K, 4);
     /* The reference backend (ref-conv.c) runs a convolution as calls
      * GEMMs, ntp__ref_gemm(false, false, M, N, K): B (the column matrix)
      * is not transposed, so every call takes the packed loop, which
