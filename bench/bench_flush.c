@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "measure/measure-impl.h"
+#include "ntprof/stats.h"
 
 enum { WARM, FLUSH, MEMSET, READ, KINDS };
 static const char *const kind_name[KINDS] = {"warm (nothing between)", "ntp__flush_caches",
@@ -30,12 +31,6 @@ static double read_lines(const double *w, size_t n)
         s += w[i];
     sink += s;
     return (double)(ntp__now_ns() - t0) / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -56,15 +51,11 @@ int main(int argc, char **argv)
     }
     memset(w, 1, wb);
     memset(f, 1, fb);
-    FILE *la = fopen("/proc/loadavg", "r");
-    char load[64] = "unknown";
-    if (la && fgets(load, sizeof load, la))
-        load[strcspn(load, "\n")] = 0;
-    if (la)
-        fclose(la);
+    double load[3] = {-1, -1, -1};
+    getloadavg(load, 3);
     printf("a %.1f MB buffer read back after writing over %.0f MiB, %d interleaved rounds "
-           "(load %s)\n",
-           wmb, fmb, rounds, load);
+           "(load %.2f %.2f %.2f)\n",
+           wmb, fmb, rounds, load[0], load[1], load[2]);
     size_t n = wb / sizeof *w;
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < KINDS; k++) {
@@ -79,9 +70,9 @@ int main(int argc, char **argv)
         }
     double warm = 0;
     for (int k = 0; k < KINDS; k++) {
-        double *v = &t[k * rounds];
-        qsort(v, (size_t)rounds, sizeof *v, cmp_double);
-        double med = v[rounds / 2];
+        ntp_stats st;
+        ntp_stats_compute(&t[k * rounds], (size_t)rounds, &st);
+        double med = st.median;
         if (k == WARM)
             warm = med;
         printf("  after %-26s %8.3f ms  %6.1f GB/s  x%.2f of warm\n", kind_name[k], med * 1e3,

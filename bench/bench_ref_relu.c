@@ -13,20 +13,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "backend/ref/ref-impl.h"
 #include "measure/measure-impl.h"
+#include "ntprof/stats.h"
 
 enum { MASKED_RANDOM, MASKED_RUNS, TABLE_RANDOM, TABLE_RUNS, KINDS };
 static const char *const kind_name[KINDS] = {"masked, random signs", "masked, runs of one sign",
                                              "table,  random signs", "table,  runs of one sign"};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -53,13 +47,10 @@ int main(int argc, char **argv)
     ntp_attrs masked = {0}, table = {0};
     table.has_max = true;
     table.max = INFINITY;
-    FILE *la = fopen("/proc/loadavg", "r");
-    char load[64] = "unknown";
-    if (la && fgets(load, sizeof load, la))
-        load[strcspn(load, "\n")] = 0;
-    if (la)
-        fclose(la);
-    printf("ref relu over %ld floats, %d interleaved rounds (load %s)\n", n, rounds, load);
+    double load[3] = {-1, -1, -1};
+    getloadavg(load, 3);
+    printf("ref relu over %ld floats, %d interleaved rounds (load %.2f %.2f %.2f)\n", n, rounds,
+           load[0], load[1], load[2]);
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < KINDS; k++) {
             const float *x = k == MASKED_RANDOM || k == TABLE_RANDOM ? random : runs;
@@ -70,9 +61,9 @@ int main(int argc, char **argv)
         }
     double med[KINDS];
     for (int k = 0; k < KINDS; k++) {
-        double *v = &t[k * rounds];
-        qsort(v, (size_t)rounds, sizeof *v, cmp_double);
-        med[k] = v[rounds / 2];
+        ntp_stats st;
+        ntp_stats_compute(&t[k * rounds], (size_t)rounds, &st);
+        med[k] = st.median;
         printf("  %-26s %7.3f ns/element\n", kind_name[k], med[k]);
     }
     printf("  random / runs: masked x%.2f, table x%.2f; table / masked on random signs x%.2f\n",

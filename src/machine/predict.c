@@ -217,6 +217,15 @@ static int64_t round_up(int64_t v, int64_t m)
     return (v + m - 1) / m * m;
 }
 
+/* The FLOPs of one of cs's GEMMs as ref's packed loop computes them
+ * (ref-gemm.c): tiles of 4 rows by 64 columns, 4 deep, zero-padded at the
+ * edges. */
+static double packed_flops(const conv_shape *cs)
+{
+    return 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
+           (double)round_up(cs->K, 4);
+}
+
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
  * weights and outputs, network_reuse): in network conditions the weights
@@ -261,8 +270,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * docs/predict.md). Its memory term stays its traffic's. */
     if (fam == NTP_PREDICT_FAMILY_DEPTHWISE && l->n_parts == 0 && cs && cs->calls > 0 &&
         strcmp(cal->backend, "ref") == 0)
-        work = (double)cs->calls * 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
-               (double)round_up(cs->K, 4);
+        work = (double)cs->calls * packed_flops(cs);
     /* The reference backend (ref-conv.c) runs a convolution as calls
      * GEMMs, ntp__ref_gemm(false, false, M, N, K): B (the column matrix)
      * is not transposed, so every call takes the packed loop, which
@@ -285,10 +293,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         level_for(cal, network ? reuse : l->traffic_bytes, &gw);
         level_for(cal, col + yb + xb + cs->esize * cs->M * cs->K, &ga);
         level_for(cal, col + xb, &gc);
-        double padded = 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
-                        (double)round_up(cs->K, 4);
         out->xin[NTP_PREDICT_TERM_OVERHEAD] = 1;
-        out->xin[NTP_PREDICT_TERM_COMPUTE] = (double)cs->calls * padded / peak;
+        out->xin[NTP_PREDICT_TERM_COMPUTE] = (double)cs->calls * packed_flops(cs) / peak;
         out->xin[NTP_PREDICT_TERM_MEMORY] =
             (gw > 0 ? (double)cs->w_bytes / (gw * 1e9) : 0) +
             (ga > 0 ? (double)cs->calls * (double)(col + yb) / (ga * 1e9) : 0);
