@@ -315,8 +315,10 @@ if noise and len(steady) < n:
     k = sum(1 for m in steady if m["error"] is not None and abs(m["error"]) <= 0.10)
     wide = ", ".join(f"{m['model']} {100 * spread[m['model']]:.0f}%" for m in models
                      if m not in steady and m["model"] in spread)
-    print(f"{be:<8}   over the models whose rounds agree within 10%: {k} of {len(steady)}"
-          f" ({100 * k / len(steady) if steady else 0:.0f}%); rounds spread wider: {wide}")
+    share = (f"{k} of {len(steady)} ({100 * k / len(steady):.0f}%)" if steady
+             else "none (no model's rounds agree)")
+    print(f"{be:<8}   over the models whose rounds agree within 10%: {share}; "
+          f"rounds spread wider: {wide}")
 print(f"{be:<8} target 2, layers over 1% of the time within +-25% on >= 80%: "
       f"{len(within)} of {len(major)} ({100 * s2:.0f}%, {unpred} not predicted counted as "
       f"missed): {verdict(s2, 0.80)}")
