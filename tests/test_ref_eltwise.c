@@ -74,8 +74,9 @@ static void expect_bits(const float *y, const float *want, int n)
     }
 }
 
-/* relu and leaky relu run a masked loop, not the op table's (ref-eltwise.c):
- * the edges ONNX's max(0, x) and x < 0 ? alpha x : x give, bit for bit.
+/* relu, clip and leaky relu run masked loops, not the op table's
+ * (ref-eltwise.c): the edges ONNX's max(0, x), min(max(x, lo), hi) and
+ * x < 0 ? alpha x : x give, bit for bit.
  * relu: NaN stays NaN, -0 and -inf give +0, +inf and the smallest
  * subnormal stay. Leaky relu (alpha 0.25): -0 stays -0 (not < 0), -8 gives
  * -2, -inf stays -inf, NaN stays NaN. */
@@ -97,6 +98,21 @@ static void test_relu_edges(void **state)
     expect_bits(y, leaky, 7);
     assert_true(ntp__ref_unary(NTP_OP_LEAKY_RELU, &a, xl, y, 2));
     expect_bits(y, leaky2, 2);
+    /* Clipped relu (max 20): the bound where x is above it, NaN through;
+     * clip to [-1, 2]: -0 stays -0 (not below -1), the bounds at +-inf. */
+    const float xc[6] = {NAN, -0.0f, 25.0f, -INFINITY, INFINITY, 3.0f};
+    const float relu20[6] = {NAN, 0.0f, 20.0f, 0.0f, 20.0f, 3.0f};
+    const float clip[6] = {NAN, -0.0f, 2.0f, -1.0f, 2.0f, 2.0f};
+    ntp__attrs_default(&a);
+    a.has_max = true;
+    a.max = 20;
+    assert_true(ntp__ref_unary(NTP_OP_RELU, &a, xc, y, 6));
+    expect_bits(y, relu20, 6);
+    ntp__attrs_default(&a);
+    a.min = -1;
+    a.max = 2;
+    assert_true(ntp__ref_unary(NTP_OP_CLIP, &a, xc, y, 6));
+    expect_bits(y, clip, 6);
 }
 
 static void test_sigmoid_tanh(void **state)

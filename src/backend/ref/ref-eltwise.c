@@ -228,17 +228,19 @@ static const unary_loop unary_loops[NTP_OP_COUNT] = {
 #undef NTP_REF_UNARY_ENTRY_
 };
 
-/* relu and leaky relu without a branch on each element's sign: the table's
- * ref_relu (x > 0 ? ...) and ref_leaky_relu compile to a jump per element,
- * mispredicted on half the elements of an input of random signs and on few
- * of one whose channels keep their sign, so the layer's time followed its
- * data: 6.8 ns an element of random signs, 1.2 in runs of one sign
- * (2026-12-04, the Zen 4 VM, bench/bench_ref_relu; DenseNet-121's later
- * relus ran at the runs' speed, the calibration's at the random one's).
- * The sign test becomes a mask that picks x or the other value: relu keeps
- * x where it is not <= 0 (positive or NaN) and +0 elsewhere, leaky relu x
- * where x >= 0 and slope x elsewhere (the f32 product of two f32 values is
- * the double product rounded once), as the table's functions give. */
+/* relu, clip and leaky relu without a branch on each element's value: the
+ * table's ref_relu (x > 0 ? ...), ref_clip and ref_leaky_relu compile to a
+ * jump per element, mispredicted on half the elements of an input of
+ * random signs and on few of one whose channels keep their sign, so the
+ * layer's time followed its data: 6.8 ns an element of random signs, 1.2
+ * in runs of one sign (2026-12-04, the Zen 4 VM, bench/bench_ref_relu;
+ * DenseNet-121's later relus ran at the runs' speed, the calibration's at
+ * the random one's). Each test becomes a mask that picks x or the other
+ * value, as the table's functions give: relu keeps x where it is not <= 0
+ * (positive or NaN) and +0 elsewhere, then its upper bound where x is
+ * above it; clip the lower bound where x is below it, then the upper; leaky
+ * relu x where x >= 0 and slope x elsewhere (the f32 product of two f32
+ * values is the double product rounded once). NaN passes every test. */
 static inline float select_f32(bool keep, float x, float other)
 {
     uint32_t a, b, m = -(uint32_t)keep;
@@ -249,14 +251,32 @@ static inline float select_f32(bool keep, float x, float other)
     return x;
 }
 
-static void loop_relu_masked(const float *x, float *y, int64_t n)
+static void loop_relu_masked(const ntp_attrs *a, const float *x, float *y, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        y[i] = select_f32(!(x[i] <= 0.0f), x[i], 0.0f);
+    if (!a->has_max) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = select_f32(!(x[i] <= 0.0f), x[i], 0.0f);
+        return;
+    }
+    float hi = (float)a->max;
+    for (int64_t i = 0; i < n; i++) {
+        float v = select_f32(!(x[i] <= 0.0f), x[i], 0.0f);
+        y[i] = select_f32(!(v > hi), v, hi);
+    }
 }
 
-static void loop_leaky_relu_masked(float slope, const float *x, float *y, int64_t n)
+static void loop_clip_masked(const ntp_attrs *a, const float *x, float *y, int64_t n)
 {
+    float lo = (float)a->min, hi = (float)a->max;
+    for (int64_t i = 0; i < n; i++) {
+        float v = select_f32(!(x[i] < lo), x[i], lo);
+        y[i] = select_f32(!(v > hi), v, hi);
+    }
+}
+
+static void loop_leaky_relu_masked(const ntp_attrs *a, const float *x, float *y, int64_t n)
+{
+    float slope = (float)a->leaky_relu.slope;
     for (int64_t i = 0; i < n; i++)
         y[i] = select_f32(x[i] >= 0.0f, x[i], slope * x[i]);
 }
@@ -265,10 +285,12 @@ bool ntp__ref_unary(ntp_op op, const ntp_attrs *a, const float *x, float *y, int
 {
     if ((unsigned)op >= NTP_OP_COUNT || !unary_loops[op])
         return false;
-    if (op == NTP_OP_RELU && !a->has_max)
-        loop_relu_masked(x, y, n);
+    if (op == NTP_OP_RELU)
+        loop_relu_masked(a, x, y, n);
+    else if (op == NTP_OP_CLIP)
+        loop_clip_masked(a, x, y, n);
     else if (op == NTP_OP_LEAKY_RELU)
-        loop_leaky_relu_masked((float)a->leaky_relu.slope, x, y, n);
+        loop_leaky_relu_masked(a, x, y, n);
     else
         unary_loops[op](a, x, y, n);
     return true;
