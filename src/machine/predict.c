@@ -228,7 +228,7 @@ static double packed_flops(const conv_shape *cs)
 
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
- * weights and outputs, network_reuse): in network conditions the weights
+ * weights and the activations' arena, network_reuse): in network conditions the weights
  * come from the level that holds it. A recurrent layer's shape rs and
  * whether its kernel reads W at every step (per_step,
  * ntp__predict_rnn_per_step) pick how its input GEMM is priced. */
@@ -321,7 +321,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     /* Calibrated in network conditions (ntp_calibration.cache): a layer's
      * weights come from the level holding everything the rest of the
      * network touches since its last pass (DRAM in the calibration, whose
-     * runs write over the caches; a network's own weights and outputs in a
+     * runs write over the caches; a network's own weights and arena in a
      * prediction: a small network keeps its weights in the last-level
      * cache), while its input and output sit in the level they fit in,
      * where the layer before left them. */
