@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "backend/backend-impl.h"
 #include "machine/predict-impl.h"
 #include "ntprof/ntprof.h"
 #include "support/predict-hand.h"
@@ -858,6 +859,27 @@ static void samples_of(ntp_calibration_sample *S, const sample_spec *in, int n,
  * the fc family's, which a refit needs). */
 #define GEMV_FC(k, n) \
     "<input name=\"x\" shape=\"1," #k "\" dtype=\"f32\"/><fc name=\"L\" units=\"" #n "\"/>"
+
+/* The versions a calibration records: ref's names its kernels' revision
+ * beside ntprof's; blas's names OpenBLAS's and ref's revision, whose im2col
+ * and bias its convolutions run (a change to them makes a blas calibration
+ * stale). */
+static void test_backend_versions(void **state)
+{
+    (void)state;
+    char v[256], want[128];
+    ntp_predict_backend_version("ref", v, sizeof v);
+    snprintf(want, sizeof want, "ntprof %s, ref kernels %s", ntp_version(),
+             NTP_REF_KERNELS_REVISION);
+    assert_string_equal(v, want);
+    if (!ntp_backend_usable("blas", NULL, 0))
+        return;
+    ntp_predict_backend_version("blas", v, sizeof v);
+    snprintf(want, sizeof want, ", ref kernels %s", NTP_REF_KERNELS_REVISION);
+    assert_true(strncmp(v, "OpenBLAS 0.", 11) == 0);
+    assert_non_null(strstr(v, want));
+    assert_string_equal(v + strlen(v) - strlen(want), want);
+}
 
 static void test_gemv_rate(void **state)
 {
@@ -2000,6 +2022,7 @@ int main(void)
         cmocka_unit_test(test_wake),
         cmocka_unit_test(test_cold),
         cmocka_unit_test(test_gemv_rate),
+        cmocka_unit_test(test_backend_versions),
         cmocka_unit_test(test_predict_conv_padding),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

@@ -473,6 +473,12 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
     for (int i = 0; i < env->n_libraries; i++)
         if (strcmp(env->library[i].name, want) == 0)
             snprintf(buf, len, "%s %s", want, env->library[i].version);
+    /* blas's convolutions are ref's im2col and bias around OpenBLAS's
+     * GEMM (src/backend/blas/conv.c): ref's revision moves their speed. */
+    if (strcmp(backend, "blas") == 0) {
+        size_t u = strlen(buf);
+        snprintf(buf + u, len - u, ", ref kernels %s", NTP_REF_KERNELS_REVISION);
+    }
     free(env);
 }
 

@@ -1,4 +1,6 @@
 /* fc and matmul on the reference GEMM. */
+#include <string.h>
+
 #include "ref-impl.h"
 
 static ntp_status shape_error(ntp_ctx *ctx, const ntp_kargs *k, const char *what)
@@ -30,13 +32,11 @@ static ntp_status fc(ntp_ctx *ctx, const ntp_kargs *k)
         return st;
     const float *x = k->in[0].data, *W = k->w[0].data;
     float *y = k->out[0].data;
-    ntp__ref_gemm(false, true, rows, units, K, 1.0f, x, K, W, K, 0.0f, y, units);
-    if (bias) {
-        const float *b = k->w[1].data;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < units; j++)
-                y[r * units + j] += b[j];
-    }
+    /* The bias is C's starting value (beta 1), as conv's (ref-conv.c): no
+     * pass of its own over the output. */
+    for (int64_t r = 0; bias && r < rows; r++)
+        memcpy(y + r * units, k->w[1].data, (size_t)units * sizeof *y);
+    ntp__ref_gemm(false, true, rows, units, K, 1.0f, x, K, W, K, bias ? 1.0f : 0.0f, y, units);
     return NTP_STATUS_OK;
 }
 
