@@ -59,11 +59,9 @@ size_t ntp__ref_attention_workspace(const ntp_kargs *k)
 static void project(const float *x, int64_t rows, int64_t D, const float *W, const float *b,
                     float *out)
 {
-    ntp__ref_gemm(false, true, rows, D, D, 1.0f, x, D, W, D, 0.0f, out, D);
     if (b)
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < D; j++)
-                out[r * D + j] += b[j];
+        ntp__ref_bias_rows(out, b, rows, D);
+    ntp__ref_gemm(false, true, rows, D, D, 1.0f, x, D, W, D, b ? 1.0f : 0.0f, out, D);
 }
 
 ntp_status ntp__ref_attention(ntp_ctx *ctx, const ntp_kargs *k)

@@ -3,6 +3,12 @@
 
 #include "ref-impl.h"
 
+void ntp__ref_bias_rows(float *y, const float *b, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(y + r * n, b, (size_t)n * sizeof *y);
+}
+
 static ntp_status shape_error(ntp_ctx *ctx, const ntp_kargs *k, const char *what)
 {
     char a[128], b[128];
@@ -32,10 +38,8 @@ static ntp_status fc(ntp_ctx *ctx, const ntp_kargs *k)
         return st;
     const float *x = k->in[0].data, *W = k->w[0].data;
     float *y = k->out[0].data;
-    /* The bias is C's starting value (beta 1), as conv's (ref-conv.c): no
-     * pass of its own over the output. */
-    for (int64_t r = 0; bias && r < rows; r++)
-        memcpy(y + r * units, k->w[1].data, (size_t)units * sizeof *y);
+    if (bias)
+        ntp__ref_bias_rows(y, k->w[1].data, rows, units);
     ntp__ref_gemm(false, true, rows, units, K, 1.0f, x, K, W, K, bias ? 1.0f : 0.0f, y, units);
     return NTP_STATUS_OK;
 }

@@ -64,6 +64,12 @@ ntp_status ntp__ref_expect_weight(ntp_ctx *ctx, const ntp_kargs *k, int i, int64
 void ntp__ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* Each of rows rows of y [rows, n] set to b [n]: a bias as the starting C
+ * of the GEMM that follows (beta 1), so that it costs no pass of its own
+ * over the output (fc, attention's projections, the recurrent layers' two
+ * products; conv's bias is one value a row instead, ref-conv.c). */
+void ntp__ref_bias_rows(float *y, const float *b, int64_t rows, int64_t n);
+
 /* A GEMM with ntp__ref_gemm's contract. The kernels that lower a layer to
  * GEMMs (conv, deconv, the recurrent layers) take one as their hook, so a
  * backend with a faster GEMM (blas) runs the same lowering on its own GEMM

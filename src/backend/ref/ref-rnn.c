@@ -139,20 +139,16 @@ ntp_status ntp__ref_rnn_run(ntp_ctx *ctx, const ntp_kargs *k, const ntp_ref_rnn_
         bool reverse = reverse_only || dir == 1;
         const float *Wd = W + dir * GH * I, *Rd = R + dir * GH * H;
         const float *Wb = B ? B + dir * 2 * GH : NULL, *Rb = B ? Wb + GH : NULL;
-        m->gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, 0.0f, xg, GH);
         if (Wb)
-            for (int64_t row = 0; row < T * N; row++)
-                for (int64_t j = 0; j < GH; j++)
-                    xg[row * GH + j] += Wb[j];
+            ntp__ref_bias_rows(xg, Wb, T * N, GH);
+        m->gemm(false, true, T * N, GH, I, 1.0f, X, I, Wd, I, Wb ? 1.0f : 0.0f, xg, GH);
         memset(h, 0, (size_t)(2 * N * H) * sizeof *h); /* h and c */
         for (int64_t s = 0; s < T; s++) {
             int64_t t = reverse ? T - 1 - s : s;
-            for (int64_t n = 0; n < N; n++) {
-                if (Rb)
-                    memcpy(rg + n * GH, Rb, (size_t)GH * sizeof *rg);
-                else
-                    memset(rg + n * GH, 0, (size_t)GH * sizeof *rg);
-            }
+            if (Rb)
+                ntp__ref_bias_rows(rg, Rb, N, GH);
+            else
+                memset(rg, 0, (size_t)(N * GH) * sizeof *rg);
             /* The initial state is zero, so the first step has no
              * recurrent product. */
             if (s > 0)
