@@ -228,8 +228,9 @@ static double packed_flops(const conv_shape *cs)
 
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
- * weights and the activations' arena, network_reuse): in network conditions the weights
- * come from the level that holds it. A recurrent layer's shape rs and
+ * weights and the activations' arena, network_reuse): in network conditions
+ * a layer's cold start is paid at the level that holds it, its weights
+ * come from DRAM (below). A recurrent layer's shape rs and
  * whether its kernel reads W at every step (per_step,
  * ntp__predict_rnn_per_step) pick how its input GEMM is priced. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
@@ -241,15 +242,13 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
     /* The bandwidth of the level holding what the network touches between
-     * two of a layer's passes: its weights' and its cold start's. */
+     * two of a layer's passes, its cold start's, and DRAM's, its weights'. */
     const bool network = strcmp(cal->cache, "network") == 0;
-    double reuse_gbps;
+    double reuse_gbps, far;
     level_for(cal, reuse, &reuse_gbps);
-    if (network) {
-        double far;
-        level_for(cal, INT64_MAX, &far);
+    level_for(cal, INT64_MAX, &far);
+    if (network)
         out->cold_share = reuse_gbps > 0 && far > 0 ? fmax(0, 1 - far / reuse_gbps) : 0;
-    }
     /* oneDNN's convolutions (brgconv, jit) leave out the taps that fall in
      * the padding: their compute term leaves out those multiply-adds
      * (conv_shape.valid; docs/predict.md#padding-onednn-leaves-out), the
@@ -277,7 +276,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * multiplies 4-row by 64-column tiles 4 deep, zero-padded: its work is
      * the padded product's. Its terms are an fc's of M rows, N units and
      * depth K (xin, priced with the fc family's coefficients and ref:fc's
-     * correction): the weights from where the network leaves them, the
+     * correction): the weights from DRAM (network conditions; warm, the
+     * level its traffic fits in), the
      * column matrix and the output at the level one call's working set
      * fits in. Its im2col (but a pointwise convolution's) writes each
      * column matrix from the input and reads it back: twice its bytes,
@@ -290,7 +290,10 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         double peak = cal->peak_gflops * 1e9, gw, ga, gc;
         int64_t col = cs->esize * cs->K * cs->N, yb = cs->esize * cs->M * cs->N;
         int64_t xb = cs->pointwise ? 0 : cs->esize * cs->x_floats;
-        level_for(cal, network ? reuse : l->traffic_bytes, &gw);
+        if (network)
+            gw = far;
+        else
+            level_for(cal, l->traffic_bytes, &gw);
         level_for(cal, col + yb + xb + cs->esize * cs->M * cs->K, &ga);
         level_for(cal, col + xb, &gc);
         out->xin[NTP_PREDICT_TERM_OVERHEAD] = 1;
@@ -319,18 +322,19 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
     /* Calibrated in network conditions (ntp_calibration.cache): a layer's
-     * weights come from the level holding everything the rest of the
-     * network touches since its last pass (DRAM in the calibration, whose
-     * runs write over the caches; a network's own weights and arena in a
-     * prediction: a small network keeps its weights in the last-level
-     * cache), while its input and output sit in the level they fit in,
-     * where the layer before left them. */
+     * weights come from DRAM, as in the calibration, whose runs write over
+     * the caches, and in a network's pass, which evicts them even where
+     * its weights and arena would fit in the last-level cache (a 4 MB fc
+     * probe inside SqueezeNet 1.1 or ShuffleNetV2 read at DRAM's speed:
+     * docs/predict.md#calibration-in-network-conditions), while its input
+     * and output sit in the level they fit in, where the layer before
+     * left them. */
     if (l->n_parts == 0 && network && l->weight_bytes > 0 && l->weight_bytes <= l->traffic_bytes) {
         double act;
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
-            (reuse_gbps > 0 ? (double)l->weight_bytes / (reuse_gbps * 1e9) : 0) +
+            (far > 0 ? (double)l->weight_bytes / (far * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
         return;
     }
@@ -923,8 +927,10 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
  * layer's weights (but a constant's, whose data is counted where it is
  * read) and the activations' arena, whose buffers the layers share (the
  * liveness planner's, ntp_analysis.peak_activation_bytes, as a run
- * plans it): ShuffleNetV2's 9.1 MB of weights and 3.0 MB arena stay in a
- * 32 MB L3, where the sum of its outputs (29.8 MB) would not. */
+ * plans it): ShuffleNetV2's 9.1 MB of weights and 3.0 MB arena fit in a
+ * 32 MB L3, where the sum of its outputs (29.8 MB) would not. The level
+ * holding it is where a layer's cold start (its code and state) is read
+ * back from (ntp__pfeat.cold_share); its weights come from DRAM. */
 static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
 {
     int64_t b = a->peak_activation_bytes;
