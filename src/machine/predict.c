@@ -326,7 +326,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * the caches, and in a network's pass, which evicts them even where
      * its weights and arena would fit in the last-level cache (a 4 MB fc
      * probe inside SqueezeNet 1.1 or ShuffleNetV2 read at DRAM's speed:
-     * docs/predict.md#calibration-in-network-conditions), while its input
+     * docs/predict.md#weights-between-passes), while its input
      * and output sit in the level they fit in, where the layer before
      * left them. */
     if (l->n_parts == 0 && network && l->weight_bytes > 0 && l->weight_bytes <= l->traffic_bytes) {
