@@ -7,7 +7,8 @@
  *         directly, without im2col.
  * deconv: one GEMM per (image, group) into the workspace, then col2im:
  *         col [F/g·Πk, in] = W_gᵀ · x_g with W_g [C/g, F/g·Πk], and every
- *         column is added into the output positions it reaches.
+ *         column is added into the output positions it reaches, which
+ *         start at the bias.
  *
  * 1-d and 2-d layers run as 3-d ones with leading spatial dims of size 1,
  * so there is one code path to get right. The rows of the im2col matrix are
@@ -99,7 +100,8 @@ static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t n_in, int
  * (2) and the fill below go eight or sixteen at a time in blocks of fixed
  * count. In the 3->24 3x3 stride-2 stem at 224 (perf, 2026-12-04) the
  * scalar stride-2 loop, a stack reload an element, took two thirds of the
- * time outside the GEMM, and add_bias (scalar too) 15% of the layer. */
+ * time outside the GEMM, and the bias's own pass then (scalar too) 15% of
+ * the layer. */
 static void gather(float *restrict dst, const float *restrict src, int64_t n, int64_t s)
 {
     int64_t i = 0;
@@ -224,24 +226,10 @@ static ntp_status check(ntp_ctx *ctx, const ntp_kargs *k, geom *g)
     return NTP_STATUS_OK;
 }
 
-/* deconv's bias, added after col2im: one more pass over the output. */
-static void add_bias(const ntp_kargs *k, const geom *g, float *y)
-{
-    if (k->n_w < 2)
-        return;
-    const float *b = k->w[1].data;
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t f = 0; f < g->F; f++) {
-            float *p = y + (n * g->F + f) * g->out_sz;
-            const float bf = b[f]; /* read once: p may alias b */
-            for (int64_t i = 0; i < g->out_sz; i++)
-                p[i] += bf;
-        }
-}
-
-/* conv's bias as the starting value of its GEMM's C (beta 1): rows rows of
- * n floats, row f set to b[f]. The GEMM clears C for beta 0 anyway, so the
- * bias costs no pass of its own over the output. */
+/* A bias as the output's starting value: rows rows of n floats, row f set
+ * to b[f]. conv's GEMM takes it as C (beta 1; it clears C for beta 0
+ * anyway), deconv's col2im adds into it: the bias costs no pass of its own
+ * over the output. */
 static void preset_bias(float *y, const float *b, int64_t rows, int64_t n)
 {
     for (int64_t f = 0; f < rows; f++)
@@ -295,7 +283,12 @@ static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bo
     const float *x = k->in[0].data, *W = k->w[0].data;
     float *y = k->out[0].data;
     int64_t Mk = g.Fg * g.k_sz;
-    if (passes & NTP_REF_CONV_LOWER)
+    /* col2im adds into the output: it starts at the bias (or zero), so the
+     * bias costs no pass of its own. */
+    if ((passes & NTP_REF_CONV_LOWER) && k->n_w == 2)
+        for (int64_t n = 0; n < g.N; n++)
+            preset_bias(y + n * g.F * g.out_sz, k->w[1].data, g.F, g.out_sz);
+    else if (passes & NTP_REF_CONV_LOWER)
         memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t grp = 0; grp < g.G; grp++) {
@@ -307,8 +300,6 @@ static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bo
             if (passes & NTP_REF_CONV_LOWER)
                 col2im(&g, col, y + (n * g.F + grp * g.Fg) * g.out_sz);
         }
-    if (passes & NTP_REF_CONV_LOWER)
-        add_bias(k, &g, y);
     return NTP_STATUS_OK;
 }
 
