@@ -415,7 +415,7 @@ NTP_API ntp_status ntp_calibration_recheck(ntp_ctx *ctx, const ntp_machine_info 
 
 /* The version of the library backend `name` runs on, as a calibration
  * records it ("oneDNN 2.6.3" for onednn; for ref, ntprof's own with the
- * revision of its kernels, "ntprof 0.1.0, ref kernels 2026-12-04.8"; for
+ * revision of its kernels, "ntprof 0.1.0, ref kernels 2026-12-04.9"; for
  * blas, OpenBLAS's and ref's revision, whose im2col and bias its
  * convolutions run). */
 NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);

@@ -326,12 +326,12 @@ typedef struct ntp_backend_i {
 #define NTP_BACKEND_PRIORITY_REF 100
 
 /* The reference kernels' revision, in the version a calibration of ref
- * records ("ntprof 0.1.0, ref kernels 2026-12-04.8"): ref's kernels are
+ * records ("ntprof 0.1.0, ref kernels 2026-12-04.9"): ref's kernels are
  * ntprof's own code, so ntprof's release does not tell a change in their
  * speed. Move it when a kernel's speed changes (the date, .2 for a second
  * change that day, .3 a third): a calibration of ref made before is then reported
  * stale (docs/predict.md#bad-input). */
-#define NTP_REF_KERNELS_REVISION "2026-12-04.8"
+#define NTP_REF_KERNELS_REVISION "2026-12-04.9"
 
 /* Registered backends, highest priority first (src/backend/registry.c). */
 int ntp__backend_count(void);
