@@ -285,11 +285,13 @@ static ntp_status deconv(ntp_ctx *ctx, const ntp_kargs *k, ntp_gemm_fn *gemm, bo
     int64_t Mk = g.Fg * g.k_sz;
     /* col2im adds into the output: it starts at the bias (or zero), so the
      * bias costs no pass of its own. */
-    if ((passes & NTP_REF_CONV_LOWER) && k->n_w == 2)
-        for (int64_t n = 0; n < g.N; n++)
-            preset_bias(y + n * g.F * g.out_sz, k->w[1].data, g.F, g.out_sz);
-    else if (passes & NTP_REF_CONV_LOWER)
-        memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
+    if (passes & NTP_REF_CONV_LOWER) {
+        if (k->n_w == 2)
+            for (int64_t n = 0; n < g.N; n++)
+                preset_bias(y + n * g.F * g.out_sz, k->w[1].data, g.F, g.out_sz);
+        else
+            memset(y, 0, (size_t)(g.N * g.F * g.out_sz) * sizeof *y);
+    }
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t grp = 0; grp < g.G; grp++) {
             const float *xg = x + (n * g.C + grp * g.Cg) * g.in_sz;
