@@ -829,6 +829,114 @@ static void test_predict_rnn_terms(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* What is read from memory, past the last cache, in network conditions
+ * (the calibration's: every pass starts with the caches written over), by
+ * lstm_xml's LSTM on the hand calibration (rnn family 1 us, 2, 0.5; L1
+ * 10000 B at 100 GB/s, DRAM 10 GB/s), priced under far_scale 2. A kernel
+ * reading W at every step (brgemm) reads one direction's W, B and R (6656
+ * B) from DRAM at its first step: 665.6 ns, doubled. The other 9 steps,
+ * the input and the output (67520 - 6656 = 60864 B) as before: L1 holds
+ * 10000 / 13312 of the working set, 60864 x 0.7512 / 100 ns from it,
+ * 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged kernel's R (4096
+ * B) at every step, with an L1 of 8000 bytes: 41600 x 0.9765625 / 100 ns
+ * from L1, 41600 x 0.0234375 / 10 ns from DRAM, doubled. */
+static void test_predict_rnn_from_memory(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, lstm_xml, strlen(lstm_xml), "r", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.peak_gflops = 100;
+    cal.levels[0].capacity_bytes = 10000;
+    cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
+    cal.family[NTP_PREDICT_FAMILY_RNN].far_scale = 2;
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    double f = 10000.0 / 13312, first = 665.6e-9;
+    double near = 60864 * f / 100 * 1e-9, far = 60864 * (1 - f) / 10 * 1e-9;
+    assert_close(p->layers[0].rnn.per_step_ms,
+                 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * (near + 2 * (first + far))), 1e-12);
+    ntp_prediction_free(p);
+    cal.levels[0].capacity_bytes = 8000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms,
+                 1e3 * 0.5 * 41600 * (0.9765625 / 100 + 2 * 0.0234375 / 10) * 1e-9, 1e-12);
+    ntp_prediction_free(p);
+    /* Absent (a calibration made before it was fitted), it is 1. */
+    cal.family[NTP_PREDICT_FAMILY_RNN].far_scale = 0;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].memory_ms,
+                 1e3 * 0.5 * 41600 * (0.9765625 / 100 + 0.0234375 / 10) * 1e-9, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* A refit finds it again: brgemm samples timed at what the model with
+     * far_scale 2 (and 0.1 us, 1.5, 0.7) predicts, some read mostly from
+     * L1 (1 MB here), some mostly from DRAM. Exact data: the grid's step
+     * at 2 (4^(24/48)) fits them without error, and the coefficients
+     * are found again. */
+    static const char *const shapes[][2] = {
+        {"100,1,16", "16"},  {"200,1,32", "32"},  {"50,1,64", "64"},
+        {"20,1,256", "256"}, {"10,1,384", "384"}, {"4,1,128", "128"},
+    };
+    const int n = (int)(sizeof shapes / sizeof shapes[0]);
+    cal.levels[0].capacity_bytes = 1 << 20;
+    ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_RNN];
+    m->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-7;
+    m->coef[NTP_PREDICT_TERM_COMPUTE] = 1.5;
+    m->coef[NTP_PREDICT_TERM_MEMORY] = 0.7;
+    m->far_scale = 2;
+    ntp_calibration_sample S[6];
+    memset(S, 0, sizeof S);
+    for (int i = 0; i < n; i++) {
+        ntp_calibration_sample *x = &S[i];
+        snprintf(x->kind, sizeof x->kind, "layer");
+        snprintf(x->config, sizeof x->config,
+                 "<input name=\"x\" shape=\"%s\" dtype=\"f32\"/><lstm name=\"L\" units=\"%s\"/>",
+                 shapes[i][0], shapes[i][1]);
+        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
+        snprintf(x->impl, sizeof x->impl, "brgemm");
+        x->family = NTP_PREDICT_FAMILY_RNN;
+        x->passes = 1;
+        char xml[1200];
+        snprintf(xml, sizeof xml, "<topology name=\"s\" precision=\"f32\">%s</topology>",
+                 x->config);
+        assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "s", NULL, &g), 0);
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        x->median_s = 1e-3 * p->layers[0].rnn.per_step_ms;
+        ntp_prediction_free(p);
+        ntp_graph_free(g);
+    }
+    ntp_calibration fit;
+    m->calibrated = false;
+    m->far_scale = 0;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    const ntp_family_model *r = &fit.family[NTP_PREDICT_FAMILY_RNN];
+    assert_true(r->calibrated);
+    assert_close(r->far_scale, 2, 1e-12);
+    assert_close(r->coef[NTP_PREDICT_TERM_OVERHEAD], 1e-7, 1e-12);
+    assert_close(r->coef[NTP_PREDICT_TERM_COMPUTE], 1.5, 1e-6);
+    assert_close(r->coef[NTP_PREDICT_TERM_MEMORY], 0.7, 1e-6);
+    assert_true(r->max_error < 1e-9);
+    /* Kept through the store's JSON; out of its range, refused. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_close(back.family[NTP_PREDICT_FAMILY_RNN].far_scale, 2, 1e-15);
+    json_object_set_new(json_object_get(json_object_get(j, "families"), "rnn"), "far_scale",
+                        json_real(NTP_PREDICT_FAR_SCALE_MAX * 2));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    /* Samples all read mostly from L1 cannot tell it: not fitted. */
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, 3, &fit), 0);
+    assert_true(fit.family[NTP_PREDICT_FAMILY_RNN].far_scale == 0);
+    ntp_ctx_free(ctx);
+}
+
 /* A calibration sample of one pass as a refit reads it back: its kind,
  * markup, backend and time (in `unit` seconds). */
 typedef struct sample_spec {
@@ -2010,6 +2118,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_passes),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_rnn_from_memory),
         cmocka_unit_test(test_predict_ref_conv),
         cmocka_unit_test(test_predict_ref_depthwise),
         cmocka_unit_test(test_predict_inlays),

@@ -96,7 +96,7 @@ grep -q "^ntprof: --refit fits the stored samples again" "$T/err" && ok ||
 # --refit: the stored samples fitted again without timing give the stored
 # fit; without samples or a calibration, one line saying what to do.
 expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$DB" -f csv -o "$T/refit.csv"
-head -1 "$T/refit.csv" | grep -q ',median_error,max_error,cold_start_us$' &&
+head -1 "$T/refit.csv" | grep -q ',median_error,max_error,cold_start_us,far_scale$' &&
     grep -q ',fc,3,.*,$' "$T/refit.csv" && ok || bad "refit CSV: $(cat "$T/refit.csv")"
 expect_exit 0 "$NTPROF" machine --refit --backend ref --db "$DB" -f json -o "$T/refit.json"
 $PY - "$T/refit.json" "$DB" <<'PYEOF' && ok || bad "refit: $(cat "$T/err")"

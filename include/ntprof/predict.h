@@ -98,7 +98,20 @@ typedef struct ntp_family_model {
      * measured (warm calibrations, --quick, one made before). */
     double cold_s;
     int cold_samples;
+    /* What a byte read from memory (past the last cache) costs against
+     * one read from a cache, beyond what their triads say: the memory
+     * term's part that comes from memory (ntp_calibration_sample.x_far)
+     * is multiplied by it. A weight read again at every step of a
+     * recurrent layer streams from the L3 at a larger share of its triad
+     * than from memory (2026-12-04, the Zen 4 VM: 1.9x the L3's triad,
+     * 1.5x memory's; docs/predict.md#recurrent-layers). Fitted where a
+     * family's samples read from both; 0 where not fitted (as 1). */
+    double far_scale;
 } ntp_family_model;
+
+/* The range far_scale is fitted over (and a stored one must lie in):
+ * 1/NTP_PREDICT_FAR_SCALE_MAX to NTP_PREDICT_FAR_SCALE_MAX. */
+#define NTP_PREDICT_FAR_SCALE_MAX 4.0
 
 #define NTP_PREDICT_MAX_LEVELS 6
 
@@ -320,6 +333,9 @@ typedef struct ntp_calibration_sample {
      * family's terms (its GEMMs are then in x_in, under the fc family's);
      * 0 otherwise; not stored, as x_in. */
     double x_copy[NTP_PREDICT_TERMS];
+    /* The part of x's memory term read from memory, past the last cache
+     * (ntp_family_model.far_scale); 0 otherwise; not stored, as x_in. */
+    double x_far;
 } ntp_calibration_sample;
 
 NTP_API void ntp_calibrate_opts_default(ntp_calibrate_opts *o);

@@ -938,6 +938,97 @@ static bool lowered(const ntp_calibration_sample *S, const int *from, const ntp_
     return false;
 }
 
+/* Family f's fit with its memory term's part from memory (x_far) scaled
+ * by k: its coefficients and its kernels' corrections, fitted on a copy of
+ * cal as fit_priced_by_fc fits them, and their relative residuals' sum of
+ * squares; a negative one where f could not be fitted. X's rows of f hold
+ * the unscaled terms; Xk their scaled copy (n rows). */
+static double far_scale_rss(const double *X, const ntp_calibration_sample *S, const int *from,
+                            const double *t, const ntp_predict_family *fam,
+                            const char *const *names, int n, ntp_predict_family f, double k,
+                            double *Xk, double *Xf, double *tf, ntp_calibration *tmp)
+{
+    memcpy(Xk, X, (size_t)n * NTP_PREDICT_TERMS * sizeof *X);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (fam[i] != f)
+            continue;
+        Xk[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY] += (k - 1) * S[from[i]].x_far;
+        memcpy(&Xf[m * NTP_PREDICT_TERMS], &Xk[i * NTP_PREDICT_TERMS],
+               NTP_PREDICT_TERMS * sizeof *X);
+        tf[m++] = t[i];
+    }
+    ntp_family_model *fm = &tmp->family[f];
+    if (m < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, m, NTP_PREDICT_TERMS, fm->coef))
+        return -1;
+    fm->calibrated = true;
+    ntp__calibrate_impl_corrections(Xk, t, fam, names, n, tmp);
+    if (!ntp__calibrate_refit(Xk, t, fam, names, n, tmp))
+        return -1;
+    double rss = 0;
+    for (int i = 0; i < n; i++) {
+        if (fam[i] != f)
+            continue;
+        double p = 0;
+        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+            p += fm->coef[a] * Xk[i * NTP_PREDICT_TERMS + a];
+        double e = p * ntp__predict_key_scale(tmp, f, names[i]) / t[i] - 1;
+        rss += e * e;
+    }
+    return rss;
+}
+
+/* Family f's far_scale (ntp_family_model): the one of a grid from
+ * 1/NTP_PREDICT_FAR_SCALE_MAX to NTP_PREDICT_FAR_SCALE_MAX under which
+ * its fit leaves the least relative error, with X's rows of f scaled by
+ * it. Only where its samples tell the two parts apart: some read mostly
+ * from memory, some mostly from a cache; else it stays 0 (as 1). false:
+ * out of memory. */
+static bool fit_far_scale(double *X, const ntp_calibration_sample *S, const int *from,
+                          const double *t, const ntp_predict_family *fam, const char *const *names,
+                          int n, ntp_predict_family f, double *Xf, double *tf, ntp_calibration *cal)
+{
+    cal->family[f].far_scale = 0;
+    bool mostly_far = false, mostly_near = false;
+    for (int i = 0; i < n; i++) {
+        double mem = X[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY];
+        if (fam[i] != f || !(mem > 0))
+            continue;
+        mostly_far |= S[from[i]].x_far > 0.5 * mem;
+        mostly_near |= S[from[i]].x_far < 0.25 * mem;
+    }
+    if (!mostly_far || !mostly_near)
+        return true;
+    double *Xk = malloc(((size_t)n * NTP_PREDICT_TERMS + 1) * sizeof *Xk);
+    ntp_calibration *tmp = malloc(sizeof *tmp);
+    if (!Xk || !tmp) {
+        free(Xk);
+        free(tmp);
+        return false;
+    }
+    /* 97 steps, 1.029x apart; 1 among them. */
+    double best = INFINITY, best_k = 1;
+    for (int j = -48; j <= 48; j++) {
+        double k = pow(NTP_PREDICT_FAR_SCALE_MAX, j / 48.0);
+        *tmp = *cal;
+        double rss = far_scale_rss(X, S, from, t, fam, names, n, f, k, Xk, Xf, tf, tmp);
+        if (rss >= 0 && rss < best) {
+            best = rss;
+            best_k = k;
+        }
+    }
+    if (isfinite(best)) {
+        cal->family[f].far_scale = best_k;
+        for (int i = 0; i < n; i++)
+            if (fam[i] == f)
+                X[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY] +=
+                    (best_k - 1) * S[from[i]].x_far;
+    }
+    free(Xk);
+    free(tmp);
+    return true;
+}
+
 /* The families part of whose layers' work the fc family prices, fitted
  * once it and its corrections are (fit_samples): the convolutions ref
  * lowers (lowered) and the rnn family, each family f with fit[f] set.
@@ -974,6 +1065,10 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
         t[i] = fmax(whole - off[i], 0.1 * whole);
         off[i] = whole - t[i];
     }
+    for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++)
+        if (fit[f] &&
+            !fit_far_scale(X, S, from, t, fam, names, n, (ntp_predict_family)f, Xf, tf, cal))
+            return false;
     bool fitted[NTP_PREDICT_FAMILY_COUNT] = {false}, any = false;
     for (int f = 0; f < NTP_PREDICT_FAMILY_COUNT; f++) {
         if (!fit[f])
@@ -1271,6 +1366,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         x->rec_rows = f.rec_rows;
         x->rec_weight = f.rec_weight;
         memcpy(x->x_copy, f.xcp, sizeof x->x_copy);
+        x->x_far = f.far;
     }
     ntp_analysis_free(a);
     ntp_graph_free(g);
@@ -1464,6 +1560,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     x->rec_rows = f->rec_rows;
     x->rec_weight = f->rec_weight;
     memcpy(x->x_copy, f->xcp, sizeof x->x_copy);
+    x->x_far = f->far;
     x->median_s = median_of(v, ran);
     x->pass_min_s = v[0];
     x->pass_max_s = v[ran - 1];

@@ -41,8 +41,15 @@ typedef struct ntp__pfeat {
      * code and state are read back from there); 0 in the calibration,
      * whose runs write over the caches, and in a warm calibration. */
     double cold_share;
+    /* The part of x's memory term read from memory, past the last cache:
+     * its family's far_scale multiplies it (ntp_family_model). Set for a
+     * recurrent layer's weights read again at every step; 0 otherwise. */
+    double far;
 } ntp__pfeat;
 
+/* The memory term x[NTP_PREDICT_TERM_MEMORY] as family m prices it: its
+ * part read from memory (far, ntp__pfeat.far) times m's far_scale. */
+double ntp__predict_memory_term(const ntp_family_model *m, const double *x, double far);
 /* The family of layer i (execution order) of g. */
 ntp_predict_family ntp__predict_family(const ntp_graph *g, int i);
 /* Layer i's terms, from g's analysis a (same order), as implementation

@@ -90,25 +90,37 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
-/* The bandwidth at which a working set of `bytes`, read again and again,
- * is read under cal: the level it fits in; past a cache level (the largest
- * it does not fit in) the share of it that level still holds, its capacity
- * over the working set, at that level's bandwidth and the rest at the next
- * level's (the time per byte a weighted mean). *name: the level it does
- * not fit in, the one most of it comes from. */
-static double reread_gbps(const ntp_calibration *cal, int64_t bytes, const char **name)
+/* The seconds `bytes` take, read again and again from a working set of
+ * `ws` bytes under cal: at the bandwidth of the level the working set
+ * fits in; past a cache level (the largest it does not fit in) the share
+ * of them that level still holds, its capacity over the working set, at
+ * that level's bandwidth and the rest at the next level's. *far: the part
+ * of the seconds read from memory, past the last cache (its family's
+ * far_scale multiplies it); *name: the level the working set fits in, the
+ * one most of it comes from. */
+static double reread_s(const ntp_calibration *cal, int64_t ws, double bytes, double *far,
+                       const char **name)
 {
     double g;
-    *name = level_for(cal, bytes, &g);
-    for (int k = 1; k < cal->n_levels; k++) {
-        const int64_t c = cal->levels[k - 1].capacity_bytes;
-        if (strcmp(cal->levels[k].name, *name) != 0 || c <= 0 || bytes <= c ||
-            !(cal->levels[k - 1].gbps > 0) || !(g > 0))
-            continue;
-        double f = (double)c / (double)bytes;
-        return 1 / (f / cal->levels[k - 1].gbps + (1 - f) / g);
+    *far = 0;
+    *name = level_for(cal, ws, &g);
+    if (!(g > 0))
+        return 0;
+    int k = 0;
+    while (k < cal->n_levels && strcmp(cal->levels[k].name, *name) != 0)
+        k++;
+    const bool memory = k < cal->n_levels && cal->levels[k].capacity_bytes <= 0;
+    double near = 0, from = bytes;
+    if (k > 0 && k < cal->n_levels && cal->levels[k - 1].capacity_bytes > 0 &&
+        ws > cal->levels[k - 1].capacity_bytes && cal->levels[k - 1].gbps > 0) {
+        double f = (double)cal->levels[k - 1].capacity_bytes / (double)ws;
+        near = f * bytes / (cal->levels[k - 1].gbps * 1e9);
+        from = (1 - f) * bytes;
     }
-    return g;
+    double s = from / (g * 1e9);
+    if (memory)
+        *far = s;
+    return near + s;
 }
 
 bool ntp__predict_rnn_per_step(const char *impl)
@@ -375,11 +387,20 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     if (per_step && l->n_parts > 1 && rs && rs->T > 0 && rs->dirs > 0) {
         int64_t w = in->bytes > rs->x_bytes ? in->bytes - rs->x_bytes : 0;
         int64_t res = w / rs->dirs + rec->resident_bytes;
-        double gs;
         out->bytes = in->bytes + rec->bytes + (rs->T - 1) * w;
-        gs = reread_gbps(cal, 2 * res, &out->level);
+        /* In network conditions each direction's first step reads its W
+         * and R from memory (the pass before evicted them), the later
+         * steps at the level they stay in. Priced as if every step read
+         * from that level, the calibration's samples of 3 and 4 steps ran
+         * 1.27x and 1.75x their prediction; with it, 1.18x and 1.30x
+         * (2026-12-04, the Zen 4 VM, docs/predict.md#recurrent-layers). */
+        double first = network && far > 0 ? (double)(rs->dirs * res) / (far * 1e9) : 0;
+        double again = (double)out->bytes - (first > 0 ? (double)(rs->dirs * res) : 0);
+        double again_far;
+        out->x[NTP_PREDICT_TERM_MEMORY] =
+            first + reread_s(cal, 2 * res, again, &again_far, &out->level);
+        out->far = first + again_far;
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(in->flops + rec->flops) / peak : 0;
-        out->x[NTP_PREDICT_TERM_MEMORY] = gs > 0 ? (double)out->bytes / (gs * 1e9) : 0;
         return;
     }
     double gin;
@@ -394,11 +415,10 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * must fit in the working set its triad ran at, half its capacity.
      * The calibration shows it: one direction's 16.8 MB on this Zen 4 VM
      * (within the L3's 33.6 MB) ran at the DRAM triad's speed. */
-    double grec;
     int64_t res = rec->resident_bytes > 0 ? rec->resident_bytes : l->traffic_bytes;
-    grec = reread_gbps(cal, 2 * res, &out->level);
     out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)rec->flops / peak : 0;
-    out->x[NTP_PREDICT_TERM_MEMORY] = grec > 0 ? (double)rec->bytes / (grec * 1e9) : 0;
+    out->x[NTP_PREDICT_TERM_MEMORY] =
+        reread_s(cal, 2 * res, (double)rec->bytes, &out->far, &out->level);
     /* The reference backend (ref-rnn.c) runs the recurrent product, at
      * each step but the first (the state starts at zero) and for each
      * direction, as one call of ntp__ref_gemm over N rows by one
@@ -430,6 +450,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         level_for(cal, rs->esize * rs->N * (gh + 2 * rs->H), &gc);
         out->x[NTP_PREDICT_TERM_MEMORY] =
             gc > 0 && cell_bytes > 0 ? (double)cell_bytes / (gc * 1e9) : 0;
+        out->far = 0;
     }
 }
 
@@ -892,6 +913,12 @@ double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, 
     return s;
 }
 
+double ntp__predict_memory_term(const ntp_family_model *m, const double *x, double far)
+{
+    double k = m->far_scale > 0 ? m->far_scale : 1;
+    return x[NTP_PREDICT_TERM_MEMORY] + (k - 1) * far;
+}
+
 /* Layer i's time and terms under cal (l's level, terms and time); false
  * when cal's family for it has no coefficients. */
 static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool roofline,
@@ -914,7 +941,8 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
     l->overhead_ms = 1e3 * overhead * f->x[NTP_PREDICT_TERM_OVERHEAD];
     l->compute_ms =
         1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE] + l->input_gemm_ms;
-    l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] * f->x[NTP_PREDICT_TERM_MEMORY];
+    l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] *
+                   ntp__predict_memory_term(&cal->family[f->family], f->x, f->far);
     l->predicted_ms = l->overhead_ms + l->compute_ms + l->memory_ms;
     /* The roofline-only estimate is the roofline's bound: the larger
      * term, not their sum. */
@@ -1582,6 +1610,8 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
             ntp__jset(&ok, x, "cold_s", json_real(m->cold_s));
             ntp__jset(&ok, x, "cold_samples", json_integer(m->cold_samples));
         }
+        if (m->far_scale > 0)
+            ntp__jset(&ok, x, "far_scale", json_real(m->far_scale));
         ntp__jset(&ok, fam, ntp_predict_family_name((ntp_predict_family)f), x);
     }
     ntp__jset(&ok, o, "families", fam);
@@ -1721,6 +1751,10 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->cold_samples = (int)get_int(x, "cold_samples", 0, INT_MAX, &bad);
         m->cold_s = m->cold_samples > 0 ? get_num(x, "cold_s") : 0;
         if (!(m->cold_s >= 0 && m->cold_s < 1))
+            bad = true;
+        /* Absent (a calibration made before it was fitted): 0, as 1. */
+        m->far_scale = get_num(x, "far_scale");
+        if (!(m->far_scale >= 0 && m->far_scale <= NTP_PREDICT_FAR_SCALE_MAX))
             bad = true;
     }
     json_t *r = json_object_get(j, "reorder");

@@ -304,7 +304,7 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
     }
     if (fmt == NTP_FORMAT_CSV) {
         fputs("machine,backend,backend_version,precision,threads,calibrated_at,family,samples,"
-              "overhead_us,compute,memory,median_error,max_error,cold_start_us\n",
+              "overhead_us,compute,memory,median_error,max_error,cold_start_us,far_scale\n",
               f);
     } else {
         ntp__put_linef(f, "calibration of %s on %s (%s), %s, %d threads, %s%s", c->backend,
@@ -360,6 +360,11 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             ntp__csv_sep(f);
             if (m->cold_samples > 0)
                 ntp__csv_num(f, 1e6 * m->cold_s);
+            /* The price of a read from memory against the cache's, empty
+             * where not fitted (ntp_family_model.far_scale). */
+            ntp__csv_sep(f);
+            if (m->far_scale > 0)
+                ntp__csv_num(f, m->far_scale);
             fputc('\n', f);
         } else if (!m->calibrated) {
             ntp__put_linef(f, "%-10s %7s %11s", name, "-", "not calibrated");
@@ -375,6 +380,13 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                            100 * m->median_error, 100 * m->max_error, cold);
         }
     }
+    /* The families whose memory term prices a read from memory apart. */
+    for (int k = 0; fmt != NTP_FORMAT_CSV && k < NTP_PREDICT_FAMILY_COUNT; k++)
+        if (c->family[k].calibrated && c->family[k].far_scale > 0)
+            ntp__put_linef(f,
+                           "%-10s far x %.3g  on its bytes read from memory, past the caches "
+                           "(docs/predict.md)",
+                           ntp_predict_family_name((ntp_predict_family)k), c->family[k].far_scale);
     /* The wake of the backend's threads after a handed layer. */
     if (fmt != NTP_FORMAT_CSV && c->wake_samples > 0)
         ntp__put_linef(f,
