@@ -1867,9 +1867,32 @@ static void test_impl_corrections(void **state)
     assert_close(back.impls[0].scale, 2, 1e-12);
     /* A reorder row takes the reorder model, a conversion the copy
      * family's bandwidth: 4096 bytes sit in DRAM (L1 holds 1000). */
-    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder"), 1e3 * (4e-6 + 2.5 * 4096 / 10e9),
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder", 0), 1e3 * (4e-6 + 2.5 * 4096 / 10e9),
                  1e-12);
-    assert_close(ntp__predict_copy_ms(&back, 4096, "convert"), 1e3 * 4096 / 10e9, 1e-12);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "convert", 0), 1e3 * 4096 / 10e9, 1e-12);
+    /* oneDNN's reorder in network conditions with an L1 of 10000 bytes:
+     * its source (half of the 4096 bytes) where they fit, L1; its own
+     * buffer (the other half) in the level holding what the pass touched
+     * since it last wrote it: in the calibration (flushed) memory, 2048 /
+     * 100 + 2048 / 10 ns; in a network touching 8000 bytes L1, 4096 / 100
+     * ns. XNNPACK's, and a conversion, keep their bytes' level. */
+    back.levels[0].capacity_bytes = 10000;
+    snprintf(back.cache, sizeof back.cache, "network");
+    snprintf(back.backend, sizeof back.backend, "onednn");
+    double x[NTP_PREDICT_TERMS];
+    ntp__predict_copy_terms(&back, 4096, x);
+    assert_close(x[NTP_PREDICT_TERM_MEMORY], 2048 / 100e9 + 2048 / 10e9, 1e-18);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder", INT64_MAX),
+                 1e3 * (4e-6 + 2.5 * (2048 / 100e9 + 2048 / 10e9)), 1e-12);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder", 8000),
+                 1e3 * (4e-6 + 2.5 * 4096 / 100e9), 1e-12);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "convert", INT64_MAX), 1e3 * 4096 / 100e9,
+                 1e-12);
+    snprintf(back.backend, sizeof back.backend, "xnnpack");
+    ntp__predict_copy_terms(&back, 4096, x);
+    assert_close(x[NTP_PREDICT_TERM_MEMORY], 4096 / 100e9, 1e-18);
+    assert_close(ntp__predict_copy_ms(&back, 4096, "reorder", 8000),
+                 1e3 * (4e-6 + 2.5 * 4096 / 100e9), 1e-12);
 
     /* Beside a run: small (fc) ran "ref", whose correction for an fc is
      * stored as "ref:fc" (3), big ran a kernel without one. */

@@ -80,10 +80,15 @@ void ntp__predict_lowered_conv_terms(const ntp_calibration *cal, ntp__pfeat *f);
 /* A copy of `bytes` (read and written together) under cal: a reorder row
  * (kind "reorder") under the reorder model where cal has one, else the
  * copy family's coefficients, or the measured bandwidth of the level
- * holding it where that family is not calibrated; NAN without a bandwidth. */
-double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind);
-/* The terms of a copy of `bytes` under cal (1, 0, bytes / bandwidth of the
- * level holding them): a reorder row's sample in a calibration. */
+ * holding it where that family is not calibrated; NAN without a bandwidth.
+ * reuse: what the pass touches between two uses of a reorder's
+ * destination (ntp_prediction.reuse; 0: unknown, where its bytes fit). */
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind,
+                            int64_t reuse);
+/* The terms of a reorder row of `bytes` under cal (1, 0, its seconds at
+ * the bandwidths it moves at): its sample in a calibration, whose runs
+ * write over the caches (its destination in memory, in network
+ * conditions). */
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x);
 /* The key a correction is stored under: the implementation's name; for
  * the reference backend's "ref", "ref:OP" with the layer's op (op: its
@@ -123,7 +128,7 @@ double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, 
 const ntp_calibration *ntp__predict_copy_cal(const ntp_prediction *p, const char *backend);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
  * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
-void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l);
+void ntp__predict_copy_row(const ntp_calibration *cal, int64_t reuse, ntp_layer_prediction *l);
 /* p's copy rows (ntp_prediction.copies, predict-layout.c): g's plan
  * prepared with o's placements where o asks for it and this machine can
  * (where[p]: each layer's backend), else one row saying what is unknown;

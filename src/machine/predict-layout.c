@@ -113,7 +113,7 @@ static ntp_status read_rows(ntp_ctx *ctx, const ntp_exec *x, const ntp_rows *w, 
         l.before = stp->kind == NTP_STEP_CONVERT || w->sub[k] < stp->main_sub;
         if (!(l.name = strdup(name)))
             return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
-        ntp__predict_copy_row(ntp__predict_copy_cal(p, l.backend), &l);
+        ntp__predict_copy_row(ntp__predict_copy_cal(p, l.backend), p->reuse, &l);
         if (isfinite(l.predicted_ms))
             p->copies_ms += l.predicted_ms;
         p->copies[p->n_copies++] = l;

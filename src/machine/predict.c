@@ -772,39 +772,67 @@ static bool copy_coef(const ntp_calibration *cal, const char *kind, double *coef
     return family_coef(cal, NTP_PREDICT_FAMILY_COPY, coef);
 }
 
-double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind)
+/* The seconds a copy row of `bytes` (its source's and its destination's)
+ * moves them in under cal, before its coefficient; 0 without a bandwidth.
+ * oneDNN's layout change (kind "reorder", a vectorised jit kernel that
+ * moves at its bytes' bandwidths) in network conditions reads its source
+ * where the layer before left it (the level the bytes fit in) and writes
+ * a buffer of its own, which the pass touched last one `reuse` bytes ago
+ * (network_reuse): in the calibration, whose runs write over the caches,
+ * INT64_MAX (memory); in a network, the level its weights and arena fit
+ * in. Its reorders of 180 to 360 KB into ShuffleNetV2's 1x1 convolutions
+ * took 5 to 9 us, half what the calibration's of the same shape took
+ * (2026-12-04, the Zen 4 VM; docs/predict.md#reorders-and-conversions).
+ * XNNPACK's layout changes (ntp__xnn_transpose, bound by its strided
+ * loads) did not follow: they keep their bytes' level. */
+static double copy_memory_s(const ntp_calibration *cal, int64_t bytes, const char *kind,
+                            int64_t reuse, const char **level)
 {
-    double coef[NTP_PREDICT_TERMS], gbps;
-    level_for(cal, bytes, &gbps);
-    if (!(gbps > 0) || bytes <= 0 || !copy_coef(cal, kind, coef))
+    double g, gd;
+    *level = level_for(cal, bytes, &g);
+    if (!(g > 0) || bytes <= 0)
+        return 0;
+    if (!kind || strcmp(kind, "reorder") != 0 || strcmp(cal->cache, "network") != 0 ||
+        strcmp(cal->backend, "onednn") != 0 || reuse <= 0)
+        return (double)bytes / (g * 1e9);
+    level_for(cal, reuse, &gd);
+    int64_t src = bytes / 2;
+    return (double)src / (g * 1e9) + (gd > 0 ? (double)(bytes - src) / (gd * 1e9) : 0);
+}
+
+double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind,
+                            int64_t reuse)
+{
+    double coef[NTP_PREDICT_TERMS];
+    const char *level;
+    double m = copy_memory_s(cal, bytes, kind, reuse, &level);
+    if (!(m > 0) || !copy_coef(cal, kind, coef))
         return NAN;
-    return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] +
-                  coef[NTP_PREDICT_TERM_MEMORY] * (double)bytes / (gbps * 1e9));
+    return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] + coef[NTP_PREDICT_TERM_MEMORY] * m);
 }
 
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x)
 {
-    double gbps;
-    level_for(cal, bytes, &gbps);
+    const char *level;
     x[NTP_PREDICT_TERM_OVERHEAD] = 1;
     x[NTP_PREDICT_TERM_COMPUTE] = 0;
-    x[NTP_PREDICT_TERM_MEMORY] = gbps > 0 ? (double)bytes / (gbps * 1e9) : 0;
+    x[NTP_PREDICT_TERM_MEMORY] = copy_memory_s(cal, bytes, "reorder", INT64_MAX, &level);
 }
 
-void ntp__predict_copy_row(const ntp_calibration *cal, ntp_layer_prediction *l)
+void ntp__predict_copy_row(const ntp_calibration *cal, int64_t reuse, ntp_layer_prediction *l)
 {
-    double coef[NTP_PREDICT_TERMS], gbps;
+    double coef[NTP_PREDICT_TERMS];
     l->family = NTP_PREDICT_FAMILY_COPY;
-    l->level = level_for(cal, l->bytes, &gbps);
+    double m = copy_memory_s(cal, l->bytes, l->kind, reuse, &l->level);
     l->compute_ms = 0;
     l->correction = 1;
     l->overhead_ms = l->memory_ms = l->predicted_ms = NAN;
-    if (!(gbps > 0) || l->bytes <= 0 || !copy_coef(cal, l->kind, coef)) {
+    if (!(m > 0) || !copy_coef(cal, l->kind, coef)) {
         snprintf(l->note, sizeof l->note, "n/a: a %s of unknown size", l->kind);
         return;
     }
     l->overhead_ms = 1e3 * coef[NTP_PREDICT_TERM_OVERHEAD];
-    l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * (double)l->bytes / (gbps * 1e9);
+    l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * m;
     l->predicted_ms = l->overhead_ms + l->memory_ms;
 }
 
@@ -1191,6 +1219,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
     }
     p->fused = o->fuse;
     int64_t reuse = network_reuse(g, a);
+    p->reuse = reuse;
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
@@ -1463,9 +1492,9 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         if (copy_row) {
             /* Its bytes are the source's and the destination's. */
             if (!p->roofline_only) {
-                pred =
-                    ntp__predict_copy_ms(ntp__predict_copy_cal(p, l->backend), l->bytes, l->kind) +
-                    run_wake_ms(p, r, i);
+                pred = ntp__predict_copy_ms(ntp__predict_copy_cal(p, l->backend), l->bytes, l->kind,
+                                            p->reuse) +
+                       run_wake_ms(p, r, i);
             }
             if (!isfinite(pred)) {
                 snprintf(l->prediction_note, sizeof l->prediction_note, "n/a: a %s %s", l->kind,

@@ -41,6 +41,10 @@ struct ntp_prediction {
      * with predicted_ms NAN and a note saying what is unknown. */
     int n_copies;
     ntp_layer_prediction *copies;
+    /* What a pass touches between two uses of one layer's buffers (its
+     * weights and the arena, network_reuse): where a copy row's
+     * destination was left (ntp__predict_copy_ms). */
+    int64_t reuse;
     double copies_ms;
     /* Predicted as `run --fuse` runs it (ntp_predict_opts.fuse), and how
      * many layers are fused into another. */
