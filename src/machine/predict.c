@@ -803,12 +803,9 @@ static double copy_memory_s(const ntp_calibration *cal, int64_t bytes, const cha
 double ntp__predict_copy_ms(const ntp_calibration *cal, int64_t bytes, const char *kind,
                             int64_t reuse)
 {
-    double coef[NTP_PREDICT_TERMS];
-    const char *level;
-    double m = copy_memory_s(cal, bytes, kind, reuse, &level);
-    if (!(m > 0) || !copy_coef(cal, kind, coef))
-        return NAN;
-    return 1e3 * (coef[NTP_PREDICT_TERM_OVERHEAD] + coef[NTP_PREDICT_TERM_MEMORY] * m);
+    ntp_layer_prediction l = {.bytes = bytes, .kind = kind};
+    ntp__predict_copy_row(cal, reuse, &l);
+    return l.predicted_ms;
 }
 
 void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *x)
