@@ -671,6 +671,19 @@ static const char lstm_xml[] = "<topology name=\"r\" precision=\"f32\">"
                                "<lstm name=\"rec\" units=\"16\"/>"
                                "</topology>";
 
+/* The hand calibration for lstm_xml: a peak of 100 GFLOP/s, an L1 of
+ * 10000 bytes, the rnn family with the fc family's coefficients, and a
+ * backend other than ref, whose recurrent part is the rnn family's (the
+ * reference backend's, priced as its loops, is below). */
+static void rnn_calibration(ntp_calibration *cal)
+{
+    hand_calibration(cal);
+    cal->peak_gflops = 100;
+    cal->levels[0].capacity_bytes = 10000;
+    cal->family[NTP_PREDICT_FAMILY_RNN] = cal->family[NTP_PREDICT_FAMILY_FC];
+    snprintf(cal->backend, sizeof cal->backend, "onednn");
+}
+
 static void test_predict_rnn_terms(void **state)
 {
     (void)state;
@@ -678,13 +691,7 @@ static void test_predict_rnn_terms(void **state)
     ntp_graph *g = NULL;
     assert_int_equal(ntp_graph_load_xml_memory(ctx, lstm_xml, strlen(lstm_xml), "r", NULL, &g), 0);
     ntp_calibration cal;
-    hand_calibration(&cal);
-    cal.peak_gflops = 100;
-    cal.levels[0].capacity_bytes = 10000;
-    cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
-    /* A backend other than ref: its recurrent part is the rnn family's
-     * (the reference backend's, priced as its loops, is below). */
-    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    rnn_calibration(&cal);
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     const ntp_layer_prediction *l = &p->layers[0];
@@ -847,12 +854,8 @@ static void test_predict_rnn_from_memory(void **state)
     ntp_graph *g = NULL;
     assert_int_equal(ntp_graph_load_xml_memory(ctx, lstm_xml, strlen(lstm_xml), "r", NULL, &g), 0);
     ntp_calibration cal;
-    hand_calibration(&cal);
-    cal.peak_gflops = 100;
-    cal.levels[0].capacity_bytes = 10000;
-    cal.family[NTP_PREDICT_FAMILY_RNN] = cal.family[NTP_PREDICT_FAMILY_FC];
+    rnn_calibration(&cal);
     cal.family[NTP_PREDICT_FAMILY_RNN].far_scale = 2;
-    snprintf(cal.backend, sizeof cal.backend, "onednn");
     snprintf(cal.cache, sizeof cal.cache, "network");
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
