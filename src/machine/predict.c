@@ -783,8 +783,9 @@ static bool copy_coef(const ntp_calibration *cal, const char *kind, double *coef
  * in. Its reorders of 180 to 360 KB into ShuffleNetV2's 1x1 convolutions
  * took 5 to 9 us, half what the calibration's of the same shape took
  * (2026-12-04, the Zen 4 VM; docs/predict.md#reorders-and-conversions).
- * XNNPACK's layout changes (ntp__xnn_transpose, bound by its strided
- * loads) did not follow: they keep their bytes' level. */
+ * XNNPACK's layout changes (ntp__xnn_transpose, a scalar tiled
+ * transpose with strided stores) did not follow: they keep their bytes'
+ * level. */
 static double copy_memory_s(const ntp_calibration *cal, int64_t bytes, const char *kind,
                             int64_t reuse, const char **level)
 {
