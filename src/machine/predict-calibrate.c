@@ -687,24 +687,36 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of v's n values (n > 0), v sorted in place. */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Family model m's time, in seconds, for a sample of terms x (before any
+ * correction). */
+static double fitted_s(const ntp_family_model *m, const double *x)
+{
+    double p = 0;
+    for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        p += m->coef[a] * x[a];
+    return p;
+}
+
 /* m's fit quality on n samples (X, t): median and largest relative error. */
 static void fit_quality(const double *X, const double *t, int n, ntp_family_model *m)
 {
     double *err = calloc((size_t)n + 1, sizeof *err);
     m->max_error = 0;
     for (int i = 0; i < n; i++) {
-        double p = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-            p += m->coef[a] * X[i * NTP_PREDICT_TERMS + a];
-        double e = fabs(p - t[i]) / t[i];
+        double e = fabs(fitted_s(m, &X[i * NTP_PREDICT_TERMS]) - t[i]) / t[i];
         if (err)
             err[i] = e;
         m->max_error = fmax(m->max_error, e);
     }
-    if (err && n > 0) {
-        qsort(err, (size_t)n, sizeof *err, cmp_double);
-        m->median_error = n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2;
-    }
+    if (err && n > 0)
+        m->median_error = median_of(err, n);
     free(err);
 }
 
@@ -756,9 +768,7 @@ void ntp__calibrate_impl_corrections(const double *X, const double *t,
         for (int k = 0; k < n; k++) {
             if (fam[k] != f || strcmp(impl[k], impl[i]) != 0)
                 continue;
-            double p = 0;
-            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                p += m->coef[a] * X[k * NTP_PREDICT_TERMS + a];
+            double p = fitted_s(m, &X[k * NTP_PREDICT_TERMS]);
             if (p > 0 && t[k] > 0) {
                 logs += log(t[k] / p);
                 k_n++;
@@ -843,17 +853,14 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
         int k = 0;
         for (int i = 0; m->calibrated && i < n; i++)
             if (fam[i] == (ntp_predict_family)f) {
-                double p = 0;
-                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                    p += m->coef[a] * X[i * NTP_PREDICT_TERMS + a];
-                p *= ntp__predict_key_scale(cal, fam[i], impl[i]);
+                double p = fitted_s(m, &X[i * NTP_PREDICT_TERMS]) *
+                           ntp__predict_key_scale(cal, fam[i], impl[i]);
                 tf[k++] = fabs(p - t[i]) / t[i];
             }
         if (k == 0)
             continue;
-        qsort(tf, (size_t)k, sizeof *tf, cmp_double);
+        m->median_error = median_of(tf, k);
         m->max_error = tf[k - 1];
-        m->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
     }
     free(Xf);
     free(tf);
@@ -938,27 +945,39 @@ static bool lowered(const ntp_calibration_sample *S, const int *from, const ntp_
     return false;
 }
 
-/* Family f's fit with its memory term's part from memory (x_far) scaled
- * by k: its coefficients and its kernels' corrections, fitted on a copy of
- * cal as fit_priced_by_fc fits them, and their relative residuals' sum of
- * squares; a negative one where f could not be fitted. X's rows of f hold
- * the unscaled terms; Xk their scaled copy (n rows). */
+/* X's rows of family f with their memory term as family model m prices
+ * it (ntp__predict_memory_term: the part from memory, x_far, times its
+ * far_scale), from the unscaled rows X0 (n rows; X0 may be X). */
+static void scale_far(double *X, const double *X0, const ntp_calibration_sample *S, const int *from,
+                      const ntp_predict_family *fam, int n, ntp_predict_family f,
+                      const ntp_family_model *m)
+{
+    for (int i = 0; i < n; i++)
+        if (fam[i] == f)
+            X[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY] =
+                ntp__predict_memory_term(m, &X0[i * NTP_PREDICT_TERMS], S[from[i]].x_far);
+}
+
+/* Family f's fit with tmp's far_scale for it: its coefficients and its
+ * kernels' corrections, fitted on tmp as fit_priced_by_fc fits them, and
+ * their relative residuals' sum of squares; a negative one where f could
+ * not be fitted. X's rows of f hold the unscaled terms; Xk their scaled
+ * copy (n rows). */
 static double far_scale_rss(const double *X, const ntp_calibration_sample *S, const int *from,
                             const double *t, const ntp_predict_family *fam,
-                            const char *const *names, int n, ntp_predict_family f, double k,
-                            double *Xk, double *Xf, double *tf, ntp_calibration *tmp)
+                            const char *const *names, int n, ntp_predict_family f, double *Xk,
+                            double *Xf, double *tf, ntp_calibration *tmp)
 {
-    memcpy(Xk, X, (size_t)n * NTP_PREDICT_TERMS * sizeof *X);
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (fam[i] != f)
-            continue;
-        Xk[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY] += (k - 1) * S[from[i]].x_far;
-        memcpy(&Xf[m * NTP_PREDICT_TERMS], &Xk[i * NTP_PREDICT_TERMS],
-               NTP_PREDICT_TERMS * sizeof *X);
-        tf[m++] = t[i];
-    }
     ntp_family_model *fm = &tmp->family[f];
+    memcpy(Xk, X, (size_t)n * NTP_PREDICT_TERMS * sizeof *X);
+    scale_far(Xk, X, S, from, fam, n, f, fm);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (fam[i] == f) {
+            memcpy(&Xf[m * NTP_PREDICT_TERMS], &Xk[i * NTP_PREDICT_TERMS],
+                   NTP_PREDICT_TERMS * sizeof *X);
+            tf[m++] = t[i];
+        }
     if (m < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, m, NTP_PREDICT_TERMS, fm->coef))
         return -1;
     fm->calibrated = true;
@@ -969,10 +988,9 @@ static double far_scale_rss(const double *X, const ntp_calibration_sample *S, co
     for (int i = 0; i < n; i++) {
         if (fam[i] != f)
             continue;
-        double p = 0;
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-            p += fm->coef[a] * Xk[i * NTP_PREDICT_TERMS + a];
-        double e = p * ntp__predict_key_scale(tmp, f, names[i]) / t[i] - 1;
+        double e = fitted_s(fm, &Xk[i * NTP_PREDICT_TERMS]) *
+                       ntp__predict_key_scale(tmp, f, names[i]) / t[i] -
+                   1;
         rss += e * e;
     }
     return rss;
@@ -1011,7 +1029,8 @@ static bool fit_far_scale(double *X, const ntp_calibration_sample *S, const int 
     for (int j = -48; j <= 48; j++) {
         double k = pow(NTP_PREDICT_FAR_SCALE_MAX, j / 48.0);
         *tmp = *cal;
-        double rss = far_scale_rss(X, S, from, t, fam, names, n, f, k, Xk, Xf, tf, tmp);
+        tmp->family[f].far_scale = k;
+        double rss = far_scale_rss(X, S, from, t, fam, names, n, f, Xk, Xf, tf, tmp);
         if (rss >= 0 && rss < best) {
             best = rss;
             best_k = k;
@@ -1019,10 +1038,7 @@ static bool fit_far_scale(double *X, const ntp_calibration_sample *S, const int 
     }
     if (isfinite(best)) {
         cal->family[f].far_scale = best_k;
-        for (int i = 0; i < n; i++)
-            if (fam[i] == f)
-                X[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY] +=
-                    (best_k - 1) * S[from[i]].x_far;
+        scale_far(X, X, S, from, fam, n, f, &cal->family[f]);
     }
     free(Xk);
     free(tmp);
@@ -1102,20 +1118,16 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
         for (int i = 0; i < n; i++) {
             if (fam[i] != (ntp_predict_family)f)
                 continue;
-            double p = 0;
-            for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                p += fm->coef[a] * X[i * NTP_PREDICT_TERMS + a];
-            p = p * ntp__predict_key_scale(cal, fam[i], names[i]) + off[i];
+            double p = fitted_s(fm, &X[i * NTP_PREDICT_TERMS]) *
+                           ntp__predict_key_scale(cal, fam[i], names[i]) +
+                       off[i];
             tf[k++] = fabs(p - (t[i] + off[i])) / (t[i] + off[i]);
         }
-        qsort(tf, (size_t)k, sizeof *tf, cmp_double);
+        fm->median_error = median_of(tf, k);
         fm->max_error = tf[k - 1];
-        fm->median_error = k % 2 ? tf[k / 2] : (tf[k / 2 - 1] + tf[k / 2]) / 2;
     }
     return true;
 }
-
-static double median_of(double *v, int n);
 
 /* The "layer" sample of markup xml (and of input conv_fed; any where
  * negative) that backend ran: the twin a wake or warm sample is measured
@@ -1287,14 +1299,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
             fm->calibrated = true;
             fm->samples = k;
             for (int i = 0; i < k; i++) {
-                double p = 0;
-                for (int a = 0; a < NTP_PREDICT_TERMS; a++)
-                    p += fm->coef[a] * Xf[i * NTP_PREDICT_TERMS + a];
-                err[i] = fabs(p - tf[i]) / tf[i];
+                err[i] = fabs(fitted_s(fm, &Xf[i * NTP_PREDICT_TERMS]) - tf[i]) / tf[i];
                 fm->max_error = fmax(fm->max_error, err[i]);
             }
-            qsort(err, (size_t)k, sizeof *err, cmp_double);
-            fm->median_error = k % 2 ? err[k / 2] : (err[k / 2 - 1] + err[k / 2]) / 2;
+            fm->median_error = median_of(err, k);
         }
     }
     if (!st && !cal->quick)
@@ -1471,12 +1479,6 @@ bool ntp__calibrate_family_wanted(const char *list, ntp_predict_family f)
 
 /* The median of v[0..n) (n > 0; sorts v): the mean of the two middle
  * values for an even n. */
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* x, zeroed by the caller, named: its kind, cf's family, markup and feed,
  * and the backend it ran on. */
 static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char *kind,
