@@ -972,6 +972,49 @@ static void test_device_memory(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The machine line (docs/compare.md): each run the machine may have moved,
+ * with what was seen around it; nothing when neither was flagged. */
+static void test_machine_note(void **state)
+{
+    (void)state;
+    static run a, b;
+    base_run(&a);
+    other_run(&b);
+    ntp_ctx *ctx = ntp_ctx_init();
+    const ntp_run_result *runs[2] = {&a.r, &b.r};
+    ntp_comparison *c;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    char *t = capture(ctx, c, NTP_FORMAT_TABLE);
+    assert_null(strstr(t, "machine:"));
+    free(t);
+    ntp_comparison_free(c);
+    /* A contended, B's CPUs apart in a sample (3.6x); a look below the
+     * threshold is not flagged. */
+    a.r.env.contention =
+        (ntp_contention){.measured = true, .other = 0.375, .steal = 0.125, .distorted = true};
+    ntp_handoff_check *h = &b.r.env.contention.handoff;
+    memset(h, 0, sizeof *h);
+    h->measured = true;
+    h->before.ratio = h->after.ratio = 1.1;
+    h->window_ratio = 3.6;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    if (!strstr(t, "\nmachine: A: other processes and steal took 50% of its CPUs; B: its CPUs did "
+                   "not share a cache\n         (hand-off 3.6x): a difference may be the "
+                   "machine's, not the runs'\n"))
+        fail_msg("no machine line:\n%s", t);
+    free(t);
+    ntp_comparison_free(c);
+    h->window_ratio = 1.9;
+    a.r.env.contention.distorted = false;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    assert_null(strstr(t, "machine:"));
+    free(t);
+    ntp_comparison_free(c);
+    ntp_ctx_free(ctx);
+}
+
 static void test_read_back(void **state)
 {
     (void)state;
@@ -1092,9 +1135,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_significance),        cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_duplicates_and_many), cmocka_unit_test(test_writers),
-        cmocka_unit_test(test_device_memory),       cmocka_unit_test(test_fused_groups),
-        cmocka_unit_test(test_fused_groups_differ), cmocka_unit_test(test_real_fused_runs),
-        cmocka_unit_test(test_read_back),           cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_device_memory),       cmocka_unit_test(test_machine_note),
+        cmocka_unit_test(test_fused_groups),        cmocka_unit_test(test_fused_groups_differ),
+        cmocka_unit_test(test_real_fused_runs),     cmocka_unit_test(test_read_back),
+        cmocka_unit_test(test_read_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

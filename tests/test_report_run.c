@@ -1502,6 +1502,136 @@ static void test_sweep_task(void **state)
     fclose(f);
 }
 
+/* environment.contention.handoff (docs/report-format.md): written,
+ * valid, read back field by field; the header's line, the note beside a
+ * prediction, and a report from before the probe. */
+static void test_handoff_check(void **state)
+{
+    fixture *fx = *state;
+    ntp_contention *c = &fx->r.env.contention;
+    c->measured = true;
+    c->window_s = 1.5;
+    c->cpus = 2;
+    c->load_average = 0.5;
+    ntp_handoff_check *h = &c->handoff;
+    h->measured = true;
+    h->bytes = (int64_t)2 << 20;
+    h->pairs = 1;
+    h->cost_s = 0.03125;
+    h->before = (ntp_handoff_probe){.ratio = 1.125,
+                                    .remote_gbps = 85.5,
+                                    .own_gbps = 96.25,
+                                    .cpu_from = 0,
+                                    .cpu_to = 1,
+                                    .sysfs_level = 3,
+                                    .sysfs_bytes = (int64_t)32 << 20};
+    h->after = (ntp_handoff_probe){.ratio = 3.5,
+                                   .remote_gbps = 27.5,
+                                   .own_gbps = 96.25,
+                                   .cpu_from = 0,
+                                   .cpu_to = 1,
+                                   .sysfs_level = 3,
+                                   .sysfs_bytes = (int64_t)32 << 20,
+                                   .pairs_apart = 1};
+    h->samples = 8;
+    h->samples_apart = 3;
+    h->window_ratio = 3.75;
+    h->together_ms = 5.25;
+    h->together_n = 100;
+    h->apart_ms = 8.5;
+    h->apart_n = 40;
+    h->apart = true;
+
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_t *root = parse(text);
+    json_t *ho = json_object_get(
+        json_object_get(json_object_get(root, "environment"), "contention"), "handoff");
+    assert_non_null(ho);
+    assert_float_equal(num(ho, "cost_s"), 0.03125, 0);
+    assert_float_equal(num(ho, "apart_ratio"), NTP_HANDOFF_APART_RATIO, 0);
+    assert_float_equal(num(ho, "sample_s"), 0.2, 0);
+    assert_float_equal(num(json_object_get(ho, "after"), "ratio"), 3.5, 0);
+    assert_true(json_is_true(json_object_get(ho, "apart")));
+    /* The schema is strict about it. */
+    json_object_set_new(ho, "samples", json_string("many"));
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+
+    ntp_run_result *back = load_text(text);
+    const ntp_handoff_check *rh = &back->env.contention.handoff;
+    assert_true(rh->measured && rh->apart);
+    assert_int_equal(rh->bytes, (int64_t)2 << 20);
+    assert_int_equal(rh->pairs, 1);
+    assert_float_equal(rh->before.ratio, 1.125, 0);
+    assert_float_equal(rh->before.remote_gbps, 85.5, 0);
+    assert_float_equal(rh->after.own_gbps, 96.25, 0);
+    assert_int_equal(rh->after.cpu_to, 1);
+    assert_int_equal(rh->after.sysfs_level, 3);
+    assert_int_equal(rh->after.sysfs_bytes, (int64_t)32 << 20);
+    assert_int_equal(rh->after.pairs_apart, 1);
+    assert_int_equal(rh->samples, 8);
+    assert_int_equal(rh->samples_apart, 3);
+    assert_float_equal(rh->window_ratio, 3.75, 0);
+    assert_float_equal(rh->together_ms, 5.25, 0);
+    assert_int_equal(rh->together_n, 100);
+    assert_float_equal(rh->apart_ms, 8.5, 0);
+    assert_int_equal(rh->apart_n, 40);
+    ntp_run_result_free(back);
+
+    /* The header's line; beside a prediction, a note. */
+    char *table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "cpu hand-off: reading another CPU's writes took 1.12x the time of"))
+        fail_msg("no hand-off line in the header:\n%s", table);
+    free(table);
+    fx->r.prediction.available = true;
+    snprintf(fx->r.prediction.calibration, sizeof fx->r.prediction.calibration, "test");
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: the run's CPUs did not share a cache around it (one read the"))
+        fail_msg("no hand-off note beside the prediction:\n%s", table);
+    free(table);
+    /* Together throughout: no note. */
+    h->after.ratio = 1.25;
+    h->window_ratio = 1.5;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "did not share a cache"));
+    free(table);
+    fx->r.prediction.available = false;
+
+    /* Not probed: measured false and why; an older report without the
+     * field reads as not probed and is written without it again. */
+    memset(h, 0, sizeof *h);
+    snprintf(h->reason, sizeof h->reason,
+             "one thread: no layer hands data from one CPU to another");
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    back = load_text(text);
+    assert_false(back->env.contention.handoff.measured);
+    assert_string_equal(back->env.contention.handoff.reason,
+                        "one thread: no layer hands data from one CPU to another");
+    ntp_run_result_free(back);
+    json_decref(root);
+    root = parse(text);
+    json_object_del(json_object_get(json_object_get(root, "environment"), "contention"), "handoff");
+    char *old = json_dumps(root, 0);
+    back = load_text(old);
+    assert_false(back->env.contention.handoff.measured);
+    assert_string_equal(back->env.contention.handoff.reason, "");
+    char *again = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&again, &len);
+    assert_int_equal(ntp_report_write_run(fx->ctx, back, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_null(strstr(again, "\"handoff\""));
+    free(again);
+    ntp_run_result_free(back);
+    free(old);
+    json_decref(root);
+    free(text);
+}
+
 /* environment.contention.bandwidth (docs/report-format.md): written,
  * valid, read back field by field; a report without it (older) reads as
  * not probed and writes none again; a probe that did not run says why. */
@@ -1706,6 +1836,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_without_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bandwidth_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torch_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_task, setup, teardown),
     };

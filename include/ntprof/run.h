@@ -111,9 +111,9 @@ typedef struct ntp_run_opts {
      * cluster's task, docs/cluster.md); NULL: a random one. ntp_run_compare
      * gives each backend's run its own. */
     const char *run_uuid;
-    /* The DRAM bandwidth probe around the measured window
-     * (docs/run.md#contention); AUTO (0): when min_time_s is at least
-     * NTP_BANDWIDTH_PROBE_MIN_TIME_S. */
+    /* The DRAM bandwidth probe and the CPUs' hand-off probe around the
+     * measured window (docs/run.md#contention, docs/run.md#handoff); AUTO
+     * (0): when min_time_s is at least NTP_BANDWIDTH_PROBE_MIN_TIME_S. */
     ntp_bandwidth_probe bandwidth_probe;
 } ntp_run_opts;
 
@@ -276,6 +276,72 @@ typedef struct ntp_bandwidth_check {
     bool after_contended;
 } ntp_bandwidth_check;
 
+/* Data handed between the run's CPUs around its measured window
+ * (docs/run.md#handoff). A layer one thread writes and the next reads on
+ * another CPU moves through the cache the two share; on a virtual machine
+ * the hypervisor may place two vCPUs that sysfs says share an L3 on
+ * different dies, and then every such hand-off crosses the dies: the
+ * layers between threads' work read 2-5x slower, for as long as the
+ * placement lasts (a process, or seconds). A probe times one CPU reading
+ * a buffer another just wrote against reading it again from its own
+ * caches, in both directions, for a few pairs of the CPUs the run may
+ * use, before the warm-up and after the last measured iteration. */
+typedef struct ntp_handoff_probe {
+    /* The median time to read the other CPU's writes over the median time
+     * to read them again, of the pair where it is highest; 0: the probe
+     * did not run. */
+    double ratio;
+    double remote_gbps, own_gbps; /* that pair's reads */
+    int cpu_from, cpu_to;         /* that pair: the writer's CPU and the reader's */
+    /* The highest cache level sysfs says that pair shares (0: none, -1:
+     * sysfs does not say) and its size. */
+    int sysfs_level;
+    int64_t sysfs_bytes;
+    int pairs_apart; /* pairs whose ratio reached NTP_HANDOFF_APART_RATIO */
+} ntp_handoff_probe;
+
+typedef struct ntp_handoff_check {
+    bool measured; /* false: not probed; `reason` says why */
+    char reason[128];
+    int64_t bytes; /* the buffer handed over: twice the reader's L2 */
+    int pairs;     /* pairs of CPUs probed (the first CPU with each of up to 7 others) */
+    double cost_s; /* wall time of both probes: the instrument's overhead */
+    ntp_handoff_probe before, after;
+    /* Inside the window: a short hand-off between the before probe's
+     * slowest pair, between iterations, every NTP_HANDOFF_SAMPLE_S of
+     * wall time: how many, how many reached NTP_HANDOFF_APART_RATIO, and
+     * the highest ratio (0: none). */
+    int samples, samples_apart;
+    double window_ratio;
+    /* The end-to-end median of the iterations whose latest look (the probe
+     * before, then each sample) found that pair sharing a cache, and of
+     * those that found it apart, with their counts (0 where none). */
+    double together_ms, apart_ms;
+    int together_n, apart_n;
+    /* A probe or sample found its pair apart although sysfs says the two
+     * share a cache, or the looks disagree (the placement changed around
+     * or during the window): the run warned. */
+    bool apart;
+} ntp_handoff_check;
+
+/* The ratio at which a pair of CPUs counts as apart. Measured on the
+ * 2-vCPU Zen 4 VM (2026-12-05): 1.05 to 1.34 for the probes of two vCPUs
+ * sharing its L3 and up to 1.62 for a sample taken while a backend's
+ * worker spins, 2.6 to 4.0 for the same two on different dies. */
+#define NTP_HANDOFF_APART_RATIO 2.0
+/* Wall time between the samples inside a measured window. */
+#define NTP_HANDOFF_SAMPLE_S 0.2
+
+/* The highest ratio of a check's probes and samples; 0 when it did not
+ * probe. */
+static inline double ntp_handoff_worst(const ntp_handoff_check *h)
+{
+    if (!h->measured)
+        return 0;
+    double r = h->after.ratio > h->before.ratio ? h->after.ratio : h->before.ratio;
+    return h->window_ratio > r ? h->window_ratio : r;
+}
+
 /* How low a bandwidth probe may read, as a share of the DRAM triad
  * ceiling, before a run warns (and below the ceiling's worst round too). */
 #define NTP_BANDWIDTH_LOW_SHARE 0.80
@@ -305,6 +371,9 @@ typedef struct ntp_contention {
     bool distorted;
     /* The memory bus before and after the window (ntp_run only). */
     ntp_bandwidth_check bandwidth;
+    /* Data handed between the run's CPUs before and after it (ntp_run
+     * only). */
+    ntp_handoff_check handoff;
 } ntp_contention;
 
 /* The share of the CPU that other processes and steal may take before a

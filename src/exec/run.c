@@ -235,12 +235,18 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
      * (docs/run.md#contention). */
     ntp_bandwidth_check bw;
     ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
-    /* The probe's arrays are not the run's memory: left out of its peak
+    /* And whether the run's CPUs share a cache now (docs/run.md#handoff). */
+    ntp_handoff_check ho;
+    ntp__handoff_plan(o->bandwidth_probe, o->min_time_s, o->threads, &ho);
+    ntp__handoff_window hw = {0};
+    /* The probes' arrays are not the run's memory: left out of its peak
      * (0, n/a, when /proc cannot set the mark back after them). */
-    if (bw.measured)
+    bool probes = bw.measured || ho.measured;
+    if (probes)
         ntp__rss_meter_exclude_begin(mem);
     ntp__bandwidth_before(&bw);
-    if (bw.measured)
+    ntp__handoff_before(&ho);
+    if (probes)
         ntp__rss_meter_exclude_end(mem);
     progress(o, "warm-up", 0, o->warmup);
     for (int i = 0; i < o->warmup; i++) {
@@ -269,6 +275,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
      * measured window (docs/run.md#contention). */
     ntp__contention_probe probe;
     ntp__contention_begin(&probe);
+    ntp__handoff_window_begin(&ho, &hw);
     double start = ntp__now_us();
     /* --min-time is what each pass's samples add up to: the end-to-end
      * times alone span it, and so do the per-layer iterations, rather than
@@ -347,7 +354,11 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         if (o->min_time_s > 0 && spent > 0 && n * o->min_time_s / spent > need)
             need = ceil(n * o->min_time_s / spent);
         progress(o, "measure", n, need > max_iters ? max_iters : need < n ? n : (int)need);
+        /* Whether the CPUs still share a cache, between iterations, every
+         * 0.2 s (docs/run.md#handoff). */
+        ntp__handoff_window_tick(&ho, &hw, n);
     }
+    ntp__handoff_window_end(&ho, &hw, e2e, n);
     free(flush);
     flush = NULL;
     ntp__contention_end(&probe, &r->env.contention);
@@ -355,12 +366,14 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     r->memory.minor_faults = ru1.ru_minflt - ru0.ru_minflt;
     r->memory.major_faults = ru1.ru_majflt - ru0.ru_majflt;
     /* After the window's own counts: the probe's arrays fault in pages. */
-    if (bw.measured)
+    if (probes)
         ntp__rss_meter_exclude_begin(mem);
     ntp__bandwidth_after(&bw);
-    if (bw.measured)
+    ntp__handoff_after(&ho);
+    if (probes)
         ntp__rss_meter_exclude_end(mem);
     r->env.contention.bandwidth = bw;
+    r->env.contention.handoff = ho;
     r->trace = tr;
     r->n_trace = tr ? n : 0;
     *e2e_out = e2e;
@@ -368,6 +381,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     *iters_out = n;
     return NTP_STATUS_OK;
 fail:
+    ntp__handoff_window_end(&ho, &hw, NULL, 0);
     free(flush);
     if (tr)
         for (int i = 0; i < n; i++) {
@@ -834,12 +848,14 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
                     100 * r->end_to_end_ms.cv, 100 * noise);
     /* Contention is warned about whatever the spread: a run slowed evenly
      * by a busy neighbour varies little. */
-    char busy[320];
+    char busy[1024];
     if (ntp__contention_warning(&r->env.contention, busy, sizeof busy))
         add_warning(r, "%s", busy);
     if (ntp__bandwidth_warning(&r->env.contention.bandwidth, busy, sizeof busy))
         add_warning(r, "%s", busy);
     if (ntp__bandwidth_ceiling_warning(&r->env.contention.bandwidth, busy, sizeof busy))
+        add_warning(r, "%s", busy);
+    if (ntp__handoff_warning(&r->env.contention.handoff, busy, sizeof busy))
         add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)

@@ -138,4 +138,56 @@ bool ntp__bandwidth_ceiling_warning(const ntp_bandwidth_check *b, char *buf, siz
  * when there is nothing to say (a report from before the probe). */
 bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len);
 
+/* --- data handed between the run's CPUs (handoff.c) ---------------------------------- */
+
+/* Whether a run probes (docs/run.md#handoff): as the bandwidth probe
+ * (mode, min_time_s), and only when the run may use more than one CPU
+ * (threads 1: one thread hands nothing over); h's buffer (twice the
+ * reader's L2, within half the largest cache) and pairs, or measured
+ * false with the reason. */
+void ntp__handoff_plan(ntp_bandwidth_probe mode, double min_time_s, int threads,
+                       ntp_handoff_check *h);
+/* The probe before the warm-up, and the one after the last measured
+ * iteration followed by the judgement; a few ms per pair (h->cost_s adds
+ * them up); a failure clears measured and says why. */
+void ntp__handoff_before(ntp_handoff_check *h);
+void ntp__handoff_after(ntp_handoff_check *h);
+/* Samples inside the measured window (docs/run.md#handoff): the buffer
+ * they hand over and the iteration each preceded, with its ratio. */
+typedef struct ntp__handoff_window {
+    unsigned char *buf; /* NULL: no samples (not measured, no pair, out of memory) */
+    double last_us;     /* when the latest sample (or the window) began */
+    int n, cap;
+    int *iter;
+    double *ratio;
+} ntp__handoff_window;
+/* At the window's start, after the probe before. */
+void ntp__handoff_window_begin(const ntp_handoff_check *h, ntp__handoff_window *w);
+/* Between iterations (iter: the next one's index): one short hand-off
+ * between the before probe's slowest pair when NTP_HANDOFF_SAMPLE_S has
+ * passed since the last; its time is added to h->cost_s. */
+void ntp__handoff_window_tick(ntp_handoff_check *h, ntp__handoff_window *w, int iter);
+/* After the window: h's samples, samples_apart and window_ratio, and the
+ * end-to-end medians of the iterations under each placement from
+ * e2e[0..n) in ms; frees w. */
+void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e,
+                             int n);
+/* The judgement, pure: `apart` when a probe or sample found its pair at
+ * NTP_HANDOFF_APART_RATIO or more though sysfs says the two share a cache,
+ * or the looks (probes and samples) disagree. */
+void ntp__handoff_judge(ntp_handoff_check *h);
+/* The warning an apart check adds to a run ("CPUs 0 and 1 did not share a
+ * cache ..."), into buf; false (buf empty) when not apart. */
+bool ntp__handoff_warning(const ntp_handoff_check *h, char *buf, size_t len);
+/* The report header's line ("reading another CPU's writes took 1.01x the
+ * time of reading its own before, ..."), or "n/a (reason)"; false when
+ * there is nothing to say (a report from before the probe). */
+bool ntp__handoff_line(const ntp_handoff_check *h, char *buf, size_t len);
+/* The ratio of one pair (CPUs a and b, bytes a multiple of 64) as a probe
+ * times it; 0 when it could not run. */
+double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
+/* Whether a sysfs CPU list ("0-3,8,10-11") holds cpu: 1 yes, 0 no, -1 not
+ * a list. */
+int ntp__cpu_list_has(const char *list, int cpu);
+
 #endif

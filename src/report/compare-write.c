@@ -191,6 +191,44 @@ static void table_fusion_note(FILE *f, const char *A, const ntp_run_result *a, c
     ntp__put_wrapped(f, "fusion: ", text);
 }
 
+/* What the machine was doing around one run that can move its times
+ * (docs/run.md#contention, docs/run.md#handoff), into buf; false when
+ * nothing was flagged. */
+static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
+{
+    const ntp_contention *c = &r->env.contention;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (c->measured && c->distorted)
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "other processes and steal took %.0f%% of its CPUs",
+                                 100 * (c->other + c->steal));
+    if (used < len && c->bandwidth.measured && c->bandwidth.low)
+        used += (size_t)snprintf(buf + used, len - used, "%smemory bandwidth read low",
+                                 used ? ", " : "");
+    double ratio = ntp_handoff_worst(&c->handoff);
+    if (used < len && ratio >= NTP_HANDOFF_APART_RATIO)
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "%sits CPUs did not share a cache (hand-off %.1fx)",
+                                 used ? ", " : "", ratio);
+    return used > 0;
+}
+
+/* Runs the machine may have moved: each flagged run with what was seen
+ * around it. */
+static void table_machine_note(FILE *f, const char *A, const ntp_run_result *a, const char *B,
+                               const ntp_run_result *b)
+{
+    char sa[256], sb[256], text[640];
+    bool fa = machine_state(a, sa, sizeof sa), fb = machine_state(b, sb, sizeof sb);
+    if (!fa && !fb)
+        return;
+    snprintf(text, sizeof text, "%s%s%s%s%s%s%s: a difference may be the machine's, not the runs'",
+             fa ? A : "", fa ? ": " : "", fa ? sa : "", fa && fb ? "; " : "", fb ? B : "",
+             fb ? ": " : "", fb ? sb : "");
+    ntp__put_wrapped(f, "machine: ", text);
+}
+
 /* Rows per side of a fused group: "1 fused row", "3 rows summed", "no time". */
 static const char *group_side(int rows, char *buf, size_t len)
 {
@@ -291,7 +329,7 @@ static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare
         return;
     fputc('\n', f);
     ntp__put_line(f, "prediction beside measurement:");
-    char s[512];
+    char s[768];
     const char *who[2] = {A, B};
     const ntp_run_result *run[2] = {ra, rb};
     for (int k = 0; k < 2; k++) {
@@ -302,7 +340,7 @@ static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare
         else
             snprintf(s, sizeof s, "no prediction (no calibration for its backend)");
         ntp__put_wrapped(f, lead, s);
-        if (ntp__prediction_bandwidth_note(run[k], s, sizeof s))
+        if (ntp__prediction_machine_note(run[k], s, sizeof s))
             ntp__put_wrapped(f, "    ", s);
     }
     int idx[PRED_ROWS];
@@ -363,6 +401,7 @@ static void table_pair(FILE *f, const ntp_comparison *c, const ntp_compare_pair 
                        p->throughput_ratio);
     table_device_memory(f, A, c->runs[p->base], B, c->runs[p->other]);
     table_fusion_note(f, A, c->runs[p->base], B, c->runs[p->other], p);
+    table_machine_note(f, A, c->runs[p->base], B, c->runs[p->other]);
     fputc('\n', f);
     char ha[64], hb[64], pa[64], pb[64];
     snprintf(ha, sizeof ha, "%s ms", A);

@@ -22,11 +22,11 @@ void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len)
              p->threads_differ ? "; calibrated at another thread count" : "");
 }
 
-bool ntp__prediction_bandwidth_note(const ntp_run_result *r, char *buf, size_t len)
+/* The bandwidth half of ntp__prediction_machine_note, into buf. */
+static bool bandwidth_note(const ntp_bandwidth_check *b, char *buf, size_t len)
 {
     buf[0] = '\0';
-    const ntp_bandwidth_check *b = &r->env.contention.bandwidth;
-    if (!r->prediction.available || !b->measured || !(b->low || b->high))
+    if (!b->measured || !(b->low || b->high))
         return false;
     if (!b->low) {
         double gbps = b->after_gbps > b->before_gbps ? b->after_gbps : b->before_gbps;
@@ -44,6 +44,28 @@ bool ntp__prediction_bandwidth_note(const ntp_run_result *r, char *buf, size_t l
              "memory bandwidth read low around this run (%.0f%% of this machine's DRAM triad): "
              "a memory-bound layer's error may be the machine's, not the model's",
              100 * share);
+    return true;
+}
+
+bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!r->prediction.available)
+        return false;
+    char bw[320] = "";
+    bool low = bandwidth_note(&r->env.contention.bandwidth, bw, sizeof bw);
+    const ntp_handoff_check *h = &r->env.contention.handoff;
+    double ratio = ntp_handoff_worst(h);
+    if (ratio < NTP_HANDOFF_APART_RATIO) {
+        snprintf(buf, len, "%s", bw);
+        return low;
+    }
+    snprintf(buf, len,
+             "%s%sthe run's CPUs did not share a cache around it (one read the other's writes "
+             "%.1fx slower than its own, docs/run.md#handoff): a layer that reads what another "
+             "thread wrote may run slower than the calibration's, and its error may be the "
+             "machine's, not the model's",
+             bw, low ? "; " : "", ratio);
     return true;
 }
 
@@ -154,8 +176,8 @@ void ntp__html_prediction_run(FILE *f, const ntp_run_result *r)
         return;
     fputs("<h2>Prediction beside measurement</h2>\n", f);
     ntp__html_prediction_card(f, p, NULL);
-    char note[256];
-    if (ntp__prediction_bandwidth_note(r, note, sizeof note)) {
+    char note[768];
+    if (ntp__prediction_machine_note(r, note, sizeof note)) {
         fputs("<p class=\"warn\">", f);
         ntp__html_text(f, note);
         fputs("</p>\n", f);

@@ -216,6 +216,50 @@ static void read_bandwidth(json_t *o, ntp_bandwidth_check *b)
         snprintf(b->reason, sizeof b->reason, "not measured");
 }
 
+/* One hand-off probe; null or absent: did not run (ratio 0). */
+static void read_handoff_probe(json_t *o, ntp_handoff_probe *p)
+{
+    memset(p, 0, sizeof *p);
+    p->sysfs_level = -1;
+    if (!json_is_object(o))
+        return;
+    p->ratio = opt_num(o, "ratio", 0);
+    p->remote_gbps = opt_num(o, "remote_gbps", 0);
+    p->own_gbps = opt_num(o, "own_gbps", 0);
+    p->cpu_from = (int)opt_num(o, "cpu_from", 0);
+    p->cpu_to = (int)opt_num(o, "cpu_to", 0);
+    p->sysfs_level = (int)opt_num(o, "sysfs_level", -1);
+    p->sysfs_bytes = (int64_t)opt_num(o, "sysfs_bytes", 0);
+    p->pairs_apart = (int)opt_num(o, "pairs_apart", 0);
+}
+
+/* environment.contention.handoff; absent (an older report): not measured,
+ * no reason, and the report writers leave it out again. */
+static void read_handoff(json_t *o, ntp_handoff_check *h)
+{
+    memset(h, 0, sizeof *h);
+    if (!json_is_object(o))
+        return;
+    h->measured = json_is_true(json_object_get(o, "measured"));
+    h->bytes = (int64_t)opt_num(o, "bytes", 0);
+    h->pairs = (int)opt_num(o, "pairs", 0);
+    h->cost_s = opt_num(o, "cost_s", 0);
+    read_handoff_probe(json_object_get(o, "before"), &h->before);
+    read_handoff_probe(json_object_get(o, "after"), &h->after);
+    h->samples = (int)opt_num(o, "samples", 0);
+    h->samples_apart = (int)opt_num(o, "samples_apart", 0);
+    h->window_ratio = opt_num(o, "window_ratio", 0);
+    h->together_ms = opt_num(o, "together_ms", 0);
+    h->together_n = (int)opt_num(o, "together_n", 0);
+    h->apart_ms = opt_num(o, "apart_ms", 0);
+    h->apart_n = (int)opt_num(o, "apart_n", 0);
+    h->apart = json_is_true(json_object_get(o, "apart"));
+    json_t *why = json_object_get(o, "reason");
+    snprintf(h->reason, sizeof h->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
+    if (!h->measured && !h->reason[0])
+        snprintf(h->reason, sizeof h->reason, "not measured");
+}
+
 static void read_env(reader *rd, json_t *o, ntp_env *e)
 {
     snprintf(rd->where, sizeof rd->where, "environment");
@@ -267,6 +311,7 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
                  json_is_string(why) ? json_string_value(why) : "");
         /* Optional: reports before the bandwidth probe lack it. */
         read_bandwidth(json_object_get(c, "bandwidth"), &ct->bandwidth);
+        read_handoff(json_object_get(c, "handoff"), &ct->handoff);
     }
 }
 

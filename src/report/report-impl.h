@@ -37,10 +37,11 @@ void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
                       const char *(*text)(const void *layers, int i, int what));
 
 /* A run's prediction beside its measurement, when the bandwidth probes
- * around it read low or high (docs/predict.md, docs/run.md#contention):
- * one line saying that a memory-bound layer's error may then be the
- * machine's (low) or the stored ceilings' (high), not the model's
- * (predict-view.c); false when there is nothing to say. */
-bool ntp__prediction_bandwidth_note(const ntp_run_result *r, char *buf, size_t len);
+ * around it read low or high (docs/predict.md, docs/run.md#contention) or
+ * its CPUs did not share a cache (docs/run.md#handoff): one line saying
+ * that a layer's error may then be the machine's (low, apart) or the
+ * stored ceilings' (high), not the model's (predict-view.c); false when
+ * there is nothing to say. */
+bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len);
 
 #endif

@@ -288,8 +288,8 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
                        "the layers not predicted took %.4g ms; without them the end-to-end "
                        "error is %+.1f%%",
                        p->unpredicted_ms, 100.0 * p->covered_error);
-    char note[256];
-    if (ntp__prediction_bandwidth_note(r, note, sizeof note))
+    char note[768];
+    if (ntp__prediction_machine_note(r, note, sizeof note))
         ntp__put_wrapped(f, "prediction: ", note);
     if (p->threads_differ)
         ntp__put_linef(f,
@@ -511,6 +511,8 @@ static void table_environment(FILE *f, const ntp_run_result *r)
     ntp__put_wrapped(f, "contention: ", text);
     if (ntp__bandwidth_line(&c->bandwidth, text, sizeof text))
         ntp__put_wrapped(f, "memory bandwidth: ", text);
+    if (ntp__handoff_line(&c->handoff, text, sizeof text))
+        ntp__put_wrapped(f, "cpu hand-off: ", text);
 }
 
 /* Where the layers ran: how many of the (non-inlay) layers the chosen
@@ -843,6 +845,24 @@ static json_t *flags_json(bool *ok, const char *flags)
     return a;
 }
 
+/* One hand-off probe: null where it did not run. */
+static json_t *handoff_probe_json(bool *ok, const ntp_handoff_probe *p)
+{
+    if (!(p->ratio > 0))
+        return json_null();
+    json_t *o = json_object();
+    ntp__jset(ok, o, "ratio", ntp__json_num(p->ratio));
+    ntp__jset(ok, o, "remote_gbps", ntp__json_num(p->remote_gbps));
+    ntp__jset(ok, o, "own_gbps", ntp__json_num(p->own_gbps));
+    ntp__jset(ok, o, "cpu_from", json_integer(p->cpu_from));
+    ntp__jset(ok, o, "cpu_to", json_integer(p->cpu_to));
+    ntp__jset(ok, o, "sysfs_level",
+              p->sysfs_level >= 0 ? json_integer(p->sysfs_level) : json_null());
+    ntp__jset(ok, o, "sysfs_bytes", json_integer(p->sysfs_bytes));
+    ntp__jset(ok, o, "pairs_apart", json_integer(p->pairs_apart));
+    return o;
+}
+
 static json_t *env_json(bool *ok, const ntp_env *e)
 {
     json_t *o = json_object();
@@ -928,6 +948,34 @@ static json_t *env_json(bool *ok, const ntp_env *e)
             ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
         }
         ntp__jset(ok, ct, "bandwidth", bo);
+    }
+    const ntp_handoff_check *h = &c->handoff;
+    if (h->measured || h->reason[0]) {
+        json_t *ho = json_object();
+        ntp__jset(ok, ho, "measured", json_boolean(h->measured));
+        if (h->measured) {
+            ntp__jset(ok, ho, "bytes", json_integer(h->bytes));
+            ntp__jset(ok, ho, "pairs", json_integer(h->pairs));
+            ntp__jset(ok, ho, "cost_s", ntp__json_num(h->cost_s));
+            ntp__jset(ok, ho, "before", handoff_probe_json(ok, &h->before));
+            ntp__jset(ok, ho, "after", handoff_probe_json(ok, &h->after));
+            ntp__jset(ok, ho, "samples", json_integer(h->samples));
+            ntp__jset(ok, ho, "samples_apart", json_integer(h->samples_apart));
+            ntp__jset(ok, ho, "window_ratio",
+                      h->samples > 0 ? ntp__json_num(h->window_ratio) : json_null());
+            ntp__jset(ok, ho, "sample_s", ntp__json_num(NTP_HANDOFF_SAMPLE_S));
+            ntp__jset(ok, ho, "together_ms",
+                      h->together_n > 0 ? ntp__json_num(h->together_ms) : json_null());
+            ntp__jset(ok, ho, "together_n", json_integer(h->together_n));
+            ntp__jset(ok, ho, "apart_ms",
+                      h->apart_n > 0 ? ntp__json_num(h->apart_ms) : json_null());
+            ntp__jset(ok, ho, "apart_n", json_integer(h->apart_n));
+            ntp__jset(ok, ho, "apart_ratio", ntp__json_num(NTP_HANDOFF_APART_RATIO));
+            ntp__jset(ok, ho, "apart", json_boolean(h->apart));
+        } else {
+            ntp__jset(ok, ho, "reason", ntp__json_str(h->reason));
+        }
+        ntp__jset(ok, ct, "handoff", ho);
     }
     ntp__jset(ok, o, "contention", ct);
     return o;

@@ -1,0 +1,336 @@
+/* Data handed between a run's CPUs (docs/run.md#handoff): sysfs CPU lists,
+ * the judgement on hand-made probes and samples (ratio threshold, sysfs's
+ * word, looks that disagree), the header's and the warning's words, the
+ * split of a window's iterations by placement with medians worked by
+ * hand, the plan's reasons, and (with the argument "live", its own ctest)
+ * a pair of one CPU reading its own writes at its own speed and a real
+ * run's probes and samples. */
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "measure/machine-impl.h"
+#include "measure/measure-impl.h"
+#include "ntprof/ntprof.h"
+
+static void test_cpu_list(void **state)
+{
+    (void)state;
+    const char *list = "0-3,8,10-11\n";
+    for (int c = 0; c < 14; c++)
+        assert_int_equal(ntp__cpu_list_has(list, c), c <= 3 || c == 8 || c == 10 || c == 11);
+    assert_int_equal(ntp__cpu_list_has("5", 5), 1);
+    assert_int_equal(ntp__cpu_list_has("5", 4), 0);
+    assert_int_equal(ntp__cpu_list_has("0-1", 1), 1);
+    assert_int_equal(ntp__cpu_list_has("x", 0), -1);
+    assert_int_equal(ntp__cpu_list_has("2-", 2), -1);
+}
+
+/* A probe of one pair (CPU 0 to 1) sysfs says shares a 32 MiB L3. */
+static ntp_handoff_probe look(double ratio, int level)
+{
+    ntp_handoff_probe p;
+    memset(&p, 0, sizeof p);
+    p.ratio = ratio;
+    p.own_gbps = 96.0;
+    p.remote_gbps = 96.0 / ratio;
+    p.cpu_from = 0;
+    p.cpu_to = 1;
+    p.sysfs_level = level;
+    p.sysfs_bytes = level > 0 ? (int64_t)32 << 20 : 0;
+    p.pairs_apart = ratio >= NTP_HANDOFF_APART_RATIO;
+    return p;
+}
+
+static ntp_handoff_check check(double before, double after, int level)
+{
+    ntp_handoff_check h;
+    memset(&h, 0, sizeof h);
+    h.measured = true;
+    h.bytes = (int64_t)2 << 20;
+    h.pairs = 1;
+    h.cost_s = 0.0125;
+    h.before = look(before, level);
+    h.after = look(after, level);
+    return h;
+}
+
+static void test_judge(void **state)
+{
+    (void)state;
+    char msg[1024];
+    /* Together at both ends: no warning; the header's line. */
+    ntp_handoff_check h = check(1.08, 1.1, 3);
+    ntp__handoff_judge(&h);
+    assert_false(h.apart);
+    assert_false(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_string_equal(msg, "");
+    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    assert_string_equal(msg, "reading another CPU's writes took 1.08x the time of reading its own "
+                             "before the window, no sample during (a window under 0.2 s), 1.10x "
+                             "after (CPU 0 to 1, the slowest of 1 pair; sysfs: they share a 32 "
+                             "MiB L3); the probes took 12 ms (2048 KiB each way)");
+    /* Just below the threshold is together, at it apart. */
+    h = check(1.99, 1.1, 3);
+    ntp__handoff_judge(&h);
+    assert_false(h.apart);
+    h = check(2.0, 1.1, 3);
+    ntp__handoff_judge(&h);
+    assert_true(h.apart);
+
+    /* Apart at both ends though sysfs says they share an L3. */
+    h = check(3.5, 3.2, 3);
+    ntp__handoff_judge(&h);
+    assert_true(h.apart);
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_string_equal(msg, "CPUs 0 and 1 did not share a cache before and after the measured "
+                             "window, though sysfs says they share a 32 MiB L3: one read the "
+                             "other's writes up to 3.5x slower than its own (on a virtual "
+                             "machine the host ran them on different dies); layers that read "
+                             "what another thread wrote may read up to that much slower, and "
+                             "runs of this machine differ with the placement "
+                             "(docs/run.md#handoff)");
+    assert_float_equal(ntp_handoff_worst(&h), 3.5, 0);
+
+    /* sysfs says they share nothing (two sockets): apart at both ends is
+     * what the machine is, no warning; the line says sysfs agrees. */
+    h = check(2.6, 2.5, 0);
+    ntp__handoff_judge(&h);
+    assert_false(h.apart);
+    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "sysfs: they share no cache"));
+    /* ... but looks that disagree are a placement that changed. */
+    h = check(2.6, 1.1, 0);
+    ntp__handoff_judge(&h);
+    assert_true(h.apart);
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "CPUs 0 and 1 did not share a cache before the measured window: "
+                                "one read the other's writes up to 2.6x slower"));
+    /* A sample during the window counts as a look: apart in one of four
+     * (sysfs silent: -1) disagrees with the probes. */
+    h = check(1.1, 1.1, -1);
+    h.samples = 4;
+    h.samples_apart = 1;
+    h.window_ratio = 3.25;
+    ntp__handoff_judge(&h);
+    assert_true(h.apart);
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "did not share a cache in 1 of 4 samples during the measured "
+                                "window: one read the other's writes up to 3.2x slower"));
+    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "before the window, up to 3.25x in 4 samples during (1 apart), "
+                                "1.10x after"));
+    assert_non_null(strstr(msg, "sysfs does not say"));
+    /* Before, during and after. */
+    h = check(3.0, 2.5, 3);
+    h.samples = h.samples_apart = 2;
+    h.window_ratio = 2.75;
+    ntp__handoff_judge(&h);
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "did not share a cache before, in 2 of 2 samples during and "
+                                "after the measured window, though"));
+
+    /* Not measured: no judgement, the reason in the header; a report from
+     * before the probe says nothing. */
+    memset(&h, 0, sizeof h);
+    snprintf(h.reason, sizeof h.reason, "one thread: no layer hands data from one CPU to another");
+    ntp__handoff_judge(&h);
+    assert_false(h.apart);
+    assert_true(ntp_handoff_worst(&h) == 0);
+    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    assert_string_equal(msg, "n/a (one thread: no layer hands data from one CPU to another)");
+    memset(&h, 0, sizeof h);
+    assert_false(ntp__handoff_line(&h, msg, sizeof msg));
+}
+
+/* A window's iterations split by their latest look, medians by hand. */
+static void test_window_split(void **state)
+{
+    (void)state;
+    /* Iterations 0-1 under the probe before (together), 2-4 under a
+     * sample apart taken before iteration 2, 5 under one together taken
+     * before iteration 5; a last sample after the last iteration (7)
+     * splits nothing. */
+    const double e2e[6] = {5.0, 5.2, 8.5, 8.75, 8.4, 5.1};
+    ntp_handoff_check h = check(1.1, 1.1, 3);
+    ntp__handoff_window w;
+    memset(&w, 0, sizeof w);
+    w.n = w.cap = 3;
+    w.iter = malloc(3 * sizeof *w.iter);
+    w.ratio = malloc(3 * sizeof *w.ratio);
+    w.buf = malloc(64);
+    assert_non_null(w.iter);
+    assert_non_null(w.ratio);
+    w.iter[0] = 2, w.ratio[0] = 3.5;
+    w.iter[1] = 5, w.ratio[1] = 1.2;
+    w.iter[2] = 7, w.ratio[2] = 2.5;
+    ntp__handoff_window_end(&h, &w, e2e, 6);
+    assert_null(w.buf);
+    assert_int_equal(h.samples, 3);
+    assert_int_equal(h.samples_apart, 2);
+    assert_float_equal(h.window_ratio, 3.5, 0);
+    assert_int_equal(h.together_n, 3); /* 5.0, 5.2, 5.1 */
+    assert_float_equal(h.together_ms, 5.1, 0);
+    assert_int_equal(h.apart_n, 3); /* 8.5, 8.75, 8.4 */
+    assert_float_equal(h.apart_ms, 8.5, 0);
+    ntp__handoff_judge(&h);
+    assert_true(h.apart);
+    char msg[1024];
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_non_null(strstr(msg, "in 2 of 3 samples during the measured window, though sysfs says "
+                                "they share a 32 MiB L3: one read the other's writes up to 3.5x "
+                                "slower than its own (on a virtual machine the host ran them on "
+                                "different dies); the end-to-end median is 5.1 ms over the 3 "
+                                "iterations while they shared one and 8.5 ms over the 3 while "
+                                "apart;"));
+
+    /* Apart from the probe before on, no sample: all apart; an even
+     * count's median is the mean of the middle two. */
+    h = check(3.0, 3.0, 3);
+    memset(&w, 0, sizeof w);
+    ntp__handoff_window_end(&h, &w, e2e, 4);
+    assert_int_equal(h.samples, 0);
+    assert_true(h.window_ratio == 0);
+    assert_int_equal(h.together_n, 0);
+    assert_true(h.together_ms == 0);
+    assert_int_equal(h.apart_n, 4);
+    assert_float_equal(h.apart_ms, (5.2 + 8.5) / 2, 1e-12);
+    /* No split to tell when one placement held throughout. */
+    ntp__handoff_judge(&h);
+    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
+    assert_null(strstr(msg, "end-to-end median"));
+}
+
+static void test_plan(void **state)
+{
+    (void)state;
+    ntp_handoff_check h;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_OFF, 10, 0, &h);
+    assert_false(h.measured);
+    assert_string_equal(h.reason, "off (ntp_run_opts.bandwidth_probe)");
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_AUTO, 0.1, 0, &h);
+    assert_false(h.measured);
+    assert_string_equal(h.reason, "skipped: min_time_s 0.1 s is below 0.5 s");
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, 0, 1, &h);
+    assert_false(h.measured);
+    assert_string_equal(h.reason, "one thread: no layer hands data from one CPU to another");
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int ncpu = CPU_COUNT(&set);
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_AUTO, 0.5, 0, &h);
+    if (ncpu < 2) {
+        assert_false(h.measured);
+        assert_string_equal(h.reason, "one CPU: no layer hands data from one CPU to another");
+        skip();
+    }
+    assert_true(h.measured);
+    assert_int_equal(h.pairs, ncpu - 1 < 7 ? ncpu - 1 : 7);
+    /* Twice an L2 (2 MiB where sysfs does not say), a whole number of
+     * lines. */
+    assert_true(h.bytes >= (int64_t)64 << 10 && h.bytes <= (int64_t)64 << 20);
+    assert_int_equal(h.bytes % 64, 0);
+}
+
+/* --- live --------------------------------------------------------------------------- */
+
+static const char topology[] = "<topology name=\"ho\" batch=\"1\">"
+                               "<input name=\"x\" shape=\"${batch},256\" dtype=\"f32\"/>"
+                               "<fc name=\"fc1\" units=\"256\"/><relu name=\"r\"/>"
+                               "<fc name=\"fc2\" units=\"256\"/></topology>";
+
+static int live(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) {
+        printf("SKIP: one CPU: nothing to hand over\n");
+        return 77;
+    }
+    int a = -1;
+    for (int c = 0; c < CPU_SETSIZE && a < 0; c++)
+        if (CPU_ISSET(c, &set))
+            a = c;
+    /* One CPU writing and reading its own buffer: both reads find it in
+     * the same caches, whatever the host does with the other CPUs. Three
+     * tries: a tick of another process in a read moves one median. */
+    int rc = 0;
+    double same = 0;
+    for (int t = 0; t < 3 && !(same > 0.75 && same < 1.33); t++)
+        same = ntp__handoff_pair_ratio(a, a, (int64_t)2 << 20);
+    printf("CPU %d to itself: %.3fx\n", a, same);
+    if (!(same > 0.75 && same < 1.33)) {
+        printf("FAIL: a CPU read its own writes at %.3fx its own speed\n", same);
+        rc = 1;
+    }
+
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    ntp_run_result *r = NULL;
+    ntp_run_opts o;
+    ntp_run_opts_default(&o);
+    o.backend = "ref";
+    o.warmup = 1;
+    o.iterations = 3;
+    o.min_time_s = 0.5; /* each pass: a window of at least 1 s */
+    o.accuracy = false;
+    o.bandwidth_probe = NTP_BANDWIDTH_PROBE_AUTO;
+    if (!ctx || ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "ho", NULL, &g) ||
+        ntp_run(ctx, g, &o, &r)) {
+        printf("FAIL: the run: %s\n", ctx ? ntp_ctx_errmsg(ctx) : "no context");
+        return 1;
+    }
+    const ntp_handoff_check *h = &ntp_run_result_env(r)->contention.handoff;
+    int n = ntp_run_result_end_to_end_ms(r)->n;
+    char line[512];
+    ntp__handoff_line(h, line, sizeof line);
+    printf("%s\n", line);
+    if (!h->measured) {
+        printf("FAIL: not measured: %s\n", h->reason);
+        rc = 1;
+    } else {
+        const ntp_handoff_probe *p[2] = {&h->before, &h->after};
+        for (int i = 0; i < 2; i++)
+            if (!(p[i]->ratio > 0 && p[i]->own_gbps > 0 && p[i]->remote_gbps > 0) ||
+                p[i]->cpu_from != a || !CPU_ISSET(p[i]->cpu_to, &set) || p[i]->cpu_to == a) {
+                printf("FAIL: the probe %s: ratio %.3f, CPUs %d to %d\n", i ? "after" : "before",
+                       p[i]->ratio, p[i]->cpu_from, p[i]->cpu_to);
+                rc = 1;
+            }
+        /* A window of over 1 s sampled every 0.2 s; every measured
+         * iteration is under one placement or the other. */
+        if (h->samples < 3 || h->samples_apart > h->samples || h->together_n + h->apart_n != n) {
+            printf("FAIL: %d samples (%d apart); %d + %d iterations split of %d\n", h->samples,
+                   h->samples_apart, h->together_n, h->apart_n, n);
+            rc = 1;
+        }
+        if (!(h->cost_s > 0)) {
+            printf("FAIL: no cost reported\n");
+            rc = 1;
+        }
+    }
+    ntp_run_result_free(r);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "live") == 0)
+        return live();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_list),
+        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_window_split),
+        cmocka_unit_test(test_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
