@@ -274,16 +274,32 @@ for name, rs in runs.items():
           + ("" if not p0["uncalibrated"] else f"  not predicted: {p0['uncalibrated']}")
           + ("  STALE" if p0["stale"] else "")
           + ("  THREADS DIFFER" if p0.get("threads_differ") else ""))
-    models.append({"model": name, "error": err, "major": major})
+    # The iterations each round ran while its CPUs shared a cache
+    # (docs/run.md#handoff): their median, where the run split them.
+    def handoff(r):
+        h = r.get("environment", {}).get("contention", {}).get("handoff") or {}
+        return h if h.get("measured") else None
+    hs = [handoff(r) for r in rs]
+    apart = [bool(h) and max((h.get("before") or {}).get("ratio", 0),
+                             (h.get("after") or {}).get("ratio", 0),
+                             h.get("window_ratio") or 0) >= h["apart_ratio"] for h in hs]
+    tog = [h["together_ms"] for h in hs if h and h.get("together_n")]
+    terr = (pred - med(tog)) / med(tog) if tog and all(hs) else None
+    models.append({"model": name, "error": err, "major": major, "together_error": terr,
+                   "apart": sum(apart)})
     if len(e2es) > 1:
-        noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas})
+        noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
+                      "apart": apart})
 # The measurement's own noise: the same model measured in each round,
 # interleaved with the others; the median over the models of a model's
 # spread between its rounds, (highest - lowest) / median, is the floor
 # below which a prediction's error cannot be told from the measurement's.
 for x in noise:
-    print(f"{be:<8} {x['model']:<22} rounds: " + " ".join(f"{v:.3f}" for v in x["e2e"])
+    print(f"{be:<8} {x['model']:<22} rounds: "
+          + " ".join(f"{v:.3f}{'*' if a else ''}" for v, a in zip(x["e2e"], x["apart"]))
           + f" ms, spread {100 * x['spread']:.1f}%")
+if any(a for x in noise for a in x["apart"]):
+    print(f"{be:<8} * the run's CPUs did not share a cache at some look (docs/run.md#handoff)")
 floor = med(x["spread"] for x in noise) if noise else None
 if floor is not None:
     print(f"{be:<8} noise floor (median spread between rounds over {len(noise)} models): "
@@ -319,6 +335,15 @@ if noise and len(steady) < n:
              else "none (no model's rounds agree)")
     print(f"{be:<8}   over the models whose rounds agree within 10%: {share}; "
           f"rounds spread wider: {wide}")
+# The same target against each model's iterations while its CPUs shared a
+# cache (docs/run.md#handoff): what the machine measures when the host
+# keeps the vCPUs together. No verdict either.
+tm = [m for m in models if m["together_error"] is not None]
+if tm and any(m["apart"] for m in models):
+    k = sum(1 for m in tm if abs(m["together_error"]) <= 0.10)
+    print(f"{be:<8}   over the iterations while the CPUs shared a cache: {k} of {len(tm)} "
+          f"({100 * k / len(tm):.0f}%): " + ", ".join(
+              f"{m['model']} {100 * m['together_error']:+.1f}%" for m in tm))
 print(f"{be:<8} target 2, layers over 1% of the time within +-25% on >= 80%: "
       f"{len(within)} of {len(major)} ({100 * s2:.0f}%, {unpred} not predicted counted as "
       f"missed): {verdict(s2, 0.80)}")

@@ -388,6 +388,121 @@ static bool fake_run(void *user, int pass, int config, const char *xml, ntp__cal
     return true;
 }
 
+/* A timing source whose looks found the CPUs apart (docs/run.md#handoff):
+ * configuration k in pass p takes (k + 1) x apart_base[p] ms; in pass 0
+ * every configuration was apart (and fast, so that keeping it would show),
+ * and configuration 0 was apart in every pass. Its reorder row takes
+ * apart_base[p] us. */
+static const double apart_base[3] = {0.5, 1.0, 1.25};
+
+static bool apart_run(void *user, int pass, int config, const char *xml, ntp__calibrate_timed *t)
+{
+    (void)user;
+    (void)xml;
+    double s = (config + 1) * apart_base[pass] * 1e-3;
+    t->s = s;
+    t->ci95_lo_s = 0.9 * s;
+    t->ci95_hi_s = 1.1 * s;
+    t->n = 10;
+    snprintf(t->ran_on, sizeof t->ran_on, "ref");
+    snprintf(t->impl, sizeof t->impl, "ref");
+    t->apart = pass == 0 || config == 0;
+    if (config == 1) {
+        t->reorder_bytes[0] = 4096;
+        t->reorder_s[0] = apart_base[pass] * 1e-6;
+        t->n_reorders = 1;
+    }
+    return true;
+}
+
+/* A pass timed while the CPUs were apart is left out of its configuration
+ * where another pass found them together, kept where none did, and both
+ * are counted, stored and said. */
+static void test_calibrate_apart(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    memset(&m, 0, sizeof m);
+    ntp_machine_key(m.key, sizeof m.key);
+    m.pus = 2;
+    ntp_ceilings c;
+    hand_ceilings(&c);
+    ntp_calibrate_opts o;
+    ntp_calibrate_opts_default(&o);
+    o.backend = "ref";
+    o.threads = 2;
+    o.quick = true;
+    o.cache = NTP_CALIBRATE_WARM;
+    o.families = "fc";
+    o.passes = 3;
+    o.keep = NTP_CALIBRATE_KEEP_MEDIAN;
+    ntp_calibration_sample *S = NULL;
+    int n = 0;
+    o.samples = &S;
+    o.n_samples = &n;
+    ntp_calibration cal;
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, apart_run, NULL, &cal), 0);
+    int K = 0, reorders = 0;
+    for (int i = 0; i < n; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        if (strcmp(x->kind, "reorder") == 0) {
+            /* Configuration 1's row: passes 1 and 2 (1 and 1.25 us). */
+            assert_int_equal(x->passes, 2);
+            assert_close(x->median_s, 1.125e-6, 1e-15);
+            reorders++;
+            continue;
+        }
+        int k = K++;
+        double f = k + 1;
+        if (k == 0) {
+            /* Apart in every pass: all three kept, median 1. */
+            assert_int_equal(x->passes, 3);
+            assert_close(x->median_s, 1e-3, 1e-12);
+            assert_close(x->pass_min_s, 0.5e-3, 1e-12);
+        } else {
+            /* Pass 0 (0.5) left out: the median of 1 and 1.25. */
+            assert_int_equal(x->passes, 2);
+            assert_close(x->median_s, 1.125e-3 * f, 1e-12);
+            assert_close(x->pass_min_s, 1e-3 * f, 1e-12);
+            assert_int_equal(x->n, 20);
+        }
+    }
+    assert_int_equal(reorders, 1);
+    assert_true(K >= 2);
+    /* Pass 0 of every configuration and passes 1 and 2 of the first; the
+     * first's three kept. */
+    assert_int_equal(cal.apart_timings, K + 2);
+    assert_int_equal(cal.apart_kept, 3);
+    /* Stored and read back; said in the report. */
+    json_t *j = ntp__calibration_json(&cal);
+    assert_non_null(j);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.apart_timings, K + 2);
+    assert_int_equal(back.apart_kept, 3);
+    json_object_del(j, "apart_timings");
+    json_object_del(j, "apart_kept");
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.apart_timings, 0);
+    json_decref(j);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(ntp_report_write_calibration(ctx, &cal, NTP_FORMAT_TABLE, f), 0);
+    fclose(f);
+    char want[256];
+    snprintf(want, sizeof want,
+             "\n%d timings ran while the CPUs did not share a cache (docs/run.md#handoff): left "
+             "out where another\npass found them together; 3 kept (no pass of theirs did)\n",
+             K + 2);
+    if (!strstr(text, want))
+        fail_msg("no line '%s' in:\n%s", want, text);
+    free(text);
+    free(S);
+    ntp_ctx_free(ctx);
+}
+
 static void test_calibrate_passes(void **state)
 {
     (void)state;
@@ -2142,6 +2257,7 @@ int main(void)
         cmocka_unit_test(test_predict_formula),
         cmocka_unit_test(test_calibrate_quick_roundtrip),
         cmocka_unit_test(test_calibrate_passes),
+        cmocka_unit_test(test_calibrate_apart),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
         cmocka_unit_test(test_predict_rnn_from_memory),

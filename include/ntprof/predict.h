@@ -160,6 +160,12 @@ typedef struct ntp_calibration {
      * of the per-pass medians, and every calibration made before this was
      * recorded). */
     char keep[8];
+    /* Timings (a configuration in a pass) during which a look found the
+     * CPUs apart (docs/run.md#handoff: not sharing a cache), and of those
+     * the ones kept because no pass of their configuration found them
+     * together; the others were left out of its time. 0 in a calibration
+     * of one thread, or made before this was recorded. */
+    int apart_timings, apart_kept;
     /* The ceilings the terms divide by: compute peak at the precision and
      * each memory level with the bytes of traffic it holds (DRAM: 0, any). */
     double peak_gflops;

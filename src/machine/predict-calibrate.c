@@ -582,7 +582,13 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
             ro.iterations = o->quick ? 3 : 10;
             ro.min_time_s = 0;
         }
+        /* Whether the CPUs shared a cache just before and just after
+         * (docs/run.md#handoff): a timing while they did not is left out
+         * where another pass's was not (merge_passes). */
+        double look = ntp__handoff_look(o->threads);
         st = ntp_run(ctx, g, &ro, &r);
+        double after = st ? 0 : ntp__handoff_look(o->threads);
+        tm->apart = look >= NTP_HANDOFF_APART_RATIO || after >= NTP_HANDOFF_APART_RATIO;
     }
     for (int i = 0; !st && r && i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
@@ -1500,16 +1506,33 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
  * fastest pass's median (cal->keep "fastest") or the median of the
  * per-pass medians; its kernel and backend are those of the first pass it
  * ran in, whose reorder rows are matched in the others by position and
- * bytes. */
+ * bytes. A pass whose hand-off looks found the CPUs apart
+ * (docs/run.md#handoff) is left out when another pass of the
+ * configuration found them together (counted in cal's apart_timings and
+ * apart_kept). */
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
-                         const ntp__pfeat *f, const ntp_calibration *cal, ntp_calibration_sample *S,
+                         const ntp__pfeat *f, ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
 {
     double v[NTP_CALIBRATE_MAX_PASSES], lo[NTP_CALIBRATE_MAX_PASSES], hi[NTP_CALIBRATE_MAX_PASSES];
     int ran = 0, first = -1, fastest = -1, iters = 0;
     const bool keep_fastest = strcmp(cal->keep, "fastest") == 0;
+    /* The passes it ran in, and those whose looks found the CPUs apart
+     * (docs/run.md#handoff): left out when any found them together. */
+    int ran_any = 0, apart = 0;
     for (int p = 0; p < passes; p++)
         if (T[p].s > 0) {
+            ran_any++;
+            apart += T[p].apart;
+        }
+    if (2 * ran_any <= passes)
+        return;
+    const bool drop_apart = apart > 0 && apart < ran_any;
+    cal->apart_timings += apart;
+    if (!drop_apart)
+        cal->apart_kept += apart;
+    for (int p = 0; p < passes; p++)
+        if (T[p].s > 0 && !(drop_apart && T[p].apart)) {
             if (first < 0)
                 first = p;
             if (fastest < 0 || T[p].s < T[fastest].s)
@@ -1519,8 +1542,6 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
             iters += T[p].n;
             v[ran++] = T[p].s;
         }
-    if (2 * ran <= passes)
-        return;
     const ntp__calibrate_timed *t0 = &T[first];
     /* A wake configuration's rows are not layout changes of the fit's
      * kind: its first may carry the wake. */
@@ -1529,10 +1550,15 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
          k++) {
         double rv[NTP_CALIBRATE_MAX_PASSES];
         int nr = 0;
+        int nr_any = 0;
         for (int p = 0; p < passes; p++)
-            if (T[p].s > 0 && T[p].n_reorders > k && T[p].reorder_bytes[k] == t0->reorder_bytes[k])
-                rv[nr++] = T[p].reorder_s[k];
-        if (2 * nr <= passes)
+            if (T[p].s > 0 && T[p].n_reorders > k &&
+                T[p].reorder_bytes[k] == t0->reorder_bytes[k]) {
+                nr_any++;
+                if (!(drop_apart && T[p].apart))
+                    rv[nr++] = T[p].reorder_s[k];
+            }
+        if (2 * nr_any <= passes || nr == 0)
             continue;
         ntp_calibration_sample *x = sample_head(&S[(*n)++], "reorder", cf, cal->backend);
         x->bytes = t0->reorder_bytes[k];

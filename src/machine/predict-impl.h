@@ -149,6 +149,10 @@ typedef struct ntp__calibrate_timed {
     int64_t reorder_bytes[NTP__CALIBRATE_MAX_REORDERS];
     double reorder_s[NTP__CALIBRATE_MAX_REORDERS];
     bool left_out; /* over the FLOP budget: never run, in any pass */
+    /* A hand-off look just before or after the run found the CPUs apart
+     * (docs/run.md#handoff): its time is left out where another pass of
+     * the configuration found them together. */
+    bool apart;
 } ntp__calibrate_timed;
 /* A stand-in for a configuration's run (tests: a timing source whose
  * values are known): called where ntp_calibrate would run configuration

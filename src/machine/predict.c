@@ -1609,6 +1609,8 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "quick", json_boolean(cal->quick));
     ntp__jset(&ok, o, "passes", json_integer(cal->passes > 0 ? cal->passes : 1));
     ntp__jset(&ok, o, "keep", json_string(cal->keep[0] ? cal->keep : "median"));
+    ntp__jset(&ok, o, "apart_timings", json_integer(cal->apart_timings));
+    ntp__jset(&ok, o, "apart_kept", json_integer(cal->apart_kept));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
@@ -1738,6 +1740,9 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         cal->passes = 1;
     /* Calibrations from before the kept pass was recorded kept the median
      * of the passes (one pass: its own). */
+    /* Absent before the hand-off looks: none seen. */
+    cal->apart_timings = (int)get_int(j, "apart_timings", 0, INT_MAX, &bad);
+    cal->apart_kept = (int)get_int(j, "apart_kept", 0, INT_MAX, &bad);
     get_str(j, "keep", cal->keep, sizeof cal->keep);
     if (!cal->keep[0])
         snprintf(cal->keep, sizeof cal->keep, "median");

@@ -28,6 +28,10 @@
  * are not timed; the timed ones alternate the direction. */
 #define WARM_ROUNDS 2
 #define TIMED_ROUNDS 24
+/* Rounds of a sample inside the window, all timed, three each way (the
+ * buffer stays faulted in from the first sample); a look (a calibration's)
+ * adds the two untimed ones. */
+#define SAMPLE_ROUNDS 6
 /* Pairs probed: the first CPU of the run's set with up to this many
  * others, spread over the set. */
 #define MAX_PAIRS 7
@@ -225,6 +229,29 @@ static int pair_cpus(int *first, int others[MAX_PAIRS])
     return m;
 }
 
+double ntp__handoff_look(int threads)
+{
+    ntp_handoff_check h;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, 0, threads, &h);
+    int first, others[MAX_PAIRS];
+    if (!h.measured || pair_cpus(&first, others) < 1)
+        return 0;
+    handoff_job *jb = calloc(1, sizeof *jb);
+    ntp_ctx *ctx = ntp_ctx_init();
+    unsigned char *buf = aligned_alloc(64, (size_t)h.bytes);
+    double remote = 0, own = 0;
+    if (jb && ctx && buf) {
+        *jb = (handoff_job){
+            .buf = buf, .bytes = (size_t)h.bytes, .warm = WARM_ROUNDS, .timed = SAMPLE_ROUNDS};
+        if (!run_pair(ctx, jb, first, others[0], &remote, &own))
+            own = 0;
+    }
+    free(buf);
+    ntp_ctx_free(ctx);
+    free(jb);
+    return own > 0 ? remote / own : 0;
+}
+
 void ntp__handoff_plan(ntp_bandwidth_probe mode, double min_time_s, int threads,
                        ntp_handoff_check *h)
 {
@@ -319,10 +346,6 @@ void ntp__handoff_after(ntp_handoff_check *h)
         probe(h, &h->after);
     ntp__handoff_judge(h);
 }
-
-/* Rounds of a sample inside the window, all timed, three each way (the
- * buffer stays faulted in from the first sample). */
-#define SAMPLE_ROUNDS 6
 
 void ntp__handoff_window_begin(const ntp_handoff_check *h, ntp__handoff_window *w)
 {

@@ -186,6 +186,11 @@ bool ntp__handoff_line(const ntp_handoff_check *h, char *buf, size_t len);
 /* The ratio of one pair (CPUs a and b, bytes a multiple of 64) as a probe
  * times it; 0 when it could not run. */
 double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
+/* One short look (two untimed rounds and six timed) at the first pair of
+ * the CPUs a run of `threads` (0: all) may use: its ratio, 0 when there is
+ * no pair (one thread or CPU) or it could not run. A calibration takes one
+ * around each timing (docs/predict.md#passes). */
+double ntp__handoff_look(int threads);
 /* Whether a sysfs CPU list ("0-3,8,10-11") holds cpu: 1 yes, 0 no, -1 not
  * a list. */
 int ntp__cpu_list_has(const char *list, int cpu);

@@ -316,6 +316,15 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                        passes == 1                       ? ""
                        : strcmp(c->keep, "fastest") == 0 ? ", each layer's fastest kept"
                                                          : ", each layer's median kept");
+        if (c->apart_timings > 0) {
+            char apart[256];
+            snprintf(apart, sizeof apart,
+                     "%d timing%s ran while the CPUs did not share a cache "
+                     "(docs/run.md#handoff): left out where another pass found them together; "
+                     "%d kept (no pass of theirs did)",
+                     c->apart_timings, c->apart_timings == 1 ? "" : "s", c->apart_kept);
+            ntp__put_wrapped(f, "", apart);
+        }
         ntp__put_linef(f,
                        "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "
                        "bandwidth of the level the layer's traffic fits in (load %.2f)",
