@@ -259,6 +259,9 @@ static void opts_for(ntp_run_opts *o, int threads)
     o->iterations = 5;
     o->min_time_s = 0;
     o->threads = threads;
+    /* The probes around and between the iterations pin threads of their
+     * own (docs/run.md#handoff); the count here is the backends'. */
+    o->bandwidth_probe = NTP_BANDWIDTH_PROBE_OFF;
 }
 
 static double cpu_ms(clockid_t clock)

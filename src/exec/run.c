@@ -237,7 +237,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
     /* And whether the run's CPUs share a cache now (docs/run.md#handoff). */
     ntp_handoff_check ho;
-    ntp__handoff_plan(o->bandwidth_probe, o->min_time_s, o->threads, &ho);
+    ntp__handoff_plan(o->bandwidth_probe, o->threads, &ho);
     ntp__handoff_window hw = {0};
     /* The probes' arrays are not the run's memory: left out of its peak
      * (0, n/a, when /proc cannot set the mark back after them). */

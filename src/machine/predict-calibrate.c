@@ -574,6 +574,8 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         ro.iterations = o->quick ? 3 : 5;
         ro.min_time_s = o->quick ? 0.0 : 0.02;
         ro.accuracy = false;
+        /* The looks around it below stand for the run's own probes. */
+        ro.bandwidth_probe = NTP_BANDWIDTH_PROBE_OFF;
         /* In network conditions a fixed count of cold samples: --min-time
          * counts the timed passes only, and a microsecond layer would
          * need thousands of them, each after a flush. */

@@ -154,47 +154,16 @@ static bool dram_ceiling(const ntp_ceilings *c, double *gbps, double *min, int64
     return false;
 }
 
-/* The size of CPU 0's outermost data or unified cache in sysfs (what
- * hwloc reads for ntprof machine; the C library's sysconf may report the
- * whole package's on a virtual machine), in bytes; 0 when unknown. */
-static int64_t llc_bytes(void)
-{
-    int64_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[96], text[32];
-        int level = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        bool ok = fscanf(f, "%d", &level) == 1;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if (!ok || !(f = fopen(path, "r")))
-            continue;
-        ok = fgets(text, sizeof text, f) && strncmp(text, "Instruction", 11) != 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        long kib = 0;
-        if (!ok || level < best_level || !(f = fopen(path, "r")))
-            continue;
-        if (fscanf(f, "%ldK", &kib) == 1 && kib > 0) {
-            best = (int64_t)kib * 1024;
-            best_level = level;
-        }
-        fclose(f);
-    }
-    return best;
-}
-
 /* Without ceilings: ntprof machine's DRAM working set from the last-level
  * cache (one instance) and physical memory. */
 static int64_t default_working_set(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     int64_t mem = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
-    return ntp__triad_dram_bytes(llc_bytes(), mem);
+    /* CPU 0's outermost cache in sysfs (what hwloc reads for ntprof
+     * machine; the C library's sysconf may report the whole package's on a
+     * virtual machine). */
+    return ntp__triad_dram_bytes(ntp__sysfs_llc_bytes(0), mem);
 }
 
 void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double min_time_s,

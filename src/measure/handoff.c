@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters-impl.h"
 #include "machine-impl.h"
 #include "measure-impl.h"
 #include "ntprof/context.h"
@@ -38,10 +39,7 @@
 /* The buffer when sysfs gives no L2 size. */
 #define DEFAULT_BYTES ((int64_t)2 << 20)
 
-/* The size of `cpu`'s data or unified cache at `level` in sysfs, and
- * (shared) whether its shared_cpu_list holds `other`; 0 when sysfs does
- * not say. */
-static int64_t cache_at(int cpu, int level, int other, int *shared)
+int64_t ntp__sysfs_cache_bytes(int cpu, int level, int other, int *shared)
 {
     *shared = -1;
     for (int i = 0; i < 8; i++) {
@@ -74,6 +72,17 @@ static int64_t cache_at(int cpu, int level, int other, int *shared)
             fclose(f);
         }
         return (int64_t)kib * 1024;
+    }
+    return 0;
+}
+
+int64_t ntp__sysfs_llc_bytes(int cpu)
+{
+    int shared;
+    for (int level = 4; level >= 1; level--) {
+        int64_t bytes = ntp__sysfs_cache_bytes(cpu, level, cpu, &shared);
+        if (bytes > 0)
+            return bytes;
     }
     return 0;
 }
@@ -112,7 +121,7 @@ static int shared_level(int a, int b, int64_t *bytes)
     *bytes = 0;
     for (int level = 4; level >= 1; level--) {
         int shared;
-        int64_t size = cache_at(a, level, b, &shared);
+        int64_t size = ntp__sysfs_cache_bytes(a, level, b, &shared);
         if (size <= 0 || shared < 0)
             continue;
         known = 0;
@@ -232,7 +241,7 @@ static int pair_cpus(int *first, int others[MAX_PAIRS])
 double ntp__handoff_look(int threads)
 {
     ntp_handoff_check h;
-    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, 0, threads, &h);
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, threads, &h);
     int first, others[MAX_PAIRS];
     if (!h.measured || pair_cpus(&first, others) < 1)
         return 0;
@@ -252,17 +261,17 @@ double ntp__handoff_look(int threads)
     return own > 0 ? remote / own : 0;
 }
 
-void ntp__handoff_plan(ntp_bandwidth_probe mode, double min_time_s, int threads,
-                       ntp_handoff_check *h)
+void ntp__handoff_plan(ntp_bandwidth_probe mode, int threads, ntp_handoff_check *h)
 {
     memset(h, 0, sizeof *h);
+    /* A few ms: auto probes whatever the window's length. */
     if (mode == NTP_BANDWIDTH_PROBE_OFF) {
         snprintf(h->reason, sizeof h->reason, "off (ntp_run_opts.bandwidth_probe)");
         return;
     }
-    if (mode == NTP_BANDWIDTH_PROBE_AUTO && min_time_s < NTP_BANDWIDTH_PROBE_MIN_TIME_S) {
-        snprintf(h->reason, sizeof h->reason, "skipped: min_time_s %.3g s is below %.3g s",
-                 min_time_s, NTP_BANDWIDTH_PROBE_MIN_TIME_S);
+    if (ntp__valgrind_running()) {
+        snprintf(h->reason, sizeof h->reason,
+                 "under valgrind, which runs one thread at a time on one CPU");
         return;
     }
     int first, others[MAX_PAIRS];
@@ -273,13 +282,11 @@ void ntp__handoff_plan(ntp_bandwidth_probe mode, double min_time_s, int threads,
         return;
     }
     int shared;
-    int64_t l2 = cache_at(others[0], 2, others[0], &shared);
+    int64_t l2 = ntp__sysfs_cache_bytes(others[0], 2, others[0], &shared);
     h->bytes = l2 > 0 ? 2 * l2 : DEFAULT_BYTES;
     /* Within the largest cache, where one is known: the reader's second
      * read must find the buffer in its own caches. */
-    int64_t llc = 0;
-    for (int level = 4; level >= 3 && llc <= 0; level--)
-        llc = cache_at(others[0], level, others[0], &shared);
+    int64_t llc = ntp__sysfs_llc_bytes(others[0]);
     if (llc > 0 && h->bytes > llc / 2)
         h->bytes = llc / 2;
     h->pairs = pairs;

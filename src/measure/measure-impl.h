@@ -140,13 +140,12 @@ bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len);
 
 /* --- data handed between the run's CPUs (handoff.c) ---------------------------------- */
 
-/* Whether a run probes (docs/run.md#handoff): as the bandwidth probe
- * (mode, min_time_s), and only when the run may use more than one CPU
- * (threads 1: one thread hands nothing over); h's buffer (twice the
- * reader's L2, within half the largest cache) and pairs, or measured
- * false with the reason. */
-void ntp__handoff_plan(ntp_bandwidth_probe mode, double min_time_s, int threads,
-                       ntp_handoff_check *h);
+/* Whether a run probes (docs/run.md#handoff): unless mode is OFF (auto
+ * and on probe: it takes a few ms), and only when the run may use more
+ * than one CPU (threads 1: one thread hands nothing over); h's buffer
+ * (twice the reader's L2, within half the largest cache) and pairs, or
+ * measured false with the reason. */
+void ntp__handoff_plan(ntp_bandwidth_probe mode, int threads, ntp_handoff_check *h);
 /* The probe before the warm-up, and the one after the last measured
  * iteration followed by the judgement; a few ms per pair (h->cost_s adds
  * them up); a failure clears measured and says why. */
@@ -191,6 +190,13 @@ double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
  * no pair (one thread or CPU) or it could not run. A calibration takes one
  * around each timing (docs/predict.md#passes). */
 double ntp__handoff_look(int threads);
+/* The size of `cpu`'s data or unified cache at `level` in sysfs, and
+ * (*shared) whether its shared_cpu_list holds `other` (-1: no list); 0
+ * when sysfs does not say. */
+int64_t ntp__sysfs_cache_bytes(int cpu, int level, int other, int *shared);
+/* The size of `cpu`'s outermost data or unified cache in sysfs; 0 when
+ * sysfs does not say. */
+int64_t ntp__sysfs_llc_bytes(int cpu);
 /* Whether a sysfs CPU list ("0-3,8,10-11") holds cpu: 1 yes, 0 no, -1 not
  * a list. */
 int ntp__cpu_list_has(const char *list, int cpu);
