@@ -389,16 +389,25 @@ static bool fake_run(void *user, int pass, int config, const char *xml, ntp__cal
 }
 
 /* A timing source whose looks found the CPUs apart (docs/run.md#handoff):
- * configuration k in pass p takes (k + 1) x apart_base[p] ms; in pass 0
- * every configuration was apart (and fast, so that keeping it would show),
- * and configuration 0 was apart in every pass. Its reorder row takes
- * apart_base[p] us. */
-static const double apart_base[3] = {0.5, 1.0, 1.25};
+ * configuration k in pass p takes (k + 1) x apart_base[p] ms (passes 3
+ * and 4 are the retries); in pass 0 every configuration was apart (and
+ * fast, so that keeping it would show), configuration 0 in every pass and
+ * retry, configuration 1 in the three passes but not in its first retry.
+ * Configuration 1's reorder row takes apart_base[p] us. */
+static const double apart_base[5] = {0.5, 1.0, 1.25, 2.0, 3.0};
+
+typedef struct apart_calls {
+    int calls, retries[2]; /* retries[r]: calls in retry r */
+} apart_calls;
 
 static bool apart_run(void *user, int pass, int config, const char *xml, ntp__calibrate_timed *t)
 {
-    (void)user;
+    apart_calls *ac = user;
     (void)xml;
+    assert_true(pass >= 0 && pass < 5);
+    ac->calls++;
+    if (pass >= 3)
+        ac->retries[pass - 3]++;
     double s = (config + 1) * apart_base[pass] * 1e-3;
     t->s = s;
     t->ci95_lo_s = 0.9 * s;
@@ -406,7 +415,7 @@ static bool apart_run(void *user, int pass, int config, const char *xml, ntp__ca
     t->n = 10;
     snprintf(t->ran_on, sizeof t->ran_on, "ref");
     snprintf(t->impl, sizeof t->impl, "ref");
-    t->apart = pass == 0 || config == 0;
+    t->apart = pass == 0 || config == 0 || (config == 1 && pass < 3);
     if (config == 1) {
         t->reorder_bytes[0] = 4096;
         t->reorder_s[0] = apart_base[pass] * 1e-6;
@@ -416,8 +425,9 @@ static bool apart_run(void *user, int pass, int config, const char *xml, ntp__ca
 }
 
 /* A pass timed while the CPUs were apart is left out of its configuration
- * where another pass found them together, kept where none did, and both
- * are counted, stored and said. */
+ * where another timing found them together; a configuration apart in every
+ * pass is timed again until one does, up to two retries, and kept whole
+ * where none did; both are counted, stored and said. */
 static void test_calibrate_apart(void **state)
 {
     (void)state;
@@ -442,24 +452,31 @@ static void test_calibrate_apart(void **state)
     o.samples = &S;
     o.n_samples = &n;
     ntp_calibration cal;
-    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, apart_run, NULL, &cal), 0);
+    apart_calls ac = {0};
+    assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, apart_run, &ac, &cal), 0);
     int K = 0, reorders = 0;
     for (int i = 0; i < n; i++) {
         const ntp_calibration_sample *x = &S[i];
         if (strcmp(x->kind, "reorder") == 0) {
-            /* Configuration 1's row: passes 1 and 2 (1 and 1.25 us). */
-            assert_int_equal(x->passes, 2);
-            assert_close(x->median_s, 1.125e-6, 1e-15);
+            /* Configuration 1's row: its first retry's alone (2 us). */
+            assert_int_equal(x->passes, 1);
+            assert_close(x->median_s, 2e-6, 1e-15);
             reorders++;
             continue;
         }
         int k = K++;
         double f = k + 1;
         if (k == 0) {
-            /* Apart in every pass: all three kept, median 1. */
-            assert_int_equal(x->passes, 3);
-            assert_close(x->median_s, 1e-3, 1e-12);
+            /* Apart in every pass and both retries: all five kept, median
+             * 1.25. */
+            assert_int_equal(x->passes, 5);
+            assert_close(x->median_s, 1.25e-3, 1e-12);
             assert_close(x->pass_min_s, 0.5e-3, 1e-12);
+            assert_close(x->pass_max_s, 3e-3, 1e-12);
+        } else if (k == 1) {
+            /* Together in its first retry only: that timing (2 ms x 2). */
+            assert_int_equal(x->passes, 1);
+            assert_close(x->median_s, 4e-3, 1e-12);
         } else {
             /* Pass 0 (0.5) left out: the median of 1 and 1.25. */
             assert_int_equal(x->passes, 2);
@@ -469,18 +486,22 @@ static void test_calibrate_apart(void **state)
         }
     }
     assert_int_equal(reorders, 1);
-    assert_true(K >= 2);
-    /* Pass 0 of every configuration and passes 1 and 2 of the first; the
-     * first's three kept. */
-    assert_int_equal(cal.apart_timings, K + 2);
-    assert_int_equal(cal.apart_kept, 3);
+    assert_true(K >= 3);
+    /* Retried: configurations 0 and 1 once, then 0 alone. */
+    assert_int_equal(ac.retries[0], 2);
+    assert_int_equal(ac.retries[1], 1);
+    assert_int_equal(ac.calls, 3 * K + 3);
+    /* Configuration 0's five, 1's three passes, pass 0 of the others; the
+     * first's five kept. */
+    assert_int_equal(cal.apart_timings, K + 6);
+    assert_int_equal(cal.apart_kept, 5);
     /* Stored and read back; said in the report. */
     json_t *j = ntp__calibration_json(&cal);
     assert_non_null(j);
     ntp_calibration back;
     assert_true(ntp__calibration_from_json(j, &back));
-    assert_int_equal(back.apart_timings, K + 2);
-    assert_int_equal(back.apart_kept, 3);
+    assert_int_equal(back.apart_timings, K + 6);
+    assert_int_equal(back.apart_kept, 5);
     json_object_del(j, "apart_timings");
     json_object_del(j, "apart_kept");
     assert_true(ntp__calibration_from_json(j, &back));
@@ -494,8 +515,8 @@ static void test_calibrate_apart(void **state)
     char want[256];
     snprintf(want, sizeof want,
              "\n%d timings ran while the CPUs did not share a cache (docs/run.md#handoff): left "
-             "out where another\npass found them together; 3 kept (no pass of theirs did)\n",
-             K + 2);
+             "out where another\npass found them together; 5 kept (no pass of theirs did)\n",
+             K + 6);
     if (!strstr(text, want))
         fail_msg("no line '%s' in:\n%s", want, text);
     free(text);

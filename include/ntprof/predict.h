@@ -265,6 +265,9 @@ NTP_API bool ntp_calibrate_keep_parse(const char *name, int *keep);
  * most it accepts (each pass takes the time of a whole calibration). */
 #define NTP_CALIBRATE_PASSES 3
 #define NTP_CALIBRATE_MAX_PASSES 9
+/* Timings more of a configuration whose every pass ran while the CPUs
+ * were apart (docs/predict.md#passes), until one finds them together. */
+#define NTP_CALIBRATE_APART_RETRIES 2
 
 enum {
     /* Before each timed pass the run writes over a buffer twice the

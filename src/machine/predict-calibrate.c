@@ -1508,32 +1508,38 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
  * fastest pass's median (cal->keep "fastest") or the median of the
  * per-pass medians; its kernel and backend are those of the first pass it
  * ran in, whose reorder rows are matched in the others by position and
- * bytes. A pass whose hand-off looks found the CPUs apart
- * (docs/run.md#handoff) is left out when another pass of the
- * configuration found them together (counted in cal's apart_timings and
- * apart_kept). */
+ * bytes. T holds passes + NTP_CALIBRATE_APART_RETRIES timings: the
+ * passes, then the retries of a configuration none of whose passes found
+ * the CPUs together (docs/run.md#handoff). A timing whose looks found them
+ * apart is left out when another found them together (counted in cal's
+ * apart_timings and apart_kept). */
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
                          const ntp__pfeat *f, ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
 {
-    double v[NTP_CALIBRATE_MAX_PASSES], lo[NTP_CALIBRATE_MAX_PASSES], hi[NTP_CALIBRATE_MAX_PASSES];
+    enum { SLOTS = NTP_CALIBRATE_MAX_PASSES + NTP_CALIBRATE_APART_RETRIES };
+    double v[SLOTS], lo[SLOTS], hi[SLOTS];
     int ran = 0, first = -1, fastest = -1, iters = 0;
     const bool keep_fastest = strcmp(cal->keep, "fastest") == 0;
-    /* The passes it ran in, and those whose looks found the CPUs apart
-     * (docs/run.md#handoff): left out when any found them together. */
-    int ran_any = 0, apart = 0;
-    for (int p = 0; p < passes; p++)
+    /* The passes it ran in (the majority rule counts those), and every
+     * timing, retries too, whose looks found the CPUs apart or together
+     * (docs/run.md#handoff): the apart ones are left out when any was
+     * together. */
+    const int slots = passes + NTP_CALIBRATE_APART_RETRIES;
+    int ran_any = 0, apart = 0, together = 0;
+    for (int p = 0; p < slots; p++)
         if (T[p].s > 0) {
-            ran_any++;
+            ran_any += p < passes;
             apart += T[p].apart;
+            together += !T[p].apart;
         }
     if (2 * ran_any <= passes)
         return;
-    const bool drop_apart = apart > 0 && apart < ran_any;
+    const bool drop_apart = apart > 0 && together > 0;
     cal->apart_timings += apart;
     if (!drop_apart)
         cal->apart_kept += apart;
-    for (int p = 0; p < passes; p++)
+    for (int p = 0; p < slots; p++)
         if (T[p].s > 0 && !(drop_apart && T[p].apart)) {
             if (first < 0)
                 first = p;
@@ -1550,13 +1556,13 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     const bool wake = is_wake(cf->xml);
     for (int k = 0; !wake && !cf->step && !cf->warm && k < t0->n_reorders && (size_t)*n < cap;
          k++) {
-        double rv[NTP_CALIBRATE_MAX_PASSES];
+        double rv[SLOTS];
         int nr = 0;
         int nr_any = 0;
-        for (int p = 0; p < passes; p++)
+        for (int p = 0; p < slots; p++)
             if (T[p].s > 0 && T[p].n_reorders > k &&
                 T[p].reorder_bytes[k] == t0->reorder_bytes[k]) {
-                nr_any++;
+                nr_any += p < passes;
                 if (!(drop_apart && T[p].apart))
                     rv[nr++] = T[p].reorder_s[k];
             }
@@ -1723,7 +1729,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     const int P = passes;
     size_t cap = (size_t)d.n * (NTP__CALIBRATE_MAX_REORDERS + 1);
     ntp_calibration_sample *S = calloc(cap, sizeof *S);
-    ntp__calibrate_timed *T = calloc((size_t)total * (size_t)P + 1, sizeof *T);
+    const int Q = P + NTP_CALIBRATE_APART_RETRIES; /* timings kept per configuration */
+    ntp__calibrate_timed *T = calloc((size_t)total * (size_t)Q + 1, sizeof *T);
     ntp__pfeat *F = calloc((size_t)total + 1, sizeof *F);
     int64_t *budgets = calloc((size_t)total + 1, sizeof *budgets);
     bool *left_out = calloc((size_t)total + 1, sizeof *left_out);
@@ -1772,7 +1779,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                 budgets[k] = budget;
             }
             ntp__pfeat f;
-            ntp__calibrate_timed *tm = &T[(size_t)k * (size_t)P + (size_t)p];
+            ntp__calibrate_timed *tm = &T[(size_t)k * (size_t)Q + (size_t)p];
             run_source rn = {runner, user, p, k};
             if (time_config(rctx, cf, opts, out, budgets[k], cf->step ? 0 : flush_bytes, &rn, &f,
                             tm) != NTP_STATUS_OK) {
@@ -1793,13 +1800,42 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                  * for a recurrent layer), as its kernel is. */
                 bool seen = false;
                 for (int q = 0; q < p; q++)
-                    seen |= T[(size_t)k * (size_t)P + (size_t)q].s > 0;
+                    seen |= T[(size_t)k * (size_t)Q + (size_t)q].s > 0;
                 if (!seen)
                     F[k] = f;
             }
         }
+    /* A configuration every pass of which ran while the CPUs were apart
+     * (a long placement on this VM outlasts a pass): timed again, up to
+     * NTP_CALIBRATE_APART_RETRIES times, until a timing finds them
+     * together. */
+    for (int r = 0; !st && r < NTP_CALIBRATE_APART_RETRIES; r++)
+        for (int k = 0; !st && k < total; k++) {
+            ntp__calibrate_timed *row = &T[(size_t)k * (size_t)Q];
+            bool ran = false, together = false;
+            for (int q = 0; q < P + r; q++) {
+                ran |= row[q].s > 0;
+                together |= row[q].s > 0 && !row[q].apart;
+            }
+            if (left_out[k] || !ran || together)
+                continue;
+            if (opts->progress) {
+                char label[48];
+                snprintf(label, sizeof label, "again, CPUs apart: %s",
+                         ntp_predict_family_name(d.c[sel[k]].family));
+                opts->progress(opts->progress_user, done, total * P, label);
+            }
+            ntp__pfeat f;
+            run_source rn = {runner, user, P + r, k};
+            if (time_config(rctx, &d.c[sel[k]], opts, out, budgets[k],
+                            d.c[sel[k]].step ? 0 : flush_bytes, &rn, &f,
+                            &row[P + r]) != NTP_STATUS_OK) {
+                memset(&row[P + r], 0, sizeof row[P + r]);
+                ntp_ctx_clear(rctx);
+            }
+        }
     for (int k = 0; !st && k < total; k++)
-        merge_passes(&d.c[sel[k]], &T[(size_t)k * (size_t)P], P, &F[k], out, S, &n, cap);
+        merge_passes(&d.c[sel[k]], &T[(size_t)k * (size_t)Q], P, &F[k], out, S, &n, cap);
     if (opts->progress && !st)
         opts->progress(opts->progress_user, total * P, total * P, "fit");
     free(sel);
