@@ -13,8 +13,10 @@
  * triad reads the same. So a run times the hand-off itself: one CPU writes
  * a buffer twice its L2, the other reads it, then reads it again from its
  * own caches; the ratio of the two reads is about 1 where the two share
- * the cache the buffer sits in and 2.5 where they do not. Before the
- * warm-up and after the last measured iteration, as the bandwidth probe. */
+ * the cache the buffer sits in and 2.5 to 4 where they do not. Probes
+ * before the warm-up and after the last measured iteration, as the
+ * bandwidth probe, and short samples between iterations every
+ * NTP_HANDOFF_SAMPLE_S; a calibration's looks around each timing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
