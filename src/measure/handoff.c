@@ -26,6 +26,7 @@
 #include "machine-impl.h"
 #include "measure-impl.h"
 #include "ntprof/context.h"
+#include "ntprof/stats.h"
 
 /* Rounds per pair: the first two (one each way) fault the buffer in and
  * are not timed; the timed ones alternate the direction. */
@@ -187,10 +188,11 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median as a run's statistics take it (ntp_stats_compute); sorts v. */
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return ntp_stats_quantile_sorted(v, (size_t)n, 0.5);
 }
 
 /* The hand-off between CPUs a and b over j's buffer: the median remote and

@@ -62,9 +62,9 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     }
     snprintf(buf, len,
              "%s%sthe run's CPUs did not share a cache around it (one read the other's writes "
-             "%.1fx slower than its own, docs/run.md#handoff): a layer that reads what another "
-             "thread wrote may run slower than the calibration's, and its error may be the "
-             "machine's, not the model's",
+             "%.1fx slower than its own, docs/run.md#handoff), and the calibration keeps the "
+             "timings of CPUs that did: a layer's error may be the placement's, not the "
+             "model's",
              bw, low ? "; " : "", ratio);
     return true;
 }
