@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "backend/backend-impl.h"
 #include "measure/machine-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
@@ -269,20 +270,50 @@ static int live(void)
         rc = 1;
     }
 
+    /* A backend with a pool of threads: the reference backend runs on the
+     * calling thread, and its run says so. */
+    const char *pooled = NULL;
+    static const char *const names[] = {"onednn", "xnnpack", "blas"};
+    for (int i = 0; i < 3 && !pooled; i++)
+        if (ntp__backend_find(names[i]))
+            pooled = names[i];
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
     ntp_run_opts o;
     ntp_run_opts_default(&o);
     o.backend = "ref";
+    o.iterations = 1;
+    o.min_time_s = 0;
+    o.accuracy = false;
+    if (!ctx || ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "ho", NULL, &g) ||
+        ntp_run(ctx, g, &o, &r)) {
+        printf("FAIL: the ref run: %s\n", ctx ? ntp_ctx_errmsg(ctx) : "no context");
+        return 1;
+    }
+    const char *why = ntp_run_result_env(r)->contention.handoff.reason;
+    if (ntp_run_result_env(r)->contention.handoff.measured ||
+        strcmp(why, "one thread: no layer hands data from one CPU to another") != 0) {
+        printf("FAIL: a run on the reference backend alone probed (reason '%s')\n", why);
+        rc = 1;
+    }
+    ntp_run_result_free(r);
+    r = NULL;
+    if (!pooled) {
+        printf("SKIP: no backend with a thread pool in this build\n");
+        ntp_graph_free(g);
+        ntp_ctx_free(ctx);
+        return rc ? rc : 77;
+    }
+    ntp_run_opts_default(&o);
+    o.backend = pooled;
     o.warmup = 1;
     o.iterations = 3;
     o.min_time_s = 0.5; /* each pass: a window of at least 1 s */
     o.accuracy = false;
     o.bandwidth_probe = NTP_BANDWIDTH_PROBE_AUTO;
-    if (!ctx || ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "ho", NULL, &g) ||
-        ntp_run(ctx, g, &o, &r)) {
-        printf("FAIL: the run: %s\n", ctx ? ntp_ctx_errmsg(ctx) : "no context");
+    if (ntp_run(ctx, g, &o, &r)) {
+        printf("FAIL: the %s run: %s\n", pooled, ntp_ctx_errmsg(ctx));
         return 1;
     }
     const ntp_handoff_check *h = &ntp_run_result_env(r)->contention.handoff;

@@ -220,6 +220,17 @@ bool ntp__rows_build(const ntp_exec *x, ntp_rows *w)
     return true;
 }
 
+/* The threads the run's layers may work on (docs/run.md#handoff): 1 when
+ * every backend it holds runs on the calling thread (the reference
+ * backend; the CUDA backend's host side), else the run's --threads. */
+static int cpu_threads(const ntp_exec *x, int threads)
+{
+    for (int i = 0; i < x->n_be; i++)
+        if (strcmp(x->be[i]->name, "ref") != 0 && strcmp(x->be[i]->name, "cuda") != 0)
+            return threads;
+    return 1;
+}
+
 /* Interleaved measurement: an end-to-end iteration (nothing timed inside
  * it), then a per-layer iteration (a clock read around every row), and so
  * on, so both passes see the same machine. e2e[i] and lt[i * rows + row]
@@ -237,7 +248,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     ntp__bandwidth_plan(o->ceilings, o->bandwidth_probe, o->min_time_s, &bw);
     /* And whether the run's CPUs share a cache now (docs/run.md#handoff). */
     ntp_handoff_check ho;
-    ntp__handoff_plan(o->bandwidth_probe, o->threads, &ho);
+    ntp__handoff_plan(o->bandwidth_probe, cpu_threads(x, o->threads), &ho);
     ntp__handoff_window hw = {0};
     /* The probes' arrays are not the run's memory: left out of its peak
      * (0, n/a, when /proc cannot set the mark back after them). */
