@@ -1587,10 +1587,26 @@ static void test_handoff_check(void **state)
     free(table);
     fx->r.prediction.available = true;
     snprintf(fx->r.prediction.calibration, sizeof fx->r.prediction.calibration, "test");
+    fx->r.prediction.predicted_ms = 5.5;
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     if (!strstr(table, "prediction: the run's CPUs did not share a cache around it (one read the"))
         fail_msg("no hand-off note beside the prediction:\n%s", table);
+    /* The prediction against each placement: 5.5 against 5.25 is +4.8%,
+     * against 8.5 -35.3%. */
+    if (!strstr(table, "prediction: while the CPUs shared a cache, measured 5.25 ms over 100 "
+                       "iterations (predicted +4.8%);\n            while apart, 8.5 ms over 40 "
+                       "(-35.3%)\n"))
+        fail_msg("no placement line beside the prediction:\n%s", table);
     free(table);
+    char *page = capture(fx, write_html, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(page, "while the CPUs shared a cache, measured 5.25 ms over 100"));
+    free(page);
+    /* One placement throughout: no split to show. */
+    h->apart_n = 0;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "while the CPUs shared a cache, measured"));
+    free(table);
+    h->apart_n = 40;
     /* Together throughout: no note. */
     h->after.ratio = 1.25;
     h->window_ratio = 1.5;

@@ -342,6 +342,8 @@ static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare
         ntp__put_wrapped(f, lead, s);
         if (ntp__prediction_machine_note(run[k], s, sizeof s))
             ntp__put_wrapped(f, "    ", s);
+        if (ntp__prediction_placement_line(run[k], s, sizeof s))
+            ntp__put_wrapped(f, "    ", s);
     }
     int idx[PRED_ROWS];
     int n = ntp__compare_pred_rows(c, p, idx, PRED_ROWS);

@@ -69,6 +69,23 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     return true;
 }
 
+bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const ntp_run_prediction *p = &r->prediction;
+    const ntp_handoff_check *h = &r->env.contention.handoff;
+    if (!p->available || !h->measured || h->together_n <= 0 || h->apart_n <= 0 ||
+        !(h->together_ms > 0) || !(h->apart_ms > 0))
+        return false;
+    snprintf(buf, len,
+             "while the CPUs shared a cache, measured %.4g ms over %d iterations (predicted "
+             "%+.1f%%); while apart, %.4g ms over %d (%+.1f%%)",
+             h->together_ms, h->together_n,
+             100.0 * (p->predicted_ms - h->together_ms) / h->together_ms, h->apart_ms, h->apart_n,
+             100.0 * (p->predicted_ms - h->apart_ms) / h->apart_ms);
+    return true;
+}
+
 /* The row of run r at index i when it is one predicted layer row. */
 static const ntp_layer_result *predicted_row(const ntp_run_result *r, int i)
 {
@@ -179,6 +196,11 @@ void ntp__html_prediction_run(FILE *f, const ntp_run_result *r)
     char note[768];
     if (ntp__prediction_machine_note(r, note, sizeof note)) {
         fputs("<p class=\"warn\">", f);
+        ntp__html_text(f, note);
+        fputs("</p>\n", f);
+    }
+    if (ntp__prediction_placement_line(r, note, sizeof note)) {
+        fputs("<p>", f);
         ntp__html_text(f, note);
         fputs("</p>\n", f);
     }

@@ -43,5 +43,11 @@ void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
  * stored ceilings' (high), not the model's (predict-view.c); false when
  * there is nothing to say. */
 bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len);
+/* A run whose iterations the hand-off looks split between the CPUs
+ * sharing a cache and not (docs/run.md#handoff): the prediction against
+ * each placement's end-to-end median, one line ("while the CPUs shared a
+ * cache, measured ... (predicted +3.7%); while apart, ..."); false when
+ * the run was not split or has no prediction. */
+bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len);
 
 #endif

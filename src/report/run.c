@@ -291,6 +291,8 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
     char note[768];
     if (ntp__prediction_machine_note(r, note, sizeof note))
         ntp__put_wrapped(f, "prediction: ", note);
+    if (ntp__prediction_placement_line(r, note, sizeof note))
+        ntp__put_wrapped(f, "prediction: ", note);
     if (p->threads_differ)
         ntp__put_linef(f,
                        "prediction: THREADS DIFFER: calibrated at %d threads, run at %d; "
