@@ -519,11 +519,14 @@ static bool config_markup(const config *c, bool network, char *xml, size_t len)
 }
 
 /* Where a configuration's run comes from: the engine (fn NULL), or a
- * stand-in (tests), told the pass and the configuration's index. */
+ * stand-in (tests), told the pass and the configuration's index; `looks`
+ * the hand-off looks around an engine run, planned once
+ * (docs/run.md#handoff). */
 typedef struct run_source {
     ntp__calibrate_runner fn;
     void *user;
     int pass, config;
+    const ntp_handoff_check *looks;
 } run_source;
 
 /* Time one configuration once (one pass): the median of layer L, its
@@ -587,9 +590,9 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         /* Whether the CPUs shared a cache just before and just after
          * (docs/run.md#handoff): a timing while they did not is left out
          * where another pass's was not (merge_passes). */
-        double look = ntp__handoff_look(o->threads);
+        double look = ntp__handoff_look(rn->looks);
         st = ntp_run(ctx, g, &ro, &r);
-        double after = st ? 0 : ntp__handoff_look(o->threads);
+        double after = st ? 0 : ntp__handoff_look(rn->looks);
         tm->apart = look >= NTP_HANDOFF_APART_RATIO || after >= NTP_HANDOFF_APART_RATIO;
     }
     for (int i = 0; !st && r && i < r->n_layers; i++) {
@@ -657,7 +660,9 @@ ntp_status ntp__calibrate_time_sample(ntp_ctx *ctx, const ntp_machine_info *m,
                           "recheck: the calibration's precision '%s' is not one", cal->precision);
     int64_t flush =
         strcmp(cal->cache, "network") == 0 && !c.step ? ntp__calibrate_flush_bytes(m, cal) : 0;
-    run_source rn = {runner, user, 0, index};
+    ntp_handoff_check looks;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, o.threads, &looks);
+    run_source rn = {runner, user, 0, index, &looks};
     ntp__pfeat f;
     return time_config(ctx, &c, &o, cal, 0, flush, &rn, &f, tm);
 }
@@ -1485,8 +1490,6 @@ bool ntp__calibrate_family_wanted(const char *list, ntp_predict_family f)
     return false;
 }
 
-/* The median of v[0..n) (n > 0; sorts v): the mean of the two middle
- * values for an even n. */
 /* x, zeroed by the caller, named: its kind, cf's family, markup and feed,
  * and the backend it ran on. */
 static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char *kind,
@@ -1746,6 +1749,10 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     ntp_ctx *rctx = st ? NULL : ntp_ctx_init();
     if (!st && !rctx)
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    /* The hand-off looks around each timing, planned once for all of them
+     * (docs/run.md#handoff). */
+    ntp_handoff_check looks;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, opts->threads, &looks);
     /* Interleaved: every configuration once, then every one again, so that
      * a slow phase of the machine (this VM's speed moves from minute to
      * minute) falls on different configurations in each pass, never on
@@ -1780,7 +1787,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
             }
             ntp__pfeat f;
             ntp__calibrate_timed *tm = &T[(size_t)k * (size_t)Q + (size_t)p];
-            run_source rn = {runner, user, p, k};
+            run_source rn = {runner, user, p, k, &looks};
             if (time_config(rctx, cf, opts, out, budgets[k], cf->step ? 0 : flush_bytes, &rn, &f,
                             tm) != NTP_STATUS_OK) {
                 memset(tm, 0, sizeof *tm);
@@ -1826,7 +1833,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                 opts->progress(opts->progress_user, done, total * P, label);
             }
             ntp__pfeat f;
-            run_source rn = {runner, user, P + r, k};
+            run_source rn = {runner, user, P + r, k, &looks};
             if (time_config(rctx, &d.c[sel[k]], opts, out, budgets[k],
                             d.c[sel[k]].step ? 0 : flush_bytes, &rn, &f,
                             &row[P + r]) != NTP_STATUS_OK) {

@@ -1738,11 +1738,11 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     cal->passes = (int)get_int(j, "passes", 0, INT_MAX, &bad);
     if (cal->passes < 1)
         cal->passes = 1;
-    /* Calibrations from before the kept pass was recorded kept the median
-     * of the passes (one pass: its own). */
     /* Absent before the hand-off looks: none seen. */
     cal->apart_timings = (int)get_int(j, "apart_timings", 0, INT_MAX, &bad);
     cal->apart_kept = (int)get_int(j, "apart_kept", 0, INT_MAX, &bad);
+    /* Calibrations from before the kept pass was recorded kept the median
+     * of the passes (one pass: its own). */
     get_str(j, "keep", cal->keep, sizeof cal->keep);
     if (!cal->keep[0])
         snprintf(cal->keep, sizeof cal->keep, "median");

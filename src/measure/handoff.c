@@ -210,15 +210,16 @@ static bool run_pair(ntp_ctx *ctx, handoff_job *j, int a, int b, double *remote,
     return true;
 }
 
-double ntp__handoff_pair_ratio(int a, int b, int64_t bytes)
+/* The ratio of one pair over a buffer of its own, after the untimed
+ * rounds, over `timed` rounds; 0 when it could not run. */
+static double pair_ratio(int a, int b, int64_t bytes, int timed)
 {
     handoff_job *j = calloc(1, sizeof *j);
     ntp_ctx *ctx = ntp_ctx_init();
     unsigned char *buf = aligned_alloc(64, (size_t)bytes);
     double remote = 0, own = 0;
     if (j && ctx && buf) {
-        *j = (handoff_job){
-            .buf = buf, .bytes = (size_t)bytes, .warm = WARM_ROUNDS, .timed = TIMED_ROUNDS};
+        *j = (handoff_job){.buf = buf, .bytes = (size_t)bytes, .warm = WARM_ROUNDS, .timed = timed};
         if (!run_pair(ctx, j, a, b, &remote, &own))
             own = 0;
     }
@@ -226,6 +227,11 @@ double ntp__handoff_pair_ratio(int a, int b, int64_t bytes)
     ntp_ctx_free(ctx);
     free(j);
     return own > 0 ? remote / own : 0;
+}
+
+double ntp__handoff_pair_ratio(int a, int b, int64_t bytes)
+{
+    return pair_ratio(a, b, bytes, TIMED_ROUNDS);
 }
 
 /* The CPUs of the run's set: the first and the others of each pair. */
@@ -242,27 +248,12 @@ static int pair_cpus(int *first, int others[MAX_PAIRS])
     return m;
 }
 
-double ntp__handoff_look(int threads)
+double ntp__handoff_look(const ntp_handoff_check *h)
 {
-    ntp_handoff_check h;
-    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, threads, &h);
     int first, others[MAX_PAIRS];
-    if (!h.measured || pair_cpus(&first, others) < 1)
+    if (!h->measured || pair_cpus(&first, others) < 1)
         return 0;
-    handoff_job *jb = calloc(1, sizeof *jb);
-    ntp_ctx *ctx = ntp_ctx_init();
-    unsigned char *buf = aligned_alloc(64, (size_t)h.bytes);
-    double remote = 0, own = 0;
-    if (jb && ctx && buf) {
-        *jb = (handoff_job){
-            .buf = buf, .bytes = (size_t)h.bytes, .warm = WARM_ROUNDS, .timed = SAMPLE_ROUNDS};
-        if (!run_pair(ctx, jb, first, others[0], &remote, &own))
-            own = 0;
-    }
-    free(buf);
-    ntp_ctx_free(ctx);
-    free(jb);
-    return own > 0 ? remote / own : 0;
+    return pair_ratio(first, others[0], h->bytes, SAMPLE_ROUNDS);
 }
 
 void ntp__handoff_plan(ntp_bandwidth_probe mode, int threads, ntp_handoff_check *h)

@@ -186,10 +186,11 @@ bool ntp__handoff_line(const ntp_handoff_check *h, char *buf, size_t len);
  * times it; 0 when it could not run. */
 double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
 /* One short look (two untimed rounds and six timed) at the first pair of
- * the CPUs a run of `threads` (0: all) may use: its ratio, 0 when there is
- * no pair (one thread or CPU) or it could not run. A calibration takes one
- * around each timing (docs/predict.md#passes). */
-double ntp__handoff_look(int threads);
+ * the CPUs, over the buffer of h, planned once (ntp__handoff_plan): its
+ * ratio, 0 when h is not measured (one thread or CPU, off) or it could not
+ * run. A calibration takes one around each timing
+ * (docs/predict.md#passes). */
+double ntp__handoff_look(const ntp_handoff_check *h);
 /* The size of `cpu`'s data or unified cache at `level` in sysfs, and
  * (*shared) whether its shared_cpu_list holds `other` (-1: no list); 0
  * when sysfs does not say. */
