@@ -222,11 +222,11 @@ bool ntp__rows_build(const ntp_exec *x, ntp_rows *w)
 
 /* The threads the run's layers may work on (docs/run.md#handoff): 1 when
  * every backend it holds runs on the calling thread (the reference
- * backend; the CUDA backend's host side), else the run's --threads. */
+ * backend; a device backend's host side), else the run's --threads. */
 static int cpu_threads(const ntp_exec *x, int threads)
 {
     for (int i = 0; i < x->n_be; i++)
-        if (strcmp(x->be[i]->name, "ref") != 0 && strcmp(x->be[i]->name, "cuda") != 0)
+        if (x->be[i] != &ntp__backend_ref && x->be[i]->kind != NTP_BACKEND_DEVICE)
             return threads;
     return 1;
 }
