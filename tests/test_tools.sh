@@ -174,6 +174,17 @@ assert m["counters"]["callgrind:Ir"]["value"] == ir["fc_a"] + ir["fc_b"], m["cou
 assert r["layers"][0]["bound"] in ("memory", "compute", "latency")
 PYEOF
     fi
+    # ntprof itself under valgrind: the probes around the window (with a
+    # --min-time that would run them) would time valgrind's JIT: n/a.
+    if run valgrind -q --tool=none "$NTPROF" run "$SRC/models/tiny-mlp.xml" -B ref -n 1 -w 0 \
+            --min-time 0.5 --format json -o "$T/vg.json"; then
+        $PY - "$T/vg.json" <<'PYEOF' && ok || bad "probes under valgrind"
+import json, sys
+c = json.load(open(sys.argv[1]))["environment"]["contention"]
+for probe in ("bandwidth", "handoff"):
+    assert not c[probe]["measured"] and "under valgrind" in c[probe]["reason"], c[probe]
+PYEOF
+    fi
     # cachegrind: simulated cache misses and branch mispredictions per layer.
     # -n 3, but the simulation counts one iteration: the report says one.
     if run "$NTPROF" run "$T/cg.xml" -B ref -n 3 --min-time 0 --tool cachegrind \

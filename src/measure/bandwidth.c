@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "counters-impl.h"
 #include "machine-impl.h"
 #include "measure-impl.h"
 #include "ntprof/context.h"
@@ -173,6 +174,13 @@ void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double
     b->before_share = b->after_share = -1;
     if (mode == NTP_BANDWIDTH_PROBE_OFF) {
         snprintf(b->reason, sizeof b->reason, "off (ntp_run_opts.bandwidth_probe)");
+        return;
+    }
+    /* valgrind runs every instruction of the triad through its JIT, one
+     * thread at a time: neither a bandwidth nor a quick probe. */
+    if (ntp__valgrind_running()) {
+        snprintf(b->reason, sizeof b->reason,
+                 "under valgrind, which runs one thread at a time and translates every load");
         return;
     }
     if (mode == NTP_BANDWIDTH_PROBE_AUTO && min_time_s < NTP_BANDWIDTH_PROBE_MIN_TIME_S) {
