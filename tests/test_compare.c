@@ -1004,6 +1004,12 @@ static void test_machine_note(void **state)
                    "machine's, not the runs'\n"))
         fail_msg("no machine line:\n%s", t);
     free(t);
+    t = html_text(ctx, c);
+    if (!strstr(t, "<p class=\"warn\">machine: A: other processes and steal took 50% of its "
+                   "CPUs; B: its CPUs did not share a cache (hand-off 3.6x): a difference may "
+                   "be the machine&#39;s, not the runs&#39;</p>"))
+        fail_msg("no machine line on the page:\n%s", t);
+    free(t);
     ntp_comparison_free(c);
     h->window_ratio = 1.9;
     a.r.env.contention.distorted = false;

@@ -1600,6 +1600,12 @@ static void test_handoff_check(void **state)
     free(table);
     char *page = capture(fx, write_html, NTP_FORMAT_TABLE);
     assert_non_null(strstr(page, "while the CPUs shared a cache, measured 5.25 ms over 100"));
+    /* The page carries the table's environment lines. */
+    if (!strstr(page, "<p class=\"meta\"><b>cpu hand-off</b>: reading another CPU&#39;s writes "
+                      "took 1.12x the time of") ||
+        !strstr(page, "<p class=\"meta\"><b>contention</b>: other processes 0%, steal 0%, "
+                      "this run 0% of 2 CPUs over 1.50 s"))
+        fail_msg("no environment lines on the page:\n%s", page);
     free(page);
     /* One placement throughout: no split to show. */
     h->apart_n = 0;

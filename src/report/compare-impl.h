@@ -34,5 +34,10 @@ bool ntp__compare_side_pred(const ntp_comparison *c, const ntp_compare_pair *p,
 /* Up to max indices into p->rows of rows predicted on either side, the
  * largest |predicted - measured| (ms, either side) first. */
 int ntp__compare_pred_rows(const ntp_comparison *c, const ntp_compare_pair *p, int *idx, int max);
+/* Runs the machine may have moved (contention, a low memory bus, CPUs
+ * apart): each flagged run of the pair A/B with what was seen around it,
+ * one line into buf; false when neither was flagged (compare-write.c). */
+bool ntp__compare_machine_note(const char *A, const ntp_run_result *a, const char *B,
+                               const ntp_run_result *b, char *buf, size_t len);
 
 #endif

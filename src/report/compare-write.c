@@ -214,19 +214,25 @@ static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
     return used > 0;
 }
 
-/* Runs the machine may have moved: each flagged run with what was seen
- * around it. */
+bool ntp__compare_machine_note(const char *A, const ntp_run_result *a, const char *B,
+                               const ntp_run_result *b, char *buf, size_t len)
+{
+    char sa[256], sb[256];
+    bool fa = machine_state(a, sa, sizeof sa), fb = machine_state(b, sb, sizeof sb);
+    if (!fa && !fb)
+        return false;
+    snprintf(buf, len, "%s%s%s%s%s%s%s: a difference may be the machine's, not the runs'",
+             fa ? A : "", fa ? ": " : "", fa ? sa : "", fa && fb ? "; " : "", fb ? B : "",
+             fb ? ": " : "", fb ? sb : "");
+    return true;
+}
+
 static void table_machine_note(FILE *f, const char *A, const ntp_run_result *a, const char *B,
                                const ntp_run_result *b)
 {
-    char sa[256], sb[256], text[640];
-    bool fa = machine_state(a, sa, sizeof sa), fb = machine_state(b, sb, sizeof sb);
-    if (!fa && !fb)
-        return;
-    snprintf(text, sizeof text, "%s%s%s%s%s%s%s: a difference may be the machine's, not the runs'",
-             fa ? A : "", fa ? ": " : "", fa ? sa : "", fa && fb ? "; " : "", fb ? B : "",
-             fb ? ": " : "", fb ? sb : "");
-    ntp__put_wrapped(f, "machine: ", text);
+    char text[640];
+    if (ntp__compare_machine_note(A, a, B, b, text, sizeof text))
+        ntp__put_wrapped(f, "machine: ", text);
 }
 
 /* Rows per side of a fused group: "1 fused row", "3 rows summed", "no time". */

@@ -283,6 +283,12 @@ static void pair_section(FILE *f, const ntp_comparison *c, const ntp_compare_pai
         fputs("<p class=\"meta\">No differences in topology, configuration or hardware.</p>\n", f);
     }
     const ntp_run_result *ra = c->runs[p->base], *rb = c->runs[p->other];
+    char note[640];
+    if (ntp__compare_machine_note(la, ra, lb, rb, note, sizeof note)) {
+        fputs("<p class=\"warn\">machine: ", f);
+        ntp__html_text(f, note);
+        fputs("</p>\n", f);
+    }
     if (ra->fused != rb->fused) {
         fputs("<p class=\"warn\">", f);
         ntp__html_textf(f,

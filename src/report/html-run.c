@@ -506,6 +506,17 @@ static void header(FILE *f, const ntp_run_result *r)
         fputs("</span></div>", f);
     }
     fputs("</div>\n", f);
+    /* The table's reproducibility lines: libraries, the CPU's policy and
+     * load, contention, memory bus, hand-off. */
+    ntp__env_line env[NTP_ENV_LINES];
+    int n_env = ntp__run_env_lines(r, env);
+    for (int i = 0; i < n_env; i++) {
+        fputs("<p class=\"meta\"><b>", f);
+        ntp__html_text(f, env[i].label);
+        fputs("</b>: ", f);
+        ntp__html_text(f, env[i].text);
+        fputs("</p>\n", f);
+    }
     for (int i = 0; i < r->n_warnings; i++) {
         fputs("<p class=\"warn\">warning: ", f);
         ntp__html_text(f, r->warnings[i]);

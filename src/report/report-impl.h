@@ -50,4 +50,15 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
  * the run was not split or has no prediction. */
 bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len);
 
+/* One of a run's environment lines: "libraries", "cpu", "thread pools'
+ * wait policy", "contention", "memory bandwidth", "cpu hand-off". */
+#define NTP_ENV_LINES 6
+typedef struct ntp__env_line {
+    const char *label;
+    char text[2048];
+} ntp__env_line;
+/* The run's environment lines, in the order the table prints them (those
+ * with nothing to say left out); returns how many (run.c). */
+int ntp__run_env_lines(const ntp_run_result *r, ntp__env_line out[NTP_ENV_LINES]);
+
 #endif

@@ -473,48 +473,65 @@ static void table_impls(FILE *f, const ntp_run_result *r)
 
 /* The header's reproducibility lines: the backends' libraries with the
  * ISA each chose, the CPU's frequency policy and load, and what other
- * processes took while the run was measured. */
-static void table_environment(FILE *f, const ntp_run_result *r)
+ * processes took while the run was measured (with the memory bus and the
+ * CPUs' hand-off when probed). The table and the HTML report print the
+ * same lines. */
+int ntp__run_env_lines(const ntp_run_result *r, ntp__env_line out[NTP_ENV_LINES])
 {
     const ntp_env *e = &r->env;
-    char text[2048];
-    size_t used = 0;
-    for (int i = 0; i < e->n_libraries && used < sizeof text; i++)
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %s [%s]", i ? "; " : "",
-                                 e->library[i].name, e->library[i].version, e->library[i].isa);
-    if (e->n_libraries > 0)
-        ntp__put_wrapped(f, "libraries: ", text);
+    const ntp_contention *c = &e->contention;
+    int n = 0;
+    if (e->n_libraries > 0) {
+        size_t used = 0;
+        for (int i = 0; i < e->n_libraries && used < sizeof out[n].text; i++)
+            used += (size_t)snprintf(out[n].text + used, sizeof out[n].text - used, "%s%s %s [%s]",
+                                     i ? "; " : "", e->library[i].name, e->library[i].version,
+                                     e->library[i].isa);
+        out[n++].label = "libraries";
+    }
     char load[64] = "n/a (/proc/loadavg unreadable)";
     if (e->load_average[0] >= 0)
         snprintf(load, sizeof load, "%.2f %.2f %.2f", e->load_average[0], e->load_average[1],
                  e->load_average[2]);
-    snprintf(text, sizeof text, "governor %s, %s, boost %s, SMT %s; load average %s", e->governor,
-             e->cpu_mhz_text, e->boost, e->smt, load);
-    ntp__put_wrapped(f, "cpu: ", text);
+    snprintf(out[n].text, sizeof out[n].text, "governor %s, %s, boost %s, SMT %s; load average %s",
+             e->governor, e->cpu_mhz_text, e->boost, e->smt, load);
+    out[n++].label = "cpu";
     if (r->wait_policy) {
         bool set = r->wait_settings && *r->wait_settings;
-        snprintf(text, sizeof text, "%s%s%s%s", r->wait_policy, set ? " (" : "",
+        snprintf(out[n].text, sizeof out[n].text, "%s%s%s%s", r->wait_policy, set ? " (" : "",
                  set ? r->wait_settings : "", set ? ")" : "");
-        ntp__put_wrapped(f, "thread pools' wait policy: ", text);
+        out[n++].label = "thread pools' wait policy";
     }
-    const ntp_contention *c = &e->contention;
     if (c->measured) {
         char at[48] = "";
         if (c->load_average >= 0)
             snprintf(at, sizeof at, "; load average %.2f at start", c->load_average);
-        snprintf(text, sizeof text,
+        snprintf(out[n].text, sizeof out[n].text,
                  "other processes %.0f%%, steal %.0f%%, this run %.0f%% of %d CPU%s over %.2f s "
                  "(\xC2\xB1%.1f%%)%s",
                  100 * c->other, 100 * c->steal, 100 * c->own, c->cpus, c->cpus == 1 ? "" : "s",
                  c->window_s, 100 * c->resolution, at);
     } else {
-        snprintf(text, sizeof text, "n/a (%s)", c->reason[0] ? c->reason : "not measured");
+        snprintf(out[n].text, sizeof out[n].text, "n/a (%s)",
+                 c->reason[0] ? c->reason : "not measured");
     }
-    ntp__put_wrapped(f, "contention: ", text);
-    if (ntp__bandwidth_line(&c->bandwidth, text, sizeof text))
-        ntp__put_wrapped(f, "memory bandwidth: ", text);
-    if (ntp__handoff_line(&c->handoff, text, sizeof text))
-        ntp__put_wrapped(f, "cpu hand-off: ", text);
+    out[n++].label = "contention";
+    if (ntp__bandwidth_line(&c->bandwidth, out[n].text, sizeof out[n].text))
+        out[n++].label = "memory bandwidth";
+    if (ntp__handoff_line(&c->handoff, out[n].text, sizeof out[n].text))
+        out[n++].label = "cpu hand-off";
+    return n;
+}
+
+static void table_environment(FILE *f, const ntp_run_result *r)
+{
+    ntp__env_line lines[NTP_ENV_LINES];
+    int n = ntp__run_env_lines(r, lines);
+    for (int i = 0; i < n; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s: ", lines[i].label);
+        ntp__put_wrapped(f, label, lines[i].text);
+    }
 }
 
 /* Where the layers ran: how many of the (non-inlay) layers the chosen
