@@ -32,6 +32,9 @@
 # says so when the load average at the start exceeds half the CPUs). On a
 # quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
 # the calibration's design has grown by about 50 configurations since).
+# A round is marked * where the run found its CPUs apart and ~ where its
+# memory bus read low, and both targets are printed again over the rounds
+# marked neither.
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
@@ -178,8 +181,9 @@ printf '%-8s %-22s %10s %10s %8s %9s %9s %9s %12s\n' backend model "meas ms" "pr
     "covered" "+-10%" "+-25%" "major +-25%"
 for be in "${bes[@]}"; do
     # The slow reference backend: fewer iterations (its times vary little).
-    run_args=(--warmup 2 --iterations 10 --min-time 0.5)
-    [ "$be" != ref ] || run_args=(--warmup 1 --iterations 3 --min-time 0)
+    # The memory bus probed around every run, ref's too (docs/predict.md).
+    run_args=(--warmup 2 --iterations 10 --min-time 0.5 --bandwidth-probe on)
+    [ "$be" != ref ] || run_args=(--warmup 1 --iterations 3 --min-time 0 --bandwidth-probe on)
     [ "$fast" = 0 ] || run_args=(--warmup 1 --iterations 2 --min-time 0)
     if [ -e "$work/calfail-$be" ]; then continue; fi
     cases=()
@@ -291,25 +295,51 @@ for name, rs in runs.items():
                              h.get("window_ratio") or 0) >= h["apart_ratio"] for h in hs]
     tog = [h["together_ms"] for h in hs if h and h.get("together_n")]
     terr = (pred - med(tog)) / med(tog) if tog and all(hs) else None
-    # The rows of the rounds with no look apart, where some round had one.
-    quiet = [r for r, h, a in zip(rs, hs, apart) if h and not a]
+    # The memory bus around each round (docs/run.md#the-memory-bus): its probes'
+    # share of the stored DRAM triad, and whether either read low.
+    def bus(r):
+        b = r.get("environment", {}).get("contention", {}).get("bandwidth") or {}
+        return b if b.get("measured") and b.get("before_share") is not None else None
+    bs = [bus(r) for r in rs]
+    low = [bool(b) and bool(b.get("low")) for b in bs]
+    # The rounds the machine ran as a calibration assumes it: no look found
+    # the CPUs apart and the bus did not read low (a round with neither
+    # probe is left out: a one-thread run has no hand-off look), where some
+    # round was not.
+    calm = [(r, e) for r, e, h, b, a, lo in zip(rs, e2es, hs, bs, apart, low)
+            if (h or b) and not a and not lo]
+    odd = any(apart) or any(low)
     models.append({"model": name, "error": err, "major": major, "together_error": terr,
-                   "apart": sum(apart),
-                   "major_together": majors(quiet) if quiet and any(apart) else
-                   major if quiet else None})
+                   "apart": sum(apart), "low": sum(low),
+                   "shares": [s for b in bs if b for s in (b["before_share"], b["after_share"])
+                              if s is not None],
+                   "calm_error": (pred - med(e for _, e in calm)) / med(e for _, e in calm)
+                   if calm else None,
+                   "major_calm": (majors([r for r, _ in calm]) if odd else major) if calm
+                   else None})
     if len(e2es) > 1:
         noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
-                      "apart": apart})
+                      "apart": apart, "low": low})
 # The measurement's own noise: the same model measured in each round,
 # interleaved with the others; the median over the models of a model's
 # spread between its rounds, (highest - lowest) / median, is the floor
 # below which a prediction's error cannot be told from the measurement's.
 for x in noise:
     print(f"{be:<8} {x['model']:<22} rounds: "
-          + " ".join(f"{v:.3f}{'*' if a else ''}" for v, a in zip(x["e2e"], x["apart"]))
+          + " ".join(f"{v:.3f}{'*' if a else ''}{'~' if lo else ''}"
+                     for v, a, lo in zip(x["e2e"], x["apart"], x["low"]))
           + f" ms, spread {100 * x['spread']:.1f}%")
 if any(a for x in noise for a in x["apart"]):
     print(f"{be:<8} * the run's CPUs did not share a cache at some look (docs/run.md#handoff)")
+shares = sorted(s for m in models for s in m["shares"])
+if shares:
+    lows = sum(m["low"] for m in models)
+    print(f"{be:<8} {'~ ' if lows else ''}memory bus around the runs: the probes read "
+          f"{100 * med(shares):.0f}% of the stored DRAM triad (median; "
+          f"{100 * shares[0]:.0f}..{100 * shares[-1]:.0f}%), low (below "
+          f"{100 * rs[0]['environment']['contention']['bandwidth']['low_share']:.0f}%) around "
+          f"{lows} of {sum(1 for m in models for _ in range(len(runs[m['model']])))} runs "
+          "(docs/run.md#the-memory-bus)")
 floor = med(x["spread"] for x in noise) if noise else None
 if floor is not None:
     print(f"{be:<8} noise floor (median spread between rounds over {len(noise)} models): "
@@ -354,14 +384,24 @@ if tm and any(m["apart"] for m in models):
     print(f"{be:<8}   over the iterations while the CPUs shared a cache: {k} of {len(tm)} "
           f"({100 * k / len(tm):.0f}%): " + ", ".join(
               f"{m['model']} {100 * m['together_error']:+.1f}%" for m in tm))
-# Target 2 the same way: each layer's median over the rounds no look
-# found apart (a model with none is left out).
-mt = [l for m in models if m["major_together"] for l in m["major_together"]]
-if mt and any(m["apart"] for m in models):
-    k = sum(1 for l in mt if l["error"] is not None and abs(l["error"]) <= 0.25)
-    left = [m["model"] for m in models if m["major_together"] is None]
-    print(f"{be:<8}   target 2 over the rounds no look found apart: {k} of {len(mt)} "
-          f"({100 * k / len(mt):.0f}%)" + (f"; no such round: {', '.join(left)}" if left else ""))
+# Both targets over the rounds the machine ran as calibrated: the CPUs
+# together at every look and the memory bus not low; each model's end to
+# end and each layer's median over those rounds (a model with none is
+# named, not counted).
+if any(m["apart"] or m["low"] for m in models):
+    left = [m["model"] for m in models if m["major_calm"] is None]
+    none = f"; no such round: {', '.join(left)}" if left else ""
+    cm = [m for m in models if m["calm_error"] is not None]
+    k = sum(1 for m in cm if abs(m["calm_error"]) <= 0.10)
+    print(f"{be:<8}   target 1 over the rounds with the CPUs together and the bus not low: "
+          + (f"{k} of {len(cm)} ({100 * k / len(cm):.0f}%): " + ", ".join(
+              f"{m['model']} {100 * m['calm_error']:+.1f}%" for m in cm) if cm else "none")
+          + none)
+    mt = [l for m in models if m["major_calm"] for l in m["major_calm"]]
+    if mt:
+        k = sum(1 for l in mt if l["error"] is not None and abs(l["error"]) <= 0.25)
+        print(f"{be:<8}   target 2 over the same rounds: {k} of {len(mt)} "
+              f"({100 * k / len(mt):.0f}%)" + none)
 print(f"{be:<8} target 2, layers over 1% of the time within +-25% on >= 80%: "
       f"{len(within)} of {len(major)} ({100 * s2:.0f}%, {unpred} not predicted counted as "
       f"missed): {verdict(s2, 0.80)}")
