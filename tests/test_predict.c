@@ -520,6 +520,50 @@ static void test_calibrate_apart(void **state)
     if (!strstr(text, want))
         fail_msg("no line '%s' in:\n%s", want, text);
     free(text);
+
+    /* The memory bus, probed for real before the first pass and after the
+     * last (docs/predict.md#the-calibrations-memory-bus): against the hand
+     * ceilings' DRAM triad, 20 GB/s. */
+    const ntp_bandwidth_check *b = &cal.bus;
+    assert_true(b->measured);
+    assert_true(b->before_gbps > 0 && b->after_gbps > 0);
+    assert_close(b->ceiling_gbps, 20, 0);
+    assert_close(b->before_share, b->before_gbps / 20, 1e-12);
+    assert_close(b->after_share, b->after_gbps / 20, 1e-12);
+    /* Read low (a share by hand): stored, read back, said. */
+    cal.bus.before_gbps = 9;
+    cal.bus.before_share = 0.45;
+    cal.bus.after_gbps = 30;
+    cal.bus.after_share = 1.5;
+    cal.bus.low = true;
+    j = ntp__calibration_json(&cal);
+    assert_non_null(j);
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_true(back.bus.measured && back.bus.low);
+    assert_close(back.bus.before_share, 0.45, 0);
+    assert_close(back.bus.after_gbps, 30, 0);
+    assert_close(back.bus.ceiling_gbps, 20, 0);
+    /* A calibration made before the probe: not measured, no line. */
+    json_object_del(j, "memory_bus");
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_false(back.bus.measured);
+    assert_string_equal(back.bus.reason, "");
+    json_decref(j);
+    text = NULL;
+    f = open_memstream(&text, &len);
+    assert_int_equal(ntp_report_write_calibration(ctx, &cal, NTP_FORMAT_TABLE, f), 0);
+    fclose(f);
+    if (!strstr(text, "memory bus: 9.0 GB/s before, 30.0 after: 45% and 150% of this machine's "
+                      "DRAM triad") ||
+        !strstr(text, "READ LOW: memory-bound layers are priced for"))
+        fail_msg("no memory-bus line in:\n%s", text);
+    free(text);
+    text = NULL;
+    f = open_memstream(&text, &len);
+    assert_int_equal(ntp_report_write_calibration(ctx, &back, NTP_FORMAT_TABLE, f), 0);
+    fclose(f);
+    assert_null(strstr(text, "memory bus:"));
+    free(text);
     free(S);
     ntp_ctx_free(ctx);
 }

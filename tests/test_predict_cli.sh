@@ -194,6 +194,42 @@ total = sum(l["predicted_ms"] for l in fc + cp)
 assert abs(total - p["predicted_ms"]) < 1e-9 * p["predicted_ms"]
 PYEOF
 
+# The calibration probed the memory bus before its pass and after
+# (docs/predict.md#the-calibrations-memory-bus), against the ceilings'
+# 20 GB/s (over ntprof machine's DRAM working set: the file names none);
+# the prediction carries the lower share. Stored as read low, the
+# prediction's table says so.
+$PY - "$DB" "$T/p.json" <<'PYEOF' && ok || bad "the calibration's memory bus"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+bus = json.loads(model)["memory_bus"]
+assert bus["measured"] and bus["before_gbps"] > 0 and bus["after_gbps"] > 0, bus
+# Hand ceilings name no DRAM working set: ntprof machine's, not none.
+assert bus["ceiling_gbps"] == 20 and bus["working_set_bytes"] >= 64 << 20, bus
+share = min(bus["before_share"], bus["after_share"])
+cal = json.load(open(sys.argv[2]))["calibration"]
+assert abs(cal["memory_bus_share"] - share) < 1e-12, (cal, share)
+assert cal["memory_bus_low"] == bus["low"], (cal, bus)
+PYEOF
+cp "$DB" "$T/low.db"
+$PY - "$T/low.db" <<'PYEOF' && ok || bad "a calibration read low, stored"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+m = json.loads(model)
+m["memory_bus"].update(before_gbps=9.0, before_share=0.45, after_gbps=10.0, after_share=0.5,
+                       low=True, high=False)
+db.execute("UPDATE calibrations SET model = ? WHERE backend = 'ref'", (json.dumps(m),))
+db.commit()
+PYEOF
+expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$T/low.db"
+grep -q "^memory bus: read low during the calibration (45% of this machine's DRAM triad)" "$T/out" &&
+    ok || bad "no memory-bus line in the prediction: $(cat "$T/out")"
+expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$T/low.db" --bandwidth-probe off
+grep -q "the calibration ran with the memory bus at 45% of this machine's DRAM triad" \
+    <(tr '\n' ' ' <"$T/out" | tr -s ' ') && ok || bad "no calibration-bus note in the run: $(cat "$T/out")"
+
 # Beside a run: the pred column and the summary; without the history the
 # table has no such column.
 expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$DB"

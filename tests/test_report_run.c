@@ -1767,6 +1767,37 @@ static void test_bandwidth_check(void **state)
     b->high = false;
     b->before_gbps = 14.25;
     b->before_share = 14.25 / 20.5;
+    /* The calibration's bus read low: said beside the run's, in JSON and
+     * read back (docs/predict.md#the-calibrations-memory-bus). */
+    fx->r.prediction.calibration_bus_share = 0.5625;
+    fx->r.prediction.calibration_bus_low = true;
+    b->low = true;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table,
+                "not the model's; the calibration ran\n            with the memory bus at 56% of"))
+        fail_msg("no calibration-bus note beside the prediction:\n%s", table);
+    free(table);
+    json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    back = load_text(json);
+    assert_float_equal(back->prediction.calibration_bus_share, 0.5625, 0);
+    assert_true(back->prediction.calibration_bus_low);
+    ntp_run_result_free(back);
+    free(json);
+    /* Not low: no note; n/a writes null and reads back as -1. */
+    fx->r.prediction.calibration_bus_low = false;
+    fx->r.prediction.calibration_bus_share = -1;
+    b->low = false;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "the calibration ran with the memory bus"));
+    free(table);
+    json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    back = load_text(json);
+    assert_float_equal(back->prediction.calibration_bus_share, -1, 0);
+    ntp_run_result_free(back);
+    free(json);
+    b->low = true;
     fx->r.prediction.available = false;
 
     /* Without ceilings: shares null with their reason, read back as n/a. */

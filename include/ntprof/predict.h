@@ -166,6 +166,12 @@ typedef struct ntp_calibration {
      * together; the others were left out of its time. 0 in a calibration
      * of one thread, or made before this was recorded. */
     int apart_timings, apart_kept;
+    /* The memory bus before the first pass and after the last (the run's
+     * probe, docs/run.md#the-memory-bus: a DRAM triad against the stored
+     * ceiling): a calibration timed while another guest used the bus
+     * prices memory-bound layers for that bus. Not measured, with no
+     * reason, in a calibration made before it was recorded. */
+    ntp_bandwidth_check bus;
     /* The ceilings the terms divide by: compute peak at the precision and
      * each memory level with the bytes of traffic it holds (DRAM: 0, any). */
     double peak_gflops;

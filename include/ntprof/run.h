@@ -492,6 +492,12 @@ typedef struct ntp_run_prediction {
      * coefficients do not hold (both counts resolved, 0 never). */
     bool threads_differ;
     int calibration_threads, run_threads;
+    /* The memory bus around the calibration (ntp_calibration.bus): the
+     * lower of its probes' shares of the DRAM triad, -1 n/a (not probed,
+     * no ceiling, a calibration made before it was recorded, a
+     * roofline-only prediction); and whether it read low. */
+    double calibration_bus_share;
+    bool calibration_bus_low;
 } ntp_run_prediction;
 
 /* What ntp_run (or ntp_run_result_load) found: opaque, read through the

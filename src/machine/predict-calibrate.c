@@ -1753,6 +1753,11 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
      * (docs/run.md#handoff). */
     ntp_handoff_check looks;
     ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, opts->threads, &looks);
+    /* The memory bus before the first pass and after the last. */
+    if (!st) {
+        ntp__bandwidth_plan(c, NTP_BANDWIDTH_PROBE_ON, 0, &out->bus);
+        ntp__bandwidth_before(&out->bus);
+    }
     /* Interleaved: every configuration once, then every one again, so that
      * a slow phase of the machine (this VM's speed moves from minute to
      * minute) falls on different configurations in each pass, never on
@@ -1841,6 +1846,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                 ntp_ctx_clear(rctx);
             }
         }
+    if (!st)
+        ntp__bandwidth_after(&out->bus);
     for (int k = 0; !st && k < total; k++)
         merge_passes(&d.c[sel[k]], &T[(size_t)k * (size_t)Q], P, &F[k], out, S, &n, cap);
     if (opts->progress && !st)

@@ -17,6 +17,7 @@
 #include "core/writers-impl.h"
 #include "exec/exec-impl.h"
 #include "graph/graph-impl.h"
+#include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
 #include "predict-impl.h"
 
@@ -1455,10 +1456,13 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
     s->available = true;
     s->stale = stale;
     s->roofline_only = p->roofline_only;
+    s->calibration_bus_share = -1;
     if (!p->roofline_only) {
         s->calibration_threads = resolved_threads(p->cal.threads);
         s->run_threads = resolved_threads(r->threads);
         s->threads_differ = s->calibration_threads != s->run_threads;
+        s->calibration_bus_share = ntp__bandwidth_low_share(&p->cal.bus);
+        s->calibration_bus_low = p->cal.bus.measured && p->cal.bus.low;
     }
     /* The backend's version may be long (OpenBLAS's config string): the
      * label keeps its start. */
@@ -1611,6 +1615,8 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "keep", json_string(cal->keep[0] ? cal->keep : "median"));
     ntp__jset(&ok, o, "apart_timings", json_integer(cal->apart_timings));
     ntp__jset(&ok, o, "apart_kept", json_integer(cal->apart_kept));
+    if (cal->bus.measured || cal->bus.reason[0])
+        ntp__jset(&ok, o, "memory_bus", ntp__bandwidth_json(&ok, &cal->bus));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
@@ -1741,6 +1747,8 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     /* Absent before the hand-off looks: none seen. */
     cal->apart_timings = (int)get_int(j, "apart_timings", 0, INT_MAX, &bad);
     cal->apart_kept = (int)get_int(j, "apart_kept", 0, INT_MAX, &bad);
+    /* Absent before the calibration probed the bus: not measured. */
+    ntp__bandwidth_read_json(json_object_get(j, "memory_bus"), &cal->bus);
     /* Calibrations from before the kept pass was recorded kept the median
      * of the passes (one pass: its own). */
     get_str(j, "keep", cal->keep, sizeof cal->keep);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/writers-impl.h"
 #include "counters-impl.h"
 #include "machine-impl.h"
 #include "measure-impl.h"
@@ -66,6 +67,16 @@ void ntp__bandwidth_judge(ntp_bandwidth_check *b)
     b->high =
         b->working_set_bytes < PROBE_MAX_BYTES && ((!b->before_contended && b->before_gbps > top) ||
                                                    (!b->after_contended && b->after_gbps > top));
+}
+
+double ntp__bandwidth_low_share(const ntp_bandwidth_check *b)
+{
+    if (!b->measured)
+        return -1;
+    double share = b->before_share;
+    if (b->after_share >= 0 && (share < 0 || b->after_share < share))
+        share = b->after_share;
+    return share;
 }
 
 bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
@@ -201,6 +212,10 @@ void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double
             snprintf(b->share_reason, sizeof b->share_reason,
                      "the machine's ceilings have no DRAM triad");
     }
+    /* Ceilings given by hand (--ceilings FILE) may name no DRAM working
+     * set: ntprof machine's. */
+    if (b->working_set_bytes <= 0)
+        b->working_set_bytes = default_working_set();
     if (b->working_set_bytes > PROBE_MAX_BYTES)
         b->working_set_bytes = PROBE_MAX_BYTES;
     b->measured = true;
@@ -255,4 +270,72 @@ void ntp__bandwidth_after(ntp_bandwidth_check *b)
     if (b->measured)
         b->after_gbps = probe(b, &b->after_contended);
     ntp__bandwidth_judge(b);
+}
+
+json_t *ntp__bandwidth_json(bool *ok, const ntp_bandwidth_check *b)
+{
+    json_t *bo = json_object();
+    ntp__jset(ok, bo, "measured", json_boolean(b->measured));
+    if (b->measured) {
+        ntp__jset(ok, bo, "before_gbps", ntp__json_num(b->before_gbps));
+        ntp__jset(ok, bo, "after_gbps", ntp__json_num(b->after_gbps));
+        ntp__jset(ok, bo, "working_set_bytes", json_integer(b->working_set_bytes));
+        ntp__jset(ok, bo, "threads", json_integer(b->threads));
+        ntp__jset(ok, bo, "cost_s", ntp__json_num(b->cost_s));
+        bool ceil = b->ceiling_gbps > 0;
+        ntp__jset(ok, bo, "ceiling_gbps", ceil ? ntp__json_num(b->ceiling_gbps) : json_null());
+        ntp__jset(ok, bo, "ceiling_min_gbps",
+                  ceil ? ntp__json_num(b->ceiling_min_gbps) : json_null());
+        ntp__jset(ok, bo, "before_share",
+                  b->before_share >= 0 ? ntp__json_num(b->before_share) : json_null());
+        ntp__jset(ok, bo, "after_share",
+                  b->after_share >= 0 ? ntp__json_num(b->after_share) : json_null());
+        if (b->share_reason[0])
+            ntp__jset(ok, bo, "share_reason", ntp__json_str(b->share_reason));
+        ntp__jset(ok, bo, "low_share", ntp__json_num(NTP_BANDWIDTH_LOW_SHARE));
+        ntp__jset(ok, bo, "low", json_boolean(b->low));
+        ntp__jset(ok, bo, "high_share", ntp__json_num(NTP_BANDWIDTH_HIGH_SHARE));
+        ntp__jset(ok, bo, "high", json_boolean(b->high));
+        ntp__jset(ok, bo, "before_contended", json_boolean(b->before_contended));
+        ntp__jset(ok, bo, "after_contended", json_boolean(b->after_contended));
+    } else {
+        ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
+    }
+    return bo;
+}
+
+static double num_or(json_t *o, const char *key, double def)
+{
+    json_t *v = json_object_get(o, key);
+    return v && json_is_number(v) ? json_number_value(v) : def;
+}
+
+void ntp__bandwidth_read_json(json_t *o, ntp_bandwidth_check *b)
+{
+    memset(b, 0, sizeof *b);
+    b->before_share = b->after_share = -1;
+    if (!json_is_object(o))
+        return;
+    b->measured = json_is_true(json_object_get(o, "measured"));
+    b->before_gbps = num_or(o, "before_gbps", 0);
+    b->after_gbps = num_or(o, "after_gbps", 0);
+    b->working_set_bytes = (int64_t)num_or(o, "working_set_bytes", 0);
+    b->threads = (int)num_or(o, "threads", 0);
+    b->cost_s = num_or(o, "cost_s", 0);
+    b->ceiling_gbps = num_or(o, "ceiling_gbps", 0);
+    b->ceiling_min_gbps = num_or(o, "ceiling_min_gbps", 0);
+    b->before_share = num_or(o, "before_share", -1);
+    b->after_share = num_or(o, "after_share", -1);
+    b->low = json_is_true(json_object_get(o, "low"));
+    b->high = json_is_true(json_object_get(o, "high"));
+    b->before_contended = json_is_true(json_object_get(o, "before_contended"));
+    b->after_contended = json_is_true(json_object_get(o, "after_contended"));
+    json_t *why = json_object_get(o, "reason");
+    snprintf(b->reason, sizeof b->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
+    why = json_object_get(o, "share_reason");
+    snprintf(b->share_reason, sizeof b->share_reason, "%s",
+             json_is_string(why) ? json_string_value(why) : "");
+    /* A report that says not measured but gives no reason still says so. */
+    if (!b->measured && !b->reason[0])
+        snprintf(b->reason, sizeof b->reason, "not measured");
 }

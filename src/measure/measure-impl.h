@@ -35,6 +35,7 @@ void ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass);
 
 #include <sched.h>
 #include <stdbool.h>
+#include <jansson.h>
 #include "ntprof/run.h"
 
 /* CPU time from /proc/stat, in clock ticks (USER_HZ), summed over a set of
@@ -137,6 +138,15 @@ bool ntp__bandwidth_ceiling_warning(const ntp_bandwidth_check *b, char *buf, siz
  * this machine's DRAM triad (20.1 GB/s); ..."), or "n/a (reason)"; false
  * when there is nothing to say (a report from before the probe). */
 bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len);
+/* A check as the run report's environment.contention.bandwidth (and a
+ * calibration's memory_bus) writes it, and read back: absent or not an
+ * object (an older report) reads as not measured, no reason, and the
+ * writers leave it out again; a null share reads as n/a (-1). */
+json_t *ntp__bandwidth_json(bool *ok, const ntp_bandwidth_check *b);
+/* The lower of a check's probes' shares of the DRAM triad; -1 when
+ * neither has one (not measured, no ceiling). */
+double ntp__bandwidth_low_share(const ntp_bandwidth_check *b);
+void ntp__bandwidth_read_json(json_t *o, ntp_bandwidth_check *b);
 
 /* --- data handed between the run's CPUs (handoff.c) ---------------------------------- */
 

@@ -335,7 +335,7 @@ static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare
         return;
     fputc('\n', f);
     ntp__put_line(f, "prediction beside measurement:");
-    char s[768];
+    char s[1024];
     const char *who[2] = {A, B};
     const ntp_run_result *run[2] = {ra, rb};
     for (int k = 0; k < 2; k++) {

@@ -9,6 +9,7 @@
 #include "core/ctx-impl.h"
 #include "core/writers-impl.h"
 #include "machine/predict-impl.h"
+#include "measure/measure-impl.h"
 #include "ntprof/predict.h"
 #include "report-impl.h"
 
@@ -72,6 +73,15 @@ static void write_table(const ntp_prediction *p, FILE *f)
                        c->machine_key, c->backend_version, c->precision, c->threads,
                        c->calibrated_at, c->quick ? ", quick design" : "");
         ntp__put_linef(f, "timed with %s caches", c->cache[0] ? c->cache : "warm");
+        if (c->bus.measured && c->bus.low) {
+            char text[320];
+            snprintf(text, sizeof text,
+                     "read low during the calibration (%.0f%% of this machine's DRAM triad): "
+                     "memory-bound layers are priced for a busier bus than the ceilings' "
+                     "(docs/predict.md#the-calibrations-memory-bus)",
+                     100 * ntp__bandwidth_low_share(&c->bus));
+            ntp__put_wrapped(f, "memory bus: ", text);
+        }
     }
     for (int k = 1; k < p->n_cals; k++)
         ntp__put_linef(f, "layers handed to %s: its calibration (%s), %s", p->cals[k].backend,
@@ -179,6 +189,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "passes", json_integer(c->passes > 0 ? c->passes : 1));
     ntp__jset(&ok, cal, "keep", json_string(c->keep[0] ? c->keep : "median"));
     ntp__jset(&ok, cal, "cpu_flags", json_string(c->cpu_flags));
+    double bus = ntp__bandwidth_low_share(&c->bus);
+    ntp__jset(&ok, cal, "memory_bus_share", bus >= 0 ? ntp__json_num(bus) : json_null());
+    ntp__jset(&ok, cal, "memory_bus_low", json_boolean(c->bus.measured && c->bus.low));
     json_t *also = json_array();
     for (int k = 1; k < p->n_cals; k++)
         ntp__jpush(&ok, also, ntp__json_str(p->cals[k].backend));
@@ -324,6 +337,15 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                      "%d kept (no pass of theirs did)",
                      c->apart_timings, c->apart_timings == 1 ? "" : "s", c->apart_kept);
             ntp__put_wrapped(f, "", apart);
+        }
+        char bus[512];
+        if (ntp__bandwidth_line(&c->bus, bus, sizeof bus)) {
+            size_t used = strlen(bus);
+            if (c->bus.low && used < sizeof bus)
+                snprintf(bus + used, sizeof bus - used,
+                         "; READ LOW: memory-bound layers are priced for a busier bus than the "
+                         "ceilings' (calibrate again when the machine is quiet)");
+            ntp__put_wrapped(f, "memory bus: ", bus);
         }
         ntp__put_linef(f,
                        "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "

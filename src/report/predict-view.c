@@ -8,6 +8,7 @@
 
 #include "compare-impl.h"
 #include "html-impl.h"
+#include "measure/measure-impl.h"
 
 void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len)
 {
@@ -22,29 +23,36 @@ void ntp__prediction_summary(const ntp_run_prediction *p, char *buf, size_t len)
              p->threads_differ ? "; calibrated at another thread count" : "");
 }
 
-/* The bandwidth half of ntp__prediction_machine_note, into buf. */
-static bool bandwidth_note(const ntp_bandwidth_check *b, char *buf, size_t len)
+/* The bandwidth half of ntp__prediction_machine_note, into buf: the bus
+ * around the run, then around the calibration. */
+static bool bandwidth_note(const ntp_bandwidth_check *b, const ntp_run_prediction *p, char *buf,
+                           size_t len)
 {
     buf[0] = '\0';
-    if (!b->measured || !(b->low || b->high))
-        return false;
-    if (!b->low) {
+    size_t used = 0;
+    if (b->measured && b->low) {
+        used = (size_t)snprintf(
+            buf, len,
+            "memory bandwidth read low around this run (%.0f%% of this machine's DRAM triad): "
+            "a memory-bound layer's error may be the machine's, not the model's",
+            100 * ntp__bandwidth_low_share(b));
+    } else if (b->measured && b->high) {
         double gbps = b->after_gbps > b->before_gbps ? b->after_gbps : b->before_gbps;
-        snprintf(buf, len,
-                 "memory bandwidth read %.1fx the stored DRAM triad ceiling around this run: "
-                 "the ceilings, and a calibration measured beside them, may be another "
-                 "machine's or a busier bus's; a memory-bound layer's error may be theirs",
-                 gbps / b->ceiling_gbps);
-        return true;
+        used = (size_t)snprintf(
+            buf, len,
+            "memory bandwidth read %.1fx the stored DRAM triad ceiling around this run: "
+            "the ceilings, and a calibration measured beside them, may be another "
+            "machine's or a busier bus's; a memory-bound layer's error may be theirs",
+            gbps / b->ceiling_gbps);
     }
-    double share = b->before_share;
-    if (b->after_share >= 0 && (share < 0 || b->after_share < share))
-        share = b->after_share;
-    snprintf(buf, len,
-             "memory bandwidth read low around this run (%.0f%% of this machine's DRAM triad): "
-             "a memory-bound layer's error may be the machine's, not the model's",
-             100 * share);
-    return true;
+    if (p->calibration_bus_low && used < len)
+        used += (size_t)snprintf(
+            buf + used, len - used,
+            "%sthe calibration ran with the memory bus at %.0f%% of this machine's DRAM triad "
+            "(another guest or process using it): it prices memory-bound layers for that bus "
+            "(docs/predict.md#the-calibrations-memory-bus)",
+            used ? "; " : "", 100 * p->calibration_bus_share);
+    return used > 0;
 }
 
 bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len)
@@ -52,8 +60,8 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     buf[0] = '\0';
     if (!r->prediction.available)
         return false;
-    char bw[320] = "";
-    bool low = bandwidth_note(&r->env.contention.bandwidth, bw, sizeof bw);
+    char bw[640] = "";
+    bool low = bandwidth_note(&r->env.contention.bandwidth, &r->prediction, bw, sizeof bw);
     const ntp_handoff_check *h = &r->env.contention.handoff;
     double ratio = ntp_handoff_worst(h);
     if (ratio < NTP_HANDOFF_APART_RATIO) {
@@ -193,7 +201,7 @@ void ntp__html_prediction_run(FILE *f, const ntp_run_result *r)
         return;
     fputs("<h2>Prediction beside measurement</h2>\n", f);
     ntp__html_prediction_card(f, p, NULL);
-    char note[768];
+    char note[1024];
     if (ntp__prediction_machine_note(r, note, sizeof note)) {
         fputs("<p class=\"warn\">", f);
         ntp__html_text(f, note);

@@ -19,6 +19,7 @@
 #include "core/ctx-impl.h"
 #include "io/file-impl.h"
 #include "measure/counters-impl.h"
+#include "measure/measure-impl.h"
 #include "report-impl.h"
 #include "ntprof/frameworks.h"
 
@@ -183,39 +184,6 @@ static void get_fixed(reader *rd, json_t *o, const char *key, char *dst, size_t 
     snprintf(dst, len, "%s", s);
 }
 
-/* environment.contention.bandwidth; absent (an older report): not
- * measured, no reason, and the report writers leave it out again. The
- * shares are n/a (-1) where the JSON has null. */
-static void read_bandwidth(json_t *o, ntp_bandwidth_check *b)
-{
-    memset(b, 0, sizeof *b);
-    b->before_share = b->after_share = -1;
-    if (!json_is_object(o))
-        return;
-    b->measured = json_is_true(json_object_get(o, "measured"));
-    b->before_gbps = opt_num(o, "before_gbps", 0);
-    b->after_gbps = opt_num(o, "after_gbps", 0);
-    b->working_set_bytes = (int64_t)opt_num(o, "working_set_bytes", 0);
-    b->threads = (int)opt_num(o, "threads", 0);
-    b->cost_s = opt_num(o, "cost_s", 0);
-    b->ceiling_gbps = opt_num(o, "ceiling_gbps", 0);
-    b->ceiling_min_gbps = opt_num(o, "ceiling_min_gbps", 0);
-    b->before_share = opt_num(o, "before_share", -1);
-    b->after_share = opt_num(o, "after_share", -1);
-    b->low = json_is_true(json_object_get(o, "low"));
-    b->high = json_is_true(json_object_get(o, "high"));
-    b->before_contended = json_is_true(json_object_get(o, "before_contended"));
-    b->after_contended = json_is_true(json_object_get(o, "after_contended"));
-    json_t *why = json_object_get(o, "reason");
-    snprintf(b->reason, sizeof b->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
-    why = json_object_get(o, "share_reason");
-    snprintf(b->share_reason, sizeof b->share_reason, "%s",
-             json_is_string(why) ? json_string_value(why) : "");
-    /* A report that says not measured but gives no reason still says so. */
-    if (!b->measured && !b->reason[0])
-        snprintf(b->reason, sizeof b->reason, "not measured");
-}
-
 /* One hand-off probe; null or absent: did not run (ratio 0). */
 static void read_handoff_probe(json_t *o, ntp_handoff_probe *p)
 {
@@ -310,7 +278,7 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
         snprintf(ct->reason, sizeof ct->reason, "%s",
                  json_is_string(why) ? json_string_value(why) : "");
         /* Optional: reports before the bandwidth probe lack it. */
-        read_bandwidth(json_object_get(c, "bandwidth"), &ct->bandwidth);
+        ntp__bandwidth_read_json(json_object_get(c, "bandwidth"), &ct->bandwidth);
         read_handoff(json_object_get(c, "handoff"), &ct->handoff);
     }
 }
@@ -496,6 +464,9 @@ static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
     p->threads_differ = json_is_true(json_object_get(o, "threads_differ"));
     p->calibration_threads = (int)opt_num(o, "calibration_threads", 0);
     p->run_threads = (int)opt_num(o, "run_threads", 0);
+    /* Absent before calibrations probed the bus: n/a. */
+    p->calibration_bus_share = opt_num(o, "calibration_bus_share", -1);
+    p->calibration_bus_low = json_is_true(json_object_get(o, "calibration_bus_low"));
 }
 
 /* The optional TorchScript figure (ntp_run_opts.torch_script). */

@@ -288,7 +288,7 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
                        "the layers not predicted took %.4g ms; without them the end-to-end "
                        "error is %+.1f%%",
                        p->unpredicted_ms, 100.0 * p->covered_error);
-    char note[768];
+    char note[1024];
     if (ntp__prediction_machine_note(r, note, sizeof note))
         ntp__put_wrapped(f, "prediction: ", note);
     if (ntp__prediction_placement_line(r, note, sizeof note))
@@ -937,37 +937,8 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     ntp__jset(ok, ct, "load_average_start",
               c->load_average >= 0 ? ntp__json_num(c->load_average) : json_null());
     /* A report read back from before the bandwidth probe has none. */
-    const ntp_bandwidth_check *b = &c->bandwidth;
-    if (b->measured || b->reason[0]) {
-        json_t *bo = json_object();
-        ntp__jset(ok, bo, "measured", json_boolean(b->measured));
-        if (b->measured) {
-            ntp__jset(ok, bo, "before_gbps", ntp__json_num(b->before_gbps));
-            ntp__jset(ok, bo, "after_gbps", ntp__json_num(b->after_gbps));
-            ntp__jset(ok, bo, "working_set_bytes", json_integer(b->working_set_bytes));
-            ntp__jset(ok, bo, "threads", json_integer(b->threads));
-            ntp__jset(ok, bo, "cost_s", ntp__json_num(b->cost_s));
-            bool ceil = b->ceiling_gbps > 0;
-            ntp__jset(ok, bo, "ceiling_gbps", ceil ? ntp__json_num(b->ceiling_gbps) : json_null());
-            ntp__jset(ok, bo, "ceiling_min_gbps",
-                      ceil ? ntp__json_num(b->ceiling_min_gbps) : json_null());
-            ntp__jset(ok, bo, "before_share",
-                      b->before_share >= 0 ? ntp__json_num(b->before_share) : json_null());
-            ntp__jset(ok, bo, "after_share",
-                      b->after_share >= 0 ? ntp__json_num(b->after_share) : json_null());
-            if (b->share_reason[0])
-                ntp__jset(ok, bo, "share_reason", ntp__json_str(b->share_reason));
-            ntp__jset(ok, bo, "low_share", ntp__json_num(NTP_BANDWIDTH_LOW_SHARE));
-            ntp__jset(ok, bo, "low", json_boolean(b->low));
-            ntp__jset(ok, bo, "high_share", ntp__json_num(NTP_BANDWIDTH_HIGH_SHARE));
-            ntp__jset(ok, bo, "high", json_boolean(b->high));
-            ntp__jset(ok, bo, "before_contended", json_boolean(b->before_contended));
-            ntp__jset(ok, bo, "after_contended", json_boolean(b->after_contended));
-        } else {
-            ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
-        }
-        ntp__jset(ok, ct, "bandwidth", bo);
-    }
+    if (c->bandwidth.measured || c->bandwidth.reason[0])
+        ntp__jset(ok, ct, "bandwidth", ntp__bandwidth_json(ok, &c->bandwidth));
     const ntp_handoff_check *h = &c->handoff;
     if (h->measured || h->reason[0]) {
         json_t *ho = json_object();
@@ -1164,6 +1135,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
             ntp__jset(&ok, o, "threads_differ", json_boolean(p->threads_differ));
             ntp__jset(&ok, o, "calibration_threads", json_integer(p->calibration_threads));
             ntp__jset(&ok, o, "run_threads", json_integer(p->run_threads));
+            ntp__jset(&ok, o, "calibration_bus_share",
+                      p->calibration_bus_share >= 0 ? ntp__json_num(p->calibration_bus_share)
+                                                    : json_null());
+            ntp__jset(&ok, o, "calibration_bus_low", json_boolean(p->calibration_bus_low));
         }
         ntp__jset(&ok, root, "prediction", o);
     }
