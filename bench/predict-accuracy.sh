@@ -33,8 +33,9 @@
 # quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
 # the calibration's design has grown by about 50 configurations since).
 # A round is marked * where the run found its CPUs apart and ~ where its
-# memory bus read low, and both targets are printed again over the rounds
-# marked neither.
+# memory bus read low, and both targets are printed again over the
+# iterations while the CPUs shared a cache of the rounds whose bus did not
+# read low.
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
@@ -253,10 +254,13 @@ for name, rs in runs.items():
     # over 1% of their measured end-to-end median; one without a prediction
     # counts as missed. Layers with no work (reshape: neither predicted nor
     # given a note) are left out.
+    # A round as measured: its end-to-end median and each row's.
+    def whole(r):
+        return r["end_to_end"]["median_ms"], [l.get("median_ms") or 0 for l in r["layers"]]
+    # rounds: (end to end, per-row medians) per round.
     def majors(rounds):
-        lm = [med(r["layers"][i].get("median_ms") or 0 for r in rounds)
-              for i in range(len(rows))]
-        e2e = med(r["end_to_end"]["median_ms"] for r in rounds)
+        lm = [med(v[i] for _, v in rounds) for i in range(len(rows))]
+        e2e = med(e for e, _ in rounds)
         out = []
         for i, l in enumerate(rows):
             if l.get("kind") != "layer" or lm[i] <= 0.01 * e2e:
@@ -275,7 +279,7 @@ for name, rs in runs.items():
             if rows[i].get("predicted_ms") is not None and lmed[i] > 0]
     w10 = sum(1 for p_, m in comp if abs(p_ - m) / m <= 0.10)
     w25 = sum(1 for p_, m in comp if abs(p_ - m) / m <= 0.25)
-    major = majors(rs)
+    major = majors([whole(r) for r in rs])
     mw = sum(1 for l in major if l["error"] is not None and abs(l["error"]) <= 0.25)
     p0 = ps[0]
     print(f"{be:<8} {name:<22} {meas:10.3f} {pred:10.3f} "
@@ -302,21 +306,31 @@ for name, rs in runs.items():
         return b if b.get("measured") and b.get("before_share") is not None else None
     bs = [bus(r) for r in rs]
     low = [bool(b) and bool(b.get("low")) for b in bs]
-    # The rounds the machine ran as a calibration assumes it: no look found
-    # the CPUs apart and the bus did not read low (a round with neither
-    # probe is left out: a one-thread run has no hand-off look), where some
-    # round was not.
-    calm = [(r, e) for r, e, h, b, a, lo in zip(rs, e2es, hs, bs, apart, low)
-            if (h or b) and not a and not lo]
+    # Each round's iterations while the CPUs shared a cache: the whole round
+    # where its window ran together (a one-thread run has no look), the
+    # split's medians (end to end and per row, docs/run.md#handoff) where
+    # the looks split it, none where every iteration ran apart.
+    def together(r, h):
+        if not h or not h.get("apart_n"):
+            return whole(r)
+        # (A report from before the rows were split has none: left out.)
+        if not h.get("together_n") or not any("together_ms" in l for l in r["layers"]):
+            return None
+        return h["together_ms"], [l.get("together_ms") or l.get("median_ms") or 0
+                                  for l in r["layers"]]
+    # The machine as a calibration assumes it, where some round was not:
+    # the iterations together of the rounds whose bus did not read low (a
+    # round with neither probe left out).
+    calm = [t for t, h, b, lo in ((together(r, h), h, b, lo) for r, h, b, lo in
+                                  zip(rs, hs, bs, low)) if t and (h or b) and not lo]
     odd = any(apart) or any(low)
     models.append({"model": name, "error": err, "major": major, "together_error": terr,
                    "apart": sum(apart), "low": sum(low),
                    "shares": [s for b in bs if b for s in (b["before_share"], b["after_share"])
                               if s is not None],
-                   "calm_error": (pred - med(e for _, e in calm)) / med(e for _, e in calm)
+                   "calm_error": (pred - med(e for e, _ in calm)) / med(e for e, _ in calm)
                    if calm else None,
-                   "major_calm": (majors([r for r, _ in calm]) if odd else major) if calm
-                   else None})
+                   "major_calm": (majors(calm) if odd else major) if calm else None})
     if len(e2es) > 1:
         noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
                       "apart": apart, "low": low})
@@ -384,16 +398,16 @@ if tm and any(m["apart"] for m in models):
     print(f"{be:<8}   over the iterations while the CPUs shared a cache: {k} of {len(tm)} "
           f"({100 * k / len(tm):.0f}%): " + ", ".join(
               f"{m['model']} {100 * m['together_error']:+.1f}%" for m in tm))
-# Both targets over the rounds the machine ran as calibrated: the CPUs
-# together at every look and the memory bus not low; each model's end to
-# end and each layer's median over those rounds (a model with none is
-# named, not counted).
+# Both targets over the machine as calibrated: the iterations while the
+# CPUs shared a cache, of the rounds whose memory bus did not read low;
+# each model's end to end and each layer's median over those rounds (a
+# model with none is named, not counted).
 if any(m["apart"] or m["low"] for m in models):
     left = [m["model"] for m in models if m["major_calm"] is None]
     none = f"; no such round: {', '.join(left)}" if left else ""
     cm = [m for m in models if m["calm_error"] is not None]
     k = sum(1 for m in cm if abs(m["calm_error"]) <= 0.10)
-    print(f"{be:<8}   target 1 over the rounds with the CPUs together and the bus not low: "
+    print(f"{be:<8}   target 1 over the iterations with the CPUs together, the bus not low: "
           + (f"{k} of {len(cm)} ({100 * k / len(cm):.0f}%): " + ", ".join(
               f"{m['model']} {100 * m['calm_error']:+.1f}%" for m in cm) if cm else "none")
           + none)

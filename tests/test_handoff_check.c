@@ -174,8 +174,12 @@ static void test_window_split(void **state)
     w.iter[0] = 2, w.ratio[0] = 3.5;
     w.iter[1] = 5, w.ratio[1] = 1.2;
     w.iter[2] = 7, w.ratio[2] = 2.5;
-    ntp__handoff_window_end(&h, &w, e2e, 6);
+    unsigned char apart[6];
+    memset(apart, 9, sizeof apart);
+    ntp__handoff_window_end(&h, &w, e2e, 6, apart);
     assert_null(w.buf);
+    static const unsigned char want[6] = {0, 0, 1, 1, 1, 0};
+    assert_memory_equal(apart, want, sizeof want);
     assert_int_equal(h.samples, 3);
     assert_int_equal(h.samples_apart, 2);
     assert_float_equal(h.window_ratio, 3.5, 0);
@@ -198,7 +202,7 @@ static void test_window_split(void **state)
      * count's median is the mean of the middle two. */
     h = check(3.0, 3.0, 3);
     memset(&w, 0, sizeof w);
-    ntp__handoff_window_end(&h, &w, e2e, 4);
+    ntp__handoff_window_end(&h, &w, e2e, 4, NULL);
     assert_int_equal(h.samples, 0);
     assert_true(h.window_ratio == 0);
     assert_int_equal(h.together_n, 0);
@@ -209,6 +213,31 @@ static void test_window_split(void **state)
     ntp__handoff_judge(&h);
     assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
     assert_null(strstr(msg, "end-to-end median"));
+}
+
+/* Each row's median under each placement: 6 iterations of 2 rows, the
+ * placements of the window above (0-1 and 5 together, 2-4 apart). */
+static void test_split_rows(void **state)
+{
+    (void)state;
+    static const double lt[6 * 2] = {1.0, 10, 1.25, 11, 4.0, 9, 3.0, 8, 3.5, 7.5, 1.5, 12};
+    static const unsigned char apart[6] = {0, 0, 1, 1, 1, 0};
+    ntp_layer_result rows[2];
+    memset(rows, 0, sizeof rows);
+    ntp__handoff_split_rows(lt, 2, apart, 6, rows);
+    assert_float_equal(rows[0].together_ms, 1.25, 0); /* 1.0 1.25 1.5 */
+    assert_float_equal(rows[0].apart_ms, 3.5, 0);     /* 4.0 3.0 3.5 */
+    assert_float_equal(rows[1].together_ms, 11, 0);   /* 10 11 12 */
+    assert_float_equal(rows[1].apart_ms, 8, 0);       /* 9 8 7.5 */
+    /* One placement throughout: the other has no median. */
+    static const unsigned char all[6] = {1, 1, 1, 1, 1, 1};
+    ntp__handoff_split_rows(lt, 2, all, 6, rows);
+    assert_true(rows[0].together_ms == 0);
+    assert_float_equal(rows[0].apart_ms, (1.5 + 3.0) / 2, 1e-12);
+    /* No placements: untouched. */
+    rows[1].apart_ms = 42;
+    ntp__handoff_split_rows(lt, 2, NULL, 6, rows);
+    assert_float_equal(rows[1].apart_ms, 42, 0);
 }
 
 static void test_plan(void **state)
@@ -356,9 +385,8 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "live") == 0)
         return live();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu_list),
-        cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_window_split),
+        cmocka_unit_test(test_cpu_list),     cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_window_split), cmocka_unit_test(test_split_rows),
         cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

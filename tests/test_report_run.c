@@ -1541,10 +1541,20 @@ static void test_handoff_check(void **state)
     h->apart_ms = 8.5;
     h->apart_n = 40;
     h->apart = true;
+    /* The rows under each placement: conv1 4.125x slower apart, ODD_NAME
+     * twice as fast, the long one within 1.1x (not named), relu1 under 1%
+     * of the time. */
+    fx->layers[0].together_ms = 2.0, fx->layers[0].apart_ms = 8.25;
+    fx->layers[1].together_ms = 0.5, fx->layers[1].apart_ms = 5.0;
+    fx->layers[2].together_ms = 1.0, fx->layers[2].apart_ms = 0.5;
+    fx->layers[3].together_ms = 1.0, fx->layers[3].apart_ms = 1.05;
 
     char *text = capture(fx, write_run, NTP_FORMAT_JSON);
     assert_int_equal(validate(text, "report.schema.json"), 0);
     json_t *root = parse(text);
+    json_t *l0 = json_array_get(json_object_get(root, "layers"), 0);
+    assert_float_equal(num(l0, "together_ms"), 2.0, 0);
+    assert_float_equal(num(l0, "apart_ms"), 8.25, 0);
     json_t *ho = json_object_get(
         json_object_get(json_object_get(root, "environment"), "contention"), "handoff");
     assert_non_null(ho);
@@ -1578,10 +1588,16 @@ static void test_handoff_check(void **state)
     assert_int_equal(rh->together_n, 100);
     assert_float_equal(rh->apart_ms, 8.5, 0);
     assert_int_equal(rh->apart_n, 40);
+    assert_float_equal(back->layers[0].together_ms, 2.0, 0);
+    assert_float_equal(back->layers[2].apart_ms, 0.5, 0);
     ntp_run_result_free(back);
 
     /* The header's line; beside a prediction, a note. */
     char *table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "hand-off moved: 100 iterations together, 40 apart; rows over 1% of the "
+                       "time, median apart /\n                together: slower conv1 4.12x; "
+                       "faster " ODD_NAME " 0.50x\n"))
+        fail_msg("no hand-off moved line in the header:\n%s", table);
     if (!strstr(table, "cpu hand-off: reading another CPU's writes took 1.12x the time of"))
         fail_msg("no hand-off line in the header:\n%s", table);
     free(table);
@@ -1600,6 +1616,7 @@ static void test_handoff_check(void **state)
     free(table);
     char *page = capture(fx, write_html, NTP_FORMAT_TABLE);
     assert_non_null(strstr(page, "while the CPUs shared a cache, measured 5.25 ms over 100"));
+    assert_non_null(strstr(page, "<b>hand-off moved</b>: 100 iterations together"));
     /* The page carries the table's environment lines. */
     if (!strstr(page, "<p class=\"meta\"><b>cpu hand-off</b>: reading another CPU&#39;s writes "
                       "took 1.12x the time of") ||
@@ -1611,6 +1628,7 @@ static void test_handoff_check(void **state)
     h->apart_n = 0;
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_null(strstr(table, "while the CPUs shared a cache, measured"));
+    assert_null(strstr(table, "hand-off moved"));
     free(table);
     h->apart_n = 40;
     /* Together throughout: no note. */

@@ -145,6 +145,11 @@ typedef struct ntp_layer_result {
     const char *fused_into;
     ntp_shape output_shape;
     ntp_stats time_ms;
+    /* The row's median over the iterations while the CPUs shared a cache
+     * and over those while they did not, where the run's hand-off looks
+     * split its iterations between the two (docs/run.md#handoff); 0
+     * otherwise. */
+    double together_ms, apart_ms;
     double share; /* of the summed median layer time */
     int64_t flops;
     int64_t bytes;    /* minimal traffic (analysis) */

@@ -237,7 +237,7 @@ static int cpu_threads(const ntp_exec *x, int threads)
  * in ms. */
 static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const ntp_run_opts *o,
                           ntp__rss_meter *mem, ntp_run_result *r, double **e2e_out, double **lt_out,
-                          int *iters_out)
+                          unsigned char **apart_out, int *iters_out)
 {
     int nl = w->n;
     ntp_status st;
@@ -369,7 +369,9 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
          * 0.2 s (docs/run.md#handoff). */
         ntp__handoff_window_tick(&ho, &hw, n);
     }
-    ntp__handoff_window_end(&ho, &hw, e2e, n);
+    /* Each iteration's placement, for the rows' medians under each. */
+    unsigned char *apart = calloc((size_t)n + 1, 1);
+    ntp__handoff_window_end(&ho, &hw, e2e, n, apart);
     free(flush);
     flush = NULL;
     ntp__contention_end(&probe, &r->env.contention);
@@ -389,10 +391,11 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     r->n_trace = tr ? n : 0;
     *e2e_out = e2e;
     *lt_out = lt;
+    *apart_out = apart;
     *iters_out = n;
     return NTP_STATUS_OK;
 fail:
-    ntp__handoff_window_end(&ho, &hw, NULL, 0);
+    ntp__handoff_window_end(&ho, &hw, NULL, 0, NULL);
     free(flush);
     if (tr)
         for (int i = 0; i < n; i++) {
@@ -764,6 +767,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     ntp_exec x = {0};
     ntp_rows w = {0};
     double *e2e = NULL, *lt = NULL;
+    unsigned char *apart = NULL;
     int n = 0;
     if (!r) {
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -808,10 +812,12 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (opts->run_uuid)
         snprintf(r->env.run_uuid, sizeof r->env.run_uuid, "%s", opts->run_uuid);
     fill_rows(g, &x, a, &w, r);
-    if ((st = measure(ctx, &x, &w, opts, &mem, r, &e2e, &lt, &n)))
+    if ((st = measure(ctx, &x, &w, opts, &mem, r, &e2e, &lt, &apart, &n)))
         goto done;
     r->iterations = n;
     summarise(g, &x, &w, e2e, lt, n, r);
+    if (r->env.contention.handoff.together_n > 0 && r->env.contention.handoff.apart_n > 0)
+        ntp__handoff_split_rows(lt, r->n_layers, apart, n, r->layers);
     /* The roofline first: the counting pass's bottleneck verdict reads it. */
     ntp_roofline_apply(r, opts->ceilings);
     /* Counters and tools count in a pass of their own, after the timing. */
@@ -885,6 +891,7 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
 done:
     free(e2e);
     free(lt);
+    free(apart);
     ntp__rows_free(&w);
     ntp__exec_free(&x);
     free(scales);

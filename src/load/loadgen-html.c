@@ -12,6 +12,7 @@
 
 #include "core/ctx-impl.h"
 #include "loadgen-impl.h"
+#include "measure/measure-impl.h"
 #include "loadgen-result-impl.h"
 #include "report/html-impl.h"
 
@@ -33,15 +34,10 @@ static void row(FILE *f, const char *key, const char *name, double v, const char
     fputs("</td></tr>\n", f);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmp_point(const void *a, const void *b)
 {
-    return cmp_double(&((const ntp_loadgen_point *)a)->qps, &((const ntp_loadgen_point *)b)->qps);
+    return ntp__cmp_double(&((const ntp_loadgen_point *)a)->qps,
+                           &((const ntp_loadgen_point *)b)->qps);
 }
 
 /* The histogram: HIST_BINS equal bins from the fastest query to the
@@ -153,7 +149,7 @@ ntp_status ntp_report_write_load_html(ntp_ctx *ctx, const ntp_loadgen_result *r,
         return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     for (int64_t i = 0; i < n; i++)
         lat[i] = (r->q[i].done_us - r->q[i].scheduled_us) / 1e3;
-    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    qsort(lat, (size_t)n, sizeof *lat, ntp__cmp_double);
 
     char title[256];
     snprintf(title, sizeof title, "ntprof load: %s, %s", r->topology ? r->topology : "?",

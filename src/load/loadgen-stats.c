@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "loadgen-impl.h"
+#include "measure/measure-impl.h"
 
 /* log(exp(a) + exp(b)) without overflow; -INFINITY is the empty sum. */
 static double log_add(double a, double b)
@@ -93,15 +94,9 @@ void ntp__lg_early_stopping_bound(int64_t n, int64_t over, double p, ntp__lg_es 
     out->estimate = 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void ntp__lg_sort(double *v, int64_t n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, ntp__cmp_double);
 }
 
 double ntp__lg_percentile(const double *sorted, int64_t n, double p)

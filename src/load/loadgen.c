@@ -322,12 +322,6 @@ static ntp_status run_plan(lg_instance *in, int b)
     return ntp__exec_steps(in->ctx, x, 0, x->n_steps - 1);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Warm-up: every plan run warm_runs times, each timed: the unloaded
  * service times. */
 static void warm_up(lg_instance *in)
@@ -1074,12 +1068,6 @@ static void free_lg(lg *L, ntp_graph **g)
     pthread_cond_destroy(&L->done);
 }
 
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *load,
                            const ntp_loadgen_opts *opts, ntp_loadgen_result **out)
 {
@@ -1221,8 +1209,9 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
     for (int k = 1; k < i0->warm_runs; k++)
         if (i0->warm_ms[k] < one_ms)
             one_ms = i0->warm_ms[k];
-    double svc1 = median_of(i0->warm_ms, i0->warm_runs);
-    double svcB = median_of(i0->warm_ms + (size_t)(L.B - 1) * (size_t)i0->warm_runs, i0->warm_runs);
+    double svc1 = ntp__median_inplace(i0->warm_ms, i0->warm_runs);
+    double svcB =
+        ntp__median_inplace(i0->warm_ms + (size_t)(L.B - 1) * (size_t)i0->warm_runs, i0->warm_runs);
     if (o.scenario == NTP_LOADGEN_SERVER && o.latency_bound_ms < one_ms) {
         st = ntp__opt_error(
             ctx, NTP_STATUS_INVALID_ARGUMENT, "ntp_loadgen_opts.latency_bound_ms",

@@ -694,19 +694,6 @@ int64_t ntp__calibrate_flush_bytes(const ntp_machine_info *m, const ntp_calibrat
     return (b + 3) / 4 * 4;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of v's n values (n > 0), v sorted in place. */
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Family model m's time, in seconds, for a sample of terms x (before any
  * correction). */
 static double fitted_s(const ntp_family_model *m, const double *x)
@@ -729,7 +716,7 @@ static void fit_quality(const double *X, const double *t, int n, ntp_family_mode
         m->max_error = fmax(m->max_error, e);
     }
     if (err && n > 0)
-        m->median_error = median_of(err, n);
+        m->median_error = ntp__median_inplace(err, n);
     free(err);
 }
 
@@ -872,7 +859,7 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
             }
         if (k == 0)
             continue;
-        m->median_error = median_of(tf, k);
+        m->median_error = ntp__median_inplace(tf, k);
         m->max_error = tf[k - 1];
     }
     free(Xf);
@@ -1136,7 +1123,7 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
                        off[i];
             tf[k++] = fabs(p - (t[i] + off[i])) / (t[i] + off[i]);
         }
-        fm->median_error = median_of(tf, k);
+        fm->median_error = ntp__median_inplace(tf, k);
         fm->max_error = tf[k - 1];
     }
     return true;
@@ -1177,7 +1164,7 @@ static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
             w[k++] = x->median_s - y->median_s;
     }
     cal->wake_samples = k;
-    cal->wake_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
+    cal->wake_s = k > 0 ? fmax(0, ntp__median_inplace(w, k)) : 0;
 }
 
 /* Each family's cold start (ntp_family_model.cold_s): the median over its
@@ -1198,7 +1185,7 @@ static void fit_cold(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
                 w[k++] = y->median_s - x->median_s;
         }
         cal->family[f].cold_samples = k;
-        cal->family[f].cold_s = k > 0 ? fmax(0, median_of(w, k)) : 0;
+        cal->family[f].cold_s = k > 0 ? fmax(0, ntp__median_inplace(w, k)) : 0;
     }
 }
 
@@ -1236,7 +1223,7 @@ static void fit_gemv(const ntp_calibration_sample *S, int ns, ntp_calibration *c
             j++;
         }
         cal->gemv[k].bytes = cal->gemv[i].bytes;
-        cal->gemv[k++].gbps = median_of(r, j - i);
+        cal->gemv[k++].gbps = ntp__median_inplace(r, j - i);
         i = j;
     }
     cal->n_gemv = k >= 2 ? k : 0;
@@ -1315,7 +1302,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
                 err[i] = fabs(fitted_s(fm, &Xf[i * NTP_PREDICT_TERMS]) - tf[i]) / tf[i];
                 fm->max_error = fmax(fm->max_error, err[i]);
             }
-            fm->median_error = median_of(err, k);
+            fm->median_error = ntp__median_inplace(err, k);
         }
     }
     if (!st && !cal->quick)
@@ -1574,7 +1561,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
         ntp_calibration_sample *x = sample_head(&S[(*n)++], "reorder", cf, cal->backend);
         x->bytes = t0->reorder_bytes[k];
         ntp__predict_copy_terms(cal, x->bytes, x->x);
-        x->median_s = median_of(rv, nr);
+        x->median_s = ntp__median_inplace(rv, nr);
         if (keep_fastest)
             x->median_s = rv[0];
         x->pass_min_s = rv[0];
@@ -1600,7 +1587,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     x->rec_weight = f->rec_weight;
     memcpy(x->x_copy, f->xcp, sizeof x->x_copy);
     x->x_far = f->far;
-    x->median_s = median_of(v, ran);
+    x->median_s = ntp__median_inplace(v, ran);
     x->pass_min_s = v[0];
     x->pass_max_s = v[ran - 1];
     x->passes = ran;
@@ -1614,8 +1601,8 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     }
     /* Each bound the median over the passes, as the time: each pass's
      * interval holds its median, so the median bounds hold the median. */
-    x->ci95_lo_s = median_of(lo, ran);
-    x->ci95_hi_s = median_of(hi, ran);
+    x->ci95_lo_s = ntp__median_inplace(lo, ran);
+    x->ci95_hi_s = ntp__median_inplace(hi, ran);
     x->n = iters;
 }
 

@@ -182,19 +182,6 @@ static void handoff_worker(ntp__team *tm, int id)
         j->sink = s;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median as a run's statistics take it (ntp_stats_compute); sorts v. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return ntp_stats_quantile_sorted(v, (size_t)n, 0.5);
-}
-
 /* The hand-off between CPUs a and b over j's buffer: the median remote and
  * own reads in us; false (ctx's message) when the team could not run. */
 static bool run_pair(ntp_ctx *ctx, handoff_job *j, int a, int b, double *remote, double *own)
@@ -205,8 +192,8 @@ static bool run_pair(ntp_ctx *ctx, handoff_job *j, int a, int b, double *remote,
     tm.cpus[1] = b;
     if (ntp__team_run(ctx, &tm, handoff_worker, j))
         return false;
-    *remote = median(j->remote_us, j->timed);
-    *own = median(j->own_us, j->timed);
+    *remote = ntp__median_inplace(j->remote_us, j->timed);
+    *own = ntp__median_inplace(j->own_us, j->timed);
     return true;
 }
 
@@ -389,7 +376,8 @@ void ntp__handoff_window_tick(ntp_handoff_check *h, ntp__handoff_window *w, int 
     w->last_us = end;
 }
 
-void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n)
+void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n,
+                             unsigned char *apart_it)
 {
     h->samples = w->n;
     h->samples_apart = 0;
@@ -411,11 +399,13 @@ void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const
             split[n + na++] = e2e[i];
         else
             split[nt++] = e2e[i];
+        if (apart_it)
+            apart_it[i] = apart;
     }
     h->together_n = nt;
     h->apart_n = na;
-    h->together_ms = nt ? median(split, nt) : 0;
-    h->apart_ms = na ? median(split + n, na) : 0;
+    h->together_ms = nt ? ntp__median_inplace(split, nt) : 0;
+    h->apart_ms = na ? ntp__median_inplace(split + n, na) : 0;
     free(split);
     free(w->buf);
     free(w->iter);
@@ -535,4 +525,23 @@ bool ntp__handoff_line(const ntp_handoff_check *h, char *buf, size_t len)
              h->before.ratio, during, h->after.ratio, p->cpu_from, p->cpu_to, h->pairs,
              h->pairs == 1 ? "" : "s", sysfs, 1e3 * h->cost_s, (double)h->bytes / 1024);
     return true;
+}
+
+void ntp__handoff_split_rows(const double *lt, int nl, const unsigned char *apart, int n,
+                             ntp_layer_result *rows)
+{
+    double *col = apart ? malloc(2 * (size_t)n * sizeof *col + 1) : NULL;
+    for (int k = 0; col && k < nl; k++) {
+        int nt = 0, na = 0;
+        for (int i = 0; i < n; i++) {
+            double v = lt[(size_t)i * (size_t)nl + (size_t)k];
+            if (apart[i])
+                col[n + na++] = v;
+            else
+                col[nt++] = v;
+        }
+        rows[k].together_ms = nt ? ntp__median_inplace(col, nt) : 0;
+        rows[k].apart_ms = na ? ntp__median_inplace(col + n, na) : 0;
+    }
+    free(col);
 }

@@ -161,6 +161,11 @@ void ntp__handoff_plan(ntp_bandwidth_probe mode, int threads, ntp_handoff_check 
  * them up); a failure clears measured and says why. */
 void ntp__handoff_before(ntp_handoff_check *h);
 void ntp__handoff_after(ntp_handoff_check *h);
+/* qsort's comparison of doubles, NaN after every number (stats.c). */
+int ntp__cmp_double(const void *a, const void *b);
+/* The median of v's n values (n > 0) as ntp_stats_compute takes it
+ * (interpolated between the middle two); sorts v in place. */
+double ntp__median_inplace(double *v, int n);
 /* Samples inside the measured window (docs/run.md#handoff): the buffer
  * they hand over and the iteration each preceded, with its ratio. */
 typedef struct ntp__handoff_window {
@@ -178,9 +183,17 @@ void ntp__handoff_window_begin(const ntp_handoff_check *h, ntp__handoff_window *
 void ntp__handoff_window_tick(ntp_handoff_check *h, ntp__handoff_window *w, int iter);
 /* After the window: h's samples, samples_apart and window_ratio, and the
  * end-to-end medians of the iterations under each placement from
- * e2e[0..n) in ms; frees w. */
-void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e,
-                             int n);
+ * e2e[0..n) in ms; where apart is not NULL, apart[i] says whether
+ * iteration i ran under a look that found the pair apart (n entries);
+ * frees w. */
+void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n,
+                             unsigned char *apart);
+/* Each row's median under each placement (together_ms, apart_ms of
+ * rows[0..nl)): over the iterations i of lt[i * nl + row] (ms) with
+ * apart[i] 0 and 1; a placement with no iteration gives 0; nothing on
+ * NULL apart or out of memory. */
+void ntp__handoff_split_rows(const double *lt, int nl, const unsigned char *apart, int n,
+                             ntp_layer_result *rows);
 /* The judgement, pure: `apart` when a probe or sample found its pair at
  * NTP_HANDOFF_APART_RATIO or more though sysfs says the two share a cache,
  * or the looks (probes and samples) disagree. */

@@ -8,11 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure-impl.h"
 #include "ntprof/stats.h"
 
 /* NaN sorts after every number so the order is total and qsort is well
  * defined even on bad input. */
-static int cmp_double(const void *a, const void *b)
+int ntp__cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     if (isnan(x) || isnan(y))
@@ -113,7 +114,7 @@ void ntp_stats_compute(const double *samples, size_t n, ntp_stats *out)
         return;
     }
     memcpy(s, samples, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
+    qsort(s, n, sizeof *s, ntp__cmp_double);
     out->median = ntp_stats_quantile_sorted(s, n, 0.5);
     out->p90 = ntp_stats_quantile_sorted(s, n, 0.90);
     out->p99 = ntp_stats_quantile_sorted(s, n, 0.99);
@@ -122,4 +123,10 @@ void ntp_stats_compute(const double *samples, size_t n, ntp_stats *out)
     out->ci95_lo = s[j - 1];
     out->ci95_hi = s[k - 1];
     free(s);
+}
+
+double ntp__median_inplace(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, ntp__cmp_double);
+    return ntp_stats_quantile_sorted(v, (size_t)n, 0.5);
 }

@@ -381,6 +381,9 @@ static void read_layer(reader *rd, json_t *o, ntp_layer_result *l)
     l->src_layout = opt_str(rd, o, "src_layout");
     /* The prediction beside the measurement (docs/predict.md), when the
      * run had a calibration. */
+    /* Only where the hand-off looks split the run's iterations. */
+    l->together_ms = opt_num(o, "together_ms", 0);
+    l->apart_ms = opt_num(o, "apart_ms", 0);
     json_t *pred = json_object_get(o, "predicted_ms");
     l->predicted = json_is_number(pred);
     l->predicted_ms = l->predicted ? json_number_value(pred) : 0;

@@ -51,8 +51,9 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
 bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len);
 
 /* One of a run's environment lines: "libraries", "cpu", "thread pools'
- * wait policy", "contention", "memory bandwidth", "cpu hand-off". */
-#define NTP_ENV_LINES 6
+ * wait policy", "contention", "memory bandwidth", "cpu hand-off", "hand-off
+ * moved". */
+#define NTP_ENV_LINES 7
 typedef struct ntp__env_line {
     const char *label;
     char text[2048];

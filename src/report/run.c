@@ -471,6 +471,59 @@ static void table_impls(FILE *f, const ntp_run_result *r)
         fputc('\n', f);
 }
 
+/* A row's median apart over its median together (both > 0). */
+typedef struct moved_row {
+    const char *name;
+    double ratio;
+} moved_row;
+
+static int by_ratio_desc(const void *a, const void *b)
+{
+    double x = ((const moved_row *)a)->ratio, y = ((const moved_row *)b)->ratio;
+    return (x < y) - (x > y);
+}
+
+/* Where the hand-off looks split the iterations (docs/run.md#handoff): the
+ * rows over 1% of the layer time that the CPUs' placement moved most, as
+ * their median apart over their median together: those slower apart
+ * (from 1.1x), then those faster (to 0.9x); false when the run was not
+ * split or no row moved that far. */
+static bool moved_rows(const ntp_run_result *r, char *buf, size_t len)
+{
+    enum { SHOWN = 5 };
+    buf[0] = '\0';
+    const ntp_handoff_check *h = &r->env.contention.handoff;
+    if (!h->measured || h->together_n <= 0 || h->apart_n <= 0 || r->n_layers <= 0)
+        return false;
+    moved_row *m = malloc((size_t)r->n_layers * sizeof *m);
+    if (!m)
+        return false;
+    int n = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        const ntp_layer_result *l = &r->layers[i];
+        if (l->fused || l->share < 0.01 || !(l->together_ms > 0) || !(l->apart_ms > 0))
+            continue;
+        m[n++] = (moved_row){l->name ? l->name : "?", l->apart_ms / l->together_ms};
+    }
+    qsort(m, (size_t)n, sizeof *m, by_ratio_desc);
+    size_t used = (size_t)snprintf(buf, len,
+                                   "%d iterations together, %d apart; rows over 1%% of the time, "
+                                   "median apart / together:",
+                                   h->together_n, h->apart_n);
+    int slow = 0, fast = 0;
+    for (int i = 0; i < n && slow < SHOWN && m[i].ratio >= 1.1 && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s %s %.2fx", slow++ ? "," : " slower",
+                                 m[i].name, m[i].ratio);
+    for (int i = n - 1; i >= 0 && fast < SHOWN && m[i].ratio <= 1 / 1.1 && used < len; i--)
+        used += (size_t)snprintf(buf + used, len - used, "%s %s %.2fx",
+                                 fast++ ? ","
+                                 : slow ? "; faster"
+                                        : " faster",
+                                 m[i].name, m[i].ratio);
+    free(m);
+    return slow + fast > 0;
+}
+
 /* The header's reproducibility lines: the backends' libraries with the
  * ISA each chose, the CPU's frequency policy and load, and what other
  * processes took while the run was measured (with the memory bus and the
@@ -520,6 +573,8 @@ int ntp__run_env_lines(const ntp_run_result *r, ntp__env_line out[NTP_ENV_LINES]
         out[n++].label = "memory bandwidth";
     if (ntp__handoff_line(&c->handoff, out[n].text, sizeof out[n].text))
         out[n++].label = "cpu hand-off";
+    if (moved_rows(r, out[n].text, sizeof out[n].text))
+        out[n++].label = "hand-off moved";
     return n;
 }
 
@@ -802,6 +857,10 @@ static json_t *layer_json(bool *ok, const ntp_layer_result *l, bool roof)
     roof_fields(ok, o, roof, l->attainable_gflops, l->attainable_gbps, l->roof_share,
                 l->roof_ceiling);
     ntp__counters_json(ok, o, l->counters, l->n_counters, l->bound, l->bound_evidence);
+    if (l->together_ms > 0 && l->apart_ms > 0) {
+        ntp__jset(ok, o, "together_ms", ntp__json_num(l->together_ms));
+        ntp__jset(ok, o, "apart_ms", ntp__json_num(l->apart_ms));
+    }
     if (l->predicted) {
         ntp__jset(ok, o, "predicted_ms", ntp__json_num(l->predicted_ms));
         ntp__jset(ok, o, "prediction_error",
