@@ -299,13 +299,17 @@ for name, rs in runs.items():
                              h.get("window_ratio") or 0) >= h["apart_ratio"] for h in hs]
     tog = [h["together_ms"] for h in hs if h and h.get("together_n")]
     terr = (pred - med(tog)) / med(tog) if tog and all(hs) else None
-    # The memory bus around each round (docs/run.md#the-memory-bus): its probes'
-    # share of the stored DRAM triad, and whether either read low.
+    # The memory bus around each round (docs/run.md#the-memory-bus): each
+    # probe's GB/s beside the hand-off look taken next to it (before the
+    # warm-up, after the last iteration), and whether the run judged it low.
     def bus(r):
         b = r.get("environment", {}).get("contention", {}).get("bandwidth") or {}
-        return b if b.get("measured") and b.get("before_share") is not None else None
+        return b if b.get("measured") and b.get("before_gbps") else None
     bs = [bus(r) for r in rs]
     low = [bool(b) and bool(b.get("low")) for b in bs]
+    reads = [(b[f"{w}_gbps"], (h or {}).get(w, {}).get("ratio", 0) >= h["apart_ratio"]
+              if h else None) for b, h in zip(bs, hs) if b for w in ("before", "after")
+             if b[f"{w}_gbps"]]
     # Each round's iterations while the CPUs shared a cache: the whole round
     # where its window ran together (a one-thread run has no look), the
     # split's medians (end to end and per row, docs/run.md#handoff) where
@@ -319,18 +323,14 @@ for name, rs in runs.items():
         return h["together_ms"], [l.get("together_ms") or l.get("median_ms") or 0
                                   for l in r["layers"]]
     # The machine as a calibration assumes it, where some round was not:
-    # the iterations together of the rounds whose bus did not read low (a
-    # round with neither probe left out).
-    calm = [t for t, h, b, lo in ((together(r, h), h, b, lo) for r, h, b, lo in
-                                  zip(rs, hs, bs, low)) if t and (h or b) and not lo]
-    odd = any(apart) or any(low)
+    # the iterations while the CPUs shared a cache (a round with no look, a
+    # one-thread run's, counts whole).
+    calm = [t for t in (together(r, h) for r, h in zip(rs, hs)) if t]
     models.append({"model": name, "error": err, "major": major, "together_error": terr,
-                   "apart": sum(apart), "low": sum(low),
-                   "shares": [s for b in bs if b for s in (b["before_share"], b["after_share"])
-                              if s is not None],
-                   "calm_error": (pred - med(e for e, _ in calm)) / med(e for e, _ in calm)
-                   if calm else None,
-                   "major_calm": (majors(calm) if odd else major) if calm else None})
+                   "apart": sum(apart), "low": sum(low), "reads": reads,
+                   "ceiling": next((b["ceiling_gbps"] for b in bs if b and b.get("ceiling_gbps")),
+                                   None),
+                   "major_calm": (majors(calm) if any(apart) else major) if calm else None})
     if len(e2es) > 1:
         noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
                       "apart": apart, "low": low})
@@ -345,15 +345,23 @@ for x in noise:
           + f" ms, spread {100 * x['spread']:.1f}%")
 if any(a for x in noise for a in x["apart"]):
     print(f"{be:<8} * the run's CPUs did not share a cache at some look (docs/run.md#handoff)")
-shares = sorted(s for m in models for s in m["shares"])
-if shares:
+# The memory bus by the placement the hand-off look next to each probe
+# found: a two-thread DRAM triad reads more with the vCPUs on two dies
+# (two memory paths) than on one, and the stored ceiling was measured in
+# one of the two (docs/predict.md#the-calibrations-memory-bus).
+reads = [x for m in models for x in m["reads"]]
+if reads:
+    def gb(v):
+        v = sorted(v)
+        return f"{med(v):.1f} GB/s (n={len(v)}, {v[0]:.1f}..{v[-1]:.1f})" if v else "none"
     lows = sum(m["low"] for m in models)
-    print(f"{be:<8} {'~ ' if lows else ''}memory bus around the runs: the probes read "
-          f"{100 * med(shares):.0f}% of the stored DRAM triad (median; "
-          f"{100 * shares[0]:.0f}..{100 * shares[-1]:.0f}%), low (below "
-          f"{100 * rs[0]['environment']['contention']['bandwidth']['low_share']:.0f}%) around "
-          f"{lows} of {sum(1 for m in models for _ in range(len(runs[m['model']])))} runs "
-          "(docs/run.md#the-memory-bus)")
+    ceil = next((m["ceiling"] for m in models if m["ceiling"]), None)
+    print(f"{be:<8} memory bus (two-thread DRAM triad) next to a look with the CPUs together "
+          f"{gb([g for g, a in reads if a is False])}, apart {gb([g for g, a in reads if a])}"
+          + (f", no look {gb([g for g, a in reads if a is None])}"
+             if any(a is None for _, a in reads) else "")
+          + (f"; the stored triad {ceil:.1f} GB/s" if ceil else "")
+          + (f"; ~ the run judged it low ({lows} runs)" if lows else ""))
 floor = med(x["spread"] for x in noise) if noise else None
 if floor is not None:
     print(f"{be:<8} noise floor (median spread between rounds over {len(noise)} models): "
@@ -398,24 +406,17 @@ if tm and any(m["apart"] for m in models):
     print(f"{be:<8}   over the iterations while the CPUs shared a cache: {k} of {len(tm)} "
           f"({100 * k / len(tm):.0f}%): " + ", ".join(
               f"{m['model']} {100 * m['together_error']:+.1f}%" for m in tm))
-# Both targets over the machine as calibrated: the iterations while the
-# CPUs shared a cache, of the rounds whose memory bus did not read low;
-# each model's end to end and each layer's median over those rounds (a
-# model with none is named, not counted).
-if any(m["apart"] or m["low"] for m in models):
+# Target 2 the same way: each layer's median over the iterations while
+# the CPUs shared a cache (the rows' split where the looks split a round,
+# docs/run.md#handoff); a model with none is named, not counted.
+if any(m["apart"] for m in models):
     left = [m["model"] for m in models if m["major_calm"] is None]
-    none = f"; no such round: {', '.join(left)}" if left else ""
-    cm = [m for m in models if m["calm_error"] is not None]
-    k = sum(1 for m in cm if abs(m["calm_error"]) <= 0.10)
-    print(f"{be:<8}   target 1 over the iterations with the CPUs together, the bus not low: "
-          + (f"{k} of {len(cm)} ({100 * k / len(cm):.0f}%): " + ", ".join(
-              f"{m['model']} {100 * m['calm_error']:+.1f}%" for m in cm) if cm else "none")
-          + none)
     mt = [l for m in models if m["major_calm"] for l in m["major_calm"]]
     if mt:
         k = sum(1 for l in mt if l["error"] is not None and abs(l["error"]) <= 0.25)
-        print(f"{be:<8}   target 2 over the same rounds: {k} of {len(mt)} "
-              f"({100 * k / len(mt):.0f}%)" + none)
+        print(f"{be:<8}   target 2 over the iterations while the CPUs shared a cache: {k} of "
+              f"{len(mt)} ({100 * k / len(mt):.0f}%)"
+              + (f"; none such: {', '.join(left)}" if left else ""))
 print(f"{be:<8} target 2, layers over 1% of the time within +-25% on >= 80%: "
       f"{len(within)} of {len(major)} ({100 * s2:.0f}%, {unpred} not predicted counted as "
       f"missed): {verdict(s2, 0.80)}")

@@ -56,7 +56,9 @@ static void test_judge(void **state)
     assert_true(ntp__bandwidth_warning(&b, msg, sizeof msg));
     assert_string_equal(msg, "memory bandwidth was 54% of this machine's DRAM triad after the "
                              "measured window (10.8 of 20.0 GB/s): another guest or process is "
-                             "using the memory bus; bandwidth-bound layers may read slow");
+                             "using the memory bus, or the triad was measured with the CPUs "
+                             "placed otherwise (docs/run.md#the-memory-bus); bandwidth-bound "
+                             "layers may read slow");
     assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
     assert_string_equal(msg, "14.2 GB/s before, 10.8 after: 71% and 54% of this machine's DRAM "
                              "triad (20.0 GB/s); the probes took 83 ms (2 threads over 128 MiB)");

@@ -227,7 +227,7 @@ expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$T/low.db"
 grep -q "^memory bus: read low during the calibration (45% of this machine's DRAM triad)" "$T/out" &&
     ok || bad "no memory-bus line in the prediction: $(cat "$T/out")"
 expect_exit 0 "$NTPROF" run "$MLP" "${FAST[@]}" --db "$T/low.db" --bandwidth-probe off
-grep -q "the calibration ran with the memory bus at 45% of this machine's DRAM triad" \
+grep -q "the calibration's memory-bus probes read 45% of this machine's DRAM triad" \
     <(tr '\n' ' ' <"$T/out" | tr -s ' ') && ok || bad "no calibration-bus note in the run: $(cat "$T/out")"
 
 # Beside a run: the pred column and the summary; without the history the

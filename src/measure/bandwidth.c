@@ -98,7 +98,8 @@ bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
              shared ? "other processes shared the CPUs while the probe ran (its threads were "
                       "descheduled in every round), so the reading is theirs as much as the "
                       "memory bus's"
-                    : "another guest or process is using the memory bus");
+                    : "another guest or process is using the memory bus, or the triad was "
+                      "measured with the CPUs placed otherwise (docs/run.md#the-memory-bus)");
     return true;
 }
 

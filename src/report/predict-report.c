@@ -77,7 +77,7 @@ static void write_table(const ntp_prediction *p, FILE *f)
             char text[320];
             snprintf(text, sizeof text,
                      "read low during the calibration (%.0f%% of this machine's DRAM triad): "
-                     "memory-bound layers are priced for a busier bus than the ceilings' "
+                     "memory-bound layers may be priced for a slower bus "
                      "(docs/predict.md#the-calibrations-memory-bus)",
                      100 * ntp__bandwidth_low_share(&c->bus));
             ntp__put_wrapped(f, "memory bus: ", text);
@@ -343,8 +343,8 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             size_t used = strlen(bus);
             if (c->bus.low && used < sizeof bus)
                 snprintf(bus + used, sizeof bus - used,
-                         "; READ LOW: memory-bound layers are priced for a busier bus than the "
-                         "ceilings' (calibrate again when the machine is quiet)");
+                         "; READ LOW: memory-bound layers may be priced for a slower bus "
+                         "(docs/predict.md#the-calibrations-memory-bus)");
             ntp__put_wrapped(f, "memory bus: ", bus);
         }
         ntp__put_linef(f,

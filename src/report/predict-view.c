@@ -48,8 +48,8 @@ static bool bandwidth_note(const ntp_bandwidth_check *b, const ntp_run_predictio
     if (p->calibration_bus_low && used < len)
         used += (size_t)snprintf(
             buf + used, len - used,
-            "%sthe calibration ran with the memory bus at %.0f%% of this machine's DRAM triad "
-            "(another guest or process using it): it prices memory-bound layers for that bus "
+            "%sthe calibration's memory-bus probes read %.0f%% of this machine's DRAM triad: "
+            "memory-bound layers may be priced for a slower bus "
             "(docs/predict.md#the-calibrations-memory-bus)",
             used ? "; " : "", 100 * p->calibration_bus_share);
     return used > 0;
