@@ -219,6 +219,49 @@ static void test_contended(void **state)
     assert_non_null(strstr(msg, "; the probe before shared the CPUs with other processes;"));
 }
 
+/* The CPUs' placement (docs/run.md#the-memory-bus): a ceiling measured
+ * with the CPUs apart (hand-off 3.0x) against probes next to looks that
+ * found them together is not judged; the same placement is. */
+static void test_placement(void **state)
+{
+    (void)state;
+    char msg[512];
+    /* 36 and 35 of a 52 GB/s ceiling measured apart (worst round 45): 69%
+     * and 67%, low by the numbers. */
+    ntp_bandwidth_check b = check(36.0, 35.0, 52.0, 45.0);
+    b.ceiling_handoff = 3.0;
+    ntp__bandwidth_judge(&b);
+    assert_true(b.low);
+    /* Both probes together (1.1x, 1.2x): neither judged. */
+    ntp__bandwidth_placement(&b, 1.1, 1.2);
+    assert_false(b.low);
+    assert_false(b.high);
+    assert_false(ntp__bandwidth_warning(&b, msg, sizeof msg));
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "; not judged (both): the ceiling was measured with the CPUs "
+                                "apart, the probes with them together;"));
+    /* The probe after apart (3.4x), as the ceiling: judged, low. */
+    ntp__bandwidth_placement(&b, 1.1, 3.4);
+    assert_true(b.low);
+    assert_true(ntp__bandwidth_line(&b, msg, sizeof msg));
+    assert_non_null(strstr(msg, "; not judged (before): the ceiling was measured with the CPUs "
+                                "apart, the probe before with them together;"));
+    /* A ceiling measured together, a probe apart reading 1.4x it: not
+     * judged high. */
+    b = check(70.0, 50.0, 50.0, 45.0);
+    b.ceiling_handoff = 1.1;
+    ntp__bandwidth_placement(&b, 3.0, 1.1);
+    assert_false(b.high);
+    /* No look on either side: judged by the numbers, as before. */
+    b.ceiling_handoff = 0;
+    ntp__bandwidth_placement(&b, 3.0, 1.1);
+    assert_true(b.high);
+    /* Not measured: untouched. */
+    memset(&b, 0, sizeof b);
+    ntp__bandwidth_placement(&b, 3.0, 3.0);
+    assert_true(b.before_handoff == 0);
+}
+
 static void test_plan(void **state)
 {
     (void)state;
@@ -233,6 +276,7 @@ static void test_plan(void **state)
     c.levels[1].gbps = 20;
     c.levels[1].working_set_bytes = (int64_t)128 << 20;
     c.level_spread[1].min = 17;
+    c.level_spread[1].handoff_ratio = 3.5;
     ntp_bandwidth_check b;
 
     ntp__bandwidth_plan(&c, NTP_BANDWIDTH_PROBE_OFF, 10, &b);
@@ -250,6 +294,7 @@ static void test_plan(void **state)
     assert_true(b.measured);
     /* The DRAM level's working set, threads and ceiling, not the L3's. */
     assert_true(b.ceiling_gbps == 20 && b.ceiling_min_gbps == 17);
+    assert_float_equal(b.ceiling_handoff, 3.5, 0);
     assert_int_equal(b.working_set_bytes, (int64_t)128 << 20);
     assert_int_equal(b.threads, 1);
     /* A working set too large to touch within the budget is cut. */
@@ -440,9 +485,8 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "live") == 0)
         return live();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_judge_high),
-        cmocka_unit_test(test_contended),
+        cmocka_unit_test(test_judge),     cmocka_unit_test(test_judge_high),
+        cmocka_unit_test(test_contended), cmocka_unit_test(test_placement),
         cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

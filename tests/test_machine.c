@@ -324,8 +324,8 @@ static void test_ceilings_json(void **state)
                                             .one_thread = 51,
                                             .other_busy = 0.3,
                                             .contended = true};
-    c.level_spread[1] =
-        (ntp_ceiling_spread){.trials = 7, .min = 18, .median = 19.5, .other_busy = 0.01};
+    c.level_spread[1] = (ntp_ceiling_spread){
+        .trials = 7, .min = 18, .median = 19.5, .other_busy = 0.01, .handoff_ratio = 3.25};
     c.loadavg = 2.25;
     c.other_busy = 0.3;
     c.contended = true;
@@ -357,6 +357,9 @@ static void test_ceilings_json(void **state)
     assert_string_equal(back.gemm_spread[0].detail, "onednn 70.5, xnnpack 50");
     assert_float_equal(back.gemm_spread[0].other_busy, -1, 0);
     assert_float_equal(back.level_spread[1].median, 19.5, 0);
+    /* Where the CPUs sat while the level was measured; not looked: 0. */
+    assert_float_equal(back.level_spread[1].handoff_ratio, 3.25, 0);
+    assert_true(back.level_spread[0].handoff_ratio == 0);
     assert_float_equal(back.loadavg, 2.25, 0);
     assert_true(back.contended);
     assert_string_equal(back.note, "f32 peak: other processes took 30% of the CPUs");

@@ -1698,6 +1698,8 @@ static void test_bandwidth_check(void **state)
     b->after_share = 10.75 / 20.5;
     b->low = true;
     b->after_contended = true;
+    b->before_handoff = 1.125; /* the looks next to the probes; the ceiling's not looked */
+    b->after_handoff = 1.25;
 
     char *text = capture(fx, write_run, NTP_FORMAT_JSON);
     json_t *root = parse(text);
@@ -1713,6 +1715,8 @@ static void test_bandwidth_check(void **state)
     assert_float_equal(num(bo, "after_share"), 10.75 / 20.5, 1e-12);
     assert_float_equal(num(bo, "low_share"), 0.8, 1e-12);
     assert_float_equal(num(bo, "cost_s"), 0.0875, 1e-12);
+    assert_float_equal(num(bo, "before_handoff_ratio"), 1.125, 0);
+    assert_true(json_is_null(json_object_get(bo, "ceiling_handoff_ratio")));
     assert_int_equal(json_integer_value(json_object_get(bo, "working_set_bytes")), 134217600);
     assert_int_equal(json_integer_value(json_object_get(bo, "threads")), 2);
     assert_true(json_is_true(json_object_get(bo, "low")));
@@ -1739,6 +1743,8 @@ static void test_bandwidth_check(void **state)
     assert_float_equal(rb->before_share, 14.25 / 20.5, 1e-12);
     assert_float_equal(rb->after_share, 10.75 / 20.5, 1e-12);
     assert_float_equal(rb->cost_s, 0.0875, 1e-12);
+    assert_float_equal(rb->after_handoff, 1.25, 0);
+    assert_true(rb->ceiling_handoff == 0);
     assert_int_equal(rb->working_set_bytes, 134217600);
     assert_int_equal(rb->threads, 2);
     assert_string_equal(rb->reason, "");

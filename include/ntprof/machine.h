@@ -91,6 +91,13 @@ typedef struct ntp_ceiling_spread {
     double other_busy;
     bool contended;   /* measured under load: too low to trust */
     char detail[160]; /* GEMM: every backend's figure ("onednn 201, xnnpack 111") */
+    /* Bandwidth levels: the CPUs' hand-off (docs/run.md#handoff) looked at
+     * right before and after the measurement, the larger ratio. At
+     * NTP_HANDOFF_APART_RATIO or more the threads' CPUs sat apart (on a VM,
+     * on different dies: each its own cache and memory path, and a triad
+     * of several threads reads more than on one die); 0: not looked (one
+     * thread, ceilings measured before this was recorded). */
+    double handoff_ratio;
 } ntp_ceiling_spread;
 
 /* The maths a GPU's GEMM peak is measured at. */

@@ -279,6 +279,15 @@ typedef struct ntp_bandwidth_check {
      * bus's. */
     bool before_contended;
     bool after_contended;
+    /* Where the CPUs sat (docs/run.md#the-memory-bus): the hand-off ratio
+     * of the ceiling's measurement (ntp_ceiling_spread.handoff_ratio) and
+     * of the look next to each probe; 0: not looked. A two-thread triad
+     * reads more with the CPUs apart (two dies' memory paths), so a probe
+     * whose placement differs from the ceiling's is not judged low or
+     * high. */
+    double ceiling_handoff;
+    double before_handoff;
+    double after_handoff;
 } ntp_bandwidth_check;
 
 /* Data handed between the run's CPUs around its measured window

@@ -383,6 +383,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         ntp__rss_meter_exclude_begin(mem);
     ntp__bandwidth_after(&bw);
     ntp__handoff_after(&ho);
+    ntp__bandwidth_placement(&bw, ho.before.ratio, ho.after.ratio);
     if (probes)
         ntp__rss_meter_exclude_end(mem);
     r->env.contention.bandwidth = bw;

@@ -334,13 +334,19 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
     int reps = want < 1 ? 1 : want > 1e7 ? 10000000 : (int)want;
     double best = 0;
     ntp_ceiling_spread sp = {0};
+    /* Where the CPUs sat while it ran (docs/run.md#the-memory-bus): a look
+     * before and after each attempt. */
+    ntp_handoff_check looks;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, tm->n, &looks);
     /* A second attempt when the first read as contended. */
     for (int attempt = 0; attempt < 2; attempt++) {
+        double look0 = ntp__handoff_look(&looks);
         ntp__contention_probe probe;
         ntp__contention_begin(&probe);
         ntp__triad_rounds tr;
         ntp_status st = ntp__triad_measure(ctx, tm, per_thread_bytes, reps, true, ROUNDS, 0, &tr);
         double other = other_busy(&probe);
+        double look1 = ntp__handoff_look(&looks);
         if (st)
             return st;
         double b = 0;
@@ -351,6 +357,7 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
         spread_of(tr.gbps, tr.clean, tr.rounds, &b, &s);
         s.other_busy = other;
         s.contended = !any_clean || s.other_busy > CONTENDED_OTHER;
+        s.handoff_ratio = fmax(look0, look1);
         if (attempt == 0 || b > best) {
             best = b;
             sp = s;

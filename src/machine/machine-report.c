@@ -78,6 +78,8 @@ static void spread_json(bool *ok, json_t *o, const ntp_ceiling_spread *sp, const
     ntp__jset(ok, o, "other_busy",
               sp->other_busy >= 0 ? ntp__json_num(sp->other_busy) : json_null());
     ntp__jset(ok, o, "contended", json_boolean(sp->contended));
+    if (sp->handoff_ratio > 0)
+        ntp__jset(ok, o, "handoff_ratio", ntp__json_num(sp->handoff_ratio));
 }
 
 static json_t *peaks_json(bool *ok, const ntp_peak *p, const ntp_ceiling_spread *sp, int n,
@@ -189,6 +191,9 @@ static void spread_from_json(json_t *v, const char *unit, ntp_ceiling_spread *sp
     sp->other_busy =
         json_is_number(json_object_get(v, "other_busy")) ? num_field(v, "other_busy") : -1;
     sp->contended = json_is_true(json_object_get(v, "contended"));
+    /* Absent before the looks were recorded: not looked. */
+    sp->handoff_ratio =
+        json_is_number(json_object_get(v, "handoff_ratio")) ? num_field(v, "handoff_ratio") : 0;
 }
 
 static int peaks_from_json(json_t *a, ntp_peak *p, ntp_ceiling_spread *sp, int max)
@@ -421,12 +426,18 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
     }
     ntp__put_linef(f, "%-12s %12s %19s %9s  %s", "bandwidth", "GB/s", "spread", "",
                    "triad working set (all threads)");
-    for (int i = 0; i < c->n_levels; i++)
-        ntp__put_linef(f, "%-12s %12s %19s %9s  %s%s", c->levels[i].level,
+    for (int i = 0; i < c->n_levels; i++) {
+        /* Where the threads' CPUs sat (docs/run.md#the-memory-bus). */
+        double h = c->level_spread[i].handoff_ratio;
+        const char *placed = h >= NTP_HANDOFF_APART_RATIO ? "CPUs apart, "
+                             : h > 0                      ? "CPUs together, "
+                                                          : "";
+        ntp__put_linef(f, "%-12s %12s %19s %9s  %s%s%s", c->levels[i].level,
                        ntp__fit_number(c->levels[i].gbps, 12, 1, a, sizeof a),
                        spread_cell(&c->level_spread[i], line, sizeof line), "",
-                       c->level_spread[i].contended ? "[UNDER LOAD] " : "",
+                       c->level_spread[i].contended ? "[UNDER LOAD] " : "", placed,
                        ntp__human_bytes((double)c->levels[i].working_set_bytes, b, sizeof b));
+    }
     if (c->contended || c->note[0]) {
         char warn[512];
         snprintf(warn, sizeof warn,

@@ -1740,9 +1740,12 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
      * (docs/run.md#handoff). */
     ntp_handoff_check looks;
     ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, opts->threads, &looks);
-    /* The memory bus before the first pass and after the last. */
+    /* The memory bus before the first pass and after the last, each with
+     * a look at where the CPUs sat. */
+    double bus_look0 = 0;
     if (!st) {
         ntp__bandwidth_plan(c, NTP_BANDWIDTH_PROBE_ON, 0, &out->bus);
+        bus_look0 = ntp__handoff_look(&looks);
         ntp__bandwidth_before(&out->bus);
     }
     /* Interleaved: every configuration once, then every one again, so that
@@ -1833,8 +1836,10 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                 ntp_ctx_clear(rctx);
             }
         }
-    if (!st)
+    if (!st) {
         ntp__bandwidth_after(&out->bus);
+        ntp__bandwidth_placement(&out->bus, bus_look0, ntp__handoff_look(&looks));
+    }
     for (int k = 0; !st && k < total; k++)
         merge_passes(&d.c[sel[k]], &T[(size_t)k * (size_t)Q], P, &F[k], out, S, &n, cap);
     if (opts->progress && !st)

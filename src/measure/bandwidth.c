@@ -34,6 +34,14 @@
 
 static const char NO_CEILINGS[] = "no ceilings for this machine (run ntprof machine)";
 
+/* Whether a probe's look found the CPUs placed otherwise than the
+ * ceiling's did (both looked). */
+static bool other_placement(const ntp_bandwidth_check *b, double look)
+{
+    return look > 0 && b->ceiling_handoff > 0 &&
+           (look >= NTP_HANDOFF_APART_RATIO) != (b->ceiling_handoff >= NTP_HANDOFF_APART_RATIO);
+}
+
 void ntp__bandwidth_judge(ntp_bandwidth_check *b)
 {
     b->before_share = b->after_share = -1;
@@ -55,8 +63,11 @@ void ntp__bandwidth_judge(ntp_bandwidth_check *b)
     double floor = NTP_BANDWIDTH_LOW_SHARE * b->ceiling_gbps;
     if (b->ceiling_min_gbps > 0 && b->ceiling_min_gbps < floor)
         floor = b->ceiling_min_gbps;
-    b->low = (b->before_gbps > 0 && b->before_gbps < floor) ||
-             (b->after_gbps > 0 && b->after_gbps < floor);
+    /* A probe placed otherwise than the ceiling is not judged either way:
+     * the placement moves a triad by a third on the Zen 4 VM. */
+    bool before = b->before_gbps > 0 && !other_placement(b, b->before_handoff);
+    bool after = b->after_gbps > 0 && !other_placement(b, b->after_handoff);
+    b->low = (before && b->before_gbps < floor) || (after && b->after_gbps < floor);
     /* Above the ceiling by more than its rounds go: the ceiling, not the
      * bus, is what is off. Low stays judged: a reading below too low a
      * ceiling is lower still against the right one. A working set cut to
@@ -64,9 +75,18 @@ void ntp__bandwidth_judge(ntp_bandwidth_check *b)
      * whatever the ceiling: not judged. Nor is a contended probe: with its
      * threads off their CPUs its rounds are mistimed either way. */
     double top = NTP_BANDWIDTH_HIGH_SHARE * b->ceiling_gbps;
-    b->high =
-        b->working_set_bytes < PROBE_MAX_BYTES && ((!b->before_contended && b->before_gbps > top) ||
-                                                   (!b->after_contended && b->after_gbps > top));
+    b->high = b->working_set_bytes < PROBE_MAX_BYTES &&
+              ((before && !b->before_contended && b->before_gbps > top) ||
+               (after && !b->after_contended && b->after_gbps > top));
+}
+
+void ntp__bandwidth_placement(ntp_bandwidth_check *b, double before, double after)
+{
+    if (!b->measured)
+        return;
+    b->before_handoff = b->before_gbps > 0 ? before : 0;
+    b->after_handoff = b->after_gbps > 0 ? after : 0;
+    ntp__bandwidth_judge(b);
 }
 
 double ntp__bandwidth_low_share(const ntp_bandwidth_check *b)
@@ -146,22 +166,39 @@ bool ntp__bandwidth_line(const ntp_bandwidth_check *b, char *buf, size_t len)
     char cpus[96] = "";
     if (shared)
         snprintf(cpus, sizeof cpus, "; %s shared the CPUs with other processes", shared);
+    /* Which probe was placed otherwise than the ceiling, and so not judged. */
+    bool ob = b->before_gbps > 0 && other_placement(b, b->before_handoff);
+    bool oa = b->after_gbps > 0 && other_placement(b, b->after_handoff);
+    char placed[192] = "";
+    if (ob || oa)
+        snprintf(placed, sizeof placed,
+                 "; not judged (%s): the ceiling was measured with the CPUs %s, %s with them %s",
+                 ob && oa ? "both"
+                 : ob     ? "before"
+                          : "after",
+                 b->ceiling_handoff >= NTP_HANDOFF_APART_RATIO ? "apart" : "together",
+                 ob && oa ? "the probes"
+                 : ob     ? "the probe before"
+                          : "the probe after",
+                 b->ceiling_handoff >= NTP_HANDOFF_APART_RATIO ? "together" : "apart");
     snprintf(buf, len,
-             "%.1f GB/s before, %.1f after%s%s; the probes took %.0f ms (%d thread%s over %.0f "
+             "%.1f GB/s before, %.1f after%s%s%s; the probes took %.0f ms (%d thread%s over %.0f "
              "MiB)",
-             b->before_gbps, b->after_gbps, share, cpus, 1e3 * b->cost_s, b->threads,
+             b->before_gbps, b->after_gbps, share, cpus, placed, 1e3 * b->cost_s, b->threads,
              b->threads == 1 ? "" : "s", (double)b->working_set_bytes / (1 << 20));
     return true;
 }
 
-/* The DRAM triad's ceiling and worst round in c; false when c has none. */
-static bool dram_ceiling(const ntp_ceilings *c, double *gbps, double *min, int64_t *ws)
+/* The DRAM triad's ceiling, worst round and placement in c into b; false
+ * when c has none. */
+static bool dram_ceiling(const ntp_ceilings *c, ntp_bandwidth_check *b)
 {
     for (int i = c ? c->n_levels - 1 : -1; i >= 0; i--)
         if (strcmp(c->levels[i].level, "DRAM") == 0 && c->levels[i].gbps > 0) {
-            *gbps = c->levels[i].gbps;
-            *min = c->level_spread[i].min;
-            *ws = c->levels[i].working_set_bytes;
+            b->ceiling_gbps = c->levels[i].gbps;
+            b->ceiling_min_gbps = c->level_spread[i].min;
+            b->working_set_bytes = c->levels[i].working_set_bytes;
+            b->ceiling_handoff = c->level_spread[i].handoff_ratio;
             return true;
         }
     return false;
@@ -204,7 +241,7 @@ void ntp__bandwidth_plan(const ntp_ceilings *c, ntp_bandwidth_probe mode, double
     }
     ntp__team tm;
     int avail = ntp__team_cpus(&tm, 0);
-    if (dram_ceiling(c, &b->ceiling_gbps, &b->ceiling_min_gbps, &b->working_set_bytes)) {
+    if (dram_ceiling(c, b)) {
         b->threads = c->threads > 0 && c->threads < avail ? c->threads : avail;
     } else {
         b->working_set_bytes = default_working_set();
@@ -299,6 +336,12 @@ json_t *ntp__bandwidth_json(bool *ok, const ntp_bandwidth_check *b)
         ntp__jset(ok, bo, "high", json_boolean(b->high));
         ntp__jset(ok, bo, "before_contended", json_boolean(b->before_contended));
         ntp__jset(ok, bo, "after_contended", json_boolean(b->after_contended));
+        ntp__jset(ok, bo, "ceiling_handoff_ratio",
+                  b->ceiling_handoff > 0 ? ntp__json_num(b->ceiling_handoff) : json_null());
+        ntp__jset(ok, bo, "before_handoff_ratio",
+                  b->before_handoff > 0 ? ntp__json_num(b->before_handoff) : json_null());
+        ntp__jset(ok, bo, "after_handoff_ratio",
+                  b->after_handoff > 0 ? ntp__json_num(b->after_handoff) : json_null());
     } else {
         ntp__jset(ok, bo, "reason", ntp__json_str(b->reason));
     }
@@ -331,6 +374,9 @@ void ntp__bandwidth_read_json(json_t *o, ntp_bandwidth_check *b)
     b->high = json_is_true(json_object_get(o, "high"));
     b->before_contended = json_is_true(json_object_get(o, "before_contended"));
     b->after_contended = json_is_true(json_object_get(o, "after_contended"));
+    b->ceiling_handoff = num_or(o, "ceiling_handoff_ratio", 0);
+    b->before_handoff = num_or(o, "before_handoff_ratio", 0);
+    b->after_handoff = num_or(o, "after_handoff_ratio", 0);
     json_t *why = json_object_get(o, "reason");
     snprintf(b->reason, sizeof b->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
     why = json_object_get(o, "share_reason");

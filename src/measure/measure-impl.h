@@ -127,6 +127,11 @@ void ntp__bandwidth_after(ntp_bandwidth_check *b);
  * of the ceiling, and `high`: a probe above NTP_BANDWIDTH_HIGH_SHARE of
  * it over a working set the plan did not cut. */
 void ntp__bandwidth_judge(ntp_bandwidth_check *b);
+/* The hand-off looks next to b's probes (before: the run's probe before
+ * the warm-up; after: after the last iteration; 0: no look), and the
+ * judgement again: a probe whose CPUs sat otherwise than the ceiling's is
+ * not judged (docs/run.md#the-memory-bus). */
+void ntp__bandwidth_placement(ntp_bandwidth_check *b, double before, double after);
 /* The warning a low probe adds to a run ("memory bandwidth was ..."), into
  * buf; false (buf empty) when neither probe read low. */
 bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len);
