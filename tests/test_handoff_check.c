@@ -202,7 +202,8 @@ static void test_window_split(void **state)
      * count's median is the mean of the middle two. */
     h = check(3.0, 3.0, 3);
     memset(&w, 0, sizeof w);
-    ntp__handoff_window_end(&h, &w, e2e, 4, NULL);
+    unsigned char apart4[4];
+    ntp__handoff_window_end(&h, &w, e2e, 4, apart4);
     assert_int_equal(h.samples, 0);
     assert_true(h.window_ratio == 0);
     assert_int_equal(h.together_n, 0);

@@ -89,14 +89,17 @@ void ntp__bandwidth_placement(ntp_bandwidth_check *b, double before, double afte
     ntp__bandwidth_judge(b);
 }
 
+/* Whether the probe after read the lower share (a tie: the one before). */
+static bool after_is_lower(const ntp_bandwidth_check *b)
+{
+    return b->after_share >= 0 && (b->before_share < 0 || b->after_share < b->before_share);
+}
+
 double ntp__bandwidth_low_share(const ntp_bandwidth_check *b)
 {
     if (!b->measured)
         return -1;
-    double share = b->before_share;
-    if (b->after_share >= 0 && (share < 0 || b->after_share < share))
-        share = b->after_share;
-    return share;
+    return after_is_lower(b) ? b->after_share : b->before_share;
 }
 
 bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
@@ -105,7 +108,7 @@ bool ntp__bandwidth_warning(const ntp_bandwidth_check *b, char *buf, size_t len)
     if (!b->measured || !b->low || !(b->ceiling_gbps > 0))
         return false;
     /* The lower of the probes that ran names the figure. */
-    bool after = b->after_share >= 0 && (b->before_share < 0 || b->after_share < b->before_share);
+    bool after = after_is_lower(b);
     double share = after ? b->after_share : b->before_share;
     double gbps = after ? b->after_gbps : b->before_gbps;
     /* A probe whose threads were off their CPUs in every round read the

@@ -26,7 +26,6 @@
 #include "machine-impl.h"
 #include "measure-impl.h"
 #include "ntprof/context.h"
-#include "ntprof/stats.h"
 
 /* Rounds per pair: the first two (one each way) fault the buffer in and
  * are not timed; the timed ones alternate the direction. */
@@ -376,6 +375,28 @@ void ntp__handoff_window_tick(ntp_handoff_check *h, ntp__handoff_window *w, int 
     w->last_us = end;
 }
 
+/* The medians of v[i * stride] over the iterations i < n with apart[i] 0
+ * and with it 1 (0 where there is none), and how many each; col holds 2n
+ * values. */
+static void split_medians(const double *v, size_t stride, const unsigned char *apart, int n,
+                          double *col, double *together_ms, double *apart_ms, int *together_n,
+                          int *apart_n)
+{
+    int nt = 0, na = 0;
+    for (int i = 0; i < n; i++) {
+        if (apart[i])
+            col[n + na++] = v[(size_t)i * stride];
+        else
+            col[nt++] = v[(size_t)i * stride];
+    }
+    *together_ms = nt ? ntp__median_inplace(col, nt) : 0;
+    *apart_ms = na ? ntp__median_inplace(col + n, na) : 0;
+    if (together_n)
+        *together_n = nt;
+    if (apart_n)
+        *apart_n = na;
+}
+
 void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n,
                              unsigned char *apart_it)
 {
@@ -389,24 +410,20 @@ void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const
     }
     /* Each iteration under its latest look: the probe before, then each
      * sample from the iteration it preceded. */
-    double *split = h->measured && n > 0 ? malloc(2 * (size_t)n * sizeof *split) : NULL;
-    int nt = 0, na = 0, k = 0;
+    double *col = h->measured && n > 0 ? malloc(2 * (size_t)n * sizeof *col) : NULL;
+    int k = 0;
     bool apart = h->before.ratio >= NTP_HANDOFF_APART_RATIO;
-    for (int i = 0; split && i < n; i++) {
+    for (int i = 0; col && i < n; i++) {
         while (k < w->n && w->iter[k] <= i)
             apart = w->ratio[k++] >= NTP_HANDOFF_APART_RATIO;
-        if (apart)
-            split[n + na++] = e2e[i];
-        else
-            split[nt++] = e2e[i];
-        if (apart_it)
-            apart_it[i] = apart;
+        apart_it[i] = apart;
     }
-    h->together_n = nt;
-    h->apart_n = na;
-    h->together_ms = nt ? ntp__median_inplace(split, nt) : 0;
-    h->apart_ms = na ? ntp__median_inplace(split + n, na) : 0;
-    free(split);
+    h->together_n = h->apart_n = 0;
+    h->together_ms = h->apart_ms = 0;
+    if (col)
+        split_medians(e2e, 1, apart_it, n, col, &h->together_ms, &h->apart_ms, &h->together_n,
+                      &h->apart_n);
+    free(col);
     free(w->buf);
     free(w->iter);
     free(w->ratio);
@@ -531,17 +548,8 @@ void ntp__handoff_split_rows(const double *lt, int nl, const unsigned char *apar
                              ntp_layer_result *rows)
 {
     double *col = apart ? malloc(2 * (size_t)n * sizeof *col + 1) : NULL;
-    for (int k = 0; col && k < nl; k++) {
-        int nt = 0, na = 0;
-        for (int i = 0; i < n; i++) {
-            double v = lt[(size_t)i * (size_t)nl + (size_t)k];
-            if (apart[i])
-                col[n + na++] = v;
-            else
-                col[nt++] = v;
-        }
-        rows[k].together_ms = nt ? ntp__median_inplace(col, nt) : 0;
-        rows[k].apart_ms = na ? ntp__median_inplace(col + n, na) : 0;
-    }
+    for (int k = 0; col && k < nl; k++)
+        split_medians(lt + k, (size_t)nl, apart, n, col, &rows[k].together_ms, &rows[k].apart_ms,
+                      NULL, NULL);
     free(col);
 }

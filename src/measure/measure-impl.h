@@ -188,9 +188,9 @@ void ntp__handoff_window_begin(const ntp_handoff_check *h, ntp__handoff_window *
 void ntp__handoff_window_tick(ntp_handoff_check *h, ntp__handoff_window *w, int iter);
 /* After the window: h's samples, samples_apart and window_ratio, and the
  * end-to-end medians of the iterations under each placement from
- * e2e[0..n) in ms; where apart is not NULL, apart[i] says whether
- * iteration i ran under a look that found the pair apart (n entries);
- * frees w. */
+ * e2e[0..n) in ms; apart[i] (n entries; NULL only with n 0) says
+ * whether iteration i ran under a look that found the pair apart; frees
+ * w. */
 void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n,
                              unsigned char *apart);
 /* Each row's median under each placement (together_ms, apart_ms of
