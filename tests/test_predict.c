@@ -894,12 +894,9 @@ static void test_predict_rnn_terms(void **state)
      * product (oneDNN's brgemm cell) reads W and B (2560 B) at each of the
      * 10 steps with R: 2880 + 41600 + 9 x 2560 = 67520 B, every FLOP
      * (35840) under the rnn family, at the level one direction's W, B and
-     * R (6656 B) stay in: twice that is past L1's 10000, which holds
-     * 10000 / 13312 = 0.7512 of it, the rest read from DRAM: 67520 x
-     * (0.7512 / 100 + 0.2488 / 10) ns = 2.18710 us. */
+     * R (6656 B) fit in, L1 (its whole 10000, not half): 675.2 ns. */
     double merged = l->predicted_ms;
-    double step = 1e-3 + 1e3 * (2 * 3.584e-7 +
-                                0.5 * 67520 * (10000.0 / 13312 / 100 + 3312.0 / 13312 / 10) * 1e-9);
+    double step = 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 67520 / 100 * 1e-9);
     assert_close(l->rnn.merged_ms, merged, 1e-12);
     assert_close(l->rnn.merged_input_gemm_ms, in, 1e-12);
     assert_close(l->rnn.per_step_ms, step, 1e-12);
@@ -927,6 +924,15 @@ static void test_predict_rnn_terms(void **state)
     ntp_prediction_apply(p, &r, false);
     assert_close(row.predicted_ms, in + 3 * (merged - in), 1e-12);
     cal.n_impls = 0;
+    ntp_prediction_free(p);
+    /* Past an L1 of 5000 bytes it holds 5000 / 6656 of them, the rest
+     * read from DRAM: 67520 x (0.7512 / 100 + 0.2488 / 10) ns. */
+    cal.levels[0].capacity_bytes = 5000;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].rnn.per_step_ms,
+                 1e-3 + 1e3 * (2 * 3.584e-7 +
+                               0.5 * 67520 * (5000.0 / 6656 / 100 + 1656.0 / 6656 / 10) * 1e-9),
+                 1e-12);
     ntp_prediction_free(p);
     /* R must fit in half the level (what its triad ran at): at a capacity
      * of 8000 twice its 4096 B do not, L1 holds 8000 / 8192 of them and
@@ -1022,9 +1028,9 @@ static void test_predict_rnn_terms(void **state)
  * 10000 B at 100 GB/s, DRAM 10 GB/s), priced under far_scale 2. A kernel
  * reading W at every step (brgemm) reads one direction's W, B and R (6656
  * B) from DRAM at its first step: 665.6 ns, doubled. The other 9 steps,
- * the input and the output (67520 - 6656 = 60864 B) as before: L1 holds
- * 10000 / 13312 of the working set, 60864 x 0.7512 / 100 ns from it,
- * 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged kernel's R (4096
+ * the input and the output (67520 - 6656 = 60864 B) as before, with an L1
+ * of 5000 bytes: it holds 5000 / 6656 of the working set, 60864 x 0.7512
+ * / 100 ns from it, 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged kernel's R (4096
  * B) at every step, with an L1 of 8000 bytes: 41600 x 0.9765625 / 100 ns
  * from L1, 41600 x 0.0234375 / 10 ns from DRAM, doubled. */
 static void test_predict_rnn_from_memory(void **state)
@@ -1037,9 +1043,10 @@ static void test_predict_rnn_from_memory(void **state)
     rnn_calibration(&cal);
     cal.family[NTP_PREDICT_FAMILY_RNN].far_scale = 2;
     snprintf(cal.cache, sizeof cal.cache, "network");
+    cal.levels[0].capacity_bytes = 5000;
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
-    double f = 10000.0 / 13312, first = 665.6e-9;
+    double f = 5000.0 / 6656, first = 665.6e-9;
     double near = 60864 * f / 100 * 1e-9, far = 60864 * (1 - f) / 10 * 1e-9;
     assert_close(p->layers[0].rnn.per_step_ms,
                  1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * (near + 2 * (first + far))), 1e-12);

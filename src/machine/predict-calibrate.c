@@ -389,7 +389,9 @@ static bool build_design(design *d)
         {"lstm", 40, 1, 1280, 1280, 0}, {"lstm", 20, 1, 2048, 2048, 0},
         {"gru", 20, 1, 1792, 1792, 0},  {"lstm", 50, 1, 1024, 1024, 1},
         {"lstm", 50, 1, 512, 512, 1},   {"lstm", 3, 1, 1280, 1280, 0},
-        {"lstm", 4, 1, 768, 768, 1},
+        {"lstm", 4, 1, 768, 768, 1},    {"lstm", 50, 1, 768, 1024, 1},
+        {"lstm", 40, 1, 1152, 1152, 0}, {"gru", 50, 1, 1280, 1280, 1},
+        {"lstm", 60, 1, 896, 896, 1},
     };
     for (size_t i = 0; i < sizeof rnn / sizeof rnn[0]; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_RNN, rnn[i].d <= 16,

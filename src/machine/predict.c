@@ -383,8 +383,11 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     /* A kernel that multiplies each step's input by W with the recurrent
      * product (per_step) reads W and R at every step: one computation of
      * the rnn family's, its traffic W and R at every step, the input and
-     * the output once, at the level one direction's W and R stay in (in
-     * half of it, as R alone below). */
+     * the output once, at the level one direction's W and R fit in (the
+     * whole of it, not half as R alone below: oneDNN's LSTM samples of
+     * 26 to 42 MB a direction ran at 93 to 113 GB/s, past the DRAM
+     * triad's 68 and within reach of the L3's 33.5 MB; docs/predict.md,
+     * a direction's weights in the whole cache). */
     if (per_step && l->n_parts > 1 && rs && rs->T > 0 && rs->dirs > 0) {
         int64_t w = in->bytes > rs->x_bytes ? in->bytes - rs->x_bytes : 0;
         int64_t res = w / rs->dirs + rec->resident_bytes;
@@ -399,7 +402,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         double again = (double)out->bytes - (first > 0 ? (double)(rs->dirs * res) : 0);
         double again_far;
         out->x[NTP_PREDICT_TERM_MEMORY] =
-            first + reread_s(cal, 2 * res, again, &again_far, &out->level);
+            first + reread_s(cal, res, again, &again_far, &out->level);
         out->far = first + again_far;
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(in->flops + rec->flops) / peak : 0;
         return;
