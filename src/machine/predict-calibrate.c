@@ -373,8 +373,9 @@ static bool build_design(design *d)
     /* Recurrent layers: op, steps, batch, input size, hidden size. */
     /* The last rows: recurrent weights past the last-level cache (37.7 MB
      * per direction at hidden 1536), read from memory at every step, and
-     * bidirectional layers (both directions' weights live at once); the
-     * small ones fit the reference backend's budget. */
+     * bidirectional layers (both directions' weights live at once), four
+     * of 24 to 48 MB a direction about the L3's edge; the small ones fit
+     * the reference backend's budget. */
     static const struct {
         const char *op;
         int t, n, d, h;
