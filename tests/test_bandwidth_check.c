@@ -336,10 +336,12 @@ static void *spin(void *arg)
  * it), and the probe then rightly reads clean: it did run alone. At nice
  * 5 beside two nice-0 spinners per CPU its slice is under 2 ms and ends
  * at the next tick, so no round of 10 ms runs whole. */
+#define PROBE_NICE 5
+
 static void *probe_niced(void *arg)
 {
     ntp_bandwidth_check *b = arg;
-    if (setpriority(PRIO_PROCESS, (id_t)gettid(), 5) != 0)
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), PROBE_NICE) != 0)
         b->measured = false;
     else
         ntp__bandwidth_before(b);
@@ -473,7 +475,7 @@ static int live(void)
             busy.before_contended = false;
             double quiet = b->before_gbps > b->after_gbps ? b->before_gbps : b->after_gbps;
             int64_t mult = 1 + (int64_t)(0.010 * quiet * 1e9 / (double)b->working_set_bytes);
-            busy.working_set_bytes *= mult < 1 ? 1 : mult > 16 ? 16 : mult;
+            busy.working_set_bytes *= mult > 16 ? 16 : mult;
             pthread_t pt;
             if (pthread_create(&pt, NULL, probe_niced, &busy) == 0)
                 pthread_join(pt, NULL);
@@ -482,8 +484,8 @@ static int live(void)
             atomic_store(&spin_stop, true);
             for (int i = 0; i < started; i++)
                 pthread_join(th[i], NULL);
-            printf("beside %d spinners at nice 5 over %lld bytes: %.2f GB/s, contended %s\n",
-                   started, (long long)busy.working_set_bytes, busy.before_gbps,
+            printf("beside %d spinners at nice %d over %lld bytes: %.2f GB/s, contended %s\n",
+                   started, PROBE_NICE, (long long)busy.working_set_bytes, busy.before_gbps,
                    busy.before_contended ? "yes" : "no");
             if (started < ns || !busy.measured || !busy.before_contended) {
                 printf("FAIL: a probe beside %d of %d spinners did not read contended\n", started,

@@ -1030,9 +1030,10 @@ static void test_predict_rnn_terms(void **state)
  * B) from DRAM at its first step: 665.6 ns, doubled. The other 9 steps,
  * the input and the output (67520 - 6656 = 60864 B) as before, with an L1
  * of 5000 bytes: it holds 5000 / 6656 of the working set, 60864 x 0.7512
- * / 100 ns from it, 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged kernel's R (4096
- * B) at every step, with an L1 of 8000 bytes: 41600 x 0.9765625 / 100 ns
- * from L1, 41600 x 0.0234375 / 10 ns from DRAM, doubled. */
+ * / 100 ns from it, 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged
+ * kernel's R (4096 B) at every step, with an L1 of 8000 bytes: 41600 x
+ * 0.9765625 / 100 ns from L1, 41600 x 0.0234375 / 10 ns from DRAM,
+ * doubled. */
 static void test_predict_rnn_from_memory(void **state)
 {
     (void)state;
