@@ -17,7 +17,9 @@
 # Needs root (slurmd) and slurm-wlm + munge; prints why not otherwise.
 # Usage: bench/bench_slurm_sweep.sh <path-to-ntprof> [N] [sqlite|pg|both] [MEASURES]
 set -euo pipefail
-NTPROF=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+# shellcheck source=bench/support/ntprof-arg.sh
+. "$(dirname "$0")/support/ntprof-arg.sh"
+NTPROF=$(ntprof_arg bench_slurm_sweep.sh "bench/bench_slurm_sweep.sh <path-to-ntprof> [N] [sqlite|pg|both] [MEASURES]" "${1-}")
 N=${2:-200}
 STORE=${3:-sqlite}
 case "$STORE" in sqlite | pg | both) ;; *)

@@ -10,7 +10,9 @@
 # so in its own row).
 # Usage: bench/load-examples.sh <path-to-ntprof>
 set -euo pipefail
-NTPROF=${1:?usage: load-examples.sh <path-to-ntprof>}
+# shellcheck source=bench/support/ntprof-arg.sh
+. "$(dirname "$0")/support/ntprof-arg.sh"
+NTPROF=$(ntprof_arg load-examples.sh "load-examples.sh <path-to-ntprof>" "${1-}")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 M=$SRC/models/serve-delay.xml
 T=$(mktemp -d)

@@ -61,7 +61,9 @@
 #              deepspeech-h1024, deepspeech-h1536); the verdicts are then
 #              over that subset only
 set -euo pipefail
-ntprof=${1:?usage: predict-accuracy.sh NTPROF [options]}
+# shellcheck source=bench/support/ntprof-arg.sh
+. "$(dirname "$0")/support/ntprof-arg.sh"
+ntprof=$(ntprof_arg predict-accuracy.sh "predict-accuracy.sh NTPROF [options]" "${1-}")
 shift
 backends=
 db=
