@@ -33,8 +33,8 @@ static void cpuinfo_field(const char *key, char *out, size_t len)
     static char line[16384];
     size_t klen = strlen(key);
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, klen) != 0 ||
-            (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':'))
+        /* The whole key: "model" is not "model name". */
+        if (strncmp(line, key, klen) != 0 || line[klen + strspn(line + klen, " \t")] != ':')
             continue;
         char *v = strchr(line, ':');
         if (!v)
@@ -93,6 +93,22 @@ static void test_cpu(void **state)
                 listed |= strcmp(w, isa[i]) == 0;
             assert_true(listed);
         }
+    }
+    /* The signature: x86's vendor, family, model and stepping, read here
+     * field by field. */
+    char vendor[64], family[64], mdl[64], stepping[64], want[320];
+    cpuinfo_field("vendor_id", vendor, sizeof vendor);
+    cpuinfo_field("cpu family", family, sizeof family);
+    cpuinfo_field("model", mdl, sizeof mdl);
+    cpuinfo_field("stepping", stepping, sizeof stepping);
+    if (family[0]) {
+        snprintf(want, sizeof want, "%s family %s model %s stepping %s", vendor, family, mdl,
+                 stepping);
+        print_message("signature: %s\n", e.cpu_signature);
+        assert_string_equal(e.cpu_signature, want);
+        assert_null(strstr(e.cpu_signature, "model name"));
+    } else {
+        assert_true(e.cpu_signature[0] != '\0');
     }
     assert_int_equal(e.cores, sysconf(_SC_NPROCESSORS_ONLN));
     assert_true(e.cores >= 1);

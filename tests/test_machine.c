@@ -907,6 +907,7 @@ static void test_write(void **state)
     snprintf(m.key, sizeof m.key, "Test CPU|4|box");
     snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU");
     snprintf(m.cpu_flags, sizeof m.cpu_flags, "avx avx2 fma");
+    snprintf(m.cpu_signature, sizeof m.cpu_signature, "GenuineIntel family 6 model 85 stepping 7");
     snprintf(m.hostname, sizeof m.hostname, "box");
     snprintf(m.source, sizeof m.source, "hwloc 2.9.0");
     m.caches[0] = (ntp_cache_info){1, "data", 32768, 64, 2, 2};
@@ -926,9 +927,9 @@ static void test_write(void **state)
     assert_int_equal(ntp_report_write_machine(ctx, &m, &c, NTP_FORMAT_TABLE, f), NTP_STATUS_OK);
     fclose(f);
     fputs(buf, stdout);
-    assert_non_null(strstr(buf,
-                           "machine Test CPU\n1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
-                           "1 NUMA node\n"));
+    assert_non_null(strstr(buf, "machine Test CPU (GenuineIntel family 6 model 85 stepping 7)\n"
+                                "1 package, 2 cores, 4 logical CPUs, 8.00 GB memory, "
+                                "1 NUMA node\n"));
     assert_non_null(
         strstr(buf, "caches: L1d 32.8 kB x2 (2 CPUs each), L3 33.6 MB x1 (4 CPUs each)\n"));
     assert_non_null(strstr(buf, "load average 1.50 at the start; other processes took 25% of the "
@@ -955,6 +956,8 @@ static void test_write(void **state)
     json_t *mj = json_object_get(j, "machine");
     assert_int_equal(json_integer_value(json_object_get(mj, "logical_cpus")), 4);
     assert_int_equal(json_array_size(json_object_get(mj, "cpu_flags")), 3);
+    assert_string_equal(json_string_value(json_object_get(mj, "cpu_signature")),
+                        "GenuineIntel family 6 model 85 stepping 7");
     json_t *cj = json_object_get(j, "ceilings");
     assert_float_equal(json_number_value(json_object_get(
                            json_array_get(json_object_get(cj, "peaks"), 1), "gflops")),

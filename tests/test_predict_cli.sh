@@ -341,6 +341,34 @@ PYEOF
 expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$T/stale.db"
 grep -q "stale calibration: ref was calibrated with ntprof [0-9.]* and is now ntprof [0-9.]*, ref kernels " \
     "$T/err" && ok || bad "stale ref: $(cat "$T/err")"
+# Another CPU under this machine's key (a VM's generic model name): the
+# calibration's signature or its ISA flags not this CPU's is stale; what a
+# calibration did not record (both empty) is not held against it.
+for cpu in 'sig|AuthenticAMD family 25 model 17 stepping 1' 'flags|avx avx2 amx_int8' 'none|'; do
+    cp "$DB" "$T/cpu.db"
+    $PY - "$T/cpu.db" "${cpu%%|*}" "${cpu#*|}" <<'PYEOF' || bad "rewriting the CPU ($cpu)"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+what, value = sys.argv[2], sys.argv[3]
+(model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
+m = json.loads(model)
+assert m["cpu_signature"] and m["cpu_flags"] is not None, m
+if what == "sig":
+    m["cpu_signature"] = value
+elif what == "flags":
+    m["cpu_flags"] = value
+else:
+    m["cpu_signature"] = m["cpu_flags"] = ""
+db.execute("UPDATE calibrations SET model = ? WHERE backend = 'ref'", (json.dumps(m),))
+db.commit()
+PYEOF
+    expect_exit 0 "$NTPROF" predict "$MLP" --backend ref --db "$T/cpu.db"
+    case $cpu in
+    sig\|*) grep -q "stale calibration: ref was calibrated on another CPU (${cpu#*|}; " "$T/err" ;;
+    flags\|*) grep -q "stale calibration: ref was calibrated on another CPU (.*; ${cpu#*|}) than this one" "$T/err" ;;
+    *) ! grep -q stale "$T/err" ;;
+    esac && ok || bad "another CPU (${cpu%%|*}): $(cat "$T/err")"
+done
 if "$NTPROF" run --help 2>&1 | grep -q onednn; then
     expect_exit 0 "$NTPROF" machine --calibrate --quick --families fc --backend onednn --threads 1 \
         --ceilings "$T/ceil.json" --db "$T/stale.db" --cache warm

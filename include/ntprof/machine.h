@@ -47,7 +47,8 @@ typedef struct ntp_cache_info {
 typedef struct ntp_machine_info {
     char key[256]; /* "CPU model|cores|hostname": the ceilings cache key */
     char cpu_model[128];
-    char cpu_flags[1024]; /* the ISA flags that matter, as in ntp_env */
+    char cpu_flags[1024];   /* the ISA flags that matter, as in ntp_env */
+    char cpu_signature[96]; /* family, model, stepping, as in ntp_env */
     char hostname[64];
     int packages;
     int cores; /* physical cores */

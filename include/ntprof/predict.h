@@ -191,6 +191,11 @@ typedef struct ntp_calibration {
      * cpu_flags: "avx2 fma avx512f ..."), which the layouts a backend picks
      * depend on; "" in a calibration made before they were recorded. */
     char cpu_flags[256];
+    /* The CPU calibrated, as ntp_env's cpu_signature ("AuthenticAMD family
+     * 26 model 2 stepping 1"): a machine key's model name may be generic
+     * ("AMD EPYC" in a VM), the signature tells two CPUs under it apart;
+     * "" in a calibration made before it was recorded. */
+    char cpu_signature[96];
     /* A backend's layout changes (run rows of kind "reorder": oneDNN's
      * blocked/plain reorders, XNNPACK's NCHW/NHWC transposes), fitted on
      * the reorder rows the calibration's runs timed: overhead + memory x
@@ -450,6 +455,15 @@ NTP_API ntp_status ntp_calibration_recheck(ntp_ctx *ctx, const ntp_machine_info 
  * blas, OpenBLAS's and ref's revision, whose im2col and bias its
  * convolutions run). */
 NTP_API void ntp_predict_backend_version(const char *backend, char *buf, size_t len);
+
+/* Whether calibration c, taken for this machine's, no longer describes it:
+ * its backend's version here is not the one it recorded, or the CPU it
+ * was made on is not this one (its ISA flags or its signature, where it
+ * recorded them: two CPUs can share a machine key whose model name a VM
+ * made generic). why gets the reason: "onednn was calibrated with oneDNN
+ * 2.7.3 and is now oneDNN 3.4.1", "... on another CPU (...) than this one
+ * (...)". */
+NTP_API bool ntp_calibration_stale(const ntp_calibration *c, char *why, size_t len);
 
 /* Non-negative least squares on relative error: the coefficients
  * x >= 0 (n_terms of them, at most NTP_PREDICT_TERMS + 1) minimising

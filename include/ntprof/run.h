@@ -406,7 +406,12 @@ typedef struct ntp_env_library {
 typedef struct ntp_env {
     char cpu_model[128];
     char cpu_flags[1024]; /* the ISA flags that matter (avx2, avx512*, amx*) */
-    int cores;            /* online logical CPUs */
+    /* The CPU beside its model name, which a virtual machine may make
+     * generic ("AMD EPYC"): "AuthenticAMD family 26 model 2 stepping 1" on
+     * x86, "implementer 0x41 part 0xd0c variant 0x1 revision 1" on Arm,
+     * from /proc/cpuinfo; "unknown" where it says neither. */
+    char cpu_signature[96];
+    int cores; /* online logical CPUs */
     int64_t memory_bytes;
     char os[128];
     char compiler[128];

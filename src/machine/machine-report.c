@@ -33,6 +33,7 @@ json_t *ntp__machine_info_json(const ntp_machine_info *m)
             p++;
     }
     ntp__jset(&ok, o, "cpu_flags", flags);
+    ntp__jset(&ok, o, "cpu_signature", ntp__json_str(m->cpu_signature));
     ntp__jset(&ok, o, "hostname", ntp__json_str(m->hostname));
     ntp__jset(&ok, o, "packages", json_integer(m->packages));
     ntp__jset(&ok, o, "cores", json_integer(m->cores));
@@ -357,7 +358,8 @@ static const char *spread_cell(const ntp_ceiling_spread *sp, char *buf, size_t l
 static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *f)
 {
     char a[32], b[32];
-    ntp__put_linef(f, "machine %s", m->cpu_model);
+    ntp__put_linef(f, "machine %s (%s)", m->cpu_model,
+                   m->cpu_signature[0] ? m->cpu_signature : "not recorded");
     ntp__put_linef(f, "%d package%s, %d cores, %d logical CPUs, %s memory, %d NUMA node%s",
                    m->packages, m->packages == 1 ? "" : "s", m->cores, m->pus,
                    ntp__human_bytes((double)m->memory_bytes, a, sizeof a), m->numa_nodes,

@@ -86,6 +86,7 @@ ntp_status ntp_machine_describe(ntp_ctx *ctx, ntp_machine_info *m)
     ntp_env_collect(&env);
     snprintf(m->cpu_model, sizeof m->cpu_model, "%s", env.cpu_model);
     snprintf(m->cpu_flags, sizeof m->cpu_flags, "%s", env.cpu_flags);
+    snprintf(m->cpu_signature, sizeof m->cpu_signature, "%s", env.cpu_signature);
     snprintf(m->hostname, sizeof m->hostname, "%s", env.hostname);
     ntp__machine_key(env.cpu_model, env.cores, env.hostname, m->key, sizeof m->key);
     m->memory_bytes = env.memory_bytes;

@@ -485,6 +485,33 @@ void ntp_predict_backend_version(const char *backend, char *buf, size_t len)
     free(env);
 }
 
+bool ntp_calibration_stale(const ntp_calibration *c, char *why, size_t len)
+{
+    char ver[192];
+    ntp_predict_backend_version(c->backend, ver, sizeof ver);
+    if (strcmp(ver, c->backend_version) != 0) {
+        snprintf(why, len, "%s was calibrated with %s and is now %s", c->backend,
+                 c->backend_version, ver);
+        return true;
+    }
+    /* What the calibration did not record is not held against it. */
+    ntp_env *env = calloc(1, sizeof *env);
+    if (!env) {
+        snprintf(why, len, "out of memory");
+        return false;
+    }
+    ntp_env_collect(env);
+    bool other = (c->cpu_flags[0] && strcmp(c->cpu_flags, env->cpu_flags) != 0) ||
+                 (c->cpu_signature[0] && strcmp(c->cpu_signature, env->cpu_signature) != 0);
+    if (other)
+        snprintf(why, len, "%s was calibrated on another CPU (%s; %s) than this one (%s; %s)",
+                 c->backend, c->cpu_signature[0] ? c->cpu_signature : "signature not recorded",
+                 c->cpu_flags[0] ? c->cpu_flags : "ISA not recorded", env->cpu_signature,
+                 env->cpu_flags);
+    free(env);
+    return other;
+}
+
 /* The configuration's markup as a network would run it
  * (NTP_CALIBRATE_NETWORK, network true): each input renamed ntp_NAME and
  * copied by a relu named NAME, so that L finds its input where a previous
@@ -1657,6 +1684,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     ntp__calibration_ceilings(c, opts->precision, out);
     snprintf(out->machine_key, sizeof out->machine_key, "%s", m->key);
     snprintf(out->cpu_flags, sizeof out->cpu_flags, "%.255s", m->cpu_flags);
+    snprintf(out->cpu_signature, sizeof out->cpu_signature, "%s", m->cpu_signature);
     snprintf(out->backend, sizeof out->backend, "%s", backend);
     ntp_predict_backend_version(backend, out->backend_version, sizeof out->backend_version);
     snprintf(out->precision, sizeof out->precision, "%s", ntp_dtype_name(opts->precision));

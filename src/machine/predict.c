@@ -1622,6 +1622,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, o, "memory_bus", ntp__bandwidth_json(&ok, &cal->bus));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
     ntp__jset(&ok, o, "cpu_flags", json_string(cal->cpu_flags));
+    ntp__jset(&ok, o, "cpu_signature", json_string(cal->cpu_signature));
     ntp__jset(&ok, o, "peak_gflops", json_real(cal->peak_gflops));
     json_t *lv = json_array();
     for (int i = 0; i < cal->n_levels; i++) {
@@ -1765,6 +1766,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         snprintf(cal->cache, sizeof cal->cache, "warm");
     /* "" in calibrations from before the ISA was recorded: unknown. */
     get_str(j, "cpu_flags", cal->cpu_flags, sizeof cal->cpu_flags);
+    get_str(j, "cpu_signature", cal->cpu_signature, sizeof cal->cpu_signature);
     cal->peak_gflops = get_num(j, "peak_gflops");
     json_t *lv = json_object_get(j, "levels");
     size_t i;

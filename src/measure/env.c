@@ -65,19 +65,49 @@ static bool has_word(const char *list, const char *word)
     return false;
 }
 
+/* The fields of /proc/cpuinfo's first processor that name the CPU: x86's
+ * vendor, family, model and stepping, Arm's implementer, part, variant and
+ * revision. */
+enum { SIG_VENDOR, SIG_FAMILY, SIG_MODEL, SIG_STEPPING, SIG_IMPL, SIG_PART, SIG_VARIANT, SIG_REV };
+static const char *const sig_keys[] = {"vendor_id",   "cpu family",      "model",
+                                       "stepping",    "CPU implementer", "CPU part",
+                                       "CPU variant", "CPU revision"};
+
+/* The CPU's identity beside its model name, which a virtual machine often
+ * makes generic: "AMD EPYC" named a 2-core Zen 5 (family 26) and an
+ * AVX2-only EPYC alike here. */
+static void cpu_signature(char *dst, size_t len, char f[][32])
+{
+    char sig[192];
+    if (f[SIG_FAMILY][0])
+        snprintf(sig, sizeof sig, "%.31s%sfamily %.31s model %.31s stepping %.31s", f[SIG_VENDOR],
+                 f[SIG_VENDOR][0] ? " " : "", f[SIG_FAMILY], f[SIG_MODEL][0] ? f[SIG_MODEL] : "?",
+                 f[SIG_STEPPING][0] ? f[SIG_STEPPING] : "?");
+    else if (f[SIG_IMPL][0])
+        snprintf(sig, sizeof sig, "implementer %.31s part %.31s variant %.31s revision %.31s",
+                 f[SIG_IMPL], f[SIG_PART][0] ? f[SIG_PART] : "?",
+                 f[SIG_VARIANT][0] ? f[SIG_VARIANT] : "?", f[SIG_REV][0] ? f[SIG_REV] : "?");
+    else
+        sig[0] = '\0';
+    copy(dst, len, sig);
+}
+
 static void collect_cpu(ntp_env *env)
 {
     copy(env->cpu_model, sizeof env->cpu_model, NULL);
+    copy(env->cpu_signature, sizeof env->cpu_signature, NULL);
     env->cpu_flags[0] = '\0';
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) {
         copy(env->cpu_flags, sizeof env->cpu_flags, NULL);
         return;
     }
-    /* A flags line of a recent x86 CPU is about 1.5 kB. */
+    /* A flags line of a recent x86 CPU is about 1.5 kB. The first
+     * processor's block ends at the first empty line. */
     char line[8192];
+    char sig[sizeof sig_keys / sizeof sig_keys[0]][32] = {{0}};
     bool have_model = false, have_flags = false;
-    while ((!have_model || !have_flags) && fgets(line, sizeof line, f)) {
+    while (fgets(line, sizeof line, f) && line[0] != '\n') {
         char *colon = strchr(line, ':');
         if (!colon)
             continue;
@@ -85,6 +115,12 @@ static void collect_cpu(ntp_env *env)
         while (*value == ' ')
             value++;
         strip(value);
+        size_t key = (size_t)(colon - line);
+        while (key > 0 && (line[key - 1] == ' ' || line[key - 1] == '\t'))
+            key--;
+        for (size_t i = 0; i < sizeof sig_keys / sizeof sig_keys[0]; i++)
+            if (!sig[i][0] && strlen(sig_keys[i]) == key && strncmp(line, sig_keys[i], key) == 0)
+                snprintf(sig[i], sizeof sig[i], "%.31s", value);
         if (!have_model && strncmp(line, "model name", 10) == 0) {
             copy(env->cpu_model, sizeof env->cpu_model, value);
             have_model = true;
@@ -98,6 +134,7 @@ static void collect_cpu(ntp_env *env)
         }
     }
     fclose(f);
+    cpu_signature(env->cpu_signature, sizeof env->cpu_signature, sig);
     /* No flags line (not x86) is "unknown"; a flags line without any of
      * the extensions above is honestly empty. */
     if (!have_flags)

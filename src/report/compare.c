@@ -619,6 +619,8 @@ static bool differences(const ntp_run_result *A, const ntp_run_result *B, ntp_co
     }
     const ntp_env *a = &A->env, *b = &B->env;
     return ok && diff_str(p, "cpu", a->cpu_model, b->cpu_model) &&
+           (!a->cpu_signature[0] || !b->cpu_signature[0] ||
+            diff_str(p, "cpu signature", a->cpu_signature, b->cpu_signature)) &&
            diff_int(p, "cores", a->cores, b->cores) &&
            diff_int(p, "memory bytes", a->memory_bytes, b->memory_bytes) &&
            diff_str(p, "cpu flags", a->cpu_flags, b->cpu_flags) &&

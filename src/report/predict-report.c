@@ -189,6 +189,7 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, cal, "passes", json_integer(c->passes > 0 ? c->passes : 1));
     ntp__jset(&ok, cal, "keep", json_string(c->keep[0] ? c->keep : "median"));
     ntp__jset(&ok, cal, "cpu_flags", json_string(c->cpu_flags));
+    ntp__jset(&ok, cal, "cpu_signature", json_string(c->cpu_signature));
     double bus = ntp__bandwidth_low_share(&c->bus);
     ntp__jset(&ok, cal, "memory_bus_share", bus >= 0 ? ntp__json_num(bus) : json_null());
     ntp__jset(&ok, cal, "memory_bus_low", json_boolean(c->bus.measured && c->bus.low));

@@ -245,6 +245,9 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
                                          used ? " " : "", json_string_value(v));
         }
     }
+    /* Optional: reports before it was recorded lack it ("": not recorded). */
+    const char *sig = opt_str(rd, o, "cpu_signature");
+    snprintf(e->cpu_signature, sizeof e->cpu_signature, "%s", sig ? sig : "");
     e->cores = (int)get_int(rd, o, "cores");
     e->memory_bytes = get_int(rd, o, "memory_bytes");
     get_fixed(rd, o, "os", e->os, sizeof e->os);

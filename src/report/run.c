@@ -701,7 +701,8 @@ static void write_table(const ntp_run_result *r, FILE *f)
                                      r->param_values[i]);
         ntp__put_line(f, line);
     }
-    ntp__put_linef(f, "machine %s, %d cores, %s memory, %s", r->env.cpu_model, r->env.cores,
+    ntp__put_linef(f, "machine %s (%s), %d cores, %s memory, %s", r->env.cpu_model,
+                   r->env.cpu_signature[0] ? r->env.cpu_signature : "not recorded", r->env.cores,
                    ntp__human_bytes((double)r->env.memory_bytes, a, sizeof a), r->env.os);
     ntp__put_linef(f, "ntprof %s (%s), %s, %s", r->env.ntprof_version, r->env.git_revision,
                    r->env.compiler, r->env.timestamp);
@@ -946,6 +947,7 @@ static json_t *env_json(bool *ok, const ntp_env *e)
     json_t *o = json_object();
     ntp__jset(ok, o, "cpu_model", ntp__json_str(e->cpu_model));
     ntp__jset(ok, o, "cpu_flags", flags_json(ok, e->cpu_flags));
+    ntp__jset(ok, o, "cpu_signature", ntp__json_str(e->cpu_signature));
     ntp__jset(ok, o, "cores", json_integer(e->cores));
     ntp__jset(ok, o, "memory_bytes", json_integer(e->memory_bytes));
     ntp__jset(ok, o, "os", ntp__json_str(e->os));

@@ -35,13 +35,14 @@ static const char *default_backend(char *buf, size_t len)
     return buf;
 }
 
-/* The first of cal and others whose backend's version here is no longer
- * the one it recorded, among those p prices layers with (cal always, an
- * other where p hands it a layer: ref's calibration prices the slices
- * XNNPACK hands to ref); NULL when none. ver gets its version now. */
+/* The first of cal and others that no longer describes this machine
+ * (ntp_calibration_stale: its backend's version or its CPU changed), among
+ * those p prices layers with (cal always, an other where p hands it a
+ * layer: ref's calibration prices the slices XNNPACK hands to ref); NULL
+ * when none. why gets the reason. */
 static const ntp_calibration *stale_calibration(const ntp_prediction *p, const ntp_calibration *cal,
                                                 const ntp_calibration *others, int n_others,
-                                                char *ver, size_t len)
+                                                char *why, size_t len)
 {
     for (int k = -1; k < n_others; k++) {
         const ntp_calibration *c = k < 0 ? cal : &others[k];
@@ -54,8 +55,7 @@ static const ntp_calibration *stale_calibration(const ntp_prediction *p, const n
          * (ntp_env_collect): only for the calibrations p uses. */
         if (!used)
             continue;
-        ntp_predict_backend_version(c->backend, ver, len);
-        if (strcmp(ver, c->backend_version) != 0)
+        if (ntp_calibration_stale(c, why, len))
             return c;
     }
     return NULL;
@@ -111,9 +111,9 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
         ntp_ctx_clear(ctx);
         return false;
     }
-    char ver[192];
+    char why[512];
     ntp_prediction_apply(p, r,
-                         stale_calibration(p, &cal, others, n_others, ver, sizeof ver) != NULL);
+                         stale_calibration(p, &cal, others, n_others, why, sizeof why) != NULL);
     ntp_prediction_free(p);
     return true;
 }
@@ -359,14 +359,14 @@ int cmd_predict(int argc, char **argv)
     }
     /* The fallbacks the prepared plan warned about, as a run warns. */
     cli_print_warnings(ctx);
-    char ver[192];
+    char why[512];
     const ntp_calibration *stale =
-        here_machine ? stale_calibration(p, &cal, others, n_others, ver, sizeof ver) : NULL;
+        here_machine ? stale_calibration(p, &cal, others, n_others, why, sizeof why) : NULL;
     if (stale)
         fprintf(stderr,
-                "ntprof: warning: stale calibration: %s was calibrated with %s and is now %s; "
-                "run `ntprof machine --calibrate --backend %s` again\n",
-                stale->backend, stale->backend_version, ver, stale->backend);
+                "ntprof: warning: stale calibration: %s; run `ntprof machine --calibrate "
+                "--backend %s` again\n",
+                why, stale->backend);
     int n_unpredicted = ntp_prediction_unpredicted(p);
     if (ntp_prediction_uncalibrated(p)[0])
         fprintf(stderr,
