@@ -382,6 +382,63 @@ static void test_ceilings(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Ceilings cached under this machine's key by another CPU (a key whose
+ * model name a VM made generic): read back with other_cpu naming both, not
+ * used by find_ceilings (a warning says why); this CPU's own, and a row that
+ * kept neither signature nor flags, are used. */
+static void test_ceilings_other_cpu(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "other-cpu.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
+    ntp_ceilings c = {.threads = 2, .n_peaks = 1, .n_levels = 1};
+    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
+    snprintf(c.measured_at, sizeof c.measured_at, "2025-03-01T00:00:00Z");
+    c.peaks[0] = (ntp_peak){"f32", 100.0, "FMA micro-kernel, avx2, 2 threads"};
+    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 20.0};
+    static const struct {
+        const char *sig, *flags; /* NULL: this CPU's */
+        bool used;
+    } cases[] = {
+        {NULL, NULL, true},
+        {"Other vendor family 1 model 2 stepping 3", NULL, false},
+        {NULL, "avx512_fp16 amx_tile", false},
+        {"", "", true},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ntp_machine_info mk = m;
+        if (cases[k].sig)
+            snprintf(mk.cpu_signature, sizeof mk.cpu_signature, "%s", cases[k].sig);
+        if (cases[k].flags)
+            snprintf(mk.cpu_flags, sizeof mk.cpu_flags, "%s", cases[k].flags);
+        ntp_store *s;
+        assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+        assert_int_equal(ntp_store_save_ceilings(ctx, s, &mk, &c), NTP_STATUS_OK);
+        ntp_ceilings back;
+        bool found = false;
+        assert_int_equal(ntp_store_load_ceilings(ctx, s, m.key, &back, &found), NTP_STATUS_OK);
+        ntp_store_close(s);
+        assert_true(found);
+        print_message("case %zu: other_cpu '%s'\n", k, back.other_cpu);
+        assert_int_equal(back.other_cpu[0] == '\0', cases[k].used);
+        if (cases[k].sig)
+            assert_true(!cases[k].sig[0] ||
+                        strstr(back.other_cpu, cases[k].sig) == back.other_cpu + 1);
+        if (cases[k].flags && cases[k].flags[0])
+            assert_non_null(strstr(back.other_cpu, "; avx512_fp16 amx_tile) than this one ("));
+        int warnings = ntp_ctx_warning_count(ctx);
+        assert_int_equal(ntp_store_find_ceilings(ctx, path, &back, &found), NTP_STATUS_OK);
+        assert_int_equal(found, cases[k].used);
+        assert_int_equal(ntp_ctx_warning_count(ctx), warnings + !cases[k].used);
+        if (!cases[k].used)
+            assert_non_null(strstr(ntp_ctx_warning(ctx, warnings), "measured on another CPU ("));
+    }
+    ntp_ctx_free(ctx);
+}
+
 /* GPU ceilings beside the CPU's: saved, read back field by field, replaced
  * by a remeasurement without a GPU (whose reason is kept); and a machine
  * cached by a schema-2 database (the machines table without gpu_note, no
@@ -725,9 +782,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_list_filters),
         cmocka_unit_test(test_migration),          cmocka_unit_test(test_ceilings),
-        cmocka_unit_test(test_ceilings_gpu),       cmocka_unit_test(test_default_path),
-        cmocka_unit_test(test_concurrent_writers), cmocka_unit_test(test_killed_writer),
-        cmocka_unit_test(test_history_write),
+        cmocka_unit_test(test_ceilings_other_cpu), cmocka_unit_test(test_ceilings_gpu),
+        cmocka_unit_test(test_default_path),       cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_killed_writer),      cmocka_unit_test(test_history_write),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

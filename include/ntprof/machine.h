@@ -153,6 +153,13 @@ typedef struct ntp_ceilings {
     ntp_ceiling_spread peak_spread[NTP_MACHINE_MAX_PEAKS];   /* beside peaks[] */
     ntp_ceiling_spread gemm_spread[NTP_MACHINE_MAX_PEAKS];   /* beside gemm[] */
     ntp_ceiling_spread level_spread[NTP_MACHINE_MAX_LEVELS]; /* beside levels[] */
+    /* Set when read from the history: the machine row under this key was
+     * measured on another CPU than this one (its signature or ISA flags
+     * differ, a key whose model name a VM made generic): "(AuthenticAMD
+     * family 25 model 17 stepping 1; avx2 fma) than this one (...)"; ""
+     * when it is this CPU or the row kept neither. ntp_store_find_ceilings
+     * does not use such ceilings; `ntprof machine` measures anew. */
+    char other_cpu[640];
 } ntp_ceilings;
 
 typedef struct ntp_machine_opts {

@@ -16,6 +16,19 @@ void ntp__machine_key(const char *cpu_model, int cpus, const char *hostname, cha
              hostname ? hostname : "unknown");
 }
 
+bool ntp__machine_other_cpu(const char *sig, const char *flags, char *why, size_t len)
+{
+    ntp_env env;
+    ntp_env_collect(&env);
+    bool other = (sig[0] && strcmp(sig, env.cpu_signature) != 0) ||
+                 (flags[0] && strcmp(flags, env.cpu_flags) != 0);
+    if (other)
+        snprintf(why, len, "(%s; %s) than this one (%s; %s)",
+                 sig[0] ? sig : "signature not recorded", flags[0] ? flags : "ISA not recorded",
+                 env.cpu_signature, env.cpu_flags);
+    return other;
+}
+
 void ntp_machine_key(char *buf, size_t len)
 {
     ntp_env env;

@@ -21,6 +21,7 @@
 
 #include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
+#include "measure/machine-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
 #include "predict-impl.h"
@@ -494,22 +495,11 @@ bool ntp_calibration_stale(const ntp_calibration *c, char *why, size_t len)
                  c->backend_version, ver);
         return true;
     }
-    /* What the calibration did not record is not held against it. */
-    ntp_env *env = calloc(1, sizeof *env);
-    if (!env) {
-        snprintf(why, len, "out of memory");
+    char cpu[640];
+    if (!ntp__machine_other_cpu(c->cpu_signature, c->cpu_flags, cpu, sizeof cpu))
         return false;
-    }
-    ntp_env_collect(env);
-    bool other = (c->cpu_flags[0] && strcmp(c->cpu_flags, env->cpu_flags) != 0) ||
-                 (c->cpu_signature[0] && strcmp(c->cpu_signature, env->cpu_signature) != 0);
-    if (other)
-        snprintf(why, len, "%s was calibrated on another CPU (%s; %s) than this one (%s; %s)",
-                 c->backend, c->cpu_signature[0] ? c->cpu_signature : "signature not recorded",
-                 c->cpu_flags[0] ? c->cpu_flags : "ISA not recorded", env->cpu_signature,
-                 env->cpu_flags);
-    free(env);
-    return other;
+    snprintf(why, len, "%s was calibrated on another CPU %s", c->backend, cpu);
+    return true;
 }
 
 /* The configuration's markup as a network would run it

@@ -18,6 +18,12 @@
  * environment (ntp_env), so a run finds its machine's ceilings. */
 void ntp__machine_key(const char *cpu_model, int cpus, const char *hostname, char *buf, size_t len);
 
+/* Whether the CPU a record was made on (a calibration, cached ceilings),
+ * by the signature and ISA flags it kept ("" where it kept none: not held
+ * against it), is not this one: two CPUs share a key whose model name a VM
+ * made generic. why gets "(SIG; FLAGS) than this one (SIG; FLAGS)". */
+bool ntp__machine_other_cpu(const char *sig, const char *flags, char *why, size_t len);
+
 /* --- micro-kernels (machine-kernels.c) ---------------------------------------------- */
 
 /* The instruction set a kernel uses, best first. */

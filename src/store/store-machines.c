@@ -170,12 +170,36 @@ out:
     return st;
 }
 
+/* The machine row's description (ntp__machine_info_json) against this
+ * CPU: its signature and ISA flags, where it kept them (an empty list, a
+ * CPU without the tracked extensions, is not compared, as a calibration's
+ * empty flags are not). */
+static void other_cpu(const char *description, ntp_ceilings *out)
+{
+    json_t *d = description ? json_loads(description, 0, NULL) : NULL;
+    json_t *sig = json_object_get(d, "cpu_signature"), *flags = json_object_get(d, "cpu_flags");
+    char f[1024] = "";
+    size_t used = 0, i;
+    json_t *v;
+    json_array_foreach(flags, i, v)
+    {
+        if (json_is_string(v) && used < sizeof f)
+            used += (size_t)snprintf(f + used, sizeof f - used, "%s%s", used ? " " : "",
+                                     json_string_value(v));
+    }
+    out->other_cpu[0] = '\0';
+    ntp__machine_other_cpu(json_is_string(sig) ? json_string_value(sig) : "", f, out->other_cpu,
+                           sizeof out->other_cpu);
+    json_decref(d);
+}
+
 ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machine_key,
                                    ntp_ceilings *out, bool *found)
 {
     *found = false;
     memset(out, 0, sizeof *out);
-    ntp__stmt *q = ntp__db_prepare(s, "SELECT ceilings, gpu_note FROM machines WHERE key = ?");
+    ntp__stmt *q =
+        ntp__db_prepare(s, "SELECT ceilings, gpu_note, description FROM machines WHERE key = ?");
     if (!q)
         return ntp__store_error(ctx, s, NTP_STATUS_INTERNAL, "cannot read the ceilings");
     ntp__db_text(q, 1, machine_key);
@@ -194,6 +218,8 @@ ntp_status ntp_store_load_ceilings(ntp_ctx *ctx, ntp_store *s, const char *machi
         json_decref(j);
         const char *note = ntp__db_col_text(q, 1);
         snprintf(out->gpu_note, sizeof out->gpu_note, "%s", note ? note : "");
+        if (*found)
+            other_cpu(ntp__db_col_text(q, 2), out);
         if (*found && (st = load_gpus(ctx, s, machine_key, out)) != NTP_STATUS_OK)
             *found = false;
     } else if (rc != NTP__STEP_DONE) {
@@ -227,6 +253,13 @@ ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings 
         ;
     if (st == NTP_STATUS_OK && attempts > 0)
         ntp__store_retry_warn(ctx, s, "the ceilings were read", waited, attempts, why);
+    if (st == NTP_STATUS_OK && *found && out->other_cpu[0]) {
+        ntp__warn(ctx,
+                  "history %s: the ceilings cached for '%s' were measured on another CPU %s; "
+                  "not used: run `ntprof machine --remeasure`",
+                  s->display, key, out->other_cpu);
+        *found = false;
+    }
     ntp_store_close(s);
     return st;
 }

@@ -184,6 +184,7 @@ static ntp_generate_result *decoder_phases(ntp_ctx *ctx, const char *path, const
     if (db && strcmp(db, "none") != 0 &&
         ntp_store_find_ceilings(ctx, db, ceilings, &have) != NTP_STATUS_OK)
         have = false;
+    cli_print_warnings(ctx); /* cached ceilings of another CPU, not used */
     ntp_ctx_clear(ctx);
     if (have)
         go.ceilings = ceilings;

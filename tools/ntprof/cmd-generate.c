@@ -183,6 +183,7 @@ int cmd_generate(int argc, char **argv)
         db = db_path;
     if (use_db && db && ntp_store_find_ceilings(ctx, db, &ceilings, &have) != NTP_STATUS_OK)
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
+    cli_print_warnings(ctx); /* cached ceilings of another CPU, not used */
     ntp_ctx_clear(ctx);
     if (have)
         go.ceilings = &ceilings;

@@ -339,6 +339,12 @@ int cmd_machine(int argc, char **argv)
         warn_db(ctx);
         have = false;
     }
+    if (have && c.other_cpu[0]) {
+        fprintf(stderr,
+                "ntprof: the ceilings cached for '%s' were measured on another CPU %s; %s\n", m.key,
+                c.other_cpu, measure ? "measuring them again" : "not shown");
+        have = false;
+    }
     if (ceilings_file) {
         if (ntp_ceilings_read_whatif(ctx, ceilings_file, &c) != NTP_STATUS_OK) {
             rc = cli_fail(ctx);

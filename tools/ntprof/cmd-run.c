@@ -436,9 +436,10 @@ int cmd_run(int argc, char **argv)
         }
         fprintf(stderr, "ntprof: warning: %s; no roofline\n", ntp_ctx_errmsg(ctx));
     }
-    if (shared_db)
-        cli_print_warnings(ctx); /* the store reached after retries */
-    else if (use_db && !db)
+    /* The store reached after retries; cached ceilings of another CPU,
+     * not used. */
+    cli_print_warnings(ctx);
+    if (!shared_db && use_db && !db)
         fprintf(stderr, "ntprof: warning: %s; the run is not recorded\n", ntp_ctx_errmsg(ctx));
     if (have_ceilings)
         ro.ceilings = &ceilings;
