@@ -67,6 +67,10 @@ static inline void ntp__csv_sep(FILE *f)
 json_t *ntp__json_str(const char *s);
 /* A number; NaN and infinity, which JSON cannot express, give null. */
 json_t *ntp__json_num(double v);
+/* The strings of array arr joined by single spaces into buf (the ISA
+ * flags' list as ntp_env keeps it); "" for an empty, absent or non-array
+ * arr; other values are skipped, a long list is cut at len. */
+void ntp__json_join(json_t *arr, char *buf, size_t len);
 /* obj[key] = v, stealing v. A NULL v (a failed allocation upstream) or a
  * failed insert clears *ok, so a builder checks once at the end. */
 void ntp__jset(bool *ok, json_t *obj, const char *key, json_t *v);

@@ -262,6 +262,19 @@ json_t *ntp__json_num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+void ntp__json_join(json_t *arr, char *buf, size_t len)
+{
+    size_t used = 0, i;
+    json_t *v;
+    buf[0] = '\0';
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && used < len)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+                                     json_string_value(v));
+    }
+}
+
 void ntp__jset(bool *ok, json_t *obj, const char *key, json_t *v)
 {
     /* json_object_set_new() releases v even when it fails. */

@@ -232,19 +232,7 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
 {
     snprintf(rd->where, sizeof rd->where, "environment");
     get_fixed(rd, o, "cpu_model", e->cpu_model, sizeof e->cpu_model);
-    json_t *flags = need(rd, o, "cpu_flags");
-    size_t used = 0;
-    e->cpu_flags[0] = '\0';
-    if (flags && json_is_array(flags)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(flags, i, v)
-        {
-            if (json_is_string(v) && used < sizeof e->cpu_flags)
-                used += (size_t)snprintf(e->cpu_flags + used, sizeof e->cpu_flags - used, "%s%s",
-                                         used ? " " : "", json_string_value(v));
-        }
-    }
+    ntp__json_join(need(rd, o, "cpu_flags"), e->cpu_flags, sizeof e->cpu_flags);
     /* Optional: reports before it was recorded lack it ("": not recorded). */
     const char *sig = opt_str(rd, o, "cpu_signature");
     snprintf(e->cpu_signature, sizeof e->cpu_signature, "%s", sig ? sig : "");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ctx-impl.h"
+#include "core/writers-impl.h"
 #include "measure/machine-impl.h"
 #include "store-impl.h"
 
@@ -178,15 +179,8 @@ static void other_cpu(const char *description, ntp_ceilings *out)
 {
     json_t *d = description ? json_loads(description, 0, NULL) : NULL;
     json_t *sig = json_object_get(d, "cpu_signature"), *flags = json_object_get(d, "cpu_flags");
-    char f[1024] = "";
-    size_t used = 0, i;
-    json_t *v;
-    json_array_foreach(flags, i, v)
-    {
-        if (json_is_string(v) && used < sizeof f)
-            used += (size_t)snprintf(f + used, sizeof f - used, "%s%s", used ? " " : "",
-                                     json_string_value(v));
-    }
+    char f[1024];
+    ntp__json_join(flags, f, sizeof f);
     out->other_cpu[0] = '\0';
     ntp__machine_other_cpu(json_is_string(sig) ? json_string_value(sig) : "", f, out->other_cpu,
                            sizeof out->other_cpu);
