@@ -475,9 +475,10 @@ static void header(FILE *f, const ntp_run_result *r)
                     r->only_marker ? " · only " : "", r->only_marker ? r->only_marker : "",
                     r->fused ? "fusion on (--fuse)" : "fusion off");
     fputs("</p>\n<p class=\"meta\">", f);
-    ntp__html_textf(f, "%s · %d CPUs · %s · %s · ntprof %s (%s) · %s", r->env.cpu_model,
-                    r->env.cores, r->env.hostname, r->env.os, r->env.ntprof_version,
-                    r->env.git_revision, r->env.timestamp);
+    ntp__html_textf(f, "%s (%s) · %d CPUs · %s · %s · ntprof %s (%s) · %s", r->env.cpu_model,
+                    r->env.cpu_signature[0] ? r->env.cpu_signature : "not recorded", r->env.cores,
+                    r->env.hostname, r->env.os, r->env.ntprof_version, r->env.git_revision,
+                    r->env.timestamp);
     fputs("</p>\n<div class=\"cards\">", f);
     fprintf(f,
             "<div class=\"card\"><b>%.4g ms</b><span>latency (median end to end), 95%% CI "
