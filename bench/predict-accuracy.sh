@@ -140,6 +140,8 @@ sizes="512 1024 1536"
 IFS=, read -r -a bes <<<"$backends"
 load0=$(cut -d' ' -f1 /proc/loadavg)
 echo "load average at the start: $(cat /proc/loadavg)"
+# The CPU by its signature too: a VM's model name may be generic.
+"$ntprof" machine --no-measure --no-db 2>/dev/null | head -1 || true
 if awk -v l="$load0" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
     echo "WARNING: load average $load0 on $(nproc) CPUs: not a quiet machine; the figures measure the contention"
 fi
