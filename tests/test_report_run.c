@@ -1631,6 +1631,25 @@ static void test_handoff_check(void **state)
     assert_null(strstr(table, "hand-off moved"));
     free(table);
     h->apart_n = 40;
+    /* Looks that split iterations which ran alike (ntp_handoff_check.
+     * unconfirmed): neither the split nor the note beside the prediction,
+     * and the JSON says so. */
+    h->apart = false;
+    h->unconfirmed = true;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "while the CPUs shared a cache, measured"));
+    assert_null(strstr(table, "hand-off moved"));
+    assert_null(strstr(table, "did not share a cache"));
+    free(table);
+    char *alike = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(alike, "report.schema.json"), 0);
+    back = load_text(alike);
+    assert_true(back->env.contention.handoff.unconfirmed);
+    assert_false(back->env.contention.handoff.apart);
+    ntp_run_result_free(back);
+    free(alike);
+    h->apart = true;
+    h->unconfirmed = false;
     /* Together throughout: no note. */
     h->after.ratio = 1.25;
     h->window_ratio = 1.5;

@@ -336,6 +336,11 @@ typedef struct ntp_handoff_check {
      * share a cache, or the looks disagree (the placement changed around
      * or during the window): the run warned. */
     bool apart;
+    /* The looks disagreed, but the iterations under the apart ones ran
+     * less than NTP_HANDOFF_SLOWER times the others' end-to-end median:
+     * the run's own time did not follow the looks, so it did not warn
+     * (apart is false; docs/run.md#handoff). */
+    bool unconfirmed;
 } ntp_handoff_check;
 
 /* The ratio at which a pair of CPUs counts as apart. Measured on the
@@ -343,6 +348,14 @@ typedef struct ntp_handoff_check {
  * sharing its L3 and up to 1.62 for a sample taken while a backend's
  * worker spins, 2.6 to 4.0 for the same two on different dies. */
 #define NTP_HANDOFF_APART_RATIO 2.0
+/* How much slower the iterations under looks that found the pair apart
+ * must run, end-to-end median over the others', for the disagreement of
+ * the looks to count: a look's ratio divides by the reader's own re-read,
+ * which on the 2-vCPU Zen 5 VM moved between 38 and 93 GB/s while the
+ * remote read held 31-40 (2026-12-05), and 31 runs whose looks disagreed
+ * ran 0.93-1.09x as fast under the apart ones; placements that differ
+ * moved SqueezeNet 1.7x. */
+#define NTP_HANDOFF_SLOWER 1.10
 /* Wall time between the samples inside a measured window. */
 #define NTP_HANDOFF_SAMPLE_S 0.2
 

@@ -64,7 +64,8 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     bool low = bandwidth_note(&r->env.contention.bandwidth, &r->prediction, bw, sizeof bw);
     const ntp_handoff_check *h = &r->env.contention.handoff;
     double ratio = ntp_handoff_worst(h);
-    if (ratio < NTP_HANDOFF_APART_RATIO) {
+    /* Looks the run's own time did not follow say nothing of its error. */
+    if (ratio < NTP_HANDOFF_APART_RATIO || h->unconfirmed) {
         snprintf(buf, len, "%s", bw);
         return low;
     }
@@ -82,7 +83,7 @@ bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t l
     buf[0] = '\0';
     const ntp_run_prediction *p = &r->prediction;
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    if (!p->available || !h->measured || h->together_n <= 0 || h->apart_n <= 0 ||
+    if (!p->available || !h->measured || h->unconfirmed || h->together_n <= 0 || h->apart_n <= 0 ||
         !(h->together_ms > 0) || !(h->apart_ms > 0))
         return false;
     snprintf(buf, len,

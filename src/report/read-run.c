@@ -222,6 +222,7 @@ static void read_handoff(json_t *o, ntp_handoff_check *h)
     h->apart_ms = opt_num(o, "apart_ms", 0);
     h->apart_n = (int)opt_num(o, "apart_n", 0);
     h->apart = json_is_true(json_object_get(o, "apart"));
+    h->unconfirmed = json_is_true(json_object_get(o, "unconfirmed"));
     json_t *why = json_object_get(o, "reason");
     snprintf(h->reason, sizeof h->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
     if (!h->measured && !h->reason[0])

@@ -47,7 +47,8 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
  * sharing a cache and not (docs/run.md#handoff): the prediction against
  * each placement's end-to-end median, one line ("while the CPUs shared a
  * cache, measured ... (predicted +3.7%); while apart, ..."); false when
- * the run was not split or has no prediction. */
+ * the run was not split, its time did not follow the split
+ * (ntp_handoff_check.unconfirmed) or it has no prediction. */
 bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len);
 
 /* One of a run's environment lines: "libraries", "cpu", "thread pools'

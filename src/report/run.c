@@ -487,13 +487,14 @@ static int by_ratio_desc(const void *a, const void *b)
  * rows over 1% of the layer time that the CPUs' placement moved most, as
  * their median apart over their median together: those slower apart
  * (from 1.1x), then those faster (to 0.9x); false when the run was not
- * split or no row moved that far. */
+ * split, its time did not follow the split (ntp_handoff_check.unconfirmed)
+ * or no row moved that far. */
 static bool moved_rows(const ntp_run_result *r, char *buf, size_t len)
 {
     enum { SHOWN = 5 };
     buf[0] = '\0';
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    if (!h->measured || h->together_n <= 0 || h->apart_n <= 0 || r->n_layers <= 0)
+    if (!h->measured || h->unconfirmed || h->together_n <= 0 || h->apart_n <= 0 || r->n_layers <= 0)
         return false;
     moved_row *m = malloc((size_t)r->n_layers * sizeof *m);
     if (!m)
@@ -1023,6 +1024,8 @@ static json_t *env_json(bool *ok, const ntp_env *e)
             ntp__jset(ok, ho, "apart_n", json_integer(h->apart_n));
             ntp__jset(ok, ho, "apart_ratio", ntp__json_num(NTP_HANDOFF_APART_RATIO));
             ntp__jset(ok, ho, "apart", json_boolean(h->apart));
+            ntp__jset(ok, ho, "unconfirmed", json_boolean(h->unconfirmed));
+            ntp__jset(ok, ho, "slower_ratio", ntp__json_num(NTP_HANDOFF_SLOWER));
         } else {
             ntp__jset(ok, ho, "reason", ntp__json_str(h->reason));
         }
