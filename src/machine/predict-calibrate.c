@@ -1521,8 +1521,10 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
  * bytes. T holds passes + NTP_CALIBRATE_APART_RETRIES timings: the
  * passes, then the retries of a configuration none of whose passes found
  * the CPUs together (docs/run.md#handoff). A timing whose looks found them
- * apart is left out when another found them together (counted in cal's
- * apart_timings and apart_kept). */
+ * apart is left out when another found them together and it ran at least
+ * NTP_HANDOFF_SLOWER times their median: a look's ratio moves with more
+ * than the placement, the configuration's own time is the judge (counted in
+ * cal's apart_timings and apart_kept). */
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
                          const ntp__pfeat *f, ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
@@ -1545,12 +1547,21 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
         }
     if (2 * ran_any <= passes)
         return;
-    const bool drop_apart = apart > 0 && together > 0;
+    bool drop[SLOTS] = {false};
+    if (apart > 0 && together > 0) {
+        int nt = 0;
+        for (int p = 0; p < slots; p++)
+            if (T[p].s > 0 && !T[p].apart)
+                v[nt++] = T[p].s;
+        double bar = NTP_HANDOFF_SLOWER * ntp__median_inplace(v, nt);
+        for (int p = 0; p < slots; p++)
+            drop[p] = T[p].s > 0 && T[p].apart && T[p].s >= bar;
+    }
     cal->apart_timings += apart;
-    if (!drop_apart)
-        cal->apart_kept += apart;
     for (int p = 0; p < slots; p++)
-        if (T[p].s > 0 && !(drop_apart && T[p].apart)) {
+        cal->apart_kept += T[p].s > 0 && T[p].apart && !drop[p];
+    for (int p = 0; p < slots; p++)
+        if (T[p].s > 0 && !drop[p]) {
             if (first < 0)
                 first = p;
             if (fastest < 0 || T[p].s < T[fastest].s)
@@ -1573,7 +1584,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
             if (T[p].s > 0 && T[p].n_reorders > k &&
                 T[p].reorder_bytes[k] == t0->reorder_bytes[k]) {
                 nr_any += p < passes;
-                if (!(drop_apart && T[p].apart))
+                if (!drop[p])
                     rv[nr++] = T[p].reorder_s[k];
             }
         if (2 * nr_any <= passes || nr == 0)

@@ -334,9 +334,10 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             char apart[256];
             snprintf(apart, sizeof apart,
                      "%d timing%s ran while the CPUs did not share a cache "
-                     "(docs/run.md#handoff): left out where another pass found them together; "
-                     "%d kept (no pass of theirs did)",
-                     c->apart_timings, c->apart_timings == 1 ? "" : "s", c->apart_kept);
+                     "(docs/run.md#handoff): left out where another pass found them together "
+                     "and ran %.2gx faster; %d kept (no pass of theirs did, or it ran no slower)",
+                     c->apart_timings, c->apart_timings == 1 ? "" : "s", NTP_HANDOFF_SLOWER,
+                     c->apart_kept);
             ntp__put_wrapped(f, "", apart);
         }
         char bus[512];
