@@ -1011,6 +1011,16 @@ static void test_machine_note(void **state)
         fail_msg("no machine line on the page:\n%s", t);
     free(t);
     ntp_comparison_free(c);
+    /* B's looks split iterations that ran alike (unconfirmed): A alone. */
+    h->unconfirmed = true;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    if (!strstr(t, "\nmachine: A: other processes and steal took 50% of its CPUs: a difference "
+                   "may be the machine's, not\n"))
+        fail_msg("B's unconfirmed looks flagged:\n%s", t);
+    free(t);
+    ntp_comparison_free(c);
+    h->unconfirmed = false;
     h->window_ratio = 1.9;
     a.r.env.contention.distorted = false;
     assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
