@@ -153,6 +153,31 @@ static void test_judge(void **state)
     assert_false(ntp__handoff_line(&h, msg, sizeof msg));
 }
 
+/* A window's n samples, each taken before iteration iter[i] with its
+ * ratio, as ntp__handoff_window_tick leaves them. */
+static void samples(ntp__handoff_window *w, const int *iter, const double *ratio, int n)
+{
+    memset(w, 0, sizeof *w);
+    w->n = w->cap = n;
+    w->iter = malloc((size_t)n * sizeof *w->iter);
+    w->ratio = malloc((size_t)n * sizeof *w->ratio);
+    assert_non_null(w->iter);
+    assert_non_null(w->ratio);
+    memcpy(w->iter, iter, (size_t)n * sizeof *iter);
+    memcpy(w->ratio, ratio, (size_t)n * sizeof *ratio);
+}
+
+/* Judge a check whose looks split its iterations: warned (apart) or not
+ * (unconfirmed), and its header line into msg. */
+static void judged_split(ntp_handoff_check *h, bool apart, char *msg, size_t len)
+{
+    ntp__handoff_judge(h);
+    assert_int_equal(h->apart, apart);
+    assert_int_equal(h->unconfirmed, !apart);
+    assert_int_equal(ntp__handoff_warning(h, msg, len), apart);
+    assert_true(ntp__handoff_line(h, msg, len));
+}
+
 /* A window's iterations split by their latest look, medians by hand. */
 static void test_window_split(void **state)
 {
@@ -223,23 +248,12 @@ static void test_window_split(void **state)
      * the header says why. */
     const double alike[6] = {5.0, 5.2, 5.3, 5.4, 5.2, 5.1};
     h = check(1.1, 1.1, 3);
-    memset(&w, 0, sizeof w);
-    w.n = w.cap = 2;
-    w.iter = malloc(2 * sizeof *w.iter);
-    w.ratio = malloc(2 * sizeof *w.ratio);
-    assert_non_null(w.iter);
-    assert_non_null(w.ratio);
-    w.iter[0] = 2, w.ratio[0] = 2.9;
-    w.iter[1] = 5, w.ratio[1] = 1.3;
+    samples(&w, (const int[]){2, 5}, (const double[]){2.9, 1.3}, 2);
     ntp__handoff_window_end(&h, &w, alike, 6, apart);
     assert_memory_equal(apart, want, sizeof want);
     assert_float_equal(h.together_ms, 5.1, 0);
     assert_float_equal(h.apart_ms, 5.3, 0);
-    ntp__handoff_judge(&h);
-    assert_false(h.apart);
-    assert_true(h.unconfirmed);
-    assert_false(ntp__handoff_warning(&h, msg, sizeof msg));
-    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    judged_split(&h, false, msg, sizeof msg);
     assert_non_null(strstr(msg, "up to 2.90x in 2 samples during (1 apart), 1.10x after"));
     assert_non_null(strstr(msg, "; the 3 iterations under the looks that read apart took 5.3 ms "
                                 "(end-to-end median), the 3 others 5.1 ms: the run's time did "
@@ -249,20 +263,10 @@ static void test_window_split(void **state)
      * warned. */
     const double slower[6] = {5.0, 5.2, 5.61, 5.7, 5.6, 5.65};
     h = check(1.1, 1.1, 3);
-    memset(&w, 0, sizeof w);
-    w.n = w.cap = 1;
-    w.iter = malloc(sizeof *w.iter);
-    w.ratio = malloc(sizeof *w.ratio);
-    assert_non_null(w.iter);
-    assert_non_null(w.ratio);
-    w.iter[0] = 2, w.ratio[0] = 2.9;
+    samples(&w, (const int[]){2}, (const double[]){2.9}, 1);
     ntp__handoff_window_end(&h, &w, slower, 6, apart);
     assert_float_equal(h.apart_ms, 5.63, 1e-12);
-    ntp__handoff_judge(&h);
-    assert_true(h.apart);
-    assert_false(h.unconfirmed);
-    assert_true(ntp__handoff_warning(&h, msg, sizeof msg));
-    assert_true(ntp__handoff_line(&h, msg, sizeof msg));
+    judged_split(&h, true, msg, sizeof msg);
     assert_null(strstr(msg, "did not follow"));
 }
 
