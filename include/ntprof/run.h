@@ -369,6 +369,25 @@ static inline double ntp_handoff_worst(const ntp_handoff_check *h)
     return h->window_ratio > r ? h->window_ratio : r;
 }
 
+/* Whether a check's looks count against the run: its worst look read its
+ * pair apart and the run's own time did not say otherwise (not
+ * unconfirmed). What compare's machine line and the prediction's note
+ * flag. */
+static inline bool ntp_handoff_flagged(const ntp_handoff_check *h)
+{
+    return ntp_handoff_worst(h) >= NTP_HANDOFF_APART_RATIO && !h->unconfirmed;
+}
+
+/* Whether a check's looks split the iterations in a way the reports show
+ * (the rows the placement moved, the prediction against each placement):
+ * both placements have iterations and the run's time followed the split
+ * (not unconfirmed). */
+static inline bool ntp_handoff_split_shown(const ntp_handoff_check *h)
+{
+    return h->measured && !h->unconfirmed && h->together_n > 0 && h->apart_n > 0 &&
+           h->together_ms > 0 && h->apart_ms > 0;
+}
+
 /* How low a bandwidth probe may read, as a share of the DRAM triad
  * ceiling, before a run warns (and below the ceiling's worst round too). */
 #define NTP_BANDWIDTH_LOW_SHARE 0.80

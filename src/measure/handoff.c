@@ -504,7 +504,7 @@ bool ntp__handoff_warning(const ntp_handoff_check *h, char *buf, size_t len)
         cache_words(p, cache, sizeof cache);
         snprintf(where, sizeof where, ", though sysfs says they share %s", cache);
     }
-    if (h->together_n > 0 && h->apart_n > 0)
+    if (ntp_handoff_split_shown(h))
         snprintf(split, sizeof split,
                  "; the end-to-end median is %.4g ms over the %d iterations while they shared "
                  "one and %.4g ms over the %d while apart",

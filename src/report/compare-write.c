@@ -206,13 +206,10 @@ static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
     if (used < len && c->bandwidth.measured && c->bandwidth.low)
         used += (size_t)snprintf(buf + used, len - used, "%smemory bandwidth read low",
                                  used ? ", " : "");
-    /* Looks the run's own time did not follow flag nothing
-     * (ntp_handoff_check.unconfirmed). */
-    double ratio = ntp_handoff_worst(&c->handoff);
-    if (used < len && ratio >= NTP_HANDOFF_APART_RATIO && !c->handoff.unconfirmed)
+    if (used < len && ntp_handoff_flagged(&c->handoff))
         used += (size_t)snprintf(buf + used, len - used,
                                  "%sits CPUs did not share a cache (hand-off %.1fx)",
-                                 used ? ", " : "", ratio);
+                                 used ? ", " : "", ntp_handoff_worst(&c->handoff));
     return used > 0;
 }
 

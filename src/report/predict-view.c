@@ -63,9 +63,7 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     char bw[640] = "";
     bool low = bandwidth_note(&r->env.contention.bandwidth, &r->prediction, bw, sizeof bw);
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    double ratio = ntp_handoff_worst(h);
-    /* Looks the run's own time did not follow say nothing of its error. */
-    if (ratio < NTP_HANDOFF_APART_RATIO || h->unconfirmed) {
+    if (!ntp_handoff_flagged(h)) {
         snprintf(buf, len, "%s", bw);
         return low;
     }
@@ -74,7 +72,7 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
              "%.1fx slower than its own, docs/run.md#handoff), and the calibration keeps the "
              "timings of CPUs that did: a layer's error may be the placement's, not the "
              "model's",
-             bw, low ? "; " : "", ratio);
+             bw, low ? "; " : "", ntp_handoff_worst(h));
     return true;
 }
 
@@ -83,8 +81,7 @@ bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t l
     buf[0] = '\0';
     const ntp_run_prediction *p = &r->prediction;
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    if (!p->available || !h->measured || h->unconfirmed || h->together_n <= 0 || h->apart_n <= 0 ||
-        !(h->together_ms > 0) || !(h->apart_ms > 0))
+    if (!p->available || !ntp_handoff_split_shown(h))
         return false;
     snprintf(buf, len,
              "while the CPUs shared a cache, measured %.4g ms over %d iterations (predicted "

@@ -494,7 +494,7 @@ static bool moved_rows(const ntp_run_result *r, char *buf, size_t len)
     enum { SHOWN = 5 };
     buf[0] = '\0';
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    if (!h->measured || h->unconfirmed || h->together_n <= 0 || h->apart_n <= 0 || r->n_layers <= 0)
+    if (!ntp_handoff_split_shown(h) || r->n_layers <= 0)
         return false;
     moved_row *m = malloc((size_t)r->n_layers * sizeof *m);
     if (!m)
