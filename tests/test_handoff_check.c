@@ -256,8 +256,9 @@ static void test_window_split(void **state)
     judged_split(&h, false, msg, sizeof msg);
     assert_non_null(strstr(msg, "up to 2.90x in 2 samples during (1 apart), 1.10x after"));
     assert_non_null(strstr(msg, "; the 3 iterations under the looks that read apart took 5.3 ms "
-                                "(end-to-end median), the 3 others 5.1 ms: the run's time did "
-                                "not follow the looks, no warning (docs/run.md#handoff)"));
+                                "(end-to-end median, 95% interval 5.2-5.4), the 3 others 5.1 ms "
+                                "(5-5.2): the run's time did not follow the looks, no warning "
+                                "(docs/run.md#handoff)"));
     /* One look apart from iteration 2 on, over iterations 1.104x slower
      * under it (5.6 5.61 5.65 5.7: 5.63 against 5.1): the placement's,
      * warned. */
@@ -268,6 +269,33 @@ static void test_window_split(void **state)
     assert_float_equal(h.apart_ms, 5.63, 1e-12);
     judged_split(&h, true, msg, sizeof msg);
     assert_null(strstr(msg, "did not follow"));
+    /* Medians as far apart, 1.115x (5.8 against 5.2), from iterations
+     * whose spread covers both: the together ones 5.0 5.2 6.0 (interval
+     * 5.0-6.0 at three, min..max) against 5.75 5.8 5.9 — the noise of a
+     * run whose CV is several percent (the clean clone's make run at
+     * 20:23 warned on 1234 against 1078 ms, five and five iterations):
+     * not warned. */
+    const double noisy[6] = {5.0, 5.2, 5.8, 5.9, 5.75, 6.0};
+    h = check(1.1, 1.1, 3);
+    samples(&w, (const int[]){2, 5}, (const double[]){2.9, 1.3}, 2);
+    ntp__handoff_window_end(&h, &w, noisy, 6, apart);
+    assert_float_equal(h.together_ms, 5.2, 0);
+    assert_float_equal(h.together_lo, 5.0, 0);
+    assert_float_equal(h.together_hi, 6.0, 0);
+    assert_float_equal(h.apart_ms, 5.8, 0);
+    assert_float_equal(h.apart_lo, 5.75, 0);
+    assert_float_equal(h.apart_hi, 5.9, 0);
+    judged_split(&h, false, msg, sizeof msg);
+    assert_non_null(strstr(msg, "took 5.8 ms (end-to-end median, 95% interval 5.75-5.9), the 3 "
+                                "others 5.2 ms (5-6)"));
+    /* The together iteration at 6.0 back to 5.1: the intervals part
+     * (5.75 over 5.2), warned. */
+    const double parted[6] = {5.0, 5.2, 5.8, 5.9, 5.75, 5.1};
+    h = check(1.1, 1.1, 3);
+    samples(&w, (const int[]){2, 5}, (const double[]){2.9, 1.3}, 2);
+    ntp__handoff_window_end(&h, &w, parted, 6, apart);
+    assert_float_equal(h.together_hi, 5.2, 0);
+    judged_split(&h, true, msg, sizeof msg);
 }
 
 /* Each row's median under each placement: 6 iterations of 2 rows, the

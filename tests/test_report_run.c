@@ -1540,6 +1540,8 @@ static void test_handoff_check(void **state)
     h->together_n = 100;
     h->apart_ms = 8.5;
     h->apart_n = 40;
+    h->together_lo = 5.125, h->together_hi = 5.375;
+    h->apart_lo = 8.25, h->apart_hi = 9.0;
     h->apart = true;
     /* The rows under each placement: conv1 4.125x slower apart, ODD_NAME
      * twice as fast, the long one within 1.1x (not named), relu1 under 1%
@@ -1563,6 +1565,8 @@ static void test_handoff_check(void **state)
     assert_float_equal(num(ho, "sample_s"), 0.2, 0);
     assert_float_equal(num(json_object_get(ho, "after"), "ratio"), 3.5, 0);
     assert_true(json_is_true(json_object_get(ho, "apart")));
+    assert_float_equal(json_number_value(json_array_get(json_object_get(ho, "apart_ci95_ms"), 1)),
+                       9.0, 0);
     /* The schema is strict about it. */
     json_object_set_new(ho, "samples", json_string("many"));
     char *bad = json_dumps(root, 0);
@@ -1588,6 +1592,10 @@ static void test_handoff_check(void **state)
     assert_int_equal(rh->together_n, 100);
     assert_float_equal(rh->apart_ms, 8.5, 0);
     assert_int_equal(rh->apart_n, 40);
+    assert_float_equal(rh->together_lo, 5.125, 0);
+    assert_float_equal(rh->together_hi, 5.375, 0);
+    assert_float_equal(rh->apart_lo, 8.25, 0);
+    assert_float_equal(rh->apart_hi, 9.0, 0);
     assert_float_equal(back->layers[0].together_ms, 2.0, 0);
     assert_float_equal(back->layers[2].apart_ms, 0.5, 0);
     ntp_run_result_free(back);

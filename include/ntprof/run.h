@@ -332,14 +332,19 @@ typedef struct ntp_handoff_check {
      * those that found it apart, with their counts (0 where none). */
     double together_ms, apart_ms;
     int together_n, apart_n;
+    /* The 95% confidence interval of each of those medians (as
+     * ntp_stats.ci95_lo/hi: distribution-free, min..max for five
+     * iterations or fewer; 0 where none). */
+    double together_lo, together_hi, apart_lo, apart_hi;
     /* A probe or sample found its pair apart although sysfs says the two
      * share a cache, or the looks disagree (the placement changed around
      * or during the window): the run warned. */
     bool apart;
     /* The looks disagreed, but the iterations under the apart ones ran
-     * less than NTP_HANDOFF_SLOWER times the others' end-to-end median:
-     * the run's own time did not follow the looks, so it did not warn
-     * (apart is false; docs/run.md#handoff). */
+     * less than NTP_HANDOFF_SLOWER times the others' end-to-end median,
+     * or the two medians' intervals overlap: the run's own time did not
+     * follow the looks, so it did not warn (apart is false;
+     * docs/run.md#handoff). */
     bool unconfirmed;
 } ntp_handoff_check;
 

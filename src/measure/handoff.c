@@ -26,6 +26,7 @@
 #include "machine-impl.h"
 #include "measure-impl.h"
 #include "ntprof/context.h"
+#include "ntprof/stats.h"
 
 /* Rounds per pair: the first two (one each way) fault the buffer in and
  * are not timed; the timed ones alternate the direction. */
@@ -420,9 +421,17 @@ void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const
     }
     h->together_n = h->apart_n = 0;
     h->together_ms = h->apart_ms = 0;
-    if (col)
+    h->together_lo = h->together_hi = h->apart_lo = h->apart_hi = 0;
+    if (col) {
         split_medians(e2e, 1, apart_it, n, col, &h->together_ms, &h->apart_ms, &h->together_n,
                       &h->apart_n);
+        /* Each median's interval, from the groups split_medians left in col. */
+        ntp_stats st;
+        ntp_stats_compute(col, (size_t)h->together_n, &st);
+        h->together_lo = st.ci95_lo, h->together_hi = st.ci95_hi;
+        ntp_stats_compute(col + n, (size_t)h->apart_n, &st);
+        h->apart_lo = st.ci95_lo, h->apart_hi = st.ci95_hi;
+    }
     free(col);
     free(w->buf);
     free(w->iter);
@@ -448,10 +457,12 @@ void ntp__handoff_judge(ntp_handoff_check *h)
     bool shared = h->before.sysfs_level > 0 || h->after.sysfs_level > 0;
     h->apart = (apart > 0 && shared) || (apart > 0 && apart < looks);
     /* Where the looks split the iterations, the run's own time is the
-     * judge: a placement that changed moves the iterations under it. */
+     * judge: a placement that changed moves the iterations under it, by
+     * more than the run's noise (their median's interval clear of the
+     * others'). */
     h->unconfirmed = false;
     if (h->apart && h->together_n > 0 && h->apart_n > 0 && h->together_ms > 0 &&
-        h->apart_ms < NTP_HANDOFF_SLOWER * h->together_ms) {
+        (h->apart_ms < NTP_HANDOFF_SLOWER * h->together_ms || h->apart_lo <= h->together_hi)) {
         h->apart = false;
         h->unconfirmed = true;
     }
@@ -543,13 +554,14 @@ bool ntp__handoff_line(const ntp_handoff_check *h, char *buf, size_t len)
     else
         snprintf(during, sizeof during, "no sample during (a window under %.1f s)",
                  NTP_HANDOFF_SAMPLE_S);
-    char moved[256] = "";
+    char moved[384] = "";
     if (h->unconfirmed)
         snprintf(moved, sizeof moved,
                  "; the %d iterations under the looks that read apart took %.4g ms (end-to-end "
-                 "median), the %d others %.4g ms: the run's time did not follow the looks, no "
-                 "warning (docs/run.md#handoff)",
-                 h->apart_n, h->apart_ms, h->together_n, h->together_ms);
+                 "median, 95%% interval %.4g-%.4g), the %d others %.4g ms (%.4g-%.4g): the "
+                 "run's time did not follow the looks, no warning (docs/run.md#handoff)",
+                 h->apart_n, h->apart_ms, h->apart_lo, h->apart_hi, h->together_n, h->together_ms,
+                 h->together_lo, h->together_hi);
     snprintf(buf, len,
              "reading another CPU's writes took %.2fx the time of reading its own before the "
              "window, %s, %.2fx after (CPU %d to %d, the slowest of %d pair%s; %s); the probes "

@@ -112,6 +112,14 @@ static double opt_num(json_t *o, const char *key, double def)
     return v && json_is_number(v) ? json_number_value(v) : def;
 }
 
+/* An optional [lo, hi] (reports from before it, or null): 0 and 0. */
+static void opt_pair(json_t *a, double *lo, double *hi)
+{
+    json_t *l = json_array_get(a, 0), *h = json_array_get(a, 1);
+    *lo = json_is_number(l) ? json_number_value(l) : 0;
+    *hi = json_is_number(h) ? json_number_value(h) : 0;
+}
+
 static int64_t get_int(reader *rd, json_t *o, const char *key)
 {
     json_t *v = need(rd, o, key);
@@ -221,6 +229,8 @@ static void read_handoff(json_t *o, ntp_handoff_check *h)
     h->together_n = (int)opt_num(o, "together_n", 0);
     h->apart_ms = opt_num(o, "apart_ms", 0);
     h->apart_n = (int)opt_num(o, "apart_n", 0);
+    opt_pair(json_object_get(o, "together_ci95_ms"), &h->together_lo, &h->together_hi);
+    opt_pair(json_object_get(o, "apart_ci95_ms"), &h->apart_lo, &h->apart_hi);
     h->apart = json_is_true(json_object_get(o, "apart"));
     h->unconfirmed = json_is_true(json_object_get(o, "unconfirmed"));
     json_t *why = json_object_get(o, "reason");

@@ -792,6 +792,15 @@ static void write_table(const ntp_run_result *r, FILE *f)
 /* --- JSON --------------------------------------------------------------------------- */
 
 /* The statistics of one timing, as fields of o (the field names say ms). */
+/* [lo, hi]: an interval as the report writes one. */
+static json_t *ci_pair(bool *ok, double lo, double hi)
+{
+    json_t *ci = json_array();
+    ntp__jpush(ok, ci, ntp__json_num(lo));
+    ntp__jpush(ok, ci, ntp__json_num(hi));
+    return ci;
+}
+
 static void stats_fields(bool *ok, json_t *o, const ntp_stats *s)
 {
     ntp__jset(ok, o, "median_ms", ntp__json_num(s->median));
@@ -801,10 +810,7 @@ static void stats_fields(bool *ok, json_t *o, const ntp_stats *s)
     ntp__jset(ok, o, "p99_ms", ntp__json_num(s->p99));
     ntp__jset(ok, o, "max_ms", ntp__json_num(s->max));
     ntp__jset(ok, o, "stddev_ms", ntp__json_num(s->stddev));
-    json_t *ci = json_array();
-    ntp__jpush(ok, ci, ntp__json_num(s->ci95_lo));
-    ntp__jpush(ok, ci, ntp__json_num(s->ci95_hi));
-    ntp__jset(ok, o, "ci95_ms", ci);
+    ntp__jset(ok, o, "ci95_ms", ci_pair(ok, s->ci95_lo, s->ci95_hi));
     ntp__jset(ok, o, "n", json_integer((json_int_t)s->n));
     ntp__jset(ok, o, "cv", ntp__json_num(s->cv));
 }
@@ -1022,6 +1028,11 @@ static json_t *env_json(bool *ok, const ntp_env *e)
             ntp__jset(ok, ho, "apart_ms",
                       h->apart_n > 0 ? ntp__json_num(h->apart_ms) : json_null());
             ntp__jset(ok, ho, "apart_n", json_integer(h->apart_n));
+            ntp__jset(ok, ho, "together_ci95_ms",
+                      h->together_n > 0 ? ci_pair(ok, h->together_lo, h->together_hi)
+                                        : json_null());
+            ntp__jset(ok, ho, "apart_ci95_ms",
+                      h->apart_n > 0 ? ci_pair(ok, h->apart_lo, h->apart_hi) : json_null());
             ntp__jset(ok, ho, "apart_ratio", ntp__json_num(NTP_HANDOFF_APART_RATIO));
             ntp__jset(ok, ho, "apart", json_boolean(h->apart));
             ntp__jset(ok, ho, "unconfirmed", json_boolean(h->unconfirmed));
