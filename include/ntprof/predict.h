@@ -166,6 +166,12 @@ typedef struct ntp_calibration {
      * together; the others were left out of its time. 0 in a calibration
      * of one thread, or made before this was recorded. */
     int apart_timings, apart_kept;
+    /* The same for the timings whose look at the CPUs' pace read under
+     * NTP_CALIBRATE_SLOW_PACE of the best (pace_gflops: the best look,
+     * the slowest CPU's multiply-add GFLOP/s; 0: not looked, or a
+     * calibration made before it was). */
+    int slow_timings, slow_kept;
+    double pace_gflops;
     /* The memory bus before the first pass and after the last (the run's
      * probe, docs/run.md#the-memory-bus: a DRAM triad against the stored
      * ceiling): a calibration timed while another guest used the bus
@@ -279,6 +285,13 @@ NTP_API bool ntp_calibrate_keep_parse(const char *name, int *keep);
 /* Timings more of a configuration whose every pass ran while the CPUs
  * were apart (docs/predict.md#passes), until one finds them together. */
 #define NTP_CALIBRATE_APART_RETRIES 2
+/* A timing whose look at the CPUs' pace (the slowest CPU's multiply-add
+ * rate) read under this share of the calibration's best look ran on a
+ * CPU the host slowed (docs/predict.md#passes): treated as an apart
+ * timing. On the 2-vCPU Zen 5 VM (2026-12-05) unhindered looks read
+ * 0.88-1.0 of the best, a vCPU sharing its core 0.70-0.80 (and a
+ * reference-backend fc on it 1.25-1.6x slower). */
+#define NTP_CALIBRATE_SLOW_PACE 0.87
 
 enum {
     /* Before each timed pass the run writes over a buffer twice the

@@ -610,10 +610,14 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         /* Whether the CPUs shared a cache just before and just after
          * (docs/run.md#handoff): a timing while they did not is left out
          * where another pass's was not (merge_passes). */
-        double look = ntp__handoff_look(rn->looks);
+        double look = ntp__handoff_look(rn->looks), pace = ntp__pace_look();
         st = ntp_run(ctx, g, &ro, &r);
         double after = st ? 0 : ntp__handoff_look(rn->looks);
+        double pace_after = st ? 0 : ntp__pace_look();
         tm->apart = look >= NTP_HANDOFF_APART_RATIO || after >= NTP_HANDOFF_APART_RATIO;
+        /* And how fast the CPUs ran (pace.c): a host may share a vCPU's
+         * core with another guest, which no load figure shows. */
+        tm->pace = pace > 0 && pace_after > 0 ? fmin(pace, pace_after) : 0;
     }
     for (int i = 0; !st && r && i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];
@@ -1525,6 +1529,21 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
  * NTP_HANDOFF_SLOWER times their median: a look's ratio moves with more
  * than the placement, the configuration's own time is the judge (counted in
  * cal's apart_timings and apart_kept). */
+/* Whether a timing ran on a CPU the host slowed: its look at the CPUs'
+ * pace read under NTP_CALIBRATE_SLOW_PACE of best, the calibration's best
+ * look (0: none). */
+static bool slow_pace(const ntp__calibrate_timed *t, double best)
+{
+    return t->pace > 0 && best > 0 && t->pace < NTP_CALIBRATE_SLOW_PACE * best;
+}
+
+/* Whether a timing's looks found the machine other than the calibration
+ * describes it: the CPUs apart, or one slowed. */
+static bool hindered(const ntp__calibrate_timed *t, double best)
+{
+    return t->apart || slow_pace(t, best);
+}
+
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
                          const ntp__pfeat *f, ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
@@ -1538,12 +1557,13 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
      * (docs/run.md#handoff): the apart ones are left out when any was
      * together. */
     const int slots = passes + NTP_CALIBRATE_APART_RETRIES;
+    const double best = cal->pace_gflops;
     int ran_any = 0, apart = 0, together = 0;
     for (int p = 0; p < slots; p++)
         if (T[p].s > 0) {
             ran_any += p < passes;
-            apart += T[p].apart;
-            together += !T[p].apart;
+            apart += hindered(&T[p], best);
+            together += !hindered(&T[p], best);
         }
     if (2 * ran_any <= passes)
         return;
@@ -1551,15 +1571,19 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     if (apart > 0 && together > 0) {
         int nt = 0;
         for (int p = 0; p < slots; p++)
-            if (T[p].s > 0 && !T[p].apart)
+            if (T[p].s > 0 && !hindered(&T[p], best))
                 v[nt++] = T[p].s;
         double bar = NTP_HANDOFF_SLOWER * ntp__median_inplace(v, nt);
         for (int p = 0; p < slots; p++)
-            drop[p] = T[p].s > 0 && T[p].apart && T[p].s >= bar;
+            drop[p] = T[p].s > 0 && hindered(&T[p], best) && T[p].s >= bar;
     }
-    cal->apart_timings += apart;
     for (int p = 0; p < slots; p++)
-        cal->apart_kept += T[p].s > 0 && T[p].apart && !drop[p];
+        if (T[p].s > 0) {
+            cal->apart_timings += T[p].apart;
+            cal->apart_kept += T[p].apart && !drop[p];
+            cal->slow_timings += slow_pace(&T[p], best);
+            cal->slow_kept += slow_pace(&T[p], best) && !drop[p];
+        }
     for (int p = 0; p < slots; p++)
         if (T[p].s > 0 && !drop[p]) {
             if (first < 0)
@@ -1839,23 +1863,27 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                     F[k] = f;
             }
         }
+    /* The CPUs' unhindered pace: the best look of the passes (pace.c). */
+    out->pace_gflops = 0;
+    for (size_t q = 0; q < (size_t)total * (size_t)Q; q++)
+        out->pace_gflops = fmax(out->pace_gflops, T[q].pace);
     /* A configuration every pass of which ran while the CPUs were apart
-     * (a long placement on this VM outlasts a pass): timed again, up to
-     * NTP_CALIBRATE_APART_RETRIES times, until a timing finds them
-     * together. */
+     * or one was slowed (a long placement or a neighbour on this VM
+     * outlasts a pass): timed again, up to NTP_CALIBRATE_APART_RETRIES
+     * times, until a timing finds them neither. */
     for (int r = 0; !st && r < NTP_CALIBRATE_APART_RETRIES; r++)
         for (int k = 0; !st && k < total; k++) {
             ntp__calibrate_timed *row = &T[(size_t)k * (size_t)Q];
             bool ran = false, together = false;
             for (int q = 0; q < P + r; q++) {
                 ran |= row[q].s > 0;
-                together |= row[q].s > 0 && !row[q].apart;
+                together |= row[q].s > 0 && !hindered(&row[q], out->pace_gflops);
             }
             if (left_out[k] || !ran || together)
                 continue;
             if (opts->progress) {
                 char label[48];
-                snprintf(label, sizeof label, "again, CPUs apart: %s",
+                snprintf(label, sizeof label, "again, CPUs apart or slowed: %s",
                          ntp_predict_family_name(d.c[sel[k]].family));
                 opts->progress(opts->progress_user, done, total * P, label);
             }
@@ -1868,6 +1896,9 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
                 ntp_ctx_clear(rctx);
             }
         }
+    /* Retries may have read a better one. */
+    for (size_t q = 0; q < (size_t)total * (size_t)Q; q++)
+        out->pace_gflops = fmax(out->pace_gflops, T[q].pace);
     if (!st) {
         ntp__bandwidth_after(&out->bus);
         ntp__bandwidth_placement(&out->bus, bus_look0, ntp__handoff_look(&looks));

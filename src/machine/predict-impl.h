@@ -153,6 +153,11 @@ typedef struct ntp__calibrate_timed {
      * (docs/run.md#handoff): its time is left out where another pass of
      * the configuration found them together. */
     bool apart;
+    /* The CPUs' pace (ntp__pace_look) just before and just after, the
+     * lower, GFLOP/s; 0: not looked. Under NTP_CALIBRATE_SLOW_PACE times
+     * the best of the calibration's looks, a timing is treated as an apart
+     * one (merge_passes). */
+    double pace;
 } ntp__calibrate_timed;
 /* A stand-in for a configuration's run (tests: a timing source whose
  * values are known): called where ntp_calibrate would run configuration

@@ -1618,6 +1618,9 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
     ntp__jset(&ok, o, "keep", json_string(cal->keep[0] ? cal->keep : "median"));
     ntp__jset(&ok, o, "apart_timings", json_integer(cal->apart_timings));
     ntp__jset(&ok, o, "apart_kept", json_integer(cal->apart_kept));
+    ntp__jset(&ok, o, "slow_timings", json_integer(cal->slow_timings));
+    ntp__jset(&ok, o, "slow_kept", json_integer(cal->slow_kept));
+    ntp__jset(&ok, o, "pace_gflops", ntp__json_num(cal->pace_gflops));
     if (cal->bus.measured || cal->bus.reason[0])
         ntp__jset(&ok, o, "memory_bus", ntp__bandwidth_json(&ok, &cal->bus));
     ntp__jset(&ok, o, "cache", json_string(cal->cache[0] ? cal->cache : "warm"));
@@ -1751,6 +1754,12 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
     /* Absent before the hand-off looks: none seen. */
     cal->apart_timings = (int)get_int(j, "apart_timings", 0, INT_MAX, &bad);
     cal->apart_kept = (int)get_int(j, "apart_kept", 0, INT_MAX, &bad);
+    /* Absent before the pace looks: none seen. */
+    cal->slow_timings = (int)get_int(j, "slow_timings", 0, INT_MAX, &bad);
+    cal->slow_kept = (int)get_int(j, "slow_kept", 0, INT_MAX, &bad);
+    cal->pace_gflops = get_num(j, "pace_gflops");
+    if (!(cal->pace_gflops >= 0))
+        cal->pace_gflops = 0;
     /* Absent before the calibration probed the bus: not measured. */
     ntp__bandwidth_read_json(json_object_get(j, "memory_bus"), &cal->bus);
     /* Calibrations from before the kept pass was recorded kept the median

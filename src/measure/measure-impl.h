@@ -219,6 +219,11 @@ double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
  * run. A calibration takes one around each timing
  * (docs/predict.md#passes). */
 double ntp__handoff_look(const ntp_handoff_check *h);
+/* The CPUs' pace (pace.c): the multiply-add GFLOP/s of the slowest of the
+ * process's CPUs (the first 8), each on a thread pinned to it, the best of
+ * a few trials of about 0.1 ms; 0 when it could not run. A calibration
+ * takes one around each timing (docs/predict.md#passes). */
+double ntp__pace_look(void);
 /* The size of `cpu`'s data or unified cache at `level` in sysfs, and
  * (*shared) whether its shared_cpu_list holds `other` (-1: no list); 0
  * when sysfs does not say. */
