@@ -1514,21 +1514,6 @@ static ntp_calibration_sample *sample_head(ntp_calibration_sample *x, const char
     return x;
 }
 
-/* Configuration k's passes merged into samples (its reorder rows, then its
- * layer), appended to S (*n of cap): T[p] its timing in pass p (s 0: it did
- * not run in that pass), f its terms. A configuration, or a reorder row,
- * is kept only where it ran in more than half of the passes: one that
- * failed in most is not a measurement of this backend. Its time is its
- * fastest pass's median (cal->keep "fastest") or the median of the
- * per-pass medians; its kernel and backend are those of the first pass it
- * ran in, whose reorder rows are matched in the others by position and
- * bytes. T holds passes + NTP_CALIBRATE_APART_RETRIES timings: the
- * passes, then the retries of a configuration none of whose passes found
- * the CPUs together (docs/run.md#handoff). A timing whose looks found them
- * apart is left out when another found them together and it ran at least
- * NTP_HANDOFF_SLOWER times their median: a look's ratio moves with more
- * than the placement, the configuration's own time is the judge (counted in
- * cal's apart_timings and apart_kept). */
 /* Whether a timing ran on a CPU the host slowed: its look at the CPUs'
  * pace read under NTP_CALIBRATE_SLOW_PACE of best, the calibration's best
  * look (0: none). */
@@ -1544,6 +1529,31 @@ static bool hindered(const ntp__calibrate_timed *t, double best)
     return t->apart || slow_pace(t, best);
 }
 
+/* The best pace look of n timings; 0 where none looked. */
+static double best_pace(const ntp__calibrate_timed *T, size_t n)
+{
+    double best = 0;
+    for (size_t q = 0; q < n; q++)
+        best = fmax(best, T[q].pace);
+    return best;
+}
+
+/* Configuration k's passes merged into samples (its reorder rows, then its
+ * layer), appended to S (*n of cap): T[p] its timing in pass p (s 0: it did
+ * not run in that pass), f its terms. A configuration, or a reorder row,
+ * is kept only where it ran in more than half of the passes: one that
+ * failed in most is not a measurement of this backend. Its time is its
+ * fastest pass's median (cal->keep "fastest") or the median of the
+ * per-pass medians; its kernel and backend are those of the first pass it
+ * ran in, whose reorder rows are matched in the others by position and
+ * bytes. T holds passes + NTP_CALIBRATE_APART_RETRIES timings: the
+ * passes, then the retries of a configuration none of whose passes found
+ * the CPUs together (docs/run.md#handoff) and unslowed. A hindered timing
+ * (looks that found the CPUs apart, or one CPU slowed: cal's pace_gflops
+ * set) is left out when another was not and it ran at least
+ * NTP_HANDOFF_SLOWER times their median: a look moves with more than
+ * what it looks for, the configuration's own time is the judge (counted
+ * in cal's apart_timings, apart_kept, slow_timings and slow_kept). */
 static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int passes,
                          const ntp__pfeat *f, ntp_calibration *cal, ntp_calibration_sample *S,
                          int *n, size_t cap)
@@ -1864,9 +1874,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
             }
         }
     /* The CPUs' unhindered pace: the best look of the passes (pace.c). */
-    out->pace_gflops = 0;
-    for (size_t q = 0; q < (size_t)total * (size_t)Q; q++)
-        out->pace_gflops = fmax(out->pace_gflops, T[q].pace);
+    out->pace_gflops = best_pace(T, (size_t)total * (size_t)Q);
     /* A configuration every pass of which ran while the CPUs were apart
      * or one was slowed (a long placement or a neighbour on this VM
      * outlasts a pass): timed again, up to NTP_CALIBRATE_APART_RETRIES
@@ -1897,8 +1905,7 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
             }
         }
     /* Retries may have read a better one. */
-    for (size_t q = 0; q < (size_t)total * (size_t)Q; q++)
-        out->pace_gflops = fmax(out->pace_gflops, T[q].pace);
+    out->pace_gflops = best_pace(T, (size_t)total * (size_t)Q);
     if (!st) {
         ntp__bandwidth_after(&out->bus);
         ntp__bandwidth_placement(&out->bus, bus_look0, ntp__handoff_look(&looks));
