@@ -279,9 +279,16 @@ static void test_calibrate_quick_roundtrip(void **state)
         assert_true(samples[i].ci95_lo_s <= samples[i].median_s &&
                     samples[i].median_s <= samples[i].ci95_hi_s);
         assert_int_equal(samples[i].flops, want_flops[layers]);
-        assert_int_equal(samples[i].passes, 1);
-        assert_true(samples[i].pass_min_s == samples[i].median_s &&
-                    samples[i].pass_max_s == samples[i].median_s);
+        /* One pass; a timing on a CPU the host slowed is timed again
+         * (docs/predict.md#passes), and its sample keeps those too. */
+        assert_true(samples[i].passes == 1 ||
+                    (cal.slow_timings > 0 && samples[i].passes <= 1 + NTP_CALIBRATE_APART_RETRIES));
+        if (samples[i].passes == 1)
+            assert_true(samples[i].pass_min_s == samples[i].median_s &&
+                        samples[i].pass_max_s == samples[i].median_s);
+        else
+            assert_true(samples[i].pass_min_s <= samples[i].median_s &&
+                        samples[i].median_s <= samples[i].pass_max_s);
         /* The compute term is the FLOPs over the 50 GFLOP/s peak. */
         assert_close(samples[i].x[NTP_PREDICT_TERM_COMPUTE], (double)want_flops[layers] / 50e9,
                      1e-12);

@@ -56,14 +56,21 @@ for path, keep in ((sys.argv[1], "fastest"), (sys.argv[3], "median")):
     db = sqlite3.connect(path)
     (model,) = db.execute("SELECT model FROM calibrations WHERE backend = 'ref'").fetchone()
     assert json.loads(model)["passes"] == 3 and json.loads(model)["keep"] == keep, model
+    # A timing on a CPU the host slowed (docs/predict.md#passes) may be
+    # retried or left out: then a sample keeps its other timings, 3
+    # iterations each (the fastest's 3, or all of the median's); with
+    # none slowed, all 3 passes.
+    slowed = json.loads(model)["slow_timings"] > 0
     rows = db.execute("SELECT kind, passes, pass_min_s, median_s, pass_max_s, n FROM"
                       " calibration_samples WHERE kind = 'layer'").fetchall()
     assert len(rows) == 3, rows
     for kind, passes, lo, med, hi, n in rows:
+        assert passes == 3 or slowed and 1 <= passes <= 5, (passes, n)
+        assert n == (3 if keep == "fastest" else 3 * passes), (passes, n)
         if keep == "fastest":
-            assert passes == 3 and n == 3 and 0 < lo == med <= hi, (passes, lo, med, hi, n)
+            assert 0 < lo == med <= hi, (passes, lo, med, hi, n)
         else:
-            assert passes == 3 and n == 9 and 0 < lo <= med <= hi, (passes, lo, med, hi, n)
+            assert 0 < lo <= med <= hi, (passes, lo, med, hi, n)
 v9 = sqlite3.connect(sys.argv[2])
 for col in ("passes", "pass_min_s", "pass_max_s"):
     v9.execute(f"ALTER TABLE calibration_samples DROP COLUMN {col}")
