@@ -543,8 +543,9 @@ static void calibrate_hindered(bool by_pace)
     if (by_pace)
         snprintf(want, sizeof want,
                  "\n%d timings ran while a CPU ran under 0.87x the best pace the calibration "
-                 "read (44 GFLOP/s: the host\nshared its core, docs/predict.md#passes): left out "
-                 "where another pass ran unhindered and 1.1x\nfaster; 8 kept\n",
+                 "read (44 GFLOP/s; a guest\nbeside it on its core, presumably: "
+                 "docs/predict.md#passes): left out where another pass ran\nunhindered and 1.1x "
+                 "faster; 8 kept\n",
                  K + 6);
     else
         snprintf(want, sizeof want,

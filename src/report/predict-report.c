@@ -344,7 +344,8 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             char slow[320];
             snprintf(slow, sizeof slow,
                      "%d timing%s ran while a CPU ran under %.2gx the best pace the calibration "
-                     "read (%.4g GFLOP/s: the host shared its core, docs/predict.md#passes): "
+                     "read (%.4g GFLOP/s; a guest beside it on its core, presumably: "
+                     "docs/predict.md#passes): "
                      "left out where another pass ran unhindered and %.2gx faster; %d kept",
                      c->slow_timings, c->slow_timings == 1 ? "" : "s", NTP_CALIBRATE_SLOW_PACE,
                      c->pace_gflops, NTP_HANDOFF_SLOWER, c->slow_kept);
