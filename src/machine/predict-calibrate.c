@@ -1576,22 +1576,22 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     int ran = 0, first = -1, fastest = -1, iters = 0;
     const bool keep_fastest = strcmp(cal->keep, "fastest") == 0;
     /* The passes it ran in (the majority rule counts those), and every
-     * timing, retries too, whose looks found the CPUs apart or together
-     * (docs/run.md#handoff): the apart ones are left out when any was
-     * together. */
+     * timing, retries too, whose looks found the machine hindered (the
+     * CPUs apart, docs/run.md#handoff, or one slowed) or clear: the
+     * hindered ones are left out when any was clear. */
     const int slots = passes + NTP_CALIBRATE_APART_RETRIES;
     const double best = cal->pace_gflops;
-    int ran_any = 0, apart = 0, together = 0;
+    int ran_any = 0, hindered_n = 0, clear_n = 0;
     for (int p = 0; p < slots; p++)
         if (T[p].s > 0) {
             ran_any += p < passes;
-            apart += hindered(&T[p], best);
-            together += !hindered(&T[p], best);
+            hindered_n += hindered(&T[p], best);
+            clear_n += !hindered(&T[p], best);
         }
     if (2 * ran_any <= passes)
         return;
     bool drop[SLOTS] = {false};
-    if (apart > 0 && together > 0) {
+    if (hindered_n > 0 && clear_n > 0) {
         int nt = 0;
         for (int p = 0; p < slots; p++)
             if (T[p].s > 0 && !hindered(&T[p], best))
@@ -1896,12 +1896,12 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
     for (int r = 0; !st && r < NTP_CALIBRATE_APART_RETRIES; r++)
         for (int k = 0; !st && k < total; k++) {
             ntp__calibrate_timed *row = &T[(size_t)k * (size_t)Q];
-            bool ran = false, together = false;
+            bool ran = false, clear = false;
             for (int q = 0; q < P + r; q++) {
                 ran |= row[q].s > 0;
-                together |= row[q].s > 0 && !hindered(&row[q], out->pace_gflops);
+                clear |= row[q].s > 0 && !hindered(&row[q], out->pace_gflops);
             }
-            if (left_out[k] || !ran || together)
+            if (left_out[k] || !ran || clear)
                 continue;
             if (opts->progress) {
                 char label[48];
