@@ -1028,6 +1028,31 @@ static void test_machine_note(void **state)
     assert_null(strstr(t, "machine:"));
     free(t);
     ntp_comparison_free(c);
+    /* B's CPU 3 slowed (docs/run.md#pace): its slowest look 30.5 of the
+     * best 43.5, 0.70x; looks that split iterations which ran alike
+     * (unconfirmed, slowed false) are not flagged. */
+    ntp_pace_check *p = &b.r.env.contention.pace;
+    memset(p, 0, sizeof *p);
+    p->measured = true;
+    p->n_cpus = 2;
+    p->cpu[0] = 0, p->cpu[1] = 3;
+    p->low[0] = 41.25, p->low[1] = 30.5;
+    p->best = 43.5;
+    p->slowed = true;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    if (!strstr(t, "\nmachine: B: CPU 3 ran slowed (pace 0.70x): a difference may be the "
+                   "machine's, not the runs'\n"))
+        fail_msg("no slowed CPU on the machine line:\n%s", t);
+    free(t);
+    ntp_comparison_free(c);
+    p->slowed = false;
+    p->unconfirmed = true;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    assert_null(strstr(t, "machine:"));
+    free(t);
+    ntp_comparison_free(c);
     ntp_ctx_free(ctx);
 }
 

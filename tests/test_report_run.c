@@ -1502,6 +1502,108 @@ static void test_sweep_task(void **state)
     fclose(f);
 }
 
+/* environment.contention.pace (docs/report-format.md): written, valid,
+ * read back field by field; the header's line; a report from before the
+ * looks. */
+static void test_pace_check(void **state)
+{
+    fixture *fx = *state;
+    ntp_contention *c = &fx->r.env.contention;
+    ntp_pace_check *p = &c->pace;
+    memset(p, 0, sizeof *p);
+    p->measured = true;
+    p->n_cpus = 2;
+    p->cpu[0] = 0, p->cpu[1] = 3;
+    p->low[0] = 41.25, p->high[0] = 43.5;
+    p->low[1] = 30.5, p->high[1] = 42.75;
+    p->best = 43.5;
+    p->looks = 12;
+    p->slow_looks = 4;
+    p->one_thread = true;
+    p->cost_s = 0.015625;
+    p->slow_ms = 2.375, p->slow_n = 30, p->slow_lo = 2.25, p->slow_hi = 2.5;
+    p->clear_ms = 1.75, p->clear_n = 90, p->clear_lo = 1.625, p->clear_hi = 1.875;
+    p->slowed = true;
+
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_t *root = parse(text);
+    json_t *pj = json_object_get(
+        json_object_get(json_object_get(root, "environment"), "contention"), "pace");
+    assert_non_null(pj);
+    assert_float_equal(num(pj, "best_gflops"), 43.5, 0);
+    assert_float_equal(num(pj, "slow_share"), NTP_PACE_SLOW_SHARE, 0);
+    assert_float_equal(num(pj, "sample_s"), NTP_HANDOFF_SAMPLE_S, 0);
+    assert_float_equal(num(json_array_get(json_object_get(pj, "cpus"), 1), "low_gflops"), 30.5, 0);
+    assert_true(json_is_true(json_object_get(pj, "slowed")));
+    /* The schema is strict about it. */
+    json_object_set_new(pj, "looks", json_string("many"));
+    char *bad = json_dumps(root, 0);
+    assert_int_equal(validate(bad, "report.schema.json"), 1);
+    free(bad);
+    json_decref(root);
+
+    ntp_run_result *back = load_text(text);
+    const ntp_pace_check *rp = &back->env.contention.pace;
+    assert_true(rp->measured && rp->slowed && rp->one_thread);
+    assert_false(rp->unconfirmed);
+    assert_int_equal(rp->n_cpus, 2);
+    assert_int_equal(rp->cpu[1], 3);
+    assert_float_equal(rp->low[0], 41.25, 0);
+    assert_float_equal(rp->high[1], 42.75, 0);
+    assert_float_equal(rp->best, 43.5, 0);
+    assert_int_equal(rp->looks, 12);
+    assert_int_equal(rp->slow_looks, 4);
+    assert_float_equal(rp->cost_s, 0.015625, 0);
+    assert_float_equal(rp->slow_ms, 2.375, 0);
+    assert_int_equal(rp->slow_n, 30);
+    assert_float_equal(rp->slow_lo, 2.25, 0);
+    assert_float_equal(rp->slow_hi, 2.5, 0);
+    assert_float_equal(rp->clear_ms, 1.75, 0);
+    assert_int_equal(rp->clear_n, 90);
+    assert_float_equal(rp->clear_lo, 1.625, 0);
+    assert_float_equal(rp->clear_hi, 1.875, 0);
+
+    /* The header's line, on the table and the page. */
+    char *table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "cpu pace: CPU 0 41.2-43.5, CPU 3 30.5-42.8 GFLOP/s, slowest to fastest"))
+        fail_msg("no pace line in the header:\n%s", table);
+    free(table);
+    char *page = capture(fx, write_html, NTP_FORMAT_TABLE);
+    assert_non_null(strstr(page, "<b>cpu pace</b>: CPU 0 41.2-43.5"));
+    free(page);
+    ntp_run_result_free(back);
+
+    /* Not looked: measured false and why; an older report without the
+     * field reads as not looked and is written without it again. */
+    memset(p, 0, sizeof *p);
+    snprintf(p->reason, sizeof p->reason, "off (ntp_run_opts.bandwidth_probe)");
+    free(text);
+    text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    back = load_text(text);
+    assert_false(back->env.contention.pace.measured);
+    assert_string_equal(back->env.contention.pace.reason, "off (ntp_run_opts.bandwidth_probe)");
+    ntp_run_result_free(back);
+    root = parse(text);
+    json_object_del(json_object_get(json_object_get(root, "environment"), "contention"), "pace");
+    char *old = json_dumps(root, 0);
+    back = load_text(old);
+    assert_false(back->env.contention.pace.measured);
+    assert_string_equal(back->env.contention.pace.reason, "");
+    char *again = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&again, &len);
+    assert_int_equal(ntp_report_write_run(fx->ctx, back, NTP_FORMAT_JSON, f), NTP_STATUS_OK);
+    fclose(f);
+    assert_null(strstr(again, "\"pace\""));
+    free(again);
+    ntp_run_result_free(back);
+    free(old);
+    json_decref(root);
+    free(text);
+}
+
 /* environment.contention.handoff (docs/report-format.md): written,
  * valid, read back field by field; the header's line, the note beside a
  * prediction, and a report from before the probe. */
@@ -1940,6 +2042,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bandwidth_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pace_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torch_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_task, setup, teardown),
     };

@@ -288,10 +288,8 @@ NTP_API bool ntp_calibrate_keep_parse(const char *name, int *keep);
 /* A timing whose look at the CPUs' pace (the slowest CPU's multiply-add
  * rate) read under this share of the calibration's best look ran on a
  * CPU the host slowed (docs/predict.md#passes): treated as an apart
- * timing. On the 2-vCPU Zen 5 VM (2026-12-05) unhindered looks read
- * 0.88-1.0 of the best, a vCPU sharing its core 0.70-0.80 (and a
- * reference-backend fc on it 1.25-1.6x slower). */
-#define NTP_CALIBRATE_SLOW_PACE 0.87
+ * timing. The run's share (include/ntprof/run.h). */
+#define NTP_CALIBRATE_SLOW_PACE NTP_PACE_SLOW_SHARE
 
 enum {
     /* Before each timed pass the run writes over a buffer twice the

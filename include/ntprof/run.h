@@ -393,6 +393,72 @@ static inline bool ntp_handoff_split_shown(const ntp_handoff_check *h)
            h->together_ms > 0 && h->apart_ms > 0;
 }
 
+/* How much slower the iterations under one kind of look must run than the
+ * others (end-to-end median over median), with their median's 95%
+ * interval wholly above the others', for the looks to count against a
+ * run: the run's own time is the judge of what a look saw
+ * (docs/run.md#handoff, docs/run.md#pace). */
+static inline bool ntp_split_followed(double flagged_ms, double flagged_lo, double other_ms,
+                                      double other_hi)
+{
+    return other_ms > 0 && flagged_ms >= NTP_HANDOFF_SLOWER * other_ms && flagged_lo > other_hi;
+}
+
+/* The CPUs' pace around and inside the measured window (docs/run.md#pace).
+ * On a virtual machine a vCPU shares its physical core with whatever the
+ * host runs beside it; on the 2-vCPU Zen 5 VM (2026-12-05) one vCPU at a
+ * time ran 1.25-1.6x slower for seconds to minutes while the load average,
+ * steal and the clock read the same. A look times a short kernel whose
+ * accumulators live in L1 (load, multiply-add, store back) on each of the
+ * run's CPUs in turn, on a thread pinned to it: at the window's start,
+ * between iterations every NTP_HANDOFF_SAMPLE_S, and after the last. Each
+ * iteration runs under the latest look before it: a one-thread run under
+ * its look of the CPU the iteration ended on, any other under the slowest
+ * CPU's. */
+#define NTP_PACE_MAX_CPUS 8
+/* A CPU whose look reads under this share of the best look of the run (or
+ * of a calibration, NTP_CALIBRATE_SLOW_PACE) ran slowed. On the 2-vCPU Zen
+ * 5 VM (2026-12-05) unhindered looks read 0.88-1.0 of the best, a vCPU
+ * sharing its core 0.70-0.80 (and a reference-backend fc on it 1.25-1.6x
+ * slower). */
+#define NTP_PACE_SLOW_SHARE 0.87
+typedef struct ntp_pace_check {
+    bool measured; /* false: not looked; `reason` says why */
+    char reason[128];
+    int n_cpus; /* CPUs looked at: the first NTP_PACE_MAX_CPUS of the run's set */
+    int cpu[NTP_PACE_MAX_CPUS];
+    /* Each CPU's slowest and fastest look, GFLOP/s. */
+    double low[NTP_PACE_MAX_CPUS], high[NTP_PACE_MAX_CPUS];
+    double best;     /* the fastest look of any CPU: the reference */
+    int looks;       /* looks taken (each reads every CPU) */
+    int slow_looks;  /* looks with a CPU under NTP_PACE_SLOW_SHARE x best */
+    bool one_thread; /* iterations judged by the CPU each ended on */
+    double cost_s;   /* wall time of the looks: the instrument's overhead */
+    /* The end-to-end median, count and median's 95% interval of the
+     * iterations under a slowed look and of the others (0 where none). */
+    double slow_ms, clear_ms;
+    int slow_n, clear_n;
+    double slow_lo, slow_hi, clear_lo, clear_hi;
+    /* Iterations of both kinds and the slowed ones ran NTP_HANDOFF_SLOWER
+     * times the others with their intervals apart (ntp_split_followed):
+     * the run warned. */
+    bool slowed;
+    /* Iterations of both kinds, but the run's time did not follow the
+     * looks: no warning. */
+    bool unconfirmed;
+} ntp_pace_check;
+
+/* The CPU with the slowest look of a check, as an index into cpu[]; -1
+ * when it did not look. */
+static inline int ntp_pace_slowest(const ntp_pace_check *p)
+{
+    int k = -1;
+    for (int i = 0; p->measured && i < p->n_cpus; i++)
+        if (k < 0 || p->low[i] < p->low[k])
+            k = i;
+    return k;
+}
+
 /* How low a bandwidth probe may read, as a share of the DRAM triad
  * ceiling, before a run warns (and below the ceiling's worst round too). */
 #define NTP_BANDWIDTH_LOW_SHARE 0.80
@@ -425,6 +491,8 @@ typedef struct ntp_contention {
     /* Data handed between the run's CPUs before and after it (ntp_run
      * only). */
     ntp_handoff_check handoff;
+    /* The CPUs' pace before, during and after it (ntp_run only). */
+    ntp_pace_check pace;
 } ntp_contention;
 
 /* The share of the CPU that other processes and steal may take before a

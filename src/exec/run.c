@@ -250,6 +250,10 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     ntp_handoff_check ho;
     ntp__handoff_plan(o->bandwidth_probe, cpu_threads(x, o->threads), &ho);
     ntp__handoff_window hw = {0};
+    /* And how fast each CPU runs a short kernel now (docs/run.md#pace). */
+    ntp_pace_check pc;
+    ntp__pace_plan(o->bandwidth_probe, cpu_threads(x, o->threads), &pc);
+    ntp__pace_window pw = {0};
     /* The probes' arrays are not the run's memory: left out of its peak
      * (0, n/a, when /proc cannot set the mark back after them). */
     bool probes = bw.measured || ho.measured;
@@ -287,6 +291,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     ntp__contention_probe probe;
     ntp__contention_begin(&probe);
     ntp__handoff_window_begin(&ho, &hw);
+    ntp__pace_window_begin(&pc, &pw);
     double start = ntp__now_us();
     /* --min-time is what each pass's samples add up to: the end-to-end
      * times alone span it, and so do the per-layer iterations, rather than
@@ -368,10 +373,13 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         /* Whether the CPUs still share a cache, between iterations, every
          * 0.2 s (docs/run.md#handoff). */
         ntp__handoff_window_tick(&ho, &hw, n);
+        /* And the CPUs' pace (docs/run.md#pace). */
+        ntp__pace_window_tick(&pc, &pw, n);
     }
     /* Each iteration's placement, for the rows' medians under each. */
     unsigned char *apart = calloc((size_t)n + 1, 1);
     ntp__handoff_window_end(&ho, &hw, e2e, n, apart);
+    ntp__pace_window_end(&pc, &pw, e2e, n);
     free(flush);
     flush = NULL;
     ntp__contention_end(&probe, &r->env.contention);
@@ -388,6 +396,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         ntp__rss_meter_exclude_end(mem);
     r->env.contention.bandwidth = bw;
     r->env.contention.handoff = ho;
+    r->env.contention.pace = pc;
     r->trace = tr;
     r->n_trace = tr ? n : 0;
     *e2e_out = e2e;
@@ -397,6 +406,7 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
     return NTP_STATUS_OK;
 fail:
     ntp__handoff_window_end(&ho, &hw, NULL, 0, NULL);
+    ntp__pace_window_end(&pc, &pw, NULL, 0);
     free(flush);
     if (tr)
         for (int i = 0; i < n; i++) {
@@ -874,6 +884,8 @@ ntp_status ntp_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_run_opts *opts, n
     if (ntp__bandwidth_ceiling_warning(&r->env.contention.bandwidth, busy, sizeof busy))
         add_warning(r, "%s", busy);
     if (ntp__handoff_warning(&r->env.contention.handoff, busy, sizeof busy))
+        add_warning(r, "%s", busy);
+    if (ntp__pace_warning(&r->env.contention.pace, busy, sizeof busy))
         add_warning(r, "%s", busy);
     double measured_s = r->end_to_end_ms.median * n / 1000.0;
     if (measured_s < NTP_SHORT_RUN_S)

@@ -398,6 +398,23 @@ static void split_medians(const double *v, size_t stride, const unsigned char *a
         *apart_n = na;
 }
 
+bool ntp__split_iterations(const double *e2e, const unsigned char *flag, int n, ntp__split *s)
+{
+    memset(s, 0, sizeof *s);
+    double *col = n > 0 ? malloc(2 * (size_t)n * sizeof *col) : NULL;
+    if (!col)
+        return n <= 0;
+    split_medians(e2e, 1, flag, n, col, &s->ms[0], &s->ms[1], &s->n[0], &s->n[1]);
+    /* Each median's interval, from the groups split_medians left in col. */
+    for (int g = 0; g < 2; g++) {
+        ntp_stats st;
+        ntp_stats_compute(col + (g ? n : 0), (size_t)s->n[g], &st);
+        s->lo[g] = st.ci95_lo, s->hi[g] = st.ci95_hi;
+    }
+    free(col);
+    return true;
+}
+
 void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const double *e2e, int n,
                              unsigned char *apart_it)
 {
@@ -411,28 +428,22 @@ void ntp__handoff_window_end(ntp_handoff_check *h, ntp__handoff_window *w, const
     }
     /* Each iteration under its latest look: the probe before, then each
      * sample from the iteration it preceded. */
-    double *col = h->measured && n > 0 ? malloc(2 * (size_t)n * sizeof *col) : NULL;
+    const bool split = h->measured && n > 0;
     int k = 0;
     bool apart = h->before.ratio >= NTP_HANDOFF_APART_RATIO;
-    for (int i = 0; col && i < n; i++) {
+    for (int i = 0; split && i < n; i++) {
         while (k < w->n && w->iter[k] <= i)
             apart = w->ratio[k++] >= NTP_HANDOFF_APART_RATIO;
         apart_it[i] = apart;
     }
-    h->together_n = h->apart_n = 0;
-    h->together_ms = h->apart_ms = 0;
-    h->together_lo = h->together_hi = h->apart_lo = h->apart_hi = 0;
-    if (col) {
-        split_medians(e2e, 1, apart_it, n, col, &h->together_ms, &h->apart_ms, &h->together_n,
-                      &h->apart_n);
-        /* Each median's interval, from the groups split_medians left in col. */
-        ntp_stats st;
-        ntp_stats_compute(col, (size_t)h->together_n, &st);
-        h->together_lo = st.ci95_lo, h->together_hi = st.ci95_hi;
-        ntp_stats_compute(col + n, (size_t)h->apart_n, &st);
-        h->apart_lo = st.ci95_lo, h->apart_hi = st.ci95_hi;
-    }
-    free(col);
+    ntp__split sp;
+    memset(&sp, 0, sizeof sp);
+    if (split)
+        ntp__split_iterations(e2e, apart_it, n, &sp);
+    h->together_ms = sp.ms[0], h->together_n = sp.n[0];
+    h->together_lo = sp.lo[0], h->together_hi = sp.hi[0];
+    h->apart_ms = sp.ms[1], h->apart_n = sp.n[1];
+    h->apart_lo = sp.lo[1], h->apart_hi = sp.hi[1];
     free(w->buf);
     free(w->iter);
     free(w->ratio);
@@ -462,7 +473,7 @@ void ntp__handoff_judge(ntp_handoff_check *h)
      * others'). */
     h->unconfirmed = false;
     if (h->apart && h->together_n > 0 && h->apart_n > 0 && h->together_ms > 0 &&
-        (h->apart_ms < NTP_HANDOFF_SLOWER * h->together_ms || h->apart_lo <= h->together_hi)) {
+        !ntp_split_followed(h->apart_ms, h->apart_lo, h->together_ms, h->together_hi)) {
         h->apart = false;
         h->unconfirmed = true;
     }

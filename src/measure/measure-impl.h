@@ -219,11 +219,64 @@ double ntp__handoff_pair_ratio(int a, int b, int64_t bytes);
  * run. A calibration takes one around each timing
  * (docs/predict.md#passes). */
 double ntp__handoff_look(const ntp_handoff_check *h);
+/* Iterations split by flag[i] (docs/run.md#handoff, docs/run.md#pace):
+ * each group's end-to-end median, count and the median's 95% interval
+ * (as ntp_stats: distribution-free, min..max for five or fewer); index 0
+ * the iterations with flag 0, 1 those with flag 1; 0 where a group has
+ * none. */
+typedef struct ntp__split {
+    double ms[2], lo[2], hi[2];
+    int n[2];
+} ntp__split;
+/* false (s all 0) when out of memory. */
+bool ntp__split_iterations(const double *e2e, const unsigned char *flag, int n, ntp__split *s);
+
 /* The CPUs' pace (pace.c): the multiply-add GFLOP/s of the slowest of the
- * process's CPUs (the first 8), each on a thread pinned to it, the best of
- * a few trials of about 0.1 ms; 0 when it could not run. A calibration
- * takes one around each timing (docs/predict.md#passes). */
+ * process's CPUs (the first NTP_PACE_MAX_CPUS), each on a thread pinned to
+ * it, the best of a few trials of about 0.1 ms; 0 when it could not run.
+ * A calibration takes one around each timing (docs/predict.md#passes). */
 double ntp__pace_look(void);
+/* The same for each of cpus[0..n) into out; false when one could not run. */
+bool ntp__pace_read(const int *cpus, int n, double *out);
+/* A run's looks (docs/run.md#pace): planned before the window (off with
+ * the bandwidth probe, under valgrind; one_thread when the run's layers
+ * run on one thread), one at the window's start, one between iterations
+ * every NTP_HANDOFF_SAMPLE_S, one after the last. */
+void ntp__pace_plan(ntp_bandwidth_probe mode, int threads, ntp_pace_check *p);
+typedef struct ntp__pace_window {
+    bool on;        /* looking: planned, and no look or record failed */
+    double *gflops; /* look k's reading of p->cpu[c] at [k * NTP_PACE_MAX_CPUS + c] */
+    int *iter;      /* look k came before iteration iter[k] */
+    int n, cap;
+    double last_us;
+    int *iter_cpu; /* the CPU each iteration ended on, cpu_n of them */
+    int cpu_n, cpu_cap;
+} ntp__pace_window;
+/* The look at the window's start; a failed one unplans the check (its
+ * reason says). */
+void ntp__pace_window_begin(ntp_pace_check *p, ntp__pace_window *w);
+/* After each iteration (iter: iterations done): the CPU the last one ended
+ * on, and a look when NTP_HANDOFF_SAMPLE_S has passed since the last;
+ * its time is added to p->cost_s. */
+void ntp__pace_window_tick(ntp_pace_check *p, ntp__pace_window *w, int iter);
+/* After the window: the look after, then the judgement over e2e[0..n)
+ * (ms); frees w. */
+void ntp__pace_window_end(ntp_pace_check *p, ntp__pace_window *w, const double *e2e, int n);
+/* The judgement, pure: p's per-CPU lows and highs, best, looks,
+ * slow_looks and the split of e2e[0..n) (ms) by the latest look before
+ * each iteration (looks of them, look k before iteration look_iter[k],
+ * ascending; its reading of p->cpu[c] at gflops[k * NTP_PACE_MAX_CPUS +
+ * c]); iter_cpu[i]: the CPU iteration i ended on (-1: unknown); slowed
+ * or unconfirmed as ntp_pace_check says. */
+void ntp__pace_judge(ntp_pace_check *p, const double *gflops, const int *look_iter, int looks,
+                     const double *e2e, const int *iter_cpu, int n);
+/* The warning a slowed check adds to a run ("CPU 1 ran slowed: ..."),
+ * into buf; false (buf empty) when not slowed. */
+bool ntp__pace_warning(const ntp_pace_check *p, char *buf, size_t len);
+/* The report header's line ("CPU 0 38.1-42.0, CPU 1 ... GFLOP/s, ..."), or
+ * "n/a (reason)"; false when there is nothing to say (a report from
+ * before the looks). */
+bool ntp__pace_line(const ntp_pace_check *p, char *buf, size_t len);
 /* The size of `cpu`'s data or unified cache at `level` in sysfs, and
  * (*shared) whether its shared_cpu_list holds `other` (-1: no list); 0
  * when sysfs does not say. */

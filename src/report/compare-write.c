@@ -192,7 +192,7 @@ static void table_fusion_note(FILE *f, const char *A, const ntp_run_result *a, c
 }
 
 /* What the machine was doing around one run that can move its times
- * (docs/run.md#contention, docs/run.md#handoff), into buf; false when
+ * (docs/run.md#contention, #handoff, #pace), into buf; false when
  * nothing was flagged. */
 static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
 {
@@ -210,6 +210,11 @@ static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used,
                                  "%sits CPUs did not share a cache (hand-off %.1fx)",
                                  used ? ", " : "", ntp_handoff_worst(&c->handoff));
+    if (used < len && c->pace.measured && c->pace.slowed) {
+        int k = ntp_pace_slowest(&c->pace);
+        used += (size_t)snprintf(buf + used, len - used, "%sCPU %d ran slowed (pace %.2fx)",
+                                 used ? ", " : "", c->pace.cpu[k], c->pace.low[k] / c->pace.best);
+    }
     return used > 0;
 }
 

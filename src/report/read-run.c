@@ -209,6 +209,41 @@ static void read_handoff_probe(json_t *o, ntp_handoff_probe *p)
     p->pairs_apart = (int)opt_num(o, "pairs_apart", 0);
 }
 
+/* environment.contention.pace; absent (an older report): not measured, no
+ * reason, and the report writers leave it out again. */
+static void read_pace(json_t *o, ntp_pace_check *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!json_is_object(o))
+        return;
+    p->measured = json_is_true(json_object_get(o, "measured"));
+    json_t *cpus = json_object_get(o, "cpus");
+    for (size_t i = 0;
+         json_is_array(cpus) && i < json_array_size(cpus) && p->n_cpus < NTP_PACE_MAX_CPUS; i++) {
+        json_t *one = json_array_get(cpus, i);
+        p->cpu[p->n_cpus] = (int)opt_num(one, "cpu", 0);
+        p->low[p->n_cpus] = opt_num(one, "low_gflops", 0);
+        p->high[p->n_cpus++] = opt_num(one, "high_gflops", 0);
+    }
+    p->best = opt_num(o, "best_gflops", 0);
+    p->looks = (int)opt_num(o, "looks", 0);
+    p->slow_looks = (int)opt_num(o, "slow_looks", 0);
+    p->one_thread = json_is_true(json_object_get(o, "one_thread"));
+    p->cost_s = opt_num(o, "cost_s", 0);
+    p->slow_ms = opt_num(o, "slow_ms", 0);
+    p->slow_n = (int)opt_num(o, "slow_n", 0);
+    p->clear_ms = opt_num(o, "clear_ms", 0);
+    p->clear_n = (int)opt_num(o, "clear_n", 0);
+    opt_pair(json_object_get(o, "slow_ci95_ms"), &p->slow_lo, &p->slow_hi);
+    opt_pair(json_object_get(o, "clear_ci95_ms"), &p->clear_lo, &p->clear_hi);
+    p->slowed = json_is_true(json_object_get(o, "slowed"));
+    p->unconfirmed = json_is_true(json_object_get(o, "unconfirmed"));
+    json_t *why = json_object_get(o, "reason");
+    snprintf(p->reason, sizeof p->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
+    if (!p->measured && !p->reason[0])
+        snprintf(p->reason, sizeof p->reason, "not measured");
+}
+
 /* environment.contention.handoff; absent (an older report): not measured,
  * no reason, and the report writers leave it out again. */
 static void read_handoff(json_t *o, ntp_handoff_check *h)
@@ -282,6 +317,7 @@ static void read_env(reader *rd, json_t *o, ntp_env *e)
         /* Optional: reports before the bandwidth probe lack it. */
         ntp__bandwidth_read_json(json_object_get(c, "bandwidth"), &ct->bandwidth);
         read_handoff(json_object_get(c, "handoff"), &ct->handoff);
+        read_pace(json_object_get(c, "pace"), &ct->pace);
     }
 }
 

@@ -53,8 +53,8 @@ bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t l
 
 /* One of a run's environment lines: "libraries", "cpu", "thread pools'
  * wait policy", "contention", "memory bandwidth", "cpu hand-off", "hand-off
- * moved". */
-#define NTP_ENV_LINES 7
+ * moved", "cpu pace". */
+#define NTP_ENV_LINES 8
 typedef struct ntp__env_line {
     const char *label;
     char text[2048];

@@ -576,6 +576,8 @@ int ntp__run_env_lines(const ntp_run_result *r, ntp__env_line out[NTP_ENV_LINES]
         out[n++].label = "cpu hand-off";
     if (moved_rows(r, out[n].text, sizeof out[n].text))
         out[n++].label = "hand-off moved";
+    if (ntp__pace_line(&c->pace, out[n].text, sizeof out[n].text))
+        out[n++].label = "cpu pace";
     return n;
 }
 
@@ -932,6 +934,46 @@ static json_t *flags_json(bool *ok, const char *flags)
 }
 
 /* One hand-off probe: null where it did not run. */
+/* environment.contention.pace (docs/run.md#pace). */
+static json_t *pace_json(bool *ok, const ntp_pace_check *p)
+{
+    json_t *o = json_object();
+    ntp__jset(ok, o, "measured", json_boolean(p->measured));
+    if (!p->measured) {
+        ntp__jset(ok, o, "reason", ntp__json_str(p->reason));
+        return o;
+    }
+    json_t *cpus = json_array();
+    for (int c = 0; c < p->n_cpus; c++) {
+        json_t *one = json_object();
+        ntp__jset(ok, one, "cpu", json_integer(p->cpu[c]));
+        ntp__jset(ok, one, "low_gflops", ntp__json_num(p->low[c]));
+        ntp__jset(ok, one, "high_gflops", ntp__json_num(p->high[c]));
+        if (json_array_append_new(cpus, one))
+            *ok = false;
+    }
+    ntp__jset(ok, o, "cpus", cpus);
+    ntp__jset(ok, o, "best_gflops", ntp__json_num(p->best));
+    ntp__jset(ok, o, "looks", json_integer(p->looks));
+    ntp__jset(ok, o, "slow_looks", json_integer(p->slow_looks));
+    ntp__jset(ok, o, "slow_share", ntp__json_num(NTP_PACE_SLOW_SHARE));
+    ntp__jset(ok, o, "sample_s", ntp__json_num(NTP_HANDOFF_SAMPLE_S));
+    ntp__jset(ok, o, "one_thread", json_boolean(p->one_thread));
+    ntp__jset(ok, o, "cost_s", ntp__json_num(p->cost_s));
+    ntp__jset(ok, o, "slow_ms", p->slow_n > 0 ? ntp__json_num(p->slow_ms) : json_null());
+    ntp__jset(ok, o, "slow_n", json_integer(p->slow_n));
+    ntp__jset(ok, o, "clear_ms", p->clear_n > 0 ? ntp__json_num(p->clear_ms) : json_null());
+    ntp__jset(ok, o, "clear_n", json_integer(p->clear_n));
+    ntp__jset(ok, o, "slow_ci95_ms",
+              p->slow_n > 0 ? ci_pair(ok, p->slow_lo, p->slow_hi) : json_null());
+    ntp__jset(ok, o, "clear_ci95_ms",
+              p->clear_n > 0 ? ci_pair(ok, p->clear_lo, p->clear_hi) : json_null());
+    ntp__jset(ok, o, "slowed", json_boolean(p->slowed));
+    ntp__jset(ok, o, "unconfirmed", json_boolean(p->unconfirmed));
+    ntp__jset(ok, o, "slower_ratio", ntp__json_num(NTP_HANDOFF_SLOWER));
+    return o;
+}
+
 static json_t *handoff_probe_json(bool *ok, const ntp_handoff_probe *p)
 {
     if (!(p->ratio > 0))
@@ -1042,6 +1084,8 @@ static json_t *env_json(bool *ok, const ntp_env *e)
         }
         ntp__jset(ok, ct, "handoff", ho);
     }
+    if (c->pace.measured || c->pace.reason[0])
+        ntp__jset(ok, ct, "pace", pace_json(ok, &c->pace));
     ntp__jset(ok, o, "contention", ct);
     return o;
 }
