@@ -168,7 +168,7 @@ typedef struct ntp_calibration {
     int apart_timings, apart_kept;
     /* The same for the timings whose look at the CPUs' pace read under
      * NTP_CALIBRATE_SLOW_PACE of the best (pace_gflops: the best look,
-     * the slowest CPU's multiply-add GFLOP/s; 0: not looked, or a
+     * the multiply-add GFLOP/s of the CPU a timing ended on; 0: not looked, or a
      * calibration made before it was). */
     int slow_timings, slow_kept;
     double pace_gflops;
@@ -285,7 +285,7 @@ NTP_API bool ntp_calibrate_keep_parse(const char *name, int *keep);
 /* Timings more of a configuration whose every pass ran while the CPUs
  * were apart (docs/predict.md#passes), until one finds them together. */
 #define NTP_CALIBRATE_APART_RETRIES 2
-/* A timing whose look at the CPUs' pace (the slowest CPU's multiply-add
+/* A timing whose look at the pace of the CPU it ran on (its multiply-add
  * rate) read under this share of the calibration's best look ran on a
  * CPU the host slowed (docs/predict.md#passes): treated as an apart
  * timing. The run's share (include/ntprof/run.h). */

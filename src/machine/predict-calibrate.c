@@ -13,6 +13,7 @@
  * keeps a few small configurations per family, for tests. */
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -623,14 +624,18 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
          * (docs/run.md#handoff): a timing while they did not is left out
          * where another pass's was not (merge_passes). */
         const bool paced = pace_judged(cal->backend, o->threads);
-        double look = ntp__handoff_look(rn->looks), pace = paced ? ntp__pace_look() : 0;
+        double look = ntp__handoff_look(rn->looks);
+        ntp__pace_cpus pace, pace_after;
+        bool paced_before = paced && ntp__pace_look_all(&pace);
         st = ntp_run(ctx, g, &ro, &r);
+        /* The layer ran on this thread: the CPU it ended on. */
+        const int cpu = sched_getcpu();
         double after = st ? 0 : ntp__handoff_look(rn->looks);
-        double pace_after = st || !paced ? 0 : ntp__pace_look();
+        bool paced_after = !st && paced_before && ntp__pace_look_all(&pace_after);
         tm->apart = look >= NTP_HANDOFF_APART_RATIO || after >= NTP_HANDOFF_APART_RATIO;
-        /* And how fast the CPUs ran (pace.c): a host may share a vCPU's
+        /* And how fast that CPU ran (pace.c): a host may share a vCPU's
          * core with another guest, which no load figure shows. */
-        tm->pace = pace > 0 && pace_after > 0 ? fmin(pace, pace_after) : 0;
+        tm->pace = paced_after ? fmin(ntp__pace_of(&pace, cpu), ntp__pace_of(&pace_after, cpu)) : 0;
     }
     for (int i = 0; !st && r && i < r->n_layers; i++) {
         const ntp_layer_result *l = &r->layers[i];

@@ -153,8 +153,9 @@ typedef struct ntp__calibrate_timed {
      * (docs/run.md#handoff): its time is left out where another pass of
      * the configuration found them together. */
     bool apart;
-    /* The CPUs' pace (ntp__pace_look) just before and just after, the
-     * lower, GFLOP/s; 0: not looked. Under NTP_CALIBRATE_SLOW_PACE times
+    /* The pace of the CPU the timing ended on (ntp__pace_of; the slowest
+     * CPU's where not known) just before and just after, the lower,
+     * GFLOP/s; 0: not looked. Under NTP_CALIBRATE_SLOW_PACE times
      * the best of the calibration's looks, a timing is treated as an apart
      * one (merge_passes). */
     double pace;

@@ -231,13 +231,22 @@ typedef struct ntp__split {
 /* false (s all 0) when out of memory. */
 bool ntp__split_iterations(const double *e2e, const unsigned char *flag, int n, ntp__split *s);
 
-/* The CPUs' pace (pace.c): the multiply-add GFLOP/s of the slowest of the
- * process's CPUs (the first NTP_PACE_MAX_CPUS), each on a thread pinned to
- * it, the best of a few trials of about 0.1 ms; 0 when it could not run.
- * A calibration takes one around each timing (docs/predict.md#passes). */
-double ntp__pace_look(void);
-/* The same for each of cpus[0..n) into out; false when one could not run. */
+/* The CPUs' pace (pace.c): the multiply-add GFLOP/s of each of cpus[0..n),
+ * each on a thread pinned to it, the best of a few trials of about 0.1 ms,
+ * into out; false when one could not run. */
 bool ntp__pace_read(const int *cpus, int n, double *out);
+/* One look at every CPU of the process's set (the first NTP_PACE_MAX_CPUS):
+ * a calibration takes one around each timing (docs/predict.md#passes). */
+typedef struct ntp__pace_cpus {
+    int n;
+    int cpu[NTP_PACE_MAX_CPUS];
+    double gflops[NTP_PACE_MAX_CPUS];
+} ntp__pace_cpus;
+/* false when a CPU's reading could not run. */
+bool ntp__pace_look_all(ntp__pace_cpus *a);
+/* A look's reading of cpu; the slowest CPU's where cpu is not among those
+ * looked at (-1: unknown). */
+double ntp__pace_of(const ntp__pace_cpus *a, int cpu);
 /* A run's looks (docs/run.md#pace): planned before the window (off with
  * the bandwidth probe, under valgrind; one_thread when the run's layers
  * run on one thread), one at the window's start, one between iterations

@@ -13,8 +13,8 @@
  * L1 (each step loads one, multiplies-adds and stores it back), read
  * 31-36 GFLOP/s on the slowed vCPU against 40-45 on the other, step for
  * step with the fc. A look reads one CPU at a time, on a thread pinned to
- * it, the best of a few short trials: a calibration keeps the slowest
- * CPU's reading, a run every CPU's (docs/run.md#pace). */
+ * it, the best of a few short trials: a calibration keeps the reading of
+ * the CPU its timing ended on, a run every CPU's (docs/run.md#pace). */
 #include <pthread.h>
 #include <immintrin.h>
 #include <sched.h>
@@ -120,18 +120,29 @@ static int pace_cpus(int cpus[NTP_PACE_MAX_CPUS])
     return n;
 }
 
-double ntp__pace_look(void)
+bool ntp__pace_look_all(ntp__pace_cpus *a)
 {
-    int cpus[NTP_PACE_MAX_CPUS];
-    double g[NTP_PACE_MAX_CPUS];
-    int n = pace_cpus(cpus);
-    if (!ntp__pace_read(cpus, n, g))
-        return 0;
+    a->n = pace_cpus(a->cpu);
+    return ntp__pace_read(a->cpu, a->n, a->gflops);
+}
+
+/* The reading g[i] of CPU cpu among cpus[0..n); the slowest where it is
+ * not among them. */
+static double reading_of(const int *cpus, const double *g, int n, int cpu)
+{
     double slowest = g[0];
-    for (int i = 1; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (cpus[i] == cpu)
+            return g[i];
         if (g[i] < slowest)
             slowest = g[i];
+    }
     return slowest;
+}
+
+double ntp__pace_of(const ntp__pace_cpus *a, int cpu)
+{
+    return reading_of(a->cpu, a->gflops, a->n, cpu);
 }
 
 void ntp__pace_plan(ntp_bandwidth_probe mode, int threads, ntp_pace_check *p)
@@ -234,21 +245,6 @@ void ntp__pace_window_end(ntp_pace_check *p, ntp__pace_window *w, const double *
     memset(w, 0, sizeof *w);
 }
 
-/* Look k's pace for iteration i: the reading of the CPU it ended on for a
- * one-thread run (where known and looked at), the slowest CPU's
- * otherwise. */
-static double iteration_pace(const ntp_pace_check *p, const double *look, int cpu)
-{
-    double slowest = look[0];
-    for (int c = 0; c < p->n_cpus; c++) {
-        if (p->one_thread && p->cpu[c] == cpu)
-            return look[c];
-        if (look[c] < slowest)
-            slowest = look[c];
-    }
-    return slowest;
-}
-
 void ntp__pace_judge(ntp_pace_check *p, const double *gflops, const int *look_iter, int looks,
                      const double *e2e, const int *iter_cpu, int n)
 {
@@ -280,8 +276,11 @@ void ntp__pace_judge(ntp_pace_check *p, const double *gflops, const int *look_it
     for (int i = 0; flag && i < n; i++) {
         while (k + 1 < looks && look_iter[k + 1] <= i)
             k++;
+        /* A one-thread run under the CPU it ended on (where known and
+         * looked at), any other under the slowest CPU. */
+        const double *look = gflops + (size_t)k * NTP_PACE_MAX_CPUS;
         flag[i] = looks > 0 &&
-                  iteration_pace(p, gflops + (size_t)k * NTP_PACE_MAX_CPUS, iter_cpu[i]) < bar;
+                  reading_of(p->cpu, look, p->n_cpus, p->one_thread ? iter_cpu[i] : -1) < bar;
     }
     ntp__split s;
     memset(&s, 0, sizeof s);
