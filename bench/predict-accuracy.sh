@@ -32,10 +32,11 @@
 # says so when the load average at the start exceeds half the CPUs). On a
 # quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
 # the calibration's design has grown by about 50 configurations since).
-# A round is marked * where the run found its CPUs apart and ~ where its
-# memory bus read low, and both targets are printed again over the
+# A round is marked * where the run found its CPUs apart, ~ where its
+# memory bus read low and ! where its iterations under slowed pace looks
+# ran slower (docs/run.md#pace), and both targets are printed again over the
 # iterations while the CPUs shared a cache of the rounds whose bus did not
-# read low.
+# read low, the first also over the iterations under unslowed looks.
 #
 # Usage: bench/predict-accuracy.sh NTPROF [--backends onednn,xnnpack,ref]
 #        [--db PATH] [--no-calibrate] [--models DIR] [--keep DIR] [--fast]
@@ -330,25 +331,38 @@ for name, rs in runs.items():
     # the iterations while the CPUs shared a cache (a round with no look, a
     # one-thread run's, counts whole).
     calm = [t for t in (together(r, h) for r, h in zip(rs, hs)) if t]
+    # The CPUs' pace (docs/run.md#pace): a round whose iterations under
+    # slowed looks ran slower counts by the others' median.
+    def pace(r):
+        q = r.get("environment", {}).get("contention", {}).get("pace") or {}
+        return q if q.get("measured") else None
+    qs = [pace(r) for r in rs]
+    slowed = [bool(q) and bool(q.get("slowed")) for q in qs]
+    clear = [q["clear_ms"] if s else r["end_to_end"]["median_ms"]
+             for r, q, s in zip(rs, qs, slowed)]
+    perr = (pred - med(clear)) / med(clear) if any(slowed) else None
     models.append({"model": name, "error": err, "major": major, "together_error": terr,
+                   "slowed": slowed, "pace_error": perr,
                    "apart": sum(apart), "low": sum(low), "reads": reads,
                    "ceiling": next((b["ceiling_gbps"] for b in bs if b and b.get("ceiling_gbps")),
                                    None),
                    "major_calm": (majors(calm) if any(apart) else major) if calm else None})
     if len(e2es) > 1:
         noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
-                      "apart": apart, "low": low})
+                      "apart": apart, "low": low, "slowed": slowed})
 # The measurement's own noise: the same model measured in each round,
 # interleaved with the others; the median over the models of a model's
 # spread between its rounds, (highest - lowest) / median, is the floor
 # below which a prediction's error cannot be told from the measurement's.
 for x in noise:
     print(f"{be:<8} {x['model']:<22} rounds: "
-          + " ".join(f"{v:.3f}{'*' if a else ''}{'~' if lo else ''}"
-                     for v, a, lo in zip(x["e2e"], x["apart"], x["low"]))
+          + " ".join(f"{v:.3f}{'*' if a else ''}{'~' if lo else ''}{'!' if sl else ''}"
+                     for v, a, lo, sl in zip(x["e2e"], x["apart"], x["low"], x["slowed"]))
           + f" ms, spread {100 * x['spread']:.1f}%")
 if any(a for x in noise for a in x["apart"]):
     print(f"{be:<8} * the run's CPUs did not share a cache at some look (docs/run.md#handoff)")
+if any(a for x in noise for a in x["slowed"]):
+    print(f"{be:<8} ! the run's iterations under slowed pace looks ran slower (docs/run.md#pace)")
 # The memory bus by the placement the hand-off look next to each probe
 # found: a two-thread DRAM triad reads more with the vCPUs on two dies
 # (two memory paths) than on one, and the stored ceiling was measured in
@@ -410,6 +424,16 @@ if tm and any(m["apart"] for m in models):
     print(f"{be:<8}   over the iterations while the CPUs shared a cache: {k} of {len(tm)} "
           f"({100 * k / len(tm):.0f}%): " + ", ".join(
               f"{m['model']} {100 * m['together_error']:+.1f}%" for m in tm))
+# The same target against each model's iterations under unslowed pace
+# looks (docs/run.md#pace) where some round's slowed ones ran slower: what
+# the machine measures without a guest beside its vCPU. No verdict either.
+if any(any(m["slowed"]) for m in models):
+    pm = [m for m in models if m["error"] is not None]
+    pe = [m["pace_error"] if m["pace_error"] is not None else m["error"] for m in pm]
+    k = sum(1 for e in pe if abs(e) <= 0.10)
+    print(f"{be:<8}   over the iterations under unslowed pace looks: {k} of {len(pm)} "
+          f"({100 * k / len(pm):.0f}%): " + ", ".join(
+              f"{m['model']} {100 * e:+.1f}%" for m, e in zip(pm, pe) if m["pace_error"] is not None))
 # Target 2 the same way: each layer's median over the iterations while
 # the CPUs shared a cache (the rows' split where the looks split a round,
 # docs/run.md#handoff); a model with none is named, not counted.
