@@ -1594,6 +1594,27 @@ static void test_pace_check(void **state)
     char *page = capture(fx, write_html, NTP_FORMAT_TABLE);
     assert_non_null(strstr(page, "<b>cpu pace</b>: CPU 0 41.2-43.5"));
     free(page);
+    /* Beside a prediction, the note: against the 90 iterations under
+     * unslowed looks (1.75 ms), 1.925 ms is +10.0%. */
+    fx->r.prediction.available = true;
+    snprintf(fx->r.prediction.calibration, sizeof fx->r.prediction.calibration, "test");
+    fx->r.prediction.predicted_ms = 1.925;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: CPU 3 ran slowed under 30 of the run's iterations (its pace "
+                       "down to 0.70x the run's\n"))
+        fail_msg("no pace note beside the prediction:\n%s", table);
+    if (!strstr(table, "over the 90 others, 1.75 ms, the prediction is +10.0%;"))
+        fail_msg("no prediction against the unslowed iterations:\n%s", table);
+    free(table);
+    /* Not confirmed by the run's time: no note. */
+    p->slowed = false;
+    p->unconfirmed = true;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "ran slowed under"));
+    free(table);
+    p->slowed = true;
+    p->unconfirmed = false;
+    fx->r.prediction.available = false;
     ntp_run_result_free(back);
 
     /* Not looked: measured false and why; an older report without the

@@ -58,22 +58,34 @@ static bool bandwidth_note(const ntp_bandwidth_check *b, const ntp_run_predictio
 bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (!r->prediction.available)
+    const ntp_run_prediction *p = &r->prediction;
+    if (!p->available)
         return false;
     char bw[640] = "";
-    bool low = bandwidth_note(&r->env.contention.bandwidth, &r->prediction, bw, sizeof bw);
+    bandwidth_note(&r->env.contention.bandwidth, p, bw, sizeof bw);
+    size_t used = (size_t)snprintf(buf, len, "%s", bw);
     const ntp_handoff_check *h = &r->env.contention.handoff;
-    if (!ntp_handoff_flagged(h)) {
-        snprintf(buf, len, "%s", bw);
-        return low;
+    if (ntp_handoff_flagged(h) && used < len)
+        used += (size_t)snprintf(
+            buf + used, len - used,
+            "%sthe run's CPUs did not share a cache around it (one read the other's writes "
+            "%.1fx slower than its own, docs/run.md#handoff), and the calibration keeps the "
+            "timings of CPUs that did: a layer's error may be the placement's, not the model's",
+            used ? "; " : "", ntp_handoff_worst(h));
+    /* A CPU slowed under some of the run's iterations (docs/run.md#pace):
+     * the prediction against the others. */
+    const ntp_pace_check *q = &r->env.contention.pace;
+    if (q->measured && q->slowed && q->clear_ms > 0 && used < len) {
+        int k = ntp_pace_slowest(q);
+        used += (size_t)snprintf(
+            buf + used, len - used,
+            "%sCPU %d ran slowed under %d of the run's iterations (its pace down to %.2fx the "
+            "run's best, docs/run.md#pace): over the %d others, %.4g ms, the prediction is "
+            "%+.1f%%; a layer's error may be the machine's, not the model's",
+            used ? "; " : "", q->cpu[k], q->slow_n, q->low[k] / q->best, q->clear_n, q->clear_ms,
+            100.0 * (p->predicted_ms - q->clear_ms) / q->clear_ms);
     }
-    snprintf(buf, len,
-             "%s%sthe run's CPUs did not share a cache around it (one read the other's writes "
-             "%.1fx slower than its own, docs/run.md#handoff), and the calibration keeps the "
-             "timings of CPUs that did: a layer's error may be the placement's, not the "
-             "model's",
-             bw, low ? "; " : "", ntp_handoff_worst(h));
-    return true;
+    return used > 0;
 }
 
 bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len)

@@ -37,11 +37,12 @@ void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
                       const char *(*text)(const void *layers, int i, int what));
 
 /* A run's prediction beside its measurement, when the bandwidth probes
- * around it read low or high (docs/predict.md, docs/run.md#contention) or
- * its CPUs did not share a cache (docs/run.md#handoff): one line saying
- * that a layer's error may then be the machine's (low, apart) or the
- * stored ceilings' (high), not the model's (predict-view.c); false when
- * there is nothing to say. */
+ * around it read low or high (docs/predict.md, docs/run.md#contention),
+ * its CPUs did not share a cache (docs/run.md#handoff) or a CPU ran slowed
+ * under some of its iterations (docs/run.md#pace, with the prediction
+ * against the others): one line saying that a layer's error may then be
+ * the machine's (low, apart, slowed) or the stored ceilings' (high), not
+ * the model's (predict-view.c); false when there is nothing to say. */
 bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len);
 /* A run whose iterations the hand-off looks split between the CPUs
  * sharing a cache and not (docs/run.md#handoff): the prediction against
