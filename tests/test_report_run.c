@@ -1585,6 +1585,20 @@ static void test_pace_check(void **state)
     assert_int_equal(rp->clear_n, 90);
     assert_float_equal(rp->clear_lo, 1.625, 0);
     assert_float_equal(rp->clear_hi, 1.875, 0);
+    ntp_run_result_free(back);
+    /* A hand-edited report whose looks list no CPU: read as not looked
+     * (no CPU to name), not trusted. */
+    root = parse(text);
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(root, "environment"), "contention"),
+                        "pace"),
+        "cpus", json_array());
+    bad = json_dumps(root, 0);
+    json_decref(root);
+    back = load_text(bad);
+    free(bad);
+    assert_false(back->env.contention.pace.measured);
+    assert_string_equal(back->env.contention.pace.reason, "the report lists no CPU the looks read");
 
     /* The header's line, on the table and the page. */
     char *table = capture(fx, write_run, NTP_FORMAT_TABLE);

@@ -307,9 +307,9 @@ static void per_cpu(const ntp_pace_check *p, char *buf, size_t len)
 bool ntp__pace_warning(const ntp_pace_check *p, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (!p->measured || !p->slowed)
+    const int k = ntp_pace_slowest(p);
+    if (!p->slowed || k < 0)
         return false;
-    int k = ntp_pace_slowest(p);
     snprintf(buf, len,
              "CPU %d ran slowed: its pace read down to %.2fx the run's best look (%.1f GFLOP/s "
              "against %.1f), and the %d iterations under looks under %.2fx took %.4g ms "

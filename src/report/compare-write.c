@@ -210,11 +210,10 @@ static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used,
                                  "%sits CPUs did not share a cache (hand-off %.1fx)",
                                  used ? ", " : "", ntp_handoff_worst(&c->handoff));
-    if (used < len && c->pace.measured && c->pace.slowed) {
-        int k = ntp_pace_slowest(&c->pace);
+    const int k = ntp_pace_slowest(&c->pace);
+    if (used < len && c->pace.slowed && k >= 0)
         used += (size_t)snprintf(buf + used, len - used, "%sCPU %d ran slowed (pace %.2fx)",
                                  used ? ", " : "", c->pace.cpu[k], c->pace.low[k] / c->pace.best);
-    }
     return used > 0;
 }
 

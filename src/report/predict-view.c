@@ -75,8 +75,8 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     /* A CPU slowed under some of the run's iterations (docs/run.md#pace):
      * the prediction against the others. */
     const ntp_pace_check *q = &r->env.contention.pace;
-    if (q->measured && q->slowed && q->clear_ms > 0 && used < len) {
-        int k = ntp_pace_slowest(q);
+    const int k = ntp_pace_slowest(q);
+    if (q->slowed && k >= 0 && q->clear_ms > 0 && used < len)
         used += (size_t)snprintf(
             buf + used, len - used,
             "%sCPU %d ran slowed under %d of the run's iterations (its pace down to %.2fx the "
@@ -84,7 +84,6 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
             "%+.1f%%; a layer's error may be the machine's, not the model's",
             used ? "; " : "", q->cpu[k], q->slow_n, q->low[k] / q->best, q->clear_n, q->clear_ms,
             100.0 * (p->predicted_ms - q->clear_ms) / q->clear_ms);
-    }
     return used > 0;
 }
 

@@ -240,6 +240,11 @@ static void read_pace(json_t *o, ntp_pace_check *p)
     p->unconfirmed = json_is_true(json_object_get(o, "unconfirmed"));
     json_t *why = json_object_get(o, "reason");
     snprintf(p->reason, sizeof p->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
+    /* Looks need a CPU looked at (the writer lists each). */
+    if (p->measured && p->n_cpus == 0) {
+        p->measured = false;
+        snprintf(p->reason, sizeof p->reason, "the report lists no CPU the looks read");
+    }
     if (!p->measured && !p->reason[0])
         snprintf(p->reason, sizeof p->reason, "not measured");
 }
