@@ -93,6 +93,18 @@ static void test_one_thread(void **state)
                      "interval 2.3-2.4), the 4 others 1.735 ms (1.7-1.8); the looks took 0 ms"))
         fail_msg("the line: %s", msg);
 
+    /* One iteration on the slowed CPU (2.4 against 2.3 1.7 1.8 1.75 1.72:
+     * median 1.75, interval min..max up to 2.3): warned, in the
+     * singular. */
+    static const int once[6] = {1, 0, 0, 0, 0, 0};
+    p = planned(true);
+    ntp__pace_judge(&p, looks, look_iter, 3, e2e, once, 6);
+    assert_int_equal(p.slow_n, 1);
+    assert_true(p.slowed);
+    assert_true(ntp__pace_warning(&p, msg, sizeof msg));
+    assert_non_null(strstr(msg, "and the 1 iteration under looks under 0.87x took 2.4 ms"));
+    assert_non_null(strstr(msg, "over the 5 others;"));
+
     /* Where the CPU an iteration ended on is not known (-1) or not looked
      * at (5), the slowest CPU's look stands for it: iteration 2 joins the
      * slowed ones (2.4 2.3 1.7: median 2.3, interval 1.7-2.4 over the

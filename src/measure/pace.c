@@ -197,7 +197,9 @@ void ntp__pace_window_begin(ntp_pace_check *p, ntp__pace_window *w)
     memset(w, 0, sizeof *w);
     w->on = p->measured;
     if (w->on && !take_look(p, w, 0)) {
-        snprintf(p->reason, sizeof p->reason, "a look could not run on CPU %d", p->cpu[0]);
+        snprintf(p->reason, sizeof p->reason,
+                 "a look could not run (out of memory, or a CPU of the run's set would not take "
+                 "its thread)");
         p->measured = w->on = false;
     }
 }
@@ -312,12 +314,13 @@ bool ntp__pace_warning(const ntp_pace_check *p, char *buf, size_t len)
         return false;
     snprintf(buf, len,
              "CPU %d ran slowed: its pace read down to %.2fx the run's best look (%.1f GFLOP/s "
-             "against %.1f), and the %d iterations under looks under %.2fx took %.4g ms "
+             "against %.1f), and the %d iteration%s under looks under %.2fx took %.4g ms "
              "end-to-end median (95%% interval %.4g-%.4g) against %.4g ms (%.4g-%.4g) over the "
-             "%d others; on a virtual machine, presumably a guest beside the vCPU on its core; "
+             "%d other%s; on a virtual machine, presumably a guest beside the vCPU on its core; "
              "the run's median mixes the two (docs/run.md#pace)",
-             p->cpu[k], p->low[k] / p->best, p->low[k], p->best, p->slow_n, NTP_PACE_SLOW_SHARE,
-             p->slow_ms, p->slow_lo, p->slow_hi, p->clear_ms, p->clear_lo, p->clear_hi, p->clear_n);
+             p->cpu[k], p->low[k] / p->best, p->low[k], p->best, p->slow_n,
+             p->slow_n == 1 ? "" : "s", NTP_PACE_SLOW_SHARE, p->slow_ms, p->slow_lo, p->slow_hi,
+             p->clear_ms, p->clear_lo, p->clear_hi, p->clear_n, p->clear_n == 1 ? "" : "s");
     return true;
 }
 
@@ -334,10 +337,10 @@ bool ntp__pace_line(const ntp_pace_check *p, char *buf, size_t len)
     per_cpu(p, cpus, sizeof cpus);
     if (p->slow_n > 0 && p->clear_n > 0)
         snprintf(split, sizeof split,
-                 "; the %d iterations under them took %.4g ms (end-to-end median, 95%% interval "
-                 "%.4g-%.4g), the %d others %.4g ms (%.4g-%.4g)%s",
-                 p->slow_n, p->slow_ms, p->slow_lo, p->slow_hi, p->clear_n, p->clear_ms,
-                 p->clear_lo, p->clear_hi,
+                 "; the %d iteration%s under them took %.4g ms (end-to-end median, 95%% "
+                 "interval %.4g-%.4g), the %d other%s %.4g ms (%.4g-%.4g)%s",
+                 p->slow_n, p->slow_n == 1 ? "" : "s", p->slow_ms, p->slow_lo, p->slow_hi,
+                 p->clear_n, p->clear_n == 1 ? "" : "s", p->clear_ms, p->clear_lo, p->clear_hi,
                  p->slowed ? "" : ": the run's time did not follow the looks, no warning");
     else if (p->slow_n > 0)
         snprintf(split, sizeof split, "; every iteration ran under them");
