@@ -5,10 +5,17 @@
  * memset over the same buffer (what ntprof wrote before 2026-12-04), and
  * a read of it; interleaved, rounds times, medians printed with the ratio
  * to the warm read. A flush that evicts reads at memory's speed (ratio
- * well above 1); one that does not, at the cache's (near 1). Prints and
- * never fails on time.
+ * well above 1); one that does not, at the cache's (near 1). Then the same
+ * for a buffer a worker thread read on another CPU of the set (a
+ * backend's pool) and reads back there: nothing between, the caller's
+ * writes alone (ntp__flush_caches_here, the flush before 2026-12-06) and
+ * the flush from every CPU; where the two CPUs do not share a cache, the
+ * caller's writes leave the worker's copy warm. Prints and never fails on
+ * time.
  *
  * Usage: bench_flush [WEIGHTS_MB [FLUSH_MB [ROUNDS]]] (default 9.6 64 31) */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +23,11 @@
 #include "measure/measure-impl.h"
 #include "ntprof/stats.h"
 
-enum { WARM, FLUSH, MEMSET, READ, KINDS };
-static const char *const kind_name[KINDS] = {"warm (nothing between)", "ntp__flush_caches",
-                                             "memset", "read of the flush buffer"};
+enum { WARM, FLUSH, MEMSET, READ, W_WARM, W_HERE, W_FLUSH, KINDS };
+static const char *const kind_name[KINDS] = {
+    "warm (nothing between)",   "ntp__flush_caches",      "memset",
+    "read of the flush buffer", "warm (nothing between)", "the caller's writes alone",
+    "ntp__flush_caches"};
 
 static volatile double sink;
 
@@ -31,6 +40,35 @@ static double read_lines(const double *w, size_t n)
         s += w[i];
     sink += s;
     return (double)(ntp__now_ns() - t0) / 1e9;
+}
+
+typedef struct reader {
+    const double *w;
+    size_t n;
+    int cpu;
+    double s;
+} reader;
+
+static void *read_pinned(void *arg)
+{
+    reader *r = arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(r->cpu, &one);
+    r->s =
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0 ? read_lines(r->w, r->n) : -1;
+    return NULL;
+}
+
+/* read_lines(w, n) on a thread pinned to cpu; -1 where it cannot be. */
+static double read_on(int cpu, const double *w, size_t n)
+{
+    reader r = {w, n, cpu, -1};
+    pthread_t th;
+    if (pthread_create(&th, NULL, read_pinned, &r) != 0)
+        return -1;
+    pthread_join(th, NULL);
+    return r.s;
 }
 
 int main(int argc, char **argv)
@@ -57,8 +95,29 @@ int main(int argc, char **argv)
            "(load %.2f %.2f %.2f)\n",
            wmb, fmb, rounds, load[0], load[1], load[2]);
     size_t n = wb / sizeof *w;
+    /* The caller on the first CPU of the set, the worker on the second. */
+    cpu_set_t set, one;
+    int cpus[2], nc = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && nc < 2; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[nc++] = c;
+    CPU_ZERO(&one);
+    if (nc == 2)
+        CPU_SET(cpus[0], &one);
+    const bool worker = nc == 2 && sched_setaffinity(0, sizeof one, &one) == 0;
+    const int kinds = worker ? KINDS : W_WARM;
     for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < KINDS; k++) {
+        for (int k = 0; k < kinds; k++) {
+            if (k >= W_WARM) {
+                read_on(cpus[1], w, n); /* in the worker CPU's cache */
+                if (k == W_HERE)
+                    ntp__flush_caches_here(f, (int64_t)fb, r);
+                else if (k == W_FLUSH)
+                    ntp__flush_caches(f, (int64_t)fb, r);
+                t[k * rounds + r] = read_on(cpus[1], w, n);
+                continue;
+            }
             read_lines(w, n); /* in cache, whatever came before */
             if (k == FLUSH)
                 ntp__flush_caches(f, (int64_t)fb, r);
@@ -69,15 +128,20 @@ int main(int argc, char **argv)
             t[k * rounds + r] = read_lines(w, n);
         }
     double warm = 0;
-    for (int k = 0; k < KINDS; k++) {
+    for (int k = 0; k < kinds; k++) {
         ntp_stats st;
         ntp_stats_compute(&t[k * rounds], (size_t)rounds, &st);
         double med = st.median;
-        if (k == WARM)
+        if (k == W_WARM)
+            printf("read on CPU %d, the caller on CPU %d:\n", cpus[1], cpus[0]);
+        if (k == WARM || k == W_WARM)
             warm = med;
         printf("  after %-26s %8.3f ms  %6.1f GB/s  x%.2f of warm\n", kind_name[k], med * 1e3,
                (double)wb / med / 1e9, med / warm);
     }
+    if (!worker)
+        printf("read on another CPU: n/a (%s)\n",
+               nc < 2 ? "one CPU in the process's set" : "the caller cannot be pinned");
     free(t);
     free(f);
     free(w);

@@ -27,9 +27,17 @@ double ntp__thread_run_delay_s(void);
 /* Write over bytes of buf (ntp_run_opts.flush_bytes, flush.c), one store
  * per NTP__FLUSH_STRIDE bytes, each with pass's low byte: every line
  * written allocates in the caches and evicts another, so that data read
- * before is read again from memory. Outside any timed region. */
+ * before is read again from memory. The caller and a thread pinned to each
+ * of the first NTP__FLUSH_MAX_CPUS CPUs of the process's set write all of
+ * it at once, so that no CPU's cache keeps what a worker thread read.
+ * Returns the CPUs a pinned thread wrote from (0 where none could be
+ * pinned: the caller's writes alone). Outside any timed region. */
 #define NTP__FLUSH_STRIDE 64
-void ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass);
+#define NTP__FLUSH_MAX_CPUS 256
+int ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass);
+/* The same writes from the caller alone (its CPU's caches; what
+ * ntp__flush_caches did before 2026-12-06): bench/bench_flush. */
+void ntp__flush_caches_here(unsigned char *buf, int64_t bytes, int pass);
 
 /* --- contention (contention.c) ----------------------------------------------------- */
 
