@@ -1,8 +1,8 @@
 /* The flush between a calibration's passes (ntp__flush_caches, flush.c):
  * written from every CPU of the process's set, so that a worker thread's
- * cache keeps nothing of the pass before (docs/predict.md#network-
- * conditions). What it writes and from how many CPUs; whether the lines
- * leave the caches is timed by bench/bench_flush, not here. */
+ * cache keeps nothing of the pass before (docs/predict.md#the-flush). What
+ * it writes and from how many CPUs; whether the lines leave the caches is
+ * timed by bench/bench_flush, not here. */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1346,6 +1346,79 @@ static void test_predict_conv_padding(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* XNNPACK's row tiles (docs/predict.md#xnnpacks-row-tiles), by hand under
+ * hand_calibration (fc and conv: 1 us + 2 x compute + 0.5 x memory; L1 of
+ * 1000 B at 100 GB/s, DRAM 10 GB/s). An fc of 20 rows by 8 into 16 units:
+ * W 16 x 8 x 4 = 512 B, read once by each of ceil(20 / mr) tiles. With
+ * AVX-512 (mr 7) 3 tiles, 1024 B read again; 2 threads each hold a copy,
+ * twice its bytes each: 2048 B, past the L1, which holds 1000 / 2048 of
+ * them (hidden behind the arithmetic), the rest from DRAM at 10 GB/s
+ * (priced, times the memory coefficient). With FMA3 alone (mr 5) 4 tiles,
+ * 1536 B again. One thread: 1024 B of working set, 1000 / 1024 at the L1.
+ * A 3x3 convolution of 4 to 8 channels on 5x5 (padding 1): 25 output rows,
+ * W 8 x 36 x 4 = 1152 B, 4 tiles at mr 7: 3456 B again, a working set of
+ * 4608 B. Another backend, or a calibration without the flags: none. */
+static double rereads_ms(double again, double ws)
+{
+    double f = ws > 1000 ? 1000 / ws : 1;
+    return 1e3 * 0.5 * (1 - f) * again / 10e9;
+}
+
+static void test_predict_xnn_row_tiles(void **state)
+{
+    (void)state;
+    static const char xml[] =
+        "<topology name=\"t\" precision=\"f32\"><input name=\"x\" shape=\"20,8\" "
+        "dtype=\"f32\"/><fc name=\"fc\" units=\"16\"/></topology>";
+    static const char conv[] =
+        "<topology name=\"t\" precision=\"f32\"><input name=\"x\" shape=\"1,4,5,5\" "
+        "dtype=\"f32\"/><conv name=\"c\" filters=\"8\" kernel=\"3\" pad=\"1\"/></topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL, *gc = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "t", NULL, &g), 0);
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, conv, strlen(conv), "t", NULL, &gc), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.family[NTP_PREDICT_FAMILY_CONV] = cal.family[NTP_PREDICT_FAMILY_FC];
+    static const struct {
+        const char *backend, *flags;
+        int threads;
+        double again, ws;           /* the fc's re-reads and working set */
+        double conv_again, conv_ws; /* the convolution's */
+    } cases[] = {
+        {"onednn", "avx512f", 2, 0, 0, 0, 0}, /* first: the one read alone */
+        {"xnnpack", "sse4_2 avx avx2 fma avx512f avx512bw", 2, 1024, 2048, 3456, 4608},
+        {"xnnpack", "sse4_2 avx avx2 fma", 2, 1536, 2048, 4608, 4608},
+        {"xnnpack", "avx512fp16 x_avx512f sse4_2", 2, 2048, 2048, 6912, 4608}, /* mr 4 */
+        {"xnnpack", "avx512f", 1, 1024, 1024, 3456, 2304},
+        {"xnnpack", "", 2, 0, 0, 0, 0},
+    };
+    double base = 0, conv_base = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(cal.backend, sizeof cal.backend, "%s", cases[k].backend);
+        snprintf(cal.cpu_flags, sizeof cal.cpu_flags, "%s", cases[k].flags);
+        cal.threads = cases[k].threads;
+        ntp_prediction *p = NULL, *pc = NULL;
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        assert_int_equal(ntp_predict(ctx, gc, &cal, &pc), 0);
+        if (k == 0) {
+            base = p->layers[0].memory_ms;
+            conv_base = pc->layers[0].memory_ms;
+            assert_true(base > 0 && conv_base > 0);
+        }
+        double want = cases[k].again > 0 ? rereads_ms(cases[k].again, cases[k].ws) : 0;
+        double conv_want =
+            cases[k].conv_again > 0 ? rereads_ms(cases[k].conv_again, cases[k].conv_ws) : 0;
+        assert_close(p->layers[0].memory_ms - base, want, 1e-12);
+        assert_close(pc->layers[0].memory_ms - conv_base, conv_want, 1e-12);
+        ntp_prediction_free(p);
+        ntp_prediction_free(pc);
+    }
+    ntp_graph_free(g);
+    ntp_graph_free(gc);
+    ntp_ctx_free(ctx);
+}
+
 /* ref's depthwise convolution as ref-conv.c runs it: one GEMM a group,
  * in the packed loop's padded tiles (docs/predict.md). 8 channels of 14x14,
  * 3x3, padding 1: 8 calls of M 1, N 196, K 9, padded to 4 x 256 x 12:
@@ -2406,6 +2479,7 @@ int main(void)
         cmocka_unit_test(test_gemv_rate),
         cmocka_unit_test(test_backend_versions),
         cmocka_unit_test(test_predict_conv_padding),
+        cmocka_unit_test(test_predict_xnn_row_tiles),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

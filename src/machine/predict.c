@@ -171,6 +171,8 @@ static rnn_shape rnn_shape_of(const ntp_graph *g, int i)
  * matrix, but for a 1x1 convolution of stride 1 without
  * padding (pointwise), whose input is its column matrix. x_floats: one
  * group's input; w_bytes: all the weights; esize: an element's bytes.
+ * A fully connected layer (op fc) is one call of M units by its N rows
+ * (its input's elements over its last dimension), depth K that dimension.
  * calls is 0 for any other layer. */
 typedef struct conv_shape {
     int64_t calls, M, N, K, x_floats, w_bytes, esize;
@@ -185,6 +187,22 @@ static conv_shape conv_shape_of(const ntp_graph *g, int i)
 {
     conv_shape c = {.valid = 1};
     const ntp_node *n = &g->nodes[g->order[i]];
+    if (n->op == NTP_OP_FC && n->n_in >= 1 && n->n_out >= 1) {
+        const ntp_tensor *x = ntp__cin(g, n, 0);
+        int64_t numel = ntp_shape_numel(&x->shape);
+        int64_t k = x->shape.ndim > 0 ? x->shape.dim[x->shape.ndim - 1] : 0;
+        if (k <= 0 || numel <= 0 || n->a.units <= 0)
+            return c;
+        c.pointwise = true;
+        c.esize = ntp__tensor_bytes(x) / numel;
+        c.calls = 1;
+        c.M = n->a.units;
+        c.N = numel / k;
+        c.K = k;
+        c.x_floats = numel;
+        c.w_bytes = c.esize * c.M * c.K;
+        return c;
+    }
     if (n->op != NTP_OP_CONV || n->n_in < 1 || n->n_out < 1 || n->a.groups <= 0)
         return c;
     const ntp_tensor *x = ntp__cin(g, n, 0), *y = ntp__cout(g, n, 0);
@@ -237,6 +255,67 @@ static double packed_flops(const conv_shape *cs)
 {
     return 2.0 * (double)round_up(cs->M, 4) * (double)round_up(cs->N, 64) *
            (double)round_up(cs->K, 4);
+}
+
+/* Whether `flag` is one of the space-separated words of flags. */
+static bool has_word(const char *flags, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (const char *p = flags; p && (p = strstr(p, flag)) != NULL; p += n)
+        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* The rows XNNPACK's f32 GEMM and IGEMM micro-kernels take at once (their
+ * mr) on the machine cal describes: 7 with AVX-512 (7x16), 5 with FMA3 or
+ * AVX (5x16; a first-generation Zen's 4x16s4, which the flags do not tell
+ * apart), 4 below, as src/init.c of Debian 12's XNNPACK (ae108ef) picks
+ * them. 0 for another backend or precision, and where cal does not
+ * record the flags (a calibration made before it did). */
+static int64_t xnn_rows_per_tile(const ntp_calibration *cal)
+{
+    if (strcmp(cal->backend, "xnnpack") != 0 || strcmp(cal->precision, "f32") != 0 ||
+        !cal->cpu_flags[0])
+        return 0;
+    if (has_word(cal->cpu_flags, "avx512f"))
+        return 7;
+    return has_word(cal->cpu_flags, "fma") || has_word(cal->cpu_flags, "avx") ? 5 : 4;
+}
+
+/* XNNPACK's fully connected and convolution layers multiply a tile of mr
+ * rows (output positions) by all of a group's weights, panel by panel of
+ * columns, and its pool splits the tiles among the threads: each tile
+ * reads the group's weights again (docs/predict.md#xnnpacks-row-tiles).
+ * At 7 rows a tile its kernel does 3.5 FLOPs a byte of weights, so a
+ * level that feeds it faster than the peak over 3.5 (127 GB/s at 445
+ * GFLOP/s) hides the re-reads behind the arithmetic, as the L3 (200) does
+ * and memory (76) does not. The re-reads are priced where they come from
+ * memory: as a recurrent layer's weights (below), twice their bytes, times
+ * the threads that each read them, must fit in a level for them to stay
+ * there, and the share past the last cache (reread_s's far part) joins
+ * out's memory term and out->far. A 100-row fc reads its weights 15 times
+ * at mr 7: 100 x 3072 by 1536 (18.9 MB, 2 threads: 44% of them in the
+ * L3) took 5.7 ms warm and 9.6 after the flush, where the terms of one
+ * read priced it 3.8 (2026-12-06, the Zen 5 VM). */
+static void xnn_rereads(const ntp_calibration *cal, ntp_predict_family fam, const conv_shape *cs,
+                        ntp__pfeat *out)
+{
+    const int64_t mr = xnn_rows_per_tile(cal);
+    if (mr == 0 || !cs || cs->calls <= 0 || cs->N <= 0 ||
+        (fam != NTP_PREDICT_FAMILY_FC && fam != NTP_PREDICT_FAMILY_CONV &&
+         fam != NTP_PREDICT_FAMILY_CONV1X1))
+        return;
+    const int64_t tiles = (cs->N + mr - 1) / mr, wg = cs->esize * cs->M * cs->K;
+    const double again = (double)cs->calls * (double)tiles * (double)wg - (double)cs->w_bytes;
+    if (!(again > 0))
+        return;
+    const int64_t readers = cal->threads > 1 ? (tiles < cal->threads ? tiles : cal->threads) : 1;
+    double far;
+    const char *level;
+    reread_s(cal, 2 * wg * readers, again, &far, &level);
+    out->x[NTP_PREDICT_TERM_MEMORY] += far;
+    out->far += far;
 }
 
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
@@ -349,6 +428,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->x[NTP_PREDICT_TERM_MEMORY] =
             (far > 0 ? (double)l->weight_bytes / (far * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
+        xnn_rereads(cal, fam, cs, out);
         return;
     }
     /* A reduction's kernel pays for every output it writes more than for
@@ -368,6 +448,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     if (l->n_parts == 0) {
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
+        xnn_rereads(cal, fam, cs, out);
         return;
     }
     /* A recurrent layer is two computations (docs/predict.md, recurrent

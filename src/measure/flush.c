@@ -60,7 +60,7 @@ int ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass)
      * would have evicted them: a 3x3 convolution of 512 channels on 7x7
      * (9.4 MB of weights, XNNPACK, 2 threads) took 1.1 ms after it and 1.6
      * ms in a row of three such layers, whose 28 MB evict each other
-     * (2026-12-06, the Zen 5 VM; docs/predict.md#network-conditions). */
+     * (2026-12-06, the Zen 5 VM; docs/predict.md#the-flush). */
     flush_job jobs[NTP__FLUSH_MAX_CPUS];
     cpu_set_t set;
     int n = 0;
