@@ -10,12 +10,15 @@
  * backend's pool) and reads back there: nothing between, the caller's
  * writes alone (ntp__flush_caches_here, the flush before 2026-12-06) and
  * the flush from every CPU; where the two CPUs do not share a cache, the
- * caller's writes leave the worker's copy warm. Prints and never fails on
+ * caller's writes leave the worker's copy warm (the placement, by the run's
+ * hand-off probe, printed before and after). Prints and never fails on
  * time.
  *
  * Usage: bench_flush [WEIGHTS_MB [FLUSH_MB [ROUNDS]]] (default 9.6 64 31) */
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,33 +45,57 @@ static double read_lines(const double *w, size_t n)
     return (double)(ntp__now_ns() - t0) / 1e9;
 }
 
+/* A reader pinned to another CPU that stays awake between reads (a
+ * backend's spinning pool thread): an idle vCPU woken for each read would
+ * time its wake, not its cache. */
 typedef struct reader {
     const double *w;
     size_t n;
     int cpu;
+    _Atomic int go;   /* 1: read once; -1: stop */
+    _Atomic int done; /* reads finished */
     double s;
+    bool pinned;
 } reader;
 
-static void *read_pinned(void *arg)
+static void *reader_main(void *arg)
 {
     reader *r = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(r->cpu, &one);
-    r->s =
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0 ? read_lines(r->w, r->n) : -1;
-    return NULL;
+    r->pinned = ntp__pin_self(r->cpu);
+    for (;;) {
+        int g = atomic_load(&r->go);
+        if (g < 0)
+            return NULL;
+        if (g == 1) {
+            r->s = read_lines(r->w, r->n);
+            atomic_store(&r->go, 0);
+            atomic_fetch_add(&r->done, 1);
+        }
+    }
 }
 
-/* read_lines(w, n) on a thread pinned to cpu; -1 where it cannot be. */
-static double read_on(int cpu, const double *w, size_t n)
+/* One read by r's thread; its seconds. */
+static double read_on(reader *r)
 {
-    reader r = {w, n, cpu, -1};
-    pthread_t th;
-    if (pthread_create(&th, NULL, read_pinned, &r) != 0)
-        return -1;
-    pthread_join(th, NULL);
-    return r.s;
+    int d = atomic_load(&r->done);
+    atomic_store(&r->go, 1);
+    while (atomic_load(&r->done) == d)
+        ;
+    return r->s;
+}
+
+/* The CPUs' placement now: the hand-off probe's ratio (docs/run.md#handoff). */
+static void placement(const char *when)
+{
+    ntp_handoff_check h;
+    ntp__handoff_plan(NTP_BANDWIDTH_PROBE_ON, 2, &h);
+    if (h.measured)
+        ntp__handoff_before(&h);
+    if (h.measured)
+        printf("  the CPUs %s: hand-off ratio %.2f (%s)\n", when, h.before.ratio,
+               h.before.ratio >= NTP_HANDOFF_APART_RATIO ? "apart" : "together");
+    else
+        printf("  the CPUs %s: n/a (%s)\n", when, h.reason);
 }
 
 int main(int argc, char **argv)
@@ -96,26 +123,28 @@ int main(int argc, char **argv)
            wmb, fmb, rounds, load[0], load[1], load[2]);
     size_t n = wb / sizeof *w;
     /* The caller on the first CPU of the set, the worker on the second. */
-    cpu_set_t set, one;
+    cpu_set_t set;
     int cpus[2], nc = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         for (int c = 0; c < CPU_SETSIZE && nc < 2; c++)
             if (CPU_ISSET(c, &set))
                 cpus[nc++] = c;
-    CPU_ZERO(&one);
+    reader rd = {w, n, nc == 2 ? cpus[1] : 0, 0, 0, 0, false};
+    pthread_t th;
     if (nc == 2)
-        CPU_SET(cpus[0], &one);
-    const bool worker = nc == 2 && sched_setaffinity(0, sizeof one, &one) == 0;
+        placement("before"); /* over the whole set, before the caller is pinned */
+    const bool worker =
+        nc == 2 && ntp__pin_self(cpus[0]) && pthread_create(&th, NULL, reader_main, &rd) == 0;
     const int kinds = worker ? KINDS : W_WARM;
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < kinds; k++) {
             if (k >= W_WARM) {
-                read_on(cpus[1], w, n); /* in the worker CPU's cache */
+                read_on(&rd); /* in the worker CPU's cache */
                 if (k == W_HERE)
                     ntp__flush_caches_here(f, (int64_t)fb, r);
                 else if (k == W_FLUSH)
                     ntp__flush_caches(f, (int64_t)fb, r);
-                t[k * rounds + r] = read_on(cpus[1], w, n);
+                t[k * rounds + r] = read_on(&rd);
                 continue;
             }
             read_lines(w, n); /* in cache, whatever came before */
@@ -139,9 +168,17 @@ int main(int argc, char **argv)
         printf("  after %-26s %8.3f ms  %6.1f GB/s  x%.2f of warm\n", kind_name[k], med * 1e3,
                (double)wb / med / 1e9, med / warm);
     }
-    if (!worker)
+    if (worker) {
+        atomic_store(&rd.go, -1);
+        pthread_join(th, NULL);
+        if (sched_setaffinity(0, sizeof set, &set) == 0)
+            placement("after");
+        if (!rd.pinned)
+            printf("  (the reader could not be pinned: it ran where the kernel put it)\n");
+    } else {
         printf("read on another CPU: n/a (%s)\n",
-               nc < 2 ? "one CPU in the process's set" : "the caller cannot be pinned");
+               nc < 2 ? "one CPU in the process's set" : "the caller or a thread cannot be pinned");
+    }
     free(t);
     free(f);
     free(w);

@@ -32,12 +32,9 @@ typedef struct flush_job {
 static void *flush_thread(void *arg)
 {
     flush_job *j = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(j->cpu, &one);
     /* Unpinned, the writes would still evict the caches of whichever CPU
      * the thread ran on; the caller's own writes below cover its CPU. */
-    j->pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+    j->pinned = ntp__pin_self(j->cpu);
     write_over(j->buf, j->bytes, j->from, j->pass);
     return NULL;
 }

@@ -5,6 +5,7 @@
 #ifndef NTPROF_MEASURE_IMPL_H
 #define NTPROF_MEASURE_IMPL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Monotonic time in nanoseconds, from CLOCK_MONOTONIC_RAW where the system
@@ -23,6 +24,10 @@ double ntp__clock_overhead_ns(void);
  * which its CPU time over the interval's wall time cannot see outside the
  * interval. About 10 us a read. */
 double ntp__thread_run_delay_s(void);
+
+/* Pin the calling thread to CPU `cpu`; false where it cannot be (a
+ * restricted container, a CPU outside the process's set). */
+bool ntp__pin_self(int cpu);
 
 /* Write over bytes of buf (ntp_run_opts.flush_bytes, flush.c), one store
  * per NTP__FLUSH_STRIDE bytes, each with pass's low byte: every line

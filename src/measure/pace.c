@@ -66,13 +66,18 @@ static double pace_scalar(float *acc, int64_t iters)
     return (double)iters * PACE_SLOTS * 2;
 }
 
+bool ntp__pin_self(int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+}
+
 static void *pace_thread(void *arg)
 {
     pace_job *j = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(j->cpu, &one);
-    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+    if (!ntp__pin_self(j->cpu))
         return NULL;
     _Alignas(32) float acc[PACE_SLOTS * 8];
     for (int i = 0; i < PACE_SLOTS * 8; i++)

@@ -29,12 +29,9 @@ static void *worker_main(void *p)
 {
     worker *w = p;
     ntp__team *tm = w->tm;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(tm->cpus[w->id], &set);
     /* Pinning may be refused (a restricted container); the measurement
      * then runs unpinned, which can only make it look lower. */
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    (void)ntp__pin_self(tm->cpus[w->id]);
     pthread_mutex_lock(&tm->mu);
     while (tm->go == 0)
         pthread_cond_wait(&tm->cv, &tm->mu);
