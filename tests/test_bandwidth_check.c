@@ -24,6 +24,7 @@
 #include "measure/measure-impl.h"
 #include "support/busy.h"
 #include "ntprof/ntprof.h"
+#include "support/live-run.h"
 
 /* A check as a run fills it: measured, with both probes and a ceiling. */
 static ntp_bandwidth_check check(double before, double after, double ceiling, double worst)
@@ -392,19 +393,11 @@ static int live(void)
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
     ntp_run_opts o;
-    ntp_run_opts_default(&o);
-    o.backend = "ref";
-    o.warmup = 1;
-    o.iterations = 3;
-    o.min_time_s = 0;
-    o.accuracy = false;
+    test_live_opts(&o, "ref", 3, 0);
     o.ceilings = &c;
     o.bandwidth_probe = NTP_BANDWIDTH_PROBE_ON;
-    if (ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "bw", NULL, &g) ||
-        ntp_run(ctx, g, &o, &r)) {
-        printf("FAIL: the run: %s\n", ntp_ctx_errmsg(ctx));
+    if (!test_live_run(ctx, topology, "bw", &o, "ref", &g, &r))
         return 1;
-    }
     const ntp_bandwidth_check *b = &ntp_run_result_env(r)->contention.bandwidth;
     double ceil = c.levels[0].gbps;
     printf("ceiling %.2f GB/s (worst round %.2f) over %lld bytes on %d threads; probes %.2f and "

@@ -22,6 +22,7 @@
 #include "measure/machine-impl.h"
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/live-run.h"
 
 static void test_cpu_list(void **state)
 {
@@ -393,16 +394,9 @@ static int live(void)
     ntp_graph *g = NULL;
     ntp_run_result *r = NULL;
     ntp_run_opts o;
-    ntp_run_opts_default(&o);
-    o.backend = "ref";
-    o.iterations = 1;
-    o.min_time_s = 0;
-    o.accuracy = false;
-    if (!ctx || ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "ho", NULL, &g) ||
-        ntp_run(ctx, g, &o, &r)) {
-        printf("FAIL: the ref run: %s\n", ctx ? ntp_ctx_errmsg(ctx) : "no context");
+    test_live_opts(&o, "ref", 1, 0);
+    if (!test_live_run(ctx, topology, "ho", &o, "ref", &g, &r))
         return 1;
-    }
     const char *why = ntp_run_result_env(r)->contention.handoff.reason;
     if (ntp_run_result_env(r)->contention.handoff.measured ||
         strcmp(why, "one thread: no layer hands data from one CPU to another") != 0) {
@@ -417,17 +411,10 @@ static int live(void)
         ntp_ctx_free(ctx);
         return rc ? rc : 77;
     }
-    ntp_run_opts_default(&o);
-    o.backend = pooled;
-    o.warmup = 1;
-    o.iterations = 3;
-    o.min_time_s = 0.5; /* each pass: a window of at least 1 s */
-    o.accuracy = false;
+    test_live_opts(&o, pooled, 3, 0.5); /* each pass: a window of at least 1 s */
     o.bandwidth_probe = NTP_BANDWIDTH_PROBE_AUTO;
-    if (ntp_run(ctx, g, &o, &r)) {
-        printf("FAIL: the %s run: %s\n", pooled, ntp_ctx_errmsg(ctx));
+    if (!test_live_run(ctx, topology, "ho", &o, pooled, &g, &r))
         return 1;
-    }
     const ntp_handoff_check *h = &ntp_run_result_env(r)->contention.handoff;
     int n = ntp_run_result_end_to_end_ms(r)->n;
     char line[512];

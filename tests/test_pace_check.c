@@ -18,6 +18,7 @@
 
 #include "measure/measure-impl.h"
 #include "ntprof/ntprof.h"
+#include "support/live-run.h"
 
 /* A check of CPUs 0 and 1 as the plan leaves it. */
 static ntp_pace_check planned(bool one_thread)
@@ -241,17 +242,9 @@ static int live(void)
     ntp_graph *g0 = NULL;
     ntp_run_result *r = NULL;
     ntp_run_opts o;
-    ntp_run_opts_default(&o);
-    o.backend = "ref";
-    o.warmup = 1;
-    o.iterations = 3;
-    o.min_time_s = 0.5;
-    o.accuracy = false;
-    if (!ctx || ntp_graph_load_xml_memory(ctx, topology, strlen(topology), "pace", NULL, &g0) ||
-        ntp_run(ctx, g0, &o, &r)) {
-        printf("FAIL: the run: %s\n", ctx ? ntp_ctx_errmsg(ctx) : "no context");
+    test_live_opts(&o, "ref", 3, 0.5);
+    if (!test_live_run(ctx, topology, "pace", &o, "ref", &g0, &r))
         return 1;
-    }
     const ntp_pace_check *q = &ntp_run_result_env(r)->contention.pace;
     int n = ntp_run_result_end_to_end_ms(r)->n;
     char line[1024];
@@ -283,10 +276,8 @@ static int live(void)
     /* Off with the bandwidth probe. */
     o.bandwidth_probe = NTP_BANDWIDTH_PROBE_OFF;
     o.min_time_s = 0;
-    if (ntp_run(ctx, g0, &o, &r)) {
-        printf("FAIL: the run: %s\n", ntp_ctx_errmsg(ctx));
+    if (!test_live_run(ctx, topology, "pace", &o, "ref", &g0, &r))
         return 1;
-    }
     q = &ntp_run_result_env(r)->contention.pace;
     if (q->measured || strcmp(q->reason, "off (ntp_run_opts.bandwidth_probe)") != 0) {
         printf("FAIL: looked with the probes off (reason '%s')\n", q->reason);
