@@ -124,11 +124,9 @@ int main(int argc, char **argv)
     size_t n = wb / sizeof *w;
     /* The caller on the first CPU of the set, the worker on the second. */
     cpu_set_t set;
-    int cpus[2], nc = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE && nc < 2; c++)
-            if (CPU_ISSET(c, &set))
-                cpus[nc++] = c;
+    int cpus[2];
+    const bool set_read = sched_getaffinity(0, sizeof set, &set) == 0;
+    const int nc = set_read ? ntp__set_cpus(cpus, 2) : 0;
     reader rd = {w, n, nc == 2 ? cpus[1] : 0, 0, 0, 0, false};
     pthread_t th;
     if (nc == 2)

@@ -985,18 +985,6 @@ static ntp_status serve(ntp_ctx *ctx, lg *L, double qps, int64_t n_planned,
 
 /* --- preparing the instances ----------------------------------------------------------- */
 
-static int available_cpus(int *cpu, int max)
-{
-    cpu_set_t set;
-    int n = 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return 0;
-    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
-        if (CPU_ISSET(c, &set))
-            cpu[n++] = c;
-    return n;
-}
-
 static ntp_status check_opts(ntp_ctx *ctx, const ntp_loadgen_opts *o)
 {
     if ((unsigned)o->scenario >= NTP_LOADGEN_SCENARIO_COUNT)
@@ -1137,7 +1125,7 @@ ntp_status ntp_loadgen_run(ntp_ctx *ctx, const char *path, const ntp_load_opts *
 
     /* Instances, pinned to cores of their own where they fit. */
     int cpus[1024];
-    int n_cpus = available_cpus(cpus, 1024);
+    int n_cpus = ntp__set_cpus(cpus, 1024);
     int want = o.instances * o.threads_per_instance;
     bool pin = o.pin && n_cpus > 0 && want <= n_cpus;
     /* The issuing thread gets a CPU of its own only where one is spare. */

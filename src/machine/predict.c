@@ -257,16 +257,6 @@ static double packed_flops(const conv_shape *cs)
            (double)round_up(cs->K, 4);
 }
 
-/* Whether `flag` is one of the space-separated words of flags. */
-static bool has_word(const char *flags, const char *flag)
-{
-    size_t n = strlen(flag);
-    for (const char *p = flags; p && (p = strstr(p, flag)) != NULL; p += n)
-        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-            return true;
-    return false;
-}
-
 /* The rows XNNPACK's f32 GEMM and IGEMM micro-kernels take at once (their
  * mr) on the machine cal describes: 7 with AVX-512 (7x16), 5 with FMA3 or
  * AVX (5x16; a first-generation Zen's 4x16s4, which the flags do not tell
@@ -278,9 +268,9 @@ static int64_t xnn_rows_per_tile(const ntp_calibration *cal)
     if (strcmp(cal->backend, "xnnpack") != 0 || strcmp(cal->precision, "f32") != 0 ||
         !cal->cpu_flags[0])
         return 0;
-    if (has_word(cal->cpu_flags, "avx512f"))
+    if (ntp__has_word(cal->cpu_flags, "avx512f"))
         return 7;
-    return has_word(cal->cpu_flags, "fma") || has_word(cal->cpu_flags, "avx") ? 5 : 4;
+    return ntp__has_word(cal->cpu_flags, "fma") || ntp__has_word(cal->cpu_flags, "avx") ? 5 : 4;
 }
 
 /* XNNPACK's fully connected and convolution layers multiply a tile of mr

@@ -52,8 +52,7 @@ static void strip(char *s)
         s[--n] = '\0';
 }
 
-/* Whole-word match: "avx512f" must not match inside "avx512fp16". */
-static bool has_word(const char *list, const char *word)
+bool ntp__has_word(const char *list, const char *word)
 {
     size_t n = strlen(word);
     for (const char *p = list; (p = strstr(p, word)) != NULL; p += n) {
@@ -127,7 +126,7 @@ static void collect_cpu(ntp_env *env)
         } else if (!have_flags && strncmp(line, "flags", 5) == 0) {
             size_t used = 0;
             for (size_t i = 0; i < sizeof isa_flags / sizeof isa_flags[0]; i++)
-                if (has_word(value, isa_flags[i]))
+                if (ntp__has_word(value, isa_flags[i]))
                     used += (size_t)snprintf(env->cpu_flags + used, sizeof env->cpu_flags - used,
                                              "%s%s", used ? " " : "", isa_flags[i]);
             have_flags = true;

@@ -1,6 +1,5 @@
 /* Writing over the caches between measured passes (ntp_run_opts.flush_bytes). */
 #include <pthread.h>
-#include <sched.h>
 
 #include "measure/measure-impl.h"
 
@@ -59,20 +58,16 @@ int ntp__flush_caches(unsigned char *buf, int64_t bytes, int pass)
      * ms in a row of three such layers, whose 28 MB evict each other
      * (2026-12-06, the Zen 5 VM; docs/predict.md#the-flush). */
     flush_job jobs[NTP__FLUSH_MAX_CPUS];
-    cpu_set_t set;
-    int n = 0, total = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        total = CPU_COUNT(&set) < NTP__FLUSH_MAX_CPUS ? CPU_COUNT(&set) : NTP__FLUSH_MAX_CPUS;
-    /* The caller starts at the first line, writer k at (k + 1) / (total +
-     * 1) of the buffer. */
-    for (int cpu = 0; cpu < CPU_SETSIZE && n < total; cpu++)
-        if (CPU_ISSET(cpu, &set)) {
-            flush_job *j = &jobs[n];
-            *j = (flush_job){buf, bytes, 0, pass, cpu, 0, false, false};
-            j->from = (bytes / NTP__FLUSH_STRIDE) * (n + 1) / (total + 1) * NTP__FLUSH_STRIDE;
-            j->started = pthread_create(&j->th, NULL, flush_thread, j) == 0;
-            n++;
-        }
+    int cpus[NTP__FLUSH_MAX_CPUS];
+    const int n = ntp__set_cpus(cpus, NTP__FLUSH_MAX_CPUS);
+    /* The caller starts at the first line, writer k at (k + 1) / (n + 1)
+     * of the buffer. */
+    for (int k = 0; k < n; k++) {
+        flush_job *j = &jobs[k];
+        *j = (flush_job){buf, bytes, 0, pass, cpus[k], 0, false, false};
+        j->from = (bytes / NTP__FLUSH_STRIDE) * (k + 1) / (n + 1) * NTP__FLUSH_STRIDE;
+        j->started = pthread_create(&j->th, NULL, flush_thread, j) == 0;
+    }
     write_over(buf, bytes, 0, pass);
     int wrote = 0;
     for (int i = 0; i < n; i++)

@@ -28,6 +28,13 @@ double ntp__thread_run_delay_s(void);
 /* Pin the calling thread to CPU `cpu`; false where it cannot be (a
  * restricted container, a CPU outside the process's set). */
 bool ntp__pin_self(int cpu);
+/* The first `max` CPUs of the calling thread's set (the process's, unless
+ * it was pinned) into cpu, ascending; how many (0 when the set cannot be
+ * read). */
+int ntp__set_cpus(int *cpu, int max);
+/* Whether `word` is a whole word of the blank-separated `list`: "avx512f"
+ * does not match inside "avx512fp16". */
+bool ntp__has_word(const char *list, const char *word);
 
 /* Write over bytes of buf (ntp_run_opts.flush_bytes, flush.c), one store
  * per NTP__FLUSH_STRIDE bytes, each with pass's low byte: every line

@@ -111,23 +111,21 @@ bool ntp__pace_read(const int *cpus, int n, double *out)
     return n > 0;
 }
 
-/* The first NTP_PACE_MAX_CPUS CPUs of the process's set into cpus; how
- * many (0 when the set cannot be read). */
-static int pace_cpus(int cpus[NTP_PACE_MAX_CPUS])
+int ntp__set_cpus(int *cpu, int max)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return 0;
     int n = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE && n < NTP_PACE_MAX_CPUS; cpu++)
-        if (CPU_ISSET(cpu, &set))
-            cpus[n++] = cpu;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpu[n++] = c;
     return n;
 }
 
 bool ntp__pace_look_all(ntp__pace_cpus *a)
 {
-    a->n = pace_cpus(a->cpu);
+    a->n = ntp__set_cpus(a->cpu, NTP_PACE_MAX_CPUS);
     return ntp__pace_read(a->cpu, a->n, a->gflops);
 }
 
@@ -162,7 +160,7 @@ void ntp__pace_plan(ntp_bandwidth_probe mode, int threads, ntp_pace_check *p)
                  "under valgrind, which runs one thread at a time on one CPU");
         return;
     }
-    p->n_cpus = pace_cpus(p->cpu);
+    p->n_cpus = ntp__set_cpus(p->cpu, NTP_PACE_MAX_CPUS);
     if (p->n_cpus == 0) {
         snprintf(p->reason, sizeof p->reason, "the process's CPU set could not be read");
         return;

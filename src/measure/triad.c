@@ -44,13 +44,7 @@ static void *worker_main(void *p)
 
 int ntp__team_cpus(ntp__team *tm, int limit)
 {
-    cpu_set_t set;
-    tm->n = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        for (int c = 0; c < CPU_SETSIZE && (limit <= 0 || tm->n < limit); c++)
-            if (CPU_ISSET(c, &set))
-                tm->cpus[tm->n++] = c;
-    }
+    tm->n = ntp__set_cpus(tm->cpus, limit > 0 && limit < CPU_SETSIZE ? limit : CPU_SETSIZE);
     if (tm->n == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         for (int c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE && (limit <= 0 || tm->n < limit);
