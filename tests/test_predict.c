@@ -622,6 +622,112 @@ static void test_calibrate_slow_pace(void **state)
     calibrate_hindered(true);
 }
 
+/* A wake configuration's mark timed beside it (ntp__calibrate_timed.mark_s):
+ * each pass p times it (p + 1) x f ms, f 0.05 for the transposes, 1 for the
+ * 1x1 convolutions and 8 for the 3x3 ones, and the relu after it 10 + 10 f
+ * us, every other configuration 10 us. */
+static double mark_factor(const char *xml)
+{
+    return !strstr(xml, "name=\"h\"")    ? 0
+           : strstr(xml, "<transpose")   ? 0.05
+           : strstr(xml, "kernel=\"1\"") ? 1
+                                         : 8;
+}
+
+static bool mark_run(void *user, int pass, int config, const char *xml, ntp__calibrate_timed *t)
+{
+    (void)config;
+    const char *be = user;
+    double f = mark_factor(xml);
+    t->s = 10e-6 + 10e-6 * f;
+    t->ci95_lo_s = t->ci95_hi_s = t->s;
+    t->n = 10;
+    t->mark_s = f > 0 ? (pass + 1) * f * 1e-3 : 0;
+    snprintf(t->ran_on, sizeof t->ran_on, "%s", be);
+    snprintf(t->impl, sizeof t->impl, "k");
+    return true;
+}
+
+/* Each wake sample has its mark's time beside it, a "sleep" sample of the
+ * same configuration run on ref: the median over the passes (2 f ms of 1,
+ * 2 and 3) or the kept pass's (the first of equal times: f ms); no other
+ * configuration has one. The fit's points: the wakes 10 f us after 2 f ms
+ * (0.1, 2 and 16 ms). ref has no wake configurations. */
+static void test_calibrate_sleep(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    memset(&m, 0, sizeof m);
+    ntp_machine_key(m.key, sizeof m.key);
+    m.pus = 2;
+    ntp_ceilings c;
+    hand_ceilings(&c);
+    /* A backend built here other than ref (the runner runs nothing); in a
+     * build with ref alone, ref: no wake configurations, no sleeps. */
+    char be[32] = "ref";
+    const char *list = ntp_backends();
+    for (const char *b = list; *b && strcmp(be, "ref") == 0;) {
+        size_t len = strcspn(b, ",");
+        snprintf(be, sizeof be, "%.*s", (int)len, b);
+        if (strcmp(be, "ref") == 0 || !ntp_backend_usable(be, NULL, 0))
+            snprintf(be, sizeof be, "ref");
+        b += len + (b[len] == ',');
+    }
+    const bool ref = strcmp(be, "ref") == 0;
+    for (int keep = 0; keep < 2; keep++) {
+        ntp_calibrate_opts o;
+        ntp_calibrate_opts_default(&o);
+        o.backend = be;
+        o.threads = 2;
+        o.families = "eltwise";
+        o.passes = 3;
+        o.keep = keep ? NTP_CALIBRATE_KEEP_FASTEST : NTP_CALIBRATE_KEEP_MEDIAN;
+        ntp_calibration_sample *S = NULL;
+        int n = 0, wakes = 0, sleeps = 0;
+        o.samples = &S;
+        o.n_samples = &n;
+        ntp_calibration cal;
+        assert_int_equal(ntp__calibrate_with(ctx, &m, &c, &o, mark_run, be, &cal), 0);
+        for (int i = 0; i < n; i++) {
+            double f = mark_factor(S[i].config);
+            if (strcmp(S[i].kind, "wake") == 0) {
+                wakes++;
+                assert_true(f > 0);
+            }
+            if (strcmp(S[i].kind, "sleep") != 0)
+                continue;
+            sleeps++;
+            assert_true(f > 0);
+            assert_string_equal(S[i].ran_on, "ref");
+            assert_int_equal(S[i].passes, 3);
+            assert_close(S[i].median_s, (keep ? 1 : 2) * f * 1e-3, 1e-12);
+            assert_close(S[i].pass_min_s, f * 1e-3, 1e-12);
+            assert_close(S[i].pass_max_s, 3 * f * 1e-3, 1e-12);
+            int w = 0;
+            for (int j = 0; j < n; j++)
+                w += strcmp(S[j].kind, "wake") == 0 && strcmp(S[j].config, S[i].config) == 0;
+            assert_int_equal(w, 1);
+        }
+        assert_int_equal(wakes, ref ? 0 : 8);
+        assert_int_equal(sleeps, ref ? 0 : 8);
+        assert_int_equal(cal.wake_samples, ref ? 0 : 8);
+        assert_int_equal(cal.n_wake_points, ref ? 0 : 3);
+        if (ref) {
+            free(S);
+            continue;
+        }
+        static const double fs[3] = {0.05, 1, 8};
+        for (int k = 0; k < 3; k++) {
+            assert_close(cal.wake_points[k][0], (keep ? 1 : 2) * fs[k] * 1e-3, 1e-12);
+            assert_close(cal.wake_points[k][1], 10e-6 * fs[k], 1e-9);
+        }
+        assert_close(cal.wake_s, 0.5e-6, 1e-9);
+        free(S);
+    }
+    ntp_ctx_free(ctx);
+}
+
 static void test_calibrate_passes(void **state)
 {
     (void)state;
@@ -1985,6 +2091,124 @@ static void test_wake(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* The wake by how long the threads slept (docs/predict.md#waking-the-
+ * threads). Each wake sample less its twin, at its mark's time (the
+ * "sleep" sample of its configuration), grouped by mark whatever its
+ * filters: the transposes 50 - 20, 40 - 14 and 36 - 5 us (median 30)
+ * after 40, 60 and 80 us (median 60); the 1x1 convolutions 80 - 20 and
+ * 40 - 14 (median 43) after 1000 and 1400 us (1200); the 3x3 one 170 - 20
+ * = 150 after 8000. wake_s is the shortest mark's. A sleep sample of
+ * another configuration counts for nothing. Priced by interpolation in
+ * log(sleep) between the points, the nearer end outside them. */
+#define CONV_MARK(c, k, pad) \
+    "<conv name=\"h\" filters=\"" #c "\" kernel=\"" #k "\" pad=\"" #pad "\" backend=\"ref\"/>"
+static void test_wake_by_sleep(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    static const sample_spec in[] = {
+        RELU_LAYERS,
+        {"wake", WAKE_IN(64, 56) WAKE_REF "<relu name=\"L\"/>", "mainbe", 50},
+        {"sleep", WAKE_IN(64, 56) WAKE_REF "<relu name=\"L\"/>", "ref", 40},
+        {"wake", WAKE_IN(128, 28) WAKE_REF "<relu name=\"L\"/>", "mainbe", 40},
+        {"sleep", WAKE_IN(128, 28) WAKE_REF "<relu name=\"L\"/>", "ref", 60},
+        {"wake", WAKE_IN(256, 14) WAKE_REF "<relu name=\"L\"/>", "mainbe", 36},
+        {"sleep", WAKE_IN(256, 14) WAKE_REF "<relu name=\"L\"/>", "ref", 80},
+        {"wake", WAKE_IN(64, 56) CONV_MARK(64, 1, 0) "<relu name=\"L\"/>", "mainbe", 80},
+        {"sleep", WAKE_IN(64, 56) CONV_MARK(64, 1, 0) "<relu name=\"L\"/>", "ref", 1000},
+        {"wake", WAKE_IN(128, 28) CONV_MARK(128, 1, 0) "<relu name=\"L\"/>", "mainbe", 40},
+        {"sleep", WAKE_IN(128, 28) CONV_MARK(128, 1, 0) "<relu name=\"L\"/>", "ref", 1400},
+        {"wake", WAKE_IN(64, 56) CONV_MARK(64, 3, 1) "<relu name=\"L\"/>", "mainbe", 170},
+        {"sleep", WAKE_IN(64, 56) CONV_MARK(64, 3, 1) "<relu name=\"L\"/>", "ref", 8000},
+        {"sleep", WAKE_IN(256, 14) CONV_MARK(256, 3, 1) "<relu name=\"L\"/>", "ref", 9e6},
+    };
+    const int n = (int)(sizeof in / sizeof in[0]);
+    ntp_calibration_sample S[16];
+    ntp_calibration cal, fit;
+    refit_mainbe(ctx, in, n, "", S, &cal, &fit);
+    assert_int_equal(fit.wake_samples, 6);
+    assert_close(fit.wake_s, 30e-6, 1e-12);
+    assert_int_equal(fit.n_wake_points, 3);
+    static const double want[3][2] = {{60e-6, 30e-6}, {1200e-6, 43e-6}, {8000e-6, 150e-6}};
+    for (int k = 0; k < 3; k++) {
+        assert_close(fit.wake_points[k][0], want[k][0], 1e-12);
+        assert_close(fit.wake_points[k][1], want[k][1], 1e-12);
+    }
+    /* At a point, between two (the geometric mean of their sleeps: half
+     * way), past the ends, and not known (the shortest's). */
+    assert_close(ntp__wake_after(&fit, 1200e-6), 43e-6, 1e-12);
+    assert_close(ntp__wake_after(&fit, sqrt(1200e-6 * 8000e-6)), (43e-6 + 150e-6) / 2, 1e-12);
+    assert_close(ntp__wake_after(&fit, 1e-6), 30e-6, 1e-12);
+    assert_close(ntp__wake_after(&fit, 1.0), 150e-6, 1e-12);
+    assert_close(ntp__wake_after(&fit, 0), 30e-6, 1e-12);
+    /* Kept through the store's JSON; points out of order are refused. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.n_wake_points, 3);
+    assert_close(back.wake_points[2][0], 8000e-6, 1e-15);
+    assert_close(back.wake_points[1][1], 43e-6, 1e-15);
+    json_t *pts = json_object_get(json_object_get(j, "wake"), "by_sleep");
+    json_array_set_new(json_array_get(pts, 1), 0, json_real(1e-6));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    /* A mark without its sleep (the transposes'): no points, the
+     * shortest mark's wake is that mark's. */
+    for (int i = 0; i < n; i++)
+        if (strcmp(S[i].kind, "sleep") == 0 && strstr(S[i].config, "transpose"))
+            snprintf(S[i].kind, sizeof S[i].kind, "layer");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.n_wake_points, 0);
+    assert_close(fit.wake_s, 30e-6, 1e-12);
+    /* Without their sleeps: one wake, every sample's median: 30, 26, 31,
+     * 60, 26 and 150 us, 30.5. */
+    for (int i = 0; i < n; i++)
+        if (strcmp(S[i].kind, "sleep") == 0)
+            snprintf(S[i].kind, sizeof S[i].kind, "layer");
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.wake_samples, 6);
+    assert_int_equal(fit.n_wake_points, 0);
+    assert_close(fit.wake_s, 30.5e-6, 1e-12);
+    assert_close(ntp__wake_after(&fit, 1.0), 30.5e-6, 1e-12);
+
+    /* Priced after head on ref (its predicted time asleep), and beside a
+     * run after the rows measured on another backend. */
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
+                     0);
+    ntp_calibration ref;
+    hand_calibration(&ref);
+    cal.wake_s = 5e-6;
+    cal.wake_samples = 4;
+    cal.n_wake_points = 2;
+    cal.wake_points[0][0] = 0.5e-6;
+    cal.wake_points[0][1] = 5e-6;
+    cal.wake_points[1][0] = 1e-3;
+    cal.wake_points[1][1] = 20e-6;
+    double ref_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double wake_ms = 1e3 * (5e-6 + 15e-6 * log(ref_fc * 1e-3 / 0.5e-6) / log(1e-3 / 0.5e-6));
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict_placed(ctx, g, &cal, &ref, 1, &p), 0);
+    assert_close(p->layers[1].wake_ms, wake_ms, 1e-12);
+    static const char *const names[] = {"head", "head2", "tail", "tr"};
+    static const char *const kinds[] = {"layer", "layer", "layer", "layer"};
+    static const char *const bes[] = {"ref", "ref", "mainbe", "mainbe"};
+    static const double ms[] = {0.01, 0.01, 0.01, 0.01};
+    ntp_layer_result rows[4];
+    ntp_run_result r;
+    run_rows(rows, &r, names, kinds, bes, ms, 0);
+    /* head2 is no layer of the graph: its time counts as asleep. */
+    ntp_prediction_apply(p, &r, false);
+    const double tail_wake = 1e3 * (5e-6 + 15e-6 * log(0.02e-3 / 0.5e-6) / log(1e-3 / 0.5e-6));
+    assert_close(r.prediction.predicted_ms - rows[0].predicted_ms - rows[3].predicted_ms,
+                 rows[2].predicted_ms, 1e-12);
+    assert_close(rows[2].predicted_ms - (p->layers[1].predicted_ms - p->layers[1].wake_ms),
+                 tail_wake, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* Calibrated in network conditions, a layer's weights come from DRAM and
  * its activations from the level they fit in. small (mlp_xml): weights
  * (128 + 16) * 4 = 576 bytes at DRAM's 10 GB/s, input 128 + output 256 =
@@ -2457,6 +2681,7 @@ int main(void)
         cmocka_unit_test(test_predict_formula),
         cmocka_unit_test(test_calibrate_quick_roundtrip),
         cmocka_unit_test(test_calibrate_passes),
+        cmocka_unit_test(test_calibrate_sleep),
         cmocka_unit_test(test_calibrate_apart),
         cmocka_unit_test(test_calibrate_slow_pace),
         cmocka_unit_test(test_bad_inputs),
@@ -2475,6 +2700,7 @@ int main(void)
         cmocka_unit_test(test_impl_key_layout),
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),
+        cmocka_unit_test(test_wake_by_sleep),
         cmocka_unit_test(test_cold),
         cmocka_unit_test(test_gemv_rate),
         cmocka_unit_test(test_backend_versions),

@@ -124,6 +124,8 @@ typedef struct ntp_family_model {
 #define NTP_PREDICT_MAX_IMPLS 48
 /* The sizes of weights ref's dot-product loop was timed at (ntp_calibration.gemv). */
 #define NTP_PREDICT_MAX_GEMV 12
+/* Points of a calibration's wake by sleep (ntp_calibration.wake_points). */
+#define NTP_WAKE_POINTS 4
 
 typedef struct ntp_impl_correction {
     ntp_predict_family family;
@@ -216,6 +218,15 @@ typedef struct ntp_calibration {
      * calibration made before it was). */
     double wake_s;
     int wake_samples;
+    /* The wake by how long the workers slept: n_wake_points pairs (sleep,
+     * wake) in seconds, increasing in sleep, each the medians over the
+     * wake samples whose ref layer ran about as long (its time stored as a
+     * "sleep" sample beside the "wake" one). Between two points a
+     * prediction interpolates in log(sleep), past the ends it takes the
+     * nearer one. 0: wake_s whatever the sleep (one length of ref layer
+     * measured, or a calibration made before they were graded). */
+    int n_wake_points;
+    double wake_points[NTP_WAKE_POINTS][2];
     /* The reference backend's dot-product loop (ntp__ref_gemm below four
      * rows: a batch-1 fc, a recurrent step's product) by the size of the
      * weights it reads: its rate, bytes over the median time, of each fc of

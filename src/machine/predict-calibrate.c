@@ -105,13 +105,35 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
 
 #define IN4 "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
 
-/* The layer a "wake" configuration puts on ref before its layer L: the
- * same configuration without it is in the design too (its twin). */
+/* The layer a "wake" configuration puts on ref before its layer L (the
+ * shortest of its marks; the others are convolutions of the input's own
+ * channels): the same configuration without it is in the design too (its
+ * twin). */
 #define WAKE_MARK "<transpose name=\"h\" perm=\"0,1,3,2\" backend=\"ref\"/>"
+
+/* The span [*b, *e) of xml's mark: the element named "h" that ref runs;
+ * false where it has none. */
+static bool wake_mark(const char *xml, const char **b, const char **e)
+{
+    const char *h = strstr(xml, " name=\"h\"");
+    if (!h)
+        return false;
+    const char *end = strstr(h, "/>");
+    const char *start = h;
+    while (start > xml && *start != '<')
+        start--;
+    const char *ref = end ? strstr(start, "backend=\"ref\"") : NULL;
+    if (*start != '<' || !ref || ref > end)
+        return false;
+    *b = start;
+    *e = end + 2;
+    return true;
+}
 
 static bool is_wake(const char *xml)
 {
-    return strstr(xml, WAKE_MARK) != NULL;
+    const char *b, *e;
+    return wake_mark(xml, &b, &e);
 }
 
 static bool build_design(design *d)
@@ -297,6 +319,16 @@ static bool build_design(design *d)
     for (size_t i = 1; i < 5; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false, IN4 WAKE_MARK "<relu name=\"L\"/>",
                   sz[i][0], sz[i][1], sz[i][1]);
+    /* And after longer ones, a 1x1 and a 3x3 convolution of the input's
+     * own channels on ref (about 1 and 8 ms here): the wake grows with
+     * the time the workers slept (an XNNPACK relu 47 to 83 us after 1 ms
+     * of ref, 91 to 155 after 25 ms; DeepSpeech's fc4 after its LSTM). */
+    for (size_t i = 1; i < 3; i++)
+        for (int k = 1; k <= 3; k += 2)
+            ok &= add(d, NTP_PREDICT_FAMILY_ELTWISE, false,
+                      IN4 "<conv name=\"h\" filters=\"%d\" kernel=\"%d\" pad=\"%d\" "
+                          "backend=\"ref\"/><relu name=\"L\"/>",
+                      sz[i][0], sz[i][1], sz[i][1], sz[i][0], k, k / 2);
     /* Normalisation. */
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         ok &= add(d, NTP_PREDICT_FAMILY_NORM, sz[i][0] <= 16, IN4 "<batchnorm name=\"L\"/>",
@@ -653,6 +685,10 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
             else
                 snprintf(tm->impl, sizeof tm->impl, "%s", l->impl ? l->impl : "");
         }
+        /* A wake configuration's mark: how long the workers slept. */
+        if (l->name && strcmp(l->name, "h") == 0 && l->kind && strcmp(l->kind, "layer") == 0 &&
+            is_wake(c->xml))
+            tm->mark_s = l->time_ms.median / 1e3;
         /* Every layout change of the run is a sample of the backend's,
          * whichever layer it ran with: a reorder is a copy whatever
          * follows it. Rows of another backend are left out. */
@@ -1185,28 +1221,119 @@ static const ntp_calibration_sample *layer_twin(const ntp_calibration_sample *S,
     return NULL;
 }
 
-/* The wake of the backend's threads: the median over its wake samples of
- * the time a layer took right after a layer ref ran, less the time its
- * twin (the same configuration without that layer) took; at least 0. w
- * holds ns values. Unmeasured (0, no samples) without a pair. */
-static void fit_wake(const ntp_calibration_sample *S, int ns, double *w, ntp_calibration *cal)
+/* A wake's mark as a key: its element without the filters' count, so
+ * that the same mark at the design's sizes is one (a 1x1 convolution of
+ * 64 channels and of 128). */
+static void mark_key(const char *b, const char *e, char *key, size_t cap)
+{
+    size_t k = 0;
+    for (const char *c = b; c < e && k + 1 < cap; c++) {
+        if (strncmp(c, "filters=\"", 9) == 0) {
+            const char *q = strchr(c + 9, '"');
+            if (q && q < e) {
+                c = q;
+                continue;
+            }
+        }
+        key[k++] = *c;
+    }
+    key[k] = 0;
+}
+
+typedef struct wake_pair {
+    char key[128];
+    double sleep, wake;
+} wake_pair;
+
+/* The wake of the backend's threads: each wake sample's time less its
+ * twin's (the same configuration without its mark), at the time its mark
+ * ran (the "sleep" sample of its configuration; 0 where none). Grouped by
+ * mark: wake_s is the median wake of the mark that ran shortest (the
+ * median over every sample where none has a sleep, as calibrations made
+ * before the longer marks), at least 0; with two marks or more that
+ * have a sleep, and none without, each one's (median sleep, median wake)
+ * is a point of cal->wake_points, by sleep, at most NTP_WAKE_POINTS (the
+ * shortest marks). Unmeasured (0, no samples) without a pair. */
+static void fit_wake(const ntp_calibration_sample *S, int ns, ntp_calibration *cal)
 {
     char twin[sizeof S->config];
+    wake_pair *P = calloc((size_t)ns + 1, sizeof *P);
+    double *v = calloc(2 * (size_t)ns + 1, sizeof *v);
+    bool *done = calloc((size_t)ns + 1, sizeof *done);
     int k = 0;
-    for (int i = 0; i < ns; i++) {
+    cal->wake_samples = 0;
+    cal->wake_s = 0;
+    cal->n_wake_points = 0;
+    for (int i = 0; P && v && done && i < ns; i++) {
         const ntp_calibration_sample *x = &S[i];
-        const char *mark = strstr(x->config, WAKE_MARK);
-        if (strcmp(x->kind, "wake") != 0 || !mark || !(x->median_s > 0) ||
+        const char *b, *e;
+        if (strcmp(x->kind, "wake") != 0 || !wake_mark(x->config, &b, &e) || !(x->median_s > 0) ||
             strcmp(x->ran_on, cal->backend) != 0)
             continue;
-        snprintf(twin, sizeof twin, "%.*s%s", (int)(mark - x->config), x->config,
-                 mark + strlen(WAKE_MARK));
+        snprintf(twin, sizeof twin, "%.*s%s", (int)(b - x->config), x->config, e);
         const ntp_calibration_sample *y = layer_twin(S, ns, cal->backend, twin, -1);
-        if (y)
-            w[k++] = x->median_s - y->median_s;
+        if (!y)
+            continue;
+        mark_key(b, e, P[k].key, sizeof P[k].key);
+        P[k].wake = x->median_s - y->median_s;
+        for (int j = 0; j < ns && P[k].sleep == 0; j++)
+            if (strcmp(S[j].kind, "sleep") == 0 && S[j].median_s > 0 &&
+                strcmp(S[j].config, x->config) == 0)
+                P[k].sleep = S[j].median_s;
+        k++;
+    }
+    /* Each mark's medians; the shortest's wake is wake_s. */
+    double pts[NTP_WAKE_POINTS + 1][2];
+    int np = 0;
+    double shortest = INFINITY;
+    bool all_slept = true;
+    for (int i = 0; i < k; i++) {
+        if (done[i])
+            continue;
+        int nw = 0, nsl = 0;
+        for (int j = i; j < k; j++)
+            if (!done[j] && strcmp(P[j].key, P[i].key) == 0) {
+                done[j] = true;
+                v[nw++] = P[j].wake;
+                if (P[j].sleep > 0)
+                    v[ns + nsl++] = P[j].sleep;
+            }
+        double wake = fmax(0, ntp__median_inplace(v, nw));
+        double sleep = nsl > 0 ? ntp__median_inplace(v + ns, nsl) : 0;
+        all_slept &= sleep > 0;
+        if (sleep < shortest) {
+            shortest = sleep;
+            cal->wake_s = wake;
+        }
+        if (sleep > 0) {
+            /* Kept in order of sleep; past the room, the longest goes. */
+            int at = np;
+            while (at > 0 && pts[at - 1][0] > sleep) {
+                pts[at][0] = pts[at - 1][0];
+                pts[at][1] = pts[at - 1][1];
+                at--;
+            }
+            pts[at][0] = sleep;
+            pts[at][1] = wake;
+            np += np < NTP_WAKE_POINTS;
+        }
+    }
+    /* Every sample where no mark has a sleep. */
+    if (k > 0 && np == 0) {
+        for (int i = 0; i < k; i++)
+            v[i] = P[i].wake;
+        cal->wake_s = fmax(0, ntp__median_inplace(v, k));
     }
     cal->wake_samples = k;
-    cal->wake_s = k > 0 ? fmax(0, ntp__median_inplace(w, k)) : 0;
+    /* Points only where every mark has its sleep: a mark without one
+     * (stored before they were) has no place among them. */
+    if (np >= 2 && all_slept) {
+        cal->n_wake_points = np;
+        memcpy(cal->wake_points, pts, (size_t)np * sizeof pts[0]);
+    }
+    free(P);
+    free(v);
+    free(done);
 }
 
 /* Each family's cold start (ntp_family_model.cold_s): the median over its
@@ -1366,7 +1493,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
                 !fit_priced_by_fc(X, S, from, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
     if (!st) {
-        fit_wake(S, ns, tf, cal);
+        fit_wake(S, ns, cal);
         fit_cold(S, ns, tf, cal);
     }
     free(from);
@@ -1444,6 +1571,7 @@ ntp_status ntp_calibration_refit(ntp_ctx *ctx, const ntp_calibration *cal,
     memset(&c.reorder, 0, sizeof c.reorder);
     c.wake_s = 0;
     c.wake_samples = 0;
+    c.n_wake_points = 0;
     c.n_gemv = 0;
     memset(c.impls, 0, sizeof c.impls);
     c.n_impls = 0;
@@ -1650,6 +1778,22 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
         x->pass_min_s = rv[0];
         x->pass_max_s = rv[nr - 1];
         x->passes = nr;
+    }
+    /* A wake's mark, as a sample of its own ("sleep", run on ref): the
+     * median over the same passes as the wake's, or the kept pass's. */
+    double mk[SLOTS];
+    int nm = 0;
+    for (int p = 0; wake && p < slots; p++)
+        if (T[p].s > 0 && !drop[p] && T[p].mark_s > 0)
+            mk[nm++] = T[p].mark_s;
+    if (nm > 0 && (size_t)*n + 1 < cap) {
+        ntp_calibration_sample *y = sample_head(&S[(*n)++], "sleep", cf, "ref");
+        const double med = ntp__median_inplace(mk, nm);
+        y->median_s = keep_fastest && T[fastest].mark_s > 0 ? T[fastest].mark_s : med;
+        y->pass_min_s = mk[0];
+        y->pass_max_s = mk[nm - 1];
+        y->ci95_lo_s = y->ci95_hi_s = y->median_s;
+        y->passes = nm;
     }
     if ((size_t)*n >= cap)
         return;

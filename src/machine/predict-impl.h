@@ -159,6 +159,9 @@ typedef struct ntp__calibrate_timed {
      * the best of the calibration's looks, a timing is treated as an apart
      * one (merge_passes). */
     double pace;
+    /* A wake configuration's mark, the layer ref ran before L: its median,
+     * seconds (0: none, or not timed). */
+    double mark_s;
 } ntp__calibrate_timed;
 /* A stand-in for a configuration's run (tests: a timing source whose
  * values are known): called where ntp_calibrate would run configuration
@@ -212,6 +215,11 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
                           const char *const *impl, int n, ntp_calibration *cal);
 /* The ceilings' part of a calibration: peak at precision p, levels. */
 void ntp__calibration_ceilings(const ntp_ceilings *c, ntp_dtype p, ntp_calibration *cal);
+
+/* c's wake after its threads slept sleep_s seconds (0: not known): its
+ * points interpolated in log(sleep), the nearer end outside them; wake_s
+ * without points. */
+double ntp__wake_after(const ntp_calibration *c, double sleep_s);
 
 /* The calibration as JSON, and back (false: not a calibration). */
 json_t *ntp__calibration_json(const ntp_calibration *cal);

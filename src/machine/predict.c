@@ -1134,10 +1134,27 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
     }
 }
 
+double ntp__wake_after(const ntp_calibration *c, double sleep_s)
+{
+    const int n = c->n_wake_points;
+    if (n < 2 || !(sleep_s > 0))
+        return n < 2 ? c->wake_s : c->wake_points[0][1];
+    const double(*w)[2] = c->wake_points;
+    if (sleep_s <= w[0][0])
+        return w[0][1];
+    for (int i = 1; i < n; i++)
+        if (sleep_s <= w[i][0]) {
+            double a = log(sleep_s / w[i - 1][0]) / log(w[i][0] / w[i - 1][0]);
+            return w[i - 1][1] + a * (w[i][1] - w[i - 1][1]);
+        }
+    return w[n - 1][1];
+}
+
 /* A layer placed on another backend than the layer run before it pays
  * its backend's wake (ntp_calibration.wake_s; docs/predict.md#waking-the-
- * threads): its threads slept while the other backend ran. Layers with no
- * work of their own and fused ones run nothing. */
+ * threads): its threads slept while the other backend ran, as long as the
+ * layers predicted since its backend's last one (ntp__wake_after). Layers
+ * with no work of their own and fused ones run nothing. */
 static void add_wakes(ntp_prediction *p)
 {
     const char *prev = NULL;
@@ -1149,6 +1166,18 @@ static void add_wakes(ntp_prediction *p)
         int k = cal_index(p, l->backend);
         if (prev && strcmp(prev, l->backend) != 0 && k >= 0 && p->cals[k].wake_s > 0 &&
             isfinite(l->predicted_ms)) {
+            /* The time since this backend's last layer. */
+            double slept_ms = 0;
+            for (int j = i - 1; j >= 0; j--) {
+                const ntp_layer_prediction *q = &p->layers[j];
+                if (!q->kind || strcmp(q->kind, "layer") != 0 ||
+                    q->family == NTP_PREDICT_FAMILY_FREE || !q->backend)
+                    continue;
+                if (strcmp(q->backend, l->backend) == 0)
+                    break;
+                if (isfinite(q->predicted_ms))
+                    slept_ms += q->predicted_ms;
+            }
             /* On its first row: a reorder or conversion before it, where
              * the plan has one on its backend. */
             ntp_layer_prediction *w = l;
@@ -1157,7 +1186,7 @@ static void add_wakes(ntp_prediction *p)
                     strcmp(p->copies[c].backend, l->backend) == 0 &&
                     isfinite(p->copies[c].predicted_ms))
                     w = &p->copies[c];
-            w->wake_ms = p->cals[k].wake_s * 1e3;
+            w->wake_ms = ntp__wake_after(&p->cals[k], slept_ms / 1e3) * 1e3;
             w->predicted_ms += w->wake_ms;
             p->total_ms += w->wake_ms;
             if (w != l)
@@ -1169,22 +1198,29 @@ static void add_wakes(ntp_prediction *p)
 
 /* Beside a run: the wake row i of r pays, where the row run before it ran
  * on another backend (its first row after a handed layer: a reorder row
- * where the layer has one). */
+ * where the layer has one), after as long as the rows measured since its
+ * backend's last one. */
 static double run_wake_ms(const ntp_prediction *p, const ntp_run_result *r, int i)
 {
     const char *b = r->layers[i].backend;
     int k = b ? cal_index(p, b) : -1;
     if (p->roofline_only || k < 0 || !(p->cals[k].wake_s > 0))
         return 0;
+    double slept_ms = 0;
+    bool other = false;
     for (int j = i - 1; j >= 0; j--) {
         const ntp_layer_result *q = &r->layers[j];
         if (q->fused || !q->kind ||
             (strcmp(q->kind, "layer") != 0 && strcmp(q->kind, "reorder") != 0 &&
              strcmp(q->kind, "convert") != 0))
             continue;
-        return q->backend && strcmp(q->backend, b) != 0 ? p->cals[k].wake_s * 1e3 : 0;
+        if (!q->backend || strcmp(q->backend, b) == 0)
+            break;
+        other = true;
+        if (isfinite(q->time_ms.median))
+            slept_ms += q->time_ms.median;
     }
-    return 0;
+    return other ? ntp__wake_after(&p->cals[k], slept_ms / 1e3) * 1e3 : 0;
 }
 
 void ntp_predict_opts_default(ntp_predict_opts *o)
@@ -1745,6 +1781,17 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         json_t *x = json_object();
         ntp__jset(&ok, x, "samples", json_integer(cal->wake_samples));
         ntp__jset(&ok, x, "seconds", json_real(cal->wake_s));
+        /* By how long the threads slept: [sleep, wake] in seconds. */
+        if (cal->n_wake_points >= 2) {
+            json_t *pts = json_array();
+            for (int k = 0; k < cal->n_wake_points && k < NTP_WAKE_POINTS; k++) {
+                json_t *pt = json_array();
+                ntp__jpush(&ok, pt, json_real(cal->wake_points[k][0]));
+                ntp__jpush(&ok, pt, json_real(cal->wake_points[k][1]));
+                ntp__jpush(&ok, pts, pt);
+            }
+            ntp__jset(&ok, x, "by_sleep", pts);
+        }
         ntp__jset(&ok, o, "wake", x);
     }
     /* ref's dot-product loop by size; absent where not measured. */
@@ -1897,6 +1944,25 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         cal->wake_samples = (int)get_int(w, "samples", 0, INT_MAX, &bad);
         cal->wake_s = get_num(w, "seconds");
         if (!(cal->wake_s >= 0 && cal->wake_s < 1))
+            bad = true;
+        /* Points by sleep: increasing sleep, each wake under a second. */
+        json_t *pt;
+        size_t q;
+        json_array_foreach(json_object_get(w, "by_sleep"), q, pt)
+        {
+            double sl = json_number_value(json_array_get(pt, 0));
+            double wk = json_number_value(json_array_get(pt, 1));
+            int at = cal->n_wake_points;
+            if (at >= NTP_WAKE_POINTS || json_array_size(pt) != 2 || !(sl > 0 && sl < 1e3) ||
+                !(wk >= 0 && wk < 1) || (at > 0 && !(sl > cal->wake_points[at - 1][0]))) {
+                bad = true;
+                break;
+            }
+            cal->wake_points[at][0] = sl;
+            cal->wake_points[at][1] = wk;
+            cal->n_wake_points++;
+        }
+        if (cal->n_wake_points == 1)
             bad = true;
     }
     json_t *c;

@@ -437,6 +437,15 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                        "%-10s %7d %11.2f  a row after a layer on another backend "
                        "(its threads' wake; docs/predict.md)",
                        "wake", c->wake_samples, 1e6 * c->wake_s);
+    /* And by how long they slept. */
+    if (fmt != NTP_FORMAT_CSV && c->wake_samples > 0 && c->n_wake_points >= 2) {
+        char pts[256];
+        size_t u = (size_t)snprintf(pts, sizeof pts, "the wake by the time asleep:");
+        for (int k = 0; k < c->n_wake_points && k < NTP_WAKE_POINTS && u < sizeof pts; k++)
+            u += (size_t)snprintf(pts + u, sizeof pts - u, "%s %.3g ms: %.1f us", k ? "," : "",
+                                  1e3 * c->wake_points[k][0], 1e6 * c->wake_points[k][1]);
+        ntp__put_linef(f, "%-10s %s", "", pts);
+    }
     /* ref's dot-product loop by the size of R, a recurrent step's. */
     if (fmt != NTP_FORMAT_CSV && c->n_gemv > 0) {
         char rates[512], head[32];
