@@ -19,6 +19,7 @@
 
 #include "backend/backend-impl.h"
 #include "core/ctx-impl.h"
+#include "core/writers-impl.h"
 #include "ntprof/ntprof.h"
 #include "machine-cuda-impl.h"
 #include "measure/machine-impl.h"
@@ -379,6 +380,72 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
     return NTP_STATUS_OK;
 }
 
+int ntp__cache_knee(const double *gbps, int n, double dram_gbps)
+{
+    for (int k = 0; k + 1 < n; k++)
+        if (gbps[k] >= NTP_CACHE_KNEE_OVER_DRAM * dram_gbps &&
+            gbps[k + 1] <= NTP_CACHE_PLATEAU * gbps[k])
+            return k;
+    return -1;
+}
+
+static int level_index(const ntp_ceilings *c, const char *name)
+{
+    for (int i = 0; i < c->n_levels; i++)
+        if (strcmp(c->levels[i].level, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The last cache level where its triad read no faster than DRAM's: the
+ * size reported for it was not held (ntp__cache_knee). Measured again at
+ * halved sizes down to twice the level before's, and replaced by the knee
+ * where one is found, with a note either way. */
+static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opts *o,
+                                   ntp_ceilings *c)
+{
+    int li = level_index(c, "L3"), di = level_index(c, "DRAM"), pi = level_index(c, "L2");
+    if (li < 0 || di < 0 || tm->n < 1)
+        return NTP_STATUS_OK;
+    const double dram = c->levels[di].gbps, was = c->levels[li].gbps;
+    if (!(dram > 0) || was >= NTP_CACHE_OVER_DRAM * dram)
+        return NTP_STATUS_OK;
+    const int64_t reported = c->levels[li].working_set_bytes / tm->n;
+    const int64_t floor = pi >= 0 ? 2 * c->levels[pi].working_set_bytes / tm->n : 0;
+    enum { MAX_TRIES = 12 };
+    ntp_ceilings *tmp = calloc(1, sizeof *tmp);
+    if (!tmp)
+        return ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    double gbps[MAX_TRIES];
+    int64_t ws[MAX_TRIES];
+    ntp_ceiling_spread sp[MAX_TRIES];
+    int n = 0, knee = -1;
+    for (int64_t per = reported / 2; per > floor && n < MAX_TRIES && knee < 0; per /= 2) {
+        tmp->n_levels = 0;
+        ntp_status st = measure_level(ctx, tm, o, "L3", per, tmp);
+        if (st || tmp->n_levels < 1) {
+            free(tmp);
+            return st;
+        }
+        gbps[n] = tmp->levels[0].gbps;
+        ws[n] = tmp->levels[0].working_set_bytes;
+        sp[n++] = tmp->level_spread[0];
+        knee = ntp__cache_knee(gbps, n, dram);
+    }
+    free(tmp);
+    char was_s[32];
+    ntp__human_bytes((double)reported, was_s, sizeof was_s);
+    if (knee >= 0) {
+        c->levels[li].working_set_bytes = ws[knee];
+        c->levels[li].gbps = gbps[knee];
+        c->level_spread[li] = sp[knee];
+    }
+    snprintf(c->level_spread[li].detail, sizeof c->level_spread[li].detail,
+             "at %s a thread, half its share as reported, %.1f GB/s, no faster than DRAM: %s",
+             was_s, was, knee >= 0 ? "measured at halved sizes" : "nor at any halved size; kept");
+    return NTP_STATUS_OK;
+}
+
 static ntp_status measure_bandwidth(ntp_ctx *ctx, team *tm, const ntp_machine_info *m,
                                     const ntp_machine_opts *o, ntp_ceilings *c)
 {
@@ -401,7 +468,8 @@ static ntp_status measure_bandwidth(ntp_ctx *ctx, team *tm, const ntp_machine_in
     /* DRAM: four times every last-level cache together, at least 128 MiB,
      * and no more than an eighth of memory. */
     int64_t total = ntp__triad_dram_bytes(llc_total, m->memory_bytes);
-    return measure_level(ctx, tm, o, "DRAM", total / tm->n, c);
+    ntp_status st = measure_level(ctx, tm, o, "DRAM", total / tm->n, c);
+    return st ? st : check_last_cache(ctx, tm, o, c);
 }
 
 /* --- GEMM through the backends ------------------------------------------------------------ */

@@ -154,6 +154,9 @@ json_t *ntp__ceilings_json(const ntp_ceilings *c)
         ntp__jset(&ok, l, "working_set_bytes", json_integer(c->levels[i].working_set_bytes));
         ntp__jset(&ok, l, "gbps", ntp__json_num(c->levels[i].gbps));
         spread_json(&ok, l, &c->level_spread[i], "gbps");
+        /* How the level's working set was found, where not as reported. */
+        if (c->level_spread[i].detail[0])
+            ntp__jset(&ok, l, "note", ntp__json_str(c->level_spread[i].detail));
         ntp__jpush(&ok, levels, l);
     }
     ntp__jset(&ok, o, "bandwidth", levels);
@@ -285,6 +288,8 @@ bool ntp__ceilings_from_json(json_t *j, ntp_ceilings *c)
         str_field(v, "level", b->level, sizeof b->level);
         b->working_set_bytes = (int64_t)num_field(v, "working_set_bytes");
         b->gbps = num_field(v, "gbps");
+        str_field(v, "note", c->level_spread[c->n_levels - 1].detail,
+                  sizeof c->level_spread[c->n_levels - 1].detail);
     }
     /* Ceilings cached before GPUs were measured have neither field. */
     c->n_gpus =
@@ -439,6 +444,8 @@ static void write_table(const ntp_machine_info *m, const ntp_ceilings *c, FILE *
                        spread_cell(&c->level_spread[i], line, sizeof line), "",
                        c->level_spread[i].contended ? "[UNDER LOAD] " : "", placed,
                        ntp__human_bytes((double)c->levels[i].working_set_bytes, b, sizeof b));
+        if (c->level_spread[i].detail[0])
+            ntp__put_wrapped(f, "             ", c->level_spread[i].detail);
     }
     if (c->contended || c->note[0]) {
         char warn[512];

@@ -138,6 +138,21 @@ ntp_status ntp__triad_measure(ntp_ctx *ctx, ntp__team *tm, int64_t per_thread_by
  * memory (memory_bytes <= 0: no cap). */
 int64_t ntp__triad_dram_bytes(int64_t llc_total_bytes, int64_t memory_bytes);
 
+/* A last-level cache whose triad, at half the size the machine reports
+ * for it, reads under NTP_CACHE_OVER_DRAM times the DRAM triad was not
+ * held by it (a hypervisor's description: this VM's L3 of 533 MB per
+ * CPU); the triad is then measured at halved sizes, and the level is the
+ * largest size that reads at least NTP_CACHE_KNEE_OVER_DRAM times DRAM
+ * with the next smaller within NTP_CACHE_PLATEAU of it
+ * (docs/machine.md#ceilings). */
+#define NTP_CACHE_OVER_DRAM 1.25
+#define NTP_CACHE_KNEE_OVER_DRAM 1.5
+#define NTP_CACHE_PLATEAU 1.15
+/* Of n triad readings gbps at decreasing sizes, the index of the largest
+ * size inside the cache by that rule; -1 where none (the last reading
+ * has no smaller one to agree with). */
+int ntp__cache_knee(const double *gbps, int n, double dram_gbps);
+
 /* A marker segment's traffic for the roofline: its rows' bytes, with each
  * recurrent row's parts (re-reads of the recurrent weights) instead of its
  * minimal traffic (machine-roofline.c). */
