@@ -1996,6 +1996,19 @@ static void test_cold(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* placed_xml loaded, and ref's hand calibration in *ref (test_wake,
+ * test_wake_by_sleep); PLACED_FC_MS: head's or tail's fc under a hand
+ * calibration, ms. */
+static ntp_graph *placed_with_ref(ntp_ctx *ctx, ntp_calibration *ref)
+{
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
+                     0);
+    hand_calibration(ref);
+    return g;
+}
+#define PLACED_FC_MS (1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9))
+
 /* The wake of a backend's threads (docs/predict.md#waking-the-threads).
  * Fitted: the median of each wake sample's time less its twin's (the same
  * markup without the ref layer): 50 - 20, 40 - 14 and 36 - 5 us, median
@@ -2036,18 +2049,14 @@ static void test_wake(void **state)
     assert_int_equal(fit.wake_samples, 0);
     assert_true(fit.wake_s == 0);
 
-    ntp_graph *g = NULL;
-    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
-                     0);
     ntp_calibration ref;
-    hand_calibration(&ref);
+    ntp_graph *g = placed_with_ref(ctx, &ref);
     cal.wake_s = 5e-6;
     cal.wake_samples = 4;
     /* ref's own wake is never paid: nothing runs before head. */
     ref.wake_s = 7e-6;
     ref.wake_samples = 4;
-    double main_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
-    double ref_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double main_fc = PLACED_FC_MS, ref_fc = PLACED_FC_MS;
     double tr = 1e3 * 1280 / 10e9;
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict_placed(ctx, g, &cal, &ref, 1, &p), 0);
@@ -2173,11 +2182,8 @@ static void test_wake_by_sleep(void **state)
 
     /* Priced after head on ref (its predicted time asleep), and beside a
      * run after the rows measured on another backend. */
-    ntp_graph *g = NULL;
-    assert_int_equal(ntp_graph_load_xml_memory(ctx, placed_xml, strlen(placed_xml), "pl", NULL, &g),
-                     0);
     ntp_calibration ref;
-    hand_calibration(&ref);
+    ntp_graph *g = placed_with_ref(ctx, &ref);
     cal.wake_s = 5e-6;
     cal.wake_samples = 4;
     cal.n_wake_points = 2;
@@ -2185,7 +2191,7 @@ static void test_wake_by_sleep(void **state)
     cal.wake_points[0][1] = 5e-6;
     cal.wake_points[1][0] = 1e-3;
     cal.wake_points[1][1] = 20e-6;
-    double ref_fc = 1e-3 + 1e3 * (2 * 5280 / 10e9 + 0.5 * 2368 / 10e9);
+    double ref_fc = PLACED_FC_MS;
     double wake_ms = 1e3 * (5e-6 + 15e-6 * log(ref_fc * 1e-3 / 0.5e-6) / log(1e-3 / 0.5e-6));
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict_placed(ctx, g, &cal, &ref, 1, &p), 0);

@@ -411,7 +411,7 @@ static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opt
     if (!(dram > 0) || was >= NTP_CACHE_OVER_DRAM * dram)
         return NTP_STATUS_OK;
     const int64_t reported = c->levels[li].working_set_bytes / tm->n;
-    const int64_t floor = pi >= 0 ? 2 * c->levels[pi].working_set_bytes / tm->n : 0;
+    const int64_t lowest = pi >= 0 ? 2 * c->levels[pi].working_set_bytes / tm->n : 0;
     enum { MAX_TRIES = 12 };
     ntp_ceilings *tmp = calloc(1, sizeof *tmp);
     if (!tmp)
@@ -420,7 +420,7 @@ static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opt
     int64_t ws[MAX_TRIES];
     ntp_ceiling_spread sp[MAX_TRIES];
     int n = 0, knee = -1;
-    for (int64_t per = reported / 2; per > floor && n < MAX_TRIES && knee < 0; per /= 2) {
+    for (int64_t per = reported / 2; per > lowest && n < MAX_TRIES && knee < 0; per /= 2) {
         tmp->n_levels = 0;
         ntp_status st = measure_level(ctx, tm, o, "L3", per, tmp);
         if (st || tmp->n_levels < 1) {

@@ -1150,6 +1150,12 @@ double ntp__wake_after(const ntp_calibration *c, double sleep_s)
     return w[n - 1][1];
 }
 
+/* Whether c measured its threads' wake: at some sleep, if not the shortest. */
+static bool has_wake(const ntp_calibration *c)
+{
+    return c->wake_s > 0 || c->n_wake_points >= 2;
+}
+
 /* A layer placed on another backend than the layer run before it pays
  * its backend's wake (ntp_calibration.wake_s; docs/predict.md#waking-the-
  * threads): its threads slept while the other backend ran, as long as the
@@ -1164,7 +1170,7 @@ static void add_wakes(ntp_prediction *p)
             !l->backend)
             continue;
         int k = cal_index(p, l->backend);
-        if (prev && strcmp(prev, l->backend) != 0 && k >= 0 && p->cals[k].wake_s > 0 &&
+        if (prev && strcmp(prev, l->backend) != 0 && k >= 0 && has_wake(&p->cals[k]) &&
             isfinite(l->predicted_ms)) {
             /* The time since this backend's last layer. */
             double slept_ms = 0;
@@ -1204,7 +1210,7 @@ static double run_wake_ms(const ntp_prediction *p, const ntp_run_result *r, int 
 {
     const char *b = r->layers[i].backend;
     int k = b ? cal_index(p, b) : -1;
-    if (p->roofline_only || k < 0 || !(p->cals[k].wake_s > 0))
+    if (p->roofline_only || k < 0 || !has_wake(&p->cals[k]))
         return 0;
     double slept_ms = 0;
     bool other = false;
