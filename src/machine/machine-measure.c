@@ -389,14 +389,6 @@ int ntp__cache_knee(const double *gbps, int n, double dram_gbps)
     return -1;
 }
 
-static int level_index(const ntp_ceilings *c, const char *name)
-{
-    for (int i = 0; i < c->n_levels; i++)
-        if (strcmp(c->levels[i].level, name) == 0)
-            return i;
-    return -1;
-}
-
 /* The last cache level where its triad read no faster than DRAM's: the
  * size reported for it was not held (ntp__cache_knee). Measured again at
  * halved sizes down to twice the level before's, and replaced by the knee
@@ -404,7 +396,8 @@ static int level_index(const ntp_ceilings *c, const char *name)
 static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opts *o,
                                    ntp_ceilings *c)
 {
-    int li = level_index(c, "L3"), di = level_index(c, "DRAM"), pi = level_index(c, "L2");
+    int li = ntp__ceilings_level(c, "L3"), di = ntp__ceilings_level(c, "DRAM"),
+        pi = ntp__ceilings_level(c, "L2");
     if (li < 0 || di < 0 || tm->n < 1)
         return NTP_STATUS_OK;
     const double dram = c->levels[di].gbps, was = c->levels[li].gbps;

@@ -1156,6 +1156,14 @@ static bool has_wake(const ntp_calibration *c)
     return c->wake_s > 0 || c->n_wake_points >= 2;
 }
 
+/* Whether prediction row l is a layer that runs work on a backend (not a
+ * reorder, a conversion, a constant or one without a backend). */
+static bool runs_work(const ntp_layer_prediction *l)
+{
+    return l->kind && strcmp(l->kind, "layer") == 0 && l->family != NTP_PREDICT_FAMILY_FREE &&
+           l->backend;
+}
+
 /* A layer placed on another backend than the layer run before it pays
  * its backend's wake (ntp_calibration.wake_s; docs/predict.md#waking-the-
  * threads): its threads slept while the other backend ran, as long as the
@@ -1166,8 +1174,7 @@ static void add_wakes(ntp_prediction *p)
     const char *prev = NULL;
     for (int i = 0; !p->roofline_only && i < p->n_layers; i++) {
         ntp_layer_prediction *l = &p->layers[i];
-        if (!l->kind || strcmp(l->kind, "layer") != 0 || l->family == NTP_PREDICT_FAMILY_FREE ||
-            !l->backend)
+        if (!runs_work(l))
             continue;
         int k = cal_index(p, l->backend);
         if (prev && strcmp(prev, l->backend) != 0 && k >= 0 && has_wake(&p->cals[k]) &&
@@ -1176,8 +1183,7 @@ static void add_wakes(ntp_prediction *p)
             double slept_ms = 0;
             for (int j = i - 1; j >= 0; j--) {
                 const ntp_layer_prediction *q = &p->layers[j];
-                if (!q->kind || strcmp(q->kind, "layer") != 0 ||
-                    q->family == NTP_PREDICT_FAMILY_FREE || !q->backend)
+                if (!runs_work(q))
                     continue;
                 if (strcmp(q->backend, l->backend) == 0)
                     break;

@@ -144,7 +144,7 @@ int64_t ntp__triad_dram_bytes(int64_t llc_total_bytes, int64_t memory_bytes);
  * CPU); the triad is then measured at halved sizes, and the level is the
  * largest size that reads at least NTP_CACHE_KNEE_OVER_DRAM times DRAM
  * with the next smaller within NTP_CACHE_PLATEAU of it
- * (docs/machine.md#ceilings). */
+ * (docs/machine.md#a-cache-the-machine-describes-wrongly). */
 #define NTP_CACHE_OVER_DRAM 1.25
 #define NTP_CACHE_KNEE_OVER_DRAM 1.5
 #define NTP_CACHE_PLATEAU 1.15
@@ -152,6 +152,8 @@ int64_t ntp__triad_dram_bytes(int64_t llc_total_bytes, int64_t memory_bytes);
  * size inside the cache by that rule; -1 where none (the last reading
  * has no smaller one to agree with). */
 int ntp__cache_knee(const double *gbps, int n, double dram_gbps);
+/* The index of c's bandwidth level named level ("L3", "DRAM"); -1: none. */
+int ntp__ceilings_level(const ntp_ceilings *c, const char *level);
 
 /* A marker segment's traffic for the roofline: its rows' bytes, with each
  * recurrent row's parts (re-reads of the recurrent weights) instead of its

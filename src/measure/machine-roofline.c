@@ -49,14 +49,18 @@ const ntp_peak *ntp_ceilings_peak(const ntp_ceilings *c, ntp_dtype p)
     return NULL;
 }
 
+int ntp__ceilings_level(const ntp_ceilings *c, const char *level)
+{
+    for (int i = 0; c && level && i < c->n_levels; i++)
+        if (strcmp(c->levels[i].level, level) == 0)
+            return i;
+    return -1;
+}
+
 double ntp_ceilings_bandwidth(const ntp_ceilings *c, const char *level)
 {
-    if (!c || !level)
-        return 0;
-    for (int i = 0; i < c->n_levels; i++)
-        if (strcmp(c->levels[i].level, level) == 0)
-            return c->levels[i].gbps;
-    return 0;
+    int i = ntp__ceilings_level(c, level);
+    return i < 0 ? 0 : c->levels[i].gbps;
 }
 
 double ntp_roofline_attainable(double peak_gflops, double bandwidth_gbps, double intensity)
