@@ -22,8 +22,12 @@ of the measurements kept, not of this machine.
 
 Usage: bench/predict-offline.py NTPROF --db CALIB.db --runs DIR [--models DIR]
        [--backends onednn,xnnpack,ref] [--no-refit] [--worst N] [--only M,...]
+       [--by-family]
   --models DIR  the ONNX exports (resnet18.onnx, ...; exported there with
                 torchvision when missing, as predict-accuracy.sh does)
+  --by-family   after each model, its measured and predicted time summed per
+                op family over every layer row (where an end-to-end error
+                comes from)
 """
 import argparse
 import json
@@ -60,6 +64,24 @@ def model_args(name, models):
     return [os.path.join(models, name + ".onnx")]
 
 
+def by_family(run, by_name, pred):
+    """Prints a run's layer rows summed per op family: measured (the median
+    over the rounds) and predicted ms, and their difference."""
+    fam = {}
+    for l in run["layers"]:
+        if l.get("kind") != "layer":
+            continue
+        q = pred.get(l["name"])
+        f = q.get("family") if q else "(none)"
+        pm = q.get("predicted_ms") if q else None
+        m = fam.setdefault(f, [0.0, 0.0, 0])
+        m[0] += statistics.median(b.get(l["name"], 0) for b in by_name)
+        m[1] += pm if isinstance(pm, float) else 0
+        m[2] += 1
+    for f, (mm, pm, n) in sorted(fam.items(), key=lambda x: -abs(x[1][1] - x[1][0])):
+        print(f"{'':<9}{f:<12} {n:4d} rows {mm:10.3f} {pm:10.3f} {pm - mm:+9.3f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ntprof")
@@ -70,6 +92,7 @@ def main():
     ap.add_argument("--no-refit", action="store_true")
     ap.add_argument("--worst", type=int, default=8)
     ap.add_argument("--only")
+    ap.add_argument("--by-family", action="store_true")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="predict-offline-")
     try:
@@ -150,6 +173,8 @@ def main():
                 # the measurement's own noise beside the error.
                 print(f"{be:<8} {name:<22} {e2e:10.3f} {total:10.3f} {100 * err:+7.1f}% {rs:>8} "
                       f"{good:>5}/{len(major):<5} {len(rounds):>6} {100 * spread:6.1f}%")
+                if a.by_family:
+                    by_family(run, by_name, pred)
             if not n_models:
                 continue
             good = sum(1 for m in major_all if m["error"] is not None and abs(m["error"]) <= 0.25)

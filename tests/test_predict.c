@@ -2341,8 +2341,9 @@ static void test_impl_corrections(void **state)
     nm->calibrated = true;
     nm->coef[NTP_PREDICT_TERM_OVERHEAD] = 1e-6;
     nm->coef[NTP_PREDICT_TERM_MEMORY] = 1;
-    const double X[] = {1, 1e-6, 0,    1, 2e-6, 0, 1,    3e-6, 0, 1,   1e-6,
-                        0, 1,    4e-6, 0, 1,    0, 2e-6, 1,    0, 3e-6};
+    /* Terms (1, compute, memory, stream) a sample. */
+    const double X[] = {1, 1e-6, 0, 0,    1, 2e-6, 0, 0, 1,    3e-6, 0, 0, 1,    1e-6,
+                        0, 0,    1, 4e-6, 0, 0,    1, 0, 2e-6, 0,    1, 0, 3e-6, 0};
     const double t[] = {6e-6, 10e-6, 28e-6, 0.75e-6, 20e-6, 5e-6, 9e-6};
     const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
                                       NTP_PREDICT_FAMILY_FC,  NTP_PREDICT_FAMILY_FC,
@@ -2542,11 +2543,13 @@ static void test_impl_corrections(void **state)
 static void test_impl_refit(void **state)
 {
     (void)state;
-    const double X[] = {1, 1e-6, 2e-6, 1, 3e-6, 1e-6, 1, 5e-6, 0,
-                        1, 2e-6, 0,    1, 4e-6, 3e-6, 1, 6e-6, 1e-6};
+    /* Terms (1, compute, memory, stream) a sample; an fc has no stream term. */
+    const double X[] = {1, 1e-6, 2e-6, 0, 1, 3e-6, 1e-6, 0, 1, 5e-6, 0,    0,
+                        1, 2e-6, 0,    0, 1, 4e-6, 3e-6, 0, 1, 6e-6, 1e-6, 0};
+    const int T = NTP_PREDICT_TERMS;
     double t[6];
     for (int i = 0; i < 6; i++)
-        t[i] = (i < 3 ? 1 : 4) * (1e-6 + 2 * X[3 * i + 1] + 0.5 * X[3 * i + 2]);
+        t[i] = (i < 3 ? 1 : 4) * (1e-6 + 2 * X[T * i + 1] + 0.5 * X[T * i + 2]);
     const ntp_predict_family fam[] = {NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
                                       NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC,
                                       NTP_PREDICT_FAMILY_FC, NTP_PREDICT_FAMILY_FC};
@@ -2554,7 +2557,7 @@ static void test_impl_refit(void **state)
     ntp_calibration cal;
     hand_calibration(&cal);
     ntp_family_model *m = &cal.family[NTP_PREDICT_FAMILY_FC];
-    assert_true(ntp_predict_fit(X, t, 6, 3, m->coef));
+    assert_true(ntp_predict_fit(X, t, 6, T, m->coef));
     ntp__calibrate_impl_corrections(X, t, fam, impl, 6, &cal);
     assert_int_equal(cal.n_impls, 2);
     assert_true(ntp__calibrate_refit(X, t, fam, impl, 6, &cal));
@@ -2567,11 +2570,106 @@ static void test_impl_refit(void **state)
     assert_close(sa * sb, 1, 1e-9);
     for (int i = 0; i < 6; i++) {
         double p = 0;
-        for (int a = 0; a < 3; a++)
-            p += m->coef[a] * X[3 * i + a];
+        for (int a = 0; a < T; a++)
+            p += m->coef[a] * X[T * i + a];
         assert_close(p * (i < 3 ? sa : sb), t[i], 1e-6);
     }
     assert_true(m->median_error < 1e-6 && m->max_error < 1e-6);
+}
+
+/* The stream term (docs/predict.md#the-stream-term): a copy's bytes over
+ * the fastest level's bandwidth wherever they sit, beside its memory term
+ * at their own level's. hand_calibration: L1 of 1000 bytes at 100 GB/s,
+ * DRAM at 10. Six transposes, three in the L1 and three past it, timed as
+ * a kernel that moves 5 GB/s in both: t = 1 us + bytes / 5 GB/s. The
+ * memory term alone cannot follow them (5 GB/s is 20 times the L1's
+ * bandwidth and half DRAM's); the refit finds overhead 1 us, memory 0 and
+ * stream 20 (100 / 5), and prices every sample exactly. An fc, which
+ * reuses what it reads, has no stream term. */
+#define STREAM_T(c, hw)                                                    \
+    "<input name=\"x\" shape=\"1," #c "," #hw "," #hw "\" dtype=\"f32\"/>" \
+    "<transpose name=\"L\" perm=\"0,1,3,2\"/>"
+static void test_stream_term(void **state)
+{
+    (void)state;
+    static const char *const cfg[] = {STREAM_T(2, 4), STREAM_T(2, 6),  STREAM_T(3, 6),
+                                      STREAM_T(4, 8), STREAM_T(8, 16), STREAM_T(16, 32)};
+    /* Read and written: 8 bytes an element. */
+    static const int64_t bytes[] = {256, 576, 864, 2048, 16384, 131072};
+    enum { N = 6 };
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    sample_spec in[N];
+    for (int i = 0; i < N; i++) {
+        char xml[512];
+        snprintf(xml, sizeof xml, "<topology name=\"s\">%s</topology>", cfg[i]);
+        ntp_graph *g = NULL;
+        ntp_analysis *a = NULL;
+        assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "s", NULL, &g), 0);
+        assert_int_equal(ntp_graph_analyze(ctx, g, &a), 0);
+        ntp__pfeat f;
+        ntp__predict_features(g, a, ntp_graph_layer_find(g, "L"), &cal, NULL, &f);
+        assert_int_equal(f.family, NTP_PREDICT_FAMILY_COPY);
+        assert_int_equal(f.bytes, bytes[i]);
+        assert_string_equal(f.level, i < 3 ? "L1" : "DRAM");
+        assert_close(f.x[NTP_PREDICT_TERM_MEMORY], (double)bytes[i] / (i < 3 ? 100e9 : 10e9), 1e-9);
+        assert_close(f.x[NTP_PREDICT_TERM_STREAM], (double)bytes[i] / 100e9, 1e-9);
+        ntp_analysis_free(a);
+        ntp_graph_free(g);
+        in[i] = (sample_spec){"layer", cfg[i], "ref", 1e-6 + (double)bytes[i] / 5e9};
+    }
+    /* A reorder row's terms have it too. */
+    double x[NTP_PREDICT_TERMS];
+    ntp__predict_copy_terms(&cal, 2048, x);
+    assert_close(x[NTP_PREDICT_TERM_STREAM], 2048 / 100e9, 1e-18);
+
+    ntp_calibration_sample S[N];
+    samples_of(S, in, N, NTP_PREDICT_FAMILY_COPY, 1);
+    ntp_calibration fit;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, N, &fit), 0);
+    const ntp_family_model *m = &fit.family[NTP_PREDICT_FAMILY_COPY];
+    assert_true(m->calibrated);
+    assert_close(m->coef[NTP_PREDICT_TERM_OVERHEAD], 1e-6, 1e-6);
+    assert_true(m->coef[NTP_PREDICT_TERM_MEMORY] == 0);
+    assert_close(m->coef[NTP_PREDICT_TERM_STREAM], 20, 1e-6);
+    assert_true(m->max_error < 1e-6);
+
+    /* A layer past the samples: 1 MB of transpose in DRAM, 1 us + 200 us. */
+    static const char big[] = "<topology name=\"b\">" STREAM_T(64, 64) "</topology>";
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, big, strlen(big), "b", NULL, &g), 0);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &fit, &p), 0);
+    const ntp_layer_prediction *l = test_find_prediction(p, false, "L");
+    assert_non_null(l);
+    assert_close(l->predicted_ms, 1e-3 + 1e3 * 2097152 / 5e9, 1e-6);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* An fc has none. */
+    g = NULL;
+    ntp_analysis *a = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    assert_int_equal(ntp_graph_analyze(ctx, g, &a), 0);
+    ntp__pfeat f;
+    ntp__predict_features(g, a, 0, &cal, NULL, &f);
+    assert_int_equal(f.family, NTP_PREDICT_FAMILY_FC);
+    assert_true(f.x[NTP_PREDICT_TERM_MEMORY] > 0 && f.x[NTP_PREDICT_TERM_STREAM] == 0);
+    ntp_analysis_free(a);
+    ntp_graph_free(g);
+
+    /* Stored with the calibration; one stored before the term reads 0. */
+    json_t *j = ntp__calibration_json(&fit);
+    assert_non_null(j);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_close(back.family[NTP_PREDICT_FAMILY_COPY].coef[NTP_PREDICT_TERM_STREAM], 20, 1e-6);
+    json_object_del(json_object_get(json_object_get(j, "families"), "copy"), "stream");
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_true(back.family[NTP_PREDICT_FAMILY_COPY].coef[NTP_PREDICT_TERM_STREAM] == 0);
+    json_decref(j);
+    ntp_ctx_free(ctx);
 }
 
 /* A kernel keyed by its source's layout (docs/predict.md#implementations):
@@ -2703,6 +2801,7 @@ int main(void)
         cmocka_unit_test(test_predict_reduce),
         cmocka_unit_test(test_impl_corrections),
         cmocka_unit_test(test_impl_refit),
+        cmocka_unit_test(test_stream_term),
         cmocka_unit_test(test_impl_key_layout),
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),

@@ -72,11 +72,18 @@ typedef enum ntp_predict_family {
 /* "conv", ..., "free", "none". */
 NTP_API const char *ntp_predict_family_name(ntp_predict_family f);
 
-/* The model's terms, in this order. */
+/* The model's terms, in this order. The stream term is a layer's bytes
+ * over the fastest level's bandwidth, whatever level holds them: the rate
+ * of a kernel that streams its data (a pooling, an element-wise op, a
+ * normalisation, a copy) bounds it wherever its bytes sit, where the
+ * memory term (bytes over the bandwidth of the level they fit in) would
+ * make the same kernel 2.7x slower in the L3 than in the L2
+ * (docs/predict.md#the-stream-term). Other families' stream term is 0. */
 enum {
     NTP_PREDICT_TERM_OVERHEAD,
     NTP_PREDICT_TERM_COMPUTE,
     NTP_PREDICT_TERM_MEMORY,
+    NTP_PREDICT_TERM_STREAM,
     NTP_PREDICT_TERMS
 };
 
@@ -84,7 +91,8 @@ typedef struct ntp_family_model {
     bool calibrated;
     int samples; /* configurations timed */
     /* overhead in seconds, then the multipliers of the compute and memory
-     * roofline times (1 = the layer runs at the ceiling). */
+     * roofline times (1 = the layer runs at the ceiling) and of the stream
+     * term. */
     double coef[NTP_PREDICT_TERMS];
     /* Fit quality on the calibration's own samples: median and largest
      * |predicted - measured| / measured. */
@@ -340,8 +348,10 @@ typedef struct ntp_calibration_sample {
     char ran_on[32]; /* the backend that ran L (a handed layer: not the calibrated one) */
     char impl[48];   /* the kernel that ran L, as the run names it */
     /* The roofline's terms when it was timed: its memory level, FLOPs and
-     * bytes, and x = (1, flops / peak, bytes / bandwidth) in seconds; a
-     * reorder row's bytes, read and written. */
+     * bytes, and x = (1, flops / peak, bytes / bandwidth, bytes / the
+     * fastest level's bandwidth) in seconds; a reorder row's bytes, read
+     * and written. The stream term is not stored: it is recomputed from
+     * the configuration when read back, as x_in. */
     char level[8];
     int64_t flops, bytes;
     double x[NTP_PREDICT_TERMS];

@@ -782,6 +782,16 @@ static double fitted_s(const ntp_family_model *m, const double *x)
     return p;
 }
 
+/* Whether k samples are enough for a fit: one for each of the roofline's
+ * three terms (overhead, compute, memory). The stream term does not raise
+ * it: with fewer samples than terms, the fit takes the best set of terms
+ * it can solve (ntp_predict_fit), as a family with three samples did
+ * before the term was added. */
+static bool enough_samples(int k)
+{
+    return k >= NTP_PREDICT_TERM_STREAM;
+}
+
 /* m's fit quality on n samples (X, t): median and largest relative error. */
 static void fit_quality(const double *X, const double *t, int n, ntp_family_model *m)
 {
@@ -811,7 +821,7 @@ static void fit_reorders(const double *RX, const double *rt, int nr, ntp_family_
         lo = fmin(lo, RX[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY]);
         hi = fmax(hi, RX[i * NTP_PREDICT_TERMS + NTP_PREDICT_TERM_MEMORY]);
     }
-    if (nr < NTP_PREDICT_TERMS || !(hi >= 4 * lo) ||
+    if (!enough_samples(nr) || !(hi >= 4 * lo) ||
         !ntp_predict_fit(RX, rt, nr, NTP_PREDICT_TERMS, m->coef))
         return;
     m->calibrated = true;
@@ -919,7 +929,7 @@ bool ntp__calibrate_refit(const double *X, const double *t, const ntp_predict_fa
                     tf[k++] = t[i] / ntp__predict_key_scale(cal, fam[i], impl[i]);
                 }
             double c[NTP_PREDICT_TERMS];
-            if (k >= NTP_PREDICT_TERMS && ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, c))
+            if (enough_samples(k) && ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, c))
                 memcpy(m->coef, c, sizeof c);
         }
         ntp__calibrate_impl_corrections(X, t, fam, impl, n, cal);
@@ -1056,7 +1066,7 @@ static double far_scale_rss(const double *X, const ntp_calibration_sample *S, co
                    NTP_PREDICT_TERMS * sizeof *X);
             tf[m++] = t[i];
         }
-    if (m < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, m, NTP_PREDICT_TERMS, fm->coef))
+    if (!enough_samples(m) || !ntp_predict_fit(Xf, tf, m, NTP_PREDICT_TERMS, fm->coef))
         return -1;
     fm->calibrated = true;
     ntp__calibrate_impl_corrections(Xk, t, fam, names, n, tmp);
@@ -1175,7 +1185,7 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
                 tf[k++] = t[i];
             }
         ntp_family_model *fm = &cal->family[f];
-        if (k < NTP_PREDICT_TERMS || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
+        if (!enough_samples(k) || !ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef))
             continue;
         fm->calibrated = true;
         fm->samples = k;
@@ -1459,11 +1469,11 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
                        NTP_PREDICT_TERMS * sizeof *X);
                 tf[k++] = t[i];
             }
-        /* Three terms need at least three samples. The quick design's
+        /* Three samples at least (enough_samples). The quick design's
          * copies are all of one size: a fit on them extrapolates wildly
          * (seconds for a megabyte), so copies stay at the bandwidth. */
         ntp_family_model *fm = &cal->family[f];
-        if (k >= NTP_PREDICT_TERMS && !(cal->quick && f == NTP_PREDICT_FAMILY_COPY) &&
+        if (enough_samples(k) && !(cal->quick && f == NTP_PREDICT_FAMILY_COPY) &&
             ntp_predict_fit(Xf, tf, k, NTP_PREDICT_TERMS, fm->coef)) {
             fm->calibrated = true;
             fm->samples = k;

@@ -91,6 +91,30 @@ static const char *level_for(const ntp_calibration *cal, int64_t bytes, double *
     return "DRAM";
 }
 
+/* The stream term of `bytes` under cal: their seconds at the fastest
+ * level's bandwidth (NTP_PREDICT_TERM_STREAM); 0 without a bandwidth. */
+static double stream_s(const ntp_calibration *cal, int64_t bytes)
+{
+    double g = 0;
+    for (int k = 0; k < cal->n_levels; k++)
+        g = fmax(g, cal->levels[k].gbps);
+    return g > 0 && bytes > 0 ? (double)bytes / (g * 1e9) : 0;
+}
+
+/* Whether family f's kernels stream their data once, at a rate of their
+ * own that bounds them in any cache level: the families with a stream
+ * term. Convolutions, products and recurrent layers reuse what they read
+ * and keep theirs at 0. The calibration on the Zen 5 VM (2026-12-06):
+ * ref's concats and splits moved 33-47 GB/s over 1.2-1.6 MB (in the L2,
+ * whose triad reads 387) and 34-43 over 3.2-12.8 MB (in the L3, 145);
+ * XNNPACK's 3x3 max pooling 34 GB/s over 1 MB and 43 over 4 MB. */
+static bool streams(ntp_predict_family f)
+{
+    return f == NTP_PREDICT_FAMILY_POOL || f == NTP_PREDICT_FAMILY_REDUCE ||
+           f == NTP_PREDICT_FAMILY_ELTWISE || f == NTP_PREDICT_FAMILY_NORM ||
+           f == NTP_PREDICT_FAMILY_COPY;
+}
+
 /* The seconds `bytes` take, read again and again from a working set of
  * `ws` bytes under cal: at the bandwidth of the level the working set
  * fits in; past a cache level (the largest it does not fit in) the share
@@ -383,9 +407,11 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->xin[NTP_PREDICT_TERM_MEMORY] =
             (gw > 0 ? (double)cs->w_bytes / (gw * 1e9) : 0) +
             (ga > 0 ? (double)cs->calls * (double)(col + yb) / (ga * 1e9) : 0);
-        if (!cs->pointwise)
+        if (!cs->pointwise) {
             out->xcp[NTP_PREDICT_TERM_MEMORY] =
                 gc > 0 ? (double)cs->calls * 2.0 * (double)col / (gc * 1e9) : 0;
+            out->xcp[NTP_PREDICT_TERM_STREAM] = stream_s(cal, cs->calls * 2 * col);
+        }
     }
     /* A recurrent layer's traffic re-reads its recurrent weights at every
      * step: its parts' bytes, not its minimal traffic. */
@@ -418,6 +444,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->x[NTP_PREDICT_TERM_MEMORY] =
             (far > 0 ? (double)l->weight_bytes / (far * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
+        if (streams(fam))
+            out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, l->traffic_bytes);
         xnn_rereads(cal, fam, cs, out);
         return;
     }
@@ -433,11 +461,14 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
             outs *= (double)l->output_shape.dim[k];
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? outs / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
+        out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, out->bytes);
         return;
     }
     if (l->n_parts == 0) {
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
+        if (streams(fam))
+            out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, out->bytes);
         xnn_rereads(cal, fam, cs, out);
         return;
     }
@@ -828,8 +859,7 @@ static bool family_coef(const ntp_calibration *cal, ntp_predict_family f, double
     }
     if (f != NTP_PREDICT_FAMILY_COPY || cal->n_levels == 0)
         return false;
-    coef[NTP_PREDICT_TERM_OVERHEAD] = 0;
-    coef[NTP_PREDICT_TERM_COMPUTE] = 0;
+    memset(coef, 0, NTP_PREDICT_TERMS * sizeof *coef);
     coef[NTP_PREDICT_TERM_MEMORY] = 1;
     return true;
 }
@@ -890,6 +920,7 @@ void ntp__predict_copy_terms(const ntp_calibration *cal, int64_t bytes, double *
     x[NTP_PREDICT_TERM_OVERHEAD] = 1;
     x[NTP_PREDICT_TERM_COMPUTE] = 0;
     x[NTP_PREDICT_TERM_MEMORY] = copy_memory_s(cal, bytes, "reorder", INT64_MAX, &level);
+    x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, bytes);
 }
 
 void ntp__predict_copy_row(const ntp_calibration *cal, int64_t reuse, ntp_layer_prediction *l)
@@ -905,7 +936,8 @@ void ntp__predict_copy_row(const ntp_calibration *cal, int64_t reuse, ntp_layer_
         return;
     }
     l->overhead_ms = 1e3 * coef[NTP_PREDICT_TERM_OVERHEAD];
-    l->memory_ms = 1e3 * coef[NTP_PREDICT_TERM_MEMORY] * m;
+    l->memory_ms = 1e3 * (coef[NTP_PREDICT_TERM_MEMORY] * m +
+                          coef[NTP_PREDICT_TERM_STREAM] * stream_s(cal, l->bytes));
     l->predicted_ms = l->overhead_ms + l->memory_ms;
 }
 
@@ -1042,8 +1074,9 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
     l->overhead_ms = 1e3 * overhead * f->x[NTP_PREDICT_TERM_OVERHEAD];
     l->compute_ms =
         1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE] + l->input_gemm_ms;
-    l->memory_ms = 1e3 * c[NTP_PREDICT_TERM_MEMORY] *
-                   ntp__predict_memory_term(&cal->family[f->family], f->x, f->far);
+    l->memory_ms = 1e3 * (c[NTP_PREDICT_TERM_MEMORY] *
+                              ntp__predict_memory_term(&cal->family[f->family], f->x, f->far) +
+                          c[NTP_PREDICT_TERM_STREAM] * f->x[NTP_PREDICT_TERM_STREAM]);
     l->predicted_ms = l->overhead_ms + l->compute_ms + l->memory_ms;
     /* The roofline-only estimate is the roofline's bound: the larger
      * term, not their sum. */
@@ -1765,6 +1798,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "overhead_s", json_real(m->coef[NTP_PREDICT_TERM_OVERHEAD]));
         ntp__jset(&ok, x, "compute", json_real(m->coef[NTP_PREDICT_TERM_COMPUTE]));
         ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
+        ntp__jset(&ok, x, "stream", json_real(m->coef[NTP_PREDICT_TERM_STREAM]));
         ntp__jset(&ok, x, "median_error", json_real(m->median_error));
         ntp__jset(&ok, x, "max_error", json_real(m->max_error));
         if (m->cold_samples > 0) {
@@ -1784,6 +1818,7 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "samples", json_integer(m->samples));
         ntp__jset(&ok, x, "overhead_s", json_real(m->coef[NTP_PREDICT_TERM_OVERHEAD]));
         ntp__jset(&ok, x, "memory", json_real(m->coef[NTP_PREDICT_TERM_MEMORY]));
+        ntp__jset(&ok, x, "stream", json_real(m->coef[NTP_PREDICT_TERM_STREAM]));
         ntp__jset(&ok, x, "median_error", json_real(m->median_error));
         ntp__jset(&ok, x, "max_error", json_real(m->max_error));
         ntp__jset(&ok, o, "reorder", x);
@@ -1930,6 +1965,8 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(x, "overhead_s");
         m->coef[NTP_PREDICT_TERM_COMPUTE] = get_num(x, "compute");
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(x, "memory");
+        /* Absent (a calibration made before the term): 0. */
+        m->coef[NTP_PREDICT_TERM_STREAM] = get_num(x, "stream");
         m->median_error = get_num(x, "median_error");
         m->max_error = get_num(x, "max_error");
         m->cold_samples = (int)get_int(x, "cold_samples", 0, INT_MAX, &bad);
@@ -1948,6 +1985,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         m->samples = (int)get_int(r, "samples", 0, INT_MAX, &bad);
         m->coef[NTP_PREDICT_TERM_OVERHEAD] = get_num(r, "overhead_s");
         m->coef[NTP_PREDICT_TERM_MEMORY] = get_num(r, "memory");
+        m->coef[NTP_PREDICT_TERM_STREAM] = get_num(r, "stream");
         m->median_error = get_num(r, "median_error");
         m->max_error = get_num(r, "max_error");
     }

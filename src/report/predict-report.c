@@ -318,7 +318,7 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
     }
     if (fmt == NTP_FORMAT_CSV) {
         fputs("machine,backend,backend_version,precision,threads,calibrated_at,family,samples,"
-              "overhead_us,compute,memory,median_error,max_error,cold_start_us,far_scale\n",
+              "overhead_us,compute,memory,stream,median_error,max_error,cold_start_us,far_scale\n",
               f);
     } else {
         ntp__put_linef(f, "calibration of %s on %s (%s), %s, %d threads, %s%s", c->backend,
@@ -360,13 +360,17 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                          "(docs/predict.md#the-calibrations-memory-bus)");
             ntp__put_wrapped(f, "memory bus: ", bus);
         }
-        ntp__put_linef(f,
-                       "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / "
-                       "bandwidth of the level the layer's traffic fits in (load %.2f)",
-                       c->peak_gflops, c->loadavg);
+        char model[320];
+        snprintf(model, sizeof model,
+                 "t = overhead + compute x FLOPs / %.4g GFLOP/s + memory x bytes / bandwidth of "
+                 "the level the layer's traffic fits in + stream x bytes / the fastest level's "
+                 "bandwidth (load %.2f)",
+                 c->peak_gflops, c->loadavg);
+        ntp__put_wrapped(f, "", model);
         fputc('\n', f);
-        ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s %8s", "family", "samples", "overhead us",
-                       "compute", "memory", "med err", "max err", "cold us");
+        ntp__put_linef(f, "%-10s %7s %11s %9s %9s %9s %9s %9s %8s", "family", "samples",
+                       "overhead us", "compute", "memory", "stream", "med err", "max err",
+                       "cold us");
     }
     /* The families, then the reorder rows' model (a row of its own:
      * "reorder", not a family of layers). */
@@ -394,9 +398,12 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             ntp__csv_sep(f);
             ntp__csv_int(f, m->samples);
             double v[] = {1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
-                          m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
-                          m->median_error, m->max_error};
-            for (int i = 0; i < 5; i++) {
+                          m->coef[NTP_PREDICT_TERM_COMPUTE],
+                          m->coef[NTP_PREDICT_TERM_MEMORY],
+                          m->coef[NTP_PREDICT_TERM_STREAM],
+                          m->median_error,
+                          m->max_error};
+            for (int i = 0; i < 6; i++) {
                 ntp__csv_sep(f);
                 ntp__csv_num(f, v[i]);
             }
@@ -418,10 +425,11 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
             char cold[16] = "-";
             if (m->cold_samples > 0)
                 snprintf(cold, sizeof cold, "%.2f", 1e6 * m->cold_s);
-            ntp__put_linef(f, "%-10s %7d %11.2f %9.3g %9.3g %8.1f%% %8.1f%% %8s", name, m->samples,
-                           1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
+            ntp__put_linef(f, "%-10s %7d %11.2f %9.3g %9.3g %9.3g %8.1f%% %8.1f%% %8s", name,
+                           m->samples, 1e6 * m->coef[NTP_PREDICT_TERM_OVERHEAD],
                            m->coef[NTP_PREDICT_TERM_COMPUTE], m->coef[NTP_PREDICT_TERM_MEMORY],
-                           100 * m->median_error, 100 * m->max_error, cold);
+                           m->coef[NTP_PREDICT_TERM_STREAM], 100 * m->median_error,
+                           100 * m->max_error, cold);
         }
     }
     /* The families whose memory term prices a read from memory apart. */

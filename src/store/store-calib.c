@@ -207,7 +207,8 @@ ntp_status ntp_store_save_calibration_samples(ntp_ctx *ctx, ntp_store *s,
         ntp__db_text(q, 11, x->level);
         ntp__db_int(q, 12, x->flops);
         ntp__db_int(q, 13, x->bytes);
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        /* The stream term is recomputed when read back (ntp_calibration_sample.x). */
+        for (int a = 0; a <= NTP_PREDICT_TERM_MEMORY; a++)
             ntp__db_double(q, 14 + a, x->x[a]);
         ntp__db_double(q, 17, x->median_s);
         ntp__db_double(q, 18, x->ci95_lo_s);
@@ -279,7 +280,7 @@ ntp_status ntp_store_load_calibration_samples(ntp_ctx *ctx, ntp_store *s, const 
         ntp__db_col_str(q, 6, x->level, sizeof x->level);
         x->flops = ntp__db_col_int(q, 7);
         x->bytes = ntp__db_col_int(q, 8);
-        for (int a = 0; a < NTP_PREDICT_TERMS; a++)
+        for (int a = 0; a <= NTP_PREDICT_TERM_MEMORY; a++)
             x->x[a] = ntp__db_col_double(q, 9 + a);
         x->median_s = ntp__db_col_double(q, 12);
         x->ci95_lo_s = ntp__db_col_double(q, 13);
