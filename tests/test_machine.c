@@ -833,6 +833,14 @@ static void test_cache_knee(void **state)
     static const double held[] = {200, 210, 190};
     assert_int_equal(ntp__cache_knee(held, 3, 65), 0);
     assert_int_equal(ntp__cache_knee(held, 1, 65), -1);
+    /* A slow phase (12:40): DRAM read 58.7, and 66.5 MB a thread 92.8 with
+     * 33 MB within 15% of it; the smaller sizes read twice that: the knee
+     * is still 16.6 MB's 186, not 92.8 (the rule without the smaller
+     * sizes' readings took it). A last reading well above the plateau
+     * (an L2 in part) does not move it: 240 is under 1.5 x 186. */
+    static const double slow[] = {60, 92.8, 100, 186, 193, 240};
+    assert_int_equal(ntp__cache_knee(slow, 6, 58.7), 3);
+    assert_int_equal(ntp__cache_knee(slow, 3, 58.7), 1);
 }
 
 static void test_describe_and_measure(void **state)

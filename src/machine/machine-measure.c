@@ -382,10 +382,16 @@ static ntp_status measure_level(ntp_ctx *ctx, team *tm, const ntp_machine_opts *
 
 int ntp__cache_knee(const double *gbps, int n, double dram_gbps)
 {
-    for (int k = 0; k + 1 < n; k++)
-        if (gbps[k] >= NTP_CACHE_KNEE_OVER_DRAM * dram_gbps &&
-            gbps[k + 1] <= NTP_CACHE_PLATEAU * gbps[k])
+    for (int k = 0; k + 1 < n; k++) {
+        if (!(gbps[k] >= NTP_CACHE_KNEE_OVER_DRAM * dram_gbps &&
+              gbps[k + 1] <= NTP_CACHE_PLATEAU * gbps[k]))
+            continue;
+        bool rises = false;
+        for (int j = k + 1; j < n; j++)
+            rises |= gbps[j] >= NTP_CACHE_KNEE_OVER_DRAM * gbps[k];
+        if (!rises)
             return k;
+    }
     return -1;
 }
 
@@ -412,8 +418,10 @@ static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opt
     double gbps[MAX_TRIES];
     int64_t ws[MAX_TRIES];
     ntp_ceiling_spread sp[MAX_TRIES];
-    int n = 0, knee = -1;
-    for (int64_t per = reported / 2; per > lowest && n < MAX_TRIES && knee < 0; per /= 2) {
+    int n = 0;
+    /* Every size down to the floor: a knee is judged against the smaller
+     * sizes' readings too (ntp__cache_knee). */
+    for (int64_t per = reported / 2; per > lowest && n < MAX_TRIES; per /= 2) {
         tmp->n_levels = 0;
         ntp_status st = measure_level(ctx, tm, o, "L3", per, tmp);
         if (st || tmp->n_levels < 1) {
@@ -423,9 +431,9 @@ static ntp_status check_last_cache(ntp_ctx *ctx, team *tm, const ntp_machine_opt
         gbps[n] = tmp->levels[0].gbps;
         ws[n] = tmp->levels[0].working_set_bytes;
         sp[n++] = tmp->level_spread[0];
-        knee = ntp__cache_knee(gbps, n, dram);
     }
     free(tmp);
+    const int knee = ntp__cache_knee(gbps, n, dram);
     char was_s[32];
     ntp__human_bytes((double)reported, was_s, sizeof was_s);
     if (knee >= 0) {
