@@ -347,6 +347,11 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->family = fam;
     out->flops = l->flops;
     out->bytes = l->traffic_bytes;
+    /* A streaming kernel's time at its own rate, the same in every level
+     * (docs/predict.md#the-stream-term); a streaming family's layer never
+     * has parts, whose bytes below replace the traffic. */
+    if (streams(fam) && l->n_parts == 0)
+        out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, out->bytes);
     /* The bandwidth of the level holding what the network touches between
      * two of a layer's passes, its cold start's, and DRAM's, its weights'. */
     const bool network = strcmp(cal->cache, "network") == 0;
@@ -444,8 +449,6 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->x[NTP_PREDICT_TERM_MEMORY] =
             (far > 0 ? (double)l->weight_bytes / (far * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
-        if (streams(fam))
-            out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, l->traffic_bytes);
         xnn_rereads(cal, fam, cs, out);
         return;
     }
@@ -461,14 +464,11 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
             outs *= (double)l->output_shape.dim[k];
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? outs / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
-        out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, out->bytes);
         return;
     }
     if (l->n_parts == 0) {
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] = bw > 0 ? (double)out->bytes / bw : 0;
-        if (streams(fam))
-            out->x[NTP_PREDICT_TERM_STREAM] = stream_s(cal, out->bytes);
         xnn_rereads(cal, fam, cs, out);
         return;
     }
