@@ -33,8 +33,9 @@
 # quiet 2-core machine the three backends took 4 min 55 s (2026-11-25;
 # the calibration's design has grown by about 50 configurations since).
 # A round is marked * where the run found its CPUs apart, ~ where its
-# memory bus read low and ! where its iterations under slowed pace looks
-# ran slower (docs/run.md#pace), and both targets are printed again over the
+# memory bus read low, ! where its iterations under slowed pace looks
+# ran slower and # where its CPU ran slowed throughout (docs/run.md#pace),
+# and both targets are printed again over the
 # iterations while the CPUs shared a cache of the rounds whose bus did not
 # read low, the first also over the iterations under unslowed looks.
 #
@@ -338,18 +339,26 @@ for name, rs in runs.items():
         return q if q.get("measured") else None
     qs = [pace(r) for r in rs]
     slowed = [bool(q) and bool(q.get("slowed")) for q in qs]
+    # A round slowed throughout has no unslowed iteration to count by: a
+    # one-thread run's CPU under every look (the run warned), or every CPU
+    # under the calibration's pace (the prediction's note).
+    def throughout(r, q):
+        cp = (r.get("prediction") or {}).get("calibration_pace_gflops")
+        return bool(q) and (bool(q.get("throughout")) or bool(
+            cp and q.get("best_gflops") and q["best_gflops"] < q["slow_share"] * cp))
+    thr = [throughout(r, q) for r, q in zip(rs, qs)]
     clear = [q["clear_ms"] if s else r["end_to_end"]["median_ms"]
-             for r, q, s in zip(rs, qs, slowed)]
-    perr = (pred - med(clear)) / med(clear) if any(slowed) else None
+             for r, q, s, t in zip(rs, qs, slowed, thr) if not t]
+    perr = (pred - med(clear)) / med(clear) if (any(slowed) or any(thr)) and clear else None
     models.append({"model": name, "error": err, "major": major, "together_error": terr,
-                   "slowed": slowed, "pace_error": perr,
+                   "slowed": slowed, "pace_error": perr, "throughout": thr,
                    "apart": sum(apart), "low": sum(low), "reads": reads,
                    "ceiling": next((b["ceiling_gbps"] for b in bs if b and b.get("ceiling_gbps")),
                                    None),
                    "major_calm": (majors(calm) if any(apart) else major) if calm else None})
     if len(e2es) > 1:
         noise.append({"model": name, "e2e": e2es, "spread": (max(e2es) - min(e2es)) / meas,
-                      "apart": apart, "low": low, "slowed": slowed})
+                      "apart": apart, "low": low, "slowed": slowed, "throughout": thr})
 # The measurement's own noise: the same model measured in each round,
 # interleaved with the others; the median over the models of a model's
 # spread between its rounds, (highest - lowest) / median, is the floor
@@ -357,12 +366,16 @@ for name, rs in runs.items():
 for x in noise:
     print(f"{be:<8} {x['model']:<22} rounds: "
           + " ".join(f"{v:.3f}{'*' if a else ''}{'~' if lo else ''}{'!' if sl else ''}"
-                     for v, a, lo, sl in zip(x["e2e"], x["apart"], x["low"], x["slowed"]))
+                     f"{'#' if t else ''}"
+                     for v, a, lo, sl, t in zip(x["e2e"], x["apart"], x["low"], x["slowed"],
+                                                x["throughout"]))
           + f" ms, spread {100 * x['spread']:.1f}%")
 if any(a for x in noise for a in x["apart"]):
     print(f"{be:<8} * the run's CPUs did not share a cache at some look (docs/run.md#handoff)")
 if any(a for x in noise for a in x["slowed"]):
     print(f"{be:<8} ! the run's iterations under slowed pace looks ran slower (docs/run.md#pace)")
+if any(t for x in noise for t in x["throughout"]):
+    print(f"{be:<8} # the run's CPU ran slowed throughout (docs/run.md#pace)")
 # The memory bus by the placement the hand-off look next to each probe
 # found: a two-thread DRAM triad reads more with the vCPUs on two dies
 # (two memory paths) than on one, and the stored ceiling was measured in
@@ -427,13 +440,18 @@ if tm and any(m["apart"] for m in models):
 # The same target against each model's iterations under unslowed pace
 # looks (docs/run.md#pace) where some round's slowed ones ran slower: what
 # the machine measures without a guest beside its vCPU. No verdict either.
-if any(any(m["slowed"]) for m in models):
-    pm = [m for m in models if m["error"] is not None]
+# A model slowed throughout in every round has no such figure: named, not
+# counted either way.
+if any(any(m["slowed"]) or any(m["throughout"]) for m in models):
+    pm = [m for m in models if m["error"] is not None and not all(m["throughout"])]
     pe = [m["pace_error"] if m["pace_error"] is not None else m["error"] for m in pm]
     k = sum(1 for e in pe if abs(e) <= 0.10)
-    print(f"{be:<8}   over the iterations under unslowed pace looks: {k} of {len(pm)} "
-          f"({100 * k / len(pm):.0f}%): " + ", ".join(
-              f"{m['model']} {100 * e:+.1f}%" for m, e in zip(pm, pe) if m["pace_error"] is not None))
+    gone = ", ".join(m["model"] for m in models if m["error"] is not None and all(m["throughout"]))
+    print(f"{be:<8}   over the iterations under unslowed pace looks: "
+          + (f"{k} of {len(pm)} ({100 * k / len(pm):.0f}%)" if pm else "none")
+          + ": " + ", ".join(f"{m['model']} {100 * e:+.1f}%"
+                             for m, e in zip(pm, pe) if m["pace_error"] is not None)
+          + (f"; slowed throughout in every round: {gone}" if gone else ""))
 # Target 2 the same way: each layer's median over the iterations while
 # the CPUs shared a cache (the rows' split where the looks split a round,
 # docs/run.md#handoff); a model with none is named, not counted.

@@ -1053,6 +1053,15 @@ static void test_machine_note(void **state)
     assert_null(strstr(t, "machine:"));
     free(t);
     ntp_comparison_free(c);
+    /* Slowed throughout (a one-thread run, no clear iteration): named. */
+    p->unconfirmed = false;
+    p->throughout = true;
+    assert_int_equal(ntp_compare(ctx, runs, NULL, 2, &c), NTP_STATUS_OK);
+    t = capture(ctx, c, NTP_FORMAT_TABLE);
+    if (!strstr(t, "\nmachine: B: CPU 3 ran slowed throughout (pace 0.70x): a difference"))
+        fail_msg("no slowed-throughout CPU on the machine line:\n%s", t);
+    free(t);
+    ntp_comparison_free(c);
     ntp_ctx_free(ctx);
 }
 

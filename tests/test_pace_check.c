@@ -117,6 +117,57 @@ static void test_one_thread(void **state)
     assert_float_equal(p.slow_ms, 2.3, 0);
     assert_false(p.slowed);
     assert_true(p.unconfirmed);
+    assert_false(p.throughout);
+}
+
+/* A one-thread run whose every iteration ended on the slowed CPU: slowed
+ * throughout, warned without a split; a threaded one under the same looks
+ * is not (its workers may read the looks low). */
+static void test_throughout(void **state)
+{
+    (void)state;
+    /* CPU 1 reads 30, 31, 32 against CPU 0's 42, 41, 43 (the best 43:
+     * under 0.87 x 43 = 37.41 in each look), as the 13:27 window's
+     * reference runs read CPU 0 on 2026-12-06. */
+    set_looks();
+    looks[NTP_PACE_MAX_CPUS + 1] = 31, looks[2 * NTP_PACE_MAX_CPUS + 1] = 32;
+    static const int on1[6] = {1, 1, 1, 1, 1, 1};
+    ntp_pace_check p = planned(true);
+    ntp__pace_judge(&p, looks, look_iter, 3, e2e, on1, 6);
+    assert_int_equal(p.slow_looks, 3);
+    assert_int_equal(p.slow_n, 6);
+    assert_int_equal(p.clear_n, 0);
+    assert_false(p.slowed || p.unconfirmed);
+    assert_true(p.throughout);
+    char msg[1024];
+    assert_true(ntp__pace_warning(&p, msg, sizeof msg));
+    if (!strstr(msg, "CPU 1 ran slowed throughout: each of the run's 6 iterations ran under a "
+                     "look of its CPU under 0.87x the run's best (CPU 1 read 30.0-32.0 GFLOP/s, "
+                     "the best look 43.0); nothing in the run ran clear to time against"))
+        fail_msg("the warning: %s", msg);
+    assert_true(ntp__pace_line(&p, msg, sizeof msg));
+    assert_non_null(strstr(msg, "every iteration ran under them (a one-thread run: slowed "
+                                "throughout, warned)"));
+    /* The same looks, the iterations on CPU 0: all clear. */
+    static const int on0[6] = {0, 0, 0, 0, 0, 0};
+    p = planned(true);
+    ntp__pace_judge(&p, looks, look_iter, 3, e2e, on0, 6);
+    assert_int_equal(p.clear_n, 6);
+    assert_false(p.throughout);
+    assert_false(ntp__pace_warning(&p, msg, sizeof msg));
+    /* One iteration on CPU 0: a split, judged by the run's time (1.7
+     * against 2.4 2.3 1.8 1.75 1.72: not slower), no longer throughout. */
+    static const int once0[6] = {1, 1, 0, 1, 1, 1};
+    p = planned(true);
+    ntp__pace_judge(&p, looks, look_iter, 3, e2e, once0, 6);
+    assert_int_equal(p.clear_n, 1);
+    assert_false(p.throughout);
+    /* Threaded: every iteration under the slowest CPU, not judged. */
+    p = planned(false);
+    ntp__pace_judge(&p, looks, look_iter, 3, e2e, on1, 6);
+    assert_int_equal(p.clear_n, 0);
+    assert_false(p.throughout || p.slowed);
+    assert_false(ntp__pace_warning(&p, msg, sizeof msg));
 }
 
 /* A threaded run: each iteration under the slowest CPU, the run's time the
@@ -296,6 +347,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_thread),
         cmocka_unit_test(test_threaded),
+        cmocka_unit_test(test_throughout),
         cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1626,8 +1626,57 @@ static void test_pace_check(void **state)
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_null(strstr(table, "ran slowed under"));
     free(table);
+    /* Slowed throughout (a one-thread run with no clear iteration): its
+     * note, the JSON field read back. CPU 3 read 30.5-42.75 of the best
+     * 43.5: 0.70-0.98x. */
+    p->unconfirmed = false;
+    p->throughout = true;
+    p->clear_n = 0;
+    p->slow_n = 120;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: CPU 3 ran slowed throughout the run (its looks 0.70-0.98x the "
+                       "run's best,"))
+        fail_msg("no slowed-throughout note beside the prediction:\n%s", table);
+    free(table);
+    char *json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    ntp_run_result *thr = load_text(json);
+    free(json);
+    assert_true(thr->env.contention.pace.throughout);
+    assert_false(thr->env.contention.pace.slowed);
+    ntp_run_result_free(thr);
+    p->throughout = false;
+    /* Every CPU under the calibration's pace: the run's best 43.5 is
+     * 0.8529x 51 (under 0.87), no note at 50 (0.87x exactly is not
+     * under). The field written and read back; 0 writes null. */
+    fx->r.prediction.calibration_pace_gflops = 51;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: the run's best pace look read 0.85x the calibration's (43.5 "
+                       "GFLOP/s against 51.0, under\n            0.87x: every CPU ran slowed "
+                       "throughout,"))
+        fail_msg("no calibration-pace note beside the prediction:\n%s", table);
+    free(table);
+    json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    thr = load_text(json);
+    free(json);
+    assert_float_equal(thr->prediction.calibration_pace_gflops, 51, 0);
+    ntp_run_result_free(thr);
+    fx->r.prediction.calibration_pace_gflops = 50;
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    assert_null(strstr(table, "the calibration's ("));
+    free(table);
+    fx->r.prediction.calibration_pace_gflops = 0;
+    json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    thr = load_text(json);
+    free(json);
+    assert_float_equal(thr->prediction.calibration_pace_gflops, 0, 0);
+    ntp_run_result_free(thr);
     p->slowed = true;
     p->unconfirmed = false;
+    p->clear_n = 90;
+    p->slow_n = 30;
     fx->r.prediction.available = false;
     ntp_run_result_free(back);
 

@@ -446,6 +446,11 @@ typedef struct ntp_pace_check {
     /* Iterations of both kinds, but the run's time did not follow the
      * looks: no warning. */
     bool unconfirmed;
+    /* A one-thread run whose every iteration ran under a slowed look of
+     * its CPU: nothing in the run ran clear to time against, but no
+     * worker of the run's own was on the CPUs when they were looked at,
+     * and another look read the best (docs/run.md#pace): the run warned. */
+    bool throughout;
 } ntp_pace_check;
 
 /* The CPU with the slowest look of a check, as an index into cpu[]; -1
@@ -622,6 +627,10 @@ typedef struct ntp_run_prediction {
      * roofline-only prediction); and whether it read low. */
     double calibration_bus_share;
     bool calibration_bus_low;
+    /* The calibration's pace (ntp_calibration.pace_gflops, the best look
+     * of its CPUs, docs/run.md#pace); 0 n/a (not looked, a calibration
+     * made before it was recorded, a roofline-only prediction). */
+    double calibration_pace_gflops;
 } ntp_run_prediction;
 
 /* What ntp_run (or ntp_run_result_load) found: opaque, read through the

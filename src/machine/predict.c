@@ -1618,6 +1618,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
         s->threads_differ = s->calibration_threads != s->run_threads;
         s->calibration_bus_share = ntp__bandwidth_low_share(&p->cal.bus);
         s->calibration_bus_low = p->cal.bus.measured && p->cal.bus.low;
+        s->calibration_pace_gflops = p->cal.pace_gflops;
     }
     /* The backend's version may be long (OpenBLAS's config string): the
      * label keeps its start. */

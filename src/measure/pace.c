@@ -297,6 +297,10 @@ void ntp__pace_judge(ntp_pace_check *p, const double *gflops, const int *look_it
     bool both = p->clear_n > 0 && p->slow_n > 0;
     p->slowed = both && ntp_split_followed(p->slow_ms, p->slow_lo, p->clear_ms, p->clear_hi);
     p->unconfirmed = both && !p->slowed;
+    /* A threaded run's workers may still spin on the CPUs when a look
+     * follows an iteration, and read every look low: only a one-thread
+     * run is judged slowed throughout. */
+    p->throughout = p->one_thread && p->slow_n > 0 && p->clear_n == 0;
 }
 
 /* "CPU 0 29.8-41.7, CPU 1 38.5-42.0" */
@@ -313,6 +317,17 @@ bool ntp__pace_warning(const ntp_pace_check *p, char *buf, size_t len)
 {
     buf[0] = '\0';
     const int k = ntp_pace_slowest(p);
+    if (p->throughout && k >= 0) {
+        snprintf(buf, len,
+                 "CPU %d ran slowed throughout: each of the run's %d iteration%s ran under a look "
+                 "of its CPU under %.2fx the run's best (CPU %d read %.1f-%.1f GFLOP/s, the best "
+                 "look %.1f); nothing in the run ran clear to time against, but a one-thread run "
+                 "on such a CPU has read up to 1.6x slower: its figures may be the neighbour's, "
+                 "not the model's (docs/run.md#pace)",
+                 p->cpu[k], p->slow_n, p->slow_n == 1 ? "" : "s", NTP_PACE_SLOW_SHARE, p->cpu[k],
+                 p->low[k], p->high[k], p->best);
+        return true;
+    }
     if (!p->slowed || k < 0)
         return false;
     snprintf(buf, len,
@@ -346,7 +361,8 @@ bool ntp__pace_line(const ntp_pace_check *p, char *buf, size_t len)
                  p->clear_n, p->clear_n == 1 ? "" : "s", p->clear_ms, p->clear_lo, p->clear_hi,
                  p->slowed ? "" : ": the run's time did not follow the looks, no warning");
     else if (p->slow_n > 0)
-        snprintf(split, sizeof split, "; every iteration ran under them");
+        snprintf(split, sizeof split, "; every iteration ran under them%s",
+                 p->throughout ? " (a one-thread run: slowed throughout, warned)" : "");
     snprintf(buf, len,
              "%s GFLOP/s, slowest to fastest look of an L1 load/multiply-add/store kernel "
              "(%d look%s: at the window's start, every %.1f s between iterations, after; %s); "

@@ -211,9 +211,10 @@ static bool machine_state(const ntp_run_result *r, char *buf, size_t len)
                                  "%sits CPUs did not share a cache (hand-off %.1fx)",
                                  used ? ", " : "", ntp_handoff_worst(&c->handoff));
     const int k = ntp_pace_slowest(&c->pace);
-    if (used < len && c->pace.slowed && k >= 0)
-        used += (size_t)snprintf(buf + used, len - used, "%sCPU %d ran slowed (pace %.2fx)",
-                                 used ? ", " : "", c->pace.cpu[k], c->pace.low[k] / c->pace.best);
+    if (used < len && (c->pace.slowed || c->pace.throughout) && k >= 0)
+        used += (size_t)snprintf(
+            buf + used, len - used, "%sCPU %d ran slowed%s (pace %.2fx)", used ? ", " : "",
+            c->pace.cpu[k], c->pace.throughout ? " throughout" : "", c->pace.low[k] / c->pace.best);
     return used > 0;
 }
 

@@ -84,6 +84,26 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
             "%+.1f%%; a layer's error may be the machine's, not the model's",
             used ? "; " : "", q->cpu[k], q->slow_n, q->low[k] / q->best, q->clear_n, q->clear_ms,
             100.0 * (p->predicted_ms - q->clear_ms) / q->clear_ms);
+    else if (q->throughout && k >= 0 && used < len)
+        used += (size_t)snprintf(
+            buf + used, len - used,
+            "%sCPU %d ran slowed throughout the run (its looks %.2f-%.2fx the run's best, "
+            "docs/run.md#pace), and the calibration keeps unslowed timings: a layer's error may "
+            "be the machine's, not the model's",
+            used ? "; " : "", q->cpu[k], q->low[k] / q->best, q->high[k] / q->best);
+    /* Every CPU slowed throughout: the run's best look under the
+     * calibration's (its reference; the run's own best is no reference
+     * then). */
+    if (q->measured && q->best > 0 && p->calibration_pace_gflops > 0 &&
+        q->best < NTP_PACE_SLOW_SHARE * p->calibration_pace_gflops && used < len)
+        used += (size_t)snprintf(
+            buf + used, len - used,
+            "%sthe run's best pace look read %.2fx the calibration's (%.1f GFLOP/s against "
+            "%.1f, under %.2fx: every CPU ran slowed throughout, docs/run.md#pace), and the "
+            "calibration keeps unslowed timings: a layer's error may be the machine's, not the "
+            "model's",
+            used ? "; " : "", q->best / p->calibration_pace_gflops, q->best,
+            p->calibration_pace_gflops, NTP_PACE_SLOW_SHARE);
     return used > 0;
 }
 

@@ -238,6 +238,7 @@ static void read_pace(json_t *o, ntp_pace_check *p)
     opt_pair(json_object_get(o, "clear_ci95_ms"), &p->clear_lo, &p->clear_hi);
     p->slowed = json_is_true(json_object_get(o, "slowed"));
     p->unconfirmed = json_is_true(json_object_get(o, "unconfirmed"));
+    p->throughout = json_is_true(json_object_get(o, "throughout"));
     json_t *why = json_object_get(o, "reason");
     snprintf(p->reason, sizeof p->reason, "%s", json_is_string(why) ? json_string_value(why) : "");
     /* Looks need a CPU looked at (the writer lists each). */
@@ -513,6 +514,10 @@ static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
     /* Absent before calibrations probed the bus: n/a. */
     p->calibration_bus_share = opt_num(o, "calibration_bus_share", -1);
     p->calibration_bus_low = json_is_true(json_object_get(o, "calibration_bus_low"));
+    /* Absent before calibrations' pace was kept with the prediction: n/a. */
+    p->calibration_pace_gflops = opt_num(o, "calibration_pace_gflops", 0);
+    if (!(p->calibration_pace_gflops > 0))
+        p->calibration_pace_gflops = 0;
 }
 
 /* The optional TorchScript figure (ntp_run_opts.torch_script). */

@@ -970,6 +970,7 @@ static json_t *pace_json(bool *ok, const ntp_pace_check *p)
               p->clear_n > 0 ? ci_pair(ok, p->clear_lo, p->clear_hi) : json_null());
     ntp__jset(ok, o, "slowed", json_boolean(p->slowed));
     ntp__jset(ok, o, "unconfirmed", json_boolean(p->unconfirmed));
+    ntp__jset(ok, o, "throughout", json_boolean(p->throughout));
     ntp__jset(ok, o, "slower_ratio", ntp__json_num(NTP_HANDOFF_SLOWER));
     return o;
 }
@@ -1258,6 +1259,9 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
                       p->calibration_bus_share >= 0 ? ntp__json_num(p->calibration_bus_share)
                                                     : json_null());
             ntp__jset(&ok, o, "calibration_bus_low", json_boolean(p->calibration_bus_low));
+            ntp__jset(&ok, o, "calibration_pace_gflops",
+                      p->calibration_pace_gflops > 0 ? ntp__json_num(p->calibration_pace_gflops)
+                                                     : json_null());
         }
         ntp__jset(&ok, root, "prediction", o);
     }
