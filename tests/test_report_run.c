@@ -1015,6 +1015,17 @@ static ntp_run_result *load_text(const char *text)
     return back;
 }
 
+/* fx's run written as JSON, valid against the schema, and read back
+ * (freed by the caller). */
+static ntp_run_result *written_back(fixture *fx)
+{
+    char *json = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(json, "report.schema.json"), 0);
+    ntp_run_result *back = load_text(json);
+    free(json);
+    return back;
+}
+
 static void test_roofline_unreliable(void **state)
 {
     fixture *fx = *state;
@@ -1638,10 +1649,7 @@ static void test_pace_check(void **state)
                        "run's best,"))
         fail_msg("no slowed-throughout note beside the prediction:\n%s", table);
     free(table);
-    char *json = capture(fx, write_run, NTP_FORMAT_JSON);
-    assert_int_equal(validate(json, "report.schema.json"), 0);
-    ntp_run_result *thr = load_text(json);
-    free(json);
+    ntp_run_result *thr = written_back(fx);
     assert_true(thr->env.contention.pace.throughout);
     assert_false(thr->env.contention.pace.slowed);
     ntp_run_result_free(thr);
@@ -1656,10 +1664,7 @@ static void test_pace_check(void **state)
                        "throughout,"))
         fail_msg("no calibration-pace note beside the prediction:\n%s", table);
     free(table);
-    json = capture(fx, write_run, NTP_FORMAT_JSON);
-    assert_int_equal(validate(json, "report.schema.json"), 0);
-    thr = load_text(json);
-    free(json);
+    thr = written_back(fx);
     assert_float_equal(thr->prediction.calibration_pace_gflops, 51, 0);
     ntp_run_result_free(thr);
     fx->r.prediction.calibration_pace_gflops = 50;
@@ -1667,10 +1672,7 @@ static void test_pace_check(void **state)
     assert_null(strstr(table, "the calibration's ("));
     free(table);
     fx->r.prediction.calibration_pace_gflops = 0;
-    json = capture(fx, write_run, NTP_FORMAT_JSON);
-    assert_int_equal(validate(json, "report.schema.json"), 0);
-    thr = load_text(json);
-    free(json);
+    thr = written_back(fx);
     assert_float_equal(thr->prediction.calibration_pace_gflops, 0, 0);
     ntp_run_result_free(thr);
     p->slowed = true;
