@@ -143,7 +143,10 @@ static void test_throughout(void **state)
     assert_true(ntp__pace_warning(&p, msg, sizeof msg));
     if (!strstr(msg, "CPU 1 ran slowed throughout: each of the run's 6 iterations ran under a "
                      "look of its CPU under 0.87x the run's best (CPU 1 read 30.0-32.0 GFLOP/s, "
-                     "the best look 43.0); nothing in the run ran clear to time against"))
+                     "the best look 43.0, CPU 0's); nothing in the run ran clear to time "
+                     "against") ||
+        !strstr(msg, "not the model's; --pin 0 runs it again on the CPU that read the best "
+                     "(docs/run.md#pace)"))
         fail_msg("the warning: %s", msg);
     assert_true(ntp__pace_line(&p, msg, sizeof msg));
     assert_non_null(strstr(msg, "every iteration ran under them (a one-thread run: slowed "
