@@ -2716,6 +2716,52 @@ static void test_impl_key_layout(void **state)
     assert_close(ntp__predict_impl_scale(&cal, P, "k", "maxpool", NULL), 1, 1e-12);
 }
 
+/* A copy's kernel is keyed by its op too (oneDNN's "simple:any" runs a
+ * concat, a split and a reshape at fixed costs of their own,
+ * docs/predict.md#implementations): NAME:OP/LAYOUT, the name cut to 21
+ * characters and the op to 12 so the key fits a correction's 48 bytes;
+ * a calibration stored before keeps the name's correction for every op. */
+static void test_impl_key_copy_op(void **state)
+{
+    (void)state;
+    const ntp_predict_family C = NTP_PREDICT_FAMILY_COPY;
+    char key[80];
+    ntp__predict_impl_key(C, "simple:any", "reshape", "plain", key, sizeof key);
+    assert_string_equal(key, "simple:any:reshape/plain");
+    ntp__predict_impl_key(C, "jit:uni/strided", "transpose", NULL, key, sizeof key);
+    assert_string_equal(key, "jit:uni:transpose/strided");
+    ntp__predict_impl_key(C, "simple:any", "split", NULL, key, sizeof key);
+    assert_string_equal(key, "simple:any:split");
+    /* The longest: 21 + 1 + 12 + 13 = 47 characters. */
+    ntp__predict_impl_key(C, "abcdefghijklmnopqrstuvwxyz", "space_to_depth_x", "0123456789abcdef",
+                          key, sizeof key);
+    assert_string_equal(key, "abcdefghijklmnopqrstu:space_to_dep/0123456789ab");
+    assert_true(strlen(key) < sizeof((ntp_impl_correction *)0)->impl);
+    /* ref keeps its op key; another family keeps the name alone. */
+    ntp__predict_impl_key(C, "ref", "concat", NULL, key, sizeof key);
+    assert_string_equal(key, "ref:concat");
+    ntp__predict_impl_key(NTP_PREDICT_FAMILY_ELTWISE, "simple:any", "add", "plain", key,
+                          sizeof key);
+    assert_string_equal(key, "simple:any/plain");
+
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.n_impls = 2;
+    cal.impls[0] =
+        (ntp_impl_correction){.family = C, .impl = "k:reshape/plain", .samples = 5, .scale = 0.625};
+    cal.impls[1] =
+        (ntp_impl_correction){.family = C, .impl = "k/plain", .samples = 9, .scale = 1.25};
+    assert_close(ntp__predict_impl_scale(&cal, C, "k", "reshape", "plain"), 0.625, 1e-12);
+    /* No correction for the op: the name's, as an older calibration
+     * stored it. */
+    assert_close(ntp__predict_impl_scale(&cal, C, "k", "split", "plain"), 1.25, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, C, "k/plain", "concat", NULL), 1.25, 1e-12);
+    /* Only the op's: another op has none. */
+    cal.n_impls = 1;
+    assert_close(ntp__predict_impl_scale(&cal, C, "k", "split", "plain"), 1, 1e-12);
+    assert_close(ntp__predict_impl_scale(&cal, C, "k", "reshape", NULL), 1, 1e-12);
+}
+
 /* `machine --refit` of oneDNN samples stored before layouts were: three
  * max poolings fed the graph's plain input and the same three fed by a
  * 1x1 conv (conv_fed), each four times slower plain, all named
@@ -2803,6 +2849,7 @@ int main(void)
         cmocka_unit_test(test_impl_refit),
         cmocka_unit_test(test_stream_term),
         cmocka_unit_test(test_impl_key_layout),
+        cmocka_unit_test(test_impl_key_copy_op),
         cmocka_unit_test(test_refit_old_layouts),
         cmocka_unit_test(test_wake),
         cmocka_unit_test(test_wake_by_sleep),

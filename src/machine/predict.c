@@ -958,7 +958,6 @@ const char *ntp__predict_layout_of(const char *impl, size_t *name_len)
 void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *op,
                            const char *layout, char *buf, size_t len)
 {
-    (void)f;
     /* A sample's kernel carries its layout ("jit:avx512_core/blocked"). */
     size_t n;
     const char *in = ntp__predict_layout_of(impl, &n);
@@ -977,6 +976,14 @@ void ntp__predict_impl_key(ntp_predict_family f, const char *impl, const char *o
      * sum, a batch norm's against a softmax's): its kernel is the op. */
     if (impl && n == 3 && strncmp(impl, "ref", 3) == 0 && op && op[0])
         snprintf(buf, len, "ref:%.40s%s", op, tail);
+    /* oneDNN runs a concat, a split, a reshape and a transpose as
+     * reorders under one kernel name ("simple:any"), at a fixed cost of
+     * its own per op: its 8x8 samples took 10.6 us as a reshape and 16.8
+     * as a split (2026-12-06, the Zen 5 VM), and one correction for the
+     * name priced ShuffleNetV2's 29 reshapes 0.755 ms against 0.487
+     * measured. A copy's kernel is keyed by its op too ("NAME:OP"). */
+    else if (f == NTP_PREDICT_FAMILY_COPY && impl && op && op[0])
+        snprintf(buf, len, "%.*s:%.12s%s", (int)(n < 21 ? n : 21), impl, op, tail);
     else
         snprintf(buf, len, "%.*s%s", (int)(n < 200 ? n : 200), impl ? impl : "", tail);
 }
@@ -1014,16 +1021,16 @@ static bool key_find(const ntp_calibration *cal, ntp_predict_family f, const cha
     return false;
 }
 
-double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                               const char *op, const char *layout)
+/* cal's correction for kernel impl of op under family f, with its
+ * layout or, where cal has none with it, without; false where it has
+ * neither. */
+static bool impl_find(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
+                      const char *op, const char *layout, double *s)
 {
-    if (!impl || !impl[0])
-        return 1;
     char key[80];
-    double s = 1;
     ntp__predict_impl_key(f, impl, op, layout, key, sizeof key);
-    if (key_find(cal, f, key, &s))
-        return s;
+    if (key_find(cal, f, key, s))
+        return true;
     /* A calibration made before kernels were keyed by their source's
      * layout (or a sample whose backend did not say) keeps the name
      * alone: the layer takes that. */
@@ -1033,9 +1040,23 @@ double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f,
         char bare[80];
         snprintf(bare, sizeof bare, "%.*s", (int)(n < 70 ? n : 70), impl);
         ntp__predict_impl_key(f, bare, op, "", key, sizeof key);
-        if (key_find(cal, f, key, &s))
-            return s;
+        return key_find(cal, f, key, s);
     }
+    return false;
+}
+
+double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
+                               const char *op, const char *layout)
+{
+    if (!impl || !impl[0])
+        return 1;
+    double s = 1;
+    if (impl_find(cal, f, impl, op, layout, &s))
+        return s;
+    /* A copy's correction stored before copies were keyed by their op:
+     * the kernel's alone. */
+    if (f == NTP_PREDICT_FAMILY_COPY && op && impl_find(cal, f, impl, NULL, layout, &s))
+        return s;
     return 1;
 }
 
