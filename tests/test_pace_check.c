@@ -165,6 +165,21 @@ static void test_throughout(void **state)
     ntp__pace_judge(&p, looks, look_iter, 3, e2e, once0, 6);
     assert_int_equal(p.clear_n, 1);
     assert_false(p.throughout);
+    /* One CPU looked at (a run pinned to it), slowed under every look
+     * before an iteration and at its best after the last: warned, with no
+     * other CPU to pin it to. */
+    ntp_pace_check one = planned(true);
+    one.n_cpus = 1;
+    static const double own[3 * NTP_PACE_MAX_CPUS] = {
+        [0] = 30, [NTP_PACE_MAX_CPUS] = 31, [2 * NTP_PACE_MAX_CPUS] = 42};
+    static const int on0all[6] = {0, 0, 0, 0, 0, 0};
+    static const int own_iter[3] = {0, 3, 6};
+    ntp__pace_judge(&one, own, own_iter, 3, e2e, on0all, 6);
+    assert_true(one.throughout);
+    assert_true(ntp__pace_warning(&one, msg, sizeof msg));
+    assert_non_null(strstr(msg, "the best look 42.0, CPU 0's);"));
+    assert_non_null(strstr(msg, "not the model's (docs/run.md#pace)"));
+    assert_null(strstr(msg, "--pin"));
     /* Threaded: every iteration under the slowest CPU, not judged. */
     p = planned(false);
     ntp__pace_judge(&p, looks, look_iter, 3, e2e, on1, 6);

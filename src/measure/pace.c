@@ -318,20 +318,24 @@ bool ntp__pace_warning(const ntp_pace_check *p, char *buf, size_t len)
     buf[0] = '\0';
     const int k = ntp_pace_slowest(p);
     if (p->throughout && k >= 0) {
-        /* The CPU whose look set the best: where to pin the run again. */
+        /* The CPU whose look set the best: where to pin the run again
+         * (none to name where that is the slowed one, a run on one CPU). */
         int b = 0;
         for (int c = 1; c < p->n_cpus; c++)
             if (p->high[c] > p->high[b])
                 b = c;
+        char pin[96] = "";
+        if (b != k)
+            snprintf(pin, sizeof pin, "; --pin %d runs it again on the CPU that read the best",
+                     p->cpu[b]);
         snprintf(buf, len,
                  "CPU %d ran slowed throughout: each of the run's %d iteration%s ran under a look "
                  "of its CPU under %.2fx the run's best (CPU %d read %.1f-%.1f GFLOP/s, the best "
                  "look %.1f, CPU %d's); nothing in the run ran clear to time against, but a "
                  "one-thread run on such a CPU has read up to 1.6x slower: its figures may be "
-                 "the neighbour's, not the model's; --pin %d runs it again on the CPU that read "
-                 "the best (docs/run.md#pace)",
+                 "the neighbour's, not the model's%s (docs/run.md#pace)",
                  p->cpu[k], p->slow_n, p->slow_n == 1 ? "" : "s", NTP_PACE_SLOW_SHARE, p->cpu[k],
-                 p->low[k], p->high[k], p->best, p->cpu[b], p->cpu[b]);
+                 p->low[k], p->high[k], p->best, p->cpu[b], pin);
         return true;
     }
     if (!p->slowed || k < 0)
