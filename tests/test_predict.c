@@ -1043,20 +1043,21 @@ static void test_predict_rnn_terms(void **state)
      * L1) under the fc family's coefficients: 1 us + 2 x 115.2 ns + 0.5 x
      * 28.8 ns. The recurrent part (24320 FLOPs; R 4096 B read 10 times +
      * output 640 = 41600 B, R held in L1: twice 4096 fits its 10000) under
-     * the rnn family's: 1 us + 2 x 243.2 ns + 0.5 x 416 ns. */
+     * the rnn family's: 1 us at each of its 10 steps (oneDNN's kernel steps
+     * through the sequence) + 2 x 243.2 ns + 0.5 x 416 ns. */
     double in = 1e-3 + 1e3 * (2 * 1.152e-7 + 0.5 * 2.88e-8);
     assert_close(l->input_gemm_ms, in, 1e-12);
     assert_close(l->compute_ms, in + 1e3 * 2 * 2.432e-7, 1e-12);
     assert_close(l->memory_ms, 1e3 * 0.5 * 4.16e-7, 1e-12);
-    assert_close(l->overhead_ms, 1e-3, 1e-12);
-    assert_close(l->predicted_ms, in + 1e-3 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
+    assert_close(l->overhead_ms, 1e-2, 1e-12);
+    assert_close(l->predicted_ms, in + 1e-2 + 1e3 * (2 * 2.432e-7 + 0.5 * 4.16e-7), 1e-12);
     /* A kernel that multiplies each step's input by W with the recurrent
      * product (oneDNN's brgemm cell) reads W and B (2560 B) at each of the
      * 10 steps with R: 2880 + 41600 + 9 x 2560 = 67520 B, every FLOP
      * (35840) under the rnn family, at the level one direction's W, B and
      * R (6656 B) fit in, L1 (its whole 10000, not half): 675.2 ns. */
     double merged = l->predicted_ms;
-    double step = 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 67520 / 100 * 1e-9);
+    double step = 1e-2 + 1e3 * (2 * 3.584e-7 + 0.5 * 67520 / 100 * 1e-9);
     assert_close(l->rnn.merged_ms, merged, 1e-12);
     assert_close(l->rnn.merged_input_gemm_ms, in, 1e-12);
     assert_close(l->rnn.per_step_ms, step, 1e-12);
@@ -1083,6 +1084,17 @@ static void test_predict_rnn_terms(void **state)
     row.impl = "ref";
     ntp_prediction_apply(p, &r, false);
     assert_close(row.predicted_ms, in + 3 * (merged - in), 1e-12);
+    /* A point of the kernel's at the layer's size (one direction's W and
+     * R, 4 x 16 x (8 + 16) x 4 = 6144 B) with log 0.1 multiplies it
+     * further by exp(0.1 / (1 + e^-2)) = 1.0920752. */
+    cal.impls[0].n_points = 1;
+    cal.impls[0].point_bytes[0] = 6144;
+    cal.impls[0].point_log[0] = 0.1;
+    ntp_prediction_free(p);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    row.impl = "brgemm";
+    ntp_prediction_apply(p, &r, false);
+    assert_close(row.predicted_ms, 1.5 * 1.0920752 * step, 1e-7);
     cal.n_impls = 0;
     ntp_prediction_free(p);
     /* Past an L1 of 5000 bytes it holds 5000 / 6656 of them, the rest
@@ -1090,7 +1102,7 @@ static void test_predict_rnn_terms(void **state)
     cal.levels[0].capacity_bytes = 5000;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     assert_close(p->layers[0].rnn.per_step_ms,
-                 1e-3 + 1e3 * (2 * 3.584e-7 +
+                 1e-2 + 1e3 * (2 * 3.584e-7 +
                                0.5 * 67520 * (5000.0 / 6656 / 100 + 1656.0 / 6656 / 10) * 1e-9),
                  1e-12);
     ntp_prediction_free(p);
@@ -1117,7 +1129,7 @@ static void test_predict_rnn_terms(void **state)
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     l = &p->layers[0];
     assert_close(l->input_gemm_ms, 0, 1e-12);
-    assert_close(l->predicted_ms, 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
+    assert_close(l->predicted_ms, 1e-2 + 1e3 * (2 * 3.584e-7 + 0.5 * 4.448e-7), 1e-12);
     ntp_prediction_free(p);
 
     /* The reference backend runs the recurrent product at each step but
@@ -1194,6 +1206,89 @@ static void test_predict_rnn_terms(void **state)
  * kernel's R (4096 B) at every step, with an L1 of 8000 bytes: 41600 x
  * 0.9765625 / 100 ns from L1, 41600 x 0.0234375 / 10 ns from DRAM,
  * doubled. */
+/* A backend's recurrent kernel pays its fixed cost at each step of each
+ * direction: lstm_xml's sequence of 10 steps both ways is 20 of the rnn
+ * family's 1 us. The reference backend's steps are its product's calls,
+ * priced by the fc family: its rnn family's overhead is the cell's, once.
+ * The size its kernel's correction is read at is one direction's W and R:
+ * 4 gates x 16 units x (8 features + 16 units) x 4 B = 6144 B. */
+static void test_predict_rnn_steps(void **state)
+{
+    (void)state;
+    static const char xml[] = "<topology name=\"r\" precision=\"f32\">"
+                              "<input name=\"x\" shape=\"10,1,8\" dtype=\"f32\"/>"
+                              "<lstm name=\"rec\" units=\"16\" direction=\"bidirectional\" "
+                              "merge=\"concat\"/></topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "r", NULL, &g), 0);
+    ntp_calibration cal;
+    rnn_calibration(&cal);
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].overhead_ms, 20e-3, 1e-12);
+    assert_int_equal(p->layers[0].rnn.weight_bytes, 6144);
+    ntp_prediction_free(p);
+    snprintf(cal.backend, sizeof cal.backend, "ref");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_close(p->layers[0].overhead_ms, 1e-3, 1e-12);
+    assert_int_equal(p->layers[0].rnn.weight_bytes, 6144);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
+/* A recurrent kernel's correction by size: its points (1000 B, log 0.2)
+ * and (4000 B, log -0.1) weigh exp(-d^2 / 2), d their distance in
+ * log(size) over 0.5; the kernel's scale (log 0) weighs e^-2 = 0.135335.
+ * At 1000 B: the first 1, the second exp(-(ln 4 / 0.5)^2 / 2) = 0.021413:
+ * exp((0.2 - 0.0021413) / 1.156748) = 1.186546. At 2000 B both
+ * exp(-(ln 2 / 0.5)^2 / 2) = 0.382546: exp(0.0382546 / 0.900427) =
+ * 1.043400. At 4000 B, exp(-0.0957174 / 1.156748) = 0.920585. Far from
+ * both, the kernel's scale alone. */
+static void test_predict_size_factor(void **state)
+{
+    (void)state;
+    ntp_impl_correction c = {.family = NTP_PREDICT_FAMILY_RNN,
+                             .impl = "k",
+                             .samples = 2,
+                             .scale = 1.5,
+                             .n_points = 2,
+                             .point_bytes = {1000, 4000},
+                             .point_log = {0.2, -0.1}};
+    assert_close(ntp__predict_size_factor(&c, 1000), 1.1865461, 1e-7);
+    assert_close(ntp__predict_size_factor(&c, 2000), 1.0434003, 1e-7);
+    assert_close(ntp__predict_size_factor(&c, 4000), 0.9205847, 1e-7);
+    assert_close(ntp__predict_size_factor(&c, 1000000000), 1, 1e-12);
+    assert_close(ntp__predict_size_factor(&c, 0), 1, 1e-12);
+    assert_close(ntp__predict_size_factor(NULL, 1000), 1, 1e-12);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    cal.impls[0] = c;
+    cal.n_impls = 1;
+    /* Its scale times the factor; the scale alone without a size. */
+    assert_close(
+        ntp__predict_impl_size_scale(&cal, NTP_PREDICT_FAMILY_RNN, "k", "lstm", NULL, 2000),
+        1.5 * 1.0434003, 1e-7);
+    assert_close(ntp__predict_impl_scale(&cal, NTP_PREDICT_FAMILY_RNN, "k", "lstm", NULL), 1.5,
+                 1e-12);
+    /* Kept through the store's JSON; a point off by e^4, or not a pair,
+     * refused. */
+    json_t *j = ntp__calibration_json(&cal);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.impls[0].n_points, 2);
+    assert_close(back.impls[0].point_bytes[1], 4000, 1e-15);
+    assert_close(back.impls[0].point_log[0], 0.2, 1e-15);
+    json_t *pts =
+        json_object_get(json_array_get(json_object_get(j, "impl_corrections"), 0), "points");
+    json_array_set_new(json_array_get(pts, 0), 1, json_real(4));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_array_set_new(pts, 0, json_pack("[f]", 1000.0));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+}
+
 static void test_predict_rnn_from_memory(void **state)
 {
     (void)state;
@@ -1210,7 +1305,7 @@ static void test_predict_rnn_from_memory(void **state)
     double f = 5000.0 / 6656, first = 665.6e-9;
     double near = 60864 * f / 100 * 1e-9, far = 60864 * (1 - f) / 10 * 1e-9;
     assert_close(p->layers[0].rnn.per_step_ms,
-                 1e-3 + 1e3 * (2 * 3.584e-7 + 0.5 * (near + 2 * (first + far))), 1e-12);
+                 1e-2 + 1e3 * (2 * 3.584e-7 + 0.5 * (near + 2 * (first + far))), 1e-12);
     ntp_prediction_free(p);
     cal.levels[0].capacity_bytes = 8000;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
@@ -1250,7 +1345,8 @@ static void test_predict_rnn_from_memory(void **state)
                  "<input name=\"x\" shape=\"%s\" dtype=\"f32\"/><lstm name=\"L\" units=\"%s\"/>",
                  shapes[i][0], shapes[i][1]);
         snprintf(x->ran_on, sizeof x->ran_on, "onednn");
-        snprintf(x->impl, sizeof x->impl, "brgemm");
+        /* Two kernels, three samples each: each gets a correction. */
+        snprintf(x->impl, sizeof x->impl, "%s", i < 3 ? "brgemm" : "brgemm:avx2");
         x->family = NTP_PREDICT_FAMILY_RNN;
         x->passes = 1;
         char xml[1200];
@@ -1273,6 +1369,22 @@ static void test_predict_rnn_from_memory(void **state)
     assert_close(r->coef[NTP_PREDICT_TERM_COMPUTE], 1.5, 1e-6);
     assert_close(r->coef[NTP_PREDICT_TERM_MEMORY], 0.7, 1e-6);
     assert_true(r->max_error < 1e-9);
+    /* Each kernel's samples are its points by size, one direction's W and
+     * R: 4 gates x H x (H inputs + H) x 4 B, 8192 B at 16 units, 32768 at
+     * 32, 131072 at 64; 2097152 at 256, 4718592 at 384, 524288 at 128. The
+     * data being the model's, every one is off by nothing. */
+    static const double sizes[] = {8192, 32768, 131072, 2097152, 4718592, 524288};
+    assert_int_equal(fit.n_impls, 2);
+    for (int c = 0; c < 2; c++) {
+        const ntp_impl_correction *ic = &fit.impls[c];
+        int from = strcmp(ic->impl, "brgemm") == 0 ? 0 : 3;
+        assert_close(ic->scale, 1, 1e-9);
+        assert_int_equal(ic->n_points, 3);
+        for (int k = 0; k < 3; k++) {
+            assert_close(ic->point_bytes[k], sizes[from + k], 1e-15);
+            assert_true(fabs(ic->point_log[k]) < 1e-9);
+        }
+    }
     /* Kept through the store's JSON; out of its range, refused. */
     json_t *j = ntp__calibration_json(&fit);
     ntp_calibration back;
@@ -2836,6 +2948,8 @@ int main(void)
         cmocka_unit_test(test_calibrate_slow_pace),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_rnn_steps),
+        cmocka_unit_test(test_predict_size_factor),
         cmocka_unit_test(test_predict_rnn_from_memory),
         cmocka_unit_test(test_predict_ref_conv),
         cmocka_unit_test(test_predict_ref_depthwise),

@@ -870,6 +870,35 @@ void ntp__calibrate_impl_corrections(const double *X, const double *t,
         snprintf(c->impl, sizeof c->impl, "%s", impl[i]);
         c->samples = k_n;
         c->scale = exp(logs / k_n);
+        c->n_points = 0; /* size_points, once the family is final */
+    }
+}
+
+/* The rnn family's kernels' points by size (ntp_impl_correction.point_bytes):
+ * each sample of a kernel with a correction, at its one direction of W and
+ * R, with log(measured / predicted) of the whole layer (its input GEMM
+ * off[i] with it), its kernel's scale applied. After the family's last
+ * fit: the points do not feed the fit. */
+static void size_points(const double *X, const ntp_calibration_sample *S, const int *from,
+                        const double *t, const double *off, const ntp_predict_family *fam,
+                        const char *const *names, int n, ntp_calibration *cal)
+{
+    const ntp_family_model *m = &cal->family[NTP_PREDICT_FAMILY_RNN];
+    for (int c = 0; m->calibrated && c < cal->n_impls; c++) {
+        ntp_impl_correction *ic = &cal->impls[c];
+        if (ic->family != NTP_PREDICT_FAMILY_RNN)
+            continue;
+        ic->n_points = 0;
+        for (int i = 0; i < n && ic->n_points < NTP_PREDICT_MAX_POINTS; i++) {
+            if (fam[i] != NTP_PREDICT_FAMILY_RNN || strcmp(names[i], ic->impl) != 0 ||
+                S[from[i]].size_bytes <= 0)
+                continue;
+            double p = fitted_s(m, &X[i * NTP_PREDICT_TERMS]) * ic->scale + off[i];
+            if (!(p > 0) || !(t[i] + off[i] > 0))
+                continue;
+            ic->point_bytes[ic->n_points] = (double)S[from[i]].size_bytes;
+            ic->point_log[ic->n_points++] = log((t[i] + off[i]) / p);
+        }
     }
 }
 
@@ -1214,6 +1243,8 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
         fm->median_error = ntp__median_inplace(tf, k);
         fm->max_error = tf[k - 1];
     }
+    if (fit[NTP_PREDICT_FAMILY_RNN])
+        size_points(X, S, from, t, off, fam, names, n, cal);
     return true;
 }
 
@@ -1552,6 +1583,7 @@ static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
         memcpy(x->x_rec, f.xrec, sizeof x->x_rec);
         x->rec_rows = f.rec_rows;
         x->rec_weight = f.rec_weight;
+        x->size_bytes = f.size_bytes;
         memcpy(x->x_copy, f.xcp, sizeof x->x_copy);
         x->x_far = f.far;
     }
@@ -1822,6 +1854,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     memcpy(x->x_rec, f->xrec, sizeof x->x_rec);
     x->rec_rows = f->rec_rows;
     x->rec_weight = f->rec_weight;
+    x->size_bytes = f->size_bytes;
     memcpy(x->x_copy, f->xcp, sizeof x->x_copy);
     x->x_far = f->far;
     x->median_s = ntp__median_inplace(v, ran);

@@ -29,6 +29,9 @@ typedef struct ntp__pfeat {
      * size its loop's rate is interpolated at, ntp_calibration.gemv). */
     double xrec[NTP_PREDICT_TERMS];
     int64_t rec_rows, rec_weight;
+    /* A recurrent layer's one direction of W and R in bytes, the size its
+     * kernel's correction is read at; 0 for every other layer. */
+    int64_t size_bytes;
     /* On the reference backend, a convolution as ref-conv.c runs it: its
      * GEMMs (one per image and group) under the fc family's terms in xin,
      * its im2col copy under the copy family's in xcp (x keeps the conv
@@ -120,6 +123,17 @@ const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i);
  * cal has neither. */
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *op, const char *layout);
+/* The same at size `bytes` (a recurrent layer's one direction of W and
+ * R; 0: none): the correction's scale times its factor at that size
+ * (ntp__predict_size_factor). */
+double ntp__predict_impl_size_scale(const ntp_calibration *cal, ntp_predict_family f,
+                                    const char *impl, const char *op, const char *layout,
+                                    int64_t bytes);
+/* Correction c's factor at size `bytes` from its points: exp of their
+ * log ratios' mean weighted by a Gaussian of their distance in log(size)
+ * (NTP_PREDICT_SIZE_WIDTH), the kernel's scale (log 0) weighing as a
+ * point two widths away; 1 without points, size or c. */
+double ntp__predict_size_factor(const ntp_impl_correction *c, int64_t bytes);
 /* The same for a key ntp__predict_impl_key made. */
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key);
 /* The calibration a copy row on `backend` is priced with: that backend's,

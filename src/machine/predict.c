@@ -434,6 +434,23 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     out->level = level_for(cal, l->traffic_bytes, &gbps);
     double peak = cal->peak_gflops * 1e9, bw = gbps * 1e9;
     out->x[NTP_PREDICT_TERM_OVERHEAD] = 1.0;
+    /* A backend's recurrent kernel (oneDNN's brgemm and ref cells) steps
+     * through the sequence, one direction after the other, and pays a
+     * fixed cost at every step (its GEMM calls, its cell, its threads'
+     * barrier) that its roofline terms cannot follow: the overhead term
+     * counts the steps (docs/predict.md#a-recurrent-kernels-steps-and-size). oneDNN's LSTM
+     * of 16 units took 14 us a step, of 512 units 73 us (2026-12-06, the
+     * Zen 5 VM); priced at a layer's fixed cost, its 256-unit samples ran
+     * 25% over their prediction and its 512-unit ones 18% under. The
+     * reference backend's steps are its recurrent product's calls (xrec),
+     * priced by the fc family. */
+    if (rs && rs->T > 0 && strcmp(cal->backend, "ref") != 0)
+        out->x[NTP_PREDICT_TERM_OVERHEAD] = (double)(rs->T * rs->dirs);
+    /* The size its kernel's correction is read at: one direction's W
+     * (G·H by its input's features) and R (G·H by H). */
+    if (rs && rs->T > 0 && rs->N > 0 && rs->esize > 0)
+        out->size_bytes =
+            rs->esize * rs->G * rs->H * (rs->x_bytes / (rs->esize * rs->T * rs->N) + rs->H);
     /* Calibrated in network conditions (ntp_calibration.cache): a layer's
      * weights come from DRAM, as in the calibration, whose runs write over
      * the caches, and in a network's pass, which evicts them even where
@@ -1009,28 +1026,28 @@ const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i)
     return ntp__predict_kernel_op(op, ntp_shape_numel(&x->shape) / x->shape.dim[x->shape.ndim - 1]);
 }
 
-/* cal's correction for key under family f; false where it has none. */
-static bool key_find(const ntp_calibration *cal, ntp_predict_family f, const char *key, double *s)
+/* cal's correction for key under family f; NULL where it has none. */
+static const ntp_impl_correction *key_find(const ntp_calibration *cal, ntp_predict_family f,
+                                           const char *key)
 {
     for (int k = 0; key && k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
         if (cal->impls[k].family == f && strcmp(cal->impls[k].impl, key) == 0 &&
-            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale)) {
-            *s = cal->impls[k].scale;
-            return true;
-        }
-    return false;
+            cal->impls[k].scale > 0 && isfinite(cal->impls[k].scale))
+            return &cal->impls[k];
+    return NULL;
 }
 
 /* cal's correction for kernel impl of op under family f, with its
- * layout or, where cal has none with it, without; false where it has
+ * layout or, where cal has none with it, without; NULL where it has
  * neither. */
-static bool impl_find(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
-                      const char *op, const char *layout, double *s)
+static const ntp_impl_correction *impl_find(const ntp_calibration *cal, ntp_predict_family f,
+                                            const char *impl, const char *op, const char *layout)
 {
     char key[80];
     ntp__predict_impl_key(f, impl, op, layout, key, sizeof key);
-    if (key_find(cal, f, key, s))
-        return true;
+    const ntp_impl_correction *c = key_find(cal, f, key);
+    if (c)
+        return c;
     /* A calibration made before kernels were keyed by their source's
      * layout (or a sample whose backend did not say) keeps the name
      * alone: the layer takes that. */
@@ -1040,31 +1057,52 @@ static bool impl_find(const ntp_calibration *cal, ntp_predict_family f, const ch
         char bare[80];
         snprintf(bare, sizeof bare, "%.*s", (int)(n < 70 ? n : 70), impl);
         ntp__predict_impl_key(f, bare, op, "", key, sizeof key);
-        return key_find(cal, f, key, s);
+        return key_find(cal, f, key);
     }
-    return false;
+    return NULL;
+}
+
+double ntp__predict_size_factor(const ntp_impl_correction *c, int64_t bytes)
+{
+    if (!c || c->n_points <= 0 || bytes <= 0)
+        return 1;
+    /* Each point weighs by its distance in log(size), a Gaussian of
+     * NTP_PREDICT_SIZE_WIDTH; the kernel's own scale weighs as a point
+     * two widths away (log 0): a size no sample is near keeps it. */
+    double sw = exp(-2.0), sl = 0;
+    for (int k = 0; k < c->n_points && k < NTP_PREDICT_MAX_POINTS; k++) {
+        double d = log((double)bytes / c->point_bytes[k]) / NTP_PREDICT_SIZE_WIDTH;
+        double w = exp(-0.5 * d * d);
+        sw += w;
+        sl += w * c->point_log[k];
+    }
+    return exp(sl / sw);
+}
+
+double ntp__predict_impl_size_scale(const ntp_calibration *cal, ntp_predict_family f,
+                                    const char *impl, const char *op, const char *layout,
+                                    int64_t bytes)
+{
+    if (!impl || !impl[0])
+        return 1;
+    const ntp_impl_correction *c = impl_find(cal, f, impl, op, layout);
+    /* A copy's correction stored before copies were keyed by their op:
+     * the kernel's alone. */
+    if (!c && f == NTP_PREDICT_FAMILY_COPY && op)
+        c = impl_find(cal, f, impl, NULL, layout);
+    return c ? c->scale * ntp__predict_size_factor(c, bytes) : 1;
 }
 
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *op, const char *layout)
 {
-    if (!impl || !impl[0])
-        return 1;
-    double s = 1;
-    if (impl_find(cal, f, impl, op, layout, &s))
-        return s;
-    /* A copy's correction stored before copies were keyed by their op:
-     * the kernel's alone. */
-    if (f == NTP_PREDICT_FAMILY_COPY && op && impl_find(cal, f, impl, NULL, layout, &s))
-        return s;
-    return 1;
+    return ntp__predict_impl_size_scale(cal, f, impl, op, layout, 0);
 }
 
 double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, const char *key)
 {
-    double s = 1;
-    key_find(cal, f, key, &s);
-    return s;
+    const ntp_impl_correction *c = key_find(cal, f, key);
+    return c ? c->scale : 1;
 }
 
 double ntp__predict_memory_term(const ntp_family_model *m, const double *x, double far)
@@ -1089,10 +1127,11 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
     l->input_gemm_ms = 1e3 * ntp__predict_rnn_input_gemm_s(cal, f);
     /* The cold start a network that keeps its state in a cache does not
      * pay (docs/predict.md#a-layers-cold-start). */
-    double overhead = c[NTP_PREDICT_TERM_OVERHEAD];
-    if (f->cold_share > 0)
+    /* Once a layer, where its overhead counts a recurrent kernel's steps. */
+    double overhead = c[NTP_PREDICT_TERM_OVERHEAD] * f->x[NTP_PREDICT_TERM_OVERHEAD];
+    if (f->cold_share > 0 && overhead > 0)
         overhead = fmax(0, overhead - f->cold_share * cal->family[f->family].cold_s);
-    l->overhead_ms = 1e3 * overhead * f->x[NTP_PREDICT_TERM_OVERHEAD];
+    l->overhead_ms = 1e3 * overhead;
     l->compute_ms =
         1e3 * c[NTP_PREDICT_TERM_COMPUTE] * f->x[NTP_PREDICT_TERM_COMPUTE] + l->input_gemm_ms;
     l->memory_ms = 1e3 * (c[NTP_PREDICT_TERM_MEMORY] *
@@ -1171,8 +1210,8 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
                 p->cal_ms[(size_t)k * nl + (size_t)i] = l->predicted_ms;
             }
         }
-        double s =
-            ntp__predict_impl_scale(&p->cals[k], l->family, l->impl, layer_op(l), l->src_layout);
+        double s = ntp__predict_impl_size_scale(&p->cals[k], l->family, l->impl, layer_op(l),
+                                                l->src_layout, l->rnn.weight_bytes);
         if (s == 1)
             continue;
         /* A recurrent layer's input GEMM is the fc family's: the
@@ -1439,6 +1478,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
                 l->compute_ms = t.compute_ms;
                 l->memory_ms = t.memory_ms;
                 l->input_gemm_ms = t.input_gemm_ms;
+                l->rnn.weight_bytes = fk.size_bytes;
                 /* A recurrent layer both ways a kernel runs its input
                  * GEMM: which one is known from the plan's or the run's
                  * kernel (correct_for_impls, run_impl_ms). */
@@ -1606,8 +1646,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
      * step, or once over the sequence), whichever the prediction's plan
      * named; its input GEMM is not corrected. */
     if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
-        double sc =
-            ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp), l->src_layout);
+        double sc = ntp__predict_impl_size_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
+                                                 l->src_layout, lp->rnn.weight_bytes);
         if (ntp__predict_rnn_per_step(l->impl))
             return lp->rnn.per_step_ms * sc;
         double gemm = lp->rnn.merged_input_gemm_ms;
@@ -1616,8 +1656,8 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     double in = own ? lp->input_gemm_ms : 0;
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
     /* Keyed by the kernel the run chose and the layout it read. */
-    return in + base * ntp__predict_impl_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
-                                               l->src_layout);
+    return in + base * ntp__predict_impl_size_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
+                                                    l->src_layout, lp->rnn.weight_bytes);
 }
 
 static double finite_or_0(double v)
@@ -1882,6 +1922,12 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         ntp__jset(&ok, x, "impl", ntp__json_str(c->impl));
         ntp__jset(&ok, x, "samples", json_integer(c->samples));
         ntp__jset(&ok, x, "scale", json_real(c->scale));
+        if (c->n_points > 0) {
+            json_t *pts = json_array();
+            for (int q = 0; q < c->n_points && q < NTP_PREDICT_MAX_POINTS; q++)
+                ntp__jpush(&ok, pts, json_pack("[f,f]", c->point_bytes[q], c->point_log[q]));
+            ntp__jset(&ok, x, "points", pts);
+        }
         ntp__jpush(&ok, im, x);
     }
     ntp__jset(&ok, o, "impl_corrections", im);
@@ -2068,6 +2114,23 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         get_str(c, "impl", ic->impl, sizeof ic->impl);
         ic->samples = (int)get_int(c, "samples", 0, INT_MAX, &bad);
         ic->scale = scale;
+        /* A kernel's points by size: each a size in bytes and a log ratio
+         * no machine's kernel is off by e^3 (20x) from its family. */
+        ic->n_points = 0;
+        size_t q;
+        json_t *pt;
+        json_array_foreach(json_object_get(c, "points"), q, pt)
+        {
+            double b = json_number_value(json_array_get(pt, 0));
+            double lg = json_number_value(json_array_get(pt, 1));
+            if (ic->n_points >= NTP_PREDICT_MAX_POINTS || json_array_size(pt) != 2 ||
+                !(b >= 1 && b < 1e15) || !(fabs(lg) <= 3)) {
+                bad = true;
+                break;
+            }
+            ic->point_bytes[ic->n_points] = b;
+            ic->point_log[ic->n_points++] = lg;
+        }
     }
     return !bad;
 }

@@ -305,6 +305,40 @@ ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p, nt
     }
     return ntp__check_stream(ctx, f, "prediction");
 }
+/* A recurrent kernel's correction by size (ntp_impl_correction.points):
+ * the factor at each size it was sampled at, smallest first, as a layer
+ * of that size takes it (docs/predict.md#a-recurrent-kernels-steps-and-size). */
+static void put_size_factors(FILE *f, const ntp_impl_correction *ic)
+{
+    int n = ic->n_points < NTP_PREDICT_MAX_POINTS ? ic->n_points : NTP_PREDICT_MAX_POINTS;
+    double at[NTP_PREDICT_MAX_POINTS];
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        bool seen = false;
+        for (int j = 0; j < m; j++)
+            seen |= at[j] == ic->point_bytes[k];
+        if (!seen)
+            at[m++] = ic->point_bytes[k];
+    }
+    for (int a = 1; a < m; a++)
+        for (int b = a; b > 0 && at[b - 1] > at[b]; b--) {
+            double t = at[b];
+            at[b] = at[b - 1];
+            at[b - 1] = t;
+        }
+    char line[1024];
+    size_t u = 0;
+    for (int k = 0; k < m && u < sizeof line; k++) {
+        /* "8.39MB": a size stays on one line where the list wraps. */
+        char b[32], *sp;
+        ntp__human_bytes(at[k], b, sizeof b);
+        if ((sp = strchr(b, ' ')) != NULL)
+            memmove(sp, sp + 1, strlen(sp));
+        u += (size_t)snprintf(line + u, sizeof line - u, "%s %s x%.2f", k ? "," : "", b,
+                              ntp__predict_size_factor(ic, (int64_t)at[k]));
+    }
+    ntp__put_wrapped(f, "             by size:", line);
+}
 
 ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, ntp_format fmt,
                                         FILE *f)
@@ -468,10 +502,13 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
     if (fmt != NTP_FORMAT_CSV && c->n_impls > 0) {
         fputc('\n', f);
         ntp__put_linef(f, "corrections per implementation (x the family's time, docs/predict.md):");
-        for (int k = 0; k < c->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++)
+        for (int k = 0; k < c->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
+            const ntp_impl_correction *ic = &c->impls[k];
             ntp__put_linef(f, "  %-10s %-36s %5.2f  (%d samples)",
-                           ntp_predict_family_name(c->impls[k].family), c->impls[k].impl,
-                           c->impls[k].scale, c->impls[k].samples);
+                           ntp_predict_family_name(ic->family), ic->impl, ic->scale, ic->samples);
+            if (ic->n_points > 0)
+                put_size_factors(f, ic);
+        }
     }
     return ntp__check_stream(ctx, f, "calibration");
 }
