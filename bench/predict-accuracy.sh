@@ -341,11 +341,11 @@ for name, rs in runs.items():
     slowed = [bool(q) and bool(q.get("slowed")) for q in qs]
     # A round slowed throughout has no unslowed iteration to count by: a
     # one-thread run's CPU under every look (the run warned), or every CPU
-    # under the calibration's pace (the prediction's note).
+    # under the calibration's pace (the prediction's note, its verdict
+    # prediction.below_calibration_pace).
     def throughout(r, q):
-        cp = (r.get("prediction") or {}).get("calibration_pace_gflops")
-        return bool(q) and (bool(q.get("throughout")) or bool(
-            cp and q.get("best_gflops") and q["best_gflops"] < q["slow_share"] * cp))
+        return bool(q) and (bool(q.get("throughout")) or
+                            bool((r.get("prediction") or {}).get("below_calibration_pace")))
     thr = [throughout(r, q) for r, q in zip(rs, qs)]
     clear = [q["clear_ms"] if s else r["end_to_end"]["median_ms"]
              for r, q, s, t in zip(rs, qs, slowed, thr) if not t]

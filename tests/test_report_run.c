@@ -1538,6 +1538,22 @@ static ntp_run_result *without_contention(fixture *fx, const char *text, const c
 /* environment.contention.pace (docs/report-format.md): written, valid,
  * read back field by field; the header's line; a report from before the
  * looks. */
+/* The verdict fx's run report writes as prediction.below_calibration_pace
+ * (the report valid against its schema). */
+static bool below_pace_in_json(fixture *fx)
+{
+    char *text = capture(fx, write_run, NTP_FORMAT_JSON);
+    assert_int_equal(validate(text, "report.schema.json"), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    json_t *v = json_object_get(json_object_get(j, "prediction"), "below_calibration_pace");
+    assert_true(json_is_boolean(v));
+    bool below = json_is_true(v);
+    json_decref(j);
+    free(text);
+    return below;
+}
+
 static void test_pace_check(void **state)
 {
     fixture *fx = *state;
@@ -1667,10 +1683,12 @@ static void test_pace_check(void **state)
     thr = written_back(fx);
     assert_float_equal(thr->prediction.calibration_pace_gflops, 51, 0);
     ntp_run_result_free(thr);
+    assert_true(below_pace_in_json(fx));
     fx->r.prediction.calibration_pace_gflops = 50;
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_null(strstr(table, "the calibration's ("));
     free(table);
+    assert_false(below_pace_in_json(fx));
     fx->r.prediction.calibration_pace_gflops = 0;
     thr = written_back(fx);
     assert_float_equal(thr->prediction.calibration_pace_gflops, 0, 0);

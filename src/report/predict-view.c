@@ -94,8 +94,7 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     /* Every CPU slowed throughout: the run's best look under the
      * calibration's (its reference; the run's own best is no reference
      * then). */
-    if (q->measured && q->best > 0 && p->calibration_pace_gflops > 0 &&
-        q->best < NTP_PACE_SLOW_SHARE * p->calibration_pace_gflops && used < len)
+    if (ntp__prediction_below_pace(r) && used < len)
         used += (size_t)snprintf(
             buf + used, len - used,
             "%sthe run's best pace look read %.2fx the calibration's (%.1f GFLOP/s against "
@@ -105,6 +104,14 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
             used ? "; " : "", q->best / p->calibration_pace_gflops, q->best,
             p->calibration_pace_gflops, NTP_PACE_SLOW_SHARE);
     return used > 0;
+}
+
+bool ntp__prediction_below_pace(const ntp_run_result *r)
+{
+    const ntp_pace_check *q = &r->env.contention.pace;
+    const double cal = r->prediction.calibration_pace_gflops;
+    return r->prediction.available && q->measured && q->best > 0 && cal > 0 &&
+           q->best < NTP_PACE_SLOW_SHARE * cal;
 }
 
 bool ntp__prediction_placement_line(const ntp_run_result *r, char *buf, size_t len)

@@ -44,6 +44,12 @@ void ntp__put_reasons(FILE *f, const char *lead, const void *layers, int n,
  * the machine's (low, apart, slowed) or the stored ceilings' (high), not
  * the model's (predict-view.c); false when there is nothing to say. */
 bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len);
+/* Whether r ran with every CPU slowed throughout, as its prediction's
+ * calibration paced the machine: its best pace look under
+ * NTP_PACE_SLOW_SHARE x the calibration's (docs/run.md#pace); false where
+ * either was not looked. The note above says it; the JSON carries it
+ * (prediction.below_calibration_pace). */
+bool ntp__prediction_below_pace(const ntp_run_result *r);
 /* A run whose iterations the hand-off looks split between the CPUs
  * sharing a cache and not (docs/run.md#handoff): the prediction against
  * each placement's end-to-end median, one line ("while the CPUs shared a
