@@ -1206,6 +1206,65 @@ static void test_predict_rnn_terms(void **state)
  * kernel's R (4096 B) at every step, with an L1 of 8000 bytes: 41600 x
  * 0.9765625 / 100 ns from L1, 41600 x 0.0234375 / 10 ns from DRAM,
  * doubled. */
+/* The machine's pace beside a run (ntp_run_prediction.calibration_pace_
+ * gflops): the prediction's calibration's where it was paced, else a paced
+ * other's, else ntp_predict_opts.paced's; each named by its backend. */
+static double pace_beside_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibration *cal,
+                              const ntp_predict_opts *o, char *backend)
+{
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict_with(ctx, g, cal, o, &p), 0);
+    ntp_layer_result row = {.name = "rec", .kind = "layer", .impl = "brgemm"};
+    row.time_ms.median = 0.01;
+    ntp_run_result r;
+    memset(&r, 0, sizeof r);
+    r.layers = &row;
+    r.n_layers = 1;
+    r.threads = 1;
+    r.end_to_end_ms.median = 0.01;
+    ntp_prediction_apply(p, &r, false);
+    ntp_prediction_free(p);
+    snprintf(backend, 32, "%s", r.prediction.calibration_pace_backend);
+    return r.prediction.calibration_pace_gflops;
+}
+
+static void test_predict_pace_beside_run(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, lstm_xml, strlen(lstm_xml), "r", NULL, &g), 0);
+    ntp_calibration cal, ref, other;
+    rnn_calibration(&cal);
+    rnn_calibration(&ref);
+    snprintf(ref.backend, sizeof ref.backend, "ref");
+    ref.pace_gflops = 40;
+    ntp_predict_opts o;
+    ntp_predict_opts_default(&o);
+    char b[32];
+    /* None paced: n/a. */
+    assert_close(pace_beside_run(ctx, g, &cal, &o, b), 0, 0);
+    assert_string_equal(b, "");
+    /* oneDNN's calibration is not paced: ref's given. */
+    o.paced = &ref;
+    assert_close(pace_beside_run(ctx, g, &cal, &o, b), 40, 0);
+    assert_string_equal(b, "ref");
+    /* A paced other (xnnpack here) before the one given. */
+    rnn_calibration(&other);
+    snprintf(other.backend, sizeof other.backend, "xnnpack");
+    other.pace_gflops = 41;
+    o.others = &other;
+    o.n_others = 1;
+    assert_close(pace_beside_run(ctx, g, &cal, &o, b), 41, 0);
+    assert_string_equal(b, "xnnpack");
+    /* Its own pace first. */
+    cal.pace_gflops = 44;
+    assert_close(pace_beside_run(ctx, g, &cal, &o, b), 44, 0);
+    assert_string_equal(b, "onednn");
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 /* A backend's recurrent kernel pays its fixed cost at each step of each
  * direction: lstm_xml's sequence of 10 steps both ways is 20 of the rnn
  * family's 1 us. The reference backend's steps are its product's calls,
@@ -2948,6 +3007,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_slow_pace),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_predict_rnn_terms),
+        cmocka_unit_test(test_predict_pace_beside_run),
         cmocka_unit_test(test_predict_rnn_steps),
         cmocka_unit_test(test_predict_size_factor),
         cmocka_unit_test(test_predict_rnn_from_memory),

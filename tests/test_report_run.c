@@ -1684,6 +1684,21 @@ static void test_pace_check(void **state)
     assert_float_equal(thr->prediction.calibration_pace_gflops, 51, 0);
     ntp_run_result_free(thr);
     assert_true(below_pace_in_json(fx));
+    /* A threaded backend's run, its pace from ref's calibration: named in
+     * the note, written and read back. */
+    fx->r.backend = "onednn";
+    snprintf(fx->r.prediction.calibration_pace_backend,
+             sizeof fx->r.prediction.calibration_pace_backend, "ref");
+    table = capture(fx, write_run, NTP_FORMAT_TABLE);
+    if (!strstr(table, "prediction: the run's best pace look read 0.85x ref's calibration's (43.5 "
+                       "GFLOP/s against 51.0,"))
+        fail_msg("no ref's calibration's pace in the note:\n%s", table);
+    free(table);
+    thr = written_back(fx);
+    assert_string_equal(thr->prediction.calibration_pace_backend, "ref");
+    ntp_run_result_free(thr);
+    fx->r.backend = "ref";
+    fx->r.prediction.calibration_pace_backend[0] = '\0';
     fx->r.prediction.calibration_pace_gflops = 50;
     table = capture(fx, write_run, NTP_FORMAT_TABLE);
     assert_null(strstr(table, "the calibration's ("));

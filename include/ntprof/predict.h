@@ -675,6 +675,12 @@ typedef struct ntp_predict_opts {
      * operand, the chain's intermediate results never written; a folded
      * batch norm costs nothing. Not with a roofline-only calibration. */
     bool fuse;
+    /* A calibration of the same machine whose timings were paced (ref's,
+     * ntp_calibration.pace_gflops), for a cal whose were not (a threaded
+     * backend's): its pace is the reference a run's pace looks are judged
+     * by beside the prediction (ntp_run_prediction.calibration_pace_gflops;
+     * docs/run.md#pace). An other with a pace serves as well. NULL: none. */
+    const ntp_calibration *paced;
 } ntp_predict_opts;
 
 NTP_API void ntp_predict_opts_default(ntp_predict_opts *o);

@@ -629,8 +629,12 @@ typedef struct ntp_run_prediction {
     bool calibration_bus_low;
     /* The calibration's pace (ntp_calibration.pace_gflops, the best look
      * of its CPUs, docs/run.md#pace); 0 n/a (not looked, a calibration
-     * made before it was recorded, a roofline-only prediction). */
+     * made before it was recorded, a roofline-only prediction). A threaded
+     * backend's calibration is not paced: the pace is then that of a
+     * paced calibration of the same machine (ref's), whose backend
+     * calibration_pace_backend names ("" where n/a). */
     double calibration_pace_gflops;
+    char calibration_pace_backend[32];
 } ntp_run_prediction;
 
 /* What ntp_run (or ntp_run_result_load) found: opaque, read through the

@@ -54,6 +54,11 @@ struct ntp_prediction {
      * machine's: this machine's plan, and why the other machine's may
      * differ (its ISA or its backend's version); "" otherwise. */
     char copies_note[256];
+    /* The machine's pace as a paced calibration timed it: cal's, else an
+     * other's, else ntp_predict_opts.paced's (ntp_calibration.pace_gflops);
+     * 0 where none, and the backend of the calibration it is from. */
+    double pace_gflops;
+    char pace_backend[32];
 };
 
 #endif

@@ -94,15 +94,21 @@ bool ntp__prediction_machine_note(const ntp_run_result *r, char *buf, size_t len
     /* Every CPU slowed throughout: the run's best look under the
      * calibration's (its reference; the run's own best is no reference
      * then). */
-    if (ntp__prediction_below_pace(r) && used < len)
+    if (ntp__prediction_below_pace(r) && used < len) {
+        /* A threaded backend's calibration is not paced: the pace is a
+         * paced calibration's of the same machine (ref's), named. */
+        char whose[48] = "the calibration's";
+        const char *pb = p->calibration_pace_backend;
+        if (pb[0] && (!r->backend || strcmp(pb, r->backend) != 0))
+            snprintf(whose, sizeof whose, "%.31s's calibration's", pb);
         used += (size_t)snprintf(
             buf + used, len - used,
-            "%sthe run's best pace look read %.2fx the calibration's (%.1f GFLOP/s against "
-            "%.1f, under %.2fx: every CPU ran slowed throughout, docs/run.md#pace), and the "
-            "calibration keeps unslowed timings: a layer's error may be the machine's, not the "
-            "model's",
-            used ? "; " : "", q->best / p->calibration_pace_gflops, q->best,
+            "%sthe run's best pace look read %.2fx %s (%.1f GFLOP/s against %.1f, under "
+            "%.2fx: every CPU ran slowed throughout, docs/run.md#pace), and the calibration "
+            "keeps unslowed timings: a layer's error may be the machine's, not the model's",
+            used ? "; " : "", q->best / p->calibration_pace_gflops, whose, q->best,
             p->calibration_pace_gflops, NTP_PACE_SLOW_SHARE);
+    }
     return used > 0;
 }
 

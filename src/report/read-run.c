@@ -518,6 +518,13 @@ static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
     p->calibration_pace_gflops = opt_num(o, "calibration_pace_gflops", 0);
     if (!(p->calibration_pace_gflops > 0))
         p->calibration_pace_gflops = 0;
+    /* Absent before a threaded backend's prediction took a paced
+     * calibration's pace: the prediction's own. */
+    json_t *pb = json_object_get(o, "calibration_pace_backend");
+    snprintf(p->calibration_pace_backend, sizeof p->calibration_pace_backend, "%s",
+             !(p->calibration_pace_gflops > 0) ? ""
+             : json_is_string(pb)              ? json_string_value(pb)
+                                               : "");
 }
 
 /* The optional TorchScript figure (ntp_run_opts.torch_script). */

@@ -1262,6 +1262,10 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
             ntp__jset(&ok, o, "calibration_pace_gflops",
                       p->calibration_pace_gflops > 0 ? ntp__json_num(p->calibration_pace_gflops)
                                                      : json_null());
+            ntp__jset(&ok, o, "calibration_pace_backend",
+                      p->calibration_pace_gflops > 0 && p->calibration_pace_backend[0]
+                          ? ntp__json_str(p->calibration_pace_backend)
+                          : json_null());
             ntp__jset(&ok, o, "below_calibration_pace",
                       json_boolean(ntp__prediction_below_pace(r)));
         }

@@ -104,6 +104,14 @@ bool cli_attach_prediction(ntp_ctx *ctx, const char *db, const ntp_graph *g, ntp
     po.n_place = n_place;
     po.fuse = ntp_run_result_fused(r);
     po.reorders = false;
+    /* A threaded backend's calibration is not paced: the run's pace looks
+     * are judged against ref's of this machine (docs/run.md#pace). */
+    ntp_calibration paced;
+    bool have_paced = false;
+    if (!(cal.pace_gflops > 0) && strcmp(backend, "ref") != 0 &&
+        ntp_store_find_calibration(ctx, db, "ref", precision, &paced, &have_paced) != NTP_STATUS_OK)
+        ntp_ctx_clear(ctx);
+    po.paced = have_paced ? &paced : NULL;
     ntp_prediction *p = NULL;
     if (ntp_predict_with(ctx, g, &cal, &po, &p) != NTP_STATUS_OK) {
         fprintf(stderr, "ntprof: warning: %s; no prediction beside the measurement\n",
