@@ -440,8 +440,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * barrier) that its roofline terms cannot follow: the overhead term
      * counts the steps (docs/predict.md#a-recurrent-kernels-steps-and-size). oneDNN's LSTM
      * of 16 units took 14 us a step, of 512 units 73 us (2026-12-06, the
-     * Zen 5 VM); priced at a layer's fixed cost, its 256-unit samples ran
-     * 25% over their prediction and its 512-unit ones 18% under. The
+     * Zen 5 VM); priced as a layer's fixed cost, its 256-unit samples were
+     * predicted 25% under their time and its 512-unit ones 18% over. The
      * reference backend's steps are its recurrent product's calls (xrec),
      * priced by the fc family. */
     if (rs && rs->T > 0 && strcmp(cal->backend, "ref") != 0)
