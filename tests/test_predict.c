@@ -95,6 +95,16 @@ static void hand_calibration(ntp_calibration *c)
     fc->coef[NTP_PREDICT_TERM_MEMORY] = 0.5;
 }
 
+/* A run of one thread over rows, for ntp_prediction_apply to judge. */
+static void run_over(ntp_run_result *r, ntp_layer_result *rows, int n, double end_to_end_ms)
+{
+    memset(r, 0, sizeof *r);
+    r->layers = rows;
+    r->n_layers = n;
+    r->threads = 1;
+    r->end_to_end_ms.median = end_to_end_ms;
+}
+
 static void test_predict_formula(void **state)
 {
     (void)state;
@@ -1074,11 +1084,7 @@ static void test_predict_rnn_terms(void **state)
     ntp_layer_result row = {.name = "rec", .kind = "layer", .impl = "brgemm"};
     row.time_ms.median = 0.01;
     ntp_run_result r;
-    memset(&r, 0, sizeof r);
-    r.layers = &row;
-    r.n_layers = 1;
-    r.threads = 1;
-    r.end_to_end_ms.median = 0.01;
+    run_over(&r, &row, 1, 0.01);
     ntp_prediction_apply(p, &r, false);
     assert_close(row.predicted_ms, 1.5 * step, 1e-12);
     row.impl = "ref";
@@ -1194,18 +1200,6 @@ static void test_predict_rnn_terms(void **state)
     ntp_ctx_free(ctx);
 }
 
-/* What is read from memory, past the last cache, in network conditions
- * (the calibration's: every pass starts with the caches written over), by
- * lstm_xml's LSTM on the hand calibration (rnn family 1 us, 2, 0.5; L1
- * 10000 B at 100 GB/s, DRAM 10 GB/s), priced under far_scale 2. A kernel
- * reading W at every step (brgemm) reads one direction's W, B and R (6656
- * B) from DRAM at its first step: 665.6 ns, doubled. The other 9 steps,
- * the input and the output (67520 - 6656 = 60864 B) as before, with an L1
- * of 5000 bytes: it holds 5000 / 6656 of the working set, 60864 x 0.7512
- * / 100 ns from it, 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged
- * kernel's R (4096 B) at every step, with an L1 of 8000 bytes: 41600 x
- * 0.9765625 / 100 ns from L1, 41600 x 0.0234375 / 10 ns from DRAM,
- * doubled. */
 /* The machine's pace beside a run (ntp_run_prediction.calibration_pace_
  * gflops): the prediction's calibration's where it was paced, else a paced
  * other's, else ntp_predict_opts.paced's; each named by its backend. */
@@ -1217,11 +1211,7 @@ static double pace_beside_run(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibr
     ntp_layer_result row = {.name = "rec", .kind = "layer", .impl = "brgemm"};
     row.time_ms.median = 0.01;
     ntp_run_result r;
-    memset(&r, 0, sizeof r);
-    r.layers = &row;
-    r.n_layers = 1;
-    r.threads = 1;
-    r.end_to_end_ms.median = 0.01;
+    run_over(&r, &row, 1, 0.01);
     ntp_prediction_apply(p, &r, false);
     ntp_prediction_free(p);
     snprintf(backend, 32, "%s", r.prediction.calibration_pace_backend);
@@ -1348,6 +1338,18 @@ static void test_predict_size_factor(void **state)
     json_decref(j);
 }
 
+/* What is read from memory, past the last cache, in network conditions
+ * (the calibration's: every pass starts with the caches written over), by
+ * lstm_xml's LSTM on the hand calibration (rnn family 1 us, 2, 0.5; L1
+ * 10000 B at 100 GB/s, DRAM 10 GB/s), priced under far_scale 2. A kernel
+ * reading W at every step (brgemm) reads one direction's W, B and R (6656
+ * B) from DRAM at its first step: 665.6 ns, doubled. The other 9 steps,
+ * the input and the output (67520 - 6656 = 60864 B) as before, with an L1
+ * of 5000 bytes: it holds 5000 / 6656 of the working set, 60864 x 0.7512
+ * / 100 ns from it, 60864 x 0.2488 / 10 ns from DRAM, doubled. The merged
+ * kernel's R (4096 B) at every step, with an L1 of 8000 bytes: 41600 x
+ * 0.9765625 / 100 ns from L1, 41600 x 0.0234375 / 10 ns from DRAM,
+ * doubled. */
 static void test_predict_rnn_from_memory(void **state)
 {
     (void)state;
@@ -1903,11 +1905,7 @@ static void test_apply_by_hand(void **state)
         rows[i].time_ms.median = ms[i];
     }
     ntp_run_result r;
-    memset(&r, 0, sizeof r);
-    r.layers = rows;
-    r.n_layers = 4;
-    r.threads = 1;
-    r.end_to_end_ms.median = 0.05;
+    run_over(&r, rows, 4, 0.05);
     ntp_prediction_apply(p, &r, false);
     const ntp_run_prediction *s = &r.prediction;
     assert_true(s->available);
@@ -2646,10 +2644,7 @@ static void test_impl_corrections(void **state)
         rows[i].time_ms.median = 0.01;
     }
     ntp_run_result r;
-    memset(&r, 0, sizeof r);
-    r.layers = rows;
-    r.n_layers = 4;
-    r.end_to_end_ms.median = 0.05;
+    run_over(&r, rows, 4, 0.05);
     ntp_prediction_apply(p, &r, false);
     assert_close(rows[0].predicted_ms, 3 * ps, 1e-12);
     assert_close(rows[2].predicted_ms, pb, 1e-12);
