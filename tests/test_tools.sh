@@ -283,9 +283,12 @@ assert (tc["value"] is None and "below the counting overhead of" in tc["reason"]
 # the wall time (a busy machine makes it smaller, so no lower bound from
 # the wall time); and the subtraction leaves a count far above the overhead
 # intact. The count is per iteration, its sum over them divided by their
-# number: held against the mean wall time. The process has more threads
-# than the backend's one (-t 1), and one of them may run beside the layer:
-# a run read 0.690 ms of CPU a row beside a mean of 0.487 ms (2 threads).
+# number: held against the mean wall time of the timed pass, a different
+# pass (the counting pass follows it), so a slower phase of the machine
+# while counting reads above that mean: a run read 0.690 ms of CPU a row
+# beside a mean of 0.487 ms. Two threads are counted at -t 1: the second
+# is OpenBLAS's server thread (libopenblas-pthread starts it when loaded),
+# asleep on a condition variable through a ref run (gdb, 2026-12-06).
 btc = big["counters"]["task-clock"]["value"] / 1e6
 nthr = r["counting"]["threads"]
 assert 20 * ovh_us / 1e3 <= btc <= 1.3 * nthr * big["mean_ms"] + 0.05, \
