@@ -1338,6 +1338,118 @@ static void test_predict_size_factor(void **state)
     json_decref(j);
 }
 
+/* A pooling kernel's correction has points by size too, read at the
+ * layer's traffic (input and output once): a 2x2 max pooling of
+ * 1x8x16x16 moves 8192 + 2048 = 10240 B. Beside a run of kernel "k"
+ * (scale 2, a point at 10240 B with log 0.1) it takes 2 x exp(0.1 / (1 +
+ * e^-2)) = 2 x 1.0920752 of the family's time; a point far from it, the
+ * scale alone. An element-wise kernel's points are not read: its layers
+ * have no size. A refit gives each pooling kernel's samples as its points
+ * at their traffic: 5 x C x H x W bytes. */
+static void test_predict_pool_size_points(void **state)
+{
+    (void)state;
+    static const char xml[] = "<topology name=\"m\" precision=\"f32\">"
+                              "<input name=\"x\" shape=\"1,8,16,16\" dtype=\"f32\"/>"
+                              "<maxpool name=\"L\" kernel=\"2\" stride=\"2\"/>"
+                              "<relu name=\"r\"/></topology>";
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "m", NULL, &g), 0);
+    ntp_calibration cal;
+    hand_calibration(&cal);
+    snprintf(cal.backend, sizeof cal.backend, "onednn");
+    cal.family[NTP_PREDICT_FAMILY_POOL] = cal.family[NTP_PREDICT_FAMILY_FC];
+    cal.family[NTP_PREDICT_FAMILY_ELTWISE] = cal.family[NTP_PREDICT_FAMILY_FC];
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_int_equal(p->layers[0].family, NTP_PREDICT_FAMILY_POOL);
+    assert_int_equal(p->layers[0].bytes, 10240);
+    const double pool = p->layers[0].predicted_ms, relu = p->layers[1].predicted_ms;
+    assert_true(pool > 0 && relu > 0);
+    ntp_prediction_free(p);
+    cal.impls[0] = (ntp_impl_correction){.family = NTP_PREDICT_FAMILY_POOL,
+                                         .impl = "k",
+                                         .samples = 2,
+                                         .scale = 2,
+                                         .n_points = 1,
+                                         .point_bytes = {10240},
+                                         .point_log = {0.1}};
+    cal.impls[1] = (ntp_impl_correction){.family = NTP_PREDICT_FAMILY_ELTWISE,
+                                         .impl = "e",
+                                         .samples = 2,
+                                         .scale = 3,
+                                         .n_points = 1,
+                                         .point_bytes = {8192},
+                                         .point_log = {0.5}};
+    cal.n_impls = 2;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    ntp_layer_result rows[2] = {{.name = "L", .kind = "layer", .impl = "k"},
+                                {.name = "r", .kind = "layer", .impl = "e"}};
+    rows[0].time_ms.median = rows[1].time_ms.median = 0.01;
+    ntp_run_result r;
+    run_over(&r, rows, 2, 0.02);
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 2 * 1.0920752 * pool, 1e-7);
+    assert_close(rows[1].predicted_ms, 3 * relu, 1e-12);
+    ntp_prediction_free(p);
+    cal.impls[0].point_bytes[0] = 1e9;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    ntp_prediction_apply(p, &r, false);
+    assert_close(rows[0].predicted_ms, 2 * pool, 1e-12);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+
+    /* The refit: two kernels, three samples each, timed at the model's
+     * own price (the points' logs 0). */
+    static const int chw[][3] = {{8, 16, 16}, {16, 32, 32}, {64, 56, 56},
+                                 {4, 8, 8},   {32, 32, 32}, {64, 112, 112}};
+    const int n = (int)(sizeof chw / sizeof chw[0]);
+    cal.n_impls = 0;
+    cal.levels[0].capacity_bytes = 100000;
+    ntp_calibration_sample S[6];
+    memset(S, 0, sizeof S);
+    for (int i = 0; i < n; i++) {
+        ntp_calibration_sample *x = &S[i];
+        snprintf(x->kind, sizeof x->kind, "layer");
+        snprintf(x->config, sizeof x->config,
+                 "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
+                 "<maxpool name=\"L\" kernel=\"2\" stride=\"2\"/>",
+                 chw[i][0], chw[i][1], chw[i][2]);
+        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
+        snprintf(x->impl, sizeof x->impl, "%s", i < 3 ? "ka" : "kb");
+        x->family = NTP_PREDICT_FAMILY_POOL;
+        x->passes = 1;
+        char sx[600];
+        snprintf(sx, sizeof sx, "<topology name=\"s\" precision=\"f32\">%s</topology>", x->config);
+        assert_int_equal(ntp_graph_load_xml_memory(ctx, sx, strlen(sx), "s", NULL, &g), 0);
+        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+        x->median_s = 1e-3 * p->layers[0].predicted_ms;
+        ntp_prediction_free(p);
+        ntp_graph_free(g);
+    }
+    ntp_calibration fit;
+    cal.family[NTP_PREDICT_FAMILY_POOL].calibrated = false;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_true(fit.family[NTP_PREDICT_FAMILY_POOL].calibrated);
+    assert_int_equal(fit.n_impls, 2);
+    for (int c = 0; c < 2; c++) {
+        const ntp_impl_correction *ic = &fit.impls[c];
+        /* Keyed by kernel and the layout it read (sample_layout: a
+         * oneDNN sample of the graph's input reads it plain). */
+        int from = strcmp(ic->impl, "ka/plain") == 0 ? 0 : 3;
+        assert_string_equal(ic->impl, from ? "kb/plain" : "ka/plain");
+        assert_int_equal(ic->family, NTP_PREDICT_FAMILY_POOL);
+        assert_int_equal(ic->n_points, 3);
+        for (int k = 0; k < 3; k++) {
+            const int *d = chw[from + k];
+            assert_close(ic->point_bytes[k], 5.0 * d[0] * d[1] * d[2], 1e-9);
+            assert_true(fabs(ic->point_log[k]) < 1e-6);
+        }
+    }
+    ntp_ctx_free(ctx);
+}
+
 /* What is read from memory, past the last cache, in network conditions
  * (the calibration's: every pass starts with the caches written over), by
  * lstm_xml's LSTM on the hand calibration (rnn family 1 us, 2, 0.5; L1
@@ -3004,6 +3116,7 @@ int main(void)
         cmocka_unit_test(test_predict_rnn_terms),
         cmocka_unit_test(test_predict_pace_beside_run),
         cmocka_unit_test(test_predict_rnn_steps),
+        cmocka_unit_test(test_predict_pool_size_points),
         cmocka_unit_test(test_predict_size_factor),
         cmocka_unit_test(test_predict_rnn_from_memory),
         cmocka_unit_test(test_predict_ref_conv),

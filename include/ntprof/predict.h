@@ -135,7 +135,7 @@ typedef struct ntp_family_model {
 /* Points of a calibration's wake by sleep (ntp_calibration.wake_points). */
 #define NTP_WAKE_POINTS 4
 
-/* The samples a recurrent kernel's correction keeps by size
+/* The samples a recurrent or pooling kernel's correction keeps by size
  * (ntp_impl_correction.point_bytes), and the width of their weights in
  * log(size): a sample counts fully at its own size, 61% at 1.65 times
  * it, 14% at 2.7 times (docs/predict.md#a-recurrent-kernels-steps-and-size). */
@@ -147,14 +147,16 @@ typedef struct ntp_impl_correction {
     char impl[48]; /* the run's `impl` ("nspc_bnorm:any") */
     int samples;
     double scale; /* multiplies the family's predicted time */
-    /* A recurrent kernel's (the rnn family's) samples by size: one
-     * direction's input and recurrent weights (W and R) in bytes, and
-     * log(measured / predicted) of the whole layer, scale applied. A
-     * layer's time is multiplied further by exp of their mean weighted by
-     * distance in log(size) (ntp__predict_size_factor): how fast the
-     * kernel re-reads its weights at every step changes with their size
-     * in ways the levels' triads do not show. n_points 0: none (every
-     * other family, and calibrations made before). */
+    /* A recurrent or pooling kernel's samples by size (the rnn family's
+     * at one direction's input and recurrent weights, W and R, in bytes;
+     * the pool family's at the layer's traffic), and log(measured /
+     * predicted) of the whole layer, scale applied. A layer's time is
+     * multiplied further by exp of their mean weighted by distance in
+     * log(size) (ntp__predict_size_factor): how fast a recurrent kernel
+     * re-reads its weights at every step, and a pooling kernel walks its
+     * image, changes with their size in ways the levels' triads do not
+     * show. n_points 0: none (every other family, and calibrations made
+     * before). */
     int n_points;
     double point_bytes[NTP_PREDICT_MAX_POINTS], point_log[NTP_PREDICT_MAX_POINTS];
 } ntp_impl_correction;
@@ -398,9 +400,10 @@ typedef struct ntp_calibration_sample {
     double x_rec[NTP_PREDICT_TERMS];
     int64_t rec_rows;   /* N: the rows of each call of x_rec */
     int64_t rec_weight; /* the bytes of R (one direction's) each call reads */
-    /* A recurrent layer's one direction of W and R in bytes, the size its
-     * kernel's correction is read at (ntp_impl_correction.point_bytes);
-     * 0 otherwise; not stored, as x_in. */
+    /* The size its kernel's correction is read at
+     * (ntp_impl_correction.point_bytes): a recurrent layer's one direction
+     * of W and R in bytes, a pooling layer's traffic; 0 otherwise; not
+     * stored, as x_in. */
     int64_t size_bytes;
     /* On the reference backend, a convolution's im2col copy under the copy
      * family's terms (its GEMMs are then in x_in, under the fc family's);

@@ -874,23 +874,31 @@ void ntp__calibrate_impl_corrections(const double *X, const double *t,
     }
 }
 
-/* The rnn family's kernels' points by size (ntp_impl_correction.point_bytes):
- * each sample of a kernel with a correction, at its one direction of W and
- * R, with log(measured / predicted) of the whole layer (its input GEMM
- * off[i] with it), its kernel's scale applied. After the family's last
- * fit: the points do not feed the fit. */
+/* The families whose kernels' corrections have points by size
+ * (ntp_impl_correction.point_bytes, features_of's size_bytes): the rnn
+ * family's at one direction of W and R, the pool family's at its traffic. */
+static bool sized_family(ntp_predict_family f)
+{
+    return f == NTP_PREDICT_FAMILY_RNN || f == NTP_PREDICT_FAMILY_POOL;
+}
+
+/* Their kernels' points by size: each sample of a kernel with a
+ * correction, at its size, with log(measured / predicted) of the whole
+ * layer (a recurrent layer's input GEMM off[i] with it), its kernel's
+ * scale applied. After the family's last fit: the points do not feed the
+ * fit. */
 static void size_points(const double *X, const ntp_calibration_sample *S, const int *from,
                         const double *t, const double *off, const ntp_predict_family *fam,
                         const char *const *names, int n, ntp_calibration *cal)
 {
-    const ntp_family_model *m = &cal->family[NTP_PREDICT_FAMILY_RNN];
-    for (int c = 0; m->calibrated && c < cal->n_impls; c++) {
+    for (int c = 0; c < cal->n_impls; c++) {
         ntp_impl_correction *ic = &cal->impls[c];
-        if (ic->family != NTP_PREDICT_FAMILY_RNN)
+        const ntp_family_model *m = &cal->family[ic->family];
+        if (!sized_family(ic->family) || !m->calibrated)
             continue;
         ic->n_points = 0;
         for (int i = 0; i < n && ic->n_points < NTP_PREDICT_MAX_POINTS; i++) {
-            if (fam[i] != NTP_PREDICT_FAMILY_RNN || strcmp(names[i], ic->impl) != 0 ||
+            if (fam[i] != ic->family || strcmp(names[i], ic->impl) != 0 ||
                 S[from[i]].size_bytes <= 0)
                 continue;
             double p = fitted_s(m, &X[i * NTP_PREDICT_TERMS]) * ic->scale + off[i];
@@ -1243,8 +1251,6 @@ static bool fit_priced_by_fc(double *X, const ntp_calibration_sample *S, const i
         fm->median_error = ntp__median_inplace(tf, k);
         fm->max_error = tf[k - 1];
     }
-    if (fit[NTP_PREDICT_FAMILY_RNN])
-        size_points(X, S, from, t, off, fam, names, n, cal);
     return true;
 }
 
@@ -1533,6 +1539,10 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     if (!st && (!fit_priced_by_fc(X, S, from, t, off, fam, names, n, conv, Xf, tf, cal) ||
                 !fit_priced_by_fc(X, S, from, t, off, fam, names, n, rnn, Xf, tf, cal)))
         st = ntp__error(ctx, NTP_STATUS_OUT_OF_MEMORY, "out of memory");
+    /* Once every correction is final (each fit above computes them anew):
+     * off holds the recurrent layers' input GEMMs, the last fit's. */
+    if (!st)
+        size_points(X, S, from, t, off, fam, names, n, cal);
     if (!st) {
         fit_wake(S, ns, cal);
         fit_cold(S, ns, tf, cal);

@@ -29,8 +29,9 @@ typedef struct ntp__pfeat {
      * size its loop's rate is interpolated at, ntp_calibration.gemv). */
     double xrec[NTP_PREDICT_TERMS];
     int64_t rec_rows, rec_weight;
-    /* A recurrent layer's one direction of W and R in bytes, the size its
-     * kernel's correction is read at; 0 for every other layer. */
+    /* The size its kernel's correction is read at: a recurrent layer's
+     * one direction of W and R in bytes, a pooling layer's traffic; 0 for
+     * every other layer. */
     int64_t size_bytes;
     /* On the reference backend, a convolution as ref-conv.c runs it: its
      * GEMMs (one per image and group) under the fc family's terms in xin,

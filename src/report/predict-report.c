@@ -306,7 +306,7 @@ ntp_status ntp_report_write_prediction(ntp_ctx *ctx, const ntp_prediction *p, nt
     return ntp__check_stream(ctx, f, "prediction");
 }
 
-/* A recurrent kernel's correction by size (ntp_impl_correction.point_bytes):
+/* A recurrent or pooling kernel's correction by size (ntp_impl_correction.point_bytes):
  * the factor at each size it was sampled at, smallest first, as a layer
  * of that size takes it (docs/predict.md#a-recurrent-kernels-steps-and-size). */
 static void put_size_factors(FILE *f, const ntp_impl_correction *ic)
