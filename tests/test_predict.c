@@ -105,6 +105,30 @@ static void run_over(ntp_run_result *r, ntp_layer_result *rows, int n, double en
     r->end_to_end_ms.median = end_to_end_ms;
 }
 
+/* A oneDNN layer sample of markup config (one layer named L), timed at
+ * what cal predicts for it (a recurrent layer as a per-step kernel runs
+ * it): exact data for a refit to find cal again. */
+static void priced_sample(ntp_ctx *ctx, const ntp_calibration *cal, ntp_calibration_sample *x,
+                          ntp_predict_family family, const char *impl, const char *config)
+{
+    snprintf(x->kind, sizeof x->kind, "layer");
+    snprintf(x->config, sizeof x->config, "%s", config);
+    snprintf(x->ran_on, sizeof x->ran_on, "onednn");
+    snprintf(x->impl, sizeof x->impl, "%s", impl);
+    x->family = family;
+    x->passes = 1;
+    char xml[600];
+    snprintf(xml, sizeof xml, "<topology name=\"s\" precision=\"f32\">%s</topology>", config);
+    ntp_graph *g = NULL;
+    ntp_prediction *p = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "s", NULL, &g), 0);
+    assert_int_equal(ntp_predict(ctx, g, cal, &p), 0);
+    x->median_s = 1e-3 * (family == NTP_PREDICT_FAMILY_RNN ? p->layers[0].rnn.per_step_ms
+                                                           : p->layers[0].predicted_ms);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+}
+
 static void test_predict_formula(void **state)
 {
     (void)state;
@@ -1410,23 +1434,12 @@ static void test_predict_pool_size_points(void **state)
     ntp_calibration_sample S[6];
     memset(S, 0, sizeof S);
     for (int i = 0; i < n; i++) {
-        ntp_calibration_sample *x = &S[i];
-        snprintf(x->kind, sizeof x->kind, "layer");
-        snprintf(x->config, sizeof x->config,
+        char config[200];
+        snprintf(config, sizeof config,
                  "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
                  "<maxpool name=\"L\" kernel=\"2\" stride=\"2\"/>",
                  chw[i][0], chw[i][1], chw[i][2]);
-        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
-        snprintf(x->impl, sizeof x->impl, "%s", i < 3 ? "ka" : "kb");
-        x->family = NTP_PREDICT_FAMILY_POOL;
-        x->passes = 1;
-        char sx[600];
-        snprintf(sx, sizeof sx, "<topology name=\"s\" precision=\"f32\">%s</topology>", x->config);
-        assert_int_equal(ntp_graph_load_xml_memory(ctx, sx, strlen(sx), "s", NULL, &g), 0);
-        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
-        x->median_s = 1e-3 * p->layers[0].predicted_ms;
-        ntp_prediction_free(p);
-        ntp_graph_free(g);
+        priced_sample(ctx, &cal, &S[i], NTP_PREDICT_FAMILY_POOL, i < 3 ? "ka" : "kb", config);
     }
     ntp_calibration fit;
     cal.family[NTP_PREDICT_FAMILY_POOL].calibrated = false;
@@ -1512,24 +1525,13 @@ static void test_predict_rnn_from_memory(void **state)
     ntp_calibration_sample S[6];
     memset(S, 0, sizeof S);
     for (int i = 0; i < n; i++) {
-        ntp_calibration_sample *x = &S[i];
-        snprintf(x->kind, sizeof x->kind, "layer");
-        snprintf(x->config, sizeof x->config,
+        char config[200];
+        snprintf(config, sizeof config,
                  "<input name=\"x\" shape=\"%s\" dtype=\"f32\"/><lstm name=\"L\" units=\"%s\"/>",
                  shapes[i][0], shapes[i][1]);
-        snprintf(x->ran_on, sizeof x->ran_on, "onednn");
         /* Two kernels, three samples each: each gets a correction. */
-        snprintf(x->impl, sizeof x->impl, "%s", i < 3 ? "brgemm" : "brgemm:avx2");
-        x->family = NTP_PREDICT_FAMILY_RNN;
-        x->passes = 1;
-        char xml[1200];
-        snprintf(xml, sizeof xml, "<topology name=\"s\" precision=\"f32\">%s</topology>",
-                 x->config);
-        assert_int_equal(ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "s", NULL, &g), 0);
-        assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
-        x->median_s = 1e-3 * p->layers[0].rnn.per_step_ms;
-        ntp_prediction_free(p);
-        ntp_graph_free(g);
+        priced_sample(ctx, &cal, &S[i], NTP_PREDICT_FAMILY_RNN, i < 3 ? "brgemm" : "brgemm:avx2",
+                      config);
     }
     ntp_calibration fit;
     m->calibrated = false;
