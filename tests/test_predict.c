@@ -1460,6 +1460,25 @@ static void test_predict_pool_size_points(void **state)
             assert_true(fabs(ic->point_log[k]) < 1e-6);
         }
     }
+    /* A sample a thousand times its price is no point: off by more than
+     * e^3 from its kernel's fit, a calibration holding it could not be
+     * read back. The others stay, and the calibration reads back. */
+    S[5].median_s *= 1000;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    int kept = 0;
+    for (int c = 0; c < fit.n_impls; c++) {
+        const ntp_impl_correction *ic = &fit.impls[c];
+        for (int k = 0; k < ic->n_points; k++) {
+            assert_true(fabs(ic->point_log[k]) <= 3);
+            assert_true(ic->point_bytes[k] != 5.0 * 64 * 112 * 112);
+        }
+        kept += ic->n_points;
+    }
+    assert_int_equal(kept, 5);
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    json_decref(j);
     ntp_ctx_free(ctx);
 }
 

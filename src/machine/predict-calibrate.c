@@ -904,8 +904,13 @@ static void size_points(const double *X, const ntp_calibration_sample *S, const 
             double p = fitted_s(m, &X[i * NTP_PREDICT_TERMS]) * ic->scale + off[i];
             if (!(p > 0) || !(t[i] + off[i] > 0))
                 continue;
+            /* A sample off by more than a stored point may be is left out:
+             * a calibration holding it could not be read back. */
+            double lg = log((t[i] + off[i]) / p);
+            if (!(fabs(lg) <= NTP__PREDICT_POINT_LOG_MAX))
+                continue;
             ic->point_bytes[ic->n_points] = (double)S[from[i]].size_bytes;
-            ic->point_log[ic->n_points++] = log((t[i] + off[i]) / p);
+            ic->point_log[ic->n_points++] = lg;
         }
     }
 }

@@ -125,11 +125,16 @@ const char *ntp__predict_layer_kernel_op(const ntp_graph *g, int i);
 double ntp__predict_impl_scale(const ntp_calibration *cal, ntp_predict_family f, const char *impl,
                                const char *op, const char *layout);
 /* The same at size `bytes` (a recurrent layer's one direction of W and
- * R; 0: none): the correction's scale times its factor at that size
- * (ntp__predict_size_factor). */
+ * R, a pooling layer's traffic; 0: none): the correction's scale times
+ * its factor at that size (ntp__predict_size_factor). */
 double ntp__predict_impl_size_scale(const ntp_calibration *cal, ntp_predict_family f,
                                     const char *impl, const char *op, const char *layout,
                                     int64_t bytes);
+/* The largest |log(measured / predicted)| a correction's point may hold:
+ * no machine's kernel is off by e^3 (20x) from its family. A sample
+ * further off is no point (the fit's outlier), and a stored point further
+ * off is refused on load. */
+#define NTP__PREDICT_POINT_LOG_MAX 3.0
 /* Correction c's factor at size `bytes` from its points: exp of their
  * log ratios' mean weighted by a Gaussian of their distance in log(size)
  * (NTP_PREDICT_SIZE_WIDTH), the kernel's scale (log 0) weighing as a

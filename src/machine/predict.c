@@ -2145,7 +2145,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
         ic->samples = (int)get_int(c, "samples", 0, INT_MAX, &bad);
         ic->scale = scale;
         /* A kernel's points by size: each a size in bytes and a log ratio
-         * no machine's kernel is off by e^3 (20x) from its family. */
+         * within NTP__PREDICT_POINT_LOG_MAX. */
         ic->n_points = 0;
         size_t q;
         json_t *pt;
@@ -2154,7 +2154,7 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
             double b = json_number_value(json_array_get(pt, 0));
             double lg = json_number_value(json_array_get(pt, 1));
             if (ic->n_points >= NTP_PREDICT_MAX_POINTS || json_array_size(pt) != 2 ||
-                !(b >= 1 && b < 1e15) || !(fabs(lg) <= 3)) {
+                !(b >= 1 && b < 1e15) || !(fabs(lg) <= NTP__PREDICT_POINT_LOG_MAX)) {
                 bad = true;
                 break;
             }
