@@ -904,7 +904,7 @@ static void size_points(const double *X, const ntp_calibration_sample *S, const 
             double p = fitted_s(m, &X[i * NTP_PREDICT_TERMS]) * ic->scale + off[i];
             if (!(p > 0) || !(t[i] + off[i] > 0))
                 continue;
-            /* A sample off by more than a stored point may be is left out:
+            /* A sample further off than a stored point may be is left out:
              * a calibration holding it could not be read back. */
             double lg = log((t[i] + off[i]) / p);
             if (!(fabs(lg) <= NTP__PREDICT_POINT_LOG_MAX))
