@@ -175,9 +175,14 @@ $PY - "$T/mt.json" <<'PYEOF' && ok || bad "--min-time 0.3: end-to-end samples to
 import json, sys
 r = json.load(open(sys.argv[1]))
 e = r["end_to_end"]
-# The mean times the count is the samples' sum.
+# The mean times the count is the samples' sum; only the cap of 100,000
+# iterations stops it short (tiny-mlp ran 2.97 us an iteration on an Intel
+# Xeon, 2026-12-07), and then a warning says so.
 total = e["mean_ms"] * r["config"]["iterations"] / 1000
-assert total >= 0.3, (total, r["config"]["iterations"], e["mean_ms"])
+capped = [w for w in r["warnings"] if w.startswith("stopped at the cap of 100000 iterations")]
+assert total >= 0.3 or (r["config"]["iterations"] == 100000 and capped), \
+    (total, r["config"]["iterations"], e["mean_ms"], r["warnings"])
+assert total < 0.3 or not capped, (total, capped)
 PYEOF
 
 # Sizes: SI with B (kB = 1000), binary alone or with iB; tiny-mlp needs

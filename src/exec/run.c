@@ -376,6 +376,13 @@ static ntp_status measure(ntp_ctx *ctx, ntp_exec *x, const ntp_rows *w, const nt
         /* And the CPUs' pace (docs/run.md#pace). */
         ntp__pace_window_tick(&pc, &pw, n);
     }
+    /* The cap, not --min-time, ended the window: a microsecond topology's
+     * samples add up to less than was asked, which the report says. */
+    if (n >= max_iters && (e2e_s < o->min_time_s || layers_s < o->min_time_s))
+        ntp__warn(ctx,
+                  "stopped at the cap of %d iterations: the end-to-end samples add up to %.3g s "
+                  "and the per-layer ones to %.3g s, short of the %.3g s of --min-time",
+                  max_iters, e2e_s, layers_s, o->min_time_s);
     /* Each iteration's placement, for the rows' medians under each. */
     unsigned char *apart = calloc((size_t)n + 1, 1);
     ntp__handoff_window_end(&ho, &hw, e2e, n, apart);
