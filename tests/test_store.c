@@ -24,6 +24,7 @@
 
 #include "ntprof/ntprof.h"
 #include "support/tmpdir.h"
+#include "measure/machine-impl.h"
 #include "store/store-impl.h"
 
 /* A run result with n layers, built by hand with values derived from
@@ -439,6 +440,50 @@ static void test_ceilings_other_cpu(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Ceilings of this CPU whose bf16 or i8 peak was measured with vector dot
+ * products, on a CPU with AMX's tile unit (cached by an ntprof before the
+ * AMX kernel: 229 GFLOP/s of vdpbf16ps where oneDNN's AMX GEMM ran 2291 on
+ * the Intel Xeon of 2026-12-07): not used by find_ceilings, a warning names
+ * the instructions; measured with AMX they are used. On a CPU without AMX
+ * both are used. */
+static void test_ceilings_outdated(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "outdated.db");
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_machine_info m;
+    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
+    ntp_ceilings c = {.threads = 2, .n_peaks = 3, .n_levels = 1};
+    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
+    snprintf(c.measured_at, sizeof c.measured_at, "2026-12-01T00:00:00Z");
+    c.peaks[0] = (ntp_peak){"f32", 460.4, "vfmadd231ps zmm micro-kernel, avx512, 2 threads"};
+    c.peaks[1] = (ntp_peak){"bf16", 228.9, "vdpbf16ps zmm micro-kernel, avx512, 2 threads"};
+    c.peaks[2] = (ntp_peak){"i8", 6023.4, "tdpbusd tmm (AMX) micro-kernel, amx, 2 threads"};
+    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 31.0};
+    bool amx = ntp__fma_supported(NTP_ISA_AMX, NTP_KPREC_BF16);
+    print_message("AMX bf16 here: %s\n", amx ? "yes" : "no");
+    for (int k = 0; k < 2; k++) {
+        ntp_store *s;
+        assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
+        assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
+        ntp_store_close(s);
+        ntp_ceilings back;
+        bool found = false, old = amx && k == 0;
+        int warnings = ntp_ctx_warning_count(ctx);
+        assert_int_equal(ntp_store_find_ceilings(ctx, path, &back, &found), NTP_STATUS_OK);
+        assert_int_equal(found, !old);
+        assert_int_equal(ntp_ctx_warning_count(ctx), warnings + old);
+        if (old)
+            assert_non_null(strstr(ntp_ctx_warning(ctx, warnings),
+                                   "are outdated: its bf16 peak was measured with vdpbf16ps zmm, "
+                                   "this ntprof measures it with tdpbf16ps tmm (AMX); not used"));
+        snprintf(c.peaks[1].method, sizeof c.peaks[1].method,
+                 "tdpbf16ps tmm (AMX) micro-kernel, amx, 2 threads");
+    }
+    ntp_ctx_free(ctx);
+}
+
 /* GPU ceilings beside the CPU's: saved, read back field by field, replaced
  * by a remeasurement without a GPU (whose reason is kept); and a machine
  * cached by a schema-2 database (the machines table without gpu_note, no
@@ -782,9 +827,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_list_filters),
         cmocka_unit_test(test_migration),          cmocka_unit_test(test_ceilings),
-        cmocka_unit_test(test_ceilings_other_cpu), cmocka_unit_test(test_ceilings_gpu),
-        cmocka_unit_test(test_default_path),       cmocka_unit_test(test_concurrent_writers),
-        cmocka_unit_test(test_killed_writer),      cmocka_unit_test(test_history_write),
+        cmocka_unit_test(test_ceilings_other_cpu), cmocka_unit_test(test_ceilings_outdated),
+        cmocka_unit_test(test_ceilings_gpu),       cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_concurrent_writers), cmocka_unit_test(test_killed_writer),
+        cmocka_unit_test(test_history_write),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

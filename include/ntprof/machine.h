@@ -183,6 +183,16 @@ NTP_API ntp_status ntp_machine_describe(ntp_ctx *ctx, ntp_machine_info *out);
 NTP_API ntp_status ntp_machine_measure(ntp_ctx *ctx, const ntp_machine_info *m,
                                        const ntp_machine_opts *opts, ntp_ceilings *out);
 
+/* Whether c was measured with kernels that are not this build's best on
+ * this CPU: a bf16 or i8 peak measured with vector dot products where the
+ * CPU has AMX's tile unit (ceilings cached by an ntprof without the AMX
+ * kernel, some 10x below what oneDNN's AMX GEMM reaches, so every such row
+ * would run "above its ceiling"). why gets "its bf16 peak was measured
+ * with vdpbf16ps zmm, this ntprof measures it with tdpbf16ps tmm (AMX)".
+ * ntp_store_find_ceilings does not use such ceilings; `ntprof machine`
+ * measures anew. */
+NTP_API bool ntp_ceilings_outdated(const ntp_ceilings *c, char *why, size_t len);
+
 /* The compute ceiling a run at precision p is placed against: the
  * micro-kernel peak at p, or at f32 where p has no kernel of its own (the
  * peak's precision then says "f32"). NULL when nothing was measured. */
@@ -224,6 +234,12 @@ NTP_API void ntp_roofline_apply(ntp_run_result *r, const ntp_ceilings *c);
  * for noise. */
 #define NTP_MACHINE_BF16_RATIO 2.2
 #define NTP_MACHINE_I8_RATIO 4.4
+/* The same bound for a peak measured on AMX's tile unit (its method names
+ * "(AMX)"): a tdpbf16ps (16384 operations) or tdpbusd (32768) issues every
+ * 16 cycles (Intel's optimisation manual), 1024 and 2048 operations a cycle
+ * where two 512-bit FMA pipes do 64: 16x and 32x, with 10% of margin. */
+#define NTP_MACHINE_AMX_BF16_RATIO 17.6
+#define NTP_MACHINE_AMX_I8_RATIO 35.2
 
 /* The margin a row may exceed its ceiling by before the ceiling is called
  * stale: the ceiling's measured spread ((best - slowest) / best), at

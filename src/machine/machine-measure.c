@@ -278,7 +278,8 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
 
 /* The physical ratios of the dot-product units to the FMA units: a
  * vdpbf16ps does twice an FMA's operations per lane and a vpdpbusd four
- * times, and no core issues them faster than its FMAs. Ceilings above
+ * times, and no core issues them faster than its FMAs; AMX's tile unit
+ * does 16x and 32x what the FMAs do (NTP_MACHINE_AMX_*). Ceilings above
  * that (with a margin for noise) mean the f32 peak was measured low. */
 static void check_ratios(ntp_ceilings *c)
 {
@@ -289,9 +290,12 @@ static void check_ratios(ntp_ceilings *c)
     if (!f32 || !(f32->gflops > 0))
         return;
     for (int i = 0; i < c->n_peaks; i++) {
-        double limit = strcmp(c->peaks[i].precision, "bf16") == 0 ? NTP_MACHINE_BF16_RATIO
-                       : strcmp(c->peaks[i].precision, "i8") == 0 ? NTP_MACHINE_I8_RATIO
-                                                                  : 0;
+        bool amx = strstr(c->peaks[i].method, "(AMX)") != NULL;
+        double limit = strcmp(c->peaks[i].precision, "bf16") == 0
+                           ? (amx ? NTP_MACHINE_AMX_BF16_RATIO : NTP_MACHINE_BF16_RATIO)
+                       : strcmp(c->peaks[i].precision, "i8") == 0
+                           ? (amx ? NTP_MACHINE_AMX_I8_RATIO : NTP_MACHINE_I8_RATIO)
+                           : 0;
         double ratio = c->peaks[i].gflops / f32->gflops;
         if (limit > 0 && ratio > limit) {
             c->peak_spread[f32 - c->peaks].contended = true;
@@ -301,6 +305,29 @@ static void check_ratios(ntp_ceilings *c)
                         c->peaks[i].precision, ratio, limit);
         }
     }
+}
+
+bool ntp_ceilings_outdated(const ntp_ceilings *c, char *why, size_t len)
+{
+    for (int p = NTP_KPREC_BF16; c && p <= NTP_KPREC_I8; p++) {
+        if (!ntp__fma_supported(NTP_ISA_AMX, (ntp_kernel_prec)p))
+            continue;
+        const char *name = ntp__kprec_name((ntp_kernel_prec)p);
+        for (int i = 0; i < c->n_peaks; i++) {
+            const ntp_peak *pk = &c->peaks[i];
+            if (strcmp(pk->precision, name) != 0 || strstr(pk->method, "(AMX)"))
+                continue;
+            /* The method starts with the instruction: "vdpbf16ps zmm
+             * micro-kernel, ...". */
+            const char *end = strstr(pk->method, " micro-kernel");
+            int n = end ? (int)(end - pk->method) : (int)strlen(pk->method);
+            snprintf(why, len,
+                     "its %s peak was measured with %.*s, this ntprof measures it with %s", name, n,
+                     pk->method, ntp__fma_insn(NTP_ISA_AMX, (ntp_kernel_prec)p));
+            return true;
+        }
+    }
+    return false;
 }
 
 /* --- bandwidth ----------------------------------------------------------------------------- */

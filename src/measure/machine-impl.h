@@ -26,8 +26,10 @@ bool ntp__machine_other_cpu(const char *sig, const char *flags, char *why, size_
 
 /* --- micro-kernels (machine-kernels.c) ---------------------------------------------- */
 
-/* The instruction set a kernel uses, best first. */
-typedef enum ntp_isa { NTP_ISA_AVX512, NTP_ISA_AVX2, NTP_ISA_SCALAR } ntp_isa;
+/* The instruction set a kernel uses, best first. AMX has kernels for bf16
+ * and i8 only (its tile unit does no f32 or f64 math): a precision without
+ * a kernel on one ISA is measured on the next. */
+typedef enum ntp_isa { NTP_ISA_AMX, NTP_ISA_AVX512, NTP_ISA_AVX2, NTP_ISA_SCALAR } ntp_isa;
 const char *ntp__isa_name(ntp_isa isa);
 /* The best ISA this CPU runs (and this build compiled a kernel for). */
 ntp_isa ntp__isa_best(void);
@@ -35,8 +37,8 @@ ntp_isa ntp__isa_best(void);
 typedef enum ntp_kernel_prec {
     NTP_KPREC_F64,
     NTP_KPREC_F32,
-    NTP_KPREC_BF16, /* avx512_bf16 dot products */
-    NTP_KPREC_I8,   /* u8 x s8 dot products (VNNI, or AVX2 multiply-add pairs) */
+    NTP_KPREC_BF16, /* avx512_bf16 dot products, or AMX tile products */
+    NTP_KPREC_I8,   /* u8 x s8 dot products (AMX, VNNI, or AVX2 multiply-add pairs) */
     NTP_KPREC_COUNT
 } ntp_kernel_prec;
 const char *ntp__kprec_name(ntp_kernel_prec p);
@@ -55,7 +57,8 @@ typedef enum ntp_kchains {
  * kernel for (isa, p) here. */
 int ntp__fma_chains(ntp_isa isa, ntp_kernel_prec p, ntp_kchains which);
 /* Operations one instruction of the kernel does (each multiply and each
- * add counts one: vfmadd231ps zmm 32, vdpbf16ps zmm 64, vpdpbusd zmm 128),
+ * add counts one: vfmadd231ps zmm 32, vdpbf16ps zmm 64, vpdpbusd zmm 128,
+ * tdpbf16ps 16384, tdpbusd 32768),
  * and the instruction's name; 0 and NULL without a kernel. */
 double ntp__fma_ops_per_insn(ntp_isa isa, ntp_kernel_prec p);
 const char *ntp__fma_insn(ntp_isa isa, ntp_kernel_prec p);

@@ -12,16 +12,21 @@
  * binary runs everywhere. This file is compiled at -O2 even in Debug builds
  * (cmake/ntp-analysis.cmake): at -O0 the accumulators would live in memory
  * and the loop would measure store forwarding, not the FPU. */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "measure/machine-impl.h"
 
 const char *ntp__isa_name(ntp_isa isa)
 {
     switch (isa) {
+    case NTP_ISA_AMX: return "amx";
     case NTP_ISA_AVX512: return "avx512";
     case NTP_ISA_AVX2: return "avx2";
     case NTP_ISA_SCALAR: return "scalar";
@@ -79,8 +84,39 @@ static bool cpu_avx512(void)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
 
+/* AMX: the tile unit's bf16 and int8 products (CPUID leaf 7: EDX bit 22
+ * AMX-BF16, 24 AMX-TILE, 25 AMX-INT8), on a CPU with AVX-512 (every one
+ * with AMX has it; under valgrind, whose CPU has neither, this keeps AMX
+ * off). Linux hands a process the tile registers only when it asks
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, kernel 5.16 and
+ * later); without that a tile instruction faults, so AMX counts as here
+ * only when the request succeeds. oneDNN asks the same way: a kernel that
+ * refuses leaves oneDNN without AMX, and the ceilings too. */
+#define NTP_ARCH_REQ_XCOMP_PERM 0x1023
+#define NTP_XFEATURE_XTILEDATA 18
+static unsigned amx_bits; /* 1: bf16, 2: int8; 0 until amx_once ran */
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_probe(void)
+{
+    unsigned a, b, c, d;
+    if (!cpu_avx512() || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1))
+        return;
+    if (syscall(SYS_arch_prctl, NTP_ARCH_REQ_XCOMP_PERM, NTP_XFEATURE_XTILEDATA) != 0)
+        return;
+    amx_bits = (d >> 22 & 1) | (d >> 25 & 1) << 1;
+}
+
+static bool cpu_amx(ntp_kernel_prec p)
+{
+    pthread_once(&amx_once, amx_probe);
+    return p == NTP_KPREC_BF16 ? amx_bits & 1 : p == NTP_KPREC_I8 ? amx_bits & 2 : false;
+}
+
 ntp_isa ntp__isa_best(void)
 {
+    if (cpu_amx(NTP_KPREC_BF16) || cpu_amx(NTP_KPREC_I8))
+        return NTP_ISA_AMX;
     if (cpu_avx512())
         return NTP_ISA_AVX512;
     if (cpu_avx2())
@@ -91,6 +127,7 @@ ntp_isa ntp__isa_best(void)
 bool ntp__fma_supported(ntp_isa isa, ntp_kernel_prec p)
 {
     switch (isa) {
+    case NTP_ISA_AMX: return cpu_amx(p);
     case NTP_ISA_AVX512:
         if (!cpu_avx512())
             return false;
@@ -322,6 +359,92 @@ KERNEL(i8_ym, T256, R12, __m256i, D, S, , __m256i, _mm256_setzero_si256(), A, FI
 #undef S
 #undef A
 
+/* AMX: eight tile registers of 16 rows of 64 bytes here, and a tile
+ * multiply unit per core. tdpbf16ps multiplies a 16x32 bf16 tile by a
+ * 32x16 one (stored as 16 rows of 16 pairs) into a 16x16 f32 tile: 8192
+ * multiply-adds, 16384 operations; tdpbusd a 16x64 u8 tile by a 64x16 s8
+ * one into 16x16 s32: 32768 operations. Accumulators are tmm0..tmm5, the
+ * operands tmm6 (A) and tmm7 (B); each step is one asm statement, which
+ * the compiler can neither merge nor drop. A is bf16 0.001 (0x3A83) and B
+ * 1.0: an f32 chain grows by 32 x 0.001 a step and stays normal; in int8
+ * A is 3 (unsigned) and B -2 (signed), so a chain adds 64 x -6 = -384 a
+ * step (operands swapped, 254 x 3 each: +48768). On an Intel Xeon with
+ * AMX (2 vCPUs, 2026-12-07) one accumulator already issued at the unit's
+ * rate, 4.95 ns an instruction with 1, 4, 5 and 6 alike: the peak uses 4
+ * and "more" 6, all a tile file of eight holds. The tile state is each
+ * thread's own: every call configures it (palette 1) and releases it. */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+static void amx_begin(const void *a, const void *b)
+{
+    amx_config cfg = {.palette = 1};
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\t"
+                     "tilezero %%tmm3\n\ttilezero %%tmm4\n\ttilezero %%tmm5"
+                     :
+                     :);
+    __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\ttileloadd (%1,%2,1), %%tmm7"
+                     :
+                     : "r"(a), "r"(b), "r"((int64_t)64)
+                     : "memory");
+}
+
+/* Stores the six accumulators to out (6 tiles of 1 kB) and frees the tile
+ * state. */
+static void amx_end(void *out)
+{
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilestored %%tmm1, 1024(%0,%1,1)\n\t"
+                     "tilestored %%tmm2, 2048(%0,%1,1)\n\ttilestored %%tmm3, 3072(%0,%1,1)\n\t"
+                     "tilestored %%tmm4, 4096(%0,%1,1)\n\ttilestored %%tmm5, 5120(%0,%1,1)\n\t"
+                     "tilerelease"
+                     :
+                     : "r"(out), "r"((int64_t)64)
+                     : "memory");
+}
+
+#define AMX_BF16(i) __asm__ volatile("tdpbf16ps %%tmm7, %%tmm6, %%tmm" #i : :);
+#define AMX_I8(i) __asm__ volatile("tdpbusd %%tmm7, %%tmm6, %%tmm" #i : :);
+/* Element 0 of each accumulator (ACC: f32 or s32), summed: the unused
+ * ones stay zero. The operands are filled by their pairs (bf16: uint16_t)
+ * or quads (int8: uint32_t), 1 kB a tile. */
+// clang-format off
+#define AMX_KERNEL(NAME, REP, STEP, ELEM, A, B, ACC)                                              \
+    static void NAME(int64_t iters, double *sink)                                                  \
+    {                                                                                              \
+        _Alignas(64) ELEM a[1024 / sizeof(ELEM)], b[1024 / sizeof(ELEM)];                         \
+        _Alignas(64) ACC acc[6][256];                                                              \
+        for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {                                      \
+            a[i] = (A);                                                                            \
+            b[i] = (B);                                                                            \
+        }                                                                                          \
+        amx_begin(a, b);                                                                           \
+        for (int64_t k = 0; k < iters; k++) {                                                      \
+            REP(STEP)                                                                              \
+        }                                                                                          \
+        amx_end(acc);                                                                              \
+        double s = 0;                                                                              \
+        for (int t = 0; t < 6; t++)                                                                \
+            s += (double)acc[t][0];                                                                \
+        *sink = s;                                                                                 \
+    }
+// clang-format on
+AMX_KERNEL(bf16_t1, R1, AMX_BF16, uint16_t, 0x3A83, 0x3F80, float)
+AMX_KERNEL(bf16_tp, R4, AMX_BF16, uint16_t, 0x3A83, 0x3F80, float)
+AMX_KERNEL(bf16_tm, R6, AMX_BF16, uint16_t, 0x3A83, 0x3F80, float)
+AMX_KERNEL(i8_t1, R1, AMX_I8, uint32_t, 0x03030303u, 0xFEFEFEFEu, int32_t)
+AMX_KERNEL(i8_tp, R4, AMX_I8, uint32_t, 0x03030303u, 0xFEFEFEFEu, int32_t)
+AMX_KERNEL(i8_tm, R6, AMX_I8, uint32_t, 0x03030303u, 0xFEFEFEFEu, int32_t)
+#undef AMX_BF16
+#undef AMX_I8
+
 /* Scalar: chains of a * m + c; the compiler may or may not contract them
  * into FMAs (ISO C mode does not), so this is the scalar floor, not a
  * peak. */
@@ -368,6 +491,15 @@ static bool pick(ntp_isa isa, ntp_kernel_prec p, kernel *k)
 #define K(a, b, c, ca, cb, cc, ops, name) \
     return (*k = (kernel){{a, b, c}, {ca, cb, cc}, ops, name}), true;
     switch (isa) {
+    case NTP_ISA_AMX:
+        switch (p) {
+        case NTP_KPREC_BF16: K(bf16_t1, bf16_tp, bf16_tm, 1, 4, 6, 16384, "tdpbf16ps tmm (AMX)")
+        case NTP_KPREC_I8: K(i8_t1, i8_tp, i8_tm, 1, 4, 6, 32768, "tdpbusd tmm (AMX)")
+        case NTP_KPREC_F64:
+        case NTP_KPREC_F32:
+        case NTP_KPREC_COUNT: return false;
+        }
+        return false;
     case NTP_ISA_AVX512:
         switch (p) {
         case NTP_KPREC_F64: K(f64_z1, f64_zp, f64_zm, 1, Z_PEAK, Z_MORE, 16, "vfmadd231pd zmm")
@@ -483,7 +615,7 @@ double ntp__triad_run(ntp_isa isa, double *a, const double *b, const double *c, 
     /* The vector loops handle whole groups of 8; callers size arrays so. */
     n -= n % 8;
     for (int r = 0; r < reps; r++) {
-        if (isa == NTP_ISA_AVX512 && cpu_avx512())
+        if ((isa == NTP_ISA_AMX || isa == NTP_ISA_AVX512) && cpu_avx512())
             triad_avx512(a, b, c, n);
         else if (isa != NTP_ISA_SCALAR && cpu_avx2())
             triad_avx2(a, b, c, n);

@@ -254,6 +254,14 @@ ntp_status ntp_store_find_ceilings(ntp_ctx *ctx, const char *path, ntp_ceilings 
                   s->display, key, out->other_cpu);
         *found = false;
     }
+    char old[256];
+    if (st == NTP_STATUS_OK && *found && ntp_ceilings_outdated(out, old, sizeof old)) {
+        ntp__warn(ctx,
+                  "history %s: the ceilings cached for '%s' are outdated: %s; not used: run "
+                  "`ntprof machine --remeasure`",
+                  s->display, key, old);
+        *found = false;
+    }
     ntp_store_close(s);
     return st;
 }

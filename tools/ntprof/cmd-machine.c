@@ -345,6 +345,12 @@ int cmd_machine(int argc, char **argv)
                 c.other_cpu, measure ? "measuring them again" : "not shown");
         have = false;
     }
+    char old[256];
+    if (have && ntp_ceilings_outdated(&c, old, sizeof old)) {
+        fprintf(stderr, "ntprof: the ceilings cached for '%s' are outdated: %s; %s\n", m.key, old,
+                measure ? "measuring them again" : "not shown");
+        have = false;
+    }
     if (ceilings_file) {
         if (ntp_ceilings_read_whatif(ctx, ceilings_file, &c) != NTP_STATUS_OK) {
             rc = cli_fail(ctx);
