@@ -1300,12 +1300,12 @@ static void test_predict_rnn_steps(void **state)
     ntp_prediction *p = NULL;
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     assert_close(p->layers[0].overhead_ms, 20e-3, 1e-12);
-    assert_int_equal(p->layers[0].rnn.weight_bytes, 6144);
+    assert_int_equal(p->layers[0].correction_bytes, 6144);
     ntp_prediction_free(p);
     snprintf(cal.backend, sizeof cal.backend, "ref");
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     assert_close(p->layers[0].overhead_ms, 1e-3, 1e-12);
-    assert_int_equal(p->layers[0].rnn.weight_bytes, 6144);
+    assert_int_equal(p->layers[0].correction_bytes, 6144);
     ntp_prediction_free(p);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
@@ -1389,6 +1389,10 @@ static void test_predict_pool_size_points(void **state)
     assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
     assert_int_equal(p->layers[0].family, NTP_PREDICT_FAMILY_POOL);
     assert_int_equal(p->layers[0].bytes, 10240);
+    /* The pool's correction is read at its traffic; the relu's (an
+     * eltwise kernel's) at no size. */
+    assert_int_equal(p->layers[0].correction_bytes, 10240);
+    assert_int_equal(p->layers[1].correction_bytes, 0);
     const double pool = p->layers[0].predicted_ms, relu = p->layers[1].predicted_ms;
     assert_true(pool > 0 && relu > 0);
     ntp_prediction_free(p);

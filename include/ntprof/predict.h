@@ -572,6 +572,11 @@ typedef struct ntp_layer_prediction {
      * time for it (1: none; ntp_calibration.impls). */
     const char *impl;
     double correction;
+    /* The size that correction is read at (ntp_impl_correction.point_bytes):
+     * a recurrent layer's one direction of W and R in bytes, a pooling
+     * layer's traffic; 0 for every other layer, whose correction is its
+     * kernel's one scale. */
+    int64_t correction_bytes;
     /* The layout of the source that kernel reads ("plain", "blocked",
      * "nspc", "strided"; ntp_layer_result.src_layout), which keys the correction
      * with impl; NULL where no plan was prepared or the backend does not
@@ -600,9 +605,6 @@ typedef struct ntp_layer_prediction {
      * other layer. */
     struct {
         double merged_ms, merged_input_gemm_ms, per_step_ms;
-        /* One direction's W and R in bytes: the size the kernel's
-         * correction is read at (ntp_impl_correction.point_bytes). */
-        int64_t weight_bytes;
     } rnn;
 } ntp_layer_prediction;
 

@@ -1067,16 +1067,6 @@ static const ntp_impl_correction *impl_find(const ntp_calibration *cal, ntp_pred
     return NULL;
 }
 
-/* The size layer l's kernel correction is read at (features_of's
- * size_bytes): a recurrent layer's one direction of W and R, a pooling
- * layer's traffic; 0 for every other layer. */
-static int64_t correction_bytes(const ntp_layer_prediction *l)
-{
-    if (l->family == NTP_PREDICT_FAMILY_RNN)
-        return l->rnn.weight_bytes;
-    return l->family == NTP_PREDICT_FAMILY_POOL ? l->bytes : 0;
-}
-
 double ntp__predict_size_factor(const ntp_impl_correction *c, int64_t bytes)
 {
     if (!c || c->n_points <= 0 || bytes <= 0)
@@ -1226,7 +1216,7 @@ static void correct_for_impls(ntp_prediction *p, const ntp_graph *g, const ntp_a
             }
         }
         double s = ntp__predict_impl_size_scale(&p->cals[k], l->family, l->impl, layer_op(l),
-                                                l->src_layout, correction_bytes(l));
+                                                l->src_layout, l->correction_bytes);
         if (s == 1)
             continue;
         /* A recurrent layer's input GEMM is the fc family's: the
@@ -1505,8 +1495,7 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
                 l->compute_ms = t.compute_ms;
                 l->memory_ms = t.memory_ms;
                 l->input_gemm_ms = t.input_gemm_ms;
-                if (fam == NTP_PREDICT_FAMILY_RNN)
-                    l->rnn.weight_bytes = fk.size_bytes;
+                l->correction_bytes = fk.size_bytes;
                 /* A recurrent layer both ways a kernel runs its input
                  * GEMM: which one is known from the plan's or the run's
                  * kernel (correct_for_impls, run_impl_ms). */
@@ -1675,7 +1664,7 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
      * named; its input GEMM is not corrected. */
     if (own && lp->family == NTP_PREDICT_FAMILY_RNN && lp->rnn.per_step_ms > 0) {
         double sc = ntp__predict_impl_size_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
-                                                 l->src_layout, correction_bytes(lp));
+                                                 l->src_layout, lp->correction_bytes);
         if (ntp__predict_rnn_per_step(l->impl))
             return lp->rnn.per_step_ms * sc;
         double gemm = lp->rnn.merged_input_gemm_ms;
@@ -1685,7 +1674,7 @@ static double run_impl_ms(const ntp_prediction *p, const ntp_layer_prediction *l
     double base = own && lp->correction > 0 ? (pred - in) / lp->correction : pred;
     /* Keyed by the kernel the run chose and the layout it read. */
     return in + base * ntp__predict_impl_size_scale(&p->cals[k], lp->family, l->impl, layer_op(lp),
-                                                    l->src_layout, correction_bytes(lp));
+                                                    l->src_layout, lp->correction_bytes);
 }
 
 static double finite_or_0(double v)
