@@ -383,6 +383,21 @@ static void test_ceilings(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* Ceilings under this machine's key (m, described here), measured with
+ * 2 threads: an f32 peak (method) and a DRAM level; the caller adds. */
+static ntp_ceilings this_machine_ceilings(ntp_ctx *ctx, ntp_machine_info *m, double f32,
+                                          const char *method, double dram)
+{
+    assert_int_equal(ntp_machine_describe(ctx, m), NTP_STATUS_OK);
+    ntp_ceilings c = {.threads = 2, .n_peaks = 1, .n_levels = 1};
+    snprintf(c.machine_key, sizeof c.machine_key, "%s", m->key);
+    snprintf(c.measured_at, sizeof c.measured_at, "2025-03-01T00:00:00Z");
+    c.peaks[0] = (ntp_peak){"f32", f32, ""};
+    snprintf(c.peaks[0].method, sizeof c.peaks[0].method, "%s", method);
+    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, dram};
+    return c;
+}
+
 /* Ceilings cached under this machine's key by another CPU (a key whose
  * model name a VM made generic): read back with other_cpu naming both, not
  * used by find_ceilings (a warning says why); this CPU's own, and a row that
@@ -394,12 +409,8 @@ static void test_ceilings_other_cpu(void **state)
     db_path(path, sizeof path, "other-cpu.db");
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_machine_info m;
-    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
-    ntp_ceilings c = {.threads = 2, .n_peaks = 1, .n_levels = 1};
-    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
-    snprintf(c.measured_at, sizeof c.measured_at, "2025-03-01T00:00:00Z");
-    c.peaks[0] = (ntp_peak){"f32", 100.0, "FMA micro-kernel, avx2, 2 threads"};
-    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 20.0};
+    ntp_ceilings c =
+        this_machine_ceilings(ctx, &m, 100.0, "FMA micro-kernel, avx2, 2 threads", 20.0);
     static const struct {
         const char *sig, *flags; /* NULL: this CPU's */
         bool used;
@@ -453,14 +464,11 @@ static void test_ceilings_outdated(void **state)
     db_path(path, sizeof path, "outdated.db");
     ntp_ctx *ctx = ntp_ctx_init();
     ntp_machine_info m;
-    assert_int_equal(ntp_machine_describe(ctx, &m), NTP_STATUS_OK);
-    ntp_ceilings c = {.threads = 2, .n_peaks = 3, .n_levels = 1};
-    snprintf(c.machine_key, sizeof c.machine_key, "%s", m.key);
-    snprintf(c.measured_at, sizeof c.measured_at, "2026-12-01T00:00:00Z");
-    c.peaks[0] = (ntp_peak){"f32", 460.4, "vfmadd231ps zmm micro-kernel, avx512, 2 threads"};
+    ntp_ceilings c = this_machine_ceilings(ctx, &m, 460.4,
+                                           "vfmadd231ps zmm micro-kernel, avx512, 2 threads", 31.0);
+    c.n_peaks = 3;
     c.peaks[1] = (ntp_peak){"bf16", 228.9, "vdpbf16ps zmm micro-kernel, avx512, 2 threads"};
     c.peaks[2] = (ntp_peak){"i8", 6023.4, "tdpbusd tmm (AMX) micro-kernel, amx, 2 threads"};
-    c.levels[0] = (ntp_bandwidth){"DRAM", 134217728, 31.0};
     bool amx = ntp__fma_supported(NTP_ISA_AMX, NTP_KPREC_BF16);
     print_message("AMX bf16 here: %s\n", amx ? "yes" : "no");
     for (int k = 0; k < 2; k++) {
