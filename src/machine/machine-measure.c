@@ -281,6 +281,13 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
  * times, and no core issues them faster than its FMAs; AMX's tile unit
  * does 16x and 32x what the FMAs do (NTP_MACHINE_AMX_*). Ceilings above
  * that (with a margin for noise) mean the f32 peak was measured low. */
+/* Whether pk was measured on AMX's tile unit (its kernel's name says so,
+ * "tdpbf16ps tmm (AMX) micro-kernel, ..."). */
+static bool on_amx(const ntp_peak *pk)
+{
+    return strstr(pk->method, "(AMX)") != NULL;
+}
+
 static void check_ratios(ntp_ceilings *c)
 {
     const ntp_peak *f32 = NULL;
@@ -290,7 +297,7 @@ static void check_ratios(ntp_ceilings *c)
     if (!f32 || !(f32->gflops > 0))
         return;
     for (int i = 0; i < c->n_peaks; i++) {
-        bool amx = strstr(c->peaks[i].method, "(AMX)") != NULL;
+        bool amx = on_amx(&c->peaks[i]);
         double limit = strcmp(c->peaks[i].precision, "bf16") == 0
                            ? (amx ? NTP_MACHINE_AMX_BF16_RATIO : NTP_MACHINE_BF16_RATIO)
                        : strcmp(c->peaks[i].precision, "i8") == 0
@@ -315,7 +322,7 @@ bool ntp_ceilings_outdated(const ntp_ceilings *c, char *why, size_t len)
         const char *name = ntp__kprec_name((ntp_kernel_prec)p);
         for (int i = 0; i < c->n_peaks; i++) {
             const ntp_peak *pk = &c->peaks[i];
-            if (strcmp(pk->precision, name) != 0 || strstr(pk->method, "(AMX)"))
+            if (strcmp(pk->precision, name) != 0 || on_amx(pk))
                 continue;
             /* The method starts with the instruction: "vdpbf16ps zmm
              * micro-kernel, ...". */

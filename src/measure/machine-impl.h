@@ -31,7 +31,9 @@ bool ntp__machine_other_cpu(const char *sig, const char *flags, char *why, size_
  * a kernel on one ISA is measured on the next. */
 typedef enum ntp_isa { NTP_ISA_AMX, NTP_ISA_AVX512, NTP_ISA_AVX2, NTP_ISA_SCALAR } ntp_isa;
 const char *ntp__isa_name(ntp_isa isa);
-/* The best ISA this CPU runs (and this build compiled a kernel for). */
+/* The best ISA this CPU has (and this build compiled a kernel for). Its
+ * kernels may still be refused: AMX's need Linux's permission, which
+ * ntp__fma_supported asks for, so a caller walks down from it. */
 ntp_isa ntp__isa_best(void);
 
 typedef enum ntp_kernel_prec {

@@ -89,33 +89,50 @@ static bool cpu_avx512(void)
  * with AMX has it; under valgrind, whose CPU has neither, this keeps AMX
  * off). Linux hands a process the tile registers only when it asks
  * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, kernel 5.16 and
- * later); without that a tile instruction faults, so AMX counts as here
- * only when the request succeeds. oneDNN asks the same way: a kernel that
- * refuses leaves oneDNN without AMX, and the ceilings too. */
+ * later); without that a tile instruction faults, so a kernel on AMX
+ * exists only once the request succeeds. oneDNN asks the same way: a
+ * kernel that refuses leaves oneDNN without AMX, and the ceilings too.
+ * The request is made for a kernel, not for ntp__isa_best, which a run's
+ * pace probe asks: a run measures no AMX kernel and asks nothing (oneDNN,
+ * where built, asks once when it probes its ISA; strace showed a ref run
+ * asking twice before, once now). */
 #define NTP_ARCH_REQ_XCOMP_PERM 0x1023
 #define NTP_XFEATURE_XTILEDATA 18
-static unsigned amx_bits; /* 1: bf16, 2: int8; 0 until amx_once ran */
-static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static unsigned amx_bits; /* CPUID's: 1 bf16, 2 int8; 0 until amx_once ran */
+static bool amx_granted;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT, amx_grant_once = PTHREAD_ONCE_INIT;
 
-static void amx_probe(void)
+static void amx_cpuid(void)
 {
     unsigned a, b, c, d;
-    if (!cpu_avx512() || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1))
-        return;
-    if (syscall(SYS_arch_prctl, NTP_ARCH_REQ_XCOMP_PERM, NTP_XFEATURE_XTILEDATA) != 0)
-        return;
-    amx_bits = (d >> 22 & 1) | (d >> 25 & 1) << 1;
+    if (cpu_avx512() && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1))
+        amx_bits = (d >> 22 & 1) | (d >> 25 & 1) << 1;
 }
 
+static void amx_request(void)
+{
+    amx_granted = syscall(SYS_arch_prctl, NTP_ARCH_REQ_XCOMP_PERM, NTP_XFEATURE_XTILEDATA) == 0;
+}
+
+static unsigned cpu_amx_bits(void)
+{
+    pthread_once(&amx_once, amx_cpuid);
+    return amx_bits;
+}
+
+/* Whether AMX runs p here: the CPU has it and Linux granted the tiles. */
 static bool cpu_amx(ntp_kernel_prec p)
 {
-    pthread_once(&amx_once, amx_probe);
-    return p == NTP_KPREC_BF16 ? amx_bits & 1 : p == NTP_KPREC_I8 ? amx_bits & 2 : false;
+    unsigned want = p == NTP_KPREC_BF16 ? 1 : p == NTP_KPREC_I8 ? 2 : 0;
+    if (!(cpu_amx_bits() & want))
+        return false;
+    pthread_once(&amx_grant_once, amx_request);
+    return amx_granted;
 }
 
 ntp_isa ntp__isa_best(void)
 {
-    if (cpu_amx(NTP_KPREC_BF16) || cpu_amx(NTP_KPREC_I8))
+    if (cpu_amx_bits())
         return NTP_ISA_AMX;
     if (cpu_avx512())
         return NTP_ISA_AVX512;
