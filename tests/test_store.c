@@ -398,6 +398,20 @@ static ntp_ceilings this_machine_ceilings(ntp_ctx *ctx, ntp_machine_info *m, dou
     return c;
 }
 
+/* ntp_store_find_ceilings of path: the cached ceilings used, or not with
+ * one warning that holds `why`. */
+static void assert_find_ceilings(ntp_ctx *ctx, const char *path, bool used, const char *why)
+{
+    ntp_ceilings back;
+    bool found = !used;
+    int warnings = ntp_ctx_warning_count(ctx);
+    assert_int_equal(ntp_store_find_ceilings(ctx, path, &back, &found), NTP_STATUS_OK);
+    assert_int_equal(found, used);
+    assert_int_equal(ntp_ctx_warning_count(ctx), warnings + !used);
+    if (!used)
+        assert_non_null(strstr(ntp_ctx_warning(ctx, warnings), why));
+}
+
 /* Ceilings cached under this machine's key by another CPU (a key whose
  * model name a VM made generic): read back with other_cpu naming both, not
  * used by find_ceilings (a warning says why); this CPU's own, and a row that
@@ -441,12 +455,7 @@ static void test_ceilings_other_cpu(void **state)
                         strstr(back.other_cpu, cases[k].sig) == back.other_cpu + 1);
         if (cases[k].flags && cases[k].flags[0])
             assert_non_null(strstr(back.other_cpu, "; avx512_fp16 amx_tile) than this one ("));
-        int warnings = ntp_ctx_warning_count(ctx);
-        assert_int_equal(ntp_store_find_ceilings(ctx, path, &back, &found), NTP_STATUS_OK);
-        assert_int_equal(found, cases[k].used);
-        assert_int_equal(ntp_ctx_warning_count(ctx), warnings + !cases[k].used);
-        if (!cases[k].used)
-            assert_non_null(strstr(ntp_ctx_warning(ctx, warnings), "measured on another CPU ("));
+        assert_find_ceilings(ctx, path, cases[k].used, "measured on another CPU (");
     }
     ntp_ctx_free(ctx);
 }
@@ -476,16 +485,9 @@ static void test_ceilings_outdated(void **state)
         assert_int_equal(ntp_store_open(ctx, path, NTP_STORE_CREATE, &s), NTP_STATUS_OK);
         assert_int_equal(ntp_store_save_ceilings(ctx, s, &m, &c), NTP_STATUS_OK);
         ntp_store_close(s);
-        ntp_ceilings back;
-        bool found = false, old = amx && k == 0;
-        int warnings = ntp_ctx_warning_count(ctx);
-        assert_int_equal(ntp_store_find_ceilings(ctx, path, &back, &found), NTP_STATUS_OK);
-        assert_int_equal(found, !old);
-        assert_int_equal(ntp_ctx_warning_count(ctx), warnings + old);
-        if (old)
-            assert_non_null(strstr(ntp_ctx_warning(ctx, warnings),
-                                   "are outdated: its bf16 peak was measured with vdpbf16ps zmm, "
-                                   "this ntprof measures it with tdpbf16ps tmm (AMX); not used"));
+        assert_find_ceilings(ctx, path, !(amx && k == 0),
+                             "are outdated: its bf16 peak was measured with vdpbf16ps zmm, "
+                             "this ntprof measures it with tdpbf16ps tmm (AMX); not used");
         snprintf(c.peaks[1].method, sizeof c.peaks[1].method,
                  "tdpbf16ps tmm (AMX) micro-kernel, amx, 2 threads");
     }
