@@ -2245,6 +2245,112 @@ static void refit_mainbe(ntp_ctx *ctx, const sample_spec *in, int n, const char 
  * every layer's output, 22592 bytes, but not the weights and the arena),
  * or in a warm calibration, the whole 1 us; the
  * overhead never goes below 0. */
+/* What a pass keeps (docs/predict.md#weights-between-passes). Fitted: the
+ * probe (an fc of 1024 by 1024 at batch 1) after k spacers (3x3
+ * convolutions of 256 channels on 14x14, 4 x (256 x 256 x 9 + 256) =
+ * 2360320 bytes of weights each), at what the pass touches (the probe's
+ * 4 x (1048576 + 1024) = 4198400 bytes of weights, the spacers', and the
+ * arena's 614400, the liveness planner's three 200704-byte buffers, the
+ * spacers' input and two outputs, each rounded up), how far its time went from the warm one (no
+ * spacer, 20 us) to its flushed twin's (the layer sample, 100 us): 1 spacer 22 us (0.025), 2
+ * spacers 30 (0.125), 3 spacers 50 (0.375), 4 spacers 36 (0.2): kept up to 2 spacers, the first
+ * share over 0.25 ending it. A kept sample of another backend counts for nothing. Priced: mlp_xml's
+ * pass touches 26816 bytes (test_cold), its "big" fc's 17408 bytes of weights come from the L2 (50
+ * GB/s) where the calibration kept twice that, from DRAM (10 GB/s) one byte short of it or in a
+ * warm calibration: its memory term moves by 0.5 x 17408 x (1 / 10e9 - 1 / 50e9) s. */
+#define KEPT_PROBE "<fc name=\"L\" units=\"1024\"/>"
+#define KEPT_IN "<input name=\"x\" shape=\"1,1024\" dtype=\"f32\"/>"
+#define KEPT_S1                                                                 \
+    "<input name=\"y\" shape=\"1,256,14,14\" dtype=\"f32\"/><conv name=\"s1\" " \
+    "filters=\"256\" kernel=\"3\" pad=\"1\" inputs=\"y\"/>"
+#define KEPT_S(k) "<conv name=\"s" #k "\" filters=\"256\" kernel=\"3\" pad=\"1\"/>"
+#define KEPT_L "<fc name=\"L\" units=\"1024\" inputs=\"x\"/>"
+static void test_kept(void **state)
+{
+    (void)state;
+    ntp_ctx *ctx = ntp_ctx_init();
+    static const sample_spec in[] = {
+        RELU_LAYERS,
+        {"layer", KEPT_IN KEPT_PROBE, "mainbe", 100},
+        {"kept", KEPT_IN KEPT_PROBE, "mainbe", 20},
+        {"kept", KEPT_IN KEPT_S1 KEPT_L, "mainbe", 22},
+        {"kept", KEPT_IN KEPT_S1 KEPT_S(2) KEPT_L, "mainbe", 30},
+        {"kept", KEPT_IN KEPT_S1 KEPT_S(2) KEPT_S(3) KEPT_L, "mainbe", 50},
+        {"kept", KEPT_IN KEPT_S1 KEPT_S(2) KEPT_S(3) KEPT_S(4) KEPT_L, "mainbe", 36},
+        {"kept", KEPT_IN KEPT_S1 KEPT_L, "ref", 99},
+    };
+    const int n = (int)(sizeof in / sizeof in[0]);
+    ntp_calibration_sample S[16];
+    ntp_calibration cal, fit;
+    refit_mainbe(ctx, in, n, "network", S, &cal, &fit);
+    assert_int_equal(fit.kept.samples, 5);
+    assert_int_equal(fit.kept.n_points, 4);
+    static const double share[] = {0.025, 0.125, 0.375, 0.2};
+    for (int k = 0; k < 4; k++) {
+        assert_close(fit.kept.points[k][0], 4198400 + (k + 1) * 2360320.0 + 614400, 1e-6);
+        assert_close(fit.kept.points[k][1], share[k], 1e-9);
+    }
+    assert_int_equal(fit.kept.bytes, 4198400 + 2 * 2360320 + 614400);
+    /* Kept through the store's JSON; a bytes that its points do not give
+     * is refused; absent where not measured. */
+    json_t *j = ntp__calibration_json(&fit);
+    ntp_calibration back;
+    assert_true(ntp__calibration_from_json(j, &back));
+    assert_int_equal(back.kept.samples, 5);
+    assert_int_equal(back.kept.bytes, fit.kept.bytes);
+    assert_int_equal(back.kept.n_points, 4);
+    assert_close(back.kept.points[3][1], 0.2, 1e-15);
+    json_object_set_new(json_object_get(j, "kept"), "bytes", json_integer(fit.kept.bytes + 1));
+    assert_false(ntp__calibration_from_json(j, &back));
+    json_decref(j);
+    j = ntp__calibration_json(&cal);
+    assert_null(json_object_get(j, "kept"));
+    json_decref(j);
+    /* A probe that runs about as fast flushed as warm tells nothing. */
+    samples_of(S, in, n, NTP_PREDICT_FAMILY_ELTWISE, 1e-6);
+    S[3].median_s = 24e-6;
+    assert_int_equal(ntp_calibration_refit(ctx, &cal, S, n, &fit), 0);
+    assert_int_equal(fit.kept.samples, 5);
+    assert_int_equal(fit.kept.n_points, 0);
+    assert_int_equal(fit.kept.bytes, 0);
+
+    ntp_graph *g = NULL;
+    assert_int_equal(ntp_graph_load_xml_memory(ctx, mlp_xml, strlen(mlp_xml), "mlp", NULL, &g), 0);
+    hand_calibration(&cal);
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    cal.n_levels = 3;
+    cal.levels[2] = cal.levels[1];
+    snprintf(cal.levels[1].name, sizeof cal.levels[1].name, "L2");
+    cal.levels[1].capacity_bytes = 32768;
+    cal.levels[1].gbps = 50;
+    cal.kept.samples = 3;
+    cal.kept.bytes = 2 * 26816 - 1;
+    ntp_prediction *p = NULL, *q = NULL;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &p), 0);
+    assert_non_null(strstr(ntp_prediction_weights_note(p), "from memory"));
+    cal.kept.bytes = 2 * 26816;
+    assert_int_equal(ntp_predict(ctx, g, &cal, &q), 0);
+    assert_non_null(strstr(ntp_prediction_weights_note(q), "kept in L2"));
+    assert_string_equal(p->layers[2].name, "big");
+    assert_close(p->layers[2].memory_ms - q->layers[2].memory_ms,
+                 1e3 * 0.5 * 17408 * (1 / 10e9 - 1 / 50e9), 1e-12);
+    ntp_prediction_free(q);
+    snprintf(cal.cache, sizeof cal.cache, "warm");
+    assert_int_equal(ntp_predict(ctx, g, &cal, &q), 0);
+    assert_string_equal(ntp_prediction_weights_note(q), "");
+    ntp_prediction_free(q);
+    /* Not measured: DRAM's, no note. */
+    snprintf(cal.cache, sizeof cal.cache, "network");
+    memset(&cal.kept, 0, sizeof cal.kept);
+    assert_int_equal(ntp_predict(ctx, g, &cal, &q), 0);
+    assert_string_equal(ntp_prediction_weights_note(q), "");
+    assert_close(q->layers[2].memory_ms, p->layers[2].memory_ms, 1e-15);
+    ntp_prediction_free(q);
+    ntp_prediction_free(p);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+}
+
 static void test_cold(void **state)
 {
     (void)state;
@@ -3187,6 +3293,7 @@ int main(void)
         cmocka_unit_test(test_wake),
         cmocka_unit_test(test_wake_by_sleep),
         cmocka_unit_test(test_cold),
+        cmocka_unit_test(test_kept),
         cmocka_unit_test(test_gemv_rate),
         cmocka_unit_test(test_backend_versions),
         cmocka_unit_test(test_predict_conv_padding),

@@ -134,6 +134,17 @@ typedef struct ntp_family_model {
 #define NTP_PREDICT_MAX_GEMV 12
 /* Points of a calibration's wake by sleep (ntp_calibration.wake_points). */
 #define NTP_WAKE_POINTS 4
+/* Points of what a pass keeps by its size (ntp_calibration.kept). */
+#define NTP_KEPT_POINTS 12
+/* A probe counts as kept after a pass of some size where its time went at
+ * most this share of the way from its warm time to its time after the
+ * flush (ntp_calibration.kept). */
+#define NTP_KEPT_SHARE 0.25
+/* And a network's weights are priced at the level its pass fits in where
+ * this many times what the pass touches (ntp_analysis's weights and arena)
+ * was kept: a real network's pass evicts more than a chain of fc layers of
+ * its size (docs/predict.md#weights-between-passes). */
+#define NTP_KEPT_MARGIN 2.0
 
 /* The samples a recurrent or pooling kernel's correction keeps by size
  * (ntp_impl_correction.point_bytes), and the width of their weights in
@@ -265,6 +276,22 @@ typedef struct ntp_calibration {
      * backend other than ref, --quick, a calibration made before). */
     int n_gemv;
     ntp_gemv_rate gemv[NTP_PREDICT_MAX_GEMV];
+    /* What a network's pass keeps of a layer's weights until the next pass
+     * (docs/predict.md#weights-between-passes): a probe (an fc of 4 MB)
+     * timed again and again without a flush, after a chain of spacers
+     * (fc layers of its size) between two of its passes, as sample kind
+     * "kept". points: (bytes, share) by bytes ascending, the probe's and
+     * its spacers' traffic, and how far its time went from its warm time
+     * (no spacer: 0) towards its time after the flush (its "layer"
+     * sample: 1). bytes: the largest of those whose share, and every
+     * smaller one's, is at most NTP_KEPT_SHARE; 0 where none is. samples
+     * 0: not measured (ref, --quick, a warm calibration, one made
+     * before): every network's weights are priced from memory. */
+    struct {
+        int samples, n_points;
+        double points[NTP_KEPT_POINTS][2];
+        int64_t bytes;
+    } kept;
     /* Per implementation, the correction of its family's time. */
     int n_impls;
     ntp_impl_correction impls[NTP_PREDICT_MAX_IMPLS];
@@ -647,6 +674,10 @@ NTP_API double ntp_prediction_copies_ms(const ntp_prediction *p);
  * this machine's plan, and why the other machine's may differ (its ISA or
  * its backend's version); "" otherwise. */
 NTP_API const char *ntp_prediction_copies_note(const ntp_prediction *p);
+/* Where a network calibration that measured what a pass keeps
+ * (ntp_calibration.kept) prices the weights between two passes: from
+ * memory, or kept in a cache, and why; "" where it did not measure it. */
+NTP_API const char *ntp_prediction_weights_note(const ntp_prediction *p);
 /* Whether it is predicted as `run --fuse` runs it (ntp_predict_opts.fuse),
  * and how many layers are fused into another. */
 NTP_API bool ntp_prediction_fused(const ntp_prediction *p);

@@ -70,6 +70,11 @@ typedef struct config {
      * first, so that the difference is what a layer pays for finding its
      * code and its backend's state evicted, not its data's traffic. */
     bool warm;
+    /* A probe after spacers (sample kind "kept", fit_kept): timed without
+     * the flush, again and again, so that between two of its passes only
+     * its spacers ran: what a network's pass of their size leaves of its
+     * weights. */
+    bool kept;
     char xml[1024];
 } config;
 
@@ -96,12 +101,18 @@ static bool add(design *d, ntp_predict_family f, bool quick, const char *fmt, ..
     c->conv_fed = 0;
     c->step = false;
     c->warm = false;
+    c->kept = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->xml, sizeof c->xml, fmt, ap);
     va_end(ap);
     return true;
 }
+
+/* A spacer of a "kept" configuration (config.kept), %d its number, %s
+ * its input (the first's). */
+#define KEPT_SPACER "<conv name=\"s%d\" filters=\"256\" kernel=\"3\" pad=\"1\"%s/>"
+#define NTP__KEPT_CHAIN_LEN 880
 
 #define IN4 "<input name=\"x\" shape=\"1,%d,%d,%d\" dtype=\"f32\"/>"
 
@@ -232,6 +243,31 @@ static bool build_design(design *d)
                   step[i], 4 * step[i]);
         if (ok)
             d->c[d->n - 1].step = true;
+    }
+    /* What a pass keeps (config.kept, fit_kept): a 4 MB fc probe, the
+     * {1, 1024, 1024} above, alone (its warm time) and after 1 to 16
+     * spacers, 3x3 convolutions of 256 channels on 14x14 (2.4 MB of
+     * weights each), 6.6 to 42 MB between two of its passes. A spacer
+     * takes about as long for its bytes as a network's layers do (0.6 ms
+     * on the Zen 5 VM, oneDNN): fc spacers of the probe's size, which run
+     * at memory's speed, left it most of its weights through 71 MB there,
+     * where SqueezeNet's pass of 12 MB left none
+     * (docs/predict.md#weights-between-passes). */
+    static const int spacers[] = {0, 1, 2, 3, 4, 6, 8, 12, 16};
+    for (size_t i = 0; ok && i < sizeof spacers / sizeof spacers[0]; i++) {
+        char chain[NTP__KEPT_CHAIN_LEN];
+        size_t u = 0;
+        chain[0] = 0;
+        for (int k = 1; k <= spacers[i] && u < sizeof chain; k++)
+            u += (size_t)snprintf(chain + u, sizeof chain - u, KEPT_SPACER, k,
+                                  k == 1 ? " inputs=\"y\"" : "");
+        ok = add(d, NTP_PREDICT_FAMILY_FC, false,
+                 "<input name=\"x\" shape=\"1,1024\" dtype=\"f32\"/>%s%s<fc name=\"L\" "
+                 "units=\"1024\"%s/>",
+                 spacers[i] ? "<input name=\"y\" shape=\"1,256,14,14\" dtype=\"f32\"/>" : "", chain,
+                 spacers[i] ? " inputs=\"x\"" : "");
+        if (ok)
+            d->c[d->n - 1].kept = true;
     }
     /* Pooling: op, channels, spatial size, kernel, stride (0: global). */
     static const struct {
@@ -647,7 +683,7 @@ static ntp_status time_config(ntp_ctx *ctx, const config *c, const ntp_calibrate
         /* In network conditions a fixed count of cold samples: --min-time
          * counts the timed passes only, and a microsecond layer would
          * need thousands of them, each after a flush. */
-        ro.flush_bytes = c->warm ? 0 : flush_bytes;
+        ro.flush_bytes = c->warm || c->kept ? 0 : flush_bytes;
         if (flush_bytes > 0) {
             ro.iterations = o->quick ? 3 : 10;
             ro.min_time_s = 0;
@@ -717,7 +753,8 @@ static config config_of_sample(const ntp_calibration_sample *x, bool quick)
                 .quick = quick,
                 .conv_fed = x->conv_fed,
                 .step = strcmp(x->kind, "step") == 0,
-                .warm = strcmp(x->kind, "warm") == 0};
+                .warm = strcmp(x->kind, "warm") == 0,
+                .kept = strcmp(x->kind, "kept") == 0};
     snprintf(c.xml, sizeof c.xml, "%s", x->config);
     return c;
 }
@@ -1410,6 +1447,87 @@ static void fit_cold(const ntp_calibration_sample *S, int ns, double *w, ntp_cal
     }
 }
 
+/* The spacers before a "kept" sample's probe: its chain's KEPT_SPACER
+ * elements. */
+static int kept_spacers(const char *xml)
+{
+    int n = 0;
+    for (const char *p = xml; (p = strstr(p, "<conv name=\"s")) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* What a pass of a "kept" sample's topology touches, as a prediction
+ * counts a network's (ntp__predict_reuse); 0 where it does not load. */
+static int64_t kept_reuse(const ntp_calibration *cal, const ntp_calibration_sample *x)
+{
+    config c = config_of_sample(x, false);
+    char xml[4096];
+    if (!config_markup(&c, true, xml, sizeof xml))
+        return 0;
+    ntp_ctx *ctx = ntp_ctx_init();
+    ntp_graph *g = NULL;
+    ntp_analysis *a = NULL;
+    int64_t b = 0;
+    ntp_load_opts lo = {0};
+    lo.set_precision = ntp_dtype_parse(cal->precision, &lo.precision) == NTP_STATUS_OK;
+    if (ctx && ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "calibrate", &lo, &g) == 0 &&
+        ntp_graph_analyze(ctx, g, &a) == 0)
+        b = ntp__predict_reuse(g, a);
+    ntp_analysis_free(a);
+    ntp_graph_free(g);
+    ntp_ctx_free(ctx);
+    return b;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* What a pass keeps (ntp_calibration.kept): each "kept" sample the
+ * backend ran with spacers, at what its pass touches (kept_reuse), the
+ * share of the way
+ * its time went from the warm one (the "kept" sample without spacers)
+ * to its twin's after the flush (the probe's "layer" sample). A probe
+ * whose flushed time is under 1.25 times its warm one cannot tell a cache
+ * from memory: no points. */
+static void fit_kept(const ntp_calibration_sample *S, int ns, ntp_calibration *cal)
+{
+    memset(&cal->kept, 0, sizeof cal->kept);
+    const ntp_calibration_sample *warm = NULL, *cold = NULL;
+    for (int i = 0; i < ns && !warm; i++)
+        if (strcmp(S[i].kind, "kept") == 0 && S[i].median_s > 0 &&
+            strcmp(S[i].ran_on, cal->backend) == 0 && kept_spacers(S[i].config) == 0)
+            warm = &S[i];
+    if (warm)
+        cold = layer_twin(S, ns, cal->backend, warm->config, -1);
+    double pts[NTP_KEPT_POINTS][2];
+    int np = 0;
+    for (int i = 0; i < ns; i++) {
+        const ntp_calibration_sample *x = &S[i];
+        int k = kept_spacers(x->config);
+        if (strcmp(x->kind, "kept") != 0 || !(x->median_s > 0) ||
+            strcmp(x->ran_on, cal->backend) != 0 || k == 0)
+            continue;
+        cal->kept.samples++;
+        int64_t b = 0;
+        if (!cold || !(cold->median_s >= 1.25 * warm->median_s) || np == NTP_KEPT_POINTS ||
+            (b = kept_reuse(cal, x)) <= 0)
+            continue;
+        pts[np][0] = (double)b;
+        pts[np++][1] = (x->median_s - warm->median_s) / (cold->median_s - warm->median_s);
+    }
+    if (cal->kept.samples > 0 && warm)
+        cal->kept.samples++;
+    qsort(pts, (size_t)np, sizeof pts[0], cmp_point);
+    cal->kept.n_points = np;
+    memcpy(cal->kept.points, pts, (size_t)np * sizeof pts[0]);
+    for (int k = 0; k < np && pts[k][1] <= NTP_KEPT_SHARE; k++)
+        cal->kept.bytes = (int64_t)pts[k][0];
+}
+
 static int cmp_gemv(const void *a, const void *b)
 {
     const ntp_gemv_rate *x = a, *y = b;
@@ -1551,6 +1669,7 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
     if (!st) {
         fit_wake(S, ns, cal);
         fit_cold(S, ns, tf, cal);
+        fit_kept(S, ns, cal);
     }
     free(from);
     free(off);
@@ -1812,7 +1931,8 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
     /* A wake configuration's rows are not layout changes of the fit's
      * kind: its first may carry the wake. */
     const bool wake = is_wake(cf->xml);
-    for (int k = 0; !wake && !cf->step && !cf->warm && k < t0->n_reorders && (size_t)*n < cap;
+    for (int k = 0;
+         !wake && !cf->step && !cf->warm && !cf->kept && k < t0->n_reorders && (size_t)*n < cap;
          k++) {
         double rv[SLOTS];
         int nr = 0;
@@ -1858,6 +1978,7 @@ static void merge_passes(const config *cf, const ntp__calibrate_timed *T, int pa
                                             wake       ? "wake"
                                             : cf->step ? "step"
                                             : cf->warm ? "warm"
+                                            : cf->kept ? "kept"
                                                        : "layer",
                                             cf, t0->ran_on);
     snprintf(x->impl, sizeof x->impl, "%s", t0->impl);
@@ -1997,7 +2118,8 @@ ntp_status ntp__calibrate_with(ntp_ctx *ctx, const ntp_machine_info *m, const nt
         if ((!opts->quick || d.c[i].quick) &&
             ntp__calibrate_family_wanted(opts->families, d.c[i].family) &&
             !(is_wake(d.c[i].xml) && strcmp(backend, "ref") == 0) &&
-            !(d.c[i].step && strcmp(backend, "ref") != 0) && !(d.c[i].warm && flush_bytes == 0))
+            !(d.c[i].step && strcmp(backend, "ref") != 0) &&
+            !((d.c[i].warm || d.c[i].kept) && flush_bytes == 0))
             sel[total++] = i;
     /* Every timing of every pass, then merged per configuration
      * (merge_passes) into a layer and its run's reorder rows (at most 16

@@ -148,6 +148,14 @@ double ntp__predict_key_scale(const ntp_calibration *cal, ntp_predict_family f, 
 const ntp_calibration *ntp__predict_copy_cal(const ntp_prediction *p, const char *backend);
 /* A copy row's (l->bytes, l->kind set) level, terms and time under cal,
  * as ntp__predict_copy_ms prices it; NAN and a note without a bandwidth. */
+/* What a pass of g touches between two uses of a layer's weights: every
+ * layer's weights and the activations' arena. */
+int64_t ntp__predict_reuse(const ntp_graph *g, const ntp_analysis *a);
+/* Whether cal prices a network's weights at the level its pass fits in,
+ * not DRAM's: a network calibration that measured a pass keeps
+ * NTP_KEPT_MARGIN times reuse (what the network's pass touches between
+ * two uses of a layer's weights; ntp_calibration.kept). */
+bool ntp__predict_weights_kept(const ntp_calibration *cal, int64_t reuse);
 void ntp__predict_copy_row(const ntp_calibration *cal, int64_t reuse, ntp_layer_prediction *l);
 /* p's copy rows (ntp_prediction.copies, predict-layout.c): g's plan
  * prepared with o's placements where o asks for it and this machine can

@@ -343,11 +343,18 @@ static void xnn_rereads(const ntp_calibration *cal, ntp_predict_family fam, cons
     out->far += far;
 }
 
+bool ntp__predict_weights_kept(const ntp_calibration *cal, int64_t reuse)
+{
+    return strcmp(cal->cache, "network") == 0 && cal->kept.bytes > 0 && reuse > 0 &&
+           NTP_KEPT_MARGIN * (double)reuse <= (double)cal->kept.bytes;
+}
+
 /* The terms of work l of family fam under cal's ceilings. `reuse` is what
  * the network touches between two uses of a layer's weights (every layer's
- * weights and the activations' arena, network_reuse): in network conditions
+ * weights and the activations' arena, ntp__predict_reuse): in network conditions
  * a layer's cold start is paid at the level that holds it, its weights
- * come from DRAM (below). A recurrent layer's shape rs and
+ * come from DRAM (below) but where the calibration measured that a pass
+ * of that size keeps them (ntp__predict_weights_kept). A recurrent layer's shape rs and
  * whether its kernel reads W at every step (per_step,
  * ntp__predict_rnn_per_step) pick how its input GEMM is priced. */
 static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const ntp_calibration *cal,
@@ -376,6 +383,10 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
     level_for(cal, INT64_MAX, &far);
     if (network)
         out->cold_share = reuse_gbps > 0 && far > 0 ? fmax(0, 1 - far / reuse_gbps) : 0;
+    /* Where a layer's weights come from in network conditions: DRAM, or
+     * the level the pass fits in where the machine keeps a pass of its
+     * size (docs/predict.md#weights-between-passes). */
+    const double wgb = ntp__predict_weights_kept(cal, reuse) ? reuse_gbps : far;
     /* oneDNN's convolutions (brgconv, jit) leave out the taps that fall in
      * the padding: their compute term leaves out those multiply-adds
      * (conv_shape.valid; docs/predict.md#padding-onednn-leaves-out), the
@@ -418,7 +429,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         int64_t col = cs->esize * cs->K * cs->N, yb = cs->esize * cs->M * cs->N;
         int64_t xb = cs->pointwise ? 0 : cs->esize * cs->x_floats;
         if (network)
-            gw = far;
+            gw = wgb;
         else
             level_for(cal, l->traffic_bytes, &gw);
         level_for(cal, col + yb + xb + cs->esize * cs->M * cs->K, &ga);
@@ -472,7 +483,8 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
      * the caches, and in a network's pass, which evicts them even where
      * its weights and arena would fit in the last-level cache (a 4 MB fc
      * probe inside SqueezeNet 1.1 or ShuffleNetV2 read at DRAM's speed:
-     * docs/predict.md#weights-between-passes), while its input
+     * docs/predict.md#weights-between-passes), but where the calibration
+     * measured that a pass of the network's size keeps them (wgb), while its input
      * and output sit in the level they fit in, where the layer before
      * left them. */
     if (l->n_parts == 0 && network && l->weight_bytes > 0 && l->weight_bytes <= l->traffic_bytes) {
@@ -480,7 +492,7 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
         out->level = level_for(cal, l->traffic_bytes - l->weight_bytes, &act);
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? work / peak : 0;
         out->x[NTP_PREDICT_TERM_MEMORY] =
-            (far > 0 ? (double)l->weight_bytes / (far * 1e9) : 0) +
+            (wgb > 0 ? (double)l->weight_bytes / (wgb * 1e9) : 0) +
             (act > 0 ? (double)(l->traffic_bytes - l->weight_bytes) / (act * 1e9) : 0);
         xnn_rereads(cal, fam, cs, out);
         return;
@@ -533,12 +545,12 @@ static void features_of(ntp_predict_family fam, const ntp_layer_cost *l, const n
          * from that level, the calibration's samples of 3 and 4 steps ran
          * 1.27x and 1.75x their prediction; with it, 1.18x and 1.30x
          * (2026-12-04, the Zen 4 VM, docs/predict.md#recurrent-layers). */
-        double first = network && far > 0 ? (double)(rs->dirs * res) / (far * 1e9) : 0;
+        double first = network && wgb > 0 ? (double)(rs->dirs * res) / (wgb * 1e9) : 0;
         double again = (double)out->bytes - (first > 0 ? (double)(rs->dirs * res) : 0);
         double again_far;
         out->x[NTP_PREDICT_TERM_MEMORY] =
             first + reread_s(cal, res, again, &again_far, &out->level);
-        out->far = first + again_far;
+        out->far = (wgb == far ? first : 0) + again_far;
         out->x[NTP_PREDICT_TERM_COMPUTE] = peak > 0 ? (double)(in->flops + rec->flops) / peak : 0;
         return;
     }
@@ -916,7 +928,7 @@ static bool copy_coef(const ntp_calibration *cal, const char *kind, double *coef
  * moves at its bytes' bandwidths) in network conditions reads its source
  * where the layer before left it (the level the bytes fit in) and writes
  * a buffer of its own, which the pass touched last one `reuse` bytes ago
- * (network_reuse): in the calibration, whose runs write over the caches,
+ * (ntp__predict_reuse): in the calibration, whose runs write over the caches,
  * INT64_MAX (memory); in a network, the level its weights and arena fit
  * in. Its reorders of 180 to 360 KB into ShuffleNetV2's 1x1 convolutions
  * took 5 to 9 us, half what the calibration's of the same shape took
@@ -1168,8 +1180,10 @@ static bool layer_under(const ntp__pfeat *f0, const ntp_calibration *cal, bool r
  * plans it): ShuffleNetV2's 9.1 MB of weights and 3.0 MB arena fit in a
  * 32 MB L3, where the sum of its outputs (29.8 MB) would not. The level
  * holding it is where a layer's cold start (its code and state) is read
- * back from (ntp__pfeat.cold_share); its weights come from DRAM. */
-static int64_t network_reuse(const ntp_graph *g, const ntp_analysis *a)
+ * back from (ntp__pfeat.cold_share); its weights come from DRAM but where
+ * the calibration measured that a pass of that size keeps them
+ * (ntp__predict_weights_kept). */
+int64_t ntp__predict_reuse(const ntp_graph *g, const ntp_analysis *a)
 {
     int64_t b = a->peak_activation_bytes;
     for (int i = 0; i < a->n_layers; i++)
@@ -1191,6 +1205,38 @@ static int cal_index(const ntp_prediction *p, const char *backend)
         if (strcmp(p->cals[k].backend, backend) == 0)
             return k;
     return -1;
+}
+
+/* Where p's network calibration (cals[0]) prices the weights between two
+ * passes, in p->weights_note, where it measured what a pass keeps
+ * (ntp_calibration.kept); "" otherwise. */
+static void weights_note(ntp_prediction *p, int64_t reuse)
+{
+    const ntp_calibration *c = &p->cals[0];
+    p->weights_note[0] = 0;
+    if (p->roofline_only || strcmp(c->cache, "network") != 0 || c->kept.samples == 0)
+        return;
+    char r[32], k[32];
+    ntp__human_bytes((double)reuse, r, sizeof r);
+    ntp__human_bytes((double)c->kept.bytes, k, sizeof k);
+    if (ntp__predict_weights_kept(c, reuse)) {
+        double g;
+        const char *level = level_for(c, reuse, &g);
+        snprintf(p->weights_note, sizeof p->weights_note,
+                 "weights between passes: kept in %s (a pass touches %s; this machine kept a "
+                 "probe's weights through passes of %s, docs/predict.md#weights-between-passes)",
+                 level, r, k);
+    } else if (c->kept.bytes > 0)
+        snprintf(p->weights_note, sizeof p->weights_note,
+                 "weights between passes: from memory (a pass touches %s; this machine kept a "
+                 "probe's weights through passes of %s, priced as kept up to 1/%g of that)",
+                 r, k, NTP_KEPT_MARGIN);
+    else
+        snprintf(p->weights_note, sizeof p->weights_note,
+                 "weights between passes: from memory (a pass touches %s; this machine kept "
+                 "no probe's weights through the calibration's passes%s)",
+                 r,
+                 c->kept.n_points == 0 ? ", whose probe could not tell a cache from memory" : "");
 }
 
 /* Each layer whose implementation the prepared plan named (read_rows in
@@ -1460,8 +1506,9 @@ ntp_status ntp_predict_with(ntp_ctx *ctx, const ntp_graph *g, const ntp_calibrat
         return st;
     }
     p->fused = o->fuse;
-    int64_t reuse = network_reuse(g, a);
+    int64_t reuse = ntp__predict_reuse(g, a);
     p->reuse = reuse;
+    weights_note(p, reuse);
     bool missing[NTP_PREDICT_FAMILY_NONE + 1] = {false};
     char not_cal[128] = "";
     for (int i = 0; i < a->n_layers; i++) {
@@ -1944,6 +1991,17 @@ json_t *ntp__calibration_json(const ntp_calibration *cal)
         }
         ntp__jset(&ok, o, "gemv", gv);
     }
+    /* What a pass keeps; absent where not measured. */
+    if (cal->kept.samples > 0) {
+        json_t *x = json_object(), *pts = json_array();
+        ntp__jset(&ok, x, "samples", json_integer(cal->kept.samples));
+        ntp__jset(&ok, x, "bytes", json_integer(cal->kept.bytes));
+        for (int k = 0; k < cal->kept.n_points && k < NTP_KEPT_POINTS; k++)
+            ntp__jpush(&ok, pts,
+                       json_pack("[f,f]", cal->kept.points[k][0], cal->kept.points[k][1]));
+        ntp__jset(&ok, x, "by_bytes", pts);
+        ntp__jset(&ok, o, "kept", x);
+    }
     json_t *im = json_array();
     for (int k = 0; k < cal->n_impls && k < NTP_PREDICT_MAX_IMPLS; k++) {
         const ntp_impl_correction *c = &cal->impls[k];
@@ -2125,6 +2183,32 @@ bool ntp__calibration_from_json(json_t *j, ntp_calibration *cal)
             bad = true;
         cal->gemv[cal->n_gemv].bytes = b;
         cal->gemv[cal->n_gemv++].gbps = g;
+    }
+    /* What a pass keeps: points by bytes ascending, and bytes the largest
+     * of them that every point up to it keeps. */
+    json_t *kp = json_object_get(j, "kept");
+    if (json_is_object(kp)) {
+        cal->kept.samples = (int)get_int(kp, "samples", 1, INT_MAX, &bad);
+        cal->kept.bytes = get_int(kp, "bytes", 0, INT64_MAX, &bad);
+        json_array_foreach(json_object_get(kp, "by_bytes"), i, c)
+        {
+            int at = cal->kept.n_points;
+            double b = json_number_value(json_array_get(c, 0));
+            double sh = json_number_value(json_array_get(c, 1));
+            if (at >= NTP_KEPT_POINTS || json_array_size(c) != 2 || !(b > 0 && b < 1e15) ||
+                !isfinite(sh) || (at > 0 && !(b >= cal->kept.points[at - 1][0]))) {
+                bad = true;
+                break;
+            }
+            cal->kept.points[at][0] = b;
+            cal->kept.points[at][1] = sh;
+            cal->kept.n_points++;
+        }
+        int64_t kb = 0;
+        for (int k = 0; k < cal->kept.n_points && cal->kept.points[k][1] <= NTP_KEPT_SHARE; k++)
+            kb = (int64_t)cal->kept.points[k][0];
+        if (kb != cal->kept.bytes)
+            bad = true;
     }
     json_array_foreach(json_object_get(j, "impl_corrections"), i, c)
     {

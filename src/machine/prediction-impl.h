@@ -54,6 +54,10 @@ struct ntp_prediction {
      * machine's: this machine's plan, and why the other machine's may
      * differ (its ISA or its backend's version); "" otherwise. */
     char copies_note[256];
+    /* Where the layers' weights come from between two passes, as the
+     * calibration measured what a pass keeps (ntp__predict_weights_kept);
+     * "" where it did not. */
+    char weights_note[256];
     /* The machine's pace as a paced calibration timed it: cal's, else an
      * other's, else ntp_predict_opts.paced's (ntp_calibration.pace_gflops);
      * 0 where none, and the backend of the calibration it is from. */

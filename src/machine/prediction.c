@@ -68,6 +68,11 @@ const char *ntp_prediction_copies_note(const ntp_prediction *p)
     return p ? p->copies_note : NULL;
 }
 
+const char *ntp_prediction_weights_note(const ntp_prediction *p)
+{
+    return p ? p->weights_note : NULL;
+}
+
 bool ntp_prediction_fused(const ntp_prediction *p)
 {
     return p ? p->fused : false;

@@ -143,6 +143,8 @@ static void write_table(const ntp_prediction *p, FILE *f)
                        p->roofline_only ? " -- a roofline-only estimate" : "");
     if (p->copies_note[0])
         ntp__put_wrapped(f, "", p->copies_note);
+    if (p->weights_note[0])
+        ntp__put_wrapped(f, "", p->weights_note);
     if (p->fused) {
         char text[256];
         snprintf(text, sizeof text,
@@ -244,6 +246,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_prediction *p, FILE *f)
     ntp__jset(&ok, root, "copies_ms", ntp__json_num(p->copies_ms));
     if (p->copies_note[0])
         ntp__jset(&ok, root, "copies_note", json_string(p->copies_note));
+    if (p->weights_note[0])
+        ntp__jset(&ok, root, "weights_note", json_string(p->weights_note));
     ntp__jset(&ok, root, "unpredicted_layers", json_integer(p->n_unpredicted));
     ntp__jset(&ok, root, "fused", json_boolean(p->fused));
     ntp__jset(&ok, root, "fused_layers", json_integer(p->n_fused));
@@ -499,6 +503,32 @@ ntp_status ntp_report_write_calibration(ntp_ctx *ctx, const ntp_calibration *c, 
                                   (double)c->gemv[k].bytes / 1e6, c->gemv[k].gbps);
         snprintf(head, sizeof head, "%-10s %7d  ", "step", c->n_gemv);
         ntp__put_wrapped(f, head, rates);
+    }
+    /* What a pass keeps of a probe's weights, by the pass's size. */
+    if (fmt != NTP_FORMAT_CSV && c->kept.samples > 0) {
+        char pts[640], head[32], kb[32];
+        size_t u;
+        if (c->kept.n_points == 0)
+            u = (size_t)snprintf(pts, sizeof pts,
+                                 "what a pass keeps: not told (the probe ran about as fast "
+                                 "after the flush as warm)");
+        else if (c->kept.bytes > 0)
+            u = (size_t)snprintf(pts, sizeof pts,
+                                 "what a pass keeps: kept up to %s (a network's weights priced "
+                                 "as kept up to 1/%g of it); a probe's time, from warm 0 to "
+                                 "flushed 1, after a pass of",
+                                 ntp__human_bytes((double)c->kept.bytes, kb, sizeof kb),
+                                 NTP_KEPT_MARGIN);
+        else
+            u = (size_t)snprintf(pts, sizeof pts,
+                                 "what a pass keeps: nothing (every network's weights priced "
+                                 "from memory); a probe's time, from warm 0 to flushed 1, "
+                                 "after a pass of");
+        for (int k = 0; k < c->kept.n_points && k < NTP_KEPT_POINTS && u < sizeof pts; k++)
+            u += (size_t)snprintf(pts + u, sizeof pts - u, "%s %.3g MB %.2f", k ? "," : "",
+                                  c->kept.points[k][0] / 1e6, c->kept.points[k][1]);
+        snprintf(head, sizeof head, "%-10s %7d  ", "kept", c->kept.samples);
+        ntp__put_wrapped(f, head, pts);
     }
     if (fmt != NTP_FORMAT_CSV && c->n_impls > 0) {
         fputc('\n', f);
