@@ -2340,6 +2340,13 @@ static void test_kept(void **state)
     cal.kept.bytes = 2 * 26816;
     assert_int_equal(ntp_predict(ctx, g, &cal, &q), 0);
     assert_non_null(strstr(ntp_prediction_weights_note(q), "kept in L2"));
+    /* Beside a run, the same line. */
+    ntp_layer_result row = {.name = "big", .kind = "layer"};
+    row.time_ms.median = 0.01;
+    ntp_run_result r;
+    run_over(&r, &row, 1, 0.01);
+    ntp_prediction_apply(q, &r, false);
+    assert_string_equal(r.prediction.weights_note, ntp_prediction_weights_note(q));
     assert_string_equal(p->layers[2].name, "big");
     assert_close(p->layers[2].memory_ms - q->layers[2].memory_ms,
                  1e3 * 0.5 * 17408 * (1 / 10e9 - 1 / 50e9), 1e-12);

@@ -601,10 +601,13 @@ typedef struct ntp_roofline {
  * ntp_prediction_apply when the machine has a calibration. */
 typedef struct ntp_run_prediction {
     bool available;
-    char calibration[192];    /* "onednn 3.4.1 f32, 2026-11-24T23:00:00Z" */
-    bool stale;               /* the backend's version changed since */
-    bool roofline_only;       /* from ceilings alone */
-    char uncalibrated[256];   /* families not calibrated, "" for none */
+    char calibration[192];  /* "onednn 3.4.1 f32, 2026-11-24T23:00:00Z" */
+    bool stale;             /* the backend's version changed since */
+    bool roofline_only;     /* from ceilings alone */
+    char uncalibrated[256]; /* families not calibrated, "" for none */
+    /* Where the weights come from between passes, where the calibration
+     * measured what a pass keeps (ntp_prediction_weights_note); "" else. */
+    char weights_note[256];
     int n_compared;           /* layers predicted and measured */
     int within_10, within_25; /* of them, |error| <= 10% / 25% */
     int n_major;              /* of them, > 1% of the summed layer time */

@@ -1765,6 +1765,7 @@ void ntp_prediction_apply(const ntp_prediction *p, ntp_run_result *r, bool stale
     snprintf(s->calibration, sizeof s->calibration, "%.31s (%s) %.7s, %.31s", p->cal.backend, ver,
              p->cal.precision, p->cal.calibrated_at);
     snprintf(s->uncalibrated, sizeof s->uncalibrated, "%s", p->uncalibrated);
+    snprintf(s->weights_note, sizeof s->weights_note, "%s", p->weights_note);
     double layer_sum = 0;
     for (int i = 0; i < r->n_layers; i++)
         if (r->layers[i].kind && strcmp(r->layers[i].kind, "layer") == 0)

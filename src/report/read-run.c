@@ -496,6 +496,9 @@ static void read_prediction(reader *rd, json_t *o, ntp_run_prediction *p)
              json_is_string(cal) ? json_string_value(cal) : "");
     snprintf(p->uncalibrated, sizeof p->uncalibrated, "%s",
              json_is_string(un) ? json_string_value(un) : "");
+    json_t *wn = json_object_get(o, "weights_note");
+    snprintf(p->weights_note, sizeof p->weights_note, "%s",
+             json_is_string(wn) ? json_string_value(wn) : "");
     p->stale = json_is_true(json_object_get(o, "stale"));
     p->roofline_only = json_is_true(json_object_get(o, "roofline_only"));
     p->predicted_ms = opt_num(o, "predicted_ms", NAN);

@@ -280,6 +280,8 @@ static void table_prediction(FILE *f, const ntp_run_result *r)
                        p->n_major);
     if (p->uncalibrated[0])
         ntp__put_wrapped(f, "prediction: not predicted (family not calibrated): ", p->uncalibrated);
+    if (p->weights_note[0])
+        ntp__put_wrapped(f, "prediction: ", p->weights_note);
     /* Why each "n/a" row is not predicted, each reason once with its
      * layers. */
     ntp__put_reasons(f, "prediction ", r->layers, r->n_layers, run_layer_text);
@@ -1241,6 +1243,8 @@ static ntp_status write_json(ntp_ctx *ctx, const ntp_run_result *r, FILE *f)
         ntp__jset(&ok, o, "roofline_only", json_boolean(p->roofline_only));
         ntp__jset(&ok, o, "stale", json_boolean(p->stale));
         ntp__jset(&ok, o, "uncalibrated", ntp__json_str(p->uncalibrated));
+        if (p->weights_note[0])
+            ntp__jset(&ok, o, "weights_note", json_string(p->weights_note));
         ntp__jset(&ok, o, "predicted_ms", ntp__json_num(p->predicted_ms));
         ntp__jset(&ok, o, "measured_ms", ntp__json_num(p->measured_ms));
         ntp__jset(&ok, o, "error", ntp__json_num(p->error));
