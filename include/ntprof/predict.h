@@ -141,9 +141,10 @@ typedef struct ntp_family_model {
  * flush (ntp_calibration.kept). */
 #define NTP_KEPT_SHARE 0.25
 /* And a network's weights are priced at the level its pass fits in where
- * this many times what the pass touches (ntp_analysis's weights and arena)
- * was kept: a real network's pass evicts more than a chain of fc layers of
- * its size (docs/predict.md#weights-between-passes). */
+ * this many times what the pass touches (its weights and arena) was kept:
+ * a network's layers take longer for their bytes than the spacers, and
+ * what a pass keeps falls with its time as well as its bytes
+ * (docs/predict.md#what-a-pass-keeps-measured). */
 #define NTP_KEPT_MARGIN 2.0
 
 /* The samples a recurrent or pooling kernel's correction keeps by size
@@ -277,16 +278,17 @@ typedef struct ntp_calibration {
     int n_gemv;
     ntp_gemv_rate gemv[NTP_PREDICT_MAX_GEMV];
     /* What a network's pass keeps of a layer's weights until the next pass
-     * (docs/predict.md#weights-between-passes): a probe (an fc of 4 MB)
+     * (docs/predict.md#what-a-pass-keeps-measured): a probe (an fc of 4 MB)
      * timed again and again without a flush, after a chain of spacers
-     * (fc layers of its size) between two of its passes, as sample kind
-     * "kept". points: (bytes, share) by bytes ascending, the probe's and
-     * its spacers' traffic, and how far its time went from its warm time
-     * (no spacer: 0) towards its time after the flush (its "layer"
-     * sample: 1). bytes: the largest of those whose share, and every
-     * smaller one's, is at most NTP_KEPT_SHARE; 0 where none is. samples
-     * 0: not measured (ref, --quick, a warm calibration, one made
-     * before): every network's weights are priced from memory. */
+     * (3x3 convolutions of 2.4 MB each) between two of its passes, as
+     * sample kind "kept". points: (bytes, share) by bytes ascending, what
+     * the pass touches (the probe's and the spacers' weights and the
+     * arena), and how far the probe's time went from its warm time (no
+     * spacer: 0) towards its time after the flush (its "layer" sample:
+     * 1). bytes: the largest of those whose share, and every smaller
+     * one's, is at most NTP_KEPT_SHARE; 0 where none is. samples 0: not
+     * measured (--quick, a warm calibration, one made before): every
+     * network's weights are priced from memory. */
     struct {
         int samples, n_points;
         double points[NTP_KEPT_POINTS][2];

@@ -247,7 +247,8 @@ static bool build_design(design *d)
     /* What a pass keeps (config.kept, fit_kept): a 4 MB fc probe, the
      * {1, 1024, 1024} above, alone (its warm time) and after 1 to 16
      * spacers, 3x3 convolutions of 256 channels on 14x14 (2.4 MB of
-     * weights each), 6.6 to 42 MB between two of its passes. A spacer
+     * weights each): passes of 7.2 to 42.6 MB with the probe's weights and
+     * the arena (what a prediction counts for a network). A spacer
      * takes about as long for its bytes as a network's layers do (0.6 ms
      * on the Zen 5 VM, oneDNN): fc spacers of the probe's size, which run
      * at memory's speed, left it most of its weights through 71 MB there,
@@ -1488,9 +1489,9 @@ static int cmp_point(const void *a, const void *b)
 
 /* What a pass keeps (ntp_calibration.kept): each "kept" sample the
  * backend ran with spacers, at what its pass touches (kept_reuse), the
- * share of the way
- * its time went from the warm one (the "kept" sample without spacers)
- * to its twin's after the flush (the probe's "layer" sample). A probe
+ * share of the way its time went from the warm one (the "kept" sample
+ * without spacers) to its twin's after the flush (the probe's "layer"
+ * sample). A probe
  * whose flushed time is under 1.25 times its warm one cannot tell a cache
  * from memory: no points. */
 static void fit_kept(const ntp_calibration_sample *S, int ns, ntp_calibration *cal)
