@@ -2232,19 +2232,6 @@ static void refit_mainbe(ntp_ctx *ctx, const sample_spec *in, int n, const char 
     assert_int_equal(ntp_calibration_refit(ctx, cal, S, n, fit), 0);
 }
 
-/* A layer's cold start (docs/predict.md#a-layers-cold-start). Fitted per
- * family: the median of each layer sample's time less its warm twin's
- * (the same markup timed without the flush): 20 - 16, 14 - 10 and 5 - 4
- * us, median 4 us; a warm sample without a twin, or run on another
- * backend, counts for nothing; a twin faster warm than cold: 0. Priced:
- * mlp_xml's pass touches 26816 bytes (test_predict_network_cache); with
- * an L2 of 32768 bytes at 50 GB/s it fits there, and a layer pays
- * DRAM's 10 GB/s over the L2's 50, a fifth, of the cold start inside its
- * overhead: small's fc overhead 1 us - 4/5 x 0.8 us = 0.36 us. From DRAM
- * (an L2 of 20000 bytes; or of 24000, which would hold the weights and
- * every layer's output, 22592 bytes, but not the weights and the arena),
- * or in a warm calibration, the whole 1 us; the
- * overhead never goes below 0. */
 /* mlp_xml loaded, and in *cal the hand calibration in network conditions
  * with an L2 of 32768 bytes at 50 GB/s between its L1 and DRAM (test_kept,
  * test_cold). */
@@ -2262,7 +2249,7 @@ static ntp_graph *mlp_network_l2(ntp_ctx *ctx, ntp_calibration *cal)
     return g;
 }
 
-/* What a pass keeps (docs/predict.md#weights-between-passes). Fitted: the
+/* What a pass keeps (docs/predict.md#what-a-pass-keeps-measured). Fitted: the
  * probe (an fc of 1024 by 1024 at batch 1) after k spacers (3x3
  * convolutions of 256 channels on 14x14, 4 x (256 x 256 x 9 + 256) =
  * 2360320 bytes of weights each), at what the pass touches (the probe's
@@ -2367,6 +2354,19 @@ static void test_kept(void **state)
     ntp_ctx_free(ctx);
 }
 
+/* A layer's cold start (docs/predict.md#a-layers-cold-start). Fitted per
+ * family: the median of each layer sample's time less its warm twin's
+ * (the same markup timed without the flush): 20 - 16, 14 - 10 and 5 - 4
+ * us, median 4 us; a warm sample without a twin, or run on another
+ * backend, counts for nothing; a twin faster warm than cold: 0. Priced:
+ * mlp_xml's pass touches 26816 bytes (test_predict_network_cache); with
+ * an L2 of 32768 bytes at 50 GB/s it fits there, and a layer pays
+ * DRAM's 10 GB/s over the L2's 50, a fifth, of the cold start inside its
+ * overhead: small's fc overhead 1 us - 4/5 x 0.8 us = 0.36 us. From DRAM
+ * (an L2 of 20000 bytes; or of 24000, which would hold the weights and
+ * every layer's output, 22592 bytes, but not the weights and the arena),
+ * or in a warm calibration, the whole 1 us; the
+ * overhead never goes below 0. */
 static void test_cold(void **state)
 {
     (void)state;
