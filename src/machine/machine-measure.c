@@ -276,11 +276,6 @@ static ntp_status measure_peaks(ntp_ctx *ctx, team *tm, bool smt, const ntp_mach
     return st;
 }
 
-/* The physical ratios of the dot-product units to the FMA units: a
- * vdpbf16ps does twice an FMA's operations per lane and a vpdpbusd four
- * times, and no core issues them faster than its FMAs; AMX's tile unit
- * does 16x and 32x what the FMAs do (NTP_MACHINE_AMX_*). Ceilings above
- * that (with a margin for noise) mean the f32 peak was measured low. */
 /* Whether pk was measured on AMX's tile unit (its kernel's name says so,
  * "tdpbf16ps tmm (AMX) micro-kernel, ..."). */
 static bool on_amx(const ntp_peak *pk)
@@ -288,6 +283,11 @@ static bool on_amx(const ntp_peak *pk)
     return strstr(pk->method, "(AMX)") != NULL;
 }
 
+/* The physical ratios of the dot-product units to the FMA units: a
+ * vdpbf16ps does twice an FMA's operations per lane and a vpdpbusd four
+ * times, and no core issues them faster than its FMAs; AMX's tile unit
+ * does 16x and 32x what the FMAs do (NTP_MACHINE_AMX_*). Ceilings above
+ * that (with a margin for noise) mean the f32 peak was measured low. */
 static void check_ratios(ntp_ceilings *c)
 {
     const ntp_peak *f32 = NULL;
