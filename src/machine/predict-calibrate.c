@@ -1458,33 +1458,39 @@ static int kept_spacers(const char *xml)
     return n;
 }
 
+/* Sample x's topology as it was timed (config_markup, in network
+ * conditions where `network`), loaded and analysed at cal's precision
+ * into *ctx, *g and *a, which the caller frees (NULL where not made);
+ * false where it does not load. */
+static bool sample_graph(const ntp_calibration *cal, const ntp_calibration_sample *x, bool network,
+                         ntp_ctx **ctx, ntp_graph **g, ntp_analysis **a)
+{
+    *ctx = NULL;
+    *g = NULL;
+    *a = NULL;
+    config c = config_of_sample(x, false);
+    char xml[4096];
+    if (!config_markup(&c, network, xml, sizeof xml) || !(*ctx = ntp_ctx_init()))
+        return false;
+    ntp_load_opts lo = {0};
+    lo.set_precision = ntp_dtype_parse(cal->precision, &lo.precision) == NTP_STATUS_OK;
+    return ntp_graph_load_xml_memory(*ctx, xml, strlen(xml), "calibrate", &lo, g) ==
+               NTP_STATUS_OK &&
+           ntp_graph_analyze(*ctx, *g, a) == NTP_STATUS_OK;
+}
+
 /* What a pass of a "kept" sample's topology touches, as a prediction
  * counts a network's (ntp__predict_reuse); 0 where it does not load. */
 static int64_t kept_reuse(const ntp_calibration *cal, const ntp_calibration_sample *x)
 {
-    config c = config_of_sample(x, false);
-    char xml[4096];
-    if (!config_markup(&c, true, xml, sizeof xml))
-        return 0;
-    ntp_ctx *ctx = ntp_ctx_init();
-    ntp_graph *g = NULL;
-    ntp_analysis *a = NULL;
-    int64_t b = 0;
-    ntp_load_opts lo = {0};
-    lo.set_precision = ntp_dtype_parse(cal->precision, &lo.precision) == NTP_STATUS_OK;
-    if (ctx && ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "calibrate", &lo, &g) == 0 &&
-        ntp_graph_analyze(ctx, g, &a) == 0)
-        b = ntp__predict_reuse(g, a);
+    ntp_ctx *ctx;
+    ntp_graph *g;
+    ntp_analysis *a;
+    int64_t b = sample_graph(cal, x, true, &ctx, &g, &a) ? ntp__predict_reuse(g, a) : 0;
     ntp_analysis_free(a);
     ntp_graph_free(g);
     ntp_ctx_free(ctx);
     return b;
-}
-
-static int cmp_point(const void *a, const void *b)
-{
-    const double *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
 /* What a pass keeps (ntp_calibration.kept): each "kept" sample the
@@ -1522,7 +1528,8 @@ static void fit_kept(const ntp_calibration_sample *S, int ns, ntp_calibration *c
     }
     if (cal->kept.samples > 0 && warm)
         cal->kept.samples++;
-    qsort(pts, (size_t)np, sizeof pts[0], cmp_point);
+    /* By bytes, each point's first member. */
+    qsort(pts, (size_t)np, sizeof pts[0], ntp__cmp_double);
     cal->kept.n_points = np;
     memcpy(cal->kept.points, pts, (size_t)np * sizeof pts[0]);
     for (int k = 0; k < np && pts[k][1] <= NTP_KEPT_SHARE; k++)
@@ -1692,20 +1699,11 @@ static ntp_status fit_samples(ntp_ctx *ctx, const ntp_calibration_sample *S, int
  * false (the stored terms stand) where the markup no longer loads. */
 static bool sample_terms(const ntp_calibration *cal, ntp_calibration_sample *x)
 {
-    config c = config_of_sample(x, false);
-    char xml[4096];
-    if (!config_markup(&c, strcmp(cal->cache, "network") == 0 && !c.step, xml, sizeof xml))
-        return false;
-    ntp_ctx *ctx = ntp_ctx_init();
-    if (!ctx)
-        return false;
-    ntp_load_opts lo = {0};
-    lo.set_precision = ntp_dtype_parse(cal->precision, &lo.precision) == NTP_STATUS_OK;
-    ntp_graph *g = NULL;
-    ntp_analysis *a = NULL;
-    bool ok =
-        ntp_graph_load_xml_memory(ctx, xml, strlen(xml), "calibrate", &lo, &g) == NTP_STATUS_OK &&
-        ntp_graph_analyze(ctx, g, &a) == NTP_STATUS_OK;
+    ntp_ctx *ctx;
+    ntp_graph *g;
+    ntp_analysis *a;
+    bool ok = sample_graph(
+        cal, x, strcmp(cal->cache, "network") == 0 && strcmp(x->kind, "step") != 0, &ctx, &g, &a);
     int li = ok ? ntp_graph_layer_find(g, "L") : -1;
     if (li >= 0) {
         ntp__pfeat f;
