@@ -273,6 +273,8 @@ grep -q '^  A: predicted .* layers within +-10%' "$T/out" && ok || bad "compare:
 grep -q '^  B: predicted ' "$T/out" && ok || bad "compare: no B summary"
 grep -q 'calibrated at another thread' "$T/out" && ok || bad "compare: B's threads not flagged"
 grep -Eq '^  fc1 +[0-9.e-]+ +[0-9.e-]+ +[-+][0-9]+%' "$T/out" && ok || bad "compare: no fc1 row"
+grep -q '^    not predicted (family not calibrated): .*eltwise' "$T/out" && ok ||
+    bad "compare: A's families not calibrated not named"
 grep -q 'Prediction beside measurement' "$T/c.html" && ok || bad "compare HTML: no prediction"
 expect_exit 0 "$NTPROF" compare "$T/a.json" "$T/b.json" -f json -o "$T/c.json"
 $PY - "$T/a.json" "$T/c.json" "$SRC/schema/compare.schema.json" <<'PYEOF' && ok || bad "compare JSON"
@@ -285,6 +287,32 @@ want = {l["name"]: l["predicted_ms"] for l in a["layers"] if "predicted_ms" in l
 got = {l["name"]: l["base_predicted_ms"] for l in c["pairs"][0]["layers"]}
 assert want and all(got[k] == v for k, v in want.items()), (want, got)
 assert all(v is None for k, v in got.items() if k not in want), got
+# relu is not calibrated: named on A's side, as in the run's report.
+assert "eltwise" in c["runs"][0]["prediction"]["uncalibrated"], c["runs"][0]["prediction"]
+assert "weights_note" not in c["runs"][0]["prediction"], c["runs"][0]["prediction"]
+PYEOF
+
+# The weights line of a calibration that measured what a pass keeps
+# (docs/predict.md#what-a-pass-keeps-measured), read back from a report,
+# in the table, the JSON and the HTML.
+$PY - "$T/a.json" "$T/w.json" <<'PYEOF' && ok || bad "weights note report"
+import json, sys
+a = json.load(open(sys.argv[1]))
+a["prediction"]["weights_note"] = "weights: a pass touches 1.2 MB; kept in L2 between passes"
+json.dump(a, open(sys.argv[2], "w"))
+PYEOF
+expect_exit 0 "$NTPROF" compare "$T/w.json" "$T/b.json" --html "$T/w.html"
+grep -q '^    weights: a pass touches 1.2 MB; kept in L2 between passes$' "$T/out" && ok ||
+    bad "compare: no weights line: $(cat "$T/out")"
+grep -q '; weights: a pass touches 1.2 MB; kept in L2 between passes</p>' "$T/w.html" && ok ||
+    bad "compare HTML: no weights line"
+expect_exit 0 "$NTPROF" compare "$T/w.json" "$T/b.json" -f json -o "$T/w-c.json"
+$PY - "$T/w-c.json" "$SRC/schema/compare.schema.json" <<'PYEOF' && ok || bad "compare JSON weights"
+import json, sys, jsonschema
+c, s = (json.load(open(f)) for f in sys.argv[1:3])
+jsonschema.validators.validator_for(s)(s).validate(c)
+assert c["runs"][0]["prediction"]["weights_note"].endswith("kept in L2 between passes"), c["runs"][0]
+assert "weights_note" not in c["runs"][1]["prediction"], c["runs"][1]
 PYEOF
 
 # compare's CSV carries the prediction columns the table and the HTML show.

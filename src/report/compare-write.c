@@ -350,6 +350,11 @@ static void table_prediction(FILE *f, const ntp_comparison *c, const ntp_compare
         else
             snprintf(s, sizeof s, "no prediction (no calibration for its backend)");
         ntp__put_wrapped(f, lead, s);
+        const ntp_run_prediction *q = &run[k]->prediction;
+        if (q->available && q->uncalibrated[0])
+            ntp__put_wrapped(f, "    not predicted (family not calibrated): ", q->uncalibrated);
+        if (q->available && q->weights_note[0])
+            ntp__put_wrapped(f, "    ", q->weights_note);
         if (ntp__prediction_machine_note(run[k], s, sizeof s))
             ntp__put_wrapped(f, "    ", s);
         if (ntp__prediction_placement_line(run[k], s, sizeof s))
@@ -574,6 +579,10 @@ static json_t *prediction_json(bool *ok, const ntp_run_prediction *p)
     ntp__jset(ok, o, "layers_within_25", json_integer(p->within_25));
     ntp__jset(ok, o, "major_layers", json_integer(p->n_major));
     ntp__jset(ok, o, "major_layers_within_25", json_integer(p->major_within_25));
+    if (p->uncalibrated[0])
+        ntp__jset(ok, o, "uncalibrated", json_string(p->uncalibrated));
+    if (p->weights_note[0])
+        ntp__jset(ok, o, "weights_note", json_string(p->weights_note));
     return o;
 }
 

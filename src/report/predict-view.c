@@ -231,6 +231,8 @@ void ntp__html_prediction_card(FILE *f, const ntp_run_prediction *p, const char 
                     p->calibration);
     if (p->uncalibrated[0])
         ntp__html_textf(f, "; not predicted: %s", p->uncalibrated);
+    if (p->weights_note[0])
+        ntp__html_textf(f, "; %s", p->weights_note);
     fputs("</p>\n", f);
 }
 
